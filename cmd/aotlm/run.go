@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aotlm/aotlm/internal/model"
+	"github.com/aotlm/aotlm/internal/sample"
+	"github.com/aotlm/aotlm/internal/textgen"
+)
+
+func newRunCmd() *cobra.Command {
+	var (
+		modelPath, tokPath, prompt, promptFile string
+		n, threads, ctx                        int
+		p                                      sample.Params
+		seed                                   int64
+		asJSON, ignoreEOS                      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run -m MODEL -p PROMPT",
+		Short: "Generate text from a prompt",
+		Long: `Generate text from a prompt, streaming it to stdout as it is produced.
+
+MODEL is a GGUF file, a llama2.c checkpoint (.bin, with --tokenizer), or a
+Hugging Face folder (config.json + model.safetensors + tokenizer files).
+--temp 0 decodes greedily; --seed makes sampling reproducible.`,
+		Example: `  aotlm run -m stories260K.gguf -p "Once upon a time" -n 64
+  aotlm run -m stories260K.bin --tokenizer tok512.bin -p "" -n 40 --temp 0 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if modelPath == "" {
+				return fmt.Errorf("no model: pass -m <model file or folder>")
+			}
+			if promptFile != "" {
+				b, err := os.ReadFile(promptFile)
+				if err != nil {
+					return fmt.Errorf("prompt file: %w", err)
+				}
+				prompt = string(b)
+			}
+			if seed < 0 {
+				p.Seed = uint64(time.Now().UnixNano())
+			} else {
+				p.Seed = uint64(seed)
+			}
+			m, err := model.Open(modelPath, model.Options{Tokenizer: tokPath, Threads: threads})
+			if err != nil {
+				return err
+			}
+			s, err := m.NewSession(min(ctx, m.Config.Context))
+			if err != nil {
+				return err
+			}
+			req := textgen.Request{Prompt: prompt, MaxTokens: n, Sampling: p, IgnoreEOS: ignoreEOS}
+			if !asJSON {
+				req.Stream = cmd.OutOrStdout()
+			}
+			rep, err := textgen.Run(m, m.Tokenizer, s, req)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
+			}
+			fmt.Fprintln(cmd.OutOrStdout())
+			fmt.Fprintf(cmd.ErrOrStderr(), "prompt %d tokens, %.1f tok/s; generated %d tokens, %.1f tok/s; first token after %.1f ms (%s)\n",
+				len(rep.PromptIDs), rep.PrefillTokS, len(rep.IDs), rep.DecodeTokS, rep.TTFTMs, rep.StopReason)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&modelPath, "model", "m", "", "model file or folder (required)")
+	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for checkpoints without one")
+	f.StringVarP(&prompt, "prompt", "p", "", "prompt text")
+	f.StringVarP(&promptFile, "file", "f", "", "read the prompt from a file")
+	f.IntVarP(&n, "n-predict", "n", 128, "number of tokens to generate (-1: until EOS or the context is full)")
+	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
+	f.IntVarP(&ctx, "ctx", "c", 4096, "context length (capped at the model's)")
+	f.Float32Var(&p.Temperature, "temp", 0.8, "temperature; 0 is greedy")
+	f.IntVar(&p.TopK, "top-k", 40, "keep the K most likely tokens (0: all)")
+	f.Float32Var(&p.TopP, "top-p", 0.95, "nucleus sampling mass (1: off)")
+	f.Float32Var(&p.MinP, "min-p", 0.05, "drop tokens below this fraction of the best one's probability (0: off)")
+	f.Float32Var(&p.RepeatPenalty, "repeat-penalty", 1, "penalty for recently generated tokens (1: off)")
+	f.IntVar(&p.RepeatLastN, "repeat-last-n", 64, "how many recent tokens the penalty considers")
+	f.Int64Var(&seed, "seed", -1, "sampling seed (-1: random)")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object instead of streaming text")
+	f.BoolVar(&ignoreEOS, "ignore-eos", false, "keep generating past the end-of-sequence token")
+	return cmd
+}

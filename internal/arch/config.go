@@ -1,0 +1,86 @@
+package arch
+
+import (
+	"fmt"
+
+	"github.com/aotlm/aotlm/internal/graph"
+)
+
+// Config is everything the graph builder needs to know about a model.
+type Config struct {
+	Family  string // "llama"
+	Hidden  int    // D
+	FFN     int    // F
+	Layers  int
+	Heads   int // H
+	KVHeads int // G
+	HeadDim int // E
+	Vocab   int // V
+	Context int // trained context length
+	NormEps float64
+
+	RopeTheta   float64
+	RopeStyle   graph.RopeStyle
+	RotaryDim   int         // R; 0 means HeadDim
+	RopeScaling RopeScaling // zero value: none
+	// RopeFreqFactors divide the base frequencies pairwise (GGUF rope_freqs).
+	RopeFreqFactors []float32
+
+	Tied bool // classifier shares the embedding table
+	BOS  int  // -1 if unknown
+	EOS  []int
+
+	// Source records where the config came from ("hf", "gguf", "llama2c").
+	Source string
+}
+
+// RopeScaling describes a rope_scaling entry of config.json.
+type RopeScaling struct {
+	Type                string  // "", "linear", "llama3"
+	Factor              float64 // linear and llama3
+	LowFreqFactor       float64 // llama3
+	HighFreqFactor      float64 // llama3
+	OriginalMaxPosition int     // llama3
+}
+
+// Validate checks the config for values a graph cannot be built from.
+func (c *Config) Validate() error {
+	pos := []struct {
+		name string
+		v    int
+	}{{"hidden size", c.Hidden}, {"feed-forward size", c.FFN}, {"layer count", c.Layers},
+		{"head count", c.Heads}, {"key/value head count", c.KVHeads}, {"head size", c.HeadDim},
+		{"vocabulary size", c.Vocab}, {"context length", c.Context}}
+	for _, p := range pos {
+		if p.v <= 0 {
+			return fmt.Errorf("%s config: %s is %d, must be positive", c.Family, p.name, p.v)
+		}
+		if p.v > 1<<24 {
+			return fmt.Errorf("%s config: %s %d is implausibly large", c.Family, p.name, p.v)
+		}
+	}
+	if c.Heads%c.KVHeads != 0 {
+		return fmt.Errorf("%s config: %d heads is not a multiple of %d key/value heads", c.Family, c.Heads, c.KVHeads)
+	}
+	r := c.rotDim()
+	if r%2 != 0 || r > c.HeadDim || r <= 0 {
+		return fmt.Errorf("%s config: rotary size %d does not fit head size %d", c.Family, r, c.HeadDim)
+	}
+	if c.RopeTheta <= 0 {
+		return fmt.Errorf("%s config: rope theta %v must be positive", c.Family, c.RopeTheta)
+	}
+	if n := len(c.RopeFreqFactors); n != 0 && n != r/2 {
+		return fmt.Errorf("%s config: %d rope frequency factors for rotary size %d", c.Family, n, r)
+	}
+	if !(c.NormEps > 0 && c.NormEps < 1) {
+		return fmt.Errorf("%s config: norm epsilon %v out of range", c.Family, c.NormEps)
+	}
+	return nil
+}
+
+func (c *Config) rotDim() int {
+	if c.RotaryDim > 0 {
+		return c.RotaryDim
+	}
+	return c.HeadDim
+}

@@ -1,0 +1,105 @@
+package arch
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/aotlm/aotlm/internal/graph"
+)
+
+// BuildOptions shape the graph built for a config.
+type BuildOptions struct {
+	// AllLogits keeps the logits of every row; otherwise only the last row's
+	// logits are computed (what generation needs).
+	AllLogits bool
+}
+
+// Family describes one model family: how to read its config from each
+// source format, where its tensors live in each format, and its graph.
+type Family struct {
+	Name string
+	// HFArchitectures and HFModelTypes select the family from config.json.
+	HFArchitectures []string
+	HFModelTypes    []string
+	// GGUFArchitectures select it from general.architecture.
+	GGUFArchitectures []string
+
+	configHF    func(meta map[string]any) (Config, error)
+	configGGUF  func(meta map[string]any, arch string) (Config, error)
+	tensorNames func(source, canonical string) (string, bool)
+	build       func(c *Config, opts BuildOptions) (*graph.Graph, error)
+}
+
+var families []*Family
+
+func register(f *Family) { families = append(families, f) }
+
+// Families lists the names of the supported families.
+func Families() []string {
+	var s []string
+	for _, f := range families {
+		s = append(s, f.Name)
+	}
+	sort.Strings(s)
+	return s
+}
+
+// UnknownArchitectureError reports a model whose family aotlm does not know.
+type UnknownArchitectureError struct {
+	Source string // "hf", "gguf"
+	Name   string
+}
+
+func (e *UnknownArchitectureError) Error() string {
+	return fmt.Sprintf("unknown %s architecture %q (supported families: %s)",
+		e.Source, e.Name, strings.Join(Families(), ", "))
+}
+
+func familyByHF(archs []string, modelType string) (*Family, error) {
+	for _, f := range families {
+		for _, a := range archs {
+			for _, b := range f.HFArchitectures {
+				if a == b {
+					return f, nil
+				}
+			}
+		}
+	}
+	for _, f := range families {
+		for _, m := range f.HFModelTypes {
+			if m == modelType {
+				return f, nil
+			}
+		}
+	}
+	name := modelType
+	if len(archs) > 0 {
+		name = archs[0]
+	}
+	return nil, &UnknownArchitectureError{Source: "hf", Name: name}
+}
+
+func familyByGGUF(arch string) (*Family, error) {
+	for _, f := range families {
+		for _, a := range f.GGUFArchitectures {
+			if a == arch {
+				return f, nil
+			}
+		}
+	}
+	return nil, &UnknownArchitectureError{Source: "gguf", Name: arch}
+}
+
+// Build returns the forward graph of the config's family.
+func Build(c *Config, opts BuildOptions) (*graph.Graph, error) {
+	for _, f := range families {
+		if f.Name == c.Family {
+			if err := c.Validate(); err != nil {
+				return nil, err
+			}
+			return f.build(c, opts)
+		}
+	}
+	return nil, fmt.Errorf("no family named %q", c.Family)
+}

@@ -1,0 +1,171 @@
+package arch
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/aotlm/aotlm/internal/format"
+	"github.com/aotlm/aotlm/internal/graph"
+)
+
+// Model is a checkpoint resolved to a family: its config and its weights
+// under canonical names, in float32.
+type Model struct {
+	Config  Config
+	Weights graph.Weights
+}
+
+// ConfigOf reads the model config from a checkpoint's metadata.
+func ConfigOf(ck format.Checkpoint) (Config, *Family, error) {
+	meta := ck.Metadata()
+	switch ck.Format() {
+	case "safetensors":
+		archs, _ := format.MetaStrings(meta, "architectures")
+		mt, _ := format.MetaString(meta, "model_type")
+		if len(archs) == 0 && mt == "" {
+			return Config{}, nil, errors.New("config.json: no \"architectures\" or \"model_type\" (is config.json beside the weights?)")
+		}
+		f, err := familyByHF(archs, mt)
+		if err != nil {
+			return Config{}, nil, err
+		}
+		c, err := f.configHF(meta)
+		return c, f, err
+	case "gguf":
+		a, ok := format.MetaString(meta, "general.architecture")
+		if !ok {
+			return Config{}, nil, errors.New("gguf: general.architecture is missing")
+		}
+		f, err := familyByGGUF(a)
+		if err != nil {
+			return Config{}, nil, err
+		}
+		c, err := f.configGGUF(meta, a)
+		if err != nil {
+			return c, f, err
+		}
+		if t, ok := format.Find(ck, "token_embd.weight"); ok && len(t.Shape) == 2 {
+			c.Vocab = int(t.Shape[0])
+		}
+		if _, ok := format.Find(ck, "output.weight"); !ok {
+			c.Tied = true
+		}
+		if _, ok := format.Find(ck, "rope_freqs.weight"); ok {
+			ff, err := ck.ReadFloat32("rope_freqs.weight")
+			if err != nil {
+				return c, f, err
+			}
+			c.RopeFreqFactors = ff
+		}
+		return c, f, nil
+	case "llama2c":
+		return llama2cConfig(meta)
+	}
+	return Config{}, nil, fmt.Errorf("no architecture mapping for %s checkpoints", ck.Format())
+}
+
+func llama2cConfig(m map[string]any) (Config, *Family, error) {
+	f, _ := familyByGGUF("llama")
+	geti := func(k string) int {
+		v, _ := format.MetaInt(m, k)
+		return int(v)
+	}
+	c := Config{Family: "llama", Source: "llama2c", RopeStyle: graph.RopeInterleaved,
+		Hidden: geti("dim"), FFN: geti("hidden_dim"), Layers: geti("n_layers"),
+		Heads: geti("n_heads"), KVHeads: geti("n_kv_heads"), Vocab: geti("vocab_size"),
+		Context: geti("seq_len"), NormEps: 1e-5, RopeTheta: 10000, BOS: 1, EOS: []int{2}}
+	if c.Heads > 0 {
+		c.HeadDim = c.Hidden / c.Heads
+	}
+	if b, ok := m["shared_classifier"].(bool); ok {
+		c.Tied = b
+	}
+	return c, f, nil
+}
+
+// Load resolves a checkpoint: its config, and every weight the family's
+// graph needs, read as float32 and checked against the expected shape.
+func Load(ck format.Checkpoint) (*Model, error) {
+	c, f, err := ConfigOf(ck)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	g, err := f.build(&c, BuildOptions{AllLogits: true})
+	if err != nil {
+		return nil, err
+	}
+	source := c.Source
+	w := graph.Weights{}
+	for name, shape := range g.Weights {
+		src, ok := f.tensorNames(source, name)
+		if !ok {
+			return nil, fmt.Errorf("%s: no %s name for tensor %s", c.Family, source, name)
+		}
+		info, ok := format.Find(ck, src)
+		if !ok {
+			hint := ""
+			if name == "lm_head.weight" {
+				hint = " (set tie_word_embeddings if the classifier shares the embeddings)"
+			}
+			return nil, fmt.Errorf("%s checkpoint has no tensor %q%s", ck.Format(), src, hint)
+		}
+		if !shapeIs(info.Shape, shape) {
+			return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", src, info.Shape, shape)
+		}
+		v, err := ck.ReadFloat32(src)
+		if err != nil {
+			return nil, fmt.Errorf("reading %q: %w", src, err)
+		}
+		for i, x := range v {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return nil, fmt.Errorf("tensor %q holds %v at index %d", src, x, i)
+			}
+		}
+		w[name] = v
+	}
+	return &Model{Config: c, Weights: w}, nil
+}
+
+func shapeIs(got []int64, want []int) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if got[i] != int64(want[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func floatOr(m map[string]any, key string, def float64) float64 {
+	if v, ok := format.MetaFloat(m, key); ok {
+		return v
+	}
+	return def
+}
+
+// intList reads an int or a list of ints (eos_token_id may be either).
+func intList(v any) []int {
+	switch x := v.(type) {
+	case []any:
+		var out []int
+		for _, e := range x {
+			if f, ok := format.MetaInt(map[string]any{"v": e}, "v"); ok {
+				out = append(out, int(f))
+			}
+		}
+		return out
+	case nil:
+		return nil
+	default:
+		if f, ok := format.MetaInt(map[string]any{"v": x}, "v"); ok {
+			return []int{int(f)}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package chat
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nikolalohinski/gonja/v2/exec"
+)
+
+// DefaultName names a template parsed without a name.
+const DefaultName = "chat_template"
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    string `json:"role"` // "system", "user", "assistant", "tool", ...
+	Content string `json:"content"`
+	// ReasoningContent is an assistant turn's thinking text. It reaches the
+	// template as message.reasoning_content only when non-empty, so templates
+	// that test `is defined` see the same thing as with Hugging Face.
+	ReasoningContent string `json:"reasoning_content,omitempty"`
+}
+
+// Options are the variables a render passes to the template besides the
+// messages.
+type Options struct {
+	// AddGenerationPrompt appends the header that opens the assistant's turn.
+	AddGenerationPrompt bool
+	// BOSToken and EOSToken are exposed as bos_token and eos_token; an empty
+	// one is left undefined, as Hugging Face does for a missing token.
+	BOSToken, EOSToken string
+	// Now is the time strftime_now reports; zero means the current time.
+	// Set it for reproducible output (Llama 3.x prints today's date).
+	Now time.Time
+	// Vars are extra template variables, e.g. "enable_thinking": false,
+	// "date_string": "26 Jul 2024", "reasoning_effort": "low". They cannot
+	// replace messages, add_generation_prompt, bos_token, eos_token,
+	// raise_exception or strftime_now.
+	Vars map[string]any
+}
+
+// Template is a parsed chat template. It is safe for concurrent use.
+type Template struct {
+	name string
+	tpl  *exec.Template
+}
+
+// Parse parses a Jinja chat template named DefaultName.
+func Parse(src string) (*Template, error) {
+	return ParseNamed(DefaultName, src)
+}
+
+// ParseNamed parses a Jinja chat template; name appears in errors.
+func ParseNamed(name, src string) (t *Template, err error) {
+	defer func() {
+		// gonja is third-party code run on downloaded input: turn any
+		// panic in it into an error.
+		if r := recover(); r != nil {
+			t, err = nil, &Error{Template: name, Msg: fmt.Sprintf("parse: template engine failed: %v", r)}
+		}
+	}()
+	cfg := newConfig()
+	src = rewriteConditionals(src, cfg)
+	tpl, err := exec.NewTemplate(name, cfg, &sourceLoader{name: name, src: src}, environment())
+	if err != nil {
+		return nil, parseError(name, err)
+	}
+	return &Template{name: name, tpl: tpl}, nil
+}
+
+// Name returns the template's name.
+func (t *Template) Name() string { return t.name }
+
+// Render renders the conversation msgs. A template that rejects the
+// conversation through raise_exception yields an *ExceptionError; any other
+// failure an *Error naming the construct and, when known, its line.
+func (t *Template) Render(msgs []Message, opts Options) (out string, err error) {
+	var raised *ExceptionError
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = "", &Error{Template: t.name, Msg: fmt.Sprintf("render: template engine failed: %v", r)}
+		}
+	}()
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	data := make(map[string]any, len(opts.Vars)+6)
+	for k, v := range opts.Vars {
+		data[k] = v
+	}
+	data["messages"] = messageValues(msgs)
+	data["add_generation_prompt"] = opts.AddGenerationPrompt
+	delete(data, "bos_token")
+	delete(data, "eos_token")
+	if opts.BOSToken != "" {
+		data["bos_token"] = opts.BOSToken
+	}
+	if opts.EOSToken != "" {
+		data["eos_token"] = opts.EOSToken
+	}
+	data["raise_exception"] = func(msg string) (string, error) {
+		if raised == nil {
+			raised = &ExceptionError{Template: t.name, Message: msg}
+		}
+		return "", raised
+	}
+	data["strftime_now"] = func(format string) string { return strftime(format, now) }
+
+	var b strings.Builder
+	if err := t.tpl.Execute(&b, exec.NewContext(data)); err != nil {
+		if raised != nil {
+			return "", raised
+		}
+		return "", renderError(t.name, err)
+	}
+	return b.String(), nil
+}
+
+// messageValues converts msgs into the list of dicts templates index
+// (message['role'], message.content).
+func messageValues(msgs []Message) []any {
+	out := make([]any, len(msgs))
+	for i, m := range msgs {
+		v := map[string]any{"role": m.Role, "content": m.Content}
+		if m.ReasoningContent != "" {
+			v["reasoning_content"] = m.ReasoningContent
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// IsException reports whether err comes from the template's raise_exception.
+func IsException(err error) bool {
+	var e *ExceptionError
+	return errors.As(err, &e)
+}

@@ -1,0 +1,101 @@
+package graph
+
+import "fmt"
+
+// The builder methods append a node and return its index. They panic when
+// shapes disagree: architectures validate user configs before building, so a
+// mismatch here is a bug in the architecture code, not bad input.
+
+// Tokens adds the graph input.
+func (g *Graph) Tokens() int { return g.add(Node{Op: OpTokens, Name: "tokens"}) }
+
+// Embed gathers rows of table [V, D].
+func (g *Graph) Embed(ids int, table string, vocab, dim int) int {
+	g.weight(table, vocab, dim)
+	return g.add(Node{Op: OpEmbed, In: []int{ids}, Cols: dim, Weight: table, Name: table})
+}
+
+// Linear adds x · w^T (+ bias); w is [n, cols(x)]. bias may be "".
+func (g *Graph) Linear(x int, w string, n int, bias string) int {
+	k := g.cols(x)
+	g.weight(w, n, k)
+	if bias != "" {
+		g.weight(bias, n)
+	}
+	return g.add(Node{Op: OpLinear, In: []int{x}, Cols: n, Weight: w, Bias: bias, Name: w})
+}
+
+// RMSNorm normalizes each row of x and multiplies by (w + offset).
+func (g *Graph) RMSNorm(x int, w string, eps, offset float32) int {
+	c := g.cols(x)
+	g.weight(w, c)
+	return g.add(Node{Op: OpRMSNorm, In: []int{x}, Cols: c, Weight: w, Eps: eps, Offset: offset, Name: w})
+}
+
+func (g *Graph) binary(op Op, x, y int) int {
+	if g.cols(x) != g.cols(y) {
+		panic(fmt.Sprintf("graph: %v of %d and %d columns", op, g.cols(x), g.cols(y)))
+	}
+	return g.add(Node{Op: op, In: []int{x, y}, Cols: g.cols(x)})
+}
+
+// Add adds x + y.
+func (g *Graph) Add(x, y int) int { return g.binary(OpAdd, x, y) }
+
+// Mul adds x * y elementwise.
+func (g *Graph) Mul(x, y int) int { return g.binary(OpMul, x, y) }
+
+// Scale adds x * s.
+func (g *Graph) Scale(x int, s float32) int {
+	return g.add(Node{Op: OpScale, In: []int{x}, Cols: g.cols(x), Scale: s})
+}
+
+// SiLU adds x * sigmoid(x).
+func (g *Graph) SiLU(x int) int { return g.add(Node{Op: OpSiLU, In: []int{x}, Cols: g.cols(x)}) }
+
+// GELUTanh adds the tanh-approximated GELU of x.
+func (g *Graph) GELUTanh(x int) int {
+	return g.add(Node{Op: OpGELUTanh, In: []int{x}, Cols: g.cols(x)})
+}
+
+// RoPE rotates the heads of x; cols(x) must be a multiple of r.HeadDim.
+func (g *Graph) RoPE(x int, r Rope) int {
+	if r.HeadDim <= 0 || g.cols(x)%r.HeadDim != 0 || r.RotDim > r.HeadDim || r.RotDim%2 != 0 ||
+		len(r.InvFreq) != r.RotDim/2 {
+		panic(fmt.Sprintf("graph: rope with head dim %d, rot dim %d, %d freqs on %d columns",
+			r.HeadDim, r.RotDim, len(r.InvFreq), g.cols(x)))
+	}
+	return g.add(Node{Op: OpRoPE, In: []int{x}, Cols: g.cols(x), Rope: &r})
+}
+
+// Attention adds cached causal attention over q, k, v.
+func (g *Graph) Attention(q, k, v int, a Attn) int {
+	if a.Heads <= 0 || a.KVHeads <= 0 || a.Heads%a.KVHeads != 0 ||
+		g.cols(q) != a.Heads*a.HeadDim || g.cols(k) != a.KVHeads*a.HeadDim || g.cols(v) != g.cols(k) {
+		panic(fmt.Sprintf("graph: attention heads %d/%d dim %d on q %d k %d v %d columns",
+			a.Heads, a.KVHeads, a.HeadDim, g.cols(q), g.cols(k), g.cols(v)))
+	}
+	if a.Layer+1 > g.Layers {
+		g.Layers = a.Layer + 1
+	}
+	if c := a.KVHeads * a.HeadDim; c > g.KVCols {
+		g.KVCols = c
+	}
+	return g.add(Node{Op: OpAttention, In: []int{q, k, v}, Cols: g.cols(q), Attn: &a})
+}
+
+// Columns copies columns [lo, hi) of x.
+func (g *Graph) Columns(x, lo, hi int) int {
+	if lo < 0 || hi > g.cols(x) || lo >= hi {
+		panic(fmt.Sprintf("graph: columns [%d,%d) of %d", lo, hi, g.cols(x)))
+	}
+	return g.add(Node{Op: OpColumns, In: []int{x}, Cols: hi - lo, Lo: lo, Hi: hi})
+}
+
+// LastRow keeps the last row of x.
+func (g *Graph) LastRow(x int) int {
+	return g.add(Node{Op: OpLastRow, In: []int{x}, Cols: g.cols(x)})
+}
+
+// SetOutput marks node i as the graph's output.
+func (g *Graph) SetOutput(i int) { g.Output = i }

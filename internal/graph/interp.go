@@ -1,0 +1,175 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Weights maps weight names to their values, row-major.
+type Weights map[string][]float32
+
+// ErrContextFull is returned when a pass would write past the cache.
+var ErrContextFull = errors.New("context is full")
+
+// State is the attention cache of one sequence: for each layer, Ctx rows of
+// keys and values of KVCols columns, and the next position to write.
+type State struct {
+	Ctx  int
+	Pos  int         // positions 0..Pos-1 hold valid entries
+	K, V [][]float32 // [layer][Ctx*KVCols]
+	cols int
+}
+
+// Reset empties the cache (the buffers are kept).
+func (s *State) Reset() { s.Pos = 0 }
+
+// Interpreter evaluates a graph with plain loops. It is slow and exact: the
+// reference every compiled plan and kernel is tested against.
+type Interpreter struct {
+	g       *Graph
+	w       Weights
+	threads int
+}
+
+// NewInterpreter checks that w holds every weight g names with the declared
+// number of values, and returns an interpreter using up to threads goroutines
+// for the larger ops (threads < 1 means 1).
+func NewInterpreter(g *Graph, w Weights, threads int) (*Interpreter, error) {
+	if g.Output < 0 || g.Output >= len(g.Nodes) {
+		return nil, errors.New("graph: no output node")
+	}
+	for name, shape := range g.Weights {
+		v, ok := w[name]
+		if !ok {
+			return nil, fmt.Errorf("graph: weight %q %v is missing", name, shape)
+		}
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		if len(v) != n {
+			return nil, fmt.Errorf("graph: weight %q has %d values, want %v = %d", name, len(v), shape, n)
+		}
+	}
+	if threads < 1 {
+		threads = 1
+	}
+	return &Interpreter{g: g, w: w, threads: threads}, nil
+}
+
+// Graph returns the interpreted graph.
+func (in *Interpreter) Graph() *Graph { return in.g }
+
+// NewState allocates a cache for ctx positions.
+func (in *Interpreter) NewState(ctx int) *State {
+	s := &State{Ctx: ctx, cols: in.g.KVCols}
+	s.K = make([][]float32, in.g.Layers)
+	s.V = make([][]float32, in.g.Layers)
+	for l := range s.K {
+		s.K[l] = make([]float32, ctx*in.g.KVCols)
+		s.V[l] = make([]float32, ctx*in.g.KVCols)
+	}
+	return s
+}
+
+// Run evaluates the graph for ids at positions st.Pos.. and advances st.Pos.
+// It returns the output matrix and its row count. On error the state is
+// unchanged.
+func (in *Interpreter) Run(st *State, ids []int) (out []float32, rows int, err error) {
+	T := len(ids)
+	if T == 0 {
+		return nil, 0, errors.New("graph: run with no tokens")
+	}
+	if st.cols != in.g.KVCols || len(st.K) != in.g.Layers {
+		return nil, 0, errors.New("graph: state was made for another graph")
+	}
+	if st.Pos+T > st.Ctx {
+		return nil, 0, fmt.Errorf("%w: %d positions used, %d more requested, context is %d",
+			ErrContextFull, st.Pos, T, st.Ctx)
+	}
+	vals := make([][]float32, len(in.g.Nodes))
+	nrows := make([]int, len(in.g.Nodes))
+	for i := range in.g.Nodes {
+		n := &in.g.Nodes[i]
+		r := T
+		if n.Op == OpLastRow {
+			r = 1
+		}
+		nrows[i] = r
+		if n.Op == OpTokens {
+			continue
+		}
+		dst := make([]float32, r*n.Cols)
+		if err := in.eval(n, dst, vals, nrows, ids, st); err != nil {
+			return nil, 0, fmt.Errorf("graph: node %d (%v %s): %w", i, n.Op, n.Name, err)
+		}
+		vals[i] = dst
+	}
+	st.Pos += T
+	return vals[in.g.Output], nrows[in.g.Output], nil
+}
+
+func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []int, ids []int, st *State) error {
+	T := len(ids)
+	var x []float32
+	if len(n.In) > 0 {
+		x = vals[n.In[0]]
+	}
+	switch n.Op {
+	case OpEmbed:
+		table := in.w[n.Weight]
+		vocab := len(table) / n.Cols
+		for t, id := range ids {
+			if id < 0 || id >= vocab {
+				return fmt.Errorf("token id %d out of range [0,%d)", id, vocab)
+			}
+			copy(dst[t*n.Cols:(t+1)*n.Cols], table[id*n.Cols:(id+1)*n.Cols])
+		}
+	case OpLinear:
+		var b []float32
+		if n.Bias != "" {
+			b = in.w[n.Bias]
+		}
+		linear(dst, x, in.w[n.Weight], b, nrows[n.In[0]], in.g.cols(n.In[0]), n.Cols, in.threads)
+	case OpRMSNorm:
+		rmsNorm(dst, x, in.w[n.Weight], n.Cols, n.Eps, n.Offset)
+	case OpAdd:
+		y := vals[n.In[1]]
+		for i := range dst {
+			dst[i] = x[i] + y[i]
+		}
+	case OpMul:
+		y := vals[n.In[1]]
+		for i := range dst {
+			dst[i] = x[i] * y[i]
+		}
+	case OpScale:
+		for i := range dst {
+			dst[i] = x[i] * n.Scale
+		}
+	case OpSiLU:
+		for i := range dst {
+			dst[i] = silu(x[i])
+		}
+	case OpGELUTanh:
+		for i := range dst {
+			dst[i] = geluTanh(x[i])
+		}
+	case OpRoPE:
+		copy(dst, x)
+		rope(dst, T, n.Cols, st.Pos, n.Rope)
+	case OpAttention:
+		attention(dst, x, vals[n.In[1]], vals[n.In[2]], T, st, n.Attn)
+	case OpColumns:
+		c := in.g.cols(n.In[0])
+		for t := 0; t < nrows[n.In[0]]; t++ {
+			copy(dst[t*n.Cols:(t+1)*n.Cols], x[t*c+n.Lo:t*c+n.Hi])
+		}
+	case OpLastRow:
+		r := nrows[n.In[0]]
+		copy(dst, x[(r-1)*n.Cols:r*n.Cols])
+	default:
+		return fmt.Errorf("op %v cannot be evaluated", n.Op)
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+package graph
+
+import (
+	"math"
+	"sync"
+)
+
+// linear computes dst[t][j] = sum_k x[t][k]*w[j][k] (+ b[j]) for T rows,
+// x [T, K], w [N, K], dst [T, N], summing in float32 in k order.
+func linear(dst, x, w, b []float32, T, K, N, threads int) {
+	work := func(j0, j1 int) {
+		for t := 0; t < T; t++ {
+			xr := x[t*K : (t+1)*K]
+			for j := j0; j < j1; j++ {
+				wr := w[j*K : (j+1)*K]
+				var s float32
+				for k, xv := range xr {
+					s += wr[k] * xv
+				}
+				if b != nil {
+					s += b[j]
+				}
+				dst[t*N+j] = s
+			}
+		}
+	}
+	parallel(N, T*N*K, threads, work)
+}
+
+// parallel splits [0, n) into contiguous chunks over up to threads goroutines
+// when the work (in multiply-adds) is large enough to pay for them.
+func parallel(n, cost, threads int, f func(lo, hi int)) {
+	if threads <= 1 || cost < 1<<16 || n < 2 {
+		f(0, n)
+		return
+	}
+	if threads > n {
+		threads = n
+	}
+	var wg sync.WaitGroup
+	chunk := (n + threads - 1) / threads
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(lo, hi)
+		}()
+	}
+	wg.Wait()
+}
+
+// rmsNorm normalizes each row of x [T, C] by its root mean square.
+func rmsNorm(dst, x, w []float32, C int, eps, offset float32) {
+	for t := 0; t*C < len(x); t++ {
+		row := x[t*C : (t+1)*C]
+		var ss float32
+		for _, v := range row {
+			ss += v * v
+		}
+		ss = ss/float32(C) + eps
+		inv := float32(1 / math.Sqrt(float64(ss)))
+		for c, v := range row {
+			dst[t*C+c] = (w[c] + offset) * (inv * v)
+		}
+	}
+}
+
+func silu(v float32) float32 { return v / (1 + float32(math.Exp(float64(-v)))) }
+
+// geluTanh is 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3))).
+func geluTanh(v float32) float32 {
+	x := float64(v)
+	return float32(0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x))))
+}
+
+// rope rotates every head of x [T, C] in place; row t is at position pos+t.
+func rope(x []float32, T, C, pos int, r *Rope) {
+	E, half := r.HeadDim, r.RotDim/2
+	cos := make([]float32, half)
+	sin := make([]float32, half)
+	for t := 0; t < T; t++ {
+		p := float64(pos + t)
+		for i, f := range r.InvFreq {
+			s, c := math.Sincos(p * f)
+			cos[i], sin[i] = float32(c), float32(s)
+		}
+		for h := 0; h*E < C; h++ {
+			head := x[t*C+h*E : t*C+(h+1)*E]
+			for i := 0; i < half; i++ {
+				a, b := 2*i, 2*i+1
+				if r.Style == RopeHalf {
+					a, b = i, i+half
+				}
+				v0, v1 := head[a], head[b]
+				head[a] = v0*cos[i] - v1*sin[i]
+				head[b] = v0*sin[i] + v1*cos[i]
+			}
+		}
+	}
+}
+
+// attention writes k, v [T, G*E] into the cache at st.Pos.. and computes
+// out [T, H*E] from q [T, H*E].
+func attention(out, q, k, v []float32, T int, st *State, a *Attn) {
+	E, G, H := a.HeadDim, a.KVHeads, a.Heads
+	kvc := G * E
+	K, V := st.K[a.Layer], st.V[a.Layer]
+	for t := 0; t < T; t++ {
+		copy(K[(st.Pos+t)*st.cols:(st.Pos+t)*st.cols+kvc], k[t*kvc:(t+1)*kvc])
+		copy(V[(st.Pos+t)*st.cols:(st.Pos+t)*st.cols+kvc], v[t*kvc:(t+1)*kvc])
+	}
+	group := H / G
+	scores := make([]float32, st.Pos+T)
+	for t := 0; t < T; t++ {
+		p := st.Pos + t
+		first := 0
+		if a.Window > 0 && p-a.Window+1 > 0 {
+			first = p - a.Window + 1
+		}
+		for h := 0; h < H; h++ {
+			qh := q[t*H*E+h*E : t*H*E+(h+1)*E]
+			g := h / group
+			mx := float32(math.Inf(-1))
+			for j := first; j <= p; j++ {
+				kj := K[j*st.cols+g*E : j*st.cols+(g+1)*E]
+				var s float32
+				for e, qv := range qh {
+					s += qv * kj[e]
+				}
+				s *= a.Scale
+				scores[j] = s
+				if s > mx {
+					mx = s
+				}
+			}
+			var sum float32
+			for j := first; j <= p; j++ {
+				e := float32(math.Exp(float64(scores[j] - mx)))
+				scores[j] = e
+				sum += e
+			}
+			oh := out[t*H*E+h*E : t*H*E+(h+1)*E]
+			clear(oh)
+			for j := first; j <= p; j++ {
+				w := scores[j] / sum
+				vj := V[j*st.cols+g*E : j*st.cols+(g+1)*E]
+				for e := range oh {
+					oh[e] += w * vj[e]
+				}
+			}
+		}
+	}
+}

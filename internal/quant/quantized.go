@@ -1,0 +1,200 @@
+package quant
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/aotlm/aotlm/internal/tensor"
+)
+
+// MaxWeight is the largest magnitude a weight may have. Larger (or non-finite)
+// values are refused: no real checkpoint holds them, and products such as
+// q*k*S could otherwise overflow float32.
+const MaxWeight = 1e30
+
+// Quantized is one weight W [N, K] (Rows = N, Cols = K) after quantization.
+// Which fields are set depends on Scheme.Kind (nb = ceil(K/B) blocks per row,
+// ng = ceil(K/G) groups per row):
+//
+//	lpbq: Q [N*K] in -7..7; Codes [N*nb] in 1..16; Scales [N] (S per row)
+//	      w'[n,c] = float32(Q*Codes[n,c/B]) * Scales[n]
+//	w8:   Q [N*K] in -127..127; Scales [N]
+//	      w'[n,c] = float32(Q) * Scales[n]
+//	q4:   Q [N*K] in -8..7 (Sym) or 0..15; Scales [N*ng]; Zeros [N*ng] (not Sym)
+//	      w'[n,c] = (float32(Q) - Zeros[n,c/G]) * Scales[n,c/G]
+//	f16:  Half [N*K]; w' = tensor.F16ToF32(Half)
+type Quantized struct {
+	Scheme Scheme
+	Rows   int // N
+	Cols   int // K
+	// Padded reports that Block does not divide Cols: the last block of each
+	// row is short, quantized as if padded with zeros.
+	Padded bool
+	Q      []int8    // [N*K] one integer per weight
+	Codes  []uint8   // [N*nb] LPBQ block codes k
+	Scales []float32 // [N] (lpbq, w8) or [N*ng] (q4)
+	Zeros  []float32 // [N*ng] q4 asymmetric zero points, in quantized units
+	Half   []uint16  // [N*K] f16 bits
+}
+
+// BlocksPerRow returns the number of blocks (LPBQ) or groups (q4) in one row,
+// counting a padded last block; 0 for schemes without blocks.
+func (q *Quantized) BlocksPerRow() int {
+	if q.Scheme.Block <= 0 {
+		return 0
+	}
+	return (q.Cols + q.Scheme.Block - 1) / q.Scheme.Block
+}
+
+// Dequantize returns the float32 weights [N*K] that q stands for, using the
+// formulas on Quantized.
+func (q *Quantized) Dequantize() []float32 {
+	out := make([]float32, q.Rows*q.Cols)
+	if q.Scheme.Kind == KindF16 {
+		for i, h := range q.Half {
+			out[i] = tensor.F16ToF32(h)
+		}
+		return out
+	}
+	nb, b := q.BlocksPerRow(), q.Scheme.Block
+	for r := range q.Rows {
+		row := out[r*q.Cols : (r+1)*q.Cols]
+		qs := q.Q[r*q.Cols : (r+1)*q.Cols]
+		switch q.Scheme.Kind {
+		case KindLPBQ:
+			s := q.Scales[r]
+			for c, v := range qs {
+				k := int32(q.Codes[r*nb+c/b])
+				row[c] = float32(int32(v)*k) * s
+			}
+		case KindW8:
+			s := q.Scales[r]
+			for c, v := range qs {
+				row[c] = float32(v) * s
+			}
+		case KindQ4:
+			for c, v := range qs {
+				g := r*nb + c/b
+				z := float32(0)
+				if q.Zeros != nil {
+					z = q.Zeros[g]
+				}
+				row[c] = (float32(v) - z) * q.Scales[g]
+			}
+		}
+	}
+	return out
+}
+
+// BitsPerWeight returns the storage cost of q in bits per weight, counting
+// int values, block codes, scales and zero points at their packed sizes (4-bit
+// values and codes, float32 scales, float32 zero points) and padding.
+func (q *Quantized) BitsPerWeight() float64 {
+	n := float64(q.Rows) * float64(q.Cols)
+	if n == 0 {
+		return 0
+	}
+	rows := float64(q.Rows)
+	padded := rows * float64(q.BlocksPerRow()*q.Scheme.Block)
+	var bits float64
+	switch q.Scheme.Kind {
+	case KindLPBQ:
+		bits = 4*padded + 4*float64(len(q.Codes)) + 32*rows
+	case KindW8:
+		bits = 8*n + 32*rows
+	case KindQ4:
+		bits = 4*padded + 32*float64(len(q.Scales)+len(q.Zeros))
+	case KindF16:
+		bits = 16 * n
+	}
+	return bits / n
+}
+
+// ErrorStats summarizes the difference between weights and their
+// quantized-then-dequantized values.
+type ErrorStats struct {
+	N        int     // number of values compared
+	MaxAbs   float64 // max |w - w'|
+	MeanAbs  float64 // mean |w - w'|
+	RMSE     float64 // sqrt(mean (w - w')^2)
+	Relative float64 // ||w - w'||_2 / ||w||_2 (0 when w is all zeros)
+}
+
+// String formats the statistics for reports.
+func (e ErrorStats) String() string {
+	return fmt.Sprintf("n=%d max_abs=%.4g mean_abs=%.4g rmse=%.4g rel=%.4g", e.N, e.MaxAbs, e.MeanAbs, e.RMSE, e.Relative)
+}
+
+// Compare returns the error statistics of approx against orig, computed in
+// float64. The slices must have the same length.
+func Compare(orig, approx []float32) (ErrorStats, error) {
+	if len(orig) != len(approx) {
+		return ErrorStats{}, fmt.Errorf("quant: compare: %d values against %d", len(orig), len(approx))
+	}
+	var st ErrorStats
+	var sumAbs, sumSq, norm float64
+	for i, w := range orig {
+		d := math.Abs(float64(w) - float64(approx[i]))
+		st.MaxAbs = max(st.MaxAbs, d)
+		sumAbs += d
+		sumSq += d * d
+		norm += float64(w) * float64(w)
+	}
+	st.N = len(orig)
+	if st.N > 0 {
+		st.MeanAbs = sumAbs / float64(st.N)
+		st.RMSE = math.Sqrt(sumSq / float64(st.N))
+	}
+	if norm > 0 {
+		st.Relative = math.Sqrt(sumSq / norm)
+	}
+	return st, nil
+}
+
+// Error returns the error statistics of q against the original weights.
+func (q *Quantized) Error(orig []float32) (ErrorStats, error) {
+	return Compare(orig, q.Dequantize())
+}
+
+// checkMatrix validates a row-major [rows, cols] weight: matching length, no
+// non-finite value and no magnitude above MaxWeight.
+func checkMatrix(w []float32, rows, cols int) error {
+	if rows < 0 || cols < 0 {
+		return fmt.Errorf("quant: negative shape [%d, %d]", rows, cols)
+	}
+	if cols != 0 && rows > math.MaxInt32/cols {
+		return fmt.Errorf("quant: shape [%d, %d] too large", rows, cols)
+	}
+	if len(w) != rows*cols {
+		return fmt.Errorf("quant: %d values for shape [%d, %d]", len(w), rows, cols)
+	}
+	for i, v := range w {
+		if !(math.Abs(float64(v)) <= MaxWeight) {
+			return fmt.Errorf("quant: weight [%d, %d] = %v is not finite or exceeds %g", i/cols, i%cols, v, MaxWeight)
+		}
+	}
+	return nil
+}
+
+// roundClamp rounds x half to even and clamps it to [lo, hi]; NaN becomes 0.
+func roundClamp(x float64, lo, hi int) int {
+	r := math.RoundToEven(x)
+	switch {
+	case r != r:
+		return 0
+	case r < float64(lo):
+		return lo
+	case r > float64(hi):
+		return hi
+	}
+	return int(r)
+}
+
+// absMax returns max |v| over v in float64.
+func absMax(v []float32) float64 {
+	var m float64
+	for _, x := range v {
+		m = max(m, math.Abs(float64(x)))
+	}
+	return m
+}

@@ -1,0 +1,290 @@
+package quant
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// A recipe is a JSON object:
+//
+//	{
+//	  "name": "w4a16-lpbq",
+//	  "default": {"scheme": "lpbq", "block": 32, "mode": "refined"},
+//	  "overrides": [
+//	    {"pattern": "lm_head.weight", "scheme": "w8"},
+//	    {"pattern": "re:(^|\\.)(v_proj|attn_v)\\.weight$", "scheme": "w8"}
+//	  ],
+//	  "activations": {"dtype": "a16", "fake_quant": false},
+//	  "kv": "u8"
+//	}
+//
+// A scheme object has "scheme" (lpbq, w8, q4, f16) and, by scheme:
+//
+//	lpbq: "block" (16, 32, 64, 128; default 32), "mode" (refined | reference; default refined)
+//	q4:   "group" or "block" (16, 32, 64, 128; default 32), "sym" (default true), "hqq" (default false)
+//	w8, f16: nothing else
+//
+// Fields a scheme does not take are errors, as are unknown fields anywhere.
+// Omitted fields take the defaults of the override's own scheme, not those of
+// "default". An override's "pattern" is a glob (path.Match syntax: * ? [..])
+// matched against the whole tensor name, or, when it starts with "re:", a Go
+// regular expression matched anywhere in the name (anchor it with ^ and $).
+// "activations.dtype" is a16 (16-bit activations) or int8-dynamic (int8 per
+// block at run time); "fake_quant" asks evaluation to simulate the NPU's
+// static 16-bit activations. "kv" is f16 or u8; both default to the first.
+
+// ActDType is how activations are represented at run time.
+type ActDType string
+
+// The activation types.
+const (
+	ActA16         ActDType = "a16"
+	ActInt8Dynamic ActDType = "int8-dynamic"
+)
+
+// KVDType is the element type of the KV cache.
+type KVDType string
+
+// The KV cache types.
+const (
+	KVF16 KVDType = "f16"
+	KVU8  KVDType = "u8"
+)
+
+// Activations is the activation part of a recipe.
+type Activations struct {
+	DType     ActDType `json:"dtype"`
+	FakeQuant bool     `json:"fake_quant"`
+}
+
+// Override applies Scheme to the tensors whose names match Pattern.
+type Override struct {
+	Pattern string
+	Scheme  Scheme
+	re      *regexp.Regexp // compiled "re:" pattern, set by NewOverride
+}
+
+// NewOverride returns an override after checking its pattern and scheme.
+func NewOverride(pattern string, s Scheme) (Override, error) {
+	o := Override{Pattern: pattern, Scheme: s}
+	if err := o.compile(); err != nil {
+		return Override{}, err
+	}
+	if err := s.Validate(); err != nil {
+		return Override{}, err
+	}
+	return o, nil
+}
+
+// compile checks the pattern and keeps a compiled regular expression.
+func (o *Override) compile() error {
+	if o.Pattern == "" {
+		return &RecipeError{Field: "pattern", Msg: "empty pattern"}
+	}
+	if expr, ok := strings.CutPrefix(o.Pattern, "re:"); ok {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return &RecipeError{Field: "pattern", Msg: fmt.Sprintf("bad regular expression: %v", err)}
+		}
+		o.re = re
+		return nil
+	}
+	if _, err := path.Match(o.Pattern, ""); err != nil {
+		return &RecipeError{Field: "pattern", Msg: fmt.Sprintf("bad glob %q: %v", o.Pattern, err)}
+	}
+	return nil
+}
+
+// Matches reports whether the override applies to the tensor name. A bad
+// pattern matches nothing. Overrides from NewOverride, ParseRecipe, Preset or
+// a validated Recipe hold their regular expression compiled; others compile it
+// on each call.
+func (o Override) Matches(name string) bool {
+	if expr, ok := strings.CutPrefix(o.Pattern, "re:"); ok {
+		re := o.re
+		if re == nil {
+			var err error
+			if re, err = regexp.Compile(expr); err != nil {
+				return false
+			}
+		}
+		return re.MatchString(name)
+	}
+	ok, err := path.Match(o.Pattern, name)
+	return err == nil && ok
+}
+
+// Recipe says how to quantize each tensor of a model, and how activations and
+// the KV cache are stored.
+type Recipe struct {
+	Name        string
+	Default     Scheme
+	Overrides   []Override
+	Activations Activations
+	KV          KVDType
+}
+
+// SchemeFor returns the scheme of the tensor name: that of the first override
+// (in recipe order) whose pattern matches, else the default. Put the most
+// specific patterns first.
+func (r Recipe) SchemeFor(name string) Scheme {
+	for _, o := range r.Overrides {
+		if o.Matches(name) {
+			return o.Scheme
+		}
+	}
+	return r.Default
+}
+
+// Validate checks every part of r; the error is a *RecipeError naming the
+// field ("default.block", "overrides[2].pattern", "kv", ...).
+func (r *Recipe) Validate() error {
+	if err := r.Default.Validate(); err != nil {
+		return prefixField(err, "default")
+	}
+	for i := range r.Overrides {
+		at := fmt.Sprintf("overrides[%d]", i)
+		if err := r.Overrides[i].compile(); err != nil {
+			return prefixField(err, at)
+		}
+		if err := r.Overrides[i].Scheme.Validate(); err != nil {
+			return prefixField(err, at)
+		}
+	}
+	switch r.Activations.DType {
+	case ActA16, ActInt8Dynamic:
+	default:
+		return &RecipeError{Field: "activations.dtype", Msg: fmt.Sprintf("unknown activation type %q (want a16 or int8-dynamic)", string(r.Activations.DType))}
+	}
+	switch r.KV {
+	case KVF16, KVU8:
+	default:
+		return &RecipeError{Field: "kv", Msg: fmt.Sprintf("unknown kv type %q (want f16 or u8)", string(r.KV))}
+	}
+	return nil
+}
+
+// RecipeError reports a recipe that cannot be used, naming the field.
+type RecipeError struct {
+	File  string // recipe file, if read from one
+	Field string // JSON path of the bad field, e.g. "overrides[1].block"
+	Msg   string
+}
+
+func (e *RecipeError) Error() string {
+	var b strings.Builder
+	b.WriteString("recipe")
+	if e.File != "" {
+		b.WriteString(" " + e.File)
+	}
+	if e.Field != "" {
+		b.WriteString(": " + e.Field)
+	}
+	b.WriteString(": " + e.Msg)
+	return b.String()
+}
+
+// prefixField prepends prefix to the field of a *RecipeError.
+func prefixField(err error, prefix string) error {
+	var re *RecipeError
+	if !errors.As(err, &re) {
+		return err
+	}
+	out := *re
+	if out.Field == "" {
+		out.Field = prefix
+	} else {
+		out.Field = prefix + "." + out.Field
+	}
+	return &out
+}
+
+// MaxRecipeSize bounds the size of a recipe file.
+const MaxRecipeSize = 1 << 20
+
+// LoadRecipe reads and validates a recipe file.
+func LoadRecipe(file string) (Recipe, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return Recipe{}, fmt.Errorf("recipe: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxRecipeSize+1))
+	if err != nil {
+		return Recipe{}, fmt.Errorf("recipe %s: %w", file, err)
+	}
+	r, err := ParseRecipe(data)
+	if err != nil {
+		var re *RecipeError
+		if errors.As(err, &re) {
+			re.File = file
+		}
+		return Recipe{}, err
+	}
+	return r, nil
+}
+
+// ParseRecipe decodes and validates a recipe from JSON. Errors are
+// *RecipeError naming the field.
+func ParseRecipe(data []byte) (Recipe, error) {
+	if len(data) > MaxRecipeSize {
+		return Recipe{}, &RecipeError{Msg: fmt.Sprintf("larger than %d bytes", MaxRecipeSize)}
+	}
+	var raw rawRecipe
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return Recipe{}, jsonError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Recipe{}, &RecipeError{Msg: fmt.Sprintf("trailing data after the recipe object at byte %d", dec.InputOffset())}
+	}
+	return raw.recipe()
+}
+
+// jsonError turns an encoding/json error into a *RecipeError naming the field
+// where json says which.
+func jsonError(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return &RecipeError{Msg: fmt.Sprintf("invalid JSON at byte %d: %v", syn.Offset, err)}
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "(top level)"
+		}
+		return &RecipeError{Field: field, Msg: fmt.Sprintf("want a JSON %s, got %s", jsonKind(typ.Type.Kind().String()), typ.Value)}
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return &RecipeError{Msg: "truncated or empty JSON"}
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, "unknown field "); i >= 0 {
+		name := strings.Trim(msg[i+len("unknown field "):], `"`)
+		return &RecipeError{Field: name, Msg: "unknown field"}
+	}
+	return &RecipeError{Msg: msg}
+}
+
+// jsonKind names a Go kind as JSON users know it.
+func jsonKind(k string) string {
+	switch k {
+	case "int", "int64", "float64":
+		return "number"
+	case "bool":
+		return "boolean"
+	case "slice":
+		return "array"
+	case "struct", "ptr", "map":
+		return "object"
+	}
+	return k
+}

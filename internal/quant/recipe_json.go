@@ -1,0 +1,166 @@
+package quant
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// rawScheme is a scheme object as written, before defaults.
+type rawScheme struct {
+	Scheme *string `json:"scheme"`
+	Block  *int    `json:"block"`
+	Group  *int    `json:"group"`
+	Sym    *bool   `json:"sym"`
+	HQQ    *bool   `json:"hqq"`
+	Mode   *string `json:"mode"`
+}
+
+type rawOverride struct {
+	Pattern *string `json:"pattern"`
+	rawScheme
+}
+
+type rawActivations struct {
+	DType     *string `json:"dtype"`
+	FakeQuant *bool   `json:"fake_quant"`
+}
+
+type rawRecipe struct {
+	Name        string          `json:"name"`
+	Default     *rawScheme      `json:"default"`
+	Overrides   []rawOverride   `json:"overrides"`
+	Activations *rawActivations `json:"activations"`
+	KV          *string         `json:"kv"`
+}
+
+// scheme applies the defaults of the named scheme and validates the result.
+func (r *rawScheme) scheme() (Scheme, error) {
+	bad := func(field, msg string) error { return &RecipeError{Field: field, Msg: msg} }
+	if r.Scheme == nil {
+		return Scheme{}, bad("scheme", "missing scheme")
+	}
+	s := Scheme{Kind: Kind(*r.Scheme)}
+	block := r.Block
+	if r.Group != nil {
+		if r.Block != nil {
+			return Scheme{}, bad("group", `give "group" or "block", not both`)
+		}
+		if s.Kind != KindQ4 {
+			return Scheme{}, bad("group", fmt.Sprintf("%s takes no group size", s.Kind))
+		}
+		block = r.Group
+	}
+	switch s.Kind {
+	case KindLPBQ:
+		s.Block, s.Mode = DefaultLPBQBlock, LPBQRefined
+		if r.Mode != nil {
+			s.Mode = LPBQMode(*r.Mode)
+		}
+		if r.Sym != nil && !*r.Sym {
+			return Scheme{}, bad("sym", "lpbq is always symmetric")
+		}
+	case KindQ4:
+		s.Block, s.Sym = DefaultQ4Group, true
+		if r.Sym != nil {
+			s.Sym = *r.Sym
+		}
+	case KindW8:
+		if r.Sym != nil && !*r.Sym {
+			return Scheme{}, bad("sym", "w8 is always symmetric")
+		}
+	default:
+		if r.Sym != nil {
+			return Scheme{}, bad("sym", fmt.Sprintf("%s takes no sym", s.Kind))
+		}
+	}
+	if block != nil {
+		s.Block = *block
+	}
+	if r.Mode != nil && s.Kind != KindLPBQ {
+		s.Mode = LPBQMode(*r.Mode) // Validate names it
+	}
+	if r.HQQ != nil {
+		s.HQQ = *r.HQQ
+	}
+	if err := s.Validate(); err != nil {
+		return Scheme{}, err
+	}
+	return s, nil
+}
+
+// recipe applies defaults and validates.
+func (raw *rawRecipe) recipe() (Recipe, error) {
+	r := Recipe{Name: raw.Name, Activations: Activations{DType: ActA16}, KV: KVF16}
+	if raw.Default == nil {
+		return Recipe{}, &RecipeError{Field: "default", Msg: "missing default scheme"}
+	}
+	s, err := raw.Default.scheme()
+	if err != nil {
+		return Recipe{}, prefixField(err, "default")
+	}
+	r.Default = s
+	for i, o := range raw.Overrides {
+		at := fmt.Sprintf("overrides[%d]", i)
+		if o.Pattern == nil {
+			return Recipe{}, &RecipeError{Field: at + ".pattern", Msg: "missing pattern"}
+		}
+		s, err := o.scheme()
+		if err != nil {
+			return Recipe{}, prefixField(err, at)
+		}
+		r.Overrides = append(r.Overrides, Override{Pattern: *o.Pattern, Scheme: s})
+	}
+	if a := raw.Activations; a != nil {
+		if a.DType != nil {
+			r.Activations.DType = ActDType(*a.DType)
+		}
+		if a.FakeQuant != nil {
+			r.Activations.FakeQuant = *a.FakeQuant
+		}
+	}
+	if raw.KV != nil {
+		r.KV = KVDType(*raw.KV)
+	}
+	if err := r.Validate(); err != nil {
+		return Recipe{}, err
+	}
+	return r, nil
+}
+
+// schemeJSON is the canonical written form of a scheme.
+func schemeJSON(s Scheme) map[string]any {
+	m := map[string]any{"scheme": string(s.Kind)}
+	switch s.Kind {
+	case KindLPBQ:
+		mode := s.Mode
+		if mode == "" {
+			mode = LPBQRefined
+		}
+		m["block"], m["mode"] = s.Block, string(mode)
+	case KindQ4:
+		m["group"], m["sym"], m["hqq"] = s.Block, s.Sym, s.HQQ
+	}
+	return m
+}
+
+// MarshalJSON writes the scheme in recipe form, every field explicit.
+func (s Scheme) MarshalJSON() ([]byte, error) { return json.Marshal(schemeJSON(s)) }
+
+// MarshalJSON writes the override in recipe form: the pattern and the scheme
+// fields side by side.
+func (o Override) MarshalJSON() ([]byte, error) {
+	m := schemeJSON(o.Scheme)
+	m["pattern"] = o.Pattern
+	return json.Marshal(m)
+}
+
+// MarshalJSON writes the recipe in the form ParseRecipe reads.
+func (r Recipe) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Name        string      `json:"name"`
+		Default     Scheme      `json:"default"`
+		Overrides   []Override  `json:"overrides"`
+		Activations Activations `json:"activations"`
+		KV          KVDType     `json:"kv"`
+	}{r.Name, r.Default, r.Overrides, r.Activations, r.KV})
+}

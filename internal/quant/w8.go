@@ -1,0 +1,39 @@
+package quant
+
+import "fmt"
+
+// W8 stores a weight as int8 with one symmetric scale per output row:
+//
+//	s  = float32(max|w in row| / 127)      (float64 division, stored float32)
+//	q  = clamp(round(w / s), -127, 127)    (against the stored s; half to even)
+//	w' = float32(q) * s
+//
+// so |w - w'| <= s/2 for every weight. -128 is never used, keeping the range
+// symmetric. A row of zeros has s = 0 and q = 0.
+
+// QuantizeW8 quantizes the row-major weight w [rows, cols] to W8.
+func QuantizeW8(w []float32, rows, cols int) (*Quantized, error) {
+	if err := checkMatrix(w, rows, cols); err != nil {
+		return nil, fmt.Errorf("quant: w8: %w", err)
+	}
+	out := &Quantized{
+		Scheme: Scheme{Kind: KindW8},
+		Rows:   rows,
+		Cols:   cols,
+		Q:      make([]int8, rows*cols),
+		Scales: make([]float32, rows),
+	}
+	for r := range rows {
+		row := w[r*cols : (r+1)*cols]
+		s := float32(absMax(row) / 127)
+		out.Scales[r] = s
+		if s == 0 {
+			continue
+		}
+		q := out.Q[r*cols : (r+1)*cols]
+		for i, v := range row {
+			q[i] = int8(roundClamp(float64(v)/float64(s), -127, 127))
+		}
+	}
+	return out, nil
+}

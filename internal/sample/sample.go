@@ -1,0 +1,162 @@
+package sample
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// Params configures a Sampler. The zero value is greedy decoding.
+type Params struct {
+	Temperature   float32 // <= 0: greedy (argmax, lowest id on ties)
+	TopK          int     // keep the K most likely; <= 0: all
+	TopP          float32 // keep the smallest set with mass >= P; 0 or >= 1: all
+	MinP          float32 // drop tokens below MinP * p(best); 0: off
+	RepeatPenalty float32 // > 1 penalizes ids in the recent history; 0 or 1: off
+	RepeatLastN   int     // history length the penalty looks at (0: 64)
+	Seed          uint64
+}
+
+// Validate reports parameters outside their ranges.
+func (p Params) Validate() error {
+	switch {
+	case math.IsNaN(float64(p.Temperature)) || p.Temperature < 0:
+		return fmt.Errorf("temperature %v must be >= 0", p.Temperature)
+	case p.TopK < 0:
+		return fmt.Errorf("top-k %d must be >= 0", p.TopK)
+	case !(p.TopP >= 0 && p.TopP <= 1):
+		return fmt.Errorf("top-p %v must be in [0, 1]", p.TopP)
+	case !(p.MinP >= 0 && p.MinP <= 1):
+		return fmt.Errorf("min-p %v must be in [0, 1]", p.MinP)
+	case p.RepeatPenalty < 0:
+		return fmt.Errorf("repeat penalty %v must be >= 0", p.RepeatPenalty)
+	}
+	return nil
+}
+
+type cand struct {
+	id int
+	p  float32
+}
+
+// Sampler draws token ids; it is not safe for concurrent use.
+type Sampler struct {
+	p     Params
+	rng   *rand.Rand
+	cands []cand
+	adj   []float32
+}
+
+// New returns a sampler seeded with p.Seed.
+func New(p Params) *Sampler {
+	return &Sampler{p: p, rng: rand.New(rand.NewPCG(p.Seed, p.Seed^0x9e3779b97f4a7c15))}
+}
+
+// Argmax returns the index of the largest logit (the lowest on ties).
+func Argmax(logits []float32) int {
+	best := 0
+	for i, v := range logits {
+		if v > logits[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// Sample returns the next id for logits given the ids generated so far
+// (history is only read, for the repetition penalty).
+func (s *Sampler) Sample(logits []float32, history []int) int {
+	l := logits
+	if s.p.RepeatPenalty > 0 && s.p.RepeatPenalty != 1 && len(history) > 0 {
+		if cap(s.adj) < len(logits) {
+			s.adj = make([]float32, len(logits))
+		}
+		l = s.adj[:len(logits)]
+		copy(l, logits)
+		n := s.p.RepeatLastN
+		if n <= 0 {
+			n = 64
+		}
+		for _, id := range history[max(0, len(history)-n):] {
+			if id >= 0 && id < len(l) {
+				if l[id] > 0 {
+					l[id] /= s.p.RepeatPenalty
+				} else {
+					l[id] *= s.p.RepeatPenalty
+				}
+			}
+		}
+	}
+	if s.p.Temperature <= 0 {
+		return Argmax(l)
+	}
+	// softmax at temperature, as probabilities
+	mx := l[Argmax(l)]
+	if cap(s.cands) < len(l) {
+		s.cands = make([]cand, len(l))
+	}
+	c := s.cands[:len(l)]
+	var sum float64
+	for i, v := range l {
+		e := math.Exp(float64((v - mx) / s.p.Temperature))
+		c[i] = cand{i, float32(e)}
+		sum += e
+	}
+	for i := range c {
+		c[i].p = float32(float64(c[i].p) / sum)
+	}
+	if s.p.TopK > 0 || (s.p.TopP > 0 && s.p.TopP < 1) || s.p.MinP > 0 {
+		slices.SortFunc(c, byProbability)
+		if s.p.TopK > 0 && s.p.TopK < len(c) {
+			c = c[:s.p.TopK]
+		}
+		if s.p.MinP > 0 {
+			floor := s.p.MinP * c[0].p
+			n := 1
+			for n < len(c) && c[n].p >= floor {
+				n++
+			}
+			c = c[:n]
+		}
+		if s.p.TopP > 0 && s.p.TopP < 1 {
+			var mass float32
+			var total float32
+			for _, x := range c {
+				total += x.p
+			}
+			n := 0
+			for n < len(c) {
+				mass += c[n].p
+				n++
+				if mass >= s.p.TopP*total {
+					break
+				}
+			}
+			c = c[:n]
+		}
+	}
+	var total float64
+	for _, x := range c {
+		total += float64(x.p)
+	}
+	r := s.rng.Float64() * total
+	for _, x := range c {
+		r -= float64(x.p)
+		if r < 0 {
+			return x.id
+		}
+	}
+	return c[len(c)-1].id
+}
+
+// byProbability orders candidates by falling probability, then rising id.
+func byProbability(a, b cand) int {
+	switch {
+	case a.p > b.p:
+		return -1
+	case a.p < b.p:
+		return 1
+	}
+	return a.id - b.id
+}

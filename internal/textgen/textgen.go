@@ -1,0 +1,95 @@
+package textgen
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/aotlm/aotlm/internal/decoding"
+	"github.com/aotlm/aotlm/internal/sample"
+	"github.com/aotlm/aotlm/internal/tokenizer"
+)
+
+// Request is one generation.
+type Request struct {
+	Prompt    string
+	MaxTokens int
+	Sampling  sample.Params
+	IgnoreEOS bool
+	// Stream receives decoded text as it is produced (nil: none).
+	Stream io.Writer
+}
+
+// Report is the outcome, shaped as `aotlm run --json` prints it.
+type Report struct {
+	PromptIDs   []int   `json:"prompt_ids"`
+	IDs         []int   `json:"ids"`
+	Text        string  `json:"text"`
+	StopReason  string  `json:"stop_reason"`
+	TTFTMs      float64 `json:"ttft_ms"`
+	PrefillTokS float64 `json:"prefill_tok_s"`
+	DecodeTokS  float64 `json:"decode_tok_s"`
+	Seed        uint64  `json:"seed"`
+}
+
+// Model is what Run needs of a model.
+type Model interface {
+	BOS() int
+	StopIDs() []int
+}
+
+// Encode turns the prompt into ids: the tokenizer's encoding with the
+// model's special-token rule, and BOS first when the model has one and the
+// tokenizer did not add it.
+func Encode(tok tokenizer.Tokenizer, bos int, prompt string) []int {
+	ids := tok.Encode(prompt, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
+	if bos >= 0 && (len(ids) == 0 || ids[0] != bos) {
+		ids = append([]int{bos}, ids...)
+	}
+	return ids
+}
+
+// Run generates text for req on a fresh session s of model m.
+func Run(m Model, tok tokenizer.Tokenizer, s decoding.Session, req Request) (*Report, error) {
+	if tok == nil {
+		return nil, errors.New("the model has no tokenizer: pass --tokenizer <file>")
+	}
+	if err := req.Sampling.Validate(); err != nil {
+		return nil, err
+	}
+	prompt := Encode(tok, m.BOS(), req.Prompt)
+	if len(prompt) == 0 {
+		return nil, errors.New("the prompt is empty and the model has no BOS token to start from")
+	}
+	var stop []int
+	if !req.IgnoreEOS {
+		stop = m.StopIDs()
+	}
+	stream := tokenizer.NewStreamDecoder(tok)
+	opts := decoding.Options{
+		MaxTokens: req.MaxTokens,
+		Stop:      stop,
+		Sampler:   sample.New(req.Sampling),
+		OnToken: func(id int) error {
+			if req.Stream == nil {
+				return nil
+			}
+			if _, err := io.WriteString(req.Stream, stream.Add(id)); err != nil {
+				return fmt.Errorf("writing output: %w", err)
+			}
+			return nil
+		},
+	}
+	res, err := decoding.Generate(s, prompt, opts)
+	if req.Stream != nil {
+		io.WriteString(req.Stream, stream.Flush())
+	}
+	rep := &Report{PromptIDs: prompt, IDs: res.IDs, StopReason: res.StopReason,
+		Text:        tok.Decode(res.IDs),
+		TTFTMs:      float64(res.TTFT.Microseconds()) / 1000,
+		PrefillTokS: res.PrefillTokS(), DecodeTokS: res.DecodeTokS(), Seed: req.Sampling.Seed}
+	if rep.IDs == nil {
+		rep.IDs = []int{}
+	}
+	return rep, err
+}
