@@ -9,9 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aotlm/aotlm/internal/chat"
 	"github.com/aotlm/aotlm/internal/model"
 	"github.com/aotlm/aotlm/internal/sample"
 	"github.com/aotlm/aotlm/internal/textgen"
+	"github.com/aotlm/aotlm/internal/tokenizer"
 )
 
 func newRunCmd() *cobra.Command {
@@ -20,7 +22,8 @@ func newRunCmd() *cobra.Command {
 		n, threads, ctx                        int
 		p                                      sample.Params
 		seed                                   int64
-		asJSON, ignoreEOS                      bool
+		asJSON, ignoreEOS, useChat             bool
+		system                                 string
 	)
 	cmd := &cobra.Command{
 		Use:   "run -m MODEL -p PROMPT",
@@ -58,6 +61,11 @@ Hugging Face folder (config.json + model.safetensors + tokenizer files).
 				return err
 			}
 			req := textgen.Request{Prompt: prompt, MaxTokens: n, Sampling: p, IgnoreEOS: ignoreEOS}
+			if useChat {
+				if err := chatPrompt(&req, modelPath, system, m); err != nil {
+					return err
+				}
+			}
 			if !asJSON {
 				req.Stream = cmd.OutOrStdout()
 			}
@@ -90,6 +98,33 @@ Hugging Face folder (config.json + model.safetensors + tokenizer files).
 	f.IntVar(&p.RepeatLastN, "repeat-last-n", 64, "how many recent tokens the penalty considers")
 	f.Int64Var(&seed, "seed", -1, "sampling seed (-1: random)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object instead of streaming text")
+	f.BoolVar(&useChat, "chat", false, "wrap the prompt as a user turn in the model's chat template")
+	f.StringVar(&system, "system", "", "system message, with --chat")
 	f.BoolVar(&ignoreEOS, "ignore-eos", false, "keep generating past the end-of-sequence token")
 	return cmd
+}
+
+// chatPrompt renders the prompt as one user turn (after an optional system
+// turn) with the model's chat template, and stops at the template's EOS.
+func chatPrompt(req *textgen.Request, modelPath, system string, m *model.Model) error {
+	tpl, sp, err := model.ChatTemplate(modelPath)
+	if err != nil {
+		return err
+	}
+	var msgs []chat.Message
+	if system != "" {
+		msgs = append(msgs, chat.Message{Role: "system", Content: system})
+	}
+	msgs = append(msgs, chat.Message{Role: "user", Content: req.Prompt})
+	text, err := tpl.Render(msgs, chat.Options{AddGenerationPrompt: true, BOSToken: sp.BOS, EOSToken: sp.EOS})
+	if err != nil {
+		return err
+	}
+	req.Prompt, req.Raw = text, true
+	if sp.EOS != "" && m.Tokenizer != nil {
+		if ids := m.Tokenizer.Encode(sp.EOS, tokenizer.EncodeOptions{ParseSpecial: true}); len(ids) == 1 {
+			req.ExtraStop = append(req.ExtraStop, ids[0])
+		}
+	}
+	return nil
 }

@@ -154,18 +154,18 @@ func (r *rewriter) item(lo, hi, start, end int) string {
 		return prefix + r.span(lo, hi, start, end)
 	}
 	alt := r.topName(cond+1, hi, "else")
+	if alt < 0 {
+		alt = hi
+	}
+	if alt == cond+1 || alt == hi-1 || r.topName(cond+1, alt, "if") >= 0 {
+		// empty condition or branch, or `X if C1 if C2`: not Jinja, so
+		// leave it for the parser to report
+		return prefix + r.span(lo, hi, start, end)
+	}
 	condEnd, altText := end, undefinedName
-	if alt >= 0 {
-		if alt == cond+1 || alt == hi-1 {
-			return prefix + r.span(lo, hi, start, end)
-		}
+	if alt < hi {
 		condEnd = r.toks[alt].Pos
 		altText = r.item(alt+1, hi, r.toks[alt].Pos+len("else"), end)
-	} else {
-		alt = hi
-		if cond == hi-1 {
-			return prefix + r.span(lo, hi, start, end)
-		}
 	}
 	x := r.span(lo, cond, start, r.toks[cond].Pos)
 	c := r.span(cond+1, alt, r.toks[cond].Pos+len("if"), condEnd)

@@ -16,6 +16,11 @@ type Request struct {
 	MaxTokens int
 	Sampling  sample.Params
 	IgnoreEOS bool
+	// Raw encodes the prompt with no special tokens added (a rendered chat
+	// template writes its own); special tokens in the text are still parsed.
+	Raw bool
+	// ExtraStop are more ids that end generation (a chat turn's end token).
+	ExtraStop []int
 	// Stream receives decoded text as it is produced (nil: none).
 	Stream io.Writer
 }
@@ -57,13 +62,18 @@ func Run(m Model, tok tokenizer.Tokenizer, s decoding.Session, req Request) (*Re
 	if err := req.Sampling.Validate(); err != nil {
 		return nil, err
 	}
-	prompt := Encode(tok, m.BOS(), req.Prompt)
+	var prompt []int
+	if req.Raw {
+		prompt = tok.Encode(req.Prompt, tokenizer.EncodeOptions{ParseSpecial: true})
+	} else {
+		prompt = Encode(tok, m.BOS(), req.Prompt)
+	}
 	if len(prompt) == 0 {
 		return nil, errors.New("the prompt is empty and the model has no BOS token to start from")
 	}
 	var stop []int
 	if !req.IgnoreEOS {
-		stop = m.StopIDs()
+		stop = append(m.StopIDs(), req.ExtraStop...)
 	}
 	stream := tokenizer.NewStreamDecoder(tok)
 	opts := decoding.Options{

@@ -41,8 +41,8 @@ func FromGGUF(meta map[string]any) (Tokenizer, error) {
 // sentencePieceFromGGUF builds the "llama" (SentencePiece BPE with scores)
 // vocabulary as llama.cpp's SPM tokenizer uses it: the space prefix from
 // add_space_prefix (default true), no whitespace cleanup, any token may be a
-// merge result, unknown characters become <0xXX> BYTE tokens when the
-// vocabulary has all 256 of them, else the unknown token.
+// merge result, unknown characters become <0xXX> BYTE tokens (the unknown
+// token for bytes the vocabulary lacks).
 func sentencePieceFromGGUF(meta map[string]any) (*SentencePiece, error) {
 	tokens, err := ggufStrings(meta, ggufKeyTokens)
 	if err != nil {

@@ -127,6 +127,12 @@ func spmDefaultNormalizer() spmNormalizerSpec {
 	return spmNormalizerSpec{addDummyPrefix: true, removeExtraWS: true, escapeWS: true}
 }
 
+// spmFieldNames names the fields read, for error messages.
+var spmFieldNames = map[string]map[protowire.Number]string{
+	"model":        {1: "pieces", 2: "trainer_spec", 3: "normalizer_spec", 5: "denormalizer_spec"},
+	"trainer_spec": {3: "trainer_spec.model_type", 35: "trainer_spec.byte_fallback", 40: "trainer_spec.unk_id", 41: "trainer_spec.bos_id", 42: "trainer_spec.eos_id", 43: "trainer_spec.pad_id", 44: "trainer_spec.unk_surface"},
+}
+
 // spmField is one decoded field of a message.
 type spmField struct {
 	num     protowire.Number
@@ -139,6 +145,7 @@ type spmField struct {
 // spmWalk calls fn for every field of the message in b. name prefixes
 // error messages (the path of the message, e.g. "trainer_spec").
 func spmWalk(b []byte, name string, fn func(f spmField) error) error {
+	names := spmFieldNames[name]
 	off := 0
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
@@ -158,7 +165,11 @@ func spmWalk(b []byte, name string, fn func(f spmField) error) error {
 			n = protowire.ConsumeFieldValue(num, typ, b)
 		}
 		if n < 0 {
-			return newSpmError(fmt.Sprintf("%s.%d", name, num), "bad value at byte %d: %v", off, protowire.ParseError(n))
+			field := fmt.Sprintf("%s.%d", name, num)
+			if n, ok := names[num]; ok {
+				field = n
+			}
+			return newSpmError(field, "bad value at byte %d: %v", off, protowire.ParseError(n))
 		}
 		b, off = b[n:], off+n
 		if err := fn(f); err != nil {
