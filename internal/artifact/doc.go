@@ -19,14 +19,15 @@
 //	  52  u32    CRC-32C of these 128 bytes with bytes 52..55 zeroed
 //	  56  [72]u8 reserved, zero
 //
-//	sections, each starting at a multiple of its alignment (>= 64),
-//	separated by zero padding, never overlapping the header, the section
-//	table or each other
+//	sections, each starting at a multiple of its alignment (64..65536),
+//	never overlapping the header, the section table or each other; every
+//	byte of the file belongs to the header, a section, the table, or zero
+//	padding shorter than the alignment of what follows it
 //
 //	section table, C entries of 96 bytes at offset T
 //	  0   u32    kind (1 manifest, 2 tensor-index, 3 weights, 4 plan,
 //	             5 tokenizer, 6 blob; larger values are opaque blobs)
-//	  4   u32    alignment, a power of two >= 64; offset is a multiple of it
+//	  4   u32    alignment, a power of two in 64..65536; offset is a multiple of it
 //	  8   u64    offset
 //	  16  u64    size in bytes
 //	  24  u32    CRC-32C of the section's bytes
@@ -61,8 +62,9 @@
 // Validation on every Open (cost: header plus the small sections): magic,
 // version, header checksum, flags, file size, required CPU features against
 // this machine, section table bounds and checksum, every section in bounds,
-// aligned, not overlapping, uniquely named, and the checksum of every
-// section except weights; the manifest is a JSON object; every tensor index
+// aligned, not overlapping, uniquely named, padding zero, and the checksum
+// of every section except weights (so a changed byte anywhere outside the
+// weights is refused at open); the manifest is a JSON object; every tensor index
 // entry is well formed and inside the weights section. The weights checksum
 // costs a read of every weight byte, so it is checked only by
 // OpenOptions.Verify or Artifact.Verify.

@@ -22,7 +22,7 @@ const (
 	MaxNameLen   = 64  // bytes of a section name
 	Align        = 64  // alignment of sections and of tensors in the weights section
 	maxSections  = 1 << 16
-	maxAlignment = 1 << 30
+	maxAlignment = 1 << 16
 )
 
 // Fixed section names.

@@ -176,18 +176,44 @@ func readTable(src *source, h header) ([]Section, error) {
 			return nil, fmt.Errorf("no %q section", name)
 		}
 	}
-	// Overlaps, with the header and the table as pseudo-sections.
+	// Every byte belongs to the header, a section, the table, or zero
+	// padding shorter than the alignment of what follows it.
 	all := append(slices.Clone(secs),
-		Section{Name: "header", Offset: 0, Size: HeaderSize},
-		Section{Name: "section table", Offset: toff, Size: tlen})
+		Section{Name: "header", Offset: 0, Size: HeaderSize, Align: 1},
+		Section{Name: "section table", Offset: toff, Size: tlen, Align: Align})
 	all = slices.DeleteFunc(all, func(s Section) bool { return s.Size == 0 })
 	slices.SortFunc(all, func(a, b Section) int { return cmp.Compare(a.Offset, b.Offset) })
 	for i := 1; i < len(all); i++ {
-		if p, q := all[i-1], all[i]; p.end() > q.Offset {
+		p, q := all[i-1], all[i]
+		if p.end() > q.Offset {
 			return nil, fmt.Errorf("section %q: bytes %d..%d overlap %q at %d..%d", q.Name, q.Offset, q.end(), p.Name, p.Offset, p.end())
 		}
+		if err := checkPadding(src, p.end(), q.Offset, q.Align, q.Name); err != nil {
+			return nil, err
+		}
+	}
+	if last := all[len(all)-1]; last.end() != size {
+		return nil, fmt.Errorf("%d bytes after the last section %q", size-last.end(), last.Name)
 	}
 	return secs, nil
+}
+
+// checkPadding checks that the gap [from, to) before section name is zero
+// bytes and shorter than its alignment.
+func checkPadding(src *source, from, to, align int64, name string) error {
+	if to-from >= align {
+		return fmt.Errorf("section %q: %d-byte gap before it, more than alignment padding", name, to-from)
+	}
+	gap, err := src.slice(from, to-from)
+	if err != nil {
+		return err
+	}
+	for i, c := range gap {
+		if c != 0 {
+			return fmt.Errorf("section %q: padding byte %d before it is %#02x, not zero", name, from+int64(i), c)
+		}
+	}
+	return nil
 }
 
 // isJSONObject reports whether b is exactly one JSON object.

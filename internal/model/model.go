@@ -133,7 +133,7 @@ func findTokenizer(modelPath string, ck format.Checkpoint, explicit string, voca
 			if _, err := os.Stat(p); err != nil {
 				continue
 			}
-			if tok, err := tokenizer.LoadLlama2C(p, vocab); err == nil && tok.VocabSize() == vocab {
+			if tok, err := loadLlama2CTokenizer(p, vocab); err == nil {
 				return tok, nil
 			}
 		}
@@ -152,7 +152,7 @@ func loadTokenizer(path string, vocab int) (tokenizer.Tokenizer, error) {
 	}
 	switch {
 	case strings.HasSuffix(path, ".bin"):
-		return tokenizer.LoadLlama2C(path, vocab)
+		return loadLlama2CTokenizer(path, vocab)
 	case strings.HasSuffix(path, ".gguf"):
 		ck, err := detect.Open(path)
 		if err != nil {

@@ -260,8 +260,8 @@ func (b *BPE) SpecialTokens() []AddedToken {
 
 // setToken stores token at id, growing the table.
 func (b *BPE) setToken(id int32, tok string) {
-	for int(id) >= len(b.tokens) {
-		b.tokens = append(b.tokens, "")
+	if int(id) >= len(b.tokens) {
+		b.tokens = append(b.tokens, make([]string, int(id)+1-len(b.tokens))...)
 	}
 	b.tokens[id] = tok
 }

@@ -138,7 +138,7 @@ func parseHF(data []byte, file string) (*BPE, error) {
 	}
 	for i, t := range f.AddedTokens {
 		field := fmt.Sprintf("added_tokens[%d]", i)
-		if t.ID == nil || *t.ID < 0 || *t.ID >= 1<<31-1 {
+		if t.ID == nil || *t.ID < 0 || *t.ID >= int64(len(b.tokens)+len(f.AddedTokens)+maxIDGap) {
 			return nil, p.errf(field+".id", "missing or out of range")
 		}
 		if t.Content == "" {
@@ -236,14 +236,18 @@ func (p hfParser) bpeModel(b *BPE, m *hfModel) error {
 	return nil
 }
 
-// maxVocab bounds token ids so a hostile file cannot make us allocate
-// billions of slots.
-const maxVocab = 1 << 24
+// maxVocab bounds token ids, and maxIDGap how far an id may lie past the
+// number of entries that define ids, so a hostile file cannot make us
+// allocate millions of empty slots.
+const (
+	maxVocab = 1 << 24
+	maxIDGap = 1 << 16
+)
 
 // setVocab fills tokens and ids from a token -> id map.
 func (b *BPE) setVocab(vocab map[string]int64, bad func(tok, msg string) error) error {
 	for tok, id := range vocab {
-		if id < 0 || id >= maxVocab {
+		if id < 0 || id >= maxVocab || id >= int64(len(vocab)+maxIDGap) {
 			return bad(tok, fmt.Sprintf("id %d out of range", id))
 		}
 		if tok == "" {

@@ -55,16 +55,11 @@ func pretokCompile(pattern string) (pretokMatcher, error) {
 	if m, ok := pretokCache.Load(pattern); ok {
 		return m.(pretokMatcher), nil
 	}
-	var m pretokMatcher
-	if fast := fastSplitter(pattern); fast != nil {
-		m = fast
-	} else {
-		re, err := regexp2.Compile(pattern, regexp2.None)
-		if err != nil {
-			return nil, fmt.Errorf("pre-tokenizer regex %q: %w", pattern, err)
-		}
-		m = pretokRegex{re}
+	re, err := regexp2.Compile(pattern, regexp2.None)
+	if err != nil {
+		return nil, fmt.Errorf("pre-tokenizer regex %q: %w", pattern, err)
 	}
+	var m pretokMatcher = pretokRegex{re}
 	pretokCache.Store(pattern, m)
 	return m, nil
 }
@@ -76,12 +71,6 @@ func pretokPattern(pattern string) pretokMatcher {
 		panic(err) // the built-in patterns are known to compile
 	}
 	return m
-}
-
-// fastSplitter returns a hand-written splitter equivalent to pattern, or
-// nil.
-func fastSplitter(pattern string) pretokMatcher {
-	return nil
 }
 
 // bpePreset is a pre-tokenizer chosen by name (GGUF tokenizer.ggml.pre, or

@@ -66,6 +66,10 @@ func FuzzDecode(f *testing.F) {
 	l2c := loadLlama2C(f, "llama2c/tokenizer.bin", 32000)
 	f.Add([]byte{0x1d, 0x74, 0xf3, 0x00, 0xa2, 0x00, 0xa9, 0x00, 0x9c, 0x00})
 	f.Add([]byte{0x01, 0x00, 0x13, 0x00, 0x02, 0x00, 0xff, 0xff})
+	// Text, nine skipped ids, then a piece with a leading space.
+	f.Add([]byte("000\xef0\xef0\xef0\xef0\xef0\xef0\xef0\xef01"))
+	// Text, nine EOS, then a piece with a leading space.
+	f.Add([]byte("00\x02\x00\x02\x00\x02\x00\x02\x00\x02\x00\x02\x00\x02\x00\x02\x00\x02\x0001"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		if len(raw) > 2048 {
 			return

@@ -9,6 +9,9 @@ import (
 // as decoding context.
 const streamContext = 8
 
+// streamMaxWindow bounds the window when ids stop producing text.
+const streamMaxWindow = 256
+
 // StreamDecoder turns ids arriving one at a time into text, returning only
 // the newly completed part. It decodes a window of recent ids and returns
 // decode(window+new) minus decode(window), so rules that depend on what
@@ -29,6 +32,9 @@ func NewStreamDecoder(tok Tokenizer) *StreamDecoder {
 
 // Add appends id and returns the text it completes (possibly "").
 func (d *StreamDecoder) Add(id int) string {
+	if id < 0 || id >= d.tok.VocabSize() {
+		return "" // Decode skips it too
+	}
 	d.window = append(d.window, id)
 	text := d.tok.Decode(d.window)
 	if len(text) < d.emitted {
@@ -79,9 +85,13 @@ func (d *StreamDecoder) trim() {
 			return
 		}
 	}
-	// Only empty-text ids lately: any suffix will do.
-	d.window = append(d.window[:0], d.window[n-streamContext:]...)
-	d.emitted = len(d.tok.Decode(d.window))
+	// No text lately (control tokens, say). Keep them all, since what came
+	// before them may still decide a leading space; only a pathological run
+	// of streamMaxWindow such ids drops the middle of the window.
+	if n > streamMaxWindow {
+		d.window = append(d.window[:streamContext], d.window[n-streamContext:]...)
+		d.emitted = len(d.tok.Decode(d.window))
+	}
 }
 
 // completePrefix returns the length of the longest prefix of s that does

@@ -98,7 +98,7 @@ func parseTiktoken(data []byte, path string) (*BPE, error) {
 			return nil, bad(n, "bad base64 token %q", tok64)
 		}
 		rank, err := strconv.ParseInt(string(rankStr), 10, 32)
-		if err != nil || rank < 0 || rank >= maxVocab {
+		if err != nil || rank < 0 || rank >= int64(n+maxIDGap) {
 			return nil, bad(n, "bad rank %q", rankStr)
 		}
 		if _, dup := raw[string(tok)]; dup {

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aotlm/aotlm/internal/eval"
+	"github.com/aotlm/aotlm/internal/model"
+)
+
+func newPplCmd() *cobra.Command {
+	var (
+		modelPath, tokPath, dataPath string
+		ctx, stride, chunks, threads int
+		asJSON                       bool
+	)
+	cmd := &cobra.Command{
+		Use:   "ppl -m MODEL --data TEXT_FILE",
+		Short: "Measure the perplexity of a model over a text",
+		Long: `Measure the perplexity of a model over a text file, so the error a
+quantization adds is measured rather than guessed.
+
+By default the rule is llama.cpp's llama-perplexity: the text is tokenized
+once (with BOS where the model adds one), cut into chunks of --ctx tokens,
+each chunk starts with BOS and only its second half is scored. The text must
+tokenize to at least 2 x --ctx tokens. With --stride S the rule is instead a
+sliding window (as in the Hugging Face perplexity guide): windows of --ctx
+tokens every S tokens, each scoring only tokens no earlier window scored.
+
+The running estimate is printed on stderr after each chunk, as llama.cpp
+does ([1]12.34,[2]...). docs/perplexity.md describes both rules.`,
+		Example: `  aotlm ppl -m stories260K.gguf --data TinyStories-valid-excerpt.txt --ctx 128
+  aotlm ppl -m model.gguf -f wiki.test.raw -c 512 --chunks 20 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if modelPath == "" {
+				return fmt.Errorf("no model: pass -m <model file or folder>")
+			}
+			if dataPath == "" {
+				return fmt.Errorf("no text: pass --data <text file>")
+			}
+			text, err := os.ReadFile(dataPath)
+			if err != nil {
+				return fmt.Errorf("data file: %w", err)
+			}
+			if len(text) == 0 {
+				return fmt.Errorf("data file %s is empty", dataPath)
+			}
+			m, err := model.Open(modelPath, model.Options{Tokenizer: tokPath, Threads: threads})
+			if err != nil {
+				return err
+			}
+			if m.Tokenizer == nil {
+				return fmt.Errorf("%s has no tokenizer: pass --tokenizer <file>", modelPath)
+			}
+			if ctx > m.Config.Context {
+				return fmt.Errorf("--ctx %d exceeds the model's context of %d tokens", ctx, m.Config.Context)
+			}
+			s, err := m.NewSession(ctx)
+			if err != nil {
+				return err
+			}
+			stderr := cmd.ErrOrStderr()
+			opts := eval.Options{Ctx: ctx, Stride: stride, MaxChunks: chunks,
+				Progress: func(done, total int, ppl float64) {
+					fmt.Fprintf(stderr, "[%d]%.4f,", done, ppl)
+					if done == total {
+						fmt.Fprintln(stderr)
+					}
+				}}
+			r, err := eval.PerplexityText(s, m.Tokenizer, string(text), opts)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
+					"ppl": r.PPL, "nll": r.NLL, "tokens": r.Tokens, "ctx": r.Ctx, "chunks": r.Chunks, "method": r.Method})
+			}
+			unit := "chunks"
+			if r.Method == eval.Sliding {
+				unit = fmt.Sprintf("windows (stride %d)", stride)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Final estimate: PPL = %.4f +/- %.5f (mean NLL %.6f over %d tokens; %s rule, %d %s of %d tokens)\n",
+				r.PPL, r.StdErr, r.NLL, r.Tokens, r.Method, r.Chunks, unit, r.Ctx)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&modelPath, "model", "m", "", "model file or folder (required)")
+	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for checkpoints without one")
+	f.StringVarP(&dataPath, "data", "f", "", "text file to measure (required)")
+	f.IntVarP(&ctx, "ctx", "c", 512, "tokens per chunk (or per window with --stride)")
+	f.IntVar(&stride, "stride", 0, "sliding-window rule: start a window every S tokens (0: llama.cpp rule)")
+	f.IntVar(&chunks, "chunks", 0, "stop after N chunks or windows (0: all)")
+	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object {ppl, nll, tokens, ctx, chunks, method}")
+	return cmd
+}
