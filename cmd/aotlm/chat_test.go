@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/testutil"
@@ -53,19 +54,7 @@ func TestRunChat(t *testing.T) {
 	}
 	var tk struct{ IDs []int }
 	json.Unmarshal([]byte(tout), &tk)
-	if len(tk.IDs) == 0 || tk.IDs[0] != 1 || !equalIDs(tk.IDs, rep.PromptIDs) {
+	if len(tk.IDs) == 0 || tk.IDs[0] != 1 || !slices.Equal(tk.IDs, rep.PromptIDs) {
 		t.Fatalf("chat prompt ids %v, rendered template tokenizes to %v", rep.PromptIDs, tk.IDs)
 	}
-}
-
-func equalIDs(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/testutil"
@@ -43,7 +44,7 @@ func TestTokenizeCommand(t *testing.T) {
 				if err := json.Unmarshal([]byte(out), &got); err != nil {
 					t.Fatal(err)
 				}
-				if !equalIDs(got.IDs, c.IDs) || len(got.Tokens) != len(got.IDs) {
+				if !slices.Equal(got.IDs, c.IDs) || len(got.Tokens) != len(got.IDs) {
 					t.Errorf("%s %q:\n got %v\nwant %v", p, c.Text, got.IDs, c.IDs)
 				}
 			}
@@ -55,7 +56,7 @@ func TestTokenizeCommand(t *testing.T) {
 	var got struct{ IDs []int }
 	json.Unmarshal([]byte(out), &got)
 	// llama2.c's own test.c lists these ids for this prompt
-	if want := []int{1, 306, 4658, 278, 6593, 310, 2834, 338}; code != 0 || !equalIDs(got.IDs, want) {
+	if want := []int{1, 306, 4658, 278, 6593, 310, 2834, 338}; code != 0 || !slices.Equal(got.IDs, want) {
 		t.Errorf("--bos: %v, want %v", got.IDs, want)
 	}
 }

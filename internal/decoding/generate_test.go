@@ -2,6 +2,7 @@ package decoding
 
 import (
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -45,14 +46,14 @@ func newCount(ctx int) *countSession {
 func TestGenerateStops(t *testing.T) {
 	s := newCount(100)
 	res, err := Generate(s, []int{1, 2}, Options{MaxTokens: 4})
-	if err != nil || res.StopReason != StopLength || !eq(res.IDs, []int{3, 4, 5, 6}) {
+	if err != nil || res.StopReason != StopLength || !slices.Equal(res.IDs, []int{3, 4, 5, 6}) {
 		t.Fatalf("length: %v %v %v", res.IDs, res.StopReason, err)
 	}
 	if s.calls != 3 {
 		t.Fatalf("%d decode passes for 4 ids, want 3", s.calls)
 	}
 	res, err = Generate(newCount(100), []int{5}, Options{MaxTokens: 10, Stop: []int{8}})
-	if err != nil || res.StopReason != StopEOS || !eq(res.IDs, []int{6, 7}) {
+	if err != nil || res.StopReason != StopEOS || !slices.Equal(res.IDs, []int{6, 7}) {
 		t.Fatalf("eos: %v %v %v", res.IDs, res.StopReason, err)
 	}
 	res, err = Generate(newCount(5), []int{0, 0}, Options{})
@@ -84,16 +85,4 @@ func TestGenerateCallbackError(t *testing.T) {
 	if !errors.Is(err, stop) || len(res.IDs) != 2 {
 		t.Fatalf("%v %v", res.IDs, err)
 	}
-}
-
-func eq(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -3,6 +3,7 @@ package model_test
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/decoding"
@@ -54,7 +55,7 @@ func TestArchFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !equalInts(res.IDs, ref.Greedy) {
+			if !slices.Equal(res.IDs, ref.Greedy) {
 				t.Errorf("%s: greedy %v, llama.cpp %v", path, res.IDs, ref.Greedy)
 			}
 		}

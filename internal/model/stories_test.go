@@ -3,6 +3,7 @@ package model_test
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/decoding"
@@ -58,7 +59,7 @@ func TestStoriesGreedyMatchesLlama2C(t *testing.T) {
 		for _, c := range ref.Cases {
 			// the prompt is encoded by our tokenizer: its ids must be run.c's
 			prompt := textgen.Encode(m.Tokenizer, m.BOS(), c.Prompt)
-			if !equalInts(prompt, c.PromptIDs) {
+			if !slices.Equal(prompt, c.PromptIDs) {
 				t.Errorf("%s %q: prompt ids %v, llama2.c %v", name, c.Prompt, prompt, c.PromptIDs)
 				continue
 			}
@@ -70,7 +71,7 @@ func TestStoriesGreedyMatchesLlama2C(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %q: %v", name, c.Prompt, err)
 			}
-			if !equalInts(res.IDs, c.IDs) {
+			if !slices.Equal(res.IDs, c.IDs) {
 				t.Errorf("%s %q:\n got %v\nwant %v", name, c.Prompt, res.IDs, c.IDs)
 			}
 		}
@@ -112,16 +113,4 @@ func TestStoriesLogits(t *testing.T) {
 			t.Errorf("%s: relative logit error %.3g > 1e-4", name, rel)
 		}
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
