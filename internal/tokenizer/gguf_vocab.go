@@ -258,7 +258,7 @@ func ggufID(meta map[string]any, key string, n int) (int, bool, error) {
 }
 
 // ggufNumber reads any numeric metadata value. The tokenizer keeps its own
-// reader instead of the format package's helpers so it does not depend on
+// reader instead of format.MetaInt/MetaFloat so that it does not depend on
 // tensor code.
 func ggufNumber(v any) (float64, bool) {
 	switch x := v.(type) {

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -210,5 +211,38 @@ func TestSentencePieceUnknownAndUserDefined(t *testing.T) {
 		if fmt.Sprint(sp.Model()) != map[ModelType]string{ModelBPE: "bpe", ModelUnigram: "unigram"}[model] {
 			t.Errorf("Model() = %v", sp.Model())
 		}
+	}
+}
+
+// TestCharsMapLookup builds a one-key double array by hand ("a" -> "b"):
+// root offset 1; node 1^'a' = 0x60 holds label 'a', has_leaf, offset 1;
+// its leaf 0x61 holds value 0 (offset of "b\x00"). Lookups must follow the
+// darts-clone walk and stay inside the array for any other input.
+func TestCharsMapLookup(t *testing.T) {
+	units := make([]uint32, 0x62)
+	units[0] = 1 << 10
+	units[0x60] = 'a' | 1<<8 | 1<<10
+	units[0x61] = 1 << 31
+	blob := binary.LittleEndian.AppendUint32(nil, uint32(4*len(units)))
+	for _, u := range units {
+		blob = binary.LittleEndian.AppendUint32(blob, u)
+	}
+	blob = append(blob, "b\x00"...)
+	cm, err := parseSpmCharsMap(blob, "normalizer_spec.precompiled_charsmap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		in   string
+		repl string
+		n    int
+	}{{"a", "b", 1}, {"ax", "b", 1}, {"x", "", 0}, {"\xff", "", 0}, {"", "", 0}} {
+		if repl, n := cm.longest(tc.in); repl != tc.repl || n != tc.n {
+			t.Errorf("longest(%q) = %q, %d; want %q, %d", tc.in, repl, n, tc.repl, tc.n)
+		}
+	}
+	n := spmNormalizer{addDummyPrefix: true, removeExtraWS: true, escapeWS: true, charsmap: cm}
+	if got := string(n.normalize(nil, "  a xa  ")); got != "▁b▁xb" {
+		t.Errorf("normalize = %q", got)
 	}
 }
