@@ -10,6 +10,7 @@ import (
 	"github.com/aotlm/aotlm/internal/chat"
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/format/detect"
+	"github.com/aotlm/aotlm/internal/qmodel"
 )
 
 // ErrNoChatTemplate is returned when a model carries no chat template.
@@ -35,6 +36,9 @@ func ChatTemplate(path string) (*chat.Template, chat.Specials, error) {
 			return ggufChatTemplate(path)
 		}
 		dir = filepath.Dir(path)
+	}
+	if _, err := os.Stat(filepath.Join(dir, qmodel.TokenizerGGUF)); err == nil {
+		return ggufChatTemplate(filepath.Join(dir, qmodel.TokenizerGGUF))
 	}
 	cfg := filepath.Join(dir, "tokenizer_config.json")
 	if _, err := os.Stat(cfg); err == nil {

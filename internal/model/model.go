@@ -10,6 +10,7 @@ import (
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/format/detect"
 	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/tokenizer"
 )
 
@@ -38,6 +39,9 @@ type Model struct {
 // graphs. The tokenizer is opts.Tokenizer, else the one the checkpoint
 // embeds (GGUF) or that sits beside it.
 func Open(path string, opts Options) (*Model, error) {
+	if qmodel.IsDir(path) {
+		return openQuantized(path, opts)
+	}
 	ck, err := detect.Open(path)
 	if err != nil {
 		return nil, err
@@ -51,14 +55,19 @@ func Open(path string, opts Options) (*Model, error) {
 	if m.Tokenizer, err = findTokenizer(path, ck, opts.Tokenizer, am.Config.Vocab); err != nil {
 		return nil, err
 	}
+	return m, m.build(opts)
+}
+
+// build makes the two interpreters (last-row and all-rows logits).
+func (m *Model) build(opts Options) error {
 	for _, all := range []bool{false, true} {
 		g, err := arch.Build(&m.Config, arch.BuildOptions{AllLogits: all})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		in, err := graph.NewInterpreter(g, m.weights, opts.Threads)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if all {
 			m.all = in
@@ -66,7 +75,39 @@ func Open(path string, opts Options) (*Model, error) {
 			m.last = in
 		}
 	}
-	return m, nil
+	return nil
+}
+
+// openQuantized opens a quantized folder with its weights dequantized.
+func openQuantized(dir string, opts Options) (*Model, error) {
+	am, man, err := qmodel.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{Path: dir, Format: "aotlm-quant", Config: am.Config, weights: am.Weights}
+	tokPath := opts.Tokenizer
+	if tokPath == "" && man.Tokenizer != "" {
+		tokPath = filepath.Join(dir, man.Tokenizer)
+	}
+	if tokPath != "" {
+		if m.Tokenizer, err = loadTokenizer(tokPath, am.Config.Vocab); err != nil {
+			return nil, fmt.Errorf("tokenizer %s: %w", tokPath, err)
+		}
+	} else if hasHFTokenizer(dir) {
+		if m.Tokenizer, err = tokenizer.LoadDir(dir); err != nil {
+			return nil, fmt.Errorf("tokenizer in %s: %w", dir, err)
+		}
+	}
+	return m, m.build(opts)
+}
+
+func hasHFTokenizer(dir string) bool {
+	for _, f := range []string{"tokenizer.json", "tokenizer.model", "vocab.json", "encoder.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // BOS returns the id to start a prompt with, or -1.
@@ -115,14 +156,12 @@ func findTokenizer(modelPath string, ck format.Checkpoint, explicit string, voca
 		if st, err := os.Stat(modelPath); err == nil && !st.IsDir() {
 			dir = filepath.Dir(modelPath)
 		}
-		for _, f := range []string{"tokenizer.json", "tokenizer.model", "vocab.json", "encoder.json"} {
-			if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
-				tok, err := tokenizer.LoadDir(dir)
-				if err != nil {
-					return nil, fmt.Errorf("tokenizer in %s: %w", dir, err)
-				}
-				return tok, nil
+		if hasHFTokenizer(dir) {
+			tok, err := tokenizer.LoadDir(dir)
+			if err != nil {
+				return nil, fmt.Errorf("tokenizer in %s: %w", dir, err)
 			}
+			return tok, nil
 		}
 	case "llama2c":
 		// llama2.c keeps tokenizer.bin beside the checkpoint; use it only if
@@ -167,6 +206,16 @@ func loadTokenizer(path string, vocab int) (tokenizer.Tokenizer, error) {
 // OpenTokenizer opens just the tokenizer of a path: a tokenizer file or
 // folder, a GGUF model's embedded vocabulary, or a model folder's files.
 func OpenTokenizer(path string) (tokenizer.Tokenizer, error) {
+	if qmodel.IsDir(path) {
+		m, err := Open(path, Options{})
+		if err != nil {
+			return nil, err
+		}
+		if m.Tokenizer == nil {
+			return nil, fmt.Errorf("%s: the quantized model holds no tokenizer", path)
+		}
+		return m.Tokenizer, nil
+	}
 	tok, err := loadTokenizer(path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer %s: %w", path, err)

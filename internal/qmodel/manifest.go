@@ -1,0 +1,94 @@
+package qmodel
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/aotlm/aotlm/internal/arch"
+	"github.com/aotlm/aotlm/internal/quant"
+)
+
+// ManifestName is the manifest's file name inside a quantized folder.
+const ManifestName = "aotlm-quant.json"
+
+// WeightsName is the safetensors file inside a quantized folder.
+const WeightsName = "model.safetensors"
+
+// FormatVersion is the folder layout version this package writes.
+const FormatVersion = 1
+
+// Manifest describes a quantized folder.
+type Manifest struct {
+	FormatVersion int                    `json:"format_version"`
+	Config        arch.Config            `json:"config"`
+	Recipe        json.RawMessage        `json:"recipe"` // quant.ParseRecipe reads it
+	Source        string                 `json:"source"`
+	// Tokenizer is the tokenizer file in the folder ("" : the folder's HF
+	// tokenizer files, if any).
+	Tokenizer string `json:"tokenizer,omitempty"`
+	Tensors       map[string]TensorEntry `json:"tensors"`
+}
+
+// TensorEntry is how one canonical tensor is stored.
+type TensorEntry struct {
+	// Scheme is the quant scheme; Float marks a tensor kept as float32.
+	Scheme Scheme `json:"scheme"`
+	Float  bool   `json:"float,omitempty"`
+	Shape  []int        `json:"shape"`
+	Padded bool         `json:"padded,omitempty"`
+	// Fallback names why the recipe's scheme was replaced.
+	Fallback string `json:"fallback,omitempty"`
+}
+
+// IsDir reports whether path is a quantized folder.
+func IsDir(path string) bool {
+	_, err := os.Stat(filepath.Join(path, ManifestName))
+	return err == nil
+}
+
+// ReadManifest reads and checks the manifest of a quantized folder.
+func ReadManifest(dir string) (*Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	if err != nil {
+		return nil, fmt.Errorf("quantized model: %w", err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("quantized model %s: %s: %w", dir, ManifestName, err)
+	}
+	if m.FormatVersion != FormatVersion {
+		return nil, fmt.Errorf("quantized model %s: format version %d, this aotlm reads %d", dir, m.FormatVersion, FormatVersion)
+	}
+	if err := m.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("quantized model %s: %w", dir, err)
+	}
+	for name, e := range m.Tensors {
+		if !e.Float {
+			if err := e.Scheme.Quant().Validate(); err != nil {
+				return nil, fmt.Errorf("quantized model %s: tensor %s: %w", dir, name, err)
+			}
+		}
+	}
+	return &m, nil
+}
+
+// Scheme is quant.Scheme in a form JSON reads back.
+type Scheme struct {
+	Kind  string `json:"kind"`
+	Block int    `json:"block,omitempty"`
+	Sym   bool   `json:"sym,omitempty"`
+	HQQ   bool   `json:"hqq,omitempty"`
+	Mode  string `json:"mode,omitempty"`
+}
+
+// SchemeOf converts a quant.Scheme.
+func SchemeOf(s quant.Scheme) Scheme {
+	return Scheme{Kind: string(s.Kind), Block: s.Block, Sym: s.Sym, HQQ: s.HQQ, Mode: string(s.Mode)}
+}
+
+// Quant converts back to a quant.Scheme.
+func (s Scheme) Quant() quant.Scheme {
+	return quant.Scheme{Kind: quant.Kind(s.Kind), Block: s.Block, Sym: s.Sym, HQQ: s.HQQ, Mode: quant.LPBQMode(s.Mode)}
+}

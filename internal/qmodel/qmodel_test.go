@@ -1,0 +1,199 @@
+package qmodel_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aotlm/aotlm/internal/arch"
+	"github.com/aotlm/aotlm/internal/decoding"
+	"github.com/aotlm/aotlm/internal/format/detect"
+	"github.com/aotlm/aotlm/internal/model"
+	"github.com/aotlm/aotlm/internal/qmodel"
+	"github.com/aotlm/aotlm/internal/quant"
+	"github.com/aotlm/aotlm/internal/testutil"
+	"github.com/aotlm/aotlm/internal/testutil/tinymodel"
+)
+
+func preset(t *testing.T, name string) quant.Recipe {
+	t.Helper()
+	r, err := quant.Preset(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestRoundTrip quantizes a random tiny model with every preset and checks
+// that loading the folder gives, for every tensor, exactly what
+// quant.Quantize + Dequantize gives for the scheme the manifest records, and
+// the source value for tensors kept in float.
+func TestRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	cfg := tinymodel.Config{HiddenSize: 64, IntermediateSize: 96, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, VocabSize: 80, MaxPositions: 32}
+	if err := tinymodel.WriteLlama(src, cfg, 5); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := detect.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, err := arch.Load(ck)
+	ck.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range quant.PresetNames() {
+		out := filepath.Join(dir, name)
+		rep, err := qmodel.Quantize(src, out, qmodel.Options{Recipe: preset(t, name)})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		m, man, err := qmodel.Load(out)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(m.Weights) != len(orig.Weights) || len(rep.Tensors) != len(orig.Weights) {
+			t.Fatalf("%s: %d tensors, want %d", name, len(m.Weights), len(orig.Weights))
+		}
+		quantized := 0
+		for tn, w := range orig.Weights {
+			e := man.Tensors[tn]
+			want := w
+			if !e.Float {
+				quantized++
+				q, err := quant.Quantize(w, e.Shape[0], e.Shape[1], e.Scheme.Quant())
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = q.Dequantize()
+			}
+			if !slices.Equal(m.Weights[tn], want) {
+				t.Fatalf("%s: tensor %s does not round-trip", name, tn)
+			}
+		}
+		if quantized == 0 {
+			t.Fatalf("%s: nothing was quantized", name)
+		}
+		if m.Config.Hidden != 64 || m.Config.Vocab != 80 {
+			t.Fatalf("%s: config %+v", name, m.Config)
+		}
+	}
+}
+
+// TestStoriesW8Greedy checks the quantized path end to end on the real
+// model: the w8a16 folder of stories260K reproduces llama2.c's greedy ids
+// for at least the first 32 tokens of every reference case.
+func TestStoriesW8Greedy(t *testing.T) {
+	src := testutil.Path(t, "models/stories260K/stories260K.gguf")
+	var ref struct {
+		Cases []struct {
+			PromptIDs []int `json:"prompt_ids"`
+			IDs       []int `json:"ids"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(testutil.ReadFile(t, "reference/llama2c-stories260K-greedy.json"), &ref); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "w8")
+	if _, err := qmodel.Quantize(src, out, qmodel.Options{Recipe: preset(t, "w8a16")}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Open(out, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Tokenizer == nil || m.Tokenizer.VocabSize() != 512 {
+		t.Fatal("the GGUF's tokenizer did not come along")
+	}
+	for _, c := range ref.Cases {
+		s, _ := m.NewSession(0)
+		res, err := decoding.Generate(s, c.PromptIDs, decoding.Options{MaxTokens: 32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(res.IDs, c.IDs[:32]) {
+			t.Errorf("prompt %v: w8 greedy %v, llama2.c %v", c.PromptIDs, res.IDs, c.IDs[:32])
+		}
+	}
+}
+
+// TestIndivisibleWidth quantizes stories260K's 172-wide down projections
+// with LPBQ blocks of 32: padded by default, W8 with FallbackW8, and the
+// report says which.
+func TestIndivisibleWidth(t *testing.T) {
+	src := testutil.Path(t, "models/stories260K/stories260K.gguf")
+	r, err := quant.ParseRecipe([]byte(`{"name": "all-lpbq", "default": {"scheme": "lpbq", "block": 32}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, fb := range []bool{false, true} {
+		out := filepath.Join(dir, map[bool]string{false: "pad", true: "w8"}[fb])
+		rep, err := qmodel.Quantize(src, out, qmodel.Options{Recipe: r, FallbackW8: fb})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, tr := range rep.Tensors {
+			if !strings.Contains(tr.Name, "down_proj") {
+				continue
+			}
+			n++
+			if !fb && (!tr.Padded || !strings.HasPrefix(tr.Scheme, "lpbq")) {
+				t.Errorf("%s: %+v, want padded lpbq", tr.Name, tr)
+			}
+			if fb && (tr.Padded || tr.Scheme != "w8" || tr.Fallback == "") {
+				t.Errorf("%s: %+v, want a w8 fallback", tr.Name, tr)
+			}
+		}
+		if n != 5 {
+			t.Fatalf("%d down projections reported", n)
+		}
+		if _, _, err := qmodel.Load(out); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	src := testutil.Path(t, "models/stories260K/stories260K.gguf")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "q")
+	if _, err := qmodel.Quantize(src, out, qmodel.Options{Recipe: preset(t, "w8a16")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := qmodel.Quantize(src, out, qmodel.Options{Recipe: preset(t, "w8a16")}); err == nil || !strings.Contains(err.Error(), "exists") {
+		t.Fatalf("overwrote an existing folder: %v", err)
+	}
+	// a failed run leaves nothing behind
+	bad := filepath.Join(dir, "bad")
+	if _, err := qmodel.Quantize(src, bad, qmodel.Options{Recipe: preset(t, "w8a16"), Tokenizer: filepath.Join(dir, "none.model")}); err == nil {
+		t.Fatal("missing tokenizer accepted")
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("left behind: %v", entries)
+	}
+	// a corrupted manifest and a truncated part are refused with the field named
+	man := filepath.Join(out, qmodel.ManifestName)
+	b, _ := os.ReadFile(man)
+	os.WriteFile(man, []byte(strings.Replace(string(b), `"format_version": 1`, `"format_version": 9`, 1)), 0o644)
+	if _, _, err := qmodel.Load(out); err == nil || !strings.Contains(err.Error(), "format version 9") {
+		t.Fatalf("future version: %v", err)
+	}
+	var m qmodel.Manifest
+	json.Unmarshal(b, &m)
+	e := m.Tensors["model.layers.0.mlp.up_proj.weight"]
+	e.Shape = []int{172, 65}
+	m.Tensors["model.layers.0.mlp.up_proj.weight"] = e
+	nb, _ := json.Marshal(m)
+	os.WriteFile(man, nb, 0o644)
+	if _, _, err := qmodel.Load(out); err == nil || !strings.Contains(err.Error(), "up_proj") {
+		t.Fatalf("shape mismatch: %v", err)
+	}
+}
