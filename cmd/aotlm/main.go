@@ -45,6 +45,6 @@ phone-class arm64 first. One static binary, no Python.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newVersionCmd(), newRunCmd(), newTokenizeCmd(), newTemplateCmd(), newPplCmd(), newQuantizeCmd())
+	root.AddCommand(newVersionCmd(), newRunCmd(), newTokenizeCmd(), newTemplateCmd(), newPplCmd(), newQuantizeCmd(), newCompileCmd())
 	return root
 }

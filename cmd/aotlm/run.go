@@ -23,15 +23,17 @@ func newRunCmd() *cobra.Command {
 		p                                      sample.Params
 		seed                                   int64
 		asJSON, ignoreEOS, useChat             bool
-		system                                 string
+		system, mode                           string
 	)
 	cmd := &cobra.Command{
 		Use:   "run -m MODEL -p PROMPT",
 		Short: "Generate text from a prompt",
 		Long: `Generate text from a prompt, streaming it to stdout as it is produced.
 
-MODEL is a GGUF file, a llama2.c checkpoint (.bin, with --tokenizer), or a
-Hugging Face folder (config.json + model.safetensors + tokenizer files).
+MODEL is a compiled artifact (.aot, from aotlm compile), a GGUF file, a
+llama2.c checkpoint (.bin, with --tokenizer), a Hugging Face folder
+(config.json + model.safetensors + tokenizer files), or a quantized folder
+(from aotlm quantize).
 --temp 0 decodes greedily; --seed makes sampling reproducible.`,
 		Example: `  aotlm run -m stories260K.gguf -p "Once upon a time" -n 64
   aotlm run -m stories260K.bin --tokenizer tok512.bin -p "" -n 40 --temp 0 --json`,
@@ -52,7 +54,7 @@ Hugging Face folder (config.json + model.safetensors + tokenizer files).
 			} else {
 				p.Seed = uint64(seed)
 			}
-			m, err := model.Open(modelPath, model.Options{Tokenizer: tokPath, Threads: threads})
+			m, err := model.Open(modelPath, model.Options{Tokenizer: tokPath, Threads: threads, Mode: mode})
 			if err != nil {
 				return err
 			}
@@ -85,6 +87,7 @@ Hugging Face folder (config.json + model.safetensors + tokenizer files).
 	f := cmd.Flags()
 	f.StringVarP(&modelPath, "model", "m", "", "model file or folder (required)")
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for checkpoints without one")
+	f.StringVar(&mode, "mode", "hybrid", "prefill of a compiled artifact: hybrid (AR-N passes) or kv (one token at a time)")
 	f.StringVarP(&prompt, "prompt", "p", "", "prompt text")
 	f.StringVarP(&promptFile, "file", "f", "", "read the prompt from a file")
 	f.IntVarP(&n, "n-predict", "n", 128, "number of tokens to generate (-1: until EOS or the context is full)")

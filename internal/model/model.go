@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aotlm/aotlm/internal/arch"
+	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/format/detect"
 	"github.com/aotlm/aotlm/internal/graph"
@@ -21,6 +22,9 @@ type Options struct {
 	Tokenizer string
 	// Threads bounds the goroutines of one pass (0: 1).
 	Threads int
+	// Mode is the prefill strategy of a compiled artifact: "hybrid" (AR-N
+	// passes, the default) or "kv" (one token at a time).
+	Mode string
 }
 
 // Model is an opened model: config, weights and tokenizer.
@@ -31,6 +35,9 @@ type Model struct {
 	Tokenizer tokenizer.Tokenizer // nil when none was found
 
 	weights graph.Weights
+	eng     *engine.Engine // set for compiled artifacts
+	mode    engine.Mode
+	threads int
 	last    *graph.Interpreter // graph computing the last row's logits
 	all     *graph.Interpreter // graph computing every row's logits
 }
@@ -41,6 +48,9 @@ type Model struct {
 func Open(path string, opts Options) (*Model, error) {
 	if qmodel.IsDir(path) {
 		return openQuantized(path, opts)
+	}
+	if isArtifact(path) {
+		return openArtifact(path, opts)
 	}
 	ck, err := detect.Open(path)
 	if err != nil {

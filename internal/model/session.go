@@ -1,21 +1,34 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/graph"
 )
 
-// Session is one sequence run through the interpreter; it implements
-// decoding.Session.
+// Session is one sequence; it implements decoding.Session. It runs through
+// the graph interpreter, or through the engine for a compiled artifact.
 type Session struct {
 	m     *Model
-	state *graph.State
+	state *graph.State    // interpreter
+	es    *engine.Session // artifact
 }
 
 // NewSession returns a session with a cache of ctx positions (0: the
-// model's trained context).
+// model's trained context; an artifact's context is fixed when compiled).
 func (m *Model) NewSession(ctx int) (*Session, error) {
+	if m.eng != nil {
+		if ctx > m.Config.Context {
+			return nil, fmt.Errorf("context %d exceeds the artifact's %d (set at compile time with --ctx)", ctx, m.Config.Context)
+		}
+		es, err := m.eng.NewSession(engine.SessionOptions{Mode: m.mode, Threads: m.threads})
+		if err != nil {
+			return nil, err
+		}
+		return &Session{m: m, es: es}, nil
+	}
 	if ctx <= 0 {
 		ctx = m.Config.Context
 	}
@@ -27,18 +40,31 @@ func (m *Model) NewSession(ctx int) (*Session, error) {
 
 // Prefill feeds ids and returns the logits after the last one.
 func (s *Session) Prefill(ids []int) ([]float32, error) {
+	if s.es != nil {
+		return s.es.Prefill(ids)
+	}
 	out, _, err := s.m.last.Run(s.state, ids)
 	return out, err
 }
 
 // Decode feeds one id and returns the logits after it.
 func (s *Session) Decode(id int) ([]float32, error) {
+	if s.es != nil {
+		return s.es.Decode(id)
+	}
 	out, _, err := s.m.last.Run(s.state, []int{id})
 	return out, err
 }
 
+// ErrNoAllLogits is returned by Logits on a compiled artifact, whose plans
+// compute only the logits generation needs.
+var ErrNoAllLogits = errors.New("per-position logits need the uncompiled model (artifact plans compute the last row only)")
+
 // Logits feeds ids and returns the logits of every position, one row each.
 func (s *Session) Logits(ids []int) ([][]float32, error) {
+	if s.es != nil {
+		return nil, ErrNoAllLogits
+	}
 	out, rows, err := s.m.all.Run(s.state, ids)
 	if err != nil {
 		return nil, err
@@ -52,10 +78,26 @@ func (s *Session) Logits(ids []int) ([][]float32, error) {
 }
 
 // Pos is the number of positions filled.
-func (s *Session) Pos() int { return s.state.Pos }
+func (s *Session) Pos() int {
+	if s.es != nil {
+		return s.es.Pos()
+	}
+	return s.state.Pos
+}
 
 // Context is the capacity of the cache.
-func (s *Session) Context() int { return s.state.Ctx }
+func (s *Session) Context() int {
+	if s.es != nil {
+		return s.es.Context()
+	}
+	return s.state.Ctx
+}
 
 // Reset empties the session.
-func (s *Session) Reset() { s.state.Reset() }
+func (s *Session) Reset() {
+	if s.es != nil {
+		s.es.Reset()
+		return
+	}
+	s.state.Reset()
+}

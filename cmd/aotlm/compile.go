@@ -1,0 +1,50 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aotlm/aotlm/internal/compile"
+)
+
+func newCompileCmd() *cobra.Command {
+	var (
+		out, tokPath string
+		arLen, ctx   int
+	)
+	cmd := &cobra.Command{
+		Use:   "compile MODEL -o OUT.aot",
+		Short: "Compile a model into an artifact the engine runs",
+		Long: `Compile a model ahead of time into one .aot file: a decode plan (AR-1), a
+prefill plan of --ar-len tokens per pass, the weights (float32 for now) and
+the tokenizer, sized for a KV cache of --ctx positions.
+
+MODEL is a GGUF file, a llama2.c checkpoint (.bin, with --tokenizer), or a
+Hugging Face folder (config.json + model.safetensors + tokenizer files).`,
+		Example: `  aotlm compile stories260K.gguf -o stories.aot --ar-len 32 --ctx 512
+  aotlm compile stories260K.bin --tokenizer tok512.bin -o stories.aot`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return errors.New("compile: -o OUT.aot is required")
+			}
+			if arLen < 1 {
+				return fmt.Errorf("compile: --ar-len %d must be at least 1", arLen)
+			}
+			opts := compile.Options{ARLens: []int{arLen}, Ctx: ctx, Tokenizer: tokPath}
+			if err := compile.CompileFile(args[0], out, opts); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", out)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&out, "output", "o", "", "artifact to write")
+	f.IntVar(&arLen, "ar-len", 32, "tokens per prefill pass (the AR-N plan)")
+	f.IntVarP(&ctx, "ctx", "c", 0, "KV cache positions (0: the model's trained context)")
+	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder to store instead of the model's own")
+	return cmd
+}

@@ -1,0 +1,130 @@
+package compile
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/aotlm/aotlm/internal/artifact"
+	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/plan"
+	"github.com/aotlm/aotlm/internal/tensor"
+)
+
+// LayoutF32 is the manifest's weights tag for plain row-major float32
+// tensors (stored with an empty layout in the tensor index).
+const LayoutF32 = "f32"
+
+// Input is what Compile needs: the graph (built for generation, i.e. the
+// logits of the last row only), its weights, the descriptive manifest
+// fields, the AR lengths to plan for and the context.
+type Input struct {
+	Graph   *graph.Graph
+	Weights graph.Weights
+	// Manifest carries architecture, hyper-parameters, provenance, chat
+	// template, BOS/EOS and vocabulary; Compile fills Format, Ctx, Plans,
+	// Weights and Tokenizer.
+	Manifest plan.Manifest
+	// Tokenizer holds the bytes that rebuild the tokenizer, of kind
+	// TokenizerKind ("tokenizer.json", "sentencepiece", "llama2c",
+	// "gguf-metadata"); nil stores none.
+	Tokenizer     []byte
+	TokenizerKind string
+	ARLens        []int // e.g. 1 and 32; 1 is always added
+	Ctx           int   // KV cache positions
+}
+
+// Compile writes the artifact for in at outPath: one plan per AR length,
+// the weights once, the tokenizer blob and the manifest.
+func Compile(in Input, outPath string) error {
+	if in.Graph == nil {
+		return fmt.Errorf("compile: no graph")
+	}
+	if in.Ctx < 1 || in.Ctx > plan.MaxCtx {
+		return fmt.Errorf("compile: context %d is outside [1, %d]", in.Ctx, plan.MaxCtx)
+	}
+	// NewInterpreter checks that every weight is present with its size.
+	if _, err := graph.NewInterpreter(in.Graph, in.Weights, 1); err != nil {
+		return fmt.Errorf("compile: %w", err)
+	}
+	lens := append([]int{1}, in.ARLens...)
+	slices.Sort(lens)
+	lens = slices.Compact(lens)
+
+	m := in.Manifest
+	m.Format, m.Ctx, m.Weights, m.Plans = plan.ManifestFormat, in.Ctx, LayoutF32, nil
+	var plans []*plan.Plan
+	for _, n := range lens {
+		if n > in.Ctx {
+			return fmt.Errorf("compile: AR length %d exceeds the context %d", n, in.Ctx)
+		}
+		p, err := Lower(in.Graph, n, in.Ctx)
+		if err != nil {
+			return err
+		}
+		plans = append(plans, p)
+		m.Plans = append(m.Plans, plan.PlanRef{ARLen: n, Blob: plan.BlobName(n)})
+	}
+	if in.Tokenizer != nil {
+		m.Tokenizer = &plan.TokenizerRef{Kind: in.TokenizerKind, Blob: "tokenizer/" + in.TokenizerKind}
+	}
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("compile: %w", err)
+	}
+
+	w, err := artifact.Create(outPath)
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	if err := writeWeights(w, in.Graph.Weights, in.Weights); err != nil {
+		return err
+	}
+	for i, p := range plans {
+		b, err := p.Encode()
+		if err != nil {
+			return err
+		}
+		if err := w.AddBlob(artifact.KindPlan, m.Plans[i].Blob, b); err != nil {
+			return err
+		}
+	}
+	if m.Tokenizer != nil {
+		if err := w.AddBlob(artifact.KindTokenizer, m.Tokenizer.Blob, in.Tokenizer); err != nil {
+			return err
+		}
+	}
+	if err := w.SetManifest(&m); err != nil {
+		return err
+	}
+	return w.Commit()
+}
+
+// writeWeights stores every weight the graph names, in name order, as
+// plain little-endian float32. A quantized layout would choose dtype,
+// layout tag and bytes per tensor here.
+func writeWeights(w *artifact.Writer, shapes map[string][]int, vals graph.Weights) error {
+	names := make([]string, 0, len(shapes))
+	for n := range shapes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var buf []byte
+	for _, n := range names {
+		v := vals[n]
+		shape := make([]int64, len(shapes[n]))
+		for i, d := range shapes[n] {
+			shape[i] = int64(d)
+		}
+		buf = slices.Grow(buf[:0], 4*len(v))[:4*len(v)]
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(x))
+		}
+		if err := w.AddTensor(n, tensor.F32, shape, "", buf); err != nil {
+			return fmt.Errorf("compile: weight %q: %w", n, err)
+		}
+	}
+	return nil
+}

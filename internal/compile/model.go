@@ -1,0 +1,188 @@
+package compile
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/aotlm/aotlm/internal/arch"
+	"github.com/aotlm/aotlm/internal/format"
+	"github.com/aotlm/aotlm/internal/format/detect"
+	"github.com/aotlm/aotlm/internal/plan"
+)
+
+// Options configures CompileModel and CompileFile.
+type Options struct {
+	ARLens []int // AR lengths besides 1 (e.g. 32)
+	Ctx    int   // KV cache positions; 0 means the model's trained context
+	// Tokenizer is a tokenizer file (tokenizer.json, .model, llama2.c
+	// .bin, .gguf) or folder to store instead of the checkpoint's own.
+	Tokenizer string
+}
+
+// Tokenizer is the blob that rebuilds a tokenizer and its kind.
+type Tokenizer struct {
+	Kind string
+	Data []byte
+}
+
+// Source is what a checkpoint brings besides config and weights.
+type Source struct {
+	Tokenizer    *Tokenizer     // nil: none is stored
+	ChatTemplate string         // Jinja source, or ""
+	Provenance   map[string]any // recorded in the manifest as given
+}
+
+// CompileModel compiles a resolved model to outPath.
+func CompileModel(m *arch.Model, src Source, opts Options, outPath string) error {
+	ctx := opts.Ctx
+	if ctx <= 0 {
+		ctx = m.Config.Context
+	}
+	g, err := arch.Build(&m.Config, arch.BuildOptions{AllLogits: false})
+	if err != nil {
+		return fmt.Errorf("compile: %w", err)
+	}
+	hp, err := hyperParams(&m.Config)
+	if err != nil {
+		return err
+	}
+	in := Input{Graph: g, Weights: m.Weights, ARLens: opts.ARLens, Ctx: ctx,
+		Manifest: plan.Manifest{Architecture: m.Config.Family, HyperParams: hp, Provenance: src.Provenance,
+			ChatTemplate: src.ChatTemplate, BOS: m.Config.BOS, EOS: m.Config.EOS, Vocab: m.Config.Vocab}}
+	if in.Manifest.BOS < -1 || in.Manifest.BOS >= m.Config.Vocab {
+		in.Manifest.BOS = -1
+	}
+	if src.Tokenizer != nil {
+		in.Tokenizer, in.TokenizerKind = src.Tokenizer.Data, src.Tokenizer.Kind
+	}
+	return Compile(in, outPath)
+}
+
+// hyperParams returns the config as a JSON object.
+func hyperParams(c *arch.Config) (map[string]any, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("compile: hyper-parameters: %w", err)
+	}
+	var hp map[string]any
+	if err := json.Unmarshal(b, &hp); err != nil {
+		return nil, fmt.Errorf("compile: hyper-parameters: %w", err)
+	}
+	return hp, nil
+}
+
+// CompileFile reads the checkpoint at path (a file or a Hugging Face
+// folder), finds its tokenizer and compiles it to outPath.
+func CompileFile(path, outPath string, opts Options) error {
+	ck, err := detect.Open(path)
+	if err != nil {
+		return err
+	}
+	defer ck.Close()
+	m, err := arch.Load(ck)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	var tok *Tokenizer
+	if opts.Tokenizer != "" {
+		tok, err = tokenizerFile(opts.Tokenizer)
+	} else {
+		tok, err = checkpointTokenizer(path, ck)
+	}
+	if err != nil {
+		return err
+	}
+	src := Source{Tokenizer: tok, Provenance: map[string]any{"file": filepath.Base(path), "format": ck.Format()}}
+	src.ChatTemplate, _ = format.MetaString(ck.Metadata(), "tokenizer.chat_template")
+	if err := CompileModel(m, src, opts, outPath); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// tokenizerFile reads a tokenizer named by the user.
+func tokenizerFile(path string) (*Tokenizer, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	if st.IsDir() {
+		return folderTokenizer(path)
+	}
+	if strings.HasSuffix(path, ".gguf") {
+		ck, err := detect.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer: %w", err)
+		}
+		defer ck.Close()
+		return ggufTokenizer(ck.Metadata())
+	}
+	kind := "tokenizer.json"
+	switch {
+	case strings.HasSuffix(path, ".model"):
+		kind = "sentencepiece"
+	case strings.HasSuffix(path, ".bin"):
+		kind = "llama2c"
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	return &Tokenizer{Kind: kind, Data: b}, nil
+}
+
+// folderTokenizer reads tokenizer.json or tokenizer.model from dir; nil if
+// neither exists.
+func folderTokenizer(dir string) (*Tokenizer, error) {
+	for _, f := range []struct{ name, kind string }{{"tokenizer.json", "tokenizer.json"}, {"tokenizer.model", "sentencepiece"}} {
+		b, err := os.ReadFile(filepath.Join(dir, f.name))
+		if err == nil {
+			return &Tokenizer{Kind: f.kind, Data: b}, nil
+		}
+		if !os.IsNotExist(err) {
+			return nil, fmt.Errorf("tokenizer: %w", err)
+		}
+	}
+	return nil, nil
+}
+
+// checkpointTokenizer finds the tokenizer a checkpoint carries or sits
+// beside; nil if there is none.
+func checkpointTokenizer(path string, ck format.Checkpoint) (*Tokenizer, error) {
+	switch ck.Format() {
+	case "gguf":
+		if _, ok := ck.Metadata()["tokenizer.ggml.model"]; ok {
+			return ggufTokenizer(ck.Metadata())
+		}
+	case "safetensors":
+		dir := path
+		if st, err := os.Stat(path); err == nil && !st.IsDir() {
+			dir = filepath.Dir(path)
+		}
+		return folderTokenizer(dir)
+	case "llama2c":
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(path), "tokenizer.bin"))
+		if err == nil {
+			return &Tokenizer{Kind: "llama2c", Data: b}, nil
+		}
+	}
+	return nil, nil
+}
+
+// ggufTokenizer stores a GGUF file's tokenizer.* metadata as one JSON object.
+func ggufTokenizer(meta map[string]any) (*Tokenizer, error) {
+	sub := map[string]any{}
+	for k, v := range meta {
+		if strings.HasPrefix(k, "tokenizer.") {
+			sub[k] = v
+		}
+	}
+	b, err := json.Marshal(sub)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: gguf metadata: %w", err)
+	}
+	return &Tokenizer{Kind: "gguf-metadata", Data: b}, nil
+}

@@ -1,0 +1,204 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"unsafe"
+
+	"github.com/aotlm/aotlm/internal/artifact"
+	"github.com/aotlm/aotlm/internal/plan"
+	"github.com/aotlm/aotlm/internal/tensor"
+)
+
+// ErrContextFull is returned when a call would write past the KV cache.
+var ErrContextFull = errors.New("context is full")
+
+// UnsupportedError reports an artifact this engine cannot run, such as a
+// weight layout it has no kernel for.
+type UnsupportedError struct{ Msg string }
+
+func (e *UnsupportedError) Error() string { return "engine: unsupported: " + e.Msg }
+
+// Engine is an opened artifact ready to run. It is safe for concurrent use
+// by several sessions; each session owns its arena, cache and workers.
+type Engine struct {
+	art      *artifact.Artifact // nil when built from memory in tests
+	tensor   tensorFunc
+	manifest plan.Manifest
+	plans    []*program // sorted by AR length; plans[0] is AR-1
+	weights  map[string][]float32
+	vocab    int // token ids must be below this (rows of every embedding table)
+	arena    int // floats: the largest plan arena
+	scratch  int // floats of rope scratch: max rot_dim/2
+}
+
+// program is a validated plan with its weights resolved.
+type program struct {
+	p     *plan.Plan
+	steps []step
+}
+
+// step is a plan step with its weights as float32 views.
+type step struct {
+	plan.Step
+	w, b []float32
+}
+
+// Open maps the artifact at path and validates its manifest, every plan
+// it lists, and every weight the plans read.
+func Open(path string) (*Engine, error) {
+	art, err := artifact.Open(path, artifact.OpenOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var m plan.Manifest
+	if err := art.Manifest(&m); err != nil {
+		art.Close()
+		return nil, err
+	}
+	e, err := load(m, art.Blob, art.Tensor)
+	if err != nil {
+		art.Close()
+		return nil, fmt.Errorf("engine: %s: %w", path, err)
+	}
+	e.art = art
+	return e, nil
+}
+
+// tensorFunc returns a tensor's descriptor and bytes (Artifact.Tensor).
+type tensorFunc func(name string) (artifact.TensorInfo, []byte, error)
+
+// load builds an engine from a manifest, the blobs it names and tensors.
+func load(m plan.Manifest, blob func(name string) ([]byte, error), tensor tensorFunc) (*Engine, error) {
+	e := &Engine{manifest: m, tensor: tensor, weights: map[string][]float32{}, vocab: -1}
+	if err := e.manifest.Validate(); err != nil {
+		return nil, err
+	}
+	if e.manifest.Weights != "f32" {
+		return nil, &UnsupportedError{Msg: fmt.Sprintf("weights layout %q", e.manifest.Weights)}
+	}
+	for _, ref := range e.manifest.Plans {
+		b, err := blob(ref.Blob)
+		if err != nil {
+			return nil, err
+		}
+		p, err := plan.Decode(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ref.Blob, err)
+		}
+		if p.Rows != ref.ARLen || p.KV.Ctx != e.manifest.Ctx {
+			return nil, fmt.Errorf("%s: plan of %d rows and context %d, manifest says %d and %d",
+				ref.Blob, p.Rows, p.KV.Ctx, ref.ARLen, e.manifest.Ctx)
+		}
+		if len(e.plans) > 0 && p.KV != e.plans[0].p.KV {
+			return nil, fmt.Errorf("%s: cache layout %+v differs from %+v", ref.Blob, p.KV, e.plans[0].p.KV)
+		}
+		prog, err := e.resolve(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ref.Blob, err)
+		}
+		e.plans = append(e.plans, prog)
+		e.arena = max(e.arena, p.Arena)
+	}
+	slices.SortFunc(e.plans, func(a, b *program) int { return a.p.Rows - b.p.Rows })
+	return e, nil
+}
+
+// resolve checks p's weights against the artifact and binds them.
+func (e *Engine) resolve(p *plan.Plan) (*program, error) {
+	shapes := map[string][]int64{}
+	for _, st := range p.Steps {
+		for _, name := range st.Weights {
+			if _, ok := shapes[name]; ok {
+				continue
+			}
+			info, data, err := e.tensor(name)
+			if err != nil {
+				return nil, err
+			}
+			if info.DType != tensor.F32 || info.Layout != "" {
+				return nil, &UnsupportedError{Msg: fmt.Sprintf("tensor %q: dtype %v layout %q", name, info.DType, info.Layout)}
+			}
+			shapes[name] = info.Shape
+			if _, ok := e.weights[name]; !ok {
+				e.weights[name] = floats(data)
+			}
+		}
+	}
+	err := p.CheckWeights(func(n string) ([]int64, bool) { s, ok := shapes[n]; return s, ok })
+	if err != nil {
+		return nil, err
+	}
+	prog := &program{p: p, steps: make([]step, len(p.Steps))}
+	for i, st := range p.Steps {
+		s := step{Step: st}
+		if len(st.Weights) > 0 {
+			s.w = e.weights[st.Weights[0]]
+		}
+		if len(st.Weights) > 1 {
+			s.b = e.weights[st.Weights[1]]
+		}
+		switch st.Op {
+		case plan.OpEmbed:
+			v := int(shapes[st.Weights[0]][0])
+			if e.vocab < 0 || v < e.vocab {
+				e.vocab = v
+			}
+		case plan.OpRoPE:
+			e.scratch = max(e.scratch, st.Rope.RotDim/2)
+		}
+		prog.steps[i] = s
+	}
+	if e.vocab < 0 {
+		return nil, errors.New("plan has no embed step")
+	}
+	return prog, nil
+}
+
+// littleEndian reports whether this machine stores float32 as the file does.
+var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 1 }()
+
+// floats views little-endian float32 bytes as []float32 without copying
+// when the bytes are aligned and the machine is little-endian, else
+// decodes a copy.
+func floats(b []byte) []float32 {
+	n := len(b) / 4
+	if n == 0 {
+		return nil
+	}
+	if littleEndian && uintptr(unsafe.Pointer(&b[0]))%4 == 0 {
+		return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), n)
+	}
+	out := make([]float32, n)
+	for i := range out {
+		u := uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24
+		out[i] = math.Float32frombits(u)
+	}
+	return out
+}
+
+// Manifest returns the artifact's manifest.
+func (e *Engine) Manifest() plan.Manifest { return e.manifest }
+
+// ARLens returns the AR lengths of the artifact's plans, ascending.
+func (e *Engine) ARLens() []int {
+	var n []int
+	for _, p := range e.plans {
+		n = append(n, p.p.Rows)
+	}
+	return n
+}
+
+// Close releases the artifact. Sessions must not be used afterwards.
+func (e *Engine) Close() error {
+	if e.art == nil {
+		return nil
+	}
+	return e.art.Close()
+}
+
+// Blob returns a named blob of the artifact (such as the tokenizer), a view
+// of the mapped file valid until Close.
+func (e *Engine) Blob(name string) ([]byte, error) { return e.art.Blob(name) }

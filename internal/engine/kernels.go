@@ -1,0 +1,156 @@
+package engine
+
+import "math"
+
+// MaskValue is added to the attention scores of positions a row may not
+// see: a large finite negative, so exp underflows to exactly 0 and no
+// -Inf - -Inf = NaN can arise.
+const MaskValue = -1e30
+
+// linearJob is dst[t][j] = sum_k x[t][k]*w[j][k] (+ b[j]) for t < T,
+// x [T, K], w [N, K], b [N] or nil, dst [T, N], summed in float32 in k order.
+type linearJob struct {
+	dst, x, w, b []float32
+	T, K, N      int
+}
+
+// run computes output columns [j0, j1).
+func (l *linearJob) run(j0, j1 int) {
+	K, N := l.K, l.N
+	for t := 0; t < l.T; t++ {
+		xr := l.x[t*K : (t+1)*K]
+		for j := j0; j < j1; j++ {
+			wr := l.w[j*K : (j+1)*K]
+			var s float32
+			for k, xv := range xr {
+				s += wr[k] * xv
+			}
+			if l.b != nil {
+				s += l.b[j]
+			}
+			l.dst[t*N+j] = s
+		}
+	}
+}
+
+// rmsNorm is dst[t][c] = (w[c] + offset) * x[t][c] / sqrt(mean_c(x[t]^2) + eps)
+// for x, dst [T, C].
+func rmsNorm(dst, x, w []float32, C int, eps, offset float32) {
+	for t := 0; t*C < len(x); t++ {
+		row := x[t*C : (t+1)*C]
+		var ss float32
+		for _, v := range row {
+			ss += v * v
+		}
+		ss = ss/float32(C) + eps
+		inv := float32(1 / math.Sqrt(float64(ss)))
+		for c, v := range row {
+			dst[t*C+c] = (w[c] + offset) * (inv * v)
+		}
+	}
+}
+
+func silu(v float32) float32 { return v / (1 + float32(math.Exp(float64(-v)))) }
+
+// geluTanh is 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3))).
+func geluTanh(v float32) float32 {
+	x := float64(v)
+	return float32(0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x))))
+}
+
+// rope rotates in place every head of x [T, C], row t at position pos+t:
+// pair i of a head turns by (pos+t)*invFreq[i]. cos and sin are scratch of
+// at least rotDim/2 floats.
+func rope(x []float32, T, C, pos, headDim, rotDim int, half bool, invFreq []float64, cos, sin []float32) {
+	E, h2 := headDim, rotDim/2
+	for t := 0; t < T; t++ {
+		p := float64(pos + t)
+		for i, f := range invFreq {
+			s, c := math.Sincos(p * f)
+			cos[i], sin[i] = float32(c), float32(s)
+		}
+		for h := 0; h*E < C; h++ {
+			head := x[t*C+h*E : t*C+(h+1)*E]
+			for i := 0; i < h2; i++ {
+				a, b := 2*i, 2*i+1
+				if half {
+					a, b = i, i+h2
+				}
+				v0, v1 := head[a], head[b]
+				head[a] = v0*cos[i] - v1*sin[i]
+				head[b] = v0*sin[i] + v1*cos[i]
+			}
+		}
+	}
+}
+
+// attnArgs describes one attention step of T valid rows at position pos.
+type attnArgs struct {
+	out, q, k, v []float32 // out, q [T, H*E]; k, v [T, G*E]
+	K, V         []float32 // cache layer [Ctx, C]
+	C            int       // cache columns
+	T, pos       int
+	H, G, E      int
+	scale        float32
+	window       int
+	scores       []float32 // scratch of at least pos+T floats
+}
+
+// attention writes the T rows of k and v into the cache at pos.., then for
+// row t and head h: out[t][h] = sum_j softmax_j(s_j) V[j][g], g = h/(H/G),
+// s_j = scale*q[t][h]·K[j][g] for j <= pos+t (within the window), and
+// s_j = MaskValue for the later positions pos+t < j < pos+T of the pass.
+func attention(a *attnArgs) {
+	E, G, H, C := a.E, a.G, a.H, a.C
+	kvc := G * E
+	for t := 0; t < a.T; t++ {
+		p := a.pos + t
+		copy(a.K[p*C:p*C+kvc], a.k[t*kvc:(t+1)*kvc])
+		copy(a.V[p*C:p*C+kvc], a.v[t*kvc:(t+1)*kvc])
+	}
+	group := H / G
+	end := a.pos + a.T // exclusive end of the pass's span
+	for t := 0; t < a.T; t++ {
+		p := a.pos + t
+		first := 0
+		if a.window > 0 && p-a.window+1 > 0 {
+			first = p - a.window + 1
+		}
+		for h := 0; h < H; h++ {
+			qh := a.q[t*H*E+h*E : t*H*E+(h+1)*E]
+			g := h / group
+			mx := float32(-math.MaxFloat32)
+			for j := first; j < end; j++ {
+				if j > p {
+					a.scores[j] = MaskValue
+					continue
+				}
+				kj := a.K[j*C+g*E : j*C+(g+1)*E]
+				var s float32
+				for e, qv := range qh {
+					s += qv * kj[e]
+				}
+				s *= a.scale
+				a.scores[j] = s
+				if s > mx {
+					mx = s
+				}
+			}
+			var sum float32
+			for j := first; j < end; j++ {
+				e := float32(math.Exp(float64(a.scores[j] - mx)))
+				a.scores[j] = e
+				sum += e
+			}
+			oh := a.out[t*H*E+h*E : t*H*E+(h+1)*E]
+			clear(oh)
+			for j := first; j < end; j++ {
+				w := a.scores[j] / sum
+				vj := a.V[j*C+g*E : j*C+(g+1)*E]
+				for e := range oh {
+					oh[e] += w * vj[e]
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,225 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/aotlm/aotlm/internal/plan"
+)
+
+// Mode selects how Prefill feeds a prompt.
+type Mode uint8
+
+const (
+	// ModeHybrid feeds the prompt in passes of the largest AR-N plan, the
+	// last one padded (AR-1 when the artifact has no other plan).
+	ModeHybrid Mode = iota
+	// ModeKV feeds the prompt one token at a time through the AR-1 plan.
+	ModeKV
+)
+
+func (m Mode) String() string {
+	if m == ModeKV {
+		return "kv"
+	}
+	return "hybrid"
+}
+
+// SessionOptions configures NewSession.
+type SessionOptions struct {
+	Mode    Mode
+	Threads int // worker goroutines, counting the caller's (< 1: 1)
+	// ARLen picks the prefill plan of ModeHybrid; 0 means the largest.
+	ARLen int
+}
+
+// Session is one sequence: an activation arena, the KV cache and a worker
+// pool. It implements decoding.Session. It is not safe for concurrent use;
+// Close stops its workers.
+type Session struct {
+	e       *Engine
+	mode    Mode
+	decode  *program // AR-1
+	prefill *program // AR-N used by ModeHybrid
+	pool    *pool
+	arena   []float32
+	k, v    [][]float32 // [layer][Ctx*C]
+	kvCols  int
+	ctx     int
+	pos     int
+	scores  []float32
+	cos     []float32
+	sin     []float32
+	attn    attnArgs
+}
+
+// NewSession allocates a session's arena and cache and starts its workers.
+func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
+	if opts.Mode != ModeHybrid && opts.Mode != ModeKV {
+		return nil, fmt.Errorf("engine: unknown mode %d", opts.Mode)
+	}
+	kv := e.plans[0].p.KV
+	s := &Session{e: e, mode: opts.Mode, decode: e.plans[0], prefill: e.plans[len(e.plans)-1],
+		arena: make([]float32, e.arena), kvCols: kv.Cols, ctx: kv.Ctx,
+		scores: make([]float32, kv.Ctx), cos: make([]float32, e.scratch), sin: make([]float32, e.scratch)}
+	if s.decode.p.Rows != 1 {
+		return nil, errors.New("engine: the artifact has no AR-1 plan")
+	}
+	if opts.ARLen > 0 {
+		s.prefill = nil
+		for _, p := range e.plans {
+			if p.p.Rows == opts.ARLen {
+				s.prefill = p
+			}
+		}
+		if s.prefill == nil {
+			return nil, fmt.Errorf("engine: no plan for AR length %d (the artifact has %v)", opts.ARLen, e.ARLens())
+		}
+	}
+	if opts.Mode == ModeKV {
+		s.prefill = s.decode
+	}
+	s.k = make([][]float32, kv.Layers)
+	s.v = make([][]float32, kv.Layers)
+	for l := range s.k {
+		s.k[l] = make([]float32, kv.Ctx*kv.Cols)
+		s.v[l] = make([]float32, kv.Ctx*kv.Cols)
+	}
+	s.pool = newPool(opts.Threads)
+	return s, nil
+}
+
+// Close stops the session's workers.
+func (s *Session) Close() { s.pool.close() }
+
+// Pos is the number of positions filled.
+func (s *Session) Pos() int { return s.pos }
+
+// Context is the capacity of the cache.
+func (s *Session) Context() int { return s.ctx }
+
+// Reset empties the sequence; the cache memory is kept.
+func (s *Session) Reset() { s.pos = 0 }
+
+// check refuses ids that do not fit the cache or the vocabulary.
+func (s *Session) check(ids []int) error {
+	if len(ids) == 0 {
+		return errors.New("engine: no tokens")
+	}
+	if s.pos+len(ids) > s.ctx {
+		return fmt.Errorf("engine: %w: %d positions used, %d more requested, context is %d",
+			ErrContextFull, s.pos, len(ids), s.ctx)
+	}
+	for i, id := range ids {
+		if id < 0 || id >= s.e.vocab {
+			return fmt.Errorf("engine: token %d: id %d is outside the vocabulary [0, %d)", i, id, s.e.vocab)
+		}
+	}
+	return nil
+}
+
+// Prefill feeds ids at the current position and returns the logits after
+// the last of them, valid until the next call. On error nothing changes.
+func (s *Session) Prefill(ids []int) ([]float32, error) {
+	if err := s.check(ids); err != nil {
+		return nil, err
+	}
+	n := s.prefill.p.Rows
+	var out []float32
+	for lo := 0; lo < len(ids); lo += n {
+		out = s.run(s.prefill, ids[lo:min(lo+n, len(ids))])
+	}
+	return out, nil
+}
+
+// Decode feeds one id with the AR-1 plan and returns the logits after it,
+// valid until the next call. It allocates nothing.
+func (s *Session) Decode(id int) ([]float32, error) {
+	if s.pos >= s.ctx {
+		return nil, fmt.Errorf("engine: %w: all %d positions are used", ErrContextFull, s.ctx)
+	}
+	if id < 0 || id >= s.e.vocab {
+		return nil, fmt.Errorf("engine: id %d is outside the vocabulary [0, %d)", id, s.e.vocab)
+	}
+	var one [1]int
+	one[0] = id
+	return s.run(s.decode, one[:]), nil
+}
+
+// run executes one pass of prog over the valid rows ids (len(ids) <= its
+// AR length) at the current position and advances it. The caller has
+// checked ids and the context.
+func (s *Session) run(prog *program, ids []int) []float32 {
+	p := prog.p
+	valid := len(ids)
+	buf := func(id int) ([]float32, int, int) {
+		b := p.Buffers[id]
+		r := b.Rows
+		if r == p.Rows {
+			r = valid
+		}
+		return s.arena[b.Offset : b.Offset+r*b.Cols], r, b.Cols
+	}
+	for i := range prog.steps {
+		st := &prog.steps[i]
+		out, rows, cols := buf(st.Out)
+		var x []float32
+		xcols := 0
+		if len(st.In) > 0 {
+			x, _, xcols = buf(st.In[0])
+		}
+		switch st.Op {
+		case plan.OpEmbed:
+			for t, id := range ids {
+				copy(out[t*cols:(t+1)*cols], st.w[id*cols:(id+1)*cols])
+			}
+		case plan.OpLinear:
+			s.pool.linear(linearJob{dst: out, x: x, w: st.w, b: st.b, T: rows, K: xcols, N: cols})
+		case plan.OpRMSNorm:
+			rmsNorm(out, x, st.w, cols, st.Eps, st.Offset)
+		case plan.OpAdd:
+			y, _, _ := buf(st.In[1])
+			for j := range out {
+				out[j] = x[j] + y[j]
+			}
+		case plan.OpMul:
+			y, _, _ := buf(st.In[1])
+			for j := range out {
+				out[j] = x[j] * y[j]
+			}
+		case plan.OpScale:
+			for j := range out {
+				out[j] = x[j] * st.Scale
+			}
+		case plan.OpSiLU:
+			for j := range out {
+				out[j] = silu(x[j])
+			}
+		case plan.OpGELUTanh:
+			for j := range out {
+				out[j] = geluTanh(x[j])
+			}
+		case plan.OpRoPE:
+			copy(out, x)
+			r := st.Rope
+			rope(out, rows, cols, s.pos, r.HeadDim, r.RotDim, r.Half, r.InvFreq, s.cos, s.sin)
+		case plan.OpAttention:
+			k, _, _ := buf(st.In[1])
+			v, _, _ := buf(st.In[2])
+			a := st.Attn
+			s.attn = attnArgs{out: out, q: x, k: k, v: v, K: s.k[a.Layer], V: s.v[a.Layer], C: s.kvCols,
+				T: rows, pos: s.pos, H: a.Heads, G: a.KVHeads, E: a.HeadDim, scale: a.Scale,
+				window: a.Window, scores: s.scores}
+			attention(&s.attn)
+		case plan.OpColumns:
+			for t := 0; t < rows; t++ {
+				copy(out[t*cols:(t+1)*cols], x[t*xcols+st.Lo:t*xcols+st.Hi])
+			}
+		case plan.OpLastRow:
+			copy(out, x[(valid-1)*cols:valid*cols])
+		}
+	}
+	s.pos += valid
+	out, rows, cols := buf(p.Output)
+	return out[(rows-1)*cols : rows*cols]
+}

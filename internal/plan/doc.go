@@ -1,0 +1,34 @@
+// Package plan owns the contract between the compiler and the engine: the
+// artifact manifest schema and the execution plan, a static, architecture-free
+// program for one fixed pass length N (the "AR length").
+//
+// A plan is a list of steps over float32 buffers that all live in one arena.
+// Each buffer is a [rows, cols] row-major matrix at a fixed float offset of
+// the arena; rows is N, or 1 after a last_row step. Each step reads its input
+// buffers and the weights it names, and writes its output buffer:
+//
+//	embed      out[t] = w[ids[t]]                  w [V, D], no input buffer
+//	linear     out[t][n] = sum_k x[t][k]*w[n][k] (+ b[n])   w [N, K], b [N]
+//	rms_norm   out[t][c] = x[t][c] / sqrt(mean(x[t]^2) + eps) * (w[c] + offset)
+//	add, mul   out = x + y, x * y (elementwise)
+//	scale      out = x * scale
+//	silu       out = x * sigmoid(x)
+//	gelu_tanh  out = 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))
+//	rope       rotate each head of row t by position pos+t
+//	attention  write k, v rows into the KV cache layer, then causal
+//	           grouped-query attention of q over the cache
+//	columns    out[t] = x[t][lo:hi]
+//	last_row   out[0] = x[valid-1]: the last VALID row of the pass
+//
+// The op definitions are those of the graph interpreter, with one
+// addition: a pass may be padded, carrying only valid <= N real rows. Rows
+// at or past valid never enter the KV cache and never influence valid rows,
+// and last_row selects row valid-1, so a padded AR-N pass yields the logits
+// of its last real token (row (P-1) mod N of the last pass of a P-token
+// prompt).
+//
+// Plans are JSON (stored as artifact blobs "plan/arN"); the manifest, also
+// JSON, lists them. Validate checks every id, offset, size and shape of a
+// decoded plan, so an engine that runs only validated plans cannot index
+// out of bounds.
+package plan
