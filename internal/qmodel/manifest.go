@@ -21,14 +21,14 @@ const FormatVersion = 1
 
 // Manifest describes a quantized folder.
 type Manifest struct {
-	FormatVersion int                    `json:"format_version"`
-	Config        arch.Config            `json:"config"`
-	Recipe        json.RawMessage        `json:"recipe"` // quant.ParseRecipe reads it
-	Source        string                 `json:"source"`
+	FormatVersion int             `json:"format_version"`
+	Config        arch.Config     `json:"config"`
+	Recipe        json.RawMessage `json:"recipe"` // quant.ParseRecipe reads it
+	Source        string          `json:"source"`
 	// Tokenizer is the tokenizer file in the folder ("" : the folder's HF
 	// tokenizer files, if any).
-	Tokenizer string `json:"tokenizer,omitempty"`
-	Tensors       map[string]TensorEntry `json:"tensors"`
+	Tokenizer string                 `json:"tokenizer,omitempty"`
+	Tensors   map[string]TensorEntry `json:"tensors"`
 }
 
 // TensorEntry is how one canonical tensor is stored.
@@ -36,8 +36,8 @@ type TensorEntry struct {
 	// Scheme is the quant scheme; Float marks a tensor kept as float32.
 	Scheme Scheme `json:"scheme"`
 	Float  bool   `json:"float,omitempty"`
-	Shape  []int        `json:"shape"`
-	Padded bool         `json:"padded,omitempty"`
+	Shape  []int  `json:"shape"`
+	Padded bool   `json:"padded,omitempty"`
 	// Fallback names why the recipe's scheme was replaced.
 	Fallback string `json:"fallback,omitempty"`
 }
