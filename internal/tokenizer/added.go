@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"sort"
 	"strings"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -29,8 +30,9 @@ type AddedToken struct {
 type addedVocab struct {
 	byID      map[int32]AddedToken
 	byContent map[string]AddedToken
-	// first[c] lists the tokens starting with byte c, longest first.
-	first map[byte][]AddedToken
+	// first[c] lists the tokens starting with byte c, longest first; it
+	// is rebuilt after add, and read without locks while encoding.
+	first atomic.Pointer[[256][]AddedToken]
 }
 
 // add registers t, replacing an earlier token with the same id.
@@ -47,16 +49,17 @@ func (a *addedVocab) add(t AddedToken) {
 	}
 	a.byID[t.ID] = t
 	a.byContent[t.Content] = t
-	a.first = nil
+	a.first.Store(nil)
 }
 
-func (a *addedVocab) index() {
-	a.first = map[byte][]AddedToken{}
+// index builds first and returns it.
+func (a *addedVocab) index() *[256][]AddedToken {
+	first := new([256][]AddedToken)
 	for _, t := range a.byContent {
 		c := t.Content[0]
-		a.first[c] = append(a.first[c], t)
+		first[c] = append(first[c], t)
 	}
-	for _, l := range a.first {
+	for _, l := range first {
 		sort.Slice(l, func(i, j int) bool {
 			if len(l[i].Content) != len(l[j].Content) {
 				return len(l[i].Content) > len(l[j].Content)
@@ -64,6 +67,8 @@ func (a *addedVocab) index() {
 			return l[i].ID < l[j].ID
 		})
 	}
+	a.first.Store(first)
+	return first
 }
 
 func (a *addedVocab) list() []AddedToken {
@@ -89,12 +94,13 @@ func (a *addedVocab) split(dst []addedSeg, s string, base int, parseSpecial, nor
 	if len(a.byContent) == 0 {
 		return append(dst, addedSeg{text: s, start: base, id: -1})
 	}
-	if a.first == nil {
-		a.index()
+	first := a.first.Load()
+	if first == nil {
+		first = a.index()
 	}
 	last := 0
 	for i := 0; i < len(s); i++ {
-		cands := a.first[s[i]]
+		cands := first[s[i]]
 		if cands == nil {
 			continue
 		}

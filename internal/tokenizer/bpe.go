@@ -45,7 +45,7 @@ type BPE struct {
 
 // newBPE returns an empty pipeline with no special ids.
 func newBPE() *BPE {
-	b := &BPE{ids: map[string]int32{}, unk: -1, bos: -1, eos: -1}
+	b := &BPE{ids: map[string]int32{}, unk: -1, bos: -1, eos: -1, cache: newBPECache()}
 	for i := range b.byteIDs {
 		b.byteIDs[i] = -1
 		b.fallbackIDs[i] = -1
@@ -91,10 +91,9 @@ func (b *BPE) encodeText(out []int, s string, first bool) []int {
 	if b.pre == nil {
 		return b.encodeWord(out, s)
 	}
-	var buf [32]string
-	for _, piece := range b.pre.preSplit(buf[:0], s, first) {
+	preWalk(b.pre, s, first, func(piece string) {
 		out = b.encodeWord(out, piece)
-	}
+	})
 	return out
 }
 
@@ -114,6 +113,7 @@ func (b *BPE) encodeWord(out []int, word string) []int {
 	}
 	if b.ignoreMerges {
 		if id, ok := b.wholeID(word); ok {
+			b.cache.put(word, []int32{id})
 			return append(out, int(id))
 		}
 	}

@@ -2,7 +2,6 @@ package tokenizer
 
 import (
 	"math"
-	"strings"
 	"sync"
 )
 
@@ -186,35 +185,4 @@ func bpeMergeHeap(merges map[uint64]bpeMerge, syms []int32, sc *bpeScratch) []in
 		out = append(out, syms[i])
 	}
 	return out
-}
-
-// bpeCache remembers the ids of recently seen words. It is bounded: when
-// full it is emptied, which keeps it cheap and its memory fixed.
-type bpeCache struct {
-	mu sync.RWMutex
-	m  map[string][]int32
-}
-
-const (
-	bpeCacheMax     = 1 << 14
-	bpeCacheWordMax = 64
-)
-
-func (c *bpeCache) get(word string) ([]int32, bool) {
-	c.mu.RLock()
-	ids, ok := c.m[word]
-	c.mu.RUnlock()
-	return ids, ok
-}
-
-func (c *bpeCache) put(word string, ids []int32) {
-	if len(word) > bpeCacheWordMax {
-		return
-	}
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= bpeCacheMax {
-		c.m = make(map[string][]int32, 1024)
-	}
-	c.m[strings.Clone(word)] = append([]int32(nil), ids...)
-	c.mu.Unlock()
 }

@@ -195,15 +195,27 @@ func TestDecodeSplitsCharacter(t *testing.T) {
 	}
 }
 
+// BenchmarkBPEEncode encodes War and Peace as one text. "warm" keeps the
+// word cache between runs; "cold" empties it first, as for a text seen
+// for the first time.
 func BenchmarkBPEEncode(b *testing.B) {
 	text := string(testutil.ReadFile(b, "text/war-and-peace.txt"))
-	for _, dir := range []string{"tokenizers/llama3.2", "tokenizers/qwen2.5"} {
+	for _, dir := range []string{"tokenizers/llama3.2", "tokenizers/qwen2.5", "tokenizers/phi4-mini"} {
 		tok := bpeLoad(b, dir)
-		b.Run(filepath.Base(dir), func(b *testing.B) {
-			b.SetBytes(int64(len(text)))
-			for b.Loop() {
-				tok.Encode(text, EncodeOptions{})
+		for _, cold := range []bool{false, true} {
+			name := filepath.Base(dir) + "/warm"
+			if cold {
+				name = filepath.Base(dir) + "/cold"
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				b.SetBytes(int64(len(text)))
+				for b.Loop() {
+					if cold {
+						tok.cache = newBPECache()
+					}
+					tok.Encode(text, EncodeOptions{})
+				}
+			})
+		}
 	}
 }

@@ -50,18 +50,32 @@ func (m pretokRegex) find(dst [][2]int, s string) [][2]int {
 
 var pretokCache sync.Map // pattern -> pretokMatcher
 
-// pretokCompile compiles a tokenizer.json regex.
+// pretokCompile compiles a tokenizer.json regex: a hand-written splitter
+// when the pattern is one of the known family patterns (fastSplitter),
+// regexp2 otherwise.
 func pretokCompile(pattern string) (pretokMatcher, error) {
 	if m, ok := pretokCache.Load(pattern); ok {
 		return m.(pretokMatcher), nil
 	}
+	m := fastSplitter(pattern)
+	if m == nil {
+		var err error
+		if m, err = pretokCompileRegex(pattern); err != nil {
+			return nil, err
+		}
+	}
+	pretokCache.Store(pattern, m)
+	return m, nil
+}
+
+// pretokCompileRegex compiles pattern with regexp2, the reference the
+// hand-written splitters are tested against.
+func pretokCompileRegex(pattern string) (pretokMatcher, error) {
 	re, err := regexp2.Compile(pattern, regexp2.None)
 	if err != nil {
 		return nil, fmt.Errorf("pre-tokenizer regex %q: %w", pattern, err)
 	}
-	var m pretokMatcher = pretokRegex{re}
-	pretokCache.Store(pattern, m)
-	return m, nil
+	return pretokRegex{re}, nil
 }
 
 // pretokPattern compiles one of the built-in patterns above.
