@@ -2,6 +2,7 @@ package artifact
 
 import (
 	"fmt"
+	"github.com/aotlm/aotlm/internal/mmapfile"
 	"hash/crc32"
 	"io"
 )
@@ -56,4 +57,13 @@ func (s *source) close() error {
 	err := s.closeFn()
 	s.closeFn, s.data = nil, nil
 	return err
+}
+
+// openSource opens path read-only, memory-mapped where possible.
+func openSource(path string) (*source, error) {
+	m, err := mmapfile.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return &source{data: m.Data, r: m, size: m.Size, closeFn: m.Close}, nil
 }

@@ -12,22 +12,26 @@ const module = "github.com/aotlm/aotlm/"
 // (directly or not). A package missing here may import nothing of ours.
 var allowed = map[string][]string{
 	"internal/tensor":             {},
+	"internal/mmapfile":           {},
 	"internal/format":             {"internal/tensor"},
-	"internal/format/gguf":        {"internal/format", "internal/tensor"},
-	"internal/format/safetensors": {"internal/format", "internal/tensor"},
+	"internal/format/gguf":        {"internal/format", "internal/tensor", "internal/mmapfile"},
+	"internal/format/safetensors": {"internal/format", "internal/tensor", "internal/mmapfile"},
 	"internal/format/llama2c":     {"internal/format", "internal/tensor"},
 	"internal/format/detect": {"internal/format", "internal/tensor", "internal/format/gguf",
-		"internal/format/safetensors", "internal/format/llama2c"},
+		"internal/format/safetensors", "internal/format/llama2c", "internal/mmapfile"},
 	"internal/tokenizer": {},
 	"internal/chat":      {},
 	"internal/sample":    {},
 	"internal/decoding":  {"internal/sample"},
 	"internal/graph":     {},
 	"internal/quant":     {"internal/tensor"},
-	"internal/artifact":  {"internal/tensor"},
-	"internal/arch":      {"internal/graph", "internal/format", "internal/tensor"},
-	"internal/testutil":  {},
-	"internal/eval":      {"internal/decoding", "internal/sample", "internal/tokenizer"},
+	"internal/artifact":  {"internal/tensor", "internal/mmapfile"},
+	"internal/plan":      {},
+	// the engine runs plans: it never sees graphs, families or checkpoints
+	"internal/engine":   {"internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile"},
+	"internal/arch":     {"internal/graph", "internal/format", "internal/tensor"},
+	"internal/testutil": {},
+	"internal/eval":     {"internal/decoding", "internal/sample", "internal/tokenizer"},
 }
 
 // TestImportsPointDown runs `go list -deps` on every package and checks its

@@ -1,13 +1,12 @@
 package gguf
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"github.com/aotlm/aotlm/internal/mmapfile"
 	"io"
 	"math"
 	"math/bits"
-	"os"
 	"sort"
 
 	"github.com/aotlm/aotlm/internal/format"
@@ -29,33 +28,17 @@ const (
 // Open opens and validates the GGUF file at path. It memory-maps the file
 // where the platform supports it and otherwise reads through the open file.
 func Open(path string) (*File, error) {
-	osf, err := os.Open(path)
+	reg, err := mmapfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)
 	}
-	st, err := osf.Stat()
+	f, err := parse(reg, reg.Size, path)
 	if err != nil {
-		osf.Close()
-		return nil, fmt.Errorf("gguf: %w", err)
-	}
-	size := st.Size()
-	if data, unmap, err := mmapFile(osf, size); err == nil {
-		osf.Close() // the mapping outlives the descriptor
-		f, err := parse(bytes.NewReader(data), size, path)
-		if err != nil {
-			unmap()
-			return nil, err
-		}
-		f.mapped = data
-		f.closer = unmap
-		return f, nil
-	}
-	f, err := parse(osf, size, path)
-	if err != nil {
-		osf.Close()
+		reg.Close()
 		return nil, err
 	}
-	f.closer = osf.Close
+	f.mapped = reg.Data
+	f.closer = reg.Close
 	return f, nil
 }
 

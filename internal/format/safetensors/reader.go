@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/aotlm/aotlm/internal/mmapfile"
 	"io"
 	"math"
 
@@ -219,4 +220,13 @@ func (c *Checkpoint) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// openRegion opens path read-only, memory-mapped where possible.
+func openRegion(path string) (*region, error) {
+	m, err := mmapfile.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("safetensors: %w", err)
+	}
+	return &region{data: m.Data, r: m, size: m.Size, close: m.Close}, nil
 }

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package mmapfile
+
+import "os"
+
+// mapFile is unavailable here; Open reads through the file.
+func mapFile(*os.File, int64) ([]byte, func() error, error) { return nil, nil, errNotMappable }

@@ -1,0 +1,48 @@
+package mmapfile
+
+import (
+	"bytes"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestOpenReadsTheFile(t *testing.T) {
+	dir := t.TempDir()
+	want := make([]byte, 10000)
+	rand.New(rand.NewSource(1)).Read(want)
+	p := filepath.Join(dir, "f")
+	os.WriteFile(p, want, 0o644)
+	r, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.Size != int64(len(want)) {
+		t.Fatalf("size %d", r.Size)
+	}
+	got := make([]byte, 100)
+	if _, err := r.ReadAt(got, 5000); err != nil || !bytes.Equal(got, want[5000:5100]) {
+		t.Fatalf("ReadAt: %v", err)
+	}
+	if r.Data != nil && !bytes.Equal(r.Data, want) {
+		t.Fatal("mapping differs from the file")
+	}
+	// an empty file opens (not mapped) and a missing one fails
+	os.WriteFile(filepath.Join(dir, "empty"), nil, 0o644)
+	e, err := Open(filepath.Join(dir, "empty"))
+	if err != nil || e.Size != 0 || e.Data != nil {
+		t.Fatalf("empty: %v", err)
+	}
+	e.Close()
+	if _, err := Open(filepath.Join(dir, "missing")); err == nil {
+		t.Fatal("missing file opened")
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal("second Close failed")
+	}
+}
