@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 fuzztime="${FUZZTIME:-3s}"
+fuzzlog="$(mktemp)"
+trap 'rm -f "$fuzzlog"' EXIT
 
 echo "== gofmt"
 unformatted="$(gofmt -l cmd internal)"
@@ -27,7 +29,7 @@ for pkg in $(go list ./internal/...); do
   dir="$(go list -f '{{.Dir}}' "$pkg")"
   for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
     echo "-- $pkg $target"
-    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime 1s "$pkg" >/tmp/aotlm-fuzz.log 2>&1 || { cat /tmp/aotlm-fuzz.log; exit 1; }
+    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime 1s "$pkg" >"$fuzzlog" 2>&1 || { cat "$fuzzlog"; exit 1; }
   done
 done
 
