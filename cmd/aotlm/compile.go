@@ -12,19 +12,27 @@ import (
 func newCompileCmd() *cobra.Command {
 	var (
 		out, tokPath string
+		kv, calib    string
 		arLen, ctx   int
 	)
 	cmd := &cobra.Command{
 		Use:   "compile MODEL -o OUT.aot",
 		Short: "Compile a model into an artifact the engine runs",
 		Long: `Compile a model ahead of time into one .aot file: a decode plan (AR-1), a
-prefill plan of --ar-len tokens per pass, the weights (float32 for now) and
-the tokenizer, sized for a KV cache of --ctx positions.
+prefill plan of --ar-len tokens per pass, the weights and the tokenizer,
+sized for a KV cache of --ctx positions.
 
-MODEL is a GGUF file, a llama2.c checkpoint (.bin, with --tokenizer), or a
-Hugging Face folder (config.json + model.safetensors + tokenizer files).`,
+MODEL is a GGUF file, a llama2.c checkpoint (.bin, with --tokenizer), a
+Hugging Face folder (config.json + model.safetensors + tokenizer files), or
+a folder written by "aotlm quantize", whose quantized tensors keep their
+integers (w8, lpbq, q4 layouts) and the rest float32.
+
+--kv u8 stores the KV cache as uint8 with per-layer, per-head scales fixed
+at compile time from a float32 calibration pass over --calib FILE (text,
+up to 512 tokens), or over 128 tokens the model generates greedily.`,
 		Example: `  aotlm compile stories260K.gguf -o stories.aot --ar-len 32 --ctx 512
-  aotlm compile stories260K.bin --tokenizer tok512.bin -o stories.aot`,
+  aotlm compile stories260K.bin --tokenizer tok512.bin -o stories.aot
+  aotlm compile q/ -o model.aot --kv u8 --calib calib.txt`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
@@ -33,7 +41,7 @@ Hugging Face folder (config.json + model.safetensors + tokenizer files).`,
 			if arLen < 1 {
 				return fmt.Errorf("compile: --ar-len %d must be at least 1", arLen)
 			}
-			opts := compile.Options{ARLens: []int{arLen}, Ctx: ctx, Tokenizer: tokPath}
+			opts := compile.Options{ARLens: []int{arLen}, Ctx: ctx, Tokenizer: tokPath, KV: kv, CalibText: calib}
 			if err := compile.CompileFile(args[0], out, opts); err != nil {
 				return err
 			}
@@ -46,5 +54,7 @@ Hugging Face folder (config.json + model.safetensors + tokenizer files).`,
 	f.IntVar(&arLen, "ar-len", 32, "tokens per prefill pass (the AR-N plan)")
 	f.IntVarP(&ctx, "ctx", "c", 0, "KV cache positions (0: the model's trained context)")
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder to store instead of the model's own")
+	f.StringVar(&kv, "kv", "f32", "KV cache storage: f32 or u8")
+	f.StringVar(&calib, "calib", "", "text file for the u8 KV cache calibration (default: a generated sequence)")
 	return cmd
 }

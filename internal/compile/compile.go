@@ -1,16 +1,13 @@
 package compile
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"slices"
-	"sort"
 
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/graph"
 	"github.com/aotlm/aotlm/internal/plan"
-	"github.com/aotlm/aotlm/internal/tensor"
+	"github.com/aotlm/aotlm/internal/quant"
 )
 
 // LayoutF32 is the manifest's weights tag for plain row-major float32
@@ -34,6 +31,12 @@ type Input struct {
 	TokenizerKind string
 	ARLens        []int // e.g. 1 and 32; 1 is always added
 	Ctx           int   // KV cache positions
+	// Quantized holds the weights to store in a quantized layout (Weights
+	// then holds their dequantized values, which the interpreter checks
+	// and calibration use). Others are stored as float32.
+	Quantized map[string]*quant.Quantized
+	// KVCache, when set, stores the cache quantized (see plan.KVCache).
+	KVCache *plan.KVCache
 }
 
 // Compile writes the artifact for in at outPath: one plan per AR length,
@@ -54,7 +57,7 @@ func Compile(in Input, outPath string) error {
 	lens = slices.Compact(lens)
 
 	m := in.Manifest
-	m.Format, m.Ctx, m.Weights, m.Plans = plan.ManifestFormat, in.Ctx, LayoutF32, nil
+	m.Format, m.Ctx, m.Weights, m.Plans, m.KVCache = plan.ManifestFormat, in.Ctx, LayoutF32, nil, in.KVCache
 	var plans []*plan.Plan
 	for _, n := range lens {
 		if n > in.Ctx {
@@ -79,8 +82,12 @@ func Compile(in Input, outPath string) error {
 		return err
 	}
 	defer w.Abort()
-	if err := writeWeights(w, in.Graph.Weights, in.Weights); err != nil {
+	mixed, err := writeWeights(w, in.Graph.Weights, in.Weights, in.Quantized)
+	if err != nil {
 		return err
+	}
+	if mixed {
+		m.Weights = plan.WeightsMixed
 	}
 	for i, p := range plans {
 		b, err := p.Encode()
@@ -100,31 +107,4 @@ func Compile(in Input, outPath string) error {
 		return err
 	}
 	return w.Commit()
-}
-
-// writeWeights stores every weight the graph names, in name order, as
-// plain little-endian float32. A quantized layout would choose dtype,
-// layout tag and bytes per tensor here.
-func writeWeights(w *artifact.Writer, shapes map[string][]int, vals graph.Weights) error {
-	names := make([]string, 0, len(shapes))
-	for n := range shapes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var buf []byte
-	for _, n := range names {
-		v := vals[n]
-		shape := make([]int64, len(shapes[n]))
-		for i, d := range shapes[n] {
-			shape[i] = int64(d)
-		}
-		buf = slices.Grow(buf[:0], 4*len(v))[:4*len(v)]
-		for i, x := range v {
-			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(x))
-		}
-		if err := w.AddTensor(n, tensor.F32, shape, "", buf); err != nil {
-			return fmt.Errorf("compile: weight %q: %w", n, err)
-		}
-	}
-	return nil
 }

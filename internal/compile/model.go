@@ -11,6 +11,8 @@ import (
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/format/detect"
 	"github.com/aotlm/aotlm/internal/plan"
+	"github.com/aotlm/aotlm/internal/qmodel"
+	"github.com/aotlm/aotlm/internal/quant"
 )
 
 // Options configures CompileModel and CompileFile.
@@ -20,7 +22,19 @@ type Options struct {
 	// Tokenizer is a tokenizer file (tokenizer.json, .model, llama2.c
 	// .bin, .gguf) or folder to store instead of the checkpoint's own.
 	Tokenizer string
+	// KV is the cache storage: "" or "f32" (float32), or "u8" (see
+	// plan.KVCache), whose scales come from a calibration pass of the
+	// float32 graph over CalibIDs (or a self-generated sequence when it
+	// is empty; see calibrateKV).
+	KV       string
+	CalibIDs []int
+	// CalibText, when set, is a text file whose tokens (by the stored
+	// tokenizer, at most MaxCalibTokens) replace CalibIDs.
+	CalibText string
 }
+
+// MaxCalibTokens bounds the calibration sequence read from CalibText.
+const MaxCalibTokens = 512
 
 // Tokenizer is the blob that rebuilds a tokenizer and its kind.
 type Tokenizer struct {
@@ -33,6 +47,9 @@ type Source struct {
 	Tokenizer    *Tokenizer     // nil: none is stored
 	ChatTemplate string         // Jinja source, or ""
 	Provenance   map[string]any // recorded in the manifest as given
+	// Quantized holds the integers of the weights a quantized folder
+	// stores quantized; the model's weights are their dequantized values.
+	Quantized map[string]*quant.Quantized
 }
 
 // CompileModel compiles a resolved model to outPath.
@@ -58,6 +75,22 @@ func CompileModel(m *arch.Model, src Source, opts Options, outPath string) error
 	if src.Tokenizer != nil {
 		in.Tokenizer, in.TokenizerKind = src.Tokenizer.Data, src.Tokenizer.Kind
 	}
+	in.Quantized = src.Quantized
+	switch opts.KV {
+	case "", "f32":
+	case plan.KVCacheU8:
+		ids := opts.CalibIDs
+		if opts.CalibText != "" {
+			if ids, err = calibTokens(opts.CalibText, src.Tokenizer, m.Config.Vocab); err != nil {
+				return err
+			}
+		}
+		if in.KVCache, err = calibrateKV(g, m.Weights, ids, m.Config.BOS, ctx); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("compile: kv cache dtype %q is not f32 or u8", opts.KV)
+	}
 	return Compile(in, outPath)
 }
 
@@ -77,6 +110,9 @@ func hyperParams(c *arch.Config) (map[string]any, error) {
 // CompileFile reads the checkpoint at path (a file or a Hugging Face
 // folder), finds its tokenizer and compiles it to outPath.
 func CompileFile(path, outPath string, opts Options) error {
+	if qmodel.IsDir(path) {
+		return compileQuantized(path, outPath, opts)
+	}
 	ck, err := detect.Open(path)
 	if err != nil {
 		return err

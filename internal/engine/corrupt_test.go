@@ -32,6 +32,12 @@ func compiledParts(t testing.TB) (string, *parts) {
 	if err := compile.CompileModel(tinyModel(t), compile.Source{}, compile.Options{ARLens: []int{4}, Ctx: 32}, path); err != nil {
 		t.Fatal(err)
 	}
+	return path, takeApart(t, path)
+}
+
+// takeApart reads every part of the artifact at path.
+func takeApart(t testing.TB, path string) *parts {
+	t.Helper()
 	a, err := artifact.Open(path, artifact.OpenOptions{Verify: true})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +63,7 @@ func compiledParts(t testing.TB) (string, *parts) {
 		}
 		p.data[ti.Name] = append([]byte(nil), b...)
 	}
-	return path, p
+	return p
 }
 
 // write stores p as a valid artifact (checksums and all) and returns its path.

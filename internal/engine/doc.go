@@ -19,7 +19,15 @@
 // last pass. Inside a pass the causal mask is a large finite negative
 // (MaskValue, never -Inf) added to the scores of later positions.
 //
+// A uint8 cache (manifest kv_cache) holds bytes instead of floats, in the
+// same layout: new rows are quantized when written, with the fixed scale
+// of their layer and head, and every cached value is dequantized where
+// attention reads it (kvu8.go).
+//
 // Kernels are plain Go loops with the definitions of the graph
 // interpreter, summing in the same order, so an f32 artifact reproduces
-// the interpreter's logits.
+// the interpreter's logits. Quantized weights (qweight.go, the layouts of
+// plan.WeightLayout) are dequantized inside the linear and embed loops
+// with the quant package's formulas, so they reproduce the interpreter
+// over the dequantized weights exactly.
 package engine

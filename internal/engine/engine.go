@@ -29,6 +29,7 @@ type Engine struct {
 	manifest plan.Manifest
 	plans    []*program // sorted by AR length; plans[0] is AR-1
 	weights  map[string][]float32
+	qweights map[string]*qweight
 	vocab    int // token ids must be below this (rows of every embedding table)
 	arena    int // floats: the largest plan arena
 	scratch  int // floats of rope scratch: max rot_dim/2
@@ -44,6 +45,7 @@ type program struct {
 type step struct {
 	plan.Step
 	w, b []float32
+	qw   *qweight // a quantized w (then w is nil)
 }
 
 // Open maps the artifact at path and validates its manifest, every plan
@@ -72,11 +74,11 @@ type tensorFunc func(name string) (artifact.TensorInfo, []byte, error)
 
 // load builds an engine from a manifest, the blobs it names and tensors.
 func load(m plan.Manifest, blob func(name string) ([]byte, error), tensor tensorFunc) (*Engine, error) {
-	e := &Engine{manifest: m, tensor: tensor, weights: map[string][]float32{}, vocab: -1}
+	e := &Engine{manifest: m, tensor: tensor, weights: map[string][]float32{}, qweights: map[string]*qweight{}, vocab: -1}
 	if err := e.manifest.Validate(); err != nil {
 		return nil, err
 	}
-	if e.manifest.Weights != "f32" {
+	if e.manifest.Weights != "f32" && e.manifest.Weights != plan.WeightsMixed {
 		return nil, &UnsupportedError{Msg: fmt.Sprintf("weights layout %q", e.manifest.Weights)}
 	}
 	for _, ref := range e.manifest.Plans {
@@ -118,10 +120,20 @@ func (e *Engine) resolve(p *plan.Plan) (*program, error) {
 			if err != nil {
 				return nil, err
 			}
-			if info.DType != tensor.F32 || info.Layout != "" {
+			shapes[name] = info.Shape
+			if info.Layout != "" {
+				if _, ok := e.qweights[name]; !ok {
+					qw, err := newQWeight(info, data)
+					if err != nil {
+						return nil, err
+					}
+					e.qweights[name] = qw
+				}
+				continue
+			}
+			if info.DType != tensor.F32 {
 				return nil, &UnsupportedError{Msg: fmt.Sprintf("tensor %q: dtype %v layout %q", name, info.DType, info.Layout)}
 			}
-			shapes[name] = info.Shape
 			if _, ok := e.weights[name]; !ok {
 				e.weights[name] = floats(data)
 			}
@@ -135,10 +147,27 @@ func (e *Engine) resolve(p *plan.Plan) (*program, error) {
 	for i, st := range p.Steps {
 		s := step{Step: st}
 		if len(st.Weights) > 0 {
-			s.w = e.weights[st.Weights[0]]
+			s.w, s.qw = e.weights[st.Weights[0]], e.qweights[st.Weights[0]]
+			if s.qw != nil && st.Op != plan.OpEmbed && st.Op != plan.OpLinear {
+				return nil, fmt.Errorf("step %d (%v %s): a quantized weight %q can only feed embed or linear", i, st.Op, st.Name, st.Weights[0])
+			}
 		}
 		if len(st.Weights) > 1 {
+			if e.qweights[st.Weights[1]] != nil {
+				return nil, fmt.Errorf("step %d (%s): the bias %q is quantized", i, st.Name, st.Weights[1])
+			}
 			s.b = e.weights[st.Weights[1]]
+		}
+		if st.Op == plan.OpAttention && e.manifest.KVCache != nil {
+			kc, a := e.manifest.KVCache, st.Attn
+			if len(kc.K) != p.KV.Layers {
+				return nil, fmt.Errorf("manifest.kv_cache: %d layers, the plan has %d", len(kc.K), p.KV.Layers)
+			}
+			for _, sc := range [][]float32{kc.K[a.Layer], kc.V[a.Layer]} {
+				if len(sc) != 1 && len(sc) != a.KVHeads {
+					return nil, fmt.Errorf("manifest.kv_cache: layer %d has %d scales for %d key/value heads", a.Layer, len(sc), a.KVHeads)
+				}
+			}
 		}
 		switch st.Op {
 		case plan.OpEmbed:

@@ -11,11 +11,16 @@ const MaskValue = -1e30
 // x [T, K], w [N, K], b [N] or nil, dst [T, N], summed in float32 in k order.
 type linearJob struct {
 	dst, x, w, b []float32
+	qw           *qweight // when set, the weight (w is nil)
 	T, K, N      int
 }
 
 // run computes output columns [j0, j1).
 func (l *linearJob) run(j0, j1 int) {
+	if l.qw != nil {
+		l.runQ(j0, j1)
+		return
+	}
 	K, N := l.K, l.N
 	for t := 0; t < l.T; t++ {
 		xr := l.x[t*K : (t+1)*K]
@@ -94,6 +99,10 @@ type attnArgs struct {
 	scale        float32
 	window       int
 	scores       []float32 // scratch of at least pos+T floats
+	// A uint8 cache (Ku, Vu non-nil) replaces K and V; ks, vs are its
+	// scales, one per layer or one per key/value head.
+	Ku, Vu []uint8
+	ks, vs []float32
 }
 
 // attention writes the T rows of k and v into the cache at pos.., then for
@@ -101,6 +110,10 @@ type attnArgs struct {
 // s_j = scale*q[t][h]·K[j][g] for j <= pos+t (within the window), and
 // s_j = MaskValue for the later positions pos+t < j < pos+T of the pass.
 func attention(a *attnArgs) {
+	if a.Ku != nil {
+		attentionU8(a)
+		return
+	}
 	E, G, H, C := a.E, a.G, a.H, a.C
 	kvc := G * E
 	for t := 0; t < a.T; t++ {

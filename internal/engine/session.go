@@ -43,7 +43,8 @@ type Session struct {
 	prefill *program // AR-N used by ModeHybrid
 	pool    *pool
 	arena   []float32
-	k, v    [][]float32 // [layer][Ctx*C]
+	k, v    [][]float32 // [layer][Ctx*C]; nil with a uint8 cache
+	ku, vu  [][]uint8   // [layer][Ctx*C] uint8 cache, else nil
 	kvCols  int
 	ctx     int
 	pos     int
@@ -79,11 +80,20 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	if opts.Mode == ModeKV {
 		s.prefill = s.decode
 	}
-	s.k = make([][]float32, kv.Layers)
-	s.v = make([][]float32, kv.Layers)
-	for l := range s.k {
-		s.k[l] = make([]float32, kv.Ctx*kv.Cols)
-		s.v[l] = make([]float32, kv.Ctx*kv.Cols)
+	if e.manifest.KVCache != nil {
+		s.ku = make([][]uint8, kv.Layers)
+		s.vu = make([][]uint8, kv.Layers)
+		for l := range s.ku {
+			s.ku[l] = make([]uint8, kv.Ctx*kv.Cols)
+			s.vu[l] = make([]uint8, kv.Ctx*kv.Cols)
+		}
+	} else {
+		s.k = make([][]float32, kv.Layers)
+		s.v = make([][]float32, kv.Layers)
+		for l := range s.k {
+			s.k[l] = make([]float32, kv.Ctx*kv.Cols)
+			s.v[l] = make([]float32, kv.Ctx*kv.Cols)
+		}
 	}
 	s.pool = newPool(opts.Threads)
 	return s, nil
@@ -171,10 +181,14 @@ func (s *Session) run(prog *program, ids []int) []float32 {
 		switch st.Op {
 		case plan.OpEmbed:
 			for t, id := range ids {
+				if st.qw != nil {
+					st.qw.row(out[t*cols:(t+1)*cols], id)
+					continue
+				}
 				copy(out[t*cols:(t+1)*cols], st.w[id*cols:(id+1)*cols])
 			}
 		case plan.OpLinear:
-			s.pool.linear(linearJob{dst: out, x: x, w: st.w, b: st.b, T: rows, K: xcols, N: cols})
+			s.pool.linear(linearJob{dst: out, x: x, w: st.w, b: st.b, qw: st.qw, T: rows, K: xcols, N: cols})
 		case plan.OpRMSNorm:
 			rmsNorm(out, x, st.w, cols, st.Eps, st.Offset)
 		case plan.OpAdd:
@@ -207,9 +221,15 @@ func (s *Session) run(prog *program, ids []int) []float32 {
 			k, _, _ := buf(st.In[1])
 			v, _, _ := buf(st.In[2])
 			a := st.Attn
-			s.attn = attnArgs{out: out, q: x, k: k, v: v, K: s.k[a.Layer], V: s.v[a.Layer], C: s.kvCols,
+			s.attn = attnArgs{out: out, q: x, k: k, v: v, C: s.kvCols,
 				T: rows, pos: s.pos, H: a.Heads, G: a.KVHeads, E: a.HeadDim, scale: a.Scale,
 				window: a.Window, scores: s.scores}
+			if s.ku != nil {
+				kc := s.e.manifest.KVCache
+				s.attn.Ku, s.attn.Vu, s.attn.ks, s.attn.vs = s.ku[a.Layer], s.vu[a.Layer], kc.K[a.Layer], kc.V[a.Layer]
+			} else {
+				s.attn.K, s.attn.V = s.k[a.Layer], s.v[a.Layer]
+			}
 			attention(&s.attn)
 		case plan.OpColumns:
 			for t := 0; t < rows; t++ {

@@ -27,6 +27,11 @@
 // of its last real token (row (P-1) mod N of the last pass of a P-token
 // prompt).
 //
+// Weights are float32 or, for embed and linear, one of the quantized
+// layouts of WeightLayout (layout.go), which dequantize to float32 by the
+// rules written there. The KV cache is float32 or, when the manifest has
+// a kv_cache, uint8 with fixed per-layer, per-head scales (KVCache).
+//
 // Plans are JSON (stored as artifact blobs "plan/arN"); the manifest, also
 // JSON, lists them. Validate checks every id, offset, size and shape of a
 // decoded plan, so an engine that runs only validated plans cannot index

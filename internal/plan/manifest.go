@@ -26,6 +26,54 @@ type Manifest struct {
 	// row-major float32 tensors; quantized layouts add their own tags,
 	// recorded per tensor in the artifact's tensor index.
 	Weights string `json:"weights"`
+	// KVCache is the cache storage when it is not float32; nil means f32.
+	KVCache *KVCache `json:"kv_cache,omitempty"`
+}
+
+// WeightsMixed is the manifest's weights tag when some tensors use a
+// quantized layout (named per tensor in the artifact's tensor index).
+const WeightsMixed = "mixed"
+
+// KVCacheU8 is the dtype of a uint8 cache: each value x is stored as
+// u = clamp(round_half_even(x/s), -127, 127) + 128 and read back as
+// float32(int(u)-128) * s, with a scale s fixed at compile time per layer
+// and per key/value head (or one per layer), shared by all positions.
+const KVCacheU8 = "u8"
+
+// KVCache describes a quantized KV cache.
+type KVCache struct {
+	DType string `json:"dtype"` // KVCacheU8
+	// K and V hold the scales, [layer][1] (per layer) or [layer][G] (per
+	// key/value head of that layer's attention).
+	K [][]float32 `json:"k_scales"`
+	V [][]float32 `json:"v_scales"`
+}
+
+// validate checks the dtype and that the scales are finite, non-negative
+// and given for the same layers.
+func (c *KVCache) validate() error {
+	if c.DType != KVCacheU8 {
+		return errf("manifest.kv_cache.dtype", "%q is not %q", c.DType, KVCacheU8)
+	}
+	if len(c.K) != len(c.V) || len(c.K) == 0 || len(c.K) > maxLayer {
+		return errf("manifest.kv_cache", "%d key and %d value layers", len(c.K), len(c.V))
+	}
+	for _, kv := range []struct {
+		name string
+		s    [][]float32
+	}{{"k_scales", c.K}, {"v_scales", c.V}} {
+		for l, row := range kv.s {
+			if len(row) == 0 || len(row) > MaxCols {
+				return errf(fmt.Sprintf("manifest.kv_cache.%s[%d]", kv.name, l), "%d scales", len(row))
+			}
+			for h, x := range row {
+				if !finite32(x) || x < 0 {
+					return errf(fmt.Sprintf("manifest.kv_cache.%s[%d][%d]", kv.name, l, h), "%v is not a finite non-negative scale", x)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // TokenizerRef names the blob that holds the tokenizer and its kind:
@@ -85,6 +133,9 @@ func (m *Manifest) Validate() error {
 	}
 	if !slices.Contains(lens, 1) {
 		return errf("manifest.plans", "no AR-1 (decode) plan among lengths %v", lens)
+	}
+	if m.KVCache != nil {
+		return m.KVCache.validate()
 	}
 	return nil
 }

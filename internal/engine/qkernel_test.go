@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/aotlm/aotlm/internal/plan"
+	"github.com/aotlm/aotlm/internal/quant"
+)
+
+func randFloats(r *rand.Rand, n int, scale float32) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = (2*r.Float32() - 1) * scale
+	}
+	return v
+}
+
+// qweightOf views a quant.Quantized as the engine's weight.
+func qweightOf(q *quant.Quantized) *qweight {
+	w := &qweight{N: q.Rows, K: q.Cols, block: q.Scheme.Block, nb: q.BlocksPerRow(),
+		q: q.Q, codes: q.Codes, scales: q.Scales, zeros: q.Zeros}
+	switch q.Scheme.Kind {
+	case quant.KindW8:
+		w.kind = plan.LayoutW8
+	case quant.KindLPBQ:
+		w.kind = plan.LayoutLPBQ
+	case quant.KindQ4:
+		w.kind = plan.LayoutQ4
+	}
+	return w
+}
+
+var testSchemes = []quant.Scheme{
+	{Kind: quant.KindW8},
+	{Kind: quant.KindLPBQ, Block: 16},
+	{Kind: quant.KindLPBQ, Block: 32, Mode: quant.LPBQReference},
+	{Kind: quant.KindQ4, Block: 32, Sym: true},
+	{Kind: quant.KindQ4, Block: 16},
+}
+
+// TestQuantLinearExact checks every quantized linear kernel against the
+// float32 kernel over the dequantized matrix (quant.Quantized.Dequantize)
+// on random weights and inputs, for widths that are and are not block
+// multiples, with and without bias, over every column split. The budget is
+// zero: both dequantize each weight to the same float32 and sum in the
+// same order, so the outputs must be bit-identical.
+func TestQuantLinearExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, s := range testSchemes {
+		for _, shape := range [][3]int{{1, 1, 1}, {3, 7, 5}, {2, 64, 24}, {4, 172, 9}, {1, 96, 33}} {
+			T, K, N := shape[0], shape[1], shape[2]
+			w := randFloats(r, N*K, 0.5)
+			q, err := quant.Quantize(w, N, K, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			deq := q.Dequantize()
+			x := randFloats(r, T*K, 2)
+			b := randFloats(r, N, 1)
+			for _, bias := range [][]float32{nil, b} {
+				want := make([]float32, T*N)
+				ref := linearJob{dst: want, x: x, w: deq, b: bias, T: T, K: K, N: N}
+				ref.run(0, N)
+				got := make([]float32, T*N)
+				job := linearJob{dst: got, x: x, qw: qweightOf(q), b: bias, T: T, K: K, N: N}
+				for j := 0; j < N; j += 4 {
+					job.run(j, min(j+4, N))
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("%v [%d,%d]x%d: quantized kernel differs from the dequantized reference", s, N, K, T)
+				}
+				if slices.Equal(want, make([]float32, T*N)) {
+					t.Fatalf("%v: all-zero output, the test proves nothing", s)
+				}
+			}
+			row := make([]float32, K)
+			for n := range N {
+				qweightOf(q).row(row, n)
+				if !slices.Equal(row, deq[n*K:(n+1)*K]) {
+					t.Fatalf("%v: row %d does not dequantize as quant does", s, n)
+				}
+			}
+		}
+	}
+}
+
+// TestKVQuantizeMatchesQuant checks the cache's byte rule against
+// quant.KVQuant bit for bit, per head, including values past the clip,
+// NaN and a zero scale.
+func TestKVQuantizeMatchesQuant(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const H, D = 3, 8
+	kq, err := quant.NewKVQuant(H, D, []float32{1.5, 0, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := randFloats(r, 5*H*D, 6)
+	src[1], src[2] = float32(math.NaN()), float32(math.Inf(-1))
+	want := make([]uint8, len(src))
+	if err := kq.Quantize(want, src); err != nil {
+		t.Fatal(err)
+	}
+	back := make([]float32, len(src))
+	if err := kq.Dequantize(back, want); err != nil {
+		t.Fatal(err)
+	}
+	for i, x := range src {
+		s := kq.Scales[i/D%H]
+		if u := quantizeKV(x, s); u != want[i] {
+			t.Fatalf("value %d = %v: stored %d, quant stores %d", i, x, u, want[i])
+		}
+		if d := dequantizeKV(want[i], s); d != back[i] {
+			t.Fatalf("byte %d: reads %v, quant reads %v", want[i], d, back[i])
+		}
+	}
+}
+
+// TestAttentionU8Exact runs attention over a uint8 cache and, as the
+// reference, float32 attention over a cache holding the dequantized values
+// (new rows quantized and dequantized by quant.KVQuant): the outputs must
+// be bit-identical (budget zero, same values summed in the same order).
+func TestAttentionU8Exact(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const H, G, E, ctx = 4, 2, 8, 24
+	C := G * E
+	for _, perHead := range []bool{false, true} {
+		clip := []float32{2}
+		if perHead {
+			clip = []float32{1.5, 3}
+		}
+		kq, _ := quant.NewKVQuant(G, E, clip)
+		vq, _ := quant.NewKVQuant(G, E, []float32{2.5, 1}[:len(clip)])
+		Ku, Vu := make([]uint8, ctx*C), make([]uint8, ctx*C)
+		K, V := make([]float32, ctx*C), make([]float32, ctx*C)
+		pos := 0
+		for _, T := range []int{5, 1, 3, 1} {
+			q, k, v := randFloats(r, T*H*E, 1), randFloats(r, T*C, 3), randFloats(r, T*C, 3)
+			kr, vr := roundTrip(t, kq, k), roundTrip(t, vq, v)
+			want, got := make([]float32, T*H*E), make([]float32, T*H*E)
+			attention(&attnArgs{out: want, q: q, k: kr, v: vr, K: K, V: V, C: C, T: T, pos: pos,
+				H: H, G: G, E: E, scale: 0.35, scores: make([]float32, ctx)})
+			attention(&attnArgs{out: got, q: q, k: k, v: v, Ku: Ku, Vu: Vu, ks: kq.Scales, vs: vq.Scales, C: C,
+				T: T, pos: pos, H: H, G: G, E: E, scale: 0.35, scores: make([]float32, ctx)})
+			if !slices.Equal(got, want) {
+				t.Fatalf("per head %v, pass of %d at %d: uint8 attention differs from the reference", perHead, T, pos)
+			}
+			pos += T
+		}
+	}
+}
+
+func roundTrip(t *testing.T, kq *quant.KVQuant, x []float32) []float32 {
+	u := make([]uint8, len(x))
+	out := make([]float32, len(x))
+	if err := kq.Quantize(u, x); err != nil {
+		t.Fatal(err)
+	}
+	if err := kq.Dequantize(out, u); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

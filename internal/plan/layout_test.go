@@ -1,0 +1,110 @@
+package plan
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestLayoutTags(t *testing.T) {
+	for _, tag := range []string{"", "w8-rows", "lpbq-b16", "lpbq-b32", "q4-g32-sym", "q4-g64-asym"} {
+		l, err := ParseLayout(tag)
+		if err != nil {
+			t.Fatalf("%q: %v", tag, err)
+		}
+		if l.Tag() != tag {
+			t.Fatalf("%q reads back as %q", tag, l.Tag())
+		}
+	}
+	for _, tag := range []string{"w8", "lpbq-b0", "lpbq-b-3", "lpbq-32", "lpbq-b99999", "lpbq-b+32", "lpbq-b032", "q4-g32", "q4-g32-sy", "q4-x32-sym", "f16"} {
+		if _, err := ParseLayout(tag); err == nil {
+			t.Errorf("%q is accepted", tag)
+		}
+	}
+}
+
+// TestLayoutParts checks the part offsets of the byte layout written in
+// WeightLayout's comment for a [3, 40] weight (blocks of 16: 3 per row).
+func TestLayoutParts(t *testing.T) {
+	cases := []struct {
+		tag                       string
+		codes, scales, zeros, nsc int64
+		size                      int64
+	}{
+		{"w8-rows", -1, 120, -1, 3, 132},
+		{"lpbq-b16", 120, 132, -1, 3, 144}, // 9 codes end at 129, aligned to 132
+		{"q4-g16-sym", -1, 120, -1, 9, 156},
+		{"q4-g16-asym", -1, 120, 156, 9, 192},
+	}
+	for _, c := range cases {
+		l, _ := ParseLayout(c.tag)
+		p, err := l.Parts(3, 40)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Codes != c.codes || p.Scales != c.scales || p.Zeros != c.zeros || p.NScales != c.nsc || p.Size != c.size {
+			t.Errorf("%s: parts %+v", c.tag, p)
+		}
+	}
+	l, _ := ParseLayout("w8-rows")
+	for _, s := range [][2]int64{{0, 4}, {4, 0}, {-1, 4}, {1 << 30, 1 << 30}} {
+		if _, err := l.Parts(s[0], s[1]); err == nil {
+			t.Errorf("shape %v accepted", s)
+		}
+	}
+	if _, err := (WeightLayout{}).Parts(2, 2); err == nil {
+		t.Error("the plain layout has parts")
+	}
+}
+
+// TestKVCacheRefused checks that a bad quantized cache description is
+// refused with the offending field named.
+func TestKVCacheRefused(t *testing.T) {
+	ok := func() *KVCache {
+		return &KVCache{DType: KVCacheU8, K: [][]float32{{0.1}, {0.1, 0.2}}, V: [][]float32{{0.3}, {0.1, 0.2}}}
+	}
+	cases := []struct {
+		field string
+		edit  func(c *KVCache)
+	}{
+		{"manifest.kv_cache.dtype", func(c *KVCache) { c.DType = "f16" }},
+		{"manifest.kv_cache", func(c *KVCache) { c.V = c.V[:1] }},
+		{"manifest.kv_cache.k_scales[1]", func(c *KVCache) { c.K[1] = nil }},
+		{"manifest.kv_cache.v_scales[0][0]", func(c *KVCache) { c.V[0][0] = -1 }},
+		{"manifest.kv_cache.k_scales[1][1]", func(c *KVCache) { c.K[1][1] = float32(inf()) }},
+	}
+	for _, c := range cases {
+		m := Manifest{Format: ManifestFormat, Vocab: 10, Ctx: 8, BOS: -1, Plans: []PlanRef{{ARLen: 1, Blob: "p"}}, KVCache: ok()}
+		if err := m.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		c.edit(m.KVCache)
+		err := m.Validate()
+		var pe *Error
+		if !errors.As(err, &pe) || pe.Field != c.field {
+			t.Errorf("want field %s, got %v", c.field, err)
+		}
+	}
+}
+
+func inf() float64 { var z float64; return 1 / z }
+
+// FuzzParseLayout: any tag parses or is refused without panicking, a
+// parsed tag prints back to itself, and Parts never panics.
+func FuzzParseLayout(f *testing.F) {
+	for _, s := range []string{"", "w8-rows", "lpbq-b32", "q4-g32-sym", "q4-g16-asym", "lpbq-b", "q4--", "lpbq-b+7", "q4-g0x10-sym", strings.Repeat("q4-", 50)} {
+		f.Add(s, int64(3), int64(40))
+	}
+	f.Fuzz(func(t *testing.T, tag string, n, k int64) {
+		l, err := ParseLayout(tag)
+		if err != nil {
+			return
+		}
+		if l.Tag() != tag {
+			t.Fatalf("%q reads back as %q", tag, l.Tag())
+		}
+		if p, err := l.Parts(n, k); err == nil && (p.Size < n*k || p.Scales%4 != 0) {
+			t.Fatalf("%q [%d,%d]: parts %+v", tag, n, k, p)
+		}
+	})
+}
