@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -25,7 +26,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		}
 	}()
 	root := newRoot(stdout, stderr)
-	root.SetArgs(args)
+	root.SetArgs(llamaFlags(args))
 	if err := root.Execute(); err != nil {
 		fmt.Fprintf(stderr, "aotlm: %v\n", err)
 		return 1
@@ -45,6 +46,19 @@ phone-class arm64 first. One static binary, no Python.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newVersionCmd(), newRunCmd(), newTokenizeCmd(), newTemplateCmd(), newPplCmd(), newQuantizeCmd(), newCompileCmd())
+	root.AddCommand(newVersionCmd(), newRunCmd(), newTokenizeCmd(), newTemplateCmd(), newPplCmd(), newQuantizeCmd(), newCompileCmd(), newInspectCmd(), newBenchCmd())
 	return root
+}
+
+// llamaFlags accepts llama-bench's two-letter single-dash "-pg" by
+// rewriting it to "--pg" (the flag library reads "-pg" as "-p g").
+func llamaFlags(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "-pg" || strings.HasPrefix(a, "-pg=") {
+			a = "-" + a
+		}
+		out[i] = a
+	}
+	return out
 }

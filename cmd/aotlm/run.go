@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/chat"
 	"github.com/aotlm/aotlm/internal/model"
 	"github.com/aotlm/aotlm/internal/sample"
@@ -22,7 +23,7 @@ func newRunCmd() *cobra.Command {
 		n, threads, ctx                        int
 		p                                      sample.Params
 		seed                                   int64
-		asJSON, ignoreEOS, useChat             bool
+		asJSON, ignoreEOS, useChat, verify     bool
 		system, mode                           string
 	)
 	cmd := &cobra.Command{
@@ -53,6 +54,14 @@ llama2.c checkpoint (.bin, with --tokenizer), a Hugging Face folder
 				p.Seed = uint64(time.Now().UnixNano())
 			} else {
 				p.Seed = uint64(seed)
+			}
+			if verify {
+				// the full checksum check, weights included, before running
+				a, err := artifact.Open(modelPath, artifact.OpenOptions{Verify: true})
+				if err != nil {
+					return fmt.Errorf("--verify: %w", err)
+				}
+				a.Close()
 			}
 			m, err := model.Open(modelPath, model.Options{Tokenizer: tokPath, Threads: threads, Mode: mode})
 			if err != nil {
@@ -103,6 +112,7 @@ llama2.c checkpoint (.bin, with --tokenizer), a Hugging Face folder
 	f.BoolVar(&asJSON, "json", false, "print one JSON object instead of streaming text")
 	f.BoolVar(&useChat, "chat", false, "wrap the prompt as a user turn in the model's chat template")
 	f.StringVar(&system, "system", "", "system message, with --chat")
+	f.BoolVar(&verify, "verify", false, "check every checksum of a compiled artifact (.aot), weights included, before running")
 	f.BoolVar(&ignoreEOS, "ignore-eos", false, "keep generating past the end-of-sequence token")
 	return cmd
 }

@@ -32,6 +32,8 @@ var allowed = map[string][]string{
 	"internal/arch":     {"internal/graph", "internal/format", "internal/tensor"},
 	"internal/testutil": {},
 	"internal/eval":     {"internal/decoding", "internal/sample", "internal/tokenizer"},
+	// bench measures compiled artifacts through the engine only
+	"internal/bench": {"internal/engine", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile"},
 }
 
 // TestImportsPointDown runs `go list -deps` on every package and checks its

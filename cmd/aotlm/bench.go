@@ -1,0 +1,88 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aotlm/aotlm/internal/bench"
+)
+
+func newBenchCmd() *cobra.Command {
+	var (
+		modelPath, mode string
+		prompts, gens   []int
+		pgs             []string
+		cfg             bench.Config
+		asJSON, noWarm  bool
+		seed            uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "bench -m MODEL.aot",
+		Short: "Measure prefill and decode speed of a compiled artifact",
+		Long: `Measure a compiled artifact as llama-bench does: pp<P> is the prefill of P
+random token ids (tok/s = P / time), tg<N> is N decode steps after a 1-token
+prompt (tok/s = N / time), pg<P>,<N> is a P-token prefill then N decode steps
+(tok/s = (P+N) / time). Each test runs -r times from an empty sequence and
+reports the mean rate and its standard deviation; the load time, the time to
+first token of the largest -p and the peak RSS are printed after the table.
+Tests needing more positions than the artifact's context are refused.`,
+		Example: `  aotlm bench -m stories.aot -p 128,512 -n 128 -pg 512,128 -t 4
+  aotlm bench -m stories.aot -p 64 -n 32 -r 5 --mode kv --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if modelPath == "" {
+				return errors.New("bench: no model: pass -m <artifact.aot>")
+			}
+			var pairs [][2]int
+			for _, s := range pgs {
+				p, err := parsePair(s)
+				if err != nil {
+					return err
+				}
+				pairs = append(pairs, p)
+			}
+			tests, err := bench.Tests(prompts, gens, pairs)
+			if err != nil {
+				return err
+			}
+			cfg.Tests, cfg.Mode, cfg.Warmup, cfg.Seed = tests, mode, !noWarm, seed
+			rep, err := bench.RunArtifact(modelPath, cfg)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
+			}
+			return rep.WriteTable(cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&modelPath, "model", "m", "", "compiled artifact (.aot) to measure (required)")
+	f.IntSliceVarP(&prompts, "n-prompt", "p", []int{512}, "prompt lengths of pp tests, comma-separated (0: none)")
+	f.IntSliceVarP(&gens, "n-gen", "n", []int{128}, "decode lengths of tg tests, comma-separated (0: none)")
+	f.StringArrayVar(&pgs, "pg", nil, "a pg test as PROMPT,GEN (repeatable)")
+	f.IntVarP(&cfg.Threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
+	f.IntVarP(&cfg.Repetitions, "repetitions", "r", 3, "repetitions of each test")
+	f.StringVar(&mode, "mode", "hybrid", "prefill: hybrid (AR-N passes) or kv (one token at a time)")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object instead of the table")
+	f.BoolVar(&noWarm, "no-warmup", false, "skip the untimed warm-up pass")
+	f.Uint64Var(&seed, "seed", 1, "seed of the random prompt ids")
+	return cmd
+}
+
+// parsePair parses a -pg value "P,N".
+func parsePair(s string) ([2]int, error) {
+	a, b, ok := strings.Cut(s, ",")
+	p, err1 := strconv.Atoi(strings.TrimSpace(a))
+	n, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil {
+		return [2]int{}, fmt.Errorf("bench: -pg %q is not PROMPT,GEN (such as 512,128)", s)
+	}
+	return [2]int{p, n}, nil
+}

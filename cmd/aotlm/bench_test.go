@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+type benchJSON struct {
+	Model   string  `json:"model"`
+	LoadMs  float64 `json:"load_ms"`
+	TTFTMs  float64 `json:"ttft_ms"`
+	RSSMB   float64 `json:"rss_mb"`
+	Threads int     `json:"threads"`
+	Tests   []struct {
+		Name   string    `json:"name"`
+		TokS   float64   `json:"tok_s"`
+		Ms     float64   `json:"ms"`
+		Stddev float64   `json:"stddev"`
+		RSSMB  float64   `json:"rss_mb"`
+		Sample []float64 `json:"samples_ms"`
+	} `json:"tests"`
+}
+
+// TestBench measures a compiled stories260K in both modes: one JSON object
+// with one entry per test, in order, each with a positive rate and as many
+// samples as repetitions.
+func TestBench(t *testing.T) {
+	path := compileStories(t)
+	for _, mode := range []string{"hybrid", "kv"} {
+		code, stdout, stderr := aotlmPlus(t, "bench", "-m", path, "-p", "8,32", "-n", "16",
+			"--pg", "32,16", "-r", "2", "-t", "2", "--mode", mode, "--json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", mode, code, stderr)
+		}
+		var rep benchJSON
+		dec := json.NewDecoder(strings.NewReader(stdout))
+		if err := dec.Decode(&rep); err != nil || dec.More() {
+			t.Fatalf("%s: not one JSON object (%v): %s", mode, err, stdout)
+		}
+		var names []string
+		for _, r := range rep.Tests {
+			names = append(names, r.Name)
+			if r.TokS <= 0 || r.Ms <= 0 || r.Stddev < 0 || len(r.Sample) != 2 {
+				t.Errorf("%s %s: %+v", mode, r.Name, r)
+			}
+		}
+		if got := strings.Join(names, " "); got != "pp8 pp32 tg16 pg32,16" {
+			t.Errorf("%s: tests %q", mode, got)
+		}
+		if rep.Model != "stories.aot" || rep.Threads != 2 || rep.LoadMs <= 0 || rep.TTFTMs <= 0 {
+			t.Errorf("%s: report %+v", mode, rep)
+		}
+		t.Logf("%s: %s", mode, stdout)
+	}
+	code, stdout, stderr := aotlmPlus(t, "bench", "-m", path, "-p", "16", "-n", "8", "-r", "1")
+	if code != 0 {
+		t.Fatalf("table: exit %d: %s", code, stderr)
+	}
+	t.Logf("table:\n%s", stdout)
+	for _, want := range []string{"| model", "pp16", "tg8", "±", "load", "time to first token (pp16)", "peak RSS"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// TestBenchBadInput checks that each bad request exits 1 with one error
+// line naming the problem; a prompt longer than the compiled context of 64
+// names the context.
+func TestBenchBadInput(t *testing.T) {
+	path := compileStories(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "-m", path, "-p", "128", "-n", "0"}, "context is 64"},
+		{[]string{"bench", "-m", path, "-p", "0", "-n", "64"}, "context is 64"},
+		{[]string{"bench", "-m", path, "-p", "0", "-n", "0", "--pg", "60,8"}, "context is 64"},
+		{[]string{"bench", "-m", path, "--pg", "60"}, "PROMPT,GEN"},
+		{[]string{"bench", "-m", path, "--mode", "lookahead"}, "mode"},
+		{[]string{"bench", "-m", path, "-p", "0", "-n", "0"}, "no tests"},
+		{[]string{"bench", "-p", "8"}, "-m"},
+		{[]string{"bench", "-m", path + ".missing"}, "no such file"},
+	} {
+		code, stdout, stderr := aotlmPlus(t, c.args...)
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		if code != 1 || len(lines) != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want 1 and one line with %q", c.args, code, stderr, c.want)
+		}
+		if stdout != "" {
+			t.Errorf("%v: wrote %q to stdout", c.args, stdout)
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aotlm/aotlm/internal/artifact"
+	"github.com/aotlm/aotlm/internal/bench"
+)
+
+func newInspectCmd() *cobra.Command {
+	var asJSON, verify bool
+	cmd := &cobra.Command{
+		Use:   "inspect MODEL.aot",
+		Short: "Print a compiled artifact's manifest and where its bytes go",
+		Long: `Print a compiled artifact's manifest (architecture, hyper-parameters,
+provenance, tokenizer, plans, context, weights layout) and its size
+breakdown: bytes per tensor class (dtype/layout), per section, the KV cache a
+session allocates (layers x ctx x kv cols x 2 x element size), the arena of
+every plan, and the file.
+
+Every open checks the checksums of all sections but the weights; --verify
+also reads every weight byte and checks theirs.`,
+		Example: `  aotlm inspect stories.aot
+  aotlm inspect stories.aot --verify --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := artifact.Open(args[0], artifact.OpenOptions{Verify: verify})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			info, err := bench.Describe(a)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return json.NewEncoder(out).Encode(info)
+			}
+			info.Path = args[0]
+			if err := info.WriteText(out); err != nil {
+				return err
+			}
+			if verify {
+				fmt.Fprintln(out, "verified: every section's checksum matches, weights included")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the manifest with a \"sizes\" object as one JSON object")
+	cmd.Flags().BoolVar(&verify, "verify", false, "also check the weights checksum (reads every byte)")
+	return cmd
+}

@@ -1,0 +1,93 @@
+package bench
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/aotlm/aotlm/internal/artifact"
+	"github.com/aotlm/aotlm/internal/engine"
+)
+
+// Config is a benchmark of one artifact.
+type Config struct {
+	Tests       []Test
+	Threads     int    // worker goroutines per session (< 1: 1)
+	Mode        string // "hybrid" (default) or "kv"
+	Repetitions int    // per test (< 1: 1)
+	Warmup      bool
+	Seed        uint64 // of the random prompts
+}
+
+// ParseMode maps a mode name to the engine's mode: "" and "hybrid" are
+// ModeHybrid, "kv" is ModeKV.
+func ParseMode(name string) (engine.Mode, error) {
+	switch name {
+	case "", "hybrid":
+		return engine.ModeHybrid, nil
+	case "kv":
+		return engine.ModeKV, nil
+	}
+	return 0, fmt.Errorf("bench: unknown mode %q (want hybrid or kv)", name)
+}
+
+// RunArtifact opens the artifact at path with the engine, timing the open,
+// and measures cfg.Tests on one session. A test longer than the artifact's
+// context is refused before anything runs, with a *ContextError.
+func RunArtifact(path string, cfg Config) (Report, error) {
+	mode, err := ParseMode(cfg.Mode)
+	if err != nil {
+		return Report{}, err
+	}
+	start := time.Now()
+	e, err := engine.Open(path)
+	if err != nil {
+		return Report{}, err
+	}
+	load := time.Since(start)
+	defer e.Close()
+	m := e.Manifest()
+	rep := Report{Model: filepath.Base(path), Architecture: m.Architecture, Weights: m.Weights, Ctx: m.Ctx,
+		Mode: mode.String(), Threads: max(cfg.Threads, 1), LoadMs: ms(load)}
+	if err := stat(path, &rep); err != nil {
+		return rep, err
+	}
+	s, err := e.NewSession(engine.SessionOptions{Mode: mode, Threads: cfg.Threads})
+	if err != nil {
+		return rep, err
+	}
+	defer s.Close()
+	rep.Tests, err = Run(s, cfg.Tests, Options{Repetitions: cfg.Repetitions, Vocab: m.Vocab,
+		Seed: cfg.Seed, Warmup: cfg.Warmup})
+	if err != nil {
+		return rep, err
+	}
+	rep.SetTTFT()
+	rep.RSSMB = MiB(PeakRSS())
+	return rep, nil
+}
+
+// stat fills the file size and parameter count of rep from the artifact's
+// tensor index (an open without the weights checksum: cheap).
+func stat(path string, rep *Report) error {
+	a, err := artifact.Open(path, artifact.OpenOptions{})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	rep.SizeBytes, rep.Params = a.Size(), params(a)
+	return nil
+}
+
+// params counts the elements of all the artifact's tensors.
+func params(a *artifact.Artifact) int64 {
+	var total int64
+	for _, t := range a.Tensors() {
+		n := int64(1)
+		for _, d := range t.Shape {
+			n *= d
+		}
+		total += n
+	}
+	return total
+}

@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/aotlm/aotlm/internal/artifact"
+	"github.com/aotlm/aotlm/internal/plan"
+)
+
+// kvElemBytes returns the size of one KV cache element from the raw
+// manifest's "kv_cache" object: 1 for a "u8" cache, 4 (float32) when the
+// object or its dtype is absent or "f32".
+func kvElemBytes(raw json.RawMessage) (int, error) {
+	var m struct {
+		KVCache *struct {
+			DType string `json:"dtype"`
+		} `json:"kv_cache"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return 0, fmt.Errorf("bench: manifest.kv_cache: %w", err)
+	}
+	if m.KVCache == nil {
+		return 4, nil
+	}
+	switch m.KVCache.DType {
+	case "", "f32":
+		return 4, nil
+	case "u8":
+		return 1, nil
+	}
+	return 0, fmt.Errorf("bench: manifest.kv_cache.dtype: unknown cache dtype %q", m.KVCache.DType)
+}
+
+// arenaElemBytes is the size of one arena element (float32).
+const arenaElemBytes = 4
+
+// Info is what an artifact holds and what it costs in bytes.
+type Info struct {
+	// Path is the artifact's file, printed by WriteText when set.
+	Path     string
+	Manifest plan.Manifest
+	// Raw is the manifest's JSON text as stored, fields the schema does not
+	// know included.
+	Raw   json.RawMessage
+	Sizes Sizes
+}
+
+// Sizes is an artifact's byte accounting. Fields are bytes unless named
+// otherwise.
+type Sizes struct {
+	File int64 `json:"file"`
+	// Sections, Tensors and TensorCount are artifact.SizeBreakdown's.
+	Sections    map[string]int64 `json:"sections"`
+	Tensors     map[string]int64 `json:"tensors"`
+	TensorCount map[string]int   `json:"tensor_count"`
+	Params      int64            `json:"params"` // elements of all tensors
+	KV          KVSize           `json:"kv"`
+	Arenas      []Arena          `json:"arenas"` // one per plan, by AR length
+	// Session is the memory one session allocates: the KV cache plus the
+	// largest arena (the weights stay in the mapped file).
+	Session int64 `json:"session"`
+}
+
+// KVSize is the static KV cache of a session: Layers x Ctx x Cols elements
+// for keys and as many for values, of ElemBytes each (4 for float32, 1 for
+// a u8 cache, whose few per-head scales are not counted).
+type KVSize struct {
+	Layers    int   `json:"layers"`
+	Ctx       int   `json:"ctx"`
+	Cols      int   `json:"cols"`
+	ElemBytes int   `json:"elem_bytes"`
+	Bytes     int64 `json:"bytes"` // Layers*Ctx*Cols*2*ElemBytes
+}
+
+// Arena describes the plan of one AR length and its activation arena.
+type Arena struct {
+	ARLen   int    `json:"ar_len"`
+	Blob    string `json:"blob"`
+	Steps   int    `json:"steps"`
+	Buffers int    `json:"buffers"`
+	Bytes   int64  `json:"bytes"`
+}
+
+// Describe reads an opened artifact's manifest and plans and accounts for
+// its bytes. A manifest or plan the engine would refuse is an error naming
+// it.
+func Describe(a *artifact.Artifact) (Info, error) {
+	info := Info{Raw: a.ManifestJSON()}
+	if err := a.Manifest(&info.Manifest); err != nil {
+		return info, err
+	}
+	m := &info.Manifest
+	if err := m.Validate(); err != nil {
+		return info, fmt.Errorf("bench: %w", err)
+	}
+	elem, err := kvElemBytes(info.Raw)
+	if err != nil {
+		return info, err
+	}
+	b := a.SizeBreakdown()
+	s := Sizes{File: b.File, Sections: b.Sections, Tensors: b.Tensors, TensorCount: b.TensorCount}
+	s.Params = params(a)
+	for i, ref := range m.Plans {
+		blob, err := a.Blob(ref.Blob)
+		if err != nil {
+			return info, fmt.Errorf("bench: manifest.plans[%d]: %w", i, err)
+		}
+		p, err := plan.Decode(blob)
+		if err != nil {
+			return info, fmt.Errorf("bench: %s: %w", ref.Blob, err)
+		}
+		kv := KVSize{Layers: p.KV.Layers, Ctx: p.KV.Ctx, Cols: p.KV.Cols, ElemBytes: elem}
+		kv.Bytes = int64(kv.Layers) * int64(kv.Ctx) * int64(kv.Cols) * 2 * int64(elem)
+		if i > 0 && kv != s.KV {
+			return info, fmt.Errorf("bench: %s: cache layout %+v differs from %+v", ref.Blob, kv, s.KV)
+		}
+		s.KV = kv
+		s.Arenas = append(s.Arenas, Arena{ARLen: ref.ARLen, Blob: ref.Blob, Steps: len(p.Steps),
+			Buffers: len(p.Buffers), Bytes: int64(p.Arena) * arenaElemBytes})
+	}
+	slices.SortFunc(s.Arenas, func(x, y Arena) int { return x.ARLen - y.ARLen })
+	var arena int64
+	for _, ar := range s.Arenas {
+		arena = max(arena, ar.Bytes)
+	}
+	s.Session = s.KV.Bytes + arena
+	info.Sizes = s
+	return info, nil
+}
+
+// MarshalJSON writes the manifest object as stored with a "sizes" field
+// added.
+func (i Info) MarshalJSON() ([]byte, error) {
+	fields := map[string]json.RawMessage{}
+	if len(i.Raw) > 0 {
+		if err := json.Unmarshal(i.Raw, &fields); err != nil {
+			return nil, fmt.Errorf("bench: manifest: %w", err)
+		}
+	}
+	sizes, err := json.Marshal(i.Sizes)
+	if err != nil {
+		return nil, err
+	}
+	fields["sizes"] = sizes
+	return json.Marshal(fields)
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}

@@ -1,0 +1,164 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// WriteText prints the manifest and the size breakdown for a reader.
+func (i Info) WriteText(w io.Writer) error {
+	m, s := &i.Manifest, &i.Sizes
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k string, f string, args ...any) { fmt.Fprintf(tw, "%s\t"+f+"\n", append([]any{k}, args...)...) }
+	if i.Path != "" {
+		row("file", "%s", i.Path)
+	}
+	row("architecture", "%s", m.Architecture)
+	row("format", "%s", m.Format)
+	row("vocab", "%d (bos %d, eos %v)", m.Vocab, m.BOS, m.EOS)
+	row("ctx", "%d", m.Ctx)
+	row("weights", "%s", m.Weights)
+	if m.Tokenizer != nil {
+		row("tokenizer", "%s (blob %q)", m.Tokenizer.Kind, m.Tokenizer.Blob)
+	} else {
+		row("tokenizer", "none")
+	}
+	if m.ChatTemplate != "" {
+		row("chat template", "%d bytes", len(m.ChatTemplate))
+	} else {
+		row("chat template", "none")
+	}
+	section := func(name string, kv map[string]any) {
+		if len(kv) == 0 {
+			return
+		}
+		fmt.Fprintf(tw, "%s:\n", name)
+		for _, k := range sortedKeys(kv) {
+			row("  "+k, "%s", compact(kv[k]))
+		}
+	}
+	section("hyper-parameters", m.HyperParams)
+	section("provenance", m.Provenance)
+	fmt.Fprintf(tw, "plans:\n")
+	for _, a := range s.Arenas {
+		row(fmt.Sprintf("  AR-%d", a.ARLen), "%d steps, %d buffers, arena %s (%d bytes)\tblob %q",
+			a.Steps, a.Buffers, Human(a.Bytes), a.Bytes, a.Blob)
+	}
+	fmt.Fprintf(tw, "sizes:\n")
+	row("  file", "%s\t%d bytes", Human(s.File), s.File)
+	for _, c := range sortedKeys(s.Tensors) {
+		label := "  tensors " + c
+		if n := s.TensorCount[c]; n > 0 {
+			label = fmt.Sprintf("  tensors %s (%d)", c, n)
+		}
+		row(label, "%s\t%d bytes", Human(s.Tensors[c]), s.Tensors[c])
+	}
+	for _, k := range sortedKeys(s.Sections) {
+		row("  section "+k, "%s\t%d bytes", Human(s.Sections[k]), s.Sections[k])
+	}
+	row("  params", "%s\t%d", HumanCount(s.Params), s.Params)
+	row("  KV cache", "%s\t%d bytes = %d layers x %d ctx x %d cols x 2 x %d B",
+		Human(s.KV.Bytes), s.KV.Bytes, s.KV.Layers, s.KV.Ctx, s.KV.Cols, s.KV.ElemBytes)
+	for _, a := range s.Arenas {
+		row(fmt.Sprintf("  arena AR-%d", a.ARLen), "%s\t%d bytes", Human(a.Bytes), a.Bytes)
+	}
+	row("  per session", "%s\t%d bytes (KV cache + largest arena)", Human(s.Session), s.Session)
+	return tw.Flush()
+}
+
+// compact renders a manifest value on one line.
+func compact(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return string(b)
+	}
+	return buf.String()
+}
+
+// Human formats a byte count with a binary unit ("1.50 MiB").
+func Human(b int64) string {
+	const unit = 1024
+	if b < unit {
+		return fmt.Sprintf("%d B", b)
+	}
+	v, i := float64(b), -1
+	for v >= unit && i < 5 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.2f %ciB", v, "KMGTPE"[i])
+}
+
+// HumanCount formats a count with a decimal unit, as llama-bench prints
+// parameter counts ("260.10 K", "1.24 B").
+func HumanCount(n int64) string {
+	switch v := float64(n); {
+	case v >= 1e9:
+		return fmt.Sprintf("%.2f B", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.2f M", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.2f K", v/1e3)
+	}
+	return fmt.Sprintf("%d", n)
+}
+
+// Report is the outcome of a benchmark run, as `aotlm bench` prints it.
+type Report struct {
+	Model        string   `json:"model"` // artifact file name
+	Architecture string   `json:"architecture"`
+	Weights      string   `json:"weights"`
+	SizeBytes    int64    `json:"size_bytes"`
+	Params       int64    `json:"params"`
+	Ctx          int      `json:"ctx"`
+	Mode         string   `json:"mode"`
+	Threads      int      `json:"threads"`
+	LoadMs       float64  `json:"load_ms"` // opening the artifact
+	TTFTMs       float64  `json:"ttft_ms"` // of the largest pp test; 0 without one
+	TTFTTest     string   `json:"ttft_test,omitempty"`
+	RSSMB        float64  `json:"rss_mb"` // peak resident MiB at the end
+	Tests        []Result `json:"tests"`
+}
+
+// SetTTFT fills TTFTMs and TTFTTest from the pp test with the longest
+// prompt among r.Tests.
+func (r *Report) SetTTFT() {
+	best := -1
+	for i, t := range r.Tests {
+		if t.Gen == 0 && (best < 0 || t.Prompt > r.Tests[best].Prompt) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		r.TTFTMs, r.TTFTTest = r.Tests[best].TTFTMs, r.Tests[best].Name
+	}
+}
+
+// WriteTable prints the results as llama-bench's markdown table, then the
+// load time, time to first token and peak RSS.
+func (r Report) WriteTable(w io.Writer) error {
+	model := r.Architecture + " " + r.Weights
+	fmt.Fprintf(w, "| %-16s | %10s | %10s | %7s | %6s | %12s | %20s |\n", "model", "size", "params", "threads", "mode", "test", "t/s")
+	fmt.Fprintf(w, "| %s | %s: | %s: | %s: | %s | %s: | %s: |\n", dashes(16), dashes(9), dashes(9), dashes(6), dashes(6), dashes(11), dashes(19))
+	for _, t := range r.Tests {
+		ts := fmt.Sprintf("%.2f ± %.2f", t.TokS, t.Stddev)
+		fmt.Fprintf(w, "| %-16s | %10s | %10s | %7d | %6s | %12s | %20s |\n",
+			model, Human(r.SizeBytes), HumanCount(r.Params), r.Threads, r.Mode, t.Name, ts)
+	}
+	fmt.Fprintf(w, "\nload %.2f ms", r.LoadMs)
+	if r.TTFTTest != "" {
+		fmt.Fprintf(w, ", time to first token (%s) %.2f ms", r.TTFTTest, r.TTFTMs)
+	}
+	_, err := fmt.Fprintf(w, ", peak RSS %.1f MiB\n", r.RSSMB)
+	return err
+}
+
+// dashes returns n hyphens.
+func dashes(n int) string { return string(bytes.Repeat([]byte{'-'}, n)) }
