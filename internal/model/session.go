@@ -56,14 +56,12 @@ func (s *Session) Decode(id int) ([]float32, error) {
 	return out, err
 }
 
-// ErrNoAllLogits is returned by Logits on a compiled artifact, whose plans
-// compute only the logits generation needs.
-var ErrNoAllLogits = errors.New("per-position logits need the uncompiled model (artifact plans compute the last row only)")
-
 // Logits feeds ids and returns the logits of every position, one row each.
+// On a compiled artifact, whose plans compute one row, the positions go
+// through the AR-1 plan one at a time.
 func (s *Session) Logits(ids []int) ([][]float32, error) {
 	if s.es != nil {
-		return nil, ErrNoAllLogits
+		return s.artifactLogits(ids)
 	}
 	out, rows, err := s.m.all.Run(s.state, ids)
 	if err != nil {
@@ -100,4 +98,29 @@ func (s *Session) Reset() {
 		return
 	}
 	s.state.Reset()
+}
+
+func (s *Session) artifactLogits(ids []int) ([][]float32, error) {
+	if len(ids) == 0 {
+		return nil, errors.New("no tokens")
+	}
+	if s.es.Pos()+len(ids) > s.es.Context() {
+		return nil, fmt.Errorf("%w: %d positions used, %d more requested, context is %d",
+			engine.ErrContextFull, s.es.Pos(), len(ids), s.es.Context())
+	}
+	rows := make([][]float32, len(ids))
+	for i, id := range ids {
+		var out []float32
+		var err error
+		if s.es.Pos() == 0 {
+			out, err = s.es.Prefill([]int{id})
+		} else {
+			out, err = s.es.Decode(id)
+		}
+		if err != nil {
+			return nil, err
+		}
+		rows[i] = append([]float32(nil), out...)
+	}
+	return rows, nil
 }
