@@ -20,6 +20,7 @@ func newQuantizeCmd() *cobra.Command {
 	var (
 		out, recipeArg, tokPath   string
 		fallbackW8, force, asJSON bool
+		lpbqReference             bool
 	)
 	cmd := &cobra.Command{
 		Use:   "quantize MODEL -o DIR [--recipe NAME|FILE.json]",
@@ -43,6 +44,9 @@ stdout; progress to stderr.`,
 			recipe, err := loadRecipe(recipeArg)
 			if err != nil {
 				return err
+			}
+			if lpbqReference {
+				recipe = withLPBQMode(recipe, quant.LPBQReference)
 			}
 			var bar *progressbar.ProgressBar
 			opts := qmodel.Options{Recipe: recipe, Tokenizer: tokPath, FallbackW8: fallbackW8, Force: force,
@@ -83,6 +87,7 @@ stdout; progress to stderr.`,
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer to copy, for checkpoints without one")
 	f.BoolVar(&fallbackW8, "fallback-w8", false, "quantize weights the block size does not divide at W8 instead of padding")
 	f.BoolVar(&force, "force", false, "replace an existing output folder")
+	f.BoolVar(&lpbqReference, "lpbq-reference", false, "LPBQ ints rounded against the unrounded block scale, bit-exact with the published rule (default: refined against k*S)")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	return cmd
 }
@@ -103,4 +108,21 @@ func loadRecipe(arg string) (quant.Recipe, error) {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// withLPBQMode sets the mode of every LPBQ scheme of the recipe.
+func withLPBQMode(r quant.Recipe, mode quant.LPBQMode) quant.Recipe {
+	if r.Default.Kind == quant.KindLPBQ {
+		r.Default.Mode = mode
+	}
+	over := make([]quant.Override, len(r.Overrides))
+	copy(over, r.Overrides)
+	for i := range over {
+		if over[i].Scheme.Kind == quant.KindLPBQ {
+			over[i].Scheme.Mode = mode
+		}
+	}
+	r.Overrides = over
+	r.Name += "+reference"
+	return r
 }

@@ -61,3 +61,21 @@ func TestQuantizeCommand(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestQuantizeLPBQReference: --lpbq-reference changes only the LPBQ
+// tensors' mode, and the folder records it.
+func TestQuantizeLPBQReference(t *testing.T) {
+	src := testutil.Path(t, "models/stories260K/stories260K.gguf")
+	out := filepath.Join(t.TempDir(), "ref")
+	code, stdout, stderr := aotlm(t, "quantize", src, "-o", out, "--recipe", "w4a16-lpbq", "--lpbq-reference", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "lpbq/b32/reference") || strings.Contains(stdout, "lpbq/b32/refined") {
+		t.Fatalf("schemes in report: %s", stdout)
+	}
+	man, err := os.ReadFile(filepath.Join(out, "aotlm-quant.json"))
+	if err != nil || !strings.Contains(string(man), `"mode": "reference"`) {
+		t.Fatalf("manifest does not record the mode: %v", err)
+	}
+}

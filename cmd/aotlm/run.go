@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/chat"
+	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/model"
 	"github.com/aotlm/aotlm/internal/sample"
 	"github.com/aotlm/aotlm/internal/textgen"
@@ -24,7 +26,9 @@ func newRunCmd() *cobra.Command {
 		p                                      sample.Params
 		seed                                   int64
 		asJSON, ignoreEOS, useChat, verify     bool
-		system, mode                           string
+		system, mode, kv                       string
+		arLen                                  int
+		noCompile                              bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run -m MODEL -p PROMPT",
@@ -34,7 +38,9 @@ func newRunCmd() *cobra.Command {
 MODEL is a compiled artifact (.aot, from aotlm compile), a GGUF file, a
 llama2.c checkpoint (.bin, with --tokenizer), a Hugging Face folder
 (config.json + model.safetensors + tokenizer files), or a quantized folder
-(from aotlm quantize).
+(from aotlm quantize). A model that is not an artifact is compiled into the
+cache first ($AOTLM_CACHE, default the user cache folder), once per model
+and options; --no-compile runs it through the graph interpreter instead.
 --temp 0 decodes greedily; --seed makes sampling reproducible.`,
 		Example: `  aotlm run -m stories260K.gguf -p "Once upon a time" -n 64
   aotlm run -m stories260K.bin --tokenizer tok512.bin -p "" -n 40 --temp 0 --json`,
@@ -63,9 +69,31 @@ llama2.c checkpoint (.bin, with --tokenizer), a Hugging Face folder
 				}
 				a.Close()
 			}
-			m, err := model.Open(modelPath, model.Options{Tokenizer: tokPath, Threads: threads, Mode: mode})
+			runPath, runTok := modelPath, tokPath
+			if !noCompile {
+				var log io.Writer
+				if isTerminal(cmd.ErrOrStderr()) {
+					log = cmd.ErrOrStderr()
+				}
+				compiled, err := model.CompileCached(modelPath, compile.Options{ARLens: []int{arLen},
+					Ctx: ctx, ClampCtx: true, Tokenizer: tokPath, KV: kv}, log)
+				if err != nil {
+					return err
+				}
+				runPath, runTok = compiled, ""
+			}
+			m, err := model.Open(runPath, model.Options{Tokenizer: runTok, Threads: threads, Mode: mode})
 			if err != nil {
 				return err
+			}
+			if m.Tokenizer == nil && runPath != modelPath {
+				// artifacts store tokenizer.json, SentencePiece, llama2.c and
+				// GGUF vocabularies; a folder's other layouts load from it
+				if st, err := os.Stat(modelPath); err == nil && st.IsDir() {
+					if tok, err := model.OpenTokenizer(modelPath); err == nil {
+						m.Tokenizer = tok
+					}
+				}
 			}
 			s, err := m.NewSession(min(ctx, m.Config.Context))
 			if err != nil {
@@ -97,6 +125,9 @@ llama2.c checkpoint (.bin, with --tokenizer), a Hugging Face folder
 	f.StringVarP(&modelPath, "model", "m", "", "model file or folder (required)")
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for checkpoints without one")
 	f.StringVar(&mode, "mode", "hybrid", "prefill of a compiled artifact: hybrid (AR-N passes) or kv (one token at a time)")
+	f.BoolVar(&noCompile, "no-compile", false, "run an uncompiled model through the graph interpreter instead of compiling it into the cache")
+	f.IntVar(&arLen, "ar-len", 32, "prompt pass length when compiling")
+	f.StringVar(&kv, "kv", "f32", "KV cache storage when compiling: f32 or u8")
 	f.StringVarP(&prompt, "prompt", "p", "", "prompt text")
 	f.StringVarP(&promptFile, "file", "f", "", "read the prompt from a file")
 	f.IntVarP(&n, "n-predict", "n", 128, "number of tokens to generate (-1: until EOS or the context is full)")

@@ -3,6 +3,7 @@ package compile
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/aotlm/aotlm/internal/tokenizer"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,9 @@ type Options struct {
 	// CalibText, when set, is a text file whose tokens (by the stored
 	// tokenizer, at most MaxCalibTokens) replace CalibIDs.
 	CalibText string
+	// ClampCtx lowers Ctx to the model's trained context instead of
+	// refusing a larger one (what `run` wants for its default).
+	ClampCtx bool
 }
 
 // MaxCalibTokens bounds the calibration sequence read from CalibText.
@@ -57,6 +61,12 @@ func CompileModel(m *arch.Model, src Source, opts Options, outPath string) error
 	ctx := opts.Ctx
 	if ctx <= 0 {
 		ctx = m.Config.Context
+	}
+	if ctx > m.Config.Context && opts.ClampCtx {
+		ctx = m.Config.Context
+	}
+	if ctx > m.Config.Context {
+		return fmt.Errorf("compile: context %d exceeds the model's trained context %d", ctx, m.Config.Context)
 	}
 	g, err := arch.Build(&m.Config, arch.BuildOptions{AllLogits: false})
 	if err != nil {
@@ -125,8 +135,16 @@ func CompileFile(path, outPath string, opts Options) error {
 	var tok *Tokenizer
 	if opts.Tokenizer != "" {
 		tok, err = tokenizerFile(opts.Tokenizer)
+		if err == nil {
+			err = checkTokenizerSize(tok, m.Config.Vocab, opts.Tokenizer)
+		}
 	} else {
 		tok, err = checkpointTokenizer(path, ck)
+		// a tokenizer.bin beside a llama2.c checkpoint is used only if it
+		// has the model's vocabulary
+		if err == nil && checkTokenizerSize(tok, m.Config.Vocab, path) != nil {
+			tok = nil
+		}
 	}
 	if err != nil {
 		return err
@@ -221,4 +239,21 @@ func ggufTokenizer(meta map[string]any) (*Tokenizer, error) {
 		return nil, fmt.Errorf("tokenizer: gguf metadata: %w", err)
 	}
 	return &Tokenizer{Kind: "gguf-metadata", Data: b}, nil
+}
+
+// checkTokenizerSize refuses a llama2.c tokenizer whose token count is not
+// the model's vocabulary (the format cannot tell otherwise, and a wrong one
+// produces garbage silently).
+func checkTokenizerSize(tok *Tokenizer, vocab int, name string) error {
+	if tok == nil || tok.Kind != "llama2c" {
+		return nil
+	}
+	n, err := tokenizer.Llama2CTokenCount(tok.Data)
+	if err != nil {
+		return fmt.Errorf("tokenizer %s: %w", name, err)
+	}
+	if n != vocab {
+		return fmt.Errorf("llama2.c tokenizer %s has %d tokens, the model's vocabulary is %d", name, n, vocab)
+	}
+	return nil
 }

@@ -1,0 +1,21 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"github.com/aotlm/aotlm/internal/model"
+)
+
+// TestMain points the compile cache at a temporary folder, so tests never
+// touch the user's cache.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "aotlm-cache-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv(model.CacheEnv, dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}

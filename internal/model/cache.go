@@ -1,0 +1,117 @@
+package model
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/plan"
+)
+
+// CacheEnv names the environment variable that overrides the folder of
+// compiled artifacts (default: the user cache folder's "aotlm").
+const CacheEnv = "AOTLM_CACHE"
+
+// CacheDir returns the folder compiled artifacts are cached in.
+func CacheDir() (string, error) {
+	if d := os.Getenv(CacheEnv); d != "" {
+		return d, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache folder (set %s): %w", CacheEnv, err)
+	}
+	return filepath.Join(d, "aotlm"), nil
+}
+
+// CompileCached returns a compiled artifact of the model at path, compiling
+// it into the cache the first time (as `ollama run` pulls once). The cache
+// key covers the model's files (names, sizes, modification times), the
+// tokenizer, the compile options and the artifact format, so a changed
+// model or option compiles anew. log receives one line when compiling.
+func CompileCached(path string, opts compile.Options, log io.Writer) (string, error) {
+	if isArtifact(path) {
+		return path, nil
+	}
+	key, err := cacheKey(path, opts)
+	if err != nil {
+		return "", err
+	}
+	dir, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, key+".aot")
+	if _, err := os.Stat(out); err == nil {
+		return out, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("cache: %w", err)
+	}
+	if log != nil {
+		fmt.Fprintf(log, "compiling %s into %s (once)\n", path, out)
+	}
+	// the artifact writer builds a temp file and renames it into place
+	if err := compile.CompileFile(path, out, opts); err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+func cacheKey(path string, opts compile.Options) (string, error) {
+	h := sha256.New()
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(h, "format=%s\npath=%s\n", plan.ManifestFormat, abs)
+	if err := statInto(h, abs); err != nil {
+		return "", fmt.Errorf("model: %w", err)
+	}
+	if opts.Tokenizer != "" {
+		fmt.Fprintf(h, "tokenizer=%s\n", opts.Tokenizer)
+		if err := statInto(h, opts.Tokenizer); err != nil {
+			return "", fmt.Errorf("tokenizer: %w", err)
+		}
+	}
+	lens := slices.Clone(opts.ARLens)
+	slices.Sort(lens)
+	fmt.Fprintf(h, "ar=%v ctx=%d clamp=%v kv=%s calib=%s\n", lens, opts.Ctx, opts.ClampCtx, opts.KV, opts.CalibText)
+	if opts.CalibText != "" {
+		if err := statInto(h, opts.CalibText); err != nil {
+			return "", fmt.Errorf("calibration text: %w", err)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:24], nil
+}
+
+// statInto hashes the name, size and modification time of path, or of
+// every file directly inside it when it is a folder.
+func statInto(w io.Writer, path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		fmt.Fprintf(w, "%s %d %d\n", st.Name(), st.Size(), st.ModTime().UnixNano())
+		return nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || info.IsDir() {
+			continue
+		}
+		fmt.Fprintf(w, "%s %d %s\n", e.Name(), info.Size(), strconv.FormatInt(info.ModTime().UnixNano(), 10))
+	}
+	return nil
+}
