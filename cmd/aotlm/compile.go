@@ -54,7 +54,7 @@ up to 512 tokens), or over 128 tokens the model generates greedily.`,
 	f.IntVar(&arLen, "ar-len", 32, "tokens per prefill pass (the AR-N plan)")
 	f.IntVarP(&ctx, "ctx", "c", 0, "KV cache positions (0: the model's trained context)")
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder to store instead of the model's own")
-	f.StringVar(&kv, "kv", "f32", "KV cache storage: f32 or u8")
+	f.StringVar(&kv, "kv", "f32", "KV cache storage: f32, f16 or u8")
 	f.StringVar(&calib, "calib", "", "text file for the u8 KV cache calibration (default: a generated sequence)")
 	return cmd
 }

@@ -96,3 +96,48 @@ func TestPerplexityOfArtifacts(t *testing.T) {
 		t.Errorf("u8 KV ppl %v against %v", got, base)
 	}
 }
+
+// TestKVF16 compiles stories260K with a binary16 KV cache: it keeps
+// llama2.c's greedy ids for the first 24 tokens of every case (f16 holds
+// these keys and values to about 3 decimal digits) and its perplexity is
+// within 0.5% of the f32 cache's.
+func TestKVF16(t *testing.T) {
+	var ref struct {
+		Cases []struct {
+			Prompt    string `json:"prompt"`
+			PromptIDs []int  `json:"prompt_ids"`
+			IDs       []int  `json:"ids"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(testutil.ReadFile(t, "reference/llama2c-stories260K-greedy.json"), &ref); err != nil {
+		t.Fatal(err)
+	}
+	src := testutil.Path(t, "models/stories260K/stories260K.gguf")
+	out := filepath.Join(t.TempDir(), "f16.aot")
+	if code, _, errs := aotlm(t, "compile", src, "-o", out, "--ar-len", "8", "--ctx", "128", "--kv", "f16"); code != 0 {
+		t.Fatalf("compile: %s", errs)
+	}
+	for _, mode := range []string{"hybrid", "kv"} {
+		for _, c := range ref.Cases[1:] {
+			code, stdout, stderr := aotlm(t, "run", "-m", out, "--mode", mode, "-p", c.Prompt, "-n", "24", "--temp", "0", "--json", "--ignore-eos")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var rep runJSON
+			json.Unmarshal([]byte(stdout), &rep)
+			if !slices.Equal(rep.IDs, c.IDs[:24]) {
+				t.Errorf("%s %q: %v, want %v", mode, c.Prompt, rep.IDs, c.IDs[:24])
+			}
+		}
+	}
+	data := testutil.Path(t, "text/TinyStories-valid-excerpt.txt")
+	var f16, f32 struct{ PPL float64 }
+	_, o1, _ := aotlm(t, "ppl", "-m", out, "--data", data, "--ctx", "128", "--chunks", "10", "--json")
+	_, o2, _ := aotlm(t, "ppl", "-m", src, "--data", data, "--ctx", "128", "--chunks", "10", "--json")
+	json.Unmarshal([]byte(o1), &f16)
+	json.Unmarshal([]byte(o2), &f32)
+	t.Logf("ppl f16 cache %.5f, f32 %.5f", f16.PPL, f32.PPL)
+	if f16.PPL == 0 || f16.PPL > f32.PPL*1.005 || f16.PPL < f32.PPL*0.995 {
+		t.Errorf("f16 cache ppl %v vs %v", f16.PPL, f32.PPL)
+	}
+}

@@ -127,7 +127,7 @@ and options; --no-compile runs it through the graph interpreter instead.
 	f.StringVar(&mode, "mode", "hybrid", "prefill of a compiled artifact: hybrid (AR-N passes) or kv (one token at a time)")
 	f.BoolVar(&noCompile, "no-compile", false, "run an uncompiled model through the graph interpreter instead of compiling it into the cache")
 	f.IntVar(&arLen, "ar-len", 32, "prompt pass length when compiling")
-	f.StringVar(&kv, "kv", "f32", "KV cache storage when compiling: f32 or u8")
+	f.StringVar(&kv, "kv", "f32", "KV cache storage when compiling: f32, f16 or u8")
 	f.StringVarP(&prompt, "prompt", "p", "", "prompt text")
 	f.StringVarP(&promptFile, "file", "f", "", "read the prompt from a file")
 	f.IntVarP(&n, "n-predict", "n", 128, "number of tokens to generate (-1: until EOS or the context is full)")

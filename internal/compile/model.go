@@ -23,7 +23,7 @@ type Options struct {
 	// Tokenizer is a tokenizer file (tokenizer.json, .model, llama2.c
 	// .bin, .gguf) or folder to store instead of the checkpoint's own.
 	Tokenizer string
-	// KV is the cache storage: "" or "f32" (float32), or "u8" (see
+	// KV is the cache storage: "" or "f32" (float32), "f16", or "u8" (see
 	// plan.KVCache), whose scales come from a calibration pass of the
 	// float32 graph over CalibIDs (or a self-generated sequence when it
 	// is empty; see calibrateKV).
@@ -98,8 +98,10 @@ func CompileModel(m *arch.Model, src Source, opts Options, outPath string) error
 		if in.KVCache, err = calibrateKV(g, m.Weights, ids, m.Config.BOS, ctx); err != nil {
 			return err
 		}
+	case plan.KVCacheF16:
+		in.KVCache = &plan.KVCache{DType: plan.KVCacheF16}
 	default:
-		return fmt.Errorf("compile: kv cache dtype %q is not f32 or u8", opts.KV)
+		return fmt.Errorf("compile: kv cache dtype %q is not f32, f16 or u8", opts.KV)
 	}
 	return Compile(in, outPath)
 }

@@ -158,7 +158,7 @@ func (e *Engine) resolve(p *plan.Plan) (*program, error) {
 			}
 			s.b = e.weights[st.Weights[1]]
 		}
-		if st.Op == plan.OpAttention && e.manifest.KVCache != nil {
+		if st.Op == plan.OpAttention && e.manifest.KVCache != nil && e.manifest.KVCache.DType == plan.KVCacheU8 {
 			kc, a := e.manifest.KVCache, st.Attn
 			if len(kc.K) != p.KV.Layers {
 				return nil, fmt.Errorf("manifest.kv_cache: %d layers, the plan has %d", len(kc.K), p.KV.Layers)

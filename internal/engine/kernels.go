@@ -103,67 +103,24 @@ type attnArgs struct {
 	// scales, one per layer or one per key/value head.
 	Ku, Vu []uint8
 	ks, vs []float32
+	// A binary16 cache (Kh, Vh non-nil) replaces K and V.
+	Kh, Vh []uint16
 }
 
 // attention writes the T rows of k and v into the cache at pos.., then for
 // row t and head h: out[t][h] = sum_j softmax_j(s_j) V[j][g], g = h/(H/G),
 // s_j = scale*q[t][h]·K[j][g] for j <= pos+t (within the window), and
 // s_j = MaskValue for the later positions pos+t < j < pos+T of the pass.
+// The cache is float32, binary16 or uint8 (see kvcache.go); values are
+// encoded on write and decoded where they are read, so the result equals
+// attention over a float32 cache holding the decoded values.
 func attention(a *attnArgs) {
-	if a.Ku != nil {
-		attentionU8(a)
-		return
-	}
-	E, G, H, C := a.E, a.G, a.H, a.C
-	kvc := G * E
-	for t := 0; t < a.T; t++ {
-		p := a.pos + t
-		copy(a.K[p*C:p*C+kvc], a.k[t*kvc:(t+1)*kvc])
-		copy(a.V[p*C:p*C+kvc], a.v[t*kvc:(t+1)*kvc])
-	}
-	group := H / G
-	end := a.pos + a.T // exclusive end of the pass's span
-	for t := 0; t < a.T; t++ {
-		p := a.pos + t
-		first := 0
-		if a.window > 0 && p-a.window+1 > 0 {
-			first = p - a.window + 1
-		}
-		for h := 0; h < H; h++ {
-			qh := a.q[t*H*E+h*E : t*H*E+(h+1)*E]
-			g := h / group
-			mx := float32(-math.MaxFloat32)
-			for j := first; j < end; j++ {
-				if j > p {
-					a.scores[j] = MaskValue
-					continue
-				}
-				kj := a.K[j*C+g*E : j*C+(g+1)*E]
-				var s float32
-				for e, qv := range qh {
-					s += qv * kj[e]
-				}
-				s *= a.scale
-				a.scores[j] = s
-				if s > mx {
-					mx = s
-				}
-			}
-			var sum float32
-			for j := first; j < end; j++ {
-				e := float32(math.Exp(float64(a.scores[j] - mx)))
-				a.scores[j] = e
-				sum += e
-			}
-			oh := a.out[t*H*E+h*E : t*H*E+(h+1)*E]
-			clear(oh)
-			for j := first; j < end; j++ {
-				w := a.scores[j] / sum
-				vj := a.V[j*C+g*E : j*C+(g+1)*E]
-				for e := range oh {
-					oh[e] += w * vj[e]
-				}
-			}
-		}
+	switch {
+	case a.Ku != nil:
+		attend(a, a.Ku, a.Vu, u8Codec{a.ks}, u8Codec{a.vs})
+	case a.Kh != nil:
+		attend(a, a.Kh, a.Vh, f16Codec{}, f16Codec{})
+	default:
+		attend(a, a.K, a.V, f32Codec{}, f32Codec{})
 	}
 }

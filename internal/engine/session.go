@@ -45,6 +45,7 @@ type Session struct {
 	arena   []float32
 	k, v    [][]float32 // [layer][Ctx*C]; nil with a uint8 cache
 	ku, vu  [][]uint8   // [layer][Ctx*C] uint8 cache, else nil
+	kh, vh  [][]uint16  // [layer][Ctx*C] binary16 cache, else nil
 	kvCols  int
 	ctx     int
 	pos     int
@@ -80,14 +81,22 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	if opts.Mode == ModeKV {
 		s.prefill = s.decode
 	}
-	if e.manifest.KVCache != nil {
+	switch {
+	case e.manifest.KVCache != nil && e.manifest.KVCache.DType == plan.KVCacheF16:
+		s.kh = make([][]uint16, kv.Layers)
+		s.vh = make([][]uint16, kv.Layers)
+		for l := range s.kh {
+			s.kh[l] = make([]uint16, kv.Ctx*kv.Cols)
+			s.vh[l] = make([]uint16, kv.Ctx*kv.Cols)
+		}
+	case e.manifest.KVCache != nil:
 		s.ku = make([][]uint8, kv.Layers)
 		s.vu = make([][]uint8, kv.Layers)
 		for l := range s.ku {
 			s.ku[l] = make([]uint8, kv.Ctx*kv.Cols)
 			s.vu[l] = make([]uint8, kv.Ctx*kv.Cols)
 		}
-	} else {
+	default:
 		s.k = make([][]float32, kv.Layers)
 		s.v = make([][]float32, kv.Layers)
 		for l := range s.k {
@@ -224,10 +233,13 @@ func (s *Session) run(prog *program, ids []int) []float32 {
 			s.attn = attnArgs{out: out, q: x, k: k, v: v, C: s.kvCols,
 				T: rows, pos: s.pos, H: a.Heads, G: a.KVHeads, E: a.HeadDim, scale: a.Scale,
 				window: a.Window, scores: s.scores}
-			if s.ku != nil {
+			switch {
+			case s.ku != nil:
 				kc := s.e.manifest.KVCache
 				s.attn.Ku, s.attn.Vu, s.attn.ks, s.attn.vs = s.ku[a.Layer], s.vu[a.Layer], kc.K[a.Layer], kc.V[a.Layer]
-			} else {
+			case s.kh != nil:
+				s.attn.Kh, s.attn.Vh = s.kh[a.Layer], s.vh[a.Layer]
+			default:
 				s.attn.K, s.attn.V = s.k[a.Layer], s.v[a.Layer]
 			}
 			attention(&s.attn)

@@ -40,20 +40,30 @@ const WeightsMixed = "mixed"
 // and per key/value head (or one per layer), shared by all positions.
 const KVCacheU8 = "u8"
 
+// KVCacheF16 is the dtype of an IEEE binary16 cache: values are rounded to
+// nearest even on write; it has no scales.
+const KVCacheF16 = "f16"
+
 // KVCache describes a quantized KV cache.
 type KVCache struct {
-	DType string `json:"dtype"` // KVCacheU8
+	DType string `json:"dtype"` // KVCacheU8 or KVCacheF16
 	// K and V hold the scales, [layer][1] (per layer) or [layer][G] (per
 	// key/value head of that layer's attention).
-	K [][]float32 `json:"k_scales"`
-	V [][]float32 `json:"v_scales"`
+	K [][]float32 `json:"k_scales,omitempty"`
+	V [][]float32 `json:"v_scales,omitempty"`
 }
 
 // validate checks the dtype and that the scales are finite, non-negative
 // and given for the same layers.
 func (c *KVCache) validate() error {
+	if c.DType == KVCacheF16 {
+		if len(c.K) != 0 || len(c.V) != 0 {
+			return errf("manifest.kv_cache", "an f16 cache has no scales")
+		}
+		return nil
+	}
 	if c.DType != KVCacheU8 {
-		return errf("manifest.kv_cache.dtype", "%q is not %q", c.DType, KVCacheU8)
+		return errf("manifest.kv_cache.dtype", "%q is not %q or %q", c.DType, KVCacheU8, KVCacheF16)
 	}
 	if len(c.K) != len(c.V) || len(c.K) == 0 || len(c.K) > maxLayer {
 		return errf("manifest.kv_cache", "%d key and %d value layers", len(c.K), len(c.V))

@@ -1,6 +1,10 @@
 package engine
 
-import "math"
+import (
+	"math"
+
+	"github.com/aotlm/aotlm/internal/tensor"
+)
 
 // kvZero is the stored byte of the value 0 in a uint8 cache.
 const kvZero = 128
@@ -34,21 +38,43 @@ func headScale(sc []float32, g int) float32 {
 	return sc[g]
 }
 
-// attentionU8 is attention over a uint8 cache: the T rows of k and v are
-// quantized into Ku, Vu at pos.. (head g with scale ks[g], vs[g]), and
-// every cached value is dequantized where it is read, so the result equals
-// attention over a float32 cache holding the dequantized values.
-func attentionU8(a *attnArgs) {
-	E, G, H, C := a.E, a.G, a.H, a.C
+// A kvCodec stores cache values of key/value head g as T and reads them back.
+type kvCodec[T any] interface {
+	enc(x float32, g int) T
+	dec(u T, g int) float32
+}
+
+// f32Codec is the identity: a float32 cache.
+type f32Codec struct{}
+
+func (f32Codec) enc(x float32, _ int) float32 { return x }
+func (f32Codec) dec(u float32, _ int) float32 { return u }
+
+// f16Codec rounds to IEEE binary16 (nearest even).
+type f16Codec struct{}
+
+func (f16Codec) enc(x float32, _ int) uint16 { return tensor.F32ToF16(x) }
+func (f16Codec) dec(u uint16, _ int) float32 { return tensor.F16ToF32(u) }
+
+// u8Codec is the symmetric uint8 rule with one scale per layer or per head.
+type u8Codec struct{ s []float32 }
+
+func (c u8Codec) enc(x float32, g int) uint8 { return quantizeKV(x, headScale(c.s, g)) }
+func (c u8Codec) dec(u uint8, g int) float32 { return dequantizeKV(u, headScale(c.s, g)) }
+
+// attend is attention (see attention) over a cache of element type T: the T
+// rows of k and v are encoded into K, V at pos.., and every cached value is
+// decoded where it is read.
+func attend[T any, C kvCodec[T]](a *attnArgs, K, V []T, kc, vc C) {
+	E, G, H, Cc := a.E, a.G, a.H, a.C
 	kvc := G * E
 	for t := 0; t < a.T; t++ {
 		p := a.pos + t
 		for g := 0; g < G; g++ {
-			sk, sv := headScale(a.ks, g), headScale(a.vs, g)
 			for e := 0; e < E; e++ {
 				i := g*E + e
-				a.Ku[p*C+i] = quantizeKV(a.k[t*kvc+i], sk)
-				a.Vu[p*C+i] = quantizeKV(a.v[t*kvc+i], sv)
+				K[p*Cc+i] = kc.enc(a.k[t*kvc+i], g)
+				V[p*Cc+i] = vc.enc(a.v[t*kvc+i], g)
 			}
 		}
 	}
@@ -63,17 +89,16 @@ func attentionU8(a *attnArgs) {
 		for h := 0; h < H; h++ {
 			qh := a.q[t*H*E+h*E : t*H*E+(h+1)*E]
 			g := h / group
-			sk, sv := headScale(a.ks, g), headScale(a.vs, g)
 			mx := float32(-math.MaxFloat32)
 			for j := first; j < end; j++ {
 				if j > p {
 					a.scores[j] = MaskValue
 					continue
 				}
-				kj := a.Ku[j*C+g*E : j*C+(g+1)*E]
+				kj := K[j*Cc+g*E : j*Cc+(g+1)*E]
 				var s float32
 				for e, qv := range qh {
-					s += qv * float32(dequantizeKV(kj[e], sk))
+					s += qv * kc.dec(kj[e], g)
 				}
 				s *= a.scale
 				a.scores[j] = s
@@ -91,9 +116,9 @@ func attentionU8(a *attnArgs) {
 			clear(oh)
 			for j := first; j < end; j++ {
 				w := a.scores[j] / sum
-				vj := a.Vu[j*C+g*E : j*C+(g+1)*E]
+				vj := V[j*Cc+g*E : j*Cc+(g+1)*E]
 				for e := range oh {
-					oh[e] += w * float32(dequantizeKV(vj[e], sv))
+					oh[e] += w * vc.dec(vj[e], g)
 				}
 			}
 		}
