@@ -95,6 +95,7 @@ and options; --no-compile runs it through the graph interpreter instead.
 					}
 				}
 			}
+			applyGenerationDefaults(cmd, &p, m.Generation)
 			s, err := m.NewSession(min(ctx, m.Config.Context))
 			if err != nil {
 				return err
@@ -171,4 +172,28 @@ func chatPrompt(req *textgen.Request, modelPath, system string, m *model.Model) 
 		}
 	}
 	return nil
+}
+
+// applyGenerationDefaults uses the model's own generation defaults (its
+// generation_config.json, kept in the artifact) for sampling flags the user
+// did not set.
+func applyGenerationDefaults(cmd *cobra.Command, p *sample.Params, g map[string]any) {
+	num := func(k string) (float64, bool) {
+		v, ok := g[k].(float64)
+		return v, ok
+	}
+	set := func(flag, key string, apply func(float64)) {
+		if v, ok := num(key); ok && !cmd.Flags().Changed(flag) {
+			apply(v)
+		}
+	}
+	if ds, ok := g["do_sample"].(bool); ok && !ds && !cmd.Flags().Changed("temp") {
+		p.Temperature = 0
+		return
+	}
+	set("temp", "temperature", func(v float64) { p.Temperature = float32(v) })
+	set("top-p", "top_p", func(v float64) { p.TopP = float32(v) })
+	set("top-k", "top_k", func(v float64) { p.TopK = int(v) })
+	set("min-p", "min_p", func(v float64) { p.MinP = float32(v) })
+	set("repeat-penalty", "repetition_penalty", func(v float64) { p.RepeatPenalty = float32(v) })
 }

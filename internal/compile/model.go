@@ -54,6 +54,9 @@ type Source struct {
 	// Quantized holds the integers of the weights a quantized folder
 	// stores quantized; the model's weights are their dequantized values.
 	Quantized map[string]*quant.Quantized
+	// Recipe and Generation go to the manifest as given.
+	Recipe     []byte
+	Generation map[string]any
 }
 
 // CompileModel compiles a resolved model to outPath.
@@ -78,7 +81,8 @@ func CompileModel(m *arch.Model, src Source, opts Options, outPath string) error
 	}
 	in := Input{Graph: g, Weights: m.Weights, ARLens: opts.ARLens, Ctx: ctx,
 		Manifest: plan.Manifest{Architecture: m.Config.Family, HyperParams: hp, Provenance: src.Provenance,
-			ChatTemplate: src.ChatTemplate, BOS: m.Config.BOS, EOS: m.Config.EOS, Vocab: m.Config.Vocab}}
+			ChatTemplate: src.ChatTemplate, BOS: m.Config.BOS, EOS: m.Config.EOS, Vocab: m.Config.Vocab,
+			Recipe: src.Recipe, Generation: src.Generation}}
 	if in.Manifest.BOS < -1 || in.Manifest.BOS >= m.Config.Vocab {
 		in.Manifest.BOS = -1
 	}
@@ -153,6 +157,15 @@ func CompileFile(path, outPath string, opts Options) error {
 	}
 	src := Source{Tokenizer: tok, Provenance: map[string]any{"file": filepath.Base(path), "format": ck.Format()}}
 	src.ChatTemplate, _ = format.MetaString(ck.Metadata(), "tokenizer.chat_template")
+	if ck.Format() == "safetensors" {
+		dir := path
+		if st, err := os.Stat(path); err == nil && !st.IsDir() {
+			dir = filepath.Dir(path)
+		}
+		if err := folderExtras(dir, &src); err != nil {
+			return err
+		}
+	}
 	if err := CompileModel(m, src, opts, outPath); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -256,6 +269,50 @@ func checkTokenizerSize(tok *Tokenizer, vocab int, name string) error {
 	}
 	if n != vocab {
 		return fmt.Errorf("llama2.c tokenizer %s has %d tokens, the model's vocabulary is %d", name, n, vocab)
+	}
+	return nil
+}
+
+// folderExtras reads what a Hugging Face folder says about generation: the
+// chat template of tokenizer_config.json (or chat_template.jinja) and the
+// defaults of generation_config.json. Absent files are fine; malformed
+// ones are errors naming the file.
+func folderExtras(dir string, src *Source) error {
+	if src.ChatTemplate == "" {
+		if b, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja")); err == nil {
+			src.ChatTemplate = string(b)
+		} else if b, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json")); err == nil {
+			var cfg struct {
+				ChatTemplate json.RawMessage `json:"chat_template"`
+			}
+			if err := json.Unmarshal(b, &cfg); err != nil {
+				return fmt.Errorf("tokenizer_config.json: %w", err)
+			}
+			var one string
+			var named []struct{ Name, Template string }
+			switch {
+			case json.Unmarshal(cfg.ChatTemplate, &one) == nil:
+				src.ChatTemplate = one
+			case json.Unmarshal(cfg.ChatTemplate, &named) == nil:
+				for _, t := range named {
+					if t.Name == "default" {
+						src.ChatTemplate = t.Template
+					}
+				}
+			}
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "generation_config.json")); err == nil {
+		var g map[string]any
+		if err := json.Unmarshal(b, &g); err != nil {
+			return fmt.Errorf("generation_config.json: %w", err)
+		}
+		src.Generation = map[string]any{}
+		for _, k := range []string{"temperature", "top_p", "top_k", "min_p", "repetition_penalty", "do_sample", "max_new_tokens"} {
+			if v, ok := g[k]; ok {
+				src.Generation[k] = v
+			}
+		}
 	}
 	return nil
 }

@@ -41,6 +41,16 @@ func compileQuantized(dir, outPath string, opts Options) error {
 		"file": filepath.Base(filepath.Clean(dir)), "format": "aotlm-quant", "source": filepath.Base(man.Source)}}
 	if r, err := quant.ParseRecipe(man.Recipe); err == nil {
 		src.Provenance["recipe"] = r.Name
+		src.Recipe = man.Recipe
+	}
+	if err := folderExtras(dir, &src); err != nil {
+		return err
+	}
+	if src.ChatTemplate == "" && tok != nil && tok.Kind == "gguf-metadata" {
+		var meta map[string]any
+		if json.Unmarshal(tok.Data, &meta) == nil {
+			src.ChatTemplate, _ = meta["tokenizer.chat_template"].(string)
+		}
 	}
 	if err := CompileModel(m, src, opts, outPath); err != nil {
 		return fmt.Errorf("%s: %w", dir, err)

@@ -34,7 +34,8 @@ func openArtifact(path string, opts Options) (*Model, error) {
 	}
 	man := eng.Manifest()
 	m := &Model{Path: path, Format: "aot", eng: eng, mode: engine.ModeHybrid, threads: opts.Threads,
-		Config: arch.Config{Family: man.Architecture, Vocab: man.Vocab, Context: man.Ctx, BOS: man.BOS, EOS: man.EOS}}
+		Config:     arch.Config{Family: man.Architecture, Vocab: man.Vocab, Context: man.Ctx, BOS: man.BOS, EOS: man.EOS},
+		Generation: man.Generation}
 	switch strings.ToLower(opts.Mode) {
 	case "", "hybrid":
 	case "kv":

@@ -34,6 +34,8 @@ func ChatTemplate(path string) (*chat.Template, chat.Specials, error) {
 			return chat.FromTokenizerConfig(path)
 		case strings.HasSuffix(path, ".gguf"):
 			return ggufChatTemplate(path)
+		case isArtifact(path):
+			return artifactChatTemplate(path)
 		}
 		dir = filepath.Dir(path)
 	}
@@ -71,6 +73,31 @@ func ggufChatTemplate(path string) (*chat.Template, chat.Specials, error) {
 		return ""
 	}
 	sp.BOS, sp.EOS = token("tokenizer.ggml.bos_token_id"), token("tokenizer.ggml.eos_token_id")
+	t, err := chat.ParseNamed(filepath.Base(path), src)
+	return t, sp, err
+}
+
+// artifactChatTemplate reads the template a compiled artifact stores, with
+// the text of its BOS and EOS tokens.
+func artifactChatTemplate(path string) (*chat.Template, chat.Specials, error) {
+	m, err := Open(path, Options{})
+	if err != nil {
+		return nil, chat.Specials{}, err
+	}
+	defer m.Close()
+	src := m.eng.Manifest().ChatTemplate
+	if src == "" {
+		return nil, chat.Specials{}, fmt.Errorf("%s: %w (the artifact stores none)", path, ErrNoChatTemplate)
+	}
+	var sp chat.Specials
+	if m.Tokenizer != nil {
+		if m.Config.BOS >= 0 {
+			sp.BOS = m.Tokenizer.Token(m.Config.BOS)
+		}
+		if len(m.Config.EOS) > 0 {
+			sp.EOS = m.Tokenizer.Token(m.Config.EOS[0])
+		}
+	}
 	t, err := chat.ParseNamed(filepath.Base(path), src)
 	return t, sp, err
 }

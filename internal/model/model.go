@@ -33,6 +33,9 @@ type Model struct {
 	Format    string // checkpoint format
 	Config    arch.Config
 	Tokenizer tokenizer.Tokenizer // nil when none was found
+	// Generation holds the model's generation defaults (a compiled
+	// artifact's manifest "generation"), nil when unknown.
+	Generation map[string]any
 
 	weights graph.Weights
 	eng     *engine.Engine // set for compiled artifacts
@@ -231,4 +234,12 @@ func OpenTokenizer(path string) (tokenizer.Tokenizer, error) {
 		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
 	}
 	return tok, nil
+}
+
+// Close releases a compiled artifact's mapping (nothing for other models).
+func (m *Model) Close() error {
+	if m.eng != nil {
+		return m.eng.Close()
+	}
+	return nil
 }

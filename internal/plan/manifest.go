@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 )
@@ -28,6 +29,13 @@ type Manifest struct {
 	Weights string `json:"weights"`
 	// KVCache is the cache storage when it is not float32; nil means f32.
 	KVCache *KVCache `json:"kv_cache,omitempty"`
+	// Recipe is the quantization recipe of the weights (quant.ParseRecipe
+	// reads it), absent for float weights.
+	Recipe json.RawMessage `json:"recipe,omitempty"`
+	// Generation holds the model's generation defaults (temperature,
+	// top_p, top_k, repetition_penalty, ...) as its generation_config.json
+	// gives them.
+	Generation map[string]any `json:"generation,omitempty"`
 }
 
 // WeightsMixed is the manifest's weights tag when some tensors use a
