@@ -1,7 +1,8 @@
 // Package detect opens a checkpoint of any supported format by looking at
 // the path: a directory or .safetensors / index.json file is a safetensors
 // model, a file starting with "GGUF" is GGUF, one starting with llama2.c's
-// "ak42" magic (or a .bin file with a plausible legacy header) is llama2.c.
+// "ak42" magic (or a .bin file with a plausible legacy header) is llama2.c,
+// and a zip archive is a PyTorch checkpoint (torch.save since 1.6).
 package detect
 
 import (
@@ -15,6 +16,7 @@ import (
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/format/gguf"
 	"github.com/aotlm/aotlm/internal/format/llama2c"
+	"github.com/aotlm/aotlm/internal/format/pytorch"
 	"github.com/aotlm/aotlm/internal/format/safetensors"
 )
 
@@ -43,12 +45,14 @@ func Open(path string) (format.Checkpoint, error) {
 	switch {
 	case bytes.HasPrefix(head, []byte("GGUF")):
 		return checkpoint(gguf.Open(path))
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
+		return checkpoint(pytorch.Open(path))
 	case bytes.HasPrefix(head, []byte("ak42")), bytes.HasPrefix(head, []byte("24ka")):
 		return checkpoint(llama2c.Open(path))
 	case strings.HasSuffix(path, ".bin"):
 		return checkpoint(llama2c.Open(path))
 	}
-	return nil, fmt.Errorf("model %s: unrecognized file format (magic % x); expected GGUF, safetensors (a model folder with config.json) or a llama2.c .bin", path, head[:4])
+	return nil, fmt.Errorf("model %s: unrecognized file format (magic % x); expected GGUF, safetensors (a model folder with config.json), a PyTorch .pth or a llama2.c .bin", path, head[:4])
 }
 
 // checkpoint converts a reader's concrete result, keeping a nil interface on error.
