@@ -2,6 +2,7 @@ package arch
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/aotlm/aotlm/internal/graph"
 )
@@ -25,6 +26,20 @@ type Config struct {
 	RopeScaling RopeScaling // zero value: none
 	// RopeFreqFactors divide the base frequencies pairwise (GGUF rope_freqs).
 	RopeFreqFactors []float32
+
+	// Variations of the shared decoder block (blocks.go); zero values
+	// give plain Llama.
+	QKVBias bool // q, k and v projections add a bias (Qwen2)
+	QKNorm  bool // per-head RMSNorm of q and k before RoPE (Qwen3)
+	// NoRopeLayers lists layers whose attention uses no rotary embedding
+	// (SmolLM3).
+	NoRopeLayers []int
+	AttnScale    float64 // scale of q·k; 0 means 1/sqrt(HeadDim) (Granite)
+	EmbedScale   float64 // multiplies the embeddings; 0 means 1 (Granite)
+	// ResidualScale multiplies the attention and feed-forward outputs
+	// before each residual add; 0 means 1 (Granite).
+	ResidualScale float64
+	LogitScale    float64 // divides the logits; 0 means 1 (Granite)
 
 	Tied bool // classifier shares the embedding table
 	BOS  int  // -1 if unknown
@@ -71,6 +86,20 @@ func (c *Config) Validate() error {
 	}
 	if n := len(c.RopeFreqFactors); n != 0 && n != r/2 {
 		return fmt.Errorf("%s config: %d rope frequency factors for rotary size %d", c.Family, n, r)
+	}
+	for _, m := range []struct {
+		name string
+		v    float64
+	}{{"attention scale", c.AttnScale}, {"embedding scale", c.EmbedScale},
+		{"residual scale", c.ResidualScale}, {"logit scale", c.LogitScale}} {
+		if m.v < 0 || math.IsNaN(m.v) || math.IsInf(m.v, 0) || m.v > 1e6 || (m.v != 0 && m.v < 1e-6) {
+			return fmt.Errorf("%s config: %s %v out of range", c.Family, m.name, m.v)
+		}
+	}
+	for _, l := range c.NoRopeLayers {
+		if l < 0 || l >= c.Layers {
+			return fmt.Errorf("%s config: layer %d without rotary embedding does not exist", c.Family, l)
+		}
 	}
 	if !(c.NormEps > 0 && c.NormEps < 1) {
 		return fmt.Errorf("%s config: norm epsilon %v out of range", c.Family, c.NormEps)

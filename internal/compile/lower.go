@@ -15,6 +15,7 @@ var opOf = map[graph.Op]plan.Op{
 	graph.OpAdd: plan.OpAdd, graph.OpMul: plan.OpMul, graph.OpScale: plan.OpScale,
 	graph.OpSiLU: plan.OpSiLU, graph.OpGELUTanh: plan.OpGELUTanh, graph.OpRoPE: plan.OpRoPE,
 	graph.OpAttention: plan.OpAttention, graph.OpColumns: plan.OpColumns, graph.OpLastRow: plan.OpLastRow,
+	graph.OpHeadRMSNorm: plan.OpHeadRMSNorm,
 }
 
 // Lower returns the plan of g for passes of n rows and a cache of ctx
@@ -39,7 +40,8 @@ func Lower(g *graph.Graph, n, ctx int) (*plan.Plan, error) {
 			return nil, fmt.Errorf("compile: node %d (%s): op %v has no plan form", i, nd.Name, nd.Op)
 		}
 		rows := n
-		st := plan.Step{Op: op, Name: nd.Name, Eps: nd.Eps, Offset: nd.Offset, Scale: nd.Scale, Lo: nd.Lo, Hi: nd.Hi}
+		st := plan.Step{Op: op, Name: nd.Name, Eps: nd.Eps, Offset: nd.Offset, Scale: nd.Scale, Lo: nd.Lo, Hi: nd.Hi,
+			HeadDim: nd.HeadDim}
 		for _, in := range nd.In {
 			if in < 0 || in >= i {
 				return nil, fmt.Errorf("compile: node %d (%s): input %d is not an earlier node", i, nd.Name, in)

@@ -55,6 +55,13 @@ func rmsNorm(dst, x, w []float32, C int, eps, offset float32) {
 	}
 }
 
+// headRMSNorm is rmsNorm applied to each E-wide head on its own:
+// x, dst [T, heads*E], w [E] shared by the heads. A [T, heads*E] matrix is
+// a [T*heads, E] one, so it is rmsNorm over E columns.
+func headRMSNorm(dst, x, w []float32, E int, eps, offset float32) {
+	rmsNorm(dst, x, w, E, eps, offset)
+}
+
 func silu(v float32) float32 { return v / (1 + float32(math.Exp(float64(-v)))) }
 
 // geluTanh is 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3))).

@@ -200,6 +200,8 @@ func (s *Session) run(prog *program, ids []int) []float32 {
 			s.pool.linear(linearJob{dst: out, x: x, w: st.w, b: st.b, qw: st.qw, T: rows, K: xcols, N: cols})
 		case plan.OpRMSNorm:
 			rmsNorm(out, x, st.w, cols, st.Eps, st.Offset)
+		case plan.OpHeadRMSNorm:
+			headRMSNorm(out, x, st.w, st.HeadDim, st.Eps, st.Offset)
 		case plan.OpAdd:
 			y, _, _ := buf(st.In[1])
 			for j := range out {

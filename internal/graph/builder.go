@@ -32,6 +32,18 @@ func (g *Graph) RMSNorm(x int, w string, eps, offset float32) int {
 	return g.add(Node{Op: OpRMSNorm, In: []int{x}, Cols: c, Weight: w, Eps: eps, Offset: offset, Name: w})
 }
 
+// HeadRMSNorm normalizes each headDim-wide head of x on its own and
+// multiplies it by (w + offset); w is [headDim], shared by the heads.
+func (g *Graph) HeadRMSNorm(x int, w string, headDim int, eps, offset float32) int {
+	c := g.cols(x)
+	if headDim <= 0 || c%headDim != 0 {
+		panic(fmt.Sprintf("graph: head rms norm of head size %d on %d columns", headDim, c))
+	}
+	g.weight(w, headDim)
+	return g.add(Node{Op: OpHeadRMSNorm, In: []int{x}, Cols: c, Weight: w, Eps: eps, Offset: offset,
+		HeadDim: headDim, Name: w})
+}
+
 func (g *Graph) binary(op Op, x, y int) int {
 	if g.cols(x) != g.cols(y) {
 		panic(fmt.Sprintf("graph: %v of %d and %d columns", op, g.cols(x), g.cols(y)))

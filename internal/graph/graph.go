@@ -41,13 +41,17 @@ const (
 	OpColumns
 	// OpLastRow keeps only the last row of x: out is [1, C].
 	OpLastRow
+	// OpHeadRMSNorm normalizes each head of x [T, heads*E] on its own:
+	// out[t][h*E+e] = x[t][h*E+e] / sqrt(mean_e(x[t][h*E:(h+1)*E]^2) + Eps) * (w[e] + Offset),
+	// with w [E] shared by all heads (Qwen3's and Gemma 3's q_norm/k_norm).
+	OpHeadRMSNorm
 )
 
 var opNames = [...]string{
 	OpInvalid: "invalid", OpTokens: "tokens", OpEmbed: "embed", OpLinear: "linear",
 	OpRMSNorm: "rms_norm", OpAdd: "add", OpMul: "mul", OpScale: "scale", OpSiLU: "silu",
 	OpGELUTanh: "gelu_tanh", OpRoPE: "rope", OpAttention: "attention", OpColumns: "columns",
-	OpLastRow: "last_row",
+	OpLastRow: "last_row", OpHeadRMSNorm: "head_rms_norm",
 }
 
 // String returns the op's name.
@@ -101,16 +105,17 @@ type Node struct {
 	Op     Op
 	In     []int  // indices of input nodes
 	Cols   int    // columns of the output (rows are T, or 1 after OpLastRow)
-	Weight string // weight name (OpEmbed, OpLinear, OpRMSNorm)
+	Weight string // weight name (OpEmbed, OpLinear, OpRMSNorm, OpHeadRMSNorm)
 	Bias   string // optional bias name (OpLinear)
 	Name   string // a label for dumps and errors
 
-	Eps    float32 // OpRMSNorm
-	Offset float32 // OpRMSNorm gain offset (1 for Gemma's (1+w))
-	Scale  float32 // OpScale
-	Lo, Hi int     // OpColumns
-	Rope   *Rope   // OpRoPE
-	Attn   *Attn   // OpAttention
+	Eps     float32 // OpRMSNorm, OpHeadRMSNorm
+	Offset  float32 // OpRMSNorm, OpHeadRMSNorm gain offset (1 for Gemma's (1+w))
+	HeadDim int     // OpHeadRMSNorm: E, the span each norm covers
+	Scale   float32 // OpScale
+	Lo, Hi  int     // OpColumns
+	Rope    *Rope   // OpRoPE
+	Attn    *Attn   // OpAttention
 }
 
 // Graph is a forward pass: nodes in topological order, the weights they

@@ -133,6 +133,9 @@ func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []in
 		linear(dst, x, in.w[n.Weight], b, nrows[n.In[0]], in.g.cols(n.In[0]), n.Cols, in.threads)
 	case OpRMSNorm:
 		rmsNorm(dst, x, in.w[n.Weight], n.Cols, n.Eps, n.Offset)
+	case OpHeadRMSNorm:
+		// a [T, heads*E] matrix is a [T*heads, E] one: each head is a row
+		rmsNorm(dst, x, in.w[n.Weight], n.HeadDim, n.Eps, n.Offset)
 	case OpAdd:
 		y := vals[n.In[1]]
 		for i := range dst {

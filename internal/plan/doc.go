@@ -10,6 +10,9 @@
 //	embed      out[t] = w[ids[t]]                  w [V, D], no input buffer
 //	linear     out[t][n] = sum_k x[t][k]*w[n][k] (+ b[n])   w [N, K], b [N]
 //	rms_norm   out[t][c] = x[t][c] / sqrt(mean(x[t]^2) + eps) * (w[c] + offset)
+//	head_rms_norm  rms_norm of each head_dim-wide head of a row on its own,
+//	           out[t][h*E+e] = x[t][h*E+e] / sqrt(mean_e(head^2) + eps) * (w[e] + offset),
+//	           w [E] shared by the heads
 //	add, mul   out = x + y, x * y (elementwise)
 //	scale      out = x * scale
 //	silu       out = x * sigmoid(x)

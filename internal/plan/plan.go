@@ -26,6 +26,7 @@ const (
 	OpAttention
 	OpColumns
 	OpLastRow
+	OpHeadRMSNorm
 	numOps
 )
 
@@ -33,6 +34,7 @@ var opNames = [numOps]string{
 	OpInvalid: "invalid", OpEmbed: "embed", OpLinear: "linear", OpRMSNorm: "rms_norm",
 	OpAdd: "add", OpMul: "mul", OpScale: "scale", OpSiLU: "silu", OpGELUTanh: "gelu_tanh",
 	OpRoPE: "rope", OpAttention: "attention", OpColumns: "columns", OpLastRow: "last_row",
+	OpHeadRMSNorm: "head_rms_norm",
 }
 
 // String returns the op's name.
@@ -114,13 +116,14 @@ type Step struct {
 	Weights []string `json:"weights,omitempty"`
 	Name    string   `json:"name,omitempty"` // a label for errors and dumps
 
-	Eps    float32 `json:"eps,omitempty"`    // rms_norm
-	Offset float32 `json:"offset,omitempty"` // rms_norm gain offset
-	Scale  float32 `json:"scale,omitempty"`  // scale
-	Lo     int     `json:"lo,omitempty"`     // columns
-	Hi     int     `json:"hi,omitempty"`     // columns
-	Rope   *Rope   `json:"rope,omitempty"`
-	Attn   *Attn   `json:"attn,omitempty"`
+	Eps     float32 `json:"eps,omitempty"`      // rms_norm, head_rms_norm
+	Offset  float32 `json:"offset,omitempty"`   // rms_norm, head_rms_norm gain offset
+	Scale   float32 `json:"scale,omitempty"`    // scale
+	Lo      int     `json:"lo,omitempty"`       // columns
+	Hi      int     `json:"hi,omitempty"`       // columns
+	HeadDim int     `json:"head_dim,omitempty"` // head_rms_norm: E
+	Rope    *Rope   `json:"rope,omitempty"`
+	Attn    *Attn   `json:"attn,omitempty"`
 }
 
 // Rope configures a rope step: pair i of a head at position p rotates by

@@ -201,6 +201,8 @@ func TestManifestValidate(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	b, _ := handPlan().Encode()
 	f.Add(b)
+	hb, _ := headNormPlan().Encode()
+	f.Add(hb)
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"version":1,"rows":1,"arena":1,"buffers":[{"rows":1,"cols":1,"offset":0}],"steps":[{"op":"embed","out":0,"weights":["w"]}],"output":0,"kv":{"ctx":1}}`))
 	f.Add([]byte(`{"version":1,"rows":65536,"arena":2147483647,"buffers":[{"rows":65536,"cols":16777216,"offset":9223372036854775807}]}`))

@@ -139,6 +139,7 @@ var arity = [numOps]struct{ in, wmin, wmax int }{
 	OpEmbed: {0, 1, 1}, OpLinear: {1, 1, 2}, OpRMSNorm: {1, 1, 1}, OpAdd: {2, 0, 0},
 	OpMul: {2, 0, 0}, OpScale: {1, 0, 0}, OpSiLU: {1, 0, 0}, OpGELUTanh: {1, 0, 0},
 	OpRoPE: {1, 0, 0}, OpAttention: {3, 0, 0}, OpColumns: {1, 0, 0}, OpLastRow: {1, 0, 0},
+	OpHeadRMSNorm: {1, 1, 1},
 }
 
 func (p *Plan) checkStep(s int, def []int) error {
@@ -207,7 +208,10 @@ func (p *Plan) checkShapes(st *Step) *Error {
 		if in[0].Rows != o.Rows {
 			return errf(".out", "linear of %d rows writes %d rows", in[0].Rows, o.Rows)
 		}
-	case OpRMSNorm, OpScale, OpSiLU, OpGELUTanh:
+	case OpRMSNorm, OpScale, OpSiLU, OpGELUTanh, OpHeadRMSNorm:
+		if st.Op == OpHeadRMSNorm && (st.HeadDim < 1 || in[0].Cols%st.HeadDim != 0) {
+			return errf(".head_dim", "%d does not divide %d columns", st.HeadDim, in[0].Cols)
+		}
 		if !same(in[0]) {
 			return errf(".out", "%v of %dx%d writes %dx%d", st.Op, in[0].Rows, in[0].Cols, o.Rows, o.Cols)
 		}
@@ -319,6 +323,10 @@ func (p *Plan) CheckWeights(shape func(name string) ([]int64, bool)) error {
 				k := p.Buffers[st.In[0]].Cols
 				if len(sh) != 2 || sh[0] != int64(o.Cols) || sh[1] != int64(k) {
 					want = fmt.Sprintf("[%d, %d]", o.Cols, k)
+				}
+			case st.Op == OpHeadRMSNorm:
+				if len(sh) != 1 || sh[0] != int64(st.HeadDim) {
+					want = fmt.Sprintf("[%d]", st.HeadDim)
 				}
 			default: // linear bias, rms_norm gain
 				if len(sh) != 1 || sh[0] != int64(o.Cols) {

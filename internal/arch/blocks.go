@@ -1,0 +1,229 @@
+package arch
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/aotlm/aotlm/internal/format"
+	"github.com/aotlm/aotlm/internal/graph"
+)
+
+// The shared pre-norm decoder: embeddings, then per layer RMSNorm ->
+// grouped-query rotary attention -> residual add, RMSNorm -> SwiGLU ->
+// residual add, then a final RMSNorm and the classifier. Families differ
+// only in Config fields this file reads (biases, per-head q/k norms,
+// layers without RoPE, Granite's multipliers) and in their config readers
+// and tensor names.
+
+// decoderConfigHF reads the config.json fields every decoder family shares.
+func decoderConfigHF(m map[string]any, family string, style graph.RopeStyle) (Config, error) {
+	c := Config{Family: family, Source: "hf", RopeStyle: style}
+	var err error
+	get := func(key string, def int) int {
+		if err != nil {
+			return 0
+		}
+		v, ok := format.MetaInt(m, key)
+		if !ok {
+			if _, present := m[key]; (present && m[key] != nil) || def < 0 {
+				err = fmt.Errorf("config.json: %q is missing or not an integer", key)
+			}
+			return def
+		}
+		return int(v)
+	}
+	c.Hidden = get("hidden_size", -1)
+	c.FFN = get("intermediate_size", -1)
+	c.Layers = get("num_hidden_layers", -1)
+	c.Heads = get("num_attention_heads", -1)
+	c.KVHeads = get("num_key_value_heads", c.Heads)
+	c.Vocab = get("vocab_size", -1)
+	c.Context = get("max_position_embeddings", 2048)
+	if err != nil {
+		return c, err
+	}
+	if v, ok := format.MetaInt(m, "head_dim"); ok {
+		c.HeadDim = int(v)
+	} else if c.Heads > 0 {
+		c.HeadDim = c.Hidden / c.Heads
+	}
+	c.NormEps = floatOr(m, "rms_norm_eps", 1e-6)
+	c.RopeTheta = floatOr(m, "rope_theta", 10000)
+	if b, ok := m["tie_word_embeddings"].(bool); ok {
+		c.Tied = b
+	}
+	c.BOS = -1
+	if v, ok := format.MetaInt(m, "bos_token_id"); ok {
+		c.BOS = int(v)
+	}
+	c.EOS = intList(m["eos_token_id"])
+	if rs, ok := m["rope_scaling"].(map[string]any); ok {
+		s, err := ropeScalingHF(rs)
+		if err != nil {
+			return c, fmt.Errorf("config.json: %w", err)
+		}
+		c.RopeScaling = s
+	}
+	return c, nil
+}
+
+// refuseBiases rejects config.json flags for biases a family's graph does
+// not carry, rather than loading the model without them.
+func refuseBiases(m map[string]any, keys ...string) error {
+	for _, k := range keys {
+		if b, ok := m[k].(bool); ok && b {
+			return fmt.Errorf("config.json: %q is true, which this family does not support", k)
+		}
+	}
+	return nil
+}
+
+// decoderConfigGGUF reads the GGUF metadata every decoder family shares;
+// keys are prefixed with the GGUF architecture name.
+func decoderConfigGGUF(m map[string]any, arch, family string, style graph.RopeStyle) (Config, error) {
+	c := Config{Family: family, Source: "gguf", RopeStyle: style, BOS: -1}
+	var missing []string
+	get := func(key string, def int) int {
+		v, ok := format.MetaInt(m, arch+"."+key)
+		if !ok {
+			if def < 0 {
+				missing = append(missing, arch+"."+key)
+			}
+			return def
+		}
+		return int(v)
+	}
+	c.Hidden = get("embedding_length", -1)
+	c.FFN = get("feed_forward_length", -1)
+	c.Layers = get("block_count", -1)
+	c.Heads = get("attention.head_count", -1)
+	c.KVHeads = get("attention.head_count_kv", c.Heads)
+	c.Context = get("context_length", 2048)
+	if len(missing) > 0 {
+		return c, fmt.Errorf("gguf: metadata %s missing or not an integer", strings.Join(missing, ", "))
+	}
+	c.HeadDim = get("attention.key_length", c.Hidden/max(c.Heads, 1))
+	c.RotaryDim = get("rope.dimension_count", c.HeadDim)
+	c.NormEps = floatOr(m, arch+".attention.layer_norm_rms_epsilon", 1e-5)
+	c.RopeTheta = floatOr(m, arch+".rope.freq_base", 10000)
+	if t, ok := format.MetaString(m, arch+".rope.scaling.type"); ok && t != "none" {
+		c.RopeScaling = RopeScaling{Type: t, Factor: floatOr(m, arch+".rope.scaling.factor", 1)}
+	}
+	if v, ok := format.MetaInt(m, "tokenizer.ggml.bos_token_id"); ok {
+		c.BOS = int(v)
+	}
+	if v, ok := format.MetaInt(m, "tokenizer.ggml.eos_token_id"); ok {
+		c.EOS = []int{int(v)}
+	}
+	return c, nil
+}
+
+// ggufDecoderNames maps canonical (HF) names to llama.cpp's for every
+// decoder family; entries a family's graph does not name are never used.
+var ggufDecoderNames = map[string]string{
+	"model.embed_tokens.weight":       "token_embd.weight",
+	"model.norm.weight":               "output_norm.weight",
+	"lm_head.weight":                  "output.weight",
+	"input_layernorm.weight":          "attn_norm.weight",
+	"self_attn.q_proj.weight":         "attn_q.weight",
+	"self_attn.k_proj.weight":         "attn_k.weight",
+	"self_attn.v_proj.weight":         "attn_v.weight",
+	"self_attn.q_proj.bias":           "attn_q.bias",
+	"self_attn.k_proj.bias":           "attn_k.bias",
+	"self_attn.v_proj.bias":           "attn_v.bias",
+	"self_attn.q_norm.weight":         "attn_q_norm.weight",
+	"self_attn.k_norm.weight":         "attn_k_norm.weight",
+	"self_attn.o_proj.weight":         "attn_output.weight",
+	"post_attention_layernorm.weight": "ffn_norm.weight",
+	"mlp.gate_proj.weight":            "ffn_gate.weight",
+	"mlp.up_proj.weight":              "ffn_up.weight",
+	"mlp.down_proj.weight":            "ffn_down.weight",
+	"layer-prefix":                    "blk.",
+}
+
+// decoderTensorName maps a canonical name for the HF and GGUF sources.
+func decoderTensorName(source, name string) (string, bool) {
+	switch source {
+	case "hf":
+		return name, true
+	case "gguf":
+		return mapLayerName(name, ggufDecoderNames)
+	}
+	return "", false
+}
+
+// orOne returns v, or 1 when v is 0 (unset).
+func orOne(v float64) float64 {
+	if v == 0 {
+		return 1
+	}
+	return v
+}
+
+// buildDecoder returns the graph of the shared decoder for c.
+func buildDecoder(c *Config, opts BuildOptions) (*graph.Graph, error) {
+	rope, err := ropeOf(c)
+	if err != nil {
+		return nil, err
+	}
+	g := graph.New()
+	x := g.Embed(g.Tokens(), "model.embed_tokens.weight", c.Vocab, c.Hidden)
+	if s := orOne(c.EmbedScale); s != 1 {
+		x = g.Scale(x, float32(s))
+	}
+	eps := float32(c.NormEps)
+	scale := c.AttnScale
+	if scale == 0 {
+		scale = 1 / math.Sqrt(float64(c.HeadDim))
+	}
+	residual := func(x, branch int) int {
+		if s := orOne(c.ResidualScale); s != 1 {
+			branch = g.Scale(branch, float32(s))
+		}
+		return g.Add(x, branch)
+	}
+	for l := 0; l < c.Layers; l++ {
+		p := fmt.Sprintf("model.layers.%d.", l)
+		h := g.RMSNorm(x, p+"input_layernorm.weight", eps, 0)
+		proj := func(name string, n int) int {
+			bias := ""
+			if c.QKVBias {
+				bias = p + "self_attn." + name + ".bias"
+			}
+			return g.Linear(h, p+"self_attn."+name+".weight", n, bias)
+		}
+		q := proj("q_proj", c.Heads*c.HeadDim)
+		k := proj("k_proj", c.KVHeads*c.HeadDim)
+		v := proj("v_proj", c.KVHeads*c.HeadDim)
+		if c.QKNorm {
+			q = g.HeadRMSNorm(q, p+"self_attn.q_norm.weight", c.HeadDim, eps, 0)
+			k = g.HeadRMSNorm(k, p+"self_attn.k_norm.weight", c.HeadDim, eps, 0)
+		}
+		if !slices.Contains(c.NoRopeLayers, l) {
+			q, k = g.RoPE(q, rope), g.RoPE(k, rope)
+		}
+		a := g.Attention(q, k, v, graph.Attn{Layer: l, Heads: c.Heads, KVHeads: c.KVHeads,
+			HeadDim: c.HeadDim, Scale: float32(scale)})
+		x = residual(x, g.Linear(a, p+"self_attn.o_proj.weight", c.Hidden, ""))
+		h = g.RMSNorm(x, p+"post_attention_layernorm.weight", eps, 0)
+		gate := g.SiLU(g.Linear(h, p+"mlp.gate_proj.weight", c.FFN, ""))
+		up := g.Linear(h, p+"mlp.up_proj.weight", c.FFN, "")
+		x = residual(x, g.Linear(g.Mul(gate, up), p+"mlp.down_proj.weight", c.Hidden, ""))
+	}
+	x = g.RMSNorm(x, "model.norm.weight", eps, 0)
+	if !opts.AllLogits {
+		x = g.LastRow(x)
+	}
+	head := "lm_head.weight"
+	if c.Tied {
+		head = "model.embed_tokens.weight"
+	}
+	logits := g.Linear(x, head, c.Vocab, "")
+	if s := orOne(c.LogitScale); s != 1 {
+		logits = g.Scale(logits, float32(1/s))
+	}
+	g.SetOutput(logits)
+	return g, nil
+}

@@ -1,0 +1,25 @@
+package engine_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/aotlm/aotlm/internal/engine"
+	"github.com/aotlm/aotlm/internal/testutil"
+)
+
+// TestFamilyParity compiles the llama.cpp fixture models of the families
+// beyond Llama (Qwen2 biases, Qwen3 per-head q/k norms, SmolLM3 layers
+// without RoPE, Granite multipliers) from their HF folders into f32
+// artifacts and checks the engine against the interpreter within logitTol,
+// in hybrid mode (AR-1 and AR-4 plans) and kv mode.
+func TestFamilyParity(t *testing.T) {
+	for _, family := range []string{"qwen2", "qwen3", "smollm3", "granite"} {
+		m := loadModel(t, testutil.Path(t, "arch/"+family))
+		e := compileModel(t, m, 64, 4)
+		for _, n := range []int{1, 4} {
+			t.Run(fmt.Sprintf("%s/ar%d", family, n), func(t *testing.T) { checkParity(t, m, e, n, engine.ModeHybrid) })
+		}
+		t.Run(family+"/kv", func(t *testing.T) { checkParity(t, m, e, 4, engine.ModeKV) })
+	}
+}
