@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/aotlm/aotlm/internal/mmapfile"
 	"io"
 	"math"
-	"os"
 
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/tensor"
@@ -30,21 +30,16 @@ var _ format.Checkpoint = (*Checkpoint)(nil)
 
 // Open opens and validates the llama2.c checkpoint at path.
 func Open(path string) (*Checkpoint, error) {
-	f, err := os.Open(path)
+	reg, err := mmapfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("llama2c: %w", err)
 	}
-	st, err := f.Stat()
+	c, err := OpenReader(reg, reg.Size, path)
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("llama2c: %w", err)
-	}
-	c, err := OpenReader(f, st.Size(), path)
-	if err != nil {
-		f.Close()
+		reg.Close()
 		return nil, err
 	}
-	c.closer = f
+	c.closer = reg
 	return c, nil
 }
 

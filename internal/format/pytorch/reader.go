@@ -4,8 +4,8 @@ import (
 	"archive/zip"
 	"errors"
 	"fmt"
+	"github.com/aotlm/aotlm/internal/mmapfile"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/aotlm/aotlm/internal/format"
@@ -44,21 +44,16 @@ var _ format.Checkpoint = (*Checkpoint)(nil)
 
 // Open opens a torch.save zip checkpoint (.pth, .pt, .bin) at path.
 func Open(path string) (*Checkpoint, error) {
-	f, err := os.Open(path)
+	reg, err := mmapfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("pytorch: %w", err)
 	}
-	st, err := f.Stat()
+	c, err := OpenReader(reg, reg.Size, path)
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("pytorch: %w", err)
-	}
-	c, err := OpenReader(f, st.Size(), path)
-	if err != nil {
-		f.Close()
+		reg.Close()
 		return nil, err
 	}
-	c.closer = f
+	c.closer = reg
 	return c, nil
 }
 
