@@ -14,8 +14,9 @@ import (
 // grouped-query rotary attention -> residual add, RMSNorm -> SwiGLU ->
 // residual add, then a final RMSNorm and the classifier. Families differ
 // only in Config fields this file reads (biases, per-head q/k norms,
-// layers without RoPE, Granite's multipliers) and in their config readers
-// and tensor names.
+// layers without RoPE, Granite's multipliers, Gemma's (1+w) gains,
+// GELU-tanh gate, sandwich norms and sliding-window layers with their own
+// RoPE base) and in their config readers and tensor names.
 
 // decoderConfigHF reads the config.json fields every decoder family shares.
 func decoderConfigHF(m map[string]any, family string, style graph.RopeStyle) (Config, error) {
@@ -173,7 +174,15 @@ func buildDecoder(c *Config, opts BuildOptions) (*graph.Graph, error) {
 	if s := orOne(c.EmbedScale); s != 1 {
 		x = g.Scale(x, float32(s))
 	}
-	eps := float32(c.NormEps)
+	eps, off := float32(c.NormEps), float32(c.NormOffset)
+	localRope, err := slidingRope(c, rope)
+	if err != nil {
+		return nil, err
+	}
+	act := g.SiLU
+	if c.GELU {
+		act = g.GELUTanh
+	}
 	scale := c.AttnScale
 	if scale == 0 {
 		scale = 1 / math.Sqrt(float64(c.HeadDim))
@@ -186,7 +195,7 @@ func buildDecoder(c *Config, opts BuildOptions) (*graph.Graph, error) {
 	}
 	for l := 0; l < c.Layers; l++ {
 		p := fmt.Sprintf("model.layers.%d.", l)
-		h := g.RMSNorm(x, p+"input_layernorm.weight", eps, 0)
+		h := g.RMSNorm(x, p+"input_layernorm.weight", eps, off)
 		proj := func(name string, n int) int {
 			bias := ""
 			if c.QKVBias {
@@ -194,25 +203,58 @@ func buildDecoder(c *Config, opts BuildOptions) (*graph.Graph, error) {
 			}
 			return g.Linear(h, p+"self_attn."+name+".weight", n, bias)
 		}
-		q := proj("q_proj", c.Heads*c.HeadDim)
-		k := proj("k_proj", c.KVHeads*c.HeadDim)
-		v := proj("v_proj", c.KVHeads*c.HeadDim)
+		var q, k, v int
+		if c.FusedQKV {
+			// rows [q | k | v] of one projection (Phi-3)
+			nq, nkv := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+			qkv := proj("qkv_proj", nq+2*nkv)
+			q, k, v = g.Columns(qkv, 0, nq), g.Columns(qkv, nq, nq+nkv), g.Columns(qkv, nq+nkv, nq+2*nkv)
+		} else {
+			q = proj("q_proj", c.Heads*c.HeadDim)
+			k = proj("k_proj", c.KVHeads*c.HeadDim)
+			v = proj("v_proj", c.KVHeads*c.HeadDim)
+		}
 		if c.QKNorm {
-			q = g.HeadRMSNorm(q, p+"self_attn.q_norm.weight", c.HeadDim, eps, 0)
-			k = g.HeadRMSNorm(k, p+"self_attn.k_norm.weight", c.HeadDim, eps, 0)
+			q = g.HeadRMSNorm(q, p+"self_attn.q_norm.weight", c.HeadDim, eps, off)
+			k = g.HeadRMSNorm(k, p+"self_attn.k_norm.weight", c.HeadDim, eps, off)
 		}
+		sliding := slices.Contains(c.SlidingLayers, l)
 		if !slices.Contains(c.NoRopeLayers, l) {
-			q, k = g.RoPE(q, rope), g.RoPE(k, rope)
+			r := rope
+			if sliding {
+				r = localRope
+			}
+			q, k = g.RoPE(q, r), g.RoPE(k, r)
 		}
-		a := g.Attention(q, k, v, graph.Attn{Layer: l, Heads: c.Heads, KVHeads: c.KVHeads,
-			HeadDim: c.HeadDim, Scale: float32(scale)})
-		x = residual(x, g.Linear(a, p+"self_attn.o_proj.weight", c.Hidden, ""))
-		h = g.RMSNorm(x, p+"post_attention_layernorm.weight", eps, 0)
-		gate := g.SiLU(g.Linear(h, p+"mlp.gate_proj.weight", c.FFN, ""))
-		up := g.Linear(h, p+"mlp.up_proj.weight", c.FFN, "")
-		x = residual(x, g.Linear(g.Mul(gate, up), p+"mlp.down_proj.weight", c.Hidden, ""))
+		at := graph.Attn{Layer: l, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Scale: float32(scale)}
+		if sliding {
+			at.Window = c.SlidingWindow
+		}
+		o := g.Linear(g.Attention(q, k, v, at), p+"self_attn.o_proj.weight", c.Hidden, "")
+		if c.SandwichNorms {
+			// Gemma 3: norm the branch output, then a separate pre-FFN norm
+			x = residual(x, g.RMSNorm(o, p+"post_attention_layernorm.weight", eps, off))
+			h = g.RMSNorm(x, p+"pre_feedforward_layernorm.weight", eps, off)
+		} else {
+			x = residual(x, o)
+			h = g.RMSNorm(x, p+"post_attention_layernorm.weight", eps, off)
+		}
+		var gate, up int
+		if c.FusedGateUp {
+			// rows [gate | up] of one projection (Phi-3, GLM)
+			gu := g.Linear(h, p+"mlp.gate_up_proj.weight", 2*c.FFN, "")
+			gate, up = act(g.Columns(gu, 0, c.FFN)), g.Columns(gu, c.FFN, 2*c.FFN)
+		} else {
+			gate = act(g.Linear(h, p+"mlp.gate_proj.weight", c.FFN, ""))
+			up = g.Linear(h, p+"mlp.up_proj.weight", c.FFN, "")
+		}
+		m := g.Linear(g.Mul(gate, up), p+"mlp.down_proj.weight", c.Hidden, "")
+		if c.SandwichNorms {
+			m = g.RMSNorm(m, p+"post_feedforward_layernorm.weight", eps, off)
+		}
+		x = residual(x, m)
 	}
-	x = g.RMSNorm(x, "model.norm.weight", eps, 0)
+	x = g.RMSNorm(x, "model.norm.weight", eps, off)
 	if !opts.AllLogits {
 		x = g.LastRow(x)
 	}
@@ -226,4 +268,20 @@ func buildDecoder(c *Config, opts BuildOptions) (*graph.Graph, error) {
 	}
 	g.SetOutput(logits)
 	return g, nil
+}
+
+// slidingRope returns the rotary embedding of sliding-window layers: the
+// global one, or with LocalRopeTheta set, that base without scaling or
+// per-pair factors (Gemma 3 local layers).
+func slidingRope(c *Config, global graph.Rope) (graph.Rope, error) {
+	if c.LocalRopeTheta == 0 || len(c.SlidingLayers) == 0 {
+		return global, nil
+	}
+	local := *c
+	local.RopeTheta, local.RopeScaling, local.RopeFreqFactors = c.LocalRopeTheta, RopeScaling{}, nil
+	r, err := ropeOf(&local)
+	if err != nil {
+		return graph.Rope{}, fmt.Errorf("local rope: %w", err)
+	}
+	return r, nil
 }

@@ -31,6 +31,12 @@ type Config struct {
 	// give plain Llama.
 	QKVBias bool // q, k and v projections add a bias (Qwen2)
 	QKNorm  bool // per-head RMSNorm of q and k before RoPE (Qwen3)
+	// FusedQKV reads q, k and v from one projection qkv_proj whose rows
+	// are [q | k | v] (Phi-3).
+	FusedQKV bool
+	// FusedGateUp reads the feed-forward gate and up projections from one
+	// gate_up_proj whose rows are [gate | up] (Phi-3, GLM).
+	FusedGateUp bool
 	// NoRopeLayers lists layers whose attention uses no rotary embedding
 	// (SmolLM3).
 	NoRopeLayers []int
@@ -40,6 +46,26 @@ type Config struct {
 	// before each residual add; 0 means 1 (Granite).
 	ResidualScale float64
 	LogitScale    float64 // divides the logits; 0 means 1 (Granite)
+
+	// NormOffset is added to every RMSNorm gain, per-head q/k norms
+	// included: 1 for Gemma checkpoints that store w of a (1+w) gain
+	// (llama.cpp's converter adds the 1 into its GGUF files, so 0 there).
+	NormOffset float64
+	// GELU makes the feed-forward gate a tanh-approximated GELU instead of
+	// SiLU (Gemma).
+	GELU bool
+	// SandwichNorms adds Gemma 3's extra norms: post_attention_layernorm on
+	// the attention output and post_feedforward_layernorm on the
+	// feed-forward output, each before its residual add, and
+	// pre_feedforward_layernorm in front of the feed-forward.
+	SandwichNorms bool
+	// SlidingLayers lists layers whose attention sees only the last
+	// SlidingWindow positions (query i attends keys j with 0 <= i-j <
+	// SlidingWindow) and, when LocalRopeTheta > 0, whose RoPE uses that
+	// base without scaling (Gemma 3 local layers).
+	SlidingLayers  []int
+	SlidingWindow  int
+	LocalRopeTheta float64
 
 	Tied bool // classifier shares the embedding table
 	BOS  int  // -1 if unknown
@@ -101,6 +127,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%s config: layer %d without rotary embedding does not exist", c.Family, l)
 		}
 	}
+	if err := c.validateSliding(); err != nil {
+		return err
+	}
 	if !(c.NormEps > 0 && c.NormEps < 1) {
 		return fmt.Errorf("%s config: norm epsilon %v out of range", c.Family, c.NormEps)
 	}
@@ -112,4 +141,23 @@ func (c *Config) rotDim() int {
 		return c.RotaryDim
 	}
 	return c.HeadDim
+}
+
+// validateSliding checks the norm offset and the sliding-window layers.
+func (c *Config) validateSliding() error {
+	if c.NormOffset < 0 || c.NormOffset > 1 || math.IsNaN(c.NormOffset) {
+		return fmt.Errorf("%s config: norm offset %v out of range", c.Family, c.NormOffset)
+	}
+	if len(c.SlidingLayers) > 0 && c.SlidingWindow <= 0 {
+		return fmt.Errorf("%s config: sliding window %d must be positive", c.Family, c.SlidingWindow)
+	}
+	for _, l := range c.SlidingLayers {
+		if l < 0 || l >= c.Layers {
+			return fmt.Errorf("%s config: sliding-window layer %d does not exist", c.Family, l)
+		}
+	}
+	if c.LocalRopeTheta < 0 || math.IsNaN(c.LocalRopeTheta) || math.IsInf(c.LocalRopeTheta, 0) {
+		return fmt.Errorf("%s config: local rope theta %v must be positive", c.Family, c.LocalRopeTheta)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/compile"
@@ -26,9 +27,12 @@ type archRef struct {
 // rope scaling (all three frequency branches), tied embeddings, and — through
 // the GGUF — llama.cpp's q/k permutation and rope_freqs factors; qwen2 q/k/v
 // biases and NeoX rope; qwen3 per-head q/k RMSNorm and head_dim != hidden/heads;
-// smollm3 a layer without RoPE; granite its four multipliers.
+// smollm3 a layer without RoPE; granite its four multipliers; gemma (1+w)
+// gains, GELU-tanh and scaled embeddings (tolerance 2e-2, as the README
+// suggests for the gemma families); gemma3 sandwich norms, sliding-window
+// local layers with their own unscaled RoPE and query_pre_attn_scalar.
 func TestArchFixtures(t *testing.T) {
-	for _, family := range []string{"llama", "qwen2", "qwen3", "smollm3", "granite"} {
+	for _, family := range []string{"llama", "qwen2", "qwen3", "smollm3", "granite", "phi3", "glm", "gemma", "gemma3"} {
 		var ref archRef
 		if err := json.Unmarshal(testutil.ReadFile(t, "arch/"+family+"/reference.json"), &ref); err != nil {
 			t.Fatal(err)
@@ -39,7 +43,10 @@ func TestArchFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}
-			s, _ := m.NewSession(256)
+			s, err := m.NewSession(256)
+			if err != nil {
+				t.Fatal(err)
+			}
 			got, err := s.Logits(ref.Tokens)
 			if err != nil {
 				t.Fatal(err)
@@ -51,10 +58,17 @@ func TestArchFixtures(t *testing.T) {
 				}
 			}
 			t.Logf("%s: max |logit diff| %.3g over %d positions", path, maxDiff, len(ref.Logits))
-			if maxDiff > 1e-3 {
-				t.Errorf("%s: logits differ from llama.cpp by %.3g (tolerance 1e-3)", path, maxDiff)
+			tol := 1e-3
+			if strings.HasPrefix(family, "gemma") {
+				tol = 2e-2 // llama.cpp's GELU goes through an fp16 table (README)
 			}
-			s2, _ := m.NewSession(256)
+			if maxDiff > tol {
+				t.Errorf("%s: logits differ from llama.cpp by %.3g (tolerance %g)", path, maxDiff, tol)
+			}
+			s2, err := m.NewSession(256)
+			if err != nil {
+				t.Fatal(err)
+			}
 			res, err := decoding.Generate(s2, ref.Tokens, decoding.Options{MaxTokens: len(ref.Greedy)})
 			if err != nil {
 				t.Fatal(err)
@@ -84,7 +98,10 @@ func TestArchFixtureArtifact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	is, _ := im.NewSession(128)
+	is, err := im.NewSession(128)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want, err := is.Logits(ref.Tokens)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +111,10 @@ func TestArchFixtureArtifact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, _ := am.NewSession(128)
+		s, err := am.NewSession(128)
+		if err != nil {
+			t.Fatal(err)
+		}
 		got, err := s.Logits(ref.Tokens)
 		if err != nil {
 			t.Fatal(err)
@@ -110,7 +130,10 @@ func TestArchFixtureArtifact(t *testing.T) {
 		if dInterp > 1e-5 || dRef > 1e-3 {
 			t.Errorf("%s: artifact logits differ by %.3g from the interpreter (1e-5), %.3g from llama.cpp (1e-3)", mode, dInterp, dRef)
 		}
-		s2, _ := am.NewSession(128)
+		s2, err := am.NewSession(128)
+		if err != nil {
+			t.Fatal(err)
+		}
 		res, err := decoding.Generate(s2, ref.Tokens, decoding.Options{MaxTokens: len(ref.Greedy)})
 		if err != nil {
 			t.Fatal(err)
