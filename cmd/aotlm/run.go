@@ -107,7 +107,7 @@ and options; --no-compile runs it through the graph interpreter instead.
 				}
 			}
 			if !asJSON {
-				req.Stream = cmd.OutOrStdout()
+				req.Stream, req.Echo = cmd.OutOrStdout(), !useChat
 			}
 			rep, err := textgen.Run(m, m.Tokenizer, s, req)
 			if err != nil {

@@ -149,6 +149,12 @@ func TestRunStoriesText(t *testing.T) {
 	if !strings.Contains(stderr, "tok/s") {
 		t.Errorf("no speed summary on stderr: %q", stderr)
 	}
+	// a prompt is echoed, and the continuation is decoded in its context:
+	// llama2.c's greedy continuation of "Lily wanted to" starts " go" (id 298)
+	code, stdout, stderr = aotlm(t, "run", "-m", m, "-p", "Lily wanted to", "-n", "3", "--temp", "0")
+	if code != 0 || !strings.HasPrefix(stdout, "Lily wanted to go ") {
+		t.Fatalf("exit %d (%s): %q", code, stderr, stdout)
+	}
 }
 
 // TestRunBadInput checks that each kind of bad input prints one error line

@@ -23,6 +23,9 @@ type Request struct {
 	ExtraStop []int
 	// Stream receives decoded text as it is produced (nil: none).
 	Stream io.Writer
+	// Echo writes the prompt to Stream first and decodes the continuation
+	// in the prompt's context, so its first word keeps its leading space.
+	Echo bool
 }
 
 // Report is the outcome, shaped as `aotlm run --json` prints it.
@@ -75,7 +78,19 @@ func Run(m Model, tok tokenizer.Tokenizer, s decoding.Session, req Request) (*Re
 	if !req.IgnoreEOS {
 		stop = append(m.StopIDs(), req.ExtraStop...)
 	}
+	if s.Pos()+len(prompt) > s.Context() {
+		// refuse before anything is echoed
+		return nil, fmt.Errorf("%w: %d prompt tokens, context %d", decoding.ErrPromptTooLong, len(prompt), s.Context()-s.Pos())
+	}
 	stream := tokenizer.NewStreamDecoder(tok)
+	if req.Stream != nil && req.Echo {
+		if _, err := io.WriteString(req.Stream, req.Prompt); err != nil {
+			return nil, fmt.Errorf("writing output: %w", err)
+		}
+		for _, id := range prompt {
+			stream.Add(id) // context only: the prompt's text is already out
+		}
+	}
 	opts := decoding.Options{
 		MaxTokens: req.MaxTokens,
 		Stop:      stop,
