@@ -107,10 +107,10 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 		c[i].p = float32(float64(c[i].p) / sum)
 	}
 	if s.p.TopK > 0 || (s.p.TopP > 0 && s.p.TopP < 1) || s.p.MinP > 0 {
-		slices.SortFunc(c, byProbability)
 		if s.p.TopK > 0 && s.p.TopK < len(c) {
-			c = c[:s.p.TopK]
+			c = selectTop(c, s.p.TopK) // O(V log K) instead of sorting V
 		}
+		slices.SortFunc(c, byProbability)
 		if s.p.MinP > 0 {
 			floor := s.p.MinP * c[0].p
 			n := 1
@@ -159,4 +159,41 @@ func byProbability(a, b cand) int {
 		return 1
 	}
 	return a.id - b.id
+}
+
+// selectTop moves the k best candidates (by byProbability) to the front of
+// c, in no particular order, and returns them. It keeps a min-heap of the
+// best k seen so far, so the cost is O(len(c) log k) and nothing is
+// allocated.
+func selectTop(c []cand, k int) []cand {
+	h := c[:k]
+	// heapify: the root is the worst of the k kept
+	for i := k/2 - 1; i >= 0; i-- {
+		siftDown(h, i)
+	}
+	for i := k; i < len(c); i++ {
+		if byProbability(c[i], h[0]) < 0 { // c[i] is better than the worst kept
+			h[0], c[i] = c[i], h[0]
+			siftDown(h, 0)
+		}
+	}
+	return h
+}
+
+// siftDown restores the heap property (worst candidate at the root) below i.
+func siftDown(h []cand, i int) {
+	for {
+		worst, l, r := i, 2*i+1, 2*i+2
+		if l < len(h) && byProbability(h[l], h[worst]) > 0 {
+			worst = l
+		}
+		if r < len(h) && byProbability(h[r], h[worst]) > 0 {
+			worst = r
+		}
+		if worst == i {
+			return
+		}
+		h[i], h[worst] = h[worst], h[i]
+		i = worst
+	}
 }

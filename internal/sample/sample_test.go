@@ -3,6 +3,7 @@ package sample
 import (
 	"math"
 	"math/rand"
+	"slices"
 	"testing"
 )
 
@@ -127,5 +128,38 @@ func TestValidate(t *testing.T) {
 	}
 	if (Params{Temperature: 0.8, TopP: 0.95}).Validate() != nil {
 		t.Error("good params refused")
+	}
+}
+
+// TestSelectTopMatchesSort checks the heap selection against a full sort on
+// random probabilities with ties, for every k.
+func TestSelectTopMatchesSort(t *testing.T) {
+	r := rand.New(rand.NewSource(9))
+	for trial := 0; trial < 50; trial++ {
+		n := 1 + r.Intn(300)
+		c := make([]cand, n)
+		for i := range c {
+			c[i] = cand{i, float32(r.Intn(20)) / 20} // many ties
+		}
+		want := append([]cand(nil), c...)
+		slices.SortFunc(want, byProbability)
+		for k := 1; k <= n; k++ {
+			got := selectTop(append([]cand(nil), c...), k)
+			slices.SortFunc(got, byProbability)
+			if !slices.Equal(got, want[:k]) {
+				t.Fatalf("n %d k %d: %v, want %v", n, k, got, want[:k])
+			}
+		}
+	}
+}
+
+// BenchmarkSampleLargeVocab samples with llama.cpp's default chain over a
+// Qwen-sized vocabulary.
+func BenchmarkSampleLargeVocab(b *testing.B) {
+	r := rand.New(rand.NewSource(10))
+	l := randomLogits(r, 151936)
+	s := New(Params{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: 1})
+	for b.Loop() {
+		s.Sample(l, nil)
 	}
 }
