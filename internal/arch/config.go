@@ -9,79 +9,79 @@ import (
 
 // Config is everything the graph builder needs to know about a model.
 type Config struct {
-	Family  string // "llama"
-	Hidden  int    // D
-	FFN     int    // F
-	Layers  int
-	Heads   int // H
-	KVHeads int // G
-	HeadDim int // E
-	Vocab   int // V
-	Context int // trained context length
-	NormEps float64
+	Family  string  `json:"family"`            // "llama"
+	Hidden  int     `json:"hidden_size"`       // D
+	FFN     int     `json:"intermediate_size"` // F
+	Layers  int     `json:"num_layers"`
+	Heads   int     `json:"num_heads"`      // H
+	KVHeads int     `json:"num_kv_heads"`   // G
+	HeadDim int     `json:"head_dim"`       // E
+	Vocab   int     `json:"vocab_size"`     // V
+	Context int     `json:"context_length"` // trained context length
+	NormEps float64 `json:"norm_eps"`
 
-	RopeTheta   float64
-	RopeStyle   graph.RopeStyle
-	RotaryDim   int         // R; 0 means HeadDim
-	RopeScaling RopeScaling // zero value: none
+	RopeTheta   float64         `json:"rope_theta"`
+	RopeStyle   graph.RopeStyle `json:"rope_style"`
+	RotaryDim   int             `json:"rotary_dim,omitempty"` // R; 0 means HeadDim
+	RopeScaling RopeScaling     `json:"rope_scaling"`         // zero value: none
 	// RopeFreqFactors divide the base frequencies pairwise (GGUF rope_freqs).
-	RopeFreqFactors []float32
+	RopeFreqFactors []float32 `json:"rope_freq_factors,omitempty"`
 
 	// Variations of the shared decoder block (blocks.go); zero values
 	// give plain Llama.
-	QKVBias bool // q, k and v projections add a bias (Qwen2)
-	QKNorm  bool // per-head RMSNorm of q and k before RoPE (Qwen3)
+	QKVBias bool `json:"qkv_bias,omitempty"` // q, k and v projections add a bias (Qwen2)
+	QKNorm  bool `json:"qk_norm,omitempty"`  // per-head RMSNorm of q and k before RoPE (Qwen3)
 	// FusedQKV reads q, k and v from one projection qkv_proj whose rows
 	// are [q | k | v] (Phi-3).
-	FusedQKV bool
+	FusedQKV bool `json:"fused_qkv,omitempty"`
 	// FusedGateUp reads the feed-forward gate and up projections from one
 	// gate_up_proj whose rows are [gate | up] (Phi-3, GLM).
-	FusedGateUp bool
+	FusedGateUp bool `json:"fused_gate_up,omitempty"`
 	// NoRopeLayers lists layers whose attention uses no rotary embedding
 	// (SmolLM3).
-	NoRopeLayers []int
-	AttnScale    float64 // scale of q·k; 0 means 1/sqrt(HeadDim) (Granite)
-	EmbedScale   float64 // multiplies the embeddings; 0 means 1 (Granite)
+	NoRopeLayers []int   `json:"no_rope_layers,omitempty"`
+	AttnScale    float64 `json:"attn_scale,omitempty"`  // scale of q·k; 0 means 1/sqrt(HeadDim) (Granite)
+	EmbedScale   float64 `json:"embed_scale,omitempty"` // multiplies the embeddings; 0 means 1 (Granite)
 	// ResidualScale multiplies the attention and feed-forward outputs
 	// before each residual add; 0 means 1 (Granite).
-	ResidualScale float64
-	LogitScale    float64 // divides the logits; 0 means 1 (Granite)
+	ResidualScale float64 `json:"residual_scale,omitempty"`
+	LogitScale    float64 `json:"logit_scale,omitempty"` // divides the logits; 0 means 1 (Granite)
 
 	// NormOffset is added to every RMSNorm gain, per-head q/k norms
 	// included: 1 for Gemma checkpoints that store w of a (1+w) gain
 	// (llama.cpp's converter adds the 1 into its GGUF files, so 0 there).
-	NormOffset float64
+	NormOffset float64 `json:"norm_offset,omitempty"`
 	// GELU makes the feed-forward gate a tanh-approximated GELU instead of
 	// SiLU (Gemma).
-	GELU bool
+	GELU bool `json:"gelu,omitempty"`
 	// SandwichNorms adds Gemma 3's extra norms: post_attention_layernorm on
 	// the attention output and post_feedforward_layernorm on the
 	// feed-forward output, each before its residual add, and
 	// pre_feedforward_layernorm in front of the feed-forward.
-	SandwichNorms bool
+	SandwichNorms bool `json:"sandwich_norms,omitempty"`
 	// SlidingLayers lists layers whose attention sees only the last
 	// SlidingWindow positions (query i attends keys j with 0 <= i-j <
 	// SlidingWindow) and, when LocalRopeTheta > 0, whose RoPE uses that
 	// base without scaling (Gemma 3 local layers).
-	SlidingLayers  []int
-	SlidingWindow  int
-	LocalRopeTheta float64
+	SlidingLayers  []int   `json:"sliding_layers,omitempty"`
+	SlidingWindow  int     `json:"sliding_window,omitempty"`
+	LocalRopeTheta float64 `json:"local_rope_theta,omitempty"`
 
-	Tied bool // classifier shares the embedding table
-	BOS  int  // -1 if unknown
-	EOS  []int
+	Tied bool  `json:"tied"` // classifier shares the embedding table
+	BOS  int   `json:"bos"`  // -1 if unknown
+	EOS  []int `json:"eos"`
 
 	// Source records where the config came from ("hf", "gguf", "llama2c").
-	Source string
+	Source string `json:"source"`
 }
 
 // RopeScaling describes a rope_scaling entry of config.json.
 type RopeScaling struct {
-	Type                string  // "", "linear", "llama3"
-	Factor              float64 // linear and llama3
-	LowFreqFactor       float64 // llama3
-	HighFreqFactor      float64 // llama3
-	OriginalMaxPosition int     // llama3
+	Type                string  `json:"type,omitempty"`                             // "", "linear", "llama3"
+	Factor              float64 `json:"factor,omitempty"`                           // linear and llama3
+	LowFreqFactor       float64 `json:"low_freq_factor,omitempty"`                  // llama3
+	HighFreqFactor      float64 `json:"high_freq_factor,omitempty"`                 // llama3
+	OriginalMaxPosition int     `json:"original_max_position_embeddings,omitempty"` // llama3
 }
 
 // Validate checks the config for values a graph cannot be built from.

@@ -87,7 +87,7 @@ func TestDescribeStories(t *testing.T) {
 	// the cache is layers x ctx x kv cols x 2 x 4, in the manifest's own
 	// hyper-parameters
 	hp := info.Manifest.HyperParams
-	layers, kvHeads, headDim := hp["Layers"].(float64), hp["KVHeads"].(float64), hp["HeadDim"].(float64)
+	layers, kvHeads, headDim := hp["num_layers"].(float64), hp["num_kv_heads"].(float64), hp["head_dim"].(float64)
 	if want := int64(layers*kvHeads*headDim) * 16 * 2 * 4; s.KV.Bytes != want || s.KV.ElemBytes != 4 {
 		t.Errorf("KV %+v, want %d bytes", s.KV, want)
 	}

@@ -73,6 +73,22 @@ const (
 	RopeHalf
 )
 
+// MarshalText writes the style as its name.
+func (s RopeStyle) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads a style name ("interleaved" or "half").
+func (s *RopeStyle) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "interleaved":
+		*s = RopeInterleaved
+	case "half":
+		*s = RopeHalf
+	default:
+		return fmt.Errorf("rope style %q: want interleaved or half", b)
+	}
+	return nil
+}
+
 func (s RopeStyle) String() string {
 	if s == RopeHalf {
 		return "half"
