@@ -26,6 +26,10 @@ type Config struct {
 	RopeScaling RopeScaling     `json:"rope_scaling"`         // zero value: none
 	// RopeFreqFactors divide the base frequencies pairwise (GGUF rope_freqs).
 	RopeFreqFactors []float32 `json:"rope_freq_factors,omitempty"`
+	// RopeContext is the number of positions the graph is built for; 0
+	// means Context. It picks longrope's factor set once, statically (see
+	// LongRopeFactors); the compiler sets it to the artifact's context.
+	RopeContext int `json:"rope_context,omitempty"`
 
 	// Variations of the shared decoder block (blocks.go); zero values
 	// give plain Llama.
@@ -77,11 +81,32 @@ type Config struct {
 
 // RopeScaling describes a rope_scaling entry of config.json.
 type RopeScaling struct {
-	Type                string  `json:"type,omitempty"`                             // "", "linear", "llama3"
-	Factor              float64 `json:"factor,omitempty"`                           // linear and llama3
+	Type                string  `json:"type,omitempty"`                             // "", "linear", "llama3", "longrope"
+	Factor              float64 `json:"factor,omitempty"`                           // linear and llama3; longrope: 0 means Context/OriginalMaxPosition
 	LowFreqFactor       float64 `json:"low_freq_factor,omitempty"`                  // llama3
 	HighFreqFactor      float64 `json:"high_freq_factor,omitempty"`                 // llama3
-	OriginalMaxPosition int     `json:"original_max_position_embeddings,omitempty"` // llama3
+	OriginalMaxPosition int     `json:"original_max_position_embeddings,omitempty"` // llama3, longrope
+	// ShortFactor and LongFactor (longrope) hold R/2 divisors of the base
+	// frequencies each; LongRopeFactors says which one applies.
+	ShortFactor []float64 `json:"short_factor,omitempty"`
+	LongFactor  []float64 `json:"long_factor,omitempty"`
+	// AttentionFactor (longrope) multiplies cos and sin; 0 means derived
+	// from the factor (see ropeMagnitude).
+	AttentionFactor float64 `json:"attention_factor,omitempty"`
+}
+
+// LongRopeFactors reports whether longrope uses LongFactor: when the
+// context the graph is built for (RopeContext, else Context) exceeds
+// OriginalMaxPosition. Otherwise ShortFactor applies. Hugging Face decides
+// per forward pass from the current sequence length, so it agrees for
+// sequences on the same side of OriginalMaxPosition; llama.cpp decides
+// once from its context size, as here.
+func (c *Config) LongRopeFactors() bool {
+	ctx := c.RopeContext
+	if ctx <= 0 {
+		ctx = c.Context
+	}
+	return ctx > c.RopeScaling.OriginalMaxPosition
 }
 
 // Validate checks the config for values a graph cannot be built from.
@@ -109,6 +134,14 @@ func (c *Config) Validate() error {
 	}
 	if c.RopeTheta <= 0 {
 		return fmt.Errorf("%s config: rope theta %v must be positive", c.Family, c.RopeTheta)
+	}
+	if c.RopeContext < 0 || c.RopeContext > 1<<24 {
+		return fmt.Errorf("%s config: rope context %d out of range", c.Family, c.RopeContext)
+	}
+	if c.RopeScaling.Type == "longrope" {
+		if err := c.checkLongRope(); err != nil {
+			return fmt.Errorf("%s config: %w", c.Family, err)
+		}
 	}
 	if n := len(c.RopeFreqFactors); n != 0 && n != r/2 {
 		return fmt.Errorf("%s config: %d rope frequency factors for rotary size %d", c.Family, n, r)

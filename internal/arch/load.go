@@ -58,6 +58,9 @@ func ConfigOf(ck format.Checkpoint) (Config, *Family, error) {
 			}
 			c.RopeFreqFactors = ff
 		}
+		if err := ggufLongRope(ck, &c); err != nil {
+			return c, f, err
+		}
 		return c, f, nil
 	case "llama2c":
 		return llama2cConfig(meta)

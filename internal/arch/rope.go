@@ -9,7 +9,8 @@ import (
 
 // ropeFreqs returns the R/2 angular frequencies of the config, with its
 // scaling applied: base theta^(-2i/R), then linear division, Llama 3's
-// wavelength-dependent smoothing, or GGUF's per-pair factors.
+// wavelength-dependent smoothing, longrope's per-pair short or long
+// factors, or GGUF's per-pair factors.
 func ropeFreqs(c *Config) ([]float64, error) {
 	r := c.rotDim()
 	f := make([]float64, r/2)
@@ -45,6 +46,17 @@ func ropeFreqs(c *Config) ([]float64, error) {
 				f[i] = (1-smooth)*v/s.Factor + smooth*v
 			}
 		}
+	case "longrope":
+		if err := c.checkLongRope(); err != nil {
+			return nil, err
+		}
+		ext := s.ShortFactor
+		if c.LongRopeFactors() {
+			ext = s.LongFactor
+		}
+		for i, k := range ext {
+			f[i] /= k
+		}
 	default:
 		return nil, fmt.Errorf("rope_scaling type %q is not supported", s.Type)
 	}
@@ -62,5 +74,63 @@ func ropeOf(c *Config) (graph.Rope, error) {
 	if err != nil {
 		return graph.Rope{}, err
 	}
-	return graph.Rope{Style: c.RopeStyle, HeadDim: c.HeadDim, RotDim: c.rotDim(), InvFreq: f}, nil
+	r := graph.Rope{Style: c.RopeStyle, HeadDim: c.HeadDim, RotDim: c.rotDim(), InvFreq: f}
+	if c.RopeScaling.Type == "longrope" {
+		if m := ropeMagnitude(c); m != 1 {
+			r.Scale = m
+		}
+	}
+	return r, nil
+}
+
+// ropeMagnitude is longrope's attention factor, which multiplies cos and
+// sin: AttentionFactor when set; else, with s = Factor (or, when 0,
+// Context / OriginalMaxPosition, Phi-3's max_position_embeddings over
+// original_max_position_embeddings) and o = OriginalMaxPosition,
+// sqrt(1 + ln(s)/ln(o)) when s > 1 and 1 otherwise.
+func ropeMagnitude(c *Config) float64 {
+	s := c.RopeScaling
+	if s.AttentionFactor > 0 {
+		return s.AttentionFactor
+	}
+	o := float64(s.OriginalMaxPosition)
+	f := s.Factor
+	if f == 0 {
+		f = float64(c.Context) / o
+	}
+	if f <= 1 || o <= 1 {
+		return 1
+	}
+	return math.Sqrt(1 + math.Log(f)/math.Log(o))
+}
+
+// checkLongRope validates a longrope scaling; errors name the config.json
+// field.
+func (c *Config) checkLongRope() error {
+	s, half := &c.RopeScaling, c.rotDim()/2
+	if s.OriginalMaxPosition <= 0 || s.OriginalMaxPosition > 1<<24 {
+		return fmt.Errorf("rope_scaling.original_max_position_embeddings: %d must be positive", s.OriginalMaxPosition)
+	}
+	for _, l := range []struct {
+		name string
+		v    []float64
+	}{{"short_factor", s.ShortFactor}, {"long_factor", s.LongFactor}} {
+		if len(l.v) != half {
+			return fmt.Errorf("rope_scaling.%s: %d values for rotary size %d, want %d", l.name, len(l.v), 2*half, half)
+		}
+		for i, k := range l.v {
+			if !(k > 0) || math.IsInf(k, 0) {
+				return fmt.Errorf("rope_scaling.%s[%d]: %v must be positive and finite", l.name, i, k)
+			}
+		}
+	}
+	for _, m := range []struct {
+		name string
+		v    float64
+	}{{"factor", s.Factor}, {"attention_factor", s.AttentionFactor}} {
+		if m.v < 0 || math.IsNaN(m.v) || math.IsInf(m.v, 0) || m.v > 1e6 {
+			return fmt.Errorf("rope_scaling.%s: %v must be positive and finite", m.name, m.v)
+		}
+	}
+	return nil
 }

@@ -65,7 +65,7 @@ func Lower(g *graph.Graph, n, ctx int) (*plan.Plan, error) {
 		}
 		if r := nd.Rope; r != nil {
 			st.Rope = &plan.Rope{Half: r.Style == graph.RopeHalf, HeadDim: r.HeadDim, RotDim: r.RotDim,
-				InvFreq: append([]float64(nil), r.InvFreq...)}
+				InvFreq: append([]float64(nil), r.InvFreq...), Scale: r.Scale}
 		}
 		if a := nd.Attn; a != nil {
 			st.Attn = &plan.Attn{Layer: a.Layer, Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim,

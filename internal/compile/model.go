@@ -71,11 +71,16 @@ func CompileModel(m *arch.Model, src Source, opts Options, outPath string) error
 	if ctx > m.Config.Context {
 		return fmt.Errorf("compile: context %d exceeds the model's trained context %d", ctx, m.Config.Context)
 	}
-	g, err := arch.Build(&m.Config, arch.BuildOptions{AllLogits: false})
+	// the graph is built for ctx positions, which picks longrope's factors
+	cfg := m.Config
+	if cfg.RopeContext <= 0 && cfg.RopeScaling.Type == "longrope" {
+		cfg.RopeContext = ctx
+	}
+	g, err := arch.Build(&cfg, arch.BuildOptions{AllLogits: false})
 	if err != nil {
 		return fmt.Errorf("compile: %w", err)
 	}
-	hp, err := hyperParams(&m.Config)
+	hp, err := hyperParams(&cfg)
 	if err != nil {
 		return err
 	}

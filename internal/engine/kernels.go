@@ -71,14 +71,18 @@ func geluTanh(v float32) float32 {
 }
 
 // rope rotates in place every head of x [T, C], row t at position pos+t:
-// pair i of a head turns by (pos+t)*invFreq[i]. cos and sin are scratch of
-// at least rotDim/2 floats.
-func rope(x []float32, T, C, pos, headDim, rotDim int, half bool, invFreq []float64, cos, sin []float32) {
+// pair i of a head turns by (pos+t)*invFreq[i], and with scale other than
+// 0 and 1 is multiplied by scale. cos and sin are scratch of at least
+// rotDim/2 floats.
+func rope(x []float32, T, C, pos, headDim, rotDim int, half bool, invFreq []float64, scale float64, cos, sin []float32) {
 	E, h2 := headDim, rotDim/2
 	for t := 0; t < T; t++ {
 		p := float64(pos + t)
 		for i, f := range invFreq {
 			s, c := math.Sincos(p * f)
+			if scale != 0 && scale != 1 {
+				s, c = s*scale, c*scale
+			}
 			cos[i], sin[i] = float32(c), float32(s)
 		}
 		for h := 0; h*E < C; h++ {

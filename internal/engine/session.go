@@ -227,7 +227,7 @@ func (s *Session) run(prog *program, ids []int) []float32 {
 		case plan.OpRoPE:
 			copy(out, x)
 			r := st.Rope
-			rope(out, rows, cols, s.pos, r.HeadDim, r.RotDim, r.Half, r.InvFreq, s.cos, s.sin)
+			rope(out, rows, cols, s.pos, r.HeadDim, r.RotDim, r.Half, r.InvFreq, r.Scale, s.cos, s.sin)
 		case plan.OpAttention:
 			k, _, _ := buf(st.In[1])
 			v, _, _ := buf(st.In[2])

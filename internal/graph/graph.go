@@ -104,6 +104,9 @@ type Rope struct {
 	// InvFreq holds R/2 angular frequencies: pair i of a row at position p
 	// rotates by angle p * InvFreq[i]. Scaling schemes are folded in here.
 	InvFreq []float64
+	// Scale multiplies cos and sin, so the rotated dimensions grow by it
+	// (longrope's attention factor); 0 and 1 mean unscaled.
+	Scale float64
 }
 
 // Attn configures OpAttention.

@@ -75,6 +75,7 @@ func geluTanh(v float32) float32 {
 }
 
 // rope rotates every head of x [T, C] in place; row t is at position pos+t.
+// With r.Scale other than 0 and 1, cos and sin are multiplied by it.
 func rope(x []float32, T, C, pos int, r *Rope) {
 	E, half := r.HeadDim, r.RotDim/2
 	cos := make([]float32, half)
@@ -83,6 +84,9 @@ func rope(x []float32, T, C, pos int, r *Rope) {
 		p := float64(pos + t)
 		for i, f := range r.InvFreq {
 			s, c := math.Sincos(p * f)
+			if m := r.Scale; m != 0 && m != 1 {
+				s, c = s*m, c*m
+			}
 			cos[i], sin[i] = float32(c), float32(s)
 		}
 		for h := 0; h*E < C; h++ {

@@ -17,7 +17,7 @@
 //	scale      out = x * scale
 //	silu       out = x * sigmoid(x)
 //	gelu_tanh  out = 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))
-//	rope       rotate each head of row t by position pos+t
+//	rope       rotate each head of row t by position pos+t (cos, sin times scale)
 //	attention  write k, v rows into the KV cache layer, then causal
 //	           grouped-query attention of q over the cache
 //	columns    out[t] = x[t][lo:hi]

@@ -128,12 +128,15 @@ type Step struct {
 
 // Rope configures a rope step: pair i of a head at position p rotates by
 // p*InvFreq[i]; pairs are (2i, 2i+1) when Half is false, (i, i+RotDim/2)
-// when it is true. Dimensions RotDim..HeadDim-1 pass through.
+// when it is true. Dimensions RotDim..HeadDim-1 pass through. Scale, when
+// present, multiplies cos and sin (longrope's attention factor); absent
+// (0) means 1.
 type Rope struct {
 	Half    bool      `json:"half"`
 	HeadDim int       `json:"head_dim"`
 	RotDim  int       `json:"rot_dim"`
 	InvFreq []float64 `json:"inv_freq"`
+	Scale   float64   `json:"scale,omitempty"`
 }
 
 // Attn configures an attention step: Heads query heads and KVHeads

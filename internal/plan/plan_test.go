@@ -3,6 +3,7 @@ package plan
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -110,6 +111,9 @@ func TestValidateRefuses(t *testing.T) {
 		{"rope freqs", "steps[2].rope.inv_freq", func(p *Plan) { p.Steps[2].Rope.InvFreq = []float64{1} }},
 		{"rope head", "steps[2].rope.head_dim", func(p *Plan) { p.Steps[2].Rope.HeadDim = 3 }},
 		{"rope rot", "steps[2].rope.rot_dim", func(p *Plan) { p.Steps[2].Rope.RotDim = 6 }},
+		{"rope scale negative", "steps[2].rope.scale", func(p *Plan) { p.Steps[2].Rope.Scale = -1 }},
+		{"rope scale nan", "steps[2].rope.scale", func(p *Plan) { p.Steps[2].Rope.Scale = math.NaN() }},
+		{"rope scale inf", "steps[2].rope.scale", func(p *Plan) { p.Steps[2].Rope.Scale = math.Inf(1) }},
 		{"attn layer", "steps[3].attn.layer", func(p *Plan) { p.Steps[3].Attn.Layer = 1 }},
 		{"attn heads", "steps[3].attn.heads", func(p *Plan) { p.Steps[3].Attn.KVHeads = 3 }},
 		{"attn cols", "steps[3].in", func(p *Plan) { p.Steps[3].Attn.HeadDim = 2 }},

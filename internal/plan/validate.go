@@ -264,6 +264,9 @@ func (p *Plan) checkRope(st *Step, x, o Buffer) *Error {
 			return errf(".rope.inv_freq", "holds %v", f)
 		}
 	}
+	if s := r.Scale; s < 0 || math.IsNaN(s) || math.IsInf(s, 0) || s > 1e6 || (s != 0 && s < 1e-6) {
+		return errf(".rope.scale", "%v is not a finite positive magnitude", s)
+	}
 	return nil
 }
 
