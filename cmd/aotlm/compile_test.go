@@ -15,16 +15,7 @@ import (
 // hybrid and kv modes: the prompt encodes with the tokenizer stored in the
 // artifact, and the greedy ids are llama2.c's run.c reference ids.
 func TestCompileAndRunArtifact(t *testing.T) {
-	var ref struct {
-		Cases []struct {
-			Prompt    string `json:"prompt"`
-			PromptIDs []int  `json:"prompt_ids"`
-			IDs       []int  `json:"ids"`
-		} `json:"cases"`
-	}
-	if err := json.Unmarshal(testutil.ReadFile(t, "reference/llama2c-stories260K-greedy.json"), &ref); err != nil {
-		t.Fatal(err)
-	}
+	ref := testutil.StoriesGreedy(t)
 	dir := t.TempDir()
 	sources := map[string][]string{
 		"gguf":    {testutil.Path(t, "models/stories260K/stories260K.gguf")},
@@ -102,16 +93,7 @@ func TestPerplexityOfArtifacts(t *testing.T) {
 // these keys and values to about 3 decimal digits) and its perplexity is
 // within 0.5% of the f32 cache's.
 func TestKVF16(t *testing.T) {
-	var ref struct {
-		Cases []struct {
-			Prompt    string `json:"prompt"`
-			PromptIDs []int  `json:"prompt_ids"`
-			IDs       []int  `json:"ids"`
-		} `json:"cases"`
-	}
-	if err := json.Unmarshal(testutil.ReadFile(t, "reference/llama2c-stories260K-greedy.json"), &ref); err != nil {
-		t.Fatal(err)
-	}
+	ref := testutil.StoriesGreedy(t)
 	src := testutil.Path(t, "models/stories260K/stories260K.gguf")
 	out := filepath.Join(t.TempDir(), "f16.aot")
 	if code, _, errs := aotlm(t, "compile", src, "-o", out, "--ar-len", "8", "--ctx", "128", "--kv", "f16"); code != 0 {

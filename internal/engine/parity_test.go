@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -84,13 +83,6 @@ func TestParityWithInterpreter(t *testing.T) {
 	}
 }
 
-type greedyRef struct {
-	Cases []struct {
-		PromptIDs []int `json:"prompt_ids"`
-		IDs       []int `json:"ids"`
-	} `json:"cases"`
-}
-
 // greedy prefills prompt and returns n argmax ids.
 func greedy(t *testing.T, s *engine.Session, prompt []int, n int) []int {
 	s.Reset()
@@ -115,10 +107,7 @@ func greedy(t *testing.T, s *engine.Session, prompt []int, n int) []int {
 // TestStoriesGreedyMatchesLlama2C runs the reference prompts of llama2.c's
 // run.c through the compiled stories260K in every mode.
 func TestStoriesGreedyMatchesLlama2C(t *testing.T) {
-	var ref greedyRef
-	if err := json.Unmarshal(testutil.ReadFile(t, "reference/llama2c-stories260K-greedy.json"), &ref); err != nil {
-		t.Fatal(err)
-	}
+	ref := testutil.StoriesGreedy(t)
 	if len(ref.Cases) == 0 {
 		t.Fatal("no cases in the reference")
 	}

@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,17 +45,6 @@ func compilePath(t testing.TB, src string, opts compile.Options) (*engine.Engine
 	return e, path
 }
 
-func storiesRef(t *testing.T) greedyRef {
-	var ref greedyRef
-	if err := json.Unmarshal(testutil.ReadFile(t, "reference/llama2c-stories260K-greedy.json"), &ref); err != nil {
-		t.Fatal(err)
-	}
-	if len(ref.Cases) == 0 {
-		t.Fatal("no cases in the reference")
-	}
-	return ref
-}
-
 // layouts returns the layout tags of an artifact's tensors.
 func layouts(t *testing.T, path string) map[string]int {
 	a, err := artifact.Open(path, artifact.OpenOptions{})
@@ -75,7 +63,7 @@ func layouts(t *testing.T, path string) map[string]int {
 // llama2.c's greedy ids for the first 32 tokens of every reference case in
 // kv and hybrid modes.
 func TestStoriesW8Greedy(t *testing.T) {
-	ref := storiesRef(t)
+	ref := testutil.StoriesGreedy(t)
 	e, path := compilePath(t, quantizeStories(t, "w8a16"), compile.Options{ARLens: []int{32}, Ctx: 256})
 	if e.Manifest().Weights != plan.WeightsMixed {
 		t.Fatalf("manifest weights %q", e.Manifest().Weights)
@@ -133,7 +121,7 @@ func fileSize(t *testing.T, path string) int64 {
 // greedy ids for the first 16 tokens of every case; it logs how many of
 // all reference tokens agree before the first difference.
 func TestStoriesKVU8Greedy(t *testing.T) {
-	ref := storiesRef(t)
+	ref := testutil.StoriesGreedy(t)
 	e, _ := compilePath(t, testutil.Path(t, "models/stories260K/stories260K.gguf"),
 		compile.Options{ARLens: []int{8}, Ctx: 256, KV: "u8"})
 	kc := e.Manifest().KVCache

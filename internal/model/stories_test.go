@@ -16,15 +16,6 @@ import (
 // "reference" fields): greedy ids from BOS-prefixed prompts and the logits at
 // every prompt position, for the real stories260K model.
 
-type greedyRef struct {
-	Cases []struct {
-		Prompt    string `json:"prompt"`
-		PromptIDs []int  `json:"prompt_ids"`
-		IDs       []int  `json:"ids"`
-		Text      string `json:"text"`
-	} `json:"cases"`
-}
-
 type logitsRef struct {
 	PromptIDs []int       `json:"prompt_ids"`
 	Logits    [][]float32 `json:"logits"`
@@ -48,13 +39,7 @@ func storiesModels(t *testing.T) map[string]*model.Model {
 }
 
 func TestStoriesGreedyMatchesLlama2C(t *testing.T) {
-	var ref greedyRef
-	if err := json.Unmarshal(testutil.ReadFile(t, "reference/llama2c-stories260K-greedy.json"), &ref); err != nil {
-		t.Fatal(err)
-	}
-	if len(ref.Cases) == 0 {
-		t.Fatal("no cases in the reference")
-	}
+	ref := testutil.StoriesGreedy(t)
 	for name, m := range storiesModels(t) {
 		for _, c := range ref.Cases {
 			// the prompt is encoded by our tokenizer: its ids must be run.c's

@@ -90,15 +90,7 @@ func TestRoundTrip(t *testing.T) {
 // for at least the first 32 tokens of every reference case.
 func TestStoriesW8Greedy(t *testing.T) {
 	src := testutil.Path(t, "models/stories260K/stories260K.gguf")
-	var ref struct {
-		Cases []struct {
-			PromptIDs []int `json:"prompt_ids"`
-			IDs       []int `json:"ids"`
-		} `json:"cases"`
-	}
-	if err := json.Unmarshal(testutil.ReadFile(t, "reference/llama2c-stories260K-greedy.json"), &ref); err != nil {
-		t.Fatal(err)
-	}
+	ref := testutil.StoriesGreedy(t)
 	out := filepath.Join(t.TempDir(), "w8")
 	if _, err := qmodel.Quantize(src, out, qmodel.Options{Recipe: preset(t, "w8a16")}); err != nil {
 		t.Fatal(err)

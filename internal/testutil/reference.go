@@ -1,0 +1,35 @@
+package testutil
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// GreedyCase is one case of llama2.c run.c's greedy reference for
+// stories260K: the prompt, its BOS-prefixed ids, the 64 generated ids and
+// their text.
+type GreedyCase struct {
+	Prompt    string `json:"prompt"`
+	PromptIDs []int  `json:"prompt_ids"`
+	IDs       []int  `json:"ids"`
+	Text      string `json:"text"`
+}
+
+// GreedyReference holds the cases of reference/llama2c-stories260K-greedy.json.
+type GreedyReference struct {
+	Cases []GreedyCase `json:"cases"`
+}
+
+// StoriesGreedy reads llama2.c's greedy reference for stories260K, with
+// Path's skip/fail rule, and fails the test if it holds no case.
+func StoriesGreedy(t testing.TB) GreedyReference {
+	t.Helper()
+	var ref GreedyReference
+	if err := json.Unmarshal(ReadFile(t, "reference/llama2c-stories260K-greedy.json"), &ref); err != nil {
+		t.Fatalf("reference/llama2c-stories260K-greedy.json: %v", err)
+	}
+	if len(ref.Cases) == 0 {
+		t.Fatal("reference/llama2c-stories260K-greedy.json holds no case")
+	}
+	return ref
+}
