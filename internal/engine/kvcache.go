@@ -38,29 +38,35 @@ func headScale(sc []float32, g int) float32 {
 	return sc[g]
 }
 
-// A kvCodec stores cache values of key/value head g as T and reads them back.
+// A kvCodec stores cache values as T and reads them back. scale(g) is the
+// codec's parameter for key/value head g, looked up once per head and
+// passed to enc and dec, which run per element on the attention hot path.
 type kvCodec[T any] interface {
-	enc(x float32, g int) T
-	dec(u T, g int) float32
+	scale(g int) float32
+	enc(x, s float32) T
+	dec(u T, s float32) float32
 }
 
 // f32Codec is the identity: a float32 cache.
 type f32Codec struct{}
 
-func (f32Codec) enc(x float32, _ int) float32 { return x }
-func (f32Codec) dec(u float32, _ int) float32 { return u }
+func (f32Codec) scale(int) float32                { return 1 }
+func (f32Codec) enc(x, _ float32) float32         { return x }
+func (f32Codec) dec(u float32, _ float32) float32 { return u }
 
 // f16Codec rounds to IEEE binary16 (nearest even).
 type f16Codec struct{}
 
-func (f16Codec) enc(x float32, _ int) uint16 { return tensor.F32ToF16(x) }
-func (f16Codec) dec(u uint16, _ int) float32 { return tensor.F16ToF32(u) }
+func (f16Codec) scale(int) float32               { return 1 }
+func (f16Codec) enc(x, _ float32) uint16         { return tensor.F32ToF16(x) }
+func (f16Codec) dec(u uint16, _ float32) float32 { return tensor.F16ToF32(u) }
 
 // u8Codec is the symmetric uint8 rule with one scale per layer or per head.
 type u8Codec struct{ s []float32 }
 
-func (c u8Codec) enc(x float32, g int) uint8 { return quantizeKV(x, headScale(c.s, g)) }
-func (c u8Codec) dec(u uint8, g int) float32 { return dequantizeKV(u, headScale(c.s, g)) }
+func (c u8Codec) scale(g int) float32          { return headScale(c.s, g) }
+func (u8Codec) enc(x, s float32) uint8         { return quantizeKV(x, s) }
+func (u8Codec) dec(u uint8, s float32) float32 { return dequantizeKV(u, s) }
 
 // attend is attention (see attention) over a cache of element type T: the T
 // rows of k and v are encoded into K, V at pos.., and every cached value is
@@ -71,10 +77,11 @@ func attend[T any, C kvCodec[T]](a *attnArgs, K, V []T, kc, vc C) {
 	for t := 0; t < a.T; t++ {
 		p := a.pos + t
 		for g := 0; g < G; g++ {
+			sk, sv := kc.scale(g), vc.scale(g)
 			for e := 0; e < E; e++ {
 				i := g*E + e
-				K[p*Cc+i] = kc.enc(a.k[t*kvc+i], g)
-				V[p*Cc+i] = vc.enc(a.v[t*kvc+i], g)
+				K[p*Cc+i] = kc.enc(a.k[t*kvc+i], sk)
+				V[p*Cc+i] = vc.enc(a.v[t*kvc+i], sv)
 			}
 		}
 	}
@@ -89,6 +96,7 @@ func attend[T any, C kvCodec[T]](a *attnArgs, K, V []T, kc, vc C) {
 		for h := 0; h < H; h++ {
 			qh := a.q[t*H*E+h*E : t*H*E+(h+1)*E]
 			g := h / group
+			sk, sv := kc.scale(g), vc.scale(g)
 			mx := float32(-math.MaxFloat32)
 			for j := first; j < end; j++ {
 				if j > p {
@@ -98,7 +106,7 @@ func attend[T any, C kvCodec[T]](a *attnArgs, K, V []T, kc, vc C) {
 				kj := K[j*Cc+g*E : j*Cc+(g+1)*E]
 				var s float32
 				for e, qv := range qh {
-					s += qv * kc.dec(kj[e], g)
+					s += qv * kc.dec(kj[e], sk)
 				}
 				s *= a.scale
 				a.scores[j] = s
@@ -118,7 +126,7 @@ func attend[T any, C kvCodec[T]](a *attnArgs, K, V []T, kc, vc C) {
 				w := a.scores[j] / sum
 				vj := V[j*Cc+g*E : j*Cc+(g+1)*E]
 				for e := range oh {
-					oh[e] += w * vc.dec(vj[e], g)
+					oh[e] += w * vc.dec(vj[e], sv)
 				}
 			}
 		}
