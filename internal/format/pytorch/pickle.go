@@ -338,16 +338,7 @@ func (m *machine) setItem() error {
 	if err != nil {
 		return err
 	}
-	t, err := m.top()
-	if err != nil {
-		return err
-	}
-	d, ok := t.(*dict)
-	if !ok {
-		return m.fail("SETITEM on %T", t)
-	}
-	d.set(k, v)
-	return nil
+	return m.setPairs("SETITEM", []any{k, v})
 }
 
 func (m *machine) setItems() error {
@@ -355,8 +346,13 @@ func (m *machine) setItems() error {
 	if err != nil {
 		return err
 	}
+	return m.setPairs("SETITEMS", items)
+}
+
+// setPairs stores key/value pairs into the dict on top of the stack.
+func (m *machine) setPairs(op string, items []any) error {
 	if len(items)%2 != 0 {
-		return m.fail("SETITEMS with an odd number (%d) of items", len(items))
+		return m.fail("%s with an odd number (%d) of items", op, len(items))
 	}
 	t, err := m.top()
 	if err != nil {
@@ -364,7 +360,7 @@ func (m *machine) setItems() error {
 	}
 	d, ok := t.(*dict)
 	if !ok {
-		return m.fail("SETITEMS on %T", t)
+		return m.fail("%s on %T", op, t)
 	}
 	for i := 0; i < len(items); i += 2 {
 		d.set(items[i], items[i+1])
@@ -377,16 +373,7 @@ func (m *machine) appendOne() error {
 	if err != nil {
 		return err
 	}
-	t, err := m.top()
-	if err != nil {
-		return err
-	}
-	l, ok := t.(*list)
-	if !ok {
-		return m.fail("APPEND on %T", t)
-	}
-	l.items = append(l.items, v)
-	return nil
+	return m.appendItems("APPEND", []any{v})
 }
 
 func (m *machine) appends() error {
@@ -394,13 +381,18 @@ func (m *machine) appends() error {
 	if err != nil {
 		return err
 	}
+	return m.appendItems("APPENDS", items)
+}
+
+// appendItems appends items to the list on top of the stack.
+func (m *machine) appendItems(op string, items []any) error {
 	t, err := m.top()
 	if err != nil {
 		return err
 	}
 	l, ok := t.(*list)
 	if !ok {
-		return m.fail("APPENDS on %T", t)
+		return m.fail("%s on %T", op, t)
 	}
 	l.items = append(l.items, items...)
 	return nil
