@@ -1,0 +1,95 @@
+package kernel
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// benchShapes are real (N, K) weight shapes: Qwen3-0.6B q/o-like, q,
+// gate/up, down, and SmolLM2 / larger models' projections.
+var benchShapes = [][2]int{{1024, 1024}, {2048, 1024}, {3072, 1024}, {1024, 3072}, {576, 576}, {1536, 576}, {2048, 2048}, {8192, 2048}, {2048, 8192}}
+
+// benchImpl is one implementation of the products under benchmark.
+type benchImpl struct {
+	name string
+	q4   func(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int)
+	w8   func(dst []float32, ldd int, w *W8, x *Q8, n0, n1 int)
+}
+
+// benchImpls lists the generic kernels and every supported overlay.
+func benchImpls() []benchImpl {
+	out := []benchImpl{{"generic", q4MatMulGeneric, w8MatMulGeneric}}
+	for _, o := range Overlays() {
+		if o.Supported {
+			out = append(out, benchImpl{o.Name, o.Q4MatMul, o.W8MatMul})
+		}
+	}
+	return out
+}
+
+// reportTile reports the throughput of one op on a [N, K] weight and T
+// tokens: weight GB/s for one token, GFLOP/s (2*N*K*T per op) for tiles.
+func reportTile(b *testing.B, N, K, T, weightBytes int) {
+	if T == 1 {
+		b.SetBytes(int64(weightBytes))
+		return
+	}
+	b.ReportMetric(2*float64(N)*float64(K)*float64(T)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// benchQ4 runs the 4-bit product of LPBQ form on shapes for T tokens.
+func benchQ4(b *testing.B, shapes [][2]int, T int) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, sh := range shapes {
+		N, K := sh[0], sh[1]
+		w := randQ4(r, N, K, true, false)
+		x, _ := randQ8(r, T, K)
+		dst := make([]float32, T*N)
+		for _, im := range benchImpls() {
+			if im.q4 == nil || (im.name == "generic" && T > 1 && N*K > 1<<22) {
+				continue
+			}
+			b.Run(fmt.Sprintf("%dx%d/%s", N, K, im.name), func(b *testing.B) {
+				for b.Loop() {
+					im.q4(dst, N, w, x, 0, N)
+				}
+				reportTile(b, N, K, T, len(w.Nib)+len(w.Codes))
+			})
+		}
+	}
+}
+
+func BenchmarkQ4MatMulT1(b *testing.B) {
+	benchQ4(b, append(benchShapes, [2]int{151936, 1024}), 1)
+}
+
+func BenchmarkQ4MatMulT32(b *testing.B) { benchQ4(b, benchShapes, 32) }
+
+func BenchmarkQ4MatMulT64(b *testing.B) { benchQ4(b, benchShapes, 64) }
+
+// benchW8 runs the 8-bit product on a few shapes for T tokens.
+func benchW8(b *testing.B, T int) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, sh := range [][2]int{{1024, 1024}, {3072, 1024}} {
+		N, K := sh[0], sh[1]
+		w := randW8(r, N, K)
+		x, _ := randQ8(r, T, K)
+		dst := make([]float32, T*N)
+		for _, im := range benchImpls() {
+			if im.w8 == nil {
+				continue
+			}
+			b.Run(fmt.Sprintf("%dx%d/%s", N, K, im.name), func(b *testing.B) {
+				for b.Loop() {
+					im.w8(dst, N, w, x, 0, N)
+				}
+				reportTile(b, N, K, T, len(w.U))
+			})
+		}
+	}
+}
+
+func BenchmarkW8MatMulT1(b *testing.B) { benchW8(b, 1) }
+
+func BenchmarkW8MatMulT64(b *testing.B) { benchW8(b, 64) }

@@ -1,0 +1,84 @@
+package kernel
+
+// The implementations in use, generic until an overlay's init replaces
+// them. Each has the signature and meaning of its generic version.
+var (
+	quantizeQ8Impl = quantizeQ8Generic
+	q4MatMulImpl   = q4MatMulGeneric
+	w8MatMulImpl   = w8MatMulGeneric
+	dotImpl        = dotGeneric
+	axpyImpl       = axpyGeneric
+	dotF16Impl     = dotF16Generic
+	axpyF16Impl    = axpyF16Generic
+)
+
+// Overlay is one ISA's set of implementations; a nil field leaves the
+// previous choice in place.
+type Overlay struct {
+	Name       string
+	Supported  bool // the running CPU has the features
+	QuantizeQ8 func(q []int8, d []float32, sum []int32, x []float32)
+	Q4MatMul   func(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int)
+	W8MatMul   func(dst []float32, ldd int, w *W8, x *Q8, n0, n1 int)
+	Dot        func(a, b []float32) float32
+	Axpy       func(y []float32, alpha float32, x []float32)
+	DotF16     func(a []float32, b []uint16) float32
+	AxpyF16    func(y []float32, alpha float32, x []uint16)
+}
+
+// overlays lists this build's overlays from least to most capable (the
+// per-ISA file's archOverlays).
+var overlays = archOverlays()
+
+// Overlays returns the overlays compiled into this build, with whether
+// the CPU supports each (tests and `aotlm inspect` report them).
+func Overlays() []Overlay { return overlays }
+
+// Active returns the names of the overlays in use, "generic" when none.
+func Active() string {
+	s := ""
+	for _, o := range overlays {
+		if o.Supported {
+			if s != "" {
+				s += "+"
+			}
+			s += o.Name
+		}
+	}
+	if s == "" {
+		return "generic"
+	}
+	return s
+}
+
+// install applies the supported overlays in order.
+func install() {
+	for _, o := range overlays {
+		if !o.Supported {
+			continue
+		}
+		if o.QuantizeQ8 != nil {
+			quantizeQ8Impl = o.QuantizeQ8
+		}
+		if o.Q4MatMul != nil {
+			q4MatMulImpl = o.Q4MatMul
+		}
+		if o.W8MatMul != nil {
+			w8MatMulImpl = o.W8MatMul
+		}
+		if o.Dot != nil {
+			dotImpl = o.Dot
+		}
+		if o.Axpy != nil {
+			axpyImpl = o.Axpy
+		}
+		if o.DotF16 != nil {
+			dotF16Impl = o.DotF16
+		}
+		if o.AxpyF16 != nil {
+			axpyF16Impl = o.AxpyF16
+		}
+	}
+}
+
+func init() { install() }

@@ -1,0 +1,39 @@
+//go:build !purego
+
+package kernel
+
+import "golang.org/x/sys/cpu"
+
+// archOverlays returns the amd64 overlays: AVX2 (with FMA, F16C and BMI2),
+// then AVX-512 F/BW/VL with VNNI. x/sys/cpu reports the AVX and AVX-512
+// features only when the OS saves their registers.
+func archOverlays() []Overlay {
+	avx2 := cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C && cpu.X86.HasBMI2
+	vnni := avx2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
+	return []Overlay{
+		{
+			Name:       "avx2",
+			Supported:  avx2,
+			QuantizeQ8: quantizeQ8Avx2Go,
+			Q4MatMul: func(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) {
+				q4MatMulWith(&q4Avx2Codes, &q4Avx2Scales, dst, ldd, w, x, n0, n1)
+			},
+			Dot:     func(a, b []float32) float32 { return dotWith(dotAvx2, 8, a, b) },
+			Axpy:    func(y []float32, alpha float32, x []float32) { axpyWith(axpyAvx2, 8, y, alpha, x) },
+			DotF16:  func(a []float32, b []uint16) float32 { return dotF16With(dotF16Avx2, 8, a, b) },
+			AxpyF16: func(y []float32, alpha float32, x []uint16) { axpyF16With(axpyF16Avx2, 8, y, alpha, x) },
+		},
+		{
+			Name:       "avx512vnni",
+			Supported:  vnni,
+			QuantizeQ8: quantizeQ8VnniGo,
+			Q4MatMul: func(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) {
+				q4MatMulWith(&q4VnniCodes, &q4VnniScales, dst, ldd, w, x, n0, n1)
+			},
+			Dot:     func(a, b []float32) float32 { return dotWith(dotVnni, 16, a, b) },
+			Axpy:    func(y []float32, alpha float32, x []float32) { axpyWith(axpyVnni, 16, y, alpha, x) },
+			DotF16:  func(a []float32, b []uint16) float32 { return dotF16With(dotF16Vnni, 16, a, b) },
+			AxpyF16: func(y []float32, alpha float32, x []uint16) { axpyF16With(axpyF16Vnni, 16, y, alpha, x) },
+		},
+	}
+}

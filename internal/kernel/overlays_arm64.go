@@ -1,0 +1,29 @@
+//go:build !purego
+
+package kernel
+
+import "golang.org/x/sys/cpu"
+
+// archOverlays returns the arm64 overlays: "neon" with the ASIMD widening
+// multiplies every arm64 CPU has, then "dotprod" with SDOT.
+func archOverlays() []Overlay {
+	return []Overlay{
+		{
+			Name:       "neon",
+			Supported:  true,
+			QuantizeQ8: quantizeQ8Arm64,
+			Q4MatMul:   q4MatMulNEON,
+			W8MatMul:   w8MatMulNEON,
+			Dot:        dotArm64,
+			Axpy:       axpyArm64,
+			DotF16:     dotF16Arm64,
+			AxpyF16:    axpyF16Arm64,
+		},
+		{
+			Name:      "dotprod",
+			Supported: cpu.ARM64.HasASIMDDP,
+			Q4MatMul:  q4MatMulSDOT,
+			W8MatMul:  w8MatMulSDOT,
+		},
+	}
+}

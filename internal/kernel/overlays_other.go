@@ -1,0 +1,6 @@
+//go:build purego || !(amd64 || arm64)
+
+package kernel
+
+// archOverlays: this build uses the generic kernels only.
+func archOverlays() []Overlay { return nil }

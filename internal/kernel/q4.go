@@ -1,0 +1,120 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Q4 is a packed 4-bit weight W [N, K] (see the package comment for the
+// byte layout). Exactly one of two scale forms is used: with Codes set,
+// a block's scale is float32(Codes[n*nb+b]) * Scales[n] (LPBQ, Scales
+// [N]); without, it is Scales[n*nb+b] ([N][nb]). Zeros, when set, holds a
+// zero point per block ([N][nb]); when nil the zero point is 8.
+type Q4 struct {
+	N, K   int
+	Nib    []byte    // [N][nb][16]
+	Codes  []uint8   // [N][nb] or nil
+	Scales []float32 // [N] with Codes, else [N][nb]
+	Zeros  []float32 // [N][nb] or nil
+}
+
+// Check reports whether w's parts have the sizes N and K imply.
+func (w *Q4) Check() error {
+	if w.N < 1 || w.K < QK || w.K%QK != 0 {
+		return fmt.Errorf("kernel: q4 weight [%d, %d]: K must be a positive multiple of %d", w.N, w.K, QK)
+	}
+	nb := w.K / QK
+	switch {
+	case len(w.Nib) != w.N*nb*16:
+		return fmt.Errorf("kernel: q4 weight [%d, %d]: %d bytes of 4-bit codes, want %d", w.N, w.K, len(w.Nib), w.N*nb*16)
+	case w.Codes != nil && (len(w.Codes) != w.N*nb || len(w.Scales) != w.N):
+		return fmt.Errorf("kernel: q4 weight [%d, %d]: %d block codes and %d row scales, want %d and %d", w.N, w.K, len(w.Codes), len(w.Scales), w.N*nb, w.N)
+	case w.Codes == nil && len(w.Scales) != w.N*nb:
+		return fmt.Errorf("kernel: q4 weight [%d, %d]: %d block scales, want %d", w.N, w.K, len(w.Scales), w.N*nb)
+	case w.Zeros != nil && len(w.Zeros) != w.N*nb:
+		return fmt.Errorf("kernel: q4 weight [%d, %d]: %d zero points, want %d", w.N, w.K, len(w.Zeros), w.N*nb)
+	}
+	return nil
+}
+
+// PackNibbles writes the 4-bit unsigned codes u [N][K] (each 0..15) as
+// Q4.Nib. It fails when K is not a multiple of QK or a code is out of
+// range.
+func PackNibbles(dst []byte, u []uint8, N, K int) error {
+	if K%QK != 0 || len(u) != N*K || len(dst) != N*K/2 {
+		return errors.New("kernel: pack: sizes do not fit")
+	}
+	for blk := 0; blk < N*K/QK; blk++ {
+		src := u[blk*QK : (blk+1)*QK]
+		out := dst[blk*16 : (blk+1)*16]
+		for i := range 16 {
+			lo, hi := src[i], src[16+i]
+			if lo > 15 || hi > 15 {
+				return fmt.Errorf("kernel: pack: block %d: code out of 0..15", blk)
+			}
+			out[i] = lo | hi<<4
+		}
+	}
+	return nil
+}
+
+// blockScale is the scale of block b of row n.
+func (w *Q4) blockScale(n, b, nb int) float32 {
+	if w.Codes != nil {
+		return float32(w.Codes[n*nb+b]) * w.Scales[n]
+	}
+	return w.Scales[n*nb+b]
+}
+
+// zero is the zero point of block b of row n.
+func (w *Q4) zero(n, b, nb int) float32 {
+	if w.Zeros != nil {
+		return w.Zeros[n*nb+b]
+	}
+	return 8
+}
+
+// Row writes the dequantized row n into dst [K]:
+// dst[k] = (u[n][k] - z) * sc for the block of k.
+func (w *Q4) Row(dst []float32, n int) {
+	nb := w.K / QK
+	for b := range nb {
+		sc, z := w.blockScale(n, b, nb), w.zero(n, b, nb)
+		nib := w.Nib[(n*nb+b)*16 : (n*nb+b+1)*16]
+		for i, v := range nib {
+			dst[b*QK+i] = (float32(v&15) - z) * sc
+			dst[b*QK+16+i] = (float32(v>>4) - z) * sc
+		}
+	}
+}
+
+// MatMul computes rows [n0, n1) of the product for the T activation rows
+// of x: dst[t*ldd+n] = Σ_k w[n][k] * x[t][k] over the quantized x,
+//
+//	= Σ_b sc[n][b] * D[t][b] * (Σ_i u[n][32b+i]*Q[t][32b+i] - z[n][b]*Sum[t][b])
+//
+// with the integer sums exact and the block terms added in float32.
+func (w *Q4) MatMul(dst []float32, ldd int, x *Q8, n0, n1 int) {
+	q4MatMulImpl(dst, ldd, w, x, n0, n1)
+}
+
+// q4MatMulGeneric is the reference of Q4.MatMul.
+func q4MatMulGeneric(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) {
+	K, nb := w.K, w.K/QK
+	for t := 0; t < x.T; t++ {
+		xq, xd, xs := x.Q[t*K:(t+1)*K], x.D[t*nb:(t+1)*nb], x.Sum[t*nb:(t+1)*nb]
+		for n := n0; n < n1; n++ {
+			var acc float32
+			for b := range nb {
+				nib := w.Nib[(n*nb+b)*16 : (n*nb+b+1)*16]
+				xb := xq[b*QK : (b+1)*QK]
+				var dot int32
+				for i, v := range nib {
+					dot += int32(v&15)*int32(xb[i]) + int32(v>>4)*int32(xb[16+i])
+				}
+				acc += w.blockScale(n, b, nb) * xd[b] * (float32(dot) - w.zero(n, b, nb)*float32(xs[b]))
+			}
+			dst[t*ldd+n] = acc
+		}
+	}
+}

@@ -1,0 +1,197 @@
+//go:build !purego
+
+package kernel
+
+import (
+	"sync"
+	"unsafe"
+)
+
+//go:generate go run -C _gen . -out ../kernel_amd64.s -stubs ../kernel_stub_amd64.go -pkg kernel
+
+// q4Kern is the signature of the generated 4-bit tile kernels: rows
+// [n, n+R) by tokens [t, t+TT) over all of K, against prepared
+// activations (q4Prep). nib and sc address row n's codes and block
+// scales (row strides rstr and scstr bytes), ng and tail are the number
+// of whole 4-block groups and the blocks left over, x the first token's
+// records (token stride xs bytes), dst the output of (t, n) with ldd
+// floats per token, rs the row scales of the code form.
+type q4Kern func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4Set is one ISA's generated kernels for one scale form, by tile shape.
+type q4Set struct {
+	k      [9][5]q4Kern // [R][TT], nil where not generated
+	decode int          // rows per tile for one token
+	rows   int          // rows per tile for several tokens
+	tokens int          // largest TT
+}
+
+var (
+	q4VnniCodes = q4Set{decode: 8, rows: 4, tokens: 4, k: [9][5]q4Kern{
+		1: {1: q4VnniCodes1x1, 2: q4VnniCodes1x2, 3: q4VnniCodes1x3, 4: q4VnniCodes1x4},
+		2: {1: q4VnniCodes2x1, 2: q4VnniCodes2x2, 3: q4VnniCodes2x3, 4: q4VnniCodes2x4},
+		4: {1: q4VnniCodes4x1, 2: q4VnniCodes4x2, 3: q4VnniCodes4x3, 4: q4VnniCodes4x4},
+		8: {1: q4VnniCodes8x1},
+	}}
+	q4VnniScales = q4Set{decode: 8, rows: 4, tokens: 4, k: [9][5]q4Kern{
+		1: {1: q4VnniScales1x1, 2: q4VnniScales1x2, 3: q4VnniScales1x3, 4: q4VnniScales1x4},
+		2: {1: q4VnniScales2x1, 2: q4VnniScales2x2, 3: q4VnniScales2x3, 4: q4VnniScales2x4},
+		4: {1: q4VnniScales4x1, 2: q4VnniScales4x2, 3: q4VnniScales4x3, 4: q4VnniScales4x4},
+		8: {1: q4VnniScales8x1},
+	}}
+	q4Avx2Codes = q4Set{decode: 5, rows: 4, tokens: 2, k: [9][5]q4Kern{
+		1: {1: q4Avx2Codes1x1, 2: q4Avx2Codes1x2},
+		2: {1: q4Avx2Codes2x1, 2: q4Avx2Codes2x2},
+		4: {1: q4Avx2Codes4x1, 2: q4Avx2Codes4x2},
+		5: {1: q4Avx2Codes5x1},
+	}}
+	q4Avx2Scales = q4Set{decode: 5, rows: 4, tokens: 2, k: [9][5]q4Kern{
+		1: {1: q4Avx2Scales1x1, 2: q4Avx2Scales1x2},
+		2: {1: q4Avx2Scales2x1, 2: q4Avx2Scales2x2},
+		4: {1: q4Avx2Scales4x1, 2: q4Avx2Scales4x2},
+		5: {1: q4Avx2Scales5x1},
+	}}
+)
+
+// q4RecBytes is the size of one token's prepared record per 4-block
+// group: the 4 blocks' first and second halves of Q (64 bytes each),
+// then D and -2*Sum of each block repeated over its 4 int32 lanes.
+const q4RecBytes = 256
+
+// q4TokenBlock is the number of tokens whose records are walked against
+// one range of weight rows before moving on (they stay in L2).
+const q4TokenBlock = 64
+
+// scratch holds the prepared activations of a call.
+var scratch = sync.Pool{New: func() any { return new([]byte) }}
+
+// getScratch returns a 64-byte aligned buffer of n bytes and its holder
+// (to give back to scratch).
+func getScratch(n int) ([]byte, *[]byte) {
+	p := scratch.Get().(*[]byte)
+	if cap(*p) < n+64 {
+		*p = make([]byte, n+64)
+	}
+	b := (*p)[:n+64]
+	off := int(-uintptr(unsafe.Pointer(&b[0])) & 63)
+	return b[off : off+n], p
+}
+
+// q4Prep writes the records of tokens [0, x.T) of x: rec[t][g] for the
+// ng4 groups of 4 blocks (the last padded with zero blocks).
+func q4Prep(rec []byte, x *Q8, ng4 int) {
+	K, nb := x.K, x.K/QK
+	xs := ng4 * q4RecBytes
+	q := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x.Q))), len(x.Q))
+	for t := 0; t < x.T; t++ {
+		tr := rec[t*xs : (t+1)*xs]
+		qt := q[t*K : (t+1)*K]
+		for b := range ng4 * 4 {
+			g, j := b/4, b%4
+			r := tr[g*q4RecBytes : (g+1)*q4RecBytes]
+			if b >= nb {
+				clear(r[16*j : 16*j+16])
+				clear(r[64+16*j : 64+16*j+16])
+				clear(r[128+16*j : 128+16*j+16])
+				clear(r[192+16*j : 192+16*j+16])
+				continue
+			}
+			copy(r[16*j:16*j+16], qt[b*QK:b*QK+16])
+			copy(r[64+16*j:64+16*j+16], qt[b*QK+16:b*QK+32])
+			d := x.D[t*nb+b]
+			s := -2 * x.Sum[t*nb+b]
+			dv := (*[4]float32)(unsafe.Pointer(&r[128+16*j]))
+			sv := (*[4]int32)(unsafe.Pointer(&r[192+16*j]))
+			dv[0], dv[1], dv[2], dv[3] = d, d, d, d
+			sv[0], sv[1], sv[2], sv[3] = s, s, s, s
+		}
+	}
+}
+
+// q4Fits reports whether the slices hold what rows [n0, n1) of x.T tokens
+// touch, so that the assembly stays in bounds; when not, the generic
+// version runs (and fails as it does).
+func q4Fits(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) bool {
+	nb := w.K / QK
+	if w.K%QK != 0 || nb == 0 || n0 < 0 || n1 > w.N || x.K != w.K || x.T < 1 || ldd < n1 {
+		return false
+	}
+	if len(w.Nib) < n1*nb*16 || len(x.Q) < x.T*w.K || len(x.D) < x.T*nb || len(x.Sum) < x.T*nb || len(dst) < (x.T-1)*ldd+n1 {
+		return false
+	}
+	if w.Codes != nil {
+		return len(w.Codes) >= n1*nb && len(w.Scales) >= n1
+	}
+	return len(w.Scales) >= n1*nb
+}
+
+// q4MatMulWith runs Q4.MatMul on the kernels of codes and scales (the two
+// scale forms); zero points go to the generic version.
+func q4MatMulWith(codes, scales *q4Set, dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) {
+	if n1 <= n0 || x.T == 0 {
+		return
+	}
+	if w.Zeros != nil || !q4Fits(dst, ldd, w, x, n0, n1) {
+		q4MatMulGeneric(dst, ldd, w, x, n0, n1)
+		return
+	}
+	set := scales
+	if w.Codes != nil {
+		set = codes
+	}
+	nb := w.K / QK
+	ng, tail := nb/4, nb%4
+	ng4 := (nb + 3) / 4
+	xs := ng4 * q4RecBytes
+	rec, holder := getScratch(x.T * xs)
+	q4Prep(rec, x, ng4)
+
+	var rs *float32
+	scBase, scStr := unsafe.Pointer(nil), 0
+	if w.Codes != nil {
+		scBase, scStr = unsafe.Pointer(unsafe.SliceData(w.Codes)), nb
+		rs = unsafe.SliceData(w.Scales)
+	} else {
+		scBase, scStr = unsafe.Pointer(unsafe.SliceData(w.Scales)), 4*nb
+	}
+	nib := unsafe.SliceData(w.Nib)
+	out := unsafe.SliceData(dst)
+	tile := func(n, R, t, TT int) {
+		var r *float32
+		if rs != nil {
+			r = (*float32)(unsafe.Add(unsafe.Pointer(rs), 4*n))
+		}
+		set.k[R][TT]((*byte)(unsafe.Add(unsafe.Pointer(nib), n*nb*16)), nb*16,
+			(*byte)(unsafe.Add(scBase, n*scStr)), scStr, ng, tail,
+			&rec[t*xs], xs, (*float32)(unsafe.Add(unsafe.Pointer(out), 4*(t*ldd+n))), ldd, r)
+	}
+	rowsFor := func(rem, most int) int {
+		for R := min(rem, most); R > 0; R-- {
+			if set.k[R][1] != nil {
+				return R
+			}
+		}
+		return 1
+	}
+	if x.T == 1 {
+		for n := n0; n < n1; {
+			R := rowsFor(n1-n, set.decode)
+			tile(n, R, 0, 1)
+			n += R
+		}
+	} else {
+		for t0 := 0; t0 < x.T; t0 += q4TokenBlock {
+			t1 := min(t0+q4TokenBlock, x.T)
+			for n := n0; n < n1; {
+				R := rowsFor(n1-n, set.rows)
+				for t := t0; t < t1; {
+					TT := min(t1-t, set.tokens)
+					tile(n, R, t, TT)
+					t += TT
+				}
+				n += R
+			}
+		}
+	}
+	scratch.Put(holder)
+}
