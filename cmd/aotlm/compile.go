@@ -11,9 +11,9 @@ import (
 
 func newCompileCmd() *cobra.Command {
 	var (
-		out, tokPath string
-		kv, calib    string
-		arLen, ctx   int
+		out, tokPath    string
+		kv, calib, acts string
+		arLen, ctx      int
 	)
 	cmd := &cobra.Command{
 		Use:   "compile MODEL -o OUT.aot",
@@ -29,7 +29,14 @@ integers (w8, lpbq, q4 layouts) and the rest float32.
 
 --kv u8 stores the KV cache as uint8 with per-layer, per-head scales fixed
 at compile time from a float32 calibration pass over --calib FILE (text,
-up to 512 tokens), or over 128 tokens the model generates greedily.`,
+up to 512 tokens), or over 128 tokens the model generates greedily.
+
+Quantized weights whose input width is a multiple of 32 are packed for the
+int8-activation kernels (--activations int8, the default): each linear's
+input is quantized to int8 in blocks of 32 at run time, as llama.cpp does
+for its 4- and 8-bit types. --activations float keeps them unpacked and
+multiplies with float32 activations: the quantized model's arithmetic
+exactly, several times slower.`,
 		Example: `  aotlm compile stories260K.gguf -o stories.aot --ar-len 32 --ctx 512
   aotlm compile stories260K.bin --tokenizer tok512.bin -o stories.aot
   aotlm compile q/ -o model.aot --kv u8 --calib calib.txt`,
@@ -41,7 +48,12 @@ up to 512 tokens), or over 128 tokens the model generates greedily.`,
 			if arLen < 1 {
 				return fmt.Errorf("compile: --ar-len %d must be at least 1", arLen)
 			}
-			opts := compile.Options{ARLens: []int{arLen}, Ctx: ctx, Tokenizer: tokPath, KV: kv, CalibText: calib}
+			float, err := floatActivations(acts)
+			if err != nil {
+				return fmt.Errorf("compile: %w", err)
+			}
+			opts := compile.Options{ARLens: []int{arLen}, Ctx: ctx, Tokenizer: tokPath, KV: kv, CalibText: calib,
+				FloatActivations: float}
 			if err := compile.CompileFile(args[0], out, opts); err != nil {
 				return err
 			}
@@ -56,5 +68,20 @@ up to 512 tokens), or over 128 tokens the model generates greedily.`,
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder to store instead of the model's own")
 	f.StringVar(&kv, "kv", "f32", "KV cache storage: f32, f16 or u8")
 	f.StringVar(&calib, "calib", "", "text file for the u8 KV cache calibration (default: a generated sequence)")
+	f.StringVar(&acts, "activations", "int8", activationsHelp)
 	return cmd
+}
+
+// activationsHelp documents --activations of compile and run.
+const activationsHelp = "activations of quantized linears: int8 (packed weights, fast) or float (exact, slow)"
+
+// floatActivations parses an --activations value.
+func floatActivations(v string) (bool, error) {
+	switch v {
+	case "int8":
+		return false, nil
+	case "float":
+		return true, nil
+	}
+	return false, fmt.Errorf("--activations %q: want int8 or float", v)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -80,7 +81,8 @@ func TestPerplexityOfArtifacts(t *testing.T) {
 		}
 	}
 	base := ppl(src)
-	if got := ppl(filepath.Join(dir, "f32.aot")); got != base {
+	// The same arithmetic but for the order of the SIMD sums in attention.
+	if got := ppl(filepath.Join(dir, "f32.aot")); math.Abs(got-base) > 1e-5*base {
 		t.Errorf("f32 artifact ppl %v, interpreter %v", got, base)
 	}
 	if got := ppl(filepath.Join(dir, "u8.aot")); !(got > base*0.99 && got < base*1.05) {

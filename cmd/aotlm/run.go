@@ -26,7 +26,7 @@ func newRunCmd() *cobra.Command {
 		p                                      sample.Params
 		seed                                   int64
 		asJSON, ignoreEOS, useChat, verify     bool
-		system, mode, kv                       string
+		system, mode, kv, acts                 string
 		arLen                                  int
 		noCompile                              bool
 	)
@@ -75,8 +75,12 @@ and options; --no-compile runs it through the graph interpreter instead.
 				if isTerminal(cmd.ErrOrStderr()) {
 					log = cmd.ErrOrStderr()
 				}
+				float, err := floatActivations(acts)
+				if err != nil {
+					return fmt.Errorf("run: %w", err)
+				}
 				compiled, err := model.CompileCached(modelPath, compile.Options{ARLens: []int{arLen},
-					Ctx: ctx, ClampCtx: true, Tokenizer: tokPath, KV: kv}, log)
+					Ctx: ctx, ClampCtx: true, Tokenizer: tokPath, KV: kv, FloatActivations: float}, log)
 				if err != nil {
 					return err
 				}
@@ -129,6 +133,7 @@ and options; --no-compile runs it through the graph interpreter instead.
 	f.BoolVar(&noCompile, "no-compile", false, "run an uncompiled model through the graph interpreter instead of compiling it into the cache")
 	f.IntVar(&arLen, "ar-len", 32, "prompt pass length when compiling")
 	f.StringVar(&kv, "kv", "f32", "KV cache storage when compiling: f32, f16 or u8")
+	f.StringVar(&acts, "activations", "int8", activationsHelp)
 	f.StringVarP(&prompt, "prompt", "p", "", "prompt text")
 	f.StringVarP(&promptFile, "file", "f", "", "read the prompt from a file")
 	f.IntVarP(&n, "n-predict", "n", 128, "number of tokens to generate (-1: until EOS or the context is full)")

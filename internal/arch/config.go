@@ -71,6 +71,9 @@ type Config struct {
 	SlidingWindow  int     `json:"sliding_window,omitempty"`
 	LocalRopeTheta float64 `json:"local_rope_theta,omitempty"`
 
+	// RWKV holds RWKV-7's own sizes (rwkv7.go); nil for other families.
+	RWKV *RWKVConfig `json:"rwkv,omitempty"`
+
 	Tied bool  `json:"tied"` // classifier shares the embedding table
 	BOS  int   `json:"bos"`  // -1 if unknown
 	EOS  []int `json:"eos"`

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/graph"
 )
 
@@ -29,6 +30,19 @@ type Family struct {
 	configGGUF  func(meta map[string]any, arch string) (Config, error)
 	tensorNames func(source, canonical string) (string, bool)
 	build       func(c *Config, opts BuildOptions) (*graph.Graph, error)
+	// validate replaces Config.Validate for families without attention
+	// (RWKV-7); load replaces the name-mapped weight loading of Load for
+	// families whose tensors need reshaping.
+	validate func(c *Config) error
+	load     func(ck format.Checkpoint, c *Config, g *graph.Graph) (graph.Weights, error)
+}
+
+// check validates c with the family's rule.
+func (f *Family) check(c *Config) error {
+	if f.validate != nil {
+		return f.validate(c)
+	}
+	return c.Validate()
 }
 
 var families []*Family
@@ -95,7 +109,7 @@ func familyByGGUF(arch string) (*Family, error) {
 func Build(c *Config, opts BuildOptions) (*graph.Graph, error) {
 	for _, f := range families {
 		if f.Name == c.Family {
-			if err := c.Validate(); err != nil {
+			if err := f.check(c); err != nil {
 				return nil, err
 			}
 			return f.build(c, opts)

@@ -64,6 +64,8 @@ func ConfigOf(ck format.Checkpoint) (Config, *Family, error) {
 		return c, f, nil
 	case "llama2c":
 		return llama2cConfig(meta)
+	case "pytorch":
+		return pytorchConfig(ck)
 	}
 	return Config{}, nil, fmt.Errorf("no architecture mapping for %s checkpoints", ck.Format())
 }
@@ -94,12 +96,19 @@ func Load(ck format.Checkpoint) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Validate(); err != nil {
+	if err := f.check(&c); err != nil {
 		return nil, err
 	}
 	g, err := f.build(&c, BuildOptions{AllLogits: true})
 	if err != nil {
 		return nil, err
+	}
+	if f.load != nil {
+		w, err := f.load(ck, &c, g)
+		if err != nil {
+			return nil, err
+		}
+		return &Model{Config: c, Weights: w}, nil
 	}
 	source := c.Source
 	w := graph.Weights{}

@@ -37,6 +37,11 @@ type Input struct {
 	Quantized map[string]*quant.Quantized
 	// KVCache, when set, stores the cache quantized (see plan.KVCache).
 	KVCache *plan.KVCache
+	// FloatActivations keeps quantized weights in their unpacked layouts,
+	// which the engine multiplies with float32 activations (exactly the
+	// quantized model's arithmetic, and slow). By default every weight
+	// whose shape allows it is packed for the int8-activation kernels.
+	FloatActivations bool
 }
 
 // Compile writes the artifact for in at outPath: one plan per AR length,
@@ -82,7 +87,7 @@ func Compile(in Input, outPath string) error {
 		return err
 	}
 	defer w.Abort()
-	mixed, err := writeWeights(w, in.Graph.Weights, in.Weights, in.Quantized)
+	mixed, err := writeWeights(w, in.Graph.Weights, in.Weights, in.Quantized, !in.FloatActivations)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,10 @@ var opOf = map[graph.Op]plan.Op{
 	graph.OpAdd: plan.OpAdd, graph.OpMul: plan.OpMul, graph.OpScale: plan.OpScale,
 	graph.OpSiLU: plan.OpSiLU, graph.OpGELUTanh: plan.OpGELUTanh, graph.OpRoPE: plan.OpRoPE,
 	graph.OpAttention: plan.OpAttention, graph.OpColumns: plan.OpColumns, graph.OpLastRow: plan.OpLastRow,
-	graph.OpHeadRMSNorm: plan.OpHeadRMSNorm,
+	graph.OpHeadRMSNorm: plan.OpHeadRMSNorm, graph.OpLayerNorm: plan.OpLayerNorm,
+	graph.OpTokenShift: plan.OpTokenShift, graph.OpMix: plan.OpMix, graph.OpSub: plan.OpSub,
+	graph.OpSigmoid: plan.OpSigmoid, graph.OpTanh: plan.OpTanh, graph.OpReLU: plan.OpReLU,
+	graph.OpWKV7: plan.OpWKV7,
 }
 
 // Lower returns the plan of g for passes of n rows and a cache of ctx
@@ -27,7 +30,8 @@ func Lower(g *graph.Graph, n, ctx int) (*plan.Plan, error) {
 	if g.Output < 0 || g.Output >= len(g.Nodes) {
 		return nil, fmt.Errorf("compile: graph has no output node")
 	}
-	p := &plan.Plan{Version: plan.Version, Rows: n, KV: plan.KV{Layers: g.Layers, Cols: g.KVCols, Ctx: ctx}}
+	p := &plan.Plan{Version: plan.Version, Rows: n, KV: plan.KV{Layers: g.Layers, Cols: g.KVCols, Ctx: ctx},
+		State: append([]int(nil), g.States...)}
 	buf := make([]int, len(g.Nodes)) // node -> buffer id, -1 for the token input
 	for i := range g.Nodes {
 		nd := &g.Nodes[i]
@@ -41,7 +45,7 @@ func Lower(g *graph.Graph, n, ctx int) (*plan.Plan, error) {
 		}
 		rows := n
 		st := plan.Step{Op: op, Name: nd.Name, Eps: nd.Eps, Offset: nd.Offset, Scale: nd.Scale, Lo: nd.Lo, Hi: nd.Hi,
-			HeadDim: nd.HeadDim}
+			HeadDim: nd.HeadDim, Slot: nd.Slot}
 		for _, in := range nd.In {
 			if in < 0 || in >= i {
 				return nil, fmt.Errorf("compile: node %d (%s): input %d is not an earlier node", i, nd.Name, in)
@@ -63,6 +67,7 @@ func Lower(g *graph.Graph, n, ctx int) (*plan.Plan, error) {
 		if nd.Bias != "" {
 			st.Weights = append(st.Weights, nd.Bias)
 		}
+		st.Weights = append(st.Weights, nd.More...)
 		if r := nd.Rope; r != nil {
 			st.Rope = &plan.Rope{Half: r.Style == graph.RopeHalf, HeadDim: r.HeadDim, RotDim: r.RotDim,
 				InvFreq: append([]float64(nil), r.InvFreq...), Scale: r.Scale}

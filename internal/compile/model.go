@@ -35,6 +35,9 @@ type Options struct {
 	// ClampCtx lowers Ctx to the model's trained context instead of
 	// refusing a larger one (what `run` wants for its default).
 	ClampCtx bool
+	// FloatActivations keeps quantized weights unpacked, for float32
+	// activations (see Input.FloatActivations).
+	FloatActivations bool
 }
 
 // MaxCalibTokens bounds the calibration sequence read from CalibText.
@@ -95,6 +98,7 @@ func CompileModel(m *arch.Model, src Source, opts Options, outPath string) error
 		in.Tokenizer, in.TokenizerKind = src.Tokenizer.Data, src.Tokenizer.Kind
 	}
 	in.Quantized = src.Quantized
+	in.FloatActivations = opts.FloatActivations
 	switch opts.KV {
 	case "", "f32":
 	case plan.KVCacheU8:

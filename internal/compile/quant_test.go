@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/artifact"
+	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/quant"
@@ -43,7 +44,7 @@ func TestQuantizedTensorsStored(t *testing.T) {
 			t.Fatal(err)
 		}
 		path := filepath.Join(t.TempDir(), "m.aot")
-		if err := CompileFile(dir, path, Options{Ctx: 64}); err != nil {
+		if err := CompileFile(dir, path, Options{Ctx: 64, FloatActivations: true}); err != nil {
 			t.Fatal(err)
 		}
 		a, err := artifact.Open(path, artifact.OpenOptions{Verify: true})
@@ -87,6 +88,107 @@ func TestQuantizedTensorsStored(t *testing.T) {
 			t.Fatalf("%s: layouts %v, want a 4-bit one and w8-rows", preset, seen)
 		}
 	}
+}
+
+// TestPackedTensorsStored: by default the weights whose input width is a
+// multiple of 32 are stored packed ("-p" layouts), and each packed row
+// decodes (kernel's Row) to the quantized folder's dequantized row, up to
+// the float32 rounding of code*S; the 172-wide down projection of
+// stories260K stays unpacked.
+func TestPackedTensorsStored(t *testing.T) {
+	for _, preset := range []string{"q4", "w4a16-lpbq", "w4a16-lpbq-b64", "w8a16"} {
+		dir := quantizeStories(t, preset)
+		m, man, err := qmodel.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs, err := readQuantized(dir, man, m.Weights)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "m.aot")
+		if err := CompileFile(dir, path, Options{Ctx: 64}); err != nil {
+			t.Fatal(err)
+		}
+		a, err := artifact.Open(path, artifact.OpenOptions{Verify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		packed, plain := 0, 0
+		for _, ti := range a.Tensors() {
+			q := qs[ti.Name]
+			if q == nil {
+				continue
+			}
+			l, err := plan.ParseLayout(ti.Layout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Packed != (ti.Shape[1]%32 == 0) {
+				t.Fatalf("%s: %s %v has layout %s", preset, ti.Name, ti.Shape, ti.Layout)
+			}
+			if !l.Packed {
+				plain++
+				continue
+			}
+			packed++
+			_, b, err := a.Tensor(ti.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := packedRows(t, l, ti.Shape, b)
+			want := q.Dequantize()
+			N, K := int(ti.Shape[0]), int(ti.Shape[1])
+			got := make([]float32, K)
+			for n := range N {
+				row(got, n)
+				for k := range K {
+					w := want[n*K+k]
+					if d := math.Abs(float64(got[k] - w)); d > 2e-7*math.Abs(float64(w))+1e-12 {
+						t.Fatalf("%s: %s [%d][%d]: packed %g, folder %g", preset, ti.Name, n, k, got[k], w)
+					}
+				}
+			}
+		}
+		a.Close()
+		if packed == 0 || (preset != "w8a16" && plain == 0) {
+			t.Fatalf("%s: %d packed and %d unpacked quantized tensors", preset, packed, plain)
+		}
+	}
+}
+
+// packedRows views a packed tensor with the kernel package's types.
+func packedRows(t *testing.T, l plan.WeightLayout, shape []int64, b []byte) func([]float32, int) {
+	p, err := l.Parts(shape[0], shape[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	N, K := int(shape[0]), int(shape[1])
+	fl := func(off, n int64) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[off+4*int64(i):]))
+		}
+		return v
+	}
+	if l.Kind == plan.LayoutW8 {
+		w := &kernel.W8{N: N, K: K, U: b[:N*K], Scales: fl(p.Scales, p.NScales)}
+		if err := w.Check(); err != nil {
+			t.Fatal(err)
+		}
+		return w.Row
+	}
+	w := &kernel.Q4{N: N, K: K, Nib: b[:N*K/2], Scales: fl(p.Scales, p.NScales)}
+	if p.Codes >= 0 {
+		w.Codes = b[p.Codes : p.Codes+int64(N*K/32)]
+	}
+	if p.Zeros >= 0 {
+		w.Zeros = fl(p.Zeros, p.NScales)
+	}
+	if err := w.Check(); err != nil {
+		t.Fatal(err)
+	}
+	return w.Row
 }
 
 // TestKVCalibration checks the u8 cache scales: one per key/value head of

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/quant"
 	"github.com/aotlm/aotlm/internal/tensor"
@@ -18,7 +19,11 @@ import (
 // ones in qs in their quantized layout (see plan.WeightLayout), the others
 // as plain little-endian float32. It reports whether any tensor is
 // quantized.
-func writeWeights(w *artifact.Writer, shapes map[string][]int, vals graph.Weights, qs map[string]*quant.Quantized) (bool, error) {
+//
+// With pack set, a quantized weight whose shape allows it is stored in its
+// packed form (plan.WeightLayout's "-p" tags), which the engine runs with
+// int8 activations.
+func writeWeights(w *artifact.Writer, shapes map[string][]int, vals graph.Weights, qs map[string]*quant.Quantized, pack bool) (bool, error) {
 	names := make([]string, 0, len(shapes))
 	for n := range shapes {
 		names = append(names, n)
@@ -34,7 +39,11 @@ func writeWeights(w *artifact.Writer, shapes map[string][]int, vals graph.Weight
 		if q := qs[n]; q != nil {
 			l, ok := layoutOf(q.Scheme)
 			if ok {
-				b, err := encodeQuantized(l, q, shape)
+				encode := encodeQuantized
+				if pack && len(shape) == 2 && l.CanPack(shape[1]) {
+					l.Packed, encode = true, encodePacked
+				}
+				b, err := encode(l, q, shape)
 				if err != nil {
 					return false, fmt.Errorf("compile: weight %q: %w", n, err)
 				}
@@ -109,4 +118,82 @@ func putFloats(b []byte, v []float32) {
 	for i, x := range v {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
 	}
+}
+
+// encodePacked lays q out in l's packed form (l.Packed set): 4-bit codes
+// two to a byte, blocks of plan.PackBlock with their B- or G-block's code,
+// scale and zero point repeated, or w8 integers offset by 128.
+func encodePacked(l plan.WeightLayout, q *quant.Quantized, shape []int64) ([]byte, error) {
+	if len(shape) != 2 || shape[0] != int64(q.Rows) || shape[1] != int64(q.Cols) {
+		return nil, fmt.Errorf("quantized as [%d, %d], the graph says %v", q.Rows, q.Cols, shape)
+	}
+	p, err := l.Parts(shape[0], shape[1])
+	if err != nil {
+		return nil, err
+	}
+	N, K := q.Rows, q.Cols
+	nb, per := K/plan.PackBlock, max(l.Block/plan.PackBlock, 1)
+	srcBlocks := 0
+	if l.Block > 0 {
+		srcBlocks = (K + l.Block - 1) / l.Block
+	}
+	want := int64(N)
+	if l.Kind == plan.LayoutQ4 {
+		want = int64(N * srcBlocks)
+	}
+	if len(q.Q) != N*K || int64(len(q.Scales)) != want {
+		return nil, fmt.Errorf("%d integers and %d scales, %s needs %d and %d", len(q.Q), len(q.Scales), l.Tag(), N*K, want)
+	}
+	b := make([]byte, p.Size)
+	if l.Kind == plan.LayoutW8 {
+		for i, v := range q.Q {
+			b[i] = byte(int(v) + 128)
+		}
+		putFloats(b[p.Scales:], q.Scales)
+		return b, nil
+	}
+	offset := 8
+	if l.Kind == plan.LayoutQ4 && !l.Sym {
+		offset = 0
+	}
+	u := make([]uint8, K)
+	for n := range N {
+		for k, v := range q.Q[n*K : (n+1)*K] {
+			c := int(v) + offset
+			if c < 0 || c > 15 {
+				return nil, fmt.Errorf("row %d input %d: %d does not fit 4 bits", n, k, v)
+			}
+			u[k] = uint8(c)
+		}
+		if err := kernel.PackNibbles(b[n*K/2:(n+1)*K/2], u, 1, K); err != nil {
+			return nil, fmt.Errorf("row %d: %w", n, err)
+		}
+	}
+	// spread repeats each row's per-B-block values over its 32-blocks.
+	spread := func(src []float32) []float32 {
+		out := make([]float32, N*nb)
+		for i := range out {
+			out[i] = src[(i/nb)*srcBlocks+(i%nb)/per]
+		}
+		return out
+	}
+	switch l.Kind {
+	case plan.LayoutLPBQ:
+		if len(q.Codes) != N*srcBlocks {
+			return nil, fmt.Errorf("%d block codes do not fit %s", len(q.Codes), l.Tag())
+		}
+		for i := range N * nb {
+			b[p.Codes+int64(i)] = q.Codes[(i/nb)*srcBlocks+(i%nb)/per]
+		}
+		putFloats(b[p.Scales:], q.Scales)
+	case plan.LayoutQ4:
+		putFloats(b[p.Scales:], spread(q.Scales))
+		if p.Zeros >= 0 {
+			if len(q.Zeros) != N*srcBlocks {
+				return nil, fmt.Errorf("%d zero points, %s needs %d", len(q.Zeros), l.Tag(), N*srcBlocks)
+			}
+			putFloats(b[p.Zeros:], spread(q.Zeros))
+		}
+	}
+	return b, nil
 }

@@ -33,6 +33,8 @@ type Engine struct {
 	vocab    int // token ids must be below this (rows of every embedding table)
 	arena    int // floats: the largest plan arena
 	scratch  int // floats of rope scratch: max rot_dim/2
+	q8Max    int // values: the largest T*K input of a packed linear
+	wkvTemp  int // floats of wkv7 scratch: max 4*head_dim
 }
 
 // program is a validated plan with its weights resolved.
@@ -45,7 +47,8 @@ type program struct {
 type step struct {
 	plan.Step
 	w, b []float32
-	qw   *qweight // a quantized w (then w is nil)
+	qw   *qweight    // a quantized w (then w is nil)
+	ws   [][]float32 // every weight in order (recurrent ops)
 }
 
 // Open maps the artifact at path and validates its manifest, every plan
@@ -96,6 +99,9 @@ func load(m plan.Manifest, blob func(name string) ([]byte, error), tensor tensor
 		}
 		if len(e.plans) > 0 && p.KV != e.plans[0].p.KV {
 			return nil, fmt.Errorf("%s: cache layout %+v differs from %+v", ref.Blob, p.KV, e.plans[0].p.KV)
+		}
+		if len(e.plans) > 0 && !slices.Equal(p.State, e.plans[0].p.State) {
+			return nil, fmt.Errorf("%s: state slots %v differ from %v", ref.Blob, p.State, e.plans[0].p.State)
 		}
 		prog, err := e.resolve(p)
 		if err != nil {
@@ -175,8 +181,19 @@ func (e *Engine) resolve(p *plan.Plan) (*program, error) {
 			if e.vocab < 0 || v < e.vocab {
 				e.vocab = v
 			}
+		case plan.OpLinear:
+			if s.qw != nil && s.qw.packed() {
+				e.q8Max = max(e.q8Max, p.Rows*s.qw.K)
+			}
 		case plan.OpRoPE:
 			e.scratch = max(e.scratch, st.Rope.RotDim/2)
+		case plan.OpWKV7:
+			e.wkvTemp = max(e.wkvTemp, 4*st.HeadDim)
+		}
+		if isRecurrent(st.Op) {
+			for _, name := range st.Weights {
+				s.ws = append(s.ws, e.weights[name])
+			}
 		}
 		prog.steps[i] = s
 	}

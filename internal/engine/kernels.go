@@ -1,6 +1,10 @@
 package engine
 
-import "math"
+import (
+	"math"
+
+	"github.com/aotlm/aotlm/internal/kernel"
+)
 
 // MaskValue is added to the attention scores of positions a row may not
 // see: a large finite negative, so exp underflows to exactly 0 and no
@@ -12,12 +16,17 @@ const MaskValue = -1e30
 type linearJob struct {
 	dst, x, w, b []float32
 	qw           *qweight // when set, the weight (w is nil)
+	xq           *kernel.Q8
 	T, K, N      int
 }
 
 // run computes output columns [j0, j1).
-func (l *linearJob) run(j0, j1 int) {
+func (l *linearJob) run(_, j0, j1 int) {
 	if l.qw != nil {
+		if l.qw.packed() {
+			l.runPacked(j0, j1)
+			return
+		}
 		l.runQ(j0, j1)
 		return
 	}
@@ -60,14 +69,6 @@ func rmsNorm(dst, x, w []float32, C int, eps, offset float32) {
 // a [T*heads, E] one, so it is rmsNorm over E columns.
 func headRMSNorm(dst, x, w []float32, E int, eps, offset float32) {
 	rmsNorm(dst, x, w, E, eps, offset)
-}
-
-func silu(v float32) float32 { return v / (1 + float32(math.Exp(float64(-v)))) }
-
-// geluTanh is 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3))).
-func geluTanh(v float32) float32 {
-	x := float64(v)
-	return float32(0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x))))
 }
 
 // rope rotates in place every head of x [T, C], row t at position pos+t:

@@ -68,11 +68,9 @@ func (c u8Codec) scale(g int) float32          { return headScale(c.s, g) }
 func (u8Codec) enc(x, s float32) uint8         { return quantizeKV(x, s) }
 func (u8Codec) dec(u uint8, s float32) float32 { return dequantizeKV(u, s) }
 
-// attend is attention (see attention) over a cache of element type T: the T
-// rows of k and v are encoded into K, V at pos.., and every cached value is
-// decoded where it is read.
-func attend[T any, C kvCodec[T]](a *attnArgs, K, V []T, kc, vc C) {
-	E, G, H, Cc := a.E, a.G, a.H, a.C
+// storeKV encodes the T rows of k and v into K, V at pos...
+func storeKV[T any, C kvCodec[T]](a *attnArgs, K, V []T, kc, vc C) {
+	E, G, Cc := a.E, a.G, a.C
 	kvc := G * E
 	for t := 0; t < a.T; t++ {
 		p := a.pos + t
@@ -85,49 +83,63 @@ func attend[T any, C kvCodec[T]](a *attnArgs, K, V []T, kc, vc C) {
 			}
 		}
 	}
+}
+
+// attend is attention (see attention) over a cache of element type T: the T
+// rows of k and v are encoded into K, V at pos.., and every cached value is
+// decoded where it is read.
+func attend[T any, C kvCodec[T]](a *attnArgs, K, V []T, kc, vc C) {
+	storeKV(a, K, V, kc, vc)
+	attendRows(a, K, V, kc, vc, 0, a.T*a.H, a.scores)
+}
+
+// window returns the first cache position row t may see.
+func (a *attnArgs) first(t int) int {
+	p := a.pos + t
+	if a.window > 0 && p-a.window+1 > 0 {
+		return p - a.window + 1
+	}
+	return 0
+}
+
+// attendRows computes the outputs of items [lo, hi) of the T*H (row,
+// head) pairs, item i being row i/H and head i%H, with scores as scratch
+// (at least pos+T floats). Cache positions after a row's own are masked:
+// their weight is exactly 0, so they are skipped.
+func attendRows[T any, C kvCodec[T]](a *attnArgs, K, V []T, kc, vc C, lo, hi int, scores []float32) {
+	E, G, H, Cc := a.E, a.G, a.H, a.C
 	group := H / G
-	end := a.pos + a.T
-	for t := 0; t < a.T; t++ {
+	for i := lo; i < hi; i++ {
+		t, h := i/H, i%H
 		p := a.pos + t
-		first := 0
-		if a.window > 0 && p-a.window+1 > 0 {
-			first = p - a.window + 1
+		first := a.first(t)
+		qh := a.q[t*H*E+h*E : t*H*E+(h+1)*E]
+		g := h / group
+		sk, sv := kc.scale(g), vc.scale(g)
+		mx := float32(-math.MaxFloat32)
+		for j := first; j <= p; j++ {
+			kj := K[j*Cc+g*E : j*Cc+(g+1)*E]
+			var s float32
+			for e, qv := range qh {
+				s += qv * kc.dec(kj[e], sk)
+			}
+			s *= a.scale
+			scores[j] = s
+			mx = max(mx, s)
 		}
-		for h := 0; h < H; h++ {
-			qh := a.q[t*H*E+h*E : t*H*E+(h+1)*E]
-			g := h / group
-			sk, sv := kc.scale(g), vc.scale(g)
-			mx := float32(-math.MaxFloat32)
-			for j := first; j < end; j++ {
-				if j > p {
-					a.scores[j] = MaskValue
-					continue
-				}
-				kj := K[j*Cc+g*E : j*Cc+(g+1)*E]
-				var s float32
-				for e, qv := range qh {
-					s += qv * kc.dec(kj[e], sk)
-				}
-				s *= a.scale
-				a.scores[j] = s
-				if s > mx {
-					mx = s
-				}
-			}
-			var sum float32
-			for j := first; j < end; j++ {
-				e := float32(math.Exp(float64(a.scores[j] - mx)))
-				a.scores[j] = e
-				sum += e
-			}
-			oh := a.out[t*H*E+h*E : t*H*E+(h+1)*E]
-			clear(oh)
-			for j := first; j < end; j++ {
-				w := a.scores[j] / sum
-				vj := V[j*Cc+g*E : j*Cc+(g+1)*E]
-				for e := range oh {
-					oh[e] += w * vc.dec(vj[e], sv)
-				}
+		var sum float32
+		for j := first; j <= p; j++ {
+			e := float32(math.Exp(float64(scores[j] - mx)))
+			scores[j] = e
+			sum += e
+		}
+		oh := a.out[t*H*E+h*E : t*H*E+(h+1)*E]
+		clear(oh)
+		for j := first; j <= p; j++ {
+			w := scores[j] / sum
+			vj := V[j*Cc+g*E : j*Cc+(g+1)*E]
+			for e := range oh {
+				oh[e] += w * vc.dec(vj[e], sv)
 			}
 		}
 	}

@@ -13,15 +13,23 @@ import (
 )
 
 // logitTol is the largest difference allowed between the engine's and the
-// interpreter's logits; the kernels sum in the same order, so in practice
-// they agree exactly.
-const logitTol = 1e-5
+// interpreter's logits. Float32 weights and activations go through the
+// same arithmetic, but the SIMD dot products of attention sum in several
+// lanes, so the order of additions differs: about 1e-5 on logits of
+// magnitude 20 (5e-7 relative) is what that costs.
+const logitTol = 1e-4
 
 // checkParity feeds every prompt length 1..3N (so 1..3 passes, every
 // chunk boundary and every padding amount) through the engine's AR-N plan
 // and through the interpreter, then decodes two more tokens; the logits
 // must agree within logitTol at each step.
 func checkParity(t *testing.T, m *arch.Model, e *engine.Engine, n int, mode engine.Mode) {
+	checkParityTol(t, m, e, n, mode, logitTol)
+}
+
+// checkParityTol is checkParity with the tolerance tol.
+func checkParityTol(t *testing.T, m *arch.Model, e *engine.Engine, n int, mode engine.Mode, tol float64) {
+	t.Helper()
 	in := interpreter(t, m)
 	s := newSession(t, e, engine.SessionOptions{Mode: mode, ARLen: n, Threads: 2})
 	r := rand.New(rand.NewPCG(uint64(n), 3))
@@ -47,7 +55,7 @@ func checkParity(t *testing.T, m *arch.Model, e *engine.Engine, n int, mode engi
 			}
 			d := maxDiff(got, want[:m.Config.Vocab])
 			worst = max(worst, d)
-			if d > logitTol {
+			if d > tol {
 				t.Fatalf("N=%d P=%d step %d: logits differ by %g", n, p, step, d)
 			}
 			if step == 2 {

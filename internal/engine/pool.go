@@ -1,62 +1,147 @@
 package engine
 
-import "sync"
+import (
+	"runtime"
+	"sync/atomic"
+)
 
-// pool is a fixed set of worker goroutines that split a linear's output
-// columns. Dispatching a job allocates nothing: the job lives in the pool
-// and workers receive only column ranges.
+// A task is work over an index range [0, n) that workers split: run does
+// [lo, hi) on worker w (0 is the caller), so per-worker scratch can be
+// indexed by w.
+type task interface {
+	run(w, lo, hi int)
+}
+
+// pool is a fixed set of worker goroutines. The caller publishes a task
+// and a new generation number; workers spin briefly on the generation
+// (the low-latency path between the consecutive operations of one token),
+// then park on a channel until woken. Nothing is allocated per dispatch
+// and no goroutine is started after newPool.
 type pool struct {
 	threads int
-	work    chan [2]int
-	wg      sync.WaitGroup
-	job     linearJob
+	task    task
+	n       int
+	grain   int
+	gen     atomic.Uint32
+	left    atomic.Int32 // parts not yet finished by workers
+	stop    atomic.Bool
+	workers []*worker
+	lin     linearJob // the current linear, kept here so dispatch allocates nothing
 }
+
+type worker struct {
+	id       int
+	sleeping atomic.Bool
+	wake     chan struct{}
+}
+
+// spinLimit is how many checks of the generation a worker makes before
+// it parks: tens of microseconds, longer than the gaps between the
+// operations of a token, shorter than a user's pause.
+const spinLimit = 1 << 14
 
 // minParallelCost is the multiply-adds below which a job runs inline.
 const minParallelCost = 1 << 15
 
 func newPool(threads int) *pool {
 	p := &pool{threads: max(threads, 1)}
-	if p.threads > 1 {
-		p.work = make(chan [2]int, p.threads)
-		for range p.threads - 1 {
-			go p.worker()
-		}
+	for i := 1; i < p.threads; i++ {
+		w := &worker{id: i, wake: make(chan struct{}, 1)}
+		p.workers = append(p.workers, w)
+		go p.loop(w, p.gen.Load())
 	}
 	return p
 }
 
-func (p *pool) worker() {
-	for r := range p.work {
-		p.job.run(r[0], r[1])
-		p.wg.Done()
+// loop is worker w's life; last is the generation at its creation (read
+// before the goroutine starts, so a dispatch that comes first is not
+// missed).
+func (p *pool) loop(w *worker, last uint32) {
+	for {
+		spins := 0
+		for p.gen.Load() == last {
+			spins++
+			if spins < spinLimit {
+				if spins%256 == 0 {
+					runtime.Gosched()
+				}
+				continue
+			}
+			w.sleeping.Store(true)
+			if p.gen.Load() == last {
+				<-w.wake
+			}
+			w.sleeping.Store(false)
+			spins = 0
+		}
+		if p.stop.Load() {
+			return
+		}
+		last = p.gen.Load()
+		lo, hi := p.part(w.id)
+		if lo < hi {
+			p.task.run(w.id, lo, hi)
+		}
+		p.left.Add(-1)
 	}
 }
 
-// linear runs job over its N output columns, split across the workers
-// when it is large enough.
-func (p *pool) linear(job linearJob) {
-	n := job.N
-	if p.threads <= 1 || job.T*job.N*job.K < minParallelCost || n < 2 {
-		job.run(0, n)
+// part is the range of worker w: threads near-equal chunks, each a
+// multiple of grain but the last.
+func (p *pool) part(w int) (int, int) {
+	chunks := (p.n + p.grain - 1) / p.grain
+	per := (chunks + p.threads - 1) / p.threads
+	lo := min(w*per*p.grain, p.n)
+	return lo, min(lo+per*p.grain, p.n)
+}
+
+// do runs t over [0, n) split across the workers (in chunks that are
+// multiples of grain), or inline when parallel is false or there is one
+// thread.
+func (p *pool) do(t task, n, grain int, parallel bool) {
+	if p.threads <= 1 || !parallel || n <= grain {
+		t.run(0, 0, n)
 		return
 	}
-	p.job = job
-	parts := min(p.threads, n)
-	chunk := (n + parts - 1) / parts
-	first := min(chunk, n)
-	for lo := first; lo < n; lo += chunk {
-		p.wg.Add(1)
-		p.work <- [2]int{lo, min(lo+chunk, n)}
+	p.task, p.n, p.grain = t, n, max(grain, 1)
+	p.left.Store(int32(len(p.workers)))
+	p.gen.Add(1)
+	for _, w := range p.workers {
+		if w.sleeping.Load() {
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
 	}
-	p.job.run(0, first)
-	p.wg.Wait()
+	if lo, hi := p.part(0); lo < hi {
+		t.run(0, lo, hi)
+	}
+	for spins := 1; p.left.Load() != 0; spins++ {
+		if spins%256 == 0 {
+			runtime.Gosched()
+		}
+	}
+	p.task = nil
+}
+
+// linear runs job over its N output rows, split across the workers when
+// it is large enough.
+func (p *pool) linear(job linearJob) {
+	p.lin = job
+	p.do(&p.lin, job.N, 16, job.T*job.N*job.K >= minParallelCost)
 }
 
 // close stops the workers.
 func (p *pool) close() {
-	if p.work != nil {
-		close(p.work)
-		p.work = nil
+	if p.stop.Swap(true) {
+		return
+	}
+	p.gen.Add(1)
+	for _, w := range p.workers {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
 	}
 }

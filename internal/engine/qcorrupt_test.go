@@ -30,7 +30,7 @@ func quantParts(t *testing.T) *parts {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "q.aot")
-	if err := compile.CompileFile(q, path, compile.Options{ARLens: []int{4}, Ctx: 32, KV: "u8"}); err != nil {
+	if err := compile.CompileFile(q, path, compile.Options{ARLens: []int{4}, Ctx: 32, KV: "u8", FloatActivations: true}); err != nil {
 		t.Fatal(err)
 	}
 	return takeApart(t, path)

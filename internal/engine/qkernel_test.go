@@ -63,11 +63,11 @@ func TestQuantLinearExact(t *testing.T) {
 			for _, bias := range [][]float32{nil, b} {
 				want := make([]float32, T*N)
 				ref := linearJob{dst: want, x: x, w: deq, b: bias, T: T, K: K, N: N}
-				ref.run(0, N)
+				ref.run(0, 0, N)
 				got := make([]float32, T*N)
 				job := linearJob{dst: got, x: x, qw: qweightOf(q), b: bias, T: T, K: K, N: N}
 				for j := 0; j < N; j += 4 {
-					job.run(j, min(j+4, N))
+					job.run(0, j, min(j+4, N))
 				}
 				if !slices.Equal(got, want) {
 					t.Fatalf("%v [%d,%d]x%d: quantized kernel differs from the dequantized reference", s, N, K, T)
@@ -162,4 +162,56 @@ func roundTrip(t *testing.T, kq *quant.KVQuant, x []float32) []float32 {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestFastAttention: the session's attention (cache stored, then the
+// kernel package's dot products and updates over (row, head) items split
+// across workers) matches the plain codec loop over float32 and binary16
+// caches, within 1e-5 relative to the largest output, for passes at
+// several positions, with grouped heads and a window.
+func TestFastAttention(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	const H, G, E, ctx = 6, 2, 40, 64
+	C := G * E
+	for _, f16 := range []bool{false, true} {
+		for _, window := range []int{0, 5} {
+			K, V := make([]float32, ctx*C), make([]float32, ctx*C)
+			Kh, Vh := make([]uint16, ctx*C), make([]uint16, ctx*C)
+			K2, V2 := make([]float32, ctx*C), make([]float32, ctx*C)
+			Kh2, Vh2 := make([]uint16, ctx*C), make([]uint16, ctx*C)
+			pool := newPool(2)
+			task := &attnTask{scores: [][]float32{make([]float32, ctx), make([]float32, ctx)}}
+			pos := 0
+			for _, T := range []int{3, 1, 7, 1, 16} {
+				q, k, v := randFloats(r, T*H*E, 1), randFloats(r, T*C, 2), randFloats(r, T*C, 2)
+				want, got := make([]float32, T*H*E), make([]float32, T*H*E)
+				ref := attnArgs{out: want, q: q, k: k, v: v, C: C, T: T, pos: pos, H: H, G: G, E: E, scale: 0.3,
+					window: window, scores: make([]float32, ctx)}
+				fast := ref
+				fast.out = got
+				if f16 {
+					ref.Kh, ref.Vh, fast.Kh, fast.Vh = Kh, Vh, Kh2, Vh2
+					attend(&ref, Kh, Vh, f16Codec{}, f16Codec{})
+					storeKV(&fast, Kh2, Vh2, f16Codec{}, f16Codec{})
+				} else {
+					ref.K, ref.V, fast.K, fast.V = K, V, K2, V2
+					attend(&ref, K, V, f32Codec{}, f32Codec{})
+					storeKV(&fast, K2, V2, f32Codec{}, f32Codec{})
+				}
+				task.a = &fast
+				pool.do(task, T*H, 1, true)
+				var top float64
+				for _, w := range want {
+					top = max(top, math.Abs(float64(w)))
+				}
+				for i := range want {
+					if d := math.Abs(float64(got[i] - want[i])); d > 1e-5*top {
+						t.Fatalf("f16 %v window %d pass of %d at %d: out[%d] = %g, want %g", f16, window, T, pos, i, got[i], want[i])
+					}
+				}
+				pos += T
+			}
+			pool.close()
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/aotlm/aotlm/internal/artifact"
+	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/tensor"
 )
@@ -20,7 +21,13 @@ type qweight struct {
 	codes  []uint8   // [N*nb] lpbq
 	scales []float32 // [N] (w8, lpbq) or [N*nb] (q4)
 	zeros  []float32 // [N*nb] q4 asymmetric, else nil
+	// A packed weight (layout tag "-p") is one of these instead.
+	q4 *kernel.Q4
+	w8 *kernel.W8
 }
+
+// packed reports whether w is in a packed layout.
+func (w *qweight) packed() bool { return w.q4 != nil || w.w8 != nil }
 
 // newQWeight checks a quantized tensor's descriptor and size and views its
 // parts.
@@ -40,6 +47,9 @@ func newQWeight(info artifact.TensorInfo, data []byte) (*qweight, error) {
 		return nil, fmt.Errorf("tensor %q: %d bytes, layout %s of %v needs %d", info.Name, len(data), info.Layout, info.Shape, p.Size)
 	}
 	w := &qweight{kind: l.Kind, N: int(info.Shape[0]), K: int(info.Shape[1]), block: l.Block}
+	if l.Packed {
+		return w, w.viewPacked(info.Name, p, data)
+	}
 	if l.Block > 0 {
 		w.nb = (w.K + l.Block - 1) / l.Block
 	}
@@ -61,6 +71,14 @@ func newQWeight(info artifact.TensorInfo, data []byte) (*qweight, error) {
 //	lpbq  dst[k] = float32(int32(q[n][k]) * int32(codes[n][k/B])) * S[n]
 //	q4    dst[k] = (float32(q[n][k]) - z[n][k/G]) * s[n][k/G]   (z = 0 when sym)
 func (w *qweight) row(dst []float32, n int) {
+	switch {
+	case w.q4 != nil:
+		w.q4.Row(dst, n)
+		return
+	case w.w8 != nil:
+		w.w8.Row(dst, n)
+		return
+	}
 	qr := w.q[n*w.K : (n+1)*w.K]
 	switch w.kind {
 	case plan.LayoutW8:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/plan"
 )
 
@@ -37,22 +38,25 @@ type SessionOptions struct {
 // pool. It implements decoding.Session. It is not safe for concurrent use;
 // Close stops its workers.
 type Session struct {
-	e       *Engine
-	mode    Mode
-	decode  *program // AR-1
-	prefill *program // AR-N used by ModeHybrid
-	pool    *pool
-	arena   []float32
-	k, v    [][]float32 // [layer][Ctx*C]; nil with a uint8 cache
-	ku, vu  [][]uint8   // [layer][Ctx*C] uint8 cache, else nil
-	kh, vh  [][]uint16  // [layer][Ctx*C] binary16 cache, else nil
-	kvCols  int
-	ctx     int
-	pos     int
-	scores  []float32
-	cos     []float32
-	sin     []float32
-	attn    attnArgs
+	e        *Engine
+	mode     Mode
+	decode   *program // AR-1
+	prefill  *program // AR-N used by ModeHybrid
+	pool     *pool
+	arena    []float32
+	k, v     [][]float32 // [layer][Ctx*C]; nil with a uint8 cache
+	ku, vu   [][]uint8   // [layer][Ctx*C] uint8 cache, else nil
+	kh, vh   [][]uint16  // [layer][Ctx*C] binary16 cache, else nil
+	kvCols   int
+	ctx      int
+	pos      int
+	scores   []float32
+	cos      []float32
+	sin      []float32
+	attn     attnArgs
+	rec      recState
+	q8       q8Buf // int8 activations of packed linears
+	attnTask attnTask
 }
 
 // NewSession allocates a session's arena and cache and starts its workers.
@@ -104,7 +108,13 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 			s.v[l] = make([]float32, kv.Ctx*kv.Cols)
 		}
 	}
+	s.rec = newRecState(s.decode.p.State, e.wkvTemp)
+	s.q8 = newQ8Buf(e.q8Max)
 	s.pool = newPool(opts.Threads)
+	s.attnTask.scores = make([][]float32, s.pool.threads)
+	for w := range s.attnTask.scores {
+		s.attnTask.scores[w] = make([]float32, kv.Ctx)
+	}
 	return s, nil
 }
 
@@ -118,7 +128,10 @@ func (s *Session) Pos() int { return s.pos }
 func (s *Session) Context() int { return s.ctx }
 
 // Reset empties the sequence; the cache memory is kept.
-func (s *Session) Reset() { s.pos = 0 }
+func (s *Session) Reset() {
+	s.pos = 0
+	s.rec.reset()
+}
 
 // check refuses ids that do not fit the cache or the vocabulary.
 func (s *Session) check(ids []int) error {
@@ -197,33 +210,23 @@ func (s *Session) run(prog *program, ids []int) []float32 {
 				copy(out[t*cols:(t+1)*cols], st.w[id*cols:(id+1)*cols])
 			}
 		case plan.OpLinear:
-			s.pool.linear(linearJob{dst: out, x: x, w: st.w, b: st.b, qw: st.qw, T: rows, K: xcols, N: cols})
+			s.linear(st, out, x, rows, xcols, cols)
 		case plan.OpRMSNorm:
 			rmsNorm(out, x, st.w, cols, st.Eps, st.Offset)
 		case plan.OpHeadRMSNorm:
 			headRMSNorm(out, x, st.w, st.HeadDim, st.Eps, st.Offset)
 		case plan.OpAdd:
 			y, _, _ := buf(st.In[1])
-			for j := range out {
-				out[j] = x[j] + y[j]
-			}
+			kernel.Add(out, x, y)
 		case plan.OpMul:
 			y, _, _ := buf(st.In[1])
-			for j := range out {
-				out[j] = x[j] * y[j]
-			}
+			kernel.Mul(out, x, y)
 		case plan.OpScale:
-			for j := range out {
-				out[j] = x[j] * st.Scale
-			}
+			kernel.Scale(out, x, st.Scale)
 		case plan.OpSiLU:
-			for j := range out {
-				out[j] = silu(x[j])
-			}
+			kernel.SiLU(out, x)
 		case plan.OpGELUTanh:
-			for j := range out {
-				out[j] = geluTanh(x[j])
-			}
+			kernel.GELUTanh(out, x)
 		case plan.OpRoPE:
 			copy(out, x)
 			r := st.Rope
@@ -244,13 +247,19 @@ func (s *Session) run(prog *program, ids []int) []float32 {
 			default:
 				s.attn.K, s.attn.V = s.k[a.Layer], s.v[a.Layer]
 			}
-			attention(&s.attn)
+			s.attend()
 		case plan.OpColumns:
 			for t := 0; t < rows; t++ {
 				copy(out[t*cols:(t+1)*cols], x[t*xcols+st.Lo:t*xcols+st.Hi])
 			}
 		case plan.OpLastRow:
 			copy(out, x[(valid-1)*cols:valid*cols])
+		default:
+			var in [5][]float32
+			for j, b := range st.In {
+				in[j], _, _ = buf(b)
+			}
+			s.rec.run(st, out, in[:len(st.In)], rows, cols)
 		}
 	}
 	s.pos += valid

@@ -45,6 +45,15 @@ const (
 	// out[t][h*E+e] = x[t][h*E+e] / sqrt(mean_e(x[t][h*E:(h+1)*E]^2) + Eps) * (w[e] + Offset),
 	// with w [E] shared by all heads (Qwen3's and Gemma 3's q_norm/k_norm).
 	OpHeadRMSNorm
+	// The recurrent ops (recurrent.go): RWKV-7's blocks.
+	OpLayerNorm
+	OpTokenShift
+	OpMix
+	OpSub
+	OpSigmoid
+	OpTanh
+	OpReLU
+	OpWKV7
 )
 
 var opNames = [...]string{
@@ -52,6 +61,8 @@ var opNames = [...]string{
 	OpRMSNorm: "rms_norm", OpAdd: "add", OpMul: "mul", OpScale: "scale", OpSiLU: "silu",
 	OpGELUTanh: "gelu_tanh", OpRoPE: "rope", OpAttention: "attention", OpColumns: "columns",
 	OpLastRow: "last_row", OpHeadRMSNorm: "head_rms_norm",
+	OpLayerNorm: "layer_norm", OpTokenShift: "token_shift", OpMix: "mix", OpSub: "sub",
+	OpSigmoid: "sigmoid", OpTanh: "tanh", OpReLU: "relu", OpWKV7: "wkv7",
 }
 
 // String returns the op's name.
@@ -125,12 +136,17 @@ type Node struct {
 	In     []int  // indices of input nodes
 	Cols   int    // columns of the output (rows are T, or 1 after OpLastRow)
 	Weight string // weight name (OpEmbed, OpLinear, OpRMSNorm, OpHeadRMSNorm)
-	Bias   string // optional bias name (OpLinear)
+	Bias   string // optional bias name (OpLinear, OpLayerNorm)
 	Name   string // a label for dumps and errors
+	// More names further weights, after Weight and Bias (OpWKV7).
+	More []string
+	// Slot is the recurrent state slot an op carries across calls
+	// (OpTokenShift, OpWKV7; see Graph.States).
+	Slot int
 
-	Eps     float32 // OpRMSNorm, OpHeadRMSNorm
+	Eps     float32 // OpRMSNorm, OpHeadRMSNorm, OpLayerNorm, OpWKV7 (its group norm)
 	Offset  float32 // OpRMSNorm, OpHeadRMSNorm gain offset (1 for Gemma's (1+w))
-	HeadDim int     // OpHeadRMSNorm: E, the span each norm covers
+	HeadDim int     // OpHeadRMSNorm, OpWKV7: E, the span each norm covers
 	Scale   float32 // OpScale
 	Lo, Hi  int     // OpColumns
 	Rope    *Rope   // OpRoPE
@@ -145,6 +161,10 @@ type Graph struct {
 	Output  int              // node index of the logits
 	Layers  int              // attention layers (cache slots) used
 	KVCols  int              // columns per cache row: G*E (max over layers)
+	// States holds the size in floats of each recurrent state slot: what
+	// a recurrent op carries from one call to the next (zero at the start
+	// of a sequence).
+	States []int
 }
 
 // New returns an empty graph.

@@ -17,11 +17,19 @@ type State struct {
 	Ctx  int
 	Pos  int         // positions 0..Pos-1 hold valid entries
 	K, V [][]float32 // [layer][Ctx*KVCols]
+	// Rec holds the recurrent state slots (Graph.States), zero at Pos 0.
+	Rec  [][]float32
 	cols int
 }
 
-// Reset empties the cache (the buffers are kept).
-func (s *State) Reset() { s.Pos = 0 }
+// Reset empties the cache and zeroes the recurrent state (the buffers are
+// kept).
+func (s *State) Reset() {
+	s.Pos = 0
+	for _, r := range s.Rec {
+		clear(r)
+	}
+}
 
 // Interpreter evaluates a graph with plain loops. It is slow and exact: the
 // reference every compiled plan and kernel is tested against.
@@ -69,6 +77,9 @@ func (in *Interpreter) NewState(ctx int) *State {
 		s.K[l] = make([]float32, ctx*in.g.KVCols)
 		s.V[l] = make([]float32, ctx*in.g.KVCols)
 	}
+	for _, n := range in.g.States {
+		s.Rec = append(s.Rec, make([]float32, n))
+	}
 	return s
 }
 
@@ -82,6 +93,14 @@ func (in *Interpreter) Run(st *State, ids []int) (out []float32, rows int, err e
 	}
 	if st.cols != in.g.KVCols || len(st.K) != in.g.Layers {
 		return nil, 0, errors.New("graph: state was made for another graph")
+	}
+	if len(st.Rec) != len(in.g.States) {
+		return nil, 0, errors.New("graph: state was made for another graph")
+	}
+	for i, n := range in.g.States {
+		if len(st.Rec[i]) != n {
+			return nil, 0, errors.New("graph: state was made for another graph")
+		}
 	}
 	if st.Pos+T > st.Ctx {
 		return nil, 0, fmt.Errorf("%w: %d positions used, %d more requested, context is %d",
@@ -172,6 +191,9 @@ func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []in
 		r := nrows[n.In[0]]
 		copy(dst, x[(r-1)*n.Cols:r*n.Cols])
 	default:
+		if ok, err := in.evalRecurrent(n, dst, vals, nrows, st); ok {
+			return err
+		}
 		return fmt.Errorf("op %v cannot be evaluated", n.Op)
 	}
 	return nil

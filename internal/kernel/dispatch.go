@@ -10,6 +10,13 @@ var (
 	axpyImpl       = axpyGeneric
 	dotF16Impl     = dotF16Generic
 	axpyF16Impl    = axpyF16Generic
+	siluImpl       = siluGeneric
+	siluMulImpl    = siluMulGeneric
+	expSubImpl     = expSubGeneric
+	geluTanhImpl   = geluTanhGeneric
+	scaleImpl      = scaleGeneric
+	mulImpl        = mulGeneric
+	addImpl        = addGeneric
 )
 
 // Overlay is one ISA's set of implementations; a nil field leaves the
@@ -24,6 +31,13 @@ type Overlay struct {
 	Axpy       func(y []float32, alpha float32, x []float32)
 	DotF16     func(a []float32, b []uint16) float32
 	AxpyF16    func(y []float32, alpha float32, x []uint16)
+	SiLU       func(dst, x []float32)
+	SiLUMul    func(dst, gate, up []float32)
+	ExpSub     func(x []float32, m float32) float32
+	GELUTanh   func(dst, x []float32)
+	Scale      func(dst, x []float32, s float32)
+	Mul        func(dst, a, b []float32)
+	Add        func(dst, a, b []float32)
 }
 
 // overlays lists this build's overlays from least to most capable (the
@@ -77,6 +91,27 @@ func install() {
 		}
 		if o.AxpyF16 != nil {
 			axpyF16Impl = o.AxpyF16
+		}
+		if o.SiLU != nil {
+			siluImpl = o.SiLU
+		}
+		if o.SiLUMul != nil {
+			siluMulImpl = o.SiLUMul
+		}
+		if o.ExpSub != nil {
+			expSubImpl = o.ExpSub
+		}
+		if o.GELUTanh != nil {
+			geluTanhImpl = o.GELUTanh
+		}
+		if o.Scale != nil {
+			scaleImpl = o.Scale
+		}
+		if o.Mul != nil {
+			mulImpl = o.Mul
+		}
+		if o.Add != nil {
+			addImpl = o.Add
 		}
 	}
 }

@@ -253,3 +253,188 @@ func dotF16Vnni(a *float32, b *uint16, n int) float32
 //
 //go:noescape
 func axpyF16Vnni(y *float32, alpha float32, x *uint16, n int)
+
+// w8Vnni1x1 computes a 1-row by 1-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni1x1(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Vnni2x1 computes a 2-row by 1-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni2x1(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Vnni4x1 computes a 4-row by 1-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni4x1(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Vnni8x1 computes a 8-row by 1-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni8x1(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Vnni1x2 computes a 1-row by 2-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni1x2(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Vnni2x2 computes a 2-row by 2-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni2x2(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Vnni4x2 computes a 4-row by 2-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni4x2(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Vnni1x3 computes a 1-row by 3-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni1x3(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Vnni2x3 computes a 2-row by 3-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni2x3(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Vnni4x3 computes a 4-row by 3-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni4x3(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Vnni1x4 computes a 1-row by 4-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni1x4(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Vnni2x4 computes a 2-row by 4-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni2x4(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Vnni4x4 computes a 4-row by 4-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni4x4(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Avx21x1 computes a 1-row by 1-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Avx21x1(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Avx22x1 computes a 2-row by 1-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Avx22x1(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Avx24x1 computes a 4-row by 1-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Avx24x1(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Avx28x1 computes a 8-row by 1-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Avx28x1(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Avx21x2 computes a 1-row by 2-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Avx21x2(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Avx22x2 computes a 2-row by 2-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Avx22x2(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Avx21x3 computes a 1-row by 3-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Avx21x3(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Avx22x3 computes a 2-row by 3-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Avx22x3(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Avx21x4 computes a 1-row by 4-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Avx21x4(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Avx22x4 computes a 2-row by 4-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Avx22x4(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// siluAvx2 sets dst[i] = x[i]/(1+exp(-x[i])) for n elements, n a multiple of 8.
+//
+//go:noescape
+func siluAvx2(dst *float32, x *float32, n int)
+
+// geluTanhAvx2 sets dst[i] = 0.5*x[i]*(1+tanh(sqrt(2/pi)*(x[i]+0.044715*x[i]^3))) for n elements, n a multiple of 8.
+//
+//go:noescape
+func geluTanhAvx2(dst *float32, x *float32, n int)
+
+// siluMulAvx2 sets dst[i] = gate[i]/(1+exp(-gate[i]))*up[i] for n elements, n a multiple of 8.
+//
+//go:noescape
+func siluMulAvx2(dst *float32, gate *float32, up *float32, n int)
+
+// expSubAvx2 sets x[i] = exp(x[i]-m) for n elements, n a multiple of 8, and returns their sum.
+//
+//go:noescape
+func expSubAvx2(x *float32, m float32, n int) float32
+
+// scaleAvx2 sets dst[i] = x[i]*s for n elements, n a multiple of 8.
+//
+//go:noescape
+func scaleAvx2(dst *float32, x *float32, s float32, n int)
+
+// mulAvx2 sets dst[i] = a[i]*b[i] for n elements, n a multiple of 8.
+//
+//go:noescape
+func mulAvx2(dst *float32, a *float32, b *float32, n int)
+
+// addAvx2 sets dst[i] = a[i]+b[i] for n elements, n a multiple of 8.
+//
+//go:noescape
+func addAvx2(dst *float32, a *float32, b *float32, n int)
+
+// siluVnni sets dst[i] = x[i]/(1+exp(-x[i])) for n elements, n a multiple of 16.
+//
+//go:noescape
+func siluVnni(dst *float32, x *float32, n int)
+
+// geluTanhVnni sets dst[i] = 0.5*x[i]*(1+tanh(sqrt(2/pi)*(x[i]+0.044715*x[i]^3))) for n elements, n a multiple of 16.
+//
+//go:noescape
+func geluTanhVnni(dst *float32, x *float32, n int)
+
+// siluMulVnni sets dst[i] = gate[i]/(1+exp(-gate[i]))*up[i] for n elements, n a multiple of 16.
+//
+//go:noescape
+func siluMulVnni(dst *float32, gate *float32, up *float32, n int)
+
+// expSubVnni sets x[i] = exp(x[i]-m) for n elements, n a multiple of 16, and returns their sum.
+//
+//go:noescape
+func expSubVnni(x *float32, m float32, n int) float32
+
+// scaleVnni sets dst[i] = x[i]*s for n elements, n a multiple of 16.
+//
+//go:noescape
+func scaleVnni(dst *float32, x *float32, s float32, n int)
+
+// mulVnni sets dst[i] = a[i]*b[i] for n elements, n a multiple of 16.
+//
+//go:noescape
+func mulVnni(dst *float32, a *float32, b *float32, n int)
+
+// addVnni sets dst[i] = a[i]+b[i] for n elements, n a multiple of 16.
+//
+//go:noescape
+func addVnni(dst *float32, a *float32, b *float32, n int)

@@ -10,13 +10,16 @@ import "golang.org/x/sys/cpu"
 func archOverlays() []Overlay {
 	avx2 := cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C && cpu.X86.HasBMI2
 	vnni := avx2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
-	return []Overlay{
+	o := []Overlay{
 		{
 			Name:       "avx2",
 			Supported:  avx2,
 			QuantizeQ8: quantizeQ8Avx2Go,
 			Q4MatMul: func(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) {
 				q4MatMulWith(&q4Avx2Codes, &q4Avx2Scales, dst, ldd, w, x, n0, n1)
+			},
+			W8MatMul: func(dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) {
+				w8MatMulWith(&w8Avx2, dst, ldd, w, x, n0, n1)
 			},
 			Dot:     func(a, b []float32) float32 { return dotWith(dotAvx2, 8, a, b) },
 			Axpy:    func(y []float32, alpha float32, x []float32) { axpyWith(axpyAvx2, 8, y, alpha, x) },
@@ -30,10 +33,16 @@ func archOverlays() []Overlay {
 			Q4MatMul: func(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) {
 				q4MatMulWith(&q4VnniCodes, &q4VnniScales, dst, ldd, w, x, n0, n1)
 			},
+			W8MatMul: func(dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) {
+				w8MatMulWith(&w8Vnni, dst, ldd, w, x, n0, n1)
+			},
 			Dot:     func(a, b []float32) float32 { return dotWith(dotVnni, 16, a, b) },
 			Axpy:    func(y []float32, alpha float32, x []float32) { axpyWith(axpyVnni, 16, y, alpha, x) },
 			DotF16:  func(a []float32, b []uint16) float32 { return dotF16With(dotF16Vnni, 16, a, b) },
 			AxpyF16: func(y []float32, alpha float32, x []uint16) { axpyF16With(axpyF16Vnni, 16, y, alpha, x) },
 		},
 	}
+	actOverlay(&o[0], false)
+	actOverlay(&o[1], true)
+	return o
 }

@@ -28,13 +28,14 @@ var allowed = map[string][]string{
 	"internal/quant":     {"internal/tensor"},
 	"internal/artifact":  {"internal/tensor", "internal/mmapfile"},
 	"internal/plan":      {},
+	"internal/kernel":    {"internal/tensor"},
 	// the engine runs plans: it never sees graphs, families or checkpoints
-	"internal/engine":   {"internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile"},
+	"internal/engine":   {"internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel"},
 	"internal/arch":     {"internal/graph", "internal/format", "internal/tensor"},
 	"internal/testutil": {},
 	"internal/eval":     {"internal/decoding", "internal/sample", "internal/tokenizer"},
 	// bench measures compiled artifacts through the engine only
-	"internal/bench": {"internal/engine", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile"},
+	"internal/bench": {"internal/engine", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel"},
 }
 
 // TestImportsPointDown runs `go list -deps` on every package and checks its

@@ -82,7 +82,7 @@ func cacheKey(path string, opts compile.Options) (string, error) {
 	}
 	lens := slices.Clone(opts.ARLens)
 	slices.Sort(lens)
-	fmt.Fprintf(h, "ar=%v ctx=%d clamp=%v kv=%s calib=%s\n", lens, opts.Ctx, opts.ClampCtx, opts.KV, opts.CalibText)
+	fmt.Fprintf(h, "ar=%v ctx=%d clamp=%v kv=%s calib=%s float-act=%v\n", lens, opts.Ctx, opts.ClampCtx, opts.KV, opts.CalibText, opts.FloatActivations)
 	if opts.CalibText != "" {
 		if err := statInto(h, opts.CalibText); err != nil {
 			return "", fmt.Errorf("calibration text: %w", err)

@@ -22,6 +22,18 @@
 //	           grouped-query attention of q over the cache
 //	columns    out[t] = x[t][lo:hi]
 //	last_row   out[0] = x[valid-1]: the last VALID row of the pass
+//	layer_norm out[t][c] = (x[t][c] - mean(x[t])) / sqrt(var(x[t]) + eps) * w[c] + b[c]
+//	sub        out = x - y
+//	mix        out[t][c] = x[t][c] + (y[t][c] - x[t][c]) * w[c]
+//	sigmoid, tanh, relu   elementwise
+//	token_shift out[0] = S, out[t] = x[t-1], then S = x[valid-1]   (state slot S [C])
+//	wkv7       RWKV-7's time mix over r, w, k, v, a with a [H, E, E] state
+//	           slot, weights k_k, k_a, r_k, gn_w, gn_b (defined in the graph package)
+//
+// token_shift and wkv7 are recurrent: each owns a slot of the plan's
+// State, which a session keeps from one pass to the next and zeroes on
+// reset; they process the valid rows in order and never read or update
+// the state from padding rows.
 //
 // The op definitions are those of the graph interpreter, with one
 // addition: a pass may be padded, carrying only valid <= N real rows. Rows

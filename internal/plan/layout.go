@@ -31,14 +31,37 @@ const (
 //	q4-gG-asym  q i8 [N*K] | s f32 [N*ng] | z f32 [N*ng]
 //	            w[n][k] = (float32(q[n*K+k]) - z[n*ng+k/G]) * s[n*ng+k/G]
 //
-// The integers are stored one per byte (4-bit values are not packed in
-// this version); the formulas are those of the quant package, so a kernel
-// that dequantizes in the loop computes with exactly the float32 weights
-// the quantized model folder stands for.
+// The integers are stored one per byte; the formulas are those of the
+// quant package, so a kernel that dequantizes in the loop computes with
+// exactly the float32 weights the quantized model folder stands for.
+//
+// A tag ending in "-p" is the same weight packed for the int8-activation
+// kernels (package kernel; K a multiple of 32, B and G multiples of 32),
+// in blocks of 32 inputs whatever B or G was (nb32 = K/32):
+//
+//	w8-rows-p      u u8 [N*K] = q+128 | s f32 [N]
+//	lpbq-bB-p      nib [N*K/2] | codes u8 [N*nb32] | S f32 [N]
+//	q4-gG-sym-p    nib [N*K/2] | s f32 [N*nb32]
+//	q4-gG-asym-p   nib [N*K/2] | s f32 [N*nb32] | z f32 [N*nb32]
+//
+// where byte i of the 16 of block b in nib holds u[32b+i] in its low and
+// u[32b+16+i] in its high nibble, u = q+8 (lpbq, sym) or q (asym), and a
+// block's code, scale and zero point are those of the B- or G-block it
+// lies in. The packed weights stand for the same values up to the float32
+// rounding of code*S.
 type WeightLayout struct {
-	Kind  LayoutKind
-	Block int  // B or G; 0 for w8
-	Sym   bool // q4 only
+	Kind   LayoutKind
+	Block  int  // B or G; 0 for w8
+	Sym    bool // q4 only
+	Packed bool // the "-p" form
+}
+
+// PackBlock is the block length of the packed layouts.
+const PackBlock = 32
+
+// CanPack reports whether a weight [n, k] of layout l has a packed form.
+func (l WeightLayout) CanPack(k int64) bool {
+	return l.Kind != LayoutPlain && k%PackBlock == 0 && l.Block%PackBlock == 0
 }
 
 // MaxLayoutBlock bounds B and G.
@@ -52,6 +75,17 @@ func ParseLayout(tag string) (WeightLayout, error) {
 			return 0, fmt.Errorf("layout %q: bad block size", tag)
 		}
 		return b, nil
+	}
+	if base, ok := strings.CutSuffix(tag, "-p"); ok && base != "" {
+		l, err := ParseLayout(base)
+		if err != nil {
+			return WeightLayout{}, err
+		}
+		if l.Packed || l.Block%PackBlock != 0 {
+			return WeightLayout{}, fmt.Errorf("layout %q: only blocks that are multiples of %d pack", tag, PackBlock)
+		}
+		l.Packed = true
+		return l, nil
 	}
 	switch {
 	case tag == "":
@@ -85,6 +119,11 @@ func canonical(tag string, l WeightLayout, err error) (WeightLayout, error) {
 
 // Tag returns the layout's tag.
 func (l WeightLayout) Tag() string {
+	if l.Packed {
+		u := l
+		u.Packed = false
+		return u.Tag() + "-p"
+	}
 	switch l.Kind {
 	case LayoutW8:
 		return "w8-rows"
@@ -121,6 +160,15 @@ func (l WeightLayout) Parts(n, k int64) (Parts, error) {
 		nb = (k + int64(l.Block) - 1) / int64(l.Block)
 	}
 	off := n * k
+	if l.Packed {
+		if !l.CanPack(k) {
+			return Parts{}, fmt.Errorf("layout %s: %d inputs are not a multiple of %d", l.Tag(), k, PackBlock)
+		}
+		nb = k / PackBlock
+		if l.Kind != LayoutW8 {
+			off = n * k / 2
+		}
+	}
 	switch l.Kind {
 	case LayoutW8:
 		p.NScales = n

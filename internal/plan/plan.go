@@ -27,6 +27,14 @@ const (
 	OpColumns
 	OpLastRow
 	OpHeadRMSNorm
+	OpLayerNorm
+	OpTokenShift
+	OpMix
+	OpSub
+	OpSigmoid
+	OpTanh
+	OpReLU
+	OpWKV7
 	numOps
 )
 
@@ -34,7 +42,8 @@ var opNames = [numOps]string{
 	OpInvalid: "invalid", OpEmbed: "embed", OpLinear: "linear", OpRMSNorm: "rms_norm",
 	OpAdd: "add", OpMul: "mul", OpScale: "scale", OpSiLU: "silu", OpGELUTanh: "gelu_tanh",
 	OpRoPE: "rope", OpAttention: "attention", OpColumns: "columns", OpLastRow: "last_row",
-	OpHeadRMSNorm: "head_rms_norm",
+	OpHeadRMSNorm: "head_rms_norm", OpLayerNorm: "layer_norm", OpTokenShift: "token_shift",
+	OpMix: "mix", OpSub: "sub", OpSigmoid: "sigmoid", OpTanh: "tanh", OpReLU: "relu", OpWKV7: "wkv7",
 }
 
 // String returns the op's name.
@@ -86,6 +95,10 @@ type Plan struct {
 	Steps   []Step   `json:"steps"`
 	Output  int      `json:"output"` // buffer id of the logits
 	KV      KV       `json:"kv"`
+	// State holds the size in floats of each recurrent state slot, which
+	// a session keeps across passes (zero at position 0): token_shift and
+	// wkv7 steps each own one.
+	State []int `json:"state,omitempty"`
 }
 
 // Buffer is a [Rows, Cols] row-major float32 matrix at Offset floats into
@@ -121,7 +134,8 @@ type Step struct {
 	Scale   float32 `json:"scale,omitempty"`    // scale
 	Lo      int     `json:"lo,omitempty"`       // columns
 	Hi      int     `json:"hi,omitempty"`       // columns
-	HeadDim int     `json:"head_dim,omitempty"` // head_rms_norm: E
+	HeadDim int     `json:"head_dim,omitempty"` // head_rms_norm, wkv7: E
+	Slot    int     `json:"slot,omitempty"`     // token_shift, wkv7: state slot
 	Rope    *Rope   `json:"rope,omitempty"`
 	Attn    *Attn   `json:"attn,omitempty"`
 }

@@ -49,6 +49,9 @@ func (p *Plan) Validate() error {
 	if err := p.KV.validate(); err != nil {
 		return err
 	}
+	if err := p.validateState(); err != nil {
+		return err
+	}
 	if p.Arena < 0 || p.Arena > MaxArena {
 		return errf("arena", "%d floats is outside [0, %d]", p.Arena, MaxArena)
 	}
@@ -139,7 +142,8 @@ var arity = [numOps]struct{ in, wmin, wmax int }{
 	OpEmbed: {0, 1, 1}, OpLinear: {1, 1, 2}, OpRMSNorm: {1, 1, 1}, OpAdd: {2, 0, 0},
 	OpMul: {2, 0, 0}, OpScale: {1, 0, 0}, OpSiLU: {1, 0, 0}, OpGELUTanh: {1, 0, 0},
 	OpRoPE: {1, 0, 0}, OpAttention: {3, 0, 0}, OpColumns: {1, 0, 0}, OpLastRow: {1, 0, 0},
-	OpHeadRMSNorm: {1, 1, 1},
+	OpHeadRMSNorm: {1, 1, 1}, OpLayerNorm: {1, 2, 2}, OpTokenShift: {1, 0, 0}, OpMix: {2, 1, 1},
+	OpSub: {2, 0, 0}, OpSigmoid: {1, 0, 0}, OpTanh: {1, 0, 0}, OpReLU: {1, 0, 0}, OpWKV7: {5, 5, 5},
 }
 
 func (p *Plan) checkStep(s int, def []int) error {
@@ -208,7 +212,7 @@ func (p *Plan) checkShapes(st *Step) *Error {
 		if in[0].Rows != o.Rows {
 			return errf(".out", "linear of %d rows writes %d rows", in[0].Rows, o.Rows)
 		}
-	case OpRMSNorm, OpScale, OpSiLU, OpGELUTanh, OpHeadRMSNorm:
+	case OpRMSNorm, OpScale, OpSiLU, OpGELUTanh, OpHeadRMSNorm, OpLayerNorm, OpSigmoid, OpTanh, OpReLU:
 		if st.Op == OpHeadRMSNorm && (st.HeadDim < 1 || in[0].Cols%st.HeadDim != 0) {
 			return errf(".head_dim", "%d does not divide %d columns", st.HeadDim, in[0].Cols)
 		}
@@ -218,7 +222,7 @@ func (p *Plan) checkShapes(st *Step) *Error {
 		if !finite32(st.Eps) || st.Eps < 0 || !finite32(st.Offset) || !finite32(st.Scale) {
 			return errf(".attrs", "eps %v, offset %v, scale %v must be finite (eps >= 0)", st.Eps, st.Offset, st.Scale)
 		}
-	case OpAdd, OpMul:
+	case OpAdd, OpMul, OpSub, OpMix:
 		if !same(in[0]) || !same(in[1]) {
 			return errf(".in", "%v of %dx%d and %dx%d writes %dx%d", st.Op,
 				in[0].Rows, in[0].Cols, in[1].Rows, in[1].Cols, o.Rows, o.Cols)
@@ -227,6 +231,8 @@ func (p *Plan) checkShapes(st *Step) *Error {
 		return p.checkRope(st, in[0], o)
 	case OpAttention:
 		return p.checkAttn(st, in, o)
+	case OpTokenShift, OpWKV7:
+		return p.checkRecurrent(st, in, o)
 	case OpColumns:
 		if st.Lo < 0 || st.Hi > in[0].Cols || st.Lo >= st.Hi {
 			return errf(".lo", "columns [%d,%d) of %d", st.Lo, st.Hi, in[0].Cols)
@@ -373,5 +379,5 @@ func (p *Plan) checkTight() error {
 	if p.KV.Cols != cols {
 		return errf("kv.cols", "%d, but the widest attention step uses %d", p.KV.Cols, cols)
 	}
-	return nil
+	return p.checkStateUse()
 }

@@ -16,5 +16,7 @@ func main() {
 	genQ4()
 	genQuantize()
 	genFloat()
+	genW8()
+	genAct()
 	Generate()
 }

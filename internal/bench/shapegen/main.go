@@ -1,0 +1,180 @@
+// Command shapegen writes a random-weight GGUF model with the dimensions
+// of a real one, for speed comparisons where the weights do not matter
+// (DESIGN.md section 7): the same file feeds aotlm (quantize, compile,
+// bench) and llama.cpp (llama-quantize, llama-bench), so both run exactly
+// the same shape.
+//
+//	go run ./internal/bench/shapegen -shape qwen3-0.6b -o qwen3-0.6b-f16.gguf
+//
+// The weights are N(0, 0.02) in binary16 (norm gains 1); the vocabulary
+// is a synthetic byte-level one of the model's size (256 byte tokens and
+// numbered fillers, no merges), enough for tools that feed random ids.
+package main
+
+import (
+	"bufio"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/aotlm/aotlm/internal/format/gguf"
+	"github.com/aotlm/aotlm/internal/tensor"
+)
+
+// shape is a model's dimensions.
+type shape struct {
+	arch                   string // llama.cpp architecture key
+	hidden, layers, ffn    int
+	heads, kvHeads, headDm int
+	vocab                  int
+	theta                  float64
+	qkNorm                 bool
+}
+
+var shapes = map[string]shape{
+	"smollm2-135m": {arch: "llama", hidden: 576, layers: 30, ffn: 1536, heads: 9, kvHeads: 3, headDm: 64, vocab: 49152, theta: 1e5},
+	"qwen3-0.6b":   {arch: "qwen3", hidden: 1024, layers: 28, ffn: 3072, heads: 16, kvHeads: 8, headDm: 128, vocab: 151936, theta: 1e6, qkNorm: true},
+	"llama3.2-1b":  {arch: "llama", hidden: 2048, layers: 16, ffn: 8192, heads: 32, kvHeads: 8, headDm: 64, vocab: 128256, theta: 5e5},
+}
+
+func main() {
+	name := flag.String("shape", "qwen3-0.6b", "model shape: smollm2-135m, qwen3-0.6b or llama3.2-1b")
+	out := flag.String("o", "", "output GGUF file")
+	seed := flag.Uint64("seed", 1, "random seed")
+	flag.Parse()
+	s, ok := shapes[*name]
+	if !ok || *out == "" {
+		var names []string
+		for n := range shapes {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(os.Stderr, "shapegen: want -shape one of %v and -o FILE\n", names)
+		os.Exit(2)
+	}
+	if err := write(*out, s, *seed); err != nil {
+		fmt.Fprintln(os.Stderr, "shapegen:", err)
+		os.Exit(1)
+	}
+}
+
+// write writes the model to path through a temporary file.
+func write(path string, s shape, seed uint64) error {
+	r := rand.New(rand.NewPCG(seed, 7))
+	randF16 := func(n int) []byte {
+		b := make([]byte, 2*n)
+		for i := 0; i < n; i++ {
+			binary.LittleEndian.PutUint16(b[2*i:], tensor.F32ToF16(float32(r.NormFloat64()*0.02)))
+		}
+		return b
+	}
+	ones := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = 1
+		}
+		return v
+	}
+	H, F, E := int64(s.hidden), int64(s.ffn), int64(s.headDm)
+	q, kv := int64(s.heads)*E, int64(s.kvHeads)*E
+	mat := func(name string, rows, cols int64) gguf.WriteTensor {
+		return gguf.WriteTensor{Name: name, DType: tensor.F16, Shape: []int64{rows, cols}, Data: randF16(int(rows * cols))}
+	}
+	ts := []gguf.WriteTensor{mat("token_embd.weight", int64(s.vocab), H),
+		{Name: "output_norm.weight", DType: tensor.F32, Shape: []int64{H}, Values: ones(s.hidden)}}
+	for l := 0; l < s.layers; l++ {
+		p := fmt.Sprintf("blk.%d.", l)
+		ts = append(ts,
+			gguf.WriteTensor{Name: p + "attn_norm.weight", DType: tensor.F32, Shape: []int64{H}, Values: ones(s.hidden)},
+			mat(p+"attn_q.weight", q, H), mat(p+"attn_k.weight", kv, H), mat(p+"attn_v.weight", kv, H),
+			mat(p+"attn_output.weight", H, q),
+			gguf.WriteTensor{Name: p + "ffn_norm.weight", DType: tensor.F32, Shape: []int64{H}, Values: ones(s.hidden)},
+			mat(p+"ffn_gate.weight", F, H), mat(p+"ffn_up.weight", F, H), mat(p+"ffn_down.weight", H, F))
+		if s.qkNorm {
+			ts = append(ts,
+				gguf.WriteTensor{Name: p + "attn_q_norm.weight", DType: tensor.F32, Shape: []int64{E}, Values: ones(s.headDm)},
+				gguf.WriteTensor{Name: p + "attn_k_norm.weight", DType: tensor.F32, Shape: []int64{E}, Values: ones(s.headDm)})
+		}
+	}
+	a := s.arch
+	kv2 := []gguf.KV{
+		{Key: "general.architecture", Value: a},
+		{Key: "general.name", Value: "random " + a},
+		{Key: a + ".block_count", Value: uint32(s.layers)},
+		{Key: a + ".context_length", Value: uint32(4096)},
+		{Key: a + ".embedding_length", Value: uint32(s.hidden)},
+		{Key: a + ".feed_forward_length", Value: uint32(s.ffn)},
+		{Key: a + ".attention.head_count", Value: uint32(s.heads)},
+		{Key: a + ".attention.head_count_kv", Value: uint32(s.kvHeads)},
+		{Key: a + ".attention.key_length", Value: uint32(s.headDm)},
+		{Key: a + ".attention.value_length", Value: uint32(s.headDm)},
+		{Key: a + ".rope.dimension_count", Value: uint32(s.headDm)},
+		{Key: a + ".rope.freq_base", Value: float32(s.theta)},
+		{Key: a + ".attention.layer_norm_rms_epsilon", Value: float32(1e-6)},
+		{Key: a + ".vocab_size", Value: uint32(s.vocab)},
+	}
+	kv2 = append(kv2, vocab(s.vocab)...)
+
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".shapegen-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	if err := gguf.Write(bw, kv2, ts); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// vocab is a byte-level vocabulary of n tokens: the 256 byte symbols of
+// GPT-2's mapping, then fillers "t256".., the last one the end token.
+func vocab(n int) []gguf.KV {
+	toks := make([]any, n)
+	types := make([]any, n)
+	b := 0
+	for c := 0; c < 256 && b < n; c++ {
+		toks[b], types[b] = byteSymbol(c), int32(1)
+		b++
+	}
+	for ; b < n; b++ {
+		toks[b], types[b] = fmt.Sprintf("t%d", b), int32(1)
+	}
+	types[n-1] = int32(3)
+	return []gguf.KV{
+		{Key: "tokenizer.ggml.model", Value: "gpt2"},
+		{Key: "tokenizer.ggml.pre", Value: "default"},
+		{Key: "tokenizer.ggml.tokens", Value: toks},
+		{Key: "tokenizer.ggml.token_type", Value: types},
+		{Key: "tokenizer.ggml.merges", Value: []any{"t 2"}},
+		{Key: "tokenizer.ggml.bos_token_id", Value: uint32(n - 1)},
+		{Key: "tokenizer.ggml.eos_token_id", Value: uint32(n - 1)},
+	}
+}
+
+// byteSymbol is GPT-2's printable stand-in for byte c.
+func byteSymbol(c int) string {
+	if (c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF) {
+		return string(rune(c))
+	}
+	// The other bytes map to 256.. in order.
+	k := 0
+	for d := 0; d < c; d++ {
+		if !((d >= '!' && d <= '~') || (d >= 0xA1 && d <= 0xAC) || (d >= 0xAE && d <= 0xFF)) {
+			k++
+		}
+	}
+	return string(rune(256 + k))
+}

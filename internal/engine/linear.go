@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/aotlm/aotlm/internal/kernel"
+	"github.com/aotlm/aotlm/internal/plan"
+)
+
+// viewPacked views a packed weight's parts (plan.WeightLayout, "-p") as
+// the kernel package's types, in place.
+func (w *qweight) viewPacked(name string, p plan.Parts, data []byte) error {
+	N, K := w.N, w.K
+	if w.kind == plan.LayoutW8 {
+		w.w8 = &kernel.W8{N: N, K: K, U: data[:N*K], Scales: floats(data[p.Scales : p.Scales+4*p.NScales])}
+		if err := w.w8.Check(); err != nil {
+			return fmt.Errorf("tensor %q: %w", name, err)
+		}
+		return nil
+	}
+	q := &kernel.Q4{N: N, K: K, Nib: data[:N*K/2], Scales: floats(data[p.Scales : p.Scales+4*p.NScales])}
+	if p.Codes >= 0 {
+		q.Codes = data[p.Codes : p.Codes+int64(N*K/kernel.QK)]
+	}
+	if p.Zeros >= 0 {
+		q.Zeros = floats(data[p.Zeros : p.Zeros+4*p.NScales])
+	}
+	if err := q.Check(); err != nil {
+		return fmt.Errorf("tensor %q: %w", name, err)
+	}
+	w.q4 = q
+	return nil
+}
+
+// runPacked computes output columns [j0, j1) of a packed weight with the
+// int8 activations l.xq (quantized from l.x by the caller), then adds the
+// bias.
+func (l *linearJob) runPacked(j0, j1 int) {
+	if l.qw.q4 != nil {
+		l.qw.q4.MatMul(l.dst, l.N, l.xq, j0, j1)
+	} else {
+		l.qw.w8.MatMul(l.dst, l.N, l.xq, j0, j1)
+	}
+	if l.b != nil {
+		for t := 0; t < l.T; t++ {
+			row := l.dst[t*l.N : (t+1)*l.N]
+			for j := j0; j < j1; j++ {
+				row[j] += l.b[j]
+			}
+		}
+	}
+}
+
+// q8Buf is a session's room for the int8 activations of the largest
+// packed linear input.
+type q8Buf struct {
+	q   []int8
+	d   []float32
+	sum []int32
+	x   kernel.Q8
+}
+
+// quantize views rows x [T, K] quantized, reusing the buffer.
+func (b *q8Buf) quantize(x []float32, T, K int) *kernel.Q8 {
+	nb := T * K / kernel.QK
+	b.x = kernel.Q8{T: T, K: K, Q: b.q[:T*K], D: b.d[:nb], Sum: b.sum[:nb]}
+	b.x.Quantize(x, T)
+	return &b.x
+}
+
+func newQ8Buf(n int) q8Buf {
+	return q8Buf{q: make([]int8, n), d: make([]float32, n/kernel.QK), sum: make([]int32, n/kernel.QK)}
+}
+
+// linear runs one linear step over rows x [T, K] into out [T, N].
+func (s *Session) linear(st *step, out, x []float32, T, K, N int) {
+	job := linearJob{dst: out, x: x, w: st.w, b: st.b, qw: st.qw, T: T, K: K, N: N}
+	if st.qw != nil && st.qw.packed() {
+		job.xq = s.q8.quantize(x, T, K)
+	}
+	s.pool.linear(job)
+}

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"math"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// The elementwise kernels of act.go on n elements, n a multiple of the
+// vector's lanes (the Go side runs the last elements through a padded
+// buffer): siluAvx2 siluMulAvx2 expSubAvx2 geluTanhAvx2 scaleAvx2
+// mulAvx2 addAvx2, and the Vnni ones on zmm.
+//
+// exp(v) is range reduced: v is clamped to [-104, 89] (NaN passes the
+// clamps), n = round(v*log2(e)), r = v - n*ln2 with ln2 split in a float32
+// head and tail (Cody-Waite; with FMA the head product is exact), so
+// |r| <= ln2/2; e^r is its degree-7 Taylor polynomial (truncation below
+// 1e-8 relative) by Horner, and 2^n multiplies in two halves 2^(n>>1) *
+// 2^(n-(n>>1)), each built in the exponent bits, so that results down to
+// the subnormals round once and past 2^128 become +Inf. Below -104 the
+// result is 0 (e^-104 is under half the least subnormal).
+
+// Offsets of the constants in actconst, each repeated over 16 lanes.
+const (
+	cLog2e = iota
+	cLn2Hi
+	cLn2Lo
+	cP7 // 1/7! ... 1/2!
+	cP6
+	cP5
+	cP4
+	cP3
+	cP2
+	cOne
+	cLo
+	cHi
+	cBias // int32 127
+	cSign // int32 1<<31
+	cGeluK
+	cGeluM2C // -2*sqrt(2/pi)
+	nConsts
+)
+
+var actConst Mem
+
+func genActConsts() {
+	actConst = GLOBL("actconst", RODATA|NOPTR)
+	ln2hi := float32(math.Ln2)
+	v := make([]uint32, nConsts)
+	f := func(i int, x float64) { v[i] = math.Float32bits(float32(x)) }
+	f(cLog2e, 1/math.Ln2)
+	v[cLn2Hi] = math.Float32bits(ln2hi)
+	f(cLn2Lo, math.Ln2-float64(ln2hi))
+	fact := 1.0
+	for k := 2; k <= 7; k++ {
+		fact *= float64(k)
+		f(cP2+2-k, 1/fact)
+	}
+	f(cOne, 1)
+	f(cLo, -104)
+	f(cHi, 89)
+	v[cBias] = 127
+	v[cSign] = 1 << 31
+	f(cGeluK, 0.044715)
+	f(cGeluM2C, -2*math.Sqrt(2/math.Pi))
+	for i, x := range v {
+		for l := 0; l < 16; l++ {
+			DATA(64*i+4*l, U32(x))
+		}
+	}
+}
+
+// actCtx is one kernel's vector registers and constants: on zmm every
+// constant used sits in a register, on ymm only those that must be a
+// register operand; the others are memory operands.
+type actCtx struct {
+	zmm   bool
+	lanes int
+	va    *vecAlloc
+	regs  map[int]V
+}
+
+func newActCtx(zmm bool, inReg ...int) *actCtx {
+	c := &actCtx{zmm: zmm, lanes: 8, va: newVecAlloc(zmm), regs: map[int]V{}}
+	if zmm {
+		c.lanes = 16
+	}
+	for _, i := range inReg {
+		r := c.va.get()
+		VMOVUPS(actConst.Offset(64*i), r)
+		c.regs[i] = r
+	}
+	return c
+}
+
+// c returns constant i as a register or a memory operand.
+func (c *actCtx) c(i int) Op {
+	if r, ok := c.regs[i]; ok {
+		return r
+	}
+	return actConst.Offset(64 * i)
+}
+
+// expConsts are the constants exp keeps in registers (all of them on zmm).
+func expConsts(zmm bool, more ...int) []int {
+	if !zmm {
+		return append([]int{cLo, cHi}, more...)
+	}
+	return []int{cLog2e, cLn2Hi, cLn2Lo, cP7, cP6, cP5, cP4, cP3, cP2, cOne, cLo, cHi, cBias, cSign, cGeluK, cGeluM2C}
+}
+
+// exp sets v = exp(v) as the file comment describes.
+func (c *actCtx) exp(v V) {
+	t, n, n1 := c.va.get(), c.va.get(), c.va.get()
+	VMINPS(v, c.c(cHi), v) // v is the operand returned on NaN
+	VMAXPS(v, c.c(cLo), v)
+	VMULPS(c.c(cLog2e), v, t)
+	VCVTPS2DQ(t, n)
+	VCVTDQ2PS(n, t)
+	VFNMADD231PS(c.c(cLn2Hi), t, v)
+	VFNMADD231PS(c.c(cLn2Lo), t, v)
+	VMOVUPS(c.c(cP7), t)
+	for _, k := range []int{cP6, cP5, cP4, cP3, cP2, cOne, cOne} {
+		VFMADD213PS(c.c(k), v, t)
+	}
+	VPSRAD(U8(1), n, n1)
+	VPSUBD(n1, n, n)
+	VPADDD(c.c(cBias), n1, n1)
+	VPADDD(c.c(cBias), n, n)
+	VPSLLD(U8(23), n1, n1)
+	VPSLLD(U8(23), n, n)
+	VMULPS(n1, t, t)
+	VMULPS(n, t, v)
+	c.va.put(t, n, n1)
+}
+
+// sigmoidTimes sets v = x / (1 + exp(v)).
+func (c *actCtx) sigmoidTimes(x, v V) {
+	c.exp(v)
+	VADDPS(c.c(cOne), v, v)
+	VDIVPS(v, x, v)
+}
+
+// neg sets v = -x.
+func (c *actCtx) neg(x, v V) {
+	if c.zmm {
+		VPXORD(c.c(cSign), x, v)
+	} else {
+		VXORPS(c.c(cSign), x, v)
+	}
+}
+
+// mapLoop emits the loop over n elements (register n) in steps of unroll
+// vectors then one; body emits one vector at byte offset off and ptrs
+// advance by 4 bytes per element.
+func (c *actCtx) mapLoop(n Register, ptrs []Register, unroll int, body func(off int)) {
+	Label("loopU")
+	CMPQ(n, U32(unroll*c.lanes))
+	JB(LabelRef("loop1"))
+	for i := 0; i < unroll; i++ {
+		body(4 * c.lanes * i)
+	}
+	for _, p := range ptrs {
+		ADDQ(U32(4*unroll*c.lanes), p)
+	}
+	SUBQ(U32(unroll*c.lanes), n)
+	JMP(LabelRef("loopU"))
+	Label("loop1")
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	body(0)
+	for _, p := range ptrs {
+		ADDQ(U32(4*c.lanes), p)
+	}
+	SUBQ(U32(c.lanes), n)
+	JMP(LabelRef("loop1"))
+	Label("done")
+}
+
+func genAct() {
+	genActConsts()
+	for _, zmm := range []bool{false, true} {
+		genUnaryExp("silu", zmm)
+		genUnaryExp("geluTanh", zmm)
+		genSiLUMul(zmm)
+		genExpSub(zmm)
+		genScale(zmm)
+		genBinary("mul", zmm)
+		genBinary("add", zmm)
+	}
+}
+
+// genUnaryExp writes silu (dst = x/(1+exp(-x))) or geluTanh (dst =
+// x/(1+exp(-2u)), u = sqrt(2/pi)*x*(1+0.044715*x^2), which is
+// 0.5*x*(1+tanh(u))).
+func genUnaryExp(op string, zmm bool) {
+	name := floatName(op, zmm, false)
+	TEXT(name, NOSPLIT, "func(dst *float32, x *float32, n int)")
+	Pragma("noescape")
+	if op == "silu" {
+		Doc(name + " sets dst[i] = x[i]/(1+exp(-x[i])) for n elements, n a multiple of " + lanesStr(zmm) + ".")
+	} else {
+		Doc(name + " sets dst[i] = 0.5*x[i]*(1+tanh(sqrt(2/pi)*(x[i]+0.044715*x[i]^3))) for n elements, n a multiple of " + lanesStr(zmm) + ".")
+	}
+	dst := Load(Param("dst"), GP64())
+	xp := Load(Param("x"), GP64())
+	n := Load(Param("n"), GP64())
+	c := newActCtx(zmm, expConsts(zmm, cOne)...)
+	c.mapLoop(n, []Register{dst, xp}, 2, func(off int) {
+		x, v := c.va.get(), c.va.get()
+		VMOVUPS(Mem{Base: xp, Disp: off}, x)
+		if op == "silu" {
+			c.neg(x, v)
+		} else {
+			VMULPS(x, x, v)
+			VFMADD132PS(c.c(cGeluK), c.c(cOne), v) // x^2*k + 1
+			VMULPS(x, v, v)
+			VMULPS(c.c(cGeluM2C), v, v)
+		}
+		c.sigmoidTimes(x, v)
+		VMOVUPS(v, Mem{Base: dst, Disp: off})
+		c.va.put(x, v)
+	})
+	VZEROUPPER()
+	RET()
+}
+
+func genSiLUMul(zmm bool) {
+	name := floatName("siluMul", zmm, false)
+	TEXT(name, NOSPLIT, "func(dst *float32, gate *float32, up *float32, n int)")
+	Pragma("noescape")
+	Doc(name + " sets dst[i] = gate[i]/(1+exp(-gate[i]))*up[i] for n elements, n a multiple of " + lanesStr(zmm) + ".")
+	dst := Load(Param("dst"), GP64())
+	gp := Load(Param("gate"), GP64())
+	up := Load(Param("up"), GP64())
+	n := Load(Param("n"), GP64())
+	c := newActCtx(zmm, expConsts(zmm)...)
+	c.mapLoop(n, []Register{dst, gp, up}, 2, func(off int) {
+		x, v := c.va.get(), c.va.get()
+		VMOVUPS(Mem{Base: gp, Disp: off}, x)
+		c.neg(x, v)
+		c.sigmoidTimes(x, v)
+		VMULPS(Mem{Base: up, Disp: off}, v, v)
+		VMOVUPS(v, Mem{Base: dst, Disp: off})
+		c.va.put(x, v)
+	})
+	VZEROUPPER()
+	RET()
+}
+
+func genExpSub(zmm bool) {
+	name := floatName("expSub", zmm, false)
+	TEXT(name, NOSPLIT, "func(x *float32, m float32, n int) float32")
+	Pragma("noescape")
+	Doc(name + " sets x[i] = exp(x[i]-m) for n elements, n a multiple of " + lanesStr(zmm) + ", and returns their sum.")
+	xp := Load(Param("x"), GP64())
+	n := Load(Param("n"), GP64())
+	c := newActCtx(zmm, expConsts(zmm)...)
+	mv, sum := c.va.get(), c.va.get()
+	VBROADCASTSS(Load(Param("m"), XMM()), mv)
+	if zmm {
+		VPXORD(sum, sum, sum)
+	} else {
+		VXORPS(sum, sum, sum)
+	}
+	c.mapLoop(n, []Register{xp}, 2, func(off int) {
+		v := c.va.get()
+		VMOVUPS(Mem{Base: xp, Disp: off}, v)
+		VSUBPS(mv, v, v)
+		c.exp(v)
+		VMOVUPS(v, Mem{Base: xp, Disp: off})
+		VADDPS(v, sum, sum)
+		c.va.put(v)
+	})
+	r := hsum(zmm, c.va, sum)
+	VZEROUPPER()
+	Store(r.AsX(), ReturnIndex(0))
+	RET()
+}
+
+func genScale(zmm bool) {
+	name := floatName("scale", zmm, false)
+	TEXT(name, NOSPLIT, "func(dst *float32, x *float32, s float32, n int)")
+	Pragma("noescape")
+	Doc(name + " sets dst[i] = x[i]*s for n elements, n a multiple of " + lanesStr(zmm) + ".")
+	dst := Load(Param("dst"), GP64())
+	xp := Load(Param("x"), GP64())
+	n := Load(Param("n"), GP64())
+	c := newActCtx(zmm)
+	sv := c.va.get()
+	VBROADCASTSS(Load(Param("s"), XMM()), sv)
+	c.mapLoop(n, []Register{dst, xp}, 4, func(off int) {
+		v := c.va.get()
+		VMULPS(Mem{Base: xp, Disp: off}, sv, v)
+		VMOVUPS(v, Mem{Base: dst, Disp: off})
+		c.va.put(v)
+	})
+	VZEROUPPER()
+	RET()
+}
+
+// genBinary writes mul (dst = a*b) or add (dst = a+b).
+func genBinary(op string, zmm bool) {
+	name := floatName(op, zmm, false)
+	TEXT(name, NOSPLIT, "func(dst *float32, a *float32, b *float32, n int)")
+	Pragma("noescape")
+	sym := "*"
+	if op == "add" {
+		sym = "+"
+	}
+	Doc(name + " sets dst[i] = a[i]" + sym + "b[i] for n elements, n a multiple of " + lanesStr(zmm) + ".")
+	dst := Load(Param("dst"), GP64())
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	n := Load(Param("n"), GP64())
+	c := newActCtx(zmm)
+	c.mapLoop(n, []Register{dst, a, b}, 4, func(off int) {
+		v := c.va.get()
+		VMOVUPS(Mem{Base: a, Disp: off}, v)
+		if op == "add" {
+			VADDPS(Mem{Base: b, Disp: off}, v, v)
+		} else {
+			VMULPS(Mem{Base: b, Disp: off}, v, v)
+		}
+		VMOVUPS(v, Mem{Base: dst, Disp: off})
+		c.va.put(v)
+	})
+	VZEROUPPER()
+	RET()
+}

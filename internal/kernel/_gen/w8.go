@@ -1,0 +1,233 @@
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// The W8 kernels compute one tile of R weight rows by TT tokens over the
+// whole of K, against activations prepared by the Go side (w8Prep in
+// w8_amd64.go). Per token and per group of 2 blocks (64 values of K) the
+// prepared record is 192 bytes:
+//
+//	[0,64)    Q of the 2 blocks
+//	[64,128)  D of each block, 8 times (one per int32 lane of the block)
+//	[128,192) -16*Sum of each block, 8 times
+//
+// AVX-512 VNNI multiplies the stored U = q+128 (unsigned) by Q (signed)
+// with VPDPBUSD into lanes that start at -16*Sum: the 8 lanes of a block
+// add up to Σ U*Q - 128*Sum = Σ q*Q, exact. AVX2 has no 4-way byte dot
+// product without saturation, so it takes the sign trick: q = U^0x80,
+// VPMADDUBSW(|q|, Q*sign(q)) sums pairs of at most 128*127 each, which
+// needs Q > -128 (the Go side checks). Each block's lanes are then scaled
+// by D in float and summed; the row scale multiplies the final sum.
+const w8RecBytes = 192
+
+// w8ZmmShapes and w8YmmShapes are the tiles generated per ISA; the Go
+// side decomposes any row and token count into them.
+var (
+	w8ZmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {8, 1}, {1, 2}, {2, 2}, {4, 2}, {1, 3}, {2, 3}, {4, 3}, {1, 4}, {2, 4}, {4, 4}}
+	w8YmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {8, 1}, {1, 2}, {2, 2}, {1, 3}, {2, 3}, {1, 4}, {2, 4}}
+)
+
+// w8Bytes80 and w8Ones16 are 32 bytes of 0x80 and 16 int16 ones (AVX2).
+var w8Bytes80, w8Ones16 Mem
+
+func genW8() {
+	w8Bytes80 = GLOBL("w8x80", RODATA|NOPTR)
+	for i := 0; i < 8; i++ {
+		DATA(4*i, U32(0x80808080))
+	}
+	w8Ones16 = GLOBL("w8ones", RODATA|NOPTR)
+	for i := 0; i < 8; i++ {
+		DATA(4*i, U32(0x00010001))
+	}
+	for _, s := range w8ZmmShapes {
+		w8Kernel(true, s.R, s.TT)
+	}
+	for _, s := range w8YmmShapes {
+		w8Kernel(false, s.R, s.TT)
+	}
+}
+
+// w8Name is the Go name of a generated kernel.
+func w8Name(zmm bool, R, TT int) string {
+	isa := "Avx2"
+	if zmm {
+		isa = "Vnni"
+	}
+	return fmt.Sprintf("w8%s%dx%d", isa, R, TT)
+}
+
+func w8Kernel(zmm bool, R, TT int) {
+	name := w8Name(zmm, R, TT)
+	TEXT(name, NOSPLIT, "func(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s computes a %d-row by %d-token tile of an 8-bit product (see the layout in _gen/w8.go).", name, R, TT))
+
+	va := newVecAlloc(zmm)
+	vec, put := va.get, va.put
+
+	rows := newRowAddr(Load(Param("u"), GP64()), Load(Param("rstr"), GP64()), R)
+	cnt := Load(Param("ng"), GP64())
+	xp := Load(Param("x"), GP64())
+	var xs, xs3 Register
+	if TT > 1 {
+		xs = Load(Param("xs"), GP64())
+	}
+	if TT > 3 {
+		xs3 = GP64()
+		LEAQ(Mem{Base: xs, Index: xs, Scale: 2}, xs3)
+	}
+	tok := func(t, off int) Mem {
+		m := Mem{Base: xp, Disp: off}
+		switch t {
+		case 1:
+			m.Index, m.Scale = xs, 1
+		case 2:
+			m.Index, m.Scale = xs, 2
+		case 3:
+			m.Index, m.Scale = xs3, 1
+		}
+		return m
+	}
+
+	acc := make([][]V, R)
+	for r := range acc {
+		acc[r] = make([]V, TT)
+		for t := range acc[r] {
+			acc[r][t] = vec()
+			if zmm {
+				VPXORD(acc[r][t], acc[r][t], acc[r][t])
+			} else {
+				VXORPS(acc[r][t], acc[r][t], acc[r][t])
+			}
+		}
+	}
+
+	// stepZmm emits the 64 weight bytes (half: the first 32) of every row
+	// at the group's start against the group's record.
+	stepZmm := func(half bool) {
+		w := make([]V, R)
+		for r := range w {
+			w[r] = vec()
+			if half {
+				// A 32-byte load clears the upper half; the
+				// padded record makes its products zero.
+				VMOVDQU32(rows.at(r, 0), w[r].AsY())
+			} else {
+				VMOVDQU32(rows.at(r, 0), w[r])
+			}
+		}
+		for t := 0; t < TT; t++ {
+			xq, dv, sv := vec(), vec(), vec()
+			VMOVDQU32(tok(t, 0), xq)
+			VMOVUPS(tok(t, 64), dv)
+			VMOVDQU32(tok(t, 128), sv)
+			for r := 0; r < R; r++ {
+				d := vec()
+				VMOVDQA32(sv, d)
+				vpdpbusd(xq, w[r], d)
+				VCVTDQ2PS(d, d)
+				VFMADD231PS(dv, d, acc[r][t])
+				put(d)
+			}
+			put(xq, dv, sv)
+		}
+		put(w...)
+	}
+	// stepYmm emits the 32 weight bytes (one block) at offset wo of the
+	// group for every row.
+	stepYmm := func(wo int) {
+		for r := 0; r < R; r++ {
+			q, a := vec(), vec()
+			VMOVDQU(rows.at(r, wo), q)
+			VPXOR(w8Bytes80, q, q)
+			VPABSB(q, a)
+			for t := 0; t < TT; t++ {
+				s := vec()
+				VMOVDQU(tok(t, wo), s)
+				VPSIGNB(q, s, s)
+				VPMADDUBSW(s, a, s)
+				VPMADDWD(w8Ones16, s, s)
+				VCVTDQ2PS(s, s)
+				VFMADD231PS(tok(t, 64+wo), s, acc[r][t])
+				put(s)
+			}
+			put(q, a)
+		}
+	}
+
+	Label("loop")
+	TESTQ(cnt, cnt)
+	JZ(LabelRef("tail"))
+	if zmm {
+		stepZmm(false)
+	} else {
+		stepYmm(0)
+		stepYmm(32)
+	}
+	rows.add(64)
+	ADDQ(U32(w8RecBytes), xp)
+	DECQ(cnt)
+	JMP(LabelRef("loop"))
+
+	Label("tail")
+	tail := Load(Param("tail"), GP64())
+	TESTQ(tail, tail)
+	JZ(LabelRef("reduce"))
+	if zmm {
+		stepZmm(true)
+	} else {
+		stepYmm(0)
+	}
+
+	Label("reduce")
+	dst := Load(Param("dst"), GP64())
+	ldd := Load(Param("ldd"), GP64())
+	SHLQ(U8(2), ldd)
+	rs := Load(Param("rs"), GP64())
+	for t := 0; t < TT; t++ {
+		for r := 0; r < R; r++ {
+			xr := hsum(zmm, va, acc[r][t])
+			x := xr.AsX()
+			VMULSS(Mem{Base: rs, Disp: 4 * r}, x, x)
+			VMOVSS(x, Mem{Base: dst, Disp: 4 * r})
+			va.put(xr)
+		}
+		if t+1 < TT {
+			ADDQ(ldd, dst)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// hsum adds the lanes of a (given back to va) into the low lane of the
+// returned register's xmm view.
+func hsum(zmm bool, va *vecAlloc, a V) V {
+	var y Register = a
+	if zmm {
+		yy := YMM()
+		VEXTRACTF64X4(U8(1), a, yy)
+		VADDPS(yy, a.AsY(), yy)
+		y = yy
+	}
+	xr, xr2 := va.get(), va.get()
+	x, x2 := xr.AsX(), xr2.AsX()
+	if zmm {
+		VEXTRACTF32X4(U8(1), y, x)
+	} else {
+		VEXTRACTF128(U8(1), y, x)
+	}
+	VADDPS(x, y.(Vec).AsX(), x)
+	VPERMILPS(U8(0x4e), x, x2)
+	VADDPS(x2, x, x)
+	VPERMILPS(U8(0xb1), x, x2)
+	VADDSS(x2, x, x)
+	va.put(xr2, a)
+	return xr
+}

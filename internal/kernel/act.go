@@ -1,0 +1,94 @@
+package kernel
+
+import "math"
+
+// The elementwise kernels of activations and softmax. Each works on n =
+// len(dst) elements (the inputs at least as long); dst may be one of the
+// inputs. The generic versions compute exp and tanh in float64; the
+// overlays use a float32 polynomial exp within a few ulps of it.
+
+// SiLU sets, for i < len(dst),
+//
+//	dst[i] = x[i] / (1 + float32(exp(-x[i])))
+//
+// (x*sigmoid(x); -0 where exp(-x) overflows float32).
+func SiLU(dst, x []float32) { siluImpl(dst, x[:len(dst)]) }
+
+func siluGeneric(dst, x []float32) {
+	for i, v := range x {
+		dst[i] = silu(v)
+	}
+}
+
+func silu(v float32) float32 { return v / (1 + float32(math.Exp(float64(-v)))) }
+
+// SiLUMul sets, for i < len(dst), the gated unit of SwiGLU:
+//
+//	dst[i] = silu(gate[i]) * up[i]
+func SiLUMul(dst, gate, up []float32) { siluMulImpl(dst, gate[:len(dst)], up[:len(dst)]) }
+
+func siluMulGeneric(dst, gate, up []float32) {
+	for i, v := range gate {
+		dst[i] = silu(v) * up[i]
+	}
+}
+
+// ExpSub sets x[i] = float32(exp(x[i] - m)) in place and returns the
+// float32 sum of the results (softmax's middle step, m the row maximum):
+//
+//	for i := range x { x[i] = exp(x[i] - m); s += x[i] }
+//
+// Very negative differences (-1e30, -Inf) give exactly 0 and NaN stays
+// NaN; the overlays sum in several lanes, so the order differs.
+func ExpSub(x []float32, m float32) float32 { return expSubImpl(x, m) }
+
+func expSubGeneric(x []float32, m float32) float32 {
+	var s float32
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - m)))
+		x[i] = e
+		s += e
+	}
+	return s
+}
+
+// GELUTanh sets, for i < len(dst), the tanh approximation of GELU:
+//
+//	dst[i] = 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3))), x = x[i]
+//
+// evaluated in float64.
+func GELUTanh(dst, x []float32) { geluTanhImpl(dst, x[:len(dst)]) }
+
+func geluTanhGeneric(dst, x []float32) {
+	for i, v := range x {
+		f := float64(v)
+		dst[i] = float32(0.5 * f * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(f+0.044715*f*f*f))))
+	}
+}
+
+// Scale sets dst[i] = x[i] * s for i < len(dst).
+func Scale(dst, x []float32, s float32) { scaleImpl(dst, x[:len(dst)], s) }
+
+func scaleGeneric(dst, x []float32, s float32) {
+	for i, v := range x {
+		dst[i] = v * s
+	}
+}
+
+// Mul sets dst[i] = a[i] * b[i] for i < len(dst).
+func Mul(dst, a, b []float32) { mulImpl(dst, a[:len(dst)], b[:len(dst)]) }
+
+func mulGeneric(dst, a, b []float32) {
+	for i, v := range a {
+		dst[i] = v * b[i]
+	}
+}
+
+// Add sets dst[i] = a[i] + b[i] for i < len(dst).
+func Add(dst, a, b []float32) { addImpl(dst, a[:len(dst)], b[:len(dst)]) }
+
+func addGeneric(dst, a, b []float32) {
+	for i, v := range a {
+		dst[i] = v + b[i]
+	}
+}

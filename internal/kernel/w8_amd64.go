@@ -1,0 +1,155 @@
+//go:build !purego
+
+package kernel
+
+import "unsafe"
+
+// w8Kern is the signature of the generated 8-bit tile kernels: rows
+// [n, n+R) by tokens [t, t+TT) over all of K, against prepared
+// activations (w8Prep). u addresses row n's bytes (row stride rstr), ng
+// and tail are the number of whole 2-block groups and the block left
+// over, x the first token's records (token stride xs bytes), dst the
+// output of (t, n) with ldd floats per token, rs the row scales from n.
+type w8Kern func(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Set is one ISA's generated kernels by tile shape.
+type w8Set struct {
+	k      [9][5]w8Kern // [R][TT], nil where not generated
+	decode int          // rows per tile for one token
+	rows   int          // rows per tile for several tokens
+	tokens int          // largest TT
+	signed bool         // the kernels need Q > -128 (AVX2's sign trick)
+}
+
+var (
+	w8Vnni = w8Set{decode: 8, rows: 4, tokens: 4, k: [9][5]w8Kern{
+		1: {1: w8Vnni1x1, 2: w8Vnni1x2, 3: w8Vnni1x3, 4: w8Vnni1x4},
+		2: {1: w8Vnni2x1, 2: w8Vnni2x2, 3: w8Vnni2x3, 4: w8Vnni2x4},
+		4: {1: w8Vnni4x1, 2: w8Vnni4x2, 3: w8Vnni4x3, 4: w8Vnni4x4},
+		8: {1: w8Vnni8x1},
+	}}
+	w8Avx2 = w8Set{decode: 8, rows: 2, tokens: 4, signed: true, k: [9][5]w8Kern{
+		1: {1: w8Avx21x1, 2: w8Avx21x2, 3: w8Avx21x3, 4: w8Avx21x4},
+		2: {1: w8Avx22x1, 2: w8Avx22x2, 3: w8Avx22x3, 4: w8Avx22x4},
+		4: {1: w8Avx24x1},
+		8: {1: w8Avx28x1},
+	}}
+)
+
+// w8RecBytes is the size of one token's prepared record per group of 2
+// blocks: Q of the 2 blocks (64 bytes), then D and -16*Sum of each block
+// repeated over its 8 int32 lanes (the layout in _gen/w8.go).
+const w8RecBytes = 192
+
+// w8RecCache is the size of the records walked against one range of
+// weight rows before moving on (they stay in L2).
+const w8RecCache = 512 << 10
+
+// w8Prep writes the records of tokens [0, x.T) of x for ng2 groups (the
+// last padded with a zero block) and reports whether some Q is -128.
+func w8Prep(rec []byte, x *Q8, ng2 int) bool {
+	K, nb := x.K, x.K/QK
+	xs := ng2 * w8RecBytes
+	q := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x.Q))), len(x.Q))
+	min128 := false
+	for t := 0; t < x.T; t++ {
+		tr := rec[t*xs : (t+1)*xs]
+		qt := q[t*K : (t+1)*K]
+		for _, v := range qt {
+			if v == 0x80 {
+				min128 = true
+				break
+			}
+		}
+		for b := range ng2 * 2 {
+			g, j := b/2, b%2
+			r := tr[g*w8RecBytes : (g+1)*w8RecBytes]
+			qr := r[32*j : 32*j+32]
+			dv := (*[8]float32)(unsafe.Pointer(&r[64+32*j]))
+			sv := (*[8]int32)(unsafe.Pointer(&r[128+32*j]))
+			if b >= nb {
+				clear(qr)
+				*dv, *sv = [8]float32{}, [8]int32{}
+				continue
+			}
+			copy(qr, qt[b*QK:(b+1)*QK])
+			d, s := x.D[t*nb+b], -16*x.Sum[t*nb+b]
+			for i := range 8 {
+				dv[i], sv[i] = d, s
+			}
+		}
+	}
+	return min128
+}
+
+// w8Fits reports whether the slices hold what rows [n0, n1) of x.T
+// tokens touch, so that the assembly stays in bounds; when not, the
+// generic version runs (and fails as it does).
+func w8Fits(dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) bool {
+	nb := w.K / QK
+	if w.K%QK != 0 || nb == 0 || n0 < 0 || n1 > w.N || x.K != w.K || x.T < 1 || ldd < n1 {
+		return false
+	}
+	return len(w.U) >= n1*w.K && len(w.Scales) >= n1 && len(x.Q) >= x.T*w.K &&
+		len(x.D) >= x.T*nb && len(x.Sum) >= x.T*nb && len(dst) >= (x.T-1)*ldd+n1
+}
+
+// w8MatMulWith runs W8.MatMul on set's kernels: one token in row tiles
+// of set.decode, several in tiles of set.rows by set.tokens, token blocks
+// of about w8RecCache bytes of records at a time.
+func w8MatMulWith(set *w8Set, dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) {
+	if n1 <= n0 || x.T == 0 {
+		return
+	}
+	if !w8Fits(dst, ldd, w, x, n0, n1) {
+		w8MatMulGeneric(dst, ldd, w, x, n0, n1)
+		return
+	}
+	K, nb := w.K, w.K/QK
+	ng, tail := nb/2, nb%2
+	ng2 := (nb + 1) / 2
+	xs := ng2 * w8RecBytes
+	rec, holder := getScratch(x.T * xs)
+	defer scratch.Put(holder)
+	if w8Prep(rec, x, ng2) && set.signed {
+		w8MatMulGeneric(dst, ldd, w, x, n0, n1)
+		return
+	}
+	u := unsafe.SliceData(w.U)
+	rs := unsafe.SliceData(w.Scales)
+	out := unsafe.SliceData(dst)
+	tile := func(n, R, t, TT int) {
+		set.k[R][TT]((*byte)(unsafe.Add(unsafe.Pointer(u), n*K)), K, ng, tail,
+			&rec[t*xs], xs, (*float32)(unsafe.Add(unsafe.Pointer(out), 4*(t*ldd+n))), ldd,
+			(*float32)(unsafe.Add(unsafe.Pointer(rs), 4*n)))
+	}
+	rowsFor := func(rem, most int) int {
+		for R := min(rem, most); R > 0; R-- {
+			if set.k[R][1] != nil {
+				return R
+			}
+		}
+		return 1
+	}
+	if x.T == 1 {
+		for n := n0; n < n1; {
+			R := rowsFor(n1-n, set.decode)
+			tile(n, R, 0, 1)
+			n += R
+		}
+		return
+	}
+	tb := max(set.tokens, min(64, w8RecCache/xs))
+	for t0 := 0; t0 < x.T; t0 += tb {
+		t1 := min(t0+tb, x.T)
+		for n := n0; n < n1; {
+			R := rowsFor(n1-n, set.rows)
+			for t := t0; t < t1; {
+				TT := min(t1-t, set.tokens)
+				tile(n, R, t, TT)
+				t += TT
+			}
+			n += R
+		}
+	}
+}
