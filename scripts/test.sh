@@ -33,6 +33,28 @@ for pkg in $(go list ./internal/...); do
   done
 done
 
+echo "== arm64 under qemu-user (kernels: NEON with SDOT, NEON only; engine)"
+if ! command -v qemu-aarch64 >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user) >/dev/null
+  fi
+fi
+if command -v qemu-aarch64 >/dev/null 2>&1; then
+  GOARCH=arm64 go vet ./internal/kernel ./internal/engine
+  armdir="$(mktemp -d)"
+  for pkg in kernel engine; do
+    GOARCH=arm64 CGO_ENABLED=0 go test -c -o "$armdir/$pkg.test" "./internal/$pkg"
+  done
+  (cd internal/kernel && qemu-aarch64 "$armdir/kernel.test" -test.count=1 >/dev/null && echo "ok kernel (max cpu: neon+dotprod)")
+  (cd internal/kernel && qemu-aarch64 -cpu cortex-a57 "$armdir/kernel.test" -test.count=1 >/dev/null && echo "ok kernel (cortex-a57: neon)")
+  (cd internal/engine && qemu-aarch64 "$armdir/engine.test" -test.count=1 >/dev/null && echo "ok engine")
+  rm -rf "$armdir"
+elif [ "${CI:-}" = true ]; then
+  echo "qemu-aarch64 is missing and could not be installed"; exit 1
+else
+  echo "skipped: qemu-aarch64 not installed (apt-get install qemu-user)"
+fi
+
 echo "== cross-builds (CGO_ENABLED=0)"
 for target in linux/amd64 linux/arm64 android/arm64; do
   CGO_ENABLED=0 GOOS="${target%/*}" GOARCH="${target#*/}" go build -o /dev/null ./cmd/aotlm

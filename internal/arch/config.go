@@ -84,7 +84,7 @@ type Config struct {
 
 // RopeScaling describes a rope_scaling entry of config.json.
 type RopeScaling struct {
-	Type                string  `json:"type,omitempty"`                             // "", "linear", "llama3", "longrope"
+	Type                string  `json:"type,omitempty"`                             // "", "linear", "llama3", "longrope", "dynamic"
 	Factor              float64 `json:"factor,omitempty"`                           // linear and llama3; longrope: 0 means Context/OriginalMaxPosition
 	LowFreqFactor       float64 `json:"low_freq_factor,omitempty"`                  // llama3
 	HighFreqFactor      float64 `json:"high_freq_factor,omitempty"`                 // llama3

@@ -44,7 +44,7 @@ func ropeScalingHF(rs map[string]any) (RopeScaling, error) {
 		s.OriginalMaxPosition = int(v)
 	}
 	switch t {
-	case "", "default", "linear", "llama3":
+	case "", "default", "linear", "llama3", "dynamic":
 		return s, nil
 	}
 	return s, fmt.Errorf("rope_scaling type %q is not supported", t)

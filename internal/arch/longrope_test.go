@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -329,4 +330,46 @@ func FuzzLongRopeConfig(f *testing.F) {
 			t.Fatalf("valid config %+v: rope: %v", c.RopeScaling, err)
 		}
 	})
+}
+
+// TestDynamicRope: dynamic NTK scaling leaves the frequencies unchanged
+// for a graph within the original context, and beyond it uses the base
+// theta*(f*n/o - (f-1))^(R/(R-2)) (Hugging Face's rule for a sequence of
+// n positions); a factor below 1 is refused, and config.json's "dynamic"
+// type parses.
+func TestDynamicRope(t *testing.T) {
+	c := Config{HeadDim: 16, RopeTheta: 10000, Context: 512,
+		RopeScaling: RopeScaling{Type: "dynamic", Factor: 4, OriginalMaxPosition: 128}}
+	plain := c
+	plain.RopeScaling = RopeScaling{}
+	want, _ := ropeFreqs(&plain)
+	for _, n := range []int{1, 64, 128} {
+		c.RopeContext = n
+		got, err := ropeFreqs(&c)
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("context %d: %v (%v), want the unscaled %v", n, got, err, want)
+		}
+	}
+	c.RopeContext = 512
+	got, err := ropeFreqs(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := 10000 * math.Pow(4.0*512/128-3, 16.0/14)
+	for i, f := range got {
+		w := math.Pow(base, -float64(2*i)/16)
+		if math.Abs(f-w) > 1e-12*w {
+			t.Fatalf("pair %d: %v, want %v", i, f, w)
+		}
+	}
+	if got[1] >= want[1] {
+		t.Fatalf("scaled frequency %v not below %v", got[1], want[1])
+	}
+	c.RopeScaling.Factor = 0.5
+	if _, err := ropeFreqs(&c); err == nil || !strings.Contains(err.Error(), "dynamic") {
+		t.Fatalf("factor 0.5: %v", err)
+	}
+	if s, err := ropeScalingHF(map[string]any{"type": "dynamic", "factor": 2.0}); err != nil || s.Type != "dynamic" || s.Factor != 2 {
+		t.Fatalf("config.json dynamic: %+v %v", s, err)
+	}
 }

@@ -46,6 +46,14 @@ func ropeFreqs(c *Config) ([]float64, error) {
 				f[i] = (1-smooth)*v/s.Factor + smooth*v
 			}
 		}
+	case "dynamic":
+		base, err := dynamicBase(c)
+		if err != nil {
+			return nil, err
+		}
+		for i := range f {
+			f[i] = 1 / math.Pow(base, float64(2*i)/float64(r))
+		}
 	case "longrope":
 		if err := c.checkLongRope(); err != nil {
 			return nil, err
@@ -67,6 +75,33 @@ func ropeFreqs(c *Config) ([]float64, error) {
 		f[i] /= float64(k)
 	}
 	return f, nil
+}
+
+// dynamicBase is the RoPE base of dynamic NTK scaling for a graph built
+// for n positions (RopeContext, else Context): theta while n is within the
+// original context o (OriginalMaxPosition, else Context), and beyond it
+// theta * (factor*n/o - (factor-1))^(R/(R-2)). Hugging Face recomputes the
+// base every forward pass from the sequence length so far; here it is
+// fixed once for the compiled context, so the two agree exactly within
+// the original context and for a sequence that fills the compiled one.
+func dynamicBase(c *Config) (float64, error) {
+	s := c.RopeScaling
+	if !(s.Factor >= 1) {
+		return 0, fmt.Errorf("rope_scaling dynamic: factor %v must be at least 1", s.Factor)
+	}
+	o := s.OriginalMaxPosition
+	if o <= 0 {
+		o = c.Context
+	}
+	n := c.RopeContext
+	if n <= 0 {
+		n = c.Context
+	}
+	r := float64(c.rotDim())
+	if n <= o || r <= 2 {
+		return c.RopeTheta, nil
+	}
+	return c.RopeTheta * math.Pow(s.Factor*float64(n)/float64(o)-(s.Factor-1), r/(r-2)), nil
 }
 
 func ropeOf(c *Config) (graph.Rope, error) {

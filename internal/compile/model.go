@@ -75,8 +75,9 @@ func CompileModel(m *arch.Model, src Source, opts Options, outPath string) error
 		return fmt.Errorf("compile: context %d exceeds the model's trained context %d", ctx, m.Config.Context)
 	}
 	// the graph is built for ctx positions, which picks longrope's factors
+	// and dynamic scaling's base
 	cfg := m.Config
-	if cfg.RopeContext <= 0 && cfg.RopeScaling.Type == "longrope" {
+	if cfg.RopeContext <= 0 && (cfg.RopeScaling.Type == "longrope" || cfg.RopeScaling.Type == "dynamic") {
 		cfg.RopeContext = ctx
 	}
 	g, err := arch.Build(&cfg, arch.BuildOptions{AllLogits: false})

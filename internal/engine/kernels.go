@@ -106,6 +106,7 @@ type attnArgs struct {
 	out, q, k, v []float32 // out, q [T, H*E]; k, v [T, G*E]
 	K, V         []float32 // cache layer [Ctx, C]
 	C            int       // cache columns
+	ctx          int       // cache positions (of a transposed cache)
 	T, pos       int
 	H, G, E      int
 	scale        float32

@@ -164,9 +164,9 @@ func roundTrip(t *testing.T, kq *quant.KVQuant, x []float32) []float32 {
 	return out
 }
 
-// TestFastAttention: the session's attention (cache stored, then the
-// kernel package's dot products and updates over (row, head) items split
-// across workers) matches the plain codec loop over float32 and binary16
+// TestFastAttention: the session's attention (cache stored transposed,
+// then the kernel package's dot products and updates over (row, head)
+// items split across workers) matches the plain codec loop over float32 and binary16
 // caches, within 1e-5 relative to the largest output, for passes at
 // several positions, with grouped heads and a window.
 func TestFastAttention(t *testing.T) {
@@ -185,18 +185,18 @@ func TestFastAttention(t *testing.T) {
 			for _, T := range []int{3, 1, 7, 1, 16} {
 				q, k, v := randFloats(r, T*H*E, 1), randFloats(r, T*C, 2), randFloats(r, T*C, 2)
 				want, got := make([]float32, T*H*E), make([]float32, T*H*E)
-				ref := attnArgs{out: want, q: q, k: k, v: v, C: C, T: T, pos: pos, H: H, G: G, E: E, scale: 0.3,
+				ref := attnArgs{out: want, q: q, k: k, v: v, C: C, ctx: ctx, T: T, pos: pos, H: H, G: G, E: E, scale: 0.3,
 					window: window, scores: make([]float32, ctx)}
 				fast := ref
 				fast.out = got
 				if f16 {
 					ref.Kh, ref.Vh, fast.Kh, fast.Vh = Kh, Vh, Kh2, Vh2
 					attend(&ref, Kh, Vh, f16Codec{}, f16Codec{})
-					storeKV(&fast, Kh2, Vh2, f16Codec{}, f16Codec{})
+					storeKVT(&fast, Kh2, Vh2, f16Codec{}, f16Codec{})
 				} else {
 					ref.K, ref.V, fast.K, fast.V = K, V, K2, V2
 					attend(&ref, K, V, f32Codec{}, f32Codec{})
-					storeKV(&fast, K2, V2, f32Codec{}, f32Codec{})
+					storeKVT(&fast, K2, V2, f32Codec{}, f32Codec{})
 				}
 				task.a = &fast
 				pool.do(task, T*H, 1, true)

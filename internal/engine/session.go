@@ -235,7 +235,7 @@ func (s *Session) run(prog *program, ids []int) []float32 {
 			k, _, _ := buf(st.In[1])
 			v, _, _ := buf(st.In[2])
 			a := st.Attn
-			s.attn = attnArgs{out: out, q: x, k: k, v: v, C: s.kvCols,
+			s.attn = attnArgs{out: out, q: x, k: k, v: v, C: s.kvCols, ctx: s.ctx,
 				T: rows, pos: s.pos, H: a.Heads, G: a.KVHeads, E: a.HeadDim, scale: a.Scale,
 				window: a.Window, scores: s.scores}
 			switch {

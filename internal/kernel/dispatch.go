@@ -17,6 +17,11 @@ var (
 	scaleImpl      = scaleGeneric
 	mulImpl        = mulGeneric
 	addImpl        = addGeneric
+
+	axpyRowsImpl    = axpyRowsGeneric
+	dotRowsImpl     = dotRowsGeneric
+	axpyRowsF16Impl = axpyRowsF16Generic
+	dotRowsF16Impl  = dotRowsF16Generic
 )
 
 // Overlay is one ISA's set of implementations; a nil field leaves the
@@ -38,6 +43,11 @@ type Overlay struct {
 	Scale      func(dst, x []float32, s float32)
 	Mul        func(dst, a, b []float32)
 	Add        func(dst, a, b []float32)
+
+	AxpyRows    func(dst, alpha, x []float32, stride int)
+	DotRows     func(dst, w, y []float32, stride int)
+	AxpyRowsF16 func(dst, alpha []float32, x []uint16, stride int)
+	DotRowsF16  func(dst, w []float32, y []uint16, stride int)
 }
 
 // overlays lists this build's overlays from least to most capable (the
@@ -112,6 +122,18 @@ func install() {
 		}
 		if o.Add != nil {
 			addImpl = o.Add
+		}
+		if o.AxpyRows != nil {
+			axpyRowsImpl = o.AxpyRows
+		}
+		if o.DotRows != nil {
+			dotRowsImpl = o.DotRows
+		}
+		if o.AxpyRowsF16 != nil {
+			axpyRowsF16Impl = o.AxpyRowsF16
+		}
+		if o.DotRowsF16 != nil {
+			dotRowsF16Impl = o.DotRowsF16
 		}
 	}
 }

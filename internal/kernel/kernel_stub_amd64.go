@@ -438,3 +438,51 @@ func mulVnni(dst *float32, a *float32, b *float32, n int)
 //
 //go:noescape
 func addVnni(dst *float32, a *float32, b *float32, n int)
+
+// axpyRowsAvx2 sets dst[j] += Σ_r alpha[r]*x[r*stride+j] for j < n, r < rows,
+// n a multiple of 8; stride is in elements.
+//
+//go:noescape
+func axpyRowsAvx2(dst *float32, alpha *float32, x *float32, n int, rows int, stride int)
+
+// dotRowsAvx2 sets dst[r] = Σ_j w[j]*y[r*stride+j] for r < rows, j < n,
+// n a multiple of 8; stride is in elements.
+//
+//go:noescape
+func dotRowsAvx2(dst *float32, w *float32, y *float32, n int, rows int, stride int)
+
+// axpyRowsF16Avx2 sets dst[j] += Σ_r alpha[r]*x[r*stride+j] for j < n, r < rows,
+// n a multiple of 8; stride is in elements.
+//
+//go:noescape
+func axpyRowsF16Avx2(dst *float32, alpha *float32, x *uint16, n int, rows int, stride int)
+
+// dotRowsF16Avx2 sets dst[r] = Σ_j w[j]*y[r*stride+j] for r < rows, j < n,
+// n a multiple of 8; stride is in elements.
+//
+//go:noescape
+func dotRowsF16Avx2(dst *float32, w *float32, y *uint16, n int, rows int, stride int)
+
+// axpyRowsVnni sets dst[j] += Σ_r alpha[r]*x[r*stride+j] for j < n, r < rows,
+// any n; stride is in elements.
+//
+//go:noescape
+func axpyRowsVnni(dst *float32, alpha *float32, x *float32, n int, rows int, stride int)
+
+// dotRowsVnni sets dst[r] = Σ_j w[j]*y[r*stride+j] for r < rows, j < n,
+// any n; stride is in elements.
+//
+//go:noescape
+func dotRowsVnni(dst *float32, w *float32, y *float32, n int, rows int, stride int)
+
+// axpyRowsF16Vnni sets dst[j] += Σ_r alpha[r]*x[r*stride+j] for j < n, r < rows,
+// any n; stride is in elements.
+//
+//go:noescape
+func axpyRowsF16Vnni(dst *float32, alpha *float32, x *uint16, n int, rows int, stride int)
+
+// dotRowsF16Vnni sets dst[r] = Σ_j w[j]*y[r*stride+j] for r < rows, j < n,
+// any n; stride is in elements.
+//
+//go:noescape
+func dotRowsF16Vnni(dst *float32, w *float32, y *uint16, n int, rows int, stride int)

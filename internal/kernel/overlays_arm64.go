@@ -5,7 +5,8 @@ package kernel
 import "golang.org/x/sys/cpu"
 
 // archOverlays returns the arm64 overlays: "neon" with the ASIMD widening
-// multiplies every arm64 CPU has, then "dotprod" with SDOT.
+// multiplies and float kernels every arm64 CPU has, then "dotprod" with
+// SDOT.
 func archOverlays() []Overlay {
 	return []Overlay{
 		{
@@ -18,6 +19,13 @@ func archOverlays() []Overlay {
 			Axpy:       axpyArm64,
 			DotF16:     dotF16Arm64,
 			AxpyF16:    axpyF16Arm64,
+			SiLU:       siluArm64,
+			SiLUMul:    siluMulArm64,
+			ExpSub:     expSubArm64,
+			GELUTanh:   geluTanhArm64,
+			Scale:      scaleArm64,
+			Mul:        mulArm64,
+			Add:        addArm64,
 		},
 		{
 			Name:      "dotprod",

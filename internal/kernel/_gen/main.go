@@ -18,5 +18,6 @@ func main() {
 	genFloat()
 	genW8()
 	genAct()
+	genRows()
 	Generate()
 }

@@ -1,0 +1,109 @@
+package kernel
+
+import (
+	"fmt"
+
+	"github.com/aotlm/aotlm/internal/tensor"
+)
+
+// The row kernels of attention over a transposed KV cache: R rows of n
+// elements, row r starting at r*stride of one slice (stride >= 0, in
+// elements; rows may overlap). One call covers all rows, so the
+// per-call overhead of R calls of Axpy or Dot is paid once.
+
+// rowsSpan returns the elements rows rows of n elements at stride
+// cover, (rows-1)*stride + n, 0 when either is 0. A negative stride or
+// a span past the int range is a broken invariant of the caller.
+func rowsSpan(op string, rows, n, stride int) int {
+	if rows == 0 || n == 0 {
+		return 0
+	}
+	if stride < 0 || (stride > 0 && rows-1 > (maxInt-n)/stride) {
+		panic(fmt.Sprintf("kernel: %s: stride %d for %d rows of %d elements", op, stride, rows, n))
+	}
+	return (rows-1)*stride + n
+}
+
+const maxInt = int(^uint(0) >> 1)
+
+// AxpyRows sets dst[j] += Σ_r alpha[r] * x[r*stride + j] for
+// j < len(dst), r < len(alpha): dst [n], alpha [R], x [(R-1)*stride+n].
+// A short x panics before anything is written.
+func AxpyRows(dst, alpha, x []float32, stride int) {
+	s := rowsSpan("AxpyRows", len(alpha), len(dst), stride)
+	if s == 0 {
+		return
+	}
+	axpyRowsImpl(dst, alpha, x[:s], stride)
+}
+
+func axpyRowsGeneric(dst, alpha, x []float32, stride int) {
+	for r, a := range alpha {
+		row := x[r*stride : r*stride+len(dst)]
+		for j, v := range row {
+			dst[j] += a * v
+		}
+	}
+}
+
+// DotRows sets dst[r] = Σ_j w[j] * y[r*stride + j] for r < len(dst),
+// j < len(w): dst [R], w [n], y [(R-1)*stride+n]. With n == 0 every
+// dst[r] is 0. A short y panics before anything is written.
+func DotRows(dst, w, y []float32, stride int) {
+	s := rowsSpan("DotRows", len(dst), len(w), stride)
+	if s == 0 {
+		clear(dst)
+		return
+	}
+	dotRowsImpl(dst, w, y[:s], stride)
+}
+
+func dotRowsGeneric(dst, w, y []float32, stride int) {
+	for r := range dst {
+		row := y[r*stride : r*stride+len(w)]
+		var s float32
+		for j, v := range row {
+			s += w[j] * v
+		}
+		dst[r] = s
+	}
+}
+
+// AxpyRowsF16 is AxpyRows on IEEE binary16 rows x.
+func AxpyRowsF16(dst, alpha []float32, x []uint16, stride int) {
+	s := rowsSpan("AxpyRowsF16", len(alpha), len(dst), stride)
+	if s == 0 {
+		return
+	}
+	axpyRowsF16Impl(dst, alpha, x[:s], stride)
+}
+
+func axpyRowsF16Generic(dst, alpha []float32, x []uint16, stride int) {
+	for r, a := range alpha {
+		row := x[r*stride : r*stride+len(dst)]
+		for j, v := range row {
+			dst[j] += a * tensor.F16ToF32(v)
+		}
+	}
+}
+
+// DotRowsF16 is DotRows on IEEE binary16 rows y.
+func DotRowsF16(dst, w []float32, y []uint16, stride int) {
+	s := rowsSpan("DotRowsF16", len(dst), len(w), stride)
+	if s == 0 {
+		clear(dst)
+		return
+	}
+	dotRowsF16Impl(dst, w, y[:s], stride)
+}
+
+func dotRowsF16Generic(dst, w []float32, y []uint16, stride int) {
+	for r := range dst {
+		row := y[r*stride : r*stride+len(w)]
+		var s float32
+		for j, v := range row {
+			s += w[j] * tensor.F16ToF32(v)
+		}
+		dst[r] = s
+	}
+}
