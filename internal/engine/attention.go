@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/aotlm/aotlm/internal/kernel"
+	"github.com/aotlm/aotlm/internal/tensor"
 )
 
 // attnTask is one attention step split across the workers by (row, head)
@@ -31,18 +32,43 @@ func (t *attnTask) run(w, lo, hi int) {
 // scores and outputs are long contiguous dot products and updates.
 func (s *Session) attend() {
 	a := &s.attn
-	switch {
-	case a.Ku != nil:
+	if a.Ku != nil {
 		storeKV(a, a.Ku, a.Vu, u8Codec{a.ks}, u8Codec{a.vs})
-	case a.Kh != nil:
-		storeKVT(a, a.Kh, a.Vh, f16Codec{}, f16Codec{})
-	default:
-		storeKVT(a, a.K, a.V, f32Codec{}, f32Codec{})
+	} else {
+		s.storeTask.a = a
+		cols := a.G * a.E
+		s.pool.do(&s.storeTask, cols, 16, cols*a.T >= 1<<14)
 	}
 	s.attnTask.a = a
 	items := a.T * a.H
 	cost := items * (a.pos + a.T) * a.E
 	s.pool.do(&s.attnTask, items, 1, cost >= minParallelCost)
+}
+
+// storeTask writes a pass's keys and values into a transposed float32 or
+// binary16 cache, split across the workers by cache column: each column's
+// T new positions are contiguous.
+type storeTask struct{ a *attnArgs }
+
+func (st *storeTask) run(_, lo, hi int) {
+	a := st.a
+	kvc := a.G * a.E
+	for c := lo; c < hi; c++ {
+		at := c*a.ctx + a.pos
+		if a.Kh != nil {
+			kr, vr := a.Kh[at:at+a.T], a.Vh[at:at+a.T]
+			for t := range kr {
+				kr[t] = tensor.F32ToF16(a.k[t*kvc+c])
+				vr[t] = tensor.F32ToF16(a.v[t*kvc+c])
+			}
+			continue
+		}
+		kr, vr := a.K[at:at+a.T], a.V[at:at+a.T]
+		for t := range kr {
+			kr[t] = a.k[t*kvc+c]
+			vr[t] = a.v[t*kvc+c]
+		}
+	}
 }
 
 // storeKVT encodes the T rows of k and v into the transposed cache:
@@ -59,28 +85,25 @@ func storeKVT[T any, C kvCodec[T]](a *attnArgs, K, V []T, kc, vc C) {
 }
 
 // attendRowsF32 is attendRows over a transposed float32 cache: a row's
-// scores are E updates of length P (one per key column), its outputs E
-// dot products of length P.
+// scores are one update of its P scores by the E key columns
+// (kernel.AxpyRows), its outputs E dot products of length P
+// (kernel.DotRows).
 func attendRowsF32(a *attnArgs, lo, hi int, scores []float32) {
 	E, H, ctx := a.E, a.H, a.ctx
 	group := H / a.G
 	for i := lo; i < hi; i++ {
-		t, h := i/H, i%H
+		h, t := i/a.T, i%a.T // head-major: a head's rows reuse its keys from cache
 		p, first := a.pos+t, a.first(t)
 		qh := a.q[t*H*E+h*E : t*H*E+(h+1)*E]
-		base := (h / group) * E
+		base := (h / group) * E * ctx
 		sc := scores[:p+1-first]
 		clear(sc)
-		for e, qv := range qh {
-			c := (base + e) * ctx
-			kernel.Axpy(sc, qv*a.scale, a.K[c+first:c+p+1])
-		}
+		kernel.AxpyRows(sc, qh, a.K[base+first:], ctx)
+		kernel.Scale(sc, sc, a.scale)
 		inv := 1 / expSub(sc, maxOf(sc))
 		oh := a.out[t*H*E+h*E : t*H*E+(h+1)*E]
-		for e := range oh {
-			c := (base + e) * ctx
-			oh[e] = kernel.Dot(sc, a.V[c+first:c+p+1]) * inv
-		}
+		kernel.DotRows(oh, sc, a.V[base+first:], ctx)
+		kernel.Scale(oh, oh, inv)
 	}
 }
 
@@ -89,22 +112,18 @@ func attendRowsF16(a *attnArgs, lo, hi int, scores []float32) {
 	E, H, ctx := a.E, a.H, a.ctx
 	group := H / a.G
 	for i := lo; i < hi; i++ {
-		t, h := i/H, i%H
+		h, t := i/a.T, i%a.T // head-major: a head's rows reuse its keys from cache
 		p, first := a.pos+t, a.first(t)
 		qh := a.q[t*H*E+h*E : t*H*E+(h+1)*E]
-		base := (h / group) * E
+		base := (h / group) * E * ctx
 		sc := scores[:p+1-first]
 		clear(sc)
-		for e, qv := range qh {
-			c := (base + e) * ctx
-			kernel.AxpyF16(sc, qv*a.scale, a.Kh[c+first:c+p+1])
-		}
+		kernel.AxpyRowsF16(sc, qh, a.Kh[base+first:], ctx)
+		kernel.Scale(sc, sc, a.scale)
 		inv := 1 / expSub(sc, maxOf(sc))
 		oh := a.out[t*H*E+h*E : t*H*E+(h+1)*E]
-		for e := range oh {
-			c := (base + e) * ctx
-			oh[e] = kernel.DotF16(sc, a.Vh[c+first:c+p+1]) * inv
-		}
+		kernel.DotRowsF16(oh, sc, a.Vh[base+first:], ctx)
+		kernel.Scale(oh, oh, inv)
 	}
 }
 

@@ -38,7 +38,7 @@ type worker struct {
 // spinLimit is how many checks of the generation a worker makes before
 // it parks: tens of microseconds, longer than the gaps between the
 // operations of a token, shorter than a user's pause.
-const spinLimit = 1 << 14
+const spinLimit = 1 << 16
 
 // minParallelCost is the multiply-adds below which a job runs inline.
 const minParallelCost = 1 << 15
@@ -62,7 +62,7 @@ func (p *pool) loop(w *worker, last uint32) {
 		for p.gen.Load() == last {
 			spins++
 			if spins < spinLimit {
-				if spins%256 == 0 {
+				if spins%4096 == 0 {
 					runtime.Gosched()
 				}
 				continue
@@ -118,7 +118,7 @@ func (p *pool) do(t task, n, grain int, parallel bool) {
 		t.run(0, lo, hi)
 	}
 	for spins := 1; p.left.Load() != 0; spins++ {
-		if spins%256 == 0 {
+		if spins%4096 == 0 {
 			runtime.Gosched()
 		}
 	}

@@ -192,11 +192,11 @@ func TestFastAttention(t *testing.T) {
 				if f16 {
 					ref.Kh, ref.Vh, fast.Kh, fast.Vh = Kh, Vh, Kh2, Vh2
 					attend(&ref, Kh, Vh, f16Codec{}, f16Codec{})
-					storeKVT(&fast, Kh2, Vh2, f16Codec{}, f16Codec{})
+					(&storeTask{a: &fast}).run(0, 0, C)
 				} else {
 					ref.K, ref.V, fast.K, fast.V = K, V, K2, V2
 					attend(&ref, K, V, f32Codec{}, f32Codec{})
-					storeKVT(&fast, K2, V2, f32Codec{}, f32Codec{})
+					(&storeTask{a: &fast}).run(0, 0, C)
 				}
 				task.a = &fast
 				pool.do(task, T*H, 1, true)

@@ -38,25 +38,26 @@ type SessionOptions struct {
 // pool. It implements decoding.Session. It is not safe for concurrent use;
 // Close stops its workers.
 type Session struct {
-	e        *Engine
-	mode     Mode
-	decode   *program // AR-1
-	prefill  *program // AR-N used by ModeHybrid
-	pool     *pool
-	arena    []float32
-	k, v     [][]float32 // [layer][Ctx*C]; nil with a uint8 cache
-	ku, vu   [][]uint8   // [layer][Ctx*C] uint8 cache, else nil
-	kh, vh   [][]uint16  // [layer][Ctx*C] binary16 cache, else nil
-	kvCols   int
-	ctx      int
-	pos      int
-	scores   []float32
-	cos      []float32
-	sin      []float32
-	attn     attnArgs
-	rec      recState
-	q8       q8Buf // int8 activations of packed linears
-	attnTask attnTask
+	e         *Engine
+	mode      Mode
+	decode    *program // AR-1
+	prefill   *program // AR-N used by ModeHybrid
+	pool      *pool
+	arena     []float32
+	k, v      [][]float32 // [layer][Ctx*C]; nil with a uint8 cache
+	ku, vu    [][]uint8   // [layer][Ctx*C] uint8 cache, else nil
+	kh, vh    [][]uint16  // [layer][Ctx*C] binary16 cache, else nil
+	kvCols    int
+	ctx       int
+	pos       int
+	scores    []float32
+	cos       []float32
+	sin       []float32
+	attn      attnArgs
+	rec       recState
+	q8        q8Buf // int8 activations of packed linears
+	attnTask  attnTask
+	storeTask storeTask
 }
 
 // NewSession allocates a session's arena and cache and starts its workers.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/aotlm/aotlm/internal/tensor"
 )
 
 // benchShapes are real (N, K) weight shapes: Qwen3-0.6B q/o-like, q,
@@ -157,6 +159,66 @@ func BenchmarkExpSub(b *testing.B) {
 					im.f(x, 10)
 				}
 			})
+		}
+	}
+}
+
+// BenchmarkRows times the attention row kernels on n = 512 positions and
+// 64 or 128 rows (stride n+8), with "percall" the same work as one
+// dispatched Axpy or Dot call per row; GFLOP/s counts 2*n*rows per op.
+func BenchmarkRows(b *testing.B) {
+	r := rand.New(rand.NewPCG(19, 20))
+	impls := rowsImpls(b)
+	impls[1] = rowsImpl{name: "percall",
+		axpyRows: func(dst, alpha, x []float32, stride int) {
+			for i, a := range alpha {
+				Axpy(dst, a, x[i*stride:])
+			}
+		},
+		dotRows: func(dst, w, y []float32, stride int) {
+			for i := range dst {
+				dst[i] = Dot(w, y[i*stride:])
+			}
+		},
+		axpyRowsF16: func(dst, alpha []float32, x []uint16, stride int) {
+			for i, a := range alpha {
+				AxpyF16(dst, a, x[i*stride:])
+			}
+		},
+		dotRowsF16: func(dst, w []float32, y []uint16, stride int) {
+			for i := range dst {
+				dst[i] = DotF16(w, y[i*stride:])
+			}
+		},
+	}
+	const n = 512
+	for _, R := range []int{64, 128} {
+		st := n + 8
+		x := randFloats(r, R*st, 1)
+		h := make([]uint16, len(x))
+		for i, v := range x {
+			h[i] = tensor.F32ToF16(v)
+		}
+		alpha, w := randFloats(r, R, 0.1), randFloats(r, n, 1)
+		dst := make([]float32, max(n, R))
+		ops := []struct {
+			name string
+			run  func(im rowsImpl)
+		}{
+			{"axpy", func(im rowsImpl) { im.axpyRows(dst[:n], alpha, x, st) }},
+			{"dot", func(im rowsImpl) { im.dotRows(dst[:R], w, x, st) }},
+			{"axpyF16", func(im rowsImpl) { im.axpyRowsF16(dst[:n], alpha, h, st) }},
+			{"dotF16", func(im rowsImpl) { im.dotRowsF16(dst[:R], w, h, st) }},
+		}
+		for _, op := range ops {
+			for _, im := range impls {
+				b.Run(fmt.Sprintf("%s/%dx%d/%s", op.name, R, n, im.name), func(b *testing.B) {
+					for b.Loop() {
+						op.run(im)
+					}
+					b.ReportMetric(2*float64(n*R)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
 		}
 	}
 }

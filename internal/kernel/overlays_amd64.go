@@ -44,5 +44,7 @@ func archOverlays() []Overlay {
 	}
 	actOverlay(&o[0], false)
 	actOverlay(&o[1], true)
+	rowsOverlay(&o[0], false)
+	rowsOverlay(&o[1], true)
 	return o
 }

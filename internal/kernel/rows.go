@@ -12,16 +12,21 @@ import (
 // per-call overhead of R calls of Axpy or Dot is paid once.
 
 // rowsSpan returns the elements rows rows of n elements at stride
-// cover, (rows-1)*stride + n, 0 when either is 0. A negative stride or
-// a span past the int range is a broken invariant of the caller.
-func rowsSpan(op string, rows, n, stride int) int {
+// cover, (rows-1)*stride + n, 0 when either is 0. A negative stride, a
+// span past the int range or past have (the strided slice's length) is
+// a broken invariant of the caller: it panics before any work.
+func rowsSpan(op string, rows, n, stride, have int) int {
 	if rows == 0 || n == 0 {
 		return 0
 	}
 	if stride < 0 || (stride > 0 && rows-1 > (maxInt-n)/stride) {
 		panic(fmt.Sprintf("kernel: %s: stride %d for %d rows of %d elements", op, stride, rows, n))
 	}
-	return (rows-1)*stride + n
+	s := (rows-1)*stride + n
+	if have < s {
+		panic(fmt.Sprintf("kernel: %s: %d rows of %d elements at stride %d need %d elements, have %d", op, rows, n, stride, s, have))
+	}
+	return s
 }
 
 const maxInt = int(^uint(0) >> 1)
@@ -30,7 +35,7 @@ const maxInt = int(^uint(0) >> 1)
 // j < len(dst), r < len(alpha): dst [n], alpha [R], x [(R-1)*stride+n].
 // A short x panics before anything is written.
 func AxpyRows(dst, alpha, x []float32, stride int) {
-	s := rowsSpan("AxpyRows", len(alpha), len(dst), stride)
+	s := rowsSpan("AxpyRows", len(alpha), len(dst), stride, len(x))
 	if s == 0 {
 		return
 	}
@@ -38,6 +43,9 @@ func AxpyRows(dst, alpha, x []float32, stride int) {
 }
 
 func axpyRowsGeneric(dst, alpha, x []float32, stride int) {
+	if len(dst) == 0 {
+		return
+	}
 	for r, a := range alpha {
 		row := x[r*stride : r*stride+len(dst)]
 		for j, v := range row {
@@ -50,7 +58,7 @@ func axpyRowsGeneric(dst, alpha, x []float32, stride int) {
 // j < len(w): dst [R], w [n], y [(R-1)*stride+n]. With n == 0 every
 // dst[r] is 0. A short y panics before anything is written.
 func DotRows(dst, w, y []float32, stride int) {
-	s := rowsSpan("DotRows", len(dst), len(w), stride)
+	s := rowsSpan("DotRows", len(dst), len(w), stride, len(y))
 	if s == 0 {
 		clear(dst)
 		return
@@ -59,6 +67,10 @@ func DotRows(dst, w, y []float32, stride int) {
 }
 
 func dotRowsGeneric(dst, w, y []float32, stride int) {
+	if len(w) == 0 {
+		clear(dst)
+		return
+	}
 	for r := range dst {
 		row := y[r*stride : r*stride+len(w)]
 		var s float32
@@ -71,7 +83,7 @@ func dotRowsGeneric(dst, w, y []float32, stride int) {
 
 // AxpyRowsF16 is AxpyRows on IEEE binary16 rows x.
 func AxpyRowsF16(dst, alpha []float32, x []uint16, stride int) {
-	s := rowsSpan("AxpyRowsF16", len(alpha), len(dst), stride)
+	s := rowsSpan("AxpyRowsF16", len(alpha), len(dst), stride, len(x))
 	if s == 0 {
 		return
 	}
@@ -79,6 +91,9 @@ func AxpyRowsF16(dst, alpha []float32, x []uint16, stride int) {
 }
 
 func axpyRowsF16Generic(dst, alpha []float32, x []uint16, stride int) {
+	if len(dst) == 0 {
+		return
+	}
 	for r, a := range alpha {
 		row := x[r*stride : r*stride+len(dst)]
 		for j, v := range row {
@@ -89,7 +104,7 @@ func axpyRowsF16Generic(dst, alpha []float32, x []uint16, stride int) {
 
 // DotRowsF16 is DotRows on IEEE binary16 rows y.
 func DotRowsF16(dst, w []float32, y []uint16, stride int) {
-	s := rowsSpan("DotRowsF16", len(dst), len(w), stride)
+	s := rowsSpan("DotRowsF16", len(dst), len(w), stride, len(y))
 	if s == 0 {
 		clear(dst)
 		return
@@ -98,6 +113,10 @@ func DotRowsF16(dst, w []float32, y []uint16, stride int) {
 }
 
 func dotRowsF16Generic(dst, w []float32, y []uint16, stride int) {
+	if len(w) == 0 {
+		clear(dst)
+		return
+	}
 	for r := range dst {
 		row := y[r*stride : r*stride+len(w)]
 		var s float32
