@@ -28,7 +28,7 @@ func (t *attnTask) run(w, lo, hi int) {
 
 // attend runs the attention step s.attn: the new rows go into the cache,
 // then the workers share the (row, head) items. Float32 and binary16
-// caches are stored transposed, [C][Ctx] (storeKVT), so that a row's
+// caches are stored transposed, [C][Ctx] (storeTask), so that a row's
 // scores and outputs are long contiguous dot products and updates.
 func (s *Session) attend() {
 	a := &s.attn
@@ -67,19 +67,6 @@ func (st *storeTask) run(_, lo, hi int) {
 		for t := range kr {
 			kr[t] = a.k[t*kvc+c]
 			vr[t] = a.v[t*kvc+c]
-		}
-	}
-}
-
-// storeKVT encodes the T rows of k and v into the transposed cache:
-// column c of position p is at K[c*ctx+p].
-func storeKVT[T any, C kvCodec[T]](a *attnArgs, K, V []T, kc, vc C) {
-	kvc := a.G * a.E
-	for t := 0; t < a.T; t++ {
-		p := a.pos + t
-		for c := 0; c < kvc; c++ {
-			K[c*a.ctx+p] = kc.enc(a.k[t*kvc+c], 1)
-			V[c*a.ctx+p] = vc.enc(a.v[t*kvc+c], 1)
 		}
 	}
 }

@@ -111,29 +111,10 @@ type attnArgs struct {
 	H, G, E      int
 	scale        float32
 	window       int
-	scores       []float32 // scratch of at least pos+T floats
 	// A uint8 cache (Ku, Vu non-nil) replaces K and V; ks, vs are its
 	// scales, one per layer or one per key/value head.
 	Ku, Vu []uint8
 	ks, vs []float32
 	// A binary16 cache (Kh, Vh non-nil) replaces K and V.
 	Kh, Vh []uint16
-}
-
-// attention writes the T rows of k and v into the cache at pos.., then for
-// row t and head h: out[t][h] = sum_j softmax_j(s_j) V[j][g], g = h/(H/G),
-// s_j = scale*q[t][h]·K[j][g] for j <= pos+t (within the window), and
-// s_j = MaskValue for the later positions pos+t < j < pos+T of the pass.
-// The cache is float32, binary16 or uint8 (see kvcache.go); values are
-// encoded on write and decoded where they are read, so the result equals
-// attention over a float32 cache holding the decoded values.
-func attention(a *attnArgs) {
-	switch {
-	case a.Ku != nil:
-		attend(a, a.Ku, a.Vu, u8Codec{a.ks}, u8Codec{a.vs})
-	case a.Kh != nil:
-		attend(a, a.Kh, a.Vh, f16Codec{}, f16Codec{})
-	default:
-		attend(a, a.K, a.V, f32Codec{}, f32Codec{})
-	}
 }

@@ -85,15 +85,7 @@ func storeKV[T any, C kvCodec[T]](a *attnArgs, K, V []T, kc, vc C) {
 	}
 }
 
-// attend is attention (see attention) over a cache of element type T: the T
-// rows of k and v are encoded into K, V at pos.., and every cached value is
-// decoded where it is read.
-func attend[T any, C kvCodec[T]](a *attnArgs, K, V []T, kc, vc C) {
-	storeKV(a, K, V, kc, vc)
-	attendRows(a, K, V, kc, vc, 0, a.T*a.H, a.scores)
-}
-
-// window returns the first cache position row t may see.
+// first returns the first cache position row t may see.
 func (a *attnArgs) first(t int) int {
 	p := a.pos + t
 	if a.window > 0 && p-a.window+1 > 0 {

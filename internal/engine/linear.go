@@ -76,7 +76,14 @@ func newQ8Buf(n int) q8Buf {
 func (s *Session) linear(st *step, out, x []float32, T, K, N int) {
 	job := linearJob{dst: out, x: x, w: st.w, b: st.b, qw: st.qw, T: T, K: K, N: N}
 	if st.qw != nil && st.qw.packed() {
-		job.xq = s.q8.quantize(x, T, K)
+		// Linears in a row that read one buffer (q, k and v; gate and
+		// up) quantize it once: the buffer is live until the last of
+		// them, so no step in between can have overwritten it.
+		if s.q8In != st.In[0] || s.q8.x.T != T || s.q8.x.K != K {
+			s.q8.quantize(x, T, K)
+			s.q8In = st.In[0]
+		}
+		job.xq = &s.q8.x
 	}
 	s.pool.linear(job)
 }

@@ -141,9 +141,9 @@ func TestAttentionU8Exact(t *testing.T) {
 			kr, vr := roundTrip(t, kq, k), roundTrip(t, vq, v)
 			want, got := make([]float32, T*H*E), make([]float32, T*H*E)
 			attention(&attnArgs{out: want, q: q, k: kr, v: vr, K: K, V: V, C: C, T: T, pos: pos,
-				H: H, G: G, E: E, scale: 0.35, scores: make([]float32, ctx)})
+				H: H, G: G, E: E, scale: 0.35})
 			attention(&attnArgs{out: got, q: q, k: k, v: v, Ku: Ku, Vu: Vu, ks: kq.Scales, vs: vq.Scales, C: C,
-				T: T, pos: pos, H: H, G: G, E: E, scale: 0.35, scores: make([]float32, ctx)})
+				T: T, pos: pos, H: H, G: G, E: E, scale: 0.35})
 			if !slices.Equal(got, want) {
 				t.Fatalf("per head %v, pass of %d at %d: uint8 attention differs from the reference", perHead, T, pos)
 			}
@@ -186,7 +186,7 @@ func TestFastAttention(t *testing.T) {
 				q, k, v := randFloats(r, T*H*E, 1), randFloats(r, T*C, 2), randFloats(r, T*C, 2)
 				want, got := make([]float32, T*H*E), make([]float32, T*H*E)
 				ref := attnArgs{out: want, q: q, k: k, v: v, C: C, ctx: ctx, T: T, pos: pos, H: H, G: G, E: E, scale: 0.3,
-					window: window, scores: make([]float32, ctx)}
+					window: window}
 				fast := ref
 				fast.out = got
 				if f16 {

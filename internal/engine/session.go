@@ -50,12 +50,12 @@ type Session struct {
 	kvCols    int
 	ctx       int
 	pos       int
-	scores    []float32
 	cos       []float32
 	sin       []float32
 	attn      attnArgs
 	rec       recState
 	q8        q8Buf // int8 activations of packed linears
+	q8In      int   // buffer whose rows s.q8 holds, or -1
 	attnTask  attnTask
 	storeTask storeTask
 }
@@ -68,7 +68,7 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	kv := e.plans[0].p.KV
 	s := &Session{e: e, mode: opts.Mode, decode: e.plans[0], prefill: e.plans[len(e.plans)-1],
 		arena: make([]float32, e.arena), kvCols: kv.Cols, ctx: kv.Ctx,
-		scores: make([]float32, kv.Ctx), cos: make([]float32, e.scratch), sin: make([]float32, e.scratch)}
+		cos: make([]float32, e.scratch), sin: make([]float32, e.scratch)}
 	if s.decode.p.Rows != 1 {
 		return nil, errors.New("engine: the artifact has no AR-1 plan")
 	}
@@ -193,8 +193,12 @@ func (s *Session) run(prog *program, ids []int) []float32 {
 		}
 		return s.arena[b.Offset : b.Offset+r*b.Cols], r, b.Cols
 	}
+	s.q8In = -1
 	for i := range prog.steps {
 		st := &prog.steps[i]
+		if st.Op != plan.OpLinear {
+			s.q8In = -1 // only consecutive linears share quantized inputs
+		}
 		out, rows, cols := buf(st.Out)
 		var x []float32
 		xcols := 0
@@ -238,7 +242,7 @@ func (s *Session) run(prog *program, ids []int) []float32 {
 			a := st.Attn
 			s.attn = attnArgs{out: out, q: x, k: k, v: v, C: s.kvCols, ctx: s.ctx,
 				T: rows, pos: s.pos, H: a.Heads, G: a.KVHeads, E: a.HeadDim, scale: a.Scale,
-				window: a.Window, scores: s.scores}
+				window: a.Window}
 			switch {
 			case s.ku != nil:
 				kc := s.e.manifest.KVCache
