@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 
@@ -21,6 +23,7 @@ func newBenchCmd() *cobra.Command {
 		cfg             bench.Config
 		asJSON, noWarm  bool
 		seed            uint64
+		cpuProfile      string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench -m MODEL.aot",
@@ -52,6 +55,13 @@ Tests needing more positions than the artifact's context are refused.`,
 				return err
 			}
 			cfg.Tests, cfg.Mode, cfg.Warmup, cfg.Seed = tests, mode, !noWarm, seed
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			rep, err := bench.RunArtifact(modelPath, cfg)
 			if err != nil {
 				return err
@@ -73,7 +83,25 @@ Tests needing more positions than the artifact's context are refused.`,
 	f.BoolVar(&asJSON, "json", false, "print one JSON object instead of the table")
 	f.BoolVar(&noWarm, "no-warmup", false, "skip the untimed warm-up pass")
 	f.Uint64Var(&seed, "seed", 1, "seed of the random prompt ids")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (read it with go tool pprof)")
 	return cmd
+}
+
+// startCPUProfile starts profiling into path; the returned function stops
+// it and closes the file.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bench: cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // parsePair parses a -pg value "P,N".

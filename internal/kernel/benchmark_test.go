@@ -3,6 +3,7 @@ package kernel
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/tensor"
@@ -58,6 +59,16 @@ func benchQ4(b *testing.B, shapes [][2]int, T int) {
 				}
 				reportTile(b, N, K, T, len(w.Nib)+len(w.Codes))
 			})
+			if T == 1 && N*K > 1<<26 && im.name != "generic" {
+				// A streamed weight split between two threads, as
+				// the engine's pool splits a decode step.
+				b.Run(fmt.Sprintf("%dx%d/%s/threads=2", N, K, im.name), func(b *testing.B) {
+					for b.Loop() {
+						inHalves(N, func(n0, n1 int) { im.q4(dst, N, w, x, n0, n1) })
+					}
+					reportTile(b, N, K, T, len(w.Nib)+len(w.Codes))
+				})
+			}
 		}
 	}
 }
@@ -69,6 +80,19 @@ func BenchmarkQ4MatMulT1(b *testing.B) {
 func BenchmarkQ4MatMulT32(b *testing.B) { benchQ4(b, benchShapes, 32) }
 
 func BenchmarkQ4MatMulT64(b *testing.B) { benchQ4(b, benchShapes, 64) }
+
+// inHalves runs f on rows [0, N/2) in a new goroutine and on [N/2, N)
+// in this one, and waits for both.
+func inHalves(N int, f func(n0, n1 int)) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f(0, N/2)
+	}()
+	f(N/2, N)
+	wg.Wait()
+}
 
 // benchW8 runs the 8-bit product on shapes for T tokens.
 func benchW8(b *testing.B, shapes [][2]int, T int) {
@@ -88,6 +112,14 @@ func benchW8(b *testing.B, shapes [][2]int, T int) {
 				}
 				reportTile(b, N, K, T, len(w.U))
 			})
+			if T == 1 && N*K > 1<<26 && im.name != "generic" {
+				b.Run(fmt.Sprintf("%dx%d/%s/threads=2", N, K, im.name), func(b *testing.B) {
+					for b.Loop() {
+						inHalves(N, func(n0, n1 int) { im.w8(dst, N, w, x, n0, n1) })
+					}
+					reportTile(b, N, K, T, len(w.U))
+				})
+			}
 		}
 	}
 }
@@ -96,7 +128,8 @@ func benchW8(b *testing.B, shapes [][2]int, T int) {
 // 16 MB weight streamed from memory.
 var w8Shapes = [][2]int{{1024, 1024}, {3072, 1024}, {2048, 8192}}
 
-func BenchmarkW8MatMulT1(b *testing.B) { benchW8(b, w8Shapes, 1) }
+// BenchmarkW8MatMulT1 adds Qwen3-0.6B's classifier (155 MB, streamed).
+func BenchmarkW8MatMulT1(b *testing.B) { benchW8(b, append(w8Shapes, [2]int{151936, 1024}), 1) }
 
 func BenchmarkW8MatMulT64(b *testing.B) { benchW8(b, w8Shapes[:2], 64) }
 

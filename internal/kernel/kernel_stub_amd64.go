@@ -19,11 +19,6 @@ func q4VnniCodes2x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, 
 //go:noescape
 func q4VnniCodes4x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4VnniCodes8x1 computes a 8-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
-//
-//go:noescape
-func q4VnniCodes8x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
 // q4VnniCodes1x2 computes a 1-row by 2-token tile of a 4-bit product (see the layout in _gen/q4.go).
 //
 //go:noescape
@@ -118,11 +113,6 @@ func q4VnniScales2x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int,
 //
 //go:noescape
 func q4VnniScales4x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
-// q4VnniScales8x1 computes a 8-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
-//
-//go:noescape
-func q4VnniScales8x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
 // q4VnniScales1x2 computes a 1-row by 2-token tile of a 4-bit product (see the layout in _gen/q4.go).
 //
@@ -268,11 +258,6 @@ func w8Vnni2x1(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float3
 //
 //go:noescape
 func w8Vnni4x1(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
-// w8Vnni8x1 computes a 8-row by 1-token tile of an 8-bit product (see the layout in _gen/w8.go).
-//
-//go:noescape
-func w8Vnni8x1(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
 // w8Vnni1x2 computes a 1-row by 2-token tile of an 8-bit product (see the layout in _gen/w8.go).
 //

@@ -19,6 +19,14 @@ import (
 type q4Kern func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
 // q4Set is one ISA's generated kernels for one scale form, by tile shape.
+//
+// For one token (decode, bound by memory bandwidth) the AVX-512 kernels
+// walk one row at a time, so each worker reads a single sequential
+// stream of weights: on Qwen3-0.6B's classifier shape that streams
+// 30-32 GB/s on one thread and 46-52 GB/s on two (the machine's read
+// bandwidth), where 8-row tiles, which read 8 rows side by side, reached
+// 26 and 31 (BenchmarkQ4MatMulT1, docs/benchmarks.md). AVX2 is bound by its
+// arithmetic instead and keeps its widest tile.
 type q4Set struct {
 	k      [9][5]q4Kern // [R][TT], nil where not generated
 	decode int          // rows per tile for one token
@@ -27,17 +35,15 @@ type q4Set struct {
 }
 
 var (
-	q4VnniCodes = q4Set{decode: 8, rows: 4, tokens: 4, k: [9][5]q4Kern{
+	q4VnniCodes = q4Set{decode: 1, rows: 4, tokens: 4, k: [9][5]q4Kern{
 		1: {1: q4VnniCodes1x1, 2: q4VnniCodes1x2, 3: q4VnniCodes1x3, 4: q4VnniCodes1x4},
 		2: {1: q4VnniCodes2x1, 2: q4VnniCodes2x2, 3: q4VnniCodes2x3, 4: q4VnniCodes2x4},
 		4: {1: q4VnniCodes4x1, 2: q4VnniCodes4x2, 3: q4VnniCodes4x3, 4: q4VnniCodes4x4},
-		8: {1: q4VnniCodes8x1},
 	}}
-	q4VnniScales = q4Set{decode: 8, rows: 4, tokens: 4, k: [9][5]q4Kern{
+	q4VnniScales = q4Set{decode: 1, rows: 4, tokens: 4, k: [9][5]q4Kern{
 		1: {1: q4VnniScales1x1, 2: q4VnniScales1x2, 3: q4VnniScales1x3, 4: q4VnniScales1x4},
 		2: {1: q4VnniScales2x1, 2: q4VnniScales2x2, 3: q4VnniScales2x3, 4: q4VnniScales2x4},
 		4: {1: q4VnniScales4x1, 2: q4VnniScales4x2, 3: q4VnniScales4x3, 4: q4VnniScales4x4},
-		8: {1: q4VnniScales8x1},
 	}}
 	q4Avx2Codes = q4Set{decode: 5, rows: 4, tokens: 2, k: [9][5]q4Kern{
 		1: {1: q4Avx2Codes1x1, 2: q4Avx2Codes1x2},

@@ -12,7 +12,8 @@ import "unsafe"
 // output of (t, n) with ldd floats per token, rs the row scales from n.
 type w8Kern func(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// w8Set is one ISA's generated kernels by tile shape.
+// w8Set is one ISA's generated kernels by tile shape. Like the 4-bit
+// ones (q4Set), the AVX-512 kernels take one row at a time for one token.
 type w8Set struct {
 	k      [9][5]w8Kern // [R][TT], nil where not generated
 	decode int          // rows per tile for one token
@@ -22,11 +23,10 @@ type w8Set struct {
 }
 
 var (
-	w8Vnni = w8Set{decode: 8, rows: 4, tokens: 4, k: [9][5]w8Kern{
+	w8Vnni = w8Set{decode: 1, rows: 4, tokens: 4, k: [9][5]w8Kern{
 		1: {1: w8Vnni1x1, 2: w8Vnni1x2, 3: w8Vnni1x3, 4: w8Vnni1x4},
 		2: {1: w8Vnni2x1, 2: w8Vnni2x2, 3: w8Vnni2x3, 4: w8Vnni2x4},
 		4: {1: w8Vnni4x1, 2: w8Vnni4x2, 3: w8Vnni4x3, 4: w8Vnni4x4},
-		8: {1: w8Vnni8x1},
 	}}
 	w8Avx2 = w8Set{decode: 8, rows: 2, tokens: 4, signed: true, k: [9][5]w8Kern{
 		1: {1: w8Avx21x1, 2: w8Avx21x2, 3: w8Avx21x3, 4: w8Avx21x4},

@@ -31,7 +31,7 @@ type q4Shape struct{ R, TT int }
 // q4ZmmShapes and q4YmmShapes are the tiles generated per ISA; the Go
 // side decomposes any row and token count into them.
 var (
-	q4ZmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {8, 1}, {1, 2}, {2, 2}, {4, 2}, {1, 3}, {2, 3}, {4, 3}, {1, 4}, {2, 4}, {4, 4}}
+	q4ZmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}, {1, 3}, {2, 3}, {4, 3}, {1, 4}, {2, 4}, {4, 4}}
 	q4YmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {5, 1}, {1, 2}, {2, 2}, {4, 2}}
 )
 
