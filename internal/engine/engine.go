@@ -49,6 +49,12 @@ type step struct {
 	w, b []float32
 	qw   *qweight    // a quantized w (then w is nil)
 	ws   [][]float32 // every weight in order (recurrent ops)
+
+	// runQ4 and runW8 tell whether this linear and those right after it
+	// on the same input (q, k, v; gate, up) include 4-bit and 8-bit
+	// packed products: the first of them lays its quantized input out
+	// once for those kinds.
+	runQ4, runW8 bool
 }
 
 // Open maps the artifact at path and validates its manifest, every plan
@@ -199,6 +205,18 @@ func (e *Engine) resolve(p *plan.Plan) (*program, error) {
 	}
 	if e.vocab < 0 {
 		return nil, errors.New("plan has no embed step")
+	}
+	for i := len(prog.steps) - 1; i >= 0; i-- {
+		st := &prog.steps[i]
+		if st.Op != plan.OpLinear || st.qw == nil || !st.qw.packed() {
+			continue
+		}
+		st.runQ4, st.runW8 = st.qw.q4 != nil, st.qw.w8 != nil
+		if i+1 < len(prog.steps) {
+			if next := &prog.steps[i+1]; next.Op == plan.OpLinear && next.In[0] == st.In[0] {
+				st.runQ4, st.runW8 = st.runQ4 || next.runQ4, st.runW8 || next.runW8
+			}
+		}
 	}
 	return prog, nil
 }

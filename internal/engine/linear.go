@@ -60,13 +60,21 @@ type q8Buf struct {
 	x   kernel.Q8
 }
 
-// quantize views rows x [T, K] quantized, reusing the buffer.
-func (b *q8Buf) quantize(x []float32, T, K int) *kernel.Q8 {
+// begin views the buffer as T rows of K activations, to be filled by
+// quantizeTask, with the records of the product kinds asked for.
+func (b *q8Buf) begin(T, K int, forQ4, forW8 bool) {
 	nb := T * K / kernel.QK
-	b.x = kernel.Q8{T: T, K: K, Q: b.q[:T*K], D: b.d[:nb], Sum: b.sum[:nb]}
-	b.x.Quantize(x, T)
-	return &b.x
+	b.x.K, b.x.Q, b.x.D, b.x.Sum = K, b.q[:T*K], b.d[:nb], b.sum[:nb]
+	b.x.Begin(T, forQ4, forW8)
 }
+
+// quantizeTask quantizes rows of x into a q8Buf, split by rows.
+type quantizeTask struct {
+	b *q8Buf
+	x []float32
+}
+
+func (q *quantizeTask) run(_, lo, hi int) { q.b.x.QuantizeRows(q.x, lo, hi) }
 
 func newQ8Buf(n int) q8Buf {
 	return q8Buf{q: make([]int8, n), d: make([]float32, n/kernel.QK), sum: make([]int32, n/kernel.QK)}
@@ -80,7 +88,9 @@ func (s *Session) linear(st *step, out, x []float32, T, K, N int) {
 		// up) quantize it once: the buffer is live until the last of
 		// them, so no step in between can have overwritten it.
 		if s.q8In != st.In[0] || s.q8.x.T != T || s.q8.x.K != K {
-			s.q8.quantize(x, T, K)
+			s.q8.begin(T, K, st.runQ4, st.runW8)
+			s.quantTask = quantizeTask{b: &s.q8, x: x}
+			s.pool.do(&s.quantTask, T, 1, T*K >= minParallelElems)
 			s.q8In = st.In[0]
 		}
 		job.xq = &s.q8.x

@@ -40,8 +40,9 @@ type worker struct {
 // operations of a token, shorter than a user's pause.
 const spinLimit = 1 << 16
 
-// minParallelCost is the multiply-adds below which a job runs inline.
-const minParallelCost = 1 << 15
+// minParallelCost is the multiply-adds below which a job runs inline (a
+// variable so that tests can send every step through the workers).
+var minParallelCost = 1 << 15
 
 func newPool(threads int) *pool {
 	p := &pool{threads: max(threads, 1)}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/plan"
 )
 
@@ -50,14 +49,15 @@ type Session struct {
 	kvCols    int
 	ctx       int
 	pos       int
-	cos       []float32
-	sin       []float32
+	cos, sin  [][]float32 // RoPE scratch per worker
 	attn      attnArgs
 	rec       recState
 	q8        q8Buf // int8 activations of packed linears
 	q8In      int   // buffer whose rows s.q8 holds, or -1
 	attnTask  attnTask
 	storeTask storeTask
+	quantTask quantizeTask
+	rowTask   rowTask
 }
 
 // NewSession allocates a session's arena and cache and starts its workers.
@@ -67,8 +67,7 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	}
 	kv := e.plans[0].p.KV
 	s := &Session{e: e, mode: opts.Mode, decode: e.plans[0], prefill: e.plans[len(e.plans)-1],
-		arena: make([]float32, e.arena), kvCols: kv.Cols, ctx: kv.Ctx,
-		cos: make([]float32, e.scratch), sin: make([]float32, e.scratch)}
+		arena: make([]float32, e.arena), kvCols: kv.Cols, ctx: kv.Ctx}
 	if s.decode.p.Rows != 1 {
 		return nil, errors.New("engine: the artifact has no AR-1 plan")
 	}
@@ -112,6 +111,10 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	s.rec = newRecState(s.decode.p.State, e.wkvTemp)
 	s.q8 = newQ8Buf(e.q8Max)
 	s.pool = newPool(opts.Threads)
+	s.cos, s.sin = make([][]float32, s.pool.threads), make([][]float32, s.pool.threads)
+	for w := range s.cos {
+		s.cos[w], s.sin[w] = make([]float32, e.scratch), make([]float32, e.scratch)
+	}
 	s.attnTask.scores = make([][]float32, s.pool.threads)
 	for w := range s.attnTask.scores {
 		s.attnTask.scores[w] = make([]float32, kv.Ctx)
@@ -216,26 +219,11 @@ func (s *Session) run(prog *program, ids []int) []float32 {
 			}
 		case plan.OpLinear:
 			s.linear(st, out, x, rows, xcols, cols)
-		case plan.OpRMSNorm:
-			rmsNorm(out, x, st.w, cols, st.Eps, st.Offset)
-		case plan.OpHeadRMSNorm:
-			headRMSNorm(out, x, st.w, st.HeadDim, st.Eps, st.Offset)
-		case plan.OpAdd:
+		case plan.OpRMSNorm, plan.OpHeadRMSNorm, plan.OpScale, plan.OpSiLU, plan.OpGELUTanh, plan.OpRoPE:
+			s.rowWise(st, out, x, nil, rows, cols)
+		case plan.OpAdd, plan.OpMul:
 			y, _, _ := buf(st.In[1])
-			kernel.Add(out, x, y)
-		case plan.OpMul:
-			y, _, _ := buf(st.In[1])
-			kernel.Mul(out, x, y)
-		case plan.OpScale:
-			kernel.Scale(out, x, st.Scale)
-		case plan.OpSiLU:
-			kernel.SiLU(out, x)
-		case plan.OpGELUTanh:
-			kernel.GELUTanh(out, x)
-		case plan.OpRoPE:
-			copy(out, x)
-			r := st.Rope
-			rope(out, rows, cols, s.pos, r.HeadDim, r.RotDim, r.Half, r.InvFreq, r.Scale, s.cos, s.sin)
+			s.rowWise(st, out, x, y, rows, cols)
 		case plan.OpAttention:
 			k, _, _ := buf(st.In[1])
 			v, _, _ := buf(st.In[2])

@@ -48,6 +48,10 @@ type Overlay struct {
 	DotRows     func(dst, w, y []float32, stride int)
 	AxpyRowsF16 func(dst, alpha []float32, x []uint16, stride int)
 	DotRowsF16  func(dst, w []float32, y []uint16, stride int)
+
+	// The activation record layouts the overlay's Q4MatMul and W8MatMul
+	// read (Q8.Begin), nil when they read Q8 directly.
+	q4Records, w8Records *actLayout
 }
 
 // overlays lists this build's overlays from least to most capable (the
@@ -85,10 +89,10 @@ func install() {
 			quantizeQ8Impl = o.QuantizeQ8
 		}
 		if o.Q4MatMul != nil {
-			q4MatMulImpl = o.Q4MatMul
+			q4MatMulImpl, q4Layout = o.Q4MatMul, o.q4Records
 		}
 		if o.W8MatMul != nil {
-			w8MatMulImpl = o.W8MatMul
+			w8MatMulImpl, w8Layout = o.W8MatMul, o.w8Records
 		}
 		if o.Dot != nil {
 			dotImpl = o.Dot

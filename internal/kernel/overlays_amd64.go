@@ -46,5 +46,8 @@ func archOverlays() []Overlay {
 	actOverlay(&o[1], true)
 	rowsOverlay(&o[0], false)
 	rowsOverlay(&o[1], true)
+	for i := range o {
+		o[i].q4Records, o[i].w8Records = q4Records, w8Records
+	}
 	return o
 }

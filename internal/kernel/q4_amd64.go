@@ -75,21 +75,25 @@ var scratch = sync.Pool{New: func() any { return new([]byte) }}
 // (to give back to scratch).
 func getScratch(n int) ([]byte, *[]byte) {
 	p := scratch.Get().(*[]byte)
-	if cap(*p) < n+64 {
-		*p = make([]byte, n+64)
-	}
-	b := (*p)[:n+64]
-	off := int(-uintptr(unsafe.Pointer(&b[0])) & 63)
-	return b[off : off+n], p
+	return alignedGrow(p, n), p
 }
 
-// q4Prep writes the records of tokens [0, x.T) of x: rec[t][g] for the
+// q4Records is the 4-bit products' layout of activation records, shared
+// by the AVX2 and AVX-512 kernels.
+var q4Records = &actLayout{
+	tokenBytes: func(K int) int { return (K/QK + 3) / 4 * q4RecBytes },
+	fill: func(rec []byte, x *Q8, t0, t1 int) {
+		q4Prep(rec, x, (x.K/QK+3)/4, t0, t1)
+	},
+}
+
+// q4Prep writes the records of tokens [t0, t1) of x: rec[t][g] for the
 // ng4 groups of 4 blocks (the last padded with zero blocks).
-func q4Prep(rec []byte, x *Q8, ng4 int) {
+func q4Prep(rec []byte, x *Q8, ng4, t0, t1 int) {
 	K, nb := x.K, x.K/QK
 	xs := ng4 * q4RecBytes
 	q := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x.Q))), len(x.Q))
-	for t := 0; t < x.T; t++ {
+	for t := t0; t < t1; t++ {
 		tr := rec[t*xs : (t+1)*xs]
 		qt := q[t*K : (t+1)*K]
 		for b := range ng4 * 4 {
@@ -149,8 +153,13 @@ func q4MatMulWith(codes, scales *q4Set, dst []float32, ldd int, w *Q4, x *Q8, n0
 	ng, tail := nb/4, nb%4
 	ng4 := (nb + 3) / 4
 	xs := ng4 * q4RecBytes
-	rec, holder := getScratch(x.T * xs)
-	q4Prep(rec, x, ng4)
+	rec := x.recs.q4
+	var holder *[]byte
+	if !x.recs.useQ4 {
+		rec, holder = getScratch(x.T * xs)
+		q4Prep(rec, x, ng4, 0, x.T)
+		defer scratch.Put(holder)
+	}
 
 	var rs *float32
 	scBase, scStr := unsafe.Pointer(nil), 0
@@ -199,5 +208,4 @@ func q4MatMulWith(codes, scales *q4Set, dst []float32, ldd int, w *Q4, x *Q8, n0
 			}
 		}
 	}
-	scratch.Put(holder)
 }

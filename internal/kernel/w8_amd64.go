@@ -45,14 +45,25 @@ const w8RecBytes = 192
 // weight rows before moving on (they stay in L2).
 const w8RecCache = 512 << 10
 
-// w8Prep writes the records of tokens [0, x.T) of x for ng2 groups (the
+// w8Records is the 8-bit products' layout of activation records, shared
+// by the AVX2 and AVX-512 kernels.
+var w8Records = &actLayout{
+	tokenBytes: func(K int) int { return (K/QK + 1) / 2 * w8RecBytes },
+	fill: func(rec []byte, x *Q8, t0, t1 int) {
+		if w8Prep(rec, x, (x.K/QK+1)/2, t0, t1) {
+			x.recs.w8Min128.Store(true)
+		}
+	},
+}
+
+// w8Prep writes the records of tokens [t0, t1) of x for ng2 groups (the
 // last padded with a zero block) and reports whether some Q is -128.
-func w8Prep(rec []byte, x *Q8, ng2 int) bool {
+func w8Prep(rec []byte, x *Q8, ng2, t0, t1 int) bool {
 	K, nb := x.K, x.K/QK
 	xs := ng2 * w8RecBytes
 	q := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x.Q))), len(x.Q))
 	min128 := false
-	for t := 0; t < x.T; t++ {
+	for t := t0; t < t1; t++ {
 		tr := rec[t*xs : (t+1)*xs]
 		qt := q[t*K : (t+1)*K]
 		for _, v := range qt {
@@ -109,9 +120,14 @@ func w8MatMulWith(set *w8Set, dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) 
 	ng, tail := nb/2, nb%2
 	ng2 := (nb + 1) / 2
 	xs := ng2 * w8RecBytes
-	rec, holder := getScratch(x.T * xs)
-	defer scratch.Put(holder)
-	if w8Prep(rec, x, ng2) && set.signed {
+	rec, min128 := x.recs.w8, x.recs.w8Min128.Load()
+	if !x.recs.useW8 {
+		var holder *[]byte
+		rec, holder = getScratch(x.T * xs)
+		defer scratch.Put(holder)
+		min128 = w8Prep(rec, x, ng2, 0, x.T)
+	}
+	if min128 && set.signed {
 		w8MatMulGeneric(dst, ldd, w, x, n0, n1)
 		return
 	}

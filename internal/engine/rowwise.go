@@ -1,0 +1,57 @@
+package engine
+
+import (
+	"github.com/aotlm/aotlm/internal/kernel"
+	"github.com/aotlm/aotlm/internal/plan"
+)
+
+// minParallelElems is the number of elements below which a row-wise step
+// (or the quantization of a linear's input) runs on the caller alone.
+var minParallelElems = 1 << 14
+
+// rowTask is one row-wise step (a norm, RoPE or an elementwise op) over
+// rows of out, x and y, split across the workers by rows; prefill passes
+// run these in parallel so that no step of a layer leaves a core idle.
+type rowTask struct {
+	s         *Session
+	st        *step
+	out, x, y []float32
+	cols      int
+}
+
+// rowWise runs st over rows of x (and y) into out.
+func (s *Session) rowWise(st *step, out, x, y []float32, rows, cols int) {
+	s.rowTask = rowTask{s: s, st: st, out: out, x: x, y: y, cols: cols}
+	s.pool.do(&s.rowTask, rows, 1, rows > 1 && rows*cols >= minParallelElems)
+}
+
+// run computes rows [lo, hi) one row at a time, so that a row's result
+// does not depend on how the rows were split (the SIMD kernels hand a
+// call's last few elements to their generic version, which may round
+// differently): any number of threads gives the same output.
+func (r *rowTask) run(w, lo, hi int) {
+	c, st := r.cols, r.st
+	for t := lo; t < hi; t++ {
+		out, x := r.out[t*c:(t+1)*c], r.x[t*c:(t+1)*c]
+		switch st.Op {
+		case plan.OpRMSNorm:
+			rmsNorm(out, x, st.w, c, st.Eps, st.Offset)
+		case plan.OpHeadRMSNorm:
+			headRMSNorm(out, x, st.w, st.HeadDim, st.Eps, st.Offset)
+		case plan.OpAdd:
+			kernel.Add(out, x, r.y[t*c:(t+1)*c])
+		case plan.OpMul:
+			kernel.Mul(out, x, r.y[t*c:(t+1)*c])
+		case plan.OpScale:
+			kernel.Scale(out, x, st.Scale)
+		case plan.OpSiLU:
+			kernel.SiLU(out, x)
+		case plan.OpGELUTanh:
+			kernel.GELUTanh(out, x)
+		case plan.OpRoPE:
+			copy(out, x)
+			p := st.Rope
+			rope(out, 1, c, r.s.pos+t, p.HeadDim, p.RotDim, p.Half, p.InvFreq, p.Scale, r.s.cos[w], r.s.sin[w])
+		}
+	}
+}
