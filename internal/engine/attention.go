@@ -115,13 +115,17 @@ func attendRowsF16(a *attnArgs, lo, hi int, scores []float32) {
 }
 
 func maxOf(x []float32) float32 {
-	m := float32(-math.MaxFloat32)
-	for _, v := range x {
-		if v > m {
-			m = v
-		}
+	// Four independent running maxima, so the comparisons do not wait
+	// on each other.
+	m0, m1, m2, m3 := float32(-math.MaxFloat32), float32(-math.MaxFloat32), float32(-math.MaxFloat32), float32(-math.MaxFloat32)
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		m0, m1, m2, m3 = max(m0, x[i]), max(m1, x[i+1]), max(m2, x[i+2]), max(m3, x[i+3])
 	}
-	return m
+	for ; i < len(x); i++ {
+		m0 = max(m0, x[i])
+	}
+	return max(m0, m1, m2, m3)
 }
 
 // expSub sets x[i] = exp(x[i] - m) and returns their sum.

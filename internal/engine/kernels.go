@@ -51,15 +51,16 @@ func (l *linearJob) run(_, j0, j1 int) {
 // for x, dst [T, C].
 func rmsNorm(dst, x, w []float32, C int, eps, offset float32) {
 	for t := 0; t*C < len(x); t++ {
-		row := x[t*C : (t+1)*C]
-		var ss float32
-		for _, v := range row {
-			ss += v * v
-		}
-		ss = ss/float32(C) + eps
+		row, out := x[t*C:(t+1)*C], dst[t*C:(t+1)*C]
+		ss := kernel.Dot(row, row)/float32(C) + eps
 		inv := float32(1 / math.Sqrt(float64(ss)))
+		if offset == 0 {
+			kernel.Mul(out, row, w[:C])
+			kernel.Scale(out, out, inv)
+			continue
+		}
 		for c, v := range row {
-			dst[t*C+c] = (w[c] + offset) * (inv * v)
+			out[c] = (w[c] + offset) * (inv * v)
 		}
 	}
 }
