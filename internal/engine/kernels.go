@@ -77,27 +77,38 @@ func headRMSNorm(dst, x, w []float32, E int, eps, offset float32) {
 // 0 and 1 is multiplied by scale. cos and sin are scratch of at least
 // rotDim/2 floats.
 func rope(x []float32, T, C, pos, headDim, rotDim int, half bool, invFreq []float64, scale float64, cos, sin []float32) {
-	E, h2 := headDim, rotDim/2
 	for t := 0; t < T; t++ {
-		p := float64(pos + t)
-		for i, f := range invFreq {
-			s, c := math.Sincos(p * f)
-			if scale != 0 && scale != 1 {
-				s, c = s*scale, c*scale
-			}
-			cos[i], sin[i] = float32(c), float32(s)
+		ropeAngles(cos, sin, pos+t, invFreq, scale)
+		ropeRow(x[t*C:(t+1)*C], headDim, rotDim, half, cos, sin)
+	}
+}
+
+// ropeAngles sets cos[i], sin[i] to the rotation of pair i at position
+// pos (times scale when it is other than 0 and 1).
+func ropeAngles(cos, sin []float32, pos int, invFreq []float64, scale float64) {
+	p := float64(pos)
+	for i, f := range invFreq {
+		s, c := math.Sincos(p * f)
+		if scale != 0 && scale != 1 {
+			s, c = s*scale, c*scale
 		}
-		for h := 0; h*E < C; h++ {
-			head := x[t*C+h*E : t*C+(h+1)*E]
-			for i := 0; i < h2; i++ {
-				a, b := 2*i, 2*i+1
-				if half {
-					a, b = i, i+h2
-				}
-				v0, v1 := head[a], head[b]
-				head[a] = v0*cos[i] - v1*sin[i]
-				head[b] = v0*sin[i] + v1*cos[i]
+		cos[i], sin[i] = float32(c), float32(s)
+	}
+}
+
+// ropeRow rotates every headDim-wide head of one row by cos and sin.
+func ropeRow(row []float32, headDim, rotDim int, half bool, cos, sin []float32) {
+	E, h2 := headDim, rotDim/2
+	for h := 0; h*E < len(row); h++ {
+		head := row[h*E : (h+1)*E]
+		for i := 0; i < h2; i++ {
+			a, b := 2*i, 2*i+1
+			if half {
+				a, b = i, i+h2
 			}
+			v0, v1 := head[a], head[b]
+			head[a] = v0*cos[i] - v1*sin[i]
+			head[b] = v0*sin[i] + v1*cos[i]
 		}
 	}
 }

@@ -13,15 +13,41 @@ var minParallelElems = 1 << 14
 // rows of out, x and y, split across the workers by rows; prefill passes
 // run these in parallel so that no step of a layer leaves a core idle.
 type rowTask struct {
-	s         *Session
-	st        *step
-	out, x, y []float32
-	cols      int
+	s          *Session
+	st         *step
+	out, x, y  []float32
+	cols       int
+	fillAngles bool // RoPE: compute the rows' angles into s.rope first
+}
+
+// ropeTable holds the cos and sin of the rows of the last RoPE step, for
+// the RoPE steps of the other layers, which nearly always rotate the same
+// positions by the same frequencies.
+type ropeTable struct {
+	cos, sin []float32 // [row][rotDim/2]
+	key      ropeKey   // what they hold
+}
+
+// ropeKey is what a RoPE step's angles depend on.
+type ropeKey struct {
+	pos, rows int
+	freq      *float64 // the step's InvFreq (plans share one slice per kind of layer)
+	n         int
+	scale     float64
 }
 
 // rowWise runs st over rows of x (and y) into out.
 func (s *Session) rowWise(st *step, out, x, y []float32, rows, cols int) {
 	s.rowTask = rowTask{s: s, st: st, out: out, x: x, y: y, cols: cols}
+	if st.Op == plan.OpRoPE {
+		r := st.Rope
+		key := ropeKey{pos: s.pos, rows: rows, n: len(r.InvFreq), scale: r.Scale}
+		if len(r.InvFreq) > 0 {
+			key.freq = &r.InvFreq[0]
+		}
+		s.rowTask.fillAngles = key != s.rope.key
+		s.rope.key = key
+	}
 	s.pool.do(&s.rowTask, rows, 1, rows > 1 && rows*cols >= minParallelElems)
 }
 
@@ -29,7 +55,7 @@ func (s *Session) rowWise(st *step, out, x, y []float32, rows, cols int) {
 // does not depend on how the rows were split (the SIMD kernels hand a
 // call's last few elements to their generic version, which may round
 // differently): any number of threads gives the same output.
-func (r *rowTask) run(w, lo, hi int) {
+func (r *rowTask) run(_, lo, hi int) {
 	c, st := r.cols, r.st
 	for t := lo; t < hi; t++ {
 		out, x := r.out[t*c:(t+1)*c], r.x[t*c:(t+1)*c]
@@ -49,9 +75,13 @@ func (r *rowTask) run(w, lo, hi int) {
 		case plan.OpGELUTanh:
 			kernel.GELUTanh(out, x)
 		case plan.OpRoPE:
+			p, h2 := st.Rope, st.Rope.RotDim/2
+			cos, sin := r.s.rope.cos[t*h2:(t+1)*h2], r.s.rope.sin[t*h2:(t+1)*h2]
+			if r.fillAngles {
+				ropeAngles(cos, sin, r.s.pos+t, p.InvFreq, p.Scale)
+			}
 			copy(out, x)
-			p := st.Rope
-			rope(out, 1, c, r.s.pos+t, p.HeadDim, p.RotDim, p.Half, p.InvFreq, p.Scale, r.s.cos[w], r.s.sin[w])
+			ropeRow(out, p.HeadDim, p.RotDim, p.Half, cos, sin)
 		}
 	}
 }

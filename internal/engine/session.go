@@ -49,7 +49,7 @@ type Session struct {
 	kvCols    int
 	ctx       int
 	pos       int
-	cos, sin  [][]float32 // RoPE scratch per worker
+	rope      ropeTable
 	attn      attnArgs
 	rec       recState
 	q8        q8Buf // int8 activations of packed linears
@@ -111,10 +111,11 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	s.rec = newRecState(s.decode.p.State, e.wkvTemp)
 	s.q8 = newQ8Buf(e.q8Max)
 	s.pool = newPool(opts.Threads)
-	s.cos, s.sin = make([][]float32, s.pool.threads), make([][]float32, s.pool.threads)
-	for w := range s.cos {
-		s.cos[w], s.sin[w] = make([]float32, e.scratch), make([]float32, e.scratch)
+	rows := 0
+	for _, p := range e.plans {
+		rows = max(rows, p.p.Rows)
 	}
+	s.rope.cos, s.rope.sin = make([]float32, rows*e.scratch), make([]float32, rows*e.scratch)
 	s.attnTask.scores = make([][]float32, s.pool.threads)
 	for w := range s.attnTask.scores {
 		s.attnTask.scores[w] = make([]float32, kv.Ctx)

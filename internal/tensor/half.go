@@ -54,12 +54,12 @@ func F32ToF16(f float32) uint16 {
 		}
 		return sign | uint16(m)
 	}
-	m := mant >> 13
-	rest := mant & 0x1fff
-	v := uint32(e)<<10 | m
-	if rest > 0x1000 || (rest == 0x1000 && m&1 == 1) {
-		v++ // may carry into the exponent, which is the correct rounding
-	}
+	// Round to nearest even without a branch: adding 0xfff plus the
+	// lowest kept bit carries into the kept bits exactly when the 13
+	// dropped bits are over half, or half with an odd kept part. A carry
+	// into the exponent is the correct rounding.
+	v := uint32(e)<<23 | mant
+	v = (v + 0xfff + (v>>13)&1) >> 13
 	return sign | uint16(v)
 }
 

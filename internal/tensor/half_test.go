@@ -75,3 +75,40 @@ func TestByteSize(t *testing.T) {
 		t.Fatal("overflowing shape accepted")
 	}
 }
+
+// TestF32ToF16Ties checks round-half-to-even on every exact midpoint
+// between two consecutive binary16 values (both signs, subnormal, normal
+// and the step from 65504 to infinity), and one float32 ulp either side.
+func TestF32ToF16Ties(t *testing.T) {
+	for h := uint16(0); h < 0x7c00; h++ {
+		lo, hi := float64(F16ToF32(h)), float64(F16ToF32(h+1))
+		if h == 0x7bff {
+			hi = 65536 // the next step is infinity
+		}
+		mid := float32((lo + hi) / 2)
+		if float64(mid) != (lo+hi)/2 {
+			t.Fatalf("midpoint of %#04x is not a float32", h)
+		}
+		even := h
+		if h&1 == 1 {
+			even = h + 1
+		}
+		for _, sign := range []uint16{0, 0x8000} {
+			m := mid
+			if sign != 0 {
+				m = -mid
+			}
+			if got := F32ToF16(m); got != even|sign {
+				t.Fatalf("%v (between %#04x and %#04x) -> %#04x, want %#04x", m, h|sign, (h+1)|sign, got, even|sign)
+			}
+		}
+		below := math.Nextafter32(mid, 0)
+		above := math.Nextafter32(mid, float32(math.Inf(1)))
+		if got := F32ToF16(below); got != h {
+			t.Fatalf("%v, just below the midpoint of %#04x, -> %#04x", below, h, got)
+		}
+		if got := F32ToF16(above); got != h+1 {
+			t.Fatalf("%v, just above the midpoint of %#04x, -> %#04x", above, h, got)
+		}
+	}
+}
