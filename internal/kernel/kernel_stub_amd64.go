@@ -49,21 +49,6 @@ func q4VnniCodes2x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, 
 //go:noescape
 func q4VnniCodes4x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4VnniCodes1x4 computes a 1-row by 4-token tile of a 4-bit product (see the layout in _gen/q4.go).
-//
-//go:noescape
-func q4VnniCodes1x4(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
-// q4VnniCodes2x4 computes a 2-row by 4-token tile of a 4-bit product (see the layout in _gen/q4.go).
-//
-//go:noescape
-func q4VnniCodes2x4(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
-// q4VnniCodes4x4 computes a 4-row by 4-token tile of a 4-bit product (see the layout in _gen/q4.go).
-//
-//go:noescape
-func q4VnniCodes4x4(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
 // q4Avx2Codes1x1 computes a 1-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
 //
 //go:noescape
@@ -143,21 +128,6 @@ func q4VnniScales2x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int,
 //
 //go:noescape
 func q4VnniScales4x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
-// q4VnniScales1x4 computes a 1-row by 4-token tile of a 4-bit product (see the layout in _gen/q4.go).
-//
-//go:noescape
-func q4VnniScales1x4(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
-// q4VnniScales2x4 computes a 2-row by 4-token tile of a 4-bit product (see the layout in _gen/q4.go).
-//
-//go:noescape
-func q4VnniScales2x4(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
-// q4VnniScales4x4 computes a 4-row by 4-token tile of a 4-bit product (see the layout in _gen/q4.go).
-//
-//go:noescape
-func q4VnniScales4x4(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
 // q4Avx2Scales1x1 computes a 1-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
 //

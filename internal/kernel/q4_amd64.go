@@ -35,15 +35,15 @@ type q4Set struct {
 }
 
 var (
-	q4VnniCodes = q4Set{decode: 1, rows: 4, tokens: 4, k: [9][5]q4Kern{
-		1: {1: q4VnniCodes1x1, 2: q4VnniCodes1x2, 3: q4VnniCodes1x3, 4: q4VnniCodes1x4},
-		2: {1: q4VnniCodes2x1, 2: q4VnniCodes2x2, 3: q4VnniCodes2x3, 4: q4VnniCodes2x4},
-		4: {1: q4VnniCodes4x1, 2: q4VnniCodes4x2, 3: q4VnniCodes4x3, 4: q4VnniCodes4x4},
+	q4VnniCodes = q4Set{decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+		1: {1: q4VnniCodes1x1, 2: q4VnniCodes1x2, 3: q4VnniCodes1x3},
+		2: {1: q4VnniCodes2x1, 2: q4VnniCodes2x2, 3: q4VnniCodes2x3},
+		4: {1: q4VnniCodes4x1, 2: q4VnniCodes4x2, 3: q4VnniCodes4x3},
 	}}
-	q4VnniScales = q4Set{decode: 1, rows: 4, tokens: 4, k: [9][5]q4Kern{
-		1: {1: q4VnniScales1x1, 2: q4VnniScales1x2, 3: q4VnniScales1x3, 4: q4VnniScales1x4},
-		2: {1: q4VnniScales2x1, 2: q4VnniScales2x2, 3: q4VnniScales2x3, 4: q4VnniScales2x4},
-		4: {1: q4VnniScales4x1, 2: q4VnniScales4x2, 3: q4VnniScales4x3, 4: q4VnniScales4x4},
+	q4VnniScales = q4Set{decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+		1: {1: q4VnniScales1x1, 2: q4VnniScales1x2, 3: q4VnniScales1x3},
+		2: {1: q4VnniScales2x1, 2: q4VnniScales2x2, 3: q4VnniScales2x3},
+		4: {1: q4VnniScales4x1, 2: q4VnniScales4x2, 3: q4VnniScales4x3},
 	}}
 	q4Avx2Codes = q4Set{decode: 5, rows: 4, tokens: 2, k: [9][5]q4Kern{
 		1: {1: q4Avx2Codes1x1, 2: q4Avx2Codes1x2},

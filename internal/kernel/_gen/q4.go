@@ -31,7 +31,7 @@ type q4Shape struct{ R, TT int }
 // q4ZmmShapes and q4YmmShapes are the tiles generated per ISA; the Go
 // side decomposes any row and token count into them.
 var (
-	q4ZmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}, {1, 3}, {2, 3}, {4, 3}, {1, 4}, {2, 4}, {4, 4}}
+	q4ZmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}, {1, 3}, {2, 3}, {4, 3}}
 	q4YmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {5, 1}, {1, 2}, {2, 2}, {4, 2}}
 )
 
@@ -150,11 +150,17 @@ func q4Kernel(zmm, lpbq bool, R, TT int) {
 	MOVL(U32(0x0f0f0f0f), t32)
 	m0f := vec()
 	VPBROADCASTD(t32, m0f)
-	idx := vec()
-	if zmm {
-		VMOVDQU32(permIdx, idx)
-	} else {
+	// The AVX-512 kernels write every vector register in full (avo would
+	// otherwise keep a register written in part live from the start of
+	// the function); their codes need no index register.
+	var idx V
+	switch {
+	case !zmm:
+		idx = vec()
 		VMOVDQU(permIdx, idx)
+	case !lpbq:
+		idx = vec()
+		VMOVDQU32(permIdx, idx)
 	}
 	var ones V
 	if !zmm {
@@ -180,63 +186,113 @@ func q4Kernel(zmm, lpbq bool, R, TT int) {
 	// byte offset wo of the current group (record offset ro); nblk < blocks
 	// marks a tail: masked (zmm) or narrower (ymm) weight loads.
 	var kn, kb Register
-	step := func(wo, nblk int) {
-		ro := wo
-		for r := 0; r < R; r++ {
-			w := vec()
-			lo, hi := vec(), vec()
-			scOff := wo / 16 // block index within the group
+	// loadRow expands row r's weights at byte offset wo of the current
+	// group into low and high nibbles, and its block scales into one
+	// float per lane.
+	loadRow := func(r, wo, nblk int) (lo, hi, cs V) {
+		w := vec()
+		lo, hi = vec(), vec()
+		scOff := wo / 16 // block index within the group
+		switch {
+		case zmm && nblk < blocks:
+			VMOVDQU8_Z(nib.at(r, wo), kn, w)
+		case zmm:
+			VMOVDQU32(nib.at(r, wo), w)
+		case nblk == 1:
+			VMOVDQU(nib.at(r, wo), w.AsX())
+		default:
+			VMOVDQU(nib.at(r, wo), w)
+		}
+		VPSRLW(U8(4), w, hi)
+		if zmm {
+			VPANDD(w, m0f, lo)
+			VPANDD(hi, m0f, hi)
+		} else {
+			VPAND(w, m0f, lo)
+			VPAND(hi, m0f, hi)
+		}
+		put(w)
+		cs = vec()
+		// Block scales of this row, one per lane: float codes or scales.
+		if lpbq {
 			switch {
 			case zmm && nblk < blocks:
-				VMOVDQU8_Z(nib.at(r, wo), kn, w)
+				VMOVDQU8_Z(sc.at(r, scOff), kb, cs)
+				VPBROADCASTD(cs.AsX(), cs)
+				VPSHUFB(codeSpread, cs, cs)
 			case zmm:
-				VMOVDQU32(nib.at(r, wo), w)
+				VPBROADCASTD(sc.at(r, scOff), cs)
+				VPSHUFB(codeSpread, cs, cs)
 			case nblk == 1:
-				VMOVDQU(nib.at(r, wo), w.AsX())
+				MOVBLZX(sc.at(r, scOff), t32)
+				VMOVD(t32, cs.AsX())
+			case nblk == 2:
+				MOVWLZX(sc.at(r, scOff), t32)
+				VMOVD(t32, cs.AsX())
+				VPMOVZXBD(cs.AsX(), cs.AsX())
 			default:
-				VMOVDQU(nib.at(r, wo), w)
+				VPMOVZXBD(sc.at(r, scOff), cs.AsX())
 			}
-			VPSRLW(U8(4), w, hi)
-			if zmm {
-				VPANDD(w, m0f, lo)
-				VPANDD(hi, m0f, hi)
-			} else {
-				VPAND(w, m0f, lo)
-				VPAND(hi, m0f, hi)
-			}
-			put(w)
-			cs := vec()
-			// Block scales of this row, one per lane: float codes or scales.
-			if lpbq {
-				switch {
-				case zmm && nblk < blocks:
-					VMOVDQU8_Z(sc.at(r, scOff), kb, cs.AsX())
-					VPMOVZXBD(cs.AsX(), cs.AsX())
-				case nblk == 1:
-					MOVBLZX(sc.at(r, scOff), t32)
-					VMOVD(t32, cs.AsX())
-				case nblk == 2:
-					MOVWLZX(sc.at(r, scOff), t32)
-					VMOVD(t32, cs.AsX())
-					VPMOVZXBD(cs.AsX(), cs.AsX())
-				default:
-					VPMOVZXBD(sc.at(r, scOff), cs.AsX())
-				}
+			if !zmm {
 				VPERMD(cs, idx, cs)
-				VCVTDQ2PS(cs, cs)
-			} else {
-				switch {
-				case zmm && nblk < blocks:
-					VMOVUPS_Z(sc.at(r, 4*scOff), kb, cs.AsX())
-				case nblk == 1:
-					VMOVSS(sc.at(r, 4*scOff), cs.AsX())
-				case nblk == 2:
-					VMOVSD(sc.at(r, 4*scOff), cs.AsX())
-				default:
-					VMOVUPS(sc.at(r, 4*scOff), cs.AsX())
-				}
-				VPERMPS(cs, idx, cs)
 			}
+			VCVTDQ2PS(cs, cs)
+		} else {
+			switch {
+			case zmm && nblk < blocks:
+				VMOVUPS_Z(sc.at(r, 4*scOff), kb, cs)
+			case zmm:
+				VBROADCASTF32X4(sc.at(r, 4*scOff), cs)
+			case nblk == 1:
+				VMOVSS(sc.at(r, 4*scOff), cs.AsX())
+			case nblk == 2:
+				VMOVSD(sc.at(r, 4*scOff), cs.AsX())
+			default:
+				VMOVUPS(sc.at(r, 4*scOff), cs.AsX())
+			}
+			VPERMPS(cs, idx, cs)
+		}
+		return lo, hi, cs
+	}
+
+	// step emits one step over `width` weight bytes of every row at
+	// byte offset wo of the current group (record offset ro); nblk < blocks
+	// marks a tail: masked (zmm) or narrower (ymm) weight loads.
+	step := func(wo, nblk int) {
+		ro := wo
+		if zmm && TT > 1 {
+			// Several tokens: every row's weights stay in registers
+			// while each token's two halves and block scales are
+			// loaded once for all rows (loads, not arithmetic, bound
+			// the row-by-row order on AVX-512).
+			lo, hi, cs := make([]V, R), make([]V, R), make([]V, R)
+			for r := 0; r < R; r++ {
+				lo[r], hi[r], cs[r] = loadRow(r, wo, nblk)
+			}
+			for t := 0; t < TT; t++ {
+				qlo, qhi, dv := vec(), vec(), vec()
+				VMOVDQU32(tok(t, ro+0), qlo)
+				VMOVDQU32(tok(t, ro+64), qhi)
+				VMOVUPS(tok(t, ro+128), dv)
+				for r := 0; r < R; r++ {
+					d, s := vec(), vec()
+					VMOVDQU32(tok(t, ro+192), d)
+					vpdpbusd(qlo, lo[r], d)
+					vpdpbusd(qhi, hi[r], d)
+					VCVTDQ2PS(d, d)
+					VMULPS(dv, cs[r], s)
+					VFMADD231PS(d, s, acc[r][t])
+					put(d, s)
+				}
+				put(qlo, qhi, dv)
+			}
+			put(lo...)
+			put(hi...)
+			put(cs...)
+			return
+		}
+		for r := 0; r < R; r++ {
+			lo, hi, cs := loadRow(r, wo, nblk)
 			for t := 0; t < TT; t++ {
 				d := vec()
 				if zmm {
@@ -313,7 +369,10 @@ func q4Kernel(zmm, lpbq bool, R, TT int) {
 	}
 
 	Label("reduce")
-	put(m0f, idx)
+	put(m0f)
+	if idx != nil {
+		put(idx)
+	}
 	if ones != nil {
 		put(ones)
 	}
