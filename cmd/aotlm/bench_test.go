@@ -1,7 +1,11 @@
 package main
 
 import (
+	"compress/gzip"
 	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -82,6 +86,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "-m", path, "-p", "0", "-n", "0"}, "no tests"},
 		{[]string{"bench", "-p", "8"}, "-m"},
 		{[]string{"bench", "-m", path + ".missing"}, "no such file"},
+		{[]string{"bench", "-m", path, "-p", "8", "-n", "0", "--cpuprofile", filepath.Join(t.TempDir(), "no", "cpu.prof")}, "cpu profile"},
 	} {
 		code, stdout, stderr := aotlmPlus(t, c.args...)
 		lines := strings.Split(strings.TrimSpace(stderr), "\n")
@@ -91,5 +96,29 @@ func TestBenchBadInput(t *testing.T) {
 		if stdout != "" {
 			t.Errorf("%v: wrote %q to stdout", c.args, stdout)
 		}
+	}
+}
+
+// TestBenchCPUProfile: --cpuprofile writes a gzip-compressed profile (the
+// format go tool pprof reads) of the run.
+func TestBenchCPUProfile(t *testing.T) {
+	path := compileStories(t)
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	code, _, stderr := aotlmPlus(t, "bench", "-m", path, "-p", "32", "-n", "16", "-r", "2", "--cpuprofile", prof)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	f, err := os.Open(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("profile is not gzip data: %v", err)
+	}
+	body, err := io.ReadAll(zr)
+	if err != nil || len(body) == 0 {
+		t.Fatalf("profile body: %d bytes, %v", len(body), err)
 	}
 }
