@@ -14,40 +14,26 @@ type attnTask struct {
 	scores [][]float32 // [worker][ctx]
 }
 
-func (t *attnTask) run(w, lo, hi int) {
-	a := t.a
-	switch {
-	case a.Ku != nil:
-		attendRows(a, a.Ku, a.Vu, u8Codec{a.ks}, u8Codec{a.vs}, lo, hi, t.scores[w])
-	case a.Kh != nil:
-		attendRowsF16(a, lo, hi, t.scores[w])
-	default:
-		attendRowsF32(a, lo, hi, t.scores[w])
-	}
-}
+func (t *attnTask) run(w, lo, hi int) { attendItems(t.a, lo, hi, t.scores[w]) }
 
 // attend runs the attention step s.attn: the new rows go into the cache,
-// then the workers share the (row, head) items. Float32 and binary16
-// caches are stored transposed, [C][Ctx] (storeTask), so that a row's
-// scores and outputs are long contiguous dot products and updates.
+// then the workers share the (row, head) items. Caches are stored
+// transposed, [C][Ctx] (storeTask), so that a row's scores and outputs
+// are long contiguous dot products and updates.
 func (s *Session) attend() {
 	a := &s.attn
-	if a.Ku != nil {
-		storeKV(a, a.Ku, a.Vu, u8Codec{a.ks}, u8Codec{a.vs})
-	} else {
-		s.storeTask.a = a
-		cols := a.G * a.E
-		s.pool.do(&s.storeTask, cols, 16, cols*a.T >= 1<<14)
-	}
+	s.storeTask.a = a
+	cols := a.G * a.E
+	s.pool.do(&s.storeTask, cols, 16, cols*a.T >= 1<<14)
 	s.attnTask.a = a
 	items := a.T * a.H
 	cost := items * (a.pos + a.T) * a.E
 	s.pool.do(&s.attnTask, items, 1, cost >= minParallelCost)
 }
 
-// storeTask writes a pass's keys and values into a transposed float32 or
-// binary16 cache, split across the workers by cache column: each column's
-// T new positions are contiguous.
+// storeTask writes a pass's keys and values into a transposed float32,
+// binary16 or uint8 cache, split across the workers by cache column:
+// each column's T new positions are contiguous.
 type storeTask struct{ a *attnArgs }
 
 func (st *storeTask) run(_, lo, hi int) {
@@ -55,65 +41,73 @@ func (st *storeTask) run(_, lo, hi int) {
 	kvc := a.G * a.E
 	for c := lo; c < hi; c++ {
 		at := c*a.ctx + a.pos
-		if a.Kh != nil {
+		switch {
+		case a.Ku != nil:
+			g := c / a.E
+			sk, sv := headScale(a.ks, g), headScale(a.vs, g)
+			kr, vr := a.Ku[at:at+a.T], a.Vu[at:at+a.T]
+			for t := range kr {
+				kr[t] = quantizeKV(a.k[t*kvc+c], sk)
+				vr[t] = quantizeKV(a.v[t*kvc+c], sv)
+			}
+		case a.Kh != nil:
 			kr, vr := a.Kh[at:at+a.T], a.Vh[at:at+a.T]
 			for t := range kr {
 				kr[t] = tensor.F32ToF16(a.k[t*kvc+c])
 				vr[t] = tensor.F32ToF16(a.v[t*kvc+c])
 			}
-			continue
-		}
-		kr, vr := a.K[at:at+a.T], a.V[at:at+a.T]
-		for t := range kr {
-			kr[t] = a.k[t*kvc+c]
-			vr[t] = a.v[t*kvc+c]
+		default:
+			kr, vr := a.K[at:at+a.T], a.V[at:at+a.T]
+			for t := range kr {
+				kr[t] = a.k[t*kvc+c]
+				vr[t] = a.v[t*kvc+c]
+			}
 		}
 	}
 }
 
-// attendRowsF32 is attendRows over a transposed float32 cache: a row's
-// scores are one update of its P scores by the E key columns
-// (kernel.AxpyRows), its outputs E dot products of length P
-// (kernel.DotRows).
-func attendRowsF32(a *attnArgs, lo, hi int, scores []float32) {
+// attendItems computes items [lo, hi) of the H*T (head, row) items over
+// the transposed cache, head-major so that a head's rows reuse its keys
+// from cache. A row's scores are one update of its P scores by the E key
+// columns (kernel.AxpyRows and its binary16 and uint8 forms), its outputs
+// E dot products of length P (kernel.DotRows); a uint8 cache's scales
+// multiply the scores and the outputs once, after the sums over codes.
+func attendItems(a *attnArgs, lo, hi int, scores []float32) {
 	E, H, ctx := a.E, a.H, a.ctx
 	group := H / a.G
 	for i := lo; i < hi; i++ {
-		h, t := i/a.T, i%a.T // head-major: a head's rows reuse its keys from cache
+		h, t := i/a.T, i%a.T
 		p, first := a.pos+t, a.first(t)
 		qh := a.q[t*H*E+h*E : t*H*E+(h+1)*E]
-		base := (h / group) * E * ctx
+		g := h / group
+		from := g*E*ctx + first
 		sc := scores[:p+1-first]
 		clear(sc)
-		kernel.AxpyRows(sc, qh, a.K[base+first:], ctx)
-		kernel.Scale(sc, sc, a.scale)
-		inv := 1 / expSub(sc, maxOf(sc))
 		oh := a.out[t*H*E+h*E : t*H*E+(h+1)*E]
-		kernel.DotRows(oh, sc, a.V[base+first:], ctx)
-		kernel.Scale(oh, oh, inv)
+		switch {
+		case a.Ku != nil:
+			kernel.AxpyRowsU8(sc, qh, a.Ku[from:], ctx)
+			kernel.Scale(sc, sc, a.scale*headScale(a.ks, g))
+			inv := 1 / expSub(sc, maxOf(sc))
+			kernel.DotRowsU8(oh, sc, a.Vu[from:], ctx)
+			kernel.Scale(oh, oh, inv*headScale(a.vs, g))
+		case a.Kh != nil:
+			kernel.AxpyRowsF16(sc, qh, a.Kh[from:], ctx)
+			kernel.Scale(sc, sc, a.scale)
+			inv := 1 / expSub(sc, maxOf(sc))
+			kernel.DotRowsF16(oh, sc, a.Vh[from:], ctx)
+			kernel.Scale(oh, oh, inv)
+		default:
+			kernel.AxpyRows(sc, qh, a.K[from:], ctx)
+			kernel.Scale(sc, sc, a.scale)
+			inv := 1 / expSub(sc, maxOf(sc))
+			kernel.DotRows(oh, sc, a.V[from:], ctx)
+			kernel.Scale(oh, oh, inv)
+		}
 	}
 }
 
-// attendRowsF16 is attendRowsF32 over a transposed binary16 cache.
-func attendRowsF16(a *attnArgs, lo, hi int, scores []float32) {
-	E, H, ctx := a.E, a.H, a.ctx
-	group := H / a.G
-	for i := lo; i < hi; i++ {
-		h, t := i/a.T, i%a.T // head-major: a head's rows reuse its keys from cache
-		p, first := a.pos+t, a.first(t)
-		qh := a.q[t*H*E+h*E : t*H*E+(h+1)*E]
-		base := (h / group) * E * ctx
-		sc := scores[:p+1-first]
-		clear(sc)
-		kernel.AxpyRowsF16(sc, qh, a.Kh[base+first:], ctx)
-		kernel.Scale(sc, sc, a.scale)
-		inv := 1 / expSub(sc, maxOf(sc))
-		oh := a.out[t*H*E+h*E : t*H*E+(h+1)*E]
-		kernel.DotRowsF16(oh, sc, a.Vh[base+first:], ctx)
-		kernel.Scale(oh, oh, inv)
-	}
-}
-
+// maxOf returns the largest of x (-MaxFloat32 when x is empty).
 func maxOf(x []float32) float32 {
 	// Four independent running maxima, so the comparisons do not wait
 	// on each other.

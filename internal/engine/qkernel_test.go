@@ -165,20 +165,27 @@ func roundTrip(t *testing.T, kq *quant.KVQuant, x []float32) []float32 {
 }
 
 // TestFastAttention: the session's attention (cache stored transposed,
-// then the kernel package's dot products and updates over (row, head)
-// items split across workers) matches the plain codec loop over float32 and binary16
-// caches, within 1e-5 relative to the largest output, for passes at
-// several positions, with grouped heads and a window.
+// then the kernel package's dot products and updates over (head, row)
+// items split across workers) matches the plain codec loop over a
+// row-major float32, binary16 and uint8 cache (one scale per layer, or
+// one per key/value head), within 1e-5 relative to the largest output,
+// for passes at several positions, with grouped heads and a window.
 func TestFastAttention(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	const H, G, E, ctx = 6, 2, 40, 64
 	C := G * E
-	for _, f16 := range []bool{false, true} {
+	for _, kind := range []string{"f32", "f16", "u8 per layer", "u8 per head"} {
 		for _, window := range []int{0, 5} {
 			K, V := make([]float32, ctx*C), make([]float32, ctx*C)
 			Kh, Vh := make([]uint16, ctx*C), make([]uint16, ctx*C)
+			Ku, Vu := make([]uint8, ctx*C), make([]uint8, ctx*C)
 			K2, V2 := make([]float32, ctx*C), make([]float32, ctx*C)
 			Kh2, Vh2 := make([]uint16, ctx*C), make([]uint16, ctx*C)
+			Ku2, Vu2 := make([]uint8, ctx*C), make([]uint8, ctx*C)
+			ks, vs := []float32{0.021}, []float32{0.017}
+			if kind == "u8 per head" {
+				ks, vs = []float32{0.021, 0.013}, []float32{0.017, 0.025}
+			}
 			pool := newPool(2)
 			task := &attnTask{scores: [][]float32{make([]float32, ctx), make([]float32, ctx)}}
 			pos := 0
@@ -189,15 +196,19 @@ func TestFastAttention(t *testing.T) {
 					window: window}
 				fast := ref
 				fast.out = got
-				if f16 {
+				switch kind {
+				case "f16":
 					ref.Kh, ref.Vh, fast.Kh, fast.Vh = Kh, Vh, Kh2, Vh2
 					attend(&ref, Kh, Vh, f16Codec{}, f16Codec{})
-					(&storeTask{a: &fast}).run(0, 0, C)
-				} else {
+				case "f32":
 					ref.K, ref.V, fast.K, fast.V = K, V, K2, V2
 					attend(&ref, K, V, f32Codec{}, f32Codec{})
-					(&storeTask{a: &fast}).run(0, 0, C)
+				default:
+					ref.Ku, ref.Vu, fast.Ku, fast.Vu = Ku, Vu, Ku2, Vu2
+					ref.ks, ref.vs, fast.ks, fast.vs = ks, vs, ks, vs
+					attend(&ref, Ku, Vu, u8Codec{ks}, u8Codec{vs})
 				}
+				(&storeTask{a: &fast}).run(0, 0, C)
 				task.a = &fast
 				pool.do(task, T*H, 1, true)
 				var top float64
@@ -206,7 +217,7 @@ func TestFastAttention(t *testing.T) {
 				}
 				for i := range want {
 					if d := math.Abs(float64(got[i] - want[i])); d > 1e-5*top {
-						t.Fatalf("f16 %v window %d pass of %d at %d: out[%d] = %g, want %g", f16, window, T, pos, i, got[i], want[i])
+						t.Fatalf("%s window %d pass of %d at %d: out[%d] = %g, want %g", kind, window, T, pos, i, got[i], want[i])
 					}
 				}
 				pos += T

@@ -3,6 +3,7 @@ package kernel
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 
@@ -232,6 +233,10 @@ func BenchmarkRows(b *testing.B) {
 		for i, v := range x {
 			h[i] = tensor.F32ToF16(v)
 		}
+		u := make([]uint8, len(x))
+		for i := range u {
+			u[i] = uint8(r.IntN(256))
+		}
 		alpha, w := randFloats(r, R, 0.1), randFloats(r, n, 1)
 		dst := make([]float32, max(n, R))
 		ops := []struct {
@@ -242,9 +247,14 @@ func BenchmarkRows(b *testing.B) {
 			{"dot", func(im rowsImpl) { im.dotRows(dst[:R], w, x, st) }},
 			{"axpyF16", func(im rowsImpl) { im.axpyRowsF16(dst[:n], alpha, h, st) }},
 			{"dotF16", func(im rowsImpl) { im.dotRowsF16(dst[:R], w, h, st) }},
+			{"axpyU8", func(im rowsImpl) { im.axpyRowsU8(dst[:n], alpha, u, st) }},
+			{"dotU8", func(im rowsImpl) { im.dotRowsU8(dst[:R], w, u, st) }},
 		}
 		for _, op := range ops {
 			for _, im := range impls {
+				if im.axpyRowsU8 == nil && strings.HasSuffix(op.name, "U8") {
+					continue // no per-row uint8 kernel to compose
+				}
 				b.Run(fmt.Sprintf("%s/%dx%d/%s", op.name, R, n, im.name), func(b *testing.B) {
 					for b.Loop() {
 						op.run(im)

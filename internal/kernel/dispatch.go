@@ -22,6 +22,8 @@ var (
 	dotRowsImpl     = dotRowsGeneric
 	axpyRowsF16Impl = axpyRowsF16Generic
 	dotRowsF16Impl  = dotRowsF16Generic
+	axpyRowsU8Impl  = axpyRowsU8Generic
+	dotRowsU8Impl   = dotRowsU8Generic
 )
 
 // Overlay is one ISA's set of implementations; a nil field leaves the
@@ -48,6 +50,8 @@ type Overlay struct {
 	DotRows     func(dst, w, y []float32, stride int)
 	AxpyRowsF16 func(dst, alpha []float32, x []uint16, stride int)
 	DotRowsF16  func(dst, w []float32, y []uint16, stride int)
+	AxpyRowsU8  func(dst, alpha []float32, x []uint8, stride int)
+	DotRowsU8   func(dst, w []float32, y []uint8, stride int)
 
 	// The activation record layouts the overlay's Q4MatMul and W8MatMul
 	// read (Q8.Begin), nil when they read Q8 directly.
@@ -138,6 +142,12 @@ func install() {
 		}
 		if o.DotRowsF16 != nil {
 			dotRowsF16Impl = o.DotRowsF16
+		}
+		if o.AxpyRowsU8 != nil {
+			axpyRowsU8Impl = o.AxpyRowsU8
+		}
+		if o.DotRowsU8 != nil {
+			dotRowsU8Impl = o.DotRowsU8
 		}
 	}
 }

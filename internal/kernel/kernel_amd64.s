@@ -13713,6 +13713,24 @@ done:
 	VZEROUPPER
 	RET
 
+DATA u8bias<>+0(SB)/4, $0x00000080
+DATA u8bias<>+4(SB)/4, $0x00000080
+DATA u8bias<>+8(SB)/4, $0x00000080
+DATA u8bias<>+12(SB)/4, $0x00000080
+DATA u8bias<>+16(SB)/4, $0x00000080
+DATA u8bias<>+20(SB)/4, $0x00000080
+DATA u8bias<>+24(SB)/4, $0x00000080
+DATA u8bias<>+28(SB)/4, $0x00000080
+DATA u8bias<>+32(SB)/4, $0x00000080
+DATA u8bias<>+36(SB)/4, $0x00000080
+DATA u8bias<>+40(SB)/4, $0x00000080
+DATA u8bias<>+44(SB)/4, $0x00000080
+DATA u8bias<>+48(SB)/4, $0x00000080
+DATA u8bias<>+52(SB)/4, $0x00000080
+DATA u8bias<>+56(SB)/4, $0x00000080
+DATA u8bias<>+60(SB)/4, $0x00000080
+GLOBL u8bias<>(SB), RODATA|NOPTR, $64
+
 // func axpyRowsAvx2(dst *float32, alpha *float32, x *float32, n int, rows int, stride int)
 // Requires: AVX, FMA3
 TEXT ·axpyRowsAvx2(SB), NOSPLIT, $0-48
@@ -14256,6 +14274,372 @@ r1j1:
 	VFMADD231PS Y5, Y4, Y0
 	ADDQ        $0x00000020, R8
 	ADDQ        $0x00000010, R9
+	SUBQ        $0x00000008, R10
+	JMP         r1j1
+
+r1jt:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VPERMILPS    $0x4e, X1, X0
+	VADDPS       X0, X1, X1
+	VPERMILPS    $0xb1, X1, X0
+	VADDSS       X0, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         $0x04, AX
+	ADDQ         DI, DX
+	DECQ         SI
+	JMP          r1
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpyRowsU8Avx2(dst *float32, alpha *float32, x *uint8, n int, rows int, stride int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·axpyRowsU8Avx2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), AX
+	MOVQ alpha+8(FP), CX
+	MOVQ x+16(FP), DX
+	MOVQ n+24(FP), BX
+	MOVQ rows+32(FP), SI
+	MOVQ stride+40(FP), DI
+	LEAQ (DI)(DI*2), R8
+
+b4:
+	CMPQ    BX, $0x00000020
+	JB      b1
+	VMOVUPS (AX), Y0
+	VMOVUPS 32(AX), Y1
+	VMOVUPS 64(AX), Y2
+	VMOVUPS 96(AX), Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  Y7, Y7, Y7
+	MOVQ    DX, R9
+	MOVQ    CX, R10
+	MOVQ    SI, R11
+
+b4rows:
+	CMPQ         R11, $0x02
+	JB           b4row1
+	VBROADCASTSS (R10), Y8
+	VPMOVZXBD    (R9), Y9
+	VPSUBD       u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y9, Y8, Y0
+	VPMOVZXBD    8(R9), Y9
+	VPSUBD       u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y9, Y8, Y1
+	VPMOVZXBD    16(R9), Y9
+	VPSUBD       u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y9, Y8, Y2
+	VPMOVZXBD    24(R9), Y9
+	VPSUBD       u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y9, Y8, Y3
+	VBROADCASTSS 4(R10), Y8
+	VPMOVZXBD    (R9)(DI*1), Y9
+	VPSUBD       u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y9, Y8, Y4
+	VPMOVZXBD    8(R9)(DI*1), Y9
+	VPSUBD       u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y9, Y8, Y5
+	VPMOVZXBD    16(R9)(DI*1), Y9
+	VPSUBD       u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y9, Y8, Y6
+	VPMOVZXBD    24(R9)(DI*1), Y9
+	VPSUBD       u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y9, Y8, Y7
+	LEAQ         (R9)(DI*2), R9
+	ADDQ         $0x08, R10
+	SUBQ         $0x02, R11
+	JMP          b4rows
+
+b4row1:
+	TESTQ        R11, R11
+	JZ           b4store
+	VBROADCASTSS (R10), Y8
+	VPMOVZXBD    (R9), Y9
+	VPSUBD       u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y9, Y8, Y0
+	VPMOVZXBD    8(R9), Y9
+	VPSUBD       u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y9, Y8, Y1
+	VPMOVZXBD    16(R9), Y9
+	VPSUBD       u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y9, Y8, Y2
+	VPMOVZXBD    24(R9), Y9
+	VPSUBD       u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y9, Y8, Y3
+	ADDQ         DI, R9
+	ADDQ         $0x04, R10
+	DECQ         R11
+	JMP          b4row1
+
+b4store:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x00000020, BX
+	JMP     b4
+
+b1:
+	CMPQ    BX, $0x00000008
+	JB      tail
+	VMOVUPS (AX), Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	MOVQ    DX, R9
+	MOVQ    CX, R10
+	MOVQ    SI, R11
+
+b1rows:
+	CMPQ         R11, $0x04
+	JB           b1row1
+	VBROADCASTSS (R10), Y4
+	VPMOVZXBD    (R9), Y5
+	VPSUBD       u8bias<>+0(SB), Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  Y5, Y4, Y0
+	VBROADCASTSS 4(R10), Y4
+	VPMOVZXBD    (R9)(DI*1), Y5
+	VPSUBD       u8bias<>+0(SB), Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  Y5, Y4, Y1
+	VBROADCASTSS 8(R10), Y4
+	VPMOVZXBD    (R9)(DI*2), Y5
+	VPSUBD       u8bias<>+0(SB), Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  Y5, Y4, Y2
+	VBROADCASTSS 12(R10), Y4
+	VPMOVZXBD    (R9)(R8*1), Y5
+	VPSUBD       u8bias<>+0(SB), Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  Y5, Y4, Y3
+	LEAQ         (R9)(DI*4), R9
+	ADDQ         $0x10, R10
+	SUBQ         $0x04, R11
+	JMP          b1rows
+
+b1row1:
+	TESTQ        R11, R11
+	JZ           b1store
+	VBROADCASTSS (R10), Y4
+	VPMOVZXBD    (R9), Y5
+	VPSUBD       u8bias<>+0(SB), Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  Y5, Y4, Y0
+	ADDQ         DI, R9
+	ADDQ         $0x04, R10
+	DECQ         R11
+	JMP          b1row1
+
+b1store:
+	VADDPS  Y1, Y0, Y0
+	VADDPS  Y3, Y2, Y2
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS Y0, (AX)
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000008, DX
+	SUBQ    $0x00000008, BX
+	JMP     b1
+
+tail:
+	VZEROUPPER
+	RET
+
+// func dotRowsU8Avx2(dst *float32, w *float32, y *uint8, n int, rows int, stride int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·dotRowsU8Avx2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), AX
+	MOVQ w+8(FP), CX
+	MOVQ y+16(FP), DX
+	MOVQ n+24(FP), BX
+	MOVQ rows+32(FP), SI
+	MOVQ stride+40(FP), DI
+	LEAQ (DI)(DI*2), R8
+
+r4:
+	CMPQ   SI, $0x04
+	JB     r1
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ   CX, R9
+	MOVQ   DX, R10
+	MOVQ   BX, R11
+
+r4j:
+	CMPQ        R11, $0x00000010
+	JB          r4j1
+	VMOVUPS     (R9), Y8
+	VPMOVZXBD   (R10), Y9
+	VPSUBD      u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VFMADD231PS Y9, Y8, Y0
+	VPMOVZXBD   (R10)(DI*1), Y9
+	VPSUBD      u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VFMADD231PS Y9, Y8, Y1
+	VPMOVZXBD   (R10)(DI*2), Y9
+	VPSUBD      u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VFMADD231PS Y9, Y8, Y2
+	VPMOVZXBD   (R10)(R8*1), Y9
+	VPSUBD      u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VFMADD231PS Y9, Y8, Y3
+	VMOVUPS     32(R9), Y8
+	VPMOVZXBD   8(R10), Y9
+	VPSUBD      u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VFMADD231PS Y9, Y8, Y4
+	VPMOVZXBD   8(R10)(DI*1), Y9
+	VPSUBD      u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VFMADD231PS Y9, Y8, Y5
+	VPMOVZXBD   8(R10)(DI*2), Y9
+	VPSUBD      u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VFMADD231PS Y9, Y8, Y6
+	VPMOVZXBD   8(R10)(R8*1), Y9
+	VPSUBD      u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VFMADD231PS Y9, Y8, Y7
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000010, R10
+	SUBQ        $0x00000010, R11
+	JMP         r4j
+
+r4j1:
+	CMPQ        R11, $0x00000008
+	JB          r4jt
+	VMOVUPS     (R9), Y8
+	VPMOVZXBD   (R10), Y9
+	VPSUBD      u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VFMADD231PS Y9, Y8, Y0
+	VPMOVZXBD   (R10)(DI*1), Y9
+	VPSUBD      u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VFMADD231PS Y9, Y8, Y1
+	VPMOVZXBD   (R10)(DI*2), Y9
+	VPSUBD      u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VFMADD231PS Y9, Y8, Y2
+	VPMOVZXBD   (R10)(R8*1), Y9
+	VPSUBD      u8bias<>+0(SB), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VFMADD231PS Y9, Y8, Y3
+	ADDQ        $0x00000020, R9
+	ADDQ        $0x00000008, R10
+	SUBQ        $0x00000008, R11
+	JMP         r4j1
+
+r4jt:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VEXTRACTF128 $0x01, Y2, X1
+	VADDPS       X1, X2, X1
+	VEXTRACTF128 $0x01, Y3, X2
+	VADDPS       X2, X3, X2
+	VUNPCKLPS    X0, X4, X3
+	VUNPCKHPS    X0, X4, X0
+	VADDPS       X0, X3, X4
+	VUNPCKLPS    X2, X1, X3
+	VUNPCKHPS    X2, X1, X0
+	VADDPS       X0, X3, X1
+	VSHUFPS      $0x44, X1, X4, X3
+	VSHUFPS      $0xee, X1, X4, X0
+	VADDPS       X0, X3, X3
+	VMOVUPS      X3, (AX)
+	ADDQ         $0x10, AX
+	LEAQ         (DX)(DI*4), DX
+	SUBQ         $0x04, SI
+	JMP          r4
+
+r1:
+	TESTQ  SI, SI
+	JZ     done
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   CX, R8
+	MOVQ   DX, R9
+	MOVQ   BX, R10
+
+r1j:
+	CMPQ        R10, $0x00000020
+	JB          r1j1
+	VMOVUPS     (R8), Y4
+	VPMOVZXBD   (R9), Y5
+	VPSUBD      u8bias<>+0(SB), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VFMADD231PS Y5, Y4, Y0
+	VMOVUPS     32(R8), Y4
+	VPMOVZXBD   8(R9), Y5
+	VPSUBD      u8bias<>+0(SB), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VFMADD231PS Y5, Y4, Y1
+	VMOVUPS     64(R8), Y4
+	VPMOVZXBD   16(R9), Y5
+	VPSUBD      u8bias<>+0(SB), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VFMADD231PS Y5, Y4, Y2
+	VMOVUPS     96(R8), Y4
+	VPMOVZXBD   24(R9), Y5
+	VPSUBD      u8bias<>+0(SB), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VFMADD231PS Y5, Y4, Y3
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000020, R9
+	SUBQ        $0x00000020, R10
+	JMP         r1j
+
+r1j1:
+	CMPQ        R10, $0x00000008
+	JB          r1jt
+	VMOVUPS     (R8), Y4
+	VPMOVZXBD   (R9), Y5
+	VPSUBD      u8bias<>+0(SB), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VFMADD231PS Y5, Y4, Y0
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000008, R9
 	SUBQ        $0x00000008, R10
 	JMP         r1j1
 
@@ -15005,6 +15389,489 @@ r1jt:
 	VMOVUPS.Z   (R8), K1, Z0
 	VMOVDQU16.Z (R9), K1, Y1
 	VCVTPH2PS   Y1, Z1
+	VFMADD231PS Z1, Z0, Z10
+
+r1red:
+	VADDPS        Z11, Z10, Z10
+	VADDPS        Z13, Z12, Z12
+	VADDPS        Z12, Z10, Z10
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y0, Y10, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          $0x04, AX
+	ADDQ          DI, DX
+	DECQ          SI
+	JMP           r1
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpyRowsU8Vnni(dst *float32, alpha *float32, x *uint8, n int, rows int, stride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2
+TEXT ·axpyRowsU8Vnni(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), AX
+	MOVQ alpha+8(FP), CX
+	MOVQ x+16(FP), DX
+	MOVQ n+24(FP), BX
+	MOVQ rows+32(FP), SI
+	MOVQ stride+40(FP), DI
+	LEAQ (DI)(DI*2), R8
+
+b4:
+	CMPQ    BX, $0x00000040
+	JB      b1
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS 128(AX), Z2
+	VMOVUPS 192(AX), Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	MOVQ    DX, R9
+	MOVQ    CX, R10
+	MOVQ    SI, R11
+
+b4rows:
+	CMPQ         R11, $0x02
+	JB           b4row1
+	VBROADCASTSS (R10), Z8
+	VPMOVZXBD    (R9), Z9
+	VPSUBD       u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VFMADD231PS  Z9, Z8, Z0
+	VPMOVZXBD    16(R9), Z9
+	VPSUBD       u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VFMADD231PS  Z9, Z8, Z1
+	VPMOVZXBD    32(R9), Z9
+	VPSUBD       u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VFMADD231PS  Z9, Z8, Z2
+	VPMOVZXBD    48(R9), Z9
+	VPSUBD       u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VFMADD231PS  Z9, Z8, Z3
+	VBROADCASTSS 4(R10), Z8
+	VPMOVZXBD    (R9)(DI*1), Z9
+	VPSUBD       u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VFMADD231PS  Z9, Z8, Z4
+	VPMOVZXBD    16(R9)(DI*1), Z9
+	VPSUBD       u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VFMADD231PS  Z9, Z8, Z5
+	VPMOVZXBD    32(R9)(DI*1), Z9
+	VPSUBD       u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VFMADD231PS  Z9, Z8, Z6
+	VPMOVZXBD    48(R9)(DI*1), Z9
+	VPSUBD       u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VFMADD231PS  Z9, Z8, Z7
+	LEAQ         (R9)(DI*2), R9
+	ADDQ         $0x08, R10
+	SUBQ         $0x02, R11
+	JMP          b4rows
+
+b4row1:
+	TESTQ        R11, R11
+	JZ           b4store
+	VBROADCASTSS (R10), Z8
+	VPMOVZXBD    (R9), Z9
+	VPSUBD       u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VFMADD231PS  Z9, Z8, Z0
+	VPMOVZXBD    16(R9), Z9
+	VPSUBD       u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VFMADD231PS  Z9, Z8, Z1
+	VPMOVZXBD    32(R9), Z9
+	VPSUBD       u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VFMADD231PS  Z9, Z8, Z2
+	VPMOVZXBD    48(R9), Z9
+	VPSUBD       u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VFMADD231PS  Z9, Z8, Z3
+	ADDQ         DI, R9
+	ADDQ         $0x04, R10
+	DECQ         R11
+	JMP          b4row1
+
+b4store:
+	VADDPS  Z4, Z0, Z0
+	VADDPS  Z5, Z1, Z1
+	VADDPS  Z6, Z2, Z2
+	VADDPS  Z7, Z3, Z3
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000040, DX
+	SUBQ    $0x00000040, BX
+	JMP     b4
+
+b1:
+	CMPQ    BX, $0x00000010
+	JB      tail
+	VMOVUPS (AX), Z0
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	MOVQ    DX, R9
+	MOVQ    CX, R10
+	MOVQ    SI, R11
+
+b1rows:
+	CMPQ         R11, $0x04
+	JB           b1row1
+	VBROADCASTSS (R10), Z1
+	VPMOVZXBD    (R9), Z2
+	VPSUBD       u8bias<>+0(SB), Z2, Z2
+	VCVTDQ2PS    Z2, Z2
+	VFMADD231PS  Z2, Z1, Z0
+	VBROADCASTSS 4(R10), Z1
+	VPMOVZXBD    (R9)(DI*1), Z2
+	VPSUBD       u8bias<>+0(SB), Z2, Z2
+	VCVTDQ2PS    Z2, Z2
+	VFMADD231PS  Z2, Z1, Z10
+	VBROADCASTSS 8(R10), Z1
+	VPMOVZXBD    (R9)(DI*2), Z2
+	VPSUBD       u8bias<>+0(SB), Z2, Z2
+	VCVTDQ2PS    Z2, Z2
+	VFMADD231PS  Z2, Z1, Z11
+	VBROADCASTSS 12(R10), Z1
+	VPMOVZXBD    (R9)(R8*1), Z2
+	VPSUBD       u8bias<>+0(SB), Z2, Z2
+	VCVTDQ2PS    Z2, Z2
+	VFMADD231PS  Z2, Z1, Z12
+	LEAQ         (R9)(DI*4), R9
+	ADDQ         $0x10, R10
+	SUBQ         $0x04, R11
+	JMP          b1rows
+
+b1row1:
+	TESTQ        R11, R11
+	JZ           b1store
+	VBROADCASTSS (R10), Z1
+	VPMOVZXBD    (R9), Z2
+	VPSUBD       u8bias<>+0(SB), Z2, Z2
+	VCVTDQ2PS    Z2, Z2
+	VFMADD231PS  Z2, Z1, Z0
+	ADDQ         DI, R9
+	ADDQ         $0x04, R10
+	DECQ         R11
+	JMP          b1row1
+
+b1store:
+	VADDPS  Z10, Z0, Z0
+	VADDPS  Z12, Z11, Z11
+	VADDPS  Z11, Z0, Z0
+	VMOVUPS Z0, (AX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000010, DX
+	SUBQ    $0x00000010, BX
+	JMP     b1
+
+tail:
+	TESTQ     BX, BX
+	JZ        done
+	MOVQ      $0x0000000000000001, R9
+	SHLXQ     BX, R9, R9
+	DECQ      R9
+	KMOVW     R9, K1
+	VMOVUPS.Z (AX), K1, Z0
+	VPXORD    Z13, Z13, Z13
+	VPXORD    Z14, Z14, Z14
+	VPXORD    Z15, Z15, Z15
+	MOVQ      CX, CX
+	MOVQ      SI, BX
+
+btrows:
+	CMPQ         BX, $0x04
+	JB           btrow1
+	VBROADCASTSS (CX), Z1
+	VMOVDQU8.Z   (DX), K1, X2
+	VPMOVZXBD    X2, Z2
+	VPSUBD       u8bias<>+0(SB), Z2, Z2
+	VCVTDQ2PS    Z2, Z2
+	VFMADD231PS  Z2, Z1, Z0
+	VBROADCASTSS 4(CX), Z1
+	VMOVDQU8.Z   (DX)(DI*1), K1, X2
+	VPMOVZXBD    X2, Z2
+	VPSUBD       u8bias<>+0(SB), Z2, Z2
+	VCVTDQ2PS    Z2, Z2
+	VFMADD231PS  Z2, Z1, Z13
+	VBROADCASTSS 8(CX), Z1
+	VMOVDQU8.Z   (DX)(DI*2), K1, X2
+	VPMOVZXBD    X2, Z2
+	VPSUBD       u8bias<>+0(SB), Z2, Z2
+	VCVTDQ2PS    Z2, Z2
+	VFMADD231PS  Z2, Z1, Z14
+	VBROADCASTSS 12(CX), Z1
+	VMOVDQU8.Z   (DX)(R8*1), K1, X2
+	VPMOVZXBD    X2, Z2
+	VPSUBD       u8bias<>+0(SB), Z2, Z2
+	VCVTDQ2PS    Z2, Z2
+	VFMADD231PS  Z2, Z1, Z15
+	LEAQ         (DX)(DI*4), DX
+	ADDQ         $0x10, CX
+	SUBQ         $0x04, BX
+	JMP          btrows
+
+btrow1:
+	TESTQ        BX, BX
+	JZ           btstore
+	VBROADCASTSS (CX), Z1
+	VMOVDQU8.Z   (DX), K1, X2
+	VPMOVZXBD    X2, Z2
+	VPSUBD       u8bias<>+0(SB), Z2, Z2
+	VCVTDQ2PS    Z2, Z2
+	VFMADD231PS  Z2, Z1, Z0
+	ADDQ         DI, DX
+	ADDQ         $0x04, CX
+	DECQ         BX
+	JMP          btrow1
+
+btstore:
+	VADDPS  Z13, Z0, Z0
+	VADDPS  Z15, Z14, Z14
+	VADDPS  Z14, Z0, Z0
+	VMOVUPS Z0, K1, (AX)
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotRowsU8Vnni(dst *float32, w *float32, y *uint8, n int, rows int, stride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2
+TEXT ·dotRowsU8Vnni(SB), NOSPLIT, $0-48
+	MOVQ  dst+0(FP), AX
+	MOVQ  w+8(FP), CX
+	MOVQ  y+16(FP), DX
+	MOVQ  n+24(FP), BX
+	MOVQ  rows+32(FP), SI
+	MOVQ  stride+40(FP), DI
+	LEAQ  (DI)(DI*2), R8
+	MOVQ  BX, R9
+	ANDQ  $0x0f, R9
+	MOVQ  $0x0000000000000001, R10
+	SHLXQ R9, R10, R10
+	DECQ  R10
+	KMOVW R10, K1
+
+r4:
+	CMPQ   SI, $0x04
+	JB     r1
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ   CX, R9
+	MOVQ   DX, R10
+	MOVQ   BX, R11
+
+r4j:
+	CMPQ        R11, $0x00000020
+	JB          r4j1
+	VMOVUPS     (R9), Z8
+	VPMOVZXBD   (R10), Z9
+	VPSUBD      u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VFMADD231PS Z9, Z8, Z0
+	VPMOVZXBD   (R10)(DI*1), Z9
+	VPSUBD      u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VFMADD231PS Z9, Z8, Z1
+	VPMOVZXBD   (R10)(DI*2), Z9
+	VPSUBD      u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VFMADD231PS Z9, Z8, Z2
+	VPMOVZXBD   (R10)(R8*1), Z9
+	VPSUBD      u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VFMADD231PS Z9, Z8, Z3
+	VMOVUPS     64(R9), Z8
+	VPMOVZXBD   16(R10), Z9
+	VPSUBD      u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VFMADD231PS Z9, Z8, Z4
+	VPMOVZXBD   16(R10)(DI*1), Z9
+	VPSUBD      u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VFMADD231PS Z9, Z8, Z5
+	VPMOVZXBD   16(R10)(DI*2), Z9
+	VPSUBD      u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VFMADD231PS Z9, Z8, Z6
+	VPMOVZXBD   16(R10)(R8*1), Z9
+	VPSUBD      u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VFMADD231PS Z9, Z8, Z7
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000020, R10
+	SUBQ        $0x00000020, R11
+	JMP         r4j
+
+r4j1:
+	CMPQ        R11, $0x00000010
+	JB          r4jt
+	VMOVUPS     (R9), Z8
+	VPMOVZXBD   (R10), Z9
+	VPSUBD      u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VFMADD231PS Z9, Z8, Z0
+	VPMOVZXBD   (R10)(DI*1), Z9
+	VPSUBD      u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VFMADD231PS Z9, Z8, Z1
+	VPMOVZXBD   (R10)(DI*2), Z9
+	VPSUBD      u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VFMADD231PS Z9, Z8, Z2
+	VPMOVZXBD   (R10)(R8*1), Z9
+	VPSUBD      u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VFMADD231PS Z9, Z8, Z3
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000010, R10
+	SUBQ        $0x00000010, R11
+	JMP         r4j1
+
+r4jt:
+	TESTQ       R11, R11
+	JZ          r4red
+	VMOVUPS.Z   (R9), K1, Z8
+	VMOVDQU8.Z  (R10), K1, X9
+	VPMOVZXBD   X9, Z9
+	VPSUBD      u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VFMADD231PS Z9, Z8, Z0
+	VMOVDQU8.Z  (R10)(DI*1), K1, X9
+	VPMOVZXBD   X9, Z9
+	VPSUBD      u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VFMADD231PS Z9, Z8, Z1
+	VMOVDQU8.Z  (R10)(DI*2), K1, X9
+	VPMOVZXBD   X9, Z9
+	VPSUBD      u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VFMADD231PS Z9, Z8, Z2
+	VMOVDQU8.Z  (R10)(R8*1), K1, X9
+	VPMOVZXBD   X9, Z9
+	VPSUBD      u8bias<>+0(SB), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VFMADD231PS Z9, Z8, Z3
+
+r4red:
+	VADDPS        Z4, Z0, Z0
+	VADDPS        Z5, Z1, Z1
+	VADDPS        Z6, Z2, Z2
+	VADDPS        Z7, Z3, Z3
+	VEXTRACTF64X4 $0x01, Z0, Y8
+	VADDPS        Y8, Y0, Y8
+	VEXTRACTF32X4 $0x01, Y8, X9
+	VADDPS        X9, X8, X9
+	VEXTRACTF64X4 $0x01, Z1, Y8
+	VADDPS        Y8, Y1, Y8
+	VEXTRACTF32X4 $0x01, Y8, X14
+	VADDPS        X14, X8, X14
+	VEXTRACTF64X4 $0x01, Z2, Y8
+	VADDPS        Y8, Y2, Y8
+	VEXTRACTF32X4 $0x01, Y8, X15
+	VADDPS        X15, X8, X15
+	VEXTRACTF64X4 $0x01, Z3, Y8
+	VADDPS        Y8, Y3, Y8
+	VEXTRACTF32X4 $0x01, Y8, X16
+	VADDPS        X16, X8, X16
+	VUNPCKLPS     X14, X9, X8
+	VUNPCKHPS     X14, X9, X14
+	VADDPS        X14, X8, X9
+	VUNPCKLPS     X16, X15, X8
+	VUNPCKHPS     X16, X15, X14
+	VADDPS        X14, X8, X15
+	VSHUFPS       $0x44, X15, X9, X8
+	VSHUFPS       $0xee, X15, X9, X14
+	VADDPS        X14, X8, X8
+	VMOVUPS       X8, (AX)
+	ADDQ          $0x10, AX
+	LEAQ          (DX)(DI*4), DX
+	SUBQ          $0x04, SI
+	JMP           r4
+
+r1:
+	TESTQ  SI, SI
+	JZ     done
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	MOVQ   CX, R8
+	MOVQ   DX, R9
+	MOVQ   BX, R10
+
+r1j:
+	CMPQ        R10, $0x00000040
+	JB          r1j1
+	VMOVUPS     (R8), Z0
+	VPMOVZXBD   (R9), Z1
+	VPSUBD      u8bias<>+0(SB), Z1, Z1
+	VCVTDQ2PS   Z1, Z1
+	VFMADD231PS Z1, Z0, Z10
+	VMOVUPS     64(R8), Z0
+	VPMOVZXBD   16(R9), Z1
+	VPSUBD      u8bias<>+0(SB), Z1, Z1
+	VCVTDQ2PS   Z1, Z1
+	VFMADD231PS Z1, Z0, Z11
+	VMOVUPS     128(R8), Z0
+	VPMOVZXBD   32(R9), Z1
+	VPSUBD      u8bias<>+0(SB), Z1, Z1
+	VCVTDQ2PS   Z1, Z1
+	VFMADD231PS Z1, Z0, Z12
+	VMOVUPS     192(R8), Z0
+	VPMOVZXBD   48(R9), Z1
+	VPSUBD      u8bias<>+0(SB), Z1, Z1
+	VCVTDQ2PS   Z1, Z1
+	VFMADD231PS Z1, Z0, Z13
+	ADDQ        $0x00000100, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x00000040, R10
+	JMP         r1j
+
+r1j1:
+	CMPQ        R10, $0x00000010
+	JB          r1jt
+	VMOVUPS     (R8), Z0
+	VPMOVZXBD   (R9), Z1
+	VPSUBD      u8bias<>+0(SB), Z1, Z1
+	VCVTDQ2PS   Z1, Z1
+	VFMADD231PS Z1, Z0, Z10
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000010, R9
+	SUBQ        $0x00000010, R10
+	JMP         r1j1
+
+r1jt:
+	TESTQ       R10, R10
+	JZ          r1red
+	VMOVUPS.Z   (R8), K1, Z0
+	VMOVDQU8.Z  (R9), K1, X1
+	VPMOVZXBD   X1, Z1
+	VPSUBD      u8bias<>+0(SB), Z1, Z1
+	VCVTDQ2PS   Z1, Z1
 	VFMADD231PS Z1, Z0, Z10
 
 r1red:

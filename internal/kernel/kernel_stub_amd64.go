@@ -418,6 +418,18 @@ func axpyRowsF16Avx2(dst *float32, alpha *float32, x *uint16, n int, rows int, s
 //go:noescape
 func dotRowsF16Avx2(dst *float32, w *float32, y *uint16, n int, rows int, stride int)
 
+// axpyRowsU8Avx2 sets dst[j] += Σ_r alpha[r]*x[r*stride+j] for j < n, r < rows,
+// n a multiple of 8; stride is in elements.
+//
+//go:noescape
+func axpyRowsU8Avx2(dst *float32, alpha *float32, x *uint8, n int, rows int, stride int)
+
+// dotRowsU8Avx2 sets dst[r] = Σ_j w[j]*y[r*stride+j] for r < rows, j < n,
+// n a multiple of 8; stride is in elements.
+//
+//go:noescape
+func dotRowsU8Avx2(dst *float32, w *float32, y *uint8, n int, rows int, stride int)
+
 // axpyRowsVnni sets dst[j] += Σ_r alpha[r]*x[r*stride+j] for j < n, r < rows,
 // any n; stride is in elements.
 //
@@ -441,3 +453,15 @@ func axpyRowsF16Vnni(dst *float32, alpha *float32, x *uint16, n int, rows int, s
 //
 //go:noescape
 func dotRowsF16Vnni(dst *float32, w *float32, y *uint16, n int, rows int, stride int)
+
+// axpyRowsU8Vnni sets dst[j] += Σ_r alpha[r]*x[r*stride+j] for j < n, r < rows,
+// any n; stride is in elements.
+//
+//go:noescape
+func axpyRowsU8Vnni(dst *float32, alpha *float32, x *uint8, n int, rows int, stride int)
+
+// dotRowsU8Vnni sets dst[r] = Σ_j w[j]*y[r*stride+j] for r < rows, j < n,
+// any n; stride is in elements.
+//
+//go:noescape
+func dotRowsU8Vnni(dst *float32, w *float32, y *uint8, n int, rows int, stride int)

@@ -126,3 +126,56 @@ func dotRowsF16Generic(dst, w []float32, y []uint16, stride int) {
 		dst[r] = s
 	}
 }
+
+// U8Bias is the stored byte of 0 in the uint8 rows of AxpyRowsU8 and
+// DotRowsU8: a byte u stands for the integer u - U8Bias (-128..127).
+const U8Bias = 128
+
+// AxpyRowsU8 is AxpyRows on rows x of biased bytes: x[i] stands for
+// int(x[i]) - 128 (the uint8 KV cache's codes, before their scale).
+func AxpyRowsU8(dst, alpha []float32, x []uint8, stride int) {
+	s := rowsSpan("AxpyRowsU8", len(alpha), len(dst), stride, len(x))
+	if s == 0 {
+		return
+	}
+	axpyRowsU8Impl(dst, alpha, x[:s], stride)
+}
+
+// axpyRowsU8Generic and dotRowsU8Generic spell the loops out (no decode
+// call per element): they are what arm64 runs for a uint8 KV cache.
+func axpyRowsU8Generic(dst, alpha []float32, x []uint8, stride int) {
+	if len(dst) == 0 {
+		return
+	}
+	for r, a := range alpha {
+		row := x[r*stride : r*stride+len(dst)]
+		for j, v := range row {
+			dst[j] += a * float32(int32(v)-U8Bias)
+		}
+	}
+}
+
+// DotRowsU8 is DotRows on rows y of biased bytes (see AxpyRowsU8).
+func DotRowsU8(dst, w []float32, y []uint8, stride int) {
+	s := rowsSpan("DotRowsU8", len(dst), len(w), stride, len(y))
+	if s == 0 {
+		clear(dst)
+		return
+	}
+	dotRowsU8Impl(dst, w, y[:s], stride)
+}
+
+func dotRowsU8Generic(dst, w []float32, y []uint8, stride int) {
+	if len(w) == 0 {
+		clear(dst)
+		return
+	}
+	for r := range dst {
+		row := y[r*stride : r*stride+len(w)]
+		var s float32
+		for j, v := range row {
+			s += w[j] * float32(int32(v)-U8Bias)
+		}
+		dst[r] = s
+	}
+}

@@ -13,14 +13,15 @@ import (
 // never reads past the slice in assembly); the AVX2 kernels cover
 // n - n%8 columns and the loops here the rest, the AVX-512 ones all of n.
 
-// rowsKern is the signature of the generated row kernels on float32.
-type rowsKern func(dst, v *float32, m *float32, n, rows, stride int)
+// rowElem is an element type of the strided operand: float32, binary16
+// or a biased byte.
+type rowElem interface{ float32 | uint16 | uint8 }
 
-// rowsKernF16 is the signature of the generated row kernels on binary16.
-type rowsKernF16 func(dst, v *float32, m *uint16, n, rows, stride int)
+// rowsKern is the signature of the generated row kernels.
+type rowsKern[E rowElem] func(dst, v *float32, m *E, n, rows, stride int)
 
-func axpyRowsWith(kern rowsKern, lanes int, dst, alpha, x []float32, stride int) {
-	s := rowsSpan("AxpyRows", len(alpha), len(dst), stride, len(x))
+func axpyRowsWith[E rowElem](op string, kern rowsKern[E], lanes int, dec func(E) float32, dst, alpha []float32, x []E, stride int) {
+	s := rowsSpan(op, len(alpha), len(dst), stride, len(x))
 	if s == 0 {
 		return
 	}
@@ -33,14 +34,14 @@ func axpyRowsWith(kern rowsKern, lanes int, dst, alpha, x []float32, stride int)
 	for j := m; j < n; j++ {
 		d := dst[j]
 		for r, a := range alpha {
-			d += a * x[r*stride+j]
+			d += a * dec(x[r*stride+j])
 		}
 		dst[j] = d
 	}
 }
 
-func dotRowsWith(kern rowsKern, lanes int, dst, w, y []float32, stride int) {
-	s := rowsSpan("DotRows", len(dst), len(w), stride, len(y))
+func dotRowsWith[E rowElem](op string, kern rowsKern[E], lanes int, dec func(E) float32, dst, w []float32, y []E, stride int) {
+	s := rowsSpan(op, len(dst), len(w), stride, len(y))
 	if s == 0 {
 		clear(dst)
 		return
@@ -56,76 +57,58 @@ func dotRowsWith(kern rowsKern, lanes int, dst, w, y []float32, stride int) {
 		row := y[r*stride+m : r*stride+n]
 		d := dst[r]
 		for j, v := range row {
-			d += w[m+j] * v
+			d += w[m+j] * dec(v)
 		}
 		dst[r] = d
 	}
 }
 
-func axpyRowsF16With(kern rowsKernF16, lanes int, dst, alpha []float32, x []uint16, stride int) {
-	s := rowsSpan("AxpyRowsF16", len(alpha), len(dst), stride, len(x))
-	if s == 0 {
-		return
-	}
-	x = x[:s]
-	n := len(dst)
-	m := n &^ (lanes - 1)
-	if m > 0 {
-		kern(unsafe.SliceData(dst), unsafe.SliceData(alpha), unsafe.SliceData(x), m, len(alpha), stride)
-	}
-	for j := m; j < n; j++ {
-		d := dst[j]
-		for r, a := range alpha {
-			d += a * tensor.F16ToF32(x[r*stride+j])
-		}
-		dst[j] = d
-	}
-}
+func identity(v float32) float32 { return v }
 
-func dotRowsF16With(kern rowsKernF16, lanes int, dst, w []float32, y []uint16, stride int) {
-	s := rowsSpan("DotRowsF16", len(dst), len(w), stride, len(y))
-	if s == 0 {
-		clear(dst)
-		return
-	}
-	y = y[:s]
-	n := len(w)
-	m := n &^ (lanes - 1)
-	kern(unsafe.SliceData(dst), unsafe.SliceData(w), unsafe.SliceData(y), m, len(dst), stride)
-	if m == n {
-		return
-	}
-	for r := range dst {
-		row := y[r*stride+m : r*stride+n]
-		d := dst[r]
-		for j, v := range row {
-			d += w[m+j] * tensor.F16ToF32(v)
-		}
-		dst[r] = d
-	}
-}
+// u8Value is the integer a biased byte stands for, as float32.
+func u8Value(u uint8) float32 { return float32(int32(u) - U8Bias) }
 
 // rowsOverlay sets the row kernel fields of o to the kernels of one ISA:
 // AVX2 with a Go tail, or AVX-512 with masked tails (lanes 1: the
 // assembly takes every n).
 func rowsOverlay(o *Overlay, zmm bool) {
 	if !zmm {
-		o.AxpyRows = func(dst, alpha, x []float32, stride int) { axpyRowsWith(axpyRowsAvx2, 8, dst, alpha, x, stride) }
-		o.DotRows = func(dst, w, y []float32, stride int) { dotRowsWith(dotRowsAvx2, 8, dst, w, y, stride) }
+		o.AxpyRows = func(dst, alpha, x []float32, stride int) {
+			axpyRowsWith("AxpyRows", axpyRowsAvx2, 8, identity, dst, alpha, x, stride)
+		}
+		o.DotRows = func(dst, w, y []float32, stride int) {
+			dotRowsWith("DotRows", dotRowsAvx2, 8, identity, dst, w, y, stride)
+		}
 		o.AxpyRowsF16 = func(dst, alpha []float32, x []uint16, stride int) {
-			axpyRowsF16With(axpyRowsF16Avx2, 8, dst, alpha, x, stride)
+			axpyRowsWith("AxpyRowsF16", axpyRowsF16Avx2, 8, tensor.F16ToF32, dst, alpha, x, stride)
 		}
 		o.DotRowsF16 = func(dst, w []float32, y []uint16, stride int) {
-			dotRowsF16With(dotRowsF16Avx2, 8, dst, w, y, stride)
+			dotRowsWith("DotRowsF16", dotRowsF16Avx2, 8, tensor.F16ToF32, dst, w, y, stride)
+		}
+		o.AxpyRowsU8 = func(dst, alpha []float32, x []uint8, stride int) {
+			axpyRowsWith("AxpyRowsU8", axpyRowsU8Avx2, 8, u8Value, dst, alpha, x, stride)
+		}
+		o.DotRowsU8 = func(dst, w []float32, y []uint8, stride int) {
+			dotRowsWith("DotRowsU8", dotRowsU8Avx2, 8, u8Value, dst, w, y, stride)
 		}
 		return
 	}
-	o.AxpyRows = func(dst, alpha, x []float32, stride int) { axpyRowsWith(axpyRowsVnni, 1, dst, alpha, x, stride) }
-	o.DotRows = func(dst, w, y []float32, stride int) { dotRowsWith(dotRowsVnni, 1, dst, w, y, stride) }
+	o.AxpyRows = func(dst, alpha, x []float32, stride int) {
+		axpyRowsWith("AxpyRows", axpyRowsVnni, 1, identity, dst, alpha, x, stride)
+	}
+	o.DotRows = func(dst, w, y []float32, stride int) {
+		dotRowsWith("DotRows", dotRowsVnni, 1, identity, dst, w, y, stride)
+	}
 	o.AxpyRowsF16 = func(dst, alpha []float32, x []uint16, stride int) {
-		axpyRowsF16With(axpyRowsF16Vnni, 1, dst, alpha, x, stride)
+		axpyRowsWith("AxpyRowsF16", axpyRowsF16Vnni, 1, tensor.F16ToF32, dst, alpha, x, stride)
 	}
 	o.DotRowsF16 = func(dst, w []float32, y []uint16, stride int) {
-		dotRowsF16With(dotRowsF16Vnni, 1, dst, w, y, stride)
+		dotRowsWith("DotRowsF16", dotRowsF16Vnni, 1, tensor.F16ToF32, dst, w, y, stride)
+	}
+	o.AxpyRowsU8 = func(dst, alpha []float32, x []uint8, stride int) {
+		axpyRowsWith("AxpyRowsU8", axpyRowsU8Vnni, 1, u8Value, dst, alpha, x, stride)
+	}
+	o.DotRowsU8 = func(dst, w []float32, y []uint8, stride int) {
+		dotRowsWith("DotRowsU8", dotRowsU8Vnni, 1, u8Value, dst, w, y, stride)
 	}
 }

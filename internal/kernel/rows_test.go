@@ -13,21 +13,23 @@ import (
 // float64 sum of the same terms: relative to Σ|terms| of that output.
 const rowsTolerance = 1e-5
 
-// rowsImpl is one implementation of the four row kernels.
+// rowsImpl is one implementation of the six row kernels.
 type rowsImpl struct {
 	name        string
 	axpyRows    func(dst, alpha, x []float32, stride int)
 	dotRows     func(dst, w, y []float32, stride int)
 	axpyRowsF16 func(dst, alpha []float32, x []uint16, stride int)
 	dotRowsF16  func(dst, w []float32, y []uint16, stride int)
+	axpyRowsU8  func(dst, alpha []float32, x []uint8, stride int)
+	dotRowsU8   func(dst, w []float32, y []uint8, stride int)
 }
 
 // rowsImpls lists the generic kernels, the exported (dispatched) ones and
 // every supported overlay that has them.
 func rowsImpls(t testing.TB) []rowsImpl {
 	out := []rowsImpl{
-		{"generic", axpyRowsGeneric, dotRowsGeneric, axpyRowsF16Generic, dotRowsF16Generic},
-		{"exported", AxpyRows, DotRows, AxpyRowsF16, DotRowsF16},
+		{"generic", axpyRowsGeneric, dotRowsGeneric, axpyRowsF16Generic, dotRowsF16Generic, axpyRowsU8Generic, dotRowsU8Generic},
+		{"exported", AxpyRows, DotRows, AxpyRowsF16, DotRowsF16, AxpyRowsU8, DotRowsU8},
 	}
 	for _, o := range Overlays() {
 		if !o.Supported {
@@ -38,19 +40,27 @@ func rowsImpls(t testing.TB) []rowsImpl {
 			t.Logf("overlay %s: no row kernels", o.Name)
 			continue
 		}
-		out = append(out, rowsImpl{o.Name, o.AxpyRows, o.DotRows, o.AxpyRowsF16, o.DotRowsF16})
+		im := rowsImpl{o.Name, o.AxpyRows, o.DotRows, o.AxpyRowsF16, o.DotRowsF16, o.AxpyRowsU8, o.DotRowsU8}
+		if im.axpyRowsU8 == nil || im.dotRowsU8 == nil {
+			t.Logf("overlay %s: no uint8 row kernels (the generic ones run)", o.Name)
+			im.axpyRowsU8, im.dotRowsU8 = axpyRowsU8Generic, dotRowsU8Generic
+		}
+		out = append(out, im)
 	}
 	return out
 }
 
-// rowsData is one case: R rows of n elements at stride, as float32 and
-// binary16, NaN in the gaps between rows and after the last one (a read
-// outside the rows poisons the output).
+// rowsData is one case: R rows of n elements at stride, as float32,
+// binary16 and biased bytes, NaN in the gaps between rows and after the
+// last one (a read outside the rows poisons the output; for bytes the
+// gaps hold 0, the value -128, far from any row's values).
 type rowsData struct {
 	n, R, stride int
 	x            []float32 // [(R-1)*stride+n], unaligned start
 	h            []uint16  // x as binary16, same layout
 	xh           []float32 // h widened
+	u            []uint8   // random bytes in 64..192, same layout
+	xu           []float32 // the values of u
 	v            []float32 // alpha [R] or w [n]: both drawn, unaligned
 	w            []float32
 }
@@ -69,9 +79,10 @@ func newRowsData(r *rand.Rand, n, R, stride int) *rowsData {
 		buf[i], hbuf[i] = nan, 0x7e00
 	}
 	d.x, d.h = buf[off:off+span], hbuf[off:off+span]
-	d.xh = make([]float32, span)
+	d.u = make([]uint8, off+span+16)[off : off+span]
+	d.xh, d.xu = make([]float32, span), make([]float32, span)
 	for i := range d.xh {
-		d.xh[i] = nan
+		d.xh[i], d.xu[i] = nan, nan
 	}
 	for row := range R {
 		for j := range n {
@@ -83,6 +94,11 @@ func newRowsData(r *rand.Rand, n, R, stride int) *rowsData {
 			d.x[k] = v
 			d.h[k] = tensor.F32ToF16(v)
 			d.xh[k] = tensor.F16ToF32(d.h[k])
+			d.u[k] = uint8(64 + r.IntN(129))
+			if d.u[k] == U8Bias {
+				d.u[k]++
+			}
+			d.xu[k] = float32(int(d.u[k]) - U8Bias)
 		}
 	}
 	d.v = randFloats(r, R+3, 1)[r.IntN(4):][:R]
@@ -119,11 +135,8 @@ func checkRows(t *testing.T, r *rand.Rand, impls []rowsImpl, d *rowsData) {
 	t.Helper()
 	n, R, st := d.n, d.R, d.stride
 	dst0 := randFloats(r, n, 1)
-	for _, f16 := range []bool{false, true} {
-		xs := d.x
-		if f16 {
-			xs = d.xh
-		}
+	for _, elem := range []string{"f32", "f16", "u8"} {
+		xs := map[string][]float32{"f32": d.x, "f16": d.xh, "u8": d.xu}[elem]
 		// AxpyRows: want[j] = dst0[j] + Σ_r alpha[r]*x[r*st+j].
 		want, mag := make([]float64, n), make([]float64, n)
 		for j := range n {
@@ -135,11 +148,14 @@ func checkRows(t *testing.T, r *rand.Rand, impls []rowsImpl, d *rowsData) {
 			}
 		}
 		for _, im := range impls {
-			what := fmt.Sprintf("%s: axpyRows (f16 %v) n=%d R=%d stride=%d", im.name, f16, n, R, st)
+			what := fmt.Sprintf("%s: axpyRows (%s) n=%d R=%d stride=%d", im.name, elem, n, R, st)
 			dst := guarded(r, dst0, n)
-			if f16 {
+			switch elem {
+			case "f16":
 				im.axpyRowsF16(dst, d.v, d.h, st)
-			} else {
+			case "u8":
+				im.axpyRowsU8(dst, d.v, d.u, st)
+			default:
 				im.axpyRows(dst, d.v, d.x, st)
 			}
 			checkGuards(t, what, dst)
@@ -159,11 +175,14 @@ func checkRows(t *testing.T, r *rand.Rand, impls []rowsImpl, d *rowsData) {
 			}
 		}
 		for _, im := range impls {
-			what := fmt.Sprintf("%s: dotRows (f16 %v) n=%d R=%d stride=%d", im.name, f16, n, R, st)
+			what := fmt.Sprintf("%s: dotRows (%s) n=%d R=%d stride=%d", im.name, elem, n, R, st)
 			dst := guarded(r, randFloats(r, R, 1), R) // stale values must be overwritten
-			if f16 {
+			switch elem {
+			case "f16":
 				im.dotRowsF16(dst, d.w, d.h, st)
-			} else {
+			case "u8":
+				im.dotRowsU8(dst, d.w, d.u, st)
+			default:
 				im.dotRows(dst, d.w, d.x, st)
 			}
 			checkGuards(t, what, dst)
@@ -217,12 +236,15 @@ func TestRowsBounds(t *testing.T) {
 			}
 			x := randFloats(r, span, 1)[:span-1]
 			h := make([]uint16, span)[:span-1]
+			u := make([]uint8, span)[:span-1]
 			v, w := randFloats(r, R, 1), randFloats(r, n, 1)
 			calls := map[string]func(dst []float32){
 				"axpyRows":    func(dst []float32) { im.axpyRows(dst[:n], v, x, st) },
 				"axpyRowsF16": func(dst []float32) { im.axpyRowsF16(dst[:n], v, h, st) },
+				"axpyRowsU8":  func(dst []float32) { im.axpyRowsU8(dst[:n], v, u, st) },
 				"dotRows":     func(dst []float32) { im.dotRows(dst[:R], w, x, st) },
 				"dotRowsF16":  func(dst []float32) { im.dotRowsF16(dst[:R], w, h, st) },
+				"dotRowsU8":   func(dst []float32) { im.dotRowsU8(dst[:R], w, u, st) },
 			}
 			for name, call := range calls {
 				dst := make([]float32, max(n, R))

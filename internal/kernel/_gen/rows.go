@@ -9,37 +9,60 @@ import (
 )
 
 // genRows writes the strided multi-row kernels of attention:
-// axpyRows{,F16}{Avx2,Vnni} and dotRows{,F16}{Avx2,Vnni}. The AVX2 ones
+// axpyRows{,F16,U8}{Avx2,Vnni} and dotRows{,F16,U8}{Avx2,Vnni}. The AVX2 ones
 // take n a multiple of 8 (the Go side does the rest); the AVX-512 ones
 // take any n and finish with masked loads and stores.
 func genRows() {
+	u8Bias = GLOBL("u8bias", RODATA|NOPTR)
+	for i := 0; i < 16; i++ {
+		DATA(4*i, U32(128))
+	}
 	for _, zmm := range []bool{false, true} {
-		for _, f16 := range []bool{false, true} {
-			genAxpyRows(newRowsISA(zmm, f16))
-			genDotRows(newRowsISA(zmm, f16))
+		for _, e := range []elemKind{elemF32, elemF16, elemU8} {
+			genAxpyRows(newRowsISA(zmm, e))
+			genDotRows(newRowsISA(zmm, e))
 		}
 	}
 }
 
+// elemKind is the element type of the strided operand of a row kernel.
+type elemKind int
+
+const (
+	elemF32 elemKind = iota // float32
+	elemF16                 // IEEE binary16, widened by F16C
+	elemU8                  // uint8 biased by 128 (value = int(u) - 128)
+)
+
+// u8Bias is 16 int32 lanes of 128, subtracted from widened uint8 codes.
+var u8Bias Mem
+
 // rowsISA holds what the row kernels of one ISA and element type share.
 type rowsISA struct {
-	zmm, f16 bool
-	vec      func() VecVirtual
-	lanes    int // float32 lanes per vector
-	esz      int // bytes per element of the strided operand
-	k        Op  // tail mask (AVX-512)
-	sb, sb3  GPVirtual
+	zmm     bool
+	elem    elemKind
+	vec     func() VecVirtual
+	lanes   int // float32 lanes per vector
+	esz     int // bytes per element of the strided operand
+	k       Op  // tail mask (AVX-512)
+	sb, sb3 GPVirtual
 }
 
-func newRowsISA(zmm, f16 bool) *rowsISA {
-	c := &rowsISA{zmm: zmm, f16: f16, vec: YMM, lanes: 8, esz: 4}
+func newRowsISA(zmm bool, e elemKind) *rowsISA {
+	c := &rowsISA{zmm: zmm, elem: e, vec: YMM, lanes: 8, esz: []int{4, 2, 1}[e]}
 	if zmm {
 		c.vec, c.lanes = ZMM, 16
 	}
-	if f16 {
-		c.esz = 2
-	}
 	return c
+}
+
+// name is the Go name of the kernel op for this ISA and element type.
+func (c *rowsISA) name(op string) string {
+	op += []string{"", "F16", "U8"}[c.elem]
+	if c.zmm {
+		return op + "Vnni"
+	}
+	return op + "Avx2"
 }
 
 // strideBytes loads the stride parameter and keeps it, and three times
@@ -47,9 +70,10 @@ func newRowsISA(zmm, f16 bool) *rowsISA {
 func (c *rowsISA) strideBytes() {
 	c.sb = GP64()
 	Load(Param("stride"), c.sb)
-	if c.esz == 4 {
+	switch c.esz {
+	case 4:
 		SHLQ(U8(2), c.sb)
-	} else {
+	case 2:
 		SHLQ(U8(1), c.sb)
 	}
 	c.sb3 = GP64()
@@ -85,11 +109,21 @@ func (c *rowsISA) setMask(n GPVirtual) {
 func (c *rowsISA) load(m Mem, masked bool) VecVirtual {
 	v := c.vec()
 	switch {
-	case c.f16 && masked:
+	case c.elem == elemU8 && masked:
+		b := XMM()
+		VMOVDQU8_Z(m, c.k, b)
+		VPMOVZXBD(b, v)
+		VPSUBD(u8Bias, v, v)
+		VCVTDQ2PS(v, v)
+	case c.elem == elemU8:
+		VPMOVZXBD(m, v)
+		VPSUBD(u8Bias, v, v)
+		VCVTDQ2PS(v, v)
+	case c.elem == elemF16 && masked:
 		h := YMM()
 		VMOVDQU16_Z(m, c.k, h)
 		VCVTPH2PS(h, v)
-	case c.f16:
+	case c.elem == elemF16:
 		VCVTPH2PS(m, v)
 	case masked:
 		VMOVUPS_Z(m, c.k, v)
@@ -101,7 +135,7 @@ func (c *rowsISA) load(m Mem, masked bool) VecVirtual {
 
 // fma adds a*(vector at m) to acc.
 func (c *rowsISA) fma(m Mem, a, acc VecVirtual, masked bool) {
-	if !c.f16 && !masked {
+	if c.elem == elemF32 && !masked {
 		VFMADD231PS(m, a, acc)
 		return
 	}
@@ -117,14 +151,11 @@ func (c *rowsISA) zero(v VecVirtual) {
 }
 
 func (c *rowsISA) sig(params string) string {
-	if c.f16 {
-		return fmt.Sprintf(params, "uint16")
-	}
-	return fmt.Sprintf(params, "float32")
+	return fmt.Sprintf(params, []string{"float32", "uint16", "uint8"}[c.elem])
 }
 
 func genAxpyRows(c *rowsISA) {
-	name := floatName("axpyRows", c.zmm, c.f16)
+	name := c.name("axpyRows")
 	TEXT(name, NOSPLIT, c.sig("func(dst *float32, alpha *float32, x *%s, n int, rows int, stride int)"))
 	Pragma("noescape")
 	tail := "n a multiple of 8"
@@ -241,7 +272,7 @@ func (c *rowsISA) axpyBlock(lbl string, dst, al, x, rows GPVirtual, nvec, sets i
 }
 
 func genDotRows(c *rowsISA) {
-	name := floatName("dotRows", c.zmm, c.f16)
+	name := c.name("dotRows")
 	TEXT(name, NOSPLIT, c.sig("func(dst *float32, w *float32, y *%s, n int, rows int, stride int)"))
 	Pragma("noescape")
 	tail := "n a multiple of 8"
