@@ -116,7 +116,7 @@ func ropeRow(row []float32, headDim, rotDim int, half bool, cos, sin []float32) 
 // attnArgs describes one attention step of T valid rows at position pos.
 type attnArgs struct {
 	out, q, k, v []float32 // out, q [T, H*E]; k, v [T, G*E]
-	K, V         []float32 // cache layer [Ctx, C]
+	K, V         []float32 // cache layer, transposed: [C][ctx]
 	C            int       // cache columns
 	ctx          int       // cache positions (of a transposed cache)
 	T, pos       int

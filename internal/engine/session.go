@@ -43,9 +43,9 @@ type Session struct {
 	prefill   *program // AR-N used by ModeHybrid
 	pool      *pool
 	arena     []float32
-	k, v      [][]float32 // [layer][Ctx*C]; nil with a uint8 cache
-	ku, vu    [][]uint8   // [layer][Ctx*C] uint8 cache, else nil
-	kh, vh    [][]uint16  // [layer][Ctx*C] binary16 cache, else nil
+	k, v      [][]float32 // [layer][C*Ctx] (transposed); nil with another cache type
+	ku, vu    [][]uint8   // [layer][C*Ctx] uint8 cache, else nil
+	kh, vh    [][]uint16  // [layer][C*Ctx] binary16 cache, else nil
 	kvCols    int
 	ctx       int
 	pos       int
