@@ -48,9 +48,14 @@ if command -v qemu-aarch64 >/dev/null 2>&1; then
   for pkg in kernel engine; do
     GOARCH=arm64 CGO_ENABLED=0 go test -c -o "$armdir/$pkg.test" "./internal/$pkg"
   done
-  (cd internal/kernel && qemu-aarch64 "$armdir/kernel.test" -test.count=1 >/dev/null && echo "ok kernel (max cpu: neon+dotprod)")
-  (cd internal/kernel && qemu-aarch64 -cpu cortex-a57 "$armdir/kernel.test" -test.count=1 >/dev/null && echo "ok kernel (cortex-a57: neon)")
-  (cd internal/engine && qemu-aarch64 "$armdir/engine.test" -test.count=1 >/dev/null && echo "ok engine")
+  armrun() { # armrun DIR LABEL QEMU-ARGS...: run a test binary, print its output on failure
+    local dir="$1" label="$2"; shift 2
+    (cd "$dir" && qemu-aarch64 "$@" -test.count=1 >"$armdir/log" 2>&1) || { cat "$armdir/log"; exit 1; }
+    echo "ok $label"
+  }
+  armrun internal/kernel "kernel (max cpu: neon+dotprod)" "$armdir/kernel.test"
+  armrun internal/kernel "kernel (cortex-a57: neon)" -cpu cortex-a57 "$armdir/kernel.test"
+  armrun internal/engine engine "$armdir/engine.test"
   rm -rf "$armdir"
 elif [ "${CI:-}" = true ]; then
   echo "qemu-aarch64 is missing and could not be installed"; exit 1

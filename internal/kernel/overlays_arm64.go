@@ -25,6 +25,8 @@ func archOverlays() []Overlay {
 			DotRows:     dotRowsByRow,
 			AxpyRowsF16: axpyRowsF16ByRow,
 			DotRowsF16:  dotRowsF16ByRow,
+			AxpyRowsU8:  axpyRowsU8ByRow,
+			DotRowsU8:   dotRowsU8ByRow,
 			SiLU:        siluArm64,
 			SiLUMul:     siluMulArm64,
 			ExpSub:      expSubArm64,

@@ -43,3 +43,23 @@ func dotRowsF16ByRow(dst, w []float32, y []uint16, stride int) {
 		dst[r] = dotF16Impl(w, y[r*stride:r*stride+len(w)])
 	}
 }
+
+// axpyRowsU8ByRow and dotRowsU8ByRow check their arguments like the
+// other overlays, then run the generic loops: there is no per-row uint8
+// vector kernel to compose.
+func axpyRowsU8ByRow(dst, alpha []float32, x []uint8, stride int) {
+	s := rowsSpan("AxpyRowsU8", len(alpha), len(dst), stride, len(x))
+	if s == 0 {
+		return
+	}
+	axpyRowsU8Generic(dst, alpha, x[:s], stride)
+}
+
+func dotRowsU8ByRow(dst, w []float32, y []uint8, stride int) {
+	s := rowsSpan("DotRowsU8", len(dst), len(w), stride, len(y))
+	if s == 0 {
+		clear(dst)
+		return
+	}
+	dotRowsU8Generic(dst, w, y[:s], stride)
+}

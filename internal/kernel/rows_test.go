@@ -36,14 +36,11 @@ func rowsImpls(t testing.TB) []rowsImpl {
 			t.Logf("overlay %s: not supported by this CPU, not tested", o.Name)
 			continue
 		}
-		if o.AxpyRows == nil || o.DotRows == nil || o.AxpyRowsF16 == nil || o.DotRowsF16 == nil {
+		im := rowsImpl{o.Name, o.AxpyRows, o.DotRows, o.AxpyRowsF16, o.DotRowsF16, o.AxpyRowsU8, o.DotRowsU8}
+		if im.axpyRows == nil || im.dotRows == nil || im.axpyRowsF16 == nil || im.dotRowsF16 == nil ||
+			im.axpyRowsU8 == nil || im.dotRowsU8 == nil {
 			t.Logf("overlay %s: no row kernels", o.Name)
 			continue
-		}
-		im := rowsImpl{o.Name, o.AxpyRows, o.DotRows, o.AxpyRowsF16, o.DotRowsF16, o.AxpyRowsU8, o.DotRowsU8}
-		if im.axpyRowsU8 == nil || im.dotRowsU8 == nil {
-			t.Logf("overlay %s: no uint8 row kernels (the generic ones run)", o.Name)
-			im.axpyRowsU8, im.dotRowsU8 = axpyRowsU8Generic, dotRowsU8Generic
 		}
 		out = append(out, im)
 	}
