@@ -65,6 +65,34 @@ func q4Name(zmm, lpbq bool, R, TT int) string {
 	return fmt.Sprintf("q4%s%s%dx%d", isa, form, R, TT)
 }
 
+// tokenRecords loads the kernels' prepared activations: the register
+// holding the first token's records (parameter x) and the addressing of
+// byte off of token t's records (token stride parameter xs), for TT
+// tokens.
+func tokenRecords(TT int) (Register, func(t, off int) Mem) {
+	xp := Load(Param("x"), GP64())
+	var xs, xs3 Register
+	if TT > 1 {
+		xs = Load(Param("xs"), GP64())
+	}
+	if TT > 3 {
+		xs3 = GP64()
+		LEAQ(Mem{Base: xs, Index: xs, Scale: 2}, xs3)
+	}
+	return xp, func(t, off int) Mem {
+		m := Mem{Base: xp, Disp: off}
+		switch t {
+		case 1:
+			m.Index, m.Scale = xs, 1
+		case 2:
+			m.Index, m.Scale = xs, 2
+		case 3:
+			m.Index, m.Scale = xs3, 1
+		}
+		return m
+	}
+}
+
 // rowAddr addresses row r of a [rows][stride] array from bases holding
 // rows 0 and 4 (and stride, 3*stride registers).
 type rowAddr struct {
@@ -122,27 +150,7 @@ func q4Kernel(zmm, lpbq bool, R, TT int) {
 	nib := newRowAddr(Load(Param("nib"), GP64()), Load(Param("rstr"), GP64()), R)
 	sc := newRowAddr(Load(Param("sc"), GP64()), Load(Param("scstr"), GP64()), R)
 	cnt := Load(Param("ng"), GP64())
-	xp := Load(Param("x"), GP64())
-	var xs, xs3 Register
-	if TT > 1 {
-		xs = Load(Param("xs"), GP64())
-	}
-	if TT > 3 {
-		xs3 = GP64()
-		LEAQ(Mem{Base: xs, Index: xs, Scale: 2}, xs3)
-	}
-	tok := func(t, off int) Mem {
-		m := Mem{Base: xp, Disp: off}
-		switch t {
-		case 1:
-			m.Index, m.Scale = xs, 1
-		case 2:
-			m.Index, m.Scale = xs, 2
-		case 3:
-			m.Index, m.Scale = xs3, 1
-		}
-		return m
-	}
+	xp, tok := tokenRecords(TT)
 
 	// Constants: the nibble mask, the lane index of each block's scale,
 	// and for AVX2 the int16 ones of VPMADDWD.

@@ -73,27 +73,7 @@ func w8Kernel(zmm bool, R, TT int) {
 
 	rows := newRowAddr(Load(Param("u"), GP64()), Load(Param("rstr"), GP64()), R)
 	cnt := Load(Param("ng"), GP64())
-	xp := Load(Param("x"), GP64())
-	var xs, xs3 Register
-	if TT > 1 {
-		xs = Load(Param("xs"), GP64())
-	}
-	if TT > 3 {
-		xs3 = GP64()
-		LEAQ(Mem{Base: xs, Index: xs, Scale: 2}, xs3)
-	}
-	tok := func(t, off int) Mem {
-		m := Mem{Base: xp, Disp: off}
-		switch t {
-		case 1:
-			m.Index, m.Scale = xs, 1
-		case 2:
-			m.Index, m.Scale = xs, 2
-		case 3:
-			m.Index, m.Scale = xs3, 1
-		}
-		return m
-	}
+	xp, tok := tokenRecords(TT)
 
 	acc := make([][]V, R)
 	for r := range acc {
