@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
@@ -118,10 +119,10 @@ func TestDecoderTensorNames(t *testing.T) {
 
 // TestDecoderGraphVariants checks the nodes each config variation adds.
 func TestDecoderGraphVariants(t *testing.T) {
-	count := func(g *graph.Graph, op graph.Op) int {
+	count := func(g *graph.Graph, want op.Op) int {
 		n := 0
 		for _, nd := range g.Nodes {
-			if nd.Op == op {
+			if nd.Op == want {
 				n++
 			}
 		}
@@ -133,8 +134,8 @@ func TestDecoderGraphVariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if count(g, graph.OpHeadRMSNorm) != 4 || count(g, graph.OpRoPE) != 2 {
-		t.Errorf("head norms %d, ropes %d; want 4 and 2", count(g, graph.OpHeadRMSNorm), count(g, graph.OpRoPE))
+	if count(g, op.HeadRMSNorm) != 4 || count(g, op.RoPE) != 2 {
+		t.Errorf("head norms %d, ropes %d; want 4 and 2", count(g, op.HeadRMSNorm), count(g, op.RoPE))
 	}
 	if s := g.Weights["model.layers.1.self_attn.k_norm.weight"]; !slices.Equal(s, []int{16}) {
 		t.Errorf("k_norm shape %v", s)
@@ -145,14 +146,14 @@ func TestDecoderGraphVariants(t *testing.T) {
 	c = goodConfig()
 	c.EmbedScale, c.ResidualScale, c.LogitScale, c.AttnScale = 12, 0.22, 8, 0.0625
 	g, _ = Build(&c, BuildOptions{})
-	if n := count(g, graph.OpScale); n != 2+2*c.Layers {
+	if n := count(g, op.Scale); n != 2+2*c.Layers {
 		t.Errorf("%d scale nodes, want %d", n, 2+2*c.Layers)
 	}
-	if out := g.Nodes[g.Output]; out.Op != graph.OpScale || out.Scale != 0.125 {
+	if out := g.Nodes[g.Output]; out.Op != op.Scale || out.Scale != 0.125 {
 		t.Errorf("output node %v scale %v, want logits / 8", out.Op, out.Scale)
 	}
 	for _, nd := range g.Nodes {
-		if nd.Op == graph.OpAttention && nd.Attn.Scale != 0.0625 {
+		if nd.Op == op.Attention && nd.Attn.Scale != 0.0625 {
 			t.Errorf("attention scale %v", nd.Attn.Scale)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/op"
 )
 
 // TestGemma3Graph checks the local and global layers of the fixture's
@@ -27,21 +28,21 @@ func TestGemma3Graph(t *testing.T) {
 	norms, gelus := 0, 0
 	for _, nd := range g.Nodes {
 		switch nd.Op {
-		case graph.OpAttention:
+		case op.Attention:
 			windows = append(windows, nd.Attn.Window)
 			if math.Abs(float64(nd.Attn.Scale)-1/math.Sqrt(24)) > 1e-7 {
 				t.Errorf("attention scale %v", nd.Attn.Scale)
 			}
-		case graph.OpRoPE:
+		case op.RoPE:
 			ropes = append(ropes, nd.Rope)
-		case graph.OpRMSNorm, graph.OpHeadRMSNorm:
+		case op.RMSNorm, op.HeadRMSNorm:
 			norms++
 			if nd.Offset != 1 {
 				t.Errorf("%s: gain offset %v", nd.Name, nd.Offset)
 			}
-		case graph.OpGELUTanh:
+		case op.GELUTanh:
 			gelus++
-		case graph.OpSiLU:
+		case op.SiLU:
 			t.Error("SiLU in a gemma3 graph")
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/format/detect"
 	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
@@ -115,7 +116,7 @@ func TestFusedGraph(t *testing.T) {
 	}
 	var spans [][2]int
 	for _, n := range g.Nodes {
-		if n.Op == graph.OpColumns {
+		if n.Op == op.Columns {
 			spans = append(spans, [2]int{n.Lo, n.Hi})
 		}
 	}
@@ -130,7 +131,7 @@ func TestFusedGraph(t *testing.T) {
 		t.Errorf("gate_up_proj shape %v, want [384 96]", s)
 	}
 	for _, n := range g.Nodes {
-		if n.Op == graph.OpRoPE && (n.Rope.RotDim != 18 || len(n.Rope.InvFreq) != 9) {
+		if n.Op == op.RoPE && (n.Rope.RotDim != 18 || len(n.Rope.InvFreq) != 9) {
 			t.Errorf("rope over %d dims with %d frequencies, want 18 and 9", n.Rope.RotDim, len(n.Rope.InvFreq))
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/quant"
 )
@@ -54,7 +55,7 @@ func calibrateKV(g *graph.Graph, w graph.Weights, ids []int, bos, ctx int) (*pla
 	kc := &plan.KVCache{DType: plan.KVCacheU8, K: make([][]float32, g.Layers), V: make([][]float32, g.Layers)}
 	for _, nd := range g.Nodes {
 		a := nd.Attn
-		if nd.Op != graph.OpAttention || a == nil || kc.K[a.Layer] != nil {
+		if nd.Op != op.Attention || a == nil || kc.K[a.Layer] != nil {
 			continue
 		}
 		for i, cache := range [][]float32{st.K[a.Layer], st.V[a.Layer]} {

@@ -4,22 +4,12 @@ import (
 	"fmt"
 
 	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/plan"
 )
 
 // arenaAlign is the alignment of buffer offsets in floats (64 bytes).
 const arenaAlign = 16
-
-var opOf = map[graph.Op]plan.Op{
-	graph.OpEmbed: plan.OpEmbed, graph.OpLinear: plan.OpLinear, graph.OpRMSNorm: plan.OpRMSNorm,
-	graph.OpAdd: plan.OpAdd, graph.OpMul: plan.OpMul, graph.OpScale: plan.OpScale,
-	graph.OpSiLU: plan.OpSiLU, graph.OpGELUTanh: plan.OpGELUTanh, graph.OpRoPE: plan.OpRoPE,
-	graph.OpAttention: plan.OpAttention, graph.OpColumns: plan.OpColumns, graph.OpLastRow: plan.OpLastRow,
-	graph.OpHeadRMSNorm: plan.OpHeadRMSNorm, graph.OpLayerNorm: plan.OpLayerNorm,
-	graph.OpTokenShift: plan.OpTokenShift, graph.OpMix: plan.OpMix, graph.OpSub: plan.OpSub,
-	graph.OpSigmoid: plan.OpSigmoid, graph.OpTanh: plan.OpTanh, graph.OpReLU: plan.OpReLU,
-	graph.OpWKV7: plan.OpWKV7,
-}
 
 // Lower returns the plan of g for passes of n rows and a cache of ctx
 // positions, with buffers placed in the arena by Assign.
@@ -35,16 +25,16 @@ func Lower(g *graph.Graph, n, ctx int) (*plan.Plan, error) {
 	buf := make([]int, len(g.Nodes)) // node -> buffer id, -1 for the token input
 	for i := range g.Nodes {
 		nd := &g.Nodes[i]
-		if nd.Op == graph.OpTokens {
+		if nd.Op == op.Tokens {
 			buf[i] = -1
 			continue
 		}
-		op, ok := opOf[nd.Op]
-		if !ok {
+		o := nd.Op
+		if o == op.Invalid || o >= op.Count {
 			return nil, fmt.Errorf("compile: node %d (%s): op %v has no plan form", i, nd.Name, nd.Op)
 		}
 		rows := n
-		st := plan.Step{Op: op, Name: nd.Name, Eps: nd.Eps, Offset: nd.Offset, Scale: nd.Scale, Lo: nd.Lo, Hi: nd.Hi,
+		st := plan.Step{Op: o, Name: nd.Name, Eps: nd.Eps, Offset: nd.Offset, Scale: nd.Scale, Lo: nd.Lo, Hi: nd.Hi,
 			HeadDim: nd.HeadDim, Slot: nd.Slot}
 		for _, in := range nd.In {
 			if in < 0 || in >= i {
@@ -58,8 +48,9 @@ func Lower(g *graph.Graph, n, ctx int) (*plan.Plan, error) {
 		if len(st.In) > 0 {
 			rows = p.Buffers[st.In[0]].Rows
 		}
-		if op == plan.OpLastRow {
-			rows = 1
+		if o == op.SelectRows {
+			// room for the logits of every row; a pass selects which
+			rows = n
 		}
 		if nd.Weight != "" {
 			st.Weights = append(st.Weights, nd.Weight)

@@ -24,11 +24,11 @@ func (s *Session) attend() {
 	a := &s.attn
 	s.storeTask.a = a
 	cols := a.G * a.E
-	s.pool.do(&s.storeTask, cols, 16, cols*a.T >= 1<<14)
+	s.pool.do(&s.storeTask, cols, 16, cols*a.T >= 1<<14, s.threads)
 	s.attnTask.a = a
 	items := a.T * a.H
 	cost := items * (a.pos + a.T) * a.E
-	s.pool.do(&s.attnTask, items, 1, cost >= minParallelCost)
+	s.pool.do(&s.attnTask, items, 1, cost >= minParallelCost, s.threads)
 }
 
 // storeTask writes a pass's keys and values into a transposed float32,
@@ -77,34 +77,68 @@ func attendItems(a *attnArgs, lo, hi int, scores []float32) {
 	group := H / a.G
 	for i := lo; i < hi; i++ {
 		h, t := i/a.T, i%a.T
-		p, first := a.pos+t, a.first(t)
+		last, first := a.pos+t, a.first(t) // slots [first, last]
 		qh := a.q[t*H*E+h*E : t*H*E+(h+1)*E]
 		g := h / group
 		from := g*E*ctx + first
-		sc := scores[:p+1-first]
+		sc := scores[:last+1-first]
 		clear(sc)
 		oh := a.out[t*H*E+h*E : t*H*E+(h+1)*E]
 		switch {
 		case a.Ku != nil:
 			kernel.AxpyRowsU8(sc, qh, a.Ku[from:], ctx)
 			kernel.Scale(sc, sc, a.scale*headScale(a.ks, g))
-			inv := 1 / expSub(sc, maxOf(sc))
+			inv := 1 / a.softmax(sc, t, first)
 			kernel.DotRowsU8(oh, sc, a.Vu[from:], ctx)
 			kernel.Scale(oh, oh, inv*headScale(a.vs, g))
 		case a.Kh != nil:
 			kernel.AxpyRowsF16(sc, qh, a.Kh[from:], ctx)
 			kernel.Scale(sc, sc, a.scale)
-			inv := 1 / expSub(sc, maxOf(sc))
+			inv := 1 / a.softmax(sc, t, first)
 			kernel.DotRowsF16(oh, sc, a.Vh[from:], ctx)
 			kernel.Scale(oh, oh, inv)
 		default:
 			kernel.AxpyRows(sc, qh, a.K[from:], ctx)
 			kernel.Scale(sc, sc, a.scale)
-			inv := 1 / expSub(sc, maxOf(sc))
+			inv := 1 / a.softmax(sc, t, first)
 			kernel.DotRows(oh, sc, a.V[from:], ctx)
 			kernel.Scale(oh, oh, inv)
 		}
 	}
+}
+
+// softmax sets the scores sc of row t over slots first.. to their
+// exponentials less the largest and returns their sum. In a pass that is
+// not a chain, the slots the row may not see (committed ones before its
+// window, pass rows the mask hides) get MaskValue before the maximum and
+// exactly 0 after, so they weigh nothing.
+func (a *attnArgs) softmax(sc []float32, t, first int) float32 {
+	if a.mask == nil {
+		return expSub(sc, maxOf(sc))
+	}
+	p := a.rowPos[t]
+	for j := range sc {
+		if a.hiddenSlot(t, p, first+j) {
+			sc[j] = MaskValue
+		}
+	}
+	expSub(sc, maxOf(sc))
+	var sum float32
+	for j := range sc {
+		if a.hiddenSlot(t, p, first+j) {
+			sc[j] = 0
+		}
+		sum += sc[j]
+	}
+	return sum
+}
+
+// hiddenSlot reports whether row t at position p may not see cache slot q.
+func (a *attnArgs) hiddenSlot(t, p, q int) bool {
+	if q < a.pos {
+		return a.window > 0 && q <= p-a.window
+	}
+	return a.hidden(t, q-a.pos)
 }
 
 // maxOf returns the largest of x (-MaxFloat32 when x is empty).

@@ -4,10 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/aotlm/aotlm/internal/artifact"
+	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/tensor"
 )
@@ -21,9 +25,14 @@ type UnsupportedError struct{ Msg string }
 
 func (e *UnsupportedError) Error() string { return "engine: unsupported: " + e.Msg }
 
-// Engine is an opened artifact ready to run. It is safe for concurrent use
-// by several sessions; each session owns its arena, cache and workers.
+// Engine is an opened artifact ready to run, with one pool of worker
+// goroutines that its sessions share (one pass at a time). It is safe for
+// concurrent use by several sessions; each session owns its arena and
+// cache. Close stops the workers and unmaps the file.
 type Engine struct {
+	pool     *pool
+	passMu   sync.Mutex // held by the session whose pass uses the pool
+	closed   atomic.Bool
 	art      *artifact.Artifact // nil when built from memory in tests
 	tensor   tensorFunc
 	manifest plan.Manifest
@@ -41,6 +50,19 @@ type Engine struct {
 type program struct {
 	p     *plan.Plan
 	steps []step
+	// selCap is how many rows of logits a pass can select (the rows of
+	// the select_rows output; 1 in artifacts of format 1's first plans).
+	selCap int
+	// selectLast tells that no step after select_rows touches the cache
+	// or a state, so a pass that wants no logits stops there.
+	selectLast bool
+}
+
+// Options configures OpenWith.
+type Options struct {
+	// Threads is the size of the worker pool, counting a pass's caller
+	// (0: runtime.GOMAXPROCS); each session uses up to this many.
+	Threads int
 }
 
 // step is a plan step with its weights as float32 views.
@@ -57,9 +79,13 @@ type step struct {
 	runQ4, runW8 bool
 }
 
-// Open maps the artifact at path and validates its manifest, every plan
-// it lists, and every weight the plans read.
-func Open(path string) (*Engine, error) {
+// Open maps the artifact at path with a pool of runtime.GOMAXPROCS
+// workers (see OpenWith).
+func Open(path string) (*Engine, error) { return OpenWith(path, Options{}) }
+
+// OpenWith maps the artifact at path, validates its manifest, every plan
+// it lists, and every weight the plans read, and starts its worker pool.
+func OpenWith(path string, opts Options) (*Engine, error) {
 	art, err := artifact.Open(path, artifact.OpenOptions{})
 	if err != nil {
 		return nil, err
@@ -69,7 +95,7 @@ func Open(path string) (*Engine, error) {
 		art.Close()
 		return nil, err
 	}
-	e, err := load(m, art.Blob, art.Tensor)
+	e, err := load(m, art.Blob, art.Tensor, opts)
 	if err != nil {
 		art.Close()
 		return nil, fmt.Errorf("engine: %s: %w", path, err)
@@ -78,11 +104,23 @@ func Open(path string) (*Engine, error) {
 	return e, nil
 }
 
+// start starts the worker pool.
+func (e *Engine) start(opts Options) {
+	n := opts.Threads
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	e.pool = newPool(n)
+}
+
+// Threads returns the size of the worker pool.
+func (e *Engine) Threads() int { return e.pool.threads }
+
 // tensorFunc returns a tensor's descriptor and bytes (Artifact.Tensor).
 type tensorFunc func(name string) (artifact.TensorInfo, []byte, error)
 
 // load builds an engine from a manifest, the blobs it names and tensors.
-func load(m plan.Manifest, blob func(name string) ([]byte, error), tensor tensorFunc) (*Engine, error) {
+func load(m plan.Manifest, blob func(name string) ([]byte, error), tensor tensorFunc, opts Options) (*Engine, error) {
 	e := &Engine{manifest: m, tensor: tensor, weights: map[string][]float32{}, qweights: map[string]*qweight{}, vocab: -1}
 	if err := e.manifest.Validate(); err != nil {
 		return nil, err
@@ -117,6 +155,7 @@ func load(m plan.Manifest, blob func(name string) ([]byte, error), tensor tensor
 		e.arena = max(e.arena, p.Arena)
 	}
 	slices.SortFunc(e.plans, func(a, b *program) int { return a.p.Rows - b.p.Rows })
+	e.start(opts)
 	return e, nil
 }
 
@@ -156,11 +195,12 @@ func (e *Engine) resolve(p *plan.Plan) (*program, error) {
 		return nil, err
 	}
 	prog := &program{p: p, steps: make([]step, len(p.Steps))}
+	sel := -1
 	for i, st := range p.Steps {
 		s := step{Step: st}
 		if len(st.Weights) > 0 {
 			s.w, s.qw = e.weights[st.Weights[0]], e.qweights[st.Weights[0]]
-			if s.qw != nil && st.Op != plan.OpEmbed && st.Op != plan.OpLinear {
+			if s.qw != nil && st.Op != op.Embed && st.Op != op.Linear {
 				return nil, fmt.Errorf("step %d (%v %s): a quantized weight %q can only feed embed or linear", i, st.Op, st.Name, st.Weights[0])
 			}
 		}
@@ -170,7 +210,7 @@ func (e *Engine) resolve(p *plan.Plan) (*program, error) {
 			}
 			s.b = e.weights[st.Weights[1]]
 		}
-		if st.Op == plan.OpAttention && e.manifest.KVCache != nil && e.manifest.KVCache.DType == plan.KVCacheU8 {
+		if st.Op == op.Attention && e.manifest.KVCache != nil && e.manifest.KVCache.DType == plan.KVCacheU8 {
 			kc, a := e.manifest.KVCache, st.Attn
 			if len(kc.K) != p.KV.Layers {
 				return nil, fmt.Errorf("manifest.kv_cache: %d layers, the plan has %d", len(kc.K), p.KV.Layers)
@@ -182,21 +222,33 @@ func (e *Engine) resolve(p *plan.Plan) (*program, error) {
 			}
 		}
 		switch st.Op {
-		case plan.OpEmbed:
+		case op.Embed:
 			v := int(shapes[st.Weights[0]][0])
 			if e.vocab < 0 || v < e.vocab {
 				e.vocab = v
 			}
-		case plan.OpLinear:
+		case op.Linear:
 			if s.qw != nil && s.qw.packed() {
 				e.q8Max = max(e.q8Max, p.Rows*s.qw.K)
 			}
-		case plan.OpRoPE:
+		case op.RoPE:
 			e.scratch = max(e.scratch, st.Rope.RotDim/2)
-		case plan.OpWKV7:
+		case op.SelectRows:
+			if sel >= 0 {
+				return nil, fmt.Errorf("step %d: a second select_rows step", i)
+			}
+			sel, prog.selCap, prog.selectLast = i, p.Buffers[st.Out].Rows, true
+		case op.Attention:
+			if sel >= 0 {
+				prog.selectLast = false
+			}
+		case op.WKV7:
 			e.wkvTemp = max(e.wkvTemp, 4*st.HeadDim)
 		}
-		if isRecurrent(st.Op) {
+		if st.Op.Stateful() && sel >= 0 {
+			prog.selectLast = false
+		}
+		if st.Op.Recurrent() {
 			for _, name := range st.Weights {
 				s.ws = append(s.ws, e.weights[name])
 			}
@@ -206,14 +258,18 @@ func (e *Engine) resolve(p *plan.Plan) (*program, error) {
 	if e.vocab < 0 {
 		return nil, errors.New("plan has no embed step")
 	}
+	if sel < 0 {
+		// every row's logits: the output has the pass's rows
+		prog.selCap = p.Buffers[p.Output].Rows
+	}
 	for i := len(prog.steps) - 1; i >= 0; i-- {
 		st := &prog.steps[i]
-		if st.Op != plan.OpLinear || st.qw == nil || !st.qw.packed() {
+		if st.Op != op.Linear || st.qw == nil || !st.qw.packed() {
 			continue
 		}
 		st.runQ4, st.runW8 = st.qw.q4 != nil, st.qw.w8 != nil
 		if i+1 < len(prog.steps) {
-			if next := &prog.steps[i+1]; next.Op == plan.OpLinear && next.In[0] == st.In[0] {
+			if next := &prog.steps[i+1]; next.Op == op.Linear && next.In[0] == st.In[0] {
 				st.runQ4, st.runW8 = st.runQ4 || next.runQ4, st.runW8 || next.runW8
 			}
 		}
@@ -255,8 +311,15 @@ func (e *Engine) ARLens() []int {
 	return n
 }
 
-// Close releases the artifact. Sessions must not be used afterwards.
+// Close stops the worker pool and releases the artifact; sessions must
+// not be used afterwards. It waits for a pass in progress to end.
 func (e *Engine) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	e.passMu.Lock()
+	defer e.passMu.Unlock()
+	e.pool.close()
 	if e.art == nil {
 		return nil
 	}

@@ -91,7 +91,7 @@ func FuzzPlanBlob(f *testing.F) {
 	mem.manifest.Plans = []plan.PlanRef{{ARLen: 1, Blob: "plan/ar1"}}
 	f.Fuzz(func(t *testing.T, blob []byte) {
 		mem.blobs["plan/ar1"] = blob
-		e, err := load(mem.manifest, mem.blob, mem.tensor)
+		e, err := load(mem.manifest, mem.blob, mem.tensor, Options{Threads: 1})
 		if err != nil {
 			return
 		}

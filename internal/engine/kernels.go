@@ -119,10 +119,16 @@ type attnArgs struct {
 	K, V         []float32 // cache layer, transposed: [C][ctx]
 	C            int       // cache columns
 	ctx          int       // cache positions (of a transposed cache)
-	T, pos       int
+	T, pos       int       // rows, and the cache slot of row 0 (the committed positions)
 	H, G, E      int
 	scale        float32
 	window       int
+	// rowPos and mask describe a pass that is not a chain: row t is at
+	// position rowPos[t] and sees the committed slots and the slots pos+j
+	// of the rows j that mask allows. nil: row t is at pos+t and sees
+	// every slot up to pos+t.
+	rowPos []int
+	mask   *Mask
 	// A uint8 cache (Ku, Vu non-nil) replaces K and V; ks, vs are its
 	// scales, one per layer or one per key/value head.
 	Ku, Vu []uint8

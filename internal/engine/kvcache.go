@@ -36,11 +36,35 @@ func headScale(sc []float32, g int) float32 {
 	return sc[g]
 }
 
-// first returns the first cache position row t may see.
+// first returns the first cache slot row t may see: the window's start
+// (a position, which is a committed slot's index), no later than the
+// pass's first slot when the pass is not a chain (its rows' slots are
+// masked one by one).
 func (a *attnArgs) first(t int) int {
-	p := a.pos + t
+	p := a.rowPos0(t)
+	lo := 0
 	if a.window > 0 && p-a.window+1 > 0 {
-		return p - a.window + 1
+		lo = p - a.window + 1
 	}
-	return 0
+	if a.rowPos != nil {
+		lo = min(lo, a.pos)
+	}
+	return lo
+}
+
+// rowPos0 returns the position of row t.
+func (a *attnArgs) rowPos0(t int) int {
+	if a.rowPos != nil {
+		return a.rowPos[t]
+	}
+	return a.pos + t
+}
+
+// hidden reports whether row t may not see pass row j (slot pos+j): the
+// mask forbids it, or its position is outside the row's window.
+func (a *attnArgs) hidden(t, j int) bool {
+	if !a.mask.Allowed(t, j) {
+		return true
+	}
+	return a.window > 0 && a.rowPos[j] <= a.rowPos[t]-a.window
 }

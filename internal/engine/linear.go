@@ -90,10 +90,10 @@ func (s *Session) linear(st *step, out, x []float32, T, K, N int) {
 		if s.q8In != st.In[0] || s.q8.x.T != T || s.q8.x.K != K {
 			s.q8.begin(T, K, st.runQ4, st.runW8)
 			s.quantTask = quantizeTask{b: &s.q8, x: x}
-			s.pool.do(&s.quantTask, T, 1, T*K >= minParallelElems)
+			s.pool.do(&s.quantTask, T, 1, T*K >= minParallelElems, s.threads)
 			s.q8In = st.In[0]
 		}
 		job.xq = &s.q8.x
 	}
-	s.pool.linear(job)
+	s.pool.linear(job, s.threads)
 }

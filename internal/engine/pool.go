@@ -18,7 +18,8 @@ type task interface {
 // then park on a channel until woken. Nothing is allocated per dispatch
 // and no goroutine is started after newPool.
 type pool struct {
-	threads int
+	threads int // workers, counting the caller
+	active  int // threads taking part in the current dispatch
 	task    task
 	n       int
 	grain   int
@@ -79,6 +80,9 @@ func (p *pool) loop(w *worker, last uint32) {
 			return
 		}
 		last = p.gen.Load()
+		if w.id >= p.active {
+			continue // not asked to take part in this dispatch
+		}
 		lo, hi := p.part(w.id)
 		if lo < hi {
 			p.task.run(w.id, lo, hi)
@@ -87,27 +91,28 @@ func (p *pool) loop(w *worker, last uint32) {
 	}
 }
 
-// part is the range of worker w: threads near-equal chunks, each a
+// part is the range of worker w: active near-equal chunks, each a
 // multiple of grain but the last.
 func (p *pool) part(w int) (int, int) {
 	chunks := (p.n + p.grain - 1) / p.grain
-	per := (chunks + p.threads - 1) / p.threads
+	per := (chunks + p.active - 1) / p.active
 	lo := min(w*per*p.grain, p.n)
 	return lo, min(lo+per*p.grain, p.n)
 }
 
-// do runs t over [0, n) split across the workers (in chunks that are
-// multiples of grain), or inline when parallel is false or there is one
-// thread.
-func (p *pool) do(t task, n, grain int, parallel bool) {
-	if p.threads <= 1 || !parallel || n <= grain {
+// do runs t over [0, n) split across the first threads workers (in
+// chunks that are multiples of grain), or inline when parallel is false
+// or threads is 1.
+func (p *pool) do(t task, n, grain int, parallel bool, threads int) {
+	threads = min(threads, p.threads)
+	if threads <= 1 || !parallel || n <= grain {
 		t.run(0, 0, n)
 		return
 	}
-	p.task, p.n, p.grain = t, n, max(grain, 1)
-	p.left.Store(int32(len(p.workers)))
+	p.task, p.n, p.grain, p.active = t, n, max(grain, 1), threads
+	p.left.Store(int32(threads - 1))
 	p.gen.Add(1)
-	for _, w := range p.workers {
+	for _, w := range p.workers[:threads-1] {
 		if w.sleeping.Load() {
 			select {
 			case w.wake <- struct{}{}:
@@ -128,9 +133,9 @@ func (p *pool) do(t task, n, grain int, parallel bool) {
 
 // linear runs job over its N output rows, split across the workers when
 // it is large enough.
-func (p *pool) linear(job linearJob) {
+func (p *pool) linear(job linearJob, threads int) {
 	p.lin = job
-	p.do(&p.lin, job.N, 16, job.T*job.N*job.K >= minParallelCost)
+	p.do(&p.lin, job.N, 16, job.T*job.N*job.K >= minParallelCost, threads)
 }
 
 // close stops the workers.

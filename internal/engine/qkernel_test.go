@@ -210,7 +210,7 @@ func TestFastAttention(t *testing.T) {
 				}
 				(&storeTask{a: &fast}).run(0, 0, C)
 				task.a = &fast
-				pool.do(task, T*H, 1, true)
+				pool.do(task, T*H, 1, true, pool.threads)
 				var top float64
 				for _, w := range want {
 					top = max(top, math.Abs(float64(w)))

@@ -2,7 +2,7 @@ package engine
 
 import (
 	"github.com/aotlm/aotlm/internal/kernel"
-	"github.com/aotlm/aotlm/internal/plan"
+	"github.com/aotlm/aotlm/internal/op"
 )
 
 // minParallelElems is the number of elements below which a row-wise step
@@ -28,9 +28,11 @@ type ropeTable struct {
 	key      ropeKey   // what they hold
 }
 
-// ropeKey is what a RoPE step's angles depend on.
+// ropeKey is what a RoPE step's angles depend on: the pass (its rows'
+// positions) and the step's frequencies.
 type ropeKey struct {
-	pos, rows int
+	pass      uint64
+	rows      int
 	freq      *float64 // the step's InvFreq (plans share one slice per kind of layer)
 	n         int
 	scale     float64
@@ -39,16 +41,16 @@ type ropeKey struct {
 // rowWise runs st over rows of x (and y) into out.
 func (s *Session) rowWise(st *step, out, x, y []float32, rows, cols int) {
 	s.rowTask = rowTask{s: s, st: st, out: out, x: x, y: y, cols: cols}
-	if st.Op == plan.OpRoPE {
+	if st.Op == op.RoPE {
 		r := st.Rope
-		key := ropeKey{pos: s.pos, rows: rows, n: len(r.InvFreq), scale: r.Scale}
+		key := ropeKey{pass: s.passGen, rows: rows, n: len(r.InvFreq), scale: r.Scale}
 		if len(r.InvFreq) > 0 {
 			key.freq = &r.InvFreq[0]
 		}
 		s.rowTask.fillAngles = key != s.rope.key
 		s.rope.key = key
 	}
-	s.pool.do(&s.rowTask, rows, 1, rows > 1 && rows*cols >= minParallelElems)
+	s.pool.do(&s.rowTask, rows, 1, rows > 1 && rows*cols >= minParallelElems, s.threads)
 }
 
 // run computes rows [lo, hi) one row at a time, so that a row's result
@@ -60,25 +62,25 @@ func (r *rowTask) run(_, lo, hi int) {
 	for t := lo; t < hi; t++ {
 		out, x := r.out[t*c:(t+1)*c], r.x[t*c:(t+1)*c]
 		switch st.Op {
-		case plan.OpRMSNorm:
+		case op.RMSNorm:
 			rmsNorm(out, x, st.w, c, st.Eps, st.Offset)
-		case plan.OpHeadRMSNorm:
+		case op.HeadRMSNorm:
 			headRMSNorm(out, x, st.w, st.HeadDim, st.Eps, st.Offset)
-		case plan.OpAdd:
+		case op.Add:
 			kernel.Add(out, x, r.y[t*c:(t+1)*c])
-		case plan.OpMul:
+		case op.Mul:
 			kernel.Mul(out, x, r.y[t*c:(t+1)*c])
-		case plan.OpScale:
+		case op.Scale:
 			kernel.Scale(out, x, st.Scale)
-		case plan.OpSiLU:
+		case op.SiLU:
 			kernel.SiLU(out, x)
-		case plan.OpGELUTanh:
+		case op.GELUTanh:
 			kernel.GELUTanh(out, x)
-		case plan.OpRoPE:
+		case op.RoPE:
 			p, h2 := st.Rope, st.Rope.RotDim/2
 			cos, sin := r.s.rope.cos[t*h2:(t+1)*h2], r.s.rope.sin[t*h2:(t+1)*h2]
 			if r.fillAngles {
-				ropeAngles(cos, sin, r.s.pos+t, p.InvFreq, p.Scale)
+				ropeAngles(cos, sin, r.s.rowPos[t], p.InvFreq, p.Scale)
 			}
 			copy(out, x)
 			ropeRow(out, p.HeadDim, p.RotDim, p.Half, cos, sin)

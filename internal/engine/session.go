@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
+	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/plan"
 )
 
@@ -27,28 +29,45 @@ func (m Mode) String() string {
 
 // SessionOptions configures NewSession.
 type SessionOptions struct {
-	Mode    Mode
-	Threads int // worker goroutines, counting the caller's (< 1: 1)
+	Mode Mode
+	// Threads is how many of the engine's workers a pass of this session
+	// uses, counting the caller's goroutine (< 1: 1; at most the engine's
+	// pool size).
+	Threads int
 	// ARLen picks the prefill plan of ModeHybrid; 0 means the largest.
 	ARLen int
+	// Context is the number of cache positions to allocate: 0 means the
+	// artifact's context; a smaller value shrinks the cache (and the
+	// memory it takes), a larger one is refused.
+	Context int
 }
 
-// Session is one sequence: an activation arena, the KV cache and a worker
-// pool. It implements decoding.Session. It is not safe for concurrent use;
-// Close stops its workers.
+// Session is one sequence over an engine: its activation arena and KV
+// cache; passes run on the engine's shared worker pool, one pass of any
+// session at a time. A session is not safe for concurrent use; distinct
+// sessions of one engine are.
+//
+// Every step is a pass (Run): up to N rows, each with a token id, a
+// position and the rows of the same pass it may attend to (a Mask) on top
+// of the committed cache. The pass writes its rows' keys and values into
+// the cache slots after the committed ones; Commit then keeps a chosen
+// chain of those rows (copied into place, nothing shifted) and Rewind
+// drops committed positions. Prefill and Decode are passes committed
+// whole.
 type Session struct {
 	e         *Engine
 	mode      Mode
+	threads   int
 	decode    *program // AR-1
 	prefill   *program // AR-N used by ModeHybrid
 	pool      *pool
 	arena     []float32
-	k, v      [][]float32 // [layer][C*Ctx] (transposed); nil with another cache type
-	ku, vu    [][]uint8   // [layer][C*Ctx] uint8 cache, else nil
-	kh, vh    [][]uint16  // [layer][C*Ctx] binary16 cache, else nil
+	k, v      [][]float32 // [layer][C*ctx] (transposed); nil with another cache type
+	ku, vu    [][]uint8   // [layer][C*ctx] uint8 cache, else nil
+	kh, vh    [][]uint16  // [layer][C*ctx] binary16 cache, else nil
 	kvCols    int
 	ctx       int
-	pos       int
+	pos       int // committed positions
 	rope      ropeTable
 	attn      attnArgs
 	rec       recState
@@ -58,16 +77,39 @@ type Session struct {
 	storeTask storeTask
 	quantTask quantizeTask
 	rowTask   rowTask
+	bufRows   []int // valid rows of each buffer of the running plan
+
+	// The last pass: its rows sit in cache slots pos..pos+pending-1 until
+	// Commit or the next pass.
+	pending int
+	rowPos  []int // positions of its rows (room for the largest plan)
+	chain   bool  // rows at pos, pos+1, ... each seeing all earlier rows
+	mask    *Mask // when not chain
+	passGen uint64
+	sel     [1]int // the default logits selection (last row)
+	one     [1]int
+	closed  bool
 }
 
-// NewSession allocates a session's arena and cache and starts its workers.
+// NewSession allocates a session's arena and cache.
 func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	if opts.Mode != ModeHybrid && opts.Mode != ModeKV {
 		return nil, fmt.Errorf("engine: unknown mode %d", opts.Mode)
 	}
+	if e.closed.Load() {
+		return nil, ErrClosed
+	}
 	kv := e.plans[0].p.KV
+	ctx := kv.Ctx
+	if opts.Context < 0 || opts.Context > kv.Ctx {
+		return nil, fmt.Errorf("engine: a context of %d positions: the artifact was compiled for at most %d", opts.Context, kv.Ctx)
+	}
+	if opts.Context > 0 {
+		ctx = opts.Context
+	}
 	s := &Session{e: e, mode: opts.Mode, decode: e.plans[0], prefill: e.plans[len(e.plans)-1],
-		arena: make([]float32, e.arena), kvCols: kv.Cols, ctx: kv.Ctx}
+		arena: make([]float32, e.arena), kvCols: kv.Cols, ctx: ctx, pool: e.pool,
+		threads: min(max(opts.Threads, 1), e.pool.threads)}
 	if s.decode.p.Rows != 1 {
 		return nil, errors.New("engine: the artifact has no AR-1 plan")
 	}
@@ -87,62 +129,200 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	}
 	switch {
 	case e.manifest.KVCache != nil && e.manifest.KVCache.DType == plan.KVCacheF16:
-		s.kh = make([][]uint16, kv.Layers)
-		s.vh = make([][]uint16, kv.Layers)
+		s.kh, s.vh = make([][]uint16, kv.Layers), make([][]uint16, kv.Layers)
 		for l := range s.kh {
-			s.kh[l] = make([]uint16, kv.Ctx*kv.Cols)
-			s.vh[l] = make([]uint16, kv.Ctx*kv.Cols)
+			s.kh[l], s.vh[l] = make([]uint16, ctx*kv.Cols), make([]uint16, ctx*kv.Cols)
 		}
 	case e.manifest.KVCache != nil:
-		s.ku = make([][]uint8, kv.Layers)
-		s.vu = make([][]uint8, kv.Layers)
+		s.ku, s.vu = make([][]uint8, kv.Layers), make([][]uint8, kv.Layers)
 		for l := range s.ku {
-			s.ku[l] = make([]uint8, kv.Ctx*kv.Cols)
-			s.vu[l] = make([]uint8, kv.Ctx*kv.Cols)
+			s.ku[l], s.vu[l] = make([]uint8, ctx*kv.Cols), make([]uint8, ctx*kv.Cols)
 		}
 	default:
-		s.k = make([][]float32, kv.Layers)
-		s.v = make([][]float32, kv.Layers)
+		s.k, s.v = make([][]float32, kv.Layers), make([][]float32, kv.Layers)
 		for l := range s.k {
-			s.k[l] = make([]float32, kv.Ctx*kv.Cols)
-			s.v[l] = make([]float32, kv.Ctx*kv.Cols)
+			s.k[l], s.v[l] = make([]float32, ctx*kv.Cols), make([]float32, ctx*kv.Cols)
 		}
 	}
 	s.rec = newRecState(s.decode.p.State, e.wkvTemp)
 	s.q8 = newQ8Buf(e.q8Max)
-	s.pool = newPool(opts.Threads)
-	rows := 0
+	rows, nbuf := 0, 0
 	for _, p := range e.plans {
-		rows = max(rows, p.p.Rows)
+		rows, nbuf = max(rows, p.p.Rows), max(nbuf, len(p.p.Buffers))
 	}
+	s.rowPos, s.bufRows = make([]int, rows), make([]int, nbuf)
 	s.rope.cos, s.rope.sin = make([]float32, rows*e.scratch), make([]float32, rows*e.scratch)
-	s.attnTask.scores = make([][]float32, s.pool.threads)
+	s.attnTask.scores = make([][]float32, s.threads)
 	for w := range s.attnTask.scores {
-		s.attnTask.scores[w] = make([]float32, kv.Ctx)
+		s.attnTask.scores[w] = make([]float32, ctx)
 	}
 	return s, nil
 }
 
-// Close stops the session's workers.
-func (s *Session) Close() { s.pool.close() }
+// Close releases the session's memory; it must not be used afterwards.
+// The engine's workers are the engine's: Engine.Close stops them.
+func (s *Session) Close() {
+	s.closed = true
+	s.arena, s.k, s.v, s.ku, s.vu, s.kh, s.vh = nil, nil, nil, nil, nil, nil, nil
+}
 
-// Pos is the number of positions filled.
+// Pos is the number of committed positions.
 func (s *Session) Pos() int { return s.pos }
 
 // Context is the capacity of the cache.
 func (s *Session) Context() int { return s.ctx }
 
+// MaxRows is the most rows one pass may hold (the largest plan's AR length).
+func (s *Session) MaxRows() int { return s.e.plans[len(s.e.plans)-1].p.Rows }
+
+// Recurrent reports whether the model carries recurrent state, which a
+// pass advances as it runs: such a session takes only chain passes,
+// commits them whole, and rewinds only to 0.
+func (s *Session) Recurrent() bool { return len(s.rec.slots) > 0 }
+
 // Reset empties the sequence; the cache memory is kept.
 func (s *Session) Reset() {
-	s.pos = 0
+	s.pos, s.pending = 0, 0
 	s.rec.reset()
 }
 
-// check refuses ids that do not fit the cache or the vocabulary.
-func (s *Session) check(ids []int) error {
-	if len(ids) == 0 {
-		return errors.New("engine: no tokens")
+// Pass is one general pass.
+type Pass struct {
+	// IDs holds one token id per row: at least 1, at most MaxRows.
+	IDs []int
+	// Pos holds each row's position, each at least Pos() and below the
+	// context. nil means Pos()+i for a chain, else Pos() plus the number of
+	// earlier rows the row sees (its depth in a tree).
+	Pos []int
+	// Mask says which earlier rows of the pass each row attends to, on
+	// top of the committed cache; nil means a chain (row i sees rows
+	// 0..i).
+	Mask *Mask
+	// Logits lists the rows whose logits are wanted, ascending; nil means
+	// the last row, an empty non-nil slice none.
+	Logits []int
+}
+
+// Logits holds the logits of the rows a pass selected, valid until the
+// session's next pass.
+type Logits struct {
+	data  []float32
+	vocab int
+}
+
+// Rows returns how many rows of logits there are.
+func (l Logits) Rows() int {
+	if l.vocab == 0 {
+		return 0
 	}
+	return len(l.data) / l.vocab
+}
+
+// Row returns the logits of the i-th selected row.
+func (l Logits) Row(i int) []float32 { return l.data[i*l.vocab : (i+1)*l.vocab] }
+
+// ErrClosed is returned by a session or engine used after Close.
+var ErrClosed = errors.New("engine: closed")
+
+// Run executes one pass at the committed position and returns the logits
+// of the rows p.Logits names. The pass's rows take the cache slots after
+// the committed positions until Commit keeps some of them or the next pass
+// replaces them; a pass that is not committed leaves the sequence as it
+// was (except a recurrent model's state: see Recurrent). On error nothing
+// changes.
+func (s *Session) Run(p *Pass) (Logits, error) {
+	if s.closed {
+		return Logits{}, ErrClosed
+	}
+	T := len(p.IDs)
+	if T == 0 {
+		return Logits{}, errors.New("engine: a pass of no rows")
+	}
+	prog := s.program(T)
+	if prog == nil {
+		return Logits{}, fmt.Errorf("engine: a pass of %d rows: the artifact's largest plan has %d", T, s.MaxRows())
+	}
+	if err := s.checkIDs(p.IDs); err != nil {
+		return Logits{}, err
+	}
+	if p.Mask != nil {
+		if p.Mask.rows != T {
+			return Logits{}, fmt.Errorf("engine: a mask of %d rows for a pass of %d", p.Mask.rows, T)
+		}
+		if err := p.Mask.check(); err != nil {
+			return Logits{}, err
+		}
+	}
+	chain := p.Mask == nil
+	if p.Pos != nil {
+		if len(p.Pos) != T {
+			return Logits{}, fmt.Errorf("engine: %d positions for a pass of %d rows", len(p.Pos), T)
+		}
+		for i, q := range p.Pos {
+			if q < s.pos || q >= s.ctx {
+				return Logits{}, fmt.Errorf("engine: row %d at position %d: positions of a pass are in [%d, %d)", i, q, s.pos, s.ctx)
+			}
+			chain = chain && q == s.pos+i
+		}
+	}
+	sel := p.Logits
+	if sel == nil {
+		s.sel[0] = T - 1
+		sel = s.sel[:]
+	}
+	for i, r := range sel {
+		if r < 0 || r >= T || (i > 0 && r <= sel[i-1]) {
+			return Logits{}, fmt.Errorf("engine: logits rows %v: want ascending rows of the pass's %d", sel, T)
+		}
+	}
+	if len(sel) > prog.selCap {
+		return Logits{}, fmt.Errorf("engine: %d rows of logits asked, the plan of %d rows returns at most %d", len(sel), prog.p.Rows, prog.selCap)
+	}
+	if s.Recurrent() {
+		if !chain {
+			return Logits{}, errors.New("engine: a recurrent model takes only chain passes (rows at consecutive positions, each seeing all earlier rows)")
+		}
+		if s.pending > 0 {
+			return Logits{}, errors.New("engine: a recurrent model's previous pass was not committed")
+		}
+	}
+	for i := range T {
+		switch {
+		case p.Pos != nil:
+			s.rowPos[i] = p.Pos[i]
+		case p.Mask != nil:
+			s.rowPos[i] = s.pos + p.Mask.seen(i) - 1
+		default:
+			s.rowPos[i] = s.pos + i
+		}
+	}
+	s.chain, s.mask = chain, nil
+	if !chain {
+		s.mask = p.Mask
+		if s.mask == nil {
+			s.mask = ChainMask(T)
+		}
+	}
+	s.e.passMu.Lock()
+	out := s.exec(prog, p.IDs, sel)
+	s.e.passMu.Unlock()
+	s.pending = T
+	return out, nil
+}
+
+// program returns the smallest plan that holds rows rows, or nil.
+func (s *Session) program(rows int) *program {
+	for _, p := range s.e.plans {
+		if p.p.Rows >= rows {
+			return p
+		}
+	}
+	return nil
+}
+
+// checkIDs refuses ids outside the vocabulary, and a pass that does not
+// fit the cache.
+func (s *Session) checkIDs(ids []int) error {
 	if s.pos+len(ids) > s.ctx {
 		return fmt.Errorf("engine: %w: %d positions used, %d more requested, context is %d",
 			ErrContextFull, s.pos, len(ids), s.ctx)
@@ -155,53 +335,187 @@ func (s *Session) check(ids []int) error {
 	return nil
 }
 
-// Prefill feeds ids at the current position and returns the logits after
-// the last of them, valid until the next call. On error nothing changes.
+// Commit keeps rows of the last pass as the next committed positions:
+// rows[k] becomes position Pos()+k, so it must sit at that position and
+// see exactly rows[0..k] of its pass (a chain through the pass, such as
+// one branch of a tree). Their cache entries are copied into place. An
+// empty rows drops the pass.
+func (s *Session) Commit(rows []int) error {
+	if s.closed {
+		return ErrClosed
+	}
+	if s.pending == 0 {
+		if len(rows) == 0 {
+			return nil
+		}
+		return errors.New("engine: no pass to commit")
+	}
+	for k, r := range rows {
+		if r < 0 || r >= s.pending || (k > 0 && r <= rows[k-1]) {
+			return fmt.Errorf("engine: commit rows %v: want ascending rows of the last pass's %d", rows, s.pending)
+		}
+		if s.rowPos[r] != s.pos+k {
+			return fmt.Errorf("engine: commit: row %d is at position %d, not %d", r, s.rowPos[r], s.pos+k)
+		}
+		if !s.chain {
+			j := 0
+			for c := 0; c <= r; c++ {
+				seen := s.mask.Allowed(r, c)
+				if seen != (j <= k && rows[j] == c) {
+					return fmt.Errorf("engine: commit: row %d does not see exactly the rows %v before it", r, rows[:k+1])
+				}
+				if seen {
+					j++
+				}
+			}
+		} else if r != k {
+			return fmt.Errorf("engine: commit: row %d of a chain pass sees rows 0..%d, not %v", r, r, rows[:k+1])
+		}
+	}
+	if s.Recurrent() && len(rows) != s.pending {
+		return fmt.Errorf("engine: a recurrent model commits whole passes (%d rows), not %d", s.pending, len(rows))
+	}
+	for k, r := range rows {
+		if r != k {
+			s.moveSlot(s.pos+r, s.pos+k)
+		}
+	}
+	s.pos += len(rows)
+	s.pending = 0
+	return nil
+}
+
+// moveSlot copies cache slot from to slot to in every layer.
+func (s *Session) moveSlot(from, to int) {
+	C, ctx := s.kvCols, s.ctx
+	for l := range max(len(s.k), len(s.kh), len(s.ku)) {
+		for c := range C {
+			a, b := c*ctx+from, c*ctx+to
+			switch {
+			case s.ku != nil:
+				s.ku[l][b], s.vu[l][b] = s.ku[l][a], s.vu[l][a]
+			case s.kh != nil:
+				s.kh[l][b], s.vh[l][b] = s.kh[l][a], s.vh[l][a]
+			default:
+				s.k[l][b], s.v[l][b] = s.k[l][a], s.v[l][a]
+			}
+		}
+	}
+}
+
+// Rewind drops the committed positions from pos on (and any uncommitted
+// pass). A recurrent model rewinds only to 0 or to where it is.
+func (s *Session) Rewind(pos int) error {
+	if s.closed {
+		return ErrClosed
+	}
+	if pos < 0 || pos > s.pos {
+		return fmt.Errorf("engine: rewind to %d: %d positions are committed", pos, s.pos)
+	}
+	if s.Recurrent() && pos != 0 && (pos != s.pos || s.pending > 0) {
+		return fmt.Errorf("engine: a recurrent model's state cannot be rewound to %d (only to 0)", pos)
+	}
+	if pos == 0 {
+		s.rec.reset()
+	}
+	s.pos, s.pending = pos, 0
+	return nil
+}
+
+// Prefill feeds ids at the current position, commits them, and returns
+// the logits after the last of them, valid until the next call. On error
+// nothing changes.
 func (s *Session) Prefill(ids []int) ([]float32, error) {
-	if err := s.check(ids); err != nil {
+	return s.PrefillContext(context.Background(), ids)
+}
+
+// PrefillContext is Prefill, checking ctx between passes: when it is done,
+// the positions fed so far stay committed and ctx's error is returned.
+func (s *Session) PrefillContext(ctx context.Context, ids []int) ([]float32, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if len(ids) == 0 {
+		return nil, errors.New("engine: no tokens")
+	}
+	if err := s.checkIDs(ids); err != nil {
 		return nil, err
 	}
 	n := s.prefill.p.Rows
-	var out []float32
+	var out Logits
+	none := []int{}
 	for lo := 0; lo < len(ids); lo += n {
-		out = s.run(s.prefill, ids[lo:min(lo+n, len(ids))])
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		chunk := ids[lo:min(lo+n, len(ids))]
+		sel := none
+		if lo+n >= len(ids) {
+			s.sel[0] = len(chunk) - 1
+			sel = s.sel[:]
+		}
+		out = s.runChain(s.prefill, chunk, sel)
 	}
-	return out, nil
+	return out.Row(0), nil
 }
 
-// Decode feeds one id with the AR-1 plan and returns the logits after it,
-// valid until the next call. It allocates nothing.
+// Decode feeds one id with the AR-1 plan, commits it, and returns the
+// logits after it, valid until the next call. It allocates nothing.
 func (s *Session) Decode(id int) ([]float32, error) {
-	if s.pos >= s.ctx {
-		return nil, fmt.Errorf("engine: %w: all %d positions are used", ErrContextFull, s.ctx)
+	if s.closed {
+		return nil, ErrClosed
 	}
-	if id < 0 || id >= s.e.vocab {
-		return nil, fmt.Errorf("engine: id %d is outside the vocabulary [0, %d)", id, s.e.vocab)
+	s.one[0] = id
+	if err := s.checkIDs(s.one[:]); err != nil {
+		return nil, err
 	}
-	var one [1]int
-	one[0] = id
-	return s.run(s.decode, one[:]), nil
+	s.sel[0] = 0
+	return s.runChain(s.decode, s.one[:], s.sel[:]).Row(0), nil
 }
 
-// run executes one pass of prog over the valid rows ids (len(ids) <= its
-// AR length) at the current position and advances it. The caller has
-// checked ids and the context.
-func (s *Session) run(prog *program, ids []int) []float32 {
+// runChain runs a chain pass of checked ids through prog and commits it.
+func (s *Session) runChain(prog *program, ids, sel []int) Logits {
+	for i := range ids {
+		s.rowPos[i] = s.pos + i
+	}
+	s.chain, s.mask = true, nil
+	s.e.passMu.Lock()
+	out := s.exec(prog, ids, sel)
+	s.e.passMu.Unlock()
+	s.pos += len(ids)
+	s.pending = 0
+	return out
+}
+
+// exec executes one pass of prog over the rows ids (len(ids) <= its AR
+// length; the rest is padding, never computed) with s.rowPos, s.chain and
+// s.mask set, writing the rows into the cache slots from s.pos on, and
+// returns the logits of rows sel. The caller has checked everything.
+func (s *Session) exec(prog *program, ids, sel []int) Logits {
 	p := prog.p
-	valid := len(ids)
+	T := len(ids)
+	s.passGen++
 	buf := func(id int) ([]float32, int, int) {
 		b := p.Buffers[id]
-		r := b.Rows
-		if r == p.Rows {
-			r = valid
-		}
+		r := s.bufRows[id]
 		return s.arena[b.Offset : b.Offset+r*b.Cols], r, b.Cols
 	}
 	s.q8In = -1
 	for i := range prog.steps {
 		st := &prog.steps[i]
-		if st.Op != plan.OpLinear {
+		if st.Op != op.Linear {
 			s.q8In = -1 // only consecutive linears share quantized inputs
+		}
+		switch {
+		case st.Op == op.Embed:
+			s.bufRows[st.Out] = T
+		case st.Op == op.SelectRows:
+			if len(sel) == 0 && prog.selectLast {
+				return Logits{}
+			}
+			s.bufRows[st.Out] = len(sel)
+		default:
+			s.bufRows[st.Out] = s.bufRows[st.In[0]]
 		}
 		out, rows, cols := buf(st.Out)
 		var x []float32
@@ -210,7 +524,7 @@ func (s *Session) run(prog *program, ids []int) []float32 {
 			x, _, xcols = buf(st.In[0])
 		}
 		switch st.Op {
-		case plan.OpEmbed:
+		case op.Embed:
 			for t, id := range ids {
 				if st.qw != nil {
 					st.qw.row(out[t*cols:(t+1)*cols], id)
@@ -218,20 +532,23 @@ func (s *Session) run(prog *program, ids []int) []float32 {
 				}
 				copy(out[t*cols:(t+1)*cols], st.w[id*cols:(id+1)*cols])
 			}
-		case plan.OpLinear:
+		case op.Linear:
 			s.linear(st, out, x, rows, xcols, cols)
-		case plan.OpRMSNorm, plan.OpHeadRMSNorm, plan.OpScale, plan.OpSiLU, plan.OpGELUTanh, plan.OpRoPE:
+		case op.RMSNorm, op.HeadRMSNorm, op.Scale, op.SiLU, op.GELUTanh, op.RoPE:
 			s.rowWise(st, out, x, nil, rows, cols)
-		case plan.OpAdd, plan.OpMul:
+		case op.Add, op.Mul:
 			y, _, _ := buf(st.In[1])
 			s.rowWise(st, out, x, y, rows, cols)
-		case plan.OpAttention:
+		case op.Attention:
 			k, _, _ := buf(st.In[1])
 			v, _, _ := buf(st.In[2])
 			a := st.Attn
 			s.attn = attnArgs{out: out, q: x, k: k, v: v, C: s.kvCols, ctx: s.ctx,
 				T: rows, pos: s.pos, H: a.Heads, G: a.KVHeads, E: a.HeadDim, scale: a.Scale,
 				window: a.Window}
+			if !s.chain {
+				s.attn.rowPos, s.attn.mask = s.rowPos[:rows], s.mask
+			}
 			switch {
 			case s.ku != nil:
 				kc := s.e.manifest.KVCache
@@ -242,12 +559,14 @@ func (s *Session) run(prog *program, ids []int) []float32 {
 				s.attn.K, s.attn.V = s.k[a.Layer], s.v[a.Layer]
 			}
 			s.attend()
-		case plan.OpColumns:
+		case op.Columns:
 			for t := 0; t < rows; t++ {
 				copy(out[t*cols:(t+1)*cols], x[t*xcols+st.Lo:t*xcols+st.Hi])
 			}
-		case plan.OpLastRow:
-			copy(out, x[(valid-1)*cols:valid*cols])
+		case op.SelectRows:
+			for i, r := range sel {
+				copy(out[i*cols:(i+1)*cols], x[r*cols:(r+1)*cols])
+			}
 		default:
 			var in [5][]float32
 			for j, b := range st.In {
@@ -256,7 +575,6 @@ func (s *Session) run(prog *program, ids []int) []float32 {
 			s.rec.run(st, out, in[:len(st.In)], rows, cols)
 		}
 	}
-	s.pos += valid
-	out, rows, cols := buf(p.Output)
-	return out[(rows-1)*cols : rows*cols]
+	out, _, cols := buf(p.Output)
+	return Logits{data: out, vocab: cols}
 }

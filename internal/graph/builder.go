@@ -1,18 +1,22 @@
 package graph
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/aotlm/aotlm/internal/op"
+)
 
 // The builder methods append a node and return its index. They panic when
 // shapes disagree: architectures validate user configs before building, so a
 // mismatch here is a bug in the architecture code, not bad input.
 
 // Tokens adds the graph input.
-func (g *Graph) Tokens() int { return g.add(Node{Op: OpTokens, Name: "tokens"}) }
+func (g *Graph) Tokens() int { return g.add(Node{Op: op.Tokens, Name: "tokens"}) }
 
 // Embed gathers rows of table [V, D].
 func (g *Graph) Embed(ids int, table string, vocab, dim int) int {
 	g.weight(table, vocab, dim)
-	return g.add(Node{Op: OpEmbed, In: []int{ids}, Cols: dim, Weight: table, Name: table})
+	return g.add(Node{Op: op.Embed, In: []int{ids}, Cols: dim, Weight: table, Name: table})
 }
 
 // Linear adds x · w^T (+ bias); w is [n, cols(x)]. bias may be "".
@@ -22,14 +26,14 @@ func (g *Graph) Linear(x int, w string, n int, bias string) int {
 	if bias != "" {
 		g.weight(bias, n)
 	}
-	return g.add(Node{Op: OpLinear, In: []int{x}, Cols: n, Weight: w, Bias: bias, Name: w})
+	return g.add(Node{Op: op.Linear, In: []int{x}, Cols: n, Weight: w, Bias: bias, Name: w})
 }
 
 // RMSNorm normalizes each row of x and multiplies by (w + offset).
 func (g *Graph) RMSNorm(x int, w string, eps, offset float32) int {
 	c := g.cols(x)
 	g.weight(w, c)
-	return g.add(Node{Op: OpRMSNorm, In: []int{x}, Cols: c, Weight: w, Eps: eps, Offset: offset, Name: w})
+	return g.add(Node{Op: op.RMSNorm, In: []int{x}, Cols: c, Weight: w, Eps: eps, Offset: offset, Name: w})
 }
 
 // HeadRMSNorm normalizes each headDim-wide head of x on its own and
@@ -40,34 +44,34 @@ func (g *Graph) HeadRMSNorm(x int, w string, headDim int, eps, offset float32) i
 		panic(fmt.Sprintf("graph: head rms norm of head size %d on %d columns", headDim, c))
 	}
 	g.weight(w, headDim)
-	return g.add(Node{Op: OpHeadRMSNorm, In: []int{x}, Cols: c, Weight: w, Eps: eps, Offset: offset,
+	return g.add(Node{Op: op.HeadRMSNorm, In: []int{x}, Cols: c, Weight: w, Eps: eps, Offset: offset,
 		HeadDim: headDim, Name: w})
 }
 
-func (g *Graph) binary(op Op, x, y int) int {
+func (g *Graph) binary(o op.Op, x, y int) int {
 	if g.cols(x) != g.cols(y) {
-		panic(fmt.Sprintf("graph: %v of %d and %d columns", op, g.cols(x), g.cols(y)))
+		panic(fmt.Sprintf("graph: %v of %d and %d columns", o, g.cols(x), g.cols(y)))
 	}
-	return g.add(Node{Op: op, In: []int{x, y}, Cols: g.cols(x)})
+	return g.add(Node{Op: o, In: []int{x, y}, Cols: g.cols(x)})
 }
 
 // Add adds x + y.
-func (g *Graph) Add(x, y int) int { return g.binary(OpAdd, x, y) }
+func (g *Graph) Add(x, y int) int { return g.binary(op.Add, x, y) }
 
 // Mul adds x * y elementwise.
-func (g *Graph) Mul(x, y int) int { return g.binary(OpMul, x, y) }
+func (g *Graph) Mul(x, y int) int { return g.binary(op.Mul, x, y) }
 
 // Scale adds x * s.
 func (g *Graph) Scale(x int, s float32) int {
-	return g.add(Node{Op: OpScale, In: []int{x}, Cols: g.cols(x), Scale: s})
+	return g.add(Node{Op: op.Scale, In: []int{x}, Cols: g.cols(x), Scale: s})
 }
 
 // SiLU adds x * sigmoid(x).
-func (g *Graph) SiLU(x int) int { return g.add(Node{Op: OpSiLU, In: []int{x}, Cols: g.cols(x)}) }
+func (g *Graph) SiLU(x int) int { return g.add(Node{Op: op.SiLU, In: []int{x}, Cols: g.cols(x)}) }
 
 // GELUTanh adds the tanh-approximated GELU of x.
 func (g *Graph) GELUTanh(x int) int {
-	return g.add(Node{Op: OpGELUTanh, In: []int{x}, Cols: g.cols(x)})
+	return g.add(Node{Op: op.GELUTanh, In: []int{x}, Cols: g.cols(x)})
 }
 
 // RoPE rotates the heads of x; cols(x) must be a multiple of r.HeadDim.
@@ -77,7 +81,7 @@ func (g *Graph) RoPE(x int, r Rope) int {
 		panic(fmt.Sprintf("graph: rope with head dim %d, rot dim %d, %d freqs on %d columns",
 			r.HeadDim, r.RotDim, len(r.InvFreq), g.cols(x)))
 	}
-	return g.add(Node{Op: OpRoPE, In: []int{x}, Cols: g.cols(x), Rope: &r})
+	return g.add(Node{Op: op.RoPE, In: []int{x}, Cols: g.cols(x), Rope: &r})
 }
 
 // Attention adds cached causal attention over q, k, v.
@@ -93,7 +97,7 @@ func (g *Graph) Attention(q, k, v int, a Attn) int {
 	if c := a.KVHeads * a.HeadDim; c > g.KVCols {
 		g.KVCols = c
 	}
-	return g.add(Node{Op: OpAttention, In: []int{q, k, v}, Cols: g.cols(q), Attn: &a})
+	return g.add(Node{Op: op.Attention, In: []int{q, k, v}, Cols: g.cols(q), Attn: &a})
 }
 
 // Columns copies columns [lo, hi) of x.
@@ -101,12 +105,12 @@ func (g *Graph) Columns(x, lo, hi int) int {
 	if lo < 0 || hi > g.cols(x) || lo >= hi {
 		panic(fmt.Sprintf("graph: columns [%d,%d) of %d", lo, hi, g.cols(x)))
 	}
-	return g.add(Node{Op: OpColumns, In: []int{x}, Cols: hi - lo, Lo: lo, Hi: hi})
+	return g.add(Node{Op: op.Columns, In: []int{x}, Cols: hi - lo, Lo: lo, Hi: hi})
 }
 
 // LastRow keeps the last row of x.
 func (g *Graph) LastRow(x int) int {
-	return g.add(Node{Op: OpLastRow, In: []int{x}, Cols: g.cols(x)})
+	return g.add(Node{Op: op.SelectRows, In: []int{x}, Cols: g.cols(x)})
 }
 
 // SetOutput marks node i as the graph's output.

@@ -3,6 +3,8 @@ package graph
 import (
 	"errors"
 	"fmt"
+
+	"github.com/aotlm/aotlm/internal/op"
 )
 
 // Weights maps weight names to their values, row-major.
@@ -111,11 +113,11 @@ func (in *Interpreter) Run(st *State, ids []int) (out []float32, rows int, err e
 	for i := range in.g.Nodes {
 		n := &in.g.Nodes[i]
 		r := T
-		if n.Op == OpLastRow {
+		if n.Op == op.SelectRows {
 			r = 1
 		}
 		nrows[i] = r
-		if n.Op == OpTokens {
+		if n.Op == op.Tokens {
 			continue
 		}
 		dst := make([]float32, r*n.Cols)
@@ -135,7 +137,7 @@ func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []in
 		x = vals[n.In[0]]
 	}
 	switch n.Op {
-	case OpEmbed:
+	case op.Embed:
 		table := in.w[n.Weight]
 		vocab := len(table) / n.Cols
 		for t, id := range ids {
@@ -144,50 +146,50 @@ func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []in
 			}
 			copy(dst[t*n.Cols:(t+1)*n.Cols], table[id*n.Cols:(id+1)*n.Cols])
 		}
-	case OpLinear:
+	case op.Linear:
 		var b []float32
 		if n.Bias != "" {
 			b = in.w[n.Bias]
 		}
 		linear(dst, x, in.w[n.Weight], b, nrows[n.In[0]], in.g.cols(n.In[0]), n.Cols, in.threads)
-	case OpRMSNorm:
+	case op.RMSNorm:
 		rmsNorm(dst, x, in.w[n.Weight], n.Cols, n.Eps, n.Offset)
-	case OpHeadRMSNorm:
+	case op.HeadRMSNorm:
 		// a [T, heads*E] matrix is a [T*heads, E] one: each head is a row
 		rmsNorm(dst, x, in.w[n.Weight], n.HeadDim, n.Eps, n.Offset)
-	case OpAdd:
+	case op.Add:
 		y := vals[n.In[1]]
 		for i := range dst {
 			dst[i] = x[i] + y[i]
 		}
-	case OpMul:
+	case op.Mul:
 		y := vals[n.In[1]]
 		for i := range dst {
 			dst[i] = x[i] * y[i]
 		}
-	case OpScale:
+	case op.Scale:
 		for i := range dst {
 			dst[i] = x[i] * n.Scale
 		}
-	case OpSiLU:
+	case op.SiLU:
 		for i := range dst {
 			dst[i] = silu(x[i])
 		}
-	case OpGELUTanh:
+	case op.GELUTanh:
 		for i := range dst {
 			dst[i] = geluTanh(x[i])
 		}
-	case OpRoPE:
+	case op.RoPE:
 		copy(dst, x)
 		rope(dst, T, n.Cols, st.Pos, n.Rope)
-	case OpAttention:
+	case op.Attention:
 		attention(dst, x, vals[n.In[1]], vals[n.In[2]], T, st, n.Attn)
-	case OpColumns:
+	case op.Columns:
 		c := in.g.cols(n.In[0])
 		for t := 0; t < nrows[n.In[0]]; t++ {
 			copy(dst[t*n.Cols:(t+1)*n.Cols], x[t*c+n.Lo:t*c+n.Hi])
 		}
-	case OpLastRow:
+	case op.SelectRows:
 		r := nrows[n.In[0]]
 		copy(dst, x[(r-1)*n.Cols:r*n.Cols])
 	default:

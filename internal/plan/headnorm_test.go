@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/aotlm/aotlm/internal/op"
 )
 
 // headNormPlan is handPlan with a head_rms_norm step (2 heads of 4) on the
@@ -13,7 +15,7 @@ func headNormPlan() *Plan {
 	p := handPlan()
 	p.Buffers = append(p.Buffers, Buffer{Rows: 4, Cols: 8, Offset: 128}) // 6 head norm
 	p.Arena = 128 + 32
-	st := Step{Op: OpHeadRMSNorm, In: []int{2}, Out: 6, Weights: []string{"qnorm"}, Eps: 1e-6, HeadDim: 4}
+	st := Step{Op: op.HeadRMSNorm, In: []int{2}, Out: 6, Weights: []string{"qnorm"}, Eps: 1e-6, HeadDim: 4}
 	p.Steps = append(p.Steps[:3], append([]Step{st}, p.Steps[3:]...)...)
 	p.Steps[4].In = []int{6, 1, 1}
 	return p
@@ -45,7 +47,7 @@ func TestHeadRMSNormPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.Steps[3].Op != OpHeadRMSNorm || q.Steps[3].HeadDim != 4 {
+	if q.Steps[3].Op != op.HeadRMSNorm || q.Steps[3].HeadDim != 4 {
 		t.Fatalf("decoded step %+v", q.Steps[3])
 	}
 }

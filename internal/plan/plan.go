@@ -3,88 +3,12 @@ package plan
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/aotlm/aotlm/internal/op"
 )
 
 // Version is the plan encoding this package reads and writes.
 const Version = 1
-
-// Op is what a step computes. Its JSON form is the op name.
-type Op uint8
-
-// The ops; see the package comment for their definitions.
-const (
-	OpInvalid Op = iota
-	OpEmbed
-	OpLinear
-	OpRMSNorm
-	OpAdd
-	OpMul
-	OpScale
-	OpSiLU
-	OpGELUTanh
-	OpRoPE
-	OpAttention
-	OpColumns
-	OpLastRow
-	OpHeadRMSNorm
-	OpLayerNorm
-	OpTokenShift
-	OpMix
-	OpSub
-	OpSigmoid
-	OpTanh
-	OpReLU
-	OpWKV7
-	numOps
-)
-
-var opNames = [numOps]string{
-	OpInvalid: "invalid", OpEmbed: "embed", OpLinear: "linear", OpRMSNorm: "rms_norm",
-	OpAdd: "add", OpMul: "mul", OpScale: "scale", OpSiLU: "silu", OpGELUTanh: "gelu_tanh",
-	OpRoPE: "rope", OpAttention: "attention", OpColumns: "columns", OpLastRow: "last_row",
-	OpHeadRMSNorm: "head_rms_norm", OpLayerNorm: "layer_norm", OpTokenShift: "token_shift",
-	OpMix: "mix", OpSub: "sub", OpSigmoid: "sigmoid", OpTanh: "tanh", OpReLU: "relu", OpWKV7: "wkv7",
-}
-
-// String returns the op's name.
-func (o Op) String() string {
-	if o < numOps {
-		return opNames[o]
-	}
-	return fmt.Sprintf("op(%d)", uint8(o))
-}
-
-// ParseOp returns the op with the given name.
-func ParseOp(name string) (Op, bool) {
-	for i, n := range opNames {
-		if n == name && Op(i) != OpInvalid {
-			return Op(i), true
-		}
-	}
-	return OpInvalid, false
-}
-
-// MarshalJSON encodes the op as its name.
-func (o Op) MarshalJSON() ([]byte, error) {
-	if o == OpInvalid || o >= numOps {
-		return nil, fmt.Errorf("plan: cannot encode %v", o)
-	}
-	return json.Marshal(o.String())
-}
-
-// UnmarshalJSON decodes an op name; an unknown name is an error.
-func (o *Op) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("op: %w", err)
-	}
-	op, ok := ParseOp(s)
-	if !ok {
-		return fmt.Errorf("unknown op %q", s)
-	}
-	*o = op
-	return nil
-}
 
 // Plan is a static program for passes of Rows tokens.
 type Plan struct {
@@ -123,7 +47,7 @@ type KV struct {
 // Step is one op: it reads buffers In and weights Weights (w, then the
 // optional bias b of a linear), and writes buffer Out.
 type Step struct {
-	Op      Op       `json:"op"`
+	Op      op.Op    `json:"op"`
 	In      []int    `json:"in,omitempty"`
 	Out     int      `json:"out"`
 	Weights []string `json:"weights,omitempty"`

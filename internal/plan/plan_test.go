@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/aotlm/aotlm/internal/op"
 )
 
 // handPlan is a small valid plan for passes of 4 rows: embed, norm, a
@@ -22,12 +24,12 @@ func handPlan() *Plan {
 			{Rows: 1, Cols: 16, Offset: 0}, // 5 logits
 		},
 		Steps: []Step{
-			{Op: OpEmbed, Out: 0, Weights: []string{"emb"}},
-			{Op: OpRMSNorm, In: []int{0}, Out: 1, Weights: []string{"norm"}, Eps: 1e-5},
-			{Op: OpRoPE, In: []int{1}, Out: 2, Rope: &Rope{HeadDim: 4, RotDim: 4, InvFreq: []float64{1, 0.01}}},
-			{Op: OpAttention, In: []int{2, 1, 1}, Out: 3, Attn: &Attn{Heads: 2, KVHeads: 2, HeadDim: 4, Scale: 0.5}},
-			{Op: OpLastRow, In: []int{3}, Out: 4},
-			{Op: OpLinear, In: []int{4}, Out: 5, Weights: []string{"emb"}},
+			{Op: op.Embed, Out: 0, Weights: []string{"emb"}},
+			{Op: op.RMSNorm, In: []int{0}, Out: 1, Weights: []string{"norm"}, Eps: 1e-5},
+			{Op: op.RoPE, In: []int{1}, Out: 2, Rope: &Rope{HeadDim: 4, RotDim: 4, InvFreq: []float64{1, 0.01}}},
+			{Op: op.Attention, In: []int{2, 1, 1}, Out: 3, Attn: &Attn{Heads: 2, KVHeads: 2, HeadDim: 4, Scale: 0.5}},
+			{Op: op.SelectRows, In: []int{3}, Out: 4},
+			{Op: op.Linear, In: []int{4}, Out: 5, Weights: []string{"emb"}},
 		},
 		Output: 5,
 		KV:     KV{Layers: 1, Cols: 8, Ctx: 16},
@@ -90,8 +92,8 @@ func TestValidateRefuses(t *testing.T) {
 		{"input id", "steps[1].in[0]", func(p *Plan) { p.Steps[1].In[0] = 99 }},
 		{"negative input", "steps[1].in[0]", func(p *Plan) { p.Steps[1].In[0] = -3 }},
 		{"out id", "steps[1].out", func(p *Plan) { p.Steps[1].Out = 42 }},
-		{"unknown op", "steps[2].op", func(p *Plan) { p.Steps[2].Op = Op(200) }},
-		{"invalid op", "steps[0].op", func(p *Plan) { p.Steps[0].Op = OpInvalid }},
+		{"unknown op", "steps[2].op", func(p *Plan) { p.Steps[2].Op = op.Op(200) }},
+		{"invalid op", "steps[0].op", func(p *Plan) { p.Steps[0].Op = op.Invalid }},
 		{"read before write", "steps[1].in[0]", func(p *Plan) { p.Steps[1].In[0] = 2 }},
 		{"written twice", "steps[2].out", func(p *Plan) { p.Steps[2].Out = 1 }},
 		{"input overlaps output", "steps[1].in[0]", func(p *Plan) { p.Buffers[1].Offset = 16 }},
@@ -101,7 +103,7 @@ func TestValidateRefuses(t *testing.T) {
 			p.Steps[3].In = []int{2, 0, 0}
 		}},
 		{"output clobbered", "output", func(p *Plan) {
-			p.Steps = append(p.Steps, Step{Op: OpSiLU, In: []int{4}, Out: 6})
+			p.Steps = append(p.Steps, Step{Op: op.SiLU, In: []int{4}, Out: 6})
 			p.Buffers = append(p.Buffers, Buffer{Rows: 1, Cols: 8, Offset: 0})
 		}},
 		{"arity", "steps[4].in", func(p *Plan) { p.Steps[4].In = []int{3, 3} }},

@@ -1,6 +1,10 @@
 package plan
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/aotlm/aotlm/internal/op"
+)
 
 // maxState bounds the recurrent state slots of a plan.
 const maxState = 1 << 20
@@ -34,7 +38,7 @@ func (p *Plan) checkRecurrent(st *Step, in []Buffer, o Buffer) *Error {
 		return errf(".slot", "%d is outside the %d state slots", st.Slot, len(p.State))
 	}
 	want := int64(o.Cols)
-	if st.Op == OpWKV7 {
+	if st.Op == op.WKV7 {
 		if st.HeadDim < 1 || o.Cols%st.HeadDim != 0 {
 			return errf(".head_dim", "%d does not divide %d columns", st.HeadDim, o.Cols)
 		}
@@ -57,7 +61,7 @@ func (p *Plan) checkStateUse() error {
 		owner[i] = -1
 	}
 	for s, st := range p.Steps {
-		if st.Op != OpTokenShift && st.Op != OpWKV7 {
+		if st.Op != op.TokenShift && st.Op != op.WKV7 {
 			continue
 		}
 		if owner[st.Slot] >= 0 {

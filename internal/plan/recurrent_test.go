@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/aotlm/aotlm/internal/op"
 )
 
 // recurrentPlan is a valid two-row plan: embed [2,4] -> token_shift (slot
@@ -14,11 +16,11 @@ func recurrentPlan() *Plan {
 	return &Plan{Version: Version, Rows: 2, Arena: 32, KV: KV{Ctx: 8}, State: []int{4, 8},
 		Buffers: []Buffer{{2, 4, 0}, {2, 4, 8}, {2, 4, 16}, {1, 4, 24}},
 		Steps: []Step{
-			{Op: OpEmbed, Out: 0, Weights: []string{"e"}},
-			{Op: OpTokenShift, In: []int{0}, Out: 1, Slot: 0},
-			{Op: OpWKV7, In: []int{0, 1, 0, 1, 0}, Out: 2, Slot: 1, HeadDim: 2, Eps: 64e-5,
+			{Op: op.Embed, Out: 0, Weights: []string{"e"}},
+			{Op: op.TokenShift, In: []int{0}, Out: 1, Slot: 0},
+			{Op: op.WKV7, In: []int{0, 1, 0, 1, 0}, Out: 2, Slot: 1, HeadDim: 2, Eps: 64e-5,
 				Weights: []string{"kk", "ka", "rk", "gw", "gb"}},
-			{Op: OpLastRow, In: []int{2}, Out: 3},
+			{Op: op.SelectRows, In: []int{2}, Out: 3},
 		},
 		Output: 3}
 }
@@ -36,7 +38,7 @@ func TestValidateRecurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	q, err := Decode(b)
-	if err != nil || q.Steps[2].Slot != 1 || len(q.State) != 2 || q.Steps[1].Op != OpTokenShift {
+	if err != nil || q.Steps[2].Slot != 1 || len(q.State) != 2 || q.Steps[1].Op != op.TokenShift {
 		t.Fatalf("round trip: %v %+v", err, q)
 	}
 	for _, c := range []struct {

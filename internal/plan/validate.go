@@ -3,6 +3,8 @@ package plan
 import (
 	"fmt"
 	"math"
+
+	"github.com/aotlm/aotlm/internal/op"
 )
 
 // Limits a plan must respect; they keep every size computation within int
@@ -137,27 +139,18 @@ func (p *Plan) clobbered(b, from, to int) int {
 	return -1
 }
 
-// arity gives the input and weight counts of each op (weights: min, max).
-var arity = [numOps]struct{ in, wmin, wmax int }{
-	OpEmbed: {0, 1, 1}, OpLinear: {1, 1, 2}, OpRMSNorm: {1, 1, 1}, OpAdd: {2, 0, 0},
-	OpMul: {2, 0, 0}, OpScale: {1, 0, 0}, OpSiLU: {1, 0, 0}, OpGELUTanh: {1, 0, 0},
-	OpRoPE: {1, 0, 0}, OpAttention: {3, 0, 0}, OpColumns: {1, 0, 0}, OpLastRow: {1, 0, 0},
-	OpHeadRMSNorm: {1, 1, 1}, OpLayerNorm: {1, 2, 2}, OpTokenShift: {1, 0, 0}, OpMix: {2, 1, 1},
-	OpSub: {2, 0, 0}, OpSigmoid: {1, 0, 0}, OpTanh: {1, 0, 0}, OpReLU: {1, 0, 0}, OpWKV7: {5, 5, 5},
-}
-
 func (p *Plan) checkStep(s int, def []int) error {
 	st := &p.Steps[s]
 	f := fmt.Sprintf("steps[%d]", s)
-	if st.Op == OpInvalid || st.Op >= numOps {
+	if st.Op == op.Invalid || st.Op == op.Tokens || st.Op >= op.Count {
 		return errf(f+".op", "unknown op %v", st.Op)
 	}
-	a := arity[st.Op]
-	if len(st.In) != a.in {
-		return errf(f+".in", "%v takes %d inputs, has %d", st.Op, a.in, len(st.In))
+	a := st.Op.Arity()
+	if len(st.In) != a.In {
+		return errf(f+".in", "%v takes %d inputs, has %d", st.Op, a.In, len(st.In))
 	}
-	if len(st.Weights) < a.wmin || len(st.Weights) > a.wmax {
-		return errf(f+".weights", "%v takes %d..%d weights, has %d", st.Op, a.wmin, a.wmax, len(st.Weights))
+	if len(st.Weights) < a.WMin || len(st.Weights) > a.WMax {
+		return errf(f+".weights", "%v takes %d..%d weights, has %d", st.Op, a.WMin, a.WMax, len(st.Weights))
 	}
 	for i, w := range st.Weights {
 		if w == "" {
@@ -204,16 +197,16 @@ func (p *Plan) checkShapes(st *Step) *Error {
 	}
 	same := func(b Buffer) bool { return b.Rows == o.Rows && b.Cols == o.Cols }
 	switch st.Op {
-	case OpEmbed:
+	case op.Embed:
 		if o.Rows != p.Rows {
 			return errf(".out", "embed writes %d rows, the pass has %d", o.Rows, p.Rows)
 		}
-	case OpLinear:
+	case op.Linear:
 		if in[0].Rows != o.Rows {
 			return errf(".out", "linear of %d rows writes %d rows", in[0].Rows, o.Rows)
 		}
-	case OpRMSNorm, OpScale, OpSiLU, OpGELUTanh, OpHeadRMSNorm, OpLayerNorm, OpSigmoid, OpTanh, OpReLU:
-		if st.Op == OpHeadRMSNorm && (st.HeadDim < 1 || in[0].Cols%st.HeadDim != 0) {
+	case op.RMSNorm, op.Scale, op.SiLU, op.GELUTanh, op.HeadRMSNorm, op.LayerNorm, op.Sigmoid, op.Tanh, op.ReLU:
+		if st.Op == op.HeadRMSNorm && (st.HeadDim < 1 || in[0].Cols%st.HeadDim != 0) {
 			return errf(".head_dim", "%d does not divide %d columns", st.HeadDim, in[0].Cols)
 		}
 		if !same(in[0]) {
@@ -222,27 +215,27 @@ func (p *Plan) checkShapes(st *Step) *Error {
 		if !finite32(st.Eps) || st.Eps < 0 || !finite32(st.Offset) || !finite32(st.Scale) {
 			return errf(".attrs", "eps %v, offset %v, scale %v must be finite (eps >= 0)", st.Eps, st.Offset, st.Scale)
 		}
-	case OpAdd, OpMul, OpSub, OpMix:
+	case op.Add, op.Mul, op.Sub, op.Mix:
 		if !same(in[0]) || !same(in[1]) {
 			return errf(".in", "%v of %dx%d and %dx%d writes %dx%d", st.Op,
 				in[0].Rows, in[0].Cols, in[1].Rows, in[1].Cols, o.Rows, o.Cols)
 		}
-	case OpRoPE:
+	case op.RoPE:
 		return p.checkRope(st, in[0], o)
-	case OpAttention:
+	case op.Attention:
 		return p.checkAttn(st, in, o)
-	case OpTokenShift, OpWKV7:
+	case op.TokenShift, op.WKV7:
 		return p.checkRecurrent(st, in, o)
-	case OpColumns:
+	case op.Columns:
 		if st.Lo < 0 || st.Hi > in[0].Cols || st.Lo >= st.Hi {
 			return errf(".lo", "columns [%d,%d) of %d", st.Lo, st.Hi, in[0].Cols)
 		}
 		if o.Rows != in[0].Rows || o.Cols != st.Hi-st.Lo {
 			return errf(".out", "columns [%d,%d) of %d rows write %dx%d", st.Lo, st.Hi, in[0].Rows, o.Rows, o.Cols)
 		}
-	case OpLastRow:
-		if in[0].Rows != p.Rows || o.Rows != 1 || o.Cols != in[0].Cols {
-			return errf(".out", "last row of %dx%d writes %dx%d", in[0].Rows, in[0].Cols, o.Rows, o.Cols)
+	case op.SelectRows:
+		if in[0].Rows != p.Rows || o.Rows < 1 || o.Rows > p.Rows || o.Cols != in[0].Cols {
+			return errf(".out", "selected rows of %dx%d write %dx%d", in[0].Rows, in[0].Cols, o.Rows, o.Cols)
 		}
 	}
 	return nil
@@ -324,16 +317,16 @@ func (p *Plan) CheckWeights(shape func(name string) ([]int64, bool)) error {
 			}
 			var want string
 			switch {
-			case st.Op == OpEmbed:
+			case st.Op == op.Embed:
 				if len(sh) != 2 || sh[0] < 1 || sh[1] != int64(o.Cols) {
 					want = fmt.Sprintf("[V, %d]", o.Cols)
 				}
-			case st.Op == OpLinear && i == 0:
+			case st.Op == op.Linear && i == 0:
 				k := p.Buffers[st.In[0]].Cols
 				if len(sh) != 2 || sh[0] != int64(o.Cols) || sh[1] != int64(k) {
 					want = fmt.Sprintf("[%d, %d]", o.Cols, k)
 				}
-			case st.Op == OpHeadRMSNorm:
+			case st.Op == op.HeadRMSNorm:
 				if len(sh) != 1 || sh[0] != int64(st.HeadDim) {
 					want = fmt.Sprintf("[%d]", st.HeadDim)
 				}
@@ -366,7 +359,7 @@ func (p *Plan) checkTight() error {
 	used := make([]bool, p.KV.Layers)
 	cols := 0
 	for _, st := range p.Steps {
-		if st.Op == OpAttention {
+		if st.Op == op.Attention {
 			used[st.Attn.Layer] = true
 			cols = max(cols, st.Attn.KVHeads*st.Attn.HeadDim)
 		}

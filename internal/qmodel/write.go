@@ -13,6 +13,7 @@ import (
 	"github.com/aotlm/aotlm/internal/format/detect"
 	"github.com/aotlm/aotlm/internal/format/safetensors"
 	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/quant"
 	"github.com/aotlm/aotlm/internal/tensor"
 )
@@ -142,9 +143,9 @@ func roles(g *graph.Graph) (linear map[string]bool, embed string) {
 	linear = map[string]bool{}
 	for _, n := range g.Nodes {
 		switch n.Op {
-		case graph.OpLinear:
+		case op.Linear:
 			linear[n.Weight] = true
-		case graph.OpEmbed:
+		case op.Embed:
 			embed = n.Weight
 		}
 	}
