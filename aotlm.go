@@ -1,0 +1,318 @@
+// Package aotlm is the runtime of compiled artifacts: Open maps an
+// artifact (.aot, from `aotlm compile`) and gives its engine together with
+// everything the manifest stores (tokenizer, chat template, generation
+// defaults, stop ids); a Model makes Sessions, which generate text with
+// streaming, stop ids and stop strings, context cancellation, and reuse
+// of their KV cache across calls (a call whose prompt extends what the
+// session already holds prefills only the new tokens). Chat keeps a
+// conversation on one session.
+//
+// It opens artifacts only and links no compiler. Other backends (the
+// graph interpreter behind `aotlm run --no-compile`) plug in through
+// NewModel and the Sequence interface.
+package aotlm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/aotlm/aotlm/internal/chat"
+	"github.com/aotlm/aotlm/internal/engine"
+	"github.com/aotlm/aotlm/internal/plan"
+	"github.com/aotlm/aotlm/internal/tokenizer"
+)
+
+// Options configures Open.
+type Options struct {
+	// Threads is the size of the model's worker pool, shared by its
+	// sessions (0: one per CPU).
+	Threads int
+	// Mode is the prefill strategy: "hybrid" (AR-N passes, the default)
+	// or "kv" (one token at a time).
+	Mode string
+	// Context caps the cache positions of each session (0: the
+	// artifact's); a smaller value takes less memory.
+	Context int
+}
+
+// Info describes a model.
+type Info struct {
+	Name         string // the artifact's file name or the backend's label
+	Architecture string
+	Vocab        int
+	Context      int // positions of a session's cache
+	// KVCache is the cache storage: "f32", "f16" or "u8".
+	KVCache string
+	// ARLens are the pass lengths of the artifact's plans.
+	ARLens []int
+}
+
+// Sequence is one sequence on a backend: what a Session drives. The
+// engine's sessions implement it, and so does the graph interpreter's.
+type Sequence interface {
+	// PrefillContext feeds ids, commits them, and returns the logits after
+	// the last one; it checks ctx between passes.
+	PrefillContext(ctx context.Context, ids []int) ([]float32, error)
+	// Decode feeds one id, commits it, and returns the logits after it.
+	Decode(id int) ([]float32, error)
+	// Rewind drops committed positions from pos on; a backend that cannot
+	// (recurrent state) refuses all but 0.
+	Rewind(pos int) error
+	// Pos is the number of committed positions; Context the capacity.
+	Pos() int
+	Context() int
+	// Close releases the sequence.
+	Close()
+}
+
+// Config builds a Model over a backend other than an artifact.
+type Config struct {
+	Info Info
+	// NewSequence makes a sequence of at most ctx positions (0: the
+	// backend's full context).
+	NewSequence func(ctx int) (Sequence, error)
+	Tokenizer   tokenizer.Tokenizer // nil: text in and out is refused
+	// ChatTemplate is the Jinja source of the chat template ("" if none).
+	ChatTemplate string
+	BOS          int   // -1 if none
+	EOS          []int // ids that end generation
+	// Generation holds generation defaults (temperature, top_p, ...).
+	Generation map[string]any
+	// Close releases the backend when the model is closed.
+	Close func() error
+}
+
+// Model is an opened model: it makes sessions and holds the tokenizer,
+// chat template and generation defaults. It is safe for concurrent use.
+type Model struct {
+	cfg      Config
+	eng      *engine.Engine // nil for other backends
+	mode     engine.Mode
+	template *chat.Template
+	specials chat.Specials
+	stop     []int
+}
+
+// ErrNoTokenizer is returned for text when the model has no tokenizer.
+var ErrNoTokenizer = errors.New("the model has no tokenizer")
+
+// ErrNoChatTemplate is returned by NewChat for a model without one.
+var ErrNoChatTemplate = errors.New("the model has no chat template")
+
+// Open maps the compiled artifact at path.
+func Open(path string, opts Options) (*Model, error) {
+	mode := engine.ModeHybrid
+	switch opts.Mode {
+	case "", "hybrid":
+	case "kv":
+		mode = engine.ModeKV
+	default:
+		return nil, fmt.Errorf("mode %q: want hybrid or kv", opts.Mode)
+	}
+	eng, err := engine.OpenWith(path, engine.Options{Threads: opts.Threads})
+	if err != nil {
+		return nil, err
+	}
+	man := eng.Manifest()
+	if opts.Context < 0 || opts.Context > man.Ctx {
+		eng.Close()
+		return nil, fmt.Errorf("%s: a context of %d positions: the artifact was compiled for at most %d", path, opts.Context, man.Ctx)
+	}
+	ctx := man.Ctx
+	if opts.Context > 0 {
+		ctx = opts.Context
+	}
+	kv := "f32"
+	if man.KVCache != nil {
+		kv = man.KVCache.DType
+	}
+	cfg := Config{
+		Info: Info{Name: baseName(path), Architecture: man.Architecture, Vocab: man.Vocab, Context: ctx,
+			KVCache: kv, ARLens: eng.ARLens()},
+		ChatTemplate: man.ChatTemplate, BOS: man.BOS, EOS: man.EOS, Generation: man.Generation,
+		Close: eng.Close,
+	}
+	if man.Tokenizer != nil {
+		tok, err := storedTokenizer(eng, man)
+		if err != nil {
+			eng.Close()
+			return nil, fmt.Errorf("%s: tokenizer: %w", path, err)
+		}
+		cfg.Tokenizer = tok
+	}
+	m, err := newModel(cfg)
+	if err != nil {
+		eng.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	m.eng, m.mode = eng, mode
+	m.cfg.NewSequence = func(n int) (Sequence, error) {
+		if n == 0 {
+			n = ctx
+		}
+		return eng.NewSession(engine.SessionOptions{Mode: mode, Threads: eng.Threads(), Context: min(n, ctx)})
+	}
+	return m, nil
+}
+
+// NewModel makes a model over another backend.
+func NewModel(cfg Config) (*Model, error) {
+	if cfg.NewSequence == nil {
+		return nil, errors.New("aotlm: a model needs NewSequence")
+	}
+	return newModel(cfg)
+}
+
+func newModel(cfg Config) (*Model, error) {
+	m := &Model{cfg: cfg}
+	if cfg.ChatTemplate != "" {
+		t, err := chat.ParseNamed(cfg.Info.Name, cfg.ChatTemplate)
+		if err != nil {
+			return nil, fmt.Errorf("chat template: %w", err)
+		}
+		m.template = t
+	}
+	tok := cfg.Tokenizer
+	if tok != nil {
+		if cfg.BOS >= 0 {
+			m.specials.BOS = tok.Token(cfg.BOS)
+		}
+		if len(cfg.EOS) > 0 {
+			m.specials.EOS = tok.Token(cfg.EOS[0])
+		} else if tok.EOS() >= 0 {
+			m.specials.EOS = tok.Token(tok.EOS())
+		}
+	}
+	m.stop = append([]int(nil), cfg.EOS...)
+	if tok != nil && tok.EOS() >= 0 {
+		m.stop = append(m.stop, tok.EOS())
+	}
+	return m, nil
+}
+
+// storedTokenizer rebuilds the tokenizer the compiler stored.
+func storedTokenizer(eng *engine.Engine, man plan.Manifest) (tokenizer.Tokenizer, error) {
+	data, err := eng.Blob(man.Tokenizer.Blob)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTokenizer(man.Tokenizer.Kind, data, man.Vocab)
+}
+
+// ParseTokenizer rebuilds a tokenizer from the bytes an artifact stores
+// for it, by kind: "tokenizer.json", "sentencepiece", "llama2c" or
+// "gguf-metadata" (a JSON object of a GGUF file's tokenizer.* keys).
+func ParseTokenizer(kind string, data []byte, vocab int) (tokenizer.Tokenizer, error) {
+	switch kind {
+	case "gguf-metadata":
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		var meta map[string]any
+		if err := dec.Decode(&meta); err != nil {
+			return nil, fmt.Errorf("gguf metadata: %w", err)
+		}
+		return tokenizer.FromGGUF(jsonNumbers(meta).(map[string]any))
+	case "llama2c":
+		return tokenizer.ParseLlama2C(data, vocab)
+	case "sentencepiece":
+		return tokenizer.ParseSentencePiece(data)
+	case "tokenizer.json":
+		return tokenizer.ParseHF(data)
+	}
+	return nil, fmt.Errorf("tokenizer kind %q is not known", kind)
+}
+
+// jsonNumbers turns json.Number values into int64 (integers) or float64, as
+// a GGUF reader returns them.
+func jsonNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case []any:
+		for i := range x {
+			x[i] = jsonNumbers(x[i])
+		}
+		return x
+	case map[string]any:
+		for k := range x {
+			x[k] = jsonNumbers(x[k])
+		}
+		return x
+	}
+	return v
+}
+
+// Info describes the model.
+func (m *Model) Info() Info { return m.cfg.Info }
+
+// Tokenizer returns the model's tokenizer, nil if it has none.
+func (m *Model) Tokenizer() tokenizer.Tokenizer { return m.cfg.Tokenizer }
+
+// SetTokenizer replaces the model's tokenizer (for artifacts compiled
+// without one); it must be called before sessions are made.
+func (m *Model) SetTokenizer(tok tokenizer.Tokenizer) {
+	m.cfg.Tokenizer = tok
+	if m2, err := newModel(m.cfg); err == nil {
+		m.template, m.specials, m.stop = m2.template, m2.specials, m2.stop
+	}
+}
+
+// ChatTemplate returns the model's chat template and the text of its BOS
+// and EOS tokens; the template is nil when the model has none.
+func (m *Model) ChatTemplate() (*chat.Template, chat.Specials) { return m.template, m.specials }
+
+// SetChatTemplate replaces the model's chat template with Jinja source.
+func (m *Model) SetChatTemplate(name, src string) error {
+	t, err := chat.ParseNamed(name, src)
+	if err != nil {
+		return fmt.Errorf("chat template %s: %w", name, err)
+	}
+	m.template = t
+	return nil
+}
+
+// Generation returns the model's generation defaults (from its
+// generation_config.json), nil when unknown.
+func (m *Model) Generation() map[string]any { return m.cfg.Generation }
+
+// BOS returns the id a prompt starts with, or -1.
+func (m *Model) BOS() int {
+	if m.cfg.BOS >= 0 {
+		return m.cfg.BOS
+	}
+	if m.cfg.Tokenizer != nil {
+		return m.cfg.Tokenizer.BOS()
+	}
+	return -1
+}
+
+// StopIDs returns the ids that end generation.
+func (m *Model) StopIDs() []int { return append([]int(nil), m.stop...) }
+
+// Engine returns the engine of an artifact (nil for other backends), for
+// callers that drive passes themselves.
+func (m *Model) Engine() *engine.Engine { return m.eng }
+
+// Close releases the model; its sessions must not be used afterwards.
+func (m *Model) Close() error {
+	if m.cfg.Close != nil {
+		return m.cfg.Close()
+	}
+	return nil
+}
+
+func baseName(path string) string {
+	for i := len(path) - 1; i >= 0; i-- {
+		if path[i] == '/' || path[i] == '\\' {
+			return path[i+1:]
+		}
+	}
+	return path
+}

@@ -1,0 +1,351 @@
+package aotlm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aotlm/aotlm/internal/sample"
+	"github.com/aotlm/aotlm/internal/tokenizer"
+)
+
+// ErrPromptTooLong is returned when a prompt does not fit the context.
+var ErrPromptTooLong = errors.New("prompt is longer than the context")
+
+// Stop reasons of a Result.
+const (
+	StopEOS      = "eos"       // a stop id was drawn
+	StopString   = "stop"      // a stop string appeared
+	StopLength   = "length"    // MaxTokens reached
+	StopContext  = "context"   // the context is full
+	StopCanceled = "cancelled" // the context.Context was done
+)
+
+// Request is one generation.
+type Request struct {
+	// Prompt is the text to continue; IDs, when set, replace it.
+	Prompt string
+	IDs    []int
+	// Raw encodes Prompt with no special tokens added (a rendered chat
+	// template writes its own); special tokens in the text are parsed.
+	Raw bool
+	// MaxTokens bounds the new tokens (<= 0: until a stop or the context
+	// is full).
+	MaxTokens int
+	Sampling  sample.Params
+	// Stop holds strings that end generation (not included in the text).
+	Stop []string
+	// StopIDs are more ids that end generation; IgnoreEOS drops the
+	// model's own.
+	StopIDs   []int
+	IgnoreEOS bool
+}
+
+// Token is one generated token as it streams: its id and the text it
+// completes (possibly empty while a character or a possible stop string
+// is incomplete).
+type Token struct {
+	ID   int
+	Text string
+}
+
+// Result is what Generate produced, with timings.
+type Result struct {
+	PromptIDs  []int
+	IDs        []int
+	Text       string
+	StopReason string
+	// Reused is how many prompt tokens were already in the session's
+	// cache and were not prefilled again.
+	Reused  int
+	Prefill time.Duration // prefilling the new prompt tokens
+	TTFT    time.Duration // start to the first token
+	Decode  time.Duration // all single-token passes
+}
+
+// PrefillTokS is the prompt tokens prefilled per second (0 if unmeasured).
+func (r *Result) PrefillTokS() float64 { return perSecond(len(r.PromptIDs)-r.Reused, r.Prefill) }
+
+// DecodeTokS is the decode passes per second (one fewer than ids when the
+// last id ended generation by length).
+func (r *Result) DecodeTokS() float64 {
+	n := len(r.IDs) - 1
+	if r.StopReason == StopEOS || r.StopReason == StopString {
+		n = len(r.IDs)
+	}
+	return perSecond(n, r.Decode)
+}
+
+func perSecond(n int, d time.Duration) float64 {
+	if n <= 0 || d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+// Session is one conversation or document on a model: a sequence and the
+// ids it holds. It is not safe for concurrent use.
+type Session struct {
+	m    *Model
+	seq  Sequence
+	hist []int // ids committed in seq
+}
+
+// NewSession makes a session with a cache of ctx positions (0: the
+// model's context).
+func (m *Model) NewSession(ctx int) (*Session, error) {
+	if ctx < 0 || ctx > m.cfg.Info.Context {
+		return nil, fmt.Errorf("a context of %d positions: the model holds at most %d", ctx, m.cfg.Info.Context)
+	}
+	seq, err := m.cfg.NewSequence(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{m: m, seq: seq}, nil
+}
+
+// Model returns the session's model.
+func (s *Session) Model() *Model { return s.m }
+
+// Context is the capacity of the session's cache.
+func (s *Session) Context() int { return s.seq.Context() }
+
+// History returns the ids the session's cache holds.
+func (s *Session) History() []int { return s.hist }
+
+// Reset empties the session.
+func (s *Session) Reset() error {
+	s.hist = s.hist[:0]
+	return s.seq.Rewind(0)
+}
+
+// Close releases the session.
+func (s *Session) Close() { s.seq.Close() }
+
+// Sequence returns the backend sequence, for callers that drive it
+// themselves; Reset the session afterwards.
+func (s *Session) Sequence() Sequence { return s.seq }
+
+// Encode turns text into prompt ids: the tokenizer's encoding with the
+// model's special-token rule and BOS first when the model has one, or with
+// no special tokens added when raw is set.
+func (m *Model) Encode(text string, raw bool) ([]int, error) {
+	tok := m.cfg.Tokenizer
+	if tok == nil {
+		return nil, ErrNoTokenizer
+	}
+	if raw {
+		return tok.Encode(text, tokenizer.EncodeOptions{ParseSpecial: true}), nil
+	}
+	ids := tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
+	if bos := m.BOS(); bos >= 0 && (len(ids) == 0 || ids[0] != bos) {
+		ids = append([]int{bos}, ids...)
+	}
+	return ids, nil
+}
+
+// Generate continues the request's prompt, calling onToken (if not nil)
+// with each new token as it is chosen; an error from onToken stops
+// generation and is returned. The prompt's tokens that the session
+// already holds (the longest common prefix with its history) are not
+// prefilled again. It returns what was generated even with an error; a
+// done ctx ends it between passes with StopCanceled and ctx's error.
+func (s *Session) Generate(ctx context.Context, req Request, onToken func(Token) error) (*Result, error) {
+	if err := req.Sampling.Validate(); err != nil {
+		return nil, err
+	}
+	ids := req.IDs
+	if ids == nil {
+		var err error
+		if ids, err = s.m.Encode(req.Prompt, req.Raw); err != nil {
+			return nil, err
+		}
+	}
+	if len(ids) == 0 {
+		return nil, errors.New("the prompt is empty and the model has no BOS token to start from")
+	}
+	if len(ids) > s.seq.Context() {
+		return nil, fmt.Errorf("%w: %d prompt tokens, context %d", ErrPromptTooLong, len(ids), s.seq.Context())
+	}
+	res := &Result{PromptIDs: ids, IDs: []int{}}
+	start := time.Now()
+	logits, err := s.prefill(ctx, ids, res)
+	if err != nil {
+		if ctx.Err() != nil {
+			res.StopReason = StopCanceled
+		}
+		return res, err
+	}
+	res.Prefill = time.Since(start)
+
+	stop := append([]int(nil), req.StopIDs...)
+	if !req.IgnoreEOS {
+		stop = append(stop, s.m.stop...)
+	}
+	smp := sample.New(req.Sampling)
+	var text textStream
+	text.init(s.m.cfg.Tokenizer, req.Stop)
+	decStart := time.Now()
+	for {
+		id := smp.Sample(logits, res.IDs)
+		if len(res.IDs) == 0 {
+			res.TTFT = time.Since(start)
+		}
+		if contains(stop, id) {
+			res.StopReason = StopEOS
+			break
+		}
+		res.IDs = append(res.IDs, id)
+		piece, hit := text.add(id)
+		if onToken != nil {
+			if err := onToken(Token{ID: id, Text: piece}); err != nil {
+				res.Text = text.String()
+				return res, err
+			}
+		}
+		if hit {
+			res.StopReason = StopString
+			break
+		}
+		if req.MaxTokens > 0 && len(res.IDs) >= req.MaxTokens {
+			res.StopReason = StopLength
+			break
+		}
+		if s.seq.Pos() >= s.seq.Context() {
+			res.StopReason = StopContext
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			res.StopReason, res.Text = StopCanceled, text.String()
+			return res, err
+		}
+		if logits, err = s.seq.Decode(id); err != nil {
+			res.Text = text.String()
+			return res, fmt.Errorf("decode at position %d: %w", s.seq.Pos(), err)
+		}
+		s.hist = append(s.hist, id)
+	}
+	if rest := text.flush(); rest != "" && onToken != nil {
+		if err := onToken(Token{ID: -1, Text: rest}); err != nil {
+			res.Text = text.String()
+			return res, err
+		}
+	}
+	res.Decode = time.Since(decStart)
+	res.Text = text.String()
+	return res, nil
+}
+
+// prefill brings the session to hold ids and returns the logits after the
+// last one, reusing the longest common prefix of ids and the history.
+func (s *Session) prefill(ctx context.Context, ids []int, res *Result) ([]float32, error) {
+	lcp := 0
+	for lcp < len(ids) && lcp < len(s.hist) && ids[lcp] == s.hist[lcp] {
+		lcp++
+	}
+	if lcp == len(ids) {
+		lcp-- // the last prompt token is fed again for its logits
+	}
+	if err := s.seq.Rewind(lcp); err != nil {
+		lcp = 0 // a backend that cannot rewind there starts over
+		if err := s.seq.Rewind(0); err != nil {
+			return nil, err
+		}
+	}
+	s.hist = append(s.hist[:lcp], ids[lcp:]...)
+	res.Reused = lcp
+	logits, err := s.seq.PrefillContext(ctx, ids[lcp:])
+	if err != nil {
+		s.hist = s.hist[:s.seq.Pos()]
+		return nil, fmt.Errorf("prefill: %w", err)
+	}
+	return logits, nil
+}
+
+func contains(ids []int, id int) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// textStream decodes generated ids to text as they come, holding back
+// what may be the start of a stop string.
+type textStream struct {
+	dec     *tokenizer.StreamDecoder
+	stops   []string
+	text    strings.Builder // everything decoded
+	emitted int             // bytes of text handed out
+	cut     int             // where a stop string starts, or -1
+}
+
+func (t *textStream) init(tok tokenizer.Tokenizer, stops []string) {
+	if tok != nil {
+		t.dec = tokenizer.NewStreamDecoder(tok)
+	}
+	for _, s := range stops {
+		if s != "" {
+			t.stops = append(t.stops, s)
+		}
+	}
+	t.cut = -1
+}
+
+// add decodes id and returns the text now safe to hand out, and whether a
+// stop string appeared.
+func (t *textStream) add(id int) (string, bool) {
+	if t.dec == nil {
+		return "", false
+	}
+	t.text.WriteString(t.dec.Add(id))
+	all := t.text.String()
+	for _, s := range t.stops {
+		from := max(0, t.emitted-len(s))
+		if i := strings.Index(all[from:], s); i >= 0 && (t.cut < 0 || from+i < t.cut) {
+			t.cut = from + i
+		}
+	}
+	if t.cut >= 0 {
+		out := all[t.emitted:t.cut]
+		t.emitted = t.cut
+		return out, true
+	}
+	safe := len(all)
+	for _, s := range t.stops {
+		for k := min(len(s)-1, len(all)); k > 0; k-- {
+			if strings.HasSuffix(all, s[:k]) {
+				safe = min(safe, len(all)-k)
+				break
+			}
+		}
+	}
+	safe = max(safe, t.emitted)
+	out := all[t.emitted:safe]
+	t.emitted = safe
+	return out, false
+}
+
+// flush returns the text held back at the end (none after a stop string).
+func (t *textStream) flush() string {
+	if t.dec == nil || t.cut >= 0 {
+		return ""
+	}
+	t.text.WriteString(t.dec.Flush())
+	all := t.text.String()
+	out := all[t.emitted:]
+	t.emitted = len(all)
+	return out
+}
+
+// String returns the generated text, cut before a stop string.
+func (t *textStream) String() string {
+	all := t.text.String()
+	if t.cut >= 0 {
+		return all[:t.cut]
+	}
+	return all
+}
