@@ -13,9 +13,7 @@
 package aotlm
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -199,54 +197,7 @@ func storedTokenizer(eng *engine.Engine, man plan.Manifest) (tokenizer.Tokenizer
 	if err != nil {
 		return nil, err
 	}
-	return ParseTokenizer(man.Tokenizer.Kind, data, man.Vocab)
-}
-
-// ParseTokenizer rebuilds a tokenizer from the bytes an artifact stores
-// for it, by kind: "tokenizer.json", "sentencepiece", "llama2c" or
-// "gguf-metadata" (a JSON object of a GGUF file's tokenizer.* keys).
-func ParseTokenizer(kind string, data []byte, vocab int) (tokenizer.Tokenizer, error) {
-	switch kind {
-	case "gguf-metadata":
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.UseNumber()
-		var meta map[string]any
-		if err := dec.Decode(&meta); err != nil {
-			return nil, fmt.Errorf("gguf metadata: %w", err)
-		}
-		return tokenizer.FromGGUF(jsonNumbers(meta).(map[string]any))
-	case "llama2c":
-		return tokenizer.ParseLlama2C(data, vocab)
-	case "sentencepiece":
-		return tokenizer.ParseSentencePiece(data)
-	case "tokenizer.json":
-		return tokenizer.ParseHF(data)
-	}
-	return nil, fmt.Errorf("tokenizer kind %q is not known", kind)
-}
-
-// jsonNumbers turns json.Number values into int64 (integers) or float64, as
-// a GGUF reader returns them.
-func jsonNumbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case []any:
-		for i := range x {
-			x[i] = jsonNumbers(x[i])
-		}
-		return x
-	case map[string]any:
-		for k := range x {
-			x[k] = jsonNumbers(x[k])
-		}
-		return x
-	}
-	return v
+	return (&tokenizer.Stored{Kind: man.Tokenizer.Kind, Data: data}).Build(man.Vocab)
 }
 
 // Info describes the model.

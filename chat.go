@@ -62,17 +62,27 @@ func (m *Model) NewChat(opts ChatOptions) (*Chat, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Chat{s: s, opts: opts}
+	return &Chat{s: s, opts: opts, turnStop: m.EndOfTurnIDs()}, nil
+}
+
+// EndOfTurnIDs returns the ids that end a chat reply: the template's EOS
+// token and the common end-of-turn tokens the vocabulary holds as single
+// tokens.
+func (m *Model) EndOfTurnIDs() []int {
 	tok := m.cfg.Tokenizer
+	if tok == nil {
+		return nil
+	}
+	var ids []int
 	for _, t := range append([]string{m.specials.EOS}, endOfTurn...) {
 		if t == "" {
 			continue
 		}
-		if ids := tok.Encode(t, tokenizer.EncodeOptions{ParseSpecial: true}); len(ids) == 1 && tok.Token(ids[0]) == t {
-			c.turnStop = append(c.turnStop, ids[0])
+		if e := tok.Encode(t, tokenizer.EncodeOptions{ParseSpecial: true}); len(e) == 1 && tok.Token(e[0]) == t && !contains(ids, e[0]) {
+			ids = append(ids, e[0])
 		}
 	}
-	return c, nil
+	return ids
 }
 
 // Session returns the chat's session.

@@ -30,6 +30,9 @@ type Request struct {
 	IDs    []int
 	// Raw encodes Prompt with no special tokens added (a rendered chat
 	// template writes its own); special tokens in the text are parsed.
+	// The text of a raw request's output is decoded on its own (as a chat
+	// reply); otherwise it continues the prompt's text (keeping, say, the
+	// space before its first word).
 	Raw bool
 	// MaxTokens bounds the new tokens (<= 0: until a stop or the context
 	// is full).
@@ -186,7 +189,11 @@ func (s *Session) Generate(ctx context.Context, req Request, onToken func(Token)
 	}
 	smp := sample.New(req.Sampling)
 	var text textStream
-	text.init(s.m.cfg.Tokenizer, req.Stop)
+	prime := ids
+	if req.Raw {
+		prime = nil // a reply after a rendered template stands alone
+	}
+	text.init(s.m.cfg.Tokenizer, req.Stop, prime)
 	decStart := time.Now()
 	for {
 		id := smp.Sample(logits, res.IDs)
@@ -283,9 +290,14 @@ type textStream struct {
 	cut     int             // where a stop string starts, or -1
 }
 
-func (t *textStream) init(tok tokenizer.Tokenizer, stops []string) {
+// init primes the decoder with the prompt's last ids, so that the first
+// generated word keeps the space a continuation has.
+func (t *textStream) init(tok tokenizer.Tokenizer, stops []string, prompt []int) {
 	if tok != nil {
 		t.dec = tokenizer.NewStreamDecoder(tok)
+		for _, id := range prompt[max(0, len(prompt)-4):] {
+			t.dec.Add(id)
+		}
 	}
 	for _, s := range stops {
 		if s != "" {
@@ -348,4 +360,22 @@ func (t *textStream) String() string {
 		return all[:t.cut]
 	}
 	return all
+}
+
+// Scorer is a Sequence that also returns the logits of every position it
+// is fed (both the engine's and the interpreter's do).
+type Scorer interface {
+	PrefillAll(ctx context.Context, ids []int) ([][]float32, error)
+}
+
+// Logits feeds ids after what the session holds and returns the logits of
+// every one of them, one row each.
+func (s *Session) Logits(ctx context.Context, ids []int) ([][]float32, error) {
+	sc, ok := s.seq.(Scorer)
+	if !ok {
+		return nil, errors.New("this backend returns the logits of the last position only")
+	}
+	rows, err := sc.PrefillAll(ctx, ids)
+	s.hist = append(s.hist, ids[:min(len(ids), s.seq.Pos()-len(s.hist))]...)
+	return rows, err
 }

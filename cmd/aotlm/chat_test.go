@@ -15,12 +15,12 @@ func TestTemplateCommand(t *testing.T) {
 	dir := testutil.Path(t, "tokenizers/qwen2.5")
 	msgs := filepath.Join(t.TempDir(), "m.json")
 	os.WriteFile(msgs, []byte(`[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}]`), 0o644)
-	code, out, errs := aotlm(t, "template", "-m", dir, "--messages", msgs)
+	code, out, errs := runCLI(t, "template", "-m", dir, "--messages", msgs)
 	want := "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
 	if code != 0 || out != want {
 		t.Fatalf("exit %d (%s):\n%q\nwant\n%q", code, errs, out, want)
 	}
-	code, _, errs = aotlm(t, "template", "-m", filepath.Join(dir, "vocab.json"), "--messages", msgs)
+	code, _, errs = runCLI(t, "template", "-m", filepath.Join(dir, "vocab.json"), "--messages", msgs)
 	if code != 1 {
 		t.Fatalf("a vocab.json accepted as a template: %d %s", code, errs)
 	}
@@ -38,7 +38,7 @@ func TestRunChat(t *testing.T) {
 	cfg := `{"bos_token": "<s>", "eos_token": "</s>",
 	  "chat_template": "{{ bos_token }}{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}bot:{% endif %}"}`
 	os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(cfg), 0o644)
-	code, out, errs := aotlm(t, "run", "-m", dir, "--tokenizer", tok, "--chat", "--system", "Be kind.",
+	code, out, errs := runCLI(t, "run", "-m", dir, "--tokenizer", tok, "--chat", "--system", "Be kind.",
 		"-p", "Tell a story", "-n", "3", "--temp", "0", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -47,7 +47,7 @@ func TestRunChat(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	code, tout, errs := aotlm(t, "tokenize", "-m", tok, "--json", "--",
+	code, tout, errs := runCLI(t, "tokenize", "-m", tok, "--json", "--",
 		"<s>system: Be kind.\nuser: Tell a story\nbot:")
 	if code != 0 {
 		t.Fatalf("tokenize: %d %s", code, errs)

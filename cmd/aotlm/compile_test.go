@@ -26,12 +26,12 @@ func TestCompileAndRunArtifact(t *testing.T) {
 		out := filepath.Join(dir, name+".aot")
 		args := append([]string{"compile"}, src...)
 		args = append(args, "-o", out, "--ar-len", "4", "--ctx", "128")
-		if code, _, stderr := aotlm(t, args...); code != 0 {
+		if code, _, stderr := runCLI(t, args...); code != 0 {
 			t.Fatalf("%s: compile exit %d: %s", name, code, stderr)
 		}
 		for _, mode := range []string{"hybrid", "kv"} {
 			for _, c := range ref.Cases[1:] {
-				code, stdout, stderr := aotlm(t, "run", "-m", out, "--mode", mode, "-p", c.Prompt,
+				code, stdout, stderr := runCLI(t, "run", "-m", out, "--mode", mode, "-p", c.Prompt,
 					"-n", "24", "--temp", "0", "--json", "--ignore-eos")
 				if code != 0 {
 					t.Fatalf("%s %s: exit %d: %s", name, mode, code, stderr)
@@ -48,7 +48,7 @@ func TestCompileAndRunArtifact(t *testing.T) {
 	}
 	// a prompt longer than the compiled context is refused
 	long := strings.Repeat("Once upon a time there was a dog. ", 40)
-	code, _, stderr := aotlm(t, "run", "-m", filepath.Join(dir, "gguf.aot"), "-p", long)
+	code, _, stderr := runCLI(t, "run", "-m", filepath.Join(dir, "gguf.aot"), "-p", long)
 	if code != 1 || !strings.Contains(stderr, "context") {
 		t.Errorf("over-long prompt: exit %d, %q", code, stderr)
 	}
@@ -64,7 +64,7 @@ func TestPerplexityOfArtifacts(t *testing.T) {
 	dir := t.TempDir()
 	ppl := func(model string) float64 {
 		t.Helper()
-		code, out, errs := aotlm(t, "ppl", "-m", model, "--data", data, "--ctx", "128", "--chunks", "10", "--json")
+		code, out, errs := runCLI(t, "ppl", "-m", model, "--data", data, "--ctx", "128", "--chunks", "10", "--json")
 		if code != 0 {
 			t.Fatalf("ppl %s: exit %d: %s", model, code, errs)
 		}
@@ -76,7 +76,7 @@ func TestPerplexityOfArtifacts(t *testing.T) {
 	}
 	for _, kv := range []string{"f32", "u8"} {
 		out := filepath.Join(dir, kv+".aot")
-		if code, _, errs := aotlm(t, "compile", src, "-o", out, "--ar-len", "8", "--ctx", "128", "--kv", kv); code != 0 {
+		if code, _, errs := runCLI(t, "compile", src, "-o", out, "--ar-len", "8", "--ctx", "128", "--kv", kv); code != 0 {
 			t.Fatalf("compile: %s", errs)
 		}
 	}
@@ -98,12 +98,12 @@ func TestKVF16(t *testing.T) {
 	ref := testutil.StoriesGreedy(t)
 	src := testutil.Path(t, "models/stories260K/stories260K.gguf")
 	out := filepath.Join(t.TempDir(), "f16.aot")
-	if code, _, errs := aotlm(t, "compile", src, "-o", out, "--ar-len", "8", "--ctx", "128", "--kv", "f16"); code != 0 {
+	if code, _, errs := runCLI(t, "compile", src, "-o", out, "--ar-len", "8", "--ctx", "128", "--kv", "f16"); code != 0 {
 		t.Fatalf("compile: %s", errs)
 	}
 	for _, mode := range []string{"hybrid", "kv"} {
 		for _, c := range ref.Cases[1:] {
-			code, stdout, stderr := aotlm(t, "run", "-m", out, "--mode", mode, "-p", c.Prompt, "-n", "24", "--temp", "0", "--json", "--ignore-eos")
+			code, stdout, stderr := runCLI(t, "run", "-m", out, "--mode", mode, "-p", c.Prompt, "-n", "24", "--temp", "0", "--json", "--ignore-eos")
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
@@ -116,8 +116,8 @@ func TestKVF16(t *testing.T) {
 	}
 	data := testutil.Path(t, "text/TinyStories-valid-excerpt.txt")
 	var f16, f32 struct{ PPL float64 }
-	_, o1, _ := aotlm(t, "ppl", "-m", out, "--data", data, "--ctx", "128", "--chunks", "10", "--json")
-	_, o2, _ := aotlm(t, "ppl", "-m", src, "--data", data, "--ctx", "128", "--chunks", "10", "--json")
+	_, o1, _ := runCLI(t, "ppl", "-m", out, "--data", data, "--ctx", "128", "--chunks", "10", "--json")
+	_, o2, _ := runCLI(t, "ppl", "-m", src, "--data", data, "--ctx", "128", "--chunks", "10", "--json")
 	json.Unmarshal([]byte(o1), &f16)
 	json.Unmarshal([]byte(o2), &f32)
 	t.Logf("ppl f16 cache %.5f, f32 %.5f", f16.PPL, f32.PPL)

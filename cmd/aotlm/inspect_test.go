@@ -49,7 +49,7 @@ func aotlmPlus(t *testing.T, args ...string) (code int, stdout, stderr string) {
 func compileStories(t *testing.T) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "stories.aot")
-	code, _, stderr := aotlm(t, "compile", testutil.Path(t, "models/stories260K/stories260K.gguf"),
+	code, _, stderr := runCLI(t, "compile", testutil.Path(t, "models/stories260K/stories260K.gguf"),
 		"-o", out, "--ar-len", "4", "--ctx", "64")
 	if code != 0 {
 		t.Fatalf("compile: exit %d: %s", code, stderr)

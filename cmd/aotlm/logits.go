@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/aotlm/aotlm/internal/model"
 )
 
 func newLogitsCmd() *cobra.Command {
@@ -39,21 +37,26 @@ is printed; otherwise the top id of each position.`,
 			if mode != "hybrid" && mode != "kv" {
 				return fmt.Errorf("--mode %q is not hybrid or kv", mode)
 			}
-			m, err := model.Open(path, model.Options{Threads: threads, Mode: mode})
+			m, err := openModel(path, openOptions{Threads: threads, Mode: mode, NoCompile: true})
 			if err != nil {
 				return err
 			}
 			defer m.Close()
+			vocab := m.Info().Vocab
 			for i, id := range ids {
-				if id < 0 || id >= m.Config.Vocab {
-					return fmt.Errorf("--ids: id %d (position %d) is outside the vocabulary [0, %d)", id, i, m.Config.Vocab)
+				if id < 0 || id >= vocab {
+					return fmt.Errorf("--ids: id %d (position %d) is outside the vocabulary [0, %d)", id, i, vocab)
 				}
+			}
+			if len(ids) > m.Info().Context {
+				return fmt.Errorf("--ids: %d ids, the model's context holds %d", len(ids), m.Info().Context)
 			}
 			s, err := m.NewSession(len(ids))
 			if err != nil {
 				return err
 			}
-			rows, err := s.Logits(ids)
+			defer s.Close()
+			rows, err := s.Logits(cmd.Context(), ids)
 			if err != nil {
 				return err
 			}

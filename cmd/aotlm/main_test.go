@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/aotlm/aotlm/internal/model"
+	"github.com/aotlm/aotlm/internal/compile"
 )
 
 // TestMain points the compile cache at a temporary folder, so tests never
@@ -14,7 +14,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	os.Setenv(model.CacheEnv, dir)
+	os.Setenv(compile.CacheEnv, dir)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -26,10 +26,10 @@ func TestArtifactCarriesChatAndDefaults(t *testing.T) {
 	  "chat_template": "{{ bos_token }}{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}bot:{% endif %}"}`), 0o644)
 	os.WriteFile(filepath.Join(hf, "generation_config.json"), []byte(`{"do_sample": false, "temperature": 0.6, "top_p": 0.9}`), 0o644)
 	art := filepath.Join(dir, "m.aot")
-	if code, _, errs := aotlm(t, "compile", hf, "--tokenizer", tok, "-o", art, "--ar-len", "4", "--ctx", "64"); code != 0 {
+	if code, _, errs := runCLI(t, "compile", hf, "--tokenizer", tok, "-o", art, "--ar-len", "4", "--ctx", "64"); code != 0 {
 		t.Fatalf("compile: %s", errs)
 	}
-	code, out, errs := aotlm(t, "inspect", art, "--json")
+	code, out, errs := runCLI(t, "inspect", art, "--json")
 	if code != 0 {
 		t.Fatalf("inspect: %s", errs)
 	}
@@ -43,7 +43,7 @@ func TestArtifactCarriesChatAndDefaults(t *testing.T) {
 	}
 	var a, b runJSON
 	for i, seed := range []string{"1", "2"} {
-		code, out, errs := aotlm(t, "run", "-m", art, "--chat", "-p", "Tell a story", "-n", "6", "--seed", seed, "--json", "--ignore-eos")
+		code, out, errs := runCLI(t, "run", "-m", art, "--chat", "-p", "Tell a story", "-n", "6", "--seed", seed, "--json", "--ignore-eos")
 		if code != 0 {
 			t.Fatalf("run --chat on the artifact: %s", errs)
 		}
@@ -54,14 +54,14 @@ func TestArtifactCarriesChatAndDefaults(t *testing.T) {
 	}
 	// a quantized folder's recipe is recorded
 	q := filepath.Join(dir, "q")
-	if code, _, errs := aotlm(t, "quantize", hf, "-o", q, "--tokenizer", tok, "--recipe", "w8a16"); code != 0 {
+	if code, _, errs := runCLI(t, "quantize", hf, "-o", q, "--tokenizer", tok, "--recipe", "w8a16"); code != 0 {
 		t.Fatalf("quantize: %s", errs)
 	}
 	qa := filepath.Join(dir, "q.aot")
-	if code, _, errs := aotlm(t, "compile", q, "-o", qa, "--ctx", "64"); code != 0 {
+	if code, _, errs := runCLI(t, "compile", q, "-o", qa, "--ctx", "64"); code != 0 {
 		t.Fatalf("compile quantized: %s", errs)
 	}
-	_, out, _ = aotlm(t, "inspect", qa, "--json")
+	_, out, _ = runCLI(t, "inspect", qa, "--json")
 	var qm struct {
 		Recipe struct{ Name string } `json:"recipe"`
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/eval"
-	"github.com/aotlm/aotlm/internal/model"
 )
 
 func newPplCmd() *cobra.Command {
@@ -50,20 +51,23 @@ does ([1]12.34,[2]...). docs/perplexity.md describes both rules.`,
 			if len(text) == 0 {
 				return fmt.Errorf("data file %s is empty", dataPath)
 			}
-			m, err := model.Open(modelPath, model.Options{Tokenizer: tokPath, Threads: threads})
+			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, NoCompile: true})
 			if err != nil {
 				return err
 			}
-			if m.Tokenizer == nil {
+			defer m.Close()
+			if m.Tokenizer() == nil {
 				return fmt.Errorf("%s has no tokenizer: pass --tokenizer <file>", modelPath)
 			}
-			if ctx > m.Config.Context {
-				return fmt.Errorf("--ctx %d exceeds the model's context of %d tokens", ctx, m.Config.Context)
+			if ctx > m.Info().Context {
+				return fmt.Errorf("--ctx %d exceeds the model's context of %d tokens", ctx, m.Info().Context)
 			}
-			s, err := m.NewSession(ctx)
+			rs, err := m.NewSession(ctx)
 			if err != nil {
 				return err
 			}
+			defer rs.Close()
+			s := scorer{ctx: cmd.Context(), s: rs}
 			stderr := cmd.ErrOrStderr()
 			opts := eval.Options{Ctx: ctx, Stride: stride, MaxChunks: chunks,
 				Progress: func(done, total int, ppl float64) {
@@ -72,7 +76,7 @@ does ([1]12.34,[2]...). docs/perplexity.md describes both rules.`,
 						fmt.Fprintln(stderr)
 					}
 				}}
-			r, err := eval.PerplexityText(s, m.Tokenizer, string(text), opts)
+			r, err := eval.PerplexityText(s, m.Tokenizer(), string(text), opts)
 			if err != nil {
 				return err
 			}
@@ -99,4 +103,16 @@ does ([1]12.34,[2]...). docs/perplexity.md describes both rules.`,
 	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object {ppl, nll, tokens, ctx, chunks, method}")
 	return cmd
+}
+
+// scorer is a runtime session as the eval package scores it.
+type scorer struct {
+	ctx context.Context
+	s   *aotlm.Session
+}
+
+func (x scorer) Reset()       { x.s.Reset() }
+func (x scorer) Context() int { return x.s.Context() }
+func (x scorer) Logits(ids []int) ([][]float32, error) {
+	return x.s.Logits(x.ctx, ids)
 }

@@ -28,7 +28,7 @@ type pplJSON struct {
 // pplRun runs `aotlm ppl args... --json` and decodes its one JSON object.
 func pplRun(t *testing.T, args ...string) (pplJSON, string) {
 	t.Helper()
-	code, out, errOut := aotlm(t, append([]string{"ppl", "--json"}, args...)...)
+	code, out, errOut := runCLI(t, append([]string{"ppl", "--json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("aotlm ppl %v: exit %d: %s", args, code, errOut)
 	}
@@ -107,7 +107,7 @@ func TestPplAgainstReferenceForward(t *testing.T) {
 	var sum float64
 	n := 0
 	for ch := range chunks {
-		win := append([]int{m.BOS()}, ids[ch*ctx+1:(ch+1)*ctx]...)
+		win := append([]int{m.Tokenizer.BOS()}, ids[ch*ctx+1:(ch+1)*ctx]...)
 		logits := refLlama(cfg, w, win, true)
 		for j := ctx / 2; j < ctx-1; j++ {
 			row, tgt := logits[j], ids[ch*ctx+j+1]
@@ -205,7 +205,7 @@ func TestPplErrors(t *testing.T) {
 		{"no tokenizer", []string{"-m", lone, "--data", data, "--ctx", "128"}, "no tokenizer"},
 		{"stride over ctx", []string{"-m", gguf, "--data", data, "--ctx", "64", "--stride", "65"}, "stride 65 must be between 1 and ctx 64"},
 	} {
-		code, out, errOut := aotlm(t, append([]string{"ppl"}, tc.args...)...)
+		code, out, errOut := runCLI(t, append([]string{"ppl"}, tc.args...)...)
 		if code != 1 || out != "" || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 and %q", tc.name, code, out, errOut, tc.want)
 		}

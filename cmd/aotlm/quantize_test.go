@@ -15,7 +15,7 @@ import (
 func TestQuantizeCommand(t *testing.T) {
 	src := testutil.Path(t, "models/stories260K/stories260K.gguf")
 	out := filepath.Join(t.TempDir(), "w4")
-	code, stdout, stderr := aotlm(t, "quantize", src, "-o", out, "--recipe", "w4a16-lpbq", "--json")
+	code, stdout, stderr := runCLI(t, "quantize", src, "-o", out, "--recipe", "w4a16-lpbq", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -42,19 +42,19 @@ func TestQuantizeCommand(t *testing.T) {
 	if lpbq == 0 || rep.Params != 292800 || rep.WeightBits >= 32 {
 		t.Fatalf("report: %d lpbq tensors, %d params, %.2f bits", lpbq, rep.Params, rep.WeightBits)
 	}
-	code, stdout, stderr = aotlm(t, "run", "-m", out, "-p", "Once upon a time", "-n", "8", "--temp", "0")
+	code, stdout, stderr = runCLI(t, "run", "-m", out, "-p", "Once upon a time", "-n", "8", "--temp", "0")
 	if code != 0 || len(strings.Fields(stdout)) < 4 {
 		t.Fatalf("run on the quantized folder: %d %q %s", code, stdout, stderr)
 	}
-	code, stdout, _ = aotlm(t, "tokenize", "-m", out, "--json", "--", "Once upon a time")
+	code, stdout, _ = runCLI(t, "tokenize", "-m", out, "--json", "--", "Once upon a time")
 	if code != 0 || !strings.Contains(stdout, "[403,407,261,378]") {
 		t.Fatalf("tokenize on the quantized folder: %d %s", code, stdout)
 	}
 	// refusals: an unknown recipe, an existing output
-	if code, _, stderr := aotlm(t, "quantize", src, "-o", filepath.Join(t.TempDir(), "x"), "--recipe", "w3-magic"); code != 1 || !strings.Contains(stderr, "w3-magic") {
+	if code, _, stderr := runCLI(t, "quantize", src, "-o", filepath.Join(t.TempDir(), "x"), "--recipe", "w3-magic"); code != 1 || !strings.Contains(stderr, "w3-magic") {
 		t.Errorf("unknown recipe: %d %s", code, stderr)
 	}
-	if code, _, stderr := aotlm(t, "quantize", src, "-o", out); code != 1 || !strings.Contains(stderr, "exists") {
+	if code, _, stderr := runCLI(t, "quantize", src, "-o", out); code != 1 || !strings.Contains(stderr, "exists") {
 		t.Errorf("existing output: %d %s", code, stderr)
 	}
 	if _, err := os.Stat(filepath.Join(out, "tokenizer.gguf")); err != nil {
@@ -67,7 +67,7 @@ func TestQuantizeCommand(t *testing.T) {
 func TestQuantizeLPBQReference(t *testing.T) {
 	src := testutil.Path(t, "models/stories260K/stories260K.gguf")
 	out := filepath.Join(t.TempDir(), "ref")
-	code, stdout, stderr := aotlm(t, "quantize", src, "-o", out, "--recipe", "w4a16-lpbq", "--lpbq-reference", "--json")
+	code, stdout, stderr := runCLI(t, "quantize", src, "-o", out, "--recipe", "w4a16-lpbq", "--lpbq-reference", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

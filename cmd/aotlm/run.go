@@ -5,18 +5,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/chat"
 	"github.com/aotlm/aotlm/internal/compile"
-	"github.com/aotlm/aotlm/internal/model"
+	"github.com/aotlm/aotlm/internal/hf"
 	"github.com/aotlm/aotlm/internal/sample"
-	"github.com/aotlm/aotlm/internal/textgen"
-	"github.com/aotlm/aotlm/internal/tokenizer"
 )
 
 func newRunCmd() *cobra.Command {
@@ -29,6 +29,8 @@ func newRunCmd() *cobra.Command {
 		system, mode, kv, acts                 string
 		arLen                                  int
 		noCompile                              bool
+		stops                                  []string
+		templatePath                           string
 	)
 	cmd := &cobra.Command{
 		Use:   "run -m MODEL -p PROMPT",
@@ -69,58 +71,75 @@ and options; --no-compile runs it through the graph interpreter instead.
 				}
 				a.Close()
 			}
-			runPath, runTok := modelPath, tokPath
-			if !noCompile {
-				var log io.Writer
-				if isTerminal(cmd.ErrOrStderr()) {
-					log = cmd.ErrOrStderr()
-				}
-				float, err := floatActivations(acts)
-				if err != nil {
-					return fmt.Errorf("run: %w", err)
-				}
-				compiled, err := model.CompileCached(modelPath, compile.Options{ARLens: []int{arLen},
-					Ctx: ctx, ClampCtx: true, Tokenizer: tokPath, KV: kv, FloatActivations: float}, log)
-				if err != nil {
-					return err
-				}
-				runPath, runTok = compiled, ""
+			float, err := floatActivations(acts)
+			if err != nil {
+				return fmt.Errorf("run: %w", err)
 			}
-			m, err := model.Open(runPath, model.Options{Tokenizer: runTok, Threads: threads, Mode: mode})
+			var log io.Writer
+			if isTerminal(cmd.ErrOrStderr()) {
+				log = cmd.ErrOrStderr()
+			}
+			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, NoCompile: noCompile,
+				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv, FloatActivations: float}, Log: log})
 			if err != nil {
 				return err
 			}
-			if m.Tokenizer == nil && runPath != modelPath {
-				// artifacts store tokenizer.json, SentencePiece, llama2.c and
-				// GGUF vocabularies; a folder's other layouts load from it
-				if st, err := os.Stat(modelPath); err == nil && st.IsDir() {
-					if tok, err := model.OpenTokenizer(modelPath); err == nil {
-						m.Tokenizer = tok
+			defer m.Close()
+			if m.Tokenizer() == nil {
+				return fmt.Errorf("%s has no tokenizer: pass --tokenizer <file>", modelPath)
+			}
+			if templatePath != "" {
+				if err := setChatTemplate(m, templatePath); err != nil {
+					return err
+				}
+			}
+			applyGenerationDefaults(cmd, &p, m.Generation())
+			s, err := m.NewSession(min(ctx, m.Info().Context))
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			req := aotlm.Request{Prompt: prompt, MaxTokens: n, Sampling: p, IgnoreEOS: ignoreEOS, Stop: stops}
+			if useChat {
+				if err := chatPrompt(&req, system, m); err != nil {
+					return err
+				}
+			}
+			// refuse before anything is echoed
+			if err := p.Validate(); err != nil {
+				return err
+			}
+			if req.IDs, err = m.Encode(req.Prompt, req.Raw); err != nil {
+				return err
+			}
+			if len(req.IDs) > s.Context() {
+				return fmt.Errorf("%w: %d prompt tokens, context %d", aotlm.ErrPromptTooLong, len(req.IDs), s.Context())
+			}
+			out := cmd.OutOrStdout()
+			var onToken func(aotlm.Token) error
+			if !asJSON {
+				if !useChat {
+					if _, err := io.WriteString(out, prompt); err != nil {
+						return fmt.Errorf("writing output: %w", err)
 					}
 				}
-			}
-			applyGenerationDefaults(cmd, &p, m.Generation)
-			s, err := m.NewSession(min(ctx, m.Config.Context))
-			if err != nil {
-				return err
-			}
-			req := textgen.Request{Prompt: prompt, MaxTokens: n, Sampling: p, IgnoreEOS: ignoreEOS}
-			if useChat {
-				if err := chatPrompt(&req, modelPath, system, m); err != nil {
-					return err
+				onToken = func(t aotlm.Token) error {
+					if _, err := io.WriteString(out, t.Text); err != nil {
+						return fmt.Errorf("writing output: %w", err)
+					}
+					return nil
 				}
 			}
-			if !asJSON {
-				req.Stream, req.Echo = cmd.OutOrStdout(), !useChat
-			}
-			rep, err := textgen.Run(m, m.Tokenizer, s, req)
+			res, err := s.Generate(cmd.Context(), req, onToken)
 			if err != nil {
 				return err
 			}
+			rep := runReport{PromptIDs: res.PromptIDs, IDs: res.IDs, Text: res.Text, StopReason: res.StopReason,
+				TTFTMs: float64(res.TTFT.Microseconds()) / 1000, PrefillTokS: res.PrefillTokS(), DecodeTokS: res.DecodeTokS(), Seed: p.Seed}
 			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
+				return json.NewEncoder(out).Encode(rep)
 			}
-			fmt.Fprintln(cmd.OutOrStdout())
+			fmt.Fprintln(out)
 			fmt.Fprintf(cmd.ErrOrStderr(), "prompt %d tokens, %.1f tok/s; generated %d tokens, %.1f tok/s; first token after %.1f ms (%s)\n",
 				len(rep.PromptIDs), rep.PrefillTokS, len(rep.IDs), rep.DecodeTokS, rep.TTFTMs, rep.StopReason)
 			return nil
@@ -151,15 +170,30 @@ and options; --no-compile runs it through the graph interpreter instead.
 	f.StringVar(&system, "system", "", "system message, with --chat")
 	f.BoolVar(&verify, "verify", false, "check every checksum of a compiled artifact (.aot), weights included, before running")
 	f.BoolVar(&ignoreEOS, "ignore-eos", false, "keep generating past the end-of-sequence token")
+	f.StringArrayVar(&stops, "stop", nil, "a string that ends generation (repeatable)")
+	f.StringVar(&templatePath, "chat-template", "", "a chat template (.jinja, tokenizer_config.json or GGUF) replacing the model's, with --chat")
 	return cmd
 }
 
+// runReport is what `run --json` prints.
+type runReport struct {
+	PromptIDs   []int   `json:"prompt_ids"`
+	IDs         []int   `json:"ids"`
+	Text        string  `json:"text"`
+	StopReason  string  `json:"stop_reason"`
+	TTFTMs      float64 `json:"ttft_ms"`
+	PrefillTokS float64 `json:"prefill_tok_s"`
+	DecodeTokS  float64 `json:"decode_tok_s"`
+	Seed        uint64  `json:"seed"`
+}
+
 // chatPrompt renders the prompt as one user turn (after an optional system
-// turn) with the model's chat template, and stops at the template's EOS.
-func chatPrompt(req *textgen.Request, modelPath, system string, m *model.Model) error {
-	tpl, sp, err := model.ChatTemplate(modelPath)
-	if err != nil {
-		return err
+// turn) with the model's chat template, and stops at the template's end
+// of turn.
+func chatPrompt(req *aotlm.Request, system string, m *aotlm.Model) error {
+	tpl, sp := m.ChatTemplate()
+	if tpl == nil {
+		return fmt.Errorf("%w: pass --chat-template <file>", aotlm.ErrNoChatTemplate)
 	}
 	var msgs []chat.Message
 	if system != "" {
@@ -171,12 +205,17 @@ func chatPrompt(req *textgen.Request, modelPath, system string, m *model.Model) 
 		return err
 	}
 	req.Prompt, req.Raw = text, true
-	if sp.EOS != "" && m.Tokenizer != nil {
-		if ids := m.Tokenizer.Encode(sp.EOS, tokenizer.EncodeOptions{ParseSpecial: true}); len(ids) == 1 {
-			req.ExtraStop = append(req.ExtraStop, ids[0])
-		}
-	}
+	req.StopIDs = append(req.StopIDs, m.EndOfTurnIDs()...)
 	return nil
+}
+
+// setChatTemplate replaces m's chat template with the one at path.
+func setChatTemplate(m *aotlm.Model, path string) error {
+	src, _, err := hf.ChatTemplate(path)
+	if err != nil {
+		return err
+	}
+	return m.SetChatTemplate(filepath.Base(path), src)
 }
 
 // applyGenerationDefaults uses the model's own generation defaults (its

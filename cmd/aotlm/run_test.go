@@ -15,8 +15,8 @@ import (
 	"github.com/aotlm/aotlm/internal/testutil/tinymodel"
 )
 
-// aotlm runs the command line in-process and returns exit code and outputs.
-func aotlm(t *testing.T, args ...string) (int, string, string) {
+// runCLI runs the command line in-process and returns exit code and outputs.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := run(args, &out, &errb)
@@ -85,7 +85,7 @@ func TestRunTinyModelAgainstReference(t *testing.T) {
 				}
 			}
 			const n = 12
-			code, stdout, stderr := aotlm(t, "run", "-m", v.path, "--tokenizer", v.tok,
+			code, stdout, stderr := runCLI(t, "run", "-m", v.path, "--tokenizer", v.tok,
 				"-p", "Once upon a time", "-n", "12", "--temp", "0", "--json", "--ignore-eos", "-t", "2")
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
@@ -138,7 +138,7 @@ func TestRunTinyModelAgainstReference(t *testing.T) {
 
 func TestRunStoriesText(t *testing.T) {
 	m := testutil.Path(t, "models/stories260K/stories260K.gguf")
-	code, stdout, stderr := aotlm(t, "run", "-m", m, "-p", "", "-n", "40", "--temp", "0")
+	code, stdout, stderr := runCLI(t, "run", "-m", m, "-p", "", "-n", "40", "--temp", "0")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -151,7 +151,7 @@ func TestRunStoriesText(t *testing.T) {
 	}
 	// a prompt is echoed, and the continuation is decoded in its context:
 	// llama2.c's greedy continuation of "Lily wanted to" starts " go" (id 298)
-	code, stdout, stderr = aotlm(t, "run", "-m", m, "-p", "Lily wanted to", "-n", "3", "--temp", "0")
+	code, stdout, stderr = runCLI(t, "run", "-m", m, "-p", "Lily wanted to", "-n", "3", "--temp", "0")
 	if code != 0 || !strings.HasPrefix(stdout, "Lily wanted to go ") {
 		t.Fatalf("exit %d (%s): %q", code, stderr, stdout)
 	}
@@ -201,7 +201,7 @@ func TestRunBadInput(t *testing.T) {
 		{"bad temperature", []string{"run", "-m", stories, "--temp", "-1", "-p", "x"}, "temperature"},
 	}
 	for _, c := range cases {
-		code, stdout, stderr := aotlm(t, c.args...)
+		code, stdout, stderr := runCLI(t, c.args...)
 		if code != 1 {
 			t.Errorf("%s: exit %d, want 1 (stderr %q)", c.name, code, stderr)
 			continue
@@ -218,12 +218,12 @@ func TestRunBadInput(t *testing.T) {
 
 func TestHelpAndVersion(t *testing.T) {
 	for _, cmd := range []string{"run", "tokenize", "version"} {
-		code, stdout, _ := aotlm(t, cmd, "--help")
+		code, stdout, _ := runCLI(t, cmd, "--help")
 		if code != 0 || !strings.Contains(stdout, "Usage:") {
 			t.Errorf("%s --help: exit %d, %q", cmd, code, stdout)
 		}
 	}
-	code, stdout, _ := aotlm(t, "version")
+	code, stdout, _ := runCLI(t, "version")
 	if code != 0 || !strings.HasPrefix(stdout, "aotlm ") {
 		t.Errorf("version: %d %q", code, stdout)
 	}

@@ -3,12 +3,15 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/chat"
-	"github.com/aotlm/aotlm/internal/model"
+	"github.com/aotlm/aotlm/internal/hf"
 )
 
 func newTemplateCmd() *cobra.Command {
@@ -32,7 +35,7 @@ unless --no-generation-prompt.`,
 			if path == "" || messages == "" {
 				return fmt.Errorf("pass -m <model or tokenizer_config.json> and --messages <file.json>")
 			}
-			tpl, sp, err := model.ChatTemplate(path)
+			tpl, sp, err := chatTemplateOf(path)
 			if err != nil {
 				return err
 			}
@@ -66,6 +69,30 @@ unless --no-generation-prompt.`,
 	f.StringToStringVar(&vars, "var", nil, "extra template variables, e.g. enable_thinking=false")
 	f.BoolVar(&asJSON, "json", false, `print {"prompt": ...}`)
 	return cmd
+}
+
+// chatTemplateOf finds the chat template of a path: an artifact's stored
+// one, or the files of a checkpoint, folder, tokenizer_config.json or
+// .jinja file (package hf).
+func chatTemplateOf(path string) (*chat.Template, chat.Specials, error) {
+	if artifact.IsArtifact(path) {
+		m, err := aotlm.Open(path, aotlm.Options{Threads: 1})
+		if err != nil {
+			return nil, chat.Specials{}, err
+		}
+		defer m.Close()
+		tpl, sp := m.ChatTemplate()
+		if tpl == nil {
+			return nil, sp, fmt.Errorf("%s: %w (the artifact stores none)", path, aotlm.ErrNoChatTemplate)
+		}
+		return tpl, sp, nil
+	}
+	src, sp, err := hf.ChatTemplate(path)
+	if err != nil {
+		return nil, sp, err
+	}
+	tpl, err := chat.ParseNamed(filepath.Base(path), src)
+	return tpl, sp, err
 }
 
 // templateVars turns --var values into template values: true/false become

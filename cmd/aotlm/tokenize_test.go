@@ -33,7 +33,7 @@ func TestTokenizeCommand(t *testing.T) {
 		}
 		for _, p := range paths {
 			for _, c := range cases[:min(3, len(cases))] {
-				code, out, errs := aotlm(t, "tokenize", "-m", p, "--no-parse-special", "--json", "--", c.Text)
+				code, out, errs := runCLI(t, "tokenize", "-m", p, "--no-parse-special", "--json", "--", c.Text)
 				if code != 0 {
 					t.Fatalf("%s: exit %d: %s", p, code, errs)
 				}
@@ -52,7 +52,7 @@ func TestTokenizeCommand(t *testing.T) {
 	}
 	// with --bos a SentencePiece vocabulary puts <s> first
 	tok := testutil.Path(t, "llama2c/tokenizer.model")
-	code, out, _ := aotlm(t, "tokenize", "-m", tok, "--bos", "--json", "--", "I believe the meaning of life is")
+	code, out, _ := runCLI(t, "tokenize", "-m", tok, "--bos", "--json", "--", "I believe the meaning of life is")
 	var got struct{ IDs []int }
 	json.Unmarshal([]byte(out), &got)
 	// llama2.c's own test.c lists these ids for this prompt

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
+	"os"
 	"unicode/utf8"
 )
 
@@ -223,3 +225,19 @@ func checkName(name string) error {
 
 // alignUp rounds n up to a multiple of a (a power of two).
 func alignUp(n, a int64) int64 { return (n + a - 1) &^ (a - 1) }
+
+// IsArtifact reports whether the file at path starts with the artifact
+// magic (it says nothing of the rest of the file).
+func IsArtifact(path string) bool {
+	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, len(Magic))
+	n, _ := io.ReadFull(f, head)
+	return n == len(head) && string(head) == Magic
+}

@@ -11,8 +11,8 @@ import (
 )
 
 // kvElemBytes returns the size of one KV cache element from the raw
-// manifest's "kv_cache" object: 1 for a "u8" cache, 4 (float32) when the
-// object or its dtype is absent or "f32".
+// manifest's "kv_cache" object: 1 for a "u8" cache, 2 for "f16", 4
+// (float32) when the object or its dtype is absent or "f32".
 func kvElemBytes(raw json.RawMessage) (int, error) {
 	var m struct {
 		KVCache *struct {
@@ -28,7 +28,9 @@ func kvElemBytes(raw json.RawMessage) (int, error) {
 	switch m.KVCache.DType {
 	case "", "f32":
 		return 4, nil
-	case "u8":
+	case plan.KVCacheF16:
+		return 2, nil
+	case plan.KVCacheU8:
 		return 1, nil
 	}
 	return 0, fmt.Errorf("bench: manifest.kv_cache.dtype: unknown cache dtype %q", m.KVCache.DType)

@@ -162,7 +162,7 @@ func TestDescribeHostile(t *testing.T) {
 // TestKVElemBytes checks the cache element size read from the manifest.
 func TestKVElemBytes(t *testing.T) {
 	for in, want := range map[string]int{`{}`: 4, `{"kv_cache":null}`: 4, `{"kv_cache":{"dtype":"f32"}}`: 4,
-		`{"kv_cache":{"dtype":"u8","k":[[1]]}}`: 1, `{"kv_cache":{"dtype":"q3"}}`: -1, `{"kv_cache":[]}`: -1} {
+		`{"kv_cache":{"dtype":"u8","k":[[1]]}}`: 1, `{"kv_cache":{"dtype":"f16"}}`: 2, `{"kv_cache":{"dtype":"q3"}}`: -1, `{"kv_cache":[]}`: -1} {
 		got, err := kvElemBytes([]byte(in))
 		if want < 0 {
 			if err == nil || !strings.Contains(err.Error(), "manifest.kv_cache") {

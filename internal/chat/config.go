@@ -67,11 +67,14 @@ func FromTokenizerConfig(path string) (*Template, Specials, error) {
 	}
 	text, err := templateText(cfg.ChatTemplate)
 	if err != nil {
-		return nil, Specials{}, &Error{Template: name, Msg: "tokenizer_config.json: chat_template: " + err.Error()}
+		return nil, Specials{}, &Error{Template: name, Msg: "tokenizer_config.json: chat_template: " + err.Error(), Err: err}
 	}
 	t, err := ParseNamed(name, text)
 	return t, sp, err
 }
+
+// ErrNoTemplate says a tokenizer_config.json holds no chat template.
+var ErrNoTemplate = errors.New("no chat template")
 
 // Load reads a chat template from a .jinja file, named after the file.
 func Load(path string) (*Template, error) {
@@ -105,7 +108,7 @@ func tokenString(raw json.RawMessage) (string, error) {
 // {"name", "template"} of which "default" is used.
 func templateText(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", errors.New("missing (and no " + TemplateFile + " next to the file)")
+		return "", fmt.Errorf("missing (and no %s next to the file): %w", TemplateFile, ErrNoTemplate)
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {

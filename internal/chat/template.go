@@ -43,6 +43,7 @@ type Options struct {
 // Template is a parsed chat template. It is safe for concurrent use.
 type Template struct {
 	name string
+	src  string
 	tpl  *exec.Template
 }
 
@@ -61,13 +62,17 @@ func ParseNamed(name, src string) (t *Template, err error) {
 		}
 	}()
 	cfg := newConfig()
+	orig := src
 	src = rewriteConditionals(src, cfg)
 	tpl, err := exec.NewTemplate(name, cfg, &sourceLoader{name: name, src: src}, environment())
 	if err != nil {
 		return nil, parseError(name, err)
 	}
-	return &Template{name: name, tpl: tpl}, nil
+	return &Template{name: name, src: orig, tpl: tpl}, nil
 }
+
+// Source returns the template's Jinja source as given.
+func (t *Template) Source() string { return t.src }
 
 // Name returns the template's name.
 func (t *Template) Name() string { return t.name }

@@ -12,6 +12,7 @@ import (
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/testutil"
 	"github.com/aotlm/aotlm/internal/testutil/tinymodel"
+	"github.com/aotlm/aotlm/internal/tokenizer"
 )
 
 func loadModel(t *testing.T, path string) *arch.Model {
@@ -120,7 +121,7 @@ func TestAllocatorRandom(t *testing.T) {
 func TestCompileArtifact(t *testing.T) {
 	m := testModels(t)["stories260K"]
 	path := filepath.Join(t.TempDir(), "m.aot")
-	src := Source{Tokenizer: &Tokenizer{Kind: "llama2c", Data: []byte("tok")}, Provenance: map[string]any{"file": "x"}}
+	src := Source{Tokenizer: &tokenizer.Stored{Kind: "llama2c", Data: []byte("tok")}, Provenance: map[string]any{"file": "x"}}
 	if err := CompileModel(m, src, Options{ARLens: []int{8, 4, 8}, Ctx: 64}, path); err != nil {
 		t.Fatal(err)
 	}

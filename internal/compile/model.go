@@ -3,13 +3,12 @@ package compile
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/aotlm/aotlm/internal/tokenizer"
-	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/aotlm/aotlm/internal/hf"
+	"github.com/aotlm/aotlm/internal/tokenizer"
 
 	"github.com/aotlm/aotlm/internal/arch"
-	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/format/detect"
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/qmodel"
@@ -43,17 +42,11 @@ type Options struct {
 // MaxCalibTokens bounds the calibration sequence read from CalibText.
 const MaxCalibTokens = 512
 
-// Tokenizer is the blob that rebuilds a tokenizer and its kind.
-type Tokenizer struct {
-	Kind string
-	Data []byte
-}
-
 // Source is what a checkpoint brings besides config and weights.
 type Source struct {
-	Tokenizer    *Tokenizer     // nil: none is stored
-	ChatTemplate string         // Jinja source, or ""
-	Provenance   map[string]any // recorded in the manifest as given
+	Tokenizer    *tokenizer.Stored // nil: none is stored
+	ChatTemplate string            // Jinja source, or ""
+	Provenance   map[string]any    // recorded in the manifest as given
 	// Quantized holds the integers of the weights a quantized folder
 	// stores quantized; the model's weights are their dequantized values.
 	Quantized map[string]*quant.Quantized
@@ -148,181 +141,28 @@ func CompileFile(path, outPath string, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	var tok *Tokenizer
-	if opts.Tokenizer != "" {
-		tok, err = tokenizerFile(opts.Tokenizer)
-		if err == nil {
-			err = checkTokenizerSize(tok, m.Config.Vocab, opts.Tokenizer)
-		}
-	} else {
-		tok, err = checkpointTokenizer(path, ck)
-		// a tokenizer.bin beside a llama2.c checkpoint is used only if it
-		// has the model's vocabulary
-		if err == nil && checkTokenizerSize(tok, m.Config.Vocab, path) != nil {
-			tok = nil
-		}
-	}
+	files, err := hf.Find(path, ck)
 	if err != nil {
-		return err
-	}
-	src := Source{Tokenizer: tok, Provenance: map[string]any{"file": filepath.Base(path), "format": ck.Format()}}
-	src.ChatTemplate, _ = format.MetaString(ck.Metadata(), "tokenizer.chat_template")
-	if ck.Format() == "safetensors" {
-		dir := path
-		if st, err := os.Stat(path); err == nil && !st.IsDir() {
-			dir = filepath.Dir(path)
-		}
-		if err := folderExtras(dir, &src); err != nil {
-			return err
-		}
-	}
-	if err := CompileModel(m, src, opts, outPath); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	return nil
-}
-
-// tokenizerFile reads a tokenizer named by the user.
-func tokenizerFile(path string) (*Tokenizer, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer: %w", err)
-	}
-	if st.IsDir() {
-		return folderTokenizer(path)
-	}
-	if strings.HasSuffix(path, ".gguf") {
-		ck, err := detect.Open(path)
+	tok := files.Tokenizer
+	if opts.Tokenizer != "" {
+		tok, err = hf.TokenizerFile(opts.Tokenizer)
+		if err == nil {
+			err = hf.Llama2CTokenizerSize(tok, m.Config.Vocab, opts.Tokenizer)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("tokenizer: %w", err)
+			return err
 		}
-		defer ck.Close()
-		return ggufTokenizer(ck.Metadata())
+	} else if hf.Llama2CTokenizerSize(tok, m.Config.Vocab, path) != nil {
+		// a tokenizer.bin beside a llama2.c checkpoint is used only if it
+		// has the model's vocabulary
+		tok = nil
 	}
-	kind := "tokenizer.json"
-	switch {
-	case strings.HasSuffix(path, ".model"):
-		kind = "sentencepiece"
-	case strings.HasSuffix(path, ".bin"):
-		kind = "llama2c"
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer: %w", err)
-	}
-	return &Tokenizer{Kind: kind, Data: b}, nil
-}
-
-// folderTokenizer reads tokenizer.json or tokenizer.model from dir; nil if
-// neither exists.
-func folderTokenizer(dir string) (*Tokenizer, error) {
-	for _, f := range []struct{ name, kind string }{{"tokenizer.json", "tokenizer.json"}, {"tokenizer.model", "sentencepiece"}} {
-		b, err := os.ReadFile(filepath.Join(dir, f.name))
-		if err == nil {
-			return &Tokenizer{Kind: f.kind, Data: b}, nil
-		}
-		if !os.IsNotExist(err) {
-			return nil, fmt.Errorf("tokenizer: %w", err)
-		}
-	}
-	return nil, nil
-}
-
-// checkpointTokenizer finds the tokenizer a checkpoint carries or sits
-// beside; nil if there is none.
-func checkpointTokenizer(path string, ck format.Checkpoint) (*Tokenizer, error) {
-	switch ck.Format() {
-	case "gguf":
-		if _, ok := ck.Metadata()["tokenizer.ggml.model"]; ok {
-			return ggufTokenizer(ck.Metadata())
-		}
-	case "safetensors":
-		dir := path
-		if st, err := os.Stat(path); err == nil && !st.IsDir() {
-			dir = filepath.Dir(path)
-		}
-		return folderTokenizer(dir)
-	case "llama2c":
-		b, err := os.ReadFile(filepath.Join(filepath.Dir(path), "tokenizer.bin"))
-		if err == nil {
-			return &Tokenizer{Kind: "llama2c", Data: b}, nil
-		}
-	}
-	return nil, nil
-}
-
-// ggufTokenizer stores a GGUF file's tokenizer.* metadata as one JSON object.
-func ggufTokenizer(meta map[string]any) (*Tokenizer, error) {
-	sub := map[string]any{}
-	for k, v := range meta {
-		if strings.HasPrefix(k, "tokenizer.") {
-			sub[k] = v
-		}
-	}
-	b, err := json.Marshal(sub)
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer: gguf metadata: %w", err)
-	}
-	return &Tokenizer{Kind: "gguf-metadata", Data: b}, nil
-}
-
-// checkTokenizerSize refuses a llama2.c tokenizer whose token count is not
-// the model's vocabulary (the format cannot tell otherwise, and a wrong one
-// produces garbage silently).
-func checkTokenizerSize(tok *Tokenizer, vocab int, name string) error {
-	if tok == nil || tok.Kind != "llama2c" {
-		return nil
-	}
-	n, err := tokenizer.Llama2CTokenCount(tok.Data)
-	if err != nil {
-		return fmt.Errorf("tokenizer %s: %w", name, err)
-	}
-	if n != vocab {
-		return fmt.Errorf("llama2.c tokenizer %s has %d tokens, the model's vocabulary is %d", name, n, vocab)
-	}
-	return nil
-}
-
-// folderExtras reads what a Hugging Face folder says about generation: the
-// chat template of tokenizer_config.json (or chat_template.jinja) and the
-// defaults of generation_config.json. Absent files are fine; malformed
-// ones are errors naming the file.
-func folderExtras(dir string, src *Source) error {
-	if src.ChatTemplate == "" {
-		if b, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja")); err == nil {
-			src.ChatTemplate = string(b)
-		} else if b, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json")); err == nil {
-			var cfg struct {
-				ChatTemplate json.RawMessage `json:"chat_template"`
-			}
-			if err := json.Unmarshal(b, &cfg); err != nil {
-				return fmt.Errorf("tokenizer_config.json: %w", err)
-			}
-			var one string
-			var named []struct{ Name, Template string }
-			switch {
-			case json.Unmarshal(cfg.ChatTemplate, &one) == nil:
-				src.ChatTemplate = one
-			case json.Unmarshal(cfg.ChatTemplate, &named) == nil:
-				for _, t := range named {
-					if t.Name == "default" {
-						src.ChatTemplate = t.Template
-					}
-				}
-			}
-		}
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, "generation_config.json")); err == nil {
-		var g map[string]any
-		if err := json.Unmarshal(b, &g); err != nil {
-			return fmt.Errorf("generation_config.json: %w", err)
-		}
-		src.Generation = map[string]any{}
-		for _, k := range []string{"temperature", "top_p", "top_k", "min_p", "repetition_penalty", "do_sample", "max_new_tokens"} {
-			if v, ok := g[k]; ok {
-				src.Generation[k] = v
-			}
-		}
+	src := Source{Tokenizer: tok, ChatTemplate: files.ChatTemplate, Generation: files.Generation,
+		Provenance: map[string]any{"file": filepath.Base(path), "format": ck.Format()}}
+	if err := CompileModel(m, src, opts, outPath); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
 }

@@ -1,14 +1,13 @@
 package compile
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/aotlm/aotlm/internal/format/safetensors"
+	"github.com/aotlm/aotlm/internal/hf"
 	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/quant"
 	"github.com/aotlm/aotlm/internal/tokenizer"
@@ -25,32 +24,21 @@ func compileQuantized(dir, outPath string, opts Options) error {
 	if err != nil {
 		return err
 	}
-	var tok *Tokenizer
-	switch {
-	case opts.Tokenizer != "":
-		tok, err = tokenizerFile(opts.Tokenizer)
-	case man.Tokenizer != "":
-		tok, err = tokenizerFile(filepath.Join(dir, man.Tokenizer))
-	default:
-		tok, err = folderTokenizer(dir)
-	}
+	files, err := hf.Folder(dir, man.Tokenizer)
 	if err != nil {
 		return err
 	}
-	src := Source{Tokenizer: tok, Quantized: qs, Provenance: map[string]any{
+	tok := files.Tokenizer
+	if opts.Tokenizer != "" {
+		if tok, err = hf.TokenizerFile(opts.Tokenizer); err != nil {
+			return err
+		}
+	}
+	src := Source{Tokenizer: tok, Quantized: qs, ChatTemplate: files.ChatTemplate, Generation: files.Generation, Provenance: map[string]any{
 		"file": filepath.Base(filepath.Clean(dir)), "format": "aotlm-quant", "source": filepath.Base(man.Source)}}
 	if r, err := quant.ParseRecipe(man.Recipe); err == nil {
 		src.Provenance["recipe"] = r.Name
 		src.Recipe = man.Recipe
-	}
-	if err := folderExtras(dir, &src); err != nil {
-		return err
-	}
-	if src.ChatTemplate == "" && tok != nil && tok.Kind == "gguf-metadata" {
-		var meta map[string]any
-		if json.Unmarshal(tok.Data, &meta) == nil {
-			src.ChatTemplate, _ = meta["tokenizer.chat_template"].(string)
-		}
 	}
 	if err := CompileModel(m, src, opts, outPath); err != nil {
 		return fmt.Errorf("%s: %w", dir, err)
@@ -110,7 +98,7 @@ func readQuantized(dir string, man *qmodel.Manifest, deq map[string][]float32) (
 
 // calibTokens reads a calibration text file and encodes it with the
 // stored tokenizer (no special tokens), keeping at most MaxCalibTokens.
-func calibTokens(path string, tok *Tokenizer, vocab int) ([]int, error) {
+func calibTokens(path string, tok *tokenizer.Stored, vocab int) ([]int, error) {
 	if tok == nil {
 		return nil, fmt.Errorf("compile: --calib needs a tokenizer")
 	}
@@ -118,7 +106,7 @@ func calibTokens(path string, tok *Tokenizer, vocab int) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile: calibration text: %w", err)
 	}
-	t, err := buildTokenizer(tok, vocab)
+	t, err := tok.Build(vocab)
 	if err != nil {
 		return nil, fmt.Errorf("compile: calibration tokenizer: %w", err)
 	}
@@ -127,47 +115,4 @@ func calibTokens(path string, tok *Tokenizer, vocab int) ([]int, error) {
 		return nil, fmt.Errorf("compile: calibration text %s has no tokens", path)
 	}
 	return ids[:min(len(ids), MaxCalibTokens)], nil
-}
-
-// buildTokenizer rebuilds a tokenizer from its stored blob.
-func buildTokenizer(tok *Tokenizer, vocab int) (tokenizer.Tokenizer, error) {
-	switch tok.Kind {
-	case "gguf-metadata":
-		dec := json.NewDecoder(bytes.NewReader(tok.Data))
-		dec.UseNumber()
-		var meta map[string]any
-		if err := dec.Decode(&meta); err != nil {
-			return nil, err
-		}
-		return tokenizer.FromGGUF(numbers(meta).(map[string]any))
-	case "llama2c":
-		return tokenizer.ParseLlama2C(tok.Data, vocab)
-	case "sentencepiece":
-		return tokenizer.ParseSentencePiece(tok.Data)
-	case "tokenizer.json":
-		return tokenizer.ParseHF(tok.Data)
-	}
-	return nil, fmt.Errorf("tokenizer kind %q is not known", tok.Kind)
-}
-
-// numbers turns json.Number values into int64 or float64, as a GGUF
-// reader returns them.
-func numbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case map[string]any:
-		for k, e := range x {
-			x[k] = numbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = numbers(e)
-		}
-	}
-	return v
 }

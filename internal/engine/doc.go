@@ -1,33 +1,41 @@
 // Package engine runs compiled artifacts. It knows no architecture: it
 // opens an artifact (memory-mapped, manifest and plans validated, weights
-// resolved and shape-checked once), and a Session executes the artifact's
-// plans step by step over one activation arena, a static KV cache and a
-// fixed pool of worker goroutines.
+// resolved and shape-checked once) with one pool of worker goroutines,
+// and its Sessions execute the artifact's plans step by step over an
+// activation arena and a static KV cache, one pass of one session at a
+// time on the shared pool.
 //
-// Cache layout: for each of L layers, K and V hold Ctx rows of C floats
-// (C = the plan's kv cols, G*E): K[l][p*C + g*E + e] is element e of key
-// head g at position p. A pass at position pos writes rows pos..pos+v-1,
-// where v is the number of valid (non-padding) rows of the pass; nothing is
-// ever shifted.
+// Cache layout: for each of L layers, K and V are stored transposed:
+// K[l][c*Ctx + p] is column c (= g*E + e, element e of key head g) at
+// position p, so that a row's scores over P positions and its outputs are
+// long contiguous kernel calls (kernel.AxpyRows, kernel.DotRows). A float32
+// cache holds floats, a binary16 one uint16, a uint8 one bytes with the
+// fixed per-layer or per-head scales of the manifest's kv_cache (new rows
+// are quantized when written; attention multiplies the scales in after
+// the integer-coded sums). Nothing is ever shifted.
+//
+// The general pass (Session.Run): up to N rows through the smallest plan
+// of at least that many rows, each row with a token id, a position and a
+// Mask of the earlier rows of the pass it may see on top of the committed
+// cache. A pass's rows are written into the cache slots after the
+// committed positions; a row whose mask hides a slot gets MaskValue there
+// before the softmax's maximum and exactly 0 after it. Commit keeps a
+// chain of the rows (copying each into its position), Rewind drops
+// positions. The select_rows step copies the rows whose logits the pass
+// wants to the top of its buffer, and the steps after it (final norm,
+// classifier) run on those rows only; a pass that wants none stops there.
 //
 // Prefill modes: ModeHybrid feeds a P-token prompt in ceil(P/N) passes of
 // the AR-N plan, the last one padded, then decodes with the AR-1 plan;
 // ModeKV feeds the prompt one token at a time through the AR-1 plan. A
-// padded pass computes only its valid rows (padding rows are never
-// computed, so they cannot reach the cache), and its last_row step picks
-// row v-1, so the next-token logits are those of row (P-1) mod N of the
-// last pass. Inside a pass the causal mask is a large finite negative
-// (MaskValue, never -Inf) added to the scores of later positions.
+// padded pass computes only its valid rows, so padding never reaches the
+// cache.
 //
-// A uint8 cache (manifest kv_cache) holds bytes instead of floats, in the
-// same layout: new rows are quantized when written, with the fixed scale
-// of their layer and head, and every cached value is dequantized where
-// attention reads it (kvu8.go).
-//
-// Kernels are plain Go loops with the definitions of the graph
-// interpreter, summing in the same order, so an f32 artifact reproduces
-// the interpreter's logits. Quantized weights (qweight.go, the layouts of
-// plan.WeightLayout) are dequantized inside the linear and embed loops
-// with the quant package's formulas, so they reproduce the interpreter
-// over the dequantized weights exactly.
+// Kernels: linear steps run the kernel package's products (float32, or
+// int8 activations against packed 4- and 8-bit weights, quantized once per
+// input and shared by the linears that read it), split by output rows
+// across the workers; row-wise steps (norms, RoPE, elementwise) are split
+// by rows and compute each row the same way whatever the split, so any
+// thread count gives the same logits. An f32 artifact reproduces the graph
+// interpreter within float32 summation-order differences.
 package engine

@@ -578,3 +578,38 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 	out, _, cols := buf(p.Output)
 	return Logits{data: out, vocab: cols}
 }
+
+// PrefillAll feeds ids, commits them, and returns the logits of every
+// position (copies), in chain passes of the largest plan (of one row when
+// the artifact's plans return one row of logits each, as artifacts made
+// before the general pass do). It checks ctx between passes.
+func (s *Session) PrefillAll(ctx context.Context, ids []int) ([][]float32, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if err := s.checkIDs(ids); err != nil {
+		return nil, err
+	}
+	prog := s.e.plans[len(s.e.plans)-1]
+	n := min(prog.p.Rows, prog.selCap)
+	if n < prog.p.Rows {
+		prog = s.decode
+		n = 1
+	}
+	sel := make([]int, n)
+	for i := range sel {
+		sel[i] = i
+	}
+	out := make([][]float32, 0, len(ids))
+	for lo := 0; lo < len(ids); lo += n {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		chunk := ids[lo:min(lo+n, len(ids))]
+		l := s.runChain(prog, chunk, sel[:len(chunk)])
+		for i := range l.Rows() {
+			out = append(out, append([]float32(nil), l.Row(i)...))
+		}
+	}
+	return out, nil
+}

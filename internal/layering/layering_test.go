@@ -24,18 +24,19 @@ var allowed = map[string][]string{
 	"internal/chat":      {},
 	"internal/sample":    {},
 	"internal/decoding":  {"internal/sample"},
-	"internal/graph":     {},
+	"internal/op":        {},
+	"internal/graph":     {"internal/op"},
 	"internal/quant":     {"internal/tensor"},
 	"internal/artifact":  {"internal/tensor", "internal/mmapfile"},
-	"internal/plan":      {},
+	"internal/plan":      {"internal/op"},
 	"internal/kernel":    {"internal/tensor"},
 	// the engine runs plans: it never sees graphs, families or checkpoints
-	"internal/engine":   {"internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel"},
-	"internal/arch":     {"internal/graph", "internal/format", "internal/tensor"},
+	"internal/engine":   {"internal/op", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel"},
+	"internal/arch":     {"internal/op", "internal/graph", "internal/format", "internal/tensor"},
 	"internal/testutil": {},
 	"internal/eval":     {"internal/decoding", "internal/sample", "internal/tokenizer"},
 	// bench measures compiled artifacts through the engine only
-	"internal/bench": {"internal/engine", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel"},
+	"internal/bench": {"internal/engine", "internal/op", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel"},
 }
 
 // TestImportsPointDown runs `go list -deps` on every package and checks its
@@ -50,7 +51,7 @@ func TestImportsPointDown(t *testing.T) {
 		rel := strings.TrimPrefix(pkg, module)
 		ok, listed := allowed[rel]
 		if !listed {
-			continue // upper layers (model, textgen, ...) may import below them
+			continue // upper layers (model, hf, the runtime, ...) may import below them
 		}
 		for _, d := range strings.Fields(deps) {
 			if !strings.HasPrefix(d, module) {
@@ -71,4 +72,26 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestRuntimeLinksNoCompiler: the runtime package at the module root
+// opens artifacts only; no checkpoint reader, family, graph or compiler is
+// linked into a program that uses it.
+func TestRuntimeLinksNoCompiler(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{join .Deps " "}}`, strings.TrimSuffix(module, "/")).Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if !contains(deps, module+"internal/engine") {
+		t.Fatalf("the runtime does not link the engine: %v", deps)
+	}
+	for _, banned := range []string{"internal/compile", "internal/arch", "internal/graph", "internal/format",
+		"internal/quant", "internal/qmodel", "internal/hf", "internal/model"} {
+		for _, d := range deps {
+			if d == module+banned || strings.HasPrefix(d, module+banned+"/") {
+				t.Errorf("the runtime links %s", d)
+			}
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package model_test
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/decoding"
 	"github.com/aotlm/aotlm/internal/model"
@@ -107,7 +109,7 @@ func TestArchFixtureArtifact(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, mode := range []string{"hybrid", "kv"} {
-		am, err := model.Open(out, model.Options{Threads: 2, Mode: mode})
+		am, err := aotlm.Open(out, aotlm.Options{Threads: 2, Mode: mode})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +117,7 @@ func TestArchFixtureArtifact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.Logits(ref.Tokens)
+		got, err := s.Logits(context.Background(), ref.Tokens)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +136,7 @@ func TestArchFixtureArtifact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := decoding.Generate(s2, ref.Tokens, decoding.Options{MaxTokens: len(ref.Greedy)})
+		res, err := decoding.Generate(s2.Sequence().(decoding.Session), ref.Tokens, decoding.Options{MaxTokens: len(ref.Greedy)})
 		if err != nil {
 			t.Fatal(err)
 		}

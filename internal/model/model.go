@@ -3,14 +3,13 @@ package model
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
+	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/arch"
-	"github.com/aotlm/aotlm/internal/engine"
-	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/format/detect"
 	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/hf"
 	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/tokenizer"
 )
@@ -22,53 +21,89 @@ type Options struct {
 	Tokenizer string
 	// Threads bounds the goroutines of one pass (0: 1).
 	Threads int
-	// Mode is the prefill strategy of a compiled artifact: "hybrid" (AR-N
-	// passes, the default) or "kv" (one token at a time).
-	Mode string
 }
 
-// Model is an opened model: config, weights and tokenizer.
+// Model is an opened checkpoint: config, float32 weights, tokenizer and
+// the files beside it, run through the graph interpreter.
 type Model struct {
 	Path      string
 	Format    string // checkpoint format
 	Config    arch.Config
 	Tokenizer tokenizer.Tokenizer // nil when none was found
-	// Generation holds the model's generation defaults (a compiled
-	// artifact's manifest "generation"), nil when unknown.
-	Generation map[string]any
+	Files     hf.Files
 
 	weights graph.Weights
-	eng     *engine.Engine // set for compiled artifacts
-	mode    engine.Mode
-	threads int
 	last    *graph.Interpreter // graph computing the last row's logits
 	all     *graph.Interpreter // graph computing every row's logits
 }
 
-// Open reads the checkpoint at path into memory as float32 and builds its
-// graphs. The tokenizer is opts.Tokenizer, else the one the checkpoint
-// embeds (GGUF) or that sits beside it.
+// Open reads the checkpoint at path (a GGUF file, a llama2.c checkpoint, a
+// PyTorch file, a Hugging Face folder, or a quantized folder, whose weights
+// are dequantized) into memory as float32 and builds its graphs. The
+// tokenizer is opts.Tokenizer, else the one the checkpoint embeds or that
+// sits beside it (package hf).
 func Open(path string, opts Options) (*Model, error) {
+	var m *Model
 	if qmodel.IsDir(path) {
-		return openQuantized(path, opts)
+		am, man, err := qmodel.Load(path)
+		if err != nil {
+			return nil, err
+		}
+		files, err := hf.Folder(path, man.Tokenizer)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		m = &Model{Path: path, Format: "aotlm-quant", Config: am.Config, weights: am.Weights, Files: files}
+	} else {
+		ck, err := detect.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer ck.Close()
+		am, err := arch.Load(ck)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		files, err := hf.Find(path, ck)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		m = &Model{Path: path, Format: ck.Format(), Config: am.Config, weights: am.Weights, Files: files}
 	}
-	if isArtifact(path) {
-		return openArtifact(path, opts)
-	}
-	ck, err := detect.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer ck.Close()
-	am, err := arch.Load(ck)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	m := &Model{Path: path, Format: ck.Format(), Config: am.Config, weights: am.Weights}
-	if m.Tokenizer, err = findTokenizer(path, ck, opts.Tokenizer, am.Config.Vocab); err != nil {
+	if err := m.loadTokenizer(opts.Tokenizer); err != nil {
 		return nil, err
 	}
 	return m, m.build(opts)
+}
+
+// loadTokenizer builds the tokenizer named by explicit, else the model's.
+func (m *Model) loadTokenizer(explicit string) error {
+	vocab := m.Config.Vocab
+	if explicit != "" {
+		tok, err := OpenTokenizer(explicit, vocab)
+		if err != nil {
+			return err
+		}
+		if tok.VocabSize() > vocab {
+			return fmt.Errorf("tokenizer %s has %d tokens but the model's vocabulary is %d", explicit, tok.VocabSize(), vocab)
+		}
+		m.Tokenizer = tok
+		return nil
+	}
+	var err error
+	switch f := m.Files; {
+	case f.Tokenizer != nil:
+		if f.Tokenizer.Kind == "llama2c" && hf.Llama2CTokenizerSize(f.Tokenizer, vocab, m.Path) != nil {
+			return nil // a tokenizer.bin of another vocabulary is not the model's
+		}
+		m.Tokenizer, err = f.Tokenizer.Build(vocab)
+	case f.TokenizerDir != "":
+		m.Tokenizer, err = tokenizer.LoadDir(f.TokenizerDir)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: tokenizer: %w", m.Path, err)
+	}
+	return nil
 }
 
 // build makes the two interpreters (last-row and all-rows logits).
@@ -91,155 +126,56 @@ func (m *Model) build(opts Options) error {
 	return nil
 }
 
-// openQuantized opens a quantized folder with its weights dequantized.
-func openQuantized(dir string, opts Options) (*Model, error) {
-	am, man, err := qmodel.Load(dir)
-	if err != nil {
-		return nil, err
-	}
-	m := &Model{Path: dir, Format: "aotlm-quant", Config: am.Config, weights: am.Weights}
-	tokPath := opts.Tokenizer
-	if tokPath == "" && man.Tokenizer != "" {
-		tokPath = filepath.Join(dir, man.Tokenizer)
-	}
-	if tokPath != "" {
-		if m.Tokenizer, err = loadTokenizer(tokPath, am.Config.Vocab); err != nil {
-			return nil, fmt.Errorf("tokenizer %s: %w", tokPath, err)
-		}
-	} else if hasHFTokenizer(dir) {
-		if m.Tokenizer, err = tokenizer.LoadDir(dir); err != nil {
-			return nil, fmt.Errorf("tokenizer in %s: %w", dir, err)
-		}
-	}
-	return m, m.build(opts)
+// Runtime returns the model as a runtime model, whose sessions run on the
+// interpreter.
+func (m *Model) Runtime() (*aotlm.Model, error) {
+	return aotlm.NewModel(aotlm.Config{
+		Info:         aotlm.Info{Name: m.Path, Architecture: m.Config.Family, Vocab: m.Config.Vocab, Context: m.Config.Context, KVCache: "f32"},
+		NewSequence:  func(ctx int) (aotlm.Sequence, error) { return m.NewSession(ctx) },
+		Tokenizer:    m.Tokenizer,
+		ChatTemplate: m.Files.ChatTemplate,
+		BOS:          m.Config.BOS,
+		EOS:          m.Config.EOS,
+		Generation:   m.Files.Generation,
+	})
 }
 
-func hasHFTokenizer(dir string) bool {
-	for _, f := range []string{"tokenizer.json", "tokenizer.model", "vocab.json", "encoder.json"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// BOS returns the id to start a prompt with, or -1.
-func (m *Model) BOS() int {
-	if m.Config.BOS >= 0 {
-		return m.Config.BOS
-	}
-	if m.Tokenizer != nil {
-		return m.Tokenizer.BOS()
-	}
-	return -1
-}
-
-// StopIDs returns the ids that end generation.
-func (m *Model) StopIDs() []int {
-	ids := append([]int(nil), m.Config.EOS...)
-	if m.Tokenizer != nil && m.Tokenizer.EOS() >= 0 {
-		ids = append(ids, m.Tokenizer.EOS())
-	}
-	return ids
-}
-
-func findTokenizer(modelPath string, ck format.Checkpoint, explicit string, vocab int) (tokenizer.Tokenizer, error) {
-	if explicit != "" {
-		tok, err := loadTokenizer(explicit, vocab)
-		if err != nil {
-			return nil, fmt.Errorf("tokenizer %s: %w", explicit, err)
-		}
-		if tok.VocabSize() > vocab {
-			return nil, fmt.Errorf("tokenizer %s has %d tokens but the model's vocabulary is %d", explicit, tok.VocabSize(), vocab)
-		}
-		return tok, nil
-	}
-	switch ck.Format() {
-	case "gguf":
-		if _, ok := ck.Metadata()["tokenizer.ggml.model"]; !ok {
-			return nil, nil
-		}
-		tok, err := tokenizer.FromGGUF(ck.Metadata())
-		if err != nil {
-			return nil, fmt.Errorf("%s: embedded tokenizer: %w", modelPath, err)
-		}
-		return tok, nil
-	case "safetensors":
-		dir := modelPath
-		if st, err := os.Stat(modelPath); err == nil && !st.IsDir() {
-			dir = filepath.Dir(modelPath)
-		}
-		if hasHFTokenizer(dir) {
-			tok, err := tokenizer.LoadDir(dir)
-			if err != nil {
-				return nil, fmt.Errorf("tokenizer in %s: %w", dir, err)
-			}
-			return tok, nil
-		}
-	case "llama2c":
-		// llama2.c keeps tokenizer.bin beside the checkpoint; use it only if
-		// its vocabulary is the model's.
-		dir := filepath.Dir(modelPath)
-		for _, f := range []string{"tokenizer.bin", fmt.Sprintf("tok%d.bin", vocab)} {
-			p := filepath.Join(dir, f)
-			if _, err := os.Stat(p); err != nil {
-				continue
-			}
-			if tok, err := loadLlama2CTokenizer(p, vocab); err == nil {
-				return tok, nil
-			}
-		}
-	}
-	return nil, nil
-}
-
-// loadTokenizer loads a tokenizer file or folder named by the user.
-func loadTokenizer(path string, vocab int) (tokenizer.Tokenizer, error) {
+// OpenTokenizer opens a tokenizer a user names: a tokenizer file or
+// folder, a GGUF model's embedded vocabulary, or a model folder's files;
+// vocab > 0 is the model's vocabulary (a llama2.c tokenizer.bin must have
+// exactly that many tokens).
+func OpenTokenizer(path string, vocab int) (tokenizer.Tokenizer, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
 	if st.IsDir() {
-		return tokenizer.LoadDir(path)
+		if qmodel.IsDir(path) {
+			m, err := Open(path, Options{})
+			if err != nil {
+				return nil, err
+			}
+			if m.Tokenizer == nil {
+				return nil, fmt.Errorf("%s: the quantized model holds no tokenizer", path)
+			}
+			return m.Tokenizer, nil
+		}
+		tok, err := tokenizer.LoadDir(path)
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer %s: %w", path, err)
+		}
+		return tok, nil
 	}
-	switch {
-	case strings.HasSuffix(path, ".bin"):
+	if strings.HasSuffix(path, ".bin") {
 		return loadLlama2CTokenizer(path, vocab)
-	case strings.HasSuffix(path, ".gguf"):
-		ck, err := detect.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		defer ck.Close()
-		return tokenizer.FromGGUF(ck.Metadata())
 	}
-	return tokenizer.Load(path)
-}
-
-// OpenTokenizer opens just the tokenizer of a path: a tokenizer file or
-// folder, a GGUF model's embedded vocabulary, or a model folder's files.
-func OpenTokenizer(path string) (tokenizer.Tokenizer, error) {
-	if qmodel.IsDir(path) {
-		m, err := Open(path, Options{})
-		if err != nil {
-			return nil, err
-		}
-		if m.Tokenizer == nil {
-			return nil, fmt.Errorf("%s: the quantized model holds no tokenizer", path)
-		}
-		return m.Tokenizer, nil
+	stored, err := hf.TokenizerFile(path)
+	if err != nil {
+		return nil, err
 	}
-	tok, err := loadTokenizer(path, 0)
+	tok, err := stored.Build(vocab)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
 	}
 	return tok, nil
-}
-
-// Close releases a compiled artifact's mapping (nothing for other models).
-func (m *Model) Close() error {
-	if m.eng != nil {
-		return m.eng.Close()
-	}
-	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/decoding"
 	"github.com/aotlm/aotlm/internal/model"
@@ -59,15 +60,12 @@ func maxDiff(a, b []float32) float64 {
 // hybrid mode: AR-32 passes, the last one padded unless 32 divides p) and
 // the rest one Decode at a time, comparing every position's logits with
 // the reference; it returns the largest difference.
-func checkSplits(t *testing.T, m *model.Model, ref rwkv7Case, splits []int) float64 {
+func checkSplits(t *testing.T, m sessions, ref rwkv7Case, splits []int) float64 {
 	t.Helper()
 	var worst float64
 	toks := ref.Tokens[:128]
 	for _, p := range splits {
-		s, err := m.NewSession(256)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := m(t)
 		out, err := s.Prefill(toks[:p])
 		if err != nil {
 			t.Fatal(err)
@@ -112,34 +110,26 @@ func TestRWKV7Reference(t *testing.T) {
 	if d > rwkv7Tol {
 		t.Errorf("interpreter logits differ by %.3g (tolerance %g)", d, rwkv7Tol)
 	}
-	if d := checkSplits(t, im, ref, []int{1, 45, 127}); d > rwkv7Tol {
+	if d := checkSplits(t, interpSessions(im), ref, []int{1, 45, 127}); d > rwkv7Tol {
 		t.Errorf("interpreter, split: logits differ by %.3g", d)
 	}
-	checkGreedy(t, "interpreter", im, ref)
+	checkGreedy(t, "interpreter", interpSessions(im), ref)
 
 	aot := rwkv7Artifact(t)
 	for _, mode := range []string{"hybrid", "kv"} {
-		am, err := model.Open(aot, model.Options{Mode: mode})
-		if err != nil {
-			t.Fatal(err)
-		}
+		am := artifactSessions(t, aot, mode)
 		d := checkSplits(t, am, ref, splits)
 		t.Logf("artifact %s, prefill splits %v: max |logit diff| %.3g", mode, splits, d)
 		if d > rwkv7Tol {
 			t.Errorf("artifact %s: logits differ by %.3g (tolerance %g)", mode, d, rwkv7Tol)
 		}
 		checkGreedy(t, "artifact "+mode, am, ref)
-		am.Close()
 	}
 }
 
-func checkGreedy(t *testing.T, what string, m *model.Model, ref rwkv7Case) {
+func checkGreedy(t *testing.T, what string, m sessions, ref rwkv7Case) {
 	t.Helper()
-	s, err := m.NewSession(256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := decoding.Generate(s, ref.Prompt, decoding.Options{MaxTokens: len(ref.Greedy)})
+	res, err := decoding.Generate(m(t), ref.Prompt, decoding.Options{MaxTokens: len(ref.Greedy)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,17 +145,9 @@ func checkGreedy(t *testing.T, what string, m *model.Model, ref rwkv7Case) {
 // and through the interpreter and the artifact's kv mode for a subset.
 func TestRWKV7Reverses(t *testing.T) {
 	aot := rwkv7Artifact(t)
-	hyb, err := model.Open(aot, model.Options{Mode: "hybrid"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hyb.Close()
-	kv, err := model.Open(aot, model.Options{Mode: "kv"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kv.Close()
-	im, err := model.Open(testutil.Path(t, rwkv7Checkpoint), model.Options{})
+	hyb := artifactSessions(t, aot, "hybrid")
+	kv := artifactSessions(t, aot, "kv")
+	imm, err := model.Open(testutil.Path(t, rwkv7Checkpoint), model.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,16 +164,12 @@ func TestRWKV7Reverses(t *testing.T) {
 		prompt := append(slices.Clone(digits), 10)
 		want := append(slices.Clone(digits), 11)
 		slices.Reverse(want[:n])
-		models := []*model.Model{hyb}
+		models := []sessions{hyb}
 		if n%7 == 1 || n == 60 {
-			models = append(models, kv, im)
+			models = append(models, kv, interpSessions(imm))
 		}
 		for i, m := range models {
-			s, err := m.NewSession(256)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := decoding.Generate(s, prompt, decoding.Options{MaxTokens: n + 1})
+			res, err := decoding.Generate(m(t), prompt, decoding.Options{MaxTokens: n + 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -202,4 +180,34 @@ func TestRWKV7Reverses(t *testing.T) {
 		}
 	}
 	t.Logf("60 lengths reversed, %d wrong", wrong)
+}
+
+// sessions makes fresh sessions of 256 positions of one model.
+type sessions func(t *testing.T) decoding.Session
+
+// interpSessions makes sessions of m on the interpreter.
+func interpSessions(m *model.Model) sessions {
+	return func(t *testing.T) decoding.Session {
+		s, err := m.NewSession(256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+}
+
+// artifactSessions makes engine sessions of the artifact at path.
+func artifactSessions(t *testing.T, path, mode string) sessions {
+	m, err := aotlm.Open(path, aotlm.Options{Mode: mode, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return func(t *testing.T) decoding.Session {
+		s, err := m.NewSession(256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Sequence().(decoding.Session)
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/aotlm/aotlm/internal/decoding"
 	"github.com/aotlm/aotlm/internal/model"
 	"github.com/aotlm/aotlm/internal/testutil"
-	"github.com/aotlm/aotlm/internal/textgen"
 )
 
 // The oracle here is llama2.c's run.c (see the reference files' own
@@ -43,7 +42,14 @@ func TestStoriesGreedyMatchesLlama2C(t *testing.T) {
 	for name, m := range storiesModels(t) {
 		for _, c := range ref.Cases {
 			// the prompt is encoded by our tokenizer: its ids must be run.c's
-			prompt := textgen.Encode(m.Tokenizer, m.BOS(), c.Prompt)
+			rm, err := m.Runtime()
+			if err != nil {
+				t.Fatal(err)
+			}
+			prompt, err := rm.Encode(c.Prompt, false)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if !slices.Equal(prompt, c.PromptIDs) {
 				t.Errorf("%s %q: prompt ids %v, llama2.c %v", name, c.Prompt, prompt, c.PromptIDs)
 				continue

@@ -1,4 +1,4 @@
-package model
+package compile
 
 import (
 	"crypto/sha256"
@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/plan"
 )
 
@@ -30,13 +30,16 @@ func CacheDir() (string, error) {
 	return filepath.Join(d, "aotlm"), nil
 }
 
-// CompileCached returns a compiled artifact of the model at path, compiling
-// it into the cache the first time (as `ollama run` pulls once). The cache
-// key covers the model's files (names, sizes, modification times), the
+// Cached returns a compiled artifact of the model at path, compiling it
+// into the cache the first time (as `ollama run` pulls once). The cache
+// key covers the model's files (names, sizes, modification and change
+// times, inodes: a file replaced in place changes its change time), the
 // tokenizer, the compile options and the artifact format, so a changed
-// model or option compiles anew. log receives one line when compiling.
-func CompileCached(path string, opts compile.Options, log io.Writer) (string, error) {
-	if isArtifact(path) {
+// model or option compiles anew. A cached artifact that no longer opens
+// (truncated, damaged) is compiled again. log receives one line when
+// compiling.
+func Cached(path string, opts Options, log io.Writer) (string, error) {
+	if artifact.IsArtifact(path) {
 		return path, nil
 	}
 	key, err := cacheKey(path, opts)
@@ -49,7 +52,17 @@ func CompileCached(path string, opts compile.Options, log io.Writer) (string, er
 	}
 	out := filepath.Join(dir, key+".aot")
 	if _, err := os.Stat(out); err == nil {
-		return out, nil
+		a, err := artifact.Open(out, artifact.OpenOptions{})
+		if err == nil {
+			a.Close()
+			return out, nil
+		}
+		if log != nil {
+			fmt.Fprintf(log, "the cached artifact %s does not open (%v): compiling again\n", out, err)
+		}
+		if err := os.Remove(out); err != nil {
+			return "", fmt.Errorf("cache: %w", err)
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("cache: %w", err)
@@ -58,13 +71,13 @@ func CompileCached(path string, opts compile.Options, log io.Writer) (string, er
 		fmt.Fprintf(log, "compiling %s into %s (once)\n", path, out)
 	}
 	// the artifact writer builds a temp file and renames it into place
-	if err := compile.CompileFile(path, out, opts); err != nil {
+	if err := CompileFile(path, out, opts); err != nil {
 		return "", err
 	}
 	return out, nil
 }
 
-func cacheKey(path string, opts compile.Options) (string, error) {
+func cacheKey(path string, opts Options) (string, error) {
 	h := sha256.New()
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -99,7 +112,7 @@ func statInto(w io.Writer, path string) error {
 		return err
 	}
 	if !st.IsDir() {
-		fmt.Fprintf(w, "%s %d %d\n", st.Name(), st.Size(), st.ModTime().UnixNano())
+		fmt.Fprintf(w, "%s %d %d %s\n", st.Name(), st.Size(), st.ModTime().UnixNano(), fileIdentity(st))
 		return nil
 	}
 	entries, err := os.ReadDir(path)
@@ -111,7 +124,7 @@ func statInto(w io.Writer, path string) error {
 		if err != nil || info.IsDir() {
 			continue
 		}
-		fmt.Fprintf(w, "%s %d %s\n", e.Name(), info.Size(), strconv.FormatInt(info.ModTime().UnixNano(), 10))
+		fmt.Fprintf(w, "%s %d %s %s\n", e.Name(), info.Size(), strconv.FormatInt(info.ModTime().UnixNano(), 10), fileIdentity(info))
 	}
 	return nil
 }

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/sample"
+)
+
+func newChatCmd() *cobra.Command {
+	var (
+		modelPath, tokPath, system, templatePath, mode, kv string
+		n, threads, ctx, arLen                             int
+		p                                                  sample.Params
+		seed                                               int64
+		asJSON, noCompile                                  bool
+		stops                                              []string
+	)
+	cmd := &cobra.Command{
+		Use:   "chat -m MODEL",
+		Short: "Chat with a model, keeping its cache across turns",
+		Long: `Chat with a model: each line read from standard input is a user turn, and
+the reply streams to standard output. The conversation is rendered with the
+model's chat template (or --chat-template) every turn, and only the tokens
+after what the cache already holds are prefilled, so a turn's time to first
+token does not grow with the history.
+
+Commands: /reset forgets the conversation, /system TEXT sets the system
+prompt, /exit (or end of input) quits. When the context fills, the oldest
+turns are left out (the system prompt is kept) and a note says so.
+MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
+		Example: `  aotlm chat -m qwen3.aot --system "Answer briefly."
+  printf 'Hi\nTell me a story\n' | aotlm chat -m model.aot --temp 0 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if modelPath == "" {
+				return fmt.Errorf("no model: pass -m <model file or folder>")
+			}
+			if seed >= 0 {
+				p.Seed = uint64(seed)
+			} else {
+				p.Seed = randomSeed()
+			}
+			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, NoCompile: noCompile,
+				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv}, Log: cmd.ErrOrStderr()})
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			if templatePath != "" {
+				if err := setChatTemplate(m, templatePath); err != nil {
+					return err
+				}
+			}
+			applyGenerationDefaults(cmd, &p, m.Generation())
+			c, err := m.NewChat(aotlm.ChatOptions{System: system, Context: min(ctx, m.Info().Context)})
+			if err != nil {
+				return fmt.Errorf("%s: %w (pass --chat-template <file>)", modelPath, err)
+			}
+			defer c.Close()
+			return chatLoop(cmd, c, aotlm.Request{MaxTokens: n, Sampling: p, Stop: stops}, asJSON)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&modelPath, "model", "m", "", "model file or folder (required)")
+	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for checkpoints without one")
+	f.StringVar(&system, "system", "", "system prompt")
+	f.StringVar(&templatePath, "chat-template", "", "a chat template (.jinja, tokenizer_config.json or GGUF) replacing the model's")
+	f.StringVar(&mode, "mode", "hybrid", "prefill: hybrid (AR-N passes) or kv (one token at a time)")
+	f.BoolVar(&noCompile, "no-compile", false, "run an uncompiled model through the graph interpreter")
+	f.IntVar(&arLen, "ar-len", 32, "prompt pass length when compiling")
+	f.StringVar(&kv, "kv", "f32", "KV cache storage when compiling: f32, f16 or u8")
+	f.IntVarP(&n, "n-predict", "n", 512, "most tokens of one reply (-1: until the end of turn or a full context)")
+	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
+	f.IntVarP(&ctx, "ctx", "c", 4096, "context length (capped at the model's)")
+	f.Float32Var(&p.Temperature, "temp", 0.8, "temperature; 0 is greedy")
+	f.IntVar(&p.TopK, "top-k", 40, "keep the K most likely tokens (0: all)")
+	f.Float32Var(&p.TopP, "top-p", 0.95, "nucleus sampling mass (1: off)")
+	f.Float32Var(&p.MinP, "min-p", 0.05, "drop tokens below this fraction of the best one's probability (0: off)")
+	f.Float32Var(&p.RepeatPenalty, "repeat-penalty", 1, "penalty for recently generated tokens (1: off)")
+	f.IntVar(&p.RepeatLastN, "repeat-last-n", 64, "how many recent tokens the penalty considers")
+	f.Int64Var(&seed, "seed", -1, "sampling seed (-1: random)")
+	f.StringArrayVar(&stops, "stop", nil, "a string that ends a reply (repeatable)")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object per turn instead of streaming text")
+	return cmd
+}
+
+// chatTurn is what `chat --json` prints for each turn.
+type chatTurn struct {
+	Turn        int     `json:"turn"`
+	PromptIDs   []int   `json:"prompt_ids"`
+	IDs         []int   `json:"ids"`
+	Text        string  `json:"text"`
+	StopReason  string  `json:"stop_reason"`
+	Reused      int     `json:"reused"`
+	Dropped     int     `json:"dropped"`
+	TTFTMs      float64 `json:"ttft_ms"`
+	PrefillTokS float64 `json:"prefill_tok_s"`
+	DecodeTokS  float64 `json:"decode_tok_s"`
+}
+
+// chatLoop reads turns and commands from the command's input until its
+// end or /exit.
+func chatLoop(cmd *cobra.Command, c *aotlm.Chat, req aotlm.Request, asJSON bool) error {
+	in := cmd.InOrStdin()
+	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	interactive := isTerminal(out) && isTerminalReader(in)
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64*1024), maxChatLine)
+	turn := 0
+	for {
+		if interactive {
+			fmt.Fprint(out, "> ")
+		}
+		if !sc.Scan() {
+			if err := sc.Err(); err != nil {
+				return fmt.Errorf("reading input: %w", err)
+			}
+			return nil
+		}
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "":
+			continue
+		case line == "/exit" || line == "/quit":
+			return nil
+		case line == "/reset":
+			if err := c.Reset(); err != nil {
+				return err
+			}
+			fmt.Fprintln(errw, "(conversation reset)")
+			continue
+		case strings.HasPrefix(line, "/system"):
+			c.SetSystem(strings.TrimSpace(strings.TrimPrefix(line, "/system")))
+			fmt.Fprintln(errw, "(system prompt set)")
+			continue
+		case line == "/help":
+			fmt.Fprintln(errw, "/reset, /system TEXT, /exit")
+			continue
+		}
+		turn++
+		var onToken func(aotlm.Token) error
+		if !asJSON {
+			onToken = func(t aotlm.Token) error {
+				_, err := io.WriteString(out, t.Text)
+				return err
+			}
+		}
+		res, err := c.Send(cmd.Context(), line, req, onToken)
+		if err != nil {
+			return err
+		}
+		if res.Dropped > 0 {
+			fmt.Fprintf(errw, "(the context is full: left out the %d oldest messages)\n", res.Dropped)
+		}
+		if asJSON {
+			if err := json.NewEncoder(out).Encode(chatTurn{Turn: turn, PromptIDs: res.PromptIDs, IDs: res.IDs, Text: res.Text,
+				StopReason: res.StopReason, Reused: res.Reused, Dropped: res.Dropped,
+				TTFTMs: float64(res.TTFT.Microseconds()) / 1000, PrefillTokS: res.PrefillTokS(), DecodeTokS: res.DecodeTokS()}); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Fprintln(out)
+		fmt.Fprintf(errw, "(%d prompt tokens, %d reused from the cache; first token after %.1f ms; %d tokens at %.1f tok/s; %s)\n",
+			len(res.PromptIDs), res.Reused, float64(res.TTFT.Microseconds())/1000, len(res.IDs), res.DecodeTokS(), res.StopReason)
+	}
+}
+
+// maxChatLine bounds one input line.
+const maxChatLine = 1 << 20
+
+// isTerminalReader reports whether r is a terminal.
+func isTerminalReader(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// randomSeed returns a seed from the clock.
+func randomSeed() uint64 { return uint64(time.Now().UnixNano()) }
