@@ -31,11 +31,11 @@ type ropeTable struct {
 // ropeKey is what a RoPE step's angles depend on: the pass (its rows'
 // positions) and the step's frequencies.
 type ropeKey struct {
-	pass      uint64
-	rows      int
-	freq      *float64 // the step's InvFreq (plans share one slice per kind of layer)
-	n         int
-	scale     float64
+	pass  uint64
+	rows  int
+	freq  *float64 // the step's InvFreq (plans share one slice per kind of layer)
+	n     int
+	scale float64
 }
 
 // rowWise runs st over rows of x (and y) into out.
