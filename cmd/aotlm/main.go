@@ -19,6 +19,11 @@ func main() {
 // run executes the command line and returns the exit code: 0 on success,
 // 1 on an error (printed as one line on stderr), 2 on an internal fault.
 func run(args []string, stdout, stderr io.Writer) (code int) {
+	return runWithInput(args, os.Stdin, stdout, stderr)
+}
+
+// runWithInput runs the command line with stdin as its input.
+func runWithInput(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "aotlm: internal error: %v\n", r)
@@ -26,6 +31,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		}
 	}()
 	root := newRoot(stdout, stderr)
+	root.SetIn(stdin)
 	root.SetArgs(llamaFlags(args))
 	if err := root.Execute(); err != nil {
 		fmt.Fprintf(stderr, "aotlm: %v\n", err)
