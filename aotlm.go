@@ -34,6 +34,9 @@ type Options struct {
 	// Context caps the cache positions of each session (0: the
 	// artifact's); a smaller value takes less memory.
 	Context int
+	// IDsOnly skips the stored tokenizer: requests then give ids and get
+	// ids (for benchmarks and callers with a tokenizer of their own).
+	IDsOnly bool
 }
 
 // Info describes a model.
@@ -133,7 +136,7 @@ func Open(path string, opts Options) (*Model, error) {
 		ChatTemplate: man.ChatTemplate, BOS: man.BOS, EOS: man.EOS, Generation: man.Generation,
 		Close: eng.Close,
 	}
-	if man.Tokenizer != nil {
+	if man.Tokenizer != nil && !opts.IDsOnly {
 		tok, err := storedTokenizer(eng, man)
 		if err != nil {
 			eng.Close()
