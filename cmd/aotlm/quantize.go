@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -61,6 +62,9 @@ stdout; progress to stderr.`,
 					bar.Set(done)
 				}}
 			rep, err := qmodel.Quantize(args[0], out, opts)
+			if errors.Is(err, os.ErrExist) {
+				return fmt.Errorf("%w: pass --force to replace it", err)
+			}
 			if err != nil {
 				return err
 			}

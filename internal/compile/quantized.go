@@ -100,7 +100,7 @@ func readQuantized(dir string, man *qmodel.Manifest, deq map[string][]float32) (
 // stored tokenizer (no special tokens), keeping at most MaxCalibTokens.
 func calibTokens(path string, tok *tokenizer.Stored, vocab int) ([]int, error) {
 	if tok == nil {
-		return nil, fmt.Errorf("compile: --calib needs a tokenizer")
+		return nil, fmt.Errorf("compile: calibration text needs a tokenizer, and the model has none")
 	}
 	text, err := os.ReadFile(path)
 	if err != nil {

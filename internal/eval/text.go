@@ -24,7 +24,7 @@ func Tokenize(tok tokenizer.Tokenizer, text string) (ids []int, bos int) {
 // exactly when the tokenizer adds one, as in llama.cpp.
 func PerplexityText(s Session, tok tokenizer.Tokenizer, text string, opts Options) (Result, error) {
 	if tok == nil {
-		return Result{}, errors.New("eval: the model has no tokenizer: pass --tokenizer <file>")
+		return Result{}, errors.New("eval: the model has no tokenizer")
 	}
 	if text == "" {
 		return Result{}, errors.New("eval: the text is empty")

@@ -59,7 +59,7 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 		return nil, err
 	}
 	if _, err := os.Stat(out); err == nil && !opts.Force {
-		return nil, fmt.Errorf("output %s exists (use --force to replace it)", out)
+		return nil, fmt.Errorf("output %s: %w (replacing it must be asked for)", out, os.ErrExist)
 	}
 	ck, err := detect.Open(src)
 	if err != nil {
