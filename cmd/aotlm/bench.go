@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -26,7 +25,7 @@ func newBenchCmd() *cobra.Command {
 		cpuProfile      string
 	)
 	cmd := &cobra.Command{
-		Use:   "bench -m MODEL.aot",
+		Use:   "bench [-m MODEL.aot]",
 		Short: "Measure prefill and decode speed of a compiled artifact",
 		Long: `Measure a compiled artifact as llama-bench does: pp<P> is the prefill of P
 random token ids (tok/s = P / time), tg<N> is N decode steps after a 1-token
@@ -34,13 +33,16 @@ prompt (tok/s = N / time), pg<P>,<N> is a P-token prefill then N decode steps
 (tok/s = (P+N) / time). Each test runs -r times from an empty sequence and
 reports the mean rate and its standard deviation; the load time, the time to
 first token of the largest -p and the peak RSS are printed after the table.
-Tests needing more positions than the artifact's context are refused.`,
+Tests needing more positions than the artifact's context are refused.
+Without -m, the demo model built into the binary (stories260K) is compiled
+into the cache once and measured.`,
 		Example: `  aotlm bench -m stories.aot -p 128,512 -n 128 -pg 512,128 -t 4
   aotlm bench -m stories.aot -p 64 -n 32 -r 5 --mode kv --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if modelPath == "" {
-				return errors.New("bench: no model: pass -m <artifact.aot>")
+			var err error
+			if modelPath, err = resolveArtifact(modelPath, cmd.ErrOrStderr()); err != nil {
+				return err
 			}
 			var pairs [][2]int
 			for _, s := range pgs {
@@ -73,7 +75,7 @@ Tests needing more positions than the artifact's context are refused.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&modelPath, "model", "m", "", "compiled artifact (.aot) to measure (required)")
+	f.StringVarP(&modelPath, "model", "m", "", "compiled artifact (.aot) to measure (default: the built-in demo model)")
 	f.IntSliceVarP(&prompts, "n-prompt", "p", []int{512}, "prompt lengths of pp tests, comma-separated (0: none)")
 	f.IntSliceVarP(&gens, "n-gen", "n", []int{128}, "decode lengths of tg tests, comma-separated (0: none)")
 	f.StringArrayVar(&pgs, "pg", nil, "a pg test as PROMPT,GEN (repeatable)")

@@ -84,7 +84,6 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "-m", path, "--pg", "60"}, "PROMPT,GEN"},
 		{[]string{"bench", "-m", path, "--mode", "lookahead"}, "mode"},
 		{[]string{"bench", "-m", path, "-p", "0", "-n", "0"}, "no tests"},
-		{[]string{"bench", "-p", "8"}, "-m"},
 		{[]string{"bench", "-m", path + ".missing"}, "no such file"},
 		{[]string{"bench", "-m", path, "-p", "8", "-n", "0", "--cpuprofile", filepath.Join(t.TempDir(), "no", "cpu.prof")}, "cpu profile"},
 	} {

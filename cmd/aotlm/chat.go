@@ -28,7 +28,7 @@ func newChatCmd() *cobra.Command {
 		stops                                              []string
 	)
 	cmd := &cobra.Command{
-		Use:   "chat -m MODEL",
+		Use:   "chat [-m MODEL]",
 		Short: "Chat with a model, keeping its cache across turns",
 		Long: `Chat with a model: each line read from standard input is a user turn, and
 the reply streams to standard output. The conversation is rendered with the
@@ -44,8 +44,9 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
   printf 'Hi\nTell me a story\n' | aotlm chat -m model.aot --temp 0 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if modelPath == "" {
-				return fmt.Errorf("no model: pass -m <model file or folder>")
+			var err error
+			if modelPath, err = resolveModel(modelPath, cmd.ErrOrStderr()); err != nil {
+				return err
 			}
 			if seed >= 0 {
 				p.Seed = uint64(seed)
@@ -73,7 +74,7 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&modelPath, "model", "m", "", "model file or folder (required)")
+	f.StringVarP(&modelPath, "model", "m", "", "model file or folder (default: the built-in demo model, which needs --chat-template)")
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for checkpoints without one")
 	f.StringVar(&system, "system", "", "system prompt")
 	f.StringVar(&templatePath, "chat-template", "", "a chat template (.jinja, tokenizer_config.json or GGUF) replacing the model's")

@@ -17,5 +17,6 @@ func TestMain(m *testing.M) {
 	os.Setenv(compile.CacheEnv, dir)
 	code := m.Run()
 	os.RemoveAll(dir)
+	removeBinary()
 	os.Exit(code)
 }

@@ -31,25 +31,35 @@ func newRunCmd() *cobra.Command {
 		noCompile                              bool
 		stops                                  []string
 		templatePath                           string
+		quiet                                  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "run -m MODEL -p PROMPT",
+		Use:   "run [-m MODEL] -p PROMPT",
 		Short: "Generate text from a prompt",
 		Long: `Generate text from a prompt, streaming it to stdout as it is produced.
 
 MODEL is a compiled artifact (.aot, from aotlm compile), a GGUF file, a
 llama2.c checkpoint (.bin, with --tokenizer), a Hugging Face folder
 (config.json + model.safetensors + tokenizer files), or a quantized folder
-(from aotlm quantize). A model that is not an artifact is compiled into the
-cache first ($AOTLM_CACHE, default the user cache folder), once per model
-and options; --no-compile runs it through the graph interpreter instead.
---temp 0 decodes greedily; --seed makes sampling reproducible.`,
-		Example: `  aotlm run -m stories260K.gguf -p "Once upon a time" -n 64
+(from aotlm quantize). Without -m, the demo model built into the binary
+runs (stories260K, a 260K-parameter TinyStories model). A model that is not
+an artifact is compiled into the cache first ($AOTLM_CACHE, default the user
+cache folder), once per model and options; --no-compile runs it through the
+graph interpreter instead.
+--temp 0 decodes greedily; --seed makes sampling reproducible. The text goes
+to stdout, notes and statistics to stderr (--quiet: the text only).`,
+		Example: `  aotlm run -p "Once upon a time" -n 40 --temp 0
+  aotlm run -m stories260K.gguf -p "Once upon a time" -n 64
   aotlm run -m stories260K.bin --tokenizer tok512.bin -p "" -n 40 --temp 0 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if modelPath == "" {
-				return fmt.Errorf("no model: pass -m <model file or folder>")
+			note := cmd.ErrOrStderr()
+			if quiet {
+				note = io.Discard
+			}
+			var err error
+			if modelPath, err = resolveModel(modelPath, note); err != nil {
+				return err
 			}
 			if promptFile != "" {
 				b, err := os.ReadFile(promptFile)
@@ -76,7 +86,7 @@ and options; --no-compile runs it through the graph interpreter instead.
 				return fmt.Errorf("run: %w", err)
 			}
 			var log io.Writer
-			if isTerminal(cmd.ErrOrStderr()) {
+			if isTerminal(cmd.ErrOrStderr()) && !quiet {
 				log = cmd.ErrOrStderr()
 			}
 			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, NoCompile: noCompile,
@@ -115,7 +125,7 @@ and options; --no-compile runs it through the graph interpreter instead.
 			if len(req.IDs) > s.Context() {
 				return fmt.Errorf("%w: %d prompt tokens, context %d", aotlm.ErrPromptTooLong, len(req.IDs), s.Context())
 			}
-			out := cmd.OutOrStdout()
+			out := &lineTracker{w: cmd.OutOrStdout()}
 			var onToken func(aotlm.Token) error
 			if !asJSON {
 				if !useChat {
@@ -131,6 +141,7 @@ and options; --no-compile runs it through the graph interpreter instead.
 				}
 			}
 			res, err := s.Generate(cmd.Context(), req, onToken)
+			out.endLine() // the text ends its line before any message on stderr
 			if err != nil {
 				return err
 			}
@@ -139,14 +150,16 @@ and options; --no-compile runs it through the graph interpreter instead.
 			if asJSON {
 				return json.NewEncoder(out).Encode(rep)
 			}
-			fmt.Fprintln(out)
+			if quiet {
+				return nil
+			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "prompt %d tokens, %.1f tok/s; generated %d tokens, %.1f tok/s; first token after %.1f ms (%s)\n",
 				len(rep.PromptIDs), rep.PrefillTokS, len(rep.IDs), rep.DecodeTokS, rep.TTFTMs, rep.StopReason)
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&modelPath, "model", "m", "", "model file or folder (required)")
+	f.StringVarP(&modelPath, "model", "m", "", "model file or folder (default: the built-in demo model, stories260K)")
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for checkpoints without one")
 	f.StringVar(&mode, "mode", "hybrid", "prefill of a compiled artifact: hybrid (AR-N passes) or kv (one token at a time)")
 	f.BoolVar(&noCompile, "no-compile", false, "run an uncompiled model through the graph interpreter instead of compiling it into the cache")
@@ -172,6 +185,7 @@ and options; --no-compile runs it through the graph interpreter instead.
 	f.BoolVar(&ignoreEOS, "ignore-eos", false, "keep generating past the end-of-sequence token")
 	f.StringArrayVar(&stops, "stop", nil, "a string that ends generation (repeatable)")
 	f.StringVar(&templatePath, "chat-template", "", "a chat template (.jinja, tokenizer_config.json or GGUF) replacing the model's, with --chat")
+	f.BoolVarP(&quiet, "quiet", "q", false, "print the generated text only: no notes, no statistics")
 	return cmd
 }
 

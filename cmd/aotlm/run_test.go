@@ -193,7 +193,6 @@ func TestRunBadInput(t *testing.T) {
 		{"truncated", []string{"run", "-m", truncated, "-p", "x"}, "truncated.gguf"},
 		{"unknown dtype", []string{"run", "-m", hf, "--tokenizer", testutil.Path(t, "llama2c/tok512-dratman/tok512.model"), "-p", "x"}, "Q7X"},
 		{"prompt too long", []string{"run", "-m", stories, "-c", "256", "-p", long}, "longer than the context"},
-		{"no model", []string{"run", "-p", "x"}, "-m"},
 		// llama2c/ holds the 32000-token tokenizer.bin beside the 512-token model
 		{"no matching tokenizer", []string{"run", "-m", testutil.Path(t, "llama2c/stories260K.bin"), "-p", "x"}, "no tokenizer"},
 		{"wrong tokenizer", []string{"run", "-m", testutil.Path(t, "llama2c/stories260K.bin"),

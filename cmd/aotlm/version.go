@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/aotlm/aotlm/internal/kernel"
 )
 
 // version is set at link time (-ldflags "-X main.version=v0.1.0").
@@ -16,11 +18,15 @@ func newVersionCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print the aotlm version and build information",
-		Args:  cobra.NoArgs,
+		Short: "Print the aotlm version, its Go version and the kernels chosen for this CPU",
+		Long: `Print the aotlm version and build information: the Go version it was built
+with, the OS and architecture, the commit when known, and the SIMD kernels
+chosen for this CPU (for example "amd64: avx2+avx512vnni" or
+"arm64: neon+dotprod"; "generic" is the plain-Go code, as in a purego build).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			info := map[string]string{"version": version, "go": runtime.Version(),
-				"os": runtime.GOOS, "arch": runtime.GOARCH}
+				"os": runtime.GOOS, "arch": runtime.GOARCH, "kernels": kernel.Active()}
 			if bi, ok := debug.ReadBuildInfo(); ok {
 				for _, s := range bi.Settings {
 					if s.Key == "vcs.revision" {
@@ -31,7 +37,13 @@ func newVersionCmd() *cobra.Command {
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(info)
 			}
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "aotlm %s (%s, %s/%s)\n", version, info["go"], info["os"], info["arch"])
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "aotlm %s\n", version)
+			if c := info["commit"]; c != "" {
+				fmt.Fprintf(w, "commit:  %s\n", c)
+			}
+			fmt.Fprintf(w, "go:      %s %s/%s\n", info["go"], info["os"], info["arch"])
+			_, err := fmt.Fprintf(w, "kernels: %s: %s\n", info["arch"], info["kernels"])
 			return err
 		},
 	}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/demo"
+)
+
+// realModelHint tells the user how to name a real model.
+const realModelHint = "-m <model file or folder>"
+
+// resolveModel returns the model a command should load: flag when the user
+// gave one, else the demo model built into the binary, unpacked once into
+// the cache folder ($AOTLM_CACHE/demo), after a one-line note on stderr
+// saying which model this is and how to use a real one.
+func resolveModel(flag string, stderr io.Writer) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	dir, err := compile.CacheDir()
+	if err != nil {
+		return "", err
+	}
+	path, err := demo.Path(filepath.Join(dir, "demo"))
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(stderr, "aotlm: no model given, using the built-in demo %s; for a real model pass %s\n", demo.About, realModelHint)
+	return path, nil
+}
+
+// resolveArtifact is resolveModel for commands that need a compiled
+// artifact: without flag, the demo model is compiled into the cache (once)
+// with run's default options, so run and bench share the artifact.
+func resolveArtifact(flag string, stderr io.Writer) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	path, err := resolveModel(flag, stderr)
+	if err != nil {
+		return "", err
+	}
+	return compile.Cached(path, compile.Options{ARLens: []int{32}, Ctx: 4096, ClampCtx: true, KV: "f32"}, nil)
+}
+
+// lineTracker passes writes through and remembers whether the output ends
+// in the middle of a line, so a status line written to another stream
+// (stderr) can start on a line of its own.
+type lineTracker struct {
+	w      io.Writer
+	inLine bool
+}
+
+func (t *lineTracker) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	if n > 0 {
+		t.inLine = p[n-1] != '\n'
+	}
+	return n, err
+}
+
+// endLine ends an unfinished line with a newline.
+func (t *lineTracker) endLine() {
+	if t.inLine {
+		io.WriteString(t.w, "\n")
+		t.inLine = false
+	}
+}

@@ -1,0 +1,9 @@
+//go:build nodemo
+
+package demo
+
+// This build leaves the demo model out.
+var (
+	gguf    []byte
+	license string
+)
