@@ -13,6 +13,7 @@ import (
 )
 
 func main() {
+	removeTempsOnSignal()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -62,7 +62,7 @@ stdout; progress to stderr.`,
 				}}
 			rep, err := qmodel.Quantize(args[0], out, opts)
 			if err != nil {
-				return err
+				return withForceHint(err)
 			}
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)

@@ -12,6 +12,8 @@ const module = "github.com/aotlm/aotlm/"
 // (directly or not). A package missing here may import nothing of ours.
 var allowed = map[string][]string{
 	"internal/tensor":             {},
+	"internal/limits":             {},
+	"internal/output":             {},
 	"internal/mmapfile":           {},
 	"internal/format":             {"internal/tensor"},
 	"internal/format/gguf":        {"internal/format", "internal/tensor", "internal/mmapfile"},
@@ -26,16 +28,16 @@ var allowed = map[string][]string{
 	"internal/decoding":  {"internal/sample"},
 	"internal/graph":     {},
 	"internal/quant":     {"internal/tensor"},
-	"internal/artifact":  {"internal/tensor", "internal/mmapfile"},
+	"internal/artifact":  {"internal/tensor", "internal/mmapfile", "internal/output"},
 	"internal/plan":      {},
 	"internal/kernel":    {"internal/tensor"},
 	// the engine runs plans: it never sees graphs, families or checkpoints
-	"internal/engine":   {"internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel"},
+	"internal/engine":   {"internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output"},
 	"internal/arch":     {"internal/graph", "internal/format", "internal/tensor"},
 	"internal/testutil": {},
 	"internal/eval":     {"internal/decoding", "internal/sample", "internal/tokenizer"},
 	// bench measures compiled artifacts through the engine only
-	"internal/bench": {"internal/engine", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel"},
+	"internal/bench": {"internal/engine", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output"},
 }
 
 // TestImportsPointDown runs `go list -deps` on every package and checks its

@@ -13,6 +13,7 @@ import (
 	"github.com/aotlm/aotlm/internal/format/detect"
 	"github.com/aotlm/aotlm/internal/format/safetensors"
 	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/output"
 	"github.com/aotlm/aotlm/internal/quant"
 	"github.com/aotlm/aotlm/internal/tensor"
 )
@@ -57,8 +58,8 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 	if err := opts.Recipe.Validate(); err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(out); err == nil && !opts.Force {
-		return nil, fmt.Errorf("output %s exists (use --force to replace it)", out)
+	if err := output.Check(out, []string{src, opts.Tokenizer}, opts.Force, true); err != nil {
+		return nil, err
 	}
 	ck, err := detect.Open(src)
 	if err != nil {
@@ -80,6 +81,7 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("output: %w", err)
 	}
 	defer os.RemoveAll(tmp) // after a successful rename there is nothing left here
+	defer output.Track(tmp)()
 
 	recipeJSON, err := json.Marshal(opts.Recipe)
 	if err != nil {
