@@ -45,6 +45,7 @@ phone-class arm64 first. One static binary, no Python.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.PersistentPreRunE = checkModelPaths
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newVersionCmd(), newRunCmd(), newTokenizeCmd(), newTemplateCmd(), newPplCmd(), newQuantizeCmd(), newCompileCmd(), newInspectCmd(), newBenchCmd(), newLogitsCmd())

@@ -13,6 +13,7 @@ import (
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/chat"
 	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/model"
 	"github.com/aotlm/aotlm/internal/sample"
 	"github.com/aotlm/aotlm/internal/textgen"
@@ -50,7 +51,7 @@ and options; --no-compile runs it through the graph interpreter instead.
 				return fmt.Errorf("no model: pass -m <model file or folder>")
 			}
 			if promptFile != "" {
-				b, err := os.ReadFile(promptFile)
+				b, err := limits.ReadFile(promptFile, "prompt file", limits.MaxTextFile)
 				if err != nil {
 					return fmt.Errorf("prompt file: %w", err)
 				}

@@ -221,7 +221,15 @@ func tokenizerFile(path string) (*Tokenizer, error) {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
 	if st.IsDir() {
-		return folderTokenizer(path)
+		tok, err := folderTokenizer(path)
+		if err == nil && tok == nil {
+			// a layout the artifact does not store (vocab.json + merges.txt)
+			// must still be a tokenizer
+			if _, err := tokenizer.LoadDir(path); err != nil {
+				return nil, err
+			}
+		}
+		return tok, err
 	}
 	if strings.HasSuffix(path, ".gguf") {
 		ck, err := detect.Open(path)
@@ -238,7 +246,7 @@ func tokenizerFile(path string) (*Tokenizer, error) {
 	case strings.HasSuffix(path, ".bin"):
 		kind = "llama2c"
 	}
-	b, err := os.ReadFile(path)
+	b, err := limits.ReadFile(path, "tokenizer", limits.MaxTokenizerFile)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
@@ -249,7 +257,7 @@ func tokenizerFile(path string) (*Tokenizer, error) {
 // neither exists.
 func folderTokenizer(dir string) (*Tokenizer, error) {
 	for _, f := range []struct{ name, kind string }{{"tokenizer.json", "tokenizer.json"}, {"tokenizer.model", "sentencepiece"}} {
-		b, err := os.ReadFile(filepath.Join(dir, f.name))
+		b, err := limits.ReadFile(filepath.Join(dir, f.name), "tokenizer", limits.MaxTokenizerFile)
 		if err == nil {
 			return &Tokenizer{Kind: f.kind, Data: b}, nil
 		}
@@ -275,7 +283,7 @@ func checkpointTokenizer(path string, ck format.Checkpoint) (*Tokenizer, error) 
 		}
 		return folderTokenizer(dir)
 	case "llama2c":
-		b, err := os.ReadFile(filepath.Join(filepath.Dir(path), "tokenizer.bin"))
+		b, err := limits.ReadFile(filepath.Join(filepath.Dir(path), "tokenizer.bin"), "tokenizer", limits.MaxTokenizerFile)
 		if err == nil {
 			return &Tokenizer{Kind: "llama2c", Data: b}, nil
 		}
@@ -321,9 +329,9 @@ func checkTokenizerSize(tok *Tokenizer, vocab int, name string) error {
 // ones are errors naming the file.
 func folderExtras(dir string, src *Source) error {
 	if src.ChatTemplate == "" {
-		if b, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja")); err == nil {
+		if b, err := limits.ReadFile(filepath.Join(dir, "chat_template.jinja"), "chat template", limits.MaxConfigFile); err == nil {
 			src.ChatTemplate = string(b)
-		} else if b, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json")); err == nil {
+		} else if b, err := limits.ReadFile(filepath.Join(dir, "tokenizer_config.json"), "tokenizer config", limits.MaxConfigFile); err == nil {
 			var cfg struct {
 				ChatTemplate json.RawMessage `json:"chat_template"`
 			}
@@ -344,7 +352,7 @@ func folderExtras(dir string, src *Source) error {
 			}
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "generation_config.json")); err == nil {
+	if b, err := limits.ReadFile(filepath.Join(dir, "generation_config.json"), "generation config", limits.MaxConfigFile); err == nil {
 		var g map[string]any
 		if err := json.Unmarshal(b, &g); err != nil {
 			return fmt.Errorf("generation_config.json: %w", err)

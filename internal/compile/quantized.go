@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/aotlm/aotlm/internal/format/safetensors"
+	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/quant"
 	"github.com/aotlm/aotlm/internal/tokenizer"
@@ -114,7 +114,7 @@ func calibTokens(path string, tok *Tokenizer, vocab int) ([]int, error) {
 	if tok == nil {
 		return nil, fmt.Errorf("compile: --calib needs a tokenizer")
 	}
-	text, err := os.ReadFile(path)
+	text, err := limits.ReadFile(path, "calibration text", limits.MaxTextFile)
 	if err != nil {
 		return nil, fmt.Errorf("compile: calibration text: %w", err)
 	}

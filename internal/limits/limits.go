@@ -23,7 +23,7 @@ const (
 	// MaxTokenizerFile bounds a tokenizer file (tokenizer.json,
 	// SentencePiece model, tiktoken ranks, vocab.json, merges.txt, a
 	// llama2.c tokenizer.bin); the largest published ones are ~35 MB.
-	MaxTokenizerFile = 256 << 20
+	MaxTokenizerFile = 64 << 20
 	// MaxConfigFile bounds a JSON configuration file (config.json,
 	// tokenizer_config.json with its chat template, generation_config.json,
 	// a quantized folder's manifest).
@@ -148,16 +148,46 @@ func (e *AllocError) Error() string {
 	return fmt.Sprintf("%s needs %s, more than the %s of memory available", e.What, Bytes(e.Bytes), Bytes(e.Available))
 }
 
+// MemoryEnv names the environment variable that caps the memory CheckAlloc
+// lets a request take, in bytes (with an optional K, M or G suffix, powers
+// of 1024), below what the machine reports.
+const MemoryEnv = "AOTLM_MAX_MEMORY"
+
 // CheckAlloc refuses a request of bytes for what when it exceeds the memory
 // the machine has available (MemAvailable of /proc/meminfo on Linux and
-// Android). Where that is unknown, only requests that cannot be addressed
-// are refused.
+// Android), or $AOTLM_MAX_MEMORY when that is lower. Where neither is
+// known, only requests that cannot be addressed (over 128 TiB) are refused.
 func CheckAlloc(what string, bytes int64) error {
 	avail, ok := Available()
 	if !ok {
 		avail = 1 << 47
 	}
+	if v := os.Getenv(MemoryEnv); v != "" {
+		cap, err := parseSize(v)
+		if err != nil {
+			return fmt.Errorf("$%s: %w", MemoryEnv, err)
+		}
+		avail = min(avail, cap)
+	}
 	return checkAlloc(what, bytes, avail)
+}
+
+// parseSize reads a byte count with an optional K, M or G suffix.
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "K"):
+		mult, s = 1<<10, strings.TrimSuffix(s, "K")
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1<<20, strings.TrimSuffix(s, "M")
+	case strings.HasSuffix(s, "G"):
+		mult, s = 1<<30, strings.TrimSuffix(s, "G")
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q is not a size in bytes (such as 4G)", s)
+	}
+	return n * mult, nil
 }
 
 func checkAlloc(what string, bytes, avail int64) error {

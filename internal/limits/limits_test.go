@@ -88,3 +88,19 @@ func TestParseMemAvailable(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryEnvCaps: $AOTLM_MAX_MEMORY lowers what CheckAlloc allows; a
+// malformed value is an error naming the variable.
+func TestMemoryEnvCaps(t *testing.T) {
+	t.Setenv(MemoryEnv, "1M")
+	if err := CheckAlloc("two megabytes", 2<<20); err == nil || !strings.Contains(err.Error(), "1.0 MiB") {
+		t.Errorf("over the cap: %v", err)
+	}
+	if err := CheckAlloc("one kilobyte", 1<<10); err != nil {
+		t.Errorf("under the cap: %v", err)
+	}
+	t.Setenv(MemoryEnv, "lots")
+	if err := CheckAlloc("x", 1); err == nil || !strings.Contains(err.Error(), MemoryEnv) {
+		t.Errorf("malformed: %v", err)
+	}
+}

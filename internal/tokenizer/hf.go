@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
+
+	"github.com/aotlm/aotlm/internal/limits"
 )
 
 // hfFile is the top level of a tokenizer.json file.
@@ -100,7 +101,7 @@ func (p hfParser) unsupported(format string, args ...any) error {
 
 // LoadHF reads a Hugging Face tokenizer.json file.
 func LoadHF(path string) (*BPE, error) {
-	data, err := os.ReadFile(path)
+	data, err := limits.ReadFile(path, "tokenizer", limits.MaxTokenizerFile)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}

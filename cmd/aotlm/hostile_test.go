@@ -1,0 +1,139 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/aotlm/aotlm/internal/format/gguf"
+	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/testutil"
+)
+
+// rewriteGGUF writes a copy of stories260K.gguf whose metadata edit
+// changes, and returns its path.
+func rewriteGGUF(t *testing.T, edit func(kv []gguf.KV) []gguf.KV) string {
+	t.Helper()
+	f, err := gguf.Open(testutil.Path(t, "models/stories260K/stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var ts []gguf.WriteTensor
+	for _, ti := range f.Tensors() {
+		d, err := f.TensorData(ti.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, gguf.WriteTensor{Name: ti.Name, DType: ti.DType, Shape: ti.Shape, Data: d})
+	}
+	out := filepath.Join(t.TempDir(), "edited.gguf")
+	w, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gguf.Write(w, edit(f.KVs()), ts); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// setKV replaces (or adds) key's value.
+func setKV(kv []gguf.KV, key string, v any) []gguf.KV {
+	for i := range kv {
+		if kv[i].Key == key {
+			kv[i].Value = v
+			return kv
+		}
+	}
+	return append(kv, gguf.KV{Key: key, Value: v})
+}
+
+// TestCompileRefusesAKVCacheLargerThanMemory: a GGUF claiming a context of
+// 16777216 positions makes compile --ctx 0 size a KV cache of 40 GiB;
+// compile refuses it with the size, the memory available and the flag that
+// lowers it, instead of writing an artifact no session can allocate. The
+// memory is capped at 1 GiB, so the test does not depend on the machine.
+func TestCompileRefusesAKVCacheLargerThanMemory(t *testing.T) {
+	t.Setenv(limits.MemoryEnv, "1G")
+	in := rewriteGGUF(t, func(kv []gguf.KV) []gguf.KV { return setKV(kv, "llama.context_length", uint32(1<<24)) })
+	out := filepath.Join(t.TempDir(), "m.aot")
+	code, _, stderr := aotlm(t, "compile", in, "-o", out, "--ctx", "0")
+	if code != 1 || !strings.Contains(stderr, "KV cache of 16777216 positions needs") ||
+		!strings.Contains(stderr, "available") || !strings.Contains(stderr, "--ctx") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatal("an artifact was written")
+	}
+	if code, _, stderr := aotlm(t, "compile", in, "-o", out, "--ctx", "256"); code != 0 {
+		t.Fatalf("--ctx 256: exit %d: %s", code, stderr)
+	}
+}
+
+// TestEndlessInputsEndInAnError: text inputs that never end (/dev/zero,
+// /dev/urandom) stop at their size limit with an error naming the file and
+// the limit, and a model path that is a named pipe is refused at once
+// instead of blocking.
+func TestEndlessInputsEndInAnError(t *testing.T) {
+	gguf := testutil.Path(t, "models/stories260K/stories260K.gguf")
+	for _, dev := range []string{"/dev/zero", "/dev/urandom"} {
+		if _, err := os.Stat(dev); err != nil {
+			t.Skipf("%s: %v", dev, err)
+		}
+	}
+	dir := t.TempDir()
+	tpl := filepath.Join(dir, "t.jinja")
+	if err := os.WriteFile(tpl, []byte("{{ messages[0].content }}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"run", "-m", gguf, "-n", "1", "-f", "/dev/zero"},
+		{"template", "-m", tpl, "--messages", "/dev/zero"},
+		{"ppl", "-m", gguf, "--data", "/dev/zero"},
+		{"compile", gguf, "-o", filepath.Join(dir, "a.aot"), "--kv", "u8", "--calib", "/dev/zero"},
+		{"compile", gguf, "-o", filepath.Join(dir, "b.aot"), "--tokenizer", "/dev/urandom"},
+	} {
+		code, _, stderr := aotlm(t, args...)
+		dev := args[len(args)-1]
+		if code != 1 || !strings.Contains(stderr, "exceeds the limit") || !strings.Contains(stderr, dev) {
+			t.Errorf("%v: exit %d, %s", args, code, stderr)
+		}
+	}
+	fifo := filepath.Join(dir, "model.gguf")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"run", "-m", fifo, "-p", "x"},
+		{"tokenize", "-m", fifo, "--", "x"},
+		{"compile", fifo, "-o", filepath.Join(dir, "c.aot")},
+		{"quantize", fifo, "-o", filepath.Join(dir, "q")},
+	} {
+		code, _, stderr := aotlm(t, args...)
+		if code != 1 || !strings.Contains(stderr, "named pipe") {
+			t.Errorf("%v: exit %d, %s", args, code, stderr)
+		}
+	}
+}
+
+// TestEmptyTokenizerFolderIsAnError: an empty folder as --tokenizer is an
+// error naming the folder, not ignored.
+func TestEmptyTokenizerFolderIsAnError(t *testing.T) {
+	gguf := testutil.Path(t, "models/stories260K/stories260K.gguf")
+	empty := t.TempDir()
+	for _, args := range [][]string{
+		{"compile", gguf, "-o", filepath.Join(t.TempDir(), "m.aot"), "--tokenizer", empty},
+		{"run", "-m", gguf, "-p", "x", "-n", "1", "--tokenizer", empty},
+	} {
+		code, _, stderr := aotlm(t, args...)
+		if code != 1 || !strings.Contains(stderr, empty) || !strings.Contains(stderr, "no tokenizer.json") {
+			t.Errorf("%v: exit %d, %s", args, code, stderr)
+		}
+	}
+}
