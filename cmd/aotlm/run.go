@@ -173,7 +173,7 @@ func chatPrompt(req *textgen.Request, modelPath, system string, m *model.Model) 
 	}
 	req.Prompt, req.Raw = text, true
 	if sp.EOS != "" && m.Tokenizer != nil {
-		if ids := m.Tokenizer.Encode(sp.EOS, tokenizer.EncodeOptions{ParseSpecial: true}); len(ids) == 1 {
+		if ids, err := tokenizer.EncodeChecked(m.Tokenizer, sp.EOS, tokenizer.EncodeOptions{ParseSpecial: true}); err == nil && len(ids) == 1 {
 			req.ExtraStop = append(req.ExtraStop, ids[0])
 		}
 	}

@@ -122,7 +122,10 @@ func calibTokens(path string, tok *Tokenizer, vocab int) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile: calibration tokenizer: %w", err)
 	}
-	ids := t.Encode(string(text), tokenizer.EncodeOptions{AddSpecial: true})
+	ids, err := tokenizer.EncodeChecked(t, string(text), tokenizer.EncodeOptions{AddSpecial: true})
+	if err != nil {
+		return nil, fmt.Errorf("compile: calibration text: %w", err)
+	}
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("compile: calibration text %s has no tokens", path)
 	}

@@ -48,13 +48,26 @@ type Model interface {
 
 // Encode turns the prompt into ids: the tokenizer's encoding with the
 // model's special-token rule, and BOS first when the model has one and the
-// tokenizer did not add it.
+// tokenizer did not add it. It panics where EncodeChecked returns an error.
 func Encode(tok tokenizer.Tokenizer, bos int, prompt string) []int {
-	ids := tok.Encode(prompt, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
+	ids, err := EncodeChecked(tok, bos, prompt)
+	if err != nil {
+		panic(err)
+	}
+	return ids
+}
+
+// EncodeChecked is Encode, returning the error that stops an encoding (a
+// tokenizer regex over its time limit).
+func EncodeChecked(tok tokenizer.Tokenizer, bos int, prompt string) ([]int, error) {
+	ids, err := tokenizer.EncodeChecked(tok, prompt, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
+	if err != nil {
+		return nil, err
+	}
 	if bos >= 0 && (len(ids) == 0 || ids[0] != bos) {
 		ids = append([]int{bos}, ids...)
 	}
-	return ids
+	return ids, nil
 }
 
 // Run generates text for req on a fresh session s of model m.
@@ -66,10 +79,14 @@ func Run(m Model, tok tokenizer.Tokenizer, s decoding.Session, req Request) (*Re
 		return nil, err
 	}
 	var prompt []int
+	var err error
 	if req.Raw {
-		prompt = tok.Encode(req.Prompt, tokenizer.EncodeOptions{ParseSpecial: true})
+		prompt, err = tokenizer.EncodeChecked(tok, req.Prompt, tokenizer.EncodeOptions{ParseSpecial: true})
 	} else {
-		prompt = Encode(tok, m.BOS(), req.Prompt)
+		prompt, err = EncodeChecked(tok, m.BOS(), req.Prompt)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if len(prompt) == 0 {
 		return nil, errors.New("the prompt is empty and the model has no BOS token to start from")
