@@ -137,3 +137,28 @@ func TestEmptyTokenizerFolderIsAnError(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileChatTemplateThroughRun: a GGUF whose embedded chat template
+// recurses without end fails run --chat with the limit's name (it was Go's
+// fatal stack overflow), and template fails the same way on range().
+func TestHostileChatTemplateThroughRun(t *testing.T) {
+	in := rewriteGGUF(t, func(kv []gguf.KV) []gguf.KV {
+		return setKV(kv, "tokenizer.chat_template", `{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}`)
+	})
+	code, _, stderr := aotlm(t, "run", "-m", in, "--chat", "-p", "hi", "-n", "1", "--ctx", "64")
+	if code != 1 || !strings.Contains(stderr, "MaxTemplateDepth") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("run --chat: exit %d, %s", code, stderr)
+	}
+	dir := t.TempDir()
+	tpl, msgs := filepath.Join(dir, "t.jinja"), filepath.Join(dir, "m.json")
+	if err := os.WriteFile(tpl, []byte(`{% for i in range(1000000000) %}{{ i }}{% endfor %}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(msgs, []byte(`[{"role": "user", "content": "hi"}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = aotlm(t, "template", "-m", tpl, "--messages", msgs)
+	if code != 1 || !strings.Contains(stderr, "MaxTemplateIterations") {
+		t.Errorf("template: exit %d, %s", code, stderr)
+	}
+}

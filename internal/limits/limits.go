@@ -44,7 +44,7 @@ const (
 	// MaxTemplateIterations bounds the loop iterations of one render, all
 	// loops together (each loop is charged its length when it starts), and
 	// the length of a range().
-	MaxTemplateIterations = 1_000_000
+	MaxTemplateIterations = 100_000
 	// MaxTemplateOutput bounds a render's output and any string or list a
 	// template builds (in bytes and elements).
 	MaxTemplateOutput = 16 << 20
