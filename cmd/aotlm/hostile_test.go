@@ -162,3 +162,42 @@ func TestHostileChatTemplateThroughRun(t *testing.T) {
 		t.Errorf("template: exit %d, %s", code, stderr)
 	}
 }
+
+// TestRunFlagsAreValidated: out-of-range numbers are errors naming the
+// flag, before any model is read; -n 0 reads the prompt and generates
+// nothing (as llama.cpp), --ctx 0 is the model's trained context and
+// -1 keeps its documented meanings.
+func TestRunFlagsAreValidated(t *testing.T) {
+	gguf := testutil.Path(t, "models/stories260K/stories260K.gguf")
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"-n", "-5"}, "-n -5"},
+		{[]string{"--ctx", "-3"}, "--ctx -3"},
+		{[]string{"-t", "0"}, "-t 0"},
+		{[]string{"-t", "-3"}, "-t -3"},
+		{[]string{"--repeat-last-n", "-2"}, "--repeat-last-n -2"},
+		{[]string{"--seed", "-99"}, "--seed -99"},
+		{[]string{"--temp", "Inf"}, "temperature +Inf"},
+		{[]string{"--temp", "NaN"}, "temperature NaN"},
+		{[]string{"--repeat-penalty", "NaN"}, "repeat penalty NaN"},
+		{[]string{"--repeat-penalty", "-Inf"}, "repeat penalty -Inf"},
+	} {
+		args := append([]string{"run", "-m", gguf, "-p", "Once"}, c.flags...)
+		code, stdout, stderr := aotlm(t, args...)
+		if code != 1 || !strings.Contains(stderr, c.want) || stdout != "" {
+			t.Errorf("%v: exit %d, %q, want an error naming %q", c.flags, code, stderr, c.want)
+		}
+	}
+	code, stdout, stderr := aotlm(t, "run", "-m", gguf, "-p", "Once upon a time", "-n", "0", "--json")
+	if code != 0 || !strings.Contains(stdout, `"ids":[]`) || !strings.Contains(stdout, `"stop_reason":"length"`) {
+		t.Errorf("-n 0: exit %d, %s %s", code, stdout, stderr)
+	}
+	for _, flags := range [][]string{{"--ctx", "0"}, {"--repeat-last-n", "-1", "--repeat-penalty", "1.1"}, {"-n", "-1", "--ctx", "32"}} {
+		args := append([]string{"run", "-m", gguf, "-p", "Once", "--temp", "0", "--json"}, flags...)
+		if code, stdout, stderr := aotlm(t, args...); code != 0 || !strings.Contains(stdout, `"ids":[`) {
+			t.Errorf("%v: exit %d, %s %s", flags, code, stdout, stderr)
+		}
+	}
+}

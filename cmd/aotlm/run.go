@@ -50,6 +50,9 @@ and options; --no-compile runs it through the graph interpreter instead.
 			if modelPath == "" {
 				return fmt.Errorf("no model: pass -m <model file or folder>")
 			}
+			if err := checkRunFlags(n, &ctx, p.RepeatLastN, seed, p); err != nil {
+				return err
+			}
 			if promptFile != "" {
 				b, err := limits.ReadFile(promptFile, "prompt file", limits.MaxTextFile)
 				if err != nil {
@@ -105,7 +108,10 @@ and options; --no-compile runs it through the graph interpreter instead.
 			if err != nil {
 				return err
 			}
-			req := textgen.Request{Prompt: prompt, MaxTokens: n, Sampling: p, IgnoreEOS: ignoreEOS}
+			if p.RepeatLastN == -1 {
+				p.RepeatLastN = s.Context()
+			}
+			req := textgen.Request{Prompt: prompt, MaxTokens: n, PromptOnly: n == 0, Sampling: p, IgnoreEOS: ignoreEOS}
 			if useChat {
 				if err := chatPrompt(&req, modelPath, system, m); err != nil {
 					return err
@@ -137,15 +143,15 @@ and options; --no-compile runs it through the graph interpreter instead.
 	f.StringVar(&acts, "activations", "int8", activationsHelp)
 	f.StringVarP(&prompt, "prompt", "p", "", "prompt text")
 	f.StringVarP(&promptFile, "file", "f", "", "read the prompt from a file")
-	f.IntVarP(&n, "n-predict", "n", 128, "number of tokens to generate (-1: until EOS or the context is full)")
+	f.IntVarP(&n, "n-predict", "n", 128, "number of tokens to generate (-1: until EOS or the context is full; 0: only read the prompt)")
 	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
-	f.IntVarP(&ctx, "ctx", "c", 4096, "context length (capped at the model's)")
+	f.IntVarP(&ctx, "ctx", "c", 4096, "context length (capped at the model's; 0: the model's)")
 	f.Float32Var(&p.Temperature, "temp", 0.8, "temperature; 0 is greedy")
 	f.IntVar(&p.TopK, "top-k", 40, "keep the K most likely tokens (0: all)")
 	f.Float32Var(&p.TopP, "top-p", 0.95, "nucleus sampling mass (1: off)")
 	f.Float32Var(&p.MinP, "min-p", 0.05, "drop tokens below this fraction of the best one's probability (0: off)")
 	f.Float32Var(&p.RepeatPenalty, "repeat-penalty", 1, "penalty for recently generated tokens (1: off)")
-	f.IntVar(&p.RepeatLastN, "repeat-last-n", 64, "how many recent tokens the penalty considers")
+	f.IntVar(&p.RepeatLastN, "repeat-last-n", 64, "how many recent tokens the penalty considers (-1: the whole context)")
 	f.Int64Var(&seed, "seed", -1, "sampling seed (-1: random)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object instead of streaming text")
 	f.BoolVar(&useChat, "chat", false, "wrap the prompt as a user turn in the model's chat template")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/aotlm/aotlm/internal/decoding"
 	"github.com/aotlm/aotlm/internal/sample"
@@ -26,6 +27,9 @@ type Request struct {
 	// Echo writes the prompt to Stream first and decodes the continuation
 	// in the prompt's context, so its first word keeps its leading space.
 	Echo bool
+	// PromptOnly prefills the prompt and generates nothing (MaxTokens <= 0
+	// otherwise means until a stop id or a full context).
+	PromptOnly bool
 }
 
 // Report is the outcome, shaped as `aotlm run --json` prints it.
@@ -107,6 +111,15 @@ func Run(m Model, tok tokenizer.Tokenizer, s decoding.Session, req Request) (*Re
 		for _, id := range prompt {
 			stream.Add(id) // context only: the prompt's text is already out
 		}
+	}
+	if req.PromptOnly {
+		start := time.Now()
+		if _, err := s.Prefill(prompt); err != nil {
+			return nil, fmt.Errorf("prefill: %w", err)
+		}
+		res := decoding.Result{PromptIDs: prompt, Prefill: time.Since(start), StopReason: decoding.StopLength}
+		return &Report{PromptIDs: prompt, IDs: []int{}, StopReason: res.StopReason,
+			PrefillTokS: res.PrefillTokS(), Seed: req.Sampling.Seed}, nil
 	}
 	opts := decoding.Options{
 		MaxTokens: req.MaxTokens,
