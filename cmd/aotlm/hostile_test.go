@@ -201,3 +201,43 @@ func TestRunFlagsAreValidated(t *testing.T) {
 		}
 	}
 }
+
+// TestGGUFWrongTypesAreRefused: a GGUF whose epsilon is a string or whose
+// EOS is a list of strings is refused at compile with the key's name.
+func TestGGUFWrongTypesAreRefused(t *testing.T) {
+	for _, c := range []struct {
+		key string
+		v   any
+	}{
+		{"llama.attention.layer_norm_rms_epsilon", "x"},
+		{"tokenizer.ggml.eos_token_id", []string{"a"}},
+	} {
+		in := rewriteGGUF(t, func(kv []gguf.KV) []gguf.KV { return setKV(kv, c.key, c.v) })
+		code, _, stderr := aotlm(t, "compile", in, "-o", filepath.Join(t.TempDir(), "m.aot"))
+		if code != 1 || !strings.Contains(stderr, c.key) {
+			t.Errorf("%s = %v: exit %d, %s", c.key, c.v, code, stderr)
+		}
+	}
+}
+
+// TestCompileRefusesATokenizerThatCannotWork: a 32000-piece SentencePiece
+// tokenizer with the 512-token stories260K, and a GGUF tokenizer of a kind
+// the runtime does not implement, are refused at compile time instead of
+// being stored in an artifact that fails (or produces garbage) at run time.
+func TestCompileRefusesATokenizerThatCannotWork(t *testing.T) {
+	src := testutil.Path(t, "models/stories260K/stories260K.gguf")
+	big := testutil.Path(t, "llama2c/tokenizer.model")
+	code, _, stderr := aotlm(t, "compile", src, "-o", filepath.Join(t.TempDir(), "m.aot"), "--tokenizer", big)
+	if code != 1 || !strings.Contains(stderr, "32000 tokens, more than the model's vocabulary of 512") {
+		t.Errorf("32000-piece tokenizer: exit %d, %s", code, stderr)
+	}
+	in := rewriteGGUF(t, func(kv []gguf.KV) []gguf.KV { return setKV(kv, "tokenizer.ggml.model", "bert") })
+	out := filepath.Join(t.TempDir(), "m.aot")
+	code, _, stderr = aotlm(t, "compile", in, "-o", out)
+	if code != 1 || !strings.Contains(stderr, "bert") || !strings.Contains(stderr, "tokenizer") {
+		t.Errorf("bert tokenizer: exit %d, %s", code, stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("an artifact was written")
+	}
+}

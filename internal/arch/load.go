@@ -31,6 +31,9 @@ func ConfigOf(ck format.Checkpoint) (Config, *Family, error) {
 			return Config{}, nil, err
 		}
 		c, err := f.configHF(meta)
+		if err == nil {
+			err = strictHF(meta, &c)
+		}
 		return c, f, err
 	case "gguf":
 		a, ok := format.MetaString(meta, "general.architecture")
@@ -40,6 +43,9 @@ func ConfigOf(ck format.Checkpoint) (Config, *Family, error) {
 		f, err := familyByGGUF(a)
 		if err != nil {
 			return Config{}, nil, err
+		}
+		if err := strictGGUF(meta, a); err != nil {
+			return Config{}, f, err
 		}
 		c, err := f.configGGUF(meta, a)
 		if err != nil {

@@ -101,6 +101,15 @@ func CompileModel(m *arch.Model, src Source, opts Options, outPath string) error
 		in.Manifest.BOS = -1
 	}
 	if src.Tokenizer != nil {
+		// the artifact must be able to rebuild its tokenizer, and the
+		// tokenizer's ids must index the model's embeddings
+		t, err := buildTokenizer(src.Tokenizer, m.Config.Vocab)
+		if err != nil {
+			return fmt.Errorf("compile: tokenizer (%s): %w", src.Tokenizer.Kind, err)
+		}
+		if t.VocabSize() > m.Config.Vocab {
+			return fmt.Errorf("compile: the tokenizer has %d tokens, more than the model's vocabulary of %d (is it this model's tokenizer?)", t.VocabSize(), m.Config.Vocab)
+		}
 		in.Tokenizer, in.TokenizerKind = src.Tokenizer.Data, src.Tokenizer.Kind
 	}
 	in.Quantized = src.Quantized

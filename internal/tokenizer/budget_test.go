@@ -56,3 +56,24 @@ func TestEncodeCheckedPassesOtherPanics(t *testing.T) {
 type panicTokenizer struct{ Tokenizer }
 
 func (panicTokenizer) Encode(string, EncodeOptions) []int { panic("boom") }
+
+// TestBPEWithoutMergesIsRefused: a BPE vocabulary with multi-character
+// tokens but no merges would tokenize one character per token; it is
+// refused naming the merges, in tokenizer.json and GGUF form.
+func TestBPEWithoutMergesIsRefused(t *testing.T) {
+	_, err := ParseHF([]byte(`{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": []}}`))
+	if err == nil || !strings.Contains(err.Error(), "model.merges") || !strings.Contains(err.Error(), `"ab"`) {
+		t.Errorf("tokenizer.json: %v", err)
+	}
+	if _, err := ParseHF([]byte(`{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}}`)); err != nil {
+		t.Errorf("with its merge: %v", err)
+	}
+	if _, err := ParseHF([]byte(`{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": []}}`)); err != nil {
+		t.Errorf("single characters need no merges: %v", err)
+	}
+	_, err = FromGGUF(map[string]any{"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "qwen2",
+		"tokenizer.ggml.tokens": []any{"a", "b", "ab"}, "tokenizer.ggml.token_type": []any{int64(1), int64(1), int64(1)}})
+	if err == nil || !strings.Contains(err.Error(), "tokenizer.ggml.merges") {
+		t.Errorf("gguf: %v", err)
+	}
+}

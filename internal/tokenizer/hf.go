@@ -169,6 +169,9 @@ func parseHF(data []byte, file string) (*BPE, error) {
 		return nil, p.unsupported("byte-level Unigram model")
 	}
 	b.byteLevel = byteLevel
+	if msg := b.mergesMissing(); msg != "" {
+		return nil, p.errf("model.merges", "%s", msg)
+	}
 	b.finish()
 	if len(b.prefix) > 0 {
 		b.bos = b.prefix[0]
