@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -74,7 +75,7 @@ stdout; progress to stderr.`,
 				if t.Padded {
 					note = "last block padded"
 				}
-				fmt.Fprintf(tw, "%s\t%v\t%s\t%.4f\t%.2f\t%s\n", t.Name, t.Shape, t.Scheme, t.RelErr, t.Bits, note)
+				fmt.Fprintf(tw, "%s\t%v\t%s\t%.4f\t%.2f\t%s\n", terminalSafe(t.Name), t.Shape, t.Scheme, t.RelErr, t.Bits, note)
 			}
 			tw.Flush()
 			fmt.Fprintf(cmd.OutOrStdout(), "%d parameters, %.2f bits per weight, written to %s\n", rep.Params, rep.WeightBits, rep.Output)
@@ -125,4 +126,14 @@ func withLPBQMode(r quant.Recipe, mode quant.LPBQMode) quant.Recipe {
 	r.Overrides = over
 	r.Name += "+reference"
 	return r
+}
+
+// terminalSafe returns name as is when it is plain printable text, and
+// quoted with Go escapes otherwise, so a name from a checkpoint cannot move
+// the cursor, recolour or clear the terminal.
+func terminalSafe(name string) string {
+	if q := strconv.Quote(name); q[1:len(q)-1] == name {
+		return name
+	}
+	return strconv.Quote(name)
 }

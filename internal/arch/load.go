@@ -121,7 +121,7 @@ func Load(ck format.Checkpoint) (*Model, error) {
 	for name, shape := range g.Weights {
 		src, ok := f.tensorNames(source, name)
 		if !ok {
-			return nil, fmt.Errorf("%s: no %s name for tensor %s", c.Family, source, name)
+			return nil, fmt.Errorf("%s: no %s name for tensor %q", c.Family, source, name)
 		}
 		info, ok := format.Find(ck, src)
 		if !ok {

@@ -73,7 +73,7 @@ func readQuantized(dir string, man *qmodel.Manifest, deq map[string][]float32) (
 			continue
 		}
 		if len(e.Shape) != 2 {
-			return nil, fmt.Errorf("quantized model %s: tensor %s: shape %v", dir, name, e.Shape)
+			return nil, fmt.Errorf("quantized model %s: tensor %q: shape %v", dir, name, e.Shape)
 		}
 		q := &quant.Quantized{Scheme: s, Rows: e.Shape[0], Cols: e.Shape[1], Padded: e.Padded}
 		raw, err := ck.Bytes(name + ".q")
@@ -101,7 +101,7 @@ func readQuantized(dir string, man *qmodel.Manifest, deq map[string][]float32) (
 		}
 		// Load has checked every part's size; the values must agree too.
 		if !slices.Equal(q.Dequantize(), deq[name]) {
-			return nil, fmt.Errorf("quantized model %s: tensor %s: parts do not dequantize to the loaded values", dir, name)
+			return nil, fmt.Errorf("quantized model %s: tensor %q: parts do not dequantize to the loaded values", dir, name)
 		}
 		qs[name] = q
 	}

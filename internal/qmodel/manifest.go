@@ -68,7 +68,7 @@ func ReadManifest(dir string) (*Manifest, error) {
 	for name, e := range m.Tensors {
 		if !e.Float {
 			if err := e.Scheme.Quant().Validate(); err != nil {
-				return nil, fmt.Errorf("quantized model %s: tensor %s: %w", dir, name, err)
+				return nil, fmt.Errorf("quantized model %s: tensor %q: %w", dir, name, err)
 			}
 		}
 	}

@@ -103,7 +103,7 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 		rep.Params += int64(len(w))
 		entry, tr, parts, err := quantizeOne(name, w, shape, linear[name], embed == name, am.Config.Tied, opts)
 		if err != nil {
-			return nil, fmt.Errorf("tensor %s: %w", name, err)
+			return nil, fmt.Errorf("tensor %q: %w", name, err)
 		}
 		man.Tensors[name] = entry
 		rep.Tensors = append(rep.Tensors, tr)
