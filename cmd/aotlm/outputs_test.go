@@ -18,7 +18,7 @@ import (
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
-// subprocessEnv makes the test binary act as aotlm (or as a helper) in a
+// subprocessEnv makes the test binary act as aotlm (or run one test action) in a
 // child process, for the tests that send it signals.
 const subprocessEnv = "AOTLM_TEST_SUBPROCESS"
 
@@ -43,7 +43,7 @@ func subprocessMain(mode string, args []string) int {
 	return 3
 }
 
-// child starts the test binary as aotlm (mode "aotlm") or a helper.
+// child starts the test binary as aotlm (mode "aotlm") or for a test action.
 func child(t *testing.T, mode string, args ...string) (*exec.Cmd, *bufio.Reader, *bytes.Buffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
