@@ -37,7 +37,9 @@ type Request struct {
 	// MaxTokens bounds the new tokens (<= 0: until a stop or the context
 	// is full).
 	MaxTokens int
-	Sampling  sample.Params
+	// PromptOnly prefills the prompt and generates nothing.
+	PromptOnly bool
+	Sampling   sample.Params
 	// Stop holds strings that end generation (not included in the text).
 	Stop []string
 	// StopIDs are more ids that end generation; IgnoreEOS drops the
@@ -140,9 +142,12 @@ func (m *Model) Encode(text string, raw bool) ([]int, error) {
 		return nil, ErrNoTokenizer
 	}
 	if raw {
-		return tok.Encode(text, tokenizer.EncodeOptions{ParseSpecial: true}), nil
+		return tokenizer.EncodeChecked(tok, text, tokenizer.EncodeOptions{ParseSpecial: true})
 	}
-	ids := tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
+	ids, err := tokenizer.EncodeChecked(tok, text, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
+	if err != nil {
+		return nil, err
+	}
 	if bos := m.BOS(); bos >= 0 && (len(ids) == 0 || ids[0] != bos) {
 		ids = append([]int{bos}, ids...)
 	}
@@ -182,6 +187,10 @@ func (s *Session) Generate(ctx context.Context, req Request, onToken func(Token)
 		return res, err
 	}
 	res.Prefill = time.Since(start)
+	if req.PromptOnly {
+		res.StopReason = StopLength
+		return res, nil
+	}
 
 	stop := append([]int(nil), req.StopIDs...)
 	if !req.IgnoreEOS {

@@ -7,6 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/output"
 )
 
 func newCompileCmd() *cobra.Command {
@@ -14,6 +16,7 @@ func newCompileCmd() *cobra.Command {
 		out, tokPath    string
 		kv, calib, acts string
 		arLen, ctx      int
+		force           bool
 	)
 	cmd := &cobra.Command{
 		Use:   "compile MODEL -o OUT.aot",
@@ -52,10 +55,13 @@ exactly, several times slower.`,
 			if err != nil {
 				return fmt.Errorf("compile: %w", err)
 			}
+			if err := output.Check(out, []string{args[0], tokPath, calib}, force, false); err != nil {
+				return withForceHint(err)
+			}
 			opts := compile.Options{ARLens: []int{arLen}, Ctx: ctx, Tokenizer: tokPath, KV: kv, CalibText: calib,
 				FloatActivations: float}
 			if err := compile.CompileFile(args[0], out, opts); err != nil {
-				return err
+				return withContextHint(err)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", out)
 			return nil
@@ -69,7 +75,25 @@ exactly, several times slower.`,
 	f.StringVar(&kv, "kv", "f32", "KV cache storage: f32, f16 or u8")
 	f.StringVar(&calib, "calib", "", "text file for the u8 KV cache calibration (default: a generated sequence)")
 	f.StringVar(&acts, "activations", "int8", activationsHelp)
+	f.BoolVar(&force, "force", false, "replace an existing output file")
 	return cmd
+}
+
+// withForceHint tells how to replace an existing output.
+func withForceHint(err error) error {
+	if errors.Is(err, output.ErrExists) {
+		return fmt.Errorf("%w (pass --force to replace it)", err)
+	}
+	return err
+}
+
+// withContextHint tells how to shrink a KV cache the machine cannot hold.
+func withContextHint(err error) error {
+	var ae *limits.AllocError
+	if errors.As(err, &ae) {
+		return fmt.Errorf("%w: pass a smaller --ctx", err)
+	}
+	return err
 }
 
 // activationsHelp documents --activations of compile and run.

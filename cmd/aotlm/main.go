@@ -13,6 +13,7 @@ import (
 )
 
 func main() {
+	removeTempsOnSignal()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -50,6 +51,7 @@ phone-class arm64 first. One static binary, no Python.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.PersistentPreRunE = checkModelPaths
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newVersionCmd(), newRunCmd(), newChatCmd(), newTokenizeCmd(), newTemplateCmd(), newPplCmd(), newQuantizeCmd(), newCompileCmd(), newInspectCmd(), newBenchCmd(), newLogitsCmd())

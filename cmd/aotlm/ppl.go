@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"runtime"
 
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/eval"
+	"github.com/aotlm/aotlm/internal/limits"
 )
 
 func newPplCmd() *cobra.Command {
@@ -44,7 +44,7 @@ does ([1]12.34,[2]...). docs/perplexity.md describes both rules.`,
 			if dataPath == "" {
 				return fmt.Errorf("no text: pass --data <text file>")
 			}
-			text, err := os.ReadFile(dataPath)
+			text, err := limits.ReadFile(dataPath, "data file", limits.MaxTextFile)
 			if err != nil {
 				return fmt.Errorf("data file: %w", err)
 			}

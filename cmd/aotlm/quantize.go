@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/aotlm/aotlm/internal/output"
 	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/quant"
 )
@@ -62,11 +64,11 @@ stdout; progress to stderr.`,
 					bar.Set(done)
 				}}
 			rep, err := qmodel.Quantize(args[0], out, opts)
-			if errors.Is(err, os.ErrExist) {
-				return fmt.Errorf("%w: pass --force to replace it", err)
+			if errors.Is(err, output.ErrExists) {
+				return fmt.Errorf("%w (pass --force to replace it)", err)
 			}
 			if err != nil {
-				return err
+				return withForceHint(err)
 			}
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
@@ -78,7 +80,7 @@ stdout; progress to stderr.`,
 				if t.Padded {
 					note = "last block padded"
 				}
-				fmt.Fprintf(tw, "%s\t%v\t%s\t%.4f\t%.2f\t%s\n", t.Name, t.Shape, t.Scheme, t.RelErr, t.Bits, note)
+				fmt.Fprintf(tw, "%s\t%v\t%s\t%.4f\t%.2f\t%s\n", terminalSafe(t.Name), t.Shape, t.Scheme, t.RelErr, t.Bits, note)
 			}
 			tw.Flush()
 			fmt.Fprintf(cmd.OutOrStdout(), "%d parameters, %.2f bits per weight, written to %s\n", rep.Params, rep.WeightBits, rep.Output)
@@ -129,4 +131,14 @@ func withLPBQMode(r quant.Recipe, mode quant.LPBQMode) quant.Recipe {
 	r.Overrides = over
 	r.Name += "+reference"
 	return r
+}
+
+// terminalSafe returns name as is when it is plain printable text, and
+// quoted with Go escapes otherwise, so a name from a checkpoint cannot move
+// the cursor, recolour or clear the terminal.
+func terminalSafe(name string) string {
+	if q := strconv.Quote(name); q[1:len(q)-1] == name {
+		return name
+	}
+	return strconv.Quote(name)
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/aotlm/aotlm/internal/chat"
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/hf"
+	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/sample"
 )
 
@@ -61,8 +61,11 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 			if modelPath, err = resolveModel(modelPath, note); err != nil {
 				return err
 			}
+			if err := checkRunFlags(n, &ctx, p.RepeatLastN, seed, p); err != nil {
+				return err
+			}
 			if promptFile != "" {
-				b, err := os.ReadFile(promptFile)
+				b, err := limits.ReadFile(promptFile, "prompt file", limits.MaxTextFile)
 				if err != nil {
 					return fmt.Errorf("prompt file: %w", err)
 				}
@@ -109,7 +112,10 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 				return err
 			}
 			defer s.Close()
-			req := aotlm.Request{Prompt: prompt, MaxTokens: n, Sampling: p, IgnoreEOS: ignoreEOS, Stop: stops}
+			if p.RepeatLastN == -1 {
+				p.RepeatLastN = s.Context()
+			}
+			req := aotlm.Request{Prompt: prompt, MaxTokens: n, PromptOnly: n == 0, Sampling: p, IgnoreEOS: ignoreEOS, Stop: stops}
 			if useChat {
 				if err := chatPrompt(&req, system, m); err != nil {
 					return err

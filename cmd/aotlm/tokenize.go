@@ -39,7 +39,10 @@ unless --no-parse-special is given. No BOS is added unless --bos.`,
 				return err
 			}
 			text := strings.Join(args, " ")
-			ids := tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: bos, ParseSpecial: !noParseSpecial})
+			ids, err := tokenizer.EncodeChecked(tok, text, tokenizer.EncodeOptions{AddSpecial: bos, ParseSpecial: !noParseSpecial})
+			if err != nil {
+				return err
+			}
 			if bos && tok.BOS() >= 0 && (len(ids) == 0 || ids[0] != tok.BOS()) {
 				ids = append([]int{tok.BOS()}, ids...)
 			}

@@ -31,6 +31,9 @@ func ConfigOf(ck format.Checkpoint) (Config, *Family, error) {
 			return Config{}, nil, err
 		}
 		c, err := f.configHF(meta)
+		if err == nil {
+			err = strictHF(meta, &c)
+		}
 		return c, f, err
 	case "gguf":
 		a, ok := format.MetaString(meta, "general.architecture")
@@ -40,6 +43,9 @@ func ConfigOf(ck format.Checkpoint) (Config, *Family, error) {
 		f, err := familyByGGUF(a)
 		if err != nil {
 			return Config{}, nil, err
+		}
+		if err := strictGGUF(meta, a); err != nil {
+			return Config{}, f, err
 		}
 		c, err := f.configGGUF(meta, a)
 		if err != nil {
@@ -115,7 +121,7 @@ func Load(ck format.Checkpoint) (*Model, error) {
 	for name, shape := range g.Weights {
 		src, ok := f.tensorNames(source, name)
 		if !ok {
-			return nil, fmt.Errorf("%s: no %s name for tensor %s", c.Family, source, name)
+			return nil, fmt.Errorf("%s: no %s name for tensor %q", c.Family, source, name)
 		}
 		info, ok := format.Find(ck, src)
 		if !ok {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/aotlm/aotlm/internal/output"
 	"github.com/aotlm/aotlm/internal/tensor"
 )
 
@@ -43,8 +44,9 @@ type Writer struct {
 	manifest   []byte
 	features   Features
 
-	err  error // sticky write error
-	done bool  // committed or aborted
+	err     error  // sticky write error
+	done    bool   // committed or aborted
+	untrack func() // stops the interrupt handler from removing tmp
 }
 
 // blob is a named section waiting for Commit.
@@ -71,6 +73,7 @@ func Create(path string) (*Writer, error) {
 	w := &Writer{
 		path:      path,
 		tmp:       f.Name(),
+		untrack:   output.Track(f.Name()),
 		f:         f,
 		bw:        bufio.NewWriterSize(f, 1<<20),
 		names:     map[string]bool{},
@@ -291,6 +294,7 @@ func (w *Writer) finish() error {
 	if err := os.Rename(w.tmp, w.path); err != nil {
 		return fmt.Errorf("artifact: %w", err)
 	}
+	w.untrack()
 	// The artifact is complete at its path now; making the rename itself
 	// durable is best effort (some file systems cannot sync a folder).
 	_ = syncDir(filepath.Dir(w.path))
@@ -313,6 +317,7 @@ func (w *Writer) Abort() error {
 	if rerr := os.Remove(w.tmp); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 		err = rerr
 	}
+	w.untrack()
 	if err != nil {
 		return fmt.Errorf("artifact: discarding %s: %w", w.tmp, err)
 	}

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/aotlm/aotlm/internal/limits"
 )
 
 // TemplateFile is the file name newer Hugging Face checkpoints use for the
@@ -38,7 +39,7 @@ type tokenizerConfig struct {
 // after the folder holding the file.
 func FromTokenizerConfig(path string) (*Template, Specials, error) {
 	name := filepath.Base(filepath.Dir(path))
-	data, err := os.ReadFile(path)
+	data, err := limits.ReadFile(path, "tokenizer config", limits.MaxConfigFile)
 	if err != nil {
 		return nil, Specials{}, fmt.Errorf("chat: %w", err)
 	}
@@ -57,7 +58,7 @@ func FromTokenizerConfig(path string) (*Template, Specials, error) {
 		}
 	}
 
-	src, err := os.ReadFile(filepath.Join(filepath.Dir(path), TemplateFile))
+	src, err := limits.ReadFile(filepath.Join(filepath.Dir(path), TemplateFile), "chat template", limits.MaxConfigFile)
 	switch {
 	case err == nil:
 		t, err := ParseNamed(name, string(src))
@@ -78,7 +79,7 @@ var ErrNoTemplate = errors.New("no chat template")
 
 // Load reads a chat template from a .jinja file, named after the file.
 func Load(path string) (*Template, error) {
-	src, err := os.ReadFile(path)
+	src, err := limits.ReadFile(path, "chat template", limits.MaxConfigFile)
 	if err != nil {
 		return nil, fmt.Errorf("chat: %w", err)
 	}
@@ -135,7 +136,7 @@ func templateText(raw json.RawMessage) (string, error) {
 // Messages reads a JSON file holding a list of {"role", "content"} objects
 // (optionally "reasoning_content"); a null content reads as "".
 func Messages(path string) ([]Message, error) {
-	data, err := os.ReadFile(path)
+	data, err := limits.ReadFile(path, "message list", limits.MaxTextFile)
 	if err != nil {
 		return nil, fmt.Errorf("chat: %w", err)
 	}

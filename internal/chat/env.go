@@ -38,13 +38,20 @@ var environment = sync.OnceValue(func() *exec.Environment {
 	if err := filters.Replace("trim", filterTrim); err != nil {
 		panic(fmt.Sprintf("chat: gonja lost its trim filter: %v", err)) // broken invariant
 	}
+	for _, name := range filterNames {
+		if fn, ok := filters.Get(name); ok {
+			if err := filters.Replace(name, guardFilter(name, fn)); err != nil {
+				panic(fmt.Sprintf("chat: gonja filter %s: %v", name, err)) // broken invariant
+			}
+		}
+	}
 	methods := builtins.Methods
 	methods.Str = strMethods(methods.Str)
 	return &exec.Environment{
 		Context:           exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables),
 		Filters:           filters,
 		Tests:             builtins.Tests,
-		ControlStructures: builtins.ControlStructures,
+		ControlStructures: controlStructureSet(),
 		Methods:           methods,
 	}
 })
@@ -73,6 +80,9 @@ func strMethods(base *exec.MethodSet[string]) *exec.MethodSet[string] {
 	m["strip"] = stripMethod(true, true)
 	m["lstrip"] = stripMethod(true, false)
 	m["rstrip"] = stripMethod(false, true)
+	for name, fn := range m {
+		m[name] = guardMethod(name, fn)
+	}
 	return exec.NewMethodSet(m)
 }
 

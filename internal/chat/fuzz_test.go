@@ -5,7 +5,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
@@ -87,6 +89,57 @@ func FuzzParse(f *testing.F) {
 		once := rewriteConditionals(src, cfg)
 		if twice := rewriteConditionals(once, cfg); twice != once {
 			t.Fatalf("rewrite not idempotent:\n%q\n%q", once, twice)
+		}
+	})
+}
+
+// FuzzRenderSource parses and renders arbitrary template sources, seeded
+// with the real templates and with hostile ones: no panic, no fatal stack
+// overflow or allocation, failures are typed errors, and the output stays
+// within limits.MaxTemplateOutput. The render time limit is lowered to one
+// second so that slow inputs cost little.
+func FuzzRenderSource(f *testing.F) {
+	for _, g := range goldenTemplates {
+		src := string(testutil.ReadFile(f, g.file))
+		if !strings.HasSuffix(g.file, ".jinja") {
+			var cfg struct {
+				ChatTemplate string `json:"chat_template"`
+			}
+			if json.Unmarshal([]byte(src), &cfg) != nil {
+				continue
+			}
+			src = cfg.ChatTemplate
+		}
+		f.Add(src)
+	}
+	for _, s := range []string{
+		`{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}`,
+		`{% for i in range(1000000000) %}{{ i }}{% endfor %}`,
+		`{{ 'x' * 10000000000 }}`,
+		`{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}`,
+		`{% for m in messages %}{{ m.role ~ ': ' ~ m.content|trim }}{% endfor %}{{ 'ab'|center(9) }}`,
+		`{{ messages|tojson }}{{ range(3)|list }}{{ ('a' + 'b') * 2 }}`,
+	} {
+		f.Add(s)
+	}
+	renderTime = time.Second
+	f.Fuzz(func(t *testing.T, src string) {
+		tpl, err := ParseNamed("fuzz", src)
+		if err != nil {
+			return
+		}
+		out, err := tpl.Render([]Message{{Role: "user", Content: "hi"}, {Role: "assistant", Content: "yo"}},
+			Options{AddGenerationPrompt: true, BOSToken: "<s>", EOSToken: "</s>", Now: fixedNow})
+		if err != nil {
+			var e *Error
+			var ex *ExceptionError
+			if !errors.As(err, &e) && !errors.As(err, &ex) {
+				t.Fatalf("untyped error %T: %v", err, err)
+			}
+			return
+		}
+		if len(out) > limits.MaxTemplateOutput {
+			t.Fatalf("output of %d bytes", len(out))
 		}
 	})
 }

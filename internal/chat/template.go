@@ -62,12 +62,16 @@ func ParseNamed(name, src string) (t *Template, err error) {
 		}
 	}()
 	cfg := newConfig()
+	if err := checkSource(src, cfg); err != nil {
+		return nil, &Error{Template: name, Msg: err.Error(), Err: err}
+	}
 	orig := src
 	src = rewriteConditionals(src, cfg)
 	tpl, err := exec.NewTemplate(name, cfg, &sourceLoader{name: name, src: src}, environment())
 	if err != nil {
 		return nil, parseError(name, err)
 	}
+	guardTree(tpl.Root())
 	return &Template{name: name, src: orig, tpl: tpl}, nil
 }
 
@@ -84,6 +88,10 @@ func (t *Template) Render(msgs []Message, opts Options) (out string, err error) 
 	var raised *ExceptionError
 	defer func() {
 		if r := recover(); r != nil {
+			if a, ok := r.(budgetAbort); ok {
+				out, err = "", &Error{Template: t.name, Msg: a.err.Error(), Err: a.err}
+				return
+			}
 			out, err = "", &Error{Template: t.name, Msg: fmt.Sprintf("render: template engine failed: %v", r)}
 		}
 	}()
@@ -112,9 +120,18 @@ func (t *Template) Render(msgs []Message, opts Options) (out string, err error) 
 		return "", raised
 	}
 	data["strftime_now"] = func(format string) string { return strftime(format, now) }
+	bud := newBudget()
+	for k, v := range guards(bud) {
+		data[k] = v
+	}
 
 	var b strings.Builder
-	if err := t.tpl.Execute(&b, exec.NewContext(data)); err != nil {
+	err = t.tpl.Execute(&b, exec.NewContext(data))
+	if bud.err != nil {
+		// a limit, even if the template went on after it
+		return "", &Error{Template: t.name, Msg: bud.err.Error(), Err: bud.err}
+	}
+	if err != nil {
 		if raised != nil {
 			return "", raised
 		}

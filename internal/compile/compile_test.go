@@ -1,9 +1,12 @@
 package compile
 
 import (
+	"bytes"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/arch"
@@ -121,7 +124,8 @@ func TestAllocatorRandom(t *testing.T) {
 func TestCompileArtifact(t *testing.T) {
 	m := testModels(t)["stories260K"]
 	path := filepath.Join(t.TempDir(), "m.aot")
-	src := Source{Tokenizer: &tokenizer.Stored{Kind: "llama2c", Data: []byte("tok")}, Provenance: map[string]any{"file": "x"}}
+	tok := testutil.ReadFile(t, "llama2c/tok512-dratman/tok512.bin")
+	src := Source{Tokenizer: &tokenizer.Stored{Kind: "llama2c", Data: tok}, Provenance: map[string]any{"file": "x"}}
 	if err := CompileModel(m, src, Options{ARLens: []int{8, 4, 8}, Ctx: 64}, path); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +174,7 @@ func TestCompileArtifact(t *testing.T) {
 	if man.Tokenizer == nil || man.Tokenizer.Kind != "llama2c" {
 		t.Fatalf("tokenizer %+v", man.Tokenizer)
 	}
-	if b, err := a.Blob(man.Tokenizer.Blob); err != nil || string(b) != "tok" {
+	if b, err := a.Blob(man.Tokenizer.Blob); err != nil || !bytes.Equal(b, tok) {
 		t.Fatalf("tokenizer blob %q, %v", b, err)
 	}
 }
@@ -225,5 +229,19 @@ func TestCompileFileStoresTokenizer(t *testing.T) {
 			t.Fatalf("%s: tokenizer blob of %d bytes, %v", c.model, len(b), err)
 		}
 		a.Close()
+	}
+}
+
+// TestCompileRefusesAnUnbuildableTokenizer: a tokenizer blob the runtime
+// cannot rebuild is refused at compile time, not stored in the artifact.
+func TestCompileRefusesAnUnbuildableTokenizer(t *testing.T) {
+	m := testModels(t)["stories260K"]
+	path := filepath.Join(t.TempDir(), "m.aot")
+	src := Source{Tokenizer: &tokenizer.Stored{Kind: "llama2c", Data: []byte("tok")}}
+	if err := CompileModel(m, src, Options{Ctx: 64}, path); err == nil || !strings.Contains(err.Error(), "tokenizer") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Fatal("an artifact was written")
 	}
 }

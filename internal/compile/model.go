@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/aotlm/aotlm/internal/hf"
-	"github.com/aotlm/aotlm/internal/tokenizer"
-
 	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/format/detect"
+	"github.com/aotlm/aotlm/internal/hf"
+	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/output"
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/quant"
+	"github.com/aotlm/aotlm/internal/tokenizer"
 )
 
 // Options configures CompileModel and CompileFile.
@@ -67,6 +68,9 @@ func CompileModel(m *arch.Model, src Source, opts Options, outPath string) error
 	if ctx > m.Config.Context {
 		return fmt.Errorf("compile: context %d exceeds the model's trained context %d", ctx, m.Config.Context)
 	}
+	if err := limits.CheckAlloc(fmt.Sprintf("a KV cache of %d positions", ctx), KVCacheBytes(&m.Config, ctx, opts.KV)); err != nil {
+		return fmt.Errorf("compile: %w; compile for a smaller context", err)
+	}
 	// the graph is built for ctx positions, which picks longrope's factors
 	// and dynamic scaling's base
 	cfg := m.Config
@@ -89,6 +93,15 @@ func CompileModel(m *arch.Model, src Source, opts Options, outPath string) error
 		in.Manifest.BOS = -1
 	}
 	if src.Tokenizer != nil {
+		// the artifact must be able to rebuild its tokenizer, and the
+		// tokenizer's ids must index the model's embeddings
+		t, err := src.Tokenizer.Build(m.Config.Vocab)
+		if err != nil {
+			return fmt.Errorf("compile: tokenizer (%s): %w", src.Tokenizer.Kind, err)
+		}
+		if t.VocabSize() > m.Config.Vocab {
+			return fmt.Errorf("compile: the tokenizer has %d tokens, more than the model's vocabulary of %d (is it this model's tokenizer?)", t.VocabSize(), m.Config.Vocab)
+		}
 		in.Tokenizer, in.TokenizerKind = src.Tokenizer.Data, src.Tokenizer.Kind
 	}
 	in.Quantized = src.Quantized
@@ -113,6 +126,27 @@ func CompileModel(m *arch.Model, src Source, opts Options, outPath string) error
 	return Compile(in, outPath)
 }
 
+// KVCacheBytes is the size of the KV cache of one session of ctx positions
+// stored as kv ("", "f32", "f16" or "u8"), keys and values of every layer.
+func KVCacheBytes(c *arch.Config, ctx int, kv string) int64 {
+	elem := int64(4)
+	switch kv {
+	case plan.KVCacheF16:
+		elem = 2
+	case plan.KVCacheU8:
+		elem = 1
+	}
+	headDim := c.HeadDim
+	if headDim <= 0 && c.Heads > 0 {
+		headDim = c.Hidden / c.Heads
+	}
+	perPos := 2 * int64(max(c.Layers, 0)) * int64(max(c.KVHeads, 0)) * int64(max(headDim, 0)) * elem
+	if perPos > 0 && int64(ctx) > (1<<62)/perPos {
+		return -1 // overflows: CheckAlloc refuses a negative size
+	}
+	return perPos * int64(ctx)
+}
+
 // hyperParams returns the config as a JSON object.
 func hyperParams(c *arch.Config) (map[string]any, error) {
 	b, err := json.Marshal(c)
@@ -129,6 +163,12 @@ func hyperParams(c *arch.Config) (map[string]any, error) {
 // CompileFile reads the checkpoint at path (a file or a Hugging Face
 // folder), finds its tokenizer and compiles it to outPath.
 func CompileFile(path, outPath string, opts Options) error {
+	if err := output.Check(outPath, []string{path, opts.Tokenizer, opts.CalibText}, true, false); err != nil {
+		return fmt.Errorf("compile: %w", err)
+	}
+	if err := limits.CheckInput(path); err != nil {
+		return err
+	}
 	if qmodel.IsDir(path) {
 		return compileQuantized(path, outPath, opts)
 	}

@@ -2,12 +2,12 @@ package compile
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/aotlm/aotlm/internal/format/safetensors"
 	"github.com/aotlm/aotlm/internal/hf"
+	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/quant"
 	"github.com/aotlm/aotlm/internal/tokenizer"
@@ -61,7 +61,7 @@ func readQuantized(dir string, man *qmodel.Manifest, deq map[string][]float32) (
 			continue
 		}
 		if len(e.Shape) != 2 {
-			return nil, fmt.Errorf("quantized model %s: tensor %s: shape %v", dir, name, e.Shape)
+			return nil, fmt.Errorf("quantized model %s: tensor %q: shape %v", dir, name, e.Shape)
 		}
 		q := &quant.Quantized{Scheme: s, Rows: e.Shape[0], Cols: e.Shape[1], Padded: e.Padded}
 		raw, err := ck.Bytes(name + ".q")
@@ -89,7 +89,7 @@ func readQuantized(dir string, man *qmodel.Manifest, deq map[string][]float32) (
 		}
 		// Load has checked every part's size; the values must agree too.
 		if !slices.Equal(q.Dequantize(), deq[name]) {
-			return nil, fmt.Errorf("quantized model %s: tensor %s: parts do not dequantize to the loaded values", dir, name)
+			return nil, fmt.Errorf("quantized model %s: tensor %q: parts do not dequantize to the loaded values", dir, name)
 		}
 		qs[name] = q
 	}
@@ -102,7 +102,7 @@ func calibTokens(path string, tok *tokenizer.Stored, vocab int) ([]int, error) {
 	if tok == nil {
 		return nil, fmt.Errorf("compile: calibration text needs a tokenizer, and the model has none")
 	}
-	text, err := os.ReadFile(path)
+	text, err := limits.ReadFile(path, "calibration text", limits.MaxTextFile)
 	if err != nil {
 		return nil, fmt.Errorf("compile: calibration text: %w", err)
 	}
@@ -110,7 +110,10 @@ func calibTokens(path string, tok *tokenizer.Stored, vocab int) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile: calibration tokenizer: %w", err)
 	}
-	ids := t.Encode(string(text), tokenizer.EncodeOptions{AddSpecial: true})
+	ids, err := tokenizer.EncodeChecked(t, string(text), tokenizer.EncodeOptions{AddSpecial: true})
+	if err != nil {
+		return nil, fmt.Errorf("compile: calibration text: %w", err)
+	}
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("compile: calibration text %s has no tokens", path)
 	}

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/aotlm/aotlm/internal/tokenizer"
 )
@@ -10,13 +11,16 @@ import (
 // tokenizer's own special-token rule (EncodeOptions.AddSpecial) and special
 // tokens written in the text read as plain text. bos is the id the
 // tokenizer put first, or -1 when it adds no BOS.
-func Tokenize(tok tokenizer.Tokenizer, text string) (ids []int, bos int) {
-	ids = tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true})
+func Tokenize(tok tokenizer.Tokenizer, text string) (ids []int, bos int, err error) {
+	ids, err = tokenizer.EncodeChecked(tok, text, tokenizer.EncodeOptions{AddSpecial: true})
+	if err != nil {
+		return nil, -1, fmt.Errorf("eval: %w", err)
+	}
 	bos = -1
 	if b := tok.BOS(); b >= 0 && len(ids) > 0 && ids[0] == b {
 		bos = b
 	}
-	return ids, bos
+	return ids, bos, nil
 }
 
 // PerplexityText tokenizes text with Tokenize and measures it with
@@ -29,7 +33,10 @@ func PerplexityText(s Session, tok tokenizer.Tokenizer, text string, opts Option
 	if text == "" {
 		return Result{}, errors.New("eval: the text is empty")
 	}
-	ids, bos := Tokenize(tok, text)
+	ids, bos, err := Tokenize(tok, text)
+	if err != nil {
+		return Result{}, err
+	}
 	opts.BOS = bos
 	return Perplexity(s, ids, opts)
 }

@@ -75,7 +75,10 @@ func TestTokenizeTok512(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, bos := Tokenize(tok, "Once upon a time <s>")
+	ids, bos, err := Tokenize(tok, "Once upon a time <s>")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if bos != 1 || len(ids) < 3 || ids[0] != 1 || slices.Contains(ids[1:], 1) {
 		t.Errorf("ids %v bos %d: want BOS 1 first and nowhere else", ids, bos)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/aotlm/aotlm/internal/chat"
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/format/detect"
+	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/tokenizer"
 )
 
@@ -66,7 +67,7 @@ func Find(path string, ck format.Checkpoint) (Files, error) {
 			return f, err
 		}
 	case "llama2c":
-		b, err := os.ReadFile(filepath.Join(filepath.Dir(path), "tokenizer.bin"))
+		b, err := limits.ReadFile(filepath.Join(filepath.Dir(path), "tokenizer.bin"), "tokenizer", limits.MaxTokenizerFile)
 		if err == nil {
 			f.Tokenizer = &tokenizer.Stored{Kind: "llama2c", Data: b}
 		}
@@ -131,7 +132,11 @@ func TokenizerFile(path string) (*tokenizer.Stored, error) {
 	if st.IsDir() {
 		tok, err := FolderTokenizer(path)
 		if err == nil && tok == nil {
-			err = fmt.Errorf("tokenizer: %s holds no tokenizer.json or tokenizer.model", path)
+			// a layout stored as no single file (vocab.json + merges.txt)
+			// must still be a tokenizer
+			if _, err := tokenizer.LoadDir(path); err != nil {
+				return nil, err
+			}
 		}
 		return tok, err
 	}
@@ -150,7 +155,7 @@ func TokenizerFile(path string) (*tokenizer.Stored, error) {
 	case strings.HasSuffix(path, ".bin"):
 		kind = "llama2c"
 	}
-	b, err := os.ReadFile(path)
+	b, err := limits.ReadFile(path, "tokenizer", limits.MaxTokenizerFile)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
@@ -161,7 +166,7 @@ func TokenizerFile(path string) (*tokenizer.Stored, error) {
 // if neither exists.
 func FolderTokenizer(dir string) (*tokenizer.Stored, error) {
 	for _, f := range []struct{ name, kind string }{{"tokenizer.json", "tokenizer.json"}, {"tokenizer.model", "sentencepiece"}} {
-		b, err := os.ReadFile(filepath.Join(dir, f.name))
+		b, err := limits.ReadFile(filepath.Join(dir, f.name), "tokenizer", limits.MaxTokenizerFile)
 		if err == nil {
 			return &tokenizer.Stored{Kind: f.kind, Data: b}, nil
 		}
@@ -222,7 +227,7 @@ func Llama2CTokenizerSize(tok *tokenizer.Stored, vocab int, name string) error {
 // are fine; malformed ones are errors naming the file.
 func folderExtras(dir string, f *Files) error {
 	if f.ChatTemplate == "" {
-		if b, err := os.ReadFile(filepath.Join(dir, chat.TemplateFile)); err == nil {
+		if b, err := limits.ReadFile(filepath.Join(dir, chat.TemplateFile), "chat template", limits.MaxConfigFile); err == nil {
 			f.ChatTemplate = string(b)
 		}
 		cfg := filepath.Join(dir, "tokenizer_config.json")
@@ -239,7 +244,7 @@ func folderExtras(dir string, f *Files) error {
 			}
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "generation_config.json")); err == nil {
+	if b, err := limits.ReadFile(filepath.Join(dir, "generation_config.json"), "generation config", limits.MaxConfigFile); err == nil {
 		var g map[string]any
 		if err := json.Unmarshal(b, &g); err != nil {
 			return fmt.Errorf("generation_config.json: %w", err)
@@ -266,7 +271,7 @@ func ChatTemplate(path string) (src string, sp chat.Specials, err error) {
 	if !st.IsDir() {
 		switch {
 		case strings.HasSuffix(path, ".jinja"):
-			b, err := os.ReadFile(path)
+			b, err := limits.ReadFile(path, "chat template", limits.MaxConfigFile)
 			return string(b), sp, err
 		case strings.HasSuffix(path, ".json"):
 			t, sp, err := chat.FromTokenizerConfig(path)

@@ -12,32 +12,34 @@ const module = "github.com/aotlm/aotlm/"
 // (directly or not). A package missing here may import nothing of ours.
 var allowed = map[string][]string{
 	"internal/tensor":             {},
+	"internal/limits":             {},
+	"internal/output":             {},
 	"internal/mmapfile":           {},
 	"internal/format":             {"internal/tensor"},
 	"internal/format/gguf":        {"internal/format", "internal/tensor", "internal/mmapfile"},
-	"internal/format/safetensors": {"internal/format", "internal/tensor", "internal/mmapfile"},
+	"internal/format/safetensors": {"internal/format", "internal/tensor", "internal/mmapfile", "internal/limits"},
 	"internal/format/llama2c":     {"internal/format", "internal/tensor", "internal/mmapfile"},
 	"internal/format/pytorch":     {"internal/format", "internal/tensor", "internal/mmapfile"},
 	"internal/format/detect": {"internal/format", "internal/tensor", "internal/format/gguf",
-		"internal/format/safetensors", "internal/format/llama2c", "internal/format/pytorch", "internal/mmapfile"},
-	"internal/tokenizer": {},
-	"internal/chat":      {},
+		"internal/format/safetensors", "internal/format/llama2c", "internal/format/pytorch", "internal/mmapfile", "internal/limits"},
+	"internal/tokenizer": {"internal/limits"},
+	"internal/chat":      {"internal/limits"},
 	"internal/sample":    {},
 	"internal/decoding":  {"internal/sample"},
 	"internal/op":        {},
 	"internal/graph":     {"internal/op"},
 	"internal/quant":     {"internal/tensor"},
-	"internal/artifact":  {"internal/tensor", "internal/mmapfile"},
+	"internal/artifact":  {"internal/tensor", "internal/mmapfile", "internal/output"},
 	"internal/plan":      {"internal/op"},
 	"internal/kernel":    {"internal/tensor"},
 	// the engine runs plans: it never sees graphs, families or checkpoints
-	"internal/engine":   {"internal/op", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel"},
+	"internal/engine":   {"internal/op", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output"},
 	"internal/arch":     {"internal/op", "internal/graph", "internal/format", "internal/tensor"},
 	"internal/testutil": {},
 	"internal/demo":     {},
-	"internal/eval":     {"internal/decoding", "internal/sample", "internal/tokenizer"},
+	"internal/eval":     {"internal/decoding", "internal/sample", "internal/tokenizer", "internal/limits"},
 	// bench measures compiled artifacts through the engine only
-	"internal/bench": {"internal/engine", "internal/op", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel"},
+	"internal/bench": {"internal/engine", "internal/op", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output"},
 }
 
 // TestImportsPointDown runs `go list -deps` on every package and checks its

@@ -2,15 +2,15 @@ package model
 
 import (
 	"fmt"
-	"os"
 
+	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/tokenizer"
 )
 
 // loadLlama2CTokenizer loads a tokenizer.bin; vocab > 0 requires exactly
 // that many tokens (the file does not record its size).
 func loadLlama2CTokenizer(path string, vocab int) (tokenizer.Tokenizer, error) {
-	data, err := os.ReadFile(path)
+	data, err := limits.ReadFile(path, "tokenizer", limits.MaxTokenizerFile)
 	if err != nil {
 		return nil, err
 	}

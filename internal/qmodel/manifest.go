@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/aotlm/aotlm/internal/arch"
+	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/quant"
 )
 
@@ -50,7 +51,7 @@ func IsDir(path string) bool {
 
 // ReadManifest reads and checks the manifest of a quantized folder.
 func ReadManifest(dir string) (*Manifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	b, err := limits.ReadFile(filepath.Join(dir, ManifestName), "manifest", limits.MaxConfigFile)
 	if err != nil {
 		return nil, fmt.Errorf("quantized model: %w", err)
 	}
@@ -67,7 +68,7 @@ func ReadManifest(dir string) (*Manifest, error) {
 	for name, e := range m.Tensors {
 		if !e.Float {
 			if err := e.Scheme.Quant().Validate(); err != nil {
-				return nil, fmt.Errorf("quantized model %s: tensor %s: %w", dir, name, err)
+				return nil, fmt.Errorf("quantized model %s: tensor %q: %w", dir, name, err)
 			}
 		}
 	}

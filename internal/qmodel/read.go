@@ -28,7 +28,7 @@ func Load(dir string) (*arch.Model, *Manifest, error) {
 	for name, e := range man.Tensors {
 		v, err := readTensor(ck, name, e)
 		if err != nil {
-			return nil, nil, fmt.Errorf("quantized model %s: tensor %s: %w", dir, name, err)
+			return nil, nil, fmt.Errorf("quantized model %s: tensor %q: %w", dir, name, err)
 		}
 		w[name] = v
 	}

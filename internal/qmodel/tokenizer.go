@@ -9,6 +9,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/format/gguf"
+	"github.com/aotlm/aotlm/internal/limits"
 )
 
 // hfTokenizerFiles are the files a Hugging Face folder keeps its tokenizer,
@@ -99,9 +100,14 @@ func copyFile(from, to string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	n, err := io.Copy(out, io.LimitReader(in, limits.MaxTokenizerFile+1))
+	if err != nil {
 		out.Close()
 		return fmt.Errorf("copying %s: %w", from, err)
+	}
+	if n > limits.MaxTokenizerFile {
+		out.Close()
+		return &limits.Error{What: "tokenizer file " + from, Limit: limits.Bytes(limits.MaxTokenizerFile)}
 	}
 	return out.Close()
 }

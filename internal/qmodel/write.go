@@ -14,6 +14,7 @@ import (
 	"github.com/aotlm/aotlm/internal/format/safetensors"
 	"github.com/aotlm/aotlm/internal/graph"
 	"github.com/aotlm/aotlm/internal/op"
+	"github.com/aotlm/aotlm/internal/output"
 	"github.com/aotlm/aotlm/internal/quant"
 	"github.com/aotlm/aotlm/internal/tensor"
 )
@@ -58,8 +59,8 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 	if err := opts.Recipe.Validate(); err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(out); err == nil && !opts.Force {
-		return nil, fmt.Errorf("output %s: %w (replacing it must be asked for)", out, os.ErrExist)
+	if err := output.Check(out, []string{src, opts.Tokenizer}, opts.Force, true); err != nil {
+		return nil, err
 	}
 	ck, err := detect.Open(src)
 	if err != nil {
@@ -81,6 +82,7 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("output: %w", err)
 	}
 	defer os.RemoveAll(tmp) // after a successful rename there is nothing left here
+	defer output.Track(tmp)()
 
 	recipeJSON, err := json.Marshal(opts.Recipe)
 	if err != nil {
@@ -102,7 +104,7 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 		rep.Params += int64(len(w))
 		entry, tr, parts, err := quantizeOne(name, w, shape, linear[name], embed == name, am.Config.Tied, opts)
 		if err != nil {
-			return nil, fmt.Errorf("tensor %s: %w", name, err)
+			return nil, fmt.Errorf("tensor %q: %w", name, err)
 		}
 		man.Tensors[name] = entry
 		rep.Tensors = append(rep.Tensors, tr)

@@ -21,16 +21,18 @@ type Params struct {
 // Validate reports parameters outside their ranges.
 func (p Params) Validate() error {
 	switch {
-	case math.IsNaN(float64(p.Temperature)) || p.Temperature < 0:
-		return fmt.Errorf("temperature %v must be >= 0", p.Temperature)
+	case !(p.Temperature >= 0) || math.IsInf(float64(p.Temperature), 0):
+		return fmt.Errorf("temperature %v must be finite and >= 0", p.Temperature)
 	case p.TopK < 0:
 		return fmt.Errorf("top-k %d must be >= 0", p.TopK)
 	case !(p.TopP >= 0 && p.TopP <= 1):
 		return fmt.Errorf("top-p %v must be in [0, 1]", p.TopP)
 	case !(p.MinP >= 0 && p.MinP <= 1):
 		return fmt.Errorf("min-p %v must be in [0, 1]", p.MinP)
-	case p.RepeatPenalty < 0:
-		return fmt.Errorf("repeat penalty %v must be >= 0", p.RepeatPenalty)
+	case !(p.RepeatPenalty >= 0) || math.IsInf(float64(p.RepeatPenalty), 0):
+		return fmt.Errorf("repeat penalty %v must be finite and >= 0", p.RepeatPenalty)
+	case p.RepeatLastN < 0:
+		return fmt.Errorf("repeat history length %d must be >= 0", p.RepeatLastN)
 	}
 	return nil
 }

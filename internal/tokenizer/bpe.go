@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -294,4 +295,24 @@ func (b *BPE) finishVocab() {
 func hfByteToken(c byte) string {
 	const hex = "0123456789ABCDEF"
 	return "<0x" + string(hex[c>>4]) + string(hex[c&15]) + ">"
+}
+
+// mergesMissing explains why a BPE model without merge rules cannot
+// tokenize as its authors did ("" when it can): with multi-character
+// tokens in the vocabulary and no rules to reach them, every text would be
+// tokenized one character at a time. Added tokens do not count; a model
+// that ignores merges for whole words still needs them for the others.
+func (b *BPE) mergesMissing() string {
+	if b.uni != nil || len(b.merges) > 0 {
+		return ""
+	}
+	for id, t := range b.tokens {
+		if _, added := b.added.byID[int32(id)]; added || t == "" {
+			continue
+		}
+		if utf8.RuneCountInString(t) > 1 && !(strings.HasPrefix(t, "<0x") && len(t) == 6) {
+			return fmt.Sprintf("empty, but the vocabulary has multi-character tokens such as %q that only merges reach", t)
+		}
+	}
+	return ""
 }

@@ -96,6 +96,9 @@ func NewGGUFBPE(meta map[string]any) (*BPE, error) {
 		return nil, err
 	}
 	b.applyPreset(preset)
+	if msg := b.mergesMissing(); msg != "" {
+		return nil, bad("tokenizer.ggml.merges", "%s", msg)
+	}
 	b.finish()
 	for _, k := range []struct {
 		key string

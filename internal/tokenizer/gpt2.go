@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/aotlm/aotlm/internal/limits"
 )
 
 // LoadGPT2 reads a byte-level BPE vocabulary in the GPT-2 layout: vocabPath
@@ -32,11 +34,11 @@ func LoadGPT2(vocabPath, mergesPath, pre string) (*BPE, error) {
 
 // readGPT2Vocab loads the vocabulary and merges, byte-level.
 func readGPT2Vocab(vocabPath, mergesPath string) (*BPE, error) {
-	vdata, err := os.ReadFile(vocabPath)
+	vdata, err := limits.ReadFile(vocabPath, "vocabulary", limits.MaxTokenizerFile)
 	if err != nil {
 		return nil, fmt.Errorf("gpt2 vocabulary: %w", err)
 	}
-	mdata, err := os.ReadFile(mergesPath)
+	mdata, err := limits.ReadFile(mergesPath, "merges", limits.MaxTokenizerFile)
 	if err != nil {
 		return nil, fmt.Errorf("gpt2 merges: %w", err)
 	}
@@ -144,7 +146,7 @@ func loadGPT2Dir(dir, vocabName, mergesName string) (*BPE, error) {
 // addAddedTokensJSON reads added_tokens.json ({"content": id}) if present;
 // its tokens are not special unless tokenizer_config.json says so.
 func addAddedTokensJSON(b *BPE, path string) error {
-	data, err := os.ReadFile(path)
+	data, err := limits.ReadFile(path, "added tokens", limits.MaxConfigFile)
 	if err != nil {
 		if os.IsNotExist(err) {
 			return nil

@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
+
+	"github.com/aotlm/aotlm/internal/limits"
 )
 
 // hfFile is the top level of a tokenizer.json file.
@@ -100,7 +101,7 @@ func (p hfParser) unsupported(format string, args ...any) error {
 
 // LoadHF reads a Hugging Face tokenizer.json file.
 func LoadHF(path string) (*BPE, error) {
-	data, err := os.ReadFile(path)
+	data, err := limits.ReadFile(path, "tokenizer", limits.MaxTokenizerFile)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}
@@ -168,6 +169,9 @@ func parseHF(data []byte, file string) (*BPE, error) {
 		return nil, p.unsupported("byte-level Unigram model")
 	}
 	b.byteLevel = byteLevel
+	if msg := b.mergesMissing(); msg != "" {
+		return nil, p.errf("model.merges", "%s", msg)
+	}
 	b.finish()
 	if len(b.prefix) > 0 {
 		b.bos = b.prefix[0]

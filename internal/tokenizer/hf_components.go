@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/dlclark/regexp2"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -78,7 +77,7 @@ func (p hfParser) normalizer(raw json.RawMessage, field string) (hfNormalizer, e
 		}
 		n := normReplace{literal: lit, content: content}
 		if re != nil {
-			if n.re, err = regexp2.Compile(*re, regexp2.None); err != nil {
+			if n.re, err = compileRegex(*re); err != nil {
 				return nil, p.errf(field+".pattern", "%v", err)
 			}
 		}

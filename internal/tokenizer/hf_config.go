@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"sort"
 	"strconv"
+
+	"github.com/aotlm/aotlm/internal/limits"
 )
 
 // hfConfig is the part of tokenizer_config.json a tokenizer needs.
@@ -24,7 +25,7 @@ type hfConfig struct {
 
 // readHFConfig reads tokenizer_config.json; a missing file gives nil, nil.
 func readHFConfig(path string) (*hfConfig, error) {
-	data, err := os.ReadFile(path)
+	data, err := limits.ReadFile(path, "tokenizer config", limits.MaxConfigFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

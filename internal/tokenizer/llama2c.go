@@ -4,9 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"sync"
+
+	"github.com/aotlm/aotlm/internal/limits"
 )
 
 // Llama2C is the tokenizer of llama2.c's tokenizer.bin:
@@ -38,7 +39,7 @@ const (
 // LoadLlama2C reads a llama2.c tokenizer.bin holding vocabSize tokens (the
 // vocab_size of the model's config header).
 func LoadLlama2C(path string, vocabSize int) (*Llama2C, error) {
-	data, err := os.ReadFile(path)
+	data, err := limits.ReadFile(path, "tokenizer", limits.MaxTokenizerFile)
 	if err != nil {
 		return nil, fmt.Errorf("llama2c tokenizer: %w", err)
 	}

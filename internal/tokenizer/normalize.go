@@ -49,7 +49,7 @@ func (n normReplace) normalize(s string) string {
 	}
 	out, err := n.re.Replace(s, n.content, -1, -1)
 	if err != nil {
-		return s
+		panic(regexFailure(n.re, "normalizer", err))
 	}
 	return out
 }

@@ -2,10 +2,13 @@ package tokenizer
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
+
+	"github.com/aotlm/aotlm/internal/limits"
 )
 
 // The pre-tokenizer regexes of the byte-level BPE families, as published in
@@ -27,6 +30,9 @@ const (
 // pretokRegex finds the matches of a .NET-style regex (lookahead and
 // \p{..} classes included). Offsets are bytes; invalid UTF-8 bytes count as
 // one character each, so no input byte is lost.
+// A match that takes longer than limits.RegexMatchTimeout (a backtracking
+// pattern such as `(a+)+$`) stops the encoding with a *limits.Error, which
+// EncodeChecked returns.
 type pretokRegex struct{ re *regexp2.Regexp }
 
 func (m pretokRegex) find(dst [][2]int, s string) [][2]int {
@@ -45,7 +51,48 @@ func (m pretokRegex) find(dst [][2]int, s string) [][2]int {
 		dst = append(dst, [2]int{offs[st], offs[st+match.Length]})
 		match, err = m.re.FindNextMatch(match)
 	}
+	if err != nil {
+		panic(regexFailure(m.re, "pre-tokenizer", err))
+	}
 	return dst
+}
+
+// encodeAbort carries an error out of Encode to EncodeChecked.
+type encodeAbort struct{ err error }
+
+// regexFailure is the error of a tokenizer regex that failed (ran out of
+// time) while encoding.
+func regexFailure(re *regexp2.Regexp, role string, err error) encodeAbort {
+	if strings.Contains(err.Error(), "timeout") {
+		return encodeAbort{&limits.Error{What: fmt.Sprintf("tokenizer: a match of the %s regex %q", role, re.String()),
+			Limit: fmt.Sprintf("RegexMatchTimeout (%v)", limits.RegexMatchTimeout)}}
+	}
+	return encodeAbort{fmt.Errorf("tokenizer: %s regex %q: %w", role, re.String(), err)}
+}
+
+// compileRegex compiles a tokenizer.json regex with the match time limit.
+func compileRegex(pattern string) (*regexp2.Regexp, error) {
+	re, err := regexp2.Compile(pattern, regexp2.None)
+	if err != nil {
+		return nil, err
+	}
+	re.MatchTimeout = limits.RegexMatchTimeout
+	return re, nil
+}
+
+// EncodeChecked is t.Encode, returning as an error what stops an encoding
+// (a tokenizer regex over its time limit) instead of panicking with it.
+func EncodeChecked(t Tokenizer, text string, opts EncodeOptions) (ids []int, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			a, ok := r.(encodeAbort)
+			if !ok {
+				panic(r)
+			}
+			ids, err = nil, a.err
+		}
+	}()
+	return t.Encode(text, opts), nil
 }
 
 var pretokCache sync.Map // pattern -> pretokMatcher
@@ -71,7 +118,7 @@ func pretokCompile(pattern string) (pretokMatcher, error) {
 // pretokCompileRegex compiles pattern with regexp2, the reference the
 // hand-written splitters are tested against.
 func pretokCompileRegex(pattern string) (pretokMatcher, error) {
-	re, err := regexp2.Compile(pattern, regexp2.None)
+	re, err := compileRegex(pattern)
 	if err != nil {
 		return nil, fmt.Errorf("pre-tokenizer regex %q: %w", pattern, err)
 	}

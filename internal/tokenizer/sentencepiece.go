@@ -2,10 +2,11 @@ package tokenizer
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/aotlm/aotlm/internal/limits"
 )
 
 // SentencePiece is a SentencePiece tokenizer (BPE or unigram) read from a
@@ -52,7 +53,7 @@ type spmScratch struct {
 
 // LoadSentencePiece reads a SentencePiece .model file.
 func LoadSentencePiece(path string) (*SentencePiece, error) {
-	data, err := os.ReadFile(path)
+	data, err := limits.ReadFile(path, "tokenizer", limits.MaxTokenizerFile)
 	if err != nil {
 		return nil, fmt.Errorf("sentencepiece: %w", err)
 	}

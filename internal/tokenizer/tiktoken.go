@@ -5,9 +5,10 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/aotlm/aotlm/internal/limits"
 )
 
 // tiktoken files (Llama 3's original/tokenizer.model) hold one token per
@@ -22,7 +23,7 @@ import (
 // "gpt-4o" for o200k-sized vocabularies. Special tokens come from
 // tokenizer_config.json beside the file when it exists.
 func LoadTiktoken(path, pre string) (*BPE, error) {
-	data, err := os.ReadFile(path)
+	data, err := limits.ReadFile(path, "tokenizer", limits.MaxTokenizerFile)
 	if err != nil {
 		return nil, fmt.Errorf("tiktoken: %w", err)
 	}

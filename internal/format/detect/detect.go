@@ -18,6 +18,7 @@ import (
 	"github.com/aotlm/aotlm/internal/format/llama2c"
 	"github.com/aotlm/aotlm/internal/format/pytorch"
 	"github.com/aotlm/aotlm/internal/format/safetensors"
+	"github.com/aotlm/aotlm/internal/limits"
 )
 
 // Open opens the checkpoint at path.
@@ -28,6 +29,9 @@ func Open(path string) (format.Checkpoint, error) {
 	}
 	if st.IsDir() {
 		return checkpoint(safetensors.Open(path))
+	}
+	if err := limits.CheckInput(path); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
 	}
 	if strings.HasSuffix(path, ".safetensors") || filepath.Base(path) == "model.safetensors.index.json" {
 		return checkpoint(safetensors.Open(path))

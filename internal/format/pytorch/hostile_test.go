@@ -195,3 +195,22 @@ func TestFlippedPickle(t *testing.T) {
 }
 
 func slicesClone(es []zipEntry) []zipEntry { return append([]zipEntry(nil), es...) }
+
+// TestCorruptStorageIsRefused: a flipped byte in a storage entry no longer
+// matches the CRC-32 the archive records for it; Open refuses the file
+// instead of loading changed weights.
+func TestCorruptStorageIsRefused(t *testing.T) {
+	pkl := pkStateDict(pkTensor("w", "FloatStorage", "0", 4, 0, []int32{4}, []int32{1}))
+	data := f32Bytes(1, 2, 3, 4)
+	b := archive(t, pkl, zipEntry{name: "0", data: data})
+	if _, err := openBytes(b); err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(b, data)
+	if i < 0 {
+		t.Fatal("storage bytes not found in the archive")
+	}
+	b[i+5] ^= 0x40
+	_, err := openBytes(b)
+	wantField(t, err, "w", "is corrupt: CRC-32")
+}

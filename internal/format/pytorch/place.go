@@ -3,6 +3,8 @@ package pytorch
 import (
 	"archive/zip"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"math/bits"
 
 	"github.com/aotlm/aotlm/internal/format"
@@ -16,6 +18,7 @@ type placer struct {
 	size    int64
 	offsets map[string]int64 // storage key -> data offset in the file
 	name    string
+	r       io.ReaderAt // the archive, whose storages' CRC-32s are checked
 }
 
 func (p *placer) bad(field, msg string, args ...any) error {
@@ -52,6 +55,15 @@ func (p *placer) place(name string, t *tensorRef) (*entry, error) {
 		}
 		if o < 0 || o > p.size-stBytes {
 			return nil, p.bad(name, "storage %q at [%d,+%d) runs past the end of the %d-byte file", entryName, o, stBytes, p.size)
+		}
+		// the zip's CRC-32 is the only checksum of the weights: a flipped
+		// byte would otherwise load and change the logits
+		h := crc32.NewIEEE()
+		if _, err := io.Copy(h, io.NewSectionReader(p.r, o, stBytes)); err != nil {
+			return nil, p.bad(name, "storage %q: %v", entryName, err)
+		}
+		if got := h.Sum32(); got != f.CRC32 {
+			return nil, p.bad(name, "storage %q is corrupt: CRC-32 %08x, the archive records %08x", entryName, got, f.CRC32)
 		}
 		off = o
 		p.offsets[t.storage.key] = o

@@ -117,7 +117,7 @@ func OpenReader(r io.ReaderAt, size int64, name string) (*Checkpoint, error) {
 	if err := flatten(top, "", 0, c.meta, &tensors); err != nil {
 		return nil, bad("data.pkl", "%v", err)
 	}
-	p := placer{files: files, prefix: prefix, size: size, offsets: map[string]int64{}, name: name}
+	p := placer{files: files, prefix: prefix, size: size, offsets: map[string]int64{}, name: name, r: r}
 	for _, nt := range tensors {
 		if _, dup := c.entries[nt.name]; dup {
 			return nil, bad(nt.name, "tensor name appears twice")
