@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/plan"
 )
@@ -126,6 +127,14 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	}
 	if opts.Mode == ModeKV {
 		s.prefill = s.decode
+	}
+	elem := int64(4)
+	if kc := e.manifest.KVCache; kc != nil {
+		elem = map[string]int64{plan.KVCacheF16: 2, plan.KVCacheU8: 1}[kc.DType]
+	}
+	need := 2*int64(kv.Layers)*int64(ctx)*int64(kv.Cols)*elem + 4*int64(e.arena)
+	if err := limits.CheckAlloc(fmt.Sprintf("a session of %d positions (KV cache and activations)", ctx), need); err != nil {
+		return nil, fmt.Errorf("engine: %w; ask for a smaller context", err)
 	}
 	switch {
 	case e.manifest.KVCache != nil && e.manifest.KVCache.DType == plan.KVCacheF16:

@@ -33,13 +33,13 @@ var allowed = map[string][]string{
 	"internal/plan":      {"internal/op"},
 	"internal/kernel":    {"internal/tensor"},
 	// the engine runs plans: it never sees graphs, families or checkpoints
-	"internal/engine":   {"internal/op", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output"},
+	"internal/engine":   {"internal/op", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output", "internal/limits"},
 	"internal/arch":     {"internal/op", "internal/graph", "internal/format", "internal/tensor"},
 	"internal/testutil": {},
 	"internal/demo":     {},
 	"internal/eval":     {"internal/decoding", "internal/sample", "internal/tokenizer", "internal/limits"},
 	// bench measures compiled artifacts through the engine only
-	"internal/bench": {"internal/engine", "internal/op", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output"},
+	"internal/bench": {"internal/engine", "internal/op", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output", "internal/limits"},
 }
 
 // TestImportsPointDown runs `go list -deps` on every package and checks its
