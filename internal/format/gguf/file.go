@@ -41,11 +41,12 @@ type File struct {
 	index     map[string]int      // name -> index in tensors
 	dataStart int64
 
-	r      io.ReaderAt
-	mapped []byte // whole file when memory-mapped; nil after Close
-	closer func() error
-	closed bool
-	mu     sync.RWMutex // guards mapped and closed against Close
+	r       io.ReaderAt
+	mapped  []byte // whole file when memory-mapped; nil after Close
+	closer  func() error
+	release func(off, n int64) // drops mapped pages; nil when not mapped
+	closed  bool
+	mu      sync.RWMutex // guards mapped and closed against Close
 }
 
 var _ format.Checkpoint = (*File)(nil)
@@ -191,6 +192,20 @@ func decodeFloat32(out []float32, raw []byte, typ GGMLType) {
 	case TypeQ4_0:
 		DequantizeQ4_0(out, raw)
 	}
+}
+
+// Release drops the mapped pages of the named tensor from the process's
+// resident memory once it has been read (see mmapfile.Region.Release);
+// slices TensorData returned for it stay valid and read the file again.
+// It does nothing for an unknown name or a file that is not mapped.
+func (f *File) Release(name string) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	i, ok := f.index[name]
+	if !ok || f.closed || f.release == nil {
+		return
+	}
+	f.release(f.tensors[i].Offset, f.tensors[i].Size)
 }
 
 // Close releases the file. Slices returned by TensorData for a mapped file

@@ -18,6 +18,9 @@ type region struct {
 	r     io.ReaderAt
 	size  int64
 	close func() error
+	// release drops mapped pages (mmapfile.Region.Release); nil when the
+	// region is not mapped
+	release func(off, n int64)
 }
 
 // shard is one validated file of a checkpoint.
@@ -206,6 +209,18 @@ func decode(b []byte, d tensor.DType) []float32 {
 	panic("safetensors: decode of unreadable dtype " + d.String())
 }
 
+// Release drops the mapped pages of the named tensor from the process's
+// resident memory once it has been read (see mmapfile.Region.Release);
+// slices Bytes returned for it stay valid and read the file again. It does
+// nothing for an unknown name or a file that is not mapped.
+func (c *Checkpoint) Release(name string) {
+	s, e, err := c.lookup(name)
+	if err != nil || s.reg.data == nil || s.reg.release == nil {
+		return
+	}
+	s.reg.release(e.info.Offset, e.info.Size)
+}
+
 // Close releases every file of the checkpoint.
 func (c *Checkpoint) Close() error {
 	var errs []error
@@ -228,5 +243,5 @@ func openRegion(path string) (*region, error) {
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
-	return &region{data: m.Data, r: m, size: m.Size, close: m.Close}, nil
+	return &region{data: m.Data, r: m, size: m.Size, close: m.Close, release: m.Release}, nil
 }
