@@ -164,6 +164,14 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 			}
 			size += int64(len(p.Raw)) + 4*int64(len(p.Data))
 		}
+		if len(w) >= gcAfter {
+			// While a large tensor is live the heap's goal is twice its
+			// size, and the garbage of the tensors quantized meanwhile
+			// would grow to fill it: collect now, so the peak is the
+			// tensors in flight, not twice the largest.
+			w, parts = nil, nil
+			runtime.GC()
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		man.Tensors[name] = entry
@@ -212,6 +220,10 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 	}
 	return rep, nil
 }
+
+// gcAfter is the size (values) from which a tensor's quantization ends
+// with a garbage collection.
+const gcAfter = 1 << 22
 
 // forEach calls fn(i) for i in [0, n), jobs calls at a time (0: one per
 // CPU), taking the indexes in order. It returns the first error, after

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -95,4 +96,35 @@ func TestFileWriterRefuses(t *testing.T) {
 	if _, err := Create(path, []Tensor{{Name: "x", DType: tensor.F32}, {Name: "x", DType: tensor.F32}}, nil); err == nil {
 		t.Error("duplicate names accepted")
 	}
+}
+
+// TestReadFloat32Chunked: a tensor longer than one release chunk, read
+// from a mapped file (converted and released a chunk at a time), gives the
+// written values, twice in a row.
+func TestReadFloat32Chunked(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	n := releaseChunk*2 + 77
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	path := filepath.Join(t.TempDir(), "m.safetensors")
+	if err := Write(path, []Tensor{{Name: "a", DType: tensor.F32, Shape: []int64{int64(n)}, Data: v}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	for range 2 {
+		got, err := ck.ReadFloat32("a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, v) {
+			t.Fatal("chunked read differs")
+		}
+	}
+	ck.Release("a")
 }
