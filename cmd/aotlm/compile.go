@@ -17,6 +17,7 @@ func newCompileCmd() *cobra.Command {
 		kv, calib, acts string
 		arLen, ctx      int
 		force           bool
+		jobs            int
 	)
 	cmd := &cobra.Command{
 		Use:   "compile MODEL -o OUT.aot",
@@ -39,7 +40,13 @@ int8-activation kernels (--activations int8, the default): each linear's
 input is quantized to int8 in blocks of 32 at run time, as llama.cpp does
 for its 4- and 8-bit types. --activations float keeps them unpacked and
 multiplies with float32 activations: the quantized model's arithmetic
-exactly, several times slower.`,
+exactly, several times slower.
+
+The weights are streamed: each is read from the mapped model, encoded and
+written in turn, --jobs at once, so memory holds a few tensors (the
+largest, the embedding or classifier, bounds it) rather than the model.
+--kv u8 is the exception: its calibration runs over the whole model in
+float32 (4 bytes per parameter) before the weights are written.`,
 		Example: `  aotlm compile stories260K.gguf -o stories.aot --ar-len 32 --ctx 512
   aotlm compile stories260K.bin --tokenizer tok512.bin -o stories.aot
   aotlm compile q/ -o model.aot --kv u8 --calib calib.txt`,
@@ -58,8 +65,13 @@ exactly, several times slower.`,
 			if err := output.Check(out, []string{args[0], tokPath, calib}, force, false); err != nil {
 				return withForceHint(err)
 			}
+			if jobs < 0 {
+				return fmt.Errorf("compile: --jobs %d: want 0 (one per CPU) or more", jobs)
+			}
+			bar := newTensorBar(cmd.ErrOrStderr(), "compiling")
 			opts := compile.Options{ARLens: []int{arLen}, Ctx: ctx, Tokenizer: tokPath, KV: kv, CalibText: calib,
-				FloatActivations: float}
+				FloatActivations: float, Jobs: jobs,
+				Progress: func(p compile.Progress) { bar.update(p.Done, p.Total, p.Bytes, 0) }}
 			if err := compile.CompileFile(args[0], out, opts); err != nil {
 				return withContextHint(err)
 			}
@@ -76,6 +88,7 @@ exactly, several times slower.`,
 	f.StringVar(&calib, "calib", "", "text file for the u8 KV cache calibration (default: a generated sequence)")
 	f.StringVar(&acts, "activations", "int8", activationsHelp)
 	f.BoolVar(&force, "force", false, "replace an existing output file")
+	f.IntVarP(&jobs, "jobs", "j", 0, jobsHelp)
 	return cmd
 }
 

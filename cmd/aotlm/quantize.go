@@ -10,7 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -24,6 +23,7 @@ func newQuantizeCmd() *cobra.Command {
 		out, recipeArg, tokPath   string
 		fallbackW8, force, asJSON bool
 		lpbqReference             bool
+		jobs                      int
 	)
 	cmd := &cobra.Command{
 		Use:   "quantize MODEL -o DIR [--recipe NAME|FILE.json]",
@@ -36,7 +36,12 @@ Recipes are JSON files, or one of the presets: ` + strings.Join(quant.PresetName
 A weight whose input width the recipe's block size does not divide gets a
 padded last block, or W8 with --fallback-w8; the report says which.
 The per-tensor report (scheme, relative RMS error, bits per weight) goes to
-stdout; progress to stderr.`,
+stdout; progress (tensors, bytes written, rate) to stderr.
+
+The model is streamed: tensors are read from the mapped checkpoint,
+quantized and written one at a time, --jobs of them at once, so memory
+holds about --jobs tensors in float32 (the largest one, the embedding or
+classifier, bounds it), not the whole model.`,
 		Example: `  aotlm quantize stories260K.gguf -o stories-w4/ --recipe w4a16-lpbq
   aotlm quantize Qwen3-0.6B/ -o q/ --recipe my-recipe.json --json`,
 		Args: cobra.ExactArgs(1),
@@ -51,18 +56,12 @@ stdout; progress to stderr.`,
 			if lpbqReference {
 				recipe = withLPBQMode(recipe, quant.LPBQReference)
 			}
-			var bar *progressbar.ProgressBar
-			opts := qmodel.Options{Recipe: recipe, Tokenizer: tokPath, FallbackW8: fallbackW8, Force: force,
-				Progress: func(done, total int, name string) {
-					if !isTerminal(cmd.ErrOrStderr()) {
-						return
-					}
-					if bar == nil {
-						bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(cmd.ErrOrStderr()),
-							progressbar.OptionSetDescription("quantizing"), progressbar.OptionClearOnFinish())
-					}
-					bar.Set(done)
-				}}
+			if jobs < 0 {
+				return fmt.Errorf("--jobs %d: want 0 (one per CPU) or more", jobs)
+			}
+			bar := newTensorBar(cmd.ErrOrStderr(), "quantizing")
+			opts := qmodel.Options{Recipe: recipe, Tokenizer: tokPath, FallbackW8: fallbackW8, Force: force, Jobs: jobs,
+				Progress: func(p qmodel.Progress) { bar.update(p.Done, p.Total, p.Bytes, p.TotalBytes) }}
 			rep, err := qmodel.Quantize(args[0], out, opts)
 			if errors.Is(err, output.ErrExists) {
 				return fmt.Errorf("%w (pass --force to replace it)", err)
@@ -95,6 +94,7 @@ stdout; progress to stderr.`,
 	f.BoolVar(&force, "force", false, "replace an existing output folder")
 	f.BoolVar(&lpbqReference, "lpbq-reference", false, "LPBQ ints rounded against the unrounded block scale, bit-exact with the published rule (default: refined against k*S)")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
+	f.IntVarP(&jobs, "jobs", "j", 0, jobsHelp)
 	return cmd
 }
 

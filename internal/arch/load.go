@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/graph"
@@ -97,7 +98,42 @@ func llama2cConfig(m map[string]any) (Config, *Family, error) {
 
 // Load resolves a checkpoint: its config, and every weight the family's
 // graph needs, read as float32 and checked against the expected shape.
+// It holds the whole model in float32; Open reads it tensor by tensor.
 func Load(ck format.Checkpoint) (*Model, error) {
+	src, err := Open(ck)
+	if err != nil {
+		return nil, err
+	}
+	w := graph.Weights{}
+	for _, name := range src.Names() {
+		if w[name], err = src.Read(name); err != nil {
+			return nil, err
+		}
+	}
+	return &Model{Config: src.Config, Weights: w}, nil
+}
+
+// Source is a checkpoint resolved to a family whose weights are read one
+// at a time, so that a caller going through them in turn holds one tensor
+// in float32 instead of the model. It reads from the checkpoint, which
+// must stay open while the Source is used. Read is safe for concurrent use
+// when the checkpoint is (every format reader is).
+type Source struct {
+	Config Config
+	// Shapes holds every weight the family's graph needs, under its
+	// canonical name.
+	Shapes map[string][]int
+
+	ck     format.Checkpoint
+	names  map[string]string // canonical name -> checkpoint name
+	loaded graph.Weights     // families with their own loader read eagerly
+}
+
+// Open resolves a checkpoint's config and checks that it holds every
+// weight the family's graph needs with the expected shape; the values are
+// read by Read. Families with their own loader (RWKV-7, whose tensors are
+// reshaped) are read whole here.
+func Open(ck format.Checkpoint) (*Source, error) {
 	c, f, err := ConfigOf(ck)
 	if err != nil {
 		return nil, err
@@ -109,16 +145,18 @@ func Load(ck format.Checkpoint) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	s := &Source{Config: c, Shapes: g.Weights, ck: ck}
 	if f.load != nil {
-		w, err := f.load(ck, &c, g)
-		if err != nil {
+		if s.loaded, err = f.load(ck, &c, g); err != nil {
 			return nil, err
 		}
-		return &Model{Config: c, Weights: w}, nil
+		s.Config = c
+		return s, nil
 	}
 	source := c.Source
-	w := graph.Weights{}
-	for name, shape := range g.Weights {
+	s.names = map[string]string{}
+	for _, name := range s.Names() {
+		shape := g.Weights[name]
 		src, ok := f.tensorNames(source, name)
 		if !ok {
 			return nil, fmt.Errorf("%s: no %s name for tensor %q", c.Family, source, name)
@@ -134,18 +172,47 @@ func Load(ck format.Checkpoint) (*Model, error) {
 		if !shapeIs(info.Shape, shape) {
 			return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", src, info.Shape, shape)
 		}
-		v, err := ck.ReadFloat32(src)
-		if err != nil {
-			return nil, fmt.Errorf("reading %q: %w", src, err)
-		}
-		for i, x := range v {
-			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-				return nil, fmt.Errorf("tensor %q holds %v at index %d", src, x, i)
-			}
-		}
-		w[name] = v
+		s.names[name] = src
 	}
-	return &Model{Config: c, Weights: w}, nil
+	return s, nil
+}
+
+// Names returns the canonical names of the weights in sorted order.
+func (s *Source) Names() []string {
+	names := make([]string, 0, len(s.Shapes))
+	for n := range s.Shapes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Read returns the named weight in float32, refusing non-finite values.
+// The checkpoint's mapped pages of the tensor are released afterwards (see
+// format.Release); the result is a fresh slice the caller owns.
+func (s *Source) Read(name string) ([]float32, error) {
+	if s.loaded != nil {
+		v, ok := s.loaded[name]
+		if !ok {
+			return nil, fmt.Errorf("%s: no tensor %s", s.Config.Family, name)
+		}
+		return v, nil
+	}
+	src, ok := s.names[name]
+	if !ok {
+		return nil, fmt.Errorf("%s: no tensor %s", s.Config.Family, name)
+	}
+	v, err := s.ck.ReadFloat32(src)
+	format.Release(s.ck, src)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q: %w", src, err)
+	}
+	for i, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return nil, fmt.Errorf("tensor %q holds %v at index %d", src, x, i)
+		}
+	}
+	return v, nil
 }
 
 func shapeIs(got []int64, want []int) bool {

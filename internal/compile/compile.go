@@ -42,6 +42,53 @@ type Input struct {
 	// quantized model's arithmetic, and slow). By default every weight
 	// whose shape allows it is packed for the int8-activation kernels.
 	FloatActivations bool
+	// Source, when set, replaces Weights and Quantized: each weight is read
+	// from it when it is written, and dropped after, so the model is never
+	// in memory whole. Its shapes are checked as the weights are read.
+	Source WeightSource
+	// Jobs is the number of weights read and encoded at once (0: one per
+	// CPU); memory grows with it, the artifact does not change.
+	Jobs int
+	// Progress, when set, is called after each weight is written.
+	Progress func(Progress)
+}
+
+// Progress is how far the writing of an artifact's weights is.
+type Progress struct {
+	Done, Total int    // weights
+	Name        string // the weight just written
+	Bytes       int64  // bytes of weights written so far
+}
+
+// WeightSource reads the weights Compile stores, one at a time. Weight may
+// be called from several goroutines at once.
+type WeightSource interface {
+	// Weight returns the named weight.
+	Weight(name string) (Weight, error)
+}
+
+// Weight is one weight to store: its quantized form, stored in its
+// layout when it has one, else its float32 values.
+type Weight struct {
+	Values    []float32
+	Quantized *quant.Quantized
+	// Release, when set, is called once the weight is encoded (it may drop
+	// memory the weight aliases, such as the pages of a mapped file).
+	Release func()
+}
+
+// mapSource serves the weights of Input.Weights and Input.Quantized.
+type mapSource struct {
+	vals graph.Weights
+	qs   map[string]*quant.Quantized
+}
+
+func (m mapSource) Weight(name string) (Weight, error) {
+	w := Weight{Values: m.vals[name], Quantized: m.qs[name]}
+	if w.Values == nil && w.Quantized == nil {
+		return w, fmt.Errorf("no weight %q", name)
+	}
+	return w, nil
 }
 
 // Compile writes the artifact for in at outPath: one plan per AR length,
@@ -53,9 +100,13 @@ func Compile(in Input, outPath string) error {
 	if in.Ctx < 1 || in.Ctx > plan.MaxCtx {
 		return fmt.Errorf("compile: context %d is outside [1, %d]", in.Ctx, plan.MaxCtx)
 	}
-	// NewInterpreter checks that every weight is present with its size.
-	if _, err := graph.NewInterpreter(in.Graph, in.Weights, 1); err != nil {
-		return fmt.Errorf("compile: %w", err)
+	src := in.Source
+	if src == nil {
+		// NewInterpreter checks that every weight is present with its size.
+		if _, err := graph.NewInterpreter(in.Graph, in.Weights, 1); err != nil {
+			return fmt.Errorf("compile: %w", err)
+		}
+		src = mapSource{in.Weights, in.Quantized}
 	}
 	lens := append([]int{1}, in.ARLens...)
 	slices.Sort(lens)
@@ -87,7 +138,7 @@ func Compile(in Input, outPath string) error {
 		return err
 	}
 	defer w.Abort()
-	mixed, err := writeWeights(w, in.Graph.Weights, in.Weights, in.Quantized, !in.FloatActivations)
+	mixed, err := writeWeights(w, in.Graph.Weights, src, !in.FloatActivations, in.Jobs, in.Progress)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/format/detect"
+	"github.com/aotlm/aotlm/internal/graph"
 	"github.com/aotlm/aotlm/internal/hf"
 	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/output"
@@ -38,6 +39,9 @@ type Options struct {
 	// FloatActivations keeps quantized weights unpacked, for float32
 	// activations (see Input.FloatActivations).
 	FloatActivations bool
+	// Jobs and Progress: see Input.
+	Jobs     int
+	Progress func(Progress)
 }
 
 // MaxCalibTokens bounds the calibration sequence read from CalibText.
@@ -58,22 +62,30 @@ type Source struct {
 
 // CompileModel compiles a resolved model to outPath.
 func CompileModel(m *arch.Model, src Source, opts Options, outPath string) error {
+	floats := func() (graph.Weights, error) { return m.Weights, nil }
+	return compileModel(m.Config, mapSource{m.Weights, src.Quantized}, floats, src, opts, outPath)
+}
+
+// compileModel compiles the model of config trained whose weights ws
+// serves to outPath. floats returns every weight in float32, which only
+// the u8 KV cache calibration needs (and then holds while it runs).
+func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Weights, error), src Source, opts Options, outPath string) error {
 	ctx := opts.Ctx
 	if ctx <= 0 {
-		ctx = m.Config.Context
+		ctx = trained.Context
 	}
-	if ctx > m.Config.Context && opts.ClampCtx {
-		ctx = m.Config.Context
+	if ctx > trained.Context && opts.ClampCtx {
+		ctx = trained.Context
 	}
-	if ctx > m.Config.Context {
-		return fmt.Errorf("compile: context %d exceeds the model's trained context %d", ctx, m.Config.Context)
+	if ctx > trained.Context {
+		return fmt.Errorf("compile: context %d exceeds the model's trained context %d", ctx, trained.Context)
 	}
-	if err := limits.CheckAlloc(fmt.Sprintf("a KV cache of %d positions", ctx), KVCacheBytes(&m.Config, ctx, opts.KV)); err != nil {
+	if err := limits.CheckAlloc(fmt.Sprintf("a KV cache of %d positions", ctx), KVCacheBytes(&trained, ctx, opts.KV)); err != nil {
 		return fmt.Errorf("compile: %w; compile for a smaller context", err)
 	}
 	// the graph is built for ctx positions, which picks longrope's factors
 	// and dynamic scaling's base
-	cfg := m.Config
+	cfg := trained
 	if cfg.RopeContext <= 0 && (cfg.RopeScaling.Type == "longrope" || cfg.RopeScaling.Type == "dynamic") {
 		cfg.RopeContext = ctx
 	}
@@ -85,37 +97,50 @@ func CompileModel(m *arch.Model, src Source, opts Options, outPath string) error
 	if err != nil {
 		return err
 	}
-	in := Input{Graph: g, Weights: m.Weights, ARLens: opts.ARLens, Ctx: ctx,
-		Manifest: plan.Manifest{Architecture: m.Config.Family, HyperParams: hp, Provenance: src.Provenance,
-			ChatTemplate: src.ChatTemplate, BOS: m.Config.BOS, EOS: m.Config.EOS, Vocab: m.Config.Vocab,
+	in := Input{Graph: g, ARLens: opts.ARLens, Ctx: ctx, Jobs: opts.Jobs, Progress: opts.Progress,
+		Manifest: plan.Manifest{Architecture: trained.Family, HyperParams: hp, Provenance: src.Provenance,
+			ChatTemplate: src.ChatTemplate, BOS: trained.BOS, EOS: trained.EOS, Vocab: trained.Vocab,
 			Recipe: src.Recipe, Generation: src.Generation}}
-	if in.Manifest.BOS < -1 || in.Manifest.BOS >= m.Config.Vocab {
+	if in.Manifest.BOS < -1 || in.Manifest.BOS >= trained.Vocab {
 		in.Manifest.BOS = -1
 	}
 	if src.Tokenizer != nil {
 		// the artifact must be able to rebuild its tokenizer, and the
 		// tokenizer's ids must index the model's embeddings
-		t, err := src.Tokenizer.Build(m.Config.Vocab)
+		t, err := src.Tokenizer.Build(trained.Vocab)
 		if err != nil {
 			return fmt.Errorf("compile: tokenizer (%s): %w", src.Tokenizer.Kind, err)
 		}
-		if t.VocabSize() > m.Config.Vocab {
-			return fmt.Errorf("compile: the tokenizer has %d tokens, more than the model's vocabulary of %d (is it this model's tokenizer?)", t.VocabSize(), m.Config.Vocab)
+		if t.VocabSize() > trained.Vocab {
+			return fmt.Errorf("compile: the tokenizer has %d tokens, more than the model's vocabulary of %d (is it this model's tokenizer?)", t.VocabSize(), trained.Vocab)
 		}
 		in.Tokenizer, in.TokenizerKind = src.Tokenizer.Data, src.Tokenizer.Kind
 	}
-	in.Quantized = src.Quantized
 	in.FloatActivations = opts.FloatActivations
+	if m, ok := ws.(mapSource); ok {
+		in.Weights, in.Quantized = m.vals, m.qs // Compile checks them whole
+	} else {
+		in.Source = ws
+	}
 	switch opts.KV {
 	case "", "f32":
 	case plan.KVCacheU8:
 		ids := opts.CalibIDs
 		if opts.CalibText != "" {
-			if ids, err = calibTokens(opts.CalibText, src.Tokenizer, m.Config.Vocab); err != nil {
+			if ids, err = calibTokens(opts.CalibText, src.Tokenizer, trained.Vocab); err != nil {
 				return err
 			}
 		}
-		if in.KVCache, err = calibrateKV(g, m.Weights, ids, m.Config.BOS, ctx); err != nil {
+		// the interpreter runs over the float32 model: it is read whole
+		// for the calibration and dropped before the weights are written
+		w, err := floats()
+		if err != nil {
+			return err
+		}
+		if _, err := graph.NewInterpreter(g, w, 1); err != nil {
+			return fmt.Errorf("compile: %w", err)
+		}
+		if in.KVCache, err = calibrateKV(g, w, ids, trained.BOS, ctx); err != nil {
 			return err
 		}
 	case plan.KVCacheF16:
@@ -160,8 +185,12 @@ func hyperParams(c *arch.Config) (map[string]any, error) {
 	return hp, nil
 }
 
-// CompileFile reads the checkpoint at path (a file or a Hugging Face
-// folder), finds its tokenizer and compiles it to outPath.
+// CompileFile reads the checkpoint at path (a file, a Hugging Face folder
+// or a quantized folder), finds its tokenizer and compiles it to outPath.
+// It streams: each weight is read from the mapped checkpoint when it is
+// written and dropped after, opts.Jobs at a time, so memory holds a few
+// tensors rather than the model (except for the u8 KV cache calibration,
+// which runs over the whole float32 model first).
 func CompileFile(path, outPath string, opts Options) error {
 	if err := output.Check(outPath, []string{path, opts.Tokenizer, opts.CalibText}, true, false); err != nil {
 		return fmt.Errorf("compile: %w", err)
@@ -177,7 +206,7 @@ func CompileFile(path, outPath string, opts Options) error {
 		return err
 	}
 	defer ck.Close()
-	m, err := arch.Load(ck)
+	m, err := arch.Open(ck)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -201,8 +230,27 @@ func CompileFile(path, outPath string, opts Options) error {
 	}
 	src := Source{Tokenizer: tok, ChatTemplate: files.ChatTemplate, Generation: files.Generation,
 		Provenance: map[string]any{"file": filepath.Base(path), "format": ck.Format()}}
-	if err := CompileModel(m, src, opts, outPath); err != nil {
+	floats := func() (graph.Weights, error) {
+		w := graph.Weights{}
+		for _, n := range m.Names() {
+			v, err := m.Read(n)
+			if err != nil {
+				return nil, err
+			}
+			w[n] = v
+		}
+		return w, nil
+	}
+	if err := compileModel(m.Config, archSource{m}, floats, src, opts, outPath); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// archSource serves a checkpoint's weights, read when asked for.
+type archSource struct{ s *arch.Source }
+
+func (a archSource) Weight(name string) (Weight, error) {
+	v, err := a.s.Read(name)
+	return Weight{Values: v}, err
 }

@@ -29,20 +29,44 @@ func quantizeStories(t *testing.T, preset string) string {
 	return out
 }
 
+// folderQuantized reads the quantized tensors of a quantized folder (copies
+// of their parts) and checks that they dequantize to the values Float reads.
+func folderQuantized(t *testing.T, dir string) map[string]*quant.Quantized {
+	t.Helper()
+	f, err := qmodel.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	qs := map[string]*quant.Quantized{}
+	for _, n := range f.Names() {
+		q, err := f.Quantized(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q == nil {
+			continue
+		}
+		q.Q, q.Codes = slices.Clone(q.Q), slices.Clone(q.Codes)
+		v, err := f.Float(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(q.Dequantize(), v) {
+			t.Fatalf("%s: parts do not dequantize to Float's values", n)
+		}
+		qs[n] = q
+	}
+	return qs
+}
+
 // TestQuantizedTensorsStored compiles the q4 folder of stories260K and
 // reads every quantized tensor back from the artifact by the byte layout
 // of plan.WeightLayout: integers, codes and scales must be the folder's.
 func TestQuantizedTensorsStored(t *testing.T) {
 	for _, preset := range []string{"q4", "w4a16-lpbq"} {
 		dir := quantizeStories(t, preset)
-		m, man, err := qmodel.Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		qs, err := readQuantized(dir, man, m.Weights)
-		if err != nil {
-			t.Fatal(err)
-		}
+		qs := folderQuantized(t, dir)
 		path := filepath.Join(t.TempDir(), "m.aot")
 		if err := CompileFile(dir, path, Options{Ctx: 64, FloatActivations: true}); err != nil {
 			t.Fatal(err)
@@ -98,14 +122,7 @@ func TestQuantizedTensorsStored(t *testing.T) {
 func TestPackedTensorsStored(t *testing.T) {
 	for _, preset := range []string{"q4", "w4a16-lpbq", "w4a16-lpbq-b64", "w8a16"} {
 		dir := quantizeStories(t, preset)
-		m, man, err := qmodel.Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		qs, err := readQuantized(dir, man, m.Weights)
-		if err != nil {
-			t.Fatal(err)
-		}
+		qs := folderQuantized(t, dir)
 		path := filepath.Join(t.TempDir(), "m.aot")
 		if err := CompileFile(dir, path, Options{Ctx: 64}); err != nil {
 			t.Fatal(err)

@@ -3,9 +3,8 @@ package compile
 import (
 	"fmt"
 	"path/filepath"
-	"slices"
 
-	"github.com/aotlm/aotlm/internal/format/safetensors"
+	"github.com/aotlm/aotlm/internal/graph"
 	"github.com/aotlm/aotlm/internal/hf"
 	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/qmodel"
@@ -14,16 +13,15 @@ import (
 )
 
 // compileQuantized compiles a quantized model folder (package qmodel):
-// its quantized tensors keep their integers in the artifact.
+// its quantized tensors keep their integers in the artifact. The tensors
+// are read from the folder one at a time as they are written.
 func compileQuantized(dir, outPath string, opts Options) error {
-	m, man, err := qmodel.Load(dir)
+	f, err := qmodel.Open(dir)
 	if err != nil {
 		return err
 	}
-	qs, err := readQuantized(dir, man, m.Weights)
-	if err != nil {
-		return err
-	}
+	defer f.Close()
+	man := f.Manifest
 	files, err := hf.Folder(dir, man.Tokenizer)
 	if err != nil {
 		return err
@@ -34,66 +32,43 @@ func compileQuantized(dir, outPath string, opts Options) error {
 			return err
 		}
 	}
-	src := Source{Tokenizer: tok, Quantized: qs, ChatTemplate: files.ChatTemplate, Generation: files.Generation, Provenance: map[string]any{
+	src := Source{Tokenizer: tok, ChatTemplate: files.ChatTemplate, Generation: files.Generation, Provenance: map[string]any{
 		"file": filepath.Base(filepath.Clean(dir)), "format": "aotlm-quant", "source": filepath.Base(man.Source)}}
 	if r, err := quant.ParseRecipe(man.Recipe); err == nil {
 		src.Provenance["recipe"] = r.Name
 		src.Recipe = man.Recipe
 	}
-	if err := CompileModel(m, src, opts, outPath); err != nil {
+	floats := func() (graph.Weights, error) {
+		w := graph.Weights{}
+		for _, n := range f.Names() {
+			v, err := f.Float(n)
+			if err != nil {
+				return nil, err
+			}
+			w[n] = v
+		}
+		return w, nil
+	}
+	if err := compileModel(man.Config, folderSource{f}, floats, src, opts, outPath); err != nil {
 		return fmt.Errorf("%s: %w", dir, err)
 	}
 	return nil
 }
 
-// readQuantized reads the integers and scales of every quantized tensor of
-// a folder and checks that they dequantize to the values Load returned.
-func readQuantized(dir string, man *qmodel.Manifest, deq map[string][]float32) (map[string]*quant.Quantized, error) {
-	ck, err := safetensors.Open(filepath.Join(dir, qmodel.WeightsName))
+// folderSource serves a quantized folder's weights: the quantized ones
+// as their stored parts, the others in float32.
+type folderSource struct{ f *qmodel.Folder }
+
+func (s folderSource) Weight(name string) (Weight, error) {
+	q, err := s.f.Quantized(name)
 	if err != nil {
-		return nil, err
+		return Weight{}, err
 	}
-	defer ck.Close()
-	qs := map[string]*quant.Quantized{}
-	for name, e := range man.Tensors {
-		s := e.Scheme.Quant()
-		if e.Float || s.Kind == quant.KindF16 {
-			continue
-		}
-		if len(e.Shape) != 2 {
-			return nil, fmt.Errorf("quantized model %s: tensor %q: shape %v", dir, name, e.Shape)
-		}
-		q := &quant.Quantized{Scheme: s, Rows: e.Shape[0], Cols: e.Shape[1], Padded: e.Padded}
-		raw, err := ck.Bytes(name + ".q")
-		if err != nil {
-			return nil, fmt.Errorf("quantized model %s: %w", dir, err)
-		}
-		q.Q = make([]int8, len(raw))
-		for i, b := range raw {
-			q.Q[i] = int8(b)
-		}
-		if q.Scales, err = ck.ReadFloat32(name + ".scales"); err != nil {
-			return nil, fmt.Errorf("quantized model %s: %w", dir, err)
-		}
-		if s.Kind == quant.KindLPBQ {
-			c, err := ck.Bytes(name + ".codes")
-			if err != nil {
-				return nil, fmt.Errorf("quantized model %s: %w", dir, err)
-			}
-			q.Codes = slices.Clone(c)
-		}
-		if s.Kind == quant.KindQ4 && !s.Sym {
-			if q.Zeros, err = ck.ReadFloat32(name + ".zeros"); err != nil {
-				return nil, fmt.Errorf("quantized model %s: %w", dir, err)
-			}
-		}
-		// Load has checked every part's size; the values must agree too.
-		if !slices.Equal(q.Dequantize(), deq[name]) {
-			return nil, fmt.Errorf("quantized model %s: tensor %q: parts do not dequantize to the loaded values", dir, name)
-		}
-		qs[name] = q
+	if q != nil {
+		return Weight{Quantized: q, Release: func() { s.f.Release(name) }}, nil
 	}
-	return qs, nil
+	v, err := s.f.Float(name)
+	return Weight{Values: v}, err
 }
 
 // calibTokens reads a calibration text file and encodes it with the

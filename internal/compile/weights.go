@@ -3,67 +3,177 @@ package compile
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
-	"slices"
+	"runtime"
 	"sort"
+	"sync"
 
 	"github.com/aotlm/aotlm/internal/artifact"
-	"github.com/aotlm/aotlm/internal/graph"
 	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/quant"
 	"github.com/aotlm/aotlm/internal/tensor"
 )
 
+// afterWeight, when set (by tests), is called after each weight is
+// written and dropped.
+var afterWeight func(name string)
+
 // writeWeights stores every weight the graph names, in name order: the
-// ones in qs in their quantized layout (see plan.WeightLayout), the others
-// as plain little-endian float32. It reports whether any tensor is
-// quantized.
+// ones src returns quantized in their quantized layout (see
+// plan.WeightLayout), the others as plain little-endian float32. It
+// reports whether any tensor is quantized.
 //
 // With pack set, a quantized weight whose shape allows it is stored in its
 // packed form (plan.WeightLayout's "-p" tags), which the engine runs with
 // int8 activations.
-func writeWeights(w *artifact.Writer, shapes map[string][]int, vals graph.Weights, qs map[string]*quant.Quantized, pack bool) (bool, error) {
+//
+// Weights are read and encoded by jobs goroutines (0: one per CPU) and
+// written in order; at most jobs of them are held at once, read or
+// encoded and waiting for their turn.
+func writeWeights(w *artifact.Writer, shapes map[string][]int, src WeightSource, pack bool, jobs int, progress func(Progress)) (bool, error) {
 	names := make([]string, 0, len(shapes))
 	for n := range shapes {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	var buf []byte
-	mixed := false
-	for _, n := range names {
-		shape := make([]int64, len(shapes[n]))
-		for i, d := range shapes[n] {
-			shape[i] = int64(d)
-		}
-		if q := qs[n]; q != nil {
-			l, ok := layoutOf(q.Scheme)
-			if ok {
-				encode := encodeQuantized
-				if pack && len(shape) == 2 && l.CanPack(shape[1]) {
-					l.Packed, encode = true, encodePacked
-				}
-				b, err := encode(l, q, shape)
-				if err != nil {
-					return false, fmt.Errorf("compile: weight %q: %w", n, err)
-				}
-				if err := w.AddTensor(n, tensor.I8, shape, l.Tag(), b); err != nil {
-					return false, fmt.Errorf("compile: weight %q: %w", n, err)
-				}
-				mixed = true
-				continue
+	if jobs <= 0 {
+		jobs = runtime.GOMAXPROCS(0)
+	}
+	results := make([]chan encoded, len(names))
+	for i := range results {
+		results[i] = make(chan encoded, 1)
+	}
+	slots := make(chan struct{}, jobs) // weights launched and not yet written
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i, n := range names {
+			select {
+			case slots <- struct{}{}:
+			case <-stop:
+				return
 			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i] <- encodeWeight(n, shapes[n], src, pack)
+			}()
 		}
-		v := vals[n]
-		buf = slices.Grow(buf[:0], 4*len(v))[:4*len(v)]
-		for i, x := range v {
-			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(x))
+	}()
+	// on an error, wait for the goroutines still reading src: the caller
+	// may close what src reads from once this returns
+	defer wg.Wait()
+	defer close(stop)
+
+	mixed := false
+	var written int64
+	for i, n := range names {
+		e := <-results[i]
+		if e.err != nil {
+			return false, fmt.Errorf("compile: weight %q: %w", n, e.err)
 		}
-		if err := w.AddTensor(n, tensor.F32, shape, "", buf); err != nil {
+		var err error
+		if e.data != nil {
+			mixed = true
+			err = w.AddTensor(n, tensor.I8, e.shape, e.layout, e.data)
+			written += int64(len(e.data))
+		} else {
+			err = w.AddTensorFrom(n, tensor.F32, e.shape, "", 4*int64(len(e.vals)), &f32Reader{v: e.vals})
+			written += 4 * int64(len(e.vals))
+		}
+		if err != nil {
 			return false, fmt.Errorf("compile: weight %q: %w", n, err)
+		}
+		<-slots
+		if afterWeight != nil {
+			afterWeight(n)
+		}
+		if progress != nil {
+			progress(Progress{Done: i + 1, Total: len(names), Name: n, Bytes: written})
 		}
 	}
 	return mixed, nil
+}
+
+// encoded is one weight ready to write: quantized bytes in a layout, or
+// float32 values.
+type encoded struct {
+	shape  []int64
+	layout string
+	data   []byte    // quantized layout
+	vals   []float32 // float32 (data == nil)
+	err    error
+}
+
+// encodeWeight reads the weight name of the given shape from src and lays
+// it out for the artifact.
+func encodeWeight(name string, shape []int, src WeightSource, pack bool) encoded {
+	e := encoded{shape: make([]int64, len(shape))}
+	n := 1
+	for i, d := range shape {
+		e.shape[i] = int64(d)
+		n *= d
+	}
+	wt, err := src.Weight(name)
+	if wt.Release != nil {
+		defer wt.Release()
+	}
+	if err != nil {
+		e.err = err
+		return e
+	}
+	if q := wt.Quantized; q != nil {
+		if l, ok := layoutOf(q.Scheme); ok {
+			encode := encodeQuantized
+			if pack && len(e.shape) == 2 && l.CanPack(e.shape[1]) {
+				l.Packed, encode = true, encodePacked
+			}
+			e.layout = l.Tag()
+			e.data, e.err = encode(l, q, e.shape)
+			return e
+		}
+		if wt.Values == nil {
+			wt.Values = q.Dequantize()
+		}
+	}
+	if len(wt.Values) != n {
+		e.err = fmt.Errorf("%d values, the graph says shape %v", len(wt.Values), shape)
+		return e
+	}
+	e.vals = wt.Values
+	return e
+}
+
+// f32Reader reads float32 values as little-endian bytes, converting a
+// chunk at a time (no copy of the whole tensor).
+type f32Reader struct {
+	v    []float32
+	buf  []byte // converted bytes not yet read
+	back []byte // buf's storage
+}
+
+func (r *f32Reader) Read(p []byte) (int, error) {
+	if len(r.buf) == 0 {
+		if len(r.v) == 0 {
+			return 0, io.EOF
+		}
+		k := min(len(r.v), 1<<14)
+		if r.back == nil {
+			r.back = make([]byte, 4<<14)
+		}
+		r.buf = r.back[:4*k]
+		for i, x := range r.v[:k] {
+			binary.LittleEndian.PutUint32(r.buf[4*i:], math.Float32bits(x))
+		}
+		r.v = r.v[k:]
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
 }
 
 // layoutOf returns the artifact layout of a scheme; f16 has none (such

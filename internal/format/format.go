@@ -42,6 +42,20 @@ type Checkpoint interface {
 	Close() error
 }
 
+// Releaser is a Checkpoint that can drop a tensor's memory-mapped pages
+// from the process's resident memory once the tensor has been read, so a
+// reader that goes through a model tensor by tensor stays small.
+type Releaser interface {
+	Release(name string)
+}
+
+// Release calls c's Release for name when c has one.
+func Release(c Checkpoint, name string) {
+	if r, ok := c.(Releaser); ok {
+		r.Release(name)
+	}
+}
+
 // Error is a malformed-input error: it names the file and the field at fault.
 type Error struct {
 	Format string // "gguf", "safetensors", "llama2c"

@@ -57,3 +57,17 @@ func Open(path string) (*Region, error) {
 
 // errNotMappable is returned by mapFile for sizes a mapping cannot hold.
 var errNotMappable = fmt.Errorf("file size not mappable")
+
+// Release tells the OS that bytes [off, off+n) of the region will not be
+// read again soon: the whole pages among them are dropped from this
+// process's resident memory (the data stays in the file and the page
+// cache, and a later read maps it back in). Streaming readers call it
+// after converting a tensor, so that the mapped pages of a checkpoint do
+// not add up to the model's size. It does nothing when the region is not
+// mapped, and ignores a range outside the file.
+func (r *Region) Release(off, n int64) {
+	if r.Data == nil || off < 0 || n <= 0 || off > int64(len(r.Data))-n {
+		return
+	}
+	release(r.Data[off : off+n])
+}

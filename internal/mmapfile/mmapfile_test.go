@@ -46,3 +46,34 @@ func TestOpenReadsTheFile(t *testing.T) {
 		t.Fatal("second Close failed")
 	}
 }
+
+// TestReleaseKeepsData: released ranges (page-aligned or not, out of range
+// or empty) read back the file's bytes.
+func TestReleaseKeepsData(t *testing.T) {
+	want := make([]byte, 5*4096+123)
+	for i := range want {
+		want[i] = byte(i*7 + i/4096)
+	}
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got := make([]byte, len(want))
+	if _, err := r.ReadAt(got, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][2]int64{{0, int64(len(want))}, {100, 9000}, {4096, 4096}, {-1, 10}, {10, 0}, {0, 1 << 40}} {
+		r.Release(c[0], c[1])
+		if _, err := r.ReadAt(got, 0); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("after Release(%d, %d) the data differs", c[0], c[1])
+		}
+	}
+}

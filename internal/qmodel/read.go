@@ -3,6 +3,8 @@ package qmodel
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
+	"unsafe"
 
 	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/format/safetensors"
@@ -13,42 +15,143 @@ import (
 // Load reads a quantized folder as a model whose weights are the
 // dequantized values: running it measures exactly the error the
 // quantization adds (the integers a compiled artifact computes with
-// dequantize to these values).
+// dequantize to these values). It holds the whole model in float32; Open
+// reads a folder tensor by tensor.
 func Load(dir string) (*arch.Model, *Manifest, error) {
-	man, err := ReadManifest(dir)
+	f, err := Open(dir)
 	if err != nil {
 		return nil, nil, err
+	}
+	defer f.Close()
+	w := graph.Weights{}
+	for _, name := range f.Names() {
+		if w[name], err = f.Float(name); err != nil {
+			return nil, nil, err
+		}
+	}
+	return &arch.Model{Config: f.Manifest.Config, Weights: w}, f.Manifest, nil
+}
+
+// Folder is an opened quantized folder whose tensors are read one at a
+// time. Its methods are safe for concurrent use until Close.
+type Folder struct {
+	Manifest *Manifest
+	dir      string
+	ck       *safetensors.Checkpoint
+}
+
+// Open reads the manifest of a quantized folder and opens (maps) its
+// weights file.
+func Open(dir string) (*Folder, error) {
+	man, err := ReadManifest(dir)
+	if err != nil {
+		return nil, err
 	}
 	ck, err := safetensors.Open(filepath.Join(dir, WeightsName))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	defer ck.Close()
-	w := graph.Weights{}
-	for name, e := range man.Tensors {
-		v, err := readTensor(ck, name, e)
-		if err != nil {
-			return nil, nil, fmt.Errorf("quantized model %s: tensor %q: %w", dir, name, err)
-		}
-		w[name] = v
-	}
-	return &arch.Model{Config: man.Config, Weights: w}, man, nil
+	return &Folder{Manifest: man, dir: dir, ck: ck}, nil
 }
 
-func readTensor(ck *safetensors.Checkpoint, name string, e TensorEntry) ([]float32, error) {
-	if len(e.Shape) == 0 {
-		return nil, fmt.Errorf("no shape")
+// Close releases the weights file; parts Quantized returned are invalid
+// afterwards.
+func (f *Folder) Close() error { return f.ck.Close() }
+
+// Names returns the canonical tensor names in sorted order.
+func (f *Folder) Names() []string {
+	names := make([]string, 0, len(f.Manifest.Tensors))
+	for n := range f.Manifest.Tensors {
+		names = append(names, n)
 	}
-	n := 1
-	for _, d := range e.Shape {
-		n *= d
+	slices.Sort(names)
+	return names
+}
+
+// Float returns the named tensor in float32: a float32 or f16 tensor's
+// values, or a quantized one's dequantized values.
+func (f *Folder) Float(name string) ([]float32, error) {
+	e, ok := f.Manifest.Tensors[name]
+	if !ok {
+		return nil, fmt.Errorf("quantized model %s: no tensor %s", f.dir, name)
 	}
 	if e.Float || e.Scheme.Kind == string(quant.KindF16) {
-		v, err := ck.ReadFloat32(name)
-		if err == nil && len(v) != n {
-			err = fmt.Errorf("%d values for shape %v", len(v), e.Shape)
+		v, err := readFloat(f.ck, name, e)
+		f.ck.Release(name)
+		if err != nil {
+			return nil, fmt.Errorf("quantized model %s: tensor %s: %w", f.dir, name, err)
 		}
-		return v, err
+		return v, nil
+	}
+	q, err := f.quantized(name, e, false)
+	if err != nil {
+		return nil, err
+	}
+	return q.Dequantize(), nil
+}
+
+// Quantized returns the stored parts of a quantized tensor, checked against
+// its shape and scheme, or nil for a float32 or f16 tensor. Its integers
+// and codes alias the mapped file: they are read-only, valid until Close;
+// Release drops their pages once they have been used.
+func (f *Folder) Quantized(name string) (*quant.Quantized, error) {
+	e, ok := f.Manifest.Tensors[name]
+	if !ok {
+		return nil, fmt.Errorf("quantized model %s: no tensor %s", f.dir, name)
+	}
+	if e.Float || e.Scheme.Kind == string(quant.KindF16) {
+		return nil, nil
+	}
+	return f.quantized(name, e, true)
+}
+
+// Release drops the mapped pages of the named tensor's parts.
+func (f *Folder) Release(name string) {
+	for _, p := range []string{name, name + ".q", name + ".scales", name + ".codes", name + ".zeros"} {
+		f.ck.Release(p)
+	}
+}
+
+func readFloat(ck *safetensors.Checkpoint, name string, e TensorEntry) ([]float32, error) {
+	n, err := elements(e.Shape)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ck.ReadFloat32(name)
+	if err == nil && len(v) != n {
+		err = fmt.Errorf("%d values for shape %v", len(v), e.Shape)
+	}
+	return v, err
+}
+
+func elements(shape []int) (int, error) {
+	if len(shape) == 0 {
+		return 0, fmt.Errorf("no shape")
+	}
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n, nil
+}
+
+// quantized reads the parts of a quantized tensor; with alias set the
+// integers and codes alias the file's bytes instead of being copied.
+func (f *Folder) quantized(name string, e TensorEntry, alias bool) (*quant.Quantized, error) {
+	q, err := readQuantized(f.ck, name, e, alias)
+	if !alias {
+		f.Release(name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("quantized model %s: tensor %s: %w", f.dir, name, err)
+	}
+	return q, nil
+}
+
+func readQuantized(ck *safetensors.Checkpoint, name string, e TensorEntry, alias bool) (*quant.Quantized, error) {
+	n, err := elements(e.Shape)
+	if err != nil {
+		return nil, err
 	}
 	if len(e.Shape) != 2 {
 		return nil, fmt.Errorf("quantized tensor of shape %v", e.Shape)
@@ -63,9 +166,13 @@ func readTensor(ck *safetensors.Checkpoint, name string, e TensorEntry) ([]float
 	if len(raw) != n {
 		return nil, fmt.Errorf("%d integers for shape %v", len(raw), e.Shape)
 	}
-	q.Q = make([]int8, n)
-	for i, b := range raw {
-		q.Q[i] = int8(b)
+	if alias {
+		q.Q = unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(raw))), len(raw))
+	} else {
+		q.Q = make([]int8, n)
+		for i, b := range raw {
+			q.Q[i] = int8(b)
+		}
 	}
 	if q.Scales, err = ck.ReadFloat32(name + ".scales"); err != nil {
 		return nil, err
@@ -81,7 +188,11 @@ func readTensor(ck *safetensors.Checkpoint, name string, e TensorEntry) ([]float
 		if err != nil {
 			return nil, err
 		}
-		q.Codes = append([]uint8(nil), c...)
+		if alias {
+			q.Codes = c
+		} else {
+			q.Codes = append([]uint8(nil), c...)
+		}
 		want["codes"] = rows * blocks
 	case quant.KindQ4:
 		want["scales"] = rows * blocks
@@ -98,5 +209,5 @@ func readTensor(ck *safetensors.Checkpoint, name string, e TensorEntry) ([]float
 			return nil, fmt.Errorf("%s has %d values, %v needs %d", part, got[part], s, n)
 		}
 	}
-	return q.Dequantize(), nil
+	return q, nil
 }

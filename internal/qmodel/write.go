@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/aotlm/aotlm/internal/arch"
@@ -29,8 +31,22 @@ type Options struct {
 	FallbackW8 bool
 	// Force replaces an existing output folder.
 	Force bool
-	// Progress, when set, is called after each tensor.
-	Progress func(done, total int, name string)
+	// Jobs is the number of tensors quantized at once (0: one per CPU).
+	// Each holds its tensor in float32, so memory grows with Jobs; the
+	// output is the same for every value.
+	Jobs int
+	// Progress, when set, is called after each tensor (from one goroutine
+	// at a time).
+	Progress func(Progress)
+}
+
+// Progress is how far a Quantize call is.
+type Progress struct {
+	Done, Total int    // tensors
+	Name        string // the tensor just finished
+	// Bytes is how many bytes of tensor data have been written, of
+	// TotalBytes.
+	Bytes, TotalBytes int64
 }
 
 // TensorReport is what happened to one tensor.
@@ -53,8 +69,15 @@ type Report struct {
 	WeightBits float64        `json:"bits_per_weight"` // over all parameters
 }
 
+// afterTensor, when set (by tests), is called after each tensor is written
+// and its buffers are dropped.
+var afterTensor func(name string)
+
 // Quantize reads the model at src, quantizes it with opts.Recipe, and
-// writes a quantized folder at out.
+// writes a quantized folder at out. It streams: the tensors are read from
+// the (memory-mapped) checkpoint, quantized and written to the output one
+// at a time, opts.Jobs of them at once, so memory holds Jobs tensors in
+// float32 rather than the model.
 func Quantize(src, out string, opts Options) (*Report, error) {
 	if err := opts.Recipe.Validate(); err != nil {
 		return nil, err
@@ -67,7 +90,7 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 		return nil, err
 	}
 	defer ck.Close()
-	am, err := arch.Load(ck)
+	am, err := arch.Open(ck)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
 	}
@@ -91,31 +114,93 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 	man := Manifest{FormatVersion: FormatVersion, Config: am.Config, Recipe: recipeJSON,
 		Source: src, Tensors: map[string]TensorEntry{}}
 	rep := &Report{Output: out, Recipe: opts.Recipe.Name}
-	names := make([]string, 0, len(am.Weights))
-	for n := range am.Weights {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	var stored []safetensors.Tensor
-	var bits float64
+	// Every tensor's scheme, and so its stored parts, follows from its
+	// name and shape: the file's header is written before any data.
+	names := am.Names()
+	plans := make([]tensorPlan, len(names))
+	var specs []safetensors.Tensor
+	var totalBytes int64
 	for i, name := range names {
-		w := am.Weights[name]
-		shape := g.Weights[name]
-		rep.Params += int64(len(w))
-		entry, tr, parts, err := quantizeOne(name, w, shape, linear[name], embed == name, am.Config.Tied, opts)
+		shape, ok := g.Weights[name]
+		if !ok {
+			return nil, fmt.Errorf("tensor %s: not in the graph", name)
+		}
+		plans[i] = planTensor(name, shape, linear[name], embed == name, am.Config.Tied, opts)
+		specs = append(specs, plans[i].parts...)
+		for _, p := range plans[i].parts {
+			n, err := tensor.NumElements(p.Shape)
+			if err != nil {
+				return nil, fmt.Errorf("tensor %s: %w", name, err)
+			}
+			b, err := p.DType.ByteSize(n)
+			if err != nil {
+				return nil, fmt.Errorf("tensor %s: %w", name, err)
+			}
+			totalBytes += b
+		}
+	}
+	fw, err := safetensors.Create(filepath.Join(tmp, WeightsName), specs, map[string]string{"format": "aotlm-quant"})
+	if err != nil {
+		return nil, err
+	}
+	defer fw.Abort()
+	rep.Tensors = make([]TensorReport, len(names))
+	var (
+		mu      sync.Mutex
+		done    int
+		written int64
+	)
+	err = forEach(len(names), opts.Jobs, func(i int) error {
+		name, plan := names[i], &plans[i]
+		w, err := am.Read(name)
 		if err != nil {
-			return nil, fmt.Errorf("tensor %q: %w", name, err)
+			return err
 		}
+		entry, tr, parts, err := quantizeOne(plan, w)
+		if err != nil {
+			return fmt.Errorf("tensor %q: %w", name, err)
+		}
+		var size int64
+		for _, p := range parts {
+			if err := fw.WriteTensor(p); err != nil {
+				return err
+			}
+			size += int64(len(p.Raw)) + 4*int64(len(p.Data))
+		}
+		if len(w) >= gcAfter {
+			// While a large tensor is live the heap's goal is twice its
+			// size, and the garbage of the tensors quantized meanwhile
+			// would grow to fill it: collect now, so the peak is the
+			// tensors in flight, not twice the largest.
+			w, parts = nil, nil
+			runtime.GC()
+		}
+		mu.Lock()
+		defer mu.Unlock()
 		man.Tensors[name] = entry
-		rep.Tensors = append(rep.Tensors, tr)
-		stored = append(stored, parts...)
-		bits += tr.Bits * float64(len(w))
-		if opts.Progress != nil {
-			opts.Progress(i+1, len(names), name)
+		rep.Tensors[i] = tr
+		done++
+		written += size
+		if afterTensor != nil {
+			afterTensor(name)
 		}
+		if opts.Progress != nil {
+			opts.Progress(Progress{Done: done, Total: len(names), Name: name, Bytes: written, TotalBytes: totalBytes})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// summed in name order, as the report lists them
+	var bits float64
+	for i, tr := range rep.Tensors {
+		n := int64(plans[i].rows) * int64(plans[i].cols)
+		rep.Params += n
+		bits += tr.Bits * float64(n)
 	}
 	rep.WeightBits = bits / float64(rep.Params)
-	if err := safetensors.Write(filepath.Join(tmp, WeightsName), stored, map[string]string{"format": "aotlm-quant"}); err != nil {
+	if err := fw.Commit(); err != nil {
 		return nil, err
 	}
 	if man.Tokenizer, err = copyTokenizer(ck, src, opts.Tokenizer, tmp); err != nil {
@@ -139,6 +224,42 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 	return rep, nil
 }
 
+// gcAfter is the size (values) from which a tensor's quantization ends
+// with a garbage collection.
+const gcAfter = 1 << 22
+
+// forEach calls fn(i) for i in [0, n), jobs calls at a time (0: one per
+// CPU), taking the indexes in order. It returns the first error, after
+// every call started has returned.
+func forEach(n, jobs int, fn func(i int) error) error {
+	if jobs <= 0 {
+		jobs = runtime.GOMAXPROCS(0)
+	}
+	var (
+		next     atomic.Int64
+		failed   atomic.Bool
+		firstErr error
+		once     sync.Once
+		wg       sync.WaitGroup
+	)
+	for range min(jobs, n) {
+		wg.Go(func() {
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := fn(i); err != nil {
+					once.Do(func() { firstErr = err })
+					failed.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
+}
+
 // roles finds the weights the graph multiplies by (linear layers, the
 // classifier) and the embedding table.
 func roles(g *graph.Graph) (linear map[string]bool, embed string) {
@@ -154,18 +275,33 @@ func roles(g *graph.Graph) (linear map[string]bool, embed string) {
 	return linear, embed
 }
 
-// quantizeOne picks the scheme of one tensor and quantizes it. Vectors
-// (norm gains, biases) stay float32. A tied embedding/classifier table takes
-// the classifier's scheme; an embedding used only for lookup takes W8 (one
-// scale per row, which a lookup dequantizes cheaply).
-func quantizeOne(name string, w []float32, shape []int, isLinear, isEmbed, tied bool, opts Options) (TensorEntry, TensorReport, []safetensors.Tensor, error) {
-	tr := TensorReport{Name: name, Shape: shape}
-	if len(shape) != 2 || (!isLinear && !isEmbed) {
-		tr.Scheme, tr.Bits = "f32", 32
-		return TensorEntry{Float: true, Shape: shape}, tr,
-			[]safetensors.Tensor{{Name: name, DType: tensor.F32, Shape: int64s(shape), Data: w}}, nil
+// tensorPlan is how one tensor is stored: its scheme (or float32) and
+// the safetensors parts that hold it.
+type tensorPlan struct {
+	name       string
+	shape      []int
+	rows, cols int
+	float      bool // kept as float32
+	scheme     quant.Scheme
+	fallback   string
+	parts      []safetensors.Tensor // names, dtypes and shapes
+}
+
+// planTensor picks the scheme of one tensor. Vectors (norm gains, biases)
+// stay float32. A tied embedding/classifier table takes the classifier's
+// scheme; an embedding used only for lookup takes W8 (one scale per row,
+// which a lookup dequantizes cheaply).
+func planTensor(name string, shape []int, isLinear, isEmbed, tied bool, opts Options) tensorPlan {
+	p := tensorPlan{name: name, shape: shape, rows: 1, cols: 1}
+	for _, d := range shape {
+		p.rows *= d
 	}
-	rows, cols := shape[0], shape[1]
+	if len(shape) != 2 || (!isLinear && !isEmbed) {
+		p.float = true
+		p.parts = []safetensors.Tensor{{Name: name, DType: tensor.F32, Shape: int64s(shape)}}
+		return p
+	}
+	p.rows, p.cols = shape[0], shape[1]
 	var s quant.Scheme
 	switch {
 	case isEmbed && tied:
@@ -175,12 +311,47 @@ func quantizeOne(name string, w []float32, shape []int, isLinear, isEmbed, tied 
 	default:
 		s = opts.Recipe.SchemeFor(name)
 	}
-	entry := TensorEntry{Shape: shape}
-	if (s.Kind == quant.KindLPBQ || s.Kind == quant.KindQ4) && !quant.BlockDivides(cols, s.Block) && opts.FallbackW8 {
-		entry.Fallback = fmt.Sprintf("width %d is not a multiple of block %d: w8", cols, s.Block)
+	if (s.Kind == quant.KindLPBQ || s.Kind == quant.KindQ4) && !quant.BlockDivides(p.cols, s.Block) && opts.FallbackW8 {
+		p.fallback = fmt.Sprintf("width %d is not a multiple of block %d: w8", p.cols, s.Block)
 		s = quant.Scheme{Kind: quant.KindW8}
 	}
-	q, err := quant.Quantize(w, rows, cols, s)
+	p.scheme = s
+	if s.Kind == quant.KindF16 {
+		p.parts = []safetensors.Tensor{{Name: name, DType: tensor.F16, Shape: int64s(shape)}}
+		return p
+	}
+	blocks := 0
+	if s.Block > 0 {
+		blocks = p.rows * ((p.cols + s.Block - 1) / s.Block)
+	}
+	scales := p.rows
+	if s.Kind == quant.KindQ4 {
+		scales = blocks
+	}
+	p.parts = []safetensors.Tensor{{Name: name + ".q", DType: tensor.I8, Shape: int64s(shape)},
+		{Name: name + ".scales", DType: tensor.F32, Shape: []int64{int64(scales)}}}
+	if s.Kind == quant.KindLPBQ && blocks > 0 {
+		p.parts = append(p.parts, safetensors.Tensor{Name: name + ".codes", DType: tensor.U8, Shape: []int64{int64(blocks)}})
+	}
+	if s.Kind == quant.KindQ4 && !s.Sym && blocks > 0 {
+		p.parts = append(p.parts, safetensors.Tensor{Name: name + ".zeros", DType: tensor.F32, Shape: []int64{int64(blocks)}})
+	}
+	return p
+}
+
+// quantizeOne quantizes one tensor w as p says and returns its manifest
+// entry, its report and its stored parts (with data).
+func quantizeOne(p *tensorPlan, w []float32) (TensorEntry, TensorReport, []safetensors.Tensor, error) {
+	name, shape := p.name, p.shape
+	tr := TensorReport{Name: name, Shape: shape}
+	if p.float {
+		tr.Scheme, tr.Bits = "f32", 32
+		return TensorEntry{Float: true, Shape: shape}, tr,
+			[]safetensors.Tensor{{Name: name, DType: tensor.F32, Shape: int64s(shape), Data: w}}, nil
+	}
+	s := p.scheme
+	entry := TensorEntry{Shape: shape, Fallback: p.fallback}
+	q, err := quant.Quantize(w, p.rows, p.cols, s)
 	if err != nil {
 		return entry, tr, nil, err
 	}

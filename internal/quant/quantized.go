@@ -50,40 +50,44 @@ func (q *Quantized) BlocksPerRow() int {
 // formulas on Quantized.
 func (q *Quantized) Dequantize() []float32 {
 	out := make([]float32, q.Rows*q.Cols)
-	if q.Scheme.Kind == KindF16 {
-		for i, h := range q.Half {
-			out[i] = tensor.F16ToF32(h)
-		}
-		return out
-	}
-	nb, b := q.BlocksPerRow(), q.Scheme.Block
 	for r := range q.Rows {
-		row := out[r*q.Cols : (r+1)*q.Cols]
-		qs := q.Q[r*q.Cols : (r+1)*q.Cols]
-		switch q.Scheme.Kind {
-		case KindLPBQ:
-			s := q.Scales[r]
-			for c, v := range qs {
-				k := int32(q.Codes[r*nb+c/b])
-				row[c] = float32(int32(v)*k) * s
-			}
-		case KindW8:
-			s := q.Scales[r]
-			for c, v := range qs {
-				row[c] = float32(v) * s
-			}
-		case KindQ4:
-			for c, v := range qs {
-				g := r*nb + c/b
-				z := float32(0)
-				if q.Zeros != nil {
-					z = q.Zeros[g]
-				}
-				row[c] = (float32(v) - z) * q.Scales[g]
-			}
-		}
+		q.dequantizeRow(r, out[r*q.Cols:(r+1)*q.Cols])
 	}
 	return out
+}
+
+// dequantizeRow writes row r of the dequantized weights to row [K].
+func (q *Quantized) dequantizeRow(r int, row []float32) {
+	if q.Scheme.Kind == KindF16 {
+		for c, h := range q.Half[r*q.Cols : (r+1)*q.Cols] {
+			row[c] = tensor.F16ToF32(h)
+		}
+		return
+	}
+	nb, b := q.BlocksPerRow(), q.Scheme.Block
+	qs := q.Q[r*q.Cols : (r+1)*q.Cols]
+	switch q.Scheme.Kind {
+	case KindLPBQ:
+		s := q.Scales[r]
+		for c, v := range qs {
+			k := int32(q.Codes[r*nb+c/b])
+			row[c] = float32(int32(v)*k) * s
+		}
+	case KindW8:
+		s := q.Scales[r]
+		for c, v := range qs {
+			row[c] = float32(v) * s
+		}
+	case KindQ4:
+		for c, v := range qs {
+			g := r*nb + c/b
+			z := float32(0)
+			if q.Zeros != nil {
+				z = q.Zeros[g]
+			}
+			row[c] = (float32(v) - z) * q.Scales[g]
+		}
+	}
 }
 
 // BitsPerWeight returns the storage cost of q in bits per weight, counting
@@ -131,29 +135,54 @@ func Compare(orig, approx []float32) (ErrorStats, error) {
 	if len(orig) != len(approx) {
 		return ErrorStats{}, fmt.Errorf("quant: compare: %d values against %d", len(orig), len(approx))
 	}
-	var st ErrorStats
-	var sumAbs, sumSq, norm float64
-	for i, w := range orig {
-		d := math.Abs(float64(w) - float64(approx[i]))
-		st.MaxAbs = max(st.MaxAbs, d)
-		sumAbs += d
-		sumSq += d * d
-		norm += float64(w) * float64(w)
-	}
-	st.N = len(orig)
-	if st.N > 0 {
-		st.MeanAbs = sumAbs / float64(st.N)
-		st.RMSE = math.Sqrt(sumSq / float64(st.N))
-	}
-	if norm > 0 {
-		st.Relative = math.Sqrt(sumSq / norm)
-	}
-	return st, nil
+	var acc errorSums
+	acc.add(orig, approx)
+	return acc.stats(), nil
 }
 
-// Error returns the error statistics of q against the original weights.
+// errorSums accumulates Compare's sums, in order, over consecutive parts.
+type errorSums struct {
+	n                   int
+	maxAbs              float64
+	sumAbs, sumSq, norm float64
+}
+
+func (e *errorSums) add(orig, approx []float32) {
+	for i, w := range orig {
+		d := math.Abs(float64(w) - float64(approx[i]))
+		e.maxAbs = max(e.maxAbs, d)
+		e.sumAbs += d
+		e.sumSq += d * d
+		e.norm += float64(w) * float64(w)
+	}
+	e.n += len(orig)
+}
+
+func (e *errorSums) stats() ErrorStats {
+	st := ErrorStats{N: e.n, MaxAbs: e.maxAbs}
+	if st.N > 0 {
+		st.MeanAbs = e.sumAbs / float64(st.N)
+		st.RMSE = math.Sqrt(e.sumSq / float64(st.N))
+	}
+	if e.norm > 0 {
+		st.Relative = math.Sqrt(e.sumSq / e.norm)
+	}
+	return st
+}
+
+// Error returns the error statistics of q against the original weights,
+// exactly Compare(orig, q.Dequantize()), dequantizing one row at a time.
 func (q *Quantized) Error(orig []float32) (ErrorStats, error) {
-	return Compare(orig, q.Dequantize())
+	if len(orig) != q.Rows*q.Cols {
+		return ErrorStats{}, fmt.Errorf("quant: compare: %d values against %d", len(orig), q.Rows*q.Cols)
+	}
+	var acc errorSums
+	row := make([]float32, q.Cols)
+	for r := range q.Rows {
+		q.dequantizeRow(r, row)
+		acc.add(orig[r*q.Cols:(r+1)*q.Cols], row)
+	}
+	return acc.stats(), nil
 }
 
 // checkMatrix validates a row-major [rows, cols] weight: matching length, no

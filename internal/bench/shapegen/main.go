@@ -39,10 +39,16 @@ var shapes = map[string]shape{
 	"smollm2-135m": {arch: "llama", hidden: 576, layers: 30, ffn: 1536, heads: 9, kvHeads: 3, headDm: 64, vocab: 49152, theta: 1e5},
 	"qwen3-0.6b":   {arch: "qwen3", hidden: 1024, layers: 28, ffn: 3072, heads: 16, kvHeads: 8, headDm: 128, vocab: 151936, theta: 1e6, qkNorm: true},
 	"llama3.2-1b":  {arch: "llama", hidden: 2048, layers: 16, ffn: 8192, heads: 32, kvHeads: 8, headDm: 64, vocab: 128256, theta: 5e5},
+	"llama3.2-3b":  {arch: "llama", hidden: 3072, layers: 28, ffn: 8192, heads: 24, kvHeads: 8, headDm: 128, vocab: 128256, theta: 5e5},
+	// Phi-4-mini's dimensions (3.8B parameters, tied embeddings) in the
+	// llama layout: separate q/k/v and gate/up tensors instead of phi3's
+	// fused ones, and plain RoPE instead of longrope; the tensor sizes that
+	// quantize and compile stream are the same.
+	"phi4-mini": {arch: "llama", hidden: 3072, layers: 32, ffn: 8192, heads: 24, kvHeads: 8, headDm: 128, vocab: 200064, theta: 1e4},
 }
 
 func main() {
-	name := flag.String("shape", "qwen3-0.6b", "model shape: smollm2-135m, qwen3-0.6b or llama3.2-1b")
+	name := flag.String("shape", "qwen3-0.6b", "model shape: smollm2-135m, qwen3-0.6b, llama3.2-1b, llama3.2-3b or phi4-mini")
 	out := flag.String("o", "", "output GGUF file")
 	seed := flag.Uint64("seed", 1, "random seed")
 	flag.Parse()

@@ -41,11 +41,12 @@ type File struct {
 	index     map[string]int      // name -> index in tensors
 	dataStart int64
 
-	r      io.ReaderAt
-	mapped []byte // whole file when memory-mapped; nil after Close
-	closer func() error
-	closed bool
-	mu     sync.RWMutex // guards mapped and closed against Close
+	r       io.ReaderAt
+	mapped  []byte // whole file when memory-mapped; nil after Close
+	closer  func() error
+	release func(off, n int64) // drops mapped pages; nil when not mapped
+	closed  bool
+	mu      sync.RWMutex // guards mapped and closed against Close
 }
 
 var _ format.Checkpoint = (*File)(nil)
@@ -150,7 +151,9 @@ func (f *File) view(t format.TensorInfo, fn func([]byte)) error {
 }
 
 // ReadFloat32 reads the named tensor as float32. F32, F16, BF16, Q8_0 and
-// Q4_0 are decoded; other types give a *format.UnsupportedError.
+// Q4_0 are decoded; other types give a *format.UnsupportedError. The
+// mapped pages of F32, F16 and BF16 data are released (see Release) as
+// they are converted.
 func (f *File) ReadFloat32(name string) ([]float32, error) {
 	t, typ, err := f.lookup(name)
 	if err != nil {
@@ -163,12 +166,29 @@ func (f *File) ReadFloat32(name string) ([]float32, error) {
 			What: fmt.Sprintf("tensor %q: reading ggml type %v as float32", name, typ)}
 	}
 	out := make([]float32, t.NumElements())
-	err = f.view(t, func(raw []byte) { decodeFloat32(out, raw, typ) })
+	err = f.view(t, func(raw []byte) {
+		// plain types convert a chunk at a time, dropping each chunk's
+		// mapped pages once done, so the tensor is not resident twice
+		width := map[GGMLType]int{TypeF32: 4, TypeF16: 2, TypeBF16: 2}[typ]
+		if width == 0 || f.mapped == nil || f.release == nil {
+			decodeFloat32(out, raw, typ)
+			return
+		}
+		for lo := 0; lo < len(out); lo += releaseChunk {
+			hi := min(lo+releaseChunk, len(out))
+			decodeFloat32(out[lo:hi], raw[lo*width:hi*width], typ)
+			f.release(t.Offset+int64(lo*width), int64((hi-lo)*width))
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
+
+// releaseChunk is how many values ReadFloat32 converts between releases of
+// the mapped pages it has read.
+const releaseChunk = 1 << 20
 
 // decodeFloat32 converts raw data of a readable type to float32.
 func decodeFloat32(out []float32, raw []byte, typ GGMLType) {
@@ -191,6 +211,20 @@ func decodeFloat32(out []float32, raw []byte, typ GGMLType) {
 	case TypeQ4_0:
 		DequantizeQ4_0(out, raw)
 	}
+}
+
+// Release drops the mapped pages of the named tensor from the process's
+// resident memory once it has been read (see mmapfile.Region.Release);
+// slices TensorData returned for it stay valid and read the file again.
+// It does nothing for an unknown name or a file that is not mapped.
+func (f *File) Release(name string) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	i, ok := f.index[name]
+	if !ok || f.closed || f.release == nil {
+		return
+	}
+	f.release(f.tensors[i].Offset, f.tensors[i].Size)
 }
 
 // Close releases the file. Slices returned by TensorData for a mapped file

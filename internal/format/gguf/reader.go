@@ -39,6 +39,7 @@ func Open(path string) (*File, error) {
 	}
 	f.mapped = reg.Data
 	f.closer = reg.Close
+	f.release = reg.Release
 	return f, nil
 }
 

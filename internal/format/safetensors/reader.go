@@ -18,6 +18,9 @@ type region struct {
 	r     io.ReaderAt
 	size  int64
 	close func() error
+	// release drops mapped pages (mmapfile.Region.Release); nil when the
+	// region is not mapped
+	release func(off, n int64)
 }
 
 // shard is one validated file of a checkpoint.
@@ -158,6 +161,7 @@ func (c *Checkpoint) Bytes(name string) ([]byte, error) {
 
 // ReadFloat32 reads the named F32, F16, BF16 or F64 tensor as float32. Other
 // dtypes return *format.UnsupportedError naming the tensor and its dtype.
+// The mapped pages are released (see Release) as they are converted.
 func (c *Checkpoint) ReadFloat32(name string) ([]float32, error) {
 	s, e, err := c.lookup(name)
 	if err != nil {
@@ -171,39 +175,67 @@ func (c *Checkpoint) ReadFloat32(name string) ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decode(b, e.info.DType), nil
+	if s.reg.data == nil || s.reg.release == nil {
+		return decode(b, e.info.DType), nil
+	}
+	// convert a chunk at a time, dropping each chunk's mapped pages once
+	// done, so the tensor is not resident twice
+	width := e.info.DType.BlockBytes()
+	out := make([]float32, len(b)/width)
+	for lo := 0; lo < len(out); lo += releaseChunk {
+		hi := min(lo+releaseChunk, len(out))
+		decodeInto(out[lo:hi], b[lo*width:hi*width], e.info.DType)
+		s.reg.release(e.info.Offset+int64(lo*width), int64((hi-lo)*width))
+	}
+	return out, nil
 }
+
+// releaseChunk is how many values ReadFloat32 converts between releases of
+// the mapped pages it has read.
+const releaseChunk = 1 << 20
 
 // decode converts little-endian values of a readable dtype to float32.
 func decode(b []byte, d tensor.DType) []float32 {
+	out := make([]float32, len(b)/d.BlockBytes())
+	decodeInto(out, b, d)
+	return out
+}
+
+// decodeInto converts the values of b (len(out) of them) into out.
+func decodeInto(out []float32, b []byte, d tensor.DType) {
 	le := binary.LittleEndian
 	switch d {
 	case tensor.F32:
-		out := make([]float32, len(b)/4)
 		for i := range out {
 			out[i] = math.Float32frombits(le.Uint32(b[4*i:]))
 		}
-		return out
 	case tensor.F16:
-		out := make([]float32, len(b)/2)
 		for i := range out {
 			out[i] = tensor.F16ToF32(le.Uint16(b[2*i:]))
 		}
-		return out
 	case tensor.BF16:
-		out := make([]float32, len(b)/2)
 		for i := range out {
 			out[i] = tensor.BF16ToF32(le.Uint16(b[2*i:]))
 		}
-		return out
 	case tensor.F64:
-		out := make([]float32, len(b)/8)
 		for i := range out {
 			out[i] = float32(math.Float64frombits(le.Uint64(b[8*i:])))
 		}
-		return out
+	default:
+		panic("safetensors: decode of unreadable dtype " + d.String())
 	}
-	panic("safetensors: decode of unreadable dtype " + d.String())
+}
+
+// Release drops the mapped pages of the named tensor from the process's
+// resident memory once it has been read (see mmapfile.Region.Release);
+// slices Bytes returned for it stay valid and read the file again. It does
+// nothing for an unknown name or a file that is not mapped.
+func (c *Checkpoint) Release(name string) {
+	s, e, err := c.lookup(name)
+	if err != nil || s.reg.data == nil || s.reg.release == nil {
+		return
+	}
+	s.reg.release(e.info.Offset, e.info.Size)
 }
 
 // Close releases every file of the checkpoint.
@@ -228,5 +260,5 @@ func openRegion(path string) (*region, error) {
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
-	return &region{data: m.Data, r: m, size: m.Size, close: m.Close}, nil
+	return &region{data: m.Data, r: m, size: m.Size, close: m.Close, release: m.Release}, nil
 }
