@@ -18,6 +18,46 @@ import (
 // width, and a Llama text model that reads those rows in place of the
 // <image> tokens.
 
+// The text model alone is the "smolvlm" family: loading, compiling and
+// running a SmolVLM folder without images uses it; LoadVLM adds the
+// vision encoder.
+func init() {
+	register(&Family{
+		Name:            "smolvlm",
+		HFArchitectures: []string{"SmolVLMForConditionalGeneration", "Idefics3ForConditionalGeneration"},
+		HFModelTypes:    []string{"smolvlm", "idefics3"},
+		configHF:        smolvlmTextConfigHF,
+		tensorNames:     smolvlmTensorName,
+		build:           buildDecoder,
+	})
+}
+
+// smolvlmTextConfigHF reads config.json's text_config as a Llama config.
+func smolvlmTextConfigHF(m map[string]any) (Config, error) {
+	tc, ok := m["text_config"].(map[string]any)
+	if !ok {
+		return Config{}, errors.New("config.json: \"text_config\" is missing")
+	}
+	c, err := llamaConfigHF(tc)
+	if err != nil {
+		return c, fmt.Errorf("config.json text_config: %w", err)
+	}
+	c.Family = "smolvlm"
+	return c, nil
+}
+
+// smolvlmTensorName maps the text model's canonical names under
+// model.text_model.
+func smolvlmTensorName(source, name string) (string, bool) {
+	if source != "hf" {
+		return "", false
+	}
+	if rest, ok := strings.CutPrefix(name, "model."); ok {
+		return "model.text_model." + rest, true
+	}
+	return name, true
+}
+
 // VisionConfig describes a SigLIP encoder and its Idefics3 connector.
 type VisionConfig struct {
 	ImageSize   int     `json:"image_size"` // side of the square the encoder reads
@@ -104,20 +144,13 @@ func LoadVLM(ck format.Checkpoint, preproc map[string]any) (*VLM, error) {
 	if !IsVLM(meta) {
 		return nil, errors.New("config.json: not a SmolVLM / Idefics3 model")
 	}
-	tc, ok := meta["text_config"].(map[string]any)
-	if !ok {
-		return nil, errors.New("config.json: \"text_config\" is missing")
-	}
 	vcm, ok := meta["vision_config"].(map[string]any)
 	if !ok {
 		return nil, errors.New("config.json: \"vision_config\" is missing")
 	}
-	text, err := llamaConfigHF(tc)
+	text, err := smolvlmTextConfigHF(meta)
 	if err != nil {
-		return nil, fmt.Errorf("config.json text_config: %w", err)
-	}
-	if v, ok := format.MetaInt(meta, "vocab_size"); ok && text.Vocab == 0 {
-		text.Vocab = int(v)
+		return nil, err
 	}
 	vc, err := visionConfigHF(meta, vcm, preproc)
 	if err != nil {
@@ -135,10 +168,8 @@ func LoadVLM(ck format.Checkpoint, preproc map[string]any) (*VLM, error) {
 		return nil, err
 	}
 	tw, err := readWeights(ck, tg, func(name string) string {
-		if rest, ok := strings.CutPrefix(name, "model."); ok {
-			return "model.text_model." + rest
-		}
-		return name
+		s, _ := smolvlmTensorName("hf", name)
+		return s
 	})
 	if err != nil {
 		return nil, err
