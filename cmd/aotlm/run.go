@@ -31,6 +31,7 @@ func newRunCmd() *cobra.Command {
 		noCompile                              bool
 		stops                                  []string
 		templatePath                           string
+		images                                 *[]string
 	)
 	cmd := &cobra.Command{
 		Use:   "run -m MODEL -p PROMPT",
@@ -94,6 +95,10 @@ and options; --no-compile runs it through the graph interpreter instead.
 				}
 			}
 			applyGenerationDefaults(cmd, &p, m.Generation())
+			if len(*images) > 0 {
+				return runWithImages(cmd, m, imageRun{modelPath: modelPath, prompt: prompt, system: system, images: *images, ctx: ctx, threads: threads, useChat: useChat, asJSON: asJSON,
+					req: aotlm.Request{MaxTokens: n, Sampling: p, IgnoreEOS: ignoreEOS, Stop: stops}})
+			}
 			s, err := m.NewSession(min(ctx, m.Info().Context))
 			if err != nil {
 				return err
@@ -171,6 +176,7 @@ and options; --no-compile runs it through the graph interpreter instead.
 	f.BoolVar(&verify, "verify", false, "check every checksum of a compiled artifact (.aot), weights included, before running")
 	f.BoolVar(&ignoreEOS, "ignore-eos", false, "keep generating past the end-of-sequence token")
 	f.StringArrayVar(&stops, "stop", nil, "a string that ends generation (repeatable)")
+	images = addImageFlags(f)
 	f.StringVar(&templatePath, "chat-template", "", "a chat template (.jinja, tokenizer_config.json or GGUF) replacing the model's, with --chat")
 	return cmd
 }

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/engine"
+	"github.com/aotlm/aotlm/internal/vision"
+	"github.com/aotlm/aotlm/internal/vlm"
+)
+
+// addImageFlags adds run's --image flag.
+func addImageFlags(f *pflag.FlagSet) *[]string {
+	var images []string
+	f.StringArrayVar(&images, "image", nil, "an image (JPEG, PNG, GIF, WebP) for a vision-language model (repeatable); "+
+		"each goes where the prompt writes <image>, else before the prompt")
+	return &images
+}
+
+// imageRun is what run passes on when images are given.
+type imageRun struct {
+	modelPath, prompt, system string
+	images                    []string
+	threads, ctx              int
+	req                       aotlm.Request
+	useChat, asJSON           bool
+}
+
+// runWithImages encodes the images with the model folder's vision
+// encoder, places their embedding rows in the prompt and generates with
+// the compiled text model.
+func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
+	if !vlm.IsVLM(r.modelPath) {
+		return fmt.Errorf("--image needs a vision-language model folder (SmolVLM, Hugging Face layout); %s is not one", r.modelPath)
+	}
+	if m.Engine() == nil {
+		return errors.New("--image runs the compiled text model; drop --no-compile")
+	}
+	vm, err := vlm.Open(r.modelPath, r.threads)
+	if err != nil {
+		return err
+	}
+	imageID := vm.VLM.Vision.ImageTokenID
+	width := vm.TextConfig().Hidden
+	start := time.Now()
+	var encoded []*vlm.Image
+	for _, path := range r.images {
+		img, err := vision.DecodeFile(path, vision.DefaultLimits)
+		if err != nil {
+			return err
+		}
+		e, err := vm.Encode(img)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		encoded = append(encoded, e)
+	}
+	encodeTime := time.Since(start)
+
+	prompt := r.prompt
+	switch c := strings.Count(prompt, vlm.ImageTok); {
+	case c == 0:
+		prompt = strings.Repeat(vlm.ImageTok, len(encoded)) + prompt
+	case c != len(encoded):
+		return fmt.Errorf("the prompt has %d %s markers for %d images", c, vlm.ImageTok, len(encoded))
+	}
+	req := r.req
+	req.Prompt = prompt
+	if r.useChat {
+		if err := chatPrompt(&req, r.system, m); err != nil {
+			return err
+		}
+	}
+	piece := func(s string) (int, bool) {
+		ids, err := m.Encode(s, true)
+		if err != nil || len(ids) != 1 {
+			return 0, false
+		}
+		return ids[0], true
+	}
+	var ids []int
+	var rows []float32
+	for i, part := range strings.Split(req.Prompt, vlm.ImageTok) {
+		if i > 0 {
+			lids, lemb, err := vlm.Layout(encoded[i-1], width, piece)
+			if err != nil {
+				return err
+			}
+			for j, id := range lids {
+				if id == -1 {
+					id = imageID
+					rows = append(rows, lemb[j*width:(j+1)*width]...)
+				}
+				ids = append(ids, id)
+			}
+		}
+		if part == "" && i > 0 {
+			continue
+		}
+		pids, err := m.Encode(part, req.Raw || i > 0)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, pids...)
+	}
+	req.IDs = ids
+
+	eng := m.Engine()
+	im, err := aotlm.NewModel(aotlm.Config{Info: m.Info(), Tokenizer: m.Tokenizer(), BOS: m.BOS(), EOS: m.StopIDs(),
+		NewSequence: func(n int) (aotlm.Sequence, error) {
+			s, err := eng.NewSession(engine.SessionOptions{Threads: eng.Threads(), Context: n})
+			if err != nil {
+				return nil, err
+			}
+			q := vlm.NewImageSequence(s, imageID, width)
+			if err := q.Queue(rows); err != nil {
+				s.Close()
+				return nil, err
+			}
+			return q, nil
+		}})
+	if err != nil {
+		return err
+	}
+	s, err := im.NewSession(min(r.ctx, m.Info().Context))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if len(req.IDs) > s.Context() {
+		return fmt.Errorf("%w: %d prompt tokens with the images, context %d", aotlm.ErrPromptTooLong, len(req.IDs), s.Context())
+	}
+	out := cmd.OutOrStdout()
+	var onToken func(aotlm.Token) error
+	if !r.asJSON {
+		onToken = func(t aotlm.Token) error {
+			if _, err := io.WriteString(out, t.Text); err != nil {
+				return fmt.Errorf("writing output: %w", err)
+			}
+			return nil
+		}
+	}
+	res, err := s.Generate(cmd.Context(), req, onToken)
+	if err != nil {
+		return err
+	}
+	rep := imageReport{runReport: runReport{PromptIDs: res.PromptIDs, IDs: res.IDs, Text: res.Text, StopReason: res.StopReason,
+		TTFTMs: float64(res.TTFT.Microseconds()) / 1000, PrefillTokS: res.PrefillTokS(), DecodeTokS: res.DecodeTokS(),
+		Seed: req.Sampling.Seed}, Images: len(encoded), ImageEncodeMs: float64(encodeTime.Microseconds()) / 1000}
+	if r.asJSON {
+		return json.NewEncoder(out).Encode(rep)
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintf(cmd.ErrOrStderr(), "%d images encoded in %.1f ms; prompt %d tokens, %.1f tok/s; generated %d tokens, %.1f tok/s (%s)\n",
+		rep.Images, rep.ImageEncodeMs, len(rep.PromptIDs), rep.PrefillTokS, len(rep.IDs), rep.DecodeTokS, rep.StopReason)
+	return nil
+}
+
+// imageReport is what `run --image --json` prints.
+type imageReport struct {
+	runReport
+	Images        int     `json:"images"`
+	ImageEncodeMs float64 `json:"image_encode_ms"`
+}
