@@ -365,3 +365,116 @@ func (v *VisionConfig) Patches(pix []float32) ([]float32, []int, error) {
 	}
 	return rows, order, nil
 }
+
+// LoadVLMPair reads a SmolVLM / Idefics3 model from llama.cpp's pair of
+// GGUF files: the text model and the "mmproj" file holding the vision
+// encoder and projector (projector type idefics3). The image token id is
+// not stored there: ImageTokenID is -1 until the caller looks "<image>"
+// up in the vocabulary.
+func LoadVLMPair(text, mmproj format.Checkpoint) (*VLM, error) {
+	if text.Format() != "gguf" || mmproj.Format() != "gguf" {
+		return nil, errors.New("vision-language GGUF pair: both files must be GGUF")
+	}
+	m := mmproj.Metadata()
+	if a, _ := format.MetaString(m, "general.architecture"); a != "clip" {
+		return nil, fmt.Errorf("mmproj: general.architecture is %q, want clip", a)
+	}
+	if p, _ := format.MetaString(m, "clip.projector_type"); p != "idefics3" {
+		return nil, fmt.Errorf("mmproj: projector type %q is not supported (want idefics3)", p)
+	}
+	if g, ok := m["clip.use_gelu"].(bool); ok && !g {
+		return nil, errors.New("mmproj: clip.use_gelu is false; only GELU encoders are supported")
+	}
+	tm, err := Load(text)
+	if err != nil {
+		return nil, fmt.Errorf("text model: %w", err)
+	}
+	var gerr error
+	get := func(key string) int {
+		v, ok := format.MetaInt(m, key)
+		if !ok && gerr == nil {
+			gerr = fmt.Errorf("mmproj: %q is missing", key)
+		}
+		return int(v)
+	}
+	vc := VisionConfig{ImageSize: get("clip.vision.image_size"), PatchSize: get("clip.vision.patch_size"), Channels: 3,
+		Hidden: get("clip.vision.embedding_length"), FFN: get("clip.vision.feed_forward_length"),
+		Layers: get("clip.vision.block_count"), Heads: get("clip.vision.attention.head_count"),
+		NormEps: floatOr(m, "clip.vision.attention.layer_norm_epsilon", 1e-6), ScaleFactor: get("clip.vision.projector.scale_factor"),
+		TextHidden: tm.Config.Hidden, ImageTokenID: -1}
+	if gerr != nil {
+		return nil, gerr
+	}
+	vc.LongestEdge = vc.ImageSize
+	if v, ok := format.MetaInt(m, "clip.vision.preproc_image_size"); ok {
+		vc.LongestEdge = int(v)
+	}
+	for i, key := range []string{"clip.vision.image_mean", "clip.vision.image_std"} {
+		l, ok := m[key].([]any)
+		if !ok || len(l) != 3 {
+			return nil, fmt.Errorf("mmproj: %q is missing or not 3 values", key)
+		}
+		for c, x := range l {
+			f, ok := format.MetaFloat(map[string]any{"v": x}, "v")
+			if !ok {
+				return nil, fmt.Errorf("mmproj: %q holds %v", key, x)
+			}
+			if i == 0 {
+				vc.Mean[c] = float32(f)
+			} else {
+				vc.Std[c] = float32(f)
+			}
+		}
+	}
+	if err := vc.Validate(); err != nil {
+		return nil, err
+	}
+	vg, err := BuildVision(&vc)
+	if err != nil {
+		return nil, err
+	}
+	vw, err := readWeights(mmproj, vg, mmprojName)
+	if err != nil {
+		return nil, fmt.Errorf("mmproj: %w", err)
+	}
+	return &VLM{Text: tm, Vision: vc, VisionWeights: vw}, nil
+}
+
+var mmprojNames = map[string]string{
+	"layer_norm1.weight": "ln1.weight", "layer_norm1.bias": "ln1.bias",
+	"layer_norm2.weight": "ln2.weight", "layer_norm2.bias": "ln2.bias",
+	"self_attn.q_proj.weight": "attn_q.weight", "self_attn.q_proj.bias": "attn_q.bias",
+	"self_attn.k_proj.weight": "attn_k.weight", "self_attn.k_proj.bias": "attn_k.bias",
+	"self_attn.v_proj.weight": "attn_v.weight", "self_attn.v_proj.bias": "attn_v.bias",
+	"self_attn.out_proj.weight": "attn_out.weight", "self_attn.out_proj.bias": "attn_out.bias",
+	"mlp.fc1.weight": "ffn_up.weight", "mlp.fc1.bias": "ffn_up.bias",
+	"mlp.fc2.weight": "ffn_down.weight", "mlp.fc2.bias": "ffn_down.bias",
+}
+
+// mmprojName maps a canonical vision tensor name to llama.cpp's mmproj
+// name.
+func mmprojName(name string) string {
+	switch name {
+	case "model.vision_model.embeddings.patch_embedding.weight":
+		return "v.patch_embd.weight"
+	case "model.vision_model.embeddings.patch_embedding.bias":
+		return "v.patch_embd.bias"
+	case "model.vision_model.embeddings.position_embedding.weight":
+		return "v.position_embd.weight"
+	case "model.vision_model.post_layernorm.weight":
+		return "v.post_ln.weight"
+	case "model.vision_model.post_layernorm.bias":
+		return "v.post_ln.bias"
+	case "model.connector.modality_projection.proj.weight":
+		return "mm.model.fc.weight"
+	}
+	rest, ok := strings.CutPrefix(name, "model.vision_model.encoder.layers.")
+	if !ok {
+		return name
+	}
+	num, tail, _ := strings.Cut(rest, ".")
+	if v, ok := mmprojNames[tail]; ok {
+		return "v.blk." + num + "." + v
+	}
+	return name
+}

@@ -142,3 +142,24 @@ func (m *Model) Logits(ids []int, embeds []float32) ([]float32, error) {
 
 // TextConfig is the text model's config.
 func (m *Model) TextConfig() *arch.Config { return &m.VLM.Text.Config }
+
+// OpenPair loads a SmolVLM / Idefics3 model from llama.cpp's text GGUF and
+// mmproj GGUF. Its VLM.Vision.ImageTokenID is -1 (the GGUF pair does not
+// store it).
+func OpenPair(textPath, mmprojPath string, threads int) (*Model, error) {
+	text, err := detect.Open(textPath)
+	if err != nil {
+		return nil, err
+	}
+	defer text.Close()
+	mm, err := detect.Open(mmprojPath)
+	if err != nil {
+		return nil, err
+	}
+	defer mm.Close()
+	v, err := arch.LoadVLMPair(text, mm)
+	if err != nil {
+		return nil, err
+	}
+	return New(v, threads)
+}

@@ -3,6 +3,7 @@ package vlm
 import (
 	"encoding/json"
 	"math"
+	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -70,13 +71,26 @@ const (
 	refLogitTol = 1e-4
 )
 
+// TestSmolVLMMatchesLlamaCpp: from the Hugging Face folder and from the
+// GGUF pair, each image's embeddings, the text logits at every text
+// position (with aotlm's embeddings and with llama.cpp's) and the greedy
+// continuation match llama.cpp's.
 func TestSmolVLMMatchesLlamaCpp(t *testing.T) {
 	dir := testutil.Path(t, "vlm/smolvlm")
-	ref := loadRef(t)
-	m, err := Open(dir, 2)
+	hf, err := Open(dir, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
+	pair, err := OpenPair(filepath.Join(dir, "text.gguf"), filepath.Join(dir, "mmproj.gguf"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("hf", func(t *testing.T) { checkAgainstLlamaCpp(t, hf, dir) })
+	t.Run("gguf", func(t *testing.T) { checkAgainstLlamaCpp(t, pair, dir) })
+}
+
+func checkAgainstLlamaCpp(t *testing.T, m *Model, dir string) {
+	ref := loadRef(t)
 	for _, c := range ref.Cases {
 		img, err := vision.DecodeFile(dir+"/"+c.Image, vision.DefaultLimits)
 		if err != nil {
