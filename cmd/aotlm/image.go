@@ -17,18 +17,25 @@ import (
 	"github.com/aotlm/aotlm/internal/vlm"
 )
 
-// addImageFlags adds run's --image flag.
-func addImageFlags(f *pflag.FlagSet) *[]string {
-	var images []string
-	f.StringArrayVar(&images, "image", nil, "an image (JPEG, PNG, GIF, WebP) for a vision-language model (repeatable); "+
+// imageFlags are run's image flags.
+type imageFlags struct {
+	files  []string
+	mmproj string
+}
+
+// addImageFlags adds run's --image and --mmproj flags.
+func addImageFlags(f *pflag.FlagSet) *imageFlags {
+	var fl imageFlags
+	f.StringArrayVar(&fl.files, "image", nil, "an image (JPEG, PNG, GIF, WebP) for a vision-language model (repeatable); "+
 		"each goes where the prompt writes <image>, else before the prompt")
-	return &images
+	f.StringVar(&fl.mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m, with --image")
+	return &fl
 }
 
 // imageRun is what run passes on when images are given.
 type imageRun struct {
 	modelPath, prompt, system string
-	images                    []string
+	images                    imageFlags
 	threads, ctx              int
 	req                       aotlm.Request
 	useChat, asJSON           bool
@@ -38,21 +45,41 @@ type imageRun struct {
 // encoder, places their embedding rows in the prompt and generates with
 // the compiled text model.
 func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
-	if !vlm.IsVLM(r.modelPath) {
-		return fmt.Errorf("--image needs a vision-language model folder (SmolVLM, Hugging Face layout); %s is not one", r.modelPath)
-	}
 	if m.Engine() == nil {
 		return errors.New("--image runs the compiled text model; drop --no-compile")
 	}
-	vm, err := vlm.Open(r.modelPath, r.threads)
+	piece := func(s string) (int, bool) {
+		ids, err := m.Encode(s, true)
+		if err != nil || len(ids) != 1 {
+			return 0, false
+		}
+		return ids[0], true
+	}
+	var vm *vlm.Model
+	var err error
+	switch {
+	case r.images.mmproj != "":
+		vm, err = vlm.OpenPair(r.modelPath, r.images.mmproj, r.threads)
+	case vlm.IsVLM(r.modelPath):
+		vm, err = vlm.Open(r.modelPath, r.threads)
+	default:
+		return fmt.Errorf("--image needs a vision-language model: a SmolVLM folder (Hugging Face layout), or a text GGUF with --mmproj; %s is neither", r.modelPath)
+	}
 	if err != nil {
 		return err
 	}
 	imageID := vm.VLM.Vision.ImageTokenID
+	if imageID < 0 {
+		id, ok := piece(vlm.ImageTok)
+		if !ok {
+			return fmt.Errorf("the vocabulary has no %s token", vlm.ImageTok)
+		}
+		imageID = id
+	}
 	width := vm.TextConfig().Hidden
 	start := time.Now()
 	var encoded []*vlm.Image
-	for _, path := range r.images {
+	for _, path := range r.images.files {
 		img, err := vision.DecodeFile(path, vision.DefaultLimits)
 		if err != nil {
 			return err
@@ -78,13 +105,6 @@ func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
 		if err := chatPrompt(&req, r.system, m); err != nil {
 			return err
 		}
-	}
-	piece := func(s string) (int, bool) {
-		ids, err := m.Encode(s, true)
-		if err != nil || len(ids) != 1 {
-			return 0, false
-		}
-		return ids[0], true
 	}
 	var ids []int
 	var rows []float32

@@ -103,6 +103,33 @@ func TestRunImage(t *testing.T) {
 	}
 }
 
+// TestRunImageGGUFPair: the same image and prompt through llama.cpp's
+// text GGUF + mmproj GGUF give the ids the Hugging Face folder gives.
+func TestRunImageGGUFPair(t *testing.T) {
+	dir := testutil.Path(t, "vlm/smolvlm")
+	tok := filepath.Join(dir, "text.gguf")
+	args := []string{"--image", filepath.Join(dir, "image_square.png"), "-p", "hello", "-n", "6", "--temp", "0",
+		"--ignore-eos", "--json", "-t", "1"}
+	var reps [2]runJSON
+	for i, src := range [][]string{{"-m", dir, "--tokenizer", tok}, {"-m", tok, "--mmproj", filepath.Join(dir, "mmproj.gguf")}} {
+		code, out, errs := runCLI(t, append(append([]string{"run"}, src...), args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", src, code, errs)
+		}
+		if err := json.Unmarshal([]byte(out), &reps[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if joinedIDs(reps[0].PromptIDs) != joinedIDs(reps[1].PromptIDs) || joinedIDs(reps[0].IDs) != joinedIDs(reps[1].IDs) {
+		t.Fatalf("folder gave %v -> %v, GGUF pair %v -> %v", reps[0].PromptIDs, reps[0].IDs, reps[1].PromptIDs, reps[1].IDs)
+	}
+}
+
+func joinedIDs(v []int) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
 func TestRunImageErrors(t *testing.T) {
 	dir := testutil.Path(t, "vlm/smolvlm")
 	tok := filepath.Join(dir, "text.gguf")

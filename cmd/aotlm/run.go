@@ -31,7 +31,7 @@ func newRunCmd() *cobra.Command {
 		noCompile                              bool
 		stops                                  []string
 		templatePath                           string
-		images                                 *[]string
+		images                                 *imageFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run -m MODEL -p PROMPT",
@@ -95,7 +95,7 @@ and options; --no-compile runs it through the graph interpreter instead.
 				}
 			}
 			applyGenerationDefaults(cmd, &p, m.Generation())
-			if len(*images) > 0 {
+			if len(images.files) > 0 {
 				return runWithImages(cmd, m, imageRun{modelPath: modelPath, prompt: prompt, system: system, images: *images, ctx: ctx, threads: threads, useChat: useChat, asJSON: asJSON,
 					req: aotlm.Request{MaxTokens: n, Sampling: p, IgnoreEOS: ignoreEOS, Stop: stops}})
 			}
