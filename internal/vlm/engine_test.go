@@ -3,6 +3,7 @@ package vlm
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/arch"
@@ -112,5 +113,21 @@ func TestCompiledTextAfterImage(t *testing.T) {
 			}
 			q.Close()
 		}
+	}
+}
+
+// TestEncoderNotCompiled: the vision graph is refused by the compiler with
+// a clear error rather than lowered wrongly.
+func TestEncoderNotCompiled(t *testing.T) {
+	m, err := Open(testutil.Path(t, "vlm/smolvlm"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := arch.BuildVision(&m.VLM.Vision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := compile.Lower(g, 64, 64); err == nil || !strings.Contains(err.Error(), "not compiled yet") {
+		t.Fatalf("lowering the vision graph: %v", err)
 	}
 }
