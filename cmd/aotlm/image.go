@@ -161,6 +161,11 @@ func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
 	out := cmd.OutOrStdout()
 	var onToken func(aotlm.Token) error
 	if !r.asJSON {
+		if !r.useChat {
+			if _, err := io.WriteString(out, r.prompt); err != nil {
+				return fmt.Errorf("writing output: %w", err)
+			}
+		}
 		onToken = func(t aotlm.Token) error {
 			if _, err := io.WriteString(out, t.Text); err != nil {
 				return fmt.Errorf("writing output: %w", err)

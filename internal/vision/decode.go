@@ -104,8 +104,9 @@ func Decode(data []byte, lim Limits) (*RGB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decoding %s image (truncated or damaged?): %w", kind, err)
 	}
+	// a GIF's first frame may be smaller than its declared screen
 	b := img.Bounds()
-	if b.Dx() != cfg.Width || b.Dy() != cfg.Height {
+	if b.Dx() <= 0 || b.Dy() <= 0 || b.Dx() > cfg.Width || b.Dy() > cfg.Height {
 		return nil, fmt.Errorf("%s image decodes to %dx%d but declares %dx%d", kind, b.Dx(), b.Dy(), cfg.Width, cfg.Height)
 	}
 	return toRGB(img), nil
