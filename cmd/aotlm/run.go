@@ -32,6 +32,7 @@ func newRunCmd() *cobra.Command {
 		stops                                  []string
 		templatePath                           string
 		quiet                                  bool
+		images                                 *imageFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run [-m MODEL] -p PROMPT",
@@ -107,6 +108,10 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 				}
 			}
 			applyGenerationDefaults(cmd, &p, m.Generation())
+			if len(images.files) > 0 {
+				return runWithImages(cmd, m, imageRun{modelPath: modelPath, prompt: prompt, system: system, images: *images, ctx: ctx, threads: threads, useChat: useChat, asJSON: asJSON,
+					req: aotlm.Request{MaxTokens: n, Sampling: p, IgnoreEOS: ignoreEOS, Stop: stops}})
+			}
 			s, err := m.NewSession(min(ctx, m.Info().Context))
 			if err != nil {
 				return err
@@ -190,6 +195,7 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 	f.BoolVar(&verify, "verify", false, "check every checksum of a compiled artifact (.aot), weights included, before running")
 	f.BoolVar(&ignoreEOS, "ignore-eos", false, "keep generating past the end-of-sequence token")
 	f.StringArrayVar(&stops, "stop", nil, "a string that ends generation (repeatable)")
+	images = addImageFlags(f)
 	f.StringVar(&templatePath, "chat-template", "", "a chat template (.jinja, tokenizer_config.json or GGUF) replacing the model's, with --chat")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print the generated text only: no notes, no statistics")
 	return cmd

@@ -30,6 +30,9 @@ func Lower(g *graph.Graph, n, ctx int) (*plan.Plan, error) {
 			continue
 		}
 		o := nd.Op
+		if o == op.Rows || o == op.GroupRows || (nd.Attn != nil && nd.Attn.Bidirectional) {
+			return nil, fmt.Errorf("compile: node %d (%s): %v is not compiled yet (vision encoders run in the interpreter)", i, nd.Name, nd.Op)
+		}
 		if o == op.Invalid || o >= op.Count {
 			return nil, fmt.Errorf("compile: node %d (%s): op %v has no plan form", i, nd.Name, nd.Op)
 		}

@@ -90,6 +90,7 @@ type Session struct {
 	sel     [1]int // the default logits selection (last row)
 	one     [1]int
 	closed  bool
+	embeds  []float32 // Pass.Embeds of the running pass
 }
 
 // NewSession allocates a session's arena and cache.
@@ -210,6 +211,10 @@ type Pass struct {
 	// Logits lists the rows whose logits are wanted, ascending; nil means
 	// the last row, an empty non-nil slice none.
 	Logits []int
+	// Embeds, when set, holds one row of the embedding width per row of
+	// the pass; a row whose id is -1 takes its embedding from here (an
+	// image's embedding rows), the others from the table.
+	Embeds []float32
 }
 
 // Logits holds the logits of the rows a pass selected, valid until the
@@ -251,7 +256,7 @@ func (s *Session) Run(p *Pass) (Logits, error) {
 	if prog == nil {
 		return Logits{}, fmt.Errorf("engine: a pass of %d rows: the artifact's largest plan has %d", T, s.MaxRows())
 	}
-	if err := s.checkIDs(p.IDs); err != nil {
+	if err := s.checkPassInput(prog, p); err != nil {
 		return Logits{}, err
 	}
 	if p.Mask != nil {
@@ -313,7 +318,9 @@ func (s *Session) Run(p *Pass) (Logits, error) {
 		}
 	}
 	s.e.passMu.Lock()
+	s.embeds = p.Embeds
 	out := s.exec(prog, p.IDs, sel)
+	s.embeds = nil
 	s.e.passMu.Unlock()
 	s.pending = T
 	return out, nil
@@ -535,6 +542,10 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 		switch st.Op {
 		case op.Embed:
 			for t, id := range ids {
+				if id < 0 { // checked: a row of s.embeds
+					copy(out[t*cols:(t+1)*cols], s.embeds[t*cols:(t+1)*cols])
+					continue
+				}
 				if st.qw != nil {
 					st.qw.row(out[t*cols:(t+1)*cols], id)
 					continue

@@ -113,5 +113,20 @@ func (g *Graph) LastRow(x int) int {
 	return g.add(Node{Op: op.SelectRows, In: []int{x}, Cols: g.cols(x)})
 }
 
+// Rows adds a graph input of cols floats a row (a vision encoder's
+// patches), given to Interpreter.RunInput.
+func (g *Graph) Rows(cols int) int {
+	return g.add(Node{Op: op.Rows, Cols: cols, Name: "rows"})
+}
+
+// GroupRows joins each k consecutive rows of x into one row of k*cols(x)
+// columns; the pass must have a multiple of k rows.
+func (g *Graph) GroupRows(x, k int) int {
+	if k < 1 {
+		panic(fmt.Sprintf("graph: group of %d rows", k))
+	}
+	return g.add(Node{Op: op.GroupRows, In: []int{x}, Cols: k * g.cols(x), Group: k})
+}
+
 // SetOutput marks node i as the graph's output.
 func (g *Graph) SetOutput(i int) { g.Output = i }

@@ -61,6 +61,9 @@ type Attn struct {
 	HeadDim int     // E
 	Scale   float32 // multiplies q·k
 	Window  int     // sliding window in positions; 0 = unlimited
+	// Bidirectional lets every row see every row of its pass, later ones
+	// included (a vision encoder); otherwise attention is causal.
+	Bidirectional bool
 }
 
 // Node is one operation in the graph.
@@ -82,6 +85,7 @@ type Node struct {
 	HeadDim int     // op.HeadRMSNorm, op.WKV7: E, the span each norm covers
 	Scale   float32 // op.Scale
 	Lo, Hi  int     // op.Columns
+	Group   int     // op.GroupRows: rows joined into one
 	Rope    *Rope   // op.RoPE
 	Attn    *Attn   // op.Attention
 }

@@ -89,9 +89,46 @@ func (in *Interpreter) NewState(ctx int) *State {
 // It returns the output matrix and its row count. On error the state is
 // unchanged.
 func (in *Interpreter) Run(st *State, ids []int) (out []float32, rows int, err error) {
+	return in.RunInput(st, Input{IDs: ids})
+}
+
+// Input is what one pass of the interpreter reads.
+type Input struct {
+	// IDs are the T token ids (a vision encoder's position ids). With
+	// Embeds set, an id of -1 takes its row from Embeds instead of the
+	// embedding table.
+	IDs []int
+	// Embeds holds T rows of the embedding width; only the rows whose id
+	// is -1 are read (image embeddings placed in a text prompt).
+	Embeds []float32
+	// Rows holds T rows of the graph's op.Rows input (pixel patches).
+	Rows []float32
+}
+
+// RunInput is Run with embedding rows in place of some token ids, or with
+// the float rows of a graph that reads them.
+func (in *Interpreter) RunInput(st *State, inp Input) (out []float32, rows int, err error) {
+	ids := inp.IDs
 	T := len(ids)
 	if T == 0 {
 		return nil, 0, errors.New("graph: run with no tokens")
+	}
+	for i := range in.g.Nodes {
+		n := &in.g.Nodes[i]
+		switch n.Op {
+		case op.Rows:
+			if len(inp.Rows) != T*n.Cols {
+				return nil, 0, fmt.Errorf("graph: input rows hold %d values, want %d rows of %d", len(inp.Rows), T, n.Cols)
+			}
+		case op.Embed:
+			if inp.Embeds != nil && len(inp.Embeds) != T*n.Cols {
+				return nil, 0, fmt.Errorf("graph: embedding rows hold %d values, want %d rows of %d", len(inp.Embeds), T, n.Cols)
+			}
+		case op.GroupRows:
+			if T%n.Group != 0 {
+				return nil, 0, fmt.Errorf("graph: %d rows do not group by %d", T, n.Group)
+			}
+		}
 	}
 	if st.cols != in.g.KVCols || len(st.K) != in.g.Layers {
 		return nil, 0, errors.New("graph: state was made for another graph")
@@ -113,15 +150,24 @@ func (in *Interpreter) Run(st *State, ids []int) (out []float32, rows int, err e
 	for i := range in.g.Nodes {
 		n := &in.g.Nodes[i]
 		r := T
-		if n.Op == op.SelectRows {
+		switch {
+		case n.Op == op.SelectRows:
 			r = 1
+		case n.Op == op.GroupRows:
+			r = nrows[n.In[0]] / n.Group
+		case len(n.In) > 0:
+			r = nrows[n.In[0]]
 		}
 		nrows[i] = r
 		if n.Op == op.Tokens {
 			continue
 		}
+		if n.Op == op.Rows {
+			vals[i] = inp.Rows
+			continue
+		}
 		dst := make([]float32, r*n.Cols)
-		if err := in.eval(n, dst, vals, nrows, ids, st); err != nil {
+		if err := in.eval(n, dst, vals, nrows, inp, st); err != nil {
 			return nil, 0, fmt.Errorf("graph: node %d (%v %s): %w", i, n.Op, n.Name, err)
 		}
 		vals[i] = dst
@@ -130,7 +176,8 @@ func (in *Interpreter) Run(st *State, ids []int) (out []float32, rows int, err e
 	return vals[in.g.Output], nrows[in.g.Output], nil
 }
 
-func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []int, ids []int, st *State) error {
+func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []int, inp Input, st *State) error {
+	ids := inp.IDs
 	T := len(ids)
 	var x []float32
 	if len(n.In) > 0 {
@@ -141,6 +188,10 @@ func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []in
 		table := in.w[n.Weight]
 		vocab := len(table) / n.Cols
 		for t, id := range ids {
+			if id == -1 && inp.Embeds != nil {
+				copy(dst[t*n.Cols:(t+1)*n.Cols], inp.Embeds[t*n.Cols:(t+1)*n.Cols])
+				continue
+			}
 			if id < 0 || id >= vocab {
 				return fmt.Errorf("token id %d out of range [0,%d)", id, vocab)
 			}
@@ -192,6 +243,8 @@ func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []in
 	case op.SelectRows:
 		r := nrows[n.In[0]]
 		copy(dst, x[(r-1)*n.Cols:r*n.Cols])
+	case op.GroupRows:
+		copy(dst, x) // row-major: k consecutive rows are one longer row
 	default:
 		if ok, err := in.evalRecurrent(n, dst, vals, nrows, st); ok {
 			return err

@@ -118,6 +118,9 @@ func attention(out, q, k, v []float32, T int, st *State, a *Attn) {
 	scores := make([]float32, st.Pos+T)
 	for t := 0; t < T; t++ {
 		p := st.Pos + t
+		if a.Bidirectional {
+			p = st.Pos + T - 1
+		}
 		first := 0
 		if a.Window > 0 && p-a.Window+1 > 0 {
 			first = p - a.Window + 1

@@ -37,6 +37,7 @@ var allowed = map[string][]string{
 	"internal/arch":     {"internal/op", "internal/graph", "internal/format", "internal/tensor"},
 	"internal/testutil": {},
 	"internal/demo":     {},
+	"internal/vision":   {},
 	"internal/eval":     {"internal/decoding", "internal/sample", "internal/tokenizer", "internal/limits"},
 	// bench measures compiled artifacts through the engine only
 	"internal/bench": {"internal/engine", "internal/op", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output", "internal/limits"},

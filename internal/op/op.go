@@ -28,6 +28,11 @@
 //	sub          out = x - y
 //	sigmoid, tanh, relu   elementwise
 //	wkv7         RWKV-7's time mix (WKV7), with a [H, E, E] state
+//	rows         a graph input of T rows of floats (graphs only, never a
+//	             plan step): the pixel patches of a vision encoder
+//	group_rows   out[i] = x[k*i] | x[k*i+1] | ... | x[k*i+k-1]: T/k rows of
+//	             k*C columns (a vision connector's pixel shuffle, with the
+//	             patches fed in block order)
 package op
 
 import (
@@ -64,6 +69,8 @@ const (
 	Tanh
 	ReLU
 	WKV7
+	Rows
+	GroupRows
 	// Count is the number of op codes.
 	Count
 )
@@ -74,6 +81,7 @@ var names = [Count]string{
 	Attention: "attention", Columns: "columns", SelectRows: "select_rows",
 	HeadRMSNorm: "head_rms_norm", LayerNorm: "layer_norm", TokenShift: "token_shift", Mix: "mix",
 	Sub: "sub", Sigmoid: "sigmoid", Tanh: "tanh", ReLU: "relu", WKV7: "wkv7",
+	Rows: "rows", GroupRows: "group_rows",
 }
 
 // aliases are former names still accepted when decoding.
@@ -129,10 +137,11 @@ var arity = [Count]Arity{
 	RoPE: {1, 0, 0}, Attention: {3, 0, 0}, Columns: {1, 0, 0}, SelectRows: {1, 0, 0},
 	HeadRMSNorm: {1, 1, 1}, LayerNorm: {1, 2, 2}, TokenShift: {1, 0, 0}, Mix: {2, 1, 1},
 	Sub: {2, 0, 0}, Sigmoid: {1, 0, 0}, Tanh: {1, 0, 0}, ReLU: {1, 0, 0}, WKV7: {5, 5, 5},
+	GroupRows: {1, 0, 0},
 }
 
-// Arity returns the op's input and weight counts (zero for Invalid and
-// Tokens, which are not steps).
+// Arity returns the op's input and weight counts (zero for Invalid,
+// Tokens and Rows, which are not steps).
 func (o Op) Arity() Arity {
 	if o < Count {
 		return arity[o]

@@ -145,6 +145,9 @@ func (p *Plan) checkStep(s int, def []int) error {
 	if st.Op == op.Invalid || st.Op == op.Tokens || st.Op >= op.Count {
 		return errf(f+".op", "unknown op %v", st.Op)
 	}
+	if st.Op == op.Rows || st.Op == op.GroupRows {
+		return errf(f+".op", "op %v has no plan form yet (vision encoders run in the interpreter)", st.Op)
+	}
 	a := st.Op.Arity()
 	if len(st.In) != a.In {
 		return errf(f+".in", "%v takes %d inputs, has %d", st.Op, a.In, len(st.In))

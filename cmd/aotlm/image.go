@@ -1,0 +1,197 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/engine"
+	"github.com/aotlm/aotlm/internal/vision"
+	"github.com/aotlm/aotlm/internal/vlm"
+)
+
+// imageFlags are run's image flags.
+type imageFlags struct {
+	files  []string
+	mmproj string
+}
+
+// addImageFlags adds run's --image and --mmproj flags.
+func addImageFlags(f *pflag.FlagSet) *imageFlags {
+	var fl imageFlags
+	f.StringArrayVar(&fl.files, "image", nil, "an image (JPEG, PNG, GIF, WebP) for a vision-language model (repeatable); "+
+		"each goes where the prompt writes <image>, else before the prompt")
+	f.StringVar(&fl.mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m, with --image")
+	return &fl
+}
+
+// imageRun is what run passes on when images are given.
+type imageRun struct {
+	modelPath, prompt, system string
+	images                    imageFlags
+	threads, ctx              int
+	req                       aotlm.Request
+	useChat, asJSON           bool
+}
+
+// runWithImages encodes the images with the model folder's vision
+// encoder, places their embedding rows in the prompt and generates with
+// the compiled text model.
+func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
+	if m.Engine() == nil {
+		return errors.New("--image runs the compiled text model; drop --no-compile")
+	}
+	piece := func(s string) (int, bool) {
+		ids, err := m.Encode(s, true)
+		if err != nil || len(ids) != 1 {
+			return 0, false
+		}
+		return ids[0], true
+	}
+	var vm *vlm.Model
+	var err error
+	switch {
+	case r.images.mmproj != "":
+		vm, err = vlm.OpenPair(r.modelPath, r.images.mmproj, r.threads)
+	case vlm.IsVLM(r.modelPath):
+		vm, err = vlm.Open(r.modelPath, r.threads)
+	default:
+		return fmt.Errorf("--image needs a vision-language model: a SmolVLM folder (Hugging Face layout), or a text GGUF with --mmproj; %s is neither", r.modelPath)
+	}
+	if err != nil {
+		return err
+	}
+	imageID := vm.VLM.Vision.ImageTokenID
+	if imageID < 0 {
+		id, ok := piece(vlm.ImageTok)
+		if !ok {
+			return fmt.Errorf("the vocabulary has no %s token", vlm.ImageTok)
+		}
+		imageID = id
+	}
+	width := vm.TextConfig().Hidden
+	start := time.Now()
+	var encoded []*vlm.Image
+	for _, path := range r.images.files {
+		img, err := vision.DecodeFile(path, vision.DefaultLimits)
+		if err != nil {
+			return err
+		}
+		e, err := vm.Encode(img)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		encoded = append(encoded, e)
+	}
+	encodeTime := time.Since(start)
+
+	prompt := r.prompt
+	switch c := strings.Count(prompt, vlm.ImageTok); {
+	case c == 0:
+		prompt = strings.Repeat(vlm.ImageTok, len(encoded)) + prompt
+	case c != len(encoded):
+		return fmt.Errorf("the prompt has %d %s markers for %d images", c, vlm.ImageTok, len(encoded))
+	}
+	req := r.req
+	req.Prompt = prompt
+	if r.useChat {
+		if err := chatPrompt(&req, r.system, m); err != nil {
+			return err
+		}
+	}
+	var ids []int
+	var rows []float32
+	for i, part := range strings.Split(req.Prompt, vlm.ImageTok) {
+		if i > 0 {
+			lids, lemb, err := vlm.Layout(encoded[i-1], width, piece)
+			if err != nil {
+				return err
+			}
+			for j, id := range lids {
+				if id == -1 {
+					id = imageID
+					rows = append(rows, lemb[j*width:(j+1)*width]...)
+				}
+				ids = append(ids, id)
+			}
+		}
+		if part == "" && i > 0 {
+			continue
+		}
+		pids, err := m.Encode(part, req.Raw || i > 0)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, pids...)
+	}
+	req.IDs = ids
+
+	eng := m.Engine()
+	im, err := aotlm.NewModel(aotlm.Config{Info: m.Info(), Tokenizer: m.Tokenizer(), BOS: m.BOS(), EOS: m.StopIDs(),
+		NewSequence: func(n int) (aotlm.Sequence, error) {
+			s, err := eng.NewSession(engine.SessionOptions{Threads: eng.Threads(), Context: n})
+			if err != nil {
+				return nil, err
+			}
+			q := vlm.NewImageSequence(s, imageID, width)
+			if err := q.Queue(rows); err != nil {
+				s.Close()
+				return nil, err
+			}
+			return q, nil
+		}})
+	if err != nil {
+		return err
+	}
+	s, err := im.NewSession(min(r.ctx, m.Info().Context))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if len(req.IDs) > s.Context() {
+		return fmt.Errorf("%w: %d prompt tokens with the images, context %d", aotlm.ErrPromptTooLong, len(req.IDs), s.Context())
+	}
+	out := cmd.OutOrStdout()
+	var onToken func(aotlm.Token) error
+	if !r.asJSON {
+		if !r.useChat {
+			if _, err := io.WriteString(out, r.prompt); err != nil {
+				return fmt.Errorf("writing output: %w", err)
+			}
+		}
+		onToken = func(t aotlm.Token) error {
+			if _, err := io.WriteString(out, t.Text); err != nil {
+				return fmt.Errorf("writing output: %w", err)
+			}
+			return nil
+		}
+	}
+	res, err := s.Generate(cmd.Context(), req, onToken)
+	if err != nil {
+		return err
+	}
+	rep := imageReport{runReport: runReport{PromptIDs: res.PromptIDs, IDs: res.IDs, Text: res.Text, StopReason: res.StopReason,
+		TTFTMs: float64(res.TTFT.Microseconds()) / 1000, PrefillTokS: res.PrefillTokS(), DecodeTokS: res.DecodeTokS(),
+		Seed: req.Sampling.Seed}, Images: len(encoded), ImageEncodeMs: float64(encodeTime.Microseconds()) / 1000}
+	if r.asJSON {
+		return json.NewEncoder(out).Encode(rep)
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintf(cmd.ErrOrStderr(), "%d images encoded in %.1f ms; prompt %d tokens, %.1f tok/s; generated %d tokens, %.1f tok/s (%s)\n",
+		rep.Images, rep.ImageEncodeMs, len(rep.PromptIDs), rep.PrefillTokS, len(rep.IDs), rep.DecodeTokS, rep.StopReason)
+	return nil
+}
+
+// imageReport is what `run --image --json` prints.
+type imageReport struct {
+	runReport
+	Images        int     `json:"images"`
+	ImageEncodeMs float64 `json:"image_encode_ms"`
+}

@@ -1,0 +1,165 @@
+// Package vlm runs vision-language models in the graph interpreter:
+// images to embedding rows (preprocessing, the vision encoder, the
+// connector), the prompt layout that places them, and the text model
+// reading them in place of token ids.
+package vlm
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/aotlm/aotlm/internal/arch"
+	"github.com/aotlm/aotlm/internal/format/detect"
+	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/vision"
+)
+
+// Model is a loaded vision-language model.
+type Model struct {
+	VLM  *arch.VLM
+	Proc vision.Idefics3
+	enc  *graph.Interpreter
+	text *graph.Interpreter
+}
+
+// IsVLM reports whether the Hugging Face folder dir holds a
+// vision-language model this package runs.
+func IsVLM(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return false
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return false
+	}
+	return arch.IsVLM(m)
+}
+
+// Open loads a SmolVLM / Idefics3 model from a Hugging Face folder
+// (config.json, preprocessor_config.json, safetensors).
+func Open(dir string, threads int) (*Model, error) {
+	ck, err := detect.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer ck.Close()
+	var pre map[string]any
+	if b, err := os.ReadFile(filepath.Join(dir, "preprocessor_config.json")); err == nil {
+		if err := json.Unmarshal(b, &pre); err != nil {
+			return nil, fmt.Errorf("preprocessor_config.json: %w", err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	v, err := arch.LoadVLM(ck, pre)
+	if err != nil {
+		return nil, err
+	}
+	return New(v, threads)
+}
+
+// New makes interpreters for a loaded model.
+func New(v *arch.VLM, threads int) (*Model, error) {
+	vg, err := arch.BuildVision(&v.Vision)
+	if err != nil {
+		return nil, err
+	}
+	enc, err := graph.NewInterpreter(vg, v.VisionWeights, threads)
+	if err != nil {
+		return nil, fmt.Errorf("vision encoder: %w", err)
+	}
+	tg, err := arch.Build(&v.Text.Config, arch.BuildOptions{AllLogits: true})
+	if err != nil {
+		return nil, err
+	}
+	text, err := graph.NewInterpreter(tg, v.Text.Weights, threads)
+	if err != nil {
+		return nil, fmt.Errorf("text model: %w", err)
+	}
+	return &Model{VLM: v, enc: enc, text: text,
+		Proc: vision.Idefics3{Tile: v.Vision.ImageSize, LongestEdge: v.Vision.LongestEdge}}, nil
+}
+
+// EncodeTile runs the encoder and connector on one ImageSize x ImageSize
+// tile and returns TokensPerImage rows of the text width.
+func (m *Model) EncodeTile(tile *vision.RGB) ([]float32, error) {
+	vc := &m.VLM.Vision
+	if tile.W != vc.ImageSize || tile.H != vc.ImageSize {
+		return nil, fmt.Errorf("vision: tile of %dx%d, the encoder reads %dx%d", tile.W, tile.H, vc.ImageSize, vc.ImageSize)
+	}
+	rows, pos, err := vc.Patches(vision.Normalize(tile, vc.Mean, vc.Std))
+	if err != nil {
+		return nil, err
+	}
+	st := m.enc.NewState(len(pos))
+	out, _, err := m.enc.RunInput(st, graph.Input{IDs: pos, Rows: rows})
+	if err != nil {
+		return nil, fmt.Errorf("vision encoder: %w", err)
+	}
+	return out, nil
+}
+
+// Image is an encoded image: the embedding rows of each slice (grid row
+// by row) and of the overview.
+type Image struct {
+	Rows, Cols int
+	Slices     [][]float32
+	Overview   []float32
+}
+
+// Encode preprocesses and encodes an image.
+func (m *Model) Encode(img *vision.RGB) (*Image, error) {
+	p, err := m.Proc.Preprocess(img)
+	if err != nil {
+		return nil, err
+	}
+	out := &Image{Rows: p.Rows, Cols: p.Cols}
+	for _, s := range p.Slices {
+		e, err := m.EncodeTile(s)
+		if err != nil {
+			return nil, err
+		}
+		out.Slices = append(out.Slices, e)
+	}
+	if out.Overview, err = m.EncodeTile(p.Overview); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Logits runs the text model over ids from position 0, where id -1 rows
+// read embeds (rows of the text width; nil when there is no image), and
+// returns the logits of every row.
+func (m *Model) Logits(ids []int, embeds []float32) ([]float32, error) {
+	st := m.text.NewState(len(ids))
+	out, _, err := m.text.RunInput(st, graph.Input{IDs: ids, Embeds: embeds})
+	return out, err
+}
+
+// TextConfig is the text model's config.
+func (m *Model) TextConfig() *arch.Config { return &m.VLM.Text.Config }
+
+// OpenPair loads a SmolVLM / Idefics3 model from llama.cpp's text GGUF and
+// mmproj GGUF. Its VLM.Vision.ImageTokenID is -1 (the GGUF pair does not
+// store it).
+func OpenPair(textPath, mmprojPath string, threads int) (*Model, error) {
+	text, err := detect.Open(textPath)
+	if err != nil {
+		return nil, err
+	}
+	defer text.Close()
+	mm, err := detect.Open(mmprojPath)
+	if err != nil {
+		return nil, err
+	}
+	defer mm.Close()
+	v, err := arch.LoadVLMPair(text, mm)
+	if err != nil {
+		return nil, err
+	}
+	return New(v, threads)
+}
