@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -13,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm/internal/bench"
+	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/model"
 )
 
 func newBenchCmd() *cobra.Command {
@@ -62,7 +65,11 @@ Tests needing more positions than the artifact's context are refused.`,
 				}
 				defer stop()
 			}
-			rep, err := bench.RunArtifact(modelPath, cfg)
+			art, err := benchArtifact(modelPath, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			rep, err := bench.RunArtifact(art, cfg)
 			if err != nil {
 				return err
 			}
@@ -73,7 +80,7 @@ Tests needing more positions than the artifact's context are refused.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&modelPath, "model", "m", "", "compiled artifact (.aot) to measure (required)")
+	f.StringVarP(&modelPath, "model", "m", "", "compiled artifact (.aot) to measure (required); a model or Hub repository is compiled into the cache first, as run does")
 	f.IntSliceVarP(&prompts, "n-prompt", "p", []int{512}, "prompt lengths of pp tests, comma-separated (0: none)")
 	f.IntSliceVarP(&gens, "n-gen", "n", []int{128}, "decode lengths of tg tests, comma-separated (0: none)")
 	f.StringArrayVar(&pgs, "pg", nil, "a pg test as PROMPT,GEN (repeatable)")
@@ -113,4 +120,15 @@ func parsePair(s string) ([2]int, error) {
 		return [2]int{}, fmt.Errorf("bench: -pg %q is not PROMPT,GEN (such as 512,128)", s)
 	}
 	return [2]int{p, n}, nil
+}
+
+// benchArtifact gives the artifact to measure: an .aot as it is, else the
+// model (a path or a Hub repository) compiled into the cache with run's
+// default options, so bench and run share it.
+func benchArtifact(arg string, stderr io.Writer) (string, error) {
+	path, err := resolveModelArg(arg, stderr)
+	if err != nil {
+		return "", err
+	}
+	return model.CompileCached(path, compile.Options{ARLens: []int{32}, Ctx: 4096, ClampCtx: true, KV: "f32"}, stderr)
 }

@@ -25,7 +25,8 @@ sized for a KV cache of --ctx positions.
 MODEL is a GGUF file, a llama2.c checkpoint (.bin, with --tokenizer), a
 Hugging Face folder (config.json + model.safetensors + tokenizer files), or
 a folder written by "aotlm quantize", whose quantized tensors keep their
-integers (w8, lpbq, q4 layouts) and the rest float32.
+integers (w8, lpbq, q4 layouts) and the rest float32; or a Hugging Face Hub
+repository, org/name[@rev][:QUANT], pulled first (see aotlm pull).
 
 --kv u8 stores the KV cache as uint8 with per-layer, per-head scales fixed
 at compile time from a float32 calibration pass over --calib FILE (text,
@@ -54,7 +55,11 @@ exactly, several times slower.`,
 			}
 			opts := compile.Options{ARLens: []int{arLen}, Ctx: ctx, Tokenizer: tokPath, KV: kv, CalibText: calib,
 				FloatActivations: float}
-			if err := compile.CompileFile(args[0], out, opts); err != nil {
+			src, err := resolveModelArg(args[0], cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if err := compile.CompileFile(src, out, opts); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", out)

@@ -31,23 +31,36 @@ func newRunCmd() *cobra.Command {
 		noCompile                              bool
 	)
 	cmd := &cobra.Command{
-		Use:   "run -m MODEL -p PROMPT",
+		Use:   "run [MODEL] -m MODEL -p PROMPT",
 		Short: "Generate text from a prompt",
 		Long: `Generate text from a prompt, streaming it to stdout as it is produced.
 
 MODEL is a compiled artifact (.aot, from aotlm compile), a GGUF file, a
 llama2.c checkpoint (.bin, with --tokenizer), a Hugging Face folder
 (config.json + model.safetensors + tokenizer files), or a quantized folder
-(from aotlm quantize). A model that is not an artifact is compiled into the
+(from aotlm quantize), or a Hugging Face Hub repository, org/name[@rev][:QUANT],
+pulled into the Hugging Face cache first (see aotlm pull). MODEL may be
+given with -m or as the argument. A model that is not an artifact is compiled into the
 cache first ($AOTLM_CACHE, default the user cache folder), once per model
 and options; --no-compile runs it through the graph interpreter instead.
 --temp 0 decodes greedily; --seed makes sampling reproducible.`,
 		Example: `  aotlm run -m stories260K.gguf -p "Once upon a time" -n 64
+  aotlm run unsloth/Qwen3-0.6B-GGUF:Q8_0 -p "Why is the sky blue?" --chat
   aotlm run -m stories260K.bin --tokenizer tok512.bin -p "" -n 40 --temp 0 --json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if modelPath != "" {
+					return fmt.Errorf("two models: %q and -m %q", args[0], modelPath)
+				}
+				modelPath = args[0]
+			}
 			if modelPath == "" {
-				return fmt.Errorf("no model: pass -m <model file or folder>")
+				return fmt.Errorf("no model: pass -m <model file, folder or org/name>")
+			}
+			var err error
+			if modelPath, err = resolveModelArg(modelPath, cmd.ErrOrStderr()); err != nil {
+				return err
 			}
 			if promptFile != "" {
 				b, err := os.ReadFile(promptFile)
@@ -127,7 +140,7 @@ and options; --no-compile runs it through the graph interpreter instead.
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&modelPath, "model", "m", "", "model file or folder (required)")
+	f.StringVarP(&modelPath, "model", "m", "", "model file, folder or Hub repository org/name[:QUANT] (or the argument)")
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for checkpoints without one")
 	f.StringVar(&mode, "mode", "hybrid", "prefill of a compiled artifact: hybrid (AR-N passes) or kv (one token at a time)")
 	f.BoolVar(&noCompile, "no-compile", false, "run an uncompiled model through the graph interpreter instead of compiling it into the cache")
