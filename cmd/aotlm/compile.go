@@ -62,6 +62,7 @@ exactly, several times slower.`,
 			if err := compile.CompileFile(src, out, opts); err != nil {
 				return err
 			}
+			ggufQuantNote(src, out, cmd.ErrOrStderr())
 			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", out)
 			return nil
 		},
