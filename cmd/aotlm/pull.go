@@ -70,7 +70,7 @@ func resolveModelArg(arg string, stderr io.Writer) (string, error) {
 	}
 	res, err := pullRef(arg, stderr)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w (and there is no file or folder named %q)", err, arg)
 	}
 	return res.Model, nil
 }

@@ -59,12 +59,12 @@ func RepoDir(cacheDir, repo string) string {
 
 // CachedRepo describes one repository found in the hub cache.
 type CachedRepo struct {
-	Repo      string            // org/name
-	Dir       string            // its folder in the cache
-	Size      int64             // bytes of its complete blobs
-	Snapshots []string          // commits with a snapshot folder
-	Refs      map[string]string // revision -> commit
-	Files     []string          // file paths of its newest snapshot
+	Repo      string            `json:"repo"`      // org/name
+	Dir       string            `json:"dir"`       // its folder in the cache
+	Size      int64             `json:"size"`      // bytes of its complete blobs
+	Snapshots []string          `json:"snapshots"` // commits with a snapshot folder
+	Refs      map[string]string `json:"refs"`      // revision -> commit
+	Files     []string          `json:"files"`     // file paths of its newest snapshot
 }
 
 // List returns the model repositories in the hub cache, sorted by name.

@@ -149,13 +149,13 @@ type File struct {
 
 // Result is a pulled repository.
 type Result struct {
-	Repo    string
-	Commit  string
-	Dir     string   // the snapshot folder
-	Model   string   // what to open: the GGUF file of a GGUF pick, else Dir
-	Files   []string // the pulled files, relative to Dir
-	Fetched int64    // bytes transferred over the network by this pull
-	Cached  bool     // answered from the cache without asking the Hub
+	Repo    string   `json:"repo"`
+	Commit  string   `json:"commit"`
+	Dir     string   `json:"dir"`           // the snapshot folder
+	Model   string   `json:"model"`         // what to open: the GGUF file of a GGUF pick, else Dir
+	Files   []string `json:"files"`         // the pulled files, relative to Dir
+	Fetched int64    `json:"fetched_bytes"` // bytes transferred over the network by this pull
+	Cached  bool     `json:"cached"`        // answered from the cache without asking the Hub
 }
 
 // revisionInfo is the part of /api/models/{repo}/revision/{rev} used here.

@@ -536,7 +536,7 @@ func TestParseRef(t *testing.T) {
 			t.Errorf("ParseRef(%q) = %+v, %v", in, got, err)
 		}
 	}
-	for _, bad := range []string{"name", "a/b/c", "../x", "a/..", "/abs/path", "a/b@", "a/b:", "a/b@x/../y", "./model.gguf"} {
+	for _, bad := range []string{"name", "a/b/c", "../x", "a/..", "/abs/path", "a/b@", "a/b:", "a/b@x/../y", "./model.gguf", "models/stories.gguf", "out/model.aot"} {
 		if _, err := ParseRef(bad); err == nil {
 			t.Errorf("ParseRef(%q) accepted", bad)
 		}

@@ -21,10 +21,16 @@ var refPattern = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-
 
 // LooksLikeRef reports whether s has the shape of a repository reference.
 // A path that exists on disk should be preferred by the caller: "a/b" is
-// both a relative path and a repository id.
+// both a relative path and a repository id. Names ending in a model file
+// extension (dir/model.gguf) are taken for paths.
 func LooksLikeRef(s string) bool {
 	if !refPattern.MatchString(s) {
 		return false
+	}
+	for _, ext := range []string{".gguf", ".aot", ".bin", ".safetensors", ".json", ".pth", ".pt"} {
+		if strings.HasSuffix(strings.ToLower(s), ext) {
+			return false
+		}
 	}
 	repo := refPattern.FindStringSubmatch(s)[1]
 	for _, part := range strings.Split(repo, "/") {
