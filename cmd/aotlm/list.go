@@ -81,8 +81,9 @@ the user cache folder), with their sizes on disk.`,
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
 					"hub_cache": hubDir, "models": repos, "compile_cache": artDir, "artifacts": arts})
 			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintf(w, "MODEL\tSIZE\tREVISION\tFILES\t\n")
+			out := cmd.OutOrStdout()
+			w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			fmt.Fprintf(w, "MODEL\tSIZE\tREVISION\tFILES\n")
 			for _, r := range repos {
 				rev := ""
 				if c, ok := r.Refs["main"]; ok {
@@ -90,12 +91,22 @@ the user cache folder), with their sizes on disk.`,
 				} else if len(r.Snapshots) > 0 {
 					rev = short(r.Snapshots[0])
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t\n", r.Repo, humanize.IBytes(uint64(r.Size)), rev, summarizeFiles(r.Files))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Repo, humanize.IBytes(uint64(r.Size)), rev, summarizeFiles(r.Files))
 			}
-			fmt.Fprintf(w, "\t\t\t\t\n")
-			fmt.Fprintf(w, "ARTIFACT\tSIZE\tCOMPILED\t\t\n")
+			if len(repos) == 0 {
+				fmt.Fprintf(w, "(none)\n")
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintln(out)
+			w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			fmt.Fprintf(w, "ARTIFACT\tSIZE\tCOMPILED\n")
 			for _, a := range arts {
-				fmt.Fprintf(w, "%s\t%s\t%s\t\t\n", a.Name, humanize.IBytes(uint64(a.Size)), a.Modified.Format("2006-01-02 15:04"))
+				fmt.Fprintf(w, "%s\t%s\t%s\n", a.Name, humanize.IBytes(uint64(a.Size)), a.Modified.Format("2006-01-02 15:04"))
+			}
+			if len(arts) == 0 {
+				fmt.Fprintf(w, "(none)\n")
 			}
 			if err := w.Flush(); err != nil {
 				return err

@@ -69,16 +69,18 @@ type Options struct {
 }
 
 // FromEnv fills the options from the environment as huggingface_hub does:
-// HF_ENDPOINT, HF_TOKEN (else the token file $HF_HOME/token that
-// `huggingface-cli login` writes), HF_HUB_CACHE / HF_HOME and
+// HF_ENDPOINT, HF_TOKEN (else the token file $HF_TOKEN_PATH, default
+// $HF_HOME/token, that `huggingface-cli login` writes), HF_HUB_CACHE / HF_HOME and
 // HF_HUB_OFFLINE=1.
 func FromEnv() (Options, error) {
 	o := Options{Endpoint: os.Getenv("HF_ENDPOINT"), Token: os.Getenv("HF_TOKEN")}
 	if o.Token == "" {
-		if home, err := hfHome(); err == nil {
-			if b, err := os.ReadFile(filepath.Join(home, "token")); err == nil {
-				o.Token = strings.TrimSpace(string(b))
-			}
+		path := os.Getenv("HF_TOKEN_PATH")
+		if home, err := hfHome(); err == nil && path == "" {
+			path = filepath.Join(home, "token")
+		}
+		if b, err := os.ReadFile(path); err == nil && path != "" {
+			o.Token = strings.TrimSpace(string(b))
 		}
 	}
 	switch strings.ToLower(os.Getenv("HF_HUB_OFFLINE")) {
