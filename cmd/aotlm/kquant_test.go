@@ -12,8 +12,11 @@ import (
 
 // The GGUF files in testdata/kquant are one random-weight Qwen3 (1 layer,
 // hidden 256, 2 heads of 128, 1 KV head, FFN 256, 256 tokens, tied
-// embeddings: every row a multiple of 256), written as F32 and quantized by
-// llama.cpp to each type below. The logits files (u32 positions, u32 vocab,
+// embeddings: every row a multiple of 256; weights N(0, 1/fan_in), the
+// embeddings N(0, 0.05^2), norm gains U(0.5, 1.5); the metadata and
+// vocabulary of testdata/arch/qwen3/model.gguf cut to 256 tokens), written as
+// F32 with internal/format/gguf's writer and quantized by llama.cpp to each
+// type below. The logits files (u32 positions, u32 vocab,
 // float32 rows) are llama.cpp's for kquantIDs:
 //
 //   - <type>.quant.logits: on the quantized file;
@@ -22,12 +25,16 @@ import (
 //   - f32.logits: on the original F32 file.
 //
 // Made with github.com/unslothai/llama.cpp at d32676d77 (CPU build,
-// -DGGML_NATIVE=ON) through its C API, as llama-quantize does:
-// llama_model_quantize(f32.gguf, qwen3-<type>.gguf, ftype <type>), then
-// llama_model_quantize with allow_requantize and ftype ALL_F32 for the
-// dequantized file; and a 40-line driver against llama.h that decodes the
-// ids in one batch (logits on every position, n_ctx 256, 2 threads, flash
-// attention off) and writes llama_get_logits_ith of each position.
+// -DGGML_NATIVE=ON):
+//
+//	llama-quantize f32.gguf qwen3-<type>.gguf <type>
+//	llama-quantize --allow-requantize qwen3-<type>.gguf dequant.gguf F32
+//
+// (the mixes: Q4_K_M = Q4_K + Q6_K, Q5_K_M = Q5_K + Q6_K, Q3_K_M = Q3_K +
+// Q4_K + Q5_K + Q6_K, Q2_K = Q2_K + Q3_K + Q6_K, IQ4_XS = IQ4_XS + Q6_K),
+// and a 40-line driver against llama.h that decodes the ids in one batch
+// (logits on every position, n_ctx 256, 2 threads, flash attention off) and
+// writes llama_get_logits_ith of each position.
 var kquantIDs = "128,82,113,96,99,209,13,120,200,113,65,134,47,76,173,84"
 
 // Tolerances, as max |difference| over all logits (which span about ±3):
