@@ -199,6 +199,9 @@ func (c *Client) transfer(ctx context.Context, repo, commit string, f File, out 
 			return 0, fmt.Errorf("%s: the Hub serves blob %s, its file list says %s", what, e, f.ETag)
 		}
 	}
+	if ls := first.Header.Get("X-Linked-Size"); ls != "" && ls != strconv.FormatInt(f.Size, 10) {
+		return 0, fmt.Errorf("%s: the Hub serves %s bytes, its file list says %d", what, ls, f.Size)
+	}
 	if rc := first.Header.Get("X-Repo-Commit"); rc != "" && rc != commit {
 		return 0, fmt.Errorf("%s: the Hub serves commit %s, asked for %s", what, rc, commit)
 	}
