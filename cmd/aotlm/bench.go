@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm/internal/bench"
+	"github.com/aotlm/aotlm/internal/compile"
 )
 
 func newBenchCmd() *cobra.Command {
@@ -64,7 +66,11 @@ into the cache once and measured.`,
 				}
 				defer stop()
 			}
-			rep, err := bench.RunArtifact(modelPath, cfg)
+			art, err := benchArtifact(modelPath, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			rep, err := bench.RunArtifact(art, cfg)
 			if err != nil {
 				return err
 			}
@@ -75,7 +81,7 @@ into the cache once and measured.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&modelPath, "model", "m", "", "compiled artifact (.aot) to measure (default: the built-in demo model)")
+	f.StringVarP(&modelPath, "model", "m", "", "compiled artifact (.aot) to measure (default: the built-in demo model); a model or Hub repository is compiled into the cache first, as run does")
 	f.IntSliceVarP(&prompts, "n-prompt", "p", []int{512}, "prompt lengths of pp tests, comma-separated (0: none)")
 	f.IntSliceVarP(&gens, "n-gen", "n", []int{128}, "decode lengths of tg tests, comma-separated (0: none)")
 	f.StringArrayVar(&pgs, "pg", nil, "a pg test as PROMPT,GEN (repeatable)")
@@ -115,4 +121,15 @@ func parsePair(s string) ([2]int, error) {
 		return [2]int{}, fmt.Errorf("bench: -pg %q is not PROMPT,GEN (such as 512,128)", s)
 	}
 	return [2]int{p, n}, nil
+}
+
+// benchArtifact gives the artifact to measure: an .aot as it is, else the
+// model (a path or a Hub repository) compiled into the cache with run's
+// default options, so bench and run share it.
+func benchArtifact(arg string, stderr io.Writer) (string, error) {
+	path, err := resolveModelArg(arg, stderr)
+	if err != nil {
+		return "", err
+	}
+	return compile.Cached(path, compile.Options{ARLens: []int{32}, Ctx: 4096, ClampCtx: true, KV: "f32"}, stderr)
 }

@@ -48,6 +48,9 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 			if modelPath, err = resolveModel(modelPath, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
+			if modelPath, err = resolveModelArg(modelPath, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			if seed >= 0 {
 				p.Seed = uint64(seed)
 			} else {

@@ -29,7 +29,8 @@ sized for a KV cache of --ctx positions.
 MODEL is a GGUF file, a llama2.c checkpoint (.bin, with --tokenizer), a
 Hugging Face folder (config.json + model.safetensors + tokenizer files), or
 a folder written by "aotlm quantize", whose quantized tensors keep their
-integers (w8, lpbq, q4 layouts) and the rest float32.
+integers (w8, lpbq, q4 layouts) and the rest float32; or a Hugging Face Hub
+repository, org/name[@rev][:QUANT], pulled first (see aotlm pull).
 
 --kv u8 stores the KV cache as uint8 with per-layer, per-head scales fixed
 at compile time from a float32 calibration pass over --calib FILE (text,
@@ -62,7 +63,11 @@ float32 (4 bytes per parameter) before the weights are written.`,
 			if err != nil {
 				return fmt.Errorf("compile: %w", err)
 			}
-			if err := output.Check(out, []string{args[0], tokPath, calib}, force, false); err != nil {
+			src, err := resolveModelArg(args[0], cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if err := output.Check(out, []string{src, tokPath, calib}, force, false); err != nil {
 				return withForceHint(err)
 			}
 			if jobs < 0 {
@@ -72,9 +77,10 @@ float32 (4 bytes per parameter) before the weights are written.`,
 			opts := compile.Options{ARLens: []int{arLen}, Ctx: ctx, Tokenizer: tokPath, KV: kv, CalibText: calib,
 				FloatActivations: float, Jobs: jobs,
 				Progress: func(p compile.Progress) { bar.update(p.Done, p.Total, p.Bytes, 0) }}
-			if err := compile.CompileFile(args[0], out, opts); err != nil {
+			if err := compile.CompileFile(src, out, opts); err != nil {
 				return withContextHint(err)
 			}
+			ggufQuantNote(src, out, cmd.ErrOrStderr())
 			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", out)
 			return nil
 		},

@@ -10,7 +10,7 @@ import (
 )
 
 // realModelHint tells the user how to name a real model.
-const realModelHint = "-m <model file or folder>"
+const realModelHint = "-m <model file, folder or org/name>"
 
 // resolveModel returns the model a command should load: flag when the user
 // gave one, else the demo model built into the binary, unpacked once into

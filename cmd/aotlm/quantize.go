@@ -30,7 +30,8 @@ func newQuantizeCmd() *cobra.Command {
 		Short: "Quantize a model's weights into a quantized model folder",
 		Long: `Quantize a model's weights with a recipe and write a quantized model folder
 (model.safetensors with integer weights and their scales, aotlm-quant.json,
-and the tokenizer), which compile, run and ppl read.
+and the tokenizer), which compile, run and ppl read. MODEL is a file or
+folder, or a Hub repository org/name[@rev] (pulled first, see aotlm pull).
 
 Recipes are JSON files, or one of the presets: ` + strings.Join(quant.PresetNames(), ", ") + `.
 A weight whose input width the recipe's block size does not divide gets a
@@ -62,7 +63,11 @@ classifier, bounds it), not the whole model.`,
 			bar := newTensorBar(cmd.ErrOrStderr(), "quantizing")
 			opts := qmodel.Options{Recipe: recipe, Tokenizer: tokPath, FallbackW8: fallbackW8, Force: force, Jobs: jobs,
 				Progress: func(p qmodel.Progress) { bar.update(p.Done, p.Total, p.Bytes, p.TotalBytes) }}
-			rep, err := qmodel.Quantize(args[0], out, opts)
+			src, err := resolveModelArg(args[0], cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			rep, err := qmodel.Quantize(src, out, opts)
 			if errors.Is(err, output.ErrExists) {
 				return fmt.Errorf("%w (pass --force to replace it)", err)
 			}

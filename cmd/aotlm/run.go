@@ -35,31 +35,43 @@ func newRunCmd() *cobra.Command {
 		images                                 *imageFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "run [-m MODEL] -p PROMPT",
+		Use:   "run [MODEL] [-m MODEL] -p PROMPT",
 		Short: "Generate text from a prompt",
 		Long: `Generate text from a prompt, streaming it to stdout as it is produced.
 
 MODEL is a compiled artifact (.aot, from aotlm compile), a GGUF file, a
 llama2.c checkpoint (.bin, with --tokenizer), a Hugging Face folder
 (config.json + model.safetensors + tokenizer files), or a quantized folder
-(from aotlm quantize). Without -m, the demo model built into the binary
-runs (stories260K, a 260K-parameter TinyStories model). A model that is not
-an artifact is compiled into the cache first ($AOTLM_CACHE, default the user
-cache folder), once per model and options; --no-compile runs it through the
-graph interpreter instead.
+(from aotlm quantize), or a Hugging Face Hub repository, org/name[@rev][:QUANT],
+pulled into the Hugging Face cache first (see aotlm pull). MODEL may be
+given with -m or as the argument. Without a model, the demo model built into
+the binary runs (stories260K, a 260K-parameter TinyStories model). A model
+that is not an artifact is compiled into the cache first ($AOTLM_CACHE,
+default the user cache folder), once per model and options; --no-compile
+runs it through the graph interpreter instead.
 --temp 0 decodes greedily; --seed makes sampling reproducible. The text goes
 to stdout, notes and statistics to stderr (--quiet: the text only).`,
 		Example: `  aotlm run -p "Once upon a time" -n 40 --temp 0
   aotlm run -m stories260K.gguf -p "Once upon a time" -n 64
+  aotlm run unsloth/Qwen3-0.6B-GGUF:Q8_0 -p "Why is the sky blue?" --chat
   aotlm run -m stories260K.bin --tokenizer tok512.bin -p "" -n 40 --temp 0 --json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if modelPath != "" {
+					return fmt.Errorf("two models: %q and -m %q", args[0], modelPath)
+				}
+				modelPath = args[0]
+			}
 			note := cmd.ErrOrStderr()
 			if quiet {
 				note = io.Discard
 			}
 			var err error
 			if modelPath, err = resolveModel(modelPath, note); err != nil {
+				return err
+			}
+			if modelPath, err = resolveModelArg(modelPath, note); err != nil {
 				return err
 			}
 			if err := checkRunFlags(n, &ctx, p.RepeatLastN, seed, p); err != nil {
@@ -170,7 +182,7 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&modelPath, "model", "m", "", "model file or folder (default: the built-in demo model, stories260K)")
+	f.StringVarP(&modelPath, "model", "m", "", "model file, folder or Hub repository org/name[:QUANT] (or the argument; default: the built-in demo model)")
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for checkpoints without one")
 	f.StringVar(&mode, "mode", "hybrid", "prefill of a compiled artifact: hybrid (AR-N passes) or kv (one token at a time)")
 	f.BoolVar(&noCompile, "no-compile", false, "run an uncompiled model through the graph interpreter instead of compiling it into the cache")

@@ -37,6 +37,10 @@
 //	Q8_0: d f16, q [32]int8         x[i] = d * q[i]
 //	Q4_0: d f16, qs [16]byte        x[j] = d * (qs[j]&15 - 8), x[j+16] = d * (qs[j]>>4 - 8)
 //
+// and, dequantized to float32 by kquant.go, Q4_1, Q5_0, Q5_1, IQ4_NL,
+// MXFP4 (32 values) and the 256-value super-blocks Q2_K, Q3_K, Q4_K, Q5_K,
+// Q6_K, Q8_K and IQ4_XS (layouts in each function's comment).
+//
 // Open maps the file into memory where the platform allows it (Linux, Android,
 // Darwin, the BSDs) and reads through the file otherwise. Every header field is
 // validated at open time: lengths and counts against the bytes left, duplicate

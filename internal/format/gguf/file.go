@@ -150,18 +150,22 @@ func (f *File) view(t format.TensorInfo, fn func([]byte)) error {
 	return nil
 }
 
-// ReadFloat32 reads the named tensor as float32. F32, F16, BF16, Q8_0 and
-// Q4_0 are decoded; other types give a *format.UnsupportedError. The
-// mapped pages of F32, F16 and BF16 data are released (see Release) as
-// they are converted.
+// ReadFloat32 reads the named tensor as float32. F32, F16, BF16 and the
+// block types with a dequantizer (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q8_K,
+// IQ4_NL, IQ4_XS, MXFP4) are decoded; other types give a
+// *format.UnsupportedError. The mapped pages of F32, F16 and BF16 data are
+// released (see Release) as they are converted.
 func (f *File) ReadFloat32(name string) ([]float32, error) {
 	t, typ, err := f.lookup(name)
 	if err != nil {
 		return nil, err
 	}
 	switch typ {
-	case TypeF32, TypeF16, TypeBF16, TypeQ8_0, TypeQ4_0:
+	case TypeF32, TypeF16, TypeBF16:
 	default:
+		if _, ok := dequantizers[typ]; ok {
+			break
+		}
 		return nil, &format.UnsupportedError{Format: "gguf", File: f.name,
 			What: fmt.Sprintf("tensor %q: reading ggml type %v as float32", name, typ)}
 	}
@@ -206,10 +210,8 @@ func decodeFloat32(out []float32, raw []byte, typ GGMLType) {
 		for i := range out {
 			out[i] = tensor.BF16ToF32(le.Uint16(raw[2*i:]))
 		}
-	case TypeQ8_0:
-		DequantizeQ8_0(out, raw)
-	case TypeQ4_0:
-		DequantizeQ4_0(out, raw)
+	default:
+		Dequantize(typ, out, raw)
 	}
 }
 

@@ -43,6 +43,7 @@ func FuzzOpen(f *testing.F) {
 	// Crafted hostile inputs.
 	f.Add(head(1, 0).tinfo("t", TypeQ4_0, 0, 32).data(18).b)
 	f.Add(head(1, 0).tinfo("t", TypeQ8_0, 0, 64).data(68).b)
+	f.Add(head(2, 0).tinfo("k", TypeQ4_K, 0, 256).tinfo("x", TypeIQ4_XS, 160, 256).data(160 + 136).b)
 	f.Add(head(2, 0).tinfo("a", TypeF32, 0, 16).tinfo("b", TypeF32, 32, 16).data(96).b)
 	f.Add(head(0, 1).str("k").u32(uint32(ValueArray)).u32(uint32(ValueArray)).u64(1).u32(uint32(ValueString)).u64(1).str("x").b)
 	f.Add(head(0, 1).str("general.alignment").u32(uint32(ValueUint32)).u32(64).b)
@@ -68,8 +69,7 @@ func FuzzOpen(f *testing.F) {
 			}
 			typ, _ := g.TensorType(ti.Name)
 			v, err := g.ReadFloat32(ti.Name)
-			switch typ {
-			case TypeF32, TypeF16, TypeBF16, TypeQ8_0, TypeQ4_0:
+			if _, ok := dequantizers[typ]; ok || typ == TypeF32 || typ == TypeF16 || typ == TypeBF16 {
 				if err != nil || int64(len(v)) != ti.NumElements() {
 					t.Fatalf("%s: ReadFloat32 %d values, %v", ti.Name, len(v), err)
 				}

@@ -147,18 +147,18 @@ func TestHostileValid(t *testing.T) {
 		t.Errorf("empty = %v, %v", v, err)
 	}
 	// Unknown-to-aotlm but valid ggml types are listed with their ggml type.
-	b = head(1, 0).tinfo("k", TypeQ4_K, 0, 256, 2).data(2 * 144).b
+	b = head(1, 0).tinfo("k", TypeIQ2_XXS, 0, 256, 2).data(2 * 66).b
 	f, err = openBytes(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ti := f.Tensors()[0]
-	if typ, _ := f.TensorType("k"); typ != TypeQ4_K || ti.DType != tensor.Invalid || ti.Size != 288 {
-		t.Errorf("Q4_K tensor: type %v dtype %v size %d", typ, ti.DType, ti.Size)
+	if typ, _ := f.TensorType("k"); typ != TypeIQ2_XXS || ti.DType != tensor.Invalid || ti.Size != 132 {
+		t.Errorf("IQ2_XXS tensor: type %v dtype %v size %d", typ, ti.DType, ti.Size)
 	}
 	var ue *format.UnsupportedError
-	if _, err := f.ReadFloat32("k"); !errors.As(err, &ue) || !strings.Contains(ue.What, `"k"`) || !strings.Contains(ue.What, "Q4_K") {
-		t.Errorf("ReadFloat32(Q4_K) = %v, want UnsupportedError naming k and Q4_K", err)
+	if _, err := f.ReadFloat32("k"); !errors.As(err, &ue) || !strings.Contains(ue.What, `"k"`) || !strings.Contains(ue.What, "IQ2_XXS") {
+		t.Errorf("ReadFloat32(IQ2_XXS) = %v, want UnsupportedError naming k and IQ2_XXS", err)
 	}
 	if _, err := f.ReadFloat32("missing"); err == nil {
 		t.Error("ReadFloat32 of a missing tensor succeeded")
