@@ -27,11 +27,11 @@ var phaseNames = []string{"float", "qdq", "npu", "artifact"}
 // phaseOptions configures runPhases.
 type phaseOptions struct {
 	model, floatPath, artifact, tokPath, acts string
-	text                                     string
-	phases                                   []string
-	ctx, threads                             int
-	opts                                     eval.Options
-	asJSON                                   bool
+	text                                      string
+	phases                                    []string
+	ctx, threads                              int
+	opts                                      eval.Options
+	asJSON                                    bool
 }
 
 // parsePhases reads a --phases list.
