@@ -46,7 +46,7 @@ phone-class arm64 first. One static binary, no Python.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newVersionCmd(), newRunCmd(), newTokenizeCmd(), newTemplateCmd(), newPplCmd(), newQuantizeCmd(), newCompileCmd(), newInspectCmd(), newBenchCmd(), newLogitsCmd())
+	root.AddCommand(newVersionCmd(), newRunCmd(), newTokenizeCmd(), newTemplateCmd(), newPplCmd(), newQuantizeCmd(), newCompileCmd(), newInspectCmd(), newBenchCmd(), newLogitsCmd(), newEvalCmd())
 	return root
 }
 
