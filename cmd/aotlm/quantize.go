@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"text/tabwriter"
 
@@ -21,6 +22,9 @@ func newQuantizeCmd() *cobra.Command {
 		out, recipeArg, tokPath   string
 		fallbackW8, force, asJSON bool
 		lpbqReference             bool
+		calibFile                 string
+		calibSamples, calibLen    int
+		threads                   int
 	)
 	cmd := &cobra.Command{
 		Use:   "quantize MODEL -o DIR [--recipe NAME|FILE.json]",
@@ -33,7 +37,15 @@ Recipes are JSON files, or one of the presets: ` + strings.Join(quant.PresetName
 A weight whose input width the recipe's block size does not divide gets a
 padded last block, or W8 with --fallback-w8; the report says which.
 The per-tensor report (scheme, relative RMS error, bits per weight) goes to
-stdout; progress to stderr.`,
+stdout; progress to stderr.
+
+A recipe's "rotation" folds Hadamard rotations into the float weights
+first (R1 on the residual stream, R2 per head between v_proj and o_proj).
+Its "calibration" methods (awq, smooth_alpha, gptq) need --calib: the text
+is tokenized once and --calib-samples windows of --calib-len tokens, spread
+evenly over it, run through the float model to collect each linear's input
+statistics. The manifest records what was done ("calibration"), including
+each linear's calibrated input range. docs/quantization.md has examples.`,
 		Example: `  aotlm quantize stories260K.gguf -o stories-w4/ --recipe w4a16-lpbq
   aotlm quantize Qwen3-0.6B/ -o q/ --recipe my-recipe.json --json`,
 		Args: cobra.ExactArgs(1),
@@ -48,8 +60,17 @@ stdout; progress to stderr.`,
 			if lpbqReference {
 				recipe = withLPBQMode(recipe, quant.LPBQReference)
 			}
+			tokSrc := tokPath
+			if tokSrc == "" {
+				tokSrc = args[0]
+			}
+			prepare, err := prepareFunc(recipe, calibOptions{file: calibFile, samples: calibSamples, len_: calibLen,
+				tokenizer: tokSrc, threads: threads})
+			if err != nil {
+				return err
+			}
 			var bar *progressbar.ProgressBar
-			opts := qmodel.Options{Recipe: recipe, Tokenizer: tokPath, FallbackW8: fallbackW8, Force: force,
+			opts := qmodel.Options{Recipe: recipe, Tokenizer: tokPath, FallbackW8: fallbackW8, Force: force, Prepare: prepare,
 				Progress: func(done, total int, name string) {
 					if !isTerminal(cmd.ErrOrStderr()) {
 						return
@@ -89,6 +110,10 @@ stdout; progress to stderr.`,
 	f.BoolVar(&force, "force", false, "replace an existing output folder")
 	f.BoolVar(&lpbqReference, "lpbq-reference", false, "LPBQ ints rounded against the unrounded block scale, bit-exact with the published rule (default: refined against k*S)")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
+	f.StringVar(&calibFile, "calib", "", "calibration text for the recipe's calibrated methods (awq, smooth_alpha, gptq)")
+	f.IntVar(&calibSamples, "calib-samples", 64, "calibration windows taken from --calib")
+	f.IntVar(&calibLen, "calib-len", 256, "tokens per calibration window (BOS first)")
+	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads of the calibration passes")
 	return cmd
 }
 

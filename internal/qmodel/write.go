@@ -29,6 +29,20 @@ type Options struct {
 	Force bool
 	// Progress, when set, is called after each tensor.
 	Progress func(done, total int, name string)
+	// Prepare, when set, runs on the loaded float model before anything is
+	// quantized: it may rewrite weights into an equivalent model
+	// (rotations, calibrated scales) and return what quantization needs.
+	Prepare func(m *arch.Model) (*Prepared, error)
+}
+
+// Prepared is what Options.Prepare hands to quantization.
+type Prepared struct {
+	// Hessians holds, by weight name, the [cols, cols] second moment of the
+	// weight's calibration inputs: those weights are quantized with GPTQ.
+	Hessians map[string][]float64
+	GPTQ     quant.GPTQOptions
+	// Record goes to the manifest's "calibration" entry as JSON.
+	Record any
 }
 
 // TensorReport is what happened to one tensor.
@@ -40,6 +54,7 @@ type TensorReport struct {
 	Fallback string  `json:"fallback,omitempty"`
 	RelErr   float64 `json:"rel_rmse"` // RMSE / RMS of the original
 	Bits     float64 `json:"bits_per_weight"`
+	GPTQ     bool    `json:"gptq,omitempty"` // integers chosen by GPTQ
 }
 
 // Report summarizes a quantization.
@@ -69,6 +84,12 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
 	}
+	prep := &Prepared{}
+	if opts.Prepare != nil {
+		if prep, err = opts.Prepare(am); err != nil {
+			return nil, err
+		}
+	}
 	g, err := arch.Build(&am.Config, arch.BuildOptions{})
 	if err != nil {
 		return nil, err
@@ -87,6 +108,11 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 	}
 	man := Manifest{FormatVersion: FormatVersion, Config: am.Config, Recipe: recipeJSON,
 		Source: src, Tensors: map[string]TensorEntry{}}
+	if prep.Record != nil {
+		if man.Calibration, err = json.Marshal(prep.Record); err != nil {
+			return nil, err
+		}
+	}
 	rep := &Report{Output: out, Recipe: opts.Recipe.Name}
 	names := make([]string, 0, len(am.Weights))
 	for n := range am.Weights {
@@ -99,7 +125,7 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 		w := am.Weights[name]
 		shape := g.Weights[name]
 		rep.Params += int64(len(w))
-		entry, tr, parts, err := quantizeOne(name, w, shape, linear[name], embed == name, am.Config.Tied, opts)
+		entry, tr, parts, err := quantizeOne(name, w, shape, linear[name], embed == name, am.Config.Tied, opts, prep)
 		if err != nil {
 			return nil, fmt.Errorf("tensor %s: %w", name, err)
 		}
@@ -155,7 +181,7 @@ func roles(g *graph.Graph) (linear map[string]bool, embed string) {
 // (norm gains, biases) stay float32. A tied embedding/classifier table takes
 // the classifier's scheme; an embedding used only for lookup takes W8 (one
 // scale per row, which a lookup dequantizes cheaply).
-func quantizeOne(name string, w []float32, shape []int, isLinear, isEmbed, tied bool, opts Options) (TensorEntry, TensorReport, []safetensors.Tensor, error) {
+func quantizeOne(name string, w []float32, shape []int, isLinear, isEmbed, tied bool, opts Options, prep *Prepared) (TensorEntry, TensorReport, []safetensors.Tensor, error) {
 	tr := TensorReport{Name: name, Shape: shape}
 	if len(shape) != 2 || (!isLinear && !isEmbed) {
 		tr.Scheme, tr.Bits = "f32", 32
@@ -177,7 +203,14 @@ func quantizeOne(name string, w []float32, shape []int, isLinear, isEmbed, tied 
 		entry.Fallback = fmt.Sprintf("width %d is not a multiple of block %d: w8", cols, s.Block)
 		s = quant.Scheme{Kind: quant.KindW8}
 	}
-	q, err := quant.Quantize(w, rows, cols, s)
+	var q *quant.Quantized
+	var err error
+	if h := prep.Hessians[name]; h != nil && !(isEmbed && !isLinear) {
+		q, err = quant.QuantizeGPTQ(w, rows, cols, s, h, prep.GPTQ)
+		entry.GPTQ, tr.GPTQ = true, true
+	} else {
+		q, err = quant.Quantize(w, rows, cols, s)
+	}
 	if err != nil {
 		return entry, tr, nil, err
 	}
