@@ -151,9 +151,16 @@ func phaseSession(p string, man *qmodel.Manifest, o phaseOptions) (eval.Session,
 		}
 		sim := &qdq.Sim{}
 		if p == "npu" {
-			// the NPU's W4A16: static 16-bit activations, uint8 KV
-			if sim.Static16, err = qdq.CalibrateRanges(m, nil, o.ctx); err != nil {
+			// the NPU's W4A16: static 16-bit activations (the ranges
+			// quantize --calib recorded, else from the greedy sequence
+			// the KV calibration uses), uint8 KV
+			if sim.Static16, err = recordedRanges(man); err != nil {
 				return nil, nil, err
+			}
+			if sim.Static16 == nil {
+				if sim.Static16, err = qdq.CalibrateRanges(m, nil, o.ctx); err != nil {
+					return nil, nil, err
+				}
 			}
 			if sim.KV, err = qdq.CalibrateKV(m, nil, o.ctx); err != nil {
 				return nil, nil, err
@@ -257,4 +264,24 @@ func openTokenizer(path, modelPath string) (tokenizer.Tokenizer, error) {
 		return nil, fmt.Errorf("%s has no tokenizer: pass --tokenizer <file>", modelPath)
 	}
 	return tok, nil
+}
+
+// recordedRanges returns the linear input ranges a quantized folder's
+// calibration recorded, or nil.
+func recordedRanges(man *qmodel.Manifest) (map[string]qdq.Range, error) {
+	if len(man.Calibration) == 0 {
+		return nil, nil
+	}
+	var rec calibRecord
+	if err := json.Unmarshal(man.Calibration, &rec); err != nil {
+		return nil, fmt.Errorf("manifest calibration: %w", err)
+	}
+	if len(rec.Ranges) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]qdq.Range, len(rec.Ranges))
+	for name, r := range rec.Ranges {
+		out[name] = qdq.Range{Min: r[0], Max: r[1]}
+	}
+	return out, nil
 }
