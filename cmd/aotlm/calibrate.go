@@ -80,7 +80,7 @@ func prepareFunc(r quant.Recipe, o calibOptions) (func(*arch.Model) (*qmodel.Pre
 	}
 	return func(m *arch.Model) (*qmodel.Prepared, error) {
 		rec := calibRecord{Methods: r.Calibration}
-		prep := &qmodel.Prepared{Record: &rec, GPTQ: quant.GPTQOptions{Damp: r.Calibration.GPTQDamp}}
+		prep := &qmodel.Prepared{Record: &rec, GPTQ: quant.GPTQOptions{Damp: r.Calibration.GPTQDamp, ActOrder: r.Calibration.GPTQActOrder}}
 		if rot {
 			rep, err := rotate.Apply(m, rotate.Options{R1: r.Rotation.R1, R2: r.Rotation.R2, Seed: r.Rotation.Seed})
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 )
 
 // GPTQ (Frantar et al., 2022) quantizes the columns of a weight W [N, K] one
@@ -29,6 +30,11 @@ type GPTQOptions struct {
 	// Damp is added to H's diagonal as a fraction of its mean (the paper's
 	// percdamp; 0.01 when zero).
 	Damp float64
+	// ActOrder quantizes the columns in decreasing order of H's diagonal
+	// (the inputs with the most energy first, the paper's "act-order").
+	// The grid is fixed beforehand here, so the order changes only which
+	// columns absorb the others' errors.
+	ActOrder bool
 }
 
 // QuantizeGPTQ quantizes w [rows, cols] with scheme s, choosing the integers
@@ -46,20 +52,34 @@ func QuantizeGPTQ(w []float32, rows, cols int, s Scheme, h []float64, opts GPTQO
 	if len(h) != cols*cols {
 		return nil, fmt.Errorf("quant: gptq: %d hessian values for %d columns", len(h), cols)
 	}
+	perm := make([]int, cols) // perm[i] is the column quantized i-th
+	for i := range perm {
+		perm[i] = i
+	}
+	if opts.ActOrder {
+		sort.SliceStable(perm, func(a, b int) bool { return h[perm[a]*cols+perm[a]] > h[perm[b]*cols+perm[b]] })
+		hp := make([]float64, len(h))
+		for a, pa := range perm {
+			for b, pb := range perm {
+				hp[a*cols+b] = h[pa*cols+pb]
+			}
+		}
+		h = hp
+	}
 	u, dead, err := gptqFactor(h, cols, opts.Damp)
 	if err != nil {
 		return nil, err
 	}
 	row := make([]float64, cols)
 	for r := range rows {
-		for c := range cols {
-			row[c] = float64(w[r*cols+c])
-			if dead[c] {
-				row[c] = 0
+		for i, c := range perm {
+			row[i] = float64(w[r*cols+c])
+			if dead[i] {
+				row[i] = 0
 			}
 		}
 		for i := range cols {
-			e := (row[i] - g.round(r, i, row[i])) / u[i*cols+i]
+			e := (row[i] - g.round(r, perm[i], row[i])) / u[i*cols+i]
 			for j := i + 1; j < cols; j++ {
 				row[j] -= e * u[i*cols+j]
 			}

@@ -134,6 +134,9 @@ type Calibration struct {
 	// inputs' second moment by GPTQDamp of its mean diagonal (0: 0.01).
 	GPTQ     bool    `json:"gptq,omitempty"`
 	GPTQDamp float64 `json:"gptq_damp,omitempty"`
+	// GPTQActOrder quantizes the columns in decreasing order of input
+	// energy (GPTQOptions.ActOrder).
+	GPTQActOrder bool `json:"gptq_act_order,omitempty"`
 }
 
 // Needed reports whether any calibrated method is selected.
