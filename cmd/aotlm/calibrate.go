@@ -76,7 +76,7 @@ func prepareFunc(r quant.Recipe, o calibOptions) (func(*arch.Model) (*qmodel.Pre
 		return nil, nil
 	}
 	if r.Calibration.Needed() && o.file == "" {
-		return nil, fmt.Errorf("recipe %s uses calibrated methods (awq, smooth_alpha, gptq): pass --calib <text file>", r.Name)
+		return nil, fmt.Errorf("recipe %s uses calibrated methods (awq, smooth_alpha, gptq, grid_search): pass --calib <text file>", r.Name)
 	}
 	return func(m *arch.Model) (*qmodel.Prepared, error) {
 		rec := calibRecord{Methods: r.Calibration}
@@ -105,8 +105,15 @@ func prepareFunc(r quant.Recipe, o calibOptions) (func(*arch.Model) (*qmodel.Pre
 			return nil, err
 		}
 		rec.Ranges = map[string][2]float32{}
+		prep.GridSearch = r.Calibration.GridSearch
 		for name, in := range st.ByWeight {
 			rec.Ranges[name] = [2]float32{in.Min, in.Max}
+			if r.Calibration.GridSearch {
+				if prep.Importance == nil {
+					prep.Importance = map[string][]float64{}
+				}
+				prep.Importance[name] = in.MeanSq()
+			}
 			if r.Calibration.GPTQ {
 				if prep.Hessians == nil {
 					prep.Hessians = map[string][]float64{}

@@ -16,6 +16,7 @@ type Input struct {
 	Weights []string // the linear weights reading it, in graph order
 	Rows    int      // rows observed
 	SumAbs  []float64
+	SumSq   []float64
 	MaxAbs  []float64
 	Min     float32
 	Max     float32
@@ -34,12 +35,22 @@ func (in *Input) MeanAbs() []float64 {
 	return out
 }
 
+// MeanSq returns the mean x^2 per channel.
+func (in *Input) MeanSq() []float64 {
+	out := make([]float64, in.Cols)
+	for i, s := range in.SumSq {
+		out[i] = s / float64(max(in.Rows, 1))
+	}
+	return out
+}
+
 // Scale records that the value is now x/s (per channel), keeping the
 // statistics those of the new value.
 func (in *Input) Scale(s []float32) {
 	k := in.Cols
 	for j, v := range s {
 		in.SumAbs[j] /= float64(v)
+		in.SumSq[j] /= float64(v) * float64(v)
 		in.MaxAbs[j] /= float64(v)
 	}
 	for i := range in.Sample {
@@ -101,7 +112,7 @@ func Collect(m *arch.Model, samples [][]int, opts Options) (*Stats, error) {
 		x := byNode[id]
 		if x == nil {
 			k := g.Nodes[id].Cols
-			x = &Input{Node: id, Cols: k, SumAbs: make([]float64, k), MaxAbs: make([]float64, k),
+			x = &Input{Node: id, Cols: k, SumAbs: make([]float64, k), SumSq: make([]float64, k), MaxAbs: make([]float64, k),
 				Min: float32(math.Inf(1)), Max: float32(math.Inf(-1))}
 			if opts.Hessian {
 				x.H = make([]float64, k*k)
@@ -162,6 +173,7 @@ func (in *Input) observe(x []float32, rows, row0, stride, keep int) {
 		for j, v := range row {
 			a := math.Abs(float64(v))
 			in.SumAbs[j] += a
+			in.SumSq[j] += a * a
 			in.MaxAbs[j] = max(in.MaxAbs[j], a)
 			in.Min, in.Max = min(in.Min, v), max(in.Max, v)
 		}

@@ -41,6 +41,11 @@ type Prepared struct {
 	// weight's calibration inputs: those weights are quantized with GPTQ.
 	Hessians map[string][]float64
 	GPTQ     quant.GPTQOptions
+	// Importance holds, by weight name, the mean square of each input
+	// channel over calibration: with GridSearch, each block's scale is
+	// chosen to minimize the error weighted by it (quant.SearchGrid).
+	Importance map[string][]float64
+	GridSearch bool
 	// Record goes to the manifest's "calibration" entry as JSON.
 	Record any
 }
@@ -203,16 +208,20 @@ func quantizeOne(name string, w []float32, shape []int, isLinear, isEmbed, tied 
 		entry.Fallback = fmt.Sprintf("width %d is not a multiple of block %d: w8", cols, s.Block)
 		s = quant.Scheme{Kind: quant.KindW8}
 	}
-	var q *quant.Quantized
-	var err error
-	if h := prep.Hessians[name]; h != nil && !(isEmbed && !isLinear) {
-		q, err = quant.QuantizeGPTQ(w, rows, cols, s, h, prep.GPTQ)
-		entry.GPTQ, tr.GPTQ = true, true
-	} else {
-		q, err = quant.Quantize(w, rows, cols, s)
-	}
+	q, err := quant.Quantize(w, rows, cols, s)
 	if err != nil {
 		return entry, tr, nil, err
+	}
+	if isLinear && prep.GridSearch {
+		if err := quant.SearchGrid(q, w, prep.Importance[name]); err != nil {
+			return entry, tr, nil, err
+		}
+	}
+	if h := prep.Hessians[name]; h != nil && isLinear {
+		if err := quant.GPTQOnGrid(q, w, h, prep.GPTQ); err != nil {
+			return entry, tr, nil, err
+		}
+		entry.GPTQ, tr.GPTQ = true, true
 	}
 	stats, err := q.Error(w)
 	if err != nil {

@@ -45,12 +45,22 @@ func QuantizeGPTQ(w []float32, rows, cols int, s Scheme, h []float64, opts GPTQO
 	if err != nil {
 		return nil, err
 	}
+	return q, GPTQOnGrid(q, w, h, opts)
+}
+
+// GPTQOnGrid chooses the integers of q, a quantization of w, by GPTQ on
+// q's grid as it stands (after SearchGrid, say).
+func GPTQOnGrid(q *Quantized, w []float32, h []float64, opts GPTQOptions) error {
+	rows, cols := q.Rows, q.Cols
+	if len(w) != rows*cols {
+		return fmt.Errorf("quant: gptq: %d weights for [%d, %d]", len(w), rows, cols)
+	}
 	g, ok := gridOf(q)
 	if !ok {
-		return q, nil
+		return nil
 	}
 	if len(h) != cols*cols {
-		return nil, fmt.Errorf("quant: gptq: %d hessian values for %d columns", len(h), cols)
+		return fmt.Errorf("quant: gptq: %d hessian values for %d columns", len(h), cols)
 	}
 	perm := make([]int, cols) // perm[i] is the column quantized i-th
 	for i := range perm {
@@ -68,7 +78,7 @@ func QuantizeGPTQ(w []float32, rows, cols int, s Scheme, h []float64, opts GPTQO
 	}
 	u, dead, err := gptqFactor(h, cols, opts.Damp)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	row := make([]float64, cols)
 	for r := range rows {
@@ -85,7 +95,7 @@ func QuantizeGPTQ(w []float32, rows, cols int, s Scheme, h []float64, opts GPTQO
 			}
 		}
 	}
-	return q, nil
+	return nil
 }
 
 // gptqFactor dampens h and returns the upper Cholesky factor U of its

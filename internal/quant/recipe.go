@@ -137,10 +137,14 @@ type Calibration struct {
 	// GPTQActOrder quantizes the columns in decreasing order of input
 	// energy (GPTQOptions.ActOrder).
 	GPTQActOrder bool `json:"gptq_act_order,omitempty"`
+	// GridSearch chooses each block's scale (LPBQ code, q4 or w8 scale)
+	// to minimize the error weighted by the inputs' mean square
+	// (SearchGrid), before GPTQ if both are on.
+	GridSearch bool `json:"grid_search,omitempty"`
 }
 
 // Needed reports whether any calibrated method is selected.
-func (c Calibration) Needed() bool { return c.AWQ || c.SmoothAlpha > 0 || c.GPTQ }
+func (c Calibration) Needed() bool { return c.AWQ || c.SmoothAlpha > 0 || c.GPTQ || c.GridSearch }
 
 // RotationKind selects an orthogonal rotation.
 type RotationKind string
