@@ -8,6 +8,7 @@ import (
 	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/calib"
 	"github.com/aotlm/aotlm/internal/eval"
+	"github.com/aotlm/aotlm/internal/graph"
 	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/quant"
 	"github.com/aotlm/aotlm/internal/rotate"
@@ -104,6 +105,12 @@ func prepareFunc(r quant.Recipe, o calibOptions) (func(*arch.Model) (*qmodel.Pre
 		if rec.Groups, err = calib.Scale(m, st, r.SchemeFor, meth); err != nil {
 			return nil, err
 		}
+		if r.Calibration.Sequential {
+			copts := calib.Options{Hessian: r.Calibration.GPTQ, Threads: o.threads}
+			if err := calib.Sequential(m, st, samples, copts, sequentialQuantizer(r, st, prep.GPTQ)); err != nil {
+				return nil, err
+			}
+		}
 		rec.Ranges = map[string][2]float32{}
 		prep.GridSearch = r.Calibration.GridSearch
 		for name, in := range st.ByWeight {
@@ -123,4 +130,37 @@ func prepareFunc(r quant.Recipe, o calibOptions) (func(*arch.Model) (*qmodel.Pre
 		}
 		return prep, nil
 	}, nil
+}
+
+// sequentialQuantizer quantizes a weight as quantize will (the recipe's
+// scheme, a tied table taking the classifier's, then the grid search and
+// GPTQ the recipe asks for) and returns its dequantized values.
+func sequentialQuantizer(r quant.Recipe, st *calib.Stats, gopts quant.GPTQOptions) calib.QuantizeFunc {
+	embed := ""
+	for _, n := range st.Graph.Nodes {
+		if n.Op == graph.OpEmbed {
+			embed = n.Weight
+		}
+	}
+	return func(name string, w []float32, in *calib.Input) ([]float32, error) {
+		s := r.SchemeFor(name)
+		if name == embed {
+			s = r.SchemeFor("lm_head.weight")
+		}
+		q, err := quant.Quantize(w, len(w)/in.Cols, in.Cols, s)
+		if err != nil {
+			return nil, fmt.Errorf("tensor %s: %w", name, err)
+		}
+		if r.Calibration.GridSearch {
+			if err := quant.SearchGrid(q, w, in.MeanSq()); err != nil {
+				return nil, err
+			}
+		}
+		if r.Calibration.GPTQ {
+			if err := quant.GPTQOnGrid(q, w, in.H, gopts); err != nil {
+				return nil, err
+			}
+		}
+		return q.Dequantize(), nil
+	}
 }

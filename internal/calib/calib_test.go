@@ -158,3 +158,61 @@ func TestScaleKeepsModel(t *testing.T) {
 		}
 	}
 }
+
+// TestSequential checks the sequential recollection: with a quantizer that
+// changes nothing it reproduces Collect's statistics exactly; with one that
+// rounds the weights, the first input (the embedding's norm) keeps its
+// statistics while later inputs move, and every weight is quantized once.
+func TestSequential(t *testing.T) {
+	m := load(t, "models/stories260K/stories260K.gguf")
+	st, err := Collect(m, samples(), Options{Hessian: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := Collect(m, samples(), Options{Hessian: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	ident := func(name string, w []float32, in *Input) ([]float32, error) {
+		seen[name]++
+		return w, nil
+	}
+	if err := Sequential(m, st, samples(), Options{Hessian: true}, ident); err != nil {
+		t.Fatal(err)
+	}
+	for i, in := range st.Inputs {
+		r := ref.Inputs[i]
+		for j := range in.H {
+			if in.H[j] != r.H[j] {
+				t.Fatalf("input %v: H[%d] %v, Collect %v", in.Weights, j, in.H[j], r.H[j])
+			}
+		}
+		if in.Rows != r.Rows || in.Min != r.Min || in.Max != r.Max {
+			t.Fatalf("input %v: rows/range differ", in.Weights)
+		}
+	}
+	for name, n := range seen {
+		if n != 1 {
+			t.Errorf("%s quantized %d times", name, n)
+		}
+	}
+	if len(seen) != len(st.ByWeight) {
+		t.Errorf("%d weights quantized, %d linears", len(seen), len(st.ByWeight))
+	}
+	st2, _ := Collect(m, samples(), Options{})
+	round := func(name string, w []float32, in *Input) ([]float32, error) {
+		q, err := quant.Quantize(w, len(w)/in.Cols, in.Cols, quant.Scheme{Kind: quant.KindQ4, Block: 32, Sym: true})
+		if err != nil {
+			return nil, err
+		}
+		return q.Dequantize(), nil
+	}
+	before := []float64{st2.Inputs[0].MaxAbs[0], st2.Inputs[len(st2.Inputs)-1].MaxAbs[0]}
+	if err := Sequential(m, st2, samples(), Options{}, round); err != nil {
+		t.Fatal(err)
+	}
+	if st2.Inputs[0].MaxAbs[0] != before[0] || st2.Inputs[len(st2.Inputs)-1].MaxAbs[0] == before[1] {
+		t.Errorf("first input %v -> %v (want unchanged), last %v -> %v (want moved)", before[0], st2.Inputs[0].MaxAbs[0], before[1], st2.Inputs[len(st2.Inputs)-1].MaxAbs[0])
+	}
+}

@@ -141,6 +141,11 @@ type Calibration struct {
 	// to minimize the error weighted by the inputs' mean square
 	// (SearchGrid), before GPTQ if both are on.
 	GridSearch bool `json:"grid_search,omitempty"`
+	// Sequential recollects each linear's input statistics on the model
+	// whose earlier linears are already quantized (one calibration pass
+	// per input), so GPTQ and the grid search see their predecessors'
+	// error.
+	Sequential bool `json:"sequential,omitempty"`
 }
 
 // Needed reports whether any calibrated method is selected.
