@@ -5,8 +5,8 @@ import "fmt"
 // SearchGrid lowers the importance-weighted error sum_c imp[c] (w - w')^2 of
 // q, a quantization of w, by choosing its grid again block by block:
 //
-//   - lpbq: each row's scale among S*f, f = 1, 0.95, ..., 0.75, and for
-//     each, every block's code k in 1..16, the integers rounded against k*S;
+//   - lpbq: each block's code k in 1..16 (the row scale S stays), the
+//     integers rounded against k*S;
 //   - q4 symmetric: each group's scale among s*f, f = 1, 0.98, ..., 0.60;
 //   - w8: each row's scale among s*f, f = 1, 0.99, ..., 0.80.
 //
@@ -46,37 +46,20 @@ func SearchGrid(q *Quantized, w []float32, imp []float64) error {
 	nb, B := q.BlocksPerRow(), q.Scheme.Block
 	switch q.Scheme.Kind {
 	case KindLPBQ:
-		codes := make([]uint8, nb)
 		for r := range q.Rows {
-			// the row scale S among S*f, f = 1, 0.95, ..., 0.75, each with
-			// its best codes (a smaller S clips the blocks whose s/S would
-			// exceed 16, and refines the others)
-			s0 := q.Scales[r]
-			bestS, bestRow := s0, -1.0
-			for f := 100; f >= 75; f -= 5 {
-				q.Scales[r] = s0 * float32(f) / 100
-				var rowE float64
-				for b := range nb {
-					lo, hi := b*B, min((b+1)*B, q.Cols)
-					ci := r*nb + b
-					best, bestE := uint8(1), -1.0
-					for k := uint8(1); k <= 16; k++ {
-						q.Codes[ci] = k
-						if e := blockErr(r, lo, hi); bestE < 0 || e < bestE {
-							best, bestE = k, e
-						}
+			for b := range nb {
+				lo, hi := b*B, min((b+1)*B, q.Cols)
+				ci := r*nb + b
+				best, bestE := q.Codes[ci], -1.0
+				for k := uint8(1); k <= 16; k++ {
+					q.Codes[ci] = k
+					if e := blockErr(r, lo, hi); bestE < 0 || e < bestE {
+						best, bestE = k, e
 					}
-					q.Codes[ci] = best
-					rowE += bestE
 				}
-				if bestRow < 0 || rowE < bestRow {
-					bestS, bestRow = q.Scales[r], rowE
-					copy(codes, q.Codes[r*nb:(r+1)*nb])
-				}
+				q.Codes[ci] = best
+				blockErr(r, lo, hi)
 			}
-			q.Scales[r] = bestS
-			copy(q.Codes[r*nb:(r+1)*nb], codes)
-			blockErr(r, 0, q.Cols)
 		}
 	case KindQ4:
 		for r := range q.Rows {

@@ -7,10 +7,9 @@ import (
 )
 
 // TestSearchGrid checks the grid search against exhaustive enumeration on
-// small LPBQ rows (for the row scale it chose, every code of every block:
-// the weighted error is separable by block, so the per-block choice must
-// equal the best code), and that for every scheme it never raises the
-// weighted error.
+// small LPBQ rows (every code of every block: the weighted error is
+// separable by block, so the per-block choice must equal the joint best),
+// and that for every scheme it never raises the weighted error.
 func TestSearchGrid(t *testing.T) {
 	r := rand.New(rand.NewSource(9))
 	const n, k = 6, 64
