@@ -55,7 +55,7 @@ phone-class arm64 first. One static binary, no Python.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newVersionCmd(), newRunCmd(), newChatCmd(), newTokenizeCmd(), newTemplateCmd(), newPplCmd(), newQuantizeCmd(), newCompileCmd(), newInspectCmd(), newBenchCmd(), newLogitsCmd(),
-		newPullCmd(), newListCmd(), newRmCmd())
+		newPullCmd(), newListCmd(), newRmCmd(), newEvalCmd())
 	return root
 }
 

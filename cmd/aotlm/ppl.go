@@ -18,6 +18,8 @@ func newPplCmd() *cobra.Command {
 		modelPath, tokPath, dataPath string
 		ctx, stride, chunks, threads int
 		asJSON                       bool
+		phases, floatPath, artifact  string
+		acts                         string
 	)
 	cmd := &cobra.Command{
 		Use:   "ppl -m MODEL --data TEXT_FILE",
@@ -33,7 +35,21 @@ sliding window (as in the Hugging Face perplexity guide): windows of --ctx
 tokens every S tokens, each scoring only tokens no earlier window scored.
 
 The running estimate is printed on stderr after each chunk, as llama.cpp
-does ([1]12.34,[2]...). docs/perplexity.md describes both rules.`,
+does ([1]12.34,[2]...). docs/perplexity.md describes both rules.
+
+--phases scores the text several ways in one run, chunk by chunk, and
+gives each phase's perplexity with its mean KL divergence from the first
+phase's distribution and the share of tokens whose top-1 token is the
+same (llama-perplexity --kl-divergence's definitions). -m is then a
+quantized folder (aotlm quantize) and the phases are:
+  float     the checkpoint it was quantized from (--float overrides)
+  qdq       its dequantized weights, with the int8 activations of the
+            linears the compiler packs (--activations) and the recipe's
+            uint8 KV cache simulated by quantize-dequantize
+  npu       the dequantized weights with static per-tensor 16-bit
+            activations and a uint8 KV cache (the NPU's W4A16)
+  artifact  the compiled artifact (--artifact, or compiled now as
+            "aotlm compile" does by default with the recipe's KV cache)`,
 		Example: `  aotlm ppl -m stories260K.gguf --data TinyStories-valid-excerpt.txt --ctx 128
   aotlm ppl -m model.gguf -f wiki.test.raw -c 512 --chunks 20 --json`,
 		Args: cobra.NoArgs,
@@ -50,6 +66,26 @@ does ([1]12.34,[2]...). docs/perplexity.md describes both rules.`,
 			}
 			if len(text) == 0 {
 				return fmt.Errorf("data file %s is empty", dataPath)
+			}
+			if phases != "" {
+				list, err := parsePhases(phases)
+				if err != nil {
+					return err
+				}
+				if _, err := floatActivations(acts); err != nil {
+					return err
+				}
+				stderr := cmd.ErrOrStderr()
+				return runPhases(cmd.OutOrStdout(), phaseOptions{model: modelPath, floatPath: floatPath,
+					artifact: artifact, tokPath: tokPath, acts: acts, text: string(text), phases: list,
+					ctx: ctx, threads: threads, asJSON: asJSON,
+					opts: eval.Options{Ctx: ctx, Stride: stride, MaxChunks: chunks,
+						Progress: func(done, total int, ppl float64) {
+							fmt.Fprintf(stderr, "[%d]%.4f,", done, ppl)
+							if done == total {
+								fmt.Fprintln(stderr)
+							}
+						}}})
 			}
 			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, NoCompile: true})
 			if err != nil {
@@ -102,6 +138,10 @@ does ([1]12.34,[2]...). docs/perplexity.md describes both rules.`,
 	f.IntVar(&chunks, "chunks", 0, "stop after N chunks or windows (0: all)")
 	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object {ppl, nll, tokens, ctx, chunks, method}")
+	f.StringVar(&phases, "phases", "", "score several phases of a quantized folder in one run: float,qdq,npu,artifact")
+	f.StringVar(&floatPath, "float", "", "with --phases: the float checkpoint (default: the quantized folder's source)")
+	f.StringVar(&artifact, "artifact", "", "with --phases: the compiled artifact (default: compile -m now)")
+	f.StringVar(&acts, "activations", "int8", "with --phases: "+activationsHelp)
 	return cmd
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/output"
 	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/quant"
@@ -24,6 +26,13 @@ func newQuantizeCmd() *cobra.Command {
 		fallbackW8, force, asJSON bool
 		lpbqReference             bool
 		jobs                      int
+		calibFile                 string
+		calibSamples, calibLen    int
+		threads                   int
+		sensData                  string
+		sensCtx, sensChunks       int
+		auto                      bool
+		maxSize                   string
 	)
 	cmd := &cobra.Command{
 		Use:   "quantize MODEL -o DIR [--recipe NAME|FILE.json]",
@@ -42,17 +51,70 @@ stdout; progress (tensors, bytes written, rate) to stderr.
 The model is streamed: tensors are read from the mapped checkpoint,
 quantized and written one at a time, --jobs of them at once, so memory
 holds about --jobs tensors in float32 (the largest one, the embedding or
-classifier, bounds it), not the whole model.`,
+classifier, bounds it), not the whole model; a recipe's rotation or
+calibration (below) holds the whole model in float32 instead.
+
+A recipe's "rotation" folds Hadamard rotations into the float weights
+first (R1 on the residual stream, R2 per head between v_proj and o_proj).
+Its "calibration" methods (awq, smooth_alpha, gptq) need --calib: the text
+is tokenized once and --calib-samples windows of --calib-len tokens, spread
+evenly over it, run through the float model to collect each linear's input
+statistics. The manifest records what was done ("calibration"), including
+each linear's calibrated input range. docs/quantization.md has examples.
+
+--report-sensitivity TEXT quantizes nothing: it quantizes each linear
+alone with the recipe's scheme and prints its KL divergence from the float
+model over the first --sensitivity-chunks chunks of TEXT (llama.cpp's
+perplexity rule), most sensitive first: the tensors to keep at W8. With
+--auto and --max-size it keeps the most sensitive linears at W8 while the
+estimated size stays within the budget, prints the recipe it chose, and
+quantizes with it (the manifest records it).`,
 		Example: `  aotlm quantize stories260K.gguf -o stories-w4/ --recipe w4a16-lpbq
   aotlm quantize Qwen3-0.6B/ -o q/ --recipe my-recipe.json --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if out == "" {
-				return fmt.Errorf("no output folder: pass -o DIR")
-			}
 			recipe, err := loadRecipe(recipeArg)
 			if err != nil {
 				return err
+			}
+			if auto && (sensData == "" || maxSize == "" || out == "") {
+				return fmt.Errorf("--auto needs --report-sensitivity TEXT (the text to measure on), --max-size and -o DIR")
+			}
+			if sensData != "" {
+				text, err := limits.ReadFile(sensData, "sensitivity text", limits.MaxTextFile)
+				if err != nil {
+					return fmt.Errorf("--report-sensitivity: %w", err)
+				}
+				rows, base, err := sensitivity(args[0], recipe, string(text), tokPath, sensCtx, sensChunks, threads)
+				if err != nil {
+					return err
+				}
+				if !auto {
+					if asJSON {
+						return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"float_ppl": base, "tensors": rows})
+					}
+					printSensitivity(cmd.OutOrStdout(), rows, base)
+					return nil
+				}
+				maxBits, maxBytes, err := parseSize(maxSize)
+				if err != nil {
+					return err
+				}
+				other, total, err := otherBits(args[0], rows)
+				if err != nil {
+					return err
+				}
+				var est float64
+				var kept []string
+				if recipe, est, kept, err = autoRecipe(recipe, rows, other, total, maxBits, maxBytes); err != nil {
+					return err
+				}
+				rj, _ := json.Marshal(recipe)
+				fmt.Fprintf(cmd.ErrOrStderr(), "auto: %d linears kept at w8 (%s), estimated %.2f bits per weight; recipe:\n%s\n",
+					len(kept), strings.Join(kept, ", "), est, rj)
+			}
+			if out == "" {
+				return fmt.Errorf("no output folder: pass -o DIR")
 			}
 			if lpbqReference {
 				recipe = withLPBQMode(recipe, quant.LPBQReference)
@@ -60,13 +122,22 @@ classifier, bounds it), not the whole model.`,
 			if jobs < 0 {
 				return fmt.Errorf("--jobs %d: want 0 (one per CPU) or more", jobs)
 			}
-			bar := newTensorBar(cmd.ErrOrStderr(), "quantizing")
-			opts := qmodel.Options{Recipe: recipe, Tokenizer: tokPath, FallbackW8: fallbackW8, Force: force, Jobs: jobs,
-				Progress: func(p qmodel.Progress) { bar.update(p.Done, p.Total, p.Bytes, p.TotalBytes) }}
 			src, err := resolveModelArg(args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
+			tokSrc := tokPath
+			if tokSrc == "" {
+				tokSrc = src
+			}
+			prepare, err := prepareFunc(recipe, calibOptions{file: calibFile, samples: calibSamples, len_: calibLen,
+				tokenizer: tokSrc, threads: threads})
+			if err != nil {
+				return err
+			}
+			bar := newTensorBar(cmd.ErrOrStderr(), "quantizing")
+			opts := qmodel.Options{Recipe: recipe, Tokenizer: tokPath, FallbackW8: fallbackW8, Force: force, Jobs: jobs, Prepare: prepare,
+				Progress: func(p qmodel.Progress) { bar.update(p.Done, p.Total, p.Bytes, p.TotalBytes) }}
 			rep, err := qmodel.Quantize(src, out, opts)
 			if errors.Is(err, output.ErrExists) {
 				return fmt.Errorf("%w (pass --force to replace it)", err)
@@ -100,6 +171,15 @@ classifier, bounds it), not the whole model.`,
 	f.BoolVar(&lpbqReference, "lpbq-reference", false, "LPBQ ints rounded against the unrounded block scale, bit-exact with the published rule (default: refined against k*S)")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	f.IntVarP(&jobs, "jobs", "j", 0, jobsHelp)
+	f.StringVar(&calibFile, "calib", "", "calibration text for the recipe's calibrated methods (awq, smooth_alpha, gptq)")
+	f.IntVar(&calibSamples, "calib-samples", 64, "calibration windows taken from --calib")
+	f.IntVar(&calibLen, "calib-len", 256, "tokens per calibration window (BOS first)")
+	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads of the calibration passes")
+	f.StringVar(&sensData, "report-sensitivity", "", "instead of quantizing, report each linear's KL divergence from the float model when quantized alone, over this text")
+	f.IntVar(&sensCtx, "sensitivity-ctx", 256, "tokens per chunk of --report-sensitivity")
+	f.IntVar(&sensChunks, "sensitivity-chunks", 8, "chunks of --report-sensitivity")
+	f.BoolVar(&auto, "auto", false, "with --report-sensitivity and --max-size: keep the most sensitive linears at w8 within the size budget, then quantize")
+	f.StringVar(&maxSize, "max-size", "", "size budget of --auto: bits per weight (5.5b) or bytes (1.5MB) of all parameters")
 	return cmd
 }
 

@@ -39,7 +39,18 @@ type Interpreter struct {
 	g       *Graph
 	w       Weights
 	threads int
+	hook    InputHook
 }
+
+// InputHook sees each input of every OpLinear and OpAttention node before
+// the node runs: slot is the input's position in Node.In and x its value,
+// rows by cols. It may return a replacement of the same length, used by
+// this node only (a fake-quantized copy, say), or nil to keep x. It must
+// not modify x. Calibration and quantization simulation use it.
+type InputHook func(n *Node, slot int, x []float32, rows, cols int) []float32
+
+// SetInputHook installs h (nil removes it).
+func (in *Interpreter) SetInputHook(h InputHook) { in.hook = h }
 
 // NewInterpreter checks that w holds every weight g names with the declared
 // number of values, and returns an interpreter using up to threads goroutines
@@ -167,13 +178,46 @@ func (in *Interpreter) RunInput(st *State, inp Input) (out []float32, rows int, 
 			continue
 		}
 		dst := make([]float32, r*n.Cols)
-		if err := in.eval(n, dst, vals, nrows, inp, st); err != nil {
+		restore, err := in.hookInputs(n, vals, nrows)
+		if err == nil {
+			err = in.eval(n, dst, vals, nrows, inp, st)
+		}
+		for k := len(restore) - 1; k >= 0; k-- {
+			vals[restore[k].id] = restore[k].v
+		}
+		if err != nil {
 			return nil, 0, fmt.Errorf("graph: node %d (%v %s): %w", i, n.Op, n.Name, err)
 		}
 		vals[i] = dst
 	}
 	st.Pos += T
 	return vals[in.g.Output], nrows[in.g.Output], nil
+}
+
+type savedVal struct {
+	id int
+	v  []float32
+}
+
+// hookInputs applies the input hook to n's inputs, replacing them in vals,
+// and returns what to put back after n runs.
+func (in *Interpreter) hookInputs(n *Node, vals [][]float32, nrows []int) ([]savedVal, error) {
+	if in.hook == nil || (n.Op != op.Linear && n.Op != op.Attention) {
+		return nil, nil
+	}
+	var saved []savedVal
+	for slot, id := range n.In {
+		r := in.hook(n, slot, vals[id], nrows[id], in.g.cols(id))
+		if r == nil {
+			continue
+		}
+		if len(r) != len(vals[id]) {
+			return saved, fmt.Errorf("input hook returned %d values for input %d of %d", len(r), slot, len(vals[id]))
+		}
+		saved = append(saved, savedVal{id, vals[id]})
+		vals[id] = r
+	}
+	return saved, nil
 }
 
 func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []int, inp Input, st *State) error {

@@ -53,11 +53,11 @@ func expSubWith(kern func(x *float32, m float32, n int) float32, lanes int, x []
 func actOverlay(o *Overlay, zmm bool) {
 	lanes := 8
 	silu, siluMul, expSub, gelu := siluAvx2, siluMulAvx2, expSubAvx2, geluTanhAvx2
-	scale, mul, add := scaleAvx2, mulAvx2, addAvx2
+	scale, mul, add, bfly := scaleAvx2, mulAvx2, addAvx2, butterflyAvx2
 	if zmm {
 		lanes = 16
 		silu, siluMul, expSub, gelu = siluVnni, siluMulVnni, expSubVnni, geluTanhVnni
-		scale, mul, add = scaleVnni, mulVnni, addVnni
+		scale, mul, add, bfly = scaleVnni, mulVnni, addVnni, butterflyVnni
 	}
 	o.SiLU = func(dst, x []float32) { unaryWith(silu, lanes, siluGeneric, dst, x) }
 	o.SiLUMul = func(dst, gate, up []float32) { binaryWith(siluMul, lanes, siluMulGeneric, dst, gate, up) }
@@ -66,4 +66,14 @@ func actOverlay(o *Overlay, zmm bool) {
 	o.Scale = func(dst, x []float32, s float32) { scaleWith(scale, lanes, dst, x, s) }
 	o.Mul = func(dst, a, b []float32) { binaryWith(mul, lanes, mulGeneric, dst, a, b) }
 	o.Add = func(dst, a, b []float32) { binaryWith(add, lanes, addGeneric, dst, a, b) }
+	o.Butterfly = func(a, b []float32) {
+		b = b[:len(a)]
+		m := len(a) &^ (lanes - 1)
+		if m > 0 {
+			bfly(unsafe.SliceData(a), unsafe.SliceData(b), m)
+		}
+		if m < len(a) {
+			butterflyGeneric(a[m:], b[m:])
+		}
+	}
 }

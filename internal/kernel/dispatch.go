@@ -17,6 +17,7 @@ var (
 	scaleImpl      = scaleGeneric
 	mulImpl        = mulGeneric
 	addImpl        = addGeneric
+	butterflyImpl  = butterflyGeneric
 
 	axpyRowsImpl    = axpyRowsGeneric
 	dotRowsImpl     = dotRowsGeneric
@@ -45,6 +46,7 @@ type Overlay struct {
 	Scale      func(dst, x []float32, s float32)
 	Mul        func(dst, a, b []float32)
 	Add        func(dst, a, b []float32)
+	Butterfly  func(a, b []float32)
 
 	AxpyRows    func(dst, alpha, x []float32, stride int)
 	DotRows     func(dst, w, y []float32, stride int)
@@ -130,6 +132,9 @@ func install() {
 		}
 		if o.Add != nil {
 			addImpl = o.Add
+		}
+		if o.Butterfly != nil {
+			butterflyImpl = o.Butterfly
 		}
 		if o.AxpyRows != nil {
 			axpyRowsImpl = o.AxpyRows

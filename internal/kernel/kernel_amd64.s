@@ -13055,6 +13055,51 @@ done:
 	VZEROUPPER
 	RET
 
+// func butterflyAvx2(a *float32, b *float32, n int)
+// Requires: AVX
+TEXT ·butterflyAvx2(SB), NOSPLIT, $0-24
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), CX
+	MOVQ n+16(FP), DX
+
+loopU:
+	CMPQ    DX, $0x00000010
+	JB      loop1
+	VMOVUPS (AX), Y0
+	VMOVUPS (CX), Y1
+	VADDPS  Y1, Y0, Y2
+	VSUBPS  Y1, Y0, Y0
+	VMOVUPS Y2, (AX)
+	VMOVUPS Y0, (CX)
+	VMOVUPS 32(AX), Y3
+	VMOVUPS 32(CX), Y4
+	VADDPS  Y4, Y3, Y5
+	VSUBPS  Y4, Y3, Y3
+	VMOVUPS Y5, 32(AX)
+	VMOVUPS Y3, 32(CX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, CX
+	SUBQ    $0x00000010, DX
+	JMP     loopU
+
+loop1:
+	TESTQ   DX, DX
+	JZ      done
+	VMOVUPS (AX), Y6
+	VMOVUPS (CX), Y7
+	VADDPS  Y7, Y6, Y8
+	VSUBPS  Y7, Y6, Y6
+	VMOVUPS Y8, (AX)
+	VMOVUPS Y6, (CX)
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000020, CX
+	SUBQ    $0x00000008, DX
+	JMP     loop1
+
+done:
+	VZEROUPPER
+	RET
+
 // func siluVnni(dst *float32, x *float32, n int)
 // Requires: AVX, AVX512F
 TEXT ·siluVnni(SB), NOSPLIT, $0-24
@@ -13707,6 +13752,51 @@ loop1:
 	ADDQ    $0x00000040, CX
 	ADDQ    $0x00000040, DX
 	SUBQ    $0x00000010, BX
+	JMP     loop1
+
+done:
+	VZEROUPPER
+	RET
+
+// func butterflyVnni(a *float32, b *float32, n int)
+// Requires: AVX, AVX512F
+TEXT ·butterflyVnni(SB), NOSPLIT, $0-24
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), CX
+	MOVQ n+16(FP), DX
+
+loopU:
+	CMPQ    DX, $0x00000020
+	JB      loop1
+	VMOVUPS (AX), Z0
+	VMOVUPS (CX), Z1
+	VADDPS  Z1, Z0, Z2
+	VSUBPS  Z1, Z0, Z0
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z0, (CX)
+	VMOVUPS 64(AX), Z0
+	VMOVUPS 64(CX), Z1
+	VADDPS  Z1, Z0, Z2
+	VSUBPS  Z1, Z0, Z0
+	VMOVUPS Z2, 64(AX)
+	VMOVUPS Z0, 64(CX)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000080, CX
+	SUBQ    $0x00000020, DX
+	JMP     loopU
+
+loop1:
+	TESTQ   DX, DX
+	JZ      done
+	VMOVUPS (AX), Z0
+	VMOVUPS (CX), Z1
+	VADDPS  Z1, Z0, Z2
+	VSUBPS  Z1, Z0, Z0
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z0, (CX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, CX
+	SUBQ    $0x00000010, DX
 	JMP     loop1
 
 done:

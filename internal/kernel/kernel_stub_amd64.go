@@ -359,6 +359,11 @@ func mulAvx2(dst *float32, a *float32, b *float32, n int)
 //go:noescape
 func addAvx2(dst *float32, a *float32, b *float32, n int)
 
+// butterflyAvx2 sets (a[i], b[i]) = (a[i]+b[i], a[i]-b[i]) for n elements, n a multiple of 8.
+//
+//go:noescape
+func butterflyAvx2(a *float32, b *float32, n int)
+
 // siluVnni sets dst[i] = x[i]/(1+exp(-x[i])) for n elements, n a multiple of 16.
 //
 //go:noescape
@@ -393,6 +398,11 @@ func mulVnni(dst *float32, a *float32, b *float32, n int)
 //
 //go:noescape
 func addVnni(dst *float32, a *float32, b *float32, n int)
+
+// butterflyVnni sets (a[i], b[i]) = (a[i]+b[i], a[i]-b[i]) for n elements, n a multiple of 16.
+//
+//go:noescape
+func butterflyVnni(a *float32, b *float32, n int)
 
 // axpyRowsAvx2 sets dst[j] += Σ_r alpha[r]*x[r*stride+j] for j < n, r < rows,
 // n a multiple of 8; stride is in elements.

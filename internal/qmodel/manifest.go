@@ -30,6 +30,9 @@ type Manifest struct {
 	// tokenizer files, if any).
 	Tokenizer string                 `json:"tokenizer,omitempty"`
 	Tensors   map[string]TensorEntry `json:"tensors"`
+	// Calibration records the calibration and equivalent rewrites applied
+	// before quantization (rotations, scales, GPTQ), when any.
+	Calibration json.RawMessage `json:"calibration,omitempty"`
 }
 
 // TensorEntry is how one canonical tensor is stored.
@@ -41,6 +44,8 @@ type TensorEntry struct {
 	Padded bool   `json:"padded,omitempty"`
 	// Fallback names why the recipe's scheme was replaced.
 	Fallback string `json:"fallback,omitempty"`
+	// GPTQ marks integers chosen by GPTQ (the grid is the scheme's own).
+	GPTQ bool `json:"gptq,omitempty"`
 }
 
 // IsDir reports whether path is a quantized folder.

@@ -51,7 +51,7 @@ func inMemory(t *testing.T, src, out string, opts Options) {
 	var parts []safetensors.Tensor
 	for name, w := range m.Weights {
 		p := planTensor(name, g.Weights[name], linear[name], embed == name, m.Config.Tied, opts)
-		_, _, ps, err := quantizeOne(&p, w)
+		_, _, ps, err := quantizeOne(&p, w, &Prepared{})
 		if err != nil {
 			t.Fatal(err)
 		}

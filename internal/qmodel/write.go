@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -38,6 +39,27 @@ type Options struct {
 	// Progress, when set, is called after each tensor (from one goroutine
 	// at a time).
 	Progress func(Progress)
+	// Prepare, when set, runs on the loaded float model before anything is
+	// quantized: it may rewrite weights into an equivalent model
+	// (rotations, calibrated scales) and return what quantization needs.
+	// The model is then held whole in float32 (calibration needs it), so
+	// memory is no longer bounded by the largest tensor.
+	Prepare func(m *arch.Model) (*Prepared, error)
+}
+
+// Prepared is what Options.Prepare hands to quantization.
+type Prepared struct {
+	// Hessians holds, by weight name, the [cols, cols] second moment of the
+	// weight's calibration inputs: those weights are quantized with GPTQ.
+	Hessians map[string][]float64
+	GPTQ     quant.GPTQOptions
+	// Importance holds, by weight name, the mean square of each input
+	// channel over calibration: with GridSearch, each block's scale is
+	// chosen to minimize the error weighted by it (quant.SearchGrid).
+	Importance map[string][]float64
+	GridSearch bool
+	// Record goes to the manifest's "calibration" entry as JSON.
+	Record any
 }
 
 // Progress is how far a Quantize call is.
@@ -58,6 +80,7 @@ type TensorReport struct {
 	Fallback string  `json:"fallback,omitempty"`
 	RelErr   float64 `json:"rel_rmse"` // RMSE / RMS of the original
 	Bits     float64 `json:"bits_per_weight"`
+	GPTQ     bool    `json:"gptq,omitempty"` // integers chosen by GPTQ
 }
 
 // Report summarizes a quantization.
@@ -90,11 +113,26 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 		return nil, err
 	}
 	defer ck.Close()
-	am, err := arch.Open(ck)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", src, err)
+	var am weightReader
+	var cfg arch.Config
+	prep := &Prepared{}
+	if opts.Prepare == nil {
+		s, err := arch.Open(ck)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", src, err)
+		}
+		am, cfg = s, s.Config
+	} else {
+		m, err := arch.Load(ck)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", src, err)
+		}
+		if prep, err = opts.Prepare(m); err != nil {
+			return nil, err
+		}
+		am, cfg = memWeights{m.Weights}, m.Config
 	}
-	g, err := arch.Build(&am.Config, arch.BuildOptions{})
+	g, err := arch.Build(&cfg, arch.BuildOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -111,8 +149,13 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	man := Manifest{FormatVersion: FormatVersion, Config: am.Config, Recipe: recipeJSON,
+	man := Manifest{FormatVersion: FormatVersion, Config: cfg, Recipe: recipeJSON,
 		Source: src, Tensors: map[string]TensorEntry{}}
+	if prep.Record != nil {
+		if man.Calibration, err = json.Marshal(prep.Record); err != nil {
+			return nil, err
+		}
+	}
 	rep := &Report{Output: out, Recipe: opts.Recipe.Name}
 	// Every tensor's scheme, and so its stored parts, follows from its
 	// name and shape: the file's header is written before any data.
@@ -125,7 +168,7 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 		if !ok {
 			return nil, fmt.Errorf("tensor %s: not in the graph", name)
 		}
-		plans[i] = planTensor(name, shape, linear[name], embed == name, am.Config.Tied, opts)
+		plans[i] = planTensor(name, shape, linear[name], embed == name, cfg.Tied, opts)
 		specs = append(specs, plans[i].parts...)
 		for _, p := range plans[i].parts {
 			n, err := tensor.NumElements(p.Shape)
@@ -156,7 +199,7 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 		if err != nil {
 			return err
 		}
-		entry, tr, parts, err := quantizeOne(plan, w)
+		entry, tr, parts, err := quantizeOne(plan, w, prep)
 		if err != nil {
 			return fmt.Errorf("tensor %q: %w", name, err)
 		}
@@ -282,6 +325,7 @@ type tensorPlan struct {
 	shape      []int
 	rows, cols int
 	float      bool // kept as float32
+	linear     bool // the weight of a linear
 	scheme     quant.Scheme
 	fallback   string
 	parts      []safetensors.Tensor // names, dtypes and shapes
@@ -292,7 +336,7 @@ type tensorPlan struct {
 // scheme; an embedding used only for lookup takes W8 (one scale per row,
 // which a lookup dequantizes cheaply).
 func planTensor(name string, shape []int, isLinear, isEmbed, tied bool, opts Options) tensorPlan {
-	p := tensorPlan{name: name, shape: shape, rows: 1, cols: 1}
+	p := tensorPlan{name: name, shape: shape, rows: 1, cols: 1, linear: isLinear}
 	for _, d := range shape {
 		p.rows *= d
 	}
@@ -341,7 +385,7 @@ func planTensor(name string, shape []int, isLinear, isEmbed, tied bool, opts Opt
 
 // quantizeOne quantizes one tensor w as p says and returns its manifest
 // entry, its report and its stored parts (with data).
-func quantizeOne(p *tensorPlan, w []float32) (TensorEntry, TensorReport, []safetensors.Tensor, error) {
+func quantizeOne(p *tensorPlan, w []float32, prep *Prepared) (TensorEntry, TensorReport, []safetensors.Tensor, error) {
 	name, shape := p.name, p.shape
 	tr := TensorReport{Name: name, Shape: shape}
 	if p.float {
@@ -354,6 +398,17 @@ func quantizeOne(p *tensorPlan, w []float32) (TensorEntry, TensorReport, []safet
 	q, err := quant.Quantize(w, p.rows, p.cols, s)
 	if err != nil {
 		return entry, tr, nil, err
+	}
+	if p.linear && prep.GridSearch {
+		if err := quant.SearchGrid(q, w, prep.Importance[name]); err != nil {
+			return entry, tr, nil, err
+		}
+	}
+	if h := prep.Hessians[name]; h != nil && p.linear {
+		if err := quant.GPTQOnGrid(q, w, h, prep.GPTQ); err != nil {
+			return entry, tr, nil, err
+		}
+		entry.GPTQ, tr.GPTQ = true, true
 	}
 	stats, err := q.Error(w)
 	if err != nil {
@@ -402,3 +457,29 @@ func u16Bytes(v []uint16) []byte {
 }
 
 var errNoTokenizer = errors.New("no tokenizer")
+
+// weightReader serves a model's weights by canonical name.
+type weightReader interface {
+	Names() []string
+	Read(name string) ([]float32, error)
+}
+
+// memWeights serves weights held in memory (a prepared model).
+type memWeights struct{ w graph.Weights }
+
+func (m memWeights) Names() []string {
+	names := make([]string, 0, len(m.w))
+	for n := range m.w {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (m memWeights) Read(name string) ([]float32, error) {
+	v, ok := m.w[name]
+	if !ok {
+		return nil, fmt.Errorf("no tensor %s", name)
+	}
+	return v, nil
+}

@@ -121,6 +121,55 @@ func (o Override) Matches(name string) bool {
 	return err == nil && ok
 }
 
+// Calibration is the part of a recipe computed from calibration text.
+type Calibration struct {
+	// AWQ searches activation-aware per-channel scales (AWQScales) over
+	// AWQGrid strengths (0: 20).
+	AWQ     bool `json:"awq,omitempty"`
+	AWQGrid int  `json:"awq_grid,omitempty"`
+	// SmoothAlpha > 0 migrates activation outliers into the weights
+	// (SmoothScales) with that alpha.
+	SmoothAlpha float64 `json:"smooth_alpha,omitempty"`
+	// GPTQ chooses the integers with GPTQ (QuantizeGPTQ), dampening the
+	// inputs' second moment by GPTQDamp of its mean diagonal (0: 0.01).
+	GPTQ     bool    `json:"gptq,omitempty"`
+	GPTQDamp float64 `json:"gptq_damp,omitempty"`
+	// GPTQActOrder quantizes the columns in decreasing order of input
+	// energy (GPTQOptions.ActOrder).
+	GPTQActOrder bool `json:"gptq_act_order,omitempty"`
+	// GridSearch chooses each block's scale (LPBQ code, q4 or w8 scale)
+	// to minimize the error weighted by the inputs' mean square
+	// (SearchGrid), before GPTQ if both are on.
+	GridSearch bool `json:"grid_search,omitempty"`
+	// Sequential recollects each linear's input statistics on the model
+	// whose earlier linears are already quantized (one calibration pass
+	// per input), so GPTQ and the grid search see their predecessors'
+	// error.
+	Sequential bool `json:"sequential,omitempty"`
+}
+
+// Needed reports whether any calibrated method is selected.
+func (c Calibration) Needed() bool { return c.AWQ || c.SmoothAlpha > 0 || c.GPTQ || c.GridSearch }
+
+// RotationKind selects an orthogonal rotation.
+type RotationKind string
+
+// The rotations.
+const (
+	RotationNone     RotationKind = ""
+	RotationHadamard RotationKind = "hadamard"        // the normalized Walsh-Hadamard matrix
+	RotationRandom   RotationKind = "random-hadamard" // Hadamard times a seeded random +-1 diagonal
+)
+
+// Rotation selects the rotations folded into the weights before
+// quantization: R1 on the residual stream, R2 per attention head between
+// the value and output projections.
+type Rotation struct {
+	R1   RotationKind `json:"r1,omitempty"`
+	R2   RotationKind `json:"r2,omitempty"`
+	Seed int64        `json:"seed,omitempty"`
+}
+
 // Recipe says how to quantize each tensor of a model, and how activations and
 // the KV cache are stored.
 type Recipe struct {
@@ -129,6 +178,8 @@ type Recipe struct {
 	Overrides   []Override
 	Activations Activations
 	KV          KVDType
+	Calibration Calibration
+	Rotation    Rotation
 }
 
 // SchemeFor returns the scheme of the tensor name: that of the first override
@@ -167,6 +218,26 @@ func (r *Recipe) Validate() error {
 	case KVF16, KVU8:
 	default:
 		return &RecipeError{Field: "kv", Msg: fmt.Sprintf("unknown kv type %q (want f16 or u8)", string(r.KV))}
+	}
+	c := r.Calibration
+	if c.AWQGrid < 0 || c.AWQGrid > 1000 {
+		return &RecipeError{Field: "calibration.awq_grid", Msg: fmt.Sprintf("%d is not in 0..1000", c.AWQGrid)}
+	}
+	if !(c.SmoothAlpha >= 0 && c.SmoothAlpha <= 1) {
+		return &RecipeError{Field: "calibration.smooth_alpha", Msg: fmt.Sprintf("%v is not in [0, 1]", c.SmoothAlpha)}
+	}
+	if !(c.GPTQDamp >= 0 && c.GPTQDamp < 1) {
+		return &RecipeError{Field: "calibration.gptq_damp", Msg: fmt.Sprintf("%v is not in [0, 1)", c.GPTQDamp)}
+	}
+	for _, k := range []struct {
+		field string
+		v     RotationKind
+	}{{"rotation.r1", r.Rotation.R1}, {"rotation.r2", r.Rotation.R2}} {
+		switch k.v {
+		case RotationNone, RotationHadamard, RotationRandom:
+		default:
+			return &RecipeError{Field: k.field, Msg: fmt.Sprintf("unknown rotation %q (want hadamard or random-hadamard)", string(k.v))}
+		}
 	}
 	return nil
 }

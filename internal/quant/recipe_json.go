@@ -31,6 +31,8 @@ type rawRecipe struct {
 	Overrides   []rawOverride   `json:"overrides"`
 	Activations *rawActivations `json:"activations"`
 	KV          *string         `json:"kv"`
+	Calibration *Calibration    `json:"calibration"`
+	Rotation    *Rotation       `json:"rotation"`
 }
 
 // scheme applies the defaults of the named scheme and validates the result.
@@ -121,6 +123,12 @@ func (raw *rawRecipe) recipe() (Recipe, error) {
 	if raw.KV != nil {
 		r.KV = KVDType(*raw.KV)
 	}
+	if raw.Calibration != nil {
+		r.Calibration = *raw.Calibration
+	}
+	if raw.Rotation != nil {
+		r.Rotation = *raw.Rotation
+	}
 	if err := r.Validate(); err != nil {
 		return Recipe{}, err
 	}
@@ -157,10 +165,21 @@ func (o Override) MarshalJSON() ([]byte, error) {
 // MarshalJSON writes the recipe in the form ParseRecipe reads.
 func (r Recipe) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		Name        string      `json:"name"`
-		Default     Scheme      `json:"default"`
-		Overrides   []Override  `json:"overrides"`
-		Activations Activations `json:"activations"`
-		KV          KVDType     `json:"kv"`
-	}{r.Name, r.Default, r.Overrides, r.Activations, r.KV})
+		Name        string       `json:"name"`
+		Default     Scheme       `json:"default"`
+		Overrides   []Override   `json:"overrides"`
+		Activations Activations  `json:"activations"`
+		KV          KVDType      `json:"kv"`
+		Calibration *Calibration `json:"calibration,omitempty"`
+		Rotation    *Rotation    `json:"rotation,omitempty"`
+	}{r.Name, r.Default, r.Overrides, r.Activations, r.KV, omitZero(r.Calibration), omitZero(r.Rotation)})
+}
+
+// omitZero returns nil for a zero value, so it is left out of the JSON.
+func omitZero[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
 }

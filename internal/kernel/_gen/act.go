@@ -189,7 +189,35 @@ func genAct() {
 		genScale(zmm)
 		genBinary("mul", zmm)
 		genBinary("add", zmm)
+		genButterfly(zmm)
 	}
+}
+
+// genButterfly writes the Walsh-Hadamard butterfly: (a[i], b[i]) =
+// (a[i]+b[i], a[i]-b[i]) for n elements.
+func genButterfly(zmm bool) {
+	name := floatName("butterfly", zmm, false)
+	TEXT(name, NOSPLIT, "func(a *float32, b *float32, n int)")
+	Pragma("noescape")
+	Doc(name + " sets (a[i], b[i]) = (a[i]+b[i], a[i]-b[i]) for n elements, n a multiple of " + lanesStr(zmm) + ".")
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	n := Load(Param("n"), GP64())
+	c := newActCtx(zmm)
+	c.mapLoop(n, []Register{a, b}, 2, func(off int) {
+		x, y, s := c.va.get(), c.va.get(), c.va.get()
+		VMOVUPS(Mem{Base: a, Disp: off}, x)
+		VMOVUPS(Mem{Base: b, Disp: off}, y)
+		VADDPS(y, x, s)
+		VSUBPS(y, x, x)
+		VMOVUPS(s, Mem{Base: a, Disp: off})
+		VMOVUPS(x, Mem{Base: b, Disp: off})
+		c.va.put(s)
+		c.va.put(y)
+		c.va.put(x)
+	})
+	VZEROUPPER()
+	RET()
 }
 
 // genUnaryExp writes silu (dst = x/(1+exp(-x))) or geluTanh (dst =

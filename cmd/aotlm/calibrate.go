@@ -1,0 +1,169 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/aotlm/aotlm/internal/arch"
+	"github.com/aotlm/aotlm/internal/calib"
+	"github.com/aotlm/aotlm/internal/eval"
+	"github.com/aotlm/aotlm/internal/op"
+	"github.com/aotlm/aotlm/internal/qmodel"
+	"github.com/aotlm/aotlm/internal/quant"
+	"github.com/aotlm/aotlm/internal/rotate"
+)
+
+// calibOptions are quantize's calibration flags.
+type calibOptions struct {
+	file          string
+	samples, len_ int
+	tokenizer     string // tokenizer of the source (file or model path)
+	threads       int
+}
+
+// calibSamples tokenizes the calibration file once and cuts n windows of
+// l tokens spread evenly over it, each started with BOS when the tokenizer
+// adds one.
+func calibSamples(o calibOptions) ([][]int, error) {
+	text, err := os.ReadFile(o.file)
+	if err != nil {
+		return nil, fmt.Errorf("calibration text: %w", err)
+	}
+	tok, err := openTokenizer(o.tokenizer, o.tokenizer)
+	if err != nil {
+		return nil, err
+	}
+	ids, bos, err := eval.Tokenize(tok, string(text))
+	if err != nil {
+		return nil, err
+	}
+	if o.samples < 1 || o.len_ < 2 {
+		return nil, fmt.Errorf("--calib-samples %d and --calib-len %d: want at least 1 sample of 2 tokens", o.samples, o.len_)
+	}
+	if len(ids) < o.len_ {
+		return nil, fmt.Errorf("calibration text %s has %d tokens, fewer than --calib-len %d", o.file, len(ids), o.len_)
+	}
+	n := min(o.samples, len(ids)/o.len_)
+	out := make([][]int, n)
+	for i := range out {
+		start := 0
+		if n > 1 {
+			start = i * (len(ids) - o.len_) / (n - 1)
+		}
+		out[i] = append([]int(nil), ids[start:start+o.len_]...)
+		if bos >= 0 {
+			out[i][0] = bos
+		}
+	}
+	return out, nil
+}
+
+// calibRecord is what the manifest's "calibration" entry holds.
+type calibRecord struct {
+	Rotation *rotate.Report      `json:"rotation,omitempty"`
+	Text     string              `json:"text,omitempty"`
+	Samples  int                 `json:"samples,omitempty"`
+	Tokens   int                 `json:"tokens,omitempty"`
+	Methods  quant.Calibration   `json:"methods"`
+	Groups   []calib.GroupReport `json:"groups,omitempty"`
+	// Ranges are the calibrated input ranges of every linear, by weight
+	// (static activation quantization).
+	Ranges map[string][2]float32 `json:"ranges,omitempty"`
+}
+
+// prepareFunc returns quantize's Prepare step for a recipe: rotations,
+// then calibration and the calibrated methods.
+func prepareFunc(r quant.Recipe, o calibOptions) (func(*arch.Model) (*qmodel.Prepared, error), error) {
+	rot := r.Rotation != (quant.Rotation{})
+	if !rot && !r.Calibration.Needed() && o.file == "" {
+		return nil, nil
+	}
+	if r.Calibration.Needed() && o.file == "" {
+		return nil, fmt.Errorf("recipe %s uses calibrated methods (awq, smooth_alpha, gptq, grid_search): pass --calib <text file>", r.Name)
+	}
+	return func(m *arch.Model) (*qmodel.Prepared, error) {
+		rec := calibRecord{Methods: r.Calibration}
+		prep := &qmodel.Prepared{Record: &rec, GPTQ: quant.GPTQOptions{Damp: r.Calibration.GPTQDamp, ActOrder: r.Calibration.GPTQActOrder}}
+		if rot {
+			rep, err := rotate.Apply(m, rotate.Options{R1: r.Rotation.R1, R2: r.Rotation.R2, Seed: r.Rotation.Seed})
+			if err != nil {
+				return nil, err
+			}
+			rec.Rotation = rep
+		}
+		if o.file == "" {
+			return prep, nil
+		}
+		samples, err := calibSamples(o)
+		if err != nil {
+			return nil, err
+		}
+		st, err := calib.Collect(m, samples, calib.Options{Hessian: r.Calibration.GPTQ, Threads: o.threads})
+		if err != nil {
+			return nil, err
+		}
+		rec.Text, rec.Samples, rec.Tokens = filepath.Base(o.file), st.Samples, st.Tokens
+		meth := calib.Methods{SmoothAlpha: r.Calibration.SmoothAlpha, AWQ: r.Calibration.AWQ, AWQGrid: r.Calibration.AWQGrid}
+		if rec.Groups, err = calib.Scale(m, st, r.SchemeFor, meth); err != nil {
+			return nil, err
+		}
+		if r.Calibration.Sequential {
+			copts := calib.Options{Hessian: r.Calibration.GPTQ, Threads: o.threads}
+			if err := calib.Sequential(m, st, samples, copts, sequentialQuantizer(r, st, prep.GPTQ)); err != nil {
+				return nil, err
+			}
+		}
+		rec.Ranges = map[string][2]float32{}
+		prep.GridSearch = r.Calibration.GridSearch
+		for name, in := range st.ByWeight {
+			rec.Ranges[name] = [2]float32{in.Min, in.Max}
+			if r.Calibration.GridSearch {
+				if prep.Importance == nil {
+					prep.Importance = map[string][]float64{}
+				}
+				prep.Importance[name] = in.MeanSq()
+			}
+			if r.Calibration.GPTQ {
+				if prep.Hessians == nil {
+					prep.Hessians = map[string][]float64{}
+				}
+				prep.Hessians[name] = in.H
+			}
+		}
+		return prep, nil
+	}, nil
+}
+
+// sequentialQuantizer quantizes a weight as quantize will (the recipe's
+// scheme, a tied table taking the classifier's, then the grid search and
+// GPTQ the recipe asks for) and returns its dequantized values.
+func sequentialQuantizer(r quant.Recipe, st *calib.Stats, gopts quant.GPTQOptions) calib.QuantizeFunc {
+	embed := ""
+	for _, n := range st.Graph.Nodes {
+		if n.Op == op.Embed {
+			embed = n.Weight
+		}
+	}
+	return func(name string, w []float32, in *calib.Input) ([]float32, error) {
+		s := r.SchemeFor(name)
+		if name == embed {
+			s = r.SchemeFor("lm_head.weight")
+		}
+		q, err := quant.Quantize(w, len(w)/in.Cols, in.Cols, s)
+		if err != nil {
+			return nil, fmt.Errorf("tensor %s: %w", name, err)
+		}
+		if r.Calibration.GridSearch {
+			if err := quant.SearchGrid(q, w, in.MeanSq()); err != nil {
+				return nil, err
+			}
+		}
+		if r.Calibration.GPTQ {
+			if err := quant.GPTQOnGrid(q, w, in.H, gopts); err != nil {
+				return nil, err
+			}
+		}
+		return q.Dequantize(), nil
+	}
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aotlm/aotlm/internal/eval"
+	"github.com/aotlm/aotlm/internal/tokenizer"
+)
+
+func newEvalCmd() *cobra.Command {
+	var (
+		modelPath, tokPath, task, dataPath string
+		ctx, limit, threads                int
+		asJSON                             bool
+	)
+	cmd := &cobra.Command{
+		Use:   "eval -m MODEL --task lambada|hellaswag --data FILE",
+		Short: "Score a model on a benchmark task",
+		Long: `Score a model on a benchmark task file.
+
+  lambada    LAMBADA jsonl ({"text": ...} per line): each passage's last
+             word (after its last space) must be predicted; accuracy is the
+             share whose every token is the model's argmax, perplexity is
+             exp of the mean negative log-likelihood of the last word
+             (lm-evaluation-harness's definitions).
+  hellaswag  llama.cpp's hellaswag file (6 lines per task: context, gold
+             index 0..3, four endings). Each ending is scored by the
+             log-likelihood of its tokens after the context: acc by the sum,
+             acc_norm by the mean per token (llama-perplexity --hellaswag's
+             figure). Tasks are taken in file order.
+
+docs/quantization.md has figures per recipe.`,
+		Example: `  aotlm eval -m stories260K.gguf --task lambada --data lambada_test.jsonl --limit 500
+  aotlm eval -m q-w4/ --task hellaswag --data hellaswag_val_full.txt --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if modelPath == "" || dataPath == "" {
+				return fmt.Errorf("eval: pass -m <model> and --data <task file>")
+			}
+			if task != "lambada" && task != "hellaswag" {
+				return fmt.Errorf("eval: --task %q: want lambada or hellaswag", task)
+			}
+			if limit < 0 {
+				return fmt.Errorf("eval: --limit %d is negative", limit)
+			}
+			f, err := os.Open(dataPath)
+			if err != nil {
+				return fmt.Errorf("eval: %w", err)
+			}
+			defer f.Close()
+			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, NoCompile: true})
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			tok := m.Tokenizer()
+			if tok == nil {
+				return fmt.Errorf("%s has no tokenizer: pass --tokenizer <file>", modelPath)
+			}
+			if ctx <= 0 || ctx > m.Info().Context {
+				ctx = m.Info().Context
+			}
+			rs, err := m.NewSession(ctx)
+			if err != nil {
+				return err
+			}
+			defer rs.Close()
+			s := scorer{ctx: cmd.Context(), s: rs}
+			enc := func(text string) []int {
+				return tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true})
+			}
+			out := cmd.OutOrStdout()
+			if task == "lambada" {
+				items, err := eval.ReadLambada(f)
+				if err != nil {
+					return err
+				}
+				if limit > 0 && limit < len(items) {
+					items = items[:limit]
+				}
+				r, err := eval.Lambada(s, enc, items)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return json.NewEncoder(out).Encode(map[string]any{"task": task, "items": r.Items, "acc": r.Acc, "ppl": r.PPL})
+				}
+				fmt.Fprintf(out, "lambada: %d passages, accuracy %.2f%%, perplexity %.3f\n", r.Items, 100*r.Acc, r.PPL)
+				return nil
+			}
+			tasks, err := eval.ReadHellaSwag(f)
+			if err != nil {
+				return err
+			}
+			if limit > 0 && limit < len(tasks) {
+				tasks = tasks[:limit]
+			}
+			r, err := eval.MultipleChoice(s, enc, tasks)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				preds := make([]int, len(r.Items))
+				for i, it := range r.Items {
+					preds[i] = it.PredNorm
+				}
+				return json.NewEncoder(out).Encode(map[string]any{"task": task, "tasks": r.Tasks, "acc": r.Acc, "acc_norm": r.AccNorm, "pred_norm": preds})
+			}
+			fmt.Fprintf(out, "hellaswag: %d tasks, acc %.2f%% (summed log-likelihood), acc_norm %.2f%% (mean per token, as llama-perplexity)\n",
+				r.Tasks, 100*r.Acc, 100*r.AccNorm)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&modelPath, "model", "m", "", "model file or folder (required)")
+	fl.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for checkpoints without one")
+	fl.StringVar(&task, "task", "", "lambada or hellaswag (required)")
+	fl.StringVarP(&dataPath, "data", "f", "", "task file (required)")
+	fl.IntVarP(&ctx, "ctx", "c", 0, "context positions (0: the model's)")
+	fl.IntVar(&limit, "limit", 0, "score only the first N items (0: all)")
+	fl.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
+	fl.BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
+}

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/aotlm/aotlm/internal/arch"
+	"github.com/aotlm/aotlm/internal/eval"
+	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/op"
+	"github.com/aotlm/aotlm/internal/qdq"
+	"github.com/aotlm/aotlm/internal/quant"
+)
+
+// sensRow is one tensor's effect when quantized alone.
+type sensRow struct {
+	Name   string  `json:"name"`
+	Scheme string  `json:"scheme"`
+	KL     float64 `json:"kl"`
+	PPL    float64 `json:"ppl"`
+	Top1   float64 `json:"top1"`
+	Params int     `json:"params"`
+	Bits   float64 `json:"bits_per_weight"` // at the recipe's scheme
+	W8Bits float64 `json:"w8_bits_per_weight"`
+}
+
+// sensitivity quantizes each linear weight of the float model at src
+// alone with the recipe's scheme (the rest float) and measures the KL
+// divergence of the result from the float model over the first chunks of
+// text, most sensitive first.
+func sensitivity(src string, r quant.Recipe, text, tokPath string, ctx, chunks, threads int) ([]sensRow, float64, error) {
+	m, err := loadFloat(src)
+	if err != nil {
+		return nil, 0, err
+	}
+	if tokPath == "" {
+		tokPath = src
+	}
+	tok, err := openTokenizer(tokPath, src)
+	if err != nil {
+		return nil, 0, err
+	}
+	g, err := arch.Build(&m.Config, arch.BuildOptions{})
+	if err != nil {
+		return nil, 0, err
+	}
+	var names []string
+	for _, n := range g.Nodes {
+		if n.Op == op.Linear && !slices.Contains(names, n.Weight) {
+			names = append(names, n.Weight)
+		}
+	}
+	ids, bos, err := eval.Tokenize(tok, text)
+	if err != nil {
+		return nil, 0, err
+	}
+	opts := eval.Options{Ctx: ctx, MaxChunks: chunks, BOS: bos}
+	base, err := qdq.NewSession(m, ctx, threads, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	var rows []sensRow
+	var basePPL float64
+	for _, name := range names {
+		s := r.SchemeFor(name)
+		w := m.Weights[name]
+		cols := g.Weights[name][1]
+		q, err := quant.Quantize(w, len(w)/cols, cols, s)
+		if err != nil {
+			return nil, 0, fmt.Errorf("tensor %s: %w", name, err)
+		}
+		ws := make(graph.Weights, len(m.Weights))
+		for k, v := range m.Weights {
+			ws[k] = v
+		}
+		ws[name] = q.Dequantize()
+		sess, err := qdq.NewSession(&arch.Model{Config: m.Config, Weights: ws}, ctx, threads, nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		res, err := eval.PerplexityPhases([]eval.Session{base, sess}, ids, opts)
+		if err != nil {
+			return nil, 0, err
+		}
+		basePPL = res[0].PPL
+		rows = append(rows, sensRow{Name: name, Scheme: s.String(), KL: res[1].KL, PPL: res[1].PPL, Top1: res[1].Top1, Params: len(w),
+			Bits: q.BitsPerWeight(), W8Bits: 8 + 32/float64(cols)})
+	}
+	slices.SortStableFunc(rows, func(a, b sensRow) int {
+		switch {
+		case a.KL > b.KL:
+			return -1
+		case a.KL < b.KL:
+			return 1
+		}
+		return 0
+	})
+	return rows, basePPL, nil
+}
+
+func printSensitivity(w io.Writer, rows []sensRow, basePPL float64) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "tensor\tscheme\tKL alone\tPPL alone (float %.4f)\tsame top-1\n", basePPL)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%.6f\t%.4f\t%.2f%%\n", r.Name, r.Scheme, r.KL, r.PPL, 100*r.Top1)
+	}
+	tw.Flush()
+}
+
+// parseSize reads a --max-size: bits per weight ("5.5b", "5.5bpw") or bytes
+// ("300000", "1.5MB", "2GB", decimal units) of all parameters.
+func parseSize(v string) (bits float64, bytes float64, err error) {
+	s := strings.TrimSpace(strings.ToLower(v))
+	for _, suf := range []string{"bpw", "b"} {
+		if t, ok := strings.CutSuffix(s, suf); ok && !strings.HasSuffix(t, "m") && !strings.HasSuffix(t, "g") && !strings.HasSuffix(t, "k") {
+			f, err := strconv.ParseFloat(t, 64)
+			if err != nil || !(f > 0) {
+				return 0, 0, fmt.Errorf("--max-size %q: want bits per weight such as 5.5b, or bytes such as 1.5MB", v)
+			}
+			return f, 0, nil
+		}
+	}
+	mult := 1.0
+	for _, u := range []struct {
+		suf string
+		m   float64
+	}{{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}} {
+		if t, ok := strings.CutSuffix(s, u.suf); ok {
+			s, mult = t, u.m
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(f > 0) {
+		return 0, 0, fmt.Errorf("--max-size %q: want bits per weight such as 5.5b, or bytes such as 1.5MB", v)
+	}
+	return 0, f * mult, nil
+}
+
+// autoRecipe keeps the most sensitive linears at W8, most sensitive first,
+// while the model's estimated size stays within the budget (bits per
+// weight over all parameters, or bytes). other is the size in bits of the
+// parameters that are not linears (embeddings, norms), total the count of
+// all parameters. It returns the recipe with the W8 overrides first and
+// the estimated bits per weight.
+func autoRecipe(r quant.Recipe, rows []sensRow, other float64, total int, maxBits, maxBytes float64) (quant.Recipe, float64, []string, error) {
+	var size float64 = other
+	for _, row := range rows {
+		size += row.Bits * float64(row.Params)
+	}
+	budget := maxBits * float64(total)
+	if maxBytes > 0 {
+		budget = 8 * maxBytes
+	}
+	if size > budget {
+		return r, size / float64(total), nil, fmt.Errorf("the recipe alone needs %.2f bits per weight (%.0f bytes), over the --max-size budget", size/float64(total), size/8)
+	}
+	var kept []string
+	var over []quant.Override
+	for _, row := range rows {
+		if row.W8Bits <= row.Bits {
+			continue
+		}
+		extra := (row.W8Bits - row.Bits) * float64(row.Params)
+		if size+extra > budget {
+			continue
+		}
+		o, err := quant.NewOverride(row.Name, quant.Scheme{Kind: quant.KindW8})
+		if err != nil {
+			return r, 0, nil, err
+		}
+		over = append(over, o)
+		kept = append(kept, row.Name)
+		size += extra
+	}
+	r.Overrides = append(over, r.Overrides...)
+	r.Name += "+auto"
+	return r, size / float64(total), kept, nil
+}
+
+// otherBits returns the estimated storage in bits of the parameters of the
+// model at src that are not among rows (norms in float32, a lookup-only
+// embedding at W8), and the count of all parameters.
+func otherBits(src string, rows []sensRow) (float64, int, error) {
+	m, err := loadFloat(src)
+	if err != nil {
+		return 0, 0, err
+	}
+	g, err := arch.Build(&m.Config, arch.BuildOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	linear := map[string]bool{}
+	for _, r := range rows {
+		linear[r.Name] = true
+	}
+	var bits float64
+	total := 0
+	for name, w := range m.Weights {
+		total += len(w)
+		if linear[name] {
+			continue
+		}
+		shape := g.Weights[name]
+		if len(shape) == 2 {
+			bits += float64(len(w)) * (8 + 32/float64(shape[1]))
+		} else {
+			bits += 32 * float64(len(w))
+		}
+	}
+	return bits, total, nil
+}
