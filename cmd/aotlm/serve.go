@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/artifact"
+	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/model"
+	"github.com/aotlm/aotlm/internal/server"
+)
+
+func newServeCmd() *cobra.Command {
+	var (
+		modelPath, host, apiKey, templatePath, mode, kv, name string
+		port, parallel, queue, ctx, threads, arLen           int
+		maxBody                                               int64
+	)
+	cmd := &cobra.Command{
+		Use:   "serve -m MODEL",
+		Short: "Serve a model over an OpenAI-compatible HTTP API, with a web chat",
+		Long: `Serve a model over HTTP: the OpenAI API (/v1/chat/completions,
+/v1/completions, /v1/models, with streaming), /health, /metrics (Prometheus
+text), /tokenize and /detokenize, and a web chat page at /.
+
+Up to --parallel requests generate at once, each on its own session of the
+one mapped model; up to --queue more wait, and beyond that the server answers
+503 with Retry-After. A request whose prompt extends an earlier one (the same
+conversation, one turn longer) takes the session that holds it and prefills
+only the new tokens. It listens on 127.0.0.1 unless --host says otherwise;
+with --api-key every API request must carry "Authorization: Bearer KEY".
+MODEL is a compiled artifact (.aot) or a checkpoint, compiled into the cache
+first as by aotlm run.`,
+		Example: `  aotlm serve -m qwen3-0.6b.aot --port 8080 --parallel 4
+  curl http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' \
+    -d '{"messages": [{"role": "user", "content": "Hello"}]}'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if modelPath == "" {
+				return fmt.Errorf("no model: pass -m <model file or folder>")
+			}
+			log := cmd.ErrOrStderr()
+			path := modelPath
+			if !isArtifact(modelPath) {
+				compiled, err := model.CompileCached(modelPath, compile.Options{ARLens: []int{arLen}, Ctx: ctx,
+					ClampCtx: true, KV: kv}, log)
+				if err != nil {
+					return err
+				}
+				path = compiled
+			}
+			m, err := aotlm.Open(path, aotlm.Options{Threads: threads, Mode: mode})
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			if templatePath != "" {
+				src, err := os.ReadFile(templatePath)
+				if err != nil {
+					return fmt.Errorf("chat template: %w", err)
+				}
+				if err := m.SetChatTemplate(templatePath, string(src)); err != nil {
+					return err
+				}
+			}
+			if name == "" {
+				name = m.Info().Name
+			}
+			srv, err := server.New(m, server.Options{Parallel: parallel, Queue: queue, Context: min(ctx, m.Info().Context),
+				APIKey: apiKey, MaxBodyBytes: maxBody, ModelID: name})
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(log, "serving %s (context %d, %d parallel) on http://%s\n", name, srv.ContextSize(), max(parallel, 1), ln.Addr())
+			sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return serve(sigCtx, ln, srv.Handler(), log)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&modelPath, "model", "m", "", "model: a compiled artifact (.aot) or a checkpoint (required)")
+	f.StringVar(&host, "host", "127.0.0.1", "address to listen on (0.0.0.0: every interface)")
+	f.IntVar(&port, "port", 8080, "port to listen on (0: any free port)")
+	f.IntVar(&parallel, "parallel", 1, "requests that generate at once, each on its own session")
+	f.IntVar(&queue, "queue", 0, "requests that may wait for a session beyond --parallel (0: 4 per session, -1: none)")
+	f.IntVarP(&ctx, "ctx", "c", 4096, "context of each session (capped at the model's)")
+	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads, shared by the sessions")
+	f.StringVar(&mode, "mode", "hybrid", "prefill: hybrid (AR-N passes) or kv (one token at a time)")
+	f.StringVar(&apiKey, "api-key", "", "require this Bearer token on API requests")
+	f.StringVar(&templatePath, "chat-template", "", "Jinja chat template file, replacing the model's")
+	f.StringVar(&name, "name", "", "the model's id in the API (default: the artifact's file name)")
+	f.Int64Var(&maxBody, "max-body", 4<<20, "largest request body in bytes")
+	f.IntVar(&arLen, "ar-len", 32, "prompt pass length when compiling a checkpoint")
+	f.StringVar(&kv, "kv", "f32", "KV cache storage when compiling a checkpoint: f32, f16 or u8")
+	return cmd
+}
+
+// isArtifact reports whether path starts with the artifact magic.
+func isArtifact(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, len(artifact.Magic))
+	_, err = io.ReadFull(f, b)
+	return err == nil && string(b) == artifact.Magic
+}
+
+// serve runs an HTTP server on ln until ctx ends, then lets the requests
+// in flight finish for up to ten seconds.
+func serve(ctx context.Context, ln net.Listener, h http.Handler, log io.Writer) error {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(log, "shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	hs.Close()
+	return nil
+}
