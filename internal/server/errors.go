@@ -76,7 +76,7 @@ func decodeJSON(data []byte, v any) *apiError {
 		var synErr *json.SyntaxError
 		switch {
 		case errors.As(err, &typeErr):
-			field := typeErr.Field
+			field := strings.TrimPrefix(typeErr.Field, "genFields.")
 			if field == "" {
 				return badRequest("", "the request must be a JSON object, not a %s", typeErr.Value)
 			}
