@@ -49,4 +49,3 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 	})
 }
-
