@@ -16,7 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/aotlm/aotlm"
+	lm "github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/model"
@@ -62,7 +62,7 @@ first as by aotlm run.`,
 				}
 				path = compiled
 			}
-			m, err := aotlm.Open(path, aotlm.Options{Threads: threads, Mode: mode})
+			m, err := lm.Open(path, lm.Options{Threads: threads, Mode: mode})
 			if err != nil {
 				return err
 			}

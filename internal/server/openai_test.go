@@ -171,6 +171,7 @@ func TestSeed(t *testing.T) {
 func TestCancelMidStream(t *testing.T) {
 	ts := newTestServer(t, Options{Parallel: 1, Queue: -1})
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	s := ts.client.Chat.Completions.NewStreaming(ctx, userChat(200, func(p *openai.ChatCompletionNewParams) {
 		p.Temperature = openai.Float(1)
 		p.Seed = openai.Int(7)
