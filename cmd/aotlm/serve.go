@@ -26,7 +26,7 @@ import (
 func newServeCmd() *cobra.Command {
 	var (
 		modelPath, host, apiKey, templatePath, mode, kv, name string
-		port, parallel, queue, ctx, threads, arLen           int
+		port, parallel, queue, ctx, threads, arLen            int
 		maxBody                                               int64
 	)
 	cmd := &cobra.Command{

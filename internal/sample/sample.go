@@ -20,7 +20,7 @@ type Params struct {
 	// presence_penalty and frequency_penalty); 0: off.
 	PresencePenalty  float32
 	FrequencyPenalty float32
-	Seed          uint64
+	Seed             uint64
 }
 
 // Validate reports parameters outside their ranges.
