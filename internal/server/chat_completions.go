@@ -215,13 +215,11 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 			vars["tools"] = tv
 		}
 	}
-	var constrain func([]float32, []int)
+	var format *jsonFormat
 	if req.ResponseFormat != nil {
-		f, e := s.responseFormat(req.ResponseFormat)
-		if e != nil {
+		if format, e = s.responseFormat(req.ResponseFormat); e != nil {
 			return job{}, nil, nil, e
 		}
-		constrain = f
 	}
 	text, err := s.m.RenderChat(msgs, aotlm.RenderOptions{Vars: vars, Now: s.opts.Now})
 	if err != nil {
@@ -249,6 +247,14 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 		}
 	} else if req.TopLogprobs != nil && *req.TopLogprobs > 0 {
 		return job{}, nil, nil, badRequest("top_logprobs", "top_logprobs needs logprobs: true")
+	}
+	var constrain func([]float32, []int)
+	if format != nil {
+		budget := limit
+		if budget == 0 {
+			budget = s.ctx - len(ids)
+		}
+		constrain = s.mask(format, budget, append(s.m.StopIDs(), s.eot...))
 	}
 	j.req.Logits = chainLogits(constrain, lp)
 	return j, lp, &cons, nil

@@ -207,3 +207,6 @@ func (l *logprobs) piece(id int, lp float64) logprobEntry {
 }
 
 func unixNow() int64 { return time.Now().Unix() }
+
+// tokEncodeRaw encodes text with no special tokens added.
+var tokEncodeRaw = tokenizer.EncodeOptions{}

@@ -54,6 +54,9 @@ type Server struct {
 	metrics metrics
 	mux     *http.ServeMux
 	eot     []int
+
+	tokOnce  sync.Once
+	tokBytes [][]byte // each id's bytes, for constrained decoding
 }
 
 // New makes a server over m with opts.Parallel sessions.
