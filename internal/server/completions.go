@@ -84,7 +84,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) *apiE
 		}
 		lp = &logprobs{tok: s.m.Tokenizer(), top: *req.Logprobs}
 	}
-	j := job{ids: ids, req: aotlm.Request{IDs: ids, MaxTokens: limit, Sampling: p, Stop: stops}}
+	j := job{ids: ids, req: aotlm.Request{IDs: ids, MaxTokens: limit, Sampling: p, Stop: stops, IgnoreEOS: req.IgnoreEOS}}
 	if lp != nil {
 		j.req.Logits = lp.hook
 	}

@@ -78,7 +78,11 @@ type testServer struct {
 
 func newTestServer(t testing.TB, opts Options) *testServer {
 	t.Helper()
-	m := openStories(t)
+	return newTestServerFor(t, openStories(t), opts)
+}
+
+func newTestServerFor(t testing.TB, m *aotlm.Model, opts Options) *testServer {
+	t.Helper()
 	if opts.ModelID == "" {
 		opts.ModelID = "stories"
 	}

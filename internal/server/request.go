@@ -29,6 +29,9 @@ type genFields struct {
 	RepeatPenalty       *float64        `json:"repeat_penalty"`
 	N                   *int            `json:"n"`
 	LogitBias           json.RawMessage `json:"logit_bias"`
+	// IgnoreEOS keeps generating past the end-of-sequence token
+	// (llama-server's field; for benchmarks).
+	IgnoreEOS bool `json:"ignore_eos"`
 }
 
 type streamOptions struct {
