@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/aotlm/aotlm/internal/chat"
-	"github.com/aotlm/aotlm/internal/tokenizer"
 )
 
 // RenderOptions configures RenderChat.
@@ -30,24 +29,4 @@ func (m *Model) RenderChat(msgs []Message, opts RenderOptions) (string, error) {
 		return "", fmt.Errorf("chat template: %w", err)
 	}
 	return text, nil
-}
-
-// EndOfTurnIDs returns the ids of the special tokens that end a chat turn
-// in common templates (and the model's EOS), those the vocabulary holds as
-// single tokens: pass them as Request.StopIDs for a chat reply.
-func (m *Model) EndOfTurnIDs() []int {
-	tok := m.cfg.Tokenizer
-	if tok == nil {
-		return nil
-	}
-	var ids []int
-	for _, t := range append([]string{m.specials.EOS}, endOfTurn...) {
-		if t == "" {
-			continue
-		}
-		if e := tok.Encode(t, tokenizer.EncodeOptions{ParseSpecial: true}); len(e) == 1 && tok.Token(e[0]) == t && !contains(ids, e[0]) {
-			ids = append(ids, e[0])
-		}
-	}
-	return ids
 }

@@ -16,18 +16,15 @@ import (
 
 	"github.com/spf13/cobra"
 
-	lm "github.com/aotlm/aotlm"
-	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/compile"
-	"github.com/aotlm/aotlm/internal/model"
 	"github.com/aotlm/aotlm/internal/server"
 )
 
 func newServeCmd() *cobra.Command {
 	var (
-		modelPath, host, apiKey, templatePath, mode, kv, name string
-		port, parallel, queue, ctx, threads, arLen            int
-		maxBody                                               int64
+		modelPath, tokPath, host, apiKey, templatePath, mode, kv, name string
+		port, parallel, queue, ctx, threads, arLen                     int
+		maxBody                                                        int64
 	)
 	cmd := &cobra.Command{
 		Use:   "serve -m MODEL",
@@ -42,37 +39,25 @@ one mapped model; up to --queue more wait, and beyond that the server answers
 conversation, one turn longer) takes the session that holds it and prefills
 only the new tokens. It listens on 127.0.0.1 unless --host says otherwise;
 with --api-key every API request must carry "Authorization: Bearer KEY".
-MODEL is a compiled artifact (.aot) or a checkpoint, compiled into the cache
-first as by aotlm run.`,
+MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 		Example: `  aotlm serve -m qwen3-0.6b.aot --port 8080 --parallel 4
   curl http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' \
     -d '{"messages": [{"role": "user", "content": "Hello"}]}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if modelPath == "" {
-				return fmt.Errorf("no model: pass -m <model file or folder>")
-			}
+			var err error
 			log := cmd.ErrOrStderr()
-			path := modelPath
-			if !isArtifact(modelPath) {
-				compiled, err := model.CompileCached(modelPath, compile.Options{ARLens: []int{arLen}, Ctx: ctx,
-					ClampCtx: true, KV: kv}, log)
-				if err != nil {
-					return err
-				}
-				path = compiled
+			if modelPath, err = resolveModel(modelPath, log); err != nil {
+				return err
 			}
-			m, err := lm.Open(path, lm.Options{Threads: threads, Mode: mode})
+			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode,
+				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv}, Log: log})
 			if err != nil {
 				return err
 			}
 			defer m.Close()
 			if templatePath != "" {
-				src, err := os.ReadFile(templatePath)
-				if err != nil {
-					return fmt.Errorf("chat template: %w", err)
-				}
-				if err := m.SetChatTemplate(templatePath, string(src)); err != nil {
+				if err := setChatTemplate(m, templatePath); err != nil {
 					return err
 				}
 			}
@@ -96,7 +81,8 @@ first as by aotlm run.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&modelPath, "model", "m", "", "model: a compiled artifact (.aot) or a checkpoint (required)")
+	f.StringVarP(&modelPath, "model", "m", "", "model: a compiled artifact (.aot) or a checkpoint (default: the built-in demo model)")
+	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for checkpoints without one")
 	f.StringVar(&host, "host", "127.0.0.1", "address to listen on (0.0.0.0: every interface)")
 	f.IntVar(&port, "port", 8080, "port to listen on (0: any free port)")
 	f.IntVar(&parallel, "parallel", 1, "requests that generate at once, each on its own session")
@@ -111,18 +97,6 @@ first as by aotlm run.`,
 	f.IntVar(&arLen, "ar-len", 32, "prompt pass length when compiling a checkpoint")
 	f.StringVar(&kv, "kv", "f32", "KV cache storage when compiling a checkpoint: f32, f16 or u8")
 	return cmd
-}
-
-// isArtifact reports whether path starts with the artifact magic.
-func isArtifact(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	b := make([]byte, len(artifact.Magic))
-	_, err = io.ReadFull(f, b)
-	return err == nil && string(b) == artifact.Magic
 }
 
 // serve runs an HTTP server on ln until ctx ends, then lets the requests
