@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -45,6 +47,9 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
     -d '{"messages": [{"role": "user", "content": "Hello"}]}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkServeFlags(port, parallel, queue, &ctx, threads, maxBody); err != nil {
+				return err
+			}
 			var err error
 			log := cmd.ErrOrStderr()
 			if modelPath, err = resolveModel(modelPath, log); err != nil {
@@ -62,7 +67,8 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 				}
 			}
 			if name == "" {
-				name = m.Info().Name
+				// the name the user gave, not the compile cache's file
+				name = filepath.Base(strings.TrimRight(modelPath, "/"))
 			}
 			srv, err := server.New(m, server.Options{Parallel: parallel, Queue: queue, Context: min(ctx, m.Info().Context),
 				APIKey: apiKey, MaxBodyBytes: maxBody, ModelID: name})
@@ -75,7 +81,7 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 				return err
 			}
 			fmt.Fprintf(log, "serving %s (context %d, %d parallel) on http://%s\n", name, srv.ContextSize(), max(parallel, 1), ln.Addr())
-			sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			sigCtx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return serve(sigCtx, ln, srv.Handler(), log)
 		},
@@ -92,11 +98,34 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 	f.StringVar(&mode, "mode", "hybrid", "prefill: hybrid (AR-N passes) or kv (one token at a time)")
 	f.StringVar(&apiKey, "api-key", "", "require this Bearer token on API requests")
 	f.StringVar(&templatePath, "chat-template", "", "Jinja chat template file, replacing the model's")
-	f.StringVar(&name, "name", "", "the model's id in the API (default: the artifact's file name)")
+	f.StringVar(&name, "name", "", "the model's id in the API (default: the model's file or folder name)")
 	f.Int64Var(&maxBody, "max-body", 4<<20, "largest request body in bytes")
 	f.IntVar(&arLen, "ar-len", 32, "prompt pass length when compiling a checkpoint")
 	f.StringVar(&kv, "kv", "f32", "KV cache storage when compiling a checkpoint: f32, f16 or u8")
 	return cmd
+}
+
+// checkServeFlags validates serve's numeric flags before the model is
+// read; ctx 0 becomes the model's context.
+func checkServeFlags(port, parallel, queue int, ctx *int, threads int, maxBody int64) error {
+	switch {
+	case port < 0 || port > 65535:
+		return fmt.Errorf("--port %d: want 0 (any free port) to 65535", port)
+	case parallel < 1:
+		return fmt.Errorf("--parallel %d: want at least 1 session", parallel)
+	case queue < -1:
+		return fmt.Errorf("--queue %d: want a number of waiting requests, 0 for 4 per session or -1 for none", queue)
+	case *ctx < 0:
+		return fmt.Errorf("--ctx %d: want a number of positions, or 0 for the model's context", *ctx)
+	case threads < 1:
+		return fmt.Errorf("-t %d: want at least 1 thread", threads)
+	case maxBody < 1:
+		return fmt.Errorf("--max-body %d: want a number of bytes", maxBody)
+	}
+	if *ctx == 0 {
+		*ctx = 1 << 30
+	}
+	return nil
 }
 
 // serve runs an HTTP server on ln until ctx ends, then lets the requests
