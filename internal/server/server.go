@@ -112,7 +112,12 @@ func (s *Server) ContextSize() int { return s.ctx }
 func (s *Server) api(h func(w http.ResponseWriter, r *http.Request) *apiError) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w}
-		defer func() { s.metrics.request(r.URL.Path, sw.status) }()
+		// count by route, not by path, so ids in paths make no new series
+		route := r.Pattern
+		if i := strings.LastIndexByte(route, ' '); i >= 0 {
+			route = route[i+1:]
+		}
+		defer func() { s.metrics.request(route, sw.status) }()
 		if s.opts.APIKey != "" {
 			auth := r.Header.Get("Authorization")
 			tok, ok := strings.CutPrefix(auth, "Bearer ")
