@@ -46,6 +46,10 @@ type Request struct {
 	// model's own.
 	StopIDs   []int
 	IgnoreEOS bool
+	// Logits, when set, sees each step's logits before sampling, with
+	// the ids generated so far; it may change them (masking ids out
+	// constrains the output). The slice is valid until the next pass.
+	Logits func(logits []float32, generated []int)
 }
 
 // Token is one generated token as it streams: its id and the text it
@@ -205,6 +209,9 @@ func (s *Session) Generate(ctx context.Context, req Request, onToken func(Token)
 	text.init(s.m.cfg.Tokenizer, req.Stop, prime)
 	decStart := time.Now()
 	for {
+		if req.Logits != nil {
+			req.Logits(logits, res.IDs)
+		}
 		id := smp.Sample(logits, res.IDs)
 		if len(res.IDs) == 0 {
 			res.TTFT = time.Since(start)

@@ -21,6 +21,13 @@ fi
 echo "== go vet"
 go vet ./...
 
+# the web chat test (internal/server) drives headless Chromium: CI installs it
+if ! command -v chromium >/dev/null 2>&1 && [ "${CI:-}" = true ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
+  fi
+fi
+
 echo "== go test"
 go test -count=1 -timeout 30m ./...
 

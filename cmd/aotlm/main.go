@@ -54,7 +54,7 @@ phone-class arm64 first. One static binary, no Python.`,
 	root.PersistentPreRunE = checkModelPaths
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newVersionCmd(), newRunCmd(), newChatCmd(), newTokenizeCmd(), newTemplateCmd(), newPplCmd(), newQuantizeCmd(), newCompileCmd(), newInspectCmd(), newBenchCmd(), newLogitsCmd(),
+	root.AddCommand(newVersionCmd(), newRunCmd(), newChatCmd(), newServeCmd(), newTokenizeCmd(), newTemplateCmd(), newPplCmd(), newQuantizeCmd(), newCompileCmd(), newInspectCmd(), newBenchCmd(), newLogitsCmd(),
 		newPullCmd(), newListCmd(), newRmCmd(), newEvalCmd())
 	return root
 }

@@ -25,6 +25,7 @@ var allowed = map[string][]string{
 	"internal/tokenizer": {"internal/limits"},
 	"internal/chat":      {"internal/limits"},
 	"internal/sample":    {},
+	"internal/constrain": {},
 	"internal/decoding":  {"internal/sample"},
 	"internal/op":        {},
 	"internal/graph":     {"internal/op"},

@@ -15,7 +15,12 @@ type Params struct {
 	MinP          float32 // drop tokens below MinP * p(best); 0: off
 	RepeatPenalty float32 // > 1 penalizes ids in the recent history; 0 or 1: off
 	RepeatLastN   int     // history length the penalty looks at (0: 64)
-	Seed          uint64
+	// PresencePenalty is subtracted once from the logit of every id in
+	// the history, FrequencyPenalty once per occurrence (OpenAI's
+	// presence_penalty and frequency_penalty); 0: off.
+	PresencePenalty  float32
+	FrequencyPenalty float32
+	Seed             uint64
 }
 
 // Validate reports parameters outside their ranges.
@@ -33,6 +38,10 @@ func (p Params) Validate() error {
 		return fmt.Errorf("repeat penalty %v must be finite and >= 0", p.RepeatPenalty)
 	case p.RepeatLastN < 0:
 		return fmt.Errorf("repeat history length %d must be >= 0", p.RepeatLastN)
+	case !(p.PresencePenalty >= -2 && p.PresencePenalty <= 2):
+		return fmt.Errorf("presence penalty %v must be in [-2, 2]", p.PresencePenalty)
+	case !(p.FrequencyPenalty >= -2 && p.FrequencyPenalty <= 2):
+		return fmt.Errorf("frequency penalty %v must be in [-2, 2]", p.FrequencyPenalty)
 	}
 	return nil
 }
@@ -48,6 +57,7 @@ type Sampler struct {
 	rng   *rand.Rand
 	cands []cand
 	adj   []float32
+	seen  map[int]int // counts of history ids, for the presence and frequency penalties
 }
 
 // New returns a sampler seeded with p.Seed.
@@ -67,7 +77,8 @@ func Argmax(logits []float32) int {
 }
 
 // Sample returns the next id for logits given the ids generated so far
-// (history is only read, for the repetition penalty).
+// (history is only read, for the repetition, presence and frequency
+// penalties).
 func (s *Sampler) Sample(logits []float32, history []int) int {
 	l := logits
 	if s.p.RepeatPenalty > 0 && s.p.RepeatPenalty != 1 && len(history) > 0 {
@@ -88,6 +99,27 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 					l[id] *= s.p.RepeatPenalty
 				}
 			}
+		}
+	}
+	if (s.p.PresencePenalty != 0 || s.p.FrequencyPenalty != 0) && len(history) > 0 {
+		if &l[0] == &logits[0] {
+			if cap(s.adj) < len(logits) {
+				s.adj = make([]float32, len(logits))
+			}
+			l = s.adj[:len(logits)]
+			copy(l, logits)
+		}
+		if s.seen == nil {
+			s.seen = make(map[int]int)
+		}
+		clear(s.seen)
+		for _, id := range history {
+			if id >= 0 && id < len(l) {
+				s.seen[id]++
+			}
+		}
+		for id, n := range s.seen {
+			l[id] -= s.p.PresencePenalty + float32(n)*s.p.FrequencyPenalty
 		}
 	}
 	if s.p.Temperature <= 0 {

@@ -163,3 +163,34 @@ func BenchmarkSampleLargeVocab(b *testing.B) {
 		s.Sample(l, nil)
 	}
 }
+
+func TestPresenceFrequencyPenalty(t *testing.T) {
+	// id 0 leads by 0.5; seen twice, a presence penalty of 0.4 alone
+	// leaves it ahead, adding a frequency penalty of 0.1 per use (0.6
+	// in all) moves the choice to id 1.
+	l := []float32{2, 1.5, 0.5}
+	if got := New(Params{PresencePenalty: 0.4}).Sample(l, []int{0, 0}); got != 0 {
+		t.Fatalf("presence 0.4: chose %d, want 0", got)
+	}
+	if got := New(Params{PresencePenalty: 0.4, FrequencyPenalty: 0.1}).Sample(l, []int{0, 0}); got != 1 {
+		t.Fatalf("presence 0.4 + frequency 0.1 x2: chose %d, want 1", got)
+	}
+	if got := New(Params{FrequencyPenalty: 0.2}).Sample(l, []int{0}); got != 0 {
+		t.Fatalf("frequency 0.2 x1: chose %d, want 0", got)
+	}
+	if got := New(Params{FrequencyPenalty: 0.2}).Sample(l, []int{0, 0, 0}); got != 1 {
+		t.Fatalf("frequency 0.2 x3: chose %d, want 1", got)
+	}
+	// a negative presence penalty favours what was seen
+	if got := New(Params{PresencePenalty: -2}).Sample(l, []int{2}); got != 2 {
+		t.Fatalf("presence -2: chose %d, want 2", got)
+	}
+	if l[0] != 2 || l[1] != 1.5 || l[2] != 0.5 {
+		t.Fatalf("penalties modified the caller's logits: %v", l)
+	}
+	for _, p := range []Params{{PresencePenalty: 2.5}, {FrequencyPenalty: -3}} {
+		if p.Validate() == nil {
+			t.Errorf("%+v accepted", p)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/server"
+)
+
+func newServeCmd() *cobra.Command {
+	var (
+		modelPath, tokPath, host, apiKey, templatePath, mode, kv, name string
+		port, parallel, queue, ctx, threads, arLen                     int
+		maxBody                                                        int64
+	)
+	cmd := &cobra.Command{
+		Use:   "serve -m MODEL",
+		Short: "Serve a model over an OpenAI-compatible HTTP API, with a web chat",
+		Long: `Serve a model over HTTP: the OpenAI API (/v1/chat/completions,
+/v1/completions, /v1/models, with streaming), /health, /metrics (Prometheus
+text), /tokenize and /detokenize, and a web chat page at /.
+
+Up to --parallel requests generate at once, each on its own session of the
+one mapped model; up to --queue more wait, and beyond that the server answers
+503 with Retry-After. A request whose prompt extends an earlier one (the same
+conversation, one turn longer) takes the session that holds it and prefills
+only the new tokens. It listens on 127.0.0.1 unless --host says otherwise;
+with --api-key every API request must carry "Authorization: Bearer KEY".
+MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
+		Example: `  aotlm serve -m qwen3-0.6b.aot --port 8080 --parallel 4
+  curl http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' \
+    -d '{"messages": [{"role": "user", "content": "Hello"}]}'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkServeFlags(port, parallel, queue, &ctx, threads, maxBody); err != nil {
+				return err
+			}
+			var err error
+			log := cmd.ErrOrStderr()
+			if modelPath, err = resolveModel(modelPath, log); err != nil {
+				return err
+			}
+			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode,
+				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv}, Log: log})
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			if templatePath != "" {
+				if err := setChatTemplate(m, templatePath); err != nil {
+					return err
+				}
+			}
+			if name == "" {
+				// the name the user gave, not the compile cache's file
+				name = filepath.Base(strings.TrimRight(modelPath, "/"))
+			}
+			srv, err := server.New(m, server.Options{Parallel: parallel, Queue: queue, Context: min(ctx, m.Info().Context),
+				APIKey: apiKey, MaxBodyBytes: maxBody, ModelID: name})
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(log, "serving %s (context %d, %d parallel) on http://%s\n", name, srv.ContextSize(), max(parallel, 1), ln.Addr())
+			sigCtx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return serve(sigCtx, ln, srv.Handler(), log)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&modelPath, "model", "m", "", "model: a compiled artifact (.aot) or a checkpoint (default: the built-in demo model)")
+	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for checkpoints without one")
+	f.StringVar(&host, "host", "127.0.0.1", "address to listen on (0.0.0.0: every interface)")
+	f.IntVar(&port, "port", 8080, "port to listen on (0: any free port)")
+	f.IntVar(&parallel, "parallel", 1, "requests that generate at once, each on its own session")
+	f.IntVar(&queue, "queue", 0, "requests that may wait for a session beyond --parallel (0: 4 per session, -1: none)")
+	f.IntVarP(&ctx, "ctx", "c", 4096, "context of each session (capped at the model's)")
+	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads, shared by the sessions")
+	f.StringVar(&mode, "mode", "hybrid", "prefill: hybrid (AR-N passes) or kv (one token at a time)")
+	f.StringVar(&apiKey, "api-key", "", "require this Bearer token on API requests")
+	f.StringVar(&templatePath, "chat-template", "", "Jinja chat template file, replacing the model's")
+	f.StringVar(&name, "name", "", "the model's id in the API (default: the model's file or folder name)")
+	f.Int64Var(&maxBody, "max-body", 4<<20, "largest request body in bytes")
+	f.IntVar(&arLen, "ar-len", 32, "prompt pass length when compiling a checkpoint")
+	f.StringVar(&kv, "kv", "f32", "KV cache storage when compiling a checkpoint: f32, f16 or u8")
+	return cmd
+}
+
+// checkServeFlags validates serve's numeric flags before the model is
+// read; ctx 0 becomes the model's context.
+func checkServeFlags(port, parallel, queue int, ctx *int, threads int, maxBody int64) error {
+	switch {
+	case port < 0 || port > 65535:
+		return fmt.Errorf("--port %d: want 0 (any free port) to 65535", port)
+	case parallel < 1:
+		return fmt.Errorf("--parallel %d: want at least 1 session", parallel)
+	case queue < -1:
+		return fmt.Errorf("--queue %d: want a number of waiting requests, 0 for 4 per session or -1 for none", queue)
+	case *ctx < 0:
+		return fmt.Errorf("--ctx %d: want a number of positions, or 0 for the model's context", *ctx)
+	case threads < 1:
+		return fmt.Errorf("-t %d: want at least 1 thread", threads)
+	case maxBody < 1:
+		return fmt.Errorf("--max-body %d: want a number of bytes", maxBody)
+	}
+	if *ctx == 0 {
+		*ctx = 1 << 30
+	}
+	return nil
+}
+
+// serve runs an HTTP server on ln until ctx ends, then lets the requests
+// in flight finish for up to ten seconds.
+func serve(ctx context.Context, ln net.Listener, h http.Handler, log io.Writer) error {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(log, "shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	hs.Close()
+	return nil
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aotlm/aotlm/internal/testutil"
+)
+
+func TestServeFlags(t *testing.T) {
+	for _, c := range []struct{ flag, says string }{
+		{"--port=-2", "--port -2"}, {"--parallel=0", "--parallel 0"}, {"--queue=-5", "--queue -5"},
+		{"--ctx=-1", "--ctx -1"}, {"--max-body=0", "--max-body 0"},
+	} {
+		code, _, stderr := runCLI(t, "serve", "-m", "nowhere.aot", c.flag)
+		if code != 1 || !strings.Contains(stderr, c.says) {
+			t.Errorf("%s: exit %d, %q", c.flag, code, stderr)
+		}
+	}
+}
+
+// lineWriter passes the command's stderr into a pipe the test reads.
+type lineWriter struct {
+	w *io.PipeWriter
+}
+
+func (l lineWriter) Write(p []byte) (int, error) { return l.w.Write(p) }
+
+// TestServeCommand starts `aotlm serve` on a free port of loopback, asks
+// /health and a completion, and stops it by cancelling its context.
+func TestServeCommand(t *testing.T) {
+	src := testutil.Path(t, "models/stories260K/stories260K.gguf")
+	pr, pw := io.Pipe()
+	root := newRoot(io.Discard, lineWriter{pw})
+	root.SetArgs([]string{"serve", "-m", src, "--port", "0", "--ctx", "128", "--ar-len", "8", "-t", "1"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	t.Setenv("AOTLM_CACHE", t.TempDir())
+	go func() {
+		done <- root.ExecuteContext(ctx)
+		pw.Close()
+	}()
+	var url string
+	sc := bufio.NewScanner(pr)
+	addr := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`)
+	for sc.Scan() {
+		if m := addr.FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+			break
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	if url == "" {
+		cancel()
+		t.Fatalf("serve printed no address: %v", <-done)
+	}
+	resp, err := http.Get(url + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/health: %d", resp.StatusCode)
+	}
+	resp, err = http.Post(url+"/v1/completions", "application/json",
+		strings.NewReader(`{"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"model":"stories260K.gguf"`)) ||
+		!bytes.Contains(body, []byte(`"text":", there was a little girl`)) {
+		t.Fatalf("completion: %d %s", resp.StatusCode, body)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve ended with %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop 20s after its context was cancelled")
+	}
+}

@@ -1,0 +1,153 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/aotlm/aotlm"
+)
+
+type completionChoice struct {
+	Text         string        `json:"text"`
+	Index        int           `json:"index"`
+	Logprobs     *textLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
+}
+
+// textLogprobs is the legacy completions logprobs shape.
+type textLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []float64            `json:"token_logprobs"`
+	TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
+}
+
+func (t *textLogprobs) add(e logprobEntry, offset int) {
+	t.Tokens = append(t.Tokens, e.Token)
+	t.TokenLogprobs = append(t.TokenLogprobs, e.Logprob)
+	top := map[string]float64{}
+	for _, x := range e.TopLogprobs {
+		top[x.Token] = x.Logprob
+	}
+	t.TopLogprobs = append(t.TopLogprobs, top)
+	t.TextOffset = append(t.TextOffset, offset)
+}
+
+type completionResponse struct {
+	ID                string             `json:"id"`
+	Object            string             `json:"object"`
+	Created           int64              `json:"created"`
+	Model             string             `json:"model"`
+	SystemFingerprint string             `json:"system_fingerprint"`
+	Choices           []completionChoice `json:"choices"`
+	Usage             *usage             `json:"usage,omitempty"`
+}
+
+// handleCompletions answers POST /v1/completions.
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) *apiError {
+	var req completionRequest
+	if e := decodeBody(r, &req); e != nil {
+		return e
+	}
+	if e := s.checkModel(req.Model); e != nil {
+		return e
+	}
+	if !req.Prompt.Set {
+		return badRequest("prompt", "prompt is missing")
+	}
+	if req.Echo {
+		return badRequest("echo", "echo is not supported")
+	}
+	p, stops, limit, e := req.params(s.m.Generation(), s.ctx)
+	if e != nil {
+		return e
+	}
+	ids := req.Prompt.IDs
+	if ids == nil {
+		var err error
+		if ids, err = s.m.Encode(req.Prompt.Text, false); err != nil {
+			return badRequest("prompt", "%v", err)
+		}
+	}
+	vocab := s.m.Info().Vocab
+	for _, id := range ids {
+		if id < 0 || id >= vocab {
+			return badRequest("prompt", "token id %d is outside the vocabulary of %d", id, vocab)
+		}
+	}
+	if e := s.checkPrompt(ids, limit); e != nil {
+		return e
+	}
+	var lp *logprobs
+	if req.Logprobs != nil {
+		if *req.Logprobs < 0 || *req.Logprobs > maxTopLogprobs {
+			return badRequest("logprobs", "logprobs %d must be in [0, %d]", *req.Logprobs, maxTopLogprobs)
+		}
+		lp = &logprobs{tok: s.m.Tokenizer(), top: *req.Logprobs}
+	}
+	j := job{ids: ids, req: aotlm.Request{IDs: ids, MaxTokens: limit, Sampling: p, Stop: stops, IgnoreEOS: req.IgnoreEOS}}
+	if lp != nil {
+		j.req.Logits = lp.hook
+	}
+	sl, e := s.acquire(r.Context(), ids)
+	if e != nil {
+		return e
+	}
+	defer s.pool.release(sl)
+	base := completionResponse{ID: newID("cmpl-"), Object: "text_completion", Created: unixNow(), Model: s.id, SystemFingerprint: fingerprint}
+	if !req.Stream {
+		var tl *textLogprobs
+		offset := 0
+		if lp != nil {
+			tl = &textLogprobs{}
+		}
+		res, err := s.run(r.Context(), sl, j, func(t aotlm.Token) error {
+			if tl != nil && t.ID >= 0 {
+				tl.add(lp.entry(t.ID), offset)
+			}
+			offset += len(t.Text)
+			return nil
+		})
+		if err != nil {
+			return generationError(err)
+		}
+		finish := finishReason(res.StopReason)
+		base.Choices = []completionChoice{{Text: res.Text, Logprobs: tl, FinishReason: &finish}}
+		base.Usage = usageOf(res)
+		writeJSON(w, http.StatusOK, base)
+		return nil
+	}
+	ev := startSSE(w)
+	offset := 0
+	res, err := s.run(r.Context(), sl, j, func(t aotlm.Token) error {
+		var tl *textLogprobs
+		if lp != nil && t.ID >= 0 {
+			tl = &textLogprobs{}
+			tl.add(lp.entry(t.ID), offset)
+		}
+		offset += len(t.Text)
+		if t.Text == "" && tl == nil {
+			return nil
+		}
+		c := base
+		c.Choices = []completionChoice{{Text: t.Text, Logprobs: tl}}
+		return ev.send(c)
+	})
+	if err != nil {
+		if r.Context().Err() == nil {
+			ev.send(map[string]any{"error": generationError(err)})
+		}
+		return nil
+	}
+	finish := finishReason(res.StopReason)
+	c := base
+	c.Choices = []completionChoice{{FinishReason: &finish}}
+	ev.send(c)
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		c := base
+		c.Choices = []completionChoice{}
+		c.Usage = usageOf(res)
+		ev.send(c)
+	}
+	ev.done()
+	return nil
+}

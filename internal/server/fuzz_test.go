@@ -1,0 +1,51 @@
+package server
+
+import "testing"
+
+// FuzzDecodeRequest feeds arbitrary bytes to the request decoders and the
+// field checks: they never panic, and every refusal is a 4xx with a
+// message.
+func FuzzDecodeRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 5, "stop": ["a", "b"], "temperature": 0.5}`,
+		`{"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], "stream": true, "stream_options": {"include_usage": true}}`,
+		`{"messages": [], "stop": "x", "seed": -1, "top_k": 3, "min_p": 0.1, "n": 1, "logprobs": true, "top_logprobs": 2}`,
+		`{"prompt": [1, 2, 3], "max_tokens": 1e9}`,
+		`{"prompt": ["a"], "logprobs": 3, "presence_penalty": 2, "frequency_penalty": -2}`,
+		`{"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "object"}}}, "tools": [{"type": "function", "function": {"name": "f"}}]}`,
+		`null`, `[]`, `{"messages": null}`, `{"max_tokens": "5"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		check := func(e *apiError) {
+			if e != nil && (e.Status < 400 || e.Status >= 500 || e.Message == "") {
+				t.Fatalf("refusal %+v is not a 4xx with a message", e)
+			}
+		}
+		var c chatRequest
+		e := decodeJSON(data, &c)
+		check(e)
+		if e == nil {
+			_, _, _, e = c.params(nil, 256)
+			check(e)
+			if c.ResponseFormat != nil {
+				var s Server
+				_, e = s.responseFormat(c.ResponseFormat)
+				check(e)
+			}
+			if len(c.Tools) > 0 {
+				var s Server
+				_, _, e = s.toolSetup(c.Tools, c.ToolChoice)
+				check(e)
+			}
+		}
+		var p completionRequest
+		e = decodeJSON(data, &p)
+		check(e)
+		if e == nil {
+			_, _, _, e = p.params(map[string]any{"temperature": 0.7}, 256)
+			check(e)
+		}
+	})
+}

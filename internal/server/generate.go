@@ -1,0 +1,212 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/tokenizer"
+)
+
+// job is one generation a handler asks for.
+type job struct {
+	ids []int
+	req aotlm.Request
+}
+
+// checkPrompt refuses a prompt that does not fit the context.
+func (s *Server) checkPrompt(ids []int, limit int) *apiError {
+	if len(ids) == 0 {
+		return badRequest("", "the prompt is empty")
+	}
+	if len(ids) >= s.ctx {
+		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "context_length_exceeded",
+			Message: fmt.Sprintf("the prompt is %d tokens; the context holds %d, with room for at least one more", len(ids), s.ctx)}
+	}
+	if limit > 0 && len(ids)+limit > s.ctx {
+		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "context_length_exceeded",
+			Message: fmt.Sprintf("the prompt (%d tokens) and max_tokens (%d) exceed the context of %d tokens", len(ids), limit, s.ctx)}
+	}
+	return nil
+}
+
+// acquire takes a session for ids, or answers why not.
+func (s *Server) acquire(ctx context.Context, ids []int) (*slot, *apiError) {
+	sl, err := s.pool.acquire(ctx, ids)
+	switch {
+	case errors.Is(err, errBusy):
+		return nil, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "server_busy",
+			Message: err.Error() + "; retry later", RetryAfter: 1}
+	case err != nil:
+		return nil, &apiError{Status: 499, Type: "invalid_request_error", Code: "client_closed", Message: "the client went away while the request waited"}
+	}
+	return sl, nil
+}
+
+// run generates j on sl, counting tokens into the metrics.
+func (s *Server) run(ctx context.Context, sl *slot, j job, onToken func(aotlm.Token) error) (*aotlm.Result, error) {
+	s.metrics.active.Add(1)
+	defer s.metrics.active.Add(-1)
+	res, err := sl.s.Generate(ctx, j.req, func(t aotlm.Token) error {
+		if t.ID >= 0 {
+			s.metrics.token()
+		}
+		if onToken != nil {
+			return onToken(t)
+		}
+		return nil
+	})
+	if res != nil {
+		s.metrics.result(res)
+	}
+	if err != nil && ctx.Err() != nil {
+		s.metrics.cancelled.Add(1)
+	}
+	return res, err
+}
+
+// finishReason maps a stop reason to OpenAI's finish_reason.
+func finishReason(r string) string {
+	switch r {
+	case aotlm.StopLength, aotlm.StopContext:
+		return "length"
+	}
+	return "stop"
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+	PromptDetails    struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+func usageOf(res *aotlm.Result) *usage {
+	u := &usage{PromptTokens: len(res.PromptIDs), CompletionTokens: len(res.IDs)}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	u.PromptDetails.CachedTokens = res.Reused
+	return u
+}
+
+// sse writes server-sent events.
+type sse struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func startSSE(w http.ResponseWriter) *sse {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	return &sse{w: w, rc: http.NewResponseController(w)}
+}
+
+func (e *sse) send(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(e.w, "data: %s\n\n", b); err != nil {
+		return err
+	}
+	return e.rc.Flush()
+}
+
+func (e *sse) done() {
+	fmt.Fprint(e.w, "data: [DONE]\n\n")
+	e.rc.Flush()
+}
+
+// logprobs records each step's logits (through Request.Logits) and turns
+// the chosen id into OpenAI's logprob entry.
+type logprobs struct {
+	tok    tokenizer.Tokenizer
+	top    int
+	logits []float32
+}
+
+// hook is the Request.Logits callback.
+func (l *logprobs) hook(logits []float32, _ []int) { l.logits = logits }
+
+type logprobEntry struct {
+	Token       string       `json:"token"`
+	Logprob     float64      `json:"logprob"`
+	Bytes       []int        `json:"bytes"`
+	TopLogprobs []topLogprob `json:"top_logprobs"`
+}
+
+// topLogprob is one of the most likely tokens at a step.
+type topLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
+}
+
+// entry returns the log-probability entry of id under the last logits.
+func (l *logprobs) entry(id int) logprobEntry {
+	lg := l.logits
+	mx := float32(math.Inf(-1))
+	for _, v := range lg {
+		mx = max(mx, v)
+	}
+	var sum float64
+	for _, v := range lg {
+		sum += math.Exp(float64(v - mx))
+	}
+	lse := float64(mx) + math.Log(sum)
+	e := l.piece(id, float64(lg[id])-lse)
+	e.TopLogprobs = []topLogprob{}
+	if l.top > 0 {
+		idx := make([]int, 0, l.top+1)
+		for i, v := range lg {
+			if len(idx) < l.top || v > lg[idx[len(idx)-1]] {
+				j, _ := slices.BinarySearchFunc(idx, v, func(a int, v float32) int {
+					if lg[a] > v {
+						return -1
+					}
+					return 1
+				})
+				idx = slices.Insert(idx, j, i)
+				if len(idx) > l.top {
+					idx = idx[:l.top]
+				}
+			}
+		}
+		for _, i := range idx {
+			t := l.piece(i, float64(lg[i])-lse)
+			e.TopLogprobs = append(e.TopLogprobs, topLogprob{t.Token, t.Logprob, t.Bytes})
+		}
+	}
+	return e
+}
+
+func (l *logprobs) piece(id int, lp float64) logprobEntry {
+	text := l.tok.Decode([]int{id})
+	b := make([]int, len(text))
+	for i := range len(text) {
+		b[i] = int(text[i])
+	}
+	if !utf8.ValidString(text) {
+		text = string([]rune(text)) // replacement characters, as OpenAI
+	}
+	if math.IsInf(lp, -1) {
+		lp = -9999
+	}
+	return logprobEntry{Token: text, Logprob: lp, Bytes: b}
+}
+
+func unixNow() int64 { return time.Now().Unix() }
+
+// tokEncodeRaw encodes text with no special tokens added.
+var tokEncodeRaw = tokenizer.EncodeOptions{}

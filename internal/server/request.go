@@ -1,0 +1,322 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/aotlm/aotlm/internal/sample"
+)
+
+// genFields are the generation fields chat and text completions share.
+type genFields struct {
+	Model               string          `json:"model"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *streamOptions  `json:"stream_options"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Temperature         *float64        `json:"temperature"`
+	TopP                *float64        `json:"top_p"`
+	MinP                *float64        `json:"min_p"`
+	TopK                *int            `json:"top_k"`
+	Seed                *int64          `json:"seed"`
+	Stop                stopList        `json:"stop"`
+	PresencePenalty     *float64        `json:"presence_penalty"`
+	FrequencyPenalty    *float64        `json:"frequency_penalty"`
+	RepeatPenalty       *float64        `json:"repeat_penalty"`
+	N                   *int            `json:"n"`
+	LogitBias           json.RawMessage `json:"logit_bias"`
+	// IgnoreEOS keeps generating past the end-of-sequence token
+	// (llama-server's field; for benchmarks).
+	IgnoreEOS bool `json:"ignore_eos"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// chatRequest is the body of /v1/chat/completions.
+type chatRequest struct {
+	genFields
+	Messages       []chatMessage   `json:"messages"`
+	Logprobs       bool            `json:"logprobs"`
+	TopLogprobs    *int            `json:"top_logprobs"`
+	ResponseFormat *responseFormat `json:"response_format"`
+	Tools          []tool          `json:"tools"`
+	ToolChoice     json.RawMessage `json:"tool_choice"`
+}
+
+// completionRequest is the body of /v1/completions.
+type completionRequest struct {
+	genFields
+	Prompt   promptField `json:"prompt"`
+	Logprobs *int        `json:"logprobs"`
+	Echo     bool        `json:"echo"`
+}
+
+// chatMessage is one message; content is a string or an array of parts.
+type chatMessage struct {
+	Role       string      `json:"role"`
+	Content    textContent `json:"content"`
+	Name       string      `json:"name,omitempty"`
+	ToolCalls  []toolCall  `json:"tool_calls,omitempty"`
+	ToolCallID string      `json:"tool_call_id,omitempty"`
+}
+
+type responseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict bool            `json:"strict"`
+	} `json:"json_schema"`
+}
+
+type tool struct {
+	Type     string       `json:"type"`
+	Function toolFunction `json:"function"`
+}
+
+type toolFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+type toolCall struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// textContent is a message's content: a string, null, or an array of
+// {"type": "text", "text": ...} parts (joined).
+type textContent struct {
+	Text string
+	Set  bool
+}
+
+func (c *textContent) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	if string(data) == "null" {
+		return nil
+	}
+	if len(data) > 0 && data[0] == '"' {
+		c.Set = true
+		return json.Unmarshal(data, &c.Text)
+	}
+	var parts []struct {
+		Type string  `json:"type"`
+		Text *string `json:"text"`
+	}
+	if err := json.Unmarshal(data, &parts); err != nil {
+		return &fieldError{"content", "want a string or an array of text parts"}
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" || p.Text == nil {
+			return &fieldError{"content", fmt.Sprintf("a part of type %q: only text parts are supported", p.Type)}
+		}
+		b.WriteString(*p.Text)
+	}
+	c.Text, c.Set = b.String(), true
+	return nil
+}
+
+func (c textContent) MarshalJSON() ([]byte, error) {
+	if !c.Set {
+		return []byte("null"), nil
+	}
+	return json.Marshal(c.Text)
+}
+
+// stopList is "stop": a string, an array of strings, or null.
+type stopList []string
+
+func (s *stopList) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	if string(data) == "null" {
+		return nil
+	}
+	if len(data) > 0 && data[0] == '"' {
+		var one string
+		if err := json.Unmarshal(data, &one); err != nil {
+			return &fieldError{"stop", "want a string or an array of strings"}
+		}
+		*s = stopList{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(data, &many); err != nil {
+		return &fieldError{"stop", "want a string or an array of strings"}
+	}
+	*s = many
+	return nil
+}
+
+// promptField is a completion prompt: a string, an array of one string,
+// or an array of token ids.
+type promptField struct {
+	Text string
+	IDs  []int
+	Set  bool
+}
+
+func (p *promptField) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	if string(data) == "null" {
+		return nil
+	}
+	p.Set = true
+	if len(data) > 0 && data[0] == '"' {
+		return json.Unmarshal(data, &p.Text)
+	}
+	var texts []string
+	if err := json.Unmarshal(data, &texts); err == nil {
+		if len(texts) != 1 {
+			return &fieldError{"prompt", fmt.Sprintf("an array of %d prompts: send one prompt per request", len(texts))}
+		}
+		p.Text = texts[0]
+		return nil
+	}
+	var ids []int
+	if err := json.Unmarshal(data, &ids); err == nil {
+		if len(ids) == 0 {
+			return &fieldError{"prompt", "an empty array of token ids"}
+		}
+		p.IDs = ids
+		return nil
+	}
+	return &fieldError{"prompt", "want a string, an array of one string, or an array of token ids"}
+}
+
+// Limits of the fields (the context bounds the token counts).
+const (
+	maxStops       = 16
+	maxStopLen     = 256
+	maxTopLogprobs = 20
+)
+
+// params checks the generation fields and turns them into sampling
+// parameters, stop strings and a token limit (0: until the context is
+// full), using the model's generation defaults for what is not set.
+func (g *genFields) params(defaults map[string]any, ctx int) (sample.Params, []string, int, *apiError) {
+	var p sample.Params
+	p.Temperature, p.TopP = 1, 1
+	if v, ok := number(defaults["temperature"]); ok {
+		p.Temperature = float32(v)
+	}
+	if v, ok := number(defaults["top_p"]); ok {
+		p.TopP = float32(v)
+	}
+	if v, ok := number(defaults["top_k"]); ok {
+		p.TopK = int(v)
+	}
+	if v, ok := number(defaults["min_p"]); ok {
+		p.MinP = float32(v)
+	}
+	if g.N != nil && *g.N != 1 {
+		return p, nil, 0, badRequest("n", "n is %d: only one choice per request (n = 1) is supported", *g.N)
+	}
+	if len(g.LogitBias) > 0 && string(g.LogitBias) != "null" && string(g.LogitBias) != "{}" {
+		return p, nil, 0, badRequest("logit_bias", "logit_bias is not supported")
+	}
+	if g.Temperature != nil {
+		if !(*g.Temperature >= 0 && *g.Temperature <= 2) {
+			return p, nil, 0, badRequest("temperature", "temperature %v must be in [0, 2]", *g.Temperature)
+		}
+		p.Temperature = float32(*g.Temperature)
+	}
+	if g.TopP != nil {
+		if !(*g.TopP >= 0 && *g.TopP <= 1) {
+			return p, nil, 0, badRequest("top_p", "top_p %v must be in [0, 1]", *g.TopP)
+		}
+		p.TopP = float32(*g.TopP)
+	}
+	if g.MinP != nil {
+		if !(*g.MinP >= 0 && *g.MinP <= 1) {
+			return p, nil, 0, badRequest("min_p", "min_p %v must be in [0, 1]", *g.MinP)
+		}
+		p.MinP = float32(*g.MinP)
+	}
+	if g.TopK != nil {
+		if *g.TopK < 0 {
+			return p, nil, 0, badRequest("top_k", "top_k %d must be >= 0", *g.TopK)
+		}
+		p.TopK = *g.TopK
+	}
+	if g.PresencePenalty != nil {
+		if !(*g.PresencePenalty >= -2 && *g.PresencePenalty <= 2) {
+			return p, nil, 0, badRequest("presence_penalty", "presence_penalty %v must be in [-2, 2]", *g.PresencePenalty)
+		}
+		p.PresencePenalty = float32(*g.PresencePenalty)
+	}
+	if g.FrequencyPenalty != nil {
+		if !(*g.FrequencyPenalty >= -2 && *g.FrequencyPenalty <= 2) {
+			return p, nil, 0, badRequest("frequency_penalty", "frequency_penalty %v must be in [-2, 2]", *g.FrequencyPenalty)
+		}
+		p.FrequencyPenalty = float32(*g.FrequencyPenalty)
+	}
+	if g.RepeatPenalty != nil {
+		if !(*g.RepeatPenalty >= 0 && *g.RepeatPenalty <= 10) {
+			return p, nil, 0, badRequest("repeat_penalty", "repeat_penalty %v must be in [0, 10]", *g.RepeatPenalty)
+		}
+		p.RepeatPenalty = float32(*g.RepeatPenalty)
+	}
+	if g.Seed != nil {
+		p.Seed = uint64(*g.Seed)
+	} else {
+		p.Seed = rand.Uint64()
+	}
+	if len(g.Stop) > maxStops {
+		return p, nil, 0, badRequest("stop", "%d stop strings: at most %d", len(g.Stop), maxStops)
+	}
+	for _, s := range g.Stop {
+		if len(s) > maxStopLen {
+			return p, nil, 0, badRequest("stop", "a stop string of %d bytes: at most %d", len(s), maxStopLen)
+		}
+	}
+	limit := 0
+	field, mt := "max_tokens", g.MaxTokens
+	if g.MaxCompletionTokens != nil {
+		field, mt = "max_completion_tokens", g.MaxCompletionTokens
+	}
+	if mt != nil {
+		switch {
+		case *mt < 1:
+			return p, nil, 0, badRequest(field, "%s %d must be >= 1", field, *mt)
+		case *mt > ctx:
+			return p, nil, 0, badRequest(field, "%s %d is more than the context of %d tokens", field, *mt, ctx)
+		}
+		limit = *mt
+	}
+	if err := p.Validate(); err != nil {
+		return p, nil, 0, badRequest("", "%v", err)
+	}
+	return p, g.Stop, limit, nil
+}
+
+// number reads a generation default stored as a JSON number.
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, !math.IsNaN(x)
+	case float32:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}

@@ -1,0 +1,90 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/aotlm/aotlm/internal/constrain"
+)
+
+// jsonFormat is what response_format asks for.
+type jsonFormat struct {
+	objectOnly bool
+}
+
+// responseFormat checks response_format; it returns nil for plain text.
+// json_object constrains the reply to a JSON object; json_schema to JSON
+// of the schema's top-level type (an object when the schema says so).
+func (s *Server) responseFormat(f *responseFormat) (*jsonFormat, *apiError) {
+	switch f.Type {
+	case "", "text":
+		return nil, nil
+	case "json_object":
+		return &jsonFormat{objectOnly: true}, nil
+	case "json_schema":
+		if f.JSONSchema == nil {
+			return nil, badRequest("response_format", "response_format json_schema needs a json_schema field with a schema")
+		}
+		raw := bytes.TrimSpace(f.JSONSchema.Schema)
+		if len(raw) == 0 || string(raw) == "null" {
+			return nil, badRequest("response_format", "response_format.json_schema.schema is missing")
+		}
+		var schema map[string]any
+		if err := json.Unmarshal(raw, &schema); err != nil {
+			return nil, badRequest("response_format", "response_format.json_schema.schema is not a JSON schema object: %v", err)
+		}
+		if t, ok := schema["type"]; ok {
+			ts, isString := t.(string)
+			if !isString || !strings.Contains(" object array string number integer boolean null ", " "+ts+" ") {
+				return nil, badRequest("response_format", "response_format.json_schema.schema has type %v: want one of object, array, string, number, integer, boolean, null", t)
+			}
+			return &jsonFormat{objectOnly: ts == "object"}, nil
+		}
+		_, props := schema["properties"]
+		return &jsonFormat{objectOnly: props}, nil
+	}
+	return nil, badRequest("response_format", "response_format type %q: want text, json_object or json_schema", f.Type)
+}
+
+// tokenBytes returns the bytes each id adds to a text (computed once).
+func (s *Server) tokenBytes() [][]byte {
+	s.tokOnce.Do(func() {
+		tok := s.m.Tokenizer()
+		if tok == nil {
+			return
+		}
+		// decode after an anchor token, so that tokenizers that drop a
+		// leading space at the start of a text keep it
+		anchor := -1
+		var prefix string
+		if ids := tok.Encode("a", tokEncodeRaw); len(ids) > 0 {
+			anchor, prefix = ids[0], tok.Decode(ids[:1])
+		}
+		out := make([][]byte, tok.VocabSize())
+		for id := range out {
+			var t string
+			if anchor >= 0 {
+				t = tok.Decode([]int{anchor, id})
+				if after, ok := strings.CutPrefix(t, prefix); ok {
+					t = after
+				} else {
+					t = tok.Decode([]int{id})
+				}
+			} else {
+				t = tok.Decode([]int{id})
+			}
+			if t != "" {
+				out[id] = []byte(t)
+			}
+		}
+		s.tokBytes = out
+	})
+	return s.tokBytes
+}
+
+// mask makes the logits mask of one generation.
+func (s *Server) mask(f *jsonFormat, budget int, stop []int) func([]float32, []int) {
+	m := constrain.NewMask(s.tokenBytes(), stop, budget, f.objectOnly)
+	return m.Apply
+}

@@ -1,0 +1,268 @@
+// Package server serves a model over HTTP with the OpenAI API
+// (/v1/chat/completions, /v1/completions, /v1/models), plus /health,
+// /metrics (Prometheus text), /tokenize, /detokenize and a web chat page
+// at /. Requests run on a fixed set of sessions of one model; a request
+// takes the free session whose cache shares the longest prefix with its
+// prompt, so a conversation that grows turn by turn prefills only what
+// each turn adds. Requests beyond the sessions wait in a bounded queue;
+// a full queue answers 503 with Retry-After. A client that goes away
+// cancels its request (through the request's context) between passes.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aotlm/aotlm"
+)
+
+// Options configures a Server.
+type Options struct {
+	// Parallel is how many requests generate at once, each on its own
+	// session (0: 1).
+	Parallel int
+	// Queue is how many more requests may wait for a session (0: 4 per
+	// session; < 0: none).
+	Queue int
+	// Context is each session's cache size (0: the model's).
+	Context int
+	// APIKey, when set, is the Bearer token every API request must carry.
+	APIKey string
+	// MaxBodyBytes bounds a request body (0: 4 MiB).
+	MaxBodyBytes int64
+	// ModelID is the model's name in the API (0: the model's file name).
+	ModelID string
+	// Now fixes the date chat templates print (zero: the current time).
+	Now time.Time
+}
+
+// Server answers the API over one model. It is safe for concurrent use.
+type Server struct {
+	m       *aotlm.Model
+	opts    Options
+	id      string
+	ctx     int
+	pool    *pool
+	metrics metrics
+	mux     *http.ServeMux
+	eot     []int
+
+	tokOnce  sync.Once
+	tokBytes [][]byte // each id's bytes, for constrained decoding
+}
+
+// New makes a server over m with opts.Parallel sessions.
+func New(m *aotlm.Model, opts Options) (*Server, error) {
+	if opts.Parallel <= 0 {
+		opts.Parallel = 1
+	}
+	if opts.Queue == 0 {
+		opts.Queue = 4 * opts.Parallel
+	} else if opts.Queue < 0 {
+		opts.Queue = 0
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 4 << 20
+	}
+	if opts.ModelID == "" {
+		opts.ModelID = m.Info().Name
+	}
+	s := &Server{m: m, opts: opts, id: opts.ModelID, eot: m.EndOfTurnIDs()}
+	p, err := newPool(m, opts.Parallel, opts.Queue, opts.Context)
+	if err != nil {
+		return nil, err
+	}
+	s.pool = p
+	s.ctx = p.slots[0].s.Context()
+	s.metrics.start = time.Now()
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("POST /v1/chat/completions", s.api(s.handleChat))
+	s.mux.HandleFunc("POST /v1/completions", s.api(s.handleCompletions))
+	s.mux.HandleFunc("GET /v1/models", s.api(s.handleModels))
+	s.mux.HandleFunc("GET /v1/models/{id}", s.api(s.handleModel))
+	s.mux.HandleFunc("POST /tokenize", s.api(s.handleTokenize))
+	s.mux.HandleFunc("POST /detokenize", s.api(s.handleDetokenize))
+	s.mux.HandleFunc("GET /health", s.handleHealth)
+	s.mux.HandleFunc("GET /metrics", s.api(s.handleMetrics))
+	s.mux.HandleFunc("GET /{$}", s.handleWeb)
+	s.mux.HandleFunc("/", s.handleNotFound)
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Close releases the sessions; call it after the HTTP server has shut
+// down.
+func (s *Server) Close() { s.pool.close() }
+
+// ContextSize is the cache size of each session.
+func (s *Server) ContextSize() int { return s.ctx }
+
+// api wraps an API handler with the key check, the body limit and the
+// request counters.
+func (s *Server) api(h func(w http.ResponseWriter, r *http.Request) *apiError) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		// count by route, not by path, so ids in paths make no new series
+		route := r.Pattern
+		if i := strings.LastIndexByte(route, ' '); i >= 0 {
+			route = route[i+1:]
+		}
+		defer func() { s.metrics.request(route, sw.status) }()
+		if s.opts.APIKey != "" {
+			auth := r.Header.Get("Authorization")
+			tok, ok := strings.CutPrefix(auth, "Bearer ")
+			if !ok || tok != s.opts.APIKey {
+				writeError(sw, &apiError{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "invalid_api_key",
+					Message: "a valid API key is required: send it as \"Authorization: Bearer <key>\""})
+				return
+			}
+		}
+		r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBodyBytes)
+		if e := h(sw, r); e != nil {
+			writeError(sw, e)
+		}
+	}
+}
+
+func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	s.metrics.request("other", http.StatusNotFound)
+	writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "not_found",
+		Message: fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path)})
+}
+
+// statusWriter records the status code and passes Flush through.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// newID returns a random id with a prefix, as OpenAI's "chatcmpl-...".
+func newID(prefix string) string {
+	var b [12]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// errBusy is returned when every session is taken and the queue is full.
+var errBusy = errors.New("the server is busy: every session is generating and the queue is full")
+
+// slot is one session of the pool.
+type slot struct {
+	s *aotlm.Session
+}
+
+// pool hands out sessions: at most len(slots) at once, with up to queue
+// more callers waiting.
+type pool struct {
+	slots  []*slot
+	sem    chan struct{}
+	mu     sync.Mutex
+	free   []*slot
+	limit  int64
+	queued atomic.Int64 // callers waiting or holding a slot
+	wait   atomic.Int64 // callers waiting
+}
+
+func newPool(m *aotlm.Model, n, queue, ctx int) (*pool, error) {
+	p := &pool{sem: make(chan struct{}, n), limit: int64(n + queue)}
+	for range n {
+		s, err := m.NewSession(ctx)
+		if err != nil {
+			p.close()
+			return nil, fmt.Errorf("session: %w", err)
+		}
+		sl := &slot{s: s}
+		p.slots = append(p.slots, sl)
+		p.free = append(p.free, sl)
+	}
+	return p, nil
+}
+
+// acquire waits for a free session, preferring the one whose history
+// shares the longest prefix with ids; it fails with errBusy when the
+// queue is full and with ctx's error when ctx ends first.
+func (p *pool) acquire(ctx context.Context, ids []int) (*slot, error) {
+	if p.queued.Add(1) > p.limit {
+		p.queued.Add(-1)
+		return nil, errBusy
+	}
+	p.wait.Add(1)
+	select {
+	case p.sem <- struct{}{}:
+		p.wait.Add(-1)
+	case <-ctx.Done():
+		p.wait.Add(-1)
+		p.queued.Add(-1)
+		return nil, ctx.Err()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	best, bestLen := 0, -1
+	for i, sl := range p.free {
+		if n := commonPrefix(sl.s.History(), ids); n > bestLen {
+			best, bestLen = i, n
+		}
+	}
+	sl := p.free[best]
+	p.free = append(p.free[:best], p.free[best+1:]...)
+	return sl, nil
+}
+
+// release gives a session back.
+func (p *pool) release(sl *slot) {
+	p.mu.Lock()
+	p.free = append(p.free, sl)
+	p.mu.Unlock()
+	<-p.sem
+	p.queued.Add(-1)
+}
+
+// busy is the number of sessions generating.
+func (p *pool) busy() int { return len(p.sem) }
+
+func (p *pool) close() {
+	for _, sl := range p.slots {
+		sl.s.Close()
+	}
+}
+
+func commonPrefix(a, b []int) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}

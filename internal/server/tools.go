@@ -1,0 +1,179 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// toolParser finds the tool calls in a reply. It reads the formats chat
+// templates teach their models: Hermes and Qwen wrap each call in
+// <tool_call>{"name": ..., "arguments": {...}}</tool_call>; Llama 3
+// answers with a bare {"name": ..., "parameters": {...}} object, after
+// <|python_tag|> or not.
+type toolParser struct {
+	names map[string]bool
+}
+
+const (
+	hermesOpen  = "<tool_call>"
+	hermesClose = "</tool_call>"
+	pythonTag   = "<|python_tag|>"
+)
+
+// toolSetup checks tools and tool_choice; it returns the parser and the
+// tools as the template sees them, or no parser for tool_choice "none".
+func (s *Server) toolSetup(tools []tool, choice json.RawMessage) (*toolParser, []any, *apiError) {
+	mode := "auto"
+	if c := bytes.TrimSpace(choice); len(c) > 0 && string(c) != "null" {
+		var str string
+		var obj struct {
+			Type     string `json:"type"`
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		switch {
+		case json.Unmarshal(c, &str) == nil:
+			if str != "none" && str != "auto" && str != "required" {
+				return nil, nil, badRequest("tool_choice", "tool_choice %q: want none, auto, required or a function", str)
+			}
+			mode = str
+		case json.Unmarshal(c, &obj) == nil && obj.Type == "function" && obj.Function.Name != "":
+			mode = "function"
+		default:
+			return nil, nil, badRequest("tool_choice", "tool_choice: want none, auto, required or {\"type\": \"function\", \"function\": {\"name\": ...}}")
+		}
+	}
+	p := &toolParser{names: map[string]bool{}}
+	var vars []any
+	for i, t := range tools {
+		if t.Type != "function" {
+			return nil, nil, badRequest("tools", "tool %d has type %q: only function tools are supported", i, t.Type)
+		}
+		if t.Function.Name == "" {
+			return nil, nil, badRequest("tools", "tool %d has no function name", i)
+		}
+		if len(t.Function.Parameters) > 0 {
+			var v any
+			if json.Unmarshal(t.Function.Parameters, &v) != nil {
+				return nil, nil, badRequest("tools", "tool %d: parameters is not valid JSON", i)
+			}
+			if _, ok := v.(map[string]any); !ok && v != nil {
+				return nil, nil, badRequest("tools", "tool %d: parameters must be a JSON schema object", i)
+			}
+		}
+		p.names[t.Function.Name] = true
+		b, _ := json.Marshal(t)
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		dec.Decode(&v)
+		vars = append(vars, v)
+	}
+	if mode == "none" {
+		return nil, nil, nil
+	}
+	return p, vars, nil
+}
+
+// maybeCall reports whether text, the start of a reply, may be a tool
+// call (so streaming holds it back).
+func (p *toolParser) maybeCall(text string) bool {
+	t := strings.TrimLeft(text, " \t\r\n")
+	for _, mark := range []string{hermesOpen, pythonTag, "{"} {
+		if strings.HasPrefix(t, mark) || strings.HasPrefix(mark, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// parse splits a reply into its text and its tool calls.
+func (p *toolParser) parse(text string) (string, []toolCall) {
+	var calls []toolCall
+	var rest strings.Builder
+	t := text
+	for {
+		i := strings.Index(t, hermesOpen)
+		if i < 0 {
+			rest.WriteString(t)
+			break
+		}
+		rest.WriteString(t[:i])
+		body := t[i+len(hermesOpen):]
+		end := strings.Index(body, hermesClose)
+		if end < 0 {
+			end = len(body)
+		}
+		c, ok := p.call(body[:end])
+		if !ok {
+			return text, nil
+		}
+		calls = append(calls, c)
+		t = body[min(end+len(hermesClose), len(body)):]
+	}
+	if len(calls) > 0 {
+		return strings.TrimSpace(rest.String()), calls
+	}
+	bare := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), pythonTag))
+	if strings.HasPrefix(bare, "{") {
+		if c, ok := p.call(bare); ok {
+			return "", []toolCall{c}
+		}
+	}
+	return text, nil
+}
+
+// call reads one {"name", "arguments"|"parameters"} object naming a
+// known tool.
+func (p *toolParser) call(s string) (toolCall, bool) {
+	var obj struct {
+		Name       string          `json:"name"`
+		Arguments  json.RawMessage `json:"arguments"`
+		Parameters json.RawMessage `json:"parameters"`
+	}
+	if json.Unmarshal([]byte(strings.TrimSpace(s)), &obj) != nil || !p.names[obj.Name] {
+		return toolCall{}, false
+	}
+	args := obj.Arguments
+	if len(args) == 0 {
+		args = obj.Parameters
+	}
+	var c toolCall
+	c.ID, c.Type = newID("call_"), "function"
+	c.Function.Name = obj.Name
+	switch {
+	case len(args) == 0:
+		c.Function.Arguments = "{}"
+	case args[0] == '"': // arguments already encoded as a string
+		var str string
+		json.Unmarshal(args, &str)
+		c.Function.Arguments = str
+	default:
+		var buf bytes.Buffer
+		if json.Compact(&buf, args) != nil {
+			return toolCall{}, false
+		}
+		c.Function.Arguments = buf.String()
+	}
+	return c, true
+}
+
+// renderToolCalls writes an assistant's earlier tool calls into its text
+// in the Hermes form, for templates that read only the content.
+func renderToolCalls(calls []toolCall) string {
+	var b strings.Builder
+	for _, c := range calls {
+		args := json.RawMessage(c.Function.Arguments)
+		if !json.Valid(args) {
+			args, _ = json.Marshal(c.Function.Arguments)
+		}
+		obj, _ := json.Marshal(struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		}{c.Function.Name, args})
+		b.WriteString("\n" + hermesOpen + "\n" + string(obj) + "\n" + hermesClose)
+	}
+	return b.String()
+}
