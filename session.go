@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aotlm/aotlm/internal/decoding"
 	"github.com/aotlm/aotlm/internal/sample"
 	"github.com/aotlm/aotlm/internal/tokenizer"
 )
@@ -50,6 +51,9 @@ type Request struct {
 	// the ids generated so far; it may change them (masking ids out
 	// constrains the output). The slice is valid until the next pass.
 	Logits func(logits []float32, generated []int)
+	// Strategy, when set, chooses several tokens per pass (lookahead,
+	// prompt lookup, a draft model); nil decodes one token per pass.
+	Strategy decoding.Strategy
 }
 
 // Token is one generated token as it streams: its id and the text it
@@ -72,6 +76,8 @@ type Result struct {
 	Prefill time.Duration // prefilling the new prompt tokens
 	TTFT    time.Duration // start to the first token
 	Decode  time.Duration // all single-token passes
+	// Decoding reports what Request.Strategy did (nil without one).
+	Decoding *decoding.Stats
 }
 
 // PrefillTokS is the prompt tokens prefilled per second (0 if unmeasured).
@@ -207,12 +213,26 @@ func (s *Session) Generate(ctx context.Context, req Request, onToken func(Token)
 		prime = nil // a reply after a rendered template stands alone
 	}
 	text.init(s.m.cfg.Tokenizer, req.Stop, prime)
+	if req.Strategy != nil && req.Logits != nil {
+		return res, errors.New("a logits hook and a decoding strategy cannot be combined: the strategy's verify passes choose tokens without the hook")
+	}
+	dec, err := s.startDecoder(req.Strategy, smp)
+	if err != nil {
+		return res, err
+	}
+	defer s.endDecoder(dec, res)
+	var queue []int // tokens a decoder chose ahead
 	decStart := time.Now()
 	for {
-		if req.Logits != nil {
-			req.Logits(logits, res.IDs)
+		var id int
+		if len(queue) > 0 {
+			id, queue = queue[0], queue[1:]
+		} else {
+			if req.Logits != nil {
+				req.Logits(logits, res.IDs)
+			}
+			id = smp.Sample(logits, res.IDs)
 		}
-		id := smp.Sample(logits, res.IDs)
 		if len(res.IDs) == 0 {
 			res.TTFT = time.Since(start)
 		}
@@ -236,6 +256,10 @@ func (s *Session) Generate(ctx context.Context, req Request, onToken func(Token)
 			res.StopReason = StopLength
 			break
 		}
+		if len(queue) > 0 { // id is in the cache already
+			s.hist = append(s.hist, id)
+			continue
+		}
 		if s.seq.Pos() >= s.seq.Context() {
 			res.StopReason = StopContext
 			break
@@ -243,6 +267,14 @@ func (s *Session) Generate(ctx context.Context, req Request, onToken func(Token)
 		if err := ctx.Err(); err != nil {
 			res.StopReason, res.Text = StopCanceled, text.String()
 			return res, err
+		}
+		if dec != nil {
+			if queue, err = dec.Next(id, res.IDs); err != nil {
+				res.Text = text.String()
+				return res, fmt.Errorf("decode at position %d: %w", s.seq.Pos(), err)
+			}
+			s.hist = append(s.hist, id)
+			continue
 		}
 		if logits, err = s.seq.Decode(id); err != nil {
 			res.Text = text.String()

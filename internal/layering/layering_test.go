@@ -26,13 +26,15 @@ var allowed = map[string][]string{
 	"internal/chat":      {"internal/limits"},
 	"internal/sample":    {},
 	"internal/constrain": {},
-	"internal/decoding":  {"internal/sample"},
-	"internal/op":        {},
-	"internal/graph":     {"internal/op"},
-	"internal/quant":     {"internal/tensor"},
-	"internal/artifact":  {"internal/tensor", "internal/mmapfile", "internal/output"},
-	"internal/plan":      {"internal/op"},
-	"internal/kernel":    {"internal/tensor"},
+	// decoding strategies verify their guesses through engine passes
+	"internal/decoding": {"internal/sample", "internal/engine", "internal/op", "internal/plan", "internal/artifact",
+		"internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output", "internal/limits"},
+	"internal/op":       {},
+	"internal/graph":    {"internal/op"},
+	"internal/quant":    {"internal/tensor"},
+	"internal/artifact": {"internal/tensor", "internal/mmapfile", "internal/output"},
+	"internal/plan":     {"internal/op"},
+	"internal/kernel":   {"internal/tensor"},
 	// the engine runs plans: it never sees graphs, families or checkpoints
 	"internal/engine":   {"internal/op", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output", "internal/limits"},
 	"internal/arch":     {"internal/op", "internal/graph", "internal/format", "internal/tensor"},
@@ -42,7 +44,8 @@ var allowed = map[string][]string{
 	// the Hub client knows HTTP and the cache layout, nothing of models
 	"internal/hf/hub":         {},
 	"internal/hf/hub/hubtest": {},
-	"internal/eval":           {"internal/decoding", "internal/sample", "internal/tokenizer", "internal/limits"},
+	"internal/eval": {"internal/decoding", "internal/sample", "internal/tokenizer", "internal/limits", "internal/engine", "internal/op",
+		"internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output"},
 	// bench measures compiled artifacts through the engine only
 	"internal/bench": {"internal/engine", "internal/op", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output", "internal/limits"},
 }

@@ -80,6 +80,27 @@ func Argmax(logits []float32) int {
 // (history is only read, for the repetition, presence and frequency
 // penalties).
 func (s *Sampler) Sample(logits []float32, history []int) int {
+	c, greedy := s.candidates(logits, history)
+	if c == nil {
+		return greedy
+	}
+	var total float64
+	for _, x := range c {
+		total += float64(x.p)
+	}
+	r := s.rng.Float64() * total
+	for _, x := range c {
+		r -= float64(x.p)
+		if r < 0 {
+			return x.id
+		}
+	}
+	return c[len(c)-1].id
+}
+
+// candidates returns the ids Sample draws from with their (unnormalized)
+// probabilities, or nil and the argmax when decoding is greedy.
+func (s *Sampler) candidates(logits []float32, history []int) ([]cand, int) {
 	l := logits
 	if s.p.RepeatPenalty > 0 && s.p.RepeatPenalty != 1 && len(history) > 0 {
 		if cap(s.adj) < len(logits) {
@@ -123,7 +144,7 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 		}
 	}
 	if s.p.Temperature <= 0 {
-		return Argmax(l)
+		return nil, Argmax(l)
 	}
 	// softmax at temperature, as probabilities
 	mx := l[Argmax(l)]
@@ -170,18 +191,7 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 			c = c[:n]
 		}
 	}
-	var total float64
-	for _, x := range c {
-		total += float64(x.p)
-	}
-	r := s.rng.Float64() * total
-	for _, x := range c {
-		r -= float64(x.p)
-		if r < 0 {
-			return x.id
-		}
-	}
-	return c[len(c)-1].id
+	return c, 0
 }
 
 // byProbability orders candidates by falling probability, then rising id.
