@@ -56,7 +56,7 @@ func compileKV(t testing.TB, m *arch.Model, kv string, arLen, ctx int) *engine.E
 
 func newSession(t testing.TB, e *engine.Engine, mode engine.Mode) *engine.Session {
 	t.Helper()
-	s, err := e.NewSession(engine.SessionOptions{Mode: mode, Threads: 2})
+	s, err := e.NewSession(engine.SessionOptions{Mode: mode, Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func strategies(e *engine.Engine, mode engine.Mode) map[string]decoding.Strategy
 		"lookahead-n5": &decoding.Lookahead{N: 5, W: 2, G: 2, Adaptive: off},
 		"lookup":       &decoding.Lookup{DraftMax: 6, Adaptive: off},
 		"draft": &decoding.Draft{DraftMax: 5, Adaptive: off, NewSequence: func() (decoding.DraftSequence, error) {
-			s, err := e.NewSession(engine.SessionOptions{Mode: mode, Threads: 2})
+			s, err := e.NewSession(engine.SessionOptions{Mode: mode, Threads: 1})
 			return &noisyDraft{Session: s}, err
 		}},
 	}
