@@ -25,6 +25,7 @@ func newBenchCmd() *cobra.Command {
 		asJSON, noWarm  bool
 		seed            uint64
 		cpuProfile      string
+		dec             *benchDecodingFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [-m MODEL.aot]",
@@ -45,6 +46,9 @@ into the cache once and measured.`,
 			var err error
 			if modelPath, err = resolveArtifact(modelPath, cmd.ErrOrStderr()); err != nil {
 				return err
+			}
+			if dec.active() {
+				return dec.run(cmd, modelPath, cfg.Threads, append(gens, 128)[0], cfg.Repetitions, asJSON)
 			}
 			var pairs [][2]int
 			for _, s := range pgs {
@@ -92,6 +96,7 @@ into the cache once and measured.`,
 	f.BoolVar(&noWarm, "no-warmup", false, "skip the untimed warm-up pass")
 	f.Uint64Var(&seed, "seed", 1, "seed of the random prompt ids")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (read it with go tool pprof)")
+	dec = addBenchDecodingFlags(cmd)
 	return cmd
 }
 

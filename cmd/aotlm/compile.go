@@ -18,6 +18,7 @@ func newCompileCmd() *cobra.Command {
 		arLen, ctx      int
 		force           bool
 		jobs            int
+		lookahead       string
 	)
 	cmd := &cobra.Command{
 		Use:   "compile MODEL -o OUT.aot",
@@ -73,8 +74,12 @@ float32 (4 bytes per parameter) before the weights are written.`,
 			if jobs < 0 {
 				return fmt.Errorf("compile: --jobs %d: want 0 (one per CPU) or more", jobs)
 			}
+			la, err := lookaheadARLen(lookahead)
+			if err != nil {
+				return fmt.Errorf("compile: %w", err)
+			}
 			bar := newTensorBar(cmd.ErrOrStderr(), "compiling")
-			opts := compile.Options{ARLens: []int{arLen}, Ctx: ctx, Tokenizer: tokPath, KV: kv, CalibText: calib,
+			opts := compile.Options{ARLens: []int{arLen, max(la, 1)}, Ctx: ctx, Tokenizer: tokPath, KV: kv, CalibText: calib,
 				FloatActivations: float, Jobs: jobs,
 				Progress: func(p compile.Progress) { bar.update(p.Done, p.Total, p.Bytes, 0) }}
 			if err := compile.CompileFile(src, out, opts); err != nil {
@@ -95,6 +100,7 @@ float32 (4 bytes per parameter) before the weights are written.`,
 	f.StringVar(&acts, "activations", "int8", activationsHelp)
 	f.BoolVar(&force, "force", false, "replace an existing output file")
 	f.IntVarP(&jobs, "jobs", "j", 0, jobsHelp)
+	f.StringVar(&lookahead, "lookahead", "", "N,W,G: add a plan for lookahead decoding's passes of (W+G)(N-1) rows (rounded up to a power of two)")
 	return cmd
 }
 

@@ -33,6 +33,7 @@ func newRunCmd() *cobra.Command {
 		templatePath                           string
 		quiet                                  bool
 		images                                 *imageFlags
+		dec                                    *decodingFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run [MODEL] [-m MODEL] -p PROMPT",
@@ -148,6 +149,10 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 			if len(req.IDs) > s.Context() {
 				return fmt.Errorf("%w: %d prompt tokens, context %d", aotlm.ErrPromptTooLong, len(req.IDs), s.Context())
 			}
+			defer dec.close()
+			if req.Strategy, err = dec.strategy(m, threads, s.Context()); err != nil {
+				return err
+			}
 			out := &lineTracker{w: cmd.OutOrStdout()}
 			var onToken func(aotlm.Token) error
 			if !asJSON {
@@ -169,7 +174,7 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 				return err
 			}
 			rep := runReport{PromptIDs: res.PromptIDs, IDs: res.IDs, Text: res.Text, StopReason: res.StopReason,
-				TTFTMs: float64(res.TTFT.Microseconds()) / 1000, PrefillTokS: res.PrefillTokS(), DecodeTokS: res.DecodeTokS(), Seed: p.Seed}
+				TTFTMs: float64(res.TTFT.Microseconds()) / 1000, PrefillTokS: res.PrefillTokS(), DecodeTokS: res.DecodeTokS(), Seed: p.Seed, Decoding: decodingReport(res.Decoding)}
 			if asJSON {
 				return json.NewEncoder(out).Encode(rep)
 			}
@@ -178,6 +183,9 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "prompt %d tokens, %.1f tok/s; generated %d tokens, %.1f tok/s; first token after %.1f ms (%s)\n",
 				len(rep.PromptIDs), rep.PrefillTokS, len(rep.IDs), rep.DecodeTokS, rep.TTFTMs, rep.StopReason)
+			if res.Decoding != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), res.Decoding)
+			}
 			return nil
 		},
 	}
@@ -210,6 +218,7 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 	images = addImageFlags(f)
 	f.StringVar(&templatePath, "chat-template", "", "a chat template (.jinja, tokenizer_config.json or GGUF) replacing the model's, with --chat")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print the generated text only: no notes, no statistics")
+	dec = addDecodingFlags(cmd)
 	return cmd
 }
 
@@ -223,6 +232,8 @@ type runReport struct {
 	PrefillTokS float64 `json:"prefill_tok_s"`
 	DecodeTokS  float64 `json:"decode_tok_s"`
 	Seed        uint64  `json:"seed"`
+	// Decoding reports a strategy's passes (absent for plain decoding).
+	Decoding *decodingStats `json:"decoding,omitempty"`
 }
 
 // chatPrompt renders the prompt as one user turn (after an optional system

@@ -131,7 +131,7 @@ func (d *draftDecoder) Next(id int, generated []int) ([]int, error) {
 			d.st.Note, d.kmax = fmt.Sprintf("the draft model cannot rewind (%v): plain decoding", err), 0
 		}
 	}
-	d.ctl.guessDone(time.Since(start), len(out), &d.st)
+	d.ctl.guessDone(time.Since(start), len(out), len(drafts)+1, &d.st)
 	return out, nil
 }
 

@@ -201,7 +201,7 @@ func (d *lookaheadDecoder) Next(id int, generated []int) ([]int, error) {
 	}
 	d.st.Accepted += n
 	d.st.Tokens += len(out)
-	d.ctl.guessDone(time.Since(start), len(out), &d.st)
+	d.ctl.guessDone(time.Since(start), len(out), d.n, &d.st)
 	return out, nil
 }
 

@@ -97,7 +97,7 @@ func (d *lookupDecoder) Next(id int, generated []int) ([]int, error) {
 		return nil, err
 	}
 	d.hist = append(append(d.hist, id), out[:len(out)-1]...)
-	d.ctl.guessDone(time.Since(start), len(out), &d.st)
+	d.ctl.guessDone(time.Since(start), len(out), len(drafts)+1, &d.st)
 	return out, nil
 }
 

@@ -179,4 +179,3 @@ func TestRecurrentFallsBack(t *testing.T) {
 		}
 	}
 }
-

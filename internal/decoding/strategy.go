@@ -120,21 +120,30 @@ type Adaptive struct {
 	Off bool
 }
 
-// control is the adaptive switch between guessing and plain passes.
+// control is the adaptive switch between guessing and plain passes. It
+// times plain passes (per token) and guessing rounds, and compares each
+// round's cost in plain passes with the tokens it chose: when guessing
+// chooses fewer tokens per round than a round costs, it decodes plainly
+// for a while (twice as long after each failed probe); when a round costs
+// more than the most tokens it could ever choose, for good.
 type control struct {
-	off          bool
-	plain, guess float64 // EWMA ns per token
-	rounds       int     // guessing rounds since the last switch
-	left         int     // plain steps left before guessing again
-	backoff      int
-	probe        int // plain steps still to time at the start
+	off        bool
+	plain      float64 // EWMA ns per plain token
+	cost, gain float64 // EWMA of a round's time in plain tokens, and its tokens
+	guess      float64 // EWMA ns per guessed token
+	rounds     int     // guessing rounds since the last switch
+	left       int     // plain steps left before guessing again
+	backoff    int
+	probe      int  // plain steps still to time at the start
+	never      bool // guessing cannot pay on this model
+	notedNever bool
 }
 
 const (
 	ewma         = 0.25
-	warmRounds   = 8   // guessing rounds timed before judging
-	firstBackoff = 16  // plain tokens after the first fallback
-	maxBackoff   = 512 // at most this many plain tokens between probes
+	warmRounds   = 4    // guessing rounds timed before judging the gain
+	firstBackoff = 32   // plain tokens after the first fallback
+	maxBackoff   = 1024 // at most this many plain tokens between probes
 )
 
 func newControl(a Adaptive) control {
@@ -146,7 +155,7 @@ func newControl(a Adaptive) control {
 }
 
 // plainNext reports whether the next step should be plain.
-func (c *control) plainNext() bool { return !c.off && (c.probe > 0 || c.left > 0) }
+func (c *control) plainNext() bool { return !c.off && (c.never || c.probe > 0 || c.left > 0) }
 
 func avg(old, x float64) float64 {
 	if old == 0 {
@@ -164,24 +173,34 @@ func (c *control) plainDone(d time.Duration, st *Stats) {
 	} else if c.left > 0 {
 		c.left--
 		if c.left == 0 {
-			c.rounds, c.guess = 0, 0
+			c.rounds, c.gain, c.cost = 0, 0, 0
 		}
 	}
 }
 
-// guessDone records a guessing round of d that chose tokens tokens.
-func (c *control) guessDone(d time.Duration, tokens int, st *Stats) {
-	c.guess = avg(c.guess, float64(d.Nanoseconds())/float64(tokens))
+// guessDone records a guessing round of d that chose tokens tokens, of at
+// most limit.
+func (c *control) guessDone(d time.Duration, tokens, limit int, st *Stats) {
+	ns := float64(d.Nanoseconds())
+	c.guess = avg(c.guess, ns/float64(tokens))
 	st.GuessTokenNs = c.guess
-	c.rounds++
-	if c.off || c.rounds < warmRounds || c.plain == 0 {
+	if c.off || c.plain == 0 {
 		return
 	}
-	if c.guess > c.plain {
+	c.rounds++
+	c.cost, c.gain = avg(c.cost, ns/c.plain), avg(c.gain, float64(tokens))
+	switch {
+	case c.cost >= float64(limit) && (c.rounds >= 2 || c.cost >= 2*float64(limit)):
+		c.never = true
+		st.Fallbacks++
+		if st.Note == "" {
+			st.Note = fmt.Sprintf("a guessing pass costs %.1f plain passes and chooses at most %d tokens: plain decoding", c.cost, limit)
+		}
+	case c.rounds >= warmRounds && c.gain < c.cost:
 		c.left = c.backoff
 		c.backoff = min(2*c.backoff, maxBackoff)
 		st.Fallbacks++
-	} else {
+	case c.rounds >= warmRounds:
 		c.backoff = firstBackoff
 	}
 }

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/decoding"
+)
+
+// decodingFlags are run's flags of the strategies that choose several
+// tokens per pass: --mode lookahead|lookup and --draft.
+type decodingFlags struct {
+	mode                 string // "", "lookahead" or "lookup"
+	ngram, window, gcap  int
+	draft                string
+	draftMax, draftMin   int
+	draftPMin            float64
+	lookupMax, lookupMin int
+	corpus               string
+	noAdapt              bool
+
+	draftModel *aotlm.Model
+}
+
+// addDecodingFlags registers the strategy flags on cmd. --mode keeps its
+// prefill values (hybrid, kv) and takes lookahead and lookup too, which
+// prefill in hybrid mode.
+func addDecodingFlags(cmd *cobra.Command) *decodingFlags {
+	d := &decodingFlags{}
+	f := cmd.Flags()
+	if m := f.Lookup("mode"); m != nil {
+		m.Usage = "hybrid (AR-N prefill passes) or kv (one token at a time); lookahead or lookup decode several tokens per pass (hybrid prefill)"
+		m.Value = &modeValue{inner: m.Value, d: d}
+	}
+	f.IntVar(&d.ngram, "ngram", 3, "lookahead: n-gram size N (>= 2)")
+	f.IntVar(&d.window, "window", 5, "lookahead: window W, the Jacobi columns guessed per pass")
+	f.IntVar(&d.gcap, "gcap", 3, "lookahead: verification branches G per pass; a pass holds (W+G)(N-1) rows")
+	f.StringVar(&d.draft, "draft", "", "draft model (artifact or checkpoint) for speculative decoding; its tokenizer must match")
+	f.IntVar(&d.draftMax, "draft-max", 8, "most tokens drafted per pass (draft model and lookup)")
+	f.IntVar(&d.draftMin, "draft-min", 1, "fewest drafted tokens worth a verify pass; fewer decode plainly")
+	f.Float64Var(&d.draftPMin, "draft-p-min", 0.5, "stop drafting at a token the draft model gives less probability than this")
+	f.IntVar(&d.lookupMax, "lookup-ngram-max", 3, "lookup: longest n-gram matched")
+	f.IntVar(&d.lookupMin, "lookup-ngram-min", 1, "lookup: shortest n-gram matched")
+	f.StringVar(&d.corpus, "lookup-corpus", "", "lookup: a text file to find drafts in besides the prompt and the output")
+	f.BoolVar(&d.noAdapt, "no-adapt", false, "keep guessing even when it is slower than plain decoding")
+	return d
+}
+
+// modeValue wraps --mode: lookahead and lookup select a strategy and leave
+// the prefill mode hybrid.
+type modeValue struct {
+	inner pflag.Value
+	d     *decodingFlags
+}
+
+func (v *modeValue) String() string { return v.inner.String() }
+func (v *modeValue) Type() string   { return v.inner.Type() }
+func (v *modeValue) Set(s string) error {
+	switch s {
+	case "lookahead", "lookup":
+		v.d.mode = s
+		return v.inner.Set("hybrid")
+	}
+	v.d.mode = ""
+	return v.inner.Set(s)
+}
+
+// strategy returns the strategy the flags ask for (nil: plain decoding),
+// opening the draft model with the target's threads and context.
+func (d *decodingFlags) strategy(m *aotlm.Model, threads, ctx int) (decoding.Strategy, error) {
+	adapt := decoding.Adaptive{Off: d.noAdapt}
+	if d.draft != "" && d.mode != "" {
+		return nil, fmt.Errorf("--draft and --mode %s: choose one strategy", d.mode)
+	}
+	switch {
+	case d.mode == "lookahead":
+		l := &decoding.Lookahead{N: d.ngram, W: d.window, G: d.gcap, Adaptive: adapt}
+		if err := l.Check(); err != nil {
+			return nil, err
+		}
+		return l, nil
+	case d.mode == "lookup":
+		l := &decoding.Lookup{NgramMax: d.lookupMax, NgramMin: d.lookupMin, DraftMax: d.draftMax, DraftMin: d.draftMin, Adaptive: adapt}
+		if d.corpus != "" {
+			b, err := os.ReadFile(d.corpus)
+			if err != nil {
+				return nil, fmt.Errorf("lookup corpus: %w", err)
+			}
+			if l.Corpus, err = m.Encode(string(b), true); err != nil {
+				return nil, fmt.Errorf("lookup corpus: %w", err)
+			}
+		}
+		return l, nil
+	case d.draft != "":
+		dm, err := openModel(d.draft, openOptions{Threads: threads, Mode: "hybrid",
+			Compile: compile.Options{ARLens: []int{32}, Ctx: ctx, ClampCtx: true}})
+		if err != nil {
+			return nil, fmt.Errorf("draft model: %w", err)
+		}
+		if err := m.CheckDraft(dm); err != nil {
+			dm.Close()
+			return nil, fmt.Errorf("draft model %s: %w", d.draft, err)
+		}
+		d.draftModel = dm
+		return &decoding.Draft{NewSequence: dm.DraftSequence(min(ctx, dm.Info().Context)), DraftMax: d.draftMax,
+			DraftMin: d.draftMin, PMin: d.draftPMin, Adaptive: adapt}, nil
+	}
+	return nil, nil
+}
+
+// close releases the draft model.
+func (d *decodingFlags) close() {
+	if d.draftModel != nil {
+		d.draftModel.Close()
+	}
+}
+
+// lookaheadARLen parses compile's --lookahead N,W,G into the AR length of
+// its pass, (W+G)(N-1) rounded up to a power of two (0 for "").
+func lookaheadARLen(spec string) (int, error) {
+	if spec == "" {
+		return 0, nil
+	}
+	parts := strings.Split(spec, ",")
+	var v [3]int
+	if len(parts) != 3 {
+		return 0, fmt.Errorf("--lookahead %q is not N,W,G (such as 3,5,3)", spec)
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil {
+			return 0, fmt.Errorf("--lookahead %q is not N,W,G (such as 3,5,3)", spec)
+		}
+		v[i] = n
+	}
+	l := decoding.Lookahead{N: v[0], W: v[1], G: v[2]}
+	if err := l.Check(); err != nil {
+		return 0, fmt.Errorf("--%w", err)
+	}
+	n := 1
+	for n < l.Rows() {
+		n *= 2
+	}
+	return n, nil
+}
+
+// decodingStats is a strategy's report in run --json.
+type decodingStats struct {
+	decoding.Stats
+	TokensPerPass  float64 `json:"tokens_per_pass"`
+	AcceptanceRate float64 `json:"acceptance_rate"`
+	// Speedup is the measured time per token of plain passes over that of
+	// guessing ones (0 when not both were timed: see --no-adapt).
+	Speedup float64 `json:"speedup"`
+}
+
+func decodingReport(s *decoding.Stats) *decodingStats {
+	if s == nil {
+		return nil
+	}
+	return &decodingStats{Stats: *s, TokensPerPass: s.TokensPerPass(), AcceptanceRate: s.AcceptanceRate(), Speedup: s.Speedup()}
+}
