@@ -23,7 +23,8 @@ type VerifyRow struct {
 
 // VerifyPasses times, after a prompt of 64 random ids, one decode pass
 // and chain passes of 1..maxRows rows with every row's logits, each the
-// median of reps runs at the same position (CPU time: the mean). A
+// median of reps runs at the same position, each after a decode pass it
+// is compared with (CPU time: the mean). A
 // strategy that gets Rows tokens from a pass is at most Rows/Ratio times
 // as fast as plain decoding. The second result is the decode pass.
 func VerifyPasses(path string, threads, maxRows, reps int) ([]VerifyRow, VerifyRow, error) {
@@ -54,53 +55,64 @@ func VerifyPasses(path string, threads, maxRows, reps int) ([]VerifyRow, VerifyR
 		return nil, VerifyRow{}, err
 	}
 	reps = max(reps, 1)
-	median := func(run func() error) (float64, float64, error) {
-		if err := run(); err != nil { // warm up
-			return 0, 0, err
-		}
-		ts := make([]float64, 0, reps)
-		cpu0 := cpuTime()
-		for range reps {
-			start := time.Now()
-			if err := run(); err != nil {
-				return 0, 0, err
-			}
-			ts = append(ts, ms(time.Since(start)))
-		}
-		cpu := ms(cpuTime()-cpu0) / float64(reps)
-		slices.Sort(ts)
-		return ts[len(ts)/2], cpu, nil
-	}
-	decMs, decCPU, err := median(func() error {
+	decodeOnce := func() error {
 		if _, err := s.Decode(ids[prompt]); err != nil {
 			return err
 		}
 		return s.Rewind(prompt)
-	})
-	if err != nil {
-		return nil, VerifyRow{}, err
 	}
-	decode := VerifyRow{Rows: 1, Ms: decMs, Ratio: 1, CPUMs: decCPU, CPURatio: 1}
-	ratio := func(a, b float64) float64 {
-		if b == 0 {
-			return 0
-		}
-		return a / b
-	}
+	// each pass of k rows is timed right after a decode pass, so that both
+	// see the same machine; the ratios are of the medians (CPU: the sums)
 	var out []VerifyRow
+	var allDec, allDecCPU []float64
 	for k := 1; k <= maxRows; k++ {
 		sel := make([]int, k)
 		for i := range sel {
 			sel[i] = i
 		}
-		t, cpu, err := median(func() error {
+		pass := func() error {
 			_, err := s.Run(&engine.Pass{IDs: ids[prompt : prompt+k], Logits: sel})
 			return err
-		})
-		if err != nil {
+		}
+		if err := decodeOnce(); err != nil { // warm up
 			return nil, VerifyRow{}, err
 		}
-		out = append(out, VerifyRow{Rows: k, Ms: t, Ratio: t / decMs, CPUMs: cpu, CPURatio: ratio(cpu, decCPU)})
+		if err := pass(); err != nil {
+			return nil, VerifyRow{}, err
+		}
+		var dec, ver []float64
+		var decCPU, verCPU float64
+		for range reps {
+			for i, run := range []func() error{decodeOnce, pass} {
+				c0, t0 := cpuTime(), time.Now()
+				if err := run(); err != nil {
+					return nil, VerifyRow{}, err
+				}
+				d, c := ms(time.Since(t0)), ms(cpuTime()-c0)
+				if i == 0 {
+					dec, decCPU = append(dec, d), decCPU+c
+				} else {
+					ver, verCPU = append(ver, d), verCPU+c
+				}
+			}
+		}
+		allDec, allDecCPU = append(allDec, dec...), append(allDecCPU, decCPU/float64(reps))
+		m, md := median(ver), median(dec)
+		out = append(out, VerifyRow{Rows: k, Ms: m, Ratio: m / md, CPUMs: verCPU / float64(reps), CPURatio: ratio(verCPU, decCPU)})
 	}
+	decode := VerifyRow{Rows: 1, Ms: median(allDec), Ratio: 1, CPUMs: median(allDecCPU), CPURatio: 1}
 	return out, decode, nil
+}
+
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
 }
