@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -58,7 +57,11 @@ func (b *benchDecodingFlags) run(cmd *cobra.Command, path string, threads, n, re
 		return w.Flush()
 	}
 	if b.prompts == "" {
-		return errors.New("bench: a strategy needs --prompts <file of prompts, one a line>")
+		what := "--draft"
+		if b.mode != "" {
+			what = "--mode " + b.mode
+		}
+		return fmt.Errorf("bench: %s needs --prompts <file of prompts, one a line>", what)
 	}
 	data, err := os.ReadFile(b.prompts)
 	if err != nil {
