@@ -86,6 +86,23 @@ func TestGenerateStrategies(t *testing.T) {
 	}
 }
 
+// TestStrategyRefusesLogitsHook: a logits hook sees only plain passes'
+// logits, so a request with both is refused rather than silently
+// unconstrained.
+func TestStrategyRefusesLogitsHook(t *testing.T) {
+	m := openStories(t)
+	s, err := m.NewSession(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.Generate(context.Background(), aotlm.Request{Prompt: "Once", MaxTokens: 4,
+		Strategy: &decoding.Lookup{}, Logits: func([]float32, []int) {}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "logits hook") {
+		t.Fatalf("got %v, want a refusal naming the logits hook", err)
+	}
+}
+
 // TestCheckDraft: a model drafts for itself; one of another vocabulary is
 // refused with ErrTokenizerMismatch.
 func TestCheckDraft(t *testing.T) {
