@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/aotlm/aotlm/internal/sample"
+	"github.com/spf13/pflag"
 )
 
 // checkRunFlags validates run's numeric flags before any model is read;
@@ -29,4 +30,16 @@ func checkRunFlags(n int, ctx *int, repeatLastN int, seed int64, p sample.Params
 		return fmt.Errorf("sampling: %w", err)
 	}
 	return nil
+}
+
+// addSamplingFlags registers the sampling flags that run and chat share,
+// with llama.cpp's names and defaults.
+func addSamplingFlags(f *pflag.FlagSet, p *sample.Params, seed *int64) {
+	f.Float32Var(&p.Temperature, "temp", 0.8, "temperature; 0 is greedy")
+	f.IntVar(&p.TopK, "top-k", 40, "keep the K most likely tokens (0: all)")
+	f.Float32Var(&p.TopP, "top-p", 0.95, "nucleus sampling mass (1: off)")
+	f.Float32Var(&p.MinP, "min-p", 0.05, "drop tokens below this fraction of the best one's probability (0: off)")
+	f.Float32Var(&p.RepeatPenalty, "repeat-penalty", 1, "penalty for recently generated tokens (1: off)")
+	f.IntVar(&p.RepeatLastN, "repeat-last-n", 64, "how many recent tokens the penalty considers")
+	f.Int64Var(seed, "seed", -1, "sampling seed (-1: random)")
 }
