@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +17,7 @@ func newCompileCmd() *cobra.Command {
 	var (
 		out, tokPath    string
 		kv, calib, acts string
+		ggufWeights     string
 		arLen, ctx      int
 		force           bool
 		jobs            int
@@ -48,7 +51,16 @@ The weights are streamed: each is read from the mapped model, encoded and
 written in turn, --jobs at once, so memory holds a few tensors (the
 largest, the embedding or classifier, bounds it) rather than the model.
 --kv u8 is the exception: its calibration runs over the whole model in
-float32 (4 bytes per parameter) before the weights are written.`,
+float32 (4 bytes per parameter) before the weights are written.
+
+A GGUF file's block-quantized weights stay quantized (--gguf-weights
+native): Q4_0, Q4_1 and Q4_K become aotlm's 4-bit layout exactly (up to
+float32 rounding of Q4_1/Q4_K zero points); the other types (Q5_*, Q6_K,
+Q8_0, Q2_K, Q3_K, IQ4_*, MXFP4) are decoded and requantized to 8 bits per
+weight with one scale per row, which changes them slightly (compile says
+which; docs/formats.md has the measured perplexity change).
+--gguf-weights f32 decodes every weight to float32 instead: exact, larger
+and slower.`,
 		Example: `  aotlm compile stories260K.gguf -o stories.aot --ar-len 32 --ctx 512
   aotlm compile stories260K.bin --tokenizer tok512.bin -o stories.aot
   aotlm compile q/ -o model.aot --kv u8 --calib calib.txt`,
@@ -74,18 +86,21 @@ float32 (4 bytes per parameter) before the weights are written.`,
 			if jobs < 0 {
 				return fmt.Errorf("compile: --jobs %d: want 0 (one per CPU) or more", jobs)
 			}
+			if err := checkGGUFWeights(ggufWeights); err != nil {
+				return fmt.Errorf("compile: %w", err)
+			}
 			la, err := lookaheadARLen(lookahead)
 			if err != nil {
 				return fmt.Errorf("compile: %w", err)
 			}
 			bar := newTensorBar(cmd.ErrOrStderr(), "compiling")
 			opts := compile.Options{ARLens: []int{arLen, max(la, 1)}, Ctx: ctx, Tokenizer: tokPath, KV: kv, CalibText: calib,
-				FloatActivations: float, Jobs: jobs,
+				FloatActivations: float, Jobs: jobs, GGUFWeights: ggufWeights,
 				Progress: func(p compile.Progress) { bar.update(p.Done, p.Total, p.Bytes, 0) }}
 			if err := compile.CompileFile(src, out, opts); err != nil {
 				return withContextHint(err)
 			}
-			ggufQuantNote(src, out, cmd.ErrOrStderr())
+			ggufQuantNote(src, out, ggufWeights, cmd.ErrOrStderr())
 			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", out)
 			return nil
 		},
@@ -98,6 +113,7 @@ float32 (4 bytes per parameter) before the weights are written.`,
 	f.StringVar(&kv, "kv", "f32", "KV cache storage: f32, f16 or u8")
 	f.StringVar(&calib, "calib", "", "text file for the u8 KV cache calibration (default: a generated sequence)")
 	f.StringVar(&acts, "activations", "int8", activationsHelp)
+	f.StringVar(&ggufWeights, "gguf-weights", compile.GGUFNative, ggufWeightsHelp)
 	f.BoolVar(&force, "force", false, "replace an existing output file")
 	f.IntVarP(&jobs, "jobs", "j", 0, jobsHelp)
 	f.StringVar(&lookahead, "lookahead", "", "N,W,G: add a plan for lookahead decoding's passes of (W+G)(N-1) rows (rounded up to a power of two)")
@@ -119,6 +135,17 @@ func withContextHint(err error) error {
 		return fmt.Errorf("%w: pass a smaller --ctx", err)
 	}
 	return err
+}
+
+// ggufWeightsHelp documents --gguf-weights of compile and run.
+const ggufWeightsHelp = "a GGUF file's quantized weights: native (kept 4-bit where exact, else requantized to 8-bit) or f32 (decoded exactly)"
+
+// checkGGUFWeights checks a --gguf-weights value.
+func checkGGUFWeights(v string) error {
+	if !slices.Contains(compile.GGUFWeightModes, v) {
+		return fmt.Errorf("--gguf-weights %q: want %s", v, strings.Join(compile.GGUFWeightModes, " or "))
+	}
+	return nil
 }
 
 // activationsHelp documents --activations of compile and run.

@@ -9,32 +9,39 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/format/gguf"
 )
 
-// ggufQuantNote tells, after compiling a GGUF file, that its block-quantized
-// weights (Q4_K, Q6_K, ...) were dequantized to float32 on load: exact, but
-// the artifact is larger than the file. It says nothing for other inputs.
-func ggufQuantNote(src, artifact string, w io.Writer) {
+// ggufQuantNote tells, after compiling a GGUF file, how its block-quantized
+// weights (Q4_K, Q6_K, ...) were stored (see compile.GGUFConversionOf):
+// kept 4-bit exactly, requantized to 8 bits (which changes them), or
+// decoded to float32. It says nothing for other inputs.
+func ggufQuantNote(src, artifact, mode string, w io.Writer) {
 	f, err := gguf.Open(src)
 	if err != nil {
 		return
 	}
 	defer f.Close()
-	seen := map[string]bool{}
+	byScheme := map[string]map[string]bool{} // scheme -> ggml types
+	lossy := map[string]bool{}
 	for _, t := range f.Tensors() {
-		if typ, ok := f.TensorType(t.Name); ok && typ.BlockSize() > 1 {
-			seen[typ.String()] = true
+		typ, ok := f.TensorType(t.Name)
+		if !ok || typ.BlockSize() <= 1 {
+			continue
+		}
+		c := compile.GGUFConversionOf(typ, mode)
+		if byScheme[c.Scheme] == nil {
+			byScheme[c.Scheme] = map[string]bool{}
+		}
+		byScheme[c.Scheme][c.Type] = true
+		if !c.Exact {
+			lossy[c.Type] = true
 		}
 	}
-	if len(seen) == 0 {
+	if len(byScheme) == 0 {
 		return
 	}
-	var types []string
-	for s := range seen {
-		types = append(types, s)
-	}
-	sort.Strings(types)
 	var srcSize, artSize uint64
 	if st, err := os.Stat(src); err == nil {
 		srcSize = uint64(st.Size())
@@ -42,6 +49,28 @@ func ggufQuantNote(src, artifact string, w io.Writer) {
 	if st, err := os.Stat(artifact); err == nil {
 		artSize = uint64(st.Size())
 	}
-	fmt.Fprintf(w, "note: the %s weights of %s were dequantized to float32 (exactly, nothing lost): the artifact is %s, the GGUF %s; for a 4- or 8-bit artifact, aotlm quantize the model with a recipe first\n",
-		strings.Join(types, ", "), src, humanize.IBytes(artSize), humanize.IBytes(srcSize))
+	var parts []string
+	for _, scheme := range sortedKeys(byScheme) {
+		how := map[string]string{
+			"f32":         "dequantized to float32 (exactly, nothing lost)",
+			"q4/g32/sym":  "kept 4-bit (q4/g32/sym, exactly)",
+			"q4/g32/asym": "kept 4-bit (q4/g32/asym, exactly up to float32 rounding of the zero points)",
+			"w8":          "requantized to 8 bits per weight, one scale per row (w8: a small change, see docs/formats.md)",
+		}[scheme]
+		parts = append(parts, fmt.Sprintf("the %s weights were %s", strings.Join(sortedKeys(byScheme[scheme]), ", "), how))
+	}
+	fmt.Fprintf(w, "note: %s: %s; the artifact is %s, the GGUF %s\n", src, strings.Join(parts, "; "),
+		humanize.IBytes(artSize), humanize.IBytes(srcSize))
+	if len(lossy) > 0 {
+		fmt.Fprintf(w, "note: --gguf-weights f32 keeps the %s weights exact (as float32: larger and slower)\n", strings.Join(sortedKeys(lossy), ", "))
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

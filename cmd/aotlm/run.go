@@ -26,7 +26,7 @@ func newRunCmd() *cobra.Command {
 		p                                      sample.Params
 		seed                                   int64
 		asJSON, ignoreEOS, useChat, verify     bool
-		system, mode, kv, acts                 string
+		system, mode, kv, acts, ggufWeights    string
 		arLen                                  int
 		noCompile                              bool
 		stops                                  []string
@@ -102,12 +102,15 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 			if err != nil {
 				return fmt.Errorf("run: %w", err)
 			}
+			if err := checkGGUFWeights(ggufWeights); err != nil {
+				return fmt.Errorf("run: %w", err)
+			}
 			var log io.Writer
 			if isTerminal(cmd.ErrOrStderr()) && !quiet {
 				log = cmd.ErrOrStderr()
 			}
 			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, NoCompile: noCompile,
-				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv, FloatActivations: float}, Log: log})
+				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv, FloatActivations: float, GGUFWeights: ggufWeights}, Log: log})
 			if err != nil {
 				return err
 			}
@@ -197,6 +200,7 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 	f.IntVar(&arLen, "ar-len", 32, "prompt pass length when compiling")
 	f.StringVar(&kv, "kv", "f32", "KV cache storage when compiling: f32, f16 or u8")
 	f.StringVar(&acts, "activations", "int8", activationsHelp)
+	f.StringVar(&ggufWeights, "gguf-weights", compile.GGUFNative, ggufWeightsHelp)
 	f.StringVarP(&prompt, "prompt", "p", "", "prompt text")
 	f.StringVarP(&promptFile, "file", "f", "", "read the prompt from a file")
 	f.IntVarP(&n, "n-predict", "n", 128, "number of tokens to generate (-1: until EOS or the context is full)")

@@ -187,6 +187,17 @@ func (s *Source) Names() []string {
 	return names
 }
 
+// Checkpoint returns the checkpoint the weights are read from.
+func (s *Source) Checkpoint() format.Checkpoint { return s.ck }
+
+// TensorName returns the name the canonical weight name has in the
+// checkpoint; false for families with their own loader (whose weights
+// are reshaped on load) and for names the model does not have.
+func (s *Source) TensorName(name string) (string, bool) {
+	src, ok := s.names[name]
+	return src, ok
+}
+
 // Read returns the named weight in float32, refusing non-finite values.
 // The checkpoint's mapped pages of the tensor are released afterwards (see
 // format.Release); the result is a fresh slice the caller owns.

@@ -95,7 +95,11 @@ func cacheKey(path string, opts Options) (string, error) {
 	}
 	lens := slices.Clone(opts.ARLens)
 	slices.Sort(lens)
-	fmt.Fprintf(h, "ar=%v ctx=%d clamp=%v kv=%s calib=%s float-act=%v\n", lens, opts.Ctx, opts.ClampCtx, opts.KV, opts.CalibText, opts.FloatActivations)
+	gw := opts.GGUFWeights
+	if gw == "" {
+		gw = GGUFNative
+	}
+	fmt.Fprintf(h, "ar=%v ctx=%d clamp=%v kv=%s calib=%s float-act=%v gguf=%s\n", lens, opts.Ctx, opts.ClampCtx, opts.KV, opts.CalibText, opts.FloatActivations, gw)
 	if opts.CalibText != "" {
 		if err := statInto(h, opts.CalibText); err != nil {
 			return "", fmt.Errorf("calibration text: %w", err)

@@ -6,10 +6,13 @@ import (
 	"path/filepath"
 
 	"github.com/aotlm/aotlm/internal/arch"
+	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/format/detect"
+	"github.com/aotlm/aotlm/internal/format/gguf"
 	"github.com/aotlm/aotlm/internal/graph"
 	"github.com/aotlm/aotlm/internal/hf"
 	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/output"
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/qmodel"
@@ -39,6 +42,9 @@ type Options struct {
 	// FloatActivations keeps quantized weights unpacked, for float32
 	// activations (see Input.FloatActivations).
 	FloatActivations bool
+	// GGUFWeights is how a GGUF file's block-quantized weights are
+	// stored: GGUFNative ("" too) or GGUFFloat32 (see GGUFConversionOf).
+	GGUFWeights string
 	// Jobs and Progress: see Input.
 	Jobs     int
 	Progress func(Progress)
@@ -92,6 +98,9 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 	g, err := arch.Build(&cfg, arch.BuildOptions{AllLogits: false})
 	if err != nil {
 		return fmt.Errorf("compile: %w", err)
+	}
+	if gs, ok := ws.(*ggufSource); ok {
+		gs.useGraph(g)
 	}
 	hp, err := hyperParams(&cfg)
 	if err != nil {
@@ -241,7 +250,11 @@ func CompileFile(path, outPath string, opts Options) error {
 		}
 		return w, nil
 	}
-	if err := compileModel(m.Config, archSource{m}, floats, src, opts, outPath); err != nil {
+	ws := WeightSource(archSource{s: m})
+	if f, ok := ck.(*gguf.File); ok && opts.GGUFWeights != GGUFFloat32 {
+		ws = &ggufSource{archSource: archSource{s: m}, f: f}
+	}
+	if err := compileModel(m.Config, ws, floats, src, opts, outPath); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
@@ -253,4 +266,52 @@ type archSource struct{ s *arch.Source }
 func (a archSource) Weight(name string) (Weight, error) {
 	v, err := a.s.Read(name)
 	return Weight{Values: v}, err
+}
+
+// ggufSource serves a GGUF file's weights, keeping the block-quantized
+// ones that feed a linear or an embedding step quantized (see
+// GGUFConversionOf).
+type ggufSource struct {
+	archSource
+	f        *gguf.File
+	matrices map[string]bool // weights used only as linear or embedding matrices
+}
+
+// useGraph records which weights g uses only as linear or embedding
+// matrices.
+func (s *ggufSource) useGraph(g *graph.Graph) {
+	s.matrices = map[string]bool{}
+	other := map[string]bool{}
+	for _, n := range g.Nodes {
+		if n.Weight == "" {
+			continue
+		}
+		if n.Op == op.Linear || n.Op == op.Embed {
+			s.matrices[n.Weight] = true
+		} else {
+			other[n.Weight] = true
+		}
+		for _, w := range append([]string{n.Bias}, n.More...) {
+			other[w] = true
+		}
+	}
+	for w := range other {
+		delete(s.matrices, w)
+	}
+}
+
+func (s *ggufSource) Weight(name string) (Weight, error) {
+	src, ok := s.s.TensorName(name)
+	shape := s.s.Shapes[name]
+	if !ok || !s.matrices[name] || len(shape) != 2 {
+		return s.archSource.Weight(name)
+	}
+	q, err := ggufQuantized(s.f, src, shape[0], shape[1])
+	if err != nil {
+		return Weight{}, err
+	}
+	if q == nil {
+		return s.archSource.Weight(name)
+	}
+	return Weight{Quantized: q, Release: func() { format.Release(s.f, src) }}, nil
 }

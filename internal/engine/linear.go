@@ -28,6 +28,7 @@ func (w *qweight) viewPacked(name string, p plan.Parts, data []byte) error {
 	if err := q.Check(); err != nil {
 		return fmt.Errorf("tensor %q: %w", name, err)
 	}
+	q.PrepareZeros() // zero points: the fast kernels plus block terms
 	w.q4 = q
 	return nil
 }

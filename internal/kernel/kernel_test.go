@@ -345,3 +345,54 @@ func supported(t *testing.T) []Overlay {
 	}
 	return out
 }
+
+// TestOverlaysQ4Zeros: a weight with fractional zero points (as Q4_K and
+// Q4_1 become), prepared with PrepareZeros, runs on each overlay's
+// symmetric kernels plus the block terms and matches the plain-Go
+// reference. The budget is matMulTolerance relative to
+// Σ|sc|·(|u-8| + |8-z|)·|x|, the magnitudes the two parts add.
+func TestOverlaysQ4Zeros(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	shapes := [][2]int{{1, QK}, {5, 3 * QK}, {17, 8 * QK}, {33, 5 * QK}, {9, 13 * QK}, {700, 2 * QK}}
+	for _, o := range supported(t) {
+		if o.Q4MatMul == nil {
+			continue
+		}
+		for _, sh := range shapes {
+			N, K := sh[0], sh[1]
+			nb := K / QK
+			for _, T := range []int{1, 2, 3, 5, 16} {
+				x, xf := randQ8(r, T, K)
+				n0 := r.IntN(N)
+				n1 := n0 + 1 + r.IntN(N-n0)
+				w := randQ4(r, N, K, false, true)
+				for i := range w.Zeros {
+					w.Zeros[i] = r.Float32()*20 - 2
+				}
+				w.PrepareZeros()
+				rowAbs := func(n int) []float32 {
+					v := make([]float32, K)
+					for k := range v {
+						b := w.Nib[(n*nb+k/QK)*16+k%16]
+						u := float32(b & 15)
+						if k%QK >= 16 {
+							u = float32(b >> 4)
+						}
+						sc, z := w.Scales[n*nb+k/QK], w.Zeros[n*nb+k/QK]
+						v[k] = abs32(sc) * (abs32(u-8) + abs32(8-z))
+					}
+					return v
+				}
+				checkMatMul(t, fmt.Sprintf("%s q4 zeros", o.Name), N, K, T, n0, n1, rowAbs, x, xf,
+					func(d []float32, l int, x *Q8, a, b int) { q4MatMulGeneric(d, l, w, x, a, b) },
+					func(d []float32, l int, x *Q8, a, b int) {
+						o.Q4MatMul(d, l, w.sym, x, a, b)
+						w.addZeroTerms(d, l, x, a, b)
+					})
+				checkMatMul(t, "MatMul q4 zeros", N, K, T, n0, n1, rowAbs, x, xf,
+					func(d []float32, l int, x *Q8, a, b int) { q4MatMulGeneric(d, l, w, x, a, b) },
+					w.MatMul)
+			}
+		}
+	}
+}

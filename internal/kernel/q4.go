@@ -16,6 +16,61 @@ type Q4 struct {
 	Codes  []uint8   // [N][nb] or nil
 	Scales []float32 // [N] with Codes, else [N][nb]
 	Zeros  []float32 // [N][nb] or nil
+
+	// sym and zc, set by PrepareZeros, run a weight with zero points as
+	// the same codes with zero point 8 (sym, on the fast kernels) plus
+	// the block terms zc[n][b] = scale * (8 - zero) times each block's
+	// activation sum.
+	sym *Q4
+	zc  []float32
+}
+
+// PrepareZeros readies a weight with zero points for the fast kernels,
+// which assume the zero point 8: since
+//
+//	sc*(u - z) = sc*(u - 8) + sc*(8 - z),
+//
+// MatMul then runs the codes with zero point 8 and adds, per output, the
+// block terms sc*(8 - z) times the block sums of the activations (an
+// [N, K/32] float32 product, 1/32 of the main one). It allocates N*K/32
+// floats; without it such weights run on the plain-Go reference. It does
+// nothing for weights without zero points.
+func (w *Q4) PrepareZeros() {
+	if w.Zeros == nil || w.Codes != nil || w.sym != nil {
+		return
+	}
+	nb := w.K / QK
+	zc := make([]float32, len(w.Zeros))
+	for i, z := range w.Zeros {
+		zc[i] = w.Scales[i] * (8 - z)
+	}
+	w.sym = &Q4{N: w.N, K: w.K, Nib: w.Nib, Scales: w.Scales[:w.N*nb]}
+	w.zc = zc
+}
+
+// addZeroTerms adds to dst[t*ldd+n], for rows [n0, n1) and every token,
+// Σ_b zc[n][b] * D[t][b] * Sum[t][b] (see PrepareZeros).
+func (w *Q4) addZeroTerms(dst []float32, ldd int, x *Q8, n0, n1 int) {
+	nb := w.K / QK
+	var stack [512]float32
+	buf := stack[:]
+	if nb+(n1-n0) > len(buf) {
+		buf = make([]float32, nb+(n1-n0))
+	}
+	xs, tmp := buf[:nb], buf[nb:nb+(n1-n0)]
+	for t := 0; t < x.T; t++ {
+		for b := range nb {
+			xs[b] = x.D[t*nb+b] * float32(x.Sum[t*nb+b])
+		}
+		for lo := n0; lo < n1; lo += len(tmp) {
+			hi := min(lo+len(tmp), n1)
+			DotRows(tmp[:hi-lo], xs, w.zc[lo*nb:hi*nb], nb)
+			row := dst[t*ldd+lo : t*ldd+hi]
+			for i, v := range tmp[:hi-lo] {
+				row[i] += v
+			}
+		}
+	}
 }
 
 // Check reports whether w's parts have the sizes N and K imply.
@@ -94,7 +149,15 @@ func (w *Q4) Row(dst []float32, n int) {
 //	= Σ_b sc[n][b] * D[t][b] * (Σ_i u[n][32b+i]*Q[t][32b+i] - z[n][b]*Sum[t][b])
 //
 // with the integer sums exact and the block terms added in float32.
+//
+// A weight with zero points runs on the fast kernels once PrepareZeros
+// has been called, else on the plain-Go reference.
 func (w *Q4) MatMul(dst []float32, ldd int, x *Q8, n0, n1 int) {
+	if w.sym != nil && n1 > n0 && x.T > 0 {
+		q4MatMulImpl(dst, ldd, w.sym, x, n0, n1)
+		w.addZeroTerms(dst, ldd, x, n0, n1)
+		return
+	}
 	q4MatMulImpl(dst, ldd, w, x, n0, n1)
 }
 

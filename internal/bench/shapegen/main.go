@@ -146,7 +146,9 @@ func write(path string, s shape, seed uint64) error {
 }
 
 // vocab is a byte-level vocabulary of n tokens: the 256 byte symbols of
-// GPT-2's mapping, then fillers "t256".., the last one the end token.
+// GPT-2's mapping, then "t2" (the one merge, of "t" and "2", which
+// llama.cpp wants at least one of), then fillers "t257".., the last one
+// the end token.
 func vocab(n int) []gguf.KV {
 	toks := make([]any, n)
 	types := make([]any, n)
@@ -157,6 +159,9 @@ func vocab(n int) []gguf.KV {
 	}
 	for ; b < n; b++ {
 		toks[b], types[b] = fmt.Sprintf("t%d", b), int32(1)
+		if b == 256 {
+			toks[b] = "t2"
+		}
 	}
 	types[n-1] = int32(3)
 	return []gguf.KV{

@@ -172,9 +172,9 @@ func DequantizeQ3_K(dst []float32, src []byte) {
 	})
 }
 
-// scaleMinK4 unpacks the j-th 6-bit scale and minimum of a Q4_K or Q5_K
+// ScaleMinK4 unpacks the j-th 6-bit scale and minimum of a Q4_K or Q5_K
 // block's 12 scale bytes.
-func scaleMinK4(j int, q []byte) (sc, m byte) {
+func ScaleMinK4(j int, q []byte) (sc, m byte) {
 	if j < 4 {
 		return q[j] & 63, q[j+4] & 63
 	}
@@ -190,9 +190,9 @@ func DequantizeQ4_K(dst []float32, src []byte) {
 		scales, q := blk[4:16], blk[16:144]
 		y := 0
 		for g := 0; g < 8; g += 2 {
-			sc, m := scaleMinK4(g, scales)
+			sc, m := ScaleMinK4(g, scales)
 			d1, m1 := d*float32(sc), dmin*float32(m)
-			sc, m = scaleMinK4(g+1, scales)
+			sc, m = ScaleMinK4(g+1, scales)
 			d2, m2 := d*float32(sc), dmin*float32(m)
 			for l := range 32 {
 				out[y+l] = float32(d1*float32(q[l]&15)) - m1
@@ -213,9 +213,9 @@ func DequantizeQ5_K(dst []float32, src []byte) {
 		y := 0
 		u1, u2 := byte(1), byte(2)
 		for g := 0; g < 8; g += 2 {
-			sc, m := scaleMinK4(g, scales)
+			sc, m := ScaleMinK4(g, scales)
 			d1, m1 := d*float32(sc), dmin*float32(m)
-			sc, m = scaleMinK4(g+1, scales)
+			sc, m = ScaleMinK4(g+1, scales)
 			d2, m2 := d*float32(sc), dmin*float32(m)
 			for l := range 32 {
 				v1, v2 := ql[l]&15, ql[l]>>4
