@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"sync"
 
 	"github.com/aotlm/aotlm/internal/kernel"
 )
@@ -12,7 +13,9 @@ import (
 const MaskValue = -1e30
 
 // linearJob is dst[t][j] = sum_k x[t][k]*w[j][k] (+ b[j]) for t < T,
-// x [T, K], w [N, K], b [N] or nil, dst [T, N], summed in float32 in k order.
+// x [T, K], w [N, K], b [N] or nil, dst [T, N]. Float32 weights go
+// through the SIMD row kernels (kernel.DotRows: each weight row is read
+// once for all T rows), so the sums are float32 in the kernel's order.
 type linearJob struct {
 	dst, x, w, b []float32
 	qw           *qweight // when set, the weight (w is nil)
@@ -30,22 +33,37 @@ func (l *linearJob) run(_, j0, j1 int) {
 		l.runQ(j0, j1)
 		return
 	}
-	K, N := l.K, l.N
-	for t := 0; t < l.T; t++ {
-		xr := l.x[t*K : (t+1)*K]
+	K, N, T := l.K, l.N, l.T
+	x := l.x[:T*K]
+	bias := func(j int) float32 {
+		if l.b != nil {
+			return l.b[j]
+		}
+		return 0
+	}
+	if T == 1 {
 		for j := j0; j < j1; j++ {
-			wr := l.w[j*K : (j+1)*K]
-			var s float32
-			for k, xv := range xr {
-				s += wr[k] * xv
-			}
-			if l.b != nil {
-				s += l.b[j]
-			}
-			l.dst[t*N+j] = s
+			l.dst[j] = kernel.Dot(l.w[j*K:(j+1)*K], x) + bias(j)
+		}
+		return
+	}
+	p := rowSums.Get().(*[]float32)
+	if cap(*p) < T {
+		*p = make([]float32, T)
+	}
+	tmp := (*p)[:T]
+	for j := j0; j < j1; j++ {
+		kernel.DotRows(tmp, l.w[j*K:(j+1)*K], x, K)
+		b := bias(j)
+		for t, v := range tmp {
+			l.dst[t*N+j] = v + b
 		}
 	}
+	rowSums.Put(p)
 }
+
+// rowSums holds the T sums of one weight row of a float32 linear.
+var rowSums = sync.Pool{New: func() any { return new([]float32) }}
 
 // rmsNorm is dst[t][c] = (w[c] + offset) * x[t][c] / sqrt(mean_c(x[t]^2) + eps)
 // for x, dst [T, C].
