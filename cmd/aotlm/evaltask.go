@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm/internal/eval"
+	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/tokenizer"
 )
 
@@ -19,7 +20,7 @@ func newEvalCmd() *cobra.Command {
 		asJSON                             bool
 	)
 	cmd := &cobra.Command{
-		Use:   "eval -m MODEL --task lambada|hellaswag --data FILE",
+		Use:   "eval -m MODEL --task lambada|hellaswag|multiple-choice --data FILE",
 		Short: "Score a model on a benchmark task",
 		Long: `Score a model on a benchmark task file.
 
@@ -33,17 +34,23 @@ func newEvalCmd() *cobra.Command {
              log-likelihood of its tokens after the context: acc by the sum,
              acc_norm by the mean per token (llama-perplexity --hellaswag's
              figure). Tasks are taken in file order.
+  multiple-choice
+             llama.cpp's binary multiple-choice file (llama-perplexity
+             --multiple-choice: ARC, MMLU, TruthfulQA, HellaSwag), any
+             number of answers per task, scored as hellaswag; tasks in file
+             order.
 
 docs/quantization.md has figures per recipe.`,
 		Example: `  aotlm eval -m stories260K.gguf --task lambada --data lambada_test.jsonl --limit 500
-  aotlm eval -m q-w4/ --task hellaswag --data hellaswag_val_full.txt --json`,
+  aotlm eval -m q-w4/ --task hellaswag --data hellaswag_val_full.txt --json
+  aotlm eval -m model.aot --task multiple-choice --data arc-challenge-validation.bin`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if modelPath == "" || dataPath == "" {
 				return fmt.Errorf("eval: pass -m <model> and --data <task file>")
 			}
-			if task != "lambada" && task != "hellaswag" {
-				return fmt.Errorf("eval: --task %q: want lambada or hellaswag", task)
+			if task != "lambada" && task != "hellaswag" && task != "multiple-choice" {
+				return fmt.Errorf("eval: --task %q: want lambada, hellaswag or multiple-choice", task)
 			}
 			if limit < 0 {
 				return fmt.Errorf("eval: --limit %d is negative", limit)
@@ -93,7 +100,15 @@ docs/quantization.md has figures per recipe.`,
 				fmt.Fprintf(out, "lambada: %d passages, accuracy %.2f%%, perplexity %.3f\n", r.Items, 100*r.Acc, r.PPL)
 				return nil
 			}
-			tasks, err := eval.ReadHellaSwag(f)
+			var tasks []eval.MCTask
+			if task == "hellaswag" {
+				tasks, err = eval.ReadHellaSwag(f)
+			} else {
+				var data []byte
+				if data, err = limits.ReadFile(dataPath, "multiple-choice file", limits.MaxTextFile); err == nil {
+					tasks, err = eval.ReadMultipleChoice(data)
+				}
+			}
 			if err != nil {
 				return err
 			}
@@ -106,20 +121,22 @@ docs/quantization.md has figures per recipe.`,
 			}
 			if asJSON {
 				preds := make([]int, len(r.Items))
+				right := make([]bool, len(r.Items))
 				for i, it := range r.Items {
-					preds[i] = it.PredNorm
+					preds[i], right[i] = it.PredNorm, it.PredNorm == it.Gold
 				}
-				return json.NewEncoder(out).Encode(map[string]any{"task": task, "tasks": r.Tasks, "acc": r.Acc, "acc_norm": r.AccNorm, "pred_norm": preds})
+				return json.NewEncoder(out).Encode(map[string]any{"task": task, "tasks": r.Tasks, "acc": r.Acc, "acc_norm": r.AccNorm,
+					"pred_norm": preds, "correct_norm": right})
 			}
-			fmt.Fprintf(out, "hellaswag: %d tasks, acc %.2f%% (summed log-likelihood), acc_norm %.2f%% (mean per token, as llama-perplexity)\n",
-				r.Tasks, 100*r.Acc, 100*r.AccNorm)
+			fmt.Fprintf(out, "%s: %d tasks, acc %.2f%% (summed log-likelihood), acc_norm %.2f%% (mean per token, as llama-perplexity)\n",
+				task, r.Tasks, 100*r.Acc, 100*r.AccNorm)
 			return nil
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&modelPath, "model", "m", "", "model file or folder (required)")
 	fl.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for checkpoints without one")
-	fl.StringVar(&task, "task", "", "lambada or hellaswag (required)")
+	fl.StringVar(&task, "task", "", "lambada, hellaswag or multiple-choice (required)")
 	fl.StringVarP(&dataPath, "data", "f", "", "task file (required)")
 	fl.IntVarP(&ctx, "ctx", "c", 0, "context positions (0: the model's)")
 	fl.IntVar(&limit, "limit", 0, "score only the first N items (0: all)")
