@@ -8,6 +8,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/op"
 )
 
 // The shared pre-norm decoder: embeddings, then per layer RMSNorm ->
@@ -226,6 +227,10 @@ func buildDecoder(c *Config, opts BuildOptions) (*graph.Graph, error) {
 			}
 			q, k = g.RoPE(q, r), g.RoPE(k, r)
 		}
+		if c.RotateQK {
+			b := op.HadamardBlock(c.HeadDim)
+			q, k = g.Hadamard(q, b), g.Hadamard(k, b)
+		}
 		at := graph.Attn{Layer: l, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Scale: float32(scale)}
 		if sliding {
 			at.Window = c.SlidingWindow
@@ -248,7 +253,11 @@ func buildDecoder(c *Config, opts BuildOptions) (*graph.Graph, error) {
 			gate = act(g.Linear(h, p+"mlp.gate_proj.weight", c.FFN, ""))
 			up = g.Linear(h, p+"mlp.up_proj.weight", c.FFN, "")
 		}
-		m := g.Linear(g.Mul(gate, up), p+"mlp.down_proj.weight", c.Hidden, "")
+		mid := g.Mul(gate, up)
+		if c.RotateDown {
+			mid = g.Hadamard(mid, op.HadamardBlock(c.FFN))
+		}
+		m := g.Linear(mid, p+"mlp.down_proj.weight", c.Hidden, "")
 		if c.SandwichNorms {
 			m = g.RMSNorm(m, p+"post_feedforward_layernorm.weight", eps, off)
 		}

@@ -55,6 +55,16 @@ type Config struct {
 	// included: 1 for Gemma checkpoints that store w of a (1+w) gain
 	// (llama.cpp's converter adds the 1 into its GGUF files, so 0 there).
 	NormOffset float64 `json:"norm_offset,omitempty"`
+	// RotateQK and RotateDown are QuaRot's online rotations, set by a
+	// quantize recipe's r3 and r4 (package rotate): q and k are rotated
+	// after RoPE by a Hadamard transform in blocks of the largest power of
+	// two dividing HeadDim (the scores are unchanged, the cache holds
+	// rotated keys), and down_proj's input in blocks of the largest power
+	// of two dividing FFN (its weight holds W·B, so the output is
+	// unchanged). Both make int8 activations and a uint8 cache see
+	// spread-out values instead of a few outliers.
+	RotateQK   bool `json:"rotate_qk,omitempty"`
+	RotateDown bool `json:"rotate_down,omitempty"`
 	// GELU makes the feed-forward gate a tanh-approximated GELU instead of
 	// SiLU (Gemma).
 	GELU bool `json:"gelu,omitempty"`

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"math"
+
 	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/op"
 )
@@ -76,6 +78,8 @@ func (r *rowTask) run(_, lo, hi int) {
 			kernel.SiLU(out, x)
 		case op.GELUTanh:
 			kernel.GELUTanh(out, x)
+		case op.Hadamard:
+			hadamardRow(out, x, st.HeadDim)
 		case op.RoPE:
 			p, h2 := st.Rope, st.Rope.RotDim/2
 			cos, sin := r.s.rope.cos[t*h2:(t+1)*h2], r.s.rope.sin[t*h2:(t+1)*h2]
@@ -86,4 +90,15 @@ func (r *rowTask) run(_, lo, hi int) {
 			ropeRow(out, p.HeadDim, p.RotDim, p.Half, cos, sin)
 		}
 	}
+}
+
+// hadamardRow sets out to x times blockdiag(H_P)/sqrt(P) (op.HadamardRows,
+// on the SIMD butterfly); P is a power of two dividing len(x) (the plan
+// was validated).
+func hadamardRow(out, x []float32, P int) {
+	copy(out, x)
+	for b := 0; b+P <= len(out); b += P {
+		_ = kernel.FWHT(out[b : b+P])
+	}
+	kernel.Scale(out, out, float32(1/math.Sqrt(float64(P))))
 }

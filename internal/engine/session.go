@@ -554,7 +554,7 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 			}
 		case op.Linear:
 			s.linear(st, out, x, rows, xcols, cols)
-		case op.RMSNorm, op.HeadRMSNorm, op.Scale, op.SiLU, op.GELUTanh, op.RoPE:
+		case op.RMSNorm, op.HeadRMSNorm, op.Scale, op.SiLU, op.GELUTanh, op.RoPE, op.Hadamard:
 			s.rowWise(st, out, x, nil, rows, cols)
 		case op.Add, op.Mul:
 			y, _, _ := buf(st.In[1])

@@ -128,5 +128,15 @@ func (g *Graph) GroupRows(x, k int) int {
 	return g.add(Node{Op: op.GroupRows, In: []int{x}, Cols: k * g.cols(x), Group: k})
 }
 
+// Hadamard rotates each row of x by blockdiag(H_P)/sqrt(P), P a power of
+// two dividing cols(x) (op.Hadamard): an online rotation whose inverse is
+// folded into the weights that read its output.
+func (g *Graph) Hadamard(x, p int) int {
+	if p < 1 || p&(p-1) != 0 || g.cols(x)%p != 0 {
+		panic(fmt.Sprintf("graph: hadamard blocks of %d on %d columns", p, g.cols(x)))
+	}
+	return g.add(Node{Op: op.Hadamard, In: []int{x}, Cols: g.cols(x), HeadDim: p})
+}
+
 // SetOutput marks node i as the graph's output.
 func (g *Graph) SetOutput(i int) { g.Output = i }

@@ -82,7 +82,7 @@ type Node struct {
 
 	Eps     float32 // op.RMSNorm, op.HeadRMSNorm, op.LayerNorm, op.WKV7 (its group norm)
 	Offset  float32 // op.RMSNorm, op.HeadRMSNorm gain offset (1 for Gemma's (1+w))
-	HeadDim int     // op.HeadRMSNorm, op.WKV7: E, the span each norm covers
+	HeadDim int     // op.HeadRMSNorm, op.WKV7: E, the span each norm covers; op.Hadamard: its block P
 	Scale   float32 // op.Scale
 	Lo, Hi  int     // op.Columns
 	Group   int     // op.GroupRows: rows joined into one

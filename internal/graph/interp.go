@@ -266,6 +266,8 @@ func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []in
 		for i := range dst {
 			dst[i] = x[i] * n.Scale
 		}
+	case op.Hadamard:
+		op.HadamardRows(dst, x, n.HeadDim)
 	case op.SiLU:
 		for i := range dst {
 			dst[i] = silu(x[i])

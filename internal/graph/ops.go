@@ -3,24 +3,35 @@ package graph
 import (
 	"math"
 	"sync"
+
+	"github.com/aotlm/aotlm/internal/kernel"
 )
 
 // linear computes dst[t][j] = sum_k x[t][k]*w[j][k] (+ b[j]) for T rows,
-// x [T, K], w [N, K], dst [T, N], summing in float32 in k order.
+// x [T, K], w [N, K], dst [T, N], on the SIMD row kernels (kernel.Dot for
+// one row, kernel.DotRows to read each weight row once for all T), the
+// calls the engine makes: the interpreter and a compiled float32 artifact
+// sum in the same order.
 func linear(dst, x, w, b []float32, T, K, N, threads int) {
+	x = x[:T*K]
 	work := func(j0, j1 int) {
-		for t := 0; t < T; t++ {
-			xr := x[t*K : (t+1)*K]
-			for j := j0; j < j1; j++ {
-				wr := w[j*K : (j+1)*K]
-				var s float32
-				for k, xv := range xr {
-					s += wr[k] * xv
-				}
-				if b != nil {
-					s += b[j]
-				}
-				dst[t*N+j] = s
+		var tmp []float32
+		if T > 1 {
+			tmp = make([]float32, T)
+		}
+		for j := j0; j < j1; j++ {
+			var bj float32
+			if b != nil {
+				bj = b[j]
+			}
+			wr := w[j*K : (j+1)*K]
+			if T == 1 {
+				dst[j] = kernel.Dot(wr, x) + bj
+				continue
+			}
+			kernel.DotRows(tmp, wr, x, K)
+			for t, v := range tmp {
+				dst[t*N+j] = v + bj
 			}
 		}
 	}

@@ -33,6 +33,9 @@
 //	group_rows   out[i] = x[k*i] | x[k*i+1] | ... | x[k*i+k-1]: T/k rows of
 //	             k*C columns (a vision connector's pixel shuffle, with the
 //	             patches fed in block order)
+//	hadamard     out[t] = x[t] B, B = blockdiag(H_P, ..., H_P) / sqrt(P) with
+//	             H_P the Sylvester Hadamard matrix of order P (a power of
+//	             two dividing C): an online rotation (QuaRot's R3, R4)
 package op
 
 import (
@@ -71,6 +74,7 @@ const (
 	WKV7
 	Rows
 	GroupRows
+	Hadamard
 	// Count is the number of op codes.
 	Count
 )
@@ -81,7 +85,7 @@ var names = [Count]string{
 	Attention: "attention", Columns: "columns", SelectRows: "select_rows",
 	HeadRMSNorm: "head_rms_norm", LayerNorm: "layer_norm", TokenShift: "token_shift", Mix: "mix",
 	Sub: "sub", Sigmoid: "sigmoid", Tanh: "tanh", ReLU: "relu", WKV7: "wkv7",
-	Rows: "rows", GroupRows: "group_rows",
+	Rows: "rows", GroupRows: "group_rows", Hadamard: "hadamard",
 }
 
 // aliases are former names still accepted when decoding.
@@ -137,7 +141,7 @@ var arity = [Count]Arity{
 	RoPE: {1, 0, 0}, Attention: {3, 0, 0}, Columns: {1, 0, 0}, SelectRows: {1, 0, 0},
 	HeadRMSNorm: {1, 1, 1}, LayerNorm: {1, 2, 2}, TokenShift: {1, 0, 0}, Mix: {2, 1, 1},
 	Sub: {2, 0, 0}, Sigmoid: {1, 0, 0}, Tanh: {1, 0, 0}, ReLU: {1, 0, 0}, WKV7: {5, 5, 5},
-	GroupRows: {1, 0, 0},
+	GroupRows: {1, 0, 0}, Hadamard: {1, 0, 0},
 }
 
 // Arity returns the op's input and weight counts (zero for Invalid,

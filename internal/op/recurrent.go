@@ -115,3 +115,31 @@ func WKV7Rows(out, r, w, k, v, a, S []float32, ws [5][]float32, T, C, E int, eps
 		}
 	}
 }
+
+// HadamardRows sets each P-wide block of each row of out to the block of
+// x times H_P / sqrt(P) (H_P the Sylvester Hadamard matrix, H[i][j] =
+// (-1)^popcount(i&j)): the reference of the hadamard op, a plain butterfly
+// in float32. P must be a power of two dividing len(x); out and x have
+// the same length and may be the same slice.
+func HadamardRows(out, x []float32, P int) {
+	copy(out, x)
+	s := float32(1 / math.Sqrt(float64(P)))
+	for b := 0; b+P <= len(out); b += P {
+		v := out[b : b+P]
+		for h := 1; h < P; h <<= 1 {
+			for i := 0; i < P; i += 2 * h {
+				for j := i; j < i+h; j++ {
+					u, w := v[j], v[j+h]
+					v[j], v[j+h] = u+w, u-w
+				}
+			}
+		}
+		for i := range v {
+			v[i] *= s
+		}
+	}
+}
+
+// HadamardBlock is the block P of the hadamard op on rows of n values:
+// the largest power of two dividing n.
+func HadamardBlock(n int) int { return n & -n }

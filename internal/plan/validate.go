@@ -208,9 +208,12 @@ func (p *Plan) checkShapes(st *Step) *Error {
 		if in[0].Rows != o.Rows {
 			return errf(".out", "linear of %d rows writes %d rows", in[0].Rows, o.Rows)
 		}
-	case op.RMSNorm, op.Scale, op.SiLU, op.GELUTanh, op.HeadRMSNorm, op.LayerNorm, op.Sigmoid, op.Tanh, op.ReLU:
+	case op.RMSNorm, op.Scale, op.SiLU, op.GELUTanh, op.HeadRMSNorm, op.LayerNorm, op.Sigmoid, op.Tanh, op.ReLU, op.Hadamard:
 		if st.Op == op.HeadRMSNorm && (st.HeadDim < 1 || in[0].Cols%st.HeadDim != 0) {
 			return errf(".head_dim", "%d does not divide %d columns", st.HeadDim, in[0].Cols)
+		}
+		if st.Op == op.Hadamard && (st.HeadDim < 1 || st.HeadDim&(st.HeadDim-1) != 0 || in[0].Cols%st.HeadDim != 0) {
+			return errf(".head_dim", "hadamard block %d is not a power of two dividing %d columns", st.HeadDim, in[0].Cols)
 		}
 		if !same(in[0]) {
 			return errf(".out", "%v of %dx%d writes %dx%d", st.Op, in[0].Rows, in[0].Cols, o.Rows, o.Cols)

@@ -163,10 +163,14 @@ const (
 
 // Rotation selects the rotations folded into the weights before
 // quantization: R1 on the residual stream, R2 per attention head between
-// the value and output projections.
+// the value and output projections; and the online ones the model then
+// computes (hadamard only): R3 on q and k after RoPE, R4 on down_proj's
+// input.
 type Rotation struct {
 	R1   RotationKind `json:"r1,omitempty"`
 	R2   RotationKind `json:"r2,omitempty"`
+	R3   RotationKind `json:"r3,omitempty"`
+	R4   RotationKind `json:"r4,omitempty"`
 	Seed int64        `json:"seed,omitempty"`
 }
 
@@ -237,6 +241,16 @@ func (r *Recipe) Validate() error {
 		case RotationNone, RotationHadamard, RotationRandom:
 		default:
 			return &RecipeError{Field: k.field, Msg: fmt.Sprintf("unknown rotation %q (want hadamard or random-hadamard)", string(k.v))}
+		}
+	}
+	for _, k := range []struct {
+		field string
+		v     RotationKind
+	}{{"rotation.r3", r.Rotation.R3}, {"rotation.r4", r.Rotation.R4}} {
+		switch k.v {
+		case RotationNone, RotationHadamard:
+		default:
+			return &RecipeError{Field: k.field, Msg: fmt.Sprintf("rotation %q: the online rotations are computed at run time and take only hadamard", string(k.v))}
 		}
 	}
 	return nil

@@ -12,8 +12,9 @@ import (
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
-// TestRotationThroughCompile checks that a rotated float model stays exact
-// once compiled: the artifact's logits (float32 weights, AR-1 and AR-8
+// TestRotationThroughCompile checks that a rotated float model (R1..R4,
+// the online R3 and R4 as hadamard steps of the plans) stays exact once
+// compiled: the artifact's logits (float32 weights, AR-1 and AR-8
 // plans) equal the original model's interpreter logits within 1e-4 of the
 // largest logit.
 func TestRotationThroughCompile(t *testing.T) {
@@ -27,7 +28,8 @@ func TestRotationThroughCompile(t *testing.T) {
 			m := load(t, testutil.Path(t, c.path))
 			ids := []int{1, 5, 9, 2, 7, 3, 8, 4, 6, 10, 11, 3, 12, 14, 15, 2, 9}
 			want := logits(t, m, ids)
-			if _, err := Apply(m, Options{R1: quant.RotationRandom, R2: quant.RotationRandom, Seed: 3}); err != nil {
+			opts := Options{R1: quant.RotationRandom, R2: quant.RotationRandom, R3: quant.RotationHadamard, R4: quant.RotationHadamard, Seed: 3}
+			if _, err := Apply(m, opts); err != nil {
 				t.Fatal(err)
 			}
 			out := filepath.Join(t.TempDir(), "r.aot")

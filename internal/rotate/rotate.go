@@ -12,10 +12,12 @@ import (
 	"github.com/aotlm/aotlm/internal/quant"
 )
 
-// Options selects the rotations.
+// Options selects the rotations: R1 and R2 folded into the weights, R3
+// and R4 computed online (hadamard only; see arch.Config.RotateQK and
+// RotateDown).
 type Options struct {
-	R1, R2 quant.RotationKind
-	Seed   int64
+	R1, R2, R3, R4 quant.RotationKind
+	Seed           int64
 }
 
 // Report records what Apply did (the quantized model's manifest keeps it).
@@ -26,6 +28,13 @@ type Report struct {
 	Untied  bool               `json:"untied,omitempty"`
 	Linears int                `json:"linears_rotated"`
 	Heads   int                `json:"attention_layers_rotated,omitempty"`
+	// R3 and R4: the online rotations and their Hadamard block sizes.
+	R3      quant.RotationKind `json:"r3,omitempty"`
+	R4      quant.RotationKind `json:"r4,omitempty"`
+	R3Block int                `json:"r3_block,omitempty"`
+	R4Block int                `json:"r4_block,omitempty"`
+	// Down is the number of down projections whose weights hold W·B (R4).
+	Down int `json:"down_rotated,omitempty"`
 }
 
 // Hadamard is an orthogonal transform x -> x Q with Q = diag(Signs) B,
@@ -110,8 +119,8 @@ func (h *Hadamard) leftRows(w []float32, cols, lo int) {
 // Apply folds the rotations of opts into m's weights (and unties a tied
 // classifier when R1 is on). m is changed only when it succeeds.
 func Apply(m *arch.Model, opts Options) (*Report, error) {
-	rep := &Report{R1: opts.R1, R2: opts.R2, Seed: opts.Seed}
-	if opts.R1 == quant.RotationNone && opts.R2 == quant.RotationNone {
+	rep := &Report{R1: opts.R1, R2: opts.R2, R3: opts.R3, R4: opts.R4, Seed: opts.Seed}
+	if opts.R1 == quant.RotationNone && opts.R2 == quant.RotationNone && opts.R3 == quant.RotationNone && opts.R4 == quant.RotationNone {
 		return rep, nil
 	}
 	cfg := m.Config
@@ -177,8 +186,65 @@ func Apply(m *arch.Model, opts Options) (*Report, error) {
 		}
 		rep.Heads = n
 	}
+	if err := online(&cfg, w, mut, opts, rep); err != nil {
+		return nil, err
+	}
 	m.Config, m.Weights = cfg, w
 	return rep, nil
+}
+
+// online turns on the online rotations R3 and R4 in cfg and folds R4's
+// inverse into the weights of the linears that read its output: x·W^T
+// becomes (x·B)·(W·B)^T, B orthogonal and symmetric.
+func online(cfg *arch.Config, w map[string][]float32, mut func(string) []float32, opts Options, rep *Report) error {
+	for _, k := range []quant.RotationKind{opts.R3, opts.R4} {
+		if k != quant.RotationNone && k != quant.RotationHadamard {
+			return fmt.Errorf("rotate: online rotation %q: only hadamard is computed at run time", string(k))
+		}
+	}
+	if opts.R3 == quant.RotationNone && opts.R4 == quant.RotationNone {
+		return nil
+	}
+	if cfg.RotateQK && opts.R3 != quant.RotationNone || cfg.RotateDown && opts.R4 != quant.RotationNone {
+		return fmt.Errorf("rotate: the model already has its online rotations")
+	}
+	cfg.RotateQK = cfg.RotateQK || opts.R3 != quant.RotationNone
+	cfg.RotateDown = cfg.RotateDown || opts.R4 != quant.RotationNone
+	g, err := arch.Build(cfg, arch.BuildOptions{AllLogits: true})
+	if err != nil {
+		return err
+	}
+	var qk, down int
+	for _, n := range g.Nodes {
+		if n.Op != op.Linear || len(n.In) == 0 || g.Nodes[n.In[0]].Op != op.Hadamard {
+			if n.Op == op.Hadamard {
+				qk++
+			}
+			continue
+		}
+		qk++
+		if n.Bias != "" {
+			return fmt.Errorf("rotate: r4: %s has a bias", n.Weight)
+		}
+		p, cols := g.Nodes[n.In[0]].HeadDim, g.Nodes[n.In[0]].Cols
+		wt := mut(n.Weight)
+		for r := 0; r+cols <= len(wt); r += cols {
+			op.HadamardRows(wt[r:r+cols], wt[r:r+cols], p)
+		}
+		down++
+		rep.R4Block = p
+	}
+	if opts.R3 != quant.RotationNone {
+		if qk-down == 0 {
+			return fmt.Errorf("rotate: r3: the %s family has no rotary attention to rotate", cfg.Family)
+		}
+		rep.R3Block = op.HadamardBlock(cfg.HeadDim)
+	}
+	if opts.R4 != quant.RotationNone && down == 0 {
+		return fmt.Errorf("rotate: r4: the %s family has no down projection to rotate", cfg.Family)
+	}
+	rep.Down = down
+	return nil
 }
 
 func sameShape(a, b []int) bool {

@@ -2,6 +2,7 @@ package rotate
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -105,6 +106,86 @@ func TestRotationExact(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOnlineRotationExact: the online rotations R3 (q and k after RoPE)
+// and R4 (down_proj's input, its inverse folded into down_proj) keep the
+// float model's logits within 1e-4 of the largest logit on every family
+// fixture (Gemma 3 included: they do not cross its sandwich norms) and on
+// stories260K, alone and on top of R1 and R2 where those apply; the graph
+// then holds two hadamard steps per layer for R3 and one for R4, and
+// down_proj's weights changed. RWKV-7 has neither and is refused.
+func TestOnlineRotationExact(t *testing.T) {
+	type cs struct{ name, path string }
+	var cases []cs
+	for _, f := range []string{"llama", "qwen2", "qwen3", "smollm3", "granite", "phi3", "glm", "gemma", "gemma3"} {
+		cases = append(cases, cs{f, testutil.Path(t, "arch/"+f)})
+	}
+	cases = append(cases, cs{"stories260K", testutil.Path(t, "models/stories260K/stories260K.gguf")})
+	for _, c := range cases {
+		for _, withR12 := range []bool{false, true} {
+			if withR12 && refusals[c.name] != "" {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/r1r2=%v", c.name, withR12), func(t *testing.T) {
+				m := load(t, c.path)
+				ids := []int{1, 5, 9, 2, 7, 3, 8, 4, 6, 10, 11, 3}
+				want := logits(t, m, ids)
+				down := "model.layers.0.mlp.down_proj.weight"
+				before := append([]float32(nil), m.Weights[down]...)
+				opts := Options{R3: quant.RotationHadamard, R4: quant.RotationHadamard, Seed: 5}
+				if withR12 {
+					opts.R1, opts.R2 = quant.RotationRandom, quant.RotationHadamard
+				}
+				rep, err := Apply(m, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g, err := arch.Build(&m.Config, arch.BuildOptions{AllLogits: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				hadamards := 0
+				for _, n := range g.Nodes {
+					if n.Op == op.Hadamard {
+						hadamards++
+					}
+				}
+				if L := m.Config.Layers; hadamards != 3*L || rep.Down != L || rep.R3Block < 2 || rep.R4Block < 2 {
+					t.Fatalf("%d hadamard steps for %d layers, report %+v", hadamards, L, rep)
+				}
+				got := logits(t, m, ids)
+				var scale, diff float64
+				for i := range want {
+					scale = max(scale, math.Abs(float64(want[i])))
+					diff = max(diff, math.Abs(float64(got[i]-want[i])))
+				}
+				t.Logf("blocks r3 %d, r4 %d; max |logit diff| %.3g of max |logit| %.3g", rep.R3Block, rep.R4Block, diff, scale)
+				if diff > 1e-4*max(scale, 1) {
+					t.Fatalf("rotated logits differ by %g (max |logit| %g)", diff, scale)
+				}
+				var moved float64
+				for i, v := range m.Weights[down] {
+					moved = max(moved, math.Abs(float64(v-before[i])))
+				}
+				if moved == 0 {
+					t.Fatal("r4 left down_proj unchanged")
+				}
+			})
+		}
+	}
+	t.Run("refusals", func(t *testing.T) {
+		m := load(t, testutil.Path(t, "models/stories260K/stories260K.gguf"))
+		if _, err := Apply(m, Options{R4: quant.RotationRandom}); err == nil {
+			t.Error("a random online rotation was accepted")
+		}
+		if _, err := Apply(m, Options{R3: quant.RotationHadamard}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Apply(m, Options{R3: quant.RotationHadamard}); err == nil || !strings.Contains(err.Error(), "already") {
+			t.Errorf("rotating twice: %v", err)
+		}
+	})
 }
 
 // firstLinear names the first linear weight of m's graph.
