@@ -35,26 +35,19 @@ func (l *linearJob) run(_, j0, j1 int) {
 	}
 	K, N, T := l.K, l.N, l.T
 	x := l.x[:T*K]
-	bias := func(j int) float32 {
-		if l.b != nil {
-			return l.b[j]
-		}
-		return 0
-	}
-	if T == 1 {
-		for j := j0; j < j1; j++ {
-			l.dst[j] = kernel.Dot(l.w[j*K:(j+1)*K], x) + bias(j)
-		}
-		return
-	}
 	p := rowSums.Get().(*[]float32)
 	if cap(*p) < T {
 		*p = make([]float32, T)
 	}
 	tmp := (*p)[:T]
 	for j := j0; j < j1; j++ {
+		var b float32
+		if l.b != nil {
+			b = l.b[j]
+		}
+		// DotRows for one row too: a row's sum has the same order whatever
+		// T is, so decode and prefill of the same token agree
 		kernel.DotRows(tmp, l.w[j*K:(j+1)*K], x, K)
-		b := bias(j)
 		for t, v := range tmp {
 			l.dst[t*N+j] = v + b
 		}

@@ -8,28 +8,21 @@ import (
 )
 
 // linear computes dst[t][j] = sum_k x[t][k]*w[j][k] (+ b[j]) for T rows,
-// x [T, K], w [N, K], dst [T, N], on the SIMD row kernels (kernel.Dot for
-// one row, kernel.DotRows to read each weight row once for all T), the
-// calls the engine makes: the interpreter and a compiled float32 artifact
-// sum in the same order.
+// x [T, K], w [N, K], dst [T, N], on the SIMD row kernel kernel.DotRows,
+// which reads each weight row once for all T rows and sums each row in
+// the same order whatever T is (so a sequence run in one pass or token by
+// token gives the same values); the engine makes the same calls, so the
+// interpreter and a compiled float32 artifact agree.
 func linear(dst, x, w, b []float32, T, K, N, threads int) {
 	x = x[:T*K]
 	work := func(j0, j1 int) {
-		var tmp []float32
-		if T > 1 {
-			tmp = make([]float32, T)
-		}
+		tmp := make([]float32, T)
 		for j := j0; j < j1; j++ {
 			var bj float32
 			if b != nil {
 				bj = b[j]
 			}
-			wr := w[j*K : (j+1)*K]
-			if T == 1 {
-				dst[j] = kernel.Dot(wr, x) + bj
-				continue
-			}
-			kernel.DotRows(tmp, wr, x, K)
+			kernel.DotRows(tmp, w[j*K:(j+1)*K], x, K)
 			for t, v := range tmp {
 				dst[t*N+j] = v + bj
 			}
