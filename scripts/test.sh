@@ -43,7 +43,7 @@ for pkg in $(go list ./internal/...); do
   done
 done
 
-echo "== arm64 under qemu-user (kernels: NEON with SDOT, NEON only; engine)"
+echo "== arm64 under qemu-user (kernels: NEON with SDOT and SMMLA, NEON only; engine)"
 if ! command -v qemu-aarch64 >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user) >/dev/null
@@ -60,7 +60,7 @@ if command -v qemu-aarch64 >/dev/null 2>&1; then
     (cd "$dir" && qemu-aarch64 "$@" -test.count=1 >"$armdir/log" 2>&1) || { cat "$armdir/log"; exit 1; }
     echo "ok $label"
   }
-  armrun internal/kernel "kernel (max cpu: neon+dotprod)" "$armdir/kernel.test"
+  armrun internal/kernel "kernel (max cpu: neon+dotprod+i8mm)" "$armdir/kernel.test"
   armrun internal/kernel "kernel (cortex-a57: neon)" -cpu cortex-a57 "$armdir/kernel.test"
   armrun internal/engine engine "$armdir/engine.test"
   rm -rf "$armdir"

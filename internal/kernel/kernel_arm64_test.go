@@ -13,15 +13,19 @@ import (
 // TestArm64Overlays checks the overlay list and the feature detection.
 func TestArm64Overlays(t *testing.T) {
 	o := Overlays()
-	if len(o) != 2 || o[0].Name != "neon" || o[1].Name != "dotprod" {
-		t.Fatalf("overlays %v, want neon then dotprod", o)
+	if len(o) != 3 || o[0].Name != "neon" || o[1].Name != "dotprod" || o[2].Name != "i8mm" {
+		t.Fatalf("overlays %v, want neon, dotprod, i8mm", o)
 	}
-	if !o[0].Supported || o[1].Supported != cpu.ARM64.HasASIMDDP {
-		t.Fatalf("supported: neon %v, dotprod %v (cpu has SDOT: %v)", o[0].Supported, o[1].Supported, cpu.ARM64.HasASIMDDP)
+	i8mm := cpu.ARM64.HasI8MM && cpu.ARM64.HasASIMDDP
+	if !o[0].Supported || o[1].Supported != cpu.ARM64.HasASIMDDP || o[2].Supported != i8mm {
+		t.Fatalf("supported: neon %v, dotprod %v, i8mm %v (cpu has SDOT: %v, SMMLA: %v)", o[0].Supported, o[1].Supported, o[2].Supported, cpu.ARM64.HasASIMDDP, cpu.ARM64.HasI8MM)
 	}
 	want := "neon"
 	if cpu.ARM64.HasASIMDDP {
 		want = "neon+dotprod"
+	}
+	if i8mm {
+		want += "+i8mm"
 	}
 	if got := Active(); got != want {
 		t.Fatalf("Active() = %q, want %q", got, want)

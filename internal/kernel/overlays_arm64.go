@@ -6,7 +6,8 @@ import "golang.org/x/sys/cpu"
 
 // archOverlays returns the arm64 overlays: "neon" with the ASIMD widening
 // multiplies and float kernels every arm64 CPU has, then "dotprod" with
-// SDOT.
+// SDOT, then "i8mm" with SMMLA tiles for the 4-bit prefill (decode stays
+// on SDOT).
 func archOverlays() []Overlay {
 	return []Overlay{
 		{
@@ -40,6 +41,12 @@ func archOverlays() []Overlay {
 			Supported: cpu.ARM64.HasASIMDDP,
 			Q4MatMul:  q4MatMulSDOT,
 			W8MatMul:  w8MatMulSDOT,
+		},
+		{
+			// SMMLA is FEAT_I8MM, which implies SDOT (ARMv8.6)
+			Name:      "i8mm",
+			Supported: cpu.ARM64.HasI8MM && cpu.ARM64.HasASIMDDP,
+			Q4MatMul:  q4MatMulI8MM,
 		},
 	}
 }
