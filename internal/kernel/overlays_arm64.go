@@ -6,8 +6,8 @@ import "golang.org/x/sys/cpu"
 
 // archOverlays returns the arm64 overlays: "neon" with the ASIMD widening
 // multiplies and float kernels every arm64 CPU has, then "dotprod" with
-// SDOT, then "i8mm" with SMMLA tiles for the 4-bit prefill (decode stays
-// on SDOT).
+// SDOT, then "i8mm" with SMMLA tiles for the 4- and 8-bit prefill (decode
+// stays on SDOT).
 func archOverlays() []Overlay {
 	return []Overlay{
 		{
@@ -47,6 +47,7 @@ func archOverlays() []Overlay {
 			Name:      "i8mm",
 			Supported: cpu.ARM64.HasI8MM && cpu.ARM64.HasASIMDDP,
 			Q4MatMul:  q4MatMulI8MM,
+			W8MatMul:  w8MatMulI8MM,
 		},
 	}
 }

@@ -109,3 +109,47 @@ func q4MatMulI8MM(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) {
 		}
 	}
 }
+
+// w8Rows2x4MMLA is q4Rows2x4MMLA's 8-bit form: npairs pairs of rows of u
+// (row stride nb*32 bytes) against the four tokens of rec.
+//
+//go:noescape
+func w8Rows2x4MMLA(dst *float32, ldd int, u *uint8, npairs, nb int, scales *float32, rec *byte)
+
+// w8MatMulI8MM is W8.MatMul with SMMLA tiles of two rows by four tokens
+// for prefill; decode, the tokens past the last whole four and an odd last
+// row take the SDOT kernels.
+func w8MatMulI8MM(dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) {
+	K, T := w.K, x.T
+	if n0 >= n1 || T <= 0 {
+		return
+	}
+	nb := K / QK
+	if T < 4 || n1-n0 < 2 || K < QK || K%QK != 0 || x.K != K || n0 < 0 || n1 > w.N || ldd < n1 || len(dst) < (T-1)*ldd+n1 ||
+		len(w.U) < n1*K || len(w.Scales) < n1 || len(x.Q) < T*K || len(x.D) < T*nb {
+		w8MatMulSDOT(dst, ldd, w, x, n0, n1)
+		return
+	}
+	quads := T / 4
+	p := mmlaScratch.Get().(*[]byte)
+	defer mmlaScratch.Put(p)
+	rec := alignedGrow(p, quads*nb*q4MMLARecBytes)
+	q4MMLAPrep(rec, x, quads)
+
+	pairsEnd := n0 + (n1-n0)/2*2
+	chunk := max(2, q4TileBytes/K) &^ 1
+	for c0 := n0; c0 < pairsEnd; c0 += chunk {
+		c1 := min(c0+chunk, pairsEnd)
+		for qd := range quads {
+			w8Rows2x4MMLA(&dst[4*qd*ldd+c0], ldd, &w.U[c0*K], (c1-c0)/2, nb, &w.Scales[c0], &rec[qd*nb*q4MMLARecBytes])
+		}
+	}
+	if pairsEnd < n1 {
+		for t := 0; t < 4*quads; t += 4 {
+			w8Rows4SDOT(&dst[t*ldd+pairsEnd], ldd, &w.U[pairsEnd*K], n1-pairsEnd, nb, &w.Scales[pairsEnd], &x.Q[t*K], K, &x.D[t*nb])
+		}
+	}
+	for t := 4 * quads; t < T; t++ {
+		w8Rows1SDOT(&dst[t*ldd+n0], ldd, &w.U[n0*K], n1-n0, nb, &w.Scales[n0], &x.Q[t*K], K, &x.D[t*nb])
+	}
+}

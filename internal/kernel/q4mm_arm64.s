@@ -161,3 +161,101 @@ next:
 	SUBS $1, R3
 	BNE  pair
 	RET
+
+// func w8Rows2x4MMLA(dst *float32, ldd int, u *uint8, npairs, nb int, scales *float32, rec *byte)
+//
+// npairs pairs of rows of a packed 8-bit weight against four tokens: the
+// rows' bytes get their top bit flipped (q = u - 128 as a signed byte),
+// are interleaved by 8 bytes like the records (q4MMLAPrep), and four
+// SMMLA per pair of tokens give the 2x2 block dots, scaled by the
+// record's [d0, d1, d0, d1]; the row scales multiply the sums at the end.
+//
+// Registers: R0 dst of the pair, R1 ldd*4, R2 u of the pair, R3 pairs
+// left, R4 nb, R6 scales, R7 rec, R8 K (the row stride), R9/R10 the rows,
+// R11 rec (advancing), R14 blocks left, R15/R16 scratch. V0 0x80, V3-V6
+// the rows' bytes, V7-V10 interleaved, V11-V20 records, V21/V22 block
+// dots, V23 row scales, V27/V28 sums.
+TEXT ·w8Rows2x4MMLA(SB), NOSPLIT, $0-56
+	MOVD dst+0(FP), R0
+	MOVD ldd+8(FP), R1
+	LSL  $2, R1
+	MOVD u+16(FP), R2
+	MOVD npairs+24(FP), R3
+	MOVD nb+32(FP), R4
+	MOVD scales+40(FP), R6
+	MOVD rec+48(FP), R7
+	LSL  $5, R4, R8
+	VMOVI $128, V0.B16
+
+w8pair:
+	MOVD R2, R9
+	ADD  R8, R2, R10
+	MOVD R7, R11
+	ZERO(27)
+	ZERO(28)
+	MOVD R4, R14
+
+w8block:
+	VLD1.P 32(R9), [V3.B16, V4.B16]
+	VLD1.P 32(R10), [V5.B16, V6.B16]
+	VEOR   V0.B16, V3.B16, V3.B16
+	VEOR   V0.B16, V4.B16, V4.B16
+	VEOR   V0.B16, V5.B16, V5.B16
+	VEOR   V0.B16, V6.B16, V6.B16
+	VZIP1  V5.D2, V3.D2, V7.D2
+	VZIP2  V5.D2, V3.D2, V8.D2
+	VZIP1  V6.D2, V4.D2, V9.D2
+	VZIP2  V6.D2, V4.D2, V10.D2
+	VLD1.P 64(R11), [V11.B16, V12.B16, V13.B16, V14.B16]
+	VLD1.P 64(R11), [V15.B16, V16.B16, V17.B16, V18.B16]
+	VLD1.P 32(R11), [V19.S4, V20.S4]
+	ZERO(21)
+	ZERO(22)
+	SMMLA(21, 7, 11)
+	SMMLA(21, 8, 12)
+	SMMLA(21, 9, 13)
+	SMMLA(21, 10, 14)
+	SMMLA(22, 7, 15)
+	SMMLA(22, 8, 16)
+	SMMLA(22, 9, 17)
+	SMMLA(22, 10, 18)
+	SCVTF4S(21, 21)
+	SCVTF4S(22, 22)
+	FMLAV(27, 21, 19)
+	FMLAV(28, 22, 20)
+	SUBS $1, R14
+	BNE  w8block
+
+	FMOVS (R6), F23
+	FMOVS 4(R6), F24
+	VDUP  V23.S[0], V23.S4
+	VDUP  V24.S[0], V24.S4
+	VZIP1 V24.D2, V23.D2, V23.D2
+	FMULV(27, 27, 23)
+	FMULV(28, 28, 23)
+
+	MOVD R0, R15
+	FMOVS F27, (R15)
+	VMOV  V27.S[2], R16
+	MOVW  R16, 4(R15)
+	ADD   R1, R15
+	VMOV  V27.S[1], R16
+	MOVW  R16, (R15)
+	VMOV  V27.S[3], R16
+	MOVW  R16, 4(R15)
+	ADD   R1, R15
+	FMOVS F28, (R15)
+	VMOV  V28.S[2], R16
+	MOVW  R16, 4(R15)
+	ADD   R1, R15
+	VMOV  V28.S[1], R16
+	MOVW  R16, (R15)
+	VMOV  V28.S[3], R16
+	MOVW  R16, 4(R15)
+
+	ADD  $8, R0
+	ADD  R8<<1, R2, R2
+	ADD  $8, R6
+	SUBS $1, R3
+	BNE  w8pair
+	RET
