@@ -134,12 +134,7 @@ func attention(out, q, k, v []float32, T int, st *State, a *Attn) {
 			g := h / group
 			mx := float32(math.Inf(-1))
 			for j := first; j <= p; j++ {
-				kj := K[j*st.cols+g*E : j*st.cols+(g+1)*E]
-				var s float32
-				for e, qv := range qh {
-					s += qv * kj[e]
-				}
-				s *= a.Scale
+				s := kernel.Dot(qh, K[j*st.cols+g*E:j*st.cols+(g+1)*E]) * a.Scale
 				scores[j] = s
 				if s > mx {
 					mx = s
@@ -154,11 +149,7 @@ func attention(out, q, k, v []float32, T int, st *State, a *Attn) {
 			oh := out[t*H*E+h*E : t*H*E+(h+1)*E]
 			clear(oh)
 			for j := first; j <= p; j++ {
-				w := scores[j] / sum
-				vj := V[j*st.cols+g*E : j*st.cols+(g+1)*E]
-				for e := range oh {
-					oh[e] += w * vj[e]
-				}
+				kernel.Axpy(oh, scores[j]/sum, V[j*st.cols+g*E:j*st.cols+(g+1)*E])
 			}
 		}
 	}
