@@ -4,5 +4,5 @@ package bench
 
 import "time"
 
-// cpuTime returns 0: process CPU time is not read on this system.
-func cpuTime() time.Duration { return 0 }
+// CPUTime returns 0: process CPU time is not read on this system.
+func CPUTime() time.Duration { return 0 }

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// cpuTime returns the CPU time (user and system) this process has used,
+// CPUTime returns the CPU time (user and system) this process has used,
 // 0 when unknown.
-func cpuTime() time.Duration {
+func CPUTime() time.Duration {
 	var u syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
 		return 0

@@ -84,11 +84,11 @@ func VerifyPasses(path string, threads, maxRows, reps int) ([]VerifyRow, VerifyR
 		var decCPU, verCPU float64
 		for range reps {
 			for i, run := range []func() error{decodeOnce, pass} {
-				c0, t0 := cpuTime(), time.Now()
+				c0, t0 := CPUTime(), time.Now()
 				if err := run(); err != nil {
 					return nil, VerifyRow{}, err
 				}
-				d, c := ms(time.Since(t0)), ms(cpuTime()-c0)
+				d, c := ms(time.Since(t0)), ms(CPUTime()-c0)
 				if i == 0 {
 					dec, decCPU = append(dec, d), decCPU+c
 				} else {

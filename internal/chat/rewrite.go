@@ -18,12 +18,18 @@ import (
 //
 // Text outside the rewritten items is copied unchanged, so line numbers in
 // later error messages still match the original source (columns on a
-// rewritten line may shift). A source the lexer rejects, or with unbalanced
+// rewritten line may shift). A source the lexer rejects (or panics on: gonja's
+// lexer can index past a multi-byte character), or with unbalanced
 // brackets inside a tag, is left for the parser to report.
-func rewriteConditionals(src string, cfg *config.Config) string {
+func rewriteConditionals(src string, cfg *config.Config) (out string) {
 	if !strings.Contains(src, "if") {
 		return src
 	}
+	defer func() {
+		if recover() != nil {
+			out = src
+		}
+	}()
 	stream := tokens.LexAll(src, cfg)
 	var toks []*tokens.Token
 	for !stream.End() {
