@@ -1,0 +1,555 @@
+package constrain
+
+import "strings"
+
+// sLits: matching one of a node's literal values (enum or const).
+const sLits = sDone + 1
+
+// SchemaJSON recognizes the prefixes of the JSON documents a Schema
+// accepts (as Schema describes), with whitespace runs limited to
+// MaxSpace bytes. Every prefix it accepts can be finished into a valid
+// document: Closing returns the shortest such ending. Make one with
+// NewSchemaJSON.
+type SchemaJSON struct {
+	s       *Schema
+	st      state
+	cur     *node   // the schema of the value expected or in progress
+	stack   []frame // open objects and arrays, innermost last
+	lo, hi  int     // sKey: the candidate properties; sLits: literals
+	pos     int     // bytes of the key or literal matched
+	exact   bool    // sLits: a number literal matches the bytes so far
+	integer bool    // the number in progress must be an integer
+	lit     string  // the literal true, false or null in progress
+	li      int
+	hex     int
+	ws      int
+	started bool
+	scratch *SchemaJSON
+}
+
+// frame is an open object or array.
+type frame struct {
+	obj     *objRule // an object's rules, or nil
+	arr     *arrRule // an array's rules, or nil
+	seen    []uint64 // properties present (copied on write: frames are copied shallowly)
+	nseen   int
+	reqSeen int
+	prop    int // the property whose value is in progress
+	count   int // array items started
+}
+
+func (f *frame) isSeen(i int) bool {
+	w := i >> 6
+	return w < len(f.seen) && f.seen[w]>>(i&63)&1 != 0
+}
+
+func (f *frame) markSeen(i int) {
+	s := make([]uint64, max(len(f.seen), i>>6+1))
+	copy(s, f.seen)
+	s[i>>6] |= 1 << (i & 63)
+	f.seen = s
+	f.nseen++
+	if f.obj.props[i].req {
+		f.reqSeen++
+	}
+}
+
+// NewSchemaJSON returns a recognizer of the documents of s.
+func NewSchemaJSON(s *Schema) *SchemaJSON { return &SchemaJSON{s: s, cur: s.root} }
+
+// Done reports whether the bytes so far are a complete document.
+func (r *SchemaJSON) Done() bool {
+	if r.st == sDone {
+		return true
+	}
+	if len(r.stack) == 0 && r.started {
+		switch r.st {
+		case sNumZero, sNumInt, sFrac, sExp:
+			return true
+		case sLits:
+			return r.exact
+		}
+	}
+	return false
+}
+
+// Feed advances over b; it returns false, leaving r in an undefined
+// state, if b cannot follow what came before.
+func (r *SchemaJSON) Feed(b []byte) bool {
+	for _, c := range b {
+		if !r.step(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// Try reports whether b can follow, leaving r unchanged, and when
+// closing is set the length of the shortest completion after b.
+func (r *SchemaJSON) Try(b []byte, closing bool) (int, bool) {
+	if r.scratch == nil {
+		r.scratch = &SchemaJSON{}
+	}
+	sc := r.scratch
+	stack := append(sc.stack[:0], r.stack...)
+	*sc = *r
+	sc.stack, sc.scratch = stack, nil
+	if !sc.Feed(b) {
+		return 0, false
+	}
+	if !closing {
+		return 0, true
+	}
+	return sc.ClosingLen(), true
+}
+
+// Growth is the most one byte can add to ClosingLen.
+func (r *SchemaJSON) Growth() int { return r.s.growth }
+
+func (r *SchemaJSON) space() bool {
+	r.ws++
+	return r.ws <= MaxSpace
+}
+
+func (r *SchemaJSON) top() *frame { return &r.stack[len(r.stack)-1] }
+
+func (r *SchemaJSON) endValue() {
+	if len(r.stack) == 0 {
+		r.st = sDone
+	} else {
+		r.st = sAfter
+	}
+}
+
+func (r *SchemaJSON) pop() {
+	r.stack = r.stack[:len(r.stack)-1]
+	r.endValue()
+}
+
+func (r *SchemaJSON) step(c byte) bool {
+	if !isSpace(c) {
+		r.ws = 0
+	}
+	for {
+		switch r.st {
+		case sValue:
+			if isSpace(c) {
+				return r.space()
+			}
+			return r.startValue(c)
+		case sArrFirst:
+			if isSpace(c) {
+				return r.space()
+			}
+			f := r.top()
+			if c == ']' {
+				if f.arr.min > 0 {
+					return false
+				}
+				r.pop()
+				return true
+			}
+			if f.arr.max == 0 {
+				return false
+			}
+			f.count, r.cur = 1, f.arr.items
+			return r.startValue(c)
+		case sObjFirst, sObjKey:
+			if isSpace(c) {
+				return r.space()
+			}
+			f := r.top()
+			if c == '}' && r.st == sObjFirst {
+				if f.obj.nreq > 0 {
+					return false
+				}
+				r.pop()
+				return true
+			}
+			if c != '"' || f.nseen == len(f.obj.props) {
+				return false
+			}
+			r.st, r.lo, r.hi, r.pos = sKey, 0, len(f.obj.props), 0
+			return true
+		case sKey:
+			f := r.top()
+			props := f.obj.props
+			if c == '"' {
+				for i := r.lo; i < r.hi; i++ {
+					if len(props[i].key) == r.pos && !f.isSeen(i) {
+						f.markSeen(i)
+						f.prop, r.st = i, sColon
+						return true
+					}
+				}
+			}
+			lo, hi, ok := -1, -1, false
+			for i := r.lo; i < r.hi; i++ {
+				if k := props[i].key; len(k) > r.pos && k[r.pos] == c {
+					if lo < 0 {
+						lo = i
+					}
+					hi = i + 1
+					ok = ok || !f.isSeen(i)
+				}
+			}
+			if !ok {
+				return false
+			}
+			r.lo, r.hi = lo, hi
+			r.pos++
+			return true
+		case sColon:
+			if isSpace(c) {
+				return r.space()
+			}
+			if c != ':' {
+				return false
+			}
+			f := r.top()
+			r.st, r.cur = sValue, f.obj.props[f.prop].n
+			return true
+		case sStr:
+			switch {
+			case c == '"':
+				r.endValue()
+			case c == '\\':
+				r.st = sStrEsc
+			case c < 0x20:
+				return false
+			}
+			return true
+		case sStrEsc:
+			if c == 'u' {
+				r.st, r.hex = sStrU, 0
+				return true
+			}
+			if strings.IndexByte(`"\/bfnrt`, c) < 0 {
+				return false
+			}
+			r.st = sStr
+			return true
+		case sStrU:
+			if !isHex(c) {
+				return false
+			}
+			if r.hex++; r.hex == 4 {
+				r.st = sStr
+			}
+			return true
+		case sNumMinus:
+			switch {
+			case c == '0':
+				r.st = sNumZero
+			case c >= '1' && c <= '9':
+				r.st = sNumInt
+			default:
+				return false
+			}
+			return true
+		case sNumZero, sNumInt, sFrac, sExp:
+			switch {
+			case c >= '0' && c <= '9' && r.st != sNumZero:
+				return true
+			case c == '.' && !r.integer && (r.st == sNumZero || r.st == sNumInt):
+				r.st = sFracStart
+				return true
+			case (c == 'e' || c == 'E') && !r.integer && r.st != sExp:
+				r.st = sExpStart
+				return true
+			}
+			r.endValue()
+			continue // c is the byte after the number
+		case sFracStart:
+			if c < '0' || c > '9' {
+				return false
+			}
+			r.st = sFrac
+			return true
+		case sExpStart:
+			switch {
+			case c == '+' || c == '-':
+				r.st = sExpSign
+			case c >= '0' && c <= '9':
+				r.st = sExp
+			default:
+				return false
+			}
+			return true
+		case sExpSign:
+			if c < '0' || c > '9' {
+				return false
+			}
+			r.st = sExp
+			return true
+		case sLit:
+			if c != r.lit[r.li] {
+				return false
+			}
+			if r.li++; r.li == len(r.lit) {
+				r.endValue()
+			}
+			return true
+		case sLits:
+			lits := r.cur.lits
+			lo, hi := -1, -1
+			for i := r.lo; i < r.hi; i++ {
+				if l := lits[i]; len(l) > r.pos && l[r.pos] == c {
+					if lo < 0 {
+						lo = i
+					}
+					hi = i + 1
+				}
+			}
+			if lo < 0 {
+				if !r.exact {
+					return false
+				}
+				r.endValue()
+				continue // c is the byte after a number
+			}
+			r.lo, r.hi, r.exact = lo, hi, false
+			r.pos++
+			if l := lits[lo]; len(l) == r.pos {
+				// the shortest candidate sorts first; a number may go on
+				if last := l[len(l)-1]; last >= '0' && last <= '9' {
+					r.exact = true
+				} else {
+					r.endValue()
+				}
+			}
+			return true
+		case sAfter:
+			if isSpace(c) {
+				return r.space()
+			}
+			f := r.top()
+			if f.obj != nil {
+				switch {
+				case c == ',' && f.nseen < len(f.obj.props):
+					r.st = sObjKey
+					return true
+				case c == '}' && f.reqSeen == f.obj.nreq:
+					r.pop()
+					return true
+				}
+				return false
+			}
+			switch {
+			case c == ',' && (f.arr.max < 0 || f.count < f.arr.max):
+				f.count++
+				r.st, r.cur = sValue, f.arr.items
+				return true
+			case c == ']' && f.count >= f.arr.min:
+				r.pop()
+				return true
+			}
+			return false
+		case sDone:
+			return isSpace(c) && r.space()
+		}
+		return false
+	}
+}
+
+// byteKind is the type of a value that starts with c.
+func byteKind(c byte) kind {
+	switch {
+	case c == '{':
+		return kObject
+	case c == '[':
+		return kArray
+	case c == '"':
+		return kString
+	case c == '-' || c >= '0' && c <= '9':
+		return kNumber | kInteger
+	case c == 't' || c == 'f':
+		return kBool
+	case c == 'n':
+		return kNull
+	}
+	return 0
+}
+
+func (r *SchemaJSON) startValue(c byte) bool {
+	n := r.cur
+	k := byteKind(c)
+	if k == 0 {
+		return false
+	}
+	r.started = true
+	if n.kinds&k == 0 {
+		// one of the literals, if one starts with c
+		r.st, r.lo, r.hi, r.pos, r.exact = sLits, 0, len(n.lits), 0, false
+		return r.step(c)
+	}
+	switch c {
+	case '{':
+		r.stack = append(r.stack, frame{obj: n.obj})
+		r.st = sObjFirst
+	case '[':
+		r.stack = append(r.stack, frame{arr: n.arr})
+		r.st = sArrFirst
+	case '"':
+		r.st = sStr
+	case 't', 'f', 'n':
+		r.lit = map[byte]string{'t': "true", 'f': "false", 'n': "null"}[c]
+		r.st, r.li = sLit, 1
+	case '-':
+		r.st, r.integer = sNumMinus, n.kinds&kNumber == 0
+	case '0':
+		r.st, r.integer = sNumZero, n.kinds&kNumber == 0
+	default:
+		r.st, r.integer = sNumInt, n.kinds&kNumber == 0
+	}
+	return true
+}
+
+// closer counts or writes a completion.
+type closer struct {
+	n     int
+	b     []byte
+	write bool
+}
+
+func (w *closer) str(s string) {
+	w.n += len(s)
+	if w.write {
+		w.b = append(w.b, s...)
+	}
+}
+
+func (w *closer) kv(p *prop) {
+	w.str(`"`)
+	w.str(p.key)
+	w.str(`":`)
+	w.str(p.n.short)
+}
+
+// ClosingLen is len(r.Closing()), without building it.
+func (r *SchemaJSON) ClosingLen() int {
+	var w closer
+	r.closing(&w)
+	return w.n
+}
+
+// Closing returns the shortest bytes that complete a valid document.
+func (r *SchemaJSON) Closing() string {
+	w := closer{write: true}
+	r.closing(&w)
+	return string(w.b)
+}
+
+func (r *SchemaJSON) closing(w *closer) {
+	skip := -1    // a property of the innermost object the head writes
+	count := -1   // items of the innermost array after the head, if it writes one
+	comma := true // whether the innermost object's next key needs a comma
+	switch r.st {
+	case sValue:
+		w.str(r.cur.short)
+	case sArrFirst:
+		if a := r.top().arr; a.min > 0 {
+			w.str(a.items.short)
+			count = 1
+		}
+	case sObjFirst:
+		comma = false
+	case sObjKey:
+		f := r.top()
+		props := f.obj.props
+		best := -1
+		for i := range props {
+			if f.isSeen(i) {
+				continue
+			}
+			if props[i].req {
+				best = i // it is written anyway
+				break
+			}
+			if best < 0 || props[i].kvLen() < props[best].kvLen() {
+				best = i
+			}
+		}
+		if best >= 0 {
+			w.kv(&props[best])
+			skip = best
+		}
+	case sKey:
+		f := r.top()
+		props := f.obj.props
+		best, bestCost := -1, 0
+		for i := r.lo; i < r.hi; i++ {
+			if f.isSeen(i) {
+				continue
+			}
+			p := &props[i]
+			cost := len(p.key) - r.pos + 2 + p.n.minLen
+			if p.req {
+				cost -= p.kvLen() + 1 // no longer missing
+			}
+			if best < 0 || cost < bestCost {
+				best, bestCost = i, cost
+			}
+		}
+		if best >= 0 {
+			p := &props[best]
+			w.str(p.key[r.pos:])
+			w.str(`":`)
+			w.str(p.n.short)
+			skip = best
+		}
+	case sColon:
+		f := r.top()
+		w.str(":")
+		w.str(f.obj.props[f.prop].n.short)
+	case sStr:
+		w.str(`"`)
+	case sStrEsc:
+		w.str(`n"`)
+	case sStrU:
+		w.str(strings.Repeat("0", 4-r.hex) + `"`)
+	case sNumMinus, sFracStart, sExpStart, sExpSign:
+		w.str("0")
+	case sLit:
+		w.str(r.lit[r.li:])
+	case sLits:
+		if !r.exact {
+			best := ""
+			for _, l := range r.cur.lits[r.lo:r.hi] {
+				if best == "" || len(l) < len(best) {
+					best = l
+				}
+			}
+			w.str(best[r.pos:])
+		}
+	}
+	for i := len(r.stack) - 1; i >= 0; i-- {
+		f := &r.stack[i]
+		inner := i == len(r.stack)-1
+		if f.obj != nil {
+			first := inner && !comma
+			for pi := range f.obj.props {
+				p := &f.obj.props[pi]
+				if !p.req || f.isSeen(pi) || inner && pi == skip {
+					continue
+				}
+				if !first {
+					w.str(",")
+				}
+				first = false
+				w.kv(p)
+			}
+			w.str("}")
+			continue
+		}
+		n := f.count
+		if inner && count >= 0 {
+			n = count
+		}
+		for ; n < f.arr.min; n++ {
+			w.str(",")
+			w.str(f.arr.items.short)
+		}
+		w.str("]")
+	}
+}
