@@ -124,8 +124,10 @@ func (s *Server) callFormat(i int, t tool) (constrain.Recognizer, *apiError) {
 	name, _ := json.Marshal(t.Function.Name)
 	args := constrain.NewSchemaJSON(schema)
 	src := ""
-	if tpl, _ := s.m.ChatTemplate(); tpl != nil {
-		src = tpl.Source()
+	if s.m != nil {
+		if tpl, _ := s.m.ChatTemplate(); tpl != nil {
+			src = tpl.Source()
+		}
 	}
 	if strings.Contains(src, pythonTag) && !strings.Contains(src, hermesOpen) {
 		return constrain.Sequence(`{"name": `+string(name)+`, "parameters": `, args, "}"), nil
