@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -252,4 +253,61 @@ func TestToolCallRoundTrip(t *testing.T) {
 		t.Fatalf("the prompt grew by %d tokens; the call and the result alone are %d", grew, len(callTokens))
 	}
 	t.Logf("answer: %q (%s)", c.Message.Content, c.FinishReason)
+}
+
+// llama3Tools is a short template in the manner of Llama 3's, which
+// speaks of <|python_tag|> (and not of <tool_call>) when there are tools.
+const llama3Tools = `{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}` +
+	`{% if tools %}<|python_tag|>{% endif %}{% if add_generation_prompt %}<|assistant|>{% endif %}`
+
+// TestForcedCallFormat: a forced call takes the format of the model's
+// template: the <tool_call> block for ChatML (Hermes, Qwen), the bare
+// object for a Llama 3 template; the other format is refused.
+func TestForcedCallFormat(t *testing.T) {
+	hermes := "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": -2}}\n</tool_call>"
+	bare := `{"name": "add", "parameters": {"b": 3, "a": 40}}`
+	add := tool{Type: "function", Function: toolFunction{Name: "add", Parameters: json.RawMessage(addParams)}}
+	for _, c := range []struct {
+		template  string
+		want, not string
+	}{{chatML, hermes, bare}, {llama3Tools, bare, hermes}} {
+		m := openStories(t)
+		if err := m.SetChatTemplate("t", c.template); err != nil {
+			t.Fatal(err)
+		}
+		s := &Server{m: m}
+		for text, ok := range map[string]bool{c.want: true, c.not: false} {
+			r, e := s.callFormat(0, add)
+			if e != nil {
+				t.Fatal(e.Message)
+			}
+			if got := r.Feed([]byte(text)) && r.Done(); got != ok {
+				t.Errorf("template %.20q: %q accepted %v, want %v", c.template, text, got, ok)
+			}
+		}
+	}
+	// through the client: the Llama 3 format is parsed into tool_calls
+	m := openStories(t)
+	if err := m.SetChatTemplate("llama3", llama3Tools); err != nil {
+		t.Fatal(err)
+	}
+	ts := newTestServerFor(t, m, Options{})
+	got, err := ts.client.Chat.Completions.New(context.Background(), userChat(100, func(p *openai.ChatCompletionNewParams) {
+		p.Temperature = openai.Float(1)
+		p.Seed = openai.Int(3)
+		p.Tools = toolParams(t)
+		p.ToolChoice = openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "get_weather"})
+	}))
+	if err != nil {
+		var ae *openai.Error
+		errors.As(err, &ae)
+		t.Fatalf("%v: %s", err, ae.RawJSON())
+	}
+	c := got.Choices[0]
+	if c.FinishReason != "tool_calls" || len(c.Message.ToolCalls) != 1 || c.Message.ToolCalls[0].Function.Name != "get_weather" {
+		t.Fatalf("finish %q, content %q, calls %+v", c.FinishReason, c.Message.Content, c.Message.ToolCalls)
+	}
+	if err := validates(schemaValidator(t, weatherParams), c.Message.ToolCalls[0].Function.Arguments); err != nil {
+		t.Fatalf("arguments %s: %v", c.Message.ToolCalls[0].Function.Arguments, err)
+	}
 }
