@@ -70,7 +70,7 @@ type node struct {
 
 	minLen int    // length of the shortest value
 	short  string // the shortest value
-	long   int    // the longest shortest value of one of its types
+	long   int    // the longest shortest value of one of its types or literals
 }
 
 type objRule struct {
@@ -623,6 +623,9 @@ func (c *compiler) shortest() error {
 	for _, n := range c.nodes {
 		n.build()
 		n.long = n.minLen
+		for _, l := range n.lits {
+			n.long = max(n.long, len(l))
+		}
 		if n.kinds&kObject != 0 {
 			n.long = max(n.long, n.objLen())
 		}

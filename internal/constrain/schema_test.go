@@ -37,6 +37,7 @@ var testSchemas = map[string]string{
 	"keys":  `{"type":"object","properties":{"a":{"type":"boolean"},"ab":{"type":"null"},"abc":{"type":"string"},"a/b\"c":{"type":"integer"}},"required":["ab"]}`,
 	"oneof": `{"type":"object","title":"t","properties":{"when":{"type":"string","format":"date-time","description":"d"},"kind":{"oneOf":[{"const":"a"},{"type":"integer"}]}},"required":["when","kind"]}`,
 	"any":   `{}`,
+	"long":  `{"type":"object","properties":{"e":{"enum":["a","a very long value, longer than the rest of this schema"]}},"required":["e"]}`,
 	"num":   `{"type":"number"}`,
 }
 
@@ -454,6 +455,11 @@ func TestSchemaMaskRandomWalk(t *testing.T) {
 				id := allowed[r.IntN(len(allowed))]
 				if id == stop {
 					break
+				}
+				// the bound the mask relies on to skip its budget check
+				before := rec.ClosingLen()
+				if after, _ := rec.Try(tokens[id], true); after > before+len(tokens[id])*rec.Growth() {
+					t.Fatalf("%s: %q after %q raises the closing from %d to %d, over Growth %d a byte", name, tokens[id], text, before, after, rec.Growth())
 				}
 				gen = append(gen, id)
 				text = append(text, tokens[id]...)
