@@ -297,8 +297,20 @@ func TestSchemaAcceptsValidDocs(t *testing.T) {
 						t.Fatalf("%s: prefix %q + closing %q (length %d) is not valid: %v", name, doc[:k], c, r.ClosingLen(), valid(v, doc[:k]+c))
 					}
 				}
+				if i%8 == 0 {
+					before := r.ClosingLen()
+					for c := range 256 {
+						if after, ok := r.Try([]byte{byte(c)}, true); ok && after > before+r.Growth() {
+							t.Fatalf("%s: after %q, %q raises the closing from %d to %d", name, doc[:k], byte(c), before, after)
+						}
+					}
+				}
+				want, _ := r.Try([]byte{doc[k]}, true)
 				if !r.Feed([]byte{doc[k]}) {
 					t.Fatalf("%s: %q refused after %q", name, doc[k:k+1], doc[:k])
+				}
+				if r.ClosingLen() != want {
+					t.Fatalf("%s: after %q, Try says closing %d, Feed %d", name, doc[:k+1], want, r.ClosingLen())
 				}
 			}
 			if !r.Done() || r.Closing() != "" {
