@@ -15,7 +15,7 @@ import (
 // a SchemaJSON recognizer. It is immutable and safe to share.
 //
 // Supported: type (a name or a list), properties, required, items,
-// minItems, maxItems, enum, const, anyOf and oneOf whose alternatives
+// minItems, maxItems, minLength, maxLength (in characters), enum, const, anyOf and oneOf whose alternatives
 // take different JSON types (an enum or a type each), allOf of one
 // schema, $ref to "#", "#/$defs/..." and "#/definitions/...", and the
 // schemas true and {} (any value).
@@ -33,7 +33,7 @@ import (
 // Keywords that only describe (title, description, default, examples,
 // format, $schema, $id, $comment, deprecated, ...) and unknown keywords
 // are ignored, as JSON Schema validators do. Keywords that assert
-// something this compiler cannot enforce (pattern, minLength, minimum,
+// something this compiler cannot enforce (pattern, minimum,
 // multipleOf, uniqueItems, not, if, ...) make CompileSchema fail with an
 // error naming the keyword, so that a reply never breaks its schema.
 type Schema struct {
@@ -66,6 +66,7 @@ type node struct {
 	lits  []string // JSON texts, sorted
 	obj   *objRule // the object rules, when kinds has kObject
 	arr   *arrRule // the array rules, when kinds has kArray
+	str   *strRule // the string rules, when kinds has kString
 	ready bool     // kinds, lits, obj and arr are set
 
 	minLen int    // length of the shortest value
@@ -86,6 +87,14 @@ type prop struct {
 
 // kvLen is the length of `"key":shortest`.
 func (p *prop) kvLen() int { return len(p.key) + 3 + p.n.minLen }
+
+// strRule bounds a string's length in characters (code points).
+type strRule struct {
+	min, max int // max < 0: no limit
+}
+
+// strLen is the length of n's shortest string.
+func (n *node) strLen() int { return 2 + n.str.min }
 
 type arrRule struct {
 	items    *node
@@ -108,7 +117,7 @@ func (e *SchemaError) Error() string {
 
 // unsupported are the assertion keywords that are refused.
 var unsupported = []string{
-	"pattern", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+	"pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
 	"multipleOf", "uniqueItems", "contains", "minContains", "maxContains", "prefixItems", "additionalItems",
 	"unevaluatedItems", "unevaluatedProperties", "patternProperties", "propertyNames", "minProperties",
 	"maxProperties", "dependentRequired", "dependentSchemas", "dependencies", "not", "if", "then", "else",
@@ -117,7 +126,7 @@ var unsupported = []string{
 
 // assertions are the keywords that constrain a value (the rest only
 // describe it).
-var assertions = append([]string{"type", "enum", "const", "properties", "required", "items", "minItems", "maxItems",
+var assertions = append([]string{"type", "enum", "const", "properties", "required", "items", "minItems", "maxItems", "minLength", "maxLength",
 	"anyOf", "oneOf", "allOf", "$ref"}, unsupported...)
 
 // Limits of a compiled schema.
@@ -141,6 +150,7 @@ func (c *compiler) anyNode() *node {
 		n := c.newNode()
 		n.kinds, n.obj, n.ready = kAll, &objRule{}, true
 		n.arr = &arrRule{items: n, max: -1}
+		n.str = &strRule{max: -1}
 		c.any = n
 	}
 	return c.any
@@ -306,6 +316,9 @@ func (c *compiler) compileObject(s map[string]any, path string, n *node) error {
 		if kinds&kArray != 0 {
 			n.arr = &arrRule{max: -1}
 		}
+		if kinds&kString != 0 {
+			n.str = &strRule{max: -1}
+		}
 	}
 	n.ready = true
 	if n.obj != nil {
@@ -318,7 +331,52 @@ func (c *compiler) compileObject(s map[string]any, path string, n *node) error {
 			return err
 		}
 	}
+	if n.str != nil {
+		var err error
+		if n.str.min, n.str.max, err = bounds(s, path, "minLength", "maxLength"); err != nil {
+			return err
+		}
+	}
+	if len(n.lits) > 0 {
+		for _, k := range []string{"minLength", "maxLength"} {
+			if _, ok := s[k]; ok {
+				return &SchemaError{Path: path, Keyword: k, Msg: "not supported next to enum or const"}
+			}
+		}
+	}
 	return nil
+}
+
+// bounds reads a pair of count keywords such as minItems and maxItems
+// (max -1 when absent).
+func bounds(s map[string]any, path, lo, hi string) (int, int, error) {
+	count := func(k string) (int, error) {
+		v, ok := s[k]
+		if !ok {
+			return -1, nil
+		}
+		num, _ := v.(json.Number)
+		i, err := num.Int64()
+		if err != nil || i < 0 || i > MaxShortest {
+			return 0, &SchemaError{Path: path, Keyword: k, Msg: fmt.Sprintf("want an integer in [0, %d]", MaxShortest)}
+		}
+		return int(i), nil
+	}
+	min, err := count(lo)
+	if err != nil {
+		return 0, 0, err
+	}
+	max, err := count(hi)
+	if err != nil {
+		return 0, 0, err
+	}
+	if min < 0 {
+		min = 0
+	}
+	if max >= 0 && max < min {
+		return 0, 0, &SchemaError{Path: path, Keyword: hi, Msg: "less than " + lo}
+	}
+	return min, max, nil
 }
 
 // encode writes v as JSON without HTML escapes.
@@ -461,6 +519,9 @@ func (c *compiler) union(v any, path string, n *node) error {
 		if an.arr != nil {
 			n.arr = an.arr
 		}
+		if an.str != nil {
+			n.str = an.str
+		}
 	}
 	slices.Sort(lits)
 	n.lits = slices.Compact(lits)
@@ -528,29 +589,8 @@ func (c *compiler) array(s map[string]any, path string, a *arrRule) error {
 	} else {
 		a.items = c.anyNode()
 	}
-	count := func(k string) (int, error) {
-		v, ok := s[k]
-		if !ok {
-			return -1, nil
-		}
-		num, _ := v.(json.Number)
-		i, err := num.Int64()
-		if err != nil || i < 0 || i > MaxShortest {
-			return 0, &SchemaError{Path: path, Keyword: k, Msg: fmt.Sprintf("want an integer in [0, %d]", MaxShortest)}
-		}
-		return int(i), nil
-	}
-	if a.min, err = count("minItems"); err != nil {
-		return err
-	}
-	a.min = max(a.min, 0)
-	if a.max, err = count("maxItems"); err != nil {
-		return err
-	}
-	if a.max >= 0 && a.max < a.min {
-		return &SchemaError{Path: path, Keyword: "maxItems", Msg: "less than minItems"}
-	}
-	return nil
+	a.min, a.max, err = bounds(s, path, "minItems", "maxItems")
+	return err
 }
 
 const inf = 1 << 30
@@ -596,7 +636,7 @@ func (c *compiler) shortest() error {
 				l = min(l, 1)
 			}
 			if n.kinds&kString != 0 {
-				l = min(l, 2)
+				l = min(l, n.strLen())
 			}
 			if n.kinds&(kBool|kNull) != 0 {
 				l = min(l, 4)
@@ -632,6 +672,9 @@ func (c *compiler) shortest() error {
 		if n.kinds&kArray != 0 {
 			n.long = max(n.long, n.arrLen())
 		}
+		if n.kinds&kString != 0 {
+			n.long = max(n.long, n.strLen())
+		}
 	}
 	return nil
 }
@@ -645,8 +688,8 @@ func (n *node) build() string {
 	switch {
 	case n.kinds&(kNumber|kInteger) != 0 && n.minLen == 1:
 		b.WriteString("0")
-	case n.kinds&kString != 0 && n.minLen == 2:
-		b.WriteString(`""`)
+	case n.kinds&kString != 0 && n.strLen() == n.minLen:
+		b.WriteString(`"` + strings.Repeat("a", n.str.min) + `"`)
 	case n.kinds&kArray != 0 && n.arrLen() == n.minLen:
 		b.WriteByte('[')
 		for i := range n.arr.min {

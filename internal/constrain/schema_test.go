@@ -37,6 +37,7 @@ var testSchemas = map[string]string{
 	"keys":  `{"type":"object","properties":{"a":{"type":"boolean"},"ab":{"type":"null"},"abc":{"type":"string"},"a/b\"c":{"type":"integer"}},"required":["ab"]}`,
 	"oneof": `{"type":"object","title":"t","properties":{"when":{"type":"string","format":"date-time","description":"d"},"kind":{"oneOf":[{"const":"a"},{"type":"integer"}]}},"required":["when","kind"]}`,
 	"any":   `{}`,
+	"text":  `{"type":"object","properties":{"code":{"type":"string","minLength":3,"maxLength":5},"note":{"type":["string","null"],"maxLength":2}},"required":["code"]}`,
 	"long":  `{"type":"object","properties":{"e":{"enum":["a","a very long value, longer than the rest of this schema"]}},"required":["e"]}`,
 	"num":   `{"type":"number"}`,
 }
@@ -170,7 +171,16 @@ func (g *gen) value(s any, depth int) any {
 		}
 		return arr
 	case "string":
-		return g.str()
+		lo, hi := 0, 8
+		if v, ok := m["minLength"].(json.Number); ok {
+			n, _ := v.Int64()
+			lo, hi = int(n), int(n)+8
+		}
+		if v, ok := m["maxLength"].(json.Number); ok {
+			n, _ := v.Int64()
+			hi = min(hi, int(n))
+		}
+		return g.str(lo, hi)
 	case "integer":
 		return number(strconv.Itoa(g.r.IntN(2001) - 1000))
 	case "number":
@@ -201,11 +211,12 @@ func (g *gen) lit(v any) any {
 	return v
 }
 
-func (g *gen) str() string {
+// str makes a string of lo to hi characters.
+func (g *gen) str(lo, hi int) string {
 	const chars = "ab Z09\"\\/\n\t\x01é€😀<>&"
 	rs := []rune(chars)
 	var b strings.Builder
-	for range g.r.IntN(8) {
+	for range lo + g.r.IntN(hi-lo+1) {
 		b.WriteRune(rs[g.r.IntN(len(rs))])
 	}
 	return b.String()
@@ -352,6 +363,7 @@ func TestSchemaRejectsInvalidDocs(t *testing.T) {
 		"list":  {`[1]`, `[1,2,3,4,5,6]`, `[1,true]`, `[1.5,2]`},
 		"keys":  {`{}`, `{"ab":1}`, `{"ab":null,"a/b\"c":"x"}`},
 		"oneof": {`{"when":"x","kind":"b"}`, `{"when":"x","kind":1.5}`},
+		"text":  {`{"code":"ab"}`, `{"code":"abcdef"}`, `{"code":"é€"}`, `{"code":"abc","note":"xyz"}`, `{"code":"\n\n\n\n\n\n"}`},
 		"num":   {`"1"`, `1.`, `-`},
 	}
 	for _, name := range schemaNames() {
@@ -370,6 +382,9 @@ func TestSchemaRejectsInvalidDocs(t *testing.T) {
 		subset := map[string][]string{
 			"person": {`{"name":"a","age":1e2,"color":"red"}`, `{"name":"a","age":1,"color":"r\u0065d"}`, `{"n\u0061me":"a","age":1,"color":"red"}`},
 			"defs":   {`{"home":null,"level":2.50,"work":{"city":"x"}}`},
+			// invalid UTF-8 (which decoders replace), a surrogate pair
+			// under a minimum length
+			"text": {"{\"code\":\"ab\xff\"}", `{"code":"\ud83d\ude00ab"}`},
 		}
 		for _, doc := range subset[name] {
 			if r := NewSchemaJSON(s); r.Feed([]byte(doc)) && r.Done() {
@@ -509,6 +524,8 @@ func TestCompileSchemaErrors(t *testing.T) {
 		`{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`: "refers to itself",
 		`{"type":"array","minItems":1.5}`:                                                  "minItems",
 		`{} {}`:                                                                            "text after",
+		`{"type":"string","minLength":3,"maxLength":2}`:                                    "less than minLength",
+		`{"enum":["a","bb"],"minLength":2}`:                                                "next to enum",
 		`{"type":"string","not":{"const":"a"}}`:                                            "not",
 	}
 	for src, want := range cases {
@@ -526,6 +543,7 @@ func TestSchemaShortest(t *testing.T) {
 	cases := map[string]string{
 		`{"type":"object","properties":{"b":{"type":"integer"},"a":{"enum":["xy","z"]},"c":{"type":"string"}},"required":["a","b"],"additionalProperties":true,"description":"d"}`: `{"a":"z","b":0}`,
 		`{"type":"array","items":{"type":"boolean"},"minItems":2}`:                                       `[true,true]`,
+		`{"type":"string","minLength":3}`:                                                                `"aaa"`,
 		`{"type":["null","string"]}`:                                                                     `""`,
 		`{"anyOf":[{"type":"null"},{"const":7}]}`:                                                        `7`,
 		`{"type":"object","properties":{"k":{"anyOf":[{"$ref":"#"},{"type":"null"}]}},"required":["k"]}`: `{"k":null}`,

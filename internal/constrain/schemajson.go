@@ -22,6 +22,12 @@ type SchemaJSON struct {
 	lit     string  // the literal true, false or null in progress
 	li      int
 	hex     int
+	hexv    int      // the value of the \u escape's digits so far
+	sr      *strRule // the string in progress's rules
+	chars   int      // its characters so far
+	u8need  int      // continuation bytes its last character still needs
+	u8lo    byte     // the range of the next continuation byte
+	u8hi    byte
 	ws      int
 	started bool
 	scratch *SchemaJSON
@@ -210,18 +216,36 @@ func (r *SchemaJSON) step(c byte) bool {
 			r.st, r.cur = sValue, f.obj.props[f.prop].n
 			return true
 		case sStr:
+			if r.u8need > 0 {
+				if c < r.u8lo || c > r.u8hi {
+					return false
+				}
+				r.u8need, r.u8lo, r.u8hi = r.u8need-1, 0x80, 0xbf
+				return true
+			}
 			switch {
 			case c == '"':
+				if r.chars < r.sr.min {
+					return false
+				}
 				r.endValue()
+				return true
+			case c < 0x20 || r.sr.max >= 0 && r.chars >= r.sr.max:
+				return false
 			case c == '\\':
 				r.st = sStrEsc
-			case c < 0x20:
-				return false
+			case c >= 0x80:
+				need, lo, hi := utf8Lead(c)
+				if need == 0 {
+					return false
+				}
+				r.u8need, r.u8lo, r.u8hi = need, lo, hi
 			}
+			r.chars++
 			return true
 		case sStrEsc:
 			if c == 'u' {
-				r.st, r.hex = sStrU, 0
+				r.st, r.hex, r.hexv = sStrU, 0, 0
 				return true
 			}
 			if strings.IndexByte(`"\/bfnrt`, c) < 0 {
@@ -233,7 +257,13 @@ func (r *SchemaJSON) step(c byte) bool {
 			if !isHex(c) {
 				return false
 			}
-			if r.hex++; r.hex == 4 {
+			r.hexv = r.hexv<<4 | hexValue(c)
+			// a surrogate pair is one character, its two escapes two:
+			// under a minimum length, counting them would be unsafe
+			if r.hex++; r.hex == 2 && r.sr.min > 0 && r.hexv >= 0xd8 && r.hexv <= 0xdf {
+				return false
+			}
+			if r.hex == 4 {
 				r.st = sStr
 			}
 			return true
@@ -352,6 +382,39 @@ func (r *SchemaJSON) step(c byte) bool {
 	}
 }
 
+// utf8Lead returns how many continuation bytes follow the leading byte
+// c of a UTF-8 character and the range of the first (need 0: c cannot
+// lead).
+func utf8Lead(c byte) (need int, lo, hi byte) {
+	switch {
+	case c >= 0xc2 && c <= 0xdf:
+		return 1, 0x80, 0xbf
+	case c == 0xe0:
+		return 2, 0xa0, 0xbf
+	case c == 0xed:
+		return 2, 0x80, 0x9f
+	case c >= 0xe1 && c <= 0xef:
+		return 2, 0x80, 0xbf
+	case c == 0xf0:
+		return 3, 0x90, 0xbf
+	case c >= 0xf1 && c <= 0xf3:
+		return 3, 0x80, 0xbf
+	case c == 0xf4:
+		return 3, 0x80, 0x8f
+	}
+	return 0, 0, 0
+}
+
+func hexValue(c byte) int {
+	switch {
+	case c <= '9':
+		return int(c - '0')
+	case c >= 'a':
+		return int(c-'a') + 10
+	}
+	return int(c-'A') + 10
+}
+
 // byteKind is the type of a value that starts with c.
 func byteKind(c byte) kind {
 	switch {
@@ -391,7 +454,7 @@ func (r *SchemaJSON) startValue(c byte) bool {
 		r.stack = append(r.stack, frame{arr: n.arr})
 		r.st = sArrFirst
 	case '"':
-		r.st = sStr
+		r.st, r.sr, r.chars, r.u8need = sStr, n.str, 0, 0
 	case 't', 'f', 'n':
 		r.lit = map[byte]string{'t': "true", 'f': "false", 'n': "null"}[c]
 		r.st, r.li = sLit, 1
@@ -502,12 +565,19 @@ func (r *SchemaJSON) closing(w *closer) {
 		f := r.top()
 		w.str(":")
 		w.str(f.obj.props[f.prop].n.short)
-	case sStr:
+	case sStr, sStrEsc, sStrU:
+		switch {
+		case r.st == sStrEsc:
+			w.str("n")
+		case r.st == sStrU:
+			w.str(strings.Repeat("0", 4-r.hex))
+		case r.u8need > 0:
+			w.str(string([]byte{r.u8lo}) + strings.Repeat("\x80", r.u8need-1))
+		}
+		if pad := r.sr.min - r.chars; pad > 0 {
+			w.str(strings.Repeat("a", pad))
+		}
 		w.str(`"`)
-	case sStrEsc:
-		w.str(`n"`)
-	case sStrU:
-		w.str(strings.Repeat("0", 4-r.hex) + `"`)
 	case sNumMinus, sFracStart, sExpStart, sExpSign:
 		w.str("0")
 	case sLit:

@@ -16,7 +16,7 @@ import (
 // personSchema has required properties, an enum, an integer, an
 // optional array and a nullable string.
 const personSchema = `{"type": "object", "properties": {
-	"name": {"type": "string"},
+	"name": {"type": "string", "minLength": 2, "maxLength": 12},
 	"age": {"type": "integer"},
 	"mood": {"type": "string", "enum": ["happy", "sad", "angry"]},
 	"pets": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
@@ -138,9 +138,9 @@ func TestJSONSchemaRefused(t *testing.T) {
 			t.Errorf("schema %s: status %d %q, want 400 saying %q", schema, status, msg, says)
 		}
 	}
-	body := `{"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"s": {"type": "string", "format": "email", "maxLength": 9}}}}}], "tool_choice": "required"}`
-	if status, msg, _ := post(t, ts, "/v1/chat/completions", body, nil); status != 400 || !strings.Contains(msg, "maxLength") {
-		t.Errorf("forced call of a tool with maxLength: status %d %q", status, msg)
+	body := `{"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"s": {"type": "string", "format": "email", "pattern": "@"}}}}}], "tool_choice": "required"}`
+	if status, msg, _ := post(t, ts, "/v1/chat/completions", body, nil); status != 400 || !strings.Contains(msg, "pattern") {
+		t.Errorf("forced call of a tool with a pattern: status %d %q", status, msg)
 	}
 	body = `{"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "g"}}}`
 	if status, msg, _ := post(t, ts, "/v1/chat/completions", body, nil); status != 400 || !strings.Contains(msg, `"g"`) {
