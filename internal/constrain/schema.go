@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -15,10 +17,11 @@ import (
 // a SchemaJSON recognizer. It is immutable and safe to share.
 //
 // Supported: type (a name or a list), properties, required, items,
-// minItems, maxItems, minLength, maxLength (in characters), enum, const, anyOf and oneOf whose alternatives
-// take different JSON types (an enum or a type each), allOf of one
-// schema, $ref to "#", "#/$defs/..." and "#/definitions/...", and the
-// schemas true and {} (any value).
+// minItems, maxItems, minLength, maxLength (in characters), minimum,
+// maximum, exclusiveMinimum, exclusiveMaximum, enum, const, anyOf and
+// oneOf whose alternatives take different JSON types (an enum or a type
+// each), allOf of one schema, $ref to "#", "#/$defs/..." and
+// "#/definitions/...", and the schemas true and {} (any value).
 //
 // The recognizer generates a subset of the documents the schema
 // accepts, which is always safe:
@@ -26,16 +29,18 @@ import (
 //     additionalProperties says (absent, true, false or a schema): a
 //     document without extra keys validates under all of them;
 //   - keys, enum strings and const strings are written in their plain
-//     JSON encoding (no needless \u escapes); other strings are free;
+//     JSON encoding (no needless \u escapes); other strings are free
+//     but valid UTF-8;
+//   - a bounded number is written as an integer in range (no -0);
 //   - a schema without a type but with properties (items) is an object
 //     (array) schema.
 //
 // Keywords that only describe (title, description, default, examples,
 // format, $schema, $id, $comment, deprecated, ...) and unknown keywords
 // are ignored, as JSON Schema validators do. Keywords that assert
-// something this compiler cannot enforce (pattern, minimum,
-// multipleOf, uniqueItems, not, if, ...) make CompileSchema fail with an
-// error naming the keyword, so that a reply never breaks its schema.
+// something this compiler cannot enforce (pattern, multipleOf,
+// uniqueItems, not, if, ...) make CompileSchema fail with an error
+// naming the keyword, so that a reply never breaks its schema.
 type Schema struct {
 	root   *node
 	growth int // the most one byte can add to the shortest completion
@@ -67,6 +72,7 @@ type node struct {
 	obj   *objRule // the object rules, when kinds has kObject
 	arr   *arrRule // the array rules, when kinds has kArray
 	str   *strRule // the string rules, when kinds has kString
+	num   *numRule // bounds of a number, or nil
 	ready bool     // kinds, lits, obj and arr are set
 
 	minLen int    // length of the shortest value
@@ -96,6 +102,37 @@ type strRule struct {
 // strLen is the length of n's shortest string.
 func (n *node) strLen() int { return 2 + n.str.min }
 
+// numRule bounds a number; a bounded number is written as an integer
+// (a subset of the numbers in range, which keeps prefixes decidable).
+type numRule struct {
+	lo, hi int64
+}
+
+// maxBound bounds the integers a numRule deals with (their magnitude
+// stays far from int64 overflow).
+const maxBound = 1e15
+
+func (r *numRule) contains(x int64) bool { return r.lo <= x && x <= r.hi }
+
+// shortest is the integer in range with the fewest characters.
+func (r *numRule) shortest() int64 {
+	switch {
+	case r.contains(0):
+		return 0
+	case r.lo > 0:
+		return r.lo
+	}
+	return r.hi
+}
+
+// numLen is the length of n's shortest number.
+func (n *node) numLen() int {
+	if n.num == nil {
+		return 1
+	}
+	return len(strconv.FormatInt(n.num.shortest(), 10))
+}
+
 type arrRule struct {
 	items    *node
 	min, max int // max < 0: no limit
@@ -117,8 +154,7 @@ func (e *SchemaError) Error() string {
 
 // unsupported are the assertion keywords that are refused.
 var unsupported = []string{
-	"pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-	"multipleOf", "uniqueItems", "contains", "minContains", "maxContains", "prefixItems", "additionalItems",
+	"pattern", "multipleOf", "uniqueItems", "contains", "minContains", "maxContains", "prefixItems", "additionalItems",
 	"unevaluatedItems", "unevaluatedProperties", "patternProperties", "propertyNames", "minProperties",
 	"maxProperties", "dependentRequired", "dependentSchemas", "dependencies", "not", "if", "then", "else",
 	"$dynamicRef", "$recursiveRef",
@@ -127,6 +163,7 @@ var unsupported = []string{
 // assertions are the keywords that constrain a value (the rest only
 // describe it).
 var assertions = append([]string{"type", "enum", "const", "properties", "required", "items", "minItems", "maxItems", "minLength", "maxLength",
+	"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
 	"anyOf", "oneOf", "allOf", "$ref"}, unsupported...)
 
 // Limits of a compiled schema.
@@ -337,14 +374,57 @@ func (c *compiler) compileObject(s map[string]any, path string, n *node) error {
 			return err
 		}
 	}
+	if n.kinds&(kNumber|kInteger) != 0 {
+		var err error
+		if n.num, err = numBounds(s, path); err != nil {
+			return err
+		}
+	}
 	if len(n.lits) > 0 {
-		for _, k := range []string{"minLength", "maxLength"} {
+		for _, k := range []string{"minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} {
 			if _, ok := s[k]; ok {
 				return &SchemaError{Path: path, Keyword: k, Msg: "not supported next to enum or const"}
 			}
 		}
 	}
 	return nil
+}
+
+// numBounds reads minimum, maximum, exclusiveMinimum and
+// exclusiveMaximum into the range of integers they allow (nil: none).
+func numBounds(s map[string]any, path string) (*numRule, error) {
+	r := &numRule{lo: -maxBound, hi: maxBound}
+	set := false
+	for _, k := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} {
+		v, ok := s[k]
+		if !ok {
+			continue
+		}
+		num, _ := v.(json.Number)
+		x, err := num.Float64()
+		if err != nil || math.IsNaN(x) {
+			return nil, &SchemaError{Path: path, Keyword: k, Msg: "want a number"}
+		}
+		x = max(-maxBound, min(maxBound, x))
+		switch k {
+		case "minimum":
+			r.lo = max(r.lo, int64(math.Ceil(x)))
+		case "maximum":
+			r.hi = min(r.hi, int64(math.Floor(x)))
+		case "exclusiveMinimum":
+			r.lo = max(r.lo, int64(math.Floor(x))+1)
+		case "exclusiveMaximum":
+			r.hi = min(r.hi, int64(math.Ceil(x))-1)
+		}
+		set = true
+	}
+	if !set {
+		return nil, nil
+	}
+	if r.lo > r.hi {
+		return nil, &SchemaError{Path: path, Msg: "the bounds leave no integer (bounded numbers are written as integers)"}
+	}
+	return r, nil
 }
 
 // bounds reads a pair of count keywords such as minItems and maxItems
@@ -522,6 +602,9 @@ func (c *compiler) union(v any, path string, n *node) error {
 		if an.str != nil {
 			n.str = an.str
 		}
+		if an.num != nil {
+			n.num = an.num
+		}
 	}
 	slices.Sort(lits)
 	n.lits = slices.Compact(lits)
@@ -633,7 +716,7 @@ func (c *compiler) shortest() error {
 				l = min(l, len(lit))
 			}
 			if n.kinds&(kNumber|kInteger) != 0 {
-				l = min(l, 1)
+				l = min(l, n.numLen())
 			}
 			if n.kinds&kString != 0 {
 				l = min(l, n.strLen())
@@ -675,6 +758,9 @@ func (c *compiler) shortest() error {
 		if n.kinds&kString != 0 {
 			n.long = max(n.long, n.strLen())
 		}
+		if n.kinds&(kNumber|kInteger) != 0 {
+			n.long = max(n.long, 20)
+		}
 	}
 	return nil
 }
@@ -686,8 +772,12 @@ func (n *node) build() string {
 	}
 	var b strings.Builder
 	switch {
-	case n.kinds&(kNumber|kInteger) != 0 && n.minLen == 1:
-		b.WriteString("0")
+	case n.kinds&(kNumber|kInteger) != 0 && n.numLen() == n.minLen:
+		if n.num == nil {
+			b.WriteString("0")
+		} else {
+			b.WriteString(strconv.FormatInt(n.num.shortest(), 10))
+		}
 	case n.kinds&kString != 0 && n.strLen() == n.minLen:
 		b.WriteString(`"` + strings.Repeat("a", n.str.min) + `"`)
 	case n.kinds&kArray != 0 && n.arrLen() == n.minLen:

@@ -38,8 +38,11 @@ var testSchemas = map[string]string{
 	"oneof": `{"type":"object","title":"t","properties":{"when":{"type":"string","format":"date-time","description":"d"},"kind":{"oneOf":[{"const":"a"},{"type":"integer"}]}},"required":["when","kind"]}`,
 	"any":   `{}`,
 	"text":  `{"type":"object","properties":{"code":{"type":"string","minLength":3,"maxLength":5},"note":{"type":["string","null"],"maxLength":2}},"required":["code"]}`,
-	"long":  `{"type":"object","properties":{"e":{"enum":["a","a very long value, longer than the rest of this schema"]}},"required":["e"]}`,
-	"num":   `{"type":"number"}`,
+	"range": `{"type":"object","properties":{"n":{"type":"integer","minimum":-30,"maximum":250},"p":{"type":"integer","exclusiveMinimum":99},
+		"x":{"type":"number","minimum":0.5,"exclusiveMaximum":3},"neg":{"type":["integer","null"],"maximum":-7,"minimum":-1200},"z":{"type":"integer","minimum":0}},
+		"required":["n","p","x","neg"]}`,
+	"long": `{"type":"object","properties":{"e":{"enum":["a","a very long value, longer than the rest of this schema"]}},"required":["e"]}`,
+	"num":  `{"type":"number"}`,
 }
 
 func schemaNames() []string {
@@ -130,7 +133,7 @@ func (g *gen) value(s any, depth int) any {
 			types = append(types, "array")
 		}
 	}
-	switch types[g.r.IntN(len(types))] {
+	switch t := types[g.r.IntN(len(types))]; t {
 	case "object":
 		obj := map[string]any{}
 		props, _ := m["properties"].(map[string]any)
@@ -181,9 +184,28 @@ func (g *gen) value(s any, depth int) any {
 			hi = min(hi, int(n))
 		}
 		return g.str(lo, hi)
-	case "integer":
-		return number(strconv.Itoa(g.r.IntN(2001) - 1000))
-	case "number":
+	case "integer", "number":
+		lo, hi, bounded := -1000, 1000, false
+		for k, v := range m {
+			x, err := strconv.ParseFloat(fmt.Sprint(v), 64)
+			switch {
+			case err != nil:
+			case k == "minimum":
+				lo, bounded = int(math.Ceil(x)), true
+			case k == "exclusiveMinimum":
+				lo, bounded = int(math.Floor(x))+1, true
+			case k == "maximum":
+				hi, bounded = int(math.Floor(x)), true
+			case k == "exclusiveMaximum":
+				hi, bounded = int(math.Ceil(x))-1, true
+			}
+		}
+		if bounded || t == "integer" {
+			if lo > hi {
+				hi = lo + 1000
+			}
+			return number(strconv.Itoa(lo + g.r.IntN(hi-lo+1)))
+		}
 		forms := []string{"%d", "%d.%d", "-%d.%de%d", "%dE+%d", "%d.%de-%d"}
 		f := forms[g.r.IntN(len(forms))]
 		args := []any{g.r.IntN(500), g.r.IntN(100), g.r.IntN(20)}
@@ -363,8 +385,11 @@ func TestSchemaRejectsInvalidDocs(t *testing.T) {
 		"list":  {`[1]`, `[1,2,3,4,5,6]`, `[1,true]`, `[1.5,2]`},
 		"keys":  {`{}`, `{"ab":1}`, `{"ab":null,"a/b\"c":"x"}`},
 		"oneof": {`{"when":"x","kind":"b"}`, `{"when":"x","kind":1.5}`},
-		"text":  {`{"code":"ab"}`, `{"code":"abcdef"}`, `{"code":"é€"}`, `{"code":"abc","note":"xyz"}`, `{"code":"\n\n\n\n\n\n"}`},
-		"num":   {`"1"`, `1.`, `-`},
+		"range": {`{"n":251,"p":100,"x":1,"neg":-7}`, `{"n":-31,"p":100,"x":1,"neg":-7}`, `{"n":0,"p":99,"x":1,"neg":-7}`,
+			`{"n":0,"p":100,"x":3,"neg":-7}`, `{"n":0,"p":100,"x":0,"neg":-7}`, `{"n":0,"p":100,"x":1,"neg":-6}`,
+			`{"n":0,"p":100,"x":1,"neg":-1201}`, `{"n":0,"p":100,"x":1,"neg":-7,"z":-1}`},
+		"text": {`{"code":"ab"}`, `{"code":"abcdef"}`, `{"code":"é€"}`, `{"code":"abc","note":"xyz"}`, `{"code":"\n\n\n\n\n\n"}`},
+		"num":  {`"1"`, `1.`, `-`},
 	}
 	for _, name := range schemaNames() {
 		src := testSchemas[name]
@@ -384,7 +409,9 @@ func TestSchemaRejectsInvalidDocs(t *testing.T) {
 			"defs":   {`{"home":null,"level":2.50,"work":{"city":"x"}}`},
 			// invalid UTF-8 (which decoders replace), a surrogate pair
 			// under a minimum length
-			"text": {"{\"code\":\"ab\xff\"}", `{"code":"\ud83d\ude00ab"}`},
+			// bounded numbers are written as integers, without -0
+			"range": {`{"n":0,"p":100,"x":1.5,"neg":-7}`, `{"n":-0,"p":100,"x":1,"neg":-7}`},
+			"text":  {"{\"code\":\"ab\xff\"}", `{"code":"\ud83d\ude00ab"}`},
 		}
 		for _, doc := range subset[name] {
 			if r := NewSchemaJSON(s); r.Feed([]byte(doc)) && r.Done() {
@@ -506,21 +533,23 @@ func TestSchemaMaskRandomWalk(t *testing.T) {
 // an error naming the keyword or the problem.
 func TestCompileSchemaErrors(t *testing.T) {
 	cases := map[string]string{
-		`{"type":"string","pattern":"^a"}`:                                    "pattern",
-		`{"type":"object","properties":{"n":{"type":"integer","minimum":0}}}`: "minimum",
-		`{"type":"strin"}`:                                                   "type",
-		`{"type":"object","required":["x"]}`:                                 `"x" is not in properties`,
-		`{"$ref":"#/$defs/missing"}`:                                         "not defined",
-		`{"$ref":"http://example.com/s.json"}`:                               "only #",
-		`{"anyOf":[{"type":"string"},{"enum":["a"]}]}`:                       "same type",
-		`{"allOf":[{"type":"string"},{"type":"null"}]}`:                      "allOf of one",
-		`{"type":"object","properties":{"a":{"$ref":"#"}},"required":["a"]}`: "no finite value",
-		`{"enum":[{"a":1}]}`:                                                 "object and array values",
-		`{"type":"string","enum":[1,2]}`:                                     "no value of the enum",
-		`false`:                                                              "allows no value",
-		`[1]`:                                                                "a schema is an object",
-		`{"type":"array","items":[{"type":"string"}]}`:                       "tuple",
-		`{"type":"array","minItems":3,"maxItems":2}`:                         "less than minItems",
+		`{"type":"string","pattern":"^a"}`:                                       "pattern",
+		`{"type":"object","properties":{"n":{"type":"integer","multipleOf":2}}}`: "multipleOf",
+		`{"type":"number","minimum":0.2,"maximum":0.8}`:                          "no integer",
+		`{"enum":[1,2],"minimum":2}`:                                             "next to enum",
+		`{"type":"strin"}`:                                                       "type",
+		`{"type":"object","required":["x"]}`:                                     `"x" is not in properties`,
+		`{"$ref":"#/$defs/missing"}`:                                             "not defined",
+		`{"$ref":"http://example.com/s.json"}`:                                   "only #",
+		`{"anyOf":[{"type":"string"},{"enum":["a"]}]}`:                           "same type",
+		`{"allOf":[{"type":"string"},{"type":"null"}]}`:                          "allOf of one",
+		`{"type":"object","properties":{"a":{"$ref":"#"}},"required":["a"]}`:     "no finite value",
+		`{"enum":[{"a":1}]}`:                                                     "object and array values",
+		`{"type":"string","enum":[1,2]}`:                                         "no value of the enum",
+		`false`:                                                                  "allows no value",
+		`[1]`:                                                                    "a schema is an object",
+		`{"type":"array","items":[{"type":"string"}]}`:                           "tuple",
+		`{"type":"array","minItems":3,"maxItems":2}`:                             "less than minItems",
 		`{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`: "refers to itself",
 		`{"type":"array","minItems":1.5}`:                                                  "minItems",
 		`{} {}`:                                                                            "text after",
@@ -543,6 +572,8 @@ func TestSchemaShortest(t *testing.T) {
 	cases := map[string]string{
 		`{"type":"object","properties":{"b":{"type":"integer"},"a":{"enum":["xy","z"]},"c":{"type":"string"}},"required":["a","b"],"additionalProperties":true,"description":"d"}`: `{"a":"z","b":0}`,
 		`{"type":"array","items":{"type":"boolean"},"minItems":2}`:                                       `[true,true]`,
+		`{"type":"integer","minimum":-40,"maximum":-12}`:                                                 `-12`,
+		`{"type":"number","exclusiveMinimum":99.5}`:                                                      `100`,
 		`{"type":"string","minLength":3}`:                                                                `"aaa"`,
 		`{"type":["null","string"]}`:                                                                     `""`,
 		`{"anyOf":[{"type":"null"},{"const":7}]}`:                                                        `7`,
@@ -638,5 +669,33 @@ func BenchmarkSchemaMask(b *testing.B) {
 				m.Apply(logits, nil)
 			}
 		})
+	}
+}
+
+// TestIntegerRange: a bounded integer is accepted exactly when it is in
+// range, every prefix of one is finished by its closing into a number in
+// range, and numbers out of range are refused as soon as no digit can
+// bring them back.
+func TestIntegerRange(t *testing.T) {
+	for _, c := range []struct{ lo, hi int }{{-30, 250}, {100, 100}, {-1200, -7}, {7, 1300}, {0, 0}, {-5, 5}, {95, 1005}} {
+		s := compileT(t, fmt.Sprintf(`{"type":"integer","minimum":%d,"maximum":%d}`, c.lo, c.hi))
+		for x := -1500; x <= 1500; x++ {
+			text := strconv.Itoa(x)
+			r := NewSchemaJSON(s)
+			got := r.Feed([]byte(text)) && r.Done()
+			if want := c.lo <= x && x <= c.hi; got != want {
+				t.Fatalf("[%d, %d]: %d accepted %v", c.lo, c.hi, x, got)
+			}
+			for n := 1; n <= len(text); n++ {
+				r := NewSchemaJSON(s)
+				if !r.Feed([]byte(text[:n])) {
+					break
+				}
+				v, err := strconv.Atoi(text[:n] + r.Closing())
+				if err != nil || v < c.lo || v > c.hi {
+					t.Fatalf("[%d, %d]: prefix %q closes to %q", c.lo, c.hi, text[:n], text[:n]+r.Closing())
+				}
+			}
+		}
 	}
 }

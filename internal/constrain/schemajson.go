@@ -1,6 +1,9 @@
 package constrain
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // sLits: matching one of a node's literal values (enum or const).
 const sLits = sDone + 1
@@ -28,6 +31,10 @@ type SchemaJSON struct {
 	u8need  int      // continuation bytes its last character still needs
 	u8lo    byte     // the range of the next continuation byte
 	u8hi    byte
+	nr      *numRule // the number in progress's bounds, or nil
+	neg     bool     // it has a minus sign
+	numv    int64    // the magnitude of its digits so far (when bounded)
+	ndig    int      // its digits so far
 	ws      int
 	started bool
 	scratch *SchemaJSON
@@ -71,7 +78,7 @@ func (r *SchemaJSON) Done() bool {
 	if len(r.stack) == 0 && r.started {
 		switch r.st {
 		case sNumZero, sNumInt, sFrac, sExp:
-			return true
+			return r.nr == nil || r.nr.contains(r.value())
 		case sLits:
 			return r.exact
 		}
@@ -269,10 +276,11 @@ func (r *SchemaJSON) step(c byte) bool {
 			return true
 		case sNumMinus:
 			switch {
-			case c == '0':
+			case c == '0' && r.nr == nil:
 				r.st = sNumZero
 			case c >= '1' && c <= '9':
 				r.st = sNumInt
+				return r.nr == nil || r.digit(c)
 			default:
 				return false
 			}
@@ -280,6 +288,9 @@ func (r *SchemaJSON) step(c byte) bool {
 		case sNumZero, sNumInt, sFrac, sExp:
 			switch {
 			case c >= '0' && c <= '9' && r.st != sNumZero:
+				if r.nr != nil {
+					return r.digit(c)
+				}
 				return true
 			case c == '.' && !r.integer && (r.st == sNumZero || r.st == sNumInt):
 				r.st = sFracStart
@@ -287,6 +298,9 @@ func (r *SchemaJSON) step(c byte) bool {
 			case (c == 'e' || c == 'E') && !r.integer && r.st != sExp:
 				r.st = sExpStart
 				return true
+			}
+			if r.nr != nil && !r.nr.contains(r.value()) {
+				return false
 			}
 			r.endValue()
 			continue // c is the byte after the number
@@ -458,14 +472,73 @@ func (r *SchemaJSON) startValue(c byte) bool {
 	case 't', 'f', 'n':
 		r.lit = map[byte]string{'t': "true", 'f': "false", 'n': "null"}[c]
 		r.st, r.li = sLit, 1
-	case '-':
-		r.st, r.integer = sNumMinus, n.kinds&kNumber == 0
-	case '0':
-		r.st, r.integer = sNumZero, n.kinds&kNumber == 0
 	default:
-		r.st, r.integer = sNumInt, n.kinds&kNumber == 0
+		r.integer = n.kinds&kNumber == 0 || n.num != nil
+		r.nr, r.neg, r.numv, r.ndig = n.num, c == '-', 0, 0
+		switch c {
+		case '-':
+			r.st = sNumMinus
+			return r.nr == nil || r.nr.lo < 0
+		case '0':
+			r.st, r.ndig = sNumZero, 1
+			return r.nr == nil || r.nr.contains(0)
+		}
+		r.st = sNumInt
+		return r.nr == nil || r.digit(c)
 	}
 	return true
+}
+
+// value is the bounded number in progress.
+func (r *SchemaJSON) value() int64 {
+	if r.neg {
+		return -r.numv
+	}
+	return r.numv
+}
+
+// digit appends a digit to a bounded number, if some number in range
+// still starts so.
+func (r *SchemaJSON) digit(c byte) bool {
+	if r.numv > maxBound {
+		return false
+	}
+	r.numv = r.numv*10 + int64(c-'0')
+	r.ndig++
+	k, _ := r.nr.extend(r.neg, r.numv, r.ndig)
+	return k >= 0
+}
+
+// extend finds the fewest digits (k) to append to a number with
+// magnitude v (nd digits so far, 0 after a lone minus) that land in
+// range, and the smallest magnitude so reached.
+func (nr *numRule) extend(neg bool, v int64, nd int) (k int, a int64) {
+	p := int64(1)
+	for k = 0; k <= 17; k, p = k+1, p*10 {
+		var lowA, highA int64
+		switch {
+		case nd == 0 && k == 0:
+			continue
+		case nd == 0:
+			lowA, highA = p/10, p-1
+		case v == 0 && k > 0:
+			return -1, 0 // nothing follows a leading 0
+		case v > 10*maxBound/p:
+			return -1, 0 // past every bound
+		default:
+			lowA, highA = v*p, v*p+p-1
+		}
+		lo, hi := lowA, highA // the range of magnitudes allowed
+		if neg {
+			lo, hi = max(lo, -nr.hi), min(hi, -nr.lo)
+		} else {
+			lo, hi = max(lo, nr.lo), min(hi, nr.hi)
+		}
+		if lo <= hi {
+			return k, lo
+		}
+	}
+	return -1, 0
 }
 
 // closer counts or writes a completion.
@@ -578,7 +651,18 @@ func (r *SchemaJSON) closing(w *closer) {
 			w.str(strings.Repeat("a", pad))
 		}
 		w.str(`"`)
-	case sNumMinus, sFracStart, sExpStart, sExpSign:
+	case sNumMinus, sNumZero, sNumInt:
+		if r.nr == nil {
+			if r.st == sNumMinus {
+				w.str("0")
+			}
+			break
+		}
+		if k, a := r.nr.extend(r.neg, r.numv, r.ndig); k > 0 {
+			d := strconv.FormatInt(a, 10)
+			w.str(d[len(d)-k:]) // the digits after those typed
+		}
+	case sFracStart, sExpStart, sExpSign:
 		w.str("0")
 	case sLit:
 		w.str(r.lit[r.li:])

@@ -13,11 +13,11 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// personSchema has required properties, an enum, an integer, an
-// optional array and a nullable string.
+// personSchema has required properties, an enum, an integer in a range,
+// a string with a length range, an optional array and a nullable string.
 const personSchema = `{"type": "object", "properties": {
 	"name": {"type": "string", "minLength": 2, "maxLength": 12},
-	"age": {"type": "integer"},
+	"age": {"type": "integer", "minimum": 0, "maximum": 120},
 	"mood": {"type": "string", "enum": ["happy", "sad", "angry"]},
 	"pets": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
 	"nick": {"type": ["string", "null"]}},
@@ -124,8 +124,8 @@ func TestJSONSchemaOutput(t *testing.T) {
 func TestJSONSchemaRefused(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	cases := map[string]string{
-		`{"type": "string", "pattern": "^a+$"}`:                                      "pattern",
-		`{"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}}`: "minimum",
+		`{"type": "string", "pattern": "^a+$"}`:                                         "pattern",
+		`{"type": "object", "properties": {"n": {"type": "integer", "multipleOf": 3}}}`: "multipleOf",
 		`{"type": "strung"}`:                    "strung",
 		`{"type": "object", "required": ["x"]}`: `"x" is not in properties`,
 		`{"$ref": "#/$defs/nowhere"}`:           "not defined",
