@@ -643,7 +643,8 @@ func FuzzSchemaJSON(f *testing.F) {
 }
 
 // BenchmarkSchemaMask: one mask step over a vocabulary of 150k tokens (the
-// size of Qwen's), in a string value and between keys of an object.
+// size of Qwen's), in a string value and between keys of an object, with
+// the schema recognizer and with the plain JSON one.
 func BenchmarkSchemaMask(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	const chars = `abcdefghij {}[]":,0123456789-.`
@@ -661,14 +662,19 @@ func BenchmarkSchemaMask(b *testing.B) {
 	}
 	logits := make([]float32, len(tokens))
 	for _, prefix := range []string{`{"name": "ab`, `{"name": "ab", `} {
-		b.Run(strings.TrimSpace(prefix[len(prefix)-3:]), func(b *testing.B) {
-			for b.Loop() {
-				rec := NewSchemaJSON(s)
-				rec.Feed([]byte(prefix))
-				m := NewMaskFor(rec, tokens, nil, 200)
-				m.Apply(logits, nil)
-			}
-		})
+		for _, kind := range []string{"schema", "json"} {
+			b.Run(kind+"/"+strings.TrimSpace(prefix[len(prefix)-3:]), func(b *testing.B) {
+				for b.Loop() {
+					var rec Recognizer = NewSchemaJSON(s)
+					if kind == "json" {
+						rec = NewJSON(true)
+					}
+					rec.Feed([]byte(prefix))
+					m := NewMaskFor(rec, tokens, nil, 200)
+					m.Apply(logits, nil)
+				}
+			})
+		}
 	}
 }
 

@@ -14,30 +14,32 @@ const sLits = sDone + 1
 // document: Closing returns the shortest such ending. Make one with
 // NewSchemaJSON.
 type SchemaJSON struct {
-	s       *Schema
-	st      state
-	cur     *node   // the schema of the value expected or in progress
-	stack   []frame // open objects and arrays, innermost last
-	lo, hi  int     // sKey: the candidate properties; sLits: literals
-	pos     int     // bytes of the key or literal matched
-	exact   bool    // sLits: a number literal matches the bytes so far
-	integer bool    // the number in progress must be an integer
-	lit     string  // the literal true, false or null in progress
-	li      int
-	hex     int
-	hexv    int      // the value of the \u escape's digits so far
-	sr      *strRule // the string in progress's rules
-	chars   int      // its characters so far
-	u8need  int      // continuation bytes its last character still needs
-	u8lo    byte     // the range of the next continuation byte
-	u8hi    byte
-	nr      *numRule // the number in progress's bounds, or nil
-	neg     bool     // it has a minus sign
-	numv    int64    // the magnitude of its digits so far (when bounded)
-	ndig    int      // its digits so far
-	ws      int
-	started bool
-	scratch *SchemaJSON
+	s        *Schema
+	st       state
+	cur      *node   // the schema of the value expected or in progress
+	stack    []frame // open objects and arrays, innermost last
+	lo, hi   int     // sKey: the candidate properties; sLits: literals
+	pos      int     // bytes of the key or literal matched
+	exact    bool    // sLits: a number literal matches the bytes so far
+	integer  bool    // the number in progress must be an integer
+	lit      string  // the literal true, false or null in progress
+	li       int
+	hex      int
+	hexv     int      // the value of the \u escape's digits so far
+	sr       *strRule // the string in progress's rules
+	chars    int      // its characters so far
+	u8need   int      // continuation bytes its last character still needs
+	u8lo     byte     // the range of the next continuation byte
+	u8hi     byte
+	nr       *numRule // the number in progress's bounds, or nil
+	neg      bool     // it has a minus sign
+	numv     int64    // the magnitude of its digits so far (when bounded)
+	ndig     int      // its digits so far
+	ws       int
+	started  bool
+	scratch  *SchemaJSON
+	closeLen int // ClosingLen, when closeOK (kept for Try's fast path)
+	closeOK  bool
 }
 
 // frame is an open object or array.
@@ -89,6 +91,7 @@ func (r *SchemaJSON) Done() bool {
 // Feed advances over b; it returns false, leaving r in an undefined
 // state, if b cannot follow what came before.
 func (r *SchemaJSON) Feed(b []byte) bool {
+	r.closeOK = false
 	for _, c := range b {
 		if !r.step(c) {
 			return false
@@ -100,6 +103,20 @@ func (r *SchemaJSON) Feed(b []byte) bool {
 // Try reports whether b can follow, leaving r unchanged, and when
 // closing is set the length of the shortest completion after b.
 func (r *SchemaJSON) Try(b []byte, closing bool) (int, bool) {
+	if r.st == sStr && r.u8need == 0 && plainText(b) {
+		// the common case, text inside a string, without a copy
+		n := len(b)
+		if r.sr.max >= 0 && r.chars+n > r.sr.max {
+			return 0, false
+		}
+		if !closing {
+			return 0, true
+		}
+		if !r.closeOK {
+			r.closeLen, r.closeOK = r.ClosingLen(), true
+		}
+		return r.closeLen - min(n, max(0, r.sr.min-r.chars)), true
+	}
 	if r.scratch == nil {
 		r.scratch = &SchemaJSON{}
 	}
@@ -114,6 +131,17 @@ func (r *SchemaJSON) Try(b []byte, closing bool) (int, bool) {
 		return 0, true
 	}
 	return sc.ClosingLen(), true
+}
+
+// plainText reports whether b is printable ASCII other than a quote or
+// a backslash: bytes that go on a string and count a character each.
+func plainText(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // Growth is the most one byte can add to ClosingLen.
