@@ -705,3 +705,36 @@ func TestIntegerRange(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeEnum: with a thousand values sharing prefixes, each value is
+// accepted, and strings near them (a byte short, a byte more, another
+// byte) only when they are values too.
+func TestLargeEnum(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	vals := map[string]bool{}
+	for len(vals) < 1000 {
+		b := make([]byte, 1+r.IntN(6))
+		for i := range b {
+			b[i] = "abcd"[r.IntN(4)]
+		}
+		vals[string(b)] = true
+	}
+	list := slices.Sorted(func(yield func(string) bool) {
+		for v := range vals {
+			if !yield(v) {
+				return
+			}
+		}
+	})
+	enum, _ := json.Marshal(list)
+	s := compileT(t, `{"type":"object","properties":{"v":{"enum":`+string(enum)+`}},"required":["v"]}`)
+	for _, v := range list {
+		for _, x := range []string{v, v[:len(v)-1], v + "a", v[:len(v)-1] + "e", v + "b"} {
+			rec := NewSchemaJSON(s)
+			got := rec.Feed([]byte(`{"v":"`+x+`"}`)) && rec.Done()
+			if got != vals[x] {
+				t.Fatalf("%q accepted %v", x, got)
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package constrain
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -133,6 +134,25 @@ func (r *SchemaJSON) Try(b []byte, closing bool) (int, bool) {
 	return sc.ClosingLen(), true
 }
 
+// narrow returns the range of the sorted strings in [lo, hi), which
+// share their first pos bytes, whose byte at pos is c (-1, -1 if none).
+func narrow(lo, hi, pos int, c byte, at func(int) string) (int, int) {
+	// in the range, the string of length pos (if one) comes first, then
+	// the others by their byte at pos
+	first := lo + sort.Search(hi-lo, func(i int) bool {
+		k := at(lo + i)
+		return len(k) > pos && k[pos] >= c
+	})
+	last := lo + sort.Search(hi-lo, func(i int) bool {
+		k := at(lo + i)
+		return len(k) > pos && k[pos] > c
+	})
+	if first >= last {
+		return -1, -1
+	}
+	return first, last
+}
+
 // plainText reports whether b is printable ASCII other than a quote or
 // a backslash: bytes that go on a string and count a character each.
 func plainText(b []byte) bool {
@@ -224,15 +244,10 @@ func (r *SchemaJSON) step(c byte) bool {
 					}
 				}
 			}
-			lo, hi, ok := -1, -1, false
-			for i := r.lo; i < r.hi; i++ {
-				if k := props[i].key; len(k) > r.pos && k[r.pos] == c {
-					if lo < 0 {
-						lo = i
-					}
-					hi = i + 1
-					ok = ok || !f.isSeen(i)
-				}
+			lo, hi := narrow(r.lo, r.hi, r.pos, c, func(i int) string { return props[i].key })
+			ok := false
+			for i := max(lo, 0); i < hi && !ok; i++ {
+				ok = !f.isSeen(i)
 			}
 			if !ok {
 				return false
@@ -364,15 +379,7 @@ func (r *SchemaJSON) step(c byte) bool {
 			return true
 		case sLits:
 			lits := r.cur.lits
-			lo, hi := -1, -1
-			for i := r.lo; i < r.hi; i++ {
-				if l := lits[i]; len(l) > r.pos && l[r.pos] == c {
-					if lo < 0 {
-						lo = i
-					}
-					hi = i + 1
-				}
-			}
+			lo, hi := narrow(r.lo, r.hi, r.pos, c, func(i int) string { return lits[i] })
 			if lo < 0 {
 				if !r.exact {
 					return false
