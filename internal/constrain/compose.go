@@ -1,5 +1,7 @@
 package constrain
 
+import "bytes"
+
 // Sequence returns a recognizer of before, then what inner recognizes,
 // then after: for instance a tool call's fixed opening, its arguments
 // under their schema, and its closing mark. inner ends as soon as it is
@@ -100,6 +102,10 @@ func (s *sequence) Try(b []byte, closing bool) (int, bool) {
 		}
 		// the longest accepted run must end the inner part (a byte
 		// lowers the closing by at most one, so it is at least innerLen)
+		// and be followed by the start of after
+		if s.after == "" || len(r) <= s.innerLen || bytes.IndexByte(r[s.innerLen:], s.after[0]) < 0 {
+			return 0, false
+		}
 		k := -1
 		for j := len(r) - 1; j >= s.innerLen; j-- {
 			if n, ok := s.inner.Try(r[:j], true); ok {
