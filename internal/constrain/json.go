@@ -53,6 +53,7 @@ type JSON struct {
 	ws         int    // whitespace bytes in a row
 	objectOnly bool
 	started    bool
+	scratch    *JSON
 }
 
 // NewJSON returns a recognizer of any JSON value, or of a JSON object
@@ -89,9 +90,27 @@ func (j *JSON) Feed(b []byte) bool {
 func (j *JSON) Accepts(b []byte, scratch *JSON) bool {
 	stack := append(scratch.stack[:0], j.stack...)
 	*scratch = *j
-	scratch.stack = stack
+	scratch.stack, scratch.scratch = stack, nil
 	return scratch.Feed(b)
 }
+
+// Try reports whether b can follow, leaving j unchanged, and when
+// closing is set the length of the shortest completion after b.
+func (j *JSON) Try(b []byte, closing bool) (int, bool) {
+	if j.scratch == nil {
+		j.scratch = &JSON{}
+	}
+	if !j.Accepts(b, j.scratch) {
+		return 0, false
+	}
+	if !closing {
+		return 0, true
+	}
+	return j.scratch.ClosingLen(), true
+}
+
+// Growth is the most one byte can add to ClosingLen.
+func (j *JSON) Growth() int { return 8 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
 

@@ -156,3 +156,23 @@ func TestClosingLen(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONGrowth: after any prefix, no byte raises the closing length
+// by more than Growth (which the mask relies on to skip budget checks).
+func TestJSONGrowth(t *testing.T) {
+	d := `{"a":[1,{"b\u00e9":"c\u00e9\n"}],"d":-1.5e-3,"e":true, "f": [[], {}, null]}`
+	for n := range len(d) + 1 {
+		for _, obj := range []bool{false, true} {
+			j := NewJSON(obj)
+			if !j.Feed([]byte(d[:n])) {
+				t.Fatalf("prefix %q refused", d[:n])
+			}
+			before := j.ClosingLen()
+			for c := range 256 {
+				if after, ok := j.Try([]byte{byte(c)}, true); ok && after > before+j.Growth() {
+					t.Errorf("after %q, %q raises the closing from %d to %d", d[:n], byte(c), before, after)
+				}
+			}
+		}
+	}
+}

@@ -2,31 +2,56 @@ package constrain
 
 import "math"
 
-// Mask keeps a generation to one JSON value by setting the logits of the
-// tokens that cannot follow to -Inf. It knows each token's bytes and the
-// ids that end generation: those are allowed only once the value is
-// complete, and then they are all that is allowed. When the tokens left
-// are few, only tokens after which the shortest completion still fits
-// are allowed, so the output is complete JSON whenever the vocabulary
-// holds the single-byte tokens of that completion.
-type Mask struct {
-	tokens  [][]byte // bytes of each id; nil for ids with no text
-	stop    map[int]bool
-	j       *JSON
-	scratch JSON
-	fed     int // generated ids fed to j
-	budget  int // tokens the generation may produce (0: unbounded)
-	broken  bool
+// Recognizer is a format a Mask keeps generation to: it reads bytes,
+// knows which may come next and how short the rest can be.
+type Recognizer interface {
+	// Feed advances over b; it returns false if b cannot follow.
+	Feed(b []byte) bool
+	// Done reports whether the bytes so far are complete.
+	Done() bool
+	// ClosingLen is the length of the shortest completion.
+	ClosingLen() int
+	// Try reports whether b can follow, leaving the recognizer
+	// unchanged, and when closing is set ClosingLen after b.
+	Try(b []byte, closing bool) (int, bool)
+	// Growth is the most one byte can add to ClosingLen.
+	Growth() int
 }
 
-// NewMask makes a mask for one generation. tokens holds the bytes of
-// each id (nil or empty: never generated), stop the ids that end
-// generation, budget the most tokens the generation produces (0: no
-// limit).
+// Mask keeps a generation to a Recognizer's format by setting the
+// logits of the tokens that cannot follow to -Inf. It knows each
+// token's bytes and the ids that end generation: those are allowed only
+// once the text is complete, and then they are all that is allowed.
+// When the tokens left are few, only tokens after which the shortest
+// completion still fits are allowed, so the output is complete whenever
+// the vocabulary holds the single-byte tokens of that completion.
+type Mask struct {
+	tokens [][]byte // bytes of each id; nil for ids with no text
+	stop   map[int]bool
+	r      Recognizer
+	fed    int // generated ids fed to r
+	budget int // tokens the generation may produce (0: unbounded)
+	maxTok int // the longest token, in bytes
+	broken bool
+}
+
+// NewMask makes a mask that keeps one generation to a JSON value (an
+// object when objectOnly is set). tokens holds the bytes of each id (nil
+// or empty: never generated), stop the ids that end generation, budget
+// the most tokens the generation produces (0: no limit).
 func NewMask(tokens [][]byte, stop []int, budget int, objectOnly bool) *Mask {
-	m := &Mask{tokens: tokens, stop: map[int]bool{}, j: NewJSON(objectOnly), budget: budget}
+	return NewMaskFor(NewJSON(objectOnly), tokens, stop, budget)
+}
+
+// NewMaskFor makes a mask that keeps one generation to r's format; the
+// other arguments are as for NewMask. The mask owns r.
+func NewMaskFor(r Recognizer, tokens [][]byte, stop []int, budget int) *Mask {
+	m := &Mask{tokens: tokens, stop: map[int]bool{}, r: r, budget: budget}
 	for _, id := range stop {
 		m.stop[id] = true
+	}
+	for _, t := range tokens {
+		m.maxTok = max(m.maxTok, len(t))
 	}
 	return m
 }
@@ -36,7 +61,7 @@ func NewMask(tokens [][]byte, stop []int, budget int, objectOnly bool) *Mask {
 func (m *Mask) Apply(logits []float32, generated []int) {
 	for ; m.fed < len(generated); m.fed++ {
 		id := generated[m.fed]
-		if id < 0 || id >= len(m.tokens) || !m.j.Feed(m.tokens[id]) {
+		if id < 0 || id >= len(m.tokens) || !m.r.Feed(m.tokens[id]) {
 			m.broken = true // a drawn token the mask did not allow
 		}
 	}
@@ -44,7 +69,7 @@ func (m *Mask) Apply(logits []float32, generated []int) {
 		return
 	}
 	neg := float32(math.Inf(-1))
-	if m.j.Done() {
+	if m.r.Done() {
 		for i := range logits {
 			if !m.stop[i] {
 				logits[i] = neg
@@ -53,13 +78,12 @@ func (m *Mask) Apply(logits []float32, generated []int) {
 		return
 	}
 	// with few tokens left, a token must leave room to finish (one token
-	// per byte of the shortest completion at worst)
-	left := -1
+	// per byte of the shortest completion at worst); the check is needed
+	// only when one token could grow the completion past what is left
+	left, check := 0, false
 	if m.budget > 0 {
 		left = m.budget - len(generated)
-		if left > MaxDepth+16 {
-			left = -1
-		}
+		check = left-1 < m.r.ClosingLen()+m.maxTok*m.r.Growth()
 	}
 	allowed := 0
 	for i := range logits {
@@ -67,9 +91,11 @@ func (m *Mask) Apply(logits []float32, generated []int) {
 		if i < len(m.tokens) {
 			t = m.tokens[i]
 		}
-		ok := len(t) > 0 && m.j.Accepts(t, &m.scratch)
-		if ok && left >= 0 {
-			ok = m.scratch.ClosingLen() <= left-1
+		ok := false
+		if len(t) > 0 {
+			var closing int
+			closing, ok = m.r.Try(t, check)
+			ok = ok && (!check || closing <= left-1)
 		}
 		if !ok {
 			logits[i] = neg
@@ -87,5 +113,5 @@ func (m *Mask) Apply(logits []float32, generated []int) {
 	}
 }
 
-// Done reports whether the text fed so far is a complete value.
-func (m *Mask) Done() bool { return !m.broken && m.j.Done() }
+// Done reports whether the text fed so far is complete.
+func (m *Mask) Done() bool { return !m.broken && m.r.Done() }

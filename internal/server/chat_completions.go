@@ -249,11 +249,16 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 		return job{}, nil, nil, badRequest("top_logprobs", "top_logprobs needs logprobs: true")
 	}
 	var constrain func([]float32, []int)
-	if format != nil {
-		budget := limit
-		if budget == 0 {
-			budget = s.ctx - len(ids)
-		}
+	budget := limit
+	if budget == 0 {
+		budget = s.ctx - len(ids)
+	}
+	switch {
+	case cons.tools != nil && cons.tools.force != nil:
+		// a call is required: it wins over response_format, which
+		// shapes text replies
+		constrain = s.maskFor(cons.tools.force, budget, append(s.m.StopIDs(), s.eot...))
+	case format != nil:
 		constrain = s.mask(format, budget, append(s.m.StopIDs(), s.eot...))
 	}
 	j.req.Logits = chainLogits(constrain, lp)

@@ -13,6 +13,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"prompt": [1, 2, 3], "max_tokens": 1e9}`,
 		`{"prompt": ["a"], "logprobs": 3, "presence_penalty": 2, "frequency_penalty": -2}`,
 		`{"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "object"}}}, "tools": [{"type": "function", "function": {"name": "f"}}]}`,
+		`{"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "object", "properties": {"a": {"enum": [1, "x"]}, "b": {"$ref": "#"}}, "required": ["a"]}}}}`,
+		`{"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}}}}], "tool_choice": "required"}`,
+		`{"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "f"}}}`,
 		`null`, `[]`, `{"messages": null}`, `{"max_tokens": "5"}`,
 	} {
 		f.Add([]byte(s))

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 
 	"github.com/aotlm/aotlm/internal/constrain"
@@ -11,11 +10,13 @@ import (
 // jsonFormat is what response_format asks for.
 type jsonFormat struct {
 	objectOnly bool
+	schema     *constrain.Schema // json_schema: the compiled schema
 }
 
 // responseFormat checks response_format; it returns nil for plain text.
-// json_object constrains the reply to a JSON object; json_schema to JSON
-// of the schema's top-level type (an object when the schema says so).
+// json_object constrains the reply to a JSON object; json_schema to a
+// document the schema accepts (constrain.Schema tells the subset; a
+// schema outside it is refused, naming the keyword).
 func (s *Server) responseFormat(f *responseFormat) (*jsonFormat, *apiError) {
 	switch f.Type {
 	case "", "text":
@@ -30,19 +31,11 @@ func (s *Server) responseFormat(f *responseFormat) (*jsonFormat, *apiError) {
 		if len(raw) == 0 || string(raw) == "null" {
 			return nil, badRequest("response_format", "response_format.json_schema.schema is missing")
 		}
-		var schema map[string]any
-		if err := json.Unmarshal(raw, &schema); err != nil {
-			return nil, badRequest("response_format", "response_format.json_schema.schema is not a JSON schema object: %v", err)
+		schema, err := constrain.CompileSchema(raw)
+		if err != nil {
+			return nil, badRequest("response_format", "response_format.json_schema.%v", err)
 		}
-		if t, ok := schema["type"]; ok {
-			ts, isString := t.(string)
-			if !isString || !strings.Contains(" object array string number integer boolean null ", " "+ts+" ") {
-				return nil, badRequest("response_format", "response_format.json_schema.schema has type %v: want one of object, array, string, number, integer, boolean, null", t)
-			}
-			return &jsonFormat{objectOnly: ts == "object"}, nil
-		}
-		_, props := schema["properties"]
-		return &jsonFormat{objectOnly: props}, nil
+		return &jsonFormat{schema: schema}, nil
 	}
 	return nil, badRequest("response_format", "response_format type %q: want text, json_object or json_schema", f.Type)
 }
@@ -85,6 +78,13 @@ func (s *Server) tokenBytes() [][]byte {
 
 // mask makes the logits mask of one generation.
 func (s *Server) mask(f *jsonFormat, budget int, stop []int) func([]float32, []int) {
-	m := constrain.NewMask(s.tokenBytes(), stop, budget, f.objectOnly)
-	return m.Apply
+	if f.schema != nil {
+		return s.maskFor(constrain.NewSchemaJSON(f.schema), budget, stop)
+	}
+	return constrain.NewMask(s.tokenBytes(), stop, budget, f.objectOnly).Apply
+}
+
+// maskFor makes the logits mask that keeps one generation to r.
+func (s *Server) maskFor(r constrain.Recognizer, budget int, stop []int) func([]float32, []int) {
+	return constrain.NewMaskFor(r, s.tokenBytes(), stop, budget).Apply
 }

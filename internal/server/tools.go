@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/aotlm/aotlm/internal/constrain"
 )
 
 // toolParser finds the tool calls in a reply. It reads the formats chat
@@ -13,6 +15,12 @@ import (
 // <|python_tag|> or not.
 type toolParser struct {
 	names map[string]bool
+	// force, for tool_choice "required" or a named function, keeps the
+	// reply to one call (of the named function or of any tool) in the
+	// format of the model's template, its arguments under the tool's
+	// parameters schema: the reply then goes through parse like any
+	// other.
+	force constrain.Recognizer
 }
 
 const (
@@ -24,7 +32,7 @@ const (
 // toolSetup checks tools and tool_choice; it returns the parser and the
 // tools as the template sees them, or no parser for tool_choice "none".
 func (s *Server) toolSetup(tools []tool, choice json.RawMessage) (*toolParser, []any, *apiError) {
-	mode := "auto"
+	mode, named := "auto", ""
 	if c := bytes.TrimSpace(choice); len(c) > 0 && string(c) != "null" {
 		var str string
 		var obj struct {
@@ -40,7 +48,7 @@ func (s *Server) toolSetup(tools []tool, choice json.RawMessage) (*toolParser, [
 			}
 			mode = str
 		case json.Unmarshal(c, &obj) == nil && obj.Type == "function" && obj.Function.Name != "":
-			mode = "function"
+			mode, named = "function", obj.Function.Name
 		default:
 			return nil, nil, badRequest("tool_choice", "tool_choice: want none, auto, required or {\"type\": \"function\", \"function\": {\"name\": ...}}")
 		}
@@ -71,10 +79,60 @@ func (s *Server) toolSetup(tools []tool, choice json.RawMessage) (*toolParser, [
 		dec.Decode(&v)
 		vars = append(vars, v)
 	}
-	if mode == "none" {
+	switch mode {
+	case "none":
 		return nil, nil, nil
+	case "function":
+		if !p.names[named] {
+			return nil, nil, badRequest("tool_choice", "tool_choice names the function %q, which is not in tools", named)
+		}
+	}
+	if mode == "required" || mode == "function" {
+		var alts []constrain.Recognizer
+		for i, t := range tools {
+			if mode == "function" && t.Function.Name != named {
+				continue
+			}
+			r, e := s.callFormat(i, t)
+			if e != nil {
+				return nil, nil, e
+			}
+			alts = append(alts, r)
+		}
+		p.force = alts[0]
+		if len(alts) > 1 {
+			p.force = constrain.Choice(alts...)
+		}
 	}
 	return p, vars, nil
+}
+
+// callFormat is the recognizer of one call of tool t (the i-th), in the
+// format the model's template teaches: Llama 3's bare
+// {"name": ..., "parameters": ...} when the template speaks of
+// <|python_tag|> and not of <tool_call>, the Hermes and Qwen
+// <tool_call> block otherwise.
+func (s *Server) callFormat(i int, t tool) (constrain.Recognizer, *apiError) {
+	params := bytes.TrimSpace(t.Function.Parameters)
+	if len(params) == 0 || string(params) == "null" {
+		params = []byte(`{"type":"object"}`)
+	}
+	schema, err := constrain.CompileSchema(params)
+	if err != nil {
+		return nil, badRequest("tools", "tool %d (%s): parameters %v", i, t.Function.Name, err)
+	}
+	name, _ := json.Marshal(t.Function.Name)
+	args := constrain.NewSchemaJSON(schema)
+	src := ""
+	if s.m != nil {
+		if tpl, _ := s.m.ChatTemplate(); tpl != nil {
+			src = tpl.Source()
+		}
+	}
+	if strings.Contains(src, pythonTag) && !strings.Contains(src, hermesOpen) {
+		return constrain.Sequence(`{"name": `+string(name)+`, "parameters": `, args, "}"), nil
+	}
+	return constrain.Sequence(hermesOpen+"\n"+`{"name": `+string(name)+`, "arguments": `, args, "}\n"+hermesClose), nil
 }
 
 // maybeCall reports whether text, the start of a reply, may be a tool
