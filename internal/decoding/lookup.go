@@ -18,7 +18,9 @@ type Lookup struct {
 	NgramMax, NgramMin int
 	// DraftMax is the most tokens drafted per pass (default 8, at most
 	// the target's largest pass minus one); DraftMin the fewest worth a
-	// verify pass (default 1): fewer are decoded plainly.
+	// verify pass (default 1): fewer are decoded plainly. Drafts start at
+	// 2 tokens and grow toward DraftMax while they are accepted
+	// (nextDraft).
 	DraftMax, DraftMin int
 	// Corpus is more text (token ids) to find matches in, after the
 	// sequence itself.
@@ -54,6 +56,7 @@ func (l *Lookup) Start(t Target, history []int, smp *sample.Sampler) (Decoder, e
 	if d.kmax < 1 {
 		d.st.Note = "the model's largest pass holds one row: plain decoding"
 	}
+	d.k = min(d.kmax, firstDraft)
 	return d, nil
 }
 
@@ -69,8 +72,23 @@ type lookupDecoder struct {
 	smp                    *sample.Sampler
 	hist, corpus           []int // hist: the committed ids
 	nmax, nmin, kmax, kmin int
+	k                      int // the current draft length (see nextDraft)
 	ctl                    control
 	st                     Stats
+}
+
+// firstDraft is the draft length lookup starts with.
+const firstDraft = 2
+
+// nextDraft is the draft length after a round that drafted n tokens and
+// had a of them accepted: doubled (up to kmax) when all were, else one more
+// than were accepted. A pass costs more the more rows it has, so drafts
+// stay short while the guesses fail and grow while they hold.
+func nextDraft(n, a, kmax int) int {
+	if a >= n {
+		return min(max(2*n, 1), kmax)
+	}
+	return min(a+1, kmax)
 }
 
 func (d *lookupDecoder) Stats() Stats { return d.st }
@@ -81,7 +99,7 @@ func (d *lookupDecoder) Next(id int, generated []int) ([]int, error) {
 	room := d.t.Context() - d.t.Pos() - 1 // drafts that fit after id
 	var drafts []int
 	if !d.ctl.plainNext() && d.kmax >= 1 {
-		drafts = d.draft(append(d.hist, id), min(d.kmax, room))
+		drafts = d.draft(append(d.hist, id), min(max(d.k, d.kmin, 1), room))
 	}
 	if len(drafts) < max(d.kmin, 1) {
 		out, err := plainStep(d.t, d.smp, id, generated, &d.st)
@@ -97,6 +115,7 @@ func (d *lookupDecoder) Next(id int, generated []int) ([]int, error) {
 		return nil, err
 	}
 	d.hist = append(append(d.hist, id), out[:len(out)-1]...)
+	d.k = nextDraft(len(drafts), len(out)-1, d.kmax)
 	d.ctl.guessDone(time.Since(start), len(out), len(drafts)+1, &d.st)
 	return out, nil
 }

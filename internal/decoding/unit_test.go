@@ -82,3 +82,17 @@ func TestControl(t *testing.T) {
 		t.Fatal("Off fell back")
 	}
 }
+
+// TestNextDraft: lookup's draft length doubles while every drafted token
+// is accepted (up to the most), and falls to one more than were accepted
+// otherwise.
+func TestNextDraft(t *testing.T) {
+	for _, c := range []struct{ n, a, kmax, want int }{
+		{2, 2, 8, 4}, {4, 4, 8, 8}, {8, 8, 8, 8}, {6, 6, 7, 7},
+		{2, 0, 8, 1}, {8, 3, 8, 4}, {1, 1, 8, 2}, {4, 1, 8, 2}, {3, 0, 1, 1},
+	} {
+		if got := nextDraft(c.n, c.a, c.kmax); got != c.want {
+			t.Errorf("nextDraft(%d drafted, %d accepted, most %d) = %d, want %d", c.n, c.a, c.kmax, got, c.want)
+		}
+	}
+}
