@@ -92,6 +92,7 @@ type Model struct {
 	cfg      Config
 	eng      *engine.Engine // nil for other backends
 	mode     engine.Mode
+	batch    *batcher // nil: sessions decode one pass each
 	template *chat.Template
 	specials chat.Specials
 	stop     []int
@@ -149,7 +150,7 @@ func Open(path string, opts Options) (*Model, error) {
 		eng.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	m.eng, m.mode = eng, mode
+	m.eng, m.mode, m.batch = eng, mode, newBatcher(eng)
 	m.cfg.NewSequence = func(n int) (Sequence, error) {
 		if n == 0 {
 			n = ctx

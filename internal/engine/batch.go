@@ -39,11 +39,7 @@ func (e *Engine) DecodeBatch(sessions []*Session, ids []int) ([][]float32, error
 		}
 	}
 	if prog == nil {
-		most := 1
-		for _, p := range e.plans {
-			most = max(most, min(p.p.Rows, p.selCap))
-		}
-		return nil, fmt.Errorf("engine: a batch of %d sessions: the artifact's plans decode at most %d at once", n, most)
+		return nil, fmt.Errorf("engine: a batch of %d sessions: the artifact's plans decode at most %d at once", n, e.MaxBatch())
 	}
 	driver := sessions[0]
 	for i, s := range sessions {
@@ -105,4 +101,18 @@ func (s *Session) batchAttention(a *attnArgs, l, qcols int) {
 		bs.cacheLayer(&r, l)
 		s.attnRows = append(s.attnRows, r)
 	}
+}
+
+// MaxBatch is the most sessions DecodeBatch takes at once: the rows of
+// the largest plan that returns the logits of all its rows, and 1 for a
+// model with recurrent state (whose sessions decode one at a time).
+func (e *Engine) MaxBatch() int {
+	if len(e.plans[0].p.State) > 0 {
+		return 1
+	}
+	n := 1
+	for _, p := range e.plans {
+		n = max(n, min(p.p.Rows, p.selCap))
+	}
+	return n
 }

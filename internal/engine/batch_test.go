@@ -128,7 +128,8 @@ func checkDecodeBatch(t *testing.T, e *engine.Engine, mode engine.Mode) {
 // count, a session twice, a session of another engine, a closed session,
 // a full cache, an id outside the vocabulary, more sessions than the
 // largest plan has rows, or a recurrent model each get an error naming
-// the problem, and leave the sessions where they were.
+// the problem, and leave the sessions where they were; MaxBatch tells the
+// limit (1 for the recurrent model).
 func TestDecodeBatchRefuses(t *testing.T) {
 	m := storiesModel(t)
 	e := compileModel(t, m, 16, 4)
@@ -179,7 +180,13 @@ func TestDecodeBatchRefuses(t *testing.T) {
 		}
 	}
 
+	if n := e.MaxBatch(); n != 4 {
+		t.Errorf("MaxBatch of plans of 1 and 4 rows: %d", n)
+	}
 	rwkv := compileKV(t, loadModel(t, testutil.Path(t, "rwkv/260123_reverse_L2_only_rwkv7.pth")), "f32")
+	if n := rwkv.MaxBatch(); n != 1 {
+		t.Errorf("MaxBatch of a recurrent model: %d", n)
+	}
 	a, b := newSession(t, rwkv, opts), newSession(t, rwkv, opts)
 	if _, err := rwkv.DecodeBatch([]*engine.Session{a, b}, []int{1, 2}); err == nil || !strings.Contains(err.Error(), "recurrent") {
 		t.Errorf("recurrent model: got %v", err)
