@@ -4,8 +4,10 @@
 // defaults, stop ids); a Model makes Sessions, which generate text with
 // streaming, stop ids and stop strings, context cancellation, and reuse
 // of their KV cache across calls (a call whose prompt extends what the
-// session already holds prefills only the new tokens). Chat keeps a
-// conversation on one session.
+// session already holds prefills only the new tokens). Sessions of one
+// model that generate at the same time, each in its own goroutine, share
+// their decode passes (one row each, the weights read once per step).
+// Chat keeps a conversation on one session.
 //
 // It opens artifacts only and links no compiler. Other backends (the
 // graph interpreter behind `aotlm run --no-compile`) plug in through
