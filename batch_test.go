@@ -116,3 +116,61 @@ func TestConcurrentSessionsShareDecodePasses(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowSessionDoesNotHoldBackOthers: a session that stops asking for
+// tokens (its caller blocked in onToken, as a server's writing to a client
+// that does not read) stays a member of the shared passes, yet another
+// session generating at the same time runs to its end without it: a pass
+// waits for a missing session only for a bounded time.
+func TestSlowSessionDoesNotHoldBackOthers(t *testing.T) {
+	defer aotlm.SetGatherTime(time.Millisecond)()
+	m := stories(t, "hybrid")
+	slow, err := m.NewSession(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	fast, err := m.NewSession(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fast.Close()
+	blocked, release := make(chan struct{}), make(chan struct{})
+	slowDone := make(chan error, 1)
+	go func() {
+		n := 0
+		_, err := slow.Generate(context.Background(), aotlm.Request{Prompt: "Once upon a time", MaxTokens: 8, IgnoreEOS: true}, func(aotlm.Token) error {
+			if n++; n == 3 {
+				close(blocked)
+				<-release
+			}
+			return nil
+		})
+		slowDone <- err
+	}()
+	<-blocked // slow is a member that asks for nothing until released
+	before := m.DecodeStats()
+	fastDone := make(chan *aotlm.Result, 1)
+	go func() {
+		r, err := fast.Generate(context.Background(), aotlm.Request{Prompt: "Tom had a red ball", MaxTokens: 30, IgnoreEOS: true}, nil)
+		if err != nil {
+			t.Error(err)
+		}
+		fastDone <- r
+	}()
+	select {
+	case r := <-fastDone:
+		if r == nil || len(r.IDs) != 30 {
+			t.Errorf("the other session generated %v", r)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a session blocked between tokens held back another session's generation")
+	}
+	if st := m.DecodeStats(); st.Rows-before.Rows != 29 {
+		t.Errorf("the other session's %d decode passes advanced %d rows, want 29", st.Passes-before.Passes, st.Rows-before.Rows)
+	}
+	close(release)
+	if err := <-slowDone; err != nil {
+		t.Fatal(err)
+	}
+}
