@@ -4,8 +4,10 @@
 // defaults, stop ids); a Model makes Sessions, which generate text with
 // streaming, stop ids and stop strings, context cancellation, and reuse
 // of their KV cache across calls (a call whose prompt extends what the
-// session already holds prefills only the new tokens). Chat keeps a
-// conversation on one session.
+// session already holds prefills only the new tokens). Sessions of one
+// model that generate at the same time, each in its own goroutine, share
+// their decode passes (one row each, the weights read once per step).
+// Chat keeps a conversation on one session.
 //
 // It opens artifacts only and links no compiler. Other backends (the
 // graph interpreter behind `aotlm run --no-compile`) plug in through
@@ -92,6 +94,7 @@ type Model struct {
 	cfg      Config
 	eng      *engine.Engine // nil for other backends
 	mode     engine.Mode
+	batch    *batcher // nil: sessions decode one pass each
 	template *chat.Template
 	specials chat.Specials
 	stop     []int
@@ -149,7 +152,7 @@ func Open(path string, opts Options) (*Model, error) {
 		eng.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	m.eng, m.mode = eng, mode
+	m.eng, m.mode, m.batch = eng, mode, newBatcher(eng)
 	m.cfg.NewSequence = func(n int) (Sequence, error) {
 		if n == 0 {
 			n = ctx

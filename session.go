@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aotlm/aotlm/internal/decoding"
+	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/sample"
 	"github.com/aotlm/aotlm/internal/tokenizer"
 )
@@ -106,6 +107,11 @@ type Session struct {
 	m    *Model
 	seq  Sequence
 	hist []int // ids committed in seq
+
+	// call is the session's request to the model's batcher, used while
+	// its Generate loop is a member (inBatch).
+	call    decodeCall
+	inBatch bool
 }
 
 // NewSession makes a session with a cache of ctx positions (0: the
@@ -221,6 +227,8 @@ func (s *Session) Generate(ctx context.Context, req Request, onToken func(Token)
 		return res, err
 	}
 	defer s.endDecoder(dec, res)
+	leave := s.joinBatch(dec == nil)
+	defer leave()
 	var queue []int // tokens a decoder chose ahead
 	decStart := time.Now()
 	for {
@@ -276,12 +284,13 @@ func (s *Session) Generate(ctx context.Context, req Request, onToken func(Token)
 			s.hist = append(s.hist, id)
 			continue
 		}
-		if logits, err = s.seq.Decode(id); err != nil {
+		if logits, err = s.decode(id); err != nil {
 			res.Text = text.String()
 			return res, fmt.Errorf("decode at position %d: %w", s.seq.Pos(), err)
 		}
 		s.hist = append(s.hist, id)
 	}
+	leave()
 	if rest := text.flush(); rest != "" && onToken != nil {
 		if err := onToken(Token{ID: -1, Text: rest}); err != nil {
 			res.Text = text.String()
@@ -291,6 +300,40 @@ func (s *Session) Generate(ctx context.Context, req Request, onToken func(Token)
 	res.Decode = time.Since(decStart)
 	res.Text = text.String()
 	return res, nil
+}
+
+// joinBatch makes the session a member of its model's batcher while it
+// decodes one token per pass (when ok, the model has a batcher and the
+// session is the engine's), so that its passes share the rows of one pass
+// with those of the other sessions decoding at the same time. The
+// returned function ends the membership; calls after the first do nothing.
+func (s *Session) joinBatch(ok bool) (leave func()) {
+	es, isEngine := s.seq.(*engine.Session)
+	if !ok || s.m.batch == nil || !isEngine {
+		return func() {}
+	}
+	if s.call.wake == nil {
+		s.call = decodeCall{s: es, wake: make(chan bool, 1)}
+	}
+	b := s.m.batch
+	b.join()
+	s.inBatch = true
+	return func() {
+		if s.inBatch {
+			s.inBatch = false
+			b.leave()
+		}
+	}
+}
+
+// decode feeds id and returns the logits after it: through the model's
+// batcher while the session is one of its members.
+func (s *Session) decode(id int) ([]float32, error) {
+	if !s.inBatch {
+		return s.seq.Decode(id)
+	}
+	s.call.id = id
+	return s.m.batch.decode(&s.call)
 }
 
 // prefill brings the session to hold ids and returns the logits after the

@@ -8,13 +8,28 @@ import (
 )
 
 // attnTask is one attention step split across the workers by (row, head)
-// items; scores holds each worker's scratch row.
+// items; scores holds each worker's scratch row. In a batched pass (rows
+// set) each row is a one-row pass of its own session: items are then
+// row-major, row t's heads being items t*H..t*H+H-1.
 type attnTask struct {
 	a      *attnArgs
+	rows   []attnArgs  // a batched pass's rows, else nil
 	scores [][]float32 // [worker][ctx]
 }
 
-func (t *attnTask) run(w, lo, hi int) { attendItems(t.a, lo, hi, t.scores[w]) }
+func (t *attnTask) run(w, lo, hi int) {
+	if t.rows == nil {
+		attendItems(t.a, lo, hi, t.scores[w])
+		return
+	}
+	H := t.rows[0].H
+	for i := lo; i < hi; {
+		r := i / H
+		end := min(hi, (r+1)*H)
+		attendItems(&t.rows[r], i-r*H, end-r*H, t.scores[w])
+		i = end
+	}
+}
 
 // attend runs the attention step s.attn: the new rows go into the cache,
 // then the workers share the (row, head) items. Caches are stored
@@ -22,22 +37,52 @@ func (t *attnTask) run(w, lo, hi int) { attendItems(t.a, lo, hi, t.scores[w]) }
 // are long contiguous dot products and updates.
 func (s *Session) attend() {
 	a := &s.attn
-	s.storeTask.a = a
+	s.storeTask.a, s.storeTask.rows = a, nil
 	cols := a.G * a.E
 	s.pool.do(&s.storeTask, cols, 16, cols*a.T >= 1<<14, s.threads)
-	s.attnTask.a = a
+	s.attnTask.a, s.attnTask.rows = a, nil
 	items := a.T * a.H
 	cost := items * (a.pos + a.T) * a.E
 	s.pool.do(&s.attnTask, items, 1, cost >= minParallelCost, s.threads)
 }
 
+// attendRows runs the attention step of a batched pass, whose rows
+// s.attnRows are one-row passes over the caches of their own sessions.
+func (s *Session) attendRows() {
+	rows := s.attnRows
+	a := &rows[0]
+	cols := a.G * a.E
+	s.storeTask.a, s.storeTask.rows = nil, rows
+	s.pool.do(&s.storeTask, cols, 16, cols*len(rows) >= 1<<14, s.threads)
+	s.attnTask.a, s.attnTask.rows = nil, rows
+	items, cost := len(rows)*a.H, 0
+	for i := range rows {
+		cost += a.H * (rows[i].pos + 1) * a.E
+	}
+	s.pool.do(&s.attnTask, items, 1, cost >= minParallelCost, s.threads)
+}
+
 // storeTask writes a pass's keys and values into a transposed float32,
 // binary16 or uint8 cache, split across the workers by cache column:
-// each column's T new positions are contiguous.
-type storeTask struct{ a *attnArgs }
+// each column's T new positions are contiguous. A batched pass's rows
+// each go into their own session's cache.
+type storeTask struct {
+	a    *attnArgs
+	rows []attnArgs // a batched pass's rows, else nil
+}
 
 func (st *storeTask) run(_, lo, hi int) {
-	a := st.a
+	if st.rows == nil {
+		storeColumns(st.a, lo, hi)
+		return
+	}
+	for i := range st.rows {
+		storeColumns(&st.rows[i], lo, hi)
+	}
+}
+
+// storeColumns stores cache columns [lo, hi) of a's T rows.
+func storeColumns(a *attnArgs, lo, hi int) {
 	kvc := a.G * a.E
 	for c := lo; c < hi; c++ {
 		at := c*a.ctx + a.pos

@@ -25,6 +25,13 @@
 // wants to the top of its buffer, and the steps after it (final norm,
 // classifier) run on those rows only; a pass that wants none stops there.
 //
+// Batched decode (Engine.DecodeBatch): the next token of each of up to N
+// sessions as the rows of one pass, each at its own session's position.
+// The row-wise and linear steps treat them as any pass's rows (so a
+// weight is read once for all of them); the attention step stores row
+// t's keys and values into session t's cache and attends it over that
+// cache alone, as a one-row pass of that session would.
+//
 // Prefill modes: ModeHybrid feeds a P-token prompt in ceil(P/N) passes of
 // the AR-N plan, the last one padded, then decodes with the AR-1 plan;
 // ModeKV feeds the prompt one token at a time through the AR-1 plan. A

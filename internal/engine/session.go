@@ -91,6 +91,13 @@ type Session struct {
 	one     [1]int
 	closed  bool
 	embeds  []float32 // Pass.Embeds of the running pass
+
+	// A batched pass (Engine.DecodeBatch) that this session drives: row
+	// t is the next token of batch[t], over batch[t]'s cache.
+	batch    []*Session
+	attnRows []attnArgs // the rows of a batched pass's attention step
+	selAll   []int      // 0, 1, ..., the largest plan's rows - 1
+	logits   []float32  // this session's logits from a batched pass
 }
 
 // NewSession allocates a session's arena and cache.
@@ -161,6 +168,10 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 		rows, nbuf = max(rows, p.p.Rows), max(nbuf, len(p.p.Buffers))
 	}
 	s.rowPos, s.bufRows = make([]int, rows), make([]int, nbuf)
+	s.attnRows, s.selAll = make([]attnArgs, 0, rows), make([]int, rows)
+	for i := range s.selAll {
+		s.selAll[i] = i
+	}
 	s.rope.cos, s.rope.sin = make([]float32, rows*e.scratch), make([]float32, rows*e.scratch)
 	s.attnTask.scores = make([][]float32, s.threads)
 	for w := range s.attnTask.scores {
@@ -566,18 +577,15 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 			s.attn = attnArgs{out: out, q: x, k: k, v: v, C: s.kvCols, ctx: s.ctx,
 				T: rows, pos: s.pos, H: a.Heads, G: a.KVHeads, E: a.HeadDim, scale: a.Scale,
 				window: a.Window}
+			if s.batch != nil {
+				s.batchAttention(&s.attn, a.Layer, xcols)
+				s.attendRows()
+				break
+			}
 			if !s.chain {
 				s.attn.rowPos, s.attn.mask = s.rowPos[:rows], s.mask
 			}
-			switch {
-			case s.ku != nil:
-				kc := s.e.manifest.KVCache
-				s.attn.Ku, s.attn.Vu, s.attn.ks, s.attn.vs = s.ku[a.Layer], s.vu[a.Layer], kc.K[a.Layer], kc.V[a.Layer]
-			case s.kh != nil:
-				s.attn.Kh, s.attn.Vh = s.kh[a.Layer], s.vh[a.Layer]
-			default:
-				s.attn.K, s.attn.V = s.k[a.Layer], s.v[a.Layer]
-			}
+			s.cacheLayer(&s.attn, a.Layer)
 			s.attend()
 		case op.Columns:
 			for t := 0; t < rows; t++ {
@@ -597,6 +605,19 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 	}
 	out, _, cols := buf(p.Output)
 	return Logits{data: out, vocab: cols}
+}
+
+// cacheLayer points a at layer l of s's cache.
+func (s *Session) cacheLayer(a *attnArgs, l int) {
+	switch {
+	case s.ku != nil:
+		kc := s.e.manifest.KVCache
+		a.Ku, a.Vu, a.ks, a.vs = s.ku[l], s.vu[l], kc.K[l], kc.V[l]
+	case s.kh != nil:
+		a.Kh, a.Vh = s.kh[l], s.vh[l]
+	default:
+		a.K, a.V = s.k[l], s.v[l]
+	}
 }
 
 // PrefillAll feeds ids, commits them, and returns the logits of every

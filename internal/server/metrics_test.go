@@ -41,6 +41,9 @@ func TestMetrics(t *testing.T) {
 		fmt.Sprintf("aotlm_generated_tokens_total %d", got.Usage.CompletionTokens),
 		fmt.Sprintf("aotlm_prompt_tokens_total %d", got.Usage.PromptTokens),
 		"aotlm_requests_queued 0", "aotlm_slots 1", "# TYPE aotlm_tokens_per_second gauge",
+		// one request alone: a pass per token after the first
+		fmt.Sprintf("aotlm_decode_passes_total %d", got.Usage.CompletionTokens-1),
+		fmt.Sprintf("aotlm_decode_rows_total %d", got.Usage.CompletionTokens-1),
 	} {
 		if !strings.Contains(text, want+"\n") {
 			t.Errorf("/metrics lacks %q:\n%s", want, text)

@@ -4,9 +4,13 @@
 // at /. Requests run on a fixed set of sessions of one model; a request
 // takes the free session whose cache shares the longest prefix with its
 // prompt, so a conversation that grows turn by turn prefills only what
-// each turn adds. Requests beyond the sessions wait in a bounded queue;
-// a full queue answers 503 with Retry-After. A client that goes away
-// cancels its request (through the request's context) between passes.
+// each turn adds. The requests that are generating advance together, one
+// row each in a shared decode pass per step (the model's sessions batch
+// their decode passes; see aotlm.Model.DecodeStats), so the weights are
+// read once per step for all of them. Requests beyond the sessions wait
+// in a bounded queue; a full queue answers 503 with Retry-After. A client
+// that goes away cancels its request (through the request's context)
+// between passes.
 package server
 
 import (

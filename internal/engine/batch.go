@@ -1,0 +1,118 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// DecodeBatch feeds ids[i] to sessions[i] at that session's committed
+// position, all of them in one pass of len(sessions) rows through the
+// smallest plan that holds them, and commits each: the linear steps read
+// every weight once for all the rows, while row i attends only to
+// sessions[i]'s committed cache and itself, and its keys and values go
+// into sessions[i]'s cache. It returns each session's logits after its
+// token, valid until that session's next pass; they equal what
+// sessions[i].Decode(ids[i]) returns up to the summation order of the
+// products.
+//
+// The sessions must be distinct sessions of e, none of them in use
+// elsewhere during the call, and of a model without recurrent state;
+// there may be at most as many as the largest plan has rows. The pass
+// runs on the worker threads of the session with the largest context
+// (the first of them), in its arena. On error nothing changes.
+func (e *Engine) DecodeBatch(sessions []*Session, ids []int) ([][]float32, error) {
+	n := len(sessions)
+	if n == 0 {
+		return nil, errors.New("engine: a batch of no sessions")
+	}
+	if len(ids) != n {
+		return nil, fmt.Errorf("engine: %d ids for a batch of %d sessions", len(ids), n)
+	}
+	if e.closed.Load() {
+		return nil, ErrClosed
+	}
+	var prog *program
+	for _, p := range e.plans {
+		if p.p.Rows >= n && p.selCap >= n {
+			prog = p
+			break
+		}
+	}
+	if prog == nil {
+		return nil, fmt.Errorf("engine: a batch of %d sessions: the artifact's plans decode at most %d at once", n, e.MaxBatch())
+	}
+	driver := sessions[0]
+	for i, s := range sessions {
+		switch {
+		case s == nil:
+			return nil, fmt.Errorf("engine: batch session %d is nil", i)
+		case s.e != e:
+			return nil, fmt.Errorf("engine: batch session %d belongs to another engine", i)
+		case s.closed:
+			return nil, fmt.Errorf("engine: batch session %d: %w", i, ErrClosed)
+		case s.Recurrent():
+			return nil, errors.New("engine: a model with recurrent state decodes its sessions one at a time, not in a batch")
+		case s.pos >= s.ctx:
+			return nil, fmt.Errorf("engine: batch session %d: %w: %d positions used, context is %d", i, ErrContextFull, s.pos, s.ctx)
+		case ids[i] < 0 || ids[i] >= e.vocab:
+			return nil, fmt.Errorf("engine: batch session %d: id %d is outside the vocabulary [0, %d)", i, ids[i], e.vocab)
+		}
+		for _, t := range sessions[:i] {
+			if t == s {
+				return nil, fmt.Errorf("engine: session %d appears twice in the batch", i)
+			}
+		}
+		if s.ctx > driver.ctx {
+			driver = s // its attention scratch holds the longest row
+		}
+	}
+	for i, s := range sessions {
+		driver.rowPos[i] = s.pos
+	}
+	driver.chain, driver.mask, driver.batch = true, nil, sessions
+	e.passMu.Lock()
+	out := driver.exec(prog, ids, driver.selAll[:n])
+	e.passMu.Unlock()
+	driver.batch = nil
+	logits := make([][]float32, n)
+	for i, s := range sessions {
+		if len(s.logits) != out.vocab {
+			s.logits = make([]float32, out.vocab)
+		}
+		copy(s.logits, out.Row(i))
+		logits[i] = s.logits
+		s.pos++
+		s.pending = 0
+	}
+	return logits, nil
+}
+
+// batchAttention sets s.attnRows to the rows of a batched pass's attention
+// step over layer l: row t is a one-row pass of s.batch[t] at its committed
+// position, reading its row of the step's buffers (a's out, q, k and v,
+// the query rows qcols wide) and that session's cache.
+func (s *Session) batchAttention(a *attnArgs, l, qcols int) {
+	HE, GE := a.H*a.E, a.G*a.E
+	s.attnRows = s.attnRows[:0]
+	for t, bs := range s.batch {
+		r := attnArgs{out: a.out[t*HE : (t+1)*HE], q: a.q[t*qcols : t*qcols+HE],
+			k: a.k[t*GE : (t+1)*GE], v: a.v[t*GE : (t+1)*GE], C: a.C, ctx: bs.ctx,
+			T: 1, pos: bs.pos, H: a.H, G: a.G, E: a.E, scale: a.scale, window: a.window}
+		bs.cacheLayer(&r, l)
+		s.attnRows = append(s.attnRows, r)
+	}
+}
+
+// MaxBatch is the most sessions DecodeBatch takes at once: the rows of
+// the largest plan that returns the logits of all its rows, and 1 for a
+// model with recurrent state (whose sessions decode one at a time).
+func (e *Engine) MaxBatch() int {
+	if len(e.plans[0].p.State) > 0 {
+		return 1
+	}
+	n := 1
+	for _, p := range e.plans {
+		n = max(n, min(p.p.Rows, p.selCap))
+	}
+	return n
+}
