@@ -46,7 +46,7 @@ func (l *linearJob) run(_, j0, j1 int) {
 			b = l.b[j]
 		}
 		// DotRows for one row too: a row's sum has the same order whatever
-		// T is, so decode and prefill of the same token agree
+		// the pass holds (decode, prefill, a batch of sessions)
 		kernel.DotRows(tmp, l.w[j*K:(j+1)*K], x, K)
 		for t, v := range tmp {
 			l.dst[t*N+j] = v + b

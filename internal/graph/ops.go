@@ -10,9 +10,10 @@ import (
 // linear computes dst[t][j] = sum_k x[t][k]*w[j][k] (+ b[j]) for T rows,
 // x [T, K], w [N, K], dst [T, N], on the SIMD row kernel kernel.DotRows,
 // which reads each weight row once for all T rows and sums each row in
-// the same order whatever T is (so a sequence run in one pass or token by
-// token gives the same values); the engine makes the same calls, so the
-// interpreter and a compiled float32 artifact agree.
+// the same order whatever T is (TestDotRowsSameWhateverRows), so a
+// sequence run in one pass or token by token gives the same values; the
+// engine makes the same calls, so the interpreter and a compiled float32
+// artifact agree.
 func linear(dst, x, w, b []float32, T, K, N, threads int) {
 	x = x[:T*K]
 	work := func(j0, j1 int) {

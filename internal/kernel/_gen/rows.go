@@ -307,7 +307,7 @@ func genDotRows(c *rowsISA) {
 	Label("r1")
 	TESTQ(rows, rows)
 	JZ(LabelRef("done"))
-	c.dotBlock("r1", dst, w, y, n, 1, 4)
+	c.dotBlock("r1", dst, w, y, n, 1, 2)
 	ADDQ(U8(4), dst)
 	ADDQ(c.sb, y)
 	DECQ(rows)
