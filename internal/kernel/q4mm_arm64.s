@@ -17,6 +17,29 @@
 // FMLA Vd.4S, Vn.4S, Vm.4S
 #define FMLAV(d, n, m) WORD $(0x4E20CC00 | ((m)<<16) | ((n)<<5) | (d))
 
+// Stores the 2x4 tile of a pair of rows: V27 = [r0.t0, r0.t1, r1.t0,
+// r1.t1], V28 the same for tokens 2 and 3, to dst at R0 (row stride R1
+// bytes per token); R15, R16 scratch.
+#define STORE_2X4 \
+	MOVD R0, R15             \
+	FMOVS F27, (R15)         \
+	VMOV  V27.S[2], R16      \
+	MOVW  R16, 4(R15)        \
+	ADD   R1, R15            \
+	VMOV  V27.S[1], R16      \
+	MOVW  R16, (R15)         \
+	VMOV  V27.S[3], R16      \
+	MOVW  R16, 4(R15)        \
+	ADD   R1, R15            \
+	FMOVS F28, (R15)         \
+	VMOV  V28.S[2], R16      \
+	MOVW  R16, 4(R15)        \
+	ADD   R1, R15            \
+	VMOV  V28.S[1], R16      \
+	MOVW  R16, (R15)         \
+	VMOV  V28.S[3], R16      \
+	MOVW  R16, 4(R15)
+
 // func q4Rows2x4MMLA(dst *float32, ldd int, nib *byte, npairs, nb int, codes *uint8, scales *float32, rec *byte)
 //
 // npairs pairs of rows against four tokens (see q4MatMulI8MM). Per block
@@ -128,24 +151,7 @@ scaled:
 	FMULV(28, 28, 23)
 
 store:
-	MOVD R0, R15
-	FMOVS F27, (R15)
-	VMOV  V27.S[2], R16
-	MOVW  R16, 4(R15)
-	ADD   R1, R15
-	VMOV  V27.S[1], R16
-	MOVW  R16, (R15)
-	VMOV  V27.S[3], R16
-	MOVW  R16, 4(R15)
-	ADD   R1, R15
-	FMOVS F28, (R15)
-	VMOV  V28.S[2], R16
-	MOVW  R16, 4(R15)
-	ADD   R1, R15
-	VMOV  V28.S[1], R16
-	MOVW  R16, (R15)
-	VMOV  V28.S[3], R16
-	MOVW  R16, 4(R15)
+	STORE_2X4
 
 	ADD  $8, R0
 	ADD  R8<<1, R2, R2
@@ -234,24 +240,7 @@ w8block:
 	FMULV(27, 27, 23)
 	FMULV(28, 28, 23)
 
-	MOVD R0, R15
-	FMOVS F27, (R15)
-	VMOV  V27.S[2], R16
-	MOVW  R16, 4(R15)
-	ADD   R1, R15
-	VMOV  V27.S[1], R16
-	MOVW  R16, (R15)
-	VMOV  V27.S[3], R16
-	MOVW  R16, 4(R15)
-	ADD   R1, R15
-	FMOVS F28, (R15)
-	VMOV  V28.S[2], R16
-	MOVW  R16, 4(R15)
-	ADD   R1, R15
-	VMOV  V28.S[1], R16
-	MOVW  R16, (R15)
-	VMOV  V28.S[3], R16
-	MOVW  R16, 4(R15)
+	STORE_2X4
 
 	ADD  $8, R0
 	ADD  R8<<1, R2, R2
