@@ -2,6 +2,7 @@ package calib
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/arch"
@@ -98,11 +99,7 @@ func TestCollect(t *testing.T) {
 			t.Fatalf("channel %d: mean %v max %v, direct %v %v", j, mean[j], in.MaxAbs[j], sum[j]/21, mx[j])
 		}
 	}
-	for i := range h {
-		if math.Abs(in.H[i]-h[i]) > 1e-9*(1+math.Abs(h[i])) {
-			t.Fatalf("H[%d] = %v, direct %v", i, in.H[i], h[i])
-		}
-	}
+	checkGram(t, in.H, h, k)
 	if len(in.Sample) == 0 || len(in.Sample)%k != 0 {
 		t.Fatalf("sample of %d values", len(in.Sample))
 	}
@@ -215,5 +212,52 @@ func TestSequential(t *testing.T) {
 	}
 	if st2.Inputs[0].MaxAbs[0] != before[0] || st2.Inputs[len(st2.Inputs)-1].MaxAbs[0] == before[1] {
 		t.Errorf("first input %v -> %v (want unchanged), last %v -> %v (want moved)", before[0], st2.Inputs[0].MaxAbs[0], before[1], st2.Inputs[len(st2.Inputs)-1].MaxAbs[0])
+	}
+}
+
+// checkGram compares a Gram matrix summed in float32 within each pass
+// against the float64 one: each entry within 1e-5 of the Cauchy-Schwarz
+// bound sqrt(H[a,a] H[b,b]) of its terms' sum of magnitudes (float32
+// sums of up to a few hundred terms are good to about 1e-6 of it), and
+// exactly symmetric.
+func checkGram(t *testing.T, got, want []float64, k int) {
+	t.Helper()
+	for a := range k {
+		for b := range k {
+			bound := math.Sqrt(want[a*k+a] * want[b*k+b])
+			if d := math.Abs(got[a*k+b] - want[a*k+b]); d > 1e-5*bound+1e-30 {
+				t.Fatalf("H[%d,%d] = %v, direct %v (bound %v)", a, b, got[a*k+b], want[a*k+b], bound)
+			}
+			if got[a*k+b] != got[b*k+a] {
+				t.Fatalf("H[%d,%d] = %v but H[%d,%d] = %v", a, b, got[a*k+b], b, a, got[b*k+a])
+			}
+		}
+	}
+}
+
+// TestAddGram checks the SIMD Gram update against a float64 double loop
+// on random rows, over several calls (accumulation) and worker counts,
+// for widths that are and are not multiples of the kernel's lanes.
+func TestAddGram(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, k := range []int{1, 7, 64, 130, 257} {
+		for _, threads := range []int{1, 2, 5} {
+			h, want := make([]float64, k*k), make([]float64, k*k)
+			for call, rows := range []int{1, 33, 200} {
+				x := make([]float32, rows*k)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64()) * float32(1+call)
+				}
+				addGram(h, x, rows, k, threads)
+				for r := range rows {
+					for a := range k {
+						for b := range k {
+							want[a*k+b] += float64(x[r*k+a]) * float64(x[r*k+b])
+						}
+					}
+				}
+			}
+			checkGram(t, h, want, k)
+		}
 	}
 }

@@ -51,6 +51,7 @@ func Sequential(m *arch.Model, st *Stats, samples [][]int, opts Options, q Quant
 		x.Min, x.Max = float32(1e38), float32(-1e38)
 		if old.H != nil {
 			x.H = make([]float64, old.Cols*old.Cols)
+			x.threads = opts.Threads
 		}
 		row0, seen := 0, false
 		in.SetInputHook(func(n *graph.Node, slot int, v []float32, rows, cols int) []float32 {

@@ -3,9 +3,12 @@ package calib
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/op"
 )
 
@@ -25,6 +28,8 @@ type Input struct {
 	H []float64
 	// Sample holds up to Options.SampleRows rows [*, K], taken evenly.
 	Sample []float32
+
+	threads int // workers of the Hessian products (0: GOMAXPROCS)
 }
 
 // MeanAbs returns the mean |x| per channel.
@@ -117,6 +122,7 @@ func Collect(m *arch.Model, samples [][]int, opts Options) (*Stats, error) {
 				Min: float32(math.Inf(1)), Max: float32(math.Inf(-1))}
 			if opts.Hessian {
 				x.H = make([]float64, k*k)
+				x.threads = opts.Threads
 			}
 			byNode[id] = x
 			st.Inputs = append(st.Inputs, x)
@@ -178,21 +184,62 @@ func (in *Input) observe(x []float32, rows, row0, stride, keep int) {
 			in.MaxAbs[j] = max(in.MaxAbs[j], a)
 			in.Min, in.Max = min(in.Min, v), max(in.Max, v)
 		}
-		if in.H != nil {
-			for a, va := range row {
-				if va == 0 {
-					continue
-				}
-				h := in.H[a*k : (a+1)*k]
-				fa := float64(va)
-				for b, vb := range row {
-					h[b] += fa * float64(vb)
-				}
-			}
-		}
 		if (row0+r)%stride == 0 && len(in.Sample) < keep*k {
 			in.Sample = append(in.Sample, row...)
 		}
 	}
+	if in.H != nil {
+		addGram(in.H, x[:rows*k], rows, k, in.threads)
+	}
 	in.Rows += rows
+}
+
+// addGram adds x^T x of x [rows, k] to h [k, k]. The products run on the
+// SIMD row kernel in float32 within one call (sums of at most rows terms)
+// and accumulate across calls in float64; the lower triangle is computed
+// and mirrored.
+func addGram(h []float64, x []float32, rows, k, threads int) {
+	xt := make([]float32, k*rows) // [k, rows]: channel a's values over the rows
+	for r := range rows {
+		for a, v := range x[r*k : (r+1)*k] {
+			xt[a*rows+r] = v
+		}
+	}
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	threads = max(1, min(threads, k/64))
+	var wg sync.WaitGroup
+	for w := range threads {
+		// rows a of the triangle are split so that each worker gets about
+		// the same number of products (a+1 each)
+		lo := int(float64(k) * math.Sqrt(float64(w)/float64(threads)))
+		hi := int(float64(k) * math.Sqrt(float64(w+1)/float64(threads)))
+		if w == threads-1 {
+			hi = k
+		}
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			dst := make([]float32, k)
+			for a := lo; a < hi; a++ {
+				kernel.DotRows(dst[:a+1], xt[a*rows:(a+1)*rows], xt[:(a+1)*rows], rows)
+				ha := h[a*k : a*k+a+1]
+				for b, v := range dst[:a+1] {
+					ha[b] += float64(v)
+				}
+			}
+		}(lo, hi)
+	}
+	wg.Wait()
+	const blk = 64 // mirror the lower triangle in cache-sized blocks
+	for a0 := 0; a0 < k; a0 += blk {
+		for b0 := 0; b0 <= a0; b0 += blk {
+			for a := a0; a < min(a0+blk, k); a++ {
+				for b := b0; b < min(b0+blk, a); b++ {
+					h[b*k+a] = h[a*k+b]
+				}
+			}
+		}
+	}
 }

@@ -122,16 +122,63 @@ func gptqFactor(h []float64, k int, damp float64) ([]float64, []bool, error) {
 	for i := range k {
 		a[i*k+i] += damp * mean
 	}
-	inv, err := spdInverse(a, k)
-	if err != nil {
-		return nil, nil, fmt.Errorf("quant: gptq: %w", err)
-	}
-	// H^-1 = U^T U, U = L^T for the lower factor L of H^-1
-	u, err := upperCholesky(inv, k)
+	u, err := inverseUpperFactor(a, k)
 	if err != nil {
 		return nil, nil, fmt.Errorf("quant: gptq: %w", err)
 	}
 	return u, dead, nil
+}
+
+// inverseUpperFactor returns the upper triangular U with positive diagonal
+// such that a^-1 = U^T U, for a symmetric positive definite a [k, k].
+// With J the reversal permutation, J a J = L L^T (lower Cholesky) gives
+// a = R R^T with R = J L J upper, so a^-1 = R^-T R^-1 and U = R^-1 =
+// J L^-1 J: one factorization and one triangular inverse, both walking
+// rows in memory order, instead of inverting a and factoring the inverse.
+func inverseUpperFactor(a []float64, k int) ([]float64, error) {
+	rev := make([]float64, k*k)
+	for i := range k {
+		for j := range k {
+			rev[i*k+j] = a[(k-1-i)*k+(k-1-j)]
+		}
+	}
+	l, err := cholesky(rev, k)
+	if err != nil {
+		return nil, err
+	}
+	li := lowerInverse(l, k)
+	u := rev // reuse: U[i,j] = L^-1[k-1-i, k-1-j]
+	for i := range k {
+		for j := range k {
+			u[i*k+j] = li[(k-1-i)*k+(k-1-j)]
+		}
+	}
+	return u, nil
+}
+
+// lowerInverse inverts the lower triangular l [k, k] row by row: row i of
+// L^-1 is -(sum over p < i of l[i,p] * row p of L^-1) / l[i,i], plus
+// 1/l[i,i] on the diagonal, accumulated as whole-row updates.
+func lowerInverse(l []float64, k int) []float64 {
+	li := make([]float64, k*k)
+	for i := range k {
+		row := li[i*k : i*k+i+1]
+		for p := range i {
+			c := l[i*k+p]
+			if c == 0 {
+				continue
+			}
+			for j, v := range li[p*k : p*k+p+1] {
+				row[j] += c * v
+			}
+		}
+		d := l[i*k+i]
+		for j := range i {
+			row[j] = -row[j] / d
+		}
+		row[i] = 1 / d
+	}
+	return li
 }
 
 var errNotSPD = errors.New("matrix is not positive definite")
@@ -157,51 +204,4 @@ func cholesky(a []float64, k int) ([]float64, error) {
 		}
 	}
 	return l, nil
-}
-
-// upperCholesky returns the upper triangular U with a = U^T U.
-func upperCholesky(a []float64, k int) ([]float64, error) {
-	l, err := cholesky(a, k)
-	if err != nil {
-		return nil, err
-	}
-	u := make([]float64, k*k)
-	for i := range k {
-		for j := range k {
-			u[i*k+j] = l[j*k+i]
-		}
-	}
-	return u, nil
-}
-
-// spdInverse inverts the symmetric positive definite a [k, k] through its
-// Cholesky factor.
-func spdInverse(a []float64, k int) ([]float64, error) {
-	l, err := cholesky(a, k)
-	if err != nil {
-		return nil, err
-	}
-	// inverse of L by forward substitution, then A^-1 = L^-T L^-1
-	li := make([]float64, k*k)
-	for c := range k {
-		li[c*k+c] = 1 / l[c*k+c]
-		for i := c + 1; i < k; i++ {
-			var s float64
-			for p := c; p < i; p++ {
-				s -= l[i*k+p] * li[p*k+c]
-			}
-			li[i*k+c] = s / l[i*k+i]
-		}
-	}
-	inv := make([]float64, k*k)
-	for i := range k {
-		for j := 0; j <= i; j++ {
-			var s float64
-			for p := i; p < k; p++ {
-				s += li[p*k+i] * li[p*k+j]
-			}
-			inv[i*k+j], inv[j*k+i] = s, s
-		}
-	}
-	return inv, nil
 }

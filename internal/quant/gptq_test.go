@@ -196,3 +196,65 @@ func equalF32(a, b []float32) bool {
 	}
 	return true
 }
+
+// TestInverseUpperFactor checks U from inverseUpperFactor on random
+// symmetric positive definite matrices: upper triangular with a positive
+// diagonal, and U^T U a = I within 1e-9 (float64, condition numbers of a
+// few hundred at most here).
+func TestInverseUpperFactor(t *testing.T) {
+	rng := rand.New(rand.NewSource(78))
+	for _, k := range []int{1, 2, 5, 33, 100} {
+		// a = X^T X + k I from random X [2k, k]
+		x := make([]float64, 2*k*k)
+		for i := range x {
+			x[i] = rng.NormFloat64()
+		}
+		a := make([]float64, k*k)
+		for r := range 2 * k {
+			for i := range k {
+				for j := range k {
+					a[i*k+j] += x[r*k+i] * x[r*k+j]
+				}
+			}
+		}
+		for i := range k {
+			a[i*k+i] += float64(k)
+		}
+		u, err := inverseUpperFactor(a, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range k {
+			if !(u[i*k+i] > 0) {
+				t.Fatalf("k=%d: U[%d,%d] = %v, not positive", k, i, i, u[i*k+i])
+			}
+			for j := range i {
+				if u[i*k+j] != 0 {
+					t.Fatalf("k=%d: U[%d,%d] = %v below the diagonal", k, i, j, u[i*k+j])
+				}
+			}
+		}
+		for i := range k { // (U^T U a)[i,j]
+			for j := range k {
+				var s float64
+				for p := range k {
+					var inv float64 // (U^T U)[i,p]
+					for q := range k {
+						inv += u[q*k+i] * u[q*k+p]
+					}
+					s += inv * a[p*k+j]
+				}
+				want := 0.0
+				if i == j {
+					want = 1
+				}
+				if math.Abs(s-want) > 1e-9 {
+					t.Fatalf("k=%d: (U^T U a)[%d,%d] = %v", k, i, j, s)
+				}
+			}
+		}
+	}
+	if _, err := inverseUpperFactor([]float64{1, 2, 2, 1}, 2); err == nil {
+		t.Fatal("an indefinite matrix was factored")
+	}
+}
