@@ -68,8 +68,10 @@ type calibRecord struct {
 	Methods  quant.Calibration   `json:"methods"`
 	Groups   []calib.GroupReport `json:"groups,omitempty"`
 	// Ranges are the calibrated input ranges of every linear, by weight
-	// (static activation quantization).
+	// (static activation quantization), without its outlier channels.
 	Ranges map[string][2]float32 `json:"ranges,omitempty"`
+	// Outliers counts the input channels kept in float, by weight.
+	Outliers map[string]int `json:"outlier_channels,omitempty"`
 }
 
 // prepareFunc returns quantize's Prepare step for a recipe: rotations,
@@ -80,7 +82,7 @@ func prepareFunc(r quant.Recipe, o calibOptions) (func(*arch.Model) (*qmodel.Pre
 		return nil, nil
 	}
 	if r.Calibration.Needed() && o.file == "" {
-		return nil, fmt.Errorf("recipe %s uses calibrated methods (awq, smooth_alpha, gptq, grid_search): pass --calib <text file>", r.Name)
+		return nil, fmt.Errorf("recipe %s uses calibrated methods (awq, smooth_alpha, gptq, grid_search, outliers): pass --calib <text file>", r.Name)
 	}
 	return func(m *arch.Model) (*qmodel.Prepared, error) {
 		rec := calibRecord{Methods: r.Calibration}
@@ -118,6 +120,14 @@ func prepareFunc(r quant.Recipe, o calibOptions) (func(*arch.Model) (*qmodel.Pre
 		prep.GridSearch = r.Calibration.GridSearch
 		for name, in := range st.ByWeight {
 			rec.Ranges[name] = [2]float32{in.Min, in.Max}
+			idx := outlierChannels(r, name, in, st)
+			if idx != nil {
+				if prep.Outliers == nil {
+					prep.Outliers, rec.Outliers = map[string][]int{}, map[string]int{}
+				}
+				prep.Outliers[name], rec.Outliers[name] = idx, len(idx)
+				rec.Ranges[name] = rangeWithout(in, idx)
+			}
 			if r.Calibration.GridSearch {
 				if prep.Importance == nil {
 					prep.Importance = map[string][]float64{}
@@ -129,6 +139,17 @@ func prepareFunc(r quant.Recipe, o calibOptions) (func(*arch.Model) (*qmodel.Pre
 					prep.Hessians = map[string][]float64{}
 				}
 				prep.Hessians[name] = in.H
+				if idx != nil {
+					// the quantized linear reads zeros at the outlier
+					// channels: they are dead inputs to GPTQ
+					h := append([]float64(nil), in.H...)
+					for _, c := range idx {
+						for j := range in.Cols {
+							h[c*in.Cols+j], h[j*in.Cols+c] = 0, 0
+						}
+					}
+					prep.Hessians[name] = h
+				}
 			}
 		}
 		return prep, nil
@@ -166,4 +187,47 @@ func sequentialQuantizer(r quant.Recipe, st *calib.Stats, gopts quant.GPTQOption
 		}
 		return q.Dequantize(), nil
 	}
+}
+
+// outlierChannels picks the input channels of linear weight name that the
+// recipe keeps in float: only for a weight quantized to a layout the int8
+// activation kernels run (w8, lpbq, q4 in blocks of 32 over a width that
+// is a multiple of 32), never for an embedding table.
+func outlierChannels(r quant.Recipe, name string, in *calib.Input, st *calib.Stats) []int {
+	c := r.Calibration
+	if !(c.Outliers > 0) || in.Cols%32 != 0 {
+		return nil
+	}
+	for _, n := range st.Graph.Nodes {
+		if n.Op == op.Embed && n.Weight == name {
+			return nil
+		}
+	}
+	s := r.SchemeFor(name)
+	switch s.Kind {
+	case quant.KindW8, quant.KindLPBQ, quant.KindQ4:
+	default:
+		return nil
+	}
+	if s.Block%32 != 0 {
+		return nil
+	}
+	return calib.OutlierChannels(in.MaxAbs, c.Outliers, c.OutlierRatio)
+}
+
+// rangeWithout is in's calibrated range once the channels idx are zeroed:
+// the recorded extremes clipped to the largest |x| of the other channels
+// (and holding 0).
+func rangeWithout(in *calib.Input, idx []int) [2]float32 {
+	skip := map[int]bool{}
+	for _, c := range idx {
+		skip[c] = true
+	}
+	var m float64
+	for j, v := range in.MaxAbs {
+		if !skip[j] {
+			m = max(m, v)
+		}
+	}
+	return [2]float32{min(max(in.Min, -float32(m)), 0), max(min(in.Max, float32(m)), 0)}
 }

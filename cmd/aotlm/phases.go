@@ -154,7 +154,7 @@ func phaseSession(p string, man *qmodel.Manifest, o phaseOptions) (eval.Session,
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", o.model, err)
 		}
-		sim := &qdq.Sim{}
+		sim := &qdq.Sim{Outliers: man.Outliers}
 		if p == "npu" {
 			// the NPU's W4A16: static 16-bit activations (the ranges
 			// quantize --calib recorded, else from the greedy sequence

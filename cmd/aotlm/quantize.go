@@ -155,6 +155,9 @@ quantizes with it (the manifest records it).`,
 				if t.Padded {
 					note = "last block padded"
 				}
+				if t.Outliers > 0 {
+					note = strings.TrimPrefix(note+fmt.Sprintf("; %d outlier channels in float", t.Outliers), "; ")
+				}
 				fmt.Fprintf(tw, "%s\t%v\t%s\t%.4f\t%.2f\t%s\n", terminalSafe(t.Name), t.Shape, t.Scheme, t.RelErr, t.Bits, note)
 			}
 			tw.Flush()

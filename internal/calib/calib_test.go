@@ -261,3 +261,36 @@ func TestAddGram(t *testing.T) {
 		}
 	}
 }
+
+// TestOutlierChannels checks the pick: only channels past ratio x median,
+// the largest first, at most ceil(fraction*K), returned ascending.
+func TestOutlierChannels(t *testing.T) {
+	m := []float64{1, 1, 20, 1, 9, 1, 1, 100, 1, 1}
+	cases := []struct {
+		frac, ratio float64
+		want        []int
+	}{
+		{0, 0, nil},
+		{0.1, 0, []int{7}},        // one channel: the largest
+		{0.3, 0, []int{2, 4, 7}},  // three, all >= 8x the median 1
+		{0.3, 10, []int{2, 7}},    // 9 is under 10x
+		{0.5, 0, []int{2, 4, 7}},  // no more qualify
+		{0.01, 200, nil},          // none is 200x
+		{0.25, 0, []int{2, 4, 7}}, // ceil(2.5) = 3
+		{0.15, 8, []int{2, 7}},    // ceil(1.5) = 2
+	}
+	for _, c := range cases {
+		got := OutlierChannels(m, c.frac, c.ratio)
+		if len(got) != len(c.want) {
+			t.Fatalf("fraction %v ratio %v: %v, want %v", c.frac, c.ratio, got, c.want)
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Fatalf("fraction %v ratio %v: %v, want %v", c.frac, c.ratio, got, c.want)
+			}
+		}
+	}
+	if got := OutlierChannels([]float64{0, 0, 0}, 0.5, 1); got != nil {
+		t.Fatalf("all-zero channels: %v", got)
+	}
+}

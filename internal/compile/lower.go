@@ -37,7 +37,7 @@ func Lower(g *graph.Graph, n, ctx int) (*plan.Plan, error) {
 			return nil, fmt.Errorf("compile: node %d (%s): op %v has no plan form", i, nd.Name, nd.Op)
 		}
 		rows := n
-		st := plan.Step{Op: o, Name: nd.Name, Eps: nd.Eps, Offset: nd.Offset, Scale: nd.Scale, Lo: nd.Lo, Hi: nd.Hi,
+		st := plan.Step{Op: o, Name: nd.Name, Eps: nd.Eps, Offset: nd.Offset, Scale: nd.Scale, Lo: nd.Lo, Hi: nd.Hi, Index: nd.Index,
 			HeadDim: nd.HeadDim, Slot: nd.Slot}
 		for _, in := range nd.In {
 			if in < 0 || in >= i {

@@ -64,6 +64,9 @@ type Source struct {
 	// Recipe and Generation go to the manifest as given.
 	Recipe     []byte
 	Generation map[string]any
+	// Outliers gives, by linear weight, the input channels computed in
+	// float (graph.SplitOutliers); the weights include W+OutlierSuffix.
+	Outliers map[string][]int
 }
 
 // CompileModel compiles a resolved model to outPath.
@@ -98,6 +101,11 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 	g, err := arch.Build(&cfg, arch.BuildOptions{AllLogits: false})
 	if err != nil {
 		return fmt.Errorf("compile: %w", err)
+	}
+	if len(src.Outliers) > 0 {
+		if g, err = graph.SplitOutliers(g, src.Outliers); err != nil {
+			return fmt.Errorf("compile: %w", err)
+		}
 	}
 	if gs, ok := ws.(*ggufSource); ok {
 		gs.useGraph(g)

@@ -591,6 +591,20 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 			for t := 0; t < rows; t++ {
 				copy(out[t*cols:(t+1)*cols], x[t*xcols+st.Lo:t*xcols+st.Hi])
 			}
+		case op.GatherCols:
+			for t := 0; t < rows; t++ {
+				o, xr := out[t*cols:(t+1)*cols], x[t*xcols:(t+1)*xcols]
+				for i, j := range st.Index {
+					o[i] = xr[j]
+				}
+			}
+		case op.ZeroCols:
+			copy(out[:rows*cols], x[:rows*cols])
+			for t := 0; t < rows; t++ {
+				for _, j := range st.Index {
+					out[t*cols+j] = 0
+				}
+			}
 		case op.SelectRows:
 			for i, r := range sel {
 				copy(out[i*cols:(i+1)*cols], x[r*cols:(r+1)*cols])

@@ -128,6 +128,39 @@ func (g *Graph) GroupRows(x, k int) int {
 	return g.add(Node{Op: op.GroupRows, In: []int{x}, Cols: k * g.cols(x), Group: k})
 }
 
+// GatherCols copies columns idx (ascending, distinct) of x (op.GatherCols).
+func (g *Graph) GatherCols(x int, idx []int) int {
+	g.checkIndex(x, idx)
+	return g.add(Node{Op: op.GatherCols, In: []int{x}, Cols: len(idx), Index: append([]int(nil), idx...)})
+}
+
+// ZeroCols copies x with columns idx (ascending, distinct) set to zero
+// (op.ZeroCols).
+func (g *Graph) ZeroCols(x int, idx []int) int {
+	g.checkIndex(x, idx)
+	return g.add(Node{Op: op.ZeroCols, In: []int{x}, Cols: g.cols(x), Index: append([]int(nil), idx...)})
+}
+
+func (g *Graph) checkIndex(x int, idx []int) {
+	if err := CheckIndex(idx, g.cols(x)); err != nil {
+		panic(err)
+	}
+}
+
+// CheckIndex reports whether idx is a non-empty ascending list of distinct
+// columns of a value of cols columns.
+func CheckIndex(idx []int, cols int) error {
+	if len(idx) == 0 {
+		return fmt.Errorf("graph: an empty column list")
+	}
+	for i, c := range idx {
+		if c < 0 || c >= cols || (i > 0 && c <= idx[i-1]) {
+			return fmt.Errorf("graph: column list %v is not ascending within [0, %d)", idx, cols)
+		}
+	}
+	return nil
+}
+
 // Hadamard rotates each row of x by blockdiag(H_P)/sqrt(P), P a power of
 // two dividing cols(x) (op.Hadamard): an online rotation whose inverse is
 // folded into the weights that read its output.

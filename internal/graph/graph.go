@@ -85,6 +85,7 @@ type Node struct {
 	HeadDim int     // op.HeadRMSNorm, op.WKV7: E, the span each norm covers; op.Hadamard: its block P
 	Scale   float32 // op.Scale
 	Lo, Hi  int     // op.Columns
+	Index   []int   // op.GatherCols, op.ZeroCols: the columns, ascending
 	Group   int     // op.GroupRows: rows joined into one
 	Rope    *Rope   // op.RoPE
 	Attn    *Attn   // op.Attention

@@ -286,6 +286,20 @@ func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []in
 		for t := 0; t < nrows[n.In[0]]; t++ {
 			copy(dst[t*n.Cols:(t+1)*n.Cols], x[t*c+n.Lo:t*c+n.Hi])
 		}
+	case op.GatherCols:
+		c := in.g.cols(n.In[0])
+		for t := 0; t < nrows[n.In[0]]; t++ {
+			for i, j := range n.Index {
+				dst[t*n.Cols+i] = x[t*c+j]
+			}
+		}
+	case op.ZeroCols:
+		copy(dst, x)
+		for t := 0; t < nrows[n.In[0]]; t++ {
+			for _, j := range n.Index {
+				dst[t*n.Cols+j] = 0
+			}
+		}
 	case op.SelectRows:
 		r := nrows[n.In[0]]
 		copy(dst, x[(r-1)*n.Cols:r*n.Cols])

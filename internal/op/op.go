@@ -36,6 +36,10 @@
 //	hadamard     out[t] = x[t] B, B = blockdiag(H_P, ..., H_P) / sqrt(P) with
 //	             H_P the Sylvester Hadamard matrix of order P (a power of
 //	             two dividing C): an online rotation (QuaRot's R3, R4)
+//	gather_cols  out[t][i] = x[t][idx[i]]: the outlier channels of a linear's
+//	             input, which a float linear reads
+//	zero_cols    out[t] = x[t] with the columns idx set to 0: the input the
+//	             int8 linear reads once its outlier channels are taken out
 package op
 
 import (
@@ -75,6 +79,8 @@ const (
 	Rows
 	GroupRows
 	Hadamard
+	GatherCols
+	ZeroCols
 	// Count is the number of op codes.
 	Count
 )
@@ -86,6 +92,7 @@ var names = [Count]string{
 	HeadRMSNorm: "head_rms_norm", LayerNorm: "layer_norm", TokenShift: "token_shift", Mix: "mix",
 	Sub: "sub", Sigmoid: "sigmoid", Tanh: "tanh", ReLU: "relu", WKV7: "wkv7",
 	Rows: "rows", GroupRows: "group_rows", Hadamard: "hadamard",
+	GatherCols: "gather_cols", ZeroCols: "zero_cols",
 }
 
 // aliases are former names still accepted when decoding.
@@ -141,7 +148,7 @@ var arity = [Count]Arity{
 	RoPE: {1, 0, 0}, Attention: {3, 0, 0}, Columns: {1, 0, 0}, SelectRows: {1, 0, 0},
 	HeadRMSNorm: {1, 1, 1}, LayerNorm: {1, 2, 2}, TokenShift: {1, 0, 0}, Mix: {2, 1, 1},
 	Sub: {2, 0, 0}, Sigmoid: {1, 0, 0}, Tanh: {1, 0, 0}, ReLU: {1, 0, 0}, WKV7: {5, 5, 5},
-	GroupRows: {1, 0, 0}, Hadamard: {1, 0, 0},
+	GroupRows: {1, 0, 0}, Hadamard: {1, 0, 0}, GatherCols: {1, 0, 0}, ZeroCols: {1, 0, 0},
 }
 
 // Arity returns the op's input and weight counts (zero for Invalid,

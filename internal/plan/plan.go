@@ -58,6 +58,7 @@ type Step struct {
 	Scale   float32 `json:"scale,omitempty"`    // scale
 	Lo      int     `json:"lo,omitempty"`       // columns
 	Hi      int     `json:"hi,omitempty"`       // columns
+	Index   []int   `json:"index,omitempty"`    // gather_cols, zero_cols: ascending columns
 	HeadDim int     `json:"head_dim,omitempty"` // head_rms_norm, wkv7: E; hadamard: its block P
 	Slot    int     `json:"slot,omitempty"`     // token_shift, wkv7: state slot
 	Rope    *Rope   `json:"rope,omitempty"`

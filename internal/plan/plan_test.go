@@ -46,6 +46,29 @@ func handShapes(name string) ([]int64, bool) {
 	return nil, false
 }
 
+// addCols appends a gather_cols or zero_cols step of the last row into a
+// new buffer of cols columns.
+func addCols(p *Plan, o op.Op, cols int, idx ...int) {
+	p.Arena = 120 + max(cols, 0)
+	p.Buffers = append(p.Buffers, Buffer{Rows: 1, Cols: cols, Offset: 120})
+	p.Steps = append(p.Steps, Step{Op: o, In: []int{4}, Out: 6, Index: idx})
+}
+
+// TestColumnStepsValid checks that well-formed gather_cols and zero_cols
+// steps pass.
+func TestColumnStepsValid(t *testing.T) {
+	for _, c := range []struct {
+		o    op.Op
+		cols int
+	}{{op.GatherCols, 3}, {op.ZeroCols, 8}} {
+		p := handPlan()
+		addCols(p, c.o, c.cols, 0, 4, 7)
+		if err := p.Validate(); err != nil {
+			t.Fatalf("%v: %v", c.o, err)
+		}
+	}
+}
+
 func TestHandPlanValid(t *testing.T) {
 	p := handPlan()
 	if err := p.Validate(); err != nil {
@@ -129,6 +152,13 @@ func TestValidateRefuses(t *testing.T) {
 		{"unwritten buffer", "buffers[6]", func(p *Plan) { p.Buffers = append(p.Buffers, Buffer{Rows: 1, Cols: 8, Offset: 0}) }},
 		{"unused cache layer", "kv.layers", func(p *Plan) { p.KV.Layers = 2 }},
 		{"cache wider than attention", "kv.cols", func(p *Plan) { p.KV.Cols = 16 }},
+		{"gather unsorted", "steps[6].index", func(p *Plan) { addCols(p, op.GatherCols, 2, 3, 1) }},
+		{"gather out of range", "steps[6].index", func(p *Plan) { addCols(p, op.GatherCols, 2, 1, 8) }},
+		{"gather repeated", "steps[6].index", func(p *Plan) { addCols(p, op.GatherCols, 2, 1, 1) }},
+		{"gather width", "steps[6].out", func(p *Plan) { addCols(p, op.GatherCols, 3, 1, 2) }},
+		{"gather none", "steps[6].out", func(p *Plan) { addCols(p, op.GatherCols, 2) }},
+		{"zero width", "steps[6].out", func(p *Plan) { addCols(p, op.ZeroCols, 2, 1, 2) }},
+		{"zero negative", "steps[6].index", func(p *Plan) { addCols(p, op.ZeroCols, 8, -1, 2) }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

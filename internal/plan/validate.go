@@ -239,6 +239,19 @@ func (p *Plan) checkShapes(st *Step) *Error {
 		if o.Rows != in[0].Rows || o.Cols != st.Hi-st.Lo {
 			return errf(".out", "columns [%d,%d) of %d rows write %dx%d", st.Lo, st.Hi, in[0].Rows, o.Rows, o.Cols)
 		}
+	case op.GatherCols, op.ZeroCols:
+		for i, c := range st.Index {
+			if c < 0 || c >= in[0].Cols || (i > 0 && c <= st.Index[i-1]) {
+				return errf(".index", "column list is not ascending within [0, %d)", in[0].Cols)
+			}
+		}
+		want := in[0].Cols
+		if st.Op == op.GatherCols {
+			want = len(st.Index)
+		}
+		if len(st.Index) == 0 || o.Rows != in[0].Rows || o.Cols != want {
+			return errf(".out", "%v of %d columns of %dx%d writes %dx%d", st.Op, len(st.Index), in[0].Rows, in[0].Cols, o.Rows, o.Cols)
+		}
 	case op.SelectRows:
 		if in[0].Rows != p.Rows || o.Rows < 1 || o.Rows > p.Rows || o.Cols != in[0].Cols {
 			return errf(".out", "selected rows of %dx%d write %dx%d", in[0].Rows, in[0].Cols, o.Rows, o.Cols)

@@ -25,7 +25,24 @@ func NewSession(m *arch.Model, ctx, threads int, sim *Sim) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := graph.NewInterpreter(g, m.Weights, threads)
+	weights := m.Weights
+	if sim != nil && len(sim.Outliers) > 0 {
+		if g, err = graph.SplitOutliers(g, sim.Outliers); err != nil {
+			return nil, fmt.Errorf("qdq: %w", err)
+		}
+		weights = make(graph.Weights, len(m.Weights)+len(sim.Outliers))
+		for k, v := range m.Weights {
+			weights[k] = v
+		}
+		for name, idx := range sim.Outliers {
+			shape := g.Weights[name]
+			if len(weights[name]) != shape[0]*shape[1] {
+				return nil, fmt.Errorf("qdq: weight %s has %d values, not %v", name, len(weights[name]), shape)
+			}
+			weights[name], weights[name+graph.OutlierSuffix] = graph.TakeOutliers(weights[name], shape[0], shape[1], idx)
+		}
+	}
+	in, err := graph.NewInterpreter(g, weights, threads)
 	if err != nil {
 		return nil, err
 	}

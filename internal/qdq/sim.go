@@ -38,6 +38,11 @@ type Sim struct {
 	// KV, when set, rounds the keys and values entering attention to the
 	// uint8 cache.
 	KV *KV
+	// Outliers gives, by linear weight, the input channels a quantized
+	// folder keeps in float (qmodel.Manifest.Outliers): the linear is
+	// split as the compiler splits it (graph.SplitOutliers), so Int8 and
+	// Static16 round only the other channels.
+	Outliers map[string][]int
 }
 
 // check verifies the KV scales against the graph's attention layers.

@@ -33,6 +33,10 @@ type Manifest struct {
 	// Calibration records the calibration and equivalent rewrites applied
 	// before quantization (rotations, scales, GPTQ), when any.
 	Calibration json.RawMessage `json:"calibration,omitempty"`
+	// Outliers gives, by linear weight W, the input channels kept in
+	// float: W's columns there are zero and the float tensor
+	// W + graph.OutlierSuffix holds them (graph.SplitOutliers).
+	Outliers map[string][]int `json:"outliers,omitempty"`
 }
 
 // TensorEntry is how one canonical tensor is stored.

@@ -11,6 +11,7 @@ import (
 	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/decoding"
 	"github.com/aotlm/aotlm/internal/format/detect"
+	"github.com/aotlm/aotlm/internal/graph"
 	"github.com/aotlm/aotlm/internal/model"
 	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/quant"
@@ -187,5 +188,86 @@ func TestRefusals(t *testing.T) {
 	os.WriteFile(man, nb, 0o644)
 	if _, _, err := qmodel.Load(out); err == nil || !strings.Contains(err.Error(), "up_proj") {
 		t.Fatalf("shape mismatch: %v", err)
+	}
+}
+
+// TestOutlierChannels quantizes a tiny model with outlier channels for
+// two linears and checks the folder: the manifest lists them, the float
+// tensor W.outliers holds W's original columns exactly, the quantized W
+// is W with those columns zeroed, quantized; Load puts the columns back
+// (the function the split computes); the report counts them in the bits.
+func TestOutlierChannels(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	cfg := tinymodel.Config{HiddenSize: 64, IntermediateSize: 96, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, VocabSize: 80, MaxPositions: 32}
+	if err := tinymodel.WriteLlama(src, cfg, 5); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := detect.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, err := arch.Load(ck)
+	ck.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pick := map[string][]int{
+		"model.layers.0.self_attn.q_proj.weight": {2, 33},
+		"model.layers.1.mlp.up_proj.weight":      {63},
+	}
+	prepare := func(m *arch.Model) (*qmodel.Prepared, error) { return &qmodel.Prepared{Outliers: pick}, nil }
+	out := filepath.Join(dir, "q")
+	rep, err := qmodel.Quantize(src, out, qmodel.Options{Recipe: preset(t, "w4a16-lpbq"), Prepare: prepare})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := qmodel.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, _, err := qmodel.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, idx := range pick {
+		if !slices.Equal(f.Manifest.Outliers[name], idx) {
+			t.Fatalf("%s: manifest outliers %v, want %v", name, f.Manifest.Outliers[name], idx)
+		}
+		e := f.Manifest.Tensors[name]
+		rows, cols := e.Shape[0], e.Shape[1]
+		w := orig.Weights[name]
+		kept, err := f.Float(name + graph.OutlierSuffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		main, cut := graph.TakeOutliers(w, rows, cols, idx)
+		if !slices.Equal(kept, cut) {
+			t.Fatalf("%s: the float columns are not the original ones", name)
+		}
+		q, err := quant.Quantize(main, rows, cols, e.Scheme.Quant())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := q.Dequantize()
+		graph.PutOutliers(want, rows, cols, idx, cut)
+		if !slices.Equal(m.Weights[name], want) {
+			t.Fatalf("%s: Load does not give the quantized rest with the float columns put back", name)
+		}
+		if _, ok := m.Weights[name+graph.OutlierSuffix]; ok {
+			t.Fatalf("%s: Load keeps the split weight", name)
+		}
+		for _, tr := range rep.Tensors {
+			if tr.Name == name && (tr.Outliers != len(idx) || tr.Bits < 4+32*float64(len(idx))/float64(cols)) {
+				t.Fatalf("%s: report %+v", name, tr)
+			}
+		}
+	}
+	bad := func(m *arch.Model) (*qmodel.Prepared, error) {
+		return &qmodel.Prepared{Outliers: map[string][]int{"model.norm.weight": {1}}}, nil
+	}
+	if _, err := qmodel.Quantize(src, filepath.Join(dir, "bad"), qmodel.Options{Recipe: preset(t, "w4a16-lpbq"), Prepare: bad}); err == nil {
+		t.Fatal("outlier channels of a norm gain were accepted")
 	}
 }

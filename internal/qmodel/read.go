@@ -29,6 +29,18 @@ func Load(dir string) (*arch.Model, *Manifest, error) {
 			return nil, nil, err
 		}
 	}
+	// a linear with outlier channels computes W·zero(x) + W_idx·x[idx],
+	// which is (W with the columns put back)·x
+	for name, idx := range f.Manifest.Outliers {
+		main, e := w[name], f.Manifest.Tensors[name]
+		outl := w[name+graph.OutlierSuffix]
+		if main == nil || outl == nil || len(e.Shape) != 2 || graph.CheckIndex(idx, e.Shape[1]) != nil ||
+			len(outl) != e.Shape[0]*len(idx) {
+			return nil, nil, fmt.Errorf("quantized model %s: outlier channels of %s do not match its tensors", dir, name)
+		}
+		graph.PutOutliers(main, e.Shape[0], e.Shape[1], idx, outl)
+		delete(w, name+graph.OutlierSuffix)
+	}
 	return &arch.Model{Config: f.Manifest.Config, Weights: w}, f.Manifest, nil
 }
 

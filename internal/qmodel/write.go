@@ -58,6 +58,9 @@ type Prepared struct {
 	// chosen to minimize the error weighted by it (quant.SearchGrid).
 	Importance map[string][]float64
 	GridSearch bool
+	// Outliers gives, by linear weight name, the input channels kept in
+	// float (graph.SplitOutliers); the weight is quantized without them.
+	Outliers map[string][]int
 	// Record goes to the manifest's "calibration" entry as JSON.
 	Record any
 }
@@ -81,6 +84,9 @@ type TensorReport struct {
 	RelErr   float64 `json:"rel_rmse"` // RMSE / RMS of the original
 	Bits     float64 `json:"bits_per_weight"`
 	GPTQ     bool    `json:"gptq,omitempty"` // integers chosen by GPTQ
+	// Outliers is how many input channels stay in float (their columns
+	// count in Bits at 32 bits each).
+	Outliers int `json:"outlier_channels,omitempty"`
 }
 
 // Report summarizes a quantization.
@@ -169,6 +175,17 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 			return nil, fmt.Errorf("tensor %s: not in the graph", name)
 		}
 		plans[i] = planTensor(name, shape, linear[name], embed == name, cfg.Tied, opts)
+		if idx := prep.Outliers[name]; idx != nil {
+			if plans[i].float || !linear[name] || name == embed {
+				return nil, fmt.Errorf("tensor %s: outlier channels for a tensor that is not a quantized linear", name)
+			}
+			if err := graph.CheckIndex(idx, plans[i].cols); err != nil {
+				return nil, fmt.Errorf("tensor %s: %w", name, err)
+			}
+			plans[i].outliers = idx
+			plans[i].parts = append(plans[i].parts, safetensors.Tensor{Name: name + graph.OutlierSuffix, DType: tensor.F32,
+				Shape: []int64{int64(plans[i].rows), int64(len(idx))}})
+		}
 		specs = append(specs, plans[i].parts...)
 		for _, p := range plans[i].parts {
 			n, err := tensor.NumElements(p.Shape)
@@ -221,6 +238,13 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		man.Tensors[name] = entry
+		if idx := plan.outliers; idx != nil {
+			man.Tensors[name+graph.OutlierSuffix] = TensorEntry{Float: true, Shape: []int{plan.rows, len(idx)}}
+			if man.Outliers == nil {
+				man.Outliers = map[string][]int{}
+			}
+			man.Outliers[name] = idx
+		}
 		rep.Tensors[i] = tr
 		done++
 		written += size
@@ -329,6 +353,7 @@ type tensorPlan struct {
 	scheme     quant.Scheme
 	fallback   string
 	parts      []safetensors.Tensor // names, dtypes and shapes
+	outliers   []int                // input channels kept in float (Prepared.Outliers)
 }
 
 // planTensor picks the scheme of one tensor. Vectors (norm gains, biases)
@@ -393,6 +418,10 @@ func quantizeOne(p *tensorPlan, w []float32, prep *Prepared) (TensorEntry, Tenso
 		return TensorEntry{Float: true, Shape: shape}, tr,
 			[]safetensors.Tensor{{Name: name, DType: tensor.F32, Shape: int64s(shape), Data: w}}, nil
 	}
+	var outl []float32
+	if p.outliers != nil {
+		w, outl = graph.TakeOutliers(w, p.rows, p.cols, p.outliers)
+	}
 	s := p.scheme
 	entry := TensorEntry{Shape: shape, Fallback: p.fallback}
 	q, err := quant.Quantize(w, p.rows, p.cols, s)
@@ -418,6 +447,13 @@ func quantizeOne(p *tensorPlan, w []float32, prep *Prepared) (TensorEntry, Tenso
 	tr.Scheme, tr.Padded, tr.Fallback = s.String(), q.Padded, entry.Fallback
 	tr.RelErr, tr.Bits = stats.Relative, q.BitsPerWeight()
 	var parts []safetensors.Tensor
+	if outl != nil {
+		// RelErr is the quantized part's: the float columns are exact
+		tr.Outliers = len(p.outliers)
+		tr.Bits += 32 * float64(len(p.outliers)) / float64(p.cols)
+		parts = append(parts, safetensors.Tensor{Name: name + graph.OutlierSuffix, DType: tensor.F32,
+			Shape: []int64{int64(p.rows), int64(len(p.outliers))}, Data: outl})
+	}
 	if s.Kind == quant.KindF16 {
 		parts = append(parts, safetensors.Tensor{Name: name, DType: tensor.F16, Shape: int64s(shape), Raw: u16Bytes(q.Half)})
 		return entry, tr, parts, nil

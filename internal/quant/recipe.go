@@ -146,10 +146,20 @@ type Calibration struct {
 	// per input), so GPTQ and the grid search see their predecessors'
 	// error.
 	Sequential bool `json:"sequential,omitempty"`
+	// Outliers > 0 keeps, for each linear that computes with int8
+	// activations, up to that fraction of its input channels in float
+	// (at least one): those whose calibrated max |x| is at least
+	// OutlierRatio (0: 8) times the median channel's. The int8 linear
+	// reads the input with those channels zeroed and a float linear over
+	// them is added (mllm's shadow outlier execution).
+	Outliers     float64 `json:"outliers,omitempty"`
+	OutlierRatio float64 `json:"outlier_ratio,omitempty"`
 }
 
 // Needed reports whether any calibrated method is selected.
-func (c Calibration) Needed() bool { return c.AWQ || c.SmoothAlpha > 0 || c.GPTQ || c.GridSearch }
+func (c Calibration) Needed() bool {
+	return c.AWQ || c.SmoothAlpha > 0 || c.GPTQ || c.GridSearch || c.Outliers > 0
+}
 
 // RotationKind selects an orthogonal rotation.
 type RotationKind string
@@ -229,6 +239,15 @@ func (r *Recipe) Validate() error {
 	}
 	if !(c.SmoothAlpha >= 0 && c.SmoothAlpha <= 1) {
 		return &RecipeError{Field: "calibration.smooth_alpha", Msg: fmt.Sprintf("%v is not in [0, 1]", c.SmoothAlpha)}
+	}
+	if !(c.Outliers >= 0 && c.Outliers <= 0.5) {
+		return &RecipeError{Field: "calibration.outliers", Msg: fmt.Sprintf("%v is not a fraction of channels in [0, 0.5]", c.Outliers)}
+	}
+	if !(c.OutlierRatio == 0 || (c.OutlierRatio >= 1 && c.OutlierRatio <= 1e6)) {
+		return &RecipeError{Field: "calibration.outlier_ratio", Msg: fmt.Sprintf("%v is not in [1, 1e6]", c.OutlierRatio)}
+	}
+	if c.Outliers > 0 && c.Sequential {
+		return &RecipeError{Field: "calibration.outliers", Msg: "outlier channels and sequential calibration do not combine"}
 	}
 	if !(c.GPTQDamp >= 0 && c.GPTQDamp < 1) {
 		return &RecipeError{Field: "calibration.gptq_damp", Msg: fmt.Sprintf("%v is not in [0, 1)", c.GPTQDamp)}

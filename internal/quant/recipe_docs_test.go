@@ -31,4 +31,13 @@ func TestDocRecipes(t *testing.T) {
 	if _, err := ParseRecipe([]byte(`{"default": {"scheme": "w8"}, "calibration": {"smooth_alpha": 2}}`)); err == nil {
 		t.Error("smooth_alpha 2 was accepted")
 	}
+	for _, c := range []string{`"outliers": 0.6`, `"outliers": -0.1`, `"outliers": 0.01, "outlier_ratio": 0.5`,
+		`"outliers": 0.01, "sequential": true`} {
+		if _, err := ParseRecipe([]byte(`{"default": {"scheme": "w8"}, "calibration": {` + c + `}}`)); err == nil {
+			t.Errorf("calibration {%s} was accepted", c)
+		}
+	}
+	if r, err := ParseRecipe([]byte(`{"default": {"scheme": "w8"}, "calibration": {"outliers": 0.01, "outlier_ratio": 4}}`)); err != nil || !r.Calibration.Needed() {
+		t.Errorf("outliers 0.01 ratio 4: %v (needs calibration: %v)", err, err == nil && r.Calibration.Needed())
+	}
 }
