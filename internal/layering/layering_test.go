@@ -31,7 +31,7 @@ var allowed = map[string][]string{
 		"internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output", "internal/limits"},
 	"internal/op":       {},
 	"internal/graph":    {"internal/op", "internal/kernel", "internal/tensor"},
-	"internal/quant":    {"internal/tensor"},
+	"internal/quant":    {"internal/tensor", "internal/kernel"},
 	"internal/artifact": {"internal/tensor", "internal/mmapfile", "internal/output"},
 	"internal/plan":     {"internal/op"},
 	"internal/kernel":   {"internal/tensor"},

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/aotlm/aotlm/internal/kernel"
 )
 
 // GPTQ (Frantar et al., 2022) quantizes the columns of a weight W [N, K] one
@@ -80,7 +82,32 @@ func GPTQOnGrid(q *Quantized, w []float32, h []float64, opts GPTQOptions) error 
 	if err != nil {
 		return err
 	}
+	gptqRows(g, w, rows, cols, perm, dead, u)
+	return nil
+}
+
+// gptqBlock is how many columns GPTQ quantizes before it applies their
+// errors to the columns after them in one pass (the reference
+// implementation's lazy batch updates).
+const gptqBlock = 128
+
+// gptqRows runs GPTQ's column loop over every row of w, rounding through
+// g. Within a block of gptqBlock columns the updates are float64 and in
+// order; the block's effect on the later columns, sum over the block of
+// e_i * U[i, j], is accumulated in float32 on the SIMD axpy kernel and
+// then applied, which is the same sum in another order (the paper's
+// reference runs entirely in float32).
+func gptqRows(g grid, w []float32, rows, cols int, perm []int, dead []bool, u []float64) {
+	var u32 []float32
+	if cols > gptqBlock {
+		u32 = make([]float32, len(u))
+		for i, v := range u {
+			u32[i] = float32(v)
+		}
+	}
 	row := make([]float64, cols)
+	delta := make([]float32, cols)
+	var es [gptqBlock]float64
 	for r := range rows {
 		for i, c := range perm {
 			row[i] = float64(w[r*cols+c])
@@ -88,14 +115,29 @@ func GPTQOnGrid(q *Quantized, w []float32, h []float64, opts GPTQOptions) error 
 				row[i] = 0
 			}
 		}
-		for i := range cols {
-			e := (row[i] - g.round(r, perm[i], row[i])) / u[i*cols+i]
-			for j := i + 1; j < cols; j++ {
-				row[j] -= e * u[i*cols+j]
+		for i1 := 0; i1 < cols; i1 += gptqBlock {
+			i2 := min(i1+gptqBlock, cols)
+			for i := i1; i < i2; i++ {
+				e := (row[i] - g.round(r, perm[i], row[i])) / u[i*cols+i]
+				ui := u[i*cols : (i+1)*cols]
+				for j := i + 1; j < i2; j++ {
+					row[j] -= e * ui[j]
+				}
+				es[i-i1] = e
+			}
+			if i2 == cols {
+				continue
+			}
+			d := delta[:cols-i2]
+			clear(d)
+			for i := i1; i < i2; i++ {
+				kernel.Axpy(d, float32(es[i-i1]), u32[i*cols+i2:(i+1)*cols])
+			}
+			for j, v := range d {
+				row[i2+j] -= float64(v)
 			}
 		}
 	}
-	return nil
 }
 
 // gptqFactor dampens h and returns the upper Cholesky factor U of its
