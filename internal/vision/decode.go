@@ -109,6 +109,9 @@ func Decode(data []byte, lim Limits) (*RGB, error) {
 	if b.Dx() <= 0 || b.Dy() <= 0 || b.Dx() > cfg.Width || b.Dy() > cfg.Height {
 		return nil, fmt.Errorf("%s image decodes to %dx%d but declares %dx%d", kind, b.Dx(), b.Dy(), cfg.Width, cfg.Height)
 	}
+	if y, ok := img.(*image.YCbCr); ok && kind == "jpeg" && b.Min == (image.Point{}) {
+		return jpegToRGB(y), nil
+	}
 	return toRGB(img), nil
 }
 

@@ -95,7 +95,7 @@ func resizeBilinear(img *RGB, w, h int) *RGB {
 	lerp := func(s, e, t float32) float32 { return s + float32((e-s)*t) }
 	for y := 0; y < h; y++ {
 		for x := 0; x < w; x++ {
-			px, py := float32(x)*xr, float32(y)*yr
+			px, py := float32(float32(x)*xr), float32(float32(y)*yr)
 			x0, y0 := min(int(px), img.W-1), min(int(py), img.H-1)
 			x1, y1 := min(x0+1, img.W-1), min(y0+1, img.H-1)
 			xf, yf := px-float32(x0), py-float32(y0)
@@ -122,11 +122,13 @@ func resizeBicubic(img *RGB, w, h int) *RGB {
 	px := func(x, y, c int) float32 {
 		return float32(img.Pix[3*(clampi(y, img.H-1)*img.W+clampi(x, img.W-1))+c])
 	}
-	// the coefficient lines are evaluated in double and stored in float
+	// the coefficient lines are evaluated in double and stored in float;
+	// every product is converted explicitly so that no platform fuses it
+	// into a multiply-add (mtmd's build has none)
 	coef := func(d0, d2, d3 float32) (a1, a2, a3 float32) {
-		a1 = float32(-1.0/3*float64(d0) + float64(d2) - 1.0/6*float64(d3))
-		a2 = float32(1.0/2*float64(d0) + 1.0/2*float64(d2))
-		a3 = float32(-1.0/6*float64(d0) - 1.0/2*float64(d2) + 1.0/6*float64(d3))
+		a1 = float32(float64(-1.0/3*float64(d0)) + float64(d2) - float64(1.0/6*float64(d3)))
+		a2 = float32(float64(1.0/2*float64(d0)) + float64(1.0/2*float64(d2)))
+		a3 = float32(float64(-1.0/6*float64(d0)) - float64(1.0/2*float64(d2)) + float64(1.0/6*float64(d3)))
 		return
 	}
 	cubic := func(a0, a1, a2, a3, t float32) float32 {
@@ -135,8 +137,9 @@ func resizeBicubic(img *RGB, w, h int) *RGB {
 	var C [4]float32
 	for i := 0; i < h; i++ {
 		for j := 0; j < w; j++ {
-			x, y := int(tx*float32(j)), int(ty*float32(i))
-			dx, dy := tx*float32(j)-float32(x), ty*float32(i)-float32(y)
+			sx, sy := float32(tx*float32(j)), float32(ty*float32(i))
+			x, y := int(sx), int(sy)
+			dx, dy := sx-float32(x), sy-float32(y)
 			for k := 0; k < 3; k++ {
 				for jj := 0; jj < 4; jj++ {
 					yy := y - 1 + jj
