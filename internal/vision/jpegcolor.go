@@ -118,7 +118,9 @@ func upsampleRow(dst, near, far []uint8, hs, vs int) {
 			dst[2*i] = uint8((c + int(near[i-1])) >> 2)
 			dst[2*i+1] = uint8((c + int(near[i+1])) >> 2)
 		}
-		dst[2*n-2] = uint8((3*int(near[n-1]) + int(near[n-2]) + 2) >> 2)
+		// stb_image weighs the second-to-last output 3/4 on the sample
+		// before the last one (libjpeg: 3/4 on the last); kept as it is
+		dst[2*n-2] = uint8((3*int(near[n-2]) + int(near[n-1]) + 2) >> 2)
 		dst[2*n-1] = near[n-1]
 	default: // both: the column sums t = 3*near + far, then the same in x
 		if n == 1 {
