@@ -178,8 +178,8 @@ func u8Diff(t *testing.T, a, b *RGB) (n, maxd int) {
 // five images under three (image size, longest edge) settings: 1x1 to
 // 4x4 grids, multi-row grids, downscaling and upscaling, odd sizes.
 // (57x91 with longest edge 384 is a 2x4 grid: in float32, 91*(384/91)
-// is a little over 384, which rounds up to four rows of 128; Hugging
-// Face's processor, computing in Python floats, gets three.)
+// is a little over 384, which rounds up to four rows of 128 where exact
+// arithmetic gives three.)
 func TestIdefics3MatchesMtmdGrids(t *testing.T) {
 	r := readMtmdRef(t)
 	stb := map[string]string{}
