@@ -26,7 +26,7 @@ import (
 //     commit of the testdata/vlm fixtures; CPU Release build, -O3, no
 //     -march, so no fused multiply-adds in mtmd), a C++ driver linked
 //     against libmtmd loaded each file with the stb_image that mtmd's
-//     helper uses (stbi_load_from_memory, 3 channels, as
+//     library mtmd-helper uses (stbi_load_from_memory, 3 channels, as
 //     mtmd_helper_bitmap_init_from_buf does), built a clip_image_u8 from
 //     it, ran mtmd's internal mtmd_image_preprocessor_idefics3 (from
 //     tools/mtmd/mtmd-image.h, the class mtmd_tokenize uses for the
