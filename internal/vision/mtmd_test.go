@@ -23,10 +23,12 @@ import (
 //     pattern (gradients, a disc, a rectangle, 3-pixel stripes and
 //     concentric rings, so that resampling differences show).
 //   - reference.json: for llama.cpp upstream commit 82bb48500a9a (the
-//     commit of the testdata/vlm fixtures; CPU Release build, -O3, no
-//     -march, so no fused multiply-adds in mtmd), a C++ driver linked
-//     against libmtmd loaded each file with the stb_image that mtmd's
-//     library mtmd-helper uses (stbi_load_from_memory, 3 channels, as
+//     commit of the testdata/vlm fixtures: built from the unslothai fork
+//     at d32676d77, identical in tools/mtmd and ggml; CPU
+//     Release build of libmtmd.so, -O3 with no -march, so no fused
+//     multiply-adds in mtmd), a C++ driver linked against libmtmd loaded
+//     each file with the stb_image (v2.30, in that tree) mtmd-helper uses
+//     (stbi_load_from_memory, 3 channels, as
 //     mtmd_helper_bitmap_init_from_buf does), built a clip_image_u8 from
 //     it, ran mtmd's internal mtmd_image_preprocessor_idefics3 (from
 //     tools/mtmd/mtmd-image.h, the class mtmd_tokenize uses for the
