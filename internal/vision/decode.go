@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"image/color"
 	"image/draw"
 	_ "image/gif" // registers GIF (first frame)
 	_ "image/jpeg"
@@ -123,15 +124,64 @@ func Decode(data []byte, lim Limits) (*RGB, error) {
 	return toRGB(img), nil
 }
 
-// toRGB converts any image to 8-bit RGB, dropping alpha.
+// toRGB converts any image to 8-bit RGB, dropping alpha (the color
+// channels unpremultiplied). The types Go's decoders return for 8-bit
+// files are read directly; others go through an NRGBA copy.
 func toRGB(img image.Image) *RGB {
 	b := img.Bounds()
-	rgba, ok := img.(*image.NRGBA)
-	if !ok || rgba.Rect.Min != (image.Point{}) {
-		rgba = image.NewNRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
-		draw.Draw(rgba, rgba.Rect, img, b.Min, draw.Src)
-	}
 	out := NewRGB(b.Dx(), b.Dy())
+	switch m := img.(type) {
+	case *image.NRGBA:
+		for y := 0; y < out.H; y++ {
+			row := m.Pix[m.PixOffset(b.Min.X, b.Min.Y+y):]
+			o := out.Pix[3*y*out.W:]
+			for x := 0; x < out.W; x++ {
+				o[3*x], o[3*x+1], o[3*x+2] = row[4*x], row[4*x+1], row[4*x+2]
+			}
+		}
+		return out
+	case *image.RGBA:
+		for y := 0; y < out.H; y++ {
+			row := m.Pix[m.PixOffset(b.Min.X, b.Min.Y+y):]
+			o := out.Pix[3*y*out.W:]
+			for x := 0; x < out.W; x++ {
+				p := row[4*x : 4*x+4]
+				if p[3] == 0xff {
+					o[3*x], o[3*x+1], o[3*x+2] = p[0], p[1], p[2]
+					continue
+				}
+				c := color.NRGBAModel.Convert(color.RGBA{p[0], p[1], p[2], p[3]}).(color.NRGBA)
+				o[3*x], o[3*x+1], o[3*x+2] = c.R, c.G, c.B
+			}
+		}
+		return out
+	case *image.Gray:
+		for y := 0; y < out.H; y++ {
+			row := m.Pix[m.PixOffset(b.Min.X, b.Min.Y+y):]
+			o := out.Pix[3*y*out.W:]
+			for x := 0; x < out.W; x++ {
+				o[3*x], o[3*x+1], o[3*x+2] = row[x], row[x], row[x]
+			}
+		}
+		return out
+	case *image.Paletted:
+		var pal [256][3]uint8
+		for i, c := range m.Palette {
+			n := color.NRGBAModel.Convert(c).(color.NRGBA)
+			pal[i] = [3]uint8{n.R, n.G, n.B}
+		}
+		for y := 0; y < out.H; y++ {
+			row := m.Pix[m.PixOffset(b.Min.X, b.Min.Y+y):]
+			o := out.Pix[3*y*out.W:]
+			for x := 0; x < out.W; x++ {
+				p := pal[row[x]]
+				o[3*x], o[3*x+1], o[3*x+2] = p[0], p[1], p[2]
+			}
+		}
+		return out
+	}
+	rgba := image.NewNRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
+	draw.Draw(rgba, rgba.Rect, img, b.Min, draw.Src)
 	for y := 0; y < out.H; y++ {
 		row := rgba.Pix[y*rgba.Stride:]
 		for x := 0; x < out.W; x++ {
