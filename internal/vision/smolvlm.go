@@ -137,18 +137,40 @@ func resizeBicubic(img *RGB, w, h int) *RGB {
 		return t
 	}
 	cols, rows := taps(w, img.W, tx, 3), taps(h, img.H, ty, 3*img.W)
-	var C [4]float32
-	for i, r := range rows {
+	// The horizontal pass of a source row at an output column does not
+	// depend on the output row, so each source row is interpolated once
+	// (the same arithmetic as interpolating it for every output row) and
+	// kept while the output rows need it: the 4 rows one output row reads
+	// are consecutive before clamping, so they never share a slot.
+	var hrow [4][]float32
+	var tag [4]int
+	for s := range hrow {
+		hrow[s], tag[s] = make([]float32, 3*w), -1
+	}
+	horizontal := func(off int) []float32 {
+		s := (off / (3 * img.W)) % 4
+		if tag[s] == off {
+			return hrow[s]
+		}
+		row, out := img.Pix[off:off+3*img.W], hrow[s]
 		for j, c := range cols {
 			for k := 0; k < 3; k++ {
-				for jj := 0; jj < 4; jj++ {
-					row := img.Pix[r.off[jj]+k:]
-					a0 := float32(row[c.off[1]])
-					C[jj] = bicubicTap(a0, float32(row[c.off[0]])-a0, float32(row[c.off[2]])-a0, float32(row[c.off[3]])-a0, c.d)
-				}
-				cc := bicubicTap(C[1], C[0]-C[1], C[2]-C[1], C[3]-C[1], r.d)
-				dst.Pix[3*(i*w+j)+k] = uint8(min(max(float32(math.Round(float64(cc))), 0), 255))
+				a0 := float32(row[c.off[1]+k])
+				out[3*j+k] = bicubicTap(a0, float32(row[c.off[0]+k])-a0, float32(row[c.off[2]+k])-a0, float32(row[c.off[3]+k])-a0, c.d)
 			}
+		}
+		tag[s] = off
+		return out
+	}
+	for i, r := range rows {
+		var C [4][]float32
+		for jj := range C {
+			C[jj] = horizontal(r.off[jj])
+		}
+		o := dst.Pix[3*i*w : 3*(i+1)*w]
+		for q := range o {
+			cc := bicubicTap(C[1][q], C[0][q]-C[1][q], C[2][q]-C[1][q], C[3][q]-C[1][q], r.d)
+			o[q] = uint8(min(max(float32(math.Round(float64(cc))), 0), 255))
 		}
 	}
 	return dst

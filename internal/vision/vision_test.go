@@ -214,3 +214,18 @@ func TestNormalize(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkIdefics3Preprocess: a 640x480 photo-sized image through the
+// published SmolVLM settings (tile 512, longest edge 2048: a 2048x1536
+// bicubic resize cut into 4x3 tiles, and the overview).
+func BenchmarkIdefics3Preprocess(b *testing.B) {
+	src := testImage(640, 480)
+	img := toRGB(src)
+	p := Idefics3{Tile: 512, LongestEdge: 2048}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := p.Preprocess(img); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
