@@ -43,7 +43,7 @@ for pkg in $(go list ./internal/...); do
   done
 done
 
-echo "== arm64 under qemu-user (kernels: NEON with SDOT and SMMLA, NEON only; engine)"
+echo "== arm64 under qemu-user (kernels: NEON with SDOT and SMMLA, NEON only; engine; vision)"
 if ! command -v qemu-aarch64 >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user) >/dev/null
@@ -52,7 +52,8 @@ fi
 if command -v qemu-aarch64 >/dev/null 2>&1; then
   GOARCH=arm64 go vet ./internal/kernel ./internal/engine
   armdir="$(mktemp -d)"
-  for pkg in kernel engine; do
+  GOARCH=arm64 go vet ./internal/vision
+  for pkg in kernel engine vision; do
     GOARCH=arm64 CGO_ENABLED=0 go test -c -o "$armdir/$pkg.test" "./internal/$pkg"
   done
   armrun() { # armrun DIR LABEL QEMU-ARGS...: run a test binary, print its output on failure
@@ -63,6 +64,8 @@ if command -v qemu-aarch64 >/dev/null 2>&1; then
   armrun internal/kernel "kernel (max cpu: neon+dotprod+i8mm)" "$armdir/kernel.test"
   armrun internal/kernel "kernel (cortex-a57: neon)" -cpu cortex-a57 "$armdir/kernel.test"
   armrun internal/engine engine "$armdir/engine.test"
+  # image resizing must round as llama.cpp's (no fused multiply-adds)
+  armrun internal/vision "vision (short)" "$armdir/vision.test" -test.short
   rm -rf "$armdir"
 elif [ "${CI:-}" = true ]; then
   echo "qemu-aarch64 is missing and could not be installed"; exit 1

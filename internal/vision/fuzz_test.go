@@ -2,6 +2,8 @@ package vision
 
 import (
 	"bytes"
+	"image/gif"
+	"image/jpeg"
 	"image/png"
 	"testing"
 )
@@ -14,6 +16,17 @@ func FuzzDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(b.Bytes())
+	for _, enc := range []func(*bytes.Buffer) error{
+		func(w *bytes.Buffer) error { return jpeg.Encode(w, testImage(13, 7), nil) },
+		func(w *bytes.Buffer) error { return gif.Encode(w, testImage(9, 5), nil) },
+	} {
+		var e bytes.Buffer
+		if err := enc(&e); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(e.Bytes())
+	}
+	f.Add(webpLossless1x1)
 	f.Add(pngHeader(30000, 30000))
 	f.Add([]byte("GIF89a\x01\x00\x01\x00"))
 	lim := Limits{MaxSide: 256, MaxPixels: 1 << 14, MaxBytes: 1 << 16}

@@ -95,7 +95,7 @@ func resizeBilinear(img *RGB, w, h int) *RGB {
 	lerp := func(s, e, t float32) float32 { return s + float32((e-s)*t) }
 	for y := 0; y < h; y++ {
 		for x := 0; x < w; x++ {
-			px, py := float32(x)*xr, float32(y)*yr
+			px, py := float32(float32(x)*xr), float32(float32(y)*yr)
 			x0, y0 := min(int(px), img.W-1), min(int(py), img.H-1)
 			x1, y1 := min(x0+1, img.W-1), min(y0+1, img.H-1)
 			xf, yf := px-float32(x0), py-float32(y0)
@@ -118,39 +118,74 @@ func resizeBilinear(img *RGB, w, h int) *RGB {
 func resizeBicubic(img *RGB, w, h int) *RGB {
 	dst := NewRGB(w, h)
 	tx, ty := float32(img.W)/float32(w), float32(img.H)/float32(h)
-	clampi := func(v, hi int) int { return max(0, min(v, hi)) }
-	px := func(x, y, c int) float32 {
-		return float32(img.Pix[3*(clampi(y, img.H-1)*img.W+clampi(x, img.W-1))+c])
+	// per output column: the offsets of the 4 source columns (clamped) and
+	// the fraction; per output row the same for source rows
+	type tap struct {
+		off [4]int
+		d   float32
 	}
-	// the coefficient lines are evaluated in double and stored in float
-	coef := func(d0, d2, d3 float32) (a1, a2, a3 float32) {
-		a1 = float32(-1.0/3*float64(d0) + float64(d2) - 1.0/6*float64(d3))
-		a2 = float32(1.0/2*float64(d0) + 1.0/2*float64(d2))
-		a3 = float32(-1.0/6*float64(d0) - 1.0/2*float64(d2) + 1.0/6*float64(d3))
-		return
-	}
-	cubic := func(a0, a1, a2, a3, t float32) float32 {
-		return a0 + float32(a1*t) + float32(float32(a2*t)*t) + float32(float32(float32(a3*t)*t)*t)
-	}
-	var C [4]float32
-	for i := 0; i < h; i++ {
-		for j := 0; j < w; j++ {
-			x, y := int(tx*float32(j)), int(ty*float32(i))
-			dx, dy := tx*float32(j)-float32(x), ty*float32(i)-float32(y)
-			for k := 0; k < 3; k++ {
-				for jj := 0; jj < 4; jj++ {
-					yy := y - 1 + jj
-					a0 := px(x, yy, k)
-					a1, a2, a3 := coef(px(x-1, yy, k)-a0, px(x+1, yy, k)-a0, px(x+2, yy, k)-a0)
-					C[jj] = cubic(a0, a1, a2, a3, dx)
-				}
-				a1, a2, a3 := coef(C[0]-C[1], C[2]-C[1], C[3]-C[1])
-				cc := cubic(C[1], a1, a2, a3, dy)
-				dst.Pix[3*(i*w+j)+k] = uint8(min(max(float32(math.Round(float64(cc))), 0), 255))
+	taps := func(n, src int, step float32, stride int) []tap {
+		t := make([]tap, n)
+		for i := range t {
+			s := float32(step * float32(i))
+			x := int(s)
+			t[i].d = s - float32(x)
+			for k := range t[i].off {
+				t[i].off[k] = max(0, min(x-1+k, src-1)) * stride
 			}
+		}
+		return t
+	}
+	cols, rows := taps(w, img.W, tx, 3), taps(h, img.H, ty, 3*img.W)
+	// The horizontal pass of a source row at an output column does not
+	// depend on the output row, so each source row is interpolated once
+	// (the same arithmetic as interpolating it for every output row) and
+	// kept while the output rows need it: the 4 rows one output row reads
+	// are consecutive before clamping, so they never share a slot.
+	var hrow [4][]float32
+	var tag [4]int
+	for s := range hrow {
+		hrow[s], tag[s] = make([]float32, 3*w), -1
+	}
+	horizontal := func(off int) []float32 {
+		s := (off / (3 * img.W)) % 4
+		if tag[s] == off {
+			return hrow[s]
+		}
+		row, out := img.Pix[off:off+3*img.W], hrow[s]
+		for j, c := range cols {
+			for k := 0; k < 3; k++ {
+				a0 := float32(row[c.off[1]+k])
+				out[3*j+k] = bicubicTap(a0, float32(row[c.off[0]+k])-a0, float32(row[c.off[2]+k])-a0, float32(row[c.off[3]+k])-a0, c.d)
+			}
+		}
+		tag[s] = off
+		return out
+	}
+	for i, r := range rows {
+		var C [4][]float32
+		for jj := range C {
+			C[jj] = horizontal(r.off[jj])
+		}
+		o := dst.Pix[3*i*w : 3*(i+1)*w]
+		for q := range o {
+			cc := bicubicTap(C[1][q], C[0][q]-C[1][q], C[2][q]-C[1][q], C[3][q]-C[1][q], r.d)
+			o[q] = uint8(min(max(float32(math.Round(float64(cc))), 0), 255))
 		}
 	}
 	return dst
+}
+
+// bicubicTap interpolates at t in [0,1) between a0 and the next sample
+// from the differences d0, d2, d3 of the previous and the two next samples
+// to a0. The coefficients are evaluated in double and stored in float, the
+// polynomial in float, as mtmd does; every product is converted explicitly
+// so that no platform fuses it into a multiply-add (mtmd's build has none).
+func bicubicTap(a0, d0, d2, d3, t float32) float32 {
+	a1 := float32(float64(-1.0/3*float64(d0)) + float64(d2) - float64(1.0/6*float64(d3)))
+	a2 := float32(float64(1.0/2*float64(d0)) + float64(1.0/2*float64(d2)))
+	a3 := float32(float64(-1.0/6*float64(d0)) - float64(1.0/2*float64(d2)) + float64(1.0/6*float64(d3)))
+	return a0 + float32(a1*t) + float32(float32(a2*t)*t) + float32(float32(float32(a3*t)*t)*t)
 }
 
 // Normalize returns the pixels of img as a [3][H][W] float32 tensor
