@@ -114,6 +114,13 @@ type Input struct {
 	Embeds []float32
 	// Rows holds T rows of the graph's op.Rows input (pixel patches).
 	Rows []float32
+	// Positions, when set, holds the rotary position of each row:
+	// Graph.PosComponents values per row (Rope.Sections), row-major. nil
+	// means each row's cache position for every component. Attention
+	// still orders the rows by their cache position (causal masks, the
+	// cache slot written), so positions may repeat or jump (Qwen2-VL's
+	// image rows).
+	Positions []int
 }
 
 // RunInput is Run with embedding rows in place of some token ids, or with
@@ -139,6 +146,11 @@ func (in *Interpreter) RunInput(st *State, inp Input) (out []float32, rows int, 
 			if T%n.Group != 0 {
 				return nil, 0, fmt.Errorf("graph: %d rows do not group by %d", T, n.Group)
 			}
+		}
+	}
+	if inp.Positions != nil {
+		if P := in.g.PosComponents(); len(inp.Positions) != T*P {
+			return nil, 0, fmt.Errorf("graph: %d position values for %d rows of %d components", len(inp.Positions), T, P)
 		}
 	}
 	if st.cols != in.g.KVCols || len(st.K) != in.g.Layers {
@@ -278,7 +290,7 @@ func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []in
 		}
 	case op.RoPE:
 		copy(dst, x)
-		rope(dst, T, n.Cols, st.Pos, n.Rope)
+		ropeAt(dst, T, n.Cols, st.Pos, n.Rope, inp.Positions, in.g.PosComponents())
 	case op.Attention:
 		attention(dst, x, vals[n.In[1]], vals[n.In[2]], T, st, n.Attn)
 	case op.Columns:

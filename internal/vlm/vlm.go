@@ -23,6 +23,8 @@ type Model struct {
 	Proc vision.Idefics3
 	enc  *graph.Interpreter
 	text *graph.Interpreter
+	// qwen is set for a Qwen2-VL model (VLM and Proc are then unset).
+	qwen *qwen2vl
 }
 
 // IsVLM reports whether the Hugging Face folder dir holds a
@@ -36,11 +38,11 @@ func IsVLM(dir string) bool {
 	if json.Unmarshal(b, &m) != nil {
 		return false
 	}
-	return arch.IsVLM(m)
+	return arch.IsVLM(m) || arch.IsQwen2VL(m)
 }
 
-// Open loads a SmolVLM / Idefics3 model from a Hugging Face folder
-// (config.json, preprocessor_config.json, safetensors).
+// Open loads a SmolVLM / Idefics3 or Qwen2-VL model from a Hugging Face
+// folder (config.json, preprocessor_config.json, safetensors).
 func Open(dir string, threads int) (*Model, error) {
 	ck, err := detect.Open(dir)
 	if err != nil {
@@ -54,6 +56,13 @@ func Open(dir string, threads int) (*Model, error) {
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
+	}
+	if arch.IsQwen2VL(ck.Metadata()) {
+		q, err := arch.LoadQwen2VL(ck, pre)
+		if err != nil {
+			return nil, err
+		}
+		return newQwen2VL(q, threads)
 	}
 	v, err := arch.LoadVLM(ck, pre)
 	if err != nil {
@@ -104,15 +113,20 @@ func (m *Model) EncodeTile(tile *vision.RGB) ([]float32, error) {
 }
 
 // Image is an encoded image: the embedding rows of each slice (grid row
-// by row) and of the overview.
+// by row) and of the overview (SmolVLM), or of its Rows x Cols merged
+// patches in row-major order (Qwen2-VL: Embeds).
 type Image struct {
 	Rows, Cols int
 	Slices     [][]float32
 	Overview   []float32
+	Embeds     []float32
 }
 
 // Encode preprocesses and encodes an image.
 func (m *Model) Encode(img *vision.RGB) (*Image, error) {
+	if m.qwen != nil {
+		return m.qwen.encode(m.enc, img)
+	}
 	p, err := m.Proc.Preprocess(img)
 	if err != nil {
 		return nil, err
@@ -140,12 +154,82 @@ func (m *Model) Logits(ids []int, embeds []float32) ([]float32, error) {
 	return out, err
 }
 
-// TextConfig is the text model's config.
-func (m *Model) TextConfig() *arch.Config { return &m.VLM.Text.Config }
+// LogitsAt is Logits with each row's rotary position given
+// (PosComponents values a row; nil: the row's index).
+func (m *Model) LogitsAt(ids []int, embeds []float32, positions []int) ([]float32, error) {
+	st := m.text.NewState(len(ids))
+	out, _, err := m.text.RunInput(st, graph.Input{IDs: ids, Embeds: embeds, Positions: positions})
+	return out, err
+}
 
-// OpenPair loads a SmolVLM / Idefics3 model from llama.cpp's text GGUF and
-// mmproj GGUF. Its VLM.Vision.ImageTokenID is -1 (the GGUF pair does not
-// store it).
+// TextConfig is the text model's config.
+func (m *Model) TextConfig() *arch.Config {
+	if m.qwen != nil {
+		return &m.qwen.m.Text.Config
+	}
+	return &m.VLM.Text.Config
+}
+
+// TextModel is the text model: its config and weights.
+func (m *Model) TextModel() *arch.Model {
+	if m.qwen != nil {
+		return m.qwen.m.Text
+	}
+	return m.VLM.Text
+}
+
+// PosComponents is the number of rotary position components a text row
+// carries: 3 for Qwen2-VL's M-RoPE, 1 otherwise.
+func (m *Model) PosComponents() int { return m.text.Graph().PosComponents() }
+
+// Place lays an encoded image out for a prompt as llama.cpp's mtmd does
+// for the model's family; piece looks a marker up in the vocabulary.
+func (m *Model) Place(img *Image, piece func(string) (int, bool)) (*Placed, error) {
+	width := m.TextConfig().Hidden
+	if m.qwen != nil {
+		p, err := m.qwen.place(img, width, piece)
+		if err != nil {
+			return nil, err
+		}
+		p.flatten(width)
+		return p, nil
+	}
+	ids, emb, err := Layout(img, width, piece)
+	if err != nil {
+		return nil, err
+	}
+	p := &Placed{IDs: ids}
+	for i, id := range ids {
+		if id == -1 {
+			p.Rows = append(p.Rows, emb[i*width:(i+1)*width]...)
+		}
+	}
+	p.Span = len(p.Rows) / width
+	return p, nil
+}
+
+// ImageTokenID is the id the prompt holds at each image row: the
+// checkpoint's, else the family's image piece looked up with piece.
+func (m *Model) ImageTokenID(piece func(string) (int, bool)) (int, error) {
+	id, name := -1, ImageTok
+	if m.qwen != nil {
+		id, name = m.qwen.m.Vision.ImageTokenID, ImagePad
+	} else {
+		id = m.VLM.Vision.ImageTokenID
+	}
+	if id >= 0 {
+		return id, nil
+	}
+	id, ok := piece(name)
+	if !ok {
+		return 0, fmt.Errorf("the vocabulary has no %s token", name)
+	}
+	return id, nil
+}
+
+// OpenPair loads a SmolVLM / Idefics3 or Qwen2-VL model from llama.cpp's
+// text GGUF and mmproj GGUF. The GGUF pair does not store the image token
+// id: ImageTokenID looks it up.
 func OpenPair(textPath, mmprojPath string, threads int) (*Model, error) {
 	text, err := detect.Open(textPath)
 	if err != nil {
@@ -157,6 +241,13 @@ func OpenPair(textPath, mmprojPath string, threads int) (*Model, error) {
 		return nil, err
 	}
 	defer mm.Close()
+	if isQwen2VLProjector(mm) {
+		q, err := arch.LoadQwen2VLPair(text, mm)
+		if err != nil {
+			return nil, err
+		}
+		return newQwen2VL(q, threads)
+	}
 	v, err := arch.LoadVLMPair(text, mm)
 	if err != nil {
 		return nil, err

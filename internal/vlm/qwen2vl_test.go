@@ -1,0 +1,185 @@
+package vlm
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/aotlm/aotlm/internal/testutil"
+	"github.com/aotlm/aotlm/internal/vision"
+)
+
+// qwenReference is reference.json of ../shared/testdata/vlm/qwen2vl:
+// llama.cpp's mtmd (upstream 82bb48500a9a6b3374da2cf5811695369278e4d3)
+// on the tiny random-weight Qwen2-VL; how it was made is in that folder's
+// README.
+type qwenReference struct {
+	SpecialTokens struct {
+		IDs map[string]string `json:"ids"`
+	} `json:"special_tokens"`
+	Cases []struct {
+		Image     string `json:"image"`
+		PrefixIDs []int  `json:"prefix_ids"`
+		SuffixIDs []int  `json:"suffix_ids"`
+		Layout    []struct {
+			Type       string    `json:"type"`
+			Pos        int       `json:"pos"`
+			IDs        []int     `json:"ids"`
+			NTokens    int       `json:"n_tokens"`
+			Embeddings []float32 `json:"embeddings"`
+			MRoPE      [][3]int  `json:"mrope_pos_t_y_x"`
+		} `json:"layout"`
+		InputIDs   []int       `json:"input_ids_hf_style"`
+		MRoPEHF    [3][]int    `json:"mrope_position_ids_hf"`
+		TextSeqIdx []int       `json:"text_sequence_indices"`
+		Logits     [][]float32 `json:"logits"`
+		Greedy     []int       `json:"greedy"`
+	} `json:"cases"`
+}
+
+func loadQwenRef(t *testing.T) *qwenReference {
+	var r qwenReference
+	if err := json.Unmarshal(testutil.ReadFile(t, "vlm/qwen2vl/reference.json"), &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+func (r *qwenReference) piece(s string) (int, bool) {
+	for k, v := range r.SpecialTokens.IDs {
+		if v == s {
+			id, err := strconv.Atoi(k)
+			return id, err == nil
+		}
+	}
+	return 0, false
+}
+
+// refEmbeds is the image chunk's embeddings llama.cpp computed.
+func (r *qwenReference) refEmbeds(c int) []float32 {
+	for _, l := range r.Cases[c].Layout {
+		if l.Type == "image" {
+			return l.Embeddings
+		}
+	}
+	return nil
+}
+
+// TestQwen2VLMatchesLlamaCpp: from the Hugging Face folder and from the
+// GGUF pair, each image's embeddings, the layout and M-RoPE positions, the
+// text logits at every text position (with aotlm's embeddings and with
+// llama.cpp's) and the greedy continuation match llama.cpp's.
+func TestQwen2VLMatchesLlamaCpp(t *testing.T) {
+	dir := testutil.Path(t, "vlm/qwen2vl")
+	hf, err := Open(dir, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := OpenPair(filepath.Join(dir, "text.gguf"), filepath.Join(dir, "mmproj.gguf"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("hf", func(t *testing.T) { checkQwenAgainstLlamaCpp(t, hf, dir) })
+	t.Run("gguf", func(t *testing.T) { checkQwenAgainstLlamaCpp(t, pair, dir) })
+}
+
+func checkQwenAgainstLlamaCpp(t *testing.T, m *Model, dir string) {
+	ref := loadQwenRef(t)
+	if m.PosComponents() != 3 {
+		t.Fatalf("text rows carry %d position components, want 3", m.PosComponents())
+	}
+	if id, err := m.ImageTokenID(ref.piece); err != nil || id != 265 {
+		t.Fatalf("image token %d, %v; want 265", id, err)
+	}
+	D, V := m.TextConfig().Hidden, m.TextConfig().Vocab
+	for ci, c := range ref.Cases {
+		img, err := vision.DecodeFile(filepath.Join(dir, c.Image), vision.DefaultLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc, err := m.Encode(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs := ref.refEmbeds(ci)
+		if len(enc.Embeds) != len(theirs) {
+			t.Fatalf("%s: %d embedding values (%dx%d tokens), want %d", c.Image, len(enc.Embeds), enc.Rows, enc.Cols, len(theirs))
+		}
+		d := maxDiff(enc.Embeds, theirs)
+		t.Logf("%s: max |embedding diff| %.3g", c.Image, d)
+		if d > embTol {
+			t.Errorf("%s: embeddings differ by %.3g > %g", c.Image, d, embTol)
+		}
+
+		for _, src := range []struct {
+			name string
+			rows []float32
+			tol  float64
+		}{{"own embeddings", enc.Embeds, logitTol}, {"llama.cpp embeddings", theirs, refLogitTol}} {
+			e := *enc
+			e.Embeds = src.rows
+			p, err := m.Place(&e, ref.piece)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seq := NewSequence(D, m.PosComponents())
+			seq.Text(c.PrefixIDs...)
+			if err := seq.Image(p); err != nil {
+				t.Fatal(err)
+			}
+			seq.Text(c.SuffixIDs...)
+			// the ids (image rows as <|image_pad|>) and positions are HF's
+			for i, id := range seq.IDs {
+				if id == -1 {
+					id = 265
+				}
+				if i >= len(c.InputIDs) || id != c.InputIDs[i] {
+					t.Fatalf("%s: ids %v, want %v", c.Image, seq.IDs, c.InputIDs)
+				}
+				for j := 0; j < 3; j++ {
+					if seq.Positions[3*i+j] != c.MRoPEHF[j][i] {
+						t.Fatalf("%s: row %d position %v, want (%d %d %d)", c.Image, i, seq.Positions[3*i:3*i+3],
+							c.MRoPEHF[0][i], c.MRoPEHF[1][i], c.MRoPEHF[2][i])
+					}
+				}
+			}
+			logits, err := m.LogitsAt(seq.IDs, seq.Embeds, seq.Positions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var worst float64
+			for i, r := range c.TextSeqIdx {
+				worst = max(worst, maxDiff(logits[r*V:(r+1)*V], c.Logits[i]))
+			}
+			t.Logf("%s %s: max |logit diff| %.3g", c.Image, src.name, worst)
+			if worst > src.tol {
+				t.Errorf("%s %s: logits differ by %.3g > %g", c.Image, src.name, worst, src.tol)
+			}
+			for k, want := range c.Greedy {
+				n := len(seq.IDs)
+				row := logits[(n-1)*V : n*V]
+				best := argmax(row)
+				if best != want {
+					t.Fatalf("%s %s: greedy[%d] = %d, want %d", c.Image, src.name, k, best, want)
+				}
+				seq.Text(best)
+				if k+1 < len(c.Greedy) {
+					if logits, err = m.LogitsAt(seq.IDs, seq.Embeds, seq.Positions); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+}
+
+func argmax(v []float32) int {
+	best := 0
+	for j, x := range v {
+		if x > v[best] {
+			best = j
+		}
+	}
+	return best
+}
