@@ -1,11 +1,14 @@
 package vlm
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strconv"
 	"testing"
 
+	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/testutil"
 	"github.com/aotlm/aotlm/internal/vision"
 )
@@ -182,4 +185,92 @@ func argmax(v []float32) int {
 		}
 	}
 	return best
+}
+
+// TestQwen2VLCompiled: the Qwen2-VL text model compiled to an artifact,
+// fed the fixture's whole sequence through ImageSequence (the image rows
+// as embedding rows at their M-RoPE positions, in passes of 8 so the
+// image spans passes), gives llama.cpp's logits after the last prompt
+// token and its 8 greedy ids (decode steps at positions after the
+// image's span); with aotlm's own image embeddings and with llama.cpp's.
+func TestQwen2VLCompiled(t *testing.T) {
+	dir := testutil.Path(t, "vlm/qwen2vl")
+	ref := loadQwenRef(t)
+	m, err := Open(dir, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "qwen2vl.aot")
+	if err := compile.CompileModel(m.TextModel(), compile.Source{}, compile.Options{ARLens: []int{8}, Ctx: 128, KV: "f32"}, path); err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.OpenWith(path, engine.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	D, V := m.TextConfig().Hidden, m.TextConfig().Vocab
+	for ci, c := range ref.Cases {
+		img, err := vision.DecodeFile(filepath.Join(dir, c.Image), vision.DefaultLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		own, err := m.Encode(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, src := range []struct {
+			name string
+			rows []float32
+			tol  float64
+		}{{"own embeddings", own.Embeds, logitTol}, {"llama.cpp embeddings", ref.refEmbeds(ci), refLogitTol}} {
+			im := *own
+			im.Embeds = src.rows
+			p, err := m.Place(&im, ref.piece)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := e.NewSession(engine.SessionOptions{Threads: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := NewImageSequence(s, 265, D)
+			if err := q.QueueImage(p.Rows, p.Pos, p.Span); err != nil {
+				t.Fatal(err)
+			}
+			logits, err := q.PrefillContext(context.Background(), c.InputIDs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q.Pending() != 0 {
+				t.Fatalf("%d image rows left unplaced", q.Pending())
+			}
+			d := maxDiff(logits[:V], c.Logits[len(c.Logits)-1])
+			t.Logf("%s %s: last-position logits differ by %.3g", c.Image, src.name, d)
+			if d > src.tol {
+				t.Errorf("%s %s: logits differ by %.3g > %g", c.Image, src.name, d, src.tol)
+			}
+			for k, want := range c.Greedy {
+				if best := argmax(logits[:V]); best != want {
+					t.Fatalf("%s %s: greedy[%d] = %d, want %d", c.Image, src.name, k, best, want)
+				}
+				if logits, err = q.Decode(want); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// rewinding to the end of the prompt and decoding again gives
+			// the same first step
+			if err := q.Rewind(len(c.InputIDs) + 1); err != nil {
+				t.Fatal(err)
+			}
+			again, err := q.Decode(c.Greedy[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if best := argmax(again[:V]); best != c.Greedy[2] {
+				t.Fatalf("%s %s: after a rewind greedy[2] = %d, want %d", c.Image, src.name, best, c.Greedy[2])
+			}
+			q.Close()
+		}
+	}
 }
