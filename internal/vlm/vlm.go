@@ -23,8 +23,45 @@ type Model struct {
 	Proc vision.Idefics3
 	enc  *graph.Interpreter
 	text *graph.Interpreter
-	// qwen is set for a Qwen2-VL model (VLM and Proc are then unset).
-	qwen *qwen2vl
+	// fam is set for a family other than SmolVLM / Idefics3 (VLM and
+	// Proc are then unset).
+	fam family
+}
+
+// family is what a vision-language family other than SmolVLM (whose code
+// is Model's own) defines: its preprocessing and encoder, its prompt
+// layout, its image token and its text model.
+type family interface {
+	encode(enc *graph.Interpreter, img *vision.RGB) (*Image, error)
+	place(img *Image, width int, piece func(string) (int, bool)) (*Placed, error)
+	// imageToken is the checkpoint's image token id (-1 if unknown) and
+	// the piece to look it up by.
+	imageToken() (int, string)
+	textModel() *arch.Model
+	// encoder is the vision encoder's graph and weights.
+	encoder() (*graph.Graph, graph.Weights, error)
+}
+
+// newFamily makes interpreters for a loaded model of family f.
+func newFamily(f family, threads int) (*Model, error) {
+	vg, vw, err := f.encoder()
+	if err != nil {
+		return nil, err
+	}
+	enc, err := graph.NewInterpreter(vg, vw, threads)
+	if err != nil {
+		return nil, fmt.Errorf("vision encoder: %w", err)
+	}
+	text := f.textModel()
+	tg, err := arch.Build(&text.Config, arch.BuildOptions{AllLogits: true})
+	if err != nil {
+		return nil, err
+	}
+	tin, err := graph.NewInterpreter(tg, text.Weights, threads)
+	if err != nil {
+		return nil, fmt.Errorf("text model: %w", err)
+	}
+	return &Model{enc: enc, text: tin, fam: f}, nil
 }
 
 // IsVLM reports whether the Hugging Face folder dir holds a
@@ -62,7 +99,7 @@ func Open(dir string, threads int) (*Model, error) {
 		if err != nil {
 			return nil, err
 		}
-		return newQwen2VL(q, threads)
+		return newFamily(&qwen2vl{m: q}, threads)
 	}
 	v, err := arch.LoadVLM(ck, pre)
 	if err != nil {
@@ -124,8 +161,8 @@ type Image struct {
 
 // Encode preprocesses and encodes an image.
 func (m *Model) Encode(img *vision.RGB) (*Image, error) {
-	if m.qwen != nil {
-		return m.qwen.encode(m.enc, img)
+	if m.fam != nil {
+		return m.fam.encode(m.enc, img)
 	}
 	p, err := m.Proc.Preprocess(img)
 	if err != nil {
@@ -164,16 +201,13 @@ func (m *Model) LogitsAt(ids []int, embeds []float32, positions []int) ([]float3
 
 // TextConfig is the text model's config.
 func (m *Model) TextConfig() *arch.Config {
-	if m.qwen != nil {
-		return &m.qwen.m.Text.Config
-	}
-	return &m.VLM.Text.Config
+	return &m.TextModel().Config
 }
 
 // TextModel is the text model: its config and weights.
 func (m *Model) TextModel() *arch.Model {
-	if m.qwen != nil {
-		return m.qwen.m.Text
+	if m.fam != nil {
+		return m.fam.textModel()
 	}
 	return m.VLM.Text
 }
@@ -186,8 +220,8 @@ func (m *Model) PosComponents() int { return m.text.Graph().PosComponents() }
 // for the model's family; piece looks a marker up in the vocabulary.
 func (m *Model) Place(img *Image, piece func(string) (int, bool)) (*Placed, error) {
 	width := m.TextConfig().Hidden
-	if m.qwen != nil {
-		p, err := m.qwen.place(img, width, piece)
+	if m.fam != nil {
+		p, err := m.fam.place(img, width, piece)
 		if err != nil {
 			return nil, err
 		}
@@ -212,8 +246,8 @@ func (m *Model) Place(img *Image, piece func(string) (int, bool)) (*Placed, erro
 // checkpoint's, else the family's image piece looked up with piece.
 func (m *Model) ImageTokenID(piece func(string) (int, bool)) (int, error) {
 	id, name := -1, ImageTok
-	if m.qwen != nil {
-		id, name = m.qwen.m.Vision.ImageTokenID, ImagePad
+	if m.fam != nil {
+		id, name = m.fam.imageToken()
 	} else {
 		id = m.VLM.Vision.ImageTokenID
 	}
@@ -246,7 +280,7 @@ func OpenPair(textPath, mmprojPath string, threads int) (*Model, error) {
 		if err != nil {
 			return nil, err
 		}
-		return newQwen2VL(q, threads)
+		return newFamily(&qwen2vl{m: q}, threads)
 	}
 	v, err := arch.LoadVLMPair(text, mm)
 	if err != nil {
