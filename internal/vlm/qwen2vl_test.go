@@ -9,6 +9,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/engine"
+	"github.com/aotlm/aotlm/internal/graph"
 	"github.com/aotlm/aotlm/internal/testutil"
 	"github.com/aotlm/aotlm/internal/vision"
 )
@@ -271,6 +272,95 @@ func TestQwen2VLCompiled(t *testing.T) {
 				t.Fatalf("%s %s: after a rewind greedy[2] = %d, want %d", c.Image, src.name, best, c.Greedy[2])
 			}
 			q.Close()
+		}
+	}
+}
+
+// TestQwen2VLTraps: the fixture exercises the traps the tolerances rest
+// on (README, sensitivity): without the vision RoPE (all patch positions
+// 0) the embeddings miss by far more than 5e-3; with llama.cpp's
+// embeddings, the text logits miss 1e-4 with plain sequential positions
+// instead of M-RoPE and with M-RoPE lacking the image rows' row/col
+// offsets.
+func TestQwen2VLTraps(t *testing.T) {
+	dir := testutil.Path(t, "vlm/qwen2vl")
+	ref := loadQwenRef(t)
+	m, err := Open(dir, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := m.fam.(*qwen2vl)
+	vc := &q.m.Vision
+	D, V := m.TextConfig().Hidden, m.TextConfig().Vocab
+	for ci, c := range ref.Cases {
+		img, err := vision.DecodeFile(filepath.Join(dir, c.Image), vision.DefaultLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := vision.NewQwen2VL(vc.PatchSize, vc.Merge).Preprocess(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, pos, _, _, err := vc.Patches(vision.Normalize(p, vc.Mean, vc.Std), p.W, p.H)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _, err := m.enc.RunInput(m.enc.NewPassState(len(pos)/2), graph.Input{IDs: make([]int, len(pos)/2), Rows: rows,
+			Positions: make([]int, len(pos))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs := ref.refEmbeds(ci)
+		d := maxDiff(out, theirs)
+		t.Logf("%s without vision RoPE: embeddings differ by %.3g", c.Image, d)
+		if d < 0.1 {
+			t.Errorf("%s: dropping the vision RoPE changes the embeddings by only %.3g", c.Image, d)
+		}
+
+		seq := NewSequence(D, 3)
+		seq.Text(c.PrefixIDs...)
+		// the image as mtmd placed it: its rows at mtmd's own (t, y, x),
+		// the text after it at p0 + max(rows, cols)
+		var lay *Placed
+		for _, l := range c.Layout {
+			if l.Type == "image" {
+				lay = &Placed{Text: []int{262}, After: []int{263}, Rows: theirs, Span: l.MRoPE[len(l.MRoPE)-1][1] - l.Pos + 1}
+				lay.Span = max(lay.Span, l.MRoPE[len(l.MRoPE)-1][2]-l.Pos+1)
+				for _, tyx := range l.MRoPE {
+					lay.Pos = append(lay.Pos, tyx[0]-l.Pos, tyx[1]-l.Pos, tyx[2]-l.Pos)
+				}
+			}
+		}
+		if err := seq.Image(lay); err != nil {
+			t.Fatal(err)
+		}
+		seq.Text(c.SuffixIDs...)
+		worst := func(positions []int) float64 {
+			logits, err := m.LogitsAt(seq.IDs, seq.Embeds, positions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w float64
+			for i, r := range c.TextSeqIdx {
+				w = max(w, maxDiff(logits[r*V:(r+1)*V], c.Logits[i]))
+			}
+			return w
+		}
+		if d := worst(seq.Positions); d > refLogitTol {
+			t.Fatalf("%s: the reference layout misses by %.3g", c.Image, d)
+		}
+		flat := make([]int, len(seq.Positions))
+		noOffsets := make([]int, len(seq.Positions))
+		for i := range flat {
+			flat[i] = i / 3
+			noOffsets[i] = seq.Positions[i-i%3] // every component = t
+		}
+		for name, ps := range map[string][]int{"sequential positions": flat, "M-RoPE without row/col offsets": noOffsets} {
+			d := worst(ps)
+			t.Logf("%s with %s: logits differ by %.3g", c.Image, name, d)
+			if d < 10*refLogitTol {
+				t.Errorf("%s with %s: logits differ by only %.3g", c.Image, name, d)
+			}
 		}
 	}
 }
