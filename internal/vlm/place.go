@@ -13,28 +13,21 @@ type Placed struct {
 	Rows []float32
 	// Pos holds the rotary position of each embedding row relative to
 	// the first one, PosComponents values a row (Qwen2-VL: (0, row,
-	// col)); nil means consecutive positions, one per row. Span is how
-	// many positions the rows take: the text after them continues Span
-	// after the first row.
+	// col)); nil means consecutive positions like text (markers between
+	// the rows included). With Pos, Span is how many positions the rows
+	// take: the text after them continues Span after the first row.
 	Pos  []int
 	Span int
-
-	// Text, After: the marker ids before and after the rows (a family
-	// that places one run of rows fills these; IDs is made from them).
-	Text, After []int
 }
 
-// flatten fills IDs from Text, the rows and After when the family left
-// IDs empty.
-func (p *Placed) flatten(width int) {
-	if p.IDs != nil {
-		return
+// oneRun returns the ids of marker start, n embedding rows, marker end.
+func oneRun(start, n, end int) []int {
+	ids := make([]int, 0, n+2)
+	ids = append(ids, start)
+	for range n {
+		ids = append(ids, -1)
 	}
-	p.IDs = append([]int(nil), p.Text...)
-	for range len(p.Rows) / width {
-		p.IDs = append(p.IDs, -1)
-	}
-	p.IDs = append(p.IDs, p.After...)
+	return append(ids, end)
 }
 
 // queued is an image's rows waiting for their places in a sequence.
@@ -46,8 +39,9 @@ type queued struct {
 
 // placer assigns rotary positions to the rows of a sequence as they are
 // fed: a text row at the next position (every component), an image's
-// rows at the position of its first row plus their relative positions,
-// the text after an image Span after its first row. This is how llama.cpp's
+// rows with relative positions at the position of its first row plus
+// those, the text after such an image Span after its first row; rows
+// without relative positions at consecutive positions like text. This is how llama.cpp's
 // mtmd places Qwen2-VL images (M-RoPE), and plain consecutive positions
 // otherwise.
 type placer struct {
@@ -101,19 +95,23 @@ func (pl *placer) image(pos []int, row []float32) bool {
 		return false
 	}
 	q := &pl.queue[0]
-	if pl.k == 0 {
-		pl.base = pl.next
-	}
 	copy(row, q.rows[pl.k*pl.width:(pl.k+1)*pl.width])
-	for j := range pos {
-		pos[j] = pl.base + pl.k
-		if q.pos != nil {
+	if q.pos == nil {
+		// consecutive positions, text between the rows included
+		pl.text(pos)
+	} else {
+		if pl.k == 0 {
+			pl.base = pl.next
+		}
+		for j := range pos {
 			pos[j] = pl.base + q.pos[pl.k*pl.P+j]
 		}
 	}
 	pl.k++
 	if pl.k == len(q.rows)/pl.width {
-		pl.next = pl.base + q.span
+		if q.pos != nil {
+			pl.next = pl.base + q.span
+		}
 		pl.queue, pl.k = pl.queue[1:], 0
 	}
 	return true
@@ -147,7 +145,6 @@ func (s *Sequence) Text(ids ...int) {
 
 // Image appends a placed image.
 func (s *Sequence) Image(p *Placed) error {
-	p.flatten(s.pl.width)
 	if err := s.pl.add(p.Rows, p.Pos, p.Span); err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ func (q *qwen2vl) place(img *Image, width int, piece func(string) (int, bool)) (
 	if !ok || !ok2 {
 		return nil, fmt.Errorf("the vocabulary has no %s / %s tokens for image markers", VisionStart, VisionEnd)
 	}
-	p := &Placed{Text: []int{start}, After: []int{end}, Rows: img.Embeds, Span: max(img.Rows, img.Cols)}
+	p := &Placed{IDs: oneRun(start, img.Rows*img.Cols, end), Rows: img.Embeds, Span: max(img.Rows, img.Cols)}
 	p.Pos = make([]int, 0, 3*img.Rows*img.Cols)
 	for r := 0; r < img.Rows; r++ {
 		for c := 0; c < img.Cols; c++ {

@@ -324,7 +324,7 @@ func TestQwen2VLTraps(t *testing.T) {
 		var lay *Placed
 		for _, l := range c.Layout {
 			if l.Type == "image" {
-				lay = &Placed{Text: []int{262}, After: []int{263}, Rows: theirs, Span: l.MRoPE[len(l.MRoPE)-1][1] - l.Pos + 1}
+				lay = &Placed{IDs: oneRun(262, l.NTokens, 263), Rows: theirs, Span: l.MRoPE[len(l.MRoPE)-1][1] - l.Pos + 1}
 				lay.Span = max(lay.Span, l.MRoPE[len(l.MRoPE)-1][2]-l.Pos+1)
 				for _, tyx := range l.MRoPE {
 					lay.Pos = append(lay.Pos, tyx[0]-l.Pos, tyx[1]-l.Pos, tyx[2]-l.Pos)

@@ -221,12 +221,7 @@ func (m *Model) PosComponents() int { return m.text.Graph().PosComponents() }
 func (m *Model) Place(img *Image, piece func(string) (int, bool)) (*Placed, error) {
 	width := m.TextConfig().Hidden
 	if m.fam != nil {
-		p, err := m.fam.place(img, width, piece)
-		if err != nil {
-			return nil, err
-		}
-		p.flatten(width)
-		return p, nil
+		return m.fam.place(img, width, piece)
 	}
 	ids, emb, err := Layout(img, width, piece)
 	if err != nil {
