@@ -10,16 +10,16 @@ import (
 	"github.com/aotlm/aotlm/internal/graph"
 )
 
-// Qwen2-VL vision-language models: a ViT over 14x14 (here any size)
-// patches of a dynamic-resolution image (a Conv3d over two copies of the
-// frame, computed as a matmul over the duplicated patch), pre-norm blocks
-// of bidirectional attention with a 2-D rotary embedding (the first half
-// of each head's pairs turns by the patch row, the second by its column)
-// and a quick-GELU MLP, then a merger (LayerNorm, each 2x2 block of
-// patches joined into one row, Linear-GELU-Linear to the text width). The
-// text model is Qwen2 with M-RoPE: the rotary pairs split into t, h and w
-// sections, each turned by its own component of a 3-D position, so that an
-// image's rows sit at (p0, p0+row, p0+col).
+// Qwen2-VL vision-language models: a ViT over the P x P patches (14 in
+// the published models) of a dynamic-resolution image (a Conv3d over two
+// copies of the frame, computed as a matmul over the duplicated patch),
+// pre-norm blocks of bidirectional attention with a 2-D rotary embedding
+// (the first half of each head's pairs turns by the patch row, the second
+// by its column) and a quick-GELU MLP, then a merger (LayerNorm, each 2x2
+// block of patches joined into one row, Linear-GELU-Linear to the text
+// width). The text model is Qwen2 with M-RoPE: the rotary pairs split into
+// t, h and w sections, each turned by its own component of a 3-D
+// position, so that an image's rows sit at (p0, p0+row, p0+col).
 
 // The text model alone is the "qwen2vl" family: loading, compiling and
 // running a Qwen2-VL checkpoint without images uses it (its positions are
