@@ -63,18 +63,14 @@ func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
 	case vlm.IsVLM(r.modelPath):
 		vm, err = vlm.Open(r.modelPath, r.threads)
 	default:
-		return fmt.Errorf("--image needs a vision-language model: a SmolVLM folder (Hugging Face layout), or a text GGUF with --mmproj; %s is neither", r.modelPath)
+		return fmt.Errorf("--image needs a vision-language model: a SmolVLM or Qwen2-VL folder (Hugging Face layout), or a text GGUF with --mmproj; %s is neither", r.modelPath)
 	}
 	if err != nil {
 		return err
 	}
-	imageID := vm.VLM.Vision.ImageTokenID
-	if imageID < 0 {
-		id, ok := piece(vlm.ImageTok)
-		if !ok {
-			return fmt.Errorf("the vocabulary has no %s token", vlm.ImageTok)
-		}
-		imageID = id
+	imageID, err := vm.ImageTokenID(piece)
+	if err != nil {
+		return err
 	}
 	width := vm.TextConfig().Hidden
 	start := time.Now()
@@ -107,17 +103,17 @@ func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
 		}
 	}
 	var ids []int
-	var rows []float32
+	var placed []*vlm.Placed
 	for i, part := range strings.Split(req.Prompt, vlm.ImageTok) {
 		if i > 0 {
-			lids, lemb, err := vlm.Layout(encoded[i-1], width, piece)
+			p, err := vm.Place(encoded[i-1], piece)
 			if err != nil {
 				return err
 			}
-			for j, id := range lids {
+			placed = append(placed, p)
+			for _, id := range p.IDs {
 				if id == -1 {
 					id = imageID
-					rows = append(rows, lemb[j*width:(j+1)*width]...)
 				}
 				ids = append(ids, id)
 			}
@@ -141,9 +137,11 @@ func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
 				return nil, err
 			}
 			q := vlm.NewImageSequence(s, imageID, width)
-			if err := q.Queue(rows); err != nil {
-				s.Close()
-				return nil, err
+			for _, p := range placed {
+				if err := q.QueueImage(p.Rows, p.Pos, p.Span); err != nil {
+					s.Close()
+					return nil, err
+				}
 			}
 			return q, nil
 		}})

@@ -26,6 +26,11 @@ type Config struct {
 	RopeScaling RopeScaling     `json:"rope_scaling"`         // zero value: none
 	// RopeFreqFactors divide the base frequencies pairwise (GGUF rope_freqs).
 	RopeFreqFactors []float32 `json:"rope_freq_factors,omitempty"`
+	// RopeSections splits the R/2 rotary pairs into runs that rotate by
+	// the components of a multi-axis position (Qwen2-VL's M-RoPE: t, h, w
+	// sections of mrope_section); empty means plain RoPE. See
+	// graph.Rope.Sections.
+	RopeSections []int `json:"rope_sections,omitempty"`
 	// RopeContext is the number of positions the graph is built for; 0
 	// means Context. It picks longrope's factor set once, statically (see
 	// LongRopeFactors); the compiler sets it to the artifact's context.
@@ -154,6 +159,18 @@ func (c *Config) Validate() error {
 	if c.RopeScaling.Type == "longrope" {
 		if err := c.checkLongRope(); err != nil {
 			return fmt.Errorf("%s config: %w", c.Family, err)
+		}
+	}
+	if len(c.RopeSections) > 0 {
+		sum := 0
+		for _, n := range c.RopeSections {
+			if n <= 0 || n > r {
+				return fmt.Errorf("%s config: rope sections %v must be positive", c.Family, c.RopeSections)
+			}
+			sum += n
+		}
+		if sum != r/2 {
+			return fmt.Errorf("%s config: rope sections %v add up to %d, want %d (half the rotary size)", c.Family, c.RopeSections, sum, r/2)
 		}
 	}
 	if n := len(c.RopeFreqFactors); n != 0 && n != r/2 {

@@ -109,7 +109,8 @@ func ropeOf(c *Config) (graph.Rope, error) {
 	if err != nil {
 		return graph.Rope{}, err
 	}
-	r := graph.Rope{Style: c.RopeStyle, HeadDim: c.HeadDim, RotDim: c.rotDim(), InvFreq: f}
+	r := graph.Rope{Style: c.RopeStyle, HeadDim: c.HeadDim, RotDim: c.rotDim(), InvFreq: f,
+		Sections: append([]int(nil), c.RopeSections...)}
 	if c.RopeScaling.Type == "longrope" {
 		if m := ropeMagnitude(c); m != 1 {
 			r.Scale = m

@@ -64,7 +64,7 @@ func Lower(g *graph.Graph, n, ctx int) (*plan.Plan, error) {
 		st.Weights = append(st.Weights, nd.More...)
 		if r := nd.Rope; r != nil {
 			st.Rope = &plan.Rope{Half: r.Style == graph.RopeHalf, HeadDim: r.HeadDim, RotDim: r.RotDim,
-				InvFreq: append([]float64(nil), r.InvFreq...), Scale: r.Scale}
+				InvFreq: append([]float64(nil), r.InvFreq...), Scale: r.Scale, Sections: append([]int(nil), r.Sections...)}
 		}
 		if a := nd.Attn; a != nil {
 			st.Attn = &plan.Attn{Layer: a.Layer, Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim,

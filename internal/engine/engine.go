@@ -42,6 +42,7 @@ type Engine struct {
 	vocab    int // token ids must be below this (rows of every embedding table)
 	arena    int // floats: the largest plan arena
 	scratch  int // floats of rope scratch: max rot_dim/2
+	posComps int // position components a row carries (rope sections; 0 or 1: plain)
 	q8Max    int // values: the largest T*K input of a packed linear
 	wkvTemp  int // floats of wkv7 scratch: max 4*head_dim
 }
@@ -233,6 +234,7 @@ func (e *Engine) resolve(p *plan.Plan) (*program, error) {
 			}
 		case op.RoPE:
 			e.scratch = max(e.scratch, st.Rope.RotDim/2)
+			e.posComps = max(e.posComps, st.Rope.Components())
 		case op.SelectRows:
 			if sel >= 0 {
 				return nil, fmt.Errorf("step %d: a second select_rows step", i)
@@ -329,3 +331,8 @@ func (e *Engine) Close() error {
 // Blob returns a named blob of the artifact (such as the tokenizer), a view
 // of the mapped file valid until Close.
 func (e *Engine) Blob(name string) ([]byte, error) { return e.art.Blob(name) }
+
+// PosComponents is the number of rotary position components a row of a
+// pass carries in Pass.Positions: the most any RoPE step reads (3 for
+// Qwen2-VL's M-RoPE; 1 for plain RoPE).
+func (e *Engine) PosComponents() int { return max(e.posComps, 1) }

@@ -107,6 +107,28 @@ func ropeAngles(cos, sin []float32, pos int, invFreq []float64, scale float64) {
 	}
 }
 
+// ropeAnglesAt is ropeAngles for a row of several position components:
+// pair i turns by pos[j]*invFreq[i], j the section holding pair i
+// (sections nil: component 0).
+func ropeAnglesAt(cos, sin []float32, pos []int, sections []int, invFreq []float64, scale float64) {
+	j, left := 0, len(invFreq)
+	if len(sections) > 0 {
+		left = sections[0]
+	}
+	for i, f := range invFreq {
+		for left == 0 && j+1 < len(sections) {
+			j++
+			left = sections[j]
+		}
+		left--
+		s, c := math.Sincos(float64(pos[j]) * f)
+		if scale != 0 && scale != 1 {
+			s, c = s*scale, c*scale
+		}
+		cos[i], sin[i] = float32(c), float32(s)
+	}
+}
+
 // ropeRow rotates every headDim-wide head of one row by cos and sin.
 func ropeRow(row []float32, headDim, rotDim int, half bool, cos, sin []float32) {
 	E, h2 := headDim, rotDim/2

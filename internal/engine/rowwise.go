@@ -36,6 +36,7 @@ type ropeKey struct {
 	pass  uint64
 	rows  int
 	freq  *float64 // the step's InvFreq (plans share one slice per kind of layer)
+	sec   int      // the step's number of sections
 	n     int
 	scale float64
 }
@@ -45,7 +46,7 @@ func (s *Session) rowWise(st *step, out, x, y []float32, rows, cols int) {
 	s.rowTask = rowTask{s: s, st: st, out: out, x: x, y: y, cols: cols}
 	if st.Op == op.RoPE {
 		r := st.Rope
-		key := ropeKey{pass: s.passGen, rows: rows, n: len(r.InvFreq), scale: r.Scale}
+		key := ropeKey{pass: s.passGen, rows: rows, n: len(r.InvFreq), scale: r.Scale, sec: len(r.Sections)}
 		if len(r.InvFreq) > 0 {
 			key.freq = &r.InvFreq[0]
 		}
@@ -84,7 +85,12 @@ func (r *rowTask) run(_, lo, hi int) {
 			p, h2 := st.Rope, st.Rope.RotDim/2
 			cos, sin := r.s.rope.cos[t*h2:(t+1)*h2], r.s.rope.sin[t*h2:(t+1)*h2]
 			if r.fillAngles {
-				ropeAngles(cos, sin, r.s.rowPos[t], p.InvFreq, p.Scale)
+				if pos := r.s.ropePos; pos != nil {
+					P := r.s.e.PosComponents()
+					ropeAnglesAt(cos, sin, pos[t*P:(t+1)*P], p.Sections, p.InvFreq, p.Scale)
+				} else {
+					ropeAngles(cos, sin, r.s.rowPos[t], p.InvFreq, p.Scale)
+				}
 			}
 			copy(out, x)
 			ropeRow(out, p.HeadDim, p.RotDim, p.Half, cos, sin)

@@ -91,6 +91,7 @@ type Session struct {
 	one     [1]int
 	closed  bool
 	embeds  []float32 // Pass.Embeds of the running pass
+	ropePos []int     // Pass.Positions of the running pass
 
 	// A batched pass (Engine.DecodeBatch) that this session drives: row
 	// t is the next token of batch[t], over batch[t]'s cache.
@@ -226,6 +227,11 @@ type Pass struct {
 	// the pass; a row whose id is -1 takes its embedding from here (an
 	// image's embedding rows), the others from the table.
 	Embeds []float32
+	// Positions, when set, holds each row's rotary position apart from
+	// its cache position: Engine.PosComponents values a row (M-RoPE's
+	// t, h, w). nil means the row's position (Pos) for every component.
+	// Attention still orders rows by their cache positions.
+	Positions []int
 }
 
 // Logits holds the logits of the rows a pass selected, valid until the
@@ -290,6 +296,17 @@ func (s *Session) Run(p *Pass) (Logits, error) {
 			chain = chain && q == s.pos+i
 		}
 	}
+	if p.Positions != nil {
+		P := s.e.PosComponents()
+		if len(p.Positions) != T*P {
+			return Logits{}, fmt.Errorf("engine: %d rotary position values for a pass of %d rows of %d components", len(p.Positions), T, P)
+		}
+		for i, q := range p.Positions {
+			if q < 0 || q > 1<<30 {
+				return Logits{}, fmt.Errorf("engine: row %d: rotary position %d out of range", i/P, q)
+			}
+		}
+	}
 	sel := p.Logits
 	if sel == nil {
 		s.sel[0] = T - 1
@@ -329,9 +346,9 @@ func (s *Session) Run(p *Pass) (Logits, error) {
 		}
 	}
 	s.e.passMu.Lock()
-	s.embeds = p.Embeds
+	s.embeds, s.ropePos = p.Embeds, p.Positions
 	out := s.exec(prog, p.IDs, sel)
-	s.embeds = nil
+	s.embeds, s.ropePos = nil, nil
 	s.e.passMu.Unlock()
 	s.pending = T
 	return out, nil
@@ -668,3 +685,7 @@ func (s *Session) PrefillAll(ctx context.Context, ids []int) ([][]float32, error
 	}
 	return out, nil
 }
+
+// PosComponents is the number of rotary position components a row of a
+// pass carries (Engine.PosComponents).
+func (s *Session) PosComponents() int { return s.e.PosComponents() }

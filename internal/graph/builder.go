@@ -77,11 +77,27 @@ func (g *Graph) GELUTanh(x int) int {
 // RoPE rotates the heads of x; cols(x) must be a multiple of r.HeadDim.
 func (g *Graph) RoPE(x int, r Rope) int {
 	if r.HeadDim <= 0 || g.cols(x)%r.HeadDim != 0 || r.RotDim > r.HeadDim || r.RotDim%2 != 0 ||
-		len(r.InvFreq) != r.RotDim/2 {
+		len(r.InvFreq) != r.RotDim/2 || !sectionsFit(r.Sections, r.RotDim/2) {
 		panic(fmt.Sprintf("graph: rope with head dim %d, rot dim %d, %d freqs on %d columns",
 			r.HeadDim, r.RotDim, len(r.InvFreq), g.cols(x)))
 	}
 	return g.add(Node{Op: op.RoPE, In: []int{x}, Cols: g.cols(x), Rope: &r})
+}
+
+// sectionsFit reports whether rope sections (none, or positive lengths)
+// add up to the half pairs.
+func sectionsFit(sec []int, half int) bool {
+	if len(sec) == 0 {
+		return true
+	}
+	sum := 0
+	for _, n := range sec {
+		if n <= 0 {
+			return false
+		}
+		sum += n
+	}
+	return sum == half
 }
 
 // Attention adds cached causal attention over q, k, v.

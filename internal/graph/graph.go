@@ -51,6 +51,42 @@ type Rope struct {
 	// Scale multiplies cos and sin, so the rotated dimensions grow by it
 	// (longrope's attention factor); 0 and 1 mean unscaled.
 	Scale float64
+	// Sections, when set, splits the R/2 pairs into consecutive runs of
+	// these lengths (summing to R/2): the pairs of run j rotate by
+	// component j of the row's position, not by the row's place in the
+	// sequence. A vision encoder's 2-D RoPE reads (row, col), Qwen2-VL's
+	// M-RoPE (t, h, w). The components come from Input.Positions; without
+	// them every component is the row's cache position, which is plain
+	// RoPE.
+	Sections []int
+}
+
+// Components is the number of position components a row carries for r:
+// len(Sections), or 1.
+func (r *Rope) Components() int { return max(len(r.Sections), 1) }
+
+// Component returns the position component pair i reads.
+func (r *Rope) Component(i int) int {
+	for j, n := range r.Sections {
+		if i < n {
+			return j
+		}
+		i -= n
+	}
+	return 0
+}
+
+// PosComponents is the number of position components per row that
+// Input.Positions holds for g: the most any RoPE node reads (1 when none
+// has sections).
+func (g *Graph) PosComponents() int {
+	n := 1
+	for i := range g.Nodes {
+		if r := g.Nodes[i].Rope; r != nil {
+			n = max(n, r.Components())
+		}
+	}
+	return n
 }
 
 // Attn configures op.Attention.

@@ -22,6 +22,8 @@ type State struct {
 	// Rec holds the recurrent state slots (Graph.States), zero at Pos 0.
 	Rec  [][]float32
 	cols int
+	// once: the layers share one buffer (NewPassState); one pass only
+	once bool
 }
 
 // Reset empties the cache and zeroes the recurrent state (the buffers are
@@ -96,6 +98,28 @@ func (in *Interpreter) NewState(ctx int) *State {
 	return s
 }
 
+// NewPassState allocates a state for a single pass of up to ctx rows
+// whose attention layers each read only the rows the pass writes (a
+// vision encoder): all layers share one key and one value buffer, since a
+// layer's rows are not read after the next layer writes its own, so the
+// state holds one layer's cache instead of every layer's. A second pass
+// on it is refused.
+func (in *Interpreter) NewPassState(ctx int) *State {
+	s := &State{Ctx: ctx, cols: in.g.KVCols, once: true}
+	s.K = make([][]float32, in.g.Layers)
+	s.V = make([][]float32, in.g.Layers)
+	if in.g.Layers > 0 {
+		k, v := make([]float32, ctx*in.g.KVCols), make([]float32, ctx*in.g.KVCols)
+		for l := range s.K {
+			s.K[l], s.V[l] = k, v
+		}
+	}
+	for _, n := range in.g.States {
+		s.Rec = append(s.Rec, make([]float32, n))
+	}
+	return s
+}
+
 // Run evaluates the graph for ids at positions st.Pos.. and advances st.Pos.
 // It returns the output matrix and its row count. On error the state is
 // unchanged.
@@ -114,6 +138,13 @@ type Input struct {
 	Embeds []float32
 	// Rows holds T rows of the graph's op.Rows input (pixel patches).
 	Rows []float32
+	// Positions, when set, holds the rotary position of each row:
+	// Graph.PosComponents values per row (Rope.Sections), row-major. nil
+	// means each row's cache position for every component. Attention
+	// still orders the rows by their cache position (causal masks, the
+	// cache slot written), so positions may repeat or jump (Qwen2-VL's
+	// image rows).
+	Positions []int
 }
 
 // RunInput is Run with embedding rows in place of some token ids, or with
@@ -141,6 +172,11 @@ func (in *Interpreter) RunInput(st *State, inp Input) (out []float32, rows int, 
 			}
 		}
 	}
+	if inp.Positions != nil {
+		if P := in.g.PosComponents(); len(inp.Positions) != T*P {
+			return nil, 0, fmt.Errorf("graph: %d position values for %d rows of %d components", len(inp.Positions), T, P)
+		}
+	}
 	if st.cols != in.g.KVCols || len(st.K) != in.g.Layers {
 		return nil, 0, errors.New("graph: state was made for another graph")
 	}
@@ -151,6 +187,9 @@ func (in *Interpreter) RunInput(st *State, inp Input) (out []float32, rows int, 
 		if len(st.Rec[i]) != n {
 			return nil, 0, errors.New("graph: state was made for another graph")
 		}
+	}
+	if st.once && st.Pos > 0 {
+		return nil, 0, errors.New("graph: a single-pass state was used for a second pass")
 	}
 	if st.Pos+T > st.Ctx {
 		return nil, 0, fmt.Errorf("%w: %d positions used, %d more requested, context is %d",
@@ -278,7 +317,7 @@ func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []in
 		}
 	case op.RoPE:
 		copy(dst, x)
-		rope(dst, T, n.Cols, st.Pos, n.Rope)
+		ropeAt(dst, T, n.Cols, st.Pos, n.Rope, inp.Positions, in.g.PosComponents())
 	case op.Attention:
 		attention(dst, x, vals[n.In[1]], vals[n.In[2]], T, st, n.Attn)
 	case op.Columns:

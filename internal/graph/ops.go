@@ -80,14 +80,21 @@ func geluTanh(v float32) float32 {
 }
 
 // rope rotates every head of x [T, C] in place; row t is at position pos+t.
-// With r.Scale other than 0 and 1, cos and sin are multiplied by it.
-func rope(x []float32, T, C, pos int, r *Rope) {
+func rope(x []float32, T, C, pos int, r *Rope) { ropeAt(x, T, C, pos, r, nil, 1) }
+
+// ropeAt is rope where, with positions set (P components a row), pair i of row t at
+// positions[t*P+r.Component(i)]. With r.Scale other than 0 and 1, cos and
+// sin are multiplied by it.
+func ropeAt(x []float32, T, C, pos int, r *Rope, positions []int, P int) {
 	E, half := r.HeadDim, r.RotDim/2
 	cos := make([]float32, half)
 	sin := make([]float32, half)
 	for t := 0; t < T; t++ {
-		p := float64(pos + t)
 		for i, f := range r.InvFreq {
+			p := float64(pos + t)
+			if positions != nil {
+				p = float64(positions[t*P+r.Component(i)])
+			}
 			s, c := math.Sincos(p * f)
 			if m := r.Scale; m != 0 && m != 1 {
 				s, c = s*m, c*m

@@ -76,7 +76,15 @@ type Rope struct {
 	RotDim  int       `json:"rot_dim"`
 	InvFreq []float64 `json:"inv_freq"`
 	Scale   float64   `json:"scale,omitempty"`
+	// Sections, when present, splits the RotDim/2 pairs into consecutive
+	// runs: the pairs of run j turn by component j of the row's position
+	// (multi-axis RoPE, Qwen2-VL's M-RoPE), which a pass gives apart from
+	// the row's cache position (engine.Pass.Positions).
+	Sections []int `json:"sections,omitempty"`
 }
+
+// Components is the number of position components a row carries for r.
+func (r *Rope) Components() int { return max(len(r.Sections), 1) }
 
 // Attn configures an attention step: Heads query heads and KVHeads
 // key/value heads of HeadDim, cache slot Layer, scores scaled by Scale and

@@ -139,6 +139,8 @@ func TestValidateRefuses(t *testing.T) {
 		{"rope scale negative", "steps[2].rope.scale", func(p *Plan) { p.Steps[2].Rope.Scale = -1 }},
 		{"rope scale nan", "steps[2].rope.scale", func(p *Plan) { p.Steps[2].Rope.Scale = math.NaN() }},
 		{"rope scale inf", "steps[2].rope.scale", func(p *Plan) { p.Steps[2].Rope.Scale = math.Inf(1) }},
+		{"rope sections sum", "steps[2].rope.sections", func(p *Plan) { p.Steps[2].Rope.Sections = []int{1, 2, 3} }},
+		{"rope sections zero", "steps[2].rope.sections", func(p *Plan) { p.Steps[2].Rope.Sections = []int{0, 1} }},
 		{"attn layer", "steps[3].attn.layer", func(p *Plan) { p.Steps[3].Attn.Layer = 1 }},
 		{"attn heads", "steps[3].attn.heads", func(p *Plan) { p.Steps[3].Attn.KVHeads = 3 }},
 		{"attn cols", "steps[3].in", func(p *Plan) { p.Steps[3].Attn.HeadDim = 2 }},

@@ -285,6 +285,18 @@ func (p *Plan) checkRope(st *Step, x, o Buffer) *Error {
 	if s := r.Scale; s < 0 || math.IsNaN(s) || math.IsInf(s, 0) || s > 1e6 || (s != 0 && s < 1e-6) {
 		return errf(".rope.scale", "%v is not a finite positive magnitude", s)
 	}
+	if len(r.Sections) > 0 {
+		sum := 0
+		for _, n := range r.Sections {
+			if n <= 0 || n > r.RotDim {
+				return errf(".rope.sections", "%v holds a length out of range", r.Sections)
+			}
+			sum += n
+		}
+		if sum != r.RotDim/2 || len(r.Sections) > 8 {
+			return errf(".rope.sections", "%v do not split %d pairs", r.Sections, r.RotDim/2)
+		}
+	}
 	return nil
 }
 

@@ -54,21 +54,7 @@ func (p Idefics3) Preprocess(img *RGB) (*Idefics3Image, error) {
 
 // letterbox resizes img (bicubic) to fit w x h keeping its aspect ratio,
 // each side rounded up, centered on black.
-func letterbox(img *RGB, w, h int) *RGB {
-	if img.W == w && img.H == h {
-		return &RGB{W: w, H: h, Pix: append([]uint8(nil), img.Pix...)}
-	}
-	scale := min(float32(w)/float32(img.W), float32(h)/float32(img.H))
-	nw := min(int(math.Ceil(float64(float32(img.W)*scale))), w)
-	nh := min(int(math.Ceil(float64(float32(img.H)*scale))), h)
-	inner := resizeBicubic(img, nw, nh)
-	dst := NewRGB(w, h)
-	ox, oy := (w-nw)/2, (h-nh)/2
-	for y := 0; y < nh; y++ {
-		copy(dst.Pix[3*((y+oy)*w+ox):], inner.Pix[3*y*nw:3*(y+1)*nw])
-	}
-	return dst
-}
+func letterbox(img *RGB, w, h int) *RGB { return padResize(img, w, h, resizeBicubic) }
 
 func crop(img *RGB, x, y, w, h int) *RGB {
 	dst := NewRGB(w, h)

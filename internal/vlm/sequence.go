@@ -10,36 +10,49 @@ import (
 
 // ImageSequence is an engine session that places image embedding rows:
 // each prompt row holding the image token id takes the next queued
-// embedding row instead of the token's own embedding. It implements the
+// embedding row instead of the token's own embedding. When the text model
+// reads multi-component rotary positions (Qwen2-VL's M-RoPE), every pass
+// carries them: an image's rows at their queued relative positions, text
+// after an image continuing from the image's span. It implements the
 // runtime's Sequence.
 type ImageSequence struct {
 	s       *engine.Session
 	imageID int
 	width   int
-	queue   []float32 // embedding rows not placed yet
+	pl      placer
+	mrope   bool  // passes carry Positions
+	nextAt  []int // the next text position after each committed row count
 	ids     []int
 	emb     []float32
+	pos     []int
 	sel     [1]int
 	all     []int
 }
 
 // NewImageSequence wraps s; width is the text model's embedding width.
 func NewImageSequence(s *engine.Session, imageID, width int) *ImageSequence {
-	return &ImageSequence{s: s, imageID: imageID, width: width}
+	P := s.PosComponents()
+	return &ImageSequence{s: s, imageID: imageID, width: width, pl: placer{P: P, width: width}, mrope: P > 1,
+		nextAt: []int{0}}
 }
 
 // Queue appends embedding rows (whole rows of the width) to place at the
-// next image-token rows.
+// next image-token rows, at consecutive positions.
 func (q *ImageSequence) Queue(rows []float32) error {
-	if len(rows)%q.width != 0 {
-		return fmt.Errorf("image rows of %d values are not rows of %d", len(rows), q.width)
+	if len(rows) == 0 {
+		return nil
 	}
-	q.queue = append(q.queue, rows...)
-	return nil
+	return q.pl.add(rows, nil, 0)
+}
+
+// QueueImage appends one image's rows with their rotary positions
+// relative to its first row (Placed.Pos, Placed.Span).
+func (q *ImageSequence) QueueImage(rows []float32, pos []int, span int) error {
+	return q.pl.add(rows, pos, span)
 }
 
 // Pending is the number of queued rows not placed yet.
-func (q *ImageSequence) Pending() int { return len(q.queue) / q.width }
+func (q *ImageSequence) Pending() int { return q.pl.pending() }
 
 // PrefillContext feeds ids in passes of the session's largest plan,
 // commits them, and returns the logits after the last one.
@@ -47,6 +60,10 @@ func (q *ImageSequence) PrefillContext(ctx context.Context, ids []int) ([]float3
 	if len(ids) == 0 {
 		return nil, errors.New("vlm: no tokens")
 	}
+	if q.s.Pos()+1 != len(q.nextAt) {
+		return nil, errors.New("vlm: the session was moved outside the image sequence")
+	}
+	q.pl.next = q.nextAt[len(q.nextAt)-1]
 	n := q.s.MaxRows()
 	need := 0
 	for _, id := range ids {
@@ -65,20 +82,29 @@ func (q *ImageSequence) PrefillContext(ctx context.Context, ids []int) ([]float3
 		chunk := ids[lo:min(lo+n, len(ids))]
 		q.ids = q.ids[:0]
 		q.emb = q.emb[:0]
+		q.pos = q.pos[:0]
 		images := false
+		var rowNext []int
 		for _, id := range chunk {
 			row := make([]float32, q.width)
+			pos := make([]int, q.pl.P)
 			if id == q.imageID {
-				copy(row, q.queue[:q.width])
-				q.queue = q.queue[q.width:]
+				q.pl.image(pos, row)
 				id, images = -1, true
+			} else {
+				q.pl.text(pos)
 			}
 			q.ids = append(q.ids, id)
 			q.emb = append(q.emb, row...)
+			q.pos = append(q.pos, pos...)
+			rowNext = append(rowNext, q.pl.next)
 		}
 		p := &engine.Pass{IDs: q.ids, Logits: []int{}}
 		if images {
 			p.Embeds = q.emb
+		}
+		if q.mrope {
+			p.Positions = q.pos
 		}
 		if lo+n >= len(ids) {
 			q.sel[0] = len(chunk) - 1
@@ -95,6 +121,7 @@ func (q *ImageSequence) PrefillContext(ctx context.Context, ids []int) ([]float3
 		if err := q.s.Commit(q.all); err != nil {
 			return nil, err
 		}
+		q.nextAt = append(q.nextAt, rowNext...)
 		if out.Rows() > 0 {
 			last = out.Row(0)
 		}
@@ -103,10 +130,43 @@ func (q *ImageSequence) PrefillContext(ctx context.Context, ids []int) ([]float3
 }
 
 // Decode feeds one generated id.
-func (q *ImageSequence) Decode(id int) ([]float32, error) { return q.s.Decode(id) }
+func (q *ImageSequence) Decode(id int) ([]float32, error) {
+	if q.s.Pos()+1 != len(q.nextAt) {
+		return nil, errors.New("vlm: the session was moved outside the image sequence")
+	}
+	if !q.mrope {
+		out, err := q.s.Decode(id)
+		if err == nil {
+			q.nextAt = append(q.nextAt, q.s.Pos())
+		}
+		return out, err
+	}
+	q.pl.next = q.nextAt[len(q.nextAt)-1]
+	pos := make([]int, q.pl.P)
+	q.pl.text(pos)
+	q.ids = append(q.ids[:0], id)
+	out, err := q.s.Run(&engine.Pass{IDs: q.ids, Positions: pos})
+	if err != nil {
+		return nil, err
+	}
+	if err := q.s.Commit([]int{0}); err != nil {
+		return nil, err
+	}
+	q.nextAt = append(q.nextAt, q.pl.next)
+	return out.Row(0), nil
+}
 
 // Rewind drops committed positions from pos on.
-func (q *ImageSequence) Rewind(pos int) error { return q.s.Rewind(pos) }
+func (q *ImageSequence) Rewind(pos int) error {
+	if err := q.s.Rewind(pos); err != nil {
+		return err
+	}
+	if pos+1 <= len(q.nextAt) {
+		q.nextAt = q.nextAt[:pos+1]
+	}
+	q.pl.next = q.nextAt[len(q.nextAt)-1]
+	return nil
+}
 
 // Pos is the number of committed positions.
 func (q *ImageSequence) Pos() int { return q.s.Pos() }

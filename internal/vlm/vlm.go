@@ -23,6 +23,45 @@ type Model struct {
 	Proc vision.Idefics3
 	enc  *graph.Interpreter
 	text *graph.Interpreter
+	// fam is set for a family other than SmolVLM / Idefics3 (VLM and
+	// Proc are then unset).
+	fam family
+}
+
+// family is what a vision-language family other than SmolVLM (whose code
+// is Model's own) defines: its preprocessing and encoder, its prompt
+// layout, its image token and its text model.
+type family interface {
+	encode(enc *graph.Interpreter, img *vision.RGB) (*Image, error)
+	place(img *Image, width int, piece func(string) (int, bool)) (*Placed, error)
+	// imageToken is the checkpoint's image token id (-1 if unknown) and
+	// the piece to look it up by.
+	imageToken() (int, string)
+	textModel() *arch.Model
+	// encoder is the vision encoder's graph and weights.
+	encoder() (*graph.Graph, graph.Weights, error)
+}
+
+// newFamily makes interpreters for a loaded model of family f.
+func newFamily(f family, threads int) (*Model, error) {
+	vg, vw, err := f.encoder()
+	if err != nil {
+		return nil, err
+	}
+	enc, err := graph.NewInterpreter(vg, vw, threads)
+	if err != nil {
+		return nil, fmt.Errorf("vision encoder: %w", err)
+	}
+	text := f.textModel()
+	tg, err := arch.Build(&text.Config, arch.BuildOptions{AllLogits: true})
+	if err != nil {
+		return nil, err
+	}
+	tin, err := graph.NewInterpreter(tg, text.Weights, threads)
+	if err != nil {
+		return nil, fmt.Errorf("text model: %w", err)
+	}
+	return &Model{enc: enc, text: tin, fam: f}, nil
 }
 
 // IsVLM reports whether the Hugging Face folder dir holds a
@@ -36,11 +75,11 @@ func IsVLM(dir string) bool {
 	if json.Unmarshal(b, &m) != nil {
 		return false
 	}
-	return arch.IsVLM(m)
+	return arch.IsVLM(m) || arch.IsQwen2VL(m)
 }
 
-// Open loads a SmolVLM / Idefics3 model from a Hugging Face folder
-// (config.json, preprocessor_config.json, safetensors).
+// Open loads a SmolVLM / Idefics3 or Qwen2-VL model from a Hugging Face
+// folder (config.json, preprocessor_config.json, safetensors).
 func Open(dir string, threads int) (*Model, error) {
 	ck, err := detect.Open(dir)
 	if err != nil {
@@ -54,6 +93,13 @@ func Open(dir string, threads int) (*Model, error) {
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
+	}
+	if arch.IsQwen2VL(ck.Metadata()) {
+		q, err := arch.LoadQwen2VL(ck, pre)
+		if err != nil {
+			return nil, err
+		}
+		return newFamily(&qwen2vl{m: q}, threads)
 	}
 	v, err := arch.LoadVLM(ck, pre)
 	if err != nil {
@@ -104,15 +150,20 @@ func (m *Model) EncodeTile(tile *vision.RGB) ([]float32, error) {
 }
 
 // Image is an encoded image: the embedding rows of each slice (grid row
-// by row) and of the overview.
+// by row) and of the overview (SmolVLM), or of its Rows x Cols merged
+// patches in row-major order (Qwen2-VL: Embeds).
 type Image struct {
 	Rows, Cols int
 	Slices     [][]float32
 	Overview   []float32
+	Embeds     []float32
 }
 
 // Encode preprocesses and encodes an image.
 func (m *Model) Encode(img *vision.RGB) (*Image, error) {
+	if m.fam != nil {
+		return m.fam.encode(m.enc, img)
+	}
 	p, err := m.Proc.Preprocess(img)
 	if err != nil {
 		return nil, err
@@ -140,12 +191,74 @@ func (m *Model) Logits(ids []int, embeds []float32) ([]float32, error) {
 	return out, err
 }
 
-// TextConfig is the text model's config.
-func (m *Model) TextConfig() *arch.Config { return &m.VLM.Text.Config }
+// LogitsAt is Logits with each row's rotary position given
+// (PosComponents values a row; nil: the row's index).
+func (m *Model) LogitsAt(ids []int, embeds []float32, positions []int) ([]float32, error) {
+	st := m.text.NewState(len(ids))
+	out, _, err := m.text.RunInput(st, graph.Input{IDs: ids, Embeds: embeds, Positions: positions})
+	return out, err
+}
 
-// OpenPair loads a SmolVLM / Idefics3 model from llama.cpp's text GGUF and
-// mmproj GGUF. Its VLM.Vision.ImageTokenID is -1 (the GGUF pair does not
-// store it).
+// TextConfig is the text model's config.
+func (m *Model) TextConfig() *arch.Config {
+	return &m.TextModel().Config
+}
+
+// TextModel is the text model: its config and weights.
+func (m *Model) TextModel() *arch.Model {
+	if m.fam != nil {
+		return m.fam.textModel()
+	}
+	return m.VLM.Text
+}
+
+// PosComponents is the number of rotary position components a text row
+// carries: 3 for Qwen2-VL's M-RoPE, 1 otherwise.
+func (m *Model) PosComponents() int { return m.text.Graph().PosComponents() }
+
+// Place lays an encoded image out for a prompt as llama.cpp's mtmd does
+// for the model's family; piece looks a marker up in the vocabulary.
+func (m *Model) Place(img *Image, piece func(string) (int, bool)) (*Placed, error) {
+	width := m.TextConfig().Hidden
+	if m.fam != nil {
+		return m.fam.place(img, width, piece)
+	}
+	ids, emb, err := Layout(img, width, piece)
+	if err != nil {
+		return nil, err
+	}
+	p := &Placed{IDs: ids}
+	for i, id := range ids {
+		if id == -1 {
+			p.Rows = append(p.Rows, emb[i*width:(i+1)*width]...)
+		}
+	}
+	p.Span = len(p.Rows) / width
+	return p, nil
+}
+
+// ImageTokenID is the id the prompt holds at each image row: the
+// checkpoint's, else the family's image piece looked up with piece.
+func (m *Model) ImageTokenID(piece func(string) (int, bool)) (int, error) {
+	id, name := -1, ImageTok
+	if m.fam != nil {
+		id, name = m.fam.imageToken()
+	} else {
+		id = m.VLM.Vision.ImageTokenID
+	}
+	if id >= 0 {
+		return id, nil
+	}
+	id, ok := piece(name)
+	if !ok {
+		return 0, fmt.Errorf("the vocabulary has no %s token", name)
+	}
+	return id, nil
+}
+
+// OpenPair loads a SmolVLM / Idefics3 or Qwen2-VL model from llama.cpp's
+// text GGUF and mmproj GGUF. The GGUF pair does not store the image token
+// id: ImageTokenID looks it up.
 func OpenPair(textPath, mmprojPath string, threads int) (*Model, error) {
 	text, err := detect.Open(textPath)
 	if err != nil {
@@ -157,6 +270,13 @@ func OpenPair(textPath, mmprojPath string, threads int) (*Model, error) {
 		return nil, err
 	}
 	defer mm.Close()
+	if isQwen2VLProjector(mm) {
+		q, err := arch.LoadQwen2VLPair(text, mm)
+		if err != nil {
+			return nil, err
+		}
+		return newFamily(&qwen2vl{m: q}, threads)
+	}
 	v, err := arch.LoadVLMPair(text, mm)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,85 @@
+package vlm
+
+import (
+	"fmt"
+
+	"github.com/aotlm/aotlm/internal/arch"
+	"github.com/aotlm/aotlm/internal/format"
+	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/vision"
+)
+
+// Marker pieces of the Qwen2-VL prompt layout.
+const (
+	VisionStart = "<|vision_start|>"
+	VisionEnd   = "<|vision_end|>"
+	ImagePad    = "<|image_pad|>"
+)
+
+// qwen2vl is the Qwen2-VL family of a Model.
+type qwen2vl struct {
+	m *arch.Qwen2VL
+}
+
+func (q *qwen2vl) encoder() (*graph.Graph, graph.Weights, error) {
+	g, err := arch.BuildQwen2VLVision(&q.m.Vision)
+	return g, q.m.VisionWeights, err
+}
+
+func (q *qwen2vl) imageToken() (int, string) { return q.m.Vision.ImageTokenID, ImagePad }
+
+func (q *qwen2vl) textModel() *arch.Model { return q.m.Text }
+
+// encode resizes, normalizes and encodes img: one chunk of Rows x Cols
+// merged-patch embedding rows.
+func (q *qwen2vl) encode(enc *graph.Interpreter, img *vision.RGB) (*Image, error) {
+	vc := &q.m.Vision
+	p, err := vision.NewQwen2VL(vc.PatchSize, vc.Merge).Preprocess(img)
+	if err != nil {
+		return nil, err
+	}
+	rows, pos, gr, gc, err := vc.Patches(vision.Normalize(p, vc.Mean, vc.Std), p.W, p.H)
+	if err != nil {
+		return nil, err
+	}
+	T := len(pos) / 2
+	ids := make([]int, T)
+	for i := range ids {
+		ids[i] = i
+	}
+	out, _, err := enc.RunInput(enc.NewPassState(T), graph.Input{IDs: ids, Rows: rows, Positions: pos})
+	if err != nil {
+		return nil, fmt.Errorf("vision encoder: %w", err)
+	}
+	return &Image{Rows: gr, Cols: gc, Embeds: out}, nil
+}
+
+// place lays img out as mtmd does for Qwen2-VL: <|vision_start|>, the
+// Rows*Cols embedding rows, <|vision_end|>. The image rows sit at M-RoPE
+// positions (p0, p0+row, p0+col) and the text after them at
+// p0+max(Rows, Cols).
+func (q *qwen2vl) place(img *Image, width int, piece func(string) (int, bool)) (*Placed, error) {
+	if img.Rows <= 0 || img.Cols <= 0 || len(img.Embeds) != img.Rows*img.Cols*width {
+		return nil, fmt.Errorf("vlm: a Qwen2-VL image of %dx%d tokens holds %d values of width %d", img.Rows, img.Cols, len(img.Embeds), width)
+	}
+	start, ok := piece(VisionStart)
+	end, ok2 := piece(VisionEnd)
+	if !ok || !ok2 {
+		return nil, fmt.Errorf("the vocabulary has no %s / %s tokens for image markers", VisionStart, VisionEnd)
+	}
+	p := &Placed{IDs: oneRun(start, img.Rows*img.Cols, end), Rows: img.Embeds, Span: max(img.Rows, img.Cols)}
+	p.Pos = make([]int, 0, 3*img.Rows*img.Cols)
+	for r := 0; r < img.Rows; r++ {
+		for c := 0; c < img.Cols; c++ {
+			p.Pos = append(p.Pos, 0, r, c)
+		}
+	}
+	return p, nil
+}
+
+// isQwen2VLProjector reports whether an mmproj file holds a Qwen2-VL
+// vision encoder.
+func isQwen2VLProjector(mm format.Checkpoint) bool {
+	p, _ := format.MetaString(mm.Metadata(), "clip.projector_type")
+	return p == "qwen2vl_merger"
+}
