@@ -48,6 +48,12 @@ type Options struct {
 	// Jobs and Progress: see Input.
 	Jobs     int
 	Progress func(Progress)
+	// MMProj is llama.cpp's vision GGUF (mmproj) for a text GGUF: its
+	// encoder is compiled into the artifact too, as a SmolVLM folder's is.
+	MMProj string
+	// VisionWeights is how a vision encoder's matrices are stored:
+	// VisionF32 ("" too) or VisionW8.
+	VisionWeights string
 }
 
 // MaxCalibTokens bounds the calibration sequence read from CalibText.
@@ -64,6 +70,8 @@ type Source struct {
 	// Recipe and Generation go to the manifest as given.
 	Recipe     []byte
 	Generation map[string]any
+	// Vision, when set, is the image encoder compiled beside the model.
+	Vision *VisionInput
 }
 
 // CompileModel compiles a resolved model to outPath.
@@ -126,6 +134,7 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 		in.Tokenizer, in.TokenizerKind = src.Tokenizer.Data, src.Tokenizer.Kind
 	}
 	in.FloatActivations = opts.FloatActivations
+	in.Vision = src.Vision
 	if m, ok := ws.(mapSource); ok {
 		in.Weights, in.Quantized = m.vals, m.qs // Compile checks them whole
 	} else {
@@ -239,6 +248,18 @@ func CompileFile(path, outPath string, opts Options) error {
 	}
 	src := Source{Tokenizer: tok, ChatTemplate: files.ChatTemplate, Generation: files.Generation,
 		Provenance: map[string]any{"file": filepath.Base(path), "format": ck.Format()}}
+	var vtok tokenizer.Tokenizer
+	if tok != nil {
+		if vtok, err = tok.Build(m.Config.Vocab); err != nil {
+			return fmt.Errorf("compile: tokenizer (%s): %w", tok.Kind, err)
+		}
+	}
+	if src.Vision, err = loadVision(path, ck, m.Config.Hidden, vtok, opts); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if opts.MMProj != "" {
+		src.Provenance["mmproj"] = filepath.Base(opts.MMProj)
+	}
 	floats := func() (graph.Weights, error) {
 		w := graph.Weights{}
 		for _, n := range m.Names() {

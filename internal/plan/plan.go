@@ -60,6 +60,7 @@ type Step struct {
 	Hi      int     `json:"hi,omitempty"`       // columns
 	HeadDim int     `json:"head_dim,omitempty"` // head_rms_norm, wkv7: E; hadamard: its block P
 	Slot    int     `json:"slot,omitempty"`     // token_shift, wkv7: state slot
+	Group   int     `json:"group,omitempty"`    // group_rows: rows joined into one
 	Rope    *Rope   `json:"rope,omitempty"`
 	Attn    *Attn   `json:"attn,omitempty"`
 }
@@ -79,7 +80,8 @@ type Rope struct {
 
 // Attn configures an attention step: Heads query heads and KVHeads
 // key/value heads of HeadDim, cache slot Layer, scores scaled by Scale and
-// limited to the last Window positions when Window > 0.
+// limited to the last Window positions when Window > 0, or, when
+// Bidirectional, over the rows of the pass alone.
 type Attn struct {
 	Layer   int     `json:"layer"`
 	Heads   int     `json:"heads"`
@@ -87,6 +89,10 @@ type Attn struct {
 	HeadDim int     `json:"head_dim"`
 	Scale   float32 `json:"scale"`
 	Window  int     `json:"window,omitempty"`
+	// Bidirectional attention (a vision encoder's) lets every row see
+	// every row of its pass and nothing else: it uses no cache (Layer is
+	// not a cache slot) and the pass must be full.
+	Bidirectional bool `json:"bidirectional,omitempty"`
 }
 
 // Encode returns the plan's JSON.
