@@ -19,8 +19,9 @@ import (
 
 // imageFlags are run's image flags.
 type imageFlags struct {
-	files  []string
-	mmproj string
+	files         []string
+	mmproj        string
+	visionWeights string
 }
 
 // addImageFlags adds run's --image and --mmproj flags.
@@ -29,6 +30,7 @@ func addImageFlags(f *pflag.FlagSet) *imageFlags {
 	f.StringArrayVar(&fl.files, "image", nil, "an image (JPEG, PNG, GIF, WebP) for a vision-language model (repeatable); "+
 		"each goes where the prompt writes <image>, else before the prompt")
 	f.StringVar(&fl.mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m, with --image")
+	f.StringVar(&fl.visionWeights, "vision-weights", "", "how the compiled vision encoder stores its matrices: f32 (default) or w8")
 	return &fl
 }
 
@@ -55,20 +57,12 @@ func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
 		}
 		return ids[0], true
 	}
-	var vm *vlm.Model
-	var err error
-	switch {
-	case r.images.mmproj != "":
-		vm, err = vlm.OpenPair(r.modelPath, r.images.mmproj, r.threads)
-	case vlm.IsVLM(r.modelPath):
-		vm, err = vlm.Open(r.modelPath, r.threads)
-	default:
-		return fmt.Errorf("--image needs a vision-language model: a SmolVLM folder (Hugging Face layout), or a text GGUF with --mmproj; %s is neither", r.modelPath)
-	}
+	oe, err := openImageEncoder(m, r, piece)
 	if err != nil {
 		return err
 	}
-	imageID := vm.VLM.Vision.ImageTokenID
+	defer oe.close()
+	piece, imageID, width := oe.piece, oe.imageID, oe.width
 	if imageID < 0 {
 		id, ok := piece(vlm.ImageTok)
 		if !ok {
@@ -76,7 +70,6 @@ func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
 		}
 		imageID = id
 	}
-	width := vm.TextConfig().Hidden
 	start := time.Now()
 	var encoded []*vlm.Image
 	for _, path := range r.images.files {
@@ -84,7 +77,7 @@ func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
 		if err != nil {
 			return err
 		}
-		e, err := vm.Encode(img)
+		e, err := oe.enc.Encode(img)
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}

@@ -210,7 +210,7 @@ func hyperParams(c *arch.Config) (map[string]any, error) {
 // tensors rather than the model (except for the u8 KV cache calibration,
 // which runs over the whole float32 model first).
 func CompileFile(path, outPath string, opts Options) error {
-	if err := output.Check(outPath, []string{path, opts.Tokenizer, opts.CalibText}, true, false); err != nil {
+	if err := output.Check(outPath, []string{path, opts.Tokenizer, opts.CalibText, opts.MMProj}, true, false); err != nil {
 		return fmt.Errorf("compile: %w", err)
 	}
 	if err := limits.CheckInput(path); err != nil {

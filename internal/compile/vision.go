@@ -115,7 +115,8 @@ func (b bothSource) Weight(name string) (Weight, error) {
 }
 
 // loadVision reads the encoder of a vision-language model, when path is
-// one: a SmolVLM folder, or a text GGUF with opts.MMProj. It returns nil
+// one: a SmolVLM folder (ck), or any text model with opts.MMProj (ck may
+// then be nil). It returns nil
 // for a text model. textHidden is the text model's width; tok, when set,
 // gives the markers' ids.
 func loadVision(path string, ck format.Checkpoint, textHidden int, tok tokenizer.Tokenizer, opts Options) (*VisionInput, error) {
@@ -132,7 +133,7 @@ func loadVision(path string, ck format.Checkpoint, textHidden int, tok tokenizer
 		if vc, w, err = arch.LoadVisionMMProj(mm, textHidden); err != nil {
 			return nil, err
 		}
-	case ck.Format() == "safetensors" && arch.IsVLM(ck.Metadata()):
+	case ck != nil && ck.Format() == "safetensors" && arch.IsVLM(ck.Metadata()):
 		var pre map[string]any
 		b, rerr := os.ReadFile(filepath.Join(path, "preprocessor_config.json"))
 		switch {

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/vision"
+	"github.com/aotlm/aotlm/internal/vlm"
+)
+
+// imageEncoder turns an image into the embedding rows of its layout.
+type imageEncoder interface {
+	Encode(img *vision.RGB) (*vlm.Image, error)
+}
+
+// openedEncoder is the image encoder run uses, with what placing its
+// rows needs.
+type openedEncoder struct {
+	enc     imageEncoder
+	imageID int // -1: look the image token up
+	width   int // the text model's embedding width
+	piece   func(string) (int, bool)
+	close   func()
+}
+
+// openImageEncoder returns the vision plan of m's artifact when it has
+// one (nothing but the artifact is read); else the encoder of the model
+// folder or the mmproj file, run by the graph interpreter. piece looks
+// marker pieces up in the vocabulary.
+func openImageEncoder(m *aotlm.Model, r imageRun, piece func(string) (int, bool)) (*openedEncoder, error) {
+	if eng := m.Engine(); eng != nil && vlm.HasVision(eng) {
+		c, err := vlm.OpenCompiled(eng, r.threads)
+		if err != nil {
+			return nil, err
+		}
+		look := func(s string) (int, bool) {
+			if id, ok := c.Piece(s); ok {
+				return id, true
+			}
+			return piece(s)
+		}
+		return &openedEncoder{enc: c, imageID: c.Vision.ImageTokenID, width: c.Vision.TextHidden, piece: look, close: c.Close}, nil
+	}
+	var vm *vlm.Model
+	var err error
+	switch {
+	case r.images.mmproj != "":
+		vm, err = vlm.OpenPair(r.modelPath, r.images.mmproj, r.threads)
+	case vlm.IsVLM(r.modelPath):
+		vm, err = vlm.Open(r.modelPath, r.threads)
+	default:
+		return nil, fmt.Errorf("--image needs a vision-language model: an artifact compiled with its vision encoder, a SmolVLM folder (Hugging Face layout), or a text GGUF with --mmproj; %s is none of them", r.modelPath)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &openedEncoder{enc: vm, imageID: vm.VLM.Vision.ImageTokenID, width: vm.TextConfig().Hidden, piece: piece, close: func() {}}, nil
+}
