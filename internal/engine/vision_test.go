@@ -3,8 +3,8 @@ package engine_test
 import (
 	"errors"
 	"math"
-	"os"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
