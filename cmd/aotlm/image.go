@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/aotlm/aotlm"
-	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/vision"
 	"github.com/aotlm/aotlm/internal/vlm"
 )
@@ -43,13 +41,11 @@ type imageRun struct {
 	useChat, asJSON           bool
 }
 
-// runWithImages encodes the images with the model folder's vision
-// encoder, places their embedding rows in the prompt and generates with
-// the compiled text model.
+// runWithImages encodes the images with the artifact's vision plan (or,
+// when the model is not compiled, the encoder of its folder or mmproj
+// file through the graph interpreter), places their embedding rows in the
+// prompt and generates with the text model.
 func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
-	if m.Engine() == nil {
-		return errors.New("--image runs the compiled text model; drop --no-compile")
-	}
 	piece := func(s string) (int, bool) {
 		ids, err := m.Encode(s, true)
 		if err != nil || len(ids) != 1 {
@@ -126,19 +122,12 @@ func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
 	}
 	req.IDs = ids
 
-	eng := m.Engine()
 	im, err := aotlm.NewModel(aotlm.Config{Info: m.Info(), Tokenizer: m.Tokenizer(), BOS: m.BOS(), EOS: m.StopIDs(),
 		NewSequence: func(n int) (aotlm.Sequence, error) {
-			s, err := eng.NewSession(engine.SessionOptions{Threads: eng.Threads(), Context: n})
-			if err != nil {
-				return nil, err
+			if n <= 0 {
+				n = m.Info().Context
 			}
-			q := vlm.NewImageSequence(s, imageID, width)
-			if err := q.Queue(rows); err != nil {
-				s.Close()
-				return nil, err
-			}
-			return q, nil
+			return newImageSequence(m, oe, imageID, rows, n)
 		}})
 	if err != nil {
 		return err

@@ -122,3 +122,26 @@ func TestRunImageFromArtifactAlone(t *testing.T) {
 		})
 	}
 }
+
+// TestRunImageNoCompile: with --no-compile the encoder and the text model
+// run in the graph interpreter, and give the greedy ids the compiled
+// artifact (vision plan and text plans) gives for the same prompt.
+func TestRunImageNoCompile(t *testing.T) {
+	dir := testutil.Path(t, "vlm/smolvlm")
+	img := filepath.Join(dir, "image_square.png")
+	args := []string{"run", "-m", dir, "--tokenizer", filepath.Join(dir, "text.gguf"), "--image", img,
+		"-p", "abc<image>xyz", "-n", "6", "--temp", "0", "--ignore-eos", "--json", "-t", "1"}
+	var reps [2]runJSON
+	for i, extra := range [][]string{nil, {"--no-compile"}} {
+		code, out, errs := runCLI(t, append(append([]string(nil), args...), extra...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", extra, code, errs)
+		}
+		if err := json.Unmarshal([]byte(out), &reps[i]); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+	if len(reps[1].IDs) != 6 || joinedIDs(reps[0].PromptIDs) != joinedIDs(reps[1].PromptIDs) || joinedIDs(reps[0].IDs) != joinedIDs(reps[1].IDs) {
+		t.Fatalf("compiled %v -> %v, --no-compile %v -> %v", reps[0].PromptIDs, reps[0].IDs, reps[1].PromptIDs, reps[1].IDs)
+	}
+}

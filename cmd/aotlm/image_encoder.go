@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/vision"
 	"github.com/aotlm/aotlm/internal/vlm"
 )
@@ -21,6 +22,9 @@ type openedEncoder struct {
 	width   int // the text model's embedding width
 	piece   func(string) (int, bool)
 	close   func()
+	// interp is the interpreter's model when the encoder is not compiled
+	// (it also runs the text model of a model that is not compiled).
+	interp *vlm.Model
 }
 
 // openImageEncoder returns the vision plan of m's artifact when it has
@@ -54,5 +58,26 @@ func openImageEncoder(m *aotlm.Model, r imageRun, piece func(string) (int, bool)
 	if err != nil {
 		return nil, err
 	}
-	return &openedEncoder{enc: vm, imageID: vm.VLM.Vision.ImageTokenID, width: vm.TextConfig().Hidden, piece: piece, close: func() {}}, nil
+	return &openedEncoder{enc: vm, imageID: vm.VLM.Vision.ImageTokenID, width: vm.TextConfig().Hidden, piece: piece, close: func() {}, interp: vm}, nil
+}
+
+// newImageSequence returns a sequence of n positions of the text model
+// (the artifact's engine, else the interpreter) that places rows at the
+// imageID rows.
+func newImageSequence(m *aotlm.Model, oe *openedEncoder, imageID int, rows []float32, n int) (aotlm.Sequence, error) {
+	eng := m.Engine()
+	if eng == nil {
+		q := oe.interp.NewSequence(n, imageID)
+		return q, q.Queue(rows)
+	}
+	s, err := eng.NewSession(engine.SessionOptions{Threads: eng.Threads(), Context: n})
+	if err != nil {
+		return nil, err
+	}
+	q := vlm.NewImageSequence(s, imageID, oe.width)
+	if err := q.Queue(rows); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return q, nil
 }
