@@ -67,7 +67,7 @@ func (l *linearJob) run(_, j0, j1 int) {
 // linearBlockBytes is the most input bytes a float32 linear multiplies by
 // a weight row at once (see linearJob.run); text passes of up to 32 rows
 // of 4096 fit in one block.
-const linearBlockBytes = 512 << 10
+var linearBlockBytes = 512 << 10
 
 // rowSums holds the T sums of one weight row of a float32 linear.
 var rowSums = sync.Pool{New: func() any { return new([]float32) }}
