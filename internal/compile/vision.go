@@ -61,7 +61,7 @@ func lowerVision(v *VisionInput) ([]*plan.Plan, *plan.Vision, error) {
 		}
 		plans = append(plans, p)
 		mv.Plans = append(mv.Plans, plan.VisionPlanRef{Name: plan.VisionPlanName(s.Height, s.Width),
-			Height: s.Height, Width: s.Width, Blob: plan.VisionBlobName(s.Height, s.Width)})
+			Height: s.Height, Width: s.Width, Tokens: p.Buffers[p.Output].Rows, Blob: plan.VisionBlobName(s.Height, s.Width)})
 	}
 	return plans, mv, nil
 }

@@ -41,6 +41,9 @@ func (e *Engine) loadVision(blob func(name string) ([]byte, error)) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", ref.Blob, err)
 		}
+		if out := p.Buffers[p.Output].Rows; out != ref.Tokens {
+			return fmt.Errorf("%s: a vision plan of %d output rows, the manifest says %d tokens", ref.Blob, out, ref.Tokens)
+		}
 		if p.KV.Layers != 0 || len(p.State) != 0 {
 			return fmt.Errorf("%s: a vision plan with %d cache layers and %d state slots (it may have none)", ref.Blob, p.KV.Layers, len(p.State))
 		}

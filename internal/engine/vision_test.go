@@ -281,6 +281,10 @@ func TestBadVisionPlanRefused(t *testing.T) {
 			vis := p.manifest["vision"].(map[string]any)
 			vis["plans"].([]any)[0].(map[string]any)["name"] = "vision/4x4"
 		}},
+		{"tokens disagree", "manifest says 5 tokens", func(t *testing.T, p *parts) {
+			vis := p.manifest["vision"].(map[string]any)
+			vis["plans"].([]any)[0].(map[string]any)["tokens"] = 5
+		}},
 		{"missing weight", "proj.w", func(t *testing.T, p *parts) {
 			for i, ti := range p.tensors {
 				if ti.Name == "proj.w" {

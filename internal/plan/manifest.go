@@ -190,11 +190,13 @@ type Vision struct {
 }
 
 // VisionPlanRef names the blob of the plan that encodes images of Height x
-// Width pixels; Name is VisionPlanName(Height, Width).
+// Width pixels into Tokens embedding rows; Name is VisionPlanName(Height,
+// Width).
 type VisionPlanRef struct {
 	Name   string `json:"name"`
 	Height int    `json:"height"`
 	Width  int    `json:"width"`
+	Tokens int    `json:"tokens"`
 	Blob   string `json:"blob"`
 }
 
@@ -238,6 +240,9 @@ func (v *Vision) validate() error {
 		seen[r.Name] = true
 		if r.Blob == "" {
 			return errf(f+".blob", "empty name")
+		}
+		if r.Tokens < 1 || r.Tokens > MaxRows {
+			return errf(f+".tokens", "%d is outside [1, %d]", r.Tokens, MaxRows)
 		}
 	}
 	for piece, id := range v.Markers {

@@ -13,7 +13,7 @@ func TestManifestVisionValidate(t *testing.T) {
 			Plans: []PlanRef{{ARLen: 1, Blob: BlobName(1)}}, Weights: "f32",
 			Vision: &Vision{Family: "idefics3", Config: []byte(`{"image_size":512}`), Weights: "w8",
 				Markers: map[string]int{"<image>": 3},
-				Plans:   []VisionPlanRef{{Name: VisionPlanName(512, 512), Height: 512, Width: 512, Blob: VisionBlobName(512, 512)}}}}
+				Plans:   []VisionPlanRef{{Name: VisionPlanName(512, 512), Height: 512, Width: 512, Tokens: 64, Blob: VisionBlobName(512, 512)}}}}
 	}
 	if err := good().Validate(); err != nil {
 		t.Fatal(err)
@@ -22,15 +22,16 @@ func TestManifestVisionValidate(t *testing.T) {
 		t.Fatalf("blob name %q", got)
 	}
 	for field, mut := range map[string]func(v *Vision){
-		"manifest.vision.family":        func(v *Vision) { v.Family = "" },
-		"manifest.vision.config":        func(v *Vision) { v.Config = []byte(`[1]`) },
-		"manifest.vision.weights":       func(v *Vision) { v.Weights = "q4" },
-		"manifest.vision.plans":         func(v *Vision) { v.Plans = nil },
-		"manifest.vision.plans[0]":      func(v *Vision) { v.Plans[0].Height = 0 },
-		"manifest.vision.plans[0].name": func(v *Vision) { v.Plans[0].Name = "vision/512" },
-		"manifest.vision.plans[1].name": func(v *Vision) { v.Plans = append(v.Plans, v.Plans[0]) },
-		"manifest.vision.plans[0].blob": func(v *Vision) { v.Plans[0].Blob = "" },
-		"manifest.vision.markers":       func(v *Vision) { v.Markers["<image>"] = 16 },
+		"manifest.vision.family":          func(v *Vision) { v.Family = "" },
+		"manifest.vision.config":          func(v *Vision) { v.Config = []byte(`[1]`) },
+		"manifest.vision.weights":         func(v *Vision) { v.Weights = "q4" },
+		"manifest.vision.plans":           func(v *Vision) { v.Plans = nil },
+		"manifest.vision.plans[0]":        func(v *Vision) { v.Plans[0].Height = 0 },
+		"manifest.vision.plans[0].name":   func(v *Vision) { v.Plans[0].Name = "vision/512" },
+		"manifest.vision.plans[1].name":   func(v *Vision) { v.Plans = append(v.Plans, v.Plans[0]) },
+		"manifest.vision.plans[0].blob":   func(v *Vision) { v.Plans[0].Blob = "" },
+		"manifest.vision.plans[0].tokens": func(v *Vision) { v.Plans[0].Tokens = 0 },
+		"manifest.vision.markers":         func(v *Vision) { v.Markers["<image>"] = 16 },
 	} {
 		m := good()
 		mut(m.Vision)
