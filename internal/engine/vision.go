@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/aotlm/aotlm/internal/kernel"
@@ -22,7 +21,7 @@ type visionProgram struct {
 	ref   plan.VisionPlanRef
 	prog  *program
 	in    int // floats per input row (0: the plan reads no rows)
-	table int // rows of the position table (ids must be below it)
+	table int // rows of the position table (ids must be below it), -1: none
 	q8Max int // values: the largest T*K input of a packed linear
 }
 
@@ -164,8 +163,9 @@ func (c *Encoder) Output() (rows, cols int) {
 }
 
 // Encode runs the plan over Rows() input rows (rows, [Rows(), InputCols()]
-// row-major) with their ids (positions in the position table) and returns
-// the output rows, a view valid until the next call.
+// row-major) with their ids (non-negative positions; rows of the position
+// table when the plan has one) and returns the output rows, a view valid
+// until the next call.
 func (c *Encoder) Encode(rows []float32, ids []int) ([]float32, error) {
 	s, p := c.s, c.vp.prog.p
 	if s.closed || c.s.e.closed.Load() {
@@ -178,7 +178,7 @@ func (c *Encoder) Encode(rows []float32, ids []int) ([]float32, error) {
 		return nil, fmt.Errorf("engine: %d input values, the vision plan reads %d rows of %d", len(rows), p.Rows, c.vp.in)
 	}
 	for i, id := range ids {
-		if id < 0 || id >= c.vp.table {
+		if id < 0 || (c.vp.table >= 0 && id >= c.vp.table) {
 			return nil, fmt.Errorf("engine: row %d: id %d is outside the position table [0, %d)", i, id, c.vp.table)
 		}
 	}
@@ -192,9 +192,6 @@ func (c *Encoder) Encode(rows []float32, ids []int) ([]float32, error) {
 
 // Close releases the encoder's memory.
 func (c *Encoder) Close() { c.s.Close() }
-
-// errNoRows is a rows step run without input rows.
-var errNoRows = errors.New("engine: a rows step with no input rows")
 
 // biAttnTask is bidirectional attention over the T rows of a pass, with
 // no cache: q [T, H*E], k, v [T, G*E], out [T, H*E]; split across the
