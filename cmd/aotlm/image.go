@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -12,15 +11,15 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/aotlm/aotlm"
-	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/vision"
 	"github.com/aotlm/aotlm/internal/vlm"
 )
 
 // imageFlags are run's image flags.
 type imageFlags struct {
-	files  []string
-	mmproj string
+	files         []string
+	mmproj        string
+	visionWeights string
 }
 
 // addImageFlags adds run's --image and --mmproj flags.
@@ -29,6 +28,7 @@ func addImageFlags(f *pflag.FlagSet) *imageFlags {
 	f.StringArrayVar(&fl.files, "image", nil, "an image (JPEG, PNG, GIF, WebP) for a vision-language model (repeatable); "+
 		"each goes where the prompt writes <image>, else before the prompt")
 	f.StringVar(&fl.mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m, with --image")
+	f.StringVar(&fl.visionWeights, "vision-weights", "", "how the compiled vision encoder stores its matrices: f32 (default) or w8")
 	return &fl
 }
 
@@ -41,13 +41,11 @@ type imageRun struct {
 	useChat, asJSON           bool
 }
 
-// runWithImages encodes the images with the model folder's vision
-// encoder, places their embedding rows in the prompt and generates with
-// the compiled text model.
+// runWithImages encodes the images with the artifact's vision plan (or,
+// when the model is not compiled, the encoder of its folder or mmproj
+// file through the graph interpreter), places their embedding rows in the
+// prompt and generates with the text model.
 func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
-	if m.Engine() == nil {
-		return errors.New("--image runs the compiled text model; drop --no-compile")
-	}
 	piece := func(s string) (int, bool) {
 		ids, err := m.Encode(s, true)
 		if err != nil || len(ids) != 1 {
@@ -55,24 +53,12 @@ func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
 		}
 		return ids[0], true
 	}
-	var vm *vlm.Model
-	var err error
-	switch {
-	case r.images.mmproj != "":
-		vm, err = vlm.OpenPair(r.modelPath, r.images.mmproj, r.threads)
-	case vlm.IsVLM(r.modelPath):
-		vm, err = vlm.Open(r.modelPath, r.threads)
-	default:
-		return fmt.Errorf("--image needs a vision-language model: a SmolVLM or Qwen2-VL folder (Hugging Face layout), or a text GGUF with --mmproj; %s is neither", r.modelPath)
-	}
+	oe, err := openImageEncoder(m, r, piece)
 	if err != nil {
 		return err
 	}
-	imageID, err := vm.ImageTokenID(piece)
-	if err != nil {
-		return err
-	}
-	width := vm.TextConfig().Hidden
+	defer oe.close()
+	imageID := oe.imageID
 	start := time.Now()
 	var encoded []*vlm.Image
 	for _, path := range r.images.files {
@@ -80,7 +66,7 @@ func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
 		if err != nil {
 			return err
 		}
-		e, err := vm.Encode(img)
+		e, err := oe.enc.Encode(img)
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
@@ -106,7 +92,7 @@ func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
 	var placed []*vlm.Placed
 	for i, part := range strings.Split(req.Prompt, vlm.ImageTok) {
 		if i > 0 {
-			p, err := vm.Place(encoded[i-1], piece)
+			p, err := oe.place(encoded[i-1])
 			if err != nil {
 				return err
 			}
@@ -129,21 +115,12 @@ func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
 	}
 	req.IDs = ids
 
-	eng := m.Engine()
 	im, err := aotlm.NewModel(aotlm.Config{Info: m.Info(), Tokenizer: m.Tokenizer(), BOS: m.BOS(), EOS: m.StopIDs(),
 		NewSequence: func(n int) (aotlm.Sequence, error) {
-			s, err := eng.NewSession(engine.SessionOptions{Threads: eng.Threads(), Context: n})
-			if err != nil {
-				return nil, err
+			if n <= 0 {
+				n = m.Info().Context
 			}
-			q := vlm.NewImageSequence(s, imageID, width)
-			for _, p := range placed {
-				if err := q.QueueImage(p.Rows, p.Pos, p.Span); err != nil {
-					s.Close()
-					return nil, err
-				}
-			}
-			return q, nil
+			return newImageSequence(m, oe, imageID, placed, n)
 		}})
 	if err != nil {
 		return err

@@ -145,7 +145,6 @@ func TestRunImageErrors(t *testing.T) {
 		{[]string{"--image", img, "--image", img, "-p", "<image> only one"}, "1 <image> markers for 2 images"},
 		{[]string{"--image", bad, "-p", "x"}, "not an image"},
 		{[]string{"--image", filepath.Join(dir, "missing.png"), "-p", "x"}, "missing.png"},
-		{[]string{"--image", img, "-p", "x", "--no-compile"}, "drop --no-compile"},
 	} {
 		args := append([]string{"run", "-m", dir, "--tokenizer", tok, "-n", "2", "--temp", "0"}, c.args...)
 		code, _, errs := runCLI(t, args...)

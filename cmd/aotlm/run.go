@@ -110,7 +110,8 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 				log = cmd.ErrOrStderr()
 			}
 			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, NoCompile: noCompile,
-				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv, FloatActivations: float, GGUFWeights: ggufWeights}, Log: log})
+				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv, FloatActivations: float, GGUFWeights: ggufWeights,
+					MMProj: images.mmproj, VisionWeights: images.visionWeights}, Log: log})
 			if err != nil {
 				return err
 			}

@@ -64,6 +64,25 @@ type Sizes struct {
 	// Session is the memory one session allocates: the KV cache plus the
 	// largest arena (the weights stay in the mapped file).
 	Session int64 `json:"session"`
+	// Vision lists the vision plans of a vision-language model.
+	Vision []VisionPlan `json:"vision,omitempty"`
+}
+
+// VisionPlan describes a vision plan: its steps, the arena an encoder of
+// it allocates, and the weights it reads.
+type VisionPlan struct {
+	Name    string `json:"name"`
+	Blob    string `json:"blob"`
+	Rows    int    `json:"rows"` // input rows of one pass (patches)
+	Tokens  int    `json:"tokens"`
+	Steps   int    `json:"steps"`
+	Buffers int    `json:"buffers"`
+	Bytes   int64  `json:"arena_bytes"`
+	// Weights is the bytes of the tensors the plan reads, Tensors their
+	// number, Storage the manifest's vision weights tag.
+	Weights int64  `json:"weights_bytes"`
+	Tensors int    `json:"tensors"`
+	Storage string `json:"storage"`
 }
 
 // KVSize is the static KV cache of a session: Layers x Ctx x Cols elements
@@ -129,8 +148,48 @@ func Describe(a *artifact.Artifact) (Info, error) {
 		arena = max(arena, ar.Bytes)
 	}
 	s.Session = s.KV.Bytes + arena
+	if m.Vision != nil {
+		for i, ref := range m.Vision.Plans {
+			vp, err := describeVision(a, ref)
+			if err != nil {
+				return info, fmt.Errorf("bench: manifest.vision.plans[%d]: %w", i, err)
+			}
+			vp.Storage = m.Vision.Weights
+			s.Vision = append(s.Vision, vp)
+		}
+	}
 	info.Sizes = s
 	return info, nil
+}
+
+// describeVision accounts for one vision plan.
+func describeVision(a *artifact.Artifact, ref plan.VisionPlanRef) (VisionPlan, error) {
+	blob, err := a.Blob(ref.Blob)
+	if err != nil {
+		return VisionPlan{}, err
+	}
+	p, err := plan.Decode(blob)
+	if err != nil {
+		return VisionPlan{}, fmt.Errorf("%s: %w", ref.Blob, err)
+	}
+	vp := VisionPlan{Name: ref.Name, Blob: ref.Blob, Rows: p.Rows, Tokens: p.Buffers[p.Output].Rows, Steps: len(p.Steps),
+		Buffers: len(p.Buffers), Bytes: int64(p.Arena) * arenaElemBytes}
+	seen := map[string]bool{}
+	for _, st := range p.Steps {
+		for _, w := range st.Weights {
+			if seen[w] {
+				continue
+			}
+			seen[w] = true
+			info, _, err := a.Tensor(w)
+			if err != nil {
+				return vp, fmt.Errorf("%s: %w", ref.Blob, err)
+			}
+			vp.Weights += info.Size
+			vp.Tensors++
+		}
+	}
+	return vp, nil
 }
 
 // MarshalJSON writes the manifest object as stored with a "sizes" field

@@ -47,6 +47,10 @@ func (i Info) WriteText(w io.Writer) error {
 		row(fmt.Sprintf("  AR-%d", a.ARLen), "%d steps, %d buffers, arena %s (%d bytes)\tblob %q",
 			a.Steps, a.Buffers, Human(a.Bytes), a.Bytes, a.Blob)
 	}
+	for _, v := range s.Vision {
+		row("  "+v.Name, "%d rows in, %d tokens out, %d steps, %d buffers, arena %s (%d bytes), weights %s (%d bytes, %d tensors, %s), blob %q",
+			v.Rows, v.Tokens, v.Steps, v.Buffers, Human(v.Bytes), v.Bytes, Human(v.Weights), v.Weights, v.Tensors, v.Storage, v.Blob)
+	}
 	fmt.Fprintf(tw, "sizes:\n")
 	row("  file", "%s\t%d bytes", Human(s.File), s.File)
 	for _, c := range sortedKeys(s.Tensors) {
@@ -66,6 +70,10 @@ func (i Info) WriteText(w io.Writer) error {
 		row(fmt.Sprintf("  arena AR-%d", a.ARLen), "%s\t%d bytes", Human(a.Bytes), a.Bytes)
 	}
 	row("  per session", "%s\t%d bytes (KV cache + largest arena)", Human(s.Session), s.Session)
+	for _, v := range s.Vision {
+		row("  "+v.Name+" weights", "%s\t%d bytes", Human(v.Weights), v.Weights)
+		row("  "+v.Name+" arena", "%s\t%d bytes (per image encoder)", Human(v.Bytes), v.Bytes)
+	}
 	return tw.Flush()
 }
 

@@ -100,6 +100,14 @@ func cacheKey(path string, opts Options) (string, error) {
 		gw = GGUFNative
 	}
 	fmt.Fprintf(h, "ar=%v ctx=%d clamp=%v kv=%s calib=%s float-act=%v gguf=%s\n", lens, opts.Ctx, opts.ClampCtx, opts.KV, opts.CalibText, opts.FloatActivations, gw)
+	if opts.MMProj != "" || opts.VisionWeights != "" {
+		fmt.Fprintf(h, "mmproj=%s vision=%s\n", opts.MMProj, opts.VisionWeights)
+		if opts.MMProj != "" {
+			if err := statInto(h, opts.MMProj); err != nil {
+				return "", fmt.Errorf("mmproj: %w", err)
+			}
+		}
+	}
 	if opts.CalibText != "" {
 		if err := statInto(h, opts.CalibText); err != nil {
 			return "", fmt.Errorf("calibration text: %w", err)

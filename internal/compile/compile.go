@@ -2,6 +2,7 @@ package compile
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/aotlm/aotlm/internal/artifact"
@@ -51,6 +52,9 @@ type Input struct {
 	Jobs int
 	// Progress, when set, is called after each weight is written.
 	Progress func(Progress)
+	// Vision, when set, is an image encoder compiled into the same file
+	// (plans named by plan.VisionPlanName, weights beside the text's).
+	Vision *VisionInput
 }
 
 // Progress is how far the writing of an artifact's weights is.
@@ -126,6 +130,25 @@ func Compile(in Input, outPath string) error {
 		plans = append(plans, p)
 		m.Plans = append(m.Plans, plan.PlanRef{ARLen: n, Blob: plan.BlobName(n)})
 	}
+	var vplans []*plan.Plan
+	shapes := in.Graph.Weights
+	if v := in.Vision; v != nil {
+		var err error
+		if vplans, m.Vision, err = lowerVision(v); err != nil {
+			return err
+		}
+		if _, err := graph.NewInterpreter(v.Graph, v.Weights, 1); err != nil {
+			return fmt.Errorf("compile: vision encoder: %w", err)
+		}
+		shapes = maps.Clone(shapes)
+		for n, s := range v.Graph.Weights {
+			if _, ok := shapes[n]; ok {
+				return fmt.Errorf("compile: the vision encoder's weight %q has the name of a text weight", n)
+			}
+			shapes[n] = s
+		}
+		src = bothSource{text: src, vision: newVisionSource(v)}
+	}
 	if in.Tokenizer != nil {
 		m.Tokenizer = &plan.TokenizerRef{Kind: in.TokenizerKind, Blob: "tokenizer/" + in.TokenizerKind}
 	}
@@ -138,7 +161,7 @@ func Compile(in Input, outPath string) error {
 		return err
 	}
 	defer w.Abort()
-	mixed, err := writeWeights(w, in.Graph.Weights, src, !in.FloatActivations, in.Jobs, in.Progress)
+	mixed, err := writeWeights(w, shapes, src, !in.FloatActivations, in.Jobs, in.Progress)
 	if err != nil {
 		return err
 	}
@@ -151,6 +174,15 @@ func Compile(in Input, outPath string) error {
 			return err
 		}
 		if err := w.AddBlob(artifact.KindPlan, m.Plans[i].Blob, b); err != nil {
+			return err
+		}
+	}
+	for i, p := range vplans {
+		b, err := p.Encode()
+		if err != nil {
+			return err
+		}
+		if err := w.AddBlob(artifact.KindPlan, m.Vision.Plans[i].Blob, b); err != nil {
 			return err
 		}
 	}

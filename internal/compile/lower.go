@@ -13,7 +13,15 @@ const arenaAlign = 16
 
 // Lower returns the plan of g for passes of n rows and a cache of ctx
 // positions, with buffers placed in the arena by Assign.
-func Lower(g *graph.Graph, n, ctx int) (*plan.Plan, error) {
+func Lower(g *graph.Graph, n, ctx int) (*plan.Plan, error) { return lower(g, n, ctx, false) }
+
+// LowerVision returns the plan of a vision encoder's graph for passes of
+// exactly n rows (the patches of one image): its rows input becomes a
+// rows step, its attention is bidirectional and uses no cache, and
+// group_rows joins rows. The plan has no cache layers.
+func LowerVision(g *graph.Graph, n int) (*plan.Plan, error) { return lower(g, n, 1, true) }
+
+func lower(g *graph.Graph, n, ctx int, vision bool) (*plan.Plan, error) {
 	if n < 1 || n > plan.MaxRows {
 		return nil, fmt.Errorf("compile: AR length %d is outside [1, %d]", n, plan.MaxRows)
 	}
@@ -22,6 +30,12 @@ func Lower(g *graph.Graph, n, ctx int) (*plan.Plan, error) {
 	}
 	p := &plan.Plan{Version: plan.Version, Rows: n, KV: plan.KV{Layers: g.Layers, Cols: g.KVCols, Ctx: ctx},
 		State: append([]int(nil), g.States...)}
+	if vision {
+		if len(g.States) > 0 {
+			return nil, fmt.Errorf("compile: a vision encoder with recurrent state")
+		}
+		p.KV = plan.KV{Ctx: ctx}
+	}
 	buf := make([]int, len(g.Nodes)) // node -> buffer id, -1 for the token input
 	for i := range g.Nodes {
 		nd := &g.Nodes[i]
@@ -30,8 +44,12 @@ func Lower(g *graph.Graph, n, ctx int) (*plan.Plan, error) {
 			continue
 		}
 		o := nd.Op
-		if o == op.Rows || o == op.GroupRows || (nd.Attn != nil && nd.Attn.Bidirectional) {
-			return nil, fmt.Errorf("compile: node %d (%s): %v is not compiled yet (vision encoders run in the interpreter)", i, nd.Name, nd.Op)
+		if vision != (o == op.Rows || o == op.GroupRows || (nd.Attn != nil && nd.Attn.Bidirectional)) &&
+			(o == op.Rows || o == op.GroupRows || o == op.Attention) {
+			if vision {
+				return nil, fmt.Errorf("compile: node %d (%s): a vision encoder's attention must be bidirectional", i, nd.Name)
+			}
+			return nil, fmt.Errorf("compile: node %d (%s): %v belongs to a vision encoder, which compiles to a vision plan of its own", i, nd.Name, nd.Op)
 		}
 		if o == op.Invalid || o >= op.Count {
 			return nil, fmt.Errorf("compile: node %d (%s): op %v has no plan form", i, nd.Name, nd.Op)
@@ -55,6 +73,13 @@ func Lower(g *graph.Graph, n, ctx int) (*plan.Plan, error) {
 			// room for the logits of every row; a pass selects which
 			rows = n
 		}
+		if o == op.GroupRows {
+			if nd.Group < 1 || rows%nd.Group != 0 {
+				return nil, fmt.Errorf("compile: node %d (%s): %d rows do not group by %d", i, nd.Name, rows, nd.Group)
+			}
+			rows /= nd.Group
+			st.Group = nd.Group
+		}
 		if nd.Weight != "" {
 			st.Weights = append(st.Weights, nd.Weight)
 		}
@@ -68,7 +93,7 @@ func Lower(g *graph.Graph, n, ctx int) (*plan.Plan, error) {
 		}
 		if a := nd.Attn; a != nil {
 			st.Attn = &plan.Attn{Layer: a.Layer, Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim,
-				Scale: a.Scale, Window: a.Window}
+				Scale: a.Scale, Window: a.Window, Bidirectional: a.Bidirectional}
 		}
 		buf[i] = len(p.Buffers)
 		st.Out = buf[i]

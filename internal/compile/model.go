@@ -48,6 +48,12 @@ type Options struct {
 	// Jobs and Progress: see Input.
 	Jobs     int
 	Progress func(Progress)
+	// MMProj is llama.cpp's vision GGUF (mmproj) for a text GGUF: its
+	// encoder is compiled into the artifact too, as a SmolVLM folder's is.
+	MMProj string
+	// VisionWeights is how a vision encoder's matrices are stored:
+	// VisionF32 ("" too) or VisionW8.
+	VisionWeights string
 }
 
 // MaxCalibTokens bounds the calibration sequence read from CalibText.
@@ -67,6 +73,8 @@ type Source struct {
 	// Outliers gives, by linear weight, the input channels computed in
 	// float (graph.SplitOutliers); the weights include W+OutlierSuffix.
 	Outliers map[string][]int
+	// Vision, when set, is the image encoder compiled beside the model.
+	Vision *VisionInput
 }
 
 // CompileModel compiles a resolved model to outPath.
@@ -134,6 +142,7 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 		in.Tokenizer, in.TokenizerKind = src.Tokenizer.Data, src.Tokenizer.Kind
 	}
 	in.FloatActivations = opts.FloatActivations
+	in.Vision = src.Vision
 	if m, ok := ws.(mapSource); ok {
 		in.Weights, in.Quantized = m.vals, m.qs // Compile checks them whole
 	} else {
@@ -209,7 +218,7 @@ func hyperParams(c *arch.Config) (map[string]any, error) {
 // tensors rather than the model (except for the u8 KV cache calibration,
 // which runs over the whole float32 model first).
 func CompileFile(path, outPath string, opts Options) error {
-	if err := output.Check(outPath, []string{path, opts.Tokenizer, opts.CalibText}, true, false); err != nil {
+	if err := output.Check(outPath, []string{path, opts.Tokenizer, opts.CalibText, opts.MMProj}, true, false); err != nil {
 		return fmt.Errorf("compile: %w", err)
 	}
 	if err := limits.CheckInput(path); err != nil {
@@ -247,6 +256,18 @@ func CompileFile(path, outPath string, opts Options) error {
 	}
 	src := Source{Tokenizer: tok, ChatTemplate: files.ChatTemplate, Generation: files.Generation,
 		Provenance: map[string]any{"file": filepath.Base(path), "format": ck.Format()}}
+	var vtok tokenizer.Tokenizer
+	if tok != nil {
+		if vtok, err = tok.Build(m.Config.Vocab); err != nil {
+			return fmt.Errorf("compile: tokenizer (%s): %w", tok.Kind, err)
+		}
+	}
+	if src.Vision, err = loadVision(path, ck, m.Config.Hidden, vtok, opts); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if opts.MMProj != "" {
+		src.Provenance["mmproj"] = filepath.Base(opts.MMProj)
+	}
 	floats := func() (graph.Weights, error) {
 		w := graph.Weights{}
 		for _, n := range m.Names() {

@@ -39,6 +39,18 @@ func compileQuantized(dir, outPath string, opts Options) error {
 		src.Provenance["recipe"] = r.Name
 		src.Recipe = man.Recipe
 	}
+	if opts.MMProj != "" {
+		var vtok tokenizer.Tokenizer
+		if tok != nil {
+			if vtok, err = tok.Build(man.Config.Vocab); err != nil {
+				return fmt.Errorf("compile: tokenizer (%s): %w", tok.Kind, err)
+			}
+		}
+		if src.Vision, err = loadVision(dir, nil, man.Config.Hidden, vtok, opts); err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		src.Provenance["mmproj"] = filepath.Base(opts.MMProj)
+	}
 	floats := func() (graph.Weights, error) {
 		w := graph.Weights{}
 		for _, n := range f.Names() {

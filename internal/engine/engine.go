@@ -45,6 +45,7 @@ type Engine struct {
 	posComps int // position components a row carries (rope sections; 0 or 1: plain)
 	q8Max    int // values: the largest T*K input of a packed linear
 	wkvTemp  int // floats of wkv7 scratch: max 4*head_dim
+	vision   []*visionProgram
 }
 
 // program is a validated plan with its weights resolved.
@@ -156,12 +157,27 @@ func load(m plan.Manifest, blob func(name string) ([]byte, error), tensor tensor
 		e.arena = max(e.arena, p.Arena)
 	}
 	slices.SortFunc(e.plans, func(a, b *program) int { return a.p.Rows - b.p.Rows })
+	if err := e.loadVision(blob); err != nil {
+		return nil, err
+	}
 	e.start(opts)
 	return e, nil
 }
 
-// resolve checks p's weights against the artifact and binds them.
+// resolve checks a text plan's weights against the artifact and binds
+// them.
 func (e *Engine) resolve(p *plan.Plan) (*program, error) {
+	for i, st := range p.Steps {
+		if st.Op == op.Rows || st.Op == op.GroupRows || (st.Op == op.Attention && st.Attn.Bidirectional) {
+			return nil, fmt.Errorf("step %d (%s): %v belongs to a vision plan", i, st.Name, st.Op)
+		}
+	}
+	return e.resolveSteps(p, false)
+}
+
+// resolveSteps binds p's weights; a vision plan's embed steps (position
+// tables) and packed linears do not size the text sessions.
+func (e *Engine) resolveSteps(p *plan.Plan, vision bool) (*program, error) {
 	shapes := map[string][]int64{}
 	for _, st := range p.Steps {
 		for _, name := range st.Weights {
@@ -225,11 +241,11 @@ func (e *Engine) resolve(p *plan.Plan) (*program, error) {
 		switch st.Op {
 		case op.Embed:
 			v := int(shapes[st.Weights[0]][0])
-			if e.vocab < 0 || v < e.vocab {
+			if !vision && (e.vocab < 0 || v < e.vocab) {
 				e.vocab = v
 			}
 		case op.Linear:
-			if s.qw != nil && s.qw.packed() {
+			if !vision && s.qw != nil && s.qw.packed() {
 				e.q8Max = max(e.q8Max, p.Rows*s.qw.K)
 			}
 		case op.RoPE:
@@ -257,7 +273,7 @@ func (e *Engine) resolve(p *plan.Plan) (*program, error) {
 		}
 		prog.steps[i] = s
 	}
-	if e.vocab < 0 {
+	if e.vocab < 0 && !vision {
 		return nil, errors.New("plan has no embed step")
 	}
 	if sel < 0 {

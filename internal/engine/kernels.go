@@ -34,26 +34,40 @@ func (l *linearJob) run(_, j0, j1 int) {
 		return
 	}
 	K, N, T := l.K, l.N, l.T
-	x := l.x[:T*K]
+	// Blocks of rows whose inputs fit in a core's cache: each weight row
+	// is read once per block, rather than the whole input once per
+	// weight row (what makes long passes, such as a vision encoder's
+	// thousand patches, memory-bound). Row sums do not depend on it.
+	tb := max(linearBlockBytes/(4*K), 8)
 	p := rowSums.Get().(*[]float32)
-	if cap(*p) < T {
-		*p = make([]float32, T)
+	if cap(*p) < min(T, tb) {
+		*p = make([]float32, min(T, tb))
 	}
-	tmp := (*p)[:T]
-	for j := j0; j < j1; j++ {
-		var b float32
-		if l.b != nil {
-			b = l.b[j]
-		}
-		// DotRows for one row too: a row's sum has the same order whatever
-		// the pass holds (decode, prefill, a batch of sessions)
-		kernel.DotRows(tmp, l.w[j*K:(j+1)*K], x, K)
-		for t, v := range tmp {
-			l.dst[t*N+j] = v + b
+	for t0 := 0; t0 < T; t0 += tb {
+		rows := min(tb, T-t0)
+		x := l.x[t0*K : (t0+rows)*K]
+		tmp := (*p)[:rows]
+		dst := l.dst[t0*N:]
+		for j := j0; j < j1; j++ {
+			var b float32
+			if l.b != nil {
+				b = l.b[j]
+			}
+			// DotRows for one row too: a row's sum has the same order whatever
+			// the pass holds (decode, prefill, a batch of sessions)
+			kernel.DotRows(tmp, l.w[j*K:(j+1)*K], x, K)
+			for t, v := range tmp {
+				dst[t*N+j] = v + b
+			}
 		}
 	}
 	rowSums.Put(p)
 }
+
+// linearBlockBytes is the most input bytes a float32 linear multiplies by
+// a weight row at once (see linearJob.run); text passes of up to 32 rows
+// of 4096 fit in one block.
+var linearBlockBytes = 512 << 10
 
 // rowSums holds the T sums of one weight row of a float32 linear.
 var rowSums = sync.Pool{New: func() any { return new([]float32) }}

@@ -81,6 +81,8 @@ func (r *rowTask) run(_, lo, hi int) {
 			kernel.GELUTanh(out, x)
 		case op.Hadamard:
 			hadamardRow(out, x, st.HeadDim)
+		case op.LayerNorm:
+			op.LayerNormRows(out, x, st.ws[0], st.ws[1], c, st.Eps)
 		case op.RoPE:
 			p, h2 := st.Rope, st.Rope.RotDim/2
 			cos, sin := r.s.rope.cos[t*h2:(t+1)*h2], r.s.rope.sin[t*h2:(t+1)*h2]

@@ -92,6 +92,8 @@ type Session struct {
 	closed  bool
 	embeds  []float32 // Pass.Embeds of the running pass
 	ropePos []int     // Pass.Positions of the running pass
+	rowsIn  []float32 // an encoder pass's input rows (the rows step)
+	biAttn  biAttnTask
 
 	// A batched pass (Engine.DecodeBatch) that this session drives: row
 	// t is the next token of batch[t], over batch[t]'s cache.
@@ -551,8 +553,10 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 			s.q8In = -1 // only consecutive linears share quantized inputs
 		}
 		switch {
-		case st.Op == op.Embed:
+		case st.Op == op.Embed, st.Op == op.Rows:
 			s.bufRows[st.Out] = T
+		case st.Op == op.GroupRows:
+			s.bufRows[st.Out] = s.bufRows[st.In[0]] / st.Group
 		case st.Op == op.SelectRows:
 			if len(sel) == 0 && prog.selectLast {
 				return Logits{}
@@ -582,8 +586,12 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 			}
 		case op.Linear:
 			s.linear(st, out, x, rows, xcols, cols)
-		case op.RMSNorm, op.HeadRMSNorm, op.Scale, op.SiLU, op.GELUTanh, op.RoPE, op.Hadamard:
+		case op.RMSNorm, op.HeadRMSNorm, op.Scale, op.SiLU, op.GELUTanh, op.RoPE, op.Hadamard, op.LayerNorm:
 			s.rowWise(st, out, x, nil, rows, cols)
+		case op.Rows:
+			copy(out, s.rowsIn) // Encoder.Encode checked its length
+		case op.GroupRows:
+			copy(out, x[:rows*cols]) // k rows of C are one row of k*C in row-major order
 		case op.Add, op.Mul:
 			y, _, _ := buf(st.In[1])
 			s.rowWise(st, out, x, y, rows, cols)
@@ -591,6 +599,10 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 			k, _, _ := buf(st.In[1])
 			v, _, _ := buf(st.In[2])
 			a := st.Attn
+			if a.Bidirectional {
+				s.attendAll(a, out, x, k, v, rows)
+				break
+			}
 			s.attn = attnArgs{out: out, q: x, k: k, v: v, C: s.kvCols, ctx: s.ctx,
 				T: rows, pos: s.pos, H: a.Heads, G: a.KVHeads, E: a.HeadDim, scale: a.Scale,
 				window: a.Window}

@@ -28,8 +28,9 @@
 //	sub          out = x - y
 //	sigmoid, tanh, relu   elementwise
 //	wkv7         RWKV-7's time mix (WKV7), with a [H, E, E] state
-//	rows         a graph input of T rows of floats (graphs only, never a
-//	             plan step): the pixel patches of a vision encoder
+//	rows         an input of T rows of floats: the pixel patches of a vision
+//	             encoder (a graph input; in a plan, the step that copies the
+//	             pass's input rows into its buffer)
 //	group_rows   out[i] = x[k*i] | x[k*i+1] | ... | x[k*i+k-1]: T/k rows of
 //	             k*C columns (a vision connector's pixel shuffle, with the
 //	             patches fed in block order)
@@ -151,8 +152,8 @@ var arity = [Count]Arity{
 	GroupRows: {1, 0, 0}, Hadamard: {1, 0, 0}, GatherCols: {1, 0, 0}, ZeroCols: {1, 0, 0},
 }
 
-// Arity returns the op's input and weight counts (zero for Invalid,
-// Tokens and Rows, which are not steps).
+// Arity returns the op's input and weight counts (zero for Invalid and
+// Tokens, which are not steps, and for Rows, which reads the pass's input).
 func (o Op) Arity() Arity {
 	if o < Count {
 		return arity[o]

@@ -29,6 +29,15 @@
 //	token_shift out[0] = S, out[t] = x[t-1], then S = x[valid-1]   (state slot S [C])
 //	wkv7       RWKV-7's time mix over r, w, k, v, a with a [H, E, E] state
 //	           slot, weights k_k, k_a, r_k, gn_w, gn_b (defined in the graph package)
+//	rows       out = the pass's input rows (a vision plan's patches)
+//	group_rows out[i] = x[g*i] | ... | x[g*i+g-1]: N/g rows of g*C (group g)
+//
+// A vision plan (an image encoder, listed under the manifest's "vision"
+// and stored as blob "plan/vision/<h>x<w>", see VisionPlanName) has no
+// cache layers: its attention steps are bidirectional (every row sees
+// every row of the pass, no cache, no padding), its embed steps read a
+// position table by the ids the caller gives, and a pass always holds
+// exactly its rows.
 //
 // token_shift and wkv7 are recurrent: each owns a slot of the plan's
 // State, which a session keeps from one pass to the next and zeroes on

@@ -36,6 +36,8 @@ type Manifest struct {
 	// top_p, top_k, repetition_penalty, ...) as its generation_config.json
 	// gives them.
 	Generation map[string]any `json:"generation,omitempty"`
+	// Vision, when set, is the image encoder of a vision-language model.
+	Vision *Vision `json:"vision,omitempty"`
 }
 
 // WeightsMixed is the manifest's weights tag when some tensors use a
@@ -152,8 +154,101 @@ func (m *Manifest) Validate() error {
 	if !slices.Contains(lens, 1) {
 		return errf("manifest.plans", "no AR-1 (decode) plan among lengths %v", lens)
 	}
+	if m.Vision != nil {
+		if err := m.Vision.validate(); err != nil {
+			return err
+		}
+		for piece, id := range m.Vision.Markers {
+			if id >= m.Vocab {
+				return errf("manifest.vision.markers", "%q has id %d, outside the vocabulary of %d", piece, id, m.Vocab)
+			}
+		}
+	}
 	if m.KVCache != nil {
 		return m.KVCache.validate()
+	}
+	return nil
+}
+
+// Vision describes an image encoder compiled into the artifact beside the
+// text model: its plans, each for images of one size, and what
+// preprocessing and the prompt layout need, so that the artifact runs
+// images on its own.
+type Vision struct {
+	// Family names the preprocessing and prompt layout ("idefics3").
+	Family string `json:"family"`
+	// Config is the family's encoder and preprocessing config (tile size,
+	// longest edge, mean and std, patch size, tokens per image, image
+	// token id), as the family's package writes it.
+	Config json.RawMessage `json:"config"`
+	// Markers maps the pieces of the prompt layout (such as
+	// "<fake_token_around_image>" or "<row_1_col_1>") to their token ids.
+	Markers map[string]int `json:"markers,omitempty"`
+	// Weights is the storage of the encoder's matrices: "f32" or "w8".
+	Weights string          `json:"weights"`
+	Plans   []VisionPlanRef `json:"plans"`
+}
+
+// VisionPlanRef names the blob of the plan that encodes images of Height x
+// Width pixels into Tokens embedding rows; Name is VisionPlanName(Height,
+// Width).
+type VisionPlanRef struct {
+	Name   string `json:"name"`
+	Height int    `json:"height"`
+	Width  int    `json:"width"`
+	Tokens int    `json:"tokens"`
+	Blob   string `json:"blob"`
+}
+
+// maxImageSide bounds the sides of a vision plan's images.
+const maxImageSide = 1 << 16
+
+// VisionPlanName is the name of the vision plan for images of h x w
+// pixels: "vision/<h>x<w>". A family with one input size has one such
+// plan; one that buckets images by size has one per bucket.
+func VisionPlanName(h, w int) string { return fmt.Sprintf("vision/%dx%d", h, w) }
+
+// VisionBlobName is the artifact blob name of a vision plan.
+func VisionBlobName(h, w int) string { return "plan/" + VisionPlanName(h, w) }
+
+// validate checks the vision section's names and sizes.
+func (v *Vision) validate() error {
+	if v.Family == "" {
+		return errf("manifest.vision.family", "empty")
+	}
+	if len(v.Config) == 0 || v.Config[0] != '{' {
+		return errf("manifest.vision.config", "not a JSON object")
+	}
+	if v.Weights != "f32" && v.Weights != "w8" {
+		return errf("manifest.vision.weights", "%q is not f32 or w8", v.Weights)
+	}
+	if len(v.Plans) == 0 {
+		return errf("manifest.vision.plans", "no plans")
+	}
+	seen := map[string]bool{}
+	for i, r := range v.Plans {
+		f := fmt.Sprintf("manifest.vision.plans[%d]", i)
+		if r.Height < 1 || r.Height > maxImageSide || r.Width < 1 || r.Width > maxImageSide {
+			return errf(f, "images of %dx%d pixels are outside [1, %d]", r.Height, r.Width, maxImageSide)
+		}
+		if r.Name != VisionPlanName(r.Height, r.Width) {
+			return errf(f+".name", "%q is not %q", r.Name, VisionPlanName(r.Height, r.Width))
+		}
+		if seen[r.Name] {
+			return errf(f+".name", "%q is listed twice", r.Name)
+		}
+		seen[r.Name] = true
+		if r.Blob == "" {
+			return errf(f+".blob", "empty name")
+		}
+		if r.Tokens < 1 || r.Tokens > MaxRows {
+			return errf(f+".tokens", "%d is outside [1, %d]", r.Tokens, MaxRows)
+		}
+	}
+	for piece, id := range v.Markers {
+		if id < 0 {
+			return errf("manifest.vision.markers", "%q has id %d", piece, id)
+		}
 	}
 	return nil
 }

@@ -61,6 +61,7 @@ type Step struct {
 	Index   []int   `json:"index,omitempty"`    // gather_cols, zero_cols: ascending columns
 	HeadDim int     `json:"head_dim,omitempty"` // head_rms_norm, wkv7: E; hadamard: its block P
 	Slot    int     `json:"slot,omitempty"`     // token_shift, wkv7: state slot
+	Group   int     `json:"group,omitempty"`    // group_rows: rows joined into one
 	Rope    *Rope   `json:"rope,omitempty"`
 	Attn    *Attn   `json:"attn,omitempty"`
 }
@@ -88,7 +89,8 @@ func (r *Rope) Components() int { return max(len(r.Sections), 1) }
 
 // Attn configures an attention step: Heads query heads and KVHeads
 // key/value heads of HeadDim, cache slot Layer, scores scaled by Scale and
-// limited to the last Window positions when Window > 0.
+// limited to the last Window positions when Window > 0, or, when
+// Bidirectional, over the rows of the pass alone.
 type Attn struct {
 	Layer   int     `json:"layer"`
 	Heads   int     `json:"heads"`
@@ -96,6 +98,10 @@ type Attn struct {
 	HeadDim int     `json:"head_dim"`
 	Scale   float32 `json:"scale"`
 	Window  int     `json:"window,omitempty"`
+	// Bidirectional attention (a vision encoder's) lets every row see
+	// every row of its pass and nothing else: it uses no cache (Layer is
+	// not a cache slot) and the pass must be full.
+	Bidirectional bool `json:"bidirectional,omitempty"`
 }
 
 // Encode returns the plan's JSON.

@@ -145,9 +145,6 @@ func (p *Plan) checkStep(s int, def []int) error {
 	if st.Op == op.Invalid || st.Op == op.Tokens || st.Op >= op.Count {
 		return errf(f+".op", "unknown op %v", st.Op)
 	}
-	if st.Op == op.Rows || st.Op == op.GroupRows {
-		return errf(f+".op", "op %v has no plan form yet (vision encoders run in the interpreter)", st.Op)
-	}
 	a := st.Op.Arity()
 	if len(st.In) != a.In {
 		return errf(f+".in", "%v takes %d inputs, has %d", st.Op, a.In, len(st.In))
@@ -200,9 +197,16 @@ func (p *Plan) checkShapes(st *Step) *Error {
 	}
 	same := func(b Buffer) bool { return b.Rows == o.Rows && b.Cols == o.Cols }
 	switch st.Op {
-	case op.Embed:
+	case op.Embed, op.Rows:
 		if o.Rows != p.Rows {
-			return errf(".out", "embed writes %d rows, the pass has %d", o.Rows, p.Rows)
+			return errf(".out", "%v writes %d rows, the pass has %d", st.Op, o.Rows, p.Rows)
+		}
+	case op.GroupRows:
+		if st.Group < 1 || in[0].Rows%st.Group != 0 {
+			return errf(".group", "%d does not divide %d rows", st.Group, in[0].Rows)
+		}
+		if in[0].Rows != p.Rows || o.Rows != in[0].Rows/st.Group || int64(o.Cols) != int64(in[0].Cols)*int64(st.Group) {
+			return errf(".out", "groups of %d rows of %dx%d write %dx%d", st.Group, in[0].Rows, in[0].Cols, o.Rows, o.Cols)
 		}
 	case op.Linear:
 		if in[0].Rows != o.Rows {
@@ -311,8 +315,11 @@ func (p *Plan) checkAttn(st *Step, in []Buffer, o Buffer) *Error {
 	if a.HeadDim < 1 || a.HeadDim > MaxCols {
 		return errf(".attn.head_dim", "%d is outside [1, %d]", a.HeadDim, MaxCols)
 	}
-	if a.Layer < 0 || a.Layer >= p.KV.Layers {
+	if a.Layer < 0 || (!a.Bidirectional && a.Layer >= p.KV.Layers) {
 		return errf(".attn.layer", "%d is outside the %d cache layers", a.Layer, p.KV.Layers)
+	}
+	if a.Bidirectional && a.Window != 0 {
+		return errf(".attn.window", "bidirectional attention has no window")
 	}
 	if a.Window < 0 || !finite32(a.Scale) {
 		return errf(".attn", "window %d, scale %v", a.Window, a.Scale)
@@ -323,7 +330,7 @@ func (p *Plan) checkAttn(st *Step, in []Buffer, o Buffer) *Error {
 		return errf(".in", "q %d, k %d, v %d columns for %d/%d heads of %d", q.Cols, k.Cols, v.Cols,
 			a.Heads, a.KVHeads, a.HeadDim)
 	}
-	if kc > int64(p.KV.Cols) {
+	if !a.Bidirectional && kc > int64(p.KV.Cols) {
 		return errf(".attn", "%d key/value columns exceed the cache's %d", kc, p.KV.Cols)
 	}
 	if q.Rows != p.Rows || k.Rows != p.Rows || v.Rows != p.Rows || o.Rows != p.Rows || o.Cols != q.Cols {
@@ -390,7 +397,7 @@ func (p *Plan) checkTight() error {
 	used := make([]bool, p.KV.Layers)
 	cols := 0
 	for _, st := range p.Steps {
-		if st.Op == op.Attention {
+		if st.Op == op.Attention && !st.Attn.Bidirectional {
 			used[st.Attn.Layer] = true
 			cols = max(cols, st.Attn.KVHeads*st.Attn.HeadDim)
 		}

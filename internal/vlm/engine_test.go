@@ -116,18 +116,34 @@ func TestCompiledTextAfterImage(t *testing.T) {
 	}
 }
 
-// TestEncoderNotCompiled: the vision graph is refused by the compiler with
-// a clear error rather than lowered wrongly.
-func TestEncoderNotCompiled(t *testing.T) {
+// TestEncoderLowering: the vision graph lowers only as a vision plan
+// (rows input, bidirectional attention without cache, group_rows); the
+// text lowering refuses it clearly rather than lowering it wrongly.
+func TestEncoderLowering(t *testing.T) {
 	m, err := Open(testutil.Path(t, "vlm/smolvlm"), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := arch.BuildVision(&m.VLM.Vision)
+	vc := &m.VLM.Vision
+	g, err := arch.BuildVision(vc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := compile.Lower(g, 64, 64); err == nil || !strings.Contains(err.Error(), "not compiled yet") {
-		t.Fatalf("lowering the vision graph: %v", err)
+	if _, err := compile.Lower(g, 64, 64); err == nil || !strings.Contains(err.Error(), "vision plan of its own") {
+		t.Fatalf("lowering the vision graph as a text plan: %v", err)
+	}
+	p, err := compile.LowerVision(g, vc.Grid()*vc.Grid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.KV.Layers != 0 || p.Buffers[p.Output].Rows != vc.TokensPerImage() || p.Buffers[p.Output].Cols != vc.TextHidden {
+		t.Fatalf("vision plan: %d cache layers, output %+v", p.KV.Layers, p.Buffers[p.Output])
+	}
+	tg, err := arch.Build(&m.VLM.Text.Config, arch.BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := compile.LowerVision(tg, 16); err == nil || !strings.Contains(err.Error(), "bidirectional") {
+		t.Fatalf("lowering a text graph as a vision plan: %v", err)
 	}
 }

@@ -1,0 +1,196 @@
+package compile
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/aotlm/aotlm/internal/arch"
+	"github.com/aotlm/aotlm/internal/format"
+	"github.com/aotlm/aotlm/internal/format/detect"
+	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/op"
+	"github.com/aotlm/aotlm/internal/plan"
+	"github.com/aotlm/aotlm/internal/quant"
+	"github.com/aotlm/aotlm/internal/tokenizer"
+)
+
+// Vision weight storage (Options.VisionWeights).
+const (
+	VisionF32 = "f32" // float32 (the default)
+	VisionW8  = "w8"  // linear matrices as 8-bit rows, one scale per row
+)
+
+// VisionInput is an image encoder compiled into the same artifact as the
+// text model: its plans go beside the text plans and its weights into the
+// same weights section (their names must differ from the text model's).
+type VisionInput struct {
+	Graph   *graph.Graph
+	Weights graph.Weights // float32
+	// Sizes lists the images the encoder is planned for, one plan each.
+	Sizes []VisionSize
+	// Family, Config and Markers go to the manifest (plan.Vision).
+	Family  string
+	Config  json.RawMessage
+	Markers map[string]int
+	// Weights8 stores the encoder's linear matrices as 8-bit rows
+	// (quant.QuantizeW8), packed for the int8 kernels where they can be.
+	Weights8 bool
+}
+
+// VisionSize is one image size a vision plan encodes: Height x Width
+// pixels, read as Rows input rows.
+type VisionSize struct{ Height, Width, Rows int }
+
+// lowerVision returns the plans of v and their manifest entry.
+func lowerVision(v *VisionInput) ([]*plan.Plan, *plan.Vision, error) {
+	if v.Graph == nil || len(v.Sizes) == 0 {
+		return nil, nil, errors.New("compile: a vision encoder with no graph or no image size")
+	}
+	mv := &plan.Vision{Family: v.Family, Config: v.Config, Markers: v.Markers, Weights: VisionF32}
+	if v.Weights8 {
+		mv.Weights = VisionW8
+	}
+	var plans []*plan.Plan
+	for _, s := range v.Sizes {
+		p, err := LowerVision(v.Graph, s.Rows)
+		if err != nil {
+			return nil, nil, err
+		}
+		plans = append(plans, p)
+		mv.Plans = append(mv.Plans, plan.VisionPlanRef{Name: plan.VisionPlanName(s.Height, s.Width),
+			Height: s.Height, Width: s.Width, Tokens: p.Buffers[p.Output].Rows, Blob: plan.VisionBlobName(s.Height, s.Width)})
+	}
+	return plans, mv, nil
+}
+
+// visionSource serves an encoder's weights, the linear matrices at 8 bits
+// when w8 is set.
+type visionSource struct {
+	w      graph.Weights
+	shapes map[string][]int
+	linear map[string]bool // weights that are linear matrices
+	w8     bool
+}
+
+func newVisionSource(v *VisionInput) *visionSource {
+	s := &visionSource{w: v.Weights, shapes: v.Graph.Weights, linear: map[string]bool{}, w8: v.Weights8}
+	for _, n := range v.Graph.Nodes {
+		if n.Op == op.Linear && n.Weight != "" {
+			s.linear[n.Weight] = true
+		}
+	}
+	return s
+}
+
+func (s *visionSource) Weight(name string) (Weight, error) {
+	v, ok := s.w[name]
+	if !ok {
+		return Weight{}, fmt.Errorf("no vision weight %q", name)
+	}
+	sh := s.shapes[name]
+	if !s.w8 || !s.linear[name] || len(sh) != 2 {
+		return Weight{Values: v}, nil
+	}
+	q, err := quant.QuantizeW8(v, sh[0], sh[1])
+	if err != nil {
+		return Weight{}, err
+	}
+	return Weight{Quantized: q}, nil
+}
+
+// bothSource serves the text model's weights and the encoder's.
+type bothSource struct {
+	text   WeightSource
+	vision *visionSource
+}
+
+func (b bothSource) Weight(name string) (Weight, error) {
+	if _, ok := b.vision.w[name]; ok {
+		return b.vision.Weight(name)
+	}
+	return b.text.Weight(name)
+}
+
+// loadVision reads the encoder of a vision-language model, when path is
+// one: a SmolVLM folder (ck), or any text model with opts.MMProj (ck may
+// then be nil). It returns nil
+// for a text model. textHidden is the text model's width; tok, when set,
+// gives the markers' ids.
+func loadVision(path string, ck format.Checkpoint, textHidden int, tok tokenizer.Tokenizer, opts Options) (*VisionInput, error) {
+	var vc arch.VisionConfig
+	var w graph.Weights
+	var err error
+	switch {
+	case opts.MMProj != "":
+		mm, err := detect.Open(opts.MMProj)
+		if err != nil {
+			return nil, fmt.Errorf("mmproj: %w", err)
+		}
+		defer mm.Close()
+		if p, _ := format.MetaString(mm.Metadata(), "clip.projector_type"); p == "qwen2vl_merger" {
+			// Qwen2-VL's encoder sees one input size per image: it is not
+			// compiled into plans yet and runs from the mmproj file
+			return nil, nil
+		}
+		if vc, w, err = arch.LoadVisionMMProj(mm, textHidden); err != nil {
+			return nil, err
+		}
+	case ck != nil && ck.Format() == "safetensors" && arch.IsVLM(ck.Metadata()):
+		var pre map[string]any
+		b, rerr := os.ReadFile(filepath.Join(path, "preprocessor_config.json"))
+		switch {
+		case rerr == nil:
+			if err := json.Unmarshal(b, &pre); err != nil {
+				return nil, fmt.Errorf("preprocessor_config.json: %w", err)
+			}
+		case !errors.Is(rerr, os.ErrNotExist):
+			return nil, rerr
+		}
+		if vc, w, err = arch.LoadVisionHF(ck, pre); err != nil {
+			return nil, err
+		}
+	default:
+		if opts.VisionWeights != "" && opts.VisionWeights != VisionF32 {
+			return nil, fmt.Errorf("compile: vision weights %q asked for a model with no vision encoder", opts.VisionWeights)
+		}
+		return nil, nil
+	}
+	return visionInput(vc, w, tok, opts.VisionWeights)
+}
+
+// visionInput makes the VisionInput of a SmolVLM / Idefics3 encoder: one
+// plan for its one tile size, the marker ids looked up with tok.
+func visionInput(vc arch.VisionConfig, w graph.Weights, tok tokenizer.Tokenizer, weights string) (*VisionInput, error) {
+	if weights != "" && weights != VisionF32 && weights != VisionW8 {
+		return nil, fmt.Errorf("compile: vision weights %q is not %s or %s", weights, VisionF32, VisionW8)
+	}
+	g, err := arch.BuildVision(&vc)
+	if err != nil {
+		return nil, err
+	}
+	markers := map[string]int{}
+	if tok != nil {
+		for _, p := range vc.MarkerPieces() {
+			ids := tok.Encode(p, tokenizer.EncodeOptions{ParseSpecial: true})
+			if len(ids) == 1 {
+				markers[p] = ids[0]
+			}
+		}
+	}
+	if vc.ImageTokenID < 0 {
+		if id, ok := markers["<image>"]; ok {
+			vc.ImageTokenID = id
+		}
+	}
+	cfg, err := json.Marshal(vc)
+	if err != nil {
+		return nil, fmt.Errorf("compile: vision config: %w", err)
+	}
+	n := vc.Grid() * vc.Grid()
+	return &VisionInput{Graph: g, Weights: w, Family: "idefics3", Config: cfg, Markers: markers,
+		Sizes:    []VisionSize{{Height: vc.ImageSize, Width: vc.ImageSize, Rows: n}},
+		Weights8: weights == VisionW8}, nil
+}
