@@ -271,3 +271,72 @@ func TestOutlierChannels(t *testing.T) {
 		t.Fatal("outlier channels of a norm gain were accepted")
 	}
 }
+
+// TestSharedGPTQFactor quantizes with one Hessian shared by q, k and v
+// (factored once) and checks each weight's integers against GPTQ run on
+// it alone.
+func TestSharedGPTQFactor(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	cfg := tinymodel.Config{HiddenSize: 64, IntermediateSize: 96, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, VocabSize: 80, MaxPositions: 32}
+	if err := tinymodel.WriteLlama(src, cfg, 7); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := detect.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, err := arch.Load(ck)
+	ck.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const k = 64
+	h := make([]float64, k*k)
+	for r := range 3 * k {
+		x := make([]float64, k)
+		for c := range x {
+			x[c] = float64((r*31+c*17)%23-11) * float64(1+c%5)
+		}
+		for a := range k {
+			for b := range k {
+				h[a*k+b] += x[a] * x[b]
+			}
+		}
+	}
+	names := []string{"model.layers.1.self_attn.q_proj.weight", "model.layers.1.self_attn.k_proj.weight", "model.layers.1.self_attn.v_proj.weight"}
+	opts := quant.GPTQOptions{ActOrder: true}
+	prepare := func(m *arch.Model) (*qmodel.Prepared, error) {
+		p := &qmodel.Prepared{Hessians: map[string][]float64{}, GPTQ: opts}
+		for _, n := range names {
+			p.Hessians[n] = h
+		}
+		return p, nil
+	}
+	out := filepath.Join(dir, "q")
+	if _, err := qmodel.Quantize(src, out, qmodel.Options{Recipe: preset(t, "w4a16-lpbq"), Prepare: prepare, Jobs: 3}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := qmodel.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, n := range names {
+		e := f.Manifest.Tensors[n]
+		if !e.GPTQ {
+			t.Fatalf("%s: not marked GPTQ", n)
+		}
+		want, err := quant.QuantizeGPTQ(orig.Weights[n], e.Shape[0], e.Shape[1], e.Scheme.Quant(), h, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.Quantized(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.Q, want.Q) {
+			t.Fatalf("%s: integers differ from GPTQ on the weight alone", n)
+		}
+	}
+}

@@ -51,8 +51,10 @@ type Options struct {
 type Prepared struct {
 	// Hessians holds, by weight name, the [cols, cols] second moment of the
 	// weight's calibration inputs: those weights are quantized with GPTQ.
-	Hessians map[string][]float64
-	GPTQ     quant.GPTQOptions
+	Hessians    map[string][]float64
+	GPTQ        quant.GPTQOptions
+	factors     *factorCache // GPTQ factors shared by the weights of one input
+	factorsOnce sync.Once
 	// Importance holds, by weight name, the mean square of each input
 	// channel over calibration: with GridSearch, each block's scale is
 	// chosen to minimize the error weighted by it (quant.SearchGrid).
@@ -434,7 +436,7 @@ func quantizeOne(p *tensorPlan, w []float32, prep *Prepared) (TensorEntry, Tenso
 		}
 	}
 	if h := prep.Hessians[name]; h != nil && p.linear {
-		if err := quant.GPTQOnGrid(q, w, h, prep.GPTQ); err != nil {
+		if err := gptq(q, w, h, prep); err != nil {
 			return entry, tr, nil, err
 		}
 		entry.GPTQ, tr.GPTQ = true, true
@@ -518,4 +520,55 @@ func (m memWeights) Read(name string) ([]float32, error) {
 		return nil, fmt.Errorf("no tensor %s", name)
 	}
 	return v, nil
+}
+
+// factorCache holds GPTQ's factor of each Hessian while some weight that
+// reads that input is still to be quantized: q, k and v (gate and up)
+// share one factorization.
+type factorCache struct {
+	mu      sync.Mutex
+	entries map[*float64]*factorEntry
+}
+
+type factorEntry struct {
+	once  sync.Once
+	f     *quant.GPTQFactor
+	err   error
+	users int // weights still to use it
+}
+
+// gptq runs GPTQ on q with the Hessian h of its input, factoring h once
+// for all the weights of prep.Hessians that share it.
+func gptq(q *quant.Quantized, w []float32, h []float64, prep *Prepared) error {
+	c := prep.factorCache()
+	c.mu.Lock()
+	e := c.entries[&h[0]]
+	if e == nil {
+		e = &factorEntry{}
+		for _, o := range prep.Hessians {
+			if len(o) > 0 && &o[0] == &h[0] {
+				e.users++
+			}
+		}
+		c.entries[&h[0]] = e
+	}
+	c.mu.Unlock()
+	e.once.Do(func() { e.f, e.err = quant.FactorGPTQ(h, q.Cols, prep.GPTQ) })
+	defer func() {
+		c.mu.Lock()
+		if e.users--; e.users <= 0 {
+			delete(c.entries, &h[0])
+		}
+		c.mu.Unlock()
+	}()
+	if e.err != nil {
+		return e.err
+	}
+	return e.f.Apply(q, w)
+}
+
+// factorCache returns p's cache of GPTQ factors, made on first use.
+func (p *Prepared) factorCache() *factorCache {
+	p.factorsOnce.Do(func() { p.factors = &factorCache{entries: map[*float64]*factorEntry{}} })
+	return p.factors
 }

@@ -53,18 +53,33 @@ func QuantizeGPTQ(w []float32, rows, cols int, s Scheme, h []float64, opts GPTQO
 // GPTQOnGrid chooses the integers of q, a quantization of w, by GPTQ on
 // q's grid as it stands (after SearchGrid, say).
 func GPTQOnGrid(q *Quantized, w []float32, h []float64, opts GPTQOptions) error {
-	rows, cols := q.Rows, q.Cols
-	if len(w) != rows*cols {
-		return fmt.Errorf("quant: gptq: %d weights for [%d, %d]", len(w), rows, cols)
-	}
-	g, ok := gridOf(q)
-	if !ok {
+	if _, ok := gridOf(q); !ok {
 		return nil
 	}
-	if len(h) != cols*cols {
-		return fmt.Errorf("quant: gptq: %d hessian values for %d columns", len(h), cols)
+	f, err := FactorGPTQ(h, q.Cols, opts)
+	if err != nil {
+		return err
 	}
-	perm := make([]int, cols) // perm[i] is the column quantized i-th
+	return f.Apply(q, w)
+}
+
+// GPTQFactor is what GPTQ derives from a Hessian alone: the column order
+// and the upper Cholesky factor of the dampened inverse. Weights reading
+// the same input (q, k and v; gate and up) share one.
+type GPTQFactor struct {
+	cols int
+	perm []int // perm[i] is the column quantized i-th
+	u    []float64
+	dead []bool
+}
+
+// FactorGPTQ factors h, the [cols, cols] second moment of a layer's
+// inputs, for GPTQ with opts.
+func FactorGPTQ(h []float64, cols int, opts GPTQOptions) (*GPTQFactor, error) {
+	if len(h) != cols*cols {
+		return nil, fmt.Errorf("quant: gptq: %d hessian values for %d columns", len(h), cols)
+	}
+	perm := make([]int, cols)
 	for i := range perm {
 		perm[i] = i
 	}
@@ -80,9 +95,26 @@ func GPTQOnGrid(q *Quantized, w []float32, h []float64, opts GPTQOptions) error 
 	}
 	u, dead, err := gptqFactor(h, cols, opts.Damp)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	gptqRows(g, w, rows, cols, perm, dead, u)
+	return &GPTQFactor{cols: cols, perm: perm, u: u, dead: dead}, nil
+}
+
+// Apply chooses the integers of q, a quantization of w, by GPTQ on q's
+// grid with the factor f. It is safe for concurrent use on different q.
+func (f *GPTQFactor) Apply(q *Quantized, w []float32) error {
+	rows, cols := q.Rows, q.Cols
+	if len(w) != rows*cols {
+		return fmt.Errorf("quant: gptq: %d weights for [%d, %d]", len(w), rows, cols)
+	}
+	if cols != f.cols {
+		return fmt.Errorf("quant: gptq: a factor of %d columns for a weight of %d", f.cols, cols)
+	}
+	g, ok := gridOf(q)
+	if !ok {
+		return nil
+	}
+	gptqRows(g, w, rows, cols, f.perm, f.dead, f.u)
 	return nil
 }
 
@@ -210,9 +242,7 @@ func lowerInverse(l []float64, k int) []float64 {
 			if c == 0 {
 				continue
 			}
-			for j, v := range li[p*k : p*k+p+1] {
-				row[j] += c * v
-			}
+			axpy64(row[:p+1], c, li[p*k:p*k+p+1])
 		}
 		d := l[i*k+i]
 		for j := range i {
@@ -231,10 +261,7 @@ func cholesky(a []float64, k int) ([]float64, error) {
 	l := make([]float64, k*k)
 	for i := range k {
 		for j := 0; j <= i; j++ {
-			s := a[i*k+j]
-			for p := range j {
-				s -= l[i*k+p] * l[j*k+p]
-			}
+			s := a[i*k+j] - dot64(l[i*k:i*k+j], l[j*k:j*k+j])
 			if i == j {
 				if !(s > 0) {
 					return nil, errNotSPD
@@ -246,4 +273,37 @@ func cholesky(a []float64, k int) ([]float64, error) {
 		}
 	}
 	return l, nil
+}
+
+// dot64 returns the dot product of a and b (len(b) >= len(a)) with four
+// running sums, which the CPU overlaps.
+func dot64(a, b []float64) float64 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// axpy64 adds c*x to y (len(x) >= len(y)), four elements a step.
+func axpy64(y []float64, c float64, x []float64) {
+	x = x[:len(y)]
+	i := 0
+	for ; i+4 <= len(y); i += 4 {
+		y[i] += c * x[i]
+		y[i+1] += c * x[i+1]
+		y[i+2] += c * x[i+2]
+		y[i+3] += c * x[i+3]
+	}
+	for ; i < len(y); i++ {
+		y[i] += c * x[i]
+	}
 }

@@ -322,3 +322,16 @@ func TestGPTQBlockedUpdates(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGPTQFactor times the factorization GPTQ does once per weight,
+// at a hidden width of 1024.
+func BenchmarkGPTQFactor(b *testing.B) {
+	const k = 1024
+	_, x := gptqData(9, 1, k, 2*k)
+	h := hessian(x, 2*k, k)
+	for b.Loop() {
+		if _, _, err := gptqFactor(h, k, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
