@@ -46,6 +46,13 @@ type Options struct {
 	ModelID string
 	// Now fixes the date chat templates print (zero: the current time).
 	Now time.Time
+	// Images places image parts of chat messages (a vision-language
+	// model's encoder); nil refuses them.
+	Images ImagePrompts
+	// AllowLocalImages lets image parts name files of the server's
+	// machine (paths and file:// URLs); otherwise only data: URLs are
+	// read.
+	AllowLocalImages bool
 }
 
 // Server answers the API over one model. It is safe for concurrent use.
