@@ -181,4 +181,3 @@ func short(u string) string {
 	}
 	return u
 }
-

@@ -73,6 +73,18 @@ func (p *Prompter) encode(data []byte) (*encoded, error) {
 	if err != nil {
 		return nil, err
 	}
+	e, err := p.keep(key, enc)
+	if err != nil {
+		return nil, err
+	}
+	p.encodedN++
+	p.encodeTime += time.Since(start)
+	return e, nil
+}
+
+// keep lays an encoded image out and keeps it among the recent ones;
+// p.mu is held.
+func (p *Prompter) keep(key [32]byte, enc *Image) (*encoded, error) {
 	ids, emb, err := Layout(enc, p.width, p.piece)
 	if err != nil {
 		return nil, err
@@ -83,8 +95,6 @@ func (p *Prompter) encode(data []byte) (*encoded, error) {
 			e.rows = append(e.rows, emb[i*p.width:(i+1)*p.width]...)
 		}
 	}
-	p.encodedN++
-	p.encodeTime += time.Since(start)
 	if len(p.recent) == keepRecent {
 		p.recent = p.recent[1:]
 	}
@@ -135,6 +145,22 @@ func (im *Images) Add(data []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return im.add(e)
+}
+
+// AddEncoded is Add for an image file's bytes already encoded (by the
+// prompter's model) as enc.
+func (im *Images) AddEncoded(data []byte, enc *Image) (string, error) {
+	im.p.mu.Lock()
+	e, err := im.p.keep(sha256.Sum256(data), enc)
+	im.p.mu.Unlock()
+	if err != nil {
+		return "", err
+	}
+	return im.add(e)
+}
+
+func (im *Images) add(e *encoded) (string, error) {
 	rowIDs, err := im.embeds.Add(e.key, e.rows)
 	if err != nil {
 		return "", err
