@@ -10,7 +10,10 @@
 // read once per step for all of them. Requests beyond the sessions wait
 // in a bounded queue; a full queue answers 503 with Retry-After. A client
 // that goes away cancels its request (through the request's context)
-// between passes.
+// between passes. With Options.Images, chat messages may hold images
+// (image_url parts), placed in the prompt as embedding rows whose ids
+// derive from the image's bytes, so the session choice and the cache
+// reuse compare images too.
 package server
 
 import (
