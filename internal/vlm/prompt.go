@@ -3,6 +3,7 @@ package vlm
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -85,6 +86,11 @@ func (p *Prompter) encode(data []byte) (*encoded, error) {
 // keep lays an encoded image out and keeps it among the recent ones;
 // p.mu is held.
 func (p *Prompter) keep(key [32]byte, enc *Image) (*encoded, error) {
+	if enc.Overview == nil || len(enc.Slices) != enc.Rows*enc.Cols {
+		// families whose image rows take positions of their own (M-RoPE)
+		// need sessions that take positions, which the runtime's do not yet
+		return nil, errors.New("prompts with images through the runtime's sessions take SmolVLM / Idefics3 images (tiles and an overview) only")
+	}
 	ids, emb, err := Layout(enc, p.width, p.piece)
 	if err != nil {
 		return nil, err
