@@ -26,6 +26,11 @@ type ChatOptions struct {
 	Vars map[string]any
 	// Now fixes the date templates print (zero: the current time).
 	Now time.Time
+	// Encode, when set, turns the rendered conversation into prompt ids
+	// in place of the model's tokenizer (for a prompt that places images:
+	// the ids it returns may name embedding rows, which the requests given
+	// to Send then hold in Request.Embeds).
+	Encode func(text string) ([]int, error)
 }
 
 // Chat is a conversation on one session: each turn renders the whole
@@ -162,7 +167,11 @@ func (c *Chat) render(msgs []Message) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %w", err)
 	}
-	ids, err := m.Encode(text, true)
+	encode := func(text string) ([]int, error) { return m.Encode(text, true) }
+	if c.opts.Encode != nil {
+		encode = c.opts.Encode
+	}
+	ids, err := encode(text)
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,9 @@ type Request struct {
 	// Strategy, when set, chooses several tokens per pass (lookahead,
 	// prompt lookup, a draft model); nil decodes one token per pass.
 	Strategy decoding.Strategy
+	// Embeds holds the rows that the prompt's embedding ids name (see
+	// EmbedBase); nil when the prompt has none.
+	Embeds *Embeds
 }
 
 // Token is one generated token as it streams: its id and the text it
@@ -195,7 +198,7 @@ func (s *Session) Generate(ctx context.Context, req Request, onToken func(Token)
 	}
 	res := &Result{PromptIDs: ids, IDs: []int{}}
 	start := time.Now()
-	logits, err := s.prefill(ctx, ids, res)
+	logits, err := s.prefill(ctx, ids, req.Embeds, res)
 	if err != nil {
 		if ctx.Err() != nil {
 			res.StopReason = StopCanceled
@@ -338,7 +341,7 @@ func (s *Session) decode(id int) ([]float32, error) {
 
 // prefill brings the session to hold ids and returns the logits after the
 // last one, reusing the longest common prefix of ids and the history.
-func (s *Session) prefill(ctx context.Context, ids []int, res *Result) ([]float32, error) {
+func (s *Session) prefill(ctx context.Context, ids []int, emb *Embeds, res *Result) ([]float32, error) {
 	lcp := 0
 	for lcp < len(ids) && lcp < len(s.hist) && ids[lcp] == s.hist[lcp] {
 		lcp++
@@ -354,7 +357,7 @@ func (s *Session) prefill(ctx context.Context, ids []int, res *Result) ([]float3
 	}
 	s.hist = append(s.hist[:lcp], ids[lcp:]...)
 	res.Reused = lcp
-	logits, err := s.seq.PrefillContext(ctx, ids[lcp:])
+	logits, err := s.prefillIDs(ctx, ids[lcp:], emb)
 	if err != nil {
 		s.hist = s.hist[:s.seq.Pos()]
 		return nil, fmt.Errorf("prefill: %w", err)
@@ -387,6 +390,9 @@ func (t *textStream) init(tok tokenizer.Tokenizer, stops []string, prompt []int)
 	if tok != nil {
 		t.dec = tokenizer.NewStreamDecoder(tok)
 		for _, id := range prompt[max(0, len(prompt)-4):] {
+			if IsEmbedID(id) {
+				continue
+			}
 			t.dec.Add(id)
 		}
 	}

@@ -26,6 +26,8 @@ func newBenchCmd() *cobra.Command {
 		seed            uint64
 		cpuProfile      string
 		dec             *benchDecodingFlags
+		imageFile       string
+		mmproj, tokPath string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [-m MODEL.aot]",
@@ -38,12 +40,23 @@ reports the mean rate and its standard deviation; the load time, the time to
 first token of the largest -p and the peak RSS are printed after the table.
 Tests needing more positions than the artifact's context are refused.
 Without -m, the demo model built into the binary (stories260K) is compiled
-into the cache once and measured.`,
+into the cache once and measured.
+
+With --image FILE and a vision-language model, it first measures the image:
+decoding the file, preprocessing (resize, tiles), the vision encoder and
+connector over every tile, and the prefill of the image's prompt ids (its
+marker tokens and embedding rows) from an empty cache, each over -r
+repetitions after a warm-up (--no-warmup: the encoder's run that lays the
+image out counts as the first repetition).`,
 		Example: `  aotlm bench -m stories.aot -p 128,512 -n 128 -pg 512,128 -t 4
-  aotlm bench -m stories.aot -p 64 -n 32 -r 5 --mode kv --json`,
+  aotlm bench -m stories.aot -p 64 -n 32 -r 5 --mode kv --json
+  aotlm bench -m SmolVLM-256M-Instruct --image photo.jpg -p 0 -n 0 -t 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
+			if imageFile != "" {
+				return benchImageCmd(cmd, modelPath, mmproj, tokPath, imageFile, prompts, gens, pgs, cfg, mode, !noWarm, seed, asJSON, cpuProfile)
+			}
 			if modelPath, err = resolveArtifact(modelPath, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
@@ -96,6 +109,10 @@ into the cache once and measured.`,
 	f.BoolVar(&noWarm, "no-warmup", false, "skip the untimed warm-up pass")
 	f.Uint64Var(&seed, "seed", 1, "seed of the random prompt ids")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (read it with go tool pprof)")
+	f.StringVar(&imageFile, "image", "", "measure an image through a vision-language model (-m a SmolVLM folder, or a text GGUF with --mmproj): "+
+		"decoding, preprocessing and encoding it, and the prefill of its tokens; the usual tests follow unless -p 0 -n 0")
+	f.StringVar(&mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m, with --image")
+	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for a model folder without one, with --image")
 	dec = addBenchDecodingFlags(cmd)
 	return cmd
 }

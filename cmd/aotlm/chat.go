@@ -21,6 +21,7 @@ import (
 func newChatCmd() *cobra.Command {
 	var (
 		modelPath, tokPath, system, templatePath, mode, kv string
+		mmproj                                             string
 		n, threads, ctx, arLen                             int
 		p                                                  sample.Params
 		seed                                               int64
@@ -37,7 +38,11 @@ after what the cache already holds are prefilled, so a turn's time to first
 token does not grow with the history.
 
 Commands: /reset forgets the conversation, /system TEXT sets the system
-prompt, /exit (or end of input) quits. When the context fills, the oldest
+prompt, /image FILE attaches an image (JPEG, PNG, GIF, WebP) to the next user
+turn of a vision-language model (a SmolVLM folder, or a text GGUF with
+--mmproj): it goes where that turn writes <image>, else before its text, and
+stays in the conversation, so later turns reuse the cache past it. /exit (or
+end of input) quits. When the context fills, the oldest
 turns are left out (the system prompt is kept) and a note says so.
 MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 		Example: `  aotlm chat -m qwen3.aot --system "Answer briefly."
@@ -68,12 +73,20 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 				}
 			}
 			applyGenerationDefaults(cmd, &p, m.Generation())
-			c, err := m.NewChat(aotlm.ChatOptions{System: system, Context: min(ctx, m.Info().Context)})
+			opts := aotlm.ChatOptions{System: system, Context: min(ctx, m.Info().Context)}
+			var images *chatImages
+			if p, err := openPrompter(modelPath, mmproj, m, threads); err != nil {
+				return err
+			} else if p != nil {
+				images = newChatImages(p)
+				opts.Encode = images.encode
+			}
+			c, err := m.NewChat(opts)
 			if err != nil {
 				return fmt.Errorf("%s: %w (pass --chat-template <file>)", modelPath, err)
 			}
 			defer c.Close()
-			return chatLoop(cmd, c, aotlm.Request{MaxTokens: n, Sampling: p, Stop: stops}, asJSON)
+			return chatLoop(cmd, c, aotlm.Request{MaxTokens: n, Sampling: p, Stop: stops}, asJSON, images)
 		},
 	}
 	f := cmd.Flags()
@@ -91,6 +104,7 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 	addSamplingFlags(f, &p, &seed)
 	f.StringArrayVar(&stops, "stop", nil, "a string that ends a reply (repeatable)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object per turn instead of streaming text")
+	f.StringVar(&mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m, for /image")
 	return cmd
 }
 
@@ -109,8 +123,8 @@ type chatTurn struct {
 }
 
 // chatLoop reads turns and commands from the command's input until its
-// end or /exit.
-func chatLoop(cmd *cobra.Command, c *aotlm.Chat, req aotlm.Request, asJSON bool) error {
+// end or /exit; images is nil for a model without vision.
+func chatLoop(cmd *cobra.Command, c *aotlm.Chat, req aotlm.Request, asJSON bool, images *chatImages) error {
 	in := cmd.InOrStdin()
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	interactive := isTerminal(out) && isTerminalReader(in)
@@ -137,6 +151,9 @@ func chatLoop(cmd *cobra.Command, c *aotlm.Chat, req aotlm.Request, asJSON bool)
 			if err := c.Reset(); err != nil {
 				return err
 			}
+			if images != nil {
+				images.reset()
+			}
 			fmt.Fprintln(errw, "(conversation reset)")
 			continue
 		case strings.HasPrefix(line, "/system"):
@@ -144,8 +161,20 @@ func chatLoop(cmd *cobra.Command, c *aotlm.Chat, req aotlm.Request, asJSON bool)
 			fmt.Fprintln(errw, "(system prompt set)")
 			continue
 		case line == "/help":
-			fmt.Fprintln(errw, "/reset, /system TEXT, /exit")
+			fmt.Fprintln(errw, "/reset, /system TEXT, /image FILE, /exit")
 			continue
+		case line == "/image" || strings.HasPrefix(line, "/image "):
+			attachImage(errw, images, strings.TrimSpace(strings.TrimPrefix(line, "/image")))
+			continue
+		}
+		if images != nil {
+			msg, err := images.message(line)
+			if err != nil {
+				fmt.Fprintf(errw, "(%v: the turn was not sent)\n", err)
+				continue
+			}
+			line = msg
+			req.Embeds = images.cur.Embeds()
 		}
 		turn++
 		var onToken func(aotlm.Token) error

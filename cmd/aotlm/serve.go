@@ -25,6 +25,8 @@ import (
 func newServeCmd() *cobra.Command {
 	var (
 		modelPath, tokPath, host, apiKey, templatePath, mode, kv, name string
+		mmproj                                                         string
+		allowLocalImages                                               bool
 		port, parallel, queue, ctx, threads, arLen                     int
 		maxBody                                                        int64
 	)
@@ -41,7 +43,12 @@ one mapped model; up to --queue more wait, and beyond that the server answers
 conversation, one turn longer) takes the session that holds it and prefills
 only the new tokens. It listens on 127.0.0.1 unless --host says otherwise;
 with --api-key every API request must carry "Authorization: Bearer KEY".
-MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
+MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).
+
+A vision-language model (a SmolVLM folder, or a text GGUF with --mmproj)
+reads images in chat messages: OpenAI "image_url" content parts with data:
+URLs (data:image/png;base64,...), and file paths or file:// URLs when started
+with --allow-local-images.`,
 		Example: `  aotlm serve -m qwen3-0.6b.aot --port 8080 --parallel 4
   curl http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' \
     -d '{"messages": [{"role": "user", "content": "Hello"}]}'`,
@@ -70,8 +77,14 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 				// the name the user gave, not the compile cache's file
 				name = filepath.Base(strings.TrimRight(modelPath, "/"))
 			}
-			srv, err := server.New(m, server.Options{Parallel: parallel, Queue: queue, Context: min(ctx, m.Info().Context),
-				APIKey: apiKey, MaxBodyBytes: maxBody, ModelID: name})
+			opts := server.Options{Parallel: parallel, Queue: queue, Context: min(ctx, m.Info().Context),
+				APIKey: apiKey, MaxBodyBytes: maxBody, ModelID: name, AllowLocalImages: allowLocalImages}
+			if p, err := openPrompter(modelPath, mmproj, m, threads); err != nil {
+				return err
+			} else if p != nil {
+				opts.Images = servePrompts{p}
+			}
+			srv, err := server.New(m, opts)
 			if err != nil {
 				return err
 			}
@@ -102,6 +115,8 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 	f.Int64Var(&maxBody, "max-body", 4<<20, "largest request body in bytes")
 	f.IntVar(&arLen, "ar-len", 32, "prompt pass length when compiling a checkpoint")
 	f.StringVar(&kv, "kv", "f32", "KV cache storage when compiling a checkpoint: f32, f16 or u8")
+	f.StringVar(&mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m: chat messages may hold images")
+	f.BoolVar(&allowLocalImages, "allow-local-images", false, "let image parts name files of this machine (paths, file:// URLs), not only data: URLs")
 	return cmd
 }
 

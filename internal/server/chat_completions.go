@@ -182,6 +182,7 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 		return job{}, nil, nil, badRequest("messages", "messages is empty: send at least one message")
 	}
 	msgs := make([]aotlm.Message, 0, len(req.Messages))
+	var imgs ImagePrompt // made on the first image part
 	for i, m := range req.Messages {
 		role := m.Role
 		switch role {
@@ -194,6 +195,12 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 			return job{}, nil, nil, badRequest("messages", "message %d has role %q: want system, developer, user, assistant or tool", i, m.Role)
 		}
 		content := m.Content.Text
+		if m.Content.Parts != nil {
+			var ie *apiError
+			if content, ie = s.imageContent(i, m.Content.Parts, &imgs); ie != nil {
+				return job{}, nil, nil, ie
+			}
+		}
 		if role == "assistant" && len(m.ToolCalls) > 0 {
 			content += renderToolCalls(m.ToolCalls)
 		}
@@ -228,7 +235,12 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 		}
 		return job{}, nil, nil, badRequest("messages", "the chat template refused the messages: %v", err)
 	}
-	ids, err := s.m.Encode(text, true)
+	var ids []int
+	if imgs != nil {
+		ids, err = imgs.Encode(text)
+	} else {
+		ids, err = s.m.Encode(text, true)
+	}
 	if err != nil {
 		return job{}, nil, nil, badRequest("messages", "%v", err)
 	}
@@ -236,6 +248,9 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 		return job{}, nil, nil, e
 	}
 	j := job{ids: ids, req: aotlm.Request{IDs: ids, MaxTokens: limit, Sampling: p, Stop: stops, StopIDs: s.eot}}
+	if imgs != nil {
+		j.req.Embeds = imgs.Embeds()
+	}
 	var lp *logprobs
 	if req.TopLogprobs != nil && (*req.TopLogprobs < 0 || *req.TopLogprobs > maxTopLogprobs) {
 		return job{}, nil, nil, badRequest("top_logprobs", "top_logprobs %d must be in [0, %d]", *req.TopLogprobs, maxTopLogprobs)

@@ -97,10 +97,13 @@ type toolCall struct {
 }
 
 // textContent is a message's content: a string, null, or an array of
-// {"type": "text", "text": ...} parts (joined).
+// {"type": "text", "text": ...} parts (joined) and {"type": "image_url",
+// "image_url": {"url": ...}} parts (kept in Parts, in order with the
+// text, when there is one).
 type textContent struct {
-	Text string
-	Set  bool
+	Text  string
+	Set   bool
+	Parts []contentPart // nil without image parts
 }
 
 func (c *textContent) UnmarshalJSON(data []byte) error {
@@ -113,20 +116,36 @@ func (c *textContent) UnmarshalJSON(data []byte) error {
 		return json.Unmarshal(data, &c.Text)
 	}
 	var parts []struct {
-		Type string  `json:"type"`
-		Text *string `json:"text"`
+		Type     string          `json:"type"`
+		Text     *string         `json:"text"`
+		ImageURL json.RawMessage `json:"image_url"`
 	}
 	if err := json.Unmarshal(data, &parts); err != nil {
-		return &fieldError{"content", "want a string or an array of text parts"}
+		return &fieldError{"content", "want a string or an array of text and image_url parts"}
 	}
 	var b strings.Builder
+	var all []contentPart
+	images := false
 	for _, p := range parts {
-		if p.Type != "text" || p.Text == nil {
-			return &fieldError{"content", fmt.Sprintf("a part of type %q: only text parts are supported", p.Type)}
+		switch {
+		case p.Type == "text" && p.Text != nil:
+			b.WriteString(*p.Text)
+			all = append(all, contentPart{Text: *p.Text})
+		case p.Type == "image_url":
+			url, err := imageURL(p.ImageURL)
+			if err != nil {
+				return err
+			}
+			all = append(all, contentPart{ImageURL: url, Image: true})
+			images = true
+		default:
+			return &fieldError{"content", fmt.Sprintf("a part of type %q: only text and image_url parts are supported", p.Type)}
 		}
-		b.WriteString(*p.Text)
 	}
 	c.Text, c.Set = b.String(), true
+	if images {
+		c.Parts = all
+	}
 	return nil
 }
 

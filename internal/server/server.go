@@ -10,7 +10,10 @@
 // read once per step for all of them. Requests beyond the sessions wait
 // in a bounded queue; a full queue answers 503 with Retry-After. A client
 // that goes away cancels its request (through the request's context)
-// between passes.
+// between passes. With Options.Images, chat messages may hold images
+// (image_url parts), placed in the prompt as embedding rows whose ids
+// derive from the image's bytes, so the session choice and the cache
+// reuse compare images too.
 package server
 
 import (
@@ -46,6 +49,13 @@ type Options struct {
 	ModelID string
 	// Now fixes the date chat templates print (zero: the current time).
 	Now time.Time
+	// Images places image parts of chat messages (a vision-language
+	// model's encoder); nil refuses them.
+	Images ImagePrompts
+	// AllowLocalImages lets image parts name files of the server's
+	// machine (paths and file:// URLs); otherwise only data: URLs are
+	// read.
+	AllowLocalImages bool
 }
 
 // Server answers the API over one model. It is safe for concurrent use.

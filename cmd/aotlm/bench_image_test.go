@@ -1,0 +1,49 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/testutil"
+)
+
+// TestBenchImage: `bench --image` on the tiny SmolVLM fixture reports
+// the image's tiles, its embedding rows and prompt, the times of each step
+// over the repetitions, and the usual tests when asked for.
+func TestBenchImage(t *testing.T) {
+	dir := testutil.Path(t, "vlm/smolvlm")
+	t.Setenv(compile.CacheEnv, t.TempDir())
+	tok := filepath.Join(dir, "text.gguf")
+	code, out, errs := runCLI(t, "bench", "-m", dir, "--tokenizer", tok, "--image", filepath.Join(dir, "image_wide.png"),
+		"-p", "8", "-n", "4", "-r", "2", "-t", "1", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep imageBench
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	// a 96x64 image: one 1x1-grid slice and the overview, 16 rows each;
+	// BOS, 6 marker tokens and the rows
+	if rep.Width != 96 || rep.Height != 64 || rep.Tiles != 2 || rep.Rows != 32 || rep.Prompt != 39 || rep.Repetitions != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+	if rep.EncodeMs.Mean <= 0 || rep.PrefillMs.Mean <= 0 || rep.PrefillTokS.Mean <= 0 || rep.ImageEncodeTot.Mean < rep.EncodeMs.Mean {
+		t.Fatalf("times %+v", rep)
+	}
+	if rep.Bench == nil || len(rep.Bench.Tests) != 2 {
+		t.Fatalf("usual tests: %+v", rep.Bench)
+	}
+	code, out, errs = runCLI(t, "bench", "-m", dir, "--tokenizer", tok, "--image", filepath.Join(dir, "image_square.png"),
+		"-p", "0", "-n", "0", "-r", "1", "-t", "1")
+	if code != 0 || !strings.Contains(out, "preprocess + encode") || !strings.Contains(out, "tok/s") || strings.Contains(out, "pp8") {
+		t.Fatalf("table: exit %d: %s %s", code, out, errs)
+	}
+	code, _, errs = runCLI(t, "bench", "-m", tok, "--image", filepath.Join(dir, "image_square.png"), "-p", "0", "-n", "0")
+	if code == 0 || !strings.Contains(errs, "vision-language model") {
+		t.Fatalf("text model: exit %d: %s", code, errs)
+	}
+}

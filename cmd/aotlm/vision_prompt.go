@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/server"
+	"github.com/aotlm/aotlm/internal/vision"
+	"github.com/aotlm/aotlm/internal/vlm"
+)
+
+// openPrompter opens the vision encoder of a vision-language model for
+// prompts with images over the compiled text model m: the artifact's own
+// vision plan when it has one, else the encoder of a SmolVLM folder or of
+// a text GGUF's mmproj GGUF in the graph interpreter. It returns nil when
+// the model has none of them.
+func openPrompter(modelPath, mmproj string, m *aotlm.Model, threads int) (*vlm.Prompter, error) {
+	if eng := m.Engine(); eng != nil && vlm.HasVision(eng) {
+		c, err := vlm.OpenCompiled(eng, threads)
+		if err != nil {
+			return nil, err
+		}
+		return vlm.NewPrompter(c, c.Vision.TextHidden, m), nil
+	}
+	var vm *vlm.Model
+	var err error
+	switch {
+	case mmproj != "":
+		vm, err = vlm.OpenPair(modelPath, mmproj, threads)
+	case vlm.IsVLM(modelPath):
+		vm, err = vlm.Open(modelPath, threads)
+	default:
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if m.Engine() == nil {
+		return nil, fmt.Errorf("images need the compiled text model; drop --no-compile")
+	}
+	return vlm.NewPrompter(vm, vm.TextConfig().Hidden, m), nil
+}
+
+// readImage reads an image file within the decoding limits.
+func readImage(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if lim := vision.DefaultLimits.MaxBytes; lim > 0 && st.Size() > lim {
+		return nil, fmt.Errorf("%s: file of %d bytes is over the %d-byte limit for images", path, st.Size(), lim)
+	}
+	return os.ReadFile(path)
+}
+
+// chatImages is chat's /image state: the conversation's images and those
+// attached to the next user turn.
+type chatImages struct {
+	p       *vlm.Prompter
+	cur     *vlm.Images
+	pending []string // placeholders for the next turn
+}
+
+func newChatImages(p *vlm.Prompter) *chatImages {
+	return &chatImages{p: p, cur: p.NewImages()}
+}
+
+// encode is the chat's ChatOptions.Encode.
+func (ci *chatImages) encode(text string) ([]int, error) { return ci.cur.Encode(text) }
+
+// attach encodes an image for the next user turn.
+func (ci *chatImages) attach(path string) error {
+	data, err := readImage(path)
+	if err != nil {
+		return err
+	}
+	ph, err := ci.cur.Add(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	ci.pending = append(ci.pending, ph)
+	return nil
+}
+
+// message places the pending images in a user turn's text.
+func (ci *chatImages) message(text string) (string, error) {
+	out, err := vlm.Place(text, ci.pending)
+	if err != nil {
+		return "", err
+	}
+	ci.pending = nil
+	return out, nil
+}
+
+// reset forgets the conversation's images.
+func (ci *chatImages) reset() {
+	ci.cur, ci.pending = ci.p.NewImages(), nil
+}
+
+// attachImage runs chat's /image command, noting what happened on errw.
+func attachImage(errw io.Writer, images *chatImages, path string) {
+	switch {
+	case images == nil:
+		fmt.Fprintln(errw, "(/image needs a vision-language model: a SmolVLM folder, or a text GGUF with --mmproj)")
+	case path == "":
+		fmt.Fprintln(errw, "(/image FILE: name an image file)")
+	default:
+		if err := images.attach(path); err != nil {
+			fmt.Fprintf(errw, "(image not attached: %v)\n", err)
+			return
+		}
+		fmt.Fprintf(errw, "(image attached to the next message: %s)\n", path)
+	}
+}
+
+// servePrompts gives the server a prompter's images.
+type servePrompts struct{ p *vlm.Prompter }
+
+func (s servePrompts) NewImages() server.ImagePrompt { return s.p.NewImages() }
