@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -134,6 +135,14 @@ quantizes with it (the manifest records it).`,
 				tokenizer: tokSrc, threads: threads})
 			if err != nil {
 				return err
+			}
+			if prepare != nil {
+				// rotations and calibration hold the whole model in float32,
+				// and GPTQ its inputs' Hessians: collect garbage at 25%
+				// growth rather than Go's default 100%, so the peak stays
+				// near what is live (their slices hold no pointers, so
+				// the extra collections are cheap)
+				defer debug.SetGCPercent(debug.SetGCPercent(25))
 			}
 			bar := newTensorBar(cmd.ErrOrStderr(), "quantizing")
 			opts := qmodel.Options{Recipe: recipe, Tokenizer: tokPath, FallbackW8: fallbackW8, Force: force, Jobs: jobs, Prepare: prepare,
