@@ -15,13 +15,13 @@ import (
 
 func newCompileCmd() *cobra.Command {
 	var (
-		out, tokPath    string
-		kv, calib, acts string
-		ggufWeights     string
-		arLen, ctx      int
-		force           bool
-		jobs            int
-		lookahead       string
+		out, tokPath                   string
+		kv, calib, acts                string
+		ggufWeights                    string
+		arLen, ctx                     int
+		force                          bool
+		jobs                           int
+		lookahead                      string
 		mmproj, visionW, visionBuckets string
 	)
 	cmd := &cobra.Command{
