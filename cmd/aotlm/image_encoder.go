@@ -100,7 +100,7 @@ func openInterpreterVLM(r imageRun) (*vlm.Model, error) {
 // openCompiledQwen2VL returns the Qwen2-VL vision plans of eng's artifact.
 // An image no plan's size holds goes to the interpreter when the source
 // model is at hand (run -m FOLDER, or a text GGUF with --mmproj), else it
-// is scaled down into the largest size (vlm.CompiledQwen2VL).
+// is scaled down to fit a size (vlm.CompiledQwen2VL).
 func openCompiledQwen2VL(eng *engine.Engine, r imageRun, piece func(string) (int, bool)) (*openedEncoder, error) {
 	c, err := vlm.OpenCompiledQwen2VL(eng, r.threads)
 	if err != nil {
@@ -168,4 +168,4 @@ func newImageSequence(m *aotlm.Model, oe *openedEncoder, imageID int, placed []*
 }
 
 const visionBucketsHelp = "image sizes HxW in pixels, comma-separated, a Qwen2-VL encoder is compiled for, one vision plan each " +
-	"(default: square, 3:4, 4:3, 9:16 and 16:9 sizes of 64 to 768 image tokens)"
+	"(default: square, 3:4, 4:3, 9:16 and 16:9 sizes of 64 to 576 image tokens)"

@@ -21,9 +21,9 @@ import (
 // centered on black as mtmd letterboxes; when its smart-resized size is a
 // bucket, its embeddings are those of the interpreter (and llama.cpp).
 // When no bucket holds that size, Fallback encodes it if set (the source
-// model in the interpreter); else the image is scaled down to the largest
-// bucket's area (vision.Qwen2VL.FitShrunk), and refused when even that
-// fits no bucket.
+// model in the interpreter); else the image is scaled down into the
+// bucket it stays largest in (vision.Qwen2VL.FitShrunk), and refused when
+// its short side would be under patch x merge pixels even there.
 type CompiledQwen2VL struct {
 	Vision  arch.Qwen2VLVision
 	Proc    vision.Qwen2VL
@@ -84,7 +84,7 @@ func (c *CompiledQwen2VL) Bucket(w, h int) (b vision.Bucket, shrunk bool, err er
 		return b, true, nil
 	}
 	sw, sh := c.Proc.Size(w, h)
-	return vision.Bucket{}, false, fmt.Errorf("vlm: no compiled image size holds a %dx%d image (smart-resized to %dx%d, HxW), even scaled down; the artifact has %s",
+	return vision.Bucket{}, false, fmt.Errorf("vlm: no compiled image size holds a %dx%d image (smart-resized to %dx%d, HxW), even scaled down to fit; the artifact has %s",
 		h, w, sh, sw, c.sizes())
 }
 

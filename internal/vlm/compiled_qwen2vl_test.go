@@ -138,7 +138,8 @@ func TestQwen2VLCompiledEncoder(t *testing.T) {
 // TestQwen2VLBuckets: an image whose smart-resized size is no bucket is
 // letterboxed into the smallest bucket holding it and encodes as the
 // interpreter encodes that letterboxed image (within 1e-4); one no bucket
-// holds is scaled down into the largest when there is no fallback, and
+// holds is scaled down into the bucket it stays largest in when there is
+// no fallback, and
 // goes to the fallback when there is; one whose aspect ratio fits no
 // bucket even scaled down is refused, naming the sizes; bad bucket lists
 // are refused at compile time.
