@@ -2,6 +2,7 @@ package vlm
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -212,5 +213,51 @@ func TestQwen2VLBuckets(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "image size") {
 			t.Errorf("buckets %q: %v", bad, err)
 		}
+	}
+}
+
+// TestQwen2VLCompiledW8: the Qwen2-VL encoder compiled with 8-bit
+// weights (one scale per row) stays close to the float32 plans'
+// embeddings: relative RMS error at most 3%, max |diff| at most 0.15 (as
+// for SmolVLM's encoder).
+func TestQwen2VLCompiledW8(t *testing.T) {
+	dir := testutil.Path(t, "vlm/qwen2vl")
+	f32, err := OpenCompiledQwen2VL(compileQwenFixture(t, true, "64x96", "f32"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f32.Close()
+	e := compileQwenFixture(t, true, "64x96", "w8")
+	if w := e.Manifest().Vision.Weights; w != "w8" {
+		t.Fatalf("vision weights %q", w)
+	}
+	w8, err := OpenCompiledQwen2VL(e, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w8.Close()
+	img, err := vision.DecodeFile(filepath.Join(dir, "image_wide.png"), vision.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := f32.Encode(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := w8.Encode(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var worst, se, ss float64
+	for i, x := range a.Embeds {
+		d := float64(b.Embeds[i] - x)
+		worst = max(worst, math.Abs(d))
+		se += d * d
+		ss += float64(x) * float64(x)
+	}
+	rel := math.Sqrt(se / ss)
+	t.Logf("w8 vs f32: max |diff| %.3g, relative RMS %.3g", worst, rel)
+	if worst > 0.15 || rel > 0.03 || worst == 0 {
+		t.Fatalf("w8 embeddings differ from f32 by %.3g (tolerance 0.15), relative RMS %.3g (tolerance 0.03)", worst, rel)
 	}
 }
