@@ -140,10 +140,10 @@ func TestQwen2VLCompiledEncoder(t *testing.T) {
 // letterboxed into the smallest bucket holding it and encodes as the
 // interpreter encodes that letterboxed image (within 1e-4); one no bucket
 // holds is scaled down into the bucket it stays largest in when there is
-// no fallback, and
-// goes to the fallback when there is; one whose aspect ratio fits no
-// bucket even scaled down is refused, naming the sizes; bad bucket lists
-// are refused at compile time.
+// no fallback, and goes to the fallback when there is; one whose aspect
+// ratio fits no
+// bucket even scaled down is refused, naming the sizes; bad bucket lists,
+// and bucket lists for a SmolVLM encoder, are refused at compile time.
 func TestQwen2VLBuckets(t *testing.T) {
 	dir := testutil.Path(t, "vlm/qwen2vl")
 	interp, err := Open(dir, 2)
@@ -207,6 +207,12 @@ func TestQwen2VLBuckets(t *testing.T) {
 	// 1000x40 (25:1) fits no bucket, even scaled down
 	if _, err := c.Encode(vision.NewRGB(1000, 40)); err == nil || !strings.Contains(err.Error(), "128x128, 64x192") {
 		t.Fatalf("a 1000x40 image: %v", err)
+	}
+	// a SmolVLM encoder has its one tile size
+	err = compile.CompileFile(testutil.Path(t, "vlm/smolvlm"), filepath.Join(t.TempDir(), "smol.aot"),
+		compile.Options{ARLens: []int{8}, Ctx: 128, VisionBuckets: "64x64"})
+	if err == nil || !strings.Contains(err.Error(), "image sizes are for a Qwen2-VL encoder") {
+		t.Errorf("image sizes for SmolVLM: %v", err)
 	}
 	for _, bad := range []string{"64x65", "64", "0x64", "64x64,x"} {
 		err := compile.CompileFile(dir, filepath.Join(t.TempDir(), "bad.aot"), compile.Options{ARLens: []int{8}, Ctx: 128, VisionBuckets: bad})
