@@ -105,6 +105,9 @@ func benchImage(cmd *cobra.Command, modelPath, mmproj, tokPath, file string, cfg
 	var encoder vlm.Encoder
 	var width int
 	var preprocess func(*vision.RGB) (*vision.Idefics3Image, error)
+	if eng := m.Engine(); eng != nil && vlm.IsCompiledQwen2VL(eng) {
+		return errors.New("bench: --image times SmolVLM / Idefics3 images; Qwen2-VL's are timed by run --image --json (image_encode_ms)")
+	}
 	if eng := m.Engine(); eng != nil && vlm.HasVision(eng) {
 		c, err := vlm.OpenCompiled(eng, cfg.Threads)
 		if err != nil {

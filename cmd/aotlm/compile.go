@@ -15,14 +15,14 @@ import (
 
 func newCompileCmd() *cobra.Command {
 	var (
-		out, tokPath    string
-		kv, calib, acts string
-		ggufWeights     string
-		arLen, ctx      int
-		force           bool
-		jobs            int
-		lookahead       string
-		mmproj, visionW string
+		out, tokPath                   string
+		kv, calib, acts                string
+		ggufWeights                    string
+		arLen, ctx                     int
+		force                          bool
+		jobs                           int
+		lookahead                      string
+		mmproj, visionW, visionBuckets string
 	)
 	cmd := &cobra.Command{
 		Use:   "compile MODEL -o OUT.aot",
@@ -63,15 +63,19 @@ which; docs/formats.md has the measured perplexity change).
 --gguf-weights f32 decodes every weight to float32 instead: exact, larger
 and slower.
 
-A vision-language model (a SmolVLM folder, or a text GGUF with --mmproj)
-gets its vision encoder and connector compiled into the same artifact, as
-a vision plan beside the text plans (inspect lists it), with what image
-preprocessing needs, so "run -m OUT.aot --image" reads nothing else. The
-encoder is float32, or with --vision-weights w8 8-bit rows whatever the
-text model's weights are.`,
+A vision-language model (a SmolVLM or Qwen2-VL folder, or a text GGUF
+with --mmproj) gets its vision encoder and connector compiled into the
+same artifact, as vision plans beside the text plans (inspect lists
+them), with what image preprocessing needs, so "run -m OUT.aot --image"
+reads nothing else. The encoder is float32, or with --vision-weights w8
+8-bit rows whatever the text model's weights are. SmolVLM's encoder has
+one plan (its tile size); Qwen2-VL's has one plan per image size of
+--vision-buckets, and an image is resized into the smallest size that
+holds it (docs/usage.md).`,
 		Example: `  aotlm compile stories260K.gguf -o stories.aot --ar-len 32 --ctx 512
   aotlm compile SmolVLM-256M-Instruct/ -o smolvlm.aot --vision-weights w8
   aotlm compile text.gguf --mmproj mmproj.gguf -o vlm.aot
+  aotlm compile Qwen2-VL-2B-Instruct/ -o qwen2vl.aot --vision-buckets 448x448,336x448,448x336
   aotlm compile stories260K.bin --tokenizer tok512.bin -o stories.aot
   aotlm compile q/ -o model.aot --kv u8 --calib calib.txt`,
 		Args: cobra.ExactArgs(1),
@@ -105,7 +109,7 @@ text model's weights are.`,
 			}
 			bar := newTensorBar(cmd.ErrOrStderr(), "compiling")
 			opts := compile.Options{ARLens: []int{arLen, max(la, 1)}, Ctx: ctx, Tokenizer: tokPath, KV: kv, CalibText: calib,
-				FloatActivations: float, Jobs: jobs, GGUFWeights: ggufWeights, MMProj: mmproj, VisionWeights: visionW,
+				FloatActivations: float, Jobs: jobs, GGUFWeights: ggufWeights, MMProj: mmproj, VisionWeights: visionW, VisionBuckets: visionBuckets,
 				Progress: func(p compile.Progress) { bar.update(p.Done, p.Total, p.Bytes, 0) }}
 			if err := compile.CompileFile(src, out, opts); err != nil {
 				return withContextHint(err)
@@ -128,6 +132,7 @@ text model's weights are.`,
 	f.IntVarP(&jobs, "jobs", "j", 0, jobsHelp)
 	f.StringVar(&mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) of a text GGUF: its encoder is compiled into the artifact too")
 	f.StringVar(&visionW, "vision-weights", "", "how a vision encoder stores its matrices: f32 (default) or w8 (8-bit rows, one scale per row)")
+	f.StringVar(&visionBuckets, "vision-buckets", "", visionBucketsHelp)
 	f.StringVar(&lookahead, "lookahead", "", "N,W,G: add a plan for lookahead decoding's passes of (W+G)(N-1) rows (rounded up to a power of two)")
 	return cmd
 }

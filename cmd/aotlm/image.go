@@ -20,6 +20,7 @@ type imageFlags struct {
 	files         []string
 	mmproj        string
 	visionWeights string
+	visionBuckets string
 }
 
 // addImageFlags adds run's --image and --mmproj flags.
@@ -29,6 +30,7 @@ func addImageFlags(f *pflag.FlagSet) *imageFlags {
 		"each goes where the prompt writes <image>, else before the prompt")
 	f.StringVar(&fl.mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m, with --image")
 	f.StringVar(&fl.visionWeights, "vision-weights", "", "how the compiled vision encoder stores its matrices: f32 (default) or w8")
+	f.StringVar(&fl.visionBuckets, "vision-buckets", "", visionBucketsHelp)
 	return &fl
 }
 

@@ -35,6 +35,9 @@ type openedEncoder struct {
 // folder or the mmproj file, run by the graph interpreter. piece looks
 // marker pieces up in the vocabulary.
 func openImageEncoder(m *aotlm.Model, r imageRun, piece func(string) (int, bool)) (*openedEncoder, error) {
+	if eng := m.Engine(); eng != nil && vlm.IsCompiledQwen2VL(eng) {
+		return openCompiledQwen2VL(eng, r, piece)
+	}
 	if eng := m.Engine(); eng != nil && vlm.HasVision(eng) {
 		c, err := vlm.OpenCompiled(eng, r.threads)
 		if err != nil {
@@ -70,16 +73,7 @@ func openImageEncoder(m *aotlm.Model, r imageRun, piece func(string) (int, bool)
 		}
 		return oe, nil
 	}
-	var vm *vlm.Model
-	var err error
-	switch {
-	case r.images.mmproj != "":
-		vm, err = vlm.OpenPair(r.modelPath, r.images.mmproj, r.threads)
-	case vlm.IsVLM(r.modelPath):
-		vm, err = vlm.Open(r.modelPath, r.threads)
-	default:
-		return nil, fmt.Errorf("--image needs a vision-language model: an artifact compiled with its vision encoder, a SmolVLM or Qwen2-VL folder (Hugging Face layout), or a text GGUF with --mmproj; %s is none of them", r.modelPath)
-	}
+	vm, err := openInterpreterVLM(r)
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +83,57 @@ func openImageEncoder(m *aotlm.Model, r imageRun, piece func(string) (int, bool)
 	}
 	return &openedEncoder{enc: vm, imageID: imageID, width: vm.TextConfig().Hidden, piece: piece, close: func() {}, interp: vm,
 		place: func(img *vlm.Image) (*vlm.Placed, error) { return vm.Place(img, piece) }}, nil
+}
+
+// openInterpreterVLM opens the model folder or the text GGUF and its
+// mmproj file for the graph interpreter.
+func openInterpreterVLM(r imageRun) (*vlm.Model, error) {
+	switch {
+	case r.images.mmproj != "":
+		return vlm.OpenPair(r.modelPath, r.images.mmproj, r.threads)
+	case vlm.IsVLM(r.modelPath):
+		return vlm.Open(r.modelPath, r.threads)
+	}
+	return nil, fmt.Errorf("--image needs a vision-language model: an artifact compiled with its vision encoder, a SmolVLM or Qwen2-VL folder (Hugging Face layout), or a text GGUF with --mmproj; %s is none of them", r.modelPath)
+}
+
+// openCompiledQwen2VL returns the Qwen2-VL vision plans of eng's artifact.
+// An image no plan's size holds goes to the interpreter when the source
+// model is at hand (run -m FOLDER, or a text GGUF with --mmproj), else it
+// is scaled down to fit a size (vlm.CompiledQwen2VL).
+func openCompiledQwen2VL(eng *engine.Engine, r imageRun, piece func(string) (int, bool)) (*openedEncoder, error) {
+	c, err := vlm.OpenCompiledQwen2VL(eng, r.threads)
+	if err != nil {
+		return nil, err
+	}
+	imageID, err := c.ImageTokenID(piece)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	if r.images.mmproj != "" || vlm.IsVLM(r.modelPath) {
+		c.Fallback = &lazyInterpreter{r: r}
+	}
+	return &openedEncoder{enc: c, imageID: imageID, width: c.Vision.TextHidden, piece: piece, close: c.Close,
+		place: func(img *vlm.Image) (*vlm.Placed, error) { return c.Place(img, piece) }}, nil
+}
+
+// lazyInterpreter opens the source model's encoder in the graph
+// interpreter when an image first needs it.
+type lazyInterpreter struct {
+	r  imageRun
+	vm *vlm.Model
+}
+
+func (l *lazyInterpreter) Encode(img *vision.RGB) (*vlm.Image, error) {
+	if l.vm == nil {
+		vm, err := openInterpreterVLM(l.r)
+		if err != nil {
+			return nil, fmt.Errorf("no compiled image size holds the image, and the source model: %w", err)
+		}
+		l.vm = vm
+	}
+	return l.vm.Encode(img)
 }
 
 // newImageSequence returns a sequence of n positions of the text model
@@ -121,3 +166,6 @@ func newImageSequence(m *aotlm.Model, oe *openedEncoder, imageID int, placed []*
 	}
 	return q, nil
 }
+
+const visionBucketsHelp = "image sizes HxW in pixels, comma-separated, a Qwen2-VL encoder is compiled for, one vision plan each " +
+	"(default: square, 3:4, 4:3, 9:16 and 16:9 sizes of 64 to 576 image tokens)"

@@ -12,15 +12,16 @@ import (
 
 // TestRunImageQwen2VL: `run --image` on the tiny Qwen2-VL fixture, from
 // the Hugging Face folder (tokenizer from the GGUF beside it) and from
-// the GGUF pair, places the image as mtmd does (<|vision_start|>, 4x6
-// <|image_pad|> rows for the 100x60 image, <|vision_end|>) and generates
-// the greedy ids the interpreter gives for the same prompt with the
-// image's rows at their M-RoPE positions.
+// the GGUF pair, compiled with the image's smart-resized size among its
+// vision plans' sizes, places the image as mtmd does (<|vision_start|>,
+// 4x6 <|image_pad|> rows for the 100x60 image, <|vision_end|>) and
+// generates the greedy ids the interpreter gives for the same prompt with
+// the image's rows at their M-RoPE positions.
 func TestRunImageQwen2VL(t *testing.T) {
 	dir := testutil.Path(t, "vlm/qwen2vl")
 	tok := filepath.Join(dir, "text.gguf")
 	img := filepath.Join(dir, "image_wide.png")
-	args := []string{"--image", img, "-p", "abc<image>xyz", "-n", "6", "--temp", "0", "--ignore-eos", "--json", "-t", "1"}
+	args := []string{"--image", img, "--vision-buckets", "128x128,64x96", "-p", "abc<image>xyz", "-n", "6", "--temp", "0", "--ignore-eos", "--json", "-t", "1"}
 	hf, err := vlm.Open(dir, 1)
 	if err != nil {
 		t.Fatal(err)

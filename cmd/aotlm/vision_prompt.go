@@ -17,6 +17,9 @@ import (
 // a text GGUF's mmproj GGUF in the graph interpreter. It returns nil when
 // the model has none of them.
 func openPrompter(modelPath, mmproj string, m *aotlm.Model, threads int) (*vlm.Prompter, error) {
+	if eng := m.Engine(); eng != nil && vlm.IsCompiledQwen2VL(eng) {
+		return vlm.NewPrompter(refuseImages{}, 0, m), nil
+	}
 	if eng := m.Engine(); eng != nil && vlm.HasVision(eng) {
 		c, err := vlm.OpenCompiled(eng, threads)
 		if err != nil {
@@ -119,3 +122,12 @@ func attachImage(errw io.Writer, images *chatImages, path string) {
 type servePrompts struct{ p *vlm.Prompter }
 
 func (s servePrompts) NewImages() server.ImagePrompt { return s.p.NewImages() }
+
+// refuseImages is the encoder of models whose images chat and serve do
+// not take yet: Qwen2-VL's rows need M-RoPE positions, which the
+// runtime's sessions do not carry.
+type refuseImages struct{}
+
+func (refuseImages) Encode(*vision.RGB) (*vlm.Image, error) {
+	return nil, fmt.Errorf("Qwen2-VL images are taken by run --image only: chat and serve do not place M-RoPE positions yet")
+}

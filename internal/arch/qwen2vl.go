@@ -282,9 +282,25 @@ func LoadQwen2VL(ck format.Checkpoint, preproc map[string]any) (*Qwen2VL, error)
 	if err != nil {
 		return nil, fmt.Errorf("text model: %w", err)
 	}
+	v, w, err := LoadQwen2VLVisionHF(ck, preproc, tm.Config.Hidden)
+	if err != nil {
+		return nil, err
+	}
+	return &Qwen2VL{Text: tm, Vision: v, VisionWeights: w}, nil
+}
+
+// LoadQwen2VLVisionHF reads the vision encoder and merger of a Qwen2-VL
+// checkpoint in Hugging Face layout (not its text model), for a text
+// model of width textHidden; preproc is the parsed
+// preprocessor_config.json or nil.
+func LoadQwen2VLVisionHF(ck format.Checkpoint, preproc map[string]any, textHidden int) (Qwen2VLVision, graph.Weights, error) {
+	meta := ck.Metadata()
+	if !IsQwen2VL(meta) {
+		return Qwen2VLVision{}, nil, errors.New("config.json: not a Qwen2-VL model")
+	}
 	vcm, ok := meta["vision_config"].(map[string]any)
 	if !ok {
-		return nil, errors.New("config.json: \"vision_config\" is missing")
+		return Qwen2VLVision{}, nil, errors.New("config.json: \"vision_config\" is missing")
 	}
 	var gerr error
 	get := func(key string, def int) int {
@@ -300,35 +316,35 @@ func LoadQwen2VL(ck format.Checkpoint, preproc map[string]any) (*Qwen2VL, error)
 	v := Qwen2VLVision{PatchSize: get("patch_size", -1), TemporalPatch: get("temporal_patch_size", 2),
 		Merge: get("spatial_merge_size", 2), Channels: get("in_chans", 3), Hidden: get("embed_dim", -1),
 		Layers: get("depth", -1), Heads: get("num_heads", -1), NormEps: 1e-6, RopeTheta: 10000,
-		TextHidden: tm.Config.Hidden, Mean: clipMean, Std: clipStd, ImageTokenID: -1}
+		TextHidden: textHidden, Mean: clipMean, Std: clipStd, ImageTokenID: -1}
 	v.FFN = v.Hidden * get("mlp_ratio", 4)
 	if gerr != nil {
-		return nil, gerr
+		return Qwen2VLVision{}, nil, gerr
 	}
 	if act, _ := format.MetaString(vcm, "hidden_act"); act != "" && act != "quick_gelu" {
-		return nil, fmt.Errorf("config.json vision_config: hidden_act %q is not supported (want quick_gelu)", act)
+		return Qwen2VLVision{}, nil, fmt.Errorf("config.json vision_config: hidden_act %q is not supported (want quick_gelu)", act)
 	}
 	if out, ok := format.MetaInt(vcm, "hidden_size"); ok && int(out) != v.TextHidden {
-		return nil, fmt.Errorf("config.json vision_config: hidden_size %d differs from the text model's %d", out, v.TextHidden)
+		return Qwen2VLVision{}, nil, fmt.Errorf("config.json vision_config: hidden_size %d differs from the text model's %d", out, v.TextHidden)
 	}
 	if id, ok := format.MetaInt(meta, "image_token_id"); ok {
 		v.ImageTokenID = int(id)
 	}
 	if err := meanStd(preproc, &v.Mean, &v.Std); err != nil {
-		return nil, err
+		return Qwen2VLVision{}, nil, err
 	}
 	if err := v.Validate(); err != nil {
-		return nil, err
+		return Qwen2VLVision{}, nil, err
 	}
 	g, err := BuildQwen2VLVision(&v)
 	if err != nil {
-		return nil, err
+		return Qwen2VLVision{}, nil, err
 	}
 	w, err := readWeights(ck, g, func(name string) string { return name })
 	if err != nil {
-		return nil, err
+		return Qwen2VLVision{}, nil, err
 	}
-	return &Qwen2VL{Text: tm, Vision: v, VisionWeights: w}, nil
+	return v, w, nil
 }
 
 // OpenAI CLIP's normalization, Qwen2-VL's default.
@@ -388,6 +404,27 @@ func LoadQwen2VLPair(text, mmproj format.Checkpoint) (*Qwen2VL, error) {
 	if tm.Config.Family != "qwen2vl" {
 		return nil, fmt.Errorf("text model: family %s, a qwen2vl_merger projector needs a qwen2vl text model", tm.Config.Family)
 	}
+	v, w, err := LoadQwen2VLVisionMMProj(mmproj, tm.Config.Hidden)
+	if err != nil {
+		return nil, err
+	}
+	return &Qwen2VL{Text: tm, Vision: v, VisionWeights: w}, nil
+}
+
+// LoadQwen2VLVisionMMProj reads the vision encoder and merger of
+// llama.cpp's mmproj GGUF (projector qwen2vl_merger) for a text model of
+// width textHidden. ImageTokenID is -1: the file does not store it.
+func LoadQwen2VLVisionMMProj(mmproj format.Checkpoint, textHidden int) (Qwen2VLVision, graph.Weights, error) {
+	if mmproj.Format() != "gguf" {
+		return Qwen2VLVision{}, nil, errors.New("mmproj: not a GGUF file")
+	}
+	m := mmproj.Metadata()
+	if a, _ := format.MetaString(m, "general.architecture"); a != "clip" {
+		return Qwen2VLVision{}, nil, fmt.Errorf("mmproj: general.architecture is %q, want clip", a)
+	}
+	if p, _ := format.MetaString(m, "clip.projector_type"); p != "qwen2vl_merger" {
+		return Qwen2VLVision{}, nil, fmt.Errorf("mmproj: projector type %q is not supported here (want qwen2vl_merger)", p)
+	}
 	var gerr error
 	get := func(key string, def int) int {
 		v, ok := format.MetaInt(m, key)
@@ -403,9 +440,9 @@ func LoadQwen2VLPair(text, mmproj format.Checkpoint) (*Qwen2VL, error) {
 		Merge: get("clip.vision.spatial_merge_size", 2), Channels: 3, Hidden: get("clip.vision.embedding_length", -1),
 		Layers: get("clip.vision.block_count", -1), Heads: get("clip.vision.attention.head_count", -1),
 		NormEps: floatOr(m, "clip.vision.attention.layer_norm_epsilon", 1e-6), RopeTheta: 10000,
-		TextHidden: tm.Config.Hidden, ImageTokenID: -1}
+		TextHidden: textHidden, ImageTokenID: -1}
 	if gerr != nil {
-		return nil, gerr
+		return Qwen2VLVision{}, nil, gerr
 	}
 	if info, ok := format.Find(mmproj, "v.blk.0.ffn_up.weight"); ok && len(info.Shape) == 2 {
 		v.FFN = int(info.Shape[0])
@@ -413,12 +450,12 @@ func LoadQwen2VLPair(text, mmproj format.Checkpoint) (*Qwen2VL, error) {
 	for i, key := range []string{"clip.vision.image_mean", "clip.vision.image_std"} {
 		l, ok := m[key].([]any)
 		if !ok || len(l) != 3 {
-			return nil, fmt.Errorf("mmproj: %q is missing or not 3 values", key)
+			return Qwen2VLVision{}, nil, fmt.Errorf("mmproj: %q is missing or not 3 values", key)
 		}
 		for c, x := range l {
 			f, ok := format.MetaFloat(map[string]any{"v": x}, "v")
 			if !ok {
-				return nil, fmt.Errorf("mmproj: %q holds %v", key, x)
+				return Qwen2VLVision{}, nil, fmt.Errorf("mmproj: %q holds %v", key, x)
 			}
 			if i == 0 {
 				v.Mean[c] = float32(f)
@@ -428,17 +465,17 @@ func LoadQwen2VLPair(text, mmproj format.Checkpoint) (*Qwen2VL, error) {
 		}
 	}
 	if err := v.Validate(); err != nil {
-		return nil, err
+		return Qwen2VLVision{}, nil, err
 	}
 	g, err := BuildQwen2VLVision(&v)
 	if err != nil {
-		return nil, err
+		return Qwen2VLVision{}, nil, err
 	}
 	w, err := readQwen2VLMMProj(mmproj, g, &v)
 	if err != nil {
-		return nil, fmt.Errorf("mmproj: %w", err)
+		return Qwen2VLVision{}, nil, fmt.Errorf("mmproj: %w", err)
 	}
-	return &Qwen2VL{Text: tm, Vision: v, VisionWeights: w}, nil
+	return v, w, nil
 }
 
 var qwen2vlMMProjNames = map[string]string{

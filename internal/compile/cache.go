@@ -108,6 +108,9 @@ func cacheKey(path string, opts Options) (string, error) {
 			}
 		}
 	}
+	if opts.VisionBuckets != "" {
+		fmt.Fprintf(h, "vision-buckets=%s\n", opts.VisionBuckets)
+	}
 	if opts.CalibText != "" {
 		if err := statInto(h, opts.CalibText); err != nil {
 			return "", fmt.Errorf("calibration text: %w", err)

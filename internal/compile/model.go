@@ -54,6 +54,10 @@ type Options struct {
 	// VisionWeights is how a vision encoder's matrices are stored:
 	// VisionF32 ("" too) or VisionW8.
 	VisionWeights string
+	// VisionBuckets lists the image sizes a Qwen2-VL encoder is compiled
+	// for, "HxW" in pixels separated by commas, one vision plan each; ""
+	// is vision.Qwen2VL.DefaultBuckets.
+	VisionBuckets string
 }
 
 // MaxCalibTokens bounds the calibration sequence read from CalibText.

@@ -115,14 +115,12 @@ func (b bothSource) Weight(name string) (Weight, error) {
 }
 
 // loadVision reads the encoder of a vision-language model, when path is
-// one: a SmolVLM folder (ck), or any text model with opts.MMProj (ck may
-// then be nil). It returns nil
-// for a text model. textHidden is the text model's width; tok, when set,
+// one: a SmolVLM or Qwen2-VL folder (ck), or any text model with
+// opts.MMProj (ck may then be nil). It returns nil for a text model. textHidden is the text model's width; tok, when set,
 // gives the markers' ids.
 func loadVision(path string, ck format.Checkpoint, textHidden int, tok tokenizer.Tokenizer, opts Options) (*VisionInput, error) {
 	var vc arch.VisionConfig
 	var w graph.Weights
-	var err error
 	switch {
 	case opts.MMProj != "":
 		mm, err := detect.Open(opts.MMProj)
@@ -131,23 +129,29 @@ func loadVision(path string, ck format.Checkpoint, textHidden int, tok tokenizer
 		}
 		defer mm.Close()
 		if p, _ := format.MetaString(mm.Metadata(), "clip.projector_type"); p == "qwen2vl_merger" {
-			// Qwen2-VL's encoder sees one input size per image: it is not
-			// compiled into plans yet and runs from the mmproj file
-			return nil, nil
+			v, w, err := arch.LoadQwen2VLVisionMMProj(mm, textHidden)
+			if err != nil {
+				return nil, err
+			}
+			return qwen2vlInput(v, w, tok, opts)
 		}
 		if vc, w, err = arch.LoadVisionMMProj(mm, textHidden); err != nil {
 			return nil, err
 		}
+	case ck != nil && ck.Format() == "safetensors" && arch.IsQwen2VL(ck.Metadata()):
+		pre, err := readPreproc(path)
+		if err != nil {
+			return nil, err
+		}
+		v, w, err := arch.LoadQwen2VLVisionHF(ck, pre, textHidden)
+		if err != nil {
+			return nil, err
+		}
+		return qwen2vlInput(v, w, tok, opts)
 	case ck != nil && ck.Format() == "safetensors" && arch.IsVLM(ck.Metadata()):
-		var pre map[string]any
-		b, rerr := os.ReadFile(filepath.Join(path, "preprocessor_config.json"))
-		switch {
-		case rerr == nil:
-			if err := json.Unmarshal(b, &pre); err != nil {
-				return nil, fmt.Errorf("preprocessor_config.json: %w", err)
-			}
-		case !errors.Is(rerr, os.ErrNotExist):
-			return nil, rerr
+		pre, err := readPreproc(path)
+		if err != nil {
+			return nil, err
 		}
 		if vc, w, err = arch.LoadVisionHF(ck, pre); err != nil {
 			return nil, err
@@ -156,9 +160,31 @@ func loadVision(path string, ck format.Checkpoint, textHidden int, tok tokenizer
 		if opts.VisionWeights != "" && opts.VisionWeights != VisionF32 {
 			return nil, fmt.Errorf("compile: vision weights %q asked for a model with no vision encoder", opts.VisionWeights)
 		}
+		if opts.VisionBuckets != "" {
+			return nil, errors.New("compile: image sizes asked for a model with no vision encoder")
+		}
 		return nil, nil
 	}
+	if opts.VisionBuckets != "" {
+		return nil, errors.New("compile: image sizes are for a Qwen2-VL encoder; a SmolVLM encoder has its one tile size")
+	}
 	return visionInput(vc, w, tok, opts.VisionWeights)
+}
+
+// readPreproc reads the preprocessor_config.json of a Hugging Face
+// folder, or nil when it has none.
+func readPreproc(path string) (map[string]any, error) {
+	var pre map[string]any
+	b, err := os.ReadFile(filepath.Join(path, "preprocessor_config.json"))
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(b, &pre); err != nil {
+			return nil, fmt.Errorf("preprocessor_config.json: %w", err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
+	return pre, nil
 }
 
 // visionInput makes the VisionInput of a SmolVLM / Idefics3 encoder: one

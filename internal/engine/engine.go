@@ -250,7 +250,9 @@ func (e *Engine) resolveSteps(p *plan.Plan, vision bool) (*program, error) {
 			}
 		case op.RoPE:
 			e.scratch = max(e.scratch, st.Rope.RotDim/2)
-			e.posComps = max(e.posComps, st.Rope.Components())
+			if !vision { // an encoder's positions are its own (Encoder.EncodeAt)
+				e.posComps = max(e.posComps, st.Rope.Components())
+			}
 		case op.SelectRows:
 			if sel >= 0 {
 				return nil, fmt.Errorf("step %d: a second select_rows step", i)

@@ -88,7 +88,7 @@ func (r *rowTask) run(_, lo, hi int) {
 			cos, sin := r.s.rope.cos[t*h2:(t+1)*h2], r.s.rope.sin[t*h2:(t+1)*h2]
 			if r.fillAngles {
 				if pos := r.s.ropePos; pos != nil {
-					P := r.s.e.PosComponents()
+					P := r.s.ropeP
 					ropeAnglesAt(cos, sin, pos[t*P:(t+1)*P], p.Sections, p.InvFreq, p.Scale)
 				} else {
 					ropeAngles(cos, sin, r.s.rowPos[t], p.InvFreq, p.Scale)

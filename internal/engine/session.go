@@ -92,6 +92,7 @@ type Session struct {
 	closed  bool
 	embeds  []float32 // Pass.Embeds of the running pass
 	ropePos []int     // Pass.Positions of the running pass
+	ropeP   int       // position components a row of ropePos carries
 	rowsIn  []float32 // an encoder pass's input rows (the rows step)
 	biAttn  biAttnTask
 
@@ -348,7 +349,7 @@ func (s *Session) Run(p *Pass) (Logits, error) {
 		}
 	}
 	s.e.passMu.Lock()
-	s.embeds, s.ropePos = p.Embeds, p.Positions
+	s.embeds, s.ropePos, s.ropeP = p.Embeds, p.Positions, s.e.PosComponents()
 	out := s.exec(prog, p.IDs, sel)
 	s.embeds, s.ropePos = nil, nil
 	s.e.passMu.Unlock()

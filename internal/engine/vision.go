@@ -23,6 +23,7 @@ type visionProgram struct {
 	in    int // floats per input row (0: the plan reads no rows)
 	table int // rows of the position table (ids must be below it), -1: none
 	q8Max int // values: the largest T*K input of a packed linear
+	comps int // rotary position components a row carries (rope sections), 0: no RoPE step
 }
 
 // loadVision decodes, validates and resolves the manifest's vision plans.
@@ -88,6 +89,8 @@ func (e *Engine) resolveVision(p *plan.Plan, vp *visionProgram) (*program, error
 			}
 		case st.Op == op.Linear && st.qw != nil && st.qw.packed():
 			vp.q8Max = max(vp.q8Max, p.Rows*st.qw.K)
+		case st.Op == op.RoPE:
+			vp.comps = max(vp.comps, st.Rope.Components())
 		}
 	}
 	return prog, nil
@@ -165,8 +168,21 @@ func (c *Encoder) Output() (rows, cols int) {
 // Encode runs the plan over Rows() input rows (rows, [Rows(), InputCols()]
 // row-major) with their ids (non-negative positions; rows of the position
 // table when the plan has one) and returns the output rows, a view valid
-// until the next call.
+// until the next call. A RoPE step turns row i by position i.
 func (c *Encoder) Encode(rows []float32, ids []int) ([]float32, error) {
+	return c.EncodeAt(rows, ids, nil)
+}
+
+// PosComponents is the number of rotary position components a row takes
+// in EncodeAt (2 for a 2-D vision RoPE: row and column); 0 when the plan
+// has no RoPE step.
+func (c *Encoder) PosComponents() int { return c.vp.comps }
+
+// EncodeAt is Encode with each row's rotary position apart from its id:
+// positions holds PosComponents() values a row (a patch's row and column
+// for a 2-D RoPE, each turning its section of the rotary pairs), or is
+// nil for row i at position i.
+func (c *Encoder) EncodeAt(rows []float32, ids, positions []int) ([]float32, error) {
 	s, p := c.s, c.vp.prog.p
 	if s.closed || c.s.e.closed.Load() {
 		return nil, ErrClosed
@@ -182,10 +198,24 @@ func (c *Encoder) Encode(rows []float32, ids []int) ([]float32, error) {
 			return nil, fmt.Errorf("engine: row %d: id %d is outside the position table [0, %d)", i, id, c.vp.table)
 		}
 	}
+	if positions != nil {
+		P := c.vp.comps
+		if P == 0 {
+			return nil, fmt.Errorf("engine: rotary positions for a vision plan without a RoPE step")
+		}
+		if len(positions) != p.Rows*P {
+			return nil, fmt.Errorf("engine: %d rotary position values for a vision plan of %d rows of %d components", len(positions), p.Rows, P)
+		}
+		for i, q := range positions {
+			if q < 0 || q > 1<<30 {
+				return nil, fmt.Errorf("engine: row %d: rotary position %d out of range", i/P, q)
+			}
+		}
+	}
 	s.e.passMu.Lock()
-	s.rowsIn = rows
+	s.rowsIn, s.ropePos, s.ropeP = rows, positions, c.vp.comps
 	out := s.exec(c.vp.prog, ids, nil)
-	s.rowsIn = nil
+	s.rowsIn, s.ropePos = nil, nil
 	s.e.passMu.Unlock()
 	return out.data, nil
 }
