@@ -63,13 +63,9 @@ image out counts as the first repetition).`,
 			if dec.active() {
 				return dec.run(cmd, modelPath, cfg.Threads, append(gens, 128)[0], cfg.Repetitions, asJSON)
 			}
-			var pairs [][2]int
-			for _, s := range pgs {
-				p, err := parsePair(s)
-				if err != nil {
-					return err
-				}
-				pairs = append(pairs, p)
+			pairs, err := parsePairs(pgs)
+			if err != nil {
+				return err
 			}
 			tests, err := bench.Tests(prompts, gens, pairs)
 			if err != nil {
@@ -154,4 +150,17 @@ func benchArtifact(arg string, stderr io.Writer) (string, error) {
 		return "", err
 	}
 	return compile.Cached(path, compile.Options{ARLens: []int{32}, Ctx: 4096, ClampCtx: true, KV: "f32"}, stderr)
+}
+
+// parsePairs reads the -pg values.
+func parsePairs(pgs []string) ([][2]int, error) {
+	var pairs [][2]int
+	for _, s := range pgs {
+		p, err := parsePair(s)
+		if err != nil {
+			return nil, err
+		}
+		pairs = append(pairs, p)
+	}
+	return pairs, nil
 }

@@ -257,13 +257,9 @@ func benchImageCmd(cmd *cobra.Command, modelPath, mmproj, tokPath, file string, 
 	if modelPath == "" {
 		return errors.New("bench: --image needs -m, a vision-language model")
 	}
-	var pairs [][2]int
-	for _, s := range pgs {
-		p, err := parsePair(s)
-		if err != nil {
-			return err
-		}
-		pairs = append(pairs, p)
+	pairs, err := parsePairs(pgs)
+	if err != nil {
+		return err
 	}
 	tests, err := bench.Tests(prompts, gens, pairs)
 	if err != nil && (len(pairs) > 0 || slices.ContainsFunc(append(append([]int(nil), prompts...), gens...), func(n int) bool { return n != 0 })) {

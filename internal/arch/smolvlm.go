@@ -375,67 +375,13 @@ func LoadVLMPair(text, mmproj format.Checkpoint) (*VLM, error) {
 	if text.Format() != "gguf" || mmproj.Format() != "gguf" {
 		return nil, errors.New("vision-language GGUF pair: both files must be GGUF")
 	}
-	m := mmproj.Metadata()
-	if a, _ := format.MetaString(m, "general.architecture"); a != "clip" {
-		return nil, fmt.Errorf("mmproj: general.architecture is %q, want clip", a)
-	}
-	if p, _ := format.MetaString(m, "clip.projector_type"); p != "idefics3" {
-		return nil, fmt.Errorf("mmproj: projector type %q is not supported (want idefics3)", p)
-	}
-	if g, ok := m["clip.use_gelu"].(bool); ok && !g {
-		return nil, errors.New("mmproj: clip.use_gelu is false; only GELU encoders are supported")
-	}
 	tm, err := Load(text)
 	if err != nil {
 		return nil, fmt.Errorf("text model: %w", err)
 	}
-	var gerr error
-	get := func(key string) int {
-		v, ok := format.MetaInt(m, key)
-		if !ok && gerr == nil {
-			gerr = fmt.Errorf("mmproj: %q is missing", key)
-		}
-		return int(v)
-	}
-	vc := VisionConfig{ImageSize: get("clip.vision.image_size"), PatchSize: get("clip.vision.patch_size"), Channels: 3,
-		Hidden: get("clip.vision.embedding_length"), FFN: get("clip.vision.feed_forward_length"),
-		Layers: get("clip.vision.block_count"), Heads: get("clip.vision.attention.head_count"),
-		NormEps: floatOr(m, "clip.vision.attention.layer_norm_epsilon", 1e-6), ScaleFactor: get("clip.vision.projector.scale_factor"),
-		TextHidden: tm.Config.Hidden, ImageTokenID: -1}
-	if gerr != nil {
-		return nil, gerr
-	}
-	vc.LongestEdge = vc.ImageSize
-	if v, ok := format.MetaInt(m, "clip.vision.preproc_image_size"); ok {
-		vc.LongestEdge = int(v)
-	}
-	for i, key := range []string{"clip.vision.image_mean", "clip.vision.image_std"} {
-		l, ok := m[key].([]any)
-		if !ok || len(l) != 3 {
-			return nil, fmt.Errorf("mmproj: %q is missing or not 3 values", key)
-		}
-		for c, x := range l {
-			f, ok := format.MetaFloat(map[string]any{"v": x}, "v")
-			if !ok {
-				return nil, fmt.Errorf("mmproj: %q holds %v", key, x)
-			}
-			if i == 0 {
-				vc.Mean[c] = float32(f)
-			} else {
-				vc.Std[c] = float32(f)
-			}
-		}
-	}
-	if err := vc.Validate(); err != nil {
-		return nil, err
-	}
-	vg, err := BuildVision(&vc)
+	vc, vw, err := LoadVisionMMProj(mmproj, tm.Config.Hidden)
 	if err != nil {
 		return nil, err
-	}
-	vw, err := readWeights(mmproj, vg, mmprojName)
-	if err != nil {
-		return nil, fmt.Errorf("mmproj: %w", err)
 	}
 	return &VLM{Text: tm, Vision: vc, VisionWeights: vw}, nil
 }
