@@ -2,6 +2,7 @@ package quant
 
 import (
 	"fmt"
+	"github.com/aotlm/aotlm/internal/kernel"
 	"math"
 )
 
@@ -125,18 +126,16 @@ func awqScales(s []float32, meanAbs []float64, alpha float64) {
 	}
 }
 
-// matmulT returns x [m, k] times w^T (w [n, k]) in float64.
+// matmulT returns x [m, k] times w^T (w [n, k]): each product is a dot of
+// k float32 terms on the SIMD row kernel (kernel.DotRows, one weight row
+// against every row of x), widened to float64.
 func matmulT(x []float32, m, k int, w []float32, n int) []float64 {
 	out := make([]float64, m*n)
-	for i := range m {
-		xr := x[i*k : (i+1)*k]
-		for j := range n {
-			wr := w[j*k : (j+1)*k]
-			var acc float64
-			for c, v := range xr {
-				acc += float64(v) * float64(wr[c])
-			}
-			out[i*n+j] = acc
+	col := make([]float32, m)
+	for j := range n {
+		kernel.DotRows(col, w[j*k:(j+1)*k], x[:m*k], k)
+		for i, v := range col {
+			out[i*n+j] = float64(v)
 		}
 	}
 	return out
