@@ -221,28 +221,10 @@ func (j *JSON) step(c byte) bool {
 				j.endValue()
 			}
 			continue // c is the byte after the number
-		case sFracStart:
-			if c < '0' || c > '9' {
-				return false
-			}
-			j.st = sFrac
-			return true
-		case sExpStart:
-			switch {
-			case c == '+' || c == '-':
-				j.st = sExpSign
-			case c >= '0' && c <= '9':
-				j.st = sExp
-			default:
-				return false
-			}
-			return true
-		case sExpSign:
-			if c < '0' || c > '9' {
-				return false
-			}
-			j.st = sExp
-			return true
+		case sFracStart, sExpStart, sExpSign:
+			next, ok := numberPartStep(j.st, c)
+			j.st = next
+			return ok
 		case sLit:
 			if c != j.lit[j.li] {
 				return false
@@ -399,4 +381,29 @@ func (j *JSON) Closing() string {
 		}
 	}
 	return b.String()
+}
+
+// numberPartStep is the step of a number from the states that need a
+// digit or a sign next (after '.', 'e', or 'e+'/'e-'): the state after c,
+// and whether c is allowed (the state is unchanged when it is not).
+func numberPartStep(st state, c byte) (state, bool) {
+	digit := c >= '0' && c <= '9'
+	switch st {
+	case sFracStart:
+		if digit {
+			return sFrac, true
+		}
+	case sExpStart:
+		if c == '+' || c == '-' {
+			return sExpSign, true
+		}
+		if digit {
+			return sExp, true
+		}
+	case sExpSign:
+		if digit {
+			return sExp, true
+		}
+	}
+	return st, false
 }

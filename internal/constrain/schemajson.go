@@ -347,28 +347,10 @@ func (r *SchemaJSON) step(c byte) bool {
 			}
 			r.endValue()
 			continue // c is the byte after the number
-		case sFracStart:
-			if c < '0' || c > '9' {
-				return false
-			}
-			r.st = sFrac
-			return true
-		case sExpStart:
-			switch {
-			case c == '+' || c == '-':
-				r.st = sExpSign
-			case c >= '0' && c <= '9':
-				r.st = sExp
-			default:
-				return false
-			}
-			return true
-		case sExpSign:
-			if c < '0' || c > '9' {
-				return false
-			}
-			r.st = sExp
-			return true
+		case sFracStart, sExpStart, sExpSign:
+			next, ok := numberPartStep(r.st, c)
+			r.st = next
+			return ok
 		case sLit:
 			if c != r.lit[r.li] {
 				return false
