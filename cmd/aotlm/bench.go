@@ -60,18 +60,16 @@ image out counts as the first repetition).`,
 			if modelPath, err = resolveArtifact(modelPath, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
-			if dec.active() {
-				return dec.run(cmd, modelPath, cfg.Threads, append(gens, 128)[0], cfg.Repetitions, asJSON)
+			var tests []bench.Test
+			if !dec.active() {
+				pairs, err := parsePairs(pgs)
+				if err != nil {
+					return err
+				}
+				if tests, err = bench.Tests(prompts, gens, pairs); err != nil {
+					return err
+				}
 			}
-			pairs, err := parsePairs(pgs)
-			if err != nil {
-				return err
-			}
-			tests, err := bench.Tests(prompts, gens, pairs)
-			if err != nil {
-				return err
-			}
-			cfg.Tests, cfg.Mode, cfg.Warmup, cfg.Seed = tests, mode, !noWarm, seed
 			if cpuProfile != "" {
 				stop, err := startCPUProfile(cpuProfile)
 				if err != nil {
@@ -79,6 +77,10 @@ image out counts as the first repetition).`,
 				}
 				defer stop()
 			}
+			if dec.active() {
+				return dec.run(cmd, modelPath, cfg.Threads, append(gens, 128)[0], cfg.Repetitions, asJSON)
+			}
+			cfg.Tests, cfg.Mode, cfg.Warmup, cfg.Seed = tests, mode, !noWarm, seed
 			art, err := benchArtifact(modelPath, cmd.ErrOrStderr())
 			if err != nil {
 				return err

@@ -3,6 +3,7 @@ package main
 import (
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -100,13 +101,30 @@ func TestBenchBadInput(t *testing.T) {
 
 // TestBenchCPUProfile: --cpuprofile writes a gzip-compressed profile (the
 // format go tool pprof reads) of the run.
+// A strategy's bench (--mode) is profiled too.
 func TestBenchCPUProfile(t *testing.T) {
 	path := compileStories(t)
-	prof := filepath.Join(t.TempDir(), "cpu.prof")
-	code, _, stderr := aotlmPlus(t, "bench", "-m", path, "-p", "32", "-n", "16", "-r", "2", "--cpuprofile", prof)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
+	dir := t.TempDir()
+	prompts := filepath.Join(dir, "prompts.txt")
+	if err := os.WriteFile(prompts, []byte("Once upon a time\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
+	for i, args := range [][]string{
+		{"-p", "32", "-n", "16", "-r", "2"},
+		{"--mode", "lookup", "--prompts", prompts, "-n", "16", "-r", "1"},
+	} {
+		prof := filepath.Join(dir, fmt.Sprintf("cpu%d.prof", i))
+		code, _, stderr := aotlmPlus(t, append([]string{"bench", "-m", path, "--cpuprofile", prof}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		checkProfile(t, prof)
+	}
+}
+
+// checkProfile fails t unless prof holds a gzip-compressed profile.
+func checkProfile(t *testing.T, prof string) {
+	t.Helper()
 	f, err := os.Open(prof)
 	if err != nil {
 		t.Fatal(err)

@@ -34,7 +34,9 @@ type Draft struct {
 	NewSequence func() (DraftSequence, error)
 	// DraftMax is the most tokens drafted per pass (default 8, at most
 	// the target's largest pass minus one); DraftMin the fewest worth a
-	// verify pass (default 1): fewer are decoded plainly.
+	// verify pass (default 1): fewer are decoded plainly. As with
+	// Lookup, drafts start at 2 tokens and grow toward DraftMax while
+	// they are kept (nextDraft).
 	DraftMax, DraftMin int
 	// PMin stops drafting at a token the draft gives less probability
 	// than this (0: never).
@@ -46,7 +48,7 @@ type Draft struct {
 func (d *Draft) Name() string { return "draft" }
 
 // Start makes a draft decoder over t: it prefills the draft model with
-// history.
+// history (the prompt), so that the first round drafts at once.
 func (d *Draft) Start(t Target, history []int, smp *sample.Sampler) (Decoder, error) {
 	if d.NewSequence == nil {
 		return nil, errors.New("draft: no draft model")
@@ -63,7 +65,9 @@ func (d *Draft) Start(t Target, history []int, smp *sample.Sampler) (Decoder, er
 	}
 	dd := &draftDecoder{t: t, smp: smp, seq: seq, hist: append([]int(nil), history...),
 		kmax: min(def(d.DraftMax, 8), t.MaxRows()-1), kmin: max(def(d.DraftMin, 1), 1), pmin: d.PMin,
-		ctl: newControl(d.Adaptive), st: Stats{Strategy: d.Name()}}
+		ctl: newControl(d.Adaptive, memoryKey(d, t)), st: Stats{Strategy: d.Name()}}
+	dd.k = min(dd.kmax, firstDraft)
+	dd.st.Note = dd.ctl.resumeNote()
 	if dd.kmax < 1 {
 		dd.st.Note = "the model's largest pass holds one row: plain decoding"
 	}
@@ -73,8 +77,15 @@ func (d *Draft) Start(t Target, history []int, smp *sample.Sampler) (Decoder, er
 			return nil, fmt.Errorf("draft model: %w", err)
 		}
 	}
-	if len(history) > seq.Context() {
+	if len(history) >= seq.Context() {
 		dd.st.Note, dd.kmax = "the prompt does not fit the draft model's context: plain decoding", 0
+	} else if len(history) > 0 {
+		// the draft reads the prompt now, as the target did: a cost of
+		// the first token's latency, not of the first guessing round
+		if _, err := seq.PrefillContext(context.Background(), history); err != nil {
+			seq.Close()
+			return nil, fmt.Errorf("draft model: prompt: %w", err)
+		}
 	}
 	return dd, nil
 }
@@ -85,6 +96,7 @@ type draftDecoder struct {
 	seq        DraftSequence
 	hist       []int // the target's committed ids; seq holds a prefix of them
 	kmax, kmin int
+	k          int // the current draft length (see nextDraft)
 	pmin       float64
 	q          [][]float32 // the draft's distributions, when sampling
 	p          []float32
@@ -93,18 +105,27 @@ type draftDecoder struct {
 }
 
 func (d *draftDecoder) Stats() Stats { return d.st }
-func (d *draftDecoder) Close()       { d.seq.Close() }
+func (d *draftDecoder) Close() {
+	d.ctl.close()
+	d.seq.Close()
+}
 
 func (d *draftDecoder) Next(id int, generated []int) ([]int, error) {
 	start := time.Now()
 	var drafts []int
 	room := min(d.t.Context()-d.t.Pos()-1, d.seq.Context()-len(d.hist)-1)
-	if !d.ctl.plainNext() && d.kmax >= 1 && room >= 1 {
+	tried := !d.ctl.plainNext() && d.kmax >= 1 && room >= 1
+	if tried {
 		var err error
-		if drafts, err = d.draft(id, min(d.kmax, room), generated); err != nil {
+		var catchUp time.Duration
+		if drafts, catchUp, err = d.draft(id, min(max(d.k, d.kmin), room), generated); err != nil {
 			d.st.Note, d.kmax = fmt.Sprintf("the draft model failed (%v): plain decoding", err), 0
 			drafts = nil
 		}
+		// the adaptive control judges what a round costs from now on:
+		// the draft's catching up with tokens decoded plainly (its prompt,
+		// a fallback's stretch) is paid once, not per round
+		start = start.Add(catchUp)
 	}
 	if len(drafts) < d.kmin {
 		out, err := plainStep(d.t, d.smp, id, generated, &d.st)
@@ -112,7 +133,11 @@ func (d *draftDecoder) Next(id int, generated []int) ([]int, error) {
 			return nil, err
 		}
 		d.hist = append(d.hist, id)
-		d.ctl.plainDone(time.Since(start), &d.st)
+		if tried {
+			d.ctl.missDone(time.Since(start), &d.st)
+		} else {
+			d.ctl.plainDone(time.Since(start), &d.st)
+		}
 		return out, nil
 	}
 	var out []int
@@ -126,6 +151,12 @@ func (d *draftDecoder) Next(id int, generated []int) ([]int, error) {
 		return nil, err
 	}
 	d.hist = append(append(d.hist, id), out[:len(out)-1]...)
+	if a := len(out) - 1; a >= len(drafts) {
+		// all kept (a draft cut short by --draft-p-min too): longer
+		d.k = nextDraft(d.k, d.k, d.kmax)
+	} else {
+		d.k = nextDraft(len(drafts), a, d.kmax)
+	}
 	if d.seq.Pos() > len(d.hist) {
 		if err := d.seq.Rewind(len(d.hist)); err != nil {
 			d.st.Note, d.kmax = fmt.Sprintf("the draft model cannot rewind (%v): plain decoding", err), 0
@@ -136,19 +167,27 @@ func (d *draftDecoder) Next(id int, generated []int) ([]int, error) {
 }
 
 // draft brings the draft sequence up to the committed ids and id, then
-// drafts up to k tokens.
-func (d *draftDecoder) draft(id, k int, generated []int) ([]int, error) {
+// drafts up to k tokens. It also returns the time spent feeding the
+// draft the ids before id that it had not seen (0 when it had them all).
+func (d *draftDecoder) draft(id, k int, generated []int) ([]int, time.Duration, error) {
 	have := d.seq.Pos()
 	if have > len(d.hist) {
 		if err := d.seq.Rewind(len(d.hist)); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		have = len(d.hist)
 	}
-	feed := append(d.hist[have:len(d.hist):len(d.hist)], id)
-	logits, err := d.seq.PrefillContext(context.Background(), feed)
+	var catchUp time.Duration
+	if have < len(d.hist) {
+		start := time.Now()
+		if _, err := d.seq.PrefillContext(context.Background(), d.hist[have:]); err != nil {
+			return nil, 0, err
+		}
+		catchUp = time.Since(start)
+	}
+	logits, err := d.seq.Decode(id)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	hist := append(generated[:len(generated):len(generated)], make([]int, 0, k)...)
 	var drafts []int
@@ -175,10 +214,10 @@ func (d *draftDecoder) draft(id, k int, generated []int) ([]int, error) {
 			break
 		}
 		if logits, err = d.seq.Decode(tok); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	return drafts, nil
+	return drafts, catchUp, nil
 }
 
 // softmaxAt is the probability of id under the softmax of logits.

@@ -52,7 +52,7 @@ func (l *Lookahead) Start(t Target, history []int, smp *sample.Sampler) (Decoder
 	n := l.N - 1
 	d := &lookaheadDecoder{t: t, smp: smp, n: l.N, w: l.W, g: l.G, pool: map[int]*ring{},
 		levels: make([][]int, n), prev: make([]int, l.W), next: make([]int, l.W),
-		ctl: newControl(l.Adaptive), st: Stats{Strategy: l.Name()}}
+		ctl: newControl(l.Adaptive, memoryKey([3]int{l.N, l.W, l.G}, t)), st: Stats{Strategy: l.Name()}}
 	// the window starts with tokens of the prompt (a fixed seed keeps runs
 	// reproducible)
 	rng := rand.New(rand.NewPCG(uint64(len(history)), 0x6c61))
@@ -66,6 +66,7 @@ func (l *Lookahead) Start(t Target, history []int, smp *sample.Sampler) (Decoder
 			}
 		}
 	}
+	d.st.Note = d.ctl.resumeNote()
 	return d, nil
 }
 
@@ -89,7 +90,7 @@ type lookaheadDecoder struct {
 }
 
 func (d *lookaheadDecoder) Stats() Stats { return d.st }
-func (d *lookaheadDecoder) Close()       {}
+func (d *lookaheadDecoder) Close()       { d.ctl.close() }
 
 func (d *lookaheadDecoder) Next(id int, generated []int) ([]int, error) {
 	start := time.Now()

@@ -51,12 +51,13 @@ func (l *Lookup) Start(t Target, history []int, smp *sample.Sampler) (Decoder, e
 	}
 	d := &lookupDecoder{t: t, smp: smp, hist: append([]int(nil), history...), corpus: l.Corpus,
 		nmax: def(l.NgramMax, 3), nmin: def(l.NgramMin, 1), kmax: def(l.DraftMax, 8), kmin: def(l.DraftMin, 1),
-		ctl: newControl(l.Adaptive), st: Stats{Strategy: l.Name()}}
+		ctl: newControl(l.Adaptive, memoryKey("lookup", t)), st: Stats{Strategy: l.Name()}}
 	d.kmax = min(d.kmax, t.MaxRows()-1)
 	if d.kmax < 1 {
 		d.st.Note = "the model's largest pass holds one row: plain decoding"
 	}
 	d.k = min(d.kmax, firstDraft)
+	d.st.Note = d.ctl.resumeNote()
 	return d, nil
 }
 
@@ -92,7 +93,7 @@ func nextDraft(n, a, kmax int) int {
 }
 
 func (d *lookupDecoder) Stats() Stats { return d.st }
-func (d *lookupDecoder) Close()       {}
+func (d *lookupDecoder) Close()       { d.ctl.close() }
 
 func (d *lookupDecoder) Next(id int, generated []int) ([]int, error) {
 	start := time.Now()
@@ -121,17 +122,18 @@ func (d *lookupDecoder) Next(id int, generated []int) ([]int, error) {
 }
 
 // draft returns up to k tokens that followed the latest earlier
-// occurrence of seq's last n-gram, longest n-gram first.
+// occurrence of seq's last n-gram, longest n-gram first: in seq itself
+// (continued periodically, see follow) and then in the corpus.
 func (d *lookupDecoder) draft(seq []int, k int) []int {
 	if k < 1 {
 		return nil
 	}
 	for n := min(d.nmax, len(seq)-1); n >= d.nmin && n >= 1; n-- {
 		key := seq[len(seq)-n:]
-		if out := follow(seq, key, k); out != nil {
+		if out := follow(seq, key, k, true); out != nil {
 			return out
 		}
-		if out := follow(d.corpus, key, k); out != nil {
+		if out := follow(d.corpus, key, k, false); out != nil {
 			return out
 		}
 	}
@@ -139,13 +141,25 @@ func (d *lookupDecoder) draft(seq []int, k int) []int {
 }
 
 // follow finds the latest occurrence of key in text with a token after it
-// and returns up to k of the tokens that follow.
-func follow(text, key []int, k int) []int {
+// and returns up to k of the tokens that follow. With periodic, a
+// continuation that reaches the end of text goes on with the tokens it
+// drafted, as if text went on repeating its last stretch: key occurring p
+// tokens before its end says the text may be in a loop of period p (a
+// list, a chorus, a model repeating itself), and the draft follows the
+// loop rather than stopping after p tokens.
+func follow(text, key []int, k int, periodic bool) []int {
 	n := len(key)
 	for i := len(text) - n - 1; i >= 0; i-- {
-		if slices.Equal(text[i:i+n], key) {
-			return append([]int(nil), text[i+n:min(i+n+k, len(text))]...)
+		if !slices.Equal(text[i:i+n], key) {
+			continue
 		}
+		out := append([]int(nil), text[i+n:min(i+n+k, len(text))]...)
+		if periodic {
+			for p := len(out); len(out) < k; {
+				out = append(out, out[len(out)-p])
+			}
+		}
+		return out
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package decoding
 
 import (
 	"fmt"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/aotlm/aotlm/internal/engine"
@@ -121,37 +123,158 @@ type Adaptive struct {
 }
 
 // control is the adaptive switch between guessing and plain passes. It
-// times plain passes (per token) and guessing rounds, and compares each
-// round's cost in plain passes with the tokens it chose: when guessing
-// chooses fewer tokens per round than a round costs, it decodes plainly
-// for a while (twice as long after each failed probe); when a round costs
-// more than the most tokens it could ever choose, for good.
+// times plain passes and guessing rounds, and compares each round's cost
+// in plain passes with the tokens it chose: when guessing chooses fewer
+// tokens per round than a round costs, it decodes plainly for a while
+// (twice as long after each failed probe); when a round costs more than
+// the most tokens it could ever choose, for good.
+//
+// The costs compared are low envelopes of the measured times (see low),
+// one for plain passes and one per round size, not their averages: a pass
+// the operating system interrupted, or a collection of garbage, can take
+// ten times its usual time, and a single such pass must not turn the
+// strategy off. Only the tokens chosen are averaged.
 type control struct {
-	off        bool
-	plain      float64 // EWMA ns per plain token
-	cost, gain float64 // EWMA of a round's time in plain tokens, and its tokens
-	guess      float64 // EWMA ns per guessed token
-	rounds     int     // guessing rounds since the last switch
-	left       int     // plain steps left before guessing again
-	backoff    int
-	probe      int  // plain steps still to time at the start
-	never      bool // guessing cannot pay on this model
-	notedNever bool
+	off      bool
+	plain    float64         // low envelope of a plain pass's ns
+	round    map[int]float64 // low envelope of a round's ns, by its limit
+	seen     map[int]int     // rounds timed, by limit
+	recent   []roundSize     // the latest rounds since the last switch, at most window
+	plainAvg float64         // EWMA ns per plain token (reported)
+	guess    float64         // EWMA ns per guessed token (reported)
+	rounds   int             // guessing rounds since the last switch
+	left     int             // plain steps left before guessing again
+	backoff  int
+	probe    int  // plain steps still to time at the start
+	never    bool // guessing cannot pay on this model
+	key      any  // what the costs depend on (see newControl), or nil
 }
 
+// roundSize is what the control keeps of a guessing round: the most
+// tokens it could choose (its size) and the tokens it chose.
+type roundSize struct{ limit, tokens int }
+
 const (
-	ewma         = 0.25
-	warmRounds   = 4    // guessing rounds timed before judging the gain
+	ewma        = 0.25
+	window      = 8 // guessing rounds judged together
+	warmRounds  = 4 // guessing rounds timed before judging the gain
+	neverRounds = 2 // rounds of one size timed before judging it hopeless for good
+	// hopelessMargin: a round whose first timing is this many times what
+	// it could return is judged at once (a long fallback)
+	hopelessMargin  = 1.5
+	hopelessBackoff = 128 // plain tokens after a round that looked hopeless once
+	// judgeCost: guessing rounds costing this many plain passes in all
+	// are judged even before warmRounds (long rounds, a draft model's)
+	judgeCost    = 6
 	firstBackoff = 32   // plain tokens after the first fallback
 	maxBackoff   = 1024 // at most this many plain tokens between probes
 )
 
-func newControl(a Adaptive) control {
-	c := control{off: a.Off, backoff: firstBackoff}
-	if !a.Off {
-		c.probe = 2
+// newControl makes the control of one generation. key, when not nil,
+// names what its pass costs depend on (the strategy's configuration and
+// the target's model and threads, see memoryKey): the control starts from
+// what the last generation under the same key measured and left (its
+// estimates, and a fallback's plain stretch still to run), and Close
+// leaves its own for the next.
+func newControl(a Adaptive, key any) control {
+	c := control{off: a.Off, backoff: firstBackoff, round: map[int]float64{}, seen: map[int]int{}, key: key}
+	if a.Off {
+		return c
+	}
+	c.probe = 3
+	if m, ok := memories.get(key); ok {
+		c.plain, c.round, c.seen = m.plain, m.round, m.seen
+		c.left, c.backoff, c.probe = m.left, m.backoff, 0
 	}
 	return c
+}
+
+// resumeNote says why a generation starts with plain decoding, when the
+// generations before it under the same key left a plain stretch to run.
+func (c *control) resumeNote() string {
+	if c.left == 0 {
+		return ""
+	}
+	return fmt.Sprintf("plain decoding for the first %d tokens: guessing cost more than it gained in earlier generations on this model", c.left)
+}
+
+// close leaves the control's estimates for the next generation under its
+// key.
+func (c *control) close() {
+	if c.off || c.key == nil || c.plain == 0 {
+		return
+	}
+	m := memory{plain: c.plain, round: maps.Clone(c.round), seen: maps.Clone(c.seen), left: c.left, backoff: c.backoff}
+	if c.never && m.left == 0 {
+		// hopeless, and the plain stretch has run out: the next
+		// generation times one more round, which says hopeless again at
+		// once unless the costs changed
+		for k := range m.seen {
+			m.seen[k] = max(m.seen[k], neverRounds-1)
+		}
+	}
+	memories.put(c.key, m)
+}
+
+// memory is what a control leaves for the next generation under its key.
+type memory struct {
+	plain         float64
+	round         map[int]float64
+	seen          map[int]int
+	left, backoff int
+}
+
+// costMemories holds the controls' memories, by key; it forgets them all
+// when it holds more than maxMemories (models opened and closed in a
+// long-running process).
+type costMemories struct {
+	mu sync.Mutex
+	m  map[any]memory
+}
+
+const maxMemories = 64
+
+var memories costMemories
+
+func (cm *costMemories) get(key any) (memory, bool) {
+	if key == nil {
+		return memory{}, false
+	}
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	m, ok := cm.m[key]
+	if ok {
+		m.round, m.seen = maps.Clone(m.round), maps.Clone(m.seen)
+	}
+	return m, ok
+}
+
+func (cm *costMemories) put(key any, m memory) {
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	if cm.m == nil || len(cm.m) >= maxMemories {
+		cm.m = map[any]memory{}
+	}
+	cm.m[key] = m
+}
+
+// CostKeyer is implemented by targets whose pass costs are those of
+// other targets with the same key (the sessions of one model running on
+// the same threads): a strategy's cost estimates then carry from one
+// generation to the next.
+type CostKeyer interface {
+	CostKey() any
+}
+
+// memoryKey is the key of a control's memory: the strategy's
+// configuration and the target's cost key (nil, no memory, when the
+// target has none).
+func memoryKey(config any, t Target) any {
+	k, ok := t.(CostKeyer)
+	if !ok {
+		return nil
+	}
+	return struct{ config, target any }{config, k.CostKey()}
 }
 
 // plainNext reports whether the next step should be plain.
@@ -164,16 +287,32 @@ func avg(old, x float64) float64 {
 	return old + ewma*(x-old)
 }
 
+// low folds the time x into the low envelope v of a pass's time: it takes
+// a faster time at once, and moves a twentieth of the way to a slower one
+// but by at most 5%. A pass's work is fixed and what disturbs its timing
+// only adds to it, so the fastest recent time is the best estimate of its
+// cost: an interrupted pass, however long, moves it by 5% at most (undone
+// by the next undisturbed pass), while a lasting change (a longer
+// context, a slower core) is followed within a few dozen passes.
+func low(v, x float64) float64 {
+	if v == 0 || x < v {
+		return x
+	}
+	return v + min(0.05*(x-v), 0.05*v)
+}
+
 // plainDone records a plain step of d.
 func (c *control) plainDone(d time.Duration, st *Stats) {
-	c.plain = avg(c.plain, float64(d.Nanoseconds()))
-	st.PlainTokenNs = c.plain
+	ns := float64(d.Nanoseconds())
+	c.plain = low(c.plain, ns)
+	c.plainAvg = avg(c.plainAvg, ns)
+	st.PlainTokenNs = c.plainAvg
 	if c.probe > 0 {
 		c.probe--
 	} else if c.left > 0 {
 		c.left--
 		if c.left == 0 {
-			c.rounds, c.gain, c.cost = 0, 0, 0
+			c.rounds, c.recent = 0, c.recent[:0]
 		}
 	}
 }
@@ -187,21 +326,80 @@ func (c *control) guessDone(d time.Duration, tokens, limit int, st *Stats) {
 	if c.off || c.plain == 0 {
 		return
 	}
-	c.rounds++
-	c.cost, c.gain = avg(c.cost, ns/c.plain), avg(c.gain, float64(tokens))
+	c.round[limit] = low(c.round[limit], ns)
+	c.seen[limit]++
+	c.remember(roundSize{limit, tokens})
+	hopeless := c.round[limit] >= float64(limit)*c.plain
 	switch {
-	case c.cost >= float64(limit) && (c.rounds >= 2 || c.cost >= 2*float64(limit)):
+	case hopeless && c.seen[limit] >= neverRounds:
+		// a round of this size costs what it could ever return, on the
+		// best of several timings: stop for good (and for the next
+		// generations under the same key, for a long plain stretch)
 		c.never = true
+		c.left = maxBackoff
 		st.Fallbacks++
-		if st.Note == "" {
-			st.Note = fmt.Sprintf("a guessing pass costs %.1f plain passes and chooses at most %d tokens: plain decoding", c.cost, limit)
-		}
-	case c.rounds >= warmRounds && c.gain < c.cost:
+		c.noteHopeless(limit, st)
+	case hopeless:
+		// on its first timing: a plain stretch, then one more round to
+		// confirm (a disturbed first timing costs that stretch, not the
+		// rest of the generation)
+		c.left = hopelessBackoff
+		c.rounds, c.recent = 0, c.recent[:0]
+		st.Fallbacks++
+		c.noteHopeless(limit, st)
+	default:
+		c.judge(st)
+	}
+}
+
+// missDone records a step of d that paid for a guess but found none
+// worth verifying and decoded plainly (a draft model below its
+// confidence threshold): one token, at the cost of the guess and the
+// plain pass.
+func (c *control) missDone(d time.Duration, st *Stats) {
+	if c.off || c.plain == 0 {
+		return
+	}
+	c.round[missSize] = low(c.round[missSize], float64(d.Nanoseconds()))
+	c.remember(roundSize{missSize, 1})
+	c.judge(st)
+}
+
+// missSize keys the cost of a missed guess in control.round.
+const missSize = 0
+
+// remember adds a round to the recent ones.
+func (c *control) remember(r roundSize) {
+	c.rounds++
+	if len(c.recent) == window {
+		c.recent = append(c.recent[:0], c.recent[1:]...)
+	}
+	c.recent = append(c.recent, r)
+}
+
+// judge falls back to plain decoding when the recent rounds chose fewer
+// tokens than they cost in plain passes, each at the current estimate of
+// a round of its size.
+func (c *control) judge(st *Stats) {
+	var cost, gain float64
+	for _, r := range c.recent {
+		cost += c.round[r.limit] / c.plain
+		gain += float64(r.tokens)
+	}
+	switch {
+	case (c.rounds >= warmRounds || cost >= judgeCost) && gain < cost:
 		c.left = c.backoff
 		c.backoff = min(2*c.backoff, maxBackoff)
 		st.Fallbacks++
 	case c.rounds >= warmRounds:
 		c.backoff = firstBackoff
+	}
+}
+
+// noteHopeless says in st why guessing stopped, once.
+func (c *control) noteHopeless(limit int, st *Stats) {
+	if st.Note == "" {
+		st.Note = fmt.Sprintf("a guessing pass costs %.1f plain passes and chooses at most %d tokens: plain decoding", c.round[limit]/c.plain, limit)
 	}
 }
 

@@ -10,21 +10,35 @@ import (
 // occurrence of the key, never the key's own position, at most k tokens.
 func TestFollow(t *testing.T) {
 	text := []int{1, 2, 3, 9, 1, 2, 3, 7, 8, 1, 2, 3}
-	if got := follow(text, []int{1, 2, 3}, 2); !slices.Equal(got, []int{7, 8}) {
-		t.Errorf("latest occurrence: %v, want [7 8]", got)
+	for _, periodic := range []bool{false, true} {
+		if got := follow(text, []int{1, 2, 3}, 2, periodic); !slices.Equal(got, []int{7, 8}) {
+			t.Errorf("latest occurrence: %v, want [7 8]", got)
+		}
+		if got := follow(text, []int{3, 9}, 5, periodic); !slices.Equal(got, []int{1, 2, 3, 7, 8}) {
+			t.Errorf("k tokens: %v", got)
+		}
+		if got := follow(text, []int{4}, 3, periodic); got != nil {
+			t.Errorf("absent key: %v, want nil", got)
+		}
+		if got := follow([]int{5, 6}, []int{5, 6}, 3, periodic); got != nil {
+			t.Errorf("the key itself at the end: %v, want nil", got)
+		}
 	}
-	if got := follow(text, []int{3, 9}, 5); !slices.Equal(got, []int{1, 2, 3, 7, 8}) {
-		t.Errorf("k tokens: %v", got)
+	// a loop of period 3 ("x y z x y z x y"): the continuation after the
+	// latest earlier "x y" is "z x y", and periodically it goes on
+	loop := []int{4, 5, 6, 4, 5, 6, 4, 5}
+	if got := follow(loop, []int{4, 5}, 7, false); !slices.Equal(got, []int{6, 4, 5}) {
+		t.Errorf("loop, not periodic: %v, want [6 4 5]", got)
 	}
-	if got := follow(text, []int{4}, 3); got != nil {
-		t.Errorf("absent key: %v, want nil", got)
+	if got := follow(loop, []int{4, 5}, 7, true); !slices.Equal(got, []int{6, 4, 5, 6, 4, 5, 6}) {
+		t.Errorf("loop, periodic: %v, want [6 4 5 6 4 5 6]", got)
 	}
-	if got := follow([]int{5, 6}, []int{5, 6}, 3); got != nil {
-		t.Errorf("the key itself at the end: %v, want nil", got)
+	if got := follow([]int{7, 7}, []int{7}, 4, true); !slices.Equal(got, []int{7, 7, 7, 7}) {
+		t.Errorf("a repeated token, periodic: %v, want [7 7 7 7]", got)
 	}
 	d := &lookupDecoder{nmax: 3, nmin: 1, corpus: []int{4, 4, 6}}
 	if got := d.draft([]int{9, 8, 4}, 4); !slices.Equal(got, []int{6}) {
-		t.Errorf("corpus fallback: %v, want [6] (after the latest 4)", got)
+		t.Errorf("corpus fallback: %v, want [6] (after the latest 4, the corpus not continued)", got)
 	}
 }
 
@@ -49,14 +63,14 @@ func TestPool(t *testing.T) {
 // than it could ever return stops guessing for good; Off never switches.
 func TestControl(t *testing.T) {
 	var st Stats
-	c := newControl(Adaptive{})
+	c := newControl(Adaptive{}, nil)
 	for c.plainNext() {
 		c.plainDone(time.Millisecond, &st)
 	}
-	for range warmRounds {
+	for i := 0; !c.plainNext() && i < warmRounds; i++ {
 		c.guessDone(3*time.Millisecond, 2, 8, &st) // 2 tokens for the price of 3
 	}
-	if !c.plainNext() || st.Fallbacks != 1 {
+	if !c.plainNext() || st.Fallbacks != 1 || c.left != firstBackoff {
 		t.Fatalf("a losing strategy kept guessing (%+v)", c)
 	}
 	for c.plainNext() {
@@ -68,12 +82,13 @@ func TestControl(t *testing.T) {
 	if c.plainNext() {
 		t.Fatal("a winning strategy fell back")
 	}
-	c.guessDone(20*time.Millisecond, 4, 8, &st) // costs 20, can return 8 at most
-	c.guessDone(20*time.Millisecond, 4, 8, &st)
+	for range neverRounds {
+		c.guessDone(20*time.Millisecond, 4, 16, &st) // costs 20, can return 16 at most
+	}
 	if !c.never || st.Note == "" {
 		t.Fatalf("a hopeless pass did not stop guessing (%+v, %q)", c, st.Note)
 	}
-	off := newControl(Adaptive{Off: true})
+	off := newControl(Adaptive{Off: true}, nil)
 	off.plainDone(time.Millisecond, &st)
 	for range 20 {
 		off.guessDone(time.Second, 1, 2, &st)
@@ -81,6 +96,90 @@ func TestControl(t *testing.T) {
 	if off.plainNext() {
 		t.Fatal("Off fell back")
 	}
+}
+
+// TestControlHopeless: a round that costs more than it could return on
+// its first timing stops guessing for a bounded stretch; confirmed by a
+// second timing, for good.
+func TestControlHopeless(t *testing.T) {
+	var st Stats
+	c := newControl(Adaptive{}, nil)
+	for c.plainNext() {
+		c.plainDone(time.Millisecond, &st)
+	}
+	c.guessDone(5*time.Millisecond, 1, 3, &st) // a 3-token round for 5 plain passes
+	if !c.plainNext() || c.never || c.left != hopelessBackoff || st.Note == "" {
+		t.Fatalf("after one hopeless round: %+v, note %q", c, st.Note)
+	}
+	for c.plainNext() {
+		c.plainDone(time.Millisecond, &st)
+	}
+	c.guessDone(5*time.Millisecond, 1, 3, &st)
+	if !c.never {
+		t.Fatalf("a second hopeless round did not stop guessing for good: %+v", c)
+	}
+}
+
+// TestControlMisses: steps that paid for a guess and found none worth
+// verifying (a draft model below its confidence threshold) count against
+// guessing: one token for the price of the guess and the plain pass.
+func TestControlMisses(t *testing.T) {
+	var st Stats
+	c := newControl(Adaptive{}, nil)
+	for c.plainNext() {
+		c.plainDone(time.Millisecond, &st)
+	}
+	for i := 0; i < 2*warmRounds && !c.plainNext(); i++ {
+		c.missDone(2*time.Millisecond, &st)
+	}
+	if !c.plainNext() || c.never || st.Fallbacks != 1 {
+		t.Fatalf("misses costing two plain passes each did not make the strategy fall back: %+v", c)
+	}
+	c = newControl(Adaptive{}, nil)
+	for c.plainNext() {
+		c.plainDone(time.Millisecond, &st)
+	}
+	for range 4 * warmRounds {
+		c.guessDone(2*time.Millisecond, 5, 6, &st) // 5 tokens for 2
+		c.missDone(1100*time.Microsecond, &st)     // an occasional cheap miss
+	}
+	if c.plainNext() {
+		t.Fatalf("cheap misses between paying rounds made the strategy fall back: %+v", c)
+	}
+}
+
+// TestControlInterrupted: a pass that takes many times its usual time
+// (the process was descheduled, or collected garbage) neither turns a
+// paying strategy off nor makes it fall back: the costs compared are low
+// envelopes of the times, not their averages. A lasting slowdown of the
+// rounds is still followed.
+func TestControlInterrupted(t *testing.T) {
+	var st Stats
+	c := newControl(Adaptive{}, nil)
+	c.plainDone(40*time.Millisecond, &st) // an interrupted probe
+	for c.plainNext() {
+		c.plainDone(time.Millisecond, &st)
+	}
+	for i := range 40 {
+		d := 2 * time.Millisecond // 4 tokens for the price of 2
+		if i%10 == 5 {
+			d = 50 * time.Millisecond
+		}
+		c.guessDone(d, 4, 5, &st)
+		if c.plainNext() {
+			t.Fatalf("round %d: interrupted rounds stopped a paying strategy (%+v, %q)", i, c, st.Note)
+		}
+	}
+	for i := range 200 {
+		c.guessDone(6*time.Millisecond, 4, 5, &st) // now 4 tokens for the price of 6
+		if c.plainNext() {
+			if c.never {
+				t.Fatalf("a lasting slowdown turned guessing off for good after %d rounds", i)
+			}
+			return
+		}
+	}
+	t.Fatal("a lasting slowdown never made the strategy fall back")
 }
 
 // TestNextDraft: lookup's draft length doubles while every drafted token
@@ -94,5 +193,50 @@ func TestNextDraft(t *testing.T) {
 		if got := nextDraft(c.n, c.a, c.kmax); got != c.want {
 			t.Errorf("nextDraft(%d drafted, %d accepted, most %d) = %d, want %d", c.n, c.a, c.kmax, got, c.want)
 		}
+	}
+}
+
+// TestControlMemory: a generation starts from what the last one under the
+// same key measured: after guessing proved hopeless, the next generation
+// decodes plainly from its first token (and says why); after guessing
+// paid, it guesses from its first token, without timing plain passes
+// first. Without a key nothing carries over.
+func TestControlMemory(t *testing.T) {
+	var st Stats
+	key := struct{ name string }{t.Name()}
+	c := newControl(Adaptive{}, key)
+	for c.plainNext() {
+		c.plainDone(time.Millisecond, &st)
+	}
+	for i := 0; !c.never && i < 10; i++ {
+		c.guessDone(5*time.Millisecond, 1, 3, &st)
+		for c.left > 0 && !c.never {
+			c.plainDone(time.Millisecond, &st)
+		}
+	}
+	if !c.never {
+		t.Fatal("hopeless rounds did not stop guessing")
+	}
+	c.close()
+	next := newControl(Adaptive{}, key)
+	if !next.plainNext() || next.left == 0 || next.resumeNote() == "" {
+		t.Fatalf("the generation after a hopeless one guesses at once: %+v", next)
+	}
+	if fresh := newControl(Adaptive{}, nil); fresh.left != 0 || fresh.probe == 0 {
+		t.Fatalf("a control without a key inherited state: %+v", fresh)
+	}
+
+	paying := struct{ name string }{t.Name() + "/paying"}
+	c = newControl(Adaptive{}, paying)
+	for c.plainNext() {
+		c.plainDone(time.Millisecond, &st)
+	}
+	for range warmRounds {
+		c.guessDone(2*time.Millisecond, 4, 5, &st)
+	}
+	c.close()
+	next = newControl(Adaptive{}, paying)
+	if next.plainNext() || next.plain != c.plain {
+		t.Fatalf("the generation after a paying one does not guess at once: %+v", next)
 	}
 }

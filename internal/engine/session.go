@@ -205,6 +205,16 @@ func (s *Session) MaxRows() int { return s.e.plans[len(s.e.plans)-1].p.Rows }
 // commits them whole, and rewinds only to 0.
 func (s *Session) Recurrent() bool { return len(s.rec.slots) > 0 }
 
+// CostKey identifies what a pass of this session costs: the sessions of
+// one engine on the same number of threads run passes of equal cost (see
+// decoding.CostKeyer).
+func (s *Session) CostKey() any {
+	return struct {
+		e       *Engine
+		threads int
+	}{s.e, s.threads}
+}
+
 // Reset empties the sequence; the cache memory is kept.
 func (s *Session) Reset() {
 	s.pos, s.pending = 0, 0
