@@ -63,10 +63,7 @@ func TestPool(t *testing.T) {
 // than it could ever return stops guessing for good; Off never switches.
 func TestControl(t *testing.T) {
 	var st Stats
-	c := newControl(Adaptive{}, nil)
-	for c.plainNext() {
-		c.plainDone(time.Millisecond, &st)
-	}
+	c := probed(&st, nil)
 	for i := 0; !c.plainNext() && i < warmRounds; i++ {
 		c.guessDone(3*time.Millisecond, 2, 8, &st) // 2 tokens for the price of 3
 	}
@@ -103,10 +100,7 @@ func TestControl(t *testing.T) {
 // second timing, for good.
 func TestControlHopeless(t *testing.T) {
 	var st Stats
-	c := newControl(Adaptive{}, nil)
-	for c.plainNext() {
-		c.plainDone(time.Millisecond, &st)
-	}
+	c := probed(&st, nil)
 	c.guessDone(5*time.Millisecond, 1, 3, &st) // a 3-token round for 5 plain passes
 	if !c.plainNext() || c.never || c.left != hopelessBackoff || st.Note == "" {
 		t.Fatalf("after one hopeless round: %+v, note %q", c, st.Note)
@@ -125,20 +119,14 @@ func TestControlHopeless(t *testing.T) {
 // guessing: one token for the price of the guess and the plain pass.
 func TestControlMisses(t *testing.T) {
 	var st Stats
-	c := newControl(Adaptive{}, nil)
-	for c.plainNext() {
-		c.plainDone(time.Millisecond, &st)
-	}
+	c := probed(&st, nil)
 	for i := 0; i < 2*warmRounds && !c.plainNext(); i++ {
 		c.missDone(2*time.Millisecond, &st)
 	}
 	if !c.plainNext() || c.never || st.Fallbacks != 1 {
 		t.Fatalf("misses costing two plain passes each did not make the strategy fall back: %+v", c)
 	}
-	c = newControl(Adaptive{}, nil)
-	for c.plainNext() {
-		c.plainDone(time.Millisecond, &st)
-	}
+	c = probed(&st, nil)
 	for range 4 * warmRounds {
 		c.guessDone(2*time.Millisecond, 5, 6, &st) // 5 tokens for 2
 		c.missDone(1100*time.Microsecond, &st)     // an occasional cheap miss
@@ -204,10 +192,7 @@ func TestNextDraft(t *testing.T) {
 func TestControlMemory(t *testing.T) {
 	var st Stats
 	key := struct{ name string }{t.Name()}
-	c := newControl(Adaptive{}, key)
-	for c.plainNext() {
-		c.plainDone(time.Millisecond, &st)
-	}
+	c := probed(&st, key)
 	for i := 0; !c.never && i < 10; i++ {
 		c.guessDone(5*time.Millisecond, 1, 3, &st)
 		for c.left > 0 && !c.never {
@@ -227,10 +212,7 @@ func TestControlMemory(t *testing.T) {
 	}
 
 	paying := struct{ name string }{t.Name() + "/paying"}
-	c = newControl(Adaptive{}, paying)
-	for c.plainNext() {
-		c.plainDone(time.Millisecond, &st)
-	}
+	c = probed(&st, paying)
 	for range warmRounds {
 		c.guessDone(2*time.Millisecond, 4, 5, &st)
 	}
@@ -239,4 +221,14 @@ func TestControlMemory(t *testing.T) {
 	if next.plainNext() || next.plain != c.plain {
 		t.Fatalf("the generation after a paying one does not guess at once: %+v", next)
 	}
+}
+
+// probed is a control under key (nil: none) that has timed its plain
+// probes, of 1 ms each.
+func probed(st *Stats, key any) control {
+	c := newControl(Adaptive{}, key)
+	for c.plainNext() {
+		c.plainDone(time.Millisecond, st)
+	}
+	return c
 }
