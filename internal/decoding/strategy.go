@@ -173,9 +173,9 @@ const (
 // newControl makes the control of one generation. key, when not nil,
 // names what its pass costs depend on (the strategy's configuration and
 // the target's model and threads, see memoryKey): the control starts from
-// what the last generation under the same key measured and left (its
-// estimates, and a fallback's plain stretch still to run), and Close
-// leaves its own for the next.
+// what the last generation under the same key measured and left (its cost
+// estimates, and the plain stretch still to run after guessing proved
+// hopeless), and close leaves its own for the next.
 func newControl(a Adaptive, key any) control {
 	c := control{off: a.Off, backoff: firstBackoff, round: map[int]float64{}, seen: map[int]int{}, key: key}
 	if a.Off {
@@ -204,7 +204,13 @@ func (c *control) close() {
 	if c.off || c.key == nil || c.plain == 0 {
 		return
 	}
-	m := memory{plain: c.plain, round: maps.Clone(c.round), seen: maps.Clone(c.seen), left: c.left, backoff: c.backoff}
+	// the costs carry over, and so does a verdict that guessing cannot
+	// pay (it rests on costs alone); a fallback because the guesses
+	// failed does not: the next prompt may repeat itself
+	m := memory{plain: c.plain, round: maps.Clone(c.round), seen: maps.Clone(c.seen), backoff: firstBackoff}
+	if c.never {
+		m.left = c.left
+	}
 	if c.never && m.left == 0 {
 		// hopeless, and the plain stretch has run out: the next
 		// generation times one more round, which says hopeless again at

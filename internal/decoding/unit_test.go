@@ -232,3 +232,22 @@ func probed(st *Stats, key any) control {
 	}
 	return c
 }
+
+// TestControlMemoryGainNotKept: a fallback because the guesses failed
+// (the text did not repeat) does not carry over: the next generation,
+// whose text may, guesses from its first token.
+func TestControlMemoryGainNotKept(t *testing.T) {
+	var st Stats
+	key := struct{ name string }{t.Name()}
+	c := probed(&st, key)
+	for i := 0; i < warmRounds && !c.plainNext(); i++ {
+		c.guessDone(2*time.Millisecond, 1, 3, &st) // 1 token for the price of 2
+	}
+	if !c.plainNext() || c.never {
+		t.Fatalf("failing guesses did not fall back (or were judged hopeless): %+v", c)
+	}
+	c.close()
+	if next := newControl(Adaptive{}, key); next.plainNext() {
+		t.Fatalf("a fallback for failed guesses carried over to the next generation: %+v", next)
+	}
+}
