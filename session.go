@@ -349,6 +349,7 @@ func (s *Session) prefill(ctx context.Context, ids []int, emb *Embeds, res *Resu
 	if lcp == len(ids) {
 		lcp-- // the last prompt token is fed again for its logits
 	}
+	lcp = emb.blockStart(ids, lcp) // an image at rotary positions is placed whole
 	if err := s.seq.Rewind(lcp); err != nil {
 		lcp = 0 // a backend that cannot rewind there starts over
 		if err := s.seq.Rewind(0); err != nil {

@@ -104,17 +104,39 @@ func benchImage(cmd *cobra.Command, modelPath, mmproj, tokPath, file string, cfg
 	rep := imageBench{Image: filepath.Base(file), Threads: cfg.Threads, Repetitions: cfg.Repetitions}
 	var encoder vlm.Encoder
 	var width int
-	var preprocess func(*vision.RGB) (*vision.Idefics3Image, error)
-	if eng := m.Engine(); eng != nil && vlm.IsCompiledQwen2VL(eng) {
-		return errors.New("bench: --image times SmolVLM / Idefics3 images; Qwen2-VL's are timed by run --image --json (image_encode_ms)")
+	var preprocess func(*vision.RGB) (tiles int, err error)
+	idefics3 := func(p vision.Idefics3) func(*vision.RGB) (int, error) {
+		return func(img *vision.RGB) (int, error) {
+			t, err := p.Preprocess(img)
+			if err != nil {
+				return 0, err
+			}
+			return len(t.Slices) + 1, nil
+		}
 	}
-	if eng := m.Engine(); eng != nil && vlm.HasVision(eng) {
+	if eng := m.Engine(); eng != nil && vlm.IsCompiledQwen2VL(eng) {
+		c, err := vlm.OpenCompiledQwen2VL(eng, cfg.Threads)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		encoder, width = c, c.Vision.TextHidden
+		preprocess = func(img *vision.RGB) (int, error) {
+			b, _, err := c.Bucket(img.W, img.H)
+			if err != nil {
+				return 0, err
+			}
+			_, err = c.Proc.PreprocessBucket(img, b)
+			return 1, err
+		}
+		rep.Encoder = "the artifact's vision plans"
+	} else if eng := m.Engine(); eng != nil && vlm.HasVision(eng) {
 		c, err := vlm.OpenCompiled(eng, cfg.Threads)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
-		encoder, width, preprocess = c, c.Vision.TextHidden, c.Proc.Preprocess
+		encoder, width, preprocess = c, c.Vision.TextHidden, idefics3(c.Proc)
 		rep.Encoder = "the artifact's vision plan"
 	} else {
 		var vm *vlm.Model
@@ -124,12 +146,16 @@ func benchImage(cmd *cobra.Command, modelPath, mmproj, tokPath, file string, cfg
 		case vlm.IsVLM(path):
 			vm, err = vlm.Open(path, cfg.Threads)
 		default:
-			return fmt.Errorf("bench: --image needs a vision-language model: an artifact with a vision plan, a SmolVLM folder, or a text GGUF with --mmproj; %s is none of them", modelPath)
+			return fmt.Errorf("bench: --image needs a vision-language model: an artifact with a vision plan, a SmolVLM or Qwen2-VL folder, or a text GGUF with --mmproj; %s is none of them", modelPath)
 		}
 		if err != nil {
 			return err
 		}
-		encoder, width, preprocess = vm, vm.TextConfig().Hidden, vm.Proc.Preprocess
+		encoder, width, preprocess = vm, vm.TextConfig().Hidden, idefics3(vm.Proc)
+		if !vm.Tiled() {
+			// the family preprocesses inside Encode: one chunk, timed there
+			preprocess = func(*vision.RGB) (int, error) { return 1, nil }
+		}
 		rep.Encoder = "graph interpreter (float32)"
 	}
 	var dec, pre, enc, fill, rate, total []float64
@@ -188,7 +214,7 @@ func benchImage(cmd *cobra.Command, modelPath, mmproj, tokPath, file string, cfg
 			return err
 		}
 		t1 := time.Now()
-		p, err := preprocess(img)
+		tiles, err := preprocess(img)
 		if err != nil {
 			return err
 		}
@@ -204,7 +230,7 @@ func benchImage(cmd *cobra.Command, modelPath, mmproj, tokPath, file string, cfg
 		if err != nil {
 			return err
 		}
-		rep.Width, rep.Height, rep.Tiles = img.W, img.H, len(p.Slices)+1
+		rep.Width, rep.Height, rep.Tiles = img.W, img.H, tiles
 		dec = append(dec, ms(t1.Sub(t0)))
 		pre = append(pre, ms(t2.Sub(t1)))
 		enc = append(enc, ms(t3.Sub(t2)))

@@ -47,3 +47,30 @@ func TestBenchImage(t *testing.T) {
 		t.Fatalf("text model: exit %d: %s", code, errs)
 	}
 }
+
+// TestBenchImageQwen2VL: `bench --image` on the tiny Qwen2-VL fixture
+// times its compiled vision plans (one chunk per image) and the prefill
+// of the image's layout (<|vision_start|>, the rows at their M-RoPE
+// positions, <|vision_end|>).
+func TestBenchImageQwen2VL(t *testing.T) {
+	dir := testutil.Path(t, "vlm/qwen2vl")
+	art := compileQwen2VL(t, dir)
+	code, out, errs := runCLI(t, "bench", "-m", art, "--image", filepath.Join(dir, "image_wide.png"),
+		"-p", "0", "-n", "0", "-r", "2", "-t", "1", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep imageBench
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	// a 100x60 image smart-resized to 96x64 (a compiled size): 4x6 rows
+	// between two markers
+	if rep.Width != 100 || rep.Height != 60 || rep.Tiles != 1 || rep.Rows != 24 || rep.Prompt < 26 || rep.Prompt > 27 ||
+		rep.Encoder != "the artifact's vision plans" {
+		t.Fatalf("report %+v", rep)
+	}
+	if rep.EncodeMs.Mean <= 0 || rep.PrefillMs.Mean <= 0 || rep.ImageEncodeTot.Mean < rep.EncodeMs.Mean {
+		t.Fatalf("times %+v", rep)
+	}
+}

@@ -18,7 +18,11 @@ import (
 // the model has none of them.
 func openPrompter(modelPath, mmproj string, m *aotlm.Model, threads int) (*vlm.Prompter, error) {
 	if eng := m.Engine(); eng != nil && vlm.IsCompiledQwen2VL(eng) {
-		return vlm.NewPrompter(refuseImages{}, 0, m), nil
+		c, err := vlm.OpenCompiledQwen2VL(eng, threads)
+		if err != nil {
+			return nil, err
+		}
+		return vlm.NewPrompter(c, c.Vision.TextHidden, m), nil
 	}
 	if eng := m.Engine(); eng != nil && vlm.HasVision(eng) {
 		c, err := vlm.OpenCompiled(eng, threads)
@@ -106,7 +110,7 @@ func (ci *chatImages) reset() {
 func attachImage(errw io.Writer, images *chatImages, path string) {
 	switch {
 	case images == nil:
-		fmt.Fprintln(errw, "(/image needs a vision-language model: a SmolVLM folder, or a text GGUF with --mmproj)")
+		fmt.Fprintln(errw, "(/image needs a vision-language model: a SmolVLM or Qwen2-VL folder or artifact, or a text GGUF with --mmproj)")
 	case path == "":
 		fmt.Fprintln(errw, "(/image FILE: name an image file)")
 	default:
@@ -122,12 +126,3 @@ func attachImage(errw io.Writer, images *chatImages, path string) {
 type servePrompts struct{ p *vlm.Prompter }
 
 func (s servePrompts) NewImages() server.ImagePrompt { return s.p.NewImages() }
-
-// refuseImages is the encoder of models whose images chat and serve do
-// not take yet: Qwen2-VL's rows need M-RoPE positions, which the
-// runtime's sessions do not carry.
-type refuseImages struct{}
-
-func (refuseImages) Encode(*vision.RGB) (*vlm.Image, error) {
-	return nil, fmt.Errorf("Qwen2-VL images are taken by run --image only: chat and serve do not place M-RoPE positions yet")
-}

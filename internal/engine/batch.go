@@ -81,6 +81,9 @@ func (e *Engine) DecodeBatch(sessions []*Session, ids []int) ([][]float32, error
 		}
 		copy(s.logits, out.Row(i))
 		logits[i] = s.logits
+		if s.rotNext != nil {
+			s.rotNext[s.pos+1] = s.rotNext[s.pos] + 1
+		}
 		s.pos++
 		s.pending = 0
 	}

@@ -97,3 +97,154 @@ func TestPassPositions(t *testing.T) {
 		t.Error("5 position values for 8 rows accepted")
 	}
 }
+
+// TestTextAfterPositions: once a pass placed rows at rotary positions of
+// their own (an image's, Qwen2-VL's M-RoPE), every later pass without
+// positions continues from the largest of them plus one, as the
+// interpreter given those positions explicitly: Decode, Prefill, a tree
+// pass, a batched decode next to a plain session, and after rewinding
+// into the image and placing its last rows again.
+func TestTextAfterPositions(t *testing.T) {
+	m := loadModel(t, testutil.Path(t, "vlm/qwen2vl"))
+	e := compileKV(t, m, "f32")
+	g, err := arch.Build(&m.Config, arch.BuildOptions{AllLogits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := graph.NewInterpreter(g, m.Weights, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	V := m.Config.Vocab
+	ids := []int{17, 200, 33, 91, 5, 250, 120, 64}
+	// text 0, 1; four "image" rows at p0 = 2, the last at (2, 3, 4), so
+	// the text after them starts at 5
+	pos := []int{0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 2, 3, 2, 3, 2, 2, 3, 4, 5, 5, 5, 6, 6, 6}
+	st := in.NewState(16)
+	if _, _, err := in.RunInput(st, graph.Input{IDs: ids, Positions: pos}); err != nil {
+		t.Fatal(err)
+	}
+	want := make([][]float32, 3) // after 300 at 7, 301 at 8, 302 at 9
+	for i := range want {
+		q := 7 + i
+		want[i], _, err = in.RunInput(st, graph.Input{IDs: []int{300 + i}, Positions: []int{q, q, q}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = want[i][len(want[i])-V:]
+	}
+	all := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	s := newSession(t, e, engine.SessionOptions{Threads: 2})
+	place := func() {
+		t.Helper()
+		s.Reset()
+		if _, err := s.Run(&engine.Pass{IDs: ids, Positions: pos, Logits: []int{}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Commit(all); err != nil {
+			t.Fatal(err)
+		}
+		if s.NextPosition() != 7 || s.Pos() != 8 {
+			t.Fatalf("after the image: next rotary position %d at cache position %d, want 7 at 8", s.NextPosition(), s.Pos())
+		}
+	}
+	check := func(what string, got []float32, i int) {
+		t.Helper()
+		if d := relDiff(got, want[i]); d > treeTol {
+			t.Errorf("%s: token %d differs from the interpreter by %.3g", what, i, d)
+		}
+	}
+	place()
+	for i := range want {
+		l, err := s.Decode(300 + i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("Decode", l, i)
+	}
+	if s.NextPosition() != 10 {
+		t.Errorf("after three decodes the next rotary position is %d, want 10", s.NextPosition())
+	}
+	// rewinding to the text keeps its shift
+	if err := s.Rewind(10); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Decode(302)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Decode after Rewind", l, 2)
+
+	place()
+	l, err = s.Prefill([]int{300, 301})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Prefill", l, 1)
+
+	// a tree pass: branches [300 301] and [300 302 (unused)]
+	place()
+	mask, err := engine.TreeMask([]int{-1, 0, 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt, err := s.Run(&engine.Pass{IDs: []int{300, 301, 303}, Mask: mask, Logits: []int{0, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("tree pass", lt.Row(0), 0)
+	check("tree pass", lt.Row(1), 1)
+	if err := s.Commit([]int{0, 1}); err != nil {
+		t.Fatal(err)
+	}
+	l, err = s.Decode(302)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Decode after a tree pass", l, 2)
+
+	// a batched decode next to a plain session
+	place()
+	plain := newSession(t, e, engine.SessionOptions{Threads: 1})
+	if _, err := plain.Prefill([]int{9, 8, 7}); err != nil {
+		t.Fatal(err)
+	}
+	solo := newSession(t, e, engine.SessionOptions{Threads: 1})
+	if _, err := solo.Prefill([]int{9, 8, 7}); err != nil {
+		t.Fatal(err)
+	}
+	wantPlain, err := solo.Decode(40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.DecodeBatch([]*engine.Session{plain, s}, []int{40, 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("DecodeBatch", out[1], 0)
+	if d := relDiff(out[0], wantPlain); d > treeTol {
+		t.Errorf("DecodeBatch: the plain session's row differs from its solo decode by %.3g", d)
+	}
+	l, err = s.Decode(301)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Decode after DecodeBatch", l, 1)
+
+	// rewinding into the image and placing its last rows again
+	place()
+	if err := s.Rewind(4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Run(&engine.Pass{IDs: ids[4:], Positions: pos[12:], Logits: []int{}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit([]int{0, 1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	l, err = s.Decode(300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Decode after re-placing the image's end", l, 0)
+}

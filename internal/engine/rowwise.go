@@ -56,6 +56,15 @@ func (s *Session) rowWise(st *step, out, x, y []float32, rows, cols int) {
 	s.pool.do(&s.rowTask, rows, 1, rows > 1 && rows*cols >= minParallelElems, s.threads)
 }
 
+// rowShift is the rotary shift of row t of the running pass (rotShift):
+// its session's in a batched pass.
+func (s *Session) rowShift(t int) int {
+	if s.batch != nil {
+		return s.batch[t].rotShift()
+	}
+	return s.rotShift()
+}
+
 // run computes rows [lo, hi) one row at a time, so that a row's result
 // does not depend on how the rows were split (the SIMD kernels hand a
 // call's last few elements to their generic version, which may round
@@ -91,7 +100,7 @@ func (r *rowTask) run(_, lo, hi int) {
 					P := r.s.ropeP
 					ropeAnglesAt(cos, sin, pos[t*P:(t+1)*P], p.Sections, p.InvFreq, p.Scale)
 				} else {
-					ropeAngles(cos, sin, r.s.rowPos[t], p.InvFreq, p.Scale)
+					ropeAngles(cos, sin, r.s.rowPos[t]+r.s.rowShift(t), p.InvFreq, p.Scale)
 				}
 			}
 			copy(out, x)

@@ -93,8 +93,15 @@ type Session struct {
 	embeds  []float32 // Pass.Embeds of the running pass
 	ropePos []int     // Pass.Positions of the running pass
 	ropeP   int       // position components a row of ropePos carries
-	rowsIn  []float32 // an encoder pass's input rows (the rows step)
-	biAttn  biAttnTask
+	// rotNext, for a model whose rows carry several rotary position
+	// components (M-RoPE), holds the rotary position of the next text row
+	// after c committed positions at rotNext[c]: it falls behind the cache
+	// position c after an image, whose rows span fewer rotary positions
+	// than they take slots. nil for other models (the two are equal).
+	rotNext  []int
+	passNext []int     // rotNext after each row of the pending pass
+	rowsIn   []float32 // an encoder pass's input rows (the rows step)
+	biAttn   biAttnTask
 
 	// A batched pass (Engine.DecodeBatch) that this session drives: row
 	// t is the next token of batch[t], over batch[t]'s cache.
@@ -172,6 +179,9 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 		rows, nbuf = max(rows, p.p.Rows), max(nbuf, len(p.p.Buffers))
 	}
 	s.rowPos, s.bufRows = make([]int, rows), make([]int, nbuf)
+	if e.PosComponents() > 1 {
+		s.rotNext, s.passNext = make([]int, ctx+1), make([]int, rows)
+	}
 	s.attnRows, s.selAll = make([]attnArgs, 0, rows), make([]int, rows)
 	for i := range s.selAll {
 		s.selAll[i] = i
@@ -364,8 +374,42 @@ func (s *Session) Run(p *Pass) (Logits, error) {
 	s.embeds, s.ropePos = nil, nil
 	s.e.passMu.Unlock()
 	s.pending = T
+	if s.rotNext != nil {
+		shift := s.rotShift()
+		for i := range T {
+			if p.Positions == nil {
+				s.passNext[i] = s.rowPos[i] + shift + 1
+				continue
+			}
+			P := s.ropeP
+			m := p.Positions[i*P]
+			for _, q := range p.Positions[i*P+1 : (i+1)*P] {
+				m = max(m, q)
+			}
+			s.passNext[i] = m + 1
+		}
+	}
 	return out, nil
 }
+
+// rotShift is how far the rotary position of the next text row is from
+// its cache position: 0 but after images of an M-RoPE model.
+func (s *Session) rotShift() int {
+	if s.rotNext == nil {
+		return 0
+	}
+	return s.rotNext[s.pos] - s.pos
+}
+
+// NextPosition is the rotary position the next text row takes. It is
+// Pos() but for models whose rows carry several rotary position
+// components (Qwen2-VL's M-RoPE): there, once a pass placed rows at
+// positions of their own (Pass.Positions), the text after them continues
+// from the largest component of those rows plus one, as Hugging Face's
+// get_rope_index and llama.cpp's mtmd place text after an image, and
+// passes without Positions (Decode, Prefill, tree passes, DecodeBatch)
+// take their rows' cache positions shifted by the same amount.
+func (s *Session) NextPosition() int { return s.pos + s.rotShift() }
 
 // program returns the smallest plan that holds rows rows, or nil.
 func (s *Session) program(rows int) *program {
@@ -435,6 +479,11 @@ func (s *Session) Commit(rows []int) error {
 	for k, r := range rows {
 		if r != k {
 			s.moveSlot(s.pos+r, s.pos+k)
+		}
+	}
+	if s.rotNext != nil {
+		for k, r := range rows {
+			s.rotNext[s.pos+k+1] = max(s.rotNext[s.pos+k], s.passNext[r])
 		}
 	}
 	s.pos += len(rows)
@@ -539,6 +588,11 @@ func (s *Session) runChain(prog *program, ids, sel []int) Logits {
 	s.e.passMu.Lock()
 	out := s.exec(prog, ids, sel)
 	s.e.passMu.Unlock()
+	if s.rotNext != nil {
+		for i := range ids {
+			s.rotNext[s.pos+i+1] = s.rotNext[s.pos+i] + 1
+		}
+	}
 	s.pos += len(ids)
 	s.pending = 0
 	return out

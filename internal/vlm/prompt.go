@@ -16,8 +16,9 @@ import (
 
 // Prompter builds prompts that hold images for the runtime's sessions:
 // each image is encoded once, and its layout (marker tokens, and one
-// aotlm.EmbedBase id per embedding row) goes where the text holds the
-// image's placeholder. The ids of an image's rows depend on its file's
+// aotlm.EmbedBase id per embedding row, at the rotary positions the
+// family gives its rows) goes where the text holds the image's
+// placeholder. The ids of an image's rows depend on its file's
 // bytes only, so a session that holds a conversation with an image reuses
 // its cache past the image on the next turn. It is safe for concurrent
 // use; the encoder runs one image at a time.
@@ -36,9 +37,11 @@ type Prompter struct {
 
 // encoded is an image's layout and rows, by the digest of its file.
 type encoded struct {
-	key  [32]byte
-	ids  []int     // the layout, -1 at embedding rows
-	rows []float32 // the embedding rows, in order
+	key   [32]byte
+	ids   []int     // the layout, -1 at embedding rows
+	rows  []float32 // the embedding rows, in order
+	pos   []int     // the rows' relative rotary positions (Placed.Pos), or nil
+	comps int       // position components a row of pos carries
 }
 
 // keepRecent is how many encoded images a Prompter keeps, so that a
@@ -49,6 +52,12 @@ const keepRecent = 8
 // or an artifact's Compiled vision plan.
 type Encoder interface {
 	Encode(img *vision.RGB) (*Image, error)
+}
+
+// imagePlacer is an Encoder that also lays its images out for a prompt
+// (Model, CompiledQwen2VL); the others are laid out as SmolVLM's.
+type imagePlacer interface {
+	Place(img *Image, piece func(string) (int, bool)) (*Placed, error)
 }
 
 // NewPrompter makes a prompter over the vision encoder enc, whose rows are
@@ -93,19 +102,33 @@ func (p *Prompter) encode(data []byte) (*encoded, error) {
 // keep lays an encoded image out and keeps it among the recent ones;
 // p.mu is held.
 func (p *Prompter) keep(key [32]byte, enc *Image) (*encoded, error) {
-	if enc.Overview == nil || len(enc.Slices) != enc.Rows*enc.Cols {
-		// families whose image rows take positions of their own (M-RoPE)
-		// need sessions that take positions, which the runtime's do not yet
-		return nil, errors.New("prompts with images through the runtime's sessions take SmolVLM / Idefics3 images (tiles and an overview) only")
-	}
-	ids, emb, err := Layout(enc, p.width, p.piece)
-	if err != nil {
-		return nil, err
-	}
-	e := &encoded{key: key, ids: ids}
-	for i, id := range ids {
-		if id == -1 {
-			e.rows = append(e.rows, emb[i*p.width:(i+1)*p.width]...)
+	e := &encoded{key: key}
+	if pl, ok := p.vm.(imagePlacer); ok {
+		placed, err := pl.Place(enc, p.piece)
+		if err != nil {
+			return nil, err
+		}
+		n := len(placed.Rows) / p.width
+		if n == 0 || len(placed.Rows) != n*p.width {
+			return nil, fmt.Errorf("vlm: an image laid out as %d values, not rows of %d", len(placed.Rows), p.width)
+		}
+		e.ids, e.rows, e.pos = placed.IDs, placed.Rows, placed.Pos
+		if e.pos != nil {
+			e.comps = len(e.pos) / n
+		}
+	} else {
+		if enc.Overview == nil || len(enc.Slices) != enc.Rows*enc.Cols {
+			return nil, errors.New("vlm: this encoder lays out SmolVLM / Idefics3 images (tiles and an overview) only")
+		}
+		ids, emb, err := Layout(enc, p.width, p.piece)
+		if err != nil {
+			return nil, err
+		}
+		e.ids = ids
+		for i, id := range ids {
+			if id == -1 {
+				e.rows = append(e.rows, emb[i*p.width:(i+1)*p.width]...)
+			}
 		}
 	}
 	if len(p.recent) == keepRecent {
@@ -174,7 +197,7 @@ func (im *Images) AddEncoded(data []byte, enc *Image) (string, error) {
 }
 
 func (im *Images) add(e *encoded) (string, error) {
-	rowIDs, err := im.embeds.Add(e.key, e.rows)
+	rowIDs, err := im.embeds.AddAt(e.key, e.rows, e.pos, e.comps)
 	if err != nil {
 		return "", err
 	}

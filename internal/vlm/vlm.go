@@ -212,6 +212,10 @@ func (m *Model) TextModel() *arch.Model {
 	return m.VLM.Text
 }
 
+// Tiled reports whether the model's images are SmolVLM / Idefics3 tiles
+// (Proc preprocesses them); another family preprocesses in Encode.
+func (m *Model) Tiled() bool { return m.fam == nil }
+
 // PosComponents is the number of rotary position components a text row
 // carries: 3 for Qwen2-VL's M-RoPE, 1 otherwise.
 func (m *Model) PosComponents() int { return m.text.Graph().PosComponents() }

@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/testutil"
+	"github.com/aotlm/aotlm/internal/vision"
+	"github.com/aotlm/aotlm/internal/vlm"
+)
+
+// compileQwen2VL compiles the tiny Qwen2-VL fixture with its two images'
+// sizes among the vision plans and returns the artifact's path.
+func compileQwen2VL(t *testing.T, dir string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "qwen2vl.aot")
+	code, _, errs := runCLI(t, "compile", dir, "--tokenizer", filepath.Join(dir, "text.gguf"), "--vision-buckets", "64x64,64x96",
+		"-o", out, "--ctx", "256", "--ar-len", "8")
+	if code != 0 {
+		t.Fatalf("compile: exit %d: %s", code, errs)
+	}
+	return out
+}
+
+// TestPrompterQwen2VLMatchesLlamaCpp: a Qwen2-VL artifact's images
+// through the runtime's sessions (the path chat and serve take: an image's
+// rows as embedding ids of a request, placed at M-RoPE positions by the
+// session) give llama.cpp's logits after the fixture's prefix, image and
+// suffix (within the reference's end-to-end tolerance) and its 8 greedy
+// ids; the prompt is mtmd's layout, image rows in place of <|image_pad|>.
+func TestPrompterQwen2VLMatchesLlamaCpp(t *testing.T) {
+	dir := testutil.Path(t, "vlm/qwen2vl")
+	var ref struct {
+		Cases []struct {
+			Image  string      `json:"image"`
+			Prefix []int       `json:"prefix_ids"`
+			Suffix []int       `json:"suffix_ids"`
+			HFIDs  []int       `json:"input_ids_hf_style"`
+			Logits [][]float64 `json:"logits"`
+			Greedy []int       `json:"greedy"`
+		} `json:"cases"`
+		Tol struct {
+			Logits float64 `json:"logits_atol_end_to_end"`
+		} `json:"suggested_tolerances"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "reference.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &ref); err != nil {
+		t.Fatal(err)
+	}
+	if len(ref.Cases) < 2 || ref.Tol.Logits <= 0 {
+		t.Fatalf("reference: %d cases, logits tolerance %g", len(ref.Cases), ref.Tol.Logits)
+	}
+	m, err := aotlm.Open(compileQwen2VL(t, dir), aotlm.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	p, err := openPrompter("", "", m, 1)
+	if err != nil || p == nil {
+		t.Fatalf("prompter: %v", err)
+	}
+	s, err := m.NewSession(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, c := range ref.Cases {
+		data, err := os.ReadFile(filepath.Join(dir, c.Image))
+		if err != nil {
+			t.Fatal(err)
+		}
+		images := p.NewImages()
+		ph, err := images.Add(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		layout, err := images.Encode(ph)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := slices.Concat(c.Prefix, layout, c.Suffix)
+		hf := slices.Clone(ids)
+		for i, id := range hf {
+			if aotlm.IsEmbedID(id) {
+				hf[i] = 265 // <|image_pad|>
+			}
+		}
+		if !slices.Equal(hf, c.HFIDs) {
+			t.Fatalf("%s: prompt %v, mtmd's %v", c.Image, hf, c.HFIDs)
+		}
+		var first []float32
+		res, err := s.Generate(context.Background(), aotlm.Request{IDs: ids, Raw: true, MaxTokens: len(c.Greedy), IgnoreEOS: true,
+			Embeds: images.Embeds(), Logits: func(l []float32, gen []int) {
+				if len(gen) == 0 {
+					first = slices.Clone(l)
+				}
+			}}, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Image, err)
+		}
+		want := c.Logits[len(c.Logits)-1]
+		if len(first) != len(want) {
+			t.Fatalf("%s: %d logits, reference %d", c.Image, len(first), len(want))
+		}
+		d := 0.0
+		for i, v := range want {
+			d = math.Max(d, math.Abs(float64(first[i])-v))
+		}
+		t.Logf("%s: last-position logits within %.3g of llama.cpp's", c.Image, d)
+		if d > ref.Tol.Logits {
+			t.Errorf("%s: logits differ from llama.cpp's by %.3g > %g", c.Image, d, ref.Tol.Logits)
+		}
+		if !slices.Equal(res.IDs, c.Greedy) {
+			t.Errorf("%s: greedy %v, llama.cpp %v", c.Image, res.IDs, c.Greedy)
+		}
+	}
+}
+
+// qwenInterpreterGreedyImages is qwenInterpreterGreedy for a prompt of
+// any number of images, imgs in the order their layouts appear.
+func qwenInterpreterGreedyImages(t *testing.T, dir string, imgs []string, promptIDs []int, n int) []int {
+	t.Helper()
+	const start = 262 // <|vision_start|>
+	m, err := vlm.Open(dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pieces := map[string]int{vlm.VisionStart: start, vlm.VisionEnd: 263}
+	piece := func(s string) (int, bool) { id, ok := pieces[s]; return id, ok }
+	seq := vlm.NewSequence(m.TextConfig().Hidden, m.PosComponents())
+	at := 0
+	for _, img := range imgs {
+		i := at + slices.Index(promptIDs[at:], start)
+		if i < at {
+			t.Fatalf("prompt %v: fewer image layouts than %d images", promptIDs, len(imgs))
+		}
+		im, err := vision.DecodeFile(img, vision.DefaultLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc, err := m.Encode(im)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := m.Place(enc, piece)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq.Text(promptIDs[at:i]...)
+		if err := seq.Image(p); err != nil {
+			t.Fatal(err)
+		}
+		at = i + len(p.IDs)
+	}
+	seq.Text(promptIDs[at:]...)
+	V := m.TextConfig().Vocab
+	var ids []int
+	for range n {
+		logits, err := m.LogitsAt(seq.IDs, seq.Embeds, seq.Positions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := logits[(len(seq.IDs)-1)*V:]
+		best := 0
+		for k, v := range last {
+			if v > last[best] {
+				best = k
+			}
+		}
+		ids = append(ids, best)
+		seq.Text(best)
+	}
+	return ids
+}
+
+// TestChatServeImageQwen2VL: `chat` with /image and `serve` with an
+// image_url part on a compiled Qwen2-VL artifact. The first chat turn
+// gives what `run --image --chat` gives (the vlm package's own sequence);
+// the second, with another image, reuses the cache past the first image
+// and generates the graph interpreter's greedy ids over the whole
+// conversation with both images at their M-RoPE positions; the server's
+// reply to the first message is the first turn's.
+func TestChatServeImageQwen2VL(t *testing.T) {
+	dir := testutil.Path(t, "vlm/qwen2vl")
+	art := compileQwen2VL(t, dir)
+	tpl := filepath.Join(t.TempDir(), "t.jinja")
+	if err := os.WriteFile(tpl, []byte(chatImageTemplate), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wide, square := filepath.Join(dir, "image_wide.png"), filepath.Join(dir, "image_square.png")
+	script := "/image " + wide + "\nWhat is it?\n/image " + square + "\nAnd <image> this?\n"
+	var out, errb bytes.Buffer
+	code := runWithInput([]string{"chat", "-m", art, "--chat-template", tpl, "--temp", "0", "-n", "5",
+		"--json", "-t", "1"}, strings.NewReader(script), &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var turns []chatTurn
+	for dec := json.NewDecoder(&out); dec.More(); {
+		var tr chatTurn
+		if err := dec.Decode(&tr); err != nil {
+			t.Fatal(err)
+		}
+		turns = append(turns, tr)
+	}
+	if len(turns) != 2 || strings.Count(errb.String(), "image attached") != 2 {
+		t.Fatalf("%d turns, stderr %q", len(turns), errb.String())
+	}
+	rcode, rout, rerr := runCLI(t, "run", "-m", art, "--chat-template", tpl, "--chat", "--image", wide,
+		"-p", "What is it?", "-n", "5", "--temp", "0", "--json", "-t", "1")
+	if rcode != 0 {
+		t.Fatalf("run: exit %d: %s", rcode, rerr)
+	}
+	var rep runJSON
+	if err := json.Unmarshal([]byte(rout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.IDs) == 0 || !slices.Equal(rep.IDs, turns[0].IDs) {
+		t.Fatalf("turn 1 gave %v, run --image %v", turns[0].IDs, rep.IDs)
+	}
+	if turns[1].Reused < len(turns[0].PromptIDs) {
+		t.Fatalf("turn 2 reused %d ids, the first turn's prompt has %d", turns[1].Reused, len(turns[0].PromptIDs))
+	}
+	plain := slices.Clone(turns[1].PromptIDs)
+	for i, id := range plain {
+		if aotlm.IsEmbedID(id) {
+			plain[i] = 265
+		}
+	}
+	// a turn may end early at an end-of-turn id; what it gave is the
+	// interpreter's greedy continuation
+	want := qwenInterpreterGreedyImages(t, dir, []string{wide, square}, plain, 5)
+	if n := len(turns[1].IDs); n == 0 || !slices.Equal(turns[1].IDs, want[:n]) || (n < 5 && turns[1].StopReason == "length") {
+		t.Fatalf("turn 2 gave %v (%s), the interpreter %v", turns[1].IDs, turns[1].StopReason, want)
+	}
+
+	data, err := os.ReadFile(wide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := startServe(t, "-m", art, "--chat-template", tpl, "-t", "1", "--ctx", "256")
+	client := openai.NewClient(option.WithBaseURL(url+"/v1"), option.WithAPIKey("none"), option.WithMaxRetries(0))
+	got, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{
+			openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: "data:image/png;base64," + base64.StdEncoding.EncodeToString(data)}),
+			openai.TextContentPart("What is it?"),
+		})},
+		MaxTokens: openai.Int(5), Temperature: openai.Float(0),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Choices) != 1 || got.Choices[0].Message.Content != turns[0].Text {
+		t.Fatalf("serve replied %+v, chat %q", got.Choices, turns[0].Text)
+	}
+	if got.Usage.PromptTokens != int64(len(rep.PromptIDs)) {
+		t.Fatalf("serve counted %d prompt tokens, run %d", got.Usage.PromptTokens, len(rep.PromptIDs))
+	}
+}
