@@ -11,17 +11,17 @@ import (
 // ImageSequence is an engine session that places image embedding rows:
 // each prompt row holding the image token id takes the next queued
 // embedding row instead of the token's own embedding. When the text model
-// reads multi-component rotary positions (Qwen2-VL's M-RoPE), every pass
-// carries them: an image's rows at their queued relative positions, text
-// after an image continuing from the image's span. It implements the
-// runtime's Sequence.
+// reads multi-component rotary positions (Qwen2-VL's M-RoPE), a prefill
+// pass carries them: an image's rows at their queued relative positions,
+// text after an image continuing from the image's span; the session keeps
+// that offset for the passes after it (engine.Session.NextPosition). It
+// implements the runtime's Sequence.
 type ImageSequence struct {
 	s       *engine.Session
 	imageID int
 	width   int
 	pl      placer
-	mrope   bool  // passes carry Positions
-	nextAt  []int // the next text position after each committed row count
+	mrope   bool // prefill passes carry Positions
 	ids     []int
 	emb     []float32
 	pos     []int
@@ -32,8 +32,7 @@ type ImageSequence struct {
 // NewImageSequence wraps s; width is the text model's embedding width.
 func NewImageSequence(s *engine.Session, imageID, width int) *ImageSequence {
 	P := s.PosComponents()
-	return &ImageSequence{s: s, imageID: imageID, width: width, pl: placer{P: P, width: width}, mrope: P > 1,
-		nextAt: []int{0}}
+	return &ImageSequence{s: s, imageID: imageID, width: width, pl: placer{P: P, width: width}, mrope: P > 1}
 }
 
 // Queue appends embedding rows (whole rows of the width) to place at the
@@ -60,10 +59,7 @@ func (q *ImageSequence) PrefillContext(ctx context.Context, ids []int) ([]float3
 	if len(ids) == 0 {
 		return nil, errors.New("vlm: no tokens")
 	}
-	if q.s.Pos()+1 != len(q.nextAt) {
-		return nil, errors.New("vlm: the session was moved outside the image sequence")
-	}
-	q.pl.next = q.nextAt[len(q.nextAt)-1]
+	q.pl.next = q.s.NextPosition()
 	n := q.s.MaxRows()
 	need := 0
 	for _, id := range ids {
@@ -84,7 +80,6 @@ func (q *ImageSequence) PrefillContext(ctx context.Context, ids []int) ([]float3
 		q.emb = q.emb[:0]
 		q.pos = q.pos[:0]
 		images := false
-		var rowNext []int
 		for _, id := range chunk {
 			row := make([]float32, q.width)
 			pos := make([]int, q.pl.P)
@@ -97,7 +92,6 @@ func (q *ImageSequence) PrefillContext(ctx context.Context, ids []int) ([]float3
 			q.ids = append(q.ids, id)
 			q.emb = append(q.emb, row...)
 			q.pos = append(q.pos, pos...)
-			rowNext = append(rowNext, q.pl.next)
 		}
 		p := &engine.Pass{IDs: q.ids, Logits: []int{}}
 		if images {
@@ -121,7 +115,6 @@ func (q *ImageSequence) PrefillContext(ctx context.Context, ids []int) ([]float3
 		if err := q.s.Commit(q.all); err != nil {
 			return nil, err
 		}
-		q.nextAt = append(q.nextAt, rowNext...)
 		if out.Rows() > 0 {
 			last = out.Row(0)
 		}
@@ -130,43 +123,10 @@ func (q *ImageSequence) PrefillContext(ctx context.Context, ids []int) ([]float3
 }
 
 // Decode feeds one generated id.
-func (q *ImageSequence) Decode(id int) ([]float32, error) {
-	if q.s.Pos()+1 != len(q.nextAt) {
-		return nil, errors.New("vlm: the session was moved outside the image sequence")
-	}
-	if !q.mrope {
-		out, err := q.s.Decode(id)
-		if err == nil {
-			q.nextAt = append(q.nextAt, q.s.Pos())
-		}
-		return out, err
-	}
-	q.pl.next = q.nextAt[len(q.nextAt)-1]
-	pos := make([]int, q.pl.P)
-	q.pl.text(pos)
-	q.ids = append(q.ids[:0], id)
-	out, err := q.s.Run(&engine.Pass{IDs: q.ids, Positions: pos})
-	if err != nil {
-		return nil, err
-	}
-	if err := q.s.Commit([]int{0}); err != nil {
-		return nil, err
-	}
-	q.nextAt = append(q.nextAt, q.pl.next)
-	return out.Row(0), nil
-}
+func (q *ImageSequence) Decode(id int) ([]float32, error) { return q.s.Decode(id) }
 
 // Rewind drops committed positions from pos on.
-func (q *ImageSequence) Rewind(pos int) error {
-	if err := q.s.Rewind(pos); err != nil {
-		return err
-	}
-	if pos+1 <= len(q.nextAt) {
-		q.nextAt = q.nextAt[:pos+1]
-	}
-	q.pl.next = q.nextAt[len(q.nextAt)-1]
-	return nil
-}
+func (q *ImageSequence) Rewind(pos int) error { return q.s.Rewind(pos) }
 
 // Pos is the number of committed positions.
 func (q *ImageSequence) Pos() int { return q.s.Pos() }
