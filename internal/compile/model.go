@@ -52,7 +52,8 @@ type Options struct {
 	// encoder is compiled into the artifact too, as a SmolVLM folder's is.
 	MMProj string
 	// VisionWeights is how a vision encoder's matrices are stored:
-	// VisionF32 ("" too) or VisionW8.
+	// VisionF32, VisionF16 or VisionW8; "" is the recipe's choice for a
+	// quantized folder whose recipe has one, else DefaultVisionWeights.
 	VisionWeights string
 	// VisionBuckets lists the image sizes a Qwen2-VL encoder is compiled
 	// for, "HxW" in pixels separated by commas, one vision plan each; ""

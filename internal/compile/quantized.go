@@ -38,6 +38,10 @@ func compileQuantized(dir, outPath string, opts Options) error {
 	if r, err := quant.ParseRecipe(man.Recipe); err == nil {
 		src.Provenance["recipe"] = r.Name
 		src.Recipe = man.Recipe
+		if opts.MMProj != "" && opts.VisionWeights == "" {
+			// the recipe's encoder storage, unless the options name one
+			opts.VisionWeights = r.Vision.Weights
+		}
 	}
 	if opts.MMProj != "" {
 		var vtok tokenizer.Tokenizer
