@@ -154,7 +154,7 @@ func TestQwen2VLBuckets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := compileQwenFixture(t, false, "128x128,64x192", "")
+	e := compileQwenFixture(t, false, "128x128,64x192", "f32")
 	c, err := OpenCompiledQwen2VL(e, 2)
 	if err != nil {
 		t.Fatal(err)
