@@ -76,6 +76,13 @@ func compileQuantized(dir, outPath string, opts Options) error {
 // as their stored parts, the others in float32.
 type folderSource struct{ f *qmodel.Folder }
 
+// half reports whether the folder stores the tensor name in binary16
+// (scheme f16; Quantized gives nil for it, Float its exact values).
+func (s folderSource) half(name string) bool {
+	e, ok := s.f.Manifest.Tensors[name]
+	return ok && !e.Float && e.Scheme.Kind == string(quant.KindF16)
+}
+
 func (s folderSource) Weight(name string) (Weight, error) {
 	q, err := s.f.Quantized(name)
 	if err != nil {
