@@ -59,9 +59,10 @@ native): Q4_0, Q4_1 and Q4_K become aotlm's 4-bit layout exactly (up to
 float32 rounding of Q4_1/Q4_K zero points); the other types (Q5_*, Q6_K,
 Q8_0, Q2_K, Q3_K, IQ4_*, MXFP4) are decoded and requantized to 8 bits per
 weight with one scale per row, which changes them slightly (compile says
-which; docs/formats.md has the measured perplexity change).
---gguf-weights f32 decodes every weight to float32 instead: exact, larger
-and slower.
+which; docs/formats.md has the measured perplexity change). F16 linear
+and embedding matrices stay binary16 (layout f16-rows, exact), as do a
+quantized folder's f16 tensors. --gguf-weights f32 decodes every weight to
+float32 instead: exact, larger and slower.
 
 A vision-language model (a SmolVLM or Qwen2-VL folder, or a text GGUF
 with --mmproj) gets its vision encoder and connector compiled into the
