@@ -3,6 +3,7 @@ package engine_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/arch"
@@ -142,21 +143,9 @@ func TestF16RowsText(t *testing.T) {
 			}
 			s := newSession(t, e16, engine.SessionOptions{Mode: engine.ModeKV})
 			c := ref.Cases[0]
-			if got := greedy(t, s, c.PromptIDs, 32); !slicesEqual(got, c.IDs[:32]) {
+			if got := greedy(t, s, c.PromptIDs, 32); !slices.Equal(got, c.IDs[:32]) {
 				t.Fatalf("greedy %v, llama2.c %v", got, c.IDs[:32])
 			}
 		})
 	}
-}
-
-func slicesEqual(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -75,7 +75,7 @@ func TestPresets(t *testing.T) {
 
 // sameRecipe compares recipes ignoring compiled patterns.
 func sameRecipe(a, b Recipe) bool {
-	if a.Name != b.Name || a.Default != b.Default || a.Activations != b.Activations || a.KV != b.KV || len(a.Overrides) != len(b.Overrides) {
+	if a.Name != b.Name || a.Default != b.Default || a.Activations != b.Activations || a.KV != b.KV || a.Vision != b.Vision || len(a.Overrides) != len(b.Overrides) {
 		return false
 	}
 	for i := range a.Overrides {
