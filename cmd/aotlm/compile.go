@@ -72,11 +72,11 @@ reads nothing else. The encoder's matrices are stored whatever the text
 model's weights are: as binary16 rows by default (--vision-weights f16:
 half the bytes of float32; on the test models the image embeddings move
 by 0.03-0.05% relative RMS), as 8-bit rows with one scale per row (w8: a
-quarter of the bytes; 1.4-2.1%), or as float32 (f32). A folder written by "aotlm quantize" takes the choice of
-its recipe's "vision" part ({"vision": {"weights": "w8"}}) unless
---vision-weights is given; docs/quantization.md has the measured error
-and sizes. SmolVLM's encoder has
-one plan (its tile size); Qwen2-VL's has one plan per image size of
+quarter of the bytes; 1.4-2.1%), or as float32 (f32). A folder written by
+"aotlm quantize" takes the choice of its recipe's "vision" part
+({"vision": {"weights": "w8"}}) unless --vision-weights is given;
+docs/quantization.md has the measured error and sizes. SmolVLM's encoder
+has one plan (its tile size); Qwen2-VL's has one plan per image size of
 --vision-buckets, and an image is resized into the smallest size that
 holds it (docs/usage.md).`,
 		Example: `  aotlm compile stories260K.gguf -o stories.aot --ar-len 32 --ctx 512
