@@ -193,11 +193,13 @@ func TestCompiledEncoderW8(t *testing.T) {
 // Tolerances of the encoder compiled with binary16 weights (layout
 // f16-rows: every linear matrix rounded to nearest binary16, products
 // summed in float32) against the float32 encoder: at most f16InterpTol
-// max |diff| and f16RMSTol relative RMS (measured on the fixtures:
-// see TestCompiledEncoderF16's log and docs/quantization.md).
+// max |diff| and f16RMSTol relative RMS. Measured on the fixtures
+// (docs/quantization.md): max 1.4e-3 to 1.6e-3, relative RMS 3.2e-4 to
+// 5.0e-4 (w8: 1.4% to 2.1%); the margins leave room for other random
+// weights of the same shapes.
 const (
 	f16InterpTol = 4e-3
-	f16RMSTol    = 1e-3
+	f16RMSTol    = 2e-3
 )
 
 // relDiff returns the max |b-a| and the RMS of b-a relative to a's.
