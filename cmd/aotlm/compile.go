@@ -59,21 +59,29 @@ native): Q4_0, Q4_1 and Q4_K become aotlm's 4-bit layout exactly (up to
 float32 rounding of Q4_1/Q4_K zero points); the other types (Q5_*, Q6_K,
 Q8_0, Q2_K, Q3_K, IQ4_*, MXFP4) are decoded and requantized to 8 bits per
 weight with one scale per row, which changes them slightly (compile says
-which; docs/formats.md has the measured perplexity change).
---gguf-weights f32 decodes every weight to float32 instead: exact, larger
-and slower.
+which; docs/formats.md has the measured perplexity change). F16 linear
+and embedding matrices stay binary16 (layout f16-rows, exact), as do a
+quantized folder's f16 tensors. --gguf-weights f32 decodes every weight to
+float32 instead: exact, larger and slower.
 
 A vision-language model (a SmolVLM or Qwen2-VL folder, or a text GGUF
 with --mmproj) gets its vision encoder and connector compiled into the
 same artifact, as vision plans beside the text plans (inspect lists
 them), with what image preprocessing needs, so "run -m OUT.aot --image"
-reads nothing else. The encoder is float32, or with --vision-weights w8
-8-bit rows whatever the text model's weights are. SmolVLM's encoder has
-one plan (its tile size); Qwen2-VL's has one plan per image size of
+reads nothing else. The encoder's matrices are stored whatever the text
+model's weights are: as binary16 rows by default (--vision-weights f16:
+half the bytes of float32; on the test models the image embeddings move
+by 0.03-0.05% relative RMS), as 8-bit rows with one scale per row (w8: a
+quarter of the bytes; 1.4-2.1%), or as float32 (f32). A folder written by
+"aotlm quantize" takes the choice of its recipe's "vision" part
+({"vision": {"weights": "w8"}}) unless --vision-weights is given;
+docs/quantization.md has the measured error and sizes. SmolVLM's encoder
+has one plan (its tile size); Qwen2-VL's has one plan per image size of
 --vision-buckets, and an image is resized into the smallest size that
 holds it (docs/usage.md).`,
 		Example: `  aotlm compile stories260K.gguf -o stories.aot --ar-len 32 --ctx 512
   aotlm compile SmolVLM-256M-Instruct/ -o smolvlm.aot --vision-weights w8
+  aotlm compile q4/ --mmproj mmproj.gguf -o vlm.aot      # q4/ from quantize, its recipe's vision weights
   aotlm compile text.gguf --mmproj mmproj.gguf -o vlm.aot
   aotlm compile Qwen2-VL-2B-Instruct/ -o qwen2vl.aot --vision-buckets 448x448,336x448,448x336
   aotlm compile stories260K.bin --tokenizer tok512.bin -o stories.aot
@@ -131,7 +139,7 @@ holds it (docs/usage.md).`,
 	f.BoolVar(&force, "force", false, "replace an existing output file")
 	f.IntVarP(&jobs, "jobs", "j", 0, jobsHelp)
 	f.StringVar(&mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) of a text GGUF: its encoder is compiled into the artifact too")
-	f.StringVar(&visionW, "vision-weights", "", "how a vision encoder stores its matrices: f32 (default) or w8 (8-bit rows, one scale per row)")
+	f.StringVar(&visionW, "vision-weights", "", visionWeightsHelp)
 	f.StringVar(&visionBuckets, "vision-buckets", "", visionBucketsHelp)
 	f.StringVar(&lookahead, "lookahead", "", "N,W,G: add a plan for lookahead decoding's passes of (W+G)(N-1) rows (rounded up to a power of two)")
 	return cmd
@@ -153,6 +161,9 @@ func withContextHint(err error) error {
 	}
 	return err
 }
+
+// visionWeightsHelp documents --vision-weights of compile and run.
+const visionWeightsHelp = "how a vision encoder stores its matrices: f16 (binary16 rows; the default unless a quantized folder's recipe says otherwise), w8 (8-bit rows, one scale per row) or f32"
 
 // ggufWeightsHelp documents --gguf-weights of compile and run.
 const ggufWeightsHelp = "a GGUF file's quantized weights: native (kept 4-bit where exact, else requantized to 8-bit) or f32 (decoded exactly)"

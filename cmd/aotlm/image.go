@@ -29,7 +29,7 @@ func addImageFlags(f *pflag.FlagSet) *imageFlags {
 	f.StringArrayVar(&fl.files, "image", nil, "an image (JPEG, PNG, GIF, WebP) for a vision-language model (repeatable); "+
 		"each goes where the prompt writes <image>, else before the prompt")
 	f.StringVar(&fl.mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m, with --image")
-	f.StringVar(&fl.visionWeights, "vision-weights", "", "how the compiled vision encoder stores its matrices: f32 (default) or w8")
+	f.StringVar(&fl.visionWeights, "vision-weights", "", visionWeightsHelp)
 	f.StringVar(&fl.visionBuckets, "vision-buckets", "", visionBucketsHelp)
 	return &fl
 }

@@ -73,12 +73,13 @@ func interpreterGreedy(t *testing.T, dir, img string, promptIDs []int, n int) []
 // artifact alone (the vision plan, the preprocessing config and the
 // marker ids it carries) and generates the greedy ids of the graph
 // interpreter over the source folder; inspect lists the vision plan and
-// its sizes. With --vision-weights w8 it still runs, and inspect says w8.
+// its sizes. With --vision-weights f16 or w8 it still runs, and inspect
+// says which, with the weight bytes by layout.
 func TestRunImageFromArtifactAlone(t *testing.T) {
 	dir := testutil.Path(t, "vlm/smolvlm")
 	img := filepath.Join(t.TempDir(), "photo.png")
 	copyFile(t, filepath.Join(dir, "image_wide.png"), img)
-	for _, weights := range []string{"f32", "w8"} {
+	for _, weights := range []string{"f32", "f16", "w8"} {
 		t.Run(weights, func(t *testing.T) {
 			src := t.TempDir()
 			text, mm := filepath.Join(src, "text.gguf"), filepath.Join(src, "mmproj.gguf")
@@ -114,7 +115,8 @@ func TestRunImageFromArtifactAlone(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("inspect: exit %d: %s", code, errs)
 			}
-			for _, w := range []string{"vision/128x128", "64 rows in, 16 tokens out", weights + ")", "vision/128x128 arena", "vision/128x128 weights"} {
+			layout := map[string]string{"f32": "(f32 ", "f16": "f16-rows ", "w8": "w8-rows-p "}[weights]
+			for _, w := range []string{"vision/128x128", "64 rows in, 16 tokens out", weights + ")", "vision/128x128 arena", "vision/128x128 weights", layout} {
 				if !strings.Contains(ins, w) {
 					t.Errorf("inspect does not show %q:\n%s", w, ins)
 				}

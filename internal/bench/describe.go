@@ -83,6 +83,9 @@ type VisionPlan struct {
 	Weights int64  `json:"weights_bytes"`
 	Tensors int    `json:"tensors"`
 	Storage string `json:"storage"`
+	// Layouts splits Weights by the tensors' storage: "f32" for plain
+	// float32, else the layout tag ("f16-rows", "w8-rows-p", ...).
+	Layouts map[string]int64 `json:"layouts,omitempty"`
 }
 
 // KVSize is the static KV cache of a session: Layers x Ctx x Cols elements
@@ -187,6 +190,14 @@ func describeVision(a *artifact.Artifact, ref plan.VisionPlanRef) (VisionPlan, e
 			}
 			vp.Weights += info.Size
 			vp.Tensors++
+			l := info.Layout
+			if l == "" {
+				l = info.DType.String()
+			}
+			if vp.Layouts == nil {
+				vp.Layouts = map[string]int64{}
+			}
+			vp.Layouts[l] += info.Size
 		}
 	}
 	return vp, nil

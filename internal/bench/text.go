@@ -71,10 +71,26 @@ func (i Info) WriteText(w io.Writer) error {
 	}
 	row("  per session", "%s\t%d bytes (KV cache + largest arena)", Human(s.Session), s.Session)
 	for _, v := range s.Vision {
-		row("  "+v.Name+" weights", "%s\t%d bytes", Human(v.Weights), v.Weights)
+		row("  "+v.Name+" weights", "%s\t%d bytes%s", Human(v.Weights), v.Weights, layoutSplit(v.Layouts))
 		row("  "+v.Name+" arena", "%s\t%d bytes (per image encoder)", Human(v.Bytes), v.Bytes)
 	}
 	return tw.Flush()
+}
+
+// layoutSplit renders a vision plan's weight bytes by storage, as
+// " (f16-rows 1.50 MiB, f32 3.00 KiB)", or "" when there is none.
+func layoutSplit(l map[string]int64) string {
+	if len(l) == 0 {
+		return ""
+	}
+	s := ""
+	for _, k := range sortedKeys(l) {
+		if s != "" {
+			s += ", "
+		}
+		s += k + " " + Human(l[k])
+	}
+	return " (" + s + ")"
 }
 
 // compact renders a manifest value on one line.

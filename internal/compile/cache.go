@@ -100,6 +100,8 @@ func cacheKey(path string, opts Options) (string, error) {
 		gw = GGUFNative
 	}
 	fmt.Fprintf(h, "ar=%v ctx=%d clamp=%v kv=%s calib=%s float-act=%v gguf=%s\n", lens, opts.Ctx, opts.ClampCtx, opts.KV, opts.CalibText, opts.FloatActivations, gw)
+	// an encoder compiled with the default storage is that storage's
+	fmt.Fprintf(h, "vision-default=%s\n", DefaultVisionWeights)
 	if opts.MMProj != "" || opts.VisionWeights != "" {
 		fmt.Fprintf(h, "mmproj=%s vision=%s\n", opts.MMProj, opts.VisionWeights)
 		if opts.MMProj != "" {

@@ -76,6 +76,10 @@ type WeightSource interface {
 type Weight struct {
 	Values    []float32
 	Quantized *quant.Quantized
+	// F16Rows stores a binary16 Quantized (scheme f16) of a linear's
+	// matrix as binary16 rows (plan layout f16-rows), which the engine
+	// multiplies as such; without it f16 weights are widened to float32.
+	F16Rows bool
 	// Release, when set, is called once the weight is encoded (it may drop
 	// memory the weight aliases, such as the pages of a mapped file).
 	Release func()

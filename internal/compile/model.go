@@ -17,6 +17,7 @@ import (
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/quant"
+	"github.com/aotlm/aotlm/internal/tensor"
 	"github.com/aotlm/aotlm/internal/tokenizer"
 )
 
@@ -52,7 +53,8 @@ type Options struct {
 	// encoder is compiled into the artifact too, as a SmolVLM folder's is.
 	MMProj string
 	// VisionWeights is how a vision encoder's matrices are stored:
-	// VisionF32 ("" too) or VisionW8.
+	// VisionF32, VisionF16 or VisionW8; "" is the recipe's choice for a
+	// quantized folder whose recipe has one, else DefaultVisionWeights.
 	VisionWeights string
 	// VisionBuckets lists the image sizes a Qwen2-VL encoder is compiled
 	// for, "HxW" in pixels separated by commas, one vision plan each; ""
@@ -121,6 +123,10 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 	}
 	if gs, ok := ws.(*ggufSource); ok {
 		gs.useGraph(g)
+	}
+	if fs, ok := ws.(folderSource); ok {
+		// a recipe's f16 matrices stay binary16 rows
+		ws = halfSource{WeightSource: ws, shapes: g.Weights, matrices: matrixWeights(g), half: fs.half}
 	}
 	hp, err := hyperParams(&cfg)
 	if err != nil {
@@ -312,15 +318,19 @@ type ggufSource struct {
 
 // useGraph records which weights g uses only as linear or embedding
 // matrices.
-func (s *ggufSource) useGraph(g *graph.Graph) {
-	s.matrices = map[string]bool{}
+func (s *ggufSource) useGraph(g *graph.Graph) { s.matrices = matrixWeights(g) }
+
+// matrixWeights returns the weights g uses only as linear or embedding
+// matrices.
+func matrixWeights(g *graph.Graph) map[string]bool {
+	matrices := map[string]bool{}
 	other := map[string]bool{}
 	for _, n := range g.Nodes {
 		if n.Weight == "" {
 			continue
 		}
 		if n.Op == op.Linear || n.Op == op.Embed {
-			s.matrices[n.Weight] = true
+			matrices[n.Weight] = true
 		} else {
 			other[n.Weight] = true
 		}
@@ -329,8 +339,45 @@ func (s *ggufSource) useGraph(g *graph.Graph) {
 		}
 	}
 	for w := range other {
-		delete(s.matrices, w)
+		delete(matrices, w)
 	}
+	return matrices
+}
+
+// halfSource serves the weights of another source, storing the binary16
+// ones (half reports them: a quantized folder's tensors of scheme f16)
+// that the graph uses only as linear or embedding matrices as binary16
+// rows (Weight.F16Rows) rather than widened to float32.
+type halfSource struct {
+	WeightSource
+	shapes   map[string][]int
+	matrices map[string]bool
+	half     func(name string) bool
+}
+
+func (h halfSource) Weight(name string) (Weight, error) {
+	w, err := h.WeightSource.Weight(name)
+	sh := h.shapes[name]
+	if err != nil || !h.matrices[name] || len(sh) != 2 || !h.half(name) || w.Values == nil {
+		return w, err
+	}
+	return halfRows(w, sh[0], sh[1]), nil
+}
+
+// halfRows returns w (float32 values of a [rows, cols] matrix) as binary16
+// rows when every value is a binary16 value, else w unchanged.
+func halfRows(w Weight, rows, cols int) Weight {
+	if len(w.Values) != rows*cols {
+		return w
+	}
+	h := quant.EncodeF16(w.Values)
+	for i, v := range w.Values {
+		if tensor.F16ToF32(h[i]) != v {
+			return w
+		}
+	}
+	return Weight{Quantized: &quant.Quantized{Scheme: quant.Scheme{Kind: quant.KindF16}, Rows: rows, Cols: cols, Half: h},
+		F16Rows: true, Release: w.Release}
 }
 
 func (s *ggufSource) Weight(name string) (Weight, error) {
@@ -338,6 +385,9 @@ func (s *ggufSource) Weight(name string) (Weight, error) {
 	shape := s.s.Shapes[name]
 	if !ok || !s.matrices[name] || len(shape) != 2 {
 		return s.archSource.Weight(name)
+	}
+	if typ, ok := s.f.TensorType(src); ok && typ == gguf.TypeF16 {
+		return s.half(name, shape[0], shape[1])
 	}
 	q, err := ggufQuantized(s.f, src, shape[0], shape[1])
 	if err != nil {
@@ -347,4 +397,15 @@ func (s *ggufSource) Weight(name string) (Weight, error) {
 		return s.archSource.Weight(name)
 	}
 	return Weight{Quantized: q, Release: func() { format.Release(s.f, src) }}, nil
+}
+
+// half serves a GGUF F16 matrix as binary16 rows, when the values the
+// checkpoint reader gives (after its reordering) are all binary16 values
+// still; otherwise (a reader that rescales them) as float32.
+func (s *ggufSource) half(name string, rows, cols int) (Weight, error) {
+	w, err := s.archSource.Weight(name)
+	if err != nil {
+		return w, err
+	}
+	return halfRows(w, rows, cols), nil
 }

@@ -38,6 +38,10 @@ func compileQuantized(dir, outPath string, opts Options) error {
 	if r, err := quant.ParseRecipe(man.Recipe); err == nil {
 		src.Provenance["recipe"] = r.Name
 		src.Recipe = man.Recipe
+		if opts.MMProj != "" && opts.VisionWeights == "" {
+			// the recipe's encoder storage, unless the options name one
+			opts.VisionWeights = r.Vision.Weights
+		}
 	}
 	if opts.MMProj != "" {
 		var vtok tokenizer.Tokenizer
@@ -71,6 +75,13 @@ func compileQuantized(dir, outPath string, opts Options) error {
 // folderSource serves a quantized folder's weights: the quantized ones
 // as their stored parts, the others in float32.
 type folderSource struct{ f *qmodel.Folder }
+
+// half reports whether the folder stores the tensor name in binary16
+// (scheme f16; Quantized gives nil for it, Float its exact values).
+func (s folderSource) half(name string) bool {
+	e, ok := s.f.Manifest.Tensors[name]
+	return ok && !e.Float && e.Scheme.Kind == string(quant.KindF16)
+}
 
 func (s folderSource) Weight(name string) (Weight, error) {
 	q, err := s.f.Quantized(name)

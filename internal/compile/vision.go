@@ -19,9 +19,31 @@ import (
 
 // Vision weight storage (Options.VisionWeights).
 const (
-	VisionF32 = "f32" // float32 (the default)
+	VisionF32 = "f32" // float32
+	VisionF16 = "f16" // linear matrices as IEEE binary16 rows (the default)
 	VisionW8  = "w8"  // linear matrices as 8-bit rows, one scale per row
 )
+
+// DefaultVisionWeights is the encoder's storage when neither the options
+// nor the recipe name one. Binary16 halves the encoder's matrices for
+// embeddings within 3e-4 to 5e-4 (relative RMS) of float32's on the test
+// fixtures, w8 quarters them for 1.4% to 2.1% (docs/quantization.md).
+const DefaultVisionWeights = VisionF16
+
+// VisionWeightModes lists the vision weight storages.
+var VisionWeightModes = []string{VisionF32, VisionF16, VisionW8}
+
+// checkVisionWeights resolves a vision weight storage: "" is
+// DefaultVisionWeights, anything else must be one of VisionWeightModes.
+func checkVisionWeights(weights string) (string, error) {
+	switch weights {
+	case "":
+		return DefaultVisionWeights, nil
+	case VisionF32, VisionF16, VisionW8:
+		return weights, nil
+	}
+	return "", fmt.Errorf("compile: vision weights %q is not %s, %s or %s", weights, VisionF32, VisionF16, VisionW8)
+}
 
 // VisionInput is an image encoder compiled into the same artifact as the
 // text model: its plans go beside the text plans and its weights into the
@@ -38,6 +60,9 @@ type VisionInput struct {
 	// Weights8 stores the encoder's linear matrices as 8-bit rows
 	// (quant.QuantizeW8), packed for the int8 kernels where they can be.
 	Weights8 bool
+	// WeightsF16 stores them as binary16 rows (quant.QuantizeF16, plan
+	// layout f16-rows) instead.
+	WeightsF16 bool
 }
 
 // VisionSize is one image size a vision plan encodes: Height x Width
@@ -50,8 +75,13 @@ func lowerVision(v *VisionInput) ([]*plan.Plan, *plan.Vision, error) {
 		return nil, nil, errors.New("compile: a vision encoder with no graph or no image size")
 	}
 	mv := &plan.Vision{Family: v.Family, Config: v.Config, Markers: v.Markers, Weights: VisionF32}
-	if v.Weights8 {
+	switch {
+	case v.Weights8 && v.WeightsF16:
+		return nil, nil, errors.New("compile: vision weights both w8 and f16")
+	case v.Weights8:
 		mv.Weights = VisionW8
+	case v.WeightsF16:
+		mv.Weights = VisionF16
 	}
 	var plans []*plan.Plan
 	for _, s := range v.Sizes {
@@ -67,16 +97,16 @@ func lowerVision(v *VisionInput) ([]*plan.Plan, *plan.Vision, error) {
 }
 
 // visionSource serves an encoder's weights, the linear matrices at 8 bits
-// when w8 is set.
+// when w8 is set, as binary16 rows when f16 is.
 type visionSource struct {
-	w      graph.Weights
-	shapes map[string][]int
-	linear map[string]bool // weights that are linear matrices
-	w8     bool
+	w       graph.Weights
+	shapes  map[string][]int
+	linear  map[string]bool // weights that are linear matrices
+	w8, f16 bool
 }
 
 func newVisionSource(v *VisionInput) *visionSource {
-	s := &visionSource{w: v.Weights, shapes: v.Graph.Weights, linear: map[string]bool{}, w8: v.Weights8}
+	s := &visionSource{w: v.Weights, shapes: v.Graph.Weights, linear: map[string]bool{}, w8: v.Weights8, f16: v.WeightsF16}
 	for _, n := range v.Graph.Nodes {
 		if n.Op == op.Linear && n.Weight != "" {
 			s.linear[n.Weight] = true
@@ -91,8 +121,15 @@ func (s *visionSource) Weight(name string) (Weight, error) {
 		return Weight{}, fmt.Errorf("no vision weight %q", name)
 	}
 	sh := s.shapes[name]
-	if !s.w8 || !s.linear[name] || len(sh) != 2 {
+	if (!s.w8 && !s.f16) || !s.linear[name] || len(sh) != 2 {
 		return Weight{Values: v}, nil
+	}
+	if s.f16 {
+		q, err := quant.QuantizeF16(v, sh[0], sh[1])
+		if err != nil {
+			return Weight{}, err
+		}
+		return Weight{Quantized: q, F16Rows: true}, nil
 	}
 	q, err := quant.QuantizeW8(v, sh[0], sh[1])
 	if err != nil {
@@ -190,8 +227,9 @@ func readPreproc(path string) (map[string]any, error) {
 // visionInput makes the VisionInput of a SmolVLM / Idefics3 encoder: one
 // plan for its one tile size, the marker ids looked up with tok.
 func visionInput(vc arch.VisionConfig, w graph.Weights, tok tokenizer.Tokenizer, weights string) (*VisionInput, error) {
-	if weights != "" && weights != VisionF32 && weights != VisionW8 {
-		return nil, fmt.Errorf("compile: vision weights %q is not %s or %s", weights, VisionF32, VisionW8)
+	weights, err := checkVisionWeights(weights)
+	if err != nil {
+		return nil, err
 	}
 	g, err := arch.BuildVision(&vc)
 	if err != nil {
@@ -218,5 +256,5 @@ func visionInput(vc arch.VisionConfig, w graph.Weights, tok tokenizer.Tokenizer,
 	n := vc.Grid() * vc.Grid()
 	return &VisionInput{Graph: g, Weights: w, Family: "idefics3", Config: cfg, Markers: markers,
 		Sizes:    []VisionSize{{Height: vc.ImageSize, Width: vc.ImageSize, Rows: n}},
-		Weights8: weights == VisionW8}, nil
+		Weights8: weights == VisionW8, WeightsF16: weights == VisionF16}, nil
 }

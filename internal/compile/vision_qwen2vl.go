@@ -17,9 +17,9 @@ var qwen2vlMarkers = []string{"<|vision_start|>", "<|vision_end|>", "<|image_pad
 // one plan per image size of opts.VisionBuckets (or the default buckets),
 // each reading the size's patch rows, the marker ids looked up with tok.
 func qwen2vlInput(v arch.Qwen2VLVision, w graph.Weights, tok tokenizer.Tokenizer, opts Options) (*VisionInput, error) {
-	weights := opts.VisionWeights
-	if weights != "" && weights != VisionF32 && weights != VisionW8 {
-		return nil, fmt.Errorf("compile: vision weights %q is not %s or %s", weights, VisionF32, VisionW8)
+	weights, err := checkVisionWeights(opts.VisionWeights)
+	if err != nil {
+		return nil, err
 	}
 	g, err := arch.BuildQwen2VLVision(&v)
 	if err != nil {
@@ -50,7 +50,7 @@ func qwen2vlInput(v arch.Qwen2VLVision, w graph.Weights, tok tokenizer.Tokenizer
 	if err != nil {
 		return nil, fmt.Errorf("compile: vision config: %w", err)
 	}
-	in := &VisionInput{Graph: g, Weights: w, Family: "qwen2vl", Config: cfg, Markers: markers, Weights8: weights == VisionW8}
+	in := &VisionInput{Graph: g, Weights: w, Family: "qwen2vl", Config: cfg, Markers: markers, Weights8: weights == VisionW8, WeightsF16: weights == VisionF16}
 	for _, b := range buckets {
 		in.Sizes = append(in.Sizes, VisionSize{Height: b.H, Width: b.W, Rows: (b.H / v.PatchSize) * (b.W / v.PatchSize)})
 	}

@@ -79,7 +79,11 @@ func writeWeights(w *artifact.Writer, shapes map[string][]int, src WeightSource,
 		var err error
 		if e.data != nil {
 			mixed = true
-			err = w.AddTensor(n, tensor.I8, e.shape, e.layout, e.data)
+			dt := tensor.I8
+			if e.half {
+				dt = tensor.F16
+			}
+			err = w.AddTensor(n, dt, e.shape, e.layout, e.data)
 			written += int64(len(e.data))
 		} else {
 			err = w.AddTensorFrom(n, tensor.F32, e.shape, "", 4*int64(len(e.vals)), &f32Reader{v: e.vals})
@@ -105,6 +109,7 @@ type encoded struct {
 	shape  []int64
 	layout string
 	data   []byte    // quantized layout
+	half   bool      // data is binary16 rows (dtype f16), else i8 parts
 	vals   []float32 // float32 (data == nil)
 	err    error
 }
@@ -127,6 +132,11 @@ func encodeWeight(name string, shape []int, src WeightSource, pack bool) encoded
 		return e
 	}
 	if q := wt.Quantized; q != nil {
+		if q.Scheme.Kind == quant.KindF16 && wt.F16Rows {
+			e.layout, e.half = plan.WeightLayout{Kind: plan.LayoutF16}.Tag(), true
+			e.data, e.err = encodeF16Rows(q, e.shape)
+			return e
+		}
 		if l, ok := layoutOf(q.Scheme); ok {
 			encode := encodeQuantized
 			if pack && len(e.shape) == 2 && l.CanPack(e.shape[1]) {
@@ -220,6 +230,22 @@ func encodeQuantized(l plan.WeightLayout, q *quant.Quantized, shape []int64) ([]
 			return nil, fmt.Errorf("%d zero points, %s needs %d", len(q.Zeros), l.Tag(), p.NScales)
 		}
 		putFloats(b[p.Zeros:], q.Zeros)
+	}
+	return b, nil
+}
+
+// encodeF16Rows lays out the binary16 values of q (scheme f16) as the
+// little-endian rows of layout f16-rows.
+func encodeF16Rows(q *quant.Quantized, shape []int64) ([]byte, error) {
+	if len(shape) != 2 || shape[0] != int64(q.Rows) || shape[1] != int64(q.Cols) {
+		return nil, fmt.Errorf("stored as [%d, %d], the graph says %v", q.Rows, q.Cols, shape)
+	}
+	if len(q.Half) != q.Rows*q.Cols {
+		return nil, fmt.Errorf("%d binary16 values for [%d, %d]", len(q.Half), q.Rows, q.Cols)
+	}
+	b := make([]byte, 2*len(q.Half))
+	for i, h := range q.Half {
+		binary.LittleEndian.PutUint16(b[2*i:], h)
 	}
 	return b, nil
 }

@@ -15,7 +15,8 @@ const MaskValue = -1e30
 // linearJob is dst[t][j] = sum_k x[t][k]*w[j][k] (+ b[j]) for t < T,
 // x [T, K], w [N, K], b [N] or nil, dst [T, N]. Float32 weights go
 // through the SIMD row kernels (kernel.DotRows: each weight row is read
-// once for all T rows), so the sums are float32 in the kernel's order.
+// once for all T rows), so the sums are float32 in the kernel's order;
+// binary16 weights (qw.h) the same way through kernel.DotRowsF16W.
 type linearJob struct {
 	dst, x, w, b []float32
 	qw           *qweight // when set, the weight (w is nil)
@@ -30,8 +31,10 @@ func (l *linearJob) run(_, j0, j1 int) {
 			l.runPacked(j0, j1)
 			return
 		}
-		l.runQ(j0, j1)
-		return
+		if l.qw.h == nil {
+			l.runQ(j0, j1)
+			return
+		}
 	}
 	K, N, T := l.K, l.N, l.T
 	// Blocks of rows whose inputs fit in a core's cache: each weight row
@@ -55,7 +58,11 @@ func (l *linearJob) run(_, j0, j1 int) {
 			}
 			// DotRows for one row too: a row's sum has the same order whatever
 			// the pass holds (decode, prefill, a batch of sessions)
-			kernel.DotRows(tmp, l.w[j*K:(j+1)*K], x, K)
+			if l.qw != nil {
+				kernel.DotRowsF16W(tmp, l.qw.h[j*K:(j+1)*K], x, K)
+			} else {
+				kernel.DotRows(tmp, l.w[j*K:(j+1)*K], x, K)
+			}
 			for t, v := range tmp {
 				dst[t*N+j] = v + b
 			}

@@ -24,6 +24,8 @@ type qweight struct {
 	// A packed weight (layout tag "-p") is one of these instead.
 	q4 *kernel.Q4
 	w8 *kernel.W8
+	// A binary16 weight (layout f16-rows) is h [N*K] instead.
+	h []uint16
 }
 
 // packed reports whether w is in a packed layout.
@@ -36,8 +38,12 @@ func newQWeight(info artifact.TensorInfo, data []byte) (*qweight, error) {
 	if err != nil {
 		return nil, &UnsupportedError{Msg: fmt.Sprintf("tensor %q: %v", info.Name, err)}
 	}
-	if info.DType != tensor.I8 || len(info.Shape) != 2 {
-		return nil, fmt.Errorf("tensor %q: layout %s needs dtype i8 and rank 2, has %v %v", info.Name, info.Layout, info.DType, info.Shape)
+	want := tensor.I8
+	if l.Half() {
+		want = tensor.F16
+	}
+	if info.DType != want || len(info.Shape) != 2 {
+		return nil, fmt.Errorf("tensor %q: layout %s needs dtype %v and rank 2, has %v %v", info.Name, info.Layout, want, info.DType, info.Shape)
 	}
 	p, err := l.Parts(info.Shape[0], info.Shape[1])
 	if err != nil {
@@ -47,6 +53,10 @@ func newQWeight(info artifact.TensorInfo, data []byte) (*qweight, error) {
 		return nil, fmt.Errorf("tensor %q: %d bytes, layout %s of %v needs %d", info.Name, len(data), info.Layout, info.Shape, p.Size)
 	}
 	w := &qweight{kind: l.Kind, N: int(info.Shape[0]), K: int(info.Shape[1]), block: l.Block}
+	if l.Half() {
+		w.h = unsafe.Slice((*uint16)(unsafe.Pointer(&data[0])), w.N*w.K)
+		return w, nil
+	}
 	if l.Packed {
 		return w, w.viewPacked(info.Name, p, data)
 	}
@@ -77,6 +87,11 @@ func (w *qweight) row(dst []float32, n int) {
 		return
 	case w.w8 != nil:
 		w.w8.Row(dst, n)
+		return
+	case w.h != nil:
+		for k, v := range w.h[n*w.K : (n+1)*w.K] {
+			dst[k] = tensor.F16ToF32(v)
+		}
 		return
 	}
 	qr := w.q[n*w.K : (n+1)*w.K]

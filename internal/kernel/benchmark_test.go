@@ -224,6 +224,11 @@ func BenchmarkRows(b *testing.B) {
 				dst[i] = DotF16(w, y[i*stride:])
 			}
 		},
+		dotRowsF16W: func(dst []float32, w []uint16, y []float32, stride int) {
+			for i := range dst {
+				dst[i] = DotF16(y[i*stride:i*stride+len(w)], w)
+			}
+		},
 	}
 	const n = 512
 	for _, R := range []int{64, 128} {
@@ -238,6 +243,10 @@ func BenchmarkRows(b *testing.B) {
 			u[i] = uint8(r.IntN(256))
 		}
 		alpha, w := randFloats(r, R, 0.1), randFloats(r, n, 1)
+		wh := make([]uint16, n)
+		for i, v := range w {
+			wh[i] = tensor.F32ToF16(v)
+		}
 		dst := make([]float32, max(n, R))
 		ops := []struct {
 			name string
@@ -249,6 +258,7 @@ func BenchmarkRows(b *testing.B) {
 			{"dotF16", func(im rowsImpl) { im.dotRowsF16(dst[:R], w, h, st) }},
 			{"axpyU8", func(im rowsImpl) { im.axpyRowsU8(dst[:n], alpha, u, st) }},
 			{"dotU8", func(im rowsImpl) { im.dotRowsU8(dst[:R], w, u, st) }},
+			{"dotF16W", func(im rowsImpl) { im.dotRowsF16W(dst[:R], wh, x, st) }},
 		}
 		for _, op := range ops {
 			for _, im := range impls {

@@ -23,6 +23,7 @@ var (
 	dotRowsImpl     = dotRowsGeneric
 	axpyRowsF16Impl = axpyRowsF16Generic
 	dotRowsF16Impl  = dotRowsF16Generic
+	dotRowsF16WImpl = dotRowsF16WGeneric
 	axpyRowsU8Impl  = axpyRowsU8Generic
 	dotRowsU8Impl   = dotRowsU8Generic
 )
@@ -52,6 +53,7 @@ type Overlay struct {
 	DotRows     func(dst, w, y []float32, stride int)
 	AxpyRowsF16 func(dst, alpha []float32, x []uint16, stride int)
 	DotRowsF16  func(dst, w []float32, y []uint16, stride int)
+	DotRowsF16W func(dst []float32, w []uint16, y []float32, stride int)
 	AxpyRowsU8  func(dst, alpha []float32, x []uint8, stride int)
 	DotRowsU8   func(dst, w []float32, y []uint8, stride int)
 
@@ -147,6 +149,9 @@ func install() {
 		}
 		if o.DotRowsF16 != nil {
 			dotRowsF16Impl = o.DotRowsF16
+		}
+		if o.DotRowsF16W != nil {
+			dotRowsF16WImpl = o.DotRowsF16W
 		}
 		if o.AxpyRowsU8 != nil {
 			axpyRowsU8Impl = o.AxpyRowsU8

@@ -23,4 +23,9 @@
 //	                             sc = float32(Codes[n*nb+b]) * Scales[n] (LPBQ)
 //	                                or Scales[n*nb+b]
 //	W8  U [N][K]uint8 = q + 128;  w[n][k] = float32(int(U)-128) * Scales[n]
+//
+// A binary16 weight is plain IEEE binary16 rows [N][K] with no scales:
+// DotRowsF16W multiplies one such row with float32 activation rows,
+// widening each element once (F16C or AVX-512 VCVTPH2PS, NEON FCVTL)
+// and summing in float32.
 package kernel

@@ -14721,6 +14721,141 @@ done:
 	VZEROUPPER
 	RET
 
+// func dotRowsF16WAvx2(dst *float32, w *uint16, y *float32, n int, rows int, stride int)
+// Requires: AVX, F16C, FMA3
+TEXT ·dotRowsF16WAvx2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), AX
+	MOVQ w+8(FP), CX
+	MOVQ y+16(FP), DX
+	MOVQ n+24(FP), BX
+	MOVQ rows+32(FP), SI
+	MOVQ stride+40(FP), DI
+	SHLQ $0x02, DI
+	LEAQ (DI)(DI*2), R8
+
+r4:
+	CMPQ   SI, $0x04
+	JB     r1
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ   CX, R9
+	MOVQ   DX, R10
+	MOVQ   BX, R11
+
+r4j:
+	CMPQ        R11, $0x00000010
+	JB          r4j1
+	VCVTPH2PS   (R9), Y8
+	VFMADD231PS (R10), Y8, Y0
+	VFMADD231PS (R10)(DI*1), Y8, Y1
+	VFMADD231PS (R10)(DI*2), Y8, Y2
+	VFMADD231PS (R10)(R8*1), Y8, Y3
+	VCVTPH2PS   16(R9), Y8
+	VFMADD231PS 32(R10), Y8, Y4
+	VFMADD231PS 32(R10)(DI*1), Y8, Y5
+	VFMADD231PS 32(R10)(DI*2), Y8, Y6
+	VFMADD231PS 32(R10)(R8*1), Y8, Y7
+	ADDQ        $0x00000020, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x00000010, R11
+	JMP         r4j
+
+r4j1:
+	CMPQ        R11, $0x00000008
+	JB          r4jt
+	VCVTPH2PS   (R9), Y8
+	VFMADD231PS (R10), Y8, Y0
+	VFMADD231PS (R10)(DI*1), Y8, Y1
+	VFMADD231PS (R10)(DI*2), Y8, Y2
+	VFMADD231PS (R10)(R8*1), Y8, Y3
+	ADDQ        $0x00000010, R9
+	ADDQ        $0x00000020, R10
+	SUBQ        $0x00000008, R11
+	JMP         r4j1
+
+r4jt:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VEXTRACTF128 $0x01, Y2, X1
+	VADDPS       X1, X2, X1
+	VEXTRACTF128 $0x01, Y3, X2
+	VADDPS       X2, X3, X2
+	VUNPCKLPS    X0, X4, X3
+	VUNPCKHPS    X0, X4, X0
+	VADDPS       X0, X3, X4
+	VUNPCKLPS    X2, X1, X3
+	VUNPCKHPS    X2, X1, X0
+	VADDPS       X0, X3, X1
+	VSHUFPS      $0x44, X1, X4, X3
+	VSHUFPS      $0xee, X1, X4, X0
+	VADDPS       X0, X3, X3
+	VMOVUPS      X3, (AX)
+	ADDQ         $0x10, AX
+	LEAQ         (DX)(DI*4), DX
+	SUBQ         $0x04, SI
+	JMP          r4
+
+r1:
+	TESTQ  SI, SI
+	JZ     done
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	MOVQ   CX, R8
+	MOVQ   DX, R9
+	MOVQ   BX, R10
+
+r1j:
+	CMPQ        R10, $0x00000010
+	JB          r1j1
+	VCVTPH2PS   (R8), Y2
+	VFMADD231PS (R9), Y2, Y0
+	VCVTPH2PS   16(R8), Y2
+	VFMADD231PS 32(R9), Y2, Y1
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x00000010, R10
+	JMP         r1j
+
+r1j1:
+	CMPQ        R10, $0x00000008
+	JB          r1jt
+	VCVTPH2PS   (R8), Y2
+	VFMADD231PS (R9), Y2, Y0
+	ADDQ        $0x00000010, R8
+	ADDQ        $0x00000020, R9
+	SUBQ        $0x00000008, R10
+	JMP         r1j1
+
+r1jt:
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VPERMILPS    $0x4e, X1, X0
+	VADDPS       X0, X1, X1
+	VPERMILPS    $0xb1, X1, X0
+	VADDSS       X0, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         $0x04, AX
+	ADDQ         DI, DX
+	DECQ         SI
+	JMP          r1
+
+done:
+	VZEROUPPER
+	RET
+
 // func axpyRowsVnni(dst *float32, alpha *float32, x *float32, n int, rows int, stride int)
 // Requires: AVX, AVX512F, BMI2
 TEXT ·axpyRowsVnni(SB), NOSPLIT, $0-48
@@ -15906,6 +16041,179 @@ r1red:
 	VADDPS        Z11, Z10, Z10
 	VEXTRACTF64X4 $0x01, Z10, Y0
 	VADDPS        Y0, Y10, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          $0x04, AX
+	ADDQ          DI, DX
+	DECQ          SI
+	JMP           r1
+
+done:
+	VZEROUPPER
+	RET
+
+// func dotRowsF16WVnni(dst *float32, w *uint16, y *float32, n int, rows int, stride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2
+TEXT ·dotRowsF16WVnni(SB), NOSPLIT, $0-48
+	MOVQ  dst+0(FP), AX
+	MOVQ  w+8(FP), CX
+	MOVQ  y+16(FP), DX
+	MOVQ  n+24(FP), BX
+	MOVQ  rows+32(FP), SI
+	MOVQ  stride+40(FP), DI
+	SHLQ  $0x02, DI
+	LEAQ  (DI)(DI*2), R8
+	MOVQ  BX, R9
+	ANDQ  $0x0f, R9
+	MOVQ  $0x0000000000000001, R10
+	SHLXQ R9, R10, R10
+	DECQ  R10
+	KMOVW R10, K1
+
+r4:
+	CMPQ   SI, $0x04
+	JB     r1
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ   CX, R9
+	MOVQ   DX, R10
+	MOVQ   BX, R11
+
+r4j:
+	CMPQ        R11, $0x00000020
+	JB          r4j1
+	VCVTPH2PS   (R9), Z8
+	VFMADD231PS (R10), Z8, Z0
+	VFMADD231PS (R10)(DI*1), Z8, Z1
+	VFMADD231PS (R10)(DI*2), Z8, Z2
+	VFMADD231PS (R10)(R8*1), Z8, Z3
+	VCVTPH2PS   32(R9), Z8
+	VFMADD231PS 64(R10), Z8, Z4
+	VFMADD231PS 64(R10)(DI*1), Z8, Z5
+	VFMADD231PS 64(R10)(DI*2), Z8, Z6
+	VFMADD231PS 64(R10)(R8*1), Z8, Z7
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, R11
+	JMP         r4j
+
+r4j1:
+	CMPQ        R11, $0x00000010
+	JB          r4jt
+	VCVTPH2PS   (R9), Z8
+	VFMADD231PS (R10), Z8, Z0
+	VFMADD231PS (R10)(DI*1), Z8, Z1
+	VFMADD231PS (R10)(DI*2), Z8, Z2
+	VFMADD231PS (R10)(R8*1), Z8, Z3
+	ADDQ        $0x00000020, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x00000010, R11
+	JMP         r4j1
+
+r4jt:
+	TESTQ       R11, R11
+	JZ          r4red
+	VMOVDQU16.Z (R9), K1, Y8
+	VCVTPH2PS   Y8, Z8
+	VMOVUPS.Z   (R10), K1, Z11
+	VFMADD231PS Z11, Z8, Z0
+	VMOVUPS.Z   (R10)(DI*1), K1, Z11
+	VFMADD231PS Z11, Z8, Z1
+	VMOVUPS.Z   (R10)(DI*2), K1, Z11
+	VFMADD231PS Z11, Z8, Z2
+	VMOVUPS.Z   (R10)(R8*1), K1, Z11
+	VFMADD231PS Z11, Z8, Z3
+
+r4red:
+	VADDPS        Z4, Z0, Z0
+	VADDPS        Z5, Z1, Z1
+	VADDPS        Z6, Z2, Z2
+	VADDPS        Z7, Z3, Z3
+	VEXTRACTF64X4 $0x01, Z0, Y8
+	VADDPS        Y8, Y0, Y8
+	VEXTRACTF32X4 $0x01, Y8, X11
+	VADDPS        X11, X8, X11
+	VEXTRACTF64X4 $0x01, Z1, Y8
+	VADDPS        Y8, Y1, Y8
+	VEXTRACTF32X4 $0x01, Y8, X12
+	VADDPS        X12, X8, X12
+	VEXTRACTF64X4 $0x01, Z2, Y8
+	VADDPS        Y8, Y2, Y8
+	VEXTRACTF32X4 $0x01, Y8, X13
+	VADDPS        X13, X8, X13
+	VEXTRACTF64X4 $0x01, Z3, Y8
+	VADDPS        Y8, Y3, Y8
+	VEXTRACTF32X4 $0x01, Y8, X14
+	VADDPS        X14, X8, X14
+	VUNPCKLPS     X12, X11, X8
+	VUNPCKHPS     X12, X11, X12
+	VADDPS        X12, X8, X11
+	VUNPCKLPS     X14, X13, X8
+	VUNPCKHPS     X14, X13, X12
+	VADDPS        X12, X8, X13
+	VSHUFPS       $0x44, X13, X11, X8
+	VSHUFPS       $0xee, X13, X11, X12
+	VADDPS        X12, X8, X8
+	VMOVUPS       X8, (AX)
+	ADDQ          $0x10, AX
+	LEAQ          (DX)(DI*4), DX
+	SUBQ          $0x04, SI
+	JMP           r4
+
+r1:
+	TESTQ  SI, SI
+	JZ     done
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	MOVQ   CX, R8
+	MOVQ   DX, R9
+	MOVQ   BX, R10
+
+r1j:
+	CMPQ        R10, $0x00000020
+	JB          r1j1
+	VCVTPH2PS   (R8), Z0
+	VFMADD231PS (R9), Z0, Z9
+	VCVTPH2PS   32(R8), Z0
+	VFMADD231PS 64(R9), Z0, Z10
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x00000020, R10
+	JMP         r1j
+
+r1j1:
+	CMPQ        R10, $0x00000010
+	JB          r1jt
+	VCVTPH2PS   (R8), Z0
+	VFMADD231PS (R9), Z0, Z9
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x00000010, R10
+	JMP         r1j1
+
+r1jt:
+	TESTQ       R10, R10
+	JZ          r1red
+	VMOVDQU16.Z (R8), K1, Y0
+	VCVTPH2PS   Y0, Z0
+	VMOVUPS.Z   (R9), K1, Z1
+	VFMADD231PS Z1, Z0, Z9
+
+r1red:
+	VADDPS        Z10, Z9, Z9
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y0, Y9, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
 	VADDPS        X1, X0, X1
 	VPERMILPS     $0x4e, X1, X0

@@ -440,6 +440,12 @@ func axpyRowsU8Avx2(dst *float32, alpha *float32, x *uint8, n int, rows int, str
 //go:noescape
 func dotRowsU8Avx2(dst *float32, w *float32, y *uint8, n int, rows int, stride int)
 
+// dotRowsF16WAvx2 sets dst[r] = Σ_j f16(w[j])*y[r*stride+j] for r < rows, j < n,
+// n a multiple of 8; stride is in elements.
+//
+//go:noescape
+func dotRowsF16WAvx2(dst *float32, w *uint16, y *float32, n int, rows int, stride int)
+
 // axpyRowsVnni sets dst[j] += Σ_r alpha[r]*x[r*stride+j] for j < n, r < rows,
 // any n; stride is in elements.
 //
@@ -475,3 +481,9 @@ func axpyRowsU8Vnni(dst *float32, alpha *float32, x *uint8, n int, rows int, str
 //
 //go:noescape
 func dotRowsU8Vnni(dst *float32, w *float32, y *uint8, n int, rows int, stride int)
+
+// dotRowsF16WVnni sets dst[r] = Σ_j f16(w[j])*y[r*stride+j] for r < rows, j < n,
+// any n; stride is in elements.
+//
+//go:noescape
+func dotRowsF16WVnni(dst *float32, w *uint16, y *float32, n int, rows int, stride int)

@@ -26,6 +26,7 @@ func archOverlays() []Overlay {
 			DotRows:     dotRowsByRow,
 			AxpyRowsF16: axpyRowsF16ByRow,
 			DotRowsF16:  dotRowsF16ByRow,
+			DotRowsF16W: dotRowsF16WByRow,
 			AxpyRowsU8:  axpyRowsU8ByRow,
 			DotRowsU8:   dotRowsU8ByRow,
 			SiLU:        siluArm64,

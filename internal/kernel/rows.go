@@ -127,6 +127,35 @@ func dotRowsF16Generic(dst, w []float32, y []uint16, stride int) {
 	}
 }
 
+// DotRowsF16W is DotRows with a binary16 w and float32 rows y:
+// dst[r] = Σ_j f16(w[j]) * y[r*stride + j]. It is the product of a
+// linear whose weights are stored as binary16 rows (w, one weight row)
+// with the R input rows y, each weight element read and widened once
+// for all of them. A short y panics before anything is written.
+func DotRowsF16W(dst []float32, w []uint16, y []float32, stride int) {
+	s := rowsSpan("DotRowsF16W", len(dst), len(w), stride, len(y))
+	if s == 0 {
+		clear(dst)
+		return
+	}
+	dotRowsF16WImpl(dst, w, y[:s], stride)
+}
+
+func dotRowsF16WGeneric(dst []float32, w []uint16, y []float32, stride int) {
+	if len(w) == 0 {
+		clear(dst)
+		return
+	}
+	for r := range dst {
+		row := y[r*stride : r*stride+len(w)]
+		var s float32
+		for j, v := range row {
+			s += tensor.F16ToF32(w[j]) * v
+		}
+		dst[r] = s
+	}
+}
+
 // U8Bias is the stored byte of 0 in the uint8 rows of AxpyRowsU8 and
 // DotRowsU8: a byte u stands for the integer u - U8Bias (-128..127).
 const U8Bias = 128

@@ -63,6 +63,31 @@ func dotRowsWith[E rowElem](op string, kern rowsKern[E], lanes int, dec func(E) 
 	}
 }
 
+// dotRowsF16WWith is dotRowsWith for dotRowsF16W's kernels, whose w is
+// binary16 and whose rows are float32.
+func dotRowsF16WWith(kern func(dst *float32, w *uint16, y *float32, n, rows, stride int), lanes int, dst []float32, w []uint16, y []float32, stride int) {
+	s := rowsSpan("DotRowsF16W", len(dst), len(w), stride, len(y))
+	if s == 0 {
+		clear(dst)
+		return
+	}
+	y = y[:s]
+	n := len(w)
+	m := n &^ (lanes - 1)
+	kern(unsafe.SliceData(dst), unsafe.SliceData(w), unsafe.SliceData(y), m, len(dst), stride)
+	if m == n {
+		return
+	}
+	for r := range dst {
+		row := y[r*stride+m : r*stride+n]
+		d := dst[r]
+		for j, v := range row {
+			d += tensor.F16ToF32(w[m+j]) * v
+		}
+		dst[r] = d
+	}
+}
+
 func identity(v float32) float32 { return v }
 
 // u8Value is the integer a biased byte stands for, as float32.
@@ -85,6 +110,9 @@ func rowsOverlay(o *Overlay, zmm bool) {
 		o.DotRowsF16 = func(dst, w []float32, y []uint16, stride int) {
 			dotRowsWith("DotRowsF16", dotRowsF16Avx2, 8, tensor.F16ToF32, dst, w, y, stride)
 		}
+		o.DotRowsF16W = func(dst []float32, w []uint16, y []float32, stride int) {
+			dotRowsF16WWith(dotRowsF16WAvx2, 8, dst, w, y, stride)
+		}
 		o.AxpyRowsU8 = func(dst, alpha []float32, x []uint8, stride int) {
 			axpyRowsWith("AxpyRowsU8", axpyRowsU8Avx2, 8, u8Value, dst, alpha, x, stride)
 		}
@@ -104,6 +132,9 @@ func rowsOverlay(o *Overlay, zmm bool) {
 	}
 	o.DotRowsF16 = func(dst, w []float32, y []uint16, stride int) {
 		dotRowsWith("DotRowsF16", dotRowsF16Vnni, 1, tensor.F16ToF32, dst, w, y, stride)
+	}
+	o.DotRowsF16W = func(dst []float32, w []uint16, y []float32, stride int) {
+		dotRowsF16WWith(dotRowsF16WVnni, 1, dst, w, y, stride)
 	}
 	o.AxpyRowsU8 = func(dst, alpha []float32, x []uint8, stride int) {
 		axpyRowsWith("AxpyRowsU8", axpyRowsU8Vnni, 1, u8Value, dst, alpha, x, stride)

@@ -44,6 +44,18 @@ func dotRowsF16ByRow(dst, w []float32, y []uint16, stride int) {
 	}
 }
 
+// dotRowsF16WByRow runs the binary16 Dot once per row: the product is
+// the same with the operands swapped.
+func dotRowsF16WByRow(dst []float32, w []uint16, y []float32, stride int) {
+	if rowsSpan("DotRowsF16W", len(dst), len(w), stride, len(y)) == 0 {
+		clear(dst)
+		return
+	}
+	for r := range dst {
+		dst[r] = dotF16Impl(y[r*stride:r*stride+len(w)], w)
+	}
+}
+
 // axpyRowsU8ByRow and dotRowsU8ByRow check their arguments like the
 // other overlays, then run the generic loops: there is no per-row uint8
 // vector kernel to compose.

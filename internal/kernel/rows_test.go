@@ -22,23 +22,24 @@ type rowsImpl struct {
 	dotRowsF16  func(dst, w []float32, y []uint16, stride int)
 	axpyRowsU8  func(dst, alpha []float32, x []uint8, stride int)
 	dotRowsU8   func(dst, w []float32, y []uint8, stride int)
+	dotRowsF16W func(dst []float32, w []uint16, y []float32, stride int)
 }
 
 // rowsImpls lists the generic kernels, the exported (dispatched) ones and
 // every supported overlay that has them.
 func rowsImpls(t testing.TB) []rowsImpl {
 	out := []rowsImpl{
-		{"generic", axpyRowsGeneric, dotRowsGeneric, axpyRowsF16Generic, dotRowsF16Generic, axpyRowsU8Generic, dotRowsU8Generic},
-		{"exported", AxpyRows, DotRows, AxpyRowsF16, DotRowsF16, AxpyRowsU8, DotRowsU8},
+		{"generic", axpyRowsGeneric, dotRowsGeneric, axpyRowsF16Generic, dotRowsF16Generic, axpyRowsU8Generic, dotRowsU8Generic, dotRowsF16WGeneric},
+		{"exported", AxpyRows, DotRows, AxpyRowsF16, DotRowsF16, AxpyRowsU8, DotRowsU8, DotRowsF16W},
 	}
 	for _, o := range Overlays() {
 		if !o.Supported {
 			t.Logf("overlay %s: not supported by this CPU, not tested", o.Name)
 			continue
 		}
-		im := rowsImpl{o.Name, o.AxpyRows, o.DotRows, o.AxpyRowsF16, o.DotRowsF16, o.AxpyRowsU8, o.DotRowsU8}
+		im := rowsImpl{o.Name, o.AxpyRows, o.DotRows, o.AxpyRowsF16, o.DotRowsF16, o.AxpyRowsU8, o.DotRowsU8, o.DotRowsF16W}
 		if im.axpyRows == nil || im.dotRows == nil || im.axpyRowsF16 == nil || im.dotRowsF16 == nil ||
-			im.axpyRowsU8 == nil || im.dotRowsU8 == nil {
+			im.axpyRowsU8 == nil || im.dotRowsU8 == nil || im.dotRowsF16W == nil {
 			t.Logf("overlay %s: no row kernels", o.Name)
 			continue
 		}
@@ -60,6 +61,8 @@ type rowsData struct {
 	xu           []float32 // the values of u
 	v            []float32 // alpha [R] or w [n]: both drawn, unaligned
 	w            []float32
+	wh           []uint16  // w as binary16 (DotRowsF16W), unaligned
+	xw           []float32 // wh widened
 }
 
 func newRowsData(r *rand.Rand, n, R, stride int) *rowsData {
@@ -100,6 +103,11 @@ func newRowsData(r *rand.Rand, n, R, stride int) *rowsData {
 	}
 	d.v = randFloats(r, R+3, 1)[r.IntN(4):][:R]
 	d.w = randFloats(r, n+3, 1)[r.IntN(4):][:n]
+	d.wh, d.xw = make([]uint16, n+3)[r.IntN(4):][:n], make([]float32, n)
+	for j, v := range d.w {
+		d.wh[j] = tensor.F32ToF16(v)
+		d.xw[j] = tensor.F16ToF32(d.wh[j])
+	}
 	return d
 }
 
@@ -190,6 +198,26 @@ func checkRows(t *testing.T, r *rand.Rand, impls []rowsImpl, d *rowsData) {
 			}
 		}
 	}
+	// DotRowsF16W: want[r] = Σ_j f16(wh[j])*x[r*st+j], the float32 rows.
+	want, mag := make([]float64, R), make([]float64, R)
+	for row := range R {
+		for j := range n {
+			p := float64(d.xw[j]) * float64(d.x[row*st+j])
+			want[row] += p
+			mag[row] += math.Abs(p)
+		}
+	}
+	for _, im := range impls {
+		what := fmt.Sprintf("%s: dotRowsF16W n=%d R=%d stride=%d", im.name, n, R, st)
+		dst := guarded(r, randFloats(r, R, 1), R)
+		im.dotRowsF16W(dst, d.wh, d.x, st)
+		checkGuards(t, what, dst)
+		for row := range R {
+			if e := math.Abs(float64(dst[row]) - want[row]); !(e <= rowsTolerance*mag[row]) {
+				t.Fatalf("%s: dst[%d] = %g, want %g (Σ|terms| %g)", what, row, dst[row], want[row], mag[row])
+			}
+		}
+	}
 }
 
 // TestRowsOverlays runs the generic, exported and overlay row kernels on
@@ -235,6 +263,10 @@ func TestRowsBounds(t *testing.T) {
 			h := make([]uint16, span)[:span-1]
 			u := make([]uint8, span)[:span-1]
 			v, w := randFloats(r, R, 1), randFloats(r, n, 1)
+			wh := make([]uint16, n)
+			for j := range wh {
+				wh[j] = tensor.F32ToF16(w[j])
+			}
 			calls := map[string]func(dst []float32){
 				"axpyRows":    func(dst []float32) { im.axpyRows(dst[:n], v, x, st) },
 				"axpyRowsF16": func(dst []float32) { im.axpyRowsF16(dst[:n], v, h, st) },
@@ -242,6 +274,7 @@ func TestRowsBounds(t *testing.T) {
 				"dotRows":     func(dst []float32) { im.dotRows(dst[:R], w, x, st) },
 				"dotRowsF16":  func(dst []float32) { im.dotRowsF16(dst[:R], w, h, st) },
 				"dotRowsU8":   func(dst []float32) { im.dotRowsU8(dst[:R], w, u, st) },
+				"dotRowsF16W": func(dst []float32) { im.dotRowsF16W(dst[:R], wh, x, st) },
 			}
 			for name, call := range calls {
 				dst := make([]float32, max(n, R))

@@ -15,6 +15,7 @@ const (
 	LayoutW8               // "w8-rows"
 	LayoutLPBQ             // "lpbq-bB"
 	LayoutQ4               // "q4-gG-sym", "q4-gG-asym"
+	LayoutF16              // "f16-rows"
 )
 
 // WeightLayout is a parsed layout tag of the artifact's tensor index. A
@@ -30,6 +31,12 @@ const (
 //	            w[n][k] = float32(q[n*K+k]) * s[n*ng+k/G]
 //	q4-gG-asym  q i8 [N*K] | s f32 [N*ng] | z f32 [N*ng]
 //	            w[n][k] = (float32(q[n*K+k]) - z[n*ng+k/G]) * s[n*ng+k/G]
+//
+// A binary16 weight is a tensor of dtype f16 and shape [N, K] instead,
+// with no parts besides its values:
+//
+//	f16-rows    h f16 [N*K]
+//	            w[n][k] = float32(h[n*K+k])   (IEEE binary16, exact in float32)
 //
 // The integers are stored one per byte; the formulas are those of the
 // quant package, so a kernel that dequantizes in the loop computes with
@@ -61,8 +68,12 @@ const PackBlock = 32
 
 // CanPack reports whether a weight [n, k] of layout l has a packed form.
 func (l WeightLayout) CanPack(k int64) bool {
-	return l.Kind != LayoutPlain && k%PackBlock == 0 && l.Block%PackBlock == 0
+	return l.Kind != LayoutPlain && l.Kind != LayoutF16 && k%PackBlock == 0 && l.Block%PackBlock == 0
 }
+
+// Half reports whether l is the binary16 layout, whose tensor has dtype
+// f16 (the others have dtype i8).
+func (l WeightLayout) Half() bool { return l.Kind == LayoutF16 }
 
 // MaxLayoutBlock bounds B and G.
 const MaxLayoutBlock = 1 << 12
@@ -81,6 +92,9 @@ func ParseLayout(tag string) (WeightLayout, error) {
 		if err != nil {
 			return WeightLayout{}, err
 		}
+		if l.Kind == LayoutF16 {
+			return WeightLayout{}, fmt.Errorf("layout %q: f16-rows has no packed form", tag)
+		}
 		if l.Packed || l.Block%PackBlock != 0 {
 			return WeightLayout{}, fmt.Errorf("layout %q: only blocks that are multiples of %d pack", tag, PackBlock)
 		}
@@ -92,6 +106,8 @@ func ParseLayout(tag string) (WeightLayout, error) {
 		return WeightLayout{}, nil
 	case tag == "w8-rows":
 		return WeightLayout{Kind: LayoutW8}, nil
+	case tag == "f16-rows":
+		return WeightLayout{Kind: LayoutF16}, nil
 	case strings.HasPrefix(tag, "lpbq-"):
 		b, err := block(strings.TrimPrefix(tag, "lpbq-"), "b")
 		return canonical(tag, WeightLayout{Kind: LayoutLPBQ, Block: b}, err)
@@ -127,6 +143,8 @@ func (l WeightLayout) Tag() string {
 	switch l.Kind {
 	case LayoutW8:
 		return "w8-rows"
+	case LayoutF16:
+		return "f16-rows"
 	case LayoutLPBQ:
 		return fmt.Sprintf("lpbq-b%d", l.Block)
 	case LayoutQ4:
@@ -155,6 +173,13 @@ func (l WeightLayout) Parts(n, k int64) (Parts, error) {
 		return Parts{}, fmt.Errorf("layout %s: bad shape [%d, %d]", l.Tag(), n, k)
 	}
 	p := Parts{Codes: -1, Zeros: -1}
+	if l.Kind == LayoutF16 {
+		if l.Packed || l.Block != 0 {
+			return Parts{}, fmt.Errorf("layout %s: binary16 rows have no blocks and no packed form", l.Tag())
+		}
+		p.Scales, p.Size = -1, 2*n*k
+		return p, nil
+	}
 	nb := int64(0)
 	if l.Block > 0 {
 		nb = (k + int64(l.Block) - 1) / int64(l.Block)

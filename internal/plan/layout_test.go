@@ -7,7 +7,7 @@ import (
 )
 
 func TestLayoutTags(t *testing.T) {
-	for _, tag := range []string{"", "w8-rows", "lpbq-b16", "lpbq-b32", "q4-g32-sym", "q4-g64-asym"} {
+	for _, tag := range []string{"", "w8-rows", "f16-rows", "lpbq-b16", "lpbq-b32", "q4-g32-sym", "q4-g64-asym"} {
 		l, err := ParseLayout(tag)
 		if err != nil {
 			t.Fatalf("%q: %v", tag, err)
@@ -16,7 +16,8 @@ func TestLayoutTags(t *testing.T) {
 			t.Fatalf("%q reads back as %q", tag, l.Tag())
 		}
 	}
-	for _, tag := range []string{"w8", "lpbq-b0", "lpbq-b-3", "lpbq-32", "lpbq-b99999", "lpbq-b+32", "lpbq-b032", "q4-g32", "q4-g32-sy", "q4-x32-sym", "f16"} {
+	for _, tag := range []string{"w8", "lpbq-b0", "lpbq-b-3", "lpbq-32", "lpbq-b99999", "lpbq-b+32", "lpbq-b032", "q4-g32", "q4-g32-sy", "q4-x32-sym", "f16",
+		"f16-rows-p", "f16-row", "F16-rows", "f16-rows-b32"} {
 		if _, err := ParseLayout(tag); err == nil {
 			t.Errorf("%q is accepted", tag)
 		}
@@ -35,6 +36,7 @@ func TestLayoutParts(t *testing.T) {
 		{"lpbq-b16", 120, 132, -1, 3, 144}, // 9 codes end at 129, aligned to 132
 		{"q4-g16-sym", -1, 120, -1, 9, 156},
 		{"q4-g16-asym", -1, 120, 156, 9, 192},
+		{"f16-rows", -1, -1, -1, 0, 240}, // 120 binary16 values
 	}
 	for _, c := range cases {
 		l, _ := ParseLayout(c.tag)
@@ -54,6 +56,15 @@ func TestLayoutParts(t *testing.T) {
 	}
 	if _, err := (WeightLayout{}).Parts(2, 2); err == nil {
 		t.Error("the plain layout has parts")
+	}
+	h, _ := ParseLayout("f16-rows")
+	if !h.Half() || h.CanPack(64) {
+		t.Errorf("f16-rows: half %v, packs %v", h.Half(), h.CanPack(64))
+	}
+	for _, bad := range []WeightLayout{{Kind: LayoutF16, Packed: true}, {Kind: LayoutF16, Block: 32}} {
+		if _, err := bad.Parts(2, 64); err == nil {
+			t.Errorf("%+v has parts", bad)
+		}
 	}
 }
 
@@ -93,7 +104,7 @@ func inf() float64 { var z float64; return 1 / z }
 // FuzzParseLayout: any tag parses or is refused without panicking, a
 // parsed tag prints back to itself, and Parts never panics.
 func FuzzParseLayout(f *testing.F) {
-	for _, s := range []string{"", "w8-rows", "lpbq-b32", "q4-g32-sym", "q4-g16-asym", "lpbq-b", "q4--", "lpbq-b+7", "q4-g0x10-sym", strings.Repeat("q4-", 50)} {
+	for _, s := range []string{"", "w8-rows", "f16-rows", "f16-rows-p", "lpbq-b32", "q4-g32-sym", "q4-g16-asym", "lpbq-b", "q4--", "lpbq-b+7", "q4-g0x10-sym", strings.Repeat("q4-", 50)} {
 		f.Add(s, int64(3), int64(40))
 	}
 	f.Fuzz(func(t *testing.T, tag string, n, k int64) {
@@ -104,7 +115,8 @@ func FuzzParseLayout(f *testing.F) {
 		if l.Tag() != tag {
 			t.Fatalf("%q reads back as %q", tag, l.Tag())
 		}
-		if p, err := l.Parts(n, k); err == nil && (p.Size < n*k || p.Scales%4 != 0) {
+		// every part is 4-aligned; f16-rows has none (-1)
+		if p, err := l.Parts(n, k); err == nil && (p.Size < n*k || (p.Scales%4 != 0 && !(l.Half() && p.Scales == -1))) {
 			t.Fatalf("%q [%d,%d]: parts %+v", tag, n, k, p)
 		}
 	})

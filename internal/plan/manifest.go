@@ -184,7 +184,8 @@ type Vision struct {
 	// Markers maps the pieces of the prompt layout (such as
 	// "<fake_token_around_image>" or "<row_1_col_1>") to their token ids.
 	Markers map[string]int `json:"markers,omitempty"`
-	// Weights is the storage of the encoder's matrices: "f32" or "w8".
+	// Weights is the storage of the encoder's matrices: "f32", "f16"
+	// (layout f16-rows) or "w8" (8-bit rows).
 	Weights string          `json:"weights"`
 	Plans   []VisionPlanRef `json:"plans"`
 }
@@ -219,8 +220,8 @@ func (v *Vision) validate() error {
 	if len(v.Config) == 0 || v.Config[0] != '{' {
 		return errf("manifest.vision.config", "not a JSON object")
 	}
-	if v.Weights != "f32" && v.Weights != "w8" {
-		return errf("manifest.vision.weights", "%q is not f32 or w8", v.Weights)
+	if v.Weights != "f32" && v.Weights != "f16" && v.Weights != "w8" {
+		return errf("manifest.vision.weights", "%q is not f32, f16 or w8", v.Weights)
 	}
 	if len(v.Plans) == 0 {
 		return errf("manifest.vision.plans", "no plans")

@@ -31,6 +31,9 @@ func FuzzLoadRecipe(f *testing.F) {
 		`{"default": {"scheme": "lpbq"}, "overrides": [null, {"pattern": "[[", "scheme": "w8"}]}`,
 		`{"default": {"scheme": "\u0000"}, "kv": "\ud800"}`,
 		`{"default": {"scheme": "lpbq", "scheme": "w8"}}`,
+		`{"default": {"scheme": "q4"}, "vision": {"weights": "f16"}}`,
+		`{"default": {"scheme": "q4"}, "vision": {"weights": ""}}`,
+		`{"default": {"scheme": "q4"}, "vision": null}`,
 		`{"default": {"scheme": "lpbq"}, "overrides": [[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]}`,
 	} {
 		f.Add([]byte(s))

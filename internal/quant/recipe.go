@@ -184,8 +184,24 @@ type Rotation struct {
 	Seed int64        `json:"seed,omitempty"`
 }
 
-// Recipe says how to quantize each tensor of a model, and how activations and
-// the KV cache are stored.
+// Vision weight storages of a vision-language model's image encoder
+// (Vision.Weights).
+const (
+	VisionF32 = "f32" // float32
+	VisionF16 = "f16" // linear matrices as IEEE binary16 rows
+	VisionW8  = "w8"  // linear matrices as 8-bit rows, one scale per row
+)
+
+// Vision says how a vision-language model's image encoder is stored when
+// the model is compiled: its linear matrices in Weights (VisionF32,
+// VisionF16 or VisionW8; "" leaves the compiler's default). The text
+// model's schemes do not apply to the encoder.
+type Vision struct {
+	Weights string `json:"weights,omitempty"`
+}
+
+// Recipe says how to quantize each tensor of a model, and how activations,
+// the KV cache and a vision encoder are stored.
 type Recipe struct {
 	Name        string
 	Default     Scheme
@@ -194,6 +210,7 @@ type Recipe struct {
 	KV          KVDType
 	Calibration Calibration
 	Rotation    Rotation
+	Vision      Vision
 }
 
 // SchemeFor returns the scheme of the tensor name: that of the first override
@@ -232,6 +249,11 @@ func (r *Recipe) Validate() error {
 	case KVF16, KVU8:
 	default:
 		return &RecipeError{Field: "kv", Msg: fmt.Sprintf("unknown kv type %q (want f16 or u8)", string(r.KV))}
+	}
+	switch r.Vision.Weights {
+	case "", VisionF32, VisionF16, VisionW8:
+	default:
+		return &RecipeError{Field: "vision.weights", Msg: fmt.Sprintf("unknown vision weights %q (want %s, %s or %s)", r.Vision.Weights, VisionF32, VisionF16, VisionW8)}
 	}
 	c := r.Calibration
 	if c.AWQGrid < 0 || c.AWQGrid > 1000 {

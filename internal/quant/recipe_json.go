@@ -33,6 +33,7 @@ type rawRecipe struct {
 	KV          *string         `json:"kv"`
 	Calibration *Calibration    `json:"calibration"`
 	Rotation    *Rotation       `json:"rotation"`
+	Vision      *Vision         `json:"vision"`
 }
 
 // scheme applies the defaults of the named scheme and validates the result.
@@ -129,6 +130,9 @@ func (raw *rawRecipe) recipe() (Recipe, error) {
 	if raw.Rotation != nil {
 		r.Rotation = *raw.Rotation
 	}
+	if raw.Vision != nil {
+		r.Vision = *raw.Vision
+	}
 	if err := r.Validate(); err != nil {
 		return Recipe{}, err
 	}
@@ -172,7 +176,8 @@ func (r Recipe) MarshalJSON() ([]byte, error) {
 		KV          KVDType      `json:"kv"`
 		Calibration *Calibration `json:"calibration,omitempty"`
 		Rotation    *Rotation    `json:"rotation,omitempty"`
-	}{r.Name, r.Default, r.Overrides, r.Activations, r.KV, omitZero(r.Calibration), omitZero(r.Rotation)})
+		Vision      *Vision      `json:"vision,omitempty"`
+	}{r.Name, r.Default, r.Overrides, r.Activations, r.KV, omitZero(r.Calibration), omitZero(r.Rotation), omitZero(r.Vision)})
 }
 
 // omitZero returns nil for a zero value, so it is left out of the JSON.

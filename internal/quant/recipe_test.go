@@ -75,7 +75,7 @@ func TestPresets(t *testing.T) {
 
 // sameRecipe compares recipes ignoring compiled patterns.
 func sameRecipe(a, b Recipe) bool {
-	if a.Name != b.Name || a.Default != b.Default || a.Activations != b.Activations || a.KV != b.KV || len(a.Overrides) != len(b.Overrides) {
+	if a.Name != b.Name || a.Default != b.Default || a.Activations != b.Activations || a.KV != b.KV || a.Vision != b.Vision || len(a.Overrides) != len(b.Overrides) {
 		return false
 	}
 	for i := range a.Overrides {
@@ -133,6 +133,21 @@ func TestRecipeParse(t *testing.T) {
 	if r.Default != (Scheme{Kind: KindQ4, Block: 128, Sym: true}) {
 		t.Errorf("q4 defaults: %+v", r.Default)
 	}
+	if r.Vision.Weights != "" {
+		t.Errorf("vision weights %q without a vision part", r.Vision.Weights)
+	}
+	// a 4-bit text model with a binary16 encoder, written back and read
+	r, err = ParseRecipe([]byte(`{"default": {"scheme": "q4"}, "vision": {"weights": "f16"}}`))
+	if err != nil || r.Vision.Weights != VisionF16 {
+		t.Fatalf("vision f16: %v, %+v", err, r.Vision)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, err := ParseRecipe(b); err != nil || back.Vision != r.Vision || !strings.Contains(string(b), `"vision":{"weights":"f16"}`) {
+		t.Errorf("written back as %s: %v, %+v", b, err, back.Vision)
+	}
 }
 
 // TestRecipeErrors: every bad recipe is refused with a *RecipeError that
@@ -158,6 +173,10 @@ func TestRecipeErrors(t *testing.T) {
 		{`{"default": {"scheme": "lpbq"}, "overrides": [{"pattern": "x", "scheme": "q4", "mode": "refined"}]}`, "overrides[0].mode", "lpbq only"},
 		{`{"default": {"scheme": "lpbq"}, "kv": "u4"}`, "kv", `unknown kv type "u4"`},
 		{`{"default": {"scheme": "lpbq"}, "activations": {"dtype": "a8"}}`, "activations.dtype", `"a8"`},
+		{`{"default": {"scheme": "lpbq"}, "vision": {"weights": "q4"}}`, "vision.weights", `unknown vision weights "q4" (want f32, f16 or w8)`},
+		{`{"default": {"scheme": "lpbq"}, "vision": {"weights": "F16"}}`, "vision.weights", `unknown vision weights "F16"`},
+		{`{"default": {"scheme": "lpbq"}, "vision": {"scheme": "f16"}}`, "scheme", "unknown field"},
+		{`{"default": {"scheme": "lpbq"}, "vision": {"weights": 16}}`, "vision.weights", "want a JSON string"},
 		{`{"default": {"scheme": "lpbq"}, "colour": 1}`, "colour", "unknown field"},
 		{`{"default": {"scheme": "lpbq", "bits": 4}}`, "bits", "unknown field"},
 		{`{"default": {"scheme": "lpbq", "block": "32"}}`, "default.block", "want a JSON number"},

@@ -50,11 +50,15 @@ func TestQwen2VLCompiledEncoder(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, src := range []struct {
-		name   string
-		mmproj bool
-	}{{"hf", false}, {"gguf", true}} {
+		name, weights string
+		mmproj        bool
+		interpTol     float64 // max |diff| from the interpreter's float32 embeddings
+	}{{"hf", "f32", false, 1e-4}, {"gguf", "f32", true, 1e-4}, {"hf-f16", "f16", false, f16InterpTol}, {"gguf-f16", "f16", true, f16InterpTol}} {
 		t.Run(src.name, func(t *testing.T) {
-			e := compileQwenFixture(t, src.mmproj, "128x128,64x96,64x64", "")
+			e := compileQwenFixture(t, src.mmproj, "128x128,64x96,64x64", src.weights)
+			if w := e.Manifest().Vision.Weights; w != src.weights {
+				t.Fatalf("vision weights %q, want %q", w, src.weights)
+			}
 			if !IsCompiledQwen2VL(e) || HasVision(e) && e.Manifest().Vision.Family != "qwen2vl" {
 				t.Fatalf("the artifact's vision family is %q", e.Manifest().Vision.Family)
 			}
@@ -98,8 +102,8 @@ func TestQwen2VLCompiledEncoder(t *testing.T) {
 				}
 				di, dl := maxDiff(got.Embeds, want.Embeds), maxDiff(got.Embeds, theirs)
 				t.Logf("%s (bucket %s): max |diff| %.3g vs the interpreter, %.3g vs llama.cpp", cs.Image, b, di, dl)
-				if di > 1e-4 || dl > embTol {
-					t.Errorf("%s: embeddings differ by %.3g from the interpreter (tolerance 1e-4), %.3g from llama.cpp (%g)", cs.Image, di, dl, embTol)
+				if di > src.interpTol || dl > embTol {
+					t.Errorf("%s: embeddings differ by %.3g from the interpreter (tolerance %g), %.3g from llama.cpp (%g)", cs.Image, di, src.interpTol, dl, embTol)
 				}
 				p, err := c.Place(got, ref.piece)
 				if err != nil {
@@ -150,7 +154,7 @@ func TestQwen2VLBuckets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := compileQwenFixture(t, false, "128x128,64x192", "")
+	e := compileQwenFixture(t, false, "128x128,64x192", "f32")
 	c, err := OpenCompiledQwen2VL(e, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -265,5 +269,46 @@ func TestQwen2VLCompiledW8(t *testing.T) {
 	t.Logf("w8 vs f32: max |diff| %.3g, relative RMS %.3g", worst, rel)
 	if worst > 0.15 || rel > 0.03 || worst == 0 {
 		t.Fatalf("w8 embeddings differ from f32 by %.3g (tolerance 0.15), relative RMS %.3g (tolerance 0.03)", worst, rel)
+	}
+}
+
+// TestQwen2VLCompiledF16: the Qwen2-VL encoder and merger compiled with
+// binary16 weights stay within f16InterpTol and f16RMSTol of the float32
+// plans' embeddings (as SmolVLM's), for both fixture images.
+func TestQwen2VLCompiledF16(t *testing.T) {
+	dir := testutil.Path(t, "vlm/qwen2vl")
+	f32, err := OpenCompiledQwen2VL(compileQwenFixture(t, true, "64x96,64x64", "f32"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f32.Close()
+	e := compileQwenFixture(t, true, "64x96,64x64", "f16")
+	if w := e.Manifest().Vision.Weights; w != "f16" {
+		t.Fatalf("vision weights %q", w)
+	}
+	f16, err := OpenCompiledQwen2VL(e, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f16.Close()
+	for _, name := range []string{"image_square.png", "image_wide.png"} {
+		img, err := vision.DecodeFile(filepath.Join(dir, name), vision.DefaultLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := f32.Encode(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := f16.Encode(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst, rel := relDiff(a.Embeds, b.Embeds)
+		t.Logf("%s: f16 vs f32 max |diff| %.3g, relative RMS %.3g", name, worst, rel)
+		if worst > f16InterpTol || rel > f16RMSTol || worst == 0 {
+			t.Errorf("%s: f16 embeddings differ from f32 by %.3g (tolerance %g), relative RMS %.3g (tolerance %g)",
+				name, worst, f16InterpTol, rel, f16RMSTol)
+		}
 	}
 }

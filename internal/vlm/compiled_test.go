@@ -46,11 +46,15 @@ func TestCompiledEncoderMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, src := range []struct {
-		name   string
-		mmproj bool
-	}{{"hf", false}, {"gguf", true}} {
+		name, weights string
+		mmproj        bool
+		interpTol     float64 // max |diff| from the interpreter's float32 embeddings
+	}{{"hf", "f32", false, 1e-4}, {"gguf", "f32", true, 1e-4}, {"hf-f16", "f16", false, f16InterpTol}, {"gguf-f16", "f16", true, f16InterpTol}} {
 		t.Run(src.name, func(t *testing.T) {
-			e := compileFixture(t, src.mmproj, "")
+			e := compileFixture(t, src.mmproj, src.weights)
+			if w := e.Manifest().Vision.Weights; w != src.weights {
+				t.Fatalf("vision weights %q, want %q", w, src.weights)
+			}
 			c, err := OpenCompiled(e, 2)
 			if err != nil {
 				t.Fatal(err)
@@ -95,8 +99,8 @@ func TestCompiledEncoderMatches(t *testing.T) {
 				for i := range chunks {
 					di, dl := maxDiff(chunks[i], wchunks[i]), maxDiff(chunks[i], theirs[i])
 					t.Logf("%s chunk %d: max |diff| %.3g vs the interpreter, %.3g vs llama.cpp", cs.Image, i, di, dl)
-					if di > 1e-4 || dl > embTol {
-						t.Errorf("%s chunk %d: embeddings differ by %.3g from the interpreter (tolerance 1e-4), %.3g from llama.cpp (%g)", cs.Image, i, di, dl, embTol)
+					if di > src.interpTol || dl > embTol {
+						t.Errorf("%s chunk %d: embeddings differ by %.3g from the interpreter (tolerance %g), %.3g from llama.cpp (%g)", cs.Image, i, di, src.interpTol, dl, embTol)
 					}
 					rows = append(rows, chunks[i]...)
 				}
@@ -182,6 +186,69 @@ func TestCompiledEncoderW8(t *testing.T) {
 		if worst > maxTol || math.Sqrt(se/ss) > rmsTol {
 			t.Errorf("%s: w8 embeddings differ from f32 by %.3g (tolerance %g), relative RMS %.3g (tolerance %g)",
 				c.Image, worst, maxTol, math.Sqrt(se/ss), rmsTol)
+		}
+	}
+}
+
+// Tolerances of the encoder compiled with binary16 weights (layout
+// f16-rows: every linear matrix rounded to nearest binary16, products
+// summed in float32) against the float32 encoder: at most f16InterpTol
+// max |diff| and f16RMSTol relative RMS. Measured on the fixtures
+// (docs/quantization.md): max 1.4e-3 to 1.6e-3, relative RMS 3.2e-4 to
+// 5.0e-4 (w8: 1.4% to 2.1%); the margins leave room for other random
+// weights of the same shapes.
+const (
+	f16InterpTol = 4e-3
+	f16RMSTol    = 2e-3
+)
+
+// relDiff returns the max |b-a| and the RMS of b-a relative to a's.
+func relDiff(a, b []float32) (worst, rel float64) {
+	var se, ss float64
+	for i, x := range a {
+		d := float64(b[i] - x)
+		worst = max(worst, math.Abs(d))
+		se += d * d
+		ss += float64(x) * float64(x)
+	}
+	return worst, math.Sqrt(se / ss)
+}
+
+// TestCompiledEncoderF16: the encoder compiled with binary16 weights
+// stays within f16InterpTol and f16RMSTol of the float32 plan's
+// embeddings, and is not the float32 plan (some difference).
+func TestCompiledEncoderF16(t *testing.T) {
+	dir := testutil.Path(t, "vlm/smolvlm")
+	f32, err := OpenCompiled(compileFixture(t, false, "f32"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := compileFixture(t, false, "f16")
+	if w := e.Manifest().Vision.Weights; w != "f16" {
+		t.Fatalf("vision weights %q", w)
+	}
+	f16, err := OpenCompiled(e, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range loadRef(t).Cases {
+		img, err := vision.DecodeFile(filepath.Join(dir, c.Image), vision.DefaultLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := f32.Encode(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := f16.Encode(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst, rel := relDiff(a.Overview, b.Overview)
+		t.Logf("%s overview: f16 vs f32 max |diff| %.3g, relative RMS %.3g", c.Image, worst, rel)
+		if worst > f16InterpTol || rel > f16RMSTol || worst == 0 {
+			t.Errorf("%s: f16 embeddings differ from f32 by %.3g (tolerance %g), relative RMS %.3g (tolerance %g)",
+				c.Image, worst, f16InterpTol, rel, f16RMSTol)
 		}
 	}
 }

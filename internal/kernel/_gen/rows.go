@@ -22,6 +22,11 @@ func genRows() {
 			genAxpyRows(newRowsISA(zmm, e))
 			genDotRows(newRowsISA(zmm, e))
 		}
+		// dotRowsF16W: a binary16 w (a weight row of a binary16 linear)
+		// against float32 rows.
+		c := newRowsISA(zmm, elemF32)
+		c.wF16 = true
+		genDotRows(c)
 	}
 }
 
@@ -46,6 +51,7 @@ type rowsISA struct {
 	esz     int // bytes per element of the strided operand
 	k       Op  // tail mask (AVX-512)
 	sb, sb3 GPVirtual
+	wF16    bool // dotRows: w is binary16 (the rows stay elem)
 }
 
 func newRowsISA(zmm bool, e elemKind) *rowsISA {
@@ -59,6 +65,9 @@ func newRowsISA(zmm bool, e elemKind) *rowsISA {
 // name is the Go name of the kernel op for this ISA and element type.
 func (c *rowsISA) name(op string) string {
 	op += []string{"", "F16", "U8"}[c.elem]
+	if c.wF16 {
+		op += "F16W"
+	}
 	if c.zmm {
 		return op + "Vnni"
 	}
@@ -152,6 +161,31 @@ func (c *rowsISA) zero(v VecVirtual) {
 
 func (c *rowsISA) sig(params string) string {
 	return fmt.Sprintf(params, []string{"float32", "uint16", "uint8"}[c.elem])
+}
+
+// wBytes is the size of one element of dotRows' w.
+func (c *rowsISA) wBytes() int {
+	if c.wF16 {
+		return 2
+	}
+	return 4
+}
+
+// loadW puts the vector of w at m into v, widened from binary16 when
+// c.wF16 (masked: zero past the tail).
+func (c *rowsISA) loadW(m Mem, v VecVirtual, masked bool) {
+	switch {
+	case c.wF16 && masked:
+		h := YMM()
+		VMOVDQU16_Z(m, c.k, h)
+		VCVTPH2PS(h, v)
+	case c.wF16:
+		VCVTPH2PS(m, v)
+	case masked:
+		VMOVUPS_Z(m, c.k, v)
+	default:
+		VMOVUPS(m, v)
+	}
 }
 
 func genAxpyRows(c *rowsISA) {
@@ -273,13 +307,21 @@ func (c *rowsISA) axpyBlock(lbl string, dst, al, x, rows GPVirtual, nvec, sets i
 
 func genDotRows(c *rowsISA) {
 	name := c.name("dotRows")
-	TEXT(name, NOSPLIT, c.sig("func(dst *float32, w *float32, y *%s, n int, rows int, stride int)"))
+	wt := "float32"
+	if c.wF16 {
+		wt = "uint16"
+	}
+	TEXT(name, NOSPLIT, c.sig("func(dst *float32, w *"+wt+", y *%s, n int, rows int, stride int)"))
 	Pragma("noescape")
 	tail := "n a multiple of 8"
 	if c.zmm {
 		tail = "any n"
 	}
-	Doc(name+" sets dst[r] = Σ_j w[j]*y[r*stride+j] for r < rows, j < n,", tail+"; stride is in elements.")
+	term := "w[j]"
+	if c.wF16 {
+		term = "f16(w[j])"
+	}
+	Doc(name+" sets dst[r] = Σ_j "+term+"*y[r*stride+j] for r < rows, j < n,", tail+"; stride is in elements.")
 	dst, w, y, n, rows := GP64(), GP64(), GP64(), GP64(), GP64()
 	Load(Param("dst"), dst)
 	Load(Param("w"), w)
@@ -338,12 +380,12 @@ func (c *rowsISA) dotBlock(lbl string, dst, w, y, n GPVirtual, nr, ju int) {
 	JB(LabelRef(lbl + "j1"))
 	for u := range ju {
 		wv := c.vec()
-		VMOVUPS(Mem{Base: wp, Disp: u * c.lanes * 4}, wv)
+		c.loadW(Mem{Base: wp, Disp: u * c.lanes * c.wBytes()}, wv, false)
 		for r := range nr {
 			c.fma(c.row(yp, r, u*c.lanes), wv, acc[u][r], false)
 		}
 	}
-	ADDQ(U32(ju*c.lanes*4), wp)
+	ADDQ(U32(ju*c.lanes*c.wBytes()), wp)
 	ADDQ(U32(ju*c.lanes*c.esz), yp)
 	SUBQ(U32(ju*c.lanes), j)
 	JMP(LabelRef(lbl + "j"))
@@ -352,11 +394,11 @@ func (c *rowsISA) dotBlock(lbl string, dst, w, y, n GPVirtual, nr, ju int) {
 	CMPQ(j, U32(c.lanes))
 	JB(LabelRef(lbl + "jt"))
 	wv := c.vec()
-	VMOVUPS(Mem{Base: wp}, wv)
+	c.loadW(Mem{Base: wp}, wv, false)
 	for r := range nr {
 		c.fma(c.row(yp, r, 0), wv, acc[0][r], false)
 	}
-	ADDQ(U32(c.lanes*4), wp)
+	ADDQ(U32(c.lanes*c.wBytes()), wp)
 	ADDQ(U32(c.lanes*c.esz), yp)
 	SUBQ(U32(c.lanes), j)
 	JMP(LabelRef(lbl + "j1"))
@@ -366,7 +408,7 @@ func (c *rowsISA) dotBlock(lbl string, dst, w, y, n GPVirtual, nr, ju int) {
 		TESTQ(j, j)
 		JZ(LabelRef(lbl + "red"))
 		wt := c.vec()
-		VMOVUPS_Z(Mem{Base: wp}, c.k, wt)
+		c.loadW(Mem{Base: wp}, wt, true)
 		for r := range nr {
 			c.fma(c.row(yp, r, 0), wt, acc[0][r], true)
 		}
