@@ -63,15 +63,15 @@ which; docs/formats.md has the measured perplexity change).
 --gguf-weights f32 decodes every weight to float32 instead: exact, larger
 and slower.
 
-A vision-language model (a SmolVLM or Qwen2-VL folder, or a text GGUF
-with --mmproj) gets its vision encoder and connector compiled into the
-same artifact, as vision plans beside the text plans (inspect lists
-them), with what image preprocessing needs, so "run -m OUT.aot --image"
-reads nothing else. The encoder is float32, or with --vision-weights w8
-8-bit rows whatever the text model's weights are. SmolVLM's encoder has
-one plan (its tile size); Qwen2-VL's has one plan per image size of
---vision-buckets, and an image is resized into the smallest size that
-holds it (docs/usage.md).`,
+A vision-language model (a SmolVLM, Qwen2-VL or Qwen2.5-VL folder, or a
+text GGUF with --mmproj) gets its vision encoder and connector compiled
+into the same artifact, as vision plans beside the text plans (inspect
+lists them), with what image preprocessing needs, so "run -m OUT.aot
+--image" reads nothing else. The encoder is float32, or with
+--vision-weights w8 8-bit rows whatever the text model's weights are.
+SmolVLM's encoder has one plan (its tile size); Qwen2-VL's and
+Qwen2.5-VL's have one plan per image size of --vision-buckets, and an
+image is resized into the smallest size that holds it (docs/usage.md).`,
 		Example: `  aotlm compile stories260K.gguf -o stories.aot --ar-len 32 --ctx 512
   aotlm compile SmolVLM-256M-Instruct/ -o smolvlm.aot --vision-weights w8
   aotlm compile text.gguf --mmproj mmproj.gguf -o vlm.aot
