@@ -3,10 +3,12 @@ package vlm
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/vision"
 )
 
@@ -111,4 +113,20 @@ func encodeWith(t *testing.T, v *arch.Qwen2VLVision, w graph.Weights, rows []flo
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestQwen25VLCompiledNeedsPositions: the compiled encoder's window
+// attention needs each patch's row and column; encoding without them is
+// refused rather than attending over the wrong rows.
+func TestQwen25VLCompiledNeedsPositions(t *testing.T) {
+	e := compileQwenFixtureAt(t, qwen25Dir, false, "64x144", "")
+	enc, err := e.NewEncoder(plan.VisionPlanName(64, 144), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	rows := make([]float32, enc.Rows()*enc.InputCols())
+	if _, err := enc.Encode(rows, make([]int, enc.Rows())); err == nil || !strings.Contains(err.Error(), "row and column") {
+		t.Fatalf("encoding without positions: %v", err)
+	}
 }
