@@ -33,6 +33,8 @@ const (
 	// converter drops vision_config.window_size), and the published
 	// Qwen2.5-VL checkpoints use 112 pixels.
 	llamaCppWindowSize = 112
+	// hfWindowSize is transformers' default vision_config.window_size.
+	hfWindowSize = 112
 )
 
 // isQwen25VL reports whether config.json metadata names a Qwen2.5-VL
@@ -60,7 +62,7 @@ func qwen25vlVisionHF(vcm map[string]any, textHidden int) (Qwen2VLVision, error)
 	get := func(key string, def int) int {
 		n, ok := format.MetaInt(vcm, key)
 		if !ok {
-			if def < 0 && gerr == nil {
+			if _, given := vcm[key]; (def < 0 || given) && gerr == nil {
 				gerr = fmt.Errorf("config.json vision_config: %q is missing or not an integer", key)
 			}
 			return def
@@ -75,7 +77,7 @@ func qwen25vlVisionHF(vcm map[string]any, textHidden int) (Qwen2VLVision, error)
 		Merge: get("spatial_merge_size", 2), Channels: chans, Hidden: get("hidden_size", -1),
 		FFN: get("intermediate_size", -1), Layers: get("depth", -1), Heads: get("num_heads", -1),
 		NormEps: 1e-6, RopeTheta: 10000, TextHidden: textHidden, Mean: clipMean, Std: clipStd, ImageTokenID: -1,
-		RMSNorm: true, GatedMLP: true, WindowSize: get("window_size", -1)}
+		RMSNorm: true, GatedMLP: true, WindowSize: get("window_size", hfWindowSize)}
 	if gerr != nil {
 		return Qwen2VLVision{}, gerr
 	}

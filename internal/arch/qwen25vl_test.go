@@ -70,6 +70,12 @@ func TestQwen25VLConfigErrors(t *testing.T) {
 	if err != nil || v.Validate() != nil {
 		t.Fatalf("base config: %v, %v", err, v.Validate())
 	}
+	// without window_size, transformers' default of 112 pixels
+	m := base()
+	delete(m, "window_size")
+	if v, err := qwen25vlVisionHF(m, 64); err != nil || v.WindowSize != 112 {
+		t.Fatalf("no window_size: %d, %v", v.WindowSize, err)
+	}
 	for name, c := range map[string]struct {
 		mut  func(m map[string]any)
 		want string
@@ -78,7 +84,7 @@ func TestQwen25VLConfigErrors(t *testing.T) {
 		"bad full block":  {func(m map[string]any) { m["fullatt_block_indexes"] = []any{1.0, 4.0} }, "full-attention block 4"},
 		"gelu":            {func(m map[string]any) { m["hidden_act"] = "gelu" }, "hidden_act"},
 		"other width":     {func(m map[string]any) { m["out_hidden_size"] = 48.0 }, "out_hidden_size"},
-		"no window":       {func(m map[string]any) { delete(m, "window_size") }, "window_size"},
+		"bad window":      {func(m map[string]any) { m["window_size"] = "wide" }, "window_size"},
 		"window too thin": {func(m map[string]any) { m["window_size"] = 8.0 }, "window of 8 pixels"},
 	} {
 		m := base()
