@@ -64,21 +64,21 @@ and embedding matrices stay binary16 (layout f16-rows, exact), as do a
 quantized folder's f16 tensors. --gguf-weights f32 decodes every weight to
 float32 instead: exact, larger and slower.
 
-A vision-language model (a SmolVLM or Qwen2-VL folder, or a text GGUF
-with --mmproj) gets its vision encoder and connector compiled into the
-same artifact, as vision plans beside the text plans (inspect lists
-them), with what image preprocessing needs, so "run -m OUT.aot --image"
-reads nothing else. The encoder's matrices are stored whatever the text
-model's weights are: as binary16 rows by default (--vision-weights f16:
-half the bytes of float32; on the test models the image embeddings move
-by 0.03-0.05% relative RMS), as 8-bit rows with one scale per row (w8: a
-quarter of the bytes; 1.4-2.1%), or as float32 (f32). A folder written by
-"aotlm quantize" takes the choice of its recipe's "vision" part
-({"vision": {"weights": "w8"}}) unless --vision-weights is given;
-docs/quantization.md has the measured error and sizes. SmolVLM's encoder
-has one plan (its tile size); Qwen2-VL's has one plan per image size of
---vision-buckets, and an image is resized into the smallest size that
-holds it (docs/usage.md).`,
+A vision-language model (a SmolVLM, Qwen2-VL or Qwen2.5-VL folder, or a
+text GGUF with --mmproj) gets its vision encoder and connector compiled
+into the same artifact, as vision plans beside the text plans (inspect
+lists them), with what image preprocessing needs, so "run -m OUT.aot
+--image" reads nothing else. The encoder's matrices are stored whatever
+the text model's weights are: as binary16 rows by default
+(--vision-weights f16: half the bytes of float32; on the test models the
+image embeddings move by 0.03-0.05% relative RMS), as 8-bit rows with one
+scale per row (w8: a quarter of the bytes; 1.4-2.7%), or as float32
+(f32). A folder written by "aotlm quantize" takes the choice of its
+recipe's "vision" part ({"vision": {"weights": "w8"}}) unless
+--vision-weights is given; docs/quantization.md has the measured error
+and sizes. SmolVLM's encoder has one plan (its tile size); Qwen2-VL's and
+Qwen2.5-VL's have one plan per image size of --vision-buckets, and an
+image is resized into the smallest size that holds it (docs/usage.md).`,
 		Example: `  aotlm compile stories260K.gguf -o stories.aot --ar-len 32 --ctx 512
   aotlm compile SmolVLM-256M-Instruct/ -o smolvlm.aot --vision-weights w8
   aotlm compile q4/ --mmproj mmproj.gguf -o vlm.aot      # q4/ from quantize, its recipe's vision weights

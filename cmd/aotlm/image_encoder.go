@@ -94,7 +94,7 @@ func openInterpreterVLM(r imageRun) (*vlm.Model, error) {
 	case vlm.IsVLM(r.modelPath):
 		return vlm.Open(r.modelPath, r.threads)
 	}
-	return nil, fmt.Errorf("--image needs a vision-language model: an artifact compiled with its vision encoder, a SmolVLM or Qwen2-VL folder (Hugging Face layout), or a text GGUF with --mmproj; %s is none of them", r.modelPath)
+	return nil, fmt.Errorf("--image needs a vision-language model: an artifact compiled with its vision encoder, a SmolVLM, Qwen2-VL or Qwen2.5-VL folder (Hugging Face layout), or a text GGUF with --mmproj; %s is none of them", r.modelPath)
 }
 
 // openCompiledQwen2VL returns the Qwen2-VL vision plans of eng's artifact.
@@ -167,5 +167,5 @@ func newImageSequence(m *aotlm.Model, oe *openedEncoder, imageID int, placed []*
 	return q, nil
 }
 
-const visionBucketsHelp = "image sizes HxW in pixels, comma-separated, a Qwen2-VL encoder is compiled for, one vision plan each " +
+const visionBucketsHelp = "image sizes HxW in pixels, comma-separated, a Qwen2-VL or Qwen2.5-VL encoder is compiled for, one vision plan each " +
 	"(default: square, 3:4, 4:3, 9:16 and 16:9 sizes of 64 to 576 image tokens)"

@@ -79,7 +79,23 @@ func qwenInterpreterGreedy(t *testing.T, dir, img string, promptIDs []int, n int
 // lists every vision plan. An image whose aspect ratio no size holds is
 // refused, naming the sizes.
 func TestRunQwen2VLImageFromArtifactAlone(t *testing.T) {
-	dir := testutil.Path(t, "vlm/qwen2vl")
+	checkQwenImageFromArtifactAlone(t, testutil.Path(t, "vlm/qwen2vl"), "64x64,64x96,128x128", "64x64, 64x96, 128x128",
+		[]string{"vision/64x64", "vision/64x96", "vision/128x128", "64 rows in, 16 tokens out",
+			"96 rows in, 24 tokens out", "256 rows in, 64 tokens out", "vision/64x96 arena"})
+}
+
+// TestRunQwen25VLImageFromArtifactAlone: the same for the tiny
+// Qwen2.5-VL fixture (window attention in its vision plans).
+func TestRunQwen25VLImageFromArtifactAlone(t *testing.T) {
+	checkQwenImageFromArtifactAlone(t, "../../internal/vlm/testdata/qwen25vl", "128x128,64x144", "128x128, 64x144",
+		[]string{"vision/128x128", "vision/64x144", "256 rows in, 64 tokens out", "144 rows in, 36 tokens out"})
+}
+
+// checkQwenImageFromArtifactAlone compiles the fixture in dir for buckets
+// (listed as sizes in errors), deletes the source and checks run --image
+// against the interpreter, the refusal of an image no size holds, and
+// that inspect shows each of inspectWants.
+func checkQwenImageFromArtifactAlone(t *testing.T, dir, buckets, sizes string, inspectWants []string) {
 	imgDir := t.TempDir()
 	imgs := []string{filepath.Join(imgDir, "square.png"), filepath.Join(imgDir, "wide.png")}
 	copyFile(t, filepath.Join(dir, "image_square.png"), imgs[0])
@@ -103,7 +119,7 @@ func TestRunQwen2VLImageFromArtifactAlone(t *testing.T) {
 				args = append(args, text, "--mmproj", mm)
 			}
 			out := filepath.Join(t.TempDir(), "qwen2vl.aot")
-			args = append(args, "--vision-buckets", "64x64,64x96,128x128", "-o", out, "--ctx", "128", "--ar-len", "8")
+			args = append(args, "--vision-buckets", buckets, "-o", out, "--ctx", "128", "--ar-len", "8")
 			if code, _, errs := runCLI(t, args...); code != 0 {
 				t.Fatalf("compile: exit %d: %s", code, errs)
 			}
@@ -126,15 +142,14 @@ func TestRunQwen2VLImageFromArtifactAlone(t *testing.T) {
 				}
 			}
 			code, _, errs := runCLI(t, "run", "-m", out, "--image", narrow, "-p", "abc<image>xyz", "-n", "2", "-t", "1")
-			if code == 0 || !strings.Contains(errs, "no compiled image size") || !strings.Contains(errs, "64x64, 64x96, 128x128") {
+			if code == 0 || !strings.Contains(errs, "no compiled image size") || !strings.Contains(errs, sizes) {
 				t.Fatalf("a 1000x40 image: exit %d: %s", code, errs)
 			}
 			code, ins, errs := runCLI(t, "inspect", out)
 			if code != 0 {
 				t.Fatalf("inspect: exit %d: %s", code, errs)
 			}
-			for _, w := range []string{"vision/64x64", "vision/64x96", "vision/128x128", "64 rows in, 16 tokens out",
-				"96 rows in, 24 tokens out", "256 rows in, 64 tokens out", "vision/64x96 arena"} {
+			for _, w := range inspectWants {
 				if !strings.Contains(ins, w) {
 					t.Errorf("inspect does not show %q:\n%s", w, ins)
 				}

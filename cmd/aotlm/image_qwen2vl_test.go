@@ -18,10 +18,23 @@ import (
 // generates the greedy ids the interpreter gives for the same prompt with
 // the image's rows at their M-RoPE positions.
 func TestRunImageQwen2VL(t *testing.T) {
-	dir := testutil.Path(t, "vlm/qwen2vl")
+	checkRunImageQwen(t, testutil.Path(t, "vlm/qwen2vl"), "128x128,64x96", 24)
+}
+
+// TestRunImageQwen25VL: the same for the tiny Qwen2.5-VL fixture (its
+// 150x70 image: 4x9 image rows, in two attention windows).
+func TestRunImageQwen25VL(t *testing.T) {
+	checkRunImageQwen(t, "../../internal/vlm/testdata/qwen25vl", "128x128,64x144", 36)
+}
+
+// checkRunImageQwen runs `run --image` on the image_wide.png of the
+// Qwen2-VL / Qwen2.5-VL fixture in dir, compiled with buckets, from the
+// folder and from the GGUF pair, and checks the n image rows of the
+// prompt and the greedy ids against the interpreter.
+func checkRunImageQwen(t *testing.T, dir, buckets string, n int) {
 	tok := filepath.Join(dir, "text.gguf")
 	img := filepath.Join(dir, "image_wide.png")
-	args := []string{"--image", img, "--vision-buckets", "128x128,64x96", "-p", "abc<image>xyz", "-n", "6", "--temp", "0", "--ignore-eos", "--json", "-t", "1"}
+	args := []string{"--image", img, "--vision-buckets", buckets, "-p", "abc<image>xyz", "-n", "6", "--temp", "0", "--ignore-eos", "--json", "-t", "1"}
 	hf, err := vlm.Open(dir, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +60,7 @@ func TestRunImageQwen2VL(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatalf("%s: %v: %s", c.name, err, out)
 		}
-		// 262 <|vision_start|>, 24 x 265 <|image_pad|>, 263 <|vision_end|>
+		// 262 <|vision_start|>, n x 265 <|image_pad|>, 263 <|vision_end|>
 		start := -1
 		for i, id := range rep.PromptIDs {
 			if id == 262 {
@@ -55,12 +68,12 @@ func TestRunImageQwen2VL(t *testing.T) {
 				break
 			}
 		}
-		if start < 0 || start+26 > len(rep.PromptIDs) || rep.PromptIDs[start+25] != 263 {
+		if start < 0 || start+n+2 > len(rep.PromptIDs) || rep.PromptIDs[start+n+1] != 263 {
 			t.Fatalf("%s: prompt ids %v do not hold the image layout", c.name, rep.PromptIDs)
 		}
-		for _, id := range rep.PromptIDs[start+1 : start+25] {
+		for _, id := range rep.PromptIDs[start+1 : start+n+1] {
 			if id != 265 {
-				t.Fatalf("%s: prompt ids %v do not hold 24 image rows", c.name, rep.PromptIDs)
+				t.Fatalf("%s: prompt ids %v do not hold %d image rows", c.name, rep.PromptIDs, n)
 			}
 		}
 		if rep.Images != 1 || len(rep.IDs) != 6 {
@@ -88,7 +101,7 @@ func TestRunImageQwen2VL(t *testing.T) {
 		if err := seq.Image(p); err != nil {
 			t.Fatal(err)
 		}
-		seq.Text(rep.PromptIDs[start+26:]...)
+		seq.Text(rep.PromptIDs[start+n+2:]...)
 		for step, want := range rep.IDs {
 			logits, err := c.m.LogitsAt(seq.IDs, seq.Embeds, seq.Positions)
 			if err != nil {

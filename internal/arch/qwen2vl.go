@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/aotlm/aotlm/internal/format"
@@ -24,11 +25,13 @@ import (
 // The text model alone is the "qwen2vl" family: loading, compiling and
 // running a Qwen2-VL checkpoint without images uses it (its positions are
 // then (p, p, p): plain RoPE); LoadQwen2VL adds the vision encoder.
+// Qwen2.5-VL's text model is the same (qwen25vl.go holds what its vision
+// encoder does differently).
 func init() {
 	register(&Family{
 		Name:              "qwen2vl",
-		HFArchitectures:   []string{"Qwen2VLForConditionalGeneration"},
-		HFModelTypes:      []string{"qwen2_vl"},
+		HFArchitectures:   []string{"Qwen2VLForConditionalGeneration", qwen25vlArchitecture},
+		HFModelTypes:      []string{"qwen2_vl", qwen25vlModelType},
 		GGUFArchitectures: []string{"qwen2vl"},
 		configHF:          qwen2vlConfigHF,
 		configGGUF:        qwen2vlConfigGGUF,
@@ -125,6 +128,29 @@ type Qwen2VLVision struct {
 	// ImageTokenID is <|image_pad|>'s id; -1 when the checkpoint does not
 	// say (the GGUF pair).
 	ImageTokenID int `json:"image_token_id"`
+
+	// Qwen2.5-VL's encoder differs by these (zero: Qwen2-VL's).
+	// RMSNorm: the blocks' and the merger's norms are RMSNorm without a
+	// bias, not LayerNorm.
+	RMSNorm bool `json:"rms_norm,omitempty"`
+	// GatedMLP: a block's MLP is down(silu(gate(x)) * up(x)), each with a
+	// bias, not fc2(quick_gelu(fc1(x))).
+	GatedMLP bool `json:"gated_mlp,omitempty"`
+	// WindowSize, in pixels: the blocks not in FullAttnBlocks attend only
+	// within windows of WindowSize/PatchSize/Merge merged tokens a side
+	// (see WindowPatches); 0: every block attends over the whole image.
+	WindowSize     int   `json:"window_size,omitempty"`
+	FullAttnBlocks []int `json:"fullatt_block_indexes,omitempty"`
+}
+
+// WindowPatches is the side of an attention window in patches (0: no
+// window attention): whole merge blocks, WindowSize/PatchSize/Merge of
+// them, rounded down as Hugging Face and llama.cpp do.
+func (v *Qwen2VLVision) WindowPatches() int {
+	if v.WindowSize <= 0 || v.PatchSize <= 0 || v.Merge <= 0 {
+		return 0
+	}
+	return v.WindowSize / v.PatchSize / v.Merge * v.Merge
 }
 
 // Validate checks the sizes fit together.
@@ -142,6 +168,13 @@ func (v *Qwen2VLVision) Validate() error {
 		return fmt.Errorf("qwen2-vl vision: text width %d", v.TextHidden)
 	case !(v.NormEps > 0 && v.NormEps < 1) || !(v.RopeTheta > 0):
 		return fmt.Errorf("qwen2-vl vision: norm epsilon %v, rope theta %v", v.NormEps, v.RopeTheta)
+	case v.WindowSize < 0 || (v.WindowSize > 0 && v.WindowPatches() == 0) || v.WindowSize > 1<<20:
+		return fmt.Errorf("qwen2-vl vision: window of %d pixels for patches of %d merged by %d", v.WindowSize, v.PatchSize, v.Merge)
+	}
+	for _, b := range v.FullAttnBlocks {
+		if b < 0 || b >= v.Layers {
+			return fmt.Errorf("qwen2-vl vision: full-attention block %d of %d", b, v.Layers)
+		}
 	}
 	for c := range v.Std {
 		if v.Std[c] == 0 {
@@ -164,16 +197,17 @@ type Qwen2VL struct {
 	VisionWeights graph.Weights
 }
 
-// IsQwen2VL reports whether config.json metadata names a Qwen2-VL model.
+// IsQwen2VL reports whether config.json metadata names a Qwen2-VL or
+// Qwen2.5-VL model.
 func IsQwen2VL(meta map[string]any) bool {
 	archs, _ := format.MetaStrings(meta, "architectures")
 	for _, a := range archs {
-		if a == "Qwen2VLForConditionalGeneration" {
+		if a == "Qwen2VLForConditionalGeneration" || a == qwen25vlArchitecture {
 			return true
 		}
 	}
 	mt, _ := format.MetaString(meta, "model_type")
-	return mt == "qwen2_vl"
+	return mt == "qwen2_vl" || mt == qwen25vlModelType
 }
 
 // BuildQwen2VLVision returns the graph from patches to text-width image
@@ -197,21 +231,45 @@ func BuildQwen2VLVision(v *Qwen2VLVision) (*graph.Graph, error) {
 		freq[q4+j] = freq[j]
 	}
 	rope := graph.Rope{Style: graph.RopeHalf, HeadDim: E, RotDim: E, InvFreq: freq, Sections: []int{q4, q4}}
+	norm := func(x int, name string) int {
+		if v.RMSNorm {
+			return g.RMSNorm(x, name+".weight", eps, 0)
+		}
+		return g.LayerNorm(x, name+".weight", name+".bias", eps)
+	}
 	x := g.Linear(g.Rows(v.PatchCols()), "visual.patch_embed.proj.weight", v.Hidden, "")
 	for l := 0; l < v.Layers; l++ {
 		p := fmt.Sprintf("visual.blocks.%d.", l)
-		h := g.LayerNorm(x, p+"norm1.weight", p+"norm1.bias", eps)
+		h := norm(x, p+"norm1")
 		qkv := g.Linear(h, p+"attn.qkv.weight", 3*v.Hidden, p+"attn.qkv.bias")
 		q, k, val := g.Columns(qkv, 0, v.Hidden), g.Columns(qkv, v.Hidden, 2*v.Hidden), g.Columns(qkv, 2*v.Hidden, 3*v.Hidden)
 		q, k = g.RoPE(q, rope), g.RoPE(k, rope)
+		// window attention (Qwen2.5-VL): Hugging Face and llama.cpp regroup
+		// the merge blocks window by window before the first block and put
+		// them back after the merger; every step but attention works row by
+		// row and attention within a window does not depend on the order of
+		// its rows, so the rows keep their grid order here and attention is
+		// limited to the rows of the same window (graph.Attn.Tile)
+		tile := v.WindowPatches()
+		if slices.Contains(v.FullAttnBlocks, l) {
+			tile = 0
+		}
 		a := g.Attention(q, k, val, graph.Attn{Layer: l, Heads: v.Heads, KVHeads: v.Heads, HeadDim: E,
-			Scale: float32(1 / math.Sqrt(float64(E))), Bidirectional: true})
+			Scale: float32(1 / math.Sqrt(float64(E))), Bidirectional: true, Tile: tile})
 		x = g.Add(x, g.Linear(a, p+"attn.proj.weight", v.Hidden, p+"attn.proj.bias"))
-		h = g.LayerNorm(x, p+"norm2.weight", p+"norm2.bias", eps)
-		m := quickGELU(g, g.Linear(h, p+"mlp.fc1.weight", v.FFN, p+"mlp.fc1.bias"))
-		x = g.Add(x, g.Linear(m, p+"mlp.fc2.weight", v.Hidden, p+"mlp.fc2.bias"))
+		h = norm(x, p+"norm2")
+		var m int
+		if v.GatedMLP {
+			gate := g.SiLU(g.Linear(h, p+"mlp.gate_proj.weight", v.FFN, p+"mlp.gate_proj.bias"))
+			m = g.Linear(g.Mul(gate, g.Linear(h, p+"mlp.up_proj.weight", v.FFN, p+"mlp.up_proj.bias")),
+				p+"mlp.down_proj.weight", v.Hidden, p+"mlp.down_proj.bias")
+		} else {
+			m = g.Linear(quickGELU(g, g.Linear(h, p+"mlp.fc1.weight", v.FFN, p+"mlp.fc1.bias")),
+				p+"mlp.fc2.weight", v.Hidden, p+"mlp.fc2.bias")
+		}
+		x = g.Add(x, m)
 	}
-	x = g.LayerNorm(x, "visual.merger.ln_q.weight", "visual.merger.ln_q.bias", eps)
+	x = norm(x, "visual.merger.ln_q")
 	s2 := v.Merge * v.Merge
 	x = g.GroupRows(x, s2)
 	// Hugging Face's merger uses the exact (erf) GELU; llama.cpp the tanh
@@ -302,30 +360,15 @@ func LoadQwen2VLVisionHF(ck format.Checkpoint, preproc map[string]any, textHidde
 	if !ok {
 		return Qwen2VLVision{}, nil, errors.New("config.json: \"vision_config\" is missing")
 	}
-	var gerr error
-	get := func(key string, def int) int {
-		n, ok := format.MetaInt(vcm, key)
-		if !ok {
-			if def < 0 && gerr == nil {
-				gerr = fmt.Errorf("config.json vision_config: %q is missing or not an integer", key)
-			}
-			return def
-		}
-		return int(n)
+	var v Qwen2VLVision
+	var err error
+	if isQwen25VL(meta) {
+		v, err = qwen25vlVisionHF(vcm, textHidden)
+	} else {
+		v, err = qwen2vlVisionHF(vcm, textHidden)
 	}
-	v := Qwen2VLVision{PatchSize: get("patch_size", -1), TemporalPatch: get("temporal_patch_size", 2),
-		Merge: get("spatial_merge_size", 2), Channels: get("in_chans", 3), Hidden: get("embed_dim", -1),
-		Layers: get("depth", -1), Heads: get("num_heads", -1), NormEps: 1e-6, RopeTheta: 10000,
-		TextHidden: textHidden, Mean: clipMean, Std: clipStd, ImageTokenID: -1}
-	v.FFN = v.Hidden * get("mlp_ratio", 4)
-	if gerr != nil {
-		return Qwen2VLVision{}, nil, gerr
-	}
-	if act, _ := format.MetaString(vcm, "hidden_act"); act != "" && act != "quick_gelu" {
-		return Qwen2VLVision{}, nil, fmt.Errorf("config.json vision_config: hidden_act %q is not supported (want quick_gelu)", act)
-	}
-	if out, ok := format.MetaInt(vcm, "hidden_size"); ok && int(out) != v.TextHidden {
-		return Qwen2VLVision{}, nil, fmt.Errorf("config.json vision_config: hidden_size %d differs from the text model's %d", out, v.TextHidden)
+	if err != nil {
+		return Qwen2VLVision{}, nil, err
 	}
 	if id, ok := format.MetaInt(meta, "image_token_id"); ok {
 		v.ImageTokenID = int(id)
@@ -345,6 +388,37 @@ func LoadQwen2VLVisionHF(ck format.Checkpoint, preproc map[string]any, textHidde
 		return Qwen2VLVision{}, nil, err
 	}
 	return v, w, nil
+}
+
+// qwen2vlVisionHF reads a Qwen2-VL vision_config for a text model of
+// width textHidden.
+func qwen2vlVisionHF(vcm map[string]any, textHidden int) (Qwen2VLVision, error) {
+	var gerr error
+	get := func(key string, def int) int {
+		n, ok := format.MetaInt(vcm, key)
+		if !ok {
+			if def < 0 && gerr == nil {
+				gerr = fmt.Errorf("config.json vision_config: %q is missing or not an integer", key)
+			}
+			return def
+		}
+		return int(n)
+	}
+	v := Qwen2VLVision{PatchSize: get("patch_size", -1), TemporalPatch: get("temporal_patch_size", 2),
+		Merge: get("spatial_merge_size", 2), Channels: get("in_chans", 3), Hidden: get("embed_dim", -1),
+		Layers: get("depth", -1), Heads: get("num_heads", -1), NormEps: 1e-6, RopeTheta: 10000,
+		TextHidden: textHidden, Mean: clipMean, Std: clipStd, ImageTokenID: -1}
+	v.FFN = v.Hidden * get("mlp_ratio", 4)
+	if gerr != nil {
+		return Qwen2VLVision{}, gerr
+	}
+	if act, _ := format.MetaString(vcm, "hidden_act"); act != "" && act != "quick_gelu" {
+		return Qwen2VLVision{}, fmt.Errorf("config.json vision_config: hidden_act %q is not supported (want quick_gelu)", act)
+	}
+	if out, ok := format.MetaInt(vcm, "hidden_size"); ok && int(out) != v.TextHidden {
+		return Qwen2VLVision{}, fmt.Errorf("config.json vision_config: hidden_size %d differs from the text model's %d", out, v.TextHidden)
+	}
+	return v, nil
 }
 
 // OpenAI CLIP's normalization, Qwen2-VL's default.
@@ -379,8 +453,9 @@ func meanStd(preproc map[string]any, mean, std *[3]float32) error {
 	return nil
 }
 
-// LoadQwen2VLPair reads a Qwen2-VL model from llama.cpp's text GGUF (arch
-// qwen2vl) and mmproj GGUF (projector qwen2vl_merger). The mmproj file
+// LoadQwen2VLPair reads a Qwen2-VL or Qwen2.5-VL model from llama.cpp's
+// text GGUF (arch qwen2vl) and mmproj GGUF (projector qwen2vl_merger or
+// qwen2.5vl_merger). The mmproj file
 // holds q, k and v apart and the two frames of the patch convolution as
 // two tensors; they are joined into the Hugging Face layout the graph
 // reads. The FFN width is taken from the tensors (llama.cpp's converter
@@ -394,15 +469,15 @@ func LoadQwen2VLPair(text, mmproj format.Checkpoint) (*Qwen2VL, error) {
 	if a, _ := format.MetaString(m, "general.architecture"); a != "clip" {
 		return nil, fmt.Errorf("mmproj: general.architecture is %q, want clip", a)
 	}
-	if p, _ := format.MetaString(m, "clip.projector_type"); p != "qwen2vl_merger" {
-		return nil, fmt.Errorf("mmproj: projector type %q is not supported here (want qwen2vl_merger)", p)
+	if p, _ := format.MetaString(m, "clip.projector_type"); !IsQwenVLProjector(p) {
+		return nil, fmt.Errorf("mmproj: projector type %q is not supported here (want qwen2vl_merger or qwen2.5vl_merger)", p)
 	}
 	tm, err := Load(text)
 	if err != nil {
 		return nil, fmt.Errorf("text model: %w", err)
 	}
 	if tm.Config.Family != "qwen2vl" {
-		return nil, fmt.Errorf("text model: family %s, a qwen2vl_merger projector needs a qwen2vl text model", tm.Config.Family)
+		return nil, fmt.Errorf("text model: family %s, a Qwen2-VL / Qwen2.5-VL projector needs a qwen2vl text model", tm.Config.Family)
 	}
 	v, w, err := LoadQwen2VLVisionMMProj(mmproj, tm.Config.Hidden)
 	if err != nil {
@@ -412,8 +487,9 @@ func LoadQwen2VLPair(text, mmproj format.Checkpoint) (*Qwen2VL, error) {
 }
 
 // LoadQwen2VLVisionMMProj reads the vision encoder and merger of
-// llama.cpp's mmproj GGUF (projector qwen2vl_merger) for a text model of
-// width textHidden. ImageTokenID is -1: the file does not store it.
+// llama.cpp's mmproj GGUF (projector qwen2vl_merger, or qwen2.5vl_merger
+// for Qwen2.5-VL) for a text model of width textHidden. ImageTokenID is
+// -1: the file does not store it.
 func LoadQwen2VLVisionMMProj(mmproj format.Checkpoint, textHidden int) (Qwen2VLVision, graph.Weights, error) {
 	if mmproj.Format() != "gguf" {
 		return Qwen2VLVision{}, nil, errors.New("mmproj: not a GGUF file")
@@ -422,8 +498,9 @@ func LoadQwen2VLVisionMMProj(mmproj format.Checkpoint, textHidden int) (Qwen2VLV
 	if a, _ := format.MetaString(m, "general.architecture"); a != "clip" {
 		return Qwen2VLVision{}, nil, fmt.Errorf("mmproj: general.architecture is %q, want clip", a)
 	}
-	if p, _ := format.MetaString(m, "clip.projector_type"); p != "qwen2vl_merger" {
-		return Qwen2VLVision{}, nil, fmt.Errorf("mmproj: projector type %q is not supported here (want qwen2vl_merger)", p)
+	proj, _ := format.MetaString(m, "clip.projector_type")
+	if !IsQwenVLProjector(proj) {
+		return Qwen2VLVision{}, nil, fmt.Errorf("mmproj: projector type %q is not supported here (want qwen2vl_merger or qwen2.5vl_merger)", proj)
 	}
 	var gerr error
 	get := func(key string, def int) int {
@@ -446,6 +523,11 @@ func LoadQwen2VLVisionMMProj(mmproj format.Checkpoint, textHidden int) (Qwen2VLV
 	}
 	if info, ok := format.Find(mmproj, "v.blk.0.ffn_up.weight"); ok && len(info.Shape) == 2 {
 		v.FFN = int(info.Shape[0])
+	}
+	if proj == qwen25vlProjector {
+		if err := qwen25vlVisionMMProj(m, &v); err != nil {
+			return Qwen2VLVision{}, nil, err
+		}
 	}
 	for i, key := range []string{"clip.vision.image_mean", "clip.vision.image_std"} {
 		l, ok := m[key].([]any)
@@ -484,6 +566,9 @@ var qwen2vlMMProjNames = map[string]string{
 	"attn.proj.weight": "attn_out.weight", "attn.proj.bias": "attn_out.bias",
 	"mlp.fc1.weight": "ffn_up.weight", "mlp.fc1.bias": "ffn_up.bias",
 	"mlp.fc2.weight": "ffn_down.weight", "mlp.fc2.bias": "ffn_down.bias",
+	"mlp.gate_proj.weight": "ffn_gate.weight", "mlp.gate_proj.bias": "ffn_gate.bias",
+	"mlp.up_proj.weight": "ffn_up.weight", "mlp.up_proj.bias": "ffn_up.bias",
+	"mlp.down_proj.weight": "ffn_down.weight", "mlp.down_proj.bias": "ffn_down.bias",
 }
 
 // readQwen2VLMMProj reads the weights g names from a qwen2vl_merger

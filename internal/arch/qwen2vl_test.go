@@ -2,6 +2,7 @@ package arch
 
 import (
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -36,6 +37,18 @@ func TestQwen2VLLoaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	hv := compareQwenLoaders(t, hf, pair)
+	if hv.FFN != 128 || hv.Hidden != 32 || hv.Layers != 3 || hv.Heads != 2 || hv.PatchSize != 8 || hv.Merge != 2 || hv.TextHidden != 64 {
+		t.Errorf("folder vision config %+v", hv)
+	}
+}
+
+// compareQwenLoaders checks that a Qwen2-VL / Qwen2.5-VL model loaded from
+// its folder and from its GGUF pair agree: text configs, vision configs
+// (up to the float32 mean and std, the image token the pair lacks) and
+// every weight value for value. It returns the folder's vision config.
+func compareQwenLoaders(t *testing.T, hf, pair *Qwen2VL) Qwen2VLVision {
+	t.Helper()
 	for _, m := range []*Qwen2VL{hf, pair} {
 		c := m.Text.Config
 		if c.Family != "qwen2vl" || !slices.Equal(c.RopeSections, []int{2, 3, 3}) || !c.QKVBias || c.RopeStyle.String() != "half" {
@@ -47,9 +60,6 @@ func TestQwen2VLLoaders(t *testing.T) {
 		t.Errorf("image token ids %d (folder), %d (pair)", hv.ImageTokenID, pv.ImageTokenID)
 	}
 	pv.ImageTokenID = hv.ImageTokenID
-	if hv.FFN != 128 || hv.Hidden != 32 || hv.Layers != 3 || hv.Heads != 2 || hv.PatchSize != 8 || hv.Merge != 2 || hv.TextHidden != 64 {
-		t.Errorf("folder vision config %+v", hv)
-	}
 	for c := range 3 {
 		// the GGUF stores the mean and std as float32
 		if d := hv.Mean[c] - pv.Mean[c]; d > 1e-7 || d < -1e-7 {
@@ -57,7 +67,7 @@ func TestQwen2VLLoaders(t *testing.T) {
 		}
 	}
 	pv.Mean, pv.Std, pv.NormEps = hv.Mean, hv.Std, hv.NormEps
-	if hv != pv {
+	if !reflect.DeepEqual(hv, pv) {
 		t.Errorf("vision configs differ: folder %+v, pair %+v", hv, pv)
 	}
 	if len(hf.VisionWeights) != len(pair.VisionWeights) {
@@ -73,6 +83,7 @@ func TestQwen2VLLoaders(t *testing.T) {
 			t.Errorf("text %s differs between the folder and the pair", name)
 		}
 	}
+	return hv
 }
 
 // TestQwen2VLPatches: patches come in 2x2 merge-block order with their

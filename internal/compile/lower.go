@@ -93,7 +93,7 @@ func lower(g *graph.Graph, n, ctx int, vision bool) (*plan.Plan, error) {
 		}
 		if a := nd.Attn; a != nil {
 			st.Attn = &plan.Attn{Layer: a.Layer, Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim,
-				Scale: a.Scale, Window: a.Window, Bidirectional: a.Bidirectional}
+				Scale: a.Scale, Window: a.Window, Bidirectional: a.Bidirectional, Tile: a.Tile}
 		}
 		buf[i] = len(p.Buffers)
 		st.Out = buf[i]

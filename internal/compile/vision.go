@@ -165,7 +165,7 @@ func loadVision(path string, ck format.Checkpoint, textHidden int, tok tokenizer
 			return nil, fmt.Errorf("mmproj: %w", err)
 		}
 		defer mm.Close()
-		if p, _ := format.MetaString(mm.Metadata(), "clip.projector_type"); p == "qwen2vl_merger" {
+		if p, _ := format.MetaString(mm.Metadata(), "clip.projector_type"); arch.IsQwenVLProjector(p) {
 			v, w, err := arch.LoadQwen2VLVisionMMProj(mm, textHidden)
 			if err != nil {
 				return nil, err

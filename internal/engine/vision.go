@@ -20,10 +20,11 @@ import (
 type visionProgram struct {
 	ref   plan.VisionPlanRef
 	prog  *program
-	in    int // floats per input row (0: the plan reads no rows)
-	table int // rows of the position table (ids must be below it), -1: none
-	q8Max int // values: the largest T*K input of a packed linear
-	comps int // rotary position components a row carries (rope sections), 0: no RoPE step
+	in    int  // floats per input row (0: the plan reads no rows)
+	table int  // rows of the position table (ids must be below it), -1: none
+	q8Max int  // values: the largest T*K input of a packed linear
+	comps int  // rotary position components a row carries (rope sections), 0: no RoPE step
+	tiled bool // an attention step is limited to tiles of the 2-D positions (plan.Attn.Tile)
 }
 
 // loadVision decodes, validates and resolves the manifest's vision plans.
@@ -91,6 +92,8 @@ func (e *Engine) resolveVision(p *plan.Plan, vp *visionProgram) (*program, error
 			vp.q8Max = max(vp.q8Max, p.Rows*st.qw.K)
 		case st.Op == op.RoPE:
 			vp.comps = max(vp.comps, st.Rope.Components())
+		case st.Op == op.Attention && st.Attn.Tile > 0:
+			vp.tiled = true
 		}
 	}
 	return prog, nil
@@ -198,6 +201,9 @@ func (c *Encoder) EncodeAt(rows []float32, ids, positions []int) ([]float32, err
 			return nil, fmt.Errorf("engine: row %d: id %d is outside the position table [0, %d)", i, id, c.vp.table)
 		}
 	}
+	if c.vp.tiled && (positions == nil || c.vp.comps < 2) {
+		return nil, fmt.Errorf("engine: the vision plan attends within tiles of the patch grid and needs each row's row and column")
+	}
 	if positions != nil {
 		P := c.vp.comps
 		if P == 0 {
@@ -229,11 +235,16 @@ func (c *Encoder) Close() { c.s.Close() }
 // cache. A row's scores are T dot products of its query with the key
 // rows (kernel.DotRows at the k row stride), its output an update of E
 // values by the T value rows (kernel.AxpyRows).
+//
+// With tiles (plan.Attn.Tile), a row attends only the rows of its tile,
+// tile[t] (row indices, ascending): the same sums over fewer rows, one
+// kernel.Dot and kernel.Axpy a row.
 type biAttnTask struct {
 	out, q, k, v []float32
 	T, H, G, E   int
 	scale        float32
 	scores       [][]float32 // [worker][T]
+	tile         [][]int     // [T] the rows each row attends; nil: all
 }
 
 func (b *biAttnTask) run(w, lo, hi int) {
@@ -244,6 +255,10 @@ func (b *biAttnTask) run(w, lo, hi int) {
 		h, t := i/T, i%T
 		g := h / group
 		qh := b.q[t*qc+h*E : t*qc+(h+1)*E]
+		if b.tile != nil {
+			b.runTile(sc, qh, b.out[t*qc+h*E:t*qc+(h+1)*E], b.tile[t], g*E, kc)
+			continue
+		}
 		kernel.DotRows(sc, qh, b.k[g*E:], kc)
 		kernel.Scale(sc, sc, b.scale)
 		inv := 1 / expSub(sc, maxOf(sc))
@@ -254,11 +269,55 @@ func (b *biAttnTask) run(w, lo, hi int) {
 	}
 }
 
+// runTile is one (head, row) item of attention within a tile: q's
+// scores against the key rows rows (columns off.. of stride kc), softmax,
+// out the weighted sum of the value rows.
+func (b *biAttnTask) runTile(sc, qh, oh []float32, rows []int, off, kc int) {
+	E := b.E
+	sc = sc[:len(rows)]
+	for m, j := range rows {
+		sc[m] = kernel.Dot(qh, b.k[j*kc+off:j*kc+off+E])
+	}
+	kernel.Scale(sc, sc, b.scale)
+	inv := 1 / expSub(sc, maxOf(sc))
+	clear(oh)
+	for m, j := range rows {
+		kernel.Axpy(oh, sc[m], b.v[j*kc+off:j*kc+off+E])
+	}
+	kernel.Scale(oh, oh, inv)
+}
+
 // attendAll runs a bidirectional attention step of T rows.
 func (s *Session) attendAll(a *plan.Attn, out, q, k, v []float32, T int) {
 	t := &s.biAttn
 	*t = biAttnTask{out: out, q: q, k: k, v: v, T: T, H: a.Heads, G: a.KVHeads, E: a.HeadDim, scale: a.Scale,
 		scores: s.attnTask.scores}
+	cost := T
+	if a.Tile > 0 {
+		t.tile = s.tiles(T, a.Tile)
+		cost = 0
+		for _, r := range t.tile {
+			cost = max(cost, len(r))
+		}
+	}
 	items := T * a.Heads
-	s.pool.do(t, items, 1, items*T*a.HeadDim >= minParallelCost, s.threads)
+	s.pool.do(t, items, 1, items*cost*a.HeadDim >= minParallelCost, s.threads)
+}
+
+// tiles groups the T rows of the running pass by their Tile x Tile
+// square of the 2-D rotary positions (EncodeAt checked they are there):
+// for each row, the rows of its square in ascending order.
+func (s *Session) tiles(T, tile int) [][]int {
+	P := s.ropeP
+	groups := map[int64][]int{}
+	keys := make([]int64, T)
+	for t := range keys {
+		keys[t] = int64(s.ropePos[t*P]/tile)<<32 | int64(s.ropePos[t*P+1]/tile)
+		groups[keys[t]] = append(groups[keys[t]], t)
+	}
+	out := make([][]int, T)
+	for t, key := range keys {
+		out[t] = groups[key]
+	}
+	return out
 }

@@ -107,6 +107,9 @@ func (g *Graph) Attention(q, k, v int, a Attn) int {
 		panic(fmt.Sprintf("graph: attention heads %d/%d dim %d on q %d k %d v %d columns",
 			a.Heads, a.KVHeads, a.HeadDim, g.cols(q), g.cols(k), g.cols(v)))
 	}
+	if a.Tile < 0 || (a.Tile > 0 && !a.Bidirectional) {
+		panic(fmt.Sprintf("graph: attention tile %d (bidirectional %v)", a.Tile, a.Bidirectional))
+	}
 	if a.Layer+1 > g.Layers {
 		g.Layers = a.Layer + 1
 	}

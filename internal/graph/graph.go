@@ -100,7 +100,17 @@ type Attn struct {
 	// Bidirectional lets every row see every row of its pass, later ones
 	// included (a vision encoder); otherwise attention is causal.
 	Bidirectional bool
+	// Tile, with Bidirectional, limits a row to the rows of its Tile x Tile
+	// square of the 2-D position grid: those whose first two position
+	// components (a patch's row and column) divided by Tile equal its own
+	// (Qwen2.5-VL's window attention). 0: every row of the pass.
+	Tile int
 }
+
+// TileKey returns the tile of a row at 2-D position (r, c) for tiles of
+// side tile: rows attend each other under Attn.Tile when their keys are
+// equal.
+func TileKey(r, c, tile int) int64 { return int64(r/tile)<<32 | int64(c/tile) }
 
 // Node is one operation in the graph.
 type Node struct {

@@ -177,6 +177,11 @@ func (in *Interpreter) RunInput(st *State, inp Input) (out []float32, rows int, 
 			return nil, 0, fmt.Errorf("graph: %d position values for %d rows of %d components", len(inp.Positions), T, P)
 		}
 	}
+	for i := range in.g.Nodes {
+		if a := in.g.Nodes[i].Attn; a != nil && a.Tile > 0 && (inp.Positions == nil || in.g.PosComponents() < 2) {
+			return nil, 0, errors.New("graph: attention within tiles needs each row's 2-D position")
+		}
+	}
 	if st.cols != in.g.KVCols || len(st.K) != in.g.Layers {
 		return nil, 0, errors.New("graph: state was made for another graph")
 	}
@@ -319,7 +324,7 @@ func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []in
 		copy(dst, x)
 		ropeAt(dst, T, n.Cols, st.Pos, n.Rope, inp.Positions, in.g.PosComponents())
 	case op.Attention:
-		attention(dst, x, vals[n.In[1]], vals[n.In[2]], T, st, n.Attn)
+		attention(dst, x, vals[n.In[1]], vals[n.In[2]], T, st, n.Attn, inp.Positions, in.g.PosComponents())
 	case op.Columns:
 		c := in.g.cols(n.In[0])
 		for t := 0; t < nrows[n.In[0]]; t++ {

@@ -117,8 +117,16 @@ func ropeAt(x []float32, T, C, pos int, r *Rope, positions []int, P int) {
 }
 
 // attention writes k, v [T, G*E] into the cache at st.Pos.. and computes
-// out [T, H*E] from q [T, H*E].
-func attention(out, q, k, v []float32, T int, st *State, a *Attn) {
+// out [T, H*E] from q [T, H*E]. pos holds P position components a row
+// (read by Attn.Tile).
+func attention(out, q, k, v []float32, T int, st *State, a *Attn, pos []int, P int) {
+	var tile []int64 // the tile of each row of the pass, with Attn.Tile
+	if a.Tile > 0 {
+		tile = make([]int64, T)
+		for t := range tile {
+			tile[t] = TileKey(pos[t*P], pos[t*P+1], a.Tile)
+		}
+	}
 	E, G, H := a.HeadDim, a.KVHeads, a.Heads
 	kvc := G * E
 	K, V := st.K[a.Layer], st.V[a.Layer]
@@ -143,6 +151,9 @@ func attention(out, q, k, v []float32, T int, st *State, a *Attn) {
 			mx := float32(math.Inf(-1))
 			for j := first; j <= p; j++ {
 				s := kernel.Dot(qh, K[j*st.cols+g*E:j*st.cols+(g+1)*E]) * a.Scale
+				if tile != nil && (j < st.Pos || tile[j-st.Pos] != tile[t]) {
+					s = float32(math.Inf(-1))
+				}
 				scores[j] = s
 				if s > mx {
 					mx = s

@@ -102,6 +102,10 @@ type Attn struct {
 	// every row of its pass and nothing else: it uses no cache (Layer is
 	// not a cache slot) and the pass must be full.
 	Bidirectional bool `json:"bidirectional,omitempty"`
+	// Tile, with Bidirectional, limits a row to the rows whose first two
+	// rotary position components (a patch's row and column) fall in its
+	// Tile x Tile square (window attention); 0: every row of the pass.
+	Tile int `json:"tile,omitempty"`
 }
 
 // Encode returns the plan's JSON.

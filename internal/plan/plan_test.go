@@ -143,6 +143,8 @@ func TestValidateRefuses(t *testing.T) {
 		{"rope sections zero", "steps[2].rope.sections", func(p *Plan) { p.Steps[2].Rope.Sections = []int{0, 1} }},
 		{"attn layer", "steps[3].attn.layer", func(p *Plan) { p.Steps[3].Attn.Layer = 1 }},
 		{"attn heads", "steps[3].attn.heads", func(p *Plan) { p.Steps[3].Attn.KVHeads = 3 }},
+		{"attn tile on causal attention", "steps[3].attn.tile", func(p *Plan) { p.Steps[3].Attn.Tile = 4 }},
+		{"attn negative tile", "steps[3].attn.tile", func(p *Plan) { p.Steps[3].Attn.Bidirectional, p.Steps[3].Attn.Tile = true, -1 }},
 		{"attn cols", "steps[3].in", func(p *Plan) { p.Steps[3].Attn.HeadDim = 2 }},
 		{"attn cache cols", "steps[3].attn", func(p *Plan) { p.KV.Cols = 4 }},
 		{"kv ctx", "kv.ctx", func(p *Plan) { p.KV.Ctx = 0 }},

@@ -321,6 +321,9 @@ func (p *Plan) checkAttn(st *Step, in []Buffer, o Buffer) *Error {
 	if a.Bidirectional && a.Window != 0 {
 		return errf(".attn.window", "bidirectional attention has no window")
 	}
+	if a.Tile < 0 || a.Tile > MaxCols || (a.Tile > 0 && !a.Bidirectional) {
+		return errf(".attn.tile", "%d (tiles are for bidirectional attention, up to %d)", a.Tile, MaxCols)
+	}
 	if a.Window < 0 || !finite32(a.Scale) {
 		return errf(".attn", "window %d, scale %v", a.Window, a.Scale)
 	}

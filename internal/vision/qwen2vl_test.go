@@ -8,16 +8,24 @@ import (
 )
 
 // TestQwen2VLPreprocessFixture: the resized, letterboxed pixels equal the
-// u8 pixels llama.cpp's mtmd fed its encoder for the fixture's two images
-// (testdata vlm/README.md: 64x64 copied unchanged, 100x60 to 96x64 with a
-// bilinear 96x58 inside at y offset 3).
+// u8 pixels llama.cpp's mtmd fed its encoder for the Qwen2-VL fixture's
+// two images (testdata vlm/README.md: 64x64 copied unchanged, 100x60 to
+// 96x64 with a bilinear 96x58 inside at y offset 3) and the Qwen2.5-VL
+// fixture's (the same processing in mtmd: 128x128 unchanged, 150x70 to
+// 144x64).
 func TestQwen2VLPreprocessFixture(t *testing.T) {
-	dir := testutil.Path(t, "vlm/qwen2vl")
+	checkQwenPreprocess(t, testutil.Path(t, "vlm/qwen2vl"), []qwenSize{{"image_square.png", 64, 64}, {"image_wide.png", 96, 64}})
+	checkQwenPreprocess(t, "../vlm/testdata/qwen25vl", []qwenSize{{"image_square.png", 128, 128}, {"image_wide.png", 144, 64}})
+}
+
+type qwenSize struct {
+	name string
+	w, h int
+}
+
+func checkQwenPreprocess(t *testing.T, dir string, sizes []qwenSize) {
 	p := NewQwen2VL(8, 2)
-	for _, c := range []struct {
-		name string
-		w, h int
-	}{{"image_square.png", 64, 64}, {"image_wide.png", 96, 64}} {
+	for _, c := range sizes {
 		src, err := DecodeFile(filepath.Join(dir, c.name), DefaultLimits)
 		if err != nil {
 			t.Fatal(err)

@@ -26,6 +26,23 @@ import (
 // 224x224 and 448x448 images (256 and 1024 patch rows). Run with
 // -benchtime=1x. Figures: docs/architectures.md.
 func BenchmarkEncodeQwen2VL(b *testing.B) {
+	benchEncodeQwen(b, arch.Qwen2VLVision{PatchSize: 14, TemporalPatch: 2, Merge: 2, Channels: 3, Hidden: 1280, FFN: 5120, Layers: 2,
+		Heads: 16, NormEps: 1e-6, RopeTheta: 10000, TextHidden: 1536, Mean: clipMeanBench, Std: clipStdBench, ImageTokenID: 1})
+}
+
+// BenchmarkEncodeQwen25VL is BenchmarkEncodeQwen2VL at Qwen2.5-VL-3B's
+// encoder width (hidden 1280, 16 heads, gated SiLU MLP 3420, RMSNorm,
+// text width 2048) with 2 of its 32 blocks: block 0 attends within
+// windows of 112 pixels (4x4 merged tokens, 64 patch rows), block 1 over
+// the whole image, as 3 of every 4 blocks and the 4th do in the model.
+func BenchmarkEncodeQwen25VL(b *testing.B) {
+	benchEncodeQwen(b, arch.Qwen2VLVision{PatchSize: 14, TemporalPatch: 2, Merge: 2, Channels: 3, Hidden: 1280, FFN: 3420, Layers: 2,
+		Heads: 16, NormEps: 1e-6, RopeTheta: 10000, TextHidden: 2048, Mean: clipMeanBench, Std: clipStdBench, ImageTokenID: 1,
+		RMSNorm: true, GatedMLP: true, WindowSize: 112, FullAttnBlocks: []int{1}})
+}
+
+// benchEncodeQwen runs the encode benchmarks for the encoder vc.
+func benchEncodeQwen(b *testing.B, vc arch.Qwen2VLVision) {
 	dir := testutil.Path(b, "vlm/qwen2vl")
 	ck, err := detect.Open(dir)
 	if err != nil {
@@ -36,8 +53,6 @@ func BenchmarkEncodeQwen2VL(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	vc := arch.Qwen2VLVision{PatchSize: 14, TemporalPatch: 2, Merge: 2, Channels: 3, Hidden: 1280, FFN: 5120, Layers: 2,
-		Heads: 16, NormEps: 1e-6, RopeTheta: 10000, TextHidden: 1536, Mean: clipMeanBench, Std: clipStdBench, ImageTokenID: 1}
 	g, err := arch.BuildQwen2VLVision(&vc)
 	if err != nil {
 		b.Fatal(err)

@@ -18,7 +18,12 @@ import (
 // buckets, and opens it.
 func compileQwenFixture(t *testing.T, mmproj bool, buckets, weights string) *engine.Engine {
 	t.Helper()
-	dir := testutil.Path(t, "vlm/qwen2vl")
+	return compileQwenFixtureAt(t, testutil.Path(t, "vlm/qwen2vl"), mmproj, buckets, weights)
+}
+
+// compileQwenFixtureAt is compileQwenFixture for the fixture in dir.
+func compileQwenFixtureAt(t *testing.T, dir string, mmproj bool, buckets, weights string) *engine.Engine {
+	t.Helper()
 	src, opts := dir, compile.Options{ARLens: []int{8}, Ctx: 128, KV: "f32", VisionBuckets: buckets, VisionWeights: weights}
 	if mmproj {
 		src, opts.MMProj = filepath.Join(dir, "text.gguf"), filepath.Join(dir, "mmproj.gguf")
@@ -43,8 +48,15 @@ func compileQwenFixture(t *testing.T, mmproj bool, buckets, weights string) *eng
 // compiled text model fed them at their M-RoPE positions gives
 // llama.cpp's last logits within logitTol and its 8 greedy ids.
 func TestQwen2VLCompiledEncoder(t *testing.T) {
-	dir := testutil.Path(t, "vlm/qwen2vl")
-	ref := loadQwenRef(t)
+	checkQwenCompiledEncoder(t, testutil.Path(t, "vlm/qwen2vl"), loadQwenRef(t), "128x128,64x96,64x64")
+}
+
+// checkQwenCompiledEncoder compiles the Qwen2-VL / Qwen2.5-VL fixture in
+// dir (from the folder and from the GGUF pair) with its encoder planned
+// for buckets, which must hold each image's smart-resized size, and
+// checks each image against the interpreter (1e-4) and llama.cpp (embTol,
+// last logits within logitTol, greedy ids).
+func checkQwenCompiledEncoder(t *testing.T, dir string, ref *qwenReference, buckets string) {
 	interp, err := Open(dir, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +67,7 @@ func TestQwen2VLCompiledEncoder(t *testing.T) {
 		interpTol     float64 // max |diff| from the interpreter's float32 embeddings
 	}{{"hf", "f32", false, 1e-4}, {"gguf", "f32", true, 1e-4}, {"hf-f16", "f16", false, f16InterpTol}, {"gguf-f16", "f16", true, f16InterpTol}} {
 		t.Run(src.name, func(t *testing.T) {
-			e := compileQwenFixture(t, src.mmproj, "128x128,64x96,64x64", src.weights)
+			e := compileQwenFixtureAt(t, dir, src.mmproj, buckets, src.weights)
 			if w := e.Manifest().Vision.Weights; w != src.weights {
 				t.Fatalf("vision weights %q, want %q", w, src.weights)
 			}

@@ -77,9 +77,9 @@ func (q *qwen2vl) place(img *Image, width int, piece func(string) (int, bool)) (
 	return p, nil
 }
 
-// isQwen2VLProjector reports whether an mmproj file holds a Qwen2-VL
-// vision encoder.
+// isQwen2VLProjector reports whether an mmproj file holds a Qwen2-VL or
+// Qwen2.5-VL vision encoder.
 func isQwen2VLProjector(mm format.Checkpoint) bool {
 	p, _ := format.MetaString(mm.Metadata(), "clip.projector_type")
-	return p == "qwen2vl_merger"
+	return arch.IsQwenVLProjector(p)
 }

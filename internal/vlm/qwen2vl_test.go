@@ -43,8 +43,14 @@ type qwenReference struct {
 }
 
 func loadQwenRef(t *testing.T) *qwenReference {
+	return parseQwenRef(t, testutil.ReadFile(t, "vlm/qwen2vl/reference.json"))
+}
+
+// parseQwenRef reads a reference.json of the Qwen2-VL layout (the
+// Qwen2.5-VL fixture's has it too).
+func parseQwenRef(t *testing.T, b []byte) *qwenReference {
 	var r qwenReference
-	if err := json.Unmarshal(testutil.ReadFile(t, "vlm/qwen2vl/reference.json"), &r); err != nil {
+	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
 	return &r
@@ -84,12 +90,16 @@ func TestQwen2VLMatchesLlamaCpp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Run("hf", func(t *testing.T) { checkQwenAgainstLlamaCpp(t, hf, dir) })
-	t.Run("gguf", func(t *testing.T) { checkQwenAgainstLlamaCpp(t, pair, dir) })
+	ref := loadQwenRef(t)
+	t.Run("hf", func(t *testing.T) { checkQwenAgainstLlamaCpp(t, hf, dir, ref) })
+	t.Run("gguf", func(t *testing.T) { checkQwenAgainstLlamaCpp(t, pair, dir, ref) })
 }
 
-func checkQwenAgainstLlamaCpp(t *testing.T, m *Model, dir string) {
-	ref := loadQwenRef(t)
+// checkQwenAgainstLlamaCpp checks a Qwen2-VL / Qwen2.5-VL model against the
+// reference of the fixture in dir: embeddings within embTol, ids and
+// M-RoPE positions exactly, logits within logitTol (own embeddings) and
+// refLogitTol (llama.cpp's), the 8 greedy ids.
+func checkQwenAgainstLlamaCpp(t *testing.T, m *Model, dir string, ref *qwenReference) {
 	if m.PosComponents() != 3 {
 		t.Fatalf("text rows carry %d position components, want 3", m.PosComponents())
 	}

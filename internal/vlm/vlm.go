@@ -78,8 +78,8 @@ func IsVLM(dir string) bool {
 	return arch.IsVLM(m) || arch.IsQwen2VL(m)
 }
 
-// Open loads a SmolVLM / Idefics3 or Qwen2-VL model from a Hugging Face
-// folder (config.json, preprocessor_config.json, safetensors).
+// Open loads a SmolVLM / Idefics3, Qwen2-VL or Qwen2.5-VL model from a
+// Hugging Face folder (config.json, preprocessor_config.json, safetensors).
 func Open(dir string, threads int) (*Model, error) {
 	ck, err := detect.Open(dir)
 	if err != nil {
@@ -260,9 +260,9 @@ func (m *Model) ImageTokenID(piece func(string) (int, bool)) (int, error) {
 	return id, nil
 }
 
-// OpenPair loads a SmolVLM / Idefics3 or Qwen2-VL model from llama.cpp's
-// text GGUF and mmproj GGUF. The GGUF pair does not store the image token
-// id: ImageTokenID looks it up.
+// OpenPair loads a SmolVLM / Idefics3, Qwen2-VL or Qwen2.5-VL model from
+// llama.cpp's text GGUF and mmproj GGUF. The GGUF pair does not store the
+// image token id: ImageTokenID looks it up.
 func OpenPair(textPath, mmprojPath string, threads int) (*Model, error) {
 	text, err := detect.Open(textPath)
 	if err != nil {
