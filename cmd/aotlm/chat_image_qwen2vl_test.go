@@ -21,12 +21,34 @@ import (
 	"github.com/aotlm/aotlm/internal/vlm"
 )
 
+// qwenFixtures are the tiny Qwen2-VL and Qwen2.5-VL fixtures and the
+// sizes (HxW) their two images are smart-resized to.
+var qwenFixtures = []struct{ name, buckets string }{
+	{"qwen2vl", "64x64,64x96"},
+	{"qwen25vl", "128x128,64x144"},
+}
+
+// qwenFixtureDir is where fixture name lives: the shared test data's
+// Qwen2-VL, the vlm package's Qwen2.5-VL.
+func qwenFixtureDir(t *testing.T, name string) string {
+	if name == "qwen25vl" {
+		return "../../internal/vlm/testdata/qwen25vl"
+	}
+	return testutil.Path(t, "vlm/"+name)
+}
+
 // compileQwen2VL compiles the tiny Qwen2-VL fixture with its two images'
 // sizes among the vision plans and returns the artifact's path.
 func compileQwen2VL(t *testing.T, dir string) string {
+	return compileQwenAt(t, dir, qwenFixtures[0].buckets)
+}
+
+// compileQwenAt compiles a Qwen fixture with its encoder planned for
+// buckets and returns the artifact's path.
+func compileQwenAt(t *testing.T, dir, buckets string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "qwen2vl.aot")
-	code, _, errs := runCLI(t, "compile", dir, "--tokenizer", filepath.Join(dir, "text.gguf"), "--vision-buckets", "64x64,64x96",
+	out := filepath.Join(t.TempDir(), "qwen.aot")
+	code, _, errs := runCLI(t, "compile", dir, "--tokenizer", filepath.Join(dir, "text.gguf"), "--vision-buckets", buckets,
 		"-o", out, "--ctx", "256", "--ar-len", "8")
 	if code != 0 {
 		t.Fatalf("compile: exit %d: %s", code, errs)
@@ -34,14 +56,20 @@ func compileQwen2VL(t *testing.T, dir string) string {
 	return out
 }
 
-// TestPrompterQwen2VLMatchesLlamaCpp: a Qwen2-VL artifact's images
-// through the runtime's sessions (the path chat and serve take: an image's
-// rows as embedding ids of a request, placed at M-RoPE positions by the
-// session) give llama.cpp's logits after the fixture's prefix, image and
-// suffix (within the reference's end-to-end tolerance) and its 8 greedy
-// ids; the prompt is mtmd's layout, image rows in place of <|image_pad|>.
+// TestPrompterQwen2VLMatchesLlamaCpp: the images of a Qwen2-VL and of a
+// Qwen2.5-VL artifact through the runtime's sessions (the path chat and
+// serve take: an image's rows as embedding ids of a request, placed at
+// M-RoPE positions by the session) give llama.cpp's logits after each
+// fixture's prefix, image and suffix (within the reference's end-to-end
+// tolerance) and its 8 greedy ids; the prompt is mtmd's layout, image rows
+// in place of <|image_pad|>.
 func TestPrompterQwen2VLMatchesLlamaCpp(t *testing.T) {
-	dir := testutil.Path(t, "vlm/qwen2vl")
+	for _, f := range qwenFixtures {
+		t.Run(f.name, func(t *testing.T) { checkPrompterQwen(t, qwenFixtureDir(t, f.name), f.buckets) })
+	}
+}
+
+func checkPrompterQwen(t *testing.T, dir, buckets string) {
 	var ref struct {
 		Cases []struct {
 			Image  string      `json:"image"`
@@ -65,7 +93,7 @@ func TestPrompterQwen2VLMatchesLlamaCpp(t *testing.T) {
 	if len(ref.Cases) < 2 || ref.Tol.Logits <= 0 {
 		t.Fatalf("reference: %d cases, logits tolerance %g", len(ref.Cases), ref.Tol.Logits)
 	}
-	m, err := aotlm.Open(compileQwen2VL(t, dir), aotlm.Options{Threads: 1})
+	m, err := aotlm.Open(compileQwenAt(t, dir, buckets), aotlm.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,15 +217,20 @@ func qwenInterpreterGreedyImages(t *testing.T, dir string, imgs []string, prompt
 }
 
 // TestChatServeImageQwen2VL: `chat` with /image and `serve` with an
-// image_url part on a compiled Qwen2-VL artifact. The first chat turn
+// image_url part on a compiled Qwen2-VL and a Qwen2.5-VL artifact. The first chat turn
 // gives what `run --image --chat` gives (the vlm package's own sequence);
 // the second, with another image, reuses the cache past the first image
 // and generates the graph interpreter's greedy ids over the whole
 // conversation with both images at their M-RoPE positions; the server's
 // reply to the first message is the first turn's.
 func TestChatServeImageQwen2VL(t *testing.T) {
-	dir := testutil.Path(t, "vlm/qwen2vl")
-	art := compileQwen2VL(t, dir)
+	for _, f := range qwenFixtures {
+		t.Run(f.name, func(t *testing.T) { checkChatServeQwen(t, qwenFixtureDir(t, f.name), f.buckets) })
+	}
+}
+
+func checkChatServeQwen(t *testing.T, dir, buckets string) {
+	art := compileQwenAt(t, dir, buckets)
 	tpl := filepath.Join(t.TempDir(), "t.jinja")
 	if err := os.WriteFile(tpl, []byte(chatImageTemplate), 0o644); err != nil {
 		t.Fatal(err)
