@@ -39,8 +39,9 @@ token does not grow with the history.
 
 Commands: /reset forgets the conversation, /system TEXT sets the system
 prompt, /image FILE attaches an image (JPEG, PNG, GIF, WebP) to the next user
-turn of a vision-language model (a SmolVLM folder, or a text GGUF with
---mmproj): it goes where that turn writes <image>, else before its text, and
+turn of a vision-language model (a SmolVLM, Qwen2-VL or Qwen2.5-VL folder
+or artifact, or a text GGUF with --mmproj): it goes where that turn writes
+<image>, else before its text, and
 stays in the conversation, so later turns reuse the cache past it. /exit (or
 end of input) quits. When the context fills, the oldest
 turns are left out (the system prompt is kept) and a note says so.

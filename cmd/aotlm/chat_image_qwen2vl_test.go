@@ -16,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/testutil"
 	"github.com/aotlm/aotlm/internal/vision"
 	"github.com/aotlm/aotlm/internal/vlm"
@@ -303,5 +304,65 @@ func checkChatServeQwen(t *testing.T, dir, buckets string) {
 	}
 	if got.Usage.PromptTokens != int64(len(rep.PromptIDs)) {
 		t.Fatalf("serve counted %d prompt tokens, run %d", got.Usage.PromptTokens, len(rep.PromptIDs))
+	}
+}
+
+// TestChatImageQwen2VLFolder: `chat` on a Qwen2-VL folder compiles it
+// with the default image sizes, none of which holds a 1000x40 image: like
+// `run --image`, chat then encodes it exactly with the folder's encoder
+// (the interpreter's rows, not scaled down into a compiled size) and
+// gives run's reply.
+func TestChatImageQwen2VLFolder(t *testing.T) {
+	dir := testutil.Path(t, "vlm/qwen2vl")
+	t.Setenv(compile.CacheEnv, t.TempDir())
+	tok := filepath.Join(dir, "text.gguf")
+	tpl := filepath.Join(t.TempDir(), "t.jinja")
+	if err := os.WriteFile(tpl, []byte(chatImageTemplate), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wide := filepath.Join(t.TempDir(), "narrow.png")
+	writePNG(t, wide, 1000, 40)
+	vm, err := vlm.Open(dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := vision.DecodeFile(wide, vision.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := vm.Encode(im)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := runWithInput([]string{"chat", "-m", dir, "--tokenizer", tok, "--chat-template", tpl, "--temp", "0", "-n", "4",
+		"--json", "-t", "1"}, strings.NewReader("/image "+wide+"\nWhat is it?\n"), &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var turn chatTurn
+	if err := json.Unmarshal(out.Bytes(), &turn); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	rows := 0
+	for _, id := range turn.PromptIDs {
+		if aotlm.IsEmbedID(id) {
+			rows++
+		}
+	}
+	if rows != enc.Rows*enc.Cols {
+		t.Fatalf("%d image rows in the prompt, the folder's encoder gives %dx%d", rows, enc.Rows, enc.Cols)
+	}
+	rcode, rout, rerr := runCLI(t, "run", "-m", dir, "--tokenizer", tok, "--chat-template", tpl, "--chat", "--image", wide,
+		"-p", "What is it?", "-n", "4", "--temp", "0", "--json", "-t", "1")
+	if rcode != 0 {
+		t.Fatalf("run: exit %d: %s", rcode, rerr)
+	}
+	var rep runJSON
+	if err := json.Unmarshal([]byte(rout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.IDs) == 0 || !slices.Equal(rep.IDs, turn.IDs) {
+		t.Fatalf("chat gave %v, run --image %v", turn.IDs, rep.IDs)
 	}
 }

@@ -13,14 +13,23 @@ import (
 
 // openPrompter opens the vision encoder of a vision-language model for
 // prompts with images over the compiled text model m: the artifact's own
-// vision plan when it has one, else the encoder of a SmolVLM folder or of
-// a text GGUF's mmproj GGUF in the graph interpreter. It returns nil when
+// vision plans when it has them (a Qwen image that no compiled size holds
+// goes to the source model's encoder when modelPath or mmproj name it, as
+// for run --image), else the encoder of a SmolVLM folder or of a text
+// GGUF's mmproj GGUF in the graph interpreter. It returns nil when
 // the model has none of them.
 func openPrompter(modelPath, mmproj string, m *aotlm.Model, threads int) (*vlm.Prompter, error) {
 	if eng := m.Engine(); eng != nil && vlm.IsCompiledQwen2VL(eng) {
 		c, err := vlm.OpenCompiledQwen2VL(eng, threads)
 		if err != nil {
 			return nil, err
+		}
+		if mmproj != "" || vlm.IsVLM(modelPath) {
+			// as run --image: an image no compiled size holds goes to
+			// the source model's encoder, exactly
+			r := imageRun{modelPath: modelPath, threads: threads}
+			r.images.mmproj = mmproj
+			c.Fallback = &lazyInterpreter{r: r}
 		}
 		return vlm.NewPrompter(c, c.Vision.TextHidden, m), nil
 	}
