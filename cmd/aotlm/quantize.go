@@ -101,7 +101,7 @@ quantizes with it (the manifest records it).`,
 				if err != nil {
 					return err
 				}
-				other, total, err := otherBits(args[0], rows)
+				other, total, err := otherBits(args[0], recipe, rows)
 				if err != nil {
 					return err
 				}

@@ -184,8 +184,9 @@ func autoRecipe(r quant.Recipe, rows []sensRow, other float64, total int, maxBit
 
 // otherBits returns the estimated storage in bits of the parameters of the
 // model at src that are not among rows (norms in float32, a lookup-only
-// embedding at W8), and the count of all parameters.
-func otherBits(src string, rows []sensRow) (float64, int, error) {
+// embedding at W8 or at the scheme of a recipe override naming it), and
+// the count of all parameters.
+func otherBits(src string, r quant.Recipe, rows []sensRow) (float64, int, error) {
 	m, err := loadFloat(src)
 	if err != nil {
 		return 0, 0, err
@@ -206,7 +207,13 @@ func otherBits(src string, rows []sensRow) (float64, int, error) {
 			continue
 		}
 		shape := g.Weights[name]
-		if len(shape) == 2 {
+		if s, ok := r.OverrideFor(name); ok && len(shape) == 2 {
+			q, err := quant.Quantize(w, shape[0], shape[1], s)
+			if err != nil {
+				return 0, 0, fmt.Errorf("tensor %s: %w", name, err)
+			}
+			bits += float64(len(w)) * q.BitsPerWeight()
+		} else if len(shape) == 2 {
 			bits += float64(len(w)) * (8 + 32/float64(shape[1]))
 		} else {
 			bits += 32 * float64(len(w))

@@ -159,6 +159,8 @@ func TestRecipeErrors(t *testing.T) {
 		{`{"default": {"scheme": "lpbq"}, "kv": "u4"}`, "kv", `unknown kv type "u4"`},
 		{`{"default": {"scheme": "lpbq"}, "activations": {"dtype": "a8"}}`, "activations.dtype", `"a8"`},
 		{`{"default": {"scheme": "lpbq"}, "colour": 1}`, "colour", "unknown field"},
+		{`{"default": {"scheme": "lpbq"}, "calibration": {"gptq": true, "gptq_refit": -1}}`, "calibration.gptq_refit", "not in 0..100"},
+		{`{"default": {"scheme": "lpbq"}, "calibration": {"gptq_refit": 2}}`, "calibration.gptq_refit", "needs"},
 		{`{"default": {"scheme": "lpbq", "bits": 4}}`, "bits", "unknown field"},
 		{`{"default": {"scheme": "lpbq", "block": "32"}}`, "default.block", "want a JSON number"},
 		{`{"default": {"scheme": "lpbq", "block": 1e400}}`, "default.block", "want a JSON number"},
