@@ -78,8 +78,8 @@ type GPTQFactor struct {
 	u    []float64
 	dead []bool
 	// with Refit: the rounds, and the damped Hessian in column order
-	refit  int
-	damped []float64
+	refit    int
+	damped32 []float32
 }
 
 // FactorGPTQ factors h, the [cols, cols] second moment of a layer's
@@ -95,9 +95,10 @@ func FactorGPTQ(h []float64, cols int, opts GPTQOptions) (*GPTQFactor, error) {
 	for i := range perm {
 		perm[i] = i
 	}
-	var damped []float64
+	var damped32 []float32
 	if opts.Refit > 0 {
-		damped, _ = dampHessian(h, cols, opts.Damp)
+		d, _ := dampHessian(h, cols, opts.Damp)
+		damped32 = toF32(d)
 	}
 	if opts.ActOrder {
 		sort.SliceStable(perm, func(a, b int) bool { return h[perm[a]*cols+perm[a]] > h[perm[b]*cols+perm[b]] })
@@ -113,7 +114,7 @@ func FactorGPTQ(h []float64, cols int, opts GPTQOptions) (*GPTQFactor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &GPTQFactor{cols: cols, perm: perm, u: u, dead: dead, refit: opts.Refit, damped: damped}, nil
+	return &GPTQFactor{cols: cols, perm: perm, u: u, dead: dead, refit: opts.Refit, damped32: damped32}, nil
 }
 
 // Apply chooses the integers of q, a quantization of w, by GPTQ on q's
@@ -132,7 +133,7 @@ func (f *GPTQFactor) Apply(q *Quantized, w []float32) error {
 	}
 	gptqRows(g, w, rows, cols, f.perm, f.dead, f.u)
 	if f.refit > 0 {
-		return f.refitRounds(q, w, g, f.refit)
+		f.refitRounds(q, w, g, f.refit)
 	}
 	return nil
 }
