@@ -86,7 +86,7 @@ func prepareFunc(r quant.Recipe, o calibOptions) (func(*arch.Model) (*qmodel.Pre
 	}
 	return func(m *arch.Model) (*qmodel.Prepared, error) {
 		rec := calibRecord{Methods: r.Calibration}
-		prep := &qmodel.Prepared{Record: &rec, GPTQ: quant.GPTQOptions{Damp: r.Calibration.GPTQDamp, ActOrder: r.Calibration.GPTQActOrder}}
+		prep := &qmodel.Prepared{Record: &rec, GPTQ: quant.GPTQOptions{Damp: r.Calibration.GPTQDamp, ActOrder: r.Calibration.GPTQActOrder, Refit: r.Calibration.GPTQRefit}}
 		if rot {
 			rep, err := rotate.Apply(m, rotate.Options{R1: r.Rotation.R1, R2: r.Rotation.R2, R3: r.Rotation.R3, R4: r.Rotation.R4, Seed: r.Rotation.Seed})
 			if err != nil {

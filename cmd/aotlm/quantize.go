@@ -34,6 +34,7 @@ func newQuantizeCmd() *cobra.Command {
 		sensCtx, sensChunks       int
 		auto                      bool
 		maxSize                   string
+		autoOrder                 string
 	)
 	cmd := &cobra.Command{
 		Use:   "quantize MODEL -o DIR [--recipe NAME|FILE.json]",
@@ -69,7 +70,9 @@ model over the first --sensitivity-chunks chunks of TEXT (llama.cpp's
 perplexity rule), most sensitive first: the tensors to keep at W8. With
 --auto and --max-size it keeps the most sensitive linears at W8 while the
 estimated size stays within the budget, prints the recipe it chose, and
-quantizes with it (the manifest records it).`,
+quantizes with it (the manifest records it); --auto-order kl-per-bit ranks
+them by KL divergence per bit that W8 adds instead, which favours small
+sensitive linears over large ones.`,
 		Example: `  aotlm quantize stories260K.gguf -o stories-w4/ --recipe w4a16-lpbq
   aotlm quantize Qwen3-0.6B/ -o q/ --recipe my-recipe.json --json`,
 		Args: cobra.ExactArgs(1),
@@ -77,6 +80,9 @@ quantizes with it (the manifest records it).`,
 			recipe, err := loadRecipe(recipeArg)
 			if err != nil {
 				return err
+			}
+			if autoOrder != "kl" && autoOrder != "kl-per-bit" {
+				return fmt.Errorf("--auto-order %q: want kl or kl-per-bit", autoOrder)
 			}
 			if auto && (sensData == "" || maxSize == "" || out == "") {
 				return fmt.Errorf("--auto needs --report-sensitivity TEXT (the text to measure on), --max-size and -o DIR")
@@ -101,13 +107,13 @@ quantizes with it (the manifest records it).`,
 				if err != nil {
 					return err
 				}
-				other, total, err := otherBits(args[0], rows)
+				other, total, err := otherBits(args[0], recipe, rows)
 				if err != nil {
 					return err
 				}
 				var est float64
 				var kept []string
-				if recipe, est, kept, err = autoRecipe(recipe, rows, other, total, maxBits, maxBytes); err != nil {
+				if recipe, est, kept, err = autoRecipe(recipe, rows, other, total, maxBits, maxBytes, autoOrder == "kl-per-bit"); err != nil {
 					return err
 				}
 				rj, _ := json.Marshal(recipe)
@@ -192,6 +198,7 @@ quantizes with it (the manifest records it).`,
 	f.IntVar(&sensChunks, "sensitivity-chunks", 8, "chunks of --report-sensitivity")
 	f.BoolVar(&auto, "auto", false, "with --report-sensitivity and --max-size: keep the most sensitive linears at w8 within the size budget, then quantize")
 	f.StringVar(&maxSize, "max-size", "", "size budget of --auto: bits per weight (5.5b) or bytes (1.5MB) of all parameters")
+	f.StringVar(&autoOrder, "auto-order", "kl", "order in which --auto keeps linears at w8: kl (KL divergence alone) or kl-per-bit (KL divergence per bit w8 adds)")
 	return cmd
 }
 

@@ -143,11 +143,13 @@ func parseSize(v string) (bits float64, bytes float64, err error) {
 
 // autoRecipe keeps the most sensitive linears at W8, most sensitive first,
 // while the model's estimated size stays within the budget (bits per
-// weight over all parameters, or bytes). other is the size in bits of the
-// parameters that are not linears (embeddings, norms), total the count of
-// all parameters. It returns the recipe with the W8 overrides first and
-// the estimated bits per weight.
-func autoRecipe(r quant.Recipe, rows []sensRow, other float64, total int, maxBits, maxBytes float64) (quant.Recipe, float64, []string, error) {
+// weight over all parameters, or bytes). With perBit, "most sensitive"
+// is the KL divergence divided by the bits W8 would add (a greedy
+// knapsack), else the KL divergence alone. other is the size in bits of
+// the parameters that are not linears (embeddings, norms), total the
+// count of all parameters. It returns the recipe with the W8 overrides
+// first and the estimated bits per weight.
+func autoRecipe(r quant.Recipe, rows []sensRow, other float64, total int, maxBits, maxBytes float64, perBit bool) (quant.Recipe, float64, []string, error) {
 	var size float64 = other
 	for _, row := range rows {
 		size += row.Bits * float64(row.Params)
@@ -158,6 +160,24 @@ func autoRecipe(r quant.Recipe, rows []sensRow, other float64, total int, maxBit
 	}
 	if size > budget {
 		return r, size / float64(total), nil, fmt.Errorf("the recipe alone needs %.2f bits per weight (%.0f bytes), over the --max-size budget", size/float64(total), size/8)
+	}
+	if perBit {
+		rows = slices.Clone(rows)
+		gain := func(r sensRow) float64 {
+			if r.W8Bits <= r.Bits {
+				return 0
+			}
+			return r.KL / ((r.W8Bits - r.Bits) * float64(r.Params))
+		}
+		slices.SortStableFunc(rows, func(a, b sensRow) int {
+			switch ga, gb := gain(a), gain(b); {
+			case ga > gb:
+				return -1
+			case ga < gb:
+				return 1
+			}
+			return 0
+		})
 	}
 	var kept []string
 	var over []quant.Override
@@ -184,8 +204,9 @@ func autoRecipe(r quant.Recipe, rows []sensRow, other float64, total int, maxBit
 
 // otherBits returns the estimated storage in bits of the parameters of the
 // model at src that are not among rows (norms in float32, a lookup-only
-// embedding at W8), and the count of all parameters.
-func otherBits(src string, rows []sensRow) (float64, int, error) {
+// embedding at W8 or at the scheme of a recipe override naming it), and
+// the count of all parameters.
+func otherBits(src string, r quant.Recipe, rows []sensRow) (float64, int, error) {
 	m, err := loadFloat(src)
 	if err != nil {
 		return 0, 0, err
@@ -206,7 +227,13 @@ func otherBits(src string, rows []sensRow) (float64, int, error) {
 			continue
 		}
 		shape := g.Weights[name]
-		if len(shape) == 2 {
+		if s, ok := r.OverrideFor(name); ok && len(shape) == 2 {
+			q, err := quant.Quantize(w, shape[0], shape[1], s)
+			if err != nil {
+				return 0, 0, fmt.Errorf("tensor %s: %w", name, err)
+			}
+			bits += float64(len(w)) * q.BitsPerWeight()
+		} else if len(shape) == 2 {
 			bits += float64(len(w)) * (8 + 32/float64(shape[1]))
 		} else {
 			bits += 32 * float64(len(w))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/quant"
@@ -23,7 +24,7 @@ func TestAutoRecipe(t *testing.T) {
 		{Name: "e", KL: 0.01, Params: 1000, Bits: 4, W8Bits: 9}, // no room left
 	}
 	// other 1000 bits, 2300 params: base = 1000 + 4*2200 + 9*100 = 10700 bits
-	got, est, kept, err := autoRecipe(r, rows, 1000, 2300, 0, 11800.0/8)
+	got, est, kept, err := autoRecipe(r, rows, 1000, 2300, 0, 11800.0/8, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,8 +40,28 @@ func TestAutoRecipe(t *testing.T) {
 	if s := got.SchemeFor("b"); s.Kind != quant.KindLPBQ {
 		t.Errorf("b gets %v", s)
 	}
-	if _, _, _, err := autoRecipe(r, rows, 1000, 2300, 4, 0); err == nil {
+	if _, _, _, err := autoRecipe(r, rows, 1000, 2300, 4, 0, false); err == nil {
 		t.Error("a budget below the recipe itself was accepted")
+	}
+	// per bit: y and z (2e-4, 1.6e-4 per bit) before x (6e-5 per bit),
+	// which no longer fits; by KL alone x first, then y
+	rows = []sensRow{
+		{Name: "x", KL: 0.3, Params: 1000, Bits: 4, W8Bits: 9}, // +5000
+		{Name: "y", KL: 0.1, Params: 100, Bits: 4, W8Bits: 9},  // +500
+		{Name: "z", KL: 0.08, Params: 100, Bits: 4, W8Bits: 9}, // +500
+	}
+	// base = 1000 + 4*1200 = 5800 bits; budget 5800 + 5500
+	for _, c := range []struct {
+		perBit bool
+		want   string
+	}{{false, "x,y"}, {true, "y,z"}} {
+		_, _, kept, err := autoRecipe(r, rows, 1000, 1200, 0, (5800+5500)/8.0, c.perBit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(kept, ","); got != c.want {
+			t.Errorf("per bit %v: kept %s, want %s", c.perBit, got, c.want)
+		}
 	}
 	for _, c := range []struct {
 		in         string

@@ -340,3 +340,59 @@ func TestSharedGPTQFactor(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbeddingOverride: a lookup-only embedding table is W8 unless an
+// override names it; then it takes that scheme, and the loaded model's
+// table is that scheme's dequantization of the float one.
+func TestEmbeddingOverride(t *testing.T) {
+	src := testutil.Path(t, "models/stories260K/stories260K.gguf")
+	const embed = "model.embed_tokens.weight"
+	ck, err := detect.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	float, err := arch.Load(ck)
+	ck.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		recipe, scheme string
+		want           quant.Scheme
+	}{
+		{`{"name": "b32", "default": {"scheme": "lpbq", "block": 32}}`, "w8", quant.Scheme{Kind: quant.KindW8}},
+		{`{"name": "b32-e4", "default": {"scheme": "lpbq", "block": 32},
+		   "overrides": [{"pattern": "model.embed_tokens.weight", "scheme": "lpbq", "block": 32}]}`,
+			"lpbq/b32/refined", quant.Scheme{Kind: quant.KindLPBQ, Block: 32}},
+		{`{"name": "b32-eq4", "default": {"scheme": "lpbq", "block": 32},
+		   "overrides": [{"pattern": "re:embed_tokens", "scheme": "q4", "group": 32, "sym": true}]}`,
+			"q4/g32/sym", quant.Scheme{Kind: quant.KindQ4, Block: 32, Sym: true}},
+	} {
+		r, err := quant.ParseRecipe([]byte(c.recipe))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, r.Name)
+		rep, err := qmodel.Quantize(src, out, qmodel.Options{Recipe: r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(rep.Tensors, func(tr qmodel.TensorReport) bool { return tr.Name == embed })
+		if i < 0 || rep.Tensors[i].Scheme != c.scheme {
+			t.Fatalf("%s: embedding reported as %+v, want %s", r.Name, rep.Tensors, c.scheme)
+		}
+		m, _, err := qmodel.Load(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := float.Weights[embed]
+		q, err := quant.Quantize(w, 512, len(w)/512, c.want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(m.Weights[embed], q.Dequantize()) {
+			t.Errorf("%s: the loaded table is not the %s dequantization of the float one", r.Name, c.scheme)
+		}
+	}
+}

@@ -361,7 +361,7 @@ type tensorPlan struct {
 // planTensor picks the scheme of one tensor. Vectors (norm gains, biases)
 // stay float32. A tied embedding/classifier table takes the classifier's
 // scheme; an embedding used only for lookup takes W8 (one scale per row,
-// which a lookup dequantizes cheaply).
+// which a lookup dequantizes cheaply) unless an override names it.
 func planTensor(name string, shape []int, isLinear, isEmbed, tied bool, opts Options) tensorPlan {
 	p := tensorPlan{name: name, shape: shape, rows: 1, cols: 1, linear: isLinear}
 	for _, d := range shape {
@@ -379,6 +379,9 @@ func planTensor(name string, shape []int, isLinear, isEmbed, tied bool, opts Opt
 		s = opts.Recipe.SchemeFor("lm_head.weight")
 	case isEmbed && !isLinear:
 		s = quant.Scheme{Kind: quant.KindW8}
+		if o, ok := opts.Recipe.OverrideFor(name); ok {
+			s = o
+		}
 	default:
 		s = opts.Recipe.SchemeFor(name)
 	}

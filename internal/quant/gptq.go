@@ -37,6 +37,12 @@ type GPTQOptions struct {
 	// The grid is fixed beforehand here, so the order changes only which
 	// columns absorb the others' errors.
 	ActOrder bool
+	// Refit is how many rounds of scale re-fitting follow GPTQ: each
+	// round fits the scales (LPBQ: the row scale and block codes) to the
+	// output error with the integers held (RefitScales), then runs GPTQ
+	// again on the refitted grid; the state of least output error is
+	// kept. 0: none.
+	Refit int
 }
 
 // QuantizeGPTQ quantizes w [rows, cols] with scheme s, choosing the integers
@@ -71,6 +77,9 @@ type GPTQFactor struct {
 	perm []int // perm[i] is the column quantized i-th
 	u    []float64
 	dead []bool
+	// with Refit: the rounds, and the damped Hessian in column order
+	refit    int
+	damped32 []float32
 }
 
 // FactorGPTQ factors h, the [cols, cols] second moment of a layer's
@@ -79,9 +88,17 @@ func FactorGPTQ(h []float64, cols int, opts GPTQOptions) (*GPTQFactor, error) {
 	if len(h) != cols*cols {
 		return nil, fmt.Errorf("quant: gptq: %d hessian values for %d columns", len(h), cols)
 	}
+	if opts.Refit < 0 {
+		return nil, fmt.Errorf("quant: gptq: %d refit rounds", opts.Refit)
+	}
 	perm := make([]int, cols)
 	for i := range perm {
 		perm[i] = i
+	}
+	var damped32 []float32
+	if opts.Refit > 0 {
+		d, _ := dampHessian(h, cols, opts.Damp)
+		damped32 = toF32(d)
 	}
 	if opts.ActOrder {
 		sort.SliceStable(perm, func(a, b int) bool { return h[perm[a]*cols+perm[a]] > h[perm[b]*cols+perm[b]] })
@@ -97,7 +114,7 @@ func FactorGPTQ(h []float64, cols int, opts GPTQOptions) (*GPTQFactor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &GPTQFactor{cols: cols, perm: perm, u: u, dead: dead}, nil
+	return &GPTQFactor{cols: cols, perm: perm, u: u, dead: dead, refit: opts.Refit, damped32: damped32}, nil
 }
 
 // Apply chooses the integers of q, a quantization of w, by GPTQ on q's
@@ -115,6 +132,9 @@ func (f *GPTQFactor) Apply(q *Quantized, w []float32) error {
 		return nil
 	}
 	gptqRows(g, w, rows, cols, f.perm, f.dead, f.u)
+	if f.refit > 0 {
+		f.refitRounds(q, w, g, f.refit)
+	}
 	return nil
 }
 
@@ -176,11 +196,23 @@ func gptqRows(g grid, w []float32, rows, cols int, perm []int, dead []bool, u []
 // inverse, and the columns no input ever reached (zero diagonal: their
 // weights do not matter, GPTQ sets them to 0 and H[i,i] to 1).
 func gptqFactor(h []float64, k int, damp float64) ([]float64, []bool, error) {
+	if !(damp >= 0) {
+		return nil, nil, fmt.Errorf("quant: gptq: damping %v is not positive", damp)
+	}
+	a, dead := dampHessian(h, k, damp)
+	u, err := inverseUpperFactor(a, k)
+	if err != nil {
+		return nil, nil, fmt.Errorf("quant: gptq: %w", err)
+	}
+	return u, dead, nil
+}
+
+// dampHessian returns a copy of h [k, k] with damp (0.01 when zero) times
+// its mean diagonal added to the diagonal, and the dead columns (zero
+// diagonal) given a diagonal of 1 first.
+func dampHessian(h []float64, k int, damp float64) ([]float64, []bool) {
 	if damp == 0 {
 		damp = 0.01
-	}
-	if !(damp > 0) {
-		return nil, nil, fmt.Errorf("quant: gptq: damping %v is not positive", damp)
 	}
 	a := append([]float64(nil), h...)
 	dead := make([]bool, k)
@@ -196,11 +228,7 @@ func gptqFactor(h []float64, k int, damp float64) ([]float64, []bool, error) {
 	for i := range k {
 		a[i*k+i] += damp * mean
 	}
-	u, err := inverseUpperFactor(a, k)
-	if err != nil {
-		return nil, nil, fmt.Errorf("quant: gptq: %w", err)
-	}
-	return u, dead, nil
+	return a, dead
 }
 
 // inverseUpperFactor returns the upper triangular U with positive diagonal

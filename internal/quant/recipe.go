@@ -137,6 +137,11 @@ type Calibration struct {
 	// GPTQActOrder quantizes the columns in decreasing order of input
 	// energy (GPTQOptions.ActOrder).
 	GPTQActOrder bool `json:"gptq_act_order,omitempty"`
+	// GPTQRefit is the number of rounds of scale re-fitting after GPTQ
+	// (quant.GPTQOptions.Refit): the scales, and LPBQ's block codes, are
+	// fitted to the output error with the integers held, then GPTQ runs
+	// again on the new grid. 0: none.
+	GPTQRefit int `json:"gptq_refit,omitempty"`
 	// GridSearch chooses each block's scale (LPBQ code, q4 or w8 scale)
 	// to minimize the error weighted by the inputs' mean square
 	// (SearchGrid), before GPTQ if both are on.
@@ -225,6 +230,17 @@ func (r Recipe) SchemeFor(name string) Scheme {
 	return r.Default
 }
 
+// OverrideFor returns the scheme of the first override whose pattern
+// matches name, and false when none does (the default is not consulted).
+func (r Recipe) OverrideFor(name string) (Scheme, bool) {
+	for _, o := range r.Overrides {
+		if o.Matches(name) {
+			return o.Scheme, true
+		}
+	}
+	return Scheme{}, false
+}
+
 // Validate checks every part of r; the error is a *RecipeError naming the
 // field ("default.block", "overrides[2].pattern", "kv", ...).
 func (r *Recipe) Validate() error {
@@ -270,6 +286,12 @@ func (r *Recipe) Validate() error {
 	}
 	if c.Outliers > 0 && c.Sequential {
 		return &RecipeError{Field: "calibration.outliers", Msg: "outlier channels and sequential calibration do not combine"}
+	}
+	if c.GPTQRefit < 0 || c.GPTQRefit > 100 {
+		return &RecipeError{Field: "calibration.gptq_refit", Msg: fmt.Sprintf("%d is not in 0..100", c.GPTQRefit)}
+	}
+	if c.GPTQRefit > 0 && !c.GPTQ {
+		return &RecipeError{Field: "calibration.gptq_refit", Msg: "re-fitting scales after GPTQ needs \"gptq\": true"}
 	}
 	if !(c.GPTQDamp >= 0 && c.GPTQDamp < 1) {
 		return &RecipeError{Field: "calibration.gptq_damp", Msg: fmt.Sprintf("%v is not in [0, 1)", c.GPTQDamp)}

@@ -178,6 +178,8 @@ func TestRecipeErrors(t *testing.T) {
 		{`{"default": {"scheme": "lpbq"}, "vision": {"scheme": "f16"}}`, "scheme", "unknown field"},
 		{`{"default": {"scheme": "lpbq"}, "vision": {"weights": 16}}`, "vision.weights", "want a JSON string"},
 		{`{"default": {"scheme": "lpbq"}, "colour": 1}`, "colour", "unknown field"},
+		{`{"default": {"scheme": "lpbq"}, "calibration": {"gptq": true, "gptq_refit": -1}}`, "calibration.gptq_refit", "not in 0..100"},
+		{`{"default": {"scheme": "lpbq"}, "calibration": {"gptq_refit": 2}}`, "calibration.gptq_refit", "needs"},
 		{`{"default": {"scheme": "lpbq", "bits": 4}}`, "bits", "unknown field"},
 		{`{"default": {"scheme": "lpbq", "block": "32"}}`, "default.block", "want a JSON number"},
 		{`{"default": {"scheme": "lpbq", "block": 1e400}}`, "default.block", "want a JSON number"},
