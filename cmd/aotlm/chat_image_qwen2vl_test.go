@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -160,8 +159,11 @@ func checkPrompterQwen(t *testing.T, dir, buckets string) {
 	}
 }
 
-// qwenInterpreterGreedyImages is qwenInterpreterGreedy for a prompt of
-// any number of images, imgs in the order their layouts appear.
+// qwenInterpreterGreedyImages returns the n greedy ids the graph
+// interpreter (the Qwen folder's encoder and M-RoPE text model) gives
+// after promptIDs, whose image layouts (<|vision_start|>, <|image_pad|>
+// rows, <|vision_end|>) take the embedding rows of imgs, in order, at
+// their M-RoPE positions.
 func qwenInterpreterGreedyImages(t *testing.T, dir string, imgs []string, promptIDs []int, n int) []int {
 	t.Helper()
 	const start = 262 // <|vision_start|>
@@ -189,6 +191,15 @@ func qwenInterpreterGreedyImages(t *testing.T, dir string, imgs []string, prompt
 		p, err := m.Place(enc, piece)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// the prompt holds the layout, <|image_pad|> at each row
+		for k, id := range p.IDs {
+			if id == -1 {
+				id = 265
+			}
+			if i+k >= len(promptIDs) || promptIDs[i+k] != id {
+				t.Fatalf("prompt %v: no layout of %s's %dx%d rows at %d", promptIDs, img, enc.Rows, enc.Cols, i)
+			}
 		}
 		seq.Text(promptIDs[at:i]...)
 		if err := seq.Image(p); err != nil {
@@ -238,22 +249,9 @@ func checkChatServeQwen(t *testing.T, dir, buckets string) {
 	}
 	wide, square := filepath.Join(dir, "image_wide.png"), filepath.Join(dir, "image_square.png")
 	script := "/image " + wide + "\nWhat is it?\n/image " + square + "\nAnd <image> this?\n"
-	var out, errb bytes.Buffer
-	code := runWithInput([]string{"chat", "-m", art, "--chat-template", tpl, "--temp", "0", "-n", "5",
-		"--json", "-t", "1"}, strings.NewReader(script), &out, &errb)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
-	var turns []chatTurn
-	for dec := json.NewDecoder(&out); dec.More(); {
-		var tr chatTurn
-		if err := dec.Decode(&tr); err != nil {
-			t.Fatal(err)
-		}
-		turns = append(turns, tr)
-	}
-	if len(turns) != 2 || strings.Count(errb.String(), "image attached") != 2 {
-		t.Fatalf("%d turns, stderr %q", len(turns), errb.String())
+	turns, stderr := chatJSONTurns(t, script, "-m", art, "--chat-template", tpl, "--temp", "0", "-n", "5", "-t", "1")
+	if len(turns) != 2 || strings.Count(stderr, "image attached") != 2 {
+		t.Fatalf("%d turns, stderr %q", len(turns), stderr)
 	}
 	rcode, rout, rerr := runCLI(t, "run", "-m", art, "--chat-template", tpl, "--chat", "--image", wide,
 		"-p", "What is it?", "-n", "5", "--temp", "0", "--json", "-t", "1")
@@ -334,16 +332,12 @@ func TestChatImageQwen2VLFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out, errb bytes.Buffer
-	code := runWithInput([]string{"chat", "-m", dir, "--tokenizer", tok, "--chat-template", tpl, "--temp", "0", "-n", "4",
-		"--json", "-t", "1"}, strings.NewReader("/image "+wide+"\nWhat is it?\n"), &out, &errb)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
+	turns, stderr := chatJSONTurns(t, "/image "+wide+"\nWhat is it?\n", "-m", dir, "--tokenizer", tok, "--chat-template", tpl,
+		"--temp", "0", "-n", "4", "-t", "1")
+	if len(turns) != 1 {
+		t.Fatalf("%d turns, stderr %q", len(turns), stderr)
 	}
-	var turn chatTurn
-	if err := json.Unmarshal(out.Bytes(), &turn); err != nil {
-		t.Fatalf("%v: %s", err, out.String())
-	}
+	turn := turns[0]
 	rows := 0
 	for _, id := range turn.PromptIDs {
 		if aotlm.IsEmbedID(id) {

@@ -21,6 +21,26 @@ import (
 // fixture, which has none.
 const chatImageTemplate = "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}"
 
+// chatJSONTurns runs `chat --json` with args on the script as its input
+// and returns its turns and stderr.
+func chatJSONTurns(t *testing.T, script string, args ...string) ([]chatTurn, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := runWithInput(append(append([]string{"chat"}, args...), "--json"), strings.NewReader(script), &out, &errb)
+	if code != 0 {
+		t.Fatalf("chat: exit %d: %s", code, errb.String())
+	}
+	var turns []chatTurn
+	for dec := json.NewDecoder(&out); dec.More(); {
+		var tr chatTurn
+		if err := dec.Decode(&tr); err != nil {
+			t.Fatal(err)
+		}
+		turns = append(turns, tr)
+	}
+	return turns, errb.String()
+}
+
 // TestChatImage: `chat` with /image on the tiny SmolVLM fixture. The first
 // turn's reply is the one `run --image --chat` gives for the same message;
 // the second turn, with another image placed by its <image> marker, reuses
@@ -36,22 +56,9 @@ func TestChatImage(t *testing.T) {
 	}
 	wide, square := filepath.Join(dir, "image_wide.png"), filepath.Join(dir, "image_square.png")
 	script := "/image " + wide + "\nWhat is it?\n/image " + square + "\nAnd <image> this?\n"
-	var out, errb bytes.Buffer
-	code := runWithInput([]string{"chat", "-m", dir, "--tokenizer", tok, "--chat-template", tpl, "--temp", "0", "-n", "4",
-		"--json", "-t", "1"}, strings.NewReader(script), &out, &errb)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
-	var turns []chatTurn
-	for dec := json.NewDecoder(&out); dec.More(); {
-		var tr chatTurn
-		if err := dec.Decode(&tr); err != nil {
-			t.Fatal(err)
-		}
-		turns = append(turns, tr)
-	}
-	if len(turns) != 2 || strings.Count(errb.String(), "image attached") != 2 {
-		t.Fatalf("%d turns, stderr %q", len(turns), errb.String())
+	turns, stderr := chatJSONTurns(t, script, "-m", dir, "--tokenizer", tok, "--chat-template", tpl, "--temp", "0", "-n", "4", "-t", "1")
+	if len(turns) != 2 || strings.Count(stderr, "image attached") != 2 {
+		t.Fatalf("%d turns, stderr %q", len(turns), stderr)
 	}
 	embedIDs := func(ids []int) []int {
 		var e []int

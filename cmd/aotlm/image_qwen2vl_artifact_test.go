@@ -7,13 +7,10 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/testutil"
-	"github.com/aotlm/aotlm/internal/vision"
-	"github.com/aotlm/aotlm/internal/vlm"
 )
 
 // qwenInterpreterGreedy returns the n greedy ids the graph interpreter
@@ -22,52 +19,7 @@ import (
 // img's embedding rows at their M-RoPE positions.
 func qwenInterpreterGreedy(t *testing.T, dir, img string, promptIDs []int, n int) []int {
 	t.Helper()
-	const start, end = 262, 263 // the fixture's <|vision_start|>, <|vision_end|>
-	m, err := vlm.Open(dir, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := vision.DecodeFile(img, vision.DefaultLimits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := m.Encode(im)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pieces := map[string]int{vlm.VisionStart: start, vlm.VisionEnd: end}
-	p, err := m.Place(enc, func(s string) (int, bool) { id, ok := pieces[s]; return id, ok })
-	if err != nil {
-		t.Fatal(err)
-	}
-	i, j := slices.Index(promptIDs, start), slices.Index(promptIDs, end)
-	if i < 0 || j < i || j-i-1 != enc.Rows*enc.Cols {
-		t.Fatalf("prompt %v: no image of %d rows between the markers", promptIDs, enc.Rows*enc.Cols)
-	}
-	seq := vlm.NewSequence(m.TextConfig().Hidden, m.PosComponents())
-	seq.Text(promptIDs[:i]...)
-	if err := seq.Image(p); err != nil {
-		t.Fatal(err)
-	}
-	seq.Text(promptIDs[j+1:]...)
-	V := m.TextConfig().Vocab
-	var ids []int
-	for range n {
-		logits, err := m.LogitsAt(seq.IDs, seq.Embeds, seq.Positions)
-		if err != nil {
-			t.Fatal(err)
-		}
-		last := logits[(len(seq.IDs)-1)*V:]
-		best := 0
-		for k, v := range last {
-			if v > last[best] {
-				best = k
-			}
-		}
-		ids = append(ids, best)
-		seq.Text(best)
-	}
-	return ids
+	return qwenInterpreterGreedyImages(t, dir, []string{img}, promptIDs, n)
 }
 
 // TestRunQwen2VLImageFromArtifactAlone: the Qwen2-VL fixture compiled
