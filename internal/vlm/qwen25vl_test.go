@@ -1,7 +1,6 @@
 package vlm
 
 import (
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,81 +128,5 @@ func TestQwen25VLCompiledNeedsPositions(t *testing.T) {
 	rows := make([]float32, enc.Rows()*enc.InputCols())
 	if _, err := enc.Encode(rows, make([]int, enc.Rows())); err == nil || !strings.Contains(err.Error(), "row and column") {
 		t.Fatalf("encoding without positions: %v", err)
-	}
-}
-
-// TestQwen25VLCompiledW8: the Qwen2.5-VL encoder compiled with 8-bit
-// weights (one scale per row) stays close to the float32 plans'
-// embeddings: relative RMS error at most 4%, max |diff| at most 0.15
-// (measured 2.7% and 0.10; Qwen2-VL's and SmolVLM's encoders are held to
-// 3%, this one has more 8-bit matrices for its width: a gated MLP and the
-// merger's 128-wide rows over 4 blocks of width 32).
-func TestQwen25VLCompiledW8(t *testing.T) {
-	f32, err := OpenCompiledQwen2VL(compileQwenFixtureAt(t, qwen25Dir, true, "64x144", "f32"), 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f32.Close()
-	w8, err := OpenCompiledQwen2VL(compileQwenFixtureAt(t, qwen25Dir, true, "64x144", "w8"), 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w8.Close()
-	img, err := vision.DecodeFile(filepath.Join(qwen25Dir, "image_wide.png"), vision.DefaultLimits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := f32.Encode(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := w8.Encode(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var worst, se, ss float64
-	for i, x := range a.Embeds {
-		d := float64(b.Embeds[i] - x)
-		worst = max(worst, math.Abs(d))
-		se += d * d
-		ss += float64(x) * float64(x)
-	}
-	rel := math.Sqrt(se / ss)
-	t.Logf("w8 vs f32: max |diff| %.3g, relative RMS %.3g", worst, rel)
-	if worst > 0.15 || rel > 0.04 || worst == 0 {
-		t.Fatalf("w8 embeddings differ from f32 by %.3g (tolerance 0.15), relative RMS %.3g (tolerance 0.04)", worst, rel)
-	}
-}
-
-// TestQwen25VLCompiledF16: the Qwen2.5-VL encoder compiled with binary16
-// weights stays within f16InterpTol and f16RMSTol of the float32 plans'
-// embeddings (as Qwen2-VL's and SmolVLM's).
-func TestQwen25VLCompiledF16(t *testing.T) {
-	f32, err := OpenCompiledQwen2VL(compileQwenFixtureAt(t, qwen25Dir, true, "64x144", "f32"), 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f32.Close()
-	f16, err := OpenCompiledQwen2VL(compileQwenFixtureAt(t, qwen25Dir, true, "64x144", "f16"), 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f16.Close()
-	img, err := vision.DecodeFile(filepath.Join(qwen25Dir, "image_wide.png"), vision.DefaultLimits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := f32.Encode(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := f16.Encode(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	worst, rel := relDiff(a.Embeds, b.Embeds)
-	t.Logf("f16 vs f32: max |diff| %.3g, relative RMS %.3g", worst, rel)
-	if worst > f16InterpTol || rel > f16RMSTol || worst == 0 {
-		t.Fatalf("f16 embeddings differ from f32 by %.3g (tolerance %g), relative RMS %.3g (tolerance %g)", worst, f16InterpTol, rel, f16RMSTol)
 	}
 }
