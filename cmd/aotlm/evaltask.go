@@ -16,6 +16,7 @@ import (
 func newEvalCmd() *cobra.Command {
 	var (
 		modelPath, tokPath, task, dataPath string
+		phases, floatPath, artifact, acts  string
 		ctx, limit, threads                int
 		asJSON                             bool
 	)
@@ -40,10 +41,17 @@ func newEvalCmd() *cobra.Command {
              number of answers per task, scored as hellaswag; tasks in file
              order.
 
+--phases (lambada only) scores the passages several ways in one run, as
+ppl --phases does, with -m a quantized folder: each phase's accuracy and
+perplexity, the perplexity per last-word token, and the mean KL divergence
+from the first phase and the share of same top-1 tokens over the last
+words' tokens.
+
 docs/quantization.md has figures per recipe.`,
 		Example: `  aotlm eval -m stories260K.gguf --task lambada --data lambada_test.jsonl --limit 500
   aotlm eval -m q-w4/ --task hellaswag --data hellaswag_val_full.txt --json
-  aotlm eval -m model.aot --task multiple-choice --data arc-challenge-validation.bin`,
+  aotlm eval -m model.aot --task multiple-choice --data arc-challenge-validation.bin
+  aotlm eval -m q-w4/ --task lambada --data lambada_test.jsonl --phases float,qdq,artifact`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if modelPath == "" || dataPath == "" {
@@ -60,6 +68,27 @@ docs/quantization.md has figures per recipe.`,
 				return fmt.Errorf("eval: %w", err)
 			}
 			defer f.Close()
+			if phases != "" {
+				if task != "lambada" {
+					return fmt.Errorf("eval: --phases applies to --task lambada only")
+				}
+				if acts != "int8" && acts != "float" {
+					return fmt.Errorf("eval: --activations %q: want int8 or float", acts)
+				}
+				ps, err := parsePhases(phases)
+				if err != nil {
+					return err
+				}
+				items, err := eval.ReadLambada(f)
+				if err != nil {
+					return err
+				}
+				if limit > 0 && limit < len(items) {
+					items = items[:limit]
+				}
+				return runLambadaPhases(cmd.OutOrStdout(), items, phaseOptions{model: modelPath, floatPath: floatPath,
+					artifact: artifact, tokPath: tokPath, acts: acts, phases: ps, ctx: ctx, threads: threads, asJSON: asJSON})
+			}
 			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, NoCompile: true})
 			if err != nil {
 				return err
@@ -142,5 +171,9 @@ docs/quantization.md has figures per recipe.`,
 	fl.IntVar(&limit, "limit", 0, "score only the first N items (0: all)")
 	fl.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object")
+	fl.StringVar(&phases, "phases", "", "lambada only: score several phases of a quantized folder in one run: float,qdq,npu,artifact")
+	fl.StringVar(&floatPath, "float", "", "with --phases: the float checkpoint (default: the quantized folder's source)")
+	fl.StringVar(&artifact, "artifact", "", "with --phases: the compiled artifact (default: compile -m now)")
+	fl.StringVar(&acts, "activations", "int8", "with --phases: "+activationsHelp)
 	return cmd
 }

@@ -290,3 +290,75 @@ func recordedRanges(man *qmodel.Manifest) (map[string]qdq.Range, error) {
 	}
 	return out, nil
 }
+
+// runLambadaPhases scores LAMBADA-style items with each phase of a
+// quantized model (eval --task lambada --phases) and prints each phase's
+// accuracy and perplexities, and the KL divergence and top-1 agreement of
+// its last-word distributions against the first phase's.
+func runLambadaPhases(w io.Writer, items []eval.LambadaItem, o phaseOptions) error {
+	if !qmodel.IsDir(o.model) {
+		return fmt.Errorf("--phases needs a quantized model folder (aotlm quantize) as -m")
+	}
+	man, err := qmodel.ReadManifest(o.model)
+	if err != nil {
+		return err
+	}
+	if o.ctx <= 0 || o.ctx > man.Config.Context {
+		o.ctx = man.Config.Context
+	}
+	tokSrc := o.tokPath
+	if tokSrc == "" {
+		tokSrc = o.model
+	}
+	tok, err := openTokenizer(tokSrc, o.model)
+	if err != nil {
+		return err
+	}
+	var sessions []eval.Session
+	var cleanup []func()
+	defer func() {
+		for _, f := range cleanup {
+			f()
+		}
+	}()
+	for _, p := range o.phases {
+		s, done, err := phaseSession(p, man, o)
+		if err != nil {
+			return fmt.Errorf("phase %s: %w", p, err)
+		}
+		if done != nil {
+			cleanup = append(cleanup, done)
+		}
+		sessions = append(sessions, s)
+	}
+	enc := func(text string) []int {
+		return tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true})
+	}
+	res, err := eval.LambadaPhases(sessions, enc, items)
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		type row struct {
+			Phase    string  `json:"phase"`
+			Acc      float64 `json:"acc"`
+			PPL      float64 `json:"ppl"`
+			TokenPPL float64 `json:"token_ppl"`
+			KL       float64 `json:"kl"`
+			Top1     float64 `json:"top1"`
+		}
+		rows := make([]row, len(res))
+		for i, r := range res {
+			rows[i] = row{o.phases[i], r.Acc, r.PPL, r.TokenPPL, r.KL, r.Top1}
+		}
+		return json.NewEncoder(w).Encode(map[string]any{"task": "lambada", "phases": rows, "items": res[0].Items, "tokens": res[0].Tokens})
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "phase\taccuracy\tPPL\tPPL per token\tmean KL vs %s\tsame top-1\n", o.phases[0])
+	for i, r := range res {
+		fmt.Fprintf(tw, "%s\t%.2f%%\t%.4f\t%.4f\t%.6f\t%.2f%%\n", o.phases[i], 100*r.Acc, r.PPL, r.TokenPPL, r.KL, 100*r.Top1)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "lambada: %d passages, %d last-word tokens scored\n", res[0].Items, res[0].Tokens)
+	return nil
+}

@@ -127,8 +127,13 @@ func (c *Config) LongRopeFactors() bool {
 	return ctx > c.RopeScaling.OriginalMaxPosition
 }
 
-// Validate checks the config for values a graph cannot be built from.
+// Validate checks the config for values a graph cannot be built from, by
+// its family's rule (RWKV-7 has no attention, so no rope or key/value
+// heads to check).
 func (c *Config) Validate() error {
+	if f := familyByName(c.Family); f != nil && f.validate != nil {
+		return f.validate(c)
+	}
 	pos := []struct {
 		name string
 		v    int

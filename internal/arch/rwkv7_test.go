@@ -77,6 +77,41 @@ func TestRWKV7Config(t *testing.T) {
 	}
 }
 
+// TestRWKV7ConfigValidate checks that Config.Validate, which a quantized
+// folder's manifest is checked with, applies the family's own rule: the
+// checkpoint's config (no rope, no key/value heads of attention) passes,
+// one without its RWKV sizes or with heads that do not make the hidden
+// size fails, and another family's config is still held to the attention
+// rule.
+func TestRWKV7ConfigValidate(t *testing.T) {
+	m, err := Load(openRWKV7(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := m.Config
+	if c.RopeTheta != 0 {
+		t.Fatalf("rope theta %v: the test needs a config without rope", c.RopeTheta)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("the checkpoint's config: %v", err)
+	}
+	bad := c
+	bad.RWKV = nil
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "rwkv sizes are missing") {
+		t.Errorf("no RWKV sizes: %v", err)
+	}
+	bad = c
+	bad.Heads = 3
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "do not make the hidden size") {
+		t.Errorf("3 heads of 16: %v", err)
+	}
+	llama := c
+	llama.Family, llama.RWKV = "llama", nil
+	if err := llama.Validate(); err == nil || !strings.Contains(err.Error(), "rope theta") {
+		t.Errorf("a llama config without rope theta: %v", err)
+	}
+}
+
 // TestRWKV7Hostile checks that a checkpoint missing a tensor, with a
 // wrongly shaped one, or with an active ROSA branch is refused with an
 // error naming the tensor.

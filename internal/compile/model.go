@@ -32,6 +32,8 @@ type Options struct {
 	// plan.KVCache), whose scales come from a calibration pass of the
 	// float32 graph over CalibIDs (or a self-generated sequence when it
 	// is empty; see calibrateKV).
+	// A model without attention (RWKV-7) has no KV cache; KV is then
+	// ignored.
 	KV       string
 	CalibIDs []int
 	// CalibText, when set, is a text file whose tokens (by the stored
@@ -158,7 +160,13 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 	} else {
 		in.Source = ws
 	}
-	switch opts.KV {
+	kv := opts.KV
+	if g.Layers == 0 && (kv == plan.KVCacheU8 || kv == plan.KVCacheF16) {
+		// a recurrent model (RWKV-7) has no KV cache: its state stays
+		// float32 and the cache dtype has nothing to apply to
+		kv = ""
+	}
+	switch kv {
 	case "", "f32":
 	case plan.KVCacheU8:
 		ids := opts.CalibIDs

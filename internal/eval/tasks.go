@@ -216,24 +216,13 @@ func Lambada(s Session, enc Encoder, items []LambadaItem) (LambadaResult, error)
 	if len(items) == 0 {
 		return res, errors.New("eval: no passages")
 	}
-	ctx := math.MaxInt
-	if c, ok := s.(interface{ Context() int }); ok {
-		ctx = c.Context()
-	}
+	ctx := sessionContext(s)
 	var correct int
 	var sum float64
 	for i, it := range items {
-		whole := enc(it.Context + it.Target)
-		n := len(enc(it.Context))
-		if n < 1 || n >= len(whole) {
-			return res, fmt.Errorf("eval: passage %d: the last word adds no token to the context", i+1)
-		}
-		if len(whole) > ctx {
-			// keep the end: the last ctx tokens hold the target
-			whole, n = whole[len(whole)-ctx:], n-(len(whole)-ctx)
-			if n < 1 {
-				return res, fmt.Errorf("eval: passage %d: the last word alone needs more than %d tokens", i+1, ctx)
-			}
+		whole, n, err := lambadaTokens(enc, it, ctx, i)
+		if err != nil {
+			return res, err
 		}
 		rows, err := logits(s, whole)
 		if err != nil {
@@ -259,6 +248,34 @@ func Lambada(s Session, enc Encoder, items []LambadaItem) (LambadaResult, error)
 	return res, nil
 }
 
+// sessionContext is the positions a session holds (unbounded when it
+// does not say).
+func sessionContext(s Session) int {
+	if c, ok := s.(interface{ Context() int }); ok {
+		return c.Context()
+	}
+	return math.MaxInt
+}
+
+// lambadaTokens tokenizes item i (0-based) for a session of ctx
+// positions: the ids to run, and n, the number of them before the target
+// (the target is whole[n:]).
+func lambadaTokens(enc Encoder, it LambadaItem, ctx, i int) (whole []int, n int, err error) {
+	whole = enc(it.Context + it.Target)
+	n = len(enc(it.Context))
+	if n < 1 || n >= len(whole) {
+		return nil, 0, fmt.Errorf("eval: passage %d: the last word adds no token to the context", i+1)
+	}
+	if len(whole) > ctx {
+		// keep the end: the last ctx tokens hold the target
+		whole, n = whole[len(whole)-ctx:], n-(len(whole)-ctx)
+		if n < 1 {
+			return nil, 0, fmt.Errorf("eval: passage %d: the last word alone needs more than %d tokens", i+1, ctx)
+		}
+	}
+	return whole, n, nil
+}
+
 func argmax32(v []float32) int {
 	best := 0
 	for i, x := range v {
@@ -267,4 +284,98 @@ func argmax32(v []float32) int {
 		}
 	}
 	return best
+}
+
+// LambadaPhaseResult is the LAMBADA score of one phase of a model (see
+// PhaseResult) and its distance from the first phase over the last words'
+// tokens.
+type LambadaPhaseResult struct {
+	LambadaResult
+	// Tokens is the number of target tokens scored (the same in every
+	// phase), TokenPPL exp of their mean negative log-likelihood.
+	Tokens   int
+	TokenPPL float64
+	// KL is the mean KL divergence from the first phase's distribution
+	// over the target tokens, in nats; Top1 the share of them whose argmax
+	// is the first phase's (llama-perplexity --kl-divergence's
+	// definitions, restricted to the last words).
+	KL   float64
+	Top1 float64
+}
+
+// LambadaPhases scores the items with every session in turn, as Lambada
+// does for one, and compares each session's distribution over the target
+// tokens with the first one's. Each result's Acc and PPL equal what
+// Lambada gives for that session alone.
+func LambadaPhases(sessions []Session, enc Encoder, items []LambadaItem) ([]LambadaPhaseResult, error) {
+	if len(sessions) == 0 {
+		return nil, errors.New("eval: no phases to score")
+	}
+	if len(items) == 0 {
+		return nil, errors.New("eval: no passages")
+	}
+	ctx := math.MaxInt
+	for _, s := range sessions {
+		ctx = min(ctx, sessionContext(s))
+	}
+	out := make([]LambadaPhaseResult, len(sessions))
+	sum := make([]float64, len(sessions))
+	correct := make([]int, len(sessions))
+	kl := make([]float64, len(sessions))
+	same := make([]int, len(sessions))
+	logp := make([][]float64, len(sessions))
+	tokens := 0
+	for i, it := range items {
+		whole, n, err := lambadaTokens(enc, it, ctx, i)
+		if err != nil {
+			return nil, err
+		}
+		rows := make([][][]float32, len(sessions))
+		greedy := make([]bool, len(sessions))
+		for p, s := range sessions {
+			if rows[p], err = logits(s, whole); err != nil {
+				return nil, fmt.Errorf("eval: phase %d, passage %d: %w", p+1, i+1, err)
+			}
+			greedy[p] = true
+		}
+		for j := n - 1; j < len(whole)-1; j++ {
+			tokens++
+			for p := range sessions {
+				row := rows[p][j]
+				if len(row) != len(rows[0][j]) {
+					return nil, fmt.Errorf("eval: phase %d gives %d logits, phase 1 %d", p+1, len(row), len(rows[0][j]))
+				}
+				nll, err := NLL(row, whole[j+1])
+				if err != nil {
+					return nil, fmt.Errorf("eval: phase %d, passage %d: %w", p+1, i+1, err)
+				}
+				sum[p] += nll
+				if argmax32(row) != whole[j+1] {
+					greedy[p] = false
+				}
+				logp[p] = logSoftmax(logp[p], row)
+			}
+			top := argmax64(logp[0])
+			for p := range sessions {
+				kl[p] += klDiv(logp[0], logp[p])
+				if argmax64(logp[p]) == top {
+					same[p]++
+				}
+			}
+		}
+		for p := range sessions {
+			if greedy[p] {
+				correct[p]++
+			}
+		}
+	}
+	for p := range sessions {
+		out[p] = LambadaPhaseResult{
+			LambadaResult: LambadaResult{Items: len(items), Acc: float64(correct[p]) / float64(len(items)),
+				PPL: math.Exp(sum[p] / float64(len(items)))},
+			Tokens: tokens, TokenPPL: math.Exp(sum[p] / float64(tokens)),
+			KL: kl[p] / float64(tokens), Top1: float64(same[p]) / float64(tokens),
+		}
+	}
+	return out, nil
 }

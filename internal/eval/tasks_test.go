@@ -126,3 +126,66 @@ func TestTaskFileErrors(t *testing.T) {
 		t.Error("a task longer than the context was accepted")
 	}
 }
+
+// TestLambadaPhases checks the phases against Lambada alone (accuracy,
+// per-passage perplexity) and the KL and top-1 agreement over the target
+// tokens against closed forms: the same model (0, 100%), the same peak
+// with another probability, and the peak on another token (0%).
+func TestLambadaPhases(t *testing.T) {
+	const V = 27
+	items, err := ReadLambada(strings.NewReader(`{"text": "xy abc d"}` + "\n" + `{"text": "abc ex"}` + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, p2 := 0.7, 0.4
+	skip := func(p float64) *peakSession {
+		s := chain(p)
+		s.next = func(x int) int { return (x + 2) % V }
+		return s
+	}
+	mk := func() []Session {
+		return []Session{ctxSession{chain(p1)}, ctxSession{chain(p1)}, ctxSession{chain(p2)}, ctxSession{skip(p1)}}
+	}
+	res, err := LambadaPhases(mk(), letters, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, s := range mk() {
+		alone, err := Lambada(s, letters, items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := res[p]
+		if r.Acc != alone.Acc || r.PPL != alone.PPL || r.Items != 2 || r.Tokens != 3 {
+			t.Errorf("phase %d: %+v, alone %+v", p, r, alone)
+		}
+		// 2 passages, 3 target tokens ("d"; "e", "x")
+		if want := math.Pow(alone.PPL, 2.0/3); math.Abs(r.TokenPPL-want)/want > 1e-12 {
+			t.Errorf("phase %d: per-token ppl %v, want %v", p, r.TokenPPL, want)
+		}
+	}
+	q := func(p float64) float64 {
+		f := float64(float32(peakLogit(p, V)))
+		return math.Exp(f) / (math.Exp(f) + V - 1)
+	}
+	a, b := q(p1), q(p2)
+	same := a*math.Log(a/b) + (1-a)*math.Log((1-a)/(1-b))
+	lo := (1 - a) / (V - 1)
+	moved := a*math.Log(a/lo) + lo*math.Log(lo/a)
+	for p, c := range []struct{ kl, top1 float64 }{{0, 1}, {0, 1}, {same, 1}, {moved, 0}} {
+		if math.Abs(res[p].KL-c.kl) > 1e-9 || res[p].Top1 != c.top1 {
+			t.Errorf("phase %d: KL %v top1 %v, want %v and %v", p, res[p].KL, res[p].Top1, c.kl, c.top1)
+		}
+	}
+	if res[0].Acc != 0.5 || res[3].Acc != 0 {
+		t.Errorf("accuracy %v and %v, want 0.5 and 0", res[0].Acc, res[3].Acc)
+	}
+	if _, err := LambadaPhases(nil, letters, items); err == nil {
+		t.Error("no phases: no error")
+	}
+	bad := chain(p1)
+	bad.err = errFake
+	if _, err := LambadaPhases([]Session{ctxSession{chain(p1)}, ctxSession{bad}}, letters, items); err == nil || !strings.Contains(err.Error(), "phase 2") {
+		t.Errorf("failing phase: %v", err)
+	}
+}

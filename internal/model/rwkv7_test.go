@@ -12,6 +12,8 @@ import (
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/decoding"
 	"github.com/aotlm/aotlm/internal/model"
+	"github.com/aotlm/aotlm/internal/qmodel"
+	"github.com/aotlm/aotlm/internal/quant"
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
@@ -63,7 +65,7 @@ func maxDiff(a, b []float32) float64 {
 func checkSplits(t *testing.T, m sessions, ref rwkv7Case, splits []int) float64 {
 	t.Helper()
 	var worst float64
-	toks := ref.Tokens[:128]
+	toks := ref.Tokens[:len(ref.Logits)]
 	for _, p := range splits {
 		s := m(t)
 		out, err := s.Prefill(toks[:p])
@@ -209,5 +211,61 @@ func artifactSessions(t *testing.T, path, mode string) sessions {
 			t.Fatal(err)
 		}
 		return s.Sequence().(decoding.Session)
+	}
+}
+
+// TestRWKV7Quantized checks the quantized path on the real RWKV-7: a
+// w8a16 folder (its manifest validated by RWKV-7's own rule, which has no
+// rope) still answers the reference prompt greedily, through the
+// interpreter and through an artifact compiled with float activations;
+// and a w4a16-lpbq folder, whose recipe asks for a uint8 KV cache the
+// recurrent model does not have, compiles (the cache dtype is ignored) to
+// an artifact whose logits over the reference tokens are the
+// interpreter's over the same dequantized weights.
+func TestRWKV7Quantized(t *testing.T) {
+	ref := rwkv7Ref(t)
+	src := testutil.Path(t, rwkv7Checkpoint)
+	dir := t.TempDir()
+	for _, name := range []string{"w8a16", "w4a16-lpbq"} {
+		r, err := quant.Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := filepath.Join(dir, name)
+		if _, err := qmodel.Quantize(src, q, qmodel.Options{Recipe: r}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := qmodel.ReadManifest(q); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		im, err := model.Open(q, model.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		aot := filepath.Join(dir, name+".aot")
+		if err := compile.CompileFile(q, aot, compile.Options{ARLens: []int{32}, Ctx: 256, KV: "u8", FloatActivations: true}); err != nil {
+			t.Fatalf("%s: compile with a u8 KV cache: %v", name, err)
+		}
+		am := artifactSessions(t, aot, "hybrid")
+		if name == "w8a16" {
+			checkGreedy(t, name+" interpreter", interpSessions(im), ref)
+			checkGreedy(t, name+" artifact", am, ref)
+			continue
+		}
+		s, err := im.NewSession(256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks := ref.Tokens[:64]
+		rows, err := s.Logits(toks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := rwkv7Case{Tokens: toks, Logits: rows}
+		d := checkSplits(t, am, want, []int{1, 40, 64})
+		t.Logf("%s: artifact vs interpreter, max |logit diff| %.3g", name, d)
+		if d > rwkv7Tol {
+			t.Errorf("%s: the artifact's logits differ from the interpreter's by %.3g", name, d)
+		}
 	}
 }
