@@ -100,3 +100,63 @@ func TestEmbedsPrefill(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbedsAtPositions: rows added with relative rotary positions
+// (AddAt, an M-RoPE image's (0, row, col)) are placed from the next text
+// position, and the text after them continues from their largest
+// component plus one; rows added without positions and text take
+// consecutive positions. A block is placed whole: a prompt that enters
+// one past its first row is refused, and a reuse point inside one moves
+// back to its first row. Malformed positions are refused.
+func TestEmbedsAtPositions(t *testing.T) {
+	e := aotlm.NewEmbeds(2)
+	// a 2x3 image: rows (0, r, c)
+	img, err := e.AddAt([32]byte{7}, make([]float32, 12), []int{0, 0, 0, 0, 0, 1, 0, 0, 2, 0, 1, 0, 0, 1, 1, 0, 1, 2}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := e.Add([32]byte{8}, make([]float32, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := slices.Concat([]int{5, 6}, img, []int{9}, plain, []int{10})
+	got, err := aotlm.RotaryPositions(ids, e, 10, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int{
+		10, 10, 10, 11, 11, 11, // text
+		12, 12, 12, 12, 12, 13, 12, 12, 14, 12, 13, 12, 12, 13, 13, 12, 13, 14, // the image at 12
+		15, 15, 15, // text from 12 + max(2, 3)
+		16, 16, 16, 17, 17, 17, // rows without positions: like text
+		18, 18, 18,
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("positions\n%v\nwant\n%v", got, want)
+	}
+	if _, err := aotlm.RotaryPositions(ids[3:], e, 0, 3); err == nil || !strings.Contains(err.Error(), "without the rows before it") {
+		t.Errorf("a prompt entering the image at its second row: %v", err)
+	}
+	if _, err := aotlm.RotaryPositions(ids, e, 0, 1); err == nil {
+		t.Error("rows of 3 components placed for a model of 1")
+	}
+	for at, want := range map[int]int{0: 0, 2: 2, 3: 2, 7: 2, 8: 8, 9: 9, 10: 10} {
+		if got := e.BlockStart(ids, at); got != want {
+			t.Errorf("reuse point %d moves to %d, want %d", at, got, want)
+		}
+	}
+	for _, c := range []struct {
+		pos   []int
+		comps int
+		want  string
+	}{
+		{[]int{0, 0, 0}, 3, "rotary position values"},
+		{[]int{0, 0, 0, 0, 0, -1}, 3, "out of range"},
+		{[]int{0, 0, 0, 0}, 2, "components next to rows of 3"},
+		{[]int{0, 1}, 0, "rotary position values"},
+	} {
+		if _, err := e.AddAt([32]byte{9}, make([]float32, 4), c.pos, c.comps); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("positions %v of %d components: %v, want %q", c.pos, c.comps, err, c.want)
+		}
+	}
+}

@@ -10,3 +10,11 @@ func SetGatherTime(d time.Duration) (restore func()) {
 	minGather = d
 	return func() { minGather = old }
 }
+
+// RotaryPositions exposes rotaryPositions.
+func RotaryPositions(ids []int, emb *Embeds, next, P int) ([]int, error) {
+	return rotaryPositions(ids, emb, next, P)
+}
+
+// BlockStart exposes Embeds.blockStart.
+func (e *Embeds) BlockStart(ids []int, at int) int { return e.blockStart(ids, at) }
