@@ -66,31 +66,11 @@ func runPhases(w io.Writer, o phaseOptions) error {
 	} else if needQuant {
 		return fmt.Errorf("phases %v need a quantized model folder (aotlm quantize) as -m", o.phases)
 	}
-	tokSrc := o.tokPath
-	if tokSrc == "" {
-		tokSrc = o.model
-	}
-	tok, err := openTokenizer(tokSrc, o.model)
+	tok, sessions, closeAll, err := openPhases(man, o)
 	if err != nil {
 		return err
 	}
-	var sessions []eval.Session
-	var cleanup []func()
-	defer func() {
-		for _, f := range cleanup {
-			f()
-		}
-	}()
-	for _, p := range o.phases {
-		s, done, err := phaseSession(p, man, o)
-		if err != nil {
-			return fmt.Errorf("phase %s: %w", p, err)
-		}
-		if done != nil {
-			cleanup = append(cleanup, done)
-		}
-		sessions = append(sessions, s)
-	}
+	defer closeAll()
 	ids, bos, err := eval.Tokenize(tok, o.text)
 	if err != nil {
 		return err
@@ -306,31 +286,11 @@ func runLambadaPhases(w io.Writer, items []eval.LambadaItem, o phaseOptions) err
 	if o.ctx <= 0 || o.ctx > man.Config.Context {
 		o.ctx = man.Config.Context
 	}
-	tokSrc := o.tokPath
-	if tokSrc == "" {
-		tokSrc = o.model
-	}
-	tok, err := openTokenizer(tokSrc, o.model)
+	tok, sessions, closeAll, err := openPhases(man, o)
 	if err != nil {
 		return err
 	}
-	var sessions []eval.Session
-	var cleanup []func()
-	defer func() {
-		for _, f := range cleanup {
-			f()
-		}
-	}()
-	for _, p := range o.phases {
-		s, done, err := phaseSession(p, man, o)
-		if err != nil {
-			return fmt.Errorf("phase %s: %w", p, err)
-		}
-		if done != nil {
-			cleanup = append(cleanup, done)
-		}
-		sessions = append(sessions, s)
-	}
+	defer closeAll()
 	enc := func(text string) []int {
 		return tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true})
 	}
@@ -361,4 +321,34 @@ func runLambadaPhases(w io.Writer, items []eval.LambadaItem, o phaseOptions) err
 	tw.Flush()
 	fmt.Fprintf(w, "lambada: %d passages, %d last-word tokens scored\n", res[0].Items, res[0].Tokens)
 	return nil
+}
+
+// openPhases opens the model's tokenizer and one session per phase of o;
+// closeAll releases the sessions (also when err is set, it is a no-op).
+func openPhases(man *qmodel.Manifest, o phaseOptions) (tok tokenizer.Tokenizer, sessions []eval.Session, closeAll func(), err error) {
+	var cleanup []func()
+	closeAll = func() {
+		for _, f := range cleanup {
+			f()
+		}
+	}
+	tokSrc := o.tokPath
+	if tokSrc == "" {
+		tokSrc = o.model
+	}
+	if tok, err = openTokenizer(tokSrc, o.model); err != nil {
+		return nil, nil, closeAll, err
+	}
+	for _, p := range o.phases {
+		s, done, err := phaseSession(p, man, o)
+		if err != nil {
+			closeAll()
+			return nil, nil, func() {}, fmt.Errorf("phase %s: %w", p, err)
+		}
+		if done != nil {
+			cleanup = append(cleanup, done)
+		}
+		sessions = append(sessions, s)
+	}
+	return tok, sessions, closeAll, nil
 }
