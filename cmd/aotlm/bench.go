@@ -101,6 +101,7 @@ image out counts as the first repetition).`,
 	f.IntSliceVarP(&gens, "n-gen", "n", []int{128}, "decode lengths of tg tests, comma-separated (0: none)")
 	f.StringArrayVar(&pgs, "pg", nil, "a pg test as PROMPT,GEN (repeatable)")
 	f.IntVarP(&cfg.Threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
+	f.BoolVar(&cfg.HugePages, "hugepages", false, hugePagesUsage)
 	f.IntVarP(&cfg.Repetitions, "repetitions", "r", 3, "repetitions of each test")
 	f.StringVar(&mode, "mode", "hybrid", "prefill: hybrid (AR-N passes) or kv (one token at a time)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object instead of the table")

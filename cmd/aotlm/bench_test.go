@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -58,12 +59,16 @@ func TestBench(t *testing.T) {
 		}
 		t.Logf("%s: %s", mode, stdout)
 	}
-	code, stdout, stderr := aotlmPlus(t, "bench", "-m", path, "-p", "16", "-n", "8", "-r", "1")
+	code, stdout, stderr := aotlmPlus(t, "bench", "-m", path, "-p", "16", "-n", "8", "-r", "1", "--hugepages")
 	if code != 0 {
 		t.Fatalf("table: exit %d: %s", code, stderr)
 	}
 	t.Logf("table:\n%s", stdout)
-	for _, want := range []string{"| model", "pp16", "tg8", "±", "load", "time to first token (pp16)", "peak RSS"} {
+	wants := []string{"| model", "pp16", "tg8", "±", "load", "time to first token (pp16)", "peak RSS"}
+	if runtime.GOOS == "linux" {
+		wants = append(wants, "(weights read into huge pages)")
+	}
+	for _, want := range wants {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}

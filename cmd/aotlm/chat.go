@@ -23,6 +23,7 @@ func newChatCmd() *cobra.Command {
 		modelPath, tokPath, system, templatePath, mode, kv string
 		mmproj                                             string
 		n, threads, ctx, arLen                             int
+		hugePages                                          bool
 		p                                                  sample.Params
 		seed                                               int64
 		asJSON, noCompile                                  bool
@@ -62,7 +63,7 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 			} else {
 				p.Seed = randomSeed()
 			}
-			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, NoCompile: noCompile,
+			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, HugePages: hugePages, NoCompile: noCompile,
 				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv}, Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
@@ -101,6 +102,7 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 	f.StringVar(&kv, "kv", "f32", "KV cache storage when compiling: f32, f16 or u8")
 	f.IntVarP(&n, "n-predict", "n", 512, "most tokens of one reply (-1: until the end of turn or a full context)")
 	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
+	f.BoolVar(&hugePages, "hugepages", false, hugePagesUsage)
 	f.IntVarP(&ctx, "ctx", "c", 4096, "context length (capped at the model's)")
 	addSamplingFlags(f, &p, &seed)
 	f.StringArrayVar(&stops, "stop", nil, "a string that ends a reply (repeatable)")

@@ -17,6 +17,7 @@ type openOptions struct {
 	Tokenizer string // a tokenizer file or folder replacing the model's
 	Threads   int
 	Mode      string // "hybrid" or "kv"
+	HugePages bool   // read the artifact into huge pages (aotlm.Options)
 	// NoCompile runs a checkpoint through the graph interpreter instead of
 	// compiling it into the cache.
 	NoCompile bool
@@ -47,7 +48,7 @@ func openModel(path string, o openOptions) (*aotlm.Model, error) {
 		}
 		runPath = compiled
 	}
-	m, err := aotlm.Open(runPath, aotlm.Options{Threads: o.Threads, Mode: o.Mode})
+	m, err := aotlm.Open(runPath, aotlm.Options{Threads: o.Threads, Mode: o.Mode, HugePages: o.HugePages})
 	if err != nil {
 		return nil, err
 	}

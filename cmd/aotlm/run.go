@@ -23,6 +23,7 @@ func newRunCmd() *cobra.Command {
 	var (
 		modelPath, tokPath, prompt, promptFile string
 		n, threads, ctx                        int
+		hugePages                              bool
 		p                                      sample.Params
 		seed                                   int64
 		asJSON, ignoreEOS, useChat, verify     bool
@@ -109,7 +110,7 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 			if isTerminal(cmd.ErrOrStderr()) && !quiet {
 				log = cmd.ErrOrStderr()
 			}
-			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, NoCompile: noCompile,
+			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, HugePages: hugePages, NoCompile: noCompile,
 				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv, FloatActivations: float, GGUFWeights: ggufWeights,
 					MMProj: images.mmproj, VisionWeights: images.visionWeights, VisionBuckets: images.visionBuckets}, Log: log})
 			if err != nil {
@@ -206,6 +207,7 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 	f.StringVarP(&promptFile, "file", "f", "", "read the prompt from a file")
 	f.IntVarP(&n, "n-predict", "n", 128, "number of tokens to generate (-1: until EOS or the context is full)")
 	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
+	f.BoolVar(&hugePages, "hugepages", false, hugePagesUsage)
 	f.IntVarP(&ctx, "ctx", "c", 4096, "context length (capped at the model's)")
 	addSamplingFlags(f, &p, &seed)
 	f.BoolVar(&asJSON, "json", false, "print one JSON object instead of streaming text")

@@ -28,6 +28,7 @@ func newServeCmd() *cobra.Command {
 		mmproj                                                         string
 		allowLocalImages                                               bool
 		port, parallel, queue, ctx, threads, arLen                     int
+		hugePages                                                      bool
 		maxBody                                                        int64
 	)
 	cmd := &cobra.Command{
@@ -62,7 +63,7 @@ with --allow-local-images.`,
 			if modelPath, err = resolveModel(modelPath, log); err != nil {
 				return err
 			}
-			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode,
+			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, HugePages: hugePages,
 				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv}, Log: log})
 			if err != nil {
 				return err
@@ -108,6 +109,7 @@ with --allow-local-images.`,
 	f.IntVar(&queue, "queue", 0, "requests that may wait for a session beyond --parallel (0: 4 per session, -1: none)")
 	f.IntVarP(&ctx, "ctx", "c", 4096, "context of each session (capped at the model's)")
 	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads, shared by the sessions")
+	f.BoolVar(&hugePages, "hugepages", false, hugePagesUsage)
 	f.StringVar(&mode, "mode", "hybrid", "prefill: hybrid (AR-N passes) or kv (one token at a time)")
 	f.StringVar(&apiKey, "api-key", "", "require this Bearer token on API requests")
 	f.StringVar(&templatePath, "chat-template", "", "Jinja chat template file, replacing the model's")

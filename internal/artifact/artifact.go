@@ -42,6 +42,11 @@ func (a *Artifact) Close() error {
 	return nil
 }
 
+// HugePages reports whether the file was read into memory advised for
+// transparent huge pages (OpenOptions.HugePages on Linux) rather than
+// mapped or read on demand.
+func (a *Artifact) HugePages() bool { return a.src.huge }
+
 // Size returns the file size in bytes.
 func (a *Artifact) Size() int64 { return a.size }
 

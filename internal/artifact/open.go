@@ -15,6 +15,9 @@ type OpenOptions struct {
 	// Verify also checks the weights checksum, reading every weight byte.
 	// Without it Open reads only the header and the small sections.
 	Verify bool
+	// HugePages reads the file into memory advised for transparent huge
+	// pages instead of mapping it (Linux; see mmapfile.OpenHugePages).
+	HugePages bool
 }
 
 // Open maps the artifact at path and validates it (see the package
@@ -22,7 +25,7 @@ type OpenOptions struct {
 // *FormatError naming the section, newer format versions a *VersionError,
 // and artifacts needing absent CPU features a *CPUFeatureError.
 func Open(path string, opts OpenOptions) (*Artifact, error) {
-	src, err := openSource(path)
+	src, err := openSource(path, opts.HugePages)
 	if err != nil {
 		return nil, fmt.Errorf("artifact: %w", err)
 	}

@@ -13,6 +13,7 @@ type source struct {
 	data    []byte // the mapped file, or nil
 	r       io.ReaderAt
 	size    int64
+	huge    bool // data is a copy in memory advised for huge pages
 	closeFn func() error
 }
 
@@ -59,11 +60,16 @@ func (s *source) close() error {
 	return err
 }
 
-// openSource opens path read-only, memory-mapped where possible.
-func openSource(path string) (*source, error) {
-	m, err := mmapfile.Open(path)
+// openSource opens path read-only, memory-mapped where possible, or read
+// into memory advised for huge pages (huge).
+func openSource(path string, huge bool) (*source, error) {
+	open := mmapfile.Open
+	if huge {
+		open = mmapfile.OpenHugePages
+	}
+	m, err := open(path)
 	if err != nil {
 		return nil, err
 	}
-	return &source{data: m.Data, r: m, size: m.Size, closeFn: m.Close}, nil
+	return &source{data: m.Data, r: m, size: m.Size, huge: m.HugePages, closeFn: m.Close}, nil
 }

@@ -17,6 +17,7 @@ type Config struct {
 	Repetitions int    // per test (< 1: 1)
 	Warmup      bool
 	Seed        uint64 // of the random prompts
+	HugePages   bool   // read the artifact into huge pages (engine.Options)
 }
 
 // ParseMode maps a mode name to the engine's mode: "" and "hybrid" are
@@ -40,7 +41,7 @@ func RunArtifact(path string, cfg Config) (Report, error) {
 		return Report{}, err
 	}
 	start := time.Now()
-	e, err := engine.Open(path)
+	e, err := engine.OpenWith(path, engine.Options{HugePages: cfg.HugePages})
 	if err != nil {
 		return Report{}, err
 	}
@@ -48,7 +49,7 @@ func RunArtifact(path string, cfg Config) (Report, error) {
 	defer e.Close()
 	m := e.Manifest()
 	rep := Report{Model: filepath.Base(path), Architecture: m.Architecture, Weights: m.Weights, Ctx: m.Ctx,
-		Mode: mode.String(), Threads: max(cfg.Threads, 1), LoadMs: ms(load)}
+		Mode: mode.String(), Threads: max(cfg.Threads, 1), LoadMs: ms(load), HugePages: e.HugePages()}
 	if err := stat(path, &rep); err != nil {
 		return rep, err
 	}

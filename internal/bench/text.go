@@ -144,8 +144,9 @@ type Report struct {
 	Ctx          int      `json:"ctx"`
 	Mode         string   `json:"mode"`
 	Threads      int      `json:"threads"`
-	LoadMs       float64  `json:"load_ms"` // opening the artifact
-	TTFTMs       float64  `json:"ttft_ms"` // of the largest pp test; 0 without one
+	LoadMs       float64  `json:"load_ms"`              // opening the artifact
+	HugePages    bool     `json:"huge_pages,omitempty"` // weights read into huge pages
+	TTFTMs       float64  `json:"ttft_ms"`              // of the largest pp test; 0 without one
 	TTFTTest     string   `json:"ttft_test,omitempty"`
 	RSSMB        float64  `json:"rss_mb"` // peak resident MiB at the end
 	Tests        []Result `json:"tests"`
@@ -177,6 +178,9 @@ func (r Report) WriteTable(w io.Writer) error {
 			model, Human(r.SizeBytes), HumanCount(r.Params), r.Threads, r.Mode, t.Name, ts)
 	}
 	fmt.Fprintf(w, "\nload %.2f ms", r.LoadMs)
+	if r.HugePages {
+		fmt.Fprint(w, " (weights read into huge pages)")
+	}
 	if r.TTFTTest != "" {
 		fmt.Fprintf(w, ", time to first token (%s) %.2f ms", r.TTFTTest, r.TTFTMs)
 	}

@@ -65,6 +65,11 @@ type Options struct {
 	// Threads is the size of the worker pool, counting a pass's caller
 	// (0: runtime.GOMAXPROCS); each session uses up to this many.
 	Threads int
+	// HugePages reads the artifact into memory advised for transparent
+	// huge pages instead of mapping it (Linux; see
+	// mmapfile.OpenHugePages): faster decode, slower load, memory the
+	// kernel cannot page out.
+	HugePages bool
 }
 
 // step is a plan step with its weights as float32 views.
@@ -88,7 +93,7 @@ func Open(path string) (*Engine, error) { return OpenWith(path, Options{}) }
 // OpenWith maps the artifact at path, validates its manifest, every plan
 // it lists, and every weight the plans read, and starts its worker pool.
 func OpenWith(path string, opts Options) (*Engine, error) {
-	art, err := artifact.Open(path, artifact.OpenOptions{})
+	art, err := artifact.Open(path, artifact.OpenOptions{HugePages: opts.HugePages})
 	if err != nil {
 		return nil, err
 	}
@@ -345,6 +350,10 @@ func (e *Engine) Close() error {
 	}
 	return e.art.Close()
 }
+
+// HugePages reports whether the weights sit in memory advised for
+// transparent huge pages (Options.HugePages, honoured on Linux).
+func (e *Engine) HugePages() bool { return e.art != nil && e.art.HugePages() }
 
 // Blob returns a named blob of the artifact (such as the tokenizer), a view
 // of the mapped file valid until Close.

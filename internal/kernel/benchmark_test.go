@@ -74,8 +74,11 @@ func benchQ4(b *testing.B, shapes [][2]int, T int) {
 	}
 }
 
+// BenchmarkQ4MatMulT1 times one token; the last two shapes are streamed
+// from memory: Qwen3's classifier, and rows as narrow as SmolLM2's (576)
+// in a matrix larger than the caches.
 func BenchmarkQ4MatMulT1(b *testing.B) {
-	benchQ4(b, append(benchShapes, [2]int{151936, 1024}), 1)
+	benchQ4(b, append(benchShapes, [2]int{151936, 1024}, [2]int{270336, 576}), 1)
 }
 
 func BenchmarkQ4MatMulT32(b *testing.B) { benchQ4(b, benchShapes, 32) }

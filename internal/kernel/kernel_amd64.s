@@ -4267,6 +4267,272 @@ reduce:
 	VZEROUPPER
 	RET
 
+// func q4VnniCodesRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2
+TEXT ·q4VnniCodesRows(SB), NOSPLIT, $0-80
+	MOVQ         nib+0(FP), AX
+	MOVQ         sc+16(FP), CX
+	MOVL         $0x0f0f0f0f, DX
+	VPBROADCASTD DX, Z0
+	MOVQ         tail+40(FP), DI
+	TESTQ        DI, DI
+	JZ           rows
+	MOVQ         $0x0000000000000001, DX
+	SHLQ         $0x04, DI
+	SHLXQ        DI, DX, DX
+	DECQ         DX
+	KMOVQ        DX, K1
+	SHRQ         $0x04, DI
+	MOVQ         $0x0000000000000001, DX
+	SHLXQ        DI, DX, DX
+	DECQ         DX
+	KMOVQ        DX, K2
+
+rows:
+	MOVQ dst+64(FP), R8
+	MOVQ rs+72(FP), R9
+	MOVQ n+56(FP), R10
+	SHRQ $0x02, R10
+
+quad:
+	VPXORD Z1, Z1, Z1
+	MOVQ   AX, DX
+	MOVQ   CX, BX
+	MOVQ   x+48(FP), SI
+	MOVQ   ng+32(FP), R11
+
+loop0:
+	TESTQ        R11, R11
+	JZ           tail0
+	VMOVDQU32    (DX), Z2
+	VPSRLW       $0x04, Z2, Z3
+	VPANDD       Z2, Z0, Z2
+	VPANDD       Z3, Z0, Z3
+	VPBROADCASTD (BX), Z7
+	VPSHUFB      q4spread<>+0(SB), Z7, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMOVDQU32    192(SI), Z8
+	VPDPBUSD     (SI), Z2, Z8
+	VPDPBUSD     64(SI), Z3, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMULPS       128(SI), Z7, Z2
+	VFMADD231PS  Z8, Z2, Z1
+	ADDQ         $0x00000040, DX
+	ADDQ         $0x00000004, BX
+	ADDQ         $0x00000100, SI
+	DECQ         R11
+	JMP          loop0
+
+tail0:
+	TESTQ        DI, DI
+	JZ           reduce0
+	VMOVDQU8.Z   (DX), K1, Z2
+	VPSRLW       $0x04, Z2, Z3
+	VPANDD       Z2, Z0, Z2
+	VPANDD       Z3, Z0, Z3
+	VMOVDQU8.Z   (BX), K2, Z7
+	VPBROADCASTD X7, Z7
+	VPSHUFB      q4spread<>+0(SB), Z7, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMOVDQU32    192(SI), Z8
+	VPDPBUSD     (SI), Z2, Z8
+	VPDPBUSD     64(SI), Z3, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMULPS       128(SI), Z7, Z2
+	VFMADD231PS  Z8, Z2, Z1
+
+reduce0:
+	MOVQ   rstr+8(FP), DX
+	ADDQ   DX, AX
+	MOVQ   scstr+24(FP), DX
+	ADDQ   DX, CX
+	VPXORD Z4, Z4, Z4
+	MOVQ   AX, DX
+	MOVQ   CX, BX
+	MOVQ   x+48(FP), SI
+	MOVQ   ng+32(FP), R11
+
+loop1:
+	TESTQ        R11, R11
+	JZ           tail1
+	VMOVDQU32    (DX), Z2
+	VPSRLW       $0x04, Z2, Z3
+	VPANDD       Z2, Z0, Z2
+	VPANDD       Z3, Z0, Z3
+	VPBROADCASTD (BX), Z7
+	VPSHUFB      q4spread<>+0(SB), Z7, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMOVDQU32    192(SI), Z8
+	VPDPBUSD     (SI), Z2, Z8
+	VPDPBUSD     64(SI), Z3, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMULPS       128(SI), Z7, Z2
+	VFMADD231PS  Z8, Z2, Z4
+	ADDQ         $0x00000040, DX
+	ADDQ         $0x00000004, BX
+	ADDQ         $0x00000100, SI
+	DECQ         R11
+	JMP          loop1
+
+tail1:
+	TESTQ        DI, DI
+	JZ           reduce1
+	VMOVDQU8.Z   (DX), K1, Z2
+	VPSRLW       $0x04, Z2, Z3
+	VPANDD       Z2, Z0, Z2
+	VPANDD       Z3, Z0, Z3
+	VMOVDQU8.Z   (BX), K2, Z7
+	VPBROADCASTD X7, Z7
+	VPSHUFB      q4spread<>+0(SB), Z7, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMOVDQU32    192(SI), Z8
+	VPDPBUSD     (SI), Z2, Z8
+	VPDPBUSD     64(SI), Z3, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMULPS       128(SI), Z7, Z2
+	VFMADD231PS  Z8, Z2, Z4
+
+reduce1:
+	MOVQ   rstr+8(FP), DX
+	ADDQ   DX, AX
+	MOVQ   scstr+24(FP), DX
+	ADDQ   DX, CX
+	VPXORD Z5, Z5, Z5
+	MOVQ   AX, DX
+	MOVQ   CX, BX
+	MOVQ   x+48(FP), SI
+	MOVQ   ng+32(FP), R11
+
+loop2:
+	TESTQ        R11, R11
+	JZ           tail2
+	VMOVDQU32    (DX), Z2
+	VPSRLW       $0x04, Z2, Z3
+	VPANDD       Z2, Z0, Z2
+	VPANDD       Z3, Z0, Z3
+	VPBROADCASTD (BX), Z7
+	VPSHUFB      q4spread<>+0(SB), Z7, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMOVDQU32    192(SI), Z8
+	VPDPBUSD     (SI), Z2, Z8
+	VPDPBUSD     64(SI), Z3, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMULPS       128(SI), Z7, Z2
+	VFMADD231PS  Z8, Z2, Z5
+	ADDQ         $0x00000040, DX
+	ADDQ         $0x00000004, BX
+	ADDQ         $0x00000100, SI
+	DECQ         R11
+	JMP          loop2
+
+tail2:
+	TESTQ        DI, DI
+	JZ           reduce2
+	VMOVDQU8.Z   (DX), K1, Z2
+	VPSRLW       $0x04, Z2, Z3
+	VPANDD       Z2, Z0, Z2
+	VPANDD       Z3, Z0, Z3
+	VMOVDQU8.Z   (BX), K2, Z7
+	VPBROADCASTD X7, Z7
+	VPSHUFB      q4spread<>+0(SB), Z7, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMOVDQU32    192(SI), Z8
+	VPDPBUSD     (SI), Z2, Z8
+	VPDPBUSD     64(SI), Z3, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMULPS       128(SI), Z7, Z2
+	VFMADD231PS  Z8, Z2, Z5
+
+reduce2:
+	MOVQ   rstr+8(FP), DX
+	ADDQ   DX, AX
+	MOVQ   scstr+24(FP), DX
+	ADDQ   DX, CX
+	VPXORD Z6, Z6, Z6
+	MOVQ   AX, DX
+	MOVQ   CX, BX
+	MOVQ   x+48(FP), SI
+	MOVQ   ng+32(FP), R11
+
+loop3:
+	TESTQ        R11, R11
+	JZ           tail3
+	VMOVDQU32    (DX), Z2
+	VPSRLW       $0x04, Z2, Z3
+	VPANDD       Z2, Z0, Z2
+	VPANDD       Z3, Z0, Z3
+	VPBROADCASTD (BX), Z7
+	VPSHUFB      q4spread<>+0(SB), Z7, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMOVDQU32    192(SI), Z8
+	VPDPBUSD     (SI), Z2, Z8
+	VPDPBUSD     64(SI), Z3, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMULPS       128(SI), Z7, Z2
+	VFMADD231PS  Z8, Z2, Z6
+	ADDQ         $0x00000040, DX
+	ADDQ         $0x00000004, BX
+	ADDQ         $0x00000100, SI
+	DECQ         R11
+	JMP          loop3
+
+tail3:
+	TESTQ        DI, DI
+	JZ           reduce3
+	VMOVDQU8.Z   (DX), K1, Z2
+	VPSRLW       $0x04, Z2, Z3
+	VPANDD       Z2, Z0, Z2
+	VPANDD       Z3, Z0, Z3
+	VMOVDQU8.Z   (BX), K2, Z7
+	VPBROADCASTD X7, Z7
+	VPSHUFB      q4spread<>+0(SB), Z7, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMOVDQU32    192(SI), Z8
+	VPDPBUSD     (SI), Z2, Z8
+	VPDPBUSD     64(SI), Z3, Z8
+	VCVTDQ2PS    Z8, Z8
+	VMULPS       128(SI), Z7, Z2
+	VFMADD231PS  Z8, Z2, Z6
+
+reduce3:
+	MOVQ          rstr+8(FP), DX
+	ADDQ          DX, AX
+	MOVQ          scstr+24(FP), DX
+	ADDQ          DX, CX
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	VADDPS        Y2, Y1, Y2
+	VEXTRACTF32X4 $0x01, Y2, X3
+	VADDPS        X3, X2, X3
+	VEXTRACTF64X4 $0x01, Z4, Y2
+	VADDPS        Y2, Y4, Y2
+	VEXTRACTF32X4 $0x01, Y2, X7
+	VADDPS        X7, X2, X7
+	VEXTRACTF64X4 $0x01, Z5, Y2
+	VADDPS        Y2, Y5, Y2
+	VEXTRACTF32X4 $0x01, Y2, X8
+	VADDPS        X8, X2, X8
+	VEXTRACTF64X4 $0x01, Z6, Y2
+	VADDPS        Y2, Y6, Y2
+	VEXTRACTF32X4 $0x01, Y2, X9
+	VADDPS        X9, X2, X9
+	VUNPCKLPS     X7, X3, X2
+	VUNPCKHPS     X7, X3, X3
+	VADDPS        X3, X2, X2
+	VUNPCKLPS     X9, X8, X3
+	VUNPCKHPS     X9, X8, X7
+	VADDPS        X7, X3, X3
+	VMOVLHPS      X3, X2, X7
+	VMOVHLPS      X2, X3, X2
+	VADDPS        X2, X7, X7
+	VMULPS        (R9), X7, X7
+	ADDQ          $0x10, R9
+	VMOVUPS       X7, (R8)
+	ADDQ          $0x10, R8
+	DECQ          R10
+	JNZ           quad
+	VZEROUPPER
+	RET
+
 // func q4VnniScales1x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 // Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2
 TEXT ·q4VnniScales1x1(SB), NOSPLIT, $0-88
@@ -8096,6 +8362,258 @@ reduce:
 	VPERMILPS    $0xb1, X15, X0
 	VADDSS       X0, X15, X15
 	VMOVSS       X15, 12(AX)
+	VZEROUPPER
+	RET
+
+// func q4VnniScalesRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2
+TEXT ·q4VnniScalesRows(SB), NOSPLIT, $0-80
+	MOVQ         nib+0(FP), AX
+	MOVQ         sc+16(FP), CX
+	MOVL         $0x0f0f0f0f, DX
+	VPBROADCASTD DX, Z0
+	VMOVDQU32    q4perm<>+0(SB), Z1
+	MOVQ         tail+40(FP), DI
+	TESTQ        DI, DI
+	JZ           rows
+	MOVQ         $0x0000000000000001, DX
+	SHLQ         $0x04, DI
+	SHLXQ        DI, DX, DX
+	DECQ         DX
+	KMOVQ        DX, K1
+	SHRQ         $0x04, DI
+	MOVQ         $0x0000000000000001, DX
+	SHLXQ        DI, DX, DX
+	DECQ         DX
+	KMOVQ        DX, K2
+
+rows:
+	MOVQ dst+64(FP), R8
+	MOVQ n+56(FP), R9
+	SHRQ $0x02, R9
+
+quad:
+	VPXORD Z2, Z2, Z2
+	MOVQ   AX, DX
+	MOVQ   CX, BX
+	MOVQ   x+48(FP), SI
+	MOVQ   ng+32(FP), R10
+
+loop0:
+	TESTQ           R10, R10
+	JZ              tail0
+	VMOVDQU32       (DX), Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VBROADCASTF32X4 (BX), Z8
+	VPERMPS         Z8, Z1, Z8
+	VMOVDQU32       192(SI), Z9
+	VPDPBUSD        (SI), Z3, Z9
+	VPDPBUSD        64(SI), Z4, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS          128(SI), Z8, Z3
+	VFMADD231PS     Z9, Z3, Z2
+	ADDQ            $0x00000040, DX
+	ADDQ            $0x00000010, BX
+	ADDQ            $0x00000100, SI
+	DECQ            R10
+	JMP             loop0
+
+tail0:
+	TESTQ       DI, DI
+	JZ          reduce0
+	VMOVDQU8.Z  (DX), K1, Z3
+	VPSRLW      $0x04, Z3, Z4
+	VPANDD      Z3, Z0, Z3
+	VPANDD      Z4, Z0, Z4
+	VMOVUPS.Z   (BX), K2, Z8
+	VPERMPS     Z8, Z1, Z8
+	VMOVDQU32   192(SI), Z9
+	VPDPBUSD    (SI), Z3, Z9
+	VPDPBUSD    64(SI), Z4, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      128(SI), Z8, Z3
+	VFMADD231PS Z9, Z3, Z2
+
+reduce0:
+	MOVQ   rstr+8(FP), DX
+	ADDQ   DX, AX
+	MOVQ   scstr+24(FP), DX
+	ADDQ   DX, CX
+	VPXORD Z5, Z5, Z5
+	MOVQ   AX, DX
+	MOVQ   CX, BX
+	MOVQ   x+48(FP), SI
+	MOVQ   ng+32(FP), R10
+
+loop1:
+	TESTQ           R10, R10
+	JZ              tail1
+	VMOVDQU32       (DX), Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VBROADCASTF32X4 (BX), Z8
+	VPERMPS         Z8, Z1, Z8
+	VMOVDQU32       192(SI), Z9
+	VPDPBUSD        (SI), Z3, Z9
+	VPDPBUSD        64(SI), Z4, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS          128(SI), Z8, Z3
+	VFMADD231PS     Z9, Z3, Z5
+	ADDQ            $0x00000040, DX
+	ADDQ            $0x00000010, BX
+	ADDQ            $0x00000100, SI
+	DECQ            R10
+	JMP             loop1
+
+tail1:
+	TESTQ       DI, DI
+	JZ          reduce1
+	VMOVDQU8.Z  (DX), K1, Z3
+	VPSRLW      $0x04, Z3, Z4
+	VPANDD      Z3, Z0, Z3
+	VPANDD      Z4, Z0, Z4
+	VMOVUPS.Z   (BX), K2, Z8
+	VPERMPS     Z8, Z1, Z8
+	VMOVDQU32   192(SI), Z9
+	VPDPBUSD    (SI), Z3, Z9
+	VPDPBUSD    64(SI), Z4, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      128(SI), Z8, Z3
+	VFMADD231PS Z9, Z3, Z5
+
+reduce1:
+	MOVQ   rstr+8(FP), DX
+	ADDQ   DX, AX
+	MOVQ   scstr+24(FP), DX
+	ADDQ   DX, CX
+	VPXORD Z6, Z6, Z6
+	MOVQ   AX, DX
+	MOVQ   CX, BX
+	MOVQ   x+48(FP), SI
+	MOVQ   ng+32(FP), R10
+
+loop2:
+	TESTQ           R10, R10
+	JZ              tail2
+	VMOVDQU32       (DX), Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VBROADCASTF32X4 (BX), Z8
+	VPERMPS         Z8, Z1, Z8
+	VMOVDQU32       192(SI), Z9
+	VPDPBUSD        (SI), Z3, Z9
+	VPDPBUSD        64(SI), Z4, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS          128(SI), Z8, Z3
+	VFMADD231PS     Z9, Z3, Z6
+	ADDQ            $0x00000040, DX
+	ADDQ            $0x00000010, BX
+	ADDQ            $0x00000100, SI
+	DECQ            R10
+	JMP             loop2
+
+tail2:
+	TESTQ       DI, DI
+	JZ          reduce2
+	VMOVDQU8.Z  (DX), K1, Z3
+	VPSRLW      $0x04, Z3, Z4
+	VPANDD      Z3, Z0, Z3
+	VPANDD      Z4, Z0, Z4
+	VMOVUPS.Z   (BX), K2, Z8
+	VPERMPS     Z8, Z1, Z8
+	VMOVDQU32   192(SI), Z9
+	VPDPBUSD    (SI), Z3, Z9
+	VPDPBUSD    64(SI), Z4, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      128(SI), Z8, Z3
+	VFMADD231PS Z9, Z3, Z6
+
+reduce2:
+	MOVQ   rstr+8(FP), DX
+	ADDQ   DX, AX
+	MOVQ   scstr+24(FP), DX
+	ADDQ   DX, CX
+	VPXORD Z7, Z7, Z7
+	MOVQ   AX, DX
+	MOVQ   CX, BX
+	MOVQ   x+48(FP), SI
+	MOVQ   ng+32(FP), R10
+
+loop3:
+	TESTQ           R10, R10
+	JZ              tail3
+	VMOVDQU32       (DX), Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VBROADCASTF32X4 (BX), Z8
+	VPERMPS         Z8, Z1, Z8
+	VMOVDQU32       192(SI), Z9
+	VPDPBUSD        (SI), Z3, Z9
+	VPDPBUSD        64(SI), Z4, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS          128(SI), Z8, Z3
+	VFMADD231PS     Z9, Z3, Z7
+	ADDQ            $0x00000040, DX
+	ADDQ            $0x00000010, BX
+	ADDQ            $0x00000100, SI
+	DECQ            R10
+	JMP             loop3
+
+tail3:
+	TESTQ       DI, DI
+	JZ          reduce3
+	VMOVDQU8.Z  (DX), K1, Z3
+	VPSRLW      $0x04, Z3, Z4
+	VPANDD      Z3, Z0, Z3
+	VPANDD      Z4, Z0, Z4
+	VMOVUPS.Z   (BX), K2, Z8
+	VPERMPS     Z8, Z1, Z8
+	VMOVDQU32   192(SI), Z9
+	VPDPBUSD    (SI), Z3, Z9
+	VPDPBUSD    64(SI), Z4, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      128(SI), Z8, Z3
+	VFMADD231PS Z9, Z3, Z7
+
+reduce3:
+	MOVQ          rstr+8(FP), DX
+	ADDQ          DX, AX
+	MOVQ          scstr+24(FP), DX
+	ADDQ          DX, CX
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        Y3, Y2, Y3
+	VEXTRACTF32X4 $0x01, Y3, X4
+	VADDPS        X4, X3, X4
+	VEXTRACTF64X4 $0x01, Z5, Y3
+	VADDPS        Y3, Y5, Y3
+	VEXTRACTF32X4 $0x01, Y3, X8
+	VADDPS        X8, X3, X8
+	VEXTRACTF64X4 $0x01, Z6, Y3
+	VADDPS        Y3, Y6, Y3
+	VEXTRACTF32X4 $0x01, Y3, X9
+	VADDPS        X9, X3, X9
+	VEXTRACTF64X4 $0x01, Z7, Y3
+	VADDPS        Y3, Y7, Y3
+	VEXTRACTF32X4 $0x01, Y3, X10
+	VADDPS        X10, X3, X10
+	VUNPCKLPS     X8, X4, X3
+	VUNPCKHPS     X8, X4, X4
+	VADDPS        X4, X3, X3
+	VUNPCKLPS     X10, X9, X4
+	VUNPCKHPS     X10, X9, X8
+	VADDPS        X8, X4, X4
+	VMOVLHPS      X4, X3, X8
+	VMOVHLPS      X3, X4, X3
+	VADDPS        X3, X8, X8
+	VMOVUPS       X8, (R8)
+	ADDQ          $0x10, R8
+	DECQ          R9
+	JNZ           quad
 	VZEROUPPER
 	RET
 
@@ -12192,6 +12710,195 @@ reduce:
 	VADDSS       X1, X13, X13
 	VMULSS       4(DX), X13, X13
 	VMOVSS       X13, 4(AX)
+	VZEROUPPER
+	RET
+
+// func w8VnniRows(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+// Requires: AVX, AVX512F, AVX512VL, AVX512_VNNI
+TEXT ·w8VnniRows(SB), NOSPLIT, $0-64
+	MOVQ u+0(FP), AX
+	MOVQ tail+24(FP), BX
+	MOVQ dst+48(FP), SI
+	MOVQ rs+56(FP), DI
+	MOVQ n+40(FP), R8
+	SHRQ $0x02, R8
+
+quad:
+	VPXORD Z0, Z0, Z0
+	MOVQ   AX, CX
+	MOVQ   x+32(FP), DX
+	MOVQ   ng+16(FP), R9
+
+loop0:
+	TESTQ       R9, R9
+	JZ          tail0
+	VMOVDQU32   (CX), Z1
+	VMOVDQU32   (DX), Z2
+	VMOVUPS     64(DX), Z3
+	VMOVDQU32   128(DX), Z4
+	VMOVDQA32   Z4, Z4
+	VPDPBUSD    Z2, Z1, Z4
+	VCVTDQ2PS   Z4, Z4
+	VFMADD231PS Z3, Z4, Z0
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x000000c0, DX
+	DECQ        R9
+	JMP         loop0
+
+tail0:
+	TESTQ       BX, BX
+	JZ          reduce0
+	VMOVDQU32   (CX), Y5
+	VMOVDQU32   (DX), Z1
+	VMOVUPS     64(DX), Z2
+	VMOVDQU32   128(DX), Z3
+	VMOVDQA32   Z3, Z3
+	VPDPBUSD    Z1, Z5, Z3
+	VCVTDQ2PS   Z3, Z3
+	VFMADD231PS Z2, Z3, Z0
+
+reduce0:
+	MOVQ   rstr+8(FP), CX
+	ADDQ   CX, AX
+	VPXORD Z6, Z6, Z6
+	MOVQ   AX, CX
+	MOVQ   x+32(FP), DX
+	MOVQ   ng+16(FP), R9
+
+loop1:
+	TESTQ       R9, R9
+	JZ          tail1
+	VMOVDQU32   (CX), Z1
+	VMOVDQU32   (DX), Z2
+	VMOVUPS     64(DX), Z3
+	VMOVDQU32   128(DX), Z4
+	VMOVDQA32   Z4, Z4
+	VPDPBUSD    Z2, Z1, Z4
+	VCVTDQ2PS   Z4, Z4
+	VFMADD231PS Z3, Z4, Z6
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x000000c0, DX
+	DECQ        R9
+	JMP         loop1
+
+tail1:
+	TESTQ       BX, BX
+	JZ          reduce1
+	VMOVDQU32   (CX), Y5
+	VMOVDQU32   (DX), Z1
+	VMOVUPS     64(DX), Z2
+	VMOVDQU32   128(DX), Z3
+	VMOVDQA32   Z3, Z3
+	VPDPBUSD    Z1, Z5, Z3
+	VCVTDQ2PS   Z3, Z3
+	VFMADD231PS Z2, Z3, Z6
+
+reduce1:
+	MOVQ   rstr+8(FP), CX
+	ADDQ   CX, AX
+	VPXORD Z7, Z7, Z7
+	MOVQ   AX, CX
+	MOVQ   x+32(FP), DX
+	MOVQ   ng+16(FP), R9
+
+loop2:
+	TESTQ       R9, R9
+	JZ          tail2
+	VMOVDQU32   (CX), Z1
+	VMOVDQU32   (DX), Z2
+	VMOVUPS     64(DX), Z3
+	VMOVDQU32   128(DX), Z4
+	VMOVDQA32   Z4, Z4
+	VPDPBUSD    Z2, Z1, Z4
+	VCVTDQ2PS   Z4, Z4
+	VFMADD231PS Z3, Z4, Z7
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x000000c0, DX
+	DECQ        R9
+	JMP         loop2
+
+tail2:
+	TESTQ       BX, BX
+	JZ          reduce2
+	VMOVDQU32   (CX), Y5
+	VMOVDQU32   (DX), Z1
+	VMOVUPS     64(DX), Z2
+	VMOVDQU32   128(DX), Z3
+	VMOVDQA32   Z3, Z3
+	VPDPBUSD    Z1, Z5, Z3
+	VCVTDQ2PS   Z3, Z3
+	VFMADD231PS Z2, Z3, Z7
+
+reduce2:
+	MOVQ   rstr+8(FP), CX
+	ADDQ   CX, AX
+	VPXORD Z8, Z8, Z8
+	MOVQ   AX, CX
+	MOVQ   x+32(FP), DX
+	MOVQ   ng+16(FP), R9
+
+loop3:
+	TESTQ       R9, R9
+	JZ          tail3
+	VMOVDQU32   (CX), Z1
+	VMOVDQU32   (DX), Z2
+	VMOVUPS     64(DX), Z3
+	VMOVDQU32   128(DX), Z4
+	VMOVDQA32   Z4, Z4
+	VPDPBUSD    Z2, Z1, Z4
+	VCVTDQ2PS   Z4, Z4
+	VFMADD231PS Z3, Z4, Z8
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x000000c0, DX
+	DECQ        R9
+	JMP         loop3
+
+tail3:
+	TESTQ       BX, BX
+	JZ          reduce3
+	VMOVDQU32   (CX), Y5
+	VMOVDQU32   (DX), Z1
+	VMOVUPS     64(DX), Z2
+	VMOVDQU32   128(DX), Z3
+	VMOVDQA32   Z3, Z3
+	VPDPBUSD    Z1, Z5, Z3
+	VCVTDQ2PS   Z3, Z3
+	VFMADD231PS Z2, Z3, Z8
+
+reduce3:
+	MOVQ          rstr+8(FP), CX
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y1, Y0, Y1
+	VEXTRACTF32X4 $0x01, Y1, X2
+	VADDPS        X2, X1, X2
+	VEXTRACTF64X4 $0x01, Z6, Y1
+	VADDPS        Y1, Y6, Y1
+	VEXTRACTF32X4 $0x01, Y1, X3
+	VADDPS        X3, X1, X3
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y1, Y7, Y1
+	VEXTRACTF32X4 $0x01, Y1, X4
+	VADDPS        X4, X1, X4
+	VEXTRACTF64X4 $0x01, Z8, Y1
+	VADDPS        Y1, Y8, Y1
+	VEXTRACTF32X4 $0x01, Y1, X5
+	VADDPS        X5, X1, X5
+	VUNPCKLPS     X3, X2, X1
+	VUNPCKHPS     X3, X2, X2
+	VADDPS        X2, X1, X1
+	VUNPCKLPS     X5, X4, X2
+	VUNPCKHPS     X5, X4, X3
+	VADDPS        X3, X2, X2
+	VMOVLHPS      X2, X1, X3
+	VMOVHLPS      X1, X2, X1
+	VADDPS        X1, X3, X3
+	VMULPS        (DI), X3, X3
+	VMOVUPS       X3, (SI)
+	ADDQ          $0x10, DI
+	ADDQ          $0x10, SI
+	DECQ          R8
+	JNZ           quad
 	VZEROUPPER
 	RET
 

@@ -18,6 +18,11 @@ import (
 // floats per token, rs the row scales of the code form.
 type q4Kern func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
+// q4RowsKern is the signature of the generated AVX-512 decode kernels:
+// n consecutive rows from row n0 (nib, sc and rs address it, as in
+// q4Kern) for one token, walked one row after another.
+type q4RowsKern func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
 // q4Set is one ISA's generated kernels for one scale form, by tile shape.
 //
 // For one token (decode, bound by memory bandwidth) the AVX-512 kernels
@@ -25,22 +30,28 @@ type q4Kern func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *
 // stream of weights: on Qwen3-0.6B's classifier shape that streams
 // 30-32 GB/s on one thread and 46-52 GB/s on two (the machine's read
 // bandwidth), where 8-row tiles, which read 8 rows side by side, reached
-// 26 and 31 (BenchmarkQ4MatMulT1, docs/benchmarks.md). AVX2 is bound by its
-// arithmetic instead and keeps its widest tile.
+// 26 and 31 (BenchmarkQ4MatMulT1, docs/benchmarks.md). They do so in one
+// call per range of rows (seq): called once per row, the call, its
+// arguments and the tail masks cost as much as a 576-wide row's
+// arithmetic, and the store of each row's sum, right before the next
+// row's loads, stalled them (4 KiB aliasing with the activation records),
+// so seq sums four rows at once and stores them together. AVX2 is bound by
+// its arithmetic instead and keeps its widest tile.
 type q4Set struct {
 	k      [9][5]q4Kern // [R][TT], nil where not generated
+	seq    q4RowsKern   // one token over many rows in one call, or nil
 	decode int          // rows per tile for one token
 	rows   int          // rows per tile for several tokens
 	tokens int          // largest TT
 }
 
 var (
-	q4VnniCodes = q4Set{decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+	q4VnniCodes = q4Set{seq: q4VnniCodesRows, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4VnniCodes1x1, 2: q4VnniCodes1x2, 3: q4VnniCodes1x3},
 		2: {1: q4VnniCodes2x1, 2: q4VnniCodes2x2, 3: q4VnniCodes2x3},
 		4: {1: q4VnniCodes4x1, 2: q4VnniCodes4x2, 3: q4VnniCodes4x3},
 	}}
-	q4VnniScales = q4Set{decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+	q4VnniScales = q4Set{seq: q4VnniScalesRows, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4VnniScales1x1, 2: q4VnniScales1x2, 3: q4VnniScales1x3},
 		2: {1: q4VnniScales2x1, 2: q4VnniScales2x2, 3: q4VnniScales2x3},
 		4: {1: q4VnniScales4x1, 2: q4VnniScales4x2, 3: q4VnniScales4x3},
@@ -187,6 +198,18 @@ func q4MatMulWith(codes, scales *q4Set, dst []float32, ldd int, w *Q4, x *Q8, n0
 			}
 		}
 		return 1
+	}
+	if x.T == 1 && set.seq != nil && n1-n0 >= 4 {
+		// Whole quads of rows in one call, the rest below.
+		var r *float32
+		if rs != nil {
+			r = (*float32)(unsafe.Add(unsafe.Pointer(rs), 4*n0))
+		}
+		whole := (n1 - n0) &^ 3
+		set.seq((*byte)(unsafe.Add(unsafe.Pointer(nib), n0*nb*16)), nb*16,
+			(*byte)(unsafe.Add(scBase, n0*scStr)), scStr, ng, tail,
+			&rec[0], whole, (*float32)(unsafe.Add(unsafe.Pointer(out), 4*n0)), r)
+		n0 += whole
 	}
 	if x.T == 1 {
 		for n := n0; n < n1; {

@@ -12,10 +12,16 @@ import "unsafe"
 // output of (t, n) with ldd floats per token, rs the row scales from n.
 type w8Kern func(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
+// w8RowsKern is the signature of the generated AVX-512 decode kernel: n
+// consecutive rows from the row u addresses, for one token, one row
+// after another (see q4RowsKern).
+type w8RowsKern func(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
 // w8Set is one ISA's generated kernels by tile shape. Like the 4-bit
 // ones (q4Set), the AVX-512 kernels take one row at a time for one token.
 type w8Set struct {
 	k      [9][5]w8Kern // [R][TT], nil where not generated
+	seq    w8RowsKern   // one token over many rows in one call, or nil
 	decode int          // rows per tile for one token
 	rows   int          // rows per tile for several tokens
 	tokens int          // largest TT
@@ -23,7 +29,7 @@ type w8Set struct {
 }
 
 var (
-	w8Vnni = w8Set{decode: 1, rows: 4, tokens: 4, k: [9][5]w8Kern{
+	w8Vnni = w8Set{seq: w8VnniRows, decode: 1, rows: 4, tokens: 4, k: [9][5]w8Kern{
 		1: {1: w8Vnni1x1, 2: w8Vnni1x2, 3: w8Vnni1x3, 4: w8Vnni1x4},
 		2: {1: w8Vnni2x1, 2: w8Vnni2x2, 3: w8Vnni2x3, 4: w8Vnni2x4},
 		4: {1: w8Vnni4x1, 2: w8Vnni4x2, 3: w8Vnni4x3, 4: w8Vnni4x4},
@@ -146,6 +152,13 @@ func w8MatMulWith(set *w8Set, dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) 
 			}
 		}
 		return 1
+	}
+	if x.T == 1 && set.seq != nil && n1-n0 >= 4 {
+		// Whole quads of rows in one call, the rest below.
+		whole := (n1 - n0) &^ 3
+		set.seq((*byte)(unsafe.Add(unsafe.Pointer(u), n0*K)), K, ng, tail, &rec[0], whole,
+			(*float32)(unsafe.Add(unsafe.Pointer(out), 4*n0)), (*float32)(unsafe.Add(unsafe.Pointer(rs), 4*n0)))
+		n0 += whole
 	}
 	if x.T == 1 {
 		for n := n0; n < n1; {

@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -75,5 +76,52 @@ func TestReleaseKeepsData(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("after Release(%d, %d) the data differs", c[0], c[1])
 		}
+	}
+}
+
+// TestOpenHugePages: the copy holds the file's bytes (a size that is not a
+// multiple of any page) and survives Release,
+// and an empty or missing file behaves as with Open.
+func TestOpenHugePages(t *testing.T) {
+	want := make([]byte, 3<<20+4097)
+	for i := range want {
+		want[i] = byte(i*13 + i>>12)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	if err := os.WriteFile(path, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenHugePages(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runtime.GOOS == "linux" && !r.HugePages {
+		t.Fatal("on Linux the file should have been read into advised memory")
+	}
+	if r.Size != int64(len(want)) || (r.Data != nil && !bytes.Equal(r.Data, want)) {
+		t.Fatalf("size %d, data equal %v", r.Size, bytes.Equal(r.Data, want))
+	}
+	r.Release(0, int64(len(want)))
+	got := make([]byte, len(want))
+	if _, err := r.ReadAt(got, 0); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("after Release: %v, equal %v", err, bytes.Equal(got, want))
+	}
+	if r.HugePages && cap(r.Data) != len(want) {
+		t.Fatalf("cap %d lets callers see past the file's %d bytes", cap(r.Data), len(want))
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "empty"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := OpenHugePages(filepath.Join(dir, "empty"))
+	if err != nil || e.Size != 0 || e.HugePages {
+		t.Fatalf("empty file: %v, size %d, huge %v", err, e.Size, e.HugePages)
+	}
+	e.Close()
+	if _, err := OpenHugePages(filepath.Join(dir, "missing")); err == nil {
+		t.Fatal("missing file opened")
 	}
 }

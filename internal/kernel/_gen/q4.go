@@ -40,16 +40,17 @@ func genQ4() {
 		var z, l bool
 		var r, t int
 		fmt.Sscanf(os.Getenv("Q4ONLY"), "%t %t %d %d", &z, &l, &r, &t)
-		q4Kernel(z, l, r, t)
+		q4Kernel(z, l, r, t, false)
 		return
 	}
 	for _, lpbq := range []bool{true, false} {
 		for _, s := range q4ZmmShapes {
-			q4Kernel(true, lpbq, s.R, s.TT)
+			q4Kernel(true, lpbq, s.R, s.TT, false)
 		}
 		for _, s := range q4YmmShapes {
-			q4Kernel(false, lpbq, s.R, s.TT)
+			q4Kernel(false, lpbq, s.R, s.TT, false)
 		}
+		q4Kernel(true, lpbq, 1, 1, true)
 	}
 }
 
@@ -63,6 +64,14 @@ func q4Name(zmm, lpbq bool, R, TT int) string {
 		form = "Codes"
 	}
 	return fmt.Sprintf("q4%s%s%dx%d", isa, form, R, TT)
+}
+
+// q4RowsName is the Go name of an AVX-512 row-loop decode kernel.
+func q4RowsName(lpbq bool) string {
+	if lpbq {
+		return "q4VnniCodesRows"
+	}
+	return "q4VnniScalesRows"
 }
 
 // tokenRecords loads the kernels' prepared activations: the register
@@ -133,11 +142,25 @@ func (a rowAddr) add(n int) {
 	}
 }
 
-func q4Kernel(zmm, lpbq bool, R, TT int) {
+// q4Kernel emits the kernel of an R-row by TT-token tile. With rowLoop
+// (AVX-512, one row by one token) it emits instead the decode kernel
+// that walks n consecutive rows in one call, one row after the other:
+// each worker still reads one sequential stream, and the call, the
+// argument moves and the tail masks are paid once per call rather than
+// once per row, which on narrow rows (K = 576) cost as much as the row's
+// arithmetic.
+func q4Kernel(zmm, lpbq bool, R, TT int, rowLoop bool) {
 	name := q4Name(zmm, lpbq, R, TT)
-	TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)")
-	Pragma("noescape")
-	Doc(fmt.Sprintf("%s computes a %d-row by %d-token tile of a 4-bit product (see the layout in _gen/q4.go).", name, R, TT))
+	if rowLoop {
+		name = q4RowsName(lpbq)
+		TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)")
+		Pragma("noescape")
+		Doc(fmt.Sprintf("%s computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time (see the layout in _gen/q4.go).", name))
+	} else {
+		TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)")
+		Pragma("noescape")
+		Doc(fmt.Sprintf("%s computes a %d-row by %d-token tile of a 4-bit product (see the layout in _gen/q4.go).", name, R, TT))
+	}
 
 	va := newVecAlloc(zmm)
 	vec, put := va.get, va.put
@@ -147,10 +170,21 @@ func q4Kernel(zmm, lpbq bool, R, TT int) {
 	}
 	blocks := width / 16
 
-	nib := newRowAddr(Load(Param("nib"), GP64()), Load(Param("rstr"), GP64()), R)
-	sc := newRowAddr(Load(Param("sc"), GP64()), Load(Param("scstr"), GP64()), R)
-	cnt := Load(Param("ng"), GP64())
-	xp, tok := tokenRecords(TT)
+	var nib, sc rowAddr
+	var nibRow, scRow Register // row loop: the current row's start
+	var cnt, xp Register
+	var tok func(t, off int) Mem
+	if rowLoop {
+		nibRow, scRow = Load(Param("nib"), GP64()), Load(Param("sc"), GP64())
+		nib, sc = rowAddr{base: []Register{GP64()}}, rowAddr{base: []Register{GP64()}}
+		xp = GP64()
+		tok = func(_, off int) Mem { return Mem{Base: xp, Disp: off} }
+	} else {
+		nib = newRowAddr(Load(Param("nib"), GP64()), Load(Param("rstr"), GP64()), R)
+		sc = newRowAddr(Load(Param("sc"), GP64()), Load(Param("scstr"), GP64()), R)
+		cnt = Load(Param("ng"), GP64())
+		xp, tok = tokenRecords(TT)
+	}
 
 	// Constants: the nibble mask, the lane index of each block's scale,
 	// and for AVX2 the int16 ones of VPMADDWD.
@@ -177,23 +211,38 @@ func q4Kernel(zmm, lpbq bool, R, TT int) {
 		VPBROADCASTD(t32, ones)
 	}
 
+	var kn, kb Register
+	var tail, dst, rs, rows Register
+	if rowLoop {
+		// The tail masks once for all rows, then the row loop.
+		kn, kb = K(), K()
+		tail = Load(Param("tail"), GP64())
+		TESTQ(tail, tail)
+		JZ(LabelRef("rows"))
+		tailMasks(tail, kn, kb)
+		Label("rows")
+		dst = Load(Param("dst"), GP64())
+		if lpbq {
+			rs = Load(Param("rs"), GP64())
+		}
+		rows = Load(Param("n"), GP64())
+		SHRQ(U8(2), rows)
+	}
+
 	acc := make([][]V, R)
-	for r := range acc {
-		acc[r] = make([]V, TT)
-		for t := range acc[r] {
-			acc[r][t] = vec()
-			if zmm {
-				VPXORD(acc[r][t], acc[r][t], acc[r][t])
-			} else {
-				VXORPS(acc[r][t], acc[r][t], acc[r][t])
+	if !rowLoop {
+		for r := range acc {
+			acc[r] = make([]V, TT)
+			for t := range acc[r] {
+				acc[r][t] = vec()
+				if zmm {
+					VPXORD(acc[r][t], acc[r][t], acc[r][t])
+				} else {
+					VXORPS(acc[r][t], acc[r][t], acc[r][t])
+				}
 			}
 		}
 	}
-
-	// step emits one step over `width` weight bytes of every row at
-	// byte offset wo of the current group (record offset ro); nblk < blocks
-	// marks a tail: masked (zmm) or narrower (ymm) weight loads.
-	var kn, kb Register
 	// loadRow expands row r's weights at byte offset wo of the current
 	// group into low and high nibbles, and its block scales into one
 	// float per lane.
@@ -326,57 +375,83 @@ func q4Kernel(zmm, lpbq bool, R, TT int) {
 		}
 	}
 
-	Label("loop")
-	TESTQ(cnt, cnt)
-	JZ(LabelRef("tail"))
-	for h := 0; h < 64/width; h++ {
-		step(h*width, blocks)
-	}
-	nib.add(64)
-	if lpbq {
-		sc.add(4)
-	} else {
-		sc.add(16)
-	}
-	ADDQ(U32(recBytes), xp)
-	DECQ(cnt)
-	JMP(LabelRef("loop"))
+	// rowBody emits the whole of K for the tile's rows, its labels
+	// suffixed by sfx, ending at label "reduce"+sfx.
+	rowBody := func(sfx string) {
+		Label("loop" + sfx)
+		TESTQ(cnt, cnt)
+		JZ(LabelRef("tail" + sfx))
+		for h := 0; h < 64/width; h++ {
+			step(h*width, blocks)
+		}
+		nib.add(64)
+		if lpbq {
+			sc.add(4)
+		} else {
+			sc.add(16)
+		}
+		ADDQ(U32(recBytes), xp)
+		DECQ(cnt)
+		JMP(LabelRef("loop" + sfx))
 
-	Label("tail")
-	tail := Load(Param("tail"), GP64())
-	if zmm {
-		// Masks of the tail's weight bytes and blocks.
-		kn, kb = K(), K()
-		m := GP64()
-		TESTQ(tail, tail)
-		JZ(LabelRef("reduce"))
-		MOVQ(U64(1), m)
-		SHLQ(U8(4), tail)
-		SHLXQ(tail, m, m)
-		DECQ(m)
-		KMOVQ(m, kn)
-		SHRQ(U8(4), tail)
-		MOVQ(U64(1), m)
-		SHLXQ(tail, m, m)
-		DECQ(m)
-		KMOVQ(m, kb)
-		step(0, 3)
-	} else {
-		CMPQ(tail, U8(2))
-		JB(LabelRef("tail1"))
-		step(0, 2)
-		Label("tail1")
-		TESTQ(U32(1), tail)
-		JZ(LabelRef("reduce"))
-		CMPQ(tail, U8(1))
-		JE(LabelRef("tail1at0"))
-		step(32, 1)
-		JMP(LabelRef("reduce"))
-		Label("tail1at0")
-		step(0, 1)
+		Label("tail" + sfx)
+		if !rowLoop {
+			tail = Load(Param("tail"), GP64())
+		}
+		if zmm {
+			TESTQ(tail, tail)
+			JZ(LabelRef("reduce" + sfx))
+			if !rowLoop {
+				kn, kb = K(), K()
+				tailMasks(tail, kn, kb)
+			}
+			step(0, 3)
+		} else {
+			CMPQ(tail, U8(2))
+			JB(LabelRef("tail1" + sfx))
+			step(0, 2)
+			Label("tail1" + sfx)
+			TESTQ(U32(1), tail)
+			JZ(LabelRef("reduce" + sfx))
+			CMPQ(tail, U8(1))
+			JE(LabelRef("tail1at0" + sfx))
+			step(32, 1)
+			JMP(LabelRef("reduce" + sfx))
+			Label("tail1at0" + sfx)
+			step(0, 1)
+		}
+		Label("reduce" + sfx)
 	}
-
-	Label("reduce")
+	if rowLoop {
+		// Four rows one after another, then their four sums at once.
+		Label("quad")
+		quad := make([]V, 4)
+		for j := range quad {
+			quad[j] = vec()
+			acc = [][]V{{quad[j]}}
+			VPXORD(quad[j], quad[j], quad[j])
+			MOVQ(nibRow, nib.base[0])
+			MOVQ(scRow, sc.base[0])
+			Load(Param("x"), xp)
+			cnt = Load(Param("ng"), GP64())
+			rowBody(fmt.Sprint(j))
+			ADDQ(Load(Param("rstr"), GP64()), nibRow)
+			ADDQ(Load(Param("scstr"), GP64()), scRow)
+		}
+		x := hsum4(va, quad)
+		if lpbq {
+			VMULPS(Mem{Base: rs}, x.AsX(), x.AsX())
+			ADDQ(U8(16), rs)
+		}
+		VMOVUPS(x.AsX(), Mem{Base: dst})
+		ADDQ(U8(16), dst)
+		DECQ(rows)
+		JNZ(LabelRef("quad"))
+		VZEROUPPER()
+		RET()
+		return
+	}
+	rowBody("")
 	put(m0f)
 	if idx != nil {
 		put(idx)
@@ -384,10 +459,9 @@ func q4Kernel(zmm, lpbq bool, R, TT int) {
 	if ones != nil {
 		put(ones)
 	}
-	dst := Load(Param("dst"), GP64())
+	dst = Load(Param("dst"), GP64())
 	ldd := Load(Param("ldd"), GP64())
 	SHLQ(U8(2), ldd)
-	var rs Register
 	if lpbq {
 		rs = Load(Param("rs"), GP64())
 	}
@@ -424,6 +498,23 @@ func q4Kernel(zmm, lpbq bool, R, TT int) {
 	}
 	VZEROUPPER()
 	RET()
+}
+
+// tailMasks sets, for the tail (< 4) blocks left after the whole groups,
+// kn to their weight bytes (16 per block) and kb to their lanes of block
+// scales (one per block). It leaves tail as it found it.
+func tailMasks(tail Register, kn, kb Register) {
+	m := GP64()
+	MOVQ(U64(1), m)
+	SHLQ(U8(4), tail)
+	SHLXQ(tail, m, m)
+	DECQ(m)
+	KMOVQ(m, kn)
+	SHRQ(U8(4), tail)
+	MOVQ(U64(1), m)
+	SHLXQ(tail, m, m)
+	DECQ(m)
+	KMOVQ(m, kb)
 }
 
 // V is a vector register, virtual (zmm kernels) or physical (ymm ones).

@@ -46,11 +46,12 @@ func genW8() {
 		DATA(4*i, U32(0x00010001))
 	}
 	for _, s := range w8ZmmShapes {
-		w8Kernel(true, s.R, s.TT)
+		w8Kernel(true, s.R, s.TT, false)
 	}
 	for _, s := range w8YmmShapes {
-		w8Kernel(false, s.R, s.TT)
+		w8Kernel(false, s.R, s.TT, false)
 	}
+	w8Kernel(true, 1, 1, true)
 }
 
 // w8Name is the Go name of a generated kernel.
@@ -62,21 +63,48 @@ func w8Name(zmm bool, R, TT int) string {
 	return fmt.Sprintf("w8%s%dx%d", isa, R, TT)
 }
 
-func w8Kernel(zmm bool, R, TT int) {
+// w8Kernel emits the kernel of an R-row by TT-token tile, or with rowLoop
+// the AVX-512 decode kernel over n consecutive rows (as q4Kernel's).
+func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 	name := w8Name(zmm, R, TT)
-	TEXT(name, NOSPLIT, "func(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)")
-	Pragma("noescape")
-	Doc(fmt.Sprintf("%s computes a %d-row by %d-token tile of an 8-bit product (see the layout in _gen/w8.go).", name, R, TT))
+	if rowLoop {
+		name = "w8VnniRows"
+		TEXT(name, NOSPLIT, "func(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)")
+		Pragma("noescape")
+		Doc(fmt.Sprintf("%s computes n consecutive rows of an 8-bit product (n a positive multiple of 4) for one token, one row at a time (see the layout in _gen/w8.go).", name))
+	} else {
+		TEXT(name, NOSPLIT, "func(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)")
+		Pragma("noescape")
+		Doc(fmt.Sprintf("%s computes a %d-row by %d-token tile of an 8-bit product (see the layout in _gen/w8.go).", name, R, TT))
+	}
 
 	va := newVecAlloc(zmm)
 	vec, put := va.get, va.put
 
-	rows := newRowAddr(Load(Param("u"), GP64()), Load(Param("rstr"), GP64()), R)
-	cnt := Load(Param("ng"), GP64())
-	xp, tok := tokenRecords(TT)
+	var rows rowAddr
+	var cnt, xp, uRow, tail, dst, rs, left Register
+	var tok func(t, off int) Mem
+	if rowLoop {
+		uRow = Load(Param("u"), GP64())
+		rows = rowAddr{base: []Register{GP64()}}
+		xp = GP64()
+		tok = func(_, off int) Mem { return Mem{Base: xp, Disp: off} }
+		tail = Load(Param("tail"), GP64())
+		dst = Load(Param("dst"), GP64())
+		rs = Load(Param("rs"), GP64())
+		left = Load(Param("n"), GP64())
+		SHRQ(U8(2), left)
+	} else {
+		rows = newRowAddr(Load(Param("u"), GP64()), Load(Param("rstr"), GP64()), R)
+		cnt = Load(Param("ng"), GP64())
+		xp, tok = tokenRecords(TT)
+	}
 
 	acc := make([][]V, R)
 	for r := range acc {
+		if rowLoop {
+			break // four accumulators of their own, below
+		}
 		acc[r] = make([]V, TT)
 		for t := range acc[r] {
 			acc[r][t] = vec()
@@ -141,35 +169,66 @@ func w8Kernel(zmm bool, R, TT int) {
 		}
 	}
 
-	Label("loop")
-	TESTQ(cnt, cnt)
-	JZ(LabelRef("tail"))
-	if zmm {
-		stepZmm(false)
-	} else {
-		stepYmm(0)
-		stepYmm(32)
-	}
-	rows.add(64)
-	ADDQ(U32(w8RecBytes), xp)
-	DECQ(cnt)
-	JMP(LabelRef("loop"))
+	// rowBody emits the whole of K for the tile's rows, its labels
+	// suffixed by sfx, ending at label "reduce"+sfx.
+	rowBody := func(sfx string) {
+		Label("loop" + sfx)
+		TESTQ(cnt, cnt)
+		JZ(LabelRef("tail" + sfx))
+		if zmm {
+			stepZmm(false)
+		} else {
+			stepYmm(0)
+			stepYmm(32)
+		}
+		rows.add(64)
+		ADDQ(U32(w8RecBytes), xp)
+		DECQ(cnt)
+		JMP(LabelRef("loop" + sfx))
 
-	Label("tail")
-	tail := Load(Param("tail"), GP64())
-	TESTQ(tail, tail)
-	JZ(LabelRef("reduce"))
-	if zmm {
-		stepZmm(true)
-	} else {
-		stepYmm(0)
+		Label("tail" + sfx)
+		if !rowLoop {
+			tail = Load(Param("tail"), GP64())
+		}
+		TESTQ(tail, tail)
+		JZ(LabelRef("reduce" + sfx))
+		if zmm {
+			stepZmm(true)
+		} else {
+			stepYmm(0)
+		}
+		Label("reduce" + sfx)
 	}
-
-	Label("reduce")
-	dst := Load(Param("dst"), GP64())
+	if rowLoop {
+		// Four rows one after another, then their four sums at once.
+		Label("quad")
+		quad := make([]V, 4)
+		for j := range quad {
+			quad[j] = vec()
+			acc = [][]V{{quad[j]}}
+			VPXORD(quad[j], quad[j], quad[j])
+			MOVQ(uRow, rows.base[0])
+			Load(Param("x"), xp)
+			cnt = Load(Param("ng"), GP64())
+			rowBody(fmt.Sprint(j))
+			ADDQ(Load(Param("rstr"), GP64()), uRow)
+		}
+		x := hsum4(va, quad)
+		VMULPS(Mem{Base: rs}, x.AsX(), x.AsX())
+		VMOVUPS(x.AsX(), Mem{Base: dst})
+		ADDQ(U8(16), rs)
+		ADDQ(U8(16), dst)
+		DECQ(left)
+		JNZ(LabelRef("quad"))
+		VZEROUPPER()
+		RET()
+		return
+	}
+	rowBody("")
+	dst = Load(Param("dst"), GP64())
 	ldd := Load(Param("ldd"), GP64())
 	SHLQ(U8(2), ldd)
-	rs := Load(Param("rs"), GP64())
+	rs = Load(Param("rs"), GP64())
 	for t := 0; t < TT; t++ {
 		for r := 0; r < R; r++ {
 			xr := hsum(zmm, va, acc[r][t])
@@ -210,4 +269,37 @@ func hsum(zmm bool, va *vecAlloc, a V) V {
 	VADDSS(x2, x, x)
 	va.put(xr2, a)
 	return xr
+}
+
+// hsum4 adds the lanes of each of the four registers a (AVX-512, given
+// back to va) into lane j of the returned register's xmm view. Each sum
+// is added in hsum's order, so a row's result does not depend on whether
+// a four-row or a one-row kernel computed it.
+func hsum4(va *vecAlloc, a []V) V {
+	x := make([]V, 4)
+	for j, r := range a {
+		y := YMM()
+		VEXTRACTF64X4(U8(1), r, y)
+		VADDPS(y, r.AsY(), y)
+		x[j] = va.get()
+		VEXTRACTF32X4(U8(1), y, x[j].AsX())
+		VADDPS(x[j].AsX(), y.AsX(), x[j].AsX())
+		va.put(r)
+	}
+	// pair j: lanes (0+2, 1+3) of rows 2j and 2j+1, interleaved
+	pair := func(p, q V) V {
+		lo, hi := va.get(), va.get()
+		VUNPCKLPS(q.AsX(), p.AsX(), lo.AsX())
+		VUNPCKHPS(q.AsX(), p.AsX(), hi.AsX())
+		VADDPS(hi.AsX(), lo.AsX(), lo.AsX())
+		va.put(hi, p, q)
+		return lo
+	}
+	u01, u23 := pair(x[0], x[1]), pair(x[2], x[3])
+	v0, v1 := va.get(), va.get()
+	VMOVLHPS(u23.AsX(), u01.AsX(), v0.AsX())
+	VMOVHLPS(u01.AsX(), u23.AsX(), v1.AsX())
+	VADDPS(v1.AsX(), v0.AsX(), v0.AsX())
+	va.put(v1, u01, u23)
+	return v0
 }

@@ -1,0 +1,56 @@
+package kernel
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestDecodeSameWhateverRange: for one token, a row's output is the same
+// bits whether the row is computed alone, within the whole range, or in
+// any range starting at another row. The AVX-512 decode kernels take
+// whole quads of rows in one call and the rest one row at a time, so a
+// worker's share decides which kernel takes a row; if their sums were
+// added in different orders, logits would change with the thread count.
+func TestDecodeSameWhateverRange(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	const N = 23
+	for _, o := range supported(t) {
+		for _, K := range []int{QK, 3 * QK, 18 * QK, 32 * QK} {
+			x, _ := randQ8(r, 1, K)
+			type product struct {
+				name string
+				run  func(dst []float32, n0, n1 int)
+			}
+			var products []product
+			if o.Q4MatMul != nil {
+				for _, lpbq := range []bool{true, false} {
+					w := randQ4(r, N, K, lpbq, false)
+					products = append(products, product{fmt.Sprintf("q4 lpbq=%v", lpbq),
+						func(d []float32, n0, n1 int) { o.Q4MatMul(d, N, w, x, n0, n1) }})
+				}
+			}
+			if o.W8MatMul != nil {
+				w := randW8(r, N, K)
+				products = append(products, product{"w8", func(d []float32, n0, n1 int) { o.W8MatMul(d, N, w, x, n0, n1) }})
+			}
+			for _, p := range products {
+				whole := make([]float32, N)
+				p.run(whole, 0, N)
+				for n0 := 0; n0 < N; n0++ {
+					for _, n1 := range []int{n0 + 1, min(n0+4, N), min(n0+5, N), N} {
+						got := make([]float32, N)
+						p.run(got, n0, n1)
+						for n := n0; n < n1; n++ {
+							if math.Float32bits(got[n]) != math.Float32bits(whole[n]) {
+								t.Fatalf("%s %s K %d: row %d of [%d, %d) = %g, of [0, %d) %g",
+									o.Name, p.name, K, n, n0, n1, got[n], N, whole[n])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
