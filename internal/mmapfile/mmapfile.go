@@ -63,7 +63,7 @@ func Open(path string) (*Region, error) {
 // whole file into private memory advised for transparent huge pages
 // instead of mapping it. A model's decode streams every weight once per
 // token; with 2 MiB pages it takes 512 times fewer TLB misses to do so
-// (Qwen3-0.6B shape, 4-bit: 4-19% faster decode on an AMD EPYC). The
+// (Qwen3-0.6B shape, 4-bit: 7-18% faster decode on an AMD EPYC). The
 // cost is a load that reads the whole file, and memory that the kernel
 // cannot drop and read back as it can mapped file pages, so it is an
 // option, not the default. Elsewhere, or when the copy fails, it is Open.
