@@ -12894,8 +12894,8 @@ reduce3:
 	VMOVHLPS      X1, X2, X1
 	VADDPS        X1, X3, X3
 	VMULPS        (DI), X3, X3
-	VMOVUPS       X3, (SI)
 	ADDQ          $0x10, DI
+	VMOVUPS       X3, (SI)
 	ADDQ          $0x10, SI
 	DECQ          R8
 	JNZ           quad

@@ -42,16 +42,10 @@ func (r *Region) Close() error {
 
 // Open opens path read-only, mapped where possible.
 func Open(path string) (*Region, error) {
-	f, err := os.Open(path)
+	f, size, err := openSized(path)
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	size := st.Size()
 	if data, unmap, err := mapFile(f, size); err == nil {
 		f.Close() // the mapping outlives the descriptor
 		return &Region{Data: data, Size: size, r: bytes.NewReader(data), close: unmap}, nil
@@ -68,21 +62,30 @@ func Open(path string) (*Region, error) {
 // cannot drop and read back as it can mapped file pages, so it is an
 // option, not the default. Elsewhere, or when the copy fails, it is Open.
 func OpenHugePages(path string) (*Region, error) {
-	f, err := os.Open(path)
+	f, size, err := openSized(path)
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	data, free, err := readHuge(f, st.Size())
+	data, free, err := readHuge(f, size)
 	f.Close()
 	if err != nil {
 		return Open(path)
 	}
-	return &Region{Data: data, Size: st.Size(), HugePages: true, r: bytes.NewReader(data), close: free}, nil
+	return &Region{Data: data, Size: size, HugePages: true, r: bytes.NewReader(data), close: free}, nil
+}
+
+// openSized opens path read-only and returns its size.
+func openSized(path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, st.Size(), nil
 }
 
 // errNotMappable is returned by mapFile for sizes a mapping cannot hold.

@@ -423,13 +423,8 @@ func q4Kernel(zmm, lpbq bool, R, TT int, rowLoop bool) {
 		Label("reduce" + sfx)
 	}
 	if rowLoop {
-		// Four rows one after another, then their four sums at once.
-		Label("quad")
-		quad := make([]V, 4)
-		for j := range quad {
-			quad[j] = vec()
-			acc = [][]V{{quad[j]}}
-			VPXORD(quad[j], quad[j], quad[j])
+		rowQuads(va, func(j int, a V) {
+			acc = [][]V{{a}}
 			MOVQ(nibRow, nib.base[0])
 			MOVQ(scRow, sc.base[0])
 			Load(Param("x"), xp)
@@ -437,18 +432,7 @@ func q4Kernel(zmm, lpbq bool, R, TT int, rowLoop bool) {
 			rowBody(fmt.Sprint(j))
 			ADDQ(Load(Param("rstr"), GP64()), nibRow)
 			ADDQ(Load(Param("scstr"), GP64()), scRow)
-		}
-		x := hsum4(va, quad)
-		if lpbq {
-			VMULPS(Mem{Base: rs}, x.AsX(), x.AsX())
-			ADDQ(U8(16), rs)
-		}
-		VMOVUPS(x.AsX(), Mem{Base: dst})
-		ADDQ(U8(16), dst)
-		DECQ(rows)
-		JNZ(LabelRef("quad"))
-		VZEROUPPER()
-		RET()
+		}, rs, dst, rows)
 		return
 	}
 	rowBody("")

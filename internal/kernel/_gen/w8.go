@@ -200,28 +200,14 @@ func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 		Label("reduce" + sfx)
 	}
 	if rowLoop {
-		// Four rows one after another, then their four sums at once.
-		Label("quad")
-		quad := make([]V, 4)
-		for j := range quad {
-			quad[j] = vec()
-			acc = [][]V{{quad[j]}}
-			VPXORD(quad[j], quad[j], quad[j])
+		rowQuads(va, func(j int, a V) {
+			acc = [][]V{{a}}
 			MOVQ(uRow, rows.base[0])
 			Load(Param("x"), xp)
 			cnt = Load(Param("ng"), GP64())
 			rowBody(fmt.Sprint(j))
 			ADDQ(Load(Param("rstr"), GP64()), uRow)
-		}
-		x := hsum4(va, quad)
-		VMULPS(Mem{Base: rs}, x.AsX(), x.AsX())
-		VMOVUPS(x.AsX(), Mem{Base: dst})
-		ADDQ(U8(16), rs)
-		ADDQ(U8(16), dst)
-		DECQ(left)
-		JNZ(LabelRef("quad"))
-		VZEROUPPER()
-		RET()
+		}, rs, dst, left)
 		return
 	}
 	rowBody("")
@@ -302,4 +288,30 @@ func hsum4(va *vecAlloc, a []V) V {
 	VADDPS(v1.AsX(), v0.AsX(), v0.AsX())
 	va.put(v1, u01, u23)
 	return v0
+}
+
+// rowQuads emits the loop of the row-range decode kernels (AVX-512): four
+// rows one after another, row j computed by row(j, acc) into acc (zeroed
+// here), then their four sums reduced together (hsum4), multiplied by the
+// row scales at rs (unless rs is nil) and stored at dst, while quads
+// remain.
+func rowQuads(va *vecAlloc, row func(j int, acc V), rs, dst, quads Register) {
+	Label("quad")
+	quad := make([]V, 4)
+	for j := range quad {
+		quad[j] = va.get()
+		VPXORD(quad[j], quad[j], quad[j])
+		row(j, quad[j])
+	}
+	x := hsum4(va, quad)
+	if rs != nil {
+		VMULPS(Mem{Base: rs}, x.AsX(), x.AsX())
+		ADDQ(U8(16), rs)
+	}
+	VMOVUPS(x.AsX(), Mem{Base: dst})
+	ADDQ(U8(16), dst)
+	DECQ(quads)
+	JNZ(LabelRef("quad"))
+	VZEROUPPER()
+	RET()
 }
