@@ -204,6 +204,13 @@ func q4Kernel(zmm, lpbq bool, R, TT int, rowLoop bool) {
 		idx = vec()
 		VMOVDQU32(permIdx, idx)
 	}
+	// The LPBQ AVX-512 kernels keep the code spread in a register (as a
+	// memory operand it is one more 64-byte load per group).
+	var spread V
+	if zmm && lpbq {
+		spread = vec()
+		VMOVDQU32(codeSpread, spread)
+	}
 	var ones V
 	if !zmm {
 		ones = vec()
@@ -276,10 +283,10 @@ func q4Kernel(zmm, lpbq bool, R, TT int, rowLoop bool) {
 			case zmm && nblk < blocks:
 				VMOVDQU8_Z(sc.at(r, scOff), kb, cs)
 				VPBROADCASTD(cs.AsX(), cs)
-				VPSHUFB(codeSpread, cs, cs)
+				VPSHUFB(spread, cs, cs)
 			case zmm:
 				VPBROADCASTD(sc.at(r, scOff), cs)
-				VPSHUFB(codeSpread, cs, cs)
+				VPSHUFB(spread, cs, cs)
 			case nblk == 1:
 				MOVBLZX(sc.at(r, scOff), t32)
 				VMOVD(t32, cs.AsX())
@@ -292,8 +299,8 @@ func q4Kernel(zmm, lpbq bool, R, TT int, rowLoop bool) {
 			}
 			if !zmm {
 				VPERMD(cs, idx, cs)
+				VCVTDQ2PS(cs, cs)
 			}
-			VCVTDQ2PS(cs, cs)
 		} else {
 			switch {
 			case zmm && nblk < blocks:
@@ -312,11 +319,32 @@ func q4Kernel(zmm, lpbq bool, R, TT int, rowLoop bool) {
 		return lo, hi, cs
 	}
 
+	// scaleAdd adds the block sums d (int32, four lanes per block) of one
+	// row and token to acc, scaled by the row's block scales cs and the
+	// token's block scales D (a register or the record in memory). The
+	// LPBQ AVX-512 kernels multiply the integer codes in first (exact:
+	// |sum| <= 32*8*127 times a code <= 255 stays below 2^24), which
+	// takes one instruction fewer per group than converting the codes
+	// and multiplying them by D.
+	scaleAdd := func(d, cs V, D Op, acc V) {
+		if zmm && lpbq {
+			VPMULLD(cs, d, d)
+			VCVTDQ2PS(d, d)
+			VFMADD231PS(D, d, acc)
+			return
+		}
+		s := vec()
+		VCVTDQ2PS(d, d)
+		VMULPS(D, cs, s)
+		VFMADD231PS(d, s, acc)
+		put(s)
+	}
+
 	// step emits one step over `width` weight bytes of every row at
 	// byte offset wo of the current group (record offset ro); nblk < blocks
-	// marks a tail: masked (zmm) or narrower (ymm) weight loads.
-	step := func(wo, nblk int) {
-		ro := wo
+	// marks a tail: masked (zmm) or narrower (ymm) weight loads. It adds
+	// into acc[r][t].
+	step := func(wo, ro, nblk int, acc [][]V) {
 		if zmm && TT > 1 {
 			// Several tokens: every row's weights stay in registers
 			// while each token's two halves and block scales are
@@ -332,14 +360,12 @@ func q4Kernel(zmm, lpbq bool, R, TT int, rowLoop bool) {
 				VMOVDQU32(tok(t, ro+64), qhi)
 				VMOVUPS(tok(t, ro+128), dv)
 				for r := 0; r < R; r++ {
-					d, s := vec(), vec()
+					d := vec()
 					VMOVDQU32(tok(t, ro+192), d)
 					vpdpbusd(qlo, lo[r], d)
 					vpdpbusd(qhi, hi[r], d)
-					VCVTDQ2PS(d, d)
-					VMULPS(dv, cs[r], s)
-					VFMADD231PS(d, s, acc[r][t])
-					put(d, s)
+					scaleAdd(d, cs[r], dv, acc[r][t])
+					put(d)
 				}
 				put(qlo, qhi, dv)
 			}
@@ -365,35 +391,27 @@ func q4Kernel(zmm, lpbq bool, R, TT int, rowLoop bool) {
 					VPADDD(tok(t, ro+192), d, d)
 					put(p)
 				}
-				s := vec()
-				VCVTDQ2PS(d, d)
-				VMULPS(tok(t, ro+128), cs, s)
-				VFMADD231PS(d, s, acc[r][t])
-				put(d, s)
+				scaleAdd(d, cs, tok(t, ro+128), acc[r][t])
+				put(d)
 			}
 			put(lo, hi, cs)
 		}
 	}
 
-	// rowBody emits the whole of K for the tile's rows, its labels
-	// suffixed by sfx, ending at label "reduce"+sfx.
-	rowBody := func(sfx string) {
-		Label("loop" + sfx)
-		TESTQ(cnt, cnt)
-		JZ(LabelRef("tail" + sfx))
-		for h := 0; h < 64/width; h++ {
-			step(h*width, blocks)
-		}
-		nib.add(64)
+	// advance moves the weights, scales and records on by g groups.
+	advance := func(g int) {
+		nib.add(64 * g)
 		if lpbq {
-			sc.add(4)
+			sc.add(4 * g)
 		} else {
-			sc.add(16)
+			sc.add(16 * g)
 		}
-		ADDQ(U32(recBytes), xp)
-		DECQ(cnt)
-		JMP(LabelRef("loop" + sfx))
+		ADDQ(U32(recBytes*g), xp)
+	}
 
+	// tailStep emits the blocks left after the whole groups, adding into
+	// acc, then jumps or falls through to label "reduce"+sfx.
+	tailStep := func(sfx string, acc [][]V) {
 		Label("tail" + sfx)
 		if !rowLoop {
 			tail = Load(Param("tail"), GP64())
@@ -405,37 +423,83 @@ func q4Kernel(zmm, lpbq bool, R, TT int, rowLoop bool) {
 				kn, kb = K(), K()
 				tailMasks(tail, kn, kb)
 			}
-			step(0, 3)
+			step(0, 0, 3, acc)
 		} else {
 			CMPQ(tail, U8(2))
 			JB(LabelRef("tail1" + sfx))
-			step(0, 2)
+			step(0, 0, 2, acc)
 			Label("tail1" + sfx)
 			TESTQ(U32(1), tail)
 			JZ(LabelRef("reduce" + sfx))
 			CMPQ(tail, U8(1))
 			JE(LabelRef("tail1at0" + sfx))
-			step(32, 1)
+			step(32, 32, 1, acc)
 			JMP(LabelRef("reduce" + sfx))
 			Label("tail1at0" + sfx)
-			step(0, 1)
+			step(0, 0, 1, acc)
 		}
 		Label("reduce" + sfx)
 	}
+
+	// rowBody emits the whole of K for the tile's rows, its labels
+	// suffixed by sfx, ending at label "reduce"+sfx.
+	rowBody := func(sfx string) {
+		Label("loop" + sfx)
+		TESTQ(cnt, cnt)
+		JZ(LabelRef("tail" + sfx))
+		for h := 0; h < 64/width; h++ {
+			step(h*width, h*width, blocks, acc)
+		}
+		advance(1)
+		DECQ(cnt)
+		JMP(LabelRef("loop" + sfx))
+		tailStep(sfx, acc)
+	}
+
+	// pairBody is rowBody for the one-token row loop: two groups per
+	// iteration into two accumulators (one chain of dependent FMAs per
+	// group bounds a single accumulator on narrow rows), added together
+	// at the end. Every row sums in this one order, whichever kernel
+	// call takes it (the one-row 1x1 kernel sums the same way).
+	pairBody := func(sfx string, a V) {
+		b := vec()
+		VPXORD(b, b, b)
+		accA, accB := [][]V{{a}}, [][]V{{b}}
+		Label("pair" + sfx)
+		CMPQ(cnt, U8(2))
+		JB(LabelRef("one" + sfx))
+		step(0, 0, blocks, accA)
+		step(64, recBytes, blocks, accB)
+		advance(2)
+		SUBQ(U8(2), cnt)
+		JMP(LabelRef("pair" + sfx))
+		Label("one" + sfx)
+		TESTQ(cnt, cnt)
+		JZ(LabelRef("tail" + sfx))
+		step(0, 0, blocks, accA)
+		advance(1)
+		tailStep(sfx, accB)
+		VADDPS(b, a, a)
+		put(b)
+	}
 	if rowLoop {
 		rowQuads(va, func(j int, a V) {
-			acc = [][]V{{a}}
 			MOVQ(nibRow, nib.base[0])
 			MOVQ(scRow, sc.base[0])
 			Load(Param("x"), xp)
 			cnt = Load(Param("ng"), GP64())
-			rowBody(fmt.Sprint(j))
+			pairBody(fmt.Sprint(j), a)
 			ADDQ(Load(Param("rstr"), GP64()), nibRow)
 			ADDQ(Load(Param("scstr"), GP64()), scRow)
 		}, rs, dst, rows)
 		return
 	}
-	rowBody("")
+	if zmm && R == 1 && TT == 1 {
+		// The one-row decode tile sums as the row loop does.
+		pairBody("", acc[0][0])
+	} else {
+		rowBody("")
+	}
 	put(m0f)
 	if idx != nil {
 		put(idx)

@@ -117,24 +117,35 @@ func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 	}
 
 	// stepZmm emits the 64 weight bytes (half: the first 32) of every row
-	// at the group's start against the group's record.
-	stepZmm := func(half bool) {
+	// at byte wo of the current group against the record at ro, adding
+	// into acc[r][t].
+	stepZmm := func(half bool, wo, ro int, acc [][]V) {
 		w := make([]V, R)
 		for r := range w {
 			w[r] = vec()
 			if half {
 				// A 32-byte load clears the upper half; the
 				// padded record makes its products zero.
-				VMOVDQU32(rows.at(r, 0), w[r].AsY())
+				VMOVDQU32(rows.at(r, wo), w[r].AsY())
 			} else {
-				VMOVDQU32(rows.at(r, 0), w[r])
+				VMOVDQU32(rows.at(r, wo), w[r])
 			}
 		}
 		for t := 0; t < TT; t++ {
+			if R == 1 {
+				// One row: the record's fields as memory operands.
+				d := vec()
+				VMOVDQU32(tok(t, ro+128), d)
+				vpdpbusd(tok(t, ro), w[0], d)
+				VCVTDQ2PS(d, d)
+				VFMADD231PS(tok(t, ro+64), d, acc[0][t])
+				put(d)
+				continue
+			}
 			xq, dv, sv := vec(), vec(), vec()
-			VMOVDQU32(tok(t, 0), xq)
-			VMOVUPS(tok(t, 64), dv)
-			VMOVDQU32(tok(t, 128), sv)
+			VMOVDQU32(tok(t, ro), xq)
+			VMOVUPS(tok(t, ro+64), dv)
+			VMOVDQU32(tok(t, ro+128), sv)
 			for r := 0; r < R; r++ {
 				d := vec()
 				VMOVDQA32(sv, d)
@@ -176,7 +187,7 @@ func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 		TESTQ(cnt, cnt)
 		JZ(LabelRef("tail" + sfx))
 		if zmm {
-			stepZmm(false)
+			stepZmm(false, 0, 0, acc)
 		} else {
 			stepYmm(0)
 			stepYmm(32)
@@ -193,24 +204,62 @@ func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 		TESTQ(tail, tail)
 		JZ(LabelRef("reduce" + sfx))
 		if zmm {
-			stepZmm(true)
+			stepZmm(true, 0, 0, acc)
 		} else {
 			stepYmm(0)
 		}
 		Label("reduce" + sfx)
 	}
+	// pairBody is rowBody for one row and one token (AVX-512): two groups
+	// per iteration into two accumulators, added together at the end, so
+	// that two chains of dependent FMAs run side by side. The row loop
+	// and the one-row tile both sum this way, so a row's bits do not
+	// depend on which of them took it.
+	pairBody := func(sfx string, a V) {
+		b := vec()
+		VPXORD(b, b, b)
+		accA, accB := [][]V{{a}}, [][]V{{b}}
+		Label("pair" + sfx)
+		CMPQ(cnt, U8(2))
+		JB(LabelRef("one" + sfx))
+		stepZmm(false, 0, 0, accA)
+		stepZmm(false, 64, w8RecBytes, accB)
+		rows.add(128)
+		ADDQ(U32(2*w8RecBytes), xp)
+		SUBQ(U8(2), cnt)
+		JMP(LabelRef("pair" + sfx))
+		Label("one" + sfx)
+		TESTQ(cnt, cnt)
+		JZ(LabelRef("tail" + sfx))
+		stepZmm(false, 0, 0, accA)
+		rows.add(64)
+		ADDQ(U32(w8RecBytes), xp)
+		Label("tail" + sfx)
+		if !rowLoop {
+			tail = Load(Param("tail"), GP64())
+		}
+		TESTQ(tail, tail)
+		JZ(LabelRef("reduce" + sfx))
+		stepZmm(true, 0, 0, accB)
+		Label("reduce" + sfx)
+		VADDPS(b, a, a)
+		put(b)
+	}
 	if rowLoop {
 		rowQuads(va, func(j int, a V) {
-			acc = [][]V{{a}}
 			MOVQ(uRow, rows.base[0])
 			Load(Param("x"), xp)
 			cnt = Load(Param("ng"), GP64())
-			rowBody(fmt.Sprint(j))
+			pairBody(fmt.Sprint(j), a)
 			ADDQ(Load(Param("rstr"), GP64()), uRow)
 		}, rs, dst, left)
 		return
 	}
-	rowBody("")
+	if zmm && R == 1 && TT == 1 {
+		pairBody("", acc[0][0])
+	} else {
+		rowBody("")
+	}
 	dst = Load(Param("dst"), GP64())
 	ldd := Load(Param("ldd"), GP64())
 	SHLQ(U8(2), ldd)
