@@ -54,3 +54,56 @@ func TestDecodeSameWhateverRange(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenSameWhateverBatch: a token's output row is the same bits
+// whether it is multiplied alone (the one-token kernels) or among others
+// (the tiles of several tokens, at any place in them). The engine's
+// batched decode puts the next tokens of several sessions in one product;
+// if the tiles summed in another order than the one-token kernels, a
+// session's logits would depend on which sessions decode beside it, and
+// a binary16 or uint8 cache could round what it stores to another value.
+func TestTokenSameWhateverBatch(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 44))
+	const N, T = 13, 7
+	for _, o := range supported(t) {
+		if !o.BatchExact {
+			t.Logf("overlay %s: not BatchExact, its batches are checked by TestOverlaysMatMul's tolerance", o.Name)
+			continue
+		}
+		for _, K := range []int{QK, 3 * QK, 18 * QK, 32 * QK, 37 * QK} {
+			x, xf := randQ8(r, T, K)
+			type product struct {
+				name string
+				run  func(dst []float32, x *Q8)
+			}
+			var products []product
+			if o.Q4MatMul != nil {
+				for _, lpbq := range []bool{true, false} {
+					w := randQ4(r, N, K, lpbq, false)
+					products = append(products, product{fmt.Sprintf("q4 lpbq=%v", lpbq),
+						func(d []float32, x *Q8) { o.Q4MatMul(d, N, w, x, 0, N) }})
+				}
+			}
+			if o.W8MatMul != nil {
+				w := randW8(r, N, K)
+				products = append(products, product{"w8", func(d []float32, x *Q8) { o.W8MatMul(d, N, w, x, 0, N) }})
+			}
+			for _, p := range products {
+				all := make([]float32, T*N)
+				p.run(all, x)
+				for tok := range T {
+					one := NewQ8(1, K)
+					one.Quantize(xf[tok*K:(tok+1)*K], 1)
+					got := make([]float32, N)
+					p.run(got, one)
+					for n := range N {
+						if math.Float32bits(got[n]) != math.Float32bits(all[tok*N+n]) {
+							t.Fatalf("%s %s K %d: token %d row %d = %g alone, %g among %d tokens",
+								o.Name, p.name, K, tok, n, got[n], all[tok*N+n], T)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -31,8 +31,12 @@ var (
 // Overlay is one ISA's set of implementations; a nil field leaves the
 // previous choice in place.
 type Overlay struct {
-	Name       string
-	Supported  bool // the running CPU has the features
+	Name      string
+	Supported bool // the running CPU has the features
+	// BatchExact: Q4MatMul and W8MatMul give a token's outputs the same
+	// bits whether it is multiplied alone or among other tokens (a
+	// batched decode then gives each session the logits it gets alone).
+	BatchExact bool
 	QuantizeQ8 func(q []int8, d []float32, sum []int32, x []float32)
 	Q4MatMul   func(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int)
 	W8MatMul   func(dst []float32, ldd int, w *W8, x *Q8, n0, n1 int)

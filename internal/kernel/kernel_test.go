@@ -396,3 +396,61 @@ func TestOverlaysQ4Zeros(t *testing.T) {
 		}
 	}
 }
+
+// TestQ4ExtremeValues runs the 4-bit products at the ends of every
+// range: LPBQ codes of 255, weights all 15 (the largest block sum of
+// u*q, which the AVX-512 kernels multiply by the code in int32: 32*15*127
+// *255 must stay exact) or all 0 (the zero point's term alone), and
+// activations all at +127 or alternating ±127, over widths with and
+// without whole groups of 4 and 16 blocks, against the generic version.
+func TestQ4ExtremeValues(t *testing.T) {
+	for _, o := range supported(t) {
+		if o.Q4MatMul == nil {
+			continue
+		}
+		for _, K := range []int{QK, 5 * QK, 10 * QK, 18 * QK, 64 * QK, 257 * QK} {
+			for _, u := range []uint8{15, 0} {
+				for _, alt := range []bool{false, true} {
+					const N = 9
+					nb := K / QK
+					codes := make([]uint8, N*K)
+					for i := range codes {
+						codes[i] = u
+					}
+					w := &Q4{N: N, K: K, Nib: make([]byte, N*K/2), Codes: make([]uint8, N*nb), Scales: make([]float32, N)}
+					if err := PackNibbles(w.Nib, codes, N, K); err != nil {
+						t.Fatal(err)
+					}
+					for i := range w.Codes {
+						w.Codes[i] = 255
+					}
+					for i := range w.Scales {
+						w.Scales[i] = 1e-3 * float32(i+1)
+					}
+					for _, T := range []int{1, 2, 4} {
+						xf := make([]float32, T*K)
+						for i := range xf {
+							xf[i] = 1
+							if alt && i%2 == 1 {
+								xf[i] = -1
+							}
+						}
+						x := NewQ8(T, K)
+						x.Quantize(xf, T)
+						name := fmt.Sprintf("%s K %d u %d alternating %v T %d", o.Name, K, u, alt, T)
+						checkMatMul(t, name, N, K, T, 0, N, func(n int) []float32 {
+							v := make([]float32, K)
+							w.Row(v, n)
+							for i := range v {
+								v[i] = abs32(v[i])
+							}
+							return v
+						}, x, xf,
+							func(d []float32, l int, x *Q8, a, b int) { q4MatMulGeneric(d, l, w, x, a, b) },
+							func(d []float32, l int, x *Q8, a, b int) { o.Q4MatMul(d, l, w, x, a, b) })
+					}
+				}
+			}
+		}
+	}
+}

@@ -14,6 +14,7 @@ func archOverlays() []Overlay {
 		{
 			Name:       "avx2",
 			Supported:  avx2,
+			BatchExact: true,
 			QuantizeQ8: quantizeQ8Avx2Go,
 			Q4MatMul: func(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) {
 				q4MatMulWith(&q4Avx2Codes, &q4Avx2Scales, dst, ldd, w, x, n0, n1)
@@ -29,6 +30,7 @@ func archOverlays() []Overlay {
 		{
 			Name:       "avx512vnni",
 			Supported:  vnni,
+			BatchExact: true,
 			QuantizeQ8: quantizeQ8VnniGo,
 			Q4MatMul: func(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) {
 				q4MatMulWith(&q4VnniCodes, &q4VnniScales, dst, ldd, w, x, n0, n1)

@@ -13,6 +13,7 @@ func archOverlays() []Overlay {
 		{
 			Name:       "neon",
 			Supported:  true,
+			BatchExact: true,
 			QuantizeQ8: quantizeQ8Arm64,
 			Q4MatMul:   q4MatMulNEON,
 			W8MatMul:   w8MatMulNEON,
@@ -38,13 +39,18 @@ func archOverlays() []Overlay {
 			Add:         addArm64,
 		},
 		{
-			Name:      "dotprod",
-			Supported: cpu.ARM64.HasASIMDDP,
-			Q4MatMul:  q4MatMulSDOT,
-			W8MatMul:  w8MatMulSDOT,
+			Name:       "dotprod",
+			Supported:  cpu.ARM64.HasASIMDDP,
+			BatchExact: true,
+			Q4MatMul:   q4MatMulSDOT,
+			W8MatMul:   w8MatMulSDOT,
 		},
 		{
-			// SMMLA is FEAT_I8MM, which implies SDOT (ARMv8.6)
+			// SMMLA is FEAT_I8MM, which implies SDOT (ARMv8.6). Its
+			// tiles sum a block of a (row, token) in one lane and
+			// scale it once, where the SDOT kernels that take
+			// single tokens scale four partial lanes: the same values
+			// rounded apart, so not BatchExact.
 			Name:      "i8mm",
 			Supported: cpu.ARM64.HasI8MM && cpu.ARM64.HasASIMDDP,
 			Q4MatMul:  q4MatMulI8MM,

@@ -75,6 +75,22 @@ var (
 // then D and -2*Sum of each block repeated over its 4 int32 lanes.
 const q4RecBytes = 256
 
+// q4ChunkBytes is the size of a 16-block chunk's D and -8*Sum, read by
+// the LPBQ one-token kernels (_gen/q4chunk.go).
+const q4ChunkBytes = 128
+
+// q4Groups is the number of groups in a token's records for K inputs:
+// whole chunks of 4 groups, the last padded with zero blocks.
+func q4Groups(K int) int { return (K/QK + 15) / 16 * 4 }
+
+// q4TokenBytes is the size of one token's records for K inputs: its
+// groups, then each chunk's D and -8*Sum of its 16 blocks, block 4g+k
+// at int32 lane 4k+g (the lane order of the chunk kernels' sums).
+func q4TokenBytes(K int) int {
+	g := q4Groups(K)
+	return g*q4RecBytes + g/4*q4ChunkBytes
+}
+
 // q4TokenBlock is the number of tokens whose records are walked against
 // one range of weight rows before moving on (they stay in L2).
 const q4TokenBlock = 64
@@ -92,17 +108,17 @@ func getScratch(n int) ([]byte, *[]byte) {
 // q4Records is the 4-bit products' layout of activation records, shared
 // by the AVX2 and AVX-512 kernels.
 var q4Records = &actLayout{
-	tokenBytes: func(K int) int { return (K/QK + 3) / 4 * q4RecBytes },
-	fill: func(rec []byte, x *Q8, t0, t1 int) {
-		q4Prep(rec, x, (x.K/QK+3)/4, t0, t1)
-	},
+	tokenBytes: q4TokenBytes,
+	fill:       q4Prep,
 }
 
-// q4Prep writes the records of tokens [t0, t1) of x: rec[t][g] for the
-// ng4 groups of 4 blocks (the last padded with zero blocks).
-func q4Prep(rec []byte, x *Q8, ng4, t0, t1 int) {
+// q4Prep writes the records of tokens [t0, t1) of x (q4TokenBytes
+// each): the groups of 4 blocks (padded with zero blocks), then the
+// chunks' D and -8*Sum.
+func q4Prep(rec []byte, x *Q8, t0, t1 int) {
 	K, nb := x.K, x.K/QK
-	xs := ng4 * q4RecBytes
+	ng4 := q4Groups(K)
+	xs := q4TokenBytes(K)
 	q := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x.Q))), len(x.Q))
 	for t := t0; t < t1; t++ {
 		tr := rec[t*xs : (t+1)*xs]
@@ -125,6 +141,18 @@ func q4Prep(rec []byte, x *Q8, ng4, t0, t1 int) {
 			sv := (*[4]int32)(unsafe.Pointer(&r[192+16*j]))
 			dv[0], dv[1], dv[2], dv[3] = d, d, d, d
 			sv[0], sv[1], sv[2], sv[3] = s, s, s, s
+		}
+		for c := range ng4 / 4 {
+			r := tr[ng4*q4RecBytes+c*q4ChunkBytes:]
+			dv := (*[16]float32)(unsafe.Pointer(&r[0]))
+			sv := (*[16]int32)(unsafe.Pointer(&r[64]))
+			for l := range 16 {
+				b := 16*c + 4*(l%4) + l/4
+				dv[l], sv[l] = 0, 0
+				if b < nb {
+					dv[l], sv[l] = x.D[t*nb+b], -8*x.Sum[t*nb+b]
+				}
+			}
 		}
 	}
 }
@@ -162,13 +190,12 @@ func q4MatMulWith(codes, scales *q4Set, dst []float32, ldd int, w *Q4, x *Q8, n0
 	}
 	nb := w.K / QK
 	ng, tail := nb/4, nb%4
-	ng4 := (nb + 3) / 4
-	xs := ng4 * q4RecBytes
+	xs := q4TokenBytes(w.K)
 	rec := x.recs.q4
 	var holder *[]byte
 	if !x.recs.useQ4 {
 		rec, holder = getScratch(x.T * xs)
-		q4Prep(rec, x, ng4, 0, x.T)
+		q4Prep(rec, x, 0, x.T)
 		defer scratch.Put(holder)
 	}
 

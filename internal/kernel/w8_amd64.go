@@ -43,9 +43,13 @@ var (
 )
 
 // w8RecBytes is the size of one token's prepared record per group of 2
-// blocks: Q of the 2 blocks (64 bytes), then D and -16*Sum of each block
-// repeated over its 8 int32 lanes (the layout in _gen/w8.go).
-const w8RecBytes = 192
+// blocks: Q of the 2 blocks (64 bytes), then D of each block repeated
+// over its 8 int32 lanes (the layout in _gen/w8.go).
+const w8RecBytes = 128
+
+// w8TokenBytes is the size of one token's records for K inputs: its
+// groups, then C = Σ_b -128*D[b]*Sum[b], padded to 64 bytes.
+func w8TokenBytes(K int) int { return (K/QK+1)/2*w8RecBytes + 64 }
 
 // w8RecCache is the size of the records walked against one range of
 // weight rows before moving on (they stay in L2).
@@ -54,7 +58,7 @@ const w8RecCache = 512 << 10
 // w8Records is the 8-bit products' layout of activation records, shared
 // by the AVX2 and AVX-512 kernels.
 var w8Records = &actLayout{
-	tokenBytes: func(K int) int { return (K/QK + 1) / 2 * w8RecBytes },
+	tokenBytes: w8TokenBytes,
 	fill: func(rec []byte, x *Q8, t0, t1 int) {
 		if w8Prep(rec, x, (x.K/QK+1)/2, t0, t1) {
 			x.recs.w8Min128.Store(true)
@@ -63,10 +67,11 @@ var w8Records = &actLayout{
 }
 
 // w8Prep writes the records of tokens [t0, t1) of x for ng2 groups (the
-// last padded with a zero block) and reports whether some Q is -128.
+// last padded with a zero block), then C, and reports whether some Q is
+// -128.
 func w8Prep(rec []byte, x *Q8, ng2, t0, t1 int) bool {
 	K, nb := x.K, x.K/QK
-	xs := ng2 * w8RecBytes
+	xs := w8TokenBytes(K)
 	q := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x.Q))), len(x.Q))
 	min128 := false
 	for t := t0; t < t1; t++ {
@@ -83,18 +88,22 @@ func w8Prep(rec []byte, x *Q8, ng2, t0, t1 int) bool {
 			r := tr[g*w8RecBytes : (g+1)*w8RecBytes]
 			qr := r[32*j : 32*j+32]
 			dv := (*[8]float32)(unsafe.Pointer(&r[64+32*j]))
-			sv := (*[8]int32)(unsafe.Pointer(&r[128+32*j]))
 			if b >= nb {
 				clear(qr)
-				*dv, *sv = [8]float32{}, [8]int32{}
+				*dv = [8]float32{}
 				continue
 			}
 			copy(qr, qt[b*QK:(b+1)*QK])
-			d, s := x.D[t*nb+b], -16*x.Sum[t*nb+b]
+			d := x.D[t*nb+b]
 			for i := range 8 {
-				dv[i], sv[i] = d, s
+				dv[i] = d
 			}
 		}
+		var c float32
+		for b := range nb {
+			c += -128 * float32(x.Sum[t*nb+b]) * x.D[t*nb+b]
+		}
+		*(*float32)(unsafe.Pointer(&tr[ng2*w8RecBytes])) = c
 	}
 	return min128
 }
@@ -125,7 +134,7 @@ func w8MatMulWith(set *w8Set, dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) 
 	K, nb := w.K, w.K/QK
 	ng, tail := nb/2, nb%2
 	ng2 := (nb + 1) / 2
-	xs := ng2 * w8RecBytes
+	xs := w8TokenBytes(K)
 	rec, min128 := x.recs.w8, x.recs.w8Min128.Load()
 	if !x.recs.useW8 {
 		var holder *[]byte

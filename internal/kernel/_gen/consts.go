@@ -9,11 +9,6 @@ import (
 // lane l of an int32 vector holds a partial sum of block l/4.
 var permIdx Mem
 
-// codeSpread turns 4 block codes broadcast to every dword (VPBROADCASTD)
-// into the zero-extended code of block l/4 in each lane l (VPSHUFB picks
-// byte k in 128-bit lane k and zeroes the other three bytes).
-var codeSpread Mem
-
 // packPerm puts back in order the dwords of VPACKSSDW+VPACKSSWB of four
 // ymm vectors (which interleave their 128-bit halves).
 var packPerm Mem
@@ -22,10 +17,6 @@ func genConsts() {
 	permIdx = GLOBL("q4perm", RODATA|NOPTR)
 	for l := 0; l < 16; l++ {
 		DATA(4*l, U32(l/4))
-	}
-	codeSpread = GLOBL("q4spread", RODATA|NOPTR)
-	for l := 0; l < 16; l++ {
-		DATA(4*l, U32(0x80808000|uint32(l/4)))
 	}
 	packPerm = GLOBL("packperm", RODATA|NOPTR)
 	for i, v := range []uint32{0, 4, 1, 5, 2, 6, 3, 7} {

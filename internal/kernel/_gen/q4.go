@@ -43,14 +43,23 @@ func genQ4() {
 		q4Kernel(z, l, r, t, false)
 		return
 	}
+	genQ4ChunkConsts()
 	for _, lpbq := range []bool{true, false} {
 		for _, s := range q4ZmmShapes {
-			q4Kernel(true, lpbq, s.R, s.TT, false)
+			if lpbq {
+				q4ChunkKernel(false, s.R, s.TT) // in chunks (q4chunk.go)
+			} else {
+				q4Kernel(true, false, s.R, s.TT, false)
+			}
 		}
 		for _, s := range q4YmmShapes {
 			q4Kernel(false, lpbq, s.R, s.TT, false)
 		}
-		q4Kernel(true, lpbq, 1, 1, true)
+		if lpbq {
+			q4ChunkKernel(true, 1, 1)
+		} else {
+			q4Kernel(true, false, 1, 1, true)
+		}
 	}
 }
 
@@ -150,6 +159,9 @@ func (a rowAddr) add(n int) {
 // once per row, which on narrow rows (K = 576) cost as much as the row's
 // arithmetic.
 func q4Kernel(zmm, lpbq bool, R, TT int, rowLoop bool) {
+	if zmm && lpbq {
+		panic("the AVX-512 LPBQ kernels are q4ChunkKernel's")
+	}
 	name := q4Name(zmm, lpbq, R, TT)
 	if rowLoop {
 		name = q4RowsName(lpbq)
@@ -192,24 +204,11 @@ func q4Kernel(zmm, lpbq bool, R, TT int, rowLoop bool) {
 	MOVL(U32(0x0f0f0f0f), t32)
 	m0f := vec()
 	VPBROADCASTD(t32, m0f)
-	// The AVX-512 kernels write every vector register in full (avo would
-	// otherwise keep a register written in part live from the start of
-	// the function); their codes need no index register.
-	var idx V
-	switch {
-	case !zmm:
-		idx = vec()
-		VMOVDQU(permIdx, idx)
-	case !lpbq:
-		idx = vec()
+	idx := vec()
+	if zmm {
 		VMOVDQU32(permIdx, idx)
-	}
-	// The LPBQ AVX-512 kernels keep the code spread in a register (as a
-	// memory operand it is one more 64-byte load per group).
-	var spread V
-	if zmm && lpbq {
-		spread = vec()
-		VMOVDQU32(codeSpread, spread)
+	} else {
+		VMOVDQU(permIdx, idx)
 	}
 	var ones V
 	if !zmm {
@@ -228,10 +227,6 @@ func q4Kernel(zmm, lpbq bool, R, TT int, rowLoop bool) {
 		JZ(LabelRef("rows"))
 		tailMasks(tail, kn, kb)
 		Label("rows")
-		dst = Load(Param("dst"), GP64())
-		if lpbq {
-			rs = Load(Param("rs"), GP64())
-		}
 		rows = Load(Param("n"), GP64())
 		SHRQ(U8(2), rows)
 	}
@@ -280,13 +275,6 @@ func q4Kernel(zmm, lpbq bool, R, TT int, rowLoop bool) {
 		// Block scales of this row, one per lane: float codes or scales.
 		if lpbq {
 			switch {
-			case zmm && nblk < blocks:
-				VMOVDQU8_Z(sc.at(r, scOff), kb, cs)
-				VPBROADCASTD(cs.AsX(), cs)
-				VPSHUFB(spread, cs, cs)
-			case zmm:
-				VPBROADCASTD(sc.at(r, scOff), cs)
-				VPSHUFB(spread, cs, cs)
 			case nblk == 1:
 				MOVBLZX(sc.at(r, scOff), t32)
 				VMOVD(t32, cs.AsX())
@@ -297,10 +285,8 @@ func q4Kernel(zmm, lpbq bool, R, TT int, rowLoop bool) {
 			default:
 				VPMOVZXBD(sc.at(r, scOff), cs.AsX())
 			}
-			if !zmm {
-				VPERMD(cs, idx, cs)
-				VCVTDQ2PS(cs, cs)
-			}
+			VPERMD(cs, idx, cs)
+			VCVTDQ2PS(cs, cs)
 		} else {
 			switch {
 			case zmm && nblk < blocks:
@@ -319,32 +305,11 @@ func q4Kernel(zmm, lpbq bool, R, TT int, rowLoop bool) {
 		return lo, hi, cs
 	}
 
-	// scaleAdd adds the block sums d (int32, four lanes per block) of one
-	// row and token to acc, scaled by the row's block scales cs and the
-	// token's block scales D (a register or the record in memory). The
-	// LPBQ AVX-512 kernels multiply the integer codes in first (exact:
-	// |sum| <= 32*8*127 times a code <= 255 stays below 2^24), which
-	// takes one instruction fewer per group than converting the codes
-	// and multiplying them by D.
-	scaleAdd := func(d, cs V, D Op, acc V) {
-		if zmm && lpbq {
-			VPMULLD(cs, d, d)
-			VCVTDQ2PS(d, d)
-			VFMADD231PS(D, d, acc)
-			return
-		}
-		s := vec()
-		VCVTDQ2PS(d, d)
-		VMULPS(D, cs, s)
-		VFMADD231PS(d, s, acc)
-		put(s)
-	}
-
 	// step emits one step over `width` weight bytes of every row at
 	// byte offset wo of the current group (record offset ro); nblk < blocks
-	// marks a tail: masked (zmm) or narrower (ymm) weight loads. It adds
-	// into acc[r][t].
-	step := func(wo, ro, nblk int, acc [][]V) {
+	// marks a tail: masked (zmm) or narrower (ymm) weight loads.
+	step := func(wo, nblk int) {
+		ro := wo
 		if zmm && TT > 1 {
 			// Several tokens: every row's weights stay in registers
 			// while each token's two halves and block scales are
@@ -360,12 +325,14 @@ func q4Kernel(zmm, lpbq bool, R, TT int, rowLoop bool) {
 				VMOVDQU32(tok(t, ro+64), qhi)
 				VMOVUPS(tok(t, ro+128), dv)
 				for r := 0; r < R; r++ {
-					d := vec()
+					d, s := vec(), vec()
 					VMOVDQU32(tok(t, ro+192), d)
 					vpdpbusd(qlo, lo[r], d)
 					vpdpbusd(qhi, hi[r], d)
-					scaleAdd(d, cs[r], dv, acc[r][t])
-					put(d)
+					VCVTDQ2PS(d, d)
+					VMULPS(dv, cs[r], s)
+					VFMADD231PS(d, s, acc[r][t])
+					put(d, s)
 				}
 				put(qlo, qhi, dv)
 			}
@@ -391,27 +358,35 @@ func q4Kernel(zmm, lpbq bool, R, TT int, rowLoop bool) {
 					VPADDD(tok(t, ro+192), d, d)
 					put(p)
 				}
-				scaleAdd(d, cs, tok(t, ro+128), acc[r][t])
-				put(d)
+				s := vec()
+				VCVTDQ2PS(d, d)
+				VMULPS(tok(t, ro+128), cs, s)
+				VFMADD231PS(d, s, acc[r][t])
+				put(d, s)
 			}
 			put(lo, hi, cs)
 		}
 	}
 
-	// advance moves the weights, scales and records on by g groups.
-	advance := func(g int) {
-		nib.add(64 * g)
-		if lpbq {
-			sc.add(4 * g)
-		} else {
-			sc.add(16 * g)
+	// rowBody emits the whole of K for the tile's rows, its labels
+	// suffixed by sfx, ending at label "reduce"+sfx.
+	rowBody := func(sfx string) {
+		Label("loop" + sfx)
+		TESTQ(cnt, cnt)
+		JZ(LabelRef("tail" + sfx))
+		for h := 0; h < 64/width; h++ {
+			step(h*width, blocks)
 		}
-		ADDQ(U32(recBytes*g), xp)
-	}
+		nib.add(64)
+		if lpbq {
+			sc.add(4)
+		} else {
+			sc.add(16)
+		}
+		ADDQ(U32(recBytes), xp)
+		DECQ(cnt)
+		JMP(LabelRef("loop" + sfx))
 
-	// tailStep emits the blocks left after the whole groups, adding into
-	// acc, then jumps or falls through to label "reduce"+sfx.
-	tailStep := func(sfx string, acc [][]V) {
 		Label("tail" + sfx)
 		if !rowLoop {
 			tail = Load(Param("tail"), GP64())
@@ -423,83 +398,37 @@ func q4Kernel(zmm, lpbq bool, R, TT int, rowLoop bool) {
 				kn, kb = K(), K()
 				tailMasks(tail, kn, kb)
 			}
-			step(0, 0, 3, acc)
+			step(0, 3)
 		} else {
 			CMPQ(tail, U8(2))
 			JB(LabelRef("tail1" + sfx))
-			step(0, 0, 2, acc)
+			step(0, 2)
 			Label("tail1" + sfx)
 			TESTQ(U32(1), tail)
 			JZ(LabelRef("reduce" + sfx))
 			CMPQ(tail, U8(1))
 			JE(LabelRef("tail1at0" + sfx))
-			step(32, 32, 1, acc)
+			step(32, 1)
 			JMP(LabelRef("reduce" + sfx))
 			Label("tail1at0" + sfx)
-			step(0, 0, 1, acc)
+			step(0, 1)
 		}
 		Label("reduce" + sfx)
 	}
-
-	// rowBody emits the whole of K for the tile's rows, its labels
-	// suffixed by sfx, ending at label "reduce"+sfx.
-	rowBody := func(sfx string) {
-		Label("loop" + sfx)
-		TESTQ(cnt, cnt)
-		JZ(LabelRef("tail" + sfx))
-		for h := 0; h < 64/width; h++ {
-			step(h*width, h*width, blocks, acc)
-		}
-		advance(1)
-		DECQ(cnt)
-		JMP(LabelRef("loop" + sfx))
-		tailStep(sfx, acc)
-	}
-
-	// pairBody is rowBody for the one-token row loop: two groups per
-	// iteration into two accumulators (one chain of dependent FMAs per
-	// group bounds a single accumulator on narrow rows), added together
-	// at the end. Every row sums in this one order, whichever kernel
-	// call takes it (the one-row 1x1 kernel sums the same way).
-	pairBody := func(sfx string, a V) {
-		b := vec()
-		VPXORD(b, b, b)
-		accA, accB := [][]V{{a}}, [][]V{{b}}
-		Label("pair" + sfx)
-		CMPQ(cnt, U8(2))
-		JB(LabelRef("one" + sfx))
-		step(0, 0, blocks, accA)
-		step(64, recBytes, blocks, accB)
-		advance(2)
-		SUBQ(U8(2), cnt)
-		JMP(LabelRef("pair" + sfx))
-		Label("one" + sfx)
-		TESTQ(cnt, cnt)
-		JZ(LabelRef("tail" + sfx))
-		step(0, 0, blocks, accA)
-		advance(1)
-		tailStep(sfx, accB)
-		VADDPS(b, a, a)
-		put(b)
-	}
 	if rowLoop {
 		rowQuads(va, func(j int, a V) {
+			acc = [][]V{{a}}
 			MOVQ(nibRow, nib.base[0])
 			MOVQ(scRow, sc.base[0])
 			Load(Param("x"), xp)
 			cnt = Load(Param("ng"), GP64())
-			pairBody(fmt.Sprint(j), a)
+			rowBody(fmt.Sprint(j))
 			ADDQ(Load(Param("rstr"), GP64()), nibRow)
 			ADDQ(Load(Param("scstr"), GP64()), scRow)
-		}, rs, dst, rows)
+		}, lpbq, rows, nil)
 		return
 	}
-	if zmm && R == 1 && TT == 1 {
-		// The one-row decode tile sums as the row loop does.
-		pairBody("", acc[0][0])
-	} else {
-		rowBody("")
-	}
+	rowBody("")
 	put(m0f)
 	if idx != nil {
 		put(idx)

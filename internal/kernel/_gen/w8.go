@@ -11,20 +11,31 @@ import (
 // The W8 kernels compute one tile of R weight rows by TT tokens over the
 // whole of K, against activations prepared by the Go side (w8Prep in
 // w8_amd64.go). Per token and per group of 2 blocks (64 values of K) the
-// prepared record is 192 bytes:
+// prepared record is 128 bytes:
 //
 //	[0,64)    Q of the 2 blocks
 //	[64,128)  D of each block, 8 times (one per int32 lane of the block)
-//	[128,192) -16*Sum of each block, 8 times
+//
+// and after the groups, C = Σ_b -128*D[b]*Sum[b] (float32, padded to 64
+// bytes).
 //
 // AVX-512 VNNI multiplies the stored U = q+128 (unsigned) by Q (signed)
-// with VPDPBUSD into lanes that start at -16*Sum: the 8 lanes of a block
-// add up to Σ U*Q - 128*Sum = Σ q*Q, exact. AVX2 has no 4-way byte dot
-// product without saturation, so it takes the sign trick: q = U^0x80,
-// VPMADDUBSW(|q|, Q*sign(q)) sums pairs of at most 128*127 each, which
-// needs Q > -128 (the Go side checks). Each block's lanes are then scaled
-// by D in float and summed; the row scale multiplies the final sum.
-const w8RecBytes = 192
+// with VPDPBUSD: the 8 lanes of a block add up to Σ U*Q = Σ q*Q +
+// 128*Sum, exact in int32; each block's lanes are scaled by D in float
+// and summed, and C, which does not depend on the row, takes the
+// 128*Sum terms back out once per row (one 64-byte load per group fewer
+// than starting each block's lanes at -16*Sum). AVX2 has no 4-way byte
+// dot product without saturation, so it takes the sign trick: q =
+// U^0x80, VPMADDUBSW(|q|, Q*sign(q)) sums pairs of at most 128*127 each,
+// which needs Q > -128 (the Go side checks), and does not read C. The row
+// scale multiplies the final sum.
+//
+// Every AVX-512 kernel computes a (row, token) with the same
+// instructions in the same order (one accumulator, groups in order, then
+// hsum, + C, * scale), so its bits do not depend on the tile or the call
+// that took it: a token decoded alone or in a batch gives the same
+// logits.
+const w8RecBytes = 128
 
 // w8ZmmShapes and w8YmmShapes are the tiles generated per ISA; the Go
 // side decomposes any row and token count into them.
@@ -90,8 +101,6 @@ func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 		xp = GP64()
 		tok = func(_, off int) Mem { return Mem{Base: xp, Disp: off} }
 		tail = Load(Param("tail"), GP64())
-		dst = Load(Param("dst"), GP64())
-		rs = Load(Param("rs"), GP64())
 		left = Load(Param("n"), GP64())
 		SHRQ(U8(2), left)
 	} else {
@@ -100,6 +109,13 @@ func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 		xp, tok = tokenRecords(TT)
 	}
 
+	// zr stays zero: the block sums start from it (VPXORD(d, d, d) would
+	// count as a read of d for avo, keeping d live from the start).
+	var zr V
+	if zmm {
+		zr = vec()
+		VPXORD(zr, zr, zr)
+	}
 	acc := make([][]V, R)
 	for r := range acc {
 		if rowLoop {
@@ -117,44 +133,42 @@ func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 	}
 
 	// stepZmm emits the 64 weight bytes (half: the first 32) of every row
-	// at byte wo of the current group against the record at ro, adding
-	// into acc[r][t].
-	stepZmm := func(half bool, wo, ro int, acc [][]V) {
+	// at the group's start against the group's record.
+	stepZmm := func(half bool) {
 		w := make([]V, R)
 		for r := range w {
 			w[r] = vec()
 			if half {
 				// A 32-byte load clears the upper half; the
 				// padded record makes its products zero.
-				VMOVDQU32(rows.at(r, wo), w[r].AsY())
+				VMOVDQU32(rows.at(r, 0), w[r].AsY())
 			} else {
-				VMOVDQU32(rows.at(r, wo), w[r])
+				VMOVDQU32(rows.at(r, 0), w[r])
 			}
 		}
 		for t := 0; t < TT; t++ {
 			if R == 1 {
 				// One row: the record's fields as memory operands.
 				d := vec()
-				VMOVDQU32(tok(t, ro+128), d)
-				vpdpbusd(tok(t, ro), w[0], d)
+				VPXORD(zr, zr, d)
+				vpdpbusd(tok(t, 0), w[0], d)
 				VCVTDQ2PS(d, d)
-				VFMADD231PS(tok(t, ro+64), d, acc[0][t])
+				VFMADD231PS(tok(t, 64), d, acc[0][t])
 				put(d)
 				continue
 			}
-			xq, dv, sv := vec(), vec(), vec()
-			VMOVDQU32(tok(t, ro), xq)
-			VMOVUPS(tok(t, ro+64), dv)
-			VMOVDQU32(tok(t, ro+128), sv)
+			xq, dv := vec(), vec()
+			VMOVDQU32(tok(t, 0), xq)
+			VMOVUPS(tok(t, 64), dv)
 			for r := 0; r < R; r++ {
 				d := vec()
-				VMOVDQA32(sv, d)
+				VPXORD(zr, zr, d)
 				vpdpbusd(xq, w[r], d)
 				VCVTDQ2PS(d, d)
 				VFMADD231PS(dv, d, acc[r][t])
 				put(d)
 			}
-			put(xq, dv, sv)
+			put(xq, dv)
 		}
 		put(w...)
 	}
@@ -187,7 +201,7 @@ func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 		TESTQ(cnt, cnt)
 		JZ(LabelRef("tail" + sfx))
 		if zmm {
-			stepZmm(false, 0, 0, acc)
+			stepZmm(false)
 		} else {
 			stepYmm(0)
 			stepYmm(32)
@@ -204,61 +218,37 @@ func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 		TESTQ(tail, tail)
 		JZ(LabelRef("reduce" + sfx))
 		if zmm {
-			stepZmm(true, 0, 0, acc)
+			stepZmm(true)
 		} else {
 			stepYmm(0)
 		}
 		Label("reduce" + sfx)
 	}
-	// pairBody is rowBody for one row and one token (AVX-512): two groups
-	// per iteration into two accumulators, added together at the end, so
-	// that two chains of dependent FMAs run side by side. The row loop
-	// and the one-row tile both sum this way, so a row's bits do not
-	// depend on which of them took it.
-	pairBody := func(sfx string, a V) {
-		b := vec()
-		VPXORD(b, b, b)
-		accA, accB := [][]V{{a}}, [][]V{{b}}
-		Label("pair" + sfx)
-		CMPQ(cnt, U8(2))
-		JB(LabelRef("one" + sfx))
-		stepZmm(false, 0, 0, accA)
-		stepZmm(false, 64, w8RecBytes, accB)
-		rows.add(128)
-		ADDQ(U32(2*w8RecBytes), xp)
-		SUBQ(U8(2), cnt)
-		JMP(LabelRef("pair" + sfx))
-		Label("one" + sfx)
-		TESTQ(cnt, cnt)
-		JZ(LabelRef("tail" + sfx))
-		stepZmm(false, 0, 0, accA)
-		rows.add(64)
-		ADDQ(U32(w8RecBytes), xp)
-		Label("tail" + sfx)
-		if !rowLoop {
-			tail = Load(Param("tail"), GP64())
-		}
-		TESTQ(tail, tail)
-		JZ(LabelRef("reduce" + sfx))
-		stepZmm(true, 0, 0, accB)
-		Label("reduce" + sfx)
-		VADDPS(b, a, a)
-		put(b)
-	}
 	if rowLoop {
 		rowQuads(va, func(j int, a V) {
+			acc = [][]V{{a}}
 			MOVQ(uRow, rows.base[0])
 			Load(Param("x"), xp)
 			cnt = Load(Param("ng"), GP64())
-			pairBody(fmt.Sprint(j), a)
+			rowBody(fmt.Sprint(j))
 			ADDQ(Load(Param("rstr"), GP64()), uRow)
-		}, rs, dst, left)
+		}, true, left, func(x V) {
+			c := vec()
+			VBROADCASTSS(w8C(), c.AsX())
+			VADDPS(c.AsX(), x.AsX(), x.AsX())
+		})
 		return
 	}
-	if zmm && R == 1 && TT == 1 {
-		pairBody("", acc[0][0])
-	} else {
-		rowBody("")
+	rowBody("")
+	var cAt func(t int) Mem
+	if zmm {
+		// C of token t: after its groups.
+		c := w8C()
+		cAt = func(t int) Mem {
+			m := tok(t, 0)
+			m.Base, m.Disp = c.Base, c.Disp
+			return m
+		}
 	}
 	dst = Load(Param("dst"), GP64())
 	ldd := Load(Param("ldd"), GP64())
@@ -268,6 +258,9 @@ func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 		for r := 0; r < R; r++ {
 			xr := hsum(zmm, va, acc[r][t])
 			x := xr.AsX()
+			if zmm {
+				VADDSS(cAt(t), x, x)
+			}
 			VMULSS(Mem{Base: rs, Disp: 4 * r}, x, x)
 			VMOVSS(x, Mem{Base: dst, Disp: 4 * r})
 			va.put(xr)
@@ -278,6 +271,16 @@ func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 	}
 	VZEROUPPER()
 	RET()
+}
+
+// w8C addresses C in the first token's records: param x plus its
+// groups (ng whole, and the tail) of w8RecBytes.
+func w8C() Mem {
+	c := Load(Param("ng"), GP64())
+	ADDQ(Load(Param("tail"), GP64()), c)
+	SHLQ(U8(7), c) // w8RecBytes
+	ADDQ(Load(Param("x"), GP64()), c)
+	return Mem{Base: c}
 }
 
 // hsum adds the lanes of a (given back to va) into the low lane of the
@@ -341,10 +344,10 @@ func hsum4(va *vecAlloc, a []V) V {
 
 // rowQuads emits the loop of the row-range decode kernels (AVX-512): four
 // rows one after another, row j computed by row(j, acc) into acc (zeroed
-// here), then their four sums reduced together (hsum4), multiplied by the
-// row scales at rs (unless rs is nil) and stored at dst, while quads
-// remain.
-func rowQuads(va *vecAlloc, row func(j int, acc V), rs, dst, quads Register) {
+// here), then their four sums reduced together (hsum4), offset by bias
+// (unless nil), multiplied by the row scales at param rs (when scaled)
+// and stored at param dst, while quads remain.
+func rowQuads(va *vecAlloc, row func(j int, acc V), scaled bool, quads Register, bias func(x V)) {
 	Label("quad")
 	quad := make([]V, 4)
 	for j := range quad {
@@ -353,12 +356,21 @@ func rowQuads(va *vecAlloc, row func(j int, acc V), rs, dst, quads Register) {
 		row(j, quad[j])
 	}
 	x := hsum4(va, quad)
-	if rs != nil {
+	if bias != nil {
+		bias(x)
+	}
+	// dst and rs live in their argument slots, moved on there: the row
+	// loops need every general register they have.
+	if scaled {
+		rs := Load(Param("rs"), GP64())
 		VMULPS(Mem{Base: rs}, x.AsX(), x.AsX())
 		ADDQ(U8(16), rs)
+		Store(rs, Param("rs"))
 	}
+	dst := Load(Param("dst"), GP64())
 	VMOVUPS(x.AsX(), Mem{Base: dst})
 	ADDQ(U8(16), dst)
+	Store(dst, Param("dst"))
 	DECQ(quads)
 	JNZ(LabelRef("quad"))
 	VZEROUPPER()

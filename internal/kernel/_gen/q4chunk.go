@@ -1,0 +1,328 @@
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// The LPBQ one-token kernels (AVX-512: the row loop q4VnniCodesRows and
+// the one-row tile q4VnniCodes1x1, which sum every row in the same order)
+// take the weights in chunks of 16 blocks (4 groups, 256 bytes) rather
+// than group by group. Per group the two VPDPBUSD leave each block's sum
+// spread over the 4 int32 lanes of its 128-bit lane; the 4 groups' sums
+// are then added across those lanes by a 4x4 transposition (unpack and
+// add, twice), which leaves one whole block per lane: lane 4k+g holds
+// block 4g+k of the chunk. Scaling then happens once per chunk instead of
+// once per group: add the chunk's -8*Sum (the zero point), multiply by the
+// block codes (VPMULLD, exact: |sum| <= 32*8*127 times a code <= 255 stays
+// below 2^24), convert, and multiply-add the chunk's D.
+//
+// Per 64 weight bytes that is 5 vector loads where the group-by-group
+// form takes 7 (the -2*Sum and D lanes of every group, and the codes'
+// broadcast), and 8.5 arithmetic instructions instead of 9: on AMD Zen 4
+// the product streams memory at 70% of the machine's read bandwidth with
+// one thread in the group-by-group form, bound by its loads.
+//
+// The records (q4Prep in q4_amd64.go) keep the groups as the tiles read
+// them, padded to a whole number of chunks, then per chunk D (64 bytes)
+// and -8*Sum (64 bytes) of its 16 blocks in the transposed lane order.
+// The weights and codes past the last block are not read (masked loads);
+// the records are padded with zeros.
+
+// chunkRecBytes is the size of a chunk's D and -8*Sum in the records.
+const chunkRecBytes = 128
+
+// codePerm puts 16 block codes (bytes) in the transposed lane order:
+// byte l = code 4*(l%4) + l/4.
+var codePerm Mem
+
+func genQ4ChunkConsts() {
+	codePerm = GLOBL("q4codeperm", RODATA|NOPTR)
+	for i := 0; i < 16; i += 4 {
+		var v uint32
+		for j := 0; j < 4; j++ {
+			l := i + j
+			v |= uint32(4*(l%4)+l/4) << (8 * j)
+		}
+		DATA(i, U32(v))
+	}
+}
+
+// q4ChunkKernel emits an LPBQ kernel in chunks: with rowLoop the
+// one-token row loop over n rows (n a positive multiple of 4), else the
+// tile of R rows by TT tokens. Every (row, token) is computed by the same
+// instructions in every kernel (chunkSum), so a row's bits for a token do
+// not depend on the tile or the call that took it: decoding a token alone
+// or within a batch of sessions gives the same logits, and so do caches
+// that round what they store (binary16, uint8).
+func q4ChunkKernel(rowLoop bool, R, TT int) {
+	if rowLoop {
+		name := q4RowsName(true)
+		TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)")
+		Pragma("noescape")
+		Doc(fmt.Sprintf("%s computes n consecutive rows (n a positive multiple of 4) of a 4-bit product of LPBQ form for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).", name))
+	} else {
+		name := q4Name(true, true, R, TT)
+		TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)")
+		Pragma("noescape")
+		Doc(fmt.Sprintf("%s computes a %d-row by %d-token tile of a 4-bit product of LPBQ form in chunks of 16 blocks (see _gen/q4chunk.go).", name, R, TT))
+	}
+
+	t32 := GP32()
+	MOVL(U32(0x0f0f0f0f), t32)
+	m0f := ZMM()
+	VPBROADCASTD(t32, m0f)
+	perm := XMM()
+	VMOVDQU(codePerm, perm)
+
+	// Blocks, whole chunks, and the offset of the chunks' D and -8*Sum
+	// in a token's records.
+	nb := GP64()
+	Load(Param("ng"), nb)
+	SHLQ(U8(2), nb)
+	ADDQ(Load(Param("tail"), GP64()), nb)
+	full := GP64()
+	MOVQ(nb, full)
+	SHRQ(U8(4), full)
+	dOff := GP64()
+	MOVQ(nb, dOff)
+	ADDQ(U8(15), dOff)
+	SHRQ(U8(4), dOff)
+	SHLQ(U8(10), dOff) // 4 groups of 256 bytes per chunk
+
+	// Masks of the last, partial chunk (rb < 16 blocks): its weight
+	// bytes per group and its codes.
+	rb := GP64()
+	MOVQ(nb, rb)
+	ANDQ(U8(15), rb)
+	lastGroups := GP64() // groups of the last chunk (0 if none)
+	MOVQ(rb, lastGroups)
+	ADDQ(U8(3), lastGroups)
+	SHRQ(U8(2), lastGroups)
+	ones, zero := GP64(), GP64()
+	MOVQ(I64(-1), ones)
+	MOVQ(U64(0), zero)
+	kc := K()
+	m := GP64()
+	BZHIQ(rb, ones, m)
+	KMOVQ(m, kc)
+	SHLQ(U8(4), rb) // weight bytes
+	var kw [4]Register
+	for g := range kw {
+		b := GP64()
+		MOVQ(rb, b)
+		if g > 0 {
+			SUBQ(U8(64*g), b)
+			CMOVQLT(zero, b)
+		}
+		BZHIQ(b, ones, m)
+		kw[g] = K()
+		KMOVQ(m, kw[g])
+	}
+
+	// chunkSum adds into acc one (row, token) chunk: the row's unpacked
+	// weights lo, hi of its first groups groups (the others are zero),
+	// the token's records at q(off) and its chunk's D and -8*Sum at
+	// d(off), and the row's codes cz in lane order.
+	chunkSum := func(lo, hi []VecVirtual, groups int, q, d func(off int) Mem, cz, acc VecVirtual) {
+		a := make([]VecVirtual, 4)
+		for g := range a {
+			a[g] = ZMM()
+			VPXORD(m0f, m0f, a[g]) // zero (reads only m0f)
+			if g < groups {
+				vpdpbusd(q(256*g), lo[g], a[g])
+				vpdpbusd(q(256*g+64), hi[g], a[g])
+			}
+		}
+		s, s2 := ZMM(), ZMM()
+		switch groups {
+		case 1:
+			// A last chunk of one group: its lanes added within
+			// each 128-bit lane k, block k's sum in every lane
+			// (lanes 4k+1..3 meet codes of blocks past the row's
+			// end, which are zero).
+			VPSHUFD(U8(0x4e), a[0], s2)
+			VPADDD(s2, a[0], s)
+			VPSHUFD(U8(0xb1), s, s2)
+			VPADDD(s2, s, s)
+		case 2:
+			// Two groups: [a0 b0 a1 b1] + [a2 b2 a3 b3], then its
+			// halves added: [a b a b] (lanes 4k+2, 4k+3 as above).
+			VPUNPCKLDQ(a[1], a[0], s)
+			VPUNPCKHDQ(a[1], a[0], s2)
+			VPADDD(s2, s, s)
+			VPSHUFD(U8(0x4e), s, s2)
+			VPADDD(s2, s, s)
+		default:
+			// Within each 128-bit lane k: [a0 b0 a1 b1] + [a2 b2
+			// a3 b3], the same of c and d, then their low and high
+			// halves added: [a b c d], whole sums of blocks k, 4+k,
+			// 8+k, 12+k.
+			ab, ab2, cd, cd2 := ZMM(), ZMM(), ZMM(), ZMM()
+			VPUNPCKLDQ(a[1], a[0], ab)
+			VPUNPCKHDQ(a[1], a[0], ab2)
+			VPADDD(ab2, ab, ab)
+			VPUNPCKLDQ(a[3], a[2], cd)
+			VPUNPCKHDQ(a[3], a[2], cd2)
+			VPADDD(cd2, cd, cd)
+			VPUNPCKLQDQ(cd, ab, s)
+			VPUNPCKHQDQ(cd, ab, s2)
+			VPADDD(s2, s, s)
+		}
+		VPADDD(d(64), s, s) // -8*Sum
+		VPMULLD(cz, s, s)
+		VCVTDQ2PS(s, s)
+		VFMADD231PS(d(0), s, acc)
+	}
+
+	// unpack loads a row's weights of the chunk at nibAt (its first
+	// groups groups, masked in the last chunk) as low and high nibbles.
+	unpack := func(nibAt func(off int) Mem, masked bool, groups int) (lo, hi []VecVirtual) {
+		lo, hi = make([]VecVirtual, groups), make([]VecVirtual, groups)
+		for g := range groups {
+			w, h := ZMM(), ZMM()
+			if masked {
+				VMOVDQU8_Z(nibAt(64*g), kw[g], w)
+			} else {
+				VMOVDQU32(nibAt(64*g), w)
+			}
+			VPSRLW(U8(4), w, h)
+			VPANDD(w, m0f, w)
+			VPANDD(h, m0f, h)
+			lo[g], hi[g] = w, h
+		}
+		return lo, hi
+	}
+
+	// codesOf loads a row's 16 codes of the chunk at at (masked in the
+	// last chunk), zero-extended to int32 in lane order.
+	codesOf := func(at Mem, masked bool) VecVirtual {
+		c := XMM()
+		if masked {
+			VMOVDQU8_Z(at, kc, c)
+		} else {
+			VMOVDQU(at, c)
+		}
+		VPSHUFB(perm, c, c)
+		cz := ZMM()
+		VPMOVZXBD(c, cz)
+		return cz
+	}
+
+	// chunks emits the loop over the whole chunks and the last one;
+	// step(masked, groups) emits one chunk, next moves the pointers on.
+	chunks := func(sfx string, cnt Register, step func(masked bool, groups int), next func()) {
+		Label("chunk" + sfx)
+		TESTQ(cnt, cnt)
+		JZ(LabelRef("last" + sfx))
+		step(false, 4)
+		next()
+		DECQ(cnt)
+		JMP(LabelRef("chunk" + sfx))
+		// The last chunk: as many groups as hold its blocks.
+		Label("last" + sfx)
+		TESTQ(lastGroups, lastGroups)
+		JZ(LabelRef("done" + sfx))
+		CMPQ(lastGroups, U8(2))
+		JB(LabelRef("last1" + sfx))
+		JE(LabelRef("last2" + sfx))
+		CMPQ(lastGroups, U8(3))
+		JE(LabelRef("last3" + sfx))
+		for n := 4; n >= 1; n-- {
+			Label(fmt.Sprintf("last%d%s", n, sfx))
+			step(true, n)
+			if n > 1 {
+				JMP(LabelRef("done" + sfx))
+			}
+		}
+		Label("done" + sfx)
+	}
+
+	if rowLoop {
+		nibRow, scRow := Load(Param("nib"), GP64()), Load(Param("sc"), GP64())
+		rows := Load(Param("n"), GP64())
+		SHRQ(U8(2), rows)
+		va := newVecAlloc(true)
+		rowQuads(va, func(j int, a V) {
+			nib, sc, xp, dp, cnt := GP64(), GP64(), GP64(), GP64(), GP64()
+			MOVQ(nibRow, nib)
+			MOVQ(scRow, sc)
+			Load(Param("x"), xp)
+			MOVQ(xp, dp)
+			ADDQ(dOff, dp)
+			MOVQ(full, cnt)
+			chunks(fmt.Sprint(j), cnt, func(masked bool, groups int) {
+				cz := codesOf(Mem{Base: sc}, masked)
+				lo, hi := unpack(func(off int) Mem { return Mem{Base: nib, Disp: off} }, masked, groups)
+				chunkSum(lo, hi, groups,
+					func(off int) Mem { return Mem{Base: xp, Disp: off} },
+					func(off int) Mem { return Mem{Base: dp, Disp: off} }, cz, a.(VecVirtual))
+			}, func() {
+				ADDQ(U32(256), nib)
+				ADDQ(U8(16), sc)
+				ADDQ(U32(4*recBytes), xp)
+				ADDQ(U32(chunkRecBytes), dp)
+			})
+			ADDQ(Load(Param("rstr"), GP64()), nibRow)
+			ADDQ(Load(Param("scstr"), GP64()), scRow)
+		}, true, rows, nil)
+		return
+	}
+
+	acc := make([][]VecVirtual, R)
+	for r := range acc {
+		acc[r] = make([]VecVirtual, TT)
+		for t := range acc[r] {
+			acc[r][t] = ZMM()
+			VPXORD(m0f, m0f, acc[r][t])
+		}
+	}
+	nib := newRowAddr(Load(Param("nib"), GP64()), Load(Param("rstr"), GP64()), R)
+	sc := newRowAddr(Load(Param("sc"), GP64()), Load(Param("scstr"), GP64()), R)
+	xp, tok := tokenRecords(TT)
+	dp := GP64()
+	MOVQ(xp, dp)
+	ADDQ(dOff, dp)
+	dtok := func(t, off int) Mem {
+		m := tok(t, off)
+		m.Base = dp
+		return m
+	}
+	chunks("", full, func(masked bool, groups int) {
+		for r := range R {
+			cz := codesOf(sc.at(r, 0), masked)
+			lo, hi := unpack(func(off int) Mem { return nib.at(r, off) }, masked, groups)
+			for t := range TT {
+				chunkSum(lo, hi, groups,
+					func(off int) Mem { return tok(t, off) },
+					func(off int) Mem { return dtok(t, off) }, cz, acc[r][t])
+			}
+		}
+	}, func() {
+		nib.add(256)
+		sc.add(16)
+		ADDQ(U32(4*recBytes), xp)
+		ADDQ(U32(chunkRecBytes), dp)
+	})
+
+	va := newVecAlloc(true)
+	dst := Load(Param("dst"), GP64())
+	ldd := Load(Param("ldd"), GP64())
+	SHLQ(U8(2), ldd)
+	rs := Load(Param("rs"), GP64())
+	for t := range TT {
+		for r := range R {
+			x := hsum(true, va, acc[r][t]).AsX()
+			VMULSS(Mem{Base: rs, Disp: 4 * r}, x, x)
+			VMOVSS(x, Mem{Base: dst, Disp: 4 * r})
+		}
+		if t+1 < TT {
+			ADDQ(ldd, dst)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
