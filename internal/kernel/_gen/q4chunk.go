@@ -26,11 +26,18 @@ import (
 // the product streams memory at 70% of the machine's read bandwidth with
 // one thread in the group-by-group form, bound by its loads.
 //
-// The records (q4Prep in q4_amd64.go) keep the groups as the tiles read
-// them, padded to a whole number of chunks, then per chunk D (64 bytes)
-// and -8*Sum (64 bytes) of its 16 blocks in the transposed lane order.
-// The weights and codes past the last block are not read (masked loads);
-// the records are padded with zeros.
+// The blocks past the last whole chunk (K = 576 leaves 2) are taken
+// group by group instead (lastSum): each block's sum on its 4 lanes,
+// started from the group record's -2*Sum lanes, scaled by the codes and
+// D lanes, which for up to 4 groups is fewer instructions than a
+// transposition. The weights and codes past the last block are not read
+// (masked loads).
+//
+// The records (q4Prep in q4_amd64.go) keep the groups (Q, and D and
+// -2*Sum repeated over each block's 4 lanes) as the AVX2 tiles and the
+// last chunk read them, padded to a whole number of chunks with zero
+// blocks, then per chunk D (64 bytes) and -8*Sum (64 bytes) of its 16
+// blocks in the transposed lane order.
 
 // chunkRecBytes is the size of a chunk's D and -8*Sum in the records.
 const chunkRecBytes = 128
@@ -39,7 +46,18 @@ const chunkRecBytes = 128
 // byte l = code 4*(l%4) + l/4.
 var codePerm Mem
 
+// groupCodes[g] picks, from the 16 codes of a chunk zero-extended to
+// int32 lanes, the code of block 4g + l/4 for lane l: group g's codes
+// spread over its blocks' lanes.
+var groupCodes [4]Mem
+
 func genQ4ChunkConsts() {
+	for g := range groupCodes {
+		groupCodes[g] = GLOBL(fmt.Sprintf("q4groupcodes%d", g), RODATA|NOPTR)
+		for l := 0; l < 16; l++ {
+			DATA(4*l, U32(uint32(4*g+l/4)))
+		}
+	}
 	codePerm = GLOBL("q4codeperm", RODATA|NOPTR)
 	for i := 0; i < 16; i += 4 {
 		var v uint32
@@ -76,7 +94,7 @@ func q4ChunkKernel(rowLoop bool, R, TT int) {
 	m0f := ZMM()
 	VPBROADCASTD(t32, m0f)
 	perm := XMM()
-	VMOVDQU(codePerm, perm)
+	VMOVDQU32(codePerm, perm)
 
 	// Blocks, whole chunks, and the offset of the chunks' D and -8*Sum
 	// in a token's records.
@@ -123,59 +141,70 @@ func q4ChunkKernel(rowLoop bool, R, TT int) {
 		KMOVQ(m, kw[g])
 	}
 
-	// chunkSum adds into acc one (row, token) chunk: the row's unpacked
-	// weights lo, hi of its first groups groups (the others are zero),
-	// the token's records at q(off) and its chunk's D and -8*Sum at
-	// d(off), and the row's codes cz in lane order.
-	chunkSum := func(lo, hi []VecVirtual, groups int, q, d func(off int) Mem, cz, acc VecVirtual) {
-		a := make([]VecVirtual, 4)
+	// chunkSum adds into acc one (row, token) whole chunk: the row's
+	// unpacked weights lo, hi, the token's records at q(off) and its
+	// chunk's D and -8*Sum at d(off), and the row's codes cz in lane
+	// order.
+	chunkSum := func(lo, hi []VecVirtual, q, d func(off int) Mem, cz, acc VecVirtual) {
+		var a [4]VecVirtual
 		for g := range a {
 			a[g] = ZMM()
 			VPXORD(m0f, m0f, a[g]) // zero (reads only m0f)
-			if g < groups {
-				vpdpbusd(q(256*g), lo[g], a[g])
-				vpdpbusd(q(256*g+64), hi[g], a[g])
-			}
+			vpdpbusd(q(256*g), lo[g], a[g])
+			vpdpbusd(q(256*g+64), hi[g], a[g])
 		}
+		// Within each 128-bit lane k: [a0 b0 a1 b1] + [a2 b2 a3 b3],
+		// the same of c and d, then their low and high halves added:
+		// [a b c d], whole sums of blocks k, 4+k, 8+k, 12+k.
+		ab, ab2, cd, cd2 := ZMM(), ZMM(), ZMM(), ZMM()
+		VPUNPCKLDQ(a[1], a[0], ab)
+		VPUNPCKHDQ(a[1], a[0], ab2)
+		VPADDD(ab2, ab, ab)
+		VPUNPCKLDQ(a[3], a[2], cd)
+		VPUNPCKHDQ(a[3], a[2], cd2)
+		VPADDD(cd2, cd, cd)
 		s, s2 := ZMM(), ZMM()
-		switch groups {
-		case 1:
-			// A last chunk of one group: its lanes added within
-			// each 128-bit lane k, block k's sum in every lane
-			// (lanes 4k+1..3 meet codes of blocks past the row's
-			// end, which are zero).
-			VPSHUFD(U8(0x4e), a[0], s2)
-			VPADDD(s2, a[0], s)
-			VPSHUFD(U8(0xb1), s, s2)
-			VPADDD(s2, s, s)
-		case 2:
-			// Two groups: [a0 b0 a1 b1] + [a2 b2 a3 b3], then its
-			// halves added: [a b a b] (lanes 4k+2, 4k+3 as above).
-			VPUNPCKLDQ(a[1], a[0], s)
-			VPUNPCKHDQ(a[1], a[0], s2)
-			VPADDD(s2, s, s)
-			VPSHUFD(U8(0x4e), s, s2)
-			VPADDD(s2, s, s)
-		default:
-			// Within each 128-bit lane k: [a0 b0 a1 b1] + [a2 b2
-			// a3 b3], the same of c and d, then their low and high
-			// halves added: [a b c d], whole sums of blocks k, 4+k,
-			// 8+k, 12+k.
-			ab, ab2, cd, cd2 := ZMM(), ZMM(), ZMM(), ZMM()
-			VPUNPCKLDQ(a[1], a[0], ab)
-			VPUNPCKHDQ(a[1], a[0], ab2)
-			VPADDD(ab2, ab, ab)
-			VPUNPCKLDQ(a[3], a[2], cd)
-			VPUNPCKHDQ(a[3], a[2], cd2)
-			VPADDD(cd2, cd, cd)
-			VPUNPCKLQDQ(cd, ab, s)
-			VPUNPCKHQDQ(cd, ab, s2)
-			VPADDD(s2, s, s)
-		}
+		VPUNPCKLQDQ(cd, ab, s)
+		VPUNPCKHQDQ(cd, ab, s2)
+		VPADDD(s2, s, s)
 		VPADDD(d(64), s, s) // -8*Sum
 		VPMULLD(cz, s, s)
 		VCVTDQ2PS(s, s)
 		VFMADD231PS(d(0), s, acc)
+	}
+
+	// lastSum adds into acc group g of a last, partial chunk for one
+	// (row, token), group by group: its blocks' sums stay on 4 lanes
+	// each, starting from the group record's -2*Sum lanes, multiplied by
+	// the codes spread to those lanes (cz), converted and multiplied by
+	// the record's D lanes. For up to 4 groups this takes fewer
+	// instructions than the transposition of a whole chunk; every kernel
+	// takes the last chunk this way.
+	lastSum := func(lo, hi VecVirtual, q func(off int) Mem, cz, acc VecVirtual) {
+		d := ZMM()
+		VMOVDQU32(q(192), d)
+		vpdpbusd(q(0), lo, d)
+		vpdpbusd(q(64), hi, d)
+		VPMULLD(cz, d, d)
+		VCVTDQ2PS(d, d)
+		VFMADD231PS(q(128), d, acc)
+	}
+
+	// lastCodes loads a row's codes of the last chunk (masked) and
+	// spreads them for each of its groups groups.
+	lastCodes := func(at Mem, groups int) []VecVirtual {
+		c := XMM()
+		VMOVDQU8_Z(at, kc, c)
+		all := ZMM()
+		VPMOVZXBD(c, all)
+		out := make([]VecVirtual, groups)
+		for g := range out {
+			idx := ZMM()
+			VMOVDQU32(groupCodes[g], idx)
+			out[g] = ZMM()
+			VPERMD(all, idx, out[g])
+		}
+		return out
 	}
 
 	// unpack loads a row's weights of the chunk at nibAt (its first
@@ -204,7 +233,7 @@ func q4ChunkKernel(rowLoop bool, R, TT int) {
 		if masked {
 			VMOVDQU8_Z(at, kc, c)
 		} else {
-			VMOVDQU(at, c)
+			VMOVDQU32(at, c) // (EVEX: c may be X16-X31)
 		}
 		VPSHUFB(perm, c, c)
 		cz := ZMM()
@@ -255,9 +284,16 @@ func q4ChunkKernel(rowLoop bool, R, TT int) {
 			ADDQ(dOff, dp)
 			MOVQ(full, cnt)
 			chunks(fmt.Sprint(j), cnt, func(masked bool, groups int) {
-				cz := codesOf(Mem{Base: sc}, masked)
 				lo, hi := unpack(func(off int) Mem { return Mem{Base: nib, Disp: off} }, masked, groups)
-				chunkSum(lo, hi, groups,
+				if masked {
+					cz := lastCodes(Mem{Base: sc}, groups)
+					for g := range groups {
+						lastSum(lo[g], hi[g], func(off int) Mem { return Mem{Base: xp, Disp: 256*g + off} }, cz[g], a.(VecVirtual))
+					}
+					return
+				}
+				cz := codesOf(Mem{Base: sc}, false)
+				chunkSum(lo, hi,
 					func(off int) Mem { return Mem{Base: xp, Disp: off} },
 					func(off int) Mem { return Mem{Base: dp, Disp: off} }, cz, a.(VecVirtual))
 			}, func() {
@@ -293,10 +329,19 @@ func q4ChunkKernel(rowLoop bool, R, TT int) {
 	}
 	chunks("", full, func(masked bool, groups int) {
 		for r := range R {
-			cz := codesOf(sc.at(r, 0), masked)
 			lo, hi := unpack(func(off int) Mem { return nib.at(r, off) }, masked, groups)
+			if masked {
+				cz := lastCodes(sc.at(r, 0), groups)
+				for t := range TT {
+					for g := range groups {
+						lastSum(lo[g], hi[g], func(off int) Mem { return tok(t, 256*g+off) }, cz[g], acc[r][t])
+					}
+				}
+				continue
+			}
+			cz := codesOf(sc.at(r, 0), false)
 			for t := range TT {
-				chunkSum(lo, hi, groups,
+				chunkSum(lo, hi,
 					func(off int) Mem { return tok(t, off) },
 					func(off int) Mem { return dtok(t, off) }, cz, acc[r][t])
 			}
