@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/aotlm/aotlm/internal/kernel"
 )
 
 type benchJSON struct {
@@ -18,6 +20,7 @@ type benchJSON struct {
 	TTFTMs  float64 `json:"ttft_ms"`
 	RSSMB   float64 `json:"rss_mb"`
 	Threads int     `json:"threads"`
+	Walk    string  `json:"decode_walk"`
 	Tests   []struct {
 		Name   string    `json:"name"`
 		TokS   float64   `json:"tok_s"`
@@ -56,6 +59,10 @@ func TestBench(t *testing.T) {
 		}
 		if rep.Model != "stories.aot" || rep.Threads != 2 || rep.LoadMs <= 0 || rep.TTFTMs <= 0 {
 			t.Errorf("%s: report %+v", mode, rep)
+		}
+		// The kernels were tuned before the load (kernel.TuneOnce).
+		if rep.Walk == "" || rep.Walk != kernel.DecodeWalk() {
+			t.Errorf("%s: decode walk %q, kernels use %q", mode, rep.Walk, kernel.DecodeWalk())
 		}
 		t.Logf("%s: %s", mode, stdout)
 	}

@@ -144,9 +144,10 @@ type Report struct {
 	Ctx          int      `json:"ctx"`
 	Mode         string   `json:"mode"`
 	Threads      int      `json:"threads"`
-	LoadMs       float64  `json:"load_ms"`              // opening the artifact
-	HugePages    bool     `json:"huge_pages,omitempty"` // weights read into huge pages
-	TTFTMs       float64  `json:"ttft_ms"`              // of the largest pp test; 0 without one
+	LoadMs       float64  `json:"load_ms"`               // opening the artifact
+	HugePages    bool     `json:"huge_pages,omitempty"`  // weights read into huge pages
+	DecodeWalk   string   `json:"decode_walk,omitempty"` // the one-token products' walk (kernel.TuneOnce)
+	TTFTMs       float64  `json:"ttft_ms"`               // of the largest pp test; 0 without one
 	TTFTTest     string   `json:"ttft_test,omitempty"`
 	RSSMB        float64  `json:"rss_mb"` // peak resident MiB at the end
 	Tests        []Result `json:"tests"`
@@ -184,7 +185,11 @@ func (r Report) WriteTable(w io.Writer) error {
 	if r.TTFTTest != "" {
 		fmt.Fprintf(w, ", time to first token (%s) %.2f ms", r.TTFTTest, r.TTFTMs)
 	}
-	_, err := fmt.Fprintf(w, ", peak RSS %.1f MiB\n", r.RSSMB)
+	fmt.Fprintf(w, ", peak RSS %.1f MiB", r.RSSMB)
+	if r.DecodeWalk != "" && r.DecodeWalk != "fixed" {
+		fmt.Fprintf(w, ", decode walk %s", r.DecodeWalk)
+	}
+	_, err := fmt.Fprintln(w)
 	return err
 }
 

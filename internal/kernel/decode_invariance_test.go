@@ -13,7 +13,9 @@ import (
 // whole quads of rows in one call and the rest one row at a time, so a
 // worker's share decides which kernel takes a row; if their sums were
 // added in different orders, logits would change with the thread count.
-func TestDecodeSameWhateverRange(t *testing.T) {
+func TestDecodeSameWhateverRange(t *testing.T) { eachWalk(t, decodeSameWhateverRange) }
+
+func decodeSameWhateverRange(t *testing.T, walk string) {
 	r := rand.New(rand.NewPCG(41, 42))
 	const N = 23
 	for _, o := range supported(t) {
@@ -44,8 +46,8 @@ func TestDecodeSameWhateverRange(t *testing.T) {
 						p.run(got, n0, n1)
 						for n := n0; n < n1; n++ {
 							if math.Float32bits(got[n]) != math.Float32bits(whole[n]) {
-								t.Fatalf("%s %s K %d: row %d of [%d, %d) = %g, of [0, %d) %g",
-									o.Name, p.name, K, n, n0, n1, got[n], N, whole[n])
+								t.Fatalf("%s %s walk %s K %d: row %d of [%d, %d) = %g, of [0, %d) %g",
+									o.Name, p.name, walk, K, n, n0, n1, got[n], N, whole[n])
 							}
 						}
 					}
@@ -62,7 +64,9 @@ func TestDecodeSameWhateverRange(t *testing.T) {
 // if the tiles summed in another order than the one-token kernels, a
 // session's logits would depend on which sessions decode beside it, and
 // a binary16 or uint8 cache could round what it stores to another value.
-func TestTokenSameWhateverBatch(t *testing.T) {
+func TestTokenSameWhateverBatch(t *testing.T) { eachWalk(t, tokenSameWhateverBatch) }
+
+func tokenSameWhateverBatch(t *testing.T, walk string) {
 	r := rand.New(rand.NewPCG(43, 44))
 	const N, T = 13, 7
 	for _, o := range supported(t) {
@@ -98,8 +102,8 @@ func TestTokenSameWhateverBatch(t *testing.T) {
 					p.run(got, one)
 					for n := range N {
 						if math.Float32bits(got[n]) != math.Float32bits(all[tok*N+n]) {
-							t.Fatalf("%s %s K %d: token %d row %d = %g alone, %g among %d tokens",
-								o.Name, p.name, K, tok, n, got[n], all[tok*N+n], T)
+							t.Fatalf("%s %s walk %s K %d: token %d row %d = %g alone, %g among %d tokens",
+								o.Name, p.name, walk, K, tok, n, got[n], all[tok*N+n], T)
 						}
 					}
 				}

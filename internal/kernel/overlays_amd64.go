@@ -53,3 +53,15 @@ func archOverlays() []Overlay {
 	}
 	return o
 }
+
+// decodeWalks lists the one-token walks over rows this CPU's products
+// have: both where the AVX-512 products are in use (Tune picks), none
+// (one fixed walk) on AVX2.
+func decodeWalks() []int32 {
+	for _, o := range overlays {
+		if o.Name == "avx512vnni" && o.Supported {
+			return []int32{walkRows, walkTiles4}
+		}
+	}
+	return nil
+}

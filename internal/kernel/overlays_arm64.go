@@ -58,3 +58,6 @@ func archOverlays() []Overlay {
 		},
 	}
 }
+
+// decodeWalks: the arm64 products have one fixed walk (see Tune).
+func decodeWalks() []int32 { return nil }

@@ -4,3 +4,6 @@ package kernel
 
 // archOverlays: this build uses the generic kernels only.
 func archOverlays() []Overlay { return nil }
+
+// decodeWalks: the generic products have one fixed walk (see Tune).
+func decodeWalks() []int32 { return nil }

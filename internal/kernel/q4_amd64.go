@@ -226,7 +226,11 @@ func q4MatMulWith(codes, scales *q4Set, dst []float32, ldd int, w *Q4, x *Q8, n0
 		}
 		return 1
 	}
-	if x.T == 1 && set.seq != nil && n1-n0 >= 4 {
+	decode := set.decode
+	if set.seq != nil && decodeWalk.Load() == walkTiles4 {
+		decode = 4
+	}
+	if x.T == 1 && set.seq != nil && decode == 1 && n1-n0 >= 4 {
 		// Whole quads of rows in one call, the rest below.
 		var r *float32
 		if rs != nil {
@@ -240,7 +244,7 @@ func q4MatMulWith(codes, scales *q4Set, dst []float32, ldd int, w *Q4, x *Q8, n0
 	}
 	if x.T == 1 {
 		for n := n0; n < n1; {
-			R := rowsFor(n1-n, set.decode)
+			R := rowsFor(n1-n, decode)
 			tile(n, R, 0, 1)
 			n += R
 		}

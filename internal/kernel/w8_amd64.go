@@ -162,7 +162,11 @@ func w8MatMulWith(set *w8Set, dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) 
 		}
 		return 1
 	}
-	if x.T == 1 && set.seq != nil && n1-n0 >= 4 {
+	decode := set.decode
+	if set.seq != nil && decodeWalk.Load() == walkTiles4 {
+		decode = 4
+	}
+	if x.T == 1 && set.seq != nil && decode == 1 && n1-n0 >= 4 {
 		// Whole quads of rows in one call, the rest below.
 		whole := (n1 - n0) &^ 3
 		set.seq((*byte)(unsafe.Add(unsafe.Pointer(u), n0*K)), K, ng, tail, &rec[0], whole,
@@ -171,7 +175,7 @@ func w8MatMulWith(set *w8Set, dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) 
 	}
 	if x.T == 1 {
 		for n := n0; n < n1; {
-			R := rowsFor(n1-n, set.decode)
+			R := rowsFor(n1-n, decode)
 			tile(n, R, 0, 1)
 			n += R
 		}

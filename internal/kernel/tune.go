@@ -1,0 +1,290 @@
+package kernel
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The walks of the one-token (decode) products over a range of output
+// rows. Both give every row the same bits (every AVX-512 kernel computes
+// a (row, token) the same way); which streams memory faster depends on
+// the CPU: its prefetchers, how many misses a core keeps in flight, its
+// load ports. Tune picks one by a short timed probe.
+const (
+	// walkRows: one row after another in one call per range (each
+	// worker reads a single sequential stream of weights).
+	walkRows int32 = iota
+	// walkTiles4: tiles of 4 rows side by side (4 streams, the
+	// activations loaded once for the 4).
+	walkTiles4
+)
+
+var walkNames = []string{walkRows: "rows", walkTiles4: "tiles4"}
+
+// decodeWalk is the walk in use (walkRows until Tune or SetDecodeWalk).
+var decodeWalk atomic.Int32
+
+// DecodeWalk names the one-token products' walk over rows in use:
+// "rows" or "tiles4" where the products have both (AVX-512), else
+// "fixed".
+func DecodeWalk() string {
+	if len(decodeWalks()) < 2 {
+		return "fixed"
+	}
+	return walkNames[decodeWalk.Load()]
+}
+
+// SetDecodeWalk sets the walk by name ("rows" or "tiles4"); an error
+// names the walks this build and CPU have.
+func SetDecodeWalk(name string) error {
+	for _, w := range decodeWalks() {
+		if walkNames[w] == name {
+			decodeWalk.Store(w)
+			return nil
+		}
+	}
+	var have []string
+	for _, w := range decodeWalks() {
+		have = append(have, walkNames[w])
+	}
+	if len(have) == 0 {
+		return fmt.Errorf("decode walk %q: this CPU's kernels have one fixed walk", name)
+	}
+	return fmt.Errorf("decode walk %q is not one of %s", name, strings.Join(have, ", "))
+}
+
+// TuneResult is the outcome of Tune.
+type TuneResult struct {
+	CPU     string             `json:"cpu"`     // the CPU and kernels the choice is for
+	Walk    string             `json:"walk"`    // the decode walk in use
+	GBps    map[string]float64 `json:"gbps"`    // each walk's probe rate, weight GB/s
+	Cached  bool               `json:"-"`       // read from the cache file, not probed now
+	Written string             `json:"-"`       // the cache file written, if any
+	Note    string             `json:"-"`       // why the choice was not probed or not cached, if so
+	Version int                `json:"version"` // tuneVersion of the probe
+}
+
+// TuneEnv names the environment variable that steers TuneOnce: unset to
+// probe once per machine (cached in $AOTLM_CACHE/kernel-tune.json), "probe"
+// to probe again and rewrite the cache, "off" for the default walk
+// without a probe, or a walk's name ("rows", "tiles4") to use it.
+const TuneEnv = "AOTLM_KERNEL_TUNE"
+
+var (
+	tuneOnce sync.Once
+	tuned    TuneResult
+	tuneErr  error
+)
+
+// TuneOnce tunes the kernels for this CPU the first time it is called in
+// a process, as TuneEnv says, and returns that outcome every time. The
+// error is for a TuneEnv value it does not know; a cache it cannot read
+// or write only costs a probe, said in the result's Note.
+func TuneOnce() (TuneResult, error) {
+	tuneOnce.Do(func() {
+		file, err := tuneFile()
+		if err != nil {
+			file = ""
+		}
+		tuned, tuneErr = tuneAs(os.Getenv(TuneEnv), file)
+		if err != nil && tuneErr == nil && tuned.GBps != nil {
+			tuned.Note = "not cached: " + err.Error()
+		}
+	})
+	return tuned, tuneErr
+}
+
+// tuneAs tunes as the TuneEnv value v says, with the cache file (none if
+// empty).
+func tuneAs(v, file string) (TuneResult, error) {
+	switch v {
+	case "off":
+		return TuneResult{CPU: cpuKey(), Walk: DecodeWalk(), Version: tuneVersion, Note: TuneEnv + "=off"}, nil
+	case "", "probe":
+		res, err := Tune(file, v == "probe")
+		if err != nil {
+			res.Note = err.Error() // the walk is set; only the cache failed
+		}
+		return res, nil
+	}
+	if err := SetDecodeWalk(v); err != nil {
+		return TuneResult{}, fmt.Errorf("%s=%s: %w", TuneEnv, v, err)
+	}
+	return TuneResult{CPU: cpuKey(), Walk: DecodeWalk(), Version: tuneVersion, Note: TuneEnv + "=" + v}, nil
+}
+
+// tuneFile is the cache file of TuneOnce: kernel-tune.json in the folder
+// of compiled artifacts ($AOTLM_CACHE, else the user cache folder's
+// "aotlm", as compile.CacheDir has it).
+func tuneFile() (string, error) {
+	if d := os.Getenv("AOTLM_CACHE"); d != "" {
+		return filepath.Join(d, "kernel-tune.json"), nil
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "aotlm", "kernel-tune.json"), nil
+}
+
+// tuneVersion changes whenever the kernels or the probe change, so that
+// a cached choice made for other kernels is probed again.
+const tuneVersion = 1
+
+// tuneMargin is how much faster tiles4 must probe than rows to be chosen:
+// within it the probe cannot tell them apart and rows, the measured
+// default, stays.
+const tuneMargin = 1.03
+
+// Tune picks the one-token products' walk for this CPU. With a cache
+// file holding a choice for the same CPU and kernels it takes that;
+// otherwise it times each walk on a 4-bit and an 8-bit weight larger
+// than the caches (128 MB of memory for about a tenth of a second),
+// keeps the faster (rows unless tiles4 is tuneMargin faster) and writes
+// the cache file when cacheFile is not empty. reprobe ignores the cache.
+// Where the kernels have one walk it returns at once.
+func Tune(cacheFile string, reprobe bool) (TuneResult, error) {
+	res := TuneResult{CPU: cpuKey(), Version: tuneVersion}
+	walks := decodeWalks()
+	if len(walks) < 2 {
+		res.Walk = DecodeWalk()
+		return res, nil
+	}
+	if cacheFile != "" && !reprobe {
+		if b, err := os.ReadFile(cacheFile); err == nil {
+			var c TuneResult
+			if json.Unmarshal(b, &c) == nil && c.CPU == res.CPU && c.Version == tuneVersion && SetDecodeWalk(c.Walk) == nil {
+				c.Cached = true
+				return c, nil
+			}
+		}
+	}
+	res.GBps = probeWalks(walks)
+	best := walkRows
+	if res.GBps[walkNames[walkTiles4]] > tuneMargin*res.GBps[walkNames[walkRows]] {
+		best = walkTiles4
+	}
+	decodeWalk.Store(best)
+	res.Walk = walkNames[best]
+	if cacheFile == "" {
+		return res, nil
+	}
+	if err := writeTune(cacheFile, res); err != nil {
+		return res, fmt.Errorf("kernel tune cache: %w", err)
+	}
+	res.Written = cacheFile
+	return res, nil
+}
+
+// writeTune writes res to file through a temporary file and a rename.
+func writeTune(file string, res TuneResult) error {
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), ".tune-*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(append(b, '\n'))
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), file); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}
+
+// probeWalks times each walk on one token against a 4-bit LPBQ weight
+// and an 8-bit weight of 64 MB each (together larger than the last-level
+// caches of most CPUs, so the weights stream from memory as a model's
+// do; Llama-3.2-1B's width, 2048), the walks taking turns, and returns
+// each walk's best rate in weight GB/s (both products' bytes over both
+// times).
+func probeWalks(walks []int32) map[string]float64 {
+	const K = 2048
+	const N4, N8 = 64 << 20 / (K / 2), 64 << 20 / K
+	q4 := &Q4{N: N4, K: K, Nib: pattern(N4 * K / 2), Codes: pattern(N4 * K / QK), Scales: make([]float32, N4)}
+	w8 := &W8{N: N8, K: K, U: pattern(N8 * K), Scales: make([]float32, N8)}
+	for i := range q4.Scales {
+		q4.Scales[i] = 1e-3
+	}
+	for i := range w8.Scales {
+		w8.Scales[i] = 1e-3
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	xf := make([]float32, K)
+	for i := range xf {
+		xf[i] = r.Float32()*2 - 1
+	}
+	x := NewQ8(1, K)
+	x.Quantize(xf, 1)
+	dst := make([]float32, max(N4, N8))
+	bytes := float64(len(q4.Nib) + len(q4.Codes) + len(w8.U))
+
+	saved := decodeWalk.Load()
+	defer decodeWalk.Store(saved)
+	best := make(map[string]float64)
+	for round := range 5 {
+		for _, w := range walks {
+			decodeWalk.Store(w)
+			start := time.Now()
+			q4.MatMul(dst, N4, x, 0, N4)
+			w8.MatMul(dst, N8, x, 0, N8)
+			gbps := bytes / time.Since(start).Seconds() / 1e9
+			if round > 0 && gbps > best[walkNames[w]] { // round 0 warms up
+				best[walkNames[w]] = gbps
+			}
+		}
+	}
+	runtime.KeepAlive(dst)
+	return best
+}
+
+// pattern returns n bytes of a fixed varied pattern, written (so that
+// every page is backed by memory of its own, not the shared zero page)
+// by doubling copies.
+func pattern(n int) []byte {
+	b := make([]byte, n)
+	for i := range min(n, 4099) {
+		b[i] = byte(i*131 + i>>7)
+	}
+	for filled := min(n, 4099); filled < n; filled *= 2 {
+		copy(b[filled:], b[:filled])
+	}
+	return b
+}
+
+// cpuKey names the CPU and kernels a tuned choice is for: the
+// architecture, the overlays in use and, on Linux, the CPU's model name.
+func cpuKey() string {
+	key := runtime.GOARCH + " " + Active()
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			if name, ok := bytes.CutPrefix(line, []byte("model name")); ok {
+				if _, v, ok := bytes.Cut(name, []byte(":")); ok {
+					key += " " + strings.TrimSpace(string(v))
+				}
+				break
+			}
+		}
+	}
+	return key
+}

@@ -1,0 +1,158 @@
+package kernel
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// eachWalk runs f under every decode walk this CPU's products have (once
+// when they have one), restoring the walk in use after.
+func eachWalk(t *testing.T, f func(t *testing.T, walk string)) {
+	walks := decodeWalks()
+	if len(walks) == 0 {
+		f(t, DecodeWalk())
+		return
+	}
+	saved := decodeWalk.Load()
+	defer decodeWalk.Store(saved)
+	for _, w := range walks {
+		decodeWalk.Store(w)
+		f(t, walkNames[w])
+	}
+}
+
+// TestDecodeWalksSameBits: both walks of the one-token products give
+// every row the same bits (so Tune's choice never changes a logit), on
+// widths with and without whole chunks of 16 blocks and row counts with
+// and without whole quads.
+func TestDecodeWalksSameBits(t *testing.T) {
+	if len(decodeWalks()) < 2 {
+		t.Logf("decode walk %s: one walk, nothing to compare", DecodeWalk())
+		return
+	}
+	r := rand.New(rand.NewPCG(51, 52))
+	for _, K := range []int{QK, 18 * QK, 64 * QK, 37 * QK} {
+		for _, N := range []int{1, 5, 16, 23} {
+			x, _ := randQ8(r, 1, K)
+			q4c, q4s, w8 := randQ4(r, N, K, true, false), randQ4(r, N, K, false, false), randW8(r, N, K)
+			var outs [][]float32
+			eachWalk(t, func(t *testing.T, walk string) {
+				out := make([]float32, 3*N)
+				q4c.MatMul(out[:N], N, x, 0, N)
+				q4s.MatMul(out[N:2*N], N, x, 0, N)
+				w8.MatMul(out[2*N:], N, x, 0, N)
+				outs = append(outs, out)
+			})
+			for i := range outs[0] {
+				if math.Float32bits(outs[0][i]) != math.Float32bits(outs[1][i]) {
+					t.Fatalf("K %d N %d: output %d is %g walking rows, %g walking tiles of 4", K, N, i, outs[0][i], outs[1][i])
+				}
+			}
+			if slices.Equal(outs[0], make([]float32, 3*N)) {
+				t.Fatal("all-zero outputs prove nothing")
+			}
+		}
+	}
+}
+
+// TestTune: the probe picks a walk this CPU has and writes the cache
+// file; the next call takes the cached choice without probing; a cache
+// for another CPU, another probe version or a file that is not JSON is
+// probed again; a forced re-probe ignores the cache.
+func TestTune(t *testing.T) {
+	saved := decodeWalk.Load()
+	defer decodeWalk.Store(saved)
+	file := filepath.Join(t.TempDir(), "sub", "kernel-tune.json")
+	res, err := Tune(file, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(decodeWalks()) < 2 {
+		if res.Walk != "fixed" || res.GBps != nil {
+			t.Fatalf("one walk: got %+v", res)
+		}
+		return
+	}
+	if res.Cached || res.Written != file || res.Walk != DecodeWalk() {
+		t.Fatalf("first call: %+v (walk in use %s)", res, DecodeWalk())
+	}
+	for _, w := range walkNames {
+		if res.GBps[w] <= 0 {
+			t.Fatalf("walk %s not measured: %v", w, res.GBps)
+		}
+	}
+	t.Logf("probe: %v GB/s, chose %s (%s)", res.GBps, res.Walk, res.CPU)
+
+	// Cached: the other walk is in use, the cached one is restored.
+	other := "rows"
+	if res.Walk == "rows" {
+		other = "tiles4"
+	}
+	if err := SetDecodeWalk(other); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Tune(file, false)
+	if err != nil || !again.Cached || again.Walk != res.Walk || DecodeWalk() != res.Walk {
+		t.Fatalf("second call: %+v, %v (walk in use %s)", again, err, DecodeWalk())
+	}
+
+	for name, content := range map[string]string{
+		"not JSON":    "{{{",
+		"another CPU": fmt.Sprintf(`{"cpu": "some other CPU", "walk": %q, "version": %d}`, other, tuneVersion),
+		"old version": fmt.Sprintf(`{"cpu": %q, "walk": %q, "version": %d}`, res.CPU, other, tuneVersion-1),
+		"bad walk":    fmt.Sprintf(`{"cpu": %q, "walk": "sideways", "version": %d}`, res.CPU, tuneVersion),
+	} {
+		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := Tune(file, false)
+		if err != nil || got.Cached || got.GBps == nil {
+			t.Fatalf("%s: %+v, %v: want a new probe", name, got, err)
+		}
+	}
+	forced, err := Tune(file, true)
+	if err != nil || forced.Cached || forced.GBps == nil {
+		t.Fatalf("reprobe: %+v, %v", forced, err)
+	}
+	if err := SetDecodeWalk("sideways"); err == nil {
+		t.Fatal("SetDecodeWalk accepted an unknown walk")
+	}
+}
+
+// TestTuneAs: the values of TuneEnv. "off" keeps the walk in use without
+// a probe, a walk's name sets it, "probe" probes past the cache, an
+// unknown value is an error naming the variable, and a cache that cannot
+// be written still tunes, saying why in the note.
+func TestTuneAs(t *testing.T) {
+	saved := decodeWalk.Load()
+	defer decodeWalk.Store(saved)
+	res, err := tuneAs("off", "")
+	if err != nil || res.GBps != nil || res.Walk != DecodeWalk() {
+		t.Fatalf("off: %+v, %v", res, err)
+	}
+	if _, err := tuneAs("sideways", ""); err == nil || !strings.Contains(err.Error(), TuneEnv) {
+		t.Fatalf("unknown value: error %v, want one naming %s", err, TuneEnv)
+	}
+	if len(decodeWalks()) < 2 {
+		return
+	}
+	for _, w := range []string{"tiles4", "rows"} {
+		if res, err := tuneAs(w, ""); err != nil || res.Walk != w || DecodeWalk() != w {
+			t.Fatalf("%s: %+v, %v (in use %s)", w, res, err, DecodeWalk())
+		}
+	}
+	blocker := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err = tuneAs("probe", filepath.Join(blocker, "kernel-tune.json")) // under a file: cannot be written
+	if err != nil || res.GBps == nil || res.Note == "" || res.Written != "" {
+		t.Fatalf("unwritable cache: %+v, %v", res, err)
+	}
+}
