@@ -32,6 +32,24 @@ DATA packperm<>+24(SB)/4, $0x00000003
 DATA packperm<>+28(SB)/4, $0x00000007
 GLOBL packperm<>(SB), RODATA|NOPTR, $32
 
+DATA q4scaleperm<>+0(SB)/4, $0x00000000
+DATA q4scaleperm<>+4(SB)/4, $0x00000004
+DATA q4scaleperm<>+8(SB)/4, $0x00000008
+DATA q4scaleperm<>+12(SB)/4, $0x0000000c
+DATA q4scaleperm<>+16(SB)/4, $0x00000001
+DATA q4scaleperm<>+20(SB)/4, $0x00000005
+DATA q4scaleperm<>+24(SB)/4, $0x00000009
+DATA q4scaleperm<>+28(SB)/4, $0x0000000d
+DATA q4scaleperm<>+32(SB)/4, $0x00000002
+DATA q4scaleperm<>+36(SB)/4, $0x00000006
+DATA q4scaleperm<>+40(SB)/4, $0x0000000a
+DATA q4scaleperm<>+44(SB)/4, $0x0000000e
+DATA q4scaleperm<>+48(SB)/4, $0x00000003
+DATA q4scaleperm<>+52(SB)/4, $0x00000007
+DATA q4scaleperm<>+56(SB)/4, $0x0000000b
+DATA q4scaleperm<>+60(SB)/4, $0x0000000f
+GLOBL q4scaleperm<>(SB), RODATA|NOPTR, $64
+
 DATA q4groupcodes0<>+0(SB)/4, $0x00000000
 DATA q4groupcodes0<>+4(SB)/4, $0x00000000
 DATA q4groupcodes0<>+8(SB)/4, $0x00000000
@@ -10132,68 +10150,251 @@ done3:
 	RET
 
 // func q4VnniScales1x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, CMOV
 TEXT ·q4VnniScales1x1(SB), NOSPLIT, $0-88
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQU32    q4scaleperm<>+0(SB), Z1
+	MOVQ         ng+32(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         tail+40(FP), CX
+	ADDQ         CX, AX
+	MOVQ         AX, CX
+	SHRQ         $0x04, CX
+	MOVQ         AX, DX
+	ADDQ         $0x0f, DX
+	SHRQ         $0x04, DX
+	SHLQ         $0x0a, DX
+	ANDQ         $0x0f, AX
+	MOVQ         AX, BX
+	ADDQ         $0x03, BX
+	SHRQ         $0x02, BX
+	MOVQ         $-1, SI
+	MOVQ         $0x0000000000000000, DI
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K1
+	SHLQ         $0x04, AX
+	MOVQ         AX, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K2
+	MOVQ         AX, R8
+	SUBQ         $0x40, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K3
+	MOVQ         AX, R8
+	SUBQ         $0x80, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K4
+	SUBQ         $0xc0, AX
+	CMOVQLT      DI, AX
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K5
+	VPXORD       Z0, Z0, Z2
 	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	MOVQ         sc+16(FP), CX
-	MOVQ         scstr+24(FP), DX
-	MOVQ         ng+32(FP), DX
-	MOVQ         x+48(FP), BX
-	MOVL         $0x0f0f0f0f, SI
-	VPBROADCASTD SI, Z0
-	VMOVDQU32    q4perm<>+0(SB), Z1
-	VPXORD       Z2, Z2, Z2
+	MOVQ         rstr+8(FP), SI
+	MOVQ         sc+16(FP), SI
+	MOVQ         scstr+24(FP), DI
+	MOVQ         x+48(FP), DI
+	MOVQ         DI, R8
+	ADDQ         DX, R8
 
-loop:
-	TESTQ           DX, DX
-	JZ              tail
-	VMOVDQU32       (AX), Z3
-	VPSRLW          $0x04, Z3, Z4
-	VPANDD          Z3, Z0, Z3
-	VPANDD          Z4, Z0, Z4
-	VBROADCASTF32X4 (CX), Z5
-	VPERMPS         Z5, Z1, Z5
-	VMOVDQU32       192(BX), Z6
-	VPDPBUSD        (BX), Z3, Z6
-	VPDPBUSD        64(BX), Z4, Z6
-	VCVTDQ2PS       Z6, Z6
-	VMULPS          128(BX), Z5, Z3
-	VFMADD231PS     Z6, Z3, Z2
-	ADDQ            $0x00000040, AX
-	ADDQ            $0x00000010, CX
-	ADDQ            $0x00000100, BX
-	DECQ            DX
-	JMP             loop
-
-tail:
-	MOVQ        tail+40(FP), DX
-	TESTQ       DX, DX
-	JZ          reduce
-	MOVQ        $0x0000000000000001, SI
-	SHLQ        $0x04, DX
-	SHLXQ       DX, SI, SI
-	DECQ        SI
-	KMOVQ       SI, K1
-	SHRQ        $0x04, DX
-	MOVQ        $0x0000000000000001, SI
-	SHLXQ       DX, SI, SI
-	DECQ        SI
-	KMOVQ       SI, K2
-	VMOVDQU8.Z  (AX), K1, Z3
+chunk:
+	TESTQ       CX, CX
+	JZ          last
+	VMOVDQU32   (AX), Z3
 	VPSRLW      $0x04, Z3, Z4
 	VPANDD      Z3, Z0, Z3
 	VPANDD      Z4, Z0, Z4
-	VMOVUPS.Z   (CX), K2, Z0
-	VPERMPS     Z0, Z1, Z0
-	VMOVDQU32   192(BX), Z1
-	VPDPBUSD    (BX), Z3, Z1
-	VPDPBUSD    64(BX), Z4, Z1
-	VCVTDQ2PS   Z1, Z1
-	VMULPS      128(BX), Z0, Z0
-	VFMADD231PS Z1, Z0, Z2
+	VMOVDQU32   64(AX), Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU32   128(AX), Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU32   192(AX), Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VPERMPS     (SI), Z1, Z11
+	VPXORD      Z0, Z0, Z12
+	VPDPBUSD    (DI), Z3, Z12
+	VPDPBUSD    64(DI), Z4, Z12
+	VPXORD      Z0, Z0, Z3
+	VPDPBUSD    256(DI), Z5, Z3
+	VPDPBUSD    320(DI), Z6, Z3
+	VPXORD      Z0, Z0, Z4
+	VPDPBUSD    512(DI), Z7, Z4
+	VPDPBUSD    576(DI), Z8, Z4
+	VPXORD      Z0, Z0, Z5
+	VPDPBUSD    768(DI), Z9, Z5
+	VPDPBUSD    832(DI), Z10, Z5
+	VPUNPCKLDQ  Z3, Z12, Z6
+	VPUNPCKHDQ  Z3, Z12, Z3
+	VPADDD      Z3, Z6, Z6
+	VPUNPCKLDQ  Z5, Z4, Z3
+	VPUNPCKHDQ  Z5, Z4, Z4
+	VPADDD      Z4, Z3, Z3
+	VPUNPCKLQDQ Z3, Z6, Z4
+	VPUNPCKHQDQ Z3, Z6, Z3
+	VPADDD      Z3, Z4, Z4
+	VPADDD      64(R8), Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS      Z11, Z4, Z4
+	VFMADD231PS (R8), Z4, Z2
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000400, DI
+	ADDQ        $0x00000080, R8
+	DECQ        CX
+	JMP         chunk
 
-reduce:
+last:
+	TESTQ       BX, BX
+	JZ          done
+	CMPQ        BX, $0x02
+	JB          last1
+	JE          last2
+	CMPQ        BX, $0x03
+	JE          last3
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z3
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z3, Z0, Z3
+	VMOVDQU8.Z  64(AX), K3, Z4
+	VPSRLW      $0x04, Z4, Z5
+	VPANDD      Z4, Z0, Z4
+	VPANDD      Z5, Z0, Z5
+	VMOVDQU8.Z  128(AX), K4, Z6
+	VPSRLW      $0x04, Z6, Z7
+	VPANDD      Z6, Z0, Z6
+	VPANDD      Z7, Z0, Z7
+	VMOVDQU8.Z  192(AX), K5, Z8
+	VPSRLW      $0x04, Z8, Z9
+	VPANDD      Z8, Z0, Z8
+	VPANDD      Z9, Z0, Z9
+	VMOVUPS.Z   (SI), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z10
+	VPERMD      Z0, Z10, Z10
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z11
+	VPERMD      Z0, Z11, Z11
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z12
+	VPERMD      Z0, Z12, Z12
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z13
+	VPERMD      Z0, Z13, Z0
+	VMOVDQU32   192(DI), Z13
+	VPDPBUSD    (DI), Z1, Z13
+	VPDPBUSD    64(DI), Z3, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z10, Z13, Z13
+	VFMADD231PS 128(DI), Z13, Z2
+	VMOVDQU32   448(DI), Z1
+	VPDPBUSD    256(DI), Z4, Z1
+	VPDPBUSD    320(DI), Z5, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z11, Z1, Z1
+	VFMADD231PS 384(DI), Z1, Z2
+	VMOVDQU32   704(DI), Z1
+	VPDPBUSD    512(DI), Z6, Z1
+	VPDPBUSD    576(DI), Z7, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z12, Z1, Z1
+	VFMADD231PS 640(DI), Z1, Z2
+	VMOVDQU32   960(DI), Z1
+	VPDPBUSD    768(DI), Z8, Z1
+	VPDPBUSD    832(DI), Z9, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 896(DI), Z1, Z2
+	JMP         done
+
+last3:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z3
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z3, Z0, Z3
+	VMOVDQU8.Z  64(AX), K3, Z4
+	VPSRLW      $0x04, Z4, Z5
+	VPANDD      Z4, Z0, Z4
+	VPANDD      Z5, Z0, Z5
+	VMOVDQU8.Z  128(AX), K4, Z6
+	VPSRLW      $0x04, Z6, Z7
+	VPANDD      Z6, Z0, Z6
+	VPANDD      Z7, Z0, Z7
+	VMOVUPS.Z   (SI), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z8
+	VPERMD      Z0, Z8, Z8
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z9
+	VPERMD      Z0, Z9, Z9
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z10
+	VPERMD      Z0, Z10, Z0
+	VMOVDQU32   192(DI), Z10
+	VPDPBUSD    (DI), Z1, Z10
+	VPDPBUSD    64(DI), Z3, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z8, Z10, Z10
+	VFMADD231PS 128(DI), Z10, Z2
+	VMOVDQU32   448(DI), Z1
+	VPDPBUSD    256(DI), Z4, Z1
+	VPDPBUSD    320(DI), Z5, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z9, Z1, Z1
+	VFMADD231PS 384(DI), Z1, Z2
+	VMOVDQU32   704(DI), Z1
+	VPDPBUSD    512(DI), Z6, Z1
+	VPDPBUSD    576(DI), Z7, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 640(DI), Z1, Z2
+	JMP         done
+
+last2:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z3
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z3, Z0, Z3
+	VMOVDQU8.Z  64(AX), K3, Z4
+	VPSRLW      $0x04, Z4, Z5
+	VPANDD      Z4, Z0, Z4
+	VPANDD      Z5, Z0, Z5
+	VMOVUPS.Z   (SI), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z6
+	VPERMD      Z0, Z6, Z6
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z7
+	VPERMD      Z0, Z7, Z0
+	VMOVDQU32   192(DI), Z7
+	VPDPBUSD    (DI), Z1, Z7
+	VPDPBUSD    64(DI), Z3, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VFMADD231PS 128(DI), Z7, Z2
+	VMOVDQU32   448(DI), Z1
+	VPDPBUSD    256(DI), Z4, Z1
+	VPDPBUSD    320(DI), Z5, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 384(DI), Z1, Z2
+	JMP         done
+
+last1:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z3
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z3, Z0, Z3
+	VMOVUPS.Z   (SI), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z4
+	VPERMD      Z0, Z4, Z0
+	VMOVDQU32   192(DI), Z4
+	VPDPBUSD    (DI), Z1, Z4
+	VPDPBUSD    64(DI), Z3, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS      Z0, Z4, Z4
+	VFMADD231PS 128(DI), Z4, Z2
+
+done:
 	MOVQ          dst+64(FP), AX
 	MOVQ          ldd+72(FP), CX
 	SHLQ          $0x02, CX
@@ -10210,93 +10411,418 @@ reduce:
 	RET
 
 // func q4VnniScales2x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, CMOV
 TEXT ·q4VnniScales2x1(SB), NOSPLIT, $0-88
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQU32    q4scaleperm<>+0(SB), Z1
+	MOVQ         ng+32(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         tail+40(FP), CX
+	ADDQ         CX, AX
+	MOVQ         AX, CX
+	SHRQ         $0x04, CX
+	MOVQ         AX, DX
+	ADDQ         $0x0f, DX
+	SHRQ         $0x04, DX
+	SHLQ         $0x0a, DX
+	ANDQ         $0x0f, AX
+	MOVQ         AX, BX
+	ADDQ         $0x03, BX
+	SHRQ         $0x02, BX
+	MOVQ         $-1, SI
+	MOVQ         $0x0000000000000000, DI
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K1
+	SHLQ         $0x04, AX
+	MOVQ         AX, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K2
+	MOVQ         AX, R8
+	SUBQ         $0x40, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K3
+	MOVQ         AX, R8
+	SUBQ         $0x80, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K4
+	SUBQ         $0xc0, AX
+	CMOVQLT      DI, AX
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K5
+	VPXORD       Z0, Z0, Z2
+	VPXORD       Z0, Z0, Z3
 	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	MOVQ         sc+16(FP), DX
-	MOVQ         scstr+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	MOVQ         x+48(FP), DI
-	MOVL         $0x0f0f0f0f, R8
-	VPBROADCASTD R8, Z0
-	VMOVDQU32    q4perm<>+0(SB), Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
+	MOVQ         rstr+8(FP), SI
+	MOVQ         sc+16(FP), DI
+	MOVQ         scstr+24(FP), R8
+	MOVQ         x+48(FP), R9
+	MOVQ         R9, R10
+	ADDQ         DX, R10
 
-loop:
-	TESTQ           SI, SI
-	JZ              tail
-	VMOVDQU32       (AX), Z4
-	VPSRLW          $0x04, Z4, Z5
-	VPANDD          Z4, Z0, Z4
-	VPANDD          Z5, Z0, Z5
-	VBROADCASTF32X4 (DX), Z6
-	VPERMPS         Z6, Z1, Z6
-	VMOVDQU32       192(DI), Z7
-	VPDPBUSD        (DI), Z4, Z7
-	VPDPBUSD        64(DI), Z5, Z7
-	VCVTDQ2PS       Z7, Z7
-	VMULPS          128(DI), Z6, Z4
-	VFMADD231PS     Z7, Z4, Z2
-	VMOVDQU32       (AX)(CX*1), Z4
-	VPSRLW          $0x04, Z4, Z5
-	VPANDD          Z4, Z0, Z4
-	VPANDD          Z5, Z0, Z5
-	VBROADCASTF32X4 (DX)(BX*1), Z6
-	VPERMPS         Z6, Z1, Z6
-	VMOVDQU32       192(DI), Z7
-	VPDPBUSD        (DI), Z4, Z7
-	VPDPBUSD        64(DI), Z5, Z7
-	VCVTDQ2PS       Z7, Z7
-	VMULPS          128(DI), Z6, Z4
-	VFMADD231PS     Z7, Z4, Z3
-	ADDQ            $0x00000040, AX
-	ADDQ            $0x00000010, DX
-	ADDQ            $0x00000100, DI
-	DECQ            SI
-	JMP             loop
-
-tail:
-	MOVQ        tail+40(FP), SI
-	TESTQ       SI, SI
-	JZ          reduce
-	MOVQ        $0x0000000000000001, R8
-	SHLQ        $0x04, SI
-	SHLXQ       SI, R8, R8
-	DECQ        R8
-	KMOVQ       R8, K1
-	SHRQ        $0x04, SI
-	MOVQ        $0x0000000000000001, R8
-	SHLXQ       SI, R8, R8
-	DECQ        R8
-	KMOVQ       R8, K2
-	VMOVDQU8.Z  (AX), K1, Z4
+chunk:
+	TESTQ       CX, CX
+	JZ          last
+	VMOVDQU32   (AX), Z4
 	VPSRLW      $0x04, Z4, Z5
 	VPANDD      Z4, Z0, Z4
 	VPANDD      Z5, Z0, Z5
-	VMOVUPS.Z   (DX), K2, Z6
-	VPERMPS     Z6, Z1, Z6
-	VMOVDQU32   192(DI), Z7
-	VPDPBUSD    (DI), Z4, Z7
-	VPDPBUSD    64(DI), Z5, Z7
-	VCVTDQ2PS   Z7, Z7
-	VMULPS      128(DI), Z6, Z4
-	VFMADD231PS Z7, Z4, Z2
-	VMOVDQU8.Z  (AX)(CX*1), K1, Z4
+	VMOVDQU32   64(AX), Z6
+	VPSRLW      $0x04, Z6, Z7
+	VPANDD      Z6, Z0, Z6
+	VPANDD      Z7, Z0, Z7
+	VMOVDQU32   128(AX), Z8
+	VPSRLW      $0x04, Z8, Z9
+	VPANDD      Z8, Z0, Z8
+	VPANDD      Z9, Z0, Z9
+	VMOVDQU32   192(AX), Z10
+	VPSRLW      $0x04, Z10, Z11
+	VPANDD      Z10, Z0, Z10
+	VPANDD      Z11, Z0, Z11
+	VPERMPS     (DI), Z1, Z12
+	VPXORD      Z0, Z0, Z13
+	VPDPBUSD    (R9), Z4, Z13
+	VPDPBUSD    64(R9), Z5, Z13
+	VPXORD      Z0, Z0, Z4
+	VPDPBUSD    256(R9), Z6, Z4
+	VPDPBUSD    320(R9), Z7, Z4
+	VPXORD      Z0, Z0, Z5
+	VPDPBUSD    512(R9), Z8, Z5
+	VPDPBUSD    576(R9), Z9, Z5
+	VPXORD      Z0, Z0, Z6
+	VPDPBUSD    768(R9), Z10, Z6
+	VPDPBUSD    832(R9), Z11, Z6
+	VPUNPCKLDQ  Z4, Z13, Z7
+	VPUNPCKHDQ  Z4, Z13, Z4
+	VPADDD      Z4, Z7, Z7
+	VPUNPCKLDQ  Z6, Z5, Z4
+	VPUNPCKHDQ  Z6, Z5, Z5
+	VPADDD      Z5, Z4, Z4
+	VPUNPCKLQDQ Z4, Z7, Z5
+	VPUNPCKHQDQ Z4, Z7, Z4
+	VPADDD      Z4, Z5, Z5
+	VPADDD      64(R10), Z5, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z12, Z5, Z5
+	VFMADD231PS (R10), Z5, Z2
+	VMOVDQU32   (AX)(SI*1), Z4
 	VPSRLW      $0x04, Z4, Z5
 	VPANDD      Z4, Z0, Z4
 	VPANDD      Z5, Z0, Z5
-	VMOVUPS.Z   (DX)(BX*1), K2, Z0
-	VPERMPS     Z0, Z1, Z0
-	VMOVDQU32   192(DI), Z1
-	VPDPBUSD    (DI), Z4, Z1
-	VPDPBUSD    64(DI), Z5, Z1
+	VMOVDQU32   64(AX)(SI*1), Z6
+	VPSRLW      $0x04, Z6, Z7
+	VPANDD      Z6, Z0, Z6
+	VPANDD      Z7, Z0, Z7
+	VMOVDQU32   128(AX)(SI*1), Z8
+	VPSRLW      $0x04, Z8, Z9
+	VPANDD      Z8, Z0, Z8
+	VPANDD      Z9, Z0, Z9
+	VMOVDQU32   192(AX)(SI*1), Z10
+	VPSRLW      $0x04, Z10, Z11
+	VPANDD      Z10, Z0, Z10
+	VPANDD      Z11, Z0, Z11
+	VPERMPS     (DI)(R8*1), Z1, Z12
+	VPXORD      Z0, Z0, Z13
+	VPDPBUSD    (R9), Z4, Z13
+	VPDPBUSD    64(R9), Z5, Z13
+	VPXORD      Z0, Z0, Z4
+	VPDPBUSD    256(R9), Z6, Z4
+	VPDPBUSD    320(R9), Z7, Z4
+	VPXORD      Z0, Z0, Z5
+	VPDPBUSD    512(R9), Z8, Z5
+	VPDPBUSD    576(R9), Z9, Z5
+	VPXORD      Z0, Z0, Z6
+	VPDPBUSD    768(R9), Z10, Z6
+	VPDPBUSD    832(R9), Z11, Z6
+	VPUNPCKLDQ  Z4, Z13, Z7
+	VPUNPCKHDQ  Z4, Z13, Z4
+	VPADDD      Z4, Z7, Z7
+	VPUNPCKLDQ  Z6, Z5, Z4
+	VPUNPCKHDQ  Z6, Z5, Z5
+	VPADDD      Z5, Z4, Z4
+	VPUNPCKLQDQ Z4, Z7, Z5
+	VPUNPCKHQDQ Z4, Z7, Z4
+	VPADDD      Z4, Z5, Z5
+	VPADDD      64(R10), Z5, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z12, Z5, Z5
+	VFMADD231PS (R10), Z5, Z3
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000400, R9
+	ADDQ        $0x00000080, R10
+	DECQ        CX
+	JMP         chunk
+
+last:
+	TESTQ       BX, BX
+	JZ          done
+	CMPQ        BX, $0x02
+	JB          last1
+	JE          last2
+	CMPQ        BX, $0x03
+	JE          last3
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z4
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU8.Z  64(AX), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  128(AX), K4, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  192(AX), K5, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVUPS.Z   (DI), K1, Z11
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z12
+	VPERMD      Z11, Z12, Z12
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z13
+	VPERMD      Z11, Z13, Z13
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z14
+	VPERMD      Z11, Z14, Z14
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z15
+	VPERMD      Z11, Z15, Z11
+	VMOVDQU32   192(R9), Z15
+	VPDPBUSD    (R9), Z1, Z15
+	VPDPBUSD    64(R9), Z4, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z12, Z15, Z15
+	VFMADD231PS 128(R9), Z15, Z2
+	VMOVDQU32   448(R9), Z1
+	VPDPBUSD    256(R9), Z5, Z1
+	VPDPBUSD    320(R9), Z6, Z1
 	VCVTDQ2PS   Z1, Z1
-	VMULPS      128(DI), Z0, Z0
-	VFMADD231PS Z1, Z0, Z3
+	VMULPS      Z13, Z1, Z1
+	VFMADD231PS 384(R9), Z1, Z2
+	VMOVDQU32   704(R9), Z1
+	VPDPBUSD    512(R9), Z7, Z1
+	VPDPBUSD    576(R9), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z14, Z1, Z1
+	VFMADD231PS 640(R9), Z1, Z2
+	VMOVDQU32   960(R9), Z1
+	VPDPBUSD    768(R9), Z9, Z1
+	VPDPBUSD    832(R9), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z11, Z1, Z1
+	VFMADD231PS 896(R9), Z1, Z2
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z4
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU8.Z  64(AX)(SI*1), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  128(AX)(SI*1), K4, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  192(AX)(SI*1), K5, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVUPS.Z   (DI)(R8*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z11
+	VPERMD      Z0, Z11, Z11
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z12
+	VPERMD      Z0, Z12, Z12
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z13
+	VPERMD      Z0, Z13, Z13
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z14
+	VPERMD      Z0, Z14, Z0
+	VMOVDQU32   192(R9), Z14
+	VPDPBUSD    (R9), Z1, Z14
+	VPDPBUSD    64(R9), Z4, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z11, Z14, Z14
+	VFMADD231PS 128(R9), Z14, Z3
+	VMOVDQU32   448(R9), Z1
+	VPDPBUSD    256(R9), Z5, Z1
+	VPDPBUSD    320(R9), Z6, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z12, Z1, Z1
+	VFMADD231PS 384(R9), Z1, Z3
+	VMOVDQU32   704(R9), Z1
+	VPDPBUSD    512(R9), Z7, Z1
+	VPDPBUSD    576(R9), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z13, Z1, Z1
+	VFMADD231PS 640(R9), Z1, Z3
+	VMOVDQU32   960(R9), Z1
+	VPDPBUSD    768(R9), Z9, Z1
+	VPDPBUSD    832(R9), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 896(R9), Z1, Z3
+	JMP         done
 
-reduce:
+last3:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z4
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU8.Z  64(AX), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  128(AX), K4, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVUPS.Z   (DI), K1, Z9
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z10
+	VPERMD      Z9, Z10, Z10
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z11
+	VPERMD      Z9, Z11, Z11
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z12
+	VPERMD      Z9, Z12, Z9
+	VMOVDQU32   192(R9), Z12
+	VPDPBUSD    (R9), Z1, Z12
+	VPDPBUSD    64(R9), Z4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z10, Z12, Z12
+	VFMADD231PS 128(R9), Z12, Z2
+	VMOVDQU32   448(R9), Z1
+	VPDPBUSD    256(R9), Z5, Z1
+	VPDPBUSD    320(R9), Z6, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z11, Z1, Z1
+	VFMADD231PS 384(R9), Z1, Z2
+	VMOVDQU32   704(R9), Z1
+	VPDPBUSD    512(R9), Z7, Z1
+	VPDPBUSD    576(R9), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z9, Z1, Z1
+	VFMADD231PS 640(R9), Z1, Z2
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z4
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU8.Z  64(AX)(SI*1), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  128(AX)(SI*1), K4, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVUPS.Z   (DI)(R8*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z9
+	VPERMD      Z0, Z9, Z9
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z10
+	VPERMD      Z0, Z10, Z10
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z11
+	VPERMD      Z0, Z11, Z0
+	VMOVDQU32   192(R9), Z11
+	VPDPBUSD    (R9), Z1, Z11
+	VPDPBUSD    64(R9), Z4, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z9, Z11, Z11
+	VFMADD231PS 128(R9), Z11, Z3
+	VMOVDQU32   448(R9), Z1
+	VPDPBUSD    256(R9), Z5, Z1
+	VPDPBUSD    320(R9), Z6, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z10, Z1, Z1
+	VFMADD231PS 384(R9), Z1, Z3
+	VMOVDQU32   704(R9), Z1
+	VPDPBUSD    512(R9), Z7, Z1
+	VPDPBUSD    576(R9), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 640(R9), Z1, Z3
+	JMP         done
+
+last2:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z4
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU8.Z  64(AX), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVUPS.Z   (DI), K1, Z7
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z8
+	VPERMD      Z7, Z8, Z8
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z9
+	VPERMD      Z7, Z9, Z7
+	VMOVDQU32   192(R9), Z9
+	VPDPBUSD    (R9), Z1, Z9
+	VPDPBUSD    64(R9), Z4, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z8, Z9, Z9
+	VFMADD231PS 128(R9), Z9, Z2
+	VMOVDQU32   448(R9), Z1
+	VPDPBUSD    256(R9), Z5, Z1
+	VPDPBUSD    320(R9), Z6, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z7, Z1, Z1
+	VFMADD231PS 384(R9), Z1, Z2
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z4
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU8.Z  64(AX)(SI*1), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVUPS.Z   (DI)(R8*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z7
+	VPERMD      Z0, Z7, Z7
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z8
+	VPERMD      Z0, Z8, Z0
+	VMOVDQU32   192(R9), Z8
+	VPDPBUSD    (R9), Z1, Z8
+	VPDPBUSD    64(R9), Z4, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z7, Z8, Z8
+	VFMADD231PS 128(R9), Z8, Z3
+	VMOVDQU32   448(R9), Z1
+	VPDPBUSD    256(R9), Z5, Z1
+	VPDPBUSD    320(R9), Z6, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 384(R9), Z1, Z3
+	JMP         done
+
+last1:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z4
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z4, Z0, Z4
+	VMOVUPS.Z   (DI), K1, Z5
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z6
+	VPERMD      Z5, Z6, Z5
+	VMOVDQU32   192(R9), Z6
+	VPDPBUSD    (R9), Z1, Z6
+	VPDPBUSD    64(R9), Z4, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFMADD231PS 128(R9), Z6, Z2
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z4
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z4, Z0, Z4
+	VMOVUPS.Z   (DI)(R8*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z5
+	VPERMD      Z0, Z5, Z0
+	VMOVDQU32   192(R9), Z5
+	VPDPBUSD    (R9), Z1, Z5
+	VPDPBUSD    64(R9), Z4, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z0, Z5, Z5
+	VFMADD231PS 128(R9), Z5, Z3
+
+done:
 	MOVQ          dst+64(FP), AX
 	MOVQ          ldd+72(FP), CX
 	SHLQ          $0x02, CX
@@ -10322,145 +10848,754 @@ reduce:
 	RET
 
 // func q4VnniScales4x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, CMOV
 TEXT ·q4VnniScales4x1(SB), NOSPLIT, $0-88
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQU32    q4scaleperm<>+0(SB), Z1
+	MOVQ         ng+32(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         tail+40(FP), CX
+	ADDQ         CX, AX
+	MOVQ         AX, CX
+	SHRQ         $0x04, CX
+	MOVQ         AX, DX
+	ADDQ         $0x0f, DX
+	SHRQ         $0x04, DX
+	SHLQ         $0x0a, DX
+	ANDQ         $0x0f, AX
+	MOVQ         AX, BX
+	ADDQ         $0x03, BX
+	SHRQ         $0x02, BX
+	MOVQ         $-1, SI
+	MOVQ         $0x0000000000000000, DI
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K1
+	SHLQ         $0x04, AX
+	MOVQ         AX, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K2
+	MOVQ         AX, R8
+	SUBQ         $0x40, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K3
+	MOVQ         AX, R8
+	SUBQ         $0x80, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K4
+	SUBQ         $0xc0, AX
+	CMOVQLT      DI, AX
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K5
+	VPXORD       Z0, Z0, Z2
+	VPXORD       Z0, Z0, Z3
+	VPXORD       Z0, Z0, Z4
+	VPXORD       Z0, Z0, Z5
 	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	LEAQ         (CX)(CX*2), DX
-	MOVQ         sc+16(FP), BX
-	MOVQ         scstr+24(FP), SI
+	MOVQ         rstr+8(FP), SI
 	LEAQ         (SI)(SI*2), DI
-	MOVQ         ng+32(FP), R8
-	MOVQ         x+48(FP), R9
-	MOVL         $0x0f0f0f0f, R10
-	VPBROADCASTD R10, Z0
-	VMOVDQU32    q4perm<>+0(SB), Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-	VPXORD       Z4, Z4, Z4
-	VPXORD       Z5, Z5, Z5
+	MOVQ         sc+16(FP), R8
+	MOVQ         scstr+24(FP), R9
+	LEAQ         (R9)(R9*2), R10
+	MOVQ         x+48(FP), R11
+	MOVQ         R11, R12
+	ADDQ         DX, R12
 
-loop:
-	TESTQ           R8, R8
-	JZ              tail
-	VMOVDQU32       (AX), Z6
-	VPSRLW          $0x04, Z6, Z7
-	VPANDD          Z6, Z0, Z6
-	VPANDD          Z7, Z0, Z7
-	VBROADCASTF32X4 (BX), Z8
-	VPERMPS         Z8, Z1, Z8
-	VMOVDQU32       192(R9), Z9
-	VPDPBUSD        (R9), Z6, Z9
-	VPDPBUSD        64(R9), Z7, Z9
-	VCVTDQ2PS       Z9, Z9
-	VMULPS          128(R9), Z8, Z6
-	VFMADD231PS     Z9, Z6, Z2
-	VMOVDQU32       (AX)(CX*1), Z6
-	VPSRLW          $0x04, Z6, Z7
-	VPANDD          Z6, Z0, Z6
-	VPANDD          Z7, Z0, Z7
-	VBROADCASTF32X4 (BX)(SI*1), Z8
-	VPERMPS         Z8, Z1, Z8
-	VMOVDQU32       192(R9), Z9
-	VPDPBUSD        (R9), Z6, Z9
-	VPDPBUSD        64(R9), Z7, Z9
-	VCVTDQ2PS       Z9, Z9
-	VMULPS          128(R9), Z8, Z6
-	VFMADD231PS     Z9, Z6, Z3
-	VMOVDQU32       (AX)(CX*2), Z6
-	VPSRLW          $0x04, Z6, Z7
-	VPANDD          Z6, Z0, Z6
-	VPANDD          Z7, Z0, Z7
-	VBROADCASTF32X4 (BX)(SI*2), Z8
-	VPERMPS         Z8, Z1, Z8
-	VMOVDQU32       192(R9), Z9
-	VPDPBUSD        (R9), Z6, Z9
-	VPDPBUSD        64(R9), Z7, Z9
-	VCVTDQ2PS       Z9, Z9
-	VMULPS          128(R9), Z8, Z6
-	VFMADD231PS     Z9, Z6, Z4
-	VMOVDQU32       (AX)(DX*1), Z6
-	VPSRLW          $0x04, Z6, Z7
-	VPANDD          Z6, Z0, Z6
-	VPANDD          Z7, Z0, Z7
-	VBROADCASTF32X4 (BX)(DI*1), Z8
-	VPERMPS         Z8, Z1, Z8
-	VMOVDQU32       192(R9), Z9
-	VPDPBUSD        (R9), Z6, Z9
-	VPDPBUSD        64(R9), Z7, Z9
-	VCVTDQ2PS       Z9, Z9
-	VMULPS          128(R9), Z8, Z6
-	VFMADD231PS     Z9, Z6, Z5
-	ADDQ            $0x00000040, AX
-	ADDQ            $0x00000010, BX
-	ADDQ            $0x00000100, R9
-	DECQ            R8
-	JMP             loop
+chunk:
+	TESTQ       CX, CX
+	JZ          last
+	VMOVDQU32   (AX), Z6
+	VPSRLW      $0x04, Z6, Z7
+	VPANDD      Z6, Z0, Z6
+	VPANDD      Z7, Z0, Z7
+	VMOVDQU32   64(AX), Z8
+	VPSRLW      $0x04, Z8, Z9
+	VPANDD      Z8, Z0, Z8
+	VPANDD      Z9, Z0, Z9
+	VMOVDQU32   128(AX), Z10
+	VPSRLW      $0x04, Z10, Z11
+	VPANDD      Z10, Z0, Z10
+	VPANDD      Z11, Z0, Z11
+	VMOVDQU32   192(AX), Z12
+	VPSRLW      $0x04, Z12, Z13
+	VPANDD      Z12, Z0, Z12
+	VPANDD      Z13, Z0, Z13
+	VPERMPS     (R8), Z1, Z14
+	VPXORD      Z0, Z0, Z15
+	VPDPBUSD    (R11), Z6, Z15
+	VPDPBUSD    64(R11), Z7, Z15
+	VPXORD      Z0, Z0, Z6
+	VPDPBUSD    256(R11), Z8, Z6
+	VPDPBUSD    320(R11), Z9, Z6
+	VPXORD      Z0, Z0, Z7
+	VPDPBUSD    512(R11), Z10, Z7
+	VPDPBUSD    576(R11), Z11, Z7
+	VPXORD      Z0, Z0, Z8
+	VPDPBUSD    768(R11), Z12, Z8
+	VPDPBUSD    832(R11), Z13, Z8
+	VPUNPCKLDQ  Z6, Z15, Z9
+	VPUNPCKHDQ  Z6, Z15, Z6
+	VPADDD      Z6, Z9, Z9
+	VPUNPCKLDQ  Z8, Z7, Z6
+	VPUNPCKHDQ  Z8, Z7, Z7
+	VPADDD      Z7, Z6, Z6
+	VPUNPCKLQDQ Z6, Z9, Z7
+	VPUNPCKHQDQ Z6, Z9, Z6
+	VPADDD      Z6, Z7, Z7
+	VPADDD      64(R12), Z7, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z14, Z7, Z7
+	VFMADD231PS (R12), Z7, Z2
+	VMOVDQU32   (AX)(SI*1), Z6
+	VPSRLW      $0x04, Z6, Z7
+	VPANDD      Z6, Z0, Z6
+	VPANDD      Z7, Z0, Z7
+	VMOVDQU32   64(AX)(SI*1), Z8
+	VPSRLW      $0x04, Z8, Z9
+	VPANDD      Z8, Z0, Z8
+	VPANDD      Z9, Z0, Z9
+	VMOVDQU32   128(AX)(SI*1), Z10
+	VPSRLW      $0x04, Z10, Z11
+	VPANDD      Z10, Z0, Z10
+	VPANDD      Z11, Z0, Z11
+	VMOVDQU32   192(AX)(SI*1), Z12
+	VPSRLW      $0x04, Z12, Z13
+	VPANDD      Z12, Z0, Z12
+	VPANDD      Z13, Z0, Z13
+	VPERMPS     (R8)(R9*1), Z1, Z14
+	VPXORD      Z0, Z0, Z15
+	VPDPBUSD    (R11), Z6, Z15
+	VPDPBUSD    64(R11), Z7, Z15
+	VPXORD      Z0, Z0, Z6
+	VPDPBUSD    256(R11), Z8, Z6
+	VPDPBUSD    320(R11), Z9, Z6
+	VPXORD      Z0, Z0, Z7
+	VPDPBUSD    512(R11), Z10, Z7
+	VPDPBUSD    576(R11), Z11, Z7
+	VPXORD      Z0, Z0, Z8
+	VPDPBUSD    768(R11), Z12, Z8
+	VPDPBUSD    832(R11), Z13, Z8
+	VPUNPCKLDQ  Z6, Z15, Z9
+	VPUNPCKHDQ  Z6, Z15, Z6
+	VPADDD      Z6, Z9, Z9
+	VPUNPCKLDQ  Z8, Z7, Z6
+	VPUNPCKHDQ  Z8, Z7, Z7
+	VPADDD      Z7, Z6, Z6
+	VPUNPCKLQDQ Z6, Z9, Z7
+	VPUNPCKHQDQ Z6, Z9, Z6
+	VPADDD      Z6, Z7, Z7
+	VPADDD      64(R12), Z7, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z14, Z7, Z7
+	VFMADD231PS (R12), Z7, Z3
+	VMOVDQU32   (AX)(SI*2), Z6
+	VPSRLW      $0x04, Z6, Z7
+	VPANDD      Z6, Z0, Z6
+	VPANDD      Z7, Z0, Z7
+	VMOVDQU32   64(AX)(SI*2), Z8
+	VPSRLW      $0x04, Z8, Z9
+	VPANDD      Z8, Z0, Z8
+	VPANDD      Z9, Z0, Z9
+	VMOVDQU32   128(AX)(SI*2), Z10
+	VPSRLW      $0x04, Z10, Z11
+	VPANDD      Z10, Z0, Z10
+	VPANDD      Z11, Z0, Z11
+	VMOVDQU32   192(AX)(SI*2), Z12
+	VPSRLW      $0x04, Z12, Z13
+	VPANDD      Z12, Z0, Z12
+	VPANDD      Z13, Z0, Z13
+	VPERMPS     (R8)(R9*2), Z1, Z14
+	VPXORD      Z0, Z0, Z15
+	VPDPBUSD    (R11), Z6, Z15
+	VPDPBUSD    64(R11), Z7, Z15
+	VPXORD      Z0, Z0, Z6
+	VPDPBUSD    256(R11), Z8, Z6
+	VPDPBUSD    320(R11), Z9, Z6
+	VPXORD      Z0, Z0, Z7
+	VPDPBUSD    512(R11), Z10, Z7
+	VPDPBUSD    576(R11), Z11, Z7
+	VPXORD      Z0, Z0, Z8
+	VPDPBUSD    768(R11), Z12, Z8
+	VPDPBUSD    832(R11), Z13, Z8
+	VPUNPCKLDQ  Z6, Z15, Z9
+	VPUNPCKHDQ  Z6, Z15, Z6
+	VPADDD      Z6, Z9, Z9
+	VPUNPCKLDQ  Z8, Z7, Z6
+	VPUNPCKHDQ  Z8, Z7, Z7
+	VPADDD      Z7, Z6, Z6
+	VPUNPCKLQDQ Z6, Z9, Z7
+	VPUNPCKHQDQ Z6, Z9, Z6
+	VPADDD      Z6, Z7, Z7
+	VPADDD      64(R12), Z7, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z14, Z7, Z7
+	VFMADD231PS (R12), Z7, Z4
+	VMOVDQU32   (AX)(DI*1), Z6
+	VPSRLW      $0x04, Z6, Z7
+	VPANDD      Z6, Z0, Z6
+	VPANDD      Z7, Z0, Z7
+	VMOVDQU32   64(AX)(DI*1), Z8
+	VPSRLW      $0x04, Z8, Z9
+	VPANDD      Z8, Z0, Z8
+	VPANDD      Z9, Z0, Z9
+	VMOVDQU32   128(AX)(DI*1), Z10
+	VPSRLW      $0x04, Z10, Z11
+	VPANDD      Z10, Z0, Z10
+	VPANDD      Z11, Z0, Z11
+	VMOVDQU32   192(AX)(DI*1), Z12
+	VPSRLW      $0x04, Z12, Z13
+	VPANDD      Z12, Z0, Z12
+	VPANDD      Z13, Z0, Z13
+	VPERMPS     (R8)(R10*1), Z1, Z14
+	VPXORD      Z0, Z0, Z15
+	VPDPBUSD    (R11), Z6, Z15
+	VPDPBUSD    64(R11), Z7, Z15
+	VPXORD      Z0, Z0, Z6
+	VPDPBUSD    256(R11), Z8, Z6
+	VPDPBUSD    320(R11), Z9, Z6
+	VPXORD      Z0, Z0, Z7
+	VPDPBUSD    512(R11), Z10, Z7
+	VPDPBUSD    576(R11), Z11, Z7
+	VPXORD      Z0, Z0, Z8
+	VPDPBUSD    768(R11), Z12, Z8
+	VPDPBUSD    832(R11), Z13, Z8
+	VPUNPCKLDQ  Z6, Z15, Z9
+	VPUNPCKHDQ  Z6, Z15, Z6
+	VPADDD      Z6, Z9, Z9
+	VPUNPCKLDQ  Z8, Z7, Z6
+	VPUNPCKHDQ  Z8, Z7, Z7
+	VPADDD      Z7, Z6, Z6
+	VPUNPCKLQDQ Z6, Z9, Z7
+	VPUNPCKHQDQ Z6, Z9, Z6
+	VPADDD      Z6, Z7, Z7
+	VPADDD      64(R12), Z7, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z14, Z7, Z7
+	VFMADD231PS (R12), Z7, Z5
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000400, R11
+	ADDQ        $0x00000080, R12
+	DECQ        CX
+	JMP         chunk
 
-tail:
-	MOVQ        tail+40(FP), R8
-	TESTQ       R8, R8
-	JZ          reduce
-	MOVQ        $0x0000000000000001, R10
-	SHLQ        $0x04, R8
-	SHLXQ       R8, R10, R10
-	DECQ        R10
-	KMOVQ       R10, K1
-	SHRQ        $0x04, R8
-	MOVQ        $0x0000000000000001, R10
-	SHLXQ       R8, R10, R10
-	DECQ        R10
-	KMOVQ       R10, K2
-	VMOVDQU8.Z  (AX), K1, Z6
-	VPSRLW      $0x04, Z6, Z7
+last:
+	TESTQ       BX, BX
+	JZ          done
+	CMPQ        BX, $0x02
+	JB          last1
+	JE          last2
+	CMPQ        BX, $0x03
+	JE          last3
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
 	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  64(AX), K3, Z7
+	VPSRLW      $0x04, Z7, Z8
 	VPANDD      Z7, Z0, Z7
-	VMOVUPS.Z   (BX), K2, Z8
-	VPERMPS     Z8, Z1, Z8
-	VMOVDQU32   192(R9), Z9
-	VPDPBUSD    (R9), Z6, Z9
-	VPDPBUSD    64(R9), Z7, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      128(R9), Z8, Z6
-	VFMADD231PS Z9, Z6, Z2
-	VMOVDQU8.Z  (AX)(CX*1), K1, Z6
-	VPSRLW      $0x04, Z6, Z7
-	VPANDD      Z6, Z0, Z6
-	VPANDD      Z7, Z0, Z7
-	VMOVUPS.Z   (BX)(SI*1), K2, Z8
-	VPERMPS     Z8, Z1, Z8
-	VMOVDQU32   192(R9), Z9
-	VPDPBUSD    (R9), Z6, Z9
-	VPDPBUSD    64(R9), Z7, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      128(R9), Z8, Z6
-	VFMADD231PS Z9, Z6, Z3
-	VMOVDQU8.Z  (AX)(CX*2), K1, Z6
-	VPSRLW      $0x04, Z6, Z7
-	VPANDD      Z6, Z0, Z6
-	VPANDD      Z7, Z0, Z7
-	VMOVUPS.Z   (BX)(SI*2), K2, Z8
-	VPERMPS     Z8, Z1, Z8
-	VMOVDQU32   192(R9), Z9
-	VPDPBUSD    (R9), Z6, Z9
-	VPDPBUSD    64(R9), Z7, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      128(R9), Z8, Z6
-	VFMADD231PS Z9, Z6, Z4
-	VMOVDQU8.Z  (AX)(DX*1), K1, Z6
-	VPSRLW      $0x04, Z6, Z7
-	VPANDD      Z6, Z0, Z6
-	VPANDD      Z7, Z0, Z7
-	VMOVUPS.Z   (BX)(DI*1), K2, Z0
-	VPERMPS     Z0, Z1, Z0
-	VMOVDQU32   192(R9), Z1
-	VPDPBUSD    (R9), Z6, Z1
-	VPDPBUSD    64(R9), Z7, Z1
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  128(AX), K4, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  192(AX), K5, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVUPS.Z   (R8), K1, Z13
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z14
+	VPERMD      Z13, Z14, Z14
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z15
+	VPERMD      Z13, Z15, Z15
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z16
+	VPERMD      Z13, Z16, Z16
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z17
+	VPERMD      Z13, Z17, Z13
+	VMOVDQU32   192(R11), Z17
+	VPDPBUSD    (R11), Z1, Z17
+	VPDPBUSD    64(R11), Z6, Z17
+	VCVTDQ2PS   Z17, Z17
+	VMULPS      Z14, Z17, Z17
+	VFMADD231PS 128(R11), Z17, Z2
+	VMOVDQU32   448(R11), Z1
+	VPDPBUSD    256(R11), Z7, Z1
+	VPDPBUSD    320(R11), Z8, Z1
 	VCVTDQ2PS   Z1, Z1
-	VMULPS      128(R9), Z0, Z0
-	VFMADD231PS Z1, Z0, Z5
+	VMULPS      Z15, Z1, Z1
+	VFMADD231PS 384(R11), Z1, Z2
+	VMOVDQU32   704(R11), Z1
+	VPDPBUSD    512(R11), Z9, Z1
+	VPDPBUSD    576(R11), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z16, Z1, Z1
+	VFMADD231PS 640(R11), Z1, Z2
+	VMOVDQU32   960(R11), Z1
+	VPDPBUSD    768(R11), Z11, Z1
+	VPDPBUSD    832(R11), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z13, Z1, Z1
+	VFMADD231PS 896(R11), Z1, Z2
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  64(AX)(SI*1), K3, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  128(AX)(SI*1), K4, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  192(AX)(SI*1), K5, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVUPS.Z   (R8)(R9*1), K1, Z13
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z14
+	VPERMD      Z13, Z14, Z14
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z15
+	VPERMD      Z13, Z15, Z15
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z16
+	VPERMD      Z13, Z16, Z16
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z17
+	VPERMD      Z13, Z17, Z13
+	VMOVDQU32   192(R11), Z17
+	VPDPBUSD    (R11), Z1, Z17
+	VPDPBUSD    64(R11), Z6, Z17
+	VCVTDQ2PS   Z17, Z17
+	VMULPS      Z14, Z17, Z17
+	VFMADD231PS 128(R11), Z17, Z3
+	VMOVDQU32   448(R11), Z1
+	VPDPBUSD    256(R11), Z7, Z1
+	VPDPBUSD    320(R11), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z15, Z1, Z1
+	VFMADD231PS 384(R11), Z1, Z3
+	VMOVDQU32   704(R11), Z1
+	VPDPBUSD    512(R11), Z9, Z1
+	VPDPBUSD    576(R11), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z16, Z1, Z1
+	VFMADD231PS 640(R11), Z1, Z3
+	VMOVDQU32   960(R11), Z1
+	VPDPBUSD    768(R11), Z11, Z1
+	VPDPBUSD    832(R11), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z13, Z1, Z1
+	VFMADD231PS 896(R11), Z1, Z3
+	VMOVDQU8.Z  (AX)(SI*2), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  64(AX)(SI*2), K3, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  128(AX)(SI*2), K4, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  192(AX)(SI*2), K5, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVUPS.Z   (R8)(R9*2), K1, Z13
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z14
+	VPERMD      Z13, Z14, Z14
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z15
+	VPERMD      Z13, Z15, Z15
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z16
+	VPERMD      Z13, Z16, Z16
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z17
+	VPERMD      Z13, Z17, Z13
+	VMOVDQU32   192(R11), Z17
+	VPDPBUSD    (R11), Z1, Z17
+	VPDPBUSD    64(R11), Z6, Z17
+	VCVTDQ2PS   Z17, Z17
+	VMULPS      Z14, Z17, Z17
+	VFMADD231PS 128(R11), Z17, Z4
+	VMOVDQU32   448(R11), Z1
+	VPDPBUSD    256(R11), Z7, Z1
+	VPDPBUSD    320(R11), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z15, Z1, Z1
+	VFMADD231PS 384(R11), Z1, Z4
+	VMOVDQU32   704(R11), Z1
+	VPDPBUSD    512(R11), Z9, Z1
+	VPDPBUSD    576(R11), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z16, Z1, Z1
+	VFMADD231PS 640(R11), Z1, Z4
+	VMOVDQU32   960(R11), Z1
+	VPDPBUSD    768(R11), Z11, Z1
+	VPDPBUSD    832(R11), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z13, Z1, Z1
+	VFMADD231PS 896(R11), Z1, Z4
+	VMOVDQU8.Z  (AX)(DI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  64(AX)(DI*1), K3, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  128(AX)(DI*1), K4, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  192(AX)(DI*1), K5, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVUPS.Z   (R8)(R10*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z13
+	VPERMD      Z0, Z13, Z13
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z14
+	VPERMD      Z0, Z14, Z14
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z15
+	VPERMD      Z0, Z15, Z15
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z16
+	VPERMD      Z0, Z16, Z0
+	VMOVDQU32   192(R11), Z16
+	VPDPBUSD    (R11), Z1, Z16
+	VPDPBUSD    64(R11), Z6, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z13, Z16, Z16
+	VFMADD231PS 128(R11), Z16, Z5
+	VMOVDQU32   448(R11), Z1
+	VPDPBUSD    256(R11), Z7, Z1
+	VPDPBUSD    320(R11), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z14, Z1, Z1
+	VFMADD231PS 384(R11), Z1, Z5
+	VMOVDQU32   704(R11), Z1
+	VPDPBUSD    512(R11), Z9, Z1
+	VPDPBUSD    576(R11), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z15, Z1, Z1
+	VFMADD231PS 640(R11), Z1, Z5
+	VMOVDQU32   960(R11), Z1
+	VPDPBUSD    768(R11), Z11, Z1
+	VPDPBUSD    832(R11), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 896(R11), Z1, Z5
+	JMP         done
 
-reduce:
+last3:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  64(AX), K3, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  128(AX), K4, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVUPS.Z   (R8), K1, Z11
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z12
+	VPERMD      Z11, Z12, Z12
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z13
+	VPERMD      Z11, Z13, Z13
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z14
+	VPERMD      Z11, Z14, Z11
+	VMOVDQU32   192(R11), Z14
+	VPDPBUSD    (R11), Z1, Z14
+	VPDPBUSD    64(R11), Z6, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z12, Z14, Z14
+	VFMADD231PS 128(R11), Z14, Z2
+	VMOVDQU32   448(R11), Z1
+	VPDPBUSD    256(R11), Z7, Z1
+	VPDPBUSD    320(R11), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z13, Z1, Z1
+	VFMADD231PS 384(R11), Z1, Z2
+	VMOVDQU32   704(R11), Z1
+	VPDPBUSD    512(R11), Z9, Z1
+	VPDPBUSD    576(R11), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z11, Z1, Z1
+	VFMADD231PS 640(R11), Z1, Z2
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  64(AX)(SI*1), K3, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  128(AX)(SI*1), K4, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVUPS.Z   (R8)(R9*1), K1, Z11
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z12
+	VPERMD      Z11, Z12, Z12
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z13
+	VPERMD      Z11, Z13, Z13
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z14
+	VPERMD      Z11, Z14, Z11
+	VMOVDQU32   192(R11), Z14
+	VPDPBUSD    (R11), Z1, Z14
+	VPDPBUSD    64(R11), Z6, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z12, Z14, Z14
+	VFMADD231PS 128(R11), Z14, Z3
+	VMOVDQU32   448(R11), Z1
+	VPDPBUSD    256(R11), Z7, Z1
+	VPDPBUSD    320(R11), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z13, Z1, Z1
+	VFMADD231PS 384(R11), Z1, Z3
+	VMOVDQU32   704(R11), Z1
+	VPDPBUSD    512(R11), Z9, Z1
+	VPDPBUSD    576(R11), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z11, Z1, Z1
+	VFMADD231PS 640(R11), Z1, Z3
+	VMOVDQU8.Z  (AX)(SI*2), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  64(AX)(SI*2), K3, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  128(AX)(SI*2), K4, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVUPS.Z   (R8)(R9*2), K1, Z11
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z12
+	VPERMD      Z11, Z12, Z12
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z13
+	VPERMD      Z11, Z13, Z13
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z14
+	VPERMD      Z11, Z14, Z11
+	VMOVDQU32   192(R11), Z14
+	VPDPBUSD    (R11), Z1, Z14
+	VPDPBUSD    64(R11), Z6, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z12, Z14, Z14
+	VFMADD231PS 128(R11), Z14, Z4
+	VMOVDQU32   448(R11), Z1
+	VPDPBUSD    256(R11), Z7, Z1
+	VPDPBUSD    320(R11), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z13, Z1, Z1
+	VFMADD231PS 384(R11), Z1, Z4
+	VMOVDQU32   704(R11), Z1
+	VPDPBUSD    512(R11), Z9, Z1
+	VPDPBUSD    576(R11), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z11, Z1, Z1
+	VFMADD231PS 640(R11), Z1, Z4
+	VMOVDQU8.Z  (AX)(DI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  64(AX)(DI*1), K3, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  128(AX)(DI*1), K4, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVUPS.Z   (R8)(R10*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z11
+	VPERMD      Z0, Z11, Z11
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z12
+	VPERMD      Z0, Z12, Z12
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z13
+	VPERMD      Z0, Z13, Z0
+	VMOVDQU32   192(R11), Z13
+	VPDPBUSD    (R11), Z1, Z13
+	VPDPBUSD    64(R11), Z6, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z11, Z13, Z13
+	VFMADD231PS 128(R11), Z13, Z5
+	VMOVDQU32   448(R11), Z1
+	VPDPBUSD    256(R11), Z7, Z1
+	VPDPBUSD    320(R11), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z12, Z1, Z1
+	VFMADD231PS 384(R11), Z1, Z5
+	VMOVDQU32   704(R11), Z1
+	VPDPBUSD    512(R11), Z9, Z1
+	VPDPBUSD    576(R11), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 640(R11), Z1, Z5
+	JMP         done
+
+last2:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  64(AX), K3, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVUPS.Z   (R8), K1, Z9
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z10
+	VPERMD      Z9, Z10, Z10
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z11
+	VPERMD      Z9, Z11, Z9
+	VMOVDQU32   192(R11), Z11
+	VPDPBUSD    (R11), Z1, Z11
+	VPDPBUSD    64(R11), Z6, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z10, Z11, Z11
+	VFMADD231PS 128(R11), Z11, Z2
+	VMOVDQU32   448(R11), Z1
+	VPDPBUSD    256(R11), Z7, Z1
+	VPDPBUSD    320(R11), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z9, Z1, Z1
+	VFMADD231PS 384(R11), Z1, Z2
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  64(AX)(SI*1), K3, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVUPS.Z   (R8)(R9*1), K1, Z9
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z10
+	VPERMD      Z9, Z10, Z10
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z11
+	VPERMD      Z9, Z11, Z9
+	VMOVDQU32   192(R11), Z11
+	VPDPBUSD    (R11), Z1, Z11
+	VPDPBUSD    64(R11), Z6, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z10, Z11, Z11
+	VFMADD231PS 128(R11), Z11, Z3
+	VMOVDQU32   448(R11), Z1
+	VPDPBUSD    256(R11), Z7, Z1
+	VPDPBUSD    320(R11), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z9, Z1, Z1
+	VFMADD231PS 384(R11), Z1, Z3
+	VMOVDQU8.Z  (AX)(SI*2), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  64(AX)(SI*2), K3, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVUPS.Z   (R8)(R9*2), K1, Z9
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z10
+	VPERMD      Z9, Z10, Z10
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z11
+	VPERMD      Z9, Z11, Z9
+	VMOVDQU32   192(R11), Z11
+	VPDPBUSD    (R11), Z1, Z11
+	VPDPBUSD    64(R11), Z6, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z10, Z11, Z11
+	VFMADD231PS 128(R11), Z11, Z4
+	VMOVDQU32   448(R11), Z1
+	VPDPBUSD    256(R11), Z7, Z1
+	VPDPBUSD    320(R11), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z9, Z1, Z1
+	VFMADD231PS 384(R11), Z1, Z4
+	VMOVDQU8.Z  (AX)(DI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  64(AX)(DI*1), K3, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVUPS.Z   (R8)(R10*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z9
+	VPERMD      Z0, Z9, Z9
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z10
+	VPERMD      Z0, Z10, Z0
+	VMOVDQU32   192(R11), Z10
+	VPDPBUSD    (R11), Z1, Z10
+	VPDPBUSD    64(R11), Z6, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z9, Z10, Z10
+	VFMADD231PS 128(R11), Z10, Z5
+	VMOVDQU32   448(R11), Z1
+	VPDPBUSD    256(R11), Z7, Z1
+	VPDPBUSD    320(R11), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 384(R11), Z1, Z5
+	JMP         done
+
+last1:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVUPS.Z   (R8), K1, Z7
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z8
+	VPERMD      Z7, Z8, Z7
+	VMOVDQU32   192(R11), Z8
+	VPDPBUSD    (R11), Z1, Z8
+	VPDPBUSD    64(R11), Z6, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z7, Z8, Z8
+	VFMADD231PS 128(R11), Z8, Z2
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVUPS.Z   (R8)(R9*1), K1, Z7
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z8
+	VPERMD      Z7, Z8, Z7
+	VMOVDQU32   192(R11), Z8
+	VPDPBUSD    (R11), Z1, Z8
+	VPDPBUSD    64(R11), Z6, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z7, Z8, Z8
+	VFMADD231PS 128(R11), Z8, Z3
+	VMOVDQU8.Z  (AX)(SI*2), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVUPS.Z   (R8)(R9*2), K1, Z7
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z8
+	VPERMD      Z7, Z8, Z7
+	VMOVDQU32   192(R11), Z8
+	VPDPBUSD    (R11), Z1, Z8
+	VPDPBUSD    64(R11), Z6, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z7, Z8, Z8
+	VFMADD231PS 128(R11), Z8, Z4
+	VMOVDQU8.Z  (AX)(DI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVUPS.Z   (R8)(R10*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z7
+	VPERMD      Z0, Z7, Z0
+	VMOVDQU32   192(R11), Z7
+	VPDPBUSD    (R11), Z1, Z7
+	VPDPBUSD    64(R11), Z6, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z0, Z7, Z7
+	VFMADD231PS 128(R11), Z7, Z5
+
+done:
 	MOVQ          dst+64(FP), AX
 	MOVQ          ldd+72(FP), CX
 	SHLQ          $0x02, CX
@@ -10504,94 +11639,338 @@ reduce:
 	RET
 
 // func q4VnniScales1x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, CMOV
 TEXT ·q4VnniScales1x2(SB), NOSPLIT, $0-88
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQU32    q4scaleperm<>+0(SB), Z1
+	MOVQ         ng+32(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         tail+40(FP), CX
+	ADDQ         CX, AX
+	MOVQ         AX, CX
+	SHRQ         $0x04, CX
+	MOVQ         AX, DX
+	ADDQ         $0x0f, DX
+	SHRQ         $0x04, DX
+	SHLQ         $0x0a, DX
+	ANDQ         $0x0f, AX
+	MOVQ         AX, BX
+	ADDQ         $0x03, BX
+	SHRQ         $0x02, BX
+	MOVQ         $-1, SI
+	MOVQ         $0x0000000000000000, DI
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K1
+	SHLQ         $0x04, AX
+	MOVQ         AX, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K2
+	MOVQ         AX, R8
+	SUBQ         $0x40, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K3
+	MOVQ         AX, R8
+	SUBQ         $0x80, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K4
+	SUBQ         $0xc0, AX
+	CMOVQLT      DI, AX
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K5
+	VPXORD       Z0, Z0, Z2
+	VPXORD       Z0, Z0, Z3
 	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	MOVQ         sc+16(FP), CX
-	MOVQ         scstr+24(FP), DX
-	MOVQ         ng+32(FP), DX
-	MOVQ         x+48(FP), BX
-	MOVQ         xs+56(FP), SI
-	MOVL         $0x0f0f0f0f, DI
-	VPBROADCASTD DI, Z0
-	VMOVDQU32    q4perm<>+0(SB), Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
+	MOVQ         rstr+8(FP), SI
+	MOVQ         sc+16(FP), SI
+	MOVQ         scstr+24(FP), DI
+	MOVQ         x+48(FP), DI
+	MOVQ         xs+56(FP), R8
+	MOVQ         DI, R9
+	ADDQ         DX, R9
 
-loop:
-	TESTQ           DX, DX
-	JZ              tail
-	VMOVDQU32       (AX), Z4
-	VPSRLW          $0x04, Z4, Z5
-	VPANDD          Z4, Z0, Z4
-	VPANDD          Z5, Z0, Z5
-	VBROADCASTF32X4 (CX), Z6
-	VPERMPS         Z6, Z1, Z6
-	VMOVDQU32       (BX), Z7
-	VMOVDQU32       64(BX), Z8
-	VMOVUPS         128(BX), Z9
-	VMOVDQU32       192(BX), Z10
-	VPDPBUSD        Z7, Z4, Z10
-	VPDPBUSD        Z8, Z5, Z10
-	VCVTDQ2PS       Z10, Z10
-	VMULPS          Z9, Z6, Z7
-	VFMADD231PS     Z10, Z7, Z2
-	VMOVDQU32       (BX)(SI*1), Z7
-	VMOVDQU32       64(BX)(SI*1), Z8
-	VMOVUPS         128(BX)(SI*1), Z9
-	VMOVDQU32       192(BX)(SI*1), Z10
-	VPDPBUSD        Z7, Z4, Z10
-	VPDPBUSD        Z8, Z5, Z10
-	VCVTDQ2PS       Z10, Z10
-	VMULPS          Z9, Z6, Z4
-	VFMADD231PS     Z10, Z4, Z3
-	ADDQ            $0x00000040, AX
-	ADDQ            $0x00000010, CX
-	ADDQ            $0x00000100, BX
-	DECQ            DX
-	JMP             loop
-
-tail:
-	MOVQ        tail+40(FP), DX
-	TESTQ       DX, DX
-	JZ          reduce
-	MOVQ        $0x0000000000000001, DI
-	SHLQ        $0x04, DX
-	SHLXQ       DX, DI, DI
-	DECQ        DI
-	KMOVQ       DI, K1
-	SHRQ        $0x04, DX
-	MOVQ        $0x0000000000000001, DI
-	SHLXQ       DX, DI, DI
-	DECQ        DI
-	KMOVQ       DI, K2
-	VMOVDQU8.Z  (AX), K1, Z4
+chunk:
+	TESTQ       CX, CX
+	JZ          last
+	VMOVDQU32   (AX), Z4
 	VPSRLW      $0x04, Z4, Z5
 	VPANDD      Z4, Z0, Z4
 	VPANDD      Z5, Z0, Z5
-	VMOVUPS.Z   (CX), K2, Z0
-	VPERMPS     Z0, Z1, Z0
-	VMOVDQU32   (BX), Z1
-	VMOVDQU32   64(BX), Z6
-	VMOVUPS     128(BX), Z7
-	VMOVDQU32   192(BX), Z8
-	VPDPBUSD    Z1, Z4, Z8
-	VPDPBUSD    Z6, Z5, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMULPS      Z7, Z0, Z1
-	VFMADD231PS Z8, Z1, Z2
-	VMOVDQU32   (BX)(SI*1), Z1
-	VMOVDQU32   64(BX)(SI*1), Z6
-	VMOVUPS     128(BX)(SI*1), Z7
-	VMOVDQU32   192(BX)(SI*1), Z8
-	VPDPBUSD    Z1, Z4, Z8
-	VPDPBUSD    Z6, Z5, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMULPS      Z7, Z0, Z0
-	VFMADD231PS Z8, Z0, Z3
+	VMOVDQU32   64(AX), Z6
+	VPSRLW      $0x04, Z6, Z7
+	VPANDD      Z6, Z0, Z6
+	VPANDD      Z7, Z0, Z7
+	VMOVDQU32   128(AX), Z8
+	VPSRLW      $0x04, Z8, Z9
+	VPANDD      Z8, Z0, Z8
+	VPANDD      Z9, Z0, Z9
+	VMOVDQU32   192(AX), Z10
+	VPSRLW      $0x04, Z10, Z11
+	VPANDD      Z10, Z0, Z10
+	VPANDD      Z11, Z0, Z11
+	VPERMPS     (SI), Z1, Z12
+	VPXORD      Z0, Z0, Z13
+	VPDPBUSD    (DI), Z4, Z13
+	VPDPBUSD    64(DI), Z5, Z13
+	VPXORD      Z0, Z0, Z14
+	VPDPBUSD    256(DI), Z6, Z14
+	VPDPBUSD    320(DI), Z7, Z14
+	VPXORD      Z0, Z0, Z15
+	VPDPBUSD    512(DI), Z8, Z15
+	VPDPBUSD    576(DI), Z9, Z15
+	VPXORD      Z0, Z0, Z16
+	VPDPBUSD    768(DI), Z10, Z16
+	VPDPBUSD    832(DI), Z11, Z16
+	VPUNPCKLDQ  Z14, Z13, Z17
+	VPUNPCKHDQ  Z14, Z13, Z13
+	VPADDD      Z13, Z17, Z17
+	VPUNPCKLDQ  Z16, Z15, Z13
+	VPUNPCKHDQ  Z16, Z15, Z14
+	VPADDD      Z14, Z13, Z13
+	VPUNPCKLQDQ Z13, Z17, Z14
+	VPUNPCKHQDQ Z13, Z17, Z13
+	VPADDD      Z13, Z14, Z14
+	VPADDD      64(R9), Z14, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z12, Z14, Z14
+	VFMADD231PS (R9), Z14, Z2
+	VPXORD      Z0, Z0, Z13
+	VPDPBUSD    (DI)(R8*1), Z4, Z13
+	VPDPBUSD    64(DI)(R8*1), Z5, Z13
+	VPXORD      Z0, Z0, Z4
+	VPDPBUSD    256(DI)(R8*1), Z6, Z4
+	VPDPBUSD    320(DI)(R8*1), Z7, Z4
+	VPXORD      Z0, Z0, Z5
+	VPDPBUSD    512(DI)(R8*1), Z8, Z5
+	VPDPBUSD    576(DI)(R8*1), Z9, Z5
+	VPXORD      Z0, Z0, Z6
+	VPDPBUSD    768(DI)(R8*1), Z10, Z6
+	VPDPBUSD    832(DI)(R8*1), Z11, Z6
+	VPUNPCKLDQ  Z4, Z13, Z7
+	VPUNPCKHDQ  Z4, Z13, Z4
+	VPADDD      Z4, Z7, Z7
+	VPUNPCKLDQ  Z6, Z5, Z4
+	VPUNPCKHDQ  Z6, Z5, Z5
+	VPADDD      Z5, Z4, Z4
+	VPUNPCKLQDQ Z4, Z7, Z5
+	VPUNPCKHQDQ Z4, Z7, Z4
+	VPADDD      Z4, Z5, Z5
+	VPADDD      64(R9)(R8*1), Z5, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z12, Z5, Z5
+	VFMADD231PS (R9)(R8*1), Z5, Z3
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000400, DI
+	ADDQ        $0x00000080, R9
+	DECQ        CX
+	JMP         chunk
 
-reduce:
+last:
+	TESTQ       BX, BX
+	JZ          done
+	CMPQ        BX, $0x02
+	JB          last1
+	JE          last2
+	CMPQ        BX, $0x03
+	JE          last3
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z4
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU8.Z  64(AX), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  128(AX), K4, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  192(AX), K5, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVUPS.Z   (SI), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z11
+	VPERMD      Z0, Z11, Z11
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z12
+	VPERMD      Z0, Z12, Z12
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z13
+	VPERMD      Z0, Z13, Z13
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z14
+	VPERMD      Z0, Z14, Z0
+	VMOVDQU32   192(DI), Z14
+	VPDPBUSD    (DI), Z1, Z14
+	VPDPBUSD    64(DI), Z4, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z11, Z14, Z14
+	VFMADD231PS 128(DI), Z14, Z2
+	VMOVDQU32   448(DI), Z14
+	VPDPBUSD    256(DI), Z5, Z14
+	VPDPBUSD    320(DI), Z6, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z12, Z14, Z14
+	VFMADD231PS 384(DI), Z14, Z2
+	VMOVDQU32   704(DI), Z14
+	VPDPBUSD    512(DI), Z7, Z14
+	VPDPBUSD    576(DI), Z8, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z13, Z14, Z14
+	VFMADD231PS 640(DI), Z14, Z2
+	VMOVDQU32   960(DI), Z14
+	VPDPBUSD    768(DI), Z9, Z14
+	VPDPBUSD    832(DI), Z10, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z0, Z14, Z14
+	VFMADD231PS 896(DI), Z14, Z2
+	VMOVDQU32   192(DI)(R8*1), Z14
+	VPDPBUSD    (DI)(R8*1), Z1, Z14
+	VPDPBUSD    64(DI)(R8*1), Z4, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z11, Z14, Z14
+	VFMADD231PS 128(DI)(R8*1), Z14, Z3
+	VMOVDQU32   448(DI)(R8*1), Z1
+	VPDPBUSD    256(DI)(R8*1), Z5, Z1
+	VPDPBUSD    320(DI)(R8*1), Z6, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z12, Z1, Z1
+	VFMADD231PS 384(DI)(R8*1), Z1, Z3
+	VMOVDQU32   704(DI)(R8*1), Z1
+	VPDPBUSD    512(DI)(R8*1), Z7, Z1
+	VPDPBUSD    576(DI)(R8*1), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z13, Z1, Z1
+	VFMADD231PS 640(DI)(R8*1), Z1, Z3
+	VMOVDQU32   960(DI)(R8*1), Z1
+	VPDPBUSD    768(DI)(R8*1), Z9, Z1
+	VPDPBUSD    832(DI)(R8*1), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 896(DI)(R8*1), Z1, Z3
+	JMP         done
+
+last3:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z4
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU8.Z  64(AX), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  128(AX), K4, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVUPS.Z   (SI), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z9
+	VPERMD      Z0, Z9, Z9
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z10
+	VPERMD      Z0, Z10, Z10
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z11
+	VPERMD      Z0, Z11, Z0
+	VMOVDQU32   192(DI), Z11
+	VPDPBUSD    (DI), Z1, Z11
+	VPDPBUSD    64(DI), Z4, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z9, Z11, Z11
+	VFMADD231PS 128(DI), Z11, Z2
+	VMOVDQU32   448(DI), Z11
+	VPDPBUSD    256(DI), Z5, Z11
+	VPDPBUSD    320(DI), Z6, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z10, Z11, Z11
+	VFMADD231PS 384(DI), Z11, Z2
+	VMOVDQU32   704(DI), Z11
+	VPDPBUSD    512(DI), Z7, Z11
+	VPDPBUSD    576(DI), Z8, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z0, Z11, Z11
+	VFMADD231PS 640(DI), Z11, Z2
+	VMOVDQU32   192(DI)(R8*1), Z11
+	VPDPBUSD    (DI)(R8*1), Z1, Z11
+	VPDPBUSD    64(DI)(R8*1), Z4, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z9, Z11, Z11
+	VFMADD231PS 128(DI)(R8*1), Z11, Z3
+	VMOVDQU32   448(DI)(R8*1), Z1
+	VPDPBUSD    256(DI)(R8*1), Z5, Z1
+	VPDPBUSD    320(DI)(R8*1), Z6, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z10, Z1, Z1
+	VFMADD231PS 384(DI)(R8*1), Z1, Z3
+	VMOVDQU32   704(DI)(R8*1), Z1
+	VPDPBUSD    512(DI)(R8*1), Z7, Z1
+	VPDPBUSD    576(DI)(R8*1), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 640(DI)(R8*1), Z1, Z3
+	JMP         done
+
+last2:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z4
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU8.Z  64(AX), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVUPS.Z   (SI), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z7
+	VPERMD      Z0, Z7, Z7
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z8
+	VPERMD      Z0, Z8, Z0
+	VMOVDQU32   192(DI), Z8
+	VPDPBUSD    (DI), Z1, Z8
+	VPDPBUSD    64(DI), Z4, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z7, Z8, Z8
+	VFMADD231PS 128(DI), Z8, Z2
+	VMOVDQU32   448(DI), Z8
+	VPDPBUSD    256(DI), Z5, Z8
+	VPDPBUSD    320(DI), Z6, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z0, Z8, Z8
+	VFMADD231PS 384(DI), Z8, Z2
+	VMOVDQU32   192(DI)(R8*1), Z8
+	VPDPBUSD    (DI)(R8*1), Z1, Z8
+	VPDPBUSD    64(DI)(R8*1), Z4, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z7, Z8, Z8
+	VFMADD231PS 128(DI)(R8*1), Z8, Z3
+	VMOVDQU32   448(DI)(R8*1), Z1
+	VPDPBUSD    256(DI)(R8*1), Z5, Z1
+	VPDPBUSD    320(DI)(R8*1), Z6, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 384(DI)(R8*1), Z1, Z3
+	JMP         done
+
+last1:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z4
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z4, Z0, Z4
+	VMOVUPS.Z   (SI), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z5
+	VPERMD      Z0, Z5, Z0
+	VMOVDQU32   192(DI), Z5
+	VPDPBUSD    (DI), Z1, Z5
+	VPDPBUSD    64(DI), Z4, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z0, Z5, Z5
+	VFMADD231PS 128(DI), Z5, Z2
+	VMOVDQU32   192(DI)(R8*1), Z5
+	VPDPBUSD    (DI)(R8*1), Z1, Z5
+	VPDPBUSD    64(DI)(R8*1), Z4, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z0, Z5, Z5
+	VFMADD231PS 128(DI)(R8*1), Z5, Z3
+
+done:
 	MOVQ          dst+64(FP), AX
 	MOVQ          ldd+72(FP), CX
 	SHLQ          $0x02, CX
@@ -10618,132 +11997,591 @@ reduce:
 	RET
 
 // func q4VnniScales2x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, CMOV
 TEXT ·q4VnniScales2x2(SB), NOSPLIT, $0-88
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQU32    q4scaleperm<>+0(SB), Z1
+	MOVQ         ng+32(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         tail+40(FP), CX
+	ADDQ         CX, AX
+	MOVQ         AX, CX
+	SHRQ         $0x04, CX
+	MOVQ         AX, DX
+	ADDQ         $0x0f, DX
+	SHRQ         $0x04, DX
+	SHLQ         $0x0a, DX
+	ANDQ         $0x0f, AX
+	MOVQ         AX, BX
+	ADDQ         $0x03, BX
+	SHRQ         $0x02, BX
+	MOVQ         $-1, SI
+	MOVQ         $0x0000000000000000, DI
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K1
+	SHLQ         $0x04, AX
+	MOVQ         AX, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K2
+	MOVQ         AX, R8
+	SUBQ         $0x40, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K3
+	MOVQ         AX, R8
+	SUBQ         $0x80, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K4
+	SUBQ         $0xc0, AX
+	CMOVQLT      DI, AX
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K5
+	VPXORD       Z0, Z0, Z2
+	VPXORD       Z0, Z0, Z3
+	VPXORD       Z0, Z0, Z4
+	VPXORD       Z0, Z0, Z5
 	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	MOVQ         sc+16(FP), DX
-	MOVQ         scstr+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	MOVQ         x+48(FP), DI
-	MOVQ         xs+56(FP), R8
-	MOVL         $0x0f0f0f0f, R9
-	VPBROADCASTD R9, Z0
-	VMOVDQU32    q4perm<>+0(SB), Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-	VPXORD       Z4, Z4, Z4
-	VPXORD       Z5, Z5, Z5
+	MOVQ         rstr+8(FP), SI
+	MOVQ         sc+16(FP), DI
+	MOVQ         scstr+24(FP), R8
+	MOVQ         x+48(FP), R9
+	MOVQ         xs+56(FP), R10
+	MOVQ         R9, R11
+	ADDQ         DX, R11
 
-loop:
-	TESTQ           SI, SI
-	JZ              tail
-	VMOVDQU32       (AX), Z6
-	VPSRLW          $0x04, Z6, Z7
-	VPANDD          Z6, Z0, Z6
-	VPANDD          Z7, Z0, Z7
-	VBROADCASTF32X4 (DX), Z8
-	VPERMPS         Z8, Z1, Z8
-	VMOVDQU32       (AX)(CX*1), Z9
-	VPSRLW          $0x04, Z9, Z10
-	VPANDD          Z9, Z0, Z9
-	VPANDD          Z10, Z0, Z10
-	VBROADCASTF32X4 (DX)(BX*1), Z11
-	VPERMPS         Z11, Z1, Z11
-	VMOVDQU32       (DI), Z12
-	VMOVDQU32       64(DI), Z13
-	VMOVUPS         128(DI), Z14
-	VMOVDQU32       192(DI), Z15
-	VPDPBUSD        Z12, Z6, Z15
-	VPDPBUSD        Z13, Z7, Z15
-	VCVTDQ2PS       Z15, Z15
-	VMULPS          Z14, Z8, Z16
-	VFMADD231PS     Z15, Z16, Z2
-	VMOVDQU32       192(DI), Z15
-	VPDPBUSD        Z12, Z9, Z15
-	VPDPBUSD        Z13, Z10, Z15
-	VCVTDQ2PS       Z15, Z15
-	VMULPS          Z14, Z11, Z12
-	VFMADD231PS     Z15, Z12, Z4
-	VMOVDQU32       (DI)(R8*1), Z12
-	VMOVDQU32       64(DI)(R8*1), Z13
-	VMOVUPS         128(DI)(R8*1), Z14
-	VMOVDQU32       192(DI)(R8*1), Z15
-	VPDPBUSD        Z12, Z6, Z15
-	VPDPBUSD        Z13, Z7, Z15
-	VCVTDQ2PS       Z15, Z15
-	VMULPS          Z14, Z8, Z6
-	VFMADD231PS     Z15, Z6, Z3
-	VMOVDQU32       192(DI)(R8*1), Z6
-	VPDPBUSD        Z12, Z9, Z6
-	VPDPBUSD        Z13, Z10, Z6
-	VCVTDQ2PS       Z6, Z6
-	VMULPS          Z14, Z11, Z7
-	VFMADD231PS     Z6, Z7, Z5
-	ADDQ            $0x00000040, AX
-	ADDQ            $0x00000010, DX
-	ADDQ            $0x00000100, DI
-	DECQ            SI
-	JMP             loop
-
-tail:
-	MOVQ        tail+40(FP), SI
-	TESTQ       SI, SI
-	JZ          reduce
-	MOVQ        $0x0000000000000001, R9
-	SHLQ        $0x04, SI
-	SHLXQ       SI, R9, R9
-	DECQ        R9
-	KMOVQ       R9, K1
-	SHRQ        $0x04, SI
-	MOVQ        $0x0000000000000001, R9
-	SHLXQ       SI, R9, R9
-	DECQ        R9
-	KMOVQ       R9, K2
-	VMOVDQU8.Z  (AX), K1, Z6
+chunk:
+	TESTQ       CX, CX
+	JZ          last
+	VMOVDQU32   (AX), Z6
 	VPSRLW      $0x04, Z6, Z7
 	VPANDD      Z6, Z0, Z6
 	VPANDD      Z7, Z0, Z7
-	VMOVUPS.Z   (DX), K2, Z8
-	VPERMPS     Z8, Z1, Z8
-	VMOVDQU8.Z  (AX)(CX*1), K1, Z9
+	VMOVDQU32   64(AX), Z8
+	VPSRLW      $0x04, Z8, Z9
+	VPANDD      Z8, Z0, Z8
+	VPANDD      Z9, Z0, Z9
+	VMOVDQU32   128(AX), Z10
+	VPSRLW      $0x04, Z10, Z11
+	VPANDD      Z10, Z0, Z10
+	VPANDD      Z11, Z0, Z11
+	VMOVDQU32   192(AX), Z12
+	VPSRLW      $0x04, Z12, Z13
+	VPANDD      Z12, Z0, Z12
+	VPANDD      Z13, Z0, Z13
+	VPERMPS     (DI), Z1, Z14
+	VPXORD      Z0, Z0, Z15
+	VPDPBUSD    (R9), Z6, Z15
+	VPDPBUSD    64(R9), Z7, Z15
+	VPXORD      Z0, Z0, Z16
+	VPDPBUSD    256(R9), Z8, Z16
+	VPDPBUSD    320(R9), Z9, Z16
+	VPXORD      Z0, Z0, Z17
+	VPDPBUSD    512(R9), Z10, Z17
+	VPDPBUSD    576(R9), Z11, Z17
+	VPXORD      Z0, Z0, Z18
+	VPDPBUSD    768(R9), Z12, Z18
+	VPDPBUSD    832(R9), Z13, Z18
+	VPUNPCKLDQ  Z16, Z15, Z19
+	VPUNPCKHDQ  Z16, Z15, Z15
+	VPADDD      Z15, Z19, Z19
+	VPUNPCKLDQ  Z18, Z17, Z15
+	VPUNPCKHDQ  Z18, Z17, Z16
+	VPADDD      Z16, Z15, Z15
+	VPUNPCKLQDQ Z15, Z19, Z16
+	VPUNPCKHQDQ Z15, Z19, Z15
+	VPADDD      Z15, Z16, Z16
+	VPADDD      64(R11), Z16, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z14, Z16, Z16
+	VFMADD231PS (R11), Z16, Z2
+	VPXORD      Z0, Z0, Z15
+	VPDPBUSD    (R9)(R10*1), Z6, Z15
+	VPDPBUSD    64(R9)(R10*1), Z7, Z15
+	VPXORD      Z0, Z0, Z6
+	VPDPBUSD    256(R9)(R10*1), Z8, Z6
+	VPDPBUSD    320(R9)(R10*1), Z9, Z6
+	VPXORD      Z0, Z0, Z7
+	VPDPBUSD    512(R9)(R10*1), Z10, Z7
+	VPDPBUSD    576(R9)(R10*1), Z11, Z7
+	VPXORD      Z0, Z0, Z8
+	VPDPBUSD    768(R9)(R10*1), Z12, Z8
+	VPDPBUSD    832(R9)(R10*1), Z13, Z8
+	VPUNPCKLDQ  Z6, Z15, Z9
+	VPUNPCKHDQ  Z6, Z15, Z6
+	VPADDD      Z6, Z9, Z9
+	VPUNPCKLDQ  Z8, Z7, Z6
+	VPUNPCKHDQ  Z8, Z7, Z7
+	VPADDD      Z7, Z6, Z6
+	VPUNPCKLQDQ Z6, Z9, Z7
+	VPUNPCKHQDQ Z6, Z9, Z6
+	VPADDD      Z6, Z7, Z7
+	VPADDD      64(R11)(R10*1), Z7, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z14, Z7, Z7
+	VFMADD231PS (R11)(R10*1), Z7, Z3
+	VMOVDQU32   (AX)(SI*1), Z6
+	VPSRLW      $0x04, Z6, Z7
+	VPANDD      Z6, Z0, Z6
+	VPANDD      Z7, Z0, Z7
+	VMOVDQU32   64(AX)(SI*1), Z8
+	VPSRLW      $0x04, Z8, Z9
+	VPANDD      Z8, Z0, Z8
+	VPANDD      Z9, Z0, Z9
+	VMOVDQU32   128(AX)(SI*1), Z10
+	VPSRLW      $0x04, Z10, Z11
+	VPANDD      Z10, Z0, Z10
+	VPANDD      Z11, Z0, Z11
+	VMOVDQU32   192(AX)(SI*1), Z12
+	VPSRLW      $0x04, Z12, Z13
+	VPANDD      Z12, Z0, Z12
+	VPANDD      Z13, Z0, Z13
+	VPERMPS     (DI)(R8*1), Z1, Z14
+	VPXORD      Z0, Z0, Z15
+	VPDPBUSD    (R9), Z6, Z15
+	VPDPBUSD    64(R9), Z7, Z15
+	VPXORD      Z0, Z0, Z16
+	VPDPBUSD    256(R9), Z8, Z16
+	VPDPBUSD    320(R9), Z9, Z16
+	VPXORD      Z0, Z0, Z17
+	VPDPBUSD    512(R9), Z10, Z17
+	VPDPBUSD    576(R9), Z11, Z17
+	VPXORD      Z0, Z0, Z18
+	VPDPBUSD    768(R9), Z12, Z18
+	VPDPBUSD    832(R9), Z13, Z18
+	VPUNPCKLDQ  Z16, Z15, Z19
+	VPUNPCKHDQ  Z16, Z15, Z15
+	VPADDD      Z15, Z19, Z19
+	VPUNPCKLDQ  Z18, Z17, Z15
+	VPUNPCKHDQ  Z18, Z17, Z16
+	VPADDD      Z16, Z15, Z15
+	VPUNPCKLQDQ Z15, Z19, Z16
+	VPUNPCKHQDQ Z15, Z19, Z15
+	VPADDD      Z15, Z16, Z16
+	VPADDD      64(R11), Z16, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z14, Z16, Z16
+	VFMADD231PS (R11), Z16, Z4
+	VPXORD      Z0, Z0, Z15
+	VPDPBUSD    (R9)(R10*1), Z6, Z15
+	VPDPBUSD    64(R9)(R10*1), Z7, Z15
+	VPXORD      Z0, Z0, Z6
+	VPDPBUSD    256(R9)(R10*1), Z8, Z6
+	VPDPBUSD    320(R9)(R10*1), Z9, Z6
+	VPXORD      Z0, Z0, Z7
+	VPDPBUSD    512(R9)(R10*1), Z10, Z7
+	VPDPBUSD    576(R9)(R10*1), Z11, Z7
+	VPXORD      Z0, Z0, Z8
+	VPDPBUSD    768(R9)(R10*1), Z12, Z8
+	VPDPBUSD    832(R9)(R10*1), Z13, Z8
+	VPUNPCKLDQ  Z6, Z15, Z9
+	VPUNPCKHDQ  Z6, Z15, Z6
+	VPADDD      Z6, Z9, Z9
+	VPUNPCKLDQ  Z8, Z7, Z6
+	VPUNPCKHDQ  Z8, Z7, Z7
+	VPADDD      Z7, Z6, Z6
+	VPUNPCKLQDQ Z6, Z9, Z7
+	VPUNPCKHQDQ Z6, Z9, Z6
+	VPADDD      Z6, Z7, Z7
+	VPADDD      64(R11)(R10*1), Z7, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z14, Z7, Z7
+	VFMADD231PS (R11)(R10*1), Z7, Z5
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000400, R9
+	ADDQ        $0x00000080, R11
+	DECQ        CX
+	JMP         chunk
+
+last:
+	TESTQ       BX, BX
+	JZ          done
+	CMPQ        BX, $0x02
+	JB          last1
+	JE          last2
+	CMPQ        BX, $0x03
+	JE          last3
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  64(AX), K3, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  128(AX), K4, Z9
 	VPSRLW      $0x04, Z9, Z10
 	VPANDD      Z9, Z0, Z9
 	VPANDD      Z10, Z0, Z10
-	VMOVUPS.Z   (DX)(BX*1), K2, Z0
-	VPERMPS     Z0, Z1, Z0
-	VMOVDQU32   (DI), Z1
-	VMOVDQU32   64(DI), Z11
-	VMOVUPS     128(DI), Z12
-	VMOVDQU32   192(DI), Z13
-	VPDPBUSD    Z1, Z6, Z13
-	VPDPBUSD    Z11, Z7, Z13
-	VCVTDQ2PS   Z13, Z13
-	VMULPS      Z12, Z8, Z14
-	VFMADD231PS Z13, Z14, Z2
-	VMOVDQU32   192(DI), Z13
-	VPDPBUSD    Z1, Z9, Z13
-	VPDPBUSD    Z11, Z10, Z13
-	VCVTDQ2PS   Z13, Z13
-	VMULPS      Z12, Z0, Z1
-	VFMADD231PS Z13, Z1, Z4
-	VMOVDQU32   (DI)(R8*1), Z1
-	VMOVDQU32   64(DI)(R8*1), Z11
-	VMOVUPS     128(DI)(R8*1), Z12
-	VMOVDQU32   192(DI)(R8*1), Z13
-	VPDPBUSD    Z1, Z6, Z13
-	VPDPBUSD    Z11, Z7, Z13
-	VCVTDQ2PS   Z13, Z13
-	VMULPS      Z12, Z8, Z6
-	VFMADD231PS Z13, Z6, Z3
-	VMOVDQU32   192(DI)(R8*1), Z6
-	VPDPBUSD    Z1, Z9, Z6
-	VPDPBUSD    Z11, Z10, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMULPS      Z12, Z0, Z0
-	VFMADD231PS Z6, Z0, Z5
+	VMOVDQU8.Z  192(AX), K5, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVUPS.Z   (DI), K1, Z13
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z14
+	VPERMD      Z13, Z14, Z14
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z15
+	VPERMD      Z13, Z15, Z15
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z16
+	VPERMD      Z13, Z16, Z16
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z17
+	VPERMD      Z13, Z17, Z13
+	VMOVDQU32   192(R9), Z17
+	VPDPBUSD    (R9), Z1, Z17
+	VPDPBUSD    64(R9), Z6, Z17
+	VCVTDQ2PS   Z17, Z17
+	VMULPS      Z14, Z17, Z17
+	VFMADD231PS 128(R9), Z17, Z2
+	VMOVDQU32   448(R9), Z17
+	VPDPBUSD    256(R9), Z7, Z17
+	VPDPBUSD    320(R9), Z8, Z17
+	VCVTDQ2PS   Z17, Z17
+	VMULPS      Z15, Z17, Z17
+	VFMADD231PS 384(R9), Z17, Z2
+	VMOVDQU32   704(R9), Z17
+	VPDPBUSD    512(R9), Z9, Z17
+	VPDPBUSD    576(R9), Z10, Z17
+	VCVTDQ2PS   Z17, Z17
+	VMULPS      Z16, Z17, Z17
+	VFMADD231PS 640(R9), Z17, Z2
+	VMOVDQU32   960(R9), Z17
+	VPDPBUSD    768(R9), Z11, Z17
+	VPDPBUSD    832(R9), Z12, Z17
+	VCVTDQ2PS   Z17, Z17
+	VMULPS      Z13, Z17, Z17
+	VFMADD231PS 896(R9), Z17, Z2
+	VMOVDQU32   192(R9)(R10*1), Z17
+	VPDPBUSD    (R9)(R10*1), Z1, Z17
+	VPDPBUSD    64(R9)(R10*1), Z6, Z17
+	VCVTDQ2PS   Z17, Z17
+	VMULPS      Z14, Z17, Z17
+	VFMADD231PS 128(R9)(R10*1), Z17, Z3
+	VMOVDQU32   448(R9)(R10*1), Z1
+	VPDPBUSD    256(R9)(R10*1), Z7, Z1
+	VPDPBUSD    320(R9)(R10*1), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z15, Z1, Z1
+	VFMADD231PS 384(R9)(R10*1), Z1, Z3
+	VMOVDQU32   704(R9)(R10*1), Z1
+	VPDPBUSD    512(R9)(R10*1), Z9, Z1
+	VPDPBUSD    576(R9)(R10*1), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z16, Z1, Z1
+	VFMADD231PS 640(R9)(R10*1), Z1, Z3
+	VMOVDQU32   960(R9)(R10*1), Z1
+	VPDPBUSD    768(R9)(R10*1), Z11, Z1
+	VPDPBUSD    832(R9)(R10*1), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z13, Z1, Z1
+	VFMADD231PS 896(R9)(R10*1), Z1, Z3
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  64(AX)(SI*1), K3, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  128(AX)(SI*1), K4, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  192(AX)(SI*1), K5, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVUPS.Z   (DI)(R8*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z13
+	VPERMD      Z0, Z13, Z13
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z14
+	VPERMD      Z0, Z14, Z14
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z15
+	VPERMD      Z0, Z15, Z15
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z16
+	VPERMD      Z0, Z16, Z0
+	VMOVDQU32   192(R9), Z16
+	VPDPBUSD    (R9), Z1, Z16
+	VPDPBUSD    64(R9), Z6, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z13, Z16, Z16
+	VFMADD231PS 128(R9), Z16, Z4
+	VMOVDQU32   448(R9), Z16
+	VPDPBUSD    256(R9), Z7, Z16
+	VPDPBUSD    320(R9), Z8, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z14, Z16, Z16
+	VFMADD231PS 384(R9), Z16, Z4
+	VMOVDQU32   704(R9), Z16
+	VPDPBUSD    512(R9), Z9, Z16
+	VPDPBUSD    576(R9), Z10, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z15, Z16, Z16
+	VFMADD231PS 640(R9), Z16, Z4
+	VMOVDQU32   960(R9), Z16
+	VPDPBUSD    768(R9), Z11, Z16
+	VPDPBUSD    832(R9), Z12, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z0, Z16, Z16
+	VFMADD231PS 896(R9), Z16, Z4
+	VMOVDQU32   192(R9)(R10*1), Z16
+	VPDPBUSD    (R9)(R10*1), Z1, Z16
+	VPDPBUSD    64(R9)(R10*1), Z6, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z13, Z16, Z16
+	VFMADD231PS 128(R9)(R10*1), Z16, Z5
+	VMOVDQU32   448(R9)(R10*1), Z1
+	VPDPBUSD    256(R9)(R10*1), Z7, Z1
+	VPDPBUSD    320(R9)(R10*1), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z14, Z1, Z1
+	VFMADD231PS 384(R9)(R10*1), Z1, Z5
+	VMOVDQU32   704(R9)(R10*1), Z1
+	VPDPBUSD    512(R9)(R10*1), Z9, Z1
+	VPDPBUSD    576(R9)(R10*1), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z15, Z1, Z1
+	VFMADD231PS 640(R9)(R10*1), Z1, Z5
+	VMOVDQU32   960(R9)(R10*1), Z1
+	VPDPBUSD    768(R9)(R10*1), Z11, Z1
+	VPDPBUSD    832(R9)(R10*1), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 896(R9)(R10*1), Z1, Z5
+	JMP         done
 
-reduce:
+last3:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  64(AX), K3, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  128(AX), K4, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVUPS.Z   (DI), K1, Z11
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z12
+	VPERMD      Z11, Z12, Z12
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z13
+	VPERMD      Z11, Z13, Z13
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z14
+	VPERMD      Z11, Z14, Z11
+	VMOVDQU32   192(R9), Z14
+	VPDPBUSD    (R9), Z1, Z14
+	VPDPBUSD    64(R9), Z6, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z12, Z14, Z14
+	VFMADD231PS 128(R9), Z14, Z2
+	VMOVDQU32   448(R9), Z14
+	VPDPBUSD    256(R9), Z7, Z14
+	VPDPBUSD    320(R9), Z8, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z13, Z14, Z14
+	VFMADD231PS 384(R9), Z14, Z2
+	VMOVDQU32   704(R9), Z14
+	VPDPBUSD    512(R9), Z9, Z14
+	VPDPBUSD    576(R9), Z10, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z11, Z14, Z14
+	VFMADD231PS 640(R9), Z14, Z2
+	VMOVDQU32   192(R9)(R10*1), Z14
+	VPDPBUSD    (R9)(R10*1), Z1, Z14
+	VPDPBUSD    64(R9)(R10*1), Z6, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z12, Z14, Z14
+	VFMADD231PS 128(R9)(R10*1), Z14, Z3
+	VMOVDQU32   448(R9)(R10*1), Z1
+	VPDPBUSD    256(R9)(R10*1), Z7, Z1
+	VPDPBUSD    320(R9)(R10*1), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z13, Z1, Z1
+	VFMADD231PS 384(R9)(R10*1), Z1, Z3
+	VMOVDQU32   704(R9)(R10*1), Z1
+	VPDPBUSD    512(R9)(R10*1), Z9, Z1
+	VPDPBUSD    576(R9)(R10*1), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z11, Z1, Z1
+	VFMADD231PS 640(R9)(R10*1), Z1, Z3
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  64(AX)(SI*1), K3, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  128(AX)(SI*1), K4, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVUPS.Z   (DI)(R8*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z11
+	VPERMD      Z0, Z11, Z11
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z12
+	VPERMD      Z0, Z12, Z12
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z13
+	VPERMD      Z0, Z13, Z0
+	VMOVDQU32   192(R9), Z13
+	VPDPBUSD    (R9), Z1, Z13
+	VPDPBUSD    64(R9), Z6, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z11, Z13, Z13
+	VFMADD231PS 128(R9), Z13, Z4
+	VMOVDQU32   448(R9), Z13
+	VPDPBUSD    256(R9), Z7, Z13
+	VPDPBUSD    320(R9), Z8, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z12, Z13, Z13
+	VFMADD231PS 384(R9), Z13, Z4
+	VMOVDQU32   704(R9), Z13
+	VPDPBUSD    512(R9), Z9, Z13
+	VPDPBUSD    576(R9), Z10, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z0, Z13, Z13
+	VFMADD231PS 640(R9), Z13, Z4
+	VMOVDQU32   192(R9)(R10*1), Z13
+	VPDPBUSD    (R9)(R10*1), Z1, Z13
+	VPDPBUSD    64(R9)(R10*1), Z6, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z11, Z13, Z13
+	VFMADD231PS 128(R9)(R10*1), Z13, Z5
+	VMOVDQU32   448(R9)(R10*1), Z1
+	VPDPBUSD    256(R9)(R10*1), Z7, Z1
+	VPDPBUSD    320(R9)(R10*1), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z12, Z1, Z1
+	VFMADD231PS 384(R9)(R10*1), Z1, Z5
+	VMOVDQU32   704(R9)(R10*1), Z1
+	VPDPBUSD    512(R9)(R10*1), Z9, Z1
+	VPDPBUSD    576(R9)(R10*1), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 640(R9)(R10*1), Z1, Z5
+	JMP         done
+
+last2:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  64(AX), K3, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVUPS.Z   (DI), K1, Z9
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z10
+	VPERMD      Z9, Z10, Z10
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z11
+	VPERMD      Z9, Z11, Z9
+	VMOVDQU32   192(R9), Z11
+	VPDPBUSD    (R9), Z1, Z11
+	VPDPBUSD    64(R9), Z6, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z10, Z11, Z11
+	VFMADD231PS 128(R9), Z11, Z2
+	VMOVDQU32   448(R9), Z11
+	VPDPBUSD    256(R9), Z7, Z11
+	VPDPBUSD    320(R9), Z8, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z9, Z11, Z11
+	VFMADD231PS 384(R9), Z11, Z2
+	VMOVDQU32   192(R9)(R10*1), Z11
+	VPDPBUSD    (R9)(R10*1), Z1, Z11
+	VPDPBUSD    64(R9)(R10*1), Z6, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z10, Z11, Z11
+	VFMADD231PS 128(R9)(R10*1), Z11, Z3
+	VMOVDQU32   448(R9)(R10*1), Z1
+	VPDPBUSD    256(R9)(R10*1), Z7, Z1
+	VPDPBUSD    320(R9)(R10*1), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z9, Z1, Z1
+	VFMADD231PS 384(R9)(R10*1), Z1, Z3
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  64(AX)(SI*1), K3, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVUPS.Z   (DI)(R8*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z9
+	VPERMD      Z0, Z9, Z9
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z10
+	VPERMD      Z0, Z10, Z0
+	VMOVDQU32   192(R9), Z10
+	VPDPBUSD    (R9), Z1, Z10
+	VPDPBUSD    64(R9), Z6, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z9, Z10, Z10
+	VFMADD231PS 128(R9), Z10, Z4
+	VMOVDQU32   448(R9), Z10
+	VPDPBUSD    256(R9), Z7, Z10
+	VPDPBUSD    320(R9), Z8, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z0, Z10, Z10
+	VFMADD231PS 384(R9), Z10, Z4
+	VMOVDQU32   192(R9)(R10*1), Z10
+	VPDPBUSD    (R9)(R10*1), Z1, Z10
+	VPDPBUSD    64(R9)(R10*1), Z6, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z9, Z10, Z10
+	VFMADD231PS 128(R9)(R10*1), Z10, Z5
+	VMOVDQU32   448(R9)(R10*1), Z1
+	VPDPBUSD    256(R9)(R10*1), Z7, Z1
+	VPDPBUSD    320(R9)(R10*1), Z8, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 384(R9)(R10*1), Z1, Z5
+	JMP         done
+
+last1:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVUPS.Z   (DI), K1, Z7
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z8
+	VPERMD      Z7, Z8, Z7
+	VMOVDQU32   192(R9), Z8
+	VPDPBUSD    (R9), Z1, Z8
+	VPDPBUSD    64(R9), Z6, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z7, Z8, Z8
+	VFMADD231PS 128(R9), Z8, Z2
+	VMOVDQU32   192(R9)(R10*1), Z8
+	VPDPBUSD    (R9)(R10*1), Z1, Z8
+	VPDPBUSD    64(R9)(R10*1), Z6, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z7, Z8, Z8
+	VFMADD231PS 128(R9)(R10*1), Z8, Z3
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z6
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z6, Z0, Z6
+	VMOVUPS.Z   (DI)(R8*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z7
+	VPERMD      Z0, Z7, Z0
+	VMOVDQU32   192(R9), Z7
+	VPDPBUSD    (R9), Z1, Z7
+	VPDPBUSD    64(R9), Z6, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z0, Z7, Z7
+	VFMADD231PS 128(R9), Z7, Z4
+	VMOVDQU32   192(R9)(R10*1), Z7
+	VPDPBUSD    (R9)(R10*1), Z1, Z7
+	VPDPBUSD    64(R9)(R10*1), Z6, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z0, Z7, Z7
+	VFMADD231PS 128(R9)(R10*1), Z7, Z5
+
+done:
 	MOVQ          dst+64(FP), AX
 	MOVQ          ldd+72(FP), CX
 	SHLQ          $0x02, CX
@@ -10788,210 +12626,1099 @@ reduce:
 	RET
 
 // func q4VnniScales4x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, CMOV
 TEXT ·q4VnniScales4x2(SB), NOSPLIT, $0-88
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQU32    q4scaleperm<>+0(SB), Z1
+	MOVQ         ng+32(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         tail+40(FP), CX
+	ADDQ         CX, AX
+	MOVQ         AX, CX
+	SHRQ         $0x04, CX
+	MOVQ         AX, DX
+	ADDQ         $0x0f, DX
+	SHRQ         $0x04, DX
+	SHLQ         $0x0a, DX
+	ANDQ         $0x0f, AX
+	MOVQ         AX, BX
+	ADDQ         $0x03, BX
+	SHRQ         $0x02, BX
+	MOVQ         $-1, SI
+	MOVQ         $0x0000000000000000, DI
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K1
+	SHLQ         $0x04, AX
+	MOVQ         AX, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K2
+	MOVQ         AX, R8
+	SUBQ         $0x40, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K3
+	MOVQ         AX, R8
+	SUBQ         $0x80, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K4
+	SUBQ         $0xc0, AX
+	CMOVQLT      DI, AX
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K5
+	VPXORD       Z0, Z0, Z2
+	VPXORD       Z0, Z0, Z3
+	VPXORD       Z0, Z0, Z4
+	VPXORD       Z0, Z0, Z5
+	VPXORD       Z0, Z0, Z6
+	VPXORD       Z0, Z0, Z7
+	VPXORD       Z0, Z0, Z8
+	VPXORD       Z0, Z0, Z9
 	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	LEAQ         (CX)(CX*2), DX
-	MOVQ         sc+16(FP), BX
-	MOVQ         scstr+24(FP), SI
+	MOVQ         rstr+8(FP), SI
 	LEAQ         (SI)(SI*2), DI
-	MOVQ         ng+32(FP), R8
-	MOVQ         x+48(FP), R9
-	MOVQ         xs+56(FP), R10
-	MOVL         $0x0f0f0f0f, R11
-	VPBROADCASTD R11, Z0
-	VMOVDQU32    q4perm<>+0(SB), Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-	VPXORD       Z4, Z4, Z4
-	VPXORD       Z5, Z5, Z5
-	VPXORD       Z6, Z6, Z6
-	VPXORD       Z7, Z7, Z7
-	VPXORD       Z8, Z8, Z8
-	VPXORD       Z9, Z9, Z9
+	MOVQ         sc+16(FP), R8
+	MOVQ         scstr+24(FP), R9
+	LEAQ         (R9)(R9*2), R10
+	MOVQ         x+48(FP), R11
+	MOVQ         xs+56(FP), R12
+	MOVQ         R11, R13
+	ADDQ         DX, R13
 
-loop:
-	TESTQ           R8, R8
-	JZ              tail
-	VMOVDQU32       (AX), Z10
-	VPSRLW          $0x04, Z10, Z11
-	VPANDD          Z10, Z0, Z10
-	VPANDD          Z11, Z0, Z11
-	VBROADCASTF32X4 (BX), Z12
-	VPERMPS         Z12, Z1, Z12
-	VMOVDQU32       (AX)(CX*1), Z13
-	VPSRLW          $0x04, Z13, Z14
-	VPANDD          Z13, Z0, Z13
-	VPANDD          Z14, Z0, Z14
-	VBROADCASTF32X4 (BX)(SI*1), Z15
-	VPERMPS         Z15, Z1, Z15
-	VMOVDQU32       (AX)(CX*2), Z16
-	VPSRLW          $0x04, Z16, Z17
-	VPANDD          Z16, Z0, Z16
-	VPANDD          Z17, Z0, Z17
-	VBROADCASTF32X4 (BX)(SI*2), Z18
-	VPERMPS         Z18, Z1, Z18
-	VMOVDQU32       (AX)(DX*1), Z19
-	VPSRLW          $0x04, Z19, Z20
-	VPANDD          Z19, Z0, Z19
-	VPANDD          Z20, Z0, Z20
-	VBROADCASTF32X4 (BX)(DI*1), Z21
-	VPERMPS         Z21, Z1, Z21
-	VMOVDQU32       (R9), Z22
-	VMOVDQU32       64(R9), Z23
-	VMOVUPS         128(R9), Z24
-	VMOVDQU32       192(R9), Z25
-	VPDPBUSD        Z22, Z10, Z25
-	VPDPBUSD        Z23, Z11, Z25
-	VCVTDQ2PS       Z25, Z25
-	VMULPS          Z24, Z12, Z26
-	VFMADD231PS     Z25, Z26, Z2
-	VMOVDQU32       192(R9), Z25
-	VPDPBUSD        Z22, Z13, Z25
-	VPDPBUSD        Z23, Z14, Z25
-	VCVTDQ2PS       Z25, Z25
-	VMULPS          Z24, Z15, Z26
-	VFMADD231PS     Z25, Z26, Z4
-	VMOVDQU32       192(R9), Z25
-	VPDPBUSD        Z22, Z16, Z25
-	VPDPBUSD        Z23, Z17, Z25
-	VCVTDQ2PS       Z25, Z25
-	VMULPS          Z24, Z18, Z26
-	VFMADD231PS     Z25, Z26, Z6
-	VMOVDQU32       192(R9), Z25
-	VPDPBUSD        Z22, Z19, Z25
-	VPDPBUSD        Z23, Z20, Z25
-	VCVTDQ2PS       Z25, Z25
-	VMULPS          Z24, Z21, Z22
-	VFMADD231PS     Z25, Z22, Z8
-	VMOVDQU32       (R9)(R10*1), Z22
-	VMOVDQU32       64(R9)(R10*1), Z23
-	VMOVUPS         128(R9)(R10*1), Z24
-	VMOVDQU32       192(R9)(R10*1), Z25
-	VPDPBUSD        Z22, Z10, Z25
-	VPDPBUSD        Z23, Z11, Z25
-	VCVTDQ2PS       Z25, Z25
-	VMULPS          Z24, Z12, Z10
-	VFMADD231PS     Z25, Z10, Z3
-	VMOVDQU32       192(R9)(R10*1), Z10
-	VPDPBUSD        Z22, Z13, Z10
-	VPDPBUSD        Z23, Z14, Z10
-	VCVTDQ2PS       Z10, Z10
-	VMULPS          Z24, Z15, Z11
-	VFMADD231PS     Z10, Z11, Z5
-	VMOVDQU32       192(R9)(R10*1), Z10
-	VPDPBUSD        Z22, Z16, Z10
-	VPDPBUSD        Z23, Z17, Z10
-	VCVTDQ2PS       Z10, Z10
-	VMULPS          Z24, Z18, Z11
-	VFMADD231PS     Z10, Z11, Z7
-	VMOVDQU32       192(R9)(R10*1), Z10
-	VPDPBUSD        Z22, Z19, Z10
-	VPDPBUSD        Z23, Z20, Z10
-	VCVTDQ2PS       Z10, Z10
-	VMULPS          Z24, Z21, Z11
-	VFMADD231PS     Z10, Z11, Z9
-	ADDQ            $0x00000040, AX
-	ADDQ            $0x00000010, BX
-	ADDQ            $0x00000100, R9
-	DECQ            R8
-	JMP             loop
-
-tail:
-	MOVQ        tail+40(FP), R8
-	TESTQ       R8, R8
-	JZ          reduce
-	MOVQ        $0x0000000000000001, R11
-	SHLQ        $0x04, R8
-	SHLXQ       R8, R11, R11
-	DECQ        R11
-	KMOVQ       R11, K1
-	SHRQ        $0x04, R8
-	MOVQ        $0x0000000000000001, R11
-	SHLXQ       R8, R11, R11
-	DECQ        R11
-	KMOVQ       R11, K2
-	VMOVDQU8.Z  (AX), K1, Z10
+chunk:
+	TESTQ       CX, CX
+	JZ          last
+	VMOVDQU32   (AX), Z10
 	VPSRLW      $0x04, Z10, Z11
 	VPANDD      Z10, Z0, Z10
 	VPANDD      Z11, Z0, Z11
-	VMOVUPS.Z   (BX), K2, Z12
-	VPERMPS     Z12, Z1, Z12
-	VMOVDQU8.Z  (AX)(CX*1), K1, Z13
-	VPSRLW      $0x04, Z13, Z14
+	VMOVDQU32   64(AX), Z12
+	VPSRLW      $0x04, Z12, Z13
+	VPANDD      Z12, Z0, Z12
 	VPANDD      Z13, Z0, Z13
+	VMOVDQU32   128(AX), Z14
+	VPSRLW      $0x04, Z14, Z15
 	VPANDD      Z14, Z0, Z14
-	VMOVUPS.Z   (BX)(SI*1), K2, Z15
-	VPERMPS     Z15, Z1, Z15
-	VMOVDQU8.Z  (AX)(CX*2), K1, Z16
+	VPANDD      Z15, Z0, Z15
+	VMOVDQU32   192(AX), Z16
 	VPSRLW      $0x04, Z16, Z17
 	VPANDD      Z16, Z0, Z16
 	VPANDD      Z17, Z0, Z17
-	VMOVUPS.Z   (BX)(SI*2), K2, Z18
-	VPERMPS     Z18, Z1, Z18
-	VMOVDQU8.Z  (AX)(DX*1), K1, Z19
-	VPSRLW      $0x04, Z19, Z20
-	VPANDD      Z19, Z0, Z19
-	VPANDD      Z20, Z0, Z20
-	VMOVUPS.Z   (BX)(DI*1), K2, Z0
-	VPERMPS     Z0, Z1, Z0
-	VMOVDQU32   (R9), Z1
-	VMOVDQU32   64(R9), Z21
-	VMOVUPS     128(R9), Z22
-	VMOVDQU32   192(R9), Z23
-	VPDPBUSD    Z1, Z10, Z23
-	VPDPBUSD    Z21, Z11, Z23
-	VCVTDQ2PS   Z23, Z23
-	VMULPS      Z22, Z12, Z24
-	VFMADD231PS Z23, Z24, Z2
-	VMOVDQU32   192(R9), Z23
-	VPDPBUSD    Z1, Z13, Z23
-	VPDPBUSD    Z21, Z14, Z23
-	VCVTDQ2PS   Z23, Z23
-	VMULPS      Z22, Z15, Z24
-	VFMADD231PS Z23, Z24, Z4
-	VMOVDQU32   192(R9), Z23
-	VPDPBUSD    Z1, Z16, Z23
-	VPDPBUSD    Z21, Z17, Z23
-	VCVTDQ2PS   Z23, Z23
-	VMULPS      Z22, Z18, Z24
-	VFMADD231PS Z23, Z24, Z6
-	VMOVDQU32   192(R9), Z23
-	VPDPBUSD    Z1, Z19, Z23
-	VPDPBUSD    Z21, Z20, Z23
-	VCVTDQ2PS   Z23, Z23
-	VMULPS      Z22, Z0, Z1
-	VFMADD231PS Z23, Z1, Z8
-	VMOVDQU32   (R9)(R10*1), Z1
-	VMOVDQU32   64(R9)(R10*1), Z21
-	VMOVUPS     128(R9)(R10*1), Z22
-	VMOVDQU32   192(R9)(R10*1), Z23
-	VPDPBUSD    Z1, Z10, Z23
-	VPDPBUSD    Z21, Z11, Z23
-	VCVTDQ2PS   Z23, Z23
-	VMULPS      Z22, Z12, Z10
-	VFMADD231PS Z23, Z10, Z3
-	VMOVDQU32   192(R9)(R10*1), Z10
-	VPDPBUSD    Z1, Z13, Z10
-	VPDPBUSD    Z21, Z14, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMULPS      Z22, Z15, Z11
-	VFMADD231PS Z10, Z11, Z5
-	VMOVDQU32   192(R9)(R10*1), Z10
-	VPDPBUSD    Z1, Z16, Z10
-	VPDPBUSD    Z21, Z17, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMULPS      Z22, Z18, Z11
-	VFMADD231PS Z10, Z11, Z7
-	VMOVDQU32   192(R9)(R10*1), Z10
-	VPDPBUSD    Z1, Z19, Z10
-	VPDPBUSD    Z21, Z20, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMULPS      Z22, Z0, Z0
-	VFMADD231PS Z10, Z0, Z9
+	VPERMPS     (R8), Z1, Z18
+	VPXORD      Z0, Z0, Z19
+	VPDPBUSD    (R11), Z10, Z19
+	VPDPBUSD    64(R11), Z11, Z19
+	VPXORD      Z0, Z0, Z20
+	VPDPBUSD    256(R11), Z12, Z20
+	VPDPBUSD    320(R11), Z13, Z20
+	VPXORD      Z0, Z0, Z21
+	VPDPBUSD    512(R11), Z14, Z21
+	VPDPBUSD    576(R11), Z15, Z21
+	VPXORD      Z0, Z0, Z22
+	VPDPBUSD    768(R11), Z16, Z22
+	VPDPBUSD    832(R11), Z17, Z22
+	VPUNPCKLDQ  Z20, Z19, Z23
+	VPUNPCKHDQ  Z20, Z19, Z19
+	VPADDD      Z19, Z23, Z23
+	VPUNPCKLDQ  Z22, Z21, Z19
+	VPUNPCKHDQ  Z22, Z21, Z20
+	VPADDD      Z20, Z19, Z19
+	VPUNPCKLQDQ Z19, Z23, Z20
+	VPUNPCKHQDQ Z19, Z23, Z19
+	VPADDD      Z19, Z20, Z20
+	VPADDD      64(R13), Z20, Z20
+	VCVTDQ2PS   Z20, Z20
+	VMULPS      Z18, Z20, Z20
+	VFMADD231PS (R13), Z20, Z2
+	VPXORD      Z0, Z0, Z19
+	VPDPBUSD    (R11)(R12*1), Z10, Z19
+	VPDPBUSD    64(R11)(R12*1), Z11, Z19
+	VPXORD      Z0, Z0, Z10
+	VPDPBUSD    256(R11)(R12*1), Z12, Z10
+	VPDPBUSD    320(R11)(R12*1), Z13, Z10
+	VPXORD      Z0, Z0, Z11
+	VPDPBUSD    512(R11)(R12*1), Z14, Z11
+	VPDPBUSD    576(R11)(R12*1), Z15, Z11
+	VPXORD      Z0, Z0, Z12
+	VPDPBUSD    768(R11)(R12*1), Z16, Z12
+	VPDPBUSD    832(R11)(R12*1), Z17, Z12
+	VPUNPCKLDQ  Z10, Z19, Z13
+	VPUNPCKHDQ  Z10, Z19, Z10
+	VPADDD      Z10, Z13, Z13
+	VPUNPCKLDQ  Z12, Z11, Z10
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z11, Z10, Z10
+	VPUNPCKLQDQ Z10, Z13, Z11
+	VPUNPCKHQDQ Z10, Z13, Z10
+	VPADDD      Z10, Z11, Z11
+	VPADDD      64(R13)(R12*1), Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z18, Z11, Z11
+	VFMADD231PS (R13)(R12*1), Z11, Z3
+	VMOVDQU32   (AX)(SI*1), Z10
+	VPSRLW      $0x04, Z10, Z11
+	VPANDD      Z10, Z0, Z10
+	VPANDD      Z11, Z0, Z11
+	VMOVDQU32   64(AX)(SI*1), Z12
+	VPSRLW      $0x04, Z12, Z13
+	VPANDD      Z12, Z0, Z12
+	VPANDD      Z13, Z0, Z13
+	VMOVDQU32   128(AX)(SI*1), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z14, Z0, Z14
+	VPANDD      Z15, Z0, Z15
+	VMOVDQU32   192(AX)(SI*1), Z16
+	VPSRLW      $0x04, Z16, Z17
+	VPANDD      Z16, Z0, Z16
+	VPANDD      Z17, Z0, Z17
+	VPERMPS     (R8)(R9*1), Z1, Z18
+	VPXORD      Z0, Z0, Z19
+	VPDPBUSD    (R11), Z10, Z19
+	VPDPBUSD    64(R11), Z11, Z19
+	VPXORD      Z0, Z0, Z20
+	VPDPBUSD    256(R11), Z12, Z20
+	VPDPBUSD    320(R11), Z13, Z20
+	VPXORD      Z0, Z0, Z21
+	VPDPBUSD    512(R11), Z14, Z21
+	VPDPBUSD    576(R11), Z15, Z21
+	VPXORD      Z0, Z0, Z22
+	VPDPBUSD    768(R11), Z16, Z22
+	VPDPBUSD    832(R11), Z17, Z22
+	VPUNPCKLDQ  Z20, Z19, Z23
+	VPUNPCKHDQ  Z20, Z19, Z19
+	VPADDD      Z19, Z23, Z23
+	VPUNPCKLDQ  Z22, Z21, Z19
+	VPUNPCKHDQ  Z22, Z21, Z20
+	VPADDD      Z20, Z19, Z19
+	VPUNPCKLQDQ Z19, Z23, Z20
+	VPUNPCKHQDQ Z19, Z23, Z19
+	VPADDD      Z19, Z20, Z20
+	VPADDD      64(R13), Z20, Z20
+	VCVTDQ2PS   Z20, Z20
+	VMULPS      Z18, Z20, Z20
+	VFMADD231PS (R13), Z20, Z4
+	VPXORD      Z0, Z0, Z19
+	VPDPBUSD    (R11)(R12*1), Z10, Z19
+	VPDPBUSD    64(R11)(R12*1), Z11, Z19
+	VPXORD      Z0, Z0, Z10
+	VPDPBUSD    256(R11)(R12*1), Z12, Z10
+	VPDPBUSD    320(R11)(R12*1), Z13, Z10
+	VPXORD      Z0, Z0, Z11
+	VPDPBUSD    512(R11)(R12*1), Z14, Z11
+	VPDPBUSD    576(R11)(R12*1), Z15, Z11
+	VPXORD      Z0, Z0, Z12
+	VPDPBUSD    768(R11)(R12*1), Z16, Z12
+	VPDPBUSD    832(R11)(R12*1), Z17, Z12
+	VPUNPCKLDQ  Z10, Z19, Z13
+	VPUNPCKHDQ  Z10, Z19, Z10
+	VPADDD      Z10, Z13, Z13
+	VPUNPCKLDQ  Z12, Z11, Z10
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z11, Z10, Z10
+	VPUNPCKLQDQ Z10, Z13, Z11
+	VPUNPCKHQDQ Z10, Z13, Z10
+	VPADDD      Z10, Z11, Z11
+	VPADDD      64(R13)(R12*1), Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z18, Z11, Z11
+	VFMADD231PS (R13)(R12*1), Z11, Z5
+	VMOVDQU32   (AX)(SI*2), Z10
+	VPSRLW      $0x04, Z10, Z11
+	VPANDD      Z10, Z0, Z10
+	VPANDD      Z11, Z0, Z11
+	VMOVDQU32   64(AX)(SI*2), Z12
+	VPSRLW      $0x04, Z12, Z13
+	VPANDD      Z12, Z0, Z12
+	VPANDD      Z13, Z0, Z13
+	VMOVDQU32   128(AX)(SI*2), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z14, Z0, Z14
+	VPANDD      Z15, Z0, Z15
+	VMOVDQU32   192(AX)(SI*2), Z16
+	VPSRLW      $0x04, Z16, Z17
+	VPANDD      Z16, Z0, Z16
+	VPANDD      Z17, Z0, Z17
+	VPERMPS     (R8)(R9*2), Z1, Z18
+	VPXORD      Z0, Z0, Z19
+	VPDPBUSD    (R11), Z10, Z19
+	VPDPBUSD    64(R11), Z11, Z19
+	VPXORD      Z0, Z0, Z20
+	VPDPBUSD    256(R11), Z12, Z20
+	VPDPBUSD    320(R11), Z13, Z20
+	VPXORD      Z0, Z0, Z21
+	VPDPBUSD    512(R11), Z14, Z21
+	VPDPBUSD    576(R11), Z15, Z21
+	VPXORD      Z0, Z0, Z22
+	VPDPBUSD    768(R11), Z16, Z22
+	VPDPBUSD    832(R11), Z17, Z22
+	VPUNPCKLDQ  Z20, Z19, Z23
+	VPUNPCKHDQ  Z20, Z19, Z19
+	VPADDD      Z19, Z23, Z23
+	VPUNPCKLDQ  Z22, Z21, Z19
+	VPUNPCKHDQ  Z22, Z21, Z20
+	VPADDD      Z20, Z19, Z19
+	VPUNPCKLQDQ Z19, Z23, Z20
+	VPUNPCKHQDQ Z19, Z23, Z19
+	VPADDD      Z19, Z20, Z20
+	VPADDD      64(R13), Z20, Z20
+	VCVTDQ2PS   Z20, Z20
+	VMULPS      Z18, Z20, Z20
+	VFMADD231PS (R13), Z20, Z6
+	VPXORD      Z0, Z0, Z19
+	VPDPBUSD    (R11)(R12*1), Z10, Z19
+	VPDPBUSD    64(R11)(R12*1), Z11, Z19
+	VPXORD      Z0, Z0, Z10
+	VPDPBUSD    256(R11)(R12*1), Z12, Z10
+	VPDPBUSD    320(R11)(R12*1), Z13, Z10
+	VPXORD      Z0, Z0, Z11
+	VPDPBUSD    512(R11)(R12*1), Z14, Z11
+	VPDPBUSD    576(R11)(R12*1), Z15, Z11
+	VPXORD      Z0, Z0, Z12
+	VPDPBUSD    768(R11)(R12*1), Z16, Z12
+	VPDPBUSD    832(R11)(R12*1), Z17, Z12
+	VPUNPCKLDQ  Z10, Z19, Z13
+	VPUNPCKHDQ  Z10, Z19, Z10
+	VPADDD      Z10, Z13, Z13
+	VPUNPCKLDQ  Z12, Z11, Z10
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z11, Z10, Z10
+	VPUNPCKLQDQ Z10, Z13, Z11
+	VPUNPCKHQDQ Z10, Z13, Z10
+	VPADDD      Z10, Z11, Z11
+	VPADDD      64(R13)(R12*1), Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z18, Z11, Z11
+	VFMADD231PS (R13)(R12*1), Z11, Z7
+	VMOVDQU32   (AX)(DI*1), Z10
+	VPSRLW      $0x04, Z10, Z11
+	VPANDD      Z10, Z0, Z10
+	VPANDD      Z11, Z0, Z11
+	VMOVDQU32   64(AX)(DI*1), Z12
+	VPSRLW      $0x04, Z12, Z13
+	VPANDD      Z12, Z0, Z12
+	VPANDD      Z13, Z0, Z13
+	VMOVDQU32   128(AX)(DI*1), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z14, Z0, Z14
+	VPANDD      Z15, Z0, Z15
+	VMOVDQU32   192(AX)(DI*1), Z16
+	VPSRLW      $0x04, Z16, Z17
+	VPANDD      Z16, Z0, Z16
+	VPANDD      Z17, Z0, Z17
+	VPERMPS     (R8)(R10*1), Z1, Z18
+	VPXORD      Z0, Z0, Z19
+	VPDPBUSD    (R11), Z10, Z19
+	VPDPBUSD    64(R11), Z11, Z19
+	VPXORD      Z0, Z0, Z20
+	VPDPBUSD    256(R11), Z12, Z20
+	VPDPBUSD    320(R11), Z13, Z20
+	VPXORD      Z0, Z0, Z21
+	VPDPBUSD    512(R11), Z14, Z21
+	VPDPBUSD    576(R11), Z15, Z21
+	VPXORD      Z0, Z0, Z22
+	VPDPBUSD    768(R11), Z16, Z22
+	VPDPBUSD    832(R11), Z17, Z22
+	VPUNPCKLDQ  Z20, Z19, Z23
+	VPUNPCKHDQ  Z20, Z19, Z19
+	VPADDD      Z19, Z23, Z23
+	VPUNPCKLDQ  Z22, Z21, Z19
+	VPUNPCKHDQ  Z22, Z21, Z20
+	VPADDD      Z20, Z19, Z19
+	VPUNPCKLQDQ Z19, Z23, Z20
+	VPUNPCKHQDQ Z19, Z23, Z19
+	VPADDD      Z19, Z20, Z20
+	VPADDD      64(R13), Z20, Z20
+	VCVTDQ2PS   Z20, Z20
+	VMULPS      Z18, Z20, Z20
+	VFMADD231PS (R13), Z20, Z8
+	VPXORD      Z0, Z0, Z19
+	VPDPBUSD    (R11)(R12*1), Z10, Z19
+	VPDPBUSD    64(R11)(R12*1), Z11, Z19
+	VPXORD      Z0, Z0, Z10
+	VPDPBUSD    256(R11)(R12*1), Z12, Z10
+	VPDPBUSD    320(R11)(R12*1), Z13, Z10
+	VPXORD      Z0, Z0, Z11
+	VPDPBUSD    512(R11)(R12*1), Z14, Z11
+	VPDPBUSD    576(R11)(R12*1), Z15, Z11
+	VPXORD      Z0, Z0, Z12
+	VPDPBUSD    768(R11)(R12*1), Z16, Z12
+	VPDPBUSD    832(R11)(R12*1), Z17, Z12
+	VPUNPCKLDQ  Z10, Z19, Z13
+	VPUNPCKHDQ  Z10, Z19, Z10
+	VPADDD      Z10, Z13, Z13
+	VPUNPCKLDQ  Z12, Z11, Z10
+	VPUNPCKHDQ  Z12, Z11, Z11
+	VPADDD      Z11, Z10, Z10
+	VPUNPCKLQDQ Z10, Z13, Z11
+	VPUNPCKHQDQ Z10, Z13, Z10
+	VPADDD      Z10, Z11, Z11
+	VPADDD      64(R13)(R12*1), Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z18, Z11, Z11
+	VFMADD231PS (R13)(R12*1), Z11, Z9
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000400, R11
+	ADDQ        $0x00000080, R13
+	DECQ        CX
+	JMP         chunk
 
-reduce:
+last:
+	TESTQ       BX, BX
+	JZ          done
+	CMPQ        BX, $0x02
+	JB          last1
+	JE          last2
+	CMPQ        BX, $0x03
+	JE          last3
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z10
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  64(AX), K3, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVDQU8.Z  128(AX), K4, Z13
+	VPSRLW      $0x04, Z13, Z14
+	VPANDD      Z13, Z0, Z13
+	VPANDD      Z14, Z0, Z14
+	VMOVDQU8.Z  192(AX), K5, Z15
+	VPSRLW      $0x04, Z15, Z16
+	VPANDD      Z15, Z0, Z15
+	VPANDD      Z16, Z0, Z16
+	VMOVUPS.Z   (R8), K1, Z17
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z18
+	VPERMD      Z17, Z18, Z18
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z19
+	VPERMD      Z17, Z19, Z19
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z20
+	VPERMD      Z17, Z20, Z20
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z21
+	VPERMD      Z17, Z21, Z17
+	VMOVDQU32   192(R11), Z21
+	VPDPBUSD    (R11), Z1, Z21
+	VPDPBUSD    64(R11), Z10, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z18, Z21, Z21
+	VFMADD231PS 128(R11), Z21, Z2
+	VMOVDQU32   448(R11), Z21
+	VPDPBUSD    256(R11), Z11, Z21
+	VPDPBUSD    320(R11), Z12, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z19, Z21, Z21
+	VFMADD231PS 384(R11), Z21, Z2
+	VMOVDQU32   704(R11), Z21
+	VPDPBUSD    512(R11), Z13, Z21
+	VPDPBUSD    576(R11), Z14, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z20, Z21, Z21
+	VFMADD231PS 640(R11), Z21, Z2
+	VMOVDQU32   960(R11), Z21
+	VPDPBUSD    768(R11), Z15, Z21
+	VPDPBUSD    832(R11), Z16, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z17, Z21, Z21
+	VFMADD231PS 896(R11), Z21, Z2
+	VMOVDQU32   192(R11)(R12*1), Z21
+	VPDPBUSD    (R11)(R12*1), Z1, Z21
+	VPDPBUSD    64(R11)(R12*1), Z10, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z18, Z21, Z21
+	VFMADD231PS 128(R11)(R12*1), Z21, Z3
+	VMOVDQU32   448(R11)(R12*1), Z1
+	VPDPBUSD    256(R11)(R12*1), Z11, Z1
+	VPDPBUSD    320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z19, Z1, Z1
+	VFMADD231PS 384(R11)(R12*1), Z1, Z3
+	VMOVDQU32   704(R11)(R12*1), Z1
+	VPDPBUSD    512(R11)(R12*1), Z13, Z1
+	VPDPBUSD    576(R11)(R12*1), Z14, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z20, Z1, Z1
+	VFMADD231PS 640(R11)(R12*1), Z1, Z3
+	VMOVDQU32   960(R11)(R12*1), Z1
+	VPDPBUSD    768(R11)(R12*1), Z15, Z1
+	VPDPBUSD    832(R11)(R12*1), Z16, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z17, Z1, Z1
+	VFMADD231PS 896(R11)(R12*1), Z1, Z3
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z10
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  64(AX)(SI*1), K3, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVDQU8.Z  128(AX)(SI*1), K4, Z13
+	VPSRLW      $0x04, Z13, Z14
+	VPANDD      Z13, Z0, Z13
+	VPANDD      Z14, Z0, Z14
+	VMOVDQU8.Z  192(AX)(SI*1), K5, Z15
+	VPSRLW      $0x04, Z15, Z16
+	VPANDD      Z15, Z0, Z15
+	VPANDD      Z16, Z0, Z16
+	VMOVUPS.Z   (R8)(R9*1), K1, Z17
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z18
+	VPERMD      Z17, Z18, Z18
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z19
+	VPERMD      Z17, Z19, Z19
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z20
+	VPERMD      Z17, Z20, Z20
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z21
+	VPERMD      Z17, Z21, Z17
+	VMOVDQU32   192(R11), Z21
+	VPDPBUSD    (R11), Z1, Z21
+	VPDPBUSD    64(R11), Z10, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z18, Z21, Z21
+	VFMADD231PS 128(R11), Z21, Z4
+	VMOVDQU32   448(R11), Z21
+	VPDPBUSD    256(R11), Z11, Z21
+	VPDPBUSD    320(R11), Z12, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z19, Z21, Z21
+	VFMADD231PS 384(R11), Z21, Z4
+	VMOVDQU32   704(R11), Z21
+	VPDPBUSD    512(R11), Z13, Z21
+	VPDPBUSD    576(R11), Z14, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z20, Z21, Z21
+	VFMADD231PS 640(R11), Z21, Z4
+	VMOVDQU32   960(R11), Z21
+	VPDPBUSD    768(R11), Z15, Z21
+	VPDPBUSD    832(R11), Z16, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z17, Z21, Z21
+	VFMADD231PS 896(R11), Z21, Z4
+	VMOVDQU32   192(R11)(R12*1), Z21
+	VPDPBUSD    (R11)(R12*1), Z1, Z21
+	VPDPBUSD    64(R11)(R12*1), Z10, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z18, Z21, Z21
+	VFMADD231PS 128(R11)(R12*1), Z21, Z5
+	VMOVDQU32   448(R11)(R12*1), Z1
+	VPDPBUSD    256(R11)(R12*1), Z11, Z1
+	VPDPBUSD    320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z19, Z1, Z1
+	VFMADD231PS 384(R11)(R12*1), Z1, Z5
+	VMOVDQU32   704(R11)(R12*1), Z1
+	VPDPBUSD    512(R11)(R12*1), Z13, Z1
+	VPDPBUSD    576(R11)(R12*1), Z14, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z20, Z1, Z1
+	VFMADD231PS 640(R11)(R12*1), Z1, Z5
+	VMOVDQU32   960(R11)(R12*1), Z1
+	VPDPBUSD    768(R11)(R12*1), Z15, Z1
+	VPDPBUSD    832(R11)(R12*1), Z16, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z17, Z1, Z1
+	VFMADD231PS 896(R11)(R12*1), Z1, Z5
+	VMOVDQU8.Z  (AX)(SI*2), K2, Z1
+	VPSRLW      $0x04, Z1, Z10
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  64(AX)(SI*2), K3, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVDQU8.Z  128(AX)(SI*2), K4, Z13
+	VPSRLW      $0x04, Z13, Z14
+	VPANDD      Z13, Z0, Z13
+	VPANDD      Z14, Z0, Z14
+	VMOVDQU8.Z  192(AX)(SI*2), K5, Z15
+	VPSRLW      $0x04, Z15, Z16
+	VPANDD      Z15, Z0, Z15
+	VPANDD      Z16, Z0, Z16
+	VMOVUPS.Z   (R8)(R9*2), K1, Z17
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z18
+	VPERMD      Z17, Z18, Z18
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z19
+	VPERMD      Z17, Z19, Z19
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z20
+	VPERMD      Z17, Z20, Z20
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z21
+	VPERMD      Z17, Z21, Z17
+	VMOVDQU32   192(R11), Z21
+	VPDPBUSD    (R11), Z1, Z21
+	VPDPBUSD    64(R11), Z10, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z18, Z21, Z21
+	VFMADD231PS 128(R11), Z21, Z6
+	VMOVDQU32   448(R11), Z21
+	VPDPBUSD    256(R11), Z11, Z21
+	VPDPBUSD    320(R11), Z12, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z19, Z21, Z21
+	VFMADD231PS 384(R11), Z21, Z6
+	VMOVDQU32   704(R11), Z21
+	VPDPBUSD    512(R11), Z13, Z21
+	VPDPBUSD    576(R11), Z14, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z20, Z21, Z21
+	VFMADD231PS 640(R11), Z21, Z6
+	VMOVDQU32   960(R11), Z21
+	VPDPBUSD    768(R11), Z15, Z21
+	VPDPBUSD    832(R11), Z16, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z17, Z21, Z21
+	VFMADD231PS 896(R11), Z21, Z6
+	VMOVDQU32   192(R11)(R12*1), Z21
+	VPDPBUSD    (R11)(R12*1), Z1, Z21
+	VPDPBUSD    64(R11)(R12*1), Z10, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z18, Z21, Z21
+	VFMADD231PS 128(R11)(R12*1), Z21, Z7
+	VMOVDQU32   448(R11)(R12*1), Z1
+	VPDPBUSD    256(R11)(R12*1), Z11, Z1
+	VPDPBUSD    320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z19, Z1, Z1
+	VFMADD231PS 384(R11)(R12*1), Z1, Z7
+	VMOVDQU32   704(R11)(R12*1), Z1
+	VPDPBUSD    512(R11)(R12*1), Z13, Z1
+	VPDPBUSD    576(R11)(R12*1), Z14, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z20, Z1, Z1
+	VFMADD231PS 640(R11)(R12*1), Z1, Z7
+	VMOVDQU32   960(R11)(R12*1), Z1
+	VPDPBUSD    768(R11)(R12*1), Z15, Z1
+	VPDPBUSD    832(R11)(R12*1), Z16, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z17, Z1, Z1
+	VFMADD231PS 896(R11)(R12*1), Z1, Z7
+	VMOVDQU8.Z  (AX)(DI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z10
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  64(AX)(DI*1), K3, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVDQU8.Z  128(AX)(DI*1), K4, Z13
+	VPSRLW      $0x04, Z13, Z14
+	VPANDD      Z13, Z0, Z13
+	VPANDD      Z14, Z0, Z14
+	VMOVDQU8.Z  192(AX)(DI*1), K5, Z15
+	VPSRLW      $0x04, Z15, Z16
+	VPANDD      Z15, Z0, Z15
+	VPANDD      Z16, Z0, Z16
+	VMOVUPS.Z   (R8)(R10*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z17
+	VPERMD      Z0, Z17, Z17
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z18
+	VPERMD      Z0, Z18, Z18
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z19
+	VPERMD      Z0, Z19, Z19
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z20
+	VPERMD      Z0, Z20, Z0
+	VMOVDQU32   192(R11), Z20
+	VPDPBUSD    (R11), Z1, Z20
+	VPDPBUSD    64(R11), Z10, Z20
+	VCVTDQ2PS   Z20, Z20
+	VMULPS      Z17, Z20, Z20
+	VFMADD231PS 128(R11), Z20, Z8
+	VMOVDQU32   448(R11), Z20
+	VPDPBUSD    256(R11), Z11, Z20
+	VPDPBUSD    320(R11), Z12, Z20
+	VCVTDQ2PS   Z20, Z20
+	VMULPS      Z18, Z20, Z20
+	VFMADD231PS 384(R11), Z20, Z8
+	VMOVDQU32   704(R11), Z20
+	VPDPBUSD    512(R11), Z13, Z20
+	VPDPBUSD    576(R11), Z14, Z20
+	VCVTDQ2PS   Z20, Z20
+	VMULPS      Z19, Z20, Z20
+	VFMADD231PS 640(R11), Z20, Z8
+	VMOVDQU32   960(R11), Z20
+	VPDPBUSD    768(R11), Z15, Z20
+	VPDPBUSD    832(R11), Z16, Z20
+	VCVTDQ2PS   Z20, Z20
+	VMULPS      Z0, Z20, Z20
+	VFMADD231PS 896(R11), Z20, Z8
+	VMOVDQU32   192(R11)(R12*1), Z20
+	VPDPBUSD    (R11)(R12*1), Z1, Z20
+	VPDPBUSD    64(R11)(R12*1), Z10, Z20
+	VCVTDQ2PS   Z20, Z20
+	VMULPS      Z17, Z20, Z20
+	VFMADD231PS 128(R11)(R12*1), Z20, Z9
+	VMOVDQU32   448(R11)(R12*1), Z1
+	VPDPBUSD    256(R11)(R12*1), Z11, Z1
+	VPDPBUSD    320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z18, Z1, Z1
+	VFMADD231PS 384(R11)(R12*1), Z1, Z9
+	VMOVDQU32   704(R11)(R12*1), Z1
+	VPDPBUSD    512(R11)(R12*1), Z13, Z1
+	VPDPBUSD    576(R11)(R12*1), Z14, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z19, Z1, Z1
+	VFMADD231PS 640(R11)(R12*1), Z1, Z9
+	VMOVDQU32   960(R11)(R12*1), Z1
+	VPDPBUSD    768(R11)(R12*1), Z15, Z1
+	VPDPBUSD    832(R11)(R12*1), Z16, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 896(R11)(R12*1), Z1, Z9
+	JMP         done
+
+last3:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z10
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  64(AX), K3, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVDQU8.Z  128(AX), K4, Z13
+	VPSRLW      $0x04, Z13, Z14
+	VPANDD      Z13, Z0, Z13
+	VPANDD      Z14, Z0, Z14
+	VMOVUPS.Z   (R8), K1, Z15
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z16
+	VPERMD      Z15, Z16, Z16
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z17
+	VPERMD      Z15, Z17, Z17
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z18
+	VPERMD      Z15, Z18, Z15
+	VMOVDQU32   192(R11), Z18
+	VPDPBUSD    (R11), Z1, Z18
+	VPDPBUSD    64(R11), Z10, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z16, Z18, Z18
+	VFMADD231PS 128(R11), Z18, Z2
+	VMOVDQU32   448(R11), Z18
+	VPDPBUSD    256(R11), Z11, Z18
+	VPDPBUSD    320(R11), Z12, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z17, Z18, Z18
+	VFMADD231PS 384(R11), Z18, Z2
+	VMOVDQU32   704(R11), Z18
+	VPDPBUSD    512(R11), Z13, Z18
+	VPDPBUSD    576(R11), Z14, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z15, Z18, Z18
+	VFMADD231PS 640(R11), Z18, Z2
+	VMOVDQU32   192(R11)(R12*1), Z18
+	VPDPBUSD    (R11)(R12*1), Z1, Z18
+	VPDPBUSD    64(R11)(R12*1), Z10, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z16, Z18, Z18
+	VFMADD231PS 128(R11)(R12*1), Z18, Z3
+	VMOVDQU32   448(R11)(R12*1), Z1
+	VPDPBUSD    256(R11)(R12*1), Z11, Z1
+	VPDPBUSD    320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z17, Z1, Z1
+	VFMADD231PS 384(R11)(R12*1), Z1, Z3
+	VMOVDQU32   704(R11)(R12*1), Z1
+	VPDPBUSD    512(R11)(R12*1), Z13, Z1
+	VPDPBUSD    576(R11)(R12*1), Z14, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z15, Z1, Z1
+	VFMADD231PS 640(R11)(R12*1), Z1, Z3
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z10
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  64(AX)(SI*1), K3, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVDQU8.Z  128(AX)(SI*1), K4, Z13
+	VPSRLW      $0x04, Z13, Z14
+	VPANDD      Z13, Z0, Z13
+	VPANDD      Z14, Z0, Z14
+	VMOVUPS.Z   (R8)(R9*1), K1, Z15
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z16
+	VPERMD      Z15, Z16, Z16
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z17
+	VPERMD      Z15, Z17, Z17
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z18
+	VPERMD      Z15, Z18, Z15
+	VMOVDQU32   192(R11), Z18
+	VPDPBUSD    (R11), Z1, Z18
+	VPDPBUSD    64(R11), Z10, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z16, Z18, Z18
+	VFMADD231PS 128(R11), Z18, Z4
+	VMOVDQU32   448(R11), Z18
+	VPDPBUSD    256(R11), Z11, Z18
+	VPDPBUSD    320(R11), Z12, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z17, Z18, Z18
+	VFMADD231PS 384(R11), Z18, Z4
+	VMOVDQU32   704(R11), Z18
+	VPDPBUSD    512(R11), Z13, Z18
+	VPDPBUSD    576(R11), Z14, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z15, Z18, Z18
+	VFMADD231PS 640(R11), Z18, Z4
+	VMOVDQU32   192(R11)(R12*1), Z18
+	VPDPBUSD    (R11)(R12*1), Z1, Z18
+	VPDPBUSD    64(R11)(R12*1), Z10, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z16, Z18, Z18
+	VFMADD231PS 128(R11)(R12*1), Z18, Z5
+	VMOVDQU32   448(R11)(R12*1), Z1
+	VPDPBUSD    256(R11)(R12*1), Z11, Z1
+	VPDPBUSD    320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z17, Z1, Z1
+	VFMADD231PS 384(R11)(R12*1), Z1, Z5
+	VMOVDQU32   704(R11)(R12*1), Z1
+	VPDPBUSD    512(R11)(R12*1), Z13, Z1
+	VPDPBUSD    576(R11)(R12*1), Z14, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z15, Z1, Z1
+	VFMADD231PS 640(R11)(R12*1), Z1, Z5
+	VMOVDQU8.Z  (AX)(SI*2), K2, Z1
+	VPSRLW      $0x04, Z1, Z10
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  64(AX)(SI*2), K3, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVDQU8.Z  128(AX)(SI*2), K4, Z13
+	VPSRLW      $0x04, Z13, Z14
+	VPANDD      Z13, Z0, Z13
+	VPANDD      Z14, Z0, Z14
+	VMOVUPS.Z   (R8)(R9*2), K1, Z15
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z16
+	VPERMD      Z15, Z16, Z16
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z17
+	VPERMD      Z15, Z17, Z17
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z18
+	VPERMD      Z15, Z18, Z15
+	VMOVDQU32   192(R11), Z18
+	VPDPBUSD    (R11), Z1, Z18
+	VPDPBUSD    64(R11), Z10, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z16, Z18, Z18
+	VFMADD231PS 128(R11), Z18, Z6
+	VMOVDQU32   448(R11), Z18
+	VPDPBUSD    256(R11), Z11, Z18
+	VPDPBUSD    320(R11), Z12, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z17, Z18, Z18
+	VFMADD231PS 384(R11), Z18, Z6
+	VMOVDQU32   704(R11), Z18
+	VPDPBUSD    512(R11), Z13, Z18
+	VPDPBUSD    576(R11), Z14, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z15, Z18, Z18
+	VFMADD231PS 640(R11), Z18, Z6
+	VMOVDQU32   192(R11)(R12*1), Z18
+	VPDPBUSD    (R11)(R12*1), Z1, Z18
+	VPDPBUSD    64(R11)(R12*1), Z10, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z16, Z18, Z18
+	VFMADD231PS 128(R11)(R12*1), Z18, Z7
+	VMOVDQU32   448(R11)(R12*1), Z1
+	VPDPBUSD    256(R11)(R12*1), Z11, Z1
+	VPDPBUSD    320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z17, Z1, Z1
+	VFMADD231PS 384(R11)(R12*1), Z1, Z7
+	VMOVDQU32   704(R11)(R12*1), Z1
+	VPDPBUSD    512(R11)(R12*1), Z13, Z1
+	VPDPBUSD    576(R11)(R12*1), Z14, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z15, Z1, Z1
+	VFMADD231PS 640(R11)(R12*1), Z1, Z7
+	VMOVDQU8.Z  (AX)(DI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z10
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  64(AX)(DI*1), K3, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVDQU8.Z  128(AX)(DI*1), K4, Z13
+	VPSRLW      $0x04, Z13, Z14
+	VPANDD      Z13, Z0, Z13
+	VPANDD      Z14, Z0, Z14
+	VMOVUPS.Z   (R8)(R10*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z15
+	VPERMD      Z0, Z15, Z15
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z16
+	VPERMD      Z0, Z16, Z16
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z17
+	VPERMD      Z0, Z17, Z0
+	VMOVDQU32   192(R11), Z17
+	VPDPBUSD    (R11), Z1, Z17
+	VPDPBUSD    64(R11), Z10, Z17
+	VCVTDQ2PS   Z17, Z17
+	VMULPS      Z15, Z17, Z17
+	VFMADD231PS 128(R11), Z17, Z8
+	VMOVDQU32   448(R11), Z17
+	VPDPBUSD    256(R11), Z11, Z17
+	VPDPBUSD    320(R11), Z12, Z17
+	VCVTDQ2PS   Z17, Z17
+	VMULPS      Z16, Z17, Z17
+	VFMADD231PS 384(R11), Z17, Z8
+	VMOVDQU32   704(R11), Z17
+	VPDPBUSD    512(R11), Z13, Z17
+	VPDPBUSD    576(R11), Z14, Z17
+	VCVTDQ2PS   Z17, Z17
+	VMULPS      Z0, Z17, Z17
+	VFMADD231PS 640(R11), Z17, Z8
+	VMOVDQU32   192(R11)(R12*1), Z17
+	VPDPBUSD    (R11)(R12*1), Z1, Z17
+	VPDPBUSD    64(R11)(R12*1), Z10, Z17
+	VCVTDQ2PS   Z17, Z17
+	VMULPS      Z15, Z17, Z17
+	VFMADD231PS 128(R11)(R12*1), Z17, Z9
+	VMOVDQU32   448(R11)(R12*1), Z1
+	VPDPBUSD    256(R11)(R12*1), Z11, Z1
+	VPDPBUSD    320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z16, Z1, Z1
+	VFMADD231PS 384(R11)(R12*1), Z1, Z9
+	VMOVDQU32   704(R11)(R12*1), Z1
+	VPDPBUSD    512(R11)(R12*1), Z13, Z1
+	VPDPBUSD    576(R11)(R12*1), Z14, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 640(R11)(R12*1), Z1, Z9
+	JMP         done
+
+last2:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z10
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  64(AX), K3, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVUPS.Z   (R8), K1, Z13
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z14
+	VPERMD      Z13, Z14, Z14
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z15
+	VPERMD      Z13, Z15, Z13
+	VMOVDQU32   192(R11), Z15
+	VPDPBUSD    (R11), Z1, Z15
+	VPDPBUSD    64(R11), Z10, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z14, Z15, Z15
+	VFMADD231PS 128(R11), Z15, Z2
+	VMOVDQU32   448(R11), Z15
+	VPDPBUSD    256(R11), Z11, Z15
+	VPDPBUSD    320(R11), Z12, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z13, Z15, Z15
+	VFMADD231PS 384(R11), Z15, Z2
+	VMOVDQU32   192(R11)(R12*1), Z15
+	VPDPBUSD    (R11)(R12*1), Z1, Z15
+	VPDPBUSD    64(R11)(R12*1), Z10, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z14, Z15, Z15
+	VFMADD231PS 128(R11)(R12*1), Z15, Z3
+	VMOVDQU32   448(R11)(R12*1), Z1
+	VPDPBUSD    256(R11)(R12*1), Z11, Z1
+	VPDPBUSD    320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z13, Z1, Z1
+	VFMADD231PS 384(R11)(R12*1), Z1, Z3
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z10
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  64(AX)(SI*1), K3, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVUPS.Z   (R8)(R9*1), K1, Z13
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z14
+	VPERMD      Z13, Z14, Z14
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z15
+	VPERMD      Z13, Z15, Z13
+	VMOVDQU32   192(R11), Z15
+	VPDPBUSD    (R11), Z1, Z15
+	VPDPBUSD    64(R11), Z10, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z14, Z15, Z15
+	VFMADD231PS 128(R11), Z15, Z4
+	VMOVDQU32   448(R11), Z15
+	VPDPBUSD    256(R11), Z11, Z15
+	VPDPBUSD    320(R11), Z12, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z13, Z15, Z15
+	VFMADD231PS 384(R11), Z15, Z4
+	VMOVDQU32   192(R11)(R12*1), Z15
+	VPDPBUSD    (R11)(R12*1), Z1, Z15
+	VPDPBUSD    64(R11)(R12*1), Z10, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z14, Z15, Z15
+	VFMADD231PS 128(R11)(R12*1), Z15, Z5
+	VMOVDQU32   448(R11)(R12*1), Z1
+	VPDPBUSD    256(R11)(R12*1), Z11, Z1
+	VPDPBUSD    320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z13, Z1, Z1
+	VFMADD231PS 384(R11)(R12*1), Z1, Z5
+	VMOVDQU8.Z  (AX)(SI*2), K2, Z1
+	VPSRLW      $0x04, Z1, Z10
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  64(AX)(SI*2), K3, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVUPS.Z   (R8)(R9*2), K1, Z13
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z14
+	VPERMD      Z13, Z14, Z14
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z15
+	VPERMD      Z13, Z15, Z13
+	VMOVDQU32   192(R11), Z15
+	VPDPBUSD    (R11), Z1, Z15
+	VPDPBUSD    64(R11), Z10, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z14, Z15, Z15
+	VFMADD231PS 128(R11), Z15, Z6
+	VMOVDQU32   448(R11), Z15
+	VPDPBUSD    256(R11), Z11, Z15
+	VPDPBUSD    320(R11), Z12, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z13, Z15, Z15
+	VFMADD231PS 384(R11), Z15, Z6
+	VMOVDQU32   192(R11)(R12*1), Z15
+	VPDPBUSD    (R11)(R12*1), Z1, Z15
+	VPDPBUSD    64(R11)(R12*1), Z10, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z14, Z15, Z15
+	VFMADD231PS 128(R11)(R12*1), Z15, Z7
+	VMOVDQU32   448(R11)(R12*1), Z1
+	VPDPBUSD    256(R11)(R12*1), Z11, Z1
+	VPDPBUSD    320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z13, Z1, Z1
+	VFMADD231PS 384(R11)(R12*1), Z1, Z7
+	VMOVDQU8.Z  (AX)(DI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z10
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  64(AX)(DI*1), K3, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVUPS.Z   (R8)(R10*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z13
+	VPERMD      Z0, Z13, Z13
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z14
+	VPERMD      Z0, Z14, Z0
+	VMOVDQU32   192(R11), Z14
+	VPDPBUSD    (R11), Z1, Z14
+	VPDPBUSD    64(R11), Z10, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z13, Z14, Z14
+	VFMADD231PS 128(R11), Z14, Z8
+	VMOVDQU32   448(R11), Z14
+	VPDPBUSD    256(R11), Z11, Z14
+	VPDPBUSD    320(R11), Z12, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z0, Z14, Z14
+	VFMADD231PS 384(R11), Z14, Z8
+	VMOVDQU32   192(R11)(R12*1), Z14
+	VPDPBUSD    (R11)(R12*1), Z1, Z14
+	VPDPBUSD    64(R11)(R12*1), Z10, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z13, Z14, Z14
+	VFMADD231PS 128(R11)(R12*1), Z14, Z9
+	VMOVDQU32   448(R11)(R12*1), Z1
+	VPDPBUSD    256(R11)(R12*1), Z11, Z1
+	VPDPBUSD    320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 384(R11)(R12*1), Z1, Z9
+	JMP         done
+
+last1:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z10
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z10, Z0, Z10
+	VMOVUPS.Z   (R8), K1, Z11
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z12
+	VPERMD      Z11, Z12, Z11
+	VMOVDQU32   192(R11), Z12
+	VPDPBUSD    (R11), Z1, Z12
+	VPDPBUSD    64(R11), Z10, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z11, Z12, Z12
+	VFMADD231PS 128(R11), Z12, Z2
+	VMOVDQU32   192(R11)(R12*1), Z12
+	VPDPBUSD    (R11)(R12*1), Z1, Z12
+	VPDPBUSD    64(R11)(R12*1), Z10, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z11, Z12, Z12
+	VFMADD231PS 128(R11)(R12*1), Z12, Z3
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z10
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z10, Z0, Z10
+	VMOVUPS.Z   (R8)(R9*1), K1, Z11
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z12
+	VPERMD      Z11, Z12, Z11
+	VMOVDQU32   192(R11), Z12
+	VPDPBUSD    (R11), Z1, Z12
+	VPDPBUSD    64(R11), Z10, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z11, Z12, Z12
+	VFMADD231PS 128(R11), Z12, Z4
+	VMOVDQU32   192(R11)(R12*1), Z12
+	VPDPBUSD    (R11)(R12*1), Z1, Z12
+	VPDPBUSD    64(R11)(R12*1), Z10, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z11, Z12, Z12
+	VFMADD231PS 128(R11)(R12*1), Z12, Z5
+	VMOVDQU8.Z  (AX)(SI*2), K2, Z1
+	VPSRLW      $0x04, Z1, Z10
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z10, Z0, Z10
+	VMOVUPS.Z   (R8)(R9*2), K1, Z11
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z12
+	VPERMD      Z11, Z12, Z11
+	VMOVDQU32   192(R11), Z12
+	VPDPBUSD    (R11), Z1, Z12
+	VPDPBUSD    64(R11), Z10, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z11, Z12, Z12
+	VFMADD231PS 128(R11), Z12, Z6
+	VMOVDQU32   192(R11)(R12*1), Z12
+	VPDPBUSD    (R11)(R12*1), Z1, Z12
+	VPDPBUSD    64(R11)(R12*1), Z10, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z11, Z12, Z12
+	VFMADD231PS 128(R11)(R12*1), Z12, Z7
+	VMOVDQU8.Z  (AX)(DI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z10
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z10, Z0, Z10
+	VMOVUPS.Z   (R8)(R10*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z11
+	VPERMD      Z0, Z11, Z0
+	VMOVDQU32   192(R11), Z11
+	VPDPBUSD    (R11), Z1, Z11
+	VPDPBUSD    64(R11), Z10, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z0, Z11, Z11
+	VFMADD231PS 128(R11), Z11, Z8
+	VMOVDQU32   192(R11)(R12*1), Z11
+	VPDPBUSD    (R11)(R12*1), Z1, Z11
+	VPDPBUSD    64(R11)(R12*1), Z10, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z0, Z11, Z11
+	VFMADD231PS 128(R11)(R12*1), Z11, Z9
+
+done:
 	MOVQ          dst+64(FP), AX
 	MOVQ          ldd+72(FP), CX
 	SHLQ          $0x02, CX
@@ -11072,113 +13799,424 @@ reduce:
 	RET
 
 // func q4VnniScales1x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, CMOV
 TEXT ·q4VnniScales1x3(SB), NOSPLIT, $0-88
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQU32    q4scaleperm<>+0(SB), Z1
+	MOVQ         ng+32(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         tail+40(FP), CX
+	ADDQ         CX, AX
+	MOVQ         AX, CX
+	SHRQ         $0x04, CX
+	MOVQ         AX, DX
+	ADDQ         $0x0f, DX
+	SHRQ         $0x04, DX
+	SHLQ         $0x0a, DX
+	ANDQ         $0x0f, AX
+	MOVQ         AX, BX
+	ADDQ         $0x03, BX
+	SHRQ         $0x02, BX
+	MOVQ         $-1, SI
+	MOVQ         $0x0000000000000000, DI
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K1
+	SHLQ         $0x04, AX
+	MOVQ         AX, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K2
+	MOVQ         AX, R8
+	SUBQ         $0x40, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K3
+	MOVQ         AX, R8
+	SUBQ         $0x80, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K4
+	SUBQ         $0xc0, AX
+	CMOVQLT      DI, AX
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K5
+	VPXORD       Z0, Z0, Z2
+	VPXORD       Z0, Z0, Z3
+	VPXORD       Z0, Z0, Z4
 	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	MOVQ         sc+16(FP), CX
-	MOVQ         scstr+24(FP), DX
-	MOVQ         ng+32(FP), DX
-	MOVQ         x+48(FP), BX
-	MOVQ         xs+56(FP), SI
-	MOVL         $0x0f0f0f0f, DI
-	VPBROADCASTD DI, Z0
-	VMOVDQU32    q4perm<>+0(SB), Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-	VPXORD       Z4, Z4, Z4
+	MOVQ         rstr+8(FP), SI
+	MOVQ         sc+16(FP), SI
+	MOVQ         scstr+24(FP), DI
+	MOVQ         x+48(FP), DI
+	MOVQ         xs+56(FP), R8
+	MOVQ         DI, R9
+	ADDQ         DX, R9
 
-loop:
-	TESTQ           DX, DX
-	JZ              tail
-	VMOVDQU32       (AX), Z5
-	VPSRLW          $0x04, Z5, Z6
-	VPANDD          Z5, Z0, Z5
-	VPANDD          Z6, Z0, Z6
-	VBROADCASTF32X4 (CX), Z7
-	VPERMPS         Z7, Z1, Z7
-	VMOVDQU32       (BX), Z8
-	VMOVDQU32       64(BX), Z9
-	VMOVUPS         128(BX), Z10
-	VMOVDQU32       192(BX), Z11
-	VPDPBUSD        Z8, Z5, Z11
-	VPDPBUSD        Z9, Z6, Z11
-	VCVTDQ2PS       Z11, Z11
-	VMULPS          Z10, Z7, Z8
-	VFMADD231PS     Z11, Z8, Z2
-	VMOVDQU32       (BX)(SI*1), Z8
-	VMOVDQU32       64(BX)(SI*1), Z9
-	VMOVUPS         128(BX)(SI*1), Z10
-	VMOVDQU32       192(BX)(SI*1), Z11
-	VPDPBUSD        Z8, Z5, Z11
-	VPDPBUSD        Z9, Z6, Z11
-	VCVTDQ2PS       Z11, Z11
-	VMULPS          Z10, Z7, Z8
-	VFMADD231PS     Z11, Z8, Z3
-	VMOVDQU32       (BX)(SI*2), Z8
-	VMOVDQU32       64(BX)(SI*2), Z9
-	VMOVUPS         128(BX)(SI*2), Z10
-	VMOVDQU32       192(BX)(SI*2), Z11
-	VPDPBUSD        Z8, Z5, Z11
-	VPDPBUSD        Z9, Z6, Z11
-	VCVTDQ2PS       Z11, Z11
-	VMULPS          Z10, Z7, Z5
-	VFMADD231PS     Z11, Z5, Z4
-	ADDQ            $0x00000040, AX
-	ADDQ            $0x00000010, CX
-	ADDQ            $0x00000100, BX
-	DECQ            DX
-	JMP             loop
-
-tail:
-	MOVQ        tail+40(FP), DX
-	TESTQ       DX, DX
-	JZ          reduce
-	MOVQ        $0x0000000000000001, DI
-	SHLQ        $0x04, DX
-	SHLXQ       DX, DI, DI
-	DECQ        DI
-	KMOVQ       DI, K1
-	SHRQ        $0x04, DX
-	MOVQ        $0x0000000000000001, DI
-	SHLXQ       DX, DI, DI
-	DECQ        DI
-	KMOVQ       DI, K2
-	VMOVDQU8.Z  (AX), K1, Z5
+chunk:
+	TESTQ       CX, CX
+	JZ          last
+	VMOVDQU32   (AX), Z5
 	VPSRLW      $0x04, Z5, Z6
 	VPANDD      Z5, Z0, Z5
 	VPANDD      Z6, Z0, Z6
-	VMOVUPS.Z   (CX), K2, Z0
-	VPERMPS     Z0, Z1, Z0
-	VMOVDQU32   (BX), Z1
-	VMOVDQU32   64(BX), Z7
-	VMOVUPS     128(BX), Z8
-	VMOVDQU32   192(BX), Z9
-	VPDPBUSD    Z1, Z5, Z9
-	VPDPBUSD    Z7, Z6, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      Z8, Z0, Z1
-	VFMADD231PS Z9, Z1, Z2
-	VMOVDQU32   (BX)(SI*1), Z1
-	VMOVDQU32   64(BX)(SI*1), Z7
-	VMOVUPS     128(BX)(SI*1), Z8
-	VMOVDQU32   192(BX)(SI*1), Z9
-	VPDPBUSD    Z1, Z5, Z9
-	VPDPBUSD    Z7, Z6, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      Z8, Z0, Z1
-	VFMADD231PS Z9, Z1, Z3
-	VMOVDQU32   (BX)(SI*2), Z1
-	VMOVDQU32   64(BX)(SI*2), Z7
-	VMOVUPS     128(BX)(SI*2), Z8
-	VMOVDQU32   192(BX)(SI*2), Z9
-	VPDPBUSD    Z1, Z5, Z9
-	VPDPBUSD    Z7, Z6, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      Z8, Z0, Z0
-	VFMADD231PS Z9, Z0, Z4
+	VMOVDQU32   64(AX), Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU32   128(AX), Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU32   192(AX), Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VPERMPS     (SI), Z1, Z13
+	VPXORD      Z0, Z0, Z14
+	VPDPBUSD    (DI), Z5, Z14
+	VPDPBUSD    64(DI), Z6, Z14
+	VPXORD      Z0, Z0, Z15
+	VPDPBUSD    256(DI), Z7, Z15
+	VPDPBUSD    320(DI), Z8, Z15
+	VPXORD      Z0, Z0, Z16
+	VPDPBUSD    512(DI), Z9, Z16
+	VPDPBUSD    576(DI), Z10, Z16
+	VPXORD      Z0, Z0, Z17
+	VPDPBUSD    768(DI), Z11, Z17
+	VPDPBUSD    832(DI), Z12, Z17
+	VPUNPCKLDQ  Z15, Z14, Z18
+	VPUNPCKHDQ  Z15, Z14, Z14
+	VPADDD      Z14, Z18, Z18
+	VPUNPCKLDQ  Z17, Z16, Z14
+	VPUNPCKHDQ  Z17, Z16, Z15
+	VPADDD      Z15, Z14, Z14
+	VPUNPCKLQDQ Z14, Z18, Z15
+	VPUNPCKHQDQ Z14, Z18, Z14
+	VPADDD      Z14, Z15, Z15
+	VPADDD      64(R9), Z15, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z13, Z15, Z15
+	VFMADD231PS (R9), Z15, Z2
+	VPXORD      Z0, Z0, Z14
+	VPDPBUSD    (DI)(R8*1), Z5, Z14
+	VPDPBUSD    64(DI)(R8*1), Z6, Z14
+	VPXORD      Z0, Z0, Z15
+	VPDPBUSD    256(DI)(R8*1), Z7, Z15
+	VPDPBUSD    320(DI)(R8*1), Z8, Z15
+	VPXORD      Z0, Z0, Z16
+	VPDPBUSD    512(DI)(R8*1), Z9, Z16
+	VPDPBUSD    576(DI)(R8*1), Z10, Z16
+	VPXORD      Z0, Z0, Z17
+	VPDPBUSD    768(DI)(R8*1), Z11, Z17
+	VPDPBUSD    832(DI)(R8*1), Z12, Z17
+	VPUNPCKLDQ  Z15, Z14, Z18
+	VPUNPCKHDQ  Z15, Z14, Z14
+	VPADDD      Z14, Z18, Z18
+	VPUNPCKLDQ  Z17, Z16, Z14
+	VPUNPCKHDQ  Z17, Z16, Z15
+	VPADDD      Z15, Z14, Z14
+	VPUNPCKLQDQ Z14, Z18, Z15
+	VPUNPCKHQDQ Z14, Z18, Z14
+	VPADDD      Z14, Z15, Z15
+	VPADDD      64(R9)(R8*1), Z15, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z13, Z15, Z15
+	VFMADD231PS (R9)(R8*1), Z15, Z3
+	VPXORD      Z0, Z0, Z14
+	VPDPBUSD    (DI)(R8*2), Z5, Z14
+	VPDPBUSD    64(DI)(R8*2), Z6, Z14
+	VPXORD      Z0, Z0, Z5
+	VPDPBUSD    256(DI)(R8*2), Z7, Z5
+	VPDPBUSD    320(DI)(R8*2), Z8, Z5
+	VPXORD      Z0, Z0, Z6
+	VPDPBUSD    512(DI)(R8*2), Z9, Z6
+	VPDPBUSD    576(DI)(R8*2), Z10, Z6
+	VPXORD      Z0, Z0, Z7
+	VPDPBUSD    768(DI)(R8*2), Z11, Z7
+	VPDPBUSD    832(DI)(R8*2), Z12, Z7
+	VPUNPCKLDQ  Z5, Z14, Z8
+	VPUNPCKHDQ  Z5, Z14, Z5
+	VPADDD      Z5, Z8, Z8
+	VPUNPCKLDQ  Z7, Z6, Z5
+	VPUNPCKHDQ  Z7, Z6, Z6
+	VPADDD      Z6, Z5, Z5
+	VPUNPCKLQDQ Z5, Z8, Z6
+	VPUNPCKHQDQ Z5, Z8, Z5
+	VPADDD      Z5, Z6, Z6
+	VPADDD      64(R9)(R8*2), Z6, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z13, Z6, Z6
+	VFMADD231PS (R9)(R8*2), Z6, Z4
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000400, DI
+	ADDQ        $0x00000080, R9
+	DECQ        CX
+	JMP         chunk
 
-reduce:
+last:
+	TESTQ       BX, BX
+	JZ          done
+	CMPQ        BX, $0x02
+	JB          last1
+	JE          last2
+	CMPQ        BX, $0x03
+	JE          last3
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z5
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z5, Z0, Z5
+	VMOVDQU8.Z  64(AX), K3, Z6
+	VPSRLW      $0x04, Z6, Z7
+	VPANDD      Z6, Z0, Z6
+	VPANDD      Z7, Z0, Z7
+	VMOVDQU8.Z  128(AX), K4, Z8
+	VPSRLW      $0x04, Z8, Z9
+	VPANDD      Z8, Z0, Z8
+	VPANDD      Z9, Z0, Z9
+	VMOVDQU8.Z  192(AX), K5, Z10
+	VPSRLW      $0x04, Z10, Z11
+	VPANDD      Z10, Z0, Z10
+	VPANDD      Z11, Z0, Z11
+	VMOVUPS.Z   (SI), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z12
+	VPERMD      Z0, Z12, Z12
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z13
+	VPERMD      Z0, Z13, Z13
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z14
+	VPERMD      Z0, Z14, Z14
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z15
+	VPERMD      Z0, Z15, Z0
+	VMOVDQU32   192(DI), Z15
+	VPDPBUSD    (DI), Z1, Z15
+	VPDPBUSD    64(DI), Z5, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z12, Z15, Z15
+	VFMADD231PS 128(DI), Z15, Z2
+	VMOVDQU32   448(DI), Z15
+	VPDPBUSD    256(DI), Z6, Z15
+	VPDPBUSD    320(DI), Z7, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z13, Z15, Z15
+	VFMADD231PS 384(DI), Z15, Z2
+	VMOVDQU32   704(DI), Z15
+	VPDPBUSD    512(DI), Z8, Z15
+	VPDPBUSD    576(DI), Z9, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z14, Z15, Z15
+	VFMADD231PS 640(DI), Z15, Z2
+	VMOVDQU32   960(DI), Z15
+	VPDPBUSD    768(DI), Z10, Z15
+	VPDPBUSD    832(DI), Z11, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z0, Z15, Z15
+	VFMADD231PS 896(DI), Z15, Z2
+	VMOVDQU32   192(DI)(R8*1), Z15
+	VPDPBUSD    (DI)(R8*1), Z1, Z15
+	VPDPBUSD    64(DI)(R8*1), Z5, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z12, Z15, Z15
+	VFMADD231PS 128(DI)(R8*1), Z15, Z3
+	VMOVDQU32   448(DI)(R8*1), Z15
+	VPDPBUSD    256(DI)(R8*1), Z6, Z15
+	VPDPBUSD    320(DI)(R8*1), Z7, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z13, Z15, Z15
+	VFMADD231PS 384(DI)(R8*1), Z15, Z3
+	VMOVDQU32   704(DI)(R8*1), Z15
+	VPDPBUSD    512(DI)(R8*1), Z8, Z15
+	VPDPBUSD    576(DI)(R8*1), Z9, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z14, Z15, Z15
+	VFMADD231PS 640(DI)(R8*1), Z15, Z3
+	VMOVDQU32   960(DI)(R8*1), Z15
+	VPDPBUSD    768(DI)(R8*1), Z10, Z15
+	VPDPBUSD    832(DI)(R8*1), Z11, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z0, Z15, Z15
+	VFMADD231PS 896(DI)(R8*1), Z15, Z3
+	VMOVDQU32   192(DI)(R8*2), Z15
+	VPDPBUSD    (DI)(R8*2), Z1, Z15
+	VPDPBUSD    64(DI)(R8*2), Z5, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z12, Z15, Z15
+	VFMADD231PS 128(DI)(R8*2), Z15, Z4
+	VMOVDQU32   448(DI)(R8*2), Z1
+	VPDPBUSD    256(DI)(R8*2), Z6, Z1
+	VPDPBUSD    320(DI)(R8*2), Z7, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z13, Z1, Z1
+	VFMADD231PS 384(DI)(R8*2), Z1, Z4
+	VMOVDQU32   704(DI)(R8*2), Z1
+	VPDPBUSD    512(DI)(R8*2), Z8, Z1
+	VPDPBUSD    576(DI)(R8*2), Z9, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z14, Z1, Z1
+	VFMADD231PS 640(DI)(R8*2), Z1, Z4
+	VMOVDQU32   960(DI)(R8*2), Z1
+	VPDPBUSD    768(DI)(R8*2), Z10, Z1
+	VPDPBUSD    832(DI)(R8*2), Z11, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 896(DI)(R8*2), Z1, Z4
+	JMP         done
+
+last3:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z5
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z5, Z0, Z5
+	VMOVDQU8.Z  64(AX), K3, Z6
+	VPSRLW      $0x04, Z6, Z7
+	VPANDD      Z6, Z0, Z6
+	VPANDD      Z7, Z0, Z7
+	VMOVDQU8.Z  128(AX), K4, Z8
+	VPSRLW      $0x04, Z8, Z9
+	VPANDD      Z8, Z0, Z8
+	VPANDD      Z9, Z0, Z9
+	VMOVUPS.Z   (SI), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z10
+	VPERMD      Z0, Z10, Z10
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z11
+	VPERMD      Z0, Z11, Z11
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z12
+	VPERMD      Z0, Z12, Z0
+	VMOVDQU32   192(DI), Z12
+	VPDPBUSD    (DI), Z1, Z12
+	VPDPBUSD    64(DI), Z5, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z10, Z12, Z12
+	VFMADD231PS 128(DI), Z12, Z2
+	VMOVDQU32   448(DI), Z12
+	VPDPBUSD    256(DI), Z6, Z12
+	VPDPBUSD    320(DI), Z7, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z11, Z12, Z12
+	VFMADD231PS 384(DI), Z12, Z2
+	VMOVDQU32   704(DI), Z12
+	VPDPBUSD    512(DI), Z8, Z12
+	VPDPBUSD    576(DI), Z9, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z0, Z12, Z12
+	VFMADD231PS 640(DI), Z12, Z2
+	VMOVDQU32   192(DI)(R8*1), Z12
+	VPDPBUSD    (DI)(R8*1), Z1, Z12
+	VPDPBUSD    64(DI)(R8*1), Z5, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z10, Z12, Z12
+	VFMADD231PS 128(DI)(R8*1), Z12, Z3
+	VMOVDQU32   448(DI)(R8*1), Z12
+	VPDPBUSD    256(DI)(R8*1), Z6, Z12
+	VPDPBUSD    320(DI)(R8*1), Z7, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z11, Z12, Z12
+	VFMADD231PS 384(DI)(R8*1), Z12, Z3
+	VMOVDQU32   704(DI)(R8*1), Z12
+	VPDPBUSD    512(DI)(R8*1), Z8, Z12
+	VPDPBUSD    576(DI)(R8*1), Z9, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z0, Z12, Z12
+	VFMADD231PS 640(DI)(R8*1), Z12, Z3
+	VMOVDQU32   192(DI)(R8*2), Z12
+	VPDPBUSD    (DI)(R8*2), Z1, Z12
+	VPDPBUSD    64(DI)(R8*2), Z5, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z10, Z12, Z12
+	VFMADD231PS 128(DI)(R8*2), Z12, Z4
+	VMOVDQU32   448(DI)(R8*2), Z1
+	VPDPBUSD    256(DI)(R8*2), Z6, Z1
+	VPDPBUSD    320(DI)(R8*2), Z7, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z11, Z1, Z1
+	VFMADD231PS 384(DI)(R8*2), Z1, Z4
+	VMOVDQU32   704(DI)(R8*2), Z1
+	VPDPBUSD    512(DI)(R8*2), Z8, Z1
+	VPDPBUSD    576(DI)(R8*2), Z9, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 640(DI)(R8*2), Z1, Z4
+	JMP         done
+
+last2:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z5
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z5, Z0, Z5
+	VMOVDQU8.Z  64(AX), K3, Z6
+	VPSRLW      $0x04, Z6, Z7
+	VPANDD      Z6, Z0, Z6
+	VPANDD      Z7, Z0, Z7
+	VMOVUPS.Z   (SI), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z8
+	VPERMD      Z0, Z8, Z8
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z9
+	VPERMD      Z0, Z9, Z0
+	VMOVDQU32   192(DI), Z9
+	VPDPBUSD    (DI), Z1, Z9
+	VPDPBUSD    64(DI), Z5, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z8, Z9, Z9
+	VFMADD231PS 128(DI), Z9, Z2
+	VMOVDQU32   448(DI), Z9
+	VPDPBUSD    256(DI), Z6, Z9
+	VPDPBUSD    320(DI), Z7, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z0, Z9, Z9
+	VFMADD231PS 384(DI), Z9, Z2
+	VMOVDQU32   192(DI)(R8*1), Z9
+	VPDPBUSD    (DI)(R8*1), Z1, Z9
+	VPDPBUSD    64(DI)(R8*1), Z5, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z8, Z9, Z9
+	VFMADD231PS 128(DI)(R8*1), Z9, Z3
+	VMOVDQU32   448(DI)(R8*1), Z9
+	VPDPBUSD    256(DI)(R8*1), Z6, Z9
+	VPDPBUSD    320(DI)(R8*1), Z7, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z0, Z9, Z9
+	VFMADD231PS 384(DI)(R8*1), Z9, Z3
+	VMOVDQU32   192(DI)(R8*2), Z9
+	VPDPBUSD    (DI)(R8*2), Z1, Z9
+	VPDPBUSD    64(DI)(R8*2), Z5, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z8, Z9, Z9
+	VFMADD231PS 128(DI)(R8*2), Z9, Z4
+	VMOVDQU32   448(DI)(R8*2), Z1
+	VPDPBUSD    256(DI)(R8*2), Z6, Z1
+	VPDPBUSD    320(DI)(R8*2), Z7, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 384(DI)(R8*2), Z1, Z4
+	JMP         done
+
+last1:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z5
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z5, Z0, Z5
+	VMOVUPS.Z   (SI), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z6
+	VPERMD      Z0, Z6, Z0
+	VMOVDQU32   192(DI), Z6
+	VPDPBUSD    (DI), Z1, Z6
+	VPDPBUSD    64(DI), Z5, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z0, Z6, Z6
+	VFMADD231PS 128(DI), Z6, Z2
+	VMOVDQU32   192(DI)(R8*1), Z6
+	VPDPBUSD    (DI)(R8*1), Z1, Z6
+	VPDPBUSD    64(DI)(R8*1), Z5, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z0, Z6, Z6
+	VFMADD231PS 128(DI)(R8*1), Z6, Z3
+	VMOVDQU32   192(DI)(R8*2), Z6
+	VPDPBUSD    (DI)(R8*2), Z1, Z6
+	VPDPBUSD    64(DI)(R8*2), Z5, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z0, Z6, Z6
+	VFMADD231PS 128(DI)(R8*2), Z6, Z4
+
+done:
 	MOVQ          dst+64(FP), AX
 	MOVQ          ldd+72(FP), CX
 	SHLQ          $0x02, CX
@@ -11215,164 +14253,763 @@ reduce:
 	RET
 
 // func q4VnniScales2x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, CMOV
 TEXT ·q4VnniScales2x3(SB), NOSPLIT, $0-88
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQU32    q4scaleperm<>+0(SB), Z1
+	MOVQ         ng+32(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         tail+40(FP), CX
+	ADDQ         CX, AX
+	MOVQ         AX, CX
+	SHRQ         $0x04, CX
+	MOVQ         AX, DX
+	ADDQ         $0x0f, DX
+	SHRQ         $0x04, DX
+	SHLQ         $0x0a, DX
+	ANDQ         $0x0f, AX
+	MOVQ         AX, BX
+	ADDQ         $0x03, BX
+	SHRQ         $0x02, BX
+	MOVQ         $-1, SI
+	MOVQ         $0x0000000000000000, DI
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K1
+	SHLQ         $0x04, AX
+	MOVQ         AX, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K2
+	MOVQ         AX, R8
+	SUBQ         $0x40, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K3
+	MOVQ         AX, R8
+	SUBQ         $0x80, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K4
+	SUBQ         $0xc0, AX
+	CMOVQLT      DI, AX
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K5
+	VPXORD       Z0, Z0, Z2
+	VPXORD       Z0, Z0, Z3
+	VPXORD       Z0, Z0, Z4
+	VPXORD       Z0, Z0, Z5
+	VPXORD       Z0, Z0, Z6
+	VPXORD       Z0, Z0, Z7
 	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	MOVQ         sc+16(FP), DX
-	MOVQ         scstr+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	MOVQ         x+48(FP), DI
-	MOVQ         xs+56(FP), R8
-	MOVL         $0x0f0f0f0f, R9
-	VPBROADCASTD R9, Z0
-	VMOVDQU32    q4perm<>+0(SB), Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-	VPXORD       Z4, Z4, Z4
-	VPXORD       Z5, Z5, Z5
-	VPXORD       Z6, Z6, Z6
-	VPXORD       Z7, Z7, Z7
+	MOVQ         rstr+8(FP), SI
+	MOVQ         sc+16(FP), DI
+	MOVQ         scstr+24(FP), R8
+	MOVQ         x+48(FP), R9
+	MOVQ         xs+56(FP), R10
+	MOVQ         R9, R11
+	ADDQ         DX, R11
 
-loop:
-	TESTQ           SI, SI
-	JZ              tail
-	VMOVDQU32       (AX), Z8
-	VPSRLW          $0x04, Z8, Z9
-	VPANDD          Z8, Z0, Z8
-	VPANDD          Z9, Z0, Z9
-	VBROADCASTF32X4 (DX), Z10
-	VPERMPS         Z10, Z1, Z10
-	VMOVDQU32       (AX)(CX*1), Z11
-	VPSRLW          $0x04, Z11, Z12
-	VPANDD          Z11, Z0, Z11
-	VPANDD          Z12, Z0, Z12
-	VBROADCASTF32X4 (DX)(BX*1), Z13
-	VPERMPS         Z13, Z1, Z13
-	VMOVDQU32       (DI), Z14
-	VMOVDQU32       64(DI), Z15
-	VMOVUPS         128(DI), Z16
-	VMOVDQU32       192(DI), Z17
-	VPDPBUSD        Z14, Z8, Z17
-	VPDPBUSD        Z15, Z9, Z17
-	VCVTDQ2PS       Z17, Z17
-	VMULPS          Z16, Z10, Z18
-	VFMADD231PS     Z17, Z18, Z2
-	VMOVDQU32       192(DI), Z17
-	VPDPBUSD        Z14, Z11, Z17
-	VPDPBUSD        Z15, Z12, Z17
-	VCVTDQ2PS       Z17, Z17
-	VMULPS          Z16, Z13, Z14
-	VFMADD231PS     Z17, Z14, Z5
-	VMOVDQU32       (DI)(R8*1), Z14
-	VMOVDQU32       64(DI)(R8*1), Z15
-	VMOVUPS         128(DI)(R8*1), Z16
-	VMOVDQU32       192(DI)(R8*1), Z17
-	VPDPBUSD        Z14, Z8, Z17
-	VPDPBUSD        Z15, Z9, Z17
-	VCVTDQ2PS       Z17, Z17
-	VMULPS          Z16, Z10, Z18
-	VFMADD231PS     Z17, Z18, Z3
-	VMOVDQU32       192(DI)(R8*1), Z17
-	VPDPBUSD        Z14, Z11, Z17
-	VPDPBUSD        Z15, Z12, Z17
-	VCVTDQ2PS       Z17, Z17
-	VMULPS          Z16, Z13, Z14
-	VFMADD231PS     Z17, Z14, Z6
-	VMOVDQU32       (DI)(R8*2), Z14
-	VMOVDQU32       64(DI)(R8*2), Z15
-	VMOVUPS         128(DI)(R8*2), Z16
-	VMOVDQU32       192(DI)(R8*2), Z17
-	VPDPBUSD        Z14, Z8, Z17
-	VPDPBUSD        Z15, Z9, Z17
-	VCVTDQ2PS       Z17, Z17
-	VMULPS          Z16, Z10, Z8
-	VFMADD231PS     Z17, Z8, Z4
-	VMOVDQU32       192(DI)(R8*2), Z8
-	VPDPBUSD        Z14, Z11, Z8
-	VPDPBUSD        Z15, Z12, Z8
-	VCVTDQ2PS       Z8, Z8
-	VMULPS          Z16, Z13, Z9
-	VFMADD231PS     Z8, Z9, Z7
-	ADDQ            $0x00000040, AX
-	ADDQ            $0x00000010, DX
-	ADDQ            $0x00000100, DI
-	DECQ            SI
-	JMP             loop
-
-tail:
-	MOVQ        tail+40(FP), SI
-	TESTQ       SI, SI
-	JZ          reduce
-	MOVQ        $0x0000000000000001, R9
-	SHLQ        $0x04, SI
-	SHLXQ       SI, R9, R9
-	DECQ        R9
-	KMOVQ       R9, K1
-	SHRQ        $0x04, SI
-	MOVQ        $0x0000000000000001, R9
-	SHLXQ       SI, R9, R9
-	DECQ        R9
-	KMOVQ       R9, K2
-	VMOVDQU8.Z  (AX), K1, Z8
+chunk:
+	TESTQ       CX, CX
+	JZ          last
+	VMOVDQU32   (AX), Z8
 	VPSRLW      $0x04, Z8, Z9
 	VPANDD      Z8, Z0, Z8
 	VPANDD      Z9, Z0, Z9
-	VMOVUPS.Z   (DX), K2, Z10
-	VPERMPS     Z10, Z1, Z10
-	VMOVDQU8.Z  (AX)(CX*1), K1, Z11
+	VMOVDQU32   64(AX), Z10
+	VPSRLW      $0x04, Z10, Z11
+	VPANDD      Z10, Z0, Z10
+	VPANDD      Z11, Z0, Z11
+	VMOVDQU32   128(AX), Z12
+	VPSRLW      $0x04, Z12, Z13
+	VPANDD      Z12, Z0, Z12
+	VPANDD      Z13, Z0, Z13
+	VMOVDQU32   192(AX), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z14, Z0, Z14
+	VPANDD      Z15, Z0, Z15
+	VPERMPS     (DI), Z1, Z16
+	VPXORD      Z0, Z0, Z17
+	VPDPBUSD    (R9), Z8, Z17
+	VPDPBUSD    64(R9), Z9, Z17
+	VPXORD      Z0, Z0, Z18
+	VPDPBUSD    256(R9), Z10, Z18
+	VPDPBUSD    320(R9), Z11, Z18
+	VPXORD      Z0, Z0, Z19
+	VPDPBUSD    512(R9), Z12, Z19
+	VPDPBUSD    576(R9), Z13, Z19
+	VPXORD      Z0, Z0, Z20
+	VPDPBUSD    768(R9), Z14, Z20
+	VPDPBUSD    832(R9), Z15, Z20
+	VPUNPCKLDQ  Z18, Z17, Z21
+	VPUNPCKHDQ  Z18, Z17, Z17
+	VPADDD      Z17, Z21, Z21
+	VPUNPCKLDQ  Z20, Z19, Z17
+	VPUNPCKHDQ  Z20, Z19, Z18
+	VPADDD      Z18, Z17, Z17
+	VPUNPCKLQDQ Z17, Z21, Z18
+	VPUNPCKHQDQ Z17, Z21, Z17
+	VPADDD      Z17, Z18, Z18
+	VPADDD      64(R11), Z18, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z16, Z18, Z18
+	VFMADD231PS (R11), Z18, Z2
+	VPXORD      Z0, Z0, Z17
+	VPDPBUSD    (R9)(R10*1), Z8, Z17
+	VPDPBUSD    64(R9)(R10*1), Z9, Z17
+	VPXORD      Z0, Z0, Z18
+	VPDPBUSD    256(R9)(R10*1), Z10, Z18
+	VPDPBUSD    320(R9)(R10*1), Z11, Z18
+	VPXORD      Z0, Z0, Z19
+	VPDPBUSD    512(R9)(R10*1), Z12, Z19
+	VPDPBUSD    576(R9)(R10*1), Z13, Z19
+	VPXORD      Z0, Z0, Z20
+	VPDPBUSD    768(R9)(R10*1), Z14, Z20
+	VPDPBUSD    832(R9)(R10*1), Z15, Z20
+	VPUNPCKLDQ  Z18, Z17, Z21
+	VPUNPCKHDQ  Z18, Z17, Z17
+	VPADDD      Z17, Z21, Z21
+	VPUNPCKLDQ  Z20, Z19, Z17
+	VPUNPCKHDQ  Z20, Z19, Z18
+	VPADDD      Z18, Z17, Z17
+	VPUNPCKLQDQ Z17, Z21, Z18
+	VPUNPCKHQDQ Z17, Z21, Z17
+	VPADDD      Z17, Z18, Z18
+	VPADDD      64(R11)(R10*1), Z18, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z16, Z18, Z18
+	VFMADD231PS (R11)(R10*1), Z18, Z3
+	VPXORD      Z0, Z0, Z17
+	VPDPBUSD    (R9)(R10*2), Z8, Z17
+	VPDPBUSD    64(R9)(R10*2), Z9, Z17
+	VPXORD      Z0, Z0, Z8
+	VPDPBUSD    256(R9)(R10*2), Z10, Z8
+	VPDPBUSD    320(R9)(R10*2), Z11, Z8
+	VPXORD      Z0, Z0, Z9
+	VPDPBUSD    512(R9)(R10*2), Z12, Z9
+	VPDPBUSD    576(R9)(R10*2), Z13, Z9
+	VPXORD      Z0, Z0, Z10
+	VPDPBUSD    768(R9)(R10*2), Z14, Z10
+	VPDPBUSD    832(R9)(R10*2), Z15, Z10
+	VPUNPCKLDQ  Z8, Z17, Z11
+	VPUNPCKHDQ  Z8, Z17, Z8
+	VPADDD      Z8, Z11, Z11
+	VPUNPCKLDQ  Z10, Z9, Z8
+	VPUNPCKHDQ  Z10, Z9, Z9
+	VPADDD      Z9, Z8, Z8
+	VPUNPCKLQDQ Z8, Z11, Z9
+	VPUNPCKHQDQ Z8, Z11, Z8
+	VPADDD      Z8, Z9, Z9
+	VPADDD      64(R11)(R10*2), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z16, Z9, Z9
+	VFMADD231PS (R11)(R10*2), Z9, Z4
+	VMOVDQU32   (AX)(SI*1), Z8
+	VPSRLW      $0x04, Z8, Z9
+	VPANDD      Z8, Z0, Z8
+	VPANDD      Z9, Z0, Z9
+	VMOVDQU32   64(AX)(SI*1), Z10
+	VPSRLW      $0x04, Z10, Z11
+	VPANDD      Z10, Z0, Z10
+	VPANDD      Z11, Z0, Z11
+	VMOVDQU32   128(AX)(SI*1), Z12
+	VPSRLW      $0x04, Z12, Z13
+	VPANDD      Z12, Z0, Z12
+	VPANDD      Z13, Z0, Z13
+	VMOVDQU32   192(AX)(SI*1), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z14, Z0, Z14
+	VPANDD      Z15, Z0, Z15
+	VPERMPS     (DI)(R8*1), Z1, Z16
+	VPXORD      Z0, Z0, Z17
+	VPDPBUSD    (R9), Z8, Z17
+	VPDPBUSD    64(R9), Z9, Z17
+	VPXORD      Z0, Z0, Z18
+	VPDPBUSD    256(R9), Z10, Z18
+	VPDPBUSD    320(R9), Z11, Z18
+	VPXORD      Z0, Z0, Z19
+	VPDPBUSD    512(R9), Z12, Z19
+	VPDPBUSD    576(R9), Z13, Z19
+	VPXORD      Z0, Z0, Z20
+	VPDPBUSD    768(R9), Z14, Z20
+	VPDPBUSD    832(R9), Z15, Z20
+	VPUNPCKLDQ  Z18, Z17, Z21
+	VPUNPCKHDQ  Z18, Z17, Z17
+	VPADDD      Z17, Z21, Z21
+	VPUNPCKLDQ  Z20, Z19, Z17
+	VPUNPCKHDQ  Z20, Z19, Z18
+	VPADDD      Z18, Z17, Z17
+	VPUNPCKLQDQ Z17, Z21, Z18
+	VPUNPCKHQDQ Z17, Z21, Z17
+	VPADDD      Z17, Z18, Z18
+	VPADDD      64(R11), Z18, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z16, Z18, Z18
+	VFMADD231PS (R11), Z18, Z5
+	VPXORD      Z0, Z0, Z17
+	VPDPBUSD    (R9)(R10*1), Z8, Z17
+	VPDPBUSD    64(R9)(R10*1), Z9, Z17
+	VPXORD      Z0, Z0, Z18
+	VPDPBUSD    256(R9)(R10*1), Z10, Z18
+	VPDPBUSD    320(R9)(R10*1), Z11, Z18
+	VPXORD      Z0, Z0, Z19
+	VPDPBUSD    512(R9)(R10*1), Z12, Z19
+	VPDPBUSD    576(R9)(R10*1), Z13, Z19
+	VPXORD      Z0, Z0, Z20
+	VPDPBUSD    768(R9)(R10*1), Z14, Z20
+	VPDPBUSD    832(R9)(R10*1), Z15, Z20
+	VPUNPCKLDQ  Z18, Z17, Z21
+	VPUNPCKHDQ  Z18, Z17, Z17
+	VPADDD      Z17, Z21, Z21
+	VPUNPCKLDQ  Z20, Z19, Z17
+	VPUNPCKHDQ  Z20, Z19, Z18
+	VPADDD      Z18, Z17, Z17
+	VPUNPCKLQDQ Z17, Z21, Z18
+	VPUNPCKHQDQ Z17, Z21, Z17
+	VPADDD      Z17, Z18, Z18
+	VPADDD      64(R11)(R10*1), Z18, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z16, Z18, Z18
+	VFMADD231PS (R11)(R10*1), Z18, Z6
+	VPXORD      Z0, Z0, Z17
+	VPDPBUSD    (R9)(R10*2), Z8, Z17
+	VPDPBUSD    64(R9)(R10*2), Z9, Z17
+	VPXORD      Z0, Z0, Z8
+	VPDPBUSD    256(R9)(R10*2), Z10, Z8
+	VPDPBUSD    320(R9)(R10*2), Z11, Z8
+	VPXORD      Z0, Z0, Z9
+	VPDPBUSD    512(R9)(R10*2), Z12, Z9
+	VPDPBUSD    576(R9)(R10*2), Z13, Z9
+	VPXORD      Z0, Z0, Z10
+	VPDPBUSD    768(R9)(R10*2), Z14, Z10
+	VPDPBUSD    832(R9)(R10*2), Z15, Z10
+	VPUNPCKLDQ  Z8, Z17, Z11
+	VPUNPCKHDQ  Z8, Z17, Z8
+	VPADDD      Z8, Z11, Z11
+	VPUNPCKLDQ  Z10, Z9, Z8
+	VPUNPCKHDQ  Z10, Z9, Z9
+	VPADDD      Z9, Z8, Z8
+	VPUNPCKLQDQ Z8, Z11, Z9
+	VPUNPCKHQDQ Z8, Z11, Z8
+	VPADDD      Z8, Z9, Z9
+	VPADDD      64(R11)(R10*2), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z16, Z9, Z9
+	VFMADD231PS (R11)(R10*2), Z9, Z7
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000400, R9
+	ADDQ        $0x00000080, R11
+	DECQ        CX
+	JMP         chunk
+
+last:
+	TESTQ       BX, BX
+	JZ          done
+	CMPQ        BX, $0x02
+	JB          last1
+	JE          last2
+	CMPQ        BX, $0x03
+	JE          last3
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z8
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  64(AX), K3, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  128(AX), K4, Z11
 	VPSRLW      $0x04, Z11, Z12
 	VPANDD      Z11, Z0, Z11
 	VPANDD      Z12, Z0, Z12
-	VMOVUPS.Z   (DX)(BX*1), K2, Z0
-	VPERMPS     Z0, Z1, Z0
-	VMOVDQU32   (DI), Z1
-	VMOVDQU32   64(DI), Z13
-	VMOVUPS     128(DI), Z14
-	VMOVDQU32   192(DI), Z15
-	VPDPBUSD    Z1, Z8, Z15
-	VPDPBUSD    Z13, Z9, Z15
-	VCVTDQ2PS   Z15, Z15
-	VMULPS      Z14, Z10, Z16
-	VFMADD231PS Z15, Z16, Z2
-	VMOVDQU32   192(DI), Z15
-	VPDPBUSD    Z1, Z11, Z15
-	VPDPBUSD    Z13, Z12, Z15
-	VCVTDQ2PS   Z15, Z15
-	VMULPS      Z14, Z0, Z1
-	VFMADD231PS Z15, Z1, Z5
-	VMOVDQU32   (DI)(R8*1), Z1
-	VMOVDQU32   64(DI)(R8*1), Z13
-	VMOVUPS     128(DI)(R8*1), Z14
-	VMOVDQU32   192(DI)(R8*1), Z15
-	VPDPBUSD    Z1, Z8, Z15
-	VPDPBUSD    Z13, Z9, Z15
-	VCVTDQ2PS   Z15, Z15
-	VMULPS      Z14, Z10, Z16
-	VFMADD231PS Z15, Z16, Z3
-	VMOVDQU32   192(DI)(R8*1), Z15
-	VPDPBUSD    Z1, Z11, Z15
-	VPDPBUSD    Z13, Z12, Z15
-	VCVTDQ2PS   Z15, Z15
-	VMULPS      Z14, Z0, Z1
-	VFMADD231PS Z15, Z1, Z6
-	VMOVDQU32   (DI)(R8*2), Z1
-	VMOVDQU32   64(DI)(R8*2), Z13
-	VMOVUPS     128(DI)(R8*2), Z14
-	VMOVDQU32   192(DI)(R8*2), Z15
-	VPDPBUSD    Z1, Z8, Z15
-	VPDPBUSD    Z13, Z9, Z15
-	VCVTDQ2PS   Z15, Z15
-	VMULPS      Z14, Z10, Z8
-	VFMADD231PS Z15, Z8, Z4
-	VMOVDQU32   192(DI)(R8*2), Z8
-	VPDPBUSD    Z1, Z11, Z8
-	VPDPBUSD    Z13, Z12, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMULPS      Z14, Z0, Z0
-	VFMADD231PS Z8, Z0, Z7
+	VMOVDQU8.Z  192(AX), K5, Z13
+	VPSRLW      $0x04, Z13, Z14
+	VPANDD      Z13, Z0, Z13
+	VPANDD      Z14, Z0, Z14
+	VMOVUPS.Z   (DI), K1, Z15
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z16
+	VPERMD      Z15, Z16, Z16
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z17
+	VPERMD      Z15, Z17, Z17
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z18
+	VPERMD      Z15, Z18, Z18
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z19
+	VPERMD      Z15, Z19, Z15
+	VMOVDQU32   192(R9), Z19
+	VPDPBUSD    (R9), Z1, Z19
+	VPDPBUSD    64(R9), Z8, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z16, Z19, Z19
+	VFMADD231PS 128(R9), Z19, Z2
+	VMOVDQU32   448(R9), Z19
+	VPDPBUSD    256(R9), Z9, Z19
+	VPDPBUSD    320(R9), Z10, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z17, Z19, Z19
+	VFMADD231PS 384(R9), Z19, Z2
+	VMOVDQU32   704(R9), Z19
+	VPDPBUSD    512(R9), Z11, Z19
+	VPDPBUSD    576(R9), Z12, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z18, Z19, Z19
+	VFMADD231PS 640(R9), Z19, Z2
+	VMOVDQU32   960(R9), Z19
+	VPDPBUSD    768(R9), Z13, Z19
+	VPDPBUSD    832(R9), Z14, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z15, Z19, Z19
+	VFMADD231PS 896(R9), Z19, Z2
+	VMOVDQU32   192(R9)(R10*1), Z19
+	VPDPBUSD    (R9)(R10*1), Z1, Z19
+	VPDPBUSD    64(R9)(R10*1), Z8, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z16, Z19, Z19
+	VFMADD231PS 128(R9)(R10*1), Z19, Z3
+	VMOVDQU32   448(R9)(R10*1), Z19
+	VPDPBUSD    256(R9)(R10*1), Z9, Z19
+	VPDPBUSD    320(R9)(R10*1), Z10, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z17, Z19, Z19
+	VFMADD231PS 384(R9)(R10*1), Z19, Z3
+	VMOVDQU32   704(R9)(R10*1), Z19
+	VPDPBUSD    512(R9)(R10*1), Z11, Z19
+	VPDPBUSD    576(R9)(R10*1), Z12, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z18, Z19, Z19
+	VFMADD231PS 640(R9)(R10*1), Z19, Z3
+	VMOVDQU32   960(R9)(R10*1), Z19
+	VPDPBUSD    768(R9)(R10*1), Z13, Z19
+	VPDPBUSD    832(R9)(R10*1), Z14, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z15, Z19, Z19
+	VFMADD231PS 896(R9)(R10*1), Z19, Z3
+	VMOVDQU32   192(R9)(R10*2), Z19
+	VPDPBUSD    (R9)(R10*2), Z1, Z19
+	VPDPBUSD    64(R9)(R10*2), Z8, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z16, Z19, Z19
+	VFMADD231PS 128(R9)(R10*2), Z19, Z4
+	VMOVDQU32   448(R9)(R10*2), Z1
+	VPDPBUSD    256(R9)(R10*2), Z9, Z1
+	VPDPBUSD    320(R9)(R10*2), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z17, Z1, Z1
+	VFMADD231PS 384(R9)(R10*2), Z1, Z4
+	VMOVDQU32   704(R9)(R10*2), Z1
+	VPDPBUSD    512(R9)(R10*2), Z11, Z1
+	VPDPBUSD    576(R9)(R10*2), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z18, Z1, Z1
+	VFMADD231PS 640(R9)(R10*2), Z1, Z4
+	VMOVDQU32   960(R9)(R10*2), Z1
+	VPDPBUSD    768(R9)(R10*2), Z13, Z1
+	VPDPBUSD    832(R9)(R10*2), Z14, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z15, Z1, Z1
+	VFMADD231PS 896(R9)(R10*2), Z1, Z4
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z8
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  64(AX)(SI*1), K3, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  128(AX)(SI*1), K4, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVDQU8.Z  192(AX)(SI*1), K5, Z13
+	VPSRLW      $0x04, Z13, Z14
+	VPANDD      Z13, Z0, Z13
+	VPANDD      Z14, Z0, Z14
+	VMOVUPS.Z   (DI)(R8*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z15
+	VPERMD      Z0, Z15, Z15
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z16
+	VPERMD      Z0, Z16, Z16
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z17
+	VPERMD      Z0, Z17, Z17
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z18
+	VPERMD      Z0, Z18, Z0
+	VMOVDQU32   192(R9), Z18
+	VPDPBUSD    (R9), Z1, Z18
+	VPDPBUSD    64(R9), Z8, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z15, Z18, Z18
+	VFMADD231PS 128(R9), Z18, Z5
+	VMOVDQU32   448(R9), Z18
+	VPDPBUSD    256(R9), Z9, Z18
+	VPDPBUSD    320(R9), Z10, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z16, Z18, Z18
+	VFMADD231PS 384(R9), Z18, Z5
+	VMOVDQU32   704(R9), Z18
+	VPDPBUSD    512(R9), Z11, Z18
+	VPDPBUSD    576(R9), Z12, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z17, Z18, Z18
+	VFMADD231PS 640(R9), Z18, Z5
+	VMOVDQU32   960(R9), Z18
+	VPDPBUSD    768(R9), Z13, Z18
+	VPDPBUSD    832(R9), Z14, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z0, Z18, Z18
+	VFMADD231PS 896(R9), Z18, Z5
+	VMOVDQU32   192(R9)(R10*1), Z18
+	VPDPBUSD    (R9)(R10*1), Z1, Z18
+	VPDPBUSD    64(R9)(R10*1), Z8, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z15, Z18, Z18
+	VFMADD231PS 128(R9)(R10*1), Z18, Z6
+	VMOVDQU32   448(R9)(R10*1), Z18
+	VPDPBUSD    256(R9)(R10*1), Z9, Z18
+	VPDPBUSD    320(R9)(R10*1), Z10, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z16, Z18, Z18
+	VFMADD231PS 384(R9)(R10*1), Z18, Z6
+	VMOVDQU32   704(R9)(R10*1), Z18
+	VPDPBUSD    512(R9)(R10*1), Z11, Z18
+	VPDPBUSD    576(R9)(R10*1), Z12, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z17, Z18, Z18
+	VFMADD231PS 640(R9)(R10*1), Z18, Z6
+	VMOVDQU32   960(R9)(R10*1), Z18
+	VPDPBUSD    768(R9)(R10*1), Z13, Z18
+	VPDPBUSD    832(R9)(R10*1), Z14, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z0, Z18, Z18
+	VFMADD231PS 896(R9)(R10*1), Z18, Z6
+	VMOVDQU32   192(R9)(R10*2), Z18
+	VPDPBUSD    (R9)(R10*2), Z1, Z18
+	VPDPBUSD    64(R9)(R10*2), Z8, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z15, Z18, Z18
+	VFMADD231PS 128(R9)(R10*2), Z18, Z7
+	VMOVDQU32   448(R9)(R10*2), Z1
+	VPDPBUSD    256(R9)(R10*2), Z9, Z1
+	VPDPBUSD    320(R9)(R10*2), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z16, Z1, Z1
+	VFMADD231PS 384(R9)(R10*2), Z1, Z7
+	VMOVDQU32   704(R9)(R10*2), Z1
+	VPDPBUSD    512(R9)(R10*2), Z11, Z1
+	VPDPBUSD    576(R9)(R10*2), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z17, Z1, Z1
+	VFMADD231PS 640(R9)(R10*2), Z1, Z7
+	VMOVDQU32   960(R9)(R10*2), Z1
+	VPDPBUSD    768(R9)(R10*2), Z13, Z1
+	VPDPBUSD    832(R9)(R10*2), Z14, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 896(R9)(R10*2), Z1, Z7
+	JMP         done
 
-reduce:
+last3:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z8
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  64(AX), K3, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  128(AX), K4, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVUPS.Z   (DI), K1, Z13
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z14
+	VPERMD      Z13, Z14, Z14
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z15
+	VPERMD      Z13, Z15, Z15
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z16
+	VPERMD      Z13, Z16, Z13
+	VMOVDQU32   192(R9), Z16
+	VPDPBUSD    (R9), Z1, Z16
+	VPDPBUSD    64(R9), Z8, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z14, Z16, Z16
+	VFMADD231PS 128(R9), Z16, Z2
+	VMOVDQU32   448(R9), Z16
+	VPDPBUSD    256(R9), Z9, Z16
+	VPDPBUSD    320(R9), Z10, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z15, Z16, Z16
+	VFMADD231PS 384(R9), Z16, Z2
+	VMOVDQU32   704(R9), Z16
+	VPDPBUSD    512(R9), Z11, Z16
+	VPDPBUSD    576(R9), Z12, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z13, Z16, Z16
+	VFMADD231PS 640(R9), Z16, Z2
+	VMOVDQU32   192(R9)(R10*1), Z16
+	VPDPBUSD    (R9)(R10*1), Z1, Z16
+	VPDPBUSD    64(R9)(R10*1), Z8, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z14, Z16, Z16
+	VFMADD231PS 128(R9)(R10*1), Z16, Z3
+	VMOVDQU32   448(R9)(R10*1), Z16
+	VPDPBUSD    256(R9)(R10*1), Z9, Z16
+	VPDPBUSD    320(R9)(R10*1), Z10, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z15, Z16, Z16
+	VFMADD231PS 384(R9)(R10*1), Z16, Z3
+	VMOVDQU32   704(R9)(R10*1), Z16
+	VPDPBUSD    512(R9)(R10*1), Z11, Z16
+	VPDPBUSD    576(R9)(R10*1), Z12, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z13, Z16, Z16
+	VFMADD231PS 640(R9)(R10*1), Z16, Z3
+	VMOVDQU32   192(R9)(R10*2), Z16
+	VPDPBUSD    (R9)(R10*2), Z1, Z16
+	VPDPBUSD    64(R9)(R10*2), Z8, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z14, Z16, Z16
+	VFMADD231PS 128(R9)(R10*2), Z16, Z4
+	VMOVDQU32   448(R9)(R10*2), Z1
+	VPDPBUSD    256(R9)(R10*2), Z9, Z1
+	VPDPBUSD    320(R9)(R10*2), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z15, Z1, Z1
+	VFMADD231PS 384(R9)(R10*2), Z1, Z4
+	VMOVDQU32   704(R9)(R10*2), Z1
+	VPDPBUSD    512(R9)(R10*2), Z11, Z1
+	VPDPBUSD    576(R9)(R10*2), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z13, Z1, Z1
+	VFMADD231PS 640(R9)(R10*2), Z1, Z4
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z8
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  64(AX)(SI*1), K3, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVDQU8.Z  128(AX)(SI*1), K4, Z11
+	VPSRLW      $0x04, Z11, Z12
+	VPANDD      Z11, Z0, Z11
+	VPANDD      Z12, Z0, Z12
+	VMOVUPS.Z   (DI)(R8*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z13
+	VPERMD      Z0, Z13, Z13
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z14
+	VPERMD      Z0, Z14, Z14
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z15
+	VPERMD      Z0, Z15, Z0
+	VMOVDQU32   192(R9), Z15
+	VPDPBUSD    (R9), Z1, Z15
+	VPDPBUSD    64(R9), Z8, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z13, Z15, Z15
+	VFMADD231PS 128(R9), Z15, Z5
+	VMOVDQU32   448(R9), Z15
+	VPDPBUSD    256(R9), Z9, Z15
+	VPDPBUSD    320(R9), Z10, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z14, Z15, Z15
+	VFMADD231PS 384(R9), Z15, Z5
+	VMOVDQU32   704(R9), Z15
+	VPDPBUSD    512(R9), Z11, Z15
+	VPDPBUSD    576(R9), Z12, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z0, Z15, Z15
+	VFMADD231PS 640(R9), Z15, Z5
+	VMOVDQU32   192(R9)(R10*1), Z15
+	VPDPBUSD    (R9)(R10*1), Z1, Z15
+	VPDPBUSD    64(R9)(R10*1), Z8, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z13, Z15, Z15
+	VFMADD231PS 128(R9)(R10*1), Z15, Z6
+	VMOVDQU32   448(R9)(R10*1), Z15
+	VPDPBUSD    256(R9)(R10*1), Z9, Z15
+	VPDPBUSD    320(R9)(R10*1), Z10, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z14, Z15, Z15
+	VFMADD231PS 384(R9)(R10*1), Z15, Z6
+	VMOVDQU32   704(R9)(R10*1), Z15
+	VPDPBUSD    512(R9)(R10*1), Z11, Z15
+	VPDPBUSD    576(R9)(R10*1), Z12, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z0, Z15, Z15
+	VFMADD231PS 640(R9)(R10*1), Z15, Z6
+	VMOVDQU32   192(R9)(R10*2), Z15
+	VPDPBUSD    (R9)(R10*2), Z1, Z15
+	VPDPBUSD    64(R9)(R10*2), Z8, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z13, Z15, Z15
+	VFMADD231PS 128(R9)(R10*2), Z15, Z7
+	VMOVDQU32   448(R9)(R10*2), Z1
+	VPDPBUSD    256(R9)(R10*2), Z9, Z1
+	VPDPBUSD    320(R9)(R10*2), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z14, Z1, Z1
+	VFMADD231PS 384(R9)(R10*2), Z1, Z7
+	VMOVDQU32   704(R9)(R10*2), Z1
+	VPDPBUSD    512(R9)(R10*2), Z11, Z1
+	VPDPBUSD    576(R9)(R10*2), Z12, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 640(R9)(R10*2), Z1, Z7
+	JMP         done
+
+last2:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z8
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  64(AX), K3, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVUPS.Z   (DI), K1, Z11
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z12
+	VPERMD      Z11, Z12, Z12
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z13
+	VPERMD      Z11, Z13, Z11
+	VMOVDQU32   192(R9), Z13
+	VPDPBUSD    (R9), Z1, Z13
+	VPDPBUSD    64(R9), Z8, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z12, Z13, Z13
+	VFMADD231PS 128(R9), Z13, Z2
+	VMOVDQU32   448(R9), Z13
+	VPDPBUSD    256(R9), Z9, Z13
+	VPDPBUSD    320(R9), Z10, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z11, Z13, Z13
+	VFMADD231PS 384(R9), Z13, Z2
+	VMOVDQU32   192(R9)(R10*1), Z13
+	VPDPBUSD    (R9)(R10*1), Z1, Z13
+	VPDPBUSD    64(R9)(R10*1), Z8, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z12, Z13, Z13
+	VFMADD231PS 128(R9)(R10*1), Z13, Z3
+	VMOVDQU32   448(R9)(R10*1), Z13
+	VPDPBUSD    256(R9)(R10*1), Z9, Z13
+	VPDPBUSD    320(R9)(R10*1), Z10, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z11, Z13, Z13
+	VFMADD231PS 384(R9)(R10*1), Z13, Z3
+	VMOVDQU32   192(R9)(R10*2), Z13
+	VPDPBUSD    (R9)(R10*2), Z1, Z13
+	VPDPBUSD    64(R9)(R10*2), Z8, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z12, Z13, Z13
+	VFMADD231PS 128(R9)(R10*2), Z13, Z4
+	VMOVDQU32   448(R9)(R10*2), Z1
+	VPDPBUSD    256(R9)(R10*2), Z9, Z1
+	VPDPBUSD    320(R9)(R10*2), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z11, Z1, Z1
+	VFMADD231PS 384(R9)(R10*2), Z1, Z4
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z8
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  64(AX)(SI*1), K3, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVUPS.Z   (DI)(R8*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z11
+	VPERMD      Z0, Z11, Z11
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z12
+	VPERMD      Z0, Z12, Z0
+	VMOVDQU32   192(R9), Z12
+	VPDPBUSD    (R9), Z1, Z12
+	VPDPBUSD    64(R9), Z8, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z11, Z12, Z12
+	VFMADD231PS 128(R9), Z12, Z5
+	VMOVDQU32   448(R9), Z12
+	VPDPBUSD    256(R9), Z9, Z12
+	VPDPBUSD    320(R9), Z10, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z0, Z12, Z12
+	VFMADD231PS 384(R9), Z12, Z5
+	VMOVDQU32   192(R9)(R10*1), Z12
+	VPDPBUSD    (R9)(R10*1), Z1, Z12
+	VPDPBUSD    64(R9)(R10*1), Z8, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z11, Z12, Z12
+	VFMADD231PS 128(R9)(R10*1), Z12, Z6
+	VMOVDQU32   448(R9)(R10*1), Z12
+	VPDPBUSD    256(R9)(R10*1), Z9, Z12
+	VPDPBUSD    320(R9)(R10*1), Z10, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z0, Z12, Z12
+	VFMADD231PS 384(R9)(R10*1), Z12, Z6
+	VMOVDQU32   192(R9)(R10*2), Z12
+	VPDPBUSD    (R9)(R10*2), Z1, Z12
+	VPDPBUSD    64(R9)(R10*2), Z8, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z11, Z12, Z12
+	VFMADD231PS 128(R9)(R10*2), Z12, Z7
+	VMOVDQU32   448(R9)(R10*2), Z1
+	VPDPBUSD    256(R9)(R10*2), Z9, Z1
+	VPDPBUSD    320(R9)(R10*2), Z10, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 384(R9)(R10*2), Z1, Z7
+	JMP         done
+
+last1:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z8
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z8, Z0, Z8
+	VMOVUPS.Z   (DI), K1, Z9
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z10
+	VPERMD      Z9, Z10, Z9
+	VMOVDQU32   192(R9), Z10
+	VPDPBUSD    (R9), Z1, Z10
+	VPDPBUSD    64(R9), Z8, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z9, Z10, Z10
+	VFMADD231PS 128(R9), Z10, Z2
+	VMOVDQU32   192(R9)(R10*1), Z10
+	VPDPBUSD    (R9)(R10*1), Z1, Z10
+	VPDPBUSD    64(R9)(R10*1), Z8, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z9, Z10, Z10
+	VFMADD231PS 128(R9)(R10*1), Z10, Z3
+	VMOVDQU32   192(R9)(R10*2), Z10
+	VPDPBUSD    (R9)(R10*2), Z1, Z10
+	VPDPBUSD    64(R9)(R10*2), Z8, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z9, Z10, Z10
+	VFMADD231PS 128(R9)(R10*2), Z10, Z4
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z8
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z8, Z0, Z8
+	VMOVUPS.Z   (DI)(R8*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z9
+	VPERMD      Z0, Z9, Z0
+	VMOVDQU32   192(R9), Z9
+	VPDPBUSD    (R9), Z1, Z9
+	VPDPBUSD    64(R9), Z8, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z0, Z9, Z9
+	VFMADD231PS 128(R9), Z9, Z5
+	VMOVDQU32   192(R9)(R10*1), Z9
+	VPDPBUSD    (R9)(R10*1), Z1, Z9
+	VPDPBUSD    64(R9)(R10*1), Z8, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z0, Z9, Z9
+	VFMADD231PS 128(R9)(R10*1), Z9, Z6
+	VMOVDQU32   192(R9)(R10*2), Z9
+	VPDPBUSD    (R9)(R10*2), Z1, Z9
+	VPDPBUSD    64(R9)(R10*2), Z8, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z0, Z9, Z9
+	VFMADD231PS 128(R9)(R10*2), Z9, Z7
+
+done:
 	MOVQ          dst+64(FP), AX
 	MOVQ          ldd+72(FP), CX
 	SHLQ          $0x02, CX
@@ -11436,268 +15073,1443 @@ reduce:
 	RET
 
 // func q4VnniScales4x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, CMOV
 TEXT ·q4VnniScales4x3(SB), NOSPLIT, $0-88
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQU32    q4scaleperm<>+0(SB), Z1
+	MOVQ         ng+32(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         tail+40(FP), CX
+	ADDQ         CX, AX
+	MOVQ         AX, CX
+	SHRQ         $0x04, CX
+	MOVQ         AX, DX
+	ADDQ         $0x0f, DX
+	SHRQ         $0x04, DX
+	SHLQ         $0x0a, DX
+	ANDQ         $0x0f, AX
+	MOVQ         AX, BX
+	ADDQ         $0x03, BX
+	SHRQ         $0x02, BX
+	MOVQ         $-1, SI
+	MOVQ         $0x0000000000000000, DI
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K1
+	SHLQ         $0x04, AX
+	MOVQ         AX, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K2
+	MOVQ         AX, R8
+	SUBQ         $0x40, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K3
+	MOVQ         AX, R8
+	SUBQ         $0x80, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K4
+	SUBQ         $0xc0, AX
+	CMOVQLT      DI, AX
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K5
+	VPXORD       Z0, Z0, Z2
+	VPXORD       Z0, Z0, Z3
+	VPXORD       Z0, Z0, Z4
+	VPXORD       Z0, Z0, Z5
+	VPXORD       Z0, Z0, Z6
+	VPXORD       Z0, Z0, Z7
+	VPXORD       Z0, Z0, Z8
+	VPXORD       Z0, Z0, Z9
+	VPXORD       Z0, Z0, Z10
+	VPXORD       Z0, Z0, Z11
+	VPXORD       Z0, Z0, Z12
+	VPXORD       Z0, Z0, Z13
 	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	LEAQ         (CX)(CX*2), DX
-	MOVQ         sc+16(FP), BX
-	MOVQ         scstr+24(FP), SI
+	MOVQ         rstr+8(FP), SI
 	LEAQ         (SI)(SI*2), DI
-	MOVQ         ng+32(FP), R8
-	MOVQ         x+48(FP), R9
-	MOVQ         xs+56(FP), R10
-	MOVL         $0x0f0f0f0f, R11
-	VPBROADCASTD R11, Z0
-	VMOVDQU32    q4perm<>+0(SB), Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-	VPXORD       Z4, Z4, Z4
-	VPXORD       Z5, Z5, Z5
-	VPXORD       Z6, Z6, Z6
-	VPXORD       Z7, Z7, Z7
-	VPXORD       Z8, Z8, Z8
-	VPXORD       Z9, Z9, Z9
-	VPXORD       Z10, Z10, Z10
-	VPXORD       Z11, Z11, Z11
-	VPXORD       Z12, Z12, Z12
-	VPXORD       Z13, Z13, Z13
+	MOVQ         sc+16(FP), R8
+	MOVQ         scstr+24(FP), R9
+	LEAQ         (R9)(R9*2), R10
+	MOVQ         x+48(FP), R11
+	MOVQ         xs+56(FP), R12
+	MOVQ         R11, R13
+	ADDQ         DX, R13
 
-loop:
-	TESTQ           R8, R8
-	JZ              tail
-	VMOVDQU32       (AX), Z14
-	VPSRLW          $0x04, Z14, Z15
-	VPANDD          Z14, Z0, Z14
-	VPANDD          Z15, Z0, Z15
-	VBROADCASTF32X4 (BX), Z16
-	VPERMPS         Z16, Z1, Z16
-	VMOVDQU32       (AX)(CX*1), Z17
-	VPSRLW          $0x04, Z17, Z18
-	VPANDD          Z17, Z0, Z17
-	VPANDD          Z18, Z0, Z18
-	VBROADCASTF32X4 (BX)(SI*1), Z19
-	VPERMPS         Z19, Z1, Z19
-	VMOVDQU32       (AX)(CX*2), Z20
-	VPSRLW          $0x04, Z20, Z21
-	VPANDD          Z20, Z0, Z20
-	VPANDD          Z21, Z0, Z21
-	VBROADCASTF32X4 (BX)(SI*2), Z22
-	VPERMPS         Z22, Z1, Z22
-	VMOVDQU32       (AX)(DX*1), Z23
-	VPSRLW          $0x04, Z23, Z24
-	VPANDD          Z23, Z0, Z23
-	VPANDD          Z24, Z0, Z24
-	VBROADCASTF32X4 (BX)(DI*1), Z25
-	VPERMPS         Z25, Z1, Z25
-	VMOVDQU32       (R9), Z26
-	VMOVDQU32       64(R9), Z27
-	VMOVUPS         128(R9), Z28
-	VMOVDQU32       192(R9), Z29
-	VPDPBUSD        Z26, Z14, Z29
-	VPDPBUSD        Z27, Z15, Z29
-	VCVTDQ2PS       Z29, Z29
-	VMULPS          Z28, Z16, Z30
-	VFMADD231PS     Z29, Z30, Z2
-	VMOVDQU32       192(R9), Z29
-	VPDPBUSD        Z26, Z17, Z29
-	VPDPBUSD        Z27, Z18, Z29
-	VCVTDQ2PS       Z29, Z29
-	VMULPS          Z28, Z19, Z30
-	VFMADD231PS     Z29, Z30, Z5
-	VMOVDQU32       192(R9), Z29
-	VPDPBUSD        Z26, Z20, Z29
-	VPDPBUSD        Z27, Z21, Z29
-	VCVTDQ2PS       Z29, Z29
-	VMULPS          Z28, Z22, Z30
-	VFMADD231PS     Z29, Z30, Z8
-	VMOVDQU32       192(R9), Z29
-	VPDPBUSD        Z26, Z23, Z29
-	VPDPBUSD        Z27, Z24, Z29
-	VCVTDQ2PS       Z29, Z29
-	VMULPS          Z28, Z25, Z26
-	VFMADD231PS     Z29, Z26, Z11
-	VMOVDQU32       (R9)(R10*1), Z26
-	VMOVDQU32       64(R9)(R10*1), Z27
-	VMOVUPS         128(R9)(R10*1), Z28
-	VMOVDQU32       192(R9)(R10*1), Z29
-	VPDPBUSD        Z26, Z14, Z29
-	VPDPBUSD        Z27, Z15, Z29
-	VCVTDQ2PS       Z29, Z29
-	VMULPS          Z28, Z16, Z30
-	VFMADD231PS     Z29, Z30, Z3
-	VMOVDQU32       192(R9)(R10*1), Z29
-	VPDPBUSD        Z26, Z17, Z29
-	VPDPBUSD        Z27, Z18, Z29
-	VCVTDQ2PS       Z29, Z29
-	VMULPS          Z28, Z19, Z30
-	VFMADD231PS     Z29, Z30, Z6
-	VMOVDQU32       192(R9)(R10*1), Z29
-	VPDPBUSD        Z26, Z20, Z29
-	VPDPBUSD        Z27, Z21, Z29
-	VCVTDQ2PS       Z29, Z29
-	VMULPS          Z28, Z22, Z30
-	VFMADD231PS     Z29, Z30, Z9
-	VMOVDQU32       192(R9)(R10*1), Z29
-	VPDPBUSD        Z26, Z23, Z29
-	VPDPBUSD        Z27, Z24, Z29
-	VCVTDQ2PS       Z29, Z29
-	VMULPS          Z28, Z25, Z26
-	VFMADD231PS     Z29, Z26, Z12
-	VMOVDQU32       (R9)(R10*2), Z26
-	VMOVDQU32       64(R9)(R10*2), Z27
-	VMOVUPS         128(R9)(R10*2), Z28
-	VMOVDQU32       192(R9)(R10*2), Z29
-	VPDPBUSD        Z26, Z14, Z29
-	VPDPBUSD        Z27, Z15, Z29
-	VCVTDQ2PS       Z29, Z29
-	VMULPS          Z28, Z16, Z14
-	VFMADD231PS     Z29, Z14, Z4
-	VMOVDQU32       192(R9)(R10*2), Z14
-	VPDPBUSD        Z26, Z17, Z14
-	VPDPBUSD        Z27, Z18, Z14
-	VCVTDQ2PS       Z14, Z14
-	VMULPS          Z28, Z19, Z15
-	VFMADD231PS     Z14, Z15, Z7
-	VMOVDQU32       192(R9)(R10*2), Z14
-	VPDPBUSD        Z26, Z20, Z14
-	VPDPBUSD        Z27, Z21, Z14
-	VCVTDQ2PS       Z14, Z14
-	VMULPS          Z28, Z22, Z15
-	VFMADD231PS     Z14, Z15, Z10
-	VMOVDQU32       192(R9)(R10*2), Z14
-	VPDPBUSD        Z26, Z23, Z14
-	VPDPBUSD        Z27, Z24, Z14
-	VCVTDQ2PS       Z14, Z14
-	VMULPS          Z28, Z25, Z15
-	VFMADD231PS     Z14, Z15, Z13
-	ADDQ            $0x00000040, AX
-	ADDQ            $0x00000010, BX
-	ADDQ            $0x00000100, R9
-	DECQ            R8
-	JMP             loop
-
-tail:
-	MOVQ        tail+40(FP), R8
-	TESTQ       R8, R8
-	JZ          reduce
-	MOVQ        $0x0000000000000001, R11
-	SHLQ        $0x04, R8
-	SHLXQ       R8, R11, R11
-	DECQ        R11
-	KMOVQ       R11, K1
-	SHRQ        $0x04, R8
-	MOVQ        $0x0000000000000001, R11
-	SHLXQ       R8, R11, R11
-	DECQ        R11
-	KMOVQ       R11, K2
-	VMOVDQU8.Z  (AX), K1, Z14
+chunk:
+	TESTQ       CX, CX
+	JZ          last
+	VMOVDQU32   (AX), Z14
 	VPSRLW      $0x04, Z14, Z15
 	VPANDD      Z14, Z0, Z14
 	VPANDD      Z15, Z0, Z15
-	VMOVUPS.Z   (BX), K2, Z16
-	VPERMPS     Z16, Z1, Z16
-	VMOVDQU8.Z  (AX)(CX*1), K1, Z17
-	VPSRLW      $0x04, Z17, Z18
+	VMOVDQU32   64(AX), Z16
+	VPSRLW      $0x04, Z16, Z17
+	VPANDD      Z16, Z0, Z16
 	VPANDD      Z17, Z0, Z17
+	VMOVDQU32   128(AX), Z18
+	VPSRLW      $0x04, Z18, Z19
 	VPANDD      Z18, Z0, Z18
-	VMOVUPS.Z   (BX)(SI*1), K2, Z19
-	VPERMPS     Z19, Z1, Z19
-	VMOVDQU8.Z  (AX)(CX*2), K1, Z20
+	VPANDD      Z19, Z0, Z19
+	VMOVDQU32   192(AX), Z20
 	VPSRLW      $0x04, Z20, Z21
 	VPANDD      Z20, Z0, Z20
 	VPANDD      Z21, Z0, Z21
-	VMOVUPS.Z   (BX)(SI*2), K2, Z22
-	VPERMPS     Z22, Z1, Z22
-	VMOVDQU8.Z  (AX)(DX*1), K1, Z23
-	VPSRLW      $0x04, Z23, Z24
-	VPANDD      Z23, Z0, Z23
-	VPANDD      Z24, Z0, Z24
-	VMOVUPS.Z   (BX)(DI*1), K2, Z0
-	VPERMPS     Z0, Z1, Z0
-	VMOVDQU32   (R9), Z1
-	VMOVDQU32   64(R9), Z25
-	VMOVUPS     128(R9), Z26
-	VMOVDQU32   192(R9), Z27
-	VPDPBUSD    Z1, Z14, Z27
-	VPDPBUSD    Z25, Z15, Z27
-	VCVTDQ2PS   Z27, Z27
-	VMULPS      Z26, Z16, Z28
-	VFMADD231PS Z27, Z28, Z2
-	VMOVDQU32   192(R9), Z27
-	VPDPBUSD    Z1, Z17, Z27
-	VPDPBUSD    Z25, Z18, Z27
-	VCVTDQ2PS   Z27, Z27
-	VMULPS      Z26, Z19, Z28
-	VFMADD231PS Z27, Z28, Z5
-	VMOVDQU32   192(R9), Z27
-	VPDPBUSD    Z1, Z20, Z27
-	VPDPBUSD    Z25, Z21, Z27
-	VCVTDQ2PS   Z27, Z27
-	VMULPS      Z26, Z22, Z28
-	VFMADD231PS Z27, Z28, Z8
-	VMOVDQU32   192(R9), Z27
-	VPDPBUSD    Z1, Z23, Z27
-	VPDPBUSD    Z25, Z24, Z27
-	VCVTDQ2PS   Z27, Z27
-	VMULPS      Z26, Z0, Z1
-	VFMADD231PS Z27, Z1, Z11
-	VMOVDQU32   (R9)(R10*1), Z1
-	VMOVDQU32   64(R9)(R10*1), Z25
-	VMOVUPS     128(R9)(R10*1), Z26
-	VMOVDQU32   192(R9)(R10*1), Z27
-	VPDPBUSD    Z1, Z14, Z27
-	VPDPBUSD    Z25, Z15, Z27
-	VCVTDQ2PS   Z27, Z27
-	VMULPS      Z26, Z16, Z28
-	VFMADD231PS Z27, Z28, Z3
-	VMOVDQU32   192(R9)(R10*1), Z27
-	VPDPBUSD    Z1, Z17, Z27
-	VPDPBUSD    Z25, Z18, Z27
-	VCVTDQ2PS   Z27, Z27
-	VMULPS      Z26, Z19, Z28
-	VFMADD231PS Z27, Z28, Z6
-	VMOVDQU32   192(R9)(R10*1), Z27
-	VPDPBUSD    Z1, Z20, Z27
-	VPDPBUSD    Z25, Z21, Z27
-	VCVTDQ2PS   Z27, Z27
-	VMULPS      Z26, Z22, Z28
-	VFMADD231PS Z27, Z28, Z9
-	VMOVDQU32   192(R9)(R10*1), Z27
-	VPDPBUSD    Z1, Z23, Z27
-	VPDPBUSD    Z25, Z24, Z27
-	VCVTDQ2PS   Z27, Z27
-	VMULPS      Z26, Z0, Z1
-	VFMADD231PS Z27, Z1, Z12
-	VMOVDQU32   (R9)(R10*2), Z1
-	VMOVDQU32   64(R9)(R10*2), Z25
-	VMOVUPS     128(R9)(R10*2), Z26
-	VMOVDQU32   192(R9)(R10*2), Z27
-	VPDPBUSD    Z1, Z14, Z27
-	VPDPBUSD    Z25, Z15, Z27
-	VCVTDQ2PS   Z27, Z27
-	VMULPS      Z26, Z16, Z14
-	VFMADD231PS Z27, Z14, Z4
-	VMOVDQU32   192(R9)(R10*2), Z14
-	VPDPBUSD    Z1, Z17, Z14
-	VPDPBUSD    Z25, Z18, Z14
-	VCVTDQ2PS   Z14, Z14
-	VMULPS      Z26, Z19, Z15
-	VFMADD231PS Z14, Z15, Z7
-	VMOVDQU32   192(R9)(R10*2), Z14
-	VPDPBUSD    Z1, Z20, Z14
-	VPDPBUSD    Z25, Z21, Z14
-	VCVTDQ2PS   Z14, Z14
-	VMULPS      Z26, Z22, Z15
-	VFMADD231PS Z14, Z15, Z10
-	VMOVDQU32   192(R9)(R10*2), Z14
-	VPDPBUSD    Z1, Z23, Z14
-	VPDPBUSD    Z25, Z24, Z14
-	VCVTDQ2PS   Z14, Z14
-	VMULPS      Z26, Z0, Z0
-	VFMADD231PS Z14, Z0, Z13
+	VPERMPS     (R8), Z1, Z22
+	VPXORD      Z0, Z0, Z23
+	VPDPBUSD    (R11), Z14, Z23
+	VPDPBUSD    64(R11), Z15, Z23
+	VPXORD      Z0, Z0, Z24
+	VPDPBUSD    256(R11), Z16, Z24
+	VPDPBUSD    320(R11), Z17, Z24
+	VPXORD      Z0, Z0, Z25
+	VPDPBUSD    512(R11), Z18, Z25
+	VPDPBUSD    576(R11), Z19, Z25
+	VPXORD      Z0, Z0, Z26
+	VPDPBUSD    768(R11), Z20, Z26
+	VPDPBUSD    832(R11), Z21, Z26
+	VPUNPCKLDQ  Z24, Z23, Z27
+	VPUNPCKHDQ  Z24, Z23, Z23
+	VPADDD      Z23, Z27, Z27
+	VPUNPCKLDQ  Z26, Z25, Z23
+	VPUNPCKHDQ  Z26, Z25, Z24
+	VPADDD      Z24, Z23, Z23
+	VPUNPCKLQDQ Z23, Z27, Z24
+	VPUNPCKHQDQ Z23, Z27, Z23
+	VPADDD      Z23, Z24, Z24
+	VPADDD      64(R13), Z24, Z24
+	VCVTDQ2PS   Z24, Z24
+	VMULPS      Z22, Z24, Z24
+	VFMADD231PS (R13), Z24, Z2
+	VPXORD      Z0, Z0, Z23
+	VPDPBUSD    (R11)(R12*1), Z14, Z23
+	VPDPBUSD    64(R11)(R12*1), Z15, Z23
+	VPXORD      Z0, Z0, Z24
+	VPDPBUSD    256(R11)(R12*1), Z16, Z24
+	VPDPBUSD    320(R11)(R12*1), Z17, Z24
+	VPXORD      Z0, Z0, Z25
+	VPDPBUSD    512(R11)(R12*1), Z18, Z25
+	VPDPBUSD    576(R11)(R12*1), Z19, Z25
+	VPXORD      Z0, Z0, Z26
+	VPDPBUSD    768(R11)(R12*1), Z20, Z26
+	VPDPBUSD    832(R11)(R12*1), Z21, Z26
+	VPUNPCKLDQ  Z24, Z23, Z27
+	VPUNPCKHDQ  Z24, Z23, Z23
+	VPADDD      Z23, Z27, Z27
+	VPUNPCKLDQ  Z26, Z25, Z23
+	VPUNPCKHDQ  Z26, Z25, Z24
+	VPADDD      Z24, Z23, Z23
+	VPUNPCKLQDQ Z23, Z27, Z24
+	VPUNPCKHQDQ Z23, Z27, Z23
+	VPADDD      Z23, Z24, Z24
+	VPADDD      64(R13)(R12*1), Z24, Z24
+	VCVTDQ2PS   Z24, Z24
+	VMULPS      Z22, Z24, Z24
+	VFMADD231PS (R13)(R12*1), Z24, Z3
+	VPXORD      Z0, Z0, Z23
+	VPDPBUSD    (R11)(R12*2), Z14, Z23
+	VPDPBUSD    64(R11)(R12*2), Z15, Z23
+	VPXORD      Z0, Z0, Z14
+	VPDPBUSD    256(R11)(R12*2), Z16, Z14
+	VPDPBUSD    320(R11)(R12*2), Z17, Z14
+	VPXORD      Z0, Z0, Z15
+	VPDPBUSD    512(R11)(R12*2), Z18, Z15
+	VPDPBUSD    576(R11)(R12*2), Z19, Z15
+	VPXORD      Z0, Z0, Z16
+	VPDPBUSD    768(R11)(R12*2), Z20, Z16
+	VPDPBUSD    832(R11)(R12*2), Z21, Z16
+	VPUNPCKLDQ  Z14, Z23, Z17
+	VPUNPCKHDQ  Z14, Z23, Z14
+	VPADDD      Z14, Z17, Z17
+	VPUNPCKLDQ  Z16, Z15, Z14
+	VPUNPCKHDQ  Z16, Z15, Z15
+	VPADDD      Z15, Z14, Z14
+	VPUNPCKLQDQ Z14, Z17, Z15
+	VPUNPCKHQDQ Z14, Z17, Z14
+	VPADDD      Z14, Z15, Z15
+	VPADDD      64(R13)(R12*2), Z15, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z22, Z15, Z15
+	VFMADD231PS (R13)(R12*2), Z15, Z4
+	VMOVDQU32   (AX)(SI*1), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z14, Z0, Z14
+	VPANDD      Z15, Z0, Z15
+	VMOVDQU32   64(AX)(SI*1), Z16
+	VPSRLW      $0x04, Z16, Z17
+	VPANDD      Z16, Z0, Z16
+	VPANDD      Z17, Z0, Z17
+	VMOVDQU32   128(AX)(SI*1), Z18
+	VPSRLW      $0x04, Z18, Z19
+	VPANDD      Z18, Z0, Z18
+	VPANDD      Z19, Z0, Z19
+	VMOVDQU32   192(AX)(SI*1), Z20
+	VPSRLW      $0x04, Z20, Z21
+	VPANDD      Z20, Z0, Z20
+	VPANDD      Z21, Z0, Z21
+	VPERMPS     (R8)(R9*1), Z1, Z22
+	VPXORD      Z0, Z0, Z23
+	VPDPBUSD    (R11), Z14, Z23
+	VPDPBUSD    64(R11), Z15, Z23
+	VPXORD      Z0, Z0, Z24
+	VPDPBUSD    256(R11), Z16, Z24
+	VPDPBUSD    320(R11), Z17, Z24
+	VPXORD      Z0, Z0, Z25
+	VPDPBUSD    512(R11), Z18, Z25
+	VPDPBUSD    576(R11), Z19, Z25
+	VPXORD      Z0, Z0, Z26
+	VPDPBUSD    768(R11), Z20, Z26
+	VPDPBUSD    832(R11), Z21, Z26
+	VPUNPCKLDQ  Z24, Z23, Z27
+	VPUNPCKHDQ  Z24, Z23, Z23
+	VPADDD      Z23, Z27, Z27
+	VPUNPCKLDQ  Z26, Z25, Z23
+	VPUNPCKHDQ  Z26, Z25, Z24
+	VPADDD      Z24, Z23, Z23
+	VPUNPCKLQDQ Z23, Z27, Z24
+	VPUNPCKHQDQ Z23, Z27, Z23
+	VPADDD      Z23, Z24, Z24
+	VPADDD      64(R13), Z24, Z24
+	VCVTDQ2PS   Z24, Z24
+	VMULPS      Z22, Z24, Z24
+	VFMADD231PS (R13), Z24, Z5
+	VPXORD      Z0, Z0, Z23
+	VPDPBUSD    (R11)(R12*1), Z14, Z23
+	VPDPBUSD    64(R11)(R12*1), Z15, Z23
+	VPXORD      Z0, Z0, Z24
+	VPDPBUSD    256(R11)(R12*1), Z16, Z24
+	VPDPBUSD    320(R11)(R12*1), Z17, Z24
+	VPXORD      Z0, Z0, Z25
+	VPDPBUSD    512(R11)(R12*1), Z18, Z25
+	VPDPBUSD    576(R11)(R12*1), Z19, Z25
+	VPXORD      Z0, Z0, Z26
+	VPDPBUSD    768(R11)(R12*1), Z20, Z26
+	VPDPBUSD    832(R11)(R12*1), Z21, Z26
+	VPUNPCKLDQ  Z24, Z23, Z27
+	VPUNPCKHDQ  Z24, Z23, Z23
+	VPADDD      Z23, Z27, Z27
+	VPUNPCKLDQ  Z26, Z25, Z23
+	VPUNPCKHDQ  Z26, Z25, Z24
+	VPADDD      Z24, Z23, Z23
+	VPUNPCKLQDQ Z23, Z27, Z24
+	VPUNPCKHQDQ Z23, Z27, Z23
+	VPADDD      Z23, Z24, Z24
+	VPADDD      64(R13)(R12*1), Z24, Z24
+	VCVTDQ2PS   Z24, Z24
+	VMULPS      Z22, Z24, Z24
+	VFMADD231PS (R13)(R12*1), Z24, Z6
+	VPXORD      Z0, Z0, Z23
+	VPDPBUSD    (R11)(R12*2), Z14, Z23
+	VPDPBUSD    64(R11)(R12*2), Z15, Z23
+	VPXORD      Z0, Z0, Z14
+	VPDPBUSD    256(R11)(R12*2), Z16, Z14
+	VPDPBUSD    320(R11)(R12*2), Z17, Z14
+	VPXORD      Z0, Z0, Z15
+	VPDPBUSD    512(R11)(R12*2), Z18, Z15
+	VPDPBUSD    576(R11)(R12*2), Z19, Z15
+	VPXORD      Z0, Z0, Z16
+	VPDPBUSD    768(R11)(R12*2), Z20, Z16
+	VPDPBUSD    832(R11)(R12*2), Z21, Z16
+	VPUNPCKLDQ  Z14, Z23, Z17
+	VPUNPCKHDQ  Z14, Z23, Z14
+	VPADDD      Z14, Z17, Z17
+	VPUNPCKLDQ  Z16, Z15, Z14
+	VPUNPCKHDQ  Z16, Z15, Z15
+	VPADDD      Z15, Z14, Z14
+	VPUNPCKLQDQ Z14, Z17, Z15
+	VPUNPCKHQDQ Z14, Z17, Z14
+	VPADDD      Z14, Z15, Z15
+	VPADDD      64(R13)(R12*2), Z15, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z22, Z15, Z15
+	VFMADD231PS (R13)(R12*2), Z15, Z7
+	VMOVDQU32   (AX)(SI*2), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z14, Z0, Z14
+	VPANDD      Z15, Z0, Z15
+	VMOVDQU32   64(AX)(SI*2), Z16
+	VPSRLW      $0x04, Z16, Z17
+	VPANDD      Z16, Z0, Z16
+	VPANDD      Z17, Z0, Z17
+	VMOVDQU32   128(AX)(SI*2), Z18
+	VPSRLW      $0x04, Z18, Z19
+	VPANDD      Z18, Z0, Z18
+	VPANDD      Z19, Z0, Z19
+	VMOVDQU32   192(AX)(SI*2), Z20
+	VPSRLW      $0x04, Z20, Z21
+	VPANDD      Z20, Z0, Z20
+	VPANDD      Z21, Z0, Z21
+	VPERMPS     (R8)(R9*2), Z1, Z22
+	VPXORD      Z0, Z0, Z23
+	VPDPBUSD    (R11), Z14, Z23
+	VPDPBUSD    64(R11), Z15, Z23
+	VPXORD      Z0, Z0, Z24
+	VPDPBUSD    256(R11), Z16, Z24
+	VPDPBUSD    320(R11), Z17, Z24
+	VPXORD      Z0, Z0, Z25
+	VPDPBUSD    512(R11), Z18, Z25
+	VPDPBUSD    576(R11), Z19, Z25
+	VPXORD      Z0, Z0, Z26
+	VPDPBUSD    768(R11), Z20, Z26
+	VPDPBUSD    832(R11), Z21, Z26
+	VPUNPCKLDQ  Z24, Z23, Z27
+	VPUNPCKHDQ  Z24, Z23, Z23
+	VPADDD      Z23, Z27, Z27
+	VPUNPCKLDQ  Z26, Z25, Z23
+	VPUNPCKHDQ  Z26, Z25, Z24
+	VPADDD      Z24, Z23, Z23
+	VPUNPCKLQDQ Z23, Z27, Z24
+	VPUNPCKHQDQ Z23, Z27, Z23
+	VPADDD      Z23, Z24, Z24
+	VPADDD      64(R13), Z24, Z24
+	VCVTDQ2PS   Z24, Z24
+	VMULPS      Z22, Z24, Z24
+	VFMADD231PS (R13), Z24, Z8
+	VPXORD      Z0, Z0, Z23
+	VPDPBUSD    (R11)(R12*1), Z14, Z23
+	VPDPBUSD    64(R11)(R12*1), Z15, Z23
+	VPXORD      Z0, Z0, Z24
+	VPDPBUSD    256(R11)(R12*1), Z16, Z24
+	VPDPBUSD    320(R11)(R12*1), Z17, Z24
+	VPXORD      Z0, Z0, Z25
+	VPDPBUSD    512(R11)(R12*1), Z18, Z25
+	VPDPBUSD    576(R11)(R12*1), Z19, Z25
+	VPXORD      Z0, Z0, Z26
+	VPDPBUSD    768(R11)(R12*1), Z20, Z26
+	VPDPBUSD    832(R11)(R12*1), Z21, Z26
+	VPUNPCKLDQ  Z24, Z23, Z27
+	VPUNPCKHDQ  Z24, Z23, Z23
+	VPADDD      Z23, Z27, Z27
+	VPUNPCKLDQ  Z26, Z25, Z23
+	VPUNPCKHDQ  Z26, Z25, Z24
+	VPADDD      Z24, Z23, Z23
+	VPUNPCKLQDQ Z23, Z27, Z24
+	VPUNPCKHQDQ Z23, Z27, Z23
+	VPADDD      Z23, Z24, Z24
+	VPADDD      64(R13)(R12*1), Z24, Z24
+	VCVTDQ2PS   Z24, Z24
+	VMULPS      Z22, Z24, Z24
+	VFMADD231PS (R13)(R12*1), Z24, Z9
+	VPXORD      Z0, Z0, Z23
+	VPDPBUSD    (R11)(R12*2), Z14, Z23
+	VPDPBUSD    64(R11)(R12*2), Z15, Z23
+	VPXORD      Z0, Z0, Z14
+	VPDPBUSD    256(R11)(R12*2), Z16, Z14
+	VPDPBUSD    320(R11)(R12*2), Z17, Z14
+	VPXORD      Z0, Z0, Z15
+	VPDPBUSD    512(R11)(R12*2), Z18, Z15
+	VPDPBUSD    576(R11)(R12*2), Z19, Z15
+	VPXORD      Z0, Z0, Z16
+	VPDPBUSD    768(R11)(R12*2), Z20, Z16
+	VPDPBUSD    832(R11)(R12*2), Z21, Z16
+	VPUNPCKLDQ  Z14, Z23, Z17
+	VPUNPCKHDQ  Z14, Z23, Z14
+	VPADDD      Z14, Z17, Z17
+	VPUNPCKLDQ  Z16, Z15, Z14
+	VPUNPCKHDQ  Z16, Z15, Z15
+	VPADDD      Z15, Z14, Z14
+	VPUNPCKLQDQ Z14, Z17, Z15
+	VPUNPCKHQDQ Z14, Z17, Z14
+	VPADDD      Z14, Z15, Z15
+	VPADDD      64(R13)(R12*2), Z15, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z22, Z15, Z15
+	VFMADD231PS (R13)(R12*2), Z15, Z10
+	VMOVDQU32   (AX)(DI*1), Z14
+	VPSRLW      $0x04, Z14, Z15
+	VPANDD      Z14, Z0, Z14
+	VPANDD      Z15, Z0, Z15
+	VMOVDQU32   64(AX)(DI*1), Z16
+	VPSRLW      $0x04, Z16, Z17
+	VPANDD      Z16, Z0, Z16
+	VPANDD      Z17, Z0, Z17
+	VMOVDQU32   128(AX)(DI*1), Z18
+	VPSRLW      $0x04, Z18, Z19
+	VPANDD      Z18, Z0, Z18
+	VPANDD      Z19, Z0, Z19
+	VMOVDQU32   192(AX)(DI*1), Z20
+	VPSRLW      $0x04, Z20, Z21
+	VPANDD      Z20, Z0, Z20
+	VPANDD      Z21, Z0, Z21
+	VPERMPS     (R8)(R10*1), Z1, Z22
+	VPXORD      Z0, Z0, Z23
+	VPDPBUSD    (R11), Z14, Z23
+	VPDPBUSD    64(R11), Z15, Z23
+	VPXORD      Z0, Z0, Z24
+	VPDPBUSD    256(R11), Z16, Z24
+	VPDPBUSD    320(R11), Z17, Z24
+	VPXORD      Z0, Z0, Z25
+	VPDPBUSD    512(R11), Z18, Z25
+	VPDPBUSD    576(R11), Z19, Z25
+	VPXORD      Z0, Z0, Z26
+	VPDPBUSD    768(R11), Z20, Z26
+	VPDPBUSD    832(R11), Z21, Z26
+	VPUNPCKLDQ  Z24, Z23, Z27
+	VPUNPCKHDQ  Z24, Z23, Z23
+	VPADDD      Z23, Z27, Z27
+	VPUNPCKLDQ  Z26, Z25, Z23
+	VPUNPCKHDQ  Z26, Z25, Z24
+	VPADDD      Z24, Z23, Z23
+	VPUNPCKLQDQ Z23, Z27, Z24
+	VPUNPCKHQDQ Z23, Z27, Z23
+	VPADDD      Z23, Z24, Z24
+	VPADDD      64(R13), Z24, Z24
+	VCVTDQ2PS   Z24, Z24
+	VMULPS      Z22, Z24, Z24
+	VFMADD231PS (R13), Z24, Z11
+	VPXORD      Z0, Z0, Z23
+	VPDPBUSD    (R11)(R12*1), Z14, Z23
+	VPDPBUSD    64(R11)(R12*1), Z15, Z23
+	VPXORD      Z0, Z0, Z24
+	VPDPBUSD    256(R11)(R12*1), Z16, Z24
+	VPDPBUSD    320(R11)(R12*1), Z17, Z24
+	VPXORD      Z0, Z0, Z25
+	VPDPBUSD    512(R11)(R12*1), Z18, Z25
+	VPDPBUSD    576(R11)(R12*1), Z19, Z25
+	VPXORD      Z0, Z0, Z26
+	VPDPBUSD    768(R11)(R12*1), Z20, Z26
+	VPDPBUSD    832(R11)(R12*1), Z21, Z26
+	VPUNPCKLDQ  Z24, Z23, Z27
+	VPUNPCKHDQ  Z24, Z23, Z23
+	VPADDD      Z23, Z27, Z27
+	VPUNPCKLDQ  Z26, Z25, Z23
+	VPUNPCKHDQ  Z26, Z25, Z24
+	VPADDD      Z24, Z23, Z23
+	VPUNPCKLQDQ Z23, Z27, Z24
+	VPUNPCKHQDQ Z23, Z27, Z23
+	VPADDD      Z23, Z24, Z24
+	VPADDD      64(R13)(R12*1), Z24, Z24
+	VCVTDQ2PS   Z24, Z24
+	VMULPS      Z22, Z24, Z24
+	VFMADD231PS (R13)(R12*1), Z24, Z12
+	VPXORD      Z0, Z0, Z23
+	VPDPBUSD    (R11)(R12*2), Z14, Z23
+	VPDPBUSD    64(R11)(R12*2), Z15, Z23
+	VPXORD      Z0, Z0, Z14
+	VPDPBUSD    256(R11)(R12*2), Z16, Z14
+	VPDPBUSD    320(R11)(R12*2), Z17, Z14
+	VPXORD      Z0, Z0, Z15
+	VPDPBUSD    512(R11)(R12*2), Z18, Z15
+	VPDPBUSD    576(R11)(R12*2), Z19, Z15
+	VPXORD      Z0, Z0, Z16
+	VPDPBUSD    768(R11)(R12*2), Z20, Z16
+	VPDPBUSD    832(R11)(R12*2), Z21, Z16
+	VPUNPCKLDQ  Z14, Z23, Z17
+	VPUNPCKHDQ  Z14, Z23, Z14
+	VPADDD      Z14, Z17, Z17
+	VPUNPCKLDQ  Z16, Z15, Z14
+	VPUNPCKHDQ  Z16, Z15, Z15
+	VPADDD      Z15, Z14, Z14
+	VPUNPCKLQDQ Z14, Z17, Z15
+	VPUNPCKHQDQ Z14, Z17, Z14
+	VPADDD      Z14, Z15, Z15
+	VPADDD      64(R13)(R12*2), Z15, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z22, Z15, Z15
+	VFMADD231PS (R13)(R12*2), Z15, Z13
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000400, R11
+	ADDQ        $0x00000080, R13
+	DECQ        CX
+	JMP         chunk
 
-reduce:
+last:
+	TESTQ       BX, BX
+	JZ          done
+	CMPQ        BX, $0x02
+	JB          last1
+	JE          last2
+	CMPQ        BX, $0x03
+	JE          last3
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z14
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z14, Z0, Z14
+	VMOVDQU8.Z  64(AX), K3, Z15
+	VPSRLW      $0x04, Z15, Z16
+	VPANDD      Z15, Z0, Z15
+	VPANDD      Z16, Z0, Z16
+	VMOVDQU8.Z  128(AX), K4, Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z17, Z0, Z17
+	VPANDD      Z18, Z0, Z18
+	VMOVDQU8.Z  192(AX), K5, Z19
+	VPSRLW      $0x04, Z19, Z20
+	VPANDD      Z19, Z0, Z19
+	VPANDD      Z20, Z0, Z20
+	VMOVUPS.Z   (R8), K1, Z21
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z22
+	VPERMD      Z21, Z22, Z22
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z23
+	VPERMD      Z21, Z23, Z23
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z24
+	VPERMD      Z21, Z24, Z24
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z25
+	VPERMD      Z21, Z25, Z21
+	VMOVDQU32   192(R11), Z25
+	VPDPBUSD    (R11), Z1, Z25
+	VPDPBUSD    64(R11), Z14, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z22, Z25, Z25
+	VFMADD231PS 128(R11), Z25, Z2
+	VMOVDQU32   448(R11), Z25
+	VPDPBUSD    256(R11), Z15, Z25
+	VPDPBUSD    320(R11), Z16, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z23, Z25, Z25
+	VFMADD231PS 384(R11), Z25, Z2
+	VMOVDQU32   704(R11), Z25
+	VPDPBUSD    512(R11), Z17, Z25
+	VPDPBUSD    576(R11), Z18, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z24, Z25, Z25
+	VFMADD231PS 640(R11), Z25, Z2
+	VMOVDQU32   960(R11), Z25
+	VPDPBUSD    768(R11), Z19, Z25
+	VPDPBUSD    832(R11), Z20, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z21, Z25, Z25
+	VFMADD231PS 896(R11), Z25, Z2
+	VMOVDQU32   192(R11)(R12*1), Z25
+	VPDPBUSD    (R11)(R12*1), Z1, Z25
+	VPDPBUSD    64(R11)(R12*1), Z14, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z22, Z25, Z25
+	VFMADD231PS 128(R11)(R12*1), Z25, Z3
+	VMOVDQU32   448(R11)(R12*1), Z25
+	VPDPBUSD    256(R11)(R12*1), Z15, Z25
+	VPDPBUSD    320(R11)(R12*1), Z16, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z23, Z25, Z25
+	VFMADD231PS 384(R11)(R12*1), Z25, Z3
+	VMOVDQU32   704(R11)(R12*1), Z25
+	VPDPBUSD    512(R11)(R12*1), Z17, Z25
+	VPDPBUSD    576(R11)(R12*1), Z18, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z24, Z25, Z25
+	VFMADD231PS 640(R11)(R12*1), Z25, Z3
+	VMOVDQU32   960(R11)(R12*1), Z25
+	VPDPBUSD    768(R11)(R12*1), Z19, Z25
+	VPDPBUSD    832(R11)(R12*1), Z20, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z21, Z25, Z25
+	VFMADD231PS 896(R11)(R12*1), Z25, Z3
+	VMOVDQU32   192(R11)(R12*2), Z25
+	VPDPBUSD    (R11)(R12*2), Z1, Z25
+	VPDPBUSD    64(R11)(R12*2), Z14, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z22, Z25, Z25
+	VFMADD231PS 128(R11)(R12*2), Z25, Z4
+	VMOVDQU32   448(R11)(R12*2), Z1
+	VPDPBUSD    256(R11)(R12*2), Z15, Z1
+	VPDPBUSD    320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z23, Z1, Z1
+	VFMADD231PS 384(R11)(R12*2), Z1, Z4
+	VMOVDQU32   704(R11)(R12*2), Z1
+	VPDPBUSD    512(R11)(R12*2), Z17, Z1
+	VPDPBUSD    576(R11)(R12*2), Z18, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z24, Z1, Z1
+	VFMADD231PS 640(R11)(R12*2), Z1, Z4
+	VMOVDQU32   960(R11)(R12*2), Z1
+	VPDPBUSD    768(R11)(R12*2), Z19, Z1
+	VPDPBUSD    832(R11)(R12*2), Z20, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z21, Z1, Z1
+	VFMADD231PS 896(R11)(R12*2), Z1, Z4
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z14
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z14, Z0, Z14
+	VMOVDQU8.Z  64(AX)(SI*1), K3, Z15
+	VPSRLW      $0x04, Z15, Z16
+	VPANDD      Z15, Z0, Z15
+	VPANDD      Z16, Z0, Z16
+	VMOVDQU8.Z  128(AX)(SI*1), K4, Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z17, Z0, Z17
+	VPANDD      Z18, Z0, Z18
+	VMOVDQU8.Z  192(AX)(SI*1), K5, Z19
+	VPSRLW      $0x04, Z19, Z20
+	VPANDD      Z19, Z0, Z19
+	VPANDD      Z20, Z0, Z20
+	VMOVUPS.Z   (R8)(R9*1), K1, Z21
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z22
+	VPERMD      Z21, Z22, Z22
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z23
+	VPERMD      Z21, Z23, Z23
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z24
+	VPERMD      Z21, Z24, Z24
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z25
+	VPERMD      Z21, Z25, Z21
+	VMOVDQU32   192(R11), Z25
+	VPDPBUSD    (R11), Z1, Z25
+	VPDPBUSD    64(R11), Z14, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z22, Z25, Z25
+	VFMADD231PS 128(R11), Z25, Z5
+	VMOVDQU32   448(R11), Z25
+	VPDPBUSD    256(R11), Z15, Z25
+	VPDPBUSD    320(R11), Z16, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z23, Z25, Z25
+	VFMADD231PS 384(R11), Z25, Z5
+	VMOVDQU32   704(R11), Z25
+	VPDPBUSD    512(R11), Z17, Z25
+	VPDPBUSD    576(R11), Z18, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z24, Z25, Z25
+	VFMADD231PS 640(R11), Z25, Z5
+	VMOVDQU32   960(R11), Z25
+	VPDPBUSD    768(R11), Z19, Z25
+	VPDPBUSD    832(R11), Z20, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z21, Z25, Z25
+	VFMADD231PS 896(R11), Z25, Z5
+	VMOVDQU32   192(R11)(R12*1), Z25
+	VPDPBUSD    (R11)(R12*1), Z1, Z25
+	VPDPBUSD    64(R11)(R12*1), Z14, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z22, Z25, Z25
+	VFMADD231PS 128(R11)(R12*1), Z25, Z6
+	VMOVDQU32   448(R11)(R12*1), Z25
+	VPDPBUSD    256(R11)(R12*1), Z15, Z25
+	VPDPBUSD    320(R11)(R12*1), Z16, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z23, Z25, Z25
+	VFMADD231PS 384(R11)(R12*1), Z25, Z6
+	VMOVDQU32   704(R11)(R12*1), Z25
+	VPDPBUSD    512(R11)(R12*1), Z17, Z25
+	VPDPBUSD    576(R11)(R12*1), Z18, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z24, Z25, Z25
+	VFMADD231PS 640(R11)(R12*1), Z25, Z6
+	VMOVDQU32   960(R11)(R12*1), Z25
+	VPDPBUSD    768(R11)(R12*1), Z19, Z25
+	VPDPBUSD    832(R11)(R12*1), Z20, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z21, Z25, Z25
+	VFMADD231PS 896(R11)(R12*1), Z25, Z6
+	VMOVDQU32   192(R11)(R12*2), Z25
+	VPDPBUSD    (R11)(R12*2), Z1, Z25
+	VPDPBUSD    64(R11)(R12*2), Z14, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z22, Z25, Z25
+	VFMADD231PS 128(R11)(R12*2), Z25, Z7
+	VMOVDQU32   448(R11)(R12*2), Z1
+	VPDPBUSD    256(R11)(R12*2), Z15, Z1
+	VPDPBUSD    320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z23, Z1, Z1
+	VFMADD231PS 384(R11)(R12*2), Z1, Z7
+	VMOVDQU32   704(R11)(R12*2), Z1
+	VPDPBUSD    512(R11)(R12*2), Z17, Z1
+	VPDPBUSD    576(R11)(R12*2), Z18, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z24, Z1, Z1
+	VFMADD231PS 640(R11)(R12*2), Z1, Z7
+	VMOVDQU32   960(R11)(R12*2), Z1
+	VPDPBUSD    768(R11)(R12*2), Z19, Z1
+	VPDPBUSD    832(R11)(R12*2), Z20, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z21, Z1, Z1
+	VFMADD231PS 896(R11)(R12*2), Z1, Z7
+	VMOVDQU8.Z  (AX)(SI*2), K2, Z1
+	VPSRLW      $0x04, Z1, Z14
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z14, Z0, Z14
+	VMOVDQU8.Z  64(AX)(SI*2), K3, Z15
+	VPSRLW      $0x04, Z15, Z16
+	VPANDD      Z15, Z0, Z15
+	VPANDD      Z16, Z0, Z16
+	VMOVDQU8.Z  128(AX)(SI*2), K4, Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z17, Z0, Z17
+	VPANDD      Z18, Z0, Z18
+	VMOVDQU8.Z  192(AX)(SI*2), K5, Z19
+	VPSRLW      $0x04, Z19, Z20
+	VPANDD      Z19, Z0, Z19
+	VPANDD      Z20, Z0, Z20
+	VMOVUPS.Z   (R8)(R9*2), K1, Z21
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z22
+	VPERMD      Z21, Z22, Z22
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z23
+	VPERMD      Z21, Z23, Z23
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z24
+	VPERMD      Z21, Z24, Z24
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z25
+	VPERMD      Z21, Z25, Z21
+	VMOVDQU32   192(R11), Z25
+	VPDPBUSD    (R11), Z1, Z25
+	VPDPBUSD    64(R11), Z14, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z22, Z25, Z25
+	VFMADD231PS 128(R11), Z25, Z8
+	VMOVDQU32   448(R11), Z25
+	VPDPBUSD    256(R11), Z15, Z25
+	VPDPBUSD    320(R11), Z16, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z23, Z25, Z25
+	VFMADD231PS 384(R11), Z25, Z8
+	VMOVDQU32   704(R11), Z25
+	VPDPBUSD    512(R11), Z17, Z25
+	VPDPBUSD    576(R11), Z18, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z24, Z25, Z25
+	VFMADD231PS 640(R11), Z25, Z8
+	VMOVDQU32   960(R11), Z25
+	VPDPBUSD    768(R11), Z19, Z25
+	VPDPBUSD    832(R11), Z20, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z21, Z25, Z25
+	VFMADD231PS 896(R11), Z25, Z8
+	VMOVDQU32   192(R11)(R12*1), Z25
+	VPDPBUSD    (R11)(R12*1), Z1, Z25
+	VPDPBUSD    64(R11)(R12*1), Z14, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z22, Z25, Z25
+	VFMADD231PS 128(R11)(R12*1), Z25, Z9
+	VMOVDQU32   448(R11)(R12*1), Z25
+	VPDPBUSD    256(R11)(R12*1), Z15, Z25
+	VPDPBUSD    320(R11)(R12*1), Z16, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z23, Z25, Z25
+	VFMADD231PS 384(R11)(R12*1), Z25, Z9
+	VMOVDQU32   704(R11)(R12*1), Z25
+	VPDPBUSD    512(R11)(R12*1), Z17, Z25
+	VPDPBUSD    576(R11)(R12*1), Z18, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z24, Z25, Z25
+	VFMADD231PS 640(R11)(R12*1), Z25, Z9
+	VMOVDQU32   960(R11)(R12*1), Z25
+	VPDPBUSD    768(R11)(R12*1), Z19, Z25
+	VPDPBUSD    832(R11)(R12*1), Z20, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z21, Z25, Z25
+	VFMADD231PS 896(R11)(R12*1), Z25, Z9
+	VMOVDQU32   192(R11)(R12*2), Z25
+	VPDPBUSD    (R11)(R12*2), Z1, Z25
+	VPDPBUSD    64(R11)(R12*2), Z14, Z25
+	VCVTDQ2PS   Z25, Z25
+	VMULPS      Z22, Z25, Z25
+	VFMADD231PS 128(R11)(R12*2), Z25, Z10
+	VMOVDQU32   448(R11)(R12*2), Z1
+	VPDPBUSD    256(R11)(R12*2), Z15, Z1
+	VPDPBUSD    320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z23, Z1, Z1
+	VFMADD231PS 384(R11)(R12*2), Z1, Z10
+	VMOVDQU32   704(R11)(R12*2), Z1
+	VPDPBUSD    512(R11)(R12*2), Z17, Z1
+	VPDPBUSD    576(R11)(R12*2), Z18, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z24, Z1, Z1
+	VFMADD231PS 640(R11)(R12*2), Z1, Z10
+	VMOVDQU32   960(R11)(R12*2), Z1
+	VPDPBUSD    768(R11)(R12*2), Z19, Z1
+	VPDPBUSD    832(R11)(R12*2), Z20, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z21, Z1, Z1
+	VFMADD231PS 896(R11)(R12*2), Z1, Z10
+	VMOVDQU8.Z  (AX)(DI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z14
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z14, Z0, Z14
+	VMOVDQU8.Z  64(AX)(DI*1), K3, Z15
+	VPSRLW      $0x04, Z15, Z16
+	VPANDD      Z15, Z0, Z15
+	VPANDD      Z16, Z0, Z16
+	VMOVDQU8.Z  128(AX)(DI*1), K4, Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z17, Z0, Z17
+	VPANDD      Z18, Z0, Z18
+	VMOVDQU8.Z  192(AX)(DI*1), K5, Z19
+	VPSRLW      $0x04, Z19, Z20
+	VPANDD      Z19, Z0, Z19
+	VPANDD      Z20, Z0, Z20
+	VMOVUPS.Z   (R8)(R10*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z21
+	VPERMD      Z0, Z21, Z21
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z22
+	VPERMD      Z0, Z22, Z22
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z23
+	VPERMD      Z0, Z23, Z23
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z24
+	VPERMD      Z0, Z24, Z0
+	VMOVDQU32   192(R11), Z24
+	VPDPBUSD    (R11), Z1, Z24
+	VPDPBUSD    64(R11), Z14, Z24
+	VCVTDQ2PS   Z24, Z24
+	VMULPS      Z21, Z24, Z24
+	VFMADD231PS 128(R11), Z24, Z11
+	VMOVDQU32   448(R11), Z24
+	VPDPBUSD    256(R11), Z15, Z24
+	VPDPBUSD    320(R11), Z16, Z24
+	VCVTDQ2PS   Z24, Z24
+	VMULPS      Z22, Z24, Z24
+	VFMADD231PS 384(R11), Z24, Z11
+	VMOVDQU32   704(R11), Z24
+	VPDPBUSD    512(R11), Z17, Z24
+	VPDPBUSD    576(R11), Z18, Z24
+	VCVTDQ2PS   Z24, Z24
+	VMULPS      Z23, Z24, Z24
+	VFMADD231PS 640(R11), Z24, Z11
+	VMOVDQU32   960(R11), Z24
+	VPDPBUSD    768(R11), Z19, Z24
+	VPDPBUSD    832(R11), Z20, Z24
+	VCVTDQ2PS   Z24, Z24
+	VMULPS      Z0, Z24, Z24
+	VFMADD231PS 896(R11), Z24, Z11
+	VMOVDQU32   192(R11)(R12*1), Z24
+	VPDPBUSD    (R11)(R12*1), Z1, Z24
+	VPDPBUSD    64(R11)(R12*1), Z14, Z24
+	VCVTDQ2PS   Z24, Z24
+	VMULPS      Z21, Z24, Z24
+	VFMADD231PS 128(R11)(R12*1), Z24, Z12
+	VMOVDQU32   448(R11)(R12*1), Z24
+	VPDPBUSD    256(R11)(R12*1), Z15, Z24
+	VPDPBUSD    320(R11)(R12*1), Z16, Z24
+	VCVTDQ2PS   Z24, Z24
+	VMULPS      Z22, Z24, Z24
+	VFMADD231PS 384(R11)(R12*1), Z24, Z12
+	VMOVDQU32   704(R11)(R12*1), Z24
+	VPDPBUSD    512(R11)(R12*1), Z17, Z24
+	VPDPBUSD    576(R11)(R12*1), Z18, Z24
+	VCVTDQ2PS   Z24, Z24
+	VMULPS      Z23, Z24, Z24
+	VFMADD231PS 640(R11)(R12*1), Z24, Z12
+	VMOVDQU32   960(R11)(R12*1), Z24
+	VPDPBUSD    768(R11)(R12*1), Z19, Z24
+	VPDPBUSD    832(R11)(R12*1), Z20, Z24
+	VCVTDQ2PS   Z24, Z24
+	VMULPS      Z0, Z24, Z24
+	VFMADD231PS 896(R11)(R12*1), Z24, Z12
+	VMOVDQU32   192(R11)(R12*2), Z24
+	VPDPBUSD    (R11)(R12*2), Z1, Z24
+	VPDPBUSD    64(R11)(R12*2), Z14, Z24
+	VCVTDQ2PS   Z24, Z24
+	VMULPS      Z21, Z24, Z24
+	VFMADD231PS 128(R11)(R12*2), Z24, Z13
+	VMOVDQU32   448(R11)(R12*2), Z1
+	VPDPBUSD    256(R11)(R12*2), Z15, Z1
+	VPDPBUSD    320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z22, Z1, Z1
+	VFMADD231PS 384(R11)(R12*2), Z1, Z13
+	VMOVDQU32   704(R11)(R12*2), Z1
+	VPDPBUSD    512(R11)(R12*2), Z17, Z1
+	VPDPBUSD    576(R11)(R12*2), Z18, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z23, Z1, Z1
+	VFMADD231PS 640(R11)(R12*2), Z1, Z13
+	VMOVDQU32   960(R11)(R12*2), Z1
+	VPDPBUSD    768(R11)(R12*2), Z19, Z1
+	VPDPBUSD    832(R11)(R12*2), Z20, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 896(R11)(R12*2), Z1, Z13
+	JMP         done
+
+last3:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z14
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z14, Z0, Z14
+	VMOVDQU8.Z  64(AX), K3, Z15
+	VPSRLW      $0x04, Z15, Z16
+	VPANDD      Z15, Z0, Z15
+	VPANDD      Z16, Z0, Z16
+	VMOVDQU8.Z  128(AX), K4, Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z17, Z0, Z17
+	VPANDD      Z18, Z0, Z18
+	VMOVUPS.Z   (R8), K1, Z19
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z20
+	VPERMD      Z19, Z20, Z20
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z21
+	VPERMD      Z19, Z21, Z21
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z22
+	VPERMD      Z19, Z22, Z19
+	VMOVDQU32   192(R11), Z22
+	VPDPBUSD    (R11), Z1, Z22
+	VPDPBUSD    64(R11), Z14, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z20, Z22, Z22
+	VFMADD231PS 128(R11), Z22, Z2
+	VMOVDQU32   448(R11), Z22
+	VPDPBUSD    256(R11), Z15, Z22
+	VPDPBUSD    320(R11), Z16, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z21, Z22, Z22
+	VFMADD231PS 384(R11), Z22, Z2
+	VMOVDQU32   704(R11), Z22
+	VPDPBUSD    512(R11), Z17, Z22
+	VPDPBUSD    576(R11), Z18, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z19, Z22, Z22
+	VFMADD231PS 640(R11), Z22, Z2
+	VMOVDQU32   192(R11)(R12*1), Z22
+	VPDPBUSD    (R11)(R12*1), Z1, Z22
+	VPDPBUSD    64(R11)(R12*1), Z14, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z20, Z22, Z22
+	VFMADD231PS 128(R11)(R12*1), Z22, Z3
+	VMOVDQU32   448(R11)(R12*1), Z22
+	VPDPBUSD    256(R11)(R12*1), Z15, Z22
+	VPDPBUSD    320(R11)(R12*1), Z16, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z21, Z22, Z22
+	VFMADD231PS 384(R11)(R12*1), Z22, Z3
+	VMOVDQU32   704(R11)(R12*1), Z22
+	VPDPBUSD    512(R11)(R12*1), Z17, Z22
+	VPDPBUSD    576(R11)(R12*1), Z18, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z19, Z22, Z22
+	VFMADD231PS 640(R11)(R12*1), Z22, Z3
+	VMOVDQU32   192(R11)(R12*2), Z22
+	VPDPBUSD    (R11)(R12*2), Z1, Z22
+	VPDPBUSD    64(R11)(R12*2), Z14, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z20, Z22, Z22
+	VFMADD231PS 128(R11)(R12*2), Z22, Z4
+	VMOVDQU32   448(R11)(R12*2), Z1
+	VPDPBUSD    256(R11)(R12*2), Z15, Z1
+	VPDPBUSD    320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z21, Z1, Z1
+	VFMADD231PS 384(R11)(R12*2), Z1, Z4
+	VMOVDQU32   704(R11)(R12*2), Z1
+	VPDPBUSD    512(R11)(R12*2), Z17, Z1
+	VPDPBUSD    576(R11)(R12*2), Z18, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z19, Z1, Z1
+	VFMADD231PS 640(R11)(R12*2), Z1, Z4
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z14
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z14, Z0, Z14
+	VMOVDQU8.Z  64(AX)(SI*1), K3, Z15
+	VPSRLW      $0x04, Z15, Z16
+	VPANDD      Z15, Z0, Z15
+	VPANDD      Z16, Z0, Z16
+	VMOVDQU8.Z  128(AX)(SI*1), K4, Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z17, Z0, Z17
+	VPANDD      Z18, Z0, Z18
+	VMOVUPS.Z   (R8)(R9*1), K1, Z19
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z20
+	VPERMD      Z19, Z20, Z20
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z21
+	VPERMD      Z19, Z21, Z21
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z22
+	VPERMD      Z19, Z22, Z19
+	VMOVDQU32   192(R11), Z22
+	VPDPBUSD    (R11), Z1, Z22
+	VPDPBUSD    64(R11), Z14, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z20, Z22, Z22
+	VFMADD231PS 128(R11), Z22, Z5
+	VMOVDQU32   448(R11), Z22
+	VPDPBUSD    256(R11), Z15, Z22
+	VPDPBUSD    320(R11), Z16, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z21, Z22, Z22
+	VFMADD231PS 384(R11), Z22, Z5
+	VMOVDQU32   704(R11), Z22
+	VPDPBUSD    512(R11), Z17, Z22
+	VPDPBUSD    576(R11), Z18, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z19, Z22, Z22
+	VFMADD231PS 640(R11), Z22, Z5
+	VMOVDQU32   192(R11)(R12*1), Z22
+	VPDPBUSD    (R11)(R12*1), Z1, Z22
+	VPDPBUSD    64(R11)(R12*1), Z14, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z20, Z22, Z22
+	VFMADD231PS 128(R11)(R12*1), Z22, Z6
+	VMOVDQU32   448(R11)(R12*1), Z22
+	VPDPBUSD    256(R11)(R12*1), Z15, Z22
+	VPDPBUSD    320(R11)(R12*1), Z16, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z21, Z22, Z22
+	VFMADD231PS 384(R11)(R12*1), Z22, Z6
+	VMOVDQU32   704(R11)(R12*1), Z22
+	VPDPBUSD    512(R11)(R12*1), Z17, Z22
+	VPDPBUSD    576(R11)(R12*1), Z18, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z19, Z22, Z22
+	VFMADD231PS 640(R11)(R12*1), Z22, Z6
+	VMOVDQU32   192(R11)(R12*2), Z22
+	VPDPBUSD    (R11)(R12*2), Z1, Z22
+	VPDPBUSD    64(R11)(R12*2), Z14, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z20, Z22, Z22
+	VFMADD231PS 128(R11)(R12*2), Z22, Z7
+	VMOVDQU32   448(R11)(R12*2), Z1
+	VPDPBUSD    256(R11)(R12*2), Z15, Z1
+	VPDPBUSD    320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z21, Z1, Z1
+	VFMADD231PS 384(R11)(R12*2), Z1, Z7
+	VMOVDQU32   704(R11)(R12*2), Z1
+	VPDPBUSD    512(R11)(R12*2), Z17, Z1
+	VPDPBUSD    576(R11)(R12*2), Z18, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z19, Z1, Z1
+	VFMADD231PS 640(R11)(R12*2), Z1, Z7
+	VMOVDQU8.Z  (AX)(SI*2), K2, Z1
+	VPSRLW      $0x04, Z1, Z14
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z14, Z0, Z14
+	VMOVDQU8.Z  64(AX)(SI*2), K3, Z15
+	VPSRLW      $0x04, Z15, Z16
+	VPANDD      Z15, Z0, Z15
+	VPANDD      Z16, Z0, Z16
+	VMOVDQU8.Z  128(AX)(SI*2), K4, Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z17, Z0, Z17
+	VPANDD      Z18, Z0, Z18
+	VMOVUPS.Z   (R8)(R9*2), K1, Z19
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z20
+	VPERMD      Z19, Z20, Z20
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z21
+	VPERMD      Z19, Z21, Z21
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z22
+	VPERMD      Z19, Z22, Z19
+	VMOVDQU32   192(R11), Z22
+	VPDPBUSD    (R11), Z1, Z22
+	VPDPBUSD    64(R11), Z14, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z20, Z22, Z22
+	VFMADD231PS 128(R11), Z22, Z8
+	VMOVDQU32   448(R11), Z22
+	VPDPBUSD    256(R11), Z15, Z22
+	VPDPBUSD    320(R11), Z16, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z21, Z22, Z22
+	VFMADD231PS 384(R11), Z22, Z8
+	VMOVDQU32   704(R11), Z22
+	VPDPBUSD    512(R11), Z17, Z22
+	VPDPBUSD    576(R11), Z18, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z19, Z22, Z22
+	VFMADD231PS 640(R11), Z22, Z8
+	VMOVDQU32   192(R11)(R12*1), Z22
+	VPDPBUSD    (R11)(R12*1), Z1, Z22
+	VPDPBUSD    64(R11)(R12*1), Z14, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z20, Z22, Z22
+	VFMADD231PS 128(R11)(R12*1), Z22, Z9
+	VMOVDQU32   448(R11)(R12*1), Z22
+	VPDPBUSD    256(R11)(R12*1), Z15, Z22
+	VPDPBUSD    320(R11)(R12*1), Z16, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z21, Z22, Z22
+	VFMADD231PS 384(R11)(R12*1), Z22, Z9
+	VMOVDQU32   704(R11)(R12*1), Z22
+	VPDPBUSD    512(R11)(R12*1), Z17, Z22
+	VPDPBUSD    576(R11)(R12*1), Z18, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z19, Z22, Z22
+	VFMADD231PS 640(R11)(R12*1), Z22, Z9
+	VMOVDQU32   192(R11)(R12*2), Z22
+	VPDPBUSD    (R11)(R12*2), Z1, Z22
+	VPDPBUSD    64(R11)(R12*2), Z14, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS      Z20, Z22, Z22
+	VFMADD231PS 128(R11)(R12*2), Z22, Z10
+	VMOVDQU32   448(R11)(R12*2), Z1
+	VPDPBUSD    256(R11)(R12*2), Z15, Z1
+	VPDPBUSD    320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z21, Z1, Z1
+	VFMADD231PS 384(R11)(R12*2), Z1, Z10
+	VMOVDQU32   704(R11)(R12*2), Z1
+	VPDPBUSD    512(R11)(R12*2), Z17, Z1
+	VPDPBUSD    576(R11)(R12*2), Z18, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z19, Z1, Z1
+	VFMADD231PS 640(R11)(R12*2), Z1, Z10
+	VMOVDQU8.Z  (AX)(DI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z14
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z14, Z0, Z14
+	VMOVDQU8.Z  64(AX)(DI*1), K3, Z15
+	VPSRLW      $0x04, Z15, Z16
+	VPANDD      Z15, Z0, Z15
+	VPANDD      Z16, Z0, Z16
+	VMOVDQU8.Z  128(AX)(DI*1), K4, Z17
+	VPSRLW      $0x04, Z17, Z18
+	VPANDD      Z17, Z0, Z17
+	VPANDD      Z18, Z0, Z18
+	VMOVUPS.Z   (R8)(R10*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z19
+	VPERMD      Z0, Z19, Z19
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z20
+	VPERMD      Z0, Z20, Z20
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z21
+	VPERMD      Z0, Z21, Z0
+	VMOVDQU32   192(R11), Z21
+	VPDPBUSD    (R11), Z1, Z21
+	VPDPBUSD    64(R11), Z14, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z19, Z21, Z21
+	VFMADD231PS 128(R11), Z21, Z11
+	VMOVDQU32   448(R11), Z21
+	VPDPBUSD    256(R11), Z15, Z21
+	VPDPBUSD    320(R11), Z16, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z20, Z21, Z21
+	VFMADD231PS 384(R11), Z21, Z11
+	VMOVDQU32   704(R11), Z21
+	VPDPBUSD    512(R11), Z17, Z21
+	VPDPBUSD    576(R11), Z18, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z0, Z21, Z21
+	VFMADD231PS 640(R11), Z21, Z11
+	VMOVDQU32   192(R11)(R12*1), Z21
+	VPDPBUSD    (R11)(R12*1), Z1, Z21
+	VPDPBUSD    64(R11)(R12*1), Z14, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z19, Z21, Z21
+	VFMADD231PS 128(R11)(R12*1), Z21, Z12
+	VMOVDQU32   448(R11)(R12*1), Z21
+	VPDPBUSD    256(R11)(R12*1), Z15, Z21
+	VPDPBUSD    320(R11)(R12*1), Z16, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z20, Z21, Z21
+	VFMADD231PS 384(R11)(R12*1), Z21, Z12
+	VMOVDQU32   704(R11)(R12*1), Z21
+	VPDPBUSD    512(R11)(R12*1), Z17, Z21
+	VPDPBUSD    576(R11)(R12*1), Z18, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z0, Z21, Z21
+	VFMADD231PS 640(R11)(R12*1), Z21, Z12
+	VMOVDQU32   192(R11)(R12*2), Z21
+	VPDPBUSD    (R11)(R12*2), Z1, Z21
+	VPDPBUSD    64(R11)(R12*2), Z14, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS      Z19, Z21, Z21
+	VFMADD231PS 128(R11)(R12*2), Z21, Z13
+	VMOVDQU32   448(R11)(R12*2), Z1
+	VPDPBUSD    256(R11)(R12*2), Z15, Z1
+	VPDPBUSD    320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z20, Z1, Z1
+	VFMADD231PS 384(R11)(R12*2), Z1, Z13
+	VMOVDQU32   704(R11)(R12*2), Z1
+	VPDPBUSD    512(R11)(R12*2), Z17, Z1
+	VPDPBUSD    576(R11)(R12*2), Z18, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 640(R11)(R12*2), Z1, Z13
+	JMP         done
+
+last2:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z14
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z14, Z0, Z14
+	VMOVDQU8.Z  64(AX), K3, Z15
+	VPSRLW      $0x04, Z15, Z16
+	VPANDD      Z15, Z0, Z15
+	VPANDD      Z16, Z0, Z16
+	VMOVUPS.Z   (R8), K1, Z17
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z18
+	VPERMD      Z17, Z18, Z18
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z19
+	VPERMD      Z17, Z19, Z17
+	VMOVDQU32   192(R11), Z19
+	VPDPBUSD    (R11), Z1, Z19
+	VPDPBUSD    64(R11), Z14, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z18, Z19, Z19
+	VFMADD231PS 128(R11), Z19, Z2
+	VMOVDQU32   448(R11), Z19
+	VPDPBUSD    256(R11), Z15, Z19
+	VPDPBUSD    320(R11), Z16, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z17, Z19, Z19
+	VFMADD231PS 384(R11), Z19, Z2
+	VMOVDQU32   192(R11)(R12*1), Z19
+	VPDPBUSD    (R11)(R12*1), Z1, Z19
+	VPDPBUSD    64(R11)(R12*1), Z14, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z18, Z19, Z19
+	VFMADD231PS 128(R11)(R12*1), Z19, Z3
+	VMOVDQU32   448(R11)(R12*1), Z19
+	VPDPBUSD    256(R11)(R12*1), Z15, Z19
+	VPDPBUSD    320(R11)(R12*1), Z16, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z17, Z19, Z19
+	VFMADD231PS 384(R11)(R12*1), Z19, Z3
+	VMOVDQU32   192(R11)(R12*2), Z19
+	VPDPBUSD    (R11)(R12*2), Z1, Z19
+	VPDPBUSD    64(R11)(R12*2), Z14, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z18, Z19, Z19
+	VFMADD231PS 128(R11)(R12*2), Z19, Z4
+	VMOVDQU32   448(R11)(R12*2), Z1
+	VPDPBUSD    256(R11)(R12*2), Z15, Z1
+	VPDPBUSD    320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z17, Z1, Z1
+	VFMADD231PS 384(R11)(R12*2), Z1, Z4
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z14
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z14, Z0, Z14
+	VMOVDQU8.Z  64(AX)(SI*1), K3, Z15
+	VPSRLW      $0x04, Z15, Z16
+	VPANDD      Z15, Z0, Z15
+	VPANDD      Z16, Z0, Z16
+	VMOVUPS.Z   (R8)(R9*1), K1, Z17
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z18
+	VPERMD      Z17, Z18, Z18
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z19
+	VPERMD      Z17, Z19, Z17
+	VMOVDQU32   192(R11), Z19
+	VPDPBUSD    (R11), Z1, Z19
+	VPDPBUSD    64(R11), Z14, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z18, Z19, Z19
+	VFMADD231PS 128(R11), Z19, Z5
+	VMOVDQU32   448(R11), Z19
+	VPDPBUSD    256(R11), Z15, Z19
+	VPDPBUSD    320(R11), Z16, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z17, Z19, Z19
+	VFMADD231PS 384(R11), Z19, Z5
+	VMOVDQU32   192(R11)(R12*1), Z19
+	VPDPBUSD    (R11)(R12*1), Z1, Z19
+	VPDPBUSD    64(R11)(R12*1), Z14, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z18, Z19, Z19
+	VFMADD231PS 128(R11)(R12*1), Z19, Z6
+	VMOVDQU32   448(R11)(R12*1), Z19
+	VPDPBUSD    256(R11)(R12*1), Z15, Z19
+	VPDPBUSD    320(R11)(R12*1), Z16, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z17, Z19, Z19
+	VFMADD231PS 384(R11)(R12*1), Z19, Z6
+	VMOVDQU32   192(R11)(R12*2), Z19
+	VPDPBUSD    (R11)(R12*2), Z1, Z19
+	VPDPBUSD    64(R11)(R12*2), Z14, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z18, Z19, Z19
+	VFMADD231PS 128(R11)(R12*2), Z19, Z7
+	VMOVDQU32   448(R11)(R12*2), Z1
+	VPDPBUSD    256(R11)(R12*2), Z15, Z1
+	VPDPBUSD    320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z17, Z1, Z1
+	VFMADD231PS 384(R11)(R12*2), Z1, Z7
+	VMOVDQU8.Z  (AX)(SI*2), K2, Z1
+	VPSRLW      $0x04, Z1, Z14
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z14, Z0, Z14
+	VMOVDQU8.Z  64(AX)(SI*2), K3, Z15
+	VPSRLW      $0x04, Z15, Z16
+	VPANDD      Z15, Z0, Z15
+	VPANDD      Z16, Z0, Z16
+	VMOVUPS.Z   (R8)(R9*2), K1, Z17
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z18
+	VPERMD      Z17, Z18, Z18
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z19
+	VPERMD      Z17, Z19, Z17
+	VMOVDQU32   192(R11), Z19
+	VPDPBUSD    (R11), Z1, Z19
+	VPDPBUSD    64(R11), Z14, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z18, Z19, Z19
+	VFMADD231PS 128(R11), Z19, Z8
+	VMOVDQU32   448(R11), Z19
+	VPDPBUSD    256(R11), Z15, Z19
+	VPDPBUSD    320(R11), Z16, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z17, Z19, Z19
+	VFMADD231PS 384(R11), Z19, Z8
+	VMOVDQU32   192(R11)(R12*1), Z19
+	VPDPBUSD    (R11)(R12*1), Z1, Z19
+	VPDPBUSD    64(R11)(R12*1), Z14, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z18, Z19, Z19
+	VFMADD231PS 128(R11)(R12*1), Z19, Z9
+	VMOVDQU32   448(R11)(R12*1), Z19
+	VPDPBUSD    256(R11)(R12*1), Z15, Z19
+	VPDPBUSD    320(R11)(R12*1), Z16, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z17, Z19, Z19
+	VFMADD231PS 384(R11)(R12*1), Z19, Z9
+	VMOVDQU32   192(R11)(R12*2), Z19
+	VPDPBUSD    (R11)(R12*2), Z1, Z19
+	VPDPBUSD    64(R11)(R12*2), Z14, Z19
+	VCVTDQ2PS   Z19, Z19
+	VMULPS      Z18, Z19, Z19
+	VFMADD231PS 128(R11)(R12*2), Z19, Z10
+	VMOVDQU32   448(R11)(R12*2), Z1
+	VPDPBUSD    256(R11)(R12*2), Z15, Z1
+	VPDPBUSD    320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z17, Z1, Z1
+	VFMADD231PS 384(R11)(R12*2), Z1, Z10
+	VMOVDQU8.Z  (AX)(DI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z14
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z14, Z0, Z14
+	VMOVDQU8.Z  64(AX)(DI*1), K3, Z15
+	VPSRLW      $0x04, Z15, Z16
+	VPANDD      Z15, Z0, Z15
+	VPANDD      Z16, Z0, Z16
+	VMOVUPS.Z   (R8)(R10*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z17
+	VPERMD      Z0, Z17, Z17
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z18
+	VPERMD      Z0, Z18, Z0
+	VMOVDQU32   192(R11), Z18
+	VPDPBUSD    (R11), Z1, Z18
+	VPDPBUSD    64(R11), Z14, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z17, Z18, Z18
+	VFMADD231PS 128(R11), Z18, Z11
+	VMOVDQU32   448(R11), Z18
+	VPDPBUSD    256(R11), Z15, Z18
+	VPDPBUSD    320(R11), Z16, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z0, Z18, Z18
+	VFMADD231PS 384(R11), Z18, Z11
+	VMOVDQU32   192(R11)(R12*1), Z18
+	VPDPBUSD    (R11)(R12*1), Z1, Z18
+	VPDPBUSD    64(R11)(R12*1), Z14, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z17, Z18, Z18
+	VFMADD231PS 128(R11)(R12*1), Z18, Z12
+	VMOVDQU32   448(R11)(R12*1), Z18
+	VPDPBUSD    256(R11)(R12*1), Z15, Z18
+	VPDPBUSD    320(R11)(R12*1), Z16, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z0, Z18, Z18
+	VFMADD231PS 384(R11)(R12*1), Z18, Z12
+	VMOVDQU32   192(R11)(R12*2), Z18
+	VPDPBUSD    (R11)(R12*2), Z1, Z18
+	VPDPBUSD    64(R11)(R12*2), Z14, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z17, Z18, Z18
+	VFMADD231PS 128(R11)(R12*2), Z18, Z13
+	VMOVDQU32   448(R11)(R12*2), Z1
+	VPDPBUSD    256(R11)(R12*2), Z15, Z1
+	VPDPBUSD    320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS      Z0, Z1, Z1
+	VFMADD231PS 384(R11)(R12*2), Z1, Z13
+	JMP         done
+
+last1:
+	VMOVDQU8.Z  (AX), K2, Z1
+	VPSRLW      $0x04, Z1, Z14
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z14, Z0, Z14
+	VMOVUPS.Z   (R8), K1, Z15
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z16
+	VPERMD      Z15, Z16, Z15
+	VMOVDQU32   192(R11), Z16
+	VPDPBUSD    (R11), Z1, Z16
+	VPDPBUSD    64(R11), Z14, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z15, Z16, Z16
+	VFMADD231PS 128(R11), Z16, Z2
+	VMOVDQU32   192(R11)(R12*1), Z16
+	VPDPBUSD    (R11)(R12*1), Z1, Z16
+	VPDPBUSD    64(R11)(R12*1), Z14, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z15, Z16, Z16
+	VFMADD231PS 128(R11)(R12*1), Z16, Z3
+	VMOVDQU32   192(R11)(R12*2), Z16
+	VPDPBUSD    (R11)(R12*2), Z1, Z16
+	VPDPBUSD    64(R11)(R12*2), Z14, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z15, Z16, Z16
+	VFMADD231PS 128(R11)(R12*2), Z16, Z4
+	VMOVDQU8.Z  (AX)(SI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z14
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z14, Z0, Z14
+	VMOVUPS.Z   (R8)(R9*1), K1, Z15
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z16
+	VPERMD      Z15, Z16, Z15
+	VMOVDQU32   192(R11), Z16
+	VPDPBUSD    (R11), Z1, Z16
+	VPDPBUSD    64(R11), Z14, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z15, Z16, Z16
+	VFMADD231PS 128(R11), Z16, Z5
+	VMOVDQU32   192(R11)(R12*1), Z16
+	VPDPBUSD    (R11)(R12*1), Z1, Z16
+	VPDPBUSD    64(R11)(R12*1), Z14, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z15, Z16, Z16
+	VFMADD231PS 128(R11)(R12*1), Z16, Z6
+	VMOVDQU32   192(R11)(R12*2), Z16
+	VPDPBUSD    (R11)(R12*2), Z1, Z16
+	VPDPBUSD    64(R11)(R12*2), Z14, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z15, Z16, Z16
+	VFMADD231PS 128(R11)(R12*2), Z16, Z7
+	VMOVDQU8.Z  (AX)(SI*2), K2, Z1
+	VPSRLW      $0x04, Z1, Z14
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z14, Z0, Z14
+	VMOVUPS.Z   (R8)(R9*2), K1, Z15
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z16
+	VPERMD      Z15, Z16, Z15
+	VMOVDQU32   192(R11), Z16
+	VPDPBUSD    (R11), Z1, Z16
+	VPDPBUSD    64(R11), Z14, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z15, Z16, Z16
+	VFMADD231PS 128(R11), Z16, Z8
+	VMOVDQU32   192(R11)(R12*1), Z16
+	VPDPBUSD    (R11)(R12*1), Z1, Z16
+	VPDPBUSD    64(R11)(R12*1), Z14, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z15, Z16, Z16
+	VFMADD231PS 128(R11)(R12*1), Z16, Z9
+	VMOVDQU32   192(R11)(R12*2), Z16
+	VPDPBUSD    (R11)(R12*2), Z1, Z16
+	VPDPBUSD    64(R11)(R12*2), Z14, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS      Z15, Z16, Z16
+	VFMADD231PS 128(R11)(R12*2), Z16, Z10
+	VMOVDQU8.Z  (AX)(DI*1), K2, Z1
+	VPSRLW      $0x04, Z1, Z14
+	VPANDD      Z1, Z0, Z1
+	VPANDD      Z14, Z0, Z14
+	VMOVUPS.Z   (R8)(R10*1), K1, Z0
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z15
+	VPERMD      Z0, Z15, Z0
+	VMOVDQU32   192(R11), Z15
+	VPDPBUSD    (R11), Z1, Z15
+	VPDPBUSD    64(R11), Z14, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z0, Z15, Z15
+	VFMADD231PS 128(R11), Z15, Z11
+	VMOVDQU32   192(R11)(R12*1), Z15
+	VPDPBUSD    (R11)(R12*1), Z1, Z15
+	VPDPBUSD    64(R11)(R12*1), Z14, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z0, Z15, Z15
+	VFMADD231PS 128(R11)(R12*1), Z15, Z12
+	VMOVDQU32   192(R11)(R12*2), Z15
+	VPDPBUSD    (R11)(R12*2), Z1, Z15
+	VPDPBUSD    64(R11)(R12*2), Z14, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z0, Z15, Z15
+	VFMADD231PS 128(R11)(R12*2), Z15, Z13
+
+done:
 	MOVQ          dst+64(FP), AX
 	MOVQ          ldd+72(FP), CX
 	SHLQ          $0x02, CX
@@ -13964,254 +18776,911 @@ reduce:
 	RET
 
 // func q4VnniScalesRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, CMOV
 TEXT ·q4VnniScalesRows(SB), NOSPLIT, $0-80
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQU32    q4scaleperm<>+0(SB), Z1
+	MOVQ         ng+32(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         tail+40(FP), CX
+	ADDQ         CX, AX
+	MOVQ         AX, CX
+	SHRQ         $0x04, CX
+	MOVQ         AX, DX
+	ADDQ         $0x0f, DX
+	SHRQ         $0x04, DX
+	SHLQ         $0x0a, DX
+	ANDQ         $0x0f, AX
+	MOVQ         AX, BX
+	ADDQ         $0x03, BX
+	SHRQ         $0x02, BX
+	MOVQ         $-1, SI
+	MOVQ         $0x0000000000000000, DI
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K1
+	SHLQ         $0x04, AX
+	MOVQ         AX, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K2
+	MOVQ         AX, R8
+	SUBQ         $0x40, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K3
+	MOVQ         AX, R8
+	SUBQ         $0x80, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K4
+	SUBQ         $0xc0, AX
+	CMOVQLT      DI, AX
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K5
 	MOVQ         nib+0(FP), AX
-	MOVQ         sc+16(FP), CX
-	MOVL         $0x0f0f0f0f, DX
-	VPBROADCASTD DX, Z0
-	VMOVDQU32    q4perm<>+0(SB), Z1
-	MOVQ         tail+40(FP), DI
-	TESTQ        DI, DI
-	JZ           rows
-	MOVQ         $0x0000000000000001, DX
-	SHLQ         $0x04, DI
-	SHLXQ        DI, DX, DX
-	DECQ         DX
-	KMOVQ        DX, K1
-	SHRQ         $0x04, DI
-	MOVQ         $0x0000000000000001, DX
-	SHLXQ        DI, DX, DX
-	DECQ         DX
-	KMOVQ        DX, K2
-
-rows:
-	MOVQ n+56(FP), R8
-	SHRQ $0x02, R8
+	MOVQ         sc+16(FP), SI
+	MOVQ         n+56(FP), DI
+	SHRQ         $0x02, DI
 
 quad:
 	VPXORD Z2, Z2, Z2
-	MOVQ   AX, DX
-	MOVQ   CX, BX
-	MOVQ   x+48(FP), SI
-	MOVQ   ng+32(FP), R9
+	MOVQ   AX, R8
+	MOVQ   SI, R9
+	MOVQ   x+48(FP), R10
+	MOVQ   R10, R11
+	ADDQ   DX, R11
+	MOVQ   CX, R12
 
-loop0:
-	TESTQ           R9, R9
-	JZ              tail0
-	VMOVDQU32       (DX), Z3
-	VPSRLW          $0x04, Z3, Z4
-	VPANDD          Z3, Z0, Z3
-	VPANDD          Z4, Z0, Z4
-	VBROADCASTF32X4 (BX), Z8
-	VPERMPS         Z8, Z1, Z8
-	VMOVDQU32       192(SI), Z9
-	VPDPBUSD        (SI), Z3, Z9
-	VPDPBUSD        64(SI), Z4, Z9
-	VCVTDQ2PS       Z9, Z9
-	VMULPS          128(SI), Z8, Z3
-	VFMADD231PS     Z9, Z3, Z2
-	ADDQ            $0x00000040, DX
-	ADDQ            $0x00000010, BX
-	ADDQ            $0x00000100, SI
-	DECQ            R9
-	JMP             loop0
-
-tail0:
-	TESTQ       DI, DI
-	JZ          reduce0
-	VMOVDQU8.Z  (DX), K1, Z3
+chunk0:
+	TESTQ       R12, R12
+	JZ          last0
+	VMOVDQU32   (R8), Z3
 	VPSRLW      $0x04, Z3, Z4
 	VPANDD      Z3, Z0, Z3
 	VPANDD      Z4, Z0, Z4
-	VMOVUPS.Z   (BX), K2, Z8
-	VPERMPS     Z8, Z1, Z8
-	VMOVDQU32   192(SI), Z9
-	VPDPBUSD    (SI), Z3, Z9
-	VPDPBUSD    64(SI), Z4, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      128(SI), Z8, Z3
-	VFMADD231PS Z9, Z3, Z2
+	VMOVDQU32   64(R8), Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU32   128(R8), Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU32   192(R8), Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VPERMPS     (R9), Z1, Z11
+	VPXORD      Z0, Z0, Z12
+	VPDPBUSD    (R10), Z3, Z12
+	VPDPBUSD    64(R10), Z4, Z12
+	VPXORD      Z0, Z0, Z3
+	VPDPBUSD    256(R10), Z5, Z3
+	VPDPBUSD    320(R10), Z6, Z3
+	VPXORD      Z0, Z0, Z4
+	VPDPBUSD    512(R10), Z7, Z4
+	VPDPBUSD    576(R10), Z8, Z4
+	VPXORD      Z0, Z0, Z5
+	VPDPBUSD    768(R10), Z9, Z5
+	VPDPBUSD    832(R10), Z10, Z5
+	VPUNPCKLDQ  Z3, Z12, Z6
+	VPUNPCKHDQ  Z3, Z12, Z3
+	VPADDD      Z3, Z6, Z6
+	VPUNPCKLDQ  Z5, Z4, Z3
+	VPUNPCKHDQ  Z5, Z4, Z4
+	VPADDD      Z4, Z3, Z3
+	VPUNPCKLQDQ Z3, Z6, Z4
+	VPUNPCKHQDQ Z3, Z6, Z3
+	VPADDD      Z3, Z4, Z4
+	VPADDD      64(R11), Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS      Z11, Z4, Z4
+	VFMADD231PS (R11), Z4, Z2
+	ADDQ        $0x00000100, R8
+	ADDQ        $0x40, R9
+	ADDQ        $0x00000400, R10
+	ADDQ        $0x00000080, R11
+	DECQ        R12
+	JMP         chunk0
 
-reduce0:
-	MOVQ   rstr+8(FP), DX
-	ADDQ   DX, AX
-	MOVQ   scstr+24(FP), DX
-	ADDQ   DX, CX
-	VPXORD Z5, Z5, Z5
-	MOVQ   AX, DX
-	MOVQ   CX, BX
-	MOVQ   x+48(FP), SI
-	MOVQ   ng+32(FP), R9
-
-loop1:
-	TESTQ           R9, R9
-	JZ              tail1
-	VMOVDQU32       (DX), Z3
-	VPSRLW          $0x04, Z3, Z4
-	VPANDD          Z3, Z0, Z3
-	VPANDD          Z4, Z0, Z4
-	VBROADCASTF32X4 (BX), Z8
-	VPERMPS         Z8, Z1, Z8
-	VMOVDQU32       192(SI), Z9
-	VPDPBUSD        (SI), Z3, Z9
-	VPDPBUSD        64(SI), Z4, Z9
-	VCVTDQ2PS       Z9, Z9
-	VMULPS          128(SI), Z8, Z3
-	VFMADD231PS     Z9, Z3, Z5
-	ADDQ            $0x00000040, DX
-	ADDQ            $0x00000010, BX
-	ADDQ            $0x00000100, SI
-	DECQ            R9
-	JMP             loop1
-
-tail1:
-	TESTQ       DI, DI
-	JZ          reduce1
-	VMOVDQU8.Z  (DX), K1, Z3
+last0:
+	TESTQ       BX, BX
+	JZ          done0
+	CMPQ        BX, $0x02
+	JB          last10
+	JE          last20
+	CMPQ        BX, $0x03
+	JE          last30
+	VMOVDQU8.Z  (R8), K2, Z3
 	VPSRLW      $0x04, Z3, Z4
 	VPANDD      Z3, Z0, Z3
 	VPANDD      Z4, Z0, Z4
-	VMOVUPS.Z   (BX), K2, Z8
-	VPERMPS     Z8, Z1, Z8
-	VMOVDQU32   192(SI), Z9
-	VPDPBUSD    (SI), Z3, Z9
-	VPDPBUSD    64(SI), Z4, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      128(SI), Z8, Z3
-	VFMADD231PS Z9, Z3, Z5
+	VMOVDQU8.Z  64(R8), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  128(R8), K4, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  192(R8), K5, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVUPS.Z   (R9), K1, Z11
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z12
+	VPERMD      Z11, Z12, Z12
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z16
+	VPERMD      Z11, Z16, Z16
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z17
+	VPERMD      Z11, Z17, Z17
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z18
+	VPERMD      Z11, Z18, Z11
+	VMOVDQU32   192(R10), Z18
+	VPDPBUSD    (R10), Z3, Z18
+	VPDPBUSD    64(R10), Z4, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z12, Z18, Z18
+	VFMADD231PS 128(R10), Z18, Z2
+	VMOVDQU32   448(R10), Z3
+	VPDPBUSD    256(R10), Z5, Z3
+	VPDPBUSD    320(R10), Z6, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z16, Z3, Z3
+	VFMADD231PS 384(R10), Z3, Z2
+	VMOVDQU32   704(R10), Z3
+	VPDPBUSD    512(R10), Z7, Z3
+	VPDPBUSD    576(R10), Z8, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z17, Z3, Z3
+	VFMADD231PS 640(R10), Z3, Z2
+	VMOVDQU32   960(R10), Z3
+	VPDPBUSD    768(R10), Z9, Z3
+	VPDPBUSD    832(R10), Z10, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z11, Z3, Z3
+	VFMADD231PS 896(R10), Z3, Z2
+	JMP         done0
 
-reduce1:
-	MOVQ   rstr+8(FP), DX
-	ADDQ   DX, AX
-	MOVQ   scstr+24(FP), DX
-	ADDQ   DX, CX
-	VPXORD Z6, Z6, Z6
-	MOVQ   AX, DX
-	MOVQ   CX, BX
-	MOVQ   x+48(FP), SI
-	MOVQ   ng+32(FP), R9
-
-loop2:
-	TESTQ           R9, R9
-	JZ              tail2
-	VMOVDQU32       (DX), Z3
-	VPSRLW          $0x04, Z3, Z4
-	VPANDD          Z3, Z0, Z3
-	VPANDD          Z4, Z0, Z4
-	VBROADCASTF32X4 (BX), Z8
-	VPERMPS         Z8, Z1, Z8
-	VMOVDQU32       192(SI), Z9
-	VPDPBUSD        (SI), Z3, Z9
-	VPDPBUSD        64(SI), Z4, Z9
-	VCVTDQ2PS       Z9, Z9
-	VMULPS          128(SI), Z8, Z3
-	VFMADD231PS     Z9, Z3, Z6
-	ADDQ            $0x00000040, DX
-	ADDQ            $0x00000010, BX
-	ADDQ            $0x00000100, SI
-	DECQ            R9
-	JMP             loop2
-
-tail2:
-	TESTQ       DI, DI
-	JZ          reduce2
-	VMOVDQU8.Z  (DX), K1, Z3
+last30:
+	VMOVDQU8.Z  (R8), K2, Z3
 	VPSRLW      $0x04, Z3, Z4
 	VPANDD      Z3, Z0, Z3
 	VPANDD      Z4, Z0, Z4
-	VMOVUPS.Z   (BX), K2, Z8
-	VPERMPS     Z8, Z1, Z8
-	VMOVDQU32   192(SI), Z9
-	VPDPBUSD    (SI), Z3, Z9
-	VPDPBUSD    64(SI), Z4, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      128(SI), Z8, Z3
-	VFMADD231PS Z9, Z3, Z6
+	VMOVDQU8.Z  64(R8), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  128(R8), K4, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVUPS.Z   (R9), K1, Z9
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z10
+	VPERMD      Z9, Z10, Z10
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z11
+	VPERMD      Z9, Z11, Z11
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z12
+	VPERMD      Z9, Z12, Z9
+	VMOVDQU32   192(R10), Z12
+	VPDPBUSD    (R10), Z3, Z12
+	VPDPBUSD    64(R10), Z4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z10, Z12, Z12
+	VFMADD231PS 128(R10), Z12, Z2
+	VMOVDQU32   448(R10), Z3
+	VPDPBUSD    256(R10), Z5, Z3
+	VPDPBUSD    320(R10), Z6, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z11, Z3, Z3
+	VFMADD231PS 384(R10), Z3, Z2
+	VMOVDQU32   704(R10), Z3
+	VPDPBUSD    512(R10), Z7, Z3
+	VPDPBUSD    576(R10), Z8, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z9, Z3, Z3
+	VFMADD231PS 640(R10), Z3, Z2
+	JMP         done0
 
-reduce2:
-	MOVQ   rstr+8(FP), DX
-	ADDQ   DX, AX
-	MOVQ   scstr+24(FP), DX
-	ADDQ   DX, CX
-	VPXORD Z7, Z7, Z7
-	MOVQ   AX, DX
-	MOVQ   CX, BX
-	MOVQ   x+48(FP), SI
-	MOVQ   ng+32(FP), R9
-
-loop3:
-	TESTQ           R9, R9
-	JZ              tail3
-	VMOVDQU32       (DX), Z3
-	VPSRLW          $0x04, Z3, Z4
-	VPANDD          Z3, Z0, Z3
-	VPANDD          Z4, Z0, Z4
-	VBROADCASTF32X4 (BX), Z8
-	VPERMPS         Z8, Z1, Z8
-	VMOVDQU32       192(SI), Z9
-	VPDPBUSD        (SI), Z3, Z9
-	VPDPBUSD        64(SI), Z4, Z9
-	VCVTDQ2PS       Z9, Z9
-	VMULPS          128(SI), Z8, Z3
-	VFMADD231PS     Z9, Z3, Z7
-	ADDQ            $0x00000040, DX
-	ADDQ            $0x00000010, BX
-	ADDQ            $0x00000100, SI
-	DECQ            R9
-	JMP             loop3
-
-tail3:
-	TESTQ       DI, DI
-	JZ          reduce3
-	VMOVDQU8.Z  (DX), K1, Z3
+last20:
+	VMOVDQU8.Z  (R8), K2, Z3
 	VPSRLW      $0x04, Z3, Z4
 	VPANDD      Z3, Z0, Z3
 	VPANDD      Z4, Z0, Z4
-	VMOVUPS.Z   (BX), K2, Z8
-	VPERMPS     Z8, Z1, Z8
-	VMOVDQU32   192(SI), Z9
-	VPDPBUSD    (SI), Z3, Z9
-	VPDPBUSD    64(SI), Z4, Z9
+	VMOVDQU8.Z  64(R8), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVUPS.Z   (R9), K1, Z7
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z8
+	VPERMD      Z7, Z8, Z8
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z9
+	VPERMD      Z7, Z9, Z7
+	VMOVDQU32   192(R10), Z9
+	VPDPBUSD    (R10), Z3, Z9
+	VPDPBUSD    64(R10), Z4, Z9
 	VCVTDQ2PS   Z9, Z9
-	VMULPS      128(SI), Z8, Z3
-	VFMADD231PS Z9, Z3, Z7
+	VMULPS      Z8, Z9, Z9
+	VFMADD231PS 128(R10), Z9, Z2
+	VMOVDQU32   448(R10), Z3
+	VPDPBUSD    256(R10), Z5, Z3
+	VPDPBUSD    320(R10), Z6, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z7, Z3, Z3
+	VFMADD231PS 384(R10), Z3, Z2
+	JMP         done0
 
-reduce3:
-	MOVQ          rstr+8(FP), DX
-	ADDQ          DX, AX
-	MOVQ          scstr+24(FP), DX
-	ADDQ          DX, CX
+last10:
+	VMOVDQU8.Z  (R8), K2, Z3
+	VPSRLW      $0x04, Z3, Z4
+	VPANDD      Z3, Z0, Z3
+	VPANDD      Z4, Z0, Z4
+	VMOVUPS.Z   (R9), K1, Z5
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z6
+	VPERMD      Z5, Z6, Z5
+	VMOVDQU32   192(R10), Z6
+	VPDPBUSD    (R10), Z3, Z6
+	VPDPBUSD    64(R10), Z4, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFMADD231PS 128(R10), Z6, Z2
+
+done0:
+	MOVQ   rstr+8(FP), R8
+	ADDQ   R8, AX
+	MOVQ   scstr+24(FP), R8
+	ADDQ   R8, SI
+	VPXORD Z13, Z13, Z13
+	MOVQ   AX, R8
+	MOVQ   SI, R9
+	MOVQ   x+48(FP), R10
+	MOVQ   R10, R11
+	ADDQ   DX, R11
+	MOVQ   CX, R12
+
+chunk1:
+	TESTQ       R12, R12
+	JZ          last1
+	VMOVDQU32   (R8), Z3
+	VPSRLW      $0x04, Z3, Z4
+	VPANDD      Z3, Z0, Z3
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU32   64(R8), Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU32   128(R8), Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU32   192(R8), Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VPERMPS     (R9), Z1, Z11
+	VPXORD      Z0, Z0, Z12
+	VPDPBUSD    (R10), Z3, Z12
+	VPDPBUSD    64(R10), Z4, Z12
+	VPXORD      Z0, Z0, Z3
+	VPDPBUSD    256(R10), Z5, Z3
+	VPDPBUSD    320(R10), Z6, Z3
+	VPXORD      Z0, Z0, Z4
+	VPDPBUSD    512(R10), Z7, Z4
+	VPDPBUSD    576(R10), Z8, Z4
+	VPXORD      Z0, Z0, Z5
+	VPDPBUSD    768(R10), Z9, Z5
+	VPDPBUSD    832(R10), Z10, Z5
+	VPUNPCKLDQ  Z3, Z12, Z6
+	VPUNPCKHDQ  Z3, Z12, Z3
+	VPADDD      Z3, Z6, Z6
+	VPUNPCKLDQ  Z5, Z4, Z3
+	VPUNPCKHDQ  Z5, Z4, Z4
+	VPADDD      Z4, Z3, Z3
+	VPUNPCKLQDQ Z3, Z6, Z4
+	VPUNPCKHQDQ Z3, Z6, Z3
+	VPADDD      Z3, Z4, Z4
+	VPADDD      64(R11), Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS      Z11, Z4, Z4
+	VFMADD231PS (R11), Z4, Z13
+	ADDQ        $0x00000100, R8
+	ADDQ        $0x40, R9
+	ADDQ        $0x00000400, R10
+	ADDQ        $0x00000080, R11
+	DECQ        R12
+	JMP         chunk1
+
+last1:
+	TESTQ       BX, BX
+	JZ          done1
+	CMPQ        BX, $0x02
+	JB          last11
+	JE          last21
+	CMPQ        BX, $0x03
+	JE          last31
+	VMOVDQU8.Z  (R8), K2, Z3
+	VPSRLW      $0x04, Z3, Z4
+	VPANDD      Z3, Z0, Z3
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU8.Z  64(R8), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  128(R8), K4, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  192(R8), K5, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVUPS.Z   (R9), K1, Z11
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z12
+	VPERMD      Z11, Z12, Z12
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z16
+	VPERMD      Z11, Z16, Z16
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z17
+	VPERMD      Z11, Z17, Z17
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z18
+	VPERMD      Z11, Z18, Z11
+	VMOVDQU32   192(R10), Z18
+	VPDPBUSD    (R10), Z3, Z18
+	VPDPBUSD    64(R10), Z4, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z12, Z18, Z18
+	VFMADD231PS 128(R10), Z18, Z13
+	VMOVDQU32   448(R10), Z3
+	VPDPBUSD    256(R10), Z5, Z3
+	VPDPBUSD    320(R10), Z6, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z16, Z3, Z3
+	VFMADD231PS 384(R10), Z3, Z13
+	VMOVDQU32   704(R10), Z3
+	VPDPBUSD    512(R10), Z7, Z3
+	VPDPBUSD    576(R10), Z8, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z17, Z3, Z3
+	VFMADD231PS 640(R10), Z3, Z13
+	VMOVDQU32   960(R10), Z3
+	VPDPBUSD    768(R10), Z9, Z3
+	VPDPBUSD    832(R10), Z10, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z11, Z3, Z3
+	VFMADD231PS 896(R10), Z3, Z13
+	JMP         done1
+
+last31:
+	VMOVDQU8.Z  (R8), K2, Z3
+	VPSRLW      $0x04, Z3, Z4
+	VPANDD      Z3, Z0, Z3
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU8.Z  64(R8), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  128(R8), K4, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVUPS.Z   (R9), K1, Z9
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z10
+	VPERMD      Z9, Z10, Z10
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z11
+	VPERMD      Z9, Z11, Z11
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z12
+	VPERMD      Z9, Z12, Z9
+	VMOVDQU32   192(R10), Z12
+	VPDPBUSD    (R10), Z3, Z12
+	VPDPBUSD    64(R10), Z4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z10, Z12, Z12
+	VFMADD231PS 128(R10), Z12, Z13
+	VMOVDQU32   448(R10), Z3
+	VPDPBUSD    256(R10), Z5, Z3
+	VPDPBUSD    320(R10), Z6, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z11, Z3, Z3
+	VFMADD231PS 384(R10), Z3, Z13
+	VMOVDQU32   704(R10), Z3
+	VPDPBUSD    512(R10), Z7, Z3
+	VPDPBUSD    576(R10), Z8, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z9, Z3, Z3
+	VFMADD231PS 640(R10), Z3, Z13
+	JMP         done1
+
+last21:
+	VMOVDQU8.Z  (R8), K2, Z3
+	VPSRLW      $0x04, Z3, Z4
+	VPANDD      Z3, Z0, Z3
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU8.Z  64(R8), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVUPS.Z   (R9), K1, Z7
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z8
+	VPERMD      Z7, Z8, Z8
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z9
+	VPERMD      Z7, Z9, Z7
+	VMOVDQU32   192(R10), Z9
+	VPDPBUSD    (R10), Z3, Z9
+	VPDPBUSD    64(R10), Z4, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z8, Z9, Z9
+	VFMADD231PS 128(R10), Z9, Z13
+	VMOVDQU32   448(R10), Z3
+	VPDPBUSD    256(R10), Z5, Z3
+	VPDPBUSD    320(R10), Z6, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z7, Z3, Z3
+	VFMADD231PS 384(R10), Z3, Z13
+	JMP         done1
+
+last11:
+	VMOVDQU8.Z  (R8), K2, Z3
+	VPSRLW      $0x04, Z3, Z4
+	VPANDD      Z3, Z0, Z3
+	VPANDD      Z4, Z0, Z4
+	VMOVUPS.Z   (R9), K1, Z5
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z6
+	VPERMD      Z5, Z6, Z5
+	VMOVDQU32   192(R10), Z6
+	VPDPBUSD    (R10), Z3, Z6
+	VPDPBUSD    64(R10), Z4, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFMADD231PS 128(R10), Z6, Z13
+
+done1:
+	MOVQ   rstr+8(FP), R8
+	ADDQ   R8, AX
+	MOVQ   scstr+24(FP), R8
+	ADDQ   R8, SI
+	VPXORD Z14, Z14, Z14
+	MOVQ   AX, R8
+	MOVQ   SI, R9
+	MOVQ   x+48(FP), R10
+	MOVQ   R10, R11
+	ADDQ   DX, R11
+	MOVQ   CX, R12
+
+chunk2:
+	TESTQ       R12, R12
+	JZ          last2
+	VMOVDQU32   (R8), Z3
+	VPSRLW      $0x04, Z3, Z4
+	VPANDD      Z3, Z0, Z3
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU32   64(R8), Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU32   128(R8), Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU32   192(R8), Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VPERMPS     (R9), Z1, Z11
+	VPXORD      Z0, Z0, Z12
+	VPDPBUSD    (R10), Z3, Z12
+	VPDPBUSD    64(R10), Z4, Z12
+	VPXORD      Z0, Z0, Z3
+	VPDPBUSD    256(R10), Z5, Z3
+	VPDPBUSD    320(R10), Z6, Z3
+	VPXORD      Z0, Z0, Z4
+	VPDPBUSD    512(R10), Z7, Z4
+	VPDPBUSD    576(R10), Z8, Z4
+	VPXORD      Z0, Z0, Z5
+	VPDPBUSD    768(R10), Z9, Z5
+	VPDPBUSD    832(R10), Z10, Z5
+	VPUNPCKLDQ  Z3, Z12, Z6
+	VPUNPCKHDQ  Z3, Z12, Z3
+	VPADDD      Z3, Z6, Z6
+	VPUNPCKLDQ  Z5, Z4, Z3
+	VPUNPCKHDQ  Z5, Z4, Z4
+	VPADDD      Z4, Z3, Z3
+	VPUNPCKLQDQ Z3, Z6, Z4
+	VPUNPCKHQDQ Z3, Z6, Z3
+	VPADDD      Z3, Z4, Z4
+	VPADDD      64(R11), Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS      Z11, Z4, Z4
+	VFMADD231PS (R11), Z4, Z14
+	ADDQ        $0x00000100, R8
+	ADDQ        $0x40, R9
+	ADDQ        $0x00000400, R10
+	ADDQ        $0x00000080, R11
+	DECQ        R12
+	JMP         chunk2
+
+last2:
+	TESTQ       BX, BX
+	JZ          done2
+	CMPQ        BX, $0x02
+	JB          last12
+	JE          last22
+	CMPQ        BX, $0x03
+	JE          last32
+	VMOVDQU8.Z  (R8), K2, Z3
+	VPSRLW      $0x04, Z3, Z4
+	VPANDD      Z3, Z0, Z3
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU8.Z  64(R8), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  128(R8), K4, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  192(R8), K5, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVUPS.Z   (R9), K1, Z11
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z12
+	VPERMD      Z11, Z12, Z12
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z16
+	VPERMD      Z11, Z16, Z16
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z17
+	VPERMD      Z11, Z17, Z17
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z18
+	VPERMD      Z11, Z18, Z11
+	VMOVDQU32   192(R10), Z18
+	VPDPBUSD    (R10), Z3, Z18
+	VPDPBUSD    64(R10), Z4, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z12, Z18, Z18
+	VFMADD231PS 128(R10), Z18, Z14
+	VMOVDQU32   448(R10), Z3
+	VPDPBUSD    256(R10), Z5, Z3
+	VPDPBUSD    320(R10), Z6, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z16, Z3, Z3
+	VFMADD231PS 384(R10), Z3, Z14
+	VMOVDQU32   704(R10), Z3
+	VPDPBUSD    512(R10), Z7, Z3
+	VPDPBUSD    576(R10), Z8, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z17, Z3, Z3
+	VFMADD231PS 640(R10), Z3, Z14
+	VMOVDQU32   960(R10), Z3
+	VPDPBUSD    768(R10), Z9, Z3
+	VPDPBUSD    832(R10), Z10, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z11, Z3, Z3
+	VFMADD231PS 896(R10), Z3, Z14
+	JMP         done2
+
+last32:
+	VMOVDQU8.Z  (R8), K2, Z3
+	VPSRLW      $0x04, Z3, Z4
+	VPANDD      Z3, Z0, Z3
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU8.Z  64(R8), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  128(R8), K4, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVUPS.Z   (R9), K1, Z9
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z10
+	VPERMD      Z9, Z10, Z10
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z11
+	VPERMD      Z9, Z11, Z11
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z12
+	VPERMD      Z9, Z12, Z9
+	VMOVDQU32   192(R10), Z12
+	VPDPBUSD    (R10), Z3, Z12
+	VPDPBUSD    64(R10), Z4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z10, Z12, Z12
+	VFMADD231PS 128(R10), Z12, Z14
+	VMOVDQU32   448(R10), Z3
+	VPDPBUSD    256(R10), Z5, Z3
+	VPDPBUSD    320(R10), Z6, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z11, Z3, Z3
+	VFMADD231PS 384(R10), Z3, Z14
+	VMOVDQU32   704(R10), Z3
+	VPDPBUSD    512(R10), Z7, Z3
+	VPDPBUSD    576(R10), Z8, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z9, Z3, Z3
+	VFMADD231PS 640(R10), Z3, Z14
+	JMP         done2
+
+last22:
+	VMOVDQU8.Z  (R8), K2, Z3
+	VPSRLW      $0x04, Z3, Z4
+	VPANDD      Z3, Z0, Z3
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU8.Z  64(R8), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVUPS.Z   (R9), K1, Z7
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z8
+	VPERMD      Z7, Z8, Z8
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z9
+	VPERMD      Z7, Z9, Z7
+	VMOVDQU32   192(R10), Z9
+	VPDPBUSD    (R10), Z3, Z9
+	VPDPBUSD    64(R10), Z4, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z8, Z9, Z9
+	VFMADD231PS 128(R10), Z9, Z14
+	VMOVDQU32   448(R10), Z3
+	VPDPBUSD    256(R10), Z5, Z3
+	VPDPBUSD    320(R10), Z6, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z7, Z3, Z3
+	VFMADD231PS 384(R10), Z3, Z14
+	JMP         done2
+
+last12:
+	VMOVDQU8.Z  (R8), K2, Z3
+	VPSRLW      $0x04, Z3, Z4
+	VPANDD      Z3, Z0, Z3
+	VPANDD      Z4, Z0, Z4
+	VMOVUPS.Z   (R9), K1, Z5
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z6
+	VPERMD      Z5, Z6, Z5
+	VMOVDQU32   192(R10), Z6
+	VPDPBUSD    (R10), Z3, Z6
+	VPDPBUSD    64(R10), Z4, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFMADD231PS 128(R10), Z6, Z14
+
+done2:
+	MOVQ   rstr+8(FP), R8
+	ADDQ   R8, AX
+	MOVQ   scstr+24(FP), R8
+	ADDQ   R8, SI
+	VPXORD Z15, Z15, Z15
+	MOVQ   AX, R8
+	MOVQ   SI, R9
+	MOVQ   x+48(FP), R10
+	MOVQ   R10, R11
+	ADDQ   DX, R11
+	MOVQ   CX, R12
+
+chunk3:
+	TESTQ       R12, R12
+	JZ          last3
+	VMOVDQU32   (R8), Z3
+	VPSRLW      $0x04, Z3, Z4
+	VPANDD      Z3, Z0, Z3
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU32   64(R8), Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU32   128(R8), Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU32   192(R8), Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VPERMPS     (R9), Z1, Z11
+	VPXORD      Z0, Z0, Z12
+	VPDPBUSD    (R10), Z3, Z12
+	VPDPBUSD    64(R10), Z4, Z12
+	VPXORD      Z0, Z0, Z3
+	VPDPBUSD    256(R10), Z5, Z3
+	VPDPBUSD    320(R10), Z6, Z3
+	VPXORD      Z0, Z0, Z4
+	VPDPBUSD    512(R10), Z7, Z4
+	VPDPBUSD    576(R10), Z8, Z4
+	VPXORD      Z0, Z0, Z5
+	VPDPBUSD    768(R10), Z9, Z5
+	VPDPBUSD    832(R10), Z10, Z5
+	VPUNPCKLDQ  Z3, Z12, Z6
+	VPUNPCKHDQ  Z3, Z12, Z3
+	VPADDD      Z3, Z6, Z6
+	VPUNPCKLDQ  Z5, Z4, Z3
+	VPUNPCKHDQ  Z5, Z4, Z4
+	VPADDD      Z4, Z3, Z3
+	VPUNPCKLQDQ Z3, Z6, Z4
+	VPUNPCKHQDQ Z3, Z6, Z3
+	VPADDD      Z3, Z4, Z4
+	VPADDD      64(R11), Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS      Z11, Z4, Z4
+	VFMADD231PS (R11), Z4, Z15
+	ADDQ        $0x00000100, R8
+	ADDQ        $0x40, R9
+	ADDQ        $0x00000400, R10
+	ADDQ        $0x00000080, R11
+	DECQ        R12
+	JMP         chunk3
+
+last3:
+	TESTQ       BX, BX
+	JZ          done3
+	CMPQ        BX, $0x02
+	JB          last13
+	JE          last23
+	CMPQ        BX, $0x03
+	JE          last33
+	VMOVDQU8.Z  (R8), K2, Z3
+	VPSRLW      $0x04, Z3, Z4
+	VPANDD      Z3, Z0, Z3
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU8.Z  64(R8), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  128(R8), K4, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVDQU8.Z  192(R8), K5, Z9
+	VPSRLW      $0x04, Z9, Z10
+	VPANDD      Z9, Z0, Z9
+	VPANDD      Z10, Z0, Z10
+	VMOVUPS.Z   (R9), K1, Z11
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z12
+	VPERMD      Z11, Z12, Z12
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z16
+	VPERMD      Z11, Z16, Z16
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z17
+	VPERMD      Z11, Z17, Z17
+	VMOVDQU32   q4groupcodes3<>+0(SB), Z18
+	VPERMD      Z11, Z18, Z11
+	VMOVDQU32   192(R10), Z18
+	VPDPBUSD    (R10), Z3, Z18
+	VPDPBUSD    64(R10), Z4, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS      Z12, Z18, Z18
+	VFMADD231PS 128(R10), Z18, Z15
+	VMOVDQU32   448(R10), Z3
+	VPDPBUSD    256(R10), Z5, Z3
+	VPDPBUSD    320(R10), Z6, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z16, Z3, Z3
+	VFMADD231PS 384(R10), Z3, Z15
+	VMOVDQU32   704(R10), Z3
+	VPDPBUSD    512(R10), Z7, Z3
+	VPDPBUSD    576(R10), Z8, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z17, Z3, Z3
+	VFMADD231PS 640(R10), Z3, Z15
+	VMOVDQU32   960(R10), Z3
+	VPDPBUSD    768(R10), Z9, Z3
+	VPDPBUSD    832(R10), Z10, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z11, Z3, Z3
+	VFMADD231PS 896(R10), Z3, Z15
+	JMP         done3
+
+last33:
+	VMOVDQU8.Z  (R8), K2, Z3
+	VPSRLW      $0x04, Z3, Z4
+	VPANDD      Z3, Z0, Z3
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU8.Z  64(R8), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVDQU8.Z  128(R8), K4, Z7
+	VPSRLW      $0x04, Z7, Z8
+	VPANDD      Z7, Z0, Z7
+	VPANDD      Z8, Z0, Z8
+	VMOVUPS.Z   (R9), K1, Z9
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z10
+	VPERMD      Z9, Z10, Z10
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z11
+	VPERMD      Z9, Z11, Z11
+	VMOVDQU32   q4groupcodes2<>+0(SB), Z12
+	VPERMD      Z9, Z12, Z9
+	VMOVDQU32   192(R10), Z12
+	VPDPBUSD    (R10), Z3, Z12
+	VPDPBUSD    64(R10), Z4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z10, Z12, Z12
+	VFMADD231PS 128(R10), Z12, Z15
+	VMOVDQU32   448(R10), Z3
+	VPDPBUSD    256(R10), Z5, Z3
+	VPDPBUSD    320(R10), Z6, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z11, Z3, Z3
+	VFMADD231PS 384(R10), Z3, Z15
+	VMOVDQU32   704(R10), Z3
+	VPDPBUSD    512(R10), Z7, Z3
+	VPDPBUSD    576(R10), Z8, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z9, Z3, Z3
+	VFMADD231PS 640(R10), Z3, Z15
+	JMP         done3
+
+last23:
+	VMOVDQU8.Z  (R8), K2, Z3
+	VPSRLW      $0x04, Z3, Z4
+	VPANDD      Z3, Z0, Z3
+	VPANDD      Z4, Z0, Z4
+	VMOVDQU8.Z  64(R8), K3, Z5
+	VPSRLW      $0x04, Z5, Z6
+	VPANDD      Z5, Z0, Z5
+	VPANDD      Z6, Z0, Z6
+	VMOVUPS.Z   (R9), K1, Z7
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z8
+	VPERMD      Z7, Z8, Z8
+	VMOVDQU32   q4groupcodes1<>+0(SB), Z9
+	VPERMD      Z7, Z9, Z7
+	VMOVDQU32   192(R10), Z9
+	VPDPBUSD    (R10), Z3, Z9
+	VPDPBUSD    64(R10), Z4, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z8, Z9, Z9
+	VFMADD231PS 128(R10), Z9, Z15
+	VMOVDQU32   448(R10), Z3
+	VPDPBUSD    256(R10), Z5, Z3
+	VPDPBUSD    320(R10), Z6, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS      Z7, Z3, Z3
+	VFMADD231PS 384(R10), Z3, Z15
+	JMP         done3
+
+last13:
+	VMOVDQU8.Z  (R8), K2, Z3
+	VPSRLW      $0x04, Z3, Z4
+	VPANDD      Z3, Z0, Z3
+	VPANDD      Z4, Z0, Z4
+	VMOVUPS.Z   (R9), K1, Z5
+	VMOVDQU32   q4groupcodes0<>+0(SB), Z6
+	VPERMD      Z5, Z6, Z5
+	VMOVDQU32   192(R10), Z6
+	VPDPBUSD    (R10), Z3, Z6
+	VPDPBUSD    64(R10), Z4, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFMADD231PS 128(R10), Z6, Z15
+
+done3:
+	MOVQ          rstr+8(FP), R8
+	ADDQ          R8, AX
+	MOVQ          scstr+24(FP), R8
+	ADDQ          R8, SI
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y3, Y2, Y3
 	VEXTRACTF32X4 $0x01, Y3, X4
 	VADDPS        X4, X3, X4
-	VEXTRACTF64X4 $0x01, Z5, Y3
-	VADDPS        Y3, Y5, Y3
-	VEXTRACTF32X4 $0x01, Y3, X8
-	VADDPS        X8, X3, X8
-	VEXTRACTF64X4 $0x01, Z6, Y3
-	VADDPS        Y3, Y6, Y3
-	VEXTRACTF32X4 $0x01, Y3, X9
-	VADDPS        X9, X3, X9
-	VEXTRACTF64X4 $0x01, Z7, Y3
-	VADDPS        Y3, Y7, Y3
-	VEXTRACTF32X4 $0x01, Y3, X10
-	VADDPS        X10, X3, X10
-	VUNPCKLPS     X8, X4, X3
-	VUNPCKHPS     X8, X4, X4
+	VEXTRACTF64X4 $0x01, Z13, Y3
+	VADDPS        Y3, Y13, Y3
+	VEXTRACTF32X4 $0x01, Y3, X5
+	VADDPS        X5, X3, X5
+	VEXTRACTF64X4 $0x01, Z14, Y3
+	VADDPS        Y3, Y14, Y3
+	VEXTRACTF32X4 $0x01, Y3, X6
+	VADDPS        X6, X3, X6
+	VEXTRACTF64X4 $0x01, Z15, Y3
+	VADDPS        Y3, Y15, Y3
+	VEXTRACTF32X4 $0x01, Y3, X7
+	VADDPS        X7, X3, X7
+	VUNPCKLPS     X5, X4, X3
+	VUNPCKHPS     X5, X4, X4
 	VADDPS        X4, X3, X3
-	VUNPCKLPS     X10, X9, X4
-	VUNPCKHPS     X10, X9, X8
-	VADDPS        X8, X4, X4
-	VMOVLHPS      X4, X3, X8
+	VUNPCKLPS     X7, X6, X4
+	VUNPCKHPS     X7, X6, X5
+	VADDPS        X5, X4, X4
+	VMOVLHPS      X4, X3, X5
 	VMOVHLPS      X3, X4, X3
-	VADDPS        X3, X8, X8
-	MOVQ          dst+64(FP), DX
-	VMOVUPS       X8, (DX)
-	ADDQ          $0x10, DX
-	MOVQ          DX, dst+64(FP)
-	DECQ          R8
+	VADDPS        X3, X5, X5
+	MOVQ          dst+64(FP), R8
+	VMOVUPS       X5, (R8)
+	ADDQ          $0x10, R8
+	MOVQ          R8, dst+64(FP)
+	DECQ          DI
 	JNZ           quad
 	VZEROUPPER
 	RET

@@ -4,47 +4,47 @@
 
 package kernel
 
-// q4VnniCodes1x1 computes a 1-row by 1-token tile of a 4-bit product of LPBQ form in chunks of 16 blocks (see _gen/q4chunk.go).
+// q4VnniCodes1x1 computes a 1-row by 1-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
 func q4VnniCodes1x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4VnniCodes2x1 computes a 2-row by 1-token tile of a 4-bit product of LPBQ form in chunks of 16 blocks (see _gen/q4chunk.go).
+// q4VnniCodes2x1 computes a 2-row by 1-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
 func q4VnniCodes2x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4VnniCodes4x1 computes a 4-row by 1-token tile of a 4-bit product of LPBQ form in chunks of 16 blocks (see _gen/q4chunk.go).
+// q4VnniCodes4x1 computes a 4-row by 1-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
 func q4VnniCodes4x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4VnniCodes1x2 computes a 1-row by 2-token tile of a 4-bit product of LPBQ form in chunks of 16 blocks (see _gen/q4chunk.go).
+// q4VnniCodes1x2 computes a 1-row by 2-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
 func q4VnniCodes1x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4VnniCodes2x2 computes a 2-row by 2-token tile of a 4-bit product of LPBQ form in chunks of 16 blocks (see _gen/q4chunk.go).
+// q4VnniCodes2x2 computes a 2-row by 2-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
 func q4VnniCodes2x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4VnniCodes4x2 computes a 4-row by 2-token tile of a 4-bit product of LPBQ form in chunks of 16 blocks (see _gen/q4chunk.go).
+// q4VnniCodes4x2 computes a 4-row by 2-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
 func q4VnniCodes4x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4VnniCodes1x3 computes a 1-row by 3-token tile of a 4-bit product of LPBQ form in chunks of 16 blocks (see _gen/q4chunk.go).
+// q4VnniCodes1x3 computes a 1-row by 3-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
 func q4VnniCodes1x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4VnniCodes2x3 computes a 2-row by 3-token tile of a 4-bit product of LPBQ form in chunks of 16 blocks (see _gen/q4chunk.go).
+// q4VnniCodes2x3 computes a 2-row by 3-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
 func q4VnniCodes2x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4VnniCodes4x3 computes a 4-row by 3-token tile of a 4-bit product of LPBQ form in chunks of 16 blocks (see _gen/q4chunk.go).
+// q4VnniCodes4x3 computes a 4-row by 3-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
 func q4VnniCodes4x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
@@ -84,52 +84,52 @@ func q4Avx2Codes2x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, 
 //go:noescape
 func q4Avx2Codes4x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4VnniCodesRows computes n consecutive rows (n a positive multiple of 4) of a 4-bit product of LPBQ form for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).
+// q4VnniCodesRows computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
 func q4VnniCodesRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
-// q4VnniScales1x1 computes a 1-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
+// q4VnniScales1x1 computes a 1-row by 1-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
 func q4VnniScales1x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4VnniScales2x1 computes a 2-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
+// q4VnniScales2x1 computes a 2-row by 1-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
 func q4VnniScales2x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4VnniScales4x1 computes a 4-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
+// q4VnniScales4x1 computes a 4-row by 1-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
 func q4VnniScales4x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4VnniScales1x2 computes a 1-row by 2-token tile of a 4-bit product (see the layout in _gen/q4.go).
+// q4VnniScales1x2 computes a 1-row by 2-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
 func q4VnniScales1x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4VnniScales2x2 computes a 2-row by 2-token tile of a 4-bit product (see the layout in _gen/q4.go).
+// q4VnniScales2x2 computes a 2-row by 2-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
 func q4VnniScales2x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4VnniScales4x2 computes a 4-row by 2-token tile of a 4-bit product (see the layout in _gen/q4.go).
+// q4VnniScales4x2 computes a 4-row by 2-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
 func q4VnniScales4x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4VnniScales1x3 computes a 1-row by 3-token tile of a 4-bit product (see the layout in _gen/q4.go).
+// q4VnniScales1x3 computes a 1-row by 3-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
 func q4VnniScales1x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4VnniScales2x3 computes a 2-row by 3-token tile of a 4-bit product (see the layout in _gen/q4.go).
+// q4VnniScales2x3 computes a 2-row by 3-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
 func q4VnniScales2x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4VnniScales4x3 computes a 4-row by 3-token tile of a 4-bit product (see the layout in _gen/q4.go).
+// q4VnniScales4x3 computes a 4-row by 3-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
 func q4VnniScales4x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
@@ -169,7 +169,7 @@ func q4Avx2Scales2x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int,
 //go:noescape
 func q4Avx2Scales4x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4VnniScalesRows computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time (see the layout in _gen/q4.go).
+// q4VnniScalesRows computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
 func q4VnniScalesRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)

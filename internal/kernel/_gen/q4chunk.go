@@ -46,12 +46,20 @@ const chunkRecBytes = 128
 // byte l = code 4*(l%4) + l/4.
 var codePerm Mem
 
+// scalePerm puts 16 block scales (float32) in the transposed lane order:
+// lane l = scale 4*(l%4) + l/4.
+var scalePerm Mem
+
 // groupCodes[g] picks, from the 16 codes of a chunk zero-extended to
 // int32 lanes, the code of block 4g + l/4 for lane l: group g's codes
 // spread over its blocks' lanes.
 var groupCodes [4]Mem
 
 func genQ4ChunkConsts() {
+	scalePerm = GLOBL("q4scaleperm", RODATA|NOPTR)
+	for l := 0; l < 16; l++ {
+		DATA(4*l, U32(uint32(4*(l%4)+l/4)))
+	}
 	for g := range groupCodes {
 		groupCodes[g] = GLOBL(fmt.Sprintf("q4groupcodes%d", g), RODATA|NOPTR)
 		for l := 0; l < 16; l++ {
@@ -76,25 +84,31 @@ func genQ4ChunkConsts() {
 // not depend on the tile or the call that took it: decoding a token alone
 // or within a batch of sessions gives the same logits, and so do caches
 // that round what they store (binary16, uint8).
-func q4ChunkKernel(rowLoop bool, R, TT int) {
+func q4ChunkKernel(lpbq, rowLoop bool, R, TT int) {
 	if rowLoop {
-		name := q4RowsName(true)
+		name := q4RowsName(lpbq)
 		TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)")
 		Pragma("noescape")
-		Doc(fmt.Sprintf("%s computes n consecutive rows (n a positive multiple of 4) of a 4-bit product of LPBQ form for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).", name))
+		Doc(fmt.Sprintf("%s computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).", name))
 	} else {
-		name := q4Name(true, true, R, TT)
+		name := q4Name(true, lpbq, R, TT)
 		TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)")
 		Pragma("noescape")
-		Doc(fmt.Sprintf("%s computes a %d-row by %d-token tile of a 4-bit product of LPBQ form in chunks of 16 blocks (see _gen/q4chunk.go).", name, R, TT))
+		Doc(fmt.Sprintf("%s computes a %d-row by %d-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).", name, R, TT))
 	}
 
 	t32 := GP32()
 	MOVL(U32(0x0f0f0f0f), t32)
 	m0f := ZMM()
 	VPBROADCASTD(t32, m0f)
-	perm := XMM()
-	VMOVDQU32(codePerm, perm)
+	var perm VecVirtual
+	if lpbq {
+		perm = XMM()
+		VMOVDQU32(codePerm, perm)
+	} else {
+		perm = ZMM()
+		VMOVDQU32(scalePerm, perm)
+	}
 
 	// Blocks, whole chunks, and the offset of the chunks' D and -8*Sum
 	// in a token's records.
@@ -141,6 +155,25 @@ func q4ChunkKernel(rowLoop bool, R, TT int) {
 		KMOVQ(m, kw[g])
 	}
 
+	// scale turns the int32 block sums s into float32 times the row's
+	// block scales sc on the same lanes: the codes multiply first, in
+	// int32 (LPBQ, exact), or the float scales after the conversion.
+	scale := func(s, sc VecVirtual) {
+		if lpbq {
+			VPMULLD(sc, s, s)
+			VCVTDQ2PS(s, s)
+			return
+		}
+		VCVTDQ2PS(s, s)
+		VMULPS(sc, s, s)
+	}
+
+	// scBytes is a chunk's block scales: 16 codes or 16 floats.
+	scBytes := 16
+	if !lpbq {
+		scBytes = 64
+	}
+
 	// chunkSum adds into acc one (row, token) whole chunk: the row's
 	// unpacked weights lo, hi, the token's records at q(off) and its
 	// chunk's D and -8*Sum at d(off), and the row's codes cz in lane
@@ -168,8 +201,7 @@ func q4ChunkKernel(rowLoop bool, R, TT int) {
 		VPUNPCKHQDQ(cd, ab, s2)
 		VPADDD(s2, s, s)
 		VPADDD(d(64), s, s) // -8*Sum
-		VPMULLD(cz, s, s)
-		VCVTDQ2PS(s, s)
+		scale(s, cz)
 		VFMADD231PS(d(0), s, acc)
 	}
 
@@ -185,18 +217,21 @@ func q4ChunkKernel(rowLoop bool, R, TT int) {
 		VMOVDQU32(q(192), d)
 		vpdpbusd(q(0), lo, d)
 		vpdpbusd(q(64), hi, d)
-		VPMULLD(cz, d, d)
-		VCVTDQ2PS(d, d)
+		scale(d, cz)
 		VFMADD231PS(q(128), d, acc)
 	}
 
 	// lastCodes loads a row's codes of the last chunk (masked) and
 	// spreads them for each of its groups groups.
 	lastCodes := func(at Mem, groups int) []VecVirtual {
-		c := XMM()
-		VMOVDQU8_Z(at, kc, c)
 		all := ZMM()
-		VPMOVZXBD(c, all)
+		if lpbq {
+			c := XMM()
+			VMOVDQU8_Z(at, kc, c)
+			VPMOVZXBD(c, all)
+		} else {
+			VMOVUPS_Z(at, kc, all) // one float a block
+		}
 		out := make([]VecVirtual, groups)
 		for g := range out {
 			idx := ZMM()
@@ -229,6 +264,11 @@ func q4ChunkKernel(rowLoop bool, R, TT int) {
 	// codesOf loads a row's 16 codes of the chunk at at (masked in the
 	// last chunk), zero-extended to int32 in lane order.
 	codesOf := func(at Mem, masked bool) VecVirtual {
+		if !lpbq {
+			sc := ZMM()
+			VPERMPS(at, perm, sc) // the 16 scales in lane order
+			return sc
+		}
 		c := XMM()
 		if masked {
 			VMOVDQU8_Z(at, kc, c)
@@ -298,13 +338,13 @@ func q4ChunkKernel(rowLoop bool, R, TT int) {
 					func(off int) Mem { return Mem{Base: dp, Disp: off} }, cz, a.(VecVirtual))
 			}, func() {
 				ADDQ(U32(256), nib)
-				ADDQ(U8(16), sc)
+				ADDQ(U8(scBytes), sc)
 				ADDQ(U32(4*recBytes), xp)
 				ADDQ(U32(chunkRecBytes), dp)
 			})
 			ADDQ(Load(Param("rstr"), GP64()), nibRow)
 			ADDQ(Load(Param("scstr"), GP64()), scRow)
-		}, true, rows, nil)
+		}, lpbq, rows, nil) // the scales form has no row scales
 		return
 	}
 
@@ -348,7 +388,7 @@ func q4ChunkKernel(rowLoop bool, R, TT int) {
 		}
 	}, func() {
 		nib.add(256)
-		sc.add(16)
+		sc.add(scBytes)
 		ADDQ(U32(4*recBytes), xp)
 		ADDQ(U32(chunkRecBytes), dp)
 	})
@@ -357,11 +397,16 @@ func q4ChunkKernel(rowLoop bool, R, TT int) {
 	dst := Load(Param("dst"), GP64())
 	ldd := Load(Param("ldd"), GP64())
 	SHLQ(U8(2), ldd)
-	rs := Load(Param("rs"), GP64())
+	var rs Register
+	if lpbq {
+		rs = Load(Param("rs"), GP64())
+	}
 	for t := range TT {
 		for r := range R {
 			x := hsum(true, va, acc[r][t]).AsX()
-			VMULSS(Mem{Base: rs, Disp: 4 * r}, x, x)
+			if lpbq {
+				VMULSS(Mem{Base: rs, Disp: 4 * r}, x, x)
+			}
 			VMOVSS(x, Mem{Base: dst, Disp: 4 * r})
 		}
 		if t+1 < TT {
