@@ -33,6 +33,12 @@ func decodeSameWhateverRange(t *testing.T, walk string) {
 						func(d []float32, n0, n1 int) { o.Q4MatMul(d, N, w, x, n0, n1) }})
 				}
 			}
+			if o.q4Zeros != nil {
+				w := randQ4(r, N, K, false, true)
+				w.PrepareZeros()
+				products = append(products, product{"q4 zeros",
+					func(d []float32, n0, n1 int) { o.q4Zeros(d, N, w.sym, w.zs, x, n0, n1) }})
+			}
 			if o.W8MatMul != nil {
 				w := randW8(r, N, K)
 				products = append(products, product{"w8", func(d []float32, n0, n1 int) { o.W8MatMul(d, N, w, x, n0, n1) }})
@@ -87,6 +93,12 @@ func tokenSameWhateverBatch(t *testing.T, walk string) {
 					products = append(products, product{fmt.Sprintf("q4 lpbq=%v", lpbq),
 						func(d []float32, x *Q8) { o.Q4MatMul(d, N, w, x, 0, N) }})
 				}
+			}
+			if o.q4Zeros != nil {
+				w := randQ4(r, N, K, false, true)
+				w.PrepareZeros()
+				products = append(products, product{"q4 zeros",
+					func(d []float32, x *Q8) { o.q4Zeros(d, N, w.sym, w.zs, x, 0, N) }})
 			}
 			if o.W8MatMul != nil {
 				w := randW8(r, N, K)

@@ -5,6 +5,7 @@ package kernel
 var (
 	quantizeQ8Impl = quantizeQ8Generic
 	q4MatMulImpl   = q4MatMulGeneric
+	q4ZerosImpl    func(dst []float32, ldd int, sym *Q4, zs []float32, x *Q8, n0, n1 int) // nil: sym, then addZeroTerms
 	w8MatMulImpl   = w8MatMulGeneric
 	dotImpl        = dotGeneric
 	axpyImpl       = axpyGeneric
@@ -64,6 +65,11 @@ type Overlay struct {
 	// The activation record layouts the overlay's Q4MatMul and W8MatMul
 	// read (Q8.Begin), nil when they read Q8 directly.
 	q4Records, w8Records *actLayout
+
+	// q4Zeros, when set, is Q4MatMul of a weight with zero points from
+	// its parts (PrepareZeros): the symmetric codes and the block terms
+	// zs, added block by block in the product (q4ZerosImpl).
+	q4Zeros func(dst []float32, ldd int, sym *Q4, zs []float32, x *Q8, n0, n1 int)
 }
 
 // overlays lists this build's overlays from least to most capable (the
@@ -101,7 +107,7 @@ func install() {
 			quantizeQ8Impl = o.QuantizeQ8
 		}
 		if o.Q4MatMul != nil {
-			q4MatMulImpl, q4Layout = o.Q4MatMul, o.q4Records
+			q4MatMulImpl, q4Layout, q4ZerosImpl = o.Q4MatMul, o.q4Records, o.q4Zeros
 		}
 		if o.W8MatMul != nil {
 			w8MatMulImpl, w8Layout = o.W8MatMul, o.w8Records

@@ -49,41 +49,6 @@ func q4VnniCodes2x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, 
 //go:noescape
 func q4VnniCodes4x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4Avx2Codes1x1 computes a 1-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
-//
-//go:noescape
-func q4Avx2Codes1x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
-// q4Avx2Codes2x1 computes a 2-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
-//
-//go:noescape
-func q4Avx2Codes2x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
-// q4Avx2Codes4x1 computes a 4-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
-//
-//go:noescape
-func q4Avx2Codes4x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
-// q4Avx2Codes5x1 computes a 5-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
-//
-//go:noescape
-func q4Avx2Codes5x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
-// q4Avx2Codes1x2 computes a 1-row by 2-token tile of a 4-bit product (see the layout in _gen/q4.go).
-//
-//go:noescape
-func q4Avx2Codes1x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
-// q4Avx2Codes2x2 computes a 2-row by 2-token tile of a 4-bit product (see the layout in _gen/q4.go).
-//
-//go:noescape
-func q4Avx2Codes2x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
-// q4Avx2Codes4x2 computes a 4-row by 2-token tile of a 4-bit product (see the layout in _gen/q4.go).
-//
-//go:noescape
-func q4Avx2Codes4x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
 // q4VnniCodesRows computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
@@ -134,6 +99,96 @@ func q4VnniScales2x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int,
 //go:noescape
 func q4VnniScales4x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
+// q4VnniScalesRows computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniScalesRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniZeros1x1 computes a 1-row by 1-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZeros1x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniZeros2x1 computes a 2-row by 1-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZeros2x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniZeros4x1 computes a 4-row by 1-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZeros4x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniZeros1x2 computes a 1-row by 2-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZeros1x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniZeros2x2 computes a 2-row by 2-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZeros2x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniZeros4x2 computes a 4-row by 2-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZeros4x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniZeros1x3 computes a 1-row by 3-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZeros1x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniZeros2x3 computes a 2-row by 3-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZeros2x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniZeros4x3 computes a 4-row by 3-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZeros4x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniZerosRows computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZerosRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4Avx2Codes1x1 computes a 1-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2Codes1x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4Avx2Codes2x1 computes a 2-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2Codes2x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4Avx2Codes4x1 computes a 4-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2Codes4x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4Avx2Codes5x1 computes a 5-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2Codes5x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4Avx2Codes1x2 computes a 1-row by 2-token tile of a 4-bit product (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2Codes1x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4Avx2Codes2x2 computes a 2-row by 2-token tile of a 4-bit product (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2Codes2x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4Avx2Codes4x2 computes a 4-row by 2-token tile of a 4-bit product (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2Codes4x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
 // q4Avx2Scales1x1 computes a 1-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
 //
 //go:noescape
@@ -168,11 +223,6 @@ func q4Avx2Scales2x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int,
 //
 //go:noescape
 func q4Avx2Scales4x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
-// q4VnniScalesRows computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).
-//
-//go:noescape
-func q4VnniScalesRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
 // quantizeQ8Avx2 quantizes nb blocks of QK floats of x into q, d and sum.
 //

@@ -389,6 +389,11 @@ func TestOverlaysQ4Zeros(t *testing.T) {
 						o.Q4MatMul(d, l, w.sym, x, a, b)
 						w.addZeroTerms(d, l, x, a, b)
 					})
+				if o.q4Zeros != nil {
+					checkMatMul(t, fmt.Sprintf("%s q4 zeros fused", o.Name), N, K, T, n0, n1, rowAbs, x, xf,
+						func(d []float32, l int, x *Q8, a, b int) { q4MatMulGeneric(d, l, w, x, a, b) },
+						func(d []float32, l int, x *Q8, a, b int) { o.q4Zeros(d, l, w.sym, w.zs, x, a, b) })
+				}
 				checkMatMul(t, "MatMul q4 zeros", N, K, T, n0, n1, rowAbs, x, xf,
 					func(d []float32, l int, x *Q8, a, b int) { q4MatMulGeneric(d, l, w, x, a, b) },
 					w.MatMul)

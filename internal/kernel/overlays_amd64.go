@@ -51,6 +51,9 @@ func archOverlays() []Overlay {
 	for i := range o {
 		o[i].q4Records, o[i].w8Records = q4Records, w8Records
 	}
+	o[1].q4Zeros = func(dst []float32, ldd int, sym *Q4, zs []float32, x *Q8, n0, n1 int) {
+		q4MatMulZerosWith(&q4VnniCodes, &q4VnniScales, &q4VnniZeros, dst, ldd, sym, zs, x, n0, n1)
+	}
 	return o
 }
 

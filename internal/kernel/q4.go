@@ -17,12 +17,12 @@ type Q4 struct {
 	Scales []float32 // [N] with Codes, else [N][nb]
 	Zeros  []float32 // [N][nb] or nil
 
-	// sym and zc, set by PrepareZeros, run a weight with zero points as
+	// sym and zs, set by PrepareZeros, run a weight with zero points as
 	// the same codes with zero point 8 (sym, on the fast kernels) plus
-	// the block terms zc[n][b] = scale * (8 - zero) times each block's
-	// activation sum.
+	// the block terms zs[n][b] = scale * (zero - 8) / 8 times each
+	// block's -8 * activation sum (= scale * (8 - zero) * Sum).
 	sym *Q4
-	zc  []float32
+	zs  []float32
 }
 
 // PrepareZeros readies a weight with zero points for the fast kernels,
@@ -40,16 +40,17 @@ func (w *Q4) PrepareZeros() {
 		return
 	}
 	nb := w.K / QK
-	zc := make([]float32, len(w.Zeros))
+	zs := make([]float32, len(w.Zeros))
 	for i, z := range w.Zeros {
-		zc[i] = w.Scales[i] * (8 - z)
+		zs[i] = w.Scales[i] * (z - 8) / 8 // /8 is exact
 	}
 	w.sym = &Q4{N: w.N, K: w.K, Nib: w.Nib, Scales: w.Scales[:w.N*nb]}
-	w.zc = zc
+	w.zs = zs
 }
 
 // addZeroTerms adds to dst[t*ldd+n], for rows [n0, n1) and every token,
-// Σ_b zc[n][b] * D[t][b] * Sum[t][b] (see PrepareZeros).
+// -8 * Σ_b zs[n][b] * D[t][b] * Sum[t][b] (see PrepareZeros; the factor
+// -8 is exact).
 func (w *Q4) addZeroTerms(dst []float32, ldd int, x *Q8, n0, n1 int) {
 	nb := w.K / QK
 	var stack [512]float32
@@ -64,10 +65,10 @@ func (w *Q4) addZeroTerms(dst []float32, ldd int, x *Q8, n0, n1 int) {
 		}
 		for lo := n0; lo < n1; lo += len(tmp) {
 			hi := min(lo+len(tmp), n1)
-			DotRows(tmp[:hi-lo], xs, w.zc[lo*nb:hi*nb], nb)
+			DotRows(tmp[:hi-lo], xs, w.zs[lo*nb:hi*nb], nb)
 			row := dst[t*ldd+lo : t*ldd+hi]
 			for i, v := range tmp[:hi-lo] {
-				row[i] += v
+				row[i] += -8 * v
 			}
 		}
 	}
@@ -153,12 +154,15 @@ func (w *Q4) Row(dst []float32, n int) {
 // A weight with zero points runs on the fast kernels once PrepareZeros
 // has been called, else on the plain-Go reference.
 func (w *Q4) MatMul(dst []float32, ldd int, x *Q8, n0, n1 int) {
-	if w.sym != nil && n1 > n0 && x.T > 0 {
+	switch {
+	case w.sym == nil || n1 <= n0 || x.T <= 0:
+		q4MatMulImpl(dst, ldd, w, x, n0, n1)
+	case q4ZerosImpl != nil:
+		q4ZerosImpl(dst, ldd, w.sym, w.zs, x, n0, n1)
+	default:
 		q4MatMulImpl(dst, ldd, w.sym, x, n0, n1)
 		w.addZeroTerms(dst, ldd, x, n0, n1)
-		return
 	}
-	q4MatMulImpl(dst, ldd, w, x, n0, n1)
 }
 
 // q4MatMulGeneric is the reference of Q4.MatMul.

@@ -56,6 +56,14 @@ var (
 		2: {1: q4VnniScales2x1, 2: q4VnniScales2x2, 3: q4VnniScales2x3},
 		4: {1: q4VnniScales4x1, 2: q4VnniScales4x2, 3: q4VnniScales4x3},
 	}}
+	// q4VnniZeros is the per-block-scale form with zero points: the rs
+	// argument carries the weight's zero-point terms (Q4.zs), shaped as
+	// its block scales.
+	q4VnniZeros = q4Set{seq: q4VnniZerosRows, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+		1: {1: q4VnniZeros1x1, 2: q4VnniZeros1x2, 3: q4VnniZeros1x3},
+		2: {1: q4VnniZeros2x1, 2: q4VnniZeros2x2, 3: q4VnniZeros2x3},
+		4: {1: q4VnniZeros4x1, 2: q4VnniZeros4x2, 3: q4VnniZeros4x3},
+	}}
 	q4Avx2Codes = q4Set{decode: 5, rows: 4, tokens: 2, k: [9][5]q4Kern{
 		1: {1: q4Avx2Codes1x1, 2: q4Avx2Codes1x2},
 		2: {1: q4Avx2Codes2x1, 2: q4Avx2Codes2x2},
@@ -177,16 +185,27 @@ func q4Fits(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) bool {
 // q4MatMulWith runs Q4.MatMul on the kernels of codes and scales (the two
 // scale forms); zero points go to the generic version.
 func q4MatMulWith(codes, scales *q4Set, dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) {
+	q4MatMulZerosWith(codes, scales, nil, dst, ldd, w, nil, x, n0, n1)
+}
+
+// q4MatMulZerosWith is q4MatMulWith, and with zs (the zero-point terms of
+// a weight prepared by PrepareZeros, w its symmetric part) on the kernels
+// of zeros, which add them block by block; the product is then that of
+// the weight with its zero points.
+func q4MatMulZerosWith(codes, scales, zeros *q4Set, dst []float32, ldd int, w *Q4, zs []float32, x *Q8, n0, n1 int) {
 	if n1 <= n0 || x.T == 0 {
 		return
 	}
-	if w.Zeros != nil || !q4Fits(dst, ldd, w, x, n0, n1) {
+	if w.Zeros != nil || !q4Fits(dst, ldd, w, x, n0, n1) || (zs != nil && (w.Codes != nil || len(zs) < n1*(w.K/QK))) {
 		q4MatMulGeneric(dst, ldd, w, x, n0, n1)
 		return
 	}
 	set := scales
-	if w.Codes != nil {
+	switch {
+	case w.Codes != nil:
 		set = codes
+	case zs != nil:
+		set = zeros
 	}
 	nb := w.K / QK
 	ng, tail := nb/4, nb%4
@@ -199,20 +218,24 @@ func q4MatMulWith(codes, scales *q4Set, dst []float32, ldd int, w *Q4, x *Q8, n0
 		defer scratch.Put(holder)
 	}
 
-	var rs *float32
+	var rs *float32 // row n's at rs + n*rsStr
+	rsStr := 4
 	scBase, scStr := unsafe.Pointer(nil), 0
 	if w.Codes != nil {
 		scBase, scStr = unsafe.Pointer(unsafe.SliceData(w.Codes)), nb
 		rs = unsafe.SliceData(w.Scales)
 	} else {
 		scBase, scStr = unsafe.Pointer(unsafe.SliceData(w.Scales)), 4*nb
+		if zs != nil {
+			rs, rsStr = unsafe.SliceData(zs), scStr // the zero-point terms, shaped as the scales
+		}
 	}
 	nib := unsafe.SliceData(w.Nib)
 	out := unsafe.SliceData(dst)
 	tile := func(n, R, t, TT int) {
 		var r *float32
 		if rs != nil {
-			r = (*float32)(unsafe.Add(unsafe.Pointer(rs), 4*n))
+			r = (*float32)(unsafe.Add(unsafe.Pointer(rs), n*rsStr))
 		}
 		set.k[R][TT]((*byte)(unsafe.Add(unsafe.Pointer(nib), n*nb*16)), nb*16,
 			(*byte)(unsafe.Add(scBase, n*scStr)), scStr, ng, tail,
@@ -234,7 +257,7 @@ func q4MatMulWith(codes, scales *q4Set, dst []float32, ldd int, w *Q4, x *Q8, n0
 		// Whole quads of rows in one call, the rest below.
 		var r *float32
 		if rs != nil {
-			r = (*float32)(unsafe.Add(unsafe.Pointer(rs), 4*n0))
+			r = (*float32)(unsafe.Add(unsafe.Pointer(rs), n0*rsStr))
 		}
 		whole := (n1 - n0) &^ 3
 		set.seq((*byte)(unsafe.Add(unsafe.Pointer(nib), n0*nb*16)), nb*16,

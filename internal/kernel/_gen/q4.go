@@ -38,14 +38,18 @@ var (
 
 func genQ4() {
 	genQ4ChunkConsts()
-	for _, lpbq := range []bool{true, false} {
+	// AVX-512 (q4chunk.go): LPBQ, per-block scales, and per-block
+	// scales with zero points.
+	for _, form := range [][2]bool{{true, false}, {false, false}, {false, true}} {
 		for _, s := range q4ZmmShapes {
-			q4ChunkKernel(lpbq, false, s.R, s.TT) // AVX-512: in chunks (q4chunk.go)
+			q4ChunkKernel(form[0], form[1], false, s.R, s.TT)
 		}
+		q4ChunkKernel(form[0], form[1], true, 1, 1)
+	}
+	for _, lpbq := range []bool{true, false} {
 		for _, s := range q4YmmShapes {
 			q4Avx2Kernel(lpbq, s.R, s.TT)
 		}
-		q4ChunkKernel(lpbq, true, 1, 1)
 	}
 }
 

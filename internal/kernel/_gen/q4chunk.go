@@ -84,14 +84,20 @@ func genQ4ChunkConsts() {
 // not depend on the tile or the call that took it: decoding a token alone
 // or within a batch of sessions gives the same logits, and so do caches
 // that round what they store (binary16, uint8).
-func q4ChunkKernel(lpbq, rowLoop bool, R, TT int) {
+func q4ChunkKernel(lpbq, zeros, rowLoop bool, R, TT int) {
 	if rowLoop {
 		name := q4RowsName(lpbq)
+		if zeros {
+			name = "q4VnniZerosRows"
+		}
 		TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)")
 		Pragma("noescape")
 		Doc(fmt.Sprintf("%s computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).", name))
 	} else {
 		name := q4Name(true, lpbq, R, TT)
+		if zeros {
+			name = fmt.Sprintf("q4VnniZeros%dx%d", R, TT)
+		}
 		TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)")
 		Pragma("noescape")
 		Doc(fmt.Sprintf("%s computes a %d-row by %d-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).", name, R, TT))
@@ -174,11 +180,20 @@ func q4ChunkKernel(lpbq, rowLoop bool, R, TT int) {
 		scBytes = 64
 	}
 
+	// zeroTerm adds to the scaled block sums t the zero points' terms:
+	// zs*(-8*Sum) = sc*(8-z)*Sum, zs = sc*(z-8)/8 the row's block terms
+	// on the same lanes (Q4.PrepareZeros), s8 the -8*Sum lanes as int32.
+	zeroTerm := func(t, s8, zs VecVirtual) {
+		f := ZMM()
+		VCVTDQ2PS(s8, f)
+		VFMADD231PS(zs, f, t)
+	}
+
 	// chunkSum adds into acc one (row, token) whole chunk: the row's
 	// unpacked weights lo, hi, the token's records at q(off) and its
 	// chunk's D and -8*Sum at d(off), and the row's codes cz in lane
 	// order.
-	chunkSum := func(lo, hi []VecVirtual, q, d func(off int) Mem, cz, acc VecVirtual) {
+	chunkSum := func(lo, hi []VecVirtual, q, d func(off int) Mem, cz, zs, acc VecVirtual) {
 		var a [4]VecVirtual
 		for g := range a {
 			a[g] = ZMM()
@@ -200,8 +215,16 @@ func q4ChunkKernel(lpbq, rowLoop bool, R, TT int) {
 		VPUNPCKLQDQ(cd, ab, s)
 		VPUNPCKHQDQ(cd, ab, s2)
 		VPADDD(s2, s, s)
-		VPADDD(d(64), s, s) // -8*Sum
-		scale(s, cz)
+		if zs == nil {
+			VPADDD(d(64), s, s) // -8*Sum
+			scale(s, cz)
+		} else {
+			s8 := ZMM()
+			VMOVDQU32(d(64), s8) // -8*Sum
+			VPADDD(s8, s, s)
+			scale(s, cz)
+			zeroTerm(s, s8, zs)
+		}
 		VFMADD231PS(d(0), s, acc)
 	}
 
@@ -212,12 +235,17 @@ func q4ChunkKernel(lpbq, rowLoop bool, R, TT int) {
 	// the record's D lanes. For up to 4 groups this takes fewer
 	// instructions than the transposition of a whole chunk; every kernel
 	// takes the last chunk this way.
-	lastSum := func(lo, hi VecVirtual, q func(off int) Mem, cz, acc VecVirtual) {
+	lastSum := func(lo, hi VecVirtual, q func(off int) Mem, cz, zs, acc VecVirtual) {
 		d := ZMM()
-		VMOVDQU32(q(192), d)
+		VMOVDQU32(q(192), d) // -2*Sum on each of a block's 4 lanes
 		vpdpbusd(q(0), lo, d)
 		vpdpbusd(q(64), hi, d)
 		scale(d, cz)
+		if zs != nil {
+			s2 := ZMM()
+			VMOVDQU32(q(192), s2)
+			zeroTerm(d, s2, zs) // 4 lanes of zs*(-2*Sum) = zs*(-8*Sum)
+		}
 		VFMADD231PS(q(128), d, acc)
 	}
 
@@ -281,6 +309,35 @@ func q4ChunkKernel(lpbq, rowLoop bool, R, TT int) {
 		return cz
 	}
 
+	// zerosOf loads a row's 16 zero-point terms of a whole chunk at at
+	// in lane order (nil without zero points).
+	zerosOf := func(at func() Mem) VecVirtual {
+		if !zeros {
+			return nil
+		}
+		z := ZMM()
+		VPERMPS(at(), perm, z)
+		return z
+	}
+
+	// lastZeros loads a row's zero-point terms of the last chunk
+	// (masked) spread for each of its groups groups, as lastCodes.
+	lastZeros := func(at func() Mem, groups int) []VecVirtual {
+		out := make([]VecVirtual, groups)
+		if !zeros {
+			return out
+		}
+		all := ZMM()
+		VMOVUPS_Z(at(), kc, all)
+		for g := range out {
+			idx := ZMM()
+			VMOVDQU32(groupCodes[g], idx)
+			out[g] = ZMM()
+			VPERMD(all, idx, out[g])
+		}
+		return out
+	}
+
 	// chunks emits the loop over the whole chunks and the last one;
 	// step(masked, groups) emits one chunk, next moves the pointers on.
 	chunks := func(sfx string, cnt Register, step func(masked bool, groups int), next func()) {
@@ -314,6 +371,13 @@ func q4ChunkKernel(lpbq, rowLoop bool, R, TT int) {
 		nibRow, scRow := Load(Param("nib"), GP64()), Load(Param("sc"), GP64())
 		rows := Load(Param("n"), GP64())
 		SHRQ(U8(2), rows)
+		// The zero-point terms (param rs) have the shape of the
+		// scales: one register for both, their distance.
+		var zDelta Register
+		if zeros {
+			zDelta = Load(Param("rs"), GP64())
+			SUBQ(scRow, zDelta)
+		}
 		va := newVecAlloc(true)
 		rowQuads(va, func(j int, a V) {
 			nib, sc, xp, dp, cnt := GP64(), GP64(), GP64(), GP64(), GP64()
@@ -325,17 +389,18 @@ func q4ChunkKernel(lpbq, rowLoop bool, R, TT int) {
 			MOVQ(full, cnt)
 			chunks(fmt.Sprint(j), cnt, func(masked bool, groups int) {
 				lo, hi := unpack(func(off int) Mem { return Mem{Base: nib, Disp: off} }, masked, groups)
+				zAt := func() Mem { return Mem{Base: sc, Index: zDelta, Scale: 1} }
 				if masked {
-					cz := lastCodes(Mem{Base: sc}, groups)
+					cz, zs := lastCodes(Mem{Base: sc}, groups), lastZeros(zAt, groups)
 					for g := range groups {
-						lastSum(lo[g], hi[g], func(off int) Mem { return Mem{Base: xp, Disp: 256*g + off} }, cz[g], a.(VecVirtual))
+						lastSum(lo[g], hi[g], func(off int) Mem { return Mem{Base: xp, Disp: 256*g + off} }, cz[g], zs[g], a.(VecVirtual))
 					}
 					return
 				}
-				cz := codesOf(Mem{Base: sc}, false)
+				cz, zs := codesOf(Mem{Base: sc}, false), zerosOf(zAt)
 				chunkSum(lo, hi,
 					func(off int) Mem { return Mem{Base: xp, Disp: off} },
-					func(off int) Mem { return Mem{Base: dp, Disp: off} }, cz, a.(VecVirtual))
+					func(off int) Mem { return Mem{Base: dp, Disp: off} }, cz, zs, a.(VecVirtual))
 			}, func() {
 				ADDQ(U32(256), nib)
 				ADDQ(U8(scBytes), sc)
@@ -358,6 +423,10 @@ func q4ChunkKernel(lpbq, rowLoop bool, R, TT int) {
 	}
 	nib := newRowAddr(Load(Param("nib"), GP64()), Load(Param("rstr"), GP64()), R)
 	sc := newRowAddr(Load(Param("sc"), GP64()), Load(Param("scstr"), GP64()), R)
+	var zt rowAddr // the zero-point terms (param rs), shaped as the scales
+	if zeros {
+		zt = rowAddr{base: []Register{Load(Param("rs"), GP64())}, str: sc.str, str3: sc.str3}
+	}
 	xp, tok := tokenRecords(TT)
 	dp := GP64()
 	MOVQ(xp, dp)
@@ -370,25 +439,29 @@ func q4ChunkKernel(lpbq, rowLoop bool, R, TT int) {
 	chunks("", full, func(masked bool, groups int) {
 		for r := range R {
 			lo, hi := unpack(func(off int) Mem { return nib.at(r, off) }, masked, groups)
+			zAt := func() Mem { return zt.at(r, 0) }
 			if masked {
-				cz := lastCodes(sc.at(r, 0), groups)
+				cz, zs := lastCodes(sc.at(r, 0), groups), lastZeros(zAt, groups)
 				for t := range TT {
 					for g := range groups {
-						lastSum(lo[g], hi[g], func(off int) Mem { return tok(t, 256*g+off) }, cz[g], acc[r][t])
+						lastSum(lo[g], hi[g], func(off int) Mem { return tok(t, 256*g+off) }, cz[g], zs[g], acc[r][t])
 					}
 				}
 				continue
 			}
-			cz := codesOf(sc.at(r, 0), false)
+			cz, zs := codesOf(sc.at(r, 0), false), zerosOf(zAt)
 			for t := range TT {
 				chunkSum(lo, hi,
 					func(off int) Mem { return tok(t, off) },
-					func(off int) Mem { return dtok(t, off) }, cz, acc[r][t])
+					func(off int) Mem { return dtok(t, off) }, cz, zs, acc[r][t])
 			}
 		}
 	}, func() {
 		nib.add(256)
 		sc.add(scBytes)
+		if zeros {
+			zt.add(scBytes)
+		}
 		ADDQ(U32(4*recBytes), xp)
 		ADDQ(U32(chunkRecBytes), dp)
 	})
