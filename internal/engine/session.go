@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/plan"
@@ -681,6 +682,9 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 			}
 			s.cacheLayer(&s.attn, a.Layer)
 			s.attend()
+			if rows == 1 && s.chain {
+				s.prefetchNextSlot(a.Layer)
+			}
 		case op.Columns:
 			for t := 0; t < rows; t++ {
 				copy(out[t*cols:(t+1)*cols], x[t*xcols+st.Lo:t*xcols+st.Hi])
@@ -716,6 +720,33 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 }
 
 // cacheLayer points a at layer l of s's cache.
+// prefetchNextSlot asks for the cache lines the next attention layer's
+// one-row store will write (after layer l: layer l+1 at the same slot,
+// after the last layer: the first at the next slot), so that the store,
+// a cache line per column, finds them near rather than in memory.
+func (s *Session) prefetchNextSlot(l int) {
+	layers := max(len(s.k), len(s.kh), len(s.ku))
+	next, pos := l+1, s.pos
+	if next >= layers {
+		next, pos = 0, s.pos+1
+	}
+	if pos >= s.ctx {
+		return
+	}
+	cols := s.kvCols
+	switch {
+	case s.ku != nil:
+		kernel.PrefetchSlots(s.ku[next], pos, s.ctx, cols)
+		kernel.PrefetchSlots(s.vu[next], pos, s.ctx, cols)
+	case s.kh != nil:
+		kernel.PrefetchSlots(s.kh[next], pos, s.ctx, cols)
+		kernel.PrefetchSlots(s.vh[next], pos, s.ctx, cols)
+	default:
+		kernel.PrefetchSlots(s.k[next], pos, s.ctx, cols)
+		kernel.PrefetchSlots(s.v[next], pos, s.ctx, cols)
+	}
+}
+
 func (s *Session) cacheLayer(a *attnArgs, l int) {
 	switch {
 	case s.ku != nil:

@@ -37595,3 +37595,17 @@ r1red:
 done:
 	VZEROUPPER
 	RET
+
+// func prefetchStrided(p *byte, stride int, n int)
+// Requires: MMX+
+TEXT ·prefetchStrided(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), AX
+	MOVQ stride+8(FP), CX
+	MOVQ n+16(FP), DX
+
+next:
+	PREFETCHT0 (AX)
+	ADDQ       CX, AX
+	DECQ       DX
+	JNZ        next
+	RET

@@ -552,3 +552,8 @@ func dotRowsU8Vnni(dst *float32, w *float32, y *uint8, n int, rows int, stride i
 //
 //go:noescape
 func dotRowsF16WVnni(dst *float32, w *uint16, y *float32, n int, rows int, stride int)
+
+// prefetchStrided asks for the cache lines at p + i*stride, i < n (n >= 1), to be brought into the caches.
+//
+//go:noescape
+func prefetchStrided(p *byte, stride int, n int)

@@ -19,5 +19,6 @@ func main() {
 	genW8()
 	genAct()
 	genRows()
+	genPrefetch()
 	Generate()
 }
