@@ -249,6 +249,20 @@ func q4ChunkKernel(lpbq, zeros, rowLoop bool, R, TT int) {
 		VFMADD231PS(q(128), d, acc)
 	}
 
+	// spreadGroups spreads the 16 per-block values of the last chunk in
+	// all (int32 or float32 lanes, block b in lane b) to each of its
+	// groups groups: block 4g + l/4 in lane l of the g-th result.
+	spreadGroups := func(all VecVirtual, groups int) []VecVirtual {
+		out := make([]VecVirtual, groups)
+		for g := range out {
+			idx := ZMM()
+			VMOVDQU32(groupCodes[g], idx)
+			out[g] = ZMM()
+			VPERMD(all, idx, out[g])
+		}
+		return out
+	}
+
 	// lastCodes loads a row's codes of the last chunk (masked) and
 	// spreads them for each of its groups groups.
 	lastCodes := func(at Mem, groups int) []VecVirtual {
@@ -260,14 +274,7 @@ func q4ChunkKernel(lpbq, zeros, rowLoop bool, R, TT int) {
 		} else {
 			VMOVUPS_Z(at, kc, all) // one float a block
 		}
-		out := make([]VecVirtual, groups)
-		for g := range out {
-			idx := ZMM()
-			VMOVDQU32(groupCodes[g], idx)
-			out[g] = ZMM()
-			VPERMD(all, idx, out[g])
-		}
-		return out
+		return spreadGroups(all, groups)
 	}
 
 	// unpack loads a row's weights of the chunk at nibAt (its first
@@ -323,19 +330,12 @@ func q4ChunkKernel(lpbq, zeros, rowLoop bool, R, TT int) {
 	// lastZeros loads a row's zero-point terms of the last chunk
 	// (masked) spread for each of its groups groups, as lastCodes.
 	lastZeros := func(at func() Mem, groups int) []VecVirtual {
-		out := make([]VecVirtual, groups)
 		if !zeros {
-			return out
+			return make([]VecVirtual, groups)
 		}
 		all := ZMM()
 		VMOVUPS_Z(at(), kc, all)
-		for g := range out {
-			idx := ZMM()
-			VMOVDQU32(groupCodes[g], idx)
-			out[g] = ZMM()
-			VPERMD(all, idx, out[g])
-		}
-		return out
+		return spreadGroups(all, groups)
 	}
 
 	// chunks emits the loop over the whole chunks and the last one;
