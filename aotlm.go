@@ -40,10 +40,12 @@ type Options struct {
 	// IDsOnly skips the stored tokenizer: requests then give ids and get
 	// ids (for benchmarks and callers with a tokenizer of their own).
 	IDsOnly bool
-	// HugePages reads the artifact into memory advised for transparent
-	// huge pages instead of mapping it (Linux): decode streams the weights
-	// with fewer TLB misses, at the cost of a load that reads the whole
-	// file and memory the kernel cannot drop as it drops mapped pages.
+	// HugePages makes sure the artifact sits in huge pages (Linux): where
+	// the page cache does not hold it in 2 MiB folios already (a model
+	// compiled on this machine usually is), it is read into memory advised
+	// for transparent huge pages instead of mapped. Decode streams the
+	// weights with fewer TLB misses, at the cost of a load that reads the
+	// whole file and memory the kernel cannot drop as it drops mapped pages.
 	HugePages bool
 }
 

@@ -71,9 +71,9 @@ func TestBench(t *testing.T) {
 		t.Fatalf("table: exit %d: %s", code, stderr)
 	}
 	t.Logf("table:\n%s", stdout)
-	wants := []string{"| model", "pp16", "tg8", "±", "load", "time to first token (pp16)", "peak RSS"}
+	wants := []string{"| model", "pp16", "tg8", "±", "load", "time to first token (pp16)", "peak RSS", "in huge pages"}
 	if runtime.GOOS == "linux" {
-		wants = append(wants, "(weights read into huge pages)")
+		wants = append(wants, "(weights put in huge pages)")
 	}
 	for _, want := range wants {
 		if !strings.Contains(stdout, want) {

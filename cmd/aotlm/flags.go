@@ -46,5 +46,6 @@ func addSamplingFlags(f *pflag.FlagSet, p *sample.Params, seed *int64) {
 
 // hugePagesUsage is the help of --hugepages, which run, chat, serve and
 // bench share.
-const hugePagesUsage = "read the compiled model into memory advised for transparent huge pages instead of mapping it (Linux; elsewhere ignored): " +
-	"decode streams the weights with fewer TLB misses, the load reads the whole file, and the memory cannot be paged out as mapped pages can"
+const hugePagesUsage = "make sure the compiled model sits in transparent huge pages (Linux; elsewhere ignored): when the page cache does not hold the file in 2 MiB folios already " +
+	"(a model compiled here usually is, and then is mapped through them without this flag), read it into memory advised for huge pages instead of mapping it; " +
+	"decode streams the weights with fewer TLB misses, the load reads the whole file, and that memory cannot be paged out as mapped pages can"

@@ -42,10 +42,20 @@ func (a *Artifact) Close() error {
 	return nil
 }
 
-// HugePages reports whether the file was read into memory advised for
-// transparent huge pages (OpenOptions.HugePages on Linux) rather than
-// mapped or read on demand.
+// HugePages reports whether OpenOptions.HugePages put the file in huge
+// pages (Linux): its page cache's huge folios mapped, or a copy in memory
+// advised for transparent huge pages.
 func (a *Artifact) HugePages() bool { return a.src.huge }
+
+// HugeBytes returns how many bytes of the file the kernel maps with huge
+// pages now, among the pages touched so far (mmapfile.Region.HugeBytes);
+// 0 when the file is not mapped.
+func (a *Artifact) HugeBytes() int64 {
+	if a.src.region == nil || a.src.data == nil {
+		return 0
+	}
+	return a.src.region.HugeBytes()
+}
 
 // Size returns the file size in bytes.
 func (a *Artifact) Size() int64 { return a.size }

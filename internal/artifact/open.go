@@ -15,8 +15,9 @@ type OpenOptions struct {
 	// Verify also checks the weights checksum, reading every weight byte.
 	// Without it Open reads only the header and the small sections.
 	Verify bool
-	// HugePages reads the file into memory advised for transparent huge
-	// pages instead of mapping it (Linux; see mmapfile.OpenHugePages).
+	// HugePages makes sure the file sits in huge pages (Linux; see
+	// mmapfile.OpenHugePages): its page cache's 2 MiB folios mapped, or
+	// else a copy in memory advised for transparent huge pages.
 	HugePages bool
 }
 

@@ -13,7 +13,8 @@ type source struct {
 	data    []byte // the mapped file, or nil
 	r       io.ReaderAt
 	size    int64
-	huge    bool // data is a copy in memory advised for huge pages
+	huge    bool // data sits in huge pages (mmapfile.OpenHugePages)
+	region  *mmapfile.Region
 	closeFn func() error
 }
 
@@ -71,5 +72,5 @@ func openSource(path string, huge bool) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &source{data: m.Data, r: m, size: m.Size, huge: m.HugePages, closeFn: m.Close}, nil
+	return &source{data: m.Data, r: m, size: m.Size, huge: m.HugePages, region: m, closeFn: m.Close}, nil
 }

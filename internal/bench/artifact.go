@@ -70,6 +70,7 @@ func RunArtifact(path string, cfg Config) (Report, error) {
 	}
 	rep.SetTTFT()
 	rep.RSSMB = MiB(PeakRSS())
+	rep.HugePagesPct = 100 * e.HugeShare()
 	return rep, nil
 }
 

@@ -145,7 +145,8 @@ type Report struct {
 	Mode         string   `json:"mode"`
 	Threads      int      `json:"threads"`
 	LoadMs       float64  `json:"load_ms"`               // opening the artifact
-	HugePages    bool     `json:"huge_pages,omitempty"`  // weights read into huge pages
+	HugePages    bool     `json:"huge_pages,omitempty"`  // --hugepages put the weights in huge pages
+	HugePagesPct float64  `json:"huge_pages_pct"`        // share of the file mapped with huge pages after the tests
 	DecodeWalk   string   `json:"decode_walk,omitempty"` // the one-token products' walk (kernel.TuneOnce)
 	TTFTMs       float64  `json:"ttft_ms"`               // of the largest pp test; 0 without one
 	TTFTTest     string   `json:"ttft_test,omitempty"`
@@ -180,12 +181,12 @@ func (r Report) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "\nload %.2f ms", r.LoadMs)
 	if r.HugePages {
-		fmt.Fprint(w, " (weights read into huge pages)")
+		fmt.Fprint(w, " (weights put in huge pages)")
 	}
 	if r.TTFTTest != "" {
 		fmt.Fprintf(w, ", time to first token (%s) %.2f ms", r.TTFTTest, r.TTFTMs)
 	}
-	fmt.Fprintf(w, ", peak RSS %.1f MiB", r.RSSMB)
+	fmt.Fprintf(w, ", peak RSS %.1f MiB, in huge pages %.0f%%", r.RSSMB, r.HugePagesPct)
 	if r.DecodeWalk != "" && r.DecodeWalk != "fixed" {
 		fmt.Fprintf(w, ", decode walk %s", r.DecodeWalk)
 	}

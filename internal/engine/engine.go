@@ -65,10 +65,10 @@ type Options struct {
 	// Threads is the size of the worker pool, counting a pass's caller
 	// (0: runtime.GOMAXPROCS); each session uses up to this many.
 	Threads int
-	// HugePages reads the artifact into memory advised for transparent
-	// huge pages instead of mapping it (Linux; see
-	// mmapfile.OpenHugePages): faster decode, slower load, memory the
-	// kernel cannot page out.
+	// HugePages makes sure the artifact sits in huge pages (Linux; see
+	// mmapfile.OpenHugePages): the page cache's 2 MiB folios mapped where
+	// it has them, else a copy in memory advised for transparent huge
+	// pages (faster decode, slower load, memory the kernel cannot page out).
 	HugePages bool
 }
 
@@ -354,6 +354,16 @@ func (e *Engine) Close() error {
 // HugePages reports whether the weights sit in memory advised for
 // transparent huge pages (Options.HugePages, honoured on Linux).
 func (e *Engine) HugePages() bool { return e.art != nil && e.art.HugePages() }
+
+// HugeShare returns the share (0-1) of the artifact's bytes that the
+// kernel maps with huge pages now, among the pages read so far: after a
+// decode it tells whether the weights streamed through 2 MiB pages.
+func (e *Engine) HugeShare() float64 {
+	if e.art == nil || e.art.Size() <= 0 {
+		return 0
+	}
+	return float64(e.art.HugeBytes()) / float64(e.art.Size())
+}
 
 // Blob returns a named blob of the artifact (such as the tokenizer), a view
 // of the mapped file valid until Close.

@@ -1,0 +1,117 @@
+//go:build linux
+
+package mmapfile
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"unsafe"
+)
+
+// writeChunked writes data to path in whole aligned 2 MiB writes, the way
+// the artifact writer does, so that a file system with large folios can
+// keep it in huge folios.
+func writeChunked(t *testing.T, path string, data []byte) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := 0; off < len(data); off += hugePage {
+		if _, err := f.Write(data[off:min(off+hugePage, len(data))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOpenAlignsLargeFiles: a file of a huge page or more is mapped at a
+// huge-page-aligned address (else its page cache's 2 MiB folios could not
+// be mapped whole), reads back its bytes, and reports a huge-mapped share
+// within the file; a smaller file maps as before.
+func TestOpenAlignsLargeFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, size := range []int{hugePage, 5<<20 + 123, 10000} {
+		want := make([]byte, size)
+		for i := range want {
+			want[i] = byte(i*31 + i>>13)
+		}
+		path := filepath.Join(dir, "f")
+		writeChunked(t, path, want)
+		r, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Data == nil || !bytes.Equal(r.Data, want) {
+			t.Fatalf("size %d: mapping differs from the file", size)
+		}
+		addr := uintptr(unsafe.Pointer(unsafe.SliceData(r.Data)))
+		if size >= hugePage && addr%hugePage != 0 {
+			t.Fatalf("size %d mapped at %#x, not aligned to a huge page", size, addr)
+		}
+		if h := r.HugeBytes(); h < 0 || h > int64(size) {
+			t.Fatalf("size %d: %d bytes in huge pages", size, h)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestOpenHugePagesUsesHugeFolios: where the page cache holds the file in
+// huge folios (its mapping, touched, is at least 90% huge-mapped),
+// OpenHugePages maps them rather than copying the file; where it does not,
+// it copies into advised memory. Either way the bytes are the file's.
+func TestOpenHugePagesUsesHugeFolios(t *testing.T) {
+	want := make([]byte, 8<<20)
+	for i := range want {
+		want[i] = byte(i*7 + i>>17)
+	}
+	path := filepath.Join(t.TempDir(), "f")
+	writeChunked(t, path, want)
+	probe, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	touch(probe.Data)
+	folios := probe.HugeBytes() >= probe.Size/10*9
+	probe.Close()
+
+	r, err := OpenHugePages(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !r.HugePages || r.Copied == folios {
+		t.Fatalf("huge folios %v: HugePages %v, Copied %v", folios, r.HugePages, r.Copied)
+	}
+	if !bytes.Equal(r.Data, want) {
+		t.Fatal("data differs from the file")
+	}
+	t.Logf("page cache in huge folios: %v; huge-mapped %d of %d bytes", folios, r.HugeBytes(), r.Size)
+}
+
+func TestVMARange(t *testing.T) {
+	for _, c := range []struct {
+		line       string
+		start, end uint64
+		ok         bool
+	}{
+		{"7f2780a00000-7f2785c75000 r--s 00000000 fe:00 9994273   /tmp/m.aot", 0x7f2780a00000, 0x7f2785c75000, true},
+		{"00400000-00452000 r-xp 00000000 08:02 173521 /usr/bin/dbus-daemon", 0x400000, 0x452000, true},
+		{"Rss:               84436 kB", 0, 0, false},
+		{"FilePmdMapped:     83968 kB", 0, 0, false},
+		{"VmFlags: rd mr me ms sd", 0, 0, false},
+		{"zz-10 r--p", 0, 0, false},
+		{"", 0, 0, false},
+	} {
+		s, e, ok := vmaRange([]byte(c.line))
+		if s != c.start || e != c.end || ok != c.ok {
+			t.Errorf("%q: %x-%x %v, want %x-%x %v", c.line, s, e, ok, c.start, c.end, c.ok)
+		}
+	}
+}
