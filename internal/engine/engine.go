@@ -84,6 +84,11 @@ type step struct {
 	// packed products: the first of them lays its quantized input out
 	// once for those kinds.
 	runQ4, runW8 bool
+
+	// fuse is how many linears right after this one join it in one
+	// dispatch to the workers (fuseLinears): packed products of the same
+	// input, such as q, k and v, or gate and up.
+	fuse int
 }
 
 // Open maps the artifact at path with a pool of runtime.GOMAXPROCS
@@ -299,7 +304,59 @@ func (e *Engine) resolveSteps(p *plan.Plan, vision bool) (*program, error) {
 			}
 		}
 	}
+	fuseLinears(prog.steps, p.Buffers)
 	return prog, nil
+}
+
+// maxFuse is the most linears one dispatch runs (q, k and v take 3).
+const maxFuse = 4
+
+// fuseLimit is the most linears fuseLinears puts in a group (a variable so
+// that tests can compare with every linear dispatched alone).
+var fuseLimit = maxFuse
+
+// fuseLinears marks groups of consecutive packed linears that read the same
+// input, so that each group is one dispatch to the workers instead of one
+// per linear: on a small model's decode, where a linear is a few
+// microseconds of work, every dispatch ends with workers waiting for the
+// slowest, and q, k, v and gate, up are 5 of a layer's 7. A group needs
+// outputs that do not overlap one another or the input in the arena (each
+// member reads only the input quantized once before the group) and row
+// counts that are multiples of the dispatch grain but the last, so that
+// each member's rows split on the same boundaries as when run alone.
+func fuseLinears(steps []step, bufs []plan.Buffer) {
+	packed := func(st *step) bool { return st.Op == op.Linear && st.qw != nil && st.qw.packed() }
+	span := func(id int) (int, int) { b := bufs[id]; return b.Offset, b.Offset + b.Rows*b.Cols }
+	overlaps := func(a, b int) bool {
+		a0, a1 := span(a)
+		b0, b1 := span(b)
+		return a0 < b1 && b0 < a1
+	}
+	for i := 0; i < len(steps); i++ {
+		lead := &steps[i]
+		if !packed(lead) {
+			continue
+		}
+		n := 0
+	grow:
+		for j := i + 1; j < len(steps) && j-i < fuseLimit; j++ {
+			st := &steps[j]
+			if !packed(st) || st.In[0] != lead.In[0] || steps[j-1].qw.N%linearGrain != 0 {
+				break
+			}
+			for k := i; k < j; k++ {
+				if overlaps(st.Out, steps[k].Out) {
+					break grow
+				}
+			}
+			if overlaps(st.Out, lead.In[0]) || overlaps(lead.Out, lead.In[0]) {
+				break
+			}
+			n = j - i
+		}
+		lead.fuse = n
+		i += n
+	}
 }
 
 // littleEndian reports whether this machine stores float32 as the file does.

@@ -7,3 +7,23 @@ func SplitEverything() (restore func()) {
 	minParallelCost, minParallelElems = 1, 1
 	return func() { minParallelCost, minParallelElems = cost, elems }
 }
+
+// NoFusion makes engines opened until the returned function runs dispatch
+// every linear alone (fuseLinears groups none).
+func NoFusion() (restore func()) {
+	limit := fuseLimit
+	fuseLimit = 1
+	return func() { fuseLimit = limit }
+}
+
+// FusedLinears counts the linears that run inside a group with others in
+// e's plans (the leaders' members).
+func FusedLinears(e *Engine) int {
+	n := 0
+	for _, p := range e.plans {
+		for _, st := range p.steps {
+			n += st.fuse
+		}
+	}
+	return n
+}

@@ -83,6 +83,12 @@ func newQ8Buf(n int) q8Buf {
 
 // linear runs one linear step over rows x [T, K] into out [T, N].
 func (s *Session) linear(st *step, out, x []float32, T, K, N int) {
+	s.pool.linear(s.linearJob(st, out, x, T, K, N), s.threads)
+}
+
+// linearJob prepares the job of one linear step, quantizing its input when
+// the step is the first of its run on that buffer.
+func (s *Session) linearJob(st *step, out, x []float32, T, K, N int) linearJob {
 	job := linearJob{dst: out, x: x, w: st.w, b: st.b, qw: st.qw, T: T, K: K, N: N}
 	if st.qw != nil && st.qw.packed() {
 		// Linears in a row that read one buffer (q, k and v; gate and
@@ -96,5 +102,19 @@ func (s *Session) linear(st *step, out, x []float32, T, K, N int) {
 		}
 		job.xq = &s.q8.x
 	}
-	s.pool.linear(job, s.threads)
+	return job
+}
+
+// linearGroup runs steps[i] and the st.fuse linears after it (fuseLinears)
+// over rows x [T, K] as one dispatch, setting the members' row counts.
+func (s *Session) linearGroup(steps []step, i int, x []float32, T, K int, out func(id int) ([]float32, int, int)) {
+	var jobs [maxFuse]linearJob
+	n := steps[i].fuse + 1
+	for m := 0; m < n; m++ {
+		st := &steps[i+m]
+		s.bufRows[st.Out] = T
+		o, _, cols := out(st.Out)
+		jobs[m] = s.linearJob(st, o, x, T, K, cols)
+	}
+	s.pool.linears(jobs[:n], s.threads)
 }

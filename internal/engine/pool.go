@@ -28,6 +28,27 @@ type pool struct {
 	stop    atomic.Bool
 	workers []*worker
 	lin     linearJob // the current linear, kept here so dispatch allocates nothing
+	group   linearGroup
+}
+
+// linearGrain is the row granularity of a linear's split across workers.
+const linearGrain = 16
+
+// linearGroup is linears of one input run as one task over their rows
+// laid end to end (fuseLinears): [off[i], off[i+1]) are job i's rows.
+type linearGroup struct {
+	jobs [maxFuse]linearJob
+	off  [maxFuse + 1]int
+	n    int
+}
+
+func (g *linearGroup) run(w, lo, hi int) {
+	for i := 0; i < g.n; i++ {
+		a, b := max(lo, g.off[i]), min(hi, g.off[i+1])
+		if a < b {
+			g.jobs[i].run(w, a-g.off[i], b-g.off[i])
+		}
+	}
 }
 
 type worker struct {
@@ -135,7 +156,24 @@ func (p *pool) do(t task, n, grain int, parallel bool, threads int) {
 // it is large enough.
 func (p *pool) linear(job linearJob, threads int) {
 	p.lin = job
-	p.do(&p.lin, job.N, 16, job.T*job.N*job.K >= minParallelCost, threads)
+	p.do(&p.lin, job.N, linearGrain, job.T*job.N*job.K >= minParallelCost, threads)
+}
+
+// linears runs jobs (at most maxFuse) as one dispatch over their output
+// rows laid end to end.
+func (p *pool) linears(jobs []linearJob, threads int) {
+	g := &p.group
+	g.n, g.off[0] = len(jobs), 0
+	cost := 0
+	for i, j := range jobs {
+		g.jobs[i] = j
+		g.off[i+1] = g.off[i] + j.N
+		cost += j.T * j.N * j.K
+	}
+	p.do(g, g.off[g.n], linearGrain, cost >= minParallelCost, threads)
+	for i := range g.jobs[:g.n] {
+		g.jobs[i] = linearJob{} // drop the references to the session's buffers
+	}
 }
 
 // close stops the workers.

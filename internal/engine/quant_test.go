@@ -184,3 +184,45 @@ func TestQuantDecodeAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestFusedLinearsSameBits: running the packed linears of one input (q, k,
+// v) as one dispatch gives the bits of dispatching them one by one, in
+// prefill and decode, split across 2 workers however small the step.
+func TestFusedLinearsSameBits(t *testing.T) {
+	defer engine.SplitEverything()()
+	dir := quantizeStories(t, "w4a16-lpbq")
+	fused, path := compilePath(t, dir, compile.Options{ARLens: []int{4}, Ctx: 128})
+	if n := engine.FusedLinears(fused); n == 0 {
+		t.Fatal("no linears fused in the packed stories260K plans (q, k and v read one input)")
+	}
+	restore := engine.NoFusion()
+	alone, err := engine.Open(path)
+	restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alone.Close()
+	if n := engine.FusedLinears(alone); n != 0 {
+		t.Fatalf("NoFusion: %d linears fused", n)
+	}
+	prompt := []int{1, 403, 407, 261, 378, 282, 411}
+	var runs [2][][]float32
+	for i, e := range []*engine.Engine{fused, alone} {
+		s := newSession(t, e, engine.SessionOptions{Mode: engine.ModeHybrid, ARLen: 4, Threads: 2})
+		logits, err := s.Prefill(prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for step := 0; step < 12; step++ {
+			runs[i] = append(runs[i], slices.Clone(logits))
+			if logits, err = s.Decode(argmax(logits)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for step := range runs[0] {
+		if !slices.Equal(runs[0][step], runs[1][step]) {
+			t.Fatalf("step %d: fused and unfused logits differ by %g", step, maxDiff(runs[0][step], runs[1][step]))
+		}
+	}
+}

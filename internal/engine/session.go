@@ -613,7 +613,7 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 		return s.arena[b.Offset : b.Offset+r*b.Cols], r, b.Cols
 	}
 	s.q8In = -1
-	for i := range prog.steps {
+	for i := 0; i < len(prog.steps); i++ {
 		st := &prog.steps[i]
 		if st.Op != op.Linear {
 			s.q8In = -1 // only consecutive linears share quantized inputs
@@ -651,6 +651,11 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 				copy(out[t*cols:(t+1)*cols], st.w[id*cols:(id+1)*cols])
 			}
 		case op.Linear:
+			if st.fuse > 0 {
+				s.linearGroup(prog.steps, i, x, rows, xcols, buf)
+				i += st.fuse
+				break
+			}
 			s.linear(st, out, x, rows, xcols, cols)
 		case op.RMSNorm, op.HeadRMSNorm, op.Scale, op.SiLU, op.GELUTanh, op.RoPE, op.Hadamard, op.LayerNorm:
 			s.rowWise(st, out, x, nil, rows, cols)
