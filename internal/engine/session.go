@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/aotlm/aotlm/internal/hugemem"
 	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/op"
@@ -156,22 +157,16 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	if err := limits.CheckAlloc(fmt.Sprintf("a session of %d positions (KV cache and activations)", ctx), need); err != nil {
 		return nil, fmt.Errorf("engine: %w; ask for a smaller context", err)
 	}
+	// The whole cache is one buffer in huge pages (hugemem): a decode
+	// step touches a cache line of every column of every layer.
+	slot := ctx * kv.Cols
 	switch {
 	case e.manifest.KVCache != nil && e.manifest.KVCache.DType == plan.KVCacheF16:
-		s.kh, s.vh = make([][]uint16, kv.Layers), make([][]uint16, kv.Layers)
-		for l := range s.kh {
-			s.kh[l], s.vh[l] = make([]uint16, ctx*kv.Cols), make([]uint16, ctx*kv.Cols)
-		}
+		s.kh, s.vh = layerSlices(hugemem.Uint16s(2*kv.Layers*slot), kv.Layers, slot)
 	case e.manifest.KVCache != nil:
-		s.ku, s.vu = make([][]uint8, kv.Layers), make([][]uint8, kv.Layers)
-		for l := range s.ku {
-			s.ku[l], s.vu[l] = make([]uint8, ctx*kv.Cols), make([]uint8, ctx*kv.Cols)
-		}
+		s.ku, s.vu = layerSlices(hugemem.Uint8s(2*kv.Layers*slot), kv.Layers, slot)
 	default:
-		s.k, s.v = make([][]float32, kv.Layers), make([][]float32, kv.Layers)
-		for l := range s.k {
-			s.k[l], s.v[l] = make([]float32, ctx*kv.Cols), make([]float32, ctx*kv.Cols)
-		}
+		s.k, s.v = layerSlices(hugemem.Float32s(2*kv.Layers*slot), kv.Layers, slot)
 	}
 	s.rec = newRecState(s.decode.p.State, e.wkvTemp)
 	s.q8 = newQ8Buf(e.q8Max)
@@ -193,6 +188,17 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 		s.attnTask.scores[w] = make([]float32, ctx)
 	}
 	return s, nil
+}
+
+// layerSlices cuts all, 2*layers*n values, into each layer's K and V
+// slices of n values.
+func layerSlices[T any](all []T, layers, n int) (k, v [][]T) {
+	k, v = make([][]T, layers), make([][]T, layers)
+	for l := range k {
+		k[l] = all[(2*l)*n : (2*l+1)*n : (2*l+1)*n]
+		v[l] = all[(2*l+1)*n : (2*l+2)*n : (2*l+2)*n]
+	}
+	return k, v
 }
 
 // Close releases the session's memory; it must not be used afterwards.
