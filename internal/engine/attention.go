@@ -93,7 +93,7 @@ func (st *storeTask) run(_, lo, hi int) {
 func storeColumns(a *attnArgs, lo, hi int) {
 	kvc := a.G * a.E
 	for c := lo; c < hi; c++ {
-		at := c*a.ctx + a.pos
+		at := c*a.stride + a.pos
 		switch {
 		case a.Ku != nil:
 			g := c / a.E
@@ -126,35 +126,35 @@ func storeColumns(a *attnArgs, lo, hi int) {
 // E dot products of length P (kernel.DotRows); a uint8 cache's scales
 // multiply the scores and the outputs once, after the sums over codes.
 func attendItems(a *attnArgs, lo, hi int, scores []float32) {
-	E, H, ctx := a.E, a.H, a.ctx
+	E, H, stride := a.E, a.H, a.stride
 	group := H / a.G
 	for i := lo; i < hi; i++ {
 		h, t := i/a.T, i%a.T
 		last, first := a.pos+t, a.first(t) // slots [first, last]
 		qh := a.q[t*H*E+h*E : t*H*E+(h+1)*E]
 		g := h / group
-		from := g*E*ctx + first
+		from := g*E*stride + first
 		sc := scores[:last+1-first]
 		clear(sc)
 		oh := a.out[t*H*E+h*E : t*H*E+(h+1)*E]
 		switch {
 		case a.Ku != nil:
-			kernel.AxpyRowsU8(sc, qh, a.Ku[from:], ctx)
+			kernel.AxpyRowsU8(sc, qh, a.Ku[from:], stride)
 			kernel.Scale(sc, sc, a.scale*headScale(a.ks, g))
 			inv := 1 / a.softmax(sc, t, first)
-			kernel.DotRowsU8(oh, sc, a.Vu[from:], ctx)
+			kernel.DotRowsU8(oh, sc, a.Vu[from:], stride)
 			kernel.Scale(oh, oh, inv*headScale(a.vs, g))
 		case a.Kh != nil:
-			kernel.AxpyRowsF16(sc, qh, a.Kh[from:], ctx)
+			kernel.AxpyRowsF16(sc, qh, a.Kh[from:], stride)
 			kernel.Scale(sc, sc, a.scale)
 			inv := 1 / a.softmax(sc, t, first)
-			kernel.DotRowsF16(oh, sc, a.Vh[from:], ctx)
+			kernel.DotRowsF16(oh, sc, a.Vh[from:], stride)
 			kernel.Scale(oh, oh, inv)
 		default:
-			kernel.AxpyRows(sc, qh, a.K[from:], ctx)
+			kernel.AxpyRows(sc, qh, a.K[from:], stride)
 			kernel.Scale(sc, sc, a.scale)
 			inv := 1 / a.softmax(sc, t, first)
-			kernel.DotRows(oh, sc, a.V[from:], ctx)
+			kernel.DotRows(oh, sc, a.V[from:], stride)
 			kernel.Scale(oh, oh, inv)
 		}
 	}

@@ -170,9 +170,9 @@ func ropeRow(row []float32, headDim, rotDim int, half bool, cos, sin []float32) 
 // attnArgs describes one attention step of T valid rows at position pos.
 type attnArgs struct {
 	out, q, k, v []float32 // out, q [T, H*E]; k, v [T, G*E]
-	K, V         []float32 // cache layer, transposed: [C][ctx]
+	K, V         []float32 // cache layer, transposed: column c at [c*stride, c*stride+ctx)
 	C            int       // cache columns
-	ctx          int       // cache positions (of a transposed cache)
+	stride       int       // elements from one cache column to the next (kvStride)
 	T, pos       int       // rows, and the cache slot of row 0 (the committed positions)
 	H, G, E      int
 	scale        float32

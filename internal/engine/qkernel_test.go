@@ -230,9 +230,12 @@ func TestFastAttention(t *testing.T) {
 			K, V := make([]float32, ctx*C), make([]float32, ctx*C)
 			Kh, Vh := make([]uint16, ctx*C), make([]uint16, ctx*C)
 			Ku, Vu := make([]uint8, ctx*C), make([]uint8, ctx*C)
-			K2, V2 := make([]float32, ctx*C), make([]float32, ctx*C)
-			Kh2, Vh2 := make([]uint16, ctx*C), make([]uint16, ctx*C)
-			Ku2, Vu2 := make([]uint8, ctx*C), make([]uint8, ctx*C)
+			// the transposed caches' columns are stride apart, past ctx
+			// as a session pads them (kvStride)
+			const stride = ctx + 3
+			K2, V2 := make([]float32, stride*C), make([]float32, stride*C)
+			Kh2, Vh2 := make([]uint16, stride*C), make([]uint16, stride*C)
+			Ku2, Vu2 := make([]uint8, stride*C), make([]uint8, stride*C)
 			ks, vs := []float32{0.021}, []float32{0.017}
 			if kind == "u8 per head" {
 				ks, vs = []float32{0.021, 0.013}, []float32{0.017, 0.025}
@@ -243,7 +246,7 @@ func TestFastAttention(t *testing.T) {
 			for _, T := range []int{3, 1, 7, 1, 16} {
 				q, k, v := randFloats(r, T*H*E, 1), randFloats(r, T*C, 2), randFloats(r, T*C, 2)
 				want, got := make([]float32, T*H*E), make([]float32, T*H*E)
-				ref := attnArgs{out: want, q: q, k: k, v: v, C: C, ctx: ctx, T: T, pos: pos, H: H, G: G, E: E, scale: 0.3,
+				ref := attnArgs{out: want, q: q, k: k, v: v, C: C, stride: stride, T: T, pos: pos, H: H, G: G, E: E, scale: 0.3,
 					window: window}
 				fast := ref
 				fast.out = got
@@ -274,6 +277,28 @@ func TestFastAttention(t *testing.T) {
 				pos += T
 			}
 			pool.close()
+		}
+	}
+}
+
+// TestKVStride: a cache column's stride holds ctx positions, keeps columns
+// on cache-line boundaries, and puts 64 consecutive columns in 64 different
+// sets of a 64-set L1 cache, also for the power-of-two contexts where
+// unpadded columns would share a set or two.
+func TestKVStride(t *testing.T) {
+	for _, elem := range []int{1, 2, 4} {
+		for _, ctx := range []int{1, 31, 64, 100, 512, 1024, 2048, 4096, 32768} {
+			s := kvStride(ctx, elem)
+			if s < ctx || s*elem%64 != 0 || s > ctx+128/elem {
+				t.Fatalf("elem %d ctx %d: stride %d", elem, ctx, s)
+			}
+			sets := map[int]bool{}
+			for c := 0; c < 64; c++ {
+				sets[c*s*elem/64%64] = true
+			}
+			if len(sets) != 64 {
+				t.Fatalf("elem %d ctx %d: 64 columns fall in %d of 64 sets", elem, ctx, len(sets))
+			}
 		}
 	}
 }

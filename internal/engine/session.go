@@ -70,6 +70,7 @@ type Session struct {
 	kh, vh    [][]uint16  // [layer][C*ctx] binary16 cache, else nil
 	kvCols    int
 	ctx       int
+	stride    int // elements between cache columns (kvStride)
 	pos       int // committed positions
 	rope      ropeTable
 	attn      attnArgs
@@ -153,13 +154,14 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	if kc := e.manifest.KVCache; kc != nil {
 		elem = map[string]int64{plan.KVCacheF16: 2, plan.KVCacheU8: 1}[kc.DType]
 	}
-	need := 2*int64(kv.Layers)*int64(ctx)*int64(kv.Cols)*elem + 4*int64(e.arena)
+	s.stride = kvStride(ctx, int(elem))
+	need := 2*int64(kv.Layers)*int64(s.stride)*int64(kv.Cols)*elem + 4*int64(e.arena)
 	if err := limits.CheckAlloc(fmt.Sprintf("a session of %d positions (KV cache and activations)", ctx), need); err != nil {
 		return nil, fmt.Errorf("engine: %w; ask for a smaller context", err)
 	}
 	// The whole cache is one buffer in huge pages (hugemem): a decode
 	// step touches a cache line of every column of every layer.
-	slot := ctx * kv.Cols
+	slot := s.stride * kv.Cols
 	switch {
 	case e.manifest.KVCache != nil && e.manifest.KVCache.DType == plan.KVCacheF16:
 		s.kh, s.vh = layerSlices(hugemem.Uint16s(2*kv.Layers*slot), kv.Layers, slot)
@@ -188,6 +190,22 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 		s.attnTask.scores[w] = make([]float32, ctx)
 	}
 	return s, nil
+}
+
+// kvStride is the distance in elements of elem bytes between the columns
+// of a transposed cache of ctx positions: ctx rounded up to an odd number
+// of cache lines. Attention reads a few lines of each of hundreds of
+// columns; were columns a power of two apart (1024 positions of binary16:
+// 2 KiB), they would all fall in the same two sets of the L1 cache and
+// evict one another, while an odd number of lines apart, any 64 columns in
+// a row fall in 64 different sets.
+func kvStride(ctx, elem int) int {
+	line := 64 / elem
+	n := (ctx + line - 1) / line
+	if n%2 == 0 {
+		n++
+	}
+	return n * line
 }
 
 // layerSlices cuts all, 2*layers*n values, into each layer's K and V
@@ -500,10 +518,10 @@ func (s *Session) Commit(rows []int) error {
 
 // moveSlot copies cache slot from to slot to in every layer.
 func (s *Session) moveSlot(from, to int) {
-	C, ctx := s.kvCols, s.ctx
+	C, stride := s.kvCols, s.stride
 	for l := range max(len(s.k), len(s.kh), len(s.ku)) {
 		for c := range C {
-			a, b := c*ctx+from, c*ctx+to
+			a, b := c*stride+from, c*stride+to
 			switch {
 			case s.ku != nil:
 				s.ku[l][b], s.vu[l][b] = s.ku[l][a], s.vu[l][a]
@@ -680,7 +698,7 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 				s.attendAll(a, out, x, k, v, rows)
 				break
 			}
-			s.attn = attnArgs{out: out, q: x, k: k, v: v, C: s.kvCols, ctx: s.ctx,
+			s.attn = attnArgs{out: out, q: x, k: k, v: v, C: s.kvCols, stride: s.stride,
 				T: rows, pos: s.pos, H: a.Heads, G: a.KVHeads, E: a.HeadDim, scale: a.Scale,
 				window: a.Window}
 			if s.batch != nil {
@@ -747,14 +765,14 @@ func (s *Session) prefetchNextSlot(l int) {
 	cols := s.kvCols
 	switch {
 	case s.ku != nil:
-		kernel.PrefetchSlots(s.ku[next], pos, s.ctx, cols)
-		kernel.PrefetchSlots(s.vu[next], pos, s.ctx, cols)
+		kernel.PrefetchSlots(s.ku[next], pos, s.stride, cols)
+		kernel.PrefetchSlots(s.vu[next], pos, s.stride, cols)
 	case s.kh != nil:
-		kernel.PrefetchSlots(s.kh[next], pos, s.ctx, cols)
-		kernel.PrefetchSlots(s.vh[next], pos, s.ctx, cols)
+		kernel.PrefetchSlots(s.kh[next], pos, s.stride, cols)
+		kernel.PrefetchSlots(s.vh[next], pos, s.stride, cols)
 	default:
-		kernel.PrefetchSlots(s.k[next], pos, s.ctx, cols)
-		kernel.PrefetchSlots(s.v[next], pos, s.ctx, cols)
+		kernel.PrefetchSlots(s.k[next], pos, s.stride, cols)
+		kernel.PrefetchSlots(s.v[next], pos, s.stride, cols)
 	}
 }
 
