@@ -250,8 +250,11 @@ func buildDecoder(c *Config, opts BuildOptions) (*graph.Graph, error) {
 			gu := g.Linear(h, p+"mlp.gate_up_proj.weight", 2*c.FFN, "")
 			gate, up = act(g.Columns(gu, 0, c.FFN)), g.Columns(gu, c.FFN, 2*c.FFN)
 		} else {
-			gate = act(g.Linear(h, p+"mlp.gate_proj.weight", c.FFN, ""))
+			// Both projections before the activation: adjacent linears
+			// of one input, which the engine runs as one dispatch.
+			gate = g.Linear(h, p+"mlp.gate_proj.weight", c.FFN, "")
 			up = g.Linear(h, p+"mlp.up_proj.weight", c.FFN, "")
+			gate = act(gate)
 		}
 		mid := g.Mul(gate, up)
 		if c.RotateDown {
