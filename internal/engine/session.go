@@ -159,16 +159,21 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	if err := limits.CheckAlloc(fmt.Sprintf("a session of %d positions (KV cache and activations)", ctx), need); err != nil {
 		return nil, fmt.Errorf("engine: %w; ask for a smaller context", err)
 	}
-	// The whole cache is one buffer in huge pages (hugemem): a decode
-	// step touches a cache line of every column of every layer.
+	// The whole cache is one buffer, in huge pages (hugemem) when its
+	// columns are short: a decode step touches a cache line of every
+	// column of every layer, a TLB miss each in 4 KiB pages. Long columns
+	// stay in 4 KiB pages, which become resident as positions fill them
+	// (in huge pages the first token would make the whole cache resident),
+	// and whose misses a long column's read amortizes.
 	slot := s.stride * kv.Cols
+	huge := int64(s.stride)*elem <= maxHugeColumn
 	switch {
 	case e.manifest.KVCache != nil && e.manifest.KVCache.DType == plan.KVCacheF16:
-		s.kh, s.vh = layerSlices(hugemem.Uint16s(2*kv.Layers*slot), kv.Layers, slot)
+		s.kh, s.vh = layerSlices(kvAlloc(hugemem.Uint16s, 2*kv.Layers*slot, huge), kv.Layers, slot)
 	case e.manifest.KVCache != nil:
-		s.ku, s.vu = layerSlices(hugemem.Uint8s(2*kv.Layers*slot), kv.Layers, slot)
+		s.ku, s.vu = layerSlices(kvAlloc(hugemem.Uint8s, 2*kv.Layers*slot, huge), kv.Layers, slot)
 	default:
-		s.k, s.v = layerSlices(hugemem.Float32s(2*kv.Layers*slot), kv.Layers, slot)
+		s.k, s.v = layerSlices(kvAlloc(hugemem.Float32s, 2*kv.Layers*slot, huge), kv.Layers, slot)
 	}
 	s.rec = newRecState(s.decode.p.State, e.wkvTemp)
 	s.q8 = newQ8Buf(e.q8Max)
@@ -206,6 +211,18 @@ func kvStride(ctx, elem int) int {
 		n++
 	}
 	return n * line
+}
+
+// maxHugeColumn is the longest cache column, in bytes, for which a
+// session's cache goes in huge pages: 8 KiB, 4096 positions of binary16.
+const maxHugeColumn = 8 << 10
+
+// kvAlloc returns n zero values from inHuge when huge, else from make.
+func kvAlloc[T any](inHuge func(int) []T, n int, huge bool) []T {
+	if huge {
+		return inHuge(n)
+	}
+	return make([]T, n)
 }
 
 // layerSlices cuts all, 2*layers*n values, into each layer's K and V
