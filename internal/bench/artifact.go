@@ -8,6 +8,7 @@ import (
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/kernel"
+	"github.com/aotlm/aotlm/internal/mmapfile"
 )
 
 // Config is a benchmark of one artifact.
@@ -71,6 +72,7 @@ func RunArtifact(path string, cfg Config) (Report, error) {
 	rep.SetTTFT()
 	rep.RSSMB = MiB(PeakRSS())
 	rep.HugePagesPct = 100 * e.HugeShare()
+	rep.Note = hugePagesNote(rep.SizeBytes, rep.HugePagesPct, rep.HugePages, mmapfile.HugePagesAvailable())
 	return rep, nil
 }
 
@@ -97,4 +99,21 @@ func params(a *artifact.Artifact) int64 {
 		total += n
 	}
 	return total
+}
+
+// minHugeNoteBytes is the artifact size from which bench says so when the
+// weights streamed through 4 KiB pages: below it the TLB misses of a
+// token's read cost little.
+const minHugeNoteBytes = 32 << 20
+
+// hugePagesNote returns the advice bench prints when an artifact of size
+// bytes streamed its weights mostly through 4 KiB pages (pct of it huge
+// mapped) although the kernel offers huge pages (available) and
+// --hugepages was not given (put), else "".
+func hugePagesNote(size int64, pct float64, put, available bool) string {
+	if size < minHugeNoteBytes || pct >= 50 || put || !available {
+		return ""
+	}
+	return "the weights streamed through 4 KiB pages: the page cache holds this file in small pages " +
+		"(copied in, not written by aotlm compile here); --hugepages reads it into huge pages (docs/usage.md)"
 }

@@ -148,6 +148,7 @@ type Report struct {
 	HugePages    bool     `json:"huge_pages,omitempty"`  // --hugepages put the weights in huge pages
 	HugePagesPct float64  `json:"huge_pages_pct"`        // share of the file mapped with huge pages after the tests
 	DecodeWalk   string   `json:"decode_walk,omitempty"` // the one-token products' walk (kernel.TuneOnce)
+	Note         string   `json:"note,omitempty"`        // advice on the run (huge pages)
 	TTFTMs       float64  `json:"ttft_ms"`               // of the largest pp test; 0 without one
 	TTFTTest     string   `json:"ttft_test,omitempty"`
 	RSSMB        float64  `json:"rss_mb"` // peak resident MiB at the end
@@ -191,6 +192,9 @@ func (r Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, ", decode walk %s", r.DecodeWalk)
 	}
 	_, err := fmt.Fprintln(w)
+	if err == nil && r.Note != "" {
+		_, err = fmt.Fprintf(w, "note: %s\n", r.Note)
+	}
 	return err
 }
 

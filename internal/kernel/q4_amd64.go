@@ -135,14 +135,15 @@ func q4Prep(rec []byte, x *Q8, t0, t1 int) {
 			g, j := b/4, b%4
 			r := tr[g*q4RecBytes : (g+1)*q4RecBytes]
 			if b >= nb {
-				clear(r[16*j : 16*j+16])
-				clear(r[64+16*j : 64+16*j+16])
-				clear(r[128+16*j : 128+16*j+16])
-				clear(r[192+16*j : 192+16*j+16])
+				*(*[16]byte)(r[16*j:]) = [16]byte{}
+				*(*[16]byte)(r[64+16*j:]) = [16]byte{}
+				*(*[16]byte)(r[128+16*j:]) = [16]byte{}
+				*(*[16]byte)(r[192+16*j:]) = [16]byte{}
 				continue
 			}
-			copy(r[16*j:16*j+16], qt[b*QK:b*QK+16])
-			copy(r[64+16*j:64+16*j+16], qt[b*QK+16:b*QK+32])
+			// array moves: 16-byte loads and stores, not memmove calls
+			*(*[16]byte)(r[16*j:]) = *(*[16]byte)(qt[b*QK:])
+			*(*[16]byte)(r[64+16*j:]) = *(*[16]byte)(qt[b*QK+16:])
 			d := x.D[t*nb+b]
 			s := -2 * x.Sum[t*nb+b]
 			dv := (*[4]float32)(unsafe.Pointer(&r[128+16*j]))

@@ -2,7 +2,10 @@
 
 package kernel
 
-import "unsafe"
+import (
+	"bytes"
+	"unsafe"
+)
 
 // w8Kern is the signature of the generated 8-bit tile kernels: rows
 // [n, n+R) by tokens [t, t+TT) over all of K, against prepared
@@ -77,11 +80,8 @@ func w8Prep(rec []byte, x *Q8, ng2, t0, t1 int) bool {
 	for t := t0; t < t1; t++ {
 		tr := rec[t*xs : (t+1)*xs]
 		qt := q[t*K : (t+1)*K]
-		for _, v := range qt {
-			if v == 0x80 {
-				min128 = true
-				break
-			}
+		if bytes.IndexByte(qt, 0x80) >= 0 {
+			min128 = true
 		}
 		for b := range ng2 * 2 {
 			g, j := b/2, b%2
@@ -89,11 +89,11 @@ func w8Prep(rec []byte, x *Q8, ng2, t0, t1 int) bool {
 			qr := r[32*j : 32*j+32]
 			dv := (*[8]float32)(unsafe.Pointer(&r[64+32*j]))
 			if b >= nb {
-				clear(qr)
+				*(*[32]byte)(qr) = [32]byte{}
 				*dv = [8]float32{}
 				continue
 			}
-			copy(qr, qt[b*QK:(b+1)*QK])
+			*(*[32]byte)(qr) = *(*[32]byte)(qt[b*QK:]) // one array move, not a memmove call
 			d := x.D[t*nb+b]
 			for i := range 8 {
 				dv[i] = d

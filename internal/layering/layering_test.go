@@ -15,6 +15,7 @@ var allowed = map[string][]string{
 	"internal/limits":             {},
 	"internal/output":             {},
 	"internal/mmapfile":           {},
+	"internal/hugemem":            {},
 	"internal/format":             {"internal/tensor"},
 	"internal/format/gguf":        {"internal/format", "internal/tensor", "internal/mmapfile"},
 	"internal/format/safetensors": {"internal/format", "internal/tensor", "internal/mmapfile", "internal/limits"},
@@ -28,7 +29,7 @@ var allowed = map[string][]string{
 	"internal/constrain": {},
 	// decoding strategies verify their guesses through engine passes
 	"internal/decoding": {"internal/sample", "internal/engine", "internal/op", "internal/plan", "internal/artifact",
-		"internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output", "internal/limits"},
+		"internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output", "internal/limits", "internal/hugemem"},
 	"internal/op":       {},
 	"internal/graph":    {"internal/op", "internal/kernel", "internal/tensor"},
 	"internal/quant":    {"internal/tensor", "internal/kernel"},
@@ -36,7 +37,7 @@ var allowed = map[string][]string{
 	"internal/plan":     {"internal/op"},
 	"internal/kernel":   {"internal/tensor"},
 	// the engine runs plans: it never sees graphs, families or checkpoints
-	"internal/engine":   {"internal/op", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output", "internal/limits"},
+	"internal/engine":   {"internal/op", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output", "internal/limits", "internal/hugemem"},
 	"internal/arch":     {"internal/op", "internal/graph", "internal/format", "internal/tensor", "internal/kernel"},
 	"internal/testutil": {},
 	"internal/demo":     {},
@@ -45,9 +46,9 @@ var allowed = map[string][]string{
 	"internal/hf/hub":         {},
 	"internal/hf/hub/hubtest": {},
 	"internal/eval": {"internal/decoding", "internal/sample", "internal/tokenizer", "internal/limits", "internal/engine", "internal/op",
-		"internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output"},
+		"internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output", "internal/hugemem"},
 	// bench measures compiled artifacts through the engine only
-	"internal/bench": {"internal/engine", "internal/op", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output", "internal/limits"},
+	"internal/bench": {"internal/engine", "internal/op", "internal/plan", "internal/artifact", "internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output", "internal/limits", "internal/hugemem"},
 }
 
 // TestImportsPointDown runs `go list -deps` on every package and checks its

@@ -122,3 +122,13 @@ func vmaRange(line []byte) (start, end uint64, ok bool) {
 	}
 	return s, e, true
 }
+
+// thpEnabledPath is where Linux tells its transparent huge page mode.
+const thpEnabledPath = "/sys/kernel/mm/transparent_hugepage/enabled"
+
+// hugePagesAvailable reports whether transparent huge pages are in
+// "always" or "madvise" mode (the file reads "[never]" when off).
+func hugePagesAvailable() bool {
+	b, err := os.ReadFile(thpEnabledPath)
+	return err == nil && (bytes.Contains(b, []byte("[always]")) || bytes.Contains(b, []byte("[madvise]")))
+}

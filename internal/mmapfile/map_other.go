@@ -11,3 +11,6 @@ func release([]byte) {}
 
 // hugeMapped needs Linux's /proc.
 func hugeMapped([]byte) int64 { return 0 }
+
+// hugePagesAvailable: transparent huge pages are Linux's.
+func hugePagesAvailable() bool { return false }

@@ -22,3 +22,6 @@ func mapFile(f *os.File, size int64) ([]byte, func() error, error) {
 
 // hugeMapped is Linux only.
 func hugeMapped([]byte) int64 { return 0 }
+
+// hugePagesAvailable: transparent huge pages are Linux's.
+func hugePagesAvailable() bool { return false }

@@ -146,3 +146,8 @@ func (r *Region) Release(off, n int64) {
 	}
 	release(r.Data[off : off+n])
 }
+
+// HugePagesAvailable reports whether the kernel can back memory with
+// transparent huge pages when asked (Linux in "always" or "madvise"
+// mode), so that OpenHugePages can put a file in them.
+func HugePagesAvailable() bool { return hugePagesAvailable() }

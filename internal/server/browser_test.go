@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +37,13 @@ func chromiumPath(t *testing.T) string {
 func TestWebChat(t *testing.T) {
 	bin := chromiumPath(t)
 	ts := newTestServer(t, Options{Parallel: 1})
+	// stories260K writes its whole reply in a few milliseconds: the
+	// browser could read it in one or two network reads and render it in
+	// as many steps. The page is served through pacedWrites, which spaces
+	// the writes of a response 5 ms apart as a real model's tokens are,
+	// so that the test sees whether the page renders a stream as it comes.
+	paced := httptest.NewServer(pacedWrites(ts.srv.Handler(), 5*time.Millisecond))
+	defer paced.Close()
 	profile := t.TempDir()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(bin),
@@ -54,7 +63,7 @@ func TestWebChat(t *testing.T) {
 	bctx, cancelCtx := chromedp.NewContext(actx)
 	defer cancelCtx()
 	// the first call starts the browser and must not carry a timeout
-	if err := chromedp.Do(bctx, chromedp.Navigate(ts.http.URL+"/")); err != nil {
+	if err := chromedp.Do(bctx, chromedp.Navigate(paced.URL+"/")); err != nil {
 		t.Fatalf("loading the page: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
@@ -116,4 +125,40 @@ func TestWebChat(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("reply %q shown at %d lengths, %s; screenshot %s", reply, updates, toks, path)
+}
+
+// pacedWrites serves h, waiting gap before each write of a response after
+// its first, and flushing after each (an SSE stream's events then reach
+// the client spread in time, as a slower model's would).
+func pacedWrites(h http.Handler, gap time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(&pacedWriter{ResponseWriter: w, gap: gap}, r)
+	})
+}
+
+// pacedWriter is the ResponseWriter of pacedWrites.
+type pacedWriter struct {
+	http.ResponseWriter
+	gap    time.Duration
+	writes int
+}
+
+func (p *pacedWriter) Write(b []byte) (int, error) {
+	if p.writes > 0 {
+		time.Sleep(p.gap)
+	}
+	p.writes++
+	n, err := p.ResponseWriter.Write(b)
+	p.Flush()
+	return n, err
+}
+
+// Unwrap gives http.ResponseController the server's writer.
+func (p *pacedWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
+
+// Flush passes a flush on to the server's writer.
+func (p *pacedWriter) Flush() {
+	if f, ok := p.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
