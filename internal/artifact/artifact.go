@@ -45,13 +45,13 @@ func (a *Artifact) Close() error {
 // HugePages reports whether OpenOptions.HugePages put the file in huge
 // pages (Linux): its page cache's huge folios mapped, or a copy in memory
 // advised for transparent huge pages.
-func (a *Artifact) HugePages() bool { return a.src.huge }
+func (a *Artifact) HugePages() bool { return a.src.region != nil && a.src.region.HugePages }
 
 // HugeBytes returns how many bytes of the file the kernel maps with huge
 // pages now, among the pages touched so far (mmapfile.Region.HugeBytes);
 // 0 when the file is not mapped.
 func (a *Artifact) HugeBytes() int64 {
-	if a.src.region == nil || a.src.data == nil {
+	if a.src.region == nil {
 		return 0
 	}
 	return a.src.region.HugeBytes()

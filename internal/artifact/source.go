@@ -13,8 +13,7 @@ type source struct {
 	data    []byte // the mapped file, or nil
 	r       io.ReaderAt
 	size    int64
-	huge    bool // data sits in huge pages (mmapfile.OpenHugePages)
-	region  *mmapfile.Region
+	region  *mmapfile.Region // the opened file behind data and r
 	closeFn func() error
 }
 
@@ -57,7 +56,7 @@ func (s *source) close() error {
 		return nil
 	}
 	err := s.closeFn()
-	s.closeFn, s.data = nil, nil
+	s.closeFn, s.data, s.region = nil, nil, nil
 	return err
 }
 
@@ -72,5 +71,5 @@ func openSource(path string, huge bool) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &source{data: m.Data, r: m, size: m.Size, huge: m.HugePages, region: m, closeFn: m.Close}, nil
+	return &source{data: m.Data, r: m, size: m.Size, region: m, closeFn: m.Close}, nil
 }

@@ -334,7 +334,7 @@ func fuseLinears(steps []step, bufs []plan.Buffer) {
 	}
 	for i := 0; i < len(steps); i++ {
 		lead := &steps[i]
-		if !packed(lead) {
+		if !packed(lead) || overlaps(lead.Out, lead.In[0]) {
 			continue
 		}
 		n := 0
@@ -349,7 +349,7 @@ func fuseLinears(steps []step, bufs []plan.Buffer) {
 					break grow
 				}
 			}
-			if overlaps(st.Out, lead.In[0]) || overlaps(lead.Out, lead.In[0]) {
+			if overlaps(st.Out, lead.In[0]) {
 				break
 			}
 			n = j - i

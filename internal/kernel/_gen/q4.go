@@ -278,6 +278,25 @@ func q4Avx2Kernel(lpbq bool, R, TT int) {
 	Label("reduce")
 
 	put(m0f, idx, ones)
+	storeTile(R, TT, lpbq, func(r, t int) (Register, func()) {
+		a := acc[r][t]
+		xr, xr2 := vec(), vec()
+		x, x2 := xr.AsX(), xr2.AsX()
+		VEXTRACTF128(U8(1), a, x)
+		VADDPS(x, a.AsX(), x)
+		VPERMILPS(U8(0x4e), x, x2)
+		VADDPS(x2, x, x)
+		VPERMILPS(U8(0xb1), x, x2)
+		VADDSS(x2, x, x)
+		return x, func() { put(xr, xr2, a) }
+	})
+}
+
+// storeTile ends a tile kernel: the sum of each of its R rows by TT
+// tokens, made a scalar by sum (whose done, if any, runs after the
+// store), times the row's scale rs[r] for LPBQ, goes to dst (ldd floats
+// per token).
+func storeTile(R, TT int, lpbq bool, sum func(r, t int) (x Register, done func())) {
 	dst := Load(Param("dst"), GP64())
 	ldd := Load(Param("ldd"), GP64())
 	SHLQ(U8(2), ldd)
@@ -285,22 +304,16 @@ func q4Avx2Kernel(lpbq bool, R, TT int) {
 	if lpbq {
 		rs = Load(Param("rs"), GP64())
 	}
-	for t := 0; t < TT; t++ {
-		for r := 0; r < R; r++ {
-			a := acc[r][t]
-			xr, xr2 := vec(), vec()
-			x, x2 := xr.AsX(), xr2.AsX()
-			VEXTRACTF128(U8(1), a, x)
-			VADDPS(x, a.AsX(), x)
-			VPERMILPS(U8(0x4e), x, x2)
-			VADDPS(x2, x, x)
-			VPERMILPS(U8(0xb1), x, x2)
-			VADDSS(x2, x, x)
+	for t := range TT {
+		for r := range R {
+			x, done := sum(r, t)
 			if lpbq {
 				VMULSS(Mem{Base: rs, Disp: 4 * r}, x, x)
 			}
 			VMOVSS(x, Mem{Base: dst, Disp: 4 * r})
-			put(xr, xr2, a)
+			if done != nil {
+				done()
+			}
 		}
 		if t+1 < TT {
 			ADDQ(ldd, dst)

@@ -467,25 +467,7 @@ func q4ChunkKernel(lpbq, zeros, rowLoop bool, R, TT int) {
 	})
 
 	va := newVecAlloc(true)
-	dst := Load(Param("dst"), GP64())
-	ldd := Load(Param("ldd"), GP64())
-	SHLQ(U8(2), ldd)
-	var rs Register
-	if lpbq {
-		rs = Load(Param("rs"), GP64())
-	}
-	for t := range TT {
-		for r := range R {
-			x := hsum(true, va, acc[r][t]).AsX()
-			if lpbq {
-				VMULSS(Mem{Base: rs, Disp: 4 * r}, x, x)
-			}
-			VMOVSS(x, Mem{Base: dst, Disp: 4 * r})
-		}
-		if t+1 < TT {
-			ADDQ(ldd, dst)
-		}
-	}
-	VZEROUPPER()
-	RET()
+	storeTile(R, TT, lpbq, func(r, t int) (Register, func()) {
+		return hsum(true, va, acc[r][t]).AsX(), nil
+	})
 }
