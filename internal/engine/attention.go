@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/aotlm/aotlm/internal/kernel"
-	"github.com/aotlm/aotlm/internal/tensor"
 )
 
 // attnTask is one attention step split across the workers by (row, head)
@@ -92,6 +91,12 @@ func (st *storeTask) run(_, lo, hi int) {
 // storeColumns stores cache columns [lo, hi) of a's T rows.
 func storeColumns(a *attnArgs, lo, hi int) {
 	kvc := a.G * a.E
+	if a.Kh != nil && a.Ku == nil {
+		at := lo*a.stride + a.pos
+		kernel.ColumnsF16(a.Kh[at:], a.stride, a.k[lo:], kvc, a.T, hi-lo)
+		kernel.ColumnsF16(a.Vh[at:], a.stride, a.v[lo:], kvc, a.T, hi-lo)
+		return
+	}
 	for c := lo; c < hi; c++ {
 		at := c*a.stride + a.pos
 		switch {
@@ -102,12 +107,6 @@ func storeColumns(a *attnArgs, lo, hi int) {
 			for t := range kr {
 				kr[t] = quantizeKV(a.k[t*kvc+c], sk)
 				vr[t] = quantizeKV(a.v[t*kvc+c], sv)
-			}
-		case a.Kh != nil:
-			kr, vr := a.Kh[at:at+a.T], a.Vh[at:at+a.T]
-			for t := range kr {
-				kr[t] = tensor.F32ToF16(a.k[t*kvc+c])
-				vr[t] = tensor.F32ToF16(a.v[t*kvc+c])
 			}
 		default:
 			kr, vr := a.K[at:at+a.T], a.V[at:at+a.T]

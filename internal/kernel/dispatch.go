@@ -27,6 +27,7 @@ var (
 	dotRowsF16WImpl = dotRowsF16WGeneric
 	axpyRowsU8Impl  = axpyRowsU8Generic
 	dotRowsU8Impl   = dotRowsU8Generic
+	columnsF16Impl  = columnsF16Generic
 )
 
 // Overlay is one ISA's set of implementations; a nil field leaves the
@@ -61,6 +62,7 @@ type Overlay struct {
 	DotRowsF16W func(dst []float32, w []uint16, y []float32, stride int)
 	AxpyRowsU8  func(dst, alpha []float32, x []uint8, stride int)
 	DotRowsU8   func(dst, w []float32, y []uint8, stride int)
+	ColumnsF16  func(dst []uint16, stride int, src []float32, ld, T, n int)
 
 	// The activation record layouts the overlay's Q4MatMul and W8MatMul
 	// read (Q8.Begin), nil when they read Q8 directly.
@@ -168,6 +170,9 @@ func install() {
 		}
 		if o.DotRowsU8 != nil {
 			dotRowsU8Impl = o.DotRowsU8
+		}
+		if o.ColumnsF16 != nil {
+			columnsF16Impl = o.ColumnsF16
 		}
 	}
 }

@@ -37609,3 +37609,71 @@ next:
 	DECQ       DX
 	JNZ        next
 	RET
+
+// func columnsF16Avx2(dst *uint16, src *float32, idx *int32, stride int, ld int, blocks int, n int)
+// Requires: AVX, AVX2, F16C
+TEXT ·columnsF16Avx2(SB), NOSPLIT, $0-56
+	MOVQ    dst+0(FP), AX
+	MOVQ    src+8(FP), CX
+	MOVQ    idx+16(FP), DX
+	MOVQ    stride+24(FP), BX
+	MOVQ    ld+32(FP), SI
+	MOVQ    blocks+40(FP), DI
+	MOVQ    n+48(FP), R8
+	SHLQ    $0x01, BX
+	SHLQ    $0x05, SI
+	VMOVDQU (DX), Y0
+
+columnsF16Avx2_block:
+	MOVQ CX, DX
+	MOVQ AX, R9
+	MOVQ R8, R10
+
+columnsF16Avx2_col:
+	VPCMPEQD   Y2, Y2, Y2
+	VPGATHERDD Y2, (DX)(Y0*4), Y1
+	VCVTPS2PH  $0x00, Y1, (R9)
+	ADDQ       $0x04, DX
+	ADDQ       BX, R9
+	DECQ       R10
+	JNZ        columnsF16Avx2_col
+	ADDQ       SI, CX
+	ADDQ       $0x10, AX
+	DECQ       DI
+	JNZ        columnsF16Avx2_block
+	VZEROUPPER
+	RET
+
+// func columnsF16Vnni(dst *uint16, src *float32, idx *int32, stride int, ld int, blocks int, n int)
+// Requires: AVX, AVX512F
+TEXT ·columnsF16Vnni(SB), NOSPLIT, $0-56
+	MOVQ      dst+0(FP), AX
+	MOVQ      src+8(FP), CX
+	MOVQ      idx+16(FP), DX
+	MOVQ      stride+24(FP), BX
+	MOVQ      ld+32(FP), SI
+	MOVQ      blocks+40(FP), DI
+	MOVQ      n+48(FP), R8
+	SHLQ      $0x01, BX
+	SHLQ      $0x06, SI
+	VMOVDQU32 (DX), Z0
+
+columnsF16Vnni_block:
+	MOVQ CX, DX
+	MOVQ AX, R9
+	MOVQ R8, R10
+
+columnsF16Vnni_col:
+	KXNORW     K1, K1, K1
+	VPGATHERDD (DX)(Z0*4), K1, Z1
+	VCVTPS2PH  $0x00, Z1, (R9)
+	ADDQ       $0x04, DX
+	ADDQ       BX, R9
+	DECQ       R10
+	JNZ        columnsF16Vnni_col
+	ADDQ       SI, CX
+	ADDQ       $0x20, AX
+	DECQ       DI
+	JNZ        columnsF16Vnni_block
+	VZEROUPPER
+	RET

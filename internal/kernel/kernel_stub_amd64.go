@@ -557,3 +557,13 @@ func dotRowsF16WVnni(dst *float32, w *uint16, y *float32, n int, rows int, strid
 //
 //go:noescape
 func prefetchStrided(p *byte, stride int, n int)
+
+// columnsF16Avx2 stores rows [0, blocks*lanes) of ColumnsF16 (idx holds i*ld, i < lanes; blocks, n >= 1).
+//
+//go:noescape
+func columnsF16Avx2(dst *uint16, src *float32, idx *int32, stride int, ld int, blocks int, n int)
+
+// columnsF16Vnni stores rows [0, blocks*lanes) of ColumnsF16 (idx holds i*ld, i < lanes; blocks, n >= 1).
+//
+//go:noescape
+func columnsF16Vnni(dst *uint16, src *float32, idx *int32, stride int, ld int, blocks int, n int)

@@ -26,6 +26,9 @@ func archOverlays() []Overlay {
 			Axpy:    func(y []float32, alpha float32, x []float32) { axpyWith(axpyAvx2, 8, y, alpha, x) },
 			DotF16:  func(a []float32, b []uint16) float32 { return dotF16With(dotF16Avx2, 8, a, b) },
 			AxpyF16: func(y []float32, alpha float32, x []uint16) { axpyF16With(axpyF16Avx2, 8, y, alpha, x) },
+			ColumnsF16: func(dst []uint16, stride int, src []float32, ld, T, n int) {
+				columnsF16With(columnsF16Avx2, 8, dst, stride, src, ld, T, n)
+			},
 		},
 		{
 			Name:       "avx512vnni",
@@ -42,6 +45,9 @@ func archOverlays() []Overlay {
 			Axpy:    func(y []float32, alpha float32, x []float32) { axpyWith(axpyVnni, 16, y, alpha, x) },
 			DotF16:  func(a []float32, b []uint16) float32 { return dotF16With(dotF16Vnni, 16, a, b) },
 			AxpyF16: func(y []float32, alpha float32, x []uint16) { axpyF16With(axpyF16Vnni, 16, y, alpha, x) },
+			ColumnsF16: func(dst []uint16, stride int, src []float32, ld, T, n int) {
+				columnsF16With(columnsF16Vnni, 16, dst, stride, src, ld, T, n)
+			},
 		},
 	}
 	actOverlay(&o[0], false)

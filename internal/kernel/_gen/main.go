@@ -20,5 +20,6 @@ func main() {
 	genAct()
 	genRows()
 	genPrefetch()
+	genColumns()
 	Generate()
 }

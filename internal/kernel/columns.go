@@ -1,0 +1,37 @@
+package kernel
+
+import "github.com/aotlm/aotlm/internal/tensor"
+
+// ColumnsF16 stores T rows of n float32 values as n columns of binary16
+// values: dst[j*stride + t] = f16(src[t*ld + j]) for t < T, j < n,
+// rounded to nearest even (tensor.F32ToF16; a NaN stays a NaN, its
+// payload may differ). It is the store of a pass's keys or values into a
+// transposed binary16 cache. A short src or dst panics before anything
+// is written.
+func ColumnsF16(dst []uint16, stride int, src []float32, ld, T, n int) {
+	if T == 0 || n == 0 {
+		return
+	}
+	rowsSpan("ColumnsF16 (src)", T, n, ld, len(src))
+	rowsSpan("ColumnsF16 (dst)", n, T, stride, len(dst))
+	columnsF16Impl(dst, stride, src, ld, T, n)
+}
+
+// columnsF16Generic goes storeBlock columns at a time, token by token, so
+// that each row's block of values is one cache line.
+func columnsF16Generic(dst []uint16, stride int, src []float32, ld, T, n int) {
+	columnsF16Tail(dst, stride, src, ld, 0, T, n)
+}
+
+// columnsF16Tail stores rows [t0, T) of ColumnsF16.
+func columnsF16Tail(dst []uint16, stride int, src []float32, ld, t0, T, n int) {
+	const block = 16
+	for j0 := 0; j0 < n; j0 += block {
+		j1 := min(j0+block, n)
+		for t := t0; t < T; t++ {
+			for j, x := range src[t*ld+j0 : t*ld+j1] {
+				dst[(j0+j)*stride+t] = tensor.F32ToF16(x)
+			}
+		}
+	}
+}
