@@ -27086,6 +27086,518 @@ reduce:
 	VZEROUPPER
 	RET
 
+// func q4Avx2CodesRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
+TEXT ·q4Avx2CodesRows(SB), NOSPLIT, $0-80
+	MOVQ         nib+0(FP), AX
+	MOVQ         sc+16(FP), CX
+	MOVQ         n+56(FP), DX
+	SHRQ         $0x02, DX
+	MOVL         $0x0f0f0f0f, R8
+	VPBROADCASTD R8, Y0
+	VMOVDQU      q4perm<>+0(SB), Y1
+	MOVL         $0x00010001, R8
+	VPBROADCASTD R8, Y2
+
+quad:
+	VXORPS Y3, Y3, Y3
+	MOVQ   AX, BX
+	MOVQ   CX, SI
+	MOVQ   x+48(FP), DI
+	MOVQ   ng+32(FP), R9
+
+loop0:
+	TESTQ       R9, R9
+	JZ          tail0
+	VMOVDQU     (BX), Y4
+	VPSRLW      $0x04, Y4, Y6
+	VPAND       Y4, Y0, Y5
+	VPAND       Y6, Y0, Y6
+	MOVWLZX     (SI), R8
+	VMOVD       R8, X7
+	VPMOVZXBD   X7, X7
+	VPERMD      Y7, Y1, Y7
+	VCVTDQ2PS   Y7, Y7
+	VPMADDUBSW  (DI), Y5, Y8
+	VPMADDUBSW  64(DI), Y6, Y9
+	VPADDW      Y9, Y8, Y8
+	VPMADDWD    Y2, Y8, Y8
+	VPADDD      192(DI), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(DI), Y7, Y10
+	VFMADD231PS Y8, Y10, Y3
+	VMOVDQU     32(BX), Y11
+	VPSRLW      $0x04, Y11, Y13
+	VPAND       Y11, Y0, Y12
+	VPAND       Y13, Y0, Y13
+	MOVWLZX     2(SI), R8
+	VMOVD       R8, X14
+	VPMOVZXBD   X14, X14
+	VPERMD      Y14, Y1, Y14
+	VCVTDQ2PS   Y14, Y14
+	VPMADDUBSW  32(DI), Y12, Y15
+	VPMADDUBSW  96(DI), Y13, Y4
+	VPADDW      Y4, Y15, Y15
+	VPMADDWD    Y2, Y15, Y15
+	VPADDD      224(DI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      160(DI), Y14, Y9
+	VFMADD231PS Y15, Y9, Y3
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000004, SI
+	ADDQ        $0x00000100, DI
+	DECQ        R9
+	JMP         loop0
+
+tail0:
+	MOVQ        tail+40(FP), R9
+	CMPQ        R9, $0x02
+	JB          tail10
+	VMOVDQU     (BX), Y8
+	VPSRLW      $0x04, Y8, Y5
+	VPAND       Y8, Y0, Y10
+	VPAND       Y5, Y0, Y5
+	MOVWLZX     (SI), R8
+	VMOVD       R8, X6
+	VPMOVZXBD   X6, X6
+	VPERMD      Y6, Y1, Y6
+	VCVTDQ2PS   Y6, Y6
+	VPMADDUBSW  (DI), Y10, Y7
+	VPMADDUBSW  64(DI), Y5, Y11
+	VPADDW      Y11, Y7, Y7
+	VPMADDWD    Y2, Y7, Y7
+	VPADDD      192(DI), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      128(DI), Y6, Y4
+	VFMADD231PS Y7, Y4, Y3
+
+tail10:
+	TESTQ       $0x00000001, R9
+	JZ          reduce0
+	CMPQ        R9, $0x01
+	JE          tail1at00
+	VMOVDQU     32(BX), X15
+	VPSRLW      $0x04, Y15, Y12
+	VPAND       Y15, Y0, Y9
+	VPAND       Y12, Y0, Y12
+	MOVBLZX     2(SI), R8
+	VMOVD       R8, X13
+	VPERMD      Y13, Y1, Y13
+	VCVTDQ2PS   Y13, Y13
+	VPMADDUBSW  32(DI), Y9, Y14
+	VPMADDUBSW  96(DI), Y12, Y8
+	VPADDW      Y8, Y14, Y14
+	VPMADDWD    Y2, Y14, Y14
+	VPADDD      224(DI), Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      160(DI), Y13, Y11
+	VFMADD231PS Y14, Y11, Y3
+	JMP         reduce0
+
+tail1at00:
+	VMOVDQU     (BX), X7
+	VPSRLW      $0x04, Y7, Y10
+	VPAND       Y7, Y0, Y4
+	VPAND       Y10, Y0, Y10
+	MOVBLZX     (SI), R8
+	VMOVD       R8, X5
+	VPERMD      Y5, Y1, Y5
+	VCVTDQ2PS   Y5, Y5
+	VPMADDUBSW  (DI), Y4, Y6
+	VPMADDUBSW  64(DI), Y10, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDWD    Y2, Y6, Y6
+	VPADDD      192(DI), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      128(DI), Y5, Y8
+	VFMADD231PS Y6, Y8, Y3
+
+reduce0:
+	MOVQ   rstr+8(FP), BX
+	ADDQ   BX, AX
+	MOVQ   scstr+24(FP), BX
+	ADDQ   BX, CX
+	VXORPS Y14, Y14, Y14
+	MOVQ   AX, BX
+	MOVQ   CX, SI
+	MOVQ   x+48(FP), DI
+	MOVQ   ng+32(FP), R9
+
+loop1:
+	TESTQ       R9, R9
+	JZ          tail1
+	VMOVDQU     (BX), Y11
+	VPSRLW      $0x04, Y11, Y12
+	VPAND       Y11, Y0, Y9
+	VPAND       Y12, Y0, Y12
+	MOVWLZX     (SI), R8
+	VMOVD       R8, X13
+	VPMOVZXBD   X13, X13
+	VPERMD      Y13, Y1, Y13
+	VCVTDQ2PS   Y13, Y13
+	VPMADDUBSW  (DI), Y9, Y7
+	VPMADDUBSW  64(DI), Y12, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDWD    Y2, Y7, Y7
+	VPADDD      192(DI), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      128(DI), Y13, Y6
+	VFMADD231PS Y7, Y6, Y14
+	VMOVDQU     32(BX), Y8
+	VPSRLW      $0x04, Y8, Y10
+	VPAND       Y8, Y0, Y4
+	VPAND       Y10, Y0, Y10
+	MOVWLZX     2(SI), R8
+	VMOVD       R8, X5
+	VPMOVZXBD   X5, X5
+	VPERMD      Y5, Y1, Y5
+	VCVTDQ2PS   Y5, Y5
+	VPMADDUBSW  32(DI), Y4, Y11
+	VPMADDUBSW  96(DI), Y10, Y15
+	VPADDW      Y15, Y11, Y11
+	VPMADDWD    Y2, Y11, Y11
+	VPADDD      224(DI), Y11, Y11
+	VCVTDQ2PS   Y11, Y11
+	VMULPS      160(DI), Y5, Y7
+	VFMADD231PS Y11, Y7, Y14
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000004, SI
+	ADDQ        $0x00000100, DI
+	DECQ        R9
+	JMP         loop1
+
+tail1:
+	MOVQ        tail+40(FP), R9
+	CMPQ        R9, $0x02
+	JB          tail11
+	VMOVDQU     (BX), Y6
+	VPSRLW      $0x04, Y6, Y12
+	VPAND       Y6, Y0, Y9
+	VPAND       Y12, Y0, Y12
+	MOVWLZX     (SI), R8
+	VMOVD       R8, X13
+	VPMOVZXBD   X13, X13
+	VPERMD      Y13, Y1, Y13
+	VCVTDQ2PS   Y13, Y13
+	VPMADDUBSW  (DI), Y9, Y8
+	VPMADDUBSW  64(DI), Y12, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    Y2, Y8, Y8
+	VPADDD      192(DI), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(DI), Y13, Y11
+	VFMADD231PS Y8, Y11, Y14
+
+tail11:
+	TESTQ       $0x00000001, R9
+	JZ          reduce1
+	CMPQ        R9, $0x01
+	JE          tail1at01
+	VMOVDQU     32(BX), X7
+	VPSRLW      $0x04, Y7, Y10
+	VPAND       Y7, Y0, Y4
+	VPAND       Y10, Y0, Y10
+	MOVBLZX     2(SI), R8
+	VMOVD       R8, X5
+	VPERMD      Y5, Y1, Y5
+	VCVTDQ2PS   Y5, Y5
+	VPMADDUBSW  32(DI), Y4, Y6
+	VPMADDUBSW  96(DI), Y10, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDWD    Y2, Y6, Y6
+	VPADDD      224(DI), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      160(DI), Y5, Y8
+	VFMADD231PS Y6, Y8, Y14
+	JMP         reduce1
+
+tail1at01:
+	VMOVDQU     (BX), X11
+	VPSRLW      $0x04, Y11, Y12
+	VPAND       Y11, Y0, Y9
+	VPAND       Y12, Y0, Y12
+	MOVBLZX     (SI), R8
+	VMOVD       R8, X13
+	VPERMD      Y13, Y1, Y13
+	VCVTDQ2PS   Y13, Y13
+	VPMADDUBSW  (DI), Y9, Y7
+	VPMADDUBSW  64(DI), Y12, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDWD    Y2, Y7, Y7
+	VPADDD      192(DI), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      128(DI), Y13, Y6
+	VFMADD231PS Y7, Y6, Y14
+
+reduce1:
+	MOVQ   rstr+8(FP), BX
+	ADDQ   BX, AX
+	MOVQ   scstr+24(FP), BX
+	ADDQ   BX, CX
+	VXORPS Y8, Y8, Y8
+	MOVQ   AX, BX
+	MOVQ   CX, SI
+	MOVQ   x+48(FP), DI
+	MOVQ   ng+32(FP), R9
+
+loop2:
+	TESTQ       R9, R9
+	JZ          tail2
+	VMOVDQU     (BX), Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       Y4, Y0, Y10
+	VPAND       Y5, Y0, Y5
+	MOVWLZX     (SI), R8
+	VMOVD       R8, X11
+	VPMOVZXBD   X11, X11
+	VPERMD      Y11, Y1, Y11
+	VCVTDQ2PS   Y11, Y11
+	VPMADDUBSW  (DI), Y10, Y15
+	VPMADDUBSW  64(DI), Y5, Y7
+	VPADDW      Y7, Y15, Y15
+	VPMADDWD    Y2, Y15, Y15
+	VPADDD      192(DI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      128(DI), Y11, Y6
+	VFMADD231PS Y15, Y6, Y8
+	VMOVDQU     32(BX), Y9
+	VPSRLW      $0x04, Y9, Y13
+	VPAND       Y9, Y0, Y12
+	VPAND       Y13, Y0, Y13
+	MOVWLZX     2(SI), R8
+	VMOVD       R8, X4
+	VPMOVZXBD   X4, X4
+	VPERMD      Y4, Y1, Y4
+	VCVTDQ2PS   Y4, Y4
+	VPMADDUBSW  32(DI), Y12, Y7
+	VPMADDUBSW  96(DI), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDWD    Y2, Y7, Y7
+	VPADDD      224(DI), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      160(DI), Y4, Y6
+	VFMADD231PS Y7, Y6, Y8
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000004, SI
+	ADDQ        $0x00000100, DI
+	DECQ        R9
+	JMP         loop2
+
+tail2:
+	MOVQ        tail+40(FP), R9
+	CMPQ        R9, $0x02
+	JB          tail12
+	VMOVDQU     (BX), Y10
+	VPSRLW      $0x04, Y10, Y11
+	VPAND       Y10, Y0, Y5
+	VPAND       Y11, Y0, Y11
+	MOVWLZX     (SI), R8
+	VMOVD       R8, X9
+	VPMOVZXBD   X9, X9
+	VPERMD      Y9, Y1, Y9
+	VCVTDQ2PS   Y9, Y9
+	VPMADDUBSW  (DI), Y5, Y15
+	VPMADDUBSW  64(DI), Y11, Y7
+	VPADDW      Y7, Y15, Y15
+	VPMADDWD    Y2, Y15, Y15
+	VPADDD      192(DI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      128(DI), Y9, Y6
+	VFMADD231PS Y15, Y6, Y8
+
+tail12:
+	TESTQ       $0x00000001, R9
+	JZ          reduce2
+	CMPQ        R9, $0x01
+	JE          tail1at02
+	VMOVDQU     32(BX), X12
+	VPSRLW      $0x04, Y12, Y4
+	VPAND       Y12, Y0, Y13
+	VPAND       Y4, Y0, Y4
+	MOVBLZX     2(SI), R8
+	VMOVD       R8, X10
+	VPERMD      Y10, Y1, Y10
+	VCVTDQ2PS   Y10, Y10
+	VPMADDUBSW  32(DI), Y13, Y7
+	VPMADDUBSW  96(DI), Y4, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDWD    Y2, Y7, Y7
+	VPADDD      224(DI), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      160(DI), Y10, Y6
+	VFMADD231PS Y7, Y6, Y8
+	JMP         reduce2
+
+tail1at02:
+	VMOVDQU     (BX), X5
+	VPSRLW      $0x04, Y5, Y9
+	VPAND       Y5, Y0, Y11
+	VPAND       Y9, Y0, Y9
+	MOVBLZX     (SI), R8
+	VMOVD       R8, X12
+	VPERMD      Y12, Y1, Y12
+	VCVTDQ2PS   Y12, Y12
+	VPMADDUBSW  (DI), Y11, Y15
+	VPMADDUBSW  64(DI), Y9, Y7
+	VPADDW      Y7, Y15, Y15
+	VPMADDWD    Y2, Y15, Y15
+	VPADDD      192(DI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      128(DI), Y12, Y6
+	VFMADD231PS Y15, Y6, Y8
+
+reduce2:
+	MOVQ   rstr+8(FP), BX
+	ADDQ   BX, AX
+	MOVQ   scstr+24(FP), BX
+	ADDQ   BX, CX
+	VXORPS Y13, Y13, Y13
+	MOVQ   AX, BX
+	MOVQ   CX, SI
+	MOVQ   x+48(FP), DI
+	MOVQ   ng+32(FP), R9
+
+loop3:
+	TESTQ       R9, R9
+	JZ          tail3
+	VMOVDQU     (BX), Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       Y4, Y0, Y10
+	VPAND       Y5, Y0, Y5
+	MOVWLZX     (SI), R8
+	VMOVD       R8, X7
+	VPMOVZXBD   X7, X7
+	VPERMD      Y7, Y1, Y7
+	VCVTDQ2PS   Y7, Y7
+	VPMADDUBSW  (DI), Y10, Y15
+	VPMADDUBSW  64(DI), Y5, Y6
+	VPADDW      Y6, Y15, Y15
+	VPMADDWD    Y2, Y15, Y15
+	VPADDD      192(DI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      128(DI), Y7, Y11
+	VFMADD231PS Y15, Y11, Y13
+	VMOVDQU     32(BX), Y9
+	VPSRLW      $0x04, Y9, Y4
+	VPAND       Y9, Y0, Y12
+	VPAND       Y4, Y0, Y4
+	MOVWLZX     2(SI), R8
+	VMOVD       R8, X6
+	VPMOVZXBD   X6, X6
+	VPERMD      Y6, Y1, Y6
+	VCVTDQ2PS   Y6, Y6
+	VPMADDUBSW  32(DI), Y12, Y15
+	VPMADDUBSW  96(DI), Y4, Y11
+	VPADDW      Y11, Y15, Y15
+	VPMADDWD    Y2, Y15, Y15
+	VPADDD      224(DI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      160(DI), Y6, Y10
+	VFMADD231PS Y15, Y10, Y13
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000004, SI
+	ADDQ        $0x00000100, DI
+	DECQ        R9
+	JMP         loop3
+
+tail3:
+	MOVQ        tail+40(FP), R9
+	CMPQ        R9, $0x02
+	JB          tail13
+	VMOVDQU     (BX), Y5
+	VPSRLW      $0x04, Y5, Y9
+	VPAND       Y5, Y0, Y7
+	VPAND       Y9, Y0, Y9
+	MOVWLZX     (SI), R8
+	VMOVD       R8, X11
+	VPMOVZXBD   X11, X11
+	VPERMD      Y11, Y1, Y11
+	VCVTDQ2PS   Y11, Y11
+	VPMADDUBSW  (DI), Y7, Y15
+	VPMADDUBSW  64(DI), Y9, Y10
+	VPADDW      Y10, Y15, Y15
+	VPMADDWD    Y2, Y15, Y15
+	VPADDD      192(DI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      128(DI), Y11, Y12
+	VFMADD231PS Y15, Y12, Y13
+
+tail13:
+	TESTQ       $0x00000001, R9
+	JZ          reduce3
+	CMPQ        R9, $0x01
+	JE          tail1at03
+	VMOVDQU     32(BX), X4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       Y4, Y0, Y6
+	VPAND       Y5, Y0, Y5
+	MOVBLZX     2(SI), R8
+	VMOVD       R8, X10
+	VPERMD      Y10, Y1, Y10
+	VCVTDQ2PS   Y10, Y10
+	VPMADDUBSW  32(DI), Y6, Y15
+	VPMADDUBSW  96(DI), Y5, Y12
+	VPADDW      Y12, Y15, Y15
+	VPMADDWD    Y2, Y15, Y15
+	VPADDD      224(DI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      160(DI), Y10, Y7
+	VFMADD231PS Y15, Y7, Y13
+	JMP         reduce3
+
+tail1at03:
+	VMOVDQU     (BX), X9
+	VPSRLW      $0x04, Y9, Y4
+	VPAND       Y9, Y0, Y11
+	VPAND       Y4, Y0, Y4
+	MOVBLZX     (SI), R8
+	VMOVD       R8, X12
+	VPERMD      Y12, Y1, Y12
+	VCVTDQ2PS   Y12, Y12
+	VPMADDUBSW  (DI), Y11, Y15
+	VPMADDUBSW  64(DI), Y4, Y7
+	VPADDW      Y7, Y15, Y15
+	VPMADDWD    Y2, Y15, Y15
+	VPADDD      192(DI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      128(DI), Y12, Y6
+	VFMADD231PS Y15, Y6, Y13
+
+reduce3:
+	MOVQ         rstr+8(FP), BX
+	ADDQ         BX, AX
+	MOVQ         scstr+24(FP), BX
+	ADDQ         BX, CX
+	VEXTRACTF128 $0x01, Y3, X5
+	VADDPS       X5, X3, X5
+	VEXTRACTF128 $0x01, Y14, X10
+	VADDPS       X10, X14, X10
+	VEXTRACTF128 $0x01, Y8, X9
+	VADDPS       X9, X8, X9
+	VEXTRACTF128 $0x01, Y13, X7
+	VADDPS       X7, X13, X7
+	VUNPCKLPS    X10, X5, X15
+	VUNPCKHPS    X10, X5, X6
+	VADDPS       X6, X15, X15
+	VUNPCKLPS    X7, X9, X11
+	VUNPCKHPS    X7, X9, X4
+	VADDPS       X4, X11, X11
+	VMOVLHPS     X11, X15, X12
+	VMOVHLPS     X15, X11, X3
+	VADDPS       X3, X12, X12
+	MOVQ         rs+72(FP), BX
+	VMULPS       (BX), X12, X12
+	ADDQ         $0x10, BX
+	MOVQ         BX, rs+72(FP)
+	MOVQ         dst+64(FP), BX
+	VMOVUPS      X12, (BX)
+	ADDQ         $0x10, BX
+	MOVQ         BX, dst+64(FP)
+	DECQ         DX
+	JNZ          quad
+	VZEROUPPER
+	RET
+
 // func q4Avx2Scales1x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
 TEXT ·q4Avx2Scales1x1(SB), NOSPLIT, $0-88
@@ -29232,6 +29744,462 @@ reduce:
 	VPERMILPS    $0xb1, X15, X0
 	VADDSS       X0, X15, X15
 	VMOVSS       X15, 12(AX)
+	VZEROUPPER
+	RET
+
+// func q4Avx2ScalesRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
+TEXT ·q4Avx2ScalesRows(SB), NOSPLIT, $0-80
+	MOVQ         nib+0(FP), AX
+	MOVQ         sc+16(FP), CX
+	MOVQ         n+56(FP), DX
+	SHRQ         $0x02, DX
+	MOVL         $0x0f0f0f0f, BX
+	VPBROADCASTD BX, Y0
+	VMOVDQU      q4perm<>+0(SB), Y1
+	MOVL         $0x00010001, BX
+	VPBROADCASTD BX, Y2
+
+quad:
+	VXORPS Y3, Y3, Y3
+	MOVQ   AX, BX
+	MOVQ   CX, SI
+	MOVQ   x+48(FP), DI
+	MOVQ   ng+32(FP), R8
+
+loop0:
+	TESTQ       R8, R8
+	JZ          tail0
+	VMOVDQU     (BX), Y4
+	VPSRLW      $0x04, Y4, Y6
+	VPAND       Y4, Y0, Y5
+	VPAND       Y6, Y0, Y6
+	VMOVSD      (SI), X7
+	VPERMPS     Y7, Y1, Y7
+	VPMADDUBSW  (DI), Y5, Y8
+	VPMADDUBSW  64(DI), Y6, Y9
+	VPADDW      Y9, Y8, Y8
+	VPMADDWD    Y2, Y8, Y8
+	VPADDD      192(DI), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(DI), Y7, Y10
+	VFMADD231PS Y8, Y10, Y3
+	VMOVDQU     32(BX), Y11
+	VPSRLW      $0x04, Y11, Y13
+	VPAND       Y11, Y0, Y12
+	VPAND       Y13, Y0, Y13
+	VMOVSD      8(SI), X14
+	VPERMPS     Y14, Y1, Y14
+	VPMADDUBSW  32(DI), Y12, Y15
+	VPMADDUBSW  96(DI), Y13, Y4
+	VPADDW      Y4, Y15, Y15
+	VPMADDWD    Y2, Y15, Y15
+	VPADDD      224(DI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      160(DI), Y14, Y9
+	VFMADD231PS Y15, Y9, Y3
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000010, SI
+	ADDQ        $0x00000100, DI
+	DECQ        R8
+	JMP         loop0
+
+tail0:
+	MOVQ        tail+40(FP), R8
+	CMPQ        R8, $0x02
+	JB          tail10
+	VMOVDQU     (BX), Y8
+	VPSRLW      $0x04, Y8, Y5
+	VPAND       Y8, Y0, Y10
+	VPAND       Y5, Y0, Y5
+	VMOVSD      (SI), X6
+	VPERMPS     Y6, Y1, Y6
+	VPMADDUBSW  (DI), Y10, Y7
+	VPMADDUBSW  64(DI), Y5, Y11
+	VPADDW      Y11, Y7, Y7
+	VPMADDWD    Y2, Y7, Y7
+	VPADDD      192(DI), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      128(DI), Y6, Y4
+	VFMADD231PS Y7, Y4, Y3
+
+tail10:
+	TESTQ       $0x00000001, R8
+	JZ          reduce0
+	CMPQ        R8, $0x01
+	JE          tail1at00
+	VMOVDQU     32(BX), X15
+	VPSRLW      $0x04, Y15, Y12
+	VPAND       Y15, Y0, Y9
+	VPAND       Y12, Y0, Y12
+	VMOVSS      8(SI), X13
+	VPERMPS     Y13, Y1, Y13
+	VPMADDUBSW  32(DI), Y9, Y14
+	VPMADDUBSW  96(DI), Y12, Y8
+	VPADDW      Y8, Y14, Y14
+	VPMADDWD    Y2, Y14, Y14
+	VPADDD      224(DI), Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      160(DI), Y13, Y11
+	VFMADD231PS Y14, Y11, Y3
+	JMP         reduce0
+
+tail1at00:
+	VMOVDQU     (BX), X7
+	VPSRLW      $0x04, Y7, Y10
+	VPAND       Y7, Y0, Y4
+	VPAND       Y10, Y0, Y10
+	VMOVSS      (SI), X5
+	VPERMPS     Y5, Y1, Y5
+	VPMADDUBSW  (DI), Y4, Y6
+	VPMADDUBSW  64(DI), Y10, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDWD    Y2, Y6, Y6
+	VPADDD      192(DI), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      128(DI), Y5, Y8
+	VFMADD231PS Y6, Y8, Y3
+
+reduce0:
+	MOVQ   rstr+8(FP), BX
+	ADDQ   BX, AX
+	MOVQ   scstr+24(FP), BX
+	ADDQ   BX, CX
+	VXORPS Y14, Y14, Y14
+	MOVQ   AX, BX
+	MOVQ   CX, SI
+	MOVQ   x+48(FP), DI
+	MOVQ   ng+32(FP), R8
+
+loop1:
+	TESTQ       R8, R8
+	JZ          tail1
+	VMOVDQU     (BX), Y11
+	VPSRLW      $0x04, Y11, Y12
+	VPAND       Y11, Y0, Y9
+	VPAND       Y12, Y0, Y12
+	VMOVSD      (SI), X13
+	VPERMPS     Y13, Y1, Y13
+	VPMADDUBSW  (DI), Y9, Y7
+	VPMADDUBSW  64(DI), Y12, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDWD    Y2, Y7, Y7
+	VPADDD      192(DI), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      128(DI), Y13, Y6
+	VFMADD231PS Y7, Y6, Y14
+	VMOVDQU     32(BX), Y8
+	VPSRLW      $0x04, Y8, Y10
+	VPAND       Y8, Y0, Y4
+	VPAND       Y10, Y0, Y10
+	VMOVSD      8(SI), X5
+	VPERMPS     Y5, Y1, Y5
+	VPMADDUBSW  32(DI), Y4, Y11
+	VPMADDUBSW  96(DI), Y10, Y15
+	VPADDW      Y15, Y11, Y11
+	VPMADDWD    Y2, Y11, Y11
+	VPADDD      224(DI), Y11, Y11
+	VCVTDQ2PS   Y11, Y11
+	VMULPS      160(DI), Y5, Y7
+	VFMADD231PS Y11, Y7, Y14
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000010, SI
+	ADDQ        $0x00000100, DI
+	DECQ        R8
+	JMP         loop1
+
+tail1:
+	MOVQ        tail+40(FP), R8
+	CMPQ        R8, $0x02
+	JB          tail11
+	VMOVDQU     (BX), Y6
+	VPSRLW      $0x04, Y6, Y12
+	VPAND       Y6, Y0, Y9
+	VPAND       Y12, Y0, Y12
+	VMOVSD      (SI), X13
+	VPERMPS     Y13, Y1, Y13
+	VPMADDUBSW  (DI), Y9, Y8
+	VPMADDUBSW  64(DI), Y12, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    Y2, Y8, Y8
+	VPADDD      192(DI), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(DI), Y13, Y11
+	VFMADD231PS Y8, Y11, Y14
+
+tail11:
+	TESTQ       $0x00000001, R8
+	JZ          reduce1
+	CMPQ        R8, $0x01
+	JE          tail1at01
+	VMOVDQU     32(BX), X7
+	VPSRLW      $0x04, Y7, Y10
+	VPAND       Y7, Y0, Y4
+	VPAND       Y10, Y0, Y10
+	VMOVSS      8(SI), X5
+	VPERMPS     Y5, Y1, Y5
+	VPMADDUBSW  32(DI), Y4, Y6
+	VPMADDUBSW  96(DI), Y10, Y15
+	VPADDW      Y15, Y6, Y6
+	VPMADDWD    Y2, Y6, Y6
+	VPADDD      224(DI), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      160(DI), Y5, Y8
+	VFMADD231PS Y6, Y8, Y14
+	JMP         reduce1
+
+tail1at01:
+	VMOVDQU     (BX), X11
+	VPSRLW      $0x04, Y11, Y12
+	VPAND       Y11, Y0, Y9
+	VPAND       Y12, Y0, Y12
+	VMOVSS      (SI), X13
+	VPERMPS     Y13, Y1, Y13
+	VPMADDUBSW  (DI), Y9, Y7
+	VPMADDUBSW  64(DI), Y12, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDWD    Y2, Y7, Y7
+	VPADDD      192(DI), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      128(DI), Y13, Y6
+	VFMADD231PS Y7, Y6, Y14
+
+reduce1:
+	MOVQ   rstr+8(FP), BX
+	ADDQ   BX, AX
+	MOVQ   scstr+24(FP), BX
+	ADDQ   BX, CX
+	VXORPS Y8, Y8, Y8
+	MOVQ   AX, BX
+	MOVQ   CX, SI
+	MOVQ   x+48(FP), DI
+	MOVQ   ng+32(FP), R8
+
+loop2:
+	TESTQ       R8, R8
+	JZ          tail2
+	VMOVDQU     (BX), Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       Y4, Y0, Y10
+	VPAND       Y5, Y0, Y5
+	VMOVSD      (SI), X11
+	VPERMPS     Y11, Y1, Y11
+	VPMADDUBSW  (DI), Y10, Y15
+	VPMADDUBSW  64(DI), Y5, Y7
+	VPADDW      Y7, Y15, Y15
+	VPMADDWD    Y2, Y15, Y15
+	VPADDD      192(DI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      128(DI), Y11, Y6
+	VFMADD231PS Y15, Y6, Y8
+	VMOVDQU     32(BX), Y9
+	VPSRLW      $0x04, Y9, Y13
+	VPAND       Y9, Y0, Y12
+	VPAND       Y13, Y0, Y13
+	VMOVSD      8(SI), X4
+	VPERMPS     Y4, Y1, Y4
+	VPMADDUBSW  32(DI), Y12, Y7
+	VPMADDUBSW  96(DI), Y13, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDWD    Y2, Y7, Y7
+	VPADDD      224(DI), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      160(DI), Y4, Y6
+	VFMADD231PS Y7, Y6, Y8
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000010, SI
+	ADDQ        $0x00000100, DI
+	DECQ        R8
+	JMP         loop2
+
+tail2:
+	MOVQ        tail+40(FP), R8
+	CMPQ        R8, $0x02
+	JB          tail12
+	VMOVDQU     (BX), Y10
+	VPSRLW      $0x04, Y10, Y11
+	VPAND       Y10, Y0, Y5
+	VPAND       Y11, Y0, Y11
+	VMOVSD      (SI), X9
+	VPERMPS     Y9, Y1, Y9
+	VPMADDUBSW  (DI), Y5, Y15
+	VPMADDUBSW  64(DI), Y11, Y7
+	VPADDW      Y7, Y15, Y15
+	VPMADDWD    Y2, Y15, Y15
+	VPADDD      192(DI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      128(DI), Y9, Y6
+	VFMADD231PS Y15, Y6, Y8
+
+tail12:
+	TESTQ       $0x00000001, R8
+	JZ          reduce2
+	CMPQ        R8, $0x01
+	JE          tail1at02
+	VMOVDQU     32(BX), X12
+	VPSRLW      $0x04, Y12, Y4
+	VPAND       Y12, Y0, Y13
+	VPAND       Y4, Y0, Y4
+	VMOVSS      8(SI), X10
+	VPERMPS     Y10, Y1, Y10
+	VPMADDUBSW  32(DI), Y13, Y7
+	VPMADDUBSW  96(DI), Y4, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDWD    Y2, Y7, Y7
+	VPADDD      224(DI), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      160(DI), Y10, Y6
+	VFMADD231PS Y7, Y6, Y8
+	JMP         reduce2
+
+tail1at02:
+	VMOVDQU     (BX), X5
+	VPSRLW      $0x04, Y5, Y9
+	VPAND       Y5, Y0, Y11
+	VPAND       Y9, Y0, Y9
+	VMOVSS      (SI), X12
+	VPERMPS     Y12, Y1, Y12
+	VPMADDUBSW  (DI), Y11, Y15
+	VPMADDUBSW  64(DI), Y9, Y7
+	VPADDW      Y7, Y15, Y15
+	VPMADDWD    Y2, Y15, Y15
+	VPADDD      192(DI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      128(DI), Y12, Y6
+	VFMADD231PS Y15, Y6, Y8
+
+reduce2:
+	MOVQ   rstr+8(FP), BX
+	ADDQ   BX, AX
+	MOVQ   scstr+24(FP), BX
+	ADDQ   BX, CX
+	VXORPS Y13, Y13, Y13
+	MOVQ   AX, BX
+	MOVQ   CX, SI
+	MOVQ   x+48(FP), DI
+	MOVQ   ng+32(FP), R8
+
+loop3:
+	TESTQ       R8, R8
+	JZ          tail3
+	VMOVDQU     (BX), Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       Y4, Y0, Y10
+	VPAND       Y5, Y0, Y5
+	VMOVSD      (SI), X7
+	VPERMPS     Y7, Y1, Y7
+	VPMADDUBSW  (DI), Y10, Y15
+	VPMADDUBSW  64(DI), Y5, Y6
+	VPADDW      Y6, Y15, Y15
+	VPMADDWD    Y2, Y15, Y15
+	VPADDD      192(DI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      128(DI), Y7, Y11
+	VFMADD231PS Y15, Y11, Y13
+	VMOVDQU     32(BX), Y9
+	VPSRLW      $0x04, Y9, Y4
+	VPAND       Y9, Y0, Y12
+	VPAND       Y4, Y0, Y4
+	VMOVSD      8(SI), X6
+	VPERMPS     Y6, Y1, Y6
+	VPMADDUBSW  32(DI), Y12, Y15
+	VPMADDUBSW  96(DI), Y4, Y11
+	VPADDW      Y11, Y15, Y15
+	VPMADDWD    Y2, Y15, Y15
+	VPADDD      224(DI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      160(DI), Y6, Y10
+	VFMADD231PS Y15, Y10, Y13
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000010, SI
+	ADDQ        $0x00000100, DI
+	DECQ        R8
+	JMP         loop3
+
+tail3:
+	MOVQ        tail+40(FP), R8
+	CMPQ        R8, $0x02
+	JB          tail13
+	VMOVDQU     (BX), Y5
+	VPSRLW      $0x04, Y5, Y9
+	VPAND       Y5, Y0, Y7
+	VPAND       Y9, Y0, Y9
+	VMOVSD      (SI), X11
+	VPERMPS     Y11, Y1, Y11
+	VPMADDUBSW  (DI), Y7, Y15
+	VPMADDUBSW  64(DI), Y9, Y10
+	VPADDW      Y10, Y15, Y15
+	VPMADDWD    Y2, Y15, Y15
+	VPADDD      192(DI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      128(DI), Y11, Y12
+	VFMADD231PS Y15, Y12, Y13
+
+tail13:
+	TESTQ       $0x00000001, R8
+	JZ          reduce3
+	CMPQ        R8, $0x01
+	JE          tail1at03
+	VMOVDQU     32(BX), X4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       Y4, Y0, Y6
+	VPAND       Y5, Y0, Y5
+	VMOVSS      8(SI), X10
+	VPERMPS     Y10, Y1, Y10
+	VPMADDUBSW  32(DI), Y6, Y15
+	VPMADDUBSW  96(DI), Y5, Y12
+	VPADDW      Y12, Y15, Y15
+	VPMADDWD    Y2, Y15, Y15
+	VPADDD      224(DI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      160(DI), Y10, Y7
+	VFMADD231PS Y15, Y7, Y13
+	JMP         reduce3
+
+tail1at03:
+	VMOVDQU     (BX), X9
+	VPSRLW      $0x04, Y9, Y4
+	VPAND       Y9, Y0, Y11
+	VPAND       Y4, Y0, Y4
+	VMOVSS      (SI), X12
+	VPERMPS     Y12, Y1, Y12
+	VPMADDUBSW  (DI), Y11, Y15
+	VPMADDUBSW  64(DI), Y4, Y7
+	VPADDW      Y7, Y15, Y15
+	VPMADDWD    Y2, Y15, Y15
+	VPADDD      192(DI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      128(DI), Y12, Y6
+	VFMADD231PS Y15, Y6, Y13
+
+reduce3:
+	MOVQ         rstr+8(FP), BX
+	ADDQ         BX, AX
+	MOVQ         scstr+24(FP), BX
+	ADDQ         BX, CX
+	VEXTRACTF128 $0x01, Y3, X5
+	VADDPS       X5, X3, X5
+	VEXTRACTF128 $0x01, Y14, X10
+	VADDPS       X10, X14, X10
+	VEXTRACTF128 $0x01, Y8, X9
+	VADDPS       X9, X8, X9
+	VEXTRACTF128 $0x01, Y13, X7
+	VADDPS       X7, X13, X7
+	VUNPCKLPS    X10, X5, X15
+	VUNPCKHPS    X10, X5, X6
+	VADDPS       X6, X15, X15
+	VUNPCKLPS    X7, X9, X11
+	VUNPCKHPS    X7, X9, X4
+	VADDPS       X4, X11, X11
+	VMOVLHPS     X11, X15, X12
+	VMOVHLPS     X15, X11, X3
+	VADDPS       X3, X12, X12
+	MOVQ         dst+64(FP), BX
+	VMOVUPS      X12, (BX)
+	ADDQ         $0x10, BX
+	MOVQ         BX, dst+64(FP)
+	DECQ         DX
+	JNZ          quad
 	VZEROUPPER
 	RET
 
@@ -33558,6 +34526,233 @@ reduce3:
 	MOVQ          CX, dst+48(FP)
 	DECQ          SI
 	JNZ           quad
+	VZEROUPPER
+	RET
+
+// func w8Avx2Rows(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·w8Avx2Rows(SB), NOSPLIT, $0-64
+	MOVQ u+0(FP), AX
+	MOVQ tail+24(FP), BX
+	MOVQ n+40(FP), SI
+	SHRQ $0x02, SI
+
+quad:
+	VXORPS Y0, Y0, Y0
+	MOVQ   AX, CX
+	MOVQ   x+32(FP), DX
+	MOVQ   ng+16(FP), DI
+
+loop0:
+	TESTQ       DI, DI
+	JZ          tail0
+	VMOVDQU     (CX), Y1
+	VPXOR       w8x80<>+0(SB), Y1, Y1
+	VPABSB      Y1, Y2
+	VMOVDQU     (DX), Y3
+	VPSIGNB     Y1, Y3, Y3
+	VPMADDUBSW  Y3, Y2, Y3
+	VPMADDWD    w8ones<>+0(SB), Y3, Y3
+	VCVTDQ2PS   Y3, Y3
+	VFMADD231PS 64(DX), Y3, Y0
+	VMOVDQU     32(CX), Y4
+	VPXOR       w8x80<>+0(SB), Y4, Y4
+	VPABSB      Y4, Y5
+	VMOVDQU     32(DX), Y6
+	VPSIGNB     Y4, Y6, Y6
+	VPMADDUBSW  Y6, Y5, Y6
+	VPMADDWD    w8ones<>+0(SB), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VFMADD231PS 96(DX), Y6, Y0
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000080, DX
+	DECQ        DI
+	JMP         loop0
+
+tail0:
+	TESTQ       BX, BX
+	JZ          reduce0
+	VMOVDQU     (CX), Y7
+	VPXOR       w8x80<>+0(SB), Y7, Y7
+	VPABSB      Y7, Y8
+	VMOVDQU     (DX), Y9
+	VPSIGNB     Y7, Y9, Y9
+	VPMADDUBSW  Y9, Y8, Y9
+	VPMADDWD    w8ones<>+0(SB), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VFMADD231PS 64(DX), Y9, Y0
+
+reduce0:
+	MOVQ   rstr+8(FP), CX
+	ADDQ   CX, AX
+	VXORPS Y10, Y10, Y10
+	MOVQ   AX, CX
+	MOVQ   x+32(FP), DX
+	MOVQ   ng+16(FP), DI
+
+loop1:
+	TESTQ       DI, DI
+	JZ          tail1
+	VMOVDQU     (CX), Y11
+	VPXOR       w8x80<>+0(SB), Y11, Y11
+	VPABSB      Y11, Y12
+	VMOVDQU     (DX), Y13
+	VPSIGNB     Y11, Y13, Y13
+	VPMADDUBSW  Y13, Y12, Y13
+	VPMADDWD    w8ones<>+0(SB), Y13, Y13
+	VCVTDQ2PS   Y13, Y13
+	VFMADD231PS 64(DX), Y13, Y10
+	VMOVDQU     32(CX), Y14
+	VPXOR       w8x80<>+0(SB), Y14, Y14
+	VPABSB      Y14, Y15
+	VMOVDQU     32(DX), Y3
+	VPSIGNB     Y14, Y3, Y3
+	VPMADDUBSW  Y3, Y15, Y3
+	VPMADDWD    w8ones<>+0(SB), Y3, Y3
+	VCVTDQ2PS   Y3, Y3
+	VFMADD231PS 96(DX), Y3, Y10
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000080, DX
+	DECQ        DI
+	JMP         loop1
+
+tail1:
+	TESTQ       BX, BX
+	JZ          reduce1
+	VMOVDQU     (CX), Y1
+	VPXOR       w8x80<>+0(SB), Y1, Y1
+	VPABSB      Y1, Y2
+	VMOVDQU     (DX), Y6
+	VPSIGNB     Y1, Y6, Y6
+	VPMADDUBSW  Y6, Y2, Y6
+	VPMADDWD    w8ones<>+0(SB), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VFMADD231PS 64(DX), Y6, Y10
+
+reduce1:
+	MOVQ   rstr+8(FP), CX
+	ADDQ   CX, AX
+	VXORPS Y4, Y4, Y4
+	MOVQ   AX, CX
+	MOVQ   x+32(FP), DX
+	MOVQ   ng+16(FP), DI
+
+loop2:
+	TESTQ       DI, DI
+	JZ          tail2
+	VMOVDQU     (CX), Y5
+	VPXOR       w8x80<>+0(SB), Y5, Y5
+	VPABSB      Y5, Y9
+	VMOVDQU     (DX), Y7
+	VPSIGNB     Y5, Y7, Y7
+	VPMADDUBSW  Y7, Y9, Y7
+	VPMADDWD    w8ones<>+0(SB), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VFMADD231PS 64(DX), Y7, Y4
+	VMOVDQU     32(CX), Y8
+	VPXOR       w8x80<>+0(SB), Y8, Y8
+	VPABSB      Y8, Y13
+	VMOVDQU     32(DX), Y11
+	VPSIGNB     Y8, Y11, Y11
+	VPMADDUBSW  Y11, Y13, Y11
+	VPMADDWD    w8ones<>+0(SB), Y11, Y11
+	VCVTDQ2PS   Y11, Y11
+	VFMADD231PS 96(DX), Y11, Y4
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000080, DX
+	DECQ        DI
+	JMP         loop2
+
+tail2:
+	TESTQ       BX, BX
+	JZ          reduce2
+	VMOVDQU     (CX), Y12
+	VPXOR       w8x80<>+0(SB), Y12, Y12
+	VPABSB      Y12, Y3
+	VMOVDQU     (DX), Y14
+	VPSIGNB     Y12, Y14, Y14
+	VPMADDUBSW  Y14, Y3, Y14
+	VPMADDWD    w8ones<>+0(SB), Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VFMADD231PS 64(DX), Y14, Y4
+
+reduce2:
+	MOVQ   rstr+8(FP), CX
+	ADDQ   CX, AX
+	VXORPS Y15, Y15, Y15
+	MOVQ   AX, CX
+	MOVQ   x+32(FP), DX
+	MOVQ   ng+16(FP), DI
+
+loop3:
+	TESTQ       DI, DI
+	JZ          tail3
+	VMOVDQU     (CX), Y6
+	VPXOR       w8x80<>+0(SB), Y6, Y6
+	VPABSB      Y6, Y1
+	VMOVDQU     (DX), Y2
+	VPSIGNB     Y6, Y2, Y2
+	VPMADDUBSW  Y2, Y1, Y2
+	VPMADDWD    w8ones<>+0(SB), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VFMADD231PS 64(DX), Y2, Y15
+	VMOVDQU     32(CX), Y7
+	VPXOR       w8x80<>+0(SB), Y7, Y7
+	VPABSB      Y7, Y5
+	VMOVDQU     32(DX), Y9
+	VPSIGNB     Y7, Y9, Y9
+	VPMADDUBSW  Y9, Y5, Y9
+	VPMADDWD    w8ones<>+0(SB), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VFMADD231PS 96(DX), Y9, Y15
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000080, DX
+	DECQ        DI
+	JMP         loop3
+
+tail3:
+	TESTQ       BX, BX
+	JZ          reduce3
+	VMOVDQU     (CX), Y11
+	VPXOR       w8x80<>+0(SB), Y11, Y11
+	VPABSB      Y11, Y8
+	VMOVDQU     (DX), Y13
+	VPSIGNB     Y11, Y13, Y13
+	VPMADDUBSW  Y13, Y8, Y13
+	VPMADDWD    w8ones<>+0(SB), Y13, Y13
+	VCVTDQ2PS   Y13, Y13
+	VFMADD231PS 64(DX), Y13, Y15
+
+reduce3:
+	MOVQ         rstr+8(FP), CX
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y0, X14
+	VADDPS       X14, X0, X14
+	VEXTRACTF128 $0x01, Y10, X12
+	VADDPS       X12, X10, X12
+	VEXTRACTF128 $0x01, Y4, X3
+	VADDPS       X3, X4, X3
+	VEXTRACTF128 $0x01, Y15, X2
+	VADDPS       X2, X15, X2
+	VUNPCKLPS    X12, X14, X6
+	VUNPCKHPS    X12, X14, X1
+	VADDPS       X1, X6, X6
+	VUNPCKLPS    X2, X3, X9
+	VUNPCKHPS    X2, X3, X7
+	VADDPS       X7, X9, X9
+	VMOVLHPS     X9, X6, X5
+	VMOVHLPS     X6, X9, X13
+	VADDPS       X13, X5, X5
+	MOVQ         rs+56(FP), CX
+	VMULPS       (CX), X5, X5
+	ADDQ         $0x10, CX
+	MOVQ         CX, rs+56(FP)
+	MOVQ         dst+48(FP), CX
+	VMOVUPS      X5, (CX)
+	ADDQ         $0x10, CX
+	MOVQ         CX, dst+48(FP)
+	DECQ         SI
+	JNZ          quad
 	VZEROUPPER
 	RET
 

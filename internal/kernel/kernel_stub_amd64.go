@@ -189,6 +189,11 @@ func q4Avx2Codes2x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, 
 //go:noescape
 func q4Avx2Codes4x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
+// q4Avx2CodesRows computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2CodesRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
 // q4Avx2Scales1x1 computes a 1-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
 //
 //go:noescape
@@ -223,6 +228,11 @@ func q4Avx2Scales2x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int,
 //
 //go:noescape
 func q4Avx2Scales4x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4Avx2ScalesRows computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2ScalesRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
 // quantizeQ8Avx2 quantizes nb blocks of QK floats of x into q, d and sum.
 //
@@ -388,6 +398,11 @@ func w8Avx22x4(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float3
 //
 //go:noescape
 func w8VnniRows(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// w8Avx2Rows computes n consecutive rows of an 8-bit product (n a positive multiple of 4) for one token, one row at a time (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Avx2Rows(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
 // siluAvx2 sets dst[i] = x[i]/(1+exp(-x[i])) for n elements, n a multiple of 8.
 //

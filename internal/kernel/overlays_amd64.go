@@ -64,11 +64,11 @@ func archOverlays() []Overlay {
 }
 
 // decodeWalks lists the one-token walks over rows this CPU's products
-// have: both where the AVX-512 products are in use (Tune picks), none
-// (one fixed walk) on AVX2.
+// have: both where the AVX2 or AVX-512 products are in use (Tune picks),
+// none (one fixed walk) with the generic ones.
 func decodeWalks() []int32 {
 	for _, o := range overlays {
-		if o.Name == "avx512vnni" && o.Supported {
+		if o.Supported {
 			return []int32{walkRows, walkTiles4}
 		}
 	}

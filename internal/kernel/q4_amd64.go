@@ -18,15 +18,15 @@ import (
 // floats per token, rs the row scales of the code form.
 type q4Kern func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4RowsKern is the signature of the generated AVX-512 decode kernels:
+// q4RowsKern is the signature of the generated decode kernels:
 // n consecutive rows from row n0 (nib, sc and rs address it, as in
 // q4Kern) for one token, walked one row after another.
 type q4RowsKern func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
 // q4Set is one ISA's generated kernels for one scale form, by tile shape.
 //
-// For one token (decode, bound by memory bandwidth) the AVX-512 kernels
-// walk one row at a time, so each worker reads a single sequential
+// For one token (decode, bound by memory bandwidth) the kernels walk one
+// row at a time, so each worker reads a single sequential
 // stream of weights: on Qwen3-0.6B's classifier shape that streams
 // 30-32 GB/s on one thread and 46-52 GB/s on two (the machine's read
 // bandwidth), where 8-row tiles, which read 8 rows side by side, reached
@@ -35,8 +35,10 @@ type q4RowsKern func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int,
 // arguments and the tail masks cost as much as a 576-wide row's
 // arithmetic, and the store of each row's sum, right before the next
 // row's loads, stalled them (4 KiB aliasing with the activation records),
-// so seq sums four rows at once and stores them together. AVX2 is bound by
-// its arithmetic instead and keeps its widest tile.
+// so seq sums four rows at once and stores them together. The AVX2 kernels
+// did not walk so at first (bound by their arithmetic from cache, they kept
+// 5-row tiles), but streamed from memory those read 6.6-10 GB/s where the
+// row walk reads 14-20 on the same AMD EPYC (BenchmarkQ4MatMulT1).
 type q4Set struct {
 	k      [9][5]q4Kern // [R][TT], nil where not generated
 	seq    q4RowsKern   // one token over many rows in one call, or nil
@@ -64,13 +66,13 @@ var (
 		2: {1: q4VnniZeros2x1, 2: q4VnniZeros2x2, 3: q4VnniZeros2x3},
 		4: {1: q4VnniZeros4x1, 2: q4VnniZeros4x2, 3: q4VnniZeros4x3},
 	}}
-	q4Avx2Codes = q4Set{decode: 5, rows: 4, tokens: 2, k: [9][5]q4Kern{
+	q4Avx2Codes = q4Set{seq: q4Avx2CodesRows, decode: 1, rows: 4, tokens: 2, k: [9][5]q4Kern{
 		1: {1: q4Avx2Codes1x1, 2: q4Avx2Codes1x2},
 		2: {1: q4Avx2Codes2x1, 2: q4Avx2Codes2x2},
 		4: {1: q4Avx2Codes4x1, 2: q4Avx2Codes4x2},
 		5: {1: q4Avx2Codes5x1},
 	}}
-	q4Avx2Scales = q4Set{decode: 5, rows: 4, tokens: 2, k: [9][5]q4Kern{
+	q4Avx2Scales = q4Set{seq: q4Avx2ScalesRows, decode: 1, rows: 4, tokens: 2, k: [9][5]q4Kern{
 		1: {1: q4Avx2Scales1x1, 2: q4Avx2Scales1x2},
 		2: {1: q4Avx2Scales2x1, 2: q4Avx2Scales2x2},
 		4: {1: q4Avx2Scales4x1, 2: q4Avx2Scales4x2},

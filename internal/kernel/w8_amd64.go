@@ -15,13 +15,13 @@ import (
 // output of (t, n) with ldd floats per token, rs the row scales from n.
 type w8Kern func(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// w8RowsKern is the signature of the generated AVX-512 decode kernel: n
+// w8RowsKern is the signature of the generated decode kernels: n
 // consecutive rows from the row u addresses, for one token, one row
 // after another (see q4RowsKern).
 type w8RowsKern func(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
 // w8Set is one ISA's generated kernels by tile shape. Like the 4-bit
-// ones (q4Set), the AVX-512 kernels take one row at a time for one token.
+// ones (q4Set), the kernels take one row at a time for one token.
 type w8Set struct {
 	k      [9][5]w8Kern // [R][TT], nil where not generated
 	seq    w8RowsKern   // one token over many rows in one call, or nil
@@ -37,7 +37,7 @@ var (
 		2: {1: w8Vnni2x1, 2: w8Vnni2x2, 3: w8Vnni2x3, 4: w8Vnni2x4},
 		4: {1: w8Vnni4x1, 2: w8Vnni4x2, 3: w8Vnni4x3, 4: w8Vnni4x4},
 	}}
-	w8Avx2 = w8Set{decode: 8, rows: 2, tokens: 4, signed: true, k: [9][5]w8Kern{
+	w8Avx2 = w8Set{seq: w8Avx2Rows, decode: 1, rows: 2, tokens: 4, signed: true, k: [9][5]w8Kern{
 		1: {1: w8Avx21x1, 2: w8Avx21x2, 3: w8Avx21x3, 4: w8Avx21x4},
 		2: {1: w8Avx22x1, 2: w8Avx22x2, 3: w8Avx22x3, 4: w8Avx22x4},
 		4: {1: w8Avx24x1},

@@ -48,8 +48,9 @@ func genQ4() {
 	}
 	for _, lpbq := range []bool{true, false} {
 		for _, s := range q4YmmShapes {
-			q4Avx2Kernel(lpbq, s.R, s.TT)
+			q4Avx2Kernel(lpbq, s.R, s.TT, false)
 		}
+		q4Avx2Kernel(lpbq, 1, 1, true)
 	}
 }
 
@@ -141,25 +142,49 @@ func (a rowAddr) add(n int) {
 	}
 }
 
-// q4Avx2Kernel emits the AVX2 kernel of an R-row by TT-token tile (the
-// AVX-512 kernels are q4ChunkKernel's). AVX2 has no 4-way byte dot
-// product, so each step multiplies pairs with VPMADDUBSW (at most 15*127
-// twice, no saturation) and adds them with VPMADDWD; the block sums start
-// from the record's -2*Sum lanes.
-func q4Avx2Kernel(lpbq bool, R, TT int) {
+// q4Avx2Kernel emits the AVX2 kernel of an R-row by TT-token tile, or
+// with rowLoop the one-token decode kernel over n consecutive rows (n a
+// positive multiple of 4), one row after another: each worker then reads
+// one sequential stream of weights, where the 5-row tiles read 5 side by
+// side (the AVX-512 kernels are q4ChunkKernel's). AVX2 has no 4-way byte
+// dot product, so each step multiplies pairs with VPMADDUBSW (at most
+// 15*127 twice, no saturation) and adds them with VPMADDWD; the block
+// sums start from the record's -2*Sum lanes. Every (row, token) takes
+// the same instructions in the same order in every kernel, so its bits
+// do not depend on the tile or the call.
+func q4Avx2Kernel(lpbq bool, R, TT int, rowLoop bool) {
 	name := q4Name(false, lpbq, R, TT)
-	TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)")
-	Pragma("noescape")
-	Doc(fmt.Sprintf("%s computes a %d-row by %d-token tile of a 4-bit product (see the layout in _gen/q4.go).", name, R, TT))
+	if rowLoop {
+		name = q4Avx2RowsName(lpbq)
+		TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)")
+		Pragma("noescape")
+		Doc(fmt.Sprintf("%s computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time (see the layout in _gen/q4.go).", name))
+	} else {
+		TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)")
+		Pragma("noescape")
+		Doc(fmt.Sprintf("%s computes a %d-row by %d-token tile of a 4-bit product (see the layout in _gen/q4.go).", name, R, TT))
+	}
 
 	va := newVecAlloc(false)
 	vec, put := va.get, va.put
 	const width = 32 // bytes of weights per step: 2 blocks
 
-	nib := newRowAddr(Load(Param("nib"), GP64()), Load(Param("rstr"), GP64()), R)
-	sc := newRowAddr(Load(Param("sc"), GP64()), Load(Param("scstr"), GP64()), R)
-	cnt := Load(Param("ng"), GP64())
-	xp, tok := tokenRecords(TT)
+	var nib, sc rowAddr
+	var cnt, xp, nibRow, scRow, quads Register
+	var tok func(t, off int) Mem
+	if rowLoop {
+		nibRow, scRow = Load(Param("nib"), GP64()), Load(Param("sc"), GP64())
+		quads = Load(Param("n"), GP64())
+		SHRQ(U8(2), quads)
+		nib, sc = rowAddr{base: []Register{GP64()}}, rowAddr{base: []Register{GP64()}}
+		xp = GP64()
+		tok = func(_, off int) Mem { return Mem{Base: xp, Disp: off} }
+	} else {
+		nib = newRowAddr(Load(Param("nib"), GP64()), Load(Param("rstr"), GP64()), R)
+		sc = newRowAddr(Load(Param("sc"), GP64()), Load(Param("scstr"), GP64()), R)
+		cnt = Load(Param("ng"), GP64())
+		xp, tok = tokenRecords(TT)
+	}
 
 	// Constants: the nibble mask, the lane index of each block's scale,
 	// and the int16 ones of VPMADDWD.
@@ -173,12 +198,15 @@ func q4Avx2Kernel(lpbq bool, R, TT int) {
 	MOVL(U32(0x00010001), t32)
 	VPBROADCASTD(t32, ones)
 
-	acc := make([][]V, R)
-	for r := range acc {
-		acc[r] = make([]V, TT)
-		for t := range acc[r] {
-			acc[r][t] = vec()
-			VXORPS(acc[r][t], acc[r][t], acc[r][t])
+	var acc [][]V
+	if !rowLoop {
+		acc = make([][]V, R)
+		for r := range acc {
+			acc[r] = make([]V, TT)
+			for t := range acc[r] {
+				acc[r][t] = vec()
+				VXORPS(acc[r][t], acc[r][t], acc[r][t])
+			}
 		}
 	}
 	// loadRow expands row r's weights at byte offset wo of the current
@@ -246,37 +274,55 @@ func q4Avx2Kernel(lpbq bool, R, TT int) {
 		}
 	}
 
-	Label("loop")
-	TESTQ(cnt, cnt)
-	JZ(LabelRef("tail"))
-	step(0, 2)
-	step(width, 2)
-	nib.add(64)
-	if lpbq {
-		sc.add(4)
-	} else {
-		sc.add(16)
+	// body emits the whole of K for the tile's rows, its labels
+	// suffixed by sfx, ending at label "reduce"+sfx.
+	body := func(sfx string) {
+		Label("loop" + sfx)
+		TESTQ(cnt, cnt)
+		JZ(LabelRef("tail" + sfx))
+		step(0, 2)
+		step(width, 2)
+		nib.add(64)
+		if lpbq {
+			sc.add(4)
+		} else {
+			sc.add(16)
+		}
+		ADDQ(U32(recBytes), xp)
+		DECQ(cnt)
+		JMP(LabelRef("loop" + sfx))
+
+		Label("tail" + sfx)
+		tail := Load(Param("tail"), GP64())
+		CMPQ(tail, U8(2))
+		JB(LabelRef("tail1" + sfx))
+		step(0, 2)
+		Label("tail1" + sfx)
+		TESTQ(U32(1), tail)
+		JZ(LabelRef("reduce" + sfx))
+		CMPQ(tail, U8(1))
+		JE(LabelRef("tail1at0" + sfx))
+		step(width, 1)
+		JMP(LabelRef("reduce" + sfx))
+		Label("tail1at0" + sfx)
+		step(0, 1)
+		Label("reduce" + sfx)
 	}
-	ADDQ(U32(recBytes), xp)
-	DECQ(cnt)
-	JMP(LabelRef("loop"))
 
-	Label("tail")
-	tail := Load(Param("tail"), GP64())
-	CMPQ(tail, U8(2))
-	JB(LabelRef("tail1"))
-	step(0, 2)
-	Label("tail1")
-	TESTQ(U32(1), tail)
-	JZ(LabelRef("reduce"))
-	CMPQ(tail, U8(1))
-	JE(LabelRef("tail1at0"))
-	step(width, 1)
-	JMP(LabelRef("reduce"))
-	Label("tail1at0")
-	step(0, 1)
-	Label("reduce")
-
+	if rowLoop {
+		rowQuads(va, func(j int, a V) {
+			acc = [][]V{{a}}
+			MOVQ(nibRow, nib.base[0])
+			MOVQ(scRow, sc.base[0])
+			Load(Param("x"), xp)
+			cnt = Load(Param("ng"), GP64())
+			body(fmt.Sprint(j))
+			ADDQ(Load(Param("rstr"), GP64()), nibRow)
+			ADDQ(Load(Param("scstr"), GP64()), scRow)
+		}, lpbq, quads, nil)
+		return
+	}
+	body("")
 	put(m0f, idx, ones)
 	storeTile(R, TT, lpbq, func(r, t int) (Register, func()) {
 		a := acc[r][t]
@@ -290,6 +336,14 @@ func q4Avx2Kernel(lpbq bool, R, TT int) {
 		VADDSS(x2, x, x)
 		return x, func() { put(xr, xr2, a) }
 	})
+}
+
+// q4Avx2RowsName is the Go name of an AVX2 row-loop decode kernel.
+func q4Avx2RowsName(lpbq bool) string {
+	if lpbq {
+		return "q4Avx2CodesRows"
+	}
+	return "q4Avx2ScalesRows"
 }
 
 // storeTile ends a tile kernel: the sum of each of its R rows by TT

@@ -63,6 +63,7 @@ func genW8() {
 		w8Kernel(false, s.R, s.TT, false)
 	}
 	w8Kernel(true, 1, 1, true)
+	w8Kernel(false, 1, 1, true)
 }
 
 // w8Name is the Go name of a generated kernel.
@@ -74,12 +75,20 @@ func w8Name(zmm bool, R, TT int) string {
 	return fmt.Sprintf("w8%s%dx%d", isa, R, TT)
 }
 
+// w8RowsName is the Go name of a row-loop decode kernel.
+func w8RowsName(zmm bool) string {
+	if zmm {
+		return "w8VnniRows"
+	}
+	return "w8Avx2Rows"
+}
+
 // w8Kernel emits the kernel of an R-row by TT-token tile, or with rowLoop
-// the AVX-512 decode kernel over n consecutive rows (as q4Kernel's).
+// the decode kernel over n consecutive rows (as q4Kernel's).
 func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 	name := w8Name(zmm, R, TT)
 	if rowLoop {
-		name = "w8VnniRows"
+		name = w8RowsName(zmm)
 		TEXT(name, NOSPLIT, "func(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)")
 		Pragma("noescape")
 		Doc(fmt.Sprintf("%s computes n consecutive rows of an 8-bit product (n a positive multiple of 4) for one token, one row at a time (see the layout in _gen/w8.go).", name))
@@ -224,6 +233,14 @@ func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 		}
 		Label("reduce" + sfx)
 	}
+	var bias func(x V) // AVX-512 adds C to the row sums
+	if zmm {
+		bias = func(x V) {
+			c := vec()
+			VBROADCASTSS(w8C(), c.AsX())
+			VADDPS(c.AsX(), x.AsX(), x.AsX())
+		}
+	}
 	if rowLoop {
 		rowQuads(va, func(j int, a V) {
 			acc = [][]V{{a}}
@@ -232,11 +249,7 @@ func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 			cnt = Load(Param("ng"), GP64())
 			rowBody(fmt.Sprint(j))
 			ADDQ(Load(Param("rstr"), GP64()), uRow)
-		}, true, left, func(x V) {
-			c := vec()
-			VBROADCASTSS(w8C(), c.AsX())
-			VADDPS(c.AsX(), x.AsX(), x.AsX())
-		})
+		}, true, left, bias)
 		return
 	}
 	rowBody("")
@@ -316,6 +329,14 @@ func hsum(zmm bool, va *vecAlloc, a V) V {
 func hsum4(va *vecAlloc, a []V) V {
 	x := make([]V, 4)
 	for j, r := range a {
+		if !va.zmm {
+			// AVX2: the two 128-bit halves, as hsum
+			x[j] = va.get()
+			VEXTRACTF128(U8(1), r, x[j].AsX())
+			VADDPS(x[j].AsX(), r.AsX(), x[j].AsX())
+			va.put(r)
+			continue
+		}
 		y := YMM()
 		VEXTRACTF64X4(U8(1), r, y)
 		VADDPS(y, r.AsY(), y)
@@ -342,7 +363,7 @@ func hsum4(va *vecAlloc, a []V) V {
 	return v0
 }
 
-// rowQuads emits the loop of the row-range decode kernels (AVX-512): four
+// rowQuads emits the loop of the row-range decode kernels: four
 // rows one after another, row j computed by row(j, acc) into acc (zeroed
 // here), then their four sums reduced together (hsum4), offset by bias
 // (unless nil), multiplied by the row scales at param rs (when scaled)
@@ -352,7 +373,11 @@ func rowQuads(va *vecAlloc, row func(j int, acc V), scaled bool, quads Register,
 	quad := make([]V, 4)
 	for j := range quad {
 		quad[j] = va.get()
-		VPXORD(quad[j], quad[j], quad[j])
+		if va.zmm {
+			VPXORD(quad[j], quad[j], quad[j])
+		} else {
+			VXORPS(quad[j], quad[j], quad[j])
+		}
 		row(j, quad[j])
 	}
 	x := hsum4(va, quad)
