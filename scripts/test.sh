@@ -31,6 +31,15 @@ fi
 echo "== go test"
 go test -count=1 -timeout 30m ./...
 
+# The AVX2 kernels are what most laptops run (no AVX-512): on a CPU with
+# AVX-512 the kernel tests check them against the generic versions, and the
+# engine's and models' tests run again on them here (GODEBUG masks AVX-512
+# from the feature detection; elsewhere this repeats the run above).
+if [ "$(go env GOARCH)" = amd64 ]; then
+  echo "== go test on the AVX2 kernels (GODEBUG=cpu.avx512f=off)"
+  GODEBUG=cpu.avx512f=off go test -count=1 -timeout 30m ./internal/kernel/ ./internal/engine/ ./internal/model/ ./internal/decoding/ ./internal/qmodel/ .
+fi
+
 echo "== go test -tags purego"
 go test -count=1 -timeout 30m -tags purego ./internal/...
 
