@@ -22,6 +22,46 @@ DATA q4perm<>+56(SB)/4, $0x00000003
 DATA q4perm<>+60(SB)/4, $0x00000003
 GLOBL q4perm<>(SB), RODATA|NOPTR, $64
 
+DATA q4nibmask<>+0(SB)/4, $0x0f0f0f0f
+DATA q4nibmask<>+4(SB)/4, $0x0f0f0f0f
+DATA q4nibmask<>+8(SB)/4, $0x0f0f0f0f
+DATA q4nibmask<>+12(SB)/4, $0x0f0f0f0f
+DATA q4nibmask<>+16(SB)/4, $0x0f0f0f0f
+DATA q4nibmask<>+20(SB)/4, $0x0f0f0f0f
+DATA q4nibmask<>+24(SB)/4, $0x0f0f0f0f
+DATA q4nibmask<>+28(SB)/4, $0x0f0f0f0f
+GLOBL q4nibmask<>(SB), RODATA|NOPTR, $32
+
+DATA q4onesw<>+0(SB)/4, $0x00010001
+DATA q4onesw<>+4(SB)/4, $0x00010001
+DATA q4onesw<>+8(SB)/4, $0x00010001
+DATA q4onesw<>+12(SB)/4, $0x00010001
+DATA q4onesw<>+16(SB)/4, $0x00010001
+DATA q4onesw<>+20(SB)/4, $0x00010001
+DATA q4onesw<>+24(SB)/4, $0x00010001
+DATA q4onesw<>+28(SB)/4, $0x00010001
+GLOBL q4onesw<>(SB), RODATA|NOPTR, $32
+
+DATA q4halfperm0<>+0(SB)/4, $0x00000000
+DATA q4halfperm0<>+4(SB)/4, $0x00000004
+DATA q4halfperm0<>+8(SB)/4, $0x00000000
+DATA q4halfperm0<>+12(SB)/4, $0x00000004
+DATA q4halfperm0<>+16(SB)/4, $0x00000001
+DATA q4halfperm0<>+20(SB)/4, $0x00000005
+DATA q4halfperm0<>+24(SB)/4, $0x00000001
+DATA q4halfperm0<>+28(SB)/4, $0x00000005
+GLOBL q4halfperm0<>(SB), RODATA|NOPTR, $32
+
+DATA q4halfperm1<>+0(SB)/4, $0x00000002
+DATA q4halfperm1<>+4(SB)/4, $0x00000006
+DATA q4halfperm1<>+8(SB)/4, $0x00000002
+DATA q4halfperm1<>+12(SB)/4, $0x00000006
+DATA q4halfperm1<>+16(SB)/4, $0x00000003
+DATA q4halfperm1<>+20(SB)/4, $0x00000007
+DATA q4halfperm1<>+24(SB)/4, $0x00000003
+DATA q4halfperm1<>+28(SB)/4, $0x00000007
+GLOBL q4halfperm1<>(SB), RODATA|NOPTR, $32
+
 DATA packperm<>+0(SB)/4, $0x00000000
 DATA packperm<>+4(SB)/4, $0x00000004
 DATA packperm<>+8(SB)/4, $0x00000001
@@ -24660,136 +24700,257 @@ done3:
 // func q4Avx2Codes1x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
 TEXT ·q4Avx2Codes1x1(SB), NOSPLIT, $0-88
-	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	MOVQ         sc+16(FP), CX
-	MOVQ         scstr+24(FP), DX
-	MOVQ         ng+32(FP), DX
-	MOVQ         x+48(FP), BX
-	MOVL         $0x0f0f0f0f, SI
-	VPBROADCASTD SI, Y0
-	VMOVDQU      q4perm<>+0(SB), Y1
-	MOVL         $0x00010001, SI
-	VPBROADCASTD SI, Y2
-	VXORPS       Y3, Y3, Y3
+	MOVQ   nib+0(FP), AX
+	MOVQ   rstr+8(FP), CX
+	MOVQ   sc+16(FP), CX
+	MOVQ   scstr+24(FP), DX
+	MOVQ   x+48(FP), DX
+	VXORPS Y0, Y0, Y0
+	MOVQ   ng+32(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   tail+40(FP), BX
+	ADDQ   BX, SI
+	MOVQ   SI, BX
+	ADDQ   $0x0f, BX
+	SHRQ   $0x04, BX
+	SHLQ   $0x0a, BX
+	ADDQ   DX, BX
+	MOVQ   SI, DI
+	ANDQ   $0x0f, DI
+	SHRQ   $0x02, DI
+	SHRQ   $0x04, SI
+
+chunk:
+	TESTQ       SI, SI
+	JZ          groups
+	VMOVDQU     (AX), Y1
+	VPSRLW      $0x04, Y1, Y2
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW  (DX), Y1, Y3
+	VPMADDUBSW  64(DX), Y2, Y4
+	VPADDW      Y4, Y3, Y3
+	VPMADDWD    q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU     64(AX), Y5
+	VPSRLW      $0x04, Y5, Y6
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  256(DX), Y5, Y7
+	VPMADDUBSW  320(DX), Y6, Y8
+	VPADDW      Y8, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VPUNPCKLDQ  Y7, Y3, Y9
+	VPUNPCKHDQ  Y7, Y3, Y3
+	VPADDD      Y3, Y9, Y9
+	VMOVDQU     128(AX), Y10
+	VPSRLW      $0x04, Y10, Y11
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  512(DX), Y10, Y12
+	VPMADDUBSW  576(DX), Y11, Y13
+	VPADDW      Y13, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     192(AX), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(DX), Y14, Y4
+	VPMADDUBSW  832(DX), Y15, Y1
+	VPADDW      Y1, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ  Y4, Y12, Y2
+	VPUNPCKHDQ  Y4, Y12, Y12
+	VPADDD      Y12, Y2, Y2
+	VPUNPCKLQDQ Y2, Y9, Y8
+	VPUNPCKHQDQ Y2, Y9, Y9
+	VPADDD      Y9, Y8, Y8
+	VPADDD      64(BX), Y8, Y8
+	VMOVDQU     (CX), X3
+	VPSHUFB     q4codeperm<>+0(SB), X3, X3
+	VPMOVZXBD   X3, Y3
+	VPMULLD     Y3, Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VFMADD231PS (BX), Y8, Y0
+	VMOVDQU     32(AX), Y7
+	VPSRLW      $0x04, Y7, Y5
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  32(DX), Y7, Y6
+	VPMADDUBSW  96(DX), Y5, Y13
+	VPADDW      Y13, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     96(AX), Y10
+	VPSRLW      $0x04, Y10, Y11
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  288(DX), Y10, Y1
+	VPMADDUBSW  352(DX), Y11, Y12
+	VPADDW      Y12, Y1, Y1
+	VPMADDWD    q4onesw<>+0(SB), Y1, Y1
+	VPUNPCKLDQ  Y1, Y6, Y4
+	VPUNPCKHDQ  Y1, Y6, Y6
+	VPADDD      Y6, Y4, Y4
+	VMOVDQU     160(AX), Y9
+	VPSRLW      $0x04, Y9, Y2
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW  544(DX), Y9, Y3
+	VPMADDUBSW  608(DX), Y2, Y8
+	VPADDW      Y8, Y3, Y3
+	VPMADDWD    q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU     224(AX), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(DX), Y14, Y13
+	VPMADDUBSW  864(DX), Y15, Y7
+	VPADDW      Y7, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPUNPCKLDQ  Y13, Y3, Y5
+	VPUNPCKHDQ  Y13, Y3, Y3
+	VPADDD      Y3, Y5, Y5
+	VPUNPCKLQDQ Y5, Y4, Y12
+	VPUNPCKHQDQ Y5, Y4, Y4
+	VPADDD      Y4, Y12, Y12
+	VPADDD      96(BX), Y12, Y12
+	VMOVDQU     (CX), X6
+	VPSHUFB     q4codeperm<>+0(SB), X6, X6
+	VPSRLDQ     $0x08, X6, X6
+	VPMOVZXBD   X6, Y6
+	VPMULLD     Y6, Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VFMADD231PS 32(BX), Y12, Y0
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000010, CX
+	ADDQ        $0x00000400, DX
+	ADDQ        $0x00000080, BX
+	DECQ        SI
+	JMP         chunk
+
+groups:
+	MOVL         $0x0f0f0f0f, BX
+	VPBROADCASTD BX, Y1
+	VMOVDQU      q4perm<>+0(SB), Y10
+	MOVL         $0x00010001, BX
+	VPBROADCASTD BX, Y11
 
 loop:
-	TESTQ       DX, DX
+	TESTQ       DI, DI
 	JZ          tail
-	VMOVDQU     (AX), Y4
-	VPSRLW      $0x04, Y4, Y6
-	VPAND       Y4, Y0, Y5
-	VPAND       Y6, Y0, Y6
-	MOVWLZX     (CX), SI
-	VMOVD       SI, X7
+	VMOVDQU     (AX), Y8
+	VPSRLW      $0x04, Y8, Y2
+	VPAND       Y8, Y1, Y9
+	VPAND       Y2, Y1, Y2
+	MOVWLZX     (CX), BX
+	VMOVD       BX, X7
 	VPMOVZXBD   X7, X7
-	VPERMD      Y7, Y1, Y7
+	VPERMD      Y7, Y10, Y7
 	VCVTDQ2PS   Y7, Y7
-	VPMADDUBSW  (BX), Y5, Y8
-	VPMADDUBSW  64(BX), Y6, Y9
-	VPADDW      Y9, Y8, Y8
-	VPMADDWD    Y2, Y8, Y8
-	VPADDD      192(BX), Y8, Y8
-	VCVTDQ2PS   Y8, Y8
-	VMULPS      128(BX), Y7, Y10
-	VFMADD231PS Y8, Y10, Y3
-	VMOVDQU     32(AX), Y11
-	VPSRLW      $0x04, Y11, Y13
-	VPAND       Y11, Y0, Y12
-	VPAND       Y13, Y0, Y13
-	MOVWLZX     2(CX), SI
-	VMOVD       SI, X14
+	VPMADDUBSW  (DX), Y9, Y3
+	VPMADDUBSW  64(DX), Y2, Y13
+	VPADDW      Y13, Y3, Y3
+	VPMADDWD    Y11, Y3, Y3
+	VPADDD      192(DX), Y3, Y3
+	VCVTDQ2PS   Y3, Y3
+	VMULPS      128(DX), Y7, Y4
+	VFMADD231PS Y3, Y4, Y0
+	VMOVDQU     32(AX), Y5
+	VPSRLW      $0x04, Y5, Y12
+	VPAND       Y5, Y1, Y6
+	VPAND       Y12, Y1, Y12
+	MOVWLZX     2(CX), BX
+	VMOVD       BX, X14
 	VPMOVZXBD   X14, X14
-	VPERMD      Y14, Y1, Y14
+	VPERMD      Y14, Y10, Y14
 	VCVTDQ2PS   Y14, Y14
-	VPMADDUBSW  32(BX), Y12, Y15
-	VPMADDUBSW  96(BX), Y13, Y4
-	VPADDW      Y4, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      224(BX), Y15, Y15
+	VPMADDUBSW  32(DX), Y6, Y15
+	VPMADDUBSW  96(DX), Y12, Y8
+	VPADDW      Y8, Y15, Y15
+	VPMADDWD    Y11, Y15, Y15
+	VPADDD      224(DX), Y15, Y15
 	VCVTDQ2PS   Y15, Y15
-	VMULPS      160(BX), Y14, Y9
-	VFMADD231PS Y15, Y9, Y3
+	VMULPS      160(DX), Y14, Y13
+	VFMADD231PS Y15, Y13, Y0
 	ADDQ        $0x00000040, AX
 	ADDQ        $0x00000004, CX
-	ADDQ        $0x00000100, BX
-	DECQ        DX
+	ADDQ        $0x00000100, DX
+	DECQ        DI
 	JMP         loop
 
 tail:
-	MOVQ        tail+40(FP), DX
-	CMPQ        DX, $0x02
+	MOVQ        tail+40(FP), SI
+	CMPQ        SI, $0x02
 	JB          tail1
-	VMOVDQU     (AX), Y8
-	VPSRLW      $0x04, Y8, Y5
-	VPAND       Y8, Y0, Y10
-	VPAND       Y5, Y0, Y5
-	MOVWLZX     (CX), SI
-	VMOVD       SI, X6
-	VPMOVZXBD   X6, X6
-	VPERMD      Y6, Y1, Y6
-	VCVTDQ2PS   Y6, Y6
-	VPMADDUBSW  (BX), Y10, Y7
-	VPMADDUBSW  64(BX), Y5, Y11
-	VPADDW      Y11, Y7, Y7
-	VPMADDWD    Y2, Y7, Y7
-	VPADDD      192(BX), Y7, Y7
+	VMOVDQU     (AX), Y3
+	VPSRLW      $0x04, Y3, Y9
+	VPAND       Y3, Y1, Y4
+	VPAND       Y9, Y1, Y9
+	MOVWLZX     (CX), BX
+	VMOVD       BX, X2
+	VPMOVZXBD   X2, X2
+	VPERMD      Y2, Y10, Y2
+	VCVTDQ2PS   Y2, Y2
+	VPMADDUBSW  (DX), Y4, Y7
+	VPMADDUBSW  64(DX), Y9, Y5
+	VPADDW      Y5, Y7, Y7
+	VPMADDWD    Y11, Y7, Y7
+	VPADDD      192(DX), Y7, Y7
 	VCVTDQ2PS   Y7, Y7
-	VMULPS      128(BX), Y6, Y4
-	VFMADD231PS Y7, Y4, Y3
+	VMULPS      128(DX), Y2, Y8
+	VFMADD231PS Y7, Y8, Y0
 
 tail1:
-	TESTQ       $0x00000001, DX
+	TESTQ       $0x00000001, SI
 	JZ          reduce
-	CMPQ        DX, $0x01
+	CMPQ        SI, $0x01
 	JE          tail1at0
 	VMOVDQU     32(AX), X15
-	VPSRLW      $0x04, Y15, Y12
-	VPAND       Y15, Y0, Y9
-	VPAND       Y12, Y0, Y12
-	MOVBLZX     2(CX), SI
-	VMOVD       SI, X13
-	VPERMD      Y13, Y1, Y13
-	VCVTDQ2PS   Y13, Y13
-	VPMADDUBSW  32(BX), Y9, Y14
-	VPMADDUBSW  96(BX), Y12, Y8
-	VPADDW      Y8, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      224(BX), Y14, Y14
+	VPSRLW      $0x04, Y15, Y6
+	VPAND       Y15, Y1, Y13
+	VPAND       Y6, Y1, Y6
+	MOVBLZX     2(CX), BX
+	VMOVD       BX, X12
+	VPERMD      Y12, Y10, Y12
+	VCVTDQ2PS   Y12, Y12
+	VPMADDUBSW  32(DX), Y13, Y14
+	VPMADDUBSW  96(DX), Y6, Y3
+	VPADDW      Y3, Y14, Y14
+	VPMADDWD    Y11, Y14, Y14
+	VPADDD      224(DX), Y14, Y14
 	VCVTDQ2PS   Y14, Y14
-	VMULPS      160(BX), Y13, Y11
-	VFMADD231PS Y14, Y11, Y3
+	VMULPS      160(DX), Y12, Y5
+	VFMADD231PS Y14, Y5, Y0
 	JMP         reduce
 
 tail1at0:
 	VMOVDQU     (AX), X7
-	VPSRLW      $0x04, Y7, Y10
-	VPAND       Y7, Y0, Y4
-	VPAND       Y10, Y0, Y10
-	MOVBLZX     (CX), SI
-	VMOVD       SI, X5
-	VPERMD      Y5, Y1, Y5
-	VCVTDQ2PS   Y5, Y5
-	VPMADDUBSW  (BX), Y4, Y6
-	VPMADDUBSW  64(BX), Y10, Y15
-	VPADDW      Y15, Y6, Y6
-	VPMADDWD    Y2, Y6, Y6
-	VPADDD      192(BX), Y6, Y6
-	VCVTDQ2PS   Y6, Y6
-	VMULPS      128(BX), Y5, Y8
-	VFMADD231PS Y6, Y8, Y3
+	VPSRLW      $0x04, Y7, Y4
+	VPAND       Y7, Y1, Y8
+	VPAND       Y4, Y1, Y4
+	MOVBLZX     (CX), BX
+	VMOVD       BX, X9
+	VPERMD      Y9, Y10, Y9
+	VCVTDQ2PS   Y9, Y9
+	VPMADDUBSW  (DX), Y8, Y2
+	VPMADDUBSW  64(DX), Y4, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDWD    Y11, Y2, Y2
+	VPADDD      192(DX), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMULPS      128(DX), Y9, Y3
+	VFMADD231PS Y2, Y3, Y0
 
 reduce:
 	MOVQ         dst+64(FP), AX
 	MOVQ         ldd+72(FP), CX
 	SHLQ         $0x02, CX
 	MOVQ         rs+80(FP), CX
-	VEXTRACTF128 $0x01, Y3, X14
-	VADDPS       X14, X3, X14
-	VPERMILPS    $0x4e, X14, X11
-	VADDPS       X11, X14, X14
-	VPERMILPS    $0xb1, X14, X11
-	VADDSS       X11, X14, X14
+	VEXTRACTF128 $0x01, Y0, X14
+	VADDPS       X14, X0, X14
+	VPERMILPS    $0x4e, X14, X5
+	VADDPS       X5, X14, X14
+	VPERMILPS    $0xb1, X14, X5
+	VADDSS       X5, X14, X14
 	VMULSS       (CX), X14, X14
 	VMOVSS       X14, (AX)
 	VZEROUPPER
@@ -24798,228 +24959,446 @@ reduce:
 // func q4Avx2Codes2x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
 TEXT ·q4Avx2Codes2x1(SB), NOSPLIT, $0-88
-	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	MOVQ         sc+16(FP), DX
-	MOVQ         scstr+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	MOVQ         x+48(FP), DI
-	MOVL         $0x0f0f0f0f, R8
-	VPBROADCASTD R8, Y0
-	VMOVDQU      q4perm<>+0(SB), Y1
-	MOVL         $0x00010001, R8
-	VPBROADCASTD R8, Y2
-	VXORPS       Y3, Y3, Y3
-	VXORPS       Y4, Y4, Y4
+	MOVQ   nib+0(FP), AX
+	MOVQ   rstr+8(FP), CX
+	MOVQ   sc+16(FP), DX
+	MOVQ   scstr+24(FP), BX
+	MOVQ   x+48(FP), SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	MOVQ   ng+32(FP), R8
+	SHLQ   $0x02, R8
+	MOVQ   tail+40(FP), DI
+	ADDQ   DI, R8
+	MOVQ   R8, DI
+	ADDQ   $0x0f, DI
+	SHRQ   $0x04, DI
+	SHLQ   $0x0a, DI
+	ADDQ   SI, DI
+	MOVQ   R8, R9
+	ANDQ   $0x0f, R9
+	SHRQ   $0x02, R9
+	SHRQ   $0x04, R8
+
+chunk:
+	TESTQ       R8, R8
+	JZ          groups
+	VMOVDQU     (AX), Y2
+	VPSRLW      $0x04, Y2, Y3
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW  (SI), Y2, Y4
+	VPMADDUBSW  64(SI), Y3, Y5
+	VPADDW      Y5, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU     64(AX), Y6
+	VPSRLW      $0x04, Y6, Y7
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  256(SI), Y6, Y8
+	VPMADDUBSW  320(SI), Y7, Y9
+	VPADDW      Y9, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ  Y8, Y4, Y10
+	VPUNPCKHDQ  Y8, Y4, Y4
+	VPADDD      Y4, Y10, Y10
+	VMOVDQU     128(AX), Y11
+	VPSRLW      $0x04, Y11, Y12
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  512(SI), Y11, Y13
+	VPMADDUBSW  576(SI), Y12, Y14
+	VPADDW      Y14, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU     192(AX), Y15
+	VPSRLW      $0x04, Y15, Y5
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  768(SI), Y15, Y2
+	VPMADDUBSW  832(SI), Y5, Y3
+	VPADDW      Y3, Y2, Y2
+	VPMADDWD    q4onesw<>+0(SB), Y2, Y2
+	VPUNPCKLDQ  Y2, Y13, Y9
+	VPUNPCKHDQ  Y2, Y13, Y13
+	VPADDD      Y13, Y9, Y9
+	VPUNPCKLQDQ Y9, Y10, Y4
+	VPUNPCKHQDQ Y9, Y10, Y10
+	VPADDD      Y10, Y4, Y4
+	VPADDD      64(DI), Y4, Y4
+	VMOVDQU     (DX), X8
+	VPSHUFB     q4codeperm<>+0(SB), X8, X8
+	VPMOVZXBD   X8, Y8
+	VPMULLD     Y8, Y4, Y4
+	VCVTDQ2PS   Y4, Y4
+	VFMADD231PS (DI), Y4, Y0
+	VMOVDQU     32(AX), Y6
+	VPSRLW      $0x04, Y6, Y7
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  32(SI), Y6, Y14
+	VPMADDUBSW  96(SI), Y7, Y11
+	VPADDW      Y11, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VMOVDQU     96(AX), Y12
+	VPSRLW      $0x04, Y12, Y3
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW  288(SI), Y12, Y13
+	VPMADDUBSW  352(SI), Y3, Y2
+	VPADDW      Y2, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPUNPCKLDQ  Y13, Y14, Y10
+	VPUNPCKHDQ  Y13, Y14, Y14
+	VPADDD      Y14, Y10, Y10
+	VMOVDQU     160(AX), Y9
+	VPSRLW      $0x04, Y9, Y8
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW  544(SI), Y9, Y4
+	VPMADDUBSW  608(SI), Y8, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU     224(AX), Y5
+	VPSRLW      $0x04, Y5, Y11
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  800(SI), Y5, Y6
+	VPMADDUBSW  864(SI), Y11, Y7
+	VPADDW      Y7, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VPUNPCKLDQ  Y6, Y4, Y2
+	VPUNPCKHDQ  Y6, Y4, Y4
+	VPADDD      Y4, Y2, Y2
+	VPUNPCKLQDQ Y2, Y10, Y14
+	VPUNPCKHQDQ Y2, Y10, Y10
+	VPADDD      Y10, Y14, Y14
+	VPADDD      96(DI), Y14, Y14
+	VMOVDQU     (DX), X13
+	VPSHUFB     q4codeperm<>+0(SB), X13, X13
+	VPSRLDQ     $0x08, X13, X13
+	VPMOVZXBD   X13, Y13
+	VPMULLD     Y13, Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VFMADD231PS 32(DI), Y14, Y0
+	VMOVDQU     (AX)(CX*1), Y12
+	VPSRLW      $0x04, Y12, Y3
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW  (SI), Y12, Y15
+	VPMADDUBSW  64(SI), Y3, Y9
+	VPADDW      Y9, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VMOVDQU     64(AX)(CX*1), Y8
+	VPSRLW      $0x04, Y8, Y7
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  256(SI), Y8, Y4
+	VPMADDUBSW  320(SI), Y7, Y6
+	VPADDW      Y6, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ  Y4, Y15, Y10
+	VPUNPCKHDQ  Y4, Y15, Y15
+	VPADDD      Y15, Y10, Y10
+	VMOVDQU     128(AX)(CX*1), Y2
+	VPSRLW      $0x04, Y2, Y13
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  512(SI), Y2, Y14
+	VPMADDUBSW  576(SI), Y13, Y5
+	VPADDW      Y5, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VMOVDQU     192(AX)(CX*1), Y11
+	VPSRLW      $0x04, Y11, Y9
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  768(SI), Y11, Y12
+	VPMADDUBSW  832(SI), Y9, Y3
+	VPADDW      Y3, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPUNPCKLDQ  Y12, Y14, Y6
+	VPUNPCKHDQ  Y12, Y14, Y14
+	VPADDD      Y14, Y6, Y6
+	VPUNPCKLQDQ Y6, Y10, Y15
+	VPUNPCKHQDQ Y6, Y10, Y10
+	VPADDD      Y10, Y15, Y15
+	VPADDD      64(DI), Y15, Y15
+	VMOVDQU     (DX)(BX*1), X4
+	VPSHUFB     q4codeperm<>+0(SB), X4, X4
+	VPMOVZXBD   X4, Y4
+	VPMULLD     Y4, Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VFMADD231PS (DI), Y15, Y1
+	VMOVDQU     32(AX)(CX*1), Y8
+	VPSRLW      $0x04, Y8, Y7
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  32(SI), Y8, Y5
+	VPMADDUBSW  96(SI), Y7, Y2
+	VPADDW      Y2, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VMOVDQU     96(AX)(CX*1), Y13
+	VPSRLW      $0x04, Y13, Y3
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW  288(SI), Y13, Y14
+	VPMADDUBSW  352(SI), Y3, Y12
+	VPADDW      Y12, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ  Y14, Y5, Y10
+	VPUNPCKHDQ  Y14, Y5, Y5
+	VPADDD      Y5, Y10, Y10
+	VMOVDQU     160(AX)(CX*1), Y6
+	VPSRLW      $0x04, Y6, Y4
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW  544(SI), Y6, Y15
+	VPMADDUBSW  608(SI), Y4, Y11
+	VPADDW      Y11, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VMOVDQU     224(AX)(CX*1), Y9
+	VPSRLW      $0x04, Y9, Y2
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW  800(SI), Y9, Y8
+	VPMADDUBSW  864(SI), Y2, Y7
+	VPADDW      Y7, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ  Y8, Y15, Y12
+	VPUNPCKHDQ  Y8, Y15, Y15
+	VPADDD      Y15, Y12, Y12
+	VPUNPCKLQDQ Y12, Y10, Y5
+	VPUNPCKHQDQ Y12, Y10, Y10
+	VPADDD      Y10, Y5, Y5
+	VPADDD      96(DI), Y5, Y5
+	VMOVDQU     (DX)(BX*1), X14
+	VPSHUFB     q4codeperm<>+0(SB), X14, X14
+	VPSRLDQ     $0x08, X14, X14
+	VPMOVZXBD   X14, Y14
+	VPMULLD     Y14, Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VFMADD231PS 32(DI), Y5, Y1
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000010, DX
+	ADDQ        $0x00000400, SI
+	ADDQ        $0x00000080, DI
+	DECQ        R8
+	JMP         chunk
+
+groups:
+	MOVL         $0x0f0f0f0f, DI
+	VPBROADCASTD DI, Y13
+	VMOVDQU      q4perm<>+0(SB), Y3
+	MOVL         $0x00010001, DI
+	VPBROADCASTD DI, Y11
 
 loop:
-	TESTQ       SI, SI
+	TESTQ       R9, R9
 	JZ          tail
-	VMOVDQU     (AX), Y5
-	VPSRLW      $0x04, Y5, Y7
-	VPAND       Y5, Y0, Y6
-	VPAND       Y7, Y0, Y7
-	MOVWLZX     (DX), R8
-	VMOVD       R8, X8
-	VPMOVZXBD   X8, X8
-	VPERMD      Y8, Y1, Y8
-	VCVTDQ2PS   Y8, Y8
-	VPMADDUBSW  (DI), Y6, Y9
-	VPMADDUBSW  64(DI), Y7, Y10
-	VPADDW      Y10, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      192(DI), Y9, Y9
-	VCVTDQ2PS   Y9, Y9
-	VMULPS      128(DI), Y8, Y11
-	VFMADD231PS Y9, Y11, Y3
-	VMOVDQU     (AX)(CX*1), Y12
-	VPSRLW      $0x04, Y12, Y14
-	VPAND       Y12, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	MOVWLZX     (DX)(BX*1), R8
-	VMOVD       R8, X15
+	VMOVDQU     (AX), Y6
+	VPSRLW      $0x04, Y6, Y7
+	VPAND       Y6, Y13, Y4
+	VPAND       Y7, Y13, Y7
+	MOVWLZX     (DX), DI
+	VMOVD       DI, X15
 	VPMOVZXBD   X15, X15
-	VPERMD      Y15, Y1, Y15
+	VPERMD      Y15, Y3, Y15
 	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  (DI), Y13, Y5
-	VPMADDUBSW  64(DI), Y14, Y10
-	VPADDW      Y10, Y5, Y5
-	VPMADDWD    Y2, Y5, Y5
-	VPADDD      192(DI), Y5, Y5
-	VCVTDQ2PS   Y5, Y5
-	VMULPS      128(DI), Y15, Y9
-	VFMADD231PS Y5, Y9, Y4
-	VMOVDQU     32(AX), Y11
-	VPSRLW      $0x04, Y11, Y7
-	VPAND       Y11, Y0, Y6
-	VPAND       Y7, Y0, Y7
-	MOVWLZX     2(DX), R8
-	VMOVD       R8, X8
-	VPMOVZXBD   X8, X8
-	VPERMD      Y8, Y1, Y8
+	VPMADDUBSW  (SI), Y4, Y8
+	VPMADDUBSW  64(SI), Y7, Y10
+	VPADDW      Y10, Y8, Y8
+	VPMADDWD    Y11, Y8, Y8
+	VPADDD      192(SI), Y8, Y8
 	VCVTDQ2PS   Y8, Y8
-	VPMADDUBSW  32(DI), Y6, Y12
-	VPMADDUBSW  96(DI), Y7, Y10
+	VMULPS      128(SI), Y15, Y12
+	VFMADD231PS Y8, Y12, Y0
+	VMOVDQU     (AX)(CX*1), Y14
+	VPSRLW      $0x04, Y14, Y9
+	VPAND       Y14, Y13, Y5
+	VPAND       Y9, Y13, Y9
+	MOVWLZX     (DX)(BX*1), DI
+	VMOVD       DI, X2
+	VPMOVZXBD   X2, X2
+	VPERMD      Y2, Y3, Y2
+	VCVTDQ2PS   Y2, Y2
+	VPMADDUBSW  (SI), Y5, Y6
+	VPMADDUBSW  64(SI), Y9, Y10
+	VPADDW      Y10, Y6, Y6
+	VPMADDWD    Y11, Y6, Y6
+	VPADDD      192(SI), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      128(SI), Y2, Y8
+	VFMADD231PS Y6, Y8, Y1
+	VMOVDQU     32(AX), Y12
+	VPSRLW      $0x04, Y12, Y7
+	VPAND       Y12, Y13, Y4
+	VPAND       Y7, Y13, Y7
+	MOVWLZX     2(DX), DI
+	VMOVD       DI, X15
+	VPMOVZXBD   X15, X15
+	VPERMD      Y15, Y3, Y15
+	VCVTDQ2PS   Y15, Y15
+	VPMADDUBSW  32(SI), Y4, Y14
+	VPMADDUBSW  96(SI), Y7, Y10
+	VPADDW      Y10, Y14, Y14
+	VPMADDWD    Y11, Y14, Y14
+	VPADDD      224(SI), Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      160(SI), Y15, Y6
+	VFMADD231PS Y14, Y6, Y0
+	VMOVDQU     32(AX)(CX*1), Y8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       Y8, Y13, Y5
+	VPAND       Y9, Y13, Y9
+	MOVWLZX     2(DX)(BX*1), DI
+	VMOVD       DI, X2
+	VPMOVZXBD   X2, X2
+	VPERMD      Y2, Y3, Y2
+	VCVTDQ2PS   Y2, Y2
+	VPMADDUBSW  32(SI), Y5, Y12
+	VPMADDUBSW  96(SI), Y9, Y10
 	VPADDW      Y10, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      224(DI), Y12, Y12
+	VPMADDWD    Y11, Y12, Y12
+	VPADDD      224(SI), Y12, Y12
 	VCVTDQ2PS   Y12, Y12
-	VMULPS      160(DI), Y8, Y5
-	VFMADD231PS Y12, Y5, Y3
-	VMOVDQU     32(AX)(CX*1), Y9
-	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	MOVWLZX     2(DX)(BX*1), R8
-	VMOVD       R8, X15
-	VPMOVZXBD   X15, X15
-	VPERMD      Y15, Y1, Y15
-	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  32(DI), Y13, Y11
-	VPMADDUBSW  96(DI), Y14, Y10
-	VPADDW      Y10, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(DI), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(DI), Y15, Y12
-	VFMADD231PS Y11, Y12, Y4
+	VMULPS      160(SI), Y2, Y14
+	VFMADD231PS Y12, Y14, Y1
 	ADDQ        $0x00000040, AX
 	ADDQ        $0x00000004, DX
-	ADDQ        $0x00000100, DI
-	DECQ        SI
+	ADDQ        $0x00000100, SI
+	DECQ        R9
 	JMP         loop
 
 tail:
-	MOVQ        tail+40(FP), SI
-	CMPQ        SI, $0x02
+	MOVQ        tail+40(FP), R8
+	CMPQ        R8, $0x02
 	JB          tail1
-	VMOVDQU     (AX), Y5
-	VPSRLW      $0x04, Y5, Y7
-	VPAND       Y5, Y0, Y6
-	VPAND       Y7, Y0, Y7
-	MOVWLZX     (DX), R8
-	VMOVD       R8, X8
-	VPMOVZXBD   X8, X8
-	VPERMD      Y8, Y1, Y8
-	VCVTDQ2PS   Y8, Y8
-	VPMADDUBSW  (DI), Y6, Y9
-	VPMADDUBSW  64(DI), Y7, Y10
-	VPADDW      Y10, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      192(DI), Y9, Y9
-	VCVTDQ2PS   Y9, Y9
-	VMULPS      128(DI), Y8, Y11
-	VFMADD231PS Y9, Y11, Y3
-	VMOVDQU     (AX)(CX*1), Y12
-	VPSRLW      $0x04, Y12, Y14
-	VPAND       Y12, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	MOVWLZX     (DX)(BX*1), R8
-	VMOVD       R8, X15
+	VMOVDQU     (AX), Y6
+	VPSRLW      $0x04, Y6, Y7
+	VPAND       Y6, Y13, Y4
+	VPAND       Y7, Y13, Y7
+	MOVWLZX     (DX), DI
+	VMOVD       DI, X15
 	VPMOVZXBD   X15, X15
-	VPERMD      Y15, Y1, Y15
+	VPERMD      Y15, Y3, Y15
 	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  (DI), Y13, Y5
-	VPMADDUBSW  64(DI), Y14, Y10
-	VPADDW      Y10, Y5, Y5
-	VPMADDWD    Y2, Y5, Y5
-	VPADDD      192(DI), Y5, Y5
-	VCVTDQ2PS   Y5, Y5
-	VMULPS      128(DI), Y15, Y9
-	VFMADD231PS Y5, Y9, Y4
+	VPMADDUBSW  (SI), Y4, Y8
+	VPMADDUBSW  64(SI), Y7, Y10
+	VPADDW      Y10, Y8, Y8
+	VPMADDWD    Y11, Y8, Y8
+	VPADDD      192(SI), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(SI), Y15, Y12
+	VFMADD231PS Y8, Y12, Y0
+	VMOVDQU     (AX)(CX*1), Y14
+	VPSRLW      $0x04, Y14, Y9
+	VPAND       Y14, Y13, Y5
+	VPAND       Y9, Y13, Y9
+	MOVWLZX     (DX)(BX*1), DI
+	VMOVD       DI, X2
+	VPMOVZXBD   X2, X2
+	VPERMD      Y2, Y3, Y2
+	VCVTDQ2PS   Y2, Y2
+	VPMADDUBSW  (SI), Y5, Y6
+	VPMADDUBSW  64(SI), Y9, Y10
+	VPADDW      Y10, Y6, Y6
+	VPMADDWD    Y11, Y6, Y6
+	VPADDD      192(SI), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      128(SI), Y2, Y8
+	VFMADD231PS Y6, Y8, Y1
 
 tail1:
-	TESTQ       $0x00000001, SI
+	TESTQ       $0x00000001, R8
 	JZ          reduce
-	CMPQ        SI, $0x01
+	CMPQ        R8, $0x01
 	JE          tail1at0
-	VMOVDQU     32(AX), X11
-	VPSRLW      $0x04, Y11, Y7
-	VPAND       Y11, Y0, Y6
-	VPAND       Y7, Y0, Y7
-	MOVBLZX     2(DX), R8
-	VMOVD       R8, X8
-	VPERMD      Y8, Y1, Y8
-	VCVTDQ2PS   Y8, Y8
-	VPMADDUBSW  32(DI), Y6, Y12
-	VPMADDUBSW  96(DI), Y7, Y10
-	VPADDW      Y10, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      224(DI), Y12, Y12
-	VCVTDQ2PS   Y12, Y12
-	VMULPS      160(DI), Y8, Y5
-	VFMADD231PS Y12, Y5, Y3
-	VMOVDQU     32(AX)(CX*1), X9
-	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	MOVBLZX     2(DX)(BX*1), R8
-	VMOVD       R8, X15
-	VPERMD      Y15, Y1, Y15
+	VMOVDQU     32(AX), X12
+	VPSRLW      $0x04, Y12, Y7
+	VPAND       Y12, Y13, Y4
+	VPAND       Y7, Y13, Y7
+	MOVBLZX     2(DX), DI
+	VMOVD       DI, X15
+	VPERMD      Y15, Y3, Y15
 	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  32(DI), Y13, Y11
-	VPMADDUBSW  96(DI), Y14, Y10
-	VPADDW      Y10, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(DI), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(DI), Y15, Y12
-	VFMADD231PS Y11, Y12, Y4
+	VPMADDUBSW  32(SI), Y4, Y14
+	VPMADDUBSW  96(SI), Y7, Y10
+	VPADDW      Y10, Y14, Y14
+	VPMADDWD    Y11, Y14, Y14
+	VPADDD      224(SI), Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      160(SI), Y15, Y6
+	VFMADD231PS Y14, Y6, Y0
+	VMOVDQU     32(AX)(CX*1), X8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       Y8, Y13, Y5
+	VPAND       Y9, Y13, Y9
+	MOVBLZX     2(DX)(BX*1), DI
+	VMOVD       DI, X2
+	VPERMD      Y2, Y3, Y2
+	VCVTDQ2PS   Y2, Y2
+	VPMADDUBSW  32(SI), Y5, Y12
+	VPMADDUBSW  96(SI), Y9, Y10
+	VPADDW      Y10, Y12, Y12
+	VPMADDWD    Y11, Y12, Y12
+	VPADDD      224(SI), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      160(SI), Y2, Y14
+	VFMADD231PS Y12, Y14, Y1
 	JMP         reduce
 
 tail1at0:
-	VMOVDQU     (AX), X5
-	VPSRLW      $0x04, Y5, Y7
-	VPAND       Y5, Y0, Y6
-	VPAND       Y7, Y0, Y7
-	MOVBLZX     (DX), R8
-	VMOVD       R8, X8
-	VPERMD      Y8, Y1, Y8
-	VCVTDQ2PS   Y8, Y8
-	VPMADDUBSW  (DI), Y6, Y9
-	VPMADDUBSW  64(DI), Y7, Y10
-	VPADDW      Y10, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      192(DI), Y9, Y9
-	VCVTDQ2PS   Y9, Y9
-	VMULPS      128(DI), Y8, Y11
-	VFMADD231PS Y9, Y11, Y3
-	VMOVDQU     (AX)(CX*1), X12
-	VPSRLW      $0x04, Y12, Y14
-	VPAND       Y12, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	MOVBLZX     (DX)(BX*1), R8
-	VMOVD       R8, X15
-	VPERMD      Y15, Y1, Y15
+	VMOVDQU     (AX), X6
+	VPSRLW      $0x04, Y6, Y7
+	VPAND       Y6, Y13, Y4
+	VPAND       Y7, Y13, Y7
+	MOVBLZX     (DX), DI
+	VMOVD       DI, X15
+	VPERMD      Y15, Y3, Y15
 	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  (DI), Y13, Y5
-	VPMADDUBSW  64(DI), Y14, Y10
-	VPADDW      Y10, Y5, Y5
-	VPMADDWD    Y2, Y5, Y5
-	VPADDD      192(DI), Y5, Y5
-	VCVTDQ2PS   Y5, Y5
-	VMULPS      128(DI), Y15, Y9
-	VFMADD231PS Y5, Y9, Y4
+	VPMADDUBSW  (SI), Y4, Y8
+	VPMADDUBSW  64(SI), Y7, Y10
+	VPADDW      Y10, Y8, Y8
+	VPMADDWD    Y11, Y8, Y8
+	VPADDD      192(SI), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(SI), Y15, Y12
+	VFMADD231PS Y8, Y12, Y0
+	VMOVDQU     (AX)(CX*1), X14
+	VPSRLW      $0x04, Y14, Y9
+	VPAND       Y14, Y13, Y5
+	VPAND       Y9, Y13, Y9
+	MOVBLZX     (DX)(BX*1), DI
+	VMOVD       DI, X2
+	VPERMD      Y2, Y3, Y2
+	VCVTDQ2PS   Y2, Y2
+	VPMADDUBSW  (SI), Y5, Y6
+	VPMADDUBSW  64(SI), Y9, Y10
+	VPADDW      Y10, Y6, Y6
+	VPMADDWD    Y11, Y6, Y6
+	VPADDD      192(SI), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      128(SI), Y2, Y8
+	VFMADD231PS Y6, Y8, Y1
 
 reduce:
 	MOVQ         dst+64(FP), AX
 	MOVQ         ldd+72(FP), CX
 	SHLQ         $0x02, CX
 	MOVQ         rs+80(FP), CX
-	VEXTRACTF128 $0x01, Y3, X11
-	VADDPS       X11, X3, X11
-	VPERMILPS    $0x4e, X11, X6
-	VADDPS       X6, X11, X11
-	VPERMILPS    $0xb1, X11, X6
-	VADDSS       X6, X11, X11
-	VMULSS       (CX), X11, X11
-	VMOVSS       X11, (AX)
-	VEXTRACTF128 $0x01, Y4, X7
-	VADDPS       X7, X4, X7
-	VPERMILPS    $0x4e, X7, X8
-	VADDPS       X8, X7, X7
-	VPERMILPS    $0xb1, X7, X8
-	VADDSS       X8, X7, X7
+	VEXTRACTF128 $0x01, Y0, X12
+	VADDPS       X12, X0, X12
+	VPERMILPS    $0x4e, X12, X4
+	VADDPS       X4, X12, X12
+	VPERMILPS    $0xb1, X12, X4
+	VADDSS       X4, X12, X12
+	VMULSS       (CX), X12, X12
+	VMOVSS       X12, (AX)
+	VEXTRACTF128 $0x01, Y1, X7
+	VADDPS       X7, X1, X7
+	VPERMILPS    $0x4e, X7, X15
+	VADDPS       X15, X7, X7
+	VPERMILPS    $0xb1, X7, X15
+	VADDSS       X15, X7, X7
 	VMULSS       4(CX), X7, X7
 	VMOVSS       X7, 4(AX)
 	VZEROUPPER
@@ -25028,410 +25407,822 @@ reduce:
 // func q4Avx2Codes4x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
 TEXT ·q4Avx2Codes4x1(SB), NOSPLIT, $0-88
-	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	LEAQ         (CX)(CX*2), DX
-	MOVQ         sc+16(FP), BX
-	MOVQ         scstr+24(FP), SI
-	LEAQ         (SI)(SI*2), DI
-	MOVQ         ng+32(FP), R8
-	MOVQ         x+48(FP), R9
-	MOVL         $0x0f0f0f0f, R10
-	VPBROADCASTD R10, Y0
-	VMOVDQU      q4perm<>+0(SB), Y1
-	MOVL         $0x00010001, R10
-	VPBROADCASTD R10, Y2
-	VXORPS       Y3, Y3, Y3
-	VXORPS       Y4, Y4, Y4
-	VXORPS       Y5, Y5, Y5
-	VXORPS       Y6, Y6, Y6
+	MOVQ   nib+0(FP), AX
+	MOVQ   rstr+8(FP), CX
+	LEAQ   (CX)(CX*2), DX
+	MOVQ   sc+16(FP), BX
+	MOVQ   scstr+24(FP), SI
+	LEAQ   (SI)(SI*2), DI
+	MOVQ   x+48(FP), R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   ng+32(FP), R10
+	SHLQ   $0x02, R10
+	MOVQ   tail+40(FP), R9
+	ADDQ   R9, R10
+	MOVQ   R10, R9
+	ADDQ   $0x0f, R9
+	SHRQ   $0x04, R9
+	SHLQ   $0x0a, R9
+	ADDQ   R8, R9
+	MOVQ   R10, R11
+	ANDQ   $0x0f, R11
+	SHRQ   $0x02, R11
+	SHRQ   $0x04, R10
+
+chunk:
+	TESTQ       R10, R10
+	JZ          groups
+	VMOVDQU     (AX), Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  (R8), Y4, Y6
+	VPMADDUBSW  64(R8), Y5, Y7
+	VPADDW      Y7, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     64(AX), Y8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  256(R8), Y8, Y10
+	VPMADDUBSW  320(R8), Y9, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ  Y10, Y6, Y12
+	VPUNPCKHDQ  Y10, Y6, Y6
+	VPADDD      Y6, Y12, Y12
+	VMOVDQU     128(AX), Y13
+	VPSRLW      $0x04, Y13, Y14
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW  512(R8), Y13, Y15
+	VPMADDUBSW  576(R8), Y14, Y7
+	VPADDW      Y7, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VMOVDQU     192(AX), Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  768(R8), Y4, Y11
+	VPMADDUBSW  832(R8), Y5, Y6
+	VPADDW      Y6, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y15, Y10
+	VPUNPCKHDQ  Y11, Y15, Y15
+	VPADDD      Y15, Y10, Y10
+	VPUNPCKLQDQ Y10, Y12, Y8
+	VPUNPCKHQDQ Y10, Y12, Y12
+	VPADDD      Y12, Y8, Y8
+	VPADDD      64(R9), Y8, Y8
+	VMOVDQU     (BX), X9
+	VPSHUFB     q4codeperm<>+0(SB), X9, X9
+	VPMOVZXBD   X9, Y9
+	VPMULLD     Y9, Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VFMADD231PS (R9), Y8, Y0
+	VMOVDQU     32(AX), Y7
+	VPSRLW      $0x04, Y7, Y13
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  32(R8), Y7, Y14
+	VPMADDUBSW  96(R8), Y13, Y6
+	VPADDW      Y6, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VMOVDQU     96(AX), Y15
+	VPSRLW      $0x04, Y15, Y11
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  288(R8), Y15, Y12
+	VPMADDUBSW  352(R8), Y11, Y10
+	VPADDW      Y10, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPUNPCKLDQ  Y12, Y14, Y9
+	VPUNPCKHDQ  Y12, Y14, Y14
+	VPADDD      Y14, Y9, Y9
+	VMOVDQU     160(AX), Y8
+	VPSRLW      $0x04, Y8, Y4
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW  544(R8), Y8, Y5
+	VPMADDUBSW  608(R8), Y4, Y6
+	VPADDW      Y6, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VMOVDQU     224(AX), Y7
+	VPSRLW      $0x04, Y7, Y13
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  800(R8), Y7, Y10
+	VPMADDUBSW  864(R8), Y13, Y14
+	VPADDW      Y14, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ  Y10, Y5, Y12
+	VPUNPCKHDQ  Y10, Y5, Y5
+	VPADDD      Y5, Y12, Y12
+	VPUNPCKLQDQ Y12, Y9, Y15
+	VPUNPCKHQDQ Y12, Y9, Y9
+	VPADDD      Y9, Y15, Y15
+	VPADDD      96(R9), Y15, Y15
+	VMOVDQU     (BX), X11
+	VPSHUFB     q4codeperm<>+0(SB), X11, X11
+	VPSRLDQ     $0x08, X11, X11
+	VPMOVZXBD   X11, Y11
+	VPMULLD     Y11, Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VFMADD231PS 32(R9), Y15, Y0
+	VMOVDQU     (AX)(CX*1), Y6
+	VPSRLW      $0x04, Y6, Y8
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW  (R8), Y6, Y4
+	VPMADDUBSW  64(R8), Y8, Y14
+	VPADDW      Y14, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU     64(AX)(CX*1), Y5
+	VPSRLW      $0x04, Y5, Y10
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  256(R8), Y5, Y9
+	VPMADDUBSW  320(R8), Y10, Y12
+	VPADDW      Y12, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y4, Y11
+	VPUNPCKHDQ  Y9, Y4, Y4
+	VPADDD      Y4, Y11, Y11
+	VMOVDQU     128(AX)(CX*1), Y15
+	VPSRLW      $0x04, Y15, Y7
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  512(R8), Y15, Y13
+	VPMADDUBSW  576(R8), Y7, Y14
+	VPADDW      Y14, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU     192(AX)(CX*1), Y6
+	VPSRLW      $0x04, Y6, Y8
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW  768(R8), Y6, Y12
+	VPMADDUBSW  832(R8), Y8, Y4
+	VPADDW      Y4, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPUNPCKLDQ  Y12, Y13, Y9
+	VPUNPCKHDQ  Y12, Y13, Y13
+	VPADDD      Y13, Y9, Y9
+	VPUNPCKLQDQ Y9, Y11, Y5
+	VPUNPCKHQDQ Y9, Y11, Y11
+	VPADDD      Y11, Y5, Y5
+	VPADDD      64(R9), Y5, Y5
+	VMOVDQU     (BX)(SI*1), X10
+	VPSHUFB     q4codeperm<>+0(SB), X10, X10
+	VPMOVZXBD   X10, Y10
+	VPMULLD     Y10, Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VFMADD231PS (R9), Y5, Y1
+	VMOVDQU     32(AX)(CX*1), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  32(R8), Y14, Y7
+	VPMADDUBSW  96(R8), Y15, Y4
+	VPADDW      Y4, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VMOVDQU     96(AX)(CX*1), Y13
+	VPSRLW      $0x04, Y13, Y12
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  288(R8), Y13, Y11
+	VPMADDUBSW  352(R8), Y12, Y9
+	VPADDW      Y9, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y7, Y10
+	VPUNPCKHDQ  Y11, Y7, Y7
+	VPADDD      Y7, Y10, Y10
+	VMOVDQU     160(AX)(CX*1), Y5
+	VPSRLW      $0x04, Y5, Y6
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  544(R8), Y5, Y8
+	VPMADDUBSW  608(R8), Y6, Y4
+	VPADDW      Y4, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VMOVDQU     224(AX)(CX*1), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(R8), Y14, Y9
+	VPMADDUBSW  864(R8), Y15, Y7
+	VPADDW      Y7, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y8, Y11
+	VPUNPCKHDQ  Y9, Y8, Y8
+	VPADDD      Y8, Y11, Y11
+	VPUNPCKLQDQ Y11, Y10, Y13
+	VPUNPCKHQDQ Y11, Y10, Y10
+	VPADDD      Y10, Y13, Y13
+	VPADDD      96(R9), Y13, Y13
+	VMOVDQU     (BX)(SI*1), X12
+	VPSHUFB     q4codeperm<>+0(SB), X12, X12
+	VPSRLDQ     $0x08, X12, X12
+	VPMOVZXBD   X12, Y12
+	VPMULLD     Y12, Y13, Y13
+	VCVTDQ2PS   Y13, Y13
+	VFMADD231PS 32(R9), Y13, Y1
+	VMOVDQU     (AX)(CX*2), Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  (R8), Y4, Y6
+	VPMADDUBSW  64(R8), Y5, Y7
+	VPADDW      Y7, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     64(AX)(CX*2), Y8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  256(R8), Y8, Y10
+	VPMADDUBSW  320(R8), Y9, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ  Y10, Y6, Y12
+	VPUNPCKHDQ  Y10, Y6, Y6
+	VPADDD      Y6, Y12, Y12
+	VMOVDQU     128(AX)(CX*2), Y13
+	VPSRLW      $0x04, Y13, Y14
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW  512(R8), Y13, Y15
+	VPMADDUBSW  576(R8), Y14, Y7
+	VPADDW      Y7, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VMOVDQU     192(AX)(CX*2), Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  768(R8), Y4, Y11
+	VPMADDUBSW  832(R8), Y5, Y6
+	VPADDW      Y6, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y15, Y10
+	VPUNPCKHDQ  Y11, Y15, Y15
+	VPADDD      Y15, Y10, Y10
+	VPUNPCKLQDQ Y10, Y12, Y8
+	VPUNPCKHQDQ Y10, Y12, Y12
+	VPADDD      Y12, Y8, Y8
+	VPADDD      64(R9), Y8, Y8
+	VMOVDQU     (BX)(SI*2), X9
+	VPSHUFB     q4codeperm<>+0(SB), X9, X9
+	VPMOVZXBD   X9, Y9
+	VPMULLD     Y9, Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VFMADD231PS (R9), Y8, Y2
+	VMOVDQU     32(AX)(CX*2), Y7
+	VPSRLW      $0x04, Y7, Y13
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  32(R8), Y7, Y14
+	VPMADDUBSW  96(R8), Y13, Y6
+	VPADDW      Y6, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VMOVDQU     96(AX)(CX*2), Y15
+	VPSRLW      $0x04, Y15, Y11
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  288(R8), Y15, Y12
+	VPMADDUBSW  352(R8), Y11, Y10
+	VPADDW      Y10, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPUNPCKLDQ  Y12, Y14, Y9
+	VPUNPCKHDQ  Y12, Y14, Y14
+	VPADDD      Y14, Y9, Y9
+	VMOVDQU     160(AX)(CX*2), Y8
+	VPSRLW      $0x04, Y8, Y4
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW  544(R8), Y8, Y5
+	VPMADDUBSW  608(R8), Y4, Y6
+	VPADDW      Y6, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VMOVDQU     224(AX)(CX*2), Y7
+	VPSRLW      $0x04, Y7, Y13
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  800(R8), Y7, Y10
+	VPMADDUBSW  864(R8), Y13, Y14
+	VPADDW      Y14, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ  Y10, Y5, Y12
+	VPUNPCKHDQ  Y10, Y5, Y5
+	VPADDD      Y5, Y12, Y12
+	VPUNPCKLQDQ Y12, Y9, Y15
+	VPUNPCKHQDQ Y12, Y9, Y9
+	VPADDD      Y9, Y15, Y15
+	VPADDD      96(R9), Y15, Y15
+	VMOVDQU     (BX)(SI*2), X11
+	VPSHUFB     q4codeperm<>+0(SB), X11, X11
+	VPSRLDQ     $0x08, X11, X11
+	VPMOVZXBD   X11, Y11
+	VPMULLD     Y11, Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VFMADD231PS 32(R9), Y15, Y2
+	VMOVDQU     (AX)(DX*1), Y6
+	VPSRLW      $0x04, Y6, Y8
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW  (R8), Y6, Y4
+	VPMADDUBSW  64(R8), Y8, Y14
+	VPADDW      Y14, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU     64(AX)(DX*1), Y5
+	VPSRLW      $0x04, Y5, Y10
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  256(R8), Y5, Y9
+	VPMADDUBSW  320(R8), Y10, Y12
+	VPADDW      Y12, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y4, Y11
+	VPUNPCKHDQ  Y9, Y4, Y4
+	VPADDD      Y4, Y11, Y11
+	VMOVDQU     128(AX)(DX*1), Y15
+	VPSRLW      $0x04, Y15, Y7
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  512(R8), Y15, Y13
+	VPMADDUBSW  576(R8), Y7, Y14
+	VPADDW      Y14, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU     192(AX)(DX*1), Y6
+	VPSRLW      $0x04, Y6, Y8
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW  768(R8), Y6, Y12
+	VPMADDUBSW  832(R8), Y8, Y4
+	VPADDW      Y4, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPUNPCKLDQ  Y12, Y13, Y9
+	VPUNPCKHDQ  Y12, Y13, Y13
+	VPADDD      Y13, Y9, Y9
+	VPUNPCKLQDQ Y9, Y11, Y5
+	VPUNPCKHQDQ Y9, Y11, Y11
+	VPADDD      Y11, Y5, Y5
+	VPADDD      64(R9), Y5, Y5
+	VMOVDQU     (BX)(DI*1), X10
+	VPSHUFB     q4codeperm<>+0(SB), X10, X10
+	VPMOVZXBD   X10, Y10
+	VPMULLD     Y10, Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VFMADD231PS (R9), Y5, Y3
+	VMOVDQU     32(AX)(DX*1), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  32(R8), Y14, Y7
+	VPMADDUBSW  96(R8), Y15, Y4
+	VPADDW      Y4, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VMOVDQU     96(AX)(DX*1), Y13
+	VPSRLW      $0x04, Y13, Y12
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  288(R8), Y13, Y11
+	VPMADDUBSW  352(R8), Y12, Y9
+	VPADDW      Y9, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y7, Y10
+	VPUNPCKHDQ  Y11, Y7, Y7
+	VPADDD      Y7, Y10, Y10
+	VMOVDQU     160(AX)(DX*1), Y5
+	VPSRLW      $0x04, Y5, Y6
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  544(R8), Y5, Y8
+	VPMADDUBSW  608(R8), Y6, Y4
+	VPADDW      Y4, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VMOVDQU     224(AX)(DX*1), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(R8), Y14, Y9
+	VPMADDUBSW  864(R8), Y15, Y7
+	VPADDW      Y7, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y8, Y11
+	VPUNPCKHDQ  Y9, Y8, Y8
+	VPADDD      Y8, Y11, Y11
+	VPUNPCKLQDQ Y11, Y10, Y13
+	VPUNPCKHQDQ Y11, Y10, Y10
+	VPADDD      Y10, Y13, Y13
+	VPADDD      96(R9), Y13, Y13
+	VMOVDQU     (BX)(DI*1), X12
+	VPSHUFB     q4codeperm<>+0(SB), X12, X12
+	VPSRLDQ     $0x08, X12, X12
+	VPMOVZXBD   X12, Y12
+	VPMULLD     Y12, Y13, Y13
+	VCVTDQ2PS   Y13, Y13
+	VFMADD231PS 32(R9), Y13, Y3
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000010, BX
+	ADDQ        $0x00000400, R8
+	ADDQ        $0x00000080, R9
+	DECQ        R10
+	JMP         chunk
+
+groups:
+	MOVL         $0x0f0f0f0f, R9
+	VPBROADCASTD R9, Y4
+	VMOVDQU      q4perm<>+0(SB), Y5
+	MOVL         $0x00010001, R9
+	VPBROADCASTD R9, Y6
 
 loop:
-	TESTQ       R8, R8
+	TESTQ       R11, R11
 	JZ          tail
 	VMOVDQU     (AX), Y7
 	VPSRLW      $0x04, Y7, Y9
-	VPAND       Y7, Y0, Y8
-	VPAND       Y9, Y0, Y9
-	MOVWLZX     (BX), R10
-	VMOVD       R10, X10
+	VPAND       Y7, Y4, Y8
+	VPAND       Y9, Y4, Y9
+	MOVWLZX     (BX), R9
+	VMOVD       R9, X10
 	VPMOVZXBD   X10, X10
-	VPERMD      Y10, Y1, Y10
+	VPERMD      Y10, Y5, Y10
 	VCVTDQ2PS   Y10, Y10
-	VPMADDUBSW  (R9), Y8, Y11
-	VPMADDUBSW  64(R9), Y9, Y12
+	VPMADDUBSW  (R8), Y8, Y11
+	VPMADDUBSW  64(R8), Y9, Y12
 	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
+	VPMADDWD    Y6, Y11, Y11
+	VPADDD      192(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y10, Y13
-	VFMADD231PS Y11, Y13, Y3
+	VMULPS      128(R8), Y10, Y13
+	VFMADD231PS Y11, Y13, Y0
 	VMOVDQU     (AX)(CX*1), Y14
 	VPSRLW      $0x04, Y14, Y7
-	VPAND       Y14, Y0, Y15
-	VPAND       Y7, Y0, Y7
-	MOVWLZX     (BX)(SI*1), R10
-	VMOVD       R10, X12
+	VPAND       Y14, Y4, Y15
+	VPAND       Y7, Y4, Y7
+	MOVWLZX     (BX)(SI*1), R9
+	VMOVD       R9, X12
 	VPMOVZXBD   X12, X12
-	VPERMD      Y12, Y1, Y12
+	VPERMD      Y12, Y5, Y12
 	VCVTDQ2PS   Y12, Y12
-	VPMADDUBSW  (R9), Y15, Y11
-	VPMADDUBSW  64(R9), Y7, Y13
+	VPMADDUBSW  (R8), Y15, Y11
+	VPMADDUBSW  64(R8), Y7, Y13
 	VPADDW      Y13, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
+	VPMADDWD    Y6, Y11, Y11
+	VPADDD      192(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y12, Y8
-	VFMADD231PS Y11, Y8, Y4
+	VMULPS      128(R8), Y12, Y8
+	VFMADD231PS Y11, Y8, Y1
 	VMOVDQU     (AX)(CX*2), Y9
 	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y10
-	VPAND       Y14, Y0, Y14
-	MOVWLZX     (BX)(SI*2), R10
-	VMOVD       R10, X13
+	VPAND       Y9, Y4, Y10
+	VPAND       Y14, Y4, Y14
+	MOVWLZX     (BX)(SI*2), R9
+	VMOVD       R9, X13
 	VPMOVZXBD   X13, X13
-	VPERMD      Y13, Y1, Y13
+	VPERMD      Y13, Y5, Y13
 	VCVTDQ2PS   Y13, Y13
-	VPMADDUBSW  (R9), Y10, Y11
-	VPMADDUBSW  64(R9), Y14, Y8
+	VPMADDUBSW  (R8), Y10, Y11
+	VPMADDUBSW  64(R8), Y14, Y8
 	VPADDW      Y8, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
+	VPMADDWD    Y6, Y11, Y11
+	VPADDD      192(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y13, Y15
-	VFMADD231PS Y11, Y15, Y5
+	VMULPS      128(R8), Y13, Y15
+	VFMADD231PS Y11, Y15, Y2
 	VMOVDQU     (AX)(DX*1), Y7
 	VPSRLW      $0x04, Y7, Y9
-	VPAND       Y7, Y0, Y12
-	VPAND       Y9, Y0, Y9
-	MOVWLZX     (BX)(DI*1), R10
-	VMOVD       R10, X8
+	VPAND       Y7, Y4, Y12
+	VPAND       Y9, Y4, Y9
+	MOVWLZX     (BX)(DI*1), R9
+	VMOVD       R9, X8
 	VPMOVZXBD   X8, X8
-	VPERMD      Y8, Y1, Y8
+	VPERMD      Y8, Y5, Y8
 	VCVTDQ2PS   Y8, Y8
-	VPMADDUBSW  (R9), Y12, Y11
-	VPMADDUBSW  64(R9), Y9, Y15
+	VPMADDUBSW  (R8), Y12, Y11
+	VPMADDUBSW  64(R8), Y9, Y15
 	VPADDW      Y15, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
+	VPMADDWD    Y6, Y11, Y11
+	VPADDD      192(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y8, Y10
-	VFMADD231PS Y11, Y10, Y6
+	VMULPS      128(R8), Y8, Y10
+	VFMADD231PS Y11, Y10, Y3
 	VMOVDQU     32(AX), Y14
 	VPSRLW      $0x04, Y14, Y7
-	VPAND       Y14, Y0, Y13
-	VPAND       Y7, Y0, Y7
-	MOVWLZX     2(BX), R10
-	VMOVD       R10, X15
+	VPAND       Y14, Y4, Y13
+	VPAND       Y7, Y4, Y7
+	MOVWLZX     2(BX), R9
+	VMOVD       R9, X15
 	VPMOVZXBD   X15, X15
-	VPERMD      Y15, Y1, Y15
+	VPERMD      Y15, Y5, Y15
 	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  32(R9), Y13, Y11
-	VPMADDUBSW  96(R9), Y7, Y10
+	VPMADDUBSW  32(R8), Y13, Y11
+	VPMADDUBSW  96(R8), Y7, Y10
 	VPADDW      Y10, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9), Y11, Y11
+	VPMADDWD    Y6, Y11, Y11
+	VPADDD      224(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9), Y15, Y12
-	VFMADD231PS Y11, Y12, Y3
+	VMULPS      160(R8), Y15, Y12
+	VFMADD231PS Y11, Y12, Y0
 	VMOVDQU     32(AX)(CX*1), Y9
 	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y8
-	VPAND       Y14, Y0, Y14
-	MOVWLZX     2(BX)(SI*1), R10
-	VMOVD       R10, X10
+	VPAND       Y9, Y4, Y8
+	VPAND       Y14, Y4, Y14
+	MOVWLZX     2(BX)(SI*1), R9
+	VMOVD       R9, X10
 	VPMOVZXBD   X10, X10
-	VPERMD      Y10, Y1, Y10
+	VPERMD      Y10, Y5, Y10
 	VCVTDQ2PS   Y10, Y10
-	VPMADDUBSW  32(R9), Y8, Y11
-	VPMADDUBSW  96(R9), Y14, Y12
+	VPMADDUBSW  32(R8), Y8, Y11
+	VPMADDUBSW  96(R8), Y14, Y12
 	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9), Y11, Y11
+	VPMADDWD    Y6, Y11, Y11
+	VPADDD      224(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9), Y10, Y13
-	VFMADD231PS Y11, Y13, Y4
+	VMULPS      160(R8), Y10, Y13
+	VFMADD231PS Y11, Y13, Y1
 	VMOVDQU     32(AX)(CX*2), Y7
 	VPSRLW      $0x04, Y7, Y9
-	VPAND       Y7, Y0, Y15
-	VPAND       Y9, Y0, Y9
-	MOVWLZX     2(BX)(SI*2), R10
-	VMOVD       R10, X12
+	VPAND       Y7, Y4, Y15
+	VPAND       Y9, Y4, Y9
+	MOVWLZX     2(BX)(SI*2), R9
+	VMOVD       R9, X12
 	VPMOVZXBD   X12, X12
-	VPERMD      Y12, Y1, Y12
+	VPERMD      Y12, Y5, Y12
 	VCVTDQ2PS   Y12, Y12
-	VPMADDUBSW  32(R9), Y15, Y11
-	VPMADDUBSW  96(R9), Y9, Y13
+	VPMADDUBSW  32(R8), Y15, Y11
+	VPMADDUBSW  96(R8), Y9, Y13
 	VPADDW      Y13, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9), Y11, Y11
+	VPMADDWD    Y6, Y11, Y11
+	VPADDD      224(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9), Y12, Y8
-	VFMADD231PS Y11, Y8, Y5
+	VMULPS      160(R8), Y12, Y8
+	VFMADD231PS Y11, Y8, Y2
 	VMOVDQU     32(AX)(DX*1), Y14
 	VPSRLW      $0x04, Y14, Y7
-	VPAND       Y14, Y0, Y10
-	VPAND       Y7, Y0, Y7
-	MOVWLZX     2(BX)(DI*1), R10
-	VMOVD       R10, X13
+	VPAND       Y14, Y4, Y10
+	VPAND       Y7, Y4, Y7
+	MOVWLZX     2(BX)(DI*1), R9
+	VMOVD       R9, X13
 	VPMOVZXBD   X13, X13
-	VPERMD      Y13, Y1, Y13
+	VPERMD      Y13, Y5, Y13
 	VCVTDQ2PS   Y13, Y13
-	VPMADDUBSW  32(R9), Y10, Y11
-	VPMADDUBSW  96(R9), Y7, Y8
+	VPMADDUBSW  32(R8), Y10, Y11
+	VPMADDUBSW  96(R8), Y7, Y8
 	VPADDW      Y8, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9), Y11, Y11
+	VPMADDWD    Y6, Y11, Y11
+	VPADDD      224(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9), Y13, Y15
-	VFMADD231PS Y11, Y15, Y6
+	VMULPS      160(R8), Y13, Y15
+	VFMADD231PS Y11, Y15, Y3
 	ADDQ        $0x00000040, AX
 	ADDQ        $0x00000004, BX
-	ADDQ        $0x00000100, R9
-	DECQ        R8
+	ADDQ        $0x00000100, R8
+	DECQ        R11
 	JMP         loop
 
 tail:
-	MOVQ        tail+40(FP), R8
-	CMPQ        R8, $0x02
+	MOVQ        tail+40(FP), R10
+	CMPQ        R10, $0x02
 	JB          tail1
 	VMOVDQU     (AX), Y9
 	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y12
-	VPAND       Y14, Y0, Y14
-	MOVWLZX     (BX), R10
-	VMOVD       R10, X8
+	VPAND       Y9, Y4, Y12
+	VPAND       Y14, Y4, Y14
+	MOVWLZX     (BX), R9
+	VMOVD       R9, X8
 	VPMOVZXBD   X8, X8
-	VPERMD      Y8, Y1, Y8
+	VPERMD      Y8, Y5, Y8
 	VCVTDQ2PS   Y8, Y8
-	VPMADDUBSW  (R9), Y12, Y11
-	VPMADDUBSW  64(R9), Y14, Y15
+	VPMADDUBSW  (R8), Y12, Y11
+	VPMADDUBSW  64(R8), Y14, Y15
 	VPADDW      Y15, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
+	VPMADDWD    Y6, Y11, Y11
+	VPADDD      192(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y8, Y10
-	VFMADD231PS Y11, Y10, Y3
+	VMULPS      128(R8), Y8, Y10
+	VFMADD231PS Y11, Y10, Y0
 	VMOVDQU     (AX)(CX*1), Y7
 	VPSRLW      $0x04, Y7, Y9
-	VPAND       Y7, Y0, Y13
-	VPAND       Y9, Y0, Y9
-	MOVWLZX     (BX)(SI*1), R10
-	VMOVD       R10, X15
+	VPAND       Y7, Y4, Y13
+	VPAND       Y9, Y4, Y9
+	MOVWLZX     (BX)(SI*1), R9
+	VMOVD       R9, X15
 	VPMOVZXBD   X15, X15
-	VPERMD      Y15, Y1, Y15
+	VPERMD      Y15, Y5, Y15
 	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  (R9), Y13, Y11
-	VPMADDUBSW  64(R9), Y9, Y10
+	VPMADDUBSW  (R8), Y13, Y11
+	VPMADDUBSW  64(R8), Y9, Y10
 	VPADDW      Y10, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
+	VPMADDWD    Y6, Y11, Y11
+	VPADDD      192(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y15, Y12
-	VFMADD231PS Y11, Y12, Y4
+	VMULPS      128(R8), Y15, Y12
+	VFMADD231PS Y11, Y12, Y1
 	VMOVDQU     (AX)(CX*2), Y14
 	VPSRLW      $0x04, Y14, Y7
-	VPAND       Y14, Y0, Y8
-	VPAND       Y7, Y0, Y7
-	MOVWLZX     (BX)(SI*2), R10
-	VMOVD       R10, X10
+	VPAND       Y14, Y4, Y8
+	VPAND       Y7, Y4, Y7
+	MOVWLZX     (BX)(SI*2), R9
+	VMOVD       R9, X10
 	VPMOVZXBD   X10, X10
-	VPERMD      Y10, Y1, Y10
+	VPERMD      Y10, Y5, Y10
 	VCVTDQ2PS   Y10, Y10
-	VPMADDUBSW  (R9), Y8, Y11
-	VPMADDUBSW  64(R9), Y7, Y12
+	VPMADDUBSW  (R8), Y8, Y11
+	VPMADDUBSW  64(R8), Y7, Y12
 	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
+	VPMADDWD    Y6, Y11, Y11
+	VPADDD      192(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y10, Y13
-	VFMADD231PS Y11, Y13, Y5
+	VMULPS      128(R8), Y10, Y13
+	VFMADD231PS Y11, Y13, Y2
 	VMOVDQU     (AX)(DX*1), Y9
 	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y15
-	VPAND       Y14, Y0, Y14
-	MOVWLZX     (BX)(DI*1), R10
-	VMOVD       R10, X12
+	VPAND       Y9, Y4, Y15
+	VPAND       Y14, Y4, Y14
+	MOVWLZX     (BX)(DI*1), R9
+	VMOVD       R9, X12
 	VPMOVZXBD   X12, X12
-	VPERMD      Y12, Y1, Y12
+	VPERMD      Y12, Y5, Y12
 	VCVTDQ2PS   Y12, Y12
-	VPMADDUBSW  (R9), Y15, Y11
-	VPMADDUBSW  64(R9), Y14, Y13
+	VPMADDUBSW  (R8), Y15, Y11
+	VPMADDUBSW  64(R8), Y14, Y13
 	VPADDW      Y13, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
+	VPMADDWD    Y6, Y11, Y11
+	VPADDD      192(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y12, Y8
-	VFMADD231PS Y11, Y8, Y6
+	VMULPS      128(R8), Y12, Y8
+	VFMADD231PS Y11, Y8, Y3
 
 tail1:
-	TESTQ       $0x00000001, R8
+	TESTQ       $0x00000001, R10
 	JZ          reduce
-	CMPQ        R8, $0x01
+	CMPQ        R10, $0x01
 	JE          tail1at0
 	VMOVDQU     32(AX), X7
 	VPSRLW      $0x04, Y7, Y9
-	VPAND       Y7, Y0, Y10
-	VPAND       Y9, Y0, Y9
-	MOVBLZX     2(BX), R10
-	VMOVD       R10, X13
-	VPERMD      Y13, Y1, Y13
+	VPAND       Y7, Y4, Y10
+	VPAND       Y9, Y4, Y9
+	MOVBLZX     2(BX), R9
+	VMOVD       R9, X13
+	VPERMD      Y13, Y5, Y13
 	VCVTDQ2PS   Y13, Y13
-	VPMADDUBSW  32(R9), Y10, Y11
-	VPMADDUBSW  96(R9), Y9, Y8
+	VPMADDUBSW  32(R8), Y10, Y11
+	VPMADDUBSW  96(R8), Y9, Y8
 	VPADDW      Y8, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9), Y11, Y11
+	VPMADDWD    Y6, Y11, Y11
+	VPADDD      224(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9), Y13, Y15
-	VFMADD231PS Y11, Y15, Y3
+	VMULPS      160(R8), Y13, Y15
+	VFMADD231PS Y11, Y15, Y0
 	VMOVDQU     32(AX)(CX*1), X14
 	VPSRLW      $0x04, Y14, Y7
-	VPAND       Y14, Y0, Y12
-	VPAND       Y7, Y0, Y7
-	MOVBLZX     2(BX)(SI*1), R10
-	VMOVD       R10, X8
-	VPERMD      Y8, Y1, Y8
+	VPAND       Y14, Y4, Y12
+	VPAND       Y7, Y4, Y7
+	MOVBLZX     2(BX)(SI*1), R9
+	VMOVD       R9, X8
+	VPERMD      Y8, Y5, Y8
 	VCVTDQ2PS   Y8, Y8
-	VPMADDUBSW  32(R9), Y12, Y11
-	VPMADDUBSW  96(R9), Y7, Y15
+	VPMADDUBSW  32(R8), Y12, Y11
+	VPMADDUBSW  96(R8), Y7, Y15
 	VPADDW      Y15, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9), Y11, Y11
+	VPMADDWD    Y6, Y11, Y11
+	VPADDD      224(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9), Y8, Y10
-	VFMADD231PS Y11, Y10, Y4
+	VMULPS      160(R8), Y8, Y10
+	VFMADD231PS Y11, Y10, Y1
 	VMOVDQU     32(AX)(CX*2), X9
 	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	MOVBLZX     2(BX)(SI*2), R10
-	VMOVD       R10, X15
-	VPERMD      Y15, Y1, Y15
+	VPAND       Y9, Y4, Y13
+	VPAND       Y14, Y4, Y14
+	MOVBLZX     2(BX)(SI*2), R9
+	VMOVD       R9, X15
+	VPERMD      Y15, Y5, Y15
 	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  32(R9), Y13, Y11
-	VPMADDUBSW  96(R9), Y14, Y10
+	VPMADDUBSW  32(R8), Y13, Y11
+	VPMADDUBSW  96(R8), Y14, Y10
 	VPADDW      Y10, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9), Y11, Y11
+	VPMADDWD    Y6, Y11, Y11
+	VPADDD      224(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9), Y15, Y12
-	VFMADD231PS Y11, Y12, Y5
+	VMULPS      160(R8), Y15, Y12
+	VFMADD231PS Y11, Y12, Y2
 	VMOVDQU     32(AX)(DX*1), X7
 	VPSRLW      $0x04, Y7, Y9
-	VPAND       Y7, Y0, Y8
-	VPAND       Y9, Y0, Y9
-	MOVBLZX     2(BX)(DI*1), R10
-	VMOVD       R10, X10
-	VPERMD      Y10, Y1, Y10
+	VPAND       Y7, Y4, Y8
+	VPAND       Y9, Y4, Y9
+	MOVBLZX     2(BX)(DI*1), R9
+	VMOVD       R9, X10
+	VPERMD      Y10, Y5, Y10
 	VCVTDQ2PS   Y10, Y10
-	VPMADDUBSW  32(R9), Y8, Y11
-	VPMADDUBSW  96(R9), Y9, Y12
+	VPMADDUBSW  32(R8), Y8, Y11
+	VPMADDUBSW  96(R8), Y9, Y12
 	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9), Y11, Y11
+	VPMADDWD    Y6, Y11, Y11
+	VPADDD      224(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9), Y10, Y13
-	VFMADD231PS Y11, Y13, Y6
+	VMULPS      160(R8), Y10, Y13
+	VFMADD231PS Y11, Y13, Y3
 	JMP         reduce
 
 tail1at0:
 	VMOVDQU     (AX), X14
 	VPSRLW      $0x04, Y14, Y7
-	VPAND       Y14, Y0, Y15
-	VPAND       Y7, Y0, Y7
-	MOVBLZX     (BX), R10
-	VMOVD       R10, X12
-	VPERMD      Y12, Y1, Y12
+	VPAND       Y14, Y4, Y15
+	VPAND       Y7, Y4, Y7
+	MOVBLZX     (BX), R9
+	VMOVD       R9, X12
+	VPERMD      Y12, Y5, Y12
 	VCVTDQ2PS   Y12, Y12
-	VPMADDUBSW  (R9), Y15, Y11
-	VPMADDUBSW  64(R9), Y7, Y13
+	VPMADDUBSW  (R8), Y15, Y11
+	VPMADDUBSW  64(R8), Y7, Y13
 	VPADDW      Y13, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
+	VPMADDWD    Y6, Y11, Y11
+	VPADDD      192(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y12, Y8
-	VFMADD231PS Y11, Y8, Y3
+	VMULPS      128(R8), Y12, Y8
+	VFMADD231PS Y11, Y8, Y0
 	VMOVDQU     (AX)(CX*1), X9
 	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y10
-	VPAND       Y14, Y0, Y14
-	MOVBLZX     (BX)(SI*1), R10
-	VMOVD       R10, X13
-	VPERMD      Y13, Y1, Y13
+	VPAND       Y9, Y4, Y10
+	VPAND       Y14, Y4, Y14
+	MOVBLZX     (BX)(SI*1), R9
+	VMOVD       R9, X13
+	VPERMD      Y13, Y5, Y13
 	VCVTDQ2PS   Y13, Y13
-	VPMADDUBSW  (R9), Y10, Y11
-	VPMADDUBSW  64(R9), Y14, Y8
+	VPMADDUBSW  (R8), Y10, Y11
+	VPMADDUBSW  64(R8), Y14, Y8
 	VPADDW      Y8, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
+	VPMADDWD    Y6, Y11, Y11
+	VPADDD      192(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y13, Y15
-	VFMADD231PS Y11, Y15, Y4
+	VMULPS      128(R8), Y13, Y15
+	VFMADD231PS Y11, Y15, Y1
 	VMOVDQU     (AX)(CX*2), X7
 	VPSRLW      $0x04, Y7, Y9
-	VPAND       Y7, Y0, Y12
-	VPAND       Y9, Y0, Y9
-	MOVBLZX     (BX)(SI*2), R10
-	VMOVD       R10, X8
-	VPERMD      Y8, Y1, Y8
+	VPAND       Y7, Y4, Y12
+	VPAND       Y9, Y4, Y9
+	MOVBLZX     (BX)(SI*2), R9
+	VMOVD       R9, X8
+	VPERMD      Y8, Y5, Y8
 	VCVTDQ2PS   Y8, Y8
-	VPMADDUBSW  (R9), Y12, Y11
-	VPMADDUBSW  64(R9), Y9, Y15
+	VPMADDUBSW  (R8), Y12, Y11
+	VPMADDUBSW  64(R8), Y9, Y15
 	VPADDW      Y15, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
+	VPMADDWD    Y6, Y11, Y11
+	VPADDD      192(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y8, Y10
-	VFMADD231PS Y11, Y10, Y5
+	VMULPS      128(R8), Y8, Y10
+	VFMADD231PS Y11, Y10, Y2
 	VMOVDQU     (AX)(DX*1), X14
 	VPSRLW      $0x04, Y14, Y7
-	VPAND       Y14, Y0, Y13
-	VPAND       Y7, Y0, Y7
-	MOVBLZX     (BX)(DI*1), R10
-	VMOVD       R10, X15
-	VPERMD      Y15, Y1, Y15
+	VPAND       Y14, Y4, Y13
+	VPAND       Y7, Y4, Y7
+	MOVBLZX     (BX)(DI*1), R9
+	VMOVD       R9, X15
+	VPERMD      Y15, Y5, Y15
 	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  (R9), Y13, Y11
-	VPMADDUBSW  64(R9), Y7, Y10
+	VPMADDUBSW  (R8), Y13, Y11
+	VPMADDUBSW  64(R8), Y7, Y10
 	VPADDW      Y10, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
+	VPMADDWD    Y6, Y11, Y11
+	VPADDD      192(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y15, Y12
-	VFMADD231PS Y11, Y12, Y6
+	VMULPS      128(R8), Y15, Y12
+	VFMADD231PS Y11, Y12, Y3
 
 reduce:
 	MOVQ         dst+64(FP), AX
 	MOVQ         ldd+72(FP), CX
 	SHLQ         $0x02, CX
 	MOVQ         rs+80(FP), CX
-	VEXTRACTF128 $0x01, Y3, X9
-	VADDPS       X9, X3, X9
+	VEXTRACTF128 $0x01, Y0, X9
+	VADDPS       X9, X0, X9
 	VPERMILPS    $0x4e, X9, X8
 	VADDPS       X8, X9, X9
 	VPERMILPS    $0xb1, X9, X8
 	VADDSS       X8, X9, X9
 	VMULSS       (CX), X9, X9
 	VMOVSS       X9, (AX)
-	VEXTRACTF128 $0x01, Y4, X14
-	VADDPS       X14, X4, X14
+	VEXTRACTF128 $0x01, Y1, X14
+	VADDPS       X14, X1, X14
 	VPERMILPS    $0x4e, X14, X10
 	VADDPS       X10, X14, X14
 	VPERMILPS    $0xb1, X14, X10
 	VADDSS       X10, X14, X14
 	VMULSS       4(CX), X14, X14
 	VMOVSS       X14, 4(AX)
-	VEXTRACTF128 $0x01, Y5, X11
-	VADDPS       X11, X5, X11
+	VEXTRACTF128 $0x01, Y2, X11
+	VADDPS       X11, X2, X11
 	VPERMILPS    $0x4e, X11, X12
 	VADDPS       X12, X11, X11
 	VPERMILPS    $0xb1, X11, X12
 	VADDSS       X12, X11, X11
 	VMULSS       8(CX), X11, X11
 	VMOVSS       X11, 8(AX)
-	VEXTRACTF128 $0x01, Y6, X13
-	VADDPS       X13, X6, X13
+	VEXTRACTF128 $0x01, Y3, X13
+	VADDPS       X13, X3, X13
 	VPERMILPS    $0x4e, X13, X7
 	VADDPS       X7, X13, X13
 	VPERMILPS    $0xb1, X13, X7
@@ -25441,1646 +26232,2340 @@ reduce:
 	VZEROUPPER
 	RET
 
-// func q4Avx2Codes5x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
-TEXT ·q4Avx2Codes5x1(SB), NOSPLIT, $0-88
-	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	LEAQ         (CX)(CX*2), DX
-	LEAQ         (AX)(CX*4), BX
-	MOVQ         sc+16(FP), SI
-	MOVQ         scstr+24(FP), DI
-	LEAQ         (DI)(DI*2), R8
-	LEAQ         (SI)(DI*4), R9
-	MOVQ         ng+32(FP), R10
-	MOVQ         x+48(FP), R11
-	MOVL         $0x0f0f0f0f, R12
-	VPBROADCASTD R12, Y0
-	VMOVDQU      q4perm<>+0(SB), Y1
-	MOVL         $0x00010001, R12
-	VPBROADCASTD R12, Y2
-	VXORPS       Y3, Y3, Y3
-	VXORPS       Y4, Y4, Y4
-	VXORPS       Y5, Y5, Y5
-	VXORPS       Y6, Y6, Y6
-	VXORPS       Y7, Y7, Y7
-
-loop:
-	TESTQ       R10, R10
-	JZ          tail
-	VMOVDQU     (AX), Y8
-	VPSRLW      $0x04, Y8, Y10
-	VPAND       Y8, Y0, Y9
-	VPAND       Y10, Y0, Y10
-	MOVWLZX     (SI), R12
-	VMOVD       R12, X11
-	VPMOVZXBD   X11, X11
-	VPERMD      Y11, Y1, Y11
-	VCVTDQ2PS   Y11, Y11
-	VPMADDUBSW  (R11), Y9, Y12
-	VPMADDUBSW  64(R11), Y10, Y13
-	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      192(R11), Y12, Y12
-	VCVTDQ2PS   Y12, Y12
-	VMULPS      128(R11), Y11, Y14
-	VFMADD231PS Y12, Y14, Y3
-	VMOVDQU     (AX)(CX*1), Y15
-	VPSRLW      $0x04, Y15, Y13
-	VPAND       Y15, Y0, Y8
-	VPAND       Y13, Y0, Y13
-	MOVWLZX     (SI)(DI*1), R12
-	VMOVD       R12, X12
-	VPMOVZXBD   X12, X12
-	VPERMD      Y12, Y1, Y12
-	VCVTDQ2PS   Y12, Y12
-	VPMADDUBSW  (R11), Y8, Y14
-	VPMADDUBSW  64(R11), Y13, Y9
-	VPADDW      Y9, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      192(R11), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      128(R11), Y12, Y10
-	VFMADD231PS Y14, Y10, Y4
-	VMOVDQU     (AX)(CX*2), Y11
-	VPSRLW      $0x04, Y11, Y9
-	VPAND       Y11, Y0, Y15
-	VPAND       Y9, Y0, Y9
-	MOVWLZX     (SI)(DI*2), R12
-	VMOVD       R12, X14
-	VPMOVZXBD   X14, X14
-	VPERMD      Y14, Y1, Y14
-	VCVTDQ2PS   Y14, Y14
-	VPMADDUBSW  (R11), Y15, Y10
-	VPMADDUBSW  64(R11), Y9, Y8
-	VPADDW      Y8, Y10, Y10
-	VPMADDWD    Y2, Y10, Y10
-	VPADDD      192(R11), Y10, Y10
-	VCVTDQ2PS   Y10, Y10
-	VMULPS      128(R11), Y14, Y13
-	VFMADD231PS Y10, Y13, Y5
-	VMOVDQU     (AX)(DX*1), Y12
-	VPSRLW      $0x04, Y12, Y8
-	VPAND       Y12, Y0, Y11
-	VPAND       Y8, Y0, Y8
-	MOVWLZX     (SI)(R8*1), R12
-	VMOVD       R12, X10
-	VPMOVZXBD   X10, X10
-	VPERMD      Y10, Y1, Y10
-	VCVTDQ2PS   Y10, Y10
-	VPMADDUBSW  (R11), Y11, Y13
-	VPMADDUBSW  64(R11), Y8, Y15
-	VPADDW      Y15, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      192(R11), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      128(R11), Y10, Y9
-	VFMADD231PS Y13, Y9, Y6
-	VMOVDQU     (BX), Y14
-	VPSRLW      $0x04, Y14, Y15
-	VPAND       Y14, Y0, Y12
-	VPAND       Y15, Y0, Y15
-	MOVWLZX     (R9), R12
-	VMOVD       R12, X13
-	VPMOVZXBD   X13, X13
-	VPERMD      Y13, Y1, Y13
-	VCVTDQ2PS   Y13, Y13
-	VPMADDUBSW  (R11), Y12, Y9
-	VPMADDUBSW  64(R11), Y15, Y11
-	VPADDW      Y11, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      192(R11), Y9, Y9
-	VCVTDQ2PS   Y9, Y9
-	VMULPS      128(R11), Y13, Y8
-	VFMADD231PS Y9, Y8, Y7
-	VMOVDQU     32(AX), Y10
-	VPSRLW      $0x04, Y10, Y11
-	VPAND       Y10, Y0, Y14
-	VPAND       Y11, Y0, Y11
-	MOVWLZX     2(SI), R12
-	VMOVD       R12, X9
-	VPMOVZXBD   X9, X9
-	VPERMD      Y9, Y1, Y9
-	VCVTDQ2PS   Y9, Y9
-	VPMADDUBSW  32(R11), Y14, Y8
-	VPMADDUBSW  96(R11), Y11, Y12
-	VPADDW      Y12, Y8, Y8
-	VPMADDWD    Y2, Y8, Y8
-	VPADDD      224(R11), Y8, Y8
-	VCVTDQ2PS   Y8, Y8
-	VMULPS      160(R11), Y9, Y15
-	VFMADD231PS Y8, Y15, Y3
-	VMOVDQU     32(AX)(CX*1), Y13
-	VPSRLW      $0x04, Y13, Y12
-	VPAND       Y13, Y0, Y10
-	VPAND       Y12, Y0, Y12
-	MOVWLZX     2(SI)(DI*1), R12
-	VMOVD       R12, X8
-	VPMOVZXBD   X8, X8
-	VPERMD      Y8, Y1, Y8
-	VCVTDQ2PS   Y8, Y8
-	VPMADDUBSW  32(R11), Y10, Y15
-	VPMADDUBSW  96(R11), Y12, Y14
-	VPADDW      Y14, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      224(R11), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      160(R11), Y8, Y11
-	VFMADD231PS Y15, Y11, Y4
-	VMOVDQU     32(AX)(CX*2), Y9
-	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	MOVWLZX     2(SI)(DI*2), R12
-	VMOVD       R12, X15
-	VPMOVZXBD   X15, X15
-	VPERMD      Y15, Y1, Y15
-	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  32(R11), Y13, Y11
-	VPMADDUBSW  96(R11), Y14, Y10
-	VPADDW      Y10, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R11), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R11), Y15, Y12
-	VFMADD231PS Y11, Y12, Y5
-	VMOVDQU     32(AX)(DX*1), Y8
-	VPSRLW      $0x04, Y8, Y10
-	VPAND       Y8, Y0, Y9
-	VPAND       Y10, Y0, Y10
-	MOVWLZX     2(SI)(R8*1), R12
-	VMOVD       R12, X11
-	VPMOVZXBD   X11, X11
-	VPERMD      Y11, Y1, Y11
-	VCVTDQ2PS   Y11, Y11
-	VPMADDUBSW  32(R11), Y9, Y12
-	VPMADDUBSW  96(R11), Y10, Y13
-	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      224(R11), Y12, Y12
-	VCVTDQ2PS   Y12, Y12
-	VMULPS      160(R11), Y11, Y14
-	VFMADD231PS Y12, Y14, Y6
-	VMOVDQU     32(BX), Y15
-	VPSRLW      $0x04, Y15, Y13
-	VPAND       Y15, Y0, Y8
-	VPAND       Y13, Y0, Y13
-	MOVWLZX     2(R9), R12
-	VMOVD       R12, X12
-	VPMOVZXBD   X12, X12
-	VPERMD      Y12, Y1, Y12
-	VCVTDQ2PS   Y12, Y12
-	VPMADDUBSW  32(R11), Y8, Y14
-	VPMADDUBSW  96(R11), Y13, Y9
-	VPADDW      Y9, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      224(R11), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      160(R11), Y12, Y10
-	VFMADD231PS Y14, Y10, Y7
-	ADDQ        $0x00000040, AX
-	ADDQ        $0x00000040, BX
-	ADDQ        $0x00000004, SI
-	ADDQ        $0x00000004, R9
-	ADDQ        $0x00000100, R11
-	DECQ        R10
-	JMP         loop
-
-tail:
-	MOVQ        tail+40(FP), R10
-	CMPQ        R10, $0x02
-	JB          tail1
-	VMOVDQU     (AX), Y11
-	VPSRLW      $0x04, Y11, Y9
-	VPAND       Y11, Y0, Y15
-	VPAND       Y9, Y0, Y9
-	MOVWLZX     (SI), R12
-	VMOVD       R12, X14
-	VPMOVZXBD   X14, X14
-	VPERMD      Y14, Y1, Y14
-	VCVTDQ2PS   Y14, Y14
-	VPMADDUBSW  (R11), Y15, Y10
-	VPMADDUBSW  64(R11), Y9, Y8
-	VPADDW      Y8, Y10, Y10
-	VPMADDWD    Y2, Y10, Y10
-	VPADDD      192(R11), Y10, Y10
-	VCVTDQ2PS   Y10, Y10
-	VMULPS      128(R11), Y14, Y13
-	VFMADD231PS Y10, Y13, Y3
-	VMOVDQU     (AX)(CX*1), Y12
-	VPSRLW      $0x04, Y12, Y8
-	VPAND       Y12, Y0, Y11
-	VPAND       Y8, Y0, Y8
-	MOVWLZX     (SI)(DI*1), R12
-	VMOVD       R12, X10
-	VPMOVZXBD   X10, X10
-	VPERMD      Y10, Y1, Y10
-	VCVTDQ2PS   Y10, Y10
-	VPMADDUBSW  (R11), Y11, Y13
-	VPMADDUBSW  64(R11), Y8, Y15
-	VPADDW      Y15, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      192(R11), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      128(R11), Y10, Y9
-	VFMADD231PS Y13, Y9, Y4
-	VMOVDQU     (AX)(CX*2), Y14
-	VPSRLW      $0x04, Y14, Y15
-	VPAND       Y14, Y0, Y12
-	VPAND       Y15, Y0, Y15
-	MOVWLZX     (SI)(DI*2), R12
-	VMOVD       R12, X13
-	VPMOVZXBD   X13, X13
-	VPERMD      Y13, Y1, Y13
-	VCVTDQ2PS   Y13, Y13
-	VPMADDUBSW  (R11), Y12, Y9
-	VPMADDUBSW  64(R11), Y15, Y11
-	VPADDW      Y11, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      192(R11), Y9, Y9
-	VCVTDQ2PS   Y9, Y9
-	VMULPS      128(R11), Y13, Y8
-	VFMADD231PS Y9, Y8, Y5
-	VMOVDQU     (AX)(DX*1), Y10
-	VPSRLW      $0x04, Y10, Y11
-	VPAND       Y10, Y0, Y14
-	VPAND       Y11, Y0, Y11
-	MOVWLZX     (SI)(R8*1), R12
-	VMOVD       R12, X9
-	VPMOVZXBD   X9, X9
-	VPERMD      Y9, Y1, Y9
-	VCVTDQ2PS   Y9, Y9
-	VPMADDUBSW  (R11), Y14, Y8
-	VPMADDUBSW  64(R11), Y11, Y12
-	VPADDW      Y12, Y8, Y8
-	VPMADDWD    Y2, Y8, Y8
-	VPADDD      192(R11), Y8, Y8
-	VCVTDQ2PS   Y8, Y8
-	VMULPS      128(R11), Y9, Y15
-	VFMADD231PS Y8, Y15, Y6
-	VMOVDQU     (BX), Y13
-	VPSRLW      $0x04, Y13, Y12
-	VPAND       Y13, Y0, Y10
-	VPAND       Y12, Y0, Y12
-	MOVWLZX     (R9), R12
-	VMOVD       R12, X8
-	VPMOVZXBD   X8, X8
-	VPERMD      Y8, Y1, Y8
-	VCVTDQ2PS   Y8, Y8
-	VPMADDUBSW  (R11), Y10, Y15
-	VPMADDUBSW  64(R11), Y12, Y14
-	VPADDW      Y14, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(R11), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(R11), Y8, Y11
-	VFMADD231PS Y15, Y11, Y7
-
-tail1:
-	TESTQ       $0x00000001, R10
-	JZ          reduce
-	CMPQ        R10, $0x01
-	JE          tail1at0
-	VMOVDQU     32(AX), X9
-	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	MOVBLZX     2(SI), R12
-	VMOVD       R12, X15
-	VPERMD      Y15, Y1, Y15
-	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  32(R11), Y13, Y11
-	VPMADDUBSW  96(R11), Y14, Y10
-	VPADDW      Y10, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R11), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R11), Y15, Y12
-	VFMADD231PS Y11, Y12, Y3
-	VMOVDQU     32(AX)(CX*1), X8
-	VPSRLW      $0x04, Y8, Y10
-	VPAND       Y8, Y0, Y9
-	VPAND       Y10, Y0, Y10
-	MOVBLZX     2(SI)(DI*1), R12
-	VMOVD       R12, X11
-	VPERMD      Y11, Y1, Y11
-	VCVTDQ2PS   Y11, Y11
-	VPMADDUBSW  32(R11), Y9, Y12
-	VPMADDUBSW  96(R11), Y10, Y13
-	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      224(R11), Y12, Y12
-	VCVTDQ2PS   Y12, Y12
-	VMULPS      160(R11), Y11, Y14
-	VFMADD231PS Y12, Y14, Y4
-	VMOVDQU     32(AX)(CX*2), X15
-	VPSRLW      $0x04, Y15, Y13
-	VPAND       Y15, Y0, Y8
-	VPAND       Y13, Y0, Y13
-	MOVBLZX     2(SI)(DI*2), R12
-	VMOVD       R12, X12
-	VPERMD      Y12, Y1, Y12
-	VCVTDQ2PS   Y12, Y12
-	VPMADDUBSW  32(R11), Y8, Y14
-	VPMADDUBSW  96(R11), Y13, Y9
-	VPADDW      Y9, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      224(R11), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      160(R11), Y12, Y10
-	VFMADD231PS Y14, Y10, Y5
-	VMOVDQU     32(AX)(DX*1), X11
-	VPSRLW      $0x04, Y11, Y9
-	VPAND       Y11, Y0, Y15
-	VPAND       Y9, Y0, Y9
-	MOVBLZX     2(SI)(R8*1), R12
-	VMOVD       R12, X14
-	VPERMD      Y14, Y1, Y14
-	VCVTDQ2PS   Y14, Y14
-	VPMADDUBSW  32(R11), Y15, Y10
-	VPMADDUBSW  96(R11), Y9, Y8
-	VPADDW      Y8, Y10, Y10
-	VPMADDWD    Y2, Y10, Y10
-	VPADDD      224(R11), Y10, Y10
-	VCVTDQ2PS   Y10, Y10
-	VMULPS      160(R11), Y14, Y13
-	VFMADD231PS Y10, Y13, Y6
-	VMOVDQU     32(BX), X12
-	VPSRLW      $0x04, Y12, Y8
-	VPAND       Y12, Y0, Y11
-	VPAND       Y8, Y0, Y8
-	MOVBLZX     2(R9), R12
-	VMOVD       R12, X10
-	VPERMD      Y10, Y1, Y10
-	VCVTDQ2PS   Y10, Y10
-	VPMADDUBSW  32(R11), Y11, Y13
-	VPMADDUBSW  96(R11), Y8, Y15
-	VPADDW      Y15, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      224(R11), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      160(R11), Y10, Y9
-	VFMADD231PS Y13, Y9, Y7
-	JMP         reduce
-
-tail1at0:
-	VMOVDQU     (AX), X14
-	VPSRLW      $0x04, Y14, Y15
-	VPAND       Y14, Y0, Y12
-	VPAND       Y15, Y0, Y15
-	MOVBLZX     (SI), R12
-	VMOVD       R12, X13
-	VPERMD      Y13, Y1, Y13
-	VCVTDQ2PS   Y13, Y13
-	VPMADDUBSW  (R11), Y12, Y9
-	VPMADDUBSW  64(R11), Y15, Y11
-	VPADDW      Y11, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      192(R11), Y9, Y9
-	VCVTDQ2PS   Y9, Y9
-	VMULPS      128(R11), Y13, Y8
-	VFMADD231PS Y9, Y8, Y3
-	VMOVDQU     (AX)(CX*1), X10
-	VPSRLW      $0x04, Y10, Y11
-	VPAND       Y10, Y0, Y14
-	VPAND       Y11, Y0, Y11
-	MOVBLZX     (SI)(DI*1), R12
-	VMOVD       R12, X9
-	VPERMD      Y9, Y1, Y9
-	VCVTDQ2PS   Y9, Y9
-	VPMADDUBSW  (R11), Y14, Y8
-	VPMADDUBSW  64(R11), Y11, Y12
-	VPADDW      Y12, Y8, Y8
-	VPMADDWD    Y2, Y8, Y8
-	VPADDD      192(R11), Y8, Y8
-	VCVTDQ2PS   Y8, Y8
-	VMULPS      128(R11), Y9, Y15
-	VFMADD231PS Y8, Y15, Y4
-	VMOVDQU     (AX)(CX*2), X13
-	VPSRLW      $0x04, Y13, Y12
-	VPAND       Y13, Y0, Y10
-	VPAND       Y12, Y0, Y12
-	MOVBLZX     (SI)(DI*2), R12
-	VMOVD       R12, X8
-	VPERMD      Y8, Y1, Y8
-	VCVTDQ2PS   Y8, Y8
-	VPMADDUBSW  (R11), Y10, Y15
-	VPMADDUBSW  64(R11), Y12, Y14
-	VPADDW      Y14, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(R11), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(R11), Y8, Y11
-	VFMADD231PS Y15, Y11, Y5
-	VMOVDQU     (AX)(DX*1), X9
-	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	MOVBLZX     (SI)(R8*1), R12
-	VMOVD       R12, X15
-	VPERMD      Y15, Y1, Y15
-	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  (R11), Y13, Y11
-	VPMADDUBSW  64(R11), Y14, Y10
-	VPADDW      Y10, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R11), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R11), Y15, Y12
-	VFMADD231PS Y11, Y12, Y6
-	VMOVDQU     (BX), X8
-	VPSRLW      $0x04, Y8, Y10
-	VPAND       Y8, Y0, Y9
-	VPAND       Y10, Y0, Y10
-	MOVBLZX     (R9), R12
-	VMOVD       R12, X11
-	VPERMD      Y11, Y1, Y11
-	VCVTDQ2PS   Y11, Y11
-	VPMADDUBSW  (R11), Y9, Y12
-	VPMADDUBSW  64(R11), Y10, Y13
-	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      192(R11), Y12, Y12
-	VCVTDQ2PS   Y12, Y12
-	VMULPS      128(R11), Y11, Y14
-	VFMADD231PS Y12, Y14, Y7
-
-reduce:
-	MOVQ         dst+64(FP), AX
-	MOVQ         ldd+72(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         rs+80(FP), CX
-	VEXTRACTF128 $0x01, Y3, X15
-	VADDPS       X15, X3, X15
-	VPERMILPS    $0x4e, X15, X8
-	VADDPS       X8, X15, X15
-	VPERMILPS    $0xb1, X15, X8
-	VADDSS       X8, X15, X15
-	VMULSS       (CX), X15, X15
-	VMOVSS       X15, (AX)
-	VEXTRACTF128 $0x01, Y4, X13
-	VADDPS       X13, X4, X13
-	VPERMILPS    $0x4e, X13, X12
-	VADDPS       X12, X13, X13
-	VPERMILPS    $0xb1, X13, X12
-	VADDSS       X12, X13, X13
-	VMULSS       4(CX), X13, X13
-	VMOVSS       X13, 4(AX)
-	VEXTRACTF128 $0x01, Y5, X14
-	VADDPS       X14, X5, X14
-	VPERMILPS    $0x4e, X14, X9
-	VADDPS       X9, X14, X14
-	VPERMILPS    $0xb1, X14, X9
-	VADDSS       X9, X14, X14
-	VMULSS       8(CX), X14, X14
-	VMOVSS       X14, 8(AX)
-	VEXTRACTF128 $0x01, Y6, X10
-	VADDPS       X10, X6, X10
-	VPERMILPS    $0x4e, X10, X11
-	VADDPS       X11, X10, X10
-	VPERMILPS    $0xb1, X10, X11
-	VADDSS       X11, X10, X10
-	VMULSS       12(CX), X10, X10
-	VMOVSS       X10, 12(AX)
-	VEXTRACTF128 $0x01, Y7, X0
-	VADDPS       X0, X7, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VADDSS       X1, X0, X0
-	VMULSS       16(CX), X0, X0
-	VMOVSS       X0, 16(AX)
-	VZEROUPPER
-	RET
-
 // func q4Avx2Codes1x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
 TEXT ·q4Avx2Codes1x2(SB), NOSPLIT, $0-88
-	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	MOVQ         sc+16(FP), CX
-	MOVQ         scstr+24(FP), DX
-	MOVQ         ng+32(FP), DX
-	MOVQ         x+48(FP), BX
-	MOVQ         xs+56(FP), SI
-	MOVL         $0x0f0f0f0f, DI
-	VPBROADCASTD DI, Y0
-	VMOVDQU      q4perm<>+0(SB), Y1
-	MOVL         $0x00010001, DI
-	VPBROADCASTD DI, Y2
-	VXORPS       Y3, Y3, Y3
-	VXORPS       Y4, Y4, Y4
+	MOVQ   nib+0(FP), AX
+	MOVQ   rstr+8(FP), CX
+	MOVQ   sc+16(FP), CX
+	MOVQ   scstr+24(FP), DX
+	MOVQ   x+48(FP), DX
+	MOVQ   xs+56(FP), BX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	MOVQ   ng+32(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   tail+40(FP), SI
+	ADDQ   SI, DI
+	MOVQ   DI, SI
+	ADDQ   $0x0f, SI
+	SHRQ   $0x04, SI
+	SHLQ   $0x0a, SI
+	ADDQ   DX, SI
+	MOVQ   DI, R8
+	ANDQ   $0x0f, R8
+	SHRQ   $0x02, R8
+	SHRQ   $0x04, DI
+
+chunk:
+	TESTQ       DI, DI
+	JZ          groups
+	VMOVDQU     (AX), Y2
+	VPSRLW      $0x04, Y2, Y3
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW  (DX), Y2, Y4
+	VPMADDUBSW  64(DX), Y3, Y5
+	VPADDW      Y5, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VPMADDUBSW  (DX)(BX*1), Y2, Y6
+	VPMADDUBSW  64(DX)(BX*1), Y3, Y7
+	VPADDW      Y7, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     64(AX), Y8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  256(DX), Y8, Y10
+	VPMADDUBSW  320(DX), Y9, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ  Y10, Y4, Y12
+	VPUNPCKHDQ  Y10, Y4, Y4
+	VPADDD      Y4, Y12, Y12
+	VPMADDUBSW  256(DX)(BX*1), Y8, Y13
+	VPMADDUBSW  320(DX)(BX*1), Y9, Y14
+	VPADDW      Y14, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPUNPCKLDQ  Y13, Y6, Y15
+	VPUNPCKHDQ  Y13, Y6, Y6
+	VPADDD      Y6, Y15, Y15
+	VMOVDQU     128(AX), Y5
+	VPSRLW      $0x04, Y5, Y7
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  512(DX), Y5, Y2
+	VPMADDUBSW  576(DX), Y7, Y3
+	VPADDW      Y3, Y2, Y2
+	VPMADDWD    q4onesw<>+0(SB), Y2, Y2
+	VPMADDUBSW  512(DX)(BX*1), Y5, Y11
+	VPMADDUBSW  576(DX)(BX*1), Y7, Y4
+	VPADDW      Y4, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VMOVDQU     192(AX), Y10
+	VPSRLW      $0x04, Y10, Y14
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW  768(DX), Y10, Y6
+	VPMADDUBSW  832(DX), Y14, Y13
+	VPADDW      Y13, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VPUNPCKLDQ  Y6, Y2, Y8
+	VPUNPCKHDQ  Y6, Y2, Y2
+	VPADDD      Y2, Y8, Y8
+	VPUNPCKLQDQ Y8, Y12, Y9
+	VPUNPCKHQDQ Y8, Y12, Y12
+	VPADDD      Y12, Y9, Y9
+	VPADDD      64(SI), Y9, Y9
+	VMOVDQU     (CX), X3
+	VPSHUFB     q4codeperm<>+0(SB), X3, X3
+	VPMOVZXBD   X3, Y3
+	VPMULLD     Y3, Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VFMADD231PS (SI), Y9, Y0
+	VPMADDUBSW  768(DX)(BX*1), Y10, Y4
+	VPMADDUBSW  832(DX)(BX*1), Y14, Y5
+	VPADDW      Y5, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ  Y4, Y11, Y7
+	VPUNPCKHDQ  Y4, Y11, Y11
+	VPADDD      Y11, Y7, Y7
+	VPUNPCKLQDQ Y7, Y15, Y13
+	VPUNPCKHQDQ Y7, Y15, Y15
+	VPADDD      Y15, Y13, Y13
+	VPADDD      64(SI)(BX*1), Y13, Y13
+	VMOVDQU     (CX), X2
+	VPSHUFB     q4codeperm<>+0(SB), X2, X2
+	VPMOVZXBD   X2, Y2
+	VPMULLD     Y2, Y13, Y13
+	VCVTDQ2PS   Y13, Y13
+	VFMADD231PS (SI)(BX*1), Y13, Y1
+	VMOVDQU     32(AX), Y6
+	VPSRLW      $0x04, Y6, Y12
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  32(DX), Y6, Y8
+	VPMADDUBSW  96(DX), Y12, Y3
+	VPADDW      Y3, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPMADDUBSW  32(DX)(BX*1), Y6, Y9
+	VPMADDUBSW  96(DX)(BX*1), Y12, Y5
+	VPADDW      Y5, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VMOVDQU     96(AX), Y11
+	VPSRLW      $0x04, Y11, Y4
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW  288(DX), Y11, Y15
+	VPMADDUBSW  352(DX), Y4, Y7
+	VPADDW      Y7, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VPUNPCKLDQ  Y15, Y8, Y2
+	VPUNPCKHDQ  Y15, Y8, Y8
+	VPADDD      Y8, Y2, Y2
+	VPMADDUBSW  288(DX)(BX*1), Y11, Y13
+	VPMADDUBSW  352(DX)(BX*1), Y4, Y10
+	VPADDW      Y10, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPUNPCKLDQ  Y13, Y9, Y14
+	VPUNPCKHDQ  Y13, Y9, Y9
+	VPADDD      Y9, Y14, Y14
+	VMOVDQU     160(AX), Y3
+	VPSRLW      $0x04, Y3, Y5
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  544(DX), Y3, Y6
+	VPMADDUBSW  608(DX), Y5, Y12
+	VPADDW      Y12, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VPMADDUBSW  544(DX)(BX*1), Y3, Y7
+	VPMADDUBSW  608(DX)(BX*1), Y5, Y8
+	VPADDW      Y8, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VMOVDQU     224(AX), Y15
+	VPSRLW      $0x04, Y15, Y10
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  800(DX), Y15, Y9
+	VPMADDUBSW  864(DX), Y10, Y13
+	VPADDW      Y13, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y6, Y11
+	VPUNPCKHDQ  Y9, Y6, Y6
+	VPADDD      Y6, Y11, Y11
+	VPUNPCKLQDQ Y11, Y2, Y4
+	VPUNPCKHQDQ Y11, Y2, Y2
+	VPADDD      Y2, Y4, Y4
+	VPADDD      96(SI), Y4, Y4
+	VMOVDQU     (CX), X12
+	VPSHUFB     q4codeperm<>+0(SB), X12, X12
+	VPSRLDQ     $0x08, X12, X12
+	VPMOVZXBD   X12, Y12
+	VPMULLD     Y12, Y4, Y4
+	VCVTDQ2PS   Y4, Y4
+	VFMADD231PS 32(SI), Y4, Y0
+	VPMADDUBSW  800(DX)(BX*1), Y15, Y8
+	VPMADDUBSW  864(DX)(BX*1), Y10, Y3
+	VPADDW      Y3, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ  Y8, Y7, Y5
+	VPUNPCKHDQ  Y8, Y7, Y7
+	VPADDD      Y7, Y5, Y5
+	VPUNPCKLQDQ Y5, Y14, Y13
+	VPUNPCKHQDQ Y5, Y14, Y14
+	VPADDD      Y14, Y13, Y13
+	VPADDD      96(SI)(BX*1), Y13, Y13
+	VMOVDQU     (CX), X6
+	VPSHUFB     q4codeperm<>+0(SB), X6, X6
+	VPSRLDQ     $0x08, X6, X6
+	VPMOVZXBD   X6, Y6
+	VPMULLD     Y6, Y13, Y13
+	VCVTDQ2PS   Y13, Y13
+	VFMADD231PS 32(SI)(BX*1), Y13, Y1
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000010, CX
+	ADDQ        $0x00000400, DX
+	ADDQ        $0x00000080, SI
+	DECQ        DI
+	JMP         chunk
+
+groups:
+	MOVL         $0x0f0f0f0f, SI
+	VPBROADCASTD SI, Y9
+	VMOVDQU      q4perm<>+0(SB), Y2
+	MOVL         $0x00010001, SI
+	VPBROADCASTD SI, Y11
 
 loop:
-	TESTQ       DX, DX
+	TESTQ       R8, R8
 	JZ          tail
-	VMOVDQU     (AX), Y5
-	VPSRLW      $0x04, Y5, Y7
-	VPAND       Y5, Y0, Y6
-	VPAND       Y7, Y0, Y7
-	MOVWLZX     (CX), DI
-	VMOVD       DI, X8
-	VPMOVZXBD   X8, X8
-	VPERMD      Y8, Y1, Y8
+	VMOVDQU     (AX), Y12
+	VPSRLW      $0x04, Y12, Y3
+	VPAND       Y12, Y9, Y4
+	VPAND       Y3, Y9, Y3
+	MOVWLZX     (CX), SI
+	VMOVD       SI, X7
+	VPMOVZXBD   X7, X7
+	VPERMD      Y7, Y2, Y7
+	VCVTDQ2PS   Y7, Y7
+	VPMADDUBSW  (DX), Y4, Y8
+	VPMADDUBSW  64(DX), Y3, Y14
+	VPADDW      Y14, Y8, Y8
+	VPMADDWD    Y11, Y8, Y8
+	VPADDD      192(DX), Y8, Y8
 	VCVTDQ2PS   Y8, Y8
-	VPMADDUBSW  (BX), Y6, Y9
-	VPMADDUBSW  64(BX), Y7, Y10
-	VPADDW      Y10, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      192(BX), Y9, Y9
-	VCVTDQ2PS   Y9, Y9
-	VMULPS      128(BX), Y8, Y11
-	VFMADD231PS Y9, Y11, Y3
-	VPMADDUBSW  (BX)(SI*1), Y6, Y12
-	VPMADDUBSW  64(BX)(SI*1), Y7, Y13
-	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      192(BX)(SI*1), Y12, Y12
-	VCVTDQ2PS   Y12, Y12
-	VMULPS      128(BX)(SI*1), Y8, Y14
-	VFMADD231PS Y12, Y14, Y4
-	VMOVDQU     32(AX), Y15
-	VPSRLW      $0x04, Y15, Y10
-	VPAND       Y15, Y0, Y5
-	VPAND       Y10, Y0, Y10
-	MOVWLZX     2(CX), DI
-	VMOVD       DI, X9
-	VPMOVZXBD   X9, X9
-	VPERMD      Y9, Y1, Y9
-	VCVTDQ2PS   Y9, Y9
-	VPMADDUBSW  32(BX), Y5, Y11
-	VPMADDUBSW  96(BX), Y10, Y13
-	VPADDW      Y13, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(BX), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(BX), Y9, Y12
-	VFMADD231PS Y11, Y12, Y3
-	VPMADDUBSW  32(BX)(SI*1), Y5, Y14
-	VPMADDUBSW  96(BX)(SI*1), Y10, Y6
-	VPADDW      Y6, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      224(BX)(SI*1), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      160(BX)(SI*1), Y9, Y7
-	VFMADD231PS Y14, Y7, Y4
+	VMULPS      128(DX), Y7, Y5
+	VFMADD231PS Y8, Y5, Y0
+	VPMADDUBSW  (DX)(BX*1), Y4, Y6
+	VPMADDUBSW  64(DX)(BX*1), Y3, Y13
+	VPADDW      Y13, Y6, Y6
+	VPMADDWD    Y11, Y6, Y6
+	VPADDD      192(DX)(BX*1), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      128(DX)(BX*1), Y7, Y15
+	VFMADD231PS Y6, Y15, Y1
+	VMOVDQU     32(AX), Y10
+	VPSRLW      $0x04, Y10, Y14
+	VPAND       Y10, Y9, Y12
+	VPAND       Y14, Y9, Y14
+	MOVWLZX     2(CX), SI
+	VMOVD       SI, X8
+	VPMOVZXBD   X8, X8
+	VPERMD      Y8, Y2, Y8
+	VCVTDQ2PS   Y8, Y8
+	VPMADDUBSW  32(DX), Y12, Y5
+	VPMADDUBSW  96(DX), Y14, Y13
+	VPADDW      Y13, Y5, Y5
+	VPMADDWD    Y11, Y5, Y5
+	VPADDD      224(DX), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      160(DX), Y8, Y6
+	VFMADD231PS Y5, Y6, Y0
+	VPMADDUBSW  32(DX)(BX*1), Y12, Y15
+	VPMADDUBSW  96(DX)(BX*1), Y14, Y4
+	VPADDW      Y4, Y15, Y15
+	VPMADDWD    Y11, Y15, Y15
+	VPADDD      224(DX)(BX*1), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      160(DX)(BX*1), Y8, Y3
+	VFMADD231PS Y15, Y3, Y1
 	ADDQ        $0x00000040, AX
 	ADDQ        $0x00000004, CX
-	ADDQ        $0x00000100, BX
-	DECQ        DX
+	ADDQ        $0x00000100, DX
+	DECQ        R8
 	JMP         loop
 
 tail:
-	MOVQ        tail+40(FP), DX
-	CMPQ        DX, $0x02
+	MOVQ        tail+40(FP), DI
+	CMPQ        DI, $0x02
 	JB          tail1
-	VMOVDQU     (AX), Y8
-	VPSRLW      $0x04, Y8, Y13
-	VPAND       Y8, Y0, Y15
-	VPAND       Y13, Y0, Y13
-	MOVWLZX     (CX), DI
-	VMOVD       DI, X11
-	VPMOVZXBD   X11, X11
-	VPERMD      Y11, Y1, Y11
-	VCVTDQ2PS   Y11, Y11
-	VPMADDUBSW  (BX), Y15, Y12
-	VPMADDUBSW  64(BX), Y13, Y6
-	VPADDW      Y6, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      192(BX), Y12, Y12
-	VCVTDQ2PS   Y12, Y12
-	VMULPS      128(BX), Y11, Y14
-	VFMADD231PS Y12, Y14, Y3
-	VPMADDUBSW  (BX)(SI*1), Y15, Y7
-	VPMADDUBSW  64(BX)(SI*1), Y13, Y5
-	VPADDW      Y5, Y7, Y7
-	VPMADDWD    Y2, Y7, Y7
-	VPADDD      192(BX)(SI*1), Y7, Y7
-	VCVTDQ2PS   Y7, Y7
-	VMULPS      128(BX)(SI*1), Y11, Y10
-	VFMADD231PS Y7, Y10, Y4
+	VMOVDQU     (AX), Y7
+	VPSRLW      $0x04, Y7, Y13
+	VPAND       Y7, Y9, Y10
+	VPAND       Y13, Y9, Y13
+	MOVWLZX     (CX), SI
+	VMOVD       SI, X5
+	VPMOVZXBD   X5, X5
+	VPERMD      Y5, Y2, Y5
+	VCVTDQ2PS   Y5, Y5
+	VPMADDUBSW  (DX), Y10, Y6
+	VPMADDUBSW  64(DX), Y13, Y4
+	VPADDW      Y4, Y6, Y6
+	VPMADDWD    Y11, Y6, Y6
+	VPADDD      192(DX), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      128(DX), Y5, Y15
+	VFMADD231PS Y6, Y15, Y0
+	VPMADDUBSW  (DX)(BX*1), Y10, Y3
+	VPMADDUBSW  64(DX)(BX*1), Y13, Y12
+	VPADDW      Y12, Y3, Y3
+	VPMADDWD    Y11, Y3, Y3
+	VPADDD      192(DX)(BX*1), Y3, Y3
+	VCVTDQ2PS   Y3, Y3
+	VMULPS      128(DX)(BX*1), Y5, Y14
+	VFMADD231PS Y3, Y14, Y1
 
 tail1:
-	TESTQ       $0x00000001, DX
+	TESTQ       $0x00000001, DI
 	JZ          reduce
-	CMPQ        DX, $0x01
+	CMPQ        DI, $0x01
 	JE          tail1at0
-	VMOVDQU     32(AX), X9
-	VPSRLW      $0x04, Y9, Y6
-	VPAND       Y9, Y0, Y8
-	VPAND       Y6, Y0, Y6
-	MOVBLZX     2(CX), DI
-	VMOVD       DI, X12
-	VPERMD      Y12, Y1, Y12
-	VCVTDQ2PS   Y12, Y12
-	VPMADDUBSW  32(BX), Y8, Y14
-	VPMADDUBSW  96(BX), Y6, Y5
-	VPADDW      Y5, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      224(BX), Y14, Y14
+	VMOVDQU     32(AX), X8
+	VPSRLW      $0x04, Y8, Y4
+	VPAND       Y8, Y9, Y7
+	VPAND       Y4, Y9, Y4
+	MOVBLZX     2(CX), SI
+	VMOVD       SI, X6
+	VPERMD      Y6, Y2, Y6
+	VCVTDQ2PS   Y6, Y6
+	VPMADDUBSW  32(DX), Y7, Y15
+	VPMADDUBSW  96(DX), Y4, Y12
+	VPADDW      Y12, Y15, Y15
+	VPMADDWD    Y11, Y15, Y15
+	VPADDD      224(DX), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      160(DX), Y6, Y3
+	VFMADD231PS Y15, Y3, Y0
+	VPMADDUBSW  32(DX)(BX*1), Y7, Y14
+	VPMADDUBSW  96(DX)(BX*1), Y4, Y10
+	VPADDW      Y10, Y14, Y14
+	VPMADDWD    Y11, Y14, Y14
+	VPADDD      224(DX)(BX*1), Y14, Y14
 	VCVTDQ2PS   Y14, Y14
-	VMULPS      160(BX), Y12, Y7
-	VFMADD231PS Y14, Y7, Y3
-	VPMADDUBSW  32(BX)(SI*1), Y8, Y10
-	VPMADDUBSW  96(BX)(SI*1), Y6, Y15
-	VPADDW      Y15, Y10, Y10
-	VPMADDWD    Y2, Y10, Y10
-	VPADDD      224(BX)(SI*1), Y10, Y10
-	VCVTDQ2PS   Y10, Y10
-	VMULPS      160(BX)(SI*1), Y12, Y13
-	VFMADD231PS Y10, Y13, Y4
+	VMULPS      160(DX)(BX*1), Y6, Y13
+	VFMADD231PS Y14, Y13, Y1
 	JMP         reduce
 
 tail1at0:
-	VMOVDQU     (AX), X11
-	VPSRLW      $0x04, Y11, Y5
-	VPAND       Y11, Y0, Y9
-	VPAND       Y5, Y0, Y5
-	MOVBLZX     (CX), DI
-	VMOVD       DI, X14
-	VPERMD      Y14, Y1, Y14
-	VCVTDQ2PS   Y14, Y14
-	VPMADDUBSW  (BX), Y9, Y7
-	VPMADDUBSW  64(BX), Y5, Y15
-	VPADDW      Y15, Y7, Y7
-	VPMADDWD    Y2, Y7, Y7
-	VPADDD      192(BX), Y7, Y7
-	VCVTDQ2PS   Y7, Y7
-	VMULPS      128(BX), Y14, Y10
-	VFMADD231PS Y7, Y10, Y3
-	VPMADDUBSW  (BX)(SI*1), Y9, Y13
-	VPMADDUBSW  64(BX)(SI*1), Y5, Y8
-	VPADDW      Y8, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      192(BX)(SI*1), Y13, Y13
+	VMOVDQU     (AX), X5
+	VPSRLW      $0x04, Y5, Y12
+	VPAND       Y5, Y9, Y8
+	VPAND       Y12, Y9, Y12
+	MOVBLZX     (CX), SI
+	VMOVD       SI, X15
+	VPERMD      Y15, Y2, Y15
+	VCVTDQ2PS   Y15, Y15
+	VPMADDUBSW  (DX), Y8, Y3
+	VPMADDUBSW  64(DX), Y12, Y10
+	VPADDW      Y10, Y3, Y3
+	VPMADDWD    Y11, Y3, Y3
+	VPADDD      192(DX), Y3, Y3
+	VCVTDQ2PS   Y3, Y3
+	VMULPS      128(DX), Y15, Y14
+	VFMADD231PS Y3, Y14, Y0
+	VPMADDUBSW  (DX)(BX*1), Y8, Y13
+	VPMADDUBSW  64(DX)(BX*1), Y12, Y7
+	VPADDW      Y7, Y13, Y13
+	VPMADDWD    Y11, Y13, Y13
+	VPADDD      192(DX)(BX*1), Y13, Y13
 	VCVTDQ2PS   Y13, Y13
-	VMULPS      128(BX)(SI*1), Y14, Y6
-	VFMADD231PS Y13, Y6, Y4
+	VMULPS      128(DX)(BX*1), Y15, Y4
+	VFMADD231PS Y13, Y4, Y1
 
 reduce:
 	MOVQ         dst+64(FP), AX
 	MOVQ         ldd+72(FP), CX
 	SHLQ         $0x02, CX
 	MOVQ         rs+80(FP), DX
-	VEXTRACTF128 $0x01, Y3, X12
-	VADDPS       X12, X3, X12
-	VPERMILPS    $0x4e, X12, X11
-	VADDPS       X11, X12, X12
-	VPERMILPS    $0xb1, X12, X11
-	VADDSS       X11, X12, X12
-	VMULSS       (DX), X12, X12
-	VMOVSS       X12, (AX)
+	VEXTRACTF128 $0x01, Y0, X6
+	VADDPS       X6, X0, X6
+	VPERMILPS    $0x4e, X6, X5
+	VADDPS       X5, X6, X6
+	VPERMILPS    $0xb1, X6, X5
+	VADDSS       X5, X6, X6
+	VMULSS       (DX), X6, X6
+	VMOVSS       X6, (AX)
 	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y4, X15
-	VADDPS       X15, X4, X15
-	VPERMILPS    $0x4e, X15, X7
-	VADDPS       X7, X15, X15
-	VPERMILPS    $0xb1, X15, X7
-	VADDSS       X7, X15, X15
-	VMULSS       (DX), X15, X15
-	VMOVSS       X15, (AX)
+	VEXTRACTF128 $0x01, Y1, X10
+	VADDPS       X10, X1, X10
+	VPERMILPS    $0x4e, X10, X3
+	VADDPS       X3, X10, X10
+	VPERMILPS    $0xb1, X10, X3
+	VADDSS       X3, X10, X10
+	VMULSS       (DX), X10, X10
+	VMOVSS       X10, (AX)
 	VZEROUPPER
 	RET
 
 // func q4Avx2Codes2x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
 TEXT ·q4Avx2Codes2x2(SB), NOSPLIT, $0-88
-	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	MOVQ         sc+16(FP), DX
-	MOVQ         scstr+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	MOVQ         x+48(FP), DI
-	MOVQ         xs+56(FP), R8
-	MOVL         $0x0f0f0f0f, R9
-	VPBROADCASTD R9, Y0
-	VMOVDQU      q4perm<>+0(SB), Y1
-	MOVL         $0x00010001, R9
-	VPBROADCASTD R9, Y2
-	VXORPS       Y3, Y3, Y3
-	VXORPS       Y4, Y4, Y4
-	VXORPS       Y5, Y5, Y5
-	VXORPS       Y6, Y6, Y6
+	MOVQ   nib+0(FP), AX
+	MOVQ   rstr+8(FP), CX
+	MOVQ   sc+16(FP), DX
+	MOVQ   scstr+24(FP), BX
+	MOVQ   x+48(FP), SI
+	MOVQ   xs+56(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   SI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk:
+	TESTQ       R9, R9
+	JZ          groups
+	VMOVDQU     (AX), Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  (SI), Y4, Y6
+	VPMADDUBSW  64(SI), Y5, Y7
+	VPADDW      Y7, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VPMADDUBSW  (SI)(DI*1), Y4, Y8
+	VPMADDUBSW  64(SI)(DI*1), Y5, Y9
+	VPADDW      Y9, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VMOVDQU     64(AX), Y10
+	VPSRLW      $0x04, Y10, Y11
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  256(SI), Y10, Y12
+	VPMADDUBSW  320(SI), Y11, Y13
+	VPADDW      Y13, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPUNPCKLDQ  Y12, Y6, Y14
+	VPUNPCKHDQ  Y12, Y6, Y6
+	VPADDD      Y6, Y14, Y14
+	VPMADDUBSW  256(SI)(DI*1), Y10, Y15
+	VPMADDUBSW  320(SI)(DI*1), Y11, Y7
+	VPADDW      Y7, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VPUNPCKLDQ  Y15, Y8, Y9
+	VPUNPCKHDQ  Y15, Y8, Y8
+	VPADDD      Y8, Y9, Y9
+	VMOVDQU     128(AX), Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  512(SI), Y4, Y13
+	VPMADDUBSW  576(SI), Y5, Y6
+	VPADDW      Y6, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPMADDUBSW  512(SI)(DI*1), Y4, Y12
+	VPMADDUBSW  576(SI)(DI*1), Y5, Y7
+	VPADDW      Y7, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     192(AX), Y8
+	VPSRLW      $0x04, Y8, Y15
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(SI), Y8, Y10
+	VPMADDUBSW  832(SI), Y15, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ  Y10, Y13, Y6
+	VPUNPCKHDQ  Y10, Y13, Y13
+	VPADDD      Y13, Y6, Y6
+	VPUNPCKLQDQ Y6, Y14, Y7
+	VPUNPCKHQDQ Y6, Y14, Y14
+	VPADDD      Y14, Y7, Y7
+	VPADDD      64(R8), Y7, Y7
+	VMOVDQU     (DX), X4
+	VPSHUFB     q4codeperm<>+0(SB), X4, X4
+	VPMOVZXBD   X4, Y4
+	VPMULLD     Y4, Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VFMADD231PS (R8), Y7, Y0
+	VPMADDUBSW  768(SI)(DI*1), Y8, Y5
+	VPMADDUBSW  832(SI)(DI*1), Y15, Y11
+	VPADDW      Y11, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VPUNPCKLDQ  Y5, Y12, Y13
+	VPUNPCKHDQ  Y5, Y12, Y12
+	VPADDD      Y12, Y13, Y13
+	VPUNPCKLQDQ Y13, Y9, Y10
+	VPUNPCKHQDQ Y13, Y9, Y9
+	VPADDD      Y9, Y10, Y10
+	VPADDD      64(R8)(DI*1), Y10, Y10
+	VMOVDQU     (DX), X14
+	VPSHUFB     q4codeperm<>+0(SB), X14, X14
+	VPMOVZXBD   X14, Y14
+	VPMULLD     Y14, Y10, Y10
+	VCVTDQ2PS   Y10, Y10
+	VFMADD231PS (R8)(DI*1), Y10, Y1
+	VMOVDQU     32(AX), Y6
+	VPSRLW      $0x04, Y6, Y4
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW  32(SI), Y6, Y7
+	VPMADDUBSW  96(SI), Y4, Y11
+	VPADDW      Y11, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VPMADDUBSW  32(SI)(DI*1), Y6, Y12
+	VPMADDUBSW  96(SI)(DI*1), Y4, Y5
+	VPADDW      Y5, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     96(AX), Y9
+	VPSRLW      $0x04, Y9, Y13
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  288(SI), Y9, Y14
+	VPMADDUBSW  352(SI), Y13, Y10
+	VPADDW      Y10, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ  Y14, Y7, Y8
+	VPUNPCKHDQ  Y14, Y7, Y7
+	VPADDD      Y7, Y8, Y8
+	VPMADDUBSW  288(SI)(DI*1), Y9, Y15
+	VPMADDUBSW  352(SI)(DI*1), Y13, Y11
+	VPADDW      Y11, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VPUNPCKLDQ  Y15, Y12, Y5
+	VPUNPCKHDQ  Y15, Y12, Y12
+	VPADDD      Y12, Y5, Y5
+	VMOVDQU     160(AX), Y6
+	VPSRLW      $0x04, Y6, Y4
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW  544(SI), Y6, Y10
+	VPMADDUBSW  608(SI), Y4, Y7
+	VPADDW      Y7, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPMADDUBSW  544(SI)(DI*1), Y6, Y14
+	VPMADDUBSW  608(SI)(DI*1), Y4, Y11
+	VPADDW      Y11, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VMOVDQU     224(AX), Y12
+	VPSRLW      $0x04, Y12, Y15
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(SI), Y12, Y9
+	VPMADDUBSW  864(SI), Y15, Y13
+	VPADDW      Y13, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y10, Y7
+	VPUNPCKHDQ  Y9, Y10, Y10
+	VPADDD      Y10, Y7, Y7
+	VPUNPCKLQDQ Y7, Y8, Y11
+	VPUNPCKHQDQ Y7, Y8, Y8
+	VPADDD      Y8, Y11, Y11
+	VPADDD      96(R8), Y11, Y11
+	VMOVDQU     (DX), X6
+	VPSHUFB     q4codeperm<>+0(SB), X6, X6
+	VPSRLDQ     $0x08, X6, X6
+	VPMOVZXBD   X6, Y6
+	VPMULLD     Y6, Y11, Y11
+	VCVTDQ2PS   Y11, Y11
+	VFMADD231PS 32(R8), Y11, Y0
+	VPMADDUBSW  800(SI)(DI*1), Y12, Y4
+	VPMADDUBSW  864(SI)(DI*1), Y15, Y13
+	VPADDW      Y13, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ  Y4, Y14, Y10
+	VPUNPCKHDQ  Y4, Y14, Y14
+	VPADDD      Y14, Y10, Y10
+	VPUNPCKLQDQ Y10, Y5, Y9
+	VPUNPCKHQDQ Y10, Y5, Y5
+	VPADDD      Y5, Y9, Y9
+	VPADDD      96(R8)(DI*1), Y9, Y9
+	VMOVDQU     (DX), X8
+	VPSHUFB     q4codeperm<>+0(SB), X8, X8
+	VPSRLDQ     $0x08, X8, X8
+	VPMOVZXBD   X8, Y8
+	VPMULLD     Y8, Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VFMADD231PS 32(R8)(DI*1), Y9, Y1
+	VMOVDQU     (AX)(CX*1), Y7
+	VPSRLW      $0x04, Y7, Y6
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  (SI), Y7, Y11
+	VPMADDUBSW  64(SI), Y6, Y13
+	VPADDW      Y13, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPMADDUBSW  (SI)(DI*1), Y7, Y14
+	VPMADDUBSW  64(SI)(DI*1), Y6, Y4
+	VPADDW      Y4, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VMOVDQU     64(AX)(CX*1), Y5
+	VPSRLW      $0x04, Y5, Y10
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  256(SI), Y5, Y8
+	VPMADDUBSW  320(SI), Y10, Y9
+	VPADDW      Y9, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ  Y8, Y11, Y12
+	VPUNPCKHDQ  Y8, Y11, Y11
+	VPADDD      Y11, Y12, Y12
+	VPMADDUBSW  256(SI)(DI*1), Y5, Y15
+	VPMADDUBSW  320(SI)(DI*1), Y10, Y13
+	VPADDW      Y13, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VPUNPCKLDQ  Y15, Y14, Y4
+	VPUNPCKHDQ  Y15, Y14, Y14
+	VPADDD      Y14, Y4, Y4
+	VMOVDQU     128(AX)(CX*1), Y7
+	VPSRLW      $0x04, Y7, Y6
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  512(SI), Y7, Y9
+	VPMADDUBSW  576(SI), Y6, Y11
+	VPADDW      Y11, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPMADDUBSW  512(SI)(DI*1), Y7, Y8
+	VPMADDUBSW  576(SI)(DI*1), Y6, Y13
+	VPADDW      Y13, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VMOVDQU     192(AX)(CX*1), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(SI), Y14, Y5
+	VPMADDUBSW  832(SI), Y15, Y10
+	VPADDW      Y10, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VPUNPCKLDQ  Y5, Y9, Y11
+	VPUNPCKHDQ  Y5, Y9, Y9
+	VPADDD      Y9, Y11, Y11
+	VPUNPCKLQDQ Y11, Y12, Y13
+	VPUNPCKHQDQ Y11, Y12, Y12
+	VPADDD      Y12, Y13, Y13
+	VPADDD      64(R8), Y13, Y13
+	VMOVDQU     (DX)(BX*1), X7
+	VPSHUFB     q4codeperm<>+0(SB), X7, X7
+	VPMOVZXBD   X7, Y7
+	VPMULLD     Y7, Y13, Y13
+	VCVTDQ2PS   Y13, Y13
+	VFMADD231PS (R8), Y13, Y2
+	VPMADDUBSW  768(SI)(DI*1), Y14, Y6
+	VPMADDUBSW  832(SI)(DI*1), Y15, Y10
+	VPADDW      Y10, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VPUNPCKLDQ  Y6, Y8, Y9
+	VPUNPCKHDQ  Y6, Y8, Y8
+	VPADDD      Y8, Y9, Y9
+	VPUNPCKLQDQ Y9, Y4, Y5
+	VPUNPCKHQDQ Y9, Y4, Y4
+	VPADDD      Y4, Y5, Y5
+	VPADDD      64(R8)(DI*1), Y5, Y5
+	VMOVDQU     (DX)(BX*1), X12
+	VPSHUFB     q4codeperm<>+0(SB), X12, X12
+	VPMOVZXBD   X12, Y12
+	VPMULLD     Y12, Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VFMADD231PS (R8)(DI*1), Y5, Y3
+	VMOVDQU     32(AX)(CX*1), Y11
+	VPSRLW      $0x04, Y11, Y7
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  32(SI), Y11, Y13
+	VPMADDUBSW  96(SI), Y7, Y10
+	VPADDW      Y10, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPMADDUBSW  32(SI)(DI*1), Y11, Y8
+	VPMADDUBSW  96(SI)(DI*1), Y7, Y6
+	VPADDW      Y6, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VMOVDQU     96(AX)(CX*1), Y4
+	VPSRLW      $0x04, Y4, Y9
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  288(SI), Y4, Y12
+	VPMADDUBSW  352(SI), Y9, Y5
+	VPADDW      Y5, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPUNPCKLDQ  Y12, Y13, Y14
+	VPUNPCKHDQ  Y12, Y13, Y13
+	VPADDD      Y13, Y14, Y14
+	VPMADDUBSW  288(SI)(DI*1), Y4, Y15
+	VPMADDUBSW  352(SI)(DI*1), Y9, Y10
+	VPADDW      Y10, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VPUNPCKLDQ  Y15, Y8, Y6
+	VPUNPCKHDQ  Y15, Y8, Y8
+	VPADDD      Y8, Y6, Y6
+	VMOVDQU     160(AX)(CX*1), Y11
+	VPSRLW      $0x04, Y11, Y7
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  544(SI), Y11, Y5
+	VPMADDUBSW  608(SI), Y7, Y13
+	VPADDW      Y13, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VPMADDUBSW  544(SI)(DI*1), Y11, Y12
+	VPMADDUBSW  608(SI)(DI*1), Y7, Y10
+	VPADDW      Y10, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     224(AX)(CX*1), Y8
+	VPSRLW      $0x04, Y8, Y15
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(SI), Y8, Y4
+	VPMADDUBSW  864(SI), Y15, Y9
+	VPADDW      Y9, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ  Y4, Y5, Y13
+	VPUNPCKHDQ  Y4, Y5, Y5
+	VPADDD      Y5, Y13, Y13
+	VPUNPCKLQDQ Y13, Y14, Y10
+	VPUNPCKHQDQ Y13, Y14, Y14
+	VPADDD      Y14, Y10, Y10
+	VPADDD      96(R8), Y10, Y10
+	VMOVDQU     (DX)(BX*1), X11
+	VPSHUFB     q4codeperm<>+0(SB), X11, X11
+	VPSRLDQ     $0x08, X11, X11
+	VPMOVZXBD   X11, Y11
+	VPMULLD     Y11, Y10, Y10
+	VCVTDQ2PS   Y10, Y10
+	VFMADD231PS 32(R8), Y10, Y2
+	VPMADDUBSW  800(SI)(DI*1), Y8, Y7
+	VPMADDUBSW  864(SI)(DI*1), Y15, Y9
+	VPADDW      Y9, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VPUNPCKLDQ  Y7, Y12, Y5
+	VPUNPCKHDQ  Y7, Y12, Y12
+	VPADDD      Y12, Y5, Y5
+	VPUNPCKLQDQ Y5, Y6, Y4
+	VPUNPCKHQDQ Y5, Y6, Y6
+	VPADDD      Y6, Y4, Y4
+	VPADDD      96(R8)(DI*1), Y4, Y4
+	VMOVDQU     (DX)(BX*1), X14
+	VPSHUFB     q4codeperm<>+0(SB), X14, X14
+	VPSRLDQ     $0x08, X14, X14
+	VPMOVZXBD   X14, Y14
+	VPMULLD     Y14, Y4, Y4
+	VCVTDQ2PS   Y4, Y4
+	VFMADD231PS 32(R8)(DI*1), Y4, Y3
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000010, DX
+	ADDQ        $0x00000400, SI
+	ADDQ        $0x00000080, R8
+	DECQ        R9
+	JMP         chunk
+
+groups:
+	MOVL         $0x0f0f0f0f, R8
+	VPBROADCASTD R8, Y13
+	VMOVDQU      q4perm<>+0(SB), Y11
+	MOVL         $0x00010001, R8
+	VPBROADCASTD R8, Y10
 
 loop:
-	TESTQ       SI, SI
+	TESTQ       R10, R10
 	JZ          tail
-	VMOVDQU     (AX), Y7
-	VPSRLW      $0x04, Y7, Y9
-	VPAND       Y7, Y0, Y8
-	VPAND       Y9, Y0, Y9
-	MOVWLZX     (DX), R9
-	VMOVD       R9, X10
-	VPMOVZXBD   X10, X10
-	VPERMD      Y10, Y1, Y10
-	VCVTDQ2PS   Y10, Y10
-	VPMADDUBSW  (DI), Y8, Y11
-	VPMADDUBSW  64(DI), Y9, Y12
-	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(DI), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(DI), Y10, Y13
-	VFMADD231PS Y11, Y13, Y3
-	VPMADDUBSW  (DI)(R8*1), Y8, Y14
-	VPMADDUBSW  64(DI)(R8*1), Y9, Y15
-	VPADDW      Y15, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      192(DI)(R8*1), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      128(DI)(R8*1), Y10, Y7
-	VFMADD231PS Y14, Y7, Y4
-	VMOVDQU     (AX)(CX*1), Y12
-	VPSRLW      $0x04, Y12, Y13
-	VPAND       Y12, Y0, Y11
-	VPAND       Y13, Y0, Y13
-	MOVWLZX     (DX)(BX*1), R9
-	VMOVD       R9, X15
-	VPMOVZXBD   X15, X15
-	VPERMD      Y15, Y1, Y15
-	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  (DI), Y11, Y14
-	VPMADDUBSW  64(DI), Y13, Y7
-	VPADDW      Y7, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      192(DI), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      128(DI), Y15, Y8
-	VFMADD231PS Y14, Y8, Y5
-	VPMADDUBSW  (DI)(R8*1), Y11, Y9
-	VPMADDUBSW  64(DI)(R8*1), Y13, Y10
-	VPADDW      Y10, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      192(DI)(R8*1), Y9, Y9
-	VCVTDQ2PS   Y9, Y9
-	VMULPS      128(DI)(R8*1), Y15, Y12
-	VFMADD231PS Y9, Y12, Y6
-	VMOVDQU     32(AX), Y7
-	VPSRLW      $0x04, Y7, Y8
-	VPAND       Y7, Y0, Y14
-	VPAND       Y8, Y0, Y8
-	MOVWLZX     2(DX), R9
-	VMOVD       R9, X10
-	VPMOVZXBD   X10, X10
-	VPERMD      Y10, Y1, Y10
-	VCVTDQ2PS   Y10, Y10
-	VPMADDUBSW  32(DI), Y14, Y9
-	VPMADDUBSW  96(DI), Y8, Y12
-	VPADDW      Y12, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      224(DI), Y9, Y9
-	VCVTDQ2PS   Y9, Y9
-	VMULPS      160(DI), Y10, Y11
-	VFMADD231PS Y9, Y11, Y3
-	VPMADDUBSW  32(DI)(R8*1), Y14, Y13
-	VPMADDUBSW  96(DI)(R8*1), Y8, Y15
-	VPADDW      Y15, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      224(DI)(R8*1), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      160(DI)(R8*1), Y10, Y7
-	VFMADD231PS Y13, Y7, Y4
-	VMOVDQU     32(AX)(CX*1), Y12
-	VPSRLW      $0x04, Y12, Y11
-	VPAND       Y12, Y0, Y9
-	VPAND       Y11, Y0, Y11
-	MOVWLZX     2(DX)(BX*1), R9
-	VMOVD       R9, X15
-	VPMOVZXBD   X15, X15
-	VPERMD      Y15, Y1, Y15
-	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  32(DI), Y9, Y13
-	VPMADDUBSW  96(DI), Y11, Y7
-	VPADDW      Y7, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      224(DI), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      160(DI), Y15, Y14
-	VFMADD231PS Y13, Y14, Y5
-	VPMADDUBSW  32(DI)(R8*1), Y9, Y8
-	VPMADDUBSW  96(DI)(R8*1), Y11, Y10
-	VPADDW      Y10, Y8, Y8
-	VPMADDWD    Y2, Y8, Y8
-	VPADDD      224(DI)(R8*1), Y8, Y8
+	VMOVDQU     (AX), Y9
+	VPSRLW      $0x04, Y9, Y7
+	VPAND       Y9, Y13, Y12
+	VPAND       Y7, Y13, Y7
+	MOVWLZX     (DX), R8
+	VMOVD       R8, X6
+	VPMOVZXBD   X6, X6
+	VPERMD      Y6, Y11, Y6
+	VCVTDQ2PS   Y6, Y6
+	VPMADDUBSW  (SI), Y12, Y5
+	VPMADDUBSW  64(SI), Y7, Y14
+	VPADDW      Y14, Y5, Y5
+	VPMADDWD    Y10, Y5, Y5
+	VPADDD      192(SI), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      128(SI), Y6, Y4
+	VFMADD231PS Y5, Y4, Y0
+	VPMADDUBSW  (SI)(DI*1), Y12, Y8
+	VPMADDUBSW  64(SI)(DI*1), Y7, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    Y10, Y8, Y8
+	VPADDD      192(SI)(DI*1), Y8, Y8
 	VCVTDQ2PS   Y8, Y8
-	VMULPS      160(DI)(R8*1), Y15, Y12
-	VFMADD231PS Y8, Y12, Y6
+	VMULPS      128(SI)(DI*1), Y6, Y9
+	VFMADD231PS Y8, Y9, Y1
+	VMOVDQU     (AX)(CX*1), Y14
+	VPSRLW      $0x04, Y14, Y4
+	VPAND       Y14, Y13, Y5
+	VPAND       Y4, Y13, Y4
+	MOVWLZX     (DX)(BX*1), R8
+	VMOVD       R8, X15
+	VPMOVZXBD   X15, X15
+	VPERMD      Y15, Y11, Y15
+	VCVTDQ2PS   Y15, Y15
+	VPMADDUBSW  (SI), Y5, Y8
+	VPMADDUBSW  64(SI), Y4, Y9
+	VPADDW      Y9, Y8, Y8
+	VPMADDWD    Y10, Y8, Y8
+	VPADDD      192(SI), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(SI), Y15, Y12
+	VFMADD231PS Y8, Y12, Y2
+	VPMADDUBSW  (SI)(DI*1), Y5, Y7
+	VPMADDUBSW  64(SI)(DI*1), Y4, Y6
+	VPADDW      Y6, Y7, Y7
+	VPMADDWD    Y10, Y7, Y7
+	VPADDD      192(SI)(DI*1), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      128(SI)(DI*1), Y15, Y14
+	VFMADD231PS Y7, Y14, Y3
+	VMOVDQU     32(AX), Y9
+	VPSRLW      $0x04, Y9, Y12
+	VPAND       Y9, Y13, Y8
+	VPAND       Y12, Y13, Y12
+	MOVWLZX     2(DX), R8
+	VMOVD       R8, X6
+	VPMOVZXBD   X6, X6
+	VPERMD      Y6, Y11, Y6
+	VCVTDQ2PS   Y6, Y6
+	VPMADDUBSW  32(SI), Y8, Y7
+	VPMADDUBSW  96(SI), Y12, Y14
+	VPADDW      Y14, Y7, Y7
+	VPMADDWD    Y10, Y7, Y7
+	VPADDD      224(SI), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      160(SI), Y6, Y5
+	VFMADD231PS Y7, Y5, Y0
+	VPMADDUBSW  32(SI)(DI*1), Y8, Y4
+	VPMADDUBSW  96(SI)(DI*1), Y12, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDWD    Y10, Y4, Y4
+	VPADDD      224(SI)(DI*1), Y4, Y4
+	VCVTDQ2PS   Y4, Y4
+	VMULPS      160(SI)(DI*1), Y6, Y9
+	VFMADD231PS Y4, Y9, Y1
+	VMOVDQU     32(AX)(CX*1), Y14
+	VPSRLW      $0x04, Y14, Y5
+	VPAND       Y14, Y13, Y7
+	VPAND       Y5, Y13, Y5
+	MOVWLZX     2(DX)(BX*1), R8
+	VMOVD       R8, X15
+	VPMOVZXBD   X15, X15
+	VPERMD      Y15, Y11, Y15
+	VCVTDQ2PS   Y15, Y15
+	VPMADDUBSW  32(SI), Y7, Y4
+	VPMADDUBSW  96(SI), Y5, Y9
+	VPADDW      Y9, Y4, Y4
+	VPMADDWD    Y10, Y4, Y4
+	VPADDD      224(SI), Y4, Y4
+	VCVTDQ2PS   Y4, Y4
+	VMULPS      160(SI), Y15, Y8
+	VFMADD231PS Y4, Y8, Y2
+	VPMADDUBSW  32(SI)(DI*1), Y7, Y12
+	VPMADDUBSW  96(SI)(DI*1), Y5, Y6
+	VPADDW      Y6, Y12, Y12
+	VPMADDWD    Y10, Y12, Y12
+	VPADDD      224(SI)(DI*1), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      160(SI)(DI*1), Y15, Y14
+	VFMADD231PS Y12, Y14, Y3
 	ADDQ        $0x00000040, AX
 	ADDQ        $0x00000004, DX
-	ADDQ        $0x00000100, DI
-	DECQ        SI
+	ADDQ        $0x00000100, SI
+	DECQ        R10
 	JMP         loop
 
 tail:
-	MOVQ        tail+40(FP), SI
-	CMPQ        SI, $0x02
+	MOVQ        tail+40(FP), R9
+	CMPQ        R9, $0x02
 	JB          tail1
-	VMOVDQU     (AX), Y7
-	VPSRLW      $0x04, Y7, Y14
-	VPAND       Y7, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	MOVWLZX     (DX), R9
-	VMOVD       R9, X10
-	VPMOVZXBD   X10, X10
-	VPERMD      Y10, Y1, Y10
-	VCVTDQ2PS   Y10, Y10
-	VPMADDUBSW  (DI), Y13, Y8
-	VPMADDUBSW  64(DI), Y14, Y12
-	VPADDW      Y12, Y8, Y8
-	VPMADDWD    Y2, Y8, Y8
-	VPADDD      192(DI), Y8, Y8
-	VCVTDQ2PS   Y8, Y8
-	VMULPS      128(DI), Y10, Y9
-	VFMADD231PS Y8, Y9, Y3
-	VPMADDUBSW  (DI)(R8*1), Y13, Y11
-	VPMADDUBSW  64(DI)(R8*1), Y14, Y15
-	VPADDW      Y15, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(DI)(R8*1), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(DI)(R8*1), Y10, Y7
-	VFMADD231PS Y11, Y7, Y4
-	VMOVDQU     (AX)(CX*1), Y12
-	VPSRLW      $0x04, Y12, Y9
-	VPAND       Y12, Y0, Y8
-	VPAND       Y9, Y0, Y9
-	MOVWLZX     (DX)(BX*1), R9
-	VMOVD       R9, X15
+	VMOVDQU     (AX), Y9
+	VPSRLW      $0x04, Y9, Y8
+	VPAND       Y9, Y13, Y4
+	VPAND       Y8, Y13, Y8
+	MOVWLZX     (DX), R8
+	VMOVD       R8, X6
+	VPMOVZXBD   X6, X6
+	VPERMD      Y6, Y11, Y6
+	VCVTDQ2PS   Y6, Y6
+	VPMADDUBSW  (SI), Y4, Y12
+	VPMADDUBSW  64(SI), Y8, Y14
+	VPADDW      Y14, Y12, Y12
+	VPMADDWD    Y10, Y12, Y12
+	VPADDD      192(SI), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      128(SI), Y6, Y7
+	VFMADD231PS Y12, Y7, Y0
+	VPMADDUBSW  (SI)(DI*1), Y4, Y5
+	VPMADDUBSW  64(SI)(DI*1), Y8, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDWD    Y10, Y5, Y5
+	VPADDD      192(SI)(DI*1), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      128(SI)(DI*1), Y6, Y9
+	VFMADD231PS Y5, Y9, Y1
+	VMOVDQU     (AX)(CX*1), Y14
+	VPSRLW      $0x04, Y14, Y7
+	VPAND       Y14, Y13, Y12
+	VPAND       Y7, Y13, Y7
+	MOVWLZX     (DX)(BX*1), R8
+	VMOVD       R8, X15
 	VPMOVZXBD   X15, X15
-	VPERMD      Y15, Y1, Y15
+	VPERMD      Y15, Y11, Y15
 	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  (DI), Y8, Y11
-	VPMADDUBSW  64(DI), Y9, Y7
-	VPADDW      Y7, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(DI), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(DI), Y15, Y13
-	VFMADD231PS Y11, Y13, Y5
-	VPMADDUBSW  (DI)(R8*1), Y8, Y14
-	VPMADDUBSW  64(DI)(R8*1), Y9, Y10
-	VPADDW      Y10, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      192(DI)(R8*1), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      128(DI)(R8*1), Y15, Y12
-	VFMADD231PS Y14, Y12, Y6
+	VPMADDUBSW  (SI), Y12, Y5
+	VPMADDUBSW  64(SI), Y7, Y9
+	VPADDW      Y9, Y5, Y5
+	VPMADDWD    Y10, Y5, Y5
+	VPADDD      192(SI), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      128(SI), Y15, Y4
+	VFMADD231PS Y5, Y4, Y2
+	VPMADDUBSW  (SI)(DI*1), Y12, Y8
+	VPMADDUBSW  64(SI)(DI*1), Y7, Y6
+	VPADDW      Y6, Y8, Y8
+	VPMADDWD    Y10, Y8, Y8
+	VPADDD      192(SI)(DI*1), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(SI)(DI*1), Y15, Y14
+	VFMADD231PS Y8, Y14, Y3
 
 tail1:
-	TESTQ       $0x00000001, SI
+	TESTQ       $0x00000001, R9
 	JZ          reduce
-	CMPQ        SI, $0x01
+	CMPQ        R9, $0x01
 	JE          tail1at0
-	VMOVDQU     32(AX), X7
-	VPSRLW      $0x04, Y7, Y13
-	VPAND       Y7, Y0, Y11
-	VPAND       Y13, Y0, Y13
-	MOVBLZX     2(DX), R9
-	VMOVD       R9, X10
-	VPERMD      Y10, Y1, Y10
-	VCVTDQ2PS   Y10, Y10
-	VPMADDUBSW  32(DI), Y11, Y14
-	VPMADDUBSW  96(DI), Y13, Y12
-	VPADDW      Y12, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      224(DI), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      160(DI), Y10, Y8
-	VFMADD231PS Y14, Y8, Y3
-	VPMADDUBSW  32(DI)(R8*1), Y11, Y9
-	VPMADDUBSW  96(DI)(R8*1), Y13, Y15
-	VPADDW      Y15, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      224(DI)(R8*1), Y9, Y9
-	VCVTDQ2PS   Y9, Y9
-	VMULPS      160(DI)(R8*1), Y10, Y7
-	VFMADD231PS Y9, Y7, Y4
-	VMOVDQU     32(AX)(CX*1), X12
-	VPSRLW      $0x04, Y12, Y8
-	VPAND       Y12, Y0, Y14
-	VPAND       Y8, Y0, Y8
-	MOVBLZX     2(DX)(BX*1), R9
-	VMOVD       R9, X15
-	VPERMD      Y15, Y1, Y15
+	VMOVDQU     32(AX), X9
+	VPSRLW      $0x04, Y9, Y4
+	VPAND       Y9, Y13, Y5
+	VPAND       Y4, Y13, Y4
+	MOVBLZX     2(DX), R8
+	VMOVD       R8, X6
+	VPERMD      Y6, Y11, Y6
+	VCVTDQ2PS   Y6, Y6
+	VPMADDUBSW  32(SI), Y5, Y8
+	VPMADDUBSW  96(SI), Y4, Y14
+	VPADDW      Y14, Y8, Y8
+	VPMADDWD    Y10, Y8, Y8
+	VPADDD      224(SI), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      160(SI), Y6, Y12
+	VFMADD231PS Y8, Y12, Y0
+	VPMADDUBSW  32(SI)(DI*1), Y5, Y7
+	VPMADDUBSW  96(SI)(DI*1), Y4, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDWD    Y10, Y7, Y7
+	VPADDD      224(SI)(DI*1), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      160(SI)(DI*1), Y6, Y9
+	VFMADD231PS Y7, Y9, Y1
+	VMOVDQU     32(AX)(CX*1), X14
+	VPSRLW      $0x04, Y14, Y12
+	VPAND       Y14, Y13, Y8
+	VPAND       Y12, Y13, Y12
+	MOVBLZX     2(DX)(BX*1), R8
+	VMOVD       R8, X15
+	VPERMD      Y15, Y11, Y15
 	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  32(DI), Y14, Y9
-	VPMADDUBSW  96(DI), Y8, Y7
-	VPADDW      Y7, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      224(DI), Y9, Y9
-	VCVTDQ2PS   Y9, Y9
-	VMULPS      160(DI), Y15, Y11
-	VFMADD231PS Y9, Y11, Y5
-	VPMADDUBSW  32(DI)(R8*1), Y14, Y13
-	VPMADDUBSW  96(DI)(R8*1), Y8, Y10
-	VPADDW      Y10, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      224(DI)(R8*1), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      160(DI)(R8*1), Y15, Y12
-	VFMADD231PS Y13, Y12, Y6
+	VPMADDUBSW  32(SI), Y8, Y7
+	VPMADDUBSW  96(SI), Y12, Y9
+	VPADDW      Y9, Y7, Y7
+	VPMADDWD    Y10, Y7, Y7
+	VPADDD      224(SI), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      160(SI), Y15, Y5
+	VFMADD231PS Y7, Y5, Y2
+	VPMADDUBSW  32(SI)(DI*1), Y8, Y4
+	VPMADDUBSW  96(SI)(DI*1), Y12, Y6
+	VPADDW      Y6, Y4, Y4
+	VPMADDWD    Y10, Y4, Y4
+	VPADDD      224(SI)(DI*1), Y4, Y4
+	VCVTDQ2PS   Y4, Y4
+	VMULPS      160(SI)(DI*1), Y15, Y14
+	VFMADD231PS Y4, Y14, Y3
 	JMP         reduce
 
 tail1at0:
-	VMOVDQU     (AX), X7
-	VPSRLW      $0x04, Y7, Y11
-	VPAND       Y7, Y0, Y9
-	VPAND       Y11, Y0, Y11
-	MOVBLZX     (DX), R9
-	VMOVD       R9, X10
-	VPERMD      Y10, Y1, Y10
-	VCVTDQ2PS   Y10, Y10
-	VPMADDUBSW  (DI), Y9, Y13
-	VPMADDUBSW  64(DI), Y11, Y12
-	VPADDW      Y12, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      192(DI), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      128(DI), Y10, Y14
-	VFMADD231PS Y13, Y14, Y3
-	VPMADDUBSW  (DI)(R8*1), Y9, Y8
-	VPMADDUBSW  64(DI)(R8*1), Y11, Y15
-	VPADDW      Y15, Y8, Y8
-	VPMADDWD    Y2, Y8, Y8
-	VPADDD      192(DI)(R8*1), Y8, Y8
-	VCVTDQ2PS   Y8, Y8
-	VMULPS      128(DI)(R8*1), Y10, Y7
-	VFMADD231PS Y8, Y7, Y4
-	VMOVDQU     (AX)(CX*1), X12
-	VPSRLW      $0x04, Y12, Y14
-	VPAND       Y12, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	MOVBLZX     (DX)(BX*1), R9
-	VMOVD       R9, X15
-	VPERMD      Y15, Y1, Y15
+	VMOVDQU     (AX), X9
+	VPSRLW      $0x04, Y9, Y5
+	VPAND       Y9, Y13, Y7
+	VPAND       Y5, Y13, Y5
+	MOVBLZX     (DX), R8
+	VMOVD       R8, X6
+	VPERMD      Y6, Y11, Y6
+	VCVTDQ2PS   Y6, Y6
+	VPMADDUBSW  (SI), Y7, Y4
+	VPMADDUBSW  64(SI), Y5, Y14
+	VPADDW      Y14, Y4, Y4
+	VPMADDWD    Y10, Y4, Y4
+	VPADDD      192(SI), Y4, Y4
+	VCVTDQ2PS   Y4, Y4
+	VMULPS      128(SI), Y6, Y8
+	VFMADD231PS Y4, Y8, Y0
+	VPMADDUBSW  (SI)(DI*1), Y7, Y12
+	VPMADDUBSW  64(SI)(DI*1), Y5, Y15
+	VPADDW      Y15, Y12, Y12
+	VPMADDWD    Y10, Y12, Y12
+	VPADDD      192(SI)(DI*1), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      128(SI)(DI*1), Y6, Y9
+	VFMADD231PS Y12, Y9, Y1
+	VMOVDQU     (AX)(CX*1), X14
+	VPSRLW      $0x04, Y14, Y8
+	VPAND       Y14, Y13, Y4
+	VPAND       Y8, Y13, Y8
+	MOVBLZX     (DX)(BX*1), R8
+	VMOVD       R8, X15
+	VPERMD      Y15, Y11, Y15
 	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  (DI), Y13, Y8
-	VPMADDUBSW  64(DI), Y14, Y7
-	VPADDW      Y7, Y8, Y8
-	VPMADDWD    Y2, Y8, Y8
-	VPADDD      192(DI), Y8, Y8
-	VCVTDQ2PS   Y8, Y8
-	VMULPS      128(DI), Y15, Y9
-	VFMADD231PS Y8, Y9, Y5
-	VPMADDUBSW  (DI)(R8*1), Y13, Y11
-	VPMADDUBSW  64(DI)(R8*1), Y14, Y10
-	VPADDW      Y10, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(DI)(R8*1), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(DI)(R8*1), Y15, Y12
-	VFMADD231PS Y11, Y12, Y6
+	VPMADDUBSW  (SI), Y4, Y12
+	VPMADDUBSW  64(SI), Y8, Y9
+	VPADDW      Y9, Y12, Y12
+	VPMADDWD    Y10, Y12, Y12
+	VPADDD      192(SI), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      128(SI), Y15, Y7
+	VFMADD231PS Y12, Y7, Y2
+	VPMADDUBSW  (SI)(DI*1), Y4, Y5
+	VPMADDUBSW  64(SI)(DI*1), Y8, Y6
+	VPADDW      Y6, Y5, Y5
+	VPMADDWD    Y10, Y5, Y5
+	VPADDD      192(SI)(DI*1), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      128(SI)(DI*1), Y15, Y14
+	VFMADD231PS Y5, Y14, Y3
 
 reduce:
 	MOVQ         dst+64(FP), AX
 	MOVQ         ldd+72(FP), CX
 	SHLQ         $0x02, CX
 	MOVQ         rs+80(FP), DX
-	VEXTRACTF128 $0x01, Y3, X7
-	VADDPS       X7, X3, X7
-	VPERMILPS    $0x4e, X7, X8
-	VADDPS       X8, X7, X7
-	VPERMILPS    $0xb1, X7, X8
-	VADDSS       X8, X7, X7
-	VMULSS       (DX), X7, X7
-	VMOVSS       X7, (AX)
-	VEXTRACTF128 $0x01, Y5, X9
-	VADDPS       X9, X5, X9
-	VPERMILPS    $0x4e, X9, X10
-	VADDPS       X10, X9, X9
-	VPERMILPS    $0xb1, X9, X10
-	VADDSS       X10, X9, X9
-	VMULSS       4(DX), X9, X9
-	VMOVSS       X9, 4(AX)
+	VEXTRACTF128 $0x01, Y0, X9
+	VADDPS       X9, X0, X9
+	VPERMILPS    $0x4e, X9, X12
+	VADDPS       X12, X9, X9
+	VPERMILPS    $0xb1, X9, X12
+	VADDSS       X12, X9, X9
+	VMULSS       (DX), X9, X9
+	VMOVSS       X9, (AX)
+	VEXTRACTF128 $0x01, Y2, X7
+	VADDPS       X7, X2, X7
+	VPERMILPS    $0x4e, X7, X6
+	VADDPS       X6, X7, X7
+	VPERMILPS    $0xb1, X7, X6
+	VADDSS       X6, X7, X7
+	VMULSS       4(DX), X7, X7
+	VMOVSS       X7, 4(AX)
 	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y4, X11
-	VADDPS       X11, X4, X11
-	VPERMILPS    $0x4e, X11, X12
-	VADDPS       X12, X11, X11
-	VPERMILPS    $0xb1, X11, X12
-	VADDSS       X12, X11, X11
-	VMULSS       (DX), X11, X11
-	VMOVSS       X11, (AX)
-	VEXTRACTF128 $0x01, Y6, X13
-	VADDPS       X13, X6, X13
-	VPERMILPS    $0x4e, X13, X14
-	VADDPS       X14, X13, X13
-	VPERMILPS    $0xb1, X13, X14
-	VADDSS       X14, X13, X13
-	VMULSS       4(DX), X13, X13
-	VMOVSS       X13, 4(AX)
+	VEXTRACTF128 $0x01, Y1, X5
+	VADDPS       X5, X1, X5
+	VPERMILPS    $0x4e, X5, X14
+	VADDPS       X14, X5, X5
+	VPERMILPS    $0xb1, X5, X14
+	VADDSS       X14, X5, X5
+	VMULSS       (DX), X5, X5
+	VMOVSS       X5, (AX)
+	VEXTRACTF128 $0x01, Y3, X4
+	VADDPS       X4, X3, X4
+	VPERMILPS    $0x4e, X4, X8
+	VADDPS       X8, X4, X4
+	VPERMILPS    $0xb1, X4, X8
+	VADDSS       X8, X4, X4
+	VMULSS       4(DX), X4, X4
+	VMOVSS       X4, 4(AX)
 	VZEROUPPER
 	RET
 
 // func q4Avx2Codes4x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
 TEXT ·q4Avx2Codes4x2(SB), NOSPLIT, $0-88
-	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	LEAQ         (CX)(CX*2), DX
-	MOVQ         sc+16(FP), BX
-	MOVQ         scstr+24(FP), SI
-	LEAQ         (SI)(SI*2), DI
-	MOVQ         ng+32(FP), R8
-	MOVQ         x+48(FP), R9
-	MOVQ         xs+56(FP), R10
-	MOVL         $0x0f0f0f0f, R11
-	VPBROADCASTD R11, Y0
-	VMOVDQU      q4perm<>+0(SB), Y1
-	MOVL         $0x00010001, R11
-	VPBROADCASTD R11, Y2
-	VXORPS       Y3, Y3, Y3
-	VXORPS       Y4, Y4, Y4
-	VXORPS       Y5, Y5, Y5
-	VXORPS       Y6, Y6, Y6
-	VXORPS       Y7, Y7, Y7
-	VXORPS       Y8, Y8, Y8
-	VXORPS       Y9, Y9, Y9
-	VXORPS       Y10, Y10, Y10
+	MOVQ   nib+0(FP), AX
+	MOVQ   rstr+8(FP), CX
+	LEAQ   (CX)(CX*2), DX
+	MOVQ   sc+16(FP), BX
+	MOVQ   scstr+24(FP), SI
+	LEAQ   (SI)(SI*2), DI
+	MOVQ   x+48(FP), R8
+	MOVQ   xs+56(FP), R9
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ   ng+32(FP), R11
+	SHLQ   $0x02, R11
+	MOVQ   tail+40(FP), R10
+	ADDQ   R10, R11
+	MOVQ   R11, R10
+	ADDQ   $0x0f, R10
+	SHRQ   $0x04, R10
+	SHLQ   $0x0a, R10
+	ADDQ   R8, R10
+	MOVQ   R11, R12
+	ANDQ   $0x0f, R12
+	SHRQ   $0x02, R12
+	SHRQ   $0x04, R11
+
+chunk:
+	TESTQ       R11, R11
+	JZ          groups
+	VMOVDQU     (AX), Y8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  (R8), Y8, Y10
+	VPMADDUBSW  64(R8), Y9, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPMADDUBSW  (R8)(R9*1), Y8, Y12
+	VPMADDUBSW  64(R8)(R9*1), Y9, Y13
+	VPADDW      Y13, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     64(AX), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  256(R8), Y14, Y11
+	VPMADDUBSW  320(R8), Y15, Y13
+	VPADDW      Y13, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y10, Y8
+	VPUNPCKHDQ  Y11, Y10, Y10
+	VPADDD      Y10, Y8, Y8
+	VPMADDUBSW  256(R8)(R9*1), Y14, Y9
+	VPMADDUBSW  320(R8)(R9*1), Y15, Y13
+	VPADDW      Y13, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y12, Y10
+	VPUNPCKHDQ  Y9, Y12, Y12
+	VPADDD      Y12, Y10, Y10
+	VMOVDQU     128(AX), Y11
+	VPSRLW      $0x04, Y11, Y13
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  512(R8), Y11, Y12
+	VPMADDUBSW  576(R8), Y13, Y9
+	VPADDW      Y9, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPMADDUBSW  512(R8)(R9*1), Y11, Y14
+	VPMADDUBSW  576(R8)(R9*1), Y13, Y15
+	VPADDW      Y15, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VMOVDQU     192(AX), Y9
+	VPSRLW      $0x04, Y9, Y15
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(R8), Y9, Y11
+	VPMADDUBSW  832(R8), Y15, Y13
+	VPADDW      Y13, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y12, Y13
+	VPUNPCKHDQ  Y11, Y12, Y12
+	VPADDD      Y12, Y13, Y13
+	VPUNPCKLQDQ Y13, Y8, Y12
+	VPUNPCKHQDQ Y13, Y8, Y8
+	VPADDD      Y8, Y12, Y12
+	VPADDD      64(R10), Y12, Y12
+	VMOVDQU     (BX), X11
+	VPSHUFB     q4codeperm<>+0(SB), X11, X11
+	VPMOVZXBD   X11, Y11
+	VPMULLD     Y11, Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VFMADD231PS (R10), Y12, Y0
+	VPMADDUBSW  768(R8)(R9*1), Y9, Y8
+	VPMADDUBSW  832(R8)(R9*1), Y15, Y13
+	VPADDW      Y13, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ  Y8, Y14, Y11
+	VPUNPCKHDQ  Y8, Y14, Y14
+	VPADDD      Y14, Y11, Y11
+	VPUNPCKLQDQ Y11, Y10, Y12
+	VPUNPCKHQDQ Y11, Y10, Y10
+	VPADDD      Y10, Y12, Y12
+	VPADDD      64(R10)(R9*1), Y12, Y12
+	VMOVDQU     (BX), X13
+	VPSHUFB     q4codeperm<>+0(SB), X13, X13
+	VPMOVZXBD   X13, Y13
+	VPMULLD     Y13, Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VFMADD231PS (R10)(R9*1), Y12, Y1
+	VMOVDQU     32(AX), Y14
+	VPSRLW      $0x04, Y14, Y8
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW  32(R8), Y14, Y10
+	VPMADDUBSW  96(R8), Y8, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPMADDUBSW  32(R8)(R9*1), Y14, Y13
+	VPMADDUBSW  96(R8)(R9*1), Y8, Y12
+	VPADDW      Y12, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU     96(AX), Y9
+	VPSRLW      $0x04, Y9, Y15
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  288(R8), Y9, Y11
+	VPMADDUBSW  352(R8), Y15, Y12
+	VPADDW      Y12, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y10, Y14
+	VPUNPCKHDQ  Y11, Y10, Y10
+	VPADDD      Y10, Y14, Y14
+	VPMADDUBSW  288(R8)(R9*1), Y9, Y8
+	VPMADDUBSW  352(R8)(R9*1), Y15, Y12
+	VPADDW      Y12, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ  Y8, Y13, Y10
+	VPUNPCKHDQ  Y8, Y13, Y13
+	VPADDD      Y13, Y10, Y10
+	VMOVDQU     160(AX), Y11
+	VPSRLW      $0x04, Y11, Y12
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  544(R8), Y11, Y13
+	VPMADDUBSW  608(R8), Y12, Y8
+	VPADDW      Y8, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPMADDUBSW  544(R8)(R9*1), Y11, Y9
+	VPMADDUBSW  608(R8)(R9*1), Y12, Y15
+	VPADDW      Y15, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VMOVDQU     224(AX), Y8
+	VPSRLW      $0x04, Y8, Y15
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(R8), Y8, Y11
+	VPMADDUBSW  864(R8), Y15, Y12
+	VPADDW      Y12, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y13, Y12
+	VPUNPCKHDQ  Y11, Y13, Y13
+	VPADDD      Y13, Y12, Y12
+	VPUNPCKLQDQ Y12, Y14, Y13
+	VPUNPCKHQDQ Y12, Y14, Y14
+	VPADDD      Y14, Y13, Y13
+	VPADDD      96(R10), Y13, Y13
+	VMOVDQU     (BX), X11
+	VPSHUFB     q4codeperm<>+0(SB), X11, X11
+	VPSRLDQ     $0x08, X11, X11
+	VPMOVZXBD   X11, Y11
+	VPMULLD     Y11, Y13, Y13
+	VCVTDQ2PS   Y13, Y13
+	VFMADD231PS 32(R10), Y13, Y0
+	VPMADDUBSW  800(R8)(R9*1), Y8, Y14
+	VPMADDUBSW  864(R8)(R9*1), Y15, Y12
+	VPADDW      Y12, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ  Y14, Y9, Y11
+	VPUNPCKHDQ  Y14, Y9, Y9
+	VPADDD      Y9, Y11, Y11
+	VPUNPCKLQDQ Y11, Y10, Y13
+	VPUNPCKHQDQ Y11, Y10, Y10
+	VPADDD      Y10, Y13, Y13
+	VPADDD      96(R10)(R9*1), Y13, Y13
+	VMOVDQU     (BX), X12
+	VPSHUFB     q4codeperm<>+0(SB), X12, X12
+	VPSRLDQ     $0x08, X12, X12
+	VPMOVZXBD   X12, Y12
+	VPMULLD     Y12, Y13, Y13
+	VCVTDQ2PS   Y13, Y13
+	VFMADD231PS 32(R10)(R9*1), Y13, Y1
+	VMOVDQU     (AX)(CX*1), Y9
+	VPSRLW      $0x04, Y9, Y14
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW  (R8), Y9, Y10
+	VPMADDUBSW  64(R8), Y14, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPMADDUBSW  (R8)(R9*1), Y9, Y12
+	VPMADDUBSW  64(R8)(R9*1), Y14, Y13
+	VPADDW      Y13, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     64(AX)(CX*1), Y8
+	VPSRLW      $0x04, Y8, Y15
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  256(R8), Y8, Y11
+	VPMADDUBSW  320(R8), Y15, Y13
+	VPADDW      Y13, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y10, Y9
+	VPUNPCKHDQ  Y11, Y10, Y10
+	VPADDD      Y10, Y9, Y9
+	VPMADDUBSW  256(R8)(R9*1), Y8, Y14
+	VPMADDUBSW  320(R8)(R9*1), Y15, Y13
+	VPADDW      Y13, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ  Y14, Y12, Y10
+	VPUNPCKHDQ  Y14, Y12, Y12
+	VPADDD      Y12, Y10, Y10
+	VMOVDQU     128(AX)(CX*1), Y11
+	VPSRLW      $0x04, Y11, Y13
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  512(R8), Y11, Y12
+	VPMADDUBSW  576(R8), Y13, Y14
+	VPADDW      Y14, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPMADDUBSW  512(R8)(R9*1), Y11, Y8
+	VPMADDUBSW  576(R8)(R9*1), Y13, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VMOVDQU     192(AX)(CX*1), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(R8), Y14, Y11
+	VPMADDUBSW  832(R8), Y15, Y13
+	VPADDW      Y13, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y12, Y13
+	VPUNPCKHDQ  Y11, Y12, Y12
+	VPADDD      Y12, Y13, Y13
+	VPUNPCKLQDQ Y13, Y9, Y12
+	VPUNPCKHQDQ Y13, Y9, Y9
+	VPADDD      Y9, Y12, Y12
+	VPADDD      64(R10), Y12, Y12
+	VMOVDQU     (BX)(SI*1), X11
+	VPSHUFB     q4codeperm<>+0(SB), X11, X11
+	VPMOVZXBD   X11, Y11
+	VPMULLD     Y11, Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VFMADD231PS (R10), Y12, Y2
+	VPMADDUBSW  768(R8)(R9*1), Y14, Y9
+	VPMADDUBSW  832(R8)(R9*1), Y15, Y13
+	VPADDW      Y13, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y8, Y11
+	VPUNPCKHDQ  Y9, Y8, Y8
+	VPADDD      Y8, Y11, Y11
+	VPUNPCKLQDQ Y11, Y10, Y12
+	VPUNPCKHQDQ Y11, Y10, Y10
+	VPADDD      Y10, Y12, Y12
+	VPADDD      64(R10)(R9*1), Y12, Y12
+	VMOVDQU     (BX)(SI*1), X13
+	VPSHUFB     q4codeperm<>+0(SB), X13, X13
+	VPMOVZXBD   X13, Y13
+	VPMULLD     Y13, Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VFMADD231PS (R10)(R9*1), Y12, Y3
+	VMOVDQU     32(AX)(CX*1), Y8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  32(R8), Y8, Y10
+	VPMADDUBSW  96(R8), Y9, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPMADDUBSW  32(R8)(R9*1), Y8, Y13
+	VPMADDUBSW  96(R8)(R9*1), Y9, Y12
+	VPADDW      Y12, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU     96(AX)(CX*1), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  288(R8), Y14, Y11
+	VPMADDUBSW  352(R8), Y15, Y12
+	VPADDW      Y12, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y10, Y8
+	VPUNPCKHDQ  Y11, Y10, Y10
+	VPADDD      Y10, Y8, Y8
+	VPMADDUBSW  288(R8)(R9*1), Y14, Y9
+	VPMADDUBSW  352(R8)(R9*1), Y15, Y12
+	VPADDW      Y12, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y13, Y10
+	VPUNPCKHDQ  Y9, Y13, Y13
+	VPADDD      Y13, Y10, Y10
+	VMOVDQU     160(AX)(CX*1), Y11
+	VPSRLW      $0x04, Y11, Y12
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  544(R8), Y11, Y13
+	VPMADDUBSW  608(R8), Y12, Y9
+	VPADDW      Y9, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPMADDUBSW  544(R8)(R9*1), Y11, Y14
+	VPMADDUBSW  608(R8)(R9*1), Y12, Y15
+	VPADDW      Y15, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VMOVDQU     224(AX)(CX*1), Y9
+	VPSRLW      $0x04, Y9, Y15
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(R8), Y9, Y11
+	VPMADDUBSW  864(R8), Y15, Y12
+	VPADDW      Y12, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y13, Y12
+	VPUNPCKHDQ  Y11, Y13, Y13
+	VPADDD      Y13, Y12, Y12
+	VPUNPCKLQDQ Y12, Y8, Y13
+	VPUNPCKHQDQ Y12, Y8, Y8
+	VPADDD      Y8, Y13, Y13
+	VPADDD      96(R10), Y13, Y13
+	VMOVDQU     (BX)(SI*1), X11
+	VPSHUFB     q4codeperm<>+0(SB), X11, X11
+	VPSRLDQ     $0x08, X11, X11
+	VPMOVZXBD   X11, Y11
+	VPMULLD     Y11, Y13, Y13
+	VCVTDQ2PS   Y13, Y13
+	VFMADD231PS 32(R10), Y13, Y2
+	VPMADDUBSW  800(R8)(R9*1), Y9, Y8
+	VPMADDUBSW  864(R8)(R9*1), Y15, Y12
+	VPADDW      Y12, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ  Y8, Y14, Y11
+	VPUNPCKHDQ  Y8, Y14, Y14
+	VPADDD      Y14, Y11, Y11
+	VPUNPCKLQDQ Y11, Y10, Y13
+	VPUNPCKHQDQ Y11, Y10, Y10
+	VPADDD      Y10, Y13, Y13
+	VPADDD      96(R10)(R9*1), Y13, Y13
+	VMOVDQU     (BX)(SI*1), X12
+	VPSHUFB     q4codeperm<>+0(SB), X12, X12
+	VPSRLDQ     $0x08, X12, X12
+	VPMOVZXBD   X12, Y12
+	VPMULLD     Y12, Y13, Y13
+	VCVTDQ2PS   Y13, Y13
+	VFMADD231PS 32(R10)(R9*1), Y13, Y3
+	VMOVDQU     (AX)(CX*2), Y14
+	VPSRLW      $0x04, Y14, Y8
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW  (R8), Y14, Y10
+	VPMADDUBSW  64(R8), Y8, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPMADDUBSW  (R8)(R9*1), Y14, Y12
+	VPMADDUBSW  64(R8)(R9*1), Y8, Y13
+	VPADDW      Y13, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     64(AX)(CX*2), Y9
+	VPSRLW      $0x04, Y9, Y15
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  256(R8), Y9, Y11
+	VPMADDUBSW  320(R8), Y15, Y13
+	VPADDW      Y13, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y10, Y14
+	VPUNPCKHDQ  Y11, Y10, Y10
+	VPADDD      Y10, Y14, Y14
+	VPMADDUBSW  256(R8)(R9*1), Y9, Y8
+	VPMADDUBSW  320(R8)(R9*1), Y15, Y13
+	VPADDW      Y13, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ  Y8, Y12, Y10
+	VPUNPCKHDQ  Y8, Y12, Y12
+	VPADDD      Y12, Y10, Y10
+	VMOVDQU     128(AX)(CX*2), Y11
+	VPSRLW      $0x04, Y11, Y13
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  512(R8), Y11, Y12
+	VPMADDUBSW  576(R8), Y13, Y8
+	VPADDW      Y8, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPMADDUBSW  512(R8)(R9*1), Y11, Y9
+	VPMADDUBSW  576(R8)(R9*1), Y13, Y15
+	VPADDW      Y15, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VMOVDQU     192(AX)(CX*2), Y8
+	VPSRLW      $0x04, Y8, Y15
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(R8), Y8, Y11
+	VPMADDUBSW  832(R8), Y15, Y13
+	VPADDW      Y13, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y12, Y13
+	VPUNPCKHDQ  Y11, Y12, Y12
+	VPADDD      Y12, Y13, Y13
+	VPUNPCKLQDQ Y13, Y14, Y12
+	VPUNPCKHQDQ Y13, Y14, Y14
+	VPADDD      Y14, Y12, Y12
+	VPADDD      64(R10), Y12, Y12
+	VMOVDQU     (BX)(SI*2), X11
+	VPSHUFB     q4codeperm<>+0(SB), X11, X11
+	VPMOVZXBD   X11, Y11
+	VPMULLD     Y11, Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VFMADD231PS (R10), Y12, Y4
+	VPMADDUBSW  768(R8)(R9*1), Y8, Y14
+	VPMADDUBSW  832(R8)(R9*1), Y15, Y13
+	VPADDW      Y13, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ  Y14, Y9, Y11
+	VPUNPCKHDQ  Y14, Y9, Y9
+	VPADDD      Y9, Y11, Y11
+	VPUNPCKLQDQ Y11, Y10, Y12
+	VPUNPCKHQDQ Y11, Y10, Y10
+	VPADDD      Y10, Y12, Y12
+	VPADDD      64(R10)(R9*1), Y12, Y12
+	VMOVDQU     (BX)(SI*2), X13
+	VPSHUFB     q4codeperm<>+0(SB), X13, X13
+	VPMOVZXBD   X13, Y13
+	VPMULLD     Y13, Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VFMADD231PS (R10)(R9*1), Y12, Y5
+	VMOVDQU     32(AX)(CX*2), Y9
+	VPSRLW      $0x04, Y9, Y14
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW  32(R8), Y9, Y10
+	VPMADDUBSW  96(R8), Y14, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPMADDUBSW  32(R8)(R9*1), Y9, Y13
+	VPMADDUBSW  96(R8)(R9*1), Y14, Y12
+	VPADDW      Y12, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU     96(AX)(CX*2), Y8
+	VPSRLW      $0x04, Y8, Y15
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  288(R8), Y8, Y11
+	VPMADDUBSW  352(R8), Y15, Y12
+	VPADDW      Y12, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y10, Y9
+	VPUNPCKHDQ  Y11, Y10, Y10
+	VPADDD      Y10, Y9, Y9
+	VPMADDUBSW  288(R8)(R9*1), Y8, Y14
+	VPMADDUBSW  352(R8)(R9*1), Y15, Y12
+	VPADDW      Y12, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ  Y14, Y13, Y10
+	VPUNPCKHDQ  Y14, Y13, Y13
+	VPADDD      Y13, Y10, Y10
+	VMOVDQU     160(AX)(CX*2), Y11
+	VPSRLW      $0x04, Y11, Y12
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  544(R8), Y11, Y13
+	VPMADDUBSW  608(R8), Y12, Y14
+	VPADDW      Y14, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPMADDUBSW  544(R8)(R9*1), Y11, Y8
+	VPMADDUBSW  608(R8)(R9*1), Y12, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VMOVDQU     224(AX)(CX*2), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(R8), Y14, Y11
+	VPMADDUBSW  864(R8), Y15, Y12
+	VPADDW      Y12, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y13, Y12
+	VPUNPCKHDQ  Y11, Y13, Y13
+	VPADDD      Y13, Y12, Y12
+	VPUNPCKLQDQ Y12, Y9, Y13
+	VPUNPCKHQDQ Y12, Y9, Y9
+	VPADDD      Y9, Y13, Y13
+	VPADDD      96(R10), Y13, Y13
+	VMOVDQU     (BX)(SI*2), X11
+	VPSHUFB     q4codeperm<>+0(SB), X11, X11
+	VPSRLDQ     $0x08, X11, X11
+	VPMOVZXBD   X11, Y11
+	VPMULLD     Y11, Y13, Y13
+	VCVTDQ2PS   Y13, Y13
+	VFMADD231PS 32(R10), Y13, Y4
+	VPMADDUBSW  800(R8)(R9*1), Y14, Y9
+	VPMADDUBSW  864(R8)(R9*1), Y15, Y12
+	VPADDW      Y12, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y8, Y11
+	VPUNPCKHDQ  Y9, Y8, Y8
+	VPADDD      Y8, Y11, Y11
+	VPUNPCKLQDQ Y11, Y10, Y13
+	VPUNPCKHQDQ Y11, Y10, Y10
+	VPADDD      Y10, Y13, Y13
+	VPADDD      96(R10)(R9*1), Y13, Y13
+	VMOVDQU     (BX)(SI*2), X12
+	VPSHUFB     q4codeperm<>+0(SB), X12, X12
+	VPSRLDQ     $0x08, X12, X12
+	VPMOVZXBD   X12, Y12
+	VPMULLD     Y12, Y13, Y13
+	VCVTDQ2PS   Y13, Y13
+	VFMADD231PS 32(R10)(R9*1), Y13, Y5
+	VMOVDQU     (AX)(DX*1), Y8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  (R8), Y8, Y10
+	VPMADDUBSW  64(R8), Y9, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPMADDUBSW  (R8)(R9*1), Y8, Y12
+	VPMADDUBSW  64(R8)(R9*1), Y9, Y13
+	VPADDW      Y13, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     64(AX)(DX*1), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  256(R8), Y14, Y11
+	VPMADDUBSW  320(R8), Y15, Y13
+	VPADDW      Y13, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y10, Y8
+	VPUNPCKHDQ  Y11, Y10, Y10
+	VPADDD      Y10, Y8, Y8
+	VPMADDUBSW  256(R8)(R9*1), Y14, Y9
+	VPMADDUBSW  320(R8)(R9*1), Y15, Y13
+	VPADDW      Y13, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y12, Y10
+	VPUNPCKHDQ  Y9, Y12, Y12
+	VPADDD      Y12, Y10, Y10
+	VMOVDQU     128(AX)(DX*1), Y11
+	VPSRLW      $0x04, Y11, Y13
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  512(R8), Y11, Y12
+	VPMADDUBSW  576(R8), Y13, Y9
+	VPADDW      Y9, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPMADDUBSW  512(R8)(R9*1), Y11, Y14
+	VPMADDUBSW  576(R8)(R9*1), Y13, Y15
+	VPADDW      Y15, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VMOVDQU     192(AX)(DX*1), Y9
+	VPSRLW      $0x04, Y9, Y15
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(R8), Y9, Y11
+	VPMADDUBSW  832(R8), Y15, Y13
+	VPADDW      Y13, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y12, Y13
+	VPUNPCKHDQ  Y11, Y12, Y12
+	VPADDD      Y12, Y13, Y13
+	VPUNPCKLQDQ Y13, Y8, Y12
+	VPUNPCKHQDQ Y13, Y8, Y8
+	VPADDD      Y8, Y12, Y12
+	VPADDD      64(R10), Y12, Y12
+	VMOVDQU     (BX)(DI*1), X11
+	VPSHUFB     q4codeperm<>+0(SB), X11, X11
+	VPMOVZXBD   X11, Y11
+	VPMULLD     Y11, Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VFMADD231PS (R10), Y12, Y6
+	VPMADDUBSW  768(R8)(R9*1), Y9, Y8
+	VPMADDUBSW  832(R8)(R9*1), Y15, Y13
+	VPADDW      Y13, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ  Y8, Y14, Y11
+	VPUNPCKHDQ  Y8, Y14, Y14
+	VPADDD      Y14, Y11, Y11
+	VPUNPCKLQDQ Y11, Y10, Y12
+	VPUNPCKHQDQ Y11, Y10, Y10
+	VPADDD      Y10, Y12, Y12
+	VPADDD      64(R10)(R9*1), Y12, Y12
+	VMOVDQU     (BX)(DI*1), X13
+	VPSHUFB     q4codeperm<>+0(SB), X13, X13
+	VPMOVZXBD   X13, Y13
+	VPMULLD     Y13, Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VFMADD231PS (R10)(R9*1), Y12, Y7
+	VMOVDQU     32(AX)(DX*1), Y14
+	VPSRLW      $0x04, Y14, Y8
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW  32(R8), Y14, Y10
+	VPMADDUBSW  96(R8), Y8, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPMADDUBSW  32(R8)(R9*1), Y14, Y13
+	VPMADDUBSW  96(R8)(R9*1), Y8, Y12
+	VPADDW      Y12, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU     96(AX)(DX*1), Y9
+	VPSRLW      $0x04, Y9, Y15
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  288(R8), Y9, Y11
+	VPMADDUBSW  352(R8), Y15, Y12
+	VPADDW      Y12, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y10, Y14
+	VPUNPCKHDQ  Y11, Y10, Y10
+	VPADDD      Y10, Y14, Y14
+	VPMADDUBSW  288(R8)(R9*1), Y9, Y8
+	VPMADDUBSW  352(R8)(R9*1), Y15, Y12
+	VPADDW      Y12, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ  Y8, Y13, Y10
+	VPUNPCKHDQ  Y8, Y13, Y13
+	VPADDD      Y13, Y10, Y10
+	VMOVDQU     160(AX)(DX*1), Y11
+	VPSRLW      $0x04, Y11, Y12
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  544(R8), Y11, Y13
+	VPMADDUBSW  608(R8), Y12, Y8
+	VPADDW      Y8, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPMADDUBSW  544(R8)(R9*1), Y11, Y9
+	VPMADDUBSW  608(R8)(R9*1), Y12, Y15
+	VPADDW      Y15, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VMOVDQU     224(AX)(DX*1), Y8
+	VPSRLW      $0x04, Y8, Y15
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(R8), Y8, Y11
+	VPMADDUBSW  864(R8), Y15, Y12
+	VPADDW      Y12, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y13, Y12
+	VPUNPCKHDQ  Y11, Y13, Y13
+	VPADDD      Y13, Y12, Y12
+	VPUNPCKLQDQ Y12, Y14, Y13
+	VPUNPCKHQDQ Y12, Y14, Y14
+	VPADDD      Y14, Y13, Y13
+	VPADDD      96(R10), Y13, Y13
+	VMOVDQU     (BX)(DI*1), X11
+	VPSHUFB     q4codeperm<>+0(SB), X11, X11
+	VPSRLDQ     $0x08, X11, X11
+	VPMOVZXBD   X11, Y11
+	VPMULLD     Y11, Y13, Y13
+	VCVTDQ2PS   Y13, Y13
+	VFMADD231PS 32(R10), Y13, Y6
+	VPMADDUBSW  800(R8)(R9*1), Y8, Y14
+	VPMADDUBSW  864(R8)(R9*1), Y15, Y12
+	VPADDW      Y12, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ  Y14, Y9, Y11
+	VPUNPCKHDQ  Y14, Y9, Y9
+	VPADDD      Y9, Y11, Y11
+	VPUNPCKLQDQ Y11, Y10, Y13
+	VPUNPCKHQDQ Y11, Y10, Y10
+	VPADDD      Y10, Y13, Y13
+	VPADDD      96(R10)(R9*1), Y13, Y13
+	VMOVDQU     (BX)(DI*1), X12
+	VPSHUFB     q4codeperm<>+0(SB), X12, X12
+	VPSRLDQ     $0x08, X12, X12
+	VPMOVZXBD   X12, Y12
+	VPMULLD     Y12, Y13, Y13
+	VCVTDQ2PS   Y13, Y13
+	VFMADD231PS 32(R10)(R9*1), Y13, Y7
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000010, BX
+	ADDQ        $0x00000400, R8
+	ADDQ        $0x00000080, R10
+	DECQ        R11
+	JMP         chunk
+
+groups:
+	MOVL         $0x0f0f0f0f, R10
+	VPBROADCASTD R10, Y9
+	VMOVDQU      q4perm<>+0(SB), Y14
+	MOVL         $0x00010001, R10
+	VPBROADCASTD R10, Y10
 
 loop:
-	TESTQ       R8, R8
+	TESTQ       R12, R12
 	JZ          tail
 	VMOVDQU     (AX), Y11
 	VPSRLW      $0x04, Y11, Y13
-	VPAND       Y11, Y0, Y12
-	VPAND       Y13, Y0, Y13
-	MOVWLZX     (BX), R11
-	VMOVD       R11, X14
-	VPMOVZXBD   X14, X14
-	VPERMD      Y14, Y1, Y14
-	VCVTDQ2PS   Y14, Y14
-	VPMADDUBSW  (R9), Y12, Y15
-	VPMADDUBSW  64(R9), Y13, Y11
+	VPAND       Y11, Y9, Y12
+	VPAND       Y13, Y9, Y13
+	MOVWLZX     (BX), R10
+	VMOVD       R10, X8
+	VPMOVZXBD   X8, X8
+	VPERMD      Y8, Y14, Y8
+	VCVTDQ2PS   Y8, Y8
+	VPMADDUBSW  (R8), Y12, Y15
+	VPMADDUBSW  64(R8), Y13, Y11
 	VPADDW      Y11, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(R9), Y15, Y15
+	VPMADDWD    Y10, Y15, Y15
+	VPADDD      192(R8), Y15, Y15
 	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(R9), Y14, Y11
-	VFMADD231PS Y15, Y11, Y3
-	VPMADDUBSW  (R9)(R10*1), Y12, Y15
-	VPMADDUBSW  64(R9)(R10*1), Y13, Y11
+	VMULPS      128(R8), Y8, Y11
+	VFMADD231PS Y15, Y11, Y0
+	VPMADDUBSW  (R8)(R9*1), Y12, Y15
+	VPMADDUBSW  64(R8)(R9*1), Y13, Y11
 	VPADDW      Y11, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(R9)(R10*1), Y15, Y15
+	VPMADDWD    Y10, Y15, Y15
+	VPADDD      192(R8)(R9*1), Y15, Y15
 	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(R9)(R10*1), Y14, Y11
-	VFMADD231PS Y15, Y11, Y4
+	VMULPS      128(R8)(R9*1), Y8, Y11
+	VFMADD231PS Y15, Y11, Y1
 	VMOVDQU     (AX)(CX*1), Y15
 	VPSRLW      $0x04, Y15, Y12
-	VPAND       Y15, Y0, Y11
-	VPAND       Y12, Y0, Y12
-	MOVWLZX     (BX)(SI*1), R11
-	VMOVD       R11, X13
+	VPAND       Y15, Y9, Y11
+	VPAND       Y12, Y9, Y12
+	MOVWLZX     (BX)(SI*1), R10
+	VMOVD       R10, X13
 	VPMOVZXBD   X13, X13
-	VPERMD      Y13, Y1, Y13
+	VPERMD      Y13, Y14, Y13
 	VCVTDQ2PS   Y13, Y13
-	VPMADDUBSW  (R9), Y11, Y14
-	VPMADDUBSW  64(R9), Y12, Y15
-	VPADDW      Y15, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      192(R9), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      128(R9), Y13, Y15
-	VFMADD231PS Y14, Y15, Y5
-	VPMADDUBSW  (R9)(R10*1), Y11, Y14
-	VPMADDUBSW  64(R9)(R10*1), Y12, Y15
-	VPADDW      Y15, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      192(R9)(R10*1), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      128(R9)(R10*1), Y13, Y15
-	VFMADD231PS Y14, Y15, Y6
-	VMOVDQU     (AX)(CX*2), Y14
-	VPSRLW      $0x04, Y14, Y11
-	VPAND       Y14, Y0, Y15
-	VPAND       Y11, Y0, Y11
-	MOVWLZX     (BX)(SI*2), R11
-	VMOVD       R11, X12
+	VPMADDUBSW  (R8), Y11, Y8
+	VPMADDUBSW  64(R8), Y12, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    Y10, Y8, Y8
+	VPADDD      192(R8), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(R8), Y13, Y15
+	VFMADD231PS Y8, Y15, Y2
+	VPMADDUBSW  (R8)(R9*1), Y11, Y8
+	VPMADDUBSW  64(R8)(R9*1), Y12, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    Y10, Y8, Y8
+	VPADDD      192(R8)(R9*1), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(R8)(R9*1), Y13, Y15
+	VFMADD231PS Y8, Y15, Y3
+	VMOVDQU     (AX)(CX*2), Y8
+	VPSRLW      $0x04, Y8, Y11
+	VPAND       Y8, Y9, Y15
+	VPAND       Y11, Y9, Y11
+	MOVWLZX     (BX)(SI*2), R10
+	VMOVD       R10, X12
 	VPMOVZXBD   X12, X12
-	VPERMD      Y12, Y1, Y12
+	VPERMD      Y12, Y14, Y12
 	VCVTDQ2PS   Y12, Y12
-	VPMADDUBSW  (R9), Y15, Y13
-	VPMADDUBSW  64(R9), Y11, Y14
-	VPADDW      Y14, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      192(R9), Y13, Y13
+	VPMADDUBSW  (R8), Y15, Y13
+	VPMADDUBSW  64(R8), Y11, Y8
+	VPADDW      Y8, Y13, Y13
+	VPMADDWD    Y10, Y13, Y13
+	VPADDD      192(R8), Y13, Y13
 	VCVTDQ2PS   Y13, Y13
-	VMULPS      128(R9), Y12, Y14
-	VFMADD231PS Y13, Y14, Y7
-	VPMADDUBSW  (R9)(R10*1), Y15, Y13
-	VPMADDUBSW  64(R9)(R10*1), Y11, Y14
-	VPADDW      Y14, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      192(R9)(R10*1), Y13, Y13
+	VMULPS      128(R8), Y12, Y8
+	VFMADD231PS Y13, Y8, Y4
+	VPMADDUBSW  (R8)(R9*1), Y15, Y13
+	VPMADDUBSW  64(R8)(R9*1), Y11, Y8
+	VPADDW      Y8, Y13, Y13
+	VPMADDWD    Y10, Y13, Y13
+	VPADDD      192(R8)(R9*1), Y13, Y13
 	VCVTDQ2PS   Y13, Y13
-	VMULPS      128(R9)(R10*1), Y12, Y14
-	VFMADD231PS Y13, Y14, Y8
+	VMULPS      128(R8)(R9*1), Y12, Y8
+	VFMADD231PS Y13, Y8, Y5
 	VMOVDQU     (AX)(DX*1), Y13
 	VPSRLW      $0x04, Y13, Y15
-	VPAND       Y13, Y0, Y14
-	VPAND       Y15, Y0, Y15
-	MOVWLZX     (BX)(DI*1), R11
-	VMOVD       R11, X11
+	VPAND       Y13, Y9, Y8
+	VPAND       Y15, Y9, Y15
+	MOVWLZX     (BX)(DI*1), R10
+	VMOVD       R10, X11
 	VPMOVZXBD   X11, X11
-	VPERMD      Y11, Y1, Y11
+	VPERMD      Y11, Y14, Y11
 	VCVTDQ2PS   Y11, Y11
-	VPMADDUBSW  (R9), Y14, Y12
-	VPMADDUBSW  64(R9), Y15, Y13
+	VPMADDUBSW  (R8), Y8, Y12
+	VPMADDUBSW  64(R8), Y15, Y13
 	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      192(R9), Y12, Y12
+	VPMADDWD    Y10, Y12, Y12
+	VPADDD      192(R8), Y12, Y12
 	VCVTDQ2PS   Y12, Y12
-	VMULPS      128(R9), Y11, Y13
-	VFMADD231PS Y12, Y13, Y9
-	VPMADDUBSW  (R9)(R10*1), Y14, Y12
-	VPMADDUBSW  64(R9)(R10*1), Y15, Y13
+	VMULPS      128(R8), Y11, Y13
+	VFMADD231PS Y12, Y13, Y6
+	VPMADDUBSW  (R8)(R9*1), Y8, Y12
+	VPMADDUBSW  64(R8)(R9*1), Y15, Y13
 	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      192(R9)(R10*1), Y12, Y12
+	VPMADDWD    Y10, Y12, Y12
+	VPADDD      192(R8)(R9*1), Y12, Y12
 	VCVTDQ2PS   Y12, Y12
-	VMULPS      128(R9)(R10*1), Y11, Y13
-	VFMADD231PS Y12, Y13, Y10
+	VMULPS      128(R8)(R9*1), Y11, Y13
+	VFMADD231PS Y12, Y13, Y7
 	VMOVDQU     32(AX), Y12
-	VPSRLW      $0x04, Y12, Y14
-	VPAND       Y12, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	MOVWLZX     2(BX), R11
-	VMOVD       R11, X15
+	VPSRLW      $0x04, Y12, Y8
+	VPAND       Y12, Y9, Y13
+	VPAND       Y8, Y9, Y8
+	MOVWLZX     2(BX), R10
+	VMOVD       R10, X15
 	VPMOVZXBD   X15, X15
-	VPERMD      Y15, Y1, Y15
+	VPERMD      Y15, Y14, Y15
 	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  32(R9), Y13, Y11
-	VPMADDUBSW  96(R9), Y14, Y12
+	VPMADDUBSW  32(R8), Y13, Y11
+	VPMADDUBSW  96(R8), Y8, Y12
 	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9), Y11, Y11
+	VPMADDWD    Y10, Y11, Y11
+	VPADDD      224(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9), Y15, Y12
-	VFMADD231PS Y11, Y12, Y3
-	VPMADDUBSW  32(R9)(R10*1), Y13, Y11
-	VPMADDUBSW  96(R9)(R10*1), Y14, Y12
+	VMULPS      160(R8), Y15, Y12
+	VFMADD231PS Y11, Y12, Y0
+	VPMADDUBSW  32(R8)(R9*1), Y13, Y11
+	VPMADDUBSW  96(R8)(R9*1), Y8, Y12
 	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9)(R10*1), Y11, Y11
+	VPMADDWD    Y10, Y11, Y11
+	VPADDD      224(R8)(R9*1), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9)(R10*1), Y15, Y12
-	VFMADD231PS Y11, Y12, Y4
+	VMULPS      160(R8)(R9*1), Y15, Y12
+	VFMADD231PS Y11, Y12, Y1
 	VMOVDQU     32(AX)(CX*1), Y11
 	VPSRLW      $0x04, Y11, Y13
-	VPAND       Y11, Y0, Y12
-	VPAND       Y13, Y0, Y13
-	MOVWLZX     2(BX)(SI*1), R11
-	VMOVD       R11, X14
-	VPMOVZXBD   X14, X14
-	VPERMD      Y14, Y1, Y14
-	VCVTDQ2PS   Y14, Y14
-	VPMADDUBSW  32(R9), Y12, Y15
-	VPMADDUBSW  96(R9), Y13, Y11
+	VPAND       Y11, Y9, Y12
+	VPAND       Y13, Y9, Y13
+	MOVWLZX     2(BX)(SI*1), R10
+	VMOVD       R10, X8
+	VPMOVZXBD   X8, X8
+	VPERMD      Y8, Y14, Y8
+	VCVTDQ2PS   Y8, Y8
+	VPMADDUBSW  32(R8), Y12, Y15
+	VPMADDUBSW  96(R8), Y13, Y11
 	VPADDW      Y11, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      224(R9), Y15, Y15
+	VPMADDWD    Y10, Y15, Y15
+	VPADDD      224(R8), Y15, Y15
 	VCVTDQ2PS   Y15, Y15
-	VMULPS      160(R9), Y14, Y11
-	VFMADD231PS Y15, Y11, Y5
-	VPMADDUBSW  32(R9)(R10*1), Y12, Y15
-	VPMADDUBSW  96(R9)(R10*1), Y13, Y11
+	VMULPS      160(R8), Y8, Y11
+	VFMADD231PS Y15, Y11, Y2
+	VPMADDUBSW  32(R8)(R9*1), Y12, Y15
+	VPMADDUBSW  96(R8)(R9*1), Y13, Y11
 	VPADDW      Y11, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      224(R9)(R10*1), Y15, Y15
+	VPMADDWD    Y10, Y15, Y15
+	VPADDD      224(R8)(R9*1), Y15, Y15
 	VCVTDQ2PS   Y15, Y15
-	VMULPS      160(R9)(R10*1), Y14, Y11
-	VFMADD231PS Y15, Y11, Y6
+	VMULPS      160(R8)(R9*1), Y8, Y11
+	VFMADD231PS Y15, Y11, Y3
 	VMOVDQU     32(AX)(CX*2), Y15
 	VPSRLW      $0x04, Y15, Y12
-	VPAND       Y15, Y0, Y11
-	VPAND       Y12, Y0, Y12
-	MOVWLZX     2(BX)(SI*2), R11
-	VMOVD       R11, X13
+	VPAND       Y15, Y9, Y11
+	VPAND       Y12, Y9, Y12
+	MOVWLZX     2(BX)(SI*2), R10
+	VMOVD       R10, X13
 	VPMOVZXBD   X13, X13
-	VPERMD      Y13, Y1, Y13
+	VPERMD      Y13, Y14, Y13
 	VCVTDQ2PS   Y13, Y13
-	VPMADDUBSW  32(R9), Y11, Y14
-	VPMADDUBSW  96(R9), Y12, Y15
-	VPADDW      Y15, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      224(R9), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      160(R9), Y13, Y15
-	VFMADD231PS Y14, Y15, Y7
-	VPMADDUBSW  32(R9)(R10*1), Y11, Y14
-	VPMADDUBSW  96(R9)(R10*1), Y12, Y15
-	VPADDW      Y15, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      224(R9)(R10*1), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      160(R9)(R10*1), Y13, Y15
-	VFMADD231PS Y14, Y15, Y8
-	VMOVDQU     32(AX)(DX*1), Y14
-	VPSRLW      $0x04, Y14, Y11
-	VPAND       Y14, Y0, Y15
-	VPAND       Y11, Y0, Y11
-	MOVWLZX     2(BX)(DI*1), R11
-	VMOVD       R11, X12
+	VPMADDUBSW  32(R8), Y11, Y8
+	VPMADDUBSW  96(R8), Y12, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    Y10, Y8, Y8
+	VPADDD      224(R8), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      160(R8), Y13, Y15
+	VFMADD231PS Y8, Y15, Y4
+	VPMADDUBSW  32(R8)(R9*1), Y11, Y8
+	VPMADDUBSW  96(R8)(R9*1), Y12, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    Y10, Y8, Y8
+	VPADDD      224(R8)(R9*1), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      160(R8)(R9*1), Y13, Y15
+	VFMADD231PS Y8, Y15, Y5
+	VMOVDQU     32(AX)(DX*1), Y8
+	VPSRLW      $0x04, Y8, Y11
+	VPAND       Y8, Y9, Y15
+	VPAND       Y11, Y9, Y11
+	MOVWLZX     2(BX)(DI*1), R10
+	VMOVD       R10, X12
 	VPMOVZXBD   X12, X12
-	VPERMD      Y12, Y1, Y12
+	VPERMD      Y12, Y14, Y12
 	VCVTDQ2PS   Y12, Y12
-	VPMADDUBSW  32(R9), Y15, Y13
-	VPMADDUBSW  96(R9), Y11, Y14
-	VPADDW      Y14, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      224(R9), Y13, Y13
+	VPMADDUBSW  32(R8), Y15, Y13
+	VPMADDUBSW  96(R8), Y11, Y8
+	VPADDW      Y8, Y13, Y13
+	VPMADDWD    Y10, Y13, Y13
+	VPADDD      224(R8), Y13, Y13
 	VCVTDQ2PS   Y13, Y13
-	VMULPS      160(R9), Y12, Y14
-	VFMADD231PS Y13, Y14, Y9
-	VPMADDUBSW  32(R9)(R10*1), Y15, Y13
-	VPMADDUBSW  96(R9)(R10*1), Y11, Y14
-	VPADDW      Y14, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      224(R9)(R10*1), Y13, Y13
+	VMULPS      160(R8), Y12, Y8
+	VFMADD231PS Y13, Y8, Y6
+	VPMADDUBSW  32(R8)(R9*1), Y15, Y13
+	VPMADDUBSW  96(R8)(R9*1), Y11, Y8
+	VPADDW      Y8, Y13, Y13
+	VPMADDWD    Y10, Y13, Y13
+	VPADDD      224(R8)(R9*1), Y13, Y13
 	VCVTDQ2PS   Y13, Y13
-	VMULPS      160(R9)(R10*1), Y12, Y14
-	VFMADD231PS Y13, Y14, Y10
+	VMULPS      160(R8)(R9*1), Y12, Y8
+	VFMADD231PS Y13, Y8, Y7
 	ADDQ        $0x00000040, AX
 	ADDQ        $0x00000004, BX
-	ADDQ        $0x00000100, R9
-	DECQ        R8
+	ADDQ        $0x00000100, R8
+	DECQ        R12
 	JMP         loop
 
 tail:
-	MOVQ        tail+40(FP), R8
-	CMPQ        R8, $0x02
+	MOVQ        tail+40(FP), R11
+	CMPQ        R11, $0x02
 	JB          tail1
 	VMOVDQU     (AX), Y13
 	VPSRLW      $0x04, Y13, Y15
-	VPAND       Y13, Y0, Y14
-	VPAND       Y15, Y0, Y15
-	MOVWLZX     (BX), R11
-	VMOVD       R11, X11
+	VPAND       Y13, Y9, Y8
+	VPAND       Y15, Y9, Y15
+	MOVWLZX     (BX), R10
+	VMOVD       R10, X11
 	VPMOVZXBD   X11, X11
-	VPERMD      Y11, Y1, Y11
+	VPERMD      Y11, Y14, Y11
 	VCVTDQ2PS   Y11, Y11
-	VPMADDUBSW  (R9), Y14, Y12
-	VPMADDUBSW  64(R9), Y15, Y13
+	VPMADDUBSW  (R8), Y8, Y12
+	VPMADDUBSW  64(R8), Y15, Y13
 	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      192(R9), Y12, Y12
+	VPMADDWD    Y10, Y12, Y12
+	VPADDD      192(R8), Y12, Y12
 	VCVTDQ2PS   Y12, Y12
-	VMULPS      128(R9), Y11, Y13
-	VFMADD231PS Y12, Y13, Y3
-	VPMADDUBSW  (R9)(R10*1), Y14, Y12
-	VPMADDUBSW  64(R9)(R10*1), Y15, Y13
+	VMULPS      128(R8), Y11, Y13
+	VFMADD231PS Y12, Y13, Y0
+	VPMADDUBSW  (R8)(R9*1), Y8, Y12
+	VPMADDUBSW  64(R8)(R9*1), Y15, Y13
 	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      192(R9)(R10*1), Y12, Y12
+	VPMADDWD    Y10, Y12, Y12
+	VPADDD      192(R8)(R9*1), Y12, Y12
 	VCVTDQ2PS   Y12, Y12
-	VMULPS      128(R9)(R10*1), Y11, Y13
-	VFMADD231PS Y12, Y13, Y4
+	VMULPS      128(R8)(R9*1), Y11, Y13
+	VFMADD231PS Y12, Y13, Y1
 	VMOVDQU     (AX)(CX*1), Y12
-	VPSRLW      $0x04, Y12, Y14
-	VPAND       Y12, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	MOVWLZX     (BX)(SI*1), R11
-	VMOVD       R11, X15
+	VPSRLW      $0x04, Y12, Y8
+	VPAND       Y12, Y9, Y13
+	VPAND       Y8, Y9, Y8
+	MOVWLZX     (BX)(SI*1), R10
+	VMOVD       R10, X15
 	VPMOVZXBD   X15, X15
-	VPERMD      Y15, Y1, Y15
+	VPERMD      Y15, Y14, Y15
 	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  (R9), Y13, Y11
-	VPMADDUBSW  64(R9), Y14, Y12
+	VPMADDUBSW  (R8), Y13, Y11
+	VPMADDUBSW  64(R8), Y8, Y12
 	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
+	VPMADDWD    Y10, Y11, Y11
+	VPADDD      192(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y15, Y12
-	VFMADD231PS Y11, Y12, Y5
-	VPMADDUBSW  (R9)(R10*1), Y13, Y11
-	VPMADDUBSW  64(R9)(R10*1), Y14, Y12
+	VMULPS      128(R8), Y15, Y12
+	VFMADD231PS Y11, Y12, Y2
+	VPMADDUBSW  (R8)(R9*1), Y13, Y11
+	VPMADDUBSW  64(R8)(R9*1), Y8, Y12
 	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9)(R10*1), Y11, Y11
+	VPMADDWD    Y10, Y11, Y11
+	VPADDD      192(R8)(R9*1), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9)(R10*1), Y15, Y12
-	VFMADD231PS Y11, Y12, Y6
+	VMULPS      128(R8)(R9*1), Y15, Y12
+	VFMADD231PS Y11, Y12, Y3
 	VMOVDQU     (AX)(CX*2), Y11
 	VPSRLW      $0x04, Y11, Y13
-	VPAND       Y11, Y0, Y12
-	VPAND       Y13, Y0, Y13
-	MOVWLZX     (BX)(SI*2), R11
-	VMOVD       R11, X14
-	VPMOVZXBD   X14, X14
-	VPERMD      Y14, Y1, Y14
-	VCVTDQ2PS   Y14, Y14
-	VPMADDUBSW  (R9), Y12, Y15
-	VPMADDUBSW  64(R9), Y13, Y11
+	VPAND       Y11, Y9, Y12
+	VPAND       Y13, Y9, Y13
+	MOVWLZX     (BX)(SI*2), R10
+	VMOVD       R10, X8
+	VPMOVZXBD   X8, X8
+	VPERMD      Y8, Y14, Y8
+	VCVTDQ2PS   Y8, Y8
+	VPMADDUBSW  (R8), Y12, Y15
+	VPMADDUBSW  64(R8), Y13, Y11
 	VPADDW      Y11, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(R9), Y15, Y15
+	VPMADDWD    Y10, Y15, Y15
+	VPADDD      192(R8), Y15, Y15
 	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(R9), Y14, Y11
-	VFMADD231PS Y15, Y11, Y7
-	VPMADDUBSW  (R9)(R10*1), Y12, Y15
-	VPMADDUBSW  64(R9)(R10*1), Y13, Y11
+	VMULPS      128(R8), Y8, Y11
+	VFMADD231PS Y15, Y11, Y4
+	VPMADDUBSW  (R8)(R9*1), Y12, Y15
+	VPMADDUBSW  64(R8)(R9*1), Y13, Y11
 	VPADDW      Y11, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(R9)(R10*1), Y15, Y15
+	VPMADDWD    Y10, Y15, Y15
+	VPADDD      192(R8)(R9*1), Y15, Y15
 	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(R9)(R10*1), Y14, Y11
-	VFMADD231PS Y15, Y11, Y8
+	VMULPS      128(R8)(R9*1), Y8, Y11
+	VFMADD231PS Y15, Y11, Y5
 	VMOVDQU     (AX)(DX*1), Y15
 	VPSRLW      $0x04, Y15, Y12
-	VPAND       Y15, Y0, Y11
-	VPAND       Y12, Y0, Y12
-	MOVWLZX     (BX)(DI*1), R11
-	VMOVD       R11, X13
+	VPAND       Y15, Y9, Y11
+	VPAND       Y12, Y9, Y12
+	MOVWLZX     (BX)(DI*1), R10
+	VMOVD       R10, X13
 	VPMOVZXBD   X13, X13
-	VPERMD      Y13, Y1, Y13
+	VPERMD      Y13, Y14, Y13
 	VCVTDQ2PS   Y13, Y13
-	VPMADDUBSW  (R9), Y11, Y14
-	VPMADDUBSW  64(R9), Y12, Y15
-	VPADDW      Y15, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      192(R9), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      128(R9), Y13, Y15
-	VFMADD231PS Y14, Y15, Y9
-	VPMADDUBSW  (R9)(R10*1), Y11, Y14
-	VPMADDUBSW  64(R9)(R10*1), Y12, Y15
-	VPADDW      Y15, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      192(R9)(R10*1), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      128(R9)(R10*1), Y13, Y15
-	VFMADD231PS Y14, Y15, Y10
+	VPMADDUBSW  (R8), Y11, Y8
+	VPMADDUBSW  64(R8), Y12, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    Y10, Y8, Y8
+	VPADDD      192(R8), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(R8), Y13, Y15
+	VFMADD231PS Y8, Y15, Y6
+	VPMADDUBSW  (R8)(R9*1), Y11, Y8
+	VPMADDUBSW  64(R8)(R9*1), Y12, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    Y10, Y8, Y8
+	VPADDD      192(R8)(R9*1), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(R8)(R9*1), Y13, Y15
+	VFMADD231PS Y8, Y15, Y7
 
 tail1:
-	TESTQ       $0x00000001, R8
+	TESTQ       $0x00000001, R11
 	JZ          reduce
-	CMPQ        R8, $0x01
+	CMPQ        R11, $0x01
 	JE          tail1at0
-	VMOVDQU     32(AX), X14
-	VPSRLW      $0x04, Y14, Y11
-	VPAND       Y14, Y0, Y15
-	VPAND       Y11, Y0, Y11
-	MOVBLZX     2(BX), R11
-	VMOVD       R11, X12
-	VPERMD      Y12, Y1, Y12
+	VMOVDQU     32(AX), X8
+	VPSRLW      $0x04, Y8, Y11
+	VPAND       Y8, Y9, Y15
+	VPAND       Y11, Y9, Y11
+	MOVBLZX     2(BX), R10
+	VMOVD       R10, X12
+	VPERMD      Y12, Y14, Y12
 	VCVTDQ2PS   Y12, Y12
-	VPMADDUBSW  32(R9), Y15, Y13
-	VPMADDUBSW  96(R9), Y11, Y14
-	VPADDW      Y14, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      224(R9), Y13, Y13
+	VPMADDUBSW  32(R8), Y15, Y13
+	VPMADDUBSW  96(R8), Y11, Y8
+	VPADDW      Y8, Y13, Y13
+	VPMADDWD    Y10, Y13, Y13
+	VPADDD      224(R8), Y13, Y13
 	VCVTDQ2PS   Y13, Y13
-	VMULPS      160(R9), Y12, Y14
-	VFMADD231PS Y13, Y14, Y3
-	VPMADDUBSW  32(R9)(R10*1), Y15, Y13
-	VPMADDUBSW  96(R9)(R10*1), Y11, Y14
-	VPADDW      Y14, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      224(R9)(R10*1), Y13, Y13
+	VMULPS      160(R8), Y12, Y8
+	VFMADD231PS Y13, Y8, Y0
+	VPMADDUBSW  32(R8)(R9*1), Y15, Y13
+	VPMADDUBSW  96(R8)(R9*1), Y11, Y8
+	VPADDW      Y8, Y13, Y13
+	VPMADDWD    Y10, Y13, Y13
+	VPADDD      224(R8)(R9*1), Y13, Y13
 	VCVTDQ2PS   Y13, Y13
-	VMULPS      160(R9)(R10*1), Y12, Y14
-	VFMADD231PS Y13, Y14, Y4
+	VMULPS      160(R8)(R9*1), Y12, Y8
+	VFMADD231PS Y13, Y8, Y1
 	VMOVDQU     32(AX)(CX*1), X13
 	VPSRLW      $0x04, Y13, Y15
-	VPAND       Y13, Y0, Y14
-	VPAND       Y15, Y0, Y15
-	MOVBLZX     2(BX)(SI*1), R11
-	VMOVD       R11, X11
-	VPERMD      Y11, Y1, Y11
+	VPAND       Y13, Y9, Y8
+	VPAND       Y15, Y9, Y15
+	MOVBLZX     2(BX)(SI*1), R10
+	VMOVD       R10, X11
+	VPERMD      Y11, Y14, Y11
 	VCVTDQ2PS   Y11, Y11
-	VPMADDUBSW  32(R9), Y14, Y12
-	VPMADDUBSW  96(R9), Y15, Y13
+	VPMADDUBSW  32(R8), Y8, Y12
+	VPMADDUBSW  96(R8), Y15, Y13
 	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      224(R9), Y12, Y12
+	VPMADDWD    Y10, Y12, Y12
+	VPADDD      224(R8), Y12, Y12
 	VCVTDQ2PS   Y12, Y12
-	VMULPS      160(R9), Y11, Y13
-	VFMADD231PS Y12, Y13, Y5
-	VPMADDUBSW  32(R9)(R10*1), Y14, Y12
-	VPMADDUBSW  96(R9)(R10*1), Y15, Y13
+	VMULPS      160(R8), Y11, Y13
+	VFMADD231PS Y12, Y13, Y2
+	VPMADDUBSW  32(R8)(R9*1), Y8, Y12
+	VPMADDUBSW  96(R8)(R9*1), Y15, Y13
 	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      224(R9)(R10*1), Y12, Y12
+	VPMADDWD    Y10, Y12, Y12
+	VPADDD      224(R8)(R9*1), Y12, Y12
 	VCVTDQ2PS   Y12, Y12
-	VMULPS      160(R9)(R10*1), Y11, Y13
-	VFMADD231PS Y12, Y13, Y6
+	VMULPS      160(R8)(R9*1), Y11, Y13
+	VFMADD231PS Y12, Y13, Y3
 	VMOVDQU     32(AX)(CX*2), X12
-	VPSRLW      $0x04, Y12, Y14
-	VPAND       Y12, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	MOVBLZX     2(BX)(SI*2), R11
-	VMOVD       R11, X15
-	VPERMD      Y15, Y1, Y15
+	VPSRLW      $0x04, Y12, Y8
+	VPAND       Y12, Y9, Y13
+	VPAND       Y8, Y9, Y8
+	MOVBLZX     2(BX)(SI*2), R10
+	VMOVD       R10, X15
+	VPERMD      Y15, Y14, Y15
 	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  32(R9), Y13, Y11
-	VPMADDUBSW  96(R9), Y14, Y12
+	VPMADDUBSW  32(R8), Y13, Y11
+	VPMADDUBSW  96(R8), Y8, Y12
 	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9), Y11, Y11
+	VPMADDWD    Y10, Y11, Y11
+	VPADDD      224(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9), Y15, Y12
-	VFMADD231PS Y11, Y12, Y7
-	VPMADDUBSW  32(R9)(R10*1), Y13, Y11
-	VPMADDUBSW  96(R9)(R10*1), Y14, Y12
+	VMULPS      160(R8), Y15, Y12
+	VFMADD231PS Y11, Y12, Y4
+	VPMADDUBSW  32(R8)(R9*1), Y13, Y11
+	VPMADDUBSW  96(R8)(R9*1), Y8, Y12
 	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9)(R10*1), Y11, Y11
+	VPMADDWD    Y10, Y11, Y11
+	VPADDD      224(R8)(R9*1), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9)(R10*1), Y15, Y12
-	VFMADD231PS Y11, Y12, Y8
+	VMULPS      160(R8)(R9*1), Y15, Y12
+	VFMADD231PS Y11, Y12, Y5
 	VMOVDQU     32(AX)(DX*1), X11
 	VPSRLW      $0x04, Y11, Y13
-	VPAND       Y11, Y0, Y12
-	VPAND       Y13, Y0, Y13
-	MOVBLZX     2(BX)(DI*1), R11
-	VMOVD       R11, X14
-	VPERMD      Y14, Y1, Y14
-	VCVTDQ2PS   Y14, Y14
-	VPMADDUBSW  32(R9), Y12, Y15
-	VPMADDUBSW  96(R9), Y13, Y11
+	VPAND       Y11, Y9, Y12
+	VPAND       Y13, Y9, Y13
+	MOVBLZX     2(BX)(DI*1), R10
+	VMOVD       R10, X8
+	VPERMD      Y8, Y14, Y8
+	VCVTDQ2PS   Y8, Y8
+	VPMADDUBSW  32(R8), Y12, Y15
+	VPMADDUBSW  96(R8), Y13, Y11
 	VPADDW      Y11, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      224(R9), Y15, Y15
+	VPMADDWD    Y10, Y15, Y15
+	VPADDD      224(R8), Y15, Y15
 	VCVTDQ2PS   Y15, Y15
-	VMULPS      160(R9), Y14, Y11
-	VFMADD231PS Y15, Y11, Y9
-	VPMADDUBSW  32(R9)(R10*1), Y12, Y15
-	VPMADDUBSW  96(R9)(R10*1), Y13, Y11
+	VMULPS      160(R8), Y8, Y11
+	VFMADD231PS Y15, Y11, Y6
+	VPMADDUBSW  32(R8)(R9*1), Y12, Y15
+	VPMADDUBSW  96(R8)(R9*1), Y13, Y11
 	VPADDW      Y11, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      224(R9)(R10*1), Y15, Y15
+	VPMADDWD    Y10, Y15, Y15
+	VPADDD      224(R8)(R9*1), Y15, Y15
 	VCVTDQ2PS   Y15, Y15
-	VMULPS      160(R9)(R10*1), Y14, Y11
-	VFMADD231PS Y15, Y11, Y10
+	VMULPS      160(R8)(R9*1), Y8, Y11
+	VFMADD231PS Y15, Y11, Y7
 	JMP         reduce
 
 tail1at0:
 	VMOVDQU     (AX), X15
 	VPSRLW      $0x04, Y15, Y12
-	VPAND       Y15, Y0, Y11
-	VPAND       Y12, Y0, Y12
-	MOVBLZX     (BX), R11
-	VMOVD       R11, X13
-	VPERMD      Y13, Y1, Y13
+	VPAND       Y15, Y9, Y11
+	VPAND       Y12, Y9, Y12
+	MOVBLZX     (BX), R10
+	VMOVD       R10, X13
+	VPERMD      Y13, Y14, Y13
 	VCVTDQ2PS   Y13, Y13
-	VPMADDUBSW  (R9), Y11, Y14
-	VPMADDUBSW  64(R9), Y12, Y15
-	VPADDW      Y15, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      192(R9), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      128(R9), Y13, Y15
-	VFMADD231PS Y14, Y15, Y3
-	VPMADDUBSW  (R9)(R10*1), Y11, Y14
-	VPMADDUBSW  64(R9)(R10*1), Y12, Y15
-	VPADDW      Y15, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      192(R9)(R10*1), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      128(R9)(R10*1), Y13, Y15
-	VFMADD231PS Y14, Y15, Y4
-	VMOVDQU     (AX)(CX*1), X14
-	VPSRLW      $0x04, Y14, Y11
-	VPAND       Y14, Y0, Y15
-	VPAND       Y11, Y0, Y11
-	MOVBLZX     (BX)(SI*1), R11
-	VMOVD       R11, X12
-	VPERMD      Y12, Y1, Y12
+	VPMADDUBSW  (R8), Y11, Y8
+	VPMADDUBSW  64(R8), Y12, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    Y10, Y8, Y8
+	VPADDD      192(R8), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(R8), Y13, Y15
+	VFMADD231PS Y8, Y15, Y0
+	VPMADDUBSW  (R8)(R9*1), Y11, Y8
+	VPMADDUBSW  64(R8)(R9*1), Y12, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    Y10, Y8, Y8
+	VPADDD      192(R8)(R9*1), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(R8)(R9*1), Y13, Y15
+	VFMADD231PS Y8, Y15, Y1
+	VMOVDQU     (AX)(CX*1), X8
+	VPSRLW      $0x04, Y8, Y11
+	VPAND       Y8, Y9, Y15
+	VPAND       Y11, Y9, Y11
+	MOVBLZX     (BX)(SI*1), R10
+	VMOVD       R10, X12
+	VPERMD      Y12, Y14, Y12
 	VCVTDQ2PS   Y12, Y12
-	VPMADDUBSW  (R9), Y15, Y13
-	VPMADDUBSW  64(R9), Y11, Y14
-	VPADDW      Y14, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      192(R9), Y13, Y13
+	VPMADDUBSW  (R8), Y15, Y13
+	VPMADDUBSW  64(R8), Y11, Y8
+	VPADDW      Y8, Y13, Y13
+	VPMADDWD    Y10, Y13, Y13
+	VPADDD      192(R8), Y13, Y13
 	VCVTDQ2PS   Y13, Y13
-	VMULPS      128(R9), Y12, Y14
-	VFMADD231PS Y13, Y14, Y5
-	VPMADDUBSW  (R9)(R10*1), Y15, Y13
-	VPMADDUBSW  64(R9)(R10*1), Y11, Y14
-	VPADDW      Y14, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      192(R9)(R10*1), Y13, Y13
+	VMULPS      128(R8), Y12, Y8
+	VFMADD231PS Y13, Y8, Y2
+	VPMADDUBSW  (R8)(R9*1), Y15, Y13
+	VPMADDUBSW  64(R8)(R9*1), Y11, Y8
+	VPADDW      Y8, Y13, Y13
+	VPMADDWD    Y10, Y13, Y13
+	VPADDD      192(R8)(R9*1), Y13, Y13
 	VCVTDQ2PS   Y13, Y13
-	VMULPS      128(R9)(R10*1), Y12, Y14
-	VFMADD231PS Y13, Y14, Y6
+	VMULPS      128(R8)(R9*1), Y12, Y8
+	VFMADD231PS Y13, Y8, Y3
 	VMOVDQU     (AX)(CX*2), X13
 	VPSRLW      $0x04, Y13, Y15
-	VPAND       Y13, Y0, Y14
-	VPAND       Y15, Y0, Y15
-	MOVBLZX     (BX)(SI*2), R11
-	VMOVD       R11, X11
-	VPERMD      Y11, Y1, Y11
+	VPAND       Y13, Y9, Y8
+	VPAND       Y15, Y9, Y15
+	MOVBLZX     (BX)(SI*2), R10
+	VMOVD       R10, X11
+	VPERMD      Y11, Y14, Y11
 	VCVTDQ2PS   Y11, Y11
-	VPMADDUBSW  (R9), Y14, Y12
-	VPMADDUBSW  64(R9), Y15, Y13
+	VPMADDUBSW  (R8), Y8, Y12
+	VPMADDUBSW  64(R8), Y15, Y13
 	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      192(R9), Y12, Y12
+	VPMADDWD    Y10, Y12, Y12
+	VPADDD      192(R8), Y12, Y12
 	VCVTDQ2PS   Y12, Y12
-	VMULPS      128(R9), Y11, Y13
-	VFMADD231PS Y12, Y13, Y7
-	VPMADDUBSW  (R9)(R10*1), Y14, Y12
-	VPMADDUBSW  64(R9)(R10*1), Y15, Y13
+	VMULPS      128(R8), Y11, Y13
+	VFMADD231PS Y12, Y13, Y4
+	VPMADDUBSW  (R8)(R9*1), Y8, Y12
+	VPMADDUBSW  64(R8)(R9*1), Y15, Y13
 	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      192(R9)(R10*1), Y12, Y12
+	VPMADDWD    Y10, Y12, Y12
+	VPADDD      192(R8)(R9*1), Y12, Y12
 	VCVTDQ2PS   Y12, Y12
-	VMULPS      128(R9)(R10*1), Y11, Y13
-	VFMADD231PS Y12, Y13, Y8
+	VMULPS      128(R8)(R9*1), Y11, Y13
+	VFMADD231PS Y12, Y13, Y5
 	VMOVDQU     (AX)(DX*1), X12
-	VPSRLW      $0x04, Y12, Y14
-	VPAND       Y12, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	MOVBLZX     (BX)(DI*1), R11
-	VMOVD       R11, X15
-	VPERMD      Y15, Y1, Y15
+	VPSRLW      $0x04, Y12, Y8
+	VPAND       Y12, Y9, Y13
+	VPAND       Y8, Y9, Y8
+	MOVBLZX     (BX)(DI*1), R10
+	VMOVD       R10, X15
+	VPERMD      Y15, Y14, Y15
 	VCVTDQ2PS   Y15, Y15
-	VPMADDUBSW  (R9), Y13, Y11
-	VPMADDUBSW  64(R9), Y14, Y12
+	VPMADDUBSW  (R8), Y13, Y11
+	VPMADDUBSW  64(R8), Y8, Y12
 	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
+	VPMADDWD    Y10, Y11, Y11
+	VPADDD      192(R8), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y15, Y12
-	VFMADD231PS Y11, Y12, Y9
-	VPMADDUBSW  (R9)(R10*1), Y13, Y11
-	VPMADDUBSW  64(R9)(R10*1), Y14, Y12
+	VMULPS      128(R8), Y15, Y12
+	VFMADD231PS Y11, Y12, Y6
+	VPMADDUBSW  (R8)(R9*1), Y13, Y11
+	VPMADDUBSW  64(R8)(R9*1), Y8, Y12
 	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9)(R10*1), Y11, Y11
+	VPMADDWD    Y10, Y11, Y11
+	VPADDD      192(R8)(R9*1), Y11, Y11
 	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9)(R10*1), Y15, Y12
-	VFMADD231PS Y11, Y12, Y10
+	VMULPS      128(R8)(R9*1), Y15, Y12
+	VFMADD231PS Y11, Y12, Y7
 
 reduce:
 	MOVQ         dst+64(FP), AX
 	MOVQ         ldd+72(FP), CX
 	SHLQ         $0x02, CX
 	MOVQ         rs+80(FP), DX
-	VEXTRACTF128 $0x01, Y3, X11
-	VADDPS       X11, X3, X11
+	VEXTRACTF128 $0x01, Y0, X11
+	VADDPS       X11, X0, X11
 	VPERMILPS    $0x4e, X11, X12
 	VADDPS       X12, X11, X11
 	VPERMILPS    $0xb1, X11, X12
 	VADDSS       X12, X11, X11
 	VMULSS       (DX), X11, X11
 	VMOVSS       X11, (AX)
-	VEXTRACTF128 $0x01, Y5, X13
-	VADDPS       X13, X5, X13
-	VPERMILPS    $0x4e, X13, X14
-	VADDPS       X14, X13, X13
-	VPERMILPS    $0xb1, X13, X14
-	VADDSS       X14, X13, X13
+	VEXTRACTF128 $0x01, Y2, X13
+	VADDPS       X13, X2, X13
+	VPERMILPS    $0x4e, X13, X8
+	VADDPS       X8, X13, X13
+	VPERMILPS    $0xb1, X13, X8
+	VADDSS       X8, X13, X13
 	VMULSS       4(DX), X13, X13
 	VMOVSS       X13, 4(AX)
-	VEXTRACTF128 $0x01, Y7, X15
-	VADDPS       X15, X7, X15
-	VPERMILPS    $0x4e, X15, X0
-	VADDPS       X0, X15, X15
-	VPERMILPS    $0xb1, X15, X0
-	VADDSS       X0, X15, X15
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X15
+	VPERMILPS    $0x4e, X15, X9
+	VADDPS       X9, X15, X15
+	VPERMILPS    $0xb1, X15, X9
+	VADDSS       X9, X15, X15
 	VMULSS       8(DX), X15, X15
 	VMOVSS       X15, 8(AX)
-	VEXTRACTF128 $0x01, Y9, X1
-	VADDPS       X1, X9, X1
-	VPERMILPS    $0x4e, X1, X2
-	VADDPS       X2, X1, X1
-	VPERMILPS    $0xb1, X1, X2
-	VADDSS       X2, X1, X1
-	VMULSS       12(DX), X1, X1
-	VMOVSS       X1, 12(AX)
+	VEXTRACTF128 $0x01, Y6, X14
+	VADDPS       X14, X6, X14
+	VPERMILPS    $0x4e, X14, X10
+	VADDPS       X10, X14, X14
+	VPERMILPS    $0xb1, X14, X10
+	VADDSS       X10, X14, X14
+	VMULSS       12(DX), X14, X14
+	VMOVSS       X14, 12(AX)
 	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y4, X11
-	VADDPS       X11, X4, X11
+	VEXTRACTF128 $0x01, Y1, X11
+	VADDPS       X11, X1, X11
 	VPERMILPS    $0x4e, X11, X12
 	VADDPS       X12, X11, X11
 	VPERMILPS    $0xb1, X11, X12
 	VADDSS       X12, X11, X11
 	VMULSS       (DX), X11, X11
 	VMOVSS       X11, (AX)
-	VEXTRACTF128 $0x01, Y6, X3
-	VADDPS       X3, X6, X3
-	VPERMILPS    $0x4e, X3, X13
-	VADDPS       X13, X3, X3
-	VPERMILPS    $0xb1, X3, X13
-	VADDSS       X13, X3, X3
-	VMULSS       4(DX), X3, X3
-	VMOVSS       X3, 4(AX)
-	VEXTRACTF128 $0x01, Y8, X14
-	VADDPS       X14, X8, X14
-	VPERMILPS    $0x4e, X14, X5
-	VADDPS       X5, X14, X14
-	VPERMILPS    $0xb1, X14, X5
-	VADDSS       X5, X14, X14
-	VMULSS       8(DX), X14, X14
-	VMOVSS       X14, 8(AX)
-	VEXTRACTF128 $0x01, Y10, X15
-	VADDPS       X15, X10, X15
-	VPERMILPS    $0x4e, X15, X0
-	VADDPS       X0, X15, X15
-	VPERMILPS    $0xb1, X15, X0
-	VADDSS       X0, X15, X15
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VPERMILPS    $0x4e, X0, X13
+	VADDPS       X13, X0, X0
+	VPERMILPS    $0xb1, X0, X13
+	VADDSS       X13, X0, X0
+	VMULSS       4(DX), X0, X0
+	VMOVSS       X0, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X8
+	VADDPS       X8, X5, X8
+	VPERMILPS    $0x4e, X8, X2
+	VADDPS       X2, X8, X8
+	VPERMILPS    $0xb1, X8, X2
+	VADDSS       X2, X8, X8
+	VMULSS       8(DX), X8, X8
+	VMOVSS       X8, 8(AX)
+	VEXTRACTF128 $0x01, Y7, X15
+	VADDPS       X15, X7, X15
+	VPERMILPS    $0x4e, X15, X9
+	VADDPS       X9, X15, X15
+	VPERMILPS    $0xb1, X15, X9
+	VADDSS       X9, X15, X15
 	VMULSS       12(DX), X15, X15
 	VMOVSS       X15, 12(AX)
 	VZEROUPPER
@@ -27089,87 +28574,208 @@ reduce:
 // func q4Avx2CodesRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
 TEXT ·q4Avx2CodesRows(SB), NOSPLIT, $0-80
-	MOVQ         nib+0(FP), AX
-	MOVQ         sc+16(FP), CX
-	MOVQ         n+56(FP), DX
-	SHRQ         $0x02, DX
-	MOVL         $0x0f0f0f0f, R8
-	VPBROADCASTD R8, Y0
-	VMOVDQU      q4perm<>+0(SB), Y1
-	MOVL         $0x00010001, R8
-	VPBROADCASTD R8, Y2
+	MOVQ nib+0(FP), AX
+	MOVQ sc+16(FP), CX
+	MOVQ n+56(FP), DX
+	SHRQ $0x02, DX
 
 quad:
-	VXORPS Y3, Y3, Y3
+	VXORPS Y0, Y0, Y0
 	MOVQ   AX, BX
 	MOVQ   CX, SI
 	MOVQ   x+48(FP), DI
 	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   DI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk0:
+	TESTQ       R9, R9
+	JZ          groups0
+	VMOVDQU     (BX), Y1
+	VPSRLW      $0x04, Y1, Y2
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW  (DI), Y1, Y3
+	VPMADDUBSW  64(DI), Y2, Y4
+	VPADDW      Y4, Y3, Y3
+	VPMADDWD    q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU     64(BX), Y5
+	VPSRLW      $0x04, Y5, Y6
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  256(DI), Y5, Y7
+	VPMADDUBSW  320(DI), Y6, Y8
+	VPADDW      Y8, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VPUNPCKLDQ  Y7, Y3, Y9
+	VPUNPCKHDQ  Y7, Y3, Y3
+	VPADDD      Y3, Y9, Y9
+	VMOVDQU     128(BX), Y10
+	VPSRLW      $0x04, Y10, Y11
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  512(DI), Y10, Y12
+	VPMADDUBSW  576(DI), Y11, Y13
+	VPADDW      Y13, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     192(BX), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(DI), Y14, Y4
+	VPMADDUBSW  832(DI), Y15, Y1
+	VPADDW      Y1, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ  Y4, Y12, Y2
+	VPUNPCKHDQ  Y4, Y12, Y12
+	VPADDD      Y12, Y2, Y2
+	VPUNPCKLQDQ Y2, Y9, Y8
+	VPUNPCKHQDQ Y2, Y9, Y9
+	VPADDD      Y9, Y8, Y8
+	VPADDD      64(R8), Y8, Y8
+	VMOVDQU     (SI), X3
+	VPSHUFB     q4codeperm<>+0(SB), X3, X3
+	VPMOVZXBD   X3, Y3
+	VPMULLD     Y3, Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VFMADD231PS (R8), Y8, Y0
+	VMOVDQU     32(BX), Y7
+	VPSRLW      $0x04, Y7, Y5
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  32(DI), Y7, Y6
+	VPMADDUBSW  96(DI), Y5, Y13
+	VPADDW      Y13, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     96(BX), Y10
+	VPSRLW      $0x04, Y10, Y11
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  288(DI), Y10, Y1
+	VPMADDUBSW  352(DI), Y11, Y12
+	VPADDW      Y12, Y1, Y1
+	VPMADDWD    q4onesw<>+0(SB), Y1, Y1
+	VPUNPCKLDQ  Y1, Y6, Y4
+	VPUNPCKHDQ  Y1, Y6, Y6
+	VPADDD      Y6, Y4, Y4
+	VMOVDQU     160(BX), Y9
+	VPSRLW      $0x04, Y9, Y2
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW  544(DI), Y9, Y3
+	VPMADDUBSW  608(DI), Y2, Y8
+	VPADDW      Y8, Y3, Y3
+	VPMADDWD    q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU     224(BX), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(DI), Y14, Y13
+	VPMADDUBSW  864(DI), Y15, Y7
+	VPADDW      Y7, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPUNPCKLDQ  Y13, Y3, Y5
+	VPUNPCKHDQ  Y13, Y3, Y3
+	VPADDD      Y3, Y5, Y5
+	VPUNPCKLQDQ Y5, Y4, Y12
+	VPUNPCKHQDQ Y5, Y4, Y4
+	VPADDD      Y4, Y12, Y12
+	VPADDD      96(R8), Y12, Y12
+	VMOVDQU     (SI), X6
+	VPSHUFB     q4codeperm<>+0(SB), X6, X6
+	VPSRLDQ     $0x08, X6, X6
+	VPMOVZXBD   X6, Y6
+	VPMULLD     Y6, Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VFMADD231PS 32(R8), Y12, Y0
+	ADDQ        $0x00000100, BX
+	ADDQ        $0x00000010, SI
+	ADDQ        $0x00000400, DI
+	ADDQ        $0x00000080, R8
+	DECQ        R9
+	JMP         chunk0
+
+groups0:
+	MOVL         $0x0f0f0f0f, R8
+	VPBROADCASTD R8, Y1
+	VMOVDQU      q4perm<>+0(SB), Y10
+	MOVL         $0x00010001, R8
+	VPBROADCASTD R8, Y11
 
 loop0:
-	TESTQ       R9, R9
+	TESTQ       R10, R10
 	JZ          tail0
-	VMOVDQU     (BX), Y4
-	VPSRLW      $0x04, Y4, Y6
-	VPAND       Y4, Y0, Y5
-	VPAND       Y6, Y0, Y6
+	VMOVDQU     (BX), Y8
+	VPSRLW      $0x04, Y8, Y2
+	VPAND       Y8, Y1, Y9
+	VPAND       Y2, Y1, Y2
 	MOVWLZX     (SI), R8
 	VMOVD       R8, X7
 	VPMOVZXBD   X7, X7
-	VPERMD      Y7, Y1, Y7
+	VPERMD      Y7, Y10, Y7
 	VCVTDQ2PS   Y7, Y7
-	VPMADDUBSW  (DI), Y5, Y8
-	VPMADDUBSW  64(DI), Y6, Y9
-	VPADDW      Y9, Y8, Y8
-	VPMADDWD    Y2, Y8, Y8
-	VPADDD      192(DI), Y8, Y8
-	VCVTDQ2PS   Y8, Y8
-	VMULPS      128(DI), Y7, Y10
-	VFMADD231PS Y8, Y10, Y3
-	VMOVDQU     32(BX), Y11
-	VPSRLW      $0x04, Y11, Y13
-	VPAND       Y11, Y0, Y12
-	VPAND       Y13, Y0, Y13
+	VPMADDUBSW  (DI), Y9, Y3
+	VPMADDUBSW  64(DI), Y2, Y13
+	VPADDW      Y13, Y3, Y3
+	VPMADDWD    Y11, Y3, Y3
+	VPADDD      192(DI), Y3, Y3
+	VCVTDQ2PS   Y3, Y3
+	VMULPS      128(DI), Y7, Y4
+	VFMADD231PS Y3, Y4, Y0
+	VMOVDQU     32(BX), Y5
+	VPSRLW      $0x04, Y5, Y12
+	VPAND       Y5, Y1, Y6
+	VPAND       Y12, Y1, Y12
 	MOVWLZX     2(SI), R8
 	VMOVD       R8, X14
 	VPMOVZXBD   X14, X14
-	VPERMD      Y14, Y1, Y14
+	VPERMD      Y14, Y10, Y14
 	VCVTDQ2PS   Y14, Y14
-	VPMADDUBSW  32(DI), Y12, Y15
-	VPMADDUBSW  96(DI), Y13, Y4
-	VPADDW      Y4, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
+	VPMADDUBSW  32(DI), Y6, Y15
+	VPMADDUBSW  96(DI), Y12, Y8
+	VPADDW      Y8, Y15, Y15
+	VPMADDWD    Y11, Y15, Y15
 	VPADDD      224(DI), Y15, Y15
 	VCVTDQ2PS   Y15, Y15
-	VMULPS      160(DI), Y14, Y9
-	VFMADD231PS Y15, Y9, Y3
+	VMULPS      160(DI), Y14, Y13
+	VFMADD231PS Y15, Y13, Y0
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000004, SI
 	ADDQ        $0x00000100, DI
-	DECQ        R9
+	DECQ        R10
 	JMP         loop0
 
 tail0:
 	MOVQ        tail+40(FP), R9
 	CMPQ        R9, $0x02
 	JB          tail10
-	VMOVDQU     (BX), Y8
-	VPSRLW      $0x04, Y8, Y5
-	VPAND       Y8, Y0, Y10
-	VPAND       Y5, Y0, Y5
+	VMOVDQU     (BX), Y3
+	VPSRLW      $0x04, Y3, Y9
+	VPAND       Y3, Y1, Y4
+	VPAND       Y9, Y1, Y9
 	MOVWLZX     (SI), R8
-	VMOVD       R8, X6
-	VPMOVZXBD   X6, X6
-	VPERMD      Y6, Y1, Y6
-	VCVTDQ2PS   Y6, Y6
-	VPMADDUBSW  (DI), Y10, Y7
-	VPMADDUBSW  64(DI), Y5, Y11
-	VPADDW      Y11, Y7, Y7
-	VPMADDWD    Y2, Y7, Y7
+	VMOVD       R8, X2
+	VPMOVZXBD   X2, X2
+	VPERMD      Y2, Y10, Y2
+	VCVTDQ2PS   Y2, Y2
+	VPMADDUBSW  (DI), Y4, Y7
+	VPMADDUBSW  64(DI), Y9, Y5
+	VPADDW      Y5, Y7, Y7
+	VPMADDWD    Y11, Y7, Y7
 	VPADDD      192(DI), Y7, Y7
 	VCVTDQ2PS   Y7, Y7
-	VMULPS      128(DI), Y6, Y4
-	VFMADD231PS Y7, Y4, Y3
+	VMULPS      128(DI), Y2, Y8
+	VFMADD231PS Y7, Y8, Y0
 
 tail10:
 	TESTQ       $0x00000001, R9
@@ -27177,40 +28783,40 @@ tail10:
 	CMPQ        R9, $0x01
 	JE          tail1at00
 	VMOVDQU     32(BX), X15
-	VPSRLW      $0x04, Y15, Y12
-	VPAND       Y15, Y0, Y9
-	VPAND       Y12, Y0, Y12
+	VPSRLW      $0x04, Y15, Y6
+	VPAND       Y15, Y1, Y13
+	VPAND       Y6, Y1, Y6
 	MOVBLZX     2(SI), R8
-	VMOVD       R8, X13
-	VPERMD      Y13, Y1, Y13
-	VCVTDQ2PS   Y13, Y13
-	VPMADDUBSW  32(DI), Y9, Y14
-	VPMADDUBSW  96(DI), Y12, Y8
-	VPADDW      Y8, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
+	VMOVD       R8, X12
+	VPERMD      Y12, Y10, Y12
+	VCVTDQ2PS   Y12, Y12
+	VPMADDUBSW  32(DI), Y13, Y14
+	VPMADDUBSW  96(DI), Y6, Y3
+	VPADDW      Y3, Y14, Y14
+	VPMADDWD    Y11, Y14, Y14
 	VPADDD      224(DI), Y14, Y14
 	VCVTDQ2PS   Y14, Y14
-	VMULPS      160(DI), Y13, Y11
-	VFMADD231PS Y14, Y11, Y3
+	VMULPS      160(DI), Y12, Y5
+	VFMADD231PS Y14, Y5, Y0
 	JMP         reduce0
 
 tail1at00:
 	VMOVDQU     (BX), X7
-	VPSRLW      $0x04, Y7, Y10
-	VPAND       Y7, Y0, Y4
-	VPAND       Y10, Y0, Y10
+	VPSRLW      $0x04, Y7, Y4
+	VPAND       Y7, Y1, Y8
+	VPAND       Y4, Y1, Y4
 	MOVBLZX     (SI), R8
-	VMOVD       R8, X5
-	VPERMD      Y5, Y1, Y5
-	VCVTDQ2PS   Y5, Y5
-	VPMADDUBSW  (DI), Y4, Y6
-	VPMADDUBSW  64(DI), Y10, Y15
-	VPADDW      Y15, Y6, Y6
-	VPMADDWD    Y2, Y6, Y6
-	VPADDD      192(DI), Y6, Y6
-	VCVTDQ2PS   Y6, Y6
-	VMULPS      128(DI), Y5, Y8
-	VFMADD231PS Y6, Y8, Y3
+	VMOVD       R8, X9
+	VPERMD      Y9, Y10, Y9
+	VCVTDQ2PS   Y9, Y9
+	VPMADDUBSW  (DI), Y8, Y2
+	VPMADDUBSW  64(DI), Y4, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDWD    Y11, Y2, Y2
+	VPADDD      192(DI), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMULPS      128(DI), Y9, Y3
+	VFMADD231PS Y2, Y3, Y0
 
 reduce0:
 	MOVQ   rstr+8(FP), BX
@@ -27222,71 +28828,197 @@ reduce0:
 	MOVQ   CX, SI
 	MOVQ   x+48(FP), DI
 	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   DI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk1:
+	TESTQ       R9, R9
+	JZ          groups1
+	VMOVDQU     (BX), Y5
+	VPSRLW      $0x04, Y5, Y13
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  (DI), Y5, Y6
+	VPMADDUBSW  64(DI), Y13, Y12
+	VPADDW      Y12, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     64(BX), Y7
+	VPSRLW      $0x04, Y7, Y15
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  256(DI), Y7, Y2
+	VPMADDUBSW  320(DI), Y15, Y3
+	VPADDW      Y3, Y2, Y2
+	VPMADDWD    q4onesw<>+0(SB), Y2, Y2
+	VPUNPCKLDQ  Y2, Y6, Y8
+	VPUNPCKHDQ  Y2, Y6, Y6
+	VPADDD      Y6, Y8, Y8
+	VMOVDQU     128(BX), Y4
+	VPSRLW      $0x04, Y4, Y9
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  512(DI), Y4, Y1
+	VPMADDUBSW  576(DI), Y9, Y10
+	VPADDW      Y10, Y1, Y1
+	VPMADDWD    q4onesw<>+0(SB), Y1, Y1
+	VMOVDQU     192(BX), Y11
+	VPSRLW      $0x04, Y11, Y12
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  768(DI), Y11, Y5
+	VPMADDUBSW  832(DI), Y12, Y13
+	VPADDW      Y13, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VPUNPCKLDQ  Y5, Y1, Y3
+	VPUNPCKHDQ  Y5, Y1, Y1
+	VPADDD      Y1, Y3, Y3
+	VPUNPCKLQDQ Y3, Y8, Y6
+	VPUNPCKHQDQ Y3, Y8, Y8
+	VPADDD      Y8, Y6, Y6
+	VPADDD      64(R8), Y6, Y6
+	VMOVDQU     (SI), X2
+	VPSHUFB     q4codeperm<>+0(SB), X2, X2
+	VPMOVZXBD   X2, Y2
+	VPMULLD     Y2, Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VFMADD231PS (R8), Y6, Y14
+	VMOVDQU     32(BX), Y7
+	VPSRLW      $0x04, Y7, Y15
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  32(DI), Y7, Y10
+	VPMADDUBSW  96(DI), Y15, Y4
+	VPADDW      Y4, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VMOVDQU     96(BX), Y9
+	VPSRLW      $0x04, Y9, Y13
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  288(DI), Y9, Y1
+	VPMADDUBSW  352(DI), Y13, Y5
+	VPADDW      Y5, Y1, Y1
+	VPMADDWD    q4onesw<>+0(SB), Y1, Y1
+	VPUNPCKLDQ  Y1, Y10, Y8
+	VPUNPCKHDQ  Y1, Y10, Y10
+	VPADDD      Y10, Y8, Y8
+	VMOVDQU     160(BX), Y3
+	VPSRLW      $0x04, Y3, Y2
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW  544(DI), Y3, Y6
+	VPMADDUBSW  608(DI), Y2, Y11
+	VPADDW      Y11, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     224(BX), Y12
+	VPSRLW      $0x04, Y12, Y4
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW  800(DI), Y12, Y7
+	VPMADDUBSW  864(DI), Y4, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VPUNPCKLDQ  Y7, Y6, Y5
+	VPUNPCKHDQ  Y7, Y6, Y6
+	VPADDD      Y6, Y5, Y5
+	VPUNPCKLQDQ Y5, Y8, Y10
+	VPUNPCKHQDQ Y5, Y8, Y8
+	VPADDD      Y8, Y10, Y10
+	VPADDD      96(R8), Y10, Y10
+	VMOVDQU     (SI), X1
+	VPSHUFB     q4codeperm<>+0(SB), X1, X1
+	VPSRLDQ     $0x08, X1, X1
+	VPMOVZXBD   X1, Y1
+	VPMULLD     Y1, Y10, Y10
+	VCVTDQ2PS   Y10, Y10
+	VFMADD231PS 32(R8), Y10, Y14
+	ADDQ        $0x00000100, BX
+	ADDQ        $0x00000010, SI
+	ADDQ        $0x00000400, DI
+	ADDQ        $0x00000080, R8
+	DECQ        R9
+	JMP         chunk1
+
+groups1:
+	MOVL         $0x0f0f0f0f, R8
+	VPBROADCASTD R8, Y9
+	VMOVDQU      q4perm<>+0(SB), Y13
+	MOVL         $0x00010001, R8
+	VPBROADCASTD R8, Y11
 
 loop1:
-	TESTQ       R9, R9
+	TESTQ       R10, R10
 	JZ          tail1
-	VMOVDQU     (BX), Y11
-	VPSRLW      $0x04, Y11, Y12
-	VPAND       Y11, Y0, Y9
-	VPAND       Y12, Y0, Y12
+	VMOVDQU     (BX), Y3
+	VPSRLW      $0x04, Y3, Y15
+	VPAND       Y3, Y9, Y2
+	VPAND       Y15, Y9, Y15
 	MOVWLZX     (SI), R8
-	VMOVD       R8, X13
-	VPMOVZXBD   X13, X13
-	VPERMD      Y13, Y1, Y13
-	VCVTDQ2PS   Y13, Y13
-	VPMADDUBSW  (DI), Y9, Y7
-	VPMADDUBSW  64(DI), Y12, Y15
-	VPADDW      Y15, Y7, Y7
-	VPMADDWD    Y2, Y7, Y7
+	VMOVD       R8, X6
+	VPMOVZXBD   X6, X6
+	VPERMD      Y6, Y13, Y6
+	VCVTDQ2PS   Y6, Y6
+	VPMADDUBSW  (DI), Y2, Y7
+	VPMADDUBSW  64(DI), Y15, Y8
+	VPADDW      Y8, Y7, Y7
+	VPMADDWD    Y11, Y7, Y7
 	VPADDD      192(DI), Y7, Y7
 	VCVTDQ2PS   Y7, Y7
-	VMULPS      128(DI), Y13, Y6
-	VFMADD231PS Y7, Y6, Y14
-	VMOVDQU     32(BX), Y8
-	VPSRLW      $0x04, Y8, Y10
-	VPAND       Y8, Y0, Y4
-	VPAND       Y10, Y0, Y10
+	VMULPS      128(DI), Y6, Y5
+	VFMADD231PS Y7, Y5, Y14
+	VMOVDQU     32(BX), Y1
+	VPSRLW      $0x04, Y1, Y12
+	VPAND       Y1, Y9, Y10
+	VPAND       Y12, Y9, Y12
 	MOVWLZX     2(SI), R8
-	VMOVD       R8, X5
-	VPMOVZXBD   X5, X5
-	VPERMD      Y5, Y1, Y5
-	VCVTDQ2PS   Y5, Y5
-	VPMADDUBSW  32(DI), Y4, Y11
-	VPMADDUBSW  96(DI), Y10, Y15
-	VPADDW      Y15, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(DI), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(DI), Y5, Y7
-	VFMADD231PS Y11, Y7, Y14
+	VMOVD       R8, X4
+	VPMOVZXBD   X4, X4
+	VPERMD      Y4, Y13, Y4
+	VCVTDQ2PS   Y4, Y4
+	VPMADDUBSW  32(DI), Y10, Y3
+	VPMADDUBSW  96(DI), Y12, Y8
+	VPADDW      Y8, Y3, Y3
+	VPMADDWD    Y11, Y3, Y3
+	VPADDD      224(DI), Y3, Y3
+	VCVTDQ2PS   Y3, Y3
+	VMULPS      160(DI), Y4, Y7
+	VFMADD231PS Y3, Y7, Y14
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000004, SI
 	ADDQ        $0x00000100, DI
-	DECQ        R9
+	DECQ        R10
 	JMP         loop1
 
 tail1:
 	MOVQ        tail+40(FP), R9
 	CMPQ        R9, $0x02
 	JB          tail11
-	VMOVDQU     (BX), Y6
-	VPSRLW      $0x04, Y6, Y12
-	VPAND       Y6, Y0, Y9
-	VPAND       Y12, Y0, Y12
+	VMOVDQU     (BX), Y5
+	VPSRLW      $0x04, Y5, Y15
+	VPAND       Y5, Y9, Y2
+	VPAND       Y15, Y9, Y15
 	MOVWLZX     (SI), R8
-	VMOVD       R8, X13
-	VPMOVZXBD   X13, X13
-	VPERMD      Y13, Y1, Y13
-	VCVTDQ2PS   Y13, Y13
-	VPMADDUBSW  (DI), Y9, Y8
-	VPMADDUBSW  64(DI), Y12, Y15
-	VPADDW      Y15, Y8, Y8
-	VPMADDWD    Y2, Y8, Y8
-	VPADDD      192(DI), Y8, Y8
-	VCVTDQ2PS   Y8, Y8
-	VMULPS      128(DI), Y13, Y11
-	VFMADD231PS Y8, Y11, Y14
+	VMOVD       R8, X6
+	VPMOVZXBD   X6, X6
+	VPERMD      Y6, Y13, Y6
+	VCVTDQ2PS   Y6, Y6
+	VPMADDUBSW  (DI), Y2, Y1
+	VPMADDUBSW  64(DI), Y15, Y8
+	VPADDW      Y8, Y1, Y1
+	VPMADDWD    Y11, Y1, Y1
+	VPADDD      192(DI), Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMULPS      128(DI), Y6, Y3
+	VFMADD231PS Y1, Y3, Y14
 
 tail11:
 	TESTQ       $0x00000001, R9
@@ -27294,303 +29026,555 @@ tail11:
 	CMPQ        R9, $0x01
 	JE          tail1at01
 	VMOVDQU     32(BX), X7
-	VPSRLW      $0x04, Y7, Y10
-	VPAND       Y7, Y0, Y4
-	VPAND       Y10, Y0, Y10
+	VPSRLW      $0x04, Y7, Y12
+	VPAND       Y7, Y9, Y10
+	VPAND       Y12, Y9, Y12
 	MOVBLZX     2(SI), R8
-	VMOVD       R8, X5
-	VPERMD      Y5, Y1, Y5
+	VMOVD       R8, X4
+	VPERMD      Y4, Y13, Y4
+	VCVTDQ2PS   Y4, Y4
+	VPMADDUBSW  32(DI), Y10, Y5
+	VPMADDUBSW  96(DI), Y12, Y8
+	VPADDW      Y8, Y5, Y5
+	VPMADDWD    Y11, Y5, Y5
+	VPADDD      224(DI), Y5, Y5
 	VCVTDQ2PS   Y5, Y5
-	VPMADDUBSW  32(DI), Y4, Y6
-	VPMADDUBSW  96(DI), Y10, Y15
-	VPADDW      Y15, Y6, Y6
-	VPMADDWD    Y2, Y6, Y6
-	VPADDD      224(DI), Y6, Y6
-	VCVTDQ2PS   Y6, Y6
-	VMULPS      160(DI), Y5, Y8
-	VFMADD231PS Y6, Y8, Y14
+	VMULPS      160(DI), Y4, Y1
+	VFMADD231PS Y5, Y1, Y14
 	JMP         reduce1
 
 tail1at01:
-	VMOVDQU     (BX), X11
-	VPSRLW      $0x04, Y11, Y12
-	VPAND       Y11, Y0, Y9
-	VPAND       Y12, Y0, Y12
+	VMOVDQU     (BX), X3
+	VPSRLW      $0x04, Y3, Y15
+	VPAND       Y3, Y9, Y2
+	VPAND       Y15, Y9, Y15
 	MOVBLZX     (SI), R8
-	VMOVD       R8, X13
-	VPERMD      Y13, Y1, Y13
-	VCVTDQ2PS   Y13, Y13
-	VPMADDUBSW  (DI), Y9, Y7
-	VPMADDUBSW  64(DI), Y12, Y15
-	VPADDW      Y15, Y7, Y7
-	VPMADDWD    Y2, Y7, Y7
+	VMOVD       R8, X6
+	VPERMD      Y6, Y13, Y6
+	VCVTDQ2PS   Y6, Y6
+	VPMADDUBSW  (DI), Y2, Y7
+	VPMADDUBSW  64(DI), Y15, Y8
+	VPADDW      Y8, Y7, Y7
+	VPMADDWD    Y11, Y7, Y7
 	VPADDD      192(DI), Y7, Y7
 	VCVTDQ2PS   Y7, Y7
-	VMULPS      128(DI), Y13, Y6
-	VFMADD231PS Y7, Y6, Y14
+	VMULPS      128(DI), Y6, Y5
+	VFMADD231PS Y7, Y5, Y14
 
 reduce1:
 	MOVQ   rstr+8(FP), BX
 	ADDQ   BX, AX
 	MOVQ   scstr+24(FP), BX
 	ADDQ   BX, CX
-	VXORPS Y8, Y8, Y8
+	VXORPS Y1, Y1, Y1
 	MOVQ   AX, BX
 	MOVQ   CX, SI
 	MOVQ   x+48(FP), DI
 	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   DI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk2:
+	TESTQ       R9, R9
+	JZ          groups2
+	VMOVDQU     (BX), Y10
+	VPSRLW      $0x04, Y10, Y12
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  (DI), Y10, Y4
+	VPMADDUBSW  64(DI), Y12, Y3
+	VPADDW      Y3, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU     64(BX), Y8
+	VPSRLW      $0x04, Y8, Y7
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  256(DI), Y8, Y5
+	VPMADDUBSW  320(DI), Y7, Y2
+	VPADDW      Y2, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VPUNPCKLDQ  Y5, Y4, Y15
+	VPUNPCKHDQ  Y5, Y4, Y4
+	VPADDD      Y4, Y15, Y15
+	VMOVDQU     128(BX), Y6
+	VPSRLW      $0x04, Y6, Y9
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  512(DI), Y6, Y13
+	VPMADDUBSW  576(DI), Y9, Y11
+	VPADDW      Y11, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU     192(BX), Y3
+	VPSRLW      $0x04, Y3, Y10
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  768(DI), Y3, Y12
+	VPMADDUBSW  832(DI), Y10, Y2
+	VPADDW      Y2, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPUNPCKLDQ  Y12, Y13, Y4
+	VPUNPCKHDQ  Y12, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPUNPCKLQDQ Y4, Y15, Y5
+	VPUNPCKHQDQ Y4, Y15, Y15
+	VPADDD      Y15, Y5, Y5
+	VPADDD      64(R8), Y5, Y5
+	VMOVDQU     (SI), X8
+	VPSHUFB     q4codeperm<>+0(SB), X8, X8
+	VPMOVZXBD   X8, Y8
+	VPMULLD     Y8, Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VFMADD231PS (R8), Y5, Y1
+	VMOVDQU     32(BX), Y7
+	VPSRLW      $0x04, Y7, Y11
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  32(DI), Y7, Y6
+	VPMADDUBSW  96(DI), Y11, Y9
+	VPADDW      Y9, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     96(BX), Y2
+	VPSRLW      $0x04, Y2, Y13
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  288(DI), Y2, Y12
+	VPMADDUBSW  352(DI), Y13, Y15
+	VPADDW      Y15, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPUNPCKLDQ  Y12, Y6, Y4
+	VPUNPCKHDQ  Y12, Y6, Y6
+	VPADDD      Y6, Y4, Y4
+	VMOVDQU     160(BX), Y8
+	VPSRLW      $0x04, Y8, Y5
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  544(DI), Y8, Y3
+	VPMADDUBSW  608(DI), Y5, Y10
+	VPADDW      Y10, Y3, Y3
+	VPMADDWD    q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU     224(BX), Y9
+	VPSRLW      $0x04, Y9, Y7
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  800(DI), Y9, Y11
+	VPMADDUBSW  864(DI), Y7, Y15
+	VPADDW      Y15, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y3, Y6
+	VPUNPCKHDQ  Y11, Y3, Y3
+	VPADDD      Y3, Y6, Y6
+	VPUNPCKLQDQ Y6, Y4, Y12
+	VPUNPCKHQDQ Y6, Y4, Y4
+	VPADDD      Y4, Y12, Y12
+	VPADDD      96(R8), Y12, Y12
+	VMOVDQU     (SI), X2
+	VPSHUFB     q4codeperm<>+0(SB), X2, X2
+	VPSRLDQ     $0x08, X2, X2
+	VPMOVZXBD   X2, Y2
+	VPMULLD     Y2, Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VFMADD231PS 32(R8), Y12, Y1
+	ADDQ        $0x00000100, BX
+	ADDQ        $0x00000010, SI
+	ADDQ        $0x00000400, DI
+	ADDQ        $0x00000080, R8
+	DECQ        R9
+	JMP         chunk2
+
+groups2:
+	MOVL         $0x0f0f0f0f, R8
+	VPBROADCASTD R8, Y13
+	VMOVDQU      q4perm<>+0(SB), Y10
+	MOVL         $0x00010001, R8
+	VPBROADCASTD R8, Y8
 
 loop2:
-	TESTQ       R9, R9
+	TESTQ       R10, R10
 	JZ          tail2
-	VMOVDQU     (BX), Y4
-	VPSRLW      $0x04, Y4, Y5
-	VPAND       Y4, Y0, Y10
-	VPAND       Y5, Y0, Y5
+	VMOVDQU     (BX), Y5
+	VPSRLW      $0x04, Y5, Y3
+	VPAND       Y5, Y13, Y15
+	VPAND       Y3, Y13, Y3
 	MOVWLZX     (SI), R8
 	VMOVD       R8, X11
 	VPMOVZXBD   X11, X11
-	VPERMD      Y11, Y1, Y11
+	VPERMD      Y11, Y10, Y11
 	VCVTDQ2PS   Y11, Y11
-	VPMADDUBSW  (DI), Y10, Y15
-	VPMADDUBSW  64(DI), Y5, Y7
-	VPADDW      Y7, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(DI), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(DI), Y11, Y6
-	VFMADD231PS Y15, Y6, Y8
-	VMOVDQU     32(BX), Y9
-	VPSRLW      $0x04, Y9, Y13
-	VPAND       Y9, Y0, Y12
-	VPAND       Y13, Y0, Y13
-	MOVWLZX     2(SI), R8
-	VMOVD       R8, X4
-	VPMOVZXBD   X4, X4
-	VPERMD      Y4, Y1, Y4
+	VPMADDUBSW  (DI), Y15, Y4
+	VPMADDUBSW  64(DI), Y3, Y6
+	VPADDW      Y6, Y4, Y4
+	VPMADDWD    Y8, Y4, Y4
+	VPADDD      192(DI), Y4, Y4
 	VCVTDQ2PS   Y4, Y4
-	VPMADDUBSW  32(DI), Y12, Y7
-	VPMADDUBSW  96(DI), Y13, Y15
-	VPADDW      Y15, Y7, Y7
-	VPMADDWD    Y2, Y7, Y7
-	VPADDD      224(DI), Y7, Y7
-	VCVTDQ2PS   Y7, Y7
-	VMULPS      160(DI), Y4, Y6
-	VFMADD231PS Y7, Y6, Y8
+	VMULPS      128(DI), Y11, Y2
+	VFMADD231PS Y4, Y2, Y1
+	VMOVDQU     32(BX), Y12
+	VPSRLW      $0x04, Y12, Y7
+	VPAND       Y12, Y13, Y9
+	VPAND       Y7, Y13, Y7
+	MOVWLZX     2(SI), R8
+	VMOVD       R8, X5
+	VPMOVZXBD   X5, X5
+	VPERMD      Y5, Y10, Y5
+	VCVTDQ2PS   Y5, Y5
+	VPMADDUBSW  32(DI), Y9, Y6
+	VPMADDUBSW  96(DI), Y7, Y4
+	VPADDW      Y4, Y6, Y6
+	VPMADDWD    Y8, Y6, Y6
+	VPADDD      224(DI), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      160(DI), Y5, Y2
+	VFMADD231PS Y6, Y2, Y1
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000004, SI
 	ADDQ        $0x00000100, DI
-	DECQ        R9
+	DECQ        R10
 	JMP         loop2
 
 tail2:
 	MOVQ        tail+40(FP), R9
 	CMPQ        R9, $0x02
 	JB          tail12
-	VMOVDQU     (BX), Y10
-	VPSRLW      $0x04, Y10, Y11
-	VPAND       Y10, Y0, Y5
-	VPAND       Y11, Y0, Y11
+	VMOVDQU     (BX), Y15
+	VPSRLW      $0x04, Y15, Y11
+	VPAND       Y15, Y13, Y3
+	VPAND       Y11, Y13, Y11
 	MOVWLZX     (SI), R8
-	VMOVD       R8, X9
-	VPMOVZXBD   X9, X9
-	VPERMD      Y9, Y1, Y9
-	VCVTDQ2PS   Y9, Y9
-	VPMADDUBSW  (DI), Y5, Y15
-	VPMADDUBSW  64(DI), Y11, Y7
-	VPADDW      Y7, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(DI), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(DI), Y9, Y6
-	VFMADD231PS Y15, Y6, Y8
+	VMOVD       R8, X12
+	VPMOVZXBD   X12, X12
+	VPERMD      Y12, Y10, Y12
+	VCVTDQ2PS   Y12, Y12
+	VPMADDUBSW  (DI), Y3, Y4
+	VPMADDUBSW  64(DI), Y11, Y6
+	VPADDW      Y6, Y4, Y4
+	VPMADDWD    Y8, Y4, Y4
+	VPADDD      192(DI), Y4, Y4
+	VCVTDQ2PS   Y4, Y4
+	VMULPS      128(DI), Y12, Y2
+	VFMADD231PS Y4, Y2, Y1
 
 tail12:
 	TESTQ       $0x00000001, R9
 	JZ          reduce2
 	CMPQ        R9, $0x01
 	JE          tail1at02
-	VMOVDQU     32(BX), X12
-	VPSRLW      $0x04, Y12, Y4
-	VPAND       Y12, Y0, Y13
-	VPAND       Y4, Y0, Y4
+	VMOVDQU     32(BX), X9
+	VPSRLW      $0x04, Y9, Y5
+	VPAND       Y9, Y13, Y7
+	VPAND       Y5, Y13, Y5
 	MOVBLZX     2(SI), R8
-	VMOVD       R8, X10
-	VPERMD      Y10, Y1, Y10
-	VCVTDQ2PS   Y10, Y10
-	VPMADDUBSW  32(DI), Y13, Y7
-	VPMADDUBSW  96(DI), Y4, Y15
-	VPADDW      Y15, Y7, Y7
-	VPMADDWD    Y2, Y7, Y7
-	VPADDD      224(DI), Y7, Y7
-	VCVTDQ2PS   Y7, Y7
-	VMULPS      160(DI), Y10, Y6
-	VFMADD231PS Y7, Y6, Y8
+	VMOVD       R8, X15
+	VPERMD      Y15, Y10, Y15
+	VCVTDQ2PS   Y15, Y15
+	VPMADDUBSW  32(DI), Y7, Y6
+	VPMADDUBSW  96(DI), Y5, Y4
+	VPADDW      Y4, Y6, Y6
+	VPMADDWD    Y8, Y6, Y6
+	VPADDD      224(DI), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      160(DI), Y15, Y2
+	VFMADD231PS Y6, Y2, Y1
 	JMP         reduce2
 
 tail1at02:
-	VMOVDQU     (BX), X5
-	VPSRLW      $0x04, Y5, Y9
-	VPAND       Y5, Y0, Y11
-	VPAND       Y9, Y0, Y9
+	VMOVDQU     (BX), X3
+	VPSRLW      $0x04, Y3, Y12
+	VPAND       Y3, Y13, Y11
+	VPAND       Y12, Y13, Y12
 	MOVBLZX     (SI), R8
-	VMOVD       R8, X12
-	VPERMD      Y12, Y1, Y12
-	VCVTDQ2PS   Y12, Y12
-	VPMADDUBSW  (DI), Y11, Y15
-	VPMADDUBSW  64(DI), Y9, Y7
-	VPADDW      Y7, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(DI), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(DI), Y12, Y6
-	VFMADD231PS Y15, Y6, Y8
+	VMOVD       R8, X9
+	VPERMD      Y9, Y10, Y9
+	VCVTDQ2PS   Y9, Y9
+	VPMADDUBSW  (DI), Y11, Y4
+	VPMADDUBSW  64(DI), Y12, Y6
+	VPADDW      Y6, Y4, Y4
+	VPMADDWD    Y8, Y4, Y4
+	VPADDD      192(DI), Y4, Y4
+	VCVTDQ2PS   Y4, Y4
+	VMULPS      128(DI), Y9, Y2
+	VFMADD231PS Y4, Y2, Y1
 
 reduce2:
 	MOVQ   rstr+8(FP), BX
 	ADDQ   BX, AX
 	MOVQ   scstr+24(FP), BX
 	ADDQ   BX, CX
-	VXORPS Y13, Y13, Y13
+	VXORPS Y7, Y7, Y7
 	MOVQ   AX, BX
 	MOVQ   CX, SI
 	MOVQ   x+48(FP), DI
 	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   DI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk3:
+	TESTQ       R9, R9
+	JZ          groups3
+	VMOVDQU     (BX), Y5
+	VPSRLW      $0x04, Y5, Y15
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  (DI), Y5, Y3
+	VPMADDUBSW  64(DI), Y15, Y6
+	VPADDW      Y6, Y3, Y3
+	VPMADDWD    q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU     64(BX), Y4
+	VPSRLW      $0x04, Y4, Y2
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW  256(DI), Y4, Y11
+	VPMADDUBSW  320(DI), Y2, Y12
+	VPADDW      Y12, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y3, Y9
+	VPUNPCKHDQ  Y11, Y3, Y3
+	VPADDD      Y3, Y9, Y9
+	VMOVDQU     128(BX), Y13
+	VPSRLW      $0x04, Y13, Y10
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  512(DI), Y13, Y8
+	VPMADDUBSW  576(DI), Y10, Y6
+	VPADDW      Y6, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VMOVDQU     192(BX), Y5
+	VPSRLW      $0x04, Y5, Y15
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(DI), Y5, Y12
+	VPMADDUBSW  832(DI), Y15, Y3
+	VPADDW      Y3, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPUNPCKLDQ  Y12, Y8, Y11
+	VPUNPCKHDQ  Y12, Y8, Y8
+	VPADDD      Y8, Y11, Y11
+	VPUNPCKLQDQ Y11, Y9, Y4
+	VPUNPCKHQDQ Y11, Y9, Y9
+	VPADDD      Y9, Y4, Y4
+	VPADDD      64(R8), Y4, Y4
+	VMOVDQU     (SI), X2
+	VPSHUFB     q4codeperm<>+0(SB), X2, X2
+	VPMOVZXBD   X2, Y2
+	VPMULLD     Y2, Y4, Y4
+	VCVTDQ2PS   Y4, Y4
+	VFMADD231PS (R8), Y4, Y7
+	VMOVDQU     32(BX), Y6
+	VPSRLW      $0x04, Y6, Y13
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  32(DI), Y6, Y10
+	VPMADDUBSW  96(DI), Y13, Y3
+	VPADDW      Y3, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VMOVDQU     96(BX), Y8
+	VPSRLW      $0x04, Y8, Y12
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  288(DI), Y8, Y9
+	VPMADDUBSW  352(DI), Y12, Y11
+	VPADDW      Y11, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y10, Y2
+	VPUNPCKHDQ  Y9, Y10, Y10
+	VPADDD      Y10, Y2, Y2
+	VMOVDQU     160(BX), Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  544(DI), Y4, Y15
+	VPMADDUBSW  608(DI), Y5, Y3
+	VPADDW      Y3, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VMOVDQU     224(BX), Y6
+	VPSRLW      $0x04, Y6, Y13
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  800(DI), Y6, Y11
+	VPMADDUBSW  864(DI), Y13, Y10
+	VPADDW      Y10, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y15, Y9
+	VPUNPCKHDQ  Y11, Y15, Y15
+	VPADDD      Y15, Y9, Y9
+	VPUNPCKLQDQ Y9, Y2, Y8
+	VPUNPCKHQDQ Y9, Y2, Y2
+	VPADDD      Y2, Y8, Y8
+	VPADDD      96(R8), Y8, Y8
+	VMOVDQU     (SI), X12
+	VPSHUFB     q4codeperm<>+0(SB), X12, X12
+	VPSRLDQ     $0x08, X12, X12
+	VPMOVZXBD   X12, Y12
+	VPMULLD     Y12, Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VFMADD231PS 32(R8), Y8, Y7
+	ADDQ        $0x00000100, BX
+	ADDQ        $0x00000010, SI
+	ADDQ        $0x00000400, DI
+	ADDQ        $0x00000080, R8
+	DECQ        R9
+	JMP         chunk3
+
+groups3:
+	MOVL         $0x0f0f0f0f, R8
+	VPBROADCASTD R8, Y3
+	VMOVDQU      q4perm<>+0(SB), Y4
+	MOVL         $0x00010001, R8
+	VPBROADCASTD R8, Y5
 
 loop3:
-	TESTQ       R9, R9
+	TESTQ       R10, R10
 	JZ          tail3
-	VMOVDQU     (BX), Y4
-	VPSRLW      $0x04, Y4, Y5
-	VPAND       Y4, Y0, Y10
-	VPAND       Y5, Y0, Y5
+	VMOVDQU     (BX), Y10
+	VPSRLW      $0x04, Y10, Y11
+	VPAND       Y10, Y3, Y15
+	VPAND       Y11, Y3, Y11
 	MOVWLZX     (SI), R8
-	VMOVD       R8, X7
-	VPMOVZXBD   X7, X7
-	VPERMD      Y7, Y1, Y7
-	VCVTDQ2PS   Y7, Y7
-	VPMADDUBSW  (DI), Y10, Y15
-	VPMADDUBSW  64(DI), Y5, Y6
-	VPADDW      Y6, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(DI), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(DI), Y7, Y11
-	VFMADD231PS Y15, Y11, Y13
-	VMOVDQU     32(BX), Y9
-	VPSRLW      $0x04, Y9, Y4
-	VPAND       Y9, Y0, Y12
-	VPAND       Y4, Y0, Y4
+	VMOVD       R8, X2
+	VPMOVZXBD   X2, X2
+	VPERMD      Y2, Y4, Y2
+	VCVTDQ2PS   Y2, Y2
+	VPMADDUBSW  (DI), Y15, Y9
+	VPMADDUBSW  64(DI), Y11, Y12
+	VPADDW      Y12, Y9, Y9
+	VPMADDWD    Y5, Y9, Y9
+	VPADDD      192(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(DI), Y2, Y8
+	VFMADD231PS Y9, Y8, Y7
+	VMOVDQU     32(BX), Y6
+	VPSRLW      $0x04, Y6, Y10
+	VPAND       Y6, Y3, Y13
+	VPAND       Y10, Y3, Y10
 	MOVWLZX     2(SI), R8
-	VMOVD       R8, X6
-	VPMOVZXBD   X6, X6
-	VPERMD      Y6, Y1, Y6
-	VCVTDQ2PS   Y6, Y6
-	VPMADDUBSW  32(DI), Y12, Y15
-	VPMADDUBSW  96(DI), Y4, Y11
-	VPADDW      Y11, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      224(DI), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      160(DI), Y6, Y10
-	VFMADD231PS Y15, Y10, Y13
+	VMOVD       R8, X12
+	VPMOVZXBD   X12, X12
+	VPERMD      Y12, Y4, Y12
+	VCVTDQ2PS   Y12, Y12
+	VPMADDUBSW  32(DI), Y13, Y9
+	VPMADDUBSW  96(DI), Y10, Y8
+	VPADDW      Y8, Y9, Y9
+	VPMADDWD    Y5, Y9, Y9
+	VPADDD      224(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      160(DI), Y12, Y15
+	VFMADD231PS Y9, Y15, Y7
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000004, SI
 	ADDQ        $0x00000100, DI
-	DECQ        R9
+	DECQ        R10
 	JMP         loop3
 
 tail3:
 	MOVQ        tail+40(FP), R9
 	CMPQ        R9, $0x02
 	JB          tail13
-	VMOVDQU     (BX), Y5
-	VPSRLW      $0x04, Y5, Y9
-	VPAND       Y5, Y0, Y7
-	VPAND       Y9, Y0, Y9
+	VMOVDQU     (BX), Y11
+	VPSRLW      $0x04, Y11, Y6
+	VPAND       Y11, Y3, Y2
+	VPAND       Y6, Y3, Y6
 	MOVWLZX     (SI), R8
-	VMOVD       R8, X11
-	VPMOVZXBD   X11, X11
-	VPERMD      Y11, Y1, Y11
-	VCVTDQ2PS   Y11, Y11
-	VPMADDUBSW  (DI), Y7, Y15
-	VPMADDUBSW  64(DI), Y9, Y10
-	VPADDW      Y10, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(DI), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(DI), Y11, Y12
-	VFMADD231PS Y15, Y12, Y13
+	VMOVD       R8, X8
+	VPMOVZXBD   X8, X8
+	VPERMD      Y8, Y4, Y8
+	VCVTDQ2PS   Y8, Y8
+	VPMADDUBSW  (DI), Y2, Y9
+	VPMADDUBSW  64(DI), Y6, Y15
+	VPADDW      Y15, Y9, Y9
+	VPMADDWD    Y5, Y9, Y9
+	VPADDD      192(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(DI), Y8, Y13
+	VFMADD231PS Y9, Y13, Y7
 
 tail13:
 	TESTQ       $0x00000001, R9
 	JZ          reduce3
 	CMPQ        R9, $0x01
 	JE          tail1at03
-	VMOVDQU     32(BX), X4
-	VPSRLW      $0x04, Y4, Y5
-	VPAND       Y4, Y0, Y6
-	VPAND       Y5, Y0, Y5
+	VMOVDQU     32(BX), X10
+	VPSRLW      $0x04, Y10, Y11
+	VPAND       Y10, Y3, Y12
+	VPAND       Y11, Y3, Y11
 	MOVBLZX     2(SI), R8
-	VMOVD       R8, X10
-	VPERMD      Y10, Y1, Y10
-	VCVTDQ2PS   Y10, Y10
-	VPMADDUBSW  32(DI), Y6, Y15
-	VPMADDUBSW  96(DI), Y5, Y12
-	VPADDW      Y12, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      224(DI), Y15, Y15
+	VMOVD       R8, X15
+	VPERMD      Y15, Y4, Y15
 	VCVTDQ2PS   Y15, Y15
-	VMULPS      160(DI), Y10, Y7
-	VFMADD231PS Y15, Y7, Y13
+	VPMADDUBSW  32(DI), Y12, Y9
+	VPMADDUBSW  96(DI), Y11, Y13
+	VPADDW      Y13, Y9, Y9
+	VPMADDWD    Y5, Y9, Y9
+	VPADDD      224(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      160(DI), Y15, Y2
+	VFMADD231PS Y9, Y2, Y7
 	JMP         reduce3
 
 tail1at03:
-	VMOVDQU     (BX), X9
-	VPSRLW      $0x04, Y9, Y4
-	VPAND       Y9, Y0, Y11
-	VPAND       Y4, Y0, Y4
+	VMOVDQU     (BX), X6
+	VPSRLW      $0x04, Y6, Y10
+	VPAND       Y6, Y3, Y8
+	VPAND       Y10, Y3, Y10
 	MOVBLZX     (SI), R8
-	VMOVD       R8, X12
-	VPERMD      Y12, Y1, Y12
-	VCVTDQ2PS   Y12, Y12
-	VPMADDUBSW  (DI), Y11, Y15
-	VPMADDUBSW  64(DI), Y4, Y7
-	VPADDW      Y7, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(DI), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(DI), Y12, Y6
-	VFMADD231PS Y15, Y6, Y13
+	VMOVD       R8, X13
+	VPERMD      Y13, Y4, Y13
+	VCVTDQ2PS   Y13, Y13
+	VPMADDUBSW  (DI), Y8, Y9
+	VPMADDUBSW  64(DI), Y10, Y2
+	VPADDW      Y2, Y9, Y9
+	VPMADDWD    Y5, Y9, Y9
+	VPADDD      192(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(DI), Y13, Y12
+	VFMADD231PS Y9, Y12, Y7
 
 reduce3:
 	MOVQ         rstr+8(FP), BX
 	ADDQ         BX, AX
 	MOVQ         scstr+24(FP), BX
 	ADDQ         BX, CX
-	VEXTRACTF128 $0x01, Y3, X5
-	VADDPS       X5, X3, X5
-	VEXTRACTF128 $0x01, Y14, X10
-	VADDPS       X10, X14, X10
-	VEXTRACTF128 $0x01, Y8, X9
-	VADDPS       X9, X8, X9
-	VEXTRACTF128 $0x01, Y13, X7
-	VADDPS       X7, X13, X7
-	VUNPCKLPS    X10, X5, X15
-	VUNPCKHPS    X10, X5, X6
-	VADDPS       X6, X15, X15
-	VUNPCKLPS    X7, X9, X11
-	VUNPCKHPS    X7, X9, X4
-	VADDPS       X4, X11, X11
-	VMOVLHPS     X11, X15, X12
-	VMOVHLPS     X15, X11, X3
-	VADDPS       X3, X12, X12
+	VEXTRACTF128 $0x01, Y0, X11
+	VADDPS       X11, X0, X11
+	VEXTRACTF128 $0x01, Y14, X15
+	VADDPS       X15, X14, X15
+	VEXTRACTF128 $0x01, Y1, X6
+	VADDPS       X6, X1, X6
+	VEXTRACTF128 $0x01, Y7, X2
+	VADDPS       X2, X7, X2
+	VUNPCKLPS    X15, X11, X9
+	VUNPCKHPS    X15, X11, X12
+	VADDPS       X12, X9, X9
+	VUNPCKLPS    X2, X6, X8
+	VUNPCKHPS    X2, X6, X10
+	VADDPS       X10, X8, X8
+	VMOVLHPS     X8, X9, X13
+	VMOVHLPS     X9, X8, X3
+	VADDPS       X3, X13, X13
 	MOVQ         rs+72(FP), BX
-	VMULPS       (BX), X12, X12
+	VMULPS       (BX), X13, X13
 	ADDQ         $0x10, BX
 	MOVQ         BX, rs+72(FP)
 	MOVQ         dst+64(FP), BX
-	VMOVUPS      X12, (BX)
+	VMOVUPS      X13, (BX)
 	ADDQ         $0x10, BX
 	MOVQ         BX, dst+64(FP)
 	DECQ         DX
@@ -27601,122 +29585,244 @@ reduce3:
 // func q4Avx2Scales1x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
 TEXT ·q4Avx2Scales1x1(SB), NOSPLIT, $0-88
-	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	MOVQ         sc+16(FP), CX
-	MOVQ         scstr+24(FP), DX
-	MOVQ         ng+32(FP), DX
-	MOVQ         x+48(FP), BX
-	MOVL         $0x0f0f0f0f, SI
-	VPBROADCASTD SI, Y0
-	VMOVDQU      q4perm<>+0(SB), Y1
-	MOVL         $0x00010001, SI
-	VPBROADCASTD SI, Y2
-	VXORPS       Y3, Y3, Y3
+	MOVQ   nib+0(FP), AX
+	MOVQ   rstr+8(FP), CX
+	MOVQ   sc+16(FP), CX
+	MOVQ   scstr+24(FP), DX
+	MOVQ   x+48(FP), DX
+	VXORPS Y0, Y0, Y0
+	MOVQ   ng+32(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   tail+40(FP), BX
+	ADDQ   BX, SI
+	MOVQ   SI, BX
+	ADDQ   $0x0f, BX
+	SHRQ   $0x04, BX
+	SHLQ   $0x0a, BX
+	ADDQ   DX, BX
+	MOVQ   SI, DI
+	ANDQ   $0x0f, DI
+	SHRQ   $0x02, DI
+	SHRQ   $0x04, SI
+
+chunk:
+	TESTQ       SI, SI
+	JZ          groups
+	VMOVDQU     (AX), Y1
+	VPSRLW      $0x04, Y1, Y2
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW  (DX), Y1, Y3
+	VPMADDUBSW  64(DX), Y2, Y4
+	VPADDW      Y4, Y3, Y3
+	VPMADDWD    q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU     64(AX), Y5
+	VPSRLW      $0x04, Y5, Y6
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  256(DX), Y5, Y7
+	VPMADDUBSW  320(DX), Y6, Y8
+	VPADDW      Y8, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VPUNPCKLDQ  Y7, Y3, Y9
+	VPUNPCKHDQ  Y7, Y3, Y3
+	VPADDD      Y3, Y9, Y9
+	VMOVDQU     128(AX), Y10
+	VPSRLW      $0x04, Y10, Y11
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  512(DX), Y10, Y12
+	VPMADDUBSW  576(DX), Y11, Y13
+	VPADDW      Y13, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     192(AX), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(DX), Y14, Y4
+	VPMADDUBSW  832(DX), Y15, Y1
+	VPADDW      Y1, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ  Y4, Y12, Y2
+	VPUNPCKHDQ  Y4, Y12, Y12
+	VPADDD      Y12, Y2, Y2
+	VPUNPCKLQDQ Y2, Y9, Y8
+	VPUNPCKHQDQ Y2, Y9, Y9
+	VPADDD      Y9, Y8, Y8
+	VPADDD      64(BX), Y8, Y8
+	VMOVDQU     q4halfperm0<>+0(SB), Y3
+	VPERMPS     (CX), Y3, Y7
+	VPERMPS     32(CX), Y3, Y5
+	VBLENDPS    $0xcc, Y5, Y7, Y7
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      Y7, Y8, Y8
+	VFMADD231PS (BX), Y8, Y0
+	VMOVDQU     32(AX), Y6
+	VPSRLW      $0x04, Y6, Y13
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  32(DX), Y6, Y10
+	VPMADDUBSW  96(DX), Y13, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VMOVDQU     96(AX), Y1
+	VPSRLW      $0x04, Y1, Y12
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  288(DX), Y1, Y4
+	VPMADDUBSW  352(DX), Y12, Y9
+	VPADDW      Y9, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ  Y4, Y10, Y2
+	VPUNPCKHDQ  Y4, Y10, Y10
+	VPADDD      Y10, Y2, Y2
+	VMOVDQU     160(AX), Y3
+	VPSRLW      $0x04, Y3, Y5
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  544(DX), Y3, Y7
+	VPMADDUBSW  608(DX), Y5, Y8
+	VPADDW      Y8, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VMOVDQU     224(AX), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(DX), Y14, Y11
+	VPMADDUBSW  864(DX), Y15, Y6
+	VPADDW      Y6, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y7, Y13
+	VPUNPCKHDQ  Y11, Y7, Y7
+	VPADDD      Y7, Y13, Y13
+	VPUNPCKLQDQ Y13, Y2, Y9
+	VPUNPCKHQDQ Y13, Y2, Y2
+	VPADDD      Y2, Y9, Y9
+	VPADDD      96(BX), Y9, Y9
+	VMOVDQU     q4halfperm1<>+0(SB), Y10
+	VPERMPS     (CX), Y10, Y4
+	VPERMPS     32(CX), Y10, Y1
+	VBLENDPS    $0xcc, Y1, Y4, Y4
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      Y4, Y9, Y9
+	VFMADD231PS 32(BX), Y9, Y0
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000400, DX
+	ADDQ        $0x00000080, BX
+	DECQ        SI
+	JMP         chunk
+
+groups:
+	MOVL         $0x0f0f0f0f, BX
+	VPBROADCASTD BX, Y12
+	VMOVDQU      q4perm<>+0(SB), Y8
+	MOVL         $0x00010001, BX
+	VPBROADCASTD BX, Y3
 
 loop:
-	TESTQ       DX, DX
+	TESTQ       DI, DI
 	JZ          tail
-	VMOVDQU     (AX), Y4
-	VPSRLW      $0x04, Y4, Y6
-	VPAND       Y4, Y0, Y5
-	VPAND       Y6, Y0, Y6
-	VMOVSD      (CX), X7
-	VPERMPS     Y7, Y1, Y7
-	VPMADDUBSW  (BX), Y5, Y8
-	VPMADDUBSW  64(BX), Y6, Y9
-	VPADDW      Y9, Y8, Y8
-	VPMADDWD    Y2, Y8, Y8
-	VPADDD      192(BX), Y8, Y8
-	VCVTDQ2PS   Y8, Y8
-	VMULPS      128(BX), Y7, Y10
-	VFMADD231PS Y8, Y10, Y3
-	VMOVDQU     32(AX), Y11
-	VPSRLW      $0x04, Y11, Y13
-	VPAND       Y11, Y0, Y12
-	VPAND       Y13, Y0, Y13
+	VMOVDQU     (AX), Y5
+	VPSRLW      $0x04, Y5, Y7
+	VPAND       Y5, Y12, Y6
+	VPAND       Y7, Y12, Y7
+	VMOVSD      (CX), X11
+	VPERMPS     Y11, Y8, Y11
+	VPMADDUBSW  (DX), Y6, Y2
+	VPMADDUBSW  64(DX), Y7, Y13
+	VPADDW      Y13, Y2, Y2
+	VPMADDWD    Y3, Y2, Y2
+	VPADDD      192(DX), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMULPS      128(DX), Y11, Y10
+	VFMADD231PS Y2, Y10, Y0
+	VMOVDQU     32(AX), Y1
+	VPSRLW      $0x04, Y1, Y9
+	VPAND       Y1, Y12, Y4
+	VPAND       Y9, Y12, Y9
 	VMOVSD      8(CX), X14
-	VPERMPS     Y14, Y1, Y14
-	VPMADDUBSW  32(BX), Y12, Y15
-	VPMADDUBSW  96(BX), Y13, Y4
-	VPADDW      Y4, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      224(BX), Y15, Y15
+	VPERMPS     Y14, Y8, Y14
+	VPMADDUBSW  32(DX), Y4, Y15
+	VPMADDUBSW  96(DX), Y9, Y5
+	VPADDW      Y5, Y15, Y15
+	VPMADDWD    Y3, Y15, Y15
+	VPADDD      224(DX), Y15, Y15
 	VCVTDQ2PS   Y15, Y15
-	VMULPS      160(BX), Y14, Y9
-	VFMADD231PS Y15, Y9, Y3
+	VMULPS      160(DX), Y14, Y13
+	VFMADD231PS Y15, Y13, Y0
 	ADDQ        $0x00000040, AX
 	ADDQ        $0x00000010, CX
-	ADDQ        $0x00000100, BX
-	DECQ        DX
+	ADDQ        $0x00000100, DX
+	DECQ        DI
 	JMP         loop
 
 tail:
-	MOVQ        tail+40(FP), DX
-	CMPQ        DX, $0x02
+	MOVQ        tail+40(FP), BX
+	CMPQ        BX, $0x02
 	JB          tail1
-	VMOVDQU     (AX), Y8
-	VPSRLW      $0x04, Y8, Y5
-	VPAND       Y8, Y0, Y10
-	VPAND       Y5, Y0, Y5
-	VMOVSD      (CX), X6
-	VPERMPS     Y6, Y1, Y6
-	VPMADDUBSW  (BX), Y10, Y7
-	VPMADDUBSW  64(BX), Y5, Y11
-	VPADDW      Y11, Y7, Y7
-	VPMADDWD    Y2, Y7, Y7
-	VPADDD      192(BX), Y7, Y7
-	VCVTDQ2PS   Y7, Y7
-	VMULPS      128(BX), Y6, Y4
-	VFMADD231PS Y7, Y4, Y3
+	VMOVDQU     (AX), Y2
+	VPSRLW      $0x04, Y2, Y6
+	VPAND       Y2, Y12, Y10
+	VPAND       Y6, Y12, Y6
+	VMOVSD      (CX), X7
+	VPERMPS     Y7, Y8, Y7
+	VPMADDUBSW  (DX), Y10, Y11
+	VPMADDUBSW  64(DX), Y6, Y1
+	VPADDW      Y1, Y11, Y11
+	VPMADDWD    Y3, Y11, Y11
+	VPADDD      192(DX), Y11, Y11
+	VCVTDQ2PS   Y11, Y11
+	VMULPS      128(DX), Y7, Y5
+	VFMADD231PS Y11, Y5, Y0
 
 tail1:
-	TESTQ       $0x00000001, DX
+	TESTQ       $0x00000001, BX
 	JZ          reduce
-	CMPQ        DX, $0x01
+	CMPQ        BX, $0x01
 	JE          tail1at0
 	VMOVDQU     32(AX), X15
-	VPSRLW      $0x04, Y15, Y12
-	VPAND       Y15, Y0, Y9
-	VPAND       Y12, Y0, Y12
-	VMOVSS      8(CX), X13
-	VPERMPS     Y13, Y1, Y13
-	VPMADDUBSW  32(BX), Y9, Y14
-	VPMADDUBSW  96(BX), Y12, Y8
-	VPADDW      Y8, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      224(BX), Y14, Y14
+	VPSRLW      $0x04, Y15, Y4
+	VPAND       Y15, Y12, Y13
+	VPAND       Y4, Y12, Y4
+	VMOVSS      8(CX), X9
+	VPERMPS     Y9, Y8, Y9
+	VPMADDUBSW  32(DX), Y13, Y14
+	VPMADDUBSW  96(DX), Y4, Y2
+	VPADDW      Y2, Y14, Y14
+	VPMADDWD    Y3, Y14, Y14
+	VPADDD      224(DX), Y14, Y14
 	VCVTDQ2PS   Y14, Y14
-	VMULPS      160(BX), Y13, Y11
-	VFMADD231PS Y14, Y11, Y3
+	VMULPS      160(DX), Y9, Y1
+	VFMADD231PS Y14, Y1, Y0
 	JMP         reduce
 
 tail1at0:
-	VMOVDQU     (AX), X7
-	VPSRLW      $0x04, Y7, Y10
-	VPAND       Y7, Y0, Y4
-	VPAND       Y10, Y0, Y10
-	VMOVSS      (CX), X5
-	VPERMPS     Y5, Y1, Y5
-	VPMADDUBSW  (BX), Y4, Y6
-	VPMADDUBSW  64(BX), Y10, Y15
-	VPADDW      Y15, Y6, Y6
-	VPMADDWD    Y2, Y6, Y6
-	VPADDD      192(BX), Y6, Y6
-	VCVTDQ2PS   Y6, Y6
-	VMULPS      128(BX), Y5, Y8
-	VFMADD231PS Y6, Y8, Y3
+	VMOVDQU     (AX), X11
+	VPSRLW      $0x04, Y11, Y10
+	VPAND       Y11, Y12, Y5
+	VPAND       Y10, Y12, Y10
+	VMOVSS      (CX), X6
+	VPERMPS     Y6, Y8, Y6
+	VPMADDUBSW  (DX), Y5, Y7
+	VPMADDUBSW  64(DX), Y10, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDWD    Y3, Y7, Y7
+	VPADDD      192(DX), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      128(DX), Y6, Y2
+	VFMADD231PS Y7, Y2, Y0
 
 reduce:
 	MOVQ         dst+64(FP), AX
 	MOVQ         ldd+72(FP), CX
 	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y3, X14
-	VADDPS       X14, X3, X14
-	VPERMILPS    $0x4e, X14, X11
-	VADDPS       X11, X14, X14
-	VPERMILPS    $0xb1, X14, X11
-	VADDSS       X11, X14, X14
+	VEXTRACTF128 $0x01, Y0, X14
+	VADDPS       X14, X0, X14
+	VPERMILPS    $0x4e, X14, X1
+	VADDPS       X1, X14, X14
+	VPERMILPS    $0xb1, X14, X1
+	VADDSS       X1, X14, X14
 	VMOVSS       X14, (AX)
 	VZEROUPPER
 	RET
@@ -27724,2025 +29830,3440 @@ reduce:
 // func q4Avx2Scales2x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
 TEXT ·q4Avx2Scales2x1(SB), NOSPLIT, $0-88
-	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	MOVQ         sc+16(FP), DX
-	MOVQ         scstr+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	MOVQ         x+48(FP), DI
-	MOVL         $0x0f0f0f0f, R8
-	VPBROADCASTD R8, Y0
-	VMOVDQU      q4perm<>+0(SB), Y1
-	MOVL         $0x00010001, R8
-	VPBROADCASTD R8, Y2
-	VXORPS       Y3, Y3, Y3
-	VXORPS       Y4, Y4, Y4
+	MOVQ   nib+0(FP), AX
+	MOVQ   rstr+8(FP), CX
+	MOVQ   sc+16(FP), DX
+	MOVQ   scstr+24(FP), BX
+	MOVQ   x+48(FP), SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	MOVQ   ng+32(FP), R8
+	SHLQ   $0x02, R8
+	MOVQ   tail+40(FP), DI
+	ADDQ   DI, R8
+	MOVQ   R8, DI
+	ADDQ   $0x0f, DI
+	SHRQ   $0x04, DI
+	SHLQ   $0x0a, DI
+	ADDQ   SI, DI
+	MOVQ   R8, R9
+	ANDQ   $0x0f, R9
+	SHRQ   $0x02, R9
+	SHRQ   $0x04, R8
+
+chunk:
+	TESTQ       R8, R8
+	JZ          groups
+	VMOVDQU     (AX), Y2
+	VPSRLW      $0x04, Y2, Y3
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW  (SI), Y2, Y4
+	VPMADDUBSW  64(SI), Y3, Y5
+	VPADDW      Y5, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU     64(AX), Y6
+	VPSRLW      $0x04, Y6, Y7
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  256(SI), Y6, Y8
+	VPMADDUBSW  320(SI), Y7, Y9
+	VPADDW      Y9, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ  Y8, Y4, Y10
+	VPUNPCKHDQ  Y8, Y4, Y4
+	VPADDD      Y4, Y10, Y10
+	VMOVDQU     128(AX), Y11
+	VPSRLW      $0x04, Y11, Y12
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  512(SI), Y11, Y13
+	VPMADDUBSW  576(SI), Y12, Y14
+	VPADDW      Y14, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU     192(AX), Y15
+	VPSRLW      $0x04, Y15, Y5
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  768(SI), Y15, Y2
+	VPMADDUBSW  832(SI), Y5, Y3
+	VPADDW      Y3, Y2, Y2
+	VPMADDWD    q4onesw<>+0(SB), Y2, Y2
+	VPUNPCKLDQ  Y2, Y13, Y9
+	VPUNPCKHDQ  Y2, Y13, Y13
+	VPADDD      Y13, Y9, Y9
+	VPUNPCKLQDQ Y9, Y10, Y4
+	VPUNPCKHQDQ Y9, Y10, Y10
+	VPADDD      Y10, Y4, Y4
+	VPADDD      64(DI), Y4, Y4
+	VMOVDQU     q4halfperm0<>+0(SB), Y8
+	VPERMPS     (DX), Y8, Y6
+	VPERMPS     32(DX), Y8, Y7
+	VBLENDPS    $0xcc, Y7, Y6, Y6
+	VCVTDQ2PS   Y4, Y4
+	VMULPS      Y6, Y4, Y4
+	VFMADD231PS (DI), Y4, Y0
+	VMOVDQU     32(AX), Y14
+	VPSRLW      $0x04, Y14, Y11
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  32(SI), Y14, Y12
+	VPMADDUBSW  96(SI), Y11, Y3
+	VPADDW      Y3, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     96(AX), Y13
+	VPSRLW      $0x04, Y13, Y2
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW  288(SI), Y13, Y10
+	VPMADDUBSW  352(SI), Y2, Y9
+	VPADDW      Y9, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ  Y10, Y12, Y8
+	VPUNPCKHDQ  Y10, Y12, Y12
+	VPADDD      Y12, Y8, Y8
+	VMOVDQU     160(AX), Y7
+	VPSRLW      $0x04, Y7, Y6
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  544(SI), Y7, Y4
+	VPMADDUBSW  608(SI), Y6, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU     224(AX), Y5
+	VPSRLW      $0x04, Y5, Y3
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW  800(SI), Y5, Y14
+	VPMADDUBSW  864(SI), Y3, Y11
+	VPADDW      Y11, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ  Y14, Y4, Y9
+	VPUNPCKHDQ  Y14, Y4, Y4
+	VPADDD      Y4, Y9, Y9
+	VPUNPCKLQDQ Y9, Y8, Y12
+	VPUNPCKHQDQ Y9, Y8, Y8
+	VPADDD      Y8, Y12, Y12
+	VPADDD      96(DI), Y12, Y12
+	VMOVDQU     q4halfperm1<>+0(SB), Y10
+	VPERMPS     (DX), Y10, Y13
+	VPERMPS     32(DX), Y10, Y2
+	VBLENDPS    $0xcc, Y2, Y13, Y13
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      Y13, Y12, Y12
+	VFMADD231PS 32(DI), Y12, Y0
+	VMOVDQU     (AX)(CX*1), Y15
+	VPSRLW      $0x04, Y15, Y7
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  (SI), Y15, Y6
+	VPMADDUBSW  64(SI), Y7, Y11
+	VPADDW      Y11, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     64(AX)(CX*1), Y4
+	VPSRLW      $0x04, Y4, Y14
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW  256(SI), Y4, Y8
+	VPMADDUBSW  320(SI), Y14, Y9
+	VPADDW      Y9, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ  Y8, Y6, Y10
+	VPUNPCKHDQ  Y8, Y6, Y6
+	VPADDD      Y6, Y10, Y10
+	VMOVDQU     128(AX)(CX*1), Y2
+	VPSRLW      $0x04, Y2, Y13
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  512(SI), Y2, Y12
+	VPMADDUBSW  576(SI), Y13, Y5
+	VPADDW      Y5, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     192(AX)(CX*1), Y3
+	VPSRLW      $0x04, Y3, Y11
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  768(SI), Y3, Y15
+	VPMADDUBSW  832(SI), Y11, Y7
+	VPADDW      Y7, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VPUNPCKLDQ  Y15, Y12, Y9
+	VPUNPCKHDQ  Y15, Y12, Y12
+	VPADDD      Y12, Y9, Y9
+	VPUNPCKLQDQ Y9, Y10, Y6
+	VPUNPCKHQDQ Y9, Y10, Y10
+	VPADDD      Y10, Y6, Y6
+	VPADDD      64(DI), Y6, Y6
+	VMOVDQU     q4halfperm0<>+0(SB), Y8
+	VPERMPS     (DX)(BX*1), Y8, Y4
+	VPERMPS     32(DX)(BX*1), Y8, Y14
+	VBLENDPS    $0xcc, Y14, Y4, Y4
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      Y4, Y6, Y6
+	VFMADD231PS (DI), Y6, Y1
+	VMOVDQU     32(AX)(CX*1), Y5
+	VPSRLW      $0x04, Y5, Y2
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW  32(SI), Y5, Y13
+	VPMADDUBSW  96(SI), Y2, Y7
+	VPADDW      Y7, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU     96(AX)(CX*1), Y12
+	VPSRLW      $0x04, Y12, Y15
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  288(SI), Y12, Y10
+	VPMADDUBSW  352(SI), Y15, Y9
+	VPADDW      Y9, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ  Y10, Y13, Y8
+	VPUNPCKHDQ  Y10, Y13, Y13
+	VPADDD      Y13, Y8, Y8
+	VMOVDQU     160(AX)(CX*1), Y14
+	VPSRLW      $0x04, Y14, Y4
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW  544(SI), Y14, Y6
+	VPMADDUBSW  608(SI), Y4, Y3
+	VPADDW      Y3, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     224(AX)(CX*1), Y11
+	VPSRLW      $0x04, Y11, Y7
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  800(SI), Y11, Y5
+	VPMADDUBSW  864(SI), Y7, Y2
+	VPADDW      Y2, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VPUNPCKLDQ  Y5, Y6, Y9
+	VPUNPCKHDQ  Y5, Y6, Y6
+	VPADDD      Y6, Y9, Y9
+	VPUNPCKLQDQ Y9, Y8, Y13
+	VPUNPCKHQDQ Y9, Y8, Y8
+	VPADDD      Y8, Y13, Y13
+	VPADDD      96(DI), Y13, Y13
+	VMOVDQU     q4halfperm1<>+0(SB), Y10
+	VPERMPS     (DX)(BX*1), Y10, Y12
+	VPERMPS     32(DX)(BX*1), Y10, Y15
+	VBLENDPS    $0xcc, Y15, Y12, Y12
+	VCVTDQ2PS   Y13, Y13
+	VMULPS      Y12, Y13, Y13
+	VFMADD231PS 32(DI), Y13, Y1
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000040, DX
+	ADDQ        $0x00000400, SI
+	ADDQ        $0x00000080, DI
+	DECQ        R8
+	JMP         chunk
+
+groups:
+	MOVL         $0x0f0f0f0f, DI
+	VPBROADCASTD DI, Y3
+	VMOVDQU      q4perm<>+0(SB), Y14
+	MOVL         $0x00010001, DI
+	VPBROADCASTD DI, Y4
 
 loop:
-	TESTQ       SI, SI
+	TESTQ       R9, R9
 	JZ          tail
-	VMOVDQU     (AX), Y5
-	VPSRLW      $0x04, Y5, Y7
-	VPAND       Y5, Y0, Y6
-	VPAND       Y7, Y0, Y7
+	VMOVDQU     (AX), Y2
+	VPSRLW      $0x04, Y2, Y5
+	VPAND       Y2, Y3, Y6
+	VPAND       Y5, Y3, Y5
 	VMOVSD      (DX), X8
-	VPERMPS     Y8, Y1, Y8
-	VPMADDUBSW  (DI), Y6, Y9
-	VPMADDUBSW  64(DI), Y7, Y10
+	VPERMPS     Y8, Y14, Y8
+	VPMADDUBSW  (SI), Y6, Y9
+	VPMADDUBSW  64(SI), Y5, Y10
 	VPADDW      Y10, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      192(DI), Y9, Y9
+	VPMADDWD    Y4, Y9, Y9
+	VPADDD      192(SI), Y9, Y9
 	VCVTDQ2PS   Y9, Y9
-	VMULPS      128(DI), Y8, Y11
-	VFMADD231PS Y9, Y11, Y3
+	VMULPS      128(SI), Y8, Y15
+	VFMADD231PS Y9, Y15, Y0
 	VMOVDQU     (AX)(CX*1), Y12
-	VPSRLW      $0x04, Y12, Y14
-	VPAND       Y12, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	VMOVSD      (DX)(BX*1), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  (DI), Y13, Y5
-	VPMADDUBSW  64(DI), Y14, Y10
-	VPADDW      Y10, Y5, Y5
-	VPMADDWD    Y2, Y5, Y5
-	VPADDD      192(DI), Y5, Y5
-	VCVTDQ2PS   Y5, Y5
-	VMULPS      128(DI), Y15, Y9
-	VFMADD231PS Y5, Y9, Y4
-	VMOVDQU     32(AX), Y11
-	VPSRLW      $0x04, Y11, Y7
-	VPAND       Y11, Y0, Y6
-	VPAND       Y7, Y0, Y7
+	VPSRLW      $0x04, Y12, Y11
+	VPAND       Y12, Y3, Y13
+	VPAND       Y11, Y3, Y11
+	VMOVSD      (DX)(BX*1), X7
+	VPERMPS     Y7, Y14, Y7
+	VPMADDUBSW  (SI), Y13, Y2
+	VPMADDUBSW  64(SI), Y11, Y10
+	VPADDW      Y10, Y2, Y2
+	VPMADDWD    Y4, Y2, Y2
+	VPADDD      192(SI), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMULPS      128(SI), Y7, Y9
+	VFMADD231PS Y2, Y9, Y1
+	VMOVDQU     32(AX), Y15
+	VPSRLW      $0x04, Y15, Y5
+	VPAND       Y15, Y3, Y6
+	VPAND       Y5, Y3, Y5
 	VMOVSD      8(DX), X8
-	VPERMPS     Y8, Y1, Y8
-	VPMADDUBSW  32(DI), Y6, Y12
-	VPMADDUBSW  96(DI), Y7, Y10
+	VPERMPS     Y8, Y14, Y8
+	VPMADDUBSW  32(SI), Y6, Y12
+	VPMADDUBSW  96(SI), Y5, Y10
 	VPADDW      Y10, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      224(DI), Y12, Y12
+	VPMADDWD    Y4, Y12, Y12
+	VPADDD      224(SI), Y12, Y12
 	VCVTDQ2PS   Y12, Y12
-	VMULPS      160(DI), Y8, Y5
-	VFMADD231PS Y12, Y5, Y3
+	VMULPS      160(SI), Y8, Y2
+	VFMADD231PS Y12, Y2, Y0
 	VMOVDQU     32(AX)(CX*1), Y9
-	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	VMOVSD      8(DX)(BX*1), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  32(DI), Y13, Y11
-	VPMADDUBSW  96(DI), Y14, Y10
-	VPADDW      Y10, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(DI), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(DI), Y15, Y12
-	VFMADD231PS Y11, Y12, Y4
+	VPSRLW      $0x04, Y9, Y11
+	VPAND       Y9, Y3, Y13
+	VPAND       Y11, Y3, Y11
+	VMOVSD      8(DX)(BX*1), X7
+	VPERMPS     Y7, Y14, Y7
+	VPMADDUBSW  32(SI), Y13, Y15
+	VPMADDUBSW  96(SI), Y11, Y10
+	VPADDW      Y10, Y15, Y15
+	VPMADDWD    Y4, Y15, Y15
+	VPADDD      224(SI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      160(SI), Y7, Y12
+	VFMADD231PS Y15, Y12, Y1
 	ADDQ        $0x00000040, AX
 	ADDQ        $0x00000010, DX
-	ADDQ        $0x00000100, DI
-	DECQ        SI
+	ADDQ        $0x00000100, SI
+	DECQ        R9
 	JMP         loop
 
 tail:
-	MOVQ        tail+40(FP), SI
-	CMPQ        SI, $0x02
+	MOVQ        tail+40(FP), DI
+	CMPQ        DI, $0x02
 	JB          tail1
-	VMOVDQU     (AX), Y5
-	VPSRLW      $0x04, Y5, Y7
-	VPAND       Y5, Y0, Y6
-	VPAND       Y7, Y0, Y7
+	VMOVDQU     (AX), Y2
+	VPSRLW      $0x04, Y2, Y5
+	VPAND       Y2, Y3, Y6
+	VPAND       Y5, Y3, Y5
 	VMOVSD      (DX), X8
-	VPERMPS     Y8, Y1, Y8
-	VPMADDUBSW  (DI), Y6, Y9
-	VPMADDUBSW  64(DI), Y7, Y10
+	VPERMPS     Y8, Y14, Y8
+	VPMADDUBSW  (SI), Y6, Y9
+	VPMADDUBSW  64(SI), Y5, Y10
 	VPADDW      Y10, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      192(DI), Y9, Y9
+	VPMADDWD    Y4, Y9, Y9
+	VPADDD      192(SI), Y9, Y9
 	VCVTDQ2PS   Y9, Y9
-	VMULPS      128(DI), Y8, Y11
-	VFMADD231PS Y9, Y11, Y3
+	VMULPS      128(SI), Y8, Y15
+	VFMADD231PS Y9, Y15, Y0
 	VMOVDQU     (AX)(CX*1), Y12
-	VPSRLW      $0x04, Y12, Y14
-	VPAND       Y12, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	VMOVSD      (DX)(BX*1), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  (DI), Y13, Y5
-	VPMADDUBSW  64(DI), Y14, Y10
-	VPADDW      Y10, Y5, Y5
-	VPMADDWD    Y2, Y5, Y5
-	VPADDD      192(DI), Y5, Y5
-	VCVTDQ2PS   Y5, Y5
-	VMULPS      128(DI), Y15, Y9
-	VFMADD231PS Y5, Y9, Y4
+	VPSRLW      $0x04, Y12, Y11
+	VPAND       Y12, Y3, Y13
+	VPAND       Y11, Y3, Y11
+	VMOVSD      (DX)(BX*1), X7
+	VPERMPS     Y7, Y14, Y7
+	VPMADDUBSW  (SI), Y13, Y2
+	VPMADDUBSW  64(SI), Y11, Y10
+	VPADDW      Y10, Y2, Y2
+	VPMADDWD    Y4, Y2, Y2
+	VPADDD      192(SI), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMULPS      128(SI), Y7, Y9
+	VFMADD231PS Y2, Y9, Y1
 
 tail1:
-	TESTQ       $0x00000001, SI
+	TESTQ       $0x00000001, DI
 	JZ          reduce
-	CMPQ        SI, $0x01
+	CMPQ        DI, $0x01
 	JE          tail1at0
-	VMOVDQU     32(AX), X11
-	VPSRLW      $0x04, Y11, Y7
-	VPAND       Y11, Y0, Y6
-	VPAND       Y7, Y0, Y7
+	VMOVDQU     32(AX), X15
+	VPSRLW      $0x04, Y15, Y5
+	VPAND       Y15, Y3, Y6
+	VPAND       Y5, Y3, Y5
 	VMOVSS      8(DX), X8
-	VPERMPS     Y8, Y1, Y8
-	VPMADDUBSW  32(DI), Y6, Y12
-	VPMADDUBSW  96(DI), Y7, Y10
+	VPERMPS     Y8, Y14, Y8
+	VPMADDUBSW  32(SI), Y6, Y12
+	VPMADDUBSW  96(SI), Y5, Y10
 	VPADDW      Y10, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      224(DI), Y12, Y12
+	VPMADDWD    Y4, Y12, Y12
+	VPADDD      224(SI), Y12, Y12
 	VCVTDQ2PS   Y12, Y12
-	VMULPS      160(DI), Y8, Y5
-	VFMADD231PS Y12, Y5, Y3
+	VMULPS      160(SI), Y8, Y2
+	VFMADD231PS Y12, Y2, Y0
 	VMOVDQU     32(AX)(CX*1), X9
-	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	VMOVSS      8(DX)(BX*1), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  32(DI), Y13, Y11
-	VPMADDUBSW  96(DI), Y14, Y10
-	VPADDW      Y10, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(DI), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(DI), Y15, Y12
-	VFMADD231PS Y11, Y12, Y4
+	VPSRLW      $0x04, Y9, Y11
+	VPAND       Y9, Y3, Y13
+	VPAND       Y11, Y3, Y11
+	VMOVSS      8(DX)(BX*1), X7
+	VPERMPS     Y7, Y14, Y7
+	VPMADDUBSW  32(SI), Y13, Y15
+	VPMADDUBSW  96(SI), Y11, Y10
+	VPADDW      Y10, Y15, Y15
+	VPMADDWD    Y4, Y15, Y15
+	VPADDD      224(SI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      160(SI), Y7, Y12
+	VFMADD231PS Y15, Y12, Y1
 	JMP         reduce
 
 tail1at0:
-	VMOVDQU     (AX), X5
-	VPSRLW      $0x04, Y5, Y7
-	VPAND       Y5, Y0, Y6
-	VPAND       Y7, Y0, Y7
+	VMOVDQU     (AX), X2
+	VPSRLW      $0x04, Y2, Y5
+	VPAND       Y2, Y3, Y6
+	VPAND       Y5, Y3, Y5
 	VMOVSS      (DX), X8
-	VPERMPS     Y8, Y1, Y8
-	VPMADDUBSW  (DI), Y6, Y9
-	VPMADDUBSW  64(DI), Y7, Y10
+	VPERMPS     Y8, Y14, Y8
+	VPMADDUBSW  (SI), Y6, Y9
+	VPMADDUBSW  64(SI), Y5, Y10
 	VPADDW      Y10, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      192(DI), Y9, Y9
+	VPMADDWD    Y4, Y9, Y9
+	VPADDD      192(SI), Y9, Y9
 	VCVTDQ2PS   Y9, Y9
-	VMULPS      128(DI), Y8, Y11
-	VFMADD231PS Y9, Y11, Y3
+	VMULPS      128(SI), Y8, Y15
+	VFMADD231PS Y9, Y15, Y0
 	VMOVDQU     (AX)(CX*1), X12
-	VPSRLW      $0x04, Y12, Y14
-	VPAND       Y12, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	VMOVSS      (DX)(BX*1), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  (DI), Y13, Y5
-	VPMADDUBSW  64(DI), Y14, Y10
-	VPADDW      Y10, Y5, Y5
-	VPMADDWD    Y2, Y5, Y5
-	VPADDD      192(DI), Y5, Y5
-	VCVTDQ2PS   Y5, Y5
-	VMULPS      128(DI), Y15, Y9
-	VFMADD231PS Y5, Y9, Y4
+	VPSRLW      $0x04, Y12, Y11
+	VPAND       Y12, Y3, Y13
+	VPAND       Y11, Y3, Y11
+	VMOVSS      (DX)(BX*1), X7
+	VPERMPS     Y7, Y14, Y7
+	VPMADDUBSW  (SI), Y13, Y2
+	VPMADDUBSW  64(SI), Y11, Y10
+	VPADDW      Y10, Y2, Y2
+	VPMADDWD    Y4, Y2, Y2
+	VPADDD      192(SI), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMULPS      128(SI), Y7, Y9
+	VFMADD231PS Y2, Y9, Y1
 
 reduce:
 	MOVQ         dst+64(FP), AX
 	MOVQ         ldd+72(FP), CX
 	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y3, X11
-	VADDPS       X11, X3, X11
-	VPERMILPS    $0x4e, X11, X6
-	VADDPS       X6, X11, X11
-	VPERMILPS    $0xb1, X11, X6
-	VADDSS       X6, X11, X11
-	VMOVSS       X11, (AX)
-	VEXTRACTF128 $0x01, Y4, X7
-	VADDPS       X7, X4, X7
-	VPERMILPS    $0x4e, X7, X8
-	VADDPS       X8, X7, X7
-	VPERMILPS    $0xb1, X7, X8
-	VADDSS       X8, X7, X7
-	VMOVSS       X7, 4(AX)
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X15
+	VPERMILPS    $0x4e, X15, X6
+	VADDPS       X6, X15, X15
+	VPERMILPS    $0xb1, X15, X6
+	VADDSS       X6, X15, X15
+	VMOVSS       X15, (AX)
+	VEXTRACTF128 $0x01, Y1, X5
+	VADDPS       X5, X1, X5
+	VPERMILPS    $0x4e, X5, X8
+	VADDPS       X8, X5, X5
+	VPERMILPS    $0xb1, X5, X8
+	VADDSS       X8, X5, X5
+	VMOVSS       X5, 4(AX)
 	VZEROUPPER
 	RET
 
 // func q4Avx2Scales4x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
 TEXT ·q4Avx2Scales4x1(SB), NOSPLIT, $0-88
-	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	LEAQ         (CX)(CX*2), DX
-	MOVQ         sc+16(FP), BX
-	MOVQ         scstr+24(FP), SI
-	LEAQ         (SI)(SI*2), DI
-	MOVQ         ng+32(FP), R8
-	MOVQ         x+48(FP), R9
-	MOVL         $0x0f0f0f0f, R10
-	VPBROADCASTD R10, Y0
-	VMOVDQU      q4perm<>+0(SB), Y1
-	MOVL         $0x00010001, R10
-	VPBROADCASTD R10, Y2
-	VXORPS       Y3, Y3, Y3
-	VXORPS       Y4, Y4, Y4
-	VXORPS       Y5, Y5, Y5
-	VXORPS       Y6, Y6, Y6
+	MOVQ   nib+0(FP), AX
+	MOVQ   rstr+8(FP), CX
+	LEAQ   (CX)(CX*2), DX
+	MOVQ   sc+16(FP), BX
+	MOVQ   scstr+24(FP), SI
+	LEAQ   (SI)(SI*2), DI
+	MOVQ   x+48(FP), R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   ng+32(FP), R10
+	SHLQ   $0x02, R10
+	MOVQ   tail+40(FP), R9
+	ADDQ   R9, R10
+	MOVQ   R10, R9
+	ADDQ   $0x0f, R9
+	SHRQ   $0x04, R9
+	SHLQ   $0x0a, R9
+	ADDQ   R8, R9
+	MOVQ   R10, R11
+	ANDQ   $0x0f, R11
+	SHRQ   $0x02, R11
+	SHRQ   $0x04, R10
+
+chunk:
+	TESTQ       R10, R10
+	JZ          groups
+	VMOVDQU     (AX), Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  (R8), Y4, Y6
+	VPMADDUBSW  64(R8), Y5, Y7
+	VPADDW      Y7, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     64(AX), Y8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  256(R8), Y8, Y10
+	VPMADDUBSW  320(R8), Y9, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ  Y10, Y6, Y12
+	VPUNPCKHDQ  Y10, Y6, Y6
+	VPADDD      Y6, Y12, Y12
+	VMOVDQU     128(AX), Y13
+	VPSRLW      $0x04, Y13, Y14
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW  512(R8), Y13, Y15
+	VPMADDUBSW  576(R8), Y14, Y7
+	VPADDW      Y7, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VMOVDQU     192(AX), Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  768(R8), Y4, Y11
+	VPMADDUBSW  832(R8), Y5, Y6
+	VPADDW      Y6, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y15, Y10
+	VPUNPCKHDQ  Y11, Y15, Y15
+	VPADDD      Y15, Y10, Y10
+	VPUNPCKLQDQ Y10, Y12, Y8
+	VPUNPCKHQDQ Y10, Y12, Y12
+	VPADDD      Y12, Y8, Y8
+	VPADDD      64(R9), Y8, Y8
+	VMOVDQU     q4halfperm0<>+0(SB), Y9
+	VPERMPS     (BX), Y9, Y7
+	VPERMPS     32(BX), Y9, Y13
+	VBLENDPS    $0xcc, Y13, Y7, Y7
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      Y7, Y8, Y8
+	VFMADD231PS (R9), Y8, Y0
+	VMOVDQU     32(AX), Y14
+	VPSRLW      $0x04, Y14, Y6
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  32(R8), Y14, Y15
+	VPMADDUBSW  96(R8), Y6, Y11
+	VPADDW      Y11, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VMOVDQU     96(AX), Y12
+	VPSRLW      $0x04, Y12, Y10
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  288(R8), Y12, Y9
+	VPMADDUBSW  352(R8), Y10, Y13
+	VPADDW      Y13, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y15, Y7
+	VPUNPCKHDQ  Y9, Y15, Y15
+	VPADDD      Y15, Y7, Y7
+	VMOVDQU     160(AX), Y8
+	VPSRLW      $0x04, Y8, Y4
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW  544(R8), Y8, Y5
+	VPMADDUBSW  608(R8), Y4, Y11
+	VPADDW      Y11, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VMOVDQU     224(AX), Y14
+	VPSRLW      $0x04, Y14, Y6
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  800(R8), Y14, Y13
+	VPMADDUBSW  864(R8), Y6, Y15
+	VPADDW      Y15, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPUNPCKLDQ  Y13, Y5, Y9
+	VPUNPCKHDQ  Y13, Y5, Y5
+	VPADDD      Y5, Y9, Y9
+	VPUNPCKLQDQ Y9, Y7, Y12
+	VPUNPCKHQDQ Y9, Y7, Y7
+	VPADDD      Y7, Y12, Y12
+	VPADDD      96(R9), Y12, Y12
+	VMOVDQU     q4halfperm1<>+0(SB), Y10
+	VPERMPS     (BX), Y10, Y11
+	VPERMPS     32(BX), Y10, Y8
+	VBLENDPS    $0xcc, Y8, Y11, Y11
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      Y11, Y12, Y12
+	VFMADD231PS 32(R9), Y12, Y0
+	VMOVDQU     (AX)(CX*1), Y4
+	VPSRLW      $0x04, Y4, Y15
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  (R8), Y4, Y5
+	VPMADDUBSW  64(R8), Y15, Y13
+	VPADDW      Y13, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VMOVDQU     64(AX)(CX*1), Y7
+	VPSRLW      $0x04, Y7, Y9
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  256(R8), Y7, Y10
+	VPMADDUBSW  320(R8), Y9, Y8
+	VPADDW      Y8, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ  Y10, Y5, Y11
+	VPUNPCKHDQ  Y10, Y5, Y5
+	VPADDD      Y5, Y11, Y11
+	VMOVDQU     128(AX)(CX*1), Y12
+	VPSRLW      $0x04, Y12, Y14
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW  512(R8), Y12, Y6
+	VPMADDUBSW  576(R8), Y14, Y13
+	VPADDW      Y13, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     192(AX)(CX*1), Y4
+	VPSRLW      $0x04, Y4, Y15
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(R8), Y4, Y8
+	VPMADDUBSW  832(R8), Y15, Y5
+	VPADDW      Y5, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ  Y8, Y6, Y10
+	VPUNPCKHDQ  Y8, Y6, Y6
+	VPADDD      Y6, Y10, Y10
+	VPUNPCKLQDQ Y10, Y11, Y7
+	VPUNPCKHQDQ Y10, Y11, Y11
+	VPADDD      Y11, Y7, Y7
+	VPADDD      64(R9), Y7, Y7
+	VMOVDQU     q4halfperm0<>+0(SB), Y9
+	VPERMPS     (BX)(SI*1), Y9, Y13
+	VPERMPS     32(BX)(SI*1), Y9, Y12
+	VBLENDPS    $0xcc, Y12, Y13, Y13
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      Y13, Y7, Y7
+	VFMADD231PS (R9), Y7, Y1
+	VMOVDQU     32(AX)(CX*1), Y14
+	VPSRLW      $0x04, Y14, Y5
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  32(R8), Y14, Y6
+	VPMADDUBSW  96(R8), Y5, Y8
+	VPADDW      Y8, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     96(AX)(CX*1), Y11
+	VPSRLW      $0x04, Y11, Y10
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  288(R8), Y11, Y9
+	VPMADDUBSW  352(R8), Y10, Y12
+	VPADDW      Y12, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y6, Y13
+	VPUNPCKHDQ  Y9, Y6, Y6
+	VPADDD      Y6, Y13, Y13
+	VMOVDQU     160(AX)(CX*1), Y7
+	VPSRLW      $0x04, Y7, Y4
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW  544(R8), Y7, Y15
+	VPMADDUBSW  608(R8), Y4, Y8
+	VPADDW      Y8, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VMOVDQU     224(AX)(CX*1), Y14
+	VPSRLW      $0x04, Y14, Y5
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  800(R8), Y14, Y12
+	VPMADDUBSW  864(R8), Y5, Y6
+	VPADDW      Y6, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPUNPCKLDQ  Y12, Y15, Y9
+	VPUNPCKHDQ  Y12, Y15, Y15
+	VPADDD      Y15, Y9, Y9
+	VPUNPCKLQDQ Y9, Y13, Y11
+	VPUNPCKHQDQ Y9, Y13, Y13
+	VPADDD      Y13, Y11, Y11
+	VPADDD      96(R9), Y11, Y11
+	VMOVDQU     q4halfperm1<>+0(SB), Y10
+	VPERMPS     (BX)(SI*1), Y10, Y8
+	VPERMPS     32(BX)(SI*1), Y10, Y7
+	VBLENDPS    $0xcc, Y7, Y8, Y8
+	VCVTDQ2PS   Y11, Y11
+	VMULPS      Y8, Y11, Y11
+	VFMADD231PS 32(R9), Y11, Y1
+	VMOVDQU     (AX)(CX*2), Y4
+	VPSRLW      $0x04, Y4, Y6
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  (R8), Y4, Y15
+	VPMADDUBSW  64(R8), Y6, Y12
+	VPADDW      Y12, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VMOVDQU     64(AX)(CX*2), Y13
+	VPSRLW      $0x04, Y13, Y9
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  256(R8), Y13, Y10
+	VPMADDUBSW  320(R8), Y9, Y7
+	VPADDW      Y7, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ  Y10, Y15, Y8
+	VPUNPCKHDQ  Y10, Y15, Y15
+	VPADDD      Y15, Y8, Y8
+	VMOVDQU     128(AX)(CX*2), Y11
+	VPSRLW      $0x04, Y11, Y14
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW  512(R8), Y11, Y5
+	VPMADDUBSW  576(R8), Y14, Y12
+	VPADDW      Y12, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VMOVDQU     192(AX)(CX*2), Y4
+	VPSRLW      $0x04, Y4, Y6
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  768(R8), Y4, Y7
+	VPMADDUBSW  832(R8), Y6, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VPUNPCKLDQ  Y7, Y5, Y10
+	VPUNPCKHDQ  Y7, Y5, Y5
+	VPADDD      Y5, Y10, Y10
+	VPUNPCKLQDQ Y10, Y8, Y13
+	VPUNPCKHQDQ Y10, Y8, Y8
+	VPADDD      Y8, Y13, Y13
+	VPADDD      64(R9), Y13, Y13
+	VMOVDQU     q4halfperm0<>+0(SB), Y9
+	VPERMPS     (BX)(SI*2), Y9, Y12
+	VPERMPS     32(BX)(SI*2), Y9, Y11
+	VBLENDPS    $0xcc, Y11, Y12, Y12
+	VCVTDQ2PS   Y13, Y13
+	VMULPS      Y12, Y13, Y13
+	VFMADD231PS (R9), Y13, Y2
+	VMOVDQU     32(AX)(CX*2), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  32(R8), Y14, Y5
+	VPMADDUBSW  96(R8), Y15, Y7
+	VPADDW      Y7, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VMOVDQU     96(AX)(CX*2), Y8
+	VPSRLW      $0x04, Y8, Y10
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  288(R8), Y8, Y9
+	VPMADDUBSW  352(R8), Y10, Y11
+	VPADDW      Y11, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y5, Y12
+	VPUNPCKHDQ  Y9, Y5, Y5
+	VPADDD      Y5, Y12, Y12
+	VMOVDQU     160(AX)(CX*2), Y13
+	VPSRLW      $0x04, Y13, Y4
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW  544(R8), Y13, Y6
+	VPMADDUBSW  608(R8), Y4, Y7
+	VPADDW      Y7, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     224(AX)(CX*2), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(R8), Y14, Y11
+	VPMADDUBSW  864(R8), Y15, Y5
+	VPADDW      Y5, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y6, Y9
+	VPUNPCKHDQ  Y11, Y6, Y6
+	VPADDD      Y6, Y9, Y9
+	VPUNPCKLQDQ Y9, Y12, Y8
+	VPUNPCKHQDQ Y9, Y12, Y12
+	VPADDD      Y12, Y8, Y8
+	VPADDD      96(R9), Y8, Y8
+	VMOVDQU     q4halfperm1<>+0(SB), Y10
+	VPERMPS     (BX)(SI*2), Y10, Y7
+	VPERMPS     32(BX)(SI*2), Y10, Y13
+	VBLENDPS    $0xcc, Y13, Y7, Y7
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      Y7, Y8, Y8
+	VFMADD231PS 32(R9), Y8, Y2
+	VMOVDQU     (AX)(DX*1), Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  (R8), Y4, Y6
+	VPMADDUBSW  64(R8), Y5, Y11
+	VPADDW      Y11, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     64(AX)(DX*1), Y12
+	VPSRLW      $0x04, Y12, Y9
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  256(R8), Y12, Y10
+	VPMADDUBSW  320(R8), Y9, Y13
+	VPADDW      Y13, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ  Y10, Y6, Y7
+	VPUNPCKHDQ  Y10, Y6, Y6
+	VPADDD      Y6, Y7, Y7
+	VMOVDQU     128(AX)(DX*1), Y8
+	VPSRLW      $0x04, Y8, Y14
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW  512(R8), Y8, Y15
+	VPMADDUBSW  576(R8), Y14, Y11
+	VPADDW      Y11, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VMOVDQU     192(AX)(DX*1), Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  768(R8), Y4, Y13
+	VPMADDUBSW  832(R8), Y5, Y6
+	VPADDW      Y6, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPUNPCKLDQ  Y13, Y15, Y10
+	VPUNPCKHDQ  Y13, Y15, Y15
+	VPADDD      Y15, Y10, Y10
+	VPUNPCKLQDQ Y10, Y7, Y12
+	VPUNPCKHQDQ Y10, Y7, Y7
+	VPADDD      Y7, Y12, Y12
+	VPADDD      64(R9), Y12, Y12
+	VMOVDQU     q4halfperm0<>+0(SB), Y9
+	VPERMPS     (BX)(DI*1), Y9, Y11
+	VPERMPS     32(BX)(DI*1), Y9, Y8
+	VBLENDPS    $0xcc, Y8, Y11, Y11
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      Y11, Y12, Y12
+	VFMADD231PS (R9), Y12, Y3
+	VMOVDQU     32(AX)(DX*1), Y14
+	VPSRLW      $0x04, Y14, Y6
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  32(R8), Y14, Y15
+	VPMADDUBSW  96(R8), Y6, Y13
+	VPADDW      Y13, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VMOVDQU     96(AX)(DX*1), Y7
+	VPSRLW      $0x04, Y7, Y10
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  288(R8), Y7, Y9
+	VPMADDUBSW  352(R8), Y10, Y8
+	VPADDW      Y8, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y15, Y11
+	VPUNPCKHDQ  Y9, Y15, Y15
+	VPADDD      Y15, Y11, Y11
+	VMOVDQU     160(AX)(DX*1), Y12
+	VPSRLW      $0x04, Y12, Y4
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW  544(R8), Y12, Y5
+	VPMADDUBSW  608(R8), Y4, Y13
+	VPADDW      Y13, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VMOVDQU     224(AX)(DX*1), Y14
+	VPSRLW      $0x04, Y14, Y6
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  800(R8), Y14, Y8
+	VPMADDUBSW  864(R8), Y6, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ  Y8, Y5, Y9
+	VPUNPCKHDQ  Y8, Y5, Y5
+	VPADDD      Y5, Y9, Y9
+	VPUNPCKLQDQ Y9, Y11, Y7
+	VPUNPCKHQDQ Y9, Y11, Y11
+	VPADDD      Y11, Y7, Y7
+	VPADDD      96(R9), Y7, Y7
+	VMOVDQU     q4halfperm1<>+0(SB), Y10
+	VPERMPS     (BX)(DI*1), Y10, Y13
+	VPERMPS     32(BX)(DI*1), Y10, Y12
+	VBLENDPS    $0xcc, Y12, Y13, Y13
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      Y13, Y7, Y7
+	VFMADD231PS 32(R9), Y7, Y3
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000400, R8
+	ADDQ        $0x00000080, R9
+	DECQ        R10
+	JMP         chunk
+
+groups:
+	MOVL         $0x0f0f0f0f, R9
+	VPBROADCASTD R9, Y4
+	VMOVDQU      q4perm<>+0(SB), Y15
+	MOVL         $0x00010001, R9
+	VPBROADCASTD R9, Y5
 
 loop:
-	TESTQ       R8, R8
+	TESTQ       R11, R11
 	JZ          tail
-	VMOVDQU     (AX), Y7
-	VPSRLW      $0x04, Y7, Y9
-	VPAND       Y7, Y0, Y8
-	VPAND       Y9, Y0, Y9
+	VMOVDQU     (AX), Y8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       Y8, Y4, Y11
+	VPAND       Y9, Y4, Y9
 	VMOVSD      (BX), X10
-	VPERMPS     Y10, Y1, Y10
-	VPMADDUBSW  (R9), Y8, Y11
-	VPMADDUBSW  64(R9), Y9, Y12
-	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y10, Y13
-	VFMADD231PS Y11, Y13, Y3
+	VPERMPS     Y10, Y15, Y10
+	VPMADDUBSW  (R8), Y11, Y12
+	VPMADDUBSW  64(R8), Y9, Y13
+	VPADDW      Y13, Y12, Y12
+	VPMADDWD    Y5, Y12, Y12
+	VPADDD      192(R8), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      128(R8), Y10, Y7
+	VFMADD231PS Y12, Y7, Y0
 	VMOVDQU     (AX)(CX*1), Y14
-	VPSRLW      $0x04, Y14, Y7
-	VPAND       Y14, Y0, Y15
-	VPAND       Y7, Y0, Y7
-	VMOVSD      (BX)(SI*1), X12
-	VPERMPS     Y12, Y1, Y12
-	VPMADDUBSW  (R9), Y15, Y11
-	VPMADDUBSW  64(R9), Y7, Y13
-	VPADDW      Y13, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y12, Y8
-	VFMADD231PS Y11, Y8, Y4
+	VPSRLW      $0x04, Y14, Y8
+	VPAND       Y14, Y4, Y6
+	VPAND       Y8, Y4, Y8
+	VMOVSD      (BX)(SI*1), X13
+	VPERMPS     Y13, Y15, Y13
+	VPMADDUBSW  (R8), Y6, Y12
+	VPMADDUBSW  64(R8), Y8, Y7
+	VPADDW      Y7, Y12, Y12
+	VPMADDWD    Y5, Y12, Y12
+	VPADDD      192(R8), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      128(R8), Y13, Y11
+	VFMADD231PS Y12, Y11, Y1
 	VMOVDQU     (AX)(CX*2), Y9
 	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y10
-	VPAND       Y14, Y0, Y14
-	VMOVSD      (BX)(SI*2), X13
-	VPERMPS     Y13, Y1, Y13
-	VPMADDUBSW  (R9), Y10, Y11
-	VPMADDUBSW  64(R9), Y14, Y8
-	VPADDW      Y8, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y13, Y15
-	VFMADD231PS Y11, Y15, Y5
-	VMOVDQU     (AX)(DX*1), Y7
-	VPSRLW      $0x04, Y7, Y9
-	VPAND       Y7, Y0, Y12
-	VPAND       Y9, Y0, Y9
-	VMOVSD      (BX)(DI*1), X8
-	VPERMPS     Y8, Y1, Y8
-	VPMADDUBSW  (R9), Y12, Y11
-	VPMADDUBSW  64(R9), Y9, Y15
-	VPADDW      Y15, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y8, Y10
-	VFMADD231PS Y11, Y10, Y6
+	VPAND       Y9, Y4, Y10
+	VPAND       Y14, Y4, Y14
+	VMOVSD      (BX)(SI*2), X7
+	VPERMPS     Y7, Y15, Y7
+	VPMADDUBSW  (R8), Y10, Y12
+	VPMADDUBSW  64(R8), Y14, Y11
+	VPADDW      Y11, Y12, Y12
+	VPMADDWD    Y5, Y12, Y12
+	VPADDD      192(R8), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      128(R8), Y7, Y6
+	VFMADD231PS Y12, Y6, Y2
+	VMOVDQU     (AX)(DX*1), Y8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       Y8, Y4, Y13
+	VPAND       Y9, Y4, Y9
+	VMOVSD      (BX)(DI*1), X11
+	VPERMPS     Y11, Y15, Y11
+	VPMADDUBSW  (R8), Y13, Y12
+	VPMADDUBSW  64(R8), Y9, Y6
+	VPADDW      Y6, Y12, Y12
+	VPMADDWD    Y5, Y12, Y12
+	VPADDD      192(R8), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      128(R8), Y11, Y10
+	VFMADD231PS Y12, Y10, Y3
 	VMOVDQU     32(AX), Y14
-	VPSRLW      $0x04, Y14, Y7
-	VPAND       Y14, Y0, Y13
-	VPAND       Y7, Y0, Y7
-	VMOVSD      8(BX), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  32(R9), Y13, Y11
-	VPMADDUBSW  96(R9), Y7, Y10
-	VPADDW      Y10, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9), Y15, Y12
-	VFMADD231PS Y11, Y12, Y3
+	VPSRLW      $0x04, Y14, Y8
+	VPAND       Y14, Y4, Y7
+	VPAND       Y8, Y4, Y8
+	VMOVSD      8(BX), X6
+	VPERMPS     Y6, Y15, Y6
+	VPMADDUBSW  32(R8), Y7, Y12
+	VPMADDUBSW  96(R8), Y8, Y10
+	VPADDW      Y10, Y12, Y12
+	VPMADDWD    Y5, Y12, Y12
+	VPADDD      224(R8), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      160(R8), Y6, Y13
+	VFMADD231PS Y12, Y13, Y0
 	VMOVDQU     32(AX)(CX*1), Y9
 	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y8
-	VPAND       Y14, Y0, Y14
+	VPAND       Y9, Y4, Y11
+	VPAND       Y14, Y4, Y14
 	VMOVSD      8(BX)(SI*1), X10
-	VPERMPS     Y10, Y1, Y10
-	VPMADDUBSW  32(R9), Y8, Y11
-	VPMADDUBSW  96(R9), Y14, Y12
-	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9), Y10, Y13
-	VFMADD231PS Y11, Y13, Y4
-	VMOVDQU     32(AX)(CX*2), Y7
-	VPSRLW      $0x04, Y7, Y9
-	VPAND       Y7, Y0, Y15
-	VPAND       Y9, Y0, Y9
-	VMOVSD      8(BX)(SI*2), X12
-	VPERMPS     Y12, Y1, Y12
-	VPMADDUBSW  32(R9), Y15, Y11
-	VPMADDUBSW  96(R9), Y9, Y13
-	VPADDW      Y13, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9), Y12, Y8
-	VFMADD231PS Y11, Y8, Y5
+	VPERMPS     Y10, Y15, Y10
+	VPMADDUBSW  32(R8), Y11, Y12
+	VPMADDUBSW  96(R8), Y14, Y13
+	VPADDW      Y13, Y12, Y12
+	VPMADDWD    Y5, Y12, Y12
+	VPADDD      224(R8), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      160(R8), Y10, Y7
+	VFMADD231PS Y12, Y7, Y1
+	VMOVDQU     32(AX)(CX*2), Y8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       Y8, Y4, Y6
+	VPAND       Y9, Y4, Y9
+	VMOVSD      8(BX)(SI*2), X13
+	VPERMPS     Y13, Y15, Y13
+	VPMADDUBSW  32(R8), Y6, Y12
+	VPMADDUBSW  96(R8), Y9, Y7
+	VPADDW      Y7, Y12, Y12
+	VPMADDWD    Y5, Y12, Y12
+	VPADDD      224(R8), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      160(R8), Y13, Y11
+	VFMADD231PS Y12, Y11, Y2
 	VMOVDQU     32(AX)(DX*1), Y14
-	VPSRLW      $0x04, Y14, Y7
-	VPAND       Y14, Y0, Y10
-	VPAND       Y7, Y0, Y7
-	VMOVSD      8(BX)(DI*1), X13
-	VPERMPS     Y13, Y1, Y13
-	VPMADDUBSW  32(R9), Y10, Y11
-	VPMADDUBSW  96(R9), Y7, Y8
-	VPADDW      Y8, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9), Y13, Y15
-	VFMADD231PS Y11, Y15, Y6
+	VPSRLW      $0x04, Y14, Y8
+	VPAND       Y14, Y4, Y10
+	VPAND       Y8, Y4, Y8
+	VMOVSD      8(BX)(DI*1), X7
+	VPERMPS     Y7, Y15, Y7
+	VPMADDUBSW  32(R8), Y10, Y12
+	VPMADDUBSW  96(R8), Y8, Y11
+	VPADDW      Y11, Y12, Y12
+	VPMADDWD    Y5, Y12, Y12
+	VPADDD      224(R8), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      160(R8), Y7, Y6
+	VFMADD231PS Y12, Y6, Y3
 	ADDQ        $0x00000040, AX
 	ADDQ        $0x00000010, BX
-	ADDQ        $0x00000100, R9
-	DECQ        R8
+	ADDQ        $0x00000100, R8
+	DECQ        R11
 	JMP         loop
 
 tail:
-	MOVQ        tail+40(FP), R8
-	CMPQ        R8, $0x02
+	MOVQ        tail+40(FP), R9
+	CMPQ        R9, $0x02
 	JB          tail1
 	VMOVDQU     (AX), Y9
 	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y12
-	VPAND       Y14, Y0, Y14
-	VMOVSD      (BX), X8
-	VPERMPS     Y8, Y1, Y8
-	VPMADDUBSW  (R9), Y12, Y11
-	VPMADDUBSW  64(R9), Y14, Y15
-	VPADDW      Y15, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y8, Y10
-	VFMADD231PS Y11, Y10, Y3
-	VMOVDQU     (AX)(CX*1), Y7
-	VPSRLW      $0x04, Y7, Y9
-	VPAND       Y7, Y0, Y13
-	VPAND       Y9, Y0, Y9
-	VMOVSD      (BX)(SI*1), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  (R9), Y13, Y11
-	VPMADDUBSW  64(R9), Y9, Y10
-	VPADDW      Y10, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y15, Y12
-	VFMADD231PS Y11, Y12, Y4
+	VPAND       Y9, Y4, Y13
+	VPAND       Y14, Y4, Y14
+	VMOVSD      (BX), X11
+	VPERMPS     Y11, Y15, Y11
+	VPMADDUBSW  (R8), Y13, Y12
+	VPMADDUBSW  64(R8), Y14, Y6
+	VPADDW      Y6, Y12, Y12
+	VPMADDWD    Y5, Y12, Y12
+	VPADDD      192(R8), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      128(R8), Y11, Y10
+	VFMADD231PS Y12, Y10, Y0
+	VMOVDQU     (AX)(CX*1), Y8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       Y8, Y4, Y7
+	VPAND       Y9, Y4, Y9
+	VMOVSD      (BX)(SI*1), X6
+	VPERMPS     Y6, Y15, Y6
+	VPMADDUBSW  (R8), Y7, Y12
+	VPMADDUBSW  64(R8), Y9, Y10
+	VPADDW      Y10, Y12, Y12
+	VPMADDWD    Y5, Y12, Y12
+	VPADDD      192(R8), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      128(R8), Y6, Y13
+	VFMADD231PS Y12, Y13, Y1
 	VMOVDQU     (AX)(CX*2), Y14
-	VPSRLW      $0x04, Y14, Y7
-	VPAND       Y14, Y0, Y8
-	VPAND       Y7, Y0, Y7
+	VPSRLW      $0x04, Y14, Y8
+	VPAND       Y14, Y4, Y11
+	VPAND       Y8, Y4, Y8
 	VMOVSD      (BX)(SI*2), X10
-	VPERMPS     Y10, Y1, Y10
-	VPMADDUBSW  (R9), Y8, Y11
-	VPMADDUBSW  64(R9), Y7, Y12
-	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y10, Y13
-	VFMADD231PS Y11, Y13, Y5
+	VPERMPS     Y10, Y15, Y10
+	VPMADDUBSW  (R8), Y11, Y12
+	VPMADDUBSW  64(R8), Y8, Y13
+	VPADDW      Y13, Y12, Y12
+	VPMADDWD    Y5, Y12, Y12
+	VPADDD      192(R8), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      128(R8), Y10, Y7
+	VFMADD231PS Y12, Y7, Y2
 	VMOVDQU     (AX)(DX*1), Y9
 	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y15
-	VPAND       Y14, Y0, Y14
-	VMOVSD      (BX)(DI*1), X12
-	VPERMPS     Y12, Y1, Y12
-	VPMADDUBSW  (R9), Y15, Y11
-	VPMADDUBSW  64(R9), Y14, Y13
-	VPADDW      Y13, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y12, Y8
-	VFMADD231PS Y11, Y8, Y6
+	VPAND       Y9, Y4, Y6
+	VPAND       Y14, Y4, Y14
+	VMOVSD      (BX)(DI*1), X13
+	VPERMPS     Y13, Y15, Y13
+	VPMADDUBSW  (R8), Y6, Y12
+	VPMADDUBSW  64(R8), Y14, Y7
+	VPADDW      Y7, Y12, Y12
+	VPMADDWD    Y5, Y12, Y12
+	VPADDD      192(R8), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      128(R8), Y13, Y11
+	VFMADD231PS Y12, Y11, Y3
 
 tail1:
-	TESTQ       $0x00000001, R8
+	TESTQ       $0x00000001, R9
 	JZ          reduce
-	CMPQ        R8, $0x01
+	CMPQ        R9, $0x01
 	JE          tail1at0
-	VMOVDQU     32(AX), X7
-	VPSRLW      $0x04, Y7, Y9
-	VPAND       Y7, Y0, Y10
-	VPAND       Y9, Y0, Y9
-	VMOVSS      8(BX), X13
-	VPERMPS     Y13, Y1, Y13
-	VPMADDUBSW  32(R9), Y10, Y11
-	VPMADDUBSW  96(R9), Y9, Y8
-	VPADDW      Y8, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9), Y13, Y15
-	VFMADD231PS Y11, Y15, Y3
+	VMOVDQU     32(AX), X8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       Y8, Y4, Y10
+	VPAND       Y9, Y4, Y9
+	VMOVSS      8(BX), X7
+	VPERMPS     Y7, Y15, Y7
+	VPMADDUBSW  32(R8), Y10, Y12
+	VPMADDUBSW  96(R8), Y9, Y11
+	VPADDW      Y11, Y12, Y12
+	VPMADDWD    Y5, Y12, Y12
+	VPADDD      224(R8), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      160(R8), Y7, Y6
+	VFMADD231PS Y12, Y6, Y0
 	VMOVDQU     32(AX)(CX*1), X14
-	VPSRLW      $0x04, Y14, Y7
-	VPAND       Y14, Y0, Y12
-	VPAND       Y7, Y0, Y7
-	VMOVSS      8(BX)(SI*1), X8
-	VPERMPS     Y8, Y1, Y8
-	VPMADDUBSW  32(R9), Y12, Y11
-	VPMADDUBSW  96(R9), Y7, Y15
-	VPADDW      Y15, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9), Y8, Y10
-	VFMADD231PS Y11, Y10, Y4
+	VPSRLW      $0x04, Y14, Y8
+	VPAND       Y14, Y4, Y13
+	VPAND       Y8, Y4, Y8
+	VMOVSS      8(BX)(SI*1), X11
+	VPERMPS     Y11, Y15, Y11
+	VPMADDUBSW  32(R8), Y13, Y12
+	VPMADDUBSW  96(R8), Y8, Y6
+	VPADDW      Y6, Y12, Y12
+	VPMADDWD    Y5, Y12, Y12
+	VPADDD      224(R8), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      160(R8), Y11, Y10
+	VFMADD231PS Y12, Y10, Y1
 	VMOVDQU     32(AX)(CX*2), X9
 	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	VMOVSS      8(BX)(SI*2), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  32(R9), Y13, Y11
-	VPMADDUBSW  96(R9), Y14, Y10
-	VPADDW      Y10, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9), Y15, Y12
-	VFMADD231PS Y11, Y12, Y5
-	VMOVDQU     32(AX)(DX*1), X7
-	VPSRLW      $0x04, Y7, Y9
-	VPAND       Y7, Y0, Y8
-	VPAND       Y9, Y0, Y9
+	VPAND       Y9, Y4, Y7
+	VPAND       Y14, Y4, Y14
+	VMOVSS      8(BX)(SI*2), X6
+	VPERMPS     Y6, Y15, Y6
+	VPMADDUBSW  32(R8), Y7, Y12
+	VPMADDUBSW  96(R8), Y14, Y10
+	VPADDW      Y10, Y12, Y12
+	VPMADDWD    Y5, Y12, Y12
+	VPADDD      224(R8), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      160(R8), Y6, Y13
+	VFMADD231PS Y12, Y13, Y2
+	VMOVDQU     32(AX)(DX*1), X8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       Y8, Y4, Y11
+	VPAND       Y9, Y4, Y9
 	VMOVSS      8(BX)(DI*1), X10
-	VPERMPS     Y10, Y1, Y10
-	VPMADDUBSW  32(R9), Y8, Y11
-	VPMADDUBSW  96(R9), Y9, Y12
-	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9), Y10, Y13
-	VFMADD231PS Y11, Y13, Y6
+	VPERMPS     Y10, Y15, Y10
+	VPMADDUBSW  32(R8), Y11, Y12
+	VPMADDUBSW  96(R8), Y9, Y13
+	VPADDW      Y13, Y12, Y12
+	VPMADDWD    Y5, Y12, Y12
+	VPADDD      224(R8), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      160(R8), Y10, Y7
+	VFMADD231PS Y12, Y7, Y3
 	JMP         reduce
 
 tail1at0:
 	VMOVDQU     (AX), X14
-	VPSRLW      $0x04, Y14, Y7
-	VPAND       Y14, Y0, Y15
-	VPAND       Y7, Y0, Y7
-	VMOVSS      (BX), X12
-	VPERMPS     Y12, Y1, Y12
-	VPMADDUBSW  (R9), Y15, Y11
-	VPMADDUBSW  64(R9), Y7, Y13
-	VPADDW      Y13, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y12, Y8
-	VFMADD231PS Y11, Y8, Y3
+	VPSRLW      $0x04, Y14, Y8
+	VPAND       Y14, Y4, Y6
+	VPAND       Y8, Y4, Y8
+	VMOVSS      (BX), X13
+	VPERMPS     Y13, Y15, Y13
+	VPMADDUBSW  (R8), Y6, Y12
+	VPMADDUBSW  64(R8), Y8, Y7
+	VPADDW      Y7, Y12, Y12
+	VPMADDWD    Y5, Y12, Y12
+	VPADDD      192(R8), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      128(R8), Y13, Y11
+	VFMADD231PS Y12, Y11, Y0
 	VMOVDQU     (AX)(CX*1), X9
 	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y10
-	VPAND       Y14, Y0, Y14
-	VMOVSS      (BX)(SI*1), X13
-	VPERMPS     Y13, Y1, Y13
-	VPMADDUBSW  (R9), Y10, Y11
-	VPMADDUBSW  64(R9), Y14, Y8
-	VPADDW      Y8, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y13, Y15
-	VFMADD231PS Y11, Y15, Y4
-	VMOVDQU     (AX)(CX*2), X7
-	VPSRLW      $0x04, Y7, Y9
-	VPAND       Y7, Y0, Y12
-	VPAND       Y9, Y0, Y9
-	VMOVSS      (BX)(SI*2), X8
-	VPERMPS     Y8, Y1, Y8
-	VPMADDUBSW  (R9), Y12, Y11
-	VPMADDUBSW  64(R9), Y9, Y15
-	VPADDW      Y15, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y8, Y10
-	VFMADD231PS Y11, Y10, Y5
+	VPAND       Y9, Y4, Y10
+	VPAND       Y14, Y4, Y14
+	VMOVSS      (BX)(SI*1), X7
+	VPERMPS     Y7, Y15, Y7
+	VPMADDUBSW  (R8), Y10, Y12
+	VPMADDUBSW  64(R8), Y14, Y11
+	VPADDW      Y11, Y12, Y12
+	VPMADDWD    Y5, Y12, Y12
+	VPADDD      192(R8), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      128(R8), Y7, Y6
+	VFMADD231PS Y12, Y6, Y1
+	VMOVDQU     (AX)(CX*2), X8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       Y8, Y4, Y13
+	VPAND       Y9, Y4, Y9
+	VMOVSS      (BX)(SI*2), X11
+	VPERMPS     Y11, Y15, Y11
+	VPMADDUBSW  (R8), Y13, Y12
+	VPMADDUBSW  64(R8), Y9, Y6
+	VPADDW      Y6, Y12, Y12
+	VPMADDWD    Y5, Y12, Y12
+	VPADDD      192(R8), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      128(R8), Y11, Y10
+	VFMADD231PS Y12, Y10, Y2
 	VMOVDQU     (AX)(DX*1), X14
-	VPSRLW      $0x04, Y14, Y7
-	VPAND       Y14, Y0, Y13
-	VPAND       Y7, Y0, Y7
-	VMOVSS      (BX)(DI*1), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  (R9), Y13, Y11
-	VPMADDUBSW  64(R9), Y7, Y10
-	VPADDW      Y10, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y15, Y12
-	VFMADD231PS Y11, Y12, Y6
+	VPSRLW      $0x04, Y14, Y8
+	VPAND       Y14, Y4, Y7
+	VPAND       Y8, Y4, Y8
+	VMOVSS      (BX)(DI*1), X6
+	VPERMPS     Y6, Y15, Y6
+	VPMADDUBSW  (R8), Y7, Y12
+	VPMADDUBSW  64(R8), Y8, Y10
+	VPADDW      Y10, Y12, Y12
+	VPMADDWD    Y5, Y12, Y12
+	VPADDD      192(R8), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      128(R8), Y6, Y13
+	VFMADD231PS Y12, Y13, Y3
 
 reduce:
 	MOVQ         dst+64(FP), AX
 	MOVQ         ldd+72(FP), CX
 	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y3, X9
-	VADDPS       X9, X3, X9
-	VPERMILPS    $0x4e, X9, X8
-	VADDPS       X8, X9, X9
-	VPERMILPS    $0xb1, X9, X8
-	VADDSS       X8, X9, X9
+	VEXTRACTF128 $0x01, Y0, X9
+	VADDPS       X9, X0, X9
+	VPERMILPS    $0x4e, X9, X11
+	VADDPS       X11, X9, X9
+	VPERMILPS    $0xb1, X9, X11
+	VADDSS       X11, X9, X9
 	VMOVSS       X9, (AX)
-	VEXTRACTF128 $0x01, Y4, X14
-	VADDPS       X14, X4, X14
+	VEXTRACTF128 $0x01, Y1, X14
+	VADDPS       X14, X1, X14
 	VPERMILPS    $0x4e, X14, X10
 	VADDPS       X10, X14, X14
 	VPERMILPS    $0xb1, X14, X10
 	VADDSS       X10, X14, X14
 	VMOVSS       X14, 4(AX)
-	VEXTRACTF128 $0x01, Y5, X11
-	VADDPS       X11, X5, X11
-	VPERMILPS    $0x4e, X11, X12
-	VADDPS       X12, X11, X11
-	VPERMILPS    $0xb1, X11, X12
-	VADDSS       X12, X11, X11
-	VMOVSS       X11, 8(AX)
-	VEXTRACTF128 $0x01, Y6, X13
-	VADDPS       X13, X6, X13
-	VPERMILPS    $0x4e, X13, X7
-	VADDPS       X7, X13, X13
-	VPERMILPS    $0xb1, X13, X7
-	VADDSS       X7, X13, X13
-	VMOVSS       X13, 12(AX)
-	VZEROUPPER
-	RET
-
-// func q4Avx2Scales5x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
-TEXT ·q4Avx2Scales5x1(SB), NOSPLIT, $0-88
-	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	LEAQ         (CX)(CX*2), DX
-	LEAQ         (AX)(CX*4), BX
-	MOVQ         sc+16(FP), SI
-	MOVQ         scstr+24(FP), DI
-	LEAQ         (DI)(DI*2), R8
-	LEAQ         (SI)(DI*4), R9
-	MOVQ         ng+32(FP), R10
-	MOVQ         x+48(FP), R11
-	MOVL         $0x0f0f0f0f, R12
-	VPBROADCASTD R12, Y0
-	VMOVDQU      q4perm<>+0(SB), Y1
-	MOVL         $0x00010001, R12
-	VPBROADCASTD R12, Y2
-	VXORPS       Y3, Y3, Y3
-	VXORPS       Y4, Y4, Y4
-	VXORPS       Y5, Y5, Y5
-	VXORPS       Y6, Y6, Y6
-	VXORPS       Y7, Y7, Y7
-
-loop:
-	TESTQ       R10, R10
-	JZ          tail
-	VMOVDQU     (AX), Y8
-	VPSRLW      $0x04, Y8, Y10
-	VPAND       Y8, Y0, Y9
-	VPAND       Y10, Y0, Y10
-	VMOVSD      (SI), X11
-	VPERMPS     Y11, Y1, Y11
-	VPMADDUBSW  (R11), Y9, Y12
-	VPMADDUBSW  64(R11), Y10, Y13
-	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      192(R11), Y12, Y12
-	VCVTDQ2PS   Y12, Y12
-	VMULPS      128(R11), Y11, Y14
-	VFMADD231PS Y12, Y14, Y3
-	VMOVDQU     (AX)(CX*1), Y15
-	VPSRLW      $0x04, Y15, Y13
-	VPAND       Y15, Y0, Y8
-	VPAND       Y13, Y0, Y13
-	VMOVSD      (SI)(DI*1), X12
-	VPERMPS     Y12, Y1, Y12
-	VPMADDUBSW  (R11), Y8, Y14
-	VPMADDUBSW  64(R11), Y13, Y9
-	VPADDW      Y9, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      192(R11), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      128(R11), Y12, Y10
-	VFMADD231PS Y14, Y10, Y4
-	VMOVDQU     (AX)(CX*2), Y11
-	VPSRLW      $0x04, Y11, Y9
-	VPAND       Y11, Y0, Y15
-	VPAND       Y9, Y0, Y9
-	VMOVSD      (SI)(DI*2), X14
-	VPERMPS     Y14, Y1, Y14
-	VPMADDUBSW  (R11), Y15, Y10
-	VPMADDUBSW  64(R11), Y9, Y8
-	VPADDW      Y8, Y10, Y10
-	VPMADDWD    Y2, Y10, Y10
-	VPADDD      192(R11), Y10, Y10
-	VCVTDQ2PS   Y10, Y10
-	VMULPS      128(R11), Y14, Y13
-	VFMADD231PS Y10, Y13, Y5
-	VMOVDQU     (AX)(DX*1), Y12
-	VPSRLW      $0x04, Y12, Y8
-	VPAND       Y12, Y0, Y11
-	VPAND       Y8, Y0, Y8
-	VMOVSD      (SI)(R8*1), X10
-	VPERMPS     Y10, Y1, Y10
-	VPMADDUBSW  (R11), Y11, Y13
-	VPMADDUBSW  64(R11), Y8, Y15
-	VPADDW      Y15, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      192(R11), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      128(R11), Y10, Y9
-	VFMADD231PS Y13, Y9, Y6
-	VMOVDQU     (BX), Y14
-	VPSRLW      $0x04, Y14, Y15
-	VPAND       Y14, Y0, Y12
-	VPAND       Y15, Y0, Y15
-	VMOVSD      (R9), X13
-	VPERMPS     Y13, Y1, Y13
-	VPMADDUBSW  (R11), Y12, Y9
-	VPMADDUBSW  64(R11), Y15, Y11
-	VPADDW      Y11, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      192(R11), Y9, Y9
-	VCVTDQ2PS   Y9, Y9
-	VMULPS      128(R11), Y13, Y8
-	VFMADD231PS Y9, Y8, Y7
-	VMOVDQU     32(AX), Y10
-	VPSRLW      $0x04, Y10, Y11
-	VPAND       Y10, Y0, Y14
-	VPAND       Y11, Y0, Y11
-	VMOVSD      8(SI), X9
-	VPERMPS     Y9, Y1, Y9
-	VPMADDUBSW  32(R11), Y14, Y8
-	VPMADDUBSW  96(R11), Y11, Y12
-	VPADDW      Y12, Y8, Y8
-	VPMADDWD    Y2, Y8, Y8
-	VPADDD      224(R11), Y8, Y8
-	VCVTDQ2PS   Y8, Y8
-	VMULPS      160(R11), Y9, Y15
-	VFMADD231PS Y8, Y15, Y3
-	VMOVDQU     32(AX)(CX*1), Y13
-	VPSRLW      $0x04, Y13, Y12
-	VPAND       Y13, Y0, Y10
-	VPAND       Y12, Y0, Y12
-	VMOVSD      8(SI)(DI*1), X8
-	VPERMPS     Y8, Y1, Y8
-	VPMADDUBSW  32(R11), Y10, Y15
-	VPMADDUBSW  96(R11), Y12, Y14
-	VPADDW      Y14, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      224(R11), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      160(R11), Y8, Y11
-	VFMADD231PS Y15, Y11, Y4
-	VMOVDQU     32(AX)(CX*2), Y9
-	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	VMOVSD      8(SI)(DI*2), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  32(R11), Y13, Y11
-	VPMADDUBSW  96(R11), Y14, Y10
-	VPADDW      Y10, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R11), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R11), Y15, Y12
-	VFMADD231PS Y11, Y12, Y5
-	VMOVDQU     32(AX)(DX*1), Y8
-	VPSRLW      $0x04, Y8, Y10
-	VPAND       Y8, Y0, Y9
-	VPAND       Y10, Y0, Y10
-	VMOVSD      8(SI)(R8*1), X11
-	VPERMPS     Y11, Y1, Y11
-	VPMADDUBSW  32(R11), Y9, Y12
-	VPMADDUBSW  96(R11), Y10, Y13
-	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      224(R11), Y12, Y12
-	VCVTDQ2PS   Y12, Y12
-	VMULPS      160(R11), Y11, Y14
-	VFMADD231PS Y12, Y14, Y6
-	VMOVDQU     32(BX), Y15
-	VPSRLW      $0x04, Y15, Y13
-	VPAND       Y15, Y0, Y8
-	VPAND       Y13, Y0, Y13
-	VMOVSD      8(R9), X12
-	VPERMPS     Y12, Y1, Y12
-	VPMADDUBSW  32(R11), Y8, Y14
-	VPMADDUBSW  96(R11), Y13, Y9
-	VPADDW      Y9, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      224(R11), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      160(R11), Y12, Y10
-	VFMADD231PS Y14, Y10, Y7
-	ADDQ        $0x00000040, AX
-	ADDQ        $0x00000040, BX
-	ADDQ        $0x00000010, SI
-	ADDQ        $0x00000010, R9
-	ADDQ        $0x00000100, R11
-	DECQ        R10
-	JMP         loop
-
-tail:
-	MOVQ        tail+40(FP), R10
-	CMPQ        R10, $0x02
-	JB          tail1
-	VMOVDQU     (AX), Y11
-	VPSRLW      $0x04, Y11, Y9
-	VPAND       Y11, Y0, Y15
-	VPAND       Y9, Y0, Y9
-	VMOVSD      (SI), X14
-	VPERMPS     Y14, Y1, Y14
-	VPMADDUBSW  (R11), Y15, Y10
-	VPMADDUBSW  64(R11), Y9, Y8
-	VPADDW      Y8, Y10, Y10
-	VPMADDWD    Y2, Y10, Y10
-	VPADDD      192(R11), Y10, Y10
-	VCVTDQ2PS   Y10, Y10
-	VMULPS      128(R11), Y14, Y13
-	VFMADD231PS Y10, Y13, Y3
-	VMOVDQU     (AX)(CX*1), Y12
-	VPSRLW      $0x04, Y12, Y8
-	VPAND       Y12, Y0, Y11
-	VPAND       Y8, Y0, Y8
-	VMOVSD      (SI)(DI*1), X10
-	VPERMPS     Y10, Y1, Y10
-	VPMADDUBSW  (R11), Y11, Y13
-	VPMADDUBSW  64(R11), Y8, Y15
-	VPADDW      Y15, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      192(R11), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      128(R11), Y10, Y9
-	VFMADD231PS Y13, Y9, Y4
-	VMOVDQU     (AX)(CX*2), Y14
-	VPSRLW      $0x04, Y14, Y15
-	VPAND       Y14, Y0, Y12
-	VPAND       Y15, Y0, Y15
-	VMOVSD      (SI)(DI*2), X13
-	VPERMPS     Y13, Y1, Y13
-	VPMADDUBSW  (R11), Y12, Y9
-	VPMADDUBSW  64(R11), Y15, Y11
-	VPADDW      Y11, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      192(R11), Y9, Y9
-	VCVTDQ2PS   Y9, Y9
-	VMULPS      128(R11), Y13, Y8
-	VFMADD231PS Y9, Y8, Y5
-	VMOVDQU     (AX)(DX*1), Y10
-	VPSRLW      $0x04, Y10, Y11
-	VPAND       Y10, Y0, Y14
-	VPAND       Y11, Y0, Y11
-	VMOVSD      (SI)(R8*1), X9
-	VPERMPS     Y9, Y1, Y9
-	VPMADDUBSW  (R11), Y14, Y8
-	VPMADDUBSW  64(R11), Y11, Y12
-	VPADDW      Y12, Y8, Y8
-	VPMADDWD    Y2, Y8, Y8
-	VPADDD      192(R11), Y8, Y8
-	VCVTDQ2PS   Y8, Y8
-	VMULPS      128(R11), Y9, Y15
-	VFMADD231PS Y8, Y15, Y6
-	VMOVDQU     (BX), Y13
-	VPSRLW      $0x04, Y13, Y12
-	VPAND       Y13, Y0, Y10
-	VPAND       Y12, Y0, Y12
-	VMOVSD      (R9), X8
-	VPERMPS     Y8, Y1, Y8
-	VPMADDUBSW  (R11), Y10, Y15
-	VPMADDUBSW  64(R11), Y12, Y14
-	VPADDW      Y14, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(R11), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(R11), Y8, Y11
-	VFMADD231PS Y15, Y11, Y7
-
-tail1:
-	TESTQ       $0x00000001, R10
-	JZ          reduce
-	CMPQ        R10, $0x01
-	JE          tail1at0
-	VMOVDQU     32(AX), X9
-	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	VMOVSS      8(SI), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  32(R11), Y13, Y11
-	VPMADDUBSW  96(R11), Y14, Y10
-	VPADDW      Y10, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R11), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R11), Y15, Y12
-	VFMADD231PS Y11, Y12, Y3
-	VMOVDQU     32(AX)(CX*1), X8
-	VPSRLW      $0x04, Y8, Y10
-	VPAND       Y8, Y0, Y9
-	VPAND       Y10, Y0, Y10
-	VMOVSS      8(SI)(DI*1), X11
-	VPERMPS     Y11, Y1, Y11
-	VPMADDUBSW  32(R11), Y9, Y12
-	VPMADDUBSW  96(R11), Y10, Y13
-	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      224(R11), Y12, Y12
-	VCVTDQ2PS   Y12, Y12
-	VMULPS      160(R11), Y11, Y14
-	VFMADD231PS Y12, Y14, Y4
-	VMOVDQU     32(AX)(CX*2), X15
-	VPSRLW      $0x04, Y15, Y13
-	VPAND       Y15, Y0, Y8
-	VPAND       Y13, Y0, Y13
-	VMOVSS      8(SI)(DI*2), X12
-	VPERMPS     Y12, Y1, Y12
-	VPMADDUBSW  32(R11), Y8, Y14
-	VPMADDUBSW  96(R11), Y13, Y9
-	VPADDW      Y9, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      224(R11), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      160(R11), Y12, Y10
-	VFMADD231PS Y14, Y10, Y5
-	VMOVDQU     32(AX)(DX*1), X11
-	VPSRLW      $0x04, Y11, Y9
-	VPAND       Y11, Y0, Y15
-	VPAND       Y9, Y0, Y9
-	VMOVSS      8(SI)(R8*1), X14
-	VPERMPS     Y14, Y1, Y14
-	VPMADDUBSW  32(R11), Y15, Y10
-	VPMADDUBSW  96(R11), Y9, Y8
-	VPADDW      Y8, Y10, Y10
-	VPMADDWD    Y2, Y10, Y10
-	VPADDD      224(R11), Y10, Y10
-	VCVTDQ2PS   Y10, Y10
-	VMULPS      160(R11), Y14, Y13
-	VFMADD231PS Y10, Y13, Y6
-	VMOVDQU     32(BX), X12
-	VPSRLW      $0x04, Y12, Y8
-	VPAND       Y12, Y0, Y11
-	VPAND       Y8, Y0, Y8
-	VMOVSS      8(R9), X10
-	VPERMPS     Y10, Y1, Y10
-	VPMADDUBSW  32(R11), Y11, Y13
-	VPMADDUBSW  96(R11), Y8, Y15
-	VPADDW      Y15, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      224(R11), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      160(R11), Y10, Y9
-	VFMADD231PS Y13, Y9, Y7
-	JMP         reduce
-
-tail1at0:
-	VMOVDQU     (AX), X14
-	VPSRLW      $0x04, Y14, Y15
-	VPAND       Y14, Y0, Y12
-	VPAND       Y15, Y0, Y15
-	VMOVSS      (SI), X13
-	VPERMPS     Y13, Y1, Y13
-	VPMADDUBSW  (R11), Y12, Y9
-	VPMADDUBSW  64(R11), Y15, Y11
-	VPADDW      Y11, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      192(R11), Y9, Y9
-	VCVTDQ2PS   Y9, Y9
-	VMULPS      128(R11), Y13, Y8
-	VFMADD231PS Y9, Y8, Y3
-	VMOVDQU     (AX)(CX*1), X10
-	VPSRLW      $0x04, Y10, Y11
-	VPAND       Y10, Y0, Y14
-	VPAND       Y11, Y0, Y11
-	VMOVSS      (SI)(DI*1), X9
-	VPERMPS     Y9, Y1, Y9
-	VPMADDUBSW  (R11), Y14, Y8
-	VPMADDUBSW  64(R11), Y11, Y12
-	VPADDW      Y12, Y8, Y8
-	VPMADDWD    Y2, Y8, Y8
-	VPADDD      192(R11), Y8, Y8
-	VCVTDQ2PS   Y8, Y8
-	VMULPS      128(R11), Y9, Y15
-	VFMADD231PS Y8, Y15, Y4
-	VMOVDQU     (AX)(CX*2), X13
-	VPSRLW      $0x04, Y13, Y12
-	VPAND       Y13, Y0, Y10
-	VPAND       Y12, Y0, Y12
-	VMOVSS      (SI)(DI*2), X8
-	VPERMPS     Y8, Y1, Y8
-	VPMADDUBSW  (R11), Y10, Y15
-	VPMADDUBSW  64(R11), Y12, Y14
-	VPADDW      Y14, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(R11), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(R11), Y8, Y11
-	VFMADD231PS Y15, Y11, Y5
-	VMOVDQU     (AX)(DX*1), X9
-	VPSRLW      $0x04, Y9, Y14
-	VPAND       Y9, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	VMOVSS      (SI)(R8*1), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  (R11), Y13, Y11
-	VPMADDUBSW  64(R11), Y14, Y10
-	VPADDW      Y10, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R11), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R11), Y15, Y12
-	VFMADD231PS Y11, Y12, Y6
-	VMOVDQU     (BX), X8
-	VPSRLW      $0x04, Y8, Y10
-	VPAND       Y8, Y0, Y9
-	VPAND       Y10, Y0, Y10
-	VMOVSS      (R9), X11
-	VPERMPS     Y11, Y1, Y11
-	VPMADDUBSW  (R11), Y9, Y12
-	VPMADDUBSW  64(R11), Y10, Y13
-	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      192(R11), Y12, Y12
-	VCVTDQ2PS   Y12, Y12
-	VMULPS      128(R11), Y11, Y14
-	VFMADD231PS Y12, Y14, Y7
-
-reduce:
-	MOVQ         dst+64(FP), AX
-	MOVQ         ldd+72(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y3, X15
-	VADDPS       X15, X3, X15
-	VPERMILPS    $0x4e, X15, X8
-	VADDPS       X8, X15, X15
-	VPERMILPS    $0xb1, X15, X8
-	VADDSS       X8, X15, X15
-	VMOVSS       X15, (AX)
-	VEXTRACTF128 $0x01, Y4, X13
-	VADDPS       X13, X4, X13
-	VPERMILPS    $0x4e, X13, X12
-	VADDPS       X12, X13, X13
-	VPERMILPS    $0xb1, X13, X12
-	VADDSS       X12, X13, X13
-	VMOVSS       X13, 4(AX)
-	VEXTRACTF128 $0x01, Y5, X14
-	VADDPS       X14, X5, X14
-	VPERMILPS    $0x4e, X14, X9
-	VADDPS       X9, X14, X14
-	VPERMILPS    $0xb1, X14, X9
-	VADDSS       X9, X14, X14
-	VMOVSS       X14, 8(AX)
-	VEXTRACTF128 $0x01, Y6, X10
-	VADDPS       X10, X6, X10
-	VPERMILPS    $0x4e, X10, X11
-	VADDPS       X11, X10, X10
-	VPERMILPS    $0xb1, X10, X11
-	VADDSS       X11, X10, X10
-	VMOVSS       X10, 12(AX)
-	VEXTRACTF128 $0x01, Y7, X0
-	VADDPS       X0, X7, X0
-	VPERMILPS    $0x4e, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VADDSS       X1, X0, X0
-	VMOVSS       X0, 16(AX)
-	VZEROUPPER
-	RET
-
-// func q4Avx2Scales1x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
-TEXT ·q4Avx2Scales1x2(SB), NOSPLIT, $0-88
-	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	MOVQ         sc+16(FP), CX
-	MOVQ         scstr+24(FP), DX
-	MOVQ         ng+32(FP), DX
-	MOVQ         x+48(FP), BX
-	MOVQ         xs+56(FP), SI
-	MOVL         $0x0f0f0f0f, DI
-	VPBROADCASTD DI, Y0
-	VMOVDQU      q4perm<>+0(SB), Y1
-	MOVL         $0x00010001, DI
-	VPBROADCASTD DI, Y2
-	VXORPS       Y3, Y3, Y3
-	VXORPS       Y4, Y4, Y4
-
-loop:
-	TESTQ       DX, DX
-	JZ          tail
-	VMOVDQU     (AX), Y5
-	VPSRLW      $0x04, Y5, Y7
-	VPAND       Y5, Y0, Y6
-	VPAND       Y7, Y0, Y7
-	VMOVSD      (CX), X8
-	VPERMPS     Y8, Y1, Y8
-	VPMADDUBSW  (BX), Y6, Y9
-	VPMADDUBSW  64(BX), Y7, Y10
-	VPADDW      Y10, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      192(BX), Y9, Y9
-	VCVTDQ2PS   Y9, Y9
-	VMULPS      128(BX), Y8, Y11
-	VFMADD231PS Y9, Y11, Y3
-	VPMADDUBSW  (BX)(SI*1), Y6, Y12
-	VPMADDUBSW  64(BX)(SI*1), Y7, Y13
-	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      192(BX)(SI*1), Y12, Y12
-	VCVTDQ2PS   Y12, Y12
-	VMULPS      128(BX)(SI*1), Y8, Y14
-	VFMADD231PS Y12, Y14, Y4
-	VMOVDQU     32(AX), Y15
-	VPSRLW      $0x04, Y15, Y10
-	VPAND       Y15, Y0, Y5
-	VPAND       Y10, Y0, Y10
-	VMOVSD      8(CX), X9
-	VPERMPS     Y9, Y1, Y9
-	VPMADDUBSW  32(BX), Y5, Y11
-	VPMADDUBSW  96(BX), Y10, Y13
-	VPADDW      Y13, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(BX), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(BX), Y9, Y12
-	VFMADD231PS Y11, Y12, Y3
-	VPMADDUBSW  32(BX)(SI*1), Y5, Y14
-	VPMADDUBSW  96(BX)(SI*1), Y10, Y6
-	VPADDW      Y6, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      224(BX)(SI*1), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      160(BX)(SI*1), Y9, Y7
-	VFMADD231PS Y14, Y7, Y4
-	ADDQ        $0x00000040, AX
-	ADDQ        $0x00000010, CX
-	ADDQ        $0x00000100, BX
-	DECQ        DX
-	JMP         loop
-
-tail:
-	MOVQ        tail+40(FP), DX
-	CMPQ        DX, $0x02
-	JB          tail1
-	VMOVDQU     (AX), Y8
-	VPSRLW      $0x04, Y8, Y13
-	VPAND       Y8, Y0, Y15
-	VPAND       Y13, Y0, Y13
-	VMOVSD      (CX), X11
-	VPERMPS     Y11, Y1, Y11
-	VPMADDUBSW  (BX), Y15, Y12
-	VPMADDUBSW  64(BX), Y13, Y6
-	VPADDW      Y6, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      192(BX), Y12, Y12
-	VCVTDQ2PS   Y12, Y12
-	VMULPS      128(BX), Y11, Y14
-	VFMADD231PS Y12, Y14, Y3
-	VPMADDUBSW  (BX)(SI*1), Y15, Y7
-	VPMADDUBSW  64(BX)(SI*1), Y13, Y5
-	VPADDW      Y5, Y7, Y7
-	VPMADDWD    Y2, Y7, Y7
-	VPADDD      192(BX)(SI*1), Y7, Y7
-	VCVTDQ2PS   Y7, Y7
-	VMULPS      128(BX)(SI*1), Y11, Y10
-	VFMADD231PS Y7, Y10, Y4
-
-tail1:
-	TESTQ       $0x00000001, DX
-	JZ          reduce
-	CMPQ        DX, $0x01
-	JE          tail1at0
-	VMOVDQU     32(AX), X9
-	VPSRLW      $0x04, Y9, Y6
-	VPAND       Y9, Y0, Y8
-	VPAND       Y6, Y0, Y6
-	VMOVSS      8(CX), X12
-	VPERMPS     Y12, Y1, Y12
-	VPMADDUBSW  32(BX), Y8, Y14
-	VPMADDUBSW  96(BX), Y6, Y5
-	VPADDW      Y5, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      224(BX), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      160(BX), Y12, Y7
-	VFMADD231PS Y14, Y7, Y3
-	VPMADDUBSW  32(BX)(SI*1), Y8, Y10
-	VPMADDUBSW  96(BX)(SI*1), Y6, Y15
-	VPADDW      Y15, Y10, Y10
-	VPMADDWD    Y2, Y10, Y10
-	VPADDD      224(BX)(SI*1), Y10, Y10
-	VCVTDQ2PS   Y10, Y10
-	VMULPS      160(BX)(SI*1), Y12, Y13
-	VFMADD231PS Y10, Y13, Y4
-	JMP         reduce
-
-tail1at0:
-	VMOVDQU     (AX), X11
-	VPSRLW      $0x04, Y11, Y5
-	VPAND       Y11, Y0, Y9
-	VPAND       Y5, Y0, Y5
-	VMOVSS      (CX), X14
-	VPERMPS     Y14, Y1, Y14
-	VPMADDUBSW  (BX), Y9, Y7
-	VPMADDUBSW  64(BX), Y5, Y15
-	VPADDW      Y15, Y7, Y7
-	VPMADDWD    Y2, Y7, Y7
-	VPADDD      192(BX), Y7, Y7
-	VCVTDQ2PS   Y7, Y7
-	VMULPS      128(BX), Y14, Y10
-	VFMADD231PS Y7, Y10, Y3
-	VPMADDUBSW  (BX)(SI*1), Y9, Y13
-	VPMADDUBSW  64(BX)(SI*1), Y5, Y8
-	VPADDW      Y8, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      192(BX)(SI*1), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      128(BX)(SI*1), Y14, Y6
-	VFMADD231PS Y13, Y6, Y4
-
-reduce:
-	MOVQ         dst+64(FP), AX
-	MOVQ         ldd+72(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y3, X12
-	VADDPS       X12, X3, X12
-	VPERMILPS    $0x4e, X12, X11
-	VADDPS       X11, X12, X12
-	VPERMILPS    $0xb1, X12, X11
-	VADDSS       X11, X12, X12
-	VMOVSS       X12, (AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y4, X15
-	VADDPS       X15, X4, X15
-	VPERMILPS    $0x4e, X15, X7
-	VADDPS       X7, X15, X15
-	VPERMILPS    $0xb1, X15, X7
-	VADDSS       X7, X15, X15
-	VMOVSS       X15, (AX)
-	VZEROUPPER
-	RET
-
-// func q4Avx2Scales2x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
-TEXT ·q4Avx2Scales2x2(SB), NOSPLIT, $0-88
-	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	MOVQ         sc+16(FP), DX
-	MOVQ         scstr+24(FP), BX
-	MOVQ         ng+32(FP), SI
-	MOVQ         x+48(FP), DI
-	MOVQ         xs+56(FP), R8
-	MOVL         $0x0f0f0f0f, R9
-	VPBROADCASTD R9, Y0
-	VMOVDQU      q4perm<>+0(SB), Y1
-	MOVL         $0x00010001, R9
-	VPBROADCASTD R9, Y2
-	VXORPS       Y3, Y3, Y3
-	VXORPS       Y4, Y4, Y4
-	VXORPS       Y5, Y5, Y5
-	VXORPS       Y6, Y6, Y6
-
-loop:
-	TESTQ       SI, SI
-	JZ          tail
-	VMOVDQU     (AX), Y7
-	VPSRLW      $0x04, Y7, Y9
-	VPAND       Y7, Y0, Y8
-	VPAND       Y9, Y0, Y9
-	VMOVSD      (DX), X10
-	VPERMPS     Y10, Y1, Y10
-	VPMADDUBSW  (DI), Y8, Y11
-	VPMADDUBSW  64(DI), Y9, Y12
-	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(DI), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(DI), Y10, Y13
-	VFMADD231PS Y11, Y13, Y3
-	VPMADDUBSW  (DI)(R8*1), Y8, Y14
-	VPMADDUBSW  64(DI)(R8*1), Y9, Y15
-	VPADDW      Y15, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      192(DI)(R8*1), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      128(DI)(R8*1), Y10, Y7
-	VFMADD231PS Y14, Y7, Y4
-	VMOVDQU     (AX)(CX*1), Y12
-	VPSRLW      $0x04, Y12, Y13
-	VPAND       Y12, Y0, Y11
-	VPAND       Y13, Y0, Y13
-	VMOVSD      (DX)(BX*1), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  (DI), Y11, Y14
-	VPMADDUBSW  64(DI), Y13, Y7
-	VPADDW      Y7, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      192(DI), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      128(DI), Y15, Y8
-	VFMADD231PS Y14, Y8, Y5
-	VPMADDUBSW  (DI)(R8*1), Y11, Y9
-	VPMADDUBSW  64(DI)(R8*1), Y13, Y10
-	VPADDW      Y10, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      192(DI)(R8*1), Y9, Y9
-	VCVTDQ2PS   Y9, Y9
-	VMULPS      128(DI)(R8*1), Y15, Y12
-	VFMADD231PS Y9, Y12, Y6
-	VMOVDQU     32(AX), Y7
-	VPSRLW      $0x04, Y7, Y8
-	VPAND       Y7, Y0, Y14
-	VPAND       Y8, Y0, Y8
-	VMOVSD      8(DX), X10
-	VPERMPS     Y10, Y1, Y10
-	VPMADDUBSW  32(DI), Y14, Y9
-	VPMADDUBSW  96(DI), Y8, Y12
-	VPADDW      Y12, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      224(DI), Y9, Y9
-	VCVTDQ2PS   Y9, Y9
-	VMULPS      160(DI), Y10, Y11
-	VFMADD231PS Y9, Y11, Y3
-	VPMADDUBSW  32(DI)(R8*1), Y14, Y13
-	VPMADDUBSW  96(DI)(R8*1), Y8, Y15
-	VPADDW      Y15, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      224(DI)(R8*1), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      160(DI)(R8*1), Y10, Y7
-	VFMADD231PS Y13, Y7, Y4
-	VMOVDQU     32(AX)(CX*1), Y12
-	VPSRLW      $0x04, Y12, Y11
-	VPAND       Y12, Y0, Y9
-	VPAND       Y11, Y0, Y11
-	VMOVSD      8(DX)(BX*1), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  32(DI), Y9, Y13
-	VPMADDUBSW  96(DI), Y11, Y7
-	VPADDW      Y7, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      224(DI), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      160(DI), Y15, Y14
-	VFMADD231PS Y13, Y14, Y5
-	VPMADDUBSW  32(DI)(R8*1), Y9, Y8
-	VPMADDUBSW  96(DI)(R8*1), Y11, Y10
-	VPADDW      Y10, Y8, Y8
-	VPMADDWD    Y2, Y8, Y8
-	VPADDD      224(DI)(R8*1), Y8, Y8
-	VCVTDQ2PS   Y8, Y8
-	VMULPS      160(DI)(R8*1), Y15, Y12
-	VFMADD231PS Y8, Y12, Y6
-	ADDQ        $0x00000040, AX
-	ADDQ        $0x00000010, DX
-	ADDQ        $0x00000100, DI
-	DECQ        SI
-	JMP         loop
-
-tail:
-	MOVQ        tail+40(FP), SI
-	CMPQ        SI, $0x02
-	JB          tail1
-	VMOVDQU     (AX), Y7
-	VPSRLW      $0x04, Y7, Y14
-	VPAND       Y7, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	VMOVSD      (DX), X10
-	VPERMPS     Y10, Y1, Y10
-	VPMADDUBSW  (DI), Y13, Y8
-	VPMADDUBSW  64(DI), Y14, Y12
-	VPADDW      Y12, Y8, Y8
-	VPMADDWD    Y2, Y8, Y8
-	VPADDD      192(DI), Y8, Y8
-	VCVTDQ2PS   Y8, Y8
-	VMULPS      128(DI), Y10, Y9
-	VFMADD231PS Y8, Y9, Y3
-	VPMADDUBSW  (DI)(R8*1), Y13, Y11
-	VPMADDUBSW  64(DI)(R8*1), Y14, Y15
-	VPADDW      Y15, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(DI)(R8*1), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(DI)(R8*1), Y10, Y7
-	VFMADD231PS Y11, Y7, Y4
-	VMOVDQU     (AX)(CX*1), Y12
-	VPSRLW      $0x04, Y12, Y9
-	VPAND       Y12, Y0, Y8
-	VPAND       Y9, Y0, Y9
-	VMOVSD      (DX)(BX*1), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  (DI), Y8, Y11
-	VPMADDUBSW  64(DI), Y9, Y7
-	VPADDW      Y7, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(DI), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(DI), Y15, Y13
-	VFMADD231PS Y11, Y13, Y5
-	VPMADDUBSW  (DI)(R8*1), Y8, Y14
-	VPMADDUBSW  64(DI)(R8*1), Y9, Y10
-	VPADDW      Y10, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      192(DI)(R8*1), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      128(DI)(R8*1), Y15, Y12
-	VFMADD231PS Y14, Y12, Y6
-
-tail1:
-	TESTQ       $0x00000001, SI
-	JZ          reduce
-	CMPQ        SI, $0x01
-	JE          tail1at0
-	VMOVDQU     32(AX), X7
-	VPSRLW      $0x04, Y7, Y13
-	VPAND       Y7, Y0, Y11
-	VPAND       Y13, Y0, Y13
-	VMOVSS      8(DX), X10
-	VPERMPS     Y10, Y1, Y10
-	VPMADDUBSW  32(DI), Y11, Y14
-	VPMADDUBSW  96(DI), Y13, Y12
-	VPADDW      Y12, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      224(DI), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      160(DI), Y10, Y8
-	VFMADD231PS Y14, Y8, Y3
-	VPMADDUBSW  32(DI)(R8*1), Y11, Y9
-	VPMADDUBSW  96(DI)(R8*1), Y13, Y15
-	VPADDW      Y15, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      224(DI)(R8*1), Y9, Y9
-	VCVTDQ2PS   Y9, Y9
-	VMULPS      160(DI)(R8*1), Y10, Y7
-	VFMADD231PS Y9, Y7, Y4
-	VMOVDQU     32(AX)(CX*1), X12
-	VPSRLW      $0x04, Y12, Y8
-	VPAND       Y12, Y0, Y14
-	VPAND       Y8, Y0, Y8
-	VMOVSS      8(DX)(BX*1), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  32(DI), Y14, Y9
-	VPMADDUBSW  96(DI), Y8, Y7
-	VPADDW      Y7, Y9, Y9
-	VPMADDWD    Y2, Y9, Y9
-	VPADDD      224(DI), Y9, Y9
-	VCVTDQ2PS   Y9, Y9
-	VMULPS      160(DI), Y15, Y11
-	VFMADD231PS Y9, Y11, Y5
-	VPMADDUBSW  32(DI)(R8*1), Y14, Y13
-	VPMADDUBSW  96(DI)(R8*1), Y8, Y10
-	VPADDW      Y10, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      224(DI)(R8*1), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      160(DI)(R8*1), Y15, Y12
-	VFMADD231PS Y13, Y12, Y6
-	JMP         reduce
-
-tail1at0:
-	VMOVDQU     (AX), X7
-	VPSRLW      $0x04, Y7, Y11
-	VPAND       Y7, Y0, Y9
-	VPAND       Y11, Y0, Y11
-	VMOVSS      (DX), X10
-	VPERMPS     Y10, Y1, Y10
-	VPMADDUBSW  (DI), Y9, Y13
-	VPMADDUBSW  64(DI), Y11, Y12
-	VPADDW      Y12, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      192(DI), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      128(DI), Y10, Y14
-	VFMADD231PS Y13, Y14, Y3
-	VPMADDUBSW  (DI)(R8*1), Y9, Y8
-	VPMADDUBSW  64(DI)(R8*1), Y11, Y15
-	VPADDW      Y15, Y8, Y8
-	VPMADDWD    Y2, Y8, Y8
-	VPADDD      192(DI)(R8*1), Y8, Y8
-	VCVTDQ2PS   Y8, Y8
-	VMULPS      128(DI)(R8*1), Y10, Y7
-	VFMADD231PS Y8, Y7, Y4
-	VMOVDQU     (AX)(CX*1), X12
-	VPSRLW      $0x04, Y12, Y14
-	VPAND       Y12, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	VMOVSS      (DX)(BX*1), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  (DI), Y13, Y8
-	VPMADDUBSW  64(DI), Y14, Y7
-	VPADDW      Y7, Y8, Y8
-	VPMADDWD    Y2, Y8, Y8
-	VPADDD      192(DI), Y8, Y8
-	VCVTDQ2PS   Y8, Y8
-	VMULPS      128(DI), Y15, Y9
-	VFMADD231PS Y8, Y9, Y5
-	VPMADDUBSW  (DI)(R8*1), Y13, Y11
-	VPMADDUBSW  64(DI)(R8*1), Y14, Y10
-	VPADDW      Y10, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(DI)(R8*1), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(DI)(R8*1), Y15, Y12
-	VFMADD231PS Y11, Y12, Y6
-
-reduce:
-	MOVQ         dst+64(FP), AX
-	MOVQ         ldd+72(FP), CX
-	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y2, X12
+	VADDPS       X12, X2, X12
+	VPERMILPS    $0x4e, X12, X13
+	VADDPS       X13, X12, X12
+	VPERMILPS    $0xb1, X12, X13
+	VADDSS       X13, X12, X12
+	VMOVSS       X12, 8(AX)
 	VEXTRACTF128 $0x01, Y3, X7
 	VADDPS       X7, X3, X7
 	VPERMILPS    $0x4e, X7, X8
 	VADDPS       X8, X7, X7
 	VPERMILPS    $0xb1, X7, X8
 	VADDSS       X8, X7, X7
-	VMOVSS       X7, (AX)
-	VEXTRACTF128 $0x01, Y5, X9
-	VADDPS       X9, X5, X9
-	VPERMILPS    $0x4e, X9, X10
-	VADDPS       X10, X9, X9
-	VPERMILPS    $0xb1, X9, X10
-	VADDSS       X10, X9, X9
-	VMOVSS       X9, 4(AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y4, X11
-	VADDPS       X11, X4, X11
-	VPERMILPS    $0x4e, X11, X12
-	VADDPS       X12, X11, X11
-	VPERMILPS    $0xb1, X11, X12
-	VADDSS       X12, X11, X11
-	VMOVSS       X11, (AX)
-	VEXTRACTF128 $0x01, Y6, X13
-	VADDPS       X13, X6, X13
-	VPERMILPS    $0x4e, X13, X14
-	VADDPS       X14, X13, X13
-	VPERMILPS    $0xb1, X13, X14
-	VADDSS       X14, X13, X13
-	VMOVSS       X13, 4(AX)
+	VMOVSS       X7, 12(AX)
 	VZEROUPPER
 	RET
 
-// func q4Avx2Scales4x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+// func q4Avx2Scales1x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
-TEXT ·q4Avx2Scales4x2(SB), NOSPLIT, $0-88
-	MOVQ         nib+0(FP), AX
-	MOVQ         rstr+8(FP), CX
-	LEAQ         (CX)(CX*2), DX
-	MOVQ         sc+16(FP), BX
-	MOVQ         scstr+24(FP), SI
-	LEAQ         (SI)(SI*2), DI
-	MOVQ         ng+32(FP), R8
-	MOVQ         x+48(FP), R9
-	MOVQ         xs+56(FP), R10
-	MOVL         $0x0f0f0f0f, R11
-	VPBROADCASTD R11, Y0
-	VMOVDQU      q4perm<>+0(SB), Y1
-	MOVL         $0x00010001, R11
-	VPBROADCASTD R11, Y2
-	VXORPS       Y3, Y3, Y3
-	VXORPS       Y4, Y4, Y4
-	VXORPS       Y5, Y5, Y5
-	VXORPS       Y6, Y6, Y6
-	VXORPS       Y7, Y7, Y7
-	VXORPS       Y8, Y8, Y8
-	VXORPS       Y9, Y9, Y9
-	VXORPS       Y10, Y10, Y10
+TEXT ·q4Avx2Scales1x2(SB), NOSPLIT, $0-88
+	MOVQ   nib+0(FP), AX
+	MOVQ   rstr+8(FP), CX
+	MOVQ   sc+16(FP), CX
+	MOVQ   scstr+24(FP), DX
+	MOVQ   x+48(FP), DX
+	MOVQ   xs+56(FP), BX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	MOVQ   ng+32(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   tail+40(FP), SI
+	ADDQ   SI, DI
+	MOVQ   DI, SI
+	ADDQ   $0x0f, SI
+	SHRQ   $0x04, SI
+	SHLQ   $0x0a, SI
+	ADDQ   DX, SI
+	MOVQ   DI, R8
+	ANDQ   $0x0f, R8
+	SHRQ   $0x02, R8
+	SHRQ   $0x04, DI
+
+chunk:
+	TESTQ       DI, DI
+	JZ          groups
+	VMOVDQU     (AX), Y2
+	VPSRLW      $0x04, Y2, Y3
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW  (DX), Y2, Y4
+	VPMADDUBSW  64(DX), Y3, Y5
+	VPADDW      Y5, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VPMADDUBSW  (DX)(BX*1), Y2, Y6
+	VPMADDUBSW  64(DX)(BX*1), Y3, Y7
+	VPADDW      Y7, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     64(AX), Y8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  256(DX), Y8, Y10
+	VPMADDUBSW  320(DX), Y9, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ  Y10, Y4, Y12
+	VPUNPCKHDQ  Y10, Y4, Y4
+	VPADDD      Y4, Y12, Y12
+	VPMADDUBSW  256(DX)(BX*1), Y8, Y13
+	VPMADDUBSW  320(DX)(BX*1), Y9, Y14
+	VPADDW      Y14, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPUNPCKLDQ  Y13, Y6, Y15
+	VPUNPCKHDQ  Y13, Y6, Y6
+	VPADDD      Y6, Y15, Y15
+	VMOVDQU     128(AX), Y5
+	VPSRLW      $0x04, Y5, Y7
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  512(DX), Y5, Y2
+	VPMADDUBSW  576(DX), Y7, Y3
+	VPADDW      Y3, Y2, Y2
+	VPMADDWD    q4onesw<>+0(SB), Y2, Y2
+	VPMADDUBSW  512(DX)(BX*1), Y5, Y11
+	VPMADDUBSW  576(DX)(BX*1), Y7, Y4
+	VPADDW      Y4, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VMOVDQU     192(AX), Y10
+	VPSRLW      $0x04, Y10, Y14
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW  768(DX), Y10, Y6
+	VPMADDUBSW  832(DX), Y14, Y13
+	VPADDW      Y13, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VPUNPCKLDQ  Y6, Y2, Y8
+	VPUNPCKHDQ  Y6, Y2, Y2
+	VPADDD      Y2, Y8, Y8
+	VPUNPCKLQDQ Y8, Y12, Y9
+	VPUNPCKHQDQ Y8, Y12, Y12
+	VPADDD      Y12, Y9, Y9
+	VPADDD      64(SI), Y9, Y9
+	VMOVDQU     q4halfperm0<>+0(SB), Y3
+	VPERMPS     (CX), Y3, Y4
+	VPERMPS     32(CX), Y3, Y5
+	VBLENDPS    $0xcc, Y5, Y4, Y4
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      Y4, Y9, Y9
+	VFMADD231PS (SI), Y9, Y0
+	VPMADDUBSW  768(DX)(BX*1), Y10, Y7
+	VPMADDUBSW  832(DX)(BX*1), Y14, Y13
+	VPADDW      Y13, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VPUNPCKLDQ  Y7, Y11, Y2
+	VPUNPCKHDQ  Y7, Y11, Y11
+	VPADDD      Y11, Y2, Y2
+	VPUNPCKLQDQ Y2, Y15, Y6
+	VPUNPCKHQDQ Y2, Y15, Y15
+	VPADDD      Y15, Y6, Y6
+	VPADDD      64(SI)(BX*1), Y6, Y6
+	VMOVDQU     q4halfperm0<>+0(SB), Y12
+	VPERMPS     (CX), Y12, Y8
+	VPERMPS     32(CX), Y12, Y3
+	VBLENDPS    $0xcc, Y3, Y8, Y8
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      Y8, Y6, Y6
+	VFMADD231PS (SI)(BX*1), Y6, Y1
+	VMOVDQU     32(AX), Y5
+	VPSRLW      $0x04, Y5, Y4
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW  32(DX), Y5, Y9
+	VPMADDUBSW  96(DX), Y4, Y13
+	VPADDW      Y13, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPMADDUBSW  32(DX)(BX*1), Y5, Y11
+	VPMADDUBSW  96(DX)(BX*1), Y4, Y7
+	VPADDW      Y7, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VMOVDQU     96(AX), Y15
+	VPSRLW      $0x04, Y15, Y2
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW  288(DX), Y15, Y12
+	VPMADDUBSW  352(DX), Y2, Y3
+	VPADDW      Y3, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPUNPCKLDQ  Y12, Y9, Y8
+	VPUNPCKHDQ  Y12, Y9, Y9
+	VPADDD      Y9, Y8, Y8
+	VPMADDUBSW  288(DX)(BX*1), Y15, Y6
+	VPMADDUBSW  352(DX)(BX*1), Y2, Y10
+	VPADDW      Y10, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VPUNPCKLDQ  Y6, Y11, Y14
+	VPUNPCKHDQ  Y6, Y11, Y11
+	VPADDD      Y11, Y14, Y14
+	VMOVDQU     160(AX), Y13
+	VPSRLW      $0x04, Y13, Y7
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  544(DX), Y13, Y5
+	VPMADDUBSW  608(DX), Y7, Y4
+	VPADDW      Y4, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VPMADDUBSW  544(DX)(BX*1), Y13, Y3
+	VPMADDUBSW  608(DX)(BX*1), Y7, Y9
+	VPADDW      Y9, Y3, Y3
+	VPMADDWD    q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU     224(AX), Y12
+	VPSRLW      $0x04, Y12, Y10
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  800(DX), Y12, Y11
+	VPMADDUBSW  864(DX), Y10, Y6
+	VPADDW      Y6, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y5, Y15
+	VPUNPCKHDQ  Y11, Y5, Y5
+	VPADDD      Y5, Y15, Y15
+	VPUNPCKLQDQ Y15, Y8, Y2
+	VPUNPCKHQDQ Y15, Y8, Y8
+	VPADDD      Y8, Y2, Y2
+	VPADDD      96(SI), Y2, Y2
+	VMOVDQU     q4halfperm1<>+0(SB), Y4
+	VPERMPS     (CX), Y4, Y9
+	VPERMPS     32(CX), Y4, Y13
+	VBLENDPS    $0xcc, Y13, Y9, Y9
+	VCVTDQ2PS   Y2, Y2
+	VMULPS      Y9, Y2, Y2
+	VFMADD231PS 32(SI), Y2, Y0
+	VPMADDUBSW  800(DX)(BX*1), Y12, Y7
+	VPMADDUBSW  864(DX)(BX*1), Y10, Y6
+	VPADDW      Y6, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VPUNPCKLDQ  Y7, Y3, Y5
+	VPUNPCKHDQ  Y7, Y3, Y3
+	VPADDD      Y3, Y5, Y5
+	VPUNPCKLQDQ Y5, Y14, Y11
+	VPUNPCKHQDQ Y5, Y14, Y14
+	VPADDD      Y14, Y11, Y11
+	VPADDD      96(SI)(BX*1), Y11, Y11
+	VMOVDQU     q4halfperm1<>+0(SB), Y8
+	VPERMPS     (CX), Y8, Y15
+	VPERMPS     32(CX), Y8, Y4
+	VBLENDPS    $0xcc, Y4, Y15, Y15
+	VCVTDQ2PS   Y11, Y11
+	VMULPS      Y15, Y11, Y11
+	VFMADD231PS 32(SI)(BX*1), Y11, Y1
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000400, DX
+	ADDQ        $0x00000080, SI
+	DECQ        DI
+	JMP         chunk
+
+groups:
+	MOVL         $0x0f0f0f0f, SI
+	VPBROADCASTD SI, Y13
+	VMOVDQU      q4perm<>+0(SB), Y9
+	MOVL         $0x00010001, SI
+	VPBROADCASTD SI, Y2
 
 loop:
 	TESTQ       R8, R8
 	JZ          tail
-	VMOVDQU     (AX), Y11
-	VPSRLW      $0x04, Y11, Y13
-	VPAND       Y11, Y0, Y12
-	VPAND       Y13, Y0, Y13
-	VMOVSD      (BX), X14
-	VPERMPS     Y14, Y1, Y14
-	VPMADDUBSW  (R9), Y12, Y15
-	VPMADDUBSW  64(R9), Y13, Y11
+	VMOVDQU     (AX), Y6
+	VPSRLW      $0x04, Y6, Y7
+	VPAND       Y6, Y13, Y3
+	VPAND       Y7, Y13, Y7
+	VMOVSD      (CX), X14
+	VPERMPS     Y14, Y9, Y14
+	VPMADDUBSW  (DX), Y3, Y5
+	VPMADDUBSW  64(DX), Y7, Y8
+	VPADDW      Y8, Y5, Y5
+	VPMADDWD    Y2, Y5, Y5
+	VPADDD      192(DX), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      128(DX), Y14, Y4
+	VFMADD231PS Y5, Y4, Y0
+	VPMADDUBSW  (DX)(BX*1), Y3, Y15
+	VPMADDUBSW  64(DX)(BX*1), Y7, Y11
 	VPADDW      Y11, Y15, Y15
 	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(R9), Y15, Y15
+	VPADDD      192(DX)(BX*1), Y15, Y15
 	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(R9), Y14, Y11
-	VFMADD231PS Y15, Y11, Y3
-	VPMADDUBSW  (R9)(R10*1), Y12, Y15
-	VPMADDUBSW  64(R9)(R10*1), Y13, Y11
-	VPADDW      Y11, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(R9)(R10*1), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(R9)(R10*1), Y14, Y11
-	VFMADD231PS Y15, Y11, Y4
-	VMOVDQU     (AX)(CX*1), Y15
-	VPSRLW      $0x04, Y15, Y12
-	VPAND       Y15, Y0, Y11
-	VPAND       Y12, Y0, Y12
-	VMOVSD      (BX)(SI*1), X13
-	VPERMPS     Y13, Y1, Y13
-	VPMADDUBSW  (R9), Y11, Y14
-	VPMADDUBSW  64(R9), Y12, Y15
-	VPADDW      Y15, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      192(R9), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      128(R9), Y13, Y15
-	VFMADD231PS Y14, Y15, Y5
-	VPMADDUBSW  (R9)(R10*1), Y11, Y14
-	VPMADDUBSW  64(R9)(R10*1), Y12, Y15
-	VPADDW      Y15, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      192(R9)(R10*1), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      128(R9)(R10*1), Y13, Y15
-	VFMADD231PS Y14, Y15, Y6
-	VMOVDQU     (AX)(CX*2), Y14
-	VPSRLW      $0x04, Y14, Y11
-	VPAND       Y14, Y0, Y15
-	VPAND       Y11, Y0, Y11
-	VMOVSD      (BX)(SI*2), X12
-	VPERMPS     Y12, Y1, Y12
-	VPMADDUBSW  (R9), Y15, Y13
-	VPMADDUBSW  64(R9), Y11, Y14
-	VPADDW      Y14, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      192(R9), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      128(R9), Y12, Y14
-	VFMADD231PS Y13, Y14, Y7
-	VPMADDUBSW  (R9)(R10*1), Y15, Y13
-	VPMADDUBSW  64(R9)(R10*1), Y11, Y14
-	VPADDW      Y14, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      192(R9)(R10*1), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      128(R9)(R10*1), Y12, Y14
-	VFMADD231PS Y13, Y14, Y8
-	VMOVDQU     (AX)(DX*1), Y13
-	VPSRLW      $0x04, Y13, Y15
-	VPAND       Y13, Y0, Y14
-	VPAND       Y15, Y0, Y15
-	VMOVSD      (BX)(DI*1), X11
-	VPERMPS     Y11, Y1, Y11
-	VPMADDUBSW  (R9), Y14, Y12
-	VPMADDUBSW  64(R9), Y15, Y13
-	VPADDW      Y13, Y12, Y12
+	VMULPS      128(DX)(BX*1), Y14, Y12
+	VFMADD231PS Y15, Y12, Y1
+	VMOVDQU     32(AX), Y10
+	VPSRLW      $0x04, Y10, Y8
+	VPAND       Y10, Y13, Y6
+	VPAND       Y8, Y13, Y8
+	VMOVSD      8(CX), X5
+	VPERMPS     Y5, Y9, Y5
+	VPMADDUBSW  32(DX), Y6, Y4
+	VPMADDUBSW  96(DX), Y8, Y11
+	VPADDW      Y11, Y4, Y4
+	VPMADDWD    Y2, Y4, Y4
+	VPADDD      224(DX), Y4, Y4
+	VCVTDQ2PS   Y4, Y4
+	VMULPS      160(DX), Y5, Y15
+	VFMADD231PS Y4, Y15, Y0
+	VPMADDUBSW  32(DX)(BX*1), Y6, Y12
+	VPMADDUBSW  96(DX)(BX*1), Y8, Y3
+	VPADDW      Y3, Y12, Y12
 	VPMADDWD    Y2, Y12, Y12
-	VPADDD      192(R9), Y12, Y12
+	VPADDD      224(DX)(BX*1), Y12, Y12
 	VCVTDQ2PS   Y12, Y12
-	VMULPS      128(R9), Y11, Y13
-	VFMADD231PS Y12, Y13, Y9
-	VPMADDUBSW  (R9)(R10*1), Y14, Y12
-	VPMADDUBSW  64(R9)(R10*1), Y15, Y13
-	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      192(R9)(R10*1), Y12, Y12
-	VCVTDQ2PS   Y12, Y12
-	VMULPS      128(R9)(R10*1), Y11, Y13
-	VFMADD231PS Y12, Y13, Y10
-	VMOVDQU     32(AX), Y12
-	VPSRLW      $0x04, Y12, Y14
-	VPAND       Y12, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	VMOVSD      8(BX), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  32(R9), Y13, Y11
-	VPMADDUBSW  96(R9), Y14, Y12
-	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9), Y15, Y12
-	VFMADD231PS Y11, Y12, Y3
-	VPMADDUBSW  32(R9)(R10*1), Y13, Y11
-	VPMADDUBSW  96(R9)(R10*1), Y14, Y12
-	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9)(R10*1), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9)(R10*1), Y15, Y12
-	VFMADD231PS Y11, Y12, Y4
-	VMOVDQU     32(AX)(CX*1), Y11
-	VPSRLW      $0x04, Y11, Y13
-	VPAND       Y11, Y0, Y12
-	VPAND       Y13, Y0, Y13
-	VMOVSD      8(BX)(SI*1), X14
-	VPERMPS     Y14, Y1, Y14
-	VPMADDUBSW  32(R9), Y12, Y15
-	VPMADDUBSW  96(R9), Y13, Y11
-	VPADDW      Y11, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      224(R9), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      160(R9), Y14, Y11
-	VFMADD231PS Y15, Y11, Y5
-	VPMADDUBSW  32(R9)(R10*1), Y12, Y15
-	VPMADDUBSW  96(R9)(R10*1), Y13, Y11
-	VPADDW      Y11, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      224(R9)(R10*1), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      160(R9)(R10*1), Y14, Y11
-	VFMADD231PS Y15, Y11, Y6
-	VMOVDQU     32(AX)(CX*2), Y15
-	VPSRLW      $0x04, Y15, Y12
-	VPAND       Y15, Y0, Y11
-	VPAND       Y12, Y0, Y12
-	VMOVSD      8(BX)(SI*2), X13
-	VPERMPS     Y13, Y1, Y13
-	VPMADDUBSW  32(R9), Y11, Y14
-	VPMADDUBSW  96(R9), Y12, Y15
-	VPADDW      Y15, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      224(R9), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      160(R9), Y13, Y15
-	VFMADD231PS Y14, Y15, Y7
-	VPMADDUBSW  32(R9)(R10*1), Y11, Y14
-	VPMADDUBSW  96(R9)(R10*1), Y12, Y15
-	VPADDW      Y15, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      224(R9)(R10*1), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      160(R9)(R10*1), Y13, Y15
-	VFMADD231PS Y14, Y15, Y8
-	VMOVDQU     32(AX)(DX*1), Y14
-	VPSRLW      $0x04, Y14, Y11
-	VPAND       Y14, Y0, Y15
-	VPAND       Y11, Y0, Y11
-	VMOVSD      8(BX)(DI*1), X12
-	VPERMPS     Y12, Y1, Y12
-	VPMADDUBSW  32(R9), Y15, Y13
-	VPMADDUBSW  96(R9), Y11, Y14
-	VPADDW      Y14, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      224(R9), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      160(R9), Y12, Y14
-	VFMADD231PS Y13, Y14, Y9
-	VPMADDUBSW  32(R9)(R10*1), Y15, Y13
-	VPMADDUBSW  96(R9)(R10*1), Y11, Y14
-	VPADDW      Y14, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      224(R9)(R10*1), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      160(R9)(R10*1), Y12, Y14
-	VFMADD231PS Y13, Y14, Y10
+	VMULPS      160(DX)(BX*1), Y5, Y7
+	VFMADD231PS Y12, Y7, Y1
 	ADDQ        $0x00000040, AX
-	ADDQ        $0x00000010, BX
-	ADDQ        $0x00000100, R9
+	ADDQ        $0x00000010, CX
+	ADDQ        $0x00000100, DX
 	DECQ        R8
+	JMP         loop
+
+tail:
+	MOVQ        tail+40(FP), SI
+	CMPQ        SI, $0x02
+	JB          tail1
+	VMOVDQU     (AX), Y14
+	VPSRLW      $0x04, Y14, Y11
+	VPAND       Y14, Y13, Y10
+	VPAND       Y11, Y13, Y11
+	VMOVSD      (CX), X4
+	VPERMPS     Y4, Y9, Y4
+	VPMADDUBSW  (DX), Y10, Y15
+	VPMADDUBSW  64(DX), Y11, Y3
+	VPADDW      Y3, Y15, Y15
+	VPMADDWD    Y2, Y15, Y15
+	VPADDD      192(DX), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      128(DX), Y4, Y12
+	VFMADD231PS Y15, Y12, Y0
+	VPMADDUBSW  (DX)(BX*1), Y10, Y7
+	VPMADDUBSW  64(DX)(BX*1), Y11, Y6
+	VPADDW      Y6, Y7, Y7
+	VPMADDWD    Y2, Y7, Y7
+	VPADDD      192(DX)(BX*1), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      128(DX)(BX*1), Y4, Y8
+	VFMADD231PS Y7, Y8, Y1
+
+tail1:
+	TESTQ       $0x00000001, SI
+	JZ          reduce
+	CMPQ        SI, $0x01
+	JE          tail1at0
+	VMOVDQU     32(AX), X5
+	VPSRLW      $0x04, Y5, Y3
+	VPAND       Y5, Y13, Y14
+	VPAND       Y3, Y13, Y3
+	VMOVSS      8(CX), X15
+	VPERMPS     Y15, Y9, Y15
+	VPMADDUBSW  32(DX), Y14, Y12
+	VPMADDUBSW  96(DX), Y3, Y6
+	VPADDW      Y6, Y12, Y12
+	VPMADDWD    Y2, Y12, Y12
+	VPADDD      224(DX), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      160(DX), Y15, Y7
+	VFMADD231PS Y12, Y7, Y0
+	VPMADDUBSW  32(DX)(BX*1), Y14, Y8
+	VPMADDUBSW  96(DX)(BX*1), Y3, Y10
+	VPADDW      Y10, Y8, Y8
+	VPMADDWD    Y2, Y8, Y8
+	VPADDD      224(DX)(BX*1), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      160(DX)(BX*1), Y15, Y11
+	VFMADD231PS Y8, Y11, Y1
+	JMP         reduce
+
+tail1at0:
+	VMOVDQU     (AX), X4
+	VPSRLW      $0x04, Y4, Y6
+	VPAND       Y4, Y13, Y5
+	VPAND       Y6, Y13, Y6
+	VMOVSS      (CX), X12
+	VPERMPS     Y12, Y9, Y12
+	VPMADDUBSW  (DX), Y5, Y7
+	VPMADDUBSW  64(DX), Y6, Y10
+	VPADDW      Y10, Y7, Y7
+	VPMADDWD    Y2, Y7, Y7
+	VPADDD      192(DX), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      128(DX), Y12, Y8
+	VFMADD231PS Y7, Y8, Y0
+	VPMADDUBSW  (DX)(BX*1), Y5, Y11
+	VPMADDUBSW  64(DX)(BX*1), Y6, Y14
+	VPADDW      Y14, Y11, Y11
+	VPMADDWD    Y2, Y11, Y11
+	VPADDD      192(DX)(BX*1), Y11, Y11
+	VCVTDQ2PS   Y11, Y11
+	VMULPS      128(DX)(BX*1), Y12, Y3
+	VFMADD231PS Y11, Y3, Y1
+
+reduce:
+	MOVQ         dst+64(FP), AX
+	MOVQ         ldd+72(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X15
+	VPERMILPS    $0x4e, X15, X4
+	VADDPS       X4, X15, X15
+	VPERMILPS    $0xb1, X15, X4
+	VADDSS       X4, X15, X15
+	VMOVSS       X15, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X10
+	VADDPS       X10, X1, X10
+	VPERMILPS    $0x4e, X10, X7
+	VADDPS       X7, X10, X10
+	VPERMILPS    $0xb1, X10, X7
+	VADDSS       X7, X10, X10
+	VMOVSS       X10, (AX)
+	VZEROUPPER
+	RET
+
+// func q4Avx2Scales2x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
+TEXT ·q4Avx2Scales2x2(SB), NOSPLIT, $0-88
+	MOVQ   nib+0(FP), AX
+	MOVQ   rstr+8(FP), CX
+	MOVQ   sc+16(FP), DX
+	MOVQ   scstr+24(FP), BX
+	MOVQ   x+48(FP), SI
+	MOVQ   xs+56(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   SI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk:
+	TESTQ       R9, R9
+	JZ          groups
+	VMOVDQU     (AX), Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  (SI), Y4, Y6
+	VPMADDUBSW  64(SI), Y5, Y7
+	VPADDW      Y7, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VPMADDUBSW  (SI)(DI*1), Y4, Y8
+	VPMADDUBSW  64(SI)(DI*1), Y5, Y9
+	VPADDW      Y9, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VMOVDQU     64(AX), Y10
+	VPSRLW      $0x04, Y10, Y11
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  256(SI), Y10, Y12
+	VPMADDUBSW  320(SI), Y11, Y13
+	VPADDW      Y13, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPUNPCKLDQ  Y12, Y6, Y14
+	VPUNPCKHDQ  Y12, Y6, Y6
+	VPADDD      Y6, Y14, Y14
+	VPMADDUBSW  256(SI)(DI*1), Y10, Y15
+	VPMADDUBSW  320(SI)(DI*1), Y11, Y7
+	VPADDW      Y7, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VPUNPCKLDQ  Y15, Y8, Y9
+	VPUNPCKHDQ  Y15, Y8, Y8
+	VPADDD      Y8, Y9, Y9
+	VMOVDQU     128(AX), Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  512(SI), Y4, Y13
+	VPMADDUBSW  576(SI), Y5, Y6
+	VPADDW      Y6, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPMADDUBSW  512(SI)(DI*1), Y4, Y12
+	VPMADDUBSW  576(SI)(DI*1), Y5, Y7
+	VPADDW      Y7, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     192(AX), Y8
+	VPSRLW      $0x04, Y8, Y15
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(SI), Y8, Y10
+	VPMADDUBSW  832(SI), Y15, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ  Y10, Y13, Y6
+	VPUNPCKHDQ  Y10, Y13, Y13
+	VPADDD      Y13, Y6, Y6
+	VPUNPCKLQDQ Y6, Y14, Y7
+	VPUNPCKHQDQ Y6, Y14, Y14
+	VPADDD      Y14, Y7, Y7
+	VPADDD      64(R8), Y7, Y7
+	VMOVDQU     q4halfperm0<>+0(SB), Y4
+	VPERMPS     (DX), Y4, Y5
+	VPERMPS     32(DX), Y4, Y11
+	VBLENDPS    $0xcc, Y11, Y5, Y5
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      Y5, Y7, Y7
+	VFMADD231PS (R8), Y7, Y0
+	VPMADDUBSW  768(SI)(DI*1), Y8, Y13
+	VPMADDUBSW  832(SI)(DI*1), Y15, Y10
+	VPADDW      Y10, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPUNPCKLDQ  Y13, Y12, Y14
+	VPUNPCKHDQ  Y13, Y12, Y12
+	VPADDD      Y12, Y14, Y14
+	VPUNPCKLQDQ Y14, Y9, Y6
+	VPUNPCKHQDQ Y14, Y9, Y9
+	VPADDD      Y9, Y6, Y6
+	VPADDD      64(R8)(DI*1), Y6, Y6
+	VMOVDQU     q4halfperm0<>+0(SB), Y4
+	VPERMPS     (DX), Y4, Y11
+	VPERMPS     32(DX), Y4, Y5
+	VBLENDPS    $0xcc, Y5, Y11, Y11
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      Y11, Y6, Y6
+	VFMADD231PS (R8)(DI*1), Y6, Y1
+	VMOVDQU     32(AX), Y7
+	VPSRLW      $0x04, Y7, Y10
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  32(SI), Y7, Y12
+	VPMADDUBSW  96(SI), Y10, Y13
+	VPADDW      Y13, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPMADDUBSW  32(SI)(DI*1), Y7, Y9
+	VPMADDUBSW  96(SI)(DI*1), Y10, Y14
+	VPADDW      Y14, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VMOVDQU     96(AX), Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  288(SI), Y4, Y11
+	VPMADDUBSW  352(SI), Y5, Y6
+	VPADDW      Y6, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y12, Y8
+	VPUNPCKHDQ  Y11, Y12, Y12
+	VPADDD      Y12, Y8, Y8
+	VPMADDUBSW  288(SI)(DI*1), Y4, Y15
+	VPMADDUBSW  352(SI)(DI*1), Y5, Y13
+	VPADDW      Y13, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VPUNPCKLDQ  Y15, Y9, Y14
+	VPUNPCKHDQ  Y15, Y9, Y9
+	VPADDD      Y9, Y14, Y14
+	VMOVDQU     160(AX), Y7
+	VPSRLW      $0x04, Y7, Y10
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  544(SI), Y7, Y6
+	VPMADDUBSW  608(SI), Y10, Y12
+	VPADDW      Y12, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VPMADDUBSW  544(SI)(DI*1), Y7, Y11
+	VPMADDUBSW  608(SI)(DI*1), Y10, Y13
+	VPADDW      Y13, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VMOVDQU     224(AX), Y9
+	VPSRLW      $0x04, Y9, Y15
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(SI), Y9, Y4
+	VPMADDUBSW  864(SI), Y15, Y5
+	VPADDW      Y5, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ  Y4, Y6, Y12
+	VPUNPCKHDQ  Y4, Y6, Y6
+	VPADDD      Y6, Y12, Y12
+	VPUNPCKLQDQ Y12, Y8, Y13
+	VPUNPCKHQDQ Y12, Y8, Y8
+	VPADDD      Y8, Y13, Y13
+	VPADDD      96(R8), Y13, Y13
+	VMOVDQU     q4halfperm1<>+0(SB), Y7
+	VPERMPS     (DX), Y7, Y10
+	VPERMPS     32(DX), Y7, Y5
+	VBLENDPS    $0xcc, Y5, Y10, Y10
+	VCVTDQ2PS   Y13, Y13
+	VMULPS      Y10, Y13, Y13
+	VFMADD231PS 32(R8), Y13, Y0
+	VPMADDUBSW  800(SI)(DI*1), Y9, Y6
+	VPMADDUBSW  864(SI)(DI*1), Y15, Y4
+	VPADDW      Y4, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VPUNPCKLDQ  Y6, Y11, Y8
+	VPUNPCKHDQ  Y6, Y11, Y11
+	VPADDD      Y11, Y8, Y8
+	VPUNPCKLQDQ Y8, Y14, Y12
+	VPUNPCKHQDQ Y8, Y14, Y14
+	VPADDD      Y14, Y12, Y12
+	VPADDD      96(R8)(DI*1), Y12, Y12
+	VMOVDQU     q4halfperm1<>+0(SB), Y7
+	VPERMPS     (DX), Y7, Y5
+	VPERMPS     32(DX), Y7, Y10
+	VBLENDPS    $0xcc, Y10, Y5, Y5
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      Y5, Y12, Y12
+	VFMADD231PS 32(R8)(DI*1), Y12, Y1
+	VMOVDQU     (AX)(CX*1), Y13
+	VPSRLW      $0x04, Y13, Y4
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW  (SI), Y13, Y11
+	VPMADDUBSW  64(SI), Y4, Y6
+	VPADDW      Y6, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPMADDUBSW  (SI)(DI*1), Y13, Y14
+	VPMADDUBSW  64(SI)(DI*1), Y4, Y8
+	VPADDW      Y8, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VMOVDQU     64(AX)(CX*1), Y7
+	VPSRLW      $0x04, Y7, Y10
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  256(SI), Y7, Y5
+	VPMADDUBSW  320(SI), Y10, Y12
+	VPADDW      Y12, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VPUNPCKLDQ  Y5, Y11, Y9
+	VPUNPCKHDQ  Y5, Y11, Y11
+	VPADDD      Y11, Y9, Y9
+	VPMADDUBSW  256(SI)(DI*1), Y7, Y15
+	VPMADDUBSW  320(SI)(DI*1), Y10, Y6
+	VPADDW      Y6, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VPUNPCKLDQ  Y15, Y14, Y8
+	VPUNPCKHDQ  Y15, Y14, Y14
+	VPADDD      Y14, Y8, Y8
+	VMOVDQU     128(AX)(CX*1), Y13
+	VPSRLW      $0x04, Y13, Y4
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW  512(SI), Y13, Y12
+	VPMADDUBSW  576(SI), Y4, Y11
+	VPADDW      Y11, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPMADDUBSW  512(SI)(DI*1), Y13, Y5
+	VPMADDUBSW  576(SI)(DI*1), Y4, Y6
+	VPADDW      Y6, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VMOVDQU     192(AX)(CX*1), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(SI), Y14, Y7
+	VPMADDUBSW  832(SI), Y15, Y10
+	VPADDW      Y10, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VPUNPCKLDQ  Y7, Y12, Y11
+	VPUNPCKHDQ  Y7, Y12, Y12
+	VPADDD      Y12, Y11, Y11
+	VPUNPCKLQDQ Y11, Y9, Y6
+	VPUNPCKHQDQ Y11, Y9, Y9
+	VPADDD      Y9, Y6, Y6
+	VPADDD      64(R8), Y6, Y6
+	VMOVDQU     q4halfperm0<>+0(SB), Y13
+	VPERMPS     (DX)(BX*1), Y13, Y4
+	VPERMPS     32(DX)(BX*1), Y13, Y10
+	VBLENDPS    $0xcc, Y10, Y4, Y4
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      Y4, Y6, Y6
+	VFMADD231PS (R8), Y6, Y2
+	VPMADDUBSW  768(SI)(DI*1), Y14, Y12
+	VPMADDUBSW  832(SI)(DI*1), Y15, Y7
+	VPADDW      Y7, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPUNPCKLDQ  Y12, Y5, Y9
+	VPUNPCKHDQ  Y12, Y5, Y5
+	VPADDD      Y5, Y9, Y9
+	VPUNPCKLQDQ Y9, Y8, Y11
+	VPUNPCKHQDQ Y9, Y8, Y8
+	VPADDD      Y8, Y11, Y11
+	VPADDD      64(R8)(DI*1), Y11, Y11
+	VMOVDQU     q4halfperm0<>+0(SB), Y13
+	VPERMPS     (DX)(BX*1), Y13, Y10
+	VPERMPS     32(DX)(BX*1), Y13, Y4
+	VBLENDPS    $0xcc, Y4, Y10, Y10
+	VCVTDQ2PS   Y11, Y11
+	VMULPS      Y10, Y11, Y11
+	VFMADD231PS (R8)(DI*1), Y11, Y3
+	VMOVDQU     32(AX)(CX*1), Y6
+	VPSRLW      $0x04, Y6, Y7
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  32(SI), Y6, Y5
+	VPMADDUBSW  96(SI), Y7, Y12
+	VPADDW      Y12, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VPMADDUBSW  32(SI)(DI*1), Y6, Y8
+	VPMADDUBSW  96(SI)(DI*1), Y7, Y9
+	VPADDW      Y9, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VMOVDQU     96(AX)(CX*1), Y13
+	VPSRLW      $0x04, Y13, Y4
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW  288(SI), Y13, Y10
+	VPMADDUBSW  352(SI), Y4, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ  Y10, Y5, Y14
+	VPUNPCKHDQ  Y10, Y5, Y5
+	VPADDD      Y5, Y14, Y14
+	VPMADDUBSW  288(SI)(DI*1), Y13, Y15
+	VPMADDUBSW  352(SI)(DI*1), Y4, Y12
+	VPADDW      Y12, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VPUNPCKLDQ  Y15, Y8, Y9
+	VPUNPCKHDQ  Y15, Y8, Y8
+	VPADDD      Y8, Y9, Y9
+	VMOVDQU     160(AX)(CX*1), Y6
+	VPSRLW      $0x04, Y6, Y7
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  544(SI), Y6, Y11
+	VPMADDUBSW  608(SI), Y7, Y5
+	VPADDW      Y5, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPMADDUBSW  544(SI)(DI*1), Y6, Y10
+	VPMADDUBSW  608(SI)(DI*1), Y7, Y12
+	VPADDW      Y12, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VMOVDQU     224(AX)(CX*1), Y8
+	VPSRLW      $0x04, Y8, Y15
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(SI), Y8, Y13
+	VPMADDUBSW  864(SI), Y15, Y4
+	VPADDW      Y4, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPUNPCKLDQ  Y13, Y11, Y5
+	VPUNPCKHDQ  Y13, Y11, Y11
+	VPADDD      Y11, Y5, Y5
+	VPUNPCKLQDQ Y5, Y14, Y12
+	VPUNPCKHQDQ Y5, Y14, Y14
+	VPADDD      Y14, Y12, Y12
+	VPADDD      96(R8), Y12, Y12
+	VMOVDQU     q4halfperm1<>+0(SB), Y6
+	VPERMPS     (DX)(BX*1), Y6, Y7
+	VPERMPS     32(DX)(BX*1), Y6, Y4
+	VBLENDPS    $0xcc, Y4, Y7, Y7
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      Y7, Y12, Y12
+	VFMADD231PS 32(R8), Y12, Y2
+	VPMADDUBSW  800(SI)(DI*1), Y8, Y11
+	VPMADDUBSW  864(SI)(DI*1), Y15, Y13
+	VPADDW      Y13, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y10, Y14
+	VPUNPCKHDQ  Y11, Y10, Y10
+	VPADDD      Y10, Y14, Y14
+	VPUNPCKLQDQ Y14, Y9, Y5
+	VPUNPCKHQDQ Y14, Y9, Y9
+	VPADDD      Y9, Y5, Y5
+	VPADDD      96(R8)(DI*1), Y5, Y5
+	VMOVDQU     q4halfperm1<>+0(SB), Y6
+	VPERMPS     (DX)(BX*1), Y6, Y4
+	VPERMPS     32(DX)(BX*1), Y6, Y7
+	VBLENDPS    $0xcc, Y7, Y4, Y4
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      Y4, Y5, Y5
+	VFMADD231PS 32(R8)(DI*1), Y5, Y3
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000040, DX
+	ADDQ        $0x00000400, SI
+	ADDQ        $0x00000080, R8
+	DECQ        R9
+	JMP         chunk
+
+groups:
+	MOVL         $0x0f0f0f0f, R8
+	VPBROADCASTD R8, Y12
+	VMOVDQU      q4perm<>+0(SB), Y13
+	MOVL         $0x00010001, R8
+	VPBROADCASTD R8, Y10
+
+loop:
+	TESTQ       R10, R10
+	JZ          tail
+	VMOVDQU     (AX), Y11
+	VPSRLW      $0x04, Y11, Y14
+	VPAND       Y11, Y12, Y9
+	VPAND       Y14, Y12, Y14
+	VMOVSD      (DX), X6
+	VPERMPS     Y6, Y13, Y6
+	VPMADDUBSW  (SI), Y9, Y7
+	VPMADDUBSW  64(SI), Y14, Y4
+	VPADDW      Y4, Y7, Y7
+	VPMADDWD    Y10, Y7, Y7
+	VPADDD      192(SI), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      128(SI), Y6, Y5
+	VFMADD231PS Y7, Y5, Y0
+	VPMADDUBSW  (SI)(DI*1), Y9, Y8
+	VPMADDUBSW  64(SI)(DI*1), Y14, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    Y10, Y8, Y8
+	VPADDD      192(SI)(DI*1), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(SI)(DI*1), Y6, Y11
+	VFMADD231PS Y8, Y11, Y1
+	VMOVDQU     (AX)(CX*1), Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       Y4, Y12, Y7
+	VPAND       Y5, Y12, Y5
+	VMOVSD      (DX)(BX*1), X15
+	VPERMPS     Y15, Y13, Y15
+	VPMADDUBSW  (SI), Y7, Y8
+	VPMADDUBSW  64(SI), Y5, Y11
+	VPADDW      Y11, Y8, Y8
+	VPMADDWD    Y10, Y8, Y8
+	VPADDD      192(SI), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(SI), Y15, Y9
+	VFMADD231PS Y8, Y9, Y2
+	VPMADDUBSW  (SI)(DI*1), Y7, Y14
+	VPMADDUBSW  64(SI)(DI*1), Y5, Y6
+	VPADDW      Y6, Y14, Y14
+	VPMADDWD    Y10, Y14, Y14
+	VPADDD      192(SI)(DI*1), Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      128(SI)(DI*1), Y15, Y4
+	VFMADD231PS Y14, Y4, Y3
+	VMOVDQU     32(AX), Y11
+	VPSRLW      $0x04, Y11, Y9
+	VPAND       Y11, Y12, Y8
+	VPAND       Y9, Y12, Y9
+	VMOVSD      8(DX), X6
+	VPERMPS     Y6, Y13, Y6
+	VPMADDUBSW  32(SI), Y8, Y14
+	VPMADDUBSW  96(SI), Y9, Y4
+	VPADDW      Y4, Y14, Y14
+	VPMADDWD    Y10, Y14, Y14
+	VPADDD      224(SI), Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      160(SI), Y6, Y7
+	VFMADD231PS Y14, Y7, Y0
+	VPMADDUBSW  32(SI)(DI*1), Y8, Y5
+	VPMADDUBSW  96(SI)(DI*1), Y9, Y15
+	VPADDW      Y15, Y5, Y5
+	VPMADDWD    Y10, Y5, Y5
+	VPADDD      224(SI)(DI*1), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      160(SI)(DI*1), Y6, Y11
+	VFMADD231PS Y5, Y11, Y1
+	VMOVDQU     32(AX)(CX*1), Y4
+	VPSRLW      $0x04, Y4, Y7
+	VPAND       Y4, Y12, Y14
+	VPAND       Y7, Y12, Y7
+	VMOVSD      8(DX)(BX*1), X15
+	VPERMPS     Y15, Y13, Y15
+	VPMADDUBSW  32(SI), Y14, Y5
+	VPMADDUBSW  96(SI), Y7, Y11
+	VPADDW      Y11, Y5, Y5
+	VPMADDWD    Y10, Y5, Y5
+	VPADDD      224(SI), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      160(SI), Y15, Y8
+	VFMADD231PS Y5, Y8, Y2
+	VPMADDUBSW  32(SI)(DI*1), Y14, Y9
+	VPMADDUBSW  96(SI)(DI*1), Y7, Y6
+	VPADDW      Y6, Y9, Y9
+	VPMADDWD    Y10, Y9, Y9
+	VPADDD      224(SI)(DI*1), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      160(SI)(DI*1), Y15, Y4
+	VFMADD231PS Y9, Y4, Y3
+	ADDQ        $0x00000040, AX
+	ADDQ        $0x00000010, DX
+	ADDQ        $0x00000100, SI
+	DECQ        R10
 	JMP         loop
 
 tail:
 	MOVQ        tail+40(FP), R8
 	CMPQ        R8, $0x02
 	JB          tail1
-	VMOVDQU     (AX), Y13
-	VPSRLW      $0x04, Y13, Y15
-	VPAND       Y13, Y0, Y14
-	VPAND       Y15, Y0, Y15
-	VMOVSD      (BX), X11
-	VPERMPS     Y11, Y1, Y11
-	VPMADDUBSW  (R9), Y14, Y12
-	VPMADDUBSW  64(R9), Y15, Y13
-	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      192(R9), Y12, Y12
-	VCVTDQ2PS   Y12, Y12
-	VMULPS      128(R9), Y11, Y13
-	VFMADD231PS Y12, Y13, Y3
-	VPMADDUBSW  (R9)(R10*1), Y14, Y12
-	VPMADDUBSW  64(R9)(R10*1), Y15, Y13
-	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      192(R9)(R10*1), Y12, Y12
-	VCVTDQ2PS   Y12, Y12
-	VMULPS      128(R9)(R10*1), Y11, Y13
-	VFMADD231PS Y12, Y13, Y4
-	VMOVDQU     (AX)(CX*1), Y12
-	VPSRLW      $0x04, Y12, Y14
-	VPAND       Y12, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	VMOVSD      (BX)(SI*1), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  (R9), Y13, Y11
-	VPMADDUBSW  64(R9), Y14, Y12
-	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y15, Y12
-	VFMADD231PS Y11, Y12, Y5
-	VPMADDUBSW  (R9)(R10*1), Y13, Y11
-	VPMADDUBSW  64(R9)(R10*1), Y14, Y12
-	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9)(R10*1), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9)(R10*1), Y15, Y12
-	VFMADD231PS Y11, Y12, Y6
-	VMOVDQU     (AX)(CX*2), Y11
-	VPSRLW      $0x04, Y11, Y13
-	VPAND       Y11, Y0, Y12
-	VPAND       Y13, Y0, Y13
-	VMOVSD      (BX)(SI*2), X14
-	VPERMPS     Y14, Y1, Y14
-	VPMADDUBSW  (R9), Y12, Y15
-	VPMADDUBSW  64(R9), Y13, Y11
-	VPADDW      Y11, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(R9), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(R9), Y14, Y11
-	VFMADD231PS Y15, Y11, Y7
-	VPMADDUBSW  (R9)(R10*1), Y12, Y15
-	VPMADDUBSW  64(R9)(R10*1), Y13, Y11
-	VPADDW      Y11, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(R9)(R10*1), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(R9)(R10*1), Y14, Y11
-	VFMADD231PS Y15, Y11, Y8
-	VMOVDQU     (AX)(DX*1), Y15
-	VPSRLW      $0x04, Y15, Y12
-	VPAND       Y15, Y0, Y11
-	VPAND       Y12, Y0, Y12
-	VMOVSD      (BX)(DI*1), X13
-	VPERMPS     Y13, Y1, Y13
-	VPMADDUBSW  (R9), Y11, Y14
-	VPMADDUBSW  64(R9), Y12, Y15
-	VPADDW      Y15, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      192(R9), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      128(R9), Y13, Y15
-	VFMADD231PS Y14, Y15, Y9
-	VPMADDUBSW  (R9)(R10*1), Y11, Y14
-	VPMADDUBSW  64(R9)(R10*1), Y12, Y15
-	VPADDW      Y15, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      192(R9)(R10*1), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      128(R9)(R10*1), Y13, Y15
-	VFMADD231PS Y14, Y15, Y10
+	VMOVDQU     (AX), Y11
+	VPSRLW      $0x04, Y11, Y8
+	VPAND       Y11, Y12, Y5
+	VPAND       Y8, Y12, Y8
+	VMOVSD      (DX), X6
+	VPERMPS     Y6, Y13, Y6
+	VPMADDUBSW  (SI), Y5, Y9
+	VPMADDUBSW  64(SI), Y8, Y4
+	VPADDW      Y4, Y9, Y9
+	VPMADDWD    Y10, Y9, Y9
+	VPADDD      192(SI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(SI), Y6, Y14
+	VFMADD231PS Y9, Y14, Y0
+	VPMADDUBSW  (SI)(DI*1), Y5, Y7
+	VPMADDUBSW  64(SI)(DI*1), Y8, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDWD    Y10, Y7, Y7
+	VPADDD      192(SI)(DI*1), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      128(SI)(DI*1), Y6, Y11
+	VFMADD231PS Y7, Y11, Y1
+	VMOVDQU     (AX)(CX*1), Y4
+	VPSRLW      $0x04, Y4, Y14
+	VPAND       Y4, Y12, Y9
+	VPAND       Y14, Y12, Y14
+	VMOVSD      (DX)(BX*1), X15
+	VPERMPS     Y15, Y13, Y15
+	VPMADDUBSW  (SI), Y9, Y7
+	VPMADDUBSW  64(SI), Y14, Y11
+	VPADDW      Y11, Y7, Y7
+	VPMADDWD    Y10, Y7, Y7
+	VPADDD      192(SI), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      128(SI), Y15, Y5
+	VFMADD231PS Y7, Y5, Y2
+	VPMADDUBSW  (SI)(DI*1), Y9, Y8
+	VPMADDUBSW  64(SI)(DI*1), Y14, Y6
+	VPADDW      Y6, Y8, Y8
+	VPMADDWD    Y10, Y8, Y8
+	VPADDD      192(SI)(DI*1), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(SI)(DI*1), Y15, Y4
+	VFMADD231PS Y8, Y4, Y3
 
 tail1:
 	TESTQ       $0x00000001, R8
 	JZ          reduce
 	CMPQ        R8, $0x01
 	JE          tail1at0
-	VMOVDQU     32(AX), X14
-	VPSRLW      $0x04, Y14, Y11
-	VPAND       Y14, Y0, Y15
-	VPAND       Y11, Y0, Y11
-	VMOVSS      8(BX), X12
-	VPERMPS     Y12, Y1, Y12
-	VPMADDUBSW  32(R9), Y15, Y13
-	VPMADDUBSW  96(R9), Y11, Y14
-	VPADDW      Y14, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      224(R9), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      160(R9), Y12, Y14
-	VFMADD231PS Y13, Y14, Y3
-	VPMADDUBSW  32(R9)(R10*1), Y15, Y13
-	VPMADDUBSW  96(R9)(R10*1), Y11, Y14
-	VPADDW      Y14, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      224(R9)(R10*1), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      160(R9)(R10*1), Y12, Y14
-	VFMADD231PS Y13, Y14, Y4
-	VMOVDQU     32(AX)(CX*1), X13
-	VPSRLW      $0x04, Y13, Y15
-	VPAND       Y13, Y0, Y14
-	VPAND       Y15, Y0, Y15
-	VMOVSS      8(BX)(SI*1), X11
-	VPERMPS     Y11, Y1, Y11
-	VPMADDUBSW  32(R9), Y14, Y12
-	VPMADDUBSW  96(R9), Y15, Y13
-	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      224(R9), Y12, Y12
-	VCVTDQ2PS   Y12, Y12
-	VMULPS      160(R9), Y11, Y13
-	VFMADD231PS Y12, Y13, Y5
-	VPMADDUBSW  32(R9)(R10*1), Y14, Y12
-	VPMADDUBSW  96(R9)(R10*1), Y15, Y13
-	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      224(R9)(R10*1), Y12, Y12
-	VCVTDQ2PS   Y12, Y12
-	VMULPS      160(R9)(R10*1), Y11, Y13
-	VFMADD231PS Y12, Y13, Y6
-	VMOVDQU     32(AX)(CX*2), X12
-	VPSRLW      $0x04, Y12, Y14
-	VPAND       Y12, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	VMOVSS      8(BX)(SI*2), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  32(R9), Y13, Y11
-	VPMADDUBSW  96(R9), Y14, Y12
-	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9), Y15, Y12
-	VFMADD231PS Y11, Y12, Y7
-	VPMADDUBSW  32(R9)(R10*1), Y13, Y11
-	VPMADDUBSW  96(R9)(R10*1), Y14, Y12
-	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(R9)(R10*1), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(R9)(R10*1), Y15, Y12
-	VFMADD231PS Y11, Y12, Y8
-	VMOVDQU     32(AX)(DX*1), X11
-	VPSRLW      $0x04, Y11, Y13
-	VPAND       Y11, Y0, Y12
-	VPAND       Y13, Y0, Y13
-	VMOVSS      8(BX)(DI*1), X14
-	VPERMPS     Y14, Y1, Y14
-	VPMADDUBSW  32(R9), Y12, Y15
-	VPMADDUBSW  96(R9), Y13, Y11
-	VPADDW      Y11, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      224(R9), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      160(R9), Y14, Y11
-	VFMADD231PS Y15, Y11, Y9
-	VPMADDUBSW  32(R9)(R10*1), Y12, Y15
-	VPMADDUBSW  96(R9)(R10*1), Y13, Y11
-	VPADDW      Y11, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      224(R9)(R10*1), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      160(R9)(R10*1), Y14, Y11
-	VFMADD231PS Y15, Y11, Y10
+	VMOVDQU     32(AX), X11
+	VPSRLW      $0x04, Y11, Y5
+	VPAND       Y11, Y12, Y7
+	VPAND       Y5, Y12, Y5
+	VMOVSS      8(DX), X6
+	VPERMPS     Y6, Y13, Y6
+	VPMADDUBSW  32(SI), Y7, Y8
+	VPMADDUBSW  96(SI), Y5, Y4
+	VPADDW      Y4, Y8, Y8
+	VPMADDWD    Y10, Y8, Y8
+	VPADDD      224(SI), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      160(SI), Y6, Y9
+	VFMADD231PS Y8, Y9, Y0
+	VPMADDUBSW  32(SI)(DI*1), Y7, Y14
+	VPMADDUBSW  96(SI)(DI*1), Y5, Y15
+	VPADDW      Y15, Y14, Y14
+	VPMADDWD    Y10, Y14, Y14
+	VPADDD      224(SI)(DI*1), Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      160(SI)(DI*1), Y6, Y11
+	VFMADD231PS Y14, Y11, Y1
+	VMOVDQU     32(AX)(CX*1), X4
+	VPSRLW      $0x04, Y4, Y9
+	VPAND       Y4, Y12, Y8
+	VPAND       Y9, Y12, Y9
+	VMOVSS      8(DX)(BX*1), X15
+	VPERMPS     Y15, Y13, Y15
+	VPMADDUBSW  32(SI), Y8, Y14
+	VPMADDUBSW  96(SI), Y9, Y11
+	VPADDW      Y11, Y14, Y14
+	VPMADDWD    Y10, Y14, Y14
+	VPADDD      224(SI), Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      160(SI), Y15, Y7
+	VFMADD231PS Y14, Y7, Y2
+	VPMADDUBSW  32(SI)(DI*1), Y8, Y5
+	VPMADDUBSW  96(SI)(DI*1), Y9, Y6
+	VPADDW      Y6, Y5, Y5
+	VPMADDWD    Y10, Y5, Y5
+	VPADDD      224(SI)(DI*1), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      160(SI)(DI*1), Y15, Y4
+	VFMADD231PS Y5, Y4, Y3
 	JMP         reduce
 
 tail1at0:
-	VMOVDQU     (AX), X15
-	VPSRLW      $0x04, Y15, Y12
-	VPAND       Y15, Y0, Y11
-	VPAND       Y12, Y0, Y12
-	VMOVSS      (BX), X13
-	VPERMPS     Y13, Y1, Y13
-	VPMADDUBSW  (R9), Y11, Y14
-	VPMADDUBSW  64(R9), Y12, Y15
-	VPADDW      Y15, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      192(R9), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      128(R9), Y13, Y15
-	VFMADD231PS Y14, Y15, Y3
-	VPMADDUBSW  (R9)(R10*1), Y11, Y14
-	VPMADDUBSW  64(R9)(R10*1), Y12, Y15
-	VPADDW      Y15, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
-	VPADDD      192(R9)(R10*1), Y14, Y14
-	VCVTDQ2PS   Y14, Y14
-	VMULPS      128(R9)(R10*1), Y13, Y15
-	VFMADD231PS Y14, Y15, Y4
-	VMOVDQU     (AX)(CX*1), X14
-	VPSRLW      $0x04, Y14, Y11
-	VPAND       Y14, Y0, Y15
-	VPAND       Y11, Y0, Y11
-	VMOVSS      (BX)(SI*1), X12
-	VPERMPS     Y12, Y1, Y12
-	VPMADDUBSW  (R9), Y15, Y13
-	VPMADDUBSW  64(R9), Y11, Y14
-	VPADDW      Y14, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      192(R9), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      128(R9), Y12, Y14
-	VFMADD231PS Y13, Y14, Y5
-	VPMADDUBSW  (R9)(R10*1), Y15, Y13
-	VPMADDUBSW  64(R9)(R10*1), Y11, Y14
-	VPADDW      Y14, Y13, Y13
-	VPMADDWD    Y2, Y13, Y13
-	VPADDD      192(R9)(R10*1), Y13, Y13
-	VCVTDQ2PS   Y13, Y13
-	VMULPS      128(R9)(R10*1), Y12, Y14
-	VFMADD231PS Y13, Y14, Y6
-	VMOVDQU     (AX)(CX*2), X13
-	VPSRLW      $0x04, Y13, Y15
-	VPAND       Y13, Y0, Y14
-	VPAND       Y15, Y0, Y15
-	VMOVSS      (BX)(SI*2), X11
-	VPERMPS     Y11, Y1, Y11
-	VPMADDUBSW  (R9), Y14, Y12
-	VPMADDUBSW  64(R9), Y15, Y13
-	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      192(R9), Y12, Y12
-	VCVTDQ2PS   Y12, Y12
-	VMULPS      128(R9), Y11, Y13
-	VFMADD231PS Y12, Y13, Y7
-	VPMADDUBSW  (R9)(R10*1), Y14, Y12
-	VPMADDUBSW  64(R9)(R10*1), Y15, Y13
-	VPADDW      Y13, Y12, Y12
-	VPMADDWD    Y2, Y12, Y12
-	VPADDD      192(R9)(R10*1), Y12, Y12
-	VCVTDQ2PS   Y12, Y12
-	VMULPS      128(R9)(R10*1), Y11, Y13
-	VFMADD231PS Y12, Y13, Y8
-	VMOVDQU     (AX)(DX*1), X12
-	VPSRLW      $0x04, Y12, Y14
-	VPAND       Y12, Y0, Y13
-	VPAND       Y14, Y0, Y14
-	VMOVSS      (BX)(DI*1), X15
-	VPERMPS     Y15, Y1, Y15
-	VPMADDUBSW  (R9), Y13, Y11
-	VPMADDUBSW  64(R9), Y14, Y12
-	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9), Y15, Y12
-	VFMADD231PS Y11, Y12, Y9
-	VPMADDUBSW  (R9)(R10*1), Y13, Y11
-	VPMADDUBSW  64(R9)(R10*1), Y14, Y12
-	VPADDW      Y12, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      192(R9)(R10*1), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      128(R9)(R10*1), Y15, Y12
-	VFMADD231PS Y11, Y12, Y10
+	VMOVDQU     (AX), X11
+	VPSRLW      $0x04, Y11, Y7
+	VPAND       Y11, Y12, Y14
+	VPAND       Y7, Y12, Y7
+	VMOVSS      (DX), X6
+	VPERMPS     Y6, Y13, Y6
+	VPMADDUBSW  (SI), Y14, Y5
+	VPMADDUBSW  64(SI), Y7, Y4
+	VPADDW      Y4, Y5, Y5
+	VPMADDWD    Y10, Y5, Y5
+	VPADDD      192(SI), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      128(SI), Y6, Y8
+	VFMADD231PS Y5, Y8, Y0
+	VPMADDUBSW  (SI)(DI*1), Y14, Y9
+	VPMADDUBSW  64(SI)(DI*1), Y7, Y15
+	VPADDW      Y15, Y9, Y9
+	VPMADDWD    Y10, Y9, Y9
+	VPADDD      192(SI)(DI*1), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(SI)(DI*1), Y6, Y11
+	VFMADD231PS Y9, Y11, Y1
+	VMOVDQU     (AX)(CX*1), X4
+	VPSRLW      $0x04, Y4, Y8
+	VPAND       Y4, Y12, Y5
+	VPAND       Y8, Y12, Y8
+	VMOVSS      (DX)(BX*1), X15
+	VPERMPS     Y15, Y13, Y15
+	VPMADDUBSW  (SI), Y5, Y9
+	VPMADDUBSW  64(SI), Y8, Y11
+	VPADDW      Y11, Y9, Y9
+	VPMADDWD    Y10, Y9, Y9
+	VPADDD      192(SI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(SI), Y15, Y14
+	VFMADD231PS Y9, Y14, Y2
+	VPMADDUBSW  (SI)(DI*1), Y5, Y7
+	VPMADDUBSW  64(SI)(DI*1), Y8, Y6
+	VPADDW      Y6, Y7, Y7
+	VPMADDWD    Y10, Y7, Y7
+	VPADDD      192(SI)(DI*1), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      128(SI)(DI*1), Y15, Y4
+	VFMADD231PS Y7, Y4, Y3
 
 reduce:
 	MOVQ         dst+64(FP), AX
 	MOVQ         ldd+72(FP), CX
 	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y3, X11
-	VADDPS       X11, X3, X11
-	VPERMILPS    $0x4e, X11, X12
-	VADDPS       X12, X11, X11
-	VPERMILPS    $0xb1, X11, X12
-	VADDSS       X12, X11, X11
+	VEXTRACTF128 $0x01, Y0, X11
+	VADDPS       X11, X0, X11
+	VPERMILPS    $0x4e, X11, X9
+	VADDPS       X9, X11, X11
+	VPERMILPS    $0xb1, X11, X9
+	VADDSS       X9, X11, X11
 	VMOVSS       X11, (AX)
-	VEXTRACTF128 $0x01, Y5, X13
-	VADDPS       X13, X5, X13
-	VPERMILPS    $0x4e, X13, X14
-	VADDPS       X14, X13, X13
-	VPERMILPS    $0xb1, X13, X14
-	VADDSS       X14, X13, X13
-	VMOVSS       X13, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X14
+	VADDPS       X14, X2, X14
+	VPERMILPS    $0x4e, X14, X6
+	VADDPS       X6, X14, X14
+	VPERMILPS    $0xb1, X14, X6
+	VADDSS       X6, X14, X14
+	VMOVSS       X14, 4(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X7
+	VADDPS       X7, X1, X7
+	VPERMILPS    $0x4e, X7, X4
+	VADDPS       X4, X7, X7
+	VPERMILPS    $0xb1, X7, X4
+	VADDSS       X4, X7, X7
+	VMOVSS       X7, (AX)
+	VEXTRACTF128 $0x01, Y3, X5
+	VADDPS       X5, X3, X5
+	VPERMILPS    $0x4e, X5, X8
+	VADDPS       X8, X5, X5
+	VPERMILPS    $0xb1, X5, X8
+	VADDSS       X8, X5, X5
+	VMOVSS       X5, 4(AX)
+	VZEROUPPER
+	RET
+
+// func q4Avx2Scales4x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
+TEXT ·q4Avx2Scales4x2(SB), NOSPLIT, $0-88
+	MOVQ   nib+0(FP), AX
+	MOVQ   rstr+8(FP), CX
+	LEAQ   (CX)(CX*2), DX
+	MOVQ   sc+16(FP), BX
+	MOVQ   scstr+24(FP), SI
+	LEAQ   (SI)(SI*2), DI
+	MOVQ   x+48(FP), R8
+	MOVQ   xs+56(FP), R9
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ   ng+32(FP), R11
+	SHLQ   $0x02, R11
+	MOVQ   tail+40(FP), R10
+	ADDQ   R10, R11
+	MOVQ   R11, R10
+	ADDQ   $0x0f, R10
+	SHRQ   $0x04, R10
+	SHLQ   $0x0a, R10
+	ADDQ   R8, R10
+	MOVQ   R11, R12
+	ANDQ   $0x0f, R12
+	SHRQ   $0x02, R12
+	SHRQ   $0x04, R11
+
+chunk:
+	TESTQ       R11, R11
+	JZ          groups
+	VMOVDQU     (AX), Y8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  (R8), Y8, Y10
+	VPMADDUBSW  64(R8), Y9, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPMADDUBSW  (R8)(R9*1), Y8, Y12
+	VPMADDUBSW  64(R8)(R9*1), Y9, Y13
+	VPADDW      Y13, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     64(AX), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  256(R8), Y14, Y11
+	VPMADDUBSW  320(R8), Y15, Y13
+	VPADDW      Y13, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y10, Y8
+	VPUNPCKHDQ  Y11, Y10, Y10
+	VPADDD      Y10, Y8, Y8
+	VPMADDUBSW  256(R8)(R9*1), Y14, Y9
+	VPMADDUBSW  320(R8)(R9*1), Y15, Y13
+	VPADDW      Y13, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y12, Y10
+	VPUNPCKHDQ  Y9, Y12, Y12
+	VPADDD      Y12, Y10, Y10
+	VMOVDQU     128(AX), Y11
+	VPSRLW      $0x04, Y11, Y13
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  512(R8), Y11, Y12
+	VPMADDUBSW  576(R8), Y13, Y9
+	VPADDW      Y9, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPMADDUBSW  512(R8)(R9*1), Y11, Y14
+	VPMADDUBSW  576(R8)(R9*1), Y13, Y15
+	VPADDW      Y15, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VMOVDQU     192(AX), Y9
+	VPSRLW      $0x04, Y9, Y15
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(R8), Y9, Y11
+	VPMADDUBSW  832(R8), Y15, Y13
+	VPADDW      Y13, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y12, Y13
+	VPUNPCKHDQ  Y11, Y12, Y12
+	VPADDD      Y12, Y13, Y13
+	VPUNPCKLQDQ Y13, Y8, Y12
+	VPUNPCKHQDQ Y13, Y8, Y8
+	VPADDD      Y8, Y12, Y12
+	VPADDD      64(R10), Y12, Y12
+	VMOVDQU     q4halfperm0<>+0(SB), Y11
+	VPERMPS     (BX), Y11, Y8
+	VPERMPS     32(BX), Y11, Y13
+	VBLENDPS    $0xcc, Y13, Y8, Y8
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      Y8, Y12, Y12
+	VFMADD231PS (R10), Y12, Y0
+	VPMADDUBSW  768(R8)(R9*1), Y9, Y11
+	VPMADDUBSW  832(R8)(R9*1), Y15, Y13
+	VPADDW      Y13, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y14, Y8
+	VPUNPCKHDQ  Y11, Y14, Y14
+	VPADDD      Y14, Y8, Y8
+	VPUNPCKLQDQ Y8, Y10, Y12
+	VPUNPCKHQDQ Y8, Y10, Y10
+	VPADDD      Y10, Y12, Y12
+	VPADDD      64(R10)(R9*1), Y12, Y12
+	VMOVDQU     q4halfperm0<>+0(SB), Y13
+	VPERMPS     (BX), Y13, Y14
+	VPERMPS     32(BX), Y13, Y11
+	VBLENDPS    $0xcc, Y11, Y14, Y14
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      Y14, Y12, Y12
+	VFMADD231PS (R10)(R9*1), Y12, Y1
+	VMOVDQU     32(AX), Y10
+	VPSRLW      $0x04, Y10, Y8
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW  32(R8), Y10, Y13
+	VPMADDUBSW  96(R8), Y8, Y11
+	VPADDW      Y11, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPMADDUBSW  32(R8)(R9*1), Y10, Y14
+	VPMADDUBSW  96(R8)(R9*1), Y8, Y12
+	VPADDW      Y12, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VMOVDQU     96(AX), Y9
+	VPSRLW      $0x04, Y9, Y15
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  288(R8), Y9, Y11
+	VPMADDUBSW  352(R8), Y15, Y12
+	VPADDW      Y12, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y13, Y10
+	VPUNPCKHDQ  Y11, Y13, Y13
+	VPADDD      Y13, Y10, Y10
+	VPMADDUBSW  288(R8)(R9*1), Y9, Y8
+	VPMADDUBSW  352(R8)(R9*1), Y15, Y12
+	VPADDW      Y12, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ  Y8, Y14, Y13
+	VPUNPCKHDQ  Y8, Y14, Y14
+	VPADDD      Y14, Y13, Y13
+	VMOVDQU     160(AX), Y11
+	VPSRLW      $0x04, Y11, Y12
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  544(R8), Y11, Y14
+	VPMADDUBSW  608(R8), Y12, Y8
+	VPADDW      Y8, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VPMADDUBSW  544(R8)(R9*1), Y11, Y9
+	VPMADDUBSW  608(R8)(R9*1), Y12, Y15
+	VPADDW      Y15, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VMOVDQU     224(AX), Y8
+	VPSRLW      $0x04, Y8, Y15
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(R8), Y8, Y11
+	VPMADDUBSW  864(R8), Y15, Y12
+	VPADDW      Y12, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y14, Y12
+	VPUNPCKHDQ  Y11, Y14, Y14
+	VPADDD      Y14, Y12, Y12
+	VPUNPCKLQDQ Y12, Y10, Y14
+	VPUNPCKHQDQ Y12, Y10, Y10
+	VPADDD      Y10, Y14, Y14
+	VPADDD      96(R10), Y14, Y14
+	VMOVDQU     q4halfperm1<>+0(SB), Y11
+	VPERMPS     (BX), Y11, Y10
+	VPERMPS     32(BX), Y11, Y12
+	VBLENDPS    $0xcc, Y12, Y10, Y10
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      Y10, Y14, Y14
+	VFMADD231PS 32(R10), Y14, Y0
+	VPMADDUBSW  800(R8)(R9*1), Y8, Y11
+	VPMADDUBSW  864(R8)(R9*1), Y15, Y12
+	VPADDW      Y12, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y9, Y10
+	VPUNPCKHDQ  Y11, Y9, Y9
+	VPADDD      Y9, Y10, Y10
+	VPUNPCKLQDQ Y10, Y13, Y14
+	VPUNPCKHQDQ Y10, Y13, Y13
+	VPADDD      Y13, Y14, Y14
+	VPADDD      96(R10)(R9*1), Y14, Y14
+	VMOVDQU     q4halfperm1<>+0(SB), Y12
+	VPERMPS     (BX), Y12, Y9
+	VPERMPS     32(BX), Y12, Y11
+	VBLENDPS    $0xcc, Y11, Y9, Y9
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      Y9, Y14, Y14
+	VFMADD231PS 32(R10)(R9*1), Y14, Y1
+	VMOVDQU     (AX)(CX*1), Y13
+	VPSRLW      $0x04, Y13, Y10
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  (R8), Y13, Y12
+	VPMADDUBSW  64(R8), Y10, Y11
+	VPADDW      Y11, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPMADDUBSW  (R8)(R9*1), Y13, Y9
+	VPMADDUBSW  64(R8)(R9*1), Y10, Y14
+	VPADDW      Y14, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VMOVDQU     64(AX)(CX*1), Y8
+	VPSRLW      $0x04, Y8, Y15
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  256(R8), Y8, Y11
+	VPMADDUBSW  320(R8), Y15, Y14
+	VPADDW      Y14, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y12, Y13
+	VPUNPCKHDQ  Y11, Y12, Y12
+	VPADDD      Y12, Y13, Y13
+	VPMADDUBSW  256(R8)(R9*1), Y8, Y10
+	VPMADDUBSW  320(R8)(R9*1), Y15, Y14
+	VPADDW      Y14, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ  Y10, Y9, Y12
+	VPUNPCKHDQ  Y10, Y9, Y9
+	VPADDD      Y9, Y12, Y12
+	VMOVDQU     128(AX)(CX*1), Y11
+	VPSRLW      $0x04, Y11, Y14
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW  512(R8), Y11, Y9
+	VPMADDUBSW  576(R8), Y14, Y10
+	VPADDW      Y10, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPMADDUBSW  512(R8)(R9*1), Y11, Y8
+	VPMADDUBSW  576(R8)(R9*1), Y14, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VMOVDQU     192(AX)(CX*1), Y10
+	VPSRLW      $0x04, Y10, Y15
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(R8), Y10, Y11
+	VPMADDUBSW  832(R8), Y15, Y14
+	VPADDW      Y14, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y9, Y14
+	VPUNPCKHDQ  Y11, Y9, Y9
+	VPADDD      Y9, Y14, Y14
+	VPUNPCKLQDQ Y14, Y13, Y9
+	VPUNPCKHQDQ Y14, Y13, Y13
+	VPADDD      Y13, Y9, Y9
+	VPADDD      64(R10), Y9, Y9
+	VMOVDQU     q4halfperm0<>+0(SB), Y11
+	VPERMPS     (BX)(SI*1), Y11, Y13
+	VPERMPS     32(BX)(SI*1), Y11, Y14
+	VBLENDPS    $0xcc, Y14, Y13, Y13
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      Y13, Y9, Y9
+	VFMADD231PS (R10), Y9, Y2
+	VPMADDUBSW  768(R8)(R9*1), Y10, Y11
+	VPMADDUBSW  832(R8)(R9*1), Y15, Y14
+	VPADDW      Y14, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y8, Y13
+	VPUNPCKHDQ  Y11, Y8, Y8
+	VPADDD      Y8, Y13, Y13
+	VPUNPCKLQDQ Y13, Y12, Y9
+	VPUNPCKHQDQ Y13, Y12, Y12
+	VPADDD      Y12, Y9, Y9
+	VPADDD      64(R10)(R9*1), Y9, Y9
+	VMOVDQU     q4halfperm0<>+0(SB), Y14
+	VPERMPS     (BX)(SI*1), Y14, Y8
+	VPERMPS     32(BX)(SI*1), Y14, Y11
+	VBLENDPS    $0xcc, Y11, Y8, Y8
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      Y8, Y9, Y9
+	VFMADD231PS (R10)(R9*1), Y9, Y3
+	VMOVDQU     32(AX)(CX*1), Y12
+	VPSRLW      $0x04, Y12, Y13
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  32(R8), Y12, Y14
+	VPMADDUBSW  96(R8), Y13, Y11
+	VPADDW      Y11, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VPMADDUBSW  32(R8)(R9*1), Y12, Y8
+	VPMADDUBSW  96(R8)(R9*1), Y13, Y9
+	VPADDW      Y9, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VMOVDQU     96(AX)(CX*1), Y10
+	VPSRLW      $0x04, Y10, Y15
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  288(R8), Y10, Y11
+	VPMADDUBSW  352(R8), Y15, Y9
+	VPADDW      Y9, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y14, Y12
+	VPUNPCKHDQ  Y11, Y14, Y14
+	VPADDD      Y14, Y12, Y12
+	VPMADDUBSW  288(R8)(R9*1), Y10, Y13
+	VPMADDUBSW  352(R8)(R9*1), Y15, Y9
+	VPADDW      Y9, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPUNPCKLDQ  Y13, Y8, Y14
+	VPUNPCKHDQ  Y13, Y8, Y8
+	VPADDD      Y8, Y14, Y14
+	VMOVDQU     160(AX)(CX*1), Y11
+	VPSRLW      $0x04, Y11, Y9
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  544(R8), Y11, Y8
+	VPMADDUBSW  608(R8), Y9, Y13
+	VPADDW      Y13, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPMADDUBSW  544(R8)(R9*1), Y11, Y10
+	VPMADDUBSW  608(R8)(R9*1), Y9, Y15
+	VPADDW      Y15, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VMOVDQU     224(AX)(CX*1), Y13
+	VPSRLW      $0x04, Y13, Y15
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(R8), Y13, Y11
+	VPMADDUBSW  864(R8), Y15, Y9
+	VPADDW      Y9, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y8, Y9
+	VPUNPCKHDQ  Y11, Y8, Y8
+	VPADDD      Y8, Y9, Y9
+	VPUNPCKLQDQ Y9, Y12, Y8
+	VPUNPCKHQDQ Y9, Y12, Y12
+	VPADDD      Y12, Y8, Y8
+	VPADDD      96(R10), Y8, Y8
+	VMOVDQU     q4halfperm1<>+0(SB), Y11
+	VPERMPS     (BX)(SI*1), Y11, Y12
+	VPERMPS     32(BX)(SI*1), Y11, Y9
+	VBLENDPS    $0xcc, Y9, Y12, Y12
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      Y12, Y8, Y8
+	VFMADD231PS 32(R10), Y8, Y2
+	VPMADDUBSW  800(R8)(R9*1), Y13, Y11
+	VPMADDUBSW  864(R8)(R9*1), Y15, Y9
+	VPADDW      Y9, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y10, Y12
+	VPUNPCKHDQ  Y11, Y10, Y10
+	VPADDD      Y10, Y12, Y12
+	VPUNPCKLQDQ Y12, Y14, Y8
+	VPUNPCKHQDQ Y12, Y14, Y14
+	VPADDD      Y14, Y8, Y8
+	VPADDD      96(R10)(R9*1), Y8, Y8
+	VMOVDQU     q4halfperm1<>+0(SB), Y9
+	VPERMPS     (BX)(SI*1), Y9, Y10
+	VPERMPS     32(BX)(SI*1), Y9, Y11
+	VBLENDPS    $0xcc, Y11, Y10, Y10
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      Y10, Y8, Y8
+	VFMADD231PS 32(R10)(R9*1), Y8, Y3
+	VMOVDQU     (AX)(CX*2), Y14
+	VPSRLW      $0x04, Y14, Y12
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  (R8), Y14, Y9
+	VPMADDUBSW  64(R8), Y12, Y11
+	VPADDW      Y11, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPMADDUBSW  (R8)(R9*1), Y14, Y10
+	VPMADDUBSW  64(R8)(R9*1), Y12, Y8
+	VPADDW      Y8, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VMOVDQU     64(AX)(CX*2), Y13
+	VPSRLW      $0x04, Y13, Y15
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  256(R8), Y13, Y11
+	VPMADDUBSW  320(R8), Y15, Y8
+	VPADDW      Y8, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y9, Y14
+	VPUNPCKHDQ  Y11, Y9, Y9
+	VPADDD      Y9, Y14, Y14
+	VPMADDUBSW  256(R8)(R9*1), Y13, Y12
+	VPMADDUBSW  320(R8)(R9*1), Y15, Y8
+	VPADDW      Y8, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPUNPCKLDQ  Y12, Y10, Y9
+	VPUNPCKHDQ  Y12, Y10, Y10
+	VPADDD      Y10, Y9, Y9
+	VMOVDQU     128(AX)(CX*2), Y11
+	VPSRLW      $0x04, Y11, Y8
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW  512(R8), Y11, Y10
+	VPMADDUBSW  576(R8), Y8, Y12
+	VPADDW      Y12, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPMADDUBSW  512(R8)(R9*1), Y11, Y13
+	VPMADDUBSW  576(R8)(R9*1), Y8, Y15
+	VPADDW      Y15, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU     192(AX)(CX*2), Y12
+	VPSRLW      $0x04, Y12, Y15
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(R8), Y12, Y11
+	VPMADDUBSW  832(R8), Y15, Y8
+	VPADDW      Y8, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y10, Y8
+	VPUNPCKHDQ  Y11, Y10, Y10
+	VPADDD      Y10, Y8, Y8
+	VPUNPCKLQDQ Y8, Y14, Y10
+	VPUNPCKHQDQ Y8, Y14, Y14
+	VPADDD      Y14, Y10, Y10
+	VPADDD      64(R10), Y10, Y10
+	VMOVDQU     q4halfperm0<>+0(SB), Y11
+	VPERMPS     (BX)(SI*2), Y11, Y14
+	VPERMPS     32(BX)(SI*2), Y11, Y8
+	VBLENDPS    $0xcc, Y8, Y14, Y14
+	VCVTDQ2PS   Y10, Y10
+	VMULPS      Y14, Y10, Y10
+	VFMADD231PS (R10), Y10, Y4
+	VPMADDUBSW  768(R8)(R9*1), Y12, Y11
+	VPMADDUBSW  832(R8)(R9*1), Y15, Y8
+	VPADDW      Y8, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y13, Y14
+	VPUNPCKHDQ  Y11, Y13, Y13
+	VPADDD      Y13, Y14, Y14
+	VPUNPCKLQDQ Y14, Y9, Y10
+	VPUNPCKHQDQ Y14, Y9, Y9
+	VPADDD      Y9, Y10, Y10
+	VPADDD      64(R10)(R9*1), Y10, Y10
+	VMOVDQU     q4halfperm0<>+0(SB), Y8
+	VPERMPS     (BX)(SI*2), Y8, Y13
+	VPERMPS     32(BX)(SI*2), Y8, Y11
+	VBLENDPS    $0xcc, Y11, Y13, Y13
+	VCVTDQ2PS   Y10, Y10
+	VMULPS      Y13, Y10, Y10
+	VFMADD231PS (R10)(R9*1), Y10, Y5
+	VMOVDQU     32(AX)(CX*2), Y9
+	VPSRLW      $0x04, Y9, Y14
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW  32(R8), Y9, Y8
+	VPMADDUBSW  96(R8), Y14, Y11
+	VPADDW      Y11, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPMADDUBSW  32(R8)(R9*1), Y9, Y13
+	VPMADDUBSW  96(R8)(R9*1), Y14, Y10
+	VPADDW      Y10, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU     96(AX)(CX*2), Y12
+	VPSRLW      $0x04, Y12, Y15
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  288(R8), Y12, Y11
+	VPMADDUBSW  352(R8), Y15, Y10
+	VPADDW      Y10, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y8, Y9
+	VPUNPCKHDQ  Y11, Y8, Y8
+	VPADDD      Y8, Y9, Y9
+	VPMADDUBSW  288(R8)(R9*1), Y12, Y14
+	VPMADDUBSW  352(R8)(R9*1), Y15, Y10
+	VPADDW      Y10, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ  Y14, Y13, Y8
+	VPUNPCKHDQ  Y14, Y13, Y13
+	VPADDD      Y13, Y8, Y8
+	VMOVDQU     160(AX)(CX*2), Y11
+	VPSRLW      $0x04, Y11, Y10
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  544(R8), Y11, Y13
+	VPMADDUBSW  608(R8), Y10, Y14
+	VPADDW      Y14, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPMADDUBSW  544(R8)(R9*1), Y11, Y12
+	VPMADDUBSW  608(R8)(R9*1), Y10, Y15
+	VPADDW      Y15, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     224(AX)(CX*2), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(R8), Y14, Y11
+	VPMADDUBSW  864(R8), Y15, Y10
+	VPADDW      Y10, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y13, Y10
+	VPUNPCKHDQ  Y11, Y13, Y13
+	VPADDD      Y13, Y10, Y10
+	VPUNPCKLQDQ Y10, Y9, Y13
+	VPUNPCKHQDQ Y10, Y9, Y9
+	VPADDD      Y9, Y13, Y13
+	VPADDD      96(R10), Y13, Y13
+	VMOVDQU     q4halfperm1<>+0(SB), Y11
+	VPERMPS     (BX)(SI*2), Y11, Y9
+	VPERMPS     32(BX)(SI*2), Y11, Y10
+	VBLENDPS    $0xcc, Y10, Y9, Y9
+	VCVTDQ2PS   Y13, Y13
+	VMULPS      Y9, Y13, Y13
+	VFMADD231PS 32(R10), Y13, Y4
+	VPMADDUBSW  800(R8)(R9*1), Y14, Y11
+	VPMADDUBSW  864(R8)(R9*1), Y15, Y10
+	VPADDW      Y10, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y12, Y9
+	VPUNPCKHDQ  Y11, Y12, Y12
+	VPADDD      Y12, Y9, Y9
+	VPUNPCKLQDQ Y9, Y8, Y13
+	VPUNPCKHQDQ Y9, Y8, Y8
+	VPADDD      Y8, Y13, Y13
+	VPADDD      96(R10)(R9*1), Y13, Y13
+	VMOVDQU     q4halfperm1<>+0(SB), Y10
+	VPERMPS     (BX)(SI*2), Y10, Y12
+	VPERMPS     32(BX)(SI*2), Y10, Y11
+	VBLENDPS    $0xcc, Y11, Y12, Y12
+	VCVTDQ2PS   Y13, Y13
+	VMULPS      Y12, Y13, Y13
+	VFMADD231PS 32(R10)(R9*1), Y13, Y5
+	VMOVDQU     (AX)(DX*1), Y8
+	VPSRLW      $0x04, Y8, Y9
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  (R8), Y8, Y10
+	VPMADDUBSW  64(R8), Y9, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VPMADDUBSW  (R8)(R9*1), Y8, Y12
+	VPMADDUBSW  64(R8)(R9*1), Y9, Y13
+	VPADDW      Y13, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     64(AX)(DX*1), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  256(R8), Y14, Y11
+	VPMADDUBSW  320(R8), Y15, Y13
+	VPADDW      Y13, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y10, Y8
+	VPUNPCKHDQ  Y11, Y10, Y10
+	VPADDD      Y10, Y8, Y8
+	VPMADDUBSW  256(R8)(R9*1), Y14, Y9
+	VPMADDUBSW  320(R8)(R9*1), Y15, Y13
+	VPADDW      Y13, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y12, Y10
+	VPUNPCKHDQ  Y9, Y12, Y12
+	VPADDD      Y12, Y10, Y10
+	VMOVDQU     128(AX)(DX*1), Y11
+	VPSRLW      $0x04, Y11, Y13
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  512(R8), Y11, Y12
+	VPMADDUBSW  576(R8), Y13, Y9
+	VPADDW      Y9, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPMADDUBSW  512(R8)(R9*1), Y11, Y14
+	VPMADDUBSW  576(R8)(R9*1), Y13, Y15
+	VPADDW      Y15, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VMOVDQU     192(AX)(DX*1), Y9
+	VPSRLW      $0x04, Y9, Y15
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(R8), Y9, Y11
+	VPMADDUBSW  832(R8), Y15, Y13
+	VPADDW      Y13, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y12, Y13
+	VPUNPCKHDQ  Y11, Y12, Y12
+	VPADDD      Y12, Y13, Y13
+	VPUNPCKLQDQ Y13, Y8, Y12
+	VPUNPCKHQDQ Y13, Y8, Y8
+	VPADDD      Y8, Y12, Y12
+	VPADDD      64(R10), Y12, Y12
+	VMOVDQU     q4halfperm0<>+0(SB), Y11
+	VPERMPS     (BX)(DI*1), Y11, Y8
+	VPERMPS     32(BX)(DI*1), Y11, Y13
+	VBLENDPS    $0xcc, Y13, Y8, Y8
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      Y8, Y12, Y12
+	VFMADD231PS (R10), Y12, Y6
+	VPMADDUBSW  768(R8)(R9*1), Y9, Y11
+	VPMADDUBSW  832(R8)(R9*1), Y15, Y13
+	VPADDW      Y13, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y14, Y8
+	VPUNPCKHDQ  Y11, Y14, Y14
+	VPADDD      Y14, Y8, Y8
+	VPUNPCKLQDQ Y8, Y10, Y12
+	VPUNPCKHQDQ Y8, Y10, Y10
+	VPADDD      Y10, Y12, Y12
+	VPADDD      64(R10)(R9*1), Y12, Y12
+	VMOVDQU     q4halfperm0<>+0(SB), Y13
+	VPERMPS     (BX)(DI*1), Y13, Y14
+	VPERMPS     32(BX)(DI*1), Y13, Y11
+	VBLENDPS    $0xcc, Y11, Y14, Y14
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      Y14, Y12, Y12
+	VFMADD231PS (R10)(R9*1), Y12, Y7
+	VMOVDQU     32(AX)(DX*1), Y10
+	VPSRLW      $0x04, Y10, Y8
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW  32(R8), Y10, Y13
+	VPMADDUBSW  96(R8), Y8, Y11
+	VPADDW      Y11, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPMADDUBSW  32(R8)(R9*1), Y10, Y14
+	VPMADDUBSW  96(R8)(R9*1), Y8, Y12
+	VPADDW      Y12, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VMOVDQU     96(AX)(DX*1), Y9
+	VPSRLW      $0x04, Y9, Y15
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  288(R8), Y9, Y11
+	VPMADDUBSW  352(R8), Y15, Y12
+	VPADDW      Y12, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y13, Y10
+	VPUNPCKHDQ  Y11, Y13, Y13
+	VPADDD      Y13, Y10, Y10
+	VPMADDUBSW  288(R8)(R9*1), Y9, Y8
+	VPMADDUBSW  352(R8)(R9*1), Y15, Y12
+	VPADDW      Y12, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ  Y8, Y14, Y13
+	VPUNPCKHDQ  Y8, Y14, Y14
+	VPADDD      Y14, Y13, Y13
+	VMOVDQU     160(AX)(DX*1), Y11
+	VPSRLW      $0x04, Y11, Y12
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  544(R8), Y11, Y14
+	VPMADDUBSW  608(R8), Y12, Y8
+	VPADDW      Y8, Y14, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VPMADDUBSW  544(R8)(R9*1), Y11, Y9
+	VPMADDUBSW  608(R8)(R9*1), Y12, Y15
+	VPADDW      Y15, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VMOVDQU     224(AX)(DX*1), Y8
+	VPSRLW      $0x04, Y8, Y15
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(R8), Y8, Y11
+	VPMADDUBSW  864(R8), Y15, Y12
+	VPADDW      Y12, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y14, Y12
+	VPUNPCKHDQ  Y11, Y14, Y14
+	VPADDD      Y14, Y12, Y12
+	VPUNPCKLQDQ Y12, Y10, Y14
+	VPUNPCKHQDQ Y12, Y10, Y10
+	VPADDD      Y10, Y14, Y14
+	VPADDD      96(R10), Y14, Y14
+	VMOVDQU     q4halfperm1<>+0(SB), Y11
+	VPERMPS     (BX)(DI*1), Y11, Y10
+	VPERMPS     32(BX)(DI*1), Y11, Y12
+	VBLENDPS    $0xcc, Y12, Y10, Y10
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      Y10, Y14, Y14
+	VFMADD231PS 32(R10), Y14, Y6
+	VPMADDUBSW  800(R8)(R9*1), Y8, Y11
+	VPMADDUBSW  864(R8)(R9*1), Y15, Y12
+	VPADDW      Y12, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y9, Y10
+	VPUNPCKHDQ  Y11, Y9, Y9
+	VPADDD      Y9, Y10, Y10
+	VPUNPCKLQDQ Y10, Y13, Y14
+	VPUNPCKHQDQ Y10, Y13, Y13
+	VPADDD      Y13, Y14, Y14
+	VPADDD      96(R10)(R9*1), Y14, Y14
+	VMOVDQU     q4halfperm1<>+0(SB), Y12
+	VPERMPS     (BX)(DI*1), Y12, Y9
+	VPERMPS     32(BX)(DI*1), Y12, Y11
+	VBLENDPS    $0xcc, Y11, Y9, Y9
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      Y9, Y14, Y14
+	VFMADD231PS 32(R10)(R9*1), Y14, Y7
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000400, R8
+	ADDQ        $0x00000080, R10
+	DECQ        R11
+	JMP         chunk
+
+groups:
+	MOVL         $0x0f0f0f0f, R10
+	VPBROADCASTD R10, Y13
+	VMOVDQU      q4perm<>+0(SB), Y10
+	MOVL         $0x00010001, R10
+	VPBROADCASTD R10, Y12
+
+loop:
+	TESTQ       R12, R12
+	JZ          tail
+	VMOVDQU     (AX), Y11
+	VPSRLW      $0x04, Y11, Y14
+	VPAND       Y11, Y13, Y9
+	VPAND       Y14, Y13, Y14
+	VMOVSD      (BX), X8
+	VPERMPS     Y8, Y10, Y8
+	VPMADDUBSW  (R8), Y9, Y15
+	VPMADDUBSW  64(R8), Y14, Y11
+	VPADDW      Y11, Y15, Y15
+	VPMADDWD    Y12, Y15, Y15
+	VPADDD      192(R8), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      128(R8), Y8, Y11
+	VFMADD231PS Y15, Y11, Y0
+	VPMADDUBSW  (R8)(R9*1), Y9, Y15
+	VPMADDUBSW  64(R8)(R9*1), Y14, Y11
+	VPADDW      Y11, Y15, Y15
+	VPMADDWD    Y12, Y15, Y15
+	VPADDD      192(R8)(R9*1), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      128(R8)(R9*1), Y8, Y11
+	VFMADD231PS Y15, Y11, Y1
+	VMOVDQU     (AX)(CX*1), Y15
+	VPSRLW      $0x04, Y15, Y9
+	VPAND       Y15, Y13, Y11
+	VPAND       Y9, Y13, Y9
+	VMOVSD      (BX)(SI*1), X14
+	VPERMPS     Y14, Y10, Y14
+	VPMADDUBSW  (R8), Y11, Y8
+	VPMADDUBSW  64(R8), Y9, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    Y12, Y8, Y8
+	VPADDD      192(R8), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(R8), Y14, Y15
+	VFMADD231PS Y8, Y15, Y2
+	VPMADDUBSW  (R8)(R9*1), Y11, Y8
+	VPMADDUBSW  64(R8)(R9*1), Y9, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    Y12, Y8, Y8
+	VPADDD      192(R8)(R9*1), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(R8)(R9*1), Y14, Y15
+	VFMADD231PS Y8, Y15, Y3
+	VMOVDQU     (AX)(CX*2), Y8
+	VPSRLW      $0x04, Y8, Y11
+	VPAND       Y8, Y13, Y15
+	VPAND       Y11, Y13, Y11
+	VMOVSD      (BX)(SI*2), X9
+	VPERMPS     Y9, Y10, Y9
+	VPMADDUBSW  (R8), Y15, Y14
+	VPMADDUBSW  64(R8), Y11, Y8
+	VPADDW      Y8, Y14, Y14
+	VPMADDWD    Y12, Y14, Y14
+	VPADDD      192(R8), Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      128(R8), Y9, Y8
+	VFMADD231PS Y14, Y8, Y4
+	VPMADDUBSW  (R8)(R9*1), Y15, Y14
+	VPMADDUBSW  64(R8)(R9*1), Y11, Y8
+	VPADDW      Y8, Y14, Y14
+	VPMADDWD    Y12, Y14, Y14
+	VPADDD      192(R8)(R9*1), Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      128(R8)(R9*1), Y9, Y8
+	VFMADD231PS Y14, Y8, Y5
+	VMOVDQU     (AX)(DX*1), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       Y14, Y13, Y8
+	VPAND       Y15, Y13, Y15
+	VMOVSD      (BX)(DI*1), X11
+	VPERMPS     Y11, Y10, Y11
+	VPMADDUBSW  (R8), Y8, Y9
+	VPMADDUBSW  64(R8), Y15, Y14
+	VPADDW      Y14, Y9, Y9
+	VPMADDWD    Y12, Y9, Y9
+	VPADDD      192(R8), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(R8), Y11, Y14
+	VFMADD231PS Y9, Y14, Y6
+	VPMADDUBSW  (R8)(R9*1), Y8, Y9
+	VPMADDUBSW  64(R8)(R9*1), Y15, Y14
+	VPADDW      Y14, Y9, Y9
+	VPMADDWD    Y12, Y9, Y9
+	VPADDD      192(R8)(R9*1), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(R8)(R9*1), Y11, Y14
+	VFMADD231PS Y9, Y14, Y7
+	VMOVDQU     32(AX), Y9
+	VPSRLW      $0x04, Y9, Y8
+	VPAND       Y9, Y13, Y14
+	VPAND       Y8, Y13, Y8
+	VMOVSD      8(BX), X15
+	VPERMPS     Y15, Y10, Y15
+	VPMADDUBSW  32(R8), Y14, Y11
+	VPMADDUBSW  96(R8), Y8, Y9
+	VPADDW      Y9, Y11, Y11
+	VPMADDWD    Y12, Y11, Y11
+	VPADDD      224(R8), Y11, Y11
+	VCVTDQ2PS   Y11, Y11
+	VMULPS      160(R8), Y15, Y9
+	VFMADD231PS Y11, Y9, Y0
+	VPMADDUBSW  32(R8)(R9*1), Y14, Y11
+	VPMADDUBSW  96(R8)(R9*1), Y8, Y9
+	VPADDW      Y9, Y11, Y11
+	VPMADDWD    Y12, Y11, Y11
+	VPADDD      224(R8)(R9*1), Y11, Y11
+	VCVTDQ2PS   Y11, Y11
+	VMULPS      160(R8)(R9*1), Y15, Y9
+	VFMADD231PS Y11, Y9, Y1
+	VMOVDQU     32(AX)(CX*1), Y11
+	VPSRLW      $0x04, Y11, Y14
+	VPAND       Y11, Y13, Y9
+	VPAND       Y14, Y13, Y14
+	VMOVSD      8(BX)(SI*1), X8
+	VPERMPS     Y8, Y10, Y8
+	VPMADDUBSW  32(R8), Y9, Y15
+	VPMADDUBSW  96(R8), Y14, Y11
+	VPADDW      Y11, Y15, Y15
+	VPMADDWD    Y12, Y15, Y15
+	VPADDD      224(R8), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      160(R8), Y8, Y11
+	VFMADD231PS Y15, Y11, Y2
+	VPMADDUBSW  32(R8)(R9*1), Y9, Y15
+	VPMADDUBSW  96(R8)(R9*1), Y14, Y11
+	VPADDW      Y11, Y15, Y15
+	VPMADDWD    Y12, Y15, Y15
+	VPADDD      224(R8)(R9*1), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      160(R8)(R9*1), Y8, Y11
+	VFMADD231PS Y15, Y11, Y3
+	VMOVDQU     32(AX)(CX*2), Y15
+	VPSRLW      $0x04, Y15, Y9
+	VPAND       Y15, Y13, Y11
+	VPAND       Y9, Y13, Y9
+	VMOVSD      8(BX)(SI*2), X14
+	VPERMPS     Y14, Y10, Y14
+	VPMADDUBSW  32(R8), Y11, Y8
+	VPMADDUBSW  96(R8), Y9, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    Y12, Y8, Y8
+	VPADDD      224(R8), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      160(R8), Y14, Y15
+	VFMADD231PS Y8, Y15, Y4
+	VPMADDUBSW  32(R8)(R9*1), Y11, Y8
+	VPMADDUBSW  96(R8)(R9*1), Y9, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    Y12, Y8, Y8
+	VPADDD      224(R8)(R9*1), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      160(R8)(R9*1), Y14, Y15
+	VFMADD231PS Y8, Y15, Y5
+	VMOVDQU     32(AX)(DX*1), Y8
+	VPSRLW      $0x04, Y8, Y11
+	VPAND       Y8, Y13, Y15
+	VPAND       Y11, Y13, Y11
+	VMOVSD      8(BX)(DI*1), X9
+	VPERMPS     Y9, Y10, Y9
+	VPMADDUBSW  32(R8), Y15, Y14
+	VPMADDUBSW  96(R8), Y11, Y8
+	VPADDW      Y8, Y14, Y14
+	VPMADDWD    Y12, Y14, Y14
+	VPADDD      224(R8), Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      160(R8), Y9, Y8
+	VFMADD231PS Y14, Y8, Y6
+	VPMADDUBSW  32(R8)(R9*1), Y15, Y14
+	VPMADDUBSW  96(R8)(R9*1), Y11, Y8
+	VPADDW      Y8, Y14, Y14
+	VPMADDWD    Y12, Y14, Y14
+	VPADDD      224(R8)(R9*1), Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      160(R8)(R9*1), Y9, Y8
+	VFMADD231PS Y14, Y8, Y7
+	ADDQ        $0x00000040, AX
+	ADDQ        $0x00000010, BX
+	ADDQ        $0x00000100, R8
+	DECQ        R12
+	JMP         loop
+
+tail:
+	MOVQ        tail+40(FP), R10
+	CMPQ        R10, $0x02
+	JB          tail1
+	VMOVDQU     (AX), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       Y14, Y13, Y8
+	VPAND       Y15, Y13, Y15
+	VMOVSD      (BX), X11
+	VPERMPS     Y11, Y10, Y11
+	VPMADDUBSW  (R8), Y8, Y9
+	VPMADDUBSW  64(R8), Y15, Y14
+	VPADDW      Y14, Y9, Y9
+	VPMADDWD    Y12, Y9, Y9
+	VPADDD      192(R8), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(R8), Y11, Y14
+	VFMADD231PS Y9, Y14, Y0
+	VPMADDUBSW  (R8)(R9*1), Y8, Y9
+	VPMADDUBSW  64(R8)(R9*1), Y15, Y14
+	VPADDW      Y14, Y9, Y9
+	VPMADDWD    Y12, Y9, Y9
+	VPADDD      192(R8)(R9*1), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(R8)(R9*1), Y11, Y14
+	VFMADD231PS Y9, Y14, Y1
+	VMOVDQU     (AX)(CX*1), Y9
+	VPSRLW      $0x04, Y9, Y8
+	VPAND       Y9, Y13, Y14
+	VPAND       Y8, Y13, Y8
+	VMOVSD      (BX)(SI*1), X15
+	VPERMPS     Y15, Y10, Y15
+	VPMADDUBSW  (R8), Y14, Y11
+	VPMADDUBSW  64(R8), Y8, Y9
+	VPADDW      Y9, Y11, Y11
+	VPMADDWD    Y12, Y11, Y11
+	VPADDD      192(R8), Y11, Y11
+	VCVTDQ2PS   Y11, Y11
+	VMULPS      128(R8), Y15, Y9
+	VFMADD231PS Y11, Y9, Y2
+	VPMADDUBSW  (R8)(R9*1), Y14, Y11
+	VPMADDUBSW  64(R8)(R9*1), Y8, Y9
+	VPADDW      Y9, Y11, Y11
+	VPMADDWD    Y12, Y11, Y11
+	VPADDD      192(R8)(R9*1), Y11, Y11
+	VCVTDQ2PS   Y11, Y11
+	VMULPS      128(R8)(R9*1), Y15, Y9
+	VFMADD231PS Y11, Y9, Y3
+	VMOVDQU     (AX)(CX*2), Y11
+	VPSRLW      $0x04, Y11, Y14
+	VPAND       Y11, Y13, Y9
+	VPAND       Y14, Y13, Y14
+	VMOVSD      (BX)(SI*2), X8
+	VPERMPS     Y8, Y10, Y8
+	VPMADDUBSW  (R8), Y9, Y15
+	VPMADDUBSW  64(R8), Y14, Y11
+	VPADDW      Y11, Y15, Y15
+	VPMADDWD    Y12, Y15, Y15
+	VPADDD      192(R8), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      128(R8), Y8, Y11
+	VFMADD231PS Y15, Y11, Y4
+	VPMADDUBSW  (R8)(R9*1), Y9, Y15
+	VPMADDUBSW  64(R8)(R9*1), Y14, Y11
+	VPADDW      Y11, Y15, Y15
+	VPMADDWD    Y12, Y15, Y15
+	VPADDD      192(R8)(R9*1), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      128(R8)(R9*1), Y8, Y11
+	VFMADD231PS Y15, Y11, Y5
+	VMOVDQU     (AX)(DX*1), Y15
+	VPSRLW      $0x04, Y15, Y9
+	VPAND       Y15, Y13, Y11
+	VPAND       Y9, Y13, Y9
+	VMOVSD      (BX)(DI*1), X14
+	VPERMPS     Y14, Y10, Y14
+	VPMADDUBSW  (R8), Y11, Y8
+	VPMADDUBSW  64(R8), Y9, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    Y12, Y8, Y8
+	VPADDD      192(R8), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(R8), Y14, Y15
+	VFMADD231PS Y8, Y15, Y6
+	VPMADDUBSW  (R8)(R9*1), Y11, Y8
+	VPMADDUBSW  64(R8)(R9*1), Y9, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    Y12, Y8, Y8
+	VPADDD      192(R8)(R9*1), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(R8)(R9*1), Y14, Y15
+	VFMADD231PS Y8, Y15, Y7
+
+tail1:
+	TESTQ       $0x00000001, R10
+	JZ          reduce
+	CMPQ        R10, $0x01
+	JE          tail1at0
+	VMOVDQU     32(AX), X8
+	VPSRLW      $0x04, Y8, Y11
+	VPAND       Y8, Y13, Y15
+	VPAND       Y11, Y13, Y11
+	VMOVSS      8(BX), X9
+	VPERMPS     Y9, Y10, Y9
+	VPMADDUBSW  32(R8), Y15, Y14
+	VPMADDUBSW  96(R8), Y11, Y8
+	VPADDW      Y8, Y14, Y14
+	VPMADDWD    Y12, Y14, Y14
+	VPADDD      224(R8), Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      160(R8), Y9, Y8
+	VFMADD231PS Y14, Y8, Y0
+	VPMADDUBSW  32(R8)(R9*1), Y15, Y14
+	VPMADDUBSW  96(R8)(R9*1), Y11, Y8
+	VPADDW      Y8, Y14, Y14
+	VPMADDWD    Y12, Y14, Y14
+	VPADDD      224(R8)(R9*1), Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      160(R8)(R9*1), Y9, Y8
+	VFMADD231PS Y14, Y8, Y1
+	VMOVDQU     32(AX)(CX*1), X14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       Y14, Y13, Y8
+	VPAND       Y15, Y13, Y15
+	VMOVSS      8(BX)(SI*1), X11
+	VPERMPS     Y11, Y10, Y11
+	VPMADDUBSW  32(R8), Y8, Y9
+	VPMADDUBSW  96(R8), Y15, Y14
+	VPADDW      Y14, Y9, Y9
+	VPMADDWD    Y12, Y9, Y9
+	VPADDD      224(R8), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      160(R8), Y11, Y14
+	VFMADD231PS Y9, Y14, Y2
+	VPMADDUBSW  32(R8)(R9*1), Y8, Y9
+	VPMADDUBSW  96(R8)(R9*1), Y15, Y14
+	VPADDW      Y14, Y9, Y9
+	VPMADDWD    Y12, Y9, Y9
+	VPADDD      224(R8)(R9*1), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      160(R8)(R9*1), Y11, Y14
+	VFMADD231PS Y9, Y14, Y3
+	VMOVDQU     32(AX)(CX*2), X9
+	VPSRLW      $0x04, Y9, Y8
+	VPAND       Y9, Y13, Y14
+	VPAND       Y8, Y13, Y8
+	VMOVSS      8(BX)(SI*2), X15
+	VPERMPS     Y15, Y10, Y15
+	VPMADDUBSW  32(R8), Y14, Y11
+	VPMADDUBSW  96(R8), Y8, Y9
+	VPADDW      Y9, Y11, Y11
+	VPMADDWD    Y12, Y11, Y11
+	VPADDD      224(R8), Y11, Y11
+	VCVTDQ2PS   Y11, Y11
+	VMULPS      160(R8), Y15, Y9
+	VFMADD231PS Y11, Y9, Y4
+	VPMADDUBSW  32(R8)(R9*1), Y14, Y11
+	VPMADDUBSW  96(R8)(R9*1), Y8, Y9
+	VPADDW      Y9, Y11, Y11
+	VPMADDWD    Y12, Y11, Y11
+	VPADDD      224(R8)(R9*1), Y11, Y11
+	VCVTDQ2PS   Y11, Y11
+	VMULPS      160(R8)(R9*1), Y15, Y9
+	VFMADD231PS Y11, Y9, Y5
+	VMOVDQU     32(AX)(DX*1), X11
+	VPSRLW      $0x04, Y11, Y14
+	VPAND       Y11, Y13, Y9
+	VPAND       Y14, Y13, Y14
+	VMOVSS      8(BX)(DI*1), X8
+	VPERMPS     Y8, Y10, Y8
+	VPMADDUBSW  32(R8), Y9, Y15
+	VPMADDUBSW  96(R8), Y14, Y11
+	VPADDW      Y11, Y15, Y15
+	VPMADDWD    Y12, Y15, Y15
+	VPADDD      224(R8), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      160(R8), Y8, Y11
+	VFMADD231PS Y15, Y11, Y6
+	VPMADDUBSW  32(R8)(R9*1), Y9, Y15
+	VPMADDUBSW  96(R8)(R9*1), Y14, Y11
+	VPADDW      Y11, Y15, Y15
+	VPMADDWD    Y12, Y15, Y15
+	VPADDD      224(R8)(R9*1), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      160(R8)(R9*1), Y8, Y11
+	VFMADD231PS Y15, Y11, Y7
+	JMP         reduce
+
+tail1at0:
+	VMOVDQU     (AX), X15
+	VPSRLW      $0x04, Y15, Y9
+	VPAND       Y15, Y13, Y11
+	VPAND       Y9, Y13, Y9
+	VMOVSS      (BX), X14
+	VPERMPS     Y14, Y10, Y14
+	VPMADDUBSW  (R8), Y11, Y8
+	VPMADDUBSW  64(R8), Y9, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    Y12, Y8, Y8
+	VPADDD      192(R8), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(R8), Y14, Y15
+	VFMADD231PS Y8, Y15, Y0
+	VPMADDUBSW  (R8)(R9*1), Y11, Y8
+	VPMADDUBSW  64(R8)(R9*1), Y9, Y15
+	VPADDW      Y15, Y8, Y8
+	VPMADDWD    Y12, Y8, Y8
+	VPADDD      192(R8)(R9*1), Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      128(R8)(R9*1), Y14, Y15
+	VFMADD231PS Y8, Y15, Y1
+	VMOVDQU     (AX)(CX*1), X8
+	VPSRLW      $0x04, Y8, Y11
+	VPAND       Y8, Y13, Y15
+	VPAND       Y11, Y13, Y11
+	VMOVSS      (BX)(SI*1), X9
+	VPERMPS     Y9, Y10, Y9
+	VPMADDUBSW  (R8), Y15, Y14
+	VPMADDUBSW  64(R8), Y11, Y8
+	VPADDW      Y8, Y14, Y14
+	VPMADDWD    Y12, Y14, Y14
+	VPADDD      192(R8), Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      128(R8), Y9, Y8
+	VFMADD231PS Y14, Y8, Y2
+	VPMADDUBSW  (R8)(R9*1), Y15, Y14
+	VPMADDUBSW  64(R8)(R9*1), Y11, Y8
+	VPADDW      Y8, Y14, Y14
+	VPMADDWD    Y12, Y14, Y14
+	VPADDD      192(R8)(R9*1), Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      128(R8)(R9*1), Y9, Y8
+	VFMADD231PS Y14, Y8, Y3
+	VMOVDQU     (AX)(CX*2), X14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       Y14, Y13, Y8
+	VPAND       Y15, Y13, Y15
+	VMOVSS      (BX)(SI*2), X11
+	VPERMPS     Y11, Y10, Y11
+	VPMADDUBSW  (R8), Y8, Y9
+	VPMADDUBSW  64(R8), Y15, Y14
+	VPADDW      Y14, Y9, Y9
+	VPMADDWD    Y12, Y9, Y9
+	VPADDD      192(R8), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(R8), Y11, Y14
+	VFMADD231PS Y9, Y14, Y4
+	VPMADDUBSW  (R8)(R9*1), Y8, Y9
+	VPMADDUBSW  64(R8)(R9*1), Y15, Y14
+	VPADDW      Y14, Y9, Y9
+	VPMADDWD    Y12, Y9, Y9
+	VPADDD      192(R8)(R9*1), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(R8)(R9*1), Y11, Y14
+	VFMADD231PS Y9, Y14, Y5
+	VMOVDQU     (AX)(DX*1), X9
+	VPSRLW      $0x04, Y9, Y8
+	VPAND       Y9, Y13, Y14
+	VPAND       Y8, Y13, Y8
+	VMOVSS      (BX)(DI*1), X15
+	VPERMPS     Y15, Y10, Y15
+	VPMADDUBSW  (R8), Y14, Y11
+	VPMADDUBSW  64(R8), Y8, Y9
+	VPADDW      Y9, Y11, Y11
+	VPMADDWD    Y12, Y11, Y11
+	VPADDD      192(R8), Y11, Y11
+	VCVTDQ2PS   Y11, Y11
+	VMULPS      128(R8), Y15, Y9
+	VFMADD231PS Y11, Y9, Y6
+	VPMADDUBSW  (R8)(R9*1), Y14, Y11
+	VPMADDUBSW  64(R8)(R9*1), Y8, Y9
+	VPADDW      Y9, Y11, Y11
+	VPMADDWD    Y12, Y11, Y11
+	VPADDD      192(R8)(R9*1), Y11, Y11
+	VCVTDQ2PS   Y11, Y11
+	VMULPS      128(R8)(R9*1), Y15, Y9
+	VFMADD231PS Y11, Y9, Y7
+
+reduce:
+	MOVQ         dst+64(FP), AX
+	MOVQ         ldd+72(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X11
+	VADDPS       X11, X0, X11
+	VPERMILPS    $0x4e, X11, X9
+	VADDPS       X9, X11, X11
+	VPERMILPS    $0xb1, X11, X9
+	VADDSS       X9, X11, X11
+	VMOVSS       X11, (AX)
+	VEXTRACTF128 $0x01, Y2, X14
+	VADDPS       X14, X2, X14
+	VPERMILPS    $0x4e, X14, X8
+	VADDPS       X8, X14, X14
+	VPERMILPS    $0xb1, X14, X8
+	VADDSS       X8, X14, X14
+	VMOVSS       X14, 4(AX)
+	VEXTRACTF128 $0x01, Y4, X15
+	VADDPS       X15, X4, X15
+	VPERMILPS    $0x4e, X15, X13
+	VADDPS       X13, X15, X15
+	VPERMILPS    $0xb1, X15, X13
+	VADDSS       X13, X15, X15
+	VMOVSS       X15, 8(AX)
+	VEXTRACTF128 $0x01, Y6, X10
+	VADDPS       X10, X6, X10
+	VPERMILPS    $0x4e, X10, X12
+	VADDPS       X12, X10, X10
+	VPERMILPS    $0xb1, X10, X12
+	VADDSS       X12, X10, X10
+	VMOVSS       X10, 12(AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y1, X11
+	VADDPS       X11, X1, X11
+	VPERMILPS    $0x4e, X11, X9
+	VADDPS       X9, X11, X11
+	VPERMILPS    $0xb1, X11, X9
+	VADDSS       X9, X11, X11
+	VMOVSS       X11, (AX)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VPERMILPS    $0x4e, X0, X14
+	VADDPS       X14, X0, X0
+	VPERMILPS    $0xb1, X0, X14
+	VADDSS       X14, X0, X0
+	VMOVSS       X0, 4(AX)
+	VEXTRACTF128 $0x01, Y5, X8
+	VADDPS       X8, X5, X8
+	VPERMILPS    $0x4e, X8, X2
+	VADDPS       X2, X8, X8
+	VPERMILPS    $0xb1, X8, X2
+	VADDSS       X2, X8, X8
+	VMOVSS       X8, 8(AX)
 	VEXTRACTF128 $0x01, Y7, X15
 	VADDPS       X15, X7, X15
-	VPERMILPS    $0x4e, X15, X0
-	VADDPS       X0, X15, X15
-	VPERMILPS    $0xb1, X15, X0
-	VADDSS       X0, X15, X15
-	VMOVSS       X15, 8(AX)
-	VEXTRACTF128 $0x01, Y9, X1
-	VADDPS       X1, X9, X1
-	VPERMILPS    $0x4e, X1, X2
-	VADDPS       X2, X1, X1
-	VPERMILPS    $0xb1, X1, X2
-	VADDSS       X2, X1, X1
-	VMOVSS       X1, 12(AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y4, X11
-	VADDPS       X11, X4, X11
-	VPERMILPS    $0x4e, X11, X12
-	VADDPS       X12, X11, X11
-	VPERMILPS    $0xb1, X11, X12
-	VADDSS       X12, X11, X11
-	VMOVSS       X11, (AX)
-	VEXTRACTF128 $0x01, Y6, X3
-	VADDPS       X3, X6, X3
-	VPERMILPS    $0x4e, X3, X13
-	VADDPS       X13, X3, X3
-	VPERMILPS    $0xb1, X3, X13
-	VADDSS       X13, X3, X3
-	VMOVSS       X3, 4(AX)
-	VEXTRACTF128 $0x01, Y8, X14
-	VADDPS       X14, X8, X14
-	VPERMILPS    $0x4e, X14, X5
-	VADDPS       X5, X14, X14
-	VPERMILPS    $0xb1, X14, X5
-	VADDSS       X5, X14, X14
-	VMOVSS       X14, 8(AX)
-	VEXTRACTF128 $0x01, Y10, X15
-	VADDPS       X15, X10, X15
-	VPERMILPS    $0x4e, X15, X0
-	VADDPS       X0, X15, X15
-	VPERMILPS    $0xb1, X15, X0
-	VADDSS       X0, X15, X15
+	VPERMILPS    $0x4e, X15, X13
+	VADDPS       X13, X15, X15
+	VPERMILPS    $0xb1, X15, X13
+	VADDSS       X13, X15, X15
 	VMOVSS       X15, 12(AX)
 	VZEROUPPER
 	RET
@@ -29750,78 +33271,200 @@ reduce:
 // func q4Avx2ScalesRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
 TEXT ·q4Avx2ScalesRows(SB), NOSPLIT, $0-80
-	MOVQ         nib+0(FP), AX
-	MOVQ         sc+16(FP), CX
-	MOVQ         n+56(FP), DX
-	SHRQ         $0x02, DX
-	MOVL         $0x0f0f0f0f, BX
-	VPBROADCASTD BX, Y0
-	VMOVDQU      q4perm<>+0(SB), Y1
-	MOVL         $0x00010001, BX
-	VPBROADCASTD BX, Y2
+	MOVQ nib+0(FP), AX
+	MOVQ sc+16(FP), CX
+	MOVQ n+56(FP), DX
+	SHRQ $0x02, DX
 
 quad:
-	VXORPS Y3, Y3, Y3
+	VXORPS Y0, Y0, Y0
 	MOVQ   AX, BX
 	MOVQ   CX, SI
 	MOVQ   x+48(FP), DI
-	MOVQ   ng+32(FP), R8
+	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   DI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk0:
+	TESTQ       R9, R9
+	JZ          groups0
+	VMOVDQU     (BX), Y1
+	VPSRLW      $0x04, Y1, Y2
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW  (DI), Y1, Y3
+	VPMADDUBSW  64(DI), Y2, Y4
+	VPADDW      Y4, Y3, Y3
+	VPMADDWD    q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU     64(BX), Y5
+	VPSRLW      $0x04, Y5, Y6
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  256(DI), Y5, Y7
+	VPMADDUBSW  320(DI), Y6, Y8
+	VPADDW      Y8, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VPUNPCKLDQ  Y7, Y3, Y9
+	VPUNPCKHDQ  Y7, Y3, Y3
+	VPADDD      Y3, Y9, Y9
+	VMOVDQU     128(BX), Y10
+	VPSRLW      $0x04, Y10, Y11
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  512(DI), Y10, Y12
+	VPMADDUBSW  576(DI), Y11, Y13
+	VPADDW      Y13, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     192(BX), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(DI), Y14, Y4
+	VPMADDUBSW  832(DI), Y15, Y1
+	VPADDW      Y1, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ  Y4, Y12, Y2
+	VPUNPCKHDQ  Y4, Y12, Y12
+	VPADDD      Y12, Y2, Y2
+	VPUNPCKLQDQ Y2, Y9, Y8
+	VPUNPCKHQDQ Y2, Y9, Y9
+	VPADDD      Y9, Y8, Y8
+	VPADDD      64(R8), Y8, Y8
+	VMOVDQU     q4halfperm0<>+0(SB), Y3
+	VPERMPS     (SI), Y3, Y7
+	VPERMPS     32(SI), Y3, Y5
+	VBLENDPS    $0xcc, Y5, Y7, Y7
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      Y7, Y8, Y8
+	VFMADD231PS (R8), Y8, Y0
+	VMOVDQU     32(BX), Y6
+	VPSRLW      $0x04, Y6, Y13
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  32(DI), Y6, Y10
+	VPMADDUBSW  96(DI), Y13, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VMOVDQU     96(BX), Y1
+	VPSRLW      $0x04, Y1, Y12
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  288(DI), Y1, Y4
+	VPMADDUBSW  352(DI), Y12, Y9
+	VPADDW      Y9, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ  Y4, Y10, Y2
+	VPUNPCKHDQ  Y4, Y10, Y10
+	VPADDD      Y10, Y2, Y2
+	VMOVDQU     160(BX), Y3
+	VPSRLW      $0x04, Y3, Y5
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  544(DI), Y3, Y7
+	VPMADDUBSW  608(DI), Y5, Y8
+	VPADDW      Y8, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VMOVDQU     224(BX), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(DI), Y14, Y11
+	VPMADDUBSW  864(DI), Y15, Y6
+	VPADDW      Y6, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y7, Y13
+	VPUNPCKHDQ  Y11, Y7, Y7
+	VPADDD      Y7, Y13, Y13
+	VPUNPCKLQDQ Y13, Y2, Y9
+	VPUNPCKHQDQ Y13, Y2, Y2
+	VPADDD      Y2, Y9, Y9
+	VPADDD      96(R8), Y9, Y9
+	VMOVDQU     q4halfperm1<>+0(SB), Y10
+	VPERMPS     (SI), Y10, Y4
+	VPERMPS     32(SI), Y10, Y1
+	VBLENDPS    $0xcc, Y1, Y4, Y4
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      Y4, Y9, Y9
+	VFMADD231PS 32(R8), Y9, Y0
+	ADDQ        $0x00000100, BX
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000400, DI
+	ADDQ        $0x00000080, R8
+	DECQ        R9
+	JMP         chunk0
+
+groups0:
+	MOVL         $0x0f0f0f0f, R8
+	VPBROADCASTD R8, Y12
+	VMOVDQU      q4perm<>+0(SB), Y8
+	MOVL         $0x00010001, R8
+	VPBROADCASTD R8, Y3
 
 loop0:
-	TESTQ       R8, R8
+	TESTQ       R10, R10
 	JZ          tail0
-	VMOVDQU     (BX), Y4
-	VPSRLW      $0x04, Y4, Y6
-	VPAND       Y4, Y0, Y5
-	VPAND       Y6, Y0, Y6
-	VMOVSD      (SI), X7
-	VPERMPS     Y7, Y1, Y7
-	VPMADDUBSW  (DI), Y5, Y8
-	VPMADDUBSW  64(DI), Y6, Y9
-	VPADDW      Y9, Y8, Y8
-	VPMADDWD    Y2, Y8, Y8
-	VPADDD      192(DI), Y8, Y8
-	VCVTDQ2PS   Y8, Y8
-	VMULPS      128(DI), Y7, Y10
-	VFMADD231PS Y8, Y10, Y3
-	VMOVDQU     32(BX), Y11
-	VPSRLW      $0x04, Y11, Y13
-	VPAND       Y11, Y0, Y12
-	VPAND       Y13, Y0, Y13
+	VMOVDQU     (BX), Y5
+	VPSRLW      $0x04, Y5, Y7
+	VPAND       Y5, Y12, Y6
+	VPAND       Y7, Y12, Y7
+	VMOVSD      (SI), X11
+	VPERMPS     Y11, Y8, Y11
+	VPMADDUBSW  (DI), Y6, Y2
+	VPMADDUBSW  64(DI), Y7, Y13
+	VPADDW      Y13, Y2, Y2
+	VPMADDWD    Y3, Y2, Y2
+	VPADDD      192(DI), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMULPS      128(DI), Y11, Y10
+	VFMADD231PS Y2, Y10, Y0
+	VMOVDQU     32(BX), Y1
+	VPSRLW      $0x04, Y1, Y9
+	VPAND       Y1, Y12, Y4
+	VPAND       Y9, Y12, Y9
 	VMOVSD      8(SI), X14
-	VPERMPS     Y14, Y1, Y14
-	VPMADDUBSW  32(DI), Y12, Y15
-	VPMADDUBSW  96(DI), Y13, Y4
-	VPADDW      Y4, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
+	VPERMPS     Y14, Y8, Y14
+	VPMADDUBSW  32(DI), Y4, Y15
+	VPMADDUBSW  96(DI), Y9, Y5
+	VPADDW      Y5, Y15, Y15
+	VPMADDWD    Y3, Y15, Y15
 	VPADDD      224(DI), Y15, Y15
 	VCVTDQ2PS   Y15, Y15
-	VMULPS      160(DI), Y14, Y9
-	VFMADD231PS Y15, Y9, Y3
+	VMULPS      160(DI), Y14, Y13
+	VFMADD231PS Y15, Y13, Y0
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000010, SI
 	ADDQ        $0x00000100, DI
-	DECQ        R8
+	DECQ        R10
 	JMP         loop0
 
 tail0:
 	MOVQ        tail+40(FP), R8
 	CMPQ        R8, $0x02
 	JB          tail10
-	VMOVDQU     (BX), Y8
-	VPSRLW      $0x04, Y8, Y5
-	VPAND       Y8, Y0, Y10
-	VPAND       Y5, Y0, Y5
-	VMOVSD      (SI), X6
-	VPERMPS     Y6, Y1, Y6
-	VPMADDUBSW  (DI), Y10, Y7
-	VPMADDUBSW  64(DI), Y5, Y11
-	VPADDW      Y11, Y7, Y7
-	VPMADDWD    Y2, Y7, Y7
-	VPADDD      192(DI), Y7, Y7
-	VCVTDQ2PS   Y7, Y7
-	VMULPS      128(DI), Y6, Y4
-	VFMADD231PS Y7, Y4, Y3
+	VMOVDQU     (BX), Y2
+	VPSRLW      $0x04, Y2, Y6
+	VPAND       Y2, Y12, Y10
+	VPAND       Y6, Y12, Y6
+	VMOVSD      (SI), X7
+	VPERMPS     Y7, Y8, Y7
+	VPMADDUBSW  (DI), Y10, Y11
+	VPMADDUBSW  64(DI), Y6, Y1
+	VPADDW      Y1, Y11, Y11
+	VPMADDWD    Y3, Y11, Y11
+	VPADDD      192(DI), Y11, Y11
+	VCVTDQ2PS   Y11, Y11
+	VMULPS      128(DI), Y7, Y5
+	VFMADD231PS Y11, Y5, Y0
 
 tail10:
 	TESTQ       $0x00000001, R8
@@ -29829,36 +33472,36 @@ tail10:
 	CMPQ        R8, $0x01
 	JE          tail1at00
 	VMOVDQU     32(BX), X15
-	VPSRLW      $0x04, Y15, Y12
-	VPAND       Y15, Y0, Y9
-	VPAND       Y12, Y0, Y12
-	VMOVSS      8(SI), X13
-	VPERMPS     Y13, Y1, Y13
-	VPMADDUBSW  32(DI), Y9, Y14
-	VPMADDUBSW  96(DI), Y12, Y8
-	VPADDW      Y8, Y14, Y14
-	VPMADDWD    Y2, Y14, Y14
+	VPSRLW      $0x04, Y15, Y4
+	VPAND       Y15, Y12, Y13
+	VPAND       Y4, Y12, Y4
+	VMOVSS      8(SI), X9
+	VPERMPS     Y9, Y8, Y9
+	VPMADDUBSW  32(DI), Y13, Y14
+	VPMADDUBSW  96(DI), Y4, Y2
+	VPADDW      Y2, Y14, Y14
+	VPMADDWD    Y3, Y14, Y14
 	VPADDD      224(DI), Y14, Y14
 	VCVTDQ2PS   Y14, Y14
-	VMULPS      160(DI), Y13, Y11
-	VFMADD231PS Y14, Y11, Y3
+	VMULPS      160(DI), Y9, Y1
+	VFMADD231PS Y14, Y1, Y0
 	JMP         reduce0
 
 tail1at00:
-	VMOVDQU     (BX), X7
-	VPSRLW      $0x04, Y7, Y10
-	VPAND       Y7, Y0, Y4
-	VPAND       Y10, Y0, Y10
-	VMOVSS      (SI), X5
-	VPERMPS     Y5, Y1, Y5
-	VPMADDUBSW  (DI), Y4, Y6
+	VMOVDQU     (BX), X11
+	VPSRLW      $0x04, Y11, Y10
+	VPAND       Y11, Y12, Y5
+	VPAND       Y10, Y12, Y10
+	VMOVSS      (SI), X6
+	VPERMPS     Y6, Y8, Y6
+	VPMADDUBSW  (DI), Y5, Y7
 	VPMADDUBSW  64(DI), Y10, Y15
-	VPADDW      Y15, Y6, Y6
-	VPMADDWD    Y2, Y6, Y6
-	VPADDD      192(DI), Y6, Y6
-	VCVTDQ2PS   Y6, Y6
-	VMULPS      128(DI), Y5, Y8
-	VFMADD231PS Y6, Y8, Y3
+	VPADDW      Y15, Y7, Y7
+	VPMADDWD    Y3, Y7, Y7
+	VPADDD      192(DI), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      128(DI), Y6, Y2
+	VFMADD231PS Y7, Y2, Y0
 
 reduce0:
 	MOVQ   rstr+8(FP), BX
@@ -29869,333 +33512,714 @@ reduce0:
 	MOVQ   AX, BX
 	MOVQ   CX, SI
 	MOVQ   x+48(FP), DI
-	MOVQ   ng+32(FP), R8
+	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   DI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
 
-loop1:
-	TESTQ       R8, R8
-	JZ          tail1
-	VMOVDQU     (BX), Y11
-	VPSRLW      $0x04, Y11, Y12
-	VPAND       Y11, Y0, Y9
-	VPAND       Y12, Y0, Y12
-	VMOVSD      (SI), X13
-	VPERMPS     Y13, Y1, Y13
-	VPMADDUBSW  (DI), Y9, Y7
-	VPMADDUBSW  64(DI), Y12, Y15
-	VPADDW      Y15, Y7, Y7
-	VPMADDWD    Y2, Y7, Y7
-	VPADDD      192(DI), Y7, Y7
-	VCVTDQ2PS   Y7, Y7
-	VMULPS      128(DI), Y13, Y6
-	VFMADD231PS Y7, Y6, Y14
+chunk1:
+	TESTQ       R9, R9
+	JZ          groups1
+	VMOVDQU     (BX), Y1
+	VPSRLW      $0x04, Y1, Y13
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  (DI), Y1, Y4
+	VPMADDUBSW  64(DI), Y13, Y9
+	VPADDW      Y9, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU     64(BX), Y11
+	VPSRLW      $0x04, Y11, Y15
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  256(DI), Y11, Y7
+	VPMADDUBSW  320(DI), Y15, Y2
+	VPADDW      Y2, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VPUNPCKLDQ  Y7, Y4, Y5
+	VPUNPCKHDQ  Y7, Y4, Y4
+	VPADDD      Y4, Y5, Y5
+	VMOVDQU     128(BX), Y10
+	VPSRLW      $0x04, Y10, Y6
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  512(DI), Y10, Y12
+	VPMADDUBSW  576(DI), Y6, Y8
+	VPADDW      Y8, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     192(BX), Y3
+	VPSRLW      $0x04, Y3, Y9
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  768(DI), Y3, Y1
+	VPMADDUBSW  832(DI), Y9, Y13
+	VPADDW      Y13, Y1, Y1
+	VPMADDWD    q4onesw<>+0(SB), Y1, Y1
+	VPUNPCKLDQ  Y1, Y12, Y2
+	VPUNPCKHDQ  Y1, Y12, Y12
+	VPADDD      Y12, Y2, Y2
+	VPUNPCKLQDQ Y2, Y5, Y4
+	VPUNPCKHQDQ Y2, Y5, Y5
+	VPADDD      Y5, Y4, Y4
+	VPADDD      64(R8), Y4, Y4
+	VMOVDQU     q4halfperm0<>+0(SB), Y7
+	VPERMPS     (SI), Y7, Y11
+	VPERMPS     32(SI), Y7, Y15
+	VBLENDPS    $0xcc, Y15, Y11, Y11
+	VCVTDQ2PS   Y4, Y4
+	VMULPS      Y11, Y4, Y4
+	VFMADD231PS (R8), Y4, Y14
 	VMOVDQU     32(BX), Y8
 	VPSRLW      $0x04, Y8, Y10
-	VPAND       Y8, Y0, Y4
-	VPAND       Y10, Y0, Y10
-	VMOVSD      8(SI), X5
-	VPERMPS     Y5, Y1, Y5
-	VPMADDUBSW  32(DI), Y4, Y11
-	VPMADDUBSW  96(DI), Y10, Y15
-	VPADDW      Y15, Y11, Y11
-	VPMADDWD    Y2, Y11, Y11
-	VPADDD      224(DI), Y11, Y11
-	VCVTDQ2PS   Y11, Y11
-	VMULPS      160(DI), Y5, Y7
-	VFMADD231PS Y11, Y7, Y14
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  32(DI), Y8, Y6
+	VPMADDUBSW  96(DI), Y10, Y13
+	VPADDW      Y13, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     96(BX), Y12
+	VPSRLW      $0x04, Y12, Y1
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPMADDUBSW  288(DI), Y12, Y5
+	VPMADDUBSW  352(DI), Y1, Y2
+	VPADDW      Y2, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VPUNPCKLDQ  Y5, Y6, Y7
+	VPUNPCKHDQ  Y5, Y6, Y6
+	VPADDD      Y6, Y7, Y7
+	VMOVDQU     160(BX), Y15
+	VPSRLW      $0x04, Y15, Y11
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  544(DI), Y15, Y4
+	VPMADDUBSW  608(DI), Y11, Y3
+	VPADDW      Y3, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU     224(BX), Y9
+	VPSRLW      $0x04, Y9, Y13
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  800(DI), Y9, Y8
+	VPMADDUBSW  864(DI), Y13, Y10
+	VPADDW      Y10, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ  Y8, Y4, Y2
+	VPUNPCKHDQ  Y8, Y4, Y4
+	VPADDD      Y4, Y2, Y2
+	VPUNPCKLQDQ Y2, Y7, Y6
+	VPUNPCKHQDQ Y2, Y7, Y7
+	VPADDD      Y7, Y6, Y6
+	VPADDD      96(R8), Y6, Y6
+	VMOVDQU     q4halfperm1<>+0(SB), Y5
+	VPERMPS     (SI), Y5, Y12
+	VPERMPS     32(SI), Y5, Y1
+	VBLENDPS    $0xcc, Y1, Y12, Y12
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      Y12, Y6, Y6
+	VFMADD231PS 32(R8), Y6, Y14
+	ADDQ        $0x00000100, BX
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000400, DI
+	ADDQ        $0x00000080, R8
+	DECQ        R9
+	JMP         chunk1
+
+groups1:
+	MOVL         $0x0f0f0f0f, R8
+	VPBROADCASTD R8, Y3
+	VMOVDQU      q4perm<>+0(SB), Y15
+	MOVL         $0x00010001, R8
+	VPBROADCASTD R8, Y11
+
+loop1:
+	TESTQ       R10, R10
+	JZ          tail1
+	VMOVDQU     (BX), Y10
+	VPSRLW      $0x04, Y10, Y8
+	VPAND       Y10, Y3, Y4
+	VPAND       Y8, Y3, Y8
+	VMOVSD      (SI), X7
+	VPERMPS     Y7, Y15, Y7
+	VPMADDUBSW  (DI), Y4, Y2
+	VPMADDUBSW  64(DI), Y8, Y5
+	VPADDW      Y5, Y2, Y2
+	VPMADDWD    Y11, Y2, Y2
+	VPADDD      192(DI), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMULPS      128(DI), Y7, Y1
+	VFMADD231PS Y2, Y1, Y14
+	VMOVDQU     32(BX), Y12
+	VPSRLW      $0x04, Y12, Y9
+	VPAND       Y12, Y3, Y6
+	VPAND       Y9, Y3, Y9
+	VMOVSD      8(SI), X13
+	VPERMPS     Y13, Y15, Y13
+	VPMADDUBSW  32(DI), Y6, Y10
+	VPMADDUBSW  96(DI), Y9, Y5
+	VPADDW      Y5, Y10, Y10
+	VPMADDWD    Y11, Y10, Y10
+	VPADDD      224(DI), Y10, Y10
+	VCVTDQ2PS   Y10, Y10
+	VMULPS      160(DI), Y13, Y2
+	VFMADD231PS Y10, Y2, Y14
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000010, SI
 	ADDQ        $0x00000100, DI
-	DECQ        R8
+	DECQ        R10
 	JMP         loop1
 
 tail1:
 	MOVQ        tail+40(FP), R8
 	CMPQ        R8, $0x02
 	JB          tail11
-	VMOVDQU     (BX), Y6
-	VPSRLW      $0x04, Y6, Y12
-	VPAND       Y6, Y0, Y9
-	VPAND       Y12, Y0, Y12
-	VMOVSD      (SI), X13
-	VPERMPS     Y13, Y1, Y13
-	VPMADDUBSW  (DI), Y9, Y8
-	VPMADDUBSW  64(DI), Y12, Y15
-	VPADDW      Y15, Y8, Y8
-	VPMADDWD    Y2, Y8, Y8
-	VPADDD      192(DI), Y8, Y8
-	VCVTDQ2PS   Y8, Y8
-	VMULPS      128(DI), Y13, Y11
-	VFMADD231PS Y8, Y11, Y14
+	VMOVDQU     (BX), Y1
+	VPSRLW      $0x04, Y1, Y8
+	VPAND       Y1, Y3, Y4
+	VPAND       Y8, Y3, Y8
+	VMOVSD      (SI), X7
+	VPERMPS     Y7, Y15, Y7
+	VPMADDUBSW  (DI), Y4, Y12
+	VPMADDUBSW  64(DI), Y8, Y5
+	VPADDW      Y5, Y12, Y12
+	VPMADDWD    Y11, Y12, Y12
+	VPADDD      192(DI), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      128(DI), Y7, Y10
+	VFMADD231PS Y12, Y10, Y14
 
 tail11:
 	TESTQ       $0x00000001, R8
 	JZ          reduce1
 	CMPQ        R8, $0x01
 	JE          tail1at01
-	VMOVDQU     32(BX), X7
-	VPSRLW      $0x04, Y7, Y10
-	VPAND       Y7, Y0, Y4
-	VPAND       Y10, Y0, Y10
-	VMOVSS      8(SI), X5
-	VPERMPS     Y5, Y1, Y5
-	VPMADDUBSW  32(DI), Y4, Y6
-	VPMADDUBSW  96(DI), Y10, Y15
-	VPADDW      Y15, Y6, Y6
-	VPMADDWD    Y2, Y6, Y6
-	VPADDD      224(DI), Y6, Y6
-	VCVTDQ2PS   Y6, Y6
-	VMULPS      160(DI), Y5, Y8
-	VFMADD231PS Y6, Y8, Y14
+	VMOVDQU     32(BX), X2
+	VPSRLW      $0x04, Y2, Y9
+	VPAND       Y2, Y3, Y6
+	VPAND       Y9, Y3, Y9
+	VMOVSS      8(SI), X13
+	VPERMPS     Y13, Y15, Y13
+	VPMADDUBSW  32(DI), Y6, Y1
+	VPMADDUBSW  96(DI), Y9, Y5
+	VPADDW      Y5, Y1, Y1
+	VPMADDWD    Y11, Y1, Y1
+	VPADDD      224(DI), Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMULPS      160(DI), Y13, Y12
+	VFMADD231PS Y1, Y12, Y14
 	JMP         reduce1
 
 tail1at01:
-	VMOVDQU     (BX), X11
-	VPSRLW      $0x04, Y11, Y12
-	VPAND       Y11, Y0, Y9
-	VPAND       Y12, Y0, Y12
-	VMOVSS      (SI), X13
-	VPERMPS     Y13, Y1, Y13
-	VPMADDUBSW  (DI), Y9, Y7
-	VPMADDUBSW  64(DI), Y12, Y15
-	VPADDW      Y15, Y7, Y7
-	VPMADDWD    Y2, Y7, Y7
-	VPADDD      192(DI), Y7, Y7
-	VCVTDQ2PS   Y7, Y7
-	VMULPS      128(DI), Y13, Y6
-	VFMADD231PS Y7, Y6, Y14
+	VMOVDQU     (BX), X10
+	VPSRLW      $0x04, Y10, Y8
+	VPAND       Y10, Y3, Y4
+	VPAND       Y8, Y3, Y8
+	VMOVSS      (SI), X7
+	VPERMPS     Y7, Y15, Y7
+	VPMADDUBSW  (DI), Y4, Y2
+	VPMADDUBSW  64(DI), Y8, Y5
+	VPADDW      Y5, Y2, Y2
+	VPMADDWD    Y11, Y2, Y2
+	VPADDD      192(DI), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMULPS      128(DI), Y7, Y1
+	VFMADD231PS Y2, Y1, Y14
 
 reduce1:
 	MOVQ   rstr+8(FP), BX
 	ADDQ   BX, AX
 	MOVQ   scstr+24(FP), BX
 	ADDQ   BX, CX
-	VXORPS Y8, Y8, Y8
+	VXORPS Y12, Y12, Y12
 	MOVQ   AX, BX
 	MOVQ   CX, SI
 	MOVQ   x+48(FP), DI
-	MOVQ   ng+32(FP), R8
+	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   DI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk2:
+	TESTQ       R9, R9
+	JZ          groups2
+	VMOVDQU     (BX), Y6
+	VPSRLW      $0x04, Y6, Y9
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  (DI), Y6, Y13
+	VPMADDUBSW  64(DI), Y9, Y10
+	VPADDW      Y10, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU     64(BX), Y5
+	VPSRLW      $0x04, Y5, Y2
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW  256(DI), Y5, Y1
+	VPMADDUBSW  320(DI), Y2, Y4
+	VPADDW      Y4, Y1, Y1
+	VPMADDWD    q4onesw<>+0(SB), Y1, Y1
+	VPUNPCKLDQ  Y1, Y13, Y8
+	VPUNPCKHDQ  Y1, Y13, Y13
+	VPADDD      Y13, Y8, Y8
+	VMOVDQU     128(BX), Y7
+	VPSRLW      $0x04, Y7, Y3
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW  512(DI), Y7, Y15
+	VPMADDUBSW  576(DI), Y3, Y11
+	VPADDW      Y11, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VMOVDQU     192(BX), Y10
+	VPSRLW      $0x04, Y10, Y6
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  768(DI), Y10, Y9
+	VPMADDUBSW  832(DI), Y6, Y4
+	VPADDW      Y4, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y15, Y13
+	VPUNPCKHDQ  Y9, Y15, Y15
+	VPADDD      Y15, Y13, Y13
+	VPUNPCKLQDQ Y13, Y8, Y1
+	VPUNPCKHQDQ Y13, Y8, Y8
+	VPADDD      Y8, Y1, Y1
+	VPADDD      64(R8), Y1, Y1
+	VMOVDQU     q4halfperm0<>+0(SB), Y5
+	VPERMPS     (SI), Y5, Y2
+	VPERMPS     32(SI), Y5, Y11
+	VBLENDPS    $0xcc, Y11, Y2, Y2
+	VCVTDQ2PS   Y1, Y1
+	VMULPS      Y2, Y1, Y1
+	VFMADD231PS (R8), Y1, Y12
+	VMOVDQU     32(BX), Y7
+	VPSRLW      $0x04, Y7, Y3
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW  32(DI), Y7, Y4
+	VPMADDUBSW  96(DI), Y3, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU     96(BX), Y9
+	VPSRLW      $0x04, Y9, Y8
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW  288(DI), Y9, Y13
+	VPMADDUBSW  352(DI), Y8, Y5
+	VPADDW      Y5, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPUNPCKLDQ  Y13, Y4, Y11
+	VPUNPCKHDQ  Y13, Y4, Y4
+	VPADDD      Y4, Y11, Y11
+	VMOVDQU     160(BX), Y2
+	VPSRLW      $0x04, Y2, Y1
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPMADDUBSW  544(DI), Y2, Y10
+	VPMADDUBSW  608(DI), Y1, Y6
+	VPADDW      Y6, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VMOVDQU     224(BX), Y15
+	VPSRLW      $0x04, Y15, Y7
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  800(DI), Y15, Y3
+	VPMADDUBSW  864(DI), Y7, Y5
+	VPADDW      Y5, Y3, Y3
+	VPMADDWD    q4onesw<>+0(SB), Y3, Y3
+	VPUNPCKLDQ  Y3, Y10, Y4
+	VPUNPCKHDQ  Y3, Y10, Y10
+	VPADDD      Y10, Y4, Y4
+	VPUNPCKLQDQ Y4, Y11, Y13
+	VPUNPCKHQDQ Y4, Y11, Y11
+	VPADDD      Y11, Y13, Y13
+	VPADDD      96(R8), Y13, Y13
+	VMOVDQU     q4halfperm1<>+0(SB), Y9
+	VPERMPS     (SI), Y9, Y8
+	VPERMPS     32(SI), Y9, Y6
+	VBLENDPS    $0xcc, Y6, Y8, Y8
+	VCVTDQ2PS   Y13, Y13
+	VMULPS      Y8, Y13, Y13
+	VFMADD231PS 32(R8), Y13, Y12
+	ADDQ        $0x00000100, BX
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000400, DI
+	ADDQ        $0x00000080, R8
+	DECQ        R9
+	JMP         chunk2
+
+groups2:
+	MOVL         $0x0f0f0f0f, R8
+	VPBROADCASTD R8, Y2
+	VMOVDQU      q4perm<>+0(SB), Y1
+	MOVL         $0x00010001, R8
+	VPBROADCASTD R8, Y5
 
 loop2:
-	TESTQ       R8, R8
+	TESTQ       R10, R10
 	JZ          tail2
-	VMOVDQU     (BX), Y4
-	VPSRLW      $0x04, Y4, Y5
-	VPAND       Y4, Y0, Y10
-	VPAND       Y5, Y0, Y5
-	VMOVSD      (SI), X11
-	VPERMPS     Y11, Y1, Y11
-	VPMADDUBSW  (DI), Y10, Y15
-	VPMADDUBSW  64(DI), Y5, Y7
-	VPADDW      Y7, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(DI), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(DI), Y11, Y6
-	VFMADD231PS Y15, Y6, Y8
-	VMOVDQU     32(BX), Y9
-	VPSRLW      $0x04, Y9, Y13
-	VPAND       Y9, Y0, Y12
-	VPAND       Y13, Y0, Y13
-	VMOVSD      8(SI), X4
+	VMOVDQU     (BX), Y10
+	VPSRLW      $0x04, Y10, Y11
+	VPAND       Y10, Y2, Y3
+	VPAND       Y11, Y2, Y11
+	VMOVSD      (SI), X4
 	VPERMPS     Y4, Y1, Y4
-	VPMADDUBSW  32(DI), Y12, Y7
-	VPMADDUBSW  96(DI), Y13, Y15
-	VPADDW      Y15, Y7, Y7
-	VPMADDWD    Y2, Y7, Y7
-	VPADDD      224(DI), Y7, Y7
-	VCVTDQ2PS   Y7, Y7
-	VMULPS      160(DI), Y4, Y6
-	VFMADD231PS Y7, Y6, Y8
+	VPMADDUBSW  (DI), Y3, Y9
+	VPMADDUBSW  64(DI), Y11, Y6
+	VPADDW      Y6, Y9, Y9
+	VPMADDWD    Y5, Y9, Y9
+	VPADDD      192(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(DI), Y4, Y8
+	VFMADD231PS Y9, Y8, Y12
+	VMOVDQU     32(BX), Y13
+	VPSRLW      $0x04, Y13, Y7
+	VPAND       Y13, Y2, Y15
+	VPAND       Y7, Y2, Y7
+	VMOVSD      8(SI), X10
+	VPERMPS     Y10, Y1, Y10
+	VPMADDUBSW  32(DI), Y15, Y6
+	VPMADDUBSW  96(DI), Y7, Y9
+	VPADDW      Y9, Y6, Y6
+	VPMADDWD    Y5, Y6, Y6
+	VPADDD      224(DI), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      160(DI), Y10, Y8
+	VFMADD231PS Y6, Y8, Y12
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000010, SI
 	ADDQ        $0x00000100, DI
-	DECQ        R8
+	DECQ        R10
 	JMP         loop2
 
 tail2:
 	MOVQ        tail+40(FP), R8
 	CMPQ        R8, $0x02
 	JB          tail12
-	VMOVDQU     (BX), Y10
-	VPSRLW      $0x04, Y10, Y11
-	VPAND       Y10, Y0, Y5
-	VPAND       Y11, Y0, Y11
-	VMOVSD      (SI), X9
-	VPERMPS     Y9, Y1, Y9
-	VPMADDUBSW  (DI), Y5, Y15
-	VPMADDUBSW  64(DI), Y11, Y7
-	VPADDW      Y7, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(DI), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(DI), Y9, Y6
-	VFMADD231PS Y15, Y6, Y8
+	VMOVDQU     (BX), Y3
+	VPSRLW      $0x04, Y3, Y4
+	VPAND       Y3, Y2, Y11
+	VPAND       Y4, Y2, Y4
+	VMOVSD      (SI), X13
+	VPERMPS     Y13, Y1, Y13
+	VPMADDUBSW  (DI), Y11, Y9
+	VPMADDUBSW  64(DI), Y4, Y6
+	VPADDW      Y6, Y9, Y9
+	VPMADDWD    Y5, Y9, Y9
+	VPADDD      192(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(DI), Y13, Y8
+	VFMADD231PS Y9, Y8, Y12
 
 tail12:
 	TESTQ       $0x00000001, R8
 	JZ          reduce2
 	CMPQ        R8, $0x01
 	JE          tail1at02
-	VMOVDQU     32(BX), X12
-	VPSRLW      $0x04, Y12, Y4
-	VPAND       Y12, Y0, Y13
-	VPAND       Y4, Y0, Y4
-	VMOVSS      8(SI), X10
-	VPERMPS     Y10, Y1, Y10
-	VPMADDUBSW  32(DI), Y13, Y7
-	VPMADDUBSW  96(DI), Y4, Y15
-	VPADDW      Y15, Y7, Y7
-	VPMADDWD    Y2, Y7, Y7
-	VPADDD      224(DI), Y7, Y7
-	VCVTDQ2PS   Y7, Y7
-	VMULPS      160(DI), Y10, Y6
-	VFMADD231PS Y7, Y6, Y8
+	VMOVDQU     32(BX), X15
+	VPSRLW      $0x04, Y15, Y10
+	VPAND       Y15, Y2, Y7
+	VPAND       Y10, Y2, Y10
+	VMOVSS      8(SI), X3
+	VPERMPS     Y3, Y1, Y3
+	VPMADDUBSW  32(DI), Y7, Y6
+	VPMADDUBSW  96(DI), Y10, Y9
+	VPADDW      Y9, Y6, Y6
+	VPMADDWD    Y5, Y6, Y6
+	VPADDD      224(DI), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      160(DI), Y3, Y8
+	VFMADD231PS Y6, Y8, Y12
 	JMP         reduce2
 
 tail1at02:
-	VMOVDQU     (BX), X5
-	VPSRLW      $0x04, Y5, Y9
-	VPAND       Y5, Y0, Y11
-	VPAND       Y9, Y0, Y9
-	VMOVSS      (SI), X12
-	VPERMPS     Y12, Y1, Y12
-	VPMADDUBSW  (DI), Y11, Y15
-	VPMADDUBSW  64(DI), Y9, Y7
-	VPADDW      Y7, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(DI), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(DI), Y12, Y6
-	VFMADD231PS Y15, Y6, Y8
+	VMOVDQU     (BX), X11
+	VPSRLW      $0x04, Y11, Y13
+	VPAND       Y11, Y2, Y4
+	VPAND       Y13, Y2, Y13
+	VMOVSS      (SI), X15
+	VPERMPS     Y15, Y1, Y15
+	VPMADDUBSW  (DI), Y4, Y9
+	VPMADDUBSW  64(DI), Y13, Y6
+	VPADDW      Y6, Y9, Y9
+	VPMADDWD    Y5, Y9, Y9
+	VPADDD      192(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(DI), Y15, Y8
+	VFMADD231PS Y9, Y8, Y12
 
 reduce2:
 	MOVQ   rstr+8(FP), BX
 	ADDQ   BX, AX
 	MOVQ   scstr+24(FP), BX
 	ADDQ   BX, CX
-	VXORPS Y13, Y13, Y13
+	VXORPS Y7, Y7, Y7
 	MOVQ   AX, BX
 	MOVQ   CX, SI
 	MOVQ   x+48(FP), DI
-	MOVQ   ng+32(FP), R8
+	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   DI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk3:
+	TESTQ       R9, R9
+	JZ          groups3
+	VMOVDQU     (BX), Y10
+	VPSRLW      $0x04, Y10, Y3
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW  (DI), Y10, Y11
+	VPMADDUBSW  64(DI), Y3, Y6
+	VPADDW      Y6, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VMOVDQU     64(BX), Y9
+	VPSRLW      $0x04, Y9, Y8
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW  256(DI), Y9, Y4
+	VPMADDUBSW  320(DI), Y8, Y13
+	VPADDW      Y13, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ  Y4, Y11, Y15
+	VPUNPCKHDQ  Y4, Y11, Y11
+	VPADDD      Y11, Y15, Y15
+	VMOVDQU     128(BX), Y2
+	VPSRLW      $0x04, Y2, Y1
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPMADDUBSW  512(DI), Y2, Y5
+	VPMADDUBSW  576(DI), Y1, Y6
+	VPADDW      Y6, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VMOVDQU     192(BX), Y10
+	VPSRLW      $0x04, Y10, Y3
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW  768(DI), Y10, Y13
+	VPMADDUBSW  832(DI), Y3, Y11
+	VPADDW      Y11, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPUNPCKLDQ  Y13, Y5, Y4
+	VPUNPCKHDQ  Y13, Y5, Y5
+	VPADDD      Y5, Y4, Y4
+	VPUNPCKLQDQ Y4, Y15, Y9
+	VPUNPCKHQDQ Y4, Y15, Y15
+	VPADDD      Y15, Y9, Y9
+	VPADDD      64(R8), Y9, Y9
+	VMOVDQU     q4halfperm0<>+0(SB), Y8
+	VPERMPS     (SI), Y8, Y6
+	VPERMPS     32(SI), Y8, Y2
+	VBLENDPS    $0xcc, Y2, Y6, Y6
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      Y6, Y9, Y9
+	VFMADD231PS (R8), Y9, Y7
+	VMOVDQU     32(BX), Y1
+	VPSRLW      $0x04, Y1, Y11
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  32(DI), Y1, Y5
+	VPMADDUBSW  96(DI), Y11, Y13
+	VPADDW      Y13, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VMOVDQU     96(BX), Y15
+	VPSRLW      $0x04, Y15, Y4
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW  288(DI), Y15, Y8
+	VPMADDUBSW  352(DI), Y4, Y2
+	VPADDW      Y2, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ  Y8, Y5, Y6
+	VPUNPCKHDQ  Y8, Y5, Y5
+	VPADDD      Y5, Y6, Y6
+	VMOVDQU     160(BX), Y9
+	VPSRLW      $0x04, Y9, Y10
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  544(DI), Y9, Y3
+	VPMADDUBSW  608(DI), Y10, Y13
+	VPADDW      Y13, Y3, Y3
+	VPMADDWD    q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU     224(BX), Y1
+	VPSRLW      $0x04, Y1, Y11
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  800(DI), Y1, Y2
+	VPMADDUBSW  864(DI), Y11, Y5
+	VPADDW      Y5, Y2, Y2
+	VPMADDWD    q4onesw<>+0(SB), Y2, Y2
+	VPUNPCKLDQ  Y2, Y3, Y8
+	VPUNPCKHDQ  Y2, Y3, Y3
+	VPADDD      Y3, Y8, Y8
+	VPUNPCKLQDQ Y8, Y6, Y15
+	VPUNPCKHQDQ Y8, Y6, Y6
+	VPADDD      Y6, Y15, Y15
+	VPADDD      96(R8), Y15, Y15
+	VMOVDQU     q4halfperm1<>+0(SB), Y4
+	VPERMPS     (SI), Y4, Y13
+	VPERMPS     32(SI), Y4, Y9
+	VBLENDPS    $0xcc, Y9, Y13, Y13
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      Y13, Y15, Y15
+	VFMADD231PS 32(R8), Y15, Y7
+	ADDQ        $0x00000100, BX
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000400, DI
+	ADDQ        $0x00000080, R8
+	DECQ        R9
+	JMP         chunk3
+
+groups3:
+	MOVL         $0x0f0f0f0f, R8
+	VPBROADCASTD R8, Y10
+	VMOVDQU      q4perm<>+0(SB), Y5
+	MOVL         $0x00010001, R8
+	VPBROADCASTD R8, Y3
 
 loop3:
-	TESTQ       R8, R8
+	TESTQ       R10, R10
 	JZ          tail3
-	VMOVDQU     (BX), Y4
-	VPSRLW      $0x04, Y4, Y5
-	VPAND       Y4, Y0, Y10
-	VPAND       Y5, Y0, Y5
-	VMOVSD      (SI), X7
-	VPERMPS     Y7, Y1, Y7
-	VPMADDUBSW  (DI), Y10, Y15
-	VPMADDUBSW  64(DI), Y5, Y6
-	VPADDW      Y6, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(DI), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(DI), Y7, Y11
-	VFMADD231PS Y15, Y11, Y13
-	VMOVDQU     32(BX), Y9
-	VPSRLW      $0x04, Y9, Y4
-	VPAND       Y9, Y0, Y12
-	VPAND       Y4, Y0, Y4
-	VMOVSD      8(SI), X6
-	VPERMPS     Y6, Y1, Y6
-	VPMADDUBSW  32(DI), Y12, Y15
-	VPMADDUBSW  96(DI), Y4, Y11
-	VPADDW      Y11, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      224(DI), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      160(DI), Y6, Y10
-	VFMADD231PS Y15, Y10, Y13
+	VMOVDQU     (BX), Y2
+	VPSRLW      $0x04, Y2, Y8
+	VPAND       Y2, Y10, Y6
+	VPAND       Y8, Y10, Y8
+	VMOVSD      (SI), X4
+	VPERMPS     Y4, Y5, Y4
+	VPMADDUBSW  (DI), Y6, Y9
+	VPMADDUBSW  64(DI), Y8, Y13
+	VPADDW      Y13, Y9, Y9
+	VPMADDWD    Y3, Y9, Y9
+	VPADDD      192(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(DI), Y4, Y15
+	VFMADD231PS Y9, Y15, Y7
+	VMOVDQU     32(BX), Y1
+	VPSRLW      $0x04, Y1, Y2
+	VPAND       Y1, Y10, Y11
+	VPAND       Y2, Y10, Y2
+	VMOVSD      8(SI), X13
+	VPERMPS     Y13, Y5, Y13
+	VPMADDUBSW  32(DI), Y11, Y9
+	VPMADDUBSW  96(DI), Y2, Y15
+	VPADDW      Y15, Y9, Y9
+	VPMADDWD    Y3, Y9, Y9
+	VPADDD      224(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      160(DI), Y13, Y6
+	VFMADD231PS Y9, Y6, Y7
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000010, SI
 	ADDQ        $0x00000100, DI
-	DECQ        R8
+	DECQ        R10
 	JMP         loop3
 
 tail3:
 	MOVQ        tail+40(FP), R8
 	CMPQ        R8, $0x02
 	JB          tail13
-	VMOVDQU     (BX), Y5
-	VPSRLW      $0x04, Y5, Y9
-	VPAND       Y5, Y0, Y7
-	VPAND       Y9, Y0, Y9
-	VMOVSD      (SI), X11
-	VPERMPS     Y11, Y1, Y11
-	VPMADDUBSW  (DI), Y7, Y15
-	VPMADDUBSW  64(DI), Y9, Y10
-	VPADDW      Y10, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(DI), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(DI), Y11, Y12
-	VFMADD231PS Y15, Y12, Y13
+	VMOVDQU     (BX), Y8
+	VPSRLW      $0x04, Y8, Y1
+	VPAND       Y8, Y10, Y4
+	VPAND       Y1, Y10, Y1
+	VMOVSD      (SI), X15
+	VPERMPS     Y15, Y5, Y15
+	VPMADDUBSW  (DI), Y4, Y9
+	VPMADDUBSW  64(DI), Y1, Y6
+	VPADDW      Y6, Y9, Y9
+	VPMADDWD    Y3, Y9, Y9
+	VPADDD      192(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(DI), Y15, Y11
+	VFMADD231PS Y9, Y11, Y7
 
 tail13:
 	TESTQ       $0x00000001, R8
 	JZ          reduce3
 	CMPQ        R8, $0x01
 	JE          tail1at03
-	VMOVDQU     32(BX), X4
-	VPSRLW      $0x04, Y4, Y5
-	VPAND       Y4, Y0, Y6
-	VPAND       Y5, Y0, Y5
-	VMOVSS      8(SI), X10
-	VPERMPS     Y10, Y1, Y10
-	VPMADDUBSW  32(DI), Y6, Y15
-	VPMADDUBSW  96(DI), Y5, Y12
-	VPADDW      Y12, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      224(DI), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      160(DI), Y10, Y7
-	VFMADD231PS Y15, Y7, Y13
+	VMOVDQU     32(BX), X2
+	VPSRLW      $0x04, Y2, Y8
+	VPAND       Y2, Y10, Y13
+	VPAND       Y8, Y10, Y8
+	VMOVSS      8(SI), X6
+	VPERMPS     Y6, Y5, Y6
+	VPMADDUBSW  32(DI), Y13, Y9
+	VPMADDUBSW  96(DI), Y8, Y11
+	VPADDW      Y11, Y9, Y9
+	VPMADDWD    Y3, Y9, Y9
+	VPADDD      224(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      160(DI), Y6, Y4
+	VFMADD231PS Y9, Y4, Y7
 	JMP         reduce3
 
 tail1at03:
-	VMOVDQU     (BX), X9
-	VPSRLW      $0x04, Y9, Y4
-	VPAND       Y9, Y0, Y11
-	VPAND       Y4, Y0, Y4
-	VMOVSS      (SI), X12
-	VPERMPS     Y12, Y1, Y12
-	VPMADDUBSW  (DI), Y11, Y15
-	VPMADDUBSW  64(DI), Y4, Y7
-	VPADDW      Y7, Y15, Y15
-	VPMADDWD    Y2, Y15, Y15
-	VPADDD      192(DI), Y15, Y15
-	VCVTDQ2PS   Y15, Y15
-	VMULPS      128(DI), Y12, Y6
-	VFMADD231PS Y15, Y6, Y13
+	VMOVDQU     (BX), X1
+	VPSRLW      $0x04, Y1, Y2
+	VPAND       Y1, Y10, Y15
+	VPAND       Y2, Y10, Y2
+	VMOVSS      (SI), X11
+	VPERMPS     Y11, Y5, Y11
+	VPMADDUBSW  (DI), Y15, Y9
+	VPMADDUBSW  64(DI), Y2, Y4
+	VPADDW      Y4, Y9, Y9
+	VPMADDWD    Y3, Y9, Y9
+	VPADDD      192(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(DI), Y11, Y13
+	VFMADD231PS Y9, Y13, Y7
 
 reduce3:
 	MOVQ         rstr+8(FP), BX
 	ADDQ         BX, AX
 	MOVQ         scstr+24(FP), BX
 	ADDQ         BX, CX
-	VEXTRACTF128 $0x01, Y3, X5
-	VADDPS       X5, X3, X5
-	VEXTRACTF128 $0x01, Y14, X10
-	VADDPS       X10, X14, X10
-	VEXTRACTF128 $0x01, Y8, X9
-	VADDPS       X9, X8, X9
-	VEXTRACTF128 $0x01, Y13, X7
-	VADDPS       X7, X13, X7
-	VUNPCKLPS    X10, X5, X15
-	VUNPCKHPS    X10, X5, X6
-	VADDPS       X6, X15, X15
-	VUNPCKLPS    X7, X9, X11
-	VUNPCKHPS    X7, X9, X4
-	VADDPS       X4, X11, X11
-	VMOVLHPS     X11, X15, X12
-	VMOVHLPS     X15, X11, X3
-	VADDPS       X3, X12, X12
+	VEXTRACTF128 $0x01, Y0, X8
+	VADDPS       X8, X0, X8
+	VEXTRACTF128 $0x01, Y14, X6
+	VADDPS       X6, X14, X6
+	VEXTRACTF128 $0x01, Y12, X1
+	VADDPS       X1, X12, X1
+	VEXTRACTF128 $0x01, Y7, X4
+	VADDPS       X4, X7, X4
+	VUNPCKLPS    X6, X8, X9
+	VUNPCKHPS    X6, X8, X13
+	VADDPS       X13, X9, X9
+	VUNPCKLPS    X4, X1, X15
+	VUNPCKHPS    X4, X1, X2
+	VADDPS       X2, X15, X15
+	VMOVLHPS     X15, X9, X11
+	VMOVHLPS     X9, X15, X10
+	VADDPS       X10, X11, X11
 	MOVQ         dst+64(FP), BX
-	VMOVUPS      X12, (BX)
+	VMOVUPS      X11, (BX)
 	ADDQ         $0x10, BX
 	MOVQ         BX, dst+64(FP)
 	DECQ         DX

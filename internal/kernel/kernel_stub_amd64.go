@@ -169,11 +169,6 @@ func q4Avx2Codes2x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, 
 //go:noescape
 func q4Avx2Codes4x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// q4Avx2Codes5x1 computes a 5-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
-//
-//go:noescape
-func q4Avx2Codes5x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
 // q4Avx2Codes1x2 computes a 1-row by 2-token tile of a 4-bit product (see the layout in _gen/q4.go).
 //
 //go:noescape
@@ -208,11 +203,6 @@ func q4Avx2Scales2x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int,
 //
 //go:noescape
 func q4Avx2Scales4x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
-// q4Avx2Scales5x1 computes a 5-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
-//
-//go:noescape
-func q4Avx2Scales5x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
 // q4Avx2Scales1x2 computes a 1-row by 2-token tile of a 4-bit product (see the layout in _gen/q4.go).
 //

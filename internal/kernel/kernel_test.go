@@ -233,7 +233,10 @@ func checkMatMul(t *testing.T, name string, N, K, T, n0, n1 int, rowAbs func(n i
 
 func TestOverlaysMatMul(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	shapes := [][2]int{{1, QK}, {3, 2 * QK}, {5, 3 * QK}, {16, 4 * QK}, {17, 8 * QK}, {33, 5 * QK}, {8, 32 * QK}, {9, 13 * QK}}
+	// widths below, at and past whole chunks of 16 blocks (the AVX-512
+	// and AVX2 4-bit kernels' unit), with groups and blocks left over
+	shapes := [][2]int{{1, QK}, {3, 2 * QK}, {5, 3 * QK}, {16, 4 * QK}, {17, 8 * QK}, {33, 5 * QK}, {8, 32 * QK}, {9, 13 * QK},
+		{12, 18 * QK}, {21, 23 * QK}, {6, 48 * QK}}
 	for _, o := range supported(t) {
 		for _, sh := range shapes {
 			N, K := sh[0], sh[1]
@@ -241,7 +244,7 @@ func TestOverlaysMatMul(t *testing.T) {
 				x, xf := randQ8(r, T, K)
 				n0 := r.IntN(N)
 				n1 := n0 + 1 + r.IntN(N-n0)
-				if T%2 == 0 {
+				if T%2 == 0 || T == 1 && N >= 8 {
 					n0, n1 = 0, N
 				}
 				abs := func(row func([]float32, int)) func(int) []float32 {

@@ -70,13 +70,11 @@ var (
 		1: {1: q4Avx2Codes1x1, 2: q4Avx2Codes1x2},
 		2: {1: q4Avx2Codes2x1, 2: q4Avx2Codes2x2},
 		4: {1: q4Avx2Codes4x1, 2: q4Avx2Codes4x2},
-		5: {1: q4Avx2Codes5x1},
 	}}
 	q4Avx2Scales = q4Set{seq: q4Avx2ScalesRows, decode: 1, rows: 4, tokens: 2, k: [9][5]q4Kern{
 		1: {1: q4Avx2Scales1x1, 2: q4Avx2Scales1x2},
 		2: {1: q4Avx2Scales2x1, 2: q4Avx2Scales2x2},
 		4: {1: q4Avx2Scales4x1, 2: q4Avx2Scales4x2},
-		5: {1: q4Avx2Scales5x1},
 	}}
 )
 

@@ -22,8 +22,9 @@ import (
 // the low and high nibbles that line up with the two halves. The four
 // int32 lanes of a block sum u*x over the block minus 8*Sum in all, the
 // exact integer of the block; each lane is then scaled by sc*D in float
-// (the AVX2 tiles; the AVX-512 kernels add the block's lanes first, see
-// q4chunk.go).
+// (the AVX2 kernels past the last whole chunk of 16 blocks; whole chunks,
+// in both ISAs, add the block's lanes first, see q4chunk.go and
+// q4Avx2Kernel).
 const recBytes = 256
 
 // q4Shape is one tile shape of a generated kernel.
@@ -33,7 +34,7 @@ type q4Shape struct{ R, TT int }
 // side decomposes any row and token count into them.
 var (
 	q4ZmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}, {1, 3}, {2, 3}, {4, 3}}
-	q4YmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {5, 1}, {1, 2}, {2, 2}, {4, 2}}
+	q4YmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}}
 )
 
 func genQ4() {
@@ -148,10 +149,14 @@ func (a rowAddr) add(n int) {
 // one sequential stream of weights, where the 5-row tiles read 5 side by
 // side (the AVX-512 kernels are q4ChunkKernel's). AVX2 has no 4-way byte
 // dot product, so each step multiplies pairs with VPMADDUBSW (at most
-// 15*127 twice, no saturation) and adds them with VPMADDWD; the block
-// sums start from the record's -2*Sum lanes. Every (row, token) takes
-// the same instructions in the same order in every kernel, so its bits
-// do not depend on the tile or the call.
+// 15*127 twice, no saturation) and adds them with VPMADDWD. Whole chunks
+// of 16 blocks are summed as the AVX-512 kernels sum them (chunk: whole
+// block sums by a transposition, scaled once per 8 blocks, from the
+// chunk records); the groups and blocks after the last whole chunk go
+// step by step, their block sums starting from the record's -2*Sum lanes
+// and scaled per step. Every (row, token) takes the same instructions in
+// the same order in every kernel, so its bits do not depend on the tile
+// or the call.
 func q4Avx2Kernel(lpbq bool, R, TT int, rowLoop bool) {
 	name := q4Name(false, lpbq, R, TT)
 	if rowLoop {
@@ -182,21 +187,34 @@ func q4Avx2Kernel(lpbq bool, R, TT int, rowLoop bool) {
 	} else {
 		nib = newRowAddr(Load(Param("nib"), GP64()), Load(Param("rstr"), GP64()), R)
 		sc = newRowAddr(Load(Param("sc"), GP64()), Load(Param("scstr"), GP64()), R)
-		cnt = Load(Param("ng"), GP64())
 		xp, tok = tokenRecords(TT)
 	}
-
-	// Constants: the nibble mask, the lane index of each block's scale,
-	// and the int16 ones of VPMADDWD.
+	// dtok addresses byte off of token t's chunk records (D and -8*Sum
+	// of the current chunk's 16 blocks in the transposed lane order) at
+	// dp, which the chunk loop keeps.
+	dp := GP64()
+	dtok := func(t, off int) Mem {
+		m := tok(t, off)
+		m.Base = dp
+		return m
+	}
 	t32 := GP32()
-	MOVL(U32(0x0f0f0f0f), t32)
-	m0f := vec()
-	VPBROADCASTD(t32, m0f)
-	idx := vec()
-	VMOVDQU(permIdx, idx)
-	ones := vec()
-	MOVL(U32(0x00010001), t32)
-	VPBROADCASTD(t32, ones)
+
+	// The constants of the group steps (leftover groups and tail): the
+	// nibble mask, the lane index of each block's scale, and the int16
+	// ones of VPMADDWD; allocated after the chunks, which read theirs
+	// from memory.
+	var m0f, idx, ones V
+	consts := func() {
+		MOVL(U32(0x0f0f0f0f), t32)
+		m0f = vec()
+		VPBROADCASTD(t32, m0f)
+		idx = vec()
+		VMOVDQU(permIdx, idx)
+		ones = vec()
+		MOVL(U32(0x00010001), t32)
+		VPBROADCASTD(t32, ones)
+	}
 
 	var acc [][]V
 	if !rowLoop {
@@ -274,9 +292,134 @@ func q4Avx2Kernel(lpbq bool, R, TT int, rowLoop bool) {
 		}
 	}
 
+	// chunkScale loads row r's block codes (LPBQ, as int32) or scales
+	// (float32) of half h of the chunk, in the lane order of the
+	// transposed sums: half 0 blocks 0 4 8 12 1 5 9 13, half 1 blocks 2
+	// 6 10 14 3 7 11 15 (the order of the chunk records).
+	chunkScale := func(r, h int) V {
+		if lpbq {
+			c := vec()
+			VMOVDQU(sc.at(r, 0), c.AsX())
+			VPSHUFB(codePerm, c.AsX(), c.AsX())
+			if h == 1 {
+				VPSRLDQ(U8(8), c.AsX(), c.AsX())
+			}
+			VPMOVZXBD(c.AsX(), c)
+			return c
+		}
+		ix, a, b := vec(), vec(), vec()
+		VMOVDQU(halfPerm[h], ix)
+		VPERMPS(sc.at(r, 0), ix, a)
+		VPERMPS(sc.at(r, 32), ix, b)
+		VBLENDPS(U8(0xcc), b, a, a) // lanes 2, 3, 6, 7 from b
+		put(ix, b)
+		return a
+	}
+
+	// pair adds the int32 lanes of a and b (given back) pairwise within
+	// each 128-bit lane, interleaved: [a0+a2, b0+b2, a1+a3, b1+b3].
+	pair := func(a, b V) V {
+		x := vec()
+		VPUNPCKLDQ(b, a, x)
+		VPUNPCKHDQ(b, a, a)
+		VPADDD(a, x, x)
+		put(a, b)
+		return x
+	}
+
+	// chunk emits one whole chunk for every row and token. Per row and
+	// half h, each group's step h (blocks 4g+2h and 4g+2h+1 of the chunk,
+	// 4 int32 lanes each, unpacked once for all the tokens) is summed
+	// for every token; the 4 groups' sums become whole block sums by a
+	// 4x4 transposition within each 128-bit lane (pair, then the quad
+	// words), in the lane order of the chunk records, which give -8*Sum
+	// and D; the row's codes multiply in int32 (exact: |sum| <= 32*8*127
+	// times a code <= 255), or its scales after the conversion.
+	chunk := func() {
+		for r := 0; r < R; r++ {
+			for h := 0; h < 2; h++ {
+				pend, ab := make([]V, TT), make([]V, TT)
+				for g := 0; g < 4; g++ {
+					lo, hi := vec(), vec()
+					VMOVDQU(nib.at(r, 64*g+32*h), lo)
+					VPSRLW(U8(4), lo, hi)
+					VPAND(nibMask, lo, lo)
+					VPAND(nibMask, hi, hi)
+					for t := 0; t < TT; t++ {
+						d, p := vec(), vec()
+						VPMADDUBSW(tok(t, 256*g+32*h), lo, d)
+						VPMADDUBSW(tok(t, 256*g+32*h+64), hi, p)
+						VPADDW(p, d, d)
+						put(p)
+						VPMADDWD(onesW, d, d)
+						switch g {
+						case 0, 2:
+							pend[t] = d
+						case 1:
+							ab[t] = pair(pend[t], d)
+						case 3:
+							cd := pair(pend[t], d)
+							s := vec()
+							VPUNPCKLQDQ(cd, ab[t], s)
+							VPUNPCKHQDQ(cd, ab[t], ab[t])
+							VPADDD(ab[t], s, s)
+							put(ab[t], cd)
+							VPADDD(dtok(t, 64+32*h), s, s) // -8*Sum
+							scl := chunkScale(r, h)
+							if lpbq {
+								VPMULLD(scl, s, s)
+								VCVTDQ2PS(s, s)
+							} else {
+								VCVTDQ2PS(s, s)
+								VMULPS(scl, s, s)
+							}
+							put(scl)
+							VFMADD231PS(dtok(t, 32*h), s, acc[r][t])
+							put(s)
+						}
+					}
+					put(lo, hi)
+				}
+			}
+		}
+	}
+
 	// body emits the whole of K for the tile's rows, its labels
 	// suffixed by sfx, ending at label "reduce"+sfx.
 	body := func(sfx string) {
+		// Whole chunks of 16 blocks, then the groups left (cnt), then
+		// the tail blocks.
+		chunks := GP64()
+		Load(Param("ng"), chunks)
+		SHLQ(U8(2), chunks)
+		ADDQ(Load(Param("tail"), GP64()), chunks) // blocks
+		MOVQ(chunks, dp)
+		ADDQ(U8(15), dp)
+		SHRQ(U8(4), dp)
+		SHLQ(U8(10), dp) // the chunk records: after the padded groups
+		ADDQ(xp, dp)
+		cnt = GP64()
+		MOVQ(chunks, cnt)
+		ANDQ(U8(15), cnt)
+		SHRQ(U8(2), cnt) // groups after the whole chunks
+		SHRQ(U8(4), chunks)
+		Label("chunk" + sfx)
+		TESTQ(chunks, chunks)
+		JZ(LabelRef("groups" + sfx))
+		chunk()
+		nib.add(256)
+		if lpbq {
+			sc.add(16)
+		} else {
+			sc.add(64)
+		}
+		ADDQ(U32(4*recBytes), xp)
+		ADDQ(U32(chunkRecBytes), dp)
+		DECQ(chunks)
+		JMP(LabelRef("chunk" + sfx))
+
+		Label("groups" + sfx)
+		consts()
 		Label("loop" + sfx)
 		TESTQ(cnt, cnt)
 		JZ(LabelRef("tail" + sfx))
@@ -315,8 +458,8 @@ func q4Avx2Kernel(lpbq bool, R, TT int, rowLoop bool) {
 			MOVQ(nibRow, nib.base[0])
 			MOVQ(scRow, sc.base[0])
 			Load(Param("x"), xp)
-			cnt = Load(Param("ng"), GP64())
 			body(fmt.Sprint(j))
+			put(m0f, idx, ones)
 			ADDQ(Load(Param("rstr"), GP64()), nibRow)
 			ADDQ(Load(Param("scstr"), GP64()), scRow)
 		}, lpbq, quads, nil)
