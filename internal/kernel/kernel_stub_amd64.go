@@ -349,11 +349,6 @@ func w8Avx22x1(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float3
 //go:noescape
 func w8Avx24x1(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// w8Avx28x1 computes a 8-row by 1-token tile of an 8-bit product (see the layout in _gen/w8.go).
-//
-//go:noescape
-func w8Avx28x1(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
 // w8Avx21x2 computes a 1-row by 2-token tile of an 8-bit product (see the layout in _gen/w8.go).
 //
 //go:noescape

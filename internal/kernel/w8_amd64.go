@@ -41,7 +41,6 @@ var (
 		1: {1: w8Avx21x1, 2: w8Avx21x2, 3: w8Avx21x3, 4: w8Avx21x4},
 		2: {1: w8Avx22x1, 2: w8Avx22x2, 3: w8Avx22x3, 4: w8Avx22x4},
 		4: {1: w8Avx24x1},
-		8: {1: w8Avx28x1},
 	}}
 )
 

@@ -41,7 +41,7 @@ const w8RecBytes = 128
 // side decomposes any row and token count into them.
 var (
 	w8ZmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}, {1, 3}, {2, 3}, {4, 3}, {1, 4}, {2, 4}, {4, 4}}
-	w8YmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {8, 1}, {1, 2}, {2, 2}, {1, 3}, {2, 3}, {1, 4}, {2, 4}}
+	w8YmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {1, 3}, {2, 3}, {1, 4}, {2, 4}}
 )
 
 // w8Bytes80 and w8Ones16 are 32 bytes of 0x80 and 16 int16 ones (AVX2).
