@@ -25,12 +25,18 @@ func columnsF16Generic(dst []uint16, stride int, src []float32, ld, T, n int) {
 
 // columnsF16Tail stores rows [t0, T) of ColumnsF16.
 func columnsF16Tail(dst []uint16, stride int, src []float32, ld, t0, T, n int) {
+	columnsF16Rect(dst, stride, src, ld, t0, T, 0, n)
+}
+
+// columnsF16Rect stores rows [t0, t1) of columns [j0, j1) of ColumnsF16,
+// 16 columns at a time, row by row.
+func columnsF16Rect(dst []uint16, stride int, src []float32, ld, t0, t1, j0, j1 int) {
 	const block = 16
-	for j0 := 0; j0 < n; j0 += block {
-		j1 := min(j0+block, n)
-		for t := t0; t < T; t++ {
-			for j, x := range src[t*ld+j0 : t*ld+j1] {
-				dst[(j0+j)*stride+t] = tensor.F32ToF16(x)
+	for c0 := j0; c0 < j1; c0 += block {
+		c1 := min(c0+block, j1)
+		for t := t0; t < t1; t++ {
+			for j, x := range src[t*ld+c0 : t*ld+c1] {
+				dst[(c0+j)*stride+t] = tensor.F32ToF16(x)
 			}
 		}
 	}

@@ -16,7 +16,7 @@ func columnsImpls(t *testing.T) map[string]func(dst []uint16, stride int, src []
 	}
 	for _, o := range Overlays() {
 		if !o.Supported || o.ColumnsF16 == nil {
-			t.Logf("overlay %s: no ColumnsF16 on this CPU, not tested", o.Name)
+			t.Logf("overlay %s: no ColumnsF16 of its own or not supported here, not tested", o.Name)
 			continue
 		}
 		out[o.Name] = o.ColumnsF16

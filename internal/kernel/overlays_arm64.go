@@ -37,6 +37,7 @@ func archOverlays() []Overlay {
 			Scale:       scaleArm64,
 			Mul:         mulArm64,
 			Add:         addArm64,
+			ColumnsF16:  columnsF16Arm64,
 		},
 		{
 			Name:       "dotprod",
