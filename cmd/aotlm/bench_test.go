@@ -21,6 +21,7 @@ type benchJSON struct {
 	RSSMB   float64 `json:"rss_mb"`
 	Threads int     `json:"threads"`
 	Walk    string  `json:"decode_walk"`
+	Kernels string  `json:"kernels"`
 	Tests   []struct {
 		Name   string    `json:"name"`
 		TokS   float64   `json:"tok_s"`
@@ -63,6 +64,9 @@ func TestBench(t *testing.T) {
 		// The kernels were tuned before the load (kernel.TuneOnce).
 		if rep.Walk == "" || rep.Walk != kernel.DecodeWalk() {
 			t.Errorf("%s: decode walk %q, kernels use %q", mode, rep.Walk, kernel.DecodeWalk())
+		}
+		if rep.Kernels == "" || rep.Kernels != kernel.Active() {
+			t.Errorf("%s: kernels %q, in use %q", mode, rep.Kernels, kernel.Active())
 		}
 		t.Logf("%s: %s", mode, stdout)
 	}

@@ -55,7 +55,8 @@ func RunArtifact(path string, cfg Config) (Report, error) {
 	defer e.Close()
 	m := e.Manifest()
 	rep := Report{Model: filepath.Base(path), Architecture: m.Architecture, Weights: m.Weights, Ctx: m.Ctx,
-		Mode: mode.String(), Threads: max(cfg.Threads, 1), LoadMs: ms(load), HugePages: e.HugePages(), DecodeWalk: tune.Walk}
+		Mode: mode.String(), Threads: max(cfg.Threads, 1), LoadMs: ms(load), HugePages: e.HugePages(), DecodeWalk: tune.Walk,
+		Kernels: kernel.Active()}
 	if err := stat(path, &rep); err != nil {
 		return rep, err
 	}

@@ -252,7 +252,7 @@ func TestArgmax(t *testing.T) {
 
 func TestReportTable(t *testing.T) {
 	r := Report{Architecture: "llama", Weights: "f32", SizeBytes: 3 << 20, Params: 1_240_000_000, Threads: 4,
-		Mode: "hybrid", LoadMs: 12.5, RSSMB: 40,
+		Mode: "hybrid", LoadMs: 12.5, RSSMB: 40, Kernels: "avx2+avx512vnni",
 		Tests: []Result{{Name: "pp128", Prompt: 128, TokS: 100, Stddev: 1.5, TTFTMs: 9},
 			{Name: "pp512", Prompt: 512, TokS: 90, TTFTMs: 30}, {Name: "tg128", Gen: 128, TokS: 20}}}
 	r.SetTTFT()
@@ -263,7 +263,7 @@ func TestReportTable(t *testing.T) {
 	if err := r.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"100.00 ± 1.50", "3.00 MiB", "1.24 B", "tg128", "load 12.50 ms", "(pp512) 30.00 ms", "40.0 MiB"} {
+	for _, want := range []string{"100.00 ± 1.50", "3.00 MiB", "1.24 B", "tg128", "load 12.50 ms", "(pp512) 30.00 ms", "40.0 MiB", "kernels avx2+avx512vnni"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}

@@ -148,6 +148,7 @@ type Report struct {
 	HugePages    bool     `json:"huge_pages,omitempty"`  // --hugepages put the weights in huge pages
 	HugePagesPct float64  `json:"huge_pages_pct"`        // share of the file mapped with huge pages after the tests
 	DecodeWalk   string   `json:"decode_walk,omitempty"` // the one-token products' walk (kernel.TuneOnce)
+	Kernels      string   `json:"kernels,omitempty"`     // the kernel overlays in use (kernel.Active)
 	Note         string   `json:"note,omitempty"`        // advice on the run (huge pages)
 	TTFTMs       float64  `json:"ttft_ms"`               // of the largest pp test; 0 without one
 	TTFTTest     string   `json:"ttft_test,omitempty"`
@@ -188,6 +189,9 @@ func (r Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, ", time to first token (%s) %.2f ms", r.TTFTTest, r.TTFTMs)
 	}
 	fmt.Fprintf(w, ", peak RSS %.1f MiB, in huge pages %.0f%%", r.RSSMB, r.HugePagesPct)
+	if r.Kernels != "" {
+		fmt.Fprintf(w, ", kernels %s", r.Kernels)
+	}
 	if r.DecodeWalk != "" && r.DecodeWalk != "fixed" {
 		fmt.Fprintf(w, ", decode walk %s", r.DecodeWalk)
 	}
