@@ -24698,7 +24698,7 @@ done3:
 	RET
 
 // func q4Avx2Codes1x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
+// Requires: AVX, AVX2, FMA3
 TEXT ·q4Avx2Codes1x1(SB), NOSPLIT, $0-88
 	MOVQ   nib+0(FP), AX
 	MOVQ   rstr+8(FP), CX
@@ -24829,10 +24829,12 @@ chunk:
 
 groups:
 	MOVL         $0x0f0f0f0f, BX
-	VPBROADCASTD BX, Y1
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
 	VMOVDQU      q4perm<>+0(SB), Y10
 	MOVL         $0x00010001, BX
-	VPBROADCASTD BX, Y11
+	VMOVD        BX, X11
+	VPBROADCASTD X11, Y11
 
 loop:
 	TESTQ       DI, DI
@@ -24957,7 +24959,7 @@ reduce:
 	RET
 
 // func q4Avx2Codes2x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
+// Requires: AVX, AVX2, FMA3
 TEXT ·q4Avx2Codes2x1(SB), NOSPLIT, $0-88
 	MOVQ   nib+0(FP), AX
 	MOVQ   rstr+8(FP), CX
@@ -25186,10 +25188,12 @@ chunk:
 
 groups:
 	MOVL         $0x0f0f0f0f, DI
-	VPBROADCASTD DI, Y13
+	VMOVD        DI, X13
+	VPBROADCASTD X13, Y13
 	VMOVDQU      q4perm<>+0(SB), Y3
 	MOVL         $0x00010001, DI
-	VPBROADCASTD DI, Y11
+	VMOVD        DI, X11
+	VPBROADCASTD X11, Y11
 
 loop:
 	TESTQ       R9, R9
@@ -25405,7 +25409,7 @@ reduce:
 	RET
 
 // func q4Avx2Codes4x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
+// Requires: AVX, AVX2, FMA3
 TEXT ·q4Avx2Codes4x1(SB), NOSPLIT, $0-88
 	MOVQ   nib+0(FP), AX
 	MOVQ   rstr+8(FP), CX
@@ -25832,10 +25836,12 @@ chunk:
 
 groups:
 	MOVL         $0x0f0f0f0f, R9
-	VPBROADCASTD R9, Y4
+	VMOVD        R9, X4
+	VPBROADCASTD X4, Y4
 	VMOVDQU      q4perm<>+0(SB), Y5
 	MOVL         $0x00010001, R9
-	VPBROADCASTD R9, Y6
+	VMOVD        R9, X6
+	VPBROADCASTD X6, Y6
 
 loop:
 	TESTQ       R11, R11
@@ -26233,7 +26239,7 @@ reduce:
 	RET
 
 // func q4Avx2Codes1x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
+// Requires: AVX, AVX2, FMA3
 TEXT ·q4Avx2Codes1x2(SB), NOSPLIT, $0-88
 	MOVQ   nib+0(FP), AX
 	MOVQ   rstr+8(FP), CX
@@ -26431,10 +26437,12 @@ chunk:
 
 groups:
 	MOVL         $0x0f0f0f0f, SI
-	VPBROADCASTD SI, Y9
+	VMOVD        SI, X9
+	VPBROADCASTD X9, Y9
 	VMOVDQU      q4perm<>+0(SB), Y2
 	MOVL         $0x00010001, SI
-	VPBROADCASTD SI, Y11
+	VMOVD        SI, X11
+	VPBROADCASTD X11, Y11
 
 loop:
 	TESTQ       R8, R8
@@ -26608,7 +26616,7 @@ reduce:
 	RET
 
 // func q4Avx2Codes2x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
+// Requires: AVX, AVX2, FMA3
 TEXT ·q4Avx2Codes2x2(SB), NOSPLIT, $0-88
 	MOVQ   nib+0(FP), AX
 	MOVQ   rstr+8(FP), CX
@@ -26970,10 +26978,12 @@ chunk:
 
 groups:
 	MOVL         $0x0f0f0f0f, R8
-	VPBROADCASTD R8, Y13
+	VMOVD        R8, X13
+	VPBROADCASTD X13, Y13
 	VMOVDQU      q4perm<>+0(SB), Y11
 	MOVL         $0x00010001, R8
-	VPBROADCASTD R8, Y10
+	VMOVD        R8, X10
+	VPBROADCASTD X10, Y10
 
 loop:
 	TESTQ       R10, R10
@@ -27286,7 +27296,7 @@ reduce:
 	RET
 
 // func q4Avx2Codes4x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
+// Requires: AVX, AVX2, FMA3
 TEXT ·q4Avx2Codes4x2(SB), NOSPLIT, $0-88
 	MOVQ   nib+0(FP), AX
 	MOVQ   rstr+8(FP), CX
@@ -27978,10 +27988,12 @@ chunk:
 
 groups:
 	MOVL         $0x0f0f0f0f, R10
-	VPBROADCASTD R10, Y9
+	VMOVD        R10, X9
+	VPBROADCASTD X9, Y9
 	VMOVDQU      q4perm<>+0(SB), Y14
 	MOVL         $0x00010001, R10
-	VPBROADCASTD R10, Y10
+	VMOVD        R10, X10
+	VPBROADCASTD X10, Y10
 
 loop:
 	TESTQ       R12, R12
@@ -28572,7 +28584,7 @@ reduce:
 	RET
 
 // func q4Avx2CodesRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
+// Requires: AVX, AVX2, FMA3
 TEXT ·q4Avx2CodesRows(SB), NOSPLIT, $0-80
 	MOVQ nib+0(FP), AX
 	MOVQ sc+16(FP), CX
@@ -28707,10 +28719,12 @@ chunk0:
 
 groups0:
 	MOVL         $0x0f0f0f0f, R8
-	VPBROADCASTD R8, Y1
+	VMOVD        R8, X1
+	VPBROADCASTD X1, Y1
 	VMOVDQU      q4perm<>+0(SB), Y10
 	MOVL         $0x00010001, R8
-	VPBROADCASTD R8, Y11
+	VMOVD        R8, X11
+	VPBROADCASTD X11, Y11
 
 loop0:
 	TESTQ       R10, R10
@@ -28950,10 +28964,12 @@ chunk1:
 
 groups1:
 	MOVL         $0x0f0f0f0f, R8
-	VPBROADCASTD R8, Y9
+	VMOVD        R8, X9
+	VPBROADCASTD X9, Y9
 	VMOVDQU      q4perm<>+0(SB), Y13
 	MOVL         $0x00010001, R8
-	VPBROADCASTD R8, Y11
+	VMOVD        R8, X11
+	VPBROADCASTD X11, Y11
 
 loop1:
 	TESTQ       R10, R10
@@ -29193,10 +29209,12 @@ chunk2:
 
 groups2:
 	MOVL         $0x0f0f0f0f, R8
-	VPBROADCASTD R8, Y13
+	VMOVD        R8, X13
+	VPBROADCASTD X13, Y13
 	VMOVDQU      q4perm<>+0(SB), Y10
 	MOVL         $0x00010001, R8
-	VPBROADCASTD R8, Y8
+	VMOVD        R8, X8
+	VPBROADCASTD X8, Y8
 
 loop2:
 	TESTQ       R10, R10
@@ -29436,10 +29454,12 @@ chunk3:
 
 groups3:
 	MOVL         $0x0f0f0f0f, R8
-	VPBROADCASTD R8, Y3
+	VMOVD        R8, X3
+	VPBROADCASTD X3, Y3
 	VMOVDQU      q4perm<>+0(SB), Y4
 	MOVL         $0x00010001, R8
-	VPBROADCASTD R8, Y5
+	VMOVD        R8, X5
+	VPBROADCASTD X5, Y5
 
 loop3:
 	TESTQ       R10, R10
@@ -29583,7 +29603,7 @@ reduce3:
 	RET
 
 // func q4Avx2Scales1x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
+// Requires: AVX, AVX2, FMA3
 TEXT ·q4Avx2Scales1x1(SB), NOSPLIT, $0-88
 	MOVQ   nib+0(FP), AX
 	MOVQ   rstr+8(FP), CX
@@ -29715,10 +29735,12 @@ chunk:
 
 groups:
 	MOVL         $0x0f0f0f0f, BX
-	VPBROADCASTD BX, Y12
+	VMOVD        BX, X12
+	VPBROADCASTD X12, Y12
 	VMOVDQU      q4perm<>+0(SB), Y8
 	MOVL         $0x00010001, BX
-	VPBROADCASTD BX, Y3
+	VMOVD        BX, X3
+	VPBROADCASTD X3, Y3
 
 loop:
 	TESTQ       DI, DI
@@ -29828,7 +29850,7 @@ reduce:
 	RET
 
 // func q4Avx2Scales2x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
+// Requires: AVX, AVX2, FMA3
 TEXT ·q4Avx2Scales2x1(SB), NOSPLIT, $0-88
 	MOVQ   nib+0(FP), AX
 	MOVQ   rstr+8(FP), CX
@@ -30059,10 +30081,12 @@ chunk:
 
 groups:
 	MOVL         $0x0f0f0f0f, DI
-	VPBROADCASTD DI, Y3
+	VMOVD        DI, X3
+	VPBROADCASTD X3, Y3
 	VMOVDQU      q4perm<>+0(SB), Y14
 	MOVL         $0x00010001, DI
-	VPBROADCASTD DI, Y4
+	VMOVD        DI, X4
+	VPBROADCASTD X4, Y4
 
 loop:
 	TESTQ       R9, R9
@@ -30249,7 +30273,7 @@ reduce:
 	RET
 
 // func q4Avx2Scales4x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
+// Requires: AVX, AVX2, FMA3
 TEXT ·q4Avx2Scales4x1(SB), NOSPLIT, $0-88
 	MOVQ   nib+0(FP), AX
 	MOVQ   rstr+8(FP), CX
@@ -30680,10 +30704,12 @@ chunk:
 
 groups:
 	MOVL         $0x0f0f0f0f, R9
-	VPBROADCASTD R9, Y4
+	VMOVD        R9, X4
+	VPBROADCASTD X4, Y4
 	VMOVDQU      q4perm<>+0(SB), Y15
 	MOVL         $0x00010001, R9
-	VPBROADCASTD R9, Y5
+	VMOVD        R9, X5
+	VPBROADCASTD X5, Y5
 
 loop:
 	TESTQ       R11, R11
@@ -31024,7 +31050,7 @@ reduce:
 	RET
 
 // func q4Avx2Scales1x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
+// Requires: AVX, AVX2, FMA3
 TEXT ·q4Avx2Scales1x2(SB), NOSPLIT, $0-88
 	MOVQ   nib+0(FP), AX
 	MOVQ   rstr+8(FP), CX
@@ -31224,10 +31250,12 @@ chunk:
 
 groups:
 	MOVL         $0x0f0f0f0f, SI
-	VPBROADCASTD SI, Y13
+	VMOVD        SI, X13
+	VPBROADCASTD X13, Y13
 	VMOVDQU      q4perm<>+0(SB), Y9
 	MOVL         $0x00010001, SI
-	VPBROADCASTD SI, Y2
+	VMOVD        SI, X2
+	VPBROADCASTD X2, Y2
 
 loop:
 	TESTQ       R8, R8
@@ -31385,7 +31413,7 @@ reduce:
 	RET
 
 // func q4Avx2Scales2x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
+// Requires: AVX, AVX2, FMA3
 TEXT ·q4Avx2Scales2x2(SB), NOSPLIT, $0-88
 	MOVQ   nib+0(FP), AX
 	MOVQ   rstr+8(FP), CX
@@ -31751,10 +31779,12 @@ chunk:
 
 groups:
 	MOVL         $0x0f0f0f0f, R8
-	VPBROADCASTD R8, Y12
+	VMOVD        R8, X12
+	VPBROADCASTD X12, Y12
 	VMOVDQU      q4perm<>+0(SB), Y13
 	MOVL         $0x00010001, R8
-	VPBROADCASTD R8, Y10
+	VMOVD        R8, X10
+	VPBROADCASTD X10, Y10
 
 loop:
 	TESTQ       R10, R10
@@ -32036,7 +32066,7 @@ reduce:
 	RET
 
 // func q4Avx2Scales4x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
+// Requires: AVX, AVX2, FMA3
 TEXT ·q4Avx2Scales4x2(SB), NOSPLIT, $0-88
 	MOVQ   nib+0(FP), AX
 	MOVQ   rstr+8(FP), CX
@@ -32736,10 +32766,12 @@ chunk:
 
 groups:
 	MOVL         $0x0f0f0f0f, R10
-	VPBROADCASTD R10, Y13
+	VMOVD        R10, X13
+	VPBROADCASTD X13, Y13
 	VMOVDQU      q4perm<>+0(SB), Y10
 	MOVL         $0x00010001, R10
-	VPBROADCASTD R10, Y12
+	VMOVD        R10, X12
+	VPBROADCASTD X12, Y12
 
 loop:
 	TESTQ       R12, R12
@@ -33269,7 +33301,7 @@ reduce:
 	RET
 
 // func q4Avx2ScalesRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, FMA3
+// Requires: AVX, AVX2, FMA3
 TEXT ·q4Avx2ScalesRows(SB), NOSPLIT, $0-80
 	MOVQ nib+0(FP), AX
 	MOVQ sc+16(FP), CX
@@ -33405,10 +33437,12 @@ chunk0:
 
 groups0:
 	MOVL         $0x0f0f0f0f, R8
-	VPBROADCASTD R8, Y12
+	VMOVD        R8, X12
+	VPBROADCASTD X12, Y12
 	VMOVDQU      q4perm<>+0(SB), Y8
 	MOVL         $0x00010001, R8
-	VPBROADCASTD R8, Y3
+	VMOVD        R8, X3
+	VPBROADCASTD X3, Y3
 
 loop0:
 	TESTQ       R10, R10
@@ -33636,10 +33670,12 @@ chunk1:
 
 groups1:
 	MOVL         $0x0f0f0f0f, R8
-	VPBROADCASTD R8, Y3
+	VMOVD        R8, X3
+	VPBROADCASTD X3, Y3
 	VMOVDQU      q4perm<>+0(SB), Y15
 	MOVL         $0x00010001, R8
-	VPBROADCASTD R8, Y11
+	VMOVD        R8, X11
+	VPBROADCASTD X11, Y11
 
 loop1:
 	TESTQ       R10, R10
@@ -33867,10 +33903,12 @@ chunk2:
 
 groups2:
 	MOVL         $0x0f0f0f0f, R8
-	VPBROADCASTD R8, Y2
+	VMOVD        R8, X2
+	VPBROADCASTD X2, Y2
 	VMOVDQU      q4perm<>+0(SB), Y1
 	MOVL         $0x00010001, R8
-	VPBROADCASTD R8, Y5
+	VMOVD        R8, X5
+	VPBROADCASTD X5, Y5
 
 loop2:
 	TESTQ       R10, R10
@@ -34098,10 +34136,12 @@ chunk3:
 
 groups3:
 	MOVL         $0x0f0f0f0f, R8
-	VPBROADCASTD R8, Y10
+	VMOVD        R8, X10
+	VPBROADCASTD X10, Y10
 	VMOVDQU      q4perm<>+0(SB), Y5
 	MOVL         $0x00010001, R8
-	VPBROADCASTD R8, Y3
+	VMOVD        R8, X3
+	VPBROADCASTD X3, Y3
 
 loop3:
 	TESTQ       R10, R10
@@ -34228,7 +34268,7 @@ reduce3:
 	RET
 
 // func quantizeQ8Avx2(q *int8, d *float32, sum *int32, x *float32, nb int)
-// Requires: AVX, AVX2, AVX512F, AVX512VL
+// Requires: AVX, AVX2
 TEXT ·quantizeQ8Avx2(SB), NOSPLIT, $0-40
 	MOVQ         q+0(FP), AX
 	MOVQ         d+8(FP), CX
@@ -34236,7 +34276,8 @@ TEXT ·quantizeQ8Avx2(SB), NOSPLIT, $0-40
 	MOVQ         x+24(FP), BX
 	MOVQ         nb+32(FP), SI
 	MOVL         $0x7fffffff, DI
-	VPBROADCASTD DI, Y0
+	VMOVD        DI, X0
+	VPBROADCASTD X0, Y0
 	MOVL         $0x42fe0000, DI
 	VMOVD        DI, X1
 	VMOVDQU      packperm<>+0(SB), Y2

@@ -5,6 +5,7 @@ import (
 
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
 )
 
 // permIdx is the lane -> block index of the Q4 kernels' scale vectors:
@@ -49,4 +50,21 @@ func genConsts() {
 	for i, v := range []uint32{0, 4, 1, 5, 2, 6, 3, 7} {
 		DATA(4*i, U32(v))
 	}
+}
+
+// broadcastD sets every int32 lane of dst to the general register r.
+// VPBROADCASTD from a general register exists only EVEX-encoded
+// (AVX-512), so the AVX2 kernels (zmm false) go through the low lane of
+// dst (VMOVD, then the AVX2 VPBROADCASTD from an xmm register): on a CPU
+// without AVX-512 the one-instruction form is an illegal instruction.
+func broadcastD(zmm bool, r Register, dst interface {
+	Op
+	Vec
+}) {
+	if zmm {
+		VPBROADCASTD(r, dst)
+		return
+	}
+	VMOVD(r, dst.AsX())
+	VPBROADCASTD(dst.AsX(), dst)
 }

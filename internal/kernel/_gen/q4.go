@@ -208,12 +208,12 @@ func q4Avx2Kernel(lpbq bool, R, TT int, rowLoop bool) {
 	consts := func() {
 		MOVL(U32(0x0f0f0f0f), t32)
 		m0f = vec()
-		VPBROADCASTD(t32, m0f)
+		broadcastD(false, t32, m0f)
 		idx = vec()
 		VMOVDQU(permIdx, idx)
 		ones = vec()
 		MOVL(U32(0x00010001), t32)
-		VPBROADCASTD(t32, ones)
+		broadcastD(false, t32, ones)
 	}
 
 	var acc [][]V

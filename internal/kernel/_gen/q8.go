@@ -34,7 +34,7 @@ func genQuantize() {
 		}
 		absMask := vec()
 		MOVL(U32(0x7fffffff), t32)
-		VPBROADCASTD(t32, absMask)
+		broadcastD(zmm, t32, absMask)
 		c127 := XMM()
 		MOVL(U32(0x42fe0000), t32) // 127.0
 		VMOVD(t32, c127)
