@@ -13,8 +13,8 @@ import (
 var permIdx Mem
 
 // nibMask and onesW are 32 bytes of 0x0f and 16 int16 ones: the AVX2
-// 4-bit chunks' nibble mask and VPMADDWD multiplier, memory operands that
-// leave the ymm registers to the tiles.
+// products' nibble mask and VPMADDWD multiplier (memory operands in the
+// 4-bit chunks, which leaves the ymm registers to the tiles).
 var nibMask, onesW Mem
 
 // halfPerm[h] picks, from 8 block scales (float32) of a chunk, those of

@@ -206,14 +206,10 @@ func q4Avx2Kernel(lpbq bool, R, TT int, rowLoop bool) {
 	// from memory.
 	var m0f, idx, ones V
 	consts := func() {
-		MOVL(U32(0x0f0f0f0f), t32)
-		m0f = vec()
-		broadcastD(false, t32, m0f)
-		idx = vec()
+		m0f, idx, ones = vec(), vec(), vec()
+		VMOVDQU(nibMask, m0f)
 		VMOVDQU(permIdx, idx)
-		ones = vec()
-		MOVL(U32(0x00010001), t32)
-		broadcastD(false, t32, ones)
+		VMOVDQU(onesW, ones)
 	}
 
 	var acc [][]V

@@ -44,17 +44,13 @@ var (
 	w8YmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {1, 3}, {2, 3}, {1, 4}, {2, 4}}
 )
 
-// w8Bytes80 and w8Ones16 are 32 bytes of 0x80 and 16 int16 ones (AVX2).
-var w8Bytes80, w8Ones16 Mem
+// w8Bytes80 is 32 bytes of 0x80 (AVX2; its VPMADDWD ones are onesW).
+var w8Bytes80 Mem
 
 func genW8() {
 	w8Bytes80 = GLOBL("w8x80", RODATA|NOPTR)
 	for i := 0; i < 8; i++ {
 		DATA(4*i, U32(0x80808080))
-	}
-	w8Ones16 = GLOBL("w8ones", RODATA|NOPTR)
-	for i := 0; i < 8; i++ {
-		DATA(4*i, U32(0x00010001))
 	}
 	for _, s := range w8ZmmShapes {
 		w8Kernel(true, s.R, s.TT, false)
@@ -194,7 +190,7 @@ func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 				VMOVDQU(tok(t, wo), s)
 				VPSIGNB(q, s, s)
 				VPMADDUBSW(s, a, s)
-				VPMADDWD(w8Ones16, s, s)
+				VPMADDWD(onesW, s, s)
 				VCVTDQ2PS(s, s)
 				VFMADD231PS(tok(t, 64+wo), s, acc[r][t])
 				put(s)
