@@ -55,6 +55,7 @@ func ggufQuantNote(src, artifact, mode string, w io.Writer) {
 			"f32":         "dequantized to float32 (exactly, nothing lost)",
 			"q4/g32/sym":  "kept 4-bit (q4/g32/sym, exactly)",
 			"q4/g32/asym": "kept 4-bit (q4/g32/asym, exactly up to float32 rounding of the zero points)",
+			"q4k":         "kept 4-bit as their super-blocks (q4k-p, exactly)",
 			"w8":          "requantized to 8 bits per weight, one scale per row (w8: a small change, see docs/formats.md)",
 		}[scheme]
 		parts = append(parts, fmt.Sprintf("the %s weights were %s", strings.Join(sortedKeys(byScheme[scheme]), ", "), how))

@@ -145,7 +145,7 @@ func TestCompileKQuant(t *testing.T) {
 }
 
 // kquantNativeTol bounds aotlm's artifact compiled with the default
-// --gguf-weights native (Q4_K as q4, the other types requantized to w8,
+// --gguf-weights native (Q4_K as its super-blocks, the other types requantized to w8,
 // int8 activations) against llama.cpp on its own dequantization of the
 // same file: both of aotlm's roundings (activations to int8 blocks of
 // 32, the w8 requantization) together. llama.cpp's own quantized run
@@ -178,7 +178,7 @@ func TestCompileKQuantNative(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("inspect: %s", errs)
 			}
-			if !strings.Contains(info, "w8-rows") || hasQ4K != strings.Contains(info, "q4-g32-asym") {
+			if !strings.Contains(info, "w8-rows") || hasQ4K != strings.Contains(info, "q4k-p") {
 				t.Errorf("the artifact's layouts are not the ones compile named:\n%s", info)
 			}
 			deq := readLogits(t, filepath.Join(dir, typ+".dequant.logits"))

@@ -14,9 +14,13 @@ import (
 // a quantized form in the artifact (GGUFNative, the default) or are
 // dequantized to float32 (GGUFFloat32):
 //
-//   - Q4_0, Q4_1 and Q4_K become aotlm's q4 layout with groups of 32 and a
-//     float32 scale (and zero point) per group. Q4_0 is exact; Q4_1 and
-//     Q4_K store x = d*q - m as s*(q - z) with s = d and z = m/d, so the
+//   - Q4_K keeps its super-blocks (layout q4k-p: 6-bit scales and
+//     minimums per group of 32, d and dmin per 256, 4.75 bits a weight),
+//     exactly, where a row is a whole number of 256 values (always, in
+//     files llama.cpp writes); other rows become q4 as Q4_1 does.
+//   - Q4_0 and Q4_1 become aotlm's q4 layout with groups of 32 and a
+//     float32 scale (and zero point) per group. Q4_0 is exact; Q4_1
+//     stores x = d*q - m as s*(q - z) with s = d and z = m/d, so the
 //     only change is the float32 rounding of z (relative 6e-8 of m).
 //   - Every other block type (Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q5_K, Q6_K,
 //     Q8_K, IQ4_NL, IQ4_XS, MXFP4) is decoded exactly and requantized to
@@ -52,7 +56,9 @@ func GGUFConversionOf(t gguf.GGMLType, mode string) GGUFConversion {
 	switch t {
 	case gguf.TypeQ4_0:
 		c.Scheme = "q4/g32/sym"
-	case gguf.TypeQ4_1, gguf.TypeQ4_K:
+	case gguf.TypeQ4_K:
+		c.Scheme = "q4k"
+	case gguf.TypeQ4_1:
 		c.Scheme = "q4/g32/asym"
 	default:
 		c.Scheme, c.Exact = "w8", false
@@ -174,11 +180,18 @@ func q4FromQ4_1(raw []byte, rows, cols int) *quant.Quantized {
 // 6-bit scales and mins, 128 bytes of codes): 8 groups of 32 with
 // x = d*sc*u - dmin*m, groups 2i and 2i+1 in the low and high nibbles of
 // bytes 32i..32i+31.
+//
+// The super-blocks' own parts are kept too (Quantized.K4): compile packs
+// them as they are (layout q4k-p, 4.75 bits a weight) where a row is a
+// whole number of super-blocks.
 func q4FromQ4_K(raw []byte, rows, cols int) *quant.Quantized {
 	q := newQ4(rows, cols, false)
-	for sb := range rows * cols / 256 {
+	ns := rows * cols / 256
+	k4 := &quant.Q4KBlocks{Sc: make([]uint8, 8*ns), M: make([]uint8, 8*ns), D: make([]float32, ns), DMin: make([]float32, ns)}
+	for sb := range ns {
 		blk := raw[sb*144 : (sb+1)*144]
 		d, dmin := half(blk), half(blk[2:])
+		k4.D[sb], k4.DMin[sb] = d, dmin
 		scales, codes := blk[4:16], blk[16:144]
 		for i := range 4 {
 			lo, hi := 8*sb+2*i, 8*sb+2*i+1
@@ -187,9 +200,11 @@ func q4FromQ4_K(raw []byte, rows, cols int) *quant.Quantized {
 			}
 			for _, g := range []int{lo, hi} {
 				sc, m := gguf.ScaleMinK4(g-8*sb, scales)
+				k4.Sc[g], k4.M[g] = sc, m
 				setAffine(q, g, d*float32(sc), dmin*float32(m))
 			}
 		}
 	}
+	q.K4 = k4
 	return q
 }

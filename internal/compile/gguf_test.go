@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/format/gguf"
+	"github.com/aotlm/aotlm/internal/kernel"
+	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/tensor"
 )
 
@@ -79,8 +81,32 @@ func TestFromBlocksQ4Exact(t *testing.T) {
 			if nonzero < len(want)/2 {
 				t.Errorf("only %d of %d values nonzero: the test data is degenerate", nonzero, len(want))
 			}
-			if tc.typ == gguf.TypeQ4_0 && worst != 0 {
-				t.Errorf("Q4_0 should be bit-exact, max |diff| %g", worst)
+			if (tc.typ == gguf.TypeQ4_0 || tc.typ == gguf.TypeQ4_K) && worst != 0 {
+				t.Errorf("%v should be bit-exact, max |diff| %g", tc.typ, worst)
+			}
+			if tc.typ != gguf.TypeQ4_K {
+				return
+			}
+			// Laid out as q4k-p, read by the kernel as the engine reads
+			// it: every row bit for bit ggml's decoding.
+			l := plan.WeightLayout{Kind: plan.LayoutQ4K, Block: 32, Packed: true}
+			b, err := encodeQ4K(l, q, []int64{rows, cols})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _ := l.Parts(rows, cols)
+			w := &kernel.Q4{N: rows, K: cols, Nib: b[:p.Scales], K4: b[p.Scales:p.Size]}
+			if err := w.Check(); err != nil {
+				t.Fatal(err)
+			}
+			row := make([]float32, cols)
+			for n := range rows {
+				w.Row(row, n)
+				for k, v := range row {
+					if want := want[n*cols+k]; math.Float32bits(v) != math.Float32bits(want) {
+						t.Fatalf("q4k-p row %d input %d: %g, ggml %g", n, k, v, want)
+					}
+				}
 			}
 		})
 	}

@@ -139,7 +139,11 @@ func encodeWeight(name string, shape []int, src WeightSource, pack bool) encoded
 		}
 		if l, ok := layoutOf(q.Scheme); ok {
 			encode := encodeQuantized
-			if pack && len(e.shape) == 2 && l.CanPack(e.shape[1]) {
+			k4 := plan.WeightLayout{Kind: plan.LayoutQ4K, Block: plan.PackBlock, Packed: true}
+			switch {
+			case q.K4 != nil && pack && len(e.shape) == 2 && k4.CanPack(e.shape[1]):
+				l, encode = k4, encodeQ4K
+			case pack && len(e.shape) == 2 && l.CanPack(e.shape[1]):
 				l.Packed, encode = true, encodePacked
 			}
 			e.layout = l.Tag()
@@ -230,6 +234,48 @@ func encodeQuantized(l plan.WeightLayout, q *quant.Quantized, shape []int64) ([]
 			return nil, fmt.Errorf("%d zero points, %s needs %d", len(q.Zeros), l.Tag(), p.NScales)
 		}
 		putFloats(b[p.Zeros:], q.Zeros)
+	}
+	return b, nil
+}
+
+// encodeQ4K lays out q's Q4_K super-blocks (q.K4) as layout q4k-p: the
+// 4-bit codes packed as the other packed layouts pack them, then per row
+// a record of 16 groups' 6-bit scales and minimums and their two
+// super-blocks' d and dmin (kernel.Q4KChunk).
+func encodeQ4K(l plan.WeightLayout, q *quant.Quantized, shape []int64) ([]byte, error) {
+	if len(shape) != 2 || shape[0] != int64(q.Rows) || shape[1] != int64(q.Cols) {
+		return nil, fmt.Errorf("quantized as [%d, %d], the graph says %v", q.Rows, q.Cols, shape)
+	}
+	p, err := l.Parts(shape[0], shape[1])
+	if err != nil {
+		return nil, err
+	}
+	N, K := q.Rows, q.Cols
+	ng, k4 := K/plan.PackBlock, q.K4
+	if len(q.Q) != N*K || len(k4.Sc) != N*ng || len(k4.M) != N*ng || len(k4.D) != N*ng/8 || len(k4.DMin) != N*ng/8 {
+		return nil, fmt.Errorf("%d integers, %d scales, %d minimums and %d super-blocks do not fit %s of [%d, %d]",
+			len(q.Q), len(k4.Sc), len(k4.M), len(k4.D), l.Tag(), N, K)
+	}
+	b := make([]byte, p.Size)
+	u := make([]uint8, K)
+	for n := range N {
+		for k, v := range q.Q[n*K : (n+1)*K] {
+			if v < 0 || v > 15 {
+				return nil, fmt.Errorf("row %d input %d: %d does not fit 4 bits", n, k, v)
+			}
+			u[k] = uint8(v)
+		}
+		if err := kernel.PackNibbles(b[n*K/2:(n+1)*K/2], u, 1, K); err != nil {
+			return nil, fmt.Errorf("row %d: %w", n, err)
+		}
+	}
+	nc := (ng + 15) / 16
+	rec := b[p.Scales:]
+	for n := range N {
+		for c := range nc {
+			g0, g1 := n*ng+16*c, n*ng+min(16*c+16, ng)
+			kernel.Q4KChunk(rec[(n*nc+c)*kernel.Q4KChunkBytes:], k4.Sc[g0:g1], k4.M[g0:g1], k4.D[g0/8:(g1+7)/8], k4.DMin[g0/8:(g1+7)/8])
+		}
 	}
 	return b, nil
 }

@@ -18,7 +18,12 @@ func (w *qweight) viewPacked(name string, p plan.Parts, data []byte) error {
 		}
 		return nil
 	}
-	q := &kernel.Q4{N: N, K: K, Nib: data[:N*K/2], Scales: floats(data[p.Scales : p.Scales+4*p.NScales])}
+	q := &kernel.Q4{N: N, K: K, Nib: data[:N*K/2]}
+	if w.kind == plan.LayoutQ4K {
+		q.K4 = data[p.Scales:p.Size]
+	} else {
+		q.Scales = floats(data[p.Scales : p.Scales+4*p.NScales])
+	}
 	if p.Codes >= 0 {
 		q.Codes = data[p.Codes : p.Codes+int64(N*K/kernel.QK)]
 	}
@@ -28,7 +33,7 @@ func (w *qweight) viewPacked(name string, p plan.Parts, data []byte) error {
 	if err := q.Check(); err != nil {
 		return fmt.Errorf("tensor %q: %w", name, err)
 	}
-	q.PrepareZeros() // zero points: the fast kernels plus block terms
+	q.PrepareZeros() // zero points (and K4 where the kernels lack it): the fast kernels plus block terms
 	w.q4 = q
 	return nil
 }

@@ -278,3 +278,60 @@ func BenchmarkRows(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkQ4KMatMul times a weight in the K4 form (Q4_K super-blocks,
+// 4.75 bits a weight) taken as it is, against the same weight expanded
+// to the per-block form (6 bits a weight: a float32 scale and zero-point
+// term per block) that products without the form run. Both report the
+// 4-bit codes' bytes (N*K/2) per op, so their MB/s compare as speeds.
+// The last shape, Qwen3-0.6B's classifier, is streamed from memory.
+func BenchmarkQ4KMatMul(b *testing.B) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, T := range []int{1, 64} {
+		for _, sh := range [][2]int{{3072, 1024}, {1024, 3072}, {151936, 1024}} {
+			N, K := sh[0], sh[1]
+			if T > 1 && N*K > 1<<26 {
+				continue
+			}
+			w := randQ4K(r, N, K)
+			ex := *w
+			ex.expandK4()
+			x, _ := randQ8(r, T, K)
+			dst := make([]float32, T*N)
+			for _, o := range Overlays() {
+				if !o.Supported || o.Q4MatMul == nil {
+					continue
+				}
+				forms := []struct {
+					name string
+					run  func(n0, n1 int)
+				}{{"expanded", func(n0, n1 int) { o.Q4MatMul(dst, N, ex.sym, x, n0, n1); ex.addZeroTerms(dst, N, x, n0, n1) }}}
+				if o.q4Zeros != nil {
+					forms[0].run = func(n0, n1 int) { o.q4Zeros(dst, N, ex.sym, ex.zs, x, n0, n1) }
+				}
+				if o.q4K4 {
+					forms = append(forms, struct {
+						name string
+						run  func(n0, n1 int)
+					}{"k4", func(n0, n1 int) { o.Q4MatMul(dst, N, w, x, n0, n1) }})
+				}
+				for _, f := range forms {
+					b.Run(fmt.Sprintf("T%d/%dx%d/%s/%s", T, N, K, o.Name, f.name), func(b *testing.B) {
+						for b.Loop() {
+							f.run(0, N)
+						}
+						reportTile(b, N, K, T, N*K/2)
+					})
+					if T == 1 && N*K > 1<<26 {
+						b.Run(fmt.Sprintf("T%d/%dx%d/%s/%s/threads=2", T, N, K, o.Name, f.name), func(b *testing.B) {
+							for b.Loop() {
+								inHalves(N, f.run)
+							}
+							reportTile(b, N, K, T, N*K/2)
+						})
+					}
+				}
+			}
+		}
+	}
+}

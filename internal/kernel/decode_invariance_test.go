@@ -19,7 +19,7 @@ func decodeSameWhateverRange(t *testing.T, walk string) {
 	r := rand.New(rand.NewPCG(41, 42))
 	const N = 23
 	for _, o := range supported(t) {
-		for _, K := range []int{QK, 3 * QK, 18 * QK, 32 * QK} {
+		for _, K := range []int{QK, 3 * QK, 18 * QK, 24 * QK, 32 * QK} {
 			x, _ := randQ8(r, 1, K)
 			type product struct {
 				name string
@@ -38,6 +38,11 @@ func decodeSameWhateverRange(t *testing.T, walk string) {
 				w.PrepareZeros()
 				products = append(products, product{"q4 zeros",
 					func(d []float32, n0, n1 int) { o.q4Zeros(d, N, w.sym, w.zs, x, n0, n1) }})
+			}
+			if o.q4K4 && K%Q4KSuper == 0 {
+				w := randQ4K(r, N, K)
+				products = append(products, product{"q4 K4",
+					func(d []float32, n0, n1 int) { o.Q4MatMul(d, N, w, x, n0, n1) }})
 			}
 			if o.W8MatMul != nil {
 				w := randW8(r, N, K)
@@ -80,7 +85,7 @@ func tokenSameWhateverBatch(t *testing.T, walk string) {
 			t.Logf("overlay %s: not BatchExact, its batches are checked by TestOverlaysMatMul's tolerance", o.Name)
 			continue
 		}
-		for _, K := range []int{QK, 3 * QK, 18 * QK, 32 * QK, 37 * QK} {
+		for _, K := range []int{QK, 3 * QK, 18 * QK, 24 * QK, 32 * QK, 37 * QK} {
 			x, xf := randQ8(r, T, K)
 			type product struct {
 				name string
@@ -99,6 +104,11 @@ func tokenSameWhateverBatch(t *testing.T, walk string) {
 				w.PrepareZeros()
 				products = append(products, product{"q4 zeros",
 					func(d []float32, x *Q8) { o.q4Zeros(d, N, w.sym, w.zs, x, 0, N) }})
+			}
+			if o.q4K4 && K%Q4KSuper == 0 {
+				w := randQ4K(r, N, K)
+				products = append(products, product{"q4 K4",
+					func(d []float32, x *Q8) { o.Q4MatMul(d, N, w, x, 0, N) }})
 			}
 			if o.W8MatMul != nil {
 				w := randW8(r, N, K)

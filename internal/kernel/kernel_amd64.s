@@ -72,6 +72,24 @@ DATA packperm<>+24(SB)/4, $0x00000003
 DATA packperm<>+28(SB)/4, $0x00000007
 GLOBL packperm<>(SB), RODATA|NOPTR, $32
 
+DATA q4k4eighth<>+0(SB)/4, $0x3f800000
+DATA q4k4eighth<>+4(SB)/4, $0x3e000000
+DATA q4k4eighth<>+8(SB)/4, $0x3f800000
+DATA q4k4eighth<>+12(SB)/4, $0x3e000000
+DATA q4k4eighth<>+16(SB)/4, $0x3f800000
+DATA q4k4eighth<>+20(SB)/4, $0x3e000000
+DATA q4k4eighth<>+24(SB)/4, $0x3f800000
+DATA q4k4eighth<>+28(SB)/4, $0x3e000000
+DATA q4k4eighth<>+32(SB)/4, $0x3f800000
+DATA q4k4eighth<>+36(SB)/4, $0x3e000000
+DATA q4k4eighth<>+40(SB)/4, $0x3f800000
+DATA q4k4eighth<>+44(SB)/4, $0x3e000000
+DATA q4k4eighth<>+48(SB)/4, $0x3f800000
+DATA q4k4eighth<>+52(SB)/4, $0x3e000000
+DATA q4k4eighth<>+56(SB)/4, $0x3f800000
+DATA q4k4eighth<>+60(SB)/4, $0x3e000000
+GLOBL q4k4eighth<>(SB), RODATA|NOPTR, $64
+
 DATA q4scaleperm<>+0(SB)/4, $0x00000000
 DATA q4scaleperm<>+4(SB)/4, $0x00000004
 DATA q4scaleperm<>+8(SB)/4, $0x00000008
@@ -24692,6 +24710,10790 @@ done3:
 	VMOVUPS       X5, (R9)
 	ADDQ          $0x10, R9
 	MOVQ          R9, dst+64(FP)
+	DECQ          DI
+	JNZ           quad
+	VZEROUPPER
+	RET
+
+// func q4VnniK41x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, CMOV
+TEXT ·q4VnniK41x1(SB), NOSPLIT, $0-88
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQU32    q4codeperm<>+0(SB), X1
+	MOVQ         ng+32(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         tail+40(FP), CX
+	ADDQ         CX, AX
+	MOVQ         AX, CX
+	SHRQ         $0x04, CX
+	MOVQ         AX, DX
+	ADDQ         $0x0f, DX
+	SHRQ         $0x04, DX
+	SHLQ         $0x0a, DX
+	ANDQ         $0x0f, AX
+	MOVQ         AX, BX
+	ADDQ         $0x03, BX
+	SHRQ         $0x02, BX
+	MOVQ         $-1, SI
+	MOVQ         $0x0000000000000000, DI
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K1
+	SHLQ         $0x04, AX
+	MOVQ         AX, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K1
+	MOVQ         AX, R8
+	SUBQ         $0x40, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K2
+	MOVQ         AX, R8
+	SUBQ         $0x80, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K3
+	SUBQ         $0xc0, AX
+	CMOVQLT      DI, AX
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K4
+	VPXORD       Z0, Z0, Z2
+	MOVQ         nib+0(FP), AX
+	MOVQ         rstr+8(FP), SI
+	MOVQ         sc+16(FP), SI
+	MOVQ         scstr+24(FP), DI
+	MOVQ         x+48(FP), DI
+	MOVQ         DI, R8
+	ADDQ         DX, R8
+
+chunk:
+	TESTQ           CX, CX
+	JZ              last
+	VMOVDQU32       (AX), Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU32       64(AX), Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU32       128(AX), Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU32       192(AX), Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(SI), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (SI), X12
+	VPSHUFB         X1, X12, X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0xa0, Z11, Z13
+	VMULPS          Z13, Z12, Z12
+	VMOVDQU32       16(SI), X13
+	VPSHUFB         X1, X13, X13
+	VPMOVZXBD       X13, Z13
+	VCVTDQ2PS       Z13, Z13
+	VPERMILPS       $0xf5, Z11, Z11
+	VMULPS          Z11, Z13, Z13
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        (DI), Z3, Z11
+	VPDPBUSD        64(DI), Z4, Z11
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        256(DI), Z5, Z3
+	VPDPBUSD        320(DI), Z6, Z3
+	VPXORD          Z0, Z0, Z4
+	VPDPBUSD        512(DI), Z7, Z4
+	VPDPBUSD        576(DI), Z8, Z4
+	VPXORD          Z0, Z0, Z5
+	VPDPBUSD        768(DI), Z9, Z5
+	VPDPBUSD        832(DI), Z10, Z5
+	VPUNPCKLDQ      Z3, Z11, Z6
+	VPUNPCKHDQ      Z3, Z11, Z3
+	VPADDD          Z3, Z6, Z6
+	VPUNPCKLDQ      Z5, Z4, Z3
+	VPUNPCKHDQ      Z5, Z4, Z4
+	VPADDD          Z4, Z3, Z3
+	VPUNPCKLQDQ     Z3, Z6, Z4
+	VPUNPCKHQDQ     Z3, Z6, Z3
+	VPADDD          Z3, Z4, Z4
+	VMOVDQU32       64(R8), Z3
+	VCVTDQ2PS       Z4, Z4
+	VMULPS          Z12, Z4, Z4
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z13, Z3, Z4
+	VFMADD231PS     (R8), Z4, Z2
+	ADDQ            $0x00000100, AX
+	ADDQ            $0x00000030, SI
+	ADDQ            $0x00000400, DI
+	ADDQ            $0x00000080, R8
+	DECQ            CX
+	JMP             chunk
+
+last:
+	TESTQ           BX, BX
+	JZ              done
+	CMPQ            BX, $0x02
+	JB              last1
+	JE              last2
+	CMPQ            BX, $0x03
+	JE              last3
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z3
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z3, Z0, Z3
+	VMOVDQU8.Z      64(AX), K2, Z4
+	VPSRLW          $0x04, Z4, Z5
+	VPANDD          Z4, Z0, Z4
+	VPANDD          Z5, Z0, Z5
+	VMOVDQU8.Z      128(AX), K3, Z6
+	VPSRLW          $0x04, Z6, Z7
+	VPANDD          Z6, Z0, Z6
+	VPANDD          Z7, Z0, Z7
+	VMOVDQU8.Z      192(AX), K4, Z8
+	VPSRLW          $0x04, Z8, Z9
+	VPANDD          Z8, Z0, Z8
+	VPANDD          Z9, Z0, Z9
+	VBROADCASTF32X4 32(SI), Z10
+	VMULPS          q4k4eighth<>+0(SB), Z10, Z10
+	VMOVDQU32       (SI), X11
+	VPMOVZXBD       X11, Z11
+	VCVTDQ2PS       Z11, Z11
+	VPERMILPS       $0x00, Z10, Z12
+	VMULPS          Z12, Z11, Z11
+	VMOVDQU32       16(SI), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x55, Z10, Z10
+	VMULPS          Z10, Z12, Z12
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z10
+	VPERMD          Z11, Z10, Z10
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z13
+	VPERMD          Z11, Z13, Z13
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z14
+	VPERMD          Z11, Z14, Z14
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z15
+	VPERMD          Z11, Z15, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z15
+	VPERMD          Z12, Z15, Z15
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z16
+	VPERMD          Z12, Z16, Z16
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z17
+	VPERMD          Z12, Z17, Z17
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z18
+	VPERMD          Z12, Z18, Z12
+	VPXORD          Z0, Z0, Z18
+	VPDPBUSD        (DI), Z1, Z18
+	VPDPBUSD        64(DI), Z3, Z18
+	VCVTDQ2PS       Z18, Z18
+	VMULPS          Z10, Z18, Z18
+	VMOVDQU32       192(DI), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z15, Z1, Z18
+	VFMADD231PS     128(DI), Z18, Z2
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(DI), Z4, Z1
+	VPDPBUSD        320(DI), Z5, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z13, Z1, Z1
+	VMOVDQU32       448(DI), Z3
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z16, Z3, Z1
+	VFMADD231PS     384(DI), Z1, Z2
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(DI), Z6, Z1
+	VPDPBUSD        576(DI), Z7, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z14, Z1, Z1
+	VMOVDQU32       704(DI), Z3
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z17, Z3, Z1
+	VFMADD231PS     640(DI), Z1, Z2
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        768(DI), Z8, Z0
+	VPDPBUSD        832(DI), Z9, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z11, Z0, Z0
+	VMOVDQU32       960(DI), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z12, Z1, Z0
+	VFMADD231PS     896(DI), Z0, Z2
+	JMP             done
+
+last3:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z3
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z3, Z0, Z3
+	VMOVDQU8.Z      64(AX), K2, Z4
+	VPSRLW          $0x04, Z4, Z5
+	VPANDD          Z4, Z0, Z4
+	VPANDD          Z5, Z0, Z5
+	VMOVDQU8.Z      128(AX), K3, Z6
+	VPSRLW          $0x04, Z6, Z7
+	VPANDD          Z6, Z0, Z6
+	VPANDD          Z7, Z0, Z7
+	VBROADCASTF32X4 32(SI), Z8
+	VMULPS          q4k4eighth<>+0(SB), Z8, Z8
+	VMOVDQU32       (SI), X9
+	VPMOVZXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VPERMILPS       $0x00, Z8, Z10
+	VMULPS          Z10, Z9, Z9
+	VMOVDQU32       16(SI), X10
+	VPMOVZXBD       X10, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPERMILPS       $0x55, Z8, Z8
+	VMULPS          Z8, Z10, Z10
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z8
+	VPERMD          Z9, Z8, Z8
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z11
+	VPERMD          Z9, Z11, Z11
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z12
+	VPERMD          Z9, Z12, Z9
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z12
+	VPERMD          Z10, Z12, Z12
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z13
+	VPERMD          Z10, Z13, Z13
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z14
+	VPERMD          Z10, Z14, Z10
+	VPXORD          Z0, Z0, Z14
+	VPDPBUSD        (DI), Z1, Z14
+	VPDPBUSD        64(DI), Z3, Z14
+	VCVTDQ2PS       Z14, Z14
+	VMULPS          Z8, Z14, Z14
+	VMOVDQU32       192(DI), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z12, Z1, Z14
+	VFMADD231PS     128(DI), Z14, Z2
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(DI), Z4, Z1
+	VPDPBUSD        320(DI), Z5, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z11, Z1, Z1
+	VMOVDQU32       448(DI), Z3
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z13, Z3, Z1
+	VFMADD231PS     384(DI), Z1, Z2
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        512(DI), Z6, Z0
+	VPDPBUSD        576(DI), Z7, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z9, Z0, Z0
+	VMOVDQU32       704(DI), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z10, Z1, Z0
+	VFMADD231PS     640(DI), Z0, Z2
+	JMP             done
+
+last2:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z3
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z3, Z0, Z3
+	VMOVDQU8.Z      64(AX), K2, Z4
+	VPSRLW          $0x04, Z4, Z5
+	VPANDD          Z4, Z0, Z4
+	VPANDD          Z5, Z0, Z5
+	VBROADCASTF32X4 32(SI), Z6
+	VMULPS          q4k4eighth<>+0(SB), Z6, Z6
+	VMOVDQU32       (SI), X7
+	VPMOVZXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VPERMILPS       $0x00, Z6, Z8
+	VMULPS          Z8, Z7, Z7
+	VMOVDQU32       16(SI), X8
+	VPMOVZXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VPERMILPS       $0x55, Z6, Z6
+	VMULPS          Z6, Z8, Z8
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z6
+	VPERMD          Z7, Z6, Z6
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z9
+	VPERMD          Z7, Z9, Z7
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z9
+	VPERMD          Z8, Z9, Z9
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z10
+	VPERMD          Z8, Z10, Z8
+	VPXORD          Z0, Z0, Z10
+	VPDPBUSD        (DI), Z1, Z10
+	VPDPBUSD        64(DI), Z3, Z10
+	VCVTDQ2PS       Z10, Z10
+	VMULPS          Z6, Z10, Z10
+	VMOVDQU32       192(DI), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z9, Z1, Z10
+	VFMADD231PS     128(DI), Z10, Z2
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        256(DI), Z4, Z0
+	VPDPBUSD        320(DI), Z5, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z7, Z0, Z0
+	VMOVDQU32       448(DI), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z8, Z1, Z0
+	VFMADD231PS     384(DI), Z0, Z2
+	JMP             done
+
+last1:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z3
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z3, Z0, Z3
+	VBROADCASTF32X4 32(SI), Z4
+	VMULPS          q4k4eighth<>+0(SB), Z4, Z4
+	VMOVDQU32       (SI), X5
+	VPMOVZXBD       X5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VPERMILPS       $0x00, Z4, Z6
+	VMULPS          Z6, Z5, Z5
+	VMOVDQU32       16(SI), X6
+	VPMOVZXBD       X6, Z6
+	VCVTDQ2PS       Z6, Z6
+	VPERMILPS       $0x55, Z4, Z4
+	VMULPS          Z4, Z6, Z6
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z4
+	VPERMD          Z5, Z4, Z4
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z5
+	VPERMD          Z6, Z5, Z5
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        (DI), Z1, Z0
+	VPDPBUSD        64(DI), Z3, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z4, Z0, Z0
+	VMOVDQU32       192(DI), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z5, Z1, Z0
+	VFMADD231PS     128(DI), Z0, Z2
+
+done:
+	MOVQ          dst+64(FP), AX
+	MOVQ          ldd+72(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y0, Y2, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q4VnniK42x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, CMOV
+TEXT ·q4VnniK42x1(SB), NOSPLIT, $0-88
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQU32    q4codeperm<>+0(SB), X1
+	MOVQ         ng+32(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         tail+40(FP), CX
+	ADDQ         CX, AX
+	MOVQ         AX, CX
+	SHRQ         $0x04, CX
+	MOVQ         AX, DX
+	ADDQ         $0x0f, DX
+	SHRQ         $0x04, DX
+	SHLQ         $0x0a, DX
+	ANDQ         $0x0f, AX
+	MOVQ         AX, BX
+	ADDQ         $0x03, BX
+	SHRQ         $0x02, BX
+	MOVQ         $-1, SI
+	MOVQ         $0x0000000000000000, DI
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K1
+	SHLQ         $0x04, AX
+	MOVQ         AX, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K1
+	MOVQ         AX, R8
+	SUBQ         $0x40, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K2
+	MOVQ         AX, R8
+	SUBQ         $0x80, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K3
+	SUBQ         $0xc0, AX
+	CMOVQLT      DI, AX
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K4
+	VPXORD       Z0, Z0, Z2
+	VPXORD       Z0, Z0, Z3
+	MOVQ         nib+0(FP), AX
+	MOVQ         rstr+8(FP), SI
+	MOVQ         sc+16(FP), DI
+	MOVQ         scstr+24(FP), R8
+	MOVQ         x+48(FP), R9
+	MOVQ         R9, R10
+	ADDQ         DX, R10
+
+chunk:
+	TESTQ           CX, CX
+	JZ              last
+	VMOVDQU32       (AX), Z4
+	VPSRLW          $0x04, Z4, Z5
+	VPANDD          Z4, Z0, Z4
+	VPANDD          Z5, Z0, Z5
+	VMOVDQU32       64(AX), Z6
+	VPSRLW          $0x04, Z6, Z7
+	VPANDD          Z6, Z0, Z6
+	VPANDD          Z7, Z0, Z7
+	VMOVDQU32       128(AX), Z8
+	VPSRLW          $0x04, Z8, Z9
+	VPANDD          Z8, Z0, Z8
+	VPANDD          Z9, Z0, Z9
+	VMOVDQU32       192(AX), Z10
+	VPSRLW          $0x04, Z10, Z11
+	VPANDD          Z10, Z0, Z10
+	VPANDD          Z11, Z0, Z11
+	VBROADCASTF32X4 32(DI), Z12
+	VMULPS          q4k4eighth<>+0(SB), Z12, Z12
+	VMOVDQU32       (DI), X13
+	VPSHUFB         X1, X13, X13
+	VPMOVZXBD       X13, Z13
+	VCVTDQ2PS       Z13, Z13
+	VPERMILPS       $0xa0, Z12, Z14
+	VMULPS          Z14, Z13, Z13
+	VMOVDQU32       16(DI), X14
+	VPSHUFB         X1, X14, X14
+	VPMOVZXBD       X14, Z14
+	VCVTDQ2PS       Z14, Z14
+	VPERMILPS       $0xf5, Z12, Z12
+	VMULPS          Z12, Z14, Z14
+	VPXORD          Z0, Z0, Z12
+	VPDPBUSD        (R9), Z4, Z12
+	VPDPBUSD        64(R9), Z5, Z12
+	VPXORD          Z0, Z0, Z4
+	VPDPBUSD        256(R9), Z6, Z4
+	VPDPBUSD        320(R9), Z7, Z4
+	VPXORD          Z0, Z0, Z5
+	VPDPBUSD        512(R9), Z8, Z5
+	VPDPBUSD        576(R9), Z9, Z5
+	VPXORD          Z0, Z0, Z6
+	VPDPBUSD        768(R9), Z10, Z6
+	VPDPBUSD        832(R9), Z11, Z6
+	VPUNPCKLDQ      Z4, Z12, Z7
+	VPUNPCKHDQ      Z4, Z12, Z4
+	VPADDD          Z4, Z7, Z7
+	VPUNPCKLDQ      Z6, Z5, Z4
+	VPUNPCKHDQ      Z6, Z5, Z5
+	VPADDD          Z5, Z4, Z4
+	VPUNPCKLQDQ     Z4, Z7, Z5
+	VPUNPCKHQDQ     Z4, Z7, Z4
+	VPADDD          Z4, Z5, Z5
+	VMOVDQU32       64(R10), Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS          Z13, Z5, Z5
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z14, Z4, Z5
+	VFMADD231PS     (R10), Z5, Z2
+	VMOVDQU32       (AX)(SI*1), Z4
+	VPSRLW          $0x04, Z4, Z5
+	VPANDD          Z4, Z0, Z4
+	VPANDD          Z5, Z0, Z5
+	VMOVDQU32       64(AX)(SI*1), Z6
+	VPSRLW          $0x04, Z6, Z7
+	VPANDD          Z6, Z0, Z6
+	VPANDD          Z7, Z0, Z7
+	VMOVDQU32       128(AX)(SI*1), Z8
+	VPSRLW          $0x04, Z8, Z9
+	VPANDD          Z8, Z0, Z8
+	VPANDD          Z9, Z0, Z9
+	VMOVDQU32       192(AX)(SI*1), Z10
+	VPSRLW          $0x04, Z10, Z11
+	VPANDD          Z10, Z0, Z10
+	VPANDD          Z11, Z0, Z11
+	VBROADCASTF32X4 32(DI)(R8*1), Z12
+	VMULPS          q4k4eighth<>+0(SB), Z12, Z12
+	VMOVDQU32       (DI)(R8*1), X13
+	VPSHUFB         X1, X13, X13
+	VPMOVZXBD       X13, Z13
+	VCVTDQ2PS       Z13, Z13
+	VPERMILPS       $0xa0, Z12, Z14
+	VMULPS          Z14, Z13, Z13
+	VMOVDQU32       16(DI)(R8*1), X14
+	VPSHUFB         X1, X14, X14
+	VPMOVZXBD       X14, Z14
+	VCVTDQ2PS       Z14, Z14
+	VPERMILPS       $0xf5, Z12, Z12
+	VMULPS          Z12, Z14, Z14
+	VPXORD          Z0, Z0, Z12
+	VPDPBUSD        (R9), Z4, Z12
+	VPDPBUSD        64(R9), Z5, Z12
+	VPXORD          Z0, Z0, Z4
+	VPDPBUSD        256(R9), Z6, Z4
+	VPDPBUSD        320(R9), Z7, Z4
+	VPXORD          Z0, Z0, Z5
+	VPDPBUSD        512(R9), Z8, Z5
+	VPDPBUSD        576(R9), Z9, Z5
+	VPXORD          Z0, Z0, Z6
+	VPDPBUSD        768(R9), Z10, Z6
+	VPDPBUSD        832(R9), Z11, Z6
+	VPUNPCKLDQ      Z4, Z12, Z7
+	VPUNPCKHDQ      Z4, Z12, Z4
+	VPADDD          Z4, Z7, Z7
+	VPUNPCKLDQ      Z6, Z5, Z4
+	VPUNPCKHDQ      Z6, Z5, Z5
+	VPADDD          Z5, Z4, Z4
+	VPUNPCKLQDQ     Z4, Z7, Z5
+	VPUNPCKHQDQ     Z4, Z7, Z4
+	VPADDD          Z4, Z5, Z5
+	VMOVDQU32       64(R10), Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS          Z13, Z5, Z5
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z14, Z4, Z5
+	VFMADD231PS     (R10), Z5, Z3
+	ADDQ            $0x00000100, AX
+	ADDQ            $0x00000030, DI
+	ADDQ            $0x00000400, R9
+	ADDQ            $0x00000080, R10
+	DECQ            CX
+	JMP             chunk
+
+last:
+	TESTQ           BX, BX
+	JZ              done
+	CMPQ            BX, $0x02
+	JB              last1
+	JE              last2
+	CMPQ            BX, $0x03
+	JE              last3
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z4
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(AX), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      128(AX), K3, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      192(AX), K4, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(DI), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (DI), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x00, Z11, Z13
+	VMULPS          Z13, Z12, Z12
+	VMOVDQU32       16(DI), X13
+	VPMOVZXBD       X13, Z13
+	VCVTDQ2PS       Z13, Z13
+	VPERMILPS       $0x55, Z11, Z11
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z11
+	VPERMD          Z12, Z11, Z11
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z14
+	VPERMD          Z12, Z14, Z14
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z15
+	VPERMD          Z12, Z15, Z15
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z16
+	VPERMD          Z12, Z16, Z12
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z16
+	VPERMD          Z13, Z16, Z16
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z17
+	VPERMD          Z13, Z17, Z17
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z18
+	VPERMD          Z13, Z18, Z18
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z19
+	VPERMD          Z13, Z19, Z13
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        (R9), Z1, Z19
+	VPDPBUSD        64(R9), Z4, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z11, Z19, Z19
+	VMOVDQU32       192(R9), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z16, Z1, Z19
+	VFMADD231PS     128(R9), Z19, Z2
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R9), Z5, Z1
+	VPDPBUSD        320(R9), Z6, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z14, Z1, Z1
+	VMOVDQU32       448(R9), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z17, Z4, Z1
+	VFMADD231PS     384(R9), Z1, Z2
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R9), Z7, Z1
+	VPDPBUSD        576(R9), Z8, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z15, Z1, Z1
+	VMOVDQU32       704(R9), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z18, Z4, Z1
+	VFMADD231PS     640(R9), Z1, Z2
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        768(R9), Z9, Z1
+	VPDPBUSD        832(R9), Z10, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z12, Z1, Z1
+	VMOVDQU32       960(R9), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z13, Z4, Z1
+	VFMADD231PS     896(R9), Z1, Z2
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z4
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(AX)(SI*1), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      128(AX)(SI*1), K3, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      192(AX)(SI*1), K4, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(DI)(R8*1), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (DI)(R8*1), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x00, Z11, Z13
+	VMULPS          Z13, Z12, Z12
+	VMOVDQU32       16(DI)(R8*1), X13
+	VPMOVZXBD       X13, Z13
+	VCVTDQ2PS       Z13, Z13
+	VPERMILPS       $0x55, Z11, Z11
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z11
+	VPERMD          Z12, Z11, Z11
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z14
+	VPERMD          Z12, Z14, Z14
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z15
+	VPERMD          Z12, Z15, Z15
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z16
+	VPERMD          Z12, Z16, Z12
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z16
+	VPERMD          Z13, Z16, Z16
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z17
+	VPERMD          Z13, Z17, Z17
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z18
+	VPERMD          Z13, Z18, Z18
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z19
+	VPERMD          Z13, Z19, Z13
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        (R9), Z1, Z19
+	VPDPBUSD        64(R9), Z4, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z11, Z19, Z19
+	VMOVDQU32       192(R9), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z16, Z1, Z19
+	VFMADD231PS     128(R9), Z19, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R9), Z5, Z1
+	VPDPBUSD        320(R9), Z6, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z14, Z1, Z1
+	VMOVDQU32       448(R9), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z17, Z4, Z1
+	VFMADD231PS     384(R9), Z1, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R9), Z7, Z1
+	VPDPBUSD        576(R9), Z8, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z15, Z1, Z1
+	VMOVDQU32       704(R9), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z18, Z4, Z1
+	VFMADD231PS     640(R9), Z1, Z3
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        768(R9), Z9, Z0
+	VPDPBUSD        832(R9), Z10, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z12, Z0, Z0
+	VMOVDQU32       960(R9), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z13, Z1, Z0
+	VFMADD231PS     896(R9), Z0, Z3
+	JMP             done
+
+last3:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z4
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(AX), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      128(AX), K3, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VBROADCASTF32X4 32(DI), Z9
+	VMULPS          q4k4eighth<>+0(SB), Z9, Z9
+	VMOVDQU32       (DI), X10
+	VPMOVZXBD       X10, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPERMILPS       $0x00, Z9, Z11
+	VMULPS          Z11, Z10, Z10
+	VMOVDQU32       16(DI), X11
+	VPMOVZXBD       X11, Z11
+	VCVTDQ2PS       Z11, Z11
+	VPERMILPS       $0x55, Z9, Z9
+	VMULPS          Z9, Z11, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z9
+	VPERMD          Z10, Z9, Z9
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z12
+	VPERMD          Z10, Z12, Z12
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z13
+	VPERMD          Z10, Z13, Z10
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z13
+	VPERMD          Z11, Z13, Z13
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z14
+	VPERMD          Z11, Z14, Z14
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z15
+	VPERMD          Z11, Z15, Z11
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        (R9), Z1, Z15
+	VPDPBUSD        64(R9), Z4, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z9, Z15, Z15
+	VMOVDQU32       192(R9), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z13, Z1, Z15
+	VFMADD231PS     128(R9), Z15, Z2
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R9), Z5, Z1
+	VPDPBUSD        320(R9), Z6, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z12, Z1, Z1
+	VMOVDQU32       448(R9), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z14, Z4, Z1
+	VFMADD231PS     384(R9), Z1, Z2
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R9), Z7, Z1
+	VPDPBUSD        576(R9), Z8, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z10, Z1, Z1
+	VMOVDQU32       704(R9), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z11, Z4, Z1
+	VFMADD231PS     640(R9), Z1, Z2
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z4
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(AX)(SI*1), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      128(AX)(SI*1), K3, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VBROADCASTF32X4 32(DI)(R8*1), Z9
+	VMULPS          q4k4eighth<>+0(SB), Z9, Z9
+	VMOVDQU32       (DI)(R8*1), X10
+	VPMOVZXBD       X10, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPERMILPS       $0x00, Z9, Z11
+	VMULPS          Z11, Z10, Z10
+	VMOVDQU32       16(DI)(R8*1), X11
+	VPMOVZXBD       X11, Z11
+	VCVTDQ2PS       Z11, Z11
+	VPERMILPS       $0x55, Z9, Z9
+	VMULPS          Z9, Z11, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z9
+	VPERMD          Z10, Z9, Z9
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z12
+	VPERMD          Z10, Z12, Z12
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z13
+	VPERMD          Z10, Z13, Z10
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z13
+	VPERMD          Z11, Z13, Z13
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z14
+	VPERMD          Z11, Z14, Z14
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z15
+	VPERMD          Z11, Z15, Z11
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        (R9), Z1, Z15
+	VPDPBUSD        64(R9), Z4, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z9, Z15, Z15
+	VMOVDQU32       192(R9), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z13, Z1, Z15
+	VFMADD231PS     128(R9), Z15, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R9), Z5, Z1
+	VPDPBUSD        320(R9), Z6, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z12, Z1, Z1
+	VMOVDQU32       448(R9), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z14, Z4, Z1
+	VFMADD231PS     384(R9), Z1, Z3
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        512(R9), Z7, Z0
+	VPDPBUSD        576(R9), Z8, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z10, Z0, Z0
+	VMOVDQU32       704(R9), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z11, Z1, Z0
+	VFMADD231PS     640(R9), Z0, Z3
+	JMP             done
+
+last2:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z4
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(AX), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VBROADCASTF32X4 32(DI), Z7
+	VMULPS          q4k4eighth<>+0(SB), Z7, Z7
+	VMOVDQU32       (DI), X8
+	VPMOVZXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VPERMILPS       $0x00, Z7, Z9
+	VMULPS          Z9, Z8, Z8
+	VMOVDQU32       16(DI), X9
+	VPMOVZXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VPERMILPS       $0x55, Z7, Z7
+	VMULPS          Z7, Z9, Z9
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z7
+	VPERMD          Z8, Z7, Z7
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z10
+	VPERMD          Z8, Z10, Z8
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z10
+	VPERMD          Z9, Z10, Z10
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z11
+	VPERMD          Z9, Z11, Z9
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        (R9), Z1, Z11
+	VPDPBUSD        64(R9), Z4, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS          Z7, Z11, Z11
+	VMOVDQU32       192(R9), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z10, Z1, Z11
+	VFMADD231PS     128(R9), Z11, Z2
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R9), Z5, Z1
+	VPDPBUSD        320(R9), Z6, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z8, Z1, Z1
+	VMOVDQU32       448(R9), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z9, Z4, Z1
+	VFMADD231PS     384(R9), Z1, Z2
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z4
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(AX)(SI*1), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VBROADCASTF32X4 32(DI)(R8*1), Z7
+	VMULPS          q4k4eighth<>+0(SB), Z7, Z7
+	VMOVDQU32       (DI)(R8*1), X8
+	VPMOVZXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VPERMILPS       $0x00, Z7, Z9
+	VMULPS          Z9, Z8, Z8
+	VMOVDQU32       16(DI)(R8*1), X9
+	VPMOVZXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VPERMILPS       $0x55, Z7, Z7
+	VMULPS          Z7, Z9, Z9
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z7
+	VPERMD          Z8, Z7, Z7
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z10
+	VPERMD          Z8, Z10, Z8
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z10
+	VPERMD          Z9, Z10, Z10
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z11
+	VPERMD          Z9, Z11, Z9
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        (R9), Z1, Z11
+	VPDPBUSD        64(R9), Z4, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS          Z7, Z11, Z11
+	VMOVDQU32       192(R9), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z10, Z1, Z11
+	VFMADD231PS     128(R9), Z11, Z3
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        256(R9), Z5, Z0
+	VPDPBUSD        320(R9), Z6, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z8, Z0, Z0
+	VMOVDQU32       448(R9), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z9, Z1, Z0
+	VFMADD231PS     384(R9), Z0, Z3
+	JMP             done
+
+last1:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z4
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z4, Z0, Z4
+	VBROADCASTF32X4 32(DI), Z5
+	VMULPS          q4k4eighth<>+0(SB), Z5, Z5
+	VMOVDQU32       (DI), X6
+	VPMOVZXBD       X6, Z6
+	VCVTDQ2PS       Z6, Z6
+	VPERMILPS       $0x00, Z5, Z7
+	VMULPS          Z7, Z6, Z6
+	VMOVDQU32       16(DI), X7
+	VPMOVZXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VPERMILPS       $0x55, Z5, Z5
+	VMULPS          Z5, Z7, Z7
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z5
+	VPERMD          Z6, Z5, Z5
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z6
+	VPERMD          Z7, Z6, Z6
+	VPXORD          Z0, Z0, Z7
+	VPDPBUSD        (R9), Z1, Z7
+	VPDPBUSD        64(R9), Z4, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS          Z5, Z7, Z7
+	VMOVDQU32       192(R9), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z6, Z1, Z7
+	VFMADD231PS     128(R9), Z7, Z2
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z4
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z4, Z0, Z4
+	VBROADCASTF32X4 32(DI)(R8*1), Z5
+	VMULPS          q4k4eighth<>+0(SB), Z5, Z5
+	VMOVDQU32       (DI)(R8*1), X6
+	VPMOVZXBD       X6, Z6
+	VCVTDQ2PS       Z6, Z6
+	VPERMILPS       $0x00, Z5, Z7
+	VMULPS          Z7, Z6, Z6
+	VMOVDQU32       16(DI)(R8*1), X7
+	VPMOVZXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VPERMILPS       $0x55, Z5, Z5
+	VMULPS          Z5, Z7, Z7
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z5
+	VPERMD          Z6, Z5, Z5
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z6
+	VPERMD          Z7, Z6, Z6
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        (R9), Z1, Z0
+	VPDPBUSD        64(R9), Z4, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z5, Z0, Z0
+	VMOVDQU32       192(R9), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z6, Z1, Z0
+	VFMADD231PS     128(R9), Z0, Z3
+
+done:
+	MOVQ          dst+64(FP), AX
+	MOVQ          ldd+72(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y0, Y2, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y0, Y3, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 4(AX)
+	VZEROUPPER
+	RET
+
+// func q4VnniK44x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, CMOV
+TEXT ·q4VnniK44x1(SB), NOSPLIT, $0-88
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQU32    q4codeperm<>+0(SB), X1
+	MOVQ         ng+32(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         tail+40(FP), CX
+	ADDQ         CX, AX
+	MOVQ         AX, CX
+	SHRQ         $0x04, CX
+	MOVQ         AX, DX
+	ADDQ         $0x0f, DX
+	SHRQ         $0x04, DX
+	SHLQ         $0x0a, DX
+	ANDQ         $0x0f, AX
+	MOVQ         AX, BX
+	ADDQ         $0x03, BX
+	SHRQ         $0x02, BX
+	MOVQ         $-1, SI
+	MOVQ         $0x0000000000000000, DI
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K1
+	SHLQ         $0x04, AX
+	MOVQ         AX, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K1
+	MOVQ         AX, R8
+	SUBQ         $0x40, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K2
+	MOVQ         AX, R8
+	SUBQ         $0x80, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K3
+	SUBQ         $0xc0, AX
+	CMOVQLT      DI, AX
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K4
+	VPXORD       Z0, Z0, Z2
+	VPXORD       Z0, Z0, Z3
+	VPXORD       Z0, Z0, Z4
+	VPXORD       Z0, Z0, Z5
+	MOVQ         nib+0(FP), AX
+	MOVQ         rstr+8(FP), SI
+	LEAQ         (SI)(SI*2), DI
+	MOVQ         sc+16(FP), R8
+	MOVQ         scstr+24(FP), R9
+	LEAQ         (R9)(R9*2), R10
+	MOVQ         x+48(FP), R11
+	MOVQ         R11, R12
+	ADDQ         DX, R12
+
+chunk:
+	TESTQ           CX, CX
+	JZ              last
+	VMOVDQU32       (AX), Z6
+	VPSRLW          $0x04, Z6, Z7
+	VPANDD          Z6, Z0, Z6
+	VPANDD          Z7, Z0, Z7
+	VMOVDQU32       64(AX), Z8
+	VPSRLW          $0x04, Z8, Z9
+	VPANDD          Z8, Z0, Z8
+	VPANDD          Z9, Z0, Z9
+	VMOVDQU32       128(AX), Z10
+	VPSRLW          $0x04, Z10, Z11
+	VPANDD          Z10, Z0, Z10
+	VPANDD          Z11, Z0, Z11
+	VMOVDQU32       192(AX), Z12
+	VPSRLW          $0x04, Z12, Z13
+	VPANDD          Z12, Z0, Z12
+	VPANDD          Z13, Z0, Z13
+	VBROADCASTF32X4 32(R8), Z14
+	VMULPS          q4k4eighth<>+0(SB), Z14, Z14
+	VMOVDQU32       (R8), X15
+	VPSHUFB         X1, X15, X15
+	VPMOVZXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VPERMILPS       $0xa0, Z14, Z16
+	VMULPS          Z16, Z15, Z15
+	VMOVDQU32       16(R8), X16
+	VPSHUFB         X1, X16, X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0xf5, Z14, Z14
+	VMULPS          Z14, Z16, Z16
+	VPXORD          Z0, Z0, Z14
+	VPDPBUSD        (R11), Z6, Z14
+	VPDPBUSD        64(R11), Z7, Z14
+	VPXORD          Z0, Z0, Z6
+	VPDPBUSD        256(R11), Z8, Z6
+	VPDPBUSD        320(R11), Z9, Z6
+	VPXORD          Z0, Z0, Z7
+	VPDPBUSD        512(R11), Z10, Z7
+	VPDPBUSD        576(R11), Z11, Z7
+	VPXORD          Z0, Z0, Z8
+	VPDPBUSD        768(R11), Z12, Z8
+	VPDPBUSD        832(R11), Z13, Z8
+	VPUNPCKLDQ      Z6, Z14, Z9
+	VPUNPCKHDQ      Z6, Z14, Z6
+	VPADDD          Z6, Z9, Z9
+	VPUNPCKLDQ      Z8, Z7, Z6
+	VPUNPCKHDQ      Z8, Z7, Z7
+	VPADDD          Z7, Z6, Z6
+	VPUNPCKLQDQ     Z6, Z9, Z7
+	VPUNPCKHQDQ     Z6, Z9, Z6
+	VPADDD          Z6, Z7, Z7
+	VMOVDQU32       64(R12), Z6
+	VCVTDQ2PS       Z7, Z7
+	VMULPS          Z15, Z7, Z7
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z16, Z6, Z7
+	VFMADD231PS     (R12), Z7, Z2
+	VMOVDQU32       (AX)(SI*1), Z6
+	VPSRLW          $0x04, Z6, Z7
+	VPANDD          Z6, Z0, Z6
+	VPANDD          Z7, Z0, Z7
+	VMOVDQU32       64(AX)(SI*1), Z8
+	VPSRLW          $0x04, Z8, Z9
+	VPANDD          Z8, Z0, Z8
+	VPANDD          Z9, Z0, Z9
+	VMOVDQU32       128(AX)(SI*1), Z10
+	VPSRLW          $0x04, Z10, Z11
+	VPANDD          Z10, Z0, Z10
+	VPANDD          Z11, Z0, Z11
+	VMOVDQU32       192(AX)(SI*1), Z12
+	VPSRLW          $0x04, Z12, Z13
+	VPANDD          Z12, Z0, Z12
+	VPANDD          Z13, Z0, Z13
+	VBROADCASTF32X4 32(R8)(R9*1), Z14
+	VMULPS          q4k4eighth<>+0(SB), Z14, Z14
+	VMOVDQU32       (R8)(R9*1), X15
+	VPSHUFB         X1, X15, X15
+	VPMOVZXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VPERMILPS       $0xa0, Z14, Z16
+	VMULPS          Z16, Z15, Z15
+	VMOVDQU32       16(R8)(R9*1), X16
+	VPSHUFB         X1, X16, X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0xf5, Z14, Z14
+	VMULPS          Z14, Z16, Z16
+	VPXORD          Z0, Z0, Z14
+	VPDPBUSD        (R11), Z6, Z14
+	VPDPBUSD        64(R11), Z7, Z14
+	VPXORD          Z0, Z0, Z6
+	VPDPBUSD        256(R11), Z8, Z6
+	VPDPBUSD        320(R11), Z9, Z6
+	VPXORD          Z0, Z0, Z7
+	VPDPBUSD        512(R11), Z10, Z7
+	VPDPBUSD        576(R11), Z11, Z7
+	VPXORD          Z0, Z0, Z8
+	VPDPBUSD        768(R11), Z12, Z8
+	VPDPBUSD        832(R11), Z13, Z8
+	VPUNPCKLDQ      Z6, Z14, Z9
+	VPUNPCKHDQ      Z6, Z14, Z6
+	VPADDD          Z6, Z9, Z9
+	VPUNPCKLDQ      Z8, Z7, Z6
+	VPUNPCKHDQ      Z8, Z7, Z7
+	VPADDD          Z7, Z6, Z6
+	VPUNPCKLQDQ     Z6, Z9, Z7
+	VPUNPCKHQDQ     Z6, Z9, Z6
+	VPADDD          Z6, Z7, Z7
+	VMOVDQU32       64(R12), Z6
+	VCVTDQ2PS       Z7, Z7
+	VMULPS          Z15, Z7, Z7
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z16, Z6, Z7
+	VFMADD231PS     (R12), Z7, Z3
+	VMOVDQU32       (AX)(SI*2), Z6
+	VPSRLW          $0x04, Z6, Z7
+	VPANDD          Z6, Z0, Z6
+	VPANDD          Z7, Z0, Z7
+	VMOVDQU32       64(AX)(SI*2), Z8
+	VPSRLW          $0x04, Z8, Z9
+	VPANDD          Z8, Z0, Z8
+	VPANDD          Z9, Z0, Z9
+	VMOVDQU32       128(AX)(SI*2), Z10
+	VPSRLW          $0x04, Z10, Z11
+	VPANDD          Z10, Z0, Z10
+	VPANDD          Z11, Z0, Z11
+	VMOVDQU32       192(AX)(SI*2), Z12
+	VPSRLW          $0x04, Z12, Z13
+	VPANDD          Z12, Z0, Z12
+	VPANDD          Z13, Z0, Z13
+	VBROADCASTF32X4 32(R8)(R9*2), Z14
+	VMULPS          q4k4eighth<>+0(SB), Z14, Z14
+	VMOVDQU32       (R8)(R9*2), X15
+	VPSHUFB         X1, X15, X15
+	VPMOVZXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VPERMILPS       $0xa0, Z14, Z16
+	VMULPS          Z16, Z15, Z15
+	VMOVDQU32       16(R8)(R9*2), X16
+	VPSHUFB         X1, X16, X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0xf5, Z14, Z14
+	VMULPS          Z14, Z16, Z16
+	VPXORD          Z0, Z0, Z14
+	VPDPBUSD        (R11), Z6, Z14
+	VPDPBUSD        64(R11), Z7, Z14
+	VPXORD          Z0, Z0, Z6
+	VPDPBUSD        256(R11), Z8, Z6
+	VPDPBUSD        320(R11), Z9, Z6
+	VPXORD          Z0, Z0, Z7
+	VPDPBUSD        512(R11), Z10, Z7
+	VPDPBUSD        576(R11), Z11, Z7
+	VPXORD          Z0, Z0, Z8
+	VPDPBUSD        768(R11), Z12, Z8
+	VPDPBUSD        832(R11), Z13, Z8
+	VPUNPCKLDQ      Z6, Z14, Z9
+	VPUNPCKHDQ      Z6, Z14, Z6
+	VPADDD          Z6, Z9, Z9
+	VPUNPCKLDQ      Z8, Z7, Z6
+	VPUNPCKHDQ      Z8, Z7, Z7
+	VPADDD          Z7, Z6, Z6
+	VPUNPCKLQDQ     Z6, Z9, Z7
+	VPUNPCKHQDQ     Z6, Z9, Z6
+	VPADDD          Z6, Z7, Z7
+	VMOVDQU32       64(R12), Z6
+	VCVTDQ2PS       Z7, Z7
+	VMULPS          Z15, Z7, Z7
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z16, Z6, Z7
+	VFMADD231PS     (R12), Z7, Z4
+	VMOVDQU32       (AX)(DI*1), Z6
+	VPSRLW          $0x04, Z6, Z7
+	VPANDD          Z6, Z0, Z6
+	VPANDD          Z7, Z0, Z7
+	VMOVDQU32       64(AX)(DI*1), Z8
+	VPSRLW          $0x04, Z8, Z9
+	VPANDD          Z8, Z0, Z8
+	VPANDD          Z9, Z0, Z9
+	VMOVDQU32       128(AX)(DI*1), Z10
+	VPSRLW          $0x04, Z10, Z11
+	VPANDD          Z10, Z0, Z10
+	VPANDD          Z11, Z0, Z11
+	VMOVDQU32       192(AX)(DI*1), Z12
+	VPSRLW          $0x04, Z12, Z13
+	VPANDD          Z12, Z0, Z12
+	VPANDD          Z13, Z0, Z13
+	VBROADCASTF32X4 32(R8)(R10*1), Z14
+	VMULPS          q4k4eighth<>+0(SB), Z14, Z14
+	VMOVDQU32       (R8)(R10*1), X15
+	VPSHUFB         X1, X15, X15
+	VPMOVZXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VPERMILPS       $0xa0, Z14, Z16
+	VMULPS          Z16, Z15, Z15
+	VMOVDQU32       16(R8)(R10*1), X16
+	VPSHUFB         X1, X16, X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0xf5, Z14, Z14
+	VMULPS          Z14, Z16, Z16
+	VPXORD          Z0, Z0, Z14
+	VPDPBUSD        (R11), Z6, Z14
+	VPDPBUSD        64(R11), Z7, Z14
+	VPXORD          Z0, Z0, Z6
+	VPDPBUSD        256(R11), Z8, Z6
+	VPDPBUSD        320(R11), Z9, Z6
+	VPXORD          Z0, Z0, Z7
+	VPDPBUSD        512(R11), Z10, Z7
+	VPDPBUSD        576(R11), Z11, Z7
+	VPXORD          Z0, Z0, Z8
+	VPDPBUSD        768(R11), Z12, Z8
+	VPDPBUSD        832(R11), Z13, Z8
+	VPUNPCKLDQ      Z6, Z14, Z9
+	VPUNPCKHDQ      Z6, Z14, Z6
+	VPADDD          Z6, Z9, Z9
+	VPUNPCKLDQ      Z8, Z7, Z6
+	VPUNPCKHDQ      Z8, Z7, Z7
+	VPADDD          Z7, Z6, Z6
+	VPUNPCKLQDQ     Z6, Z9, Z7
+	VPUNPCKHQDQ     Z6, Z9, Z6
+	VPADDD          Z6, Z7, Z7
+	VMOVDQU32       64(R12), Z6
+	VCVTDQ2PS       Z7, Z7
+	VMULPS          Z15, Z7, Z7
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z16, Z6, Z7
+	VFMADD231PS     (R12), Z7, Z5
+	ADDQ            $0x00000100, AX
+	ADDQ            $0x00000030, R8
+	ADDQ            $0x00000400, R11
+	ADDQ            $0x00000080, R12
+	DECQ            CX
+	JMP             chunk
+
+last:
+	TESTQ           BX, BX
+	JZ              done
+	CMPQ            BX, $0x02
+	JB              last1
+	JE              last2
+	CMPQ            BX, $0x03
+	JE              last3
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      64(AX), K2, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      128(AX), K3, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      192(AX), K4, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VBROADCASTF32X4 32(R8), Z13
+	VMULPS          q4k4eighth<>+0(SB), Z13, Z13
+	VMOVDQU32       (R8), X14
+	VPMOVZXBD       X14, Z14
+	VCVTDQ2PS       Z14, Z14
+	VPERMILPS       $0x00, Z13, Z15
+	VMULPS          Z15, Z14, Z14
+	VMOVDQU32       16(R8), X15
+	VPMOVZXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VPERMILPS       $0x55, Z13, Z13
+	VMULPS          Z13, Z15, Z15
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z13
+	VPERMD          Z14, Z13, Z13
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z16
+	VPERMD          Z14, Z16, Z16
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z17
+	VPERMD          Z14, Z17, Z17
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z18
+	VPERMD          Z14, Z18, Z14
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z18
+	VPERMD          Z15, Z18, Z18
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z19
+	VPERMD          Z15, Z19, Z19
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z20
+	VPERMD          Z15, Z20, Z20
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z21
+	VPERMD          Z15, Z21, Z15
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11), Z1, Z21
+	VPDPBUSD        64(R11), Z6, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z13, Z21, Z21
+	VMOVDQU32       192(R11), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z18, Z1, Z21
+	VFMADD231PS     128(R11), Z21, Z2
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11), Z7, Z1
+	VPDPBUSD        320(R11), Z8, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z16, Z1, Z1
+	VMOVDQU32       448(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z19, Z6, Z1
+	VFMADD231PS     384(R11), Z1, Z2
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11), Z9, Z1
+	VPDPBUSD        576(R11), Z10, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z17, Z1, Z1
+	VMOVDQU32       704(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z20, Z6, Z1
+	VFMADD231PS     640(R11), Z1, Z2
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        768(R11), Z11, Z1
+	VPDPBUSD        832(R11), Z12, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z14, Z1, Z1
+	VMOVDQU32       960(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z15, Z6, Z1
+	VFMADD231PS     896(R11), Z1, Z2
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      64(AX)(SI*1), K2, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      128(AX)(SI*1), K3, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      192(AX)(SI*1), K4, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VBROADCASTF32X4 32(R8)(R9*1), Z13
+	VMULPS          q4k4eighth<>+0(SB), Z13, Z13
+	VMOVDQU32       (R8)(R9*1), X14
+	VPMOVZXBD       X14, Z14
+	VCVTDQ2PS       Z14, Z14
+	VPERMILPS       $0x00, Z13, Z15
+	VMULPS          Z15, Z14, Z14
+	VMOVDQU32       16(R8)(R9*1), X15
+	VPMOVZXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VPERMILPS       $0x55, Z13, Z13
+	VMULPS          Z13, Z15, Z15
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z13
+	VPERMD          Z14, Z13, Z13
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z16
+	VPERMD          Z14, Z16, Z16
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z17
+	VPERMD          Z14, Z17, Z17
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z18
+	VPERMD          Z14, Z18, Z14
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z18
+	VPERMD          Z15, Z18, Z18
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z19
+	VPERMD          Z15, Z19, Z19
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z20
+	VPERMD          Z15, Z20, Z20
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z21
+	VPERMD          Z15, Z21, Z15
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11), Z1, Z21
+	VPDPBUSD        64(R11), Z6, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z13, Z21, Z21
+	VMOVDQU32       192(R11), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z18, Z1, Z21
+	VFMADD231PS     128(R11), Z21, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11), Z7, Z1
+	VPDPBUSD        320(R11), Z8, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z16, Z1, Z1
+	VMOVDQU32       448(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z19, Z6, Z1
+	VFMADD231PS     384(R11), Z1, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11), Z9, Z1
+	VPDPBUSD        576(R11), Z10, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z17, Z1, Z1
+	VMOVDQU32       704(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z20, Z6, Z1
+	VFMADD231PS     640(R11), Z1, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        768(R11), Z11, Z1
+	VPDPBUSD        832(R11), Z12, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z14, Z1, Z1
+	VMOVDQU32       960(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z15, Z6, Z1
+	VFMADD231PS     896(R11), Z1, Z3
+	VMOVDQU8.Z      (AX)(SI*2), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      64(AX)(SI*2), K2, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      128(AX)(SI*2), K3, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      192(AX)(SI*2), K4, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VBROADCASTF32X4 32(R8)(R9*2), Z13
+	VMULPS          q4k4eighth<>+0(SB), Z13, Z13
+	VMOVDQU32       (R8)(R9*2), X14
+	VPMOVZXBD       X14, Z14
+	VCVTDQ2PS       Z14, Z14
+	VPERMILPS       $0x00, Z13, Z15
+	VMULPS          Z15, Z14, Z14
+	VMOVDQU32       16(R8)(R9*2), X15
+	VPMOVZXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VPERMILPS       $0x55, Z13, Z13
+	VMULPS          Z13, Z15, Z15
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z13
+	VPERMD          Z14, Z13, Z13
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z16
+	VPERMD          Z14, Z16, Z16
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z17
+	VPERMD          Z14, Z17, Z17
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z18
+	VPERMD          Z14, Z18, Z14
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z18
+	VPERMD          Z15, Z18, Z18
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z19
+	VPERMD          Z15, Z19, Z19
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z20
+	VPERMD          Z15, Z20, Z20
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z21
+	VPERMD          Z15, Z21, Z15
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11), Z1, Z21
+	VPDPBUSD        64(R11), Z6, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z13, Z21, Z21
+	VMOVDQU32       192(R11), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z18, Z1, Z21
+	VFMADD231PS     128(R11), Z21, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11), Z7, Z1
+	VPDPBUSD        320(R11), Z8, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z16, Z1, Z1
+	VMOVDQU32       448(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z19, Z6, Z1
+	VFMADD231PS     384(R11), Z1, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11), Z9, Z1
+	VPDPBUSD        576(R11), Z10, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z17, Z1, Z1
+	VMOVDQU32       704(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z20, Z6, Z1
+	VFMADD231PS     640(R11), Z1, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        768(R11), Z11, Z1
+	VPDPBUSD        832(R11), Z12, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z14, Z1, Z1
+	VMOVDQU32       960(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z15, Z6, Z1
+	VFMADD231PS     896(R11), Z1, Z4
+	VMOVDQU8.Z      (AX)(DI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      64(AX)(DI*1), K2, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      128(AX)(DI*1), K3, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      192(AX)(DI*1), K4, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VBROADCASTF32X4 32(R8)(R10*1), Z13
+	VMULPS          q4k4eighth<>+0(SB), Z13, Z13
+	VMOVDQU32       (R8)(R10*1), X14
+	VPMOVZXBD       X14, Z14
+	VCVTDQ2PS       Z14, Z14
+	VPERMILPS       $0x00, Z13, Z15
+	VMULPS          Z15, Z14, Z14
+	VMOVDQU32       16(R8)(R10*1), X15
+	VPMOVZXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VPERMILPS       $0x55, Z13, Z13
+	VMULPS          Z13, Z15, Z15
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z13
+	VPERMD          Z14, Z13, Z13
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z16
+	VPERMD          Z14, Z16, Z16
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z17
+	VPERMD          Z14, Z17, Z17
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z18
+	VPERMD          Z14, Z18, Z14
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z18
+	VPERMD          Z15, Z18, Z18
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z19
+	VPERMD          Z15, Z19, Z19
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z20
+	VPERMD          Z15, Z20, Z20
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z21
+	VPERMD          Z15, Z21, Z15
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11), Z1, Z21
+	VPDPBUSD        64(R11), Z6, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z13, Z21, Z21
+	VMOVDQU32       192(R11), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z18, Z1, Z21
+	VFMADD231PS     128(R11), Z21, Z5
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11), Z7, Z1
+	VPDPBUSD        320(R11), Z8, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z16, Z1, Z1
+	VMOVDQU32       448(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z19, Z6, Z1
+	VFMADD231PS     384(R11), Z1, Z5
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11), Z9, Z1
+	VPDPBUSD        576(R11), Z10, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z17, Z1, Z1
+	VMOVDQU32       704(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z20, Z6, Z1
+	VFMADD231PS     640(R11), Z1, Z5
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        768(R11), Z11, Z0
+	VPDPBUSD        832(R11), Z12, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z14, Z0, Z0
+	VMOVDQU32       960(R11), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z15, Z1, Z0
+	VFMADD231PS     896(R11), Z0, Z5
+	JMP             done
+
+last3:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      64(AX), K2, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      128(AX), K3, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(R8), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (R8), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x00, Z11, Z13
+	VMULPS          Z13, Z12, Z12
+	VMOVDQU32       16(R8), X13
+	VPMOVZXBD       X13, Z13
+	VCVTDQ2PS       Z13, Z13
+	VPERMILPS       $0x55, Z11, Z11
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z11
+	VPERMD          Z12, Z11, Z11
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z14
+	VPERMD          Z12, Z14, Z14
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z15
+	VPERMD          Z12, Z15, Z12
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z15
+	VPERMD          Z13, Z15, Z15
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z16
+	VPERMD          Z13, Z16, Z16
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z17
+	VPERMD          Z13, Z17, Z13
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11), Z1, Z17
+	VPDPBUSD        64(R11), Z6, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z11, Z17, Z17
+	VMOVDQU32       192(R11), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z15, Z1, Z17
+	VFMADD231PS     128(R11), Z17, Z2
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11), Z7, Z1
+	VPDPBUSD        320(R11), Z8, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z14, Z1, Z1
+	VMOVDQU32       448(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z16, Z6, Z1
+	VFMADD231PS     384(R11), Z1, Z2
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11), Z9, Z1
+	VPDPBUSD        576(R11), Z10, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z12, Z1, Z1
+	VMOVDQU32       704(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z13, Z6, Z1
+	VFMADD231PS     640(R11), Z1, Z2
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      64(AX)(SI*1), K2, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      128(AX)(SI*1), K3, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(R8)(R9*1), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (R8)(R9*1), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x00, Z11, Z13
+	VMULPS          Z13, Z12, Z12
+	VMOVDQU32       16(R8)(R9*1), X13
+	VPMOVZXBD       X13, Z13
+	VCVTDQ2PS       Z13, Z13
+	VPERMILPS       $0x55, Z11, Z11
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z11
+	VPERMD          Z12, Z11, Z11
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z14
+	VPERMD          Z12, Z14, Z14
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z15
+	VPERMD          Z12, Z15, Z12
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z15
+	VPERMD          Z13, Z15, Z15
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z16
+	VPERMD          Z13, Z16, Z16
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z17
+	VPERMD          Z13, Z17, Z13
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11), Z1, Z17
+	VPDPBUSD        64(R11), Z6, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z11, Z17, Z17
+	VMOVDQU32       192(R11), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z15, Z1, Z17
+	VFMADD231PS     128(R11), Z17, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11), Z7, Z1
+	VPDPBUSD        320(R11), Z8, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z14, Z1, Z1
+	VMOVDQU32       448(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z16, Z6, Z1
+	VFMADD231PS     384(R11), Z1, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11), Z9, Z1
+	VPDPBUSD        576(R11), Z10, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z12, Z1, Z1
+	VMOVDQU32       704(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z13, Z6, Z1
+	VFMADD231PS     640(R11), Z1, Z3
+	VMOVDQU8.Z      (AX)(SI*2), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      64(AX)(SI*2), K2, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      128(AX)(SI*2), K3, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(R8)(R9*2), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (R8)(R9*2), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x00, Z11, Z13
+	VMULPS          Z13, Z12, Z12
+	VMOVDQU32       16(R8)(R9*2), X13
+	VPMOVZXBD       X13, Z13
+	VCVTDQ2PS       Z13, Z13
+	VPERMILPS       $0x55, Z11, Z11
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z11
+	VPERMD          Z12, Z11, Z11
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z14
+	VPERMD          Z12, Z14, Z14
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z15
+	VPERMD          Z12, Z15, Z12
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z15
+	VPERMD          Z13, Z15, Z15
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z16
+	VPERMD          Z13, Z16, Z16
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z17
+	VPERMD          Z13, Z17, Z13
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11), Z1, Z17
+	VPDPBUSD        64(R11), Z6, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z11, Z17, Z17
+	VMOVDQU32       192(R11), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z15, Z1, Z17
+	VFMADD231PS     128(R11), Z17, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11), Z7, Z1
+	VPDPBUSD        320(R11), Z8, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z14, Z1, Z1
+	VMOVDQU32       448(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z16, Z6, Z1
+	VFMADD231PS     384(R11), Z1, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11), Z9, Z1
+	VPDPBUSD        576(R11), Z10, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z12, Z1, Z1
+	VMOVDQU32       704(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z13, Z6, Z1
+	VFMADD231PS     640(R11), Z1, Z4
+	VMOVDQU8.Z      (AX)(DI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      64(AX)(DI*1), K2, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      128(AX)(DI*1), K3, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(R8)(R10*1), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (R8)(R10*1), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x00, Z11, Z13
+	VMULPS          Z13, Z12, Z12
+	VMOVDQU32       16(R8)(R10*1), X13
+	VPMOVZXBD       X13, Z13
+	VCVTDQ2PS       Z13, Z13
+	VPERMILPS       $0x55, Z11, Z11
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z11
+	VPERMD          Z12, Z11, Z11
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z14
+	VPERMD          Z12, Z14, Z14
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z15
+	VPERMD          Z12, Z15, Z12
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z15
+	VPERMD          Z13, Z15, Z15
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z16
+	VPERMD          Z13, Z16, Z16
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z17
+	VPERMD          Z13, Z17, Z13
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11), Z1, Z17
+	VPDPBUSD        64(R11), Z6, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z11, Z17, Z17
+	VMOVDQU32       192(R11), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z15, Z1, Z17
+	VFMADD231PS     128(R11), Z17, Z5
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11), Z7, Z1
+	VPDPBUSD        320(R11), Z8, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z14, Z1, Z1
+	VMOVDQU32       448(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z16, Z6, Z1
+	VFMADD231PS     384(R11), Z1, Z5
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        512(R11), Z9, Z0
+	VPDPBUSD        576(R11), Z10, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z12, Z0, Z0
+	VMOVDQU32       704(R11), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z13, Z1, Z0
+	VFMADD231PS     640(R11), Z0, Z5
+	JMP             done
+
+last2:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      64(AX), K2, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VBROADCASTF32X4 32(R8), Z9
+	VMULPS          q4k4eighth<>+0(SB), Z9, Z9
+	VMOVDQU32       (R8), X10
+	VPMOVZXBD       X10, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPERMILPS       $0x00, Z9, Z11
+	VMULPS          Z11, Z10, Z10
+	VMOVDQU32       16(R8), X11
+	VPMOVZXBD       X11, Z11
+	VCVTDQ2PS       Z11, Z11
+	VPERMILPS       $0x55, Z9, Z9
+	VMULPS          Z9, Z11, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z9
+	VPERMD          Z10, Z9, Z9
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z12
+	VPERMD          Z10, Z12, Z10
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z12
+	VPERMD          Z11, Z12, Z12
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z13
+	VPERMD          Z11, Z13, Z11
+	VPXORD          Z0, Z0, Z13
+	VPDPBUSD        (R11), Z1, Z13
+	VPDPBUSD        64(R11), Z6, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS          Z9, Z13, Z13
+	VMOVDQU32       192(R11), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z12, Z1, Z13
+	VFMADD231PS     128(R11), Z13, Z2
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11), Z7, Z1
+	VPDPBUSD        320(R11), Z8, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z10, Z1, Z1
+	VMOVDQU32       448(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z11, Z6, Z1
+	VFMADD231PS     384(R11), Z1, Z2
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      64(AX)(SI*1), K2, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VBROADCASTF32X4 32(R8)(R9*1), Z9
+	VMULPS          q4k4eighth<>+0(SB), Z9, Z9
+	VMOVDQU32       (R8)(R9*1), X10
+	VPMOVZXBD       X10, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPERMILPS       $0x00, Z9, Z11
+	VMULPS          Z11, Z10, Z10
+	VMOVDQU32       16(R8)(R9*1), X11
+	VPMOVZXBD       X11, Z11
+	VCVTDQ2PS       Z11, Z11
+	VPERMILPS       $0x55, Z9, Z9
+	VMULPS          Z9, Z11, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z9
+	VPERMD          Z10, Z9, Z9
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z12
+	VPERMD          Z10, Z12, Z10
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z12
+	VPERMD          Z11, Z12, Z12
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z13
+	VPERMD          Z11, Z13, Z11
+	VPXORD          Z0, Z0, Z13
+	VPDPBUSD        (R11), Z1, Z13
+	VPDPBUSD        64(R11), Z6, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS          Z9, Z13, Z13
+	VMOVDQU32       192(R11), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z12, Z1, Z13
+	VFMADD231PS     128(R11), Z13, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11), Z7, Z1
+	VPDPBUSD        320(R11), Z8, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z10, Z1, Z1
+	VMOVDQU32       448(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z11, Z6, Z1
+	VFMADD231PS     384(R11), Z1, Z3
+	VMOVDQU8.Z      (AX)(SI*2), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      64(AX)(SI*2), K2, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VBROADCASTF32X4 32(R8)(R9*2), Z9
+	VMULPS          q4k4eighth<>+0(SB), Z9, Z9
+	VMOVDQU32       (R8)(R9*2), X10
+	VPMOVZXBD       X10, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPERMILPS       $0x00, Z9, Z11
+	VMULPS          Z11, Z10, Z10
+	VMOVDQU32       16(R8)(R9*2), X11
+	VPMOVZXBD       X11, Z11
+	VCVTDQ2PS       Z11, Z11
+	VPERMILPS       $0x55, Z9, Z9
+	VMULPS          Z9, Z11, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z9
+	VPERMD          Z10, Z9, Z9
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z12
+	VPERMD          Z10, Z12, Z10
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z12
+	VPERMD          Z11, Z12, Z12
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z13
+	VPERMD          Z11, Z13, Z11
+	VPXORD          Z0, Z0, Z13
+	VPDPBUSD        (R11), Z1, Z13
+	VPDPBUSD        64(R11), Z6, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS          Z9, Z13, Z13
+	VMOVDQU32       192(R11), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z12, Z1, Z13
+	VFMADD231PS     128(R11), Z13, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11), Z7, Z1
+	VPDPBUSD        320(R11), Z8, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z10, Z1, Z1
+	VMOVDQU32       448(R11), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z11, Z6, Z1
+	VFMADD231PS     384(R11), Z1, Z4
+	VMOVDQU8.Z      (AX)(DI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      64(AX)(DI*1), K2, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VBROADCASTF32X4 32(R8)(R10*1), Z9
+	VMULPS          q4k4eighth<>+0(SB), Z9, Z9
+	VMOVDQU32       (R8)(R10*1), X10
+	VPMOVZXBD       X10, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPERMILPS       $0x00, Z9, Z11
+	VMULPS          Z11, Z10, Z10
+	VMOVDQU32       16(R8)(R10*1), X11
+	VPMOVZXBD       X11, Z11
+	VCVTDQ2PS       Z11, Z11
+	VPERMILPS       $0x55, Z9, Z9
+	VMULPS          Z9, Z11, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z9
+	VPERMD          Z10, Z9, Z9
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z12
+	VPERMD          Z10, Z12, Z10
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z12
+	VPERMD          Z11, Z12, Z12
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z13
+	VPERMD          Z11, Z13, Z11
+	VPXORD          Z0, Z0, Z13
+	VPDPBUSD        (R11), Z1, Z13
+	VPDPBUSD        64(R11), Z6, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS          Z9, Z13, Z13
+	VMOVDQU32       192(R11), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z12, Z1, Z13
+	VFMADD231PS     128(R11), Z13, Z5
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        256(R11), Z7, Z0
+	VPDPBUSD        320(R11), Z8, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z10, Z0, Z0
+	VMOVDQU32       448(R11), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z11, Z1, Z0
+	VFMADD231PS     384(R11), Z0, Z5
+	JMP             done
+
+last1:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VBROADCASTF32X4 32(R8), Z7
+	VMULPS          q4k4eighth<>+0(SB), Z7, Z7
+	VMOVDQU32       (R8), X8
+	VPMOVZXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VPERMILPS       $0x00, Z7, Z9
+	VMULPS          Z9, Z8, Z8
+	VMOVDQU32       16(R8), X9
+	VPMOVZXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VPERMILPS       $0x55, Z7, Z7
+	VMULPS          Z7, Z9, Z9
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z7
+	VPERMD          Z8, Z7, Z7
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z8
+	VPERMD          Z9, Z8, Z8
+	VPXORD          Z0, Z0, Z9
+	VPDPBUSD        (R11), Z1, Z9
+	VPDPBUSD        64(R11), Z6, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS          Z7, Z9, Z9
+	VMOVDQU32       192(R11), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z8, Z1, Z9
+	VFMADD231PS     128(R11), Z9, Z2
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VBROADCASTF32X4 32(R8)(R9*1), Z7
+	VMULPS          q4k4eighth<>+0(SB), Z7, Z7
+	VMOVDQU32       (R8)(R9*1), X8
+	VPMOVZXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VPERMILPS       $0x00, Z7, Z9
+	VMULPS          Z9, Z8, Z8
+	VMOVDQU32       16(R8)(R9*1), X9
+	VPMOVZXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VPERMILPS       $0x55, Z7, Z7
+	VMULPS          Z7, Z9, Z9
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z7
+	VPERMD          Z8, Z7, Z7
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z8
+	VPERMD          Z9, Z8, Z8
+	VPXORD          Z0, Z0, Z9
+	VPDPBUSD        (R11), Z1, Z9
+	VPDPBUSD        64(R11), Z6, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS          Z7, Z9, Z9
+	VMOVDQU32       192(R11), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z8, Z1, Z9
+	VFMADD231PS     128(R11), Z9, Z3
+	VMOVDQU8.Z      (AX)(SI*2), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VBROADCASTF32X4 32(R8)(R9*2), Z7
+	VMULPS          q4k4eighth<>+0(SB), Z7, Z7
+	VMOVDQU32       (R8)(R9*2), X8
+	VPMOVZXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VPERMILPS       $0x00, Z7, Z9
+	VMULPS          Z9, Z8, Z8
+	VMOVDQU32       16(R8)(R9*2), X9
+	VPMOVZXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VPERMILPS       $0x55, Z7, Z7
+	VMULPS          Z7, Z9, Z9
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z7
+	VPERMD          Z8, Z7, Z7
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z8
+	VPERMD          Z9, Z8, Z8
+	VPXORD          Z0, Z0, Z9
+	VPDPBUSD        (R11), Z1, Z9
+	VPDPBUSD        64(R11), Z6, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS          Z7, Z9, Z9
+	VMOVDQU32       192(R11), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z8, Z1, Z9
+	VFMADD231PS     128(R11), Z9, Z4
+	VMOVDQU8.Z      (AX)(DI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VBROADCASTF32X4 32(R8)(R10*1), Z7
+	VMULPS          q4k4eighth<>+0(SB), Z7, Z7
+	VMOVDQU32       (R8)(R10*1), X8
+	VPMOVZXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VPERMILPS       $0x00, Z7, Z9
+	VMULPS          Z9, Z8, Z8
+	VMOVDQU32       16(R8)(R10*1), X9
+	VPMOVZXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VPERMILPS       $0x55, Z7, Z7
+	VMULPS          Z7, Z9, Z9
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z7
+	VPERMD          Z8, Z7, Z7
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z8
+	VPERMD          Z9, Z8, Z8
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        (R11), Z1, Z0
+	VPDPBUSD        64(R11), Z6, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z7, Z0, Z0
+	VMOVDQU32       192(R11), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z8, Z1, Z0
+	VFMADD231PS     128(R11), Z0, Z5
+
+done:
+	MOVQ          dst+64(FP), AX
+	MOVQ          ldd+72(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y0, Y2, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y0, Y3, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 4(AX)
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y0, Y4, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 8(AX)
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y0, Y5, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 12(AX)
+	VZEROUPPER
+	RET
+
+// func q4VnniK41x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, CMOV
+TEXT ·q4VnniK41x2(SB), NOSPLIT, $0-88
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQU32    q4codeperm<>+0(SB), X1
+	MOVQ         ng+32(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         tail+40(FP), CX
+	ADDQ         CX, AX
+	MOVQ         AX, CX
+	SHRQ         $0x04, CX
+	MOVQ         AX, DX
+	ADDQ         $0x0f, DX
+	SHRQ         $0x04, DX
+	SHLQ         $0x0a, DX
+	ANDQ         $0x0f, AX
+	MOVQ         AX, BX
+	ADDQ         $0x03, BX
+	SHRQ         $0x02, BX
+	MOVQ         $-1, SI
+	MOVQ         $0x0000000000000000, DI
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K1
+	SHLQ         $0x04, AX
+	MOVQ         AX, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K1
+	MOVQ         AX, R8
+	SUBQ         $0x40, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K2
+	MOVQ         AX, R8
+	SUBQ         $0x80, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K3
+	SUBQ         $0xc0, AX
+	CMOVQLT      DI, AX
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K4
+	VPXORD       Z0, Z0, Z2
+	VPXORD       Z0, Z0, Z3
+	MOVQ         nib+0(FP), AX
+	MOVQ         rstr+8(FP), SI
+	MOVQ         sc+16(FP), SI
+	MOVQ         scstr+24(FP), DI
+	MOVQ         x+48(FP), DI
+	MOVQ         xs+56(FP), R8
+	MOVQ         DI, R9
+	ADDQ         DX, R9
+
+chunk:
+	TESTQ           CX, CX
+	JZ              last
+	VMOVDQU32       (AX), Z4
+	VPSRLW          $0x04, Z4, Z5
+	VPANDD          Z4, Z0, Z4
+	VPANDD          Z5, Z0, Z5
+	VMOVDQU32       64(AX), Z6
+	VPSRLW          $0x04, Z6, Z7
+	VPANDD          Z6, Z0, Z6
+	VPANDD          Z7, Z0, Z7
+	VMOVDQU32       128(AX), Z8
+	VPSRLW          $0x04, Z8, Z9
+	VPANDD          Z8, Z0, Z8
+	VPANDD          Z9, Z0, Z9
+	VMOVDQU32       192(AX), Z10
+	VPSRLW          $0x04, Z10, Z11
+	VPANDD          Z10, Z0, Z10
+	VPANDD          Z11, Z0, Z11
+	VBROADCASTF32X4 32(SI), Z12
+	VMULPS          q4k4eighth<>+0(SB), Z12, Z12
+	VMOVDQU32       (SI), X13
+	VPSHUFB         X1, X13, X13
+	VPMOVZXBD       X13, Z13
+	VCVTDQ2PS       Z13, Z13
+	VPERMILPS       $0xa0, Z12, Z14
+	VMULPS          Z14, Z13, Z13
+	VMOVDQU32       16(SI), X14
+	VPSHUFB         X1, X14, X14
+	VPMOVZXBD       X14, Z14
+	VCVTDQ2PS       Z14, Z14
+	VPERMILPS       $0xf5, Z12, Z12
+	VMULPS          Z12, Z14, Z14
+	VPXORD          Z0, Z0, Z12
+	VPDPBUSD        (DI), Z4, Z12
+	VPDPBUSD        64(DI), Z5, Z12
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        256(DI), Z6, Z15
+	VPDPBUSD        320(DI), Z7, Z15
+	VPXORD          Z0, Z0, Z16
+	VPDPBUSD        512(DI), Z8, Z16
+	VPDPBUSD        576(DI), Z9, Z16
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        768(DI), Z10, Z17
+	VPDPBUSD        832(DI), Z11, Z17
+	VPUNPCKLDQ      Z15, Z12, Z18
+	VPUNPCKHDQ      Z15, Z12, Z12
+	VPADDD          Z12, Z18, Z18
+	VPUNPCKLDQ      Z17, Z16, Z12
+	VPUNPCKHDQ      Z17, Z16, Z15
+	VPADDD          Z15, Z12, Z12
+	VPUNPCKLQDQ     Z12, Z18, Z15
+	VPUNPCKHQDQ     Z12, Z18, Z12
+	VPADDD          Z12, Z15, Z15
+	VMOVDQU32       64(R9), Z12
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z13, Z15, Z15
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z14, Z12, Z15
+	VFMADD231PS     (R9), Z15, Z2
+	VPXORD          Z0, Z0, Z12
+	VPDPBUSD        (DI)(R8*1), Z4, Z12
+	VPDPBUSD        64(DI)(R8*1), Z5, Z12
+	VPXORD          Z0, Z0, Z4
+	VPDPBUSD        256(DI)(R8*1), Z6, Z4
+	VPDPBUSD        320(DI)(R8*1), Z7, Z4
+	VPXORD          Z0, Z0, Z5
+	VPDPBUSD        512(DI)(R8*1), Z8, Z5
+	VPDPBUSD        576(DI)(R8*1), Z9, Z5
+	VPXORD          Z0, Z0, Z6
+	VPDPBUSD        768(DI)(R8*1), Z10, Z6
+	VPDPBUSD        832(DI)(R8*1), Z11, Z6
+	VPUNPCKLDQ      Z4, Z12, Z7
+	VPUNPCKHDQ      Z4, Z12, Z4
+	VPADDD          Z4, Z7, Z7
+	VPUNPCKLDQ      Z6, Z5, Z4
+	VPUNPCKHDQ      Z6, Z5, Z5
+	VPADDD          Z5, Z4, Z4
+	VPUNPCKLQDQ     Z4, Z7, Z5
+	VPUNPCKHQDQ     Z4, Z7, Z4
+	VPADDD          Z4, Z5, Z5
+	VMOVDQU32       64(R9)(R8*1), Z4
+	VCVTDQ2PS       Z5, Z5
+	VMULPS          Z13, Z5, Z5
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z14, Z4, Z5
+	VFMADD231PS     (R9)(R8*1), Z5, Z3
+	ADDQ            $0x00000100, AX
+	ADDQ            $0x00000030, SI
+	ADDQ            $0x00000400, DI
+	ADDQ            $0x00000080, R9
+	DECQ            CX
+	JMP             chunk
+
+last:
+	TESTQ           BX, BX
+	JZ              done
+	CMPQ            BX, $0x02
+	JB              last1
+	JE              last2
+	CMPQ            BX, $0x03
+	JE              last3
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z4
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(AX), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      128(AX), K3, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      192(AX), K4, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(SI), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (SI), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x00, Z11, Z13
+	VMULPS          Z13, Z12, Z12
+	VMOVDQU32       16(SI), X13
+	VPMOVZXBD       X13, Z13
+	VCVTDQ2PS       Z13, Z13
+	VPERMILPS       $0x55, Z11, Z11
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z11
+	VPERMD          Z12, Z11, Z11
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z14
+	VPERMD          Z12, Z14, Z14
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z15
+	VPERMD          Z12, Z15, Z15
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z16
+	VPERMD          Z12, Z16, Z12
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z16
+	VPERMD          Z13, Z16, Z16
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z17
+	VPERMD          Z13, Z17, Z17
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z18
+	VPERMD          Z13, Z18, Z18
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z19
+	VPERMD          Z13, Z19, Z13
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        (DI), Z1, Z19
+	VPDPBUSD        64(DI), Z4, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z11, Z19, Z19
+	VMOVDQU32       192(DI), Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z16, Z20, Z19
+	VFMADD231PS     128(DI), Z19, Z2
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        256(DI), Z5, Z19
+	VPDPBUSD        320(DI), Z6, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z14, Z19, Z19
+	VMOVDQU32       448(DI), Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z17, Z20, Z19
+	VFMADD231PS     384(DI), Z19, Z2
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        512(DI), Z7, Z19
+	VPDPBUSD        576(DI), Z8, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z15, Z19, Z19
+	VMOVDQU32       704(DI), Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z18, Z20, Z19
+	VFMADD231PS     640(DI), Z19, Z2
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        768(DI), Z9, Z19
+	VPDPBUSD        832(DI), Z10, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z12, Z19, Z19
+	VMOVDQU32       960(DI), Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z13, Z20, Z19
+	VFMADD231PS     896(DI), Z19, Z2
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        (DI)(R8*1), Z1, Z19
+	VPDPBUSD        64(DI)(R8*1), Z4, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z11, Z19, Z19
+	VMOVDQU32       192(DI)(R8*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z16, Z1, Z19
+	VFMADD231PS     128(DI)(R8*1), Z19, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(DI)(R8*1), Z5, Z1
+	VPDPBUSD        320(DI)(R8*1), Z6, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z14, Z1, Z1
+	VMOVDQU32       448(DI)(R8*1), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z17, Z4, Z1
+	VFMADD231PS     384(DI)(R8*1), Z1, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(DI)(R8*1), Z7, Z1
+	VPDPBUSD        576(DI)(R8*1), Z8, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z15, Z1, Z1
+	VMOVDQU32       704(DI)(R8*1), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z18, Z4, Z1
+	VFMADD231PS     640(DI)(R8*1), Z1, Z3
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        768(DI)(R8*1), Z9, Z0
+	VPDPBUSD        832(DI)(R8*1), Z10, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z12, Z0, Z0
+	VMOVDQU32       960(DI)(R8*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z13, Z1, Z0
+	VFMADD231PS     896(DI)(R8*1), Z0, Z3
+	JMP             done
+
+last3:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z4
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(AX), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      128(AX), K3, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VBROADCASTF32X4 32(SI), Z9
+	VMULPS          q4k4eighth<>+0(SB), Z9, Z9
+	VMOVDQU32       (SI), X10
+	VPMOVZXBD       X10, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPERMILPS       $0x00, Z9, Z11
+	VMULPS          Z11, Z10, Z10
+	VMOVDQU32       16(SI), X11
+	VPMOVZXBD       X11, Z11
+	VCVTDQ2PS       Z11, Z11
+	VPERMILPS       $0x55, Z9, Z9
+	VMULPS          Z9, Z11, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z9
+	VPERMD          Z10, Z9, Z9
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z12
+	VPERMD          Z10, Z12, Z12
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z13
+	VPERMD          Z10, Z13, Z10
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z13
+	VPERMD          Z11, Z13, Z13
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z14
+	VPERMD          Z11, Z14, Z14
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z15
+	VPERMD          Z11, Z15, Z11
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        (DI), Z1, Z15
+	VPDPBUSD        64(DI), Z4, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z9, Z15, Z15
+	VMOVDQU32       192(DI), Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z13, Z16, Z15
+	VFMADD231PS     128(DI), Z15, Z2
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        256(DI), Z5, Z15
+	VPDPBUSD        320(DI), Z6, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z12, Z15, Z15
+	VMOVDQU32       448(DI), Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z14, Z16, Z15
+	VFMADD231PS     384(DI), Z15, Z2
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        512(DI), Z7, Z15
+	VPDPBUSD        576(DI), Z8, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z10, Z15, Z15
+	VMOVDQU32       704(DI), Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z11, Z16, Z15
+	VFMADD231PS     640(DI), Z15, Z2
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        (DI)(R8*1), Z1, Z15
+	VPDPBUSD        64(DI)(R8*1), Z4, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z9, Z15, Z15
+	VMOVDQU32       192(DI)(R8*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z13, Z1, Z15
+	VFMADD231PS     128(DI)(R8*1), Z15, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(DI)(R8*1), Z5, Z1
+	VPDPBUSD        320(DI)(R8*1), Z6, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z12, Z1, Z1
+	VMOVDQU32       448(DI)(R8*1), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z14, Z4, Z1
+	VFMADD231PS     384(DI)(R8*1), Z1, Z3
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        512(DI)(R8*1), Z7, Z0
+	VPDPBUSD        576(DI)(R8*1), Z8, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z10, Z0, Z0
+	VMOVDQU32       704(DI)(R8*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z11, Z1, Z0
+	VFMADD231PS     640(DI)(R8*1), Z0, Z3
+	JMP             done
+
+last2:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z4
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(AX), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VBROADCASTF32X4 32(SI), Z7
+	VMULPS          q4k4eighth<>+0(SB), Z7, Z7
+	VMOVDQU32       (SI), X8
+	VPMOVZXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VPERMILPS       $0x00, Z7, Z9
+	VMULPS          Z9, Z8, Z8
+	VMOVDQU32       16(SI), X9
+	VPMOVZXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VPERMILPS       $0x55, Z7, Z7
+	VMULPS          Z7, Z9, Z9
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z7
+	VPERMD          Z8, Z7, Z7
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z10
+	VPERMD          Z8, Z10, Z8
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z10
+	VPERMD          Z9, Z10, Z10
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z11
+	VPERMD          Z9, Z11, Z9
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        (DI), Z1, Z11
+	VPDPBUSD        64(DI), Z4, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS          Z7, Z11, Z11
+	VMOVDQU32       192(DI), Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z10, Z12, Z11
+	VFMADD231PS     128(DI), Z11, Z2
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        256(DI), Z5, Z11
+	VPDPBUSD        320(DI), Z6, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS          Z8, Z11, Z11
+	VMOVDQU32       448(DI), Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z9, Z12, Z11
+	VFMADD231PS     384(DI), Z11, Z2
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        (DI)(R8*1), Z1, Z11
+	VPDPBUSD        64(DI)(R8*1), Z4, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS          Z7, Z11, Z11
+	VMOVDQU32       192(DI)(R8*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z10, Z1, Z11
+	VFMADD231PS     128(DI)(R8*1), Z11, Z3
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        256(DI)(R8*1), Z5, Z0
+	VPDPBUSD        320(DI)(R8*1), Z6, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z8, Z0, Z0
+	VMOVDQU32       448(DI)(R8*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z9, Z1, Z0
+	VFMADD231PS     384(DI)(R8*1), Z0, Z3
+	JMP             done
+
+last1:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z4
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z4, Z0, Z4
+	VBROADCASTF32X4 32(SI), Z5
+	VMULPS          q4k4eighth<>+0(SB), Z5, Z5
+	VMOVDQU32       (SI), X6
+	VPMOVZXBD       X6, Z6
+	VCVTDQ2PS       Z6, Z6
+	VPERMILPS       $0x00, Z5, Z7
+	VMULPS          Z7, Z6, Z6
+	VMOVDQU32       16(SI), X7
+	VPMOVZXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VPERMILPS       $0x55, Z5, Z5
+	VMULPS          Z5, Z7, Z7
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z5
+	VPERMD          Z6, Z5, Z5
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z6
+	VPERMD          Z7, Z6, Z6
+	VPXORD          Z0, Z0, Z7
+	VPDPBUSD        (DI), Z1, Z7
+	VPDPBUSD        64(DI), Z4, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS          Z5, Z7, Z7
+	VMOVDQU32       192(DI), Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z6, Z8, Z7
+	VFMADD231PS     128(DI), Z7, Z2
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        (DI)(R8*1), Z1, Z0
+	VPDPBUSD        64(DI)(R8*1), Z4, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z5, Z0, Z0
+	VMOVDQU32       192(DI)(R8*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z6, Z1, Z0
+	VFMADD231PS     128(DI)(R8*1), Z0, Z3
+
+done:
+	MOVQ          dst+64(FP), AX
+	MOVQ          ldd+72(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y0, Y2, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y0, Y3, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q4VnniK42x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, CMOV
+TEXT ·q4VnniK42x2(SB), NOSPLIT, $0-88
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQU32    q4codeperm<>+0(SB), X1
+	MOVQ         ng+32(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         tail+40(FP), CX
+	ADDQ         CX, AX
+	MOVQ         AX, CX
+	SHRQ         $0x04, CX
+	MOVQ         AX, DX
+	ADDQ         $0x0f, DX
+	SHRQ         $0x04, DX
+	SHLQ         $0x0a, DX
+	ANDQ         $0x0f, AX
+	MOVQ         AX, BX
+	ADDQ         $0x03, BX
+	SHRQ         $0x02, BX
+	MOVQ         $-1, SI
+	MOVQ         $0x0000000000000000, DI
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K1
+	SHLQ         $0x04, AX
+	MOVQ         AX, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K1
+	MOVQ         AX, R8
+	SUBQ         $0x40, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K2
+	MOVQ         AX, R8
+	SUBQ         $0x80, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K3
+	SUBQ         $0xc0, AX
+	CMOVQLT      DI, AX
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K4
+	VPXORD       Z0, Z0, Z2
+	VPXORD       Z0, Z0, Z3
+	VPXORD       Z0, Z0, Z4
+	VPXORD       Z0, Z0, Z5
+	MOVQ         nib+0(FP), AX
+	MOVQ         rstr+8(FP), SI
+	MOVQ         sc+16(FP), DI
+	MOVQ         scstr+24(FP), R8
+	MOVQ         x+48(FP), R9
+	MOVQ         xs+56(FP), R10
+	MOVQ         R9, R11
+	ADDQ         DX, R11
+
+chunk:
+	TESTQ           CX, CX
+	JZ              last
+	VMOVDQU32       (AX), Z6
+	VPSRLW          $0x04, Z6, Z7
+	VPANDD          Z6, Z0, Z6
+	VPANDD          Z7, Z0, Z7
+	VMOVDQU32       64(AX), Z8
+	VPSRLW          $0x04, Z8, Z9
+	VPANDD          Z8, Z0, Z8
+	VPANDD          Z9, Z0, Z9
+	VMOVDQU32       128(AX), Z10
+	VPSRLW          $0x04, Z10, Z11
+	VPANDD          Z10, Z0, Z10
+	VPANDD          Z11, Z0, Z11
+	VMOVDQU32       192(AX), Z12
+	VPSRLW          $0x04, Z12, Z13
+	VPANDD          Z12, Z0, Z12
+	VPANDD          Z13, Z0, Z13
+	VBROADCASTF32X4 32(DI), Z14
+	VMULPS          q4k4eighth<>+0(SB), Z14, Z14
+	VMOVDQU32       (DI), X15
+	VPSHUFB         X1, X15, X15
+	VPMOVZXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VPERMILPS       $0xa0, Z14, Z16
+	VMULPS          Z16, Z15, Z15
+	VMOVDQU32       16(DI), X16
+	VPSHUFB         X1, X16, X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0xf5, Z14, Z14
+	VMULPS          Z14, Z16, Z16
+	VPXORD          Z0, Z0, Z14
+	VPDPBUSD        (R9), Z6, Z14
+	VPDPBUSD        64(R9), Z7, Z14
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        256(R9), Z8, Z17
+	VPDPBUSD        320(R9), Z9, Z17
+	VPXORD          Z0, Z0, Z18
+	VPDPBUSD        512(R9), Z10, Z18
+	VPDPBUSD        576(R9), Z11, Z18
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        768(R9), Z12, Z19
+	VPDPBUSD        832(R9), Z13, Z19
+	VPUNPCKLDQ      Z17, Z14, Z20
+	VPUNPCKHDQ      Z17, Z14, Z14
+	VPADDD          Z14, Z20, Z20
+	VPUNPCKLDQ      Z19, Z18, Z14
+	VPUNPCKHDQ      Z19, Z18, Z17
+	VPADDD          Z17, Z14, Z14
+	VPUNPCKLQDQ     Z14, Z20, Z17
+	VPUNPCKHQDQ     Z14, Z20, Z14
+	VPADDD          Z14, Z17, Z17
+	VMOVDQU32       64(R11), Z14
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z15, Z17, Z17
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z16, Z14, Z17
+	VFMADD231PS     (R11), Z17, Z2
+	VPXORD          Z0, Z0, Z14
+	VPDPBUSD        (R9)(R10*1), Z6, Z14
+	VPDPBUSD        64(R9)(R10*1), Z7, Z14
+	VPXORD          Z0, Z0, Z6
+	VPDPBUSD        256(R9)(R10*1), Z8, Z6
+	VPDPBUSD        320(R9)(R10*1), Z9, Z6
+	VPXORD          Z0, Z0, Z7
+	VPDPBUSD        512(R9)(R10*1), Z10, Z7
+	VPDPBUSD        576(R9)(R10*1), Z11, Z7
+	VPXORD          Z0, Z0, Z8
+	VPDPBUSD        768(R9)(R10*1), Z12, Z8
+	VPDPBUSD        832(R9)(R10*1), Z13, Z8
+	VPUNPCKLDQ      Z6, Z14, Z9
+	VPUNPCKHDQ      Z6, Z14, Z6
+	VPADDD          Z6, Z9, Z9
+	VPUNPCKLDQ      Z8, Z7, Z6
+	VPUNPCKHDQ      Z8, Z7, Z7
+	VPADDD          Z7, Z6, Z6
+	VPUNPCKLQDQ     Z6, Z9, Z7
+	VPUNPCKHQDQ     Z6, Z9, Z6
+	VPADDD          Z6, Z7, Z7
+	VMOVDQU32       64(R11)(R10*1), Z6
+	VCVTDQ2PS       Z7, Z7
+	VMULPS          Z15, Z7, Z7
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z16, Z6, Z7
+	VFMADD231PS     (R11)(R10*1), Z7, Z3
+	VMOVDQU32       (AX)(SI*1), Z6
+	VPSRLW          $0x04, Z6, Z7
+	VPANDD          Z6, Z0, Z6
+	VPANDD          Z7, Z0, Z7
+	VMOVDQU32       64(AX)(SI*1), Z8
+	VPSRLW          $0x04, Z8, Z9
+	VPANDD          Z8, Z0, Z8
+	VPANDD          Z9, Z0, Z9
+	VMOVDQU32       128(AX)(SI*1), Z10
+	VPSRLW          $0x04, Z10, Z11
+	VPANDD          Z10, Z0, Z10
+	VPANDD          Z11, Z0, Z11
+	VMOVDQU32       192(AX)(SI*1), Z12
+	VPSRLW          $0x04, Z12, Z13
+	VPANDD          Z12, Z0, Z12
+	VPANDD          Z13, Z0, Z13
+	VBROADCASTF32X4 32(DI)(R8*1), Z14
+	VMULPS          q4k4eighth<>+0(SB), Z14, Z14
+	VMOVDQU32       (DI)(R8*1), X15
+	VPSHUFB         X1, X15, X15
+	VPMOVZXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VPERMILPS       $0xa0, Z14, Z16
+	VMULPS          Z16, Z15, Z15
+	VMOVDQU32       16(DI)(R8*1), X16
+	VPSHUFB         X1, X16, X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0xf5, Z14, Z14
+	VMULPS          Z14, Z16, Z16
+	VPXORD          Z0, Z0, Z14
+	VPDPBUSD        (R9), Z6, Z14
+	VPDPBUSD        64(R9), Z7, Z14
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        256(R9), Z8, Z17
+	VPDPBUSD        320(R9), Z9, Z17
+	VPXORD          Z0, Z0, Z18
+	VPDPBUSD        512(R9), Z10, Z18
+	VPDPBUSD        576(R9), Z11, Z18
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        768(R9), Z12, Z19
+	VPDPBUSD        832(R9), Z13, Z19
+	VPUNPCKLDQ      Z17, Z14, Z20
+	VPUNPCKHDQ      Z17, Z14, Z14
+	VPADDD          Z14, Z20, Z20
+	VPUNPCKLDQ      Z19, Z18, Z14
+	VPUNPCKHDQ      Z19, Z18, Z17
+	VPADDD          Z17, Z14, Z14
+	VPUNPCKLQDQ     Z14, Z20, Z17
+	VPUNPCKHQDQ     Z14, Z20, Z14
+	VPADDD          Z14, Z17, Z17
+	VMOVDQU32       64(R11), Z14
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z15, Z17, Z17
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z16, Z14, Z17
+	VFMADD231PS     (R11), Z17, Z4
+	VPXORD          Z0, Z0, Z14
+	VPDPBUSD        (R9)(R10*1), Z6, Z14
+	VPDPBUSD        64(R9)(R10*1), Z7, Z14
+	VPXORD          Z0, Z0, Z6
+	VPDPBUSD        256(R9)(R10*1), Z8, Z6
+	VPDPBUSD        320(R9)(R10*1), Z9, Z6
+	VPXORD          Z0, Z0, Z7
+	VPDPBUSD        512(R9)(R10*1), Z10, Z7
+	VPDPBUSD        576(R9)(R10*1), Z11, Z7
+	VPXORD          Z0, Z0, Z8
+	VPDPBUSD        768(R9)(R10*1), Z12, Z8
+	VPDPBUSD        832(R9)(R10*1), Z13, Z8
+	VPUNPCKLDQ      Z6, Z14, Z9
+	VPUNPCKHDQ      Z6, Z14, Z6
+	VPADDD          Z6, Z9, Z9
+	VPUNPCKLDQ      Z8, Z7, Z6
+	VPUNPCKHDQ      Z8, Z7, Z7
+	VPADDD          Z7, Z6, Z6
+	VPUNPCKLQDQ     Z6, Z9, Z7
+	VPUNPCKHQDQ     Z6, Z9, Z6
+	VPADDD          Z6, Z7, Z7
+	VMOVDQU32       64(R11)(R10*1), Z6
+	VCVTDQ2PS       Z7, Z7
+	VMULPS          Z15, Z7, Z7
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z16, Z6, Z7
+	VFMADD231PS     (R11)(R10*1), Z7, Z5
+	ADDQ            $0x00000100, AX
+	ADDQ            $0x00000030, DI
+	ADDQ            $0x00000400, R9
+	ADDQ            $0x00000080, R11
+	DECQ            CX
+	JMP             chunk
+
+last:
+	TESTQ           BX, BX
+	JZ              done
+	CMPQ            BX, $0x02
+	JB              last1
+	JE              last2
+	CMPQ            BX, $0x03
+	JE              last3
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      64(AX), K2, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      128(AX), K3, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      192(AX), K4, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VBROADCASTF32X4 32(DI), Z13
+	VMULPS          q4k4eighth<>+0(SB), Z13, Z13
+	VMOVDQU32       (DI), X14
+	VPMOVZXBD       X14, Z14
+	VCVTDQ2PS       Z14, Z14
+	VPERMILPS       $0x00, Z13, Z15
+	VMULPS          Z15, Z14, Z14
+	VMOVDQU32       16(DI), X15
+	VPMOVZXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VPERMILPS       $0x55, Z13, Z13
+	VMULPS          Z13, Z15, Z15
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z13
+	VPERMD          Z14, Z13, Z13
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z16
+	VPERMD          Z14, Z16, Z16
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z17
+	VPERMD          Z14, Z17, Z17
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z18
+	VPERMD          Z14, Z18, Z14
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z18
+	VPERMD          Z15, Z18, Z18
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z19
+	VPERMD          Z15, Z19, Z19
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z20
+	VPERMD          Z15, Z20, Z20
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z21
+	VPERMD          Z15, Z21, Z15
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R9), Z1, Z21
+	VPDPBUSD        64(R9), Z6, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z13, Z21, Z21
+	VMOVDQU32       192(R9), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z18, Z22, Z21
+	VFMADD231PS     128(R9), Z21, Z2
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        256(R9), Z7, Z21
+	VPDPBUSD        320(R9), Z8, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z16, Z21, Z21
+	VMOVDQU32       448(R9), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z19, Z22, Z21
+	VFMADD231PS     384(R9), Z21, Z2
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        512(R9), Z9, Z21
+	VPDPBUSD        576(R9), Z10, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z17, Z21, Z21
+	VMOVDQU32       704(R9), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z20, Z22, Z21
+	VFMADD231PS     640(R9), Z21, Z2
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        768(R9), Z11, Z21
+	VPDPBUSD        832(R9), Z12, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z14, Z21, Z21
+	VMOVDQU32       960(R9), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z15, Z22, Z21
+	VFMADD231PS     896(R9), Z21, Z2
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R9)(R10*1), Z1, Z21
+	VPDPBUSD        64(R9)(R10*1), Z6, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z13, Z21, Z21
+	VMOVDQU32       192(R9)(R10*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z18, Z1, Z21
+	VFMADD231PS     128(R9)(R10*1), Z21, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R9)(R10*1), Z7, Z1
+	VPDPBUSD        320(R9)(R10*1), Z8, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z16, Z1, Z1
+	VMOVDQU32       448(R9)(R10*1), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z19, Z6, Z1
+	VFMADD231PS     384(R9)(R10*1), Z1, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R9)(R10*1), Z9, Z1
+	VPDPBUSD        576(R9)(R10*1), Z10, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z17, Z1, Z1
+	VMOVDQU32       704(R9)(R10*1), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z20, Z6, Z1
+	VFMADD231PS     640(R9)(R10*1), Z1, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        768(R9)(R10*1), Z11, Z1
+	VPDPBUSD        832(R9)(R10*1), Z12, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z14, Z1, Z1
+	VMOVDQU32       960(R9)(R10*1), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z15, Z6, Z1
+	VFMADD231PS     896(R9)(R10*1), Z1, Z3
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      64(AX)(SI*1), K2, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      128(AX)(SI*1), K3, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      192(AX)(SI*1), K4, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VBROADCASTF32X4 32(DI)(R8*1), Z13
+	VMULPS          q4k4eighth<>+0(SB), Z13, Z13
+	VMOVDQU32       (DI)(R8*1), X14
+	VPMOVZXBD       X14, Z14
+	VCVTDQ2PS       Z14, Z14
+	VPERMILPS       $0x00, Z13, Z15
+	VMULPS          Z15, Z14, Z14
+	VMOVDQU32       16(DI)(R8*1), X15
+	VPMOVZXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VPERMILPS       $0x55, Z13, Z13
+	VMULPS          Z13, Z15, Z15
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z13
+	VPERMD          Z14, Z13, Z13
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z16
+	VPERMD          Z14, Z16, Z16
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z17
+	VPERMD          Z14, Z17, Z17
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z18
+	VPERMD          Z14, Z18, Z14
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z18
+	VPERMD          Z15, Z18, Z18
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z19
+	VPERMD          Z15, Z19, Z19
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z20
+	VPERMD          Z15, Z20, Z20
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z21
+	VPERMD          Z15, Z21, Z15
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R9), Z1, Z21
+	VPDPBUSD        64(R9), Z6, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z13, Z21, Z21
+	VMOVDQU32       192(R9), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z18, Z22, Z21
+	VFMADD231PS     128(R9), Z21, Z4
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        256(R9), Z7, Z21
+	VPDPBUSD        320(R9), Z8, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z16, Z21, Z21
+	VMOVDQU32       448(R9), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z19, Z22, Z21
+	VFMADD231PS     384(R9), Z21, Z4
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        512(R9), Z9, Z21
+	VPDPBUSD        576(R9), Z10, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z17, Z21, Z21
+	VMOVDQU32       704(R9), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z20, Z22, Z21
+	VFMADD231PS     640(R9), Z21, Z4
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        768(R9), Z11, Z21
+	VPDPBUSD        832(R9), Z12, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z14, Z21, Z21
+	VMOVDQU32       960(R9), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z15, Z22, Z21
+	VFMADD231PS     896(R9), Z21, Z4
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R9)(R10*1), Z1, Z21
+	VPDPBUSD        64(R9)(R10*1), Z6, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z13, Z21, Z21
+	VMOVDQU32       192(R9)(R10*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z18, Z1, Z21
+	VFMADD231PS     128(R9)(R10*1), Z21, Z5
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R9)(R10*1), Z7, Z1
+	VPDPBUSD        320(R9)(R10*1), Z8, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z16, Z1, Z1
+	VMOVDQU32       448(R9)(R10*1), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z19, Z6, Z1
+	VFMADD231PS     384(R9)(R10*1), Z1, Z5
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R9)(R10*1), Z9, Z1
+	VPDPBUSD        576(R9)(R10*1), Z10, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z17, Z1, Z1
+	VMOVDQU32       704(R9)(R10*1), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z20, Z6, Z1
+	VFMADD231PS     640(R9)(R10*1), Z1, Z5
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        768(R9)(R10*1), Z11, Z0
+	VPDPBUSD        832(R9)(R10*1), Z12, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z14, Z0, Z0
+	VMOVDQU32       960(R9)(R10*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z15, Z1, Z0
+	VFMADD231PS     896(R9)(R10*1), Z0, Z5
+	JMP             done
+
+last3:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      64(AX), K2, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      128(AX), K3, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(DI), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (DI), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x00, Z11, Z13
+	VMULPS          Z13, Z12, Z12
+	VMOVDQU32       16(DI), X13
+	VPMOVZXBD       X13, Z13
+	VCVTDQ2PS       Z13, Z13
+	VPERMILPS       $0x55, Z11, Z11
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z11
+	VPERMD          Z12, Z11, Z11
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z14
+	VPERMD          Z12, Z14, Z14
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z15
+	VPERMD          Z12, Z15, Z12
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z15
+	VPERMD          Z13, Z15, Z15
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z16
+	VPERMD          Z13, Z16, Z16
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z17
+	VPERMD          Z13, Z17, Z13
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R9), Z1, Z17
+	VPDPBUSD        64(R9), Z6, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z11, Z17, Z17
+	VMOVDQU32       192(R9), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z15, Z18, Z17
+	VFMADD231PS     128(R9), Z17, Z2
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        256(R9), Z7, Z17
+	VPDPBUSD        320(R9), Z8, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z14, Z17, Z17
+	VMOVDQU32       448(R9), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z16, Z18, Z17
+	VFMADD231PS     384(R9), Z17, Z2
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        512(R9), Z9, Z17
+	VPDPBUSD        576(R9), Z10, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z12, Z17, Z17
+	VMOVDQU32       704(R9), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z13, Z18, Z17
+	VFMADD231PS     640(R9), Z17, Z2
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R9)(R10*1), Z1, Z17
+	VPDPBUSD        64(R9)(R10*1), Z6, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z11, Z17, Z17
+	VMOVDQU32       192(R9)(R10*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z15, Z1, Z17
+	VFMADD231PS     128(R9)(R10*1), Z17, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R9)(R10*1), Z7, Z1
+	VPDPBUSD        320(R9)(R10*1), Z8, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z14, Z1, Z1
+	VMOVDQU32       448(R9)(R10*1), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z16, Z6, Z1
+	VFMADD231PS     384(R9)(R10*1), Z1, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R9)(R10*1), Z9, Z1
+	VPDPBUSD        576(R9)(R10*1), Z10, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z12, Z1, Z1
+	VMOVDQU32       704(R9)(R10*1), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z13, Z6, Z1
+	VFMADD231PS     640(R9)(R10*1), Z1, Z3
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      64(AX)(SI*1), K2, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      128(AX)(SI*1), K3, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(DI)(R8*1), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (DI)(R8*1), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x00, Z11, Z13
+	VMULPS          Z13, Z12, Z12
+	VMOVDQU32       16(DI)(R8*1), X13
+	VPMOVZXBD       X13, Z13
+	VCVTDQ2PS       Z13, Z13
+	VPERMILPS       $0x55, Z11, Z11
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z11
+	VPERMD          Z12, Z11, Z11
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z14
+	VPERMD          Z12, Z14, Z14
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z15
+	VPERMD          Z12, Z15, Z12
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z15
+	VPERMD          Z13, Z15, Z15
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z16
+	VPERMD          Z13, Z16, Z16
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z17
+	VPERMD          Z13, Z17, Z13
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R9), Z1, Z17
+	VPDPBUSD        64(R9), Z6, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z11, Z17, Z17
+	VMOVDQU32       192(R9), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z15, Z18, Z17
+	VFMADD231PS     128(R9), Z17, Z4
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        256(R9), Z7, Z17
+	VPDPBUSD        320(R9), Z8, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z14, Z17, Z17
+	VMOVDQU32       448(R9), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z16, Z18, Z17
+	VFMADD231PS     384(R9), Z17, Z4
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        512(R9), Z9, Z17
+	VPDPBUSD        576(R9), Z10, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z12, Z17, Z17
+	VMOVDQU32       704(R9), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z13, Z18, Z17
+	VFMADD231PS     640(R9), Z17, Z4
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R9)(R10*1), Z1, Z17
+	VPDPBUSD        64(R9)(R10*1), Z6, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z11, Z17, Z17
+	VMOVDQU32       192(R9)(R10*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z15, Z1, Z17
+	VFMADD231PS     128(R9)(R10*1), Z17, Z5
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R9)(R10*1), Z7, Z1
+	VPDPBUSD        320(R9)(R10*1), Z8, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z14, Z1, Z1
+	VMOVDQU32       448(R9)(R10*1), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z16, Z6, Z1
+	VFMADD231PS     384(R9)(R10*1), Z1, Z5
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        512(R9)(R10*1), Z9, Z0
+	VPDPBUSD        576(R9)(R10*1), Z10, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z12, Z0, Z0
+	VMOVDQU32       704(R9)(R10*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z13, Z1, Z0
+	VFMADD231PS     640(R9)(R10*1), Z0, Z5
+	JMP             done
+
+last2:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      64(AX), K2, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VBROADCASTF32X4 32(DI), Z9
+	VMULPS          q4k4eighth<>+0(SB), Z9, Z9
+	VMOVDQU32       (DI), X10
+	VPMOVZXBD       X10, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPERMILPS       $0x00, Z9, Z11
+	VMULPS          Z11, Z10, Z10
+	VMOVDQU32       16(DI), X11
+	VPMOVZXBD       X11, Z11
+	VCVTDQ2PS       Z11, Z11
+	VPERMILPS       $0x55, Z9, Z9
+	VMULPS          Z9, Z11, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z9
+	VPERMD          Z10, Z9, Z9
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z12
+	VPERMD          Z10, Z12, Z10
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z12
+	VPERMD          Z11, Z12, Z12
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z13
+	VPERMD          Z11, Z13, Z11
+	VPXORD          Z0, Z0, Z13
+	VPDPBUSD        (R9), Z1, Z13
+	VPDPBUSD        64(R9), Z6, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS          Z9, Z13, Z13
+	VMOVDQU32       192(R9), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z12, Z14, Z13
+	VFMADD231PS     128(R9), Z13, Z2
+	VPXORD          Z0, Z0, Z13
+	VPDPBUSD        256(R9), Z7, Z13
+	VPDPBUSD        320(R9), Z8, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS          Z10, Z13, Z13
+	VMOVDQU32       448(R9), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z11, Z14, Z13
+	VFMADD231PS     384(R9), Z13, Z2
+	VPXORD          Z0, Z0, Z13
+	VPDPBUSD        (R9)(R10*1), Z1, Z13
+	VPDPBUSD        64(R9)(R10*1), Z6, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS          Z9, Z13, Z13
+	VMOVDQU32       192(R9)(R10*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z12, Z1, Z13
+	VFMADD231PS     128(R9)(R10*1), Z13, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R9)(R10*1), Z7, Z1
+	VPDPBUSD        320(R9)(R10*1), Z8, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z10, Z1, Z1
+	VMOVDQU32       448(R9)(R10*1), Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z11, Z6, Z1
+	VFMADD231PS     384(R9)(R10*1), Z1, Z3
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      64(AX)(SI*1), K2, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VBROADCASTF32X4 32(DI)(R8*1), Z9
+	VMULPS          q4k4eighth<>+0(SB), Z9, Z9
+	VMOVDQU32       (DI)(R8*1), X10
+	VPMOVZXBD       X10, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPERMILPS       $0x00, Z9, Z11
+	VMULPS          Z11, Z10, Z10
+	VMOVDQU32       16(DI)(R8*1), X11
+	VPMOVZXBD       X11, Z11
+	VCVTDQ2PS       Z11, Z11
+	VPERMILPS       $0x55, Z9, Z9
+	VMULPS          Z9, Z11, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z9
+	VPERMD          Z10, Z9, Z9
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z12
+	VPERMD          Z10, Z12, Z10
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z12
+	VPERMD          Z11, Z12, Z12
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z13
+	VPERMD          Z11, Z13, Z11
+	VPXORD          Z0, Z0, Z13
+	VPDPBUSD        (R9), Z1, Z13
+	VPDPBUSD        64(R9), Z6, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS          Z9, Z13, Z13
+	VMOVDQU32       192(R9), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z12, Z14, Z13
+	VFMADD231PS     128(R9), Z13, Z4
+	VPXORD          Z0, Z0, Z13
+	VPDPBUSD        256(R9), Z7, Z13
+	VPDPBUSD        320(R9), Z8, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS          Z10, Z13, Z13
+	VMOVDQU32       448(R9), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z11, Z14, Z13
+	VFMADD231PS     384(R9), Z13, Z4
+	VPXORD          Z0, Z0, Z13
+	VPDPBUSD        (R9)(R10*1), Z1, Z13
+	VPDPBUSD        64(R9)(R10*1), Z6, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS          Z9, Z13, Z13
+	VMOVDQU32       192(R9)(R10*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z12, Z1, Z13
+	VFMADD231PS     128(R9)(R10*1), Z13, Z5
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        256(R9)(R10*1), Z7, Z0
+	VPDPBUSD        320(R9)(R10*1), Z8, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z10, Z0, Z0
+	VMOVDQU32       448(R9)(R10*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z11, Z1, Z0
+	VFMADD231PS     384(R9)(R10*1), Z0, Z5
+	JMP             done
+
+last1:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VBROADCASTF32X4 32(DI), Z7
+	VMULPS          q4k4eighth<>+0(SB), Z7, Z7
+	VMOVDQU32       (DI), X8
+	VPMOVZXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VPERMILPS       $0x00, Z7, Z9
+	VMULPS          Z9, Z8, Z8
+	VMOVDQU32       16(DI), X9
+	VPMOVZXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VPERMILPS       $0x55, Z7, Z7
+	VMULPS          Z7, Z9, Z9
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z7
+	VPERMD          Z8, Z7, Z7
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z8
+	VPERMD          Z9, Z8, Z8
+	VPXORD          Z0, Z0, Z9
+	VPDPBUSD        (R9), Z1, Z9
+	VPDPBUSD        64(R9), Z6, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS          Z7, Z9, Z9
+	VMOVDQU32       192(R9), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z8, Z10, Z9
+	VFMADD231PS     128(R9), Z9, Z2
+	VPXORD          Z0, Z0, Z9
+	VPDPBUSD        (R9)(R10*1), Z1, Z9
+	VPDPBUSD        64(R9)(R10*1), Z6, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS          Z7, Z9, Z9
+	VMOVDQU32       192(R9)(R10*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z8, Z1, Z9
+	VFMADD231PS     128(R9)(R10*1), Z9, Z3
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z6
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z6, Z0, Z6
+	VBROADCASTF32X4 32(DI)(R8*1), Z7
+	VMULPS          q4k4eighth<>+0(SB), Z7, Z7
+	VMOVDQU32       (DI)(R8*1), X8
+	VPMOVZXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VPERMILPS       $0x00, Z7, Z9
+	VMULPS          Z9, Z8, Z8
+	VMOVDQU32       16(DI)(R8*1), X9
+	VPMOVZXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VPERMILPS       $0x55, Z7, Z7
+	VMULPS          Z7, Z9, Z9
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z7
+	VPERMD          Z8, Z7, Z7
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z8
+	VPERMD          Z9, Z8, Z8
+	VPXORD          Z0, Z0, Z9
+	VPDPBUSD        (R9), Z1, Z9
+	VPDPBUSD        64(R9), Z6, Z9
+	VCVTDQ2PS       Z9, Z9
+	VMULPS          Z7, Z9, Z9
+	VMOVDQU32       192(R9), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z8, Z10, Z9
+	VFMADD231PS     128(R9), Z9, Z4
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        (R9)(R10*1), Z1, Z0
+	VPDPBUSD        64(R9)(R10*1), Z6, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z7, Z0, Z0
+	VMOVDQU32       192(R9)(R10*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z8, Z1, Z0
+	VFMADD231PS     128(R9)(R10*1), Z0, Z5
+
+done:
+	MOVQ          dst+64(FP), AX
+	MOVQ          ldd+72(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y0, Y2, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y0, Y4, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 4(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y0, Y3, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y0, Y5, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 4(AX)
+	VZEROUPPER
+	RET
+
+// func q4VnniK44x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, CMOV
+TEXT ·q4VnniK44x2(SB), NOSPLIT, $0-88
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQU32    q4codeperm<>+0(SB), X1
+	MOVQ         ng+32(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         tail+40(FP), CX
+	ADDQ         CX, AX
+	MOVQ         AX, CX
+	SHRQ         $0x04, CX
+	MOVQ         AX, DX
+	ADDQ         $0x0f, DX
+	SHRQ         $0x04, DX
+	SHLQ         $0x0a, DX
+	ANDQ         $0x0f, AX
+	MOVQ         AX, BX
+	ADDQ         $0x03, BX
+	SHRQ         $0x02, BX
+	MOVQ         $-1, SI
+	MOVQ         $0x0000000000000000, DI
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K1
+	SHLQ         $0x04, AX
+	MOVQ         AX, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K1
+	MOVQ         AX, R8
+	SUBQ         $0x40, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K2
+	MOVQ         AX, R8
+	SUBQ         $0x80, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K3
+	SUBQ         $0xc0, AX
+	CMOVQLT      DI, AX
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K4
+	VPXORD       Z0, Z0, Z2
+	VPXORD       Z0, Z0, Z3
+	VPXORD       Z0, Z0, Z4
+	VPXORD       Z0, Z0, Z5
+	VPXORD       Z0, Z0, Z6
+	VPXORD       Z0, Z0, Z7
+	VPXORD       Z0, Z0, Z8
+	VPXORD       Z0, Z0, Z9
+	MOVQ         nib+0(FP), AX
+	MOVQ         rstr+8(FP), SI
+	LEAQ         (SI)(SI*2), DI
+	MOVQ         sc+16(FP), R8
+	MOVQ         scstr+24(FP), R9
+	LEAQ         (R9)(R9*2), R10
+	MOVQ         x+48(FP), R11
+	MOVQ         xs+56(FP), R12
+	MOVQ         R11, R13
+	ADDQ         DX, R13
+
+chunk:
+	TESTQ           CX, CX
+	JZ              last
+	VMOVDQU32       (AX), Z10
+	VPSRLW          $0x04, Z10, Z11
+	VPANDD          Z10, Z0, Z10
+	VPANDD          Z11, Z0, Z11
+	VMOVDQU32       64(AX), Z12
+	VPSRLW          $0x04, Z12, Z13
+	VPANDD          Z12, Z0, Z12
+	VPANDD          Z13, Z0, Z13
+	VMOVDQU32       128(AX), Z14
+	VPSRLW          $0x04, Z14, Z15
+	VPANDD          Z14, Z0, Z14
+	VPANDD          Z15, Z0, Z15
+	VMOVDQU32       192(AX), Z16
+	VPSRLW          $0x04, Z16, Z17
+	VPANDD          Z16, Z0, Z16
+	VPANDD          Z17, Z0, Z17
+	VBROADCASTF32X4 32(R8), Z18
+	VMULPS          q4k4eighth<>+0(SB), Z18, Z18
+	VMOVDQU32       (R8), X19
+	VPSHUFB         X1, X19, X19
+	VPMOVZXBD       X19, Z19
+	VCVTDQ2PS       Z19, Z19
+	VPERMILPS       $0xa0, Z18, Z20
+	VMULPS          Z20, Z19, Z19
+	VMOVDQU32       16(R8), X20
+	VPSHUFB         X1, X20, X20
+	VPMOVZXBD       X20, Z20
+	VCVTDQ2PS       Z20, Z20
+	VPERMILPS       $0xf5, Z18, Z18
+	VMULPS          Z18, Z20, Z20
+	VPXORD          Z0, Z0, Z18
+	VPDPBUSD        (R11), Z10, Z18
+	VPDPBUSD        64(R11), Z11, Z18
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        256(R11), Z12, Z21
+	VPDPBUSD        320(R11), Z13, Z21
+	VPXORD          Z0, Z0, Z22
+	VPDPBUSD        512(R11), Z14, Z22
+	VPDPBUSD        576(R11), Z15, Z22
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        768(R11), Z16, Z23
+	VPDPBUSD        832(R11), Z17, Z23
+	VPUNPCKLDQ      Z21, Z18, Z24
+	VPUNPCKHDQ      Z21, Z18, Z18
+	VPADDD          Z18, Z24, Z24
+	VPUNPCKLDQ      Z23, Z22, Z18
+	VPUNPCKHDQ      Z23, Z22, Z21
+	VPADDD          Z21, Z18, Z18
+	VPUNPCKLQDQ     Z18, Z24, Z21
+	VPUNPCKHQDQ     Z18, Z24, Z18
+	VPADDD          Z18, Z21, Z21
+	VMOVDQU32       64(R13), Z18
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z19, Z21, Z21
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z20, Z18, Z21
+	VFMADD231PS     (R13), Z21, Z2
+	VPXORD          Z0, Z0, Z18
+	VPDPBUSD        (R11)(R12*1), Z10, Z18
+	VPDPBUSD        64(R11)(R12*1), Z11, Z18
+	VPXORD          Z0, Z0, Z10
+	VPDPBUSD        256(R11)(R12*1), Z12, Z10
+	VPDPBUSD        320(R11)(R12*1), Z13, Z10
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        512(R11)(R12*1), Z14, Z11
+	VPDPBUSD        576(R11)(R12*1), Z15, Z11
+	VPXORD          Z0, Z0, Z12
+	VPDPBUSD        768(R11)(R12*1), Z16, Z12
+	VPDPBUSD        832(R11)(R12*1), Z17, Z12
+	VPUNPCKLDQ      Z10, Z18, Z13
+	VPUNPCKHDQ      Z10, Z18, Z10
+	VPADDD          Z10, Z13, Z13
+	VPUNPCKLDQ      Z12, Z11, Z10
+	VPUNPCKHDQ      Z12, Z11, Z11
+	VPADDD          Z11, Z10, Z10
+	VPUNPCKLQDQ     Z10, Z13, Z11
+	VPUNPCKHQDQ     Z10, Z13, Z10
+	VPADDD          Z10, Z11, Z11
+	VMOVDQU32       64(R13)(R12*1), Z10
+	VCVTDQ2PS       Z11, Z11
+	VMULPS          Z19, Z11, Z11
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z20, Z10, Z11
+	VFMADD231PS     (R13)(R12*1), Z11, Z3
+	VMOVDQU32       (AX)(SI*1), Z10
+	VPSRLW          $0x04, Z10, Z11
+	VPANDD          Z10, Z0, Z10
+	VPANDD          Z11, Z0, Z11
+	VMOVDQU32       64(AX)(SI*1), Z12
+	VPSRLW          $0x04, Z12, Z13
+	VPANDD          Z12, Z0, Z12
+	VPANDD          Z13, Z0, Z13
+	VMOVDQU32       128(AX)(SI*1), Z14
+	VPSRLW          $0x04, Z14, Z15
+	VPANDD          Z14, Z0, Z14
+	VPANDD          Z15, Z0, Z15
+	VMOVDQU32       192(AX)(SI*1), Z16
+	VPSRLW          $0x04, Z16, Z17
+	VPANDD          Z16, Z0, Z16
+	VPANDD          Z17, Z0, Z17
+	VBROADCASTF32X4 32(R8)(R9*1), Z18
+	VMULPS          q4k4eighth<>+0(SB), Z18, Z18
+	VMOVDQU32       (R8)(R9*1), X19
+	VPSHUFB         X1, X19, X19
+	VPMOVZXBD       X19, Z19
+	VCVTDQ2PS       Z19, Z19
+	VPERMILPS       $0xa0, Z18, Z20
+	VMULPS          Z20, Z19, Z19
+	VMOVDQU32       16(R8)(R9*1), X20
+	VPSHUFB         X1, X20, X20
+	VPMOVZXBD       X20, Z20
+	VCVTDQ2PS       Z20, Z20
+	VPERMILPS       $0xf5, Z18, Z18
+	VMULPS          Z18, Z20, Z20
+	VPXORD          Z0, Z0, Z18
+	VPDPBUSD        (R11), Z10, Z18
+	VPDPBUSD        64(R11), Z11, Z18
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        256(R11), Z12, Z21
+	VPDPBUSD        320(R11), Z13, Z21
+	VPXORD          Z0, Z0, Z22
+	VPDPBUSD        512(R11), Z14, Z22
+	VPDPBUSD        576(R11), Z15, Z22
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        768(R11), Z16, Z23
+	VPDPBUSD        832(R11), Z17, Z23
+	VPUNPCKLDQ      Z21, Z18, Z24
+	VPUNPCKHDQ      Z21, Z18, Z18
+	VPADDD          Z18, Z24, Z24
+	VPUNPCKLDQ      Z23, Z22, Z18
+	VPUNPCKHDQ      Z23, Z22, Z21
+	VPADDD          Z21, Z18, Z18
+	VPUNPCKLQDQ     Z18, Z24, Z21
+	VPUNPCKHQDQ     Z18, Z24, Z18
+	VPADDD          Z18, Z21, Z21
+	VMOVDQU32       64(R13), Z18
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z19, Z21, Z21
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z20, Z18, Z21
+	VFMADD231PS     (R13), Z21, Z4
+	VPXORD          Z0, Z0, Z18
+	VPDPBUSD        (R11)(R12*1), Z10, Z18
+	VPDPBUSD        64(R11)(R12*1), Z11, Z18
+	VPXORD          Z0, Z0, Z10
+	VPDPBUSD        256(R11)(R12*1), Z12, Z10
+	VPDPBUSD        320(R11)(R12*1), Z13, Z10
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        512(R11)(R12*1), Z14, Z11
+	VPDPBUSD        576(R11)(R12*1), Z15, Z11
+	VPXORD          Z0, Z0, Z12
+	VPDPBUSD        768(R11)(R12*1), Z16, Z12
+	VPDPBUSD        832(R11)(R12*1), Z17, Z12
+	VPUNPCKLDQ      Z10, Z18, Z13
+	VPUNPCKHDQ      Z10, Z18, Z10
+	VPADDD          Z10, Z13, Z13
+	VPUNPCKLDQ      Z12, Z11, Z10
+	VPUNPCKHDQ      Z12, Z11, Z11
+	VPADDD          Z11, Z10, Z10
+	VPUNPCKLQDQ     Z10, Z13, Z11
+	VPUNPCKHQDQ     Z10, Z13, Z10
+	VPADDD          Z10, Z11, Z11
+	VMOVDQU32       64(R13)(R12*1), Z10
+	VCVTDQ2PS       Z11, Z11
+	VMULPS          Z19, Z11, Z11
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z20, Z10, Z11
+	VFMADD231PS     (R13)(R12*1), Z11, Z5
+	VMOVDQU32       (AX)(SI*2), Z10
+	VPSRLW          $0x04, Z10, Z11
+	VPANDD          Z10, Z0, Z10
+	VPANDD          Z11, Z0, Z11
+	VMOVDQU32       64(AX)(SI*2), Z12
+	VPSRLW          $0x04, Z12, Z13
+	VPANDD          Z12, Z0, Z12
+	VPANDD          Z13, Z0, Z13
+	VMOVDQU32       128(AX)(SI*2), Z14
+	VPSRLW          $0x04, Z14, Z15
+	VPANDD          Z14, Z0, Z14
+	VPANDD          Z15, Z0, Z15
+	VMOVDQU32       192(AX)(SI*2), Z16
+	VPSRLW          $0x04, Z16, Z17
+	VPANDD          Z16, Z0, Z16
+	VPANDD          Z17, Z0, Z17
+	VBROADCASTF32X4 32(R8)(R9*2), Z18
+	VMULPS          q4k4eighth<>+0(SB), Z18, Z18
+	VMOVDQU32       (R8)(R9*2), X19
+	VPSHUFB         X1, X19, X19
+	VPMOVZXBD       X19, Z19
+	VCVTDQ2PS       Z19, Z19
+	VPERMILPS       $0xa0, Z18, Z20
+	VMULPS          Z20, Z19, Z19
+	VMOVDQU32       16(R8)(R9*2), X20
+	VPSHUFB         X1, X20, X20
+	VPMOVZXBD       X20, Z20
+	VCVTDQ2PS       Z20, Z20
+	VPERMILPS       $0xf5, Z18, Z18
+	VMULPS          Z18, Z20, Z20
+	VPXORD          Z0, Z0, Z18
+	VPDPBUSD        (R11), Z10, Z18
+	VPDPBUSD        64(R11), Z11, Z18
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        256(R11), Z12, Z21
+	VPDPBUSD        320(R11), Z13, Z21
+	VPXORD          Z0, Z0, Z22
+	VPDPBUSD        512(R11), Z14, Z22
+	VPDPBUSD        576(R11), Z15, Z22
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        768(R11), Z16, Z23
+	VPDPBUSD        832(R11), Z17, Z23
+	VPUNPCKLDQ      Z21, Z18, Z24
+	VPUNPCKHDQ      Z21, Z18, Z18
+	VPADDD          Z18, Z24, Z24
+	VPUNPCKLDQ      Z23, Z22, Z18
+	VPUNPCKHDQ      Z23, Z22, Z21
+	VPADDD          Z21, Z18, Z18
+	VPUNPCKLQDQ     Z18, Z24, Z21
+	VPUNPCKHQDQ     Z18, Z24, Z18
+	VPADDD          Z18, Z21, Z21
+	VMOVDQU32       64(R13), Z18
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z19, Z21, Z21
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z20, Z18, Z21
+	VFMADD231PS     (R13), Z21, Z6
+	VPXORD          Z0, Z0, Z18
+	VPDPBUSD        (R11)(R12*1), Z10, Z18
+	VPDPBUSD        64(R11)(R12*1), Z11, Z18
+	VPXORD          Z0, Z0, Z10
+	VPDPBUSD        256(R11)(R12*1), Z12, Z10
+	VPDPBUSD        320(R11)(R12*1), Z13, Z10
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        512(R11)(R12*1), Z14, Z11
+	VPDPBUSD        576(R11)(R12*1), Z15, Z11
+	VPXORD          Z0, Z0, Z12
+	VPDPBUSD        768(R11)(R12*1), Z16, Z12
+	VPDPBUSD        832(R11)(R12*1), Z17, Z12
+	VPUNPCKLDQ      Z10, Z18, Z13
+	VPUNPCKHDQ      Z10, Z18, Z10
+	VPADDD          Z10, Z13, Z13
+	VPUNPCKLDQ      Z12, Z11, Z10
+	VPUNPCKHDQ      Z12, Z11, Z11
+	VPADDD          Z11, Z10, Z10
+	VPUNPCKLQDQ     Z10, Z13, Z11
+	VPUNPCKHQDQ     Z10, Z13, Z10
+	VPADDD          Z10, Z11, Z11
+	VMOVDQU32       64(R13)(R12*1), Z10
+	VCVTDQ2PS       Z11, Z11
+	VMULPS          Z19, Z11, Z11
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z20, Z10, Z11
+	VFMADD231PS     (R13)(R12*1), Z11, Z7
+	VMOVDQU32       (AX)(DI*1), Z10
+	VPSRLW          $0x04, Z10, Z11
+	VPANDD          Z10, Z0, Z10
+	VPANDD          Z11, Z0, Z11
+	VMOVDQU32       64(AX)(DI*1), Z12
+	VPSRLW          $0x04, Z12, Z13
+	VPANDD          Z12, Z0, Z12
+	VPANDD          Z13, Z0, Z13
+	VMOVDQU32       128(AX)(DI*1), Z14
+	VPSRLW          $0x04, Z14, Z15
+	VPANDD          Z14, Z0, Z14
+	VPANDD          Z15, Z0, Z15
+	VMOVDQU32       192(AX)(DI*1), Z16
+	VPSRLW          $0x04, Z16, Z17
+	VPANDD          Z16, Z0, Z16
+	VPANDD          Z17, Z0, Z17
+	VBROADCASTF32X4 32(R8)(R10*1), Z18
+	VMULPS          q4k4eighth<>+0(SB), Z18, Z18
+	VMOVDQU32       (R8)(R10*1), X19
+	VPSHUFB         X1, X19, X19
+	VPMOVZXBD       X19, Z19
+	VCVTDQ2PS       Z19, Z19
+	VPERMILPS       $0xa0, Z18, Z20
+	VMULPS          Z20, Z19, Z19
+	VMOVDQU32       16(R8)(R10*1), X20
+	VPSHUFB         X1, X20, X20
+	VPMOVZXBD       X20, Z20
+	VCVTDQ2PS       Z20, Z20
+	VPERMILPS       $0xf5, Z18, Z18
+	VMULPS          Z18, Z20, Z20
+	VPXORD          Z0, Z0, Z18
+	VPDPBUSD        (R11), Z10, Z18
+	VPDPBUSD        64(R11), Z11, Z18
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        256(R11), Z12, Z21
+	VPDPBUSD        320(R11), Z13, Z21
+	VPXORD          Z0, Z0, Z22
+	VPDPBUSD        512(R11), Z14, Z22
+	VPDPBUSD        576(R11), Z15, Z22
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        768(R11), Z16, Z23
+	VPDPBUSD        832(R11), Z17, Z23
+	VPUNPCKLDQ      Z21, Z18, Z24
+	VPUNPCKHDQ      Z21, Z18, Z18
+	VPADDD          Z18, Z24, Z24
+	VPUNPCKLDQ      Z23, Z22, Z18
+	VPUNPCKHDQ      Z23, Z22, Z21
+	VPADDD          Z21, Z18, Z18
+	VPUNPCKLQDQ     Z18, Z24, Z21
+	VPUNPCKHQDQ     Z18, Z24, Z18
+	VPADDD          Z18, Z21, Z21
+	VMOVDQU32       64(R13), Z18
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z19, Z21, Z21
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z20, Z18, Z21
+	VFMADD231PS     (R13), Z21, Z8
+	VPXORD          Z0, Z0, Z18
+	VPDPBUSD        (R11)(R12*1), Z10, Z18
+	VPDPBUSD        64(R11)(R12*1), Z11, Z18
+	VPXORD          Z0, Z0, Z10
+	VPDPBUSD        256(R11)(R12*1), Z12, Z10
+	VPDPBUSD        320(R11)(R12*1), Z13, Z10
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        512(R11)(R12*1), Z14, Z11
+	VPDPBUSD        576(R11)(R12*1), Z15, Z11
+	VPXORD          Z0, Z0, Z12
+	VPDPBUSD        768(R11)(R12*1), Z16, Z12
+	VPDPBUSD        832(R11)(R12*1), Z17, Z12
+	VPUNPCKLDQ      Z10, Z18, Z13
+	VPUNPCKHDQ      Z10, Z18, Z10
+	VPADDD          Z10, Z13, Z13
+	VPUNPCKLDQ      Z12, Z11, Z10
+	VPUNPCKHDQ      Z12, Z11, Z11
+	VPADDD          Z11, Z10, Z10
+	VPUNPCKLQDQ     Z10, Z13, Z11
+	VPUNPCKHQDQ     Z10, Z13, Z10
+	VPADDD          Z10, Z11, Z11
+	VMOVDQU32       64(R13)(R12*1), Z10
+	VCVTDQ2PS       Z11, Z11
+	VMULPS          Z19, Z11, Z11
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z20, Z10, Z11
+	VFMADD231PS     (R13)(R12*1), Z11, Z9
+	ADDQ            $0x00000100, AX
+	ADDQ            $0x00000030, R8
+	ADDQ            $0x00000400, R11
+	ADDQ            $0x00000080, R13
+	DECQ            CX
+	JMP             chunk
+
+last:
+	TESTQ           BX, BX
+	JZ              done
+	CMPQ            BX, $0x02
+	JB              last1
+	JE              last2
+	CMPQ            BX, $0x03
+	JE              last3
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z10
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      64(AX), K2, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VMOVDQU8.Z      128(AX), K3, Z13
+	VPSRLW          $0x04, Z13, Z14
+	VPANDD          Z13, Z0, Z13
+	VPANDD          Z14, Z0, Z14
+	VMOVDQU8.Z      192(AX), K4, Z15
+	VPSRLW          $0x04, Z15, Z16
+	VPANDD          Z15, Z0, Z15
+	VPANDD          Z16, Z0, Z16
+	VBROADCASTF32X4 32(R8), Z17
+	VMULPS          q4k4eighth<>+0(SB), Z17, Z17
+	VMOVDQU32       (R8), X18
+	VPMOVZXBD       X18, Z18
+	VCVTDQ2PS       Z18, Z18
+	VPERMILPS       $0x00, Z17, Z19
+	VMULPS          Z19, Z18, Z18
+	VMOVDQU32       16(R8), X19
+	VPMOVZXBD       X19, Z19
+	VCVTDQ2PS       Z19, Z19
+	VPERMILPS       $0x55, Z17, Z17
+	VMULPS          Z17, Z19, Z19
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z17
+	VPERMD          Z18, Z17, Z17
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z20
+	VPERMD          Z18, Z20, Z20
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z21
+	VPERMD          Z18, Z21, Z21
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z22
+	VPERMD          Z18, Z22, Z18
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z22
+	VPERMD          Z19, Z22, Z22
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z23
+	VPERMD          Z19, Z23, Z23
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z24
+	VPERMD          Z19, Z24, Z24
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z25
+	VPERMD          Z19, Z25, Z19
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        (R11), Z1, Z25
+	VPDPBUSD        64(R11), Z10, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z17, Z25, Z25
+	VMOVDQU32       192(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z22, Z26, Z25
+	VFMADD231PS     128(R11), Z25, Z2
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        256(R11), Z11, Z25
+	VPDPBUSD        320(R11), Z12, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z20, Z25, Z25
+	VMOVDQU32       448(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z23, Z26, Z25
+	VFMADD231PS     384(R11), Z25, Z2
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        512(R11), Z13, Z25
+	VPDPBUSD        576(R11), Z14, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z21, Z25, Z25
+	VMOVDQU32       704(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z24, Z26, Z25
+	VFMADD231PS     640(R11), Z25, Z2
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        768(R11), Z15, Z25
+	VPDPBUSD        832(R11), Z16, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z18, Z25, Z25
+	VMOVDQU32       960(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z19, Z26, Z25
+	VFMADD231PS     896(R11), Z25, Z2
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        (R11)(R12*1), Z1, Z25
+	VPDPBUSD        64(R11)(R12*1), Z10, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z17, Z25, Z25
+	VMOVDQU32       192(R11)(R12*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z22, Z1, Z25
+	VFMADD231PS     128(R11)(R12*1), Z25, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*1), Z11, Z1
+	VPDPBUSD        320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z20, Z1, Z1
+	VMOVDQU32       448(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z23, Z10, Z1
+	VFMADD231PS     384(R11)(R12*1), Z1, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11)(R12*1), Z13, Z1
+	VPDPBUSD        576(R11)(R12*1), Z14, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z21, Z1, Z1
+	VMOVDQU32       704(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z24, Z10, Z1
+	VFMADD231PS     640(R11)(R12*1), Z1, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        768(R11)(R12*1), Z15, Z1
+	VPDPBUSD        832(R11)(R12*1), Z16, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z18, Z1, Z1
+	VMOVDQU32       960(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z19, Z10, Z1
+	VFMADD231PS     896(R11)(R12*1), Z1, Z3
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z10
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      64(AX)(SI*1), K2, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VMOVDQU8.Z      128(AX)(SI*1), K3, Z13
+	VPSRLW          $0x04, Z13, Z14
+	VPANDD          Z13, Z0, Z13
+	VPANDD          Z14, Z0, Z14
+	VMOVDQU8.Z      192(AX)(SI*1), K4, Z15
+	VPSRLW          $0x04, Z15, Z16
+	VPANDD          Z15, Z0, Z15
+	VPANDD          Z16, Z0, Z16
+	VBROADCASTF32X4 32(R8)(R9*1), Z17
+	VMULPS          q4k4eighth<>+0(SB), Z17, Z17
+	VMOVDQU32       (R8)(R9*1), X18
+	VPMOVZXBD       X18, Z18
+	VCVTDQ2PS       Z18, Z18
+	VPERMILPS       $0x00, Z17, Z19
+	VMULPS          Z19, Z18, Z18
+	VMOVDQU32       16(R8)(R9*1), X19
+	VPMOVZXBD       X19, Z19
+	VCVTDQ2PS       Z19, Z19
+	VPERMILPS       $0x55, Z17, Z17
+	VMULPS          Z17, Z19, Z19
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z17
+	VPERMD          Z18, Z17, Z17
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z20
+	VPERMD          Z18, Z20, Z20
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z21
+	VPERMD          Z18, Z21, Z21
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z22
+	VPERMD          Z18, Z22, Z18
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z22
+	VPERMD          Z19, Z22, Z22
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z23
+	VPERMD          Z19, Z23, Z23
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z24
+	VPERMD          Z19, Z24, Z24
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z25
+	VPERMD          Z19, Z25, Z19
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        (R11), Z1, Z25
+	VPDPBUSD        64(R11), Z10, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z17, Z25, Z25
+	VMOVDQU32       192(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z22, Z26, Z25
+	VFMADD231PS     128(R11), Z25, Z4
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        256(R11), Z11, Z25
+	VPDPBUSD        320(R11), Z12, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z20, Z25, Z25
+	VMOVDQU32       448(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z23, Z26, Z25
+	VFMADD231PS     384(R11), Z25, Z4
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        512(R11), Z13, Z25
+	VPDPBUSD        576(R11), Z14, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z21, Z25, Z25
+	VMOVDQU32       704(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z24, Z26, Z25
+	VFMADD231PS     640(R11), Z25, Z4
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        768(R11), Z15, Z25
+	VPDPBUSD        832(R11), Z16, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z18, Z25, Z25
+	VMOVDQU32       960(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z19, Z26, Z25
+	VFMADD231PS     896(R11), Z25, Z4
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        (R11)(R12*1), Z1, Z25
+	VPDPBUSD        64(R11)(R12*1), Z10, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z17, Z25, Z25
+	VMOVDQU32       192(R11)(R12*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z22, Z1, Z25
+	VFMADD231PS     128(R11)(R12*1), Z25, Z5
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*1), Z11, Z1
+	VPDPBUSD        320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z20, Z1, Z1
+	VMOVDQU32       448(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z23, Z10, Z1
+	VFMADD231PS     384(R11)(R12*1), Z1, Z5
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11)(R12*1), Z13, Z1
+	VPDPBUSD        576(R11)(R12*1), Z14, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z21, Z1, Z1
+	VMOVDQU32       704(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z24, Z10, Z1
+	VFMADD231PS     640(R11)(R12*1), Z1, Z5
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        768(R11)(R12*1), Z15, Z1
+	VPDPBUSD        832(R11)(R12*1), Z16, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z18, Z1, Z1
+	VMOVDQU32       960(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z19, Z10, Z1
+	VFMADD231PS     896(R11)(R12*1), Z1, Z5
+	VMOVDQU8.Z      (AX)(SI*2), K1, Z1
+	VPSRLW          $0x04, Z1, Z10
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      64(AX)(SI*2), K2, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VMOVDQU8.Z      128(AX)(SI*2), K3, Z13
+	VPSRLW          $0x04, Z13, Z14
+	VPANDD          Z13, Z0, Z13
+	VPANDD          Z14, Z0, Z14
+	VMOVDQU8.Z      192(AX)(SI*2), K4, Z15
+	VPSRLW          $0x04, Z15, Z16
+	VPANDD          Z15, Z0, Z15
+	VPANDD          Z16, Z0, Z16
+	VBROADCASTF32X4 32(R8)(R9*2), Z17
+	VMULPS          q4k4eighth<>+0(SB), Z17, Z17
+	VMOVDQU32       (R8)(R9*2), X18
+	VPMOVZXBD       X18, Z18
+	VCVTDQ2PS       Z18, Z18
+	VPERMILPS       $0x00, Z17, Z19
+	VMULPS          Z19, Z18, Z18
+	VMOVDQU32       16(R8)(R9*2), X19
+	VPMOVZXBD       X19, Z19
+	VCVTDQ2PS       Z19, Z19
+	VPERMILPS       $0x55, Z17, Z17
+	VMULPS          Z17, Z19, Z19
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z17
+	VPERMD          Z18, Z17, Z17
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z20
+	VPERMD          Z18, Z20, Z20
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z21
+	VPERMD          Z18, Z21, Z21
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z22
+	VPERMD          Z18, Z22, Z18
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z22
+	VPERMD          Z19, Z22, Z22
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z23
+	VPERMD          Z19, Z23, Z23
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z24
+	VPERMD          Z19, Z24, Z24
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z25
+	VPERMD          Z19, Z25, Z19
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        (R11), Z1, Z25
+	VPDPBUSD        64(R11), Z10, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z17, Z25, Z25
+	VMOVDQU32       192(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z22, Z26, Z25
+	VFMADD231PS     128(R11), Z25, Z6
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        256(R11), Z11, Z25
+	VPDPBUSD        320(R11), Z12, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z20, Z25, Z25
+	VMOVDQU32       448(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z23, Z26, Z25
+	VFMADD231PS     384(R11), Z25, Z6
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        512(R11), Z13, Z25
+	VPDPBUSD        576(R11), Z14, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z21, Z25, Z25
+	VMOVDQU32       704(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z24, Z26, Z25
+	VFMADD231PS     640(R11), Z25, Z6
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        768(R11), Z15, Z25
+	VPDPBUSD        832(R11), Z16, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z18, Z25, Z25
+	VMOVDQU32       960(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z19, Z26, Z25
+	VFMADD231PS     896(R11), Z25, Z6
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        (R11)(R12*1), Z1, Z25
+	VPDPBUSD        64(R11)(R12*1), Z10, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z17, Z25, Z25
+	VMOVDQU32       192(R11)(R12*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z22, Z1, Z25
+	VFMADD231PS     128(R11)(R12*1), Z25, Z7
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*1), Z11, Z1
+	VPDPBUSD        320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z20, Z1, Z1
+	VMOVDQU32       448(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z23, Z10, Z1
+	VFMADD231PS     384(R11)(R12*1), Z1, Z7
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11)(R12*1), Z13, Z1
+	VPDPBUSD        576(R11)(R12*1), Z14, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z21, Z1, Z1
+	VMOVDQU32       704(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z24, Z10, Z1
+	VFMADD231PS     640(R11)(R12*1), Z1, Z7
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        768(R11)(R12*1), Z15, Z1
+	VPDPBUSD        832(R11)(R12*1), Z16, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z18, Z1, Z1
+	VMOVDQU32       960(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z19, Z10, Z1
+	VFMADD231PS     896(R11)(R12*1), Z1, Z7
+	VMOVDQU8.Z      (AX)(DI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z10
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      64(AX)(DI*1), K2, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VMOVDQU8.Z      128(AX)(DI*1), K3, Z13
+	VPSRLW          $0x04, Z13, Z14
+	VPANDD          Z13, Z0, Z13
+	VPANDD          Z14, Z0, Z14
+	VMOVDQU8.Z      192(AX)(DI*1), K4, Z15
+	VPSRLW          $0x04, Z15, Z16
+	VPANDD          Z15, Z0, Z15
+	VPANDD          Z16, Z0, Z16
+	VBROADCASTF32X4 32(R8)(R10*1), Z17
+	VMULPS          q4k4eighth<>+0(SB), Z17, Z17
+	VMOVDQU32       (R8)(R10*1), X18
+	VPMOVZXBD       X18, Z18
+	VCVTDQ2PS       Z18, Z18
+	VPERMILPS       $0x00, Z17, Z19
+	VMULPS          Z19, Z18, Z18
+	VMOVDQU32       16(R8)(R10*1), X19
+	VPMOVZXBD       X19, Z19
+	VCVTDQ2PS       Z19, Z19
+	VPERMILPS       $0x55, Z17, Z17
+	VMULPS          Z17, Z19, Z19
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z17
+	VPERMD          Z18, Z17, Z17
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z20
+	VPERMD          Z18, Z20, Z20
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z21
+	VPERMD          Z18, Z21, Z21
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z22
+	VPERMD          Z18, Z22, Z18
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z22
+	VPERMD          Z19, Z22, Z22
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z23
+	VPERMD          Z19, Z23, Z23
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z24
+	VPERMD          Z19, Z24, Z24
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z25
+	VPERMD          Z19, Z25, Z19
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        (R11), Z1, Z25
+	VPDPBUSD        64(R11), Z10, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z17, Z25, Z25
+	VMOVDQU32       192(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z22, Z26, Z25
+	VFMADD231PS     128(R11), Z25, Z8
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        256(R11), Z11, Z25
+	VPDPBUSD        320(R11), Z12, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z20, Z25, Z25
+	VMOVDQU32       448(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z23, Z26, Z25
+	VFMADD231PS     384(R11), Z25, Z8
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        512(R11), Z13, Z25
+	VPDPBUSD        576(R11), Z14, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z21, Z25, Z25
+	VMOVDQU32       704(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z24, Z26, Z25
+	VFMADD231PS     640(R11), Z25, Z8
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        768(R11), Z15, Z25
+	VPDPBUSD        832(R11), Z16, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z18, Z25, Z25
+	VMOVDQU32       960(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z19, Z26, Z25
+	VFMADD231PS     896(R11), Z25, Z8
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        (R11)(R12*1), Z1, Z25
+	VPDPBUSD        64(R11)(R12*1), Z10, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z17, Z25, Z25
+	VMOVDQU32       192(R11)(R12*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z22, Z1, Z25
+	VFMADD231PS     128(R11)(R12*1), Z25, Z9
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*1), Z11, Z1
+	VPDPBUSD        320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z20, Z1, Z1
+	VMOVDQU32       448(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z23, Z10, Z1
+	VFMADD231PS     384(R11)(R12*1), Z1, Z9
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11)(R12*1), Z13, Z1
+	VPDPBUSD        576(R11)(R12*1), Z14, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z21, Z1, Z1
+	VMOVDQU32       704(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z24, Z10, Z1
+	VFMADD231PS     640(R11)(R12*1), Z1, Z9
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        768(R11)(R12*1), Z15, Z0
+	VPDPBUSD        832(R11)(R12*1), Z16, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z18, Z0, Z0
+	VMOVDQU32       960(R11)(R12*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z19, Z1, Z0
+	VFMADD231PS     896(R11)(R12*1), Z0, Z9
+	JMP             done
+
+last3:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z10
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      64(AX), K2, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VMOVDQU8.Z      128(AX), K3, Z13
+	VPSRLW          $0x04, Z13, Z14
+	VPANDD          Z13, Z0, Z13
+	VPANDD          Z14, Z0, Z14
+	VBROADCASTF32X4 32(R8), Z15
+	VMULPS          q4k4eighth<>+0(SB), Z15, Z15
+	VMOVDQU32       (R8), X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0x00, Z15, Z17
+	VMULPS          Z17, Z16, Z16
+	VMOVDQU32       16(R8), X17
+	VPMOVZXBD       X17, Z17
+	VCVTDQ2PS       Z17, Z17
+	VPERMILPS       $0x55, Z15, Z15
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z15
+	VPERMD          Z16, Z15, Z15
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z18
+	VPERMD          Z16, Z18, Z18
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z19
+	VPERMD          Z16, Z19, Z16
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z19
+	VPERMD          Z17, Z19, Z19
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z20
+	VPERMD          Z17, Z20, Z20
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z21
+	VPERMD          Z17, Z21, Z17
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11), Z1, Z21
+	VPDPBUSD        64(R11), Z10, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z15, Z21, Z21
+	VMOVDQU32       192(R11), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z19, Z22, Z21
+	VFMADD231PS     128(R11), Z21, Z2
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        256(R11), Z11, Z21
+	VPDPBUSD        320(R11), Z12, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z18, Z21, Z21
+	VMOVDQU32       448(R11), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z20, Z22, Z21
+	VFMADD231PS     384(R11), Z21, Z2
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        512(R11), Z13, Z21
+	VPDPBUSD        576(R11), Z14, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z16, Z21, Z21
+	VMOVDQU32       704(R11), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z17, Z22, Z21
+	VFMADD231PS     640(R11), Z21, Z2
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11)(R12*1), Z1, Z21
+	VPDPBUSD        64(R11)(R12*1), Z10, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z15, Z21, Z21
+	VMOVDQU32       192(R11)(R12*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z19, Z1, Z21
+	VFMADD231PS     128(R11)(R12*1), Z21, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*1), Z11, Z1
+	VPDPBUSD        320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z18, Z1, Z1
+	VMOVDQU32       448(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z20, Z10, Z1
+	VFMADD231PS     384(R11)(R12*1), Z1, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11)(R12*1), Z13, Z1
+	VPDPBUSD        576(R11)(R12*1), Z14, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z16, Z1, Z1
+	VMOVDQU32       704(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z17, Z10, Z1
+	VFMADD231PS     640(R11)(R12*1), Z1, Z3
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z10
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      64(AX)(SI*1), K2, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VMOVDQU8.Z      128(AX)(SI*1), K3, Z13
+	VPSRLW          $0x04, Z13, Z14
+	VPANDD          Z13, Z0, Z13
+	VPANDD          Z14, Z0, Z14
+	VBROADCASTF32X4 32(R8)(R9*1), Z15
+	VMULPS          q4k4eighth<>+0(SB), Z15, Z15
+	VMOVDQU32       (R8)(R9*1), X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0x00, Z15, Z17
+	VMULPS          Z17, Z16, Z16
+	VMOVDQU32       16(R8)(R9*1), X17
+	VPMOVZXBD       X17, Z17
+	VCVTDQ2PS       Z17, Z17
+	VPERMILPS       $0x55, Z15, Z15
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z15
+	VPERMD          Z16, Z15, Z15
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z18
+	VPERMD          Z16, Z18, Z18
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z19
+	VPERMD          Z16, Z19, Z16
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z19
+	VPERMD          Z17, Z19, Z19
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z20
+	VPERMD          Z17, Z20, Z20
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z21
+	VPERMD          Z17, Z21, Z17
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11), Z1, Z21
+	VPDPBUSD        64(R11), Z10, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z15, Z21, Z21
+	VMOVDQU32       192(R11), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z19, Z22, Z21
+	VFMADD231PS     128(R11), Z21, Z4
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        256(R11), Z11, Z21
+	VPDPBUSD        320(R11), Z12, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z18, Z21, Z21
+	VMOVDQU32       448(R11), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z20, Z22, Z21
+	VFMADD231PS     384(R11), Z21, Z4
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        512(R11), Z13, Z21
+	VPDPBUSD        576(R11), Z14, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z16, Z21, Z21
+	VMOVDQU32       704(R11), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z17, Z22, Z21
+	VFMADD231PS     640(R11), Z21, Z4
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11)(R12*1), Z1, Z21
+	VPDPBUSD        64(R11)(R12*1), Z10, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z15, Z21, Z21
+	VMOVDQU32       192(R11)(R12*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z19, Z1, Z21
+	VFMADD231PS     128(R11)(R12*1), Z21, Z5
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*1), Z11, Z1
+	VPDPBUSD        320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z18, Z1, Z1
+	VMOVDQU32       448(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z20, Z10, Z1
+	VFMADD231PS     384(R11)(R12*1), Z1, Z5
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11)(R12*1), Z13, Z1
+	VPDPBUSD        576(R11)(R12*1), Z14, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z16, Z1, Z1
+	VMOVDQU32       704(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z17, Z10, Z1
+	VFMADD231PS     640(R11)(R12*1), Z1, Z5
+	VMOVDQU8.Z      (AX)(SI*2), K1, Z1
+	VPSRLW          $0x04, Z1, Z10
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      64(AX)(SI*2), K2, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VMOVDQU8.Z      128(AX)(SI*2), K3, Z13
+	VPSRLW          $0x04, Z13, Z14
+	VPANDD          Z13, Z0, Z13
+	VPANDD          Z14, Z0, Z14
+	VBROADCASTF32X4 32(R8)(R9*2), Z15
+	VMULPS          q4k4eighth<>+0(SB), Z15, Z15
+	VMOVDQU32       (R8)(R9*2), X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0x00, Z15, Z17
+	VMULPS          Z17, Z16, Z16
+	VMOVDQU32       16(R8)(R9*2), X17
+	VPMOVZXBD       X17, Z17
+	VCVTDQ2PS       Z17, Z17
+	VPERMILPS       $0x55, Z15, Z15
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z15
+	VPERMD          Z16, Z15, Z15
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z18
+	VPERMD          Z16, Z18, Z18
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z19
+	VPERMD          Z16, Z19, Z16
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z19
+	VPERMD          Z17, Z19, Z19
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z20
+	VPERMD          Z17, Z20, Z20
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z21
+	VPERMD          Z17, Z21, Z17
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11), Z1, Z21
+	VPDPBUSD        64(R11), Z10, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z15, Z21, Z21
+	VMOVDQU32       192(R11), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z19, Z22, Z21
+	VFMADD231PS     128(R11), Z21, Z6
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        256(R11), Z11, Z21
+	VPDPBUSD        320(R11), Z12, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z18, Z21, Z21
+	VMOVDQU32       448(R11), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z20, Z22, Z21
+	VFMADD231PS     384(R11), Z21, Z6
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        512(R11), Z13, Z21
+	VPDPBUSD        576(R11), Z14, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z16, Z21, Z21
+	VMOVDQU32       704(R11), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z17, Z22, Z21
+	VFMADD231PS     640(R11), Z21, Z6
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11)(R12*1), Z1, Z21
+	VPDPBUSD        64(R11)(R12*1), Z10, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z15, Z21, Z21
+	VMOVDQU32       192(R11)(R12*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z19, Z1, Z21
+	VFMADD231PS     128(R11)(R12*1), Z21, Z7
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*1), Z11, Z1
+	VPDPBUSD        320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z18, Z1, Z1
+	VMOVDQU32       448(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z20, Z10, Z1
+	VFMADD231PS     384(R11)(R12*1), Z1, Z7
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11)(R12*1), Z13, Z1
+	VPDPBUSD        576(R11)(R12*1), Z14, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z16, Z1, Z1
+	VMOVDQU32       704(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z17, Z10, Z1
+	VFMADD231PS     640(R11)(R12*1), Z1, Z7
+	VMOVDQU8.Z      (AX)(DI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z10
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      64(AX)(DI*1), K2, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VMOVDQU8.Z      128(AX)(DI*1), K3, Z13
+	VPSRLW          $0x04, Z13, Z14
+	VPANDD          Z13, Z0, Z13
+	VPANDD          Z14, Z0, Z14
+	VBROADCASTF32X4 32(R8)(R10*1), Z15
+	VMULPS          q4k4eighth<>+0(SB), Z15, Z15
+	VMOVDQU32       (R8)(R10*1), X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0x00, Z15, Z17
+	VMULPS          Z17, Z16, Z16
+	VMOVDQU32       16(R8)(R10*1), X17
+	VPMOVZXBD       X17, Z17
+	VCVTDQ2PS       Z17, Z17
+	VPERMILPS       $0x55, Z15, Z15
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z15
+	VPERMD          Z16, Z15, Z15
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z18
+	VPERMD          Z16, Z18, Z18
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z19
+	VPERMD          Z16, Z19, Z16
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z19
+	VPERMD          Z17, Z19, Z19
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z20
+	VPERMD          Z17, Z20, Z20
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z21
+	VPERMD          Z17, Z21, Z17
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11), Z1, Z21
+	VPDPBUSD        64(R11), Z10, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z15, Z21, Z21
+	VMOVDQU32       192(R11), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z19, Z22, Z21
+	VFMADD231PS     128(R11), Z21, Z8
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        256(R11), Z11, Z21
+	VPDPBUSD        320(R11), Z12, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z18, Z21, Z21
+	VMOVDQU32       448(R11), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z20, Z22, Z21
+	VFMADD231PS     384(R11), Z21, Z8
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        512(R11), Z13, Z21
+	VPDPBUSD        576(R11), Z14, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z16, Z21, Z21
+	VMOVDQU32       704(R11), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z17, Z22, Z21
+	VFMADD231PS     640(R11), Z21, Z8
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11)(R12*1), Z1, Z21
+	VPDPBUSD        64(R11)(R12*1), Z10, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z15, Z21, Z21
+	VMOVDQU32       192(R11)(R12*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z19, Z1, Z21
+	VFMADD231PS     128(R11)(R12*1), Z21, Z9
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*1), Z11, Z1
+	VPDPBUSD        320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z18, Z1, Z1
+	VMOVDQU32       448(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z20, Z10, Z1
+	VFMADD231PS     384(R11)(R12*1), Z1, Z9
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        512(R11)(R12*1), Z13, Z0
+	VPDPBUSD        576(R11)(R12*1), Z14, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z16, Z0, Z0
+	VMOVDQU32       704(R11)(R12*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z17, Z1, Z0
+	VFMADD231PS     640(R11)(R12*1), Z0, Z9
+	JMP             done
+
+last2:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z10
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      64(AX), K2, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VBROADCASTF32X4 32(R8), Z13
+	VMULPS          q4k4eighth<>+0(SB), Z13, Z13
+	VMOVDQU32       (R8), X14
+	VPMOVZXBD       X14, Z14
+	VCVTDQ2PS       Z14, Z14
+	VPERMILPS       $0x00, Z13, Z15
+	VMULPS          Z15, Z14, Z14
+	VMOVDQU32       16(R8), X15
+	VPMOVZXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VPERMILPS       $0x55, Z13, Z13
+	VMULPS          Z13, Z15, Z15
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z13
+	VPERMD          Z14, Z13, Z13
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z16
+	VPERMD          Z14, Z16, Z14
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z16
+	VPERMD          Z15, Z16, Z16
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z17
+	VPERMD          Z15, Z17, Z15
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11), Z1, Z17
+	VPDPBUSD        64(R11), Z10, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z13, Z17, Z17
+	VMOVDQU32       192(R11), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z16, Z18, Z17
+	VFMADD231PS     128(R11), Z17, Z2
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        256(R11), Z11, Z17
+	VPDPBUSD        320(R11), Z12, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z14, Z17, Z17
+	VMOVDQU32       448(R11), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z15, Z18, Z17
+	VFMADD231PS     384(R11), Z17, Z2
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11)(R12*1), Z1, Z17
+	VPDPBUSD        64(R11)(R12*1), Z10, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z13, Z17, Z17
+	VMOVDQU32       192(R11)(R12*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z16, Z1, Z17
+	VFMADD231PS     128(R11)(R12*1), Z17, Z3
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*1), Z11, Z1
+	VPDPBUSD        320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z14, Z1, Z1
+	VMOVDQU32       448(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z15, Z10, Z1
+	VFMADD231PS     384(R11)(R12*1), Z1, Z3
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z10
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      64(AX)(SI*1), K2, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VBROADCASTF32X4 32(R8)(R9*1), Z13
+	VMULPS          q4k4eighth<>+0(SB), Z13, Z13
+	VMOVDQU32       (R8)(R9*1), X14
+	VPMOVZXBD       X14, Z14
+	VCVTDQ2PS       Z14, Z14
+	VPERMILPS       $0x00, Z13, Z15
+	VMULPS          Z15, Z14, Z14
+	VMOVDQU32       16(R8)(R9*1), X15
+	VPMOVZXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VPERMILPS       $0x55, Z13, Z13
+	VMULPS          Z13, Z15, Z15
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z13
+	VPERMD          Z14, Z13, Z13
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z16
+	VPERMD          Z14, Z16, Z14
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z16
+	VPERMD          Z15, Z16, Z16
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z17
+	VPERMD          Z15, Z17, Z15
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11), Z1, Z17
+	VPDPBUSD        64(R11), Z10, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z13, Z17, Z17
+	VMOVDQU32       192(R11), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z16, Z18, Z17
+	VFMADD231PS     128(R11), Z17, Z4
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        256(R11), Z11, Z17
+	VPDPBUSD        320(R11), Z12, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z14, Z17, Z17
+	VMOVDQU32       448(R11), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z15, Z18, Z17
+	VFMADD231PS     384(R11), Z17, Z4
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11)(R12*1), Z1, Z17
+	VPDPBUSD        64(R11)(R12*1), Z10, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z13, Z17, Z17
+	VMOVDQU32       192(R11)(R12*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z16, Z1, Z17
+	VFMADD231PS     128(R11)(R12*1), Z17, Z5
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*1), Z11, Z1
+	VPDPBUSD        320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z14, Z1, Z1
+	VMOVDQU32       448(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z15, Z10, Z1
+	VFMADD231PS     384(R11)(R12*1), Z1, Z5
+	VMOVDQU8.Z      (AX)(SI*2), K1, Z1
+	VPSRLW          $0x04, Z1, Z10
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      64(AX)(SI*2), K2, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VBROADCASTF32X4 32(R8)(R9*2), Z13
+	VMULPS          q4k4eighth<>+0(SB), Z13, Z13
+	VMOVDQU32       (R8)(R9*2), X14
+	VPMOVZXBD       X14, Z14
+	VCVTDQ2PS       Z14, Z14
+	VPERMILPS       $0x00, Z13, Z15
+	VMULPS          Z15, Z14, Z14
+	VMOVDQU32       16(R8)(R9*2), X15
+	VPMOVZXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VPERMILPS       $0x55, Z13, Z13
+	VMULPS          Z13, Z15, Z15
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z13
+	VPERMD          Z14, Z13, Z13
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z16
+	VPERMD          Z14, Z16, Z14
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z16
+	VPERMD          Z15, Z16, Z16
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z17
+	VPERMD          Z15, Z17, Z15
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11), Z1, Z17
+	VPDPBUSD        64(R11), Z10, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z13, Z17, Z17
+	VMOVDQU32       192(R11), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z16, Z18, Z17
+	VFMADD231PS     128(R11), Z17, Z6
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        256(R11), Z11, Z17
+	VPDPBUSD        320(R11), Z12, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z14, Z17, Z17
+	VMOVDQU32       448(R11), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z15, Z18, Z17
+	VFMADD231PS     384(R11), Z17, Z6
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11)(R12*1), Z1, Z17
+	VPDPBUSD        64(R11)(R12*1), Z10, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z13, Z17, Z17
+	VMOVDQU32       192(R11)(R12*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z16, Z1, Z17
+	VFMADD231PS     128(R11)(R12*1), Z17, Z7
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*1), Z11, Z1
+	VPDPBUSD        320(R11)(R12*1), Z12, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z14, Z1, Z1
+	VMOVDQU32       448(R11)(R12*1), Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z15, Z10, Z1
+	VFMADD231PS     384(R11)(R12*1), Z1, Z7
+	VMOVDQU8.Z      (AX)(DI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z10
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      64(AX)(DI*1), K2, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VBROADCASTF32X4 32(R8)(R10*1), Z13
+	VMULPS          q4k4eighth<>+0(SB), Z13, Z13
+	VMOVDQU32       (R8)(R10*1), X14
+	VPMOVZXBD       X14, Z14
+	VCVTDQ2PS       Z14, Z14
+	VPERMILPS       $0x00, Z13, Z15
+	VMULPS          Z15, Z14, Z14
+	VMOVDQU32       16(R8)(R10*1), X15
+	VPMOVZXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VPERMILPS       $0x55, Z13, Z13
+	VMULPS          Z13, Z15, Z15
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z13
+	VPERMD          Z14, Z13, Z13
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z16
+	VPERMD          Z14, Z16, Z14
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z16
+	VPERMD          Z15, Z16, Z16
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z17
+	VPERMD          Z15, Z17, Z15
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11), Z1, Z17
+	VPDPBUSD        64(R11), Z10, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z13, Z17, Z17
+	VMOVDQU32       192(R11), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z16, Z18, Z17
+	VFMADD231PS     128(R11), Z17, Z8
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        256(R11), Z11, Z17
+	VPDPBUSD        320(R11), Z12, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z14, Z17, Z17
+	VMOVDQU32       448(R11), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z15, Z18, Z17
+	VFMADD231PS     384(R11), Z17, Z8
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11)(R12*1), Z1, Z17
+	VPDPBUSD        64(R11)(R12*1), Z10, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z13, Z17, Z17
+	VMOVDQU32       192(R11)(R12*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z16, Z1, Z17
+	VFMADD231PS     128(R11)(R12*1), Z17, Z9
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        256(R11)(R12*1), Z11, Z0
+	VPDPBUSD        320(R11)(R12*1), Z12, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z14, Z0, Z0
+	VMOVDQU32       448(R11)(R12*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z15, Z1, Z0
+	VFMADD231PS     384(R11)(R12*1), Z0, Z9
+	JMP             done
+
+last1:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z10
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(R8), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (R8), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x00, Z11, Z13
+	VMULPS          Z13, Z12, Z12
+	VMOVDQU32       16(R8), X13
+	VPMOVZXBD       X13, Z13
+	VCVTDQ2PS       Z13, Z13
+	VPERMILPS       $0x55, Z11, Z11
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z11
+	VPERMD          Z12, Z11, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z12
+	VPERMD          Z13, Z12, Z12
+	VPXORD          Z0, Z0, Z13
+	VPDPBUSD        (R11), Z1, Z13
+	VPDPBUSD        64(R11), Z10, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       192(R11), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z12, Z14, Z13
+	VFMADD231PS     128(R11), Z13, Z2
+	VPXORD          Z0, Z0, Z13
+	VPDPBUSD        (R11)(R12*1), Z1, Z13
+	VPDPBUSD        64(R11)(R12*1), Z10, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       192(R11)(R12*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z12, Z1, Z13
+	VFMADD231PS     128(R11)(R12*1), Z13, Z3
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z10
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(R8)(R9*1), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (R8)(R9*1), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x00, Z11, Z13
+	VMULPS          Z13, Z12, Z12
+	VMOVDQU32       16(R8)(R9*1), X13
+	VPMOVZXBD       X13, Z13
+	VCVTDQ2PS       Z13, Z13
+	VPERMILPS       $0x55, Z11, Z11
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z11
+	VPERMD          Z12, Z11, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z12
+	VPERMD          Z13, Z12, Z12
+	VPXORD          Z0, Z0, Z13
+	VPDPBUSD        (R11), Z1, Z13
+	VPDPBUSD        64(R11), Z10, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       192(R11), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z12, Z14, Z13
+	VFMADD231PS     128(R11), Z13, Z4
+	VPXORD          Z0, Z0, Z13
+	VPDPBUSD        (R11)(R12*1), Z1, Z13
+	VPDPBUSD        64(R11)(R12*1), Z10, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       192(R11)(R12*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z12, Z1, Z13
+	VFMADD231PS     128(R11)(R12*1), Z13, Z5
+	VMOVDQU8.Z      (AX)(SI*2), K1, Z1
+	VPSRLW          $0x04, Z1, Z10
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(R8)(R9*2), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (R8)(R9*2), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x00, Z11, Z13
+	VMULPS          Z13, Z12, Z12
+	VMOVDQU32       16(R8)(R9*2), X13
+	VPMOVZXBD       X13, Z13
+	VCVTDQ2PS       Z13, Z13
+	VPERMILPS       $0x55, Z11, Z11
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z11
+	VPERMD          Z12, Z11, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z12
+	VPERMD          Z13, Z12, Z12
+	VPXORD          Z0, Z0, Z13
+	VPDPBUSD        (R11), Z1, Z13
+	VPDPBUSD        64(R11), Z10, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       192(R11), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z12, Z14, Z13
+	VFMADD231PS     128(R11), Z13, Z6
+	VPXORD          Z0, Z0, Z13
+	VPDPBUSD        (R11)(R12*1), Z1, Z13
+	VPDPBUSD        64(R11)(R12*1), Z10, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       192(R11)(R12*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z12, Z1, Z13
+	VFMADD231PS     128(R11)(R12*1), Z13, Z7
+	VMOVDQU8.Z      (AX)(DI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z10
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(R8)(R10*1), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (R8)(R10*1), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x00, Z11, Z13
+	VMULPS          Z13, Z12, Z12
+	VMOVDQU32       16(R8)(R10*1), X13
+	VPMOVZXBD       X13, Z13
+	VCVTDQ2PS       Z13, Z13
+	VPERMILPS       $0x55, Z11, Z11
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z11
+	VPERMD          Z12, Z11, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z12
+	VPERMD          Z13, Z12, Z12
+	VPXORD          Z0, Z0, Z13
+	VPDPBUSD        (R11), Z1, Z13
+	VPDPBUSD        64(R11), Z10, Z13
+	VCVTDQ2PS       Z13, Z13
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       192(R11), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z12, Z14, Z13
+	VFMADD231PS     128(R11), Z13, Z8
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        (R11)(R12*1), Z1, Z0
+	VPDPBUSD        64(R11)(R12*1), Z10, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z11, Z0, Z0
+	VMOVDQU32       192(R11)(R12*1), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z12, Z1, Z0
+	VFMADD231PS     128(R11)(R12*1), Z0, Z9
+
+done:
+	MOVQ          dst+64(FP), AX
+	MOVQ          ldd+72(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y0, Y2, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y0, Y4, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 4(AX)
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y0, Y6, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 8(AX)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y0, Y8, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 12(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y0, Y3, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y0, Y5, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 4(AX)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y0, Y7, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 8(AX)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y0, Y9, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 12(AX)
+	VZEROUPPER
+	RET
+
+// func q4VnniK41x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, CMOV
+TEXT ·q4VnniK41x3(SB), NOSPLIT, $0-88
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQU32    q4codeperm<>+0(SB), X1
+	MOVQ         ng+32(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         tail+40(FP), CX
+	ADDQ         CX, AX
+	MOVQ         AX, CX
+	SHRQ         $0x04, CX
+	MOVQ         AX, DX
+	ADDQ         $0x0f, DX
+	SHRQ         $0x04, DX
+	SHLQ         $0x0a, DX
+	ANDQ         $0x0f, AX
+	MOVQ         AX, BX
+	ADDQ         $0x03, BX
+	SHRQ         $0x02, BX
+	MOVQ         $-1, SI
+	MOVQ         $0x0000000000000000, DI
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K1
+	SHLQ         $0x04, AX
+	MOVQ         AX, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K1
+	MOVQ         AX, R8
+	SUBQ         $0x40, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K2
+	MOVQ         AX, R8
+	SUBQ         $0x80, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K3
+	SUBQ         $0xc0, AX
+	CMOVQLT      DI, AX
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K4
+	VPXORD       Z0, Z0, Z2
+	VPXORD       Z0, Z0, Z3
+	VPXORD       Z0, Z0, Z4
+	MOVQ         nib+0(FP), AX
+	MOVQ         rstr+8(FP), SI
+	MOVQ         sc+16(FP), SI
+	MOVQ         scstr+24(FP), DI
+	MOVQ         x+48(FP), DI
+	MOVQ         xs+56(FP), R8
+	MOVQ         DI, R9
+	ADDQ         DX, R9
+
+chunk:
+	TESTQ           CX, CX
+	JZ              last
+	VMOVDQU32       (AX), Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU32       64(AX), Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU32       128(AX), Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU32       192(AX), Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VBROADCASTF32X4 32(SI), Z13
+	VMULPS          q4k4eighth<>+0(SB), Z13, Z13
+	VMOVDQU32       (SI), X14
+	VPSHUFB         X1, X14, X14
+	VPMOVZXBD       X14, Z14
+	VCVTDQ2PS       Z14, Z14
+	VPERMILPS       $0xa0, Z13, Z15
+	VMULPS          Z15, Z14, Z14
+	VMOVDQU32       16(SI), X15
+	VPSHUFB         X1, X15, X15
+	VPMOVZXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VPERMILPS       $0xf5, Z13, Z13
+	VMULPS          Z13, Z15, Z15
+	VPXORD          Z0, Z0, Z13
+	VPDPBUSD        (DI), Z5, Z13
+	VPDPBUSD        64(DI), Z6, Z13
+	VPXORD          Z0, Z0, Z16
+	VPDPBUSD        256(DI), Z7, Z16
+	VPDPBUSD        320(DI), Z8, Z16
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        512(DI), Z9, Z17
+	VPDPBUSD        576(DI), Z10, Z17
+	VPXORD          Z0, Z0, Z18
+	VPDPBUSD        768(DI), Z11, Z18
+	VPDPBUSD        832(DI), Z12, Z18
+	VPUNPCKLDQ      Z16, Z13, Z19
+	VPUNPCKHDQ      Z16, Z13, Z13
+	VPADDD          Z13, Z19, Z19
+	VPUNPCKLDQ      Z18, Z17, Z13
+	VPUNPCKHDQ      Z18, Z17, Z16
+	VPADDD          Z16, Z13, Z13
+	VPUNPCKLQDQ     Z13, Z19, Z16
+	VPUNPCKHQDQ     Z13, Z19, Z13
+	VPADDD          Z13, Z16, Z16
+	VMOVDQU32       64(R9), Z13
+	VCVTDQ2PS       Z16, Z16
+	VMULPS          Z14, Z16, Z16
+	VCVTDQ2PS       Z13, Z13
+	VFMADD231PS     Z15, Z13, Z16
+	VFMADD231PS     (R9), Z16, Z2
+	VPXORD          Z0, Z0, Z13
+	VPDPBUSD        (DI)(R8*1), Z5, Z13
+	VPDPBUSD        64(DI)(R8*1), Z6, Z13
+	VPXORD          Z0, Z0, Z16
+	VPDPBUSD        256(DI)(R8*1), Z7, Z16
+	VPDPBUSD        320(DI)(R8*1), Z8, Z16
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        512(DI)(R8*1), Z9, Z17
+	VPDPBUSD        576(DI)(R8*1), Z10, Z17
+	VPXORD          Z0, Z0, Z18
+	VPDPBUSD        768(DI)(R8*1), Z11, Z18
+	VPDPBUSD        832(DI)(R8*1), Z12, Z18
+	VPUNPCKLDQ      Z16, Z13, Z19
+	VPUNPCKHDQ      Z16, Z13, Z13
+	VPADDD          Z13, Z19, Z19
+	VPUNPCKLDQ      Z18, Z17, Z13
+	VPUNPCKHDQ      Z18, Z17, Z16
+	VPADDD          Z16, Z13, Z13
+	VPUNPCKLQDQ     Z13, Z19, Z16
+	VPUNPCKHQDQ     Z13, Z19, Z13
+	VPADDD          Z13, Z16, Z16
+	VMOVDQU32       64(R9)(R8*1), Z13
+	VCVTDQ2PS       Z16, Z16
+	VMULPS          Z14, Z16, Z16
+	VCVTDQ2PS       Z13, Z13
+	VFMADD231PS     Z15, Z13, Z16
+	VFMADD231PS     (R9)(R8*1), Z16, Z3
+	VPXORD          Z0, Z0, Z13
+	VPDPBUSD        (DI)(R8*2), Z5, Z13
+	VPDPBUSD        64(DI)(R8*2), Z6, Z13
+	VPXORD          Z0, Z0, Z5
+	VPDPBUSD        256(DI)(R8*2), Z7, Z5
+	VPDPBUSD        320(DI)(R8*2), Z8, Z5
+	VPXORD          Z0, Z0, Z6
+	VPDPBUSD        512(DI)(R8*2), Z9, Z6
+	VPDPBUSD        576(DI)(R8*2), Z10, Z6
+	VPXORD          Z0, Z0, Z7
+	VPDPBUSD        768(DI)(R8*2), Z11, Z7
+	VPDPBUSD        832(DI)(R8*2), Z12, Z7
+	VPUNPCKLDQ      Z5, Z13, Z8
+	VPUNPCKHDQ      Z5, Z13, Z5
+	VPADDD          Z5, Z8, Z8
+	VPUNPCKLDQ      Z7, Z6, Z5
+	VPUNPCKHDQ      Z7, Z6, Z6
+	VPADDD          Z6, Z5, Z5
+	VPUNPCKLQDQ     Z5, Z8, Z6
+	VPUNPCKHQDQ     Z5, Z8, Z5
+	VPADDD          Z5, Z6, Z6
+	VMOVDQU32       64(R9)(R8*2), Z5
+	VCVTDQ2PS       Z6, Z6
+	VMULPS          Z14, Z6, Z6
+	VCVTDQ2PS       Z5, Z5
+	VFMADD231PS     Z15, Z5, Z6
+	VFMADD231PS     (R9)(R8*2), Z6, Z4
+	ADDQ            $0x00000100, AX
+	ADDQ            $0x00000030, SI
+	ADDQ            $0x00000400, DI
+	ADDQ            $0x00000080, R9
+	DECQ            CX
+	JMP             chunk
+
+last:
+	TESTQ           BX, BX
+	JZ              done
+	CMPQ            BX, $0x02
+	JB              last1
+	JE              last2
+	CMPQ            BX, $0x03
+	JE              last3
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z5
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z5, Z0, Z5
+	VMOVDQU8.Z      64(AX), K2, Z6
+	VPSRLW          $0x04, Z6, Z7
+	VPANDD          Z6, Z0, Z6
+	VPANDD          Z7, Z0, Z7
+	VMOVDQU8.Z      128(AX), K3, Z8
+	VPSRLW          $0x04, Z8, Z9
+	VPANDD          Z8, Z0, Z8
+	VPANDD          Z9, Z0, Z9
+	VMOVDQU8.Z      192(AX), K4, Z10
+	VPSRLW          $0x04, Z10, Z11
+	VPANDD          Z10, Z0, Z10
+	VPANDD          Z11, Z0, Z11
+	VBROADCASTF32X4 32(SI), Z12
+	VMULPS          q4k4eighth<>+0(SB), Z12, Z12
+	VMOVDQU32       (SI), X13
+	VPMOVZXBD       X13, Z13
+	VCVTDQ2PS       Z13, Z13
+	VPERMILPS       $0x00, Z12, Z14
+	VMULPS          Z14, Z13, Z13
+	VMOVDQU32       16(SI), X14
+	VPMOVZXBD       X14, Z14
+	VCVTDQ2PS       Z14, Z14
+	VPERMILPS       $0x55, Z12, Z12
+	VMULPS          Z12, Z14, Z14
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z12
+	VPERMD          Z13, Z12, Z12
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z15
+	VPERMD          Z13, Z15, Z15
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z16
+	VPERMD          Z13, Z16, Z16
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z17
+	VPERMD          Z13, Z17, Z13
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z17
+	VPERMD          Z14, Z17, Z17
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z18
+	VPERMD          Z14, Z18, Z18
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z19
+	VPERMD          Z14, Z19, Z19
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z20
+	VPERMD          Z14, Z20, Z14
+	VPXORD          Z0, Z0, Z20
+	VPDPBUSD        (DI), Z1, Z20
+	VPDPBUSD        64(DI), Z5, Z20
+	VCVTDQ2PS       Z20, Z20
+	VMULPS          Z12, Z20, Z20
+	VMOVDQU32       192(DI), Z21
+	VCVTDQ2PS       Z21, Z21
+	VFMADD231PS     Z17, Z21, Z20
+	VFMADD231PS     128(DI), Z20, Z2
+	VPXORD          Z0, Z0, Z20
+	VPDPBUSD        256(DI), Z6, Z20
+	VPDPBUSD        320(DI), Z7, Z20
+	VCVTDQ2PS       Z20, Z20
+	VMULPS          Z15, Z20, Z20
+	VMOVDQU32       448(DI), Z21
+	VCVTDQ2PS       Z21, Z21
+	VFMADD231PS     Z18, Z21, Z20
+	VFMADD231PS     384(DI), Z20, Z2
+	VPXORD          Z0, Z0, Z20
+	VPDPBUSD        512(DI), Z8, Z20
+	VPDPBUSD        576(DI), Z9, Z20
+	VCVTDQ2PS       Z20, Z20
+	VMULPS          Z16, Z20, Z20
+	VMOVDQU32       704(DI), Z21
+	VCVTDQ2PS       Z21, Z21
+	VFMADD231PS     Z19, Z21, Z20
+	VFMADD231PS     640(DI), Z20, Z2
+	VPXORD          Z0, Z0, Z20
+	VPDPBUSD        768(DI), Z10, Z20
+	VPDPBUSD        832(DI), Z11, Z20
+	VCVTDQ2PS       Z20, Z20
+	VMULPS          Z13, Z20, Z20
+	VMOVDQU32       960(DI), Z21
+	VCVTDQ2PS       Z21, Z21
+	VFMADD231PS     Z14, Z21, Z20
+	VFMADD231PS     896(DI), Z20, Z2
+	VPXORD          Z0, Z0, Z20
+	VPDPBUSD        (DI)(R8*1), Z1, Z20
+	VPDPBUSD        64(DI)(R8*1), Z5, Z20
+	VCVTDQ2PS       Z20, Z20
+	VMULPS          Z12, Z20, Z20
+	VMOVDQU32       192(DI)(R8*1), Z21
+	VCVTDQ2PS       Z21, Z21
+	VFMADD231PS     Z17, Z21, Z20
+	VFMADD231PS     128(DI)(R8*1), Z20, Z3
+	VPXORD          Z0, Z0, Z20
+	VPDPBUSD        256(DI)(R8*1), Z6, Z20
+	VPDPBUSD        320(DI)(R8*1), Z7, Z20
+	VCVTDQ2PS       Z20, Z20
+	VMULPS          Z15, Z20, Z20
+	VMOVDQU32       448(DI)(R8*1), Z21
+	VCVTDQ2PS       Z21, Z21
+	VFMADD231PS     Z18, Z21, Z20
+	VFMADD231PS     384(DI)(R8*1), Z20, Z3
+	VPXORD          Z0, Z0, Z20
+	VPDPBUSD        512(DI)(R8*1), Z8, Z20
+	VPDPBUSD        576(DI)(R8*1), Z9, Z20
+	VCVTDQ2PS       Z20, Z20
+	VMULPS          Z16, Z20, Z20
+	VMOVDQU32       704(DI)(R8*1), Z21
+	VCVTDQ2PS       Z21, Z21
+	VFMADD231PS     Z19, Z21, Z20
+	VFMADD231PS     640(DI)(R8*1), Z20, Z3
+	VPXORD          Z0, Z0, Z20
+	VPDPBUSD        768(DI)(R8*1), Z10, Z20
+	VPDPBUSD        832(DI)(R8*1), Z11, Z20
+	VCVTDQ2PS       Z20, Z20
+	VMULPS          Z13, Z20, Z20
+	VMOVDQU32       960(DI)(R8*1), Z21
+	VCVTDQ2PS       Z21, Z21
+	VFMADD231PS     Z14, Z21, Z20
+	VFMADD231PS     896(DI)(R8*1), Z20, Z3
+	VPXORD          Z0, Z0, Z20
+	VPDPBUSD        (DI)(R8*2), Z1, Z20
+	VPDPBUSD        64(DI)(R8*2), Z5, Z20
+	VCVTDQ2PS       Z20, Z20
+	VMULPS          Z12, Z20, Z20
+	VMOVDQU32       192(DI)(R8*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z17, Z1, Z20
+	VFMADD231PS     128(DI)(R8*2), Z20, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(DI)(R8*2), Z6, Z1
+	VPDPBUSD        320(DI)(R8*2), Z7, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z15, Z1, Z1
+	VMOVDQU32       448(DI)(R8*2), Z5
+	VCVTDQ2PS       Z5, Z5
+	VFMADD231PS     Z18, Z5, Z1
+	VFMADD231PS     384(DI)(R8*2), Z1, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(DI)(R8*2), Z8, Z1
+	VPDPBUSD        576(DI)(R8*2), Z9, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z16, Z1, Z1
+	VMOVDQU32       704(DI)(R8*2), Z5
+	VCVTDQ2PS       Z5, Z5
+	VFMADD231PS     Z19, Z5, Z1
+	VFMADD231PS     640(DI)(R8*2), Z1, Z4
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        768(DI)(R8*2), Z10, Z0
+	VPDPBUSD        832(DI)(R8*2), Z11, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z13, Z0, Z0
+	VMOVDQU32       960(DI)(R8*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z14, Z1, Z0
+	VFMADD231PS     896(DI)(R8*2), Z0, Z4
+	JMP             done
+
+last3:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z5
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z5, Z0, Z5
+	VMOVDQU8.Z      64(AX), K2, Z6
+	VPSRLW          $0x04, Z6, Z7
+	VPANDD          Z6, Z0, Z6
+	VPANDD          Z7, Z0, Z7
+	VMOVDQU8.Z      128(AX), K3, Z8
+	VPSRLW          $0x04, Z8, Z9
+	VPANDD          Z8, Z0, Z8
+	VPANDD          Z9, Z0, Z9
+	VBROADCASTF32X4 32(SI), Z10
+	VMULPS          q4k4eighth<>+0(SB), Z10, Z10
+	VMOVDQU32       (SI), X11
+	VPMOVZXBD       X11, Z11
+	VCVTDQ2PS       Z11, Z11
+	VPERMILPS       $0x00, Z10, Z12
+	VMULPS          Z12, Z11, Z11
+	VMOVDQU32       16(SI), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x55, Z10, Z10
+	VMULPS          Z10, Z12, Z12
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z10
+	VPERMD          Z11, Z10, Z10
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z13
+	VPERMD          Z11, Z13, Z13
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z14
+	VPERMD          Z11, Z14, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z14
+	VPERMD          Z12, Z14, Z14
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z15
+	VPERMD          Z12, Z15, Z15
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z16
+	VPERMD          Z12, Z16, Z12
+	VPXORD          Z0, Z0, Z16
+	VPDPBUSD        (DI), Z1, Z16
+	VPDPBUSD        64(DI), Z5, Z16
+	VCVTDQ2PS       Z16, Z16
+	VMULPS          Z10, Z16, Z16
+	VMOVDQU32       192(DI), Z17
+	VCVTDQ2PS       Z17, Z17
+	VFMADD231PS     Z14, Z17, Z16
+	VFMADD231PS     128(DI), Z16, Z2
+	VPXORD          Z0, Z0, Z16
+	VPDPBUSD        256(DI), Z6, Z16
+	VPDPBUSD        320(DI), Z7, Z16
+	VCVTDQ2PS       Z16, Z16
+	VMULPS          Z13, Z16, Z16
+	VMOVDQU32       448(DI), Z17
+	VCVTDQ2PS       Z17, Z17
+	VFMADD231PS     Z15, Z17, Z16
+	VFMADD231PS     384(DI), Z16, Z2
+	VPXORD          Z0, Z0, Z16
+	VPDPBUSD        512(DI), Z8, Z16
+	VPDPBUSD        576(DI), Z9, Z16
+	VCVTDQ2PS       Z16, Z16
+	VMULPS          Z11, Z16, Z16
+	VMOVDQU32       704(DI), Z17
+	VCVTDQ2PS       Z17, Z17
+	VFMADD231PS     Z12, Z17, Z16
+	VFMADD231PS     640(DI), Z16, Z2
+	VPXORD          Z0, Z0, Z16
+	VPDPBUSD        (DI)(R8*1), Z1, Z16
+	VPDPBUSD        64(DI)(R8*1), Z5, Z16
+	VCVTDQ2PS       Z16, Z16
+	VMULPS          Z10, Z16, Z16
+	VMOVDQU32       192(DI)(R8*1), Z17
+	VCVTDQ2PS       Z17, Z17
+	VFMADD231PS     Z14, Z17, Z16
+	VFMADD231PS     128(DI)(R8*1), Z16, Z3
+	VPXORD          Z0, Z0, Z16
+	VPDPBUSD        256(DI)(R8*1), Z6, Z16
+	VPDPBUSD        320(DI)(R8*1), Z7, Z16
+	VCVTDQ2PS       Z16, Z16
+	VMULPS          Z13, Z16, Z16
+	VMOVDQU32       448(DI)(R8*1), Z17
+	VCVTDQ2PS       Z17, Z17
+	VFMADD231PS     Z15, Z17, Z16
+	VFMADD231PS     384(DI)(R8*1), Z16, Z3
+	VPXORD          Z0, Z0, Z16
+	VPDPBUSD        512(DI)(R8*1), Z8, Z16
+	VPDPBUSD        576(DI)(R8*1), Z9, Z16
+	VCVTDQ2PS       Z16, Z16
+	VMULPS          Z11, Z16, Z16
+	VMOVDQU32       704(DI)(R8*1), Z17
+	VCVTDQ2PS       Z17, Z17
+	VFMADD231PS     Z12, Z17, Z16
+	VFMADD231PS     640(DI)(R8*1), Z16, Z3
+	VPXORD          Z0, Z0, Z16
+	VPDPBUSD        (DI)(R8*2), Z1, Z16
+	VPDPBUSD        64(DI)(R8*2), Z5, Z16
+	VCVTDQ2PS       Z16, Z16
+	VMULPS          Z10, Z16, Z16
+	VMOVDQU32       192(DI)(R8*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z14, Z1, Z16
+	VFMADD231PS     128(DI)(R8*2), Z16, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(DI)(R8*2), Z6, Z1
+	VPDPBUSD        320(DI)(R8*2), Z7, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z13, Z1, Z1
+	VMOVDQU32       448(DI)(R8*2), Z5
+	VCVTDQ2PS       Z5, Z5
+	VFMADD231PS     Z15, Z5, Z1
+	VFMADD231PS     384(DI)(R8*2), Z1, Z4
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        512(DI)(R8*2), Z8, Z0
+	VPDPBUSD        576(DI)(R8*2), Z9, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z11, Z0, Z0
+	VMOVDQU32       704(DI)(R8*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z12, Z1, Z0
+	VFMADD231PS     640(DI)(R8*2), Z0, Z4
+	JMP             done
+
+last2:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z5
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z5, Z0, Z5
+	VMOVDQU8.Z      64(AX), K2, Z6
+	VPSRLW          $0x04, Z6, Z7
+	VPANDD          Z6, Z0, Z6
+	VPANDD          Z7, Z0, Z7
+	VBROADCASTF32X4 32(SI), Z8
+	VMULPS          q4k4eighth<>+0(SB), Z8, Z8
+	VMOVDQU32       (SI), X9
+	VPMOVZXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VPERMILPS       $0x00, Z8, Z10
+	VMULPS          Z10, Z9, Z9
+	VMOVDQU32       16(SI), X10
+	VPMOVZXBD       X10, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPERMILPS       $0x55, Z8, Z8
+	VMULPS          Z8, Z10, Z10
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z8
+	VPERMD          Z9, Z8, Z8
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z11
+	VPERMD          Z9, Z11, Z9
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z11
+	VPERMD          Z10, Z11, Z11
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z12
+	VPERMD          Z10, Z12, Z10
+	VPXORD          Z0, Z0, Z12
+	VPDPBUSD        (DI), Z1, Z12
+	VPDPBUSD        64(DI), Z5, Z12
+	VCVTDQ2PS       Z12, Z12
+	VMULPS          Z8, Z12, Z12
+	VMOVDQU32       192(DI), Z13
+	VCVTDQ2PS       Z13, Z13
+	VFMADD231PS     Z11, Z13, Z12
+	VFMADD231PS     128(DI), Z12, Z2
+	VPXORD          Z0, Z0, Z12
+	VPDPBUSD        256(DI), Z6, Z12
+	VPDPBUSD        320(DI), Z7, Z12
+	VCVTDQ2PS       Z12, Z12
+	VMULPS          Z9, Z12, Z12
+	VMOVDQU32       448(DI), Z13
+	VCVTDQ2PS       Z13, Z13
+	VFMADD231PS     Z10, Z13, Z12
+	VFMADD231PS     384(DI), Z12, Z2
+	VPXORD          Z0, Z0, Z12
+	VPDPBUSD        (DI)(R8*1), Z1, Z12
+	VPDPBUSD        64(DI)(R8*1), Z5, Z12
+	VCVTDQ2PS       Z12, Z12
+	VMULPS          Z8, Z12, Z12
+	VMOVDQU32       192(DI)(R8*1), Z13
+	VCVTDQ2PS       Z13, Z13
+	VFMADD231PS     Z11, Z13, Z12
+	VFMADD231PS     128(DI)(R8*1), Z12, Z3
+	VPXORD          Z0, Z0, Z12
+	VPDPBUSD        256(DI)(R8*1), Z6, Z12
+	VPDPBUSD        320(DI)(R8*1), Z7, Z12
+	VCVTDQ2PS       Z12, Z12
+	VMULPS          Z9, Z12, Z12
+	VMOVDQU32       448(DI)(R8*1), Z13
+	VCVTDQ2PS       Z13, Z13
+	VFMADD231PS     Z10, Z13, Z12
+	VFMADD231PS     384(DI)(R8*1), Z12, Z3
+	VPXORD          Z0, Z0, Z12
+	VPDPBUSD        (DI)(R8*2), Z1, Z12
+	VPDPBUSD        64(DI)(R8*2), Z5, Z12
+	VCVTDQ2PS       Z12, Z12
+	VMULPS          Z8, Z12, Z12
+	VMOVDQU32       192(DI)(R8*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z11, Z1, Z12
+	VFMADD231PS     128(DI)(R8*2), Z12, Z4
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        256(DI)(R8*2), Z6, Z0
+	VPDPBUSD        320(DI)(R8*2), Z7, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z9, Z0, Z0
+	VMOVDQU32       448(DI)(R8*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z10, Z1, Z0
+	VFMADD231PS     384(DI)(R8*2), Z0, Z4
+	JMP             done
+
+last1:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z5
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z5, Z0, Z5
+	VBROADCASTF32X4 32(SI), Z6
+	VMULPS          q4k4eighth<>+0(SB), Z6, Z6
+	VMOVDQU32       (SI), X7
+	VPMOVZXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VPERMILPS       $0x00, Z6, Z8
+	VMULPS          Z8, Z7, Z7
+	VMOVDQU32       16(SI), X8
+	VPMOVZXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VPERMILPS       $0x55, Z6, Z6
+	VMULPS          Z6, Z8, Z8
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z6
+	VPERMD          Z7, Z6, Z6
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z7
+	VPERMD          Z8, Z7, Z7
+	VPXORD          Z0, Z0, Z8
+	VPDPBUSD        (DI), Z1, Z8
+	VPDPBUSD        64(DI), Z5, Z8
+	VCVTDQ2PS       Z8, Z8
+	VMULPS          Z6, Z8, Z8
+	VMOVDQU32       192(DI), Z9
+	VCVTDQ2PS       Z9, Z9
+	VFMADD231PS     Z7, Z9, Z8
+	VFMADD231PS     128(DI), Z8, Z2
+	VPXORD          Z0, Z0, Z8
+	VPDPBUSD        (DI)(R8*1), Z1, Z8
+	VPDPBUSD        64(DI)(R8*1), Z5, Z8
+	VCVTDQ2PS       Z8, Z8
+	VMULPS          Z6, Z8, Z8
+	VMOVDQU32       192(DI)(R8*1), Z9
+	VCVTDQ2PS       Z9, Z9
+	VFMADD231PS     Z7, Z9, Z8
+	VFMADD231PS     128(DI)(R8*1), Z8, Z3
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        (DI)(R8*2), Z1, Z0
+	VPDPBUSD        64(DI)(R8*2), Z5, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z6, Z0, Z0
+	VMOVDQU32       192(DI)(R8*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z7, Z1, Z0
+	VFMADD231PS     128(DI)(R8*2), Z0, Z4
+
+done:
+	MOVQ          dst+64(FP), AX
+	MOVQ          ldd+72(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y0, Y2, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y0, Y3, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y0, Y4, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q4VnniK42x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, CMOV
+TEXT ·q4VnniK42x3(SB), NOSPLIT, $0-88
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQU32    q4codeperm<>+0(SB), X1
+	MOVQ         ng+32(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         tail+40(FP), CX
+	ADDQ         CX, AX
+	MOVQ         AX, CX
+	SHRQ         $0x04, CX
+	MOVQ         AX, DX
+	ADDQ         $0x0f, DX
+	SHRQ         $0x04, DX
+	SHLQ         $0x0a, DX
+	ANDQ         $0x0f, AX
+	MOVQ         AX, BX
+	ADDQ         $0x03, BX
+	SHRQ         $0x02, BX
+	MOVQ         $-1, SI
+	MOVQ         $0x0000000000000000, DI
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K1
+	SHLQ         $0x04, AX
+	MOVQ         AX, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K1
+	MOVQ         AX, R8
+	SUBQ         $0x40, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K2
+	MOVQ         AX, R8
+	SUBQ         $0x80, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K3
+	SUBQ         $0xc0, AX
+	CMOVQLT      DI, AX
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K4
+	VPXORD       Z0, Z0, Z2
+	VPXORD       Z0, Z0, Z3
+	VPXORD       Z0, Z0, Z4
+	VPXORD       Z0, Z0, Z5
+	VPXORD       Z0, Z0, Z6
+	VPXORD       Z0, Z0, Z7
+	MOVQ         nib+0(FP), AX
+	MOVQ         rstr+8(FP), SI
+	MOVQ         sc+16(FP), DI
+	MOVQ         scstr+24(FP), R8
+	MOVQ         x+48(FP), R9
+	MOVQ         xs+56(FP), R10
+	MOVQ         R9, R11
+	ADDQ         DX, R11
+
+chunk:
+	TESTQ           CX, CX
+	JZ              last
+	VMOVDQU32       (AX), Z8
+	VPSRLW          $0x04, Z8, Z9
+	VPANDD          Z8, Z0, Z8
+	VPANDD          Z9, Z0, Z9
+	VMOVDQU32       64(AX), Z10
+	VPSRLW          $0x04, Z10, Z11
+	VPANDD          Z10, Z0, Z10
+	VPANDD          Z11, Z0, Z11
+	VMOVDQU32       128(AX), Z12
+	VPSRLW          $0x04, Z12, Z13
+	VPANDD          Z12, Z0, Z12
+	VPANDD          Z13, Z0, Z13
+	VMOVDQU32       192(AX), Z14
+	VPSRLW          $0x04, Z14, Z15
+	VPANDD          Z14, Z0, Z14
+	VPANDD          Z15, Z0, Z15
+	VBROADCASTF32X4 32(DI), Z16
+	VMULPS          q4k4eighth<>+0(SB), Z16, Z16
+	VMOVDQU32       (DI), X17
+	VPSHUFB         X1, X17, X17
+	VPMOVZXBD       X17, Z17
+	VCVTDQ2PS       Z17, Z17
+	VPERMILPS       $0xa0, Z16, Z18
+	VMULPS          Z18, Z17, Z17
+	VMOVDQU32       16(DI), X18
+	VPSHUFB         X1, X18, X18
+	VPMOVZXBD       X18, Z18
+	VCVTDQ2PS       Z18, Z18
+	VPERMILPS       $0xf5, Z16, Z16
+	VMULPS          Z16, Z18, Z18
+	VPXORD          Z0, Z0, Z16
+	VPDPBUSD        (R9), Z8, Z16
+	VPDPBUSD        64(R9), Z9, Z16
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        256(R9), Z10, Z19
+	VPDPBUSD        320(R9), Z11, Z19
+	VPXORD          Z0, Z0, Z20
+	VPDPBUSD        512(R9), Z12, Z20
+	VPDPBUSD        576(R9), Z13, Z20
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        768(R9), Z14, Z21
+	VPDPBUSD        832(R9), Z15, Z21
+	VPUNPCKLDQ      Z19, Z16, Z22
+	VPUNPCKHDQ      Z19, Z16, Z16
+	VPADDD          Z16, Z22, Z22
+	VPUNPCKLDQ      Z21, Z20, Z16
+	VPUNPCKHDQ      Z21, Z20, Z19
+	VPADDD          Z19, Z16, Z16
+	VPUNPCKLQDQ     Z16, Z22, Z19
+	VPUNPCKHQDQ     Z16, Z22, Z16
+	VPADDD          Z16, Z19, Z19
+	VMOVDQU32       64(R11), Z16
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z17, Z19, Z19
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z18, Z16, Z19
+	VFMADD231PS     (R11), Z19, Z2
+	VPXORD          Z0, Z0, Z16
+	VPDPBUSD        (R9)(R10*1), Z8, Z16
+	VPDPBUSD        64(R9)(R10*1), Z9, Z16
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        256(R9)(R10*1), Z10, Z19
+	VPDPBUSD        320(R9)(R10*1), Z11, Z19
+	VPXORD          Z0, Z0, Z20
+	VPDPBUSD        512(R9)(R10*1), Z12, Z20
+	VPDPBUSD        576(R9)(R10*1), Z13, Z20
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        768(R9)(R10*1), Z14, Z21
+	VPDPBUSD        832(R9)(R10*1), Z15, Z21
+	VPUNPCKLDQ      Z19, Z16, Z22
+	VPUNPCKHDQ      Z19, Z16, Z16
+	VPADDD          Z16, Z22, Z22
+	VPUNPCKLDQ      Z21, Z20, Z16
+	VPUNPCKHDQ      Z21, Z20, Z19
+	VPADDD          Z19, Z16, Z16
+	VPUNPCKLQDQ     Z16, Z22, Z19
+	VPUNPCKHQDQ     Z16, Z22, Z16
+	VPADDD          Z16, Z19, Z19
+	VMOVDQU32       64(R11)(R10*1), Z16
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z17, Z19, Z19
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z18, Z16, Z19
+	VFMADD231PS     (R11)(R10*1), Z19, Z3
+	VPXORD          Z0, Z0, Z16
+	VPDPBUSD        (R9)(R10*2), Z8, Z16
+	VPDPBUSD        64(R9)(R10*2), Z9, Z16
+	VPXORD          Z0, Z0, Z8
+	VPDPBUSD        256(R9)(R10*2), Z10, Z8
+	VPDPBUSD        320(R9)(R10*2), Z11, Z8
+	VPXORD          Z0, Z0, Z9
+	VPDPBUSD        512(R9)(R10*2), Z12, Z9
+	VPDPBUSD        576(R9)(R10*2), Z13, Z9
+	VPXORD          Z0, Z0, Z10
+	VPDPBUSD        768(R9)(R10*2), Z14, Z10
+	VPDPBUSD        832(R9)(R10*2), Z15, Z10
+	VPUNPCKLDQ      Z8, Z16, Z11
+	VPUNPCKHDQ      Z8, Z16, Z8
+	VPADDD          Z8, Z11, Z11
+	VPUNPCKLDQ      Z10, Z9, Z8
+	VPUNPCKHDQ      Z10, Z9, Z9
+	VPADDD          Z9, Z8, Z8
+	VPUNPCKLQDQ     Z8, Z11, Z9
+	VPUNPCKHQDQ     Z8, Z11, Z8
+	VPADDD          Z8, Z9, Z9
+	VMOVDQU32       64(R11)(R10*2), Z8
+	VCVTDQ2PS       Z9, Z9
+	VMULPS          Z17, Z9, Z9
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z18, Z8, Z9
+	VFMADD231PS     (R11)(R10*2), Z9, Z4
+	VMOVDQU32       (AX)(SI*1), Z8
+	VPSRLW          $0x04, Z8, Z9
+	VPANDD          Z8, Z0, Z8
+	VPANDD          Z9, Z0, Z9
+	VMOVDQU32       64(AX)(SI*1), Z10
+	VPSRLW          $0x04, Z10, Z11
+	VPANDD          Z10, Z0, Z10
+	VPANDD          Z11, Z0, Z11
+	VMOVDQU32       128(AX)(SI*1), Z12
+	VPSRLW          $0x04, Z12, Z13
+	VPANDD          Z12, Z0, Z12
+	VPANDD          Z13, Z0, Z13
+	VMOVDQU32       192(AX)(SI*1), Z14
+	VPSRLW          $0x04, Z14, Z15
+	VPANDD          Z14, Z0, Z14
+	VPANDD          Z15, Z0, Z15
+	VBROADCASTF32X4 32(DI)(R8*1), Z16
+	VMULPS          q4k4eighth<>+0(SB), Z16, Z16
+	VMOVDQU32       (DI)(R8*1), X17
+	VPSHUFB         X1, X17, X17
+	VPMOVZXBD       X17, Z17
+	VCVTDQ2PS       Z17, Z17
+	VPERMILPS       $0xa0, Z16, Z18
+	VMULPS          Z18, Z17, Z17
+	VMOVDQU32       16(DI)(R8*1), X18
+	VPSHUFB         X1, X18, X18
+	VPMOVZXBD       X18, Z18
+	VCVTDQ2PS       Z18, Z18
+	VPERMILPS       $0xf5, Z16, Z16
+	VMULPS          Z16, Z18, Z18
+	VPXORD          Z0, Z0, Z16
+	VPDPBUSD        (R9), Z8, Z16
+	VPDPBUSD        64(R9), Z9, Z16
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        256(R9), Z10, Z19
+	VPDPBUSD        320(R9), Z11, Z19
+	VPXORD          Z0, Z0, Z20
+	VPDPBUSD        512(R9), Z12, Z20
+	VPDPBUSD        576(R9), Z13, Z20
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        768(R9), Z14, Z21
+	VPDPBUSD        832(R9), Z15, Z21
+	VPUNPCKLDQ      Z19, Z16, Z22
+	VPUNPCKHDQ      Z19, Z16, Z16
+	VPADDD          Z16, Z22, Z22
+	VPUNPCKLDQ      Z21, Z20, Z16
+	VPUNPCKHDQ      Z21, Z20, Z19
+	VPADDD          Z19, Z16, Z16
+	VPUNPCKLQDQ     Z16, Z22, Z19
+	VPUNPCKHQDQ     Z16, Z22, Z16
+	VPADDD          Z16, Z19, Z19
+	VMOVDQU32       64(R11), Z16
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z17, Z19, Z19
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z18, Z16, Z19
+	VFMADD231PS     (R11), Z19, Z5
+	VPXORD          Z0, Z0, Z16
+	VPDPBUSD        (R9)(R10*1), Z8, Z16
+	VPDPBUSD        64(R9)(R10*1), Z9, Z16
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        256(R9)(R10*1), Z10, Z19
+	VPDPBUSD        320(R9)(R10*1), Z11, Z19
+	VPXORD          Z0, Z0, Z20
+	VPDPBUSD        512(R9)(R10*1), Z12, Z20
+	VPDPBUSD        576(R9)(R10*1), Z13, Z20
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        768(R9)(R10*1), Z14, Z21
+	VPDPBUSD        832(R9)(R10*1), Z15, Z21
+	VPUNPCKLDQ      Z19, Z16, Z22
+	VPUNPCKHDQ      Z19, Z16, Z16
+	VPADDD          Z16, Z22, Z22
+	VPUNPCKLDQ      Z21, Z20, Z16
+	VPUNPCKHDQ      Z21, Z20, Z19
+	VPADDD          Z19, Z16, Z16
+	VPUNPCKLQDQ     Z16, Z22, Z19
+	VPUNPCKHQDQ     Z16, Z22, Z16
+	VPADDD          Z16, Z19, Z19
+	VMOVDQU32       64(R11)(R10*1), Z16
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z17, Z19, Z19
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z18, Z16, Z19
+	VFMADD231PS     (R11)(R10*1), Z19, Z6
+	VPXORD          Z0, Z0, Z16
+	VPDPBUSD        (R9)(R10*2), Z8, Z16
+	VPDPBUSD        64(R9)(R10*2), Z9, Z16
+	VPXORD          Z0, Z0, Z8
+	VPDPBUSD        256(R9)(R10*2), Z10, Z8
+	VPDPBUSD        320(R9)(R10*2), Z11, Z8
+	VPXORD          Z0, Z0, Z9
+	VPDPBUSD        512(R9)(R10*2), Z12, Z9
+	VPDPBUSD        576(R9)(R10*2), Z13, Z9
+	VPXORD          Z0, Z0, Z10
+	VPDPBUSD        768(R9)(R10*2), Z14, Z10
+	VPDPBUSD        832(R9)(R10*2), Z15, Z10
+	VPUNPCKLDQ      Z8, Z16, Z11
+	VPUNPCKHDQ      Z8, Z16, Z8
+	VPADDD          Z8, Z11, Z11
+	VPUNPCKLDQ      Z10, Z9, Z8
+	VPUNPCKHDQ      Z10, Z9, Z9
+	VPADDD          Z9, Z8, Z8
+	VPUNPCKLQDQ     Z8, Z11, Z9
+	VPUNPCKHQDQ     Z8, Z11, Z8
+	VPADDD          Z8, Z9, Z9
+	VMOVDQU32       64(R11)(R10*2), Z8
+	VCVTDQ2PS       Z9, Z9
+	VMULPS          Z17, Z9, Z9
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z18, Z8, Z9
+	VFMADD231PS     (R11)(R10*2), Z9, Z7
+	ADDQ            $0x00000100, AX
+	ADDQ            $0x00000030, DI
+	ADDQ            $0x00000400, R9
+	ADDQ            $0x00000080, R11
+	DECQ            CX
+	JMP             chunk
+
+last:
+	TESTQ           BX, BX
+	JZ              done
+	CMPQ            BX, $0x02
+	JB              last1
+	JE              last2
+	CMPQ            BX, $0x03
+	JE              last3
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z8
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      64(AX), K2, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      128(AX), K3, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VMOVDQU8.Z      192(AX), K4, Z13
+	VPSRLW          $0x04, Z13, Z14
+	VPANDD          Z13, Z0, Z13
+	VPANDD          Z14, Z0, Z14
+	VBROADCASTF32X4 32(DI), Z15
+	VMULPS          q4k4eighth<>+0(SB), Z15, Z15
+	VMOVDQU32       (DI), X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0x00, Z15, Z17
+	VMULPS          Z17, Z16, Z16
+	VMOVDQU32       16(DI), X17
+	VPMOVZXBD       X17, Z17
+	VCVTDQ2PS       Z17, Z17
+	VPERMILPS       $0x55, Z15, Z15
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z15
+	VPERMD          Z16, Z15, Z15
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z18
+	VPERMD          Z16, Z18, Z18
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z19
+	VPERMD          Z16, Z19, Z19
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z20
+	VPERMD          Z16, Z20, Z16
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z20
+	VPERMD          Z17, Z20, Z20
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z21
+	VPERMD          Z17, Z21, Z21
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z22
+	VPERMD          Z17, Z22, Z22
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z23
+	VPERMD          Z17, Z23, Z17
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        (R9), Z1, Z23
+	VPDPBUSD        64(R9), Z8, Z23
+	VCVTDQ2PS       Z23, Z23
+	VMULPS          Z15, Z23, Z23
+	VMOVDQU32       192(R9), Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z20, Z24, Z23
+	VFMADD231PS     128(R9), Z23, Z2
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        256(R9), Z9, Z23
+	VPDPBUSD        320(R9), Z10, Z23
+	VCVTDQ2PS       Z23, Z23
+	VMULPS          Z18, Z23, Z23
+	VMOVDQU32       448(R9), Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z21, Z24, Z23
+	VFMADD231PS     384(R9), Z23, Z2
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        512(R9), Z11, Z23
+	VPDPBUSD        576(R9), Z12, Z23
+	VCVTDQ2PS       Z23, Z23
+	VMULPS          Z19, Z23, Z23
+	VMOVDQU32       704(R9), Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z22, Z24, Z23
+	VFMADD231PS     640(R9), Z23, Z2
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        768(R9), Z13, Z23
+	VPDPBUSD        832(R9), Z14, Z23
+	VCVTDQ2PS       Z23, Z23
+	VMULPS          Z16, Z23, Z23
+	VMOVDQU32       960(R9), Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z17, Z24, Z23
+	VFMADD231PS     896(R9), Z23, Z2
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        (R9)(R10*1), Z1, Z23
+	VPDPBUSD        64(R9)(R10*1), Z8, Z23
+	VCVTDQ2PS       Z23, Z23
+	VMULPS          Z15, Z23, Z23
+	VMOVDQU32       192(R9)(R10*1), Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z20, Z24, Z23
+	VFMADD231PS     128(R9)(R10*1), Z23, Z3
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        256(R9)(R10*1), Z9, Z23
+	VPDPBUSD        320(R9)(R10*1), Z10, Z23
+	VCVTDQ2PS       Z23, Z23
+	VMULPS          Z18, Z23, Z23
+	VMOVDQU32       448(R9)(R10*1), Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z21, Z24, Z23
+	VFMADD231PS     384(R9)(R10*1), Z23, Z3
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        512(R9)(R10*1), Z11, Z23
+	VPDPBUSD        576(R9)(R10*1), Z12, Z23
+	VCVTDQ2PS       Z23, Z23
+	VMULPS          Z19, Z23, Z23
+	VMOVDQU32       704(R9)(R10*1), Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z22, Z24, Z23
+	VFMADD231PS     640(R9)(R10*1), Z23, Z3
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        768(R9)(R10*1), Z13, Z23
+	VPDPBUSD        832(R9)(R10*1), Z14, Z23
+	VCVTDQ2PS       Z23, Z23
+	VMULPS          Z16, Z23, Z23
+	VMOVDQU32       960(R9)(R10*1), Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z17, Z24, Z23
+	VFMADD231PS     896(R9)(R10*1), Z23, Z3
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        (R9)(R10*2), Z1, Z23
+	VPDPBUSD        64(R9)(R10*2), Z8, Z23
+	VCVTDQ2PS       Z23, Z23
+	VMULPS          Z15, Z23, Z23
+	VMOVDQU32       192(R9)(R10*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z20, Z1, Z23
+	VFMADD231PS     128(R9)(R10*2), Z23, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R9)(R10*2), Z9, Z1
+	VPDPBUSD        320(R9)(R10*2), Z10, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z18, Z1, Z1
+	VMOVDQU32       448(R9)(R10*2), Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z21, Z8, Z1
+	VFMADD231PS     384(R9)(R10*2), Z1, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R9)(R10*2), Z11, Z1
+	VPDPBUSD        576(R9)(R10*2), Z12, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z19, Z1, Z1
+	VMOVDQU32       704(R9)(R10*2), Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z22, Z8, Z1
+	VFMADD231PS     640(R9)(R10*2), Z1, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        768(R9)(R10*2), Z13, Z1
+	VPDPBUSD        832(R9)(R10*2), Z14, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z16, Z1, Z1
+	VMOVDQU32       960(R9)(R10*2), Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z17, Z8, Z1
+	VFMADD231PS     896(R9)(R10*2), Z1, Z4
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z8
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      64(AX)(SI*1), K2, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      128(AX)(SI*1), K3, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VMOVDQU8.Z      192(AX)(SI*1), K4, Z13
+	VPSRLW          $0x04, Z13, Z14
+	VPANDD          Z13, Z0, Z13
+	VPANDD          Z14, Z0, Z14
+	VBROADCASTF32X4 32(DI)(R8*1), Z15
+	VMULPS          q4k4eighth<>+0(SB), Z15, Z15
+	VMOVDQU32       (DI)(R8*1), X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0x00, Z15, Z17
+	VMULPS          Z17, Z16, Z16
+	VMOVDQU32       16(DI)(R8*1), X17
+	VPMOVZXBD       X17, Z17
+	VCVTDQ2PS       Z17, Z17
+	VPERMILPS       $0x55, Z15, Z15
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z15
+	VPERMD          Z16, Z15, Z15
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z18
+	VPERMD          Z16, Z18, Z18
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z19
+	VPERMD          Z16, Z19, Z19
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z20
+	VPERMD          Z16, Z20, Z16
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z20
+	VPERMD          Z17, Z20, Z20
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z21
+	VPERMD          Z17, Z21, Z21
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z22
+	VPERMD          Z17, Z22, Z22
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z23
+	VPERMD          Z17, Z23, Z17
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        (R9), Z1, Z23
+	VPDPBUSD        64(R9), Z8, Z23
+	VCVTDQ2PS       Z23, Z23
+	VMULPS          Z15, Z23, Z23
+	VMOVDQU32       192(R9), Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z20, Z24, Z23
+	VFMADD231PS     128(R9), Z23, Z5
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        256(R9), Z9, Z23
+	VPDPBUSD        320(R9), Z10, Z23
+	VCVTDQ2PS       Z23, Z23
+	VMULPS          Z18, Z23, Z23
+	VMOVDQU32       448(R9), Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z21, Z24, Z23
+	VFMADD231PS     384(R9), Z23, Z5
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        512(R9), Z11, Z23
+	VPDPBUSD        576(R9), Z12, Z23
+	VCVTDQ2PS       Z23, Z23
+	VMULPS          Z19, Z23, Z23
+	VMOVDQU32       704(R9), Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z22, Z24, Z23
+	VFMADD231PS     640(R9), Z23, Z5
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        768(R9), Z13, Z23
+	VPDPBUSD        832(R9), Z14, Z23
+	VCVTDQ2PS       Z23, Z23
+	VMULPS          Z16, Z23, Z23
+	VMOVDQU32       960(R9), Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z17, Z24, Z23
+	VFMADD231PS     896(R9), Z23, Z5
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        (R9)(R10*1), Z1, Z23
+	VPDPBUSD        64(R9)(R10*1), Z8, Z23
+	VCVTDQ2PS       Z23, Z23
+	VMULPS          Z15, Z23, Z23
+	VMOVDQU32       192(R9)(R10*1), Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z20, Z24, Z23
+	VFMADD231PS     128(R9)(R10*1), Z23, Z6
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        256(R9)(R10*1), Z9, Z23
+	VPDPBUSD        320(R9)(R10*1), Z10, Z23
+	VCVTDQ2PS       Z23, Z23
+	VMULPS          Z18, Z23, Z23
+	VMOVDQU32       448(R9)(R10*1), Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z21, Z24, Z23
+	VFMADD231PS     384(R9)(R10*1), Z23, Z6
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        512(R9)(R10*1), Z11, Z23
+	VPDPBUSD        576(R9)(R10*1), Z12, Z23
+	VCVTDQ2PS       Z23, Z23
+	VMULPS          Z19, Z23, Z23
+	VMOVDQU32       704(R9)(R10*1), Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z22, Z24, Z23
+	VFMADD231PS     640(R9)(R10*1), Z23, Z6
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        768(R9)(R10*1), Z13, Z23
+	VPDPBUSD        832(R9)(R10*1), Z14, Z23
+	VCVTDQ2PS       Z23, Z23
+	VMULPS          Z16, Z23, Z23
+	VMOVDQU32       960(R9)(R10*1), Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z17, Z24, Z23
+	VFMADD231PS     896(R9)(R10*1), Z23, Z6
+	VPXORD          Z0, Z0, Z23
+	VPDPBUSD        (R9)(R10*2), Z1, Z23
+	VPDPBUSD        64(R9)(R10*2), Z8, Z23
+	VCVTDQ2PS       Z23, Z23
+	VMULPS          Z15, Z23, Z23
+	VMOVDQU32       192(R9)(R10*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z20, Z1, Z23
+	VFMADD231PS     128(R9)(R10*2), Z23, Z7
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R9)(R10*2), Z9, Z1
+	VPDPBUSD        320(R9)(R10*2), Z10, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z18, Z1, Z1
+	VMOVDQU32       448(R9)(R10*2), Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z21, Z8, Z1
+	VFMADD231PS     384(R9)(R10*2), Z1, Z7
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R9)(R10*2), Z11, Z1
+	VPDPBUSD        576(R9)(R10*2), Z12, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z19, Z1, Z1
+	VMOVDQU32       704(R9)(R10*2), Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z22, Z8, Z1
+	VFMADD231PS     640(R9)(R10*2), Z1, Z7
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        768(R9)(R10*2), Z13, Z0
+	VPDPBUSD        832(R9)(R10*2), Z14, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z16, Z0, Z0
+	VMOVDQU32       960(R9)(R10*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z17, Z1, Z0
+	VFMADD231PS     896(R9)(R10*2), Z0, Z7
+	JMP             done
+
+last3:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z8
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      64(AX), K2, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      128(AX), K3, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VBROADCASTF32X4 32(DI), Z13
+	VMULPS          q4k4eighth<>+0(SB), Z13, Z13
+	VMOVDQU32       (DI), X14
+	VPMOVZXBD       X14, Z14
+	VCVTDQ2PS       Z14, Z14
+	VPERMILPS       $0x00, Z13, Z15
+	VMULPS          Z15, Z14, Z14
+	VMOVDQU32       16(DI), X15
+	VPMOVZXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VPERMILPS       $0x55, Z13, Z13
+	VMULPS          Z13, Z15, Z15
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z13
+	VPERMD          Z14, Z13, Z13
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z16
+	VPERMD          Z14, Z16, Z16
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z17
+	VPERMD          Z14, Z17, Z14
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z17
+	VPERMD          Z15, Z17, Z17
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z18
+	VPERMD          Z15, Z18, Z18
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z19
+	VPERMD          Z15, Z19, Z15
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        (R9), Z1, Z19
+	VPDPBUSD        64(R9), Z8, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z13, Z19, Z19
+	VMOVDQU32       192(R9), Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z17, Z20, Z19
+	VFMADD231PS     128(R9), Z19, Z2
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        256(R9), Z9, Z19
+	VPDPBUSD        320(R9), Z10, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z16, Z19, Z19
+	VMOVDQU32       448(R9), Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z18, Z20, Z19
+	VFMADD231PS     384(R9), Z19, Z2
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        512(R9), Z11, Z19
+	VPDPBUSD        576(R9), Z12, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z14, Z19, Z19
+	VMOVDQU32       704(R9), Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z15, Z20, Z19
+	VFMADD231PS     640(R9), Z19, Z2
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        (R9)(R10*1), Z1, Z19
+	VPDPBUSD        64(R9)(R10*1), Z8, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z13, Z19, Z19
+	VMOVDQU32       192(R9)(R10*1), Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z17, Z20, Z19
+	VFMADD231PS     128(R9)(R10*1), Z19, Z3
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        256(R9)(R10*1), Z9, Z19
+	VPDPBUSD        320(R9)(R10*1), Z10, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z16, Z19, Z19
+	VMOVDQU32       448(R9)(R10*1), Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z18, Z20, Z19
+	VFMADD231PS     384(R9)(R10*1), Z19, Z3
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        512(R9)(R10*1), Z11, Z19
+	VPDPBUSD        576(R9)(R10*1), Z12, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z14, Z19, Z19
+	VMOVDQU32       704(R9)(R10*1), Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z15, Z20, Z19
+	VFMADD231PS     640(R9)(R10*1), Z19, Z3
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        (R9)(R10*2), Z1, Z19
+	VPDPBUSD        64(R9)(R10*2), Z8, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z13, Z19, Z19
+	VMOVDQU32       192(R9)(R10*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z17, Z1, Z19
+	VFMADD231PS     128(R9)(R10*2), Z19, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R9)(R10*2), Z9, Z1
+	VPDPBUSD        320(R9)(R10*2), Z10, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z16, Z1, Z1
+	VMOVDQU32       448(R9)(R10*2), Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z18, Z8, Z1
+	VFMADD231PS     384(R9)(R10*2), Z1, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R9)(R10*2), Z11, Z1
+	VPDPBUSD        576(R9)(R10*2), Z12, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z14, Z1, Z1
+	VMOVDQU32       704(R9)(R10*2), Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z15, Z8, Z1
+	VFMADD231PS     640(R9)(R10*2), Z1, Z4
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z8
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      64(AX)(SI*1), K2, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VMOVDQU8.Z      128(AX)(SI*1), K3, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z11, Z0, Z11
+	VPANDD          Z12, Z0, Z12
+	VBROADCASTF32X4 32(DI)(R8*1), Z13
+	VMULPS          q4k4eighth<>+0(SB), Z13, Z13
+	VMOVDQU32       (DI)(R8*1), X14
+	VPMOVZXBD       X14, Z14
+	VCVTDQ2PS       Z14, Z14
+	VPERMILPS       $0x00, Z13, Z15
+	VMULPS          Z15, Z14, Z14
+	VMOVDQU32       16(DI)(R8*1), X15
+	VPMOVZXBD       X15, Z15
+	VCVTDQ2PS       Z15, Z15
+	VPERMILPS       $0x55, Z13, Z13
+	VMULPS          Z13, Z15, Z15
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z13
+	VPERMD          Z14, Z13, Z13
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z16
+	VPERMD          Z14, Z16, Z16
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z17
+	VPERMD          Z14, Z17, Z14
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z17
+	VPERMD          Z15, Z17, Z17
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z18
+	VPERMD          Z15, Z18, Z18
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z19
+	VPERMD          Z15, Z19, Z15
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        (R9), Z1, Z19
+	VPDPBUSD        64(R9), Z8, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z13, Z19, Z19
+	VMOVDQU32       192(R9), Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z17, Z20, Z19
+	VFMADD231PS     128(R9), Z19, Z5
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        256(R9), Z9, Z19
+	VPDPBUSD        320(R9), Z10, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z16, Z19, Z19
+	VMOVDQU32       448(R9), Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z18, Z20, Z19
+	VFMADD231PS     384(R9), Z19, Z5
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        512(R9), Z11, Z19
+	VPDPBUSD        576(R9), Z12, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z14, Z19, Z19
+	VMOVDQU32       704(R9), Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z15, Z20, Z19
+	VFMADD231PS     640(R9), Z19, Z5
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        (R9)(R10*1), Z1, Z19
+	VPDPBUSD        64(R9)(R10*1), Z8, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z13, Z19, Z19
+	VMOVDQU32       192(R9)(R10*1), Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z17, Z20, Z19
+	VFMADD231PS     128(R9)(R10*1), Z19, Z6
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        256(R9)(R10*1), Z9, Z19
+	VPDPBUSD        320(R9)(R10*1), Z10, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z16, Z19, Z19
+	VMOVDQU32       448(R9)(R10*1), Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z18, Z20, Z19
+	VFMADD231PS     384(R9)(R10*1), Z19, Z6
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        512(R9)(R10*1), Z11, Z19
+	VPDPBUSD        576(R9)(R10*1), Z12, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z14, Z19, Z19
+	VMOVDQU32       704(R9)(R10*1), Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z15, Z20, Z19
+	VFMADD231PS     640(R9)(R10*1), Z19, Z6
+	VPXORD          Z0, Z0, Z19
+	VPDPBUSD        (R9)(R10*2), Z1, Z19
+	VPDPBUSD        64(R9)(R10*2), Z8, Z19
+	VCVTDQ2PS       Z19, Z19
+	VMULPS          Z13, Z19, Z19
+	VMOVDQU32       192(R9)(R10*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z17, Z1, Z19
+	VFMADD231PS     128(R9)(R10*2), Z19, Z7
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R9)(R10*2), Z9, Z1
+	VPDPBUSD        320(R9)(R10*2), Z10, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z16, Z1, Z1
+	VMOVDQU32       448(R9)(R10*2), Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z18, Z8, Z1
+	VFMADD231PS     384(R9)(R10*2), Z1, Z7
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        512(R9)(R10*2), Z11, Z0
+	VPDPBUSD        576(R9)(R10*2), Z12, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z14, Z0, Z0
+	VMOVDQU32       704(R9)(R10*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z15, Z1, Z0
+	VFMADD231PS     640(R9)(R10*2), Z0, Z7
+	JMP             done
+
+last2:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z8
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      64(AX), K2, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(DI), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (DI), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x00, Z11, Z13
+	VMULPS          Z13, Z12, Z12
+	VMOVDQU32       16(DI), X13
+	VPMOVZXBD       X13, Z13
+	VCVTDQ2PS       Z13, Z13
+	VPERMILPS       $0x55, Z11, Z11
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z11
+	VPERMD          Z12, Z11, Z11
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z14
+	VPERMD          Z12, Z14, Z12
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z14
+	VPERMD          Z13, Z14, Z14
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z15
+	VPERMD          Z13, Z15, Z13
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        (R9), Z1, Z15
+	VPDPBUSD        64(R9), Z8, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z11, Z15, Z15
+	VMOVDQU32       192(R9), Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z14, Z16, Z15
+	VFMADD231PS     128(R9), Z15, Z2
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        256(R9), Z9, Z15
+	VPDPBUSD        320(R9), Z10, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z12, Z15, Z15
+	VMOVDQU32       448(R9), Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z13, Z16, Z15
+	VFMADD231PS     384(R9), Z15, Z2
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        (R9)(R10*1), Z1, Z15
+	VPDPBUSD        64(R9)(R10*1), Z8, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z11, Z15, Z15
+	VMOVDQU32       192(R9)(R10*1), Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z14, Z16, Z15
+	VFMADD231PS     128(R9)(R10*1), Z15, Z3
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        256(R9)(R10*1), Z9, Z15
+	VPDPBUSD        320(R9)(R10*1), Z10, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z12, Z15, Z15
+	VMOVDQU32       448(R9)(R10*1), Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z13, Z16, Z15
+	VFMADD231PS     384(R9)(R10*1), Z15, Z3
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        (R9)(R10*2), Z1, Z15
+	VPDPBUSD        64(R9)(R10*2), Z8, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z11, Z15, Z15
+	VMOVDQU32       192(R9)(R10*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z14, Z1, Z15
+	VFMADD231PS     128(R9)(R10*2), Z15, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R9)(R10*2), Z9, Z1
+	VPDPBUSD        320(R9)(R10*2), Z10, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z12, Z1, Z1
+	VMOVDQU32       448(R9)(R10*2), Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z13, Z8, Z1
+	VFMADD231PS     384(R9)(R10*2), Z1, Z4
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z8
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      64(AX)(SI*1), K2, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(DI)(R8*1), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (DI)(R8*1), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x00, Z11, Z13
+	VMULPS          Z13, Z12, Z12
+	VMOVDQU32       16(DI)(R8*1), X13
+	VPMOVZXBD       X13, Z13
+	VCVTDQ2PS       Z13, Z13
+	VPERMILPS       $0x55, Z11, Z11
+	VMULPS          Z11, Z13, Z13
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z11
+	VPERMD          Z12, Z11, Z11
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z14
+	VPERMD          Z12, Z14, Z12
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z14
+	VPERMD          Z13, Z14, Z14
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z15
+	VPERMD          Z13, Z15, Z13
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        (R9), Z1, Z15
+	VPDPBUSD        64(R9), Z8, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z11, Z15, Z15
+	VMOVDQU32       192(R9), Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z14, Z16, Z15
+	VFMADD231PS     128(R9), Z15, Z5
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        256(R9), Z9, Z15
+	VPDPBUSD        320(R9), Z10, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z12, Z15, Z15
+	VMOVDQU32       448(R9), Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z13, Z16, Z15
+	VFMADD231PS     384(R9), Z15, Z5
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        (R9)(R10*1), Z1, Z15
+	VPDPBUSD        64(R9)(R10*1), Z8, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z11, Z15, Z15
+	VMOVDQU32       192(R9)(R10*1), Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z14, Z16, Z15
+	VFMADD231PS     128(R9)(R10*1), Z15, Z6
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        256(R9)(R10*1), Z9, Z15
+	VPDPBUSD        320(R9)(R10*1), Z10, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z12, Z15, Z15
+	VMOVDQU32       448(R9)(R10*1), Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z13, Z16, Z15
+	VFMADD231PS     384(R9)(R10*1), Z15, Z6
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        (R9)(R10*2), Z1, Z15
+	VPDPBUSD        64(R9)(R10*2), Z8, Z15
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z11, Z15, Z15
+	VMOVDQU32       192(R9)(R10*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z14, Z1, Z15
+	VFMADD231PS     128(R9)(R10*2), Z15, Z7
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        256(R9)(R10*2), Z9, Z0
+	VPDPBUSD        320(R9)(R10*2), Z10, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z12, Z0, Z0
+	VMOVDQU32       448(R9)(R10*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z13, Z1, Z0
+	VFMADD231PS     384(R9)(R10*2), Z0, Z7
+	JMP             done
+
+last1:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z8
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z8, Z0, Z8
+	VBROADCASTF32X4 32(DI), Z9
+	VMULPS          q4k4eighth<>+0(SB), Z9, Z9
+	VMOVDQU32       (DI), X10
+	VPMOVZXBD       X10, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPERMILPS       $0x00, Z9, Z11
+	VMULPS          Z11, Z10, Z10
+	VMOVDQU32       16(DI), X11
+	VPMOVZXBD       X11, Z11
+	VCVTDQ2PS       Z11, Z11
+	VPERMILPS       $0x55, Z9, Z9
+	VMULPS          Z9, Z11, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z9
+	VPERMD          Z10, Z9, Z9
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z10
+	VPERMD          Z11, Z10, Z10
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        (R9), Z1, Z11
+	VPDPBUSD        64(R9), Z8, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS          Z9, Z11, Z11
+	VMOVDQU32       192(R9), Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z10, Z12, Z11
+	VFMADD231PS     128(R9), Z11, Z2
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        (R9)(R10*1), Z1, Z11
+	VPDPBUSD        64(R9)(R10*1), Z8, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS          Z9, Z11, Z11
+	VMOVDQU32       192(R9)(R10*1), Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z10, Z12, Z11
+	VFMADD231PS     128(R9)(R10*1), Z11, Z3
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        (R9)(R10*2), Z1, Z11
+	VPDPBUSD        64(R9)(R10*2), Z8, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS          Z9, Z11, Z11
+	VMOVDQU32       192(R9)(R10*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z10, Z1, Z11
+	VFMADD231PS     128(R9)(R10*2), Z11, Z4
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z8
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z8, Z0, Z8
+	VBROADCASTF32X4 32(DI)(R8*1), Z9
+	VMULPS          q4k4eighth<>+0(SB), Z9, Z9
+	VMOVDQU32       (DI)(R8*1), X10
+	VPMOVZXBD       X10, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPERMILPS       $0x00, Z9, Z11
+	VMULPS          Z11, Z10, Z10
+	VMOVDQU32       16(DI)(R8*1), X11
+	VPMOVZXBD       X11, Z11
+	VCVTDQ2PS       Z11, Z11
+	VPERMILPS       $0x55, Z9, Z9
+	VMULPS          Z9, Z11, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z9
+	VPERMD          Z10, Z9, Z9
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z10
+	VPERMD          Z11, Z10, Z10
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        (R9), Z1, Z11
+	VPDPBUSD        64(R9), Z8, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS          Z9, Z11, Z11
+	VMOVDQU32       192(R9), Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z10, Z12, Z11
+	VFMADD231PS     128(R9), Z11, Z5
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        (R9)(R10*1), Z1, Z11
+	VPDPBUSD        64(R9)(R10*1), Z8, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS          Z9, Z11, Z11
+	VMOVDQU32       192(R9)(R10*1), Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z10, Z12, Z11
+	VFMADD231PS     128(R9)(R10*1), Z11, Z6
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        (R9)(R10*2), Z1, Z0
+	VPDPBUSD        64(R9)(R10*2), Z8, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z9, Z0, Z0
+	VMOVDQU32       192(R9)(R10*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z10, Z1, Z0
+	VFMADD231PS     128(R9)(R10*2), Z0, Z7
+
+done:
+	MOVQ          dst+64(FP), AX
+	MOVQ          ldd+72(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y0, Y2, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y0, Y5, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 4(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y0, Y3, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y0, Y6, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 4(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y0, Y4, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y0, Y7, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 4(AX)
+	VZEROUPPER
+	RET
+
+// func q4VnniK44x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, CMOV
+TEXT ·q4VnniK44x3(SB), NOSPLIT, $0-88
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQU32    q4codeperm<>+0(SB), X1
+	MOVQ         ng+32(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         tail+40(FP), CX
+	ADDQ         CX, AX
+	MOVQ         AX, CX
+	SHRQ         $0x04, CX
+	MOVQ         AX, DX
+	ADDQ         $0x0f, DX
+	SHRQ         $0x04, DX
+	SHLQ         $0x0a, DX
+	ANDQ         $0x0f, AX
+	MOVQ         AX, BX
+	ADDQ         $0x03, BX
+	SHRQ         $0x02, BX
+	MOVQ         $-1, SI
+	MOVQ         $0x0000000000000000, DI
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K1
+	SHLQ         $0x04, AX
+	MOVQ         AX, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K1
+	MOVQ         AX, R8
+	SUBQ         $0x40, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K2
+	MOVQ         AX, R8
+	SUBQ         $0x80, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K3
+	SUBQ         $0xc0, AX
+	CMOVQLT      DI, AX
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K4
+	VPXORD       Z0, Z0, Z2
+	VPXORD       Z0, Z0, Z3
+	VPXORD       Z0, Z0, Z4
+	VPXORD       Z0, Z0, Z5
+	VPXORD       Z0, Z0, Z6
+	VPXORD       Z0, Z0, Z7
+	VPXORD       Z0, Z0, Z8
+	VPXORD       Z0, Z0, Z9
+	VPXORD       Z0, Z0, Z10
+	VPXORD       Z0, Z0, Z11
+	VPXORD       Z0, Z0, Z12
+	VPXORD       Z0, Z0, Z13
+	MOVQ         nib+0(FP), AX
+	MOVQ         rstr+8(FP), SI
+	LEAQ         (SI)(SI*2), DI
+	MOVQ         sc+16(FP), R8
+	MOVQ         scstr+24(FP), R9
+	LEAQ         (R9)(R9*2), R10
+	MOVQ         x+48(FP), R11
+	MOVQ         xs+56(FP), R12
+	MOVQ         R11, R13
+	ADDQ         DX, R13
+
+chunk:
+	TESTQ           CX, CX
+	JZ              last
+	VMOVDQU32       (AX), Z14
+	VPSRLW          $0x04, Z14, Z15
+	VPANDD          Z14, Z0, Z14
+	VPANDD          Z15, Z0, Z15
+	VMOVDQU32       64(AX), Z16
+	VPSRLW          $0x04, Z16, Z17
+	VPANDD          Z16, Z0, Z16
+	VPANDD          Z17, Z0, Z17
+	VMOVDQU32       128(AX), Z18
+	VPSRLW          $0x04, Z18, Z19
+	VPANDD          Z18, Z0, Z18
+	VPANDD          Z19, Z0, Z19
+	VMOVDQU32       192(AX), Z20
+	VPSRLW          $0x04, Z20, Z21
+	VPANDD          Z20, Z0, Z20
+	VPANDD          Z21, Z0, Z21
+	VBROADCASTF32X4 32(R8), Z22
+	VMULPS          q4k4eighth<>+0(SB), Z22, Z22
+	VMOVDQU32       (R8), X23
+	VPSHUFB         X1, X23, X23
+	VPMOVZXBD       X23, Z23
+	VCVTDQ2PS       Z23, Z23
+	VPERMILPS       $0xa0, Z22, Z24
+	VMULPS          Z24, Z23, Z23
+	VMOVDQU32       16(R8), X24
+	VPSHUFB         X1, X24, X24
+	VPMOVZXBD       X24, Z24
+	VCVTDQ2PS       Z24, Z24
+	VPERMILPS       $0xf5, Z22, Z22
+	VMULPS          Z22, Z24, Z24
+	VPXORD          Z0, Z0, Z22
+	VPDPBUSD        (R11), Z14, Z22
+	VPDPBUSD        64(R11), Z15, Z22
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        256(R11), Z16, Z25
+	VPDPBUSD        320(R11), Z17, Z25
+	VPXORD          Z0, Z0, Z26
+	VPDPBUSD        512(R11), Z18, Z26
+	VPDPBUSD        576(R11), Z19, Z26
+	VPXORD          Z0, Z0, Z27
+	VPDPBUSD        768(R11), Z20, Z27
+	VPDPBUSD        832(R11), Z21, Z27
+	VPUNPCKLDQ      Z25, Z22, Z28
+	VPUNPCKHDQ      Z25, Z22, Z22
+	VPADDD          Z22, Z28, Z28
+	VPUNPCKLDQ      Z27, Z26, Z22
+	VPUNPCKHDQ      Z27, Z26, Z25
+	VPADDD          Z25, Z22, Z22
+	VPUNPCKLQDQ     Z22, Z28, Z25
+	VPUNPCKHQDQ     Z22, Z28, Z22
+	VPADDD          Z22, Z25, Z25
+	VMOVDQU32       64(R13), Z22
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z23, Z25, Z25
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z24, Z22, Z25
+	VFMADD231PS     (R13), Z25, Z2
+	VPXORD          Z0, Z0, Z22
+	VPDPBUSD        (R11)(R12*1), Z14, Z22
+	VPDPBUSD        64(R11)(R12*1), Z15, Z22
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        256(R11)(R12*1), Z16, Z25
+	VPDPBUSD        320(R11)(R12*1), Z17, Z25
+	VPXORD          Z0, Z0, Z26
+	VPDPBUSD        512(R11)(R12*1), Z18, Z26
+	VPDPBUSD        576(R11)(R12*1), Z19, Z26
+	VPXORD          Z0, Z0, Z27
+	VPDPBUSD        768(R11)(R12*1), Z20, Z27
+	VPDPBUSD        832(R11)(R12*1), Z21, Z27
+	VPUNPCKLDQ      Z25, Z22, Z28
+	VPUNPCKHDQ      Z25, Z22, Z22
+	VPADDD          Z22, Z28, Z28
+	VPUNPCKLDQ      Z27, Z26, Z22
+	VPUNPCKHDQ      Z27, Z26, Z25
+	VPADDD          Z25, Z22, Z22
+	VPUNPCKLQDQ     Z22, Z28, Z25
+	VPUNPCKHQDQ     Z22, Z28, Z22
+	VPADDD          Z22, Z25, Z25
+	VMOVDQU32       64(R13)(R12*1), Z22
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z23, Z25, Z25
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z24, Z22, Z25
+	VFMADD231PS     (R13)(R12*1), Z25, Z3
+	VPXORD          Z0, Z0, Z22
+	VPDPBUSD        (R11)(R12*2), Z14, Z22
+	VPDPBUSD        64(R11)(R12*2), Z15, Z22
+	VPXORD          Z0, Z0, Z14
+	VPDPBUSD        256(R11)(R12*2), Z16, Z14
+	VPDPBUSD        320(R11)(R12*2), Z17, Z14
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        512(R11)(R12*2), Z18, Z15
+	VPDPBUSD        576(R11)(R12*2), Z19, Z15
+	VPXORD          Z0, Z0, Z16
+	VPDPBUSD        768(R11)(R12*2), Z20, Z16
+	VPDPBUSD        832(R11)(R12*2), Z21, Z16
+	VPUNPCKLDQ      Z14, Z22, Z17
+	VPUNPCKHDQ      Z14, Z22, Z14
+	VPADDD          Z14, Z17, Z17
+	VPUNPCKLDQ      Z16, Z15, Z14
+	VPUNPCKHDQ      Z16, Z15, Z15
+	VPADDD          Z15, Z14, Z14
+	VPUNPCKLQDQ     Z14, Z17, Z15
+	VPUNPCKHQDQ     Z14, Z17, Z14
+	VPADDD          Z14, Z15, Z15
+	VMOVDQU32       64(R13)(R12*2), Z14
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z23, Z15, Z15
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z24, Z14, Z15
+	VFMADD231PS     (R13)(R12*2), Z15, Z4
+	VMOVDQU32       (AX)(SI*1), Z14
+	VPSRLW          $0x04, Z14, Z15
+	VPANDD          Z14, Z0, Z14
+	VPANDD          Z15, Z0, Z15
+	VMOVDQU32       64(AX)(SI*1), Z16
+	VPSRLW          $0x04, Z16, Z17
+	VPANDD          Z16, Z0, Z16
+	VPANDD          Z17, Z0, Z17
+	VMOVDQU32       128(AX)(SI*1), Z18
+	VPSRLW          $0x04, Z18, Z19
+	VPANDD          Z18, Z0, Z18
+	VPANDD          Z19, Z0, Z19
+	VMOVDQU32       192(AX)(SI*1), Z20
+	VPSRLW          $0x04, Z20, Z21
+	VPANDD          Z20, Z0, Z20
+	VPANDD          Z21, Z0, Z21
+	VBROADCASTF32X4 32(R8)(R9*1), Z22
+	VMULPS          q4k4eighth<>+0(SB), Z22, Z22
+	VMOVDQU32       (R8)(R9*1), X23
+	VPSHUFB         X1, X23, X23
+	VPMOVZXBD       X23, Z23
+	VCVTDQ2PS       Z23, Z23
+	VPERMILPS       $0xa0, Z22, Z24
+	VMULPS          Z24, Z23, Z23
+	VMOVDQU32       16(R8)(R9*1), X24
+	VPSHUFB         X1, X24, X24
+	VPMOVZXBD       X24, Z24
+	VCVTDQ2PS       Z24, Z24
+	VPERMILPS       $0xf5, Z22, Z22
+	VMULPS          Z22, Z24, Z24
+	VPXORD          Z0, Z0, Z22
+	VPDPBUSD        (R11), Z14, Z22
+	VPDPBUSD        64(R11), Z15, Z22
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        256(R11), Z16, Z25
+	VPDPBUSD        320(R11), Z17, Z25
+	VPXORD          Z0, Z0, Z26
+	VPDPBUSD        512(R11), Z18, Z26
+	VPDPBUSD        576(R11), Z19, Z26
+	VPXORD          Z0, Z0, Z27
+	VPDPBUSD        768(R11), Z20, Z27
+	VPDPBUSD        832(R11), Z21, Z27
+	VPUNPCKLDQ      Z25, Z22, Z28
+	VPUNPCKHDQ      Z25, Z22, Z22
+	VPADDD          Z22, Z28, Z28
+	VPUNPCKLDQ      Z27, Z26, Z22
+	VPUNPCKHDQ      Z27, Z26, Z25
+	VPADDD          Z25, Z22, Z22
+	VPUNPCKLQDQ     Z22, Z28, Z25
+	VPUNPCKHQDQ     Z22, Z28, Z22
+	VPADDD          Z22, Z25, Z25
+	VMOVDQU32       64(R13), Z22
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z23, Z25, Z25
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z24, Z22, Z25
+	VFMADD231PS     (R13), Z25, Z5
+	VPXORD          Z0, Z0, Z22
+	VPDPBUSD        (R11)(R12*1), Z14, Z22
+	VPDPBUSD        64(R11)(R12*1), Z15, Z22
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        256(R11)(R12*1), Z16, Z25
+	VPDPBUSD        320(R11)(R12*1), Z17, Z25
+	VPXORD          Z0, Z0, Z26
+	VPDPBUSD        512(R11)(R12*1), Z18, Z26
+	VPDPBUSD        576(R11)(R12*1), Z19, Z26
+	VPXORD          Z0, Z0, Z27
+	VPDPBUSD        768(R11)(R12*1), Z20, Z27
+	VPDPBUSD        832(R11)(R12*1), Z21, Z27
+	VPUNPCKLDQ      Z25, Z22, Z28
+	VPUNPCKHDQ      Z25, Z22, Z22
+	VPADDD          Z22, Z28, Z28
+	VPUNPCKLDQ      Z27, Z26, Z22
+	VPUNPCKHDQ      Z27, Z26, Z25
+	VPADDD          Z25, Z22, Z22
+	VPUNPCKLQDQ     Z22, Z28, Z25
+	VPUNPCKHQDQ     Z22, Z28, Z22
+	VPADDD          Z22, Z25, Z25
+	VMOVDQU32       64(R13)(R12*1), Z22
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z23, Z25, Z25
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z24, Z22, Z25
+	VFMADD231PS     (R13)(R12*1), Z25, Z6
+	VPXORD          Z0, Z0, Z22
+	VPDPBUSD        (R11)(R12*2), Z14, Z22
+	VPDPBUSD        64(R11)(R12*2), Z15, Z22
+	VPXORD          Z0, Z0, Z14
+	VPDPBUSD        256(R11)(R12*2), Z16, Z14
+	VPDPBUSD        320(R11)(R12*2), Z17, Z14
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        512(R11)(R12*2), Z18, Z15
+	VPDPBUSD        576(R11)(R12*2), Z19, Z15
+	VPXORD          Z0, Z0, Z16
+	VPDPBUSD        768(R11)(R12*2), Z20, Z16
+	VPDPBUSD        832(R11)(R12*2), Z21, Z16
+	VPUNPCKLDQ      Z14, Z22, Z17
+	VPUNPCKHDQ      Z14, Z22, Z14
+	VPADDD          Z14, Z17, Z17
+	VPUNPCKLDQ      Z16, Z15, Z14
+	VPUNPCKHDQ      Z16, Z15, Z15
+	VPADDD          Z15, Z14, Z14
+	VPUNPCKLQDQ     Z14, Z17, Z15
+	VPUNPCKHQDQ     Z14, Z17, Z14
+	VPADDD          Z14, Z15, Z15
+	VMOVDQU32       64(R13)(R12*2), Z14
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z23, Z15, Z15
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z24, Z14, Z15
+	VFMADD231PS     (R13)(R12*2), Z15, Z7
+	VMOVDQU32       (AX)(SI*2), Z14
+	VPSRLW          $0x04, Z14, Z15
+	VPANDD          Z14, Z0, Z14
+	VPANDD          Z15, Z0, Z15
+	VMOVDQU32       64(AX)(SI*2), Z16
+	VPSRLW          $0x04, Z16, Z17
+	VPANDD          Z16, Z0, Z16
+	VPANDD          Z17, Z0, Z17
+	VMOVDQU32       128(AX)(SI*2), Z18
+	VPSRLW          $0x04, Z18, Z19
+	VPANDD          Z18, Z0, Z18
+	VPANDD          Z19, Z0, Z19
+	VMOVDQU32       192(AX)(SI*2), Z20
+	VPSRLW          $0x04, Z20, Z21
+	VPANDD          Z20, Z0, Z20
+	VPANDD          Z21, Z0, Z21
+	VBROADCASTF32X4 32(R8)(R9*2), Z22
+	VMULPS          q4k4eighth<>+0(SB), Z22, Z22
+	VMOVDQU32       (R8)(R9*2), X23
+	VPSHUFB         X1, X23, X23
+	VPMOVZXBD       X23, Z23
+	VCVTDQ2PS       Z23, Z23
+	VPERMILPS       $0xa0, Z22, Z24
+	VMULPS          Z24, Z23, Z23
+	VMOVDQU32       16(R8)(R9*2), X24
+	VPSHUFB         X1, X24, X24
+	VPMOVZXBD       X24, Z24
+	VCVTDQ2PS       Z24, Z24
+	VPERMILPS       $0xf5, Z22, Z22
+	VMULPS          Z22, Z24, Z24
+	VPXORD          Z0, Z0, Z22
+	VPDPBUSD        (R11), Z14, Z22
+	VPDPBUSD        64(R11), Z15, Z22
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        256(R11), Z16, Z25
+	VPDPBUSD        320(R11), Z17, Z25
+	VPXORD          Z0, Z0, Z26
+	VPDPBUSD        512(R11), Z18, Z26
+	VPDPBUSD        576(R11), Z19, Z26
+	VPXORD          Z0, Z0, Z27
+	VPDPBUSD        768(R11), Z20, Z27
+	VPDPBUSD        832(R11), Z21, Z27
+	VPUNPCKLDQ      Z25, Z22, Z28
+	VPUNPCKHDQ      Z25, Z22, Z22
+	VPADDD          Z22, Z28, Z28
+	VPUNPCKLDQ      Z27, Z26, Z22
+	VPUNPCKHDQ      Z27, Z26, Z25
+	VPADDD          Z25, Z22, Z22
+	VPUNPCKLQDQ     Z22, Z28, Z25
+	VPUNPCKHQDQ     Z22, Z28, Z22
+	VPADDD          Z22, Z25, Z25
+	VMOVDQU32       64(R13), Z22
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z23, Z25, Z25
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z24, Z22, Z25
+	VFMADD231PS     (R13), Z25, Z8
+	VPXORD          Z0, Z0, Z22
+	VPDPBUSD        (R11)(R12*1), Z14, Z22
+	VPDPBUSD        64(R11)(R12*1), Z15, Z22
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        256(R11)(R12*1), Z16, Z25
+	VPDPBUSD        320(R11)(R12*1), Z17, Z25
+	VPXORD          Z0, Z0, Z26
+	VPDPBUSD        512(R11)(R12*1), Z18, Z26
+	VPDPBUSD        576(R11)(R12*1), Z19, Z26
+	VPXORD          Z0, Z0, Z27
+	VPDPBUSD        768(R11)(R12*1), Z20, Z27
+	VPDPBUSD        832(R11)(R12*1), Z21, Z27
+	VPUNPCKLDQ      Z25, Z22, Z28
+	VPUNPCKHDQ      Z25, Z22, Z22
+	VPADDD          Z22, Z28, Z28
+	VPUNPCKLDQ      Z27, Z26, Z22
+	VPUNPCKHDQ      Z27, Z26, Z25
+	VPADDD          Z25, Z22, Z22
+	VPUNPCKLQDQ     Z22, Z28, Z25
+	VPUNPCKHQDQ     Z22, Z28, Z22
+	VPADDD          Z22, Z25, Z25
+	VMOVDQU32       64(R13)(R12*1), Z22
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z23, Z25, Z25
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z24, Z22, Z25
+	VFMADD231PS     (R13)(R12*1), Z25, Z9
+	VPXORD          Z0, Z0, Z22
+	VPDPBUSD        (R11)(R12*2), Z14, Z22
+	VPDPBUSD        64(R11)(R12*2), Z15, Z22
+	VPXORD          Z0, Z0, Z14
+	VPDPBUSD        256(R11)(R12*2), Z16, Z14
+	VPDPBUSD        320(R11)(R12*2), Z17, Z14
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        512(R11)(R12*2), Z18, Z15
+	VPDPBUSD        576(R11)(R12*2), Z19, Z15
+	VPXORD          Z0, Z0, Z16
+	VPDPBUSD        768(R11)(R12*2), Z20, Z16
+	VPDPBUSD        832(R11)(R12*2), Z21, Z16
+	VPUNPCKLDQ      Z14, Z22, Z17
+	VPUNPCKHDQ      Z14, Z22, Z14
+	VPADDD          Z14, Z17, Z17
+	VPUNPCKLDQ      Z16, Z15, Z14
+	VPUNPCKHDQ      Z16, Z15, Z15
+	VPADDD          Z15, Z14, Z14
+	VPUNPCKLQDQ     Z14, Z17, Z15
+	VPUNPCKHQDQ     Z14, Z17, Z14
+	VPADDD          Z14, Z15, Z15
+	VMOVDQU32       64(R13)(R12*2), Z14
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z23, Z15, Z15
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z24, Z14, Z15
+	VFMADD231PS     (R13)(R12*2), Z15, Z10
+	VMOVDQU32       (AX)(DI*1), Z14
+	VPSRLW          $0x04, Z14, Z15
+	VPANDD          Z14, Z0, Z14
+	VPANDD          Z15, Z0, Z15
+	VMOVDQU32       64(AX)(DI*1), Z16
+	VPSRLW          $0x04, Z16, Z17
+	VPANDD          Z16, Z0, Z16
+	VPANDD          Z17, Z0, Z17
+	VMOVDQU32       128(AX)(DI*1), Z18
+	VPSRLW          $0x04, Z18, Z19
+	VPANDD          Z18, Z0, Z18
+	VPANDD          Z19, Z0, Z19
+	VMOVDQU32       192(AX)(DI*1), Z20
+	VPSRLW          $0x04, Z20, Z21
+	VPANDD          Z20, Z0, Z20
+	VPANDD          Z21, Z0, Z21
+	VBROADCASTF32X4 32(R8)(R10*1), Z22
+	VMULPS          q4k4eighth<>+0(SB), Z22, Z22
+	VMOVDQU32       (R8)(R10*1), X23
+	VPSHUFB         X1, X23, X23
+	VPMOVZXBD       X23, Z23
+	VCVTDQ2PS       Z23, Z23
+	VPERMILPS       $0xa0, Z22, Z24
+	VMULPS          Z24, Z23, Z23
+	VMOVDQU32       16(R8)(R10*1), X24
+	VPSHUFB         X1, X24, X24
+	VPMOVZXBD       X24, Z24
+	VCVTDQ2PS       Z24, Z24
+	VPERMILPS       $0xf5, Z22, Z22
+	VMULPS          Z22, Z24, Z24
+	VPXORD          Z0, Z0, Z22
+	VPDPBUSD        (R11), Z14, Z22
+	VPDPBUSD        64(R11), Z15, Z22
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        256(R11), Z16, Z25
+	VPDPBUSD        320(R11), Z17, Z25
+	VPXORD          Z0, Z0, Z26
+	VPDPBUSD        512(R11), Z18, Z26
+	VPDPBUSD        576(R11), Z19, Z26
+	VPXORD          Z0, Z0, Z27
+	VPDPBUSD        768(R11), Z20, Z27
+	VPDPBUSD        832(R11), Z21, Z27
+	VPUNPCKLDQ      Z25, Z22, Z28
+	VPUNPCKHDQ      Z25, Z22, Z22
+	VPADDD          Z22, Z28, Z28
+	VPUNPCKLDQ      Z27, Z26, Z22
+	VPUNPCKHDQ      Z27, Z26, Z25
+	VPADDD          Z25, Z22, Z22
+	VPUNPCKLQDQ     Z22, Z28, Z25
+	VPUNPCKHQDQ     Z22, Z28, Z22
+	VPADDD          Z22, Z25, Z25
+	VMOVDQU32       64(R13), Z22
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z23, Z25, Z25
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z24, Z22, Z25
+	VFMADD231PS     (R13), Z25, Z11
+	VPXORD          Z0, Z0, Z22
+	VPDPBUSD        (R11)(R12*1), Z14, Z22
+	VPDPBUSD        64(R11)(R12*1), Z15, Z22
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        256(R11)(R12*1), Z16, Z25
+	VPDPBUSD        320(R11)(R12*1), Z17, Z25
+	VPXORD          Z0, Z0, Z26
+	VPDPBUSD        512(R11)(R12*1), Z18, Z26
+	VPDPBUSD        576(R11)(R12*1), Z19, Z26
+	VPXORD          Z0, Z0, Z27
+	VPDPBUSD        768(R11)(R12*1), Z20, Z27
+	VPDPBUSD        832(R11)(R12*1), Z21, Z27
+	VPUNPCKLDQ      Z25, Z22, Z28
+	VPUNPCKHDQ      Z25, Z22, Z22
+	VPADDD          Z22, Z28, Z28
+	VPUNPCKLDQ      Z27, Z26, Z22
+	VPUNPCKHDQ      Z27, Z26, Z25
+	VPADDD          Z25, Z22, Z22
+	VPUNPCKLQDQ     Z22, Z28, Z25
+	VPUNPCKHQDQ     Z22, Z28, Z22
+	VPADDD          Z22, Z25, Z25
+	VMOVDQU32       64(R13)(R12*1), Z22
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z23, Z25, Z25
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z24, Z22, Z25
+	VFMADD231PS     (R13)(R12*1), Z25, Z12
+	VPXORD          Z0, Z0, Z22
+	VPDPBUSD        (R11)(R12*2), Z14, Z22
+	VPDPBUSD        64(R11)(R12*2), Z15, Z22
+	VPXORD          Z0, Z0, Z14
+	VPDPBUSD        256(R11)(R12*2), Z16, Z14
+	VPDPBUSD        320(R11)(R12*2), Z17, Z14
+	VPXORD          Z0, Z0, Z15
+	VPDPBUSD        512(R11)(R12*2), Z18, Z15
+	VPDPBUSD        576(R11)(R12*2), Z19, Z15
+	VPXORD          Z0, Z0, Z16
+	VPDPBUSD        768(R11)(R12*2), Z20, Z16
+	VPDPBUSD        832(R11)(R12*2), Z21, Z16
+	VPUNPCKLDQ      Z14, Z22, Z17
+	VPUNPCKHDQ      Z14, Z22, Z14
+	VPADDD          Z14, Z17, Z17
+	VPUNPCKLDQ      Z16, Z15, Z14
+	VPUNPCKHDQ      Z16, Z15, Z15
+	VPADDD          Z15, Z14, Z14
+	VPUNPCKLQDQ     Z14, Z17, Z15
+	VPUNPCKHQDQ     Z14, Z17, Z14
+	VPADDD          Z14, Z15, Z15
+	VMOVDQU32       64(R13)(R12*2), Z14
+	VCVTDQ2PS       Z15, Z15
+	VMULPS          Z23, Z15, Z15
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z24, Z14, Z15
+	VFMADD231PS     (R13)(R12*2), Z15, Z13
+	ADDQ            $0x00000100, AX
+	ADDQ            $0x00000030, R8
+	ADDQ            $0x00000400, R11
+	ADDQ            $0x00000080, R13
+	DECQ            CX
+	JMP             chunk
+
+last:
+	TESTQ           BX, BX
+	JZ              done
+	CMPQ            BX, $0x02
+	JB              last1
+	JE              last2
+	CMPQ            BX, $0x03
+	JE              last3
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z14
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z14, Z0, Z14
+	VMOVDQU8.Z      64(AX), K2, Z15
+	VPSRLW          $0x04, Z15, Z16
+	VPANDD          Z15, Z0, Z15
+	VPANDD          Z16, Z0, Z16
+	VMOVDQU8.Z      128(AX), K3, Z17
+	VPSRLW          $0x04, Z17, Z18
+	VPANDD          Z17, Z0, Z17
+	VPANDD          Z18, Z0, Z18
+	VMOVDQU8.Z      192(AX), K4, Z19
+	VPSRLW          $0x04, Z19, Z20
+	VPANDD          Z19, Z0, Z19
+	VPANDD          Z20, Z0, Z20
+	VBROADCASTF32X4 32(R8), Z21
+	VMULPS          q4k4eighth<>+0(SB), Z21, Z21
+	VMOVDQU32       (R8), X22
+	VPMOVZXBD       X22, Z22
+	VCVTDQ2PS       Z22, Z22
+	VPERMILPS       $0x00, Z21, Z23
+	VMULPS          Z23, Z22, Z22
+	VMOVDQU32       16(R8), X23
+	VPMOVZXBD       X23, Z23
+	VCVTDQ2PS       Z23, Z23
+	VPERMILPS       $0x55, Z21, Z21
+	VMULPS          Z21, Z23, Z23
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z21
+	VPERMD          Z22, Z21, Z21
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z24
+	VPERMD          Z22, Z24, Z24
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z25
+	VPERMD          Z22, Z25, Z25
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z26
+	VPERMD          Z22, Z26, Z22
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z26
+	VPERMD          Z23, Z26, Z26
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z27
+	VPERMD          Z23, Z27, Z27
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z28
+	VPERMD          Z23, Z28, Z28
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z29
+	VPERMD          Z23, Z29, Z23
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        (R11), Z1, Z29
+	VPDPBUSD        64(R11), Z14, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z21, Z29, Z29
+	VMOVDQU32       192(R11), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z26, Z30, Z29
+	VFMADD231PS     128(R11), Z29, Z2
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        256(R11), Z15, Z29
+	VPDPBUSD        320(R11), Z16, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z24, Z29, Z29
+	VMOVDQU32       448(R11), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z27, Z30, Z29
+	VFMADD231PS     384(R11), Z29, Z2
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        512(R11), Z17, Z29
+	VPDPBUSD        576(R11), Z18, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z25, Z29, Z29
+	VMOVDQU32       704(R11), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z28, Z30, Z29
+	VFMADD231PS     640(R11), Z29, Z2
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        768(R11), Z19, Z29
+	VPDPBUSD        832(R11), Z20, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z22, Z29, Z29
+	VMOVDQU32       960(R11), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z23, Z30, Z29
+	VFMADD231PS     896(R11), Z29, Z2
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        (R11)(R12*1), Z1, Z29
+	VPDPBUSD        64(R11)(R12*1), Z14, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z21, Z29, Z29
+	VMOVDQU32       192(R11)(R12*1), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z26, Z30, Z29
+	VFMADD231PS     128(R11)(R12*1), Z29, Z3
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        256(R11)(R12*1), Z15, Z29
+	VPDPBUSD        320(R11)(R12*1), Z16, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z24, Z29, Z29
+	VMOVDQU32       448(R11)(R12*1), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z27, Z30, Z29
+	VFMADD231PS     384(R11)(R12*1), Z29, Z3
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        512(R11)(R12*1), Z17, Z29
+	VPDPBUSD        576(R11)(R12*1), Z18, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z25, Z29, Z29
+	VMOVDQU32       704(R11)(R12*1), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z28, Z30, Z29
+	VFMADD231PS     640(R11)(R12*1), Z29, Z3
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        768(R11)(R12*1), Z19, Z29
+	VPDPBUSD        832(R11)(R12*1), Z20, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z22, Z29, Z29
+	VMOVDQU32       960(R11)(R12*1), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z23, Z30, Z29
+	VFMADD231PS     896(R11)(R12*1), Z29, Z3
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        (R11)(R12*2), Z1, Z29
+	VPDPBUSD        64(R11)(R12*2), Z14, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z21, Z29, Z29
+	VMOVDQU32       192(R11)(R12*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z26, Z1, Z29
+	VFMADD231PS     128(R11)(R12*2), Z29, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*2), Z15, Z1
+	VPDPBUSD        320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z24, Z1, Z1
+	VMOVDQU32       448(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z27, Z14, Z1
+	VFMADD231PS     384(R11)(R12*2), Z1, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11)(R12*2), Z17, Z1
+	VPDPBUSD        576(R11)(R12*2), Z18, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z25, Z1, Z1
+	VMOVDQU32       704(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z28, Z14, Z1
+	VFMADD231PS     640(R11)(R12*2), Z1, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        768(R11)(R12*2), Z19, Z1
+	VPDPBUSD        832(R11)(R12*2), Z20, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z22, Z1, Z1
+	VMOVDQU32       960(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z23, Z14, Z1
+	VFMADD231PS     896(R11)(R12*2), Z1, Z4
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z14
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z14, Z0, Z14
+	VMOVDQU8.Z      64(AX)(SI*1), K2, Z15
+	VPSRLW          $0x04, Z15, Z16
+	VPANDD          Z15, Z0, Z15
+	VPANDD          Z16, Z0, Z16
+	VMOVDQU8.Z      128(AX)(SI*1), K3, Z17
+	VPSRLW          $0x04, Z17, Z18
+	VPANDD          Z17, Z0, Z17
+	VPANDD          Z18, Z0, Z18
+	VMOVDQU8.Z      192(AX)(SI*1), K4, Z19
+	VPSRLW          $0x04, Z19, Z20
+	VPANDD          Z19, Z0, Z19
+	VPANDD          Z20, Z0, Z20
+	VBROADCASTF32X4 32(R8)(R9*1), Z21
+	VMULPS          q4k4eighth<>+0(SB), Z21, Z21
+	VMOVDQU32       (R8)(R9*1), X22
+	VPMOVZXBD       X22, Z22
+	VCVTDQ2PS       Z22, Z22
+	VPERMILPS       $0x00, Z21, Z23
+	VMULPS          Z23, Z22, Z22
+	VMOVDQU32       16(R8)(R9*1), X23
+	VPMOVZXBD       X23, Z23
+	VCVTDQ2PS       Z23, Z23
+	VPERMILPS       $0x55, Z21, Z21
+	VMULPS          Z21, Z23, Z23
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z21
+	VPERMD          Z22, Z21, Z21
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z24
+	VPERMD          Z22, Z24, Z24
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z25
+	VPERMD          Z22, Z25, Z25
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z26
+	VPERMD          Z22, Z26, Z22
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z26
+	VPERMD          Z23, Z26, Z26
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z27
+	VPERMD          Z23, Z27, Z27
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z28
+	VPERMD          Z23, Z28, Z28
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z29
+	VPERMD          Z23, Z29, Z23
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        (R11), Z1, Z29
+	VPDPBUSD        64(R11), Z14, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z21, Z29, Z29
+	VMOVDQU32       192(R11), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z26, Z30, Z29
+	VFMADD231PS     128(R11), Z29, Z5
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        256(R11), Z15, Z29
+	VPDPBUSD        320(R11), Z16, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z24, Z29, Z29
+	VMOVDQU32       448(R11), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z27, Z30, Z29
+	VFMADD231PS     384(R11), Z29, Z5
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        512(R11), Z17, Z29
+	VPDPBUSD        576(R11), Z18, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z25, Z29, Z29
+	VMOVDQU32       704(R11), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z28, Z30, Z29
+	VFMADD231PS     640(R11), Z29, Z5
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        768(R11), Z19, Z29
+	VPDPBUSD        832(R11), Z20, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z22, Z29, Z29
+	VMOVDQU32       960(R11), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z23, Z30, Z29
+	VFMADD231PS     896(R11), Z29, Z5
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        (R11)(R12*1), Z1, Z29
+	VPDPBUSD        64(R11)(R12*1), Z14, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z21, Z29, Z29
+	VMOVDQU32       192(R11)(R12*1), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z26, Z30, Z29
+	VFMADD231PS     128(R11)(R12*1), Z29, Z6
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        256(R11)(R12*1), Z15, Z29
+	VPDPBUSD        320(R11)(R12*1), Z16, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z24, Z29, Z29
+	VMOVDQU32       448(R11)(R12*1), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z27, Z30, Z29
+	VFMADD231PS     384(R11)(R12*1), Z29, Z6
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        512(R11)(R12*1), Z17, Z29
+	VPDPBUSD        576(R11)(R12*1), Z18, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z25, Z29, Z29
+	VMOVDQU32       704(R11)(R12*1), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z28, Z30, Z29
+	VFMADD231PS     640(R11)(R12*1), Z29, Z6
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        768(R11)(R12*1), Z19, Z29
+	VPDPBUSD        832(R11)(R12*1), Z20, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z22, Z29, Z29
+	VMOVDQU32       960(R11)(R12*1), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z23, Z30, Z29
+	VFMADD231PS     896(R11)(R12*1), Z29, Z6
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        (R11)(R12*2), Z1, Z29
+	VPDPBUSD        64(R11)(R12*2), Z14, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z21, Z29, Z29
+	VMOVDQU32       192(R11)(R12*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z26, Z1, Z29
+	VFMADD231PS     128(R11)(R12*2), Z29, Z7
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*2), Z15, Z1
+	VPDPBUSD        320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z24, Z1, Z1
+	VMOVDQU32       448(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z27, Z14, Z1
+	VFMADD231PS     384(R11)(R12*2), Z1, Z7
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11)(R12*2), Z17, Z1
+	VPDPBUSD        576(R11)(R12*2), Z18, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z25, Z1, Z1
+	VMOVDQU32       704(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z28, Z14, Z1
+	VFMADD231PS     640(R11)(R12*2), Z1, Z7
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        768(R11)(R12*2), Z19, Z1
+	VPDPBUSD        832(R11)(R12*2), Z20, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z22, Z1, Z1
+	VMOVDQU32       960(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z23, Z14, Z1
+	VFMADD231PS     896(R11)(R12*2), Z1, Z7
+	VMOVDQU8.Z      (AX)(SI*2), K1, Z1
+	VPSRLW          $0x04, Z1, Z14
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z14, Z0, Z14
+	VMOVDQU8.Z      64(AX)(SI*2), K2, Z15
+	VPSRLW          $0x04, Z15, Z16
+	VPANDD          Z15, Z0, Z15
+	VPANDD          Z16, Z0, Z16
+	VMOVDQU8.Z      128(AX)(SI*2), K3, Z17
+	VPSRLW          $0x04, Z17, Z18
+	VPANDD          Z17, Z0, Z17
+	VPANDD          Z18, Z0, Z18
+	VMOVDQU8.Z      192(AX)(SI*2), K4, Z19
+	VPSRLW          $0x04, Z19, Z20
+	VPANDD          Z19, Z0, Z19
+	VPANDD          Z20, Z0, Z20
+	VBROADCASTF32X4 32(R8)(R9*2), Z21
+	VMULPS          q4k4eighth<>+0(SB), Z21, Z21
+	VMOVDQU32       (R8)(R9*2), X22
+	VPMOVZXBD       X22, Z22
+	VCVTDQ2PS       Z22, Z22
+	VPERMILPS       $0x00, Z21, Z23
+	VMULPS          Z23, Z22, Z22
+	VMOVDQU32       16(R8)(R9*2), X23
+	VPMOVZXBD       X23, Z23
+	VCVTDQ2PS       Z23, Z23
+	VPERMILPS       $0x55, Z21, Z21
+	VMULPS          Z21, Z23, Z23
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z21
+	VPERMD          Z22, Z21, Z21
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z24
+	VPERMD          Z22, Z24, Z24
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z25
+	VPERMD          Z22, Z25, Z25
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z26
+	VPERMD          Z22, Z26, Z22
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z26
+	VPERMD          Z23, Z26, Z26
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z27
+	VPERMD          Z23, Z27, Z27
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z28
+	VPERMD          Z23, Z28, Z28
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z29
+	VPERMD          Z23, Z29, Z23
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        (R11), Z1, Z29
+	VPDPBUSD        64(R11), Z14, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z21, Z29, Z29
+	VMOVDQU32       192(R11), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z26, Z30, Z29
+	VFMADD231PS     128(R11), Z29, Z8
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        256(R11), Z15, Z29
+	VPDPBUSD        320(R11), Z16, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z24, Z29, Z29
+	VMOVDQU32       448(R11), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z27, Z30, Z29
+	VFMADD231PS     384(R11), Z29, Z8
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        512(R11), Z17, Z29
+	VPDPBUSD        576(R11), Z18, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z25, Z29, Z29
+	VMOVDQU32       704(R11), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z28, Z30, Z29
+	VFMADD231PS     640(R11), Z29, Z8
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        768(R11), Z19, Z29
+	VPDPBUSD        832(R11), Z20, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z22, Z29, Z29
+	VMOVDQU32       960(R11), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z23, Z30, Z29
+	VFMADD231PS     896(R11), Z29, Z8
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        (R11)(R12*1), Z1, Z29
+	VPDPBUSD        64(R11)(R12*1), Z14, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z21, Z29, Z29
+	VMOVDQU32       192(R11)(R12*1), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z26, Z30, Z29
+	VFMADD231PS     128(R11)(R12*1), Z29, Z9
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        256(R11)(R12*1), Z15, Z29
+	VPDPBUSD        320(R11)(R12*1), Z16, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z24, Z29, Z29
+	VMOVDQU32       448(R11)(R12*1), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z27, Z30, Z29
+	VFMADD231PS     384(R11)(R12*1), Z29, Z9
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        512(R11)(R12*1), Z17, Z29
+	VPDPBUSD        576(R11)(R12*1), Z18, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z25, Z29, Z29
+	VMOVDQU32       704(R11)(R12*1), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z28, Z30, Z29
+	VFMADD231PS     640(R11)(R12*1), Z29, Z9
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        768(R11)(R12*1), Z19, Z29
+	VPDPBUSD        832(R11)(R12*1), Z20, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z22, Z29, Z29
+	VMOVDQU32       960(R11)(R12*1), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z23, Z30, Z29
+	VFMADD231PS     896(R11)(R12*1), Z29, Z9
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        (R11)(R12*2), Z1, Z29
+	VPDPBUSD        64(R11)(R12*2), Z14, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z21, Z29, Z29
+	VMOVDQU32       192(R11)(R12*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z26, Z1, Z29
+	VFMADD231PS     128(R11)(R12*2), Z29, Z10
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*2), Z15, Z1
+	VPDPBUSD        320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z24, Z1, Z1
+	VMOVDQU32       448(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z27, Z14, Z1
+	VFMADD231PS     384(R11)(R12*2), Z1, Z10
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11)(R12*2), Z17, Z1
+	VPDPBUSD        576(R11)(R12*2), Z18, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z25, Z1, Z1
+	VMOVDQU32       704(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z28, Z14, Z1
+	VFMADD231PS     640(R11)(R12*2), Z1, Z10
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        768(R11)(R12*2), Z19, Z1
+	VPDPBUSD        832(R11)(R12*2), Z20, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z22, Z1, Z1
+	VMOVDQU32       960(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z23, Z14, Z1
+	VFMADD231PS     896(R11)(R12*2), Z1, Z10
+	VMOVDQU8.Z      (AX)(DI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z14
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z14, Z0, Z14
+	VMOVDQU8.Z      64(AX)(DI*1), K2, Z15
+	VPSRLW          $0x04, Z15, Z16
+	VPANDD          Z15, Z0, Z15
+	VPANDD          Z16, Z0, Z16
+	VMOVDQU8.Z      128(AX)(DI*1), K3, Z17
+	VPSRLW          $0x04, Z17, Z18
+	VPANDD          Z17, Z0, Z17
+	VPANDD          Z18, Z0, Z18
+	VMOVDQU8.Z      192(AX)(DI*1), K4, Z19
+	VPSRLW          $0x04, Z19, Z20
+	VPANDD          Z19, Z0, Z19
+	VPANDD          Z20, Z0, Z20
+	VBROADCASTF32X4 32(R8)(R10*1), Z21
+	VMULPS          q4k4eighth<>+0(SB), Z21, Z21
+	VMOVDQU32       (R8)(R10*1), X22
+	VPMOVZXBD       X22, Z22
+	VCVTDQ2PS       Z22, Z22
+	VPERMILPS       $0x00, Z21, Z23
+	VMULPS          Z23, Z22, Z22
+	VMOVDQU32       16(R8)(R10*1), X23
+	VPMOVZXBD       X23, Z23
+	VCVTDQ2PS       Z23, Z23
+	VPERMILPS       $0x55, Z21, Z21
+	VMULPS          Z21, Z23, Z23
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z21
+	VPERMD          Z22, Z21, Z21
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z24
+	VPERMD          Z22, Z24, Z24
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z25
+	VPERMD          Z22, Z25, Z25
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z26
+	VPERMD          Z22, Z26, Z22
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z26
+	VPERMD          Z23, Z26, Z26
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z27
+	VPERMD          Z23, Z27, Z27
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z28
+	VPERMD          Z23, Z28, Z28
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z29
+	VPERMD          Z23, Z29, Z23
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        (R11), Z1, Z29
+	VPDPBUSD        64(R11), Z14, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z21, Z29, Z29
+	VMOVDQU32       192(R11), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z26, Z30, Z29
+	VFMADD231PS     128(R11), Z29, Z11
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        256(R11), Z15, Z29
+	VPDPBUSD        320(R11), Z16, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z24, Z29, Z29
+	VMOVDQU32       448(R11), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z27, Z30, Z29
+	VFMADD231PS     384(R11), Z29, Z11
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        512(R11), Z17, Z29
+	VPDPBUSD        576(R11), Z18, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z25, Z29, Z29
+	VMOVDQU32       704(R11), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z28, Z30, Z29
+	VFMADD231PS     640(R11), Z29, Z11
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        768(R11), Z19, Z29
+	VPDPBUSD        832(R11), Z20, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z22, Z29, Z29
+	VMOVDQU32       960(R11), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z23, Z30, Z29
+	VFMADD231PS     896(R11), Z29, Z11
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        (R11)(R12*1), Z1, Z29
+	VPDPBUSD        64(R11)(R12*1), Z14, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z21, Z29, Z29
+	VMOVDQU32       192(R11)(R12*1), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z26, Z30, Z29
+	VFMADD231PS     128(R11)(R12*1), Z29, Z12
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        256(R11)(R12*1), Z15, Z29
+	VPDPBUSD        320(R11)(R12*1), Z16, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z24, Z29, Z29
+	VMOVDQU32       448(R11)(R12*1), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z27, Z30, Z29
+	VFMADD231PS     384(R11)(R12*1), Z29, Z12
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        512(R11)(R12*1), Z17, Z29
+	VPDPBUSD        576(R11)(R12*1), Z18, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z25, Z29, Z29
+	VMOVDQU32       704(R11)(R12*1), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z28, Z30, Z29
+	VFMADD231PS     640(R11)(R12*1), Z29, Z12
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        768(R11)(R12*1), Z19, Z29
+	VPDPBUSD        832(R11)(R12*1), Z20, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z22, Z29, Z29
+	VMOVDQU32       960(R11)(R12*1), Z30
+	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z23, Z30, Z29
+	VFMADD231PS     896(R11)(R12*1), Z29, Z12
+	VPXORD          Z0, Z0, Z29
+	VPDPBUSD        (R11)(R12*2), Z1, Z29
+	VPDPBUSD        64(R11)(R12*2), Z14, Z29
+	VCVTDQ2PS       Z29, Z29
+	VMULPS          Z21, Z29, Z29
+	VMOVDQU32       192(R11)(R12*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z26, Z1, Z29
+	VFMADD231PS     128(R11)(R12*2), Z29, Z13
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*2), Z15, Z1
+	VPDPBUSD        320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z24, Z1, Z1
+	VMOVDQU32       448(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z27, Z14, Z1
+	VFMADD231PS     384(R11)(R12*2), Z1, Z13
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11)(R12*2), Z17, Z1
+	VPDPBUSD        576(R11)(R12*2), Z18, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z25, Z1, Z1
+	VMOVDQU32       704(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z28, Z14, Z1
+	VFMADD231PS     640(R11)(R12*2), Z1, Z13
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        768(R11)(R12*2), Z19, Z0
+	VPDPBUSD        832(R11)(R12*2), Z20, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z22, Z0, Z0
+	VMOVDQU32       960(R11)(R12*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z23, Z1, Z0
+	VFMADD231PS     896(R11)(R12*2), Z0, Z13
+	JMP             done
+
+last3:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z14
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z14, Z0, Z14
+	VMOVDQU8.Z      64(AX), K2, Z15
+	VPSRLW          $0x04, Z15, Z16
+	VPANDD          Z15, Z0, Z15
+	VPANDD          Z16, Z0, Z16
+	VMOVDQU8.Z      128(AX), K3, Z17
+	VPSRLW          $0x04, Z17, Z18
+	VPANDD          Z17, Z0, Z17
+	VPANDD          Z18, Z0, Z18
+	VBROADCASTF32X4 32(R8), Z19
+	VMULPS          q4k4eighth<>+0(SB), Z19, Z19
+	VMOVDQU32       (R8), X20
+	VPMOVZXBD       X20, Z20
+	VCVTDQ2PS       Z20, Z20
+	VPERMILPS       $0x00, Z19, Z21
+	VMULPS          Z21, Z20, Z20
+	VMOVDQU32       16(R8), X21
+	VPMOVZXBD       X21, Z21
+	VCVTDQ2PS       Z21, Z21
+	VPERMILPS       $0x55, Z19, Z19
+	VMULPS          Z19, Z21, Z21
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z19
+	VPERMD          Z20, Z19, Z19
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z22
+	VPERMD          Z20, Z22, Z22
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z23
+	VPERMD          Z20, Z23, Z20
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z23
+	VPERMD          Z21, Z23, Z23
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z24
+	VPERMD          Z21, Z24, Z24
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z25
+	VPERMD          Z21, Z25, Z21
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        (R11), Z1, Z25
+	VPDPBUSD        64(R11), Z14, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z19, Z25, Z25
+	VMOVDQU32       192(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z23, Z26, Z25
+	VFMADD231PS     128(R11), Z25, Z2
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        256(R11), Z15, Z25
+	VPDPBUSD        320(R11), Z16, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z22, Z25, Z25
+	VMOVDQU32       448(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z24, Z26, Z25
+	VFMADD231PS     384(R11), Z25, Z2
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        512(R11), Z17, Z25
+	VPDPBUSD        576(R11), Z18, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z20, Z25, Z25
+	VMOVDQU32       704(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z21, Z26, Z25
+	VFMADD231PS     640(R11), Z25, Z2
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        (R11)(R12*1), Z1, Z25
+	VPDPBUSD        64(R11)(R12*1), Z14, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z19, Z25, Z25
+	VMOVDQU32       192(R11)(R12*1), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z23, Z26, Z25
+	VFMADD231PS     128(R11)(R12*1), Z25, Z3
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        256(R11)(R12*1), Z15, Z25
+	VPDPBUSD        320(R11)(R12*1), Z16, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z22, Z25, Z25
+	VMOVDQU32       448(R11)(R12*1), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z24, Z26, Z25
+	VFMADD231PS     384(R11)(R12*1), Z25, Z3
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        512(R11)(R12*1), Z17, Z25
+	VPDPBUSD        576(R11)(R12*1), Z18, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z20, Z25, Z25
+	VMOVDQU32       704(R11)(R12*1), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z21, Z26, Z25
+	VFMADD231PS     640(R11)(R12*1), Z25, Z3
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        (R11)(R12*2), Z1, Z25
+	VPDPBUSD        64(R11)(R12*2), Z14, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z19, Z25, Z25
+	VMOVDQU32       192(R11)(R12*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z23, Z1, Z25
+	VFMADD231PS     128(R11)(R12*2), Z25, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*2), Z15, Z1
+	VPDPBUSD        320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z22, Z1, Z1
+	VMOVDQU32       448(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z24, Z14, Z1
+	VFMADD231PS     384(R11)(R12*2), Z1, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11)(R12*2), Z17, Z1
+	VPDPBUSD        576(R11)(R12*2), Z18, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z20, Z1, Z1
+	VMOVDQU32       704(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z21, Z14, Z1
+	VFMADD231PS     640(R11)(R12*2), Z1, Z4
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z14
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z14, Z0, Z14
+	VMOVDQU8.Z      64(AX)(SI*1), K2, Z15
+	VPSRLW          $0x04, Z15, Z16
+	VPANDD          Z15, Z0, Z15
+	VPANDD          Z16, Z0, Z16
+	VMOVDQU8.Z      128(AX)(SI*1), K3, Z17
+	VPSRLW          $0x04, Z17, Z18
+	VPANDD          Z17, Z0, Z17
+	VPANDD          Z18, Z0, Z18
+	VBROADCASTF32X4 32(R8)(R9*1), Z19
+	VMULPS          q4k4eighth<>+0(SB), Z19, Z19
+	VMOVDQU32       (R8)(R9*1), X20
+	VPMOVZXBD       X20, Z20
+	VCVTDQ2PS       Z20, Z20
+	VPERMILPS       $0x00, Z19, Z21
+	VMULPS          Z21, Z20, Z20
+	VMOVDQU32       16(R8)(R9*1), X21
+	VPMOVZXBD       X21, Z21
+	VCVTDQ2PS       Z21, Z21
+	VPERMILPS       $0x55, Z19, Z19
+	VMULPS          Z19, Z21, Z21
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z19
+	VPERMD          Z20, Z19, Z19
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z22
+	VPERMD          Z20, Z22, Z22
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z23
+	VPERMD          Z20, Z23, Z20
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z23
+	VPERMD          Z21, Z23, Z23
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z24
+	VPERMD          Z21, Z24, Z24
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z25
+	VPERMD          Z21, Z25, Z21
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        (R11), Z1, Z25
+	VPDPBUSD        64(R11), Z14, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z19, Z25, Z25
+	VMOVDQU32       192(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z23, Z26, Z25
+	VFMADD231PS     128(R11), Z25, Z5
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        256(R11), Z15, Z25
+	VPDPBUSD        320(R11), Z16, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z22, Z25, Z25
+	VMOVDQU32       448(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z24, Z26, Z25
+	VFMADD231PS     384(R11), Z25, Z5
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        512(R11), Z17, Z25
+	VPDPBUSD        576(R11), Z18, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z20, Z25, Z25
+	VMOVDQU32       704(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z21, Z26, Z25
+	VFMADD231PS     640(R11), Z25, Z5
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        (R11)(R12*1), Z1, Z25
+	VPDPBUSD        64(R11)(R12*1), Z14, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z19, Z25, Z25
+	VMOVDQU32       192(R11)(R12*1), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z23, Z26, Z25
+	VFMADD231PS     128(R11)(R12*1), Z25, Z6
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        256(R11)(R12*1), Z15, Z25
+	VPDPBUSD        320(R11)(R12*1), Z16, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z22, Z25, Z25
+	VMOVDQU32       448(R11)(R12*1), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z24, Z26, Z25
+	VFMADD231PS     384(R11)(R12*1), Z25, Z6
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        512(R11)(R12*1), Z17, Z25
+	VPDPBUSD        576(R11)(R12*1), Z18, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z20, Z25, Z25
+	VMOVDQU32       704(R11)(R12*1), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z21, Z26, Z25
+	VFMADD231PS     640(R11)(R12*1), Z25, Z6
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        (R11)(R12*2), Z1, Z25
+	VPDPBUSD        64(R11)(R12*2), Z14, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z19, Z25, Z25
+	VMOVDQU32       192(R11)(R12*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z23, Z1, Z25
+	VFMADD231PS     128(R11)(R12*2), Z25, Z7
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*2), Z15, Z1
+	VPDPBUSD        320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z22, Z1, Z1
+	VMOVDQU32       448(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z24, Z14, Z1
+	VFMADD231PS     384(R11)(R12*2), Z1, Z7
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11)(R12*2), Z17, Z1
+	VPDPBUSD        576(R11)(R12*2), Z18, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z20, Z1, Z1
+	VMOVDQU32       704(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z21, Z14, Z1
+	VFMADD231PS     640(R11)(R12*2), Z1, Z7
+	VMOVDQU8.Z      (AX)(SI*2), K1, Z1
+	VPSRLW          $0x04, Z1, Z14
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z14, Z0, Z14
+	VMOVDQU8.Z      64(AX)(SI*2), K2, Z15
+	VPSRLW          $0x04, Z15, Z16
+	VPANDD          Z15, Z0, Z15
+	VPANDD          Z16, Z0, Z16
+	VMOVDQU8.Z      128(AX)(SI*2), K3, Z17
+	VPSRLW          $0x04, Z17, Z18
+	VPANDD          Z17, Z0, Z17
+	VPANDD          Z18, Z0, Z18
+	VBROADCASTF32X4 32(R8)(R9*2), Z19
+	VMULPS          q4k4eighth<>+0(SB), Z19, Z19
+	VMOVDQU32       (R8)(R9*2), X20
+	VPMOVZXBD       X20, Z20
+	VCVTDQ2PS       Z20, Z20
+	VPERMILPS       $0x00, Z19, Z21
+	VMULPS          Z21, Z20, Z20
+	VMOVDQU32       16(R8)(R9*2), X21
+	VPMOVZXBD       X21, Z21
+	VCVTDQ2PS       Z21, Z21
+	VPERMILPS       $0x55, Z19, Z19
+	VMULPS          Z19, Z21, Z21
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z19
+	VPERMD          Z20, Z19, Z19
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z22
+	VPERMD          Z20, Z22, Z22
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z23
+	VPERMD          Z20, Z23, Z20
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z23
+	VPERMD          Z21, Z23, Z23
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z24
+	VPERMD          Z21, Z24, Z24
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z25
+	VPERMD          Z21, Z25, Z21
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        (R11), Z1, Z25
+	VPDPBUSD        64(R11), Z14, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z19, Z25, Z25
+	VMOVDQU32       192(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z23, Z26, Z25
+	VFMADD231PS     128(R11), Z25, Z8
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        256(R11), Z15, Z25
+	VPDPBUSD        320(R11), Z16, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z22, Z25, Z25
+	VMOVDQU32       448(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z24, Z26, Z25
+	VFMADD231PS     384(R11), Z25, Z8
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        512(R11), Z17, Z25
+	VPDPBUSD        576(R11), Z18, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z20, Z25, Z25
+	VMOVDQU32       704(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z21, Z26, Z25
+	VFMADD231PS     640(R11), Z25, Z8
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        (R11)(R12*1), Z1, Z25
+	VPDPBUSD        64(R11)(R12*1), Z14, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z19, Z25, Z25
+	VMOVDQU32       192(R11)(R12*1), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z23, Z26, Z25
+	VFMADD231PS     128(R11)(R12*1), Z25, Z9
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        256(R11)(R12*1), Z15, Z25
+	VPDPBUSD        320(R11)(R12*1), Z16, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z22, Z25, Z25
+	VMOVDQU32       448(R11)(R12*1), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z24, Z26, Z25
+	VFMADD231PS     384(R11)(R12*1), Z25, Z9
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        512(R11)(R12*1), Z17, Z25
+	VPDPBUSD        576(R11)(R12*1), Z18, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z20, Z25, Z25
+	VMOVDQU32       704(R11)(R12*1), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z21, Z26, Z25
+	VFMADD231PS     640(R11)(R12*1), Z25, Z9
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        (R11)(R12*2), Z1, Z25
+	VPDPBUSD        64(R11)(R12*2), Z14, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z19, Z25, Z25
+	VMOVDQU32       192(R11)(R12*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z23, Z1, Z25
+	VFMADD231PS     128(R11)(R12*2), Z25, Z10
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*2), Z15, Z1
+	VPDPBUSD        320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z22, Z1, Z1
+	VMOVDQU32       448(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z24, Z14, Z1
+	VFMADD231PS     384(R11)(R12*2), Z1, Z10
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        512(R11)(R12*2), Z17, Z1
+	VPDPBUSD        576(R11)(R12*2), Z18, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z20, Z1, Z1
+	VMOVDQU32       704(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z21, Z14, Z1
+	VFMADD231PS     640(R11)(R12*2), Z1, Z10
+	VMOVDQU8.Z      (AX)(DI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z14
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z14, Z0, Z14
+	VMOVDQU8.Z      64(AX)(DI*1), K2, Z15
+	VPSRLW          $0x04, Z15, Z16
+	VPANDD          Z15, Z0, Z15
+	VPANDD          Z16, Z0, Z16
+	VMOVDQU8.Z      128(AX)(DI*1), K3, Z17
+	VPSRLW          $0x04, Z17, Z18
+	VPANDD          Z17, Z0, Z17
+	VPANDD          Z18, Z0, Z18
+	VBROADCASTF32X4 32(R8)(R10*1), Z19
+	VMULPS          q4k4eighth<>+0(SB), Z19, Z19
+	VMOVDQU32       (R8)(R10*1), X20
+	VPMOVZXBD       X20, Z20
+	VCVTDQ2PS       Z20, Z20
+	VPERMILPS       $0x00, Z19, Z21
+	VMULPS          Z21, Z20, Z20
+	VMOVDQU32       16(R8)(R10*1), X21
+	VPMOVZXBD       X21, Z21
+	VCVTDQ2PS       Z21, Z21
+	VPERMILPS       $0x55, Z19, Z19
+	VMULPS          Z19, Z21, Z21
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z19
+	VPERMD          Z20, Z19, Z19
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z22
+	VPERMD          Z20, Z22, Z22
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z23
+	VPERMD          Z20, Z23, Z20
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z23
+	VPERMD          Z21, Z23, Z23
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z24
+	VPERMD          Z21, Z24, Z24
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z25
+	VPERMD          Z21, Z25, Z21
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        (R11), Z1, Z25
+	VPDPBUSD        64(R11), Z14, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z19, Z25, Z25
+	VMOVDQU32       192(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z23, Z26, Z25
+	VFMADD231PS     128(R11), Z25, Z11
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        256(R11), Z15, Z25
+	VPDPBUSD        320(R11), Z16, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z22, Z25, Z25
+	VMOVDQU32       448(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z24, Z26, Z25
+	VFMADD231PS     384(R11), Z25, Z11
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        512(R11), Z17, Z25
+	VPDPBUSD        576(R11), Z18, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z20, Z25, Z25
+	VMOVDQU32       704(R11), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z21, Z26, Z25
+	VFMADD231PS     640(R11), Z25, Z11
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        (R11)(R12*1), Z1, Z25
+	VPDPBUSD        64(R11)(R12*1), Z14, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z19, Z25, Z25
+	VMOVDQU32       192(R11)(R12*1), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z23, Z26, Z25
+	VFMADD231PS     128(R11)(R12*1), Z25, Z12
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        256(R11)(R12*1), Z15, Z25
+	VPDPBUSD        320(R11)(R12*1), Z16, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z22, Z25, Z25
+	VMOVDQU32       448(R11)(R12*1), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z24, Z26, Z25
+	VFMADD231PS     384(R11)(R12*1), Z25, Z12
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        512(R11)(R12*1), Z17, Z25
+	VPDPBUSD        576(R11)(R12*1), Z18, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z20, Z25, Z25
+	VMOVDQU32       704(R11)(R12*1), Z26
+	VCVTDQ2PS       Z26, Z26
+	VFMADD231PS     Z21, Z26, Z25
+	VFMADD231PS     640(R11)(R12*1), Z25, Z12
+	VPXORD          Z0, Z0, Z25
+	VPDPBUSD        (R11)(R12*2), Z1, Z25
+	VPDPBUSD        64(R11)(R12*2), Z14, Z25
+	VCVTDQ2PS       Z25, Z25
+	VMULPS          Z19, Z25, Z25
+	VMOVDQU32       192(R11)(R12*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z23, Z1, Z25
+	VFMADD231PS     128(R11)(R12*2), Z25, Z13
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*2), Z15, Z1
+	VPDPBUSD        320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z22, Z1, Z1
+	VMOVDQU32       448(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z24, Z14, Z1
+	VFMADD231PS     384(R11)(R12*2), Z1, Z13
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        512(R11)(R12*2), Z17, Z0
+	VPDPBUSD        576(R11)(R12*2), Z18, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z20, Z0, Z0
+	VMOVDQU32       704(R11)(R12*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z21, Z1, Z0
+	VFMADD231PS     640(R11)(R12*2), Z0, Z13
+	JMP             done
+
+last2:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z14
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z14, Z0, Z14
+	VMOVDQU8.Z      64(AX), K2, Z15
+	VPSRLW          $0x04, Z15, Z16
+	VPANDD          Z15, Z0, Z15
+	VPANDD          Z16, Z0, Z16
+	VBROADCASTF32X4 32(R8), Z17
+	VMULPS          q4k4eighth<>+0(SB), Z17, Z17
+	VMOVDQU32       (R8), X18
+	VPMOVZXBD       X18, Z18
+	VCVTDQ2PS       Z18, Z18
+	VPERMILPS       $0x00, Z17, Z19
+	VMULPS          Z19, Z18, Z18
+	VMOVDQU32       16(R8), X19
+	VPMOVZXBD       X19, Z19
+	VCVTDQ2PS       Z19, Z19
+	VPERMILPS       $0x55, Z17, Z17
+	VMULPS          Z17, Z19, Z19
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z17
+	VPERMD          Z18, Z17, Z17
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z20
+	VPERMD          Z18, Z20, Z18
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z20
+	VPERMD          Z19, Z20, Z20
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z21
+	VPERMD          Z19, Z21, Z19
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11), Z1, Z21
+	VPDPBUSD        64(R11), Z14, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z17, Z21, Z21
+	VMOVDQU32       192(R11), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z20, Z22, Z21
+	VFMADD231PS     128(R11), Z21, Z2
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        256(R11), Z15, Z21
+	VPDPBUSD        320(R11), Z16, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z18, Z21, Z21
+	VMOVDQU32       448(R11), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z19, Z22, Z21
+	VFMADD231PS     384(R11), Z21, Z2
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11)(R12*1), Z1, Z21
+	VPDPBUSD        64(R11)(R12*1), Z14, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z17, Z21, Z21
+	VMOVDQU32       192(R11)(R12*1), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z20, Z22, Z21
+	VFMADD231PS     128(R11)(R12*1), Z21, Z3
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        256(R11)(R12*1), Z15, Z21
+	VPDPBUSD        320(R11)(R12*1), Z16, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z18, Z21, Z21
+	VMOVDQU32       448(R11)(R12*1), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z19, Z22, Z21
+	VFMADD231PS     384(R11)(R12*1), Z21, Z3
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11)(R12*2), Z1, Z21
+	VPDPBUSD        64(R11)(R12*2), Z14, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z17, Z21, Z21
+	VMOVDQU32       192(R11)(R12*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z20, Z1, Z21
+	VFMADD231PS     128(R11)(R12*2), Z21, Z4
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*2), Z15, Z1
+	VPDPBUSD        320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z18, Z1, Z1
+	VMOVDQU32       448(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z19, Z14, Z1
+	VFMADD231PS     384(R11)(R12*2), Z1, Z4
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z14
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z14, Z0, Z14
+	VMOVDQU8.Z      64(AX)(SI*1), K2, Z15
+	VPSRLW          $0x04, Z15, Z16
+	VPANDD          Z15, Z0, Z15
+	VPANDD          Z16, Z0, Z16
+	VBROADCASTF32X4 32(R8)(R9*1), Z17
+	VMULPS          q4k4eighth<>+0(SB), Z17, Z17
+	VMOVDQU32       (R8)(R9*1), X18
+	VPMOVZXBD       X18, Z18
+	VCVTDQ2PS       Z18, Z18
+	VPERMILPS       $0x00, Z17, Z19
+	VMULPS          Z19, Z18, Z18
+	VMOVDQU32       16(R8)(R9*1), X19
+	VPMOVZXBD       X19, Z19
+	VCVTDQ2PS       Z19, Z19
+	VPERMILPS       $0x55, Z17, Z17
+	VMULPS          Z17, Z19, Z19
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z17
+	VPERMD          Z18, Z17, Z17
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z20
+	VPERMD          Z18, Z20, Z18
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z20
+	VPERMD          Z19, Z20, Z20
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z21
+	VPERMD          Z19, Z21, Z19
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11), Z1, Z21
+	VPDPBUSD        64(R11), Z14, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z17, Z21, Z21
+	VMOVDQU32       192(R11), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z20, Z22, Z21
+	VFMADD231PS     128(R11), Z21, Z5
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        256(R11), Z15, Z21
+	VPDPBUSD        320(R11), Z16, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z18, Z21, Z21
+	VMOVDQU32       448(R11), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z19, Z22, Z21
+	VFMADD231PS     384(R11), Z21, Z5
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11)(R12*1), Z1, Z21
+	VPDPBUSD        64(R11)(R12*1), Z14, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z17, Z21, Z21
+	VMOVDQU32       192(R11)(R12*1), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z20, Z22, Z21
+	VFMADD231PS     128(R11)(R12*1), Z21, Z6
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        256(R11)(R12*1), Z15, Z21
+	VPDPBUSD        320(R11)(R12*1), Z16, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z18, Z21, Z21
+	VMOVDQU32       448(R11)(R12*1), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z19, Z22, Z21
+	VFMADD231PS     384(R11)(R12*1), Z21, Z6
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11)(R12*2), Z1, Z21
+	VPDPBUSD        64(R11)(R12*2), Z14, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z17, Z21, Z21
+	VMOVDQU32       192(R11)(R12*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z20, Z1, Z21
+	VFMADD231PS     128(R11)(R12*2), Z21, Z7
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*2), Z15, Z1
+	VPDPBUSD        320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z18, Z1, Z1
+	VMOVDQU32       448(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z19, Z14, Z1
+	VFMADD231PS     384(R11)(R12*2), Z1, Z7
+	VMOVDQU8.Z      (AX)(SI*2), K1, Z1
+	VPSRLW          $0x04, Z1, Z14
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z14, Z0, Z14
+	VMOVDQU8.Z      64(AX)(SI*2), K2, Z15
+	VPSRLW          $0x04, Z15, Z16
+	VPANDD          Z15, Z0, Z15
+	VPANDD          Z16, Z0, Z16
+	VBROADCASTF32X4 32(R8)(R9*2), Z17
+	VMULPS          q4k4eighth<>+0(SB), Z17, Z17
+	VMOVDQU32       (R8)(R9*2), X18
+	VPMOVZXBD       X18, Z18
+	VCVTDQ2PS       Z18, Z18
+	VPERMILPS       $0x00, Z17, Z19
+	VMULPS          Z19, Z18, Z18
+	VMOVDQU32       16(R8)(R9*2), X19
+	VPMOVZXBD       X19, Z19
+	VCVTDQ2PS       Z19, Z19
+	VPERMILPS       $0x55, Z17, Z17
+	VMULPS          Z17, Z19, Z19
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z17
+	VPERMD          Z18, Z17, Z17
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z20
+	VPERMD          Z18, Z20, Z18
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z20
+	VPERMD          Z19, Z20, Z20
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z21
+	VPERMD          Z19, Z21, Z19
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11), Z1, Z21
+	VPDPBUSD        64(R11), Z14, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z17, Z21, Z21
+	VMOVDQU32       192(R11), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z20, Z22, Z21
+	VFMADD231PS     128(R11), Z21, Z8
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        256(R11), Z15, Z21
+	VPDPBUSD        320(R11), Z16, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z18, Z21, Z21
+	VMOVDQU32       448(R11), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z19, Z22, Z21
+	VFMADD231PS     384(R11), Z21, Z8
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11)(R12*1), Z1, Z21
+	VPDPBUSD        64(R11)(R12*1), Z14, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z17, Z21, Z21
+	VMOVDQU32       192(R11)(R12*1), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z20, Z22, Z21
+	VFMADD231PS     128(R11)(R12*1), Z21, Z9
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        256(R11)(R12*1), Z15, Z21
+	VPDPBUSD        320(R11)(R12*1), Z16, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z18, Z21, Z21
+	VMOVDQU32       448(R11)(R12*1), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z19, Z22, Z21
+	VFMADD231PS     384(R11)(R12*1), Z21, Z9
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11)(R12*2), Z1, Z21
+	VPDPBUSD        64(R11)(R12*2), Z14, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z17, Z21, Z21
+	VMOVDQU32       192(R11)(R12*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z20, Z1, Z21
+	VFMADD231PS     128(R11)(R12*2), Z21, Z10
+	VPXORD          Z0, Z0, Z1
+	VPDPBUSD        256(R11)(R12*2), Z15, Z1
+	VPDPBUSD        320(R11)(R12*2), Z16, Z1
+	VCVTDQ2PS       Z1, Z1
+	VMULPS          Z18, Z1, Z1
+	VMOVDQU32       448(R11)(R12*2), Z14
+	VCVTDQ2PS       Z14, Z14
+	VFMADD231PS     Z19, Z14, Z1
+	VFMADD231PS     384(R11)(R12*2), Z1, Z10
+	VMOVDQU8.Z      (AX)(DI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z14
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z14, Z0, Z14
+	VMOVDQU8.Z      64(AX)(DI*1), K2, Z15
+	VPSRLW          $0x04, Z15, Z16
+	VPANDD          Z15, Z0, Z15
+	VPANDD          Z16, Z0, Z16
+	VBROADCASTF32X4 32(R8)(R10*1), Z17
+	VMULPS          q4k4eighth<>+0(SB), Z17, Z17
+	VMOVDQU32       (R8)(R10*1), X18
+	VPMOVZXBD       X18, Z18
+	VCVTDQ2PS       Z18, Z18
+	VPERMILPS       $0x00, Z17, Z19
+	VMULPS          Z19, Z18, Z18
+	VMOVDQU32       16(R8)(R10*1), X19
+	VPMOVZXBD       X19, Z19
+	VCVTDQ2PS       Z19, Z19
+	VPERMILPS       $0x55, Z17, Z17
+	VMULPS          Z17, Z19, Z19
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z17
+	VPERMD          Z18, Z17, Z17
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z20
+	VPERMD          Z18, Z20, Z18
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z20
+	VPERMD          Z19, Z20, Z20
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z21
+	VPERMD          Z19, Z21, Z19
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11), Z1, Z21
+	VPDPBUSD        64(R11), Z14, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z17, Z21, Z21
+	VMOVDQU32       192(R11), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z20, Z22, Z21
+	VFMADD231PS     128(R11), Z21, Z11
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        256(R11), Z15, Z21
+	VPDPBUSD        320(R11), Z16, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z18, Z21, Z21
+	VMOVDQU32       448(R11), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z19, Z22, Z21
+	VFMADD231PS     384(R11), Z21, Z11
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11)(R12*1), Z1, Z21
+	VPDPBUSD        64(R11)(R12*1), Z14, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z17, Z21, Z21
+	VMOVDQU32       192(R11)(R12*1), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z20, Z22, Z21
+	VFMADD231PS     128(R11)(R12*1), Z21, Z12
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        256(R11)(R12*1), Z15, Z21
+	VPDPBUSD        320(R11)(R12*1), Z16, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z18, Z21, Z21
+	VMOVDQU32       448(R11)(R12*1), Z22
+	VCVTDQ2PS       Z22, Z22
+	VFMADD231PS     Z19, Z22, Z21
+	VFMADD231PS     384(R11)(R12*1), Z21, Z12
+	VPXORD          Z0, Z0, Z21
+	VPDPBUSD        (R11)(R12*2), Z1, Z21
+	VPDPBUSD        64(R11)(R12*2), Z14, Z21
+	VCVTDQ2PS       Z21, Z21
+	VMULPS          Z17, Z21, Z21
+	VMOVDQU32       192(R11)(R12*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z20, Z1, Z21
+	VFMADD231PS     128(R11)(R12*2), Z21, Z13
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        256(R11)(R12*2), Z15, Z0
+	VPDPBUSD        320(R11)(R12*2), Z16, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z18, Z0, Z0
+	VMOVDQU32       448(R11)(R12*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z19, Z1, Z0
+	VFMADD231PS     384(R11)(R12*2), Z0, Z13
+	JMP             done
+
+last1:
+	VMOVDQU8.Z      (AX), K1, Z1
+	VPSRLW          $0x04, Z1, Z14
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z14, Z0, Z14
+	VBROADCASTF32X4 32(R8), Z15
+	VMULPS          q4k4eighth<>+0(SB), Z15, Z15
+	VMOVDQU32       (R8), X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0x00, Z15, Z17
+	VMULPS          Z17, Z16, Z16
+	VMOVDQU32       16(R8), X17
+	VPMOVZXBD       X17, Z17
+	VCVTDQ2PS       Z17, Z17
+	VPERMILPS       $0x55, Z15, Z15
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z15
+	VPERMD          Z16, Z15, Z15
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z16
+	VPERMD          Z17, Z16, Z16
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11), Z1, Z17
+	VPDPBUSD        64(R11), Z14, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       192(R11), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z16, Z18, Z17
+	VFMADD231PS     128(R11), Z17, Z2
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11)(R12*1), Z1, Z17
+	VPDPBUSD        64(R11)(R12*1), Z14, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       192(R11)(R12*1), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z16, Z18, Z17
+	VFMADD231PS     128(R11)(R12*1), Z17, Z3
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11)(R12*2), Z1, Z17
+	VPDPBUSD        64(R11)(R12*2), Z14, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       192(R11)(R12*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z16, Z1, Z17
+	VFMADD231PS     128(R11)(R12*2), Z17, Z4
+	VMOVDQU8.Z      (AX)(SI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z14
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z14, Z0, Z14
+	VBROADCASTF32X4 32(R8)(R9*1), Z15
+	VMULPS          q4k4eighth<>+0(SB), Z15, Z15
+	VMOVDQU32       (R8)(R9*1), X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0x00, Z15, Z17
+	VMULPS          Z17, Z16, Z16
+	VMOVDQU32       16(R8)(R9*1), X17
+	VPMOVZXBD       X17, Z17
+	VCVTDQ2PS       Z17, Z17
+	VPERMILPS       $0x55, Z15, Z15
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z15
+	VPERMD          Z16, Z15, Z15
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z16
+	VPERMD          Z17, Z16, Z16
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11), Z1, Z17
+	VPDPBUSD        64(R11), Z14, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       192(R11), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z16, Z18, Z17
+	VFMADD231PS     128(R11), Z17, Z5
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11)(R12*1), Z1, Z17
+	VPDPBUSD        64(R11)(R12*1), Z14, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       192(R11)(R12*1), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z16, Z18, Z17
+	VFMADD231PS     128(R11)(R12*1), Z17, Z6
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11)(R12*2), Z1, Z17
+	VPDPBUSD        64(R11)(R12*2), Z14, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       192(R11)(R12*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z16, Z1, Z17
+	VFMADD231PS     128(R11)(R12*2), Z17, Z7
+	VMOVDQU8.Z      (AX)(SI*2), K1, Z1
+	VPSRLW          $0x04, Z1, Z14
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z14, Z0, Z14
+	VBROADCASTF32X4 32(R8)(R9*2), Z15
+	VMULPS          q4k4eighth<>+0(SB), Z15, Z15
+	VMOVDQU32       (R8)(R9*2), X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0x00, Z15, Z17
+	VMULPS          Z17, Z16, Z16
+	VMOVDQU32       16(R8)(R9*2), X17
+	VPMOVZXBD       X17, Z17
+	VCVTDQ2PS       Z17, Z17
+	VPERMILPS       $0x55, Z15, Z15
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z15
+	VPERMD          Z16, Z15, Z15
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z16
+	VPERMD          Z17, Z16, Z16
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11), Z1, Z17
+	VPDPBUSD        64(R11), Z14, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       192(R11), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z16, Z18, Z17
+	VFMADD231PS     128(R11), Z17, Z8
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11)(R12*1), Z1, Z17
+	VPDPBUSD        64(R11)(R12*1), Z14, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       192(R11)(R12*1), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z16, Z18, Z17
+	VFMADD231PS     128(R11)(R12*1), Z17, Z9
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11)(R12*2), Z1, Z17
+	VPDPBUSD        64(R11)(R12*2), Z14, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       192(R11)(R12*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z16, Z1, Z17
+	VFMADD231PS     128(R11)(R12*2), Z17, Z10
+	VMOVDQU8.Z      (AX)(DI*1), K1, Z1
+	VPSRLW          $0x04, Z1, Z14
+	VPANDD          Z1, Z0, Z1
+	VPANDD          Z14, Z0, Z14
+	VBROADCASTF32X4 32(R8)(R10*1), Z15
+	VMULPS          q4k4eighth<>+0(SB), Z15, Z15
+	VMOVDQU32       (R8)(R10*1), X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0x00, Z15, Z17
+	VMULPS          Z17, Z16, Z16
+	VMOVDQU32       16(R8)(R10*1), X17
+	VPMOVZXBD       X17, Z17
+	VCVTDQ2PS       Z17, Z17
+	VPERMILPS       $0x55, Z15, Z15
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z15
+	VPERMD          Z16, Z15, Z15
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z16
+	VPERMD          Z17, Z16, Z16
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11), Z1, Z17
+	VPDPBUSD        64(R11), Z14, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       192(R11), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z16, Z18, Z17
+	VFMADD231PS     128(R11), Z17, Z11
+	VPXORD          Z0, Z0, Z17
+	VPDPBUSD        (R11)(R12*1), Z1, Z17
+	VPDPBUSD        64(R11)(R12*1), Z14, Z17
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z15, Z17, Z17
+	VMOVDQU32       192(R11)(R12*1), Z18
+	VCVTDQ2PS       Z18, Z18
+	VFMADD231PS     Z16, Z18, Z17
+	VFMADD231PS     128(R11)(R12*1), Z17, Z12
+	VPXORD          Z0, Z0, Z0
+	VPDPBUSD        (R11)(R12*2), Z1, Z0
+	VPDPBUSD        64(R11)(R12*2), Z14, Z0
+	VCVTDQ2PS       Z0, Z0
+	VMULPS          Z15, Z0, Z0
+	VMOVDQU32       192(R11)(R12*2), Z1
+	VCVTDQ2PS       Z1, Z1
+	VFMADD231PS     Z16, Z1, Z0
+	VFMADD231PS     128(R11)(R12*2), Z0, Z13
+
+done:
+	MOVQ          dst+64(FP), AX
+	MOVQ          ldd+72(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y0, Y2, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y0, Y5, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 4(AX)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y0, Y8, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 8(AX)
+	VEXTRACTF64X4 $0x01, Z11, Y0
+	VADDPS        Y0, Y11, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 12(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y0, Y3, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y0, Y6, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 4(AX)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y0, Y9, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 8(AX)
+	VEXTRACTF64X4 $0x01, Z12, Y0
+	VADDPS        Y0, Y12, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 12(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y0, Y4, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y0, Y7, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 4(AX)
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y0, Y10, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 8(AX)
+	VEXTRACTF64X4 $0x01, Z13, Y0
+	VADDPS        Y0, Y13, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X1, X0, X1
+	VPERMILPS     $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPERMILPS     $0xb1, X1, X0
+	VADDSS        X0, X1, X1
+	VMOVSS        X1, 12(AX)
+	VZEROUPPER
+	RET
+
+// func q4VnniK4Rows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, CMOV
+TEXT ·q4VnniK4Rows(SB), NOSPLIT, $0-80
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQU32    q4codeperm<>+0(SB), X1
+	MOVQ         ng+32(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         tail+40(FP), CX
+	ADDQ         CX, AX
+	MOVQ         AX, CX
+	SHRQ         $0x04, CX
+	MOVQ         AX, DX
+	ADDQ         $0x0f, DX
+	SHRQ         $0x04, DX
+	SHLQ         $0x0a, DX
+	ANDQ         $0x0f, AX
+	MOVQ         AX, BX
+	ADDQ         $0x03, BX
+	SHRQ         $0x02, BX
+	MOVQ         $-1, SI
+	MOVQ         $0x0000000000000000, DI
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K1
+	SHLQ         $0x04, AX
+	MOVQ         AX, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K1
+	MOVQ         AX, R8
+	SUBQ         $0x40, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K2
+	MOVQ         AX, R8
+	SUBQ         $0x80, R8
+	CMOVQLT      DI, R8
+	BZHIQ        R8, SI, R8
+	KMOVQ        R8, K3
+	SUBQ         $0xc0, AX
+	CMOVQLT      DI, AX
+	BZHIQ        AX, SI, R8
+	KMOVQ        R8, K4
+	MOVQ         nib+0(FP), AX
+	MOVQ         sc+16(FP), SI
+	MOVQ         n+56(FP), DI
+	SHRQ         $0x02, DI
+
+quad:
+	VPXORD Z2, Z2, Z2
+	MOVQ   AX, R8
+	MOVQ   SI, R9
+	MOVQ   x+48(FP), R10
+	MOVQ   R10, R11
+	ADDQ   DX, R11
+	MOVQ   CX, R12
+
+chunk0:
+	TESTQ           R12, R12
+	JZ              last0
+	VMOVDQU32       (R8), Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU32       64(R8), Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU32       128(R8), Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU32       192(R8), Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(R9), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (R9), X12
+	VPSHUFB         X1, X12, X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0xa0, Z11, Z16
+	VMULPS          Z16, Z12, Z12
+	VMOVDQU32       16(R9), X16
+	VPSHUFB         X1, X16, X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0xf5, Z11, Z11
+	VMULPS          Z11, Z16, Z16
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        (R10), Z3, Z11
+	VPDPBUSD        64(R10), Z4, Z11
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        256(R10), Z5, Z3
+	VPDPBUSD        320(R10), Z6, Z3
+	VPXORD          Z0, Z0, Z4
+	VPDPBUSD        512(R10), Z7, Z4
+	VPDPBUSD        576(R10), Z8, Z4
+	VPXORD          Z0, Z0, Z5
+	VPDPBUSD        768(R10), Z9, Z5
+	VPDPBUSD        832(R10), Z10, Z5
+	VPUNPCKLDQ      Z3, Z11, Z6
+	VPUNPCKHDQ      Z3, Z11, Z3
+	VPADDD          Z3, Z6, Z6
+	VPUNPCKLDQ      Z5, Z4, Z3
+	VPUNPCKHDQ      Z5, Z4, Z4
+	VPADDD          Z4, Z3, Z3
+	VPUNPCKLQDQ     Z3, Z6, Z4
+	VPUNPCKHQDQ     Z3, Z6, Z3
+	VPADDD          Z3, Z4, Z4
+	VMOVDQU32       64(R11), Z3
+	VCVTDQ2PS       Z4, Z4
+	VMULPS          Z12, Z4, Z4
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z16, Z3, Z4
+	VFMADD231PS     (R11), Z4, Z2
+	ADDQ            $0x00000100, R8
+	ADDQ            $0x30, R9
+	ADDQ            $0x00000400, R10
+	ADDQ            $0x00000080, R11
+	DECQ            R12
+	JMP             chunk0
+
+last0:
+	TESTQ           BX, BX
+	JZ              done0
+	CMPQ            BX, $0x02
+	JB              last10
+	JE              last20
+	CMPQ            BX, $0x03
+	JE              last30
+	VMOVDQU8.Z      (R8), K1, Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(R8), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      128(R8), K3, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      192(R8), K4, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(R9), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (R9), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x00, Z11, Z16
+	VMULPS          Z16, Z12, Z12
+	VMOVDQU32       16(R9), X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0x55, Z11, Z11
+	VMULPS          Z11, Z16, Z16
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z11
+	VPERMD          Z12, Z11, Z11
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z17
+	VPERMD          Z12, Z17, Z17
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z18
+	VPERMD          Z12, Z18, Z18
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z19
+	VPERMD          Z12, Z19, Z12
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z19
+	VPERMD          Z16, Z19, Z19
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z20
+	VPERMD          Z16, Z20, Z20
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z21
+	VPERMD          Z16, Z21, Z21
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z22
+	VPERMD          Z16, Z22, Z16
+	VPXORD          Z0, Z0, Z22
+	VPDPBUSD        (R10), Z3, Z22
+	VPDPBUSD        64(R10), Z4, Z22
+	VCVTDQ2PS       Z22, Z22
+	VMULPS          Z11, Z22, Z22
+	VMOVDQU32       192(R10), Z3
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z19, Z3, Z22
+	VFMADD231PS     128(R10), Z22, Z2
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        256(R10), Z5, Z3
+	VPDPBUSD        320(R10), Z6, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z17, Z3, Z3
+	VMOVDQU32       448(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z20, Z4, Z3
+	VFMADD231PS     384(R10), Z3, Z2
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        512(R10), Z7, Z3
+	VPDPBUSD        576(R10), Z8, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z18, Z3, Z3
+	VMOVDQU32       704(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z21, Z4, Z3
+	VFMADD231PS     640(R10), Z3, Z2
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        768(R10), Z9, Z3
+	VPDPBUSD        832(R10), Z10, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z12, Z3, Z3
+	VMOVDQU32       960(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z16, Z4, Z3
+	VFMADD231PS     896(R10), Z3, Z2
+	JMP             done0
+
+last30:
+	VMOVDQU8.Z      (R8), K1, Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(R8), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      128(R8), K3, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VBROADCASTF32X4 32(R9), Z9
+	VMULPS          q4k4eighth<>+0(SB), Z9, Z9
+	VMOVDQU32       (R9), X10
+	VPMOVZXBD       X10, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPERMILPS       $0x00, Z9, Z11
+	VMULPS          Z11, Z10, Z10
+	VMOVDQU32       16(R9), X11
+	VPMOVZXBD       X11, Z11
+	VCVTDQ2PS       Z11, Z11
+	VPERMILPS       $0x55, Z9, Z9
+	VMULPS          Z9, Z11, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z9
+	VPERMD          Z10, Z9, Z9
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z12
+	VPERMD          Z10, Z12, Z12
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z16
+	VPERMD          Z10, Z16, Z10
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z16
+	VPERMD          Z11, Z16, Z16
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z17
+	VPERMD          Z11, Z17, Z17
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z18
+	VPERMD          Z11, Z18, Z11
+	VPXORD          Z0, Z0, Z18
+	VPDPBUSD        (R10), Z3, Z18
+	VPDPBUSD        64(R10), Z4, Z18
+	VCVTDQ2PS       Z18, Z18
+	VMULPS          Z9, Z18, Z18
+	VMOVDQU32       192(R10), Z3
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z16, Z3, Z18
+	VFMADD231PS     128(R10), Z18, Z2
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        256(R10), Z5, Z3
+	VPDPBUSD        320(R10), Z6, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z12, Z3, Z3
+	VMOVDQU32       448(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z17, Z4, Z3
+	VFMADD231PS     384(R10), Z3, Z2
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        512(R10), Z7, Z3
+	VPDPBUSD        576(R10), Z8, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z10, Z3, Z3
+	VMOVDQU32       704(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z11, Z4, Z3
+	VFMADD231PS     640(R10), Z3, Z2
+	JMP             done0
+
+last20:
+	VMOVDQU8.Z      (R8), K1, Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(R8), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VBROADCASTF32X4 32(R9), Z7
+	VMULPS          q4k4eighth<>+0(SB), Z7, Z7
+	VMOVDQU32       (R9), X8
+	VPMOVZXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VPERMILPS       $0x00, Z7, Z9
+	VMULPS          Z9, Z8, Z8
+	VMOVDQU32       16(R9), X9
+	VPMOVZXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VPERMILPS       $0x55, Z7, Z7
+	VMULPS          Z7, Z9, Z9
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z7
+	VPERMD          Z8, Z7, Z7
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z10
+	VPERMD          Z8, Z10, Z8
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z10
+	VPERMD          Z9, Z10, Z10
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z11
+	VPERMD          Z9, Z11, Z9
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        (R10), Z3, Z11
+	VPDPBUSD        64(R10), Z4, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS          Z7, Z11, Z11
+	VMOVDQU32       192(R10), Z3
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z10, Z3, Z11
+	VFMADD231PS     128(R10), Z11, Z2
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        256(R10), Z5, Z3
+	VPDPBUSD        320(R10), Z6, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z8, Z3, Z3
+	VMOVDQU32       448(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z9, Z4, Z3
+	VFMADD231PS     384(R10), Z3, Z2
+	JMP             done0
+
+last10:
+	VMOVDQU8.Z      (R8), K1, Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VBROADCASTF32X4 32(R9), Z5
+	VMULPS          q4k4eighth<>+0(SB), Z5, Z5
+	VMOVDQU32       (R9), X6
+	VPMOVZXBD       X6, Z6
+	VCVTDQ2PS       Z6, Z6
+	VPERMILPS       $0x00, Z5, Z7
+	VMULPS          Z7, Z6, Z6
+	VMOVDQU32       16(R9), X7
+	VPMOVZXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VPERMILPS       $0x55, Z5, Z5
+	VMULPS          Z5, Z7, Z7
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z5
+	VPERMD          Z6, Z5, Z5
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z6
+	VPERMD          Z7, Z6, Z6
+	VPXORD          Z0, Z0, Z7
+	VPDPBUSD        (R10), Z3, Z7
+	VPDPBUSD        64(R10), Z4, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS          Z5, Z7, Z7
+	VMOVDQU32       192(R10), Z3
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z6, Z3, Z7
+	VFMADD231PS     128(R10), Z7, Z2
+
+done0:
+	MOVQ   rstr+8(FP), R8
+	ADDQ   R8, AX
+	MOVQ   scstr+24(FP), R8
+	ADDQ   R8, SI
+	VPXORD Z13, Z13, Z13
+	MOVQ   AX, R8
+	MOVQ   SI, R9
+	MOVQ   x+48(FP), R10
+	MOVQ   R10, R11
+	ADDQ   DX, R11
+	MOVQ   CX, R12
+
+chunk1:
+	TESTQ           R12, R12
+	JZ              last1
+	VMOVDQU32       (R8), Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU32       64(R8), Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU32       128(R8), Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU32       192(R8), Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(R9), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (R9), X12
+	VPSHUFB         X1, X12, X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0xa0, Z11, Z16
+	VMULPS          Z16, Z12, Z12
+	VMOVDQU32       16(R9), X16
+	VPSHUFB         X1, X16, X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0xf5, Z11, Z11
+	VMULPS          Z11, Z16, Z16
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        (R10), Z3, Z11
+	VPDPBUSD        64(R10), Z4, Z11
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        256(R10), Z5, Z3
+	VPDPBUSD        320(R10), Z6, Z3
+	VPXORD          Z0, Z0, Z4
+	VPDPBUSD        512(R10), Z7, Z4
+	VPDPBUSD        576(R10), Z8, Z4
+	VPXORD          Z0, Z0, Z5
+	VPDPBUSD        768(R10), Z9, Z5
+	VPDPBUSD        832(R10), Z10, Z5
+	VPUNPCKLDQ      Z3, Z11, Z6
+	VPUNPCKHDQ      Z3, Z11, Z3
+	VPADDD          Z3, Z6, Z6
+	VPUNPCKLDQ      Z5, Z4, Z3
+	VPUNPCKHDQ      Z5, Z4, Z4
+	VPADDD          Z4, Z3, Z3
+	VPUNPCKLQDQ     Z3, Z6, Z4
+	VPUNPCKHQDQ     Z3, Z6, Z3
+	VPADDD          Z3, Z4, Z4
+	VMOVDQU32       64(R11), Z3
+	VCVTDQ2PS       Z4, Z4
+	VMULPS          Z12, Z4, Z4
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z16, Z3, Z4
+	VFMADD231PS     (R11), Z4, Z13
+	ADDQ            $0x00000100, R8
+	ADDQ            $0x30, R9
+	ADDQ            $0x00000400, R10
+	ADDQ            $0x00000080, R11
+	DECQ            R12
+	JMP             chunk1
+
+last1:
+	TESTQ           BX, BX
+	JZ              done1
+	CMPQ            BX, $0x02
+	JB              last11
+	JE              last21
+	CMPQ            BX, $0x03
+	JE              last31
+	VMOVDQU8.Z      (R8), K1, Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(R8), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      128(R8), K3, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      192(R8), K4, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(R9), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (R9), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x00, Z11, Z16
+	VMULPS          Z16, Z12, Z12
+	VMOVDQU32       16(R9), X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0x55, Z11, Z11
+	VMULPS          Z11, Z16, Z16
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z11
+	VPERMD          Z12, Z11, Z11
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z17
+	VPERMD          Z12, Z17, Z17
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z18
+	VPERMD          Z12, Z18, Z18
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z19
+	VPERMD          Z12, Z19, Z12
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z19
+	VPERMD          Z16, Z19, Z19
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z20
+	VPERMD          Z16, Z20, Z20
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z21
+	VPERMD          Z16, Z21, Z21
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z22
+	VPERMD          Z16, Z22, Z16
+	VPXORD          Z0, Z0, Z22
+	VPDPBUSD        (R10), Z3, Z22
+	VPDPBUSD        64(R10), Z4, Z22
+	VCVTDQ2PS       Z22, Z22
+	VMULPS          Z11, Z22, Z22
+	VMOVDQU32       192(R10), Z3
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z19, Z3, Z22
+	VFMADD231PS     128(R10), Z22, Z13
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        256(R10), Z5, Z3
+	VPDPBUSD        320(R10), Z6, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z17, Z3, Z3
+	VMOVDQU32       448(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z20, Z4, Z3
+	VFMADD231PS     384(R10), Z3, Z13
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        512(R10), Z7, Z3
+	VPDPBUSD        576(R10), Z8, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z18, Z3, Z3
+	VMOVDQU32       704(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z21, Z4, Z3
+	VFMADD231PS     640(R10), Z3, Z13
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        768(R10), Z9, Z3
+	VPDPBUSD        832(R10), Z10, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z12, Z3, Z3
+	VMOVDQU32       960(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z16, Z4, Z3
+	VFMADD231PS     896(R10), Z3, Z13
+	JMP             done1
+
+last31:
+	VMOVDQU8.Z      (R8), K1, Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(R8), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      128(R8), K3, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VBROADCASTF32X4 32(R9), Z9
+	VMULPS          q4k4eighth<>+0(SB), Z9, Z9
+	VMOVDQU32       (R9), X10
+	VPMOVZXBD       X10, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPERMILPS       $0x00, Z9, Z11
+	VMULPS          Z11, Z10, Z10
+	VMOVDQU32       16(R9), X11
+	VPMOVZXBD       X11, Z11
+	VCVTDQ2PS       Z11, Z11
+	VPERMILPS       $0x55, Z9, Z9
+	VMULPS          Z9, Z11, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z9
+	VPERMD          Z10, Z9, Z9
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z12
+	VPERMD          Z10, Z12, Z12
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z16
+	VPERMD          Z10, Z16, Z10
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z16
+	VPERMD          Z11, Z16, Z16
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z17
+	VPERMD          Z11, Z17, Z17
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z18
+	VPERMD          Z11, Z18, Z11
+	VPXORD          Z0, Z0, Z18
+	VPDPBUSD        (R10), Z3, Z18
+	VPDPBUSD        64(R10), Z4, Z18
+	VCVTDQ2PS       Z18, Z18
+	VMULPS          Z9, Z18, Z18
+	VMOVDQU32       192(R10), Z3
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z16, Z3, Z18
+	VFMADD231PS     128(R10), Z18, Z13
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        256(R10), Z5, Z3
+	VPDPBUSD        320(R10), Z6, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z12, Z3, Z3
+	VMOVDQU32       448(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z17, Z4, Z3
+	VFMADD231PS     384(R10), Z3, Z13
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        512(R10), Z7, Z3
+	VPDPBUSD        576(R10), Z8, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z10, Z3, Z3
+	VMOVDQU32       704(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z11, Z4, Z3
+	VFMADD231PS     640(R10), Z3, Z13
+	JMP             done1
+
+last21:
+	VMOVDQU8.Z      (R8), K1, Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(R8), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VBROADCASTF32X4 32(R9), Z7
+	VMULPS          q4k4eighth<>+0(SB), Z7, Z7
+	VMOVDQU32       (R9), X8
+	VPMOVZXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VPERMILPS       $0x00, Z7, Z9
+	VMULPS          Z9, Z8, Z8
+	VMOVDQU32       16(R9), X9
+	VPMOVZXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VPERMILPS       $0x55, Z7, Z7
+	VMULPS          Z7, Z9, Z9
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z7
+	VPERMD          Z8, Z7, Z7
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z10
+	VPERMD          Z8, Z10, Z8
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z10
+	VPERMD          Z9, Z10, Z10
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z11
+	VPERMD          Z9, Z11, Z9
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        (R10), Z3, Z11
+	VPDPBUSD        64(R10), Z4, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS          Z7, Z11, Z11
+	VMOVDQU32       192(R10), Z3
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z10, Z3, Z11
+	VFMADD231PS     128(R10), Z11, Z13
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        256(R10), Z5, Z3
+	VPDPBUSD        320(R10), Z6, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z8, Z3, Z3
+	VMOVDQU32       448(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z9, Z4, Z3
+	VFMADD231PS     384(R10), Z3, Z13
+	JMP             done1
+
+last11:
+	VMOVDQU8.Z      (R8), K1, Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VBROADCASTF32X4 32(R9), Z5
+	VMULPS          q4k4eighth<>+0(SB), Z5, Z5
+	VMOVDQU32       (R9), X6
+	VPMOVZXBD       X6, Z6
+	VCVTDQ2PS       Z6, Z6
+	VPERMILPS       $0x00, Z5, Z7
+	VMULPS          Z7, Z6, Z6
+	VMOVDQU32       16(R9), X7
+	VPMOVZXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VPERMILPS       $0x55, Z5, Z5
+	VMULPS          Z5, Z7, Z7
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z5
+	VPERMD          Z6, Z5, Z5
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z6
+	VPERMD          Z7, Z6, Z6
+	VPXORD          Z0, Z0, Z7
+	VPDPBUSD        (R10), Z3, Z7
+	VPDPBUSD        64(R10), Z4, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS          Z5, Z7, Z7
+	VMOVDQU32       192(R10), Z3
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z6, Z3, Z7
+	VFMADD231PS     128(R10), Z7, Z13
+
+done1:
+	MOVQ   rstr+8(FP), R8
+	ADDQ   R8, AX
+	MOVQ   scstr+24(FP), R8
+	ADDQ   R8, SI
+	VPXORD Z14, Z14, Z14
+	MOVQ   AX, R8
+	MOVQ   SI, R9
+	MOVQ   x+48(FP), R10
+	MOVQ   R10, R11
+	ADDQ   DX, R11
+	MOVQ   CX, R12
+
+chunk2:
+	TESTQ           R12, R12
+	JZ              last2
+	VMOVDQU32       (R8), Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU32       64(R8), Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU32       128(R8), Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU32       192(R8), Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(R9), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (R9), X12
+	VPSHUFB         X1, X12, X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0xa0, Z11, Z16
+	VMULPS          Z16, Z12, Z12
+	VMOVDQU32       16(R9), X16
+	VPSHUFB         X1, X16, X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0xf5, Z11, Z11
+	VMULPS          Z11, Z16, Z16
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        (R10), Z3, Z11
+	VPDPBUSD        64(R10), Z4, Z11
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        256(R10), Z5, Z3
+	VPDPBUSD        320(R10), Z6, Z3
+	VPXORD          Z0, Z0, Z4
+	VPDPBUSD        512(R10), Z7, Z4
+	VPDPBUSD        576(R10), Z8, Z4
+	VPXORD          Z0, Z0, Z5
+	VPDPBUSD        768(R10), Z9, Z5
+	VPDPBUSD        832(R10), Z10, Z5
+	VPUNPCKLDQ      Z3, Z11, Z6
+	VPUNPCKHDQ      Z3, Z11, Z3
+	VPADDD          Z3, Z6, Z6
+	VPUNPCKLDQ      Z5, Z4, Z3
+	VPUNPCKHDQ      Z5, Z4, Z4
+	VPADDD          Z4, Z3, Z3
+	VPUNPCKLQDQ     Z3, Z6, Z4
+	VPUNPCKHQDQ     Z3, Z6, Z3
+	VPADDD          Z3, Z4, Z4
+	VMOVDQU32       64(R11), Z3
+	VCVTDQ2PS       Z4, Z4
+	VMULPS          Z12, Z4, Z4
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z16, Z3, Z4
+	VFMADD231PS     (R11), Z4, Z14
+	ADDQ            $0x00000100, R8
+	ADDQ            $0x30, R9
+	ADDQ            $0x00000400, R10
+	ADDQ            $0x00000080, R11
+	DECQ            R12
+	JMP             chunk2
+
+last2:
+	TESTQ           BX, BX
+	JZ              done2
+	CMPQ            BX, $0x02
+	JB              last12
+	JE              last22
+	CMPQ            BX, $0x03
+	JE              last32
+	VMOVDQU8.Z      (R8), K1, Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(R8), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      128(R8), K3, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      192(R8), K4, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(R9), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (R9), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x00, Z11, Z16
+	VMULPS          Z16, Z12, Z12
+	VMOVDQU32       16(R9), X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0x55, Z11, Z11
+	VMULPS          Z11, Z16, Z16
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z11
+	VPERMD          Z12, Z11, Z11
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z17
+	VPERMD          Z12, Z17, Z17
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z18
+	VPERMD          Z12, Z18, Z18
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z19
+	VPERMD          Z12, Z19, Z12
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z19
+	VPERMD          Z16, Z19, Z19
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z20
+	VPERMD          Z16, Z20, Z20
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z21
+	VPERMD          Z16, Z21, Z21
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z22
+	VPERMD          Z16, Z22, Z16
+	VPXORD          Z0, Z0, Z22
+	VPDPBUSD        (R10), Z3, Z22
+	VPDPBUSD        64(R10), Z4, Z22
+	VCVTDQ2PS       Z22, Z22
+	VMULPS          Z11, Z22, Z22
+	VMOVDQU32       192(R10), Z3
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z19, Z3, Z22
+	VFMADD231PS     128(R10), Z22, Z14
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        256(R10), Z5, Z3
+	VPDPBUSD        320(R10), Z6, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z17, Z3, Z3
+	VMOVDQU32       448(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z20, Z4, Z3
+	VFMADD231PS     384(R10), Z3, Z14
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        512(R10), Z7, Z3
+	VPDPBUSD        576(R10), Z8, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z18, Z3, Z3
+	VMOVDQU32       704(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z21, Z4, Z3
+	VFMADD231PS     640(R10), Z3, Z14
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        768(R10), Z9, Z3
+	VPDPBUSD        832(R10), Z10, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z12, Z3, Z3
+	VMOVDQU32       960(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z16, Z4, Z3
+	VFMADD231PS     896(R10), Z3, Z14
+	JMP             done2
+
+last32:
+	VMOVDQU8.Z      (R8), K1, Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(R8), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      128(R8), K3, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VBROADCASTF32X4 32(R9), Z9
+	VMULPS          q4k4eighth<>+0(SB), Z9, Z9
+	VMOVDQU32       (R9), X10
+	VPMOVZXBD       X10, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPERMILPS       $0x00, Z9, Z11
+	VMULPS          Z11, Z10, Z10
+	VMOVDQU32       16(R9), X11
+	VPMOVZXBD       X11, Z11
+	VCVTDQ2PS       Z11, Z11
+	VPERMILPS       $0x55, Z9, Z9
+	VMULPS          Z9, Z11, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z9
+	VPERMD          Z10, Z9, Z9
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z12
+	VPERMD          Z10, Z12, Z12
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z16
+	VPERMD          Z10, Z16, Z10
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z16
+	VPERMD          Z11, Z16, Z16
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z17
+	VPERMD          Z11, Z17, Z17
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z18
+	VPERMD          Z11, Z18, Z11
+	VPXORD          Z0, Z0, Z18
+	VPDPBUSD        (R10), Z3, Z18
+	VPDPBUSD        64(R10), Z4, Z18
+	VCVTDQ2PS       Z18, Z18
+	VMULPS          Z9, Z18, Z18
+	VMOVDQU32       192(R10), Z3
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z16, Z3, Z18
+	VFMADD231PS     128(R10), Z18, Z14
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        256(R10), Z5, Z3
+	VPDPBUSD        320(R10), Z6, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z12, Z3, Z3
+	VMOVDQU32       448(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z17, Z4, Z3
+	VFMADD231PS     384(R10), Z3, Z14
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        512(R10), Z7, Z3
+	VPDPBUSD        576(R10), Z8, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z10, Z3, Z3
+	VMOVDQU32       704(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z11, Z4, Z3
+	VFMADD231PS     640(R10), Z3, Z14
+	JMP             done2
+
+last22:
+	VMOVDQU8.Z      (R8), K1, Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(R8), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VBROADCASTF32X4 32(R9), Z7
+	VMULPS          q4k4eighth<>+0(SB), Z7, Z7
+	VMOVDQU32       (R9), X8
+	VPMOVZXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VPERMILPS       $0x00, Z7, Z9
+	VMULPS          Z9, Z8, Z8
+	VMOVDQU32       16(R9), X9
+	VPMOVZXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VPERMILPS       $0x55, Z7, Z7
+	VMULPS          Z7, Z9, Z9
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z7
+	VPERMD          Z8, Z7, Z7
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z10
+	VPERMD          Z8, Z10, Z8
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z10
+	VPERMD          Z9, Z10, Z10
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z11
+	VPERMD          Z9, Z11, Z9
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        (R10), Z3, Z11
+	VPDPBUSD        64(R10), Z4, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS          Z7, Z11, Z11
+	VMOVDQU32       192(R10), Z3
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z10, Z3, Z11
+	VFMADD231PS     128(R10), Z11, Z14
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        256(R10), Z5, Z3
+	VPDPBUSD        320(R10), Z6, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z8, Z3, Z3
+	VMOVDQU32       448(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z9, Z4, Z3
+	VFMADD231PS     384(R10), Z3, Z14
+	JMP             done2
+
+last12:
+	VMOVDQU8.Z      (R8), K1, Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VBROADCASTF32X4 32(R9), Z5
+	VMULPS          q4k4eighth<>+0(SB), Z5, Z5
+	VMOVDQU32       (R9), X6
+	VPMOVZXBD       X6, Z6
+	VCVTDQ2PS       Z6, Z6
+	VPERMILPS       $0x00, Z5, Z7
+	VMULPS          Z7, Z6, Z6
+	VMOVDQU32       16(R9), X7
+	VPMOVZXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VPERMILPS       $0x55, Z5, Z5
+	VMULPS          Z5, Z7, Z7
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z5
+	VPERMD          Z6, Z5, Z5
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z6
+	VPERMD          Z7, Z6, Z6
+	VPXORD          Z0, Z0, Z7
+	VPDPBUSD        (R10), Z3, Z7
+	VPDPBUSD        64(R10), Z4, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS          Z5, Z7, Z7
+	VMOVDQU32       192(R10), Z3
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z6, Z3, Z7
+	VFMADD231PS     128(R10), Z7, Z14
+
+done2:
+	MOVQ   rstr+8(FP), R8
+	ADDQ   R8, AX
+	MOVQ   scstr+24(FP), R8
+	ADDQ   R8, SI
+	VPXORD Z15, Z15, Z15
+	MOVQ   AX, R8
+	MOVQ   SI, R9
+	MOVQ   x+48(FP), R10
+	MOVQ   R10, R11
+	ADDQ   DX, R11
+	MOVQ   CX, R12
+
+chunk3:
+	TESTQ           R12, R12
+	JZ              last3
+	VMOVDQU32       (R8), Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU32       64(R8), Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU32       128(R8), Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU32       192(R8), Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(R9), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (R9), X12
+	VPSHUFB         X1, X12, X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0xa0, Z11, Z16
+	VMULPS          Z16, Z12, Z12
+	VMOVDQU32       16(R9), X16
+	VPSHUFB         X1, X16, X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0xf5, Z11, Z11
+	VMULPS          Z11, Z16, Z16
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        (R10), Z3, Z11
+	VPDPBUSD        64(R10), Z4, Z11
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        256(R10), Z5, Z3
+	VPDPBUSD        320(R10), Z6, Z3
+	VPXORD          Z0, Z0, Z4
+	VPDPBUSD        512(R10), Z7, Z4
+	VPDPBUSD        576(R10), Z8, Z4
+	VPXORD          Z0, Z0, Z5
+	VPDPBUSD        768(R10), Z9, Z5
+	VPDPBUSD        832(R10), Z10, Z5
+	VPUNPCKLDQ      Z3, Z11, Z6
+	VPUNPCKHDQ      Z3, Z11, Z3
+	VPADDD          Z3, Z6, Z6
+	VPUNPCKLDQ      Z5, Z4, Z3
+	VPUNPCKHDQ      Z5, Z4, Z4
+	VPADDD          Z4, Z3, Z3
+	VPUNPCKLQDQ     Z3, Z6, Z4
+	VPUNPCKHQDQ     Z3, Z6, Z3
+	VPADDD          Z3, Z4, Z4
+	VMOVDQU32       64(R11), Z3
+	VCVTDQ2PS       Z4, Z4
+	VMULPS          Z12, Z4, Z4
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z16, Z3, Z4
+	VFMADD231PS     (R11), Z4, Z15
+	ADDQ            $0x00000100, R8
+	ADDQ            $0x30, R9
+	ADDQ            $0x00000400, R10
+	ADDQ            $0x00000080, R11
+	DECQ            R12
+	JMP             chunk3
+
+last3:
+	TESTQ           BX, BX
+	JZ              done3
+	CMPQ            BX, $0x02
+	JB              last13
+	JE              last23
+	CMPQ            BX, $0x03
+	JE              last33
+	VMOVDQU8.Z      (R8), K1, Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(R8), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      128(R8), K3, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VMOVDQU8.Z      192(R8), K4, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z9, Z0, Z9
+	VPANDD          Z10, Z0, Z10
+	VBROADCASTF32X4 32(R9), Z11
+	VMULPS          q4k4eighth<>+0(SB), Z11, Z11
+	VMOVDQU32       (R9), X12
+	VPMOVZXBD       X12, Z12
+	VCVTDQ2PS       Z12, Z12
+	VPERMILPS       $0x00, Z11, Z16
+	VMULPS          Z16, Z12, Z12
+	VMOVDQU32       16(R9), X16
+	VPMOVZXBD       X16, Z16
+	VCVTDQ2PS       Z16, Z16
+	VPERMILPS       $0x55, Z11, Z11
+	VMULPS          Z11, Z16, Z16
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z11
+	VPERMD          Z12, Z11, Z11
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z17
+	VPERMD          Z12, Z17, Z17
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z18
+	VPERMD          Z12, Z18, Z18
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z19
+	VPERMD          Z12, Z19, Z12
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z19
+	VPERMD          Z16, Z19, Z19
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z20
+	VPERMD          Z16, Z20, Z20
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z21
+	VPERMD          Z16, Z21, Z21
+	VMOVDQU32       q4groupcodes3<>+0(SB), Z22
+	VPERMD          Z16, Z22, Z16
+	VPXORD          Z0, Z0, Z22
+	VPDPBUSD        (R10), Z3, Z22
+	VPDPBUSD        64(R10), Z4, Z22
+	VCVTDQ2PS       Z22, Z22
+	VMULPS          Z11, Z22, Z22
+	VMOVDQU32       192(R10), Z3
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z19, Z3, Z22
+	VFMADD231PS     128(R10), Z22, Z15
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        256(R10), Z5, Z3
+	VPDPBUSD        320(R10), Z6, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z17, Z3, Z3
+	VMOVDQU32       448(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z20, Z4, Z3
+	VFMADD231PS     384(R10), Z3, Z15
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        512(R10), Z7, Z3
+	VPDPBUSD        576(R10), Z8, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z18, Z3, Z3
+	VMOVDQU32       704(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z21, Z4, Z3
+	VFMADD231PS     640(R10), Z3, Z15
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        768(R10), Z9, Z3
+	VPDPBUSD        832(R10), Z10, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z12, Z3, Z3
+	VMOVDQU32       960(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z16, Z4, Z3
+	VFMADD231PS     896(R10), Z3, Z15
+	JMP             done3
+
+last33:
+	VMOVDQU8.Z      (R8), K1, Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(R8), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VMOVDQU8.Z      128(R8), K3, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z7, Z0, Z7
+	VPANDD          Z8, Z0, Z8
+	VBROADCASTF32X4 32(R9), Z9
+	VMULPS          q4k4eighth<>+0(SB), Z9, Z9
+	VMOVDQU32       (R9), X10
+	VPMOVZXBD       X10, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPERMILPS       $0x00, Z9, Z11
+	VMULPS          Z11, Z10, Z10
+	VMOVDQU32       16(R9), X11
+	VPMOVZXBD       X11, Z11
+	VCVTDQ2PS       Z11, Z11
+	VPERMILPS       $0x55, Z9, Z9
+	VMULPS          Z9, Z11, Z11
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z9
+	VPERMD          Z10, Z9, Z9
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z12
+	VPERMD          Z10, Z12, Z12
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z16
+	VPERMD          Z10, Z16, Z10
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z16
+	VPERMD          Z11, Z16, Z16
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z17
+	VPERMD          Z11, Z17, Z17
+	VMOVDQU32       q4groupcodes2<>+0(SB), Z18
+	VPERMD          Z11, Z18, Z11
+	VPXORD          Z0, Z0, Z18
+	VPDPBUSD        (R10), Z3, Z18
+	VPDPBUSD        64(R10), Z4, Z18
+	VCVTDQ2PS       Z18, Z18
+	VMULPS          Z9, Z18, Z18
+	VMOVDQU32       192(R10), Z3
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z16, Z3, Z18
+	VFMADD231PS     128(R10), Z18, Z15
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        256(R10), Z5, Z3
+	VPDPBUSD        320(R10), Z6, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z12, Z3, Z3
+	VMOVDQU32       448(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z17, Z4, Z3
+	VFMADD231PS     384(R10), Z3, Z15
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        512(R10), Z7, Z3
+	VPDPBUSD        576(R10), Z8, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z10, Z3, Z3
+	VMOVDQU32       704(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z11, Z4, Z3
+	VFMADD231PS     640(R10), Z3, Z15
+	JMP             done3
+
+last23:
+	VMOVDQU8.Z      (R8), K1, Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VMOVDQU8.Z      64(R8), K2, Z5
+	VPSRLW          $0x04, Z5, Z6
+	VPANDD          Z5, Z0, Z5
+	VPANDD          Z6, Z0, Z6
+	VBROADCASTF32X4 32(R9), Z7
+	VMULPS          q4k4eighth<>+0(SB), Z7, Z7
+	VMOVDQU32       (R9), X8
+	VPMOVZXBD       X8, Z8
+	VCVTDQ2PS       Z8, Z8
+	VPERMILPS       $0x00, Z7, Z9
+	VMULPS          Z9, Z8, Z8
+	VMOVDQU32       16(R9), X9
+	VPMOVZXBD       X9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VPERMILPS       $0x55, Z7, Z7
+	VMULPS          Z7, Z9, Z9
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z7
+	VPERMD          Z8, Z7, Z7
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z10
+	VPERMD          Z8, Z10, Z8
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z10
+	VPERMD          Z9, Z10, Z10
+	VMOVDQU32       q4groupcodes1<>+0(SB), Z11
+	VPERMD          Z9, Z11, Z9
+	VPXORD          Z0, Z0, Z11
+	VPDPBUSD        (R10), Z3, Z11
+	VPDPBUSD        64(R10), Z4, Z11
+	VCVTDQ2PS       Z11, Z11
+	VMULPS          Z7, Z11, Z11
+	VMOVDQU32       192(R10), Z3
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z10, Z3, Z11
+	VFMADD231PS     128(R10), Z11, Z15
+	VPXORD          Z0, Z0, Z3
+	VPDPBUSD        256(R10), Z5, Z3
+	VPDPBUSD        320(R10), Z6, Z3
+	VCVTDQ2PS       Z3, Z3
+	VMULPS          Z8, Z3, Z3
+	VMOVDQU32       448(R10), Z4
+	VCVTDQ2PS       Z4, Z4
+	VFMADD231PS     Z9, Z4, Z3
+	VFMADD231PS     384(R10), Z3, Z15
+	JMP             done3
+
+last13:
+	VMOVDQU8.Z      (R8), K1, Z3
+	VPSRLW          $0x04, Z3, Z4
+	VPANDD          Z3, Z0, Z3
+	VPANDD          Z4, Z0, Z4
+	VBROADCASTF32X4 32(R9), Z5
+	VMULPS          q4k4eighth<>+0(SB), Z5, Z5
+	VMOVDQU32       (R9), X6
+	VPMOVZXBD       X6, Z6
+	VCVTDQ2PS       Z6, Z6
+	VPERMILPS       $0x00, Z5, Z7
+	VMULPS          Z7, Z6, Z6
+	VMOVDQU32       16(R9), X7
+	VPMOVZXBD       X7, Z7
+	VCVTDQ2PS       Z7, Z7
+	VPERMILPS       $0x55, Z5, Z5
+	VMULPS          Z5, Z7, Z7
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z5
+	VPERMD          Z6, Z5, Z5
+	VMOVDQU32       q4groupcodes0<>+0(SB), Z6
+	VPERMD          Z7, Z6, Z6
+	VPXORD          Z0, Z0, Z7
+	VPDPBUSD        (R10), Z3, Z7
+	VPDPBUSD        64(R10), Z4, Z7
+	VCVTDQ2PS       Z7, Z7
+	VMULPS          Z5, Z7, Z7
+	VMOVDQU32       192(R10), Z3
+	VCVTDQ2PS       Z3, Z3
+	VFMADD231PS     Z6, Z3, Z7
+	VFMADD231PS     128(R10), Z7, Z15
+
+done3:
+	MOVQ          rstr+8(FP), R8
+	ADDQ          R8, AX
+	MOVQ          scstr+24(FP), R8
+	ADDQ          R8, SI
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        Y3, Y2, Y3
+	VEXTRACTF32X4 $0x01, Y3, X4
+	VADDPS        X4, X3, X4
+	VEXTRACTF64X4 $0x01, Z13, Y3
+	VADDPS        Y3, Y13, Y3
+	VEXTRACTF32X4 $0x01, Y3, X5
+	VADDPS        X5, X3, X5
+	VEXTRACTF64X4 $0x01, Z14, Y3
+	VADDPS        Y3, Y14, Y3
+	VEXTRACTF32X4 $0x01, Y3, X6
+	VADDPS        X6, X3, X6
+	VEXTRACTF64X4 $0x01, Z15, Y3
+	VADDPS        Y3, Y15, Y3
+	VEXTRACTF32X4 $0x01, Y3, X7
+	VADDPS        X7, X3, X7
+	VUNPCKLPS     X5, X4, X3
+	VUNPCKHPS     X5, X4, X4
+	VADDPS        X4, X3, X3
+	VUNPCKLPS     X7, X6, X4
+	VUNPCKHPS     X7, X6, X5
+	VADDPS        X5, X4, X4
+	VMOVLHPS      X4, X3, X5
+	VMOVHLPS      X3, X4, X3
+	VADDPS        X3, X5, X5
+	MOVQ          dst+64(FP), R8
+	VMOVUPS       X5, (R8)
+	ADDQ          $0x10, R8
+	MOVQ          R8, dst+64(FP)
 	DECQ          DI
 	JNZ           quad
 	VZEROUPPER

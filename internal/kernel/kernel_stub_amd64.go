@@ -154,6 +154,56 @@ func q4VnniZeros4x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, 
 //go:noescape
 func q4VnniZerosRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
+// q4VnniK41x1 computes a 1-row by 1-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK41x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniK42x1 computes a 2-row by 1-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK42x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniK44x1 computes a 4-row by 1-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK44x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniK41x2 computes a 1-row by 2-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK41x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniK42x2 computes a 2-row by 2-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK42x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniK44x2 computes a 4-row by 2-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK44x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniK41x3 computes a 1-row by 3-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK41x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniK42x3 computes a 2-row by 3-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK42x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniK44x3 computes a 4-row by 3-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK44x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniK4Rows computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK4Rows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
 // q4Avx2Codes1x1 computes a 1-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
 //
 //go:noescape

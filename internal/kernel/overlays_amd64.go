@@ -17,7 +17,7 @@ func archOverlays() []Overlay {
 			BatchExact: true,
 			QuantizeQ8: quantizeQ8Avx2Go,
 			Q4MatMul: func(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) {
-				q4MatMulWith(&q4Avx2Codes, &q4Avx2Scales, dst, ldd, w, x, n0, n1)
+				q4MatMulWith(&q4Avx2Sets, dst, ldd, w, x, n0, n1)
 			},
 			W8MatMul: func(dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) {
 				w8MatMulWith(&w8Avx2, dst, ldd, w, x, n0, n1)
@@ -36,7 +36,7 @@ func archOverlays() []Overlay {
 			BatchExact: true,
 			QuantizeQ8: quantizeQ8VnniGo,
 			Q4MatMul: func(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) {
-				q4MatMulWith(&q4VnniCodes, &q4VnniScales, dst, ldd, w, x, n0, n1)
+				q4MatMulWith(&q4VnniSets, dst, ldd, w, x, n0, n1)
 			},
 			W8MatMul: func(dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) {
 				w8MatMulWith(&w8Vnni, dst, ldd, w, x, n0, n1)
@@ -58,8 +58,9 @@ func archOverlays() []Overlay {
 		o[i].q4Records, o[i].w8Records = q4Records, w8Records
 	}
 	o[1].q4Zeros = func(dst []float32, ldd int, sym *Q4, zs []float32, x *Q8, n0, n1 int) {
-		q4MatMulZerosWith(&q4VnniCodes, &q4VnniScales, &q4VnniZeros, dst, ldd, sym, zs, x, n0, n1)
+		q4MatMulZerosWith(&q4VnniSets, dst, ldd, sym, zs, x, n0, n1)
 	}
+	o[1].q4K4 = true
 	return o
 }
 

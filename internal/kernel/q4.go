@@ -10,12 +10,21 @@ import (
 // a block's scale is float32(Codes[n*nb+b]) * Scales[n] (LPBQ, Scales
 // [N]); without, it is Scales[n*nb+b] ([N][nb]). Zeros, when set, holds a
 // zero point per block ([N][nb]); when nil the zero point is 8.
+//
+// A third form, K4, is ggml's Q4_K as it is: blocks of 32 in super-blocks
+// of 8, each block with a 6-bit scale sc and minimum m, each super-block
+// with a float scale d and dmin, and the weights d*sc*u - dmin*m
+// (u = 0..15). K4 holds, per row, one record of Q4KChunkBytes per 16
+// blocks (see Q4KChunk); Codes, Scales and Zeros are then nil and K a
+// multiple of 256. That is 4.75 bits a weight where the per-block form
+// of the same weights takes 6.
 type Q4 struct {
 	N, K   int
 	Nib    []byte    // [N][nb][16]
 	Codes  []uint8   // [N][nb] or nil
 	Scales []float32 // [N] with Codes, else [N][nb]
 	Zeros  []float32 // [N][nb] or nil
+	K4     []byte    // [N][ceil(nb/16)][Q4KChunkBytes] or nil
 
 	// sym and zs, set by PrepareZeros, run a weight with zero points as
 	// the same codes with zero point 8 (sym, on the fast kernels) plus
@@ -35,7 +44,14 @@ type Q4 struct {
 // [N, K/32] float32 product, 1/32 of the main one). It allocates N*K/32
 // floats; without it such weights run on the plain-Go reference. It does
 // nothing for weights without zero points.
+//
+// A weight in the K4 form runs on the products of the overlays that take
+// it as it is (the AVX-512 ones); for the others PrepareZeros expands it
+// to the per-block form, float32 scales and terms of 8 bytes a block.
 func (w *Q4) PrepareZeros() {
+	if w.K4 != nil && w.sym == nil && !q4K4Native {
+		w.expandK4()
+	}
 	if w.Zeros == nil || w.Codes != nil || w.sym != nil {
 		return
 	}
@@ -85,10 +101,16 @@ func (w *Q4) Check() error {
 		return fmt.Errorf("kernel: q4 weight [%d, %d]: %d bytes of 4-bit codes, want %d", w.N, w.K, len(w.Nib), w.N*nb*16)
 	case w.Codes != nil && (len(w.Codes) != w.N*nb || len(w.Scales) != w.N):
 		return fmt.Errorf("kernel: q4 weight [%d, %d]: %d block codes and %d row scales, want %d and %d", w.N, w.K, len(w.Codes), len(w.Scales), w.N*nb, w.N)
-	case w.Codes == nil && len(w.Scales) != w.N*nb:
+	case w.Codes == nil && w.K4 == nil && len(w.Scales) != w.N*nb:
 		return fmt.Errorf("kernel: q4 weight [%d, %d]: %d block scales, want %d", w.N, w.K, len(w.Scales), w.N*nb)
 	case w.Zeros != nil && len(w.Zeros) != w.N*nb:
 		return fmt.Errorf("kernel: q4 weight [%d, %d]: %d zero points, want %d", w.N, w.K, len(w.Zeros), w.N*nb)
+	case w.K4 != nil && (w.Codes != nil || w.Scales != nil || w.Zeros != nil):
+		return fmt.Errorf("kernel: q4 weight [%d, %d]: the K4 form has no codes, scales or zero points", w.N, w.K)
+	case w.K4 != nil && w.K%Q4KSuper != 0:
+		return fmt.Errorf("kernel: q4 weight [%d, %d]: the K4 form needs K a multiple of %d", w.N, w.K, Q4KSuper)
+	case w.K4 != nil && len(w.K4) != w.N*q4KChunks(w.K)*Q4KChunkBytes:
+		return fmt.Errorf("kernel: q4 weight [%d, %d]: %d bytes of K4 records, want %d", w.N, w.K, len(w.K4), w.N*q4KChunks(w.K)*Q4KChunkBytes)
 	}
 	return nil
 }
@@ -116,6 +138,10 @@ func PackNibbles(dst []byte, u []uint8, N, K int) error {
 
 // blockScale is the scale of block b of row n.
 func (w *Q4) blockScale(n, b, nb int) float32 {
+	if w.K4 != nil {
+		sc, _ := w.k4Block(n, b)
+		return sc
+	}
 	if w.Codes != nil {
 		return float32(w.Codes[n*nb+b]) * w.Scales[n]
 	}
@@ -134,6 +160,19 @@ func (w *Q4) zero(n, b, nb int) float32 {
 // dst[k] = (u[n][k] - z) * sc for the block of k.
 func (w *Q4) Row(dst []float32, n int) {
 	nb := w.K / QK
+	if w.K4 != nil {
+		for b := range nb {
+			sc, m := w.k4Block(n, b)
+			nib := w.Nib[(n*nb+b)*16 : (n*nb+b+1)*16]
+			for i, v := range nib {
+				// explicit roundings: no fused multiply-add (arm64),
+				// the products ggml rounds
+				dst[b*QK+i] = float32(sc*float32(v&15)) - m
+				dst[b*QK+16+i] = float32(sc*float32(v>>4)) - m
+			}
+		}
+		return
+	}
 	for b := range nb {
 		sc, z := w.blockScale(n, b, nb), w.zero(n, b, nb)
 		nib := w.Nib[(n*nb+b)*16 : (n*nb+b+1)*16]
@@ -153,6 +192,9 @@ func (w *Q4) Row(dst []float32, n int) {
 //
 // A weight with zero points runs on the fast kernels once PrepareZeros
 // has been called, else on the plain-Go reference.
+//
+// A weight in the K4 form computes each block as
+// D[t][b] * (d*sc * Σ_i u*Q - dmin*m * Sum[t][b]).
 func (w *Q4) MatMul(dst []float32, ldd int, x *Q8, n0, n1 int) {
 	switch {
 	case w.sym == nil || n1 <= n0 || x.T <= 0:
@@ -178,6 +220,11 @@ func q4MatMulGeneric(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) {
 				var dot int32
 				for i, v := range nib {
 					dot += int32(v&15)*int32(xb[i]) + int32(v>>4)*int32(xb[16+i])
+				}
+				if w.K4 != nil {
+					sc, m := w.k4Block(n, b)
+					acc += xd[b] * (sc*float32(dot) - m*float32(xs[b]))
+					continue
 				}
 				acc += w.blockScale(n, b, nb) * xd[b] * (float32(dot) - w.zero(n, b, nb)*float32(xs[b]))
 			}

@@ -66,6 +66,13 @@ var (
 		2: {1: q4VnniZeros2x1, 2: q4VnniZeros2x2, 3: q4VnniZeros2x3},
 		4: {1: q4VnniZeros4x1, 2: q4VnniZeros4x2, 3: q4VnniZeros4x3},
 	}}
+	// q4VnniK4 is the K4 form (Q4_K super-blocks): sc addresses a row's
+	// 48-byte chunk records.
+	q4VnniK4 = q4Set{seq: q4VnniK4Rows, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+		1: {1: q4VnniK41x1, 2: q4VnniK41x2, 3: q4VnniK41x3},
+		2: {1: q4VnniK42x1, 2: q4VnniK42x2, 3: q4VnniK42x3},
+		4: {1: q4VnniK44x1, 2: q4VnniK44x2, 3: q4VnniK44x3},
+	}}
 	q4Avx2Codes = q4Set{seq: q4Avx2CodesRows, decode: 1, rows: 4, tokens: 2, k: [9][5]q4Kern{
 		1: {1: q4Avx2Codes1x1, 2: q4Avx2Codes1x2},
 		2: {1: q4Avx2Codes2x1, 2: q4Avx2Codes2x2},
@@ -76,6 +83,12 @@ var (
 		2: {1: q4Avx2Scales2x1, 2: q4Avx2Scales2x2},
 		4: {1: q4Avx2Scales4x1, 2: q4Avx2Scales4x2},
 	}}
+)
+
+// The forms each ISA's products take as they are.
+var (
+	q4VnniSets = q4Sets{codes: &q4VnniCodes, scales: &q4VnniScales, zeros: &q4VnniZeros, k4: &q4VnniK4}
+	q4Avx2Sets = q4Sets{codes: &q4Avx2Codes, scales: &q4Avx2Scales}
 )
 
 // q4RecBytes is the size of one token's prepared record per 4-block
@@ -177,36 +190,50 @@ func q4Fits(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) bool {
 	if len(w.Nib) < n1*nb*16 || len(x.Q) < x.T*w.K || len(x.D) < x.T*nb || len(x.Sum) < x.T*nb || len(dst) < (x.T-1)*ldd+n1 {
 		return false
 	}
-	if w.Codes != nil {
+	switch {
+	case w.K4 != nil:
+		return w.K%Q4KSuper == 0 && len(w.K4) >= n1*q4KChunks(w.K)*Q4KChunkBytes
+	case w.Codes != nil:
 		return len(w.Codes) >= n1*nb && len(w.Scales) >= n1
 	}
 	return len(w.Scales) >= n1*nb
 }
 
-// q4MatMulWith runs Q4.MatMul on the kernels of codes and scales (the two
-// scale forms); zero points go to the generic version.
-func q4MatMulWith(codes, scales *q4Set, dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) {
-	q4MatMulZerosWith(codes, scales, nil, dst, ldd, w, nil, x, n0, n1)
+// q4Sets is one ISA's kernels for each form of Q4; a nil set sends its
+// form to the generic version.
+type q4Sets struct {
+	codes  *q4Set // LPBQ: block codes times a row scale
+	scales *q4Set // a float32 scale per block
+	zeros  *q4Set // the same with zero-point terms (PrepareZeros)
+	k4     *q4Set // the K4 form (Q4_K super-blocks)
+}
+
+// q4MatMulWith runs Q4.MatMul on the kernels of sets; zero points that
+// are not prepared go to the generic version.
+func q4MatMulWith(sets *q4Sets, dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) {
+	q4MatMulZerosWith(sets, dst, ldd, w, nil, x, n0, n1)
 }
 
 // q4MatMulZerosWith is q4MatMulWith, and with zs (the zero-point terms of
 // a weight prepared by PrepareZeros, w its symmetric part) on the kernels
 // of zeros, which add them block by block; the product is then that of
 // the weight with its zero points.
-func q4MatMulZerosWith(codes, scales, zeros *q4Set, dst []float32, ldd int, w *Q4, zs []float32, x *Q8, n0, n1 int) {
+func q4MatMulZerosWith(sets *q4Sets, dst []float32, ldd int, w *Q4, zs []float32, x *Q8, n0, n1 int) {
 	if n1 <= n0 || x.T == 0 {
 		return
 	}
-	if w.Zeros != nil || !q4Fits(dst, ldd, w, x, n0, n1) || (zs != nil && (w.Codes != nil || len(zs) < n1*(w.K/QK))) {
+	set := sets.scales
+	switch {
+	case w.K4 != nil:
+		set = sets.k4
+	case w.Codes != nil:
+		set = sets.codes
+	case zs != nil:
+		set = sets.zeros
+	}
+	if set == nil || w.Zeros != nil || !q4Fits(dst, ldd, w, x, n0, n1) || (zs != nil && (w.Codes != nil || w.K4 != nil || len(zs) < n1*(w.K/QK))) {
 		q4MatMulGeneric(dst, ldd, w, x, n0, n1)
 		return
-	}
-	set := scales
-	switch {
-	case w.Codes != nil:
-		set = codes
-	case zs != nil:
-		set = zeros
 	}
 	nb := w.K / QK
 	ng, tail := nb/4, nb%4
@@ -222,10 +249,13 @@ func q4MatMulZerosWith(codes, scales, zeros *q4Set, dst []float32, ldd int, w *Q
 	var rs *float32 // row n's at rs + n*rsStr
 	rsStr := 4
 	scBase, scStr := unsafe.Pointer(nil), 0
-	if w.Codes != nil {
+	switch {
+	case w.K4 != nil:
+		scBase, scStr = unsafe.Pointer(unsafe.SliceData(w.K4)), q4KChunks(w.K)*Q4KChunkBytes
+	case w.Codes != nil:
 		scBase, scStr = unsafe.Pointer(unsafe.SliceData(w.Codes)), nb
 		rs = unsafe.SliceData(w.Scales)
-	} else {
+	default:
 		scBase, scStr = unsafe.Pointer(unsafe.SliceData(w.Scales)), 4*nb
 		if zs != nil {
 			rs, rsStr = unsafe.SliceData(zs), scStr // the zero-point terms, shaped as the scales

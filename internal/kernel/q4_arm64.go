@@ -84,7 +84,10 @@ func q4Fits(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) bool {
 		len(w.Nib) < n1*nb*16 || len(x.Q) < T*K || len(x.D) < T*nb {
 		return false
 	}
-	if w.Codes != nil {
+	switch {
+	case w.K4 != nil:
+		return false // the K4 form: expanded by PrepareZeros, else generic
+	case w.Codes != nil:
 		return len(w.Codes) >= n1*nb && len(w.Scales) >= n1
 	}
 	return len(w.Scales) >= n1*nb

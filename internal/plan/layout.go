@@ -16,6 +16,7 @@ const (
 	LayoutLPBQ             // "lpbq-bB"
 	LayoutQ4               // "q4-gG-sym", "q4-gG-asym"
 	LayoutF16              // "f16-rows"
+	LayoutQ4K              // "q4k-p" (packed only)
 )
 
 // WeightLayout is a parsed layout tag of the artifact's tensor index. A
@@ -56,6 +57,19 @@ const (
 // block's code, scale and zero point are those of the B- or G-block it
 // lies in. The packed weights stand for the same values up to the float32
 // rounding of code*S.
+//
+// One layout exists only packed: ggml's Q4_K super-blocks kept as they
+// are (K a multiple of 256; nc = ceil(K/512) records of 16 blocks a row):
+//
+//	q4k-p    nib [N*K/2] | rec [N*nc][48]
+//	         rec = sc u8 [16] | m u8 [16] | d0, dmin0, d1, dmin1 f32
+//	         w = d*sc*u - dmin*m for the block's 6-bit sc and m and its
+//	         super-block's (8 blocks: d0, dmin0 for blocks 0..7 of the
+//	         record) d and dmin; a record past the row's last block holds
+//	         zeros.
+//
+// It takes 4.75 bits a weight, where q4-g32-asym-p of the same weights
+// takes 6 (package kernel, Q4.K4).
 type WeightLayout struct {
 	Kind   LayoutKind
 	Block  int  // B or G; 0 for w8
@@ -68,8 +82,18 @@ const PackBlock = 32
 
 // CanPack reports whether a weight [n, k] of layout l has a packed form.
 func (l WeightLayout) CanPack(k int64) bool {
+	if l.Kind == LayoutQ4K {
+		return k%Q4KSuper == 0
+	}
 	return l.Kind != LayoutPlain && l.Kind != LayoutF16 && k%PackBlock == 0 && l.Block%PackBlock == 0
 }
+
+// Q4KSuper is the number of inputs of a q4k-p super-block, of which a
+// weight's row holds a whole number.
+const Q4KSuper = 256
+
+// q4kRecordBytes is the size of a q4k-p record of 16 blocks.
+const q4kRecordBytes = 48
 
 // Half reports whether l is the binary16 layout, whose tensor has dtype
 // f16 (the others have dtype i8).
@@ -86,6 +110,9 @@ func ParseLayout(tag string) (WeightLayout, error) {
 			return 0, fmt.Errorf("layout %q: bad block size", tag)
 		}
 		return b, nil
+	}
+	if tag == "q4k-p" {
+		return WeightLayout{Kind: LayoutQ4K, Block: PackBlock, Packed: true}, nil
 	}
 	if base, ok := strings.CutSuffix(tag, "-p"); ok && base != "" {
 		l, err := ParseLayout(base)
@@ -108,6 +135,8 @@ func ParseLayout(tag string) (WeightLayout, error) {
 		return WeightLayout{Kind: LayoutW8}, nil
 	case tag == "f16-rows":
 		return WeightLayout{Kind: LayoutF16}, nil
+	case tag == "q4k":
+		return WeightLayout{}, fmt.Errorf("layout %q: q4k exists only packed (q4k-p)", tag)
 	case strings.HasPrefix(tag, "lpbq-"):
 		b, err := block(strings.TrimPrefix(tag, "lpbq-"), "b")
 		return canonical(tag, WeightLayout{Kind: LayoutLPBQ, Block: b}, err)
@@ -135,7 +164,7 @@ func canonical(tag string, l WeightLayout, err error) (WeightLayout, error) {
 
 // Tag returns the layout's tag.
 func (l WeightLayout) Tag() string {
-	if l.Packed {
+	if l.Packed && l.Kind != LayoutQ4K {
 		u := l
 		u.Packed = false
 		return u.Tag() + "-p"
@@ -145,6 +174,8 @@ func (l WeightLayout) Tag() string {
 		return "w8-rows"
 	case LayoutF16:
 		return "f16-rows"
+	case LayoutQ4K:
+		return "q4k-p" // packed only
 	case LayoutLPBQ:
 		return fmt.Sprintf("lpbq-b%d", l.Block)
 	case LayoutQ4:
@@ -160,7 +191,7 @@ func (l WeightLayout) Tag() string {
 // and its total size; an absent part has offset -1.
 type Parts struct {
 	Codes, Scales, Zeros int64
-	NScales              int64 // float32 scales (and zeros)
+	NScales              int64 // float32 scales (and zeros); q4k-p: the records' 4-byte words
 	Size                 int64
 }
 
@@ -178,6 +209,16 @@ func (l WeightLayout) Parts(n, k int64) (Parts, error) {
 			return Parts{}, fmt.Errorf("layout %s: binary16 rows have no blocks and no packed form", l.Tag())
 		}
 		p.Scales, p.Size = -1, 2*n*k
+		return p, nil
+	}
+	if l.Kind == LayoutQ4K {
+		if !l.Packed || l.Block != PackBlock || k%Q4KSuper != 0 {
+			return Parts{}, fmt.Errorf("layout %s: needs the packed form and inputs a multiple of %d (has %d)", l.Tag(), Q4KSuper, k)
+		}
+		nc := (k/PackBlock + 15) / 16
+		p.Scales = n * k / 2 // a multiple of 128
+		p.NScales = n * nc * q4kRecordBytes / 4
+		p.Size = p.Scales + n*nc*q4kRecordBytes
 		return p, nil
 	}
 	nb := int64(0)

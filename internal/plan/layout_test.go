@@ -7,7 +7,7 @@ import (
 )
 
 func TestLayoutTags(t *testing.T) {
-	for _, tag := range []string{"", "w8-rows", "f16-rows", "lpbq-b16", "lpbq-b32", "q4-g32-sym", "q4-g64-asym"} {
+	for _, tag := range []string{"", "w8-rows", "f16-rows", "lpbq-b16", "lpbq-b32", "q4-g32-sym", "q4-g64-asym", "q4k-p"} {
 		l, err := ParseLayout(tag)
 		if err != nil {
 			t.Fatalf("%q: %v", tag, err)
@@ -17,7 +17,7 @@ func TestLayoutTags(t *testing.T) {
 		}
 	}
 	for _, tag := range []string{"w8", "lpbq-b0", "lpbq-b-3", "lpbq-32", "lpbq-b99999", "lpbq-b+32", "lpbq-b032", "q4-g32", "q4-g32-sy", "q4-x32-sym", "f16",
-		"f16-rows-p", "f16-row", "F16-rows", "f16-rows-b32"} {
+		"f16-rows-p", "f16-row", "F16-rows", "f16-rows-b32", "q4k", "q4k-p-p", "q4k-b32-p"} {
 		if _, err := ParseLayout(tag); err == nil {
 			t.Errorf("%q is accepted", tag)
 		}
@@ -65,6 +65,32 @@ func TestLayoutParts(t *testing.T) {
 		if _, err := bad.Parts(2, 64); err == nil {
 			t.Errorf("%+v has parts", bad)
 		}
+	}
+}
+
+// TestLayoutQ4K checks q4k-p's parts: the codes, then a 48-byte record
+// per 16 blocks of a row (a half record for K = 768 counts whole), and
+// that K not a multiple of 256 is refused.
+func TestLayoutQ4K(t *testing.T) {
+	l, err := ParseLayout("q4k-p")
+	if err != nil || !l.Packed || !l.CanPack(768) || l.CanPack(544) {
+		t.Fatalf("q4k-p: %+v, %v", l, err)
+	}
+	for _, c := range []struct{ n, k, size int64 }{
+		{3, 256, 3*128 + 3*48},
+		{3, 768, 3*384 + 3*2*48},
+		{2, 1024, 2*512 + 2*2*48},
+	} {
+		p, err := l.Parts(c.n, c.k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Codes != -1 || p.Zeros != -1 || p.Scales != c.n*c.k/2 || p.Size != c.size || 4*p.NScales != c.size-p.Scales {
+			t.Errorf("[%d, %d]: parts %+v, want size %d", c.n, c.k, p, c.size)
+		}
+	}
+	if _, err := l.Parts(2, 544); err == nil {
+		t.Error("q4k-p with 544 inputs has parts")
 	}
 }
 

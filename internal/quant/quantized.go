@@ -35,6 +35,22 @@ type Quantized struct {
 	Scales []float32 // [N] (lpbq, w8) or [N*ng] (q4)
 	Zeros  []float32 // [N*ng] q4 asymmetric zero points, in quantized units
 	Half   []uint16  // [N*K] f16 bits
+	// K4, on an asymmetric q4 weight with groups of 32, holds the parts
+	// of ggml's Q4_K super-blocks it was read from; the weights are then
+	// K4's formula, which Scales and Zeros restate per group (up to the
+	// float32 rounding of Zeros).
+	K4 *Q4KBlocks
+}
+
+// Q4KBlocks are a q4 weight's Q4_K super-blocks (8 groups of 32 share a
+// D and DMin; each group has a 6-bit scale Sc and minimum M):
+//
+//	w'[n,c] = D[s]*float32(Sc[g])*float32(Q) - DMin[s]*float32(M[g])
+//
+// for g = n*ng + c/32 and s = g/8.
+type Q4KBlocks struct {
+	Sc, M   []uint8   // [N*ng]
+	D, DMin []float32 // [N*ng/8]
 }
 
 // BlocksPerRow returns the number of blocks (LPBQ) or groups (q4) in one row,
@@ -79,6 +95,14 @@ func (q *Quantized) dequantizeRow(r int, row []float32) {
 			row[c] = float32(v) * s
 		}
 	case KindQ4:
+		if k4 := q.K4; k4 != nil {
+			for c, v := range qs {
+				g := r*nb + c/b
+				scale, minimum := float32(k4.D[g/8]*float32(k4.Sc[g])), float32(k4.DMin[g/8]*float32(k4.M[g]))
+				row[c] = float32(scale*float32(v)) - minimum // rounded as ggml rounds
+			}
+			return
+		}
 		for c, v := range qs {
 			g := r*nb + c/b
 			z := float32(0)

@@ -191,9 +191,10 @@ func DequantizeQ4_K(dst []float32, src []byte) {
 		y := 0
 		for g := 0; g < 8; g += 2 {
 			sc, m := ScaleMinK4(g, scales)
-			d1, m1 := d*float32(sc), dmin*float32(m)
+			// float32(...): the products rounded, never fused (arm64)
+			d1, m1 := float32(d*float32(sc)), float32(dmin*float32(m))
 			sc, m = ScaleMinK4(g+1, scales)
-			d2, m2 := d*float32(sc), dmin*float32(m)
+			d2, m2 := float32(d*float32(sc)), float32(dmin*float32(m))
 			for l := range 32 {
 				out[y+l] = float32(d1*float32(q[l]&15)) - m1
 				out[y+32+l] = float32(d2*float32(q[l]>>4)) - m2

@@ -41,11 +41,11 @@ func genQ4() {
 	genQ4ChunkConsts()
 	// AVX-512 (q4chunk.go): LPBQ, per-block scales, and per-block
 	// scales with zero points.
-	for _, form := range [][2]bool{{true, false}, {false, false}, {false, true}} {
+	for _, form := range []q4Form{formCodes, formScales, formZeros, formK4} {
 		for _, s := range q4ZmmShapes {
-			q4ChunkKernel(form[0], form[1], false, s.R, s.TT)
+			q4ChunkKernel(form, false, s.R, s.TT)
 		}
-		q4ChunkKernel(form[0], form[1], true, 1, 1)
+		q4ChunkKernel(form, true, 1, 1)
 	}
 	for _, lpbq := range []bool{true, false} {
 		for _, s := range q4YmmShapes {
@@ -54,6 +54,16 @@ func genQ4() {
 		q4Avx2Kernel(lpbq, 1, 1, true)
 	}
 }
+
+// q4Form is the scale form of a 4-bit kernel (kernel.Q4).
+type q4Form int
+
+const (
+	formCodes  q4Form = iota // LPBQ: block codes times a row scale
+	formScales               // a float32 scale per block
+	formZeros                // the same plus zero-point terms per block
+	formK4                   // Q4_K super-blocks (Q4.K4)
+)
 
 // q4Name is the Go name of a generated kernel.
 func q4Name(zmm, lpbq bool, R, TT int) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
@@ -55,7 +56,19 @@ var scalePerm Mem
 // spread over its blocks' lanes.
 var groupCodes [4]Mem
 
+// k4Eighth scales a K4 record's d0, dmin0, d1, dmin1 (repeated over the
+// 128-bit lanes) by 1, 1/8, 1, 1/8: the minimums' terms multiply -8*Sum.
+var k4Eighth Mem
+
 func genQ4ChunkConsts() {
+	k4Eighth = GLOBL("q4k4eighth", RODATA|NOPTR)
+	for l := 0; l < 16; l++ {
+		v := float32(1)
+		if l%2 == 1 {
+			v = 0.125
+		}
+		DATA(4*l, U32(math.Float32bits(v)))
+	}
 	scalePerm = GLOBL("q4scaleperm", RODATA|NOPTR)
 	for l := 0; l < 16; l++ {
 		DATA(4*l, U32(uint32(4*(l%4)+l/4)))
@@ -84,19 +97,32 @@ func genQ4ChunkConsts() {
 // not depend on the tile or the call that took it: decoding a token alone
 // or within a batch of sessions gives the same logits, and so do caches
 // that round what they store (binary16, uint8).
-func q4ChunkKernel(lpbq, zeros, rowLoop bool, R, TT int) {
+//
+// The K4 form (k4: Q4_K super-blocks as they are, see Q4.K4) runs the
+// per-block-scale form with zero points, the scales d*sc and the terms
+// dmin*m/8 built per row and chunk from its 48-byte record, and no
+// zero point 8: its codes are u, not u - 8, so the sums start at 0.
+func q4ChunkKernel(form q4Form, rowLoop bool, R, TT int) {
+	lpbq, k4 := form == formCodes, form == formK4
+	zeros := form == formZeros || k4
 	if rowLoop {
 		name := q4RowsName(lpbq)
-		if zeros {
+		switch form {
+		case formZeros:
 			name = "q4VnniZerosRows"
+		case formK4:
+			name = "q4VnniK4Rows"
 		}
 		TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)")
 		Pragma("noescape")
 		Doc(fmt.Sprintf("%s computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).", name))
 	} else {
 		name := q4Name(true, lpbq, R, TT)
-		if zeros {
+		switch form {
+		case formZeros:
 			name = fmt.Sprintf("q4VnniZeros%dx%d", R, TT)
+		case formK4:
+			name = fmt.Sprintf("q4VnniK4%dx%d", R, TT)
 		}
 		TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)")
 		Pragma("noescape")
@@ -108,7 +134,7 @@ func q4ChunkKernel(lpbq, zeros, rowLoop bool, R, TT int) {
 	m0f := ZMM()
 	VPBROADCASTD(t32, m0f)
 	var perm VecVirtual
-	if lpbq {
+	if lpbq || k4 {
 		perm = XMM()
 		VMOVDQU32(codePerm, perm)
 	} else {
@@ -176,7 +202,10 @@ func q4ChunkKernel(lpbq, zeros, rowLoop bool, R, TT int) {
 
 	// scBytes is a chunk's block scales: 16 codes or 16 floats.
 	scBytes := 16
-	if !lpbq {
+	switch {
+	case k4:
+		scBytes = 48
+	case !lpbq:
 		scBytes = 64
 	}
 
@@ -215,10 +244,16 @@ func q4ChunkKernel(lpbq, zeros, rowLoop bool, R, TT int) {
 		VPUNPCKLQDQ(cd, ab, s)
 		VPUNPCKHQDQ(cd, ab, s2)
 		VPADDD(s2, s, s)
-		if zs == nil {
+		switch {
+		case k4:
+			s8 := ZMM()
+			VMOVDQU32(d(64), s8) // -8*Sum
+			scale(s, cz)
+			zeroTerm(s, s8, zs)
+		case zs == nil:
 			VPADDD(d(64), s, s) // -8*Sum
 			scale(s, cz)
-		} else {
+		default:
 			s8 := ZMM()
 			VMOVDQU32(d(64), s8) // -8*Sum
 			VPADDD(s8, s, s)
@@ -237,7 +272,11 @@ func q4ChunkKernel(lpbq, zeros, rowLoop bool, R, TT int) {
 	// takes the last chunk this way.
 	lastSum := func(lo, hi VecVirtual, q func(off int) Mem, cz, zs, acc VecVirtual) {
 		d := ZMM()
-		VMOVDQU32(q(192), d) // -2*Sum on each of a block's 4 lanes
+		if k4 {
+			VPXORD(m0f, m0f, d) // codes u: no zero point 8
+		} else {
+			VMOVDQU32(q(192), d) // -2*Sum on each of a block's 4 lanes
+		}
 		vpdpbusd(q(0), lo, d)
 		vpdpbusd(q(64), hi, d)
 		scale(d, cz)
@@ -261,6 +300,37 @@ func q4ChunkKernel(lpbq, zeros, rowLoop bool, R, TT int) {
 			VPERMD(all, idx, out[g])
 		}
 		return out
+	}
+
+	// k4Of builds a row's scales d*sc and minimum terms dmin*m/8 of a
+	// chunk from its K4 record at at: in lane order (lanes: lane l holds
+	// block 4*(l%4) + l/4, of super-block (l%4)/2) or in block order for
+	// the last chunk, which has 8 blocks (its other 8 record bytes and
+	// its second d and dmin are zeros), all of super-block 0.
+	k4Of := func(at Mem, lanes bool) (sc, mt VecVirtual) {
+		sup := ZMM()
+		VBROADCASTF32X4(at.Offset(32), sup) // d0 dmin0 d1 dmin1 per 128-bit lane
+		VMULPS(k4Eighth, sup, sup)
+		var out [2]VecVirtual
+		for i := range out {
+			c := XMM()
+			VMOVDQU32(at.Offset(16*i), c) // (EVEX: c may be X16-X31)
+			if lanes {
+				VPSHUFB(perm, c, c)
+			}
+			v := ZMM()
+			VPMOVZXBD(c, v)
+			VCVTDQ2PS(v, v)
+			f := ZMM()
+			imm := [2]uint8{0x00, 0x55} // element 0 (d0) or 1 (dmin0) everywhere
+			if lanes {
+				imm = [2]uint8{0xa0, 0xf5} // elements 0,0,2,2 (d) or 1,1,3,3 (dmin)
+			}
+			VPERMILPS(U8(imm[i]), sup, f)
+			VMULPS(f, v, v)
+			out[i] = v
+		}
+		return out[0], out[1]
 	}
 
 	// lastCodes loads a row's codes of the last chunk (masked) and
@@ -299,6 +369,9 @@ func q4ChunkKernel(lpbq, zeros, rowLoop bool, R, TT int) {
 	// codesOf loads a row's 16 codes of the chunk at at (masked in the
 	// last chunk), zero-extended to int32 in lane order.
 	codesOf := func(at Mem, masked bool) VecVirtual {
+		if k4 {
+			panic("k4: use k4Of")
+		}
 		if !lpbq {
 			sc := ZMM()
 			VPERMPS(at, perm, sc) // the 16 scales in lane order
@@ -374,7 +447,7 @@ func q4ChunkKernel(lpbq, zeros, rowLoop bool, R, TT int) {
 		// The zero-point terms (param rs) have the shape of the
 		// scales: one register for both, their distance.
 		var zDelta Register
-		if zeros {
+		if zeros && !k4 {
 			zDelta = Load(Param("rs"), GP64())
 			SUBQ(scRow, zDelta)
 		}
@@ -391,13 +464,24 @@ func q4ChunkKernel(lpbq, zeros, rowLoop bool, R, TT int) {
 				lo, hi := unpack(func(off int) Mem { return Mem{Base: nib, Disp: off} }, masked, groups)
 				zAt := func() Mem { return Mem{Base: sc, Index: zDelta, Scale: 1} }
 				if masked {
-					cz, zs := lastCodes(Mem{Base: sc}, groups), lastZeros(zAt, groups)
+					var cz, zs []VecVirtual
+					if k4 {
+						c, z := k4Of(Mem{Base: sc}, false)
+						cz, zs = spreadGroups(c, groups), spreadGroups(z, groups)
+					} else {
+						cz, zs = lastCodes(Mem{Base: sc}, groups), lastZeros(zAt, groups)
+					}
 					for g := range groups {
 						lastSum(lo[g], hi[g], func(off int) Mem { return Mem{Base: xp, Disp: 256*g + off} }, cz[g], zs[g], a.(VecVirtual))
 					}
 					return
 				}
-				cz, zs := codesOf(Mem{Base: sc}, false), zerosOf(zAt)
+				var cz, zs VecVirtual
+				if k4 {
+					cz, zs = k4Of(Mem{Base: sc}, true)
+				} else {
+					cz, zs = codesOf(Mem{Base: sc}, false), zerosOf(zAt)
+				}
 				chunkSum(lo, hi,
 					func(off int) Mem { return Mem{Base: xp, Disp: off} },
 					func(off int) Mem { return Mem{Base: dp, Disp: off} }, cz, zs, a.(VecVirtual))
@@ -424,7 +508,7 @@ func q4ChunkKernel(lpbq, zeros, rowLoop bool, R, TT int) {
 	nib := newRowAddr(Load(Param("nib"), GP64()), Load(Param("rstr"), GP64()), R)
 	sc := newRowAddr(Load(Param("sc"), GP64()), Load(Param("scstr"), GP64()), R)
 	var zt rowAddr // the zero-point terms (param rs), shaped as the scales
-	if zeros {
+	if zeros && !k4 {
 		zt = rowAddr{base: []Register{Load(Param("rs"), GP64())}, str: sc.str, str3: sc.str3}
 	}
 	xp, tok := tokenRecords(TT)
@@ -441,7 +525,13 @@ func q4ChunkKernel(lpbq, zeros, rowLoop bool, R, TT int) {
 			lo, hi := unpack(func(off int) Mem { return nib.at(r, off) }, masked, groups)
 			zAt := func() Mem { return zt.at(r, 0) }
 			if masked {
-				cz, zs := lastCodes(sc.at(r, 0), groups), lastZeros(zAt, groups)
+				var cz, zs []VecVirtual
+				if k4 {
+					c, z := k4Of(sc.at(r, 0), false)
+					cz, zs = spreadGroups(c, groups), spreadGroups(z, groups)
+				} else {
+					cz, zs = lastCodes(sc.at(r, 0), groups), lastZeros(zAt, groups)
+				}
 				for t := range TT {
 					for g := range groups {
 						lastSum(lo[g], hi[g], func(off int) Mem { return tok(t, 256*g+off) }, cz[g], zs[g], acc[r][t])
@@ -449,7 +539,12 @@ func q4ChunkKernel(lpbq, zeros, rowLoop bool, R, TT int) {
 				}
 				continue
 			}
-			cz, zs := codesOf(sc.at(r, 0), false), zerosOf(zAt)
+			var cz, zs VecVirtual
+			if k4 {
+				cz, zs = k4Of(sc.at(r, 0), true)
+			} else {
+				cz, zs = codesOf(sc.at(r, 0), false), zerosOf(zAt)
+			}
 			for t := range TT {
 				chunkSum(lo, hi,
 					func(off int) Mem { return tok(t, off) },
@@ -459,7 +554,7 @@ func q4ChunkKernel(lpbq, zeros, rowLoop bool, R, TT int) {
 	}, func() {
 		nib.add(256)
 		sc.add(scBytes)
-		if zeros {
+		if zeros && !k4 {
 			zt.add(scBytes)
 		}
 		ADDQ(U32(4*recBytes), xp)

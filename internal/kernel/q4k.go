@@ -1,0 +1,72 @@
+package kernel
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// The K4 form of Q4 (ggml's Q4_K super-blocks, kept as they are).
+const (
+	// Q4KSuper is the number of inputs of a super-block: 8 blocks of 32
+	// share its d and dmin.
+	Q4KSuper = 256
+	// Q4KChunkBytes is the size of the record of 16 blocks (two
+	// super-blocks) in Q4.K4: sc [16]u8 | m [16]u8 | d0, dmin0, d1, dmin1
+	// float32 (little-endian).
+	Q4KChunkBytes = 48
+)
+
+// q4K4Native reports whether the products in use take the K4 form as it
+// is (set by install); when not, PrepareZeros expands it.
+var q4K4Native bool
+
+// q4KChunks is the number of 16-block records of a row of K inputs.
+func q4KChunks(K int) int { return (K/QK + 15) / 16 }
+
+// Q4KChunk writes into rec (Q4KChunkBytes) the record of up to 16 blocks:
+// their 6-bit scales sc and minimums m (blocks past len(sc) get zeros),
+// and the super-blocks' d and dmin (d[1], dmin[1] only when there are more
+// than 8 blocks; else zeros).
+func Q4KChunk(rec []byte, sc, m []uint8, d, dmin []float32) {
+	clear(rec[:Q4KChunkBytes])
+	copy(rec[0:16], sc)
+	copy(rec[16:32], m)
+	for i := range min(len(d), 2) {
+		binary.LittleEndian.PutUint32(rec[32+8*i:], math.Float32bits(d[i]))
+		binary.LittleEndian.PutUint32(rec[36+8*i:], math.Float32bits(dmin[i]))
+	}
+}
+
+// k4Block returns the scale d*sc and the minimum term dmin*m of block b
+// of row n of a K4 weight (each one float32 product of a 6-bit integer
+// and a float, as ggml computes them).
+func (w *Q4) k4Block(n, b int) (scale, minimum float32) {
+	nc := q4KChunks(w.K)
+	rec := w.K4[(n*nc+b/16)*Q4KChunkBytes:]
+	j := b % 16
+	s := 8 * (j / 8)
+	d := math.Float32frombits(binary.LittleEndian.Uint32(rec[32+s:]))
+	dmin := math.Float32frombits(binary.LittleEndian.Uint32(rec[36+s:]))
+	// explicit roundings: neither product fuses into a later add (arm64)
+	return float32(d * float32(rec[j])), float32(dmin * float32(rec[16+j]))
+}
+
+// expandK4 readies a K4 weight for products that do not take the form:
+// the same codes with zero point 8 and block scales d*sc (sym), and the
+// block terms zs = (dmin*m - 8*d*sc)/8 (see PrepareZeros): per block,
+// d*sc*(dot - 8*Sum) + zs*(-8*Sum) = d*sc*dot - dmin*m*Sum.
+func (w *Q4) expandK4() {
+	nb := w.K / QK
+	sc := make([]float32, w.N*nb)
+	zs := make([]float32, w.N*nb)
+	for n := range w.N {
+		for b := range nb {
+			s, m := w.k4Block(n, b)
+			sc[n*nb+b] = s
+			// s*(u-8) - zs*8*Sum = s*u - m*Sum: zs = (m - 8*s)/8
+			zs[n*nb+b] = (m - 8*s) / 8
+		}
+	}
+	w.sym = &Q4{N: w.N, K: w.K, Nib: w.Nib, Scales: sc}
+	w.zs = zs
+}
