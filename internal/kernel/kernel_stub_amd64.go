@@ -274,6 +274,41 @@ func q4Avx2Scales4x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int,
 //go:noescape
 func q4Avx2ScalesRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
+// q4Avx2K41x1 computes a 1-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2K41x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4Avx2K42x1 computes a 2-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2K42x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4Avx2K44x1 computes a 4-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2K44x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4Avx2K41x2 computes a 1-row by 2-token tile of a 4-bit product (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2K41x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4Avx2K42x2 computes a 2-row by 2-token tile of a 4-bit product (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2K42x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4Avx2K44x2 computes a 4-row by 2-token tile of a 4-bit product (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2K44x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4Avx2K4Rows computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2K4Rows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
 // quantizeQ8Avx2 quantizes nb blocks of QK floats of x into q, d and sum.
 //
 //go:noescape

@@ -73,6 +73,11 @@ var (
 		2: {1: q4VnniK42x1, 2: q4VnniK42x2, 3: q4VnniK42x3},
 		4: {1: q4VnniK44x1, 2: q4VnniK44x2, 3: q4VnniK44x3},
 	}}
+	q4Avx2K4 = q4Set{seq: q4Avx2K4Rows, decode: 1, rows: 4, tokens: 2, k: [9][5]q4Kern{
+		1: {1: q4Avx2K41x1, 2: q4Avx2K41x2},
+		2: {1: q4Avx2K42x1, 2: q4Avx2K42x2},
+		4: {1: q4Avx2K44x1, 2: q4Avx2K44x2},
+	}}
 	q4Avx2Codes = q4Set{seq: q4Avx2CodesRows, decode: 1, rows: 4, tokens: 2, k: [9][5]q4Kern{
 		1: {1: q4Avx2Codes1x1, 2: q4Avx2Codes1x2},
 		2: {1: q4Avx2Codes2x1, 2: q4Avx2Codes2x2},
@@ -88,7 +93,7 @@ var (
 // The forms each ISA's products take as they are.
 var (
 	q4VnniSets = q4Sets{codes: &q4VnniCodes, scales: &q4VnniScales, zeros: &q4VnniZeros, k4: &q4VnniK4}
-	q4Avx2Sets = q4Sets{codes: &q4Avx2Codes, scales: &q4Avx2Scales}
+	q4Avx2Sets = q4Sets{codes: &q4Avx2Codes, scales: &q4Avx2Scales, k4: &q4Avx2K4}
 )
 
 // q4RecBytes is the size of one token's prepared record per 4-block

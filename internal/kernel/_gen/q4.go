@@ -47,11 +47,11 @@ func genQ4() {
 		}
 		q4ChunkKernel(form, true, 1, 1)
 	}
-	for _, lpbq := range []bool{true, false} {
+	for _, form := range []q4Form{formCodes, formScales, formK4} {
 		for _, s := range q4YmmShapes {
-			q4Avx2Kernel(lpbq, s.R, s.TT, false)
+			q4Avx2Kernel(form, s.R, s.TT, false)
 		}
-		q4Avx2Kernel(lpbq, 1, 1, true)
+		q4Avx2Kernel(form, 1, 1, true)
 	}
 }
 
@@ -167,10 +167,25 @@ func (a rowAddr) add(n int) {
 // and scaled per step. Every (row, token) takes the same instructions in
 // the same order in every kernel, so its bits do not depend on the tile
 // or the call.
-func q4Avx2Kernel(lpbq bool, R, TT int, rowLoop bool) {
+//
+// The K4 form (Q4_K super-blocks, formK4) takes whole chunks only: its
+// rows hold a whole number of 8-block super-blocks, so what is left after
+// the whole chunks is a half chunk or nothing, which the chunk code takes
+// with its last two groups' weights zero (the records are padded with
+// zero blocks). Per row and chunk, its 16 scales d*sc and terms dmin*m/8
+// are built once, in the lane order of the transposed sums, into 128
+// bytes of the stack, which every token's sums then read.
+func q4Avx2Kernel(form q4Form, R, TT int, rowLoop bool) {
+	lpbq, k4 := form == formCodes, form == formK4
 	name := q4Name(false, lpbq, R, TT)
+	if k4 {
+		name = fmt.Sprintf("q4Avx2K4%dx%d", R, TT)
+	}
 	if rowLoop {
 		name = q4Avx2RowsName(lpbq)
+		if k4 {
+			name = "q4Avx2K4Rows"
+		}
 		TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)")
 		Pragma("noescape")
 		Doc(fmt.Sprintf("%s computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time (see the layout in _gen/q4.go).", name))
@@ -183,6 +198,10 @@ func q4Avx2Kernel(lpbq bool, R, TT int, rowLoop bool) {
 	va := newVecAlloc(false)
 	vec, put := va.get, va.put
 	const width = 32 // bytes of weights per step: 2 blocks
+	var k4Frame Mem // K4: scales (2 halves of 32 bytes), then terms
+	if k4 {
+		k4Frame = AllocLocal(128)
+	}
 
 	var nib, sc rowAddr
 	var cnt, xp, nibRow, scRow, quads Register
@@ -322,6 +341,35 @@ func q4Avx2Kernel(lpbq bool, R, TT int, rowLoop bool) {
 		return a
 	}
 
+	// k4Prep writes row r's K4 scales d*sc and terms dmin*m/8 of the
+	// chunk into k4Frame, each half in the lane order of its transposed
+	// sums: per 128-bit lane, blocks 4j+2h+k for j = 0..3, of
+	// super-blocks 0, 0, 1, 1.
+	k4Prep := func(r int) {
+		sup := vec()
+		VBROADCASTF128(sc.at(r, 32), sup) // d0 dmin0 d1 dmin1, both lanes
+		VMULPS(k4Eighth, sup, sup)
+		for i, imm := range []uint8{0xa0, 0xf5} { // d0 d0 d1 d1, dmin0 dmin0 dmin1 dmin1
+			c, f := vec(), vec()
+			VMOVDQU(sc.at(r, 16*i), c.AsX())
+			VPSHUFB(codePerm, c.AsX(), c.AsX())
+			VPERMILPS(U8(imm), sup, f)
+			for h := 0; h < 2; h++ {
+				v := vec()
+				if h == 1 {
+					VPSRLDQ(U8(8), c.AsX(), c.AsX())
+				}
+				VPMOVZXBD(c.AsX(), v)
+				VCVTDQ2PS(v, v)
+				VMULPS(f, v, v)
+				VMOVUPS(v, k4Frame.Offset(64*i+32*h))
+				put(v)
+			}
+			put(c, f)
+		}
+		put(sup)
+	}
+
 	// pair adds the int32 lanes of a and b (given back) pairwise within
 	// each 128-bit lane, interleaved: [a0+a2, b0+b2, a1+a3, b1+b3].
 	pair := func(a, b V) V {
@@ -341,16 +389,28 @@ func q4Avx2Kernel(lpbq bool, R, TT int, rowLoop bool) {
 	// words), in the lane order of the chunk records, which give -8*Sum
 	// and D; the row's codes multiply in int32 (exact: |sum| <= 32*8*127
 	// times a code <= 255), or its scales after the conversion.
-	chunk := func() {
+	//
+	// K4 (see above) takes no -8*Sum into the sums (its codes are u, not
+	// u - 8) but adds the terms times -8*Sum after the scales; with half,
+	// the chunk's last two groups are past the row and taken as zeros.
+	chunk := func(half bool) {
 		for r := 0; r < R; r++ {
+			if k4 {
+				k4Prep(r)
+			}
 			for h := 0; h < 2; h++ {
 				pend, ab := make([]V, TT), make([]V, TT)
 				for g := 0; g < 4; g++ {
 					lo, hi := vec(), vec()
-					VMOVDQU(nib.at(r, 64*g+32*h), lo)
-					VPSRLW(U8(4), lo, hi)
-					VPAND(nibMask, lo, lo)
-					VPAND(nibMask, hi, hi)
+					if half && g >= 2 {
+						VPXOR(lo, lo, lo)
+						VPXOR(hi, hi, hi)
+					} else {
+						VMOVDQU(nib.at(r, 64*g+32*h), lo)
+						VPSRLW(U8(4), lo, hi)
+						VPAND(nibMask, lo, lo)
+						VPAND(nibMask, hi, hi)
+					}
 					for t := 0; t < TT; t++ {
 						d, p := vec(), vec()
 						VPMADDUBSW(tok(t, 256*g+32*h), lo, d)
@@ -370,6 +430,17 @@ func q4Avx2Kernel(lpbq bool, R, TT int, rowLoop bool) {
 							VPUNPCKHQDQ(cd, ab[t], ab[t])
 							VPADDD(ab[t], s, s)
 							put(ab[t], cd)
+							if k4 {
+								f := vec()
+								VCVTDQ2PS(s, s)
+								VMULPS(k4Frame.Offset(32*h), s, s)
+								VCVTDQ2PS(dtok(t, 64+32*h), f) // -8*Sum
+								VFMADD231PS(k4Frame.Offset(64+32*h), f, s)
+								put(f)
+								VFMADD231PS(dtok(t, 32*h), s, acc[r][t])
+								put(s)
+								continue
+							}
 							VPADDD(dtok(t, 64+32*h), s, s) // -8*Sum
 							scl := chunkScale(r, h)
 							if lpbq {
@@ -412,11 +483,14 @@ func q4Avx2Kernel(lpbq bool, R, TT int, rowLoop bool) {
 		Label("chunk" + sfx)
 		TESTQ(chunks, chunks)
 		JZ(LabelRef("groups" + sfx))
-		chunk()
+		chunk(false)
 		nib.add(256)
-		if lpbq {
+		switch {
+		case k4:
+			sc.add(48)
+		case lpbq:
 			sc.add(16)
-		} else {
+		default:
 			sc.add(64)
 		}
 		ADDQ(U32(4*recBytes), xp)
@@ -425,6 +499,14 @@ func q4Avx2Kernel(lpbq bool, R, TT int, rowLoop bool) {
 		JMP(LabelRef("chunk" + sfx))
 
 		Label("groups" + sfx)
+		if k4 {
+			// A half chunk (2 groups) or nothing.
+			TESTQ(cnt, cnt)
+			JZ(LabelRef("reduce" + sfx))
+			chunk(true)
+			Label("reduce" + sfx)
+			return
+		}
 		consts()
 		Label("loop" + sfx)
 		TESTQ(cnt, cnt)
@@ -465,14 +547,18 @@ func q4Avx2Kernel(lpbq bool, R, TT int, rowLoop bool) {
 			MOVQ(scRow, sc.base[0])
 			Load(Param("x"), xp)
 			body(fmt.Sprint(j))
-			put(m0f, idx, ones)
+			if !k4 {
+				put(m0f, idx, ones)
+			}
 			ADDQ(Load(Param("rstr"), GP64()), nibRow)
 			ADDQ(Load(Param("scstr"), GP64()), scRow)
 		}, lpbq, quads, nil)
 		return
 	}
 	body("")
-	put(m0f, idx, ones)
+	if !k4 {
+		put(m0f, idx, ones)
+	}
 	storeTile(R, TT, lpbq, func(r, t int) (Register, func()) {
 		a := acc[r][t]
 		xr, xr2 := vec(), vec()
