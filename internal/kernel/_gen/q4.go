@@ -198,7 +198,7 @@ func q4Avx2Kernel(form q4Form, R, TT int, rowLoop bool) {
 	va := newVecAlloc(false)
 	vec, put := va.get, va.put
 	const width = 32 // bytes of weights per step: 2 blocks
-	var k4Frame Mem // K4: scales (2 halves of 32 bytes), then terms
+	var k4Frame Mem  // K4: scales (2 halves of 32 bytes), then terms
 	if k4 {
 		k4Frame = AllocLocal(128)
 	}
