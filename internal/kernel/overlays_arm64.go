@@ -9,7 +9,7 @@ import "golang.org/x/sys/cpu"
 // SDOT, then "i8mm" with SMMLA tiles for the 4- and 8-bit prefill (decode
 // stays on SDOT).
 func archOverlays() []Overlay {
-	return []Overlay{
+	o := []Overlay{
 		{
 			Name:       "neon",
 			Supported:  true,
@@ -58,6 +58,10 @@ func archOverlays() []Overlay {
 			W8MatMul:  w8MatMulI8MM,
 		},
 	}
+	for i := range o {
+		o[i].q4K4 = true // Q4MatMul takes the K4 form (through SDOT under i8mm)
+	}
+	return o
 }
 
 // decodeWalks: the arm64 products have one fixed walk (see Tune).
