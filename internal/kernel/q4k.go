@@ -17,8 +17,9 @@ const (
 )
 
 // q4K4Native reports whether the products in use take the K4 form as it
-// is (set by install); when not, PrepareZeros expands it.
-var q4K4Native bool
+// is (the generic version does; install sets it from the overlay); when
+// not, PrepareZeros expands it.
+var q4K4Native = true
 
 // q4KChunks is the number of 16-block records of a row of K inputs.
 func q4KChunks(K int) int { return (K/QK + 15) / 16 }
