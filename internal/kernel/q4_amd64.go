@@ -101,9 +101,12 @@ var (
 // then D and -2*Sum of each block repeated over its 4 int32 lanes.
 const q4RecBytes = 256
 
-// q4ChunkBytes is the size of a 16-block chunk's D and -8*Sum, read by
-// the LPBQ one-token kernels (_gen/q4chunk.go).
-const q4ChunkBytes = 128
+// q4ChunkBytes is the size of a 16-block chunk's records after the
+// groups: D and -8*Sum (64 bytes each, read by every chunk kernel), then
+// its activations transposed for the AVX-512 prefill tiles: vector v
+// (64 bytes) holds at byte 16k+4g+i value 4v+i (v < 4) or 16+4(v-4)+i
+// of block 4g+k (_gen/q4chunk.go, transposedTiles).
+const q4ChunkBytes = 128 + 512
 
 // q4Groups is the number of groups in a token's records for K inputs:
 // whole chunks of 4 groups, the last padded with zero blocks.
@@ -178,6 +181,20 @@ func q4Prep(rec []byte, x *Q8, t0, t1 int) {
 				dv[l], sv[l] = 0, 0
 				if b < nb {
 					dv[l], sv[l] = x.D[t*nb+b], -8*x.Sum[t*nb+b]
+				}
+			}
+			// Vector v takes 4-byte word v of each block's 32 values.
+			rw := (*[q4ChunkBytes / 4]uint32)(unsafe.Pointer(&r[0]))
+			for g := range 4 {
+				for k := range 4 {
+					b := 16*c + 4*g + k
+					var sw [8]uint32
+					if b < nb {
+						sw = *(*[8]uint32)(unsafe.Pointer(&qt[b*QK]))
+					}
+					for v, word := range sw {
+						rw[32+16*v+4*k+g] = word
+					}
 				}
 			}
 		}

@@ -40,8 +40,25 @@ import (
 // blocks, then per chunk D (64 bytes) and -8*Sum (64 bytes) of its 16
 // blocks in the transposed lane order.
 
-// chunkRecBytes is the size of a chunk's D and -8*Sum in the records.
-const chunkRecBytes = 128
+// chunkRecBytes is the size of a chunk's records after its groups: D and
+// -8*Sum (64 bytes each), then its activations transposed for the
+// prefill tiles (8 vectors of 64 bytes, see transposedTiles).
+const chunkRecBytes = 128 + 512
+
+// transposedTiles: the AVX-512 tiles of several tokens (prefill) sum a
+// whole chunk without transposing sums per (row, token). Per row and
+// chunk they load the 4 groups of packed codes and transpose their
+// dwords within each 128-bit lane (4x4: unpack and unpack again, 8
+// instructions), which puts in dword lane 4k+g of vector j the packed
+// bytes 4j..4j+3 of block 4g+k; unpacked, vector j holds that block's
+// values 4j..4j+3 and vector 4+j its values 16+4j..16+4j+3. The
+// chunk records hold the activations in the same order, so 8 VPDPBUSD
+// per token leave each block's whole sum in its lane, already in the
+// lane order of D, -8*Sum and the codes. Per (row, token) that is 1 + 8
+// + the scaling instead of the 4 zeroings, 8 VPDPBUSD and 9 transposition
+// instructions of chunkSum, for 8 more per row and chunk, shared by the
+// tile's tokens. The integer block sums are exact either way, so a
+// token's bits are those of the one-token kernels.
 
 // codePerm puts 16 block codes (bytes) in the transposed lane order:
 // byte l = code 4*(l%4) + l/4.
@@ -218,6 +235,12 @@ func q4ChunkKernel(form q4Form, rowLoop bool, R, TT int) {
 		VFMADD231PS(zs, f, t)
 	}
 
+	// finish scales the whole block sums s of one (row, token) chunk (in
+	// the transposed lane order) and adds them into acc: the chunk's
+	// -8*Sum at d(64) and D at d(0), the row's codes or scales cz and
+	// zero-point terms zs in the same lanes.
+	var finish func(s VecVirtual, d func(off int) Mem, cz, zs, acc VecVirtual)
+
 	// chunkSum adds into acc one (row, token) whole chunk: the row's
 	// unpacked weights lo, hi, the token's records at q(off) and its
 	// chunk's D and -8*Sum at d(off), and the row's codes cz in lane
@@ -244,6 +267,9 @@ func q4ChunkKernel(form q4Form, rowLoop bool, R, TT int) {
 		VPUNPCKLQDQ(cd, ab, s)
 		VPUNPCKHQDQ(cd, ab, s2)
 		VPADDD(s2, s, s)
+		finish(s, d, cz, zs, acc)
+	}
+	finish = func(s VecVirtual, d func(off int) Mem, cz, zs, acc VecVirtual) {
 		switch {
 		case k4:
 			s8 := ZMM()
@@ -261,6 +287,47 @@ func q4ChunkKernel(form q4Form, rowLoop bool, R, TT int) {
 			zeroTerm(s, s8, zs)
 		}
 		VFMADD231PS(d(0), s, acc)
+	}
+
+	// transposedRow loads a row's 4 groups of packed codes of a whole
+	// chunk at nibAt, transposes their dwords within each 128-bit lane
+	// and unpacks them: w[j] and w[4+j] as transposedTiles describes.
+	transposedRow := func(nibAt func(off int) Mem) []VecVirtual {
+		p := make([]VecVirtual, 4)
+		for g := range p {
+			p[g] = ZMM()
+			VMOVDQU32(nibAt(64*g), p[g])
+		}
+		t0, t1, t2, t3 := ZMM(), ZMM(), ZMM(), ZMM()
+		VPUNPCKLDQ(p[1], p[0], t0) // a0.0 a1.0 a0.1 a1.1
+		VPUNPCKHDQ(p[1], p[0], t1) // a0.2 a1.2 a0.3 a1.3
+		VPUNPCKLDQ(p[3], p[2], t2)
+		VPUNPCKHDQ(p[3], p[2], t3)
+		out := []VecVirtual{p[0], p[1], p[2], p[3]}
+		VPUNPCKLQDQ(t2, t0, out[0]) // a0.0 a1.0 a2.0 a3.0
+		VPUNPCKHQDQ(t2, t0, out[1])
+		VPUNPCKLQDQ(t3, t1, out[2])
+		VPUNPCKHQDQ(t3, t1, out[3])
+		w := make([]VecVirtual, 8)
+		for j := range out {
+			h := ZMM()
+			VPSRLW(U8(4), out[j], h)
+			VPANDD(out[j], m0f, out[j])
+			VPANDD(h, m0f, h)
+			w[j], w[4+j] = out[j], h
+		}
+		return w
+	}
+
+	// transposedSum adds into acc one (row, token) whole chunk from the
+	// row's transposed codes w and the token's chunk records at d(off).
+	transposedSum := func(w []VecVirtual, d func(off int) Mem, cz, zs, acc VecVirtual) {
+		s := ZMM()
+		VPXORD(m0f, m0f, s) // zero (reads only m0f)
+		for v := range w {
+			vpdpbusd(d(128+64*v), w[v], s)
+		}
+		finish(s, d, cz, zs, acc)
 	}
 
 	// lastSum adds into acc group g of a last, partial chunk for one
@@ -522,8 +589,21 @@ func q4ChunkKernel(form q4Form, rowLoop bool, R, TT int) {
 	}
 	chunks("", full, func(masked bool, groups int) {
 		for r := range R {
-			lo, hi := unpack(func(off int) Mem { return nib.at(r, off) }, masked, groups)
 			zAt := func() Mem { return zt.at(r, 0) }
+			if !masked && TT >= 2 {
+				w := transposedRow(func(off int) Mem { return nib.at(r, off) })
+				var cz, zs VecVirtual
+				if k4 {
+					cz, zs = k4Of(sc.at(r, 0), true)
+				} else {
+					cz, zs = codesOf(sc.at(r, 0), false), zerosOf(zAt)
+				}
+				for t := range TT {
+					transposedSum(w, func(off int) Mem { return dtok(t, off) }, cz, zs, acc[r][t])
+				}
+				continue
+			}
+			lo, hi := unpack(func(off int) Mem { return nib.at(r, off) }, masked, groups)
 			if masked {
 				var cz, zs []VecVirtual
 				if k4 {
