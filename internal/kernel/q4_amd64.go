@@ -183,6 +183,9 @@ func q4Prep(rec []byte, x *Q8, t0, t1 int) {
 					dv[l], sv[l] = x.D[t*nb+b], -8*x.Sum[t*nb+b]
 				}
 			}
+			if x.T == 1 {
+				continue // one token: no tile of several reads them
+			}
 			// Vector v takes 4-byte word v of each block's 32 values.
 			rw := (*[q4ChunkBytes / 4]uint32)(unsafe.Pointer(&r[0]))
 			for g := range 4 {
