@@ -236,9 +236,10 @@ func q4ChunkKernel(form q4Form, rowLoop bool, R, TT int) {
 	}
 
 	// finish scales the whole block sums s of one (row, token) chunk (in
-	// the transposed lane order) and adds them into acc: the chunk's
-	// -8*Sum at d(64) and D at d(0), the row's codes or scales cz and
-	// zero-point terms zs in the same lanes.
+	// the transposed lane order; they include the zero point's -8*Sum,
+	// but for K4) and adds them into acc: D at d(0), the row's codes or
+	// scales cz and zero-point terms zs (times -8*Sum at d(64)) in the
+	// same lanes.
 	var finish func(s VecVirtual, d func(off int) Mem, cz, zs, acc VecVirtual)
 
 	// chunkSum adds into acc one (row, token) whole chunk: the row's
@@ -249,7 +250,13 @@ func q4ChunkKernel(form q4Form, rowLoop bool, R, TT int) {
 		var a [4]VecVirtual
 		for g := range a {
 			a[g] = ZMM()
-			VPXORD(m0f, m0f, a[g]) // zero (reads only m0f)
+			if k4 {
+				VPXORD(m0f, m0f, a[g]) // zero (reads only m0f)
+			} else {
+				// -2*Sum on each of a block's 4 lanes: the sums
+				// start from the zero point's -8*Sum
+				VMOVDQU32(q(256*g+192), a[g])
+			}
 			vpdpbusd(q(256*g), lo[g], a[g])
 			vpdpbusd(q(256*g+64), hi[g], a[g])
 		}
@@ -270,20 +277,10 @@ func q4ChunkKernel(form q4Form, rowLoop bool, R, TT int) {
 		finish(s, d, cz, zs, acc)
 	}
 	finish = func(s VecVirtual, d func(off int) Mem, cz, zs, acc VecVirtual) {
-		switch {
-		case k4:
+		scale(s, cz)
+		if zs != nil {
 			s8 := ZMM()
 			VMOVDQU32(d(64), s8) // -8*Sum
-			scale(s, cz)
-			zeroTerm(s, s8, zs)
-		case zs == nil:
-			VPADDD(d(64), s, s) // -8*Sum
-			scale(s, cz)
-		default:
-			s8 := ZMM()
-			VMOVDQU32(d(64), s8) // -8*Sum
-			VPADDD(s8, s, s)
-			scale(s, cz)
 			zeroTerm(s, s8, zs)
 		}
 		VFMADD231PS(d(0), s, acc)
@@ -323,7 +320,11 @@ func q4ChunkKernel(form q4Form, rowLoop bool, R, TT int) {
 	// row's transposed codes w and the token's chunk records at d(off).
 	transposedSum := func(w []VecVirtual, d func(off int) Mem, cz, zs, acc VecVirtual) {
 		s := ZMM()
-		VPXORD(m0f, m0f, s) // zero (reads only m0f)
+		if k4 {
+			VPXORD(m0f, m0f, s) // zero (reads only m0f)
+		} else {
+			VMOVDQU32(d(64), s) // the sums start from -8*Sum
+		}
 		for v := range w {
 			vpdpbusd(d(128+64*v), w[v], s)
 		}
