@@ -43621,7 +43621,7 @@ reduce3:
 
 // func q4Avx2K41x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·q4Avx2K41x1(SB), NOSPLIT, $128-88
+TEXT ·q4Avx2K41x1(SB), NOSPLIT, $0-88
 	MOVQ   nib+0(FP), AX
 	MOVQ   rstr+8(FP), CX
 	MOVQ   sc+16(FP), CX
@@ -43653,24 +43653,20 @@ chunk:
 	VPMOVZXBD      X2, Y4
 	VCVTDQ2PS      Y4, Y4
 	VMULPS         Y3, Y4, Y4
-	VMOVUPS        Y4, (SP)
 	VPSRLDQ        $0x08, X2, X2
 	VPMOVZXBD      X2, Y5
 	VCVTDQ2PS      Y5, Y5
 	VMULPS         Y3, Y5, Y5
-	VMOVUPS        Y5, 32(SP)
 	VMOVDQU        16(CX), X6
 	VPSHUFB        q4codeperm<>+0(SB), X6, X6
 	VPERMILPS      $0xf5, Y1, Y7
 	VPMOVZXBD      X6, Y8
 	VCVTDQ2PS      Y8, Y8
 	VMULPS         Y7, Y8, Y8
-	VMOVUPS        Y8, 64(SP)
 	VPSRLDQ        $0x08, X6, X6
 	VPMOVZXBD      X6, Y9
 	VCVTDQ2PS      Y9, Y9
 	VMULPS         Y7, Y9, Y9
-	VMOVUPS        Y9, 96(SP)
 	VMOVDQU        (AX), Y10
 	VPSRLW         $0x04, Y10, Y11
 	VPAND          q4nibmask<>+0(SB), Y10, Y10
@@ -43683,86 +43679,86 @@ chunk:
 	VPSRLW         $0x04, Y14, Y15
 	VPAND          q4nibmask<>+0(SB), Y14, Y14
 	VPAND          q4nibmask<>+0(SB), Y15, Y15
-	VPMADDUBSW     256(DX), Y14, Y4
-	VPMADDUBSW     320(DX), Y15, Y5
-	VPADDW         Y5, Y4, Y4
-	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
-	VPUNPCKLDQ     Y4, Y12, Y2
-	VPUNPCKHDQ     Y4, Y12, Y12
-	VPADDD         Y12, Y2, Y2
-	VMOVDQU        128(AX), Y3
-	VPSRLW         $0x04, Y3, Y8
-	VPAND          q4nibmask<>+0(SB), Y3, Y3
-	VPAND          q4nibmask<>+0(SB), Y8, Y8
-	VPMADDUBSW     512(DX), Y3, Y9
-	VPMADDUBSW     576(DX), Y8, Y6
-	VPADDW         Y6, Y9, Y9
-	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
-	VMOVDQU        192(AX), Y7
+	VPMADDUBSW     256(DX), Y14, Y2
+	VPMADDUBSW     320(DX), Y15, Y3
+	VPADDW         Y3, Y2, Y2
+	VPMADDWD       q4onesw<>+0(SB), Y2, Y2
+	VPUNPCKLDQ     Y2, Y12, Y6
+	VPUNPCKHDQ     Y2, Y12, Y12
+	VPADDD         Y12, Y6, Y6
+	VMOVDQU        128(AX), Y7
 	VPSRLW         $0x04, Y7, Y1
 	VPAND          q4nibmask<>+0(SB), Y7, Y7
 	VPAND          q4nibmask<>+0(SB), Y1, Y1
-	VPMADDUBSW     768(DX), Y7, Y13
-	VPMADDUBSW     832(DX), Y1, Y10
+	VPMADDUBSW     512(DX), Y7, Y13
+	VPMADDUBSW     576(DX), Y1, Y10
 	VPADDW         Y10, Y13, Y13
 	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
-	VPUNPCKLDQ     Y13, Y9, Y11
-	VPUNPCKHDQ     Y13, Y9, Y9
-	VPADDD         Y9, Y11, Y11
-	VPUNPCKLQDQ    Y11, Y2, Y5
-	VPUNPCKHQDQ    Y11, Y2, Y2
-	VPADDD         Y2, Y5, Y5
-	VCVTDQ2PS      Y5, Y5
-	VMULPS         (SP), Y5, Y5
-	VCVTDQ2PS      64(BX), Y12
-	VFMADD231PS    64(SP), Y12, Y5
-	VFMADD231PS    (BX), Y5, Y0
-	VMOVDQU        32(AX), Y4
-	VPSRLW         $0x04, Y4, Y14
-	VPAND          q4nibmask<>+0(SB), Y4, Y4
-	VPAND          q4nibmask<>+0(SB), Y14, Y14
-	VPMADDUBSW     32(DX), Y4, Y15
-	VPMADDUBSW     96(DX), Y14, Y6
-	VPADDW         Y6, Y15, Y15
-	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
-	VMOVDQU        96(AX), Y3
-	VPSRLW         $0x04, Y3, Y8
-	VPAND          q4nibmask<>+0(SB), Y3, Y3
-	VPAND          q4nibmask<>+0(SB), Y8, Y8
-	VPMADDUBSW     288(DX), Y3, Y10
-	VPMADDUBSW     352(DX), Y8, Y9
-	VPADDW         Y9, Y10, Y10
-	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
-	VPUNPCKLDQ     Y10, Y15, Y13
-	VPUNPCKHDQ     Y10, Y15, Y15
-	VPADDD         Y15, Y13, Y13
-	VMOVDQU        160(AX), Y2
-	VPSRLW         $0x04, Y2, Y11
-	VPAND          q4nibmask<>+0(SB), Y2, Y2
+	VMOVDQU        192(AX), Y11
+	VPSRLW         $0x04, Y11, Y3
 	VPAND          q4nibmask<>+0(SB), Y11, Y11
-	VPMADDUBSW     544(DX), Y2, Y12
-	VPMADDUBSW     608(DX), Y11, Y5
-	VPADDW         Y5, Y12, Y12
+	VPAND          q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW     768(DX), Y11, Y12
+	VPMADDUBSW     832(DX), Y3, Y2
+	VPADDW         Y2, Y12, Y12
 	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
-	VMOVDQU        224(AX), Y7
+	VPUNPCKLDQ     Y12, Y13, Y14
+	VPUNPCKHDQ     Y12, Y13, Y13
+	VPADDD         Y13, Y14, Y14
+	VPUNPCKLQDQ    Y14, Y6, Y15
+	VPUNPCKHQDQ    Y14, Y6, Y6
+	VPADDD         Y6, Y15, Y15
+	VCVTDQ2PS      Y15, Y15
+	VMULPS         Y4, Y15, Y15
+	VCVTDQ2PS      64(BX), Y10
+	VFMADD231PS    Y8, Y10, Y15
+	VFMADD231PS    (BX), Y15, Y0
+	VMOVDQU        32(AX), Y7
 	VPSRLW         $0x04, Y7, Y1
 	VPAND          q4nibmask<>+0(SB), Y7, Y7
 	VPAND          q4nibmask<>+0(SB), Y1, Y1
-	VPMADDUBSW     800(DX), Y7, Y6
-	VPMADDUBSW     864(DX), Y1, Y4
-	VPADDW         Y4, Y6, Y6
-	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VPUNPCKLDQ     Y6, Y12, Y14
-	VPUNPCKHDQ     Y6, Y12, Y12
-	VPADDD         Y12, Y14, Y14
-	VPUNPCKLQDQ    Y14, Y13, Y9
-	VPUNPCKHQDQ    Y14, Y13, Y13
-	VPADDD         Y13, Y9, Y9
-	VCVTDQ2PS      Y9, Y9
-	VMULPS         32(SP), Y9, Y9
-	VCVTDQ2PS      96(BX), Y15
-	VFMADD231PS    96(SP), Y15, Y9
-	VFMADD231PS    32(BX), Y9, Y0
+	VPMADDUBSW     32(DX), Y7, Y2
+	VPMADDUBSW     96(DX), Y1, Y13
+	VPADDW         Y13, Y2, Y2
+	VPMADDWD       q4onesw<>+0(SB), Y2, Y2
+	VMOVDQU        96(AX), Y12
+	VPSRLW         $0x04, Y12, Y6
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW     288(DX), Y12, Y14
+	VPMADDUBSW     352(DX), Y6, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ     Y14, Y2, Y15
+	VPUNPCKHDQ     Y14, Y2, Y2
+	VPADDD         Y2, Y15, Y15
+	VMOVDQU        160(AX), Y11
+	VPSRLW         $0x04, Y11, Y3
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPAND          q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW     544(DX), Y11, Y13
+	VPMADDUBSW     608(DX), Y3, Y7
+	VPADDW         Y7, Y13, Y13
+	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU        224(AX), Y1
+	VPSRLW         $0x04, Y1, Y10
+	VPAND          q4nibmask<>+0(SB), Y1, Y1
+	VPAND          q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW     800(DX), Y1, Y2
+	VPMADDUBSW     864(DX), Y10, Y14
+	VPADDW         Y14, Y2, Y2
+	VPMADDWD       q4onesw<>+0(SB), Y2, Y2
+	VPUNPCKLDQ     Y2, Y13, Y12
+	VPUNPCKHDQ     Y2, Y13, Y13
+	VPADDD         Y13, Y12, Y12
+	VPUNPCKLQDQ    Y12, Y15, Y6
+	VPUNPCKHQDQ    Y12, Y15, Y15
+	VPADDD         Y15, Y6, Y6
+	VCVTDQ2PS      Y6, Y6
+	VMULPS         Y5, Y6, Y6
+	VCVTDQ2PS      96(BX), Y7
+	VFMADD231PS    Y9, Y7, Y6
+	VFMADD231PS    32(BX), Y6, Y0
 	ADDQ           $0x00000100, AX
 	ADDQ           $0x00000030, CX
 	ADDQ           $0x00000400, DX
@@ -43773,134 +43769,130 @@ chunk:
 groups:
 	TESTQ          DI, DI
 	JZ             reduce
-	VBROADCASTF128 32(CX), Y10
-	VMULPS         q4k4eighth<>+0(SB), Y10, Y10
+	VBROADCASTF128 32(CX), Y11
+	VMULPS         q4k4eighth<>+0(SB), Y11, Y11
 	VMOVDQU        (CX), X3
 	VPSHUFB        q4codeperm<>+0(SB), X3, X3
-	VPERMILPS      $0xa0, Y10, Y8
-	VPMOVZXBD      X3, Y5
-	VCVTDQ2PS      Y5, Y5
-	VMULPS         Y8, Y5, Y5
-	VMOVUPS        Y5, (SP)
+	VPERMILPS      $0xa0, Y11, Y14
+	VPMOVZXBD      X3, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y14, Y13, Y13
 	VPSRLDQ        $0x08, X3, X3
 	VPMOVZXBD      X3, Y2
 	VCVTDQ2PS      Y2, Y2
-	VMULPS         Y8, Y2, Y2
-	VMOVUPS        Y2, 32(SP)
-	VMOVDQU        16(CX), X11
-	VPSHUFB        q4codeperm<>+0(SB), X11, X11
-	VPERMILPS      $0xf5, Y10, Y4
-	VPMOVZXBD      X11, Y12
-	VCVTDQ2PS      Y12, Y12
-	VMULPS         Y4, Y12, Y12
-	VMOVUPS        Y12, 64(SP)
-	VPSRLDQ        $0x08, X11, X11
-	VPMOVZXBD      X11, Y6
+	VMULPS         Y14, Y2, Y2
+	VMOVDQU        16(CX), X15
+	VPSHUFB        q4codeperm<>+0(SB), X15, X15
+	VPERMILPS      $0xf5, Y11, Y12
+	VPMOVZXBD      X15, Y7
+	VCVTDQ2PS      Y7, Y7
+	VMULPS         Y12, Y7, Y7
+	VPSRLDQ        $0x08, X15, X15
+	VPMOVZXBD      X15, Y6
 	VCVTDQ2PS      Y6, Y6
-	VMULPS         Y4, Y6, Y6
-	VMOVUPS        Y6, 96(SP)
-	VMOVDQU        (AX), Y13
-	VPSRLW         $0x04, Y13, Y14
-	VPAND          q4nibmask<>+0(SB), Y13, Y13
-	VPAND          q4nibmask<>+0(SB), Y14, Y14
-	VPMADDUBSW     (DX), Y13, Y15
-	VPMADDUBSW     64(DX), Y14, Y9
-	VPADDW         Y9, Y15, Y15
-	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
-	VMOVDQU        64(AX), Y7
-	VPSRLW         $0x04, Y7, Y1
-	VPAND          q4nibmask<>+0(SB), Y7, Y7
+	VMULPS         Y12, Y6, Y6
+	VMOVDQU        (AX), Y1
+	VPSRLW         $0x04, Y1, Y10
 	VPAND          q4nibmask<>+0(SB), Y1, Y1
-	VPMADDUBSW     256(DX), Y7, Y5
-	VPMADDUBSW     320(DX), Y1, Y2
-	VPADDW         Y2, Y5, Y5
-	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
-	VPUNPCKLDQ     Y5, Y15, Y3
-	VPUNPCKHDQ     Y5, Y15, Y15
-	VPADDD         Y15, Y3, Y3
-	VPXOR          Y8, Y8, Y8
-	VPXOR          Y12, Y12, Y12
-	VPMADDUBSW     512(DX), Y8, Y6
-	VPMADDUBSW     576(DX), Y12, Y11
-	VPADDW         Y11, Y6, Y6
-	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VPXOR          Y4, Y4, Y4
-	VPXOR          Y10, Y10, Y10
-	VPMADDUBSW     768(DX), Y4, Y9
-	VPMADDUBSW     832(DX), Y10, Y13
-	VPADDW         Y13, Y9, Y9
-	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
-	VPUNPCKLDQ     Y9, Y6, Y14
-	VPUNPCKHDQ     Y9, Y6, Y6
-	VPADDD         Y6, Y14, Y14
-	VPUNPCKLQDQ    Y14, Y3, Y2
-	VPUNPCKHQDQ    Y14, Y3, Y3
-	VPADDD         Y3, Y2, Y2
-	VCVTDQ2PS      Y2, Y2
-	VMULPS         (SP), Y2, Y2
-	VCVTDQ2PS      64(BX), Y15
-	VFMADD231PS    64(SP), Y15, Y2
-	VFMADD231PS    (BX), Y2, Y0
-	VMOVDQU        32(AX), Y5
-	VPSRLW         $0x04, Y5, Y7
-	VPAND          q4nibmask<>+0(SB), Y5, Y5
-	VPAND          q4nibmask<>+0(SB), Y7, Y7
-	VPMADDUBSW     32(DX), Y5, Y1
-	VPMADDUBSW     96(DX), Y7, Y11
-	VPADDW         Y11, Y1, Y1
-	VPMADDWD       q4onesw<>+0(SB), Y1, Y1
-	VMOVDQU        96(AX), Y8
-	VPSRLW         $0x04, Y8, Y12
+	VPAND          q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW     (DX), Y1, Y4
+	VPMADDUBSW     64(DX), Y10, Y5
+	VPADDW         Y5, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU        64(AX), Y8
+	VPSRLW         $0x04, Y8, Y9
 	VPAND          q4nibmask<>+0(SB), Y8, Y8
-	VPAND          q4nibmask<>+0(SB), Y12, Y12
-	VPMADDUBSW     288(DX), Y8, Y13
-	VPMADDUBSW     352(DX), Y12, Y6
-	VPADDW         Y6, Y13, Y13
-	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
-	VPUNPCKLDQ     Y13, Y1, Y9
-	VPUNPCKHDQ     Y13, Y1, Y1
-	VPADDD         Y1, Y9, Y9
-	VPXOR          Y3, Y3, Y3
-	VPXOR          Y14, Y14, Y14
-	VPMADDUBSW     544(DX), Y3, Y15
-	VPMADDUBSW     608(DX), Y14, Y2
-	VPADDW         Y2, Y15, Y15
-	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
-	VPXOR          Y4, Y4, Y4
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     256(DX), Y8, Y3
+	VPMADDUBSW     320(DX), Y9, Y14
+	VPADDW         Y14, Y3, Y3
+	VPMADDWD       q4onesw<>+0(SB), Y3, Y3
+	VPUNPCKLDQ     Y3, Y4, Y15
+	VPUNPCKHDQ     Y3, Y4, Y4
+	VPADDD         Y4, Y15, Y15
+	VPXOR          Y12, Y12, Y12
+	VPXOR          Y11, Y11, Y11
+	VPMADDUBSW     512(DX), Y12, Y5
+	VPMADDUBSW     576(DX), Y11, Y1
+	VPADDW         Y1, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
 	VPXOR          Y10, Y10, Y10
-	VPMADDUBSW     800(DX), Y4, Y11
-	VPMADDUBSW     864(DX), Y10, Y5
-	VPADDW         Y5, Y11, Y11
-	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
-	VPUNPCKLDQ     Y11, Y15, Y7
-	VPUNPCKHDQ     Y11, Y15, Y15
-	VPADDD         Y15, Y7, Y7
-	VPUNPCKLQDQ    Y7, Y9, Y6
-	VPUNPCKHQDQ    Y7, Y9, Y9
-	VPADDD         Y9, Y6, Y6
-	VCVTDQ2PS      Y6, Y6
-	VMULPS         32(SP), Y6, Y6
-	VCVTDQ2PS      96(BX), Y1
-	VFMADD231PS    96(SP), Y1, Y6
-	VFMADD231PS    32(BX), Y6, Y0
+	VPXOR          Y14, Y14, Y14
+	VPMADDUBSW     768(DX), Y10, Y4
+	VPMADDUBSW     832(DX), Y14, Y3
+	VPADDW         Y3, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ     Y4, Y5, Y8
+	VPUNPCKHDQ     Y4, Y5, Y5
+	VPADDD         Y5, Y8, Y8
+	VPUNPCKLQDQ    Y8, Y15, Y9
+	VPUNPCKHQDQ    Y8, Y15, Y15
+	VPADDD         Y15, Y9, Y9
+	VCVTDQ2PS      Y9, Y9
+	VMULPS         Y13, Y9, Y9
+	VCVTDQ2PS      64(BX), Y1
+	VFMADD231PS    Y7, Y1, Y9
+	VFMADD231PS    (BX), Y9, Y0
+	VMOVDQU        32(AX), Y12
+	VPSRLW         $0x04, Y12, Y11
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW     32(DX), Y12, Y3
+	VPMADDUBSW     96(DX), Y11, Y5
+	VPADDW         Y5, Y3, Y3
+	VPMADDWD       q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU        96(AX), Y4
+	VPSRLW         $0x04, Y4, Y15
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW     288(DX), Y4, Y8
+	VPMADDUBSW     352(DX), Y15, Y1
+	VPADDW         Y1, Y8, Y8
+	VPMADDWD       q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ     Y8, Y3, Y9
+	VPUNPCKHDQ     Y8, Y3, Y3
+	VPADDD         Y3, Y9, Y9
+	VPXOR          Y10, Y10, Y10
+	VPXOR          Y14, Y14, Y14
+	VPMADDUBSW     544(DX), Y10, Y5
+	VPMADDUBSW     608(DX), Y14, Y12
+	VPADDW         Y12, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VPXOR          Y11, Y11, Y11
+	VPXOR          Y1, Y1, Y1
+	VPMADDUBSW     800(DX), Y11, Y3
+	VPMADDUBSW     864(DX), Y1, Y8
+	VPADDW         Y8, Y3, Y3
+	VPMADDWD       q4onesw<>+0(SB), Y3, Y3
+	VPUNPCKLDQ     Y3, Y5, Y4
+	VPUNPCKHDQ     Y3, Y5, Y5
+	VPADDD         Y5, Y4, Y4
+	VPUNPCKLQDQ    Y4, Y9, Y15
+	VPUNPCKHQDQ    Y4, Y9, Y9
+	VPADDD         Y9, Y15, Y15
+	VCVTDQ2PS      Y15, Y15
+	VMULPS         Y2, Y15, Y15
+	VCVTDQ2PS      96(BX), Y12
+	VFMADD231PS    Y6, Y12, Y15
+	VFMADD231PS    32(BX), Y15, Y0
 
 reduce:
 	MOVQ         dst+64(FP), AX
 	MOVQ         ldd+72(FP), CX
 	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X13
-	VADDPS       X13, X0, X13
-	VPERMILPS    $0x4e, X13, X8
-	VADDPS       X8, X13, X13
-	VPERMILPS    $0xb1, X13, X8
-	VADDSS       X8, X13, X13
-	VMOVSS       X13, (AX)
+	VEXTRACTF128 $0x01, Y0, X10
+	VADDPS       X10, X0, X10
+	VPERMILPS    $0x4e, X10, X14
+	VADDPS       X14, X10, X10
+	VPERMILPS    $0xb1, X10, X14
+	VADDSS       X14, X10, X10
+	VMOVSS       X10, (AX)
 	VZEROUPPER
 	RET
 
 // func q4Avx2K42x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·q4Avx2K42x1(SB), NOSPLIT, $128-88
+TEXT ·q4Avx2K42x1(SB), NOSPLIT, $0-88
 	MOVQ   nib+0(FP), AX
 	MOVQ   rstr+8(FP), CX
 	MOVQ   sc+16(FP), DX
@@ -43933,24 +43925,20 @@ chunk:
 	VPMOVZXBD      X3, Y5
 	VCVTDQ2PS      Y5, Y5
 	VMULPS         Y4, Y5, Y5
-	VMOVUPS        Y5, (SP)
 	VPSRLDQ        $0x08, X3, X3
 	VPMOVZXBD      X3, Y6
 	VCVTDQ2PS      Y6, Y6
 	VMULPS         Y4, Y6, Y6
-	VMOVUPS        Y6, 32(SP)
 	VMOVDQU        16(DX), X7
 	VPSHUFB        q4codeperm<>+0(SB), X7, X7
 	VPERMILPS      $0xf5, Y2, Y8
 	VPMOVZXBD      X7, Y9
 	VCVTDQ2PS      Y9, Y9
 	VMULPS         Y8, Y9, Y9
-	VMOVUPS        Y9, 64(SP)
 	VPSRLDQ        $0x08, X7, X7
 	VPMOVZXBD      X7, Y10
 	VCVTDQ2PS      Y10, Y10
 	VMULPS         Y8, Y10, Y10
-	VMOVUPS        Y10, 96(SP)
 	VMOVDQU        (AX), Y11
 	VPSRLW         $0x04, Y11, Y12
 	VPAND          q4nibmask<>+0(SB), Y11, Y11
@@ -43960,207 +43948,203 @@ chunk:
 	VPADDW         Y14, Y13, Y13
 	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
 	VMOVDQU        64(AX), Y15
-	VPSRLW         $0x04, Y15, Y5
+	VPSRLW         $0x04, Y15, Y3
 	VPAND          q4nibmask<>+0(SB), Y15, Y15
-	VPAND          q4nibmask<>+0(SB), Y5, Y5
-	VPMADDUBSW     256(SI), Y15, Y6
-	VPMADDUBSW     320(SI), Y5, Y3
-	VPADDW         Y3, Y6, Y6
-	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VPUNPCKLDQ     Y6, Y13, Y4
-	VPUNPCKHDQ     Y6, Y13, Y13
-	VPADDD         Y13, Y4, Y4
-	VMOVDQU        128(AX), Y9
-	VPSRLW         $0x04, Y9, Y10
-	VPAND          q4nibmask<>+0(SB), Y9, Y9
-	VPAND          q4nibmask<>+0(SB), Y10, Y10
-	VPMADDUBSW     512(SI), Y9, Y7
-	VPMADDUBSW     576(SI), Y10, Y8
-	VPADDW         Y8, Y7, Y7
-	VPMADDWD       q4onesw<>+0(SB), Y7, Y7
-	VMOVDQU        192(AX), Y2
+	VPAND          q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW     256(SI), Y15, Y4
+	VPMADDUBSW     320(SI), Y3, Y7
+	VPADDW         Y7, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ     Y4, Y13, Y8
+	VPUNPCKHDQ     Y4, Y13, Y13
+	VPADDD         Y13, Y8, Y8
+	VMOVDQU        128(AX), Y2
 	VPSRLW         $0x04, Y2, Y14
 	VPAND          q4nibmask<>+0(SB), Y2, Y2
 	VPAND          q4nibmask<>+0(SB), Y14, Y14
-	VPMADDUBSW     768(SI), Y2, Y11
-	VPMADDUBSW     832(SI), Y14, Y12
+	VPMADDUBSW     512(SI), Y2, Y11
+	VPMADDUBSW     576(SI), Y14, Y12
 	VPADDW         Y12, Y11, Y11
 	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
-	VPUNPCKLDQ     Y11, Y7, Y3
-	VPUNPCKHDQ     Y11, Y7, Y7
-	VPADDD         Y7, Y3, Y3
-	VPUNPCKLQDQ    Y3, Y4, Y13
-	VPUNPCKHQDQ    Y3, Y4, Y4
-	VPADDD         Y4, Y13, Y13
-	VCVTDQ2PS      Y13, Y13
-	VMULPS         (SP), Y13, Y13
-	VCVTDQ2PS      64(DI), Y6
-	VFMADD231PS    64(SP), Y6, Y13
-	VFMADD231PS    (DI), Y13, Y0
-	VMOVDQU        32(AX), Y15
-	VPSRLW         $0x04, Y15, Y5
-	VPAND          q4nibmask<>+0(SB), Y15, Y15
-	VPAND          q4nibmask<>+0(SB), Y5, Y5
-	VPMADDUBSW     32(SI), Y15, Y8
-	VPMADDUBSW     96(SI), Y5, Y9
-	VPADDW         Y9, Y8, Y8
-	VPMADDWD       q4onesw<>+0(SB), Y8, Y8
-	VMOVDQU        96(AX), Y10
-	VPSRLW         $0x04, Y10, Y12
-	VPAND          q4nibmask<>+0(SB), Y10, Y10
-	VPAND          q4nibmask<>+0(SB), Y12, Y12
-	VPMADDUBSW     288(SI), Y10, Y7
-	VPMADDUBSW     352(SI), Y12, Y11
-	VPADDW         Y11, Y7, Y7
-	VPMADDWD       q4onesw<>+0(SB), Y7, Y7
-	VPUNPCKLDQ     Y7, Y8, Y4
-	VPUNPCKHDQ     Y7, Y8, Y8
-	VPADDD         Y8, Y4, Y4
-	VMOVDQU        160(AX), Y3
-	VPSRLW         $0x04, Y3, Y6
-	VPAND          q4nibmask<>+0(SB), Y3, Y3
-	VPAND          q4nibmask<>+0(SB), Y6, Y6
-	VPMADDUBSW     544(SI), Y3, Y13
-	VPMADDUBSW     608(SI), Y6, Y2
-	VPADDW         Y2, Y13, Y13
-	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
-	VMOVDQU        224(AX), Y14
-	VPSRLW         $0x04, Y14, Y9
-	VPAND          q4nibmask<>+0(SB), Y14, Y14
-	VPAND          q4nibmask<>+0(SB), Y9, Y9
-	VPMADDUBSW     800(SI), Y14, Y15
-	VPMADDUBSW     864(SI), Y9, Y5
-	VPADDW         Y5, Y15, Y15
-	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
-	VPUNPCKLDQ     Y15, Y13, Y11
-	VPUNPCKHDQ     Y15, Y13, Y13
-	VPADDD         Y13, Y11, Y11
-	VPUNPCKLQDQ    Y11, Y4, Y8
-	VPUNPCKHQDQ    Y11, Y4, Y4
-	VPADDD         Y4, Y8, Y8
-	VCVTDQ2PS      Y8, Y8
-	VMULPS         32(SP), Y8, Y8
-	VCVTDQ2PS      96(DI), Y7
-	VFMADD231PS    96(SP), Y7, Y8
-	VFMADD231PS    32(DI), Y8, Y0
-	VBROADCASTF128 32(DX)(BX*1), Y10
-	VMULPS         q4k4eighth<>+0(SB), Y10, Y10
-	VMOVDQU        (DX)(BX*1), X12
-	VPSHUFB        q4codeperm<>+0(SB), X12, X12
-	VPERMILPS      $0xa0, Y10, Y2
-	VPMOVZXBD      X12, Y3
-	VCVTDQ2PS      Y3, Y3
-	VMULPS         Y2, Y3, Y3
-	VMOVUPS        Y3, (SP)
-	VPSRLDQ        $0x08, X12, X12
-	VPMOVZXBD      X12, Y6
-	VCVTDQ2PS      Y6, Y6
-	VMULPS         Y2, Y6, Y6
-	VMOVUPS        Y6, 32(SP)
-	VMOVDQU        16(DX)(BX*1), X5
-	VPSHUFB        q4codeperm<>+0(SB), X5, X5
-	VPERMILPS      $0xf5, Y10, Y13
-	VPMOVZXBD      X5, Y15
-	VCVTDQ2PS      Y15, Y15
-	VMULPS         Y13, Y15, Y15
-	VMOVUPS        Y15, 64(SP)
-	VPSRLDQ        $0x08, X5, X5
-	VPMOVZXBD      X5, Y4
-	VCVTDQ2PS      Y4, Y4
-	VMULPS         Y13, Y4, Y4
-	VMOVUPS        Y4, 96(SP)
-	VMOVDQU        (AX)(CX*1), Y11
-	VPSRLW         $0x04, Y11, Y7
-	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VMOVDQU        192(AX), Y7
+	VPSRLW         $0x04, Y7, Y13
 	VPAND          q4nibmask<>+0(SB), Y7, Y7
-	VPMADDUBSW     (SI), Y11, Y8
-	VPMADDUBSW     64(SI), Y7, Y14
-	VPADDW         Y14, Y8, Y8
-	VPMADDWD       q4onesw<>+0(SB), Y8, Y8
-	VMOVDQU        64(AX)(CX*1), Y9
-	VPSRLW         $0x04, Y9, Y3
-	VPAND          q4nibmask<>+0(SB), Y9, Y9
-	VPAND          q4nibmask<>+0(SB), Y3, Y3
-	VPMADDUBSW     256(SI), Y9, Y6
-	VPMADDUBSW     320(SI), Y3, Y12
-	VPADDW         Y12, Y6, Y6
-	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VPUNPCKLDQ     Y6, Y8, Y2
-	VPUNPCKHDQ     Y6, Y8, Y8
-	VPADDD         Y8, Y2, Y2
-	VMOVDQU        128(AX)(CX*1), Y15
-	VPSRLW         $0x04, Y15, Y4
-	VPAND          q4nibmask<>+0(SB), Y15, Y15
-	VPAND          q4nibmask<>+0(SB), Y4, Y4
-	VPMADDUBSW     512(SI), Y15, Y5
-	VPMADDUBSW     576(SI), Y4, Y13
-	VPADDW         Y13, Y5, Y5
-	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
-	VMOVDQU        192(AX)(CX*1), Y10
-	VPSRLW         $0x04, Y10, Y14
-	VPAND          q4nibmask<>+0(SB), Y10, Y10
-	VPAND          q4nibmask<>+0(SB), Y14, Y14
-	VPMADDUBSW     768(SI), Y10, Y11
-	VPMADDUBSW     832(SI), Y14, Y7
-	VPADDW         Y7, Y11, Y11
-	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
-	VPUNPCKLDQ     Y11, Y5, Y12
-	VPUNPCKHDQ     Y11, Y5, Y5
-	VPADDD         Y5, Y12, Y12
-	VPUNPCKLQDQ    Y12, Y2, Y8
-	VPUNPCKHQDQ    Y12, Y2, Y2
-	VPADDD         Y2, Y8, Y8
-	VCVTDQ2PS      Y8, Y8
-	VMULPS         (SP), Y8, Y8
-	VCVTDQ2PS      64(DI), Y6
-	VFMADD231PS    64(SP), Y6, Y8
-	VFMADD231PS    (DI), Y8, Y1
-	VMOVDQU        32(AX)(CX*1), Y9
-	VPSRLW         $0x04, Y9, Y3
-	VPAND          q4nibmask<>+0(SB), Y9, Y9
-	VPAND          q4nibmask<>+0(SB), Y3, Y3
-	VPMADDUBSW     32(SI), Y9, Y13
-	VPMADDUBSW     96(SI), Y3, Y15
-	VPADDW         Y15, Y13, Y13
-	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
-	VMOVDQU        96(AX)(CX*1), Y4
-	VPSRLW         $0x04, Y4, Y7
-	VPAND          q4nibmask<>+0(SB), Y4, Y4
-	VPAND          q4nibmask<>+0(SB), Y7, Y7
-	VPMADDUBSW     288(SI), Y4, Y5
-	VPMADDUBSW     352(SI), Y7, Y11
-	VPADDW         Y11, Y5, Y5
-	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
-	VPUNPCKLDQ     Y5, Y13, Y2
-	VPUNPCKHDQ     Y5, Y13, Y13
-	VPADDD         Y13, Y2, Y2
-	VMOVDQU        160(AX)(CX*1), Y12
-	VPSRLW         $0x04, Y12, Y6
-	VPAND          q4nibmask<>+0(SB), Y12, Y12
-	VPAND          q4nibmask<>+0(SB), Y6, Y6
-	VPMADDUBSW     544(SI), Y12, Y8
-	VPMADDUBSW     608(SI), Y6, Y10
-	VPADDW         Y10, Y8, Y8
-	VPMADDWD       q4onesw<>+0(SB), Y8, Y8
-	VMOVDQU        224(AX)(CX*1), Y14
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW     768(SI), Y7, Y4
+	VPMADDUBSW     832(SI), Y13, Y15
+	VPADDW         Y15, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ     Y4, Y11, Y3
+	VPUNPCKHDQ     Y4, Y11, Y11
+	VPADDD         Y11, Y3, Y3
+	VPUNPCKLQDQ    Y3, Y8, Y12
+	VPUNPCKHQDQ    Y3, Y8, Y8
+	VPADDD         Y8, Y12, Y12
+	VCVTDQ2PS      Y12, Y12
+	VMULPS         Y5, Y12, Y12
+	VCVTDQ2PS      64(DI), Y2
+	VFMADD231PS    Y9, Y2, Y12
+	VFMADD231PS    (DI), Y12, Y0
+	VMOVDQU        32(AX), Y14
 	VPSRLW         $0x04, Y14, Y15
 	VPAND          q4nibmask<>+0(SB), Y14, Y14
 	VPAND          q4nibmask<>+0(SB), Y15, Y15
-	VPMADDUBSW     800(SI), Y14, Y9
-	VPMADDUBSW     864(SI), Y15, Y3
-	VPADDW         Y3, Y9, Y9
+	VPMADDUBSW     32(SI), Y14, Y11
+	VPMADDUBSW     96(SI), Y15, Y4
+	VPADDW         Y4, Y11, Y11
+	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
+	VMOVDQU        96(AX), Y8
+	VPSRLW         $0x04, Y8, Y3
+	VPAND          q4nibmask<>+0(SB), Y8, Y8
+	VPAND          q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW     288(SI), Y8, Y2
+	VPMADDUBSW     352(SI), Y3, Y12
+	VPADDW         Y12, Y2, Y2
+	VPMADDWD       q4onesw<>+0(SB), Y2, Y2
+	VPUNPCKLDQ     Y2, Y11, Y7
+	VPUNPCKHDQ     Y2, Y11, Y11
+	VPADDD         Y11, Y7, Y7
+	VMOVDQU        160(AX), Y13
+	VPSRLW         $0x04, Y13, Y4
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW     544(SI), Y13, Y14
+	VPMADDUBSW     608(SI), Y4, Y15
+	VPADDW         Y15, Y14, Y14
+	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
+	VMOVDQU        224(AX), Y12
+	VPSRLW         $0x04, Y12, Y11
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW     800(SI), Y12, Y2
+	VPMADDUBSW     864(SI), Y11, Y8
+	VPADDW         Y8, Y2, Y2
+	VPMADDWD       q4onesw<>+0(SB), Y2, Y2
+	VPUNPCKLDQ     Y2, Y14, Y3
+	VPUNPCKHDQ     Y2, Y14, Y14
+	VPADDD         Y14, Y3, Y3
+	VPUNPCKLQDQ    Y3, Y7, Y15
+	VPUNPCKHQDQ    Y3, Y7, Y7
+	VPADDD         Y7, Y15, Y15
+	VCVTDQ2PS      Y15, Y15
+	VMULPS         Y6, Y15, Y15
+	VCVTDQ2PS      96(DI), Y13
+	VFMADD231PS    Y10, Y13, Y15
+	VFMADD231PS    32(DI), Y15, Y0
+	VBROADCASTF128 32(DX)(BX*1), Y4
+	VMULPS         q4k4eighth<>+0(SB), Y4, Y4
+	VMOVDQU        (DX)(BX*1), X8
+	VPSHUFB        q4codeperm<>+0(SB), X8, X8
+	VPERMILPS      $0xa0, Y4, Y14
+	VPMOVZXBD      X8, Y2
+	VCVTDQ2PS      Y2, Y2
+	VMULPS         Y14, Y2, Y2
+	VPSRLDQ        $0x08, X8, X8
+	VPMOVZXBD      X8, Y7
+	VCVTDQ2PS      Y7, Y7
+	VMULPS         Y14, Y7, Y7
+	VMOVDQU        16(DX)(BX*1), X3
+	VPSHUFB        q4codeperm<>+0(SB), X3, X3
+	VPERMILPS      $0xf5, Y4, Y13
+	VPMOVZXBD      X3, Y15
+	VCVTDQ2PS      Y15, Y15
+	VMULPS         Y13, Y15, Y15
+	VPSRLDQ        $0x08, X3, X3
+	VPMOVZXBD      X3, Y12
+	VCVTDQ2PS      Y12, Y12
+	VMULPS         Y13, Y12, Y12
+	VMOVDQU        (AX)(CX*1), Y11
+	VPSRLW         $0x04, Y11, Y5
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW     (SI), Y11, Y6
+	VPMADDUBSW     64(SI), Y5, Y9
+	VPADDW         Y9, Y6, Y6
+	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU        64(AX)(CX*1), Y10
+	VPSRLW         $0x04, Y10, Y8
+	VPAND          q4nibmask<>+0(SB), Y10, Y10
+	VPAND          q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW     256(SI), Y10, Y14
+	VPMADDUBSW     320(SI), Y8, Y3
+	VPADDW         Y3, Y14, Y14
+	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ     Y14, Y6, Y13
+	VPUNPCKHDQ     Y14, Y6, Y6
+	VPADDD         Y6, Y13, Y13
+	VMOVDQU        128(AX)(CX*1), Y4
+	VPSRLW         $0x04, Y4, Y9
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     512(SI), Y4, Y11
+	VPMADDUBSW     576(SI), Y9, Y5
+	VPADDW         Y5, Y11, Y11
+	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
+	VMOVDQU        192(AX)(CX*1), Y3
+	VPSRLW         $0x04, Y3, Y6
+	VPAND          q4nibmask<>+0(SB), Y3, Y3
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW     768(SI), Y3, Y14
+	VPMADDUBSW     832(SI), Y6, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ     Y14, Y11, Y8
+	VPUNPCKHDQ     Y14, Y11, Y11
+	VPADDD         Y11, Y8, Y8
+	VPUNPCKLQDQ    Y8, Y13, Y5
+	VPUNPCKHQDQ    Y8, Y13, Y13
+	VPADDD         Y13, Y5, Y5
+	VCVTDQ2PS      Y5, Y5
+	VMULPS         Y2, Y5, Y5
+	VCVTDQ2PS      64(DI), Y4
+	VFMADD231PS    Y15, Y4, Y5
+	VFMADD231PS    (DI), Y5, Y1
+	VMOVDQU        32(AX)(CX*1), Y9
+	VPSRLW         $0x04, Y9, Y10
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPAND          q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW     32(SI), Y9, Y11
+	VPMADDUBSW     96(SI), Y10, Y14
+	VPADDW         Y14, Y11, Y11
+	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
+	VMOVDQU        96(AX)(CX*1), Y13
+	VPSRLW         $0x04, Y13, Y8
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPAND          q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW     288(SI), Y13, Y4
+	VPMADDUBSW     352(SI), Y8, Y5
+	VPADDW         Y5, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ     Y4, Y11, Y3
+	VPUNPCKHDQ     Y4, Y11, Y11
+	VPADDD         Y11, Y3, Y3
+	VMOVDQU        160(AX)(CX*1), Y6
+	VPSRLW         $0x04, Y6, Y14
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW     544(SI), Y6, Y9
+	VPMADDUBSW     608(SI), Y14, Y10
+	VPADDW         Y10, Y9, Y9
 	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
-	VPUNPCKLDQ     Y9, Y8, Y11
-	VPUNPCKHDQ     Y9, Y8, Y8
-	VPADDD         Y8, Y11, Y11
-	VPUNPCKLQDQ    Y11, Y2, Y13
-	VPUNPCKHQDQ    Y11, Y2, Y2
-	VPADDD         Y2, Y13, Y13
-	VCVTDQ2PS      Y13, Y13
-	VMULPS         32(SP), Y13, Y13
-	VCVTDQ2PS      96(DI), Y5
-	VFMADD231PS    96(SP), Y5, Y13
-	VFMADD231PS    32(DI), Y13, Y1
+	VMOVDQU        224(AX)(CX*1), Y5
+	VPSRLW         $0x04, Y5, Y11
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW     800(SI), Y5, Y4
+	VPMADDUBSW     864(SI), Y11, Y13
+	VPADDW         Y13, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ     Y4, Y9, Y8
+	VPUNPCKHDQ     Y4, Y9, Y9
+	VPADDD         Y9, Y8, Y8
+	VPUNPCKLQDQ    Y8, Y3, Y10
+	VPUNPCKHQDQ    Y8, Y3, Y3
+	VPADDD         Y3, Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y7, Y10, Y10
+	VCVTDQ2PS      96(DI), Y6
+	VFMADD231PS    Y12, Y6, Y10
+	VFMADD231PS    32(DI), Y10, Y1
 	ADDQ           $0x00000100, AX
 	ADDQ           $0x00000030, DX
 	ADDQ           $0x00000400, SI
@@ -44171,251 +44155,243 @@ chunk:
 groups:
 	TESTQ          R9, R9
 	JZ             reduce
-	VBROADCASTF128 32(DX), Y4
-	VMULPS         q4k4eighth<>+0(SB), Y4, Y4
-	VMOVDQU        (DX), X7
-	VPSHUFB        q4codeperm<>+0(SB), X7, X7
-	VPERMILPS      $0xa0, Y4, Y10
-	VPMOVZXBD      X7, Y12
-	VCVTDQ2PS      Y12, Y12
-	VMULPS         Y10, Y12, Y12
-	VMOVUPS        Y12, (SP)
-	VPSRLDQ        $0x08, X7, X7
-	VPMOVZXBD      X7, Y6
-	VCVTDQ2PS      Y6, Y6
-	VMULPS         Y10, Y6, Y6
-	VMOVUPS        Y6, 32(SP)
-	VMOVDQU        16(DX), X3
-	VPSHUFB        q4codeperm<>+0(SB), X3, X3
-	VPERMILPS      $0xf5, Y4, Y8
-	VPMOVZXBD      X3, Y9
-	VCVTDQ2PS      Y9, Y9
-	VMULPS         Y8, Y9, Y9
-	VMOVUPS        Y9, 64(SP)
-	VPSRLDQ        $0x08, X3, X3
-	VPMOVZXBD      X3, Y2
-	VCVTDQ2PS      Y2, Y2
-	VMULPS         Y8, Y2, Y2
-	VMOVUPS        Y2, 96(SP)
+	VBROADCASTF128 32(DX), Y14
+	VMULPS         q4k4eighth<>+0(SB), Y14, Y14
+	VMOVDQU        (DX), X13
+	VPSHUFB        q4codeperm<>+0(SB), X13, X13
+	VPERMILPS      $0xa0, Y14, Y9
+	VPMOVZXBD      X13, Y4
+	VCVTDQ2PS      Y4, Y4
+	VMULPS         Y9, Y4, Y4
+	VPSRLDQ        $0x08, X13, X13
+	VPMOVZXBD      X13, Y3
+	VCVTDQ2PS      Y3, Y3
+	VMULPS         Y9, Y3, Y3
+	VMOVDQU        16(DX), X8
+	VPSHUFB        q4codeperm<>+0(SB), X8, X8
+	VPERMILPS      $0xf5, Y14, Y6
+	VPMOVZXBD      X8, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y10, Y10
+	VPSRLDQ        $0x08, X8, X8
+	VPMOVZXBD      X8, Y5
+	VCVTDQ2PS      Y5, Y5
+	VMULPS         Y6, Y5, Y5
 	VMOVDQU        (AX), Y11
-	VPSRLW         $0x04, Y11, Y5
+	VPSRLW         $0x04, Y11, Y2
 	VPAND          q4nibmask<>+0(SB), Y11, Y11
-	VPAND          q4nibmask<>+0(SB), Y5, Y5
-	VPMADDUBSW     (SI), Y11, Y13
-	VPMADDUBSW     64(SI), Y5, Y14
-	VPADDW         Y14, Y13, Y13
-	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
-	VMOVDQU        64(AX), Y15
-	VPSRLW         $0x04, Y15, Y12
-	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VPAND          q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW     (SI), Y11, Y7
+	VPMADDUBSW     64(SI), Y2, Y15
+	VPADDW         Y15, Y7, Y7
+	VPMADDWD       q4onesw<>+0(SB), Y7, Y7
+	VMOVDQU        64(AX), Y12
+	VPSRLW         $0x04, Y12, Y13
 	VPAND          q4nibmask<>+0(SB), Y12, Y12
-	VPMADDUBSW     256(SI), Y15, Y6
-	VPMADDUBSW     320(SI), Y12, Y7
-	VPADDW         Y7, Y6, Y6
-	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VPUNPCKLDQ     Y6, Y13, Y10
-	VPUNPCKHDQ     Y6, Y13, Y13
-	VPADDD         Y13, Y10, Y10
-	VPXOR          Y9, Y9, Y9
-	VPXOR          Y2, Y2, Y2
-	VPMADDUBSW     512(SI), Y9, Y3
-	VPMADDUBSW     576(SI), Y2, Y8
-	VPADDW         Y8, Y3, Y3
-	VPMADDWD       q4onesw<>+0(SB), Y3, Y3
-	VPXOR          Y4, Y4, Y4
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW     256(SI), Y12, Y9
+	VPMADDUBSW     320(SI), Y13, Y8
+	VPADDW         Y8, Y9, Y9
+	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ     Y9, Y7, Y6
+	VPUNPCKHDQ     Y9, Y7, Y7
+	VPADDD         Y7, Y6, Y6
 	VPXOR          Y14, Y14, Y14
-	VPMADDUBSW     768(SI), Y4, Y11
-	VPMADDUBSW     832(SI), Y14, Y5
-	VPADDW         Y5, Y11, Y11
+	VPXOR          Y15, Y15, Y15
+	VPMADDUBSW     512(SI), Y14, Y11
+	VPMADDUBSW     576(SI), Y15, Y2
+	VPADDW         Y2, Y11, Y11
 	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
-	VPUNPCKLDQ     Y11, Y3, Y7
-	VPUNPCKHDQ     Y11, Y3, Y3
-	VPADDD         Y3, Y7, Y7
-	VPUNPCKLQDQ    Y7, Y10, Y13
-	VPUNPCKHQDQ    Y7, Y10, Y10
-	VPADDD         Y10, Y13, Y13
-	VCVTDQ2PS      Y13, Y13
-	VMULPS         (SP), Y13, Y13
-	VCVTDQ2PS      64(DI), Y6
-	VFMADD231PS    64(SP), Y6, Y13
-	VFMADD231PS    (DI), Y13, Y0
+	VPXOR          Y8, Y8, Y8
+	VPXOR          Y7, Y7, Y7
+	VPMADDUBSW     768(SI), Y8, Y9
+	VPMADDUBSW     832(SI), Y7, Y12
+	VPADDW         Y12, Y9, Y9
+	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ     Y9, Y11, Y13
+	VPUNPCKHDQ     Y9, Y11, Y11
+	VPADDD         Y11, Y13, Y13
+	VPUNPCKLQDQ    Y13, Y6, Y2
+	VPUNPCKHQDQ    Y13, Y6, Y6
+	VPADDD         Y6, Y2, Y2
+	VCVTDQ2PS      Y2, Y2
+	VMULPS         Y4, Y2, Y2
+	VCVTDQ2PS      64(DI), Y14
+	VFMADD231PS    Y10, Y14, Y2
+	VFMADD231PS    (DI), Y2, Y0
 	VMOVDQU        32(AX), Y15
 	VPSRLW         $0x04, Y15, Y12
 	VPAND          q4nibmask<>+0(SB), Y15, Y15
 	VPAND          q4nibmask<>+0(SB), Y12, Y12
-	VPMADDUBSW     32(SI), Y15, Y8
+	VPMADDUBSW     32(SI), Y15, Y11
 	VPMADDUBSW     96(SI), Y12, Y9
-	VPADDW         Y9, Y8, Y8
-	VPMADDWD       q4onesw<>+0(SB), Y8, Y8
-	VMOVDQU        96(AX), Y2
-	VPSRLW         $0x04, Y2, Y5
-	VPAND          q4nibmask<>+0(SB), Y2, Y2
-	VPAND          q4nibmask<>+0(SB), Y5, Y5
-	VPMADDUBSW     288(SI), Y2, Y3
-	VPMADDUBSW     352(SI), Y5, Y11
-	VPADDW         Y11, Y3, Y3
-	VPMADDWD       q4onesw<>+0(SB), Y3, Y3
-	VPUNPCKLDQ     Y3, Y8, Y10
-	VPUNPCKHDQ     Y3, Y8, Y8
-	VPADDD         Y8, Y10, Y10
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
+	VMOVDQU        96(AX), Y6
+	VPSRLW         $0x04, Y6, Y13
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW     288(SI), Y6, Y14
+	VPMADDUBSW     352(SI), Y13, Y2
+	VPADDW         Y2, Y14, Y14
+	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ     Y14, Y11, Y8
+	VPUNPCKHDQ     Y14, Y11, Y11
+	VPADDD         Y11, Y8, Y8
 	VPXOR          Y7, Y7, Y7
-	VPXOR          Y6, Y6, Y6
-	VPMADDUBSW     544(SI), Y7, Y13
-	VPMADDUBSW     608(SI), Y6, Y4
-	VPADDW         Y4, Y13, Y13
-	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
-	VPXOR          Y14, Y14, Y14
 	VPXOR          Y9, Y9, Y9
-	VPMADDUBSW     800(SI), Y14, Y15
-	VPMADDUBSW     864(SI), Y9, Y12
+	VPMADDUBSW     544(SI), Y7, Y15
+	VPMADDUBSW     608(SI), Y9, Y12
 	VPADDW         Y12, Y15, Y15
 	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
-	VPUNPCKLDQ     Y15, Y13, Y11
-	VPUNPCKHDQ     Y15, Y13, Y13
-	VPADDD         Y13, Y11, Y11
-	VPUNPCKLQDQ    Y11, Y10, Y8
-	VPUNPCKHQDQ    Y11, Y10, Y10
-	VPADDD         Y10, Y8, Y8
-	VCVTDQ2PS      Y8, Y8
-	VMULPS         32(SP), Y8, Y8
-	VCVTDQ2PS      96(DI), Y3
-	VFMADD231PS    96(SP), Y3, Y8
-	VFMADD231PS    32(DI), Y8, Y0
-	VBROADCASTF128 32(DX)(BX*1), Y2
-	VMULPS         q4k4eighth<>+0(SB), Y2, Y2
-	VMOVDQU        (DX)(BX*1), X5
-	VPSHUFB        q4codeperm<>+0(SB), X5, X5
-	VPERMILPS      $0xa0, Y2, Y4
-	VPMOVZXBD      X5, Y7
-	VCVTDQ2PS      Y7, Y7
-	VMULPS         Y4, Y7, Y7
-	VMOVUPS        Y7, (SP)
-	VPSRLDQ        $0x08, X5, X5
-	VPMOVZXBD      X5, Y6
-	VCVTDQ2PS      Y6, Y6
-	VMULPS         Y4, Y6, Y6
-	VMOVUPS        Y6, 32(SP)
-	VMOVDQU        16(DX)(BX*1), X12
-	VPSHUFB        q4codeperm<>+0(SB), X12, X12
-	VPERMILPS      $0xf5, Y2, Y13
-	VPMOVZXBD      X12, Y15
-	VCVTDQ2PS      Y15, Y15
-	VMULPS         Y13, Y15, Y15
-	VMOVUPS        Y15, 64(SP)
-	VPSRLDQ        $0x08, X12, X12
-	VPMOVZXBD      X12, Y10
-	VCVTDQ2PS      Y10, Y10
-	VMULPS         Y13, Y10, Y10
-	VMOVUPS        Y10, 96(SP)
-	VMOVDQU        (AX)(CX*1), Y11
-	VPSRLW         $0x04, Y11, Y3
-	VPAND          q4nibmask<>+0(SB), Y11, Y11
-	VPAND          q4nibmask<>+0(SB), Y3, Y3
-	VPMADDUBSW     (SI), Y11, Y8
-	VPMADDUBSW     64(SI), Y3, Y14
-	VPADDW         Y14, Y8, Y8
-	VPMADDWD       q4onesw<>+0(SB), Y8, Y8
-	VMOVDQU        64(AX)(CX*1), Y9
-	VPSRLW         $0x04, Y9, Y7
-	VPAND          q4nibmask<>+0(SB), Y9, Y9
-	VPAND          q4nibmask<>+0(SB), Y7, Y7
-	VPMADDUBSW     256(SI), Y9, Y6
-	VPMADDUBSW     320(SI), Y7, Y5
-	VPADDW         Y5, Y6, Y6
-	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VPUNPCKLDQ     Y6, Y8, Y4
-	VPUNPCKHDQ     Y6, Y8, Y8
-	VPADDD         Y8, Y4, Y4
-	VPXOR          Y15, Y15, Y15
-	VPXOR          Y10, Y10, Y10
-	VPMADDUBSW     512(SI), Y15, Y12
-	VPMADDUBSW     576(SI), Y10, Y13
-	VPADDW         Y13, Y12, Y12
-	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
 	VPXOR          Y2, Y2, Y2
-	VPXOR          Y14, Y14, Y14
-	VPMADDUBSW     768(SI), Y2, Y11
-	VPMADDUBSW     832(SI), Y14, Y3
-	VPADDW         Y3, Y11, Y11
-	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
-	VPUNPCKLDQ     Y11, Y12, Y5
-	VPUNPCKHDQ     Y11, Y12, Y12
-	VPADDD         Y12, Y5, Y5
-	VPUNPCKLQDQ    Y5, Y4, Y8
-	VPUNPCKHQDQ    Y5, Y4, Y4
-	VPADDD         Y4, Y8, Y8
+	VPXOR          Y11, Y11, Y11
+	VPMADDUBSW     800(SI), Y2, Y14
+	VPMADDUBSW     864(SI), Y11, Y6
+	VPADDW         Y6, Y14, Y14
+	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ     Y14, Y15, Y13
+	VPUNPCKHDQ     Y14, Y15, Y15
+	VPADDD         Y15, Y13, Y13
+	VPUNPCKLQDQ    Y13, Y8, Y12
+	VPUNPCKHQDQ    Y13, Y8, Y8
+	VPADDD         Y8, Y12, Y12
+	VCVTDQ2PS      Y12, Y12
+	VMULPS         Y3, Y12, Y12
+	VCVTDQ2PS      96(DI), Y7
+	VFMADD231PS    Y5, Y7, Y12
+	VFMADD231PS    32(DI), Y12, Y0
+	VBROADCASTF128 32(DX)(BX*1), Y9
+	VMULPS         q4k4eighth<>+0(SB), Y9, Y9
+	VMOVDQU        (DX)(BX*1), X6
+	VPSHUFB        q4codeperm<>+0(SB), X6, X6
+	VPERMILPS      $0xa0, Y9, Y15
+	VPMOVZXBD      X6, Y14
+	VCVTDQ2PS      Y14, Y14
+	VMULPS         Y15, Y14, Y14
+	VPSRLDQ        $0x08, X6, X6
+	VPMOVZXBD      X6, Y8
 	VCVTDQ2PS      Y8, Y8
-	VMULPS         (SP), Y8, Y8
-	VCVTDQ2PS      64(DI), Y6
-	VFMADD231PS    64(SP), Y6, Y8
-	VFMADD231PS    (DI), Y8, Y1
-	VMOVDQU        32(AX)(CX*1), Y9
-	VPSRLW         $0x04, Y9, Y7
-	VPAND          q4nibmask<>+0(SB), Y9, Y9
-	VPAND          q4nibmask<>+0(SB), Y7, Y7
-	VPMADDUBSW     32(SI), Y9, Y13
-	VPMADDUBSW     96(SI), Y7, Y15
-	VPADDW         Y15, Y13, Y13
-	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
-	VMOVDQU        96(AX)(CX*1), Y10
-	VPSRLW         $0x04, Y10, Y3
+	VMULPS         Y15, Y8, Y8
+	VMOVDQU        16(DX)(BX*1), X13
+	VPSHUFB        q4codeperm<>+0(SB), X13, X13
+	VPERMILPS      $0xf5, Y9, Y7
+	VPMOVZXBD      X13, Y12
+	VCVTDQ2PS      Y12, Y12
+	VMULPS         Y7, Y12, Y12
+	VPSRLDQ        $0x08, X13, X13
+	VPMOVZXBD      X13, Y2
+	VCVTDQ2PS      Y2, Y2
+	VMULPS         Y7, Y2, Y2
+	VMOVDQU        (AX)(CX*1), Y11
+	VPSRLW         $0x04, Y11, Y4
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW     (SI), Y11, Y3
+	VPMADDUBSW     64(SI), Y4, Y10
+	VPADDW         Y10, Y3, Y3
+	VPMADDWD       q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU        64(AX)(CX*1), Y5
+	VPSRLW         $0x04, Y5, Y6
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW     256(SI), Y5, Y15
+	VPMADDUBSW     320(SI), Y6, Y13
+	VPADDW         Y13, Y15, Y15
+	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
+	VPUNPCKLDQ     Y15, Y3, Y7
+	VPUNPCKHDQ     Y15, Y3, Y3
+	VPADDD         Y3, Y7, Y7
+	VPXOR          Y9, Y9, Y9
+	VPXOR          Y10, Y10, Y10
+	VPMADDUBSW     512(SI), Y9, Y11
+	VPMADDUBSW     576(SI), Y10, Y4
+	VPADDW         Y4, Y11, Y11
+	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
+	VPXOR          Y13, Y13, Y13
+	VPXOR          Y3, Y3, Y3
+	VPMADDUBSW     768(SI), Y13, Y15
+	VPMADDUBSW     832(SI), Y3, Y5
+	VPADDW         Y5, Y15, Y15
+	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
+	VPUNPCKLDQ     Y15, Y11, Y6
+	VPUNPCKHDQ     Y15, Y11, Y11
+	VPADDD         Y11, Y6, Y6
+	VPUNPCKLQDQ    Y6, Y7, Y4
+	VPUNPCKHQDQ    Y6, Y7, Y7
+	VPADDD         Y7, Y4, Y4
+	VCVTDQ2PS      Y4, Y4
+	VMULPS         Y14, Y4, Y4
+	VCVTDQ2PS      64(DI), Y9
+	VFMADD231PS    Y12, Y9, Y4
+	VFMADD231PS    (DI), Y4, Y1
+	VMOVDQU        32(AX)(CX*1), Y10
+	VPSRLW         $0x04, Y10, Y5
 	VPAND          q4nibmask<>+0(SB), Y10, Y10
-	VPAND          q4nibmask<>+0(SB), Y3, Y3
-	VPMADDUBSW     288(SI), Y10, Y12
-	VPMADDUBSW     352(SI), Y3, Y11
-	VPADDW         Y11, Y12, Y12
-	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
-	VPUNPCKLDQ     Y12, Y13, Y4
-	VPUNPCKHDQ     Y12, Y13, Y13
-	VPADDD         Y13, Y4, Y4
-	VPXOR          Y5, Y5, Y5
-	VPXOR          Y6, Y6, Y6
-	VPMADDUBSW     544(SI), Y5, Y8
-	VPMADDUBSW     608(SI), Y6, Y2
-	VPADDW         Y2, Y8, Y8
-	VPMADDWD       q4onesw<>+0(SB), Y8, Y8
-	VPXOR          Y14, Y14, Y14
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW     32(SI), Y10, Y11
+	VPMADDUBSW     96(SI), Y5, Y15
+	VPADDW         Y15, Y11, Y11
+	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
+	VMOVDQU        96(AX)(CX*1), Y7
+	VPSRLW         $0x04, Y7, Y6
+	VPAND          q4nibmask<>+0(SB), Y7, Y7
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW     288(SI), Y7, Y9
+	VPMADDUBSW     352(SI), Y6, Y4
+	VPADDW         Y4, Y9, Y9
+	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ     Y9, Y11, Y13
+	VPUNPCKHDQ     Y9, Y11, Y11
+	VPADDD         Y11, Y13, Y13
+	VPXOR          Y3, Y3, Y3
 	VPXOR          Y15, Y15, Y15
-	VPMADDUBSW     800(SI), Y14, Y9
-	VPMADDUBSW     864(SI), Y15, Y7
+	VPMADDUBSW     544(SI), Y3, Y10
+	VPMADDUBSW     608(SI), Y15, Y5
+	VPADDW         Y5, Y10, Y10
+	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
+	VPXOR          Y4, Y4, Y4
+	VPXOR          Y11, Y11, Y11
+	VPMADDUBSW     800(SI), Y4, Y9
+	VPMADDUBSW     864(SI), Y11, Y7
 	VPADDW         Y7, Y9, Y9
 	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
-	VPUNPCKLDQ     Y9, Y8, Y11
-	VPUNPCKHDQ     Y9, Y8, Y8
-	VPADDD         Y8, Y11, Y11
-	VPUNPCKLQDQ    Y11, Y4, Y13
-	VPUNPCKHQDQ    Y11, Y4, Y4
-	VPADDD         Y4, Y13, Y13
-	VCVTDQ2PS      Y13, Y13
-	VMULPS         32(SP), Y13, Y13
-	VCVTDQ2PS      96(DI), Y12
-	VFMADD231PS    96(SP), Y12, Y13
-	VFMADD231PS    32(DI), Y13, Y1
+	VPUNPCKLDQ     Y9, Y10, Y6
+	VPUNPCKHDQ     Y9, Y10, Y10
+	VPADDD         Y10, Y6, Y6
+	VPUNPCKLQDQ    Y6, Y13, Y5
+	VPUNPCKHQDQ    Y6, Y13, Y13
+	VPADDD         Y13, Y5, Y5
+	VCVTDQ2PS      Y5, Y5
+	VMULPS         Y8, Y5, Y5
+	VCVTDQ2PS      96(DI), Y3
+	VFMADD231PS    Y2, Y3, Y5
+	VFMADD231PS    32(DI), Y5, Y1
 
 reduce:
 	MOVQ         dst+64(FP), AX
 	MOVQ         ldd+72(FP), CX
 	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X10
-	VADDPS       X10, X0, X10
-	VPERMILPS    $0x4e, X10, X3
-	VADDPS       X3, X10, X10
-	VPERMILPS    $0xb1, X10, X3
-	VADDSS       X3, X10, X10
-	VMOVSS       X10, (AX)
-	VEXTRACTF128 $0x01, Y1, X2
-	VADDPS       X2, X1, X2
-	VPERMILPS    $0x4e, X2, X5
-	VADDPS       X5, X2, X2
-	VPERMILPS    $0xb1, X2, X5
-	VADDSS       X5, X2, X2
-	VMOVSS       X2, 4(AX)
+	VEXTRACTF128 $0x01, Y0, X15
+	VADDPS       X15, X0, X15
+	VPERMILPS    $0x4e, X15, X7
+	VADDPS       X7, X15, X15
+	VPERMILPS    $0xb1, X15, X7
+	VADDSS       X7, X15, X15
+	VMOVSS       X15, (AX)
+	VEXTRACTF128 $0x01, Y1, X10
+	VADDPS       X10, X1, X10
+	VPERMILPS    $0x4e, X10, X9
+	VADDPS       X9, X10, X10
+	VPERMILPS    $0xb1, X10, X9
+	VADDSS       X9, X10, X10
+	VMOVSS       X10, 4(AX)
 	VZEROUPPER
 	RET
 
 // func q4Avx2K44x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·q4Avx2K44x1(SB), NOSPLIT, $128-88
+TEXT ·q4Avx2K44x1(SB), NOSPLIT, $0-88
 	MOVQ   nib+0(FP), AX
 	MOVQ   rstr+8(FP), CX
 	LEAQ   (CX)(CX*2), DX
@@ -44452,470 +44428,454 @@ chunk:
 	VPMOVZXBD      X5, Y7
 	VCVTDQ2PS      Y7, Y7
 	VMULPS         Y6, Y7, Y7
-	VMOVUPS        Y7, (SP)
 	VPSRLDQ        $0x08, X5, X5
 	VPMOVZXBD      X5, Y8
 	VCVTDQ2PS      Y8, Y8
 	VMULPS         Y6, Y8, Y8
-	VMOVUPS        Y8, 32(SP)
 	VMOVDQU        16(BX), X9
 	VPSHUFB        q4codeperm<>+0(SB), X9, X9
 	VPERMILPS      $0xf5, Y4, Y10
 	VPMOVZXBD      X9, Y11
 	VCVTDQ2PS      Y11, Y11
 	VMULPS         Y10, Y11, Y11
-	VMOVUPS        Y11, 64(SP)
 	VPSRLDQ        $0x08, X9, X9
 	VPMOVZXBD      X9, Y12
 	VCVTDQ2PS      Y12, Y12
 	VMULPS         Y10, Y12, Y12
-	VMOVUPS        Y12, 96(SP)
 	VMOVDQU        (AX), Y13
 	VPSRLW         $0x04, Y13, Y14
 	VPAND          q4nibmask<>+0(SB), Y13, Y13
 	VPAND          q4nibmask<>+0(SB), Y14, Y14
 	VPMADDUBSW     (R8), Y13, Y15
-	VPMADDUBSW     64(R8), Y14, Y7
-	VPADDW         Y7, Y15, Y15
+	VPMADDUBSW     64(R8), Y14, Y5
+	VPADDW         Y5, Y15, Y15
 	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
-	VMOVDQU        64(AX), Y8
-	VPSRLW         $0x04, Y8, Y5
-	VPAND          q4nibmask<>+0(SB), Y8, Y8
-	VPAND          q4nibmask<>+0(SB), Y5, Y5
-	VPMADDUBSW     256(R8), Y8, Y6
-	VPMADDUBSW     320(R8), Y5, Y11
-	VPADDW         Y11, Y6, Y6
-	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VPUNPCKLDQ     Y6, Y15, Y12
-	VPUNPCKHDQ     Y6, Y15, Y15
-	VPADDD         Y15, Y12, Y12
-	VMOVDQU        128(AX), Y9
-	VPSRLW         $0x04, Y9, Y10
+	VMOVDQU        64(AX), Y6
+	VPSRLW         $0x04, Y6, Y9
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
 	VPAND          q4nibmask<>+0(SB), Y9, Y9
-	VPAND          q4nibmask<>+0(SB), Y10, Y10
-	VPMADDUBSW     512(R8), Y9, Y4
-	VPMADDUBSW     576(R8), Y10, Y7
-	VPADDW         Y7, Y4, Y4
-	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
-	VMOVDQU        192(AX), Y13
+	VPMADDUBSW     256(R8), Y6, Y10
+	VPMADDUBSW     320(R8), Y9, Y4
+	VPADDW         Y4, Y10, Y10
+	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ     Y10, Y15, Y5
+	VPUNPCKHDQ     Y10, Y15, Y15
+	VPADDD         Y15, Y5, Y5
+	VMOVDQU        128(AX), Y13
 	VPSRLW         $0x04, Y13, Y14
 	VPAND          q4nibmask<>+0(SB), Y13, Y13
 	VPAND          q4nibmask<>+0(SB), Y14, Y14
-	VPMADDUBSW     768(R8), Y13, Y11
-	VPMADDUBSW     832(R8), Y14, Y15
-	VPADDW         Y15, Y11, Y11
-	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
-	VPUNPCKLDQ     Y11, Y4, Y6
-	VPUNPCKHDQ     Y11, Y4, Y4
-	VPADDD         Y4, Y6, Y6
-	VPUNPCKLQDQ    Y6, Y12, Y8
-	VPUNPCKHQDQ    Y6, Y12, Y12
-	VPADDD         Y12, Y8, Y8
-	VCVTDQ2PS      Y8, Y8
-	VMULPS         (SP), Y8, Y8
-	VCVTDQ2PS      64(R9), Y5
-	VFMADD231PS    64(SP), Y5, Y8
-	VFMADD231PS    (R9), Y8, Y0
-	VMOVDQU        32(AX), Y7
-	VPSRLW         $0x04, Y7, Y9
-	VPAND          q4nibmask<>+0(SB), Y7, Y7
-	VPAND          q4nibmask<>+0(SB), Y9, Y9
-	VPMADDUBSW     32(R8), Y7, Y10
-	VPMADDUBSW     96(R8), Y9, Y15
-	VPADDW         Y15, Y10, Y10
-	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
-	VMOVDQU        96(AX), Y4
-	VPSRLW         $0x04, Y4, Y11
-	VPAND          q4nibmask<>+0(SB), Y4, Y4
-	VPAND          q4nibmask<>+0(SB), Y11, Y11
-	VPMADDUBSW     288(R8), Y4, Y12
-	VPMADDUBSW     352(R8), Y11, Y6
-	VPADDW         Y6, Y12, Y12
-	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
-	VPUNPCKLDQ     Y12, Y10, Y5
-	VPUNPCKHDQ     Y12, Y10, Y10
-	VPADDD         Y10, Y5, Y5
-	VMOVDQU        160(AX), Y8
-	VPSRLW         $0x04, Y8, Y13
-	VPAND          q4nibmask<>+0(SB), Y8, Y8
-	VPAND          q4nibmask<>+0(SB), Y13, Y13
-	VPMADDUBSW     544(R8), Y8, Y14
-	VPMADDUBSW     608(R8), Y13, Y15
-	VPADDW         Y15, Y14, Y14
-	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
-	VMOVDQU        224(AX), Y7
-	VPSRLW         $0x04, Y7, Y9
-	VPAND          q4nibmask<>+0(SB), Y7, Y7
-	VPAND          q4nibmask<>+0(SB), Y9, Y9
-	VPMADDUBSW     800(R8), Y7, Y6
-	VPMADDUBSW     864(R8), Y9, Y10
-	VPADDW         Y10, Y6, Y6
-	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VPUNPCKLDQ     Y6, Y14, Y12
-	VPUNPCKHDQ     Y6, Y14, Y14
-	VPADDD         Y14, Y12, Y12
-	VPUNPCKLQDQ    Y12, Y5, Y4
-	VPUNPCKHQDQ    Y12, Y5, Y5
-	VPADDD         Y5, Y4, Y4
-	VCVTDQ2PS      Y4, Y4
-	VMULPS         32(SP), Y4, Y4
-	VCVTDQ2PS      96(R9), Y11
-	VFMADD231PS    96(SP), Y11, Y4
-	VFMADD231PS    32(R9), Y4, Y0
-	VBROADCASTF128 32(BX)(SI*1), Y15
-	VMULPS         q4k4eighth<>+0(SB), Y15, Y15
-	VMOVDQU        (BX)(SI*1), X8
-	VPSHUFB        q4codeperm<>+0(SB), X8, X8
-	VPERMILPS      $0xa0, Y15, Y13
-	VPMOVZXBD      X8, Y10
-	VCVTDQ2PS      Y10, Y10
-	VMULPS         Y13, Y10, Y10
-	VMOVUPS        Y10, (SP)
-	VPSRLDQ        $0x08, X8, X8
-	VPMOVZXBD      X8, Y14
-	VCVTDQ2PS      Y14, Y14
-	VMULPS         Y13, Y14, Y14
-	VMOVUPS        Y14, 32(SP)
-	VMOVDQU        16(BX)(SI*1), X6
-	VPSHUFB        q4codeperm<>+0(SB), X6, X6
-	VPERMILPS      $0xf5, Y15, Y5
-	VPMOVZXBD      X6, Y12
-	VCVTDQ2PS      Y12, Y12
-	VMULPS         Y5, Y12, Y12
-	VMOVUPS        Y12, 64(SP)
-	VPSRLDQ        $0x08, X6, X6
-	VPMOVZXBD      X6, Y11
-	VCVTDQ2PS      Y11, Y11
-	VMULPS         Y5, Y11, Y11
-	VMOVUPS        Y11, 96(SP)
-	VMOVDQU        (AX)(CX*1), Y4
-	VPSRLW         $0x04, Y4, Y7
-	VPAND          q4nibmask<>+0(SB), Y4, Y4
-	VPAND          q4nibmask<>+0(SB), Y7, Y7
-	VPMADDUBSW     (R8), Y4, Y9
-	VPMADDUBSW     64(R8), Y7, Y10
-	VPADDW         Y10, Y9, Y9
+	VPMADDUBSW     512(R8), Y13, Y4
+	VPMADDUBSW     576(R8), Y14, Y15
+	VPADDW         Y15, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU        192(AX), Y10
+	VPSRLW         $0x04, Y10, Y6
+	VPAND          q4nibmask<>+0(SB), Y10, Y10
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW     768(R8), Y10, Y9
+	VPMADDUBSW     832(R8), Y6, Y15
+	VPADDW         Y15, Y9, Y9
 	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
-	VMOVDQU        64(AX)(CX*1), Y14
-	VPSRLW         $0x04, Y14, Y8
-	VPAND          q4nibmask<>+0(SB), Y14, Y14
-	VPAND          q4nibmask<>+0(SB), Y8, Y8
-	VPMADDUBSW     256(R8), Y14, Y13
-	VPMADDUBSW     320(R8), Y8, Y12
-	VPADDW         Y12, Y13, Y13
-	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
-	VPUNPCKLDQ     Y13, Y9, Y11
-	VPUNPCKHDQ     Y13, Y9, Y9
-	VPADDD         Y9, Y11, Y11
-	VMOVDQU        128(AX)(CX*1), Y6
-	VPSRLW         $0x04, Y6, Y5
-	VPAND          q4nibmask<>+0(SB), Y6, Y6
-	VPAND          q4nibmask<>+0(SB), Y5, Y5
-	VPMADDUBSW     512(R8), Y6, Y15
-	VPMADDUBSW     576(R8), Y5, Y10
-	VPADDW         Y10, Y15, Y15
-	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
-	VMOVDQU        192(AX)(CX*1), Y4
-	VPSRLW         $0x04, Y4, Y7
-	VPAND          q4nibmask<>+0(SB), Y4, Y4
-	VPAND          q4nibmask<>+0(SB), Y7, Y7
-	VPMADDUBSW     768(R8), Y4, Y12
-	VPMADDUBSW     832(R8), Y7, Y9
-	VPADDW         Y9, Y12, Y12
-	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
-	VPUNPCKLDQ     Y12, Y15, Y13
-	VPUNPCKHDQ     Y12, Y15, Y15
-	VPADDD         Y15, Y13, Y13
-	VPUNPCKLQDQ    Y13, Y11, Y14
-	VPUNPCKHQDQ    Y13, Y11, Y11
-	VPADDD         Y11, Y14, Y14
+	VPUNPCKLDQ     Y9, Y4, Y13
+	VPUNPCKHDQ     Y9, Y4, Y4
+	VPADDD         Y4, Y13, Y13
+	VPUNPCKLQDQ    Y13, Y5, Y14
+	VPUNPCKHQDQ    Y13, Y5, Y5
+	VPADDD         Y5, Y14, Y14
 	VCVTDQ2PS      Y14, Y14
-	VMULPS         (SP), Y14, Y14
-	VCVTDQ2PS      64(R9), Y8
-	VFMADD231PS    64(SP), Y8, Y14
-	VFMADD231PS    (R9), Y14, Y1
-	VMOVDQU        32(AX)(CX*1), Y10
-	VPSRLW         $0x04, Y10, Y6
-	VPAND          q4nibmask<>+0(SB), Y10, Y10
-	VPAND          q4nibmask<>+0(SB), Y6, Y6
-	VPMADDUBSW     32(R8), Y10, Y5
-	VPMADDUBSW     96(R8), Y6, Y9
-	VPADDW         Y9, Y5, Y5
-	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
-	VMOVDQU        96(AX)(CX*1), Y15
-	VPSRLW         $0x04, Y15, Y12
-	VPAND          q4nibmask<>+0(SB), Y15, Y15
-	VPAND          q4nibmask<>+0(SB), Y12, Y12
-	VPMADDUBSW     288(R8), Y15, Y11
-	VPMADDUBSW     352(R8), Y12, Y13
-	VPADDW         Y13, Y11, Y11
-	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
-	VPUNPCKLDQ     Y11, Y5, Y8
-	VPUNPCKHDQ     Y11, Y5, Y5
-	VPADDD         Y5, Y8, Y8
-	VMOVDQU        160(AX)(CX*1), Y14
-	VPSRLW         $0x04, Y14, Y4
-	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VMULPS         Y7, Y14, Y14
+	VCVTDQ2PS      64(R9), Y15
+	VFMADD231PS    Y11, Y15, Y14
+	VFMADD231PS    (R9), Y14, Y0
+	VMOVDQU        32(AX), Y4
+	VPSRLW         $0x04, Y4, Y9
 	VPAND          q4nibmask<>+0(SB), Y4, Y4
-	VPMADDUBSW     544(R8), Y14, Y7
-	VPMADDUBSW     608(R8), Y4, Y9
-	VPADDW         Y9, Y7, Y7
-	VPMADDWD       q4onesw<>+0(SB), Y7, Y7
-	VMOVDQU        224(AX)(CX*1), Y10
-	VPSRLW         $0x04, Y10, Y6
-	VPAND          q4nibmask<>+0(SB), Y10, Y10
-	VPAND          q4nibmask<>+0(SB), Y6, Y6
-	VPMADDUBSW     800(R8), Y10, Y13
-	VPMADDUBSW     864(R8), Y6, Y5
-	VPADDW         Y5, Y13, Y13
-	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
-	VPUNPCKLDQ     Y13, Y7, Y11
-	VPUNPCKHDQ     Y13, Y7, Y7
-	VPADDD         Y7, Y11, Y11
-	VPUNPCKLQDQ    Y11, Y8, Y15
-	VPUNPCKHQDQ    Y11, Y8, Y8
-	VPADDD         Y8, Y15, Y15
-	VCVTDQ2PS      Y15, Y15
-	VMULPS         32(SP), Y15, Y15
-	VCVTDQ2PS      96(R9), Y12
-	VFMADD231PS    96(SP), Y12, Y15
-	VFMADD231PS    32(R9), Y15, Y1
-	VBROADCASTF128 32(BX)(SI*2), Y9
-	VMULPS         q4k4eighth<>+0(SB), Y9, Y9
-	VMOVDQU        (BX)(SI*2), X14
-	VPSHUFB        q4codeperm<>+0(SB), X14, X14
-	VPERMILPS      $0xa0, Y9, Y4
-	VPMOVZXBD      X14, Y5
-	VCVTDQ2PS      Y5, Y5
-	VMULPS         Y4, Y5, Y5
-	VMOVUPS        Y5, (SP)
-	VPSRLDQ        $0x08, X14, X14
-	VPMOVZXBD      X14, Y7
-	VCVTDQ2PS      Y7, Y7
-	VMULPS         Y4, Y7, Y7
-	VMOVUPS        Y7, 32(SP)
-	VMOVDQU        16(BX)(SI*2), X13
-	VPSHUFB        q4codeperm<>+0(SB), X13, X13
-	VPERMILPS      $0xf5, Y9, Y8
-	VPMOVZXBD      X13, Y11
-	VCVTDQ2PS      Y11, Y11
-	VMULPS         Y8, Y11, Y11
-	VMOVUPS        Y11, 64(SP)
-	VPSRLDQ        $0x08, X13, X13
-	VPMOVZXBD      X13, Y12
-	VCVTDQ2PS      Y12, Y12
-	VMULPS         Y8, Y12, Y12
-	VMOVUPS        Y12, 96(SP)
-	VMOVDQU        (AX)(CX*2), Y15
-	VPSRLW         $0x04, Y15, Y10
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     32(R8), Y4, Y5
+	VPMADDUBSW     96(R8), Y9, Y13
+	VPADDW         Y13, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VMOVDQU        96(AX), Y15
+	VPSRLW         $0x04, Y15, Y14
 	VPAND          q4nibmask<>+0(SB), Y15, Y15
-	VPAND          q4nibmask<>+0(SB), Y10, Y10
-	VPMADDUBSW     (R8), Y15, Y6
-	VPMADDUBSW     64(R8), Y10, Y5
+	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW     288(R8), Y15, Y10
+	VPMADDUBSW     352(R8), Y14, Y6
+	VPADDW         Y6, Y10, Y10
+	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ     Y10, Y5, Y13
+	VPUNPCKHDQ     Y10, Y5, Y5
+	VPADDD         Y5, Y13, Y13
+	VMOVDQU        160(AX), Y4
+	VPSRLW         $0x04, Y4, Y9
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     544(R8), Y4, Y6
+	VPMADDUBSW     608(R8), Y9, Y5
 	VPADDW         Y5, Y6, Y6
 	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VMOVDQU        64(AX)(CX*2), Y7
-	VPSRLW         $0x04, Y7, Y14
-	VPAND          q4nibmask<>+0(SB), Y7, Y7
-	VPAND          q4nibmask<>+0(SB), Y14, Y14
-	VPMADDUBSW     256(R8), Y7, Y4
-	VPMADDUBSW     320(R8), Y14, Y11
-	VPADDW         Y11, Y4, Y4
-	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
-	VPUNPCKLDQ     Y4, Y6, Y12
-	VPUNPCKHDQ     Y4, Y6, Y6
-	VPADDD         Y6, Y12, Y12
-	VMOVDQU        128(AX)(CX*2), Y13
-	VPSRLW         $0x04, Y13, Y8
-	VPAND          q4nibmask<>+0(SB), Y13, Y13
-	VPAND          q4nibmask<>+0(SB), Y8, Y8
-	VPMADDUBSW     512(R8), Y13, Y9
-	VPMADDUBSW     576(R8), Y8, Y5
-	VPADDW         Y5, Y9, Y9
-	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
-	VMOVDQU        192(AX)(CX*2), Y15
-	VPSRLW         $0x04, Y15, Y10
-	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VMOVDQU        224(AX), Y10
+	VPSRLW         $0x04, Y10, Y15
 	VPAND          q4nibmask<>+0(SB), Y10, Y10
-	VPMADDUBSW     768(R8), Y15, Y11
-	VPMADDUBSW     832(R8), Y10, Y6
-	VPADDW         Y6, Y11, Y11
-	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
-	VPUNPCKLDQ     Y11, Y9, Y4
-	VPUNPCKHDQ     Y11, Y9, Y9
-	VPADDD         Y9, Y4, Y4
-	VPUNPCKLQDQ    Y4, Y12, Y7
-	VPUNPCKHQDQ    Y4, Y12, Y12
-	VPADDD         Y12, Y7, Y7
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW     800(R8), Y10, Y14
+	VPMADDUBSW     864(R8), Y15, Y5
+	VPADDW         Y5, Y14, Y14
+	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ     Y14, Y6, Y4
+	VPUNPCKHDQ     Y14, Y6, Y6
+	VPADDD         Y6, Y4, Y4
+	VPUNPCKLQDQ    Y4, Y13, Y9
+	VPUNPCKHQDQ    Y4, Y13, Y13
+	VPADDD         Y13, Y9, Y9
+	VCVTDQ2PS      Y9, Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      96(R9), Y5
+	VFMADD231PS    Y12, Y5, Y9
+	VFMADD231PS    32(R9), Y9, Y0
+	VBROADCASTF128 32(BX)(SI*1), Y6
+	VMULPS         q4k4eighth<>+0(SB), Y6, Y6
+	VMOVDQU        (BX)(SI*1), X14
+	VPSHUFB        q4codeperm<>+0(SB), X14, X14
+	VPERMILPS      $0xa0, Y6, Y13
+	VPMOVZXBD      X14, Y4
+	VCVTDQ2PS      Y4, Y4
+	VMULPS         Y13, Y4, Y4
+	VPSRLDQ        $0x08, X14, X14
+	VPMOVZXBD      X14, Y5
+	VCVTDQ2PS      Y5, Y5
+	VMULPS         Y13, Y5, Y5
+	VMOVDQU        16(BX)(SI*1), X9
+	VPSHUFB        q4codeperm<>+0(SB), X9, X9
+	VPERMILPS      $0xf5, Y6, Y10
+	VPMOVZXBD      X9, Y15
+	VCVTDQ2PS      Y15, Y15
+	VMULPS         Y10, Y15, Y15
+	VPSRLDQ        $0x08, X9, X9
+	VPMOVZXBD      X9, Y7
 	VCVTDQ2PS      Y7, Y7
-	VMULPS         (SP), Y7, Y7
-	VCVTDQ2PS      64(R9), Y14
-	VFMADD231PS    64(SP), Y14, Y7
-	VFMADD231PS    (R9), Y7, Y2
-	VMOVDQU        32(AX)(CX*2), Y5
-	VPSRLW         $0x04, Y5, Y13
-	VPAND          q4nibmask<>+0(SB), Y5, Y5
-	VPAND          q4nibmask<>+0(SB), Y13, Y13
-	VPMADDUBSW     32(R8), Y5, Y8
-	VPMADDUBSW     96(R8), Y13, Y6
-	VPADDW         Y6, Y8, Y8
-	VPMADDWD       q4onesw<>+0(SB), Y8, Y8
-	VMOVDQU        96(AX)(CX*2), Y9
-	VPSRLW         $0x04, Y9, Y11
-	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VMULPS         Y10, Y7, Y7
+	VMOVDQU        (AX)(CX*1), Y8
+	VPSRLW         $0x04, Y8, Y11
+	VPAND          q4nibmask<>+0(SB), Y8, Y8
 	VPAND          q4nibmask<>+0(SB), Y11, Y11
-	VPMADDUBSW     288(R8), Y9, Y12
-	VPMADDUBSW     352(R8), Y11, Y4
-	VPADDW         Y4, Y12, Y12
+	VPMADDUBSW     (R8), Y8, Y12
+	VPMADDUBSW     64(R8), Y11, Y14
+	VPADDW         Y14, Y12, Y12
 	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
-	VPUNPCKLDQ     Y12, Y8, Y14
-	VPUNPCKHDQ     Y12, Y8, Y8
-	VPADDD         Y8, Y14, Y14
-	VMOVDQU        160(AX)(CX*2), Y7
+	VMOVDQU        64(AX)(CX*1), Y13
+	VPSRLW         $0x04, Y13, Y9
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     256(R8), Y13, Y10
+	VPMADDUBSW     320(R8), Y9, Y6
+	VPADDW         Y6, Y10, Y10
+	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ     Y10, Y12, Y14
+	VPUNPCKHDQ     Y10, Y12, Y12
+	VPADDD         Y12, Y14, Y14
+	VMOVDQU        128(AX)(CX*1), Y8
+	VPSRLW         $0x04, Y8, Y11
+	VPAND          q4nibmask<>+0(SB), Y8, Y8
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW     512(R8), Y8, Y6
+	VPMADDUBSW     576(R8), Y11, Y12
+	VPADDW         Y12, Y6, Y6
+	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU        192(AX)(CX*1), Y10
+	VPSRLW         $0x04, Y10, Y13
+	VPAND          q4nibmask<>+0(SB), Y10, Y10
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW     768(R8), Y10, Y9
+	VPMADDUBSW     832(R8), Y13, Y12
+	VPADDW         Y12, Y9, Y9
+	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ     Y9, Y6, Y8
+	VPUNPCKHDQ     Y9, Y6, Y6
+	VPADDD         Y6, Y8, Y8
+	VPUNPCKLQDQ    Y8, Y14, Y11
+	VPUNPCKHQDQ    Y8, Y14, Y14
+	VPADDD         Y14, Y11, Y11
+	VCVTDQ2PS      Y11, Y11
+	VMULPS         Y4, Y11, Y11
+	VCVTDQ2PS      64(R9), Y12
+	VFMADD231PS    Y15, Y12, Y11
+	VFMADD231PS    (R9), Y11, Y1
+	VMOVDQU        32(AX)(CX*1), Y6
+	VPSRLW         $0x04, Y6, Y9
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     32(R8), Y6, Y14
+	VPMADDUBSW     96(R8), Y9, Y8
+	VPADDW         Y8, Y14, Y14
+	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
+	VMOVDQU        96(AX)(CX*1), Y12
+	VPSRLW         $0x04, Y12, Y11
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW     288(R8), Y12, Y10
+	VPMADDUBSW     352(R8), Y11, Y13
+	VPADDW         Y13, Y10, Y10
+	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ     Y10, Y14, Y8
+	VPUNPCKHDQ     Y10, Y14, Y14
+	VPADDD         Y14, Y8, Y8
+	VMOVDQU        160(AX)(CX*1), Y6
+	VPSRLW         $0x04, Y6, Y9
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     544(R8), Y6, Y13
+	VPMADDUBSW     608(R8), Y9, Y14
+	VPADDW         Y14, Y13, Y13
+	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU        224(AX)(CX*1), Y10
+	VPSRLW         $0x04, Y10, Y12
+	VPAND          q4nibmask<>+0(SB), Y10, Y10
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW     800(R8), Y10, Y11
+	VPMADDUBSW     864(R8), Y12, Y14
+	VPADDW         Y14, Y11, Y11
+	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ     Y11, Y13, Y6
+	VPUNPCKHDQ     Y11, Y13, Y13
+	VPADDD         Y13, Y6, Y6
+	VPUNPCKLQDQ    Y6, Y8, Y9
+	VPUNPCKHQDQ    Y6, Y8, Y8
+	VPADDD         Y8, Y9, Y9
+	VCVTDQ2PS      Y9, Y9
+	VMULPS         Y5, Y9, Y9
+	VCVTDQ2PS      96(R9), Y14
+	VFMADD231PS    Y7, Y14, Y9
+	VFMADD231PS    32(R9), Y9, Y1
+	VBROADCASTF128 32(BX)(SI*2), Y13
+	VMULPS         q4k4eighth<>+0(SB), Y13, Y13
+	VMOVDQU        (BX)(SI*2), X11
+	VPSHUFB        q4codeperm<>+0(SB), X11, X11
+	VPERMILPS      $0xa0, Y13, Y8
+	VPMOVZXBD      X11, Y6
+	VCVTDQ2PS      Y6, Y6
+	VMULPS         Y8, Y6, Y6
+	VPSRLDQ        $0x08, X11, X11
+	VPMOVZXBD      X11, Y14
+	VCVTDQ2PS      Y14, Y14
+	VMULPS         Y8, Y14, Y14
+	VMOVDQU        16(BX)(SI*2), X9
+	VPSHUFB        q4codeperm<>+0(SB), X9, X9
+	VPERMILPS      $0xf5, Y13, Y10
+	VPMOVZXBD      X9, Y12
+	VCVTDQ2PS      Y12, Y12
+	VMULPS         Y10, Y12, Y12
+	VPSRLDQ        $0x08, X9, X9
+	VPMOVZXBD      X9, Y4
+	VCVTDQ2PS      Y4, Y4
+	VMULPS         Y10, Y4, Y4
+	VMOVDQU        (AX)(CX*2), Y5
+	VPSRLW         $0x04, Y5, Y15
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW     (R8), Y5, Y7
+	VPMADDUBSW     64(R8), Y15, Y11
+	VPADDW         Y11, Y7, Y7
+	VPMADDWD       q4onesw<>+0(SB), Y7, Y7
+	VMOVDQU        64(AX)(CX*2), Y8
+	VPSRLW         $0x04, Y8, Y9
+	VPAND          q4nibmask<>+0(SB), Y8, Y8
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     256(R8), Y8, Y10
+	VPMADDUBSW     320(R8), Y9, Y13
+	VPADDW         Y13, Y10, Y10
+	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ     Y10, Y7, Y11
+	VPUNPCKHDQ     Y10, Y7, Y7
+	VPADDD         Y7, Y11, Y11
+	VMOVDQU        128(AX)(CX*2), Y5
+	VPSRLW         $0x04, Y5, Y15
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW     512(R8), Y5, Y13
+	VPMADDUBSW     576(R8), Y15, Y7
+	VPADDW         Y7, Y13, Y13
+	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU        192(AX)(CX*2), Y10
+	VPSRLW         $0x04, Y10, Y8
+	VPAND          q4nibmask<>+0(SB), Y10, Y10
+	VPAND          q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW     768(R8), Y10, Y9
+	VPMADDUBSW     832(R8), Y8, Y7
+	VPADDW         Y7, Y9, Y9
+	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ     Y9, Y13, Y5
+	VPUNPCKHDQ     Y9, Y13, Y13
+	VPADDD         Y13, Y5, Y5
+	VPUNPCKLQDQ    Y5, Y11, Y15
+	VPUNPCKHQDQ    Y5, Y11, Y11
+	VPADDD         Y11, Y15, Y15
+	VCVTDQ2PS      Y15, Y15
+	VMULPS         Y6, Y15, Y15
+	VCVTDQ2PS      64(R9), Y7
+	VFMADD231PS    Y12, Y7, Y15
+	VFMADD231PS    (R9), Y15, Y2
+	VMOVDQU        32(AX)(CX*2), Y13
+	VPSRLW         $0x04, Y13, Y9
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     32(R8), Y13, Y11
+	VPMADDUBSW     96(R8), Y9, Y5
+	VPADDW         Y5, Y11, Y11
+	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
+	VMOVDQU        96(AX)(CX*2), Y7
 	VPSRLW         $0x04, Y7, Y15
 	VPAND          q4nibmask<>+0(SB), Y7, Y7
 	VPAND          q4nibmask<>+0(SB), Y15, Y15
-	VPMADDUBSW     544(R8), Y7, Y10
-	VPMADDUBSW     608(R8), Y15, Y6
-	VPADDW         Y6, Y10, Y10
+	VPMADDUBSW     288(R8), Y7, Y10
+	VPMADDUBSW     352(R8), Y15, Y8
+	VPADDW         Y8, Y10, Y10
 	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
-	VMOVDQU        224(AX)(CX*2), Y5
-	VPSRLW         $0x04, Y5, Y13
-	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPUNPCKLDQ     Y10, Y11, Y5
+	VPUNPCKHDQ     Y10, Y11, Y11
+	VPADDD         Y11, Y5, Y5
+	VMOVDQU        160(AX)(CX*2), Y13
+	VPSRLW         $0x04, Y13, Y9
 	VPAND          q4nibmask<>+0(SB), Y13, Y13
-	VPMADDUBSW     800(R8), Y5, Y4
-	VPMADDUBSW     864(R8), Y13, Y8
-	VPADDW         Y8, Y4, Y4
-	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
-	VPUNPCKLDQ     Y4, Y10, Y12
-	VPUNPCKHDQ     Y4, Y10, Y10
-	VPADDD         Y10, Y12, Y12
-	VPUNPCKLQDQ    Y12, Y14, Y9
-	VPUNPCKHQDQ    Y12, Y14, Y14
-	VPADDD         Y14, Y9, Y9
-	VCVTDQ2PS      Y9, Y9
-	VMULPS         32(SP), Y9, Y9
-	VCVTDQ2PS      96(R9), Y11
-	VFMADD231PS    96(SP), Y11, Y9
-	VFMADD231PS    32(R9), Y9, Y2
-	VBROADCASTF128 32(BX)(DI*1), Y6
-	VMULPS         q4k4eighth<>+0(SB), Y6, Y6
-	VMOVDQU        (BX)(DI*1), X7
-	VPSHUFB        q4codeperm<>+0(SB), X7, X7
-	VPERMILPS      $0xa0, Y6, Y15
-	VPMOVZXBD      X7, Y8
-	VCVTDQ2PS      Y8, Y8
-	VMULPS         Y15, Y8, Y8
-	VMOVUPS        Y8, (SP)
-	VPSRLDQ        $0x08, X7, X7
-	VPMOVZXBD      X7, Y10
-	VCVTDQ2PS      Y10, Y10
-	VMULPS         Y15, Y10, Y10
-	VMOVUPS        Y10, 32(SP)
-	VMOVDQU        16(BX)(DI*1), X4
-	VPSHUFB        q4codeperm<>+0(SB), X4, X4
-	VPERMILPS      $0xf5, Y6, Y14
-	VPMOVZXBD      X4, Y12
-	VCVTDQ2PS      Y12, Y12
-	VMULPS         Y14, Y12, Y12
-	VMOVUPS        Y12, 64(SP)
-	VPSRLDQ        $0x08, X4, X4
-	VPMOVZXBD      X4, Y11
-	VCVTDQ2PS      Y11, Y11
-	VMULPS         Y14, Y11, Y11
-	VMOVUPS        Y11, 96(SP)
-	VMOVDQU        (AX)(DX*1), Y9
-	VPSRLW         $0x04, Y9, Y5
 	VPAND          q4nibmask<>+0(SB), Y9, Y9
-	VPAND          q4nibmask<>+0(SB), Y5, Y5
-	VPMADDUBSW     (R8), Y9, Y13
-	VPMADDUBSW     64(R8), Y5, Y8
-	VPADDW         Y8, Y13, Y13
-	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
-	VMOVDQU        64(AX)(DX*1), Y10
+	VPMADDUBSW     544(R8), Y13, Y8
+	VPMADDUBSW     608(R8), Y9, Y11
+	VPADDW         Y11, Y8, Y8
+	VPMADDWD       q4onesw<>+0(SB), Y8, Y8
+	VMOVDQU        224(AX)(CX*2), Y10
 	VPSRLW         $0x04, Y10, Y7
 	VPAND          q4nibmask<>+0(SB), Y10, Y10
 	VPAND          q4nibmask<>+0(SB), Y7, Y7
-	VPMADDUBSW     256(R8), Y10, Y15
-	VPMADDUBSW     320(R8), Y7, Y12
-	VPADDW         Y12, Y15, Y15
+	VPMADDUBSW     800(R8), Y10, Y15
+	VPMADDUBSW     864(R8), Y7, Y11
+	VPADDW         Y11, Y15, Y15
 	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
-	VPUNPCKLDQ     Y15, Y13, Y11
-	VPUNPCKHDQ     Y15, Y13, Y13
-	VPADDD         Y13, Y11, Y11
-	VMOVDQU        128(AX)(DX*1), Y4
-	VPSRLW         $0x04, Y4, Y14
-	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPUNPCKLDQ     Y15, Y8, Y13
+	VPUNPCKHDQ     Y15, Y8, Y8
+	VPADDD         Y8, Y13, Y13
+	VPUNPCKLQDQ    Y13, Y5, Y9
+	VPUNPCKHQDQ    Y13, Y5, Y5
+	VPADDD         Y5, Y9, Y9
+	VCVTDQ2PS      Y9, Y9
+	VMULPS         Y14, Y9, Y9
+	VCVTDQ2PS      96(R9), Y11
+	VFMADD231PS    Y4, Y11, Y9
+	VFMADD231PS    32(R9), Y9, Y2
+	VBROADCASTF128 32(BX)(DI*1), Y8
+	VMULPS         q4k4eighth<>+0(SB), Y8, Y8
+	VMOVDQU        (BX)(DI*1), X15
+	VPSHUFB        q4codeperm<>+0(SB), X15, X15
+	VPERMILPS      $0xa0, Y8, Y5
+	VPMOVZXBD      X15, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y5, Y13, Y13
+	VPSRLDQ        $0x08, X15, X15
+	VPMOVZXBD      X15, Y11
+	VCVTDQ2PS      Y11, Y11
+	VMULPS         Y5, Y11, Y11
+	VMOVDQU        16(BX)(DI*1), X9
+	VPSHUFB        q4codeperm<>+0(SB), X9, X9
+	VPERMILPS      $0xf5, Y8, Y10
+	VPMOVZXBD      X9, Y7
+	VCVTDQ2PS      Y7, Y7
+	VMULPS         Y10, Y7, Y7
+	VPSRLDQ        $0x08, X9, X9
+	VPMOVZXBD      X9, Y6
+	VCVTDQ2PS      Y6, Y6
+	VMULPS         Y10, Y6, Y6
+	VMOVDQU        (AX)(DX*1), Y14
+	VPSRLW         $0x04, Y14, Y12
 	VPAND          q4nibmask<>+0(SB), Y14, Y14
-	VPMADDUBSW     512(R8), Y4, Y6
-	VPMADDUBSW     576(R8), Y14, Y8
-	VPADDW         Y8, Y6, Y6
-	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VMOVDQU        192(AX)(DX*1), Y9
-	VPSRLW         $0x04, Y9, Y5
-	VPAND          q4nibmask<>+0(SB), Y9, Y9
-	VPAND          q4nibmask<>+0(SB), Y5, Y5
-	VPMADDUBSW     768(R8), Y9, Y12
-	VPMADDUBSW     832(R8), Y5, Y13
-	VPADDW         Y13, Y12, Y12
-	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
-	VPUNPCKLDQ     Y12, Y6, Y15
-	VPUNPCKHDQ     Y12, Y6, Y6
-	VPADDD         Y6, Y15, Y15
-	VPUNPCKLQDQ    Y15, Y11, Y10
-	VPUNPCKHQDQ    Y15, Y11, Y11
-	VPADDD         Y11, Y10, Y10
-	VCVTDQ2PS      Y10, Y10
-	VMULPS         (SP), Y10, Y10
-	VCVTDQ2PS      64(R9), Y7
-	VFMADD231PS    64(SP), Y7, Y10
-	VFMADD231PS    (R9), Y10, Y3
-	VMOVDQU        32(AX)(DX*1), Y8
-	VPSRLW         $0x04, Y8, Y4
-	VPAND          q4nibmask<>+0(SB), Y8, Y8
-	VPAND          q4nibmask<>+0(SB), Y4, Y4
-	VPMADDUBSW     32(R8), Y8, Y14
-	VPMADDUBSW     96(R8), Y4, Y13
-	VPADDW         Y13, Y14, Y14
-	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
-	VMOVDQU        96(AX)(DX*1), Y6
-	VPSRLW         $0x04, Y6, Y12
-	VPAND          q4nibmask<>+0(SB), Y6, Y6
 	VPAND          q4nibmask<>+0(SB), Y12, Y12
-	VPMADDUBSW     288(R8), Y6, Y11
-	VPMADDUBSW     352(R8), Y12, Y15
-	VPADDW         Y15, Y11, Y11
-	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
-	VPUNPCKLDQ     Y11, Y14, Y7
-	VPUNPCKHDQ     Y11, Y14, Y14
-	VPADDD         Y14, Y7, Y7
-	VMOVDQU        160(AX)(DX*1), Y10
-	VPSRLW         $0x04, Y10, Y9
-	VPAND          q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW     (R8), Y14, Y4
+	VPMADDUBSW     64(R8), Y12, Y15
+	VPADDW         Y15, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU        64(AX)(DX*1), Y5
+	VPSRLW         $0x04, Y5, Y9
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
 	VPAND          q4nibmask<>+0(SB), Y9, Y9
-	VPMADDUBSW     544(R8), Y10, Y5
-	VPMADDUBSW     608(R8), Y9, Y13
-	VPADDW         Y13, Y5, Y5
-	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
-	VMOVDQU        224(AX)(DX*1), Y8
-	VPSRLW         $0x04, Y8, Y4
+	VPMADDUBSW     256(R8), Y5, Y10
+	VPMADDUBSW     320(R8), Y9, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ     Y10, Y4, Y15
+	VPUNPCKHDQ     Y10, Y4, Y4
+	VPADDD         Y4, Y15, Y15
+	VMOVDQU        128(AX)(DX*1), Y14
+	VPSRLW         $0x04, Y14, Y12
+	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW     512(R8), Y14, Y8
+	VPMADDUBSW     576(R8), Y12, Y4
+	VPADDW         Y4, Y8, Y8
+	VPMADDWD       q4onesw<>+0(SB), Y8, Y8
+	VMOVDQU        192(AX)(DX*1), Y10
+	VPSRLW         $0x04, Y10, Y5
+	VPAND          q4nibmask<>+0(SB), Y10, Y10
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW     768(R8), Y10, Y9
+	VPMADDUBSW     832(R8), Y5, Y4
+	VPADDW         Y4, Y9, Y9
+	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ     Y9, Y8, Y14
+	VPUNPCKHDQ     Y9, Y8, Y8
+	VPADDD         Y8, Y14, Y14
+	VPUNPCKLQDQ    Y14, Y15, Y12
+	VPUNPCKHQDQ    Y14, Y15, Y15
+	VPADDD         Y15, Y12, Y12
+	VCVTDQ2PS      Y12, Y12
+	VMULPS         Y13, Y12, Y12
+	VCVTDQ2PS      64(R9), Y4
+	VFMADD231PS    Y7, Y4, Y12
+	VFMADD231PS    (R9), Y12, Y3
+	VMOVDQU        32(AX)(DX*1), Y8
+	VPSRLW         $0x04, Y8, Y9
 	VPAND          q4nibmask<>+0(SB), Y8, Y8
-	VPAND          q4nibmask<>+0(SB), Y4, Y4
-	VPMADDUBSW     800(R8), Y8, Y15
-	VPMADDUBSW     864(R8), Y4, Y14
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     32(R8), Y8, Y15
+	VPMADDUBSW     96(R8), Y9, Y14
 	VPADDW         Y14, Y15, Y15
 	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
-	VPUNPCKLDQ     Y15, Y5, Y11
-	VPUNPCKHDQ     Y15, Y5, Y5
-	VPADDD         Y5, Y11, Y11
-	VPUNPCKLQDQ    Y11, Y7, Y6
-	VPUNPCKHQDQ    Y11, Y7, Y7
-	VPADDD         Y7, Y6, Y6
-	VCVTDQ2PS      Y6, Y6
-	VMULPS         32(SP), Y6, Y6
-	VCVTDQ2PS      96(R9), Y12
-	VFMADD231PS    96(SP), Y12, Y6
-	VFMADD231PS    32(R9), Y6, Y3
+	VMOVDQU        96(AX)(DX*1), Y4
+	VPSRLW         $0x04, Y4, Y12
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW     288(R8), Y4, Y10
+	VPMADDUBSW     352(R8), Y12, Y5
+	VPADDW         Y5, Y10, Y10
+	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ     Y10, Y15, Y14
+	VPUNPCKHDQ     Y10, Y15, Y15
+	VPADDD         Y15, Y14, Y14
+	VMOVDQU        160(AX)(DX*1), Y8
+	VPSRLW         $0x04, Y8, Y9
+	VPAND          q4nibmask<>+0(SB), Y8, Y8
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     544(R8), Y8, Y5
+	VPMADDUBSW     608(R8), Y9, Y15
+	VPADDW         Y15, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VMOVDQU        224(AX)(DX*1), Y10
+	VPSRLW         $0x04, Y10, Y4
+	VPAND          q4nibmask<>+0(SB), Y10, Y10
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW     800(R8), Y10, Y12
+	VPMADDUBSW     864(R8), Y4, Y15
+	VPADDW         Y15, Y12, Y12
+	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
+	VPUNPCKLDQ     Y12, Y5, Y8
+	VPUNPCKHDQ     Y12, Y5, Y5
+	VPADDD         Y5, Y8, Y8
+	VPUNPCKLQDQ    Y8, Y14, Y9
+	VPUNPCKHQDQ    Y8, Y14, Y14
+	VPADDD         Y14, Y9, Y9
+	VCVTDQ2PS      Y9, Y9
+	VMULPS         Y11, Y9, Y9
+	VCVTDQ2PS      96(R9), Y15
+	VFMADD231PS    Y6, Y15, Y9
+	VFMADD231PS    32(R9), Y9, Y3
 	ADDQ           $0x00000100, AX
 	ADDQ           $0x00000030, BX
 	ADDQ           $0x00000400, R8
@@ -44926,479 +44886,463 @@ chunk:
 groups:
 	TESTQ          R11, R11
 	JZ             reduce
-	VBROADCASTF128 32(BX), Y13
-	VMULPS         q4k4eighth<>+0(SB), Y13, Y13
-	VMOVDQU        (BX), X10
-	VPSHUFB        q4codeperm<>+0(SB), X10, X10
-	VPERMILPS      $0xa0, Y13, Y9
-	VPMOVZXBD      X10, Y14
-	VCVTDQ2PS      Y14, Y14
-	VMULPS         Y9, Y14, Y14
-	VMOVUPS        Y14, (SP)
-	VPSRLDQ        $0x08, X10, X10
-	VPMOVZXBD      X10, Y5
-	VCVTDQ2PS      Y5, Y5
-	VMULPS         Y9, Y5, Y5
-	VMOVUPS        Y5, 32(SP)
-	VMOVDQU        16(BX), X15
-	VPSHUFB        q4codeperm<>+0(SB), X15, X15
-	VPERMILPS      $0xf5, Y13, Y7
-	VPMOVZXBD      X15, Y11
-	VCVTDQ2PS      Y11, Y11
-	VMULPS         Y7, Y11, Y11
-	VMOVUPS        Y11, 64(SP)
-	VPSRLDQ        $0x08, X15, X15
-	VPMOVZXBD      X15, Y12
-	VCVTDQ2PS      Y12, Y12
-	VMULPS         Y7, Y12, Y12
-	VMOVUPS        Y12, 96(SP)
-	VMOVDQU        (AX), Y6
-	VPSRLW         $0x04, Y6, Y8
-	VPAND          q4nibmask<>+0(SB), Y6, Y6
-	VPAND          q4nibmask<>+0(SB), Y8, Y8
-	VPMADDUBSW     (R8), Y6, Y4
-	VPMADDUBSW     64(R8), Y8, Y14
-	VPADDW         Y14, Y4, Y4
-	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
-	VMOVDQU        64(AX), Y5
-	VPSRLW         $0x04, Y5, Y10
-	VPAND          q4nibmask<>+0(SB), Y5, Y5
-	VPAND          q4nibmask<>+0(SB), Y10, Y10
-	VPMADDUBSW     256(R8), Y5, Y9
-	VPMADDUBSW     320(R8), Y10, Y11
-	VPADDW         Y11, Y9, Y9
-	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
-	VPUNPCKLDQ     Y9, Y4, Y12
-	VPUNPCKHDQ     Y9, Y4, Y4
-	VPADDD         Y4, Y12, Y12
-	VPXOR          Y15, Y15, Y15
-	VPXOR          Y7, Y7, Y7
-	VPMADDUBSW     512(R8), Y15, Y13
-	VPMADDUBSW     576(R8), Y7, Y14
-	VPADDW         Y14, Y13, Y13
-	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
-	VPXOR          Y6, Y6, Y6
-	VPXOR          Y8, Y8, Y8
-	VPMADDUBSW     768(R8), Y6, Y11
-	VPMADDUBSW     832(R8), Y8, Y4
-	VPADDW         Y4, Y11, Y11
-	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
-	VPUNPCKLDQ     Y11, Y13, Y9
-	VPUNPCKHDQ     Y11, Y13, Y13
-	VPADDD         Y13, Y9, Y9
-	VPUNPCKLQDQ    Y9, Y12, Y5
-	VPUNPCKHQDQ    Y9, Y12, Y12
-	VPADDD         Y12, Y5, Y5
-	VCVTDQ2PS      Y5, Y5
-	VMULPS         (SP), Y5, Y5
-	VCVTDQ2PS      64(R9), Y10
-	VFMADD231PS    64(SP), Y10, Y5
-	VFMADD231PS    (R9), Y5, Y0
-	VMOVDQU        32(AX), Y14
-	VPSRLW         $0x04, Y14, Y15
-	VPAND          q4nibmask<>+0(SB), Y14, Y14
-	VPAND          q4nibmask<>+0(SB), Y15, Y15
-	VPMADDUBSW     32(R8), Y14, Y7
-	VPMADDUBSW     96(R8), Y15, Y4
-	VPADDW         Y4, Y7, Y7
-	VPMADDWD       q4onesw<>+0(SB), Y7, Y7
-	VMOVDQU        96(AX), Y13
-	VPSRLW         $0x04, Y13, Y11
-	VPAND          q4nibmask<>+0(SB), Y13, Y13
-	VPAND          q4nibmask<>+0(SB), Y11, Y11
-	VPMADDUBSW     288(R8), Y13, Y12
-	VPMADDUBSW     352(R8), Y11, Y9
-	VPADDW         Y9, Y12, Y12
-	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
-	VPUNPCKLDQ     Y12, Y7, Y10
-	VPUNPCKHDQ     Y12, Y7, Y7
-	VPADDD         Y7, Y10, Y10
-	VPXOR          Y5, Y5, Y5
-	VPXOR          Y6, Y6, Y6
-	VPMADDUBSW     544(R8), Y5, Y8
-	VPMADDUBSW     608(R8), Y6, Y4
-	VPADDW         Y4, Y8, Y8
-	VPMADDWD       q4onesw<>+0(SB), Y8, Y8
-	VPXOR          Y14, Y14, Y14
-	VPXOR          Y15, Y15, Y15
-	VPMADDUBSW     800(R8), Y14, Y9
-	VPMADDUBSW     864(R8), Y15, Y7
-	VPADDW         Y7, Y9, Y9
-	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
-	VPUNPCKLDQ     Y9, Y8, Y12
-	VPUNPCKHDQ     Y9, Y8, Y8
-	VPADDD         Y8, Y12, Y12
-	VPUNPCKLQDQ    Y12, Y10, Y13
-	VPUNPCKHQDQ    Y12, Y10, Y10
-	VPADDD         Y10, Y13, Y13
-	VCVTDQ2PS      Y13, Y13
-	VMULPS         32(SP), Y13, Y13
-	VCVTDQ2PS      96(R9), Y11
-	VFMADD231PS    96(SP), Y11, Y13
-	VFMADD231PS    32(R9), Y13, Y0
-	VBROADCASTF128 32(BX)(SI*1), Y4
-	VMULPS         q4k4eighth<>+0(SB), Y4, Y4
-	VMOVDQU        (BX)(SI*1), X5
-	VPSHUFB        q4codeperm<>+0(SB), X5, X5
-	VPERMILPS      $0xa0, Y4, Y6
-	VPMOVZXBD      X5, Y7
-	VCVTDQ2PS      Y7, Y7
-	VMULPS         Y6, Y7, Y7
-	VMOVUPS        Y7, (SP)
-	VPSRLDQ        $0x08, X5, X5
-	VPMOVZXBD      X5, Y8
+	VBROADCASTF128 32(BX), Y5
+	VMULPS         q4k4eighth<>+0(SB), Y5, Y5
+	VMOVDQU        (BX), X12
+	VPSHUFB        q4codeperm<>+0(SB), X12, X12
+	VPERMILPS      $0xa0, Y5, Y14
+	VPMOVZXBD      X12, Y8
 	VCVTDQ2PS      Y8, Y8
-	VMULPS         Y6, Y8, Y8
-	VMOVUPS        Y8, 32(SP)
+	VMULPS         Y14, Y8, Y8
+	VPSRLDQ        $0x08, X12, X12
+	VPMOVZXBD      X12, Y15
+	VCVTDQ2PS      Y15, Y15
+	VMULPS         Y14, Y15, Y15
+	VMOVDQU        16(BX), X9
+	VPSHUFB        q4codeperm<>+0(SB), X9, X9
+	VPERMILPS      $0xf5, Y5, Y10
+	VPMOVZXBD      X9, Y4
+	VCVTDQ2PS      Y4, Y4
+	VMULPS         Y10, Y4, Y4
+	VPSRLDQ        $0x08, X9, X9
+	VPMOVZXBD      X9, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y10, Y13, Y13
+	VMOVDQU        (AX), Y11
+	VPSRLW         $0x04, Y11, Y7
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPAND          q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW     (R8), Y11, Y6
+	VPMADDUBSW     64(R8), Y7, Y12
+	VPADDW         Y12, Y6, Y6
+	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU        64(AX), Y14
+	VPSRLW         $0x04, Y14, Y9
+	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     256(R8), Y14, Y10
+	VPMADDUBSW     320(R8), Y9, Y5
+	VPADDW         Y5, Y10, Y10
+	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ     Y10, Y6, Y12
+	VPUNPCKHDQ     Y10, Y6, Y6
+	VPADDD         Y6, Y12, Y12
+	VPXOR          Y11, Y11, Y11
+	VPXOR          Y7, Y7, Y7
+	VPMADDUBSW     512(R8), Y11, Y5
+	VPMADDUBSW     576(R8), Y7, Y6
+	VPADDW         Y6, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VPXOR          Y10, Y10, Y10
+	VPXOR          Y14, Y14, Y14
+	VPMADDUBSW     768(R8), Y10, Y9
+	VPMADDUBSW     832(R8), Y14, Y6
+	VPADDW         Y6, Y9, Y9
+	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ     Y9, Y5, Y11
+	VPUNPCKHDQ     Y9, Y5, Y5
+	VPADDD         Y5, Y11, Y11
+	VPUNPCKLQDQ    Y11, Y12, Y7
+	VPUNPCKHQDQ    Y11, Y12, Y12
+	VPADDD         Y12, Y7, Y7
+	VCVTDQ2PS      Y7, Y7
+	VMULPS         Y8, Y7, Y7
+	VCVTDQ2PS      64(R9), Y6
+	VFMADD231PS    Y4, Y6, Y7
+	VFMADD231PS    (R9), Y7, Y0
+	VMOVDQU        32(AX), Y5
+	VPSRLW         $0x04, Y5, Y9
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     32(R8), Y5, Y12
+	VPMADDUBSW     96(R8), Y9, Y11
+	VPADDW         Y11, Y12, Y12
+	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU        96(AX), Y6
+	VPSRLW         $0x04, Y6, Y7
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPAND          q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW     288(R8), Y6, Y10
+	VPMADDUBSW     352(R8), Y7, Y14
+	VPADDW         Y14, Y10, Y10
+	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ     Y10, Y12, Y11
+	VPUNPCKHDQ     Y10, Y12, Y12
+	VPADDD         Y12, Y11, Y11
+	VPXOR          Y5, Y5, Y5
+	VPXOR          Y9, Y9, Y9
+	VPMADDUBSW     544(R8), Y5, Y14
+	VPMADDUBSW     608(R8), Y9, Y12
+	VPADDW         Y12, Y14, Y14
+	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
+	VPXOR          Y10, Y10, Y10
+	VPXOR          Y6, Y6, Y6
+	VPMADDUBSW     800(R8), Y10, Y7
+	VPMADDUBSW     864(R8), Y6, Y12
+	VPADDW         Y12, Y7, Y7
+	VPMADDWD       q4onesw<>+0(SB), Y7, Y7
+	VPUNPCKLDQ     Y7, Y14, Y5
+	VPUNPCKHDQ     Y7, Y14, Y14
+	VPADDD         Y14, Y5, Y5
+	VPUNPCKLQDQ    Y5, Y11, Y9
+	VPUNPCKHQDQ    Y5, Y11, Y11
+	VPADDD         Y11, Y9, Y9
+	VCVTDQ2PS      Y9, Y9
+	VMULPS         Y15, Y9, Y9
+	VCVTDQ2PS      96(R9), Y12
+	VFMADD231PS    Y13, Y12, Y9
+	VFMADD231PS    32(R9), Y9, Y0
+	VBROADCASTF128 32(BX)(SI*1), Y14
+	VMULPS         q4k4eighth<>+0(SB), Y14, Y14
+	VMOVDQU        (BX)(SI*1), X7
+	VPSHUFB        q4codeperm<>+0(SB), X7, X7
+	VPERMILPS      $0xa0, Y14, Y11
+	VPMOVZXBD      X7, Y5
+	VCVTDQ2PS      Y5, Y5
+	VMULPS         Y11, Y5, Y5
+	VPSRLDQ        $0x08, X7, X7
+	VPMOVZXBD      X7, Y12
+	VCVTDQ2PS      Y12, Y12
+	VMULPS         Y11, Y12, Y12
 	VMOVDQU        16(BX)(SI*1), X9
 	VPSHUFB        q4codeperm<>+0(SB), X9, X9
-	VPERMILPS      $0xf5, Y4, Y10
-	VPMOVZXBD      X9, Y12
-	VCVTDQ2PS      Y12, Y12
-	VMULPS         Y10, Y12, Y12
-	VMOVUPS        Y12, 64(SP)
+	VPERMILPS      $0xf5, Y14, Y10
+	VPMOVZXBD      X9, Y6
+	VCVTDQ2PS      Y6, Y6
+	VMULPS         Y10, Y6, Y6
 	VPSRLDQ        $0x08, X9, X9
-	VPMOVZXBD      X9, Y11
-	VCVTDQ2PS      Y11, Y11
-	VMULPS         Y10, Y11, Y11
-	VMOVUPS        Y11, 96(SP)
-	VMOVDQU        (AX)(CX*1), Y13
-	VPSRLW         $0x04, Y13, Y14
-	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPMOVZXBD      X9, Y8
+	VCVTDQ2PS      Y8, Y8
+	VMULPS         Y10, Y8, Y8
+	VMOVDQU        (AX)(CX*1), Y15
+	VPSRLW         $0x04, Y15, Y4
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW     (R8), Y15, Y13
+	VPMADDUBSW     64(R8), Y4, Y7
+	VPADDW         Y7, Y13, Y13
+	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU        64(AX)(CX*1), Y11
+	VPSRLW         $0x04, Y11, Y9
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     256(R8), Y11, Y10
+	VPMADDUBSW     320(R8), Y9, Y14
+	VPADDW         Y14, Y10, Y10
+	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ     Y10, Y13, Y7
+	VPUNPCKHDQ     Y10, Y13, Y13
+	VPADDD         Y13, Y7, Y7
+	VPXOR          Y15, Y15, Y15
+	VPXOR          Y4, Y4, Y4
+	VPMADDUBSW     512(R8), Y15, Y14
+	VPMADDUBSW     576(R8), Y4, Y13
+	VPADDW         Y13, Y14, Y14
+	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
+	VPXOR          Y10, Y10, Y10
+	VPXOR          Y11, Y11, Y11
+	VPMADDUBSW     768(R8), Y10, Y9
+	VPMADDUBSW     832(R8), Y11, Y13
+	VPADDW         Y13, Y9, Y9
+	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ     Y9, Y14, Y15
+	VPUNPCKHDQ     Y9, Y14, Y14
+	VPADDD         Y14, Y15, Y15
+	VPUNPCKLQDQ    Y15, Y7, Y4
+	VPUNPCKHQDQ    Y15, Y7, Y7
+	VPADDD         Y7, Y4, Y4
+	VCVTDQ2PS      Y4, Y4
+	VMULPS         Y5, Y4, Y4
+	VCVTDQ2PS      64(R9), Y13
+	VFMADD231PS    Y6, Y13, Y4
+	VFMADD231PS    (R9), Y4, Y1
+	VMOVDQU        32(AX)(CX*1), Y14
+	VPSRLW         $0x04, Y14, Y9
 	VPAND          q4nibmask<>+0(SB), Y14, Y14
-	VPMADDUBSW     (R8), Y13, Y15
-	VPMADDUBSW     64(R8), Y14, Y7
-	VPADDW         Y7, Y15, Y15
-	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
-	VMOVDQU        64(AX)(CX*1), Y8
-	VPSRLW         $0x04, Y8, Y5
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     32(R8), Y14, Y7
+	VPMADDUBSW     96(R8), Y9, Y15
+	VPADDW         Y15, Y7, Y7
+	VPMADDWD       q4onesw<>+0(SB), Y7, Y7
+	VMOVDQU        96(AX)(CX*1), Y13
+	VPSRLW         $0x04, Y13, Y4
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW     288(R8), Y13, Y10
+	VPMADDUBSW     352(R8), Y4, Y11
+	VPADDW         Y11, Y10, Y10
+	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ     Y10, Y7, Y15
+	VPUNPCKHDQ     Y10, Y7, Y7
+	VPADDD         Y7, Y15, Y15
+	VPXOR          Y14, Y14, Y14
+	VPXOR          Y9, Y9, Y9
+	VPMADDUBSW     544(R8), Y14, Y11
+	VPMADDUBSW     608(R8), Y9, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
+	VPXOR          Y10, Y10, Y10
+	VPXOR          Y13, Y13, Y13
+	VPMADDUBSW     800(R8), Y10, Y4
+	VPMADDUBSW     864(R8), Y13, Y7
+	VPADDW         Y7, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ     Y4, Y11, Y14
+	VPUNPCKHDQ     Y4, Y11, Y11
+	VPADDD         Y11, Y14, Y14
+	VPUNPCKLQDQ    Y14, Y15, Y9
+	VPUNPCKHQDQ    Y14, Y15, Y15
+	VPADDD         Y15, Y9, Y9
+	VCVTDQ2PS      Y9, Y9
+	VMULPS         Y12, Y9, Y9
+	VCVTDQ2PS      96(R9), Y7
+	VFMADD231PS    Y8, Y7, Y9
+	VFMADD231PS    32(R9), Y9, Y1
+	VBROADCASTF128 32(BX)(SI*2), Y11
+	VMULPS         q4k4eighth<>+0(SB), Y11, Y11
+	VMOVDQU        (BX)(SI*2), X4
+	VPSHUFB        q4codeperm<>+0(SB), X4, X4
+	VPERMILPS      $0xa0, Y11, Y15
+	VPMOVZXBD      X4, Y14
+	VCVTDQ2PS      Y14, Y14
+	VMULPS         Y15, Y14, Y14
+	VPSRLDQ        $0x08, X4, X4
+	VPMOVZXBD      X4, Y7
+	VCVTDQ2PS      Y7, Y7
+	VMULPS         Y15, Y7, Y7
+	VMOVDQU        16(BX)(SI*2), X9
+	VPSHUFB        q4codeperm<>+0(SB), X9, X9
+	VPERMILPS      $0xf5, Y11, Y10
+	VPMOVZXBD      X9, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y10, Y13, Y13
+	VPSRLDQ        $0x08, X9, X9
+	VPMOVZXBD      X9, Y5
+	VCVTDQ2PS      Y5, Y5
+	VMULPS         Y10, Y5, Y5
+	VMOVDQU        (AX)(CX*2), Y12
+	VPSRLW         $0x04, Y12, Y6
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW     (R8), Y12, Y8
+	VPMADDUBSW     64(R8), Y6, Y4
+	VPADDW         Y4, Y8, Y8
+	VPMADDWD       q4onesw<>+0(SB), Y8, Y8
+	VMOVDQU        64(AX)(CX*2), Y15
+	VPSRLW         $0x04, Y15, Y9
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     256(R8), Y15, Y10
+	VPMADDUBSW     320(R8), Y9, Y11
+	VPADDW         Y11, Y10, Y10
+	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ     Y10, Y8, Y4
+	VPUNPCKHDQ     Y10, Y8, Y8
+	VPADDD         Y8, Y4, Y4
+	VPXOR          Y12, Y12, Y12
+	VPXOR          Y6, Y6, Y6
+	VPMADDUBSW     512(R8), Y12, Y11
+	VPMADDUBSW     576(R8), Y6, Y8
+	VPADDW         Y8, Y11, Y11
+	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
+	VPXOR          Y10, Y10, Y10
+	VPXOR          Y15, Y15, Y15
+	VPMADDUBSW     768(R8), Y10, Y9
+	VPMADDUBSW     832(R8), Y15, Y8
+	VPADDW         Y8, Y9, Y9
+	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ     Y9, Y11, Y12
+	VPUNPCKHDQ     Y9, Y11, Y11
+	VPADDD         Y11, Y12, Y12
+	VPUNPCKLQDQ    Y12, Y4, Y6
+	VPUNPCKHQDQ    Y12, Y4, Y4
+	VPADDD         Y4, Y6, Y6
+	VCVTDQ2PS      Y6, Y6
+	VMULPS         Y14, Y6, Y6
+	VCVTDQ2PS      64(R9), Y8
+	VFMADD231PS    Y13, Y8, Y6
+	VFMADD231PS    (R9), Y6, Y2
+	VMOVDQU        32(AX)(CX*2), Y11
+	VPSRLW         $0x04, Y11, Y9
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     32(R8), Y11, Y4
+	VPMADDUBSW     96(R8), Y9, Y12
+	VPADDW         Y12, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU        96(AX)(CX*2), Y8
+	VPSRLW         $0x04, Y8, Y6
 	VPAND          q4nibmask<>+0(SB), Y8, Y8
-	VPAND          q4nibmask<>+0(SB), Y5, Y5
-	VPMADDUBSW     256(R8), Y8, Y6
-	VPMADDUBSW     320(R8), Y5, Y12
-	VPADDW         Y12, Y6, Y6
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW     288(R8), Y8, Y10
+	VPMADDUBSW     352(R8), Y6, Y15
+	VPADDW         Y15, Y10, Y10
+	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ     Y10, Y4, Y12
+	VPUNPCKHDQ     Y10, Y4, Y4
+	VPADDD         Y4, Y12, Y12
+	VPXOR          Y11, Y11, Y11
+	VPXOR          Y9, Y9, Y9
+	VPMADDUBSW     544(R8), Y11, Y15
+	VPMADDUBSW     608(R8), Y9, Y4
+	VPADDW         Y4, Y15, Y15
+	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
+	VPXOR          Y10, Y10, Y10
+	VPXOR          Y8, Y8, Y8
+	VPMADDUBSW     800(R8), Y10, Y6
+	VPMADDUBSW     864(R8), Y8, Y4
+	VPADDW         Y4, Y6, Y6
 	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
 	VPUNPCKLDQ     Y6, Y15, Y11
 	VPUNPCKHDQ     Y6, Y15, Y15
 	VPADDD         Y15, Y11, Y11
-	VPXOR          Y9, Y9, Y9
-	VPXOR          Y10, Y10, Y10
-	VPMADDUBSW     512(R8), Y9, Y4
-	VPMADDUBSW     576(R8), Y10, Y7
-	VPADDW         Y7, Y4, Y4
-	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
-	VPXOR          Y13, Y13, Y13
-	VPXOR          Y14, Y14, Y14
-	VPMADDUBSW     768(R8), Y13, Y12
-	VPMADDUBSW     832(R8), Y14, Y15
-	VPADDW         Y15, Y12, Y12
-	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
-	VPUNPCKLDQ     Y12, Y4, Y6
-	VPUNPCKHDQ     Y12, Y4, Y4
-	VPADDD         Y4, Y6, Y6
-	VPUNPCKLQDQ    Y6, Y11, Y8
-	VPUNPCKHQDQ    Y6, Y11, Y11
-	VPADDD         Y11, Y8, Y8
-	VCVTDQ2PS      Y8, Y8
-	VMULPS         (SP), Y8, Y8
-	VCVTDQ2PS      64(R9), Y5
-	VFMADD231PS    64(SP), Y5, Y8
-	VFMADD231PS    (R9), Y8, Y1
-	VMOVDQU        32(AX)(CX*1), Y7
-	VPSRLW         $0x04, Y7, Y9
-	VPAND          q4nibmask<>+0(SB), Y7, Y7
-	VPAND          q4nibmask<>+0(SB), Y9, Y9
-	VPMADDUBSW     32(R8), Y7, Y10
-	VPMADDUBSW     96(R8), Y9, Y15
-	VPADDW         Y15, Y10, Y10
-	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
-	VMOVDQU        96(AX)(CX*1), Y4
-	VPSRLW         $0x04, Y4, Y12
-	VPAND          q4nibmask<>+0(SB), Y4, Y4
-	VPAND          q4nibmask<>+0(SB), Y12, Y12
-	VPMADDUBSW     288(R8), Y4, Y11
-	VPMADDUBSW     352(R8), Y12, Y6
-	VPADDW         Y6, Y11, Y11
-	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
-	VPUNPCKLDQ     Y11, Y10, Y5
-	VPUNPCKHDQ     Y11, Y10, Y10
-	VPADDD         Y10, Y5, Y5
-	VPXOR          Y8, Y8, Y8
-	VPXOR          Y13, Y13, Y13
-	VPMADDUBSW     544(R8), Y8, Y14
-	VPMADDUBSW     608(R8), Y13, Y15
-	VPADDW         Y15, Y14, Y14
-	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
-	VPXOR          Y7, Y7, Y7
-	VPXOR          Y9, Y9, Y9
-	VPMADDUBSW     800(R8), Y7, Y6
-	VPMADDUBSW     864(R8), Y9, Y10
-	VPADDW         Y10, Y6, Y6
-	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VPUNPCKLDQ     Y6, Y14, Y11
-	VPUNPCKHDQ     Y6, Y14, Y14
-	VPADDD         Y14, Y11, Y11
-	VPUNPCKLQDQ    Y11, Y5, Y4
-	VPUNPCKHQDQ    Y11, Y5, Y5
-	VPADDD         Y5, Y4, Y4
-	VCVTDQ2PS      Y4, Y4
-	VMULPS         32(SP), Y4, Y4
-	VCVTDQ2PS      96(R9), Y12
-	VFMADD231PS    96(SP), Y12, Y4
-	VFMADD231PS    32(R9), Y4, Y1
-	VBROADCASTF128 32(BX)(SI*2), Y15
+	VPUNPCKLQDQ    Y11, Y12, Y9
+	VPUNPCKHQDQ    Y11, Y12, Y12
+	VPADDD         Y12, Y9, Y9
+	VCVTDQ2PS      Y9, Y9
+	VMULPS         Y7, Y9, Y9
+	VCVTDQ2PS      96(R9), Y4
+	VFMADD231PS    Y5, Y4, Y9
+	VFMADD231PS    32(R9), Y9, Y2
+	VBROADCASTF128 32(BX)(DI*1), Y15
 	VMULPS         q4k4eighth<>+0(SB), Y15, Y15
-	VMOVDQU        (BX)(SI*2), X8
-	VPSHUFB        q4codeperm<>+0(SB), X8, X8
-	VPERMILPS      $0xa0, Y15, Y13
-	VPMOVZXBD      X8, Y10
-	VCVTDQ2PS      Y10, Y10
-	VMULPS         Y13, Y10, Y10
-	VMOVUPS        Y10, (SP)
-	VPSRLDQ        $0x08, X8, X8
-	VPMOVZXBD      X8, Y14
-	VCVTDQ2PS      Y14, Y14
-	VMULPS         Y13, Y14, Y14
-	VMOVUPS        Y14, 32(SP)
-	VMOVDQU        16(BX)(SI*2), X6
+	VMOVDQU        (BX)(DI*1), X6
 	VPSHUFB        q4codeperm<>+0(SB), X6, X6
-	VPERMILPS      $0xf5, Y15, Y5
+	VPERMILPS      $0xa0, Y15, Y12
 	VPMOVZXBD      X6, Y11
 	VCVTDQ2PS      Y11, Y11
-	VMULPS         Y5, Y11, Y11
-	VMOVUPS        Y11, 64(SP)
+	VMULPS         Y12, Y11, Y11
 	VPSRLDQ        $0x08, X6, X6
-	VPMOVZXBD      X6, Y12
-	VCVTDQ2PS      Y12, Y12
-	VMULPS         Y5, Y12, Y12
-	VMOVUPS        Y12, 96(SP)
-	VMOVDQU        (AX)(CX*2), Y4
-	VPSRLW         $0x04, Y4, Y7
-	VPAND          q4nibmask<>+0(SB), Y4, Y4
-	VPAND          q4nibmask<>+0(SB), Y7, Y7
-	VPMADDUBSW     (R8), Y4, Y9
-	VPMADDUBSW     64(R8), Y7, Y10
-	VPADDW         Y10, Y9, Y9
-	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
-	VMOVDQU        64(AX)(CX*2), Y14
-	VPSRLW         $0x04, Y14, Y8
-	VPAND          q4nibmask<>+0(SB), Y14, Y14
-	VPAND          q4nibmask<>+0(SB), Y8, Y8
-	VPMADDUBSW     256(R8), Y14, Y13
-	VPMADDUBSW     320(R8), Y8, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
-	VPUNPCKLDQ     Y13, Y9, Y12
-	VPUNPCKHDQ     Y13, Y9, Y9
-	VPADDD         Y9, Y12, Y12
-	VPXOR          Y6, Y6, Y6
-	VPXOR          Y5, Y5, Y5
-	VPMADDUBSW     512(R8), Y6, Y15
-	VPMADDUBSW     576(R8), Y5, Y10
-	VPADDW         Y10, Y15, Y15
-	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
-	VPXOR          Y4, Y4, Y4
-	VPXOR          Y7, Y7, Y7
-	VPMADDUBSW     768(R8), Y4, Y11
-	VPMADDUBSW     832(R8), Y7, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
-	VPUNPCKLDQ     Y11, Y15, Y13
-	VPUNPCKHDQ     Y11, Y15, Y15
-	VPADDD         Y15, Y13, Y13
-	VPUNPCKLQDQ    Y13, Y12, Y14
-	VPUNPCKHQDQ    Y13, Y12, Y12
-	VPADDD         Y12, Y14, Y14
+	VPMOVZXBD      X6, Y4
+	VCVTDQ2PS      Y4, Y4
+	VMULPS         Y12, Y4, Y4
+	VMOVDQU        16(BX)(DI*1), X9
+	VPSHUFB        q4codeperm<>+0(SB), X9, X9
+	VPERMILPS      $0xf5, Y15, Y10
+	VPMOVZXBD      X9, Y8
+	VCVTDQ2PS      Y8, Y8
+	VMULPS         Y10, Y8, Y8
+	VPSRLDQ        $0x08, X9, X9
+	VPMOVZXBD      X9, Y14
 	VCVTDQ2PS      Y14, Y14
-	VMULPS         (SP), Y14, Y14
-	VCVTDQ2PS      64(R9), Y8
-	VFMADD231PS    64(SP), Y8, Y14
-	VFMADD231PS    (R9), Y14, Y2
-	VMOVDQU        32(AX)(CX*2), Y10
-	VPSRLW         $0x04, Y10, Y6
-	VPAND          q4nibmask<>+0(SB), Y10, Y10
-	VPAND          q4nibmask<>+0(SB), Y6, Y6
-	VPMADDUBSW     32(R8), Y10, Y5
-	VPMADDUBSW     96(R8), Y6, Y9
-	VPADDW         Y9, Y5, Y5
-	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
-	VMOVDQU        96(AX)(CX*2), Y15
-	VPSRLW         $0x04, Y15, Y11
-	VPAND          q4nibmask<>+0(SB), Y15, Y15
-	VPAND          q4nibmask<>+0(SB), Y11, Y11
-	VPMADDUBSW     288(R8), Y15, Y12
-	VPMADDUBSW     352(R8), Y11, Y13
-	VPADDW         Y13, Y12, Y12
-	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
-	VPUNPCKLDQ     Y12, Y5, Y8
-	VPUNPCKHDQ     Y12, Y5, Y5
-	VPADDD         Y5, Y8, Y8
-	VPXOR          Y14, Y14, Y14
-	VPXOR          Y4, Y4, Y4
-	VPMADDUBSW     544(R8), Y14, Y7
-	VPMADDUBSW     608(R8), Y4, Y9
-	VPADDW         Y9, Y7, Y7
-	VPMADDWD       q4onesw<>+0(SB), Y7, Y7
-	VPXOR          Y10, Y10, Y10
-	VPXOR          Y6, Y6, Y6
-	VPMADDUBSW     800(R8), Y10, Y13
-	VPMADDUBSW     864(R8), Y6, Y5
-	VPADDW         Y5, Y13, Y13
-	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
-	VPUNPCKLDQ     Y13, Y7, Y12
-	VPUNPCKHDQ     Y13, Y7, Y7
-	VPADDD         Y7, Y12, Y12
-	VPUNPCKLQDQ    Y12, Y8, Y15
-	VPUNPCKHQDQ    Y12, Y8, Y8
-	VPADDD         Y8, Y15, Y15
-	VCVTDQ2PS      Y15, Y15
-	VMULPS         32(SP), Y15, Y15
-	VCVTDQ2PS      96(R9), Y11
-	VFMADD231PS    96(SP), Y11, Y15
-	VFMADD231PS    32(R9), Y15, Y2
-	VBROADCASTF128 32(BX)(DI*1), Y9
-	VMULPS         q4k4eighth<>+0(SB), Y9, Y9
-	VMOVDQU        (BX)(DI*1), X14
-	VPSHUFB        q4codeperm<>+0(SB), X14, X14
-	VPERMILPS      $0xa0, Y9, Y4
-	VPMOVZXBD      X14, Y5
-	VCVTDQ2PS      Y5, Y5
-	VMULPS         Y4, Y5, Y5
-	VMOVUPS        Y5, (SP)
-	VPSRLDQ        $0x08, X14, X14
-	VPMOVZXBD      X14, Y7
-	VCVTDQ2PS      Y7, Y7
-	VMULPS         Y4, Y7, Y7
-	VMOVUPS        Y7, 32(SP)
-	VMOVDQU        16(BX)(DI*1), X13
-	VPSHUFB        q4codeperm<>+0(SB), X13, X13
-	VPERMILPS      $0xf5, Y9, Y8
-	VPMOVZXBD      X13, Y12
-	VCVTDQ2PS      Y12, Y12
-	VMULPS         Y8, Y12, Y12
-	VMOVUPS        Y12, 64(SP)
-	VPSRLDQ        $0x08, X13, X13
-	VPMOVZXBD      X13, Y11
-	VCVTDQ2PS      Y11, Y11
-	VMULPS         Y8, Y11, Y11
-	VMOVUPS        Y11, 96(SP)
-	VMOVDQU        (AX)(DX*1), Y15
-	VPSRLW         $0x04, Y15, Y10
-	VPAND          q4nibmask<>+0(SB), Y15, Y15
-	VPAND          q4nibmask<>+0(SB), Y10, Y10
-	VPMADDUBSW     (R8), Y15, Y6
-	VPMADDUBSW     64(R8), Y10, Y5
-	VPADDW         Y5, Y6, Y6
-	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VMOVDQU        64(AX)(DX*1), Y7
-	VPSRLW         $0x04, Y7, Y14
+	VMULPS         Y10, Y14, Y14
+	VMOVDQU        (AX)(DX*1), Y7
+	VPSRLW         $0x04, Y7, Y13
 	VPAND          q4nibmask<>+0(SB), Y7, Y7
-	VPAND          q4nibmask<>+0(SB), Y14, Y14
-	VPMADDUBSW     256(R8), Y7, Y4
-	VPMADDUBSW     320(R8), Y14, Y12
-	VPADDW         Y12, Y4, Y4
-	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
-	VPUNPCKLDQ     Y4, Y6, Y11
-	VPUNPCKHDQ     Y4, Y6, Y6
-	VPADDD         Y6, Y11, Y11
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW     (R8), Y7, Y5
+	VPMADDUBSW     64(R8), Y13, Y6
+	VPADDW         Y6, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VMOVDQU        64(AX)(DX*1), Y12
+	VPSRLW         $0x04, Y12, Y9
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     256(R8), Y12, Y10
+	VPMADDUBSW     320(R8), Y9, Y15
+	VPADDW         Y15, Y10, Y10
+	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ     Y10, Y5, Y6
+	VPUNPCKHDQ     Y10, Y5, Y5
+	VPADDD         Y5, Y6, Y6
+	VPXOR          Y7, Y7, Y7
 	VPXOR          Y13, Y13, Y13
-	VPXOR          Y8, Y8, Y8
-	VPMADDUBSW     512(R8), Y13, Y9
-	VPMADDUBSW     576(R8), Y8, Y5
+	VPMADDUBSW     512(R8), Y7, Y15
+	VPMADDUBSW     576(R8), Y13, Y5
+	VPADDW         Y5, Y15, Y15
+	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
+	VPXOR          Y10, Y10, Y10
+	VPXOR          Y12, Y12, Y12
+	VPMADDUBSW     768(R8), Y10, Y9
+	VPMADDUBSW     832(R8), Y12, Y5
 	VPADDW         Y5, Y9, Y9
 	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
-	VPXOR          Y15, Y15, Y15
-	VPXOR          Y10, Y10, Y10
-	VPMADDUBSW     768(R8), Y15, Y12
-	VPMADDUBSW     832(R8), Y10, Y6
-	VPADDW         Y6, Y12, Y12
-	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
-	VPUNPCKLDQ     Y12, Y9, Y4
-	VPUNPCKHDQ     Y12, Y9, Y9
-	VPADDD         Y9, Y4, Y4
-	VPUNPCKLQDQ    Y4, Y11, Y7
-	VPUNPCKHQDQ    Y4, Y11, Y11
-	VPADDD         Y11, Y7, Y7
-	VCVTDQ2PS      Y7, Y7
-	VMULPS         (SP), Y7, Y7
-	VCVTDQ2PS      64(R9), Y14
-	VFMADD231PS    64(SP), Y14, Y7
-	VFMADD231PS    (R9), Y7, Y3
-	VMOVDQU        32(AX)(DX*1), Y5
+	VPUNPCKLDQ     Y9, Y15, Y7
+	VPUNPCKHDQ     Y9, Y15, Y15
+	VPADDD         Y15, Y7, Y7
+	VPUNPCKLQDQ    Y7, Y6, Y13
+	VPUNPCKHQDQ    Y7, Y6, Y6
+	VPADDD         Y6, Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y11, Y13, Y13
+	VCVTDQ2PS      64(R9), Y5
+	VFMADD231PS    Y8, Y5, Y13
+	VFMADD231PS    (R9), Y13, Y3
+	VMOVDQU        32(AX)(DX*1), Y15
+	VPSRLW         $0x04, Y15, Y9
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     32(R8), Y15, Y6
+	VPMADDUBSW     96(R8), Y9, Y7
+	VPADDW         Y7, Y6, Y6
+	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU        96(AX)(DX*1), Y5
 	VPSRLW         $0x04, Y5, Y13
 	VPAND          q4nibmask<>+0(SB), Y5, Y5
 	VPAND          q4nibmask<>+0(SB), Y13, Y13
-	VPMADDUBSW     32(R8), Y5, Y8
-	VPMADDUBSW     96(R8), Y13, Y6
-	VPADDW         Y6, Y8, Y8
-	VPMADDWD       q4onesw<>+0(SB), Y8, Y8
-	VMOVDQU        96(AX)(DX*1), Y9
-	VPSRLW         $0x04, Y9, Y12
-	VPAND          q4nibmask<>+0(SB), Y9, Y9
-	VPAND          q4nibmask<>+0(SB), Y12, Y12
-	VPMADDUBSW     288(R8), Y9, Y11
-	VPMADDUBSW     352(R8), Y12, Y4
-	VPADDW         Y4, Y11, Y11
-	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
-	VPUNPCKLDQ     Y11, Y8, Y14
-	VPUNPCKHDQ     Y11, Y8, Y8
-	VPADDD         Y8, Y14, Y14
-	VPXOR          Y7, Y7, Y7
-	VPXOR          Y15, Y15, Y15
-	VPMADDUBSW     544(R8), Y7, Y10
-	VPMADDUBSW     608(R8), Y15, Y6
-	VPADDW         Y6, Y10, Y10
+	VPMADDUBSW     288(R8), Y5, Y10
+	VPMADDUBSW     352(R8), Y13, Y12
+	VPADDW         Y12, Y10, Y10
 	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
+	VPUNPCKLDQ     Y10, Y6, Y7
+	VPUNPCKHDQ     Y10, Y6, Y6
+	VPADDD         Y6, Y7, Y7
+	VPXOR          Y15, Y15, Y15
+	VPXOR          Y9, Y9, Y9
+	VPMADDUBSW     544(R8), Y15, Y12
+	VPMADDUBSW     608(R8), Y9, Y6
+	VPADDW         Y6, Y12, Y12
+	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
+	VPXOR          Y10, Y10, Y10
 	VPXOR          Y5, Y5, Y5
-	VPXOR          Y13, Y13, Y13
-	VPMADDUBSW     800(R8), Y5, Y4
-	VPMADDUBSW     864(R8), Y13, Y8
-	VPADDW         Y8, Y4, Y4
-	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
-	VPUNPCKLDQ     Y4, Y10, Y11
-	VPUNPCKHDQ     Y4, Y10, Y10
-	VPADDD         Y10, Y11, Y11
-	VPUNPCKLQDQ    Y11, Y14, Y9
-	VPUNPCKHQDQ    Y11, Y14, Y14
-	VPADDD         Y14, Y9, Y9
+	VPMADDUBSW     800(R8), Y10, Y13
+	VPMADDUBSW     864(R8), Y5, Y6
+	VPADDW         Y6, Y13, Y13
+	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
+	VPUNPCKLDQ     Y13, Y12, Y15
+	VPUNPCKHDQ     Y13, Y12, Y12
+	VPADDD         Y12, Y15, Y15
+	VPUNPCKLQDQ    Y15, Y7, Y9
+	VPUNPCKHQDQ    Y15, Y7, Y7
+	VPADDD         Y7, Y9, Y9
 	VCVTDQ2PS      Y9, Y9
-	VMULPS         32(SP), Y9, Y9
-	VCVTDQ2PS      96(R9), Y12
-	VFMADD231PS    96(SP), Y12, Y9
+	VMULPS         Y4, Y9, Y9
+	VCVTDQ2PS      96(R9), Y6
+	VFMADD231PS    Y14, Y6, Y9
 	VFMADD231PS    32(R9), Y9, Y3
 
 reduce:
 	MOVQ         dst+64(FP), AX
 	MOVQ         ldd+72(FP), CX
 	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X6
-	VADDPS       X6, X0, X6
-	VPERMILPS    $0x4e, X6, X7
-	VADDPS       X7, X6, X6
-	VPERMILPS    $0xb1, X6, X7
-	VADDSS       X7, X6, X6
-	VMOVSS       X6, (AX)
-	VEXTRACTF128 $0x01, Y1, X15
-	VADDPS       X15, X1, X15
-	VPERMILPS    $0x4e, X15, X8
-	VADDPS       X8, X15, X15
-	VPERMILPS    $0xb1, X15, X8
-	VADDSS       X8, X15, X15
-	VMOVSS       X15, 4(AX)
-	VEXTRACTF128 $0x01, Y2, X10
-	VADDPS       X10, X2, X10
-	VPERMILPS    $0x4e, X10, X4
-	VADDPS       X4, X10, X10
-	VPERMILPS    $0xb1, X10, X4
-	VADDSS       X4, X10, X10
-	VMOVSS       X10, 8(AX)
-	VEXTRACTF128 $0x01, Y3, X14
-	VADDPS       X14, X3, X14
-	VPERMILPS    $0x4e, X14, X11
-	VADDPS       X11, X14, X14
-	VPERMILPS    $0xb1, X14, X11
-	VADDSS       X11, X14, X14
-	VMOVSS       X14, 12(AX)
+	VEXTRACTF128 $0x01, Y0, X12
+	VADDPS       X12, X0, X12
+	VPERMILPS    $0x4e, X12, X13
+	VADDPS       X13, X12, X12
+	VPERMILPS    $0xb1, X12, X13
+	VADDSS       X13, X12, X12
+	VMOVSS       X12, (AX)
+	VEXTRACTF128 $0x01, Y1, X7
+	VADDPS       X7, X1, X7
+	VPERMILPS    $0x4e, X7, X15
+	VADDPS       X15, X7, X7
+	VPERMILPS    $0xb1, X7, X15
+	VADDSS       X15, X7, X7
+	VMOVSS       X7, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X6
+	VADDPS       X6, X2, X6
+	VPERMILPS    $0x4e, X6, X9
+	VADDPS       X9, X6, X6
+	VPERMILPS    $0xb1, X6, X9
+	VADDSS       X9, X6, X6
+	VMOVSS       X6, 8(AX)
+	VEXTRACTF128 $0x01, Y3, X10
+	VADDPS       X10, X3, X10
+	VPERMILPS    $0x4e, X10, X5
+	VADDPS       X5, X10, X10
+	VPERMILPS    $0xb1, X10, X5
+	VADDSS       X5, X10, X10
+	VMOVSS       X10, 12(AX)
 	VZEROUPPER
 	RET
 
@@ -48089,7 +48033,7 @@ reduce:
 
 // func q4Avx2K4Rows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·q4Avx2K4Rows(SB), NOSPLIT, $128-80
+TEXT ·q4Avx2K4Rows(SB), NOSPLIT, $0-80
 	MOVQ nib+0(FP), AX
 	MOVQ sc+16(FP), CX
 	MOVQ n+56(FP), DX
@@ -48125,24 +48069,20 @@ chunk0:
 	VPMOVZXBD      X2, Y4
 	VCVTDQ2PS      Y4, Y4
 	VMULPS         Y3, Y4, Y4
-	VMOVUPS        Y4, (SP)
 	VPSRLDQ        $0x08, X2, X2
 	VPMOVZXBD      X2, Y5
 	VCVTDQ2PS      Y5, Y5
 	VMULPS         Y3, Y5, Y5
-	VMOVUPS        Y5, 32(SP)
 	VMOVDQU        16(SI), X6
 	VPSHUFB        q4codeperm<>+0(SB), X6, X6
 	VPERMILPS      $0xf5, Y1, Y7
 	VPMOVZXBD      X6, Y8
 	VCVTDQ2PS      Y8, Y8
 	VMULPS         Y7, Y8, Y8
-	VMOVUPS        Y8, 64(SP)
 	VPSRLDQ        $0x08, X6, X6
 	VPMOVZXBD      X6, Y9
 	VCVTDQ2PS      Y9, Y9
 	VMULPS         Y7, Y9, Y9
-	VMOVUPS        Y9, 96(SP)
 	VMOVDQU        (BX), Y10
 	VPSRLW         $0x04, Y10, Y11
 	VPAND          q4nibmask<>+0(SB), Y10, Y10
@@ -48155,86 +48095,86 @@ chunk0:
 	VPSRLW         $0x04, Y14, Y15
 	VPAND          q4nibmask<>+0(SB), Y14, Y14
 	VPAND          q4nibmask<>+0(SB), Y15, Y15
-	VPMADDUBSW     256(DI), Y14, Y4
-	VPMADDUBSW     320(DI), Y15, Y5
-	VPADDW         Y5, Y4, Y4
-	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
-	VPUNPCKLDQ     Y4, Y12, Y2
-	VPUNPCKHDQ     Y4, Y12, Y12
-	VPADDD         Y12, Y2, Y2
-	VMOVDQU        128(BX), Y3
-	VPSRLW         $0x04, Y3, Y8
-	VPAND          q4nibmask<>+0(SB), Y3, Y3
-	VPAND          q4nibmask<>+0(SB), Y8, Y8
-	VPMADDUBSW     512(DI), Y3, Y9
-	VPMADDUBSW     576(DI), Y8, Y6
-	VPADDW         Y6, Y9, Y9
-	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
-	VMOVDQU        192(BX), Y7
+	VPMADDUBSW     256(DI), Y14, Y2
+	VPMADDUBSW     320(DI), Y15, Y3
+	VPADDW         Y3, Y2, Y2
+	VPMADDWD       q4onesw<>+0(SB), Y2, Y2
+	VPUNPCKLDQ     Y2, Y12, Y6
+	VPUNPCKHDQ     Y2, Y12, Y12
+	VPADDD         Y12, Y6, Y6
+	VMOVDQU        128(BX), Y7
 	VPSRLW         $0x04, Y7, Y1
 	VPAND          q4nibmask<>+0(SB), Y7, Y7
 	VPAND          q4nibmask<>+0(SB), Y1, Y1
-	VPMADDUBSW     768(DI), Y7, Y13
-	VPMADDUBSW     832(DI), Y1, Y10
+	VPMADDUBSW     512(DI), Y7, Y13
+	VPMADDUBSW     576(DI), Y1, Y10
 	VPADDW         Y10, Y13, Y13
 	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
-	VPUNPCKLDQ     Y13, Y9, Y11
-	VPUNPCKHDQ     Y13, Y9, Y9
-	VPADDD         Y9, Y11, Y11
-	VPUNPCKLQDQ    Y11, Y2, Y5
-	VPUNPCKHQDQ    Y11, Y2, Y2
-	VPADDD         Y2, Y5, Y5
-	VCVTDQ2PS      Y5, Y5
-	VMULPS         (SP), Y5, Y5
-	VCVTDQ2PS      64(R8), Y12
-	VFMADD231PS    64(SP), Y12, Y5
-	VFMADD231PS    (R8), Y5, Y0
-	VMOVDQU        32(BX), Y4
-	VPSRLW         $0x04, Y4, Y14
-	VPAND          q4nibmask<>+0(SB), Y4, Y4
-	VPAND          q4nibmask<>+0(SB), Y14, Y14
-	VPMADDUBSW     32(DI), Y4, Y15
-	VPMADDUBSW     96(DI), Y14, Y6
-	VPADDW         Y6, Y15, Y15
-	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
-	VMOVDQU        96(BX), Y3
-	VPSRLW         $0x04, Y3, Y8
-	VPAND          q4nibmask<>+0(SB), Y3, Y3
-	VPAND          q4nibmask<>+0(SB), Y8, Y8
-	VPMADDUBSW     288(DI), Y3, Y10
-	VPMADDUBSW     352(DI), Y8, Y9
-	VPADDW         Y9, Y10, Y10
-	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
-	VPUNPCKLDQ     Y10, Y15, Y13
-	VPUNPCKHDQ     Y10, Y15, Y15
-	VPADDD         Y15, Y13, Y13
-	VMOVDQU        160(BX), Y2
-	VPSRLW         $0x04, Y2, Y11
-	VPAND          q4nibmask<>+0(SB), Y2, Y2
+	VMOVDQU        192(BX), Y11
+	VPSRLW         $0x04, Y11, Y3
 	VPAND          q4nibmask<>+0(SB), Y11, Y11
-	VPMADDUBSW     544(DI), Y2, Y12
-	VPMADDUBSW     608(DI), Y11, Y5
-	VPADDW         Y5, Y12, Y12
+	VPAND          q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW     768(DI), Y11, Y12
+	VPMADDUBSW     832(DI), Y3, Y2
+	VPADDW         Y2, Y12, Y12
 	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
-	VMOVDQU        224(BX), Y7
+	VPUNPCKLDQ     Y12, Y13, Y14
+	VPUNPCKHDQ     Y12, Y13, Y13
+	VPADDD         Y13, Y14, Y14
+	VPUNPCKLQDQ    Y14, Y6, Y15
+	VPUNPCKHQDQ    Y14, Y6, Y6
+	VPADDD         Y6, Y15, Y15
+	VCVTDQ2PS      Y15, Y15
+	VMULPS         Y4, Y15, Y15
+	VCVTDQ2PS      64(R8), Y10
+	VFMADD231PS    Y8, Y10, Y15
+	VFMADD231PS    (R8), Y15, Y0
+	VMOVDQU        32(BX), Y7
 	VPSRLW         $0x04, Y7, Y1
 	VPAND          q4nibmask<>+0(SB), Y7, Y7
 	VPAND          q4nibmask<>+0(SB), Y1, Y1
-	VPMADDUBSW     800(DI), Y7, Y6
-	VPMADDUBSW     864(DI), Y1, Y4
-	VPADDW         Y4, Y6, Y6
-	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VPUNPCKLDQ     Y6, Y12, Y14
-	VPUNPCKHDQ     Y6, Y12, Y12
-	VPADDD         Y12, Y14, Y14
-	VPUNPCKLQDQ    Y14, Y13, Y9
-	VPUNPCKHQDQ    Y14, Y13, Y13
-	VPADDD         Y13, Y9, Y9
-	VCVTDQ2PS      Y9, Y9
-	VMULPS         32(SP), Y9, Y9
-	VCVTDQ2PS      96(R8), Y15
-	VFMADD231PS    96(SP), Y15, Y9
-	VFMADD231PS    32(R8), Y9, Y0
+	VPMADDUBSW     32(DI), Y7, Y2
+	VPMADDUBSW     96(DI), Y1, Y13
+	VPADDW         Y13, Y2, Y2
+	VPMADDWD       q4onesw<>+0(SB), Y2, Y2
+	VMOVDQU        96(BX), Y12
+	VPSRLW         $0x04, Y12, Y6
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW     288(DI), Y12, Y14
+	VPMADDUBSW     352(DI), Y6, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ     Y14, Y2, Y15
+	VPUNPCKHDQ     Y14, Y2, Y2
+	VPADDD         Y2, Y15, Y15
+	VMOVDQU        160(BX), Y11
+	VPSRLW         $0x04, Y11, Y3
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPAND          q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW     544(DI), Y11, Y13
+	VPMADDUBSW     608(DI), Y3, Y7
+	VPADDW         Y7, Y13, Y13
+	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU        224(BX), Y1
+	VPSRLW         $0x04, Y1, Y10
+	VPAND          q4nibmask<>+0(SB), Y1, Y1
+	VPAND          q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW     800(DI), Y1, Y2
+	VPMADDUBSW     864(DI), Y10, Y14
+	VPADDW         Y14, Y2, Y2
+	VPMADDWD       q4onesw<>+0(SB), Y2, Y2
+	VPUNPCKLDQ     Y2, Y13, Y12
+	VPUNPCKHDQ     Y2, Y13, Y13
+	VPADDD         Y13, Y12, Y12
+	VPUNPCKLQDQ    Y12, Y15, Y6
+	VPUNPCKHQDQ    Y12, Y15, Y15
+	VPADDD         Y15, Y6, Y6
+	VCVTDQ2PS      Y6, Y6
+	VMULPS         Y5, Y6, Y6
+	VCVTDQ2PS      96(R8), Y7
+	VFMADD231PS    Y9, Y7, Y6
+	VFMADD231PS    32(R8), Y6, Y0
 	ADDQ           $0x00000100, BX
 	ADDQ           $0x00000030, SI
 	ADDQ           $0x00000400, DI
@@ -48245,123 +48185,119 @@ chunk0:
 groups0:
 	TESTQ          R10, R10
 	JZ             reduce0
-	VBROADCASTF128 32(SI), Y10
-	VMULPS         q4k4eighth<>+0(SB), Y10, Y10
+	VBROADCASTF128 32(SI), Y11
+	VMULPS         q4k4eighth<>+0(SB), Y11, Y11
 	VMOVDQU        (SI), X3
 	VPSHUFB        q4codeperm<>+0(SB), X3, X3
-	VPERMILPS      $0xa0, Y10, Y8
-	VPMOVZXBD      X3, Y5
-	VCVTDQ2PS      Y5, Y5
-	VMULPS         Y8, Y5, Y5
-	VMOVUPS        Y5, (SP)
+	VPERMILPS      $0xa0, Y11, Y14
+	VPMOVZXBD      X3, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y14, Y13, Y13
 	VPSRLDQ        $0x08, X3, X3
 	VPMOVZXBD      X3, Y2
 	VCVTDQ2PS      Y2, Y2
-	VMULPS         Y8, Y2, Y2
-	VMOVUPS        Y2, 32(SP)
-	VMOVDQU        16(SI), X11
-	VPSHUFB        q4codeperm<>+0(SB), X11, X11
-	VPERMILPS      $0xf5, Y10, Y4
-	VPMOVZXBD      X11, Y12
-	VCVTDQ2PS      Y12, Y12
-	VMULPS         Y4, Y12, Y12
-	VMOVUPS        Y12, 64(SP)
-	VPSRLDQ        $0x08, X11, X11
-	VPMOVZXBD      X11, Y6
+	VMULPS         Y14, Y2, Y2
+	VMOVDQU        16(SI), X15
+	VPSHUFB        q4codeperm<>+0(SB), X15, X15
+	VPERMILPS      $0xf5, Y11, Y12
+	VPMOVZXBD      X15, Y7
+	VCVTDQ2PS      Y7, Y7
+	VMULPS         Y12, Y7, Y7
+	VPSRLDQ        $0x08, X15, X15
+	VPMOVZXBD      X15, Y6
 	VCVTDQ2PS      Y6, Y6
-	VMULPS         Y4, Y6, Y6
-	VMOVUPS        Y6, 96(SP)
-	VMOVDQU        (BX), Y13
-	VPSRLW         $0x04, Y13, Y14
-	VPAND          q4nibmask<>+0(SB), Y13, Y13
-	VPAND          q4nibmask<>+0(SB), Y14, Y14
-	VPMADDUBSW     (DI), Y13, Y15
-	VPMADDUBSW     64(DI), Y14, Y9
-	VPADDW         Y9, Y15, Y15
-	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
-	VMOVDQU        64(BX), Y7
-	VPSRLW         $0x04, Y7, Y1
-	VPAND          q4nibmask<>+0(SB), Y7, Y7
+	VMULPS         Y12, Y6, Y6
+	VMOVDQU        (BX), Y1
+	VPSRLW         $0x04, Y1, Y10
 	VPAND          q4nibmask<>+0(SB), Y1, Y1
-	VPMADDUBSW     256(DI), Y7, Y5
-	VPMADDUBSW     320(DI), Y1, Y2
-	VPADDW         Y2, Y5, Y5
-	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
-	VPUNPCKLDQ     Y5, Y15, Y3
-	VPUNPCKHDQ     Y5, Y15, Y15
-	VPADDD         Y15, Y3, Y3
-	VPXOR          Y8, Y8, Y8
-	VPXOR          Y12, Y12, Y12
-	VPMADDUBSW     512(DI), Y8, Y6
-	VPMADDUBSW     576(DI), Y12, Y11
-	VPADDW         Y11, Y6, Y6
-	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VPXOR          Y4, Y4, Y4
-	VPXOR          Y10, Y10, Y10
-	VPMADDUBSW     768(DI), Y4, Y9
-	VPMADDUBSW     832(DI), Y10, Y13
-	VPADDW         Y13, Y9, Y9
-	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
-	VPUNPCKLDQ     Y9, Y6, Y14
-	VPUNPCKHDQ     Y9, Y6, Y6
-	VPADDD         Y6, Y14, Y14
-	VPUNPCKLQDQ    Y14, Y3, Y2
-	VPUNPCKHQDQ    Y14, Y3, Y3
-	VPADDD         Y3, Y2, Y2
-	VCVTDQ2PS      Y2, Y2
-	VMULPS         (SP), Y2, Y2
-	VCVTDQ2PS      64(R8), Y15
-	VFMADD231PS    64(SP), Y15, Y2
-	VFMADD231PS    (R8), Y2, Y0
-	VMOVDQU        32(BX), Y5
-	VPSRLW         $0x04, Y5, Y7
-	VPAND          q4nibmask<>+0(SB), Y5, Y5
-	VPAND          q4nibmask<>+0(SB), Y7, Y7
-	VPMADDUBSW     32(DI), Y5, Y1
-	VPMADDUBSW     96(DI), Y7, Y11
-	VPADDW         Y11, Y1, Y1
-	VPMADDWD       q4onesw<>+0(SB), Y1, Y1
-	VMOVDQU        96(BX), Y8
-	VPSRLW         $0x04, Y8, Y12
+	VPAND          q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW     (DI), Y1, Y4
+	VPMADDUBSW     64(DI), Y10, Y5
+	VPADDW         Y5, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU        64(BX), Y8
+	VPSRLW         $0x04, Y8, Y9
 	VPAND          q4nibmask<>+0(SB), Y8, Y8
-	VPAND          q4nibmask<>+0(SB), Y12, Y12
-	VPMADDUBSW     288(DI), Y8, Y13
-	VPMADDUBSW     352(DI), Y12, Y6
-	VPADDW         Y6, Y13, Y13
-	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
-	VPUNPCKLDQ     Y13, Y1, Y9
-	VPUNPCKHDQ     Y13, Y1, Y1
-	VPADDD         Y1, Y9, Y9
-	VPXOR          Y3, Y3, Y3
-	VPXOR          Y14, Y14, Y14
-	VPMADDUBSW     544(DI), Y3, Y15
-	VPMADDUBSW     608(DI), Y14, Y2
-	VPADDW         Y2, Y15, Y15
-	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
-	VPXOR          Y4, Y4, Y4
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     256(DI), Y8, Y3
+	VPMADDUBSW     320(DI), Y9, Y14
+	VPADDW         Y14, Y3, Y3
+	VPMADDWD       q4onesw<>+0(SB), Y3, Y3
+	VPUNPCKLDQ     Y3, Y4, Y15
+	VPUNPCKHDQ     Y3, Y4, Y4
+	VPADDD         Y4, Y15, Y15
+	VPXOR          Y12, Y12, Y12
+	VPXOR          Y11, Y11, Y11
+	VPMADDUBSW     512(DI), Y12, Y5
+	VPMADDUBSW     576(DI), Y11, Y1
+	VPADDW         Y1, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
 	VPXOR          Y10, Y10, Y10
-	VPMADDUBSW     800(DI), Y4, Y11
-	VPMADDUBSW     864(DI), Y10, Y5
-	VPADDW         Y5, Y11, Y11
-	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
-	VPUNPCKLDQ     Y11, Y15, Y7
-	VPUNPCKHDQ     Y11, Y15, Y15
-	VPADDD         Y15, Y7, Y7
-	VPUNPCKLQDQ    Y7, Y9, Y6
-	VPUNPCKHQDQ    Y7, Y9, Y9
-	VPADDD         Y9, Y6, Y6
-	VCVTDQ2PS      Y6, Y6
-	VMULPS         32(SP), Y6, Y6
-	VCVTDQ2PS      96(R8), Y1
-	VFMADD231PS    96(SP), Y1, Y6
-	VFMADD231PS    32(R8), Y6, Y0
+	VPXOR          Y14, Y14, Y14
+	VPMADDUBSW     768(DI), Y10, Y4
+	VPMADDUBSW     832(DI), Y14, Y3
+	VPADDW         Y3, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ     Y4, Y5, Y8
+	VPUNPCKHDQ     Y4, Y5, Y5
+	VPADDD         Y5, Y8, Y8
+	VPUNPCKLQDQ    Y8, Y15, Y9
+	VPUNPCKHQDQ    Y8, Y15, Y15
+	VPADDD         Y15, Y9, Y9
+	VCVTDQ2PS      Y9, Y9
+	VMULPS         Y13, Y9, Y9
+	VCVTDQ2PS      64(R8), Y1
+	VFMADD231PS    Y7, Y1, Y9
+	VFMADD231PS    (R8), Y9, Y0
+	VMOVDQU        32(BX), Y12
+	VPSRLW         $0x04, Y12, Y11
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW     32(DI), Y12, Y3
+	VPMADDUBSW     96(DI), Y11, Y5
+	VPADDW         Y5, Y3, Y3
+	VPMADDWD       q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU        96(BX), Y4
+	VPSRLW         $0x04, Y4, Y15
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW     288(DI), Y4, Y8
+	VPMADDUBSW     352(DI), Y15, Y1
+	VPADDW         Y1, Y8, Y8
+	VPMADDWD       q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ     Y8, Y3, Y9
+	VPUNPCKHDQ     Y8, Y3, Y3
+	VPADDD         Y3, Y9, Y9
+	VPXOR          Y10, Y10, Y10
+	VPXOR          Y14, Y14, Y14
+	VPMADDUBSW     544(DI), Y10, Y5
+	VPMADDUBSW     608(DI), Y14, Y12
+	VPADDW         Y12, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VPXOR          Y11, Y11, Y11
+	VPXOR          Y1, Y1, Y1
+	VPMADDUBSW     800(DI), Y11, Y3
+	VPMADDUBSW     864(DI), Y1, Y8
+	VPADDW         Y8, Y3, Y3
+	VPMADDWD       q4onesw<>+0(SB), Y3, Y3
+	VPUNPCKLDQ     Y3, Y5, Y4
+	VPUNPCKHDQ     Y3, Y5, Y5
+	VPADDD         Y5, Y4, Y4
+	VPUNPCKLQDQ    Y4, Y9, Y15
+	VPUNPCKHQDQ    Y4, Y9, Y9
+	VPADDD         Y9, Y15, Y15
+	VCVTDQ2PS      Y15, Y15
+	VMULPS         Y2, Y15, Y15
+	VCVTDQ2PS      96(R8), Y12
+	VFMADD231PS    Y6, Y12, Y15
+	VFMADD231PS    32(R8), Y15, Y0
 
 reduce0:
 	MOVQ   rstr+8(FP), BX
 	ADDQ   BX, AX
 	MOVQ   scstr+24(FP), BX
 	ADDQ   BX, CX
-	VXORPS Y13, Y13, Y13
+	VXORPS Y10, Y10, Y10
 	MOVQ   AX, BX
 	MOVQ   CX, SI
 	MOVQ   x+48(FP), DI
@@ -48382,124 +48318,120 @@ reduce0:
 chunk1:
 	TESTQ          R9, R9
 	JZ             groups1
-	VBROADCASTF128 32(SI), Y8
-	VMULPS         q4k4eighth<>+0(SB), Y8, Y8
-	VMOVDQU        (SI), X12
-	VPSHUFB        q4codeperm<>+0(SB), X12, X12
-	VPERMILPS      $0xa0, Y8, Y2
-	VPMOVZXBD      X12, Y3
+	VBROADCASTF128 32(SI), Y14
+	VMULPS         q4k4eighth<>+0(SB), Y14, Y14
+	VMOVDQU        (SI), X8
+	VPSHUFB        q4codeperm<>+0(SB), X8, X8
+	VPERMILPS      $0xa0, Y14, Y5
+	VPMOVZXBD      X8, Y3
 	VCVTDQ2PS      Y3, Y3
-	VMULPS         Y2, Y3, Y3
-	VMOVUPS        Y3, (SP)
-	VPSRLDQ        $0x08, X12, X12
-	VPMOVZXBD      X12, Y14
-	VCVTDQ2PS      Y14, Y14
-	VMULPS         Y2, Y14, Y14
-	VMOVUPS        Y14, 32(SP)
-	VMOVDQU        16(SI), X5
-	VPSHUFB        q4codeperm<>+0(SB), X5, X5
-	VPERMILPS      $0xf5, Y8, Y15
-	VPMOVZXBD      X5, Y11
-	VCVTDQ2PS      Y11, Y11
-	VMULPS         Y15, Y11, Y11
-	VMOVUPS        Y11, 64(SP)
-	VPSRLDQ        $0x08, X5, X5
-	VPMOVZXBD      X5, Y9
+	VMULPS         Y5, Y3, Y3
+	VPSRLDQ        $0x08, X8, X8
+	VPMOVZXBD      X8, Y9
 	VCVTDQ2PS      Y9, Y9
-	VMULPS         Y15, Y9, Y9
-	VMOVUPS        Y9, 96(SP)
-	VMOVDQU        (BX), Y7
-	VPSRLW         $0x04, Y7, Y1
-	VPAND          q4nibmask<>+0(SB), Y7, Y7
+	VMULPS         Y5, Y9, Y9
+	VMOVDQU        16(SI), X4
+	VPSHUFB        q4codeperm<>+0(SB), X4, X4
+	VPERMILPS      $0xf5, Y14, Y12
+	VPMOVZXBD      X4, Y15
+	VCVTDQ2PS      Y15, Y15
+	VMULPS         Y12, Y15, Y15
+	VPSRLDQ        $0x08, X4, X4
+	VPMOVZXBD      X4, Y11
+	VCVTDQ2PS      Y11, Y11
+	VMULPS         Y12, Y11, Y11
+	VMOVDQU        (BX), Y1
+	VPSRLW         $0x04, Y1, Y13
 	VPAND          q4nibmask<>+0(SB), Y1, Y1
-	VPMADDUBSW     (DI), Y7, Y6
-	VPMADDUBSW     64(DI), Y1, Y4
-	VPADDW         Y4, Y6, Y6
-	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VMOVDQU        64(BX), Y10
-	VPSRLW         $0x04, Y10, Y3
-	VPAND          q4nibmask<>+0(SB), Y10, Y10
-	VPAND          q4nibmask<>+0(SB), Y3, Y3
-	VPMADDUBSW     256(DI), Y10, Y14
-	VPMADDUBSW     320(DI), Y3, Y12
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW     (DI), Y1, Y2
+	VPMADDUBSW     64(DI), Y13, Y7
+	VPADDW         Y7, Y2, Y2
+	VPMADDWD       q4onesw<>+0(SB), Y2, Y2
+	VMOVDQU        64(BX), Y6
+	VPSRLW         $0x04, Y6, Y8
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPAND          q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW     256(DI), Y6, Y5
+	VPMADDUBSW     320(DI), Y8, Y4
+	VPADDW         Y4, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VPUNPCKLDQ     Y5, Y2, Y12
+	VPUNPCKHDQ     Y5, Y2, Y2
+	VPADDD         Y2, Y12, Y12
+	VMOVDQU        128(BX), Y14
+	VPSRLW         $0x04, Y14, Y7
+	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPAND          q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW     512(DI), Y14, Y1
+	VPMADDUBSW     576(DI), Y7, Y13
+	VPADDW         Y13, Y1, Y1
+	VPMADDWD       q4onesw<>+0(SB), Y1, Y1
+	VMOVDQU        192(BX), Y4
+	VPSRLW         $0x04, Y4, Y2
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPAND          q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW     768(DI), Y4, Y5
+	VPMADDUBSW     832(DI), Y2, Y6
+	VPADDW         Y6, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VPUNPCKLDQ     Y5, Y1, Y8
+	VPUNPCKHDQ     Y5, Y1, Y1
+	VPADDD         Y1, Y8, Y8
+	VPUNPCKLQDQ    Y8, Y12, Y13
+	VPUNPCKHQDQ    Y8, Y12, Y12
+	VPADDD         Y12, Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y3, Y13, Y13
+	VCVTDQ2PS      64(R8), Y14
+	VFMADD231PS    Y15, Y14, Y13
+	VFMADD231PS    (R8), Y13, Y10
+	VMOVDQU        32(BX), Y7
+	VPSRLW         $0x04, Y7, Y6
+	VPAND          q4nibmask<>+0(SB), Y7, Y7
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW     32(DI), Y7, Y1
+	VPMADDUBSW     96(DI), Y6, Y5
+	VPADDW         Y5, Y1, Y1
+	VPMADDWD       q4onesw<>+0(SB), Y1, Y1
+	VMOVDQU        96(BX), Y12
+	VPSRLW         $0x04, Y12, Y8
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPAND          q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW     288(DI), Y12, Y14
+	VPMADDUBSW     352(DI), Y8, Y13
+	VPADDW         Y13, Y14, Y14
+	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ     Y14, Y1, Y4
+	VPUNPCKHDQ     Y14, Y1, Y1
+	VPADDD         Y1, Y4, Y4
+	VMOVDQU        160(BX), Y2
+	VPSRLW         $0x04, Y2, Y5
+	VPAND          q4nibmask<>+0(SB), Y2, Y2
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW     544(DI), Y2, Y7
+	VPMADDUBSW     608(DI), Y5, Y6
+	VPADDW         Y6, Y7, Y7
+	VPMADDWD       q4onesw<>+0(SB), Y7, Y7
+	VMOVDQU        224(BX), Y13
+	VPSRLW         $0x04, Y13, Y1
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPAND          q4nibmask<>+0(SB), Y1, Y1
+	VPMADDUBSW     800(DI), Y13, Y14
+	VPMADDUBSW     864(DI), Y1, Y12
 	VPADDW         Y12, Y14, Y14
 	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
-	VPUNPCKLDQ     Y14, Y6, Y2
-	VPUNPCKHDQ     Y14, Y6, Y6
-	VPADDD         Y6, Y2, Y2
-	VMOVDQU        128(BX), Y11
-	VPSRLW         $0x04, Y11, Y9
-	VPAND          q4nibmask<>+0(SB), Y11, Y11
-	VPAND          q4nibmask<>+0(SB), Y9, Y9
-	VPMADDUBSW     512(DI), Y11, Y5
-	VPMADDUBSW     576(DI), Y9, Y15
-	VPADDW         Y15, Y5, Y5
-	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
-	VMOVDQU        192(BX), Y8
-	VPSRLW         $0x04, Y8, Y4
-	VPAND          q4nibmask<>+0(SB), Y8, Y8
-	VPAND          q4nibmask<>+0(SB), Y4, Y4
-	VPMADDUBSW     768(DI), Y8, Y7
-	VPMADDUBSW     832(DI), Y4, Y1
-	VPADDW         Y1, Y7, Y7
-	VPMADDWD       q4onesw<>+0(SB), Y7, Y7
-	VPUNPCKLDQ     Y7, Y5, Y12
-	VPUNPCKHDQ     Y7, Y5, Y5
-	VPADDD         Y5, Y12, Y12
-	VPUNPCKLQDQ    Y12, Y2, Y6
-	VPUNPCKHQDQ    Y12, Y2, Y2
-	VPADDD         Y2, Y6, Y6
+	VPUNPCKLDQ     Y14, Y7, Y8
+	VPUNPCKHDQ     Y14, Y7, Y7
+	VPADDD         Y7, Y8, Y8
+	VPUNPCKLQDQ    Y8, Y4, Y6
+	VPUNPCKHQDQ    Y8, Y4, Y4
+	VPADDD         Y4, Y6, Y6
 	VCVTDQ2PS      Y6, Y6
-	VMULPS         (SP), Y6, Y6
-	VCVTDQ2PS      64(R8), Y14
-	VFMADD231PS    64(SP), Y14, Y6
-	VFMADD231PS    (R8), Y6, Y13
-	VMOVDQU        32(BX), Y10
-	VPSRLW         $0x04, Y10, Y3
-	VPAND          q4nibmask<>+0(SB), Y10, Y10
-	VPAND          q4nibmask<>+0(SB), Y3, Y3
-	VPMADDUBSW     32(DI), Y10, Y15
-	VPMADDUBSW     96(DI), Y3, Y11
-	VPADDW         Y11, Y15, Y15
-	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
-	VMOVDQU        96(BX), Y9
-	VPSRLW         $0x04, Y9, Y1
-	VPAND          q4nibmask<>+0(SB), Y9, Y9
-	VPAND          q4nibmask<>+0(SB), Y1, Y1
-	VPMADDUBSW     288(DI), Y9, Y5
-	VPMADDUBSW     352(DI), Y1, Y7
-	VPADDW         Y7, Y5, Y5
-	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
-	VPUNPCKLDQ     Y5, Y15, Y2
-	VPUNPCKHDQ     Y5, Y15, Y15
-	VPADDD         Y15, Y2, Y2
-	VMOVDQU        160(BX), Y12
-	VPSRLW         $0x04, Y12, Y14
-	VPAND          q4nibmask<>+0(SB), Y12, Y12
-	VPAND          q4nibmask<>+0(SB), Y14, Y14
-	VPMADDUBSW     544(DI), Y12, Y6
-	VPMADDUBSW     608(DI), Y14, Y8
-	VPADDW         Y8, Y6, Y6
-	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VMOVDQU        224(BX), Y4
-	VPSRLW         $0x04, Y4, Y11
-	VPAND          q4nibmask<>+0(SB), Y4, Y4
-	VPAND          q4nibmask<>+0(SB), Y11, Y11
-	VPMADDUBSW     800(DI), Y4, Y10
-	VPMADDUBSW     864(DI), Y11, Y3
-	VPADDW         Y3, Y10, Y10
-	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
-	VPUNPCKLDQ     Y10, Y6, Y7
-	VPUNPCKHDQ     Y10, Y6, Y6
-	VPADDD         Y6, Y7, Y7
-	VPUNPCKLQDQ    Y7, Y2, Y15
-	VPUNPCKHQDQ    Y7, Y2, Y2
-	VPADDD         Y2, Y15, Y15
-	VCVTDQ2PS      Y15, Y15
-	VMULPS         32(SP), Y15, Y15
-	VCVTDQ2PS      96(R8), Y5
-	VFMADD231PS    96(SP), Y5, Y15
-	VFMADD231PS    32(R8), Y15, Y13
+	VMULPS         Y9, Y6, Y6
+	VCVTDQ2PS      96(R8), Y2
+	VFMADD231PS    Y11, Y2, Y6
+	VFMADD231PS    32(R8), Y6, Y10
 	ADDQ           $0x00000100, BX
 	ADDQ           $0x00000030, SI
 	ADDQ           $0x00000400, DI
@@ -48510,123 +48442,119 @@ chunk1:
 groups1:
 	TESTQ          R10, R10
 	JZ             reduce1
-	VBROADCASTF128 32(SI), Y9
-	VMULPS         q4k4eighth<>+0(SB), Y9, Y9
-	VMOVDQU        (SI), X1
-	VPSHUFB        q4codeperm<>+0(SB), X1, X1
-	VPERMILPS      $0xa0, Y9, Y8
-	VPMOVZXBD      X1, Y12
-	VCVTDQ2PS      Y12, Y12
-	VMULPS         Y8, Y12, Y12
-	VMOVUPS        Y12, (SP)
-	VPSRLDQ        $0x08, X1, X1
-	VPMOVZXBD      X1, Y14
+	VBROADCASTF128 32(SI), Y5
+	VMULPS         q4k4eighth<>+0(SB), Y5, Y5
+	VMOVDQU        (SI), X12
+	VPSHUFB        q4codeperm<>+0(SB), X12, X12
+	VPERMILPS      $0xa0, Y5, Y7
+	VPMOVZXBD      X12, Y14
 	VCVTDQ2PS      Y14, Y14
-	VMULPS         Y8, Y14, Y14
-	VMOVUPS        Y14, 32(SP)
-	VMOVDQU        16(SI), X3
-	VPSHUFB        q4codeperm<>+0(SB), X3, X3
-	VPERMILPS      $0xf5, Y9, Y6
-	VPMOVZXBD      X3, Y10
-	VCVTDQ2PS      Y10, Y10
-	VMULPS         Y6, Y10, Y10
-	VMOVUPS        Y10, 64(SP)
-	VPSRLDQ        $0x08, X3, X3
-	VPMOVZXBD      X3, Y2
-	VCVTDQ2PS      Y2, Y2
-	VMULPS         Y6, Y2, Y2
-	VMOVUPS        Y2, 96(SP)
-	VMOVDQU        (BX), Y7
-	VPSRLW         $0x04, Y7, Y5
-	VPAND          q4nibmask<>+0(SB), Y7, Y7
-	VPAND          q4nibmask<>+0(SB), Y5, Y5
-	VPMADDUBSW     (DI), Y7, Y15
-	VPMADDUBSW     64(DI), Y5, Y4
-	VPADDW         Y4, Y15, Y15
-	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
+	VMULPS         Y7, Y14, Y14
+	VPSRLDQ        $0x08, X12, X12
+	VPMOVZXBD      X12, Y4
+	VCVTDQ2PS      Y4, Y4
+	VMULPS         Y7, Y4, Y4
+	VMOVDQU        16(SI), X8
+	VPSHUFB        q4codeperm<>+0(SB), X8, X8
+	VPERMILPS      $0xf5, Y5, Y2
+	VPMOVZXBD      X8, Y6
+	VCVTDQ2PS      Y6, Y6
+	VMULPS         Y2, Y6, Y6
+	VPSRLDQ        $0x08, X8, X8
+	VPMOVZXBD      X8, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y2, Y13, Y13
+	VMOVDQU        (BX), Y1
+	VPSRLW         $0x04, Y1, Y3
+	VPAND          q4nibmask<>+0(SB), Y1, Y1
+	VPAND          q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW     (DI), Y1, Y9
+	VPMADDUBSW     64(DI), Y3, Y15
+	VPADDW         Y15, Y9, Y9
+	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
 	VMOVDQU        64(BX), Y11
 	VPSRLW         $0x04, Y11, Y12
 	VPAND          q4nibmask<>+0(SB), Y11, Y11
 	VPAND          q4nibmask<>+0(SB), Y12, Y12
-	VPMADDUBSW     256(DI), Y11, Y14
-	VPMADDUBSW     320(DI), Y12, Y1
-	VPADDW         Y1, Y14, Y14
-	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
-	VPUNPCKLDQ     Y14, Y15, Y8
-	VPUNPCKHDQ     Y14, Y15, Y15
-	VPADDD         Y15, Y8, Y8
-	VPXOR          Y10, Y10, Y10
-	VPXOR          Y2, Y2, Y2
-	VPMADDUBSW     512(DI), Y10, Y3
-	VPMADDUBSW     576(DI), Y2, Y6
-	VPADDW         Y6, Y3, Y3
-	VPMADDWD       q4onesw<>+0(SB), Y3, Y3
-	VPXOR          Y9, Y9, Y9
-	VPXOR          Y4, Y4, Y4
-	VPMADDUBSW     768(DI), Y9, Y7
-	VPMADDUBSW     832(DI), Y4, Y5
-	VPADDW         Y5, Y7, Y7
+	VPMADDUBSW     256(DI), Y11, Y7
+	VPMADDUBSW     320(DI), Y12, Y8
+	VPADDW         Y8, Y7, Y7
 	VPMADDWD       q4onesw<>+0(SB), Y7, Y7
-	VPUNPCKLDQ     Y7, Y3, Y1
-	VPUNPCKHDQ     Y7, Y3, Y3
-	VPADDD         Y3, Y1, Y1
-	VPUNPCKLQDQ    Y1, Y8, Y15
-	VPUNPCKHQDQ    Y1, Y8, Y8
-	VPADDD         Y8, Y15, Y15
-	VCVTDQ2PS      Y15, Y15
-	VMULPS         (SP), Y15, Y15
-	VCVTDQ2PS      64(R8), Y14
-	VFMADD231PS    64(SP), Y14, Y15
-	VFMADD231PS    (R8), Y15, Y13
-	VMOVDQU        32(BX), Y11
-	VPSRLW         $0x04, Y11, Y12
+	VPUNPCKLDQ     Y7, Y9, Y2
+	VPUNPCKHDQ     Y7, Y9, Y9
+	VPADDD         Y9, Y2, Y2
+	VPXOR          Y5, Y5, Y5
+	VPXOR          Y15, Y15, Y15
+	VPMADDUBSW     512(DI), Y5, Y1
+	VPMADDUBSW     576(DI), Y15, Y3
+	VPADDW         Y3, Y1, Y1
+	VPMADDWD       q4onesw<>+0(SB), Y1, Y1
+	VPXOR          Y8, Y8, Y8
+	VPXOR          Y9, Y9, Y9
+	VPMADDUBSW     768(DI), Y8, Y7
+	VPMADDUBSW     832(DI), Y9, Y11
+	VPADDW         Y11, Y7, Y7
+	VPMADDWD       q4onesw<>+0(SB), Y7, Y7
+	VPUNPCKLDQ     Y7, Y1, Y12
+	VPUNPCKHDQ     Y7, Y1, Y1
+	VPADDD         Y1, Y12, Y12
+	VPUNPCKLQDQ    Y12, Y2, Y3
+	VPUNPCKHQDQ    Y12, Y2, Y2
+	VPADDD         Y2, Y3, Y3
+	VCVTDQ2PS      Y3, Y3
+	VMULPS         Y14, Y3, Y3
+	VCVTDQ2PS      64(R8), Y5
+	VFMADD231PS    Y6, Y5, Y3
+	VFMADD231PS    (R8), Y3, Y10
+	VMOVDQU        32(BX), Y15
+	VPSRLW         $0x04, Y15, Y11
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
 	VPAND          q4nibmask<>+0(SB), Y11, Y11
-	VPAND          q4nibmask<>+0(SB), Y12, Y12
-	VPMADDUBSW     32(DI), Y11, Y6
-	VPMADDUBSW     96(DI), Y12, Y10
-	VPADDW         Y10, Y6, Y6
-	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
+	VPMADDUBSW     32(DI), Y15, Y1
+	VPMADDUBSW     96(DI), Y11, Y7
+	VPADDW         Y7, Y1, Y1
+	VPMADDWD       q4onesw<>+0(SB), Y1, Y1
 	VMOVDQU        96(BX), Y2
-	VPSRLW         $0x04, Y2, Y5
+	VPSRLW         $0x04, Y2, Y12
 	VPAND          q4nibmask<>+0(SB), Y2, Y2
-	VPAND          q4nibmask<>+0(SB), Y5, Y5
-	VPMADDUBSW     288(DI), Y2, Y3
-	VPMADDUBSW     352(DI), Y5, Y7
-	VPADDW         Y7, Y3, Y3
-	VPMADDWD       q4onesw<>+0(SB), Y3, Y3
-	VPUNPCKLDQ     Y3, Y6, Y8
-	VPUNPCKHDQ     Y3, Y6, Y6
-	VPADDD         Y6, Y8, Y8
-	VPXOR          Y1, Y1, Y1
-	VPXOR          Y14, Y14, Y14
-	VPMADDUBSW     544(DI), Y1, Y15
-	VPMADDUBSW     608(DI), Y14, Y9
-	VPADDW         Y9, Y15, Y15
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW     288(DI), Y2, Y5
+	VPMADDUBSW     352(DI), Y12, Y3
+	VPADDW         Y3, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VPUNPCKLDQ     Y5, Y1, Y8
+	VPUNPCKHDQ     Y5, Y1, Y1
+	VPADDD         Y1, Y8, Y8
+	VPXOR          Y9, Y9, Y9
+	VPXOR          Y7, Y7, Y7
+	VPMADDUBSW     544(DI), Y9, Y15
+	VPMADDUBSW     608(DI), Y7, Y11
+	VPADDW         Y11, Y15, Y15
 	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
-	VPXOR          Y4, Y4, Y4
-	VPXOR          Y10, Y10, Y10
-	VPMADDUBSW     800(DI), Y4, Y11
-	VPMADDUBSW     864(DI), Y10, Y12
-	VPADDW         Y12, Y11, Y11
-	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
-	VPUNPCKLDQ     Y11, Y15, Y7
-	VPUNPCKHDQ     Y11, Y15, Y15
-	VPADDD         Y15, Y7, Y7
-	VPUNPCKLQDQ    Y7, Y8, Y6
-	VPUNPCKHQDQ    Y7, Y8, Y8
-	VPADDD         Y8, Y6, Y6
-	VCVTDQ2PS      Y6, Y6
-	VMULPS         32(SP), Y6, Y6
-	VCVTDQ2PS      96(R8), Y3
-	VFMADD231PS    96(SP), Y3, Y6
-	VFMADD231PS    32(R8), Y6, Y13
+	VPXOR          Y3, Y3, Y3
+	VPXOR          Y1, Y1, Y1
+	VPMADDUBSW     800(DI), Y3, Y5
+	VPMADDUBSW     864(DI), Y1, Y2
+	VPADDW         Y2, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VPUNPCKLDQ     Y5, Y15, Y12
+	VPUNPCKHDQ     Y5, Y15, Y15
+	VPADDD         Y15, Y12, Y12
+	VPUNPCKLQDQ    Y12, Y8, Y11
+	VPUNPCKHQDQ    Y12, Y8, Y8
+	VPADDD         Y8, Y11, Y11
+	VCVTDQ2PS      Y11, Y11
+	VMULPS         Y4, Y11, Y11
+	VCVTDQ2PS      96(R8), Y9
+	VFMADD231PS    Y13, Y9, Y11
+	VFMADD231PS    32(R8), Y11, Y10
 
 reduce1:
 	MOVQ   rstr+8(FP), BX
 	ADDQ   BX, AX
 	MOVQ   scstr+24(FP), BX
 	ADDQ   BX, CX
-	VXORPS Y2, Y2, Y2
+	VXORPS Y7, Y7, Y7
 	MOVQ   AX, BX
 	MOVQ   CX, SI
 	MOVQ   x+48(FP), DI
@@ -48647,124 +48575,120 @@ reduce1:
 chunk2:
 	TESTQ          R9, R9
 	JZ             groups2
-	VBROADCASTF128 32(SI), Y5
-	VMULPS         q4k4eighth<>+0(SB), Y5, Y5
-	VMOVDQU        (SI), X9
-	VPSHUFB        q4codeperm<>+0(SB), X9, X9
-	VPERMILPS      $0xa0, Y5, Y1
-	VPMOVZXBD      X9, Y14
-	VCVTDQ2PS      Y14, Y14
-	VMULPS         Y1, Y14, Y14
-	VMOVUPS        Y14, (SP)
-	VPSRLDQ        $0x08, X9, X9
-	VPMOVZXBD      X9, Y12
-	VCVTDQ2PS      Y12, Y12
-	VMULPS         Y1, Y12, Y12
-	VMOVUPS        Y12, 32(SP)
-	VMOVDQU        16(SI), X15
+	VBROADCASTF128 32(SI), Y2
+	VMULPS         q4k4eighth<>+0(SB), Y2, Y2
+	VMOVDQU        (SI), X15
 	VPSHUFB        q4codeperm<>+0(SB), X15, X15
-	VPERMILPS      $0xf5, Y5, Y11
+	VPERMILPS      $0xa0, Y2, Y5
 	VPMOVZXBD      X15, Y8
 	VCVTDQ2PS      Y8, Y8
-	VMULPS         Y11, Y8, Y8
-	VMOVUPS        Y8, 64(SP)
+	VMULPS         Y5, Y8, Y8
 	VPSRLDQ        $0x08, X15, X15
-	VPMOVZXBD      X15, Y7
-	VCVTDQ2PS      Y7, Y7
-	VMULPS         Y11, Y7, Y7
-	VMOVUPS        Y7, 96(SP)
-	VMOVDQU        (BX), Y3
-	VPSRLW         $0x04, Y3, Y6
-	VPAND          q4nibmask<>+0(SB), Y3, Y3
-	VPAND          q4nibmask<>+0(SB), Y6, Y6
-	VPMADDUBSW     (DI), Y3, Y4
-	VPMADDUBSW     64(DI), Y6, Y10
-	VPADDW         Y10, Y4, Y4
-	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
-	VMOVDQU        64(BX), Y14
-	VPSRLW         $0x04, Y14, Y12
+	VPMOVZXBD      X15, Y12
+	VCVTDQ2PS      Y12, Y12
+	VMULPS         Y5, Y12, Y12
+	VMOVDQU        16(SI), X9
+	VPSHUFB        q4codeperm<>+0(SB), X9, X9
+	VPERMILPS      $0xf5, Y2, Y11
+	VPMOVZXBD      X9, Y3
+	VCVTDQ2PS      Y3, Y3
+	VMULPS         Y11, Y3, Y3
+	VPSRLDQ        $0x08, X9, X9
+	VPMOVZXBD      X9, Y1
+	VCVTDQ2PS      Y1, Y1
+	VMULPS         Y11, Y1, Y1
+	VMOVDQU        (BX), Y14
+	VPSRLW         $0x04, Y14, Y4
 	VPAND          q4nibmask<>+0(SB), Y14, Y14
-	VPAND          q4nibmask<>+0(SB), Y12, Y12
-	VPMADDUBSW     256(DI), Y14, Y9
-	VPMADDUBSW     320(DI), Y12, Y1
-	VPADDW         Y1, Y9, Y9
-	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
-	VPUNPCKLDQ     Y9, Y4, Y8
-	VPUNPCKHDQ     Y9, Y4, Y4
-	VPADDD         Y4, Y8, Y8
-	VMOVDQU        128(BX), Y7
-	VPSRLW         $0x04, Y7, Y15
-	VPAND          q4nibmask<>+0(SB), Y7, Y7
-	VPAND          q4nibmask<>+0(SB), Y15, Y15
-	VPMADDUBSW     512(DI), Y7, Y11
-	VPMADDUBSW     576(DI), Y15, Y5
-	VPADDW         Y5, Y11, Y11
-	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
-	VMOVDQU        192(BX), Y10
-	VPSRLW         $0x04, Y10, Y3
-	VPAND          q4nibmask<>+0(SB), Y10, Y10
-	VPAND          q4nibmask<>+0(SB), Y3, Y3
-	VPMADDUBSW     768(DI), Y10, Y6
-	VPMADDUBSW     832(DI), Y3, Y1
-	VPADDW         Y1, Y6, Y6
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW     (DI), Y14, Y6
+	VPMADDUBSW     64(DI), Y4, Y13
+	VPADDW         Y13, Y6, Y6
 	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VPUNPCKLDQ     Y6, Y11, Y4
-	VPUNPCKHDQ     Y6, Y11, Y11
-	VPADDD         Y11, Y4, Y4
-	VPUNPCKLQDQ    Y4, Y8, Y9
-	VPUNPCKHQDQ    Y4, Y8, Y8
-	VPADDD         Y8, Y9, Y9
-	VCVTDQ2PS      Y9, Y9
-	VMULPS         (SP), Y9, Y9
-	VCVTDQ2PS      64(R8), Y14
-	VFMADD231PS    64(SP), Y14, Y9
-	VFMADD231PS    (R8), Y9, Y2
-	VMOVDQU        32(BX), Y12
-	VPSRLW         $0x04, Y12, Y5
-	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VMOVDQU        64(BX), Y15
+	VPSRLW         $0x04, Y15, Y5
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
 	VPAND          q4nibmask<>+0(SB), Y5, Y5
-	VPMADDUBSW     32(DI), Y12, Y7
-	VPMADDUBSW     96(DI), Y5, Y15
-	VPADDW         Y15, Y7, Y7
-	VPMADDWD       q4onesw<>+0(SB), Y7, Y7
-	VMOVDQU        96(BX), Y1
-	VPSRLW         $0x04, Y1, Y11
-	VPAND          q4nibmask<>+0(SB), Y1, Y1
-	VPAND          q4nibmask<>+0(SB), Y11, Y11
-	VPMADDUBSW     288(DI), Y1, Y6
-	VPMADDUBSW     352(DI), Y11, Y8
-	VPADDW         Y8, Y6, Y6
-	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VPUNPCKLDQ     Y6, Y7, Y4
-	VPUNPCKHDQ     Y6, Y7, Y7
-	VPADDD         Y7, Y4, Y4
-	VMOVDQU        160(BX), Y14
-	VPSRLW         $0x04, Y14, Y9
+	VPMADDUBSW     256(DI), Y15, Y9
+	VPMADDUBSW     320(DI), Y5, Y11
+	VPADDW         Y11, Y9, Y9
+	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ     Y9, Y6, Y2
+	VPUNPCKHDQ     Y9, Y6, Y6
+	VPADDD         Y6, Y2, Y2
+	VMOVDQU        128(BX), Y13
+	VPSRLW         $0x04, Y13, Y14
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
 	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW     512(DI), Y13, Y4
+	VPMADDUBSW     576(DI), Y14, Y11
+	VPADDW         Y11, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU        192(BX), Y6
+	VPSRLW         $0x04, Y6, Y9
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
 	VPAND          q4nibmask<>+0(SB), Y9, Y9
-	VPMADDUBSW     544(DI), Y14, Y10
-	VPMADDUBSW     608(DI), Y9, Y3
-	VPADDW         Y3, Y10, Y10
-	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
+	VPMADDUBSW     768(DI), Y6, Y15
+	VPMADDUBSW     832(DI), Y9, Y5
+	VPADDW         Y5, Y15, Y15
+	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
+	VPUNPCKLDQ     Y15, Y4, Y11
+	VPUNPCKHDQ     Y15, Y4, Y4
+	VPADDD         Y4, Y11, Y11
+	VPUNPCKLQDQ    Y11, Y2, Y13
+	VPUNPCKHQDQ    Y11, Y2, Y2
+	VPADDD         Y2, Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y13, Y13
+	VCVTDQ2PS      64(R8), Y14
+	VFMADD231PS    Y3, Y14, Y13
+	VFMADD231PS    (R8), Y13, Y7
+	VMOVDQU        32(BX), Y5
+	VPSRLW         $0x04, Y5, Y4
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW     32(DI), Y5, Y15
+	VPMADDUBSW     96(DI), Y4, Y2
+	VPADDW         Y2, Y15, Y15
+	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
+	VMOVDQU        96(BX), Y11
+	VPSRLW         $0x04, Y11, Y14
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW     288(DI), Y11, Y13
+	VPMADDUBSW     352(DI), Y14, Y6
+	VPADDW         Y6, Y13, Y13
+	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
+	VPUNPCKLDQ     Y13, Y15, Y9
+	VPUNPCKHDQ     Y13, Y15, Y15
+	VPADDD         Y15, Y9, Y9
+	VMOVDQU        160(BX), Y2
+	VPSRLW         $0x04, Y2, Y5
+	VPAND          q4nibmask<>+0(SB), Y2, Y2
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW     544(DI), Y2, Y4
+	VPMADDUBSW     608(DI), Y5, Y6
+	VPADDW         Y6, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
 	VMOVDQU        224(BX), Y15
-	VPSRLW         $0x04, Y15, Y12
+	VPSRLW         $0x04, Y15, Y13
 	VPAND          q4nibmask<>+0(SB), Y15, Y15
-	VPAND          q4nibmask<>+0(SB), Y12, Y12
-	VPMADDUBSW     800(DI), Y15, Y5
-	VPMADDUBSW     864(DI), Y12, Y8
-	VPADDW         Y8, Y5, Y5
-	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
-	VPUNPCKLDQ     Y5, Y10, Y7
-	VPUNPCKHDQ     Y5, Y10, Y10
-	VPADDD         Y10, Y7, Y7
-	VPUNPCKLQDQ    Y7, Y4, Y6
-	VPUNPCKHQDQ    Y7, Y4, Y4
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW     800(DI), Y15, Y11
+	VPMADDUBSW     864(DI), Y13, Y14
+	VPADDW         Y14, Y11, Y11
+	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ     Y11, Y4, Y6
+	VPUNPCKHDQ     Y11, Y4, Y4
 	VPADDD         Y4, Y6, Y6
-	VCVTDQ2PS      Y6, Y6
-	VMULPS         32(SP), Y6, Y6
-	VCVTDQ2PS      96(R8), Y1
-	VFMADD231PS    96(SP), Y1, Y6
-	VFMADD231PS    32(R8), Y6, Y2
+	VPUNPCKLQDQ    Y6, Y9, Y2
+	VPUNPCKHQDQ    Y6, Y9, Y9
+	VPADDD         Y9, Y2, Y2
+	VCVTDQ2PS      Y2, Y2
+	VMULPS         Y12, Y2, Y2
+	VCVTDQ2PS      96(R8), Y5
+	VFMADD231PS    Y1, Y5, Y2
+	VFMADD231PS    32(R8), Y2, Y7
 	ADDQ           $0x00000100, BX
 	ADDQ           $0x00000030, SI
 	ADDQ           $0x00000400, DI
@@ -48775,123 +48699,119 @@ chunk2:
 groups2:
 	TESTQ          R10, R10
 	JZ             reduce2
-	VBROADCASTF128 32(SI), Y11
-	VMULPS         q4k4eighth<>+0(SB), Y11, Y11
-	VMOVDQU        (SI), X3
-	VPSHUFB        q4codeperm<>+0(SB), X3, X3
-	VPERMILPS      $0xa0, Y11, Y14
-	VPMOVZXBD      X3, Y9
+	VBROADCASTF128 32(SI), Y14
+	VMULPS         q4k4eighth<>+0(SB), Y14, Y14
+	VMOVDQU        (SI), X4
+	VPSHUFB        q4codeperm<>+0(SB), X4, X4
+	VPERMILPS      $0xa0, Y14, Y11
+	VPMOVZXBD      X4, Y9
 	VCVTDQ2PS      Y9, Y9
-	VMULPS         Y14, Y9, Y9
-	VMOVUPS        Y9, (SP)
-	VPSRLDQ        $0x08, X3, X3
-	VPMOVZXBD      X3, Y8
-	VCVTDQ2PS      Y8, Y8
-	VMULPS         Y14, Y8, Y8
-	VMOVUPS        Y8, 32(SP)
-	VMOVDQU        16(SI), X10
-	VPSHUFB        q4codeperm<>+0(SB), X10, X10
-	VPERMILPS      $0xf5, Y11, Y5
-	VPMOVZXBD      X10, Y4
-	VCVTDQ2PS      Y4, Y4
-	VMULPS         Y5, Y4, Y4
-	VMOVUPS        Y4, 64(SP)
-	VPSRLDQ        $0x08, X10, X10
-	VPMOVZXBD      X10, Y7
-	VCVTDQ2PS      Y7, Y7
-	VMULPS         Y5, Y7, Y7
-	VMOVUPS        Y7, 96(SP)
-	VMOVDQU        (BX), Y1
-	VPSRLW         $0x04, Y1, Y6
-	VPAND          q4nibmask<>+0(SB), Y1, Y1
-	VPAND          q4nibmask<>+0(SB), Y6, Y6
-	VPMADDUBSW     (DI), Y1, Y15
-	VPMADDUBSW     64(DI), Y6, Y12
-	VPADDW         Y12, Y15, Y15
-	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
-	VMOVDQU        64(BX), Y9
-	VPSRLW         $0x04, Y9, Y8
-	VPAND          q4nibmask<>+0(SB), Y9, Y9
-	VPAND          q4nibmask<>+0(SB), Y8, Y8
-	VPMADDUBSW     256(DI), Y9, Y3
-	VPMADDUBSW     320(DI), Y8, Y14
-	VPADDW         Y14, Y3, Y3
-	VPMADDWD       q4onesw<>+0(SB), Y3, Y3
-	VPUNPCKLDQ     Y3, Y15, Y4
-	VPUNPCKHDQ     Y3, Y15, Y15
-	VPADDD         Y15, Y4, Y4
-	VPXOR          Y7, Y7, Y7
-	VPXOR          Y10, Y10, Y10
-	VPMADDUBSW     512(DI), Y7, Y5
-	VPMADDUBSW     576(DI), Y10, Y11
-	VPADDW         Y11, Y5, Y5
-	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
-	VPXOR          Y12, Y12, Y12
-	VPXOR          Y1, Y1, Y1
-	VPMADDUBSW     768(DI), Y12, Y6
-	VPMADDUBSW     832(DI), Y1, Y14
-	VPADDW         Y14, Y6, Y6
-	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VPUNPCKLDQ     Y6, Y5, Y15
-	VPUNPCKHDQ     Y6, Y5, Y5
-	VPADDD         Y5, Y15, Y15
-	VPUNPCKLQDQ    Y15, Y4, Y3
-	VPUNPCKHQDQ    Y15, Y4, Y4
-	VPADDD         Y4, Y3, Y3
-	VCVTDQ2PS      Y3, Y3
-	VMULPS         (SP), Y3, Y3
-	VCVTDQ2PS      64(R8), Y9
-	VFMADD231PS    64(SP), Y9, Y3
-	VFMADD231PS    (R8), Y3, Y2
-	VMOVDQU        32(BX), Y8
-	VPSRLW         $0x04, Y8, Y11
-	VPAND          q4nibmask<>+0(SB), Y8, Y8
-	VPAND          q4nibmask<>+0(SB), Y11, Y11
-	VPMADDUBSW     32(DI), Y8, Y7
-	VPMADDUBSW     96(DI), Y11, Y10
-	VPADDW         Y10, Y7, Y7
-	VPMADDWD       q4onesw<>+0(SB), Y7, Y7
-	VMOVDQU        96(BX), Y14
-	VPSRLW         $0x04, Y14, Y5
-	VPAND          q4nibmask<>+0(SB), Y14, Y14
-	VPAND          q4nibmask<>+0(SB), Y5, Y5
-	VPMADDUBSW     288(DI), Y14, Y6
-	VPMADDUBSW     352(DI), Y5, Y4
-	VPADDW         Y4, Y6, Y6
-	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VPUNPCKLDQ     Y6, Y7, Y15
-	VPUNPCKHDQ     Y6, Y7, Y7
-	VPADDD         Y7, Y15, Y15
-	VPXOR          Y9, Y9, Y9
-	VPXOR          Y3, Y3, Y3
-	VPMADDUBSW     544(DI), Y9, Y12
-	VPMADDUBSW     608(DI), Y3, Y1
-	VPADDW         Y1, Y12, Y12
-	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
-	VPXOR          Y10, Y10, Y10
-	VPXOR          Y8, Y8, Y8
-	VPMADDUBSW     800(DI), Y10, Y11
-	VPMADDUBSW     864(DI), Y8, Y4
-	VPADDW         Y4, Y11, Y11
-	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
-	VPUNPCKLDQ     Y11, Y12, Y7
-	VPUNPCKHDQ     Y11, Y12, Y12
-	VPADDD         Y12, Y7, Y7
-	VPUNPCKLQDQ    Y7, Y15, Y6
-	VPUNPCKHQDQ    Y7, Y15, Y15
-	VPADDD         Y15, Y6, Y6
+	VMULPS         Y11, Y9, Y9
+	VPSRLDQ        $0x08, X4, X4
+	VPMOVZXBD      X4, Y6
 	VCVTDQ2PS      Y6, Y6
-	VMULPS         32(SP), Y6, Y6
-	VCVTDQ2PS      96(R8), Y14
-	VFMADD231PS    96(SP), Y14, Y6
-	VFMADD231PS    32(R8), Y6, Y2
+	VMULPS         Y11, Y6, Y6
+	VMOVDQU        16(SI), X5
+	VPSHUFB        q4codeperm<>+0(SB), X5, X5
+	VPERMILPS      $0xf5, Y14, Y2
+	VPMOVZXBD      X5, Y15
+	VCVTDQ2PS      Y15, Y15
+	VMULPS         Y2, Y15, Y15
+	VPSRLDQ        $0x08, X5, X5
+	VPMOVZXBD      X5, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y2, Y13, Y13
+	VMOVDQU        (BX), Y8
+	VPSRLW         $0x04, Y8, Y12
+	VPAND          q4nibmask<>+0(SB), Y8, Y8
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW     (DI), Y8, Y3
+	VPMADDUBSW     64(DI), Y12, Y1
+	VPADDW         Y1, Y3, Y3
+	VPMADDWD       q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU        64(BX), Y4
+	VPSRLW         $0x04, Y4, Y11
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW     256(DI), Y4, Y5
+	VPMADDUBSW     320(DI), Y11, Y2
+	VPADDW         Y2, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VPUNPCKLDQ     Y5, Y3, Y14
+	VPUNPCKHDQ     Y5, Y3, Y3
+	VPADDD         Y3, Y14, Y14
+	VPXOR          Y1, Y1, Y1
+	VPXOR          Y8, Y8, Y8
+	VPMADDUBSW     512(DI), Y1, Y12
+	VPMADDUBSW     576(DI), Y8, Y2
+	VPADDW         Y2, Y12, Y12
+	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
+	VPXOR          Y3, Y3, Y3
+	VPXOR          Y5, Y5, Y5
+	VPMADDUBSW     768(DI), Y3, Y4
+	VPMADDUBSW     832(DI), Y5, Y11
+	VPADDW         Y11, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ     Y4, Y12, Y2
+	VPUNPCKHDQ     Y4, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VPUNPCKLQDQ    Y2, Y14, Y1
+	VPUNPCKHQDQ    Y2, Y14, Y14
+	VPADDD         Y14, Y1, Y1
+	VCVTDQ2PS      Y1, Y1
+	VMULPS         Y9, Y1, Y1
+	VCVTDQ2PS      64(R8), Y8
+	VFMADD231PS    Y15, Y8, Y1
+	VFMADD231PS    (R8), Y1, Y7
+	VMOVDQU        32(BX), Y11
+	VPSRLW         $0x04, Y11, Y12
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW     32(DI), Y11, Y4
+	VPMADDUBSW     96(DI), Y12, Y14
+	VPADDW         Y14, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU        96(BX), Y2
+	VPSRLW         $0x04, Y2, Y8
+	VPAND          q4nibmask<>+0(SB), Y2, Y2
+	VPAND          q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW     288(DI), Y2, Y1
+	VPMADDUBSW     352(DI), Y8, Y3
+	VPADDW         Y3, Y1, Y1
+	VPMADDWD       q4onesw<>+0(SB), Y1, Y1
+	VPUNPCKLDQ     Y1, Y4, Y5
+	VPUNPCKHDQ     Y1, Y4, Y4
+	VPADDD         Y4, Y5, Y5
+	VPXOR          Y14, Y14, Y14
+	VPXOR          Y11, Y11, Y11
+	VPMADDUBSW     544(DI), Y14, Y12
+	VPMADDUBSW     608(DI), Y11, Y3
+	VPADDW         Y3, Y12, Y12
+	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
+	VPXOR          Y4, Y4, Y4
+	VPXOR          Y1, Y1, Y1
+	VPMADDUBSW     800(DI), Y4, Y2
+	VPMADDUBSW     864(DI), Y1, Y8
+	VPADDW         Y8, Y2, Y2
+	VPMADDWD       q4onesw<>+0(SB), Y2, Y2
+	VPUNPCKLDQ     Y2, Y12, Y3
+	VPUNPCKHDQ     Y2, Y12, Y12
+	VPADDD         Y12, Y3, Y3
+	VPUNPCKLQDQ    Y3, Y5, Y14
+	VPUNPCKHQDQ    Y3, Y5, Y5
+	VPADDD         Y5, Y14, Y14
+	VCVTDQ2PS      Y14, Y14
+	VMULPS         Y6, Y14, Y14
+	VCVTDQ2PS      96(R8), Y11
+	VFMADD231PS    Y13, Y11, Y14
+	VFMADD231PS    32(R8), Y14, Y7
 
 reduce2:
 	MOVQ   rstr+8(FP), BX
 	ADDQ   BX, AX
 	MOVQ   scstr+24(FP), BX
 	ADDQ   BX, CX
-	VXORPS Y5, Y5, Y5
+	VXORPS Y8, Y8, Y8
 	MOVQ   AX, BX
 	MOVQ   CX, SI
 	MOVQ   x+48(FP), DI
@@ -48912,124 +48832,120 @@ reduce2:
 chunk3:
 	TESTQ          R9, R9
 	JZ             groups3
-	VBROADCASTF128 32(SI), Y1
-	VMULPS         q4k4eighth<>+0(SB), Y1, Y1
-	VMOVDQU        (SI), X9
-	VPSHUFB        q4codeperm<>+0(SB), X9, X9
-	VPERMILPS      $0xa0, Y1, Y3
-	VPMOVZXBD      X9, Y4
-	VCVTDQ2PS      Y4, Y4
-	VMULPS         Y3, Y4, Y4
-	VMOVUPS        Y4, (SP)
-	VPSRLDQ        $0x08, X9, X9
-	VPMOVZXBD      X9, Y12
-	VCVTDQ2PS      Y12, Y12
-	VMULPS         Y3, Y12, Y12
-	VMOVUPS        Y12, 32(SP)
-	VMOVDQU        16(SI), X11
-	VPSHUFB        q4codeperm<>+0(SB), X11, X11
-	VPERMILPS      $0xf5, Y1, Y15
-	VPMOVZXBD      X11, Y7
-	VCVTDQ2PS      Y7, Y7
-	VMULPS         Y15, Y7, Y7
-	VMOVUPS        Y7, 64(SP)
-	VPSRLDQ        $0x08, X11, X11
-	VPMOVZXBD      X11, Y14
-	VCVTDQ2PS      Y14, Y14
-	VMULPS         Y15, Y14, Y14
-	VMOVUPS        Y14, 96(SP)
-	VMOVDQU        (BX), Y6
-	VPSRLW         $0x04, Y6, Y10
-	VPAND          q4nibmask<>+0(SB), Y6, Y6
-	VPAND          q4nibmask<>+0(SB), Y10, Y10
-	VPMADDUBSW     (DI), Y6, Y8
-	VPMADDUBSW     64(DI), Y10, Y4
-	VPADDW         Y4, Y8, Y8
-	VPMADDWD       q4onesw<>+0(SB), Y8, Y8
-	VMOVDQU        64(BX), Y12
-	VPSRLW         $0x04, Y12, Y9
-	VPAND          q4nibmask<>+0(SB), Y12, Y12
-	VPAND          q4nibmask<>+0(SB), Y9, Y9
-	VPMADDUBSW     256(DI), Y12, Y3
-	VPMADDUBSW     320(DI), Y9, Y7
-	VPADDW         Y7, Y3, Y3
-	VPMADDWD       q4onesw<>+0(SB), Y3, Y3
-	VPUNPCKLDQ     Y3, Y8, Y14
-	VPUNPCKHDQ     Y3, Y8, Y8
-	VPADDD         Y8, Y14, Y14
-	VMOVDQU        128(BX), Y11
-	VPSRLW         $0x04, Y11, Y15
-	VPAND          q4nibmask<>+0(SB), Y11, Y11
-	VPAND          q4nibmask<>+0(SB), Y15, Y15
-	VPMADDUBSW     512(DI), Y11, Y1
-	VPMADDUBSW     576(DI), Y15, Y4
-	VPADDW         Y4, Y1, Y1
-	VPMADDWD       q4onesw<>+0(SB), Y1, Y1
-	VMOVDQU        192(BX), Y6
-	VPSRLW         $0x04, Y6, Y10
-	VPAND          q4nibmask<>+0(SB), Y6, Y6
-	VPAND          q4nibmask<>+0(SB), Y10, Y10
-	VPMADDUBSW     768(DI), Y6, Y7
-	VPMADDUBSW     832(DI), Y10, Y8
-	VPADDW         Y8, Y7, Y7
-	VPMADDWD       q4onesw<>+0(SB), Y7, Y7
-	VPUNPCKLDQ     Y7, Y1, Y3
-	VPUNPCKHDQ     Y7, Y1, Y1
-	VPADDD         Y1, Y3, Y3
-	VPUNPCKLQDQ    Y3, Y14, Y12
-	VPUNPCKHQDQ    Y3, Y14, Y14
-	VPADDD         Y14, Y12, Y12
-	VCVTDQ2PS      Y12, Y12
-	VMULPS         (SP), Y12, Y12
-	VCVTDQ2PS      64(R8), Y9
-	VFMADD231PS    64(SP), Y9, Y12
-	VFMADD231PS    (R8), Y12, Y5
-	VMOVDQU        32(BX), Y4
-	VPSRLW         $0x04, Y4, Y11
-	VPAND          q4nibmask<>+0(SB), Y4, Y4
-	VPAND          q4nibmask<>+0(SB), Y11, Y11
-	VPMADDUBSW     32(DI), Y4, Y15
-	VPMADDUBSW     96(DI), Y11, Y8
-	VPADDW         Y8, Y15, Y15
-	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
-	VMOVDQU        96(BX), Y1
-	VPSRLW         $0x04, Y1, Y7
-	VPAND          q4nibmask<>+0(SB), Y1, Y1
-	VPAND          q4nibmask<>+0(SB), Y7, Y7
-	VPMADDUBSW     288(DI), Y1, Y14
-	VPMADDUBSW     352(DI), Y7, Y3
-	VPADDW         Y3, Y14, Y14
-	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
-	VPUNPCKLDQ     Y14, Y15, Y9
-	VPUNPCKHDQ     Y14, Y15, Y15
-	VPADDD         Y15, Y9, Y9
-	VMOVDQU        160(BX), Y12
-	VPSRLW         $0x04, Y12, Y6
-	VPAND          q4nibmask<>+0(SB), Y12, Y12
-	VPAND          q4nibmask<>+0(SB), Y6, Y6
-	VPMADDUBSW     544(DI), Y12, Y10
-	VPMADDUBSW     608(DI), Y6, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       q4onesw<>+0(SB), Y10, Y10
-	VMOVDQU        224(BX), Y4
-	VPSRLW         $0x04, Y4, Y11
-	VPAND          q4nibmask<>+0(SB), Y4, Y4
-	VPAND          q4nibmask<>+0(SB), Y11, Y11
-	VPMADDUBSW     800(DI), Y4, Y3
-	VPMADDUBSW     864(DI), Y11, Y15
-	VPADDW         Y15, Y3, Y3
-	VPMADDWD       q4onesw<>+0(SB), Y3, Y3
-	VPUNPCKLDQ     Y3, Y10, Y14
-	VPUNPCKHDQ     Y3, Y10, Y10
-	VPADDD         Y10, Y14, Y14
-	VPUNPCKLQDQ    Y14, Y9, Y1
-	VPUNPCKHQDQ    Y14, Y9, Y9
-	VPADDD         Y9, Y1, Y1
+	VBROADCASTF128 32(SI), Y12
+	VMULPS         q4k4eighth<>+0(SB), Y12, Y12
+	VMOVDQU        (SI), X2
+	VPSHUFB        q4codeperm<>+0(SB), X2, X2
+	VPERMILPS      $0xa0, Y12, Y5
+	VPMOVZXBD      X2, Y3
+	VCVTDQ2PS      Y3, Y3
+	VMULPS         Y5, Y3, Y3
+	VPSRLDQ        $0x08, X2, X2
+	VPMOVZXBD      X2, Y11
+	VCVTDQ2PS      Y11, Y11
+	VMULPS         Y5, Y11, Y11
+	VMOVDQU        16(SI), X14
+	VPSHUFB        q4codeperm<>+0(SB), X14, X14
+	VPERMILPS      $0xf5, Y12, Y4
+	VPMOVZXBD      X14, Y1
 	VCVTDQ2PS      Y1, Y1
-	VMULPS         32(SP), Y1, Y1
-	VCVTDQ2PS      96(R8), Y7
-	VFMADD231PS    96(SP), Y7, Y1
-	VFMADD231PS    32(R8), Y1, Y5
+	VMULPS         Y4, Y1, Y1
+	VPSRLDQ        $0x08, X14, X14
+	VPMOVZXBD      X14, Y9
+	VCVTDQ2PS      Y9, Y9
+	VMULPS         Y4, Y9, Y9
+	VMOVDQU        (BX), Y6
+	VPSRLW         $0x04, Y6, Y15
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW     (DI), Y6, Y13
+	VPMADDUBSW     64(DI), Y15, Y2
+	VPADDW         Y2, Y13, Y13
+	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU        64(BX), Y5
+	VPSRLW         $0x04, Y5, Y14
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW     256(DI), Y5, Y4
+	VPMADDUBSW     320(DI), Y14, Y12
+	VPADDW         Y12, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ     Y4, Y13, Y2
+	VPUNPCKHDQ     Y4, Y13, Y13
+	VPADDD         Y13, Y2, Y2
+	VMOVDQU        128(BX), Y6
+	VPSRLW         $0x04, Y6, Y15
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW     512(DI), Y6, Y12
+	VPMADDUBSW     576(DI), Y15, Y13
+	VPADDW         Y13, Y12, Y12
+	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU        192(BX), Y4
+	VPSRLW         $0x04, Y4, Y5
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW     768(DI), Y4, Y14
+	VPMADDUBSW     832(DI), Y5, Y13
+	VPADDW         Y13, Y14, Y14
+	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ     Y14, Y12, Y6
+	VPUNPCKHDQ     Y14, Y12, Y12
+	VPADDD         Y12, Y6, Y6
+	VPUNPCKLQDQ    Y6, Y2, Y15
+	VPUNPCKHQDQ    Y6, Y2, Y2
+	VPADDD         Y2, Y15, Y15
+	VCVTDQ2PS      Y15, Y15
+	VMULPS         Y3, Y15, Y15
+	VCVTDQ2PS      64(R8), Y13
+	VFMADD231PS    Y1, Y13, Y15
+	VFMADD231PS    (R8), Y15, Y8
+	VMOVDQU        32(BX), Y12
+	VPSRLW         $0x04, Y12, Y14
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW     32(DI), Y12, Y2
+	VPMADDUBSW     96(DI), Y14, Y6
+	VPADDW         Y6, Y2, Y2
+	VPMADDWD       q4onesw<>+0(SB), Y2, Y2
+	VMOVDQU        96(BX), Y13
+	VPSRLW         $0x04, Y13, Y15
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW     288(DI), Y13, Y4
+	VPMADDUBSW     352(DI), Y15, Y5
+	VPADDW         Y5, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ     Y4, Y2, Y6
+	VPUNPCKHDQ     Y4, Y2, Y2
+	VPADDD         Y2, Y6, Y6
+	VMOVDQU        160(BX), Y12
+	VPSRLW         $0x04, Y12, Y14
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW     544(DI), Y12, Y5
+	VPMADDUBSW     608(DI), Y14, Y2
+	VPADDW         Y2, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VMOVDQU        224(BX), Y4
+	VPSRLW         $0x04, Y4, Y13
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW     800(DI), Y4, Y15
+	VPMADDUBSW     864(DI), Y13, Y2
+	VPADDW         Y2, Y15, Y15
+	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
+	VPUNPCKLDQ     Y15, Y5, Y12
+	VPUNPCKHDQ     Y15, Y5, Y5
+	VPADDD         Y5, Y12, Y12
+	VPUNPCKLQDQ    Y12, Y6, Y14
+	VPUNPCKHQDQ    Y12, Y6, Y6
+	VPADDD         Y6, Y14, Y14
+	VCVTDQ2PS      Y14, Y14
+	VMULPS         Y11, Y14, Y14
+	VCVTDQ2PS      96(R8), Y2
+	VFMADD231PS    Y9, Y2, Y14
+	VFMADD231PS    32(R8), Y14, Y8
 	ADDQ           $0x00000100, BX
 	ADDQ           $0x00000030, SI
 	ADDQ           $0x00000400, DI
@@ -49040,141 +48956,137 @@ chunk3:
 groups3:
 	TESTQ          R10, R10
 	JZ             reduce3
-	VBROADCASTF128 32(SI), Y8
-	VMULPS         q4k4eighth<>+0(SB), Y8, Y8
-	VMOVDQU        (SI), X12
-	VPSHUFB        q4codeperm<>+0(SB), X12, X12
-	VPERMILPS      $0xa0, Y8, Y6
-	VPMOVZXBD      X12, Y15
-	VCVTDQ2PS      Y15, Y15
-	VMULPS         Y6, Y15, Y15
-	VMOVUPS        Y15, (SP)
-	VPSRLDQ        $0x08, X12, X12
-	VPMOVZXBD      X12, Y10
-	VCVTDQ2PS      Y10, Y10
-	VMULPS         Y6, Y10, Y10
-	VMOVUPS        Y10, 32(SP)
-	VMOVDQU        16(SI), X3
-	VPSHUFB        q4codeperm<>+0(SB), X3, X3
-	VPERMILPS      $0xf5, Y8, Y9
-	VPMOVZXBD      X3, Y14
-	VCVTDQ2PS      Y14, Y14
-	VMULPS         Y9, Y14, Y14
-	VMOVUPS        Y14, 64(SP)
-	VPSRLDQ        $0x08, X3, X3
-	VPMOVZXBD      X3, Y7
-	VCVTDQ2PS      Y7, Y7
-	VMULPS         Y9, Y7, Y7
-	VMOVUPS        Y7, 96(SP)
-	VMOVDQU        (BX), Y1
-	VPSRLW         $0x04, Y1, Y4
+	VBROADCASTF128 32(SI), Y5
+	VMULPS         q4k4eighth<>+0(SB), Y5, Y5
+	VMOVDQU        (SI), X15
+	VPSHUFB        q4codeperm<>+0(SB), X15, X15
+	VPERMILPS      $0xa0, Y5, Y6
+	VPMOVZXBD      X15, Y12
+	VCVTDQ2PS      Y12, Y12
+	VMULPS         Y6, Y12, Y12
+	VPSRLDQ        $0x08, X15, X15
+	VPMOVZXBD      X15, Y2
+	VCVTDQ2PS      Y2, Y2
+	VMULPS         Y6, Y2, Y2
+	VMOVDQU        16(SI), X14
+	VPSHUFB        q4codeperm<>+0(SB), X14, X14
+	VPERMILPS      $0xf5, Y5, Y4
+	VPMOVZXBD      X14, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y4, Y13, Y13
+	VPSRLDQ        $0x08, X14, X14
+	VPMOVZXBD      X14, Y3
+	VCVTDQ2PS      Y3, Y3
+	VMULPS         Y4, Y3, Y3
+	VMOVDQU        (BX), Y11
+	VPSRLW         $0x04, Y11, Y1
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
 	VPAND          q4nibmask<>+0(SB), Y1, Y1
-	VPAND          q4nibmask<>+0(SB), Y4, Y4
-	VPMADDUBSW     (DI), Y1, Y11
-	VPMADDUBSW     64(DI), Y4, Y15
-	VPADDW         Y15, Y11, Y11
-	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
-	VMOVDQU        64(BX), Y10
-	VPSRLW         $0x04, Y10, Y12
-	VPAND          q4nibmask<>+0(SB), Y10, Y10
-	VPAND          q4nibmask<>+0(SB), Y12, Y12
-	VPMADDUBSW     256(DI), Y10, Y6
-	VPMADDUBSW     320(DI), Y12, Y14
-	VPADDW         Y14, Y6, Y6
-	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VPUNPCKLDQ     Y6, Y11, Y7
-	VPUNPCKHDQ     Y6, Y11, Y11
-	VPADDD         Y11, Y7, Y7
-	VPXOR          Y3, Y3, Y3
-	VPXOR          Y9, Y9, Y9
-	VPMADDUBSW     512(DI), Y3, Y8
-	VPMADDUBSW     576(DI), Y9, Y15
-	VPADDW         Y15, Y8, Y8
-	VPMADDWD       q4onesw<>+0(SB), Y8, Y8
-	VPXOR          Y1, Y1, Y1
-	VPXOR          Y4, Y4, Y4
-	VPMADDUBSW     768(DI), Y1, Y14
-	VPMADDUBSW     832(DI), Y4, Y11
-	VPADDW         Y11, Y14, Y14
-	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
-	VPUNPCKLDQ     Y14, Y8, Y6
-	VPUNPCKHDQ     Y14, Y8, Y8
-	VPADDD         Y8, Y6, Y6
-	VPUNPCKLQDQ    Y6, Y7, Y10
-	VPUNPCKHQDQ    Y6, Y7, Y7
-	VPADDD         Y7, Y10, Y10
-	VCVTDQ2PS      Y10, Y10
-	VMULPS         (SP), Y10, Y10
-	VCVTDQ2PS      64(R8), Y12
-	VFMADD231PS    64(SP), Y12, Y10
-	VFMADD231PS    (R8), Y10, Y5
-	VMOVDQU        32(BX), Y15
-	VPSRLW         $0x04, Y15, Y3
-	VPAND          q4nibmask<>+0(SB), Y15, Y15
-	VPAND          q4nibmask<>+0(SB), Y3, Y3
-	VPMADDUBSW     32(DI), Y15, Y9
-	VPMADDUBSW     96(DI), Y3, Y11
-	VPADDW         Y11, Y9, Y9
+	VPMADDUBSW     (DI), Y11, Y9
+	VPMADDUBSW     64(DI), Y1, Y15
+	VPADDW         Y15, Y9, Y9
 	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
-	VMOVDQU        96(BX), Y8
-	VPSRLW         $0x04, Y8, Y14
-	VPAND          q4nibmask<>+0(SB), Y8, Y8
+	VMOVDQU        64(BX), Y6
+	VPSRLW         $0x04, Y6, Y14
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
 	VPAND          q4nibmask<>+0(SB), Y14, Y14
-	VPMADDUBSW     288(DI), Y8, Y7
-	VPMADDUBSW     352(DI), Y14, Y6
-	VPADDW         Y6, Y7, Y7
-	VPMADDWD       q4onesw<>+0(SB), Y7, Y7
-	VPUNPCKLDQ     Y7, Y9, Y12
-	VPUNPCKHDQ     Y7, Y9, Y9
-	VPADDD         Y9, Y12, Y12
-	VPXOR          Y10, Y10, Y10
-	VPXOR          Y1, Y1, Y1
-	VPMADDUBSW     544(DI), Y10, Y4
-	VPMADDUBSW     608(DI), Y1, Y11
-	VPADDW         Y11, Y4, Y4
+	VPMADDUBSW     256(DI), Y6, Y4
+	VPMADDUBSW     320(DI), Y14, Y5
+	VPADDW         Y5, Y4, Y4
 	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
-	VPXOR          Y15, Y15, Y15
-	VPXOR          Y3, Y3, Y3
-	VPMADDUBSW     800(DI), Y15, Y6
-	VPMADDUBSW     864(DI), Y3, Y9
-	VPADDW         Y9, Y6, Y6
+	VPUNPCKLDQ     Y4, Y9, Y15
+	VPUNPCKHDQ     Y4, Y9, Y9
+	VPADDD         Y9, Y15, Y15
+	VPXOR          Y11, Y11, Y11
+	VPXOR          Y1, Y1, Y1
+	VPMADDUBSW     512(DI), Y11, Y5
+	VPMADDUBSW     576(DI), Y1, Y9
+	VPADDW         Y9, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VPXOR          Y4, Y4, Y4
+	VPXOR          Y6, Y6, Y6
+	VPMADDUBSW     768(DI), Y4, Y14
+	VPMADDUBSW     832(DI), Y6, Y9
+	VPADDW         Y9, Y14, Y14
+	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ     Y14, Y5, Y11
+	VPUNPCKHDQ     Y14, Y5, Y5
+	VPADDD         Y5, Y11, Y11
+	VPUNPCKLQDQ    Y11, Y15, Y1
+	VPUNPCKHQDQ    Y11, Y15, Y15
+	VPADDD         Y15, Y1, Y1
+	VCVTDQ2PS      Y1, Y1
+	VMULPS         Y12, Y1, Y1
+	VCVTDQ2PS      64(R8), Y9
+	VFMADD231PS    Y13, Y9, Y1
+	VFMADD231PS    (R8), Y1, Y8
+	VMOVDQU        32(BX), Y5
+	VPSRLW         $0x04, Y5, Y14
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW     32(DI), Y5, Y15
+	VPMADDUBSW     96(DI), Y14, Y11
+	VPADDW         Y11, Y15, Y15
+	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
+	VMOVDQU        96(BX), Y9
+	VPSRLW         $0x04, Y9, Y1
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPAND          q4nibmask<>+0(SB), Y1, Y1
+	VPMADDUBSW     288(DI), Y9, Y4
+	VPMADDUBSW     352(DI), Y1, Y6
+	VPADDW         Y6, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ     Y4, Y15, Y11
+	VPUNPCKHDQ     Y4, Y15, Y15
+	VPADDD         Y15, Y11, Y11
+	VPXOR          Y5, Y5, Y5
+	VPXOR          Y14, Y14, Y14
+	VPMADDUBSW     544(DI), Y5, Y6
+	VPMADDUBSW     608(DI), Y14, Y15
+	VPADDW         Y15, Y6, Y6
 	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
-	VPUNPCKLDQ     Y6, Y4, Y7
-	VPUNPCKHDQ     Y6, Y4, Y4
-	VPADDD         Y4, Y7, Y7
-	VPUNPCKLQDQ    Y7, Y12, Y8
-	VPUNPCKHQDQ    Y7, Y12, Y12
-	VPADDD         Y12, Y8, Y8
-	VCVTDQ2PS      Y8, Y8
-	VMULPS         32(SP), Y8, Y8
-	VCVTDQ2PS      96(R8), Y14
-	VFMADD231PS    96(SP), Y14, Y8
-	VFMADD231PS    32(R8), Y8, Y5
+	VPXOR          Y4, Y4, Y4
+	VPXOR          Y9, Y9, Y9
+	VPMADDUBSW     800(DI), Y4, Y1
+	VPMADDUBSW     864(DI), Y9, Y15
+	VPADDW         Y15, Y1, Y1
+	VPMADDWD       q4onesw<>+0(SB), Y1, Y1
+	VPUNPCKLDQ     Y1, Y6, Y5
+	VPUNPCKHDQ     Y1, Y6, Y6
+	VPADDD         Y6, Y5, Y5
+	VPUNPCKLQDQ    Y5, Y11, Y14
+	VPUNPCKHQDQ    Y5, Y11, Y11
+	VPADDD         Y11, Y14, Y14
+	VCVTDQ2PS      Y14, Y14
+	VMULPS         Y2, Y14, Y14
+	VCVTDQ2PS      96(R8), Y15
+	VFMADD231PS    Y3, Y15, Y14
+	VFMADD231PS    32(R8), Y14, Y8
 
 reduce3:
 	MOVQ         rstr+8(FP), BX
 	ADDQ         BX, AX
 	MOVQ         scstr+24(FP), BX
 	ADDQ         BX, CX
-	VEXTRACTF128 $0x01, Y0, X11
-	VADDPS       X11, X0, X11
-	VEXTRACTF128 $0x01, Y13, X10
-	VADDPS       X10, X13, X10
-	VEXTRACTF128 $0x01, Y2, X1
-	VADDPS       X1, X2, X1
-	VEXTRACTF128 $0x01, Y5, X9
-	VADDPS       X9, X5, X9
-	VUNPCKLPS    X10, X11, X4
-	VUNPCKHPS    X10, X11, X6
-	VADDPS       X6, X4, X4
-	VUNPCKLPS    X9, X1, X12
-	VUNPCKHPS    X9, X1, X7
-	VADDPS       X7, X12, X12
-	VMOVLHPS     X12, X4, X14
-	VMOVHLPS     X4, X12, X8
-	VADDPS       X8, X14, X14
+	VEXTRACTF128 $0x01, Y0, X6
+	VADDPS       X6, X0, X6
+	VEXTRACTF128 $0x01, Y10, X1
+	VADDPS       X1, X10, X1
+	VEXTRACTF128 $0x01, Y7, X11
+	VADDPS       X11, X7, X11
+	VEXTRACTF128 $0x01, Y8, X5
+	VADDPS       X5, X8, X5
+	VUNPCKLPS    X1, X6, X15
+	VUNPCKHPS    X1, X6, X14
+	VADDPS       X14, X15, X15
+	VUNPCKLPS    X5, X11, X4
+	VUNPCKHPS    X5, X11, X9
+	VADDPS       X9, X4, X4
+	VMOVLHPS     X4, X15, X12
+	VMOVHLPS     X15, X4, X2
+	VADDPS       X2, X12, X12
 	MOVQ         dst+64(FP), BX
-	VMOVUPS      X14, (BX)
+	VMOVUPS      X12, (BX)
 	ADDQ         $0x10, BX
 	MOVQ         BX, dst+64(FP)
 	DECQ         DX

@@ -198,9 +198,19 @@ func q4Avx2Kernel(form q4Form, R, TT int, rowLoop bool) {
 	va := newVecAlloc(false)
 	vec, put := va.get, va.put
 	const width = 32 // bytes of weights per step: 2 blocks
-	var k4Frame Mem  // K4: scales (2 halves of 32 bytes), then terms
-	if k4 {
+	// K4: the row's scales (2 halves of 32 bytes), then its terms, of
+	// the current chunk: in 4 registers for one token (4 accumulators
+	// and the chunk's work leave them room), else on the stack.
+	var k4Frame Mem
+	var k4Regs []V
+	if k4 && TT > 1 {
 		k4Frame = AllocLocal(128)
+	}
+	k4At := func(i, h int) Op {
+		if k4Regs != nil {
+			return k4Regs[2*i+h]
+		}
+		return k4Frame.Offset(64*i + 32*h)
 	}
 
 	var nib, sc rowAddr
@@ -362,6 +372,10 @@ func q4Avx2Kernel(form q4Form, R, TT int, rowLoop bool) {
 				VPMOVZXBD(c.AsX(), v)
 				VCVTDQ2PS(v, v)
 				VMULPS(f, v, v)
+				if TT == 1 {
+					k4Regs = append(k4Regs, v)
+					continue
+				}
 				VMOVUPS(v, k4Frame.Offset(64*i+32*h))
 				put(v)
 			}
@@ -433,9 +447,9 @@ func q4Avx2Kernel(form q4Form, R, TT int, rowLoop bool) {
 							if k4 {
 								f := vec()
 								VCVTDQ2PS(s, s)
-								VMULPS(k4Frame.Offset(32*h), s, s)
+								VMULPS(k4At(0, h), s, s)
 								VCVTDQ2PS(dtok(t, 64+32*h), f) // -8*Sum
-								VFMADD231PS(k4Frame.Offset(64+32*h), f, s)
+								VFMADD231PS(k4At(1, h), f, s)
 								put(f)
 								VFMADD231PS(dtok(t, 32*h), s, acc[r][t])
 								put(s)
@@ -457,6 +471,10 @@ func q4Avx2Kernel(form q4Form, R, TT int, rowLoop bool) {
 					}
 					put(lo, hi)
 				}
+			}
+			if k4Regs != nil {
+				put(k4Regs...)
+				k4Regs = nil
 			}
 		}
 	}
