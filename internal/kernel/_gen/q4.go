@@ -35,6 +35,10 @@ type q4Shape struct{ R, TT int }
 var (
 	q4ZmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}, {1, 3}, {2, 3}, {4, 3}}
 	q4YmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}}
+	// q4YmmShapes3 are the AVX2 tiles of 3 tokens (transposedHalf), for
+	// the LPBQ and K4 forms: the per-block-scale form's scales need more
+	// registers than they leave.
+	q4YmmShapes3 = []q4Shape{{1, 3}, {2, 3}}
 )
 
 func genQ4() {
@@ -48,7 +52,11 @@ func genQ4() {
 		q4ChunkKernel(form, true, 1, 1)
 	}
 	for _, form := range []q4Form{formCodes, formScales, formK4} {
-		for _, s := range q4YmmShapes {
+		shapes := q4YmmShapes
+		if form != formScales {
+			shapes = append(shapes, q4YmmShapes3...)
+		}
+		for _, s := range shapes {
 			q4Avx2Kernel(form, s.R, s.TT, false)
 		}
 		q4Avx2Kernel(form, 1, 1, true)
@@ -384,6 +392,84 @@ func q4Avx2Kernel(form q4Form, R, TT int, rowLoop bool) {
 		put(sup)
 	}
 
+	// transposedHalf adds half h of the chunk of row r into every token's
+	// accumulator the way the AVX-512 prefill tiles do (transposedTiles
+	// in q4chunk.go): the 4 groups' packed codes of the half, their dwords
+	// transposed within each 128-bit lane and unpacked, give vector j the
+	// values 4j..4j+3 and vector 4+j the values 16+4j..16+4j+3 of block
+	// 4g+2h+k in dword lane 4k+g, the lane order of the half's D, -8*Sum
+	// and codes; the chunk records' transposed activations (bytes 32h to
+	// 32h+32 of each 64-byte vector) match them. Per token, 8 VPMADDUBSW
+	// summed in int16 (16 products of at most 15*127 a lane: no
+	// overflow) and one VPMADDWD give the whole block sums, where the
+	// group steps take 8 VPMADDUBSW, 4 VPMADDWD and 13 adds and shuffles.
+	// Only for tiles of 3 tokens (the weights' 24 instructions per half
+	// are then shared by 3), of at most 2 rows: 8 weight registers and
+	// 6 accumulators leave 2 of the 16.
+	transposedHalf := func(r, h int, half bool) {
+		p := make([]V, 4)
+		for g := range p {
+			p[g] = vec()
+			if half && g >= 2 {
+				VPXOR(p[g], p[g], p[g])
+			} else {
+				VMOVDQU(nib.at(r, 64*g+32*h), p[g])
+			}
+		}
+		t0, t1, t2, t3 := vec(), vec(), vec(), vec()
+		VPUNPCKLDQ(p[1], p[0], t0)
+		VPUNPCKHDQ(p[1], p[0], t1)
+		VPUNPCKLDQ(p[3], p[2], t2)
+		VPUNPCKHDQ(p[3], p[2], t3)
+		VPUNPCKLQDQ(t2, t0, p[0])
+		VPUNPCKHQDQ(t2, t0, p[1])
+		VPUNPCKLQDQ(t3, t1, p[2])
+		VPUNPCKHQDQ(t3, t1, p[3])
+		put(t0, t1, t2, t3)
+		w := make([]V, 8)
+		for j := range p {
+			hi := vec()
+			VPSRLW(U8(4), p[j], hi)
+			VPAND(nibMask, p[j], p[j])
+			VPAND(nibMask, hi, hi)
+			w[j], w[4+j] = p[j], hi
+		}
+		for t := 0; t < TT; t++ {
+			s, q := vec(), vec()
+			for v := range w {
+				at := dtok(t, 128+64*v+32*h)
+				if v == 0 {
+					VPMADDUBSW(at, w[v], s)
+					continue
+				}
+				VPMADDUBSW(at, w[v], q)
+				VPADDW(q, s, s)
+			}
+			VPMADDWD(onesW, s, s)
+			if k4 {
+				VCVTDQ2PS(s, s)
+				VMULPS(k4At(0, h), s, s)
+				VCVTDQ2PS(dtok(t, 64+32*h), q) // -8*Sum
+				VFMADD231PS(k4At(1, h), q, s)
+			} else {
+				VPADDD(dtok(t, 64+32*h), s, s) // -8*Sum
+				// the codes: what chunkScale does for LPBQ, in q
+				VMOVDQU(sc.at(r, 0), q.AsX())
+				VPSHUFB(codePerm, q.AsX(), q.AsX())
+				if h == 1 {
+					VPSRLDQ(U8(8), q.AsX(), q.AsX())
+				}
+				VPMOVZXBD(q.AsX(), q)
+				VPMULLD(q, s, s)
+				VCVTDQ2PS(s, s)
+			}
+			put(q)
+			VFMADD231PS(dtok(t, 32*h), s, acc[r][t])
+			put(s)
+		}
+		put(w...)
+	}
+
 	// pair adds the int32 lanes of a and b (given back) pairwise within
 	// each 128-bit lane, interleaved: [a0+a2, b0+b2, a1+a3, b1+b3].
 	pair := func(a, b V) V {
@@ -413,6 +499,10 @@ func q4Avx2Kernel(form q4Form, R, TT int, rowLoop bool) {
 				k4Prep(r)
 			}
 			for h := 0; h < 2; h++ {
+				if TT >= 3 {
+					transposedHalf(r, h, half)
+					continue
+				}
 				pend, ab := make([]V, TT), make([]V, TT)
 				for g := 0; g < 4; g++ {
 					lo, hi := vec(), vec()
