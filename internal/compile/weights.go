@@ -238,6 +238,26 @@ func encodeQuantized(l plan.WeightLayout, q *quant.Quantized, shape []int64) ([]
 	return b, nil
 }
 
+// packRows packs the N rows of K integers q, plus offset each (which
+// must make them 0..15), two to a byte into the first N*K/2 bytes of b
+// (kernel.PackNibbles).
+func packRows(b []byte, q []int8, N, K, offset int) error {
+	u := make([]uint8, K)
+	for n := range N {
+		for k, v := range q[n*K : (n+1)*K] {
+			c := int(v) + offset
+			if c < 0 || c > 15 {
+				return fmt.Errorf("row %d input %d: %d does not fit 4 bits", n, k, v)
+			}
+			u[k] = uint8(c)
+		}
+		if err := kernel.PackNibbles(b[n*K/2:(n+1)*K/2], u, 1, K); err != nil {
+			return fmt.Errorf("row %d: %w", n, err)
+		}
+	}
+	return nil
+}
+
 // encodeQ4K lays out q's Q4_K super-blocks (q.K4) as layout q4k-p: the
 // 4-bit codes packed as the other packed layouts pack them, then per row
 // a record of 16 groups' 6-bit scales and minimums and their two
@@ -257,17 +277,8 @@ func encodeQ4K(l plan.WeightLayout, q *quant.Quantized, shape []int64) ([]byte, 
 			len(q.Q), len(k4.Sc), len(k4.M), len(k4.D), l.Tag(), N, K)
 	}
 	b := make([]byte, p.Size)
-	u := make([]uint8, K)
-	for n := range N {
-		for k, v := range q.Q[n*K : (n+1)*K] {
-			if v < 0 || v > 15 {
-				return nil, fmt.Errorf("row %d input %d: %d does not fit 4 bits", n, k, v)
-			}
-			u[k] = uint8(v)
-		}
-		if err := kernel.PackNibbles(b[n*K/2:(n+1)*K/2], u, 1, K); err != nil {
-			return nil, fmt.Errorf("row %d: %w", n, err)
-		}
+	if err := packRows(b, q.Q, N, K, 0); err != nil {
+		return nil, err
 	}
 	nc := (ng + 15) / 16
 	rec := b[p.Scales:]
@@ -338,18 +349,8 @@ func encodePacked(l plan.WeightLayout, q *quant.Quantized, shape []int64) ([]byt
 	if l.Kind == plan.LayoutQ4 && !l.Sym {
 		offset = 0
 	}
-	u := make([]uint8, K)
-	for n := range N {
-		for k, v := range q.Q[n*K : (n+1)*K] {
-			c := int(v) + offset
-			if c < 0 || c > 15 {
-				return nil, fmt.Errorf("row %d input %d: %d does not fit 4 bits", n, k, v)
-			}
-			u[k] = uint8(c)
-		}
-		if err := kernel.PackNibbles(b[n*K/2:(n+1)*K/2], u, 1, K); err != nil {
-			return nil, fmt.Errorf("row %d: %w", n, err)
-		}
+	if err := packRows(b, q.Q, N, K, offset); err != nil {
+		return nil, err
 	}
 	// spread repeats each row's per-B-block values over its 32-blocks.
 	spread := func(src []float32) []float32 {

@@ -588,17 +588,20 @@ func q4ChunkKernel(form q4Form, rowLoop bool, R, TT int) {
 		m.Base = dp
 		return m
 	}
+	// rowScales loads row r's codes or scales and zero-point terms (or
+	// K4 scales and terms) of a whole chunk, in lane order.
+	rowScales := func(r int) (cz, zs VecVirtual) {
+		if k4 {
+			return k4Of(sc.at(r, 0), true)
+		}
+		return codesOf(sc.at(r, 0), false), zerosOf(func() Mem { return zt.at(r, 0) })
+	}
 	chunks("", full, func(masked bool, groups int) {
 		for r := range R {
 			zAt := func() Mem { return zt.at(r, 0) }
 			if !masked && TT >= 2 {
 				w := transposedRow(func(off int) Mem { return nib.at(r, off) })
-				var cz, zs VecVirtual
-				if k4 {
-					cz, zs = k4Of(sc.at(r, 0), true)
-				} else {
-					cz, zs = codesOf(sc.at(r, 0), false), zerosOf(zAt)
-				}
+				cz, zs := rowScales(r)
 				for t := range TT {
 					transposedSum(w, func(off int) Mem { return dtok(t, off) }, cz, zs, acc[r][t])
 				}
@@ -620,12 +623,7 @@ func q4ChunkKernel(form q4Form, rowLoop bool, R, TT int) {
 				}
 				continue
 			}
-			var cz, zs VecVirtual
-			if k4 {
-				cz, zs = k4Of(sc.at(r, 0), true)
-			} else {
-				cz, zs = codesOf(sc.at(r, 0), false), zerosOf(zAt)
-			}
+			cz, zs := rowScales(r)
 			for t := range TT {
 				chunkSum(lo, hi,
 					func(off int) Mem { return tok(t, off) },
