@@ -56,7 +56,7 @@ func (r *rawScheme) scheme() (Scheme, error) {
 	switch s.Kind {
 	case KindLPBQ:
 		s.Block, s.Mode = DefaultLPBQBlock, LPBQRefined
-		if r.Mode != nil {
+		if r.Mode != nil && *r.Mode != "" { // "" is refined, as omitted
 			s.Mode = LPBQMode(*r.Mode)
 		}
 		if r.Sym != nil && !*r.Sym {
