@@ -279,6 +279,16 @@ func q4Avx2Scales2x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int,
 //go:noescape
 func q4Avx2Scales4x2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
+// q4Avx2Scales1x3 computes a 1-row by 3-token tile of a 4-bit product (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2Scales1x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4Avx2Scales2x3 computes a 2-row by 3-token tile of a 4-bit product (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2Scales2x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
 // q4Avx2ScalesRows computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time (see the layout in _gen/q4.go).
 //
 //go:noescape

@@ -83,9 +83,9 @@ var (
 		2: {1: q4Avx2Codes2x1, 2: q4Avx2Codes2x2, 3: q4Avx2Codes2x3},
 		4: {1: q4Avx2Codes4x1, 2: q4Avx2Codes4x2},
 	}}
-	q4Avx2Scales = q4Set{seq: q4Avx2ScalesRows, decode: 1, rows: 4, tokens: 2, k: [9][5]q4Kern{
-		1: {1: q4Avx2Scales1x1, 2: q4Avx2Scales1x2},
-		2: {1: q4Avx2Scales2x1, 2: q4Avx2Scales2x2},
+	q4Avx2Scales = q4Set{seq: q4Avx2ScalesRows, decode: 1, rows: 2, tokens: 3, k: [9][5]q4Kern{
+		1: {1: q4Avx2Scales1x1, 2: q4Avx2Scales1x2, 3: q4Avx2Scales1x3},
+		2: {1: q4Avx2Scales2x1, 2: q4Avx2Scales2x2, 3: q4Avx2Scales2x3},
 		4: {1: q4Avx2Scales4x1, 2: q4Avx2Scales4x2},
 	}}
 )

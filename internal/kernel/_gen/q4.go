@@ -35,9 +35,7 @@ type q4Shape struct{ R, TT int }
 var (
 	q4ZmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}, {1, 3}, {2, 3}, {4, 3}}
 	q4YmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}}
-	// q4YmmShapes3 are the AVX2 tiles of 3 tokens (transposedHalf), for
-	// the LPBQ and K4 forms: the per-block-scale form's scales need more
-	// registers than they leave.
+	// q4YmmShapes3 are the AVX2 tiles of 3 tokens (transposedHalf).
 	q4YmmShapes3 = []q4Shape{{1, 3}, {2, 3}}
 )
 
@@ -52,11 +50,7 @@ func genQ4() {
 		q4ChunkKernel(form, true, 1, 1)
 	}
 	for _, form := range []q4Form{formCodes, formScales, formK4} {
-		shapes := q4YmmShapes
-		if form != formScales {
-			shapes = append(shapes, q4YmmShapes3...)
-		}
-		for _, s := range shapes {
+		for _, s := range append(q4YmmShapes, q4YmmShapes3...) {
 			q4Avx2Kernel(form, s.R, s.TT, false)
 		}
 		q4Avx2Kernel(form, 1, 1, true)
@@ -213,6 +207,13 @@ func q4Avx2Kernel(form q4Form, R, TT int, rowLoop bool) {
 	var k4Regs []V
 	if k4 && TT > 1 {
 		k4Frame = AllocLocal(128)
+	}
+	// The per-block-scale form in tiles of 3 tokens: the row's 16
+	// scales of the chunk in the lane order of the two halves, on the
+	// stack (transposedHalf leaves no register for them).
+	var scFrame Mem
+	if form == formScales && TT >= 3 {
+		scFrame = AllocLocal(64)
 	}
 	k4At := func(i, h int) Op {
 		if k4Regs != nil {
@@ -405,7 +406,8 @@ func q4Avx2Kernel(form q4Form, R, TT int, rowLoop bool) {
 	// group steps take 8 VPMADDUBSW, 4 VPMADDWD and 13 adds and shuffles.
 	// Only for tiles of 3 tokens (the weights' 24 instructions per half
 	// are then shared by 3), of at most 2 rows: 8 weight registers and
-	// 6 accumulators leave 2 of the 16.
+	// 6 accumulators leave 2 of the 16 (the per-block scales are put on
+	// the stack per row and chunk).
 	transposedHalf := func(r, h int, half bool) {
 		p := make([]V, 4)
 		for g := range p {
@@ -446,12 +448,17 @@ func q4Avx2Kernel(form q4Form, R, TT int, rowLoop bool) {
 				VPADDW(q, s, s)
 			}
 			VPMADDWD(onesW, s, s)
-			if k4 {
+			switch {
+			case k4:
 				VCVTDQ2PS(s, s)
 				VMULPS(k4At(0, h), s, s)
 				VCVTDQ2PS(dtok(t, 64+32*h), q) // -8*Sum
 				VFMADD231PS(k4At(1, h), q, s)
-			} else {
+			case !lpbq:
+				VPADDD(dtok(t, 64+32*h), s, s) // -8*Sum
+				VCVTDQ2PS(s, s)
+				VMULPS(scFrame.Offset(32*h), s, s)
+			default:
 				VPADDD(dtok(t, 64+32*h), s, s) // -8*Sum
 				// the codes: what chunkScale does for LPBQ, in q
 				VMOVDQU(sc.at(r, 0), q.AsX())
@@ -497,6 +504,13 @@ func q4Avx2Kernel(form q4Form, R, TT int, rowLoop bool) {
 		for r := 0; r < R; r++ {
 			if k4 {
 				k4Prep(r)
+			}
+			if form == formScales && TT >= 3 {
+				for h := 0; h < 2; h++ {
+					a := chunkScale(r, h)
+					VMOVUPS(a, scFrame.Offset(32*h))
+					put(a)
+				}
 			}
 			for h := 0; h < 2; h++ {
 				if TT >= 3 {
