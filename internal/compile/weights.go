@@ -204,13 +204,19 @@ func layoutOf(s quant.Scheme) (plan.WeightLayout, bool) {
 	return plan.WeightLayout{}, false
 }
 
+// partsOf returns where the parts of q lie in layout l, after checking
+// that q has the shape the graph gives it.
+func partsOf(l plan.WeightLayout, q *quant.Quantized, shape []int64) (plan.Parts, error) {
+	if len(shape) != 2 || shape[0] != int64(q.Rows) || shape[1] != int64(q.Cols) {
+		return plan.Parts{}, fmt.Errorf("quantized as [%d, %d], the graph says %v", q.Rows, q.Cols, shape)
+	}
+	return l.Parts(shape[0], shape[1])
+}
+
 // encodeQuantized lays q out as l describes, after checking that its parts
 // have the sizes the shape implies.
 func encodeQuantized(l plan.WeightLayout, q *quant.Quantized, shape []int64) ([]byte, error) {
-	if len(shape) != 2 || shape[0] != int64(q.Rows) || shape[1] != int64(q.Cols) {
-		return nil, fmt.Errorf("quantized as [%d, %d], the graph says %v", q.Rows, q.Cols, shape)
-	}
-	p, err := l.Parts(shape[0], shape[1])
+	p, err := partsOf(l, q, shape)
 	if err != nil {
 		return nil, err
 	}
@@ -263,10 +269,7 @@ func packRows(b []byte, q []int8, N, K, offset int) error {
 // a record of 16 groups' 6-bit scales and minimums and their two
 // super-blocks' d and dmin (kernel.Q4KChunk).
 func encodeQ4K(l plan.WeightLayout, q *quant.Quantized, shape []int64) ([]byte, error) {
-	if len(shape) != 2 || shape[0] != int64(q.Rows) || shape[1] != int64(q.Cols) {
-		return nil, fmt.Errorf("quantized as [%d, %d], the graph says %v", q.Rows, q.Cols, shape)
-	}
-	p, err := l.Parts(shape[0], shape[1])
+	p, err := partsOf(l, q, shape)
 	if err != nil {
 		return nil, err
 	}
@@ -317,10 +320,7 @@ func putFloats(b []byte, v []float32) {
 // two to a byte, blocks of plan.PackBlock with their B- or G-block's code,
 // scale and zero point repeated, or w8 integers offset by 128.
 func encodePacked(l plan.WeightLayout, q *quant.Quantized, shape []int64) ([]byte, error) {
-	if len(shape) != 2 || shape[0] != int64(q.Rows) || shape[1] != int64(q.Cols) {
-		return nil, fmt.Errorf("quantized as [%d, %d], the graph says %v", q.Rows, q.Cols, shape)
-	}
-	p, err := l.Parts(shape[0], shape[1])
+	p, err := partsOf(l, q, shape)
 	if err != nil {
 		return nil, err
 	}

@@ -309,12 +309,10 @@ func BenchmarkQ4KMatMul(b *testing.B) {
 				if o.q4Zeros != nil {
 					forms[0].run = func(n0, n1 int) { o.q4Zeros(dst, N, ex.sym, ex.zs, x, n0, n1) }
 				}
-				if o.q4K4 {
-					forms = append(forms, struct {
-						name string
-						run  func(n0, n1 int)
-					}{"k4", func(n0, n1 int) { o.Q4MatMul(dst, N, w, x, n0, n1) }})
-				}
+				forms = append(forms, struct {
+					name string
+					run  func(n0, n1 int)
+				}{"k4", func(n0, n1 int) { o.Q4MatMul(dst, N, w, x, n0, n1) }})
 				for _, f := range forms {
 					b.Run(fmt.Sprintf("T%d/%dx%d/%s/%s", T, N, K, o.Name, f.name), func(b *testing.B) {
 						for b.Loop() {

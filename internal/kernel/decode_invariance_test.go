@@ -39,7 +39,7 @@ func decodeSameWhateverRange(t *testing.T, walk string) {
 				products = append(products, product{"q4 zeros",
 					func(d []float32, n0, n1 int) { o.q4Zeros(d, N, w.sym, w.zs, x, n0, n1) }})
 			}
-			if o.q4K4 && K%Q4KSuper == 0 {
+			if o.Q4MatMul != nil && K%Q4KSuper == 0 {
 				w := randQ4K(r, N, K)
 				products = append(products, product{"q4 K4",
 					func(d []float32, n0, n1 int) { o.Q4MatMul(d, N, w, x, n0, n1) }})
@@ -105,7 +105,7 @@ func tokenSameWhateverBatch(t *testing.T, walk string) {
 				products = append(products, product{"q4 zeros",
 					func(d []float32, x *Q8) { o.q4Zeros(d, N, w.sym, w.zs, x, 0, N) }})
 			}
-			if o.q4K4 && K%Q4KSuper == 0 {
+			if o.Q4MatMul != nil && K%Q4KSuper == 0 {
 				w := randQ4K(r, N, K)
 				products = append(products, product{"q4 K4",
 					func(d []float32, x *Q8) { o.Q4MatMul(d, N, w, x, 0, N) }})

@@ -72,10 +72,6 @@ type Overlay struct {
 	// its parts (PrepareZeros): the symmetric codes and the block terms
 	// zs, added block by block in the product (q4ZerosImpl).
 	q4Zeros func(dst []float32, ldd int, sym *Q4, zs []float32, x *Q8, n0, n1 int)
-
-	// q4K4: Q4MatMul takes a weight in the K4 form as it is (else
-	// PrepareZeros expands it).
-	q4K4 bool
 }
 
 // overlays lists this build's overlays from least to most capable (the
@@ -113,7 +109,7 @@ func install() {
 			quantizeQ8Impl = o.QuantizeQ8
 		}
 		if o.Q4MatMul != nil {
-			q4MatMulImpl, q4Layout, q4ZerosImpl, q4K4Native = o.Q4MatMul, o.q4Records, o.q4Zeros, o.q4K4
+			q4MatMulImpl, q4Layout, q4ZerosImpl = o.Q4MatMul, o.q4Records, o.q4Zeros
 		}
 		if o.W8MatMul != nil {
 			w8MatMulImpl, w8Layout = o.W8MatMul, o.w8Records

@@ -60,7 +60,6 @@ func archOverlays() []Overlay {
 	o[1].q4Zeros = func(dst []float32, ldd int, sym *Q4, zs []float32, x *Q8, n0, n1 int) {
 		q4MatMulZerosWith(&q4VnniSets, dst, ldd, sym, zs, x, n0, n1)
 	}
-	o[0].q4K4, o[1].q4K4 = true, true
 	return o
 }
 

@@ -58,10 +58,7 @@ func archOverlays() []Overlay {
 			W8MatMul:  w8MatMulI8MM,
 		},
 	}
-	for i := range o {
-		o[i].q4K4 = true // Q4MatMul takes the K4 form (through SDOT under i8mm)
-	}
-	return o
+	return o // (i8mm sends the K4 form of Q4 to its SDOT kernels)
 }
 
 // decodeWalks: the arm64 products have one fixed walk (see Tune).

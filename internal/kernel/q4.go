@@ -17,7 +17,7 @@ import (
 // (u = 0..15). K4 holds, per row, one record of Q4KChunkBytes per 16
 // blocks (see Q4KChunk); Codes, Scales and Zeros are then nil and K a
 // multiple of 256. That is 4.75 bits a weight where the per-block form
-// of the same weights takes 6.
+// of the same weights takes 6. Every implementation of MatMul takes it.
 type Q4 struct {
 	N, K   int
 	Nib    []byte    // [N][nb][16]
@@ -44,14 +44,8 @@ type Q4 struct {
 // [N, K/32] float32 product, 1/32 of the main one). It allocates N*K/32
 // floats; without it such weights run on the plain-Go reference. It does
 // nothing for weights without zero points.
-//
-// A weight in the K4 form runs on the products of the overlays that take
-// it as it is (the AVX-512 ones); for the others PrepareZeros expands it
-// to the per-block form, float32 scales and terms of 8 bytes a block.
+// A weight in the K4 form needs nothing: every product takes it as it is.
 func (w *Q4) PrepareZeros() {
-	if w.K4 != nil && w.sym == nil && !q4K4Native {
-		w.expandK4()
-	}
 	if w.Zeros == nil || w.Codes != nil || w.sym != nil {
 		return
 	}

@@ -16,11 +16,6 @@ const (
 	Q4KChunkBytes = 48
 )
 
-// q4K4Native reports whether the products in use take the K4 form as it
-// is (the generic version does; install sets it from the overlay); when
-// not, PrepareZeros expands it.
-var q4K4Native = true
-
 // q4KChunks is the number of 16-block records of a row of K inputs.
 func q4KChunks(K int) int { return (K/QK + 15) / 16 }
 
@@ -50,24 +45,4 @@ func (w *Q4) k4Block(n, b int) (scale, minimum float32) {
 	dmin := math.Float32frombits(binary.LittleEndian.Uint32(rec[36+s:]))
 	// explicit roundings: neither product fuses into a later add (arm64)
 	return float32(d * float32(rec[j])), float32(dmin * float32(rec[16+j]))
-}
-
-// expandK4 readies a K4 weight for products that do not take the form:
-// the same codes with zero point 8 and block scales d*sc (sym), and the
-// block terms zs = (dmin*m - 8*d*sc)/8 (see PrepareZeros): per block,
-// d*sc*(dot - 8*Sum) + zs*(-8*Sum) = d*sc*dot - dmin*m*Sum.
-func (w *Q4) expandK4() {
-	nb := w.K / QK
-	sc := make([]float32, w.N*nb)
-	zs := make([]float32, w.N*nb)
-	for n := range w.N {
-		for b := range nb {
-			s, m := w.k4Block(n, b)
-			sc[n*nb+b] = s
-			// s*(u-8) - zs*8*Sum = s*u - m*Sum: zs = (m - 8*s)/8
-			zs[n*nb+b] = (m - 8*s) / 8
-		}
-	}
-	w.sym = &Q4{N: w.N, K: w.K, Nib: w.Nib, Scales: sc}
-	w.zs = zs
 }

@@ -197,3 +197,24 @@ func TestOverlaysQ4K(t *testing.T) {
 		return v
 	}, x, xf, func(d []float32, l int, x *Q8, a, b int) { q4MatMulGeneric(d, l, w, x, a, b) }, w.MatMul)
 }
+
+// expandK4 turns a K4 weight into the per-block form with zero points,
+// as the tests and benchmarks compare against:
+// the same codes with zero point 8 and block scales d*sc (sym), and the
+// block terms zs = (dmin*m - 8*d*sc)/8 (see PrepareZeros): per block,
+// d*sc*(dot - 8*Sum) + zs*(-8*Sum) = d*sc*dot - dmin*m*Sum.
+func (w *Q4) expandK4() {
+	nb := w.K / QK
+	sc := make([]float32, w.N*nb)
+	zs := make([]float32, w.N*nb)
+	for n := range w.N {
+		for b := range nb {
+			s, m := w.k4Block(n, b)
+			sc[n*nb+b] = s
+			// s*(u-8) - zs*8*Sum = s*u - m*Sum: zs = (m - 8*s)/8
+			zs[n*nb+b] = (m - 8*s) / 8
+		}
+	}
+	w.sym = &Q4{N: w.N, K: w.K, Nib: w.Nib, Scales: sc}
+	w.zs = zs
+}
