@@ -129,6 +129,11 @@ func attendItems(a *attnArgs, lo, hi int, scores []float32) {
 	group := H / a.G
 	for i := lo; i < hi; i++ {
 		h, t := i/a.T, i%a.T
+		if m := a.tile(i, hi, len(scores)); m > 1 {
+			attendTileF16(a, i, m, scores)
+			i += m - 1
+			continue
+		}
 		last, first := a.pos+t, a.first(t) // slots [first, last]
 		qh := a.q[t*H*E+h*E : t*H*E+(h+1)*E]
 		g := h / group
@@ -156,6 +161,84 @@ func attendItems(a *attnArgs, lo, hi int, scores []float32) {
 			kernel.DotRows(oh, sc, a.V[from:], stride)
 			kernel.Scale(oh, oh, inv)
 		}
+	}
+}
+
+// attnTile is the most (head, row) items attendTileF16 takes at once:
+// the binary16 row kernels' four-vector form.
+const attnTile = 4
+
+// tile returns how many items from i (below hi) attend together over a
+// binary16 cache: consecutive rows of one head, or in a one-row pass the
+// consecutive heads that share a key/value head, whose first visible
+// slots agree and whose scores fit in the scratch of have floats; 1 when
+// the item goes alone.
+func (a *attnArgs) tile(i, hi, have int) int {
+	if a.Kh == nil || a.Ku != nil {
+		return 1
+	}
+	h, t := i/a.T, i%a.T
+	group := a.H / a.G
+	first := a.first(t)
+	m := 1
+	for m < attnTile && i+m < hi {
+		h2, t2 := (i+m)/a.T, (i+m)%a.T
+		switch {
+		case a.T == 1 && h2/group != h/group:
+			return m
+		case a.T > 1 && h2 != h:
+			return m
+		}
+		if a.first(t2) != first || (m+1)*(a.pos+t2+1-first) > have {
+			return m
+		}
+		m++
+	}
+	return m
+}
+
+// attendTileF16 computes the m items from i that tile chose, over the
+// binary16 cache: their scores in one kernel.AxpyRowsF16Multi pass
+// over the key columns and their outputs in one DotRowsF16Multi pass
+// over the value columns, each row of the cache widened once for the m.
+// Each item's softmax runs over its own slots; its scores past them are
+// zero in the value pass, so every output is bit-identical to the item
+// attended alone.
+func attendTileF16(a *attnArgs, i, m int, scores []float32) {
+	E, H, stride := a.E, a.H, a.stride
+	h0, t0 := i/a.T, i%a.T
+	at := func(k int) (h, t int) {
+		if a.T == 1 {
+			return h0 + k, 0
+		}
+		return h0, t0 + k
+	}
+	_, tl := at(m - 1)
+	first := a.first(t0)
+	n := a.pos + tl + 1 - first // the last item's slots, the most
+	sc := scores[:m*n]
+	clear(sc)
+	ld := E // one-row pass: consecutive heads, E apart in q and out
+	if a.T > 1 {
+		ld = H * E // one head's consecutive rows
+	}
+	base := t0*H*E + h0*E
+	from := (h0/(H/a.G))*E*stride + first
+	kernel.AxpyRowsF16Multi(sc, n, n, a.q[base:], ld, E, m, a.Kh[from:], stride)
+	var inv [attnTile]float32
+	for k := range m {
+		_, t := at(k)
+		nk := a.pos + t + 1 - first
+		row := sc[k*n : k*n+nk]
+		kernel.Scale(row, row, a.scale)
+		inv[k] = 1 / a.softmax(row, t, first)
+		clear(sc[k*n+nk : (k+1)*n])
+	}
+	out := a.out[base:]
+	kernel.DotRowsF16Multi(out, ld, E, sc, n, n, m, a.Vh[from:], stride)
+	for k := range m {
+		oh := out[k*ld : k*ld+E]
+		kernel.Scale(oh, oh, inv[k])
 	}
 }
 

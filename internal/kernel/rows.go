@@ -208,3 +208,56 @@ func dotRowsU8Generic(dst, w []float32, y []uint8, stride int) {
 		dst[r] = s
 	}
 }
+
+// AxpyRowsF16Multi runs AxpyRowsF16(dst[i*ldd:i*ldd+n],
+// alpha[i*lda:i*lda+rows], x, stride) for each i < m: several vectors
+// of coefficients (attention's queries of one head) against the same
+// rows. Each result is bit-identical to that call's; an overlay with a
+// form for several vectors widens each row of x once for all of them.
+// Spans past a slice panic before anything is written.
+func AxpyRowsF16Multi(dst []float32, ldd, n int, alpha []float32, lda, rows, m int, x []uint16, stride int) {
+	if m <= 0 || n <= 0 || rows <= 0 {
+		return
+	}
+	rowsSpan("AxpyRowsF16Multi dst", m, n, ldd, len(dst))
+	rowsSpan("AxpyRowsF16Multi alpha", m, rows, lda, len(alpha))
+	rowsSpan("AxpyRowsF16Multi", rows, n, stride, len(x))
+	i := 0
+	if k := axpyRows4F16Impl; k != nil {
+		for ; i+4 <= m; i += 4 {
+			k(dst[i*ldd:], ldd, alpha[i*lda:], lda, x, n, rows, stride)
+		}
+	}
+	for ; i < m; i++ {
+		axpyRowsF16Impl(dst[i*ldd:i*ldd+n], alpha[i*lda:i*lda+rows], x, stride)
+	}
+}
+
+// DotRowsF16Multi runs DotRowsF16(dst[i*ldd:i*ldd+rows],
+// w[i*ldw:i*ldw+n], y, stride) for each i < m, each result bit-identical
+// to that call's, as AxpyRowsF16Multi. A w whose last elements are zero
+// gives the sums its shorter prefix gives (0 times a finite element adds
+// nothing), so vectors of different lengths may share one call.
+func DotRowsF16Multi(dst []float32, ldd, rows int, w []float32, ldw, n, m int, y []uint16, stride int) {
+	if m <= 0 || rows <= 0 {
+		return
+	}
+	rowsSpan("DotRowsF16Multi dst", m, rows, ldd, len(dst))
+	if n <= 0 {
+		for i := range m {
+			clear(dst[i*ldd : i*ldd+rows])
+		}
+		return
+	}
+	rowsSpan("DotRowsF16Multi w", m, n, ldw, len(w))
+	rowsSpan("DotRowsF16Multi", rows, n, stride, len(y))
+	i := 0
+	if k := dotRows4F16Impl; k != nil {
+		for ; i+4 <= m; i += 4 {
+			k(dst[i*ldd:], ldd, w[i*ldw:], ldw, y, n, rows, stride)
+		}
+	}
+	for ; i < m; i++ {
+		dotRowsF16Impl(dst[i*ldd:i*ldd+rows], w[i*ldw:i*ldw+n], y, stride)
+	}
+}

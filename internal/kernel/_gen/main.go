@@ -19,6 +19,7 @@ func main() {
 	genW8()
 	genAct()
 	genRows()
+	genRows4()
 	genPrefetch()
 	genColumns()
 	Generate()

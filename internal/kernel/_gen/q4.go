@@ -734,6 +734,31 @@ func storeTile(R, TT int, lpbq bool, sum func(r, t int) (x Register, done func()
 	RET()
 }
 
+// storeQuads ends a tile kernel of four rows as storeTile does, the
+// four rows' sums of token t reduced together by quad (hsum4, which adds
+// in hsum's order) and stored with one move.
+func storeQuads(TT int, lpbq bool, quad func(t int) V) {
+	dst := Load(Param("dst"), GP64())
+	ldd := Load(Param("ldd"), GP64())
+	SHLQ(U8(2), ldd)
+	var rs Register
+	if lpbq {
+		rs = Load(Param("rs"), GP64())
+	}
+	for t := range TT {
+		x := quad(t).AsX()
+		if lpbq {
+			VMULPS(Mem{Base: rs}, x, x)
+		}
+		VMOVUPS(x, Mem{Base: dst})
+		if t+1 < TT {
+			ADDQ(ldd, dst)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
 // V is a vector register, virtual (zmm kernels) or physical (ymm ones).
 type V interface {
 	Register

@@ -215,11 +215,13 @@ func genAxpyRows(c *rowsISA) {
 	SUBQ(U32(4*c.lanes), n)
 	JMP(LabelRef("b4"))
 
-	// Single vectors, four rows a pass.
+	// Single vectors. Two rows a pass here too: a column's sum is then
+	// added in the same order whichever block it falls in, so it does
+	// not depend on n (axpyRows4).
 	Label("b1")
 	CMPQ(n, U32(c.lanes))
 	JB(LabelRef("tail"))
-	c.axpyBlock("b1", dst, al, x, rows, 1, 4, false)
+	c.axpyBlock("b1", dst, al, x, rows, 1, 2, false)
 	ADDQ(U32(c.lanes*4), dst)
 	ADDQ(U32(c.lanes*c.esz), x)
 	SUBQ(U32(c.lanes), n)
@@ -230,7 +232,7 @@ func genAxpyRows(c *rowsISA) {
 		TESTQ(n, n)
 		JZ(LabelRef("done"))
 		c.setMask(n)
-		c.axpyBlock("bt", dst, al, x, rows, 1, 4, true)
+		c.axpyBlock("bt", dst, al, x, rows, 1, 2, true)
 	}
 	Label("done")
 	VZEROUPPER()
@@ -390,6 +392,10 @@ func (c *rowsISA) dotBlock(lbl string, dst, w, y, n GPVirtual, nr, ju int) {
 	SUBQ(U32(ju*c.lanes), j)
 	JMP(LabelRef(lbl + "j"))
 
+	// At most one whole vector is left, an even one (acc[0]); the masked
+	// tail after it is odd (acc[1]), else even: each vector goes to the
+	// accumulator of its parity, so zeros in w past a shorter n leave a
+	// sum as it was (dotRows4).
 	Label(lbl + "j1")
 	CMPQ(j, U32(c.lanes))
 	JB(LabelRef(lbl + "jt"))
@@ -401,7 +407,16 @@ func (c *rowsISA) dotBlock(lbl string, dst, w, y, n GPVirtual, nr, ju int) {
 	ADDQ(U32(c.lanes*c.wBytes()), wp)
 	ADDQ(U32(c.lanes*c.esz), yp)
 	SUBQ(U32(c.lanes), j)
-	JMP(LabelRef(lbl + "j1"))
+	if c.zmm {
+		TESTQ(j, j)
+		JZ(LabelRef(lbl + "red"))
+		wt := c.vec()
+		c.loadW(Mem{Base: wp}, wt, true)
+		for r := range nr {
+			c.fma(c.row(yp, r, 0), wt, acc[1][r], true)
+		}
+		JMP(LabelRef(lbl + "red"))
+	}
 
 	Label(lbl + "jt")
 	if c.zmm {

@@ -1,0 +1,272 @@
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// genRows4 writes the AVX-512 four-query forms of the binary16 row
+// kernels of attention, axpyRows4F16Vnni and dotRows4F16Vnni: four
+// queries of one head against the same cache rows, each row vector
+// widened once for the four. Every query's result is bit-identical to
+// the one-query kernel's (the same sums in the same order), so a prefill
+// that attends four rows at once agrees with the decode of each.
+func genRows4() {
+	c := newRowsISA(true, elemF16)
+	genAxpyRows4(c)
+	genDotRows4(c)
+}
+
+// quadAddr addresses element disp (bytes) of vector q (0..3) of four
+// vectors ld bytes apart (ld3 = 3*ld) from p.
+func quadAddr(p, ld, ld3 GPVirtual, q, disp int) Mem {
+	m := Mem{Base: p, Disp: disp}
+	switch q {
+	case 1:
+		m.Index, m.Scale = ld, 1
+	case 2:
+		m.Index, m.Scale = ld, 2
+	case 3:
+		m.Index, m.Scale = ld3, 1
+	}
+	return m
+}
+
+// quadStride loads the float32 stride parameter name in bytes, and
+// three times it.
+func quadStride(name string) (ld, ld3 GPVirtual) {
+	ld, ld3 = GP64(), GP64()
+	Load(Param(name), ld)
+	SHLQ(U8(2), ld)
+	LEAQ(Mem{Base: ld, Index: ld, Scale: 2}, ld3)
+	return ld, ld3
+}
+
+func genAxpyRows4(c *rowsISA) {
+	name := c.name("axpyRows4")
+	TEXT(name, NOSPLIT, "func(dst *float32, ldd int, alpha *float32, lda int, x *uint16, n int, rows int, stride int)")
+	Pragma("noescape")
+	Doc(name+" sets dst[q*ldd+j] += Σ_r alpha[q*lda+r]*x[r*stride+j] for q < 4, j < n, r < rows",
+		"(any n; strides in elements), each q exactly as axpyRowsF16Vnni.")
+	dst, al, x, n := GP64(), GP64(), GP64(), GP64()
+	Load(Param("dst"), dst)
+	Load(Param("alpha"), al)
+	Load(Param("x"), x)
+	Load(Param("n"), n)
+	c.sb = GP64()
+	Load(Param("stride"), c.sb)
+	SHLQ(U8(1), c.sb)
+	la, la3 := quadStride("lda")
+
+	block := func(lbl string, nvec int, masked bool) {
+		c.axpy4Block(lbl, dst, al, la, la3, x, nvec, masked)
+	}
+	Label("b2")
+	CMPQ(n, U32(2*c.lanes))
+	JB(LabelRef("b1"))
+	block("b2", 2, false)
+	ADDQ(U32(2*c.lanes*4), dst)
+	ADDQ(U32(2*c.lanes*c.esz), x)
+	SUBQ(U32(2*c.lanes), n)
+	JMP(LabelRef("b2"))
+
+	Label("b1")
+	CMPQ(n, U32(c.lanes))
+	JB(LabelRef("tail"))
+	block("b1", 1, false)
+	ADDQ(U32(c.lanes*4), dst)
+	ADDQ(U32(c.lanes*c.esz), x)
+	SUBQ(U32(c.lanes), n)
+	JMP(LabelRef("b1"))
+
+	Label("tail")
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	c.setMask(n)
+	block("bt", 1, true)
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+// axpy4Block updates nvec vectors of the four queries' dst at dst from
+// all rows at x, as axpyBlock with two sets: even rows into the set that
+// starts from dst, odd ones into the other, added at the end.
+func (c *rowsISA) axpy4Block(lbl string, dst, al, la, la3, x GPVirtual, nvec int, masked bool) {
+	var acc [2][4][]VecVirtual
+	ld, ld3 := quadStride("ldd")
+	for s := range acc {
+		for q := range 4 {
+			acc[s][q] = make([]VecVirtual, nvec)
+			for i := range nvec {
+				v := c.vec()
+				acc[s][q][i] = v
+				m := quadAddr(dst, ld, ld3, q, i*c.lanes*4)
+				switch {
+				case s > 0:
+					c.zero(v)
+				case masked:
+					VMOVUPS_Z(m, c.k, v)
+				default:
+					VMOVUPS(m, v)
+				}
+			}
+		}
+	}
+	xp, ap, r := GP64(), GP64(), GP64()
+	MOVQ(x, xp)
+	MOVQ(al, ap)
+	Load(Param("rows"), r)
+	step := func(sets int) {
+		for s := range sets {
+			for i := range nvec {
+				v := c.load(c.row(xp, s, i*c.lanes), masked)
+				for q := range 4 {
+					VFMADD231PS_BCST(quadAddr(ap, la, la3, q, 4*s), v, acc[s][q][i])
+				}
+			}
+		}
+	}
+	Label(lbl + "rows")
+	CMPQ(r, U8(2))
+	JB(LabelRef(lbl + "row1"))
+	step(2)
+	LEAQ(Mem{Base: xp, Index: c.sb, Scale: 2}, xp)
+	ADDQ(U8(8), ap)
+	SUBQ(U8(2), r)
+	JMP(LabelRef(lbl + "rows"))
+
+	Label(lbl + "row1")
+	TESTQ(r, r)
+	JZ(LabelRef(lbl + "store"))
+	step(1)
+
+	Label(lbl + "store")
+	ld, ld3 = quadStride("ldd")
+	for q := range 4 {
+		for i := range nvec {
+			VADDPS(acc[1][q][i], acc[0][q][i], acc[0][q][i])
+			m := quadAddr(dst, ld, ld3, q, i*c.lanes*4)
+			if masked {
+				VMOVUPS(acc[0][q][i], c.k, m)
+			} else {
+				VMOVUPS(acc[0][q][i], m)
+			}
+		}
+	}
+}
+
+func genDotRows4(c *rowsISA) {
+	name := c.name("dotRows4")
+	TEXT(name, NOSPLIT, "func(dst *float32, ldd int, w *float32, ldw int, y *uint16, n int, rows int, stride int)")
+	Pragma("noescape")
+	Doc(name+" sets dst[q*ldd+r] = Σ_j w[q*ldw+j]*y[r*stride+j] for q < 4, r < rows, j < n",
+		"(any n; strides in elements), each q exactly as dotRowsF16Vnni.")
+	dst, w, y, n, rows := GP64(), GP64(), GP64(), GP64(), GP64()
+	Load(Param("dst"), dst)
+	Load(Param("w"), w)
+	Load(Param("y"), y)
+	Load(Param("n"), n)
+	Load(Param("rows"), rows)
+	c.sb = GP64()
+	Load(Param("stride"), c.sb)
+	SHLQ(U8(1), c.sb)
+	t := GP64()
+	MOVQ(n, t)
+	ANDQ(U8(c.lanes-1), t)
+	c.setMask(t)
+	lw, lw3 := quadStride("ldw")
+
+	Label("r2")
+	CMPQ(rows, U8(2))
+	JB(LabelRef("r1"))
+	c.dot4Block("r2", dst, w, lw, lw3, y, n, 2)
+	ADDQ(U8(8), dst)
+	LEAQ(Mem{Base: y, Index: c.sb, Scale: 2}, y)
+	SUBQ(U8(2), rows)
+	JMP(LabelRef("r2"))
+
+	Label("r1")
+	TESTQ(rows, rows)
+	JZ(LabelRef("done"))
+	c.dot4Block("r1", dst, w, lw, lw3, y, n, 1)
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+// dot4Block stores the dot products of the four queries' w with the nr
+// (1 or 2) rows at y, as dotBlock: vector k of a row into the
+// accumulator of k's parity, then the two added and reduced as hsum.
+func (c *rowsISA) dot4Block(lbl string, dst, w, lw, lw3, y, n GPVirtual, nr int) {
+	var acc [2][2][4]VecVirtual // [parity][row][query]
+	for u := range 2 {
+		for r := range nr {
+			for q := range 4 {
+				acc[u][r][q] = c.vec()
+				c.zero(acc[u][r][q])
+			}
+		}
+	}
+	wp, yp, j := GP64(), GP64(), GP64()
+	MOVQ(w, wp)
+	MOVQ(y, yp)
+	MOVQ(n, j)
+	vector := func(u, disp int, masked bool) {
+		for r := range nr {
+			v := c.load(c.row(yp, r, disp/4), masked)
+			for q := range 4 {
+				m := quadAddr(wp, lw, lw3, q, disp)
+				if masked {
+					wt := c.vec()
+					VMOVUPS_Z(m, c.k, wt)
+					VFMADD231PS(wt, v, acc[u][r][q])
+				} else {
+					VFMADD231PS(m, v, acc[u][r][q])
+				}
+			}
+		}
+	}
+	Label(lbl + "j")
+	CMPQ(j, U32(2*c.lanes))
+	JB(LabelRef(lbl + "j1"))
+	for u := range 2 {
+		vector(u, u*c.lanes*4, false)
+	}
+	ADDQ(U32(2*c.lanes*4), wp)
+	ADDQ(U32(2*c.lanes*c.esz), yp)
+	SUBQ(U32(2*c.lanes), j)
+	JMP(LabelRef(lbl + "j"))
+
+	Label(lbl + "j1")
+	CMPQ(j, U32(c.lanes))
+	JB(LabelRef(lbl + "jt"))
+	vector(0, 0, false)
+	ADDQ(U32(c.lanes*4), wp)
+	ADDQ(U32(c.lanes*c.esz), yp)
+	SUBQ(U32(c.lanes), j)
+	TESTQ(j, j)
+	JZ(LabelRef(lbl + "red"))
+	vector(1, 0, true)
+	JMP(LabelRef(lbl + "red"))
+
+	Label(lbl + "jt")
+	TESTQ(j, j)
+	JZ(LabelRef(lbl + "red"))
+	vector(0, 0, true)
+
+	Label(lbl + "red")
+	ld, ld3 := quadStride("ldd")
+	for r := range nr {
+		for q := range 4 {
+			VADDPS(acc[1][r][q], acc[0][r][q], acc[0][r][q])
+			x, tt := c.toXMM(acc[0][r][q]), XMM()
+			VPERMILPS(U8(0x4e), x, tt)
+			VADDPS(tt, x, x)
+			VPERMILPS(U8(0xb1), x, tt)
+			VADDSS(tt, x, x)
+			VMOVSS(x, quadAddr(dst, ld, ld3, q, 4*r))
+		}
+	}
+}

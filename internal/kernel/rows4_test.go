@@ -1,0 +1,245 @@
+package kernel
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/aotlm/aotlm/internal/tensor"
+)
+
+// randHalves returns n random binary16 values (never zero).
+func randHalves(r *rand.Rand, n int) []uint16 {
+	h := make([]uint16, n)
+	for i, v := range randFloats(r, n, 1) {
+		h[i] = tensor.F32ToF16(v)
+	}
+	return h
+}
+
+// multiOverlays are the overlays with a four-vector row kernel, and the
+// selected dispatch (which has one when an overlay does).
+func multiOverlays() []Overlay {
+	var out []Overlay
+	for _, o := range Overlays() {
+		if o.Supported && (o.axpyRows4F16 != nil || o.dotRows4F16 != nil) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// TestAxpyRows4SameAsOne: each of the four vectors of an overlay's
+// four-vector binary16 axpy gets bit for bit what the overlay's
+// one-vector kernel gives it, for every n and rows count (odd ones, the
+// masked tails), at padded strides, and nothing outside the n columns of
+// each destination row changes. A column's sum must not depend on n
+// either: the first n' < n columns equal a call with n'.
+func TestAxpyRows4SameAsOne(t *testing.T) {
+	r := rand.New(rand.NewPCG(61, 62))
+	for _, o := range multiOverlays() {
+		for _, n := range []int{1, 5, 15, 16, 17, 31, 32, 33, 47, 64, 100, 257} {
+			for _, rows := range []int{1, 2, 3, 8, 65, 128} {
+				ldd, lda, stride := n+3, rows+5, n+7
+				x := randHalves(r, (rows-1)*stride+n)
+				alpha := randFloats(r, 3*lda+rows, 0.2)
+				dst := make([]float32, 3*ldd+n+4)
+				for i := range dst {
+					dst[i] = guard
+				}
+				init := randFloats(r, 4*n, 1)
+				for q := range 4 {
+					copy(dst[q*ldd:q*ldd+n], init[q*n:])
+				}
+				o.axpyRows4F16(dst, ldd, alpha, lda, x, n, rows, stride)
+				for q := range 4 {
+					one := append([]float32(nil), init[q*n:(q+1)*n]...)
+					o.AxpyRowsF16(one, alpha[q*lda:q*lda+rows], x, stride)
+					for j := range n {
+						if math.Float32bits(one[j]) != math.Float32bits(dst[q*ldd+j]) {
+							t.Fatalf("%s n %d rows %d: vector %d column %d: %v alone, %v of four", o.Name, n, rows, q, j, one[j], dst[q*ldd+j])
+						}
+					}
+					end := len(dst)
+					if q < 3 {
+						end = (q + 1) * ldd
+					}
+					for j := q*ldd + n; j < end; j++ {
+						if dst[j] != guard {
+							t.Fatalf("%s n %d rows %d: guard %d after vector %d written", o.Name, n, rows, j, q)
+						}
+					}
+					if n > 1 {
+						short := append([]float32(nil), init[q*n:q*n+n-1]...)
+						o.AxpyRowsF16(short, alpha[q*lda:q*lda+rows], x, stride)
+						for j := range short {
+							if short[j] != one[j] {
+								t.Fatalf("%s n %d rows %d: column %d is %v with n %d, %v with n %d", o.Name, n, rows, j, short[j], n-1, one[j], n)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestDotRows4SameAsOne: each of the four vectors of an overlay's
+// four-vector binary16 dot gets bit for bit what the overlay's one-vector
+// kernel gives it, and a vector zero past its own length n' gets what the
+// one-vector kernel gives its first n' elements (attention pads a tile's
+// shorter score rows with zeros); nothing outside each destination's
+// rows changes.
+func TestDotRows4SameAsOne(t *testing.T) {
+	r := rand.New(rand.NewPCG(63, 64))
+	for _, o := range multiOverlays() {
+		for _, n := range []int{1, 5, 15, 16, 17, 31, 32, 33, 47, 64, 100, 257} {
+			for _, rows := range []int{1, 2, 3, 8, 65} {
+				ldd, ldw, stride := rows+3, n+5, n+9
+				y := randHalves(r, (rows-1)*stride+n)
+				w := randFloats(r, 3*ldw+n, 1)
+				lens := []int{n, max(1, n-1), max(1, n/2), max(1, n-17)}
+				for q, l := range lens {
+					clear(w[q*ldw+l : q*ldw+n])
+				}
+				dst := make([]float32, 3*ldd+rows+4)
+				for i := range dst {
+					dst[i] = guard
+				}
+				o.dotRows4F16(dst, ldd, w, ldw, y, n, rows, stride)
+				for q, l := range lens {
+					one := make([]float32, rows)
+					o.DotRowsF16(one, w[q*ldw:q*ldw+l], y, stride)
+					for e := range rows {
+						if math.Float32bits(one[e]) != math.Float32bits(dst[q*ldd+e]) {
+							t.Fatalf("%s n %d (vector %d of %d) rows %d: row %d: %v alone, %v of four", o.Name, n, q, l, rows, e, one[e], dst[q*ldd+e])
+						}
+					}
+					end := len(dst)
+					if q < 3 {
+						end = (q + 1) * ldd
+					}
+					for j := q*ldd + rows; j < end; j++ {
+						if dst[j] != guard {
+							t.Fatalf("%s n %d rows %d: guard %d after vector %d written", o.Name, n, rows, j, q)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestRowsF16Multi: the exported multi-vector forms, for every count of
+// vectors (groups of four and the rest), agree with the generic
+// one-vector kernels within float32 rounding of sums of |terms|.
+func TestRowsF16Multi(t *testing.T) {
+	r := rand.New(rand.NewPCG(65, 66))
+	for _, m := range []int{1, 3, 4, 5, 8, 9} {
+		for _, n := range []int{1, 17, 64, 130} {
+			rows := 33
+			ldd, lda, stride := n+2, rows+1, n+3
+			x := randHalves(r, (rows-1)*stride+n)
+			alpha := randFloats(r, (m-1)*lda+rows, 0.3)
+			dst := make([]float32, (m-1)*ldd+n)
+			AxpyRowsF16Multi(dst, ldd, n, alpha, lda, rows, m, x, stride)
+			for q := range m {
+				want := make([]float32, n)
+				axpyRowsF16Generic(want, alpha[q*lda:q*lda+rows], x, stride)
+				for j := range n {
+					var mag float64
+					for e := range rows {
+						mag += math.Abs(float64(alpha[q*lda+e] * tensor.F16ToF32(x[e*stride+j])))
+					}
+					if d := math.Abs(float64(dst[q*ldd+j] - want[j])); d > 1e-6*mag+1e-30 {
+						t.Fatalf("axpy m %d n %d: vector %d column %d: %v, generic %v", m, n, q, j, dst[q*ldd+j], want[j])
+					}
+				}
+			}
+			out := make([]float32, (m-1)*(rows+1)+rows)
+			w := randFloats(r, (m-1)*(n+2)+n, 1)
+			DotRowsF16Multi(out, rows+1, rows, w, n+2, n, m, x, stride)
+			for q := range m {
+				want := make([]float32, rows)
+				dotRowsF16Generic(want, w[q*(n+2):q*(n+2)+n], x, stride)
+				for e := range rows {
+					var mag float64
+					for j := range n {
+						mag += math.Abs(float64(w[q*(n+2)+j] * tensor.F16ToF32(x[e*stride+j])))
+					}
+					if d := math.Abs(float64(out[q*(rows+1)+e] - want[e])); d > 1e-6*mag+1e-30 {
+						t.Fatalf("dot m %d n %d: vector %d row %d: %v, generic %v", m, n, q, e, out[q*(rows+1)+e], want[e])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestRowsF16MultiBounds: a span past a slice panics before anything is
+// written.
+func TestRowsF16MultiBounds(t *testing.T) {
+	x := make([]uint16, 100)
+	for _, c := range []struct {
+		name string
+		f    func()
+	}{
+		{"axpy dst", func() { AxpyRowsF16Multi(make([]float32, 10), 8, 4, make([]float32, 20), 4, 4, 2, x, 10) }},
+		{"axpy alpha", func() { AxpyRowsF16Multi(make([]float32, 20), 8, 4, make([]float32, 7), 4, 4, 2, x, 10) }},
+		{"axpy x", func() { AxpyRowsF16Multi(make([]float32, 20), 8, 4, make([]float32, 20), 4, 20, 2, x, 10) }},
+		{"dot w", func() { DotRowsF16Multi(make([]float32, 20), 8, 4, make([]float32, 7), 4, 4, 2, x, 10) }},
+		{"dot y", func() { DotRowsF16Multi(make([]float32, 20), 8, 4, make([]float32, 20), 4, 40, 2, x, 10) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("no panic")
+				}
+			}()
+			c.f()
+		})
+	}
+}
+
+// BenchmarkRowsF16Multi times attention's binary16 row kernels for four
+// queries of one head (E = 128 rows, 512 slots): one multi-vector call
+// against four one-vector calls.
+func BenchmarkRowsF16Multi(b *testing.B) {
+	r := rand.New(rand.NewPCG(67, 68))
+	const n, rows, m = 512, 128, 4
+	x := randHalves(r, rows*n)
+	alpha := randFloats(r, m*rows, 0.1)
+	w := randFloats(r, m*n, 1)
+	dst := make([]float32, m*n)
+	report := func(b *testing.B) {
+		b.ReportMetric(2*float64(n*rows*m)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	}
+	b.Run("axpy/multi", func(b *testing.B) {
+		for b.Loop() {
+			AxpyRowsF16Multi(dst, n, n, alpha, rows, rows, m, x, n)
+		}
+		report(b)
+	})
+	b.Run("axpy/single", func(b *testing.B) {
+		for b.Loop() {
+			for q := range m {
+				AxpyRowsF16(dst[q*n:(q+1)*n], alpha[q*rows:(q+1)*rows], x, n)
+			}
+		}
+		report(b)
+	})
+	b.Run("dot/multi", func(b *testing.B) {
+		for b.Loop() {
+			DotRowsF16Multi(dst, rows, rows, w, n, n, m, x, n)
+		}
+		report(b)
+	})
+	b.Run("dot/single", func(b *testing.B) {
+		for b.Loop() {
+			for q := range m {
+				DotRowsF16(dst[q*rows:(q+1)*rows], w[q*n:(q+1)*n], x, n)
+			}
+		}
+		report(b)
+	})
+}
