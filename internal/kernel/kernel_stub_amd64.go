@@ -444,11 +444,6 @@ func w8Vnni1x4(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float3
 //go:noescape
 func w8Vnni2x4(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
-// w8Vnni4x4 computes a 4-row by 4-token tile of an 8-bit product (see the layout in _gen/w8.go).
-//
-//go:noescape
-func w8Vnni4x4(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
-
 // w8Avx21x1 computes a 1-row by 1-token tile of an 8-bit product (see the layout in _gen/w8.go).
 //
 //go:noescape

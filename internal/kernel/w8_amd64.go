@@ -29,15 +29,19 @@ type w8Set struct {
 	rows   int          // rows per tile for several tokens
 	tokens int          // largest TT
 	signed bool         // the kernels need Q > -128 (AVX2's sign trick)
+	layout *actLayout   // the records the kernels read
+	// prep writes tokens [t0, t1) of layout's records and reports
+	// whether some Q is -128.
+	prep func(rec []byte, x *Q8, t0, t1 int) bool
 }
 
 var (
-	w8Vnni = w8Set{seq: w8VnniRows, decode: 1, rows: 4, tokens: 4, k: [9][5]w8Kern{
+	w8Vnni = w8Set{seq: w8VnniRows, decode: 1, rows: 4, tokens: 3, layout: w8QuadRecords, prep: w8PrepQuads, k: [9][5]w8Kern{
 		1: {1: w8Vnni1x1, 2: w8Vnni1x2, 3: w8Vnni1x3, 4: w8Vnni1x4},
 		2: {1: w8Vnni2x1, 2: w8Vnni2x2, 3: w8Vnni2x3, 4: w8Vnni2x4},
-		4: {1: w8Vnni4x1, 2: w8Vnni4x2, 3: w8Vnni4x3, 4: w8Vnni4x4},
+		4: {1: w8Vnni4x1, 2: w8Vnni4x2, 3: w8Vnni4x3},
 	}}
-	w8Avx2 = w8Set{seq: w8Avx2Rows, decode: 1, rows: 2, tokens: 4, signed: true, k: [9][5]w8Kern{
+	w8Avx2 = w8Set{seq: w8Avx2Rows, decode: 1, rows: 2, tokens: 4, signed: true, layout: w8Records, prep: w8PrepGroups, k: [9][5]w8Kern{
 		1: {1: w8Avx21x1, 2: w8Avx21x2, 3: w8Avx21x3, 4: w8Avx21x4},
 		2: {1: w8Avx22x1, 2: w8Avx22x2, 3: w8Avx22x3, 4: w8Avx22x4},
 		4: {1: w8Avx24x1},
@@ -62,10 +66,100 @@ const w8RecCache = 512 << 10
 var w8Records = &actLayout{
 	tokenBytes: w8TokenBytes,
 	fill: func(rec []byte, x *Q8, t0, t1 int) {
-		if w8Prep(rec, x, (x.K/QK+1)/2, t0, t1) {
+		if w8PrepGroups(rec, x, t0, t1) {
 			x.recs.w8Min128.Store(true)
 		}
 	},
+}
+
+// w8QuadBytes is the size of the AVX-512 kernels' record of a quad of
+// 8 blocks: Q transposed as the kernels transpose each row's 256 bytes
+// (4x4 dwords in each 128-bit lane), then the D of each int32 lane's
+// block (the layout in _gen/w8.go). The blocks past the whole quads
+// follow as w8Records' groups.
+const w8QuadBytes = 320
+
+// w8QuadTokenBytes is the size of one token's AVX-512 records for K
+// inputs: its quads, its groups left, C padded to 64 bytes.
+func w8QuadTokenBytes(K int) int {
+	nb := K / QK
+	return nb/8*w8QuadBytes + (nb%8+1)/2*w8RecBytes + 64
+}
+
+// w8QuadRecords is the AVX-512 8-bit products' layout of records.
+var w8QuadRecords = &actLayout{
+	tokenBytes: w8QuadTokenBytes,
+	fill: func(rec []byte, x *Q8, t0, t1 int) {
+		if w8PrepQuads(rec, x, t0, t1) {
+			x.recs.w8Min128.Store(true)
+		}
+	},
+}
+
+// w8PrepQuads writes the AVX-512 records of tokens [t0, t1) of x: its
+// whole quads of 8 blocks, the blocks left as w8Prep's groups, then C;
+// it reports whether some Q is -128.
+func w8PrepQuads(rec []byte, x *Q8, t0, t1 int) bool {
+	K, nb := x.K, x.K/QK
+	nq := nb / 8
+	xs := w8QuadTokenBytes(K)
+	q := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x.Q))), len(x.Q))
+	min128 := false
+	for t := t0; t < t1; t++ {
+		tr := rec[t*xs : (t+1)*xs]
+		qt := q[t*K : (t+1)*K]
+		if bytes.IndexByte(qt, 0x80) >= 0 {
+			min128 = true
+		}
+		for qd := range nq {
+			r := tr[qd*w8QuadBytes : (qd+1)*w8QuadBytes]
+			src := qt[qd*256 : (qd+1)*256]
+			for d := range 4 {
+				for L := range 4 {
+					for j := range 4 {
+						o := 64*d + 16*L + 4*j
+						*(*[4]byte)(r[o:]) = *(*[4]byte)(src[64*j+16*L+4*d:])
+					}
+				}
+			}
+			dv := (*[16]float32)(unsafe.Pointer(&r[256]))
+			for L := range 4 {
+				for j := range 4 {
+					dv[4*L+j] = x.D[t*nb+qd*8+2*j+L/2]
+				}
+			}
+		}
+		rest := tr[nq*w8QuadBytes:]
+		left := nb - 8*nq
+		for b := range (left + 1) / 2 * 2 {
+			g, j := b/2, b%2
+			r := rest[g*w8RecBytes : (g+1)*w8RecBytes]
+			qr := r[32*j : 32*j+32]
+			dv := (*[8]float32)(unsafe.Pointer(&r[64+32*j]))
+			if b >= left {
+				*(*[32]byte)(qr) = [32]byte{}
+				*dv = [8]float32{}
+				continue
+			}
+			bb := 8*nq + b
+			*(*[32]byte)(qr) = *(*[32]byte)(qt[bb*QK:])
+			d := x.D[t*nb+bb]
+			for i := range 8 {
+				dv[i] = d
+			}
+		}
+		var c float32
+		for b := range nb {
+			c += -128 * float32(x.Sum[t*nb+b]) * x.D[t*nb+b]
+		}
+		*(*float32)(unsafe.Pointer(&rest[(left+1)/2*w8RecBytes])) = c
+	}
+	return min128
+}
+
+// w8PrepGroups is w8Prep for K's groups (w8Records' fill).
+func w8PrepGroups(rec []byte, x *Q8, t0, t1 int) bool {
+	return w8Prep(rec, x, (x.K/QK+1)/2, t0, t1)
 }
 
 // w8Prep writes the records of tokens [t0, t1) of x for ng2 groups (the
@@ -132,14 +226,13 @@ func w8MatMulWith(set *w8Set, dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) 
 	}
 	K, nb := w.K, w.K/QK
 	ng, tail := nb/2, nb%2
-	ng2 := (nb + 1) / 2
-	xs := w8TokenBytes(K)
+	xs := set.layout.tokenBytes(K)
 	rec, min128 := x.recs.w8, x.recs.w8Min128.Load()
 	if !x.recs.useW8 {
 		var holder *[]byte
 		rec, holder = getScratch(x.T * xs)
 		defer scratch.Put(holder)
-		min128 = w8Prep(rec, x, ng2, 0, x.T)
+		min128 = set.prep(rec, x, 0, x.T)
 	}
 	if min128 && set.signed {
 		w8MatMulGeneric(dst, ldd, w, x, n0, n1)

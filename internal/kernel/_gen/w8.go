@@ -30,17 +30,33 @@ import (
 // which needs Q > -128 (the Go side checks), and does not read C. The row
 // scale multiplies the final sum.
 //
-// Every AVX-512 kernel computes a (row, token) with the same
-// instructions in the same order (one accumulator, groups in order, then
-// hsum, + C, * scale), so its bits do not depend on the tile or the call
-// that took it: a token decoded alone or in a batch gives the same
-// logits.
+// The AVX-512 kernels take K in quads of 4 groups first (w8QuadBytes):
+// each row's 256 bytes transposed in registers, so that four VPDPBUSD
+// leave in every int32 lane 16 values of one block, converted and scaled
+// once (where a group converts after each VPDPBUSD); the groups left over
+// follow in the 128-byte form. Every AVX-512 kernel computes a (row,
+// token) with the same instructions in the same order (one accumulator,
+// quads then groups in order, then hsum, + C, * scale), so its bits do
+// not depend on the tile or the call that took it: a token decoded alone
+// or in a batch gives the same logits.
 const w8RecBytes = 128
+
+// w8QuadBytes is the size of the AVX-512 kernels' record of a quad of 4
+// groups (8 blocks, 256 values of K), which come first, as many whole
+// quads as K has; the groups left follow in the 128-byte form:
+//
+//	[0,256)    Q in 4 vectors, dword (L, r) of vector d (L the 128-bit
+//	           lane, r the dword in it) holding Q[64r+16L+4d..+4]
+//	[256,320)  D of the block of each dword: lane 4L+r has D[2r+L/2]
+//
+// the order in which the kernel transposes each row's 256 bytes, so that
+// each lane adds 16 values of one block in int32 before its one scale.
+const w8QuadBytes = 320
 
 // w8ZmmShapes and w8YmmShapes are the tiles generated per ISA; the Go
 // side decomposes any row and token count into them.
 var (
-	w8ZmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}, {1, 3}, {2, 3}, {4, 3}, {1, 4}, {2, 4}, {4, 4}}
+	w8ZmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}, {1, 3}, {2, 3}, {4, 3}, {1, 4}, {2, 4}}
 	w8YmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {1, 3}, {2, 3}, {1, 4}, {2, 4}}
 )
 
@@ -177,6 +193,69 @@ func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 		}
 		put(w...)
 	}
+	// stepQuad (AVX-512) emits the 256 weight bytes (8 blocks) of every
+	// row at the quad's start against the quad's record: the row's four
+	// vectors transposed as 4x4 dwords in each 128-bit lane, so that
+	// dword (L, r) of vector d holds bytes 64r+16L+4d.., and four
+	// VPDPBUSD leave in each lane the sum of 16 bytes of one block.
+	stepQuad := func() {
+		// Rows in pairs: both transposed, then each token's record
+		// loaded once for the two (the loads bound this loop).
+		for r0 := 0; r0 < R; r0 += 2 {
+			pair := min(2, R-r0)
+			o := make([][]V, pair)
+			for i := range o {
+				w := make([]V, 4)
+				for k := range w {
+					w[k] = vec()
+					VMOVDQU32(rows.at(r0+i, 64*k), w[k])
+				}
+				t0, t1, t2, t3 := vec(), vec(), vec(), vec()
+				VPUNPCKLDQ(w[1], w[0], t0)
+				VPUNPCKHDQ(w[1], w[0], t1)
+				VPUNPCKLDQ(w[3], w[2], t2)
+				VPUNPCKHDQ(w[3], w[2], t3)
+				put(w...)
+				o[i] = []V{vec(), vec(), vec(), vec()}
+				VPUNPCKLQDQ(t2, t0, o[i][0])
+				VPUNPCKHQDQ(t2, t0, o[i][1])
+				VPUNPCKLQDQ(t3, t1, o[i][2])
+				VPUNPCKHQDQ(t3, t1, o[i][3])
+				put(t0, t1, t2, t3)
+			}
+			for t := 0; t < TT; t++ {
+				if pair == 1 {
+					d := vec()
+					VPXORD(zr, zr, d)
+					for k := range 4 {
+						vpdpbusd(tok(t, 64*k), o[0][k], d)
+					}
+					VCVTDQ2PS(d, d)
+					VFMADD231PS(tok(t, 256), d, acc[r0][t])
+					put(d)
+					continue
+				}
+				xq := []V{vec(), vec(), vec(), vec()}
+				for k := range xq {
+					VMOVDQU32(tok(t, 64*k), xq[k])
+				}
+				for i := range pair {
+					d := vec()
+					VPXORD(zr, zr, d)
+					for k := range 4 {
+						vpdpbusd(xq[k], o[i][k], d)
+					}
+					VCVTDQ2PS(d, d)
+					VFMADD231PS(tok(t, 256), d, acc[r0+i][t])
+					put(d)
+				}
+				put(xq...)
+			}
+			for i := range o {
+				put(o[i]...)
+			}
+		}
+	}
 	// stepYmm emits the 32 weight bytes (one block) at offset wo of the
 	// group for every row.
 	stepYmm := func(wo int) {
@@ -202,6 +281,21 @@ func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 	// rowBody emits the whole of K for the tile's rows, its labels
 	// suffixed by sfx, ending at label "reduce"+sfx.
 	rowBody := func(sfx string) {
+		if zmm {
+			// Quads of 4 groups first, then the groups left (cnt).
+			quads := GP64()
+			MOVQ(cnt, quads)
+			SHRQ(U8(2), quads)
+			ANDQ(U8(3), cnt)
+			Label("quad" + sfx)
+			TESTQ(quads, quads)
+			JZ(LabelRef("loop" + sfx))
+			stepQuad()
+			rows.add(256)
+			ADDQ(U32(w8QuadBytes), xp)
+			DECQ(quads)
+			JMP(LabelRef("quad" + sfx))
+		}
 		Label("loop" + sfx)
 		TESTQ(cnt, cnt)
 		JZ(LabelRef("tail" + sfx))
@@ -282,12 +376,19 @@ func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 	RET()
 }
 
-// w8C addresses C in the first token's records: param x plus its
-// groups (ng whole, and the tail) of w8RecBytes.
+// w8C addresses C in the first token's AVX-512 records: param x plus
+// its quads of w8QuadBytes (ng/4) and its groups left (ng%4, and the
+// tail) of w8RecBytes.
 func w8C() Mem {
-	c := Load(Param("ng"), GP64())
+	ng := Load(Param("ng"), GP64())
+	c := GP64()
+	MOVQ(ng, c)
+	ANDQ(U8(3), c)
 	ADDQ(Load(Param("tail"), GP64()), c)
 	SHLQ(U8(7), c) // w8RecBytes
+	SHRQ(U8(2), ng)
+	IMUL3Q(U32(w8QuadBytes), ng, ng)
+	ADDQ(ng, c)
 	ADDQ(Load(Param("x"), GP64()), c)
 	return Mem{Base: c}
 }
