@@ -29,14 +29,18 @@ var (
 	dotRowsU8Impl   = dotRowsU8Generic
 	columnsF16Impl  = columnsF16Generic
 
-	// The four-vector row kernels of the selected overlay, nil without.
-	axpyRows4F16Impl, dotRows4F16Impl rows4Kernel
+	// The multi-vector row kernels of the selected overlay by vector
+	// count, nil without.
+	axpyRowsMF16Impl, dotRowsMF16Impl [attnMultiMax + 1]rowsMKernel
 )
 
-// rows4Kernel is the four-vector form of a binary16 row kernel (see
+// attnMultiMax is the most vectors of a multi-vector row kernel.
+const attnMultiMax = 4
+
+// rowsMKernel is a multi-vector form of a binary16 row kernel (see
 // AxpyRowsF16Multi): ld and lv are the strides of dst and of the vectors
 // v, n the elements of a row and rows the rows at stride.
-type rows4Kernel func(dst []float32, ld int, v []float32, lv int, m []uint16, n, rows, stride int)
+type rowsMKernel func(dst []float32, ld int, v []float32, lv int, m []uint16, n, rows, stride int)
 
 // Overlay is one ISA's set of implementations; a nil field leaves the
 // previous choice in place.
@@ -72,12 +76,12 @@ type Overlay struct {
 	DotRowsU8   func(dst, w []float32, y []uint8, stride int)
 	ColumnsF16  func(dst []uint16, stride int, src []float32, ld, T, n int)
 
-	// axpyRows4F16 and dotRows4F16, when set, are the four-vector forms
-	// of AxpyRowsF16Multi and DotRowsF16Multi: four vectors at a time,
-	// each exactly as AxpyRowsF16 and DotRowsF16 of this overlay. The
-	// caller has checked the spans.
-	axpyRows4F16 rows4Kernel
-	dotRows4F16  rows4Kernel
+	// axpyRowsMF16[m] and dotRowsMF16[m], when set, are the m-vector
+	// forms of AxpyRowsF16Multi and DotRowsF16Multi (m = 2..4), each
+	// vector's result exactly that of AxpyRowsF16 and DotRowsF16 of this
+	// overlay. The caller has checked the spans.
+	axpyRowsMF16 [attnMultiMax + 1]rowsMKernel
+	dotRowsMF16  [attnMultiMax + 1]rowsMKernel
 
 	// The activation record layouts the overlay's Q4MatMul and W8MatMul
 	// read (Q8.Begin), nil when they read Q8 directly.
@@ -172,10 +176,10 @@ func install() {
 			dotRowsImpl = o.DotRows
 		}
 		if o.AxpyRowsF16 != nil {
-			axpyRowsF16Impl, axpyRows4F16Impl = o.AxpyRowsF16, o.axpyRows4F16
+			axpyRowsF16Impl, axpyRowsMF16Impl = o.AxpyRowsF16, o.axpyRowsMF16
 		}
 		if o.DotRowsF16 != nil {
-			dotRowsF16Impl, dotRows4F16Impl = o.DotRowsF16, o.dotRows4F16
+			dotRowsF16Impl, dotRowsMF16Impl = o.DotRowsF16, o.dotRowsMF16
 		}
 		if o.DotRowsF16W != nil {
 			dotRowsF16WImpl = o.DotRowsF16W

@@ -663,6 +663,30 @@ func dotRowsU8Vnni(dst *float32, w *float32, y *uint8, n int, rows int, stride i
 //go:noescape
 func dotRowsF16WVnni(dst *float32, w *uint16, y *float32, n int, rows int, stride int)
 
+// axpyRows2F16Vnni sets dst[q*ldd+j] += Σ_r alpha[q*lda+r]*x[r*stride+j] for q < 2, j < n, r < rows
+// (any n; strides in elements), each q exactly as axpyRowsF16Vnni.
+//
+//go:noescape
+func axpyRows2F16Vnni(dst *float32, ldd int, alpha *float32, lda int, x *uint16, n int, rows int, stride int)
+
+// dotRows2F16Vnni sets dst[q*ldd+r] = Σ_j w[q*ldw+j]*y[r*stride+j] for q < 2, r < rows, j < n
+// (any n; strides in elements), each q exactly as dotRowsF16Vnni.
+//
+//go:noescape
+func dotRows2F16Vnni(dst *float32, ldd int, w *float32, ldw int, y *uint16, n int, rows int, stride int)
+
+// axpyRows3F16Vnni sets dst[q*ldd+j] += Σ_r alpha[q*lda+r]*x[r*stride+j] for q < 3, j < n, r < rows
+// (any n; strides in elements), each q exactly as axpyRowsF16Vnni.
+//
+//go:noescape
+func axpyRows3F16Vnni(dst *float32, ldd int, alpha *float32, lda int, x *uint16, n int, rows int, stride int)
+
+// dotRows3F16Vnni sets dst[q*ldd+r] = Σ_j w[q*ldw+j]*y[r*stride+j] for q < 3, r < rows, j < n
+// (any n; strides in elements), each q exactly as dotRowsF16Vnni.
+//
+//go:noescape
+func dotRows3F16Vnni(dst *float32, ldd int, w *float32, ldw int, y *uint16, n int, rows int, stride int)
+
 // axpyRows4F16Vnni sets dst[q*ldd+j] += Σ_r alpha[q*lda+r]*x[r*stride+j] for q < 4, j < n, r < rows
 // (any n; strides in elements), each q exactly as axpyRowsF16Vnni.
 //

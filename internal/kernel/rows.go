@@ -222,14 +222,15 @@ func AxpyRowsF16Multi(dst []float32, ldd, n int, alpha []float32, lda, rows, m i
 	rowsSpan("AxpyRowsF16Multi dst", m, n, ldd, len(dst))
 	rowsSpan("AxpyRowsF16Multi alpha", m, rows, lda, len(alpha))
 	rowsSpan("AxpyRowsF16Multi", rows, n, stride, len(x))
-	i := 0
-	if k := axpyRows4F16Impl; k != nil {
-		for ; i+4 <= m; i += 4 {
+	for i := 0; i < m; {
+		c := min(m-i, attnMultiMax)
+		if k := axpyRowsMF16Impl[c]; k != nil {
 			k(dst[i*ldd:], ldd, alpha[i*lda:], lda, x, n, rows, stride)
+			i += c
+			continue
 		}
-	}
-	for ; i < m; i++ {
 		axpyRowsF16Impl(dst[i*ldd:i*ldd+n], alpha[i*lda:i*lda+rows], x, stride)
+		i++
 	}
 }
 
@@ -251,13 +252,14 @@ func DotRowsF16Multi(dst []float32, ldd, rows int, w []float32, ldw, n, m int, y
 	}
 	rowsSpan("DotRowsF16Multi w", m, n, ldw, len(w))
 	rowsSpan("DotRowsF16Multi", rows, n, stride, len(y))
-	i := 0
-	if k := dotRows4F16Impl; k != nil {
-		for ; i+4 <= m; i += 4 {
+	for i := 0; i < m; {
+		c := min(m-i, attnMultiMax)
+		if k := dotRowsMF16Impl[c]; k != nil {
 			k(dst[i*ldd:], ldd, w[i*ldw:], ldw, y, n, rows, stride)
+			i += c
+			continue
 		}
-	}
-	for ; i < m; i++ {
 		dotRowsF16Impl(dst[i*ldd:i*ldd+rows], w[i*ldw:i*ldw+n], y, stride)
+		i++
 	}
 }

@@ -130,12 +130,14 @@ func rowsOverlay(o *Overlay, zmm bool) {
 	o.AxpyRowsF16 = func(dst, alpha []float32, x []uint16, stride int) {
 		axpyRowsWith("AxpyRowsF16", axpyRowsF16Vnni, 1, tensor.F16ToF32, dst, alpha, x, stride)
 	}
-	o.axpyRows4F16 = func(dst []float32, ldd int, alpha []float32, lda int, x []uint16, n, rows, stride int) {
-		axpyRows4F16Vnni(unsafe.SliceData(dst), ldd, unsafe.SliceData(alpha), lda, unsafe.SliceData(x), n, rows, stride)
+	type rowsMAsm func(dst *float32, ld int, v *float32, lv int, m *uint16, n, rows, stride int)
+	wrap := func(k rowsMAsm) rowsMKernel {
+		return func(dst []float32, ld int, v []float32, lv int, m []uint16, n, rows, stride int) {
+			k(unsafe.SliceData(dst), ld, unsafe.SliceData(v), lv, unsafe.SliceData(m), n, rows, stride)
+		}
 	}
-	o.dotRows4F16 = func(dst []float32, ldd int, w []float32, ldw int, y []uint16, n, rows, stride int) {
-		dotRows4F16Vnni(unsafe.SliceData(dst), ldd, unsafe.SliceData(w), ldw, unsafe.SliceData(y), n, rows, stride)
-	}
+	o.axpyRowsMF16 = [attnMultiMax + 1]rowsMKernel{2: wrap(axpyRows2F16Vnni), 3: wrap(axpyRows3F16Vnni), 4: wrap(axpyRows4F16Vnni)}
+	o.dotRowsMF16 = [attnMultiMax + 1]rowsMKernel{2: wrap(dotRows2F16Vnni), 3: wrap(dotRows3F16Vnni), 4: wrap(dotRows4F16Vnni)}
 	o.DotRowsF16 = func(dst, w []float32, y []uint16, stride int) {
 		dotRowsWith("DotRowsF16", dotRowsF16Vnni, 1, tensor.F16ToF32, dst, w, y, stride)
 	}

@@ -19,7 +19,7 @@ func main() {
 	genW8()
 	genAct()
 	genRows()
-	genRows4()
+	genRowsMulti()
 	genPrefetch()
 	genColumns()
 	Generate()

@@ -1,21 +1,25 @@
 package main
 
 import (
+	"fmt"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// genRows4 writes the AVX-512 four-query forms of the binary16 row
-// kernels of attention, axpyRows4F16Vnni and dotRows4F16Vnni: four
-// queries of one head against the same cache rows, each row vector
-// widened once for the four. Every query's result is bit-identical to
+// genRowsMulti writes the AVX-512 forms for M = 2, 3, 4 queries of the
+// binary16 row kernels of attention, axpyRows{M}F16Vnni and
+// dotRows{M}F16Vnni: M queries of one key/value head against the same
+// cache rows, each row vector widened once for the M. Every query's result is bit-identical to
 // the one-query kernel's (the same sums in the same order), so a prefill
-// that attends four rows at once agrees with the decode of each.
-func genRows4() {
+// that attends several rows at once agrees with the decode of each.
+func genRowsMulti() {
 	c := newRowsISA(true, elemF16)
-	genAxpyRows4(c)
-	genDotRows4(c)
+	for m := 2; m <= 4; m++ {
+		genAxpyRowsM(c, m)
+		genDotRowsM(c, m)
+	}
 }
 
 // quadAddr addresses element disp (bytes) of vector q (0..3) of four
@@ -43,11 +47,11 @@ func quadStride(name string) (ld, ld3 GPVirtual) {
 	return ld, ld3
 }
 
-func genAxpyRows4(c *rowsISA) {
-	name := c.name("axpyRows4")
+func genAxpyRowsM(c *rowsISA, M int) {
+	name := c.name(fmt.Sprintf("axpyRows%d", M))
 	TEXT(name, NOSPLIT, "func(dst *float32, ldd int, alpha *float32, lda int, x *uint16, n int, rows int, stride int)")
 	Pragma("noescape")
-	Doc(name+" sets dst[q*ldd+j] += Σ_r alpha[q*lda+r]*x[r*stride+j] for q < 4, j < n, r < rows",
+	Doc(name+fmt.Sprintf(" sets dst[q*ldd+j] += Σ_r alpha[q*lda+r]*x[r*stride+j] for q < %d, j < n, r < rows", M),
 		"(any n; strides in elements), each q exactly as axpyRowsF16Vnni.")
 	dst, al, x, n := GP64(), GP64(), GP64(), GP64()
 	Load(Param("dst"), dst)
@@ -60,7 +64,7 @@ func genAxpyRows4(c *rowsISA) {
 	la, la3 := quadStride("lda")
 
 	block := func(lbl string, nvec int, masked bool) {
-		c.axpy4Block(lbl, dst, al, la, la3, x, nvec, masked)
+		c.axpyMBlock(lbl, M, dst, al, la, la3, x, nvec, masked)
 	}
 	Label("b2")
 	CMPQ(n, U32(2*c.lanes))
@@ -90,14 +94,14 @@ func genAxpyRows4(c *rowsISA) {
 	RET()
 }
 
-// axpy4Block updates nvec vectors of the four queries' dst at dst from
+// axpyMBlock updates nvec vectors of the M queries' dst at dst from
 // all rows at x, as axpyBlock with two sets: even rows into the set that
 // starts from dst, odd ones into the other, added at the end.
-func (c *rowsISA) axpy4Block(lbl string, dst, al, la, la3, x GPVirtual, nvec int, masked bool) {
+func (c *rowsISA) axpyMBlock(lbl string, M int, dst, al, la, la3, x GPVirtual, nvec int, masked bool) {
 	var acc [2][4][]VecVirtual
 	ld, ld3 := quadStride("ldd")
 	for s := range acc {
-		for q := range 4 {
+		for q := range M {
 			acc[s][q] = make([]VecVirtual, nvec)
 			for i := range nvec {
 				v := c.vec()
@@ -122,7 +126,7 @@ func (c *rowsISA) axpy4Block(lbl string, dst, al, la, la3, x GPVirtual, nvec int
 		for s := range sets {
 			for i := range nvec {
 				v := c.load(c.row(xp, s, i*c.lanes), masked)
-				for q := range 4 {
+				for q := range M {
 					VFMADD231PS_BCST(quadAddr(ap, la, la3, q, 4*s), v, acc[s][q][i])
 				}
 			}
@@ -144,7 +148,7 @@ func (c *rowsISA) axpy4Block(lbl string, dst, al, la, la3, x GPVirtual, nvec int
 
 	Label(lbl + "store")
 	ld, ld3 = quadStride("ldd")
-	for q := range 4 {
+	for q := range M {
 		for i := range nvec {
 			VADDPS(acc[1][q][i], acc[0][q][i], acc[0][q][i])
 			m := quadAddr(dst, ld, ld3, q, i*c.lanes*4)
@@ -157,11 +161,11 @@ func (c *rowsISA) axpy4Block(lbl string, dst, al, la, la3, x GPVirtual, nvec int
 	}
 }
 
-func genDotRows4(c *rowsISA) {
-	name := c.name("dotRows4")
+func genDotRowsM(c *rowsISA, M int) {
+	name := c.name(fmt.Sprintf("dotRows%d", M))
 	TEXT(name, NOSPLIT, "func(dst *float32, ldd int, w *float32, ldw int, y *uint16, n int, rows int, stride int)")
 	Pragma("noescape")
-	Doc(name+" sets dst[q*ldd+r] = Σ_j w[q*ldw+j]*y[r*stride+j] for q < 4, r < rows, j < n",
+	Doc(name+fmt.Sprintf(" sets dst[q*ldd+r] = Σ_j w[q*ldw+j]*y[r*stride+j] for q < %d, r < rows, j < n", M),
 		"(any n; strides in elements), each q exactly as dotRowsF16Vnni.")
 	dst, w, y, n, rows := GP64(), GP64(), GP64(), GP64(), GP64()
 	Load(Param("dst"), dst)
@@ -181,7 +185,7 @@ func genDotRows4(c *rowsISA) {
 	Label("r2")
 	CMPQ(rows, U8(2))
 	JB(LabelRef("r1"))
-	c.dot4Block("r2", dst, w, lw, lw3, y, n, 2)
+	c.dotMBlock("r2", M, dst, w, lw, lw3, y, n, 2)
 	ADDQ(U8(8), dst)
 	LEAQ(Mem{Base: y, Index: c.sb, Scale: 2}, y)
 	SUBQ(U8(2), rows)
@@ -190,20 +194,20 @@ func genDotRows4(c *rowsISA) {
 	Label("r1")
 	TESTQ(rows, rows)
 	JZ(LabelRef("done"))
-	c.dot4Block("r1", dst, w, lw, lw3, y, n, 1)
+	c.dotMBlock("r1", M, dst, w, lw, lw3, y, n, 1)
 	Label("done")
 	VZEROUPPER()
 	RET()
 }
 
-// dot4Block stores the dot products of the four queries' w with the nr
+// dotMBlock stores the dot products of the M queries' w with the nr
 // (1 or 2) rows at y, as dotBlock: vector k of a row into the
 // accumulator of k's parity, then the two added and reduced as hsum.
-func (c *rowsISA) dot4Block(lbl string, dst, w, lw, lw3, y, n GPVirtual, nr int) {
+func (c *rowsISA) dotMBlock(lbl string, M int, dst, w, lw, lw3, y, n GPVirtual, nr int) {
 	var acc [2][2][4]VecVirtual // [parity][row][query]
 	for u := range 2 {
 		for r := range nr {
-			for q := range 4 {
+			for q := range M {
 				acc[u][r][q] = c.vec()
 				c.zero(acc[u][r][q])
 			}
@@ -216,7 +220,7 @@ func (c *rowsISA) dot4Block(lbl string, dst, w, lw, lw3, y, n GPVirtual, nr int)
 	vector := func(u, disp int, masked bool) {
 		for r := range nr {
 			v := c.load(c.row(yp, r, disp/4), masked)
-			for q := range 4 {
+			for q := range M {
 				m := quadAddr(wp, lw, lw3, q, disp)
 				if masked {
 					wt := c.vec()
@@ -259,7 +263,7 @@ func (c *rowsISA) dot4Block(lbl string, dst, w, lw, lw3, y, n GPVirtual, nr int)
 	Label(lbl + "red")
 	ld, ld3 := quadStride("ldd")
 	for r := range nr {
-		for q := range 4 {
+		for q := range M {
 			VADDPS(acc[1][r][q], acc[0][r][q], acc[0][r][q])
 			x, tt := c.toXMM(acc[0][r][q]), XMM()
 			VPERMILPS(U8(0x4e), x, tt)

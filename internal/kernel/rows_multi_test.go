@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -17,64 +18,78 @@ func randHalves(r *rand.Rand, n int) []uint16 {
 	return h
 }
 
-// multiOverlays are the overlays with a four-vector row kernel, and the
-// selected dispatch (which has one when an overlay does).
-func multiOverlays() []Overlay {
-	var out []Overlay
+// multiKernel is one overlay's multi-vector row kernel for M vectors.
+type multiKernel struct {
+	name      string
+	M         int
+	axpy, dot rowsMKernel
+	axpy1     func(dst, alpha []float32, x []uint16, stride int)
+	dot1      func(dst, w []float32, y []uint16, stride int)
+}
+
+// multiKernels lists the supported overlays' multi-vector row kernels.
+func multiKernels() []multiKernel {
+	var out []multiKernel
 	for _, o := range Overlays() {
-		if o.Supported && (o.axpyRows4F16 != nil || o.dotRows4F16 != nil) {
-			out = append(out, o)
+		if !o.Supported {
+			continue
+		}
+		for M := 2; M <= attnMultiMax; M++ {
+			if o.axpyRowsMF16[M] != nil && o.dotRowsMF16[M] != nil {
+				out = append(out, multiKernel{fmt.Sprintf("%s/%d", o.Name, M), M, o.axpyRowsMF16[M], o.dotRowsMF16[M], o.AxpyRowsF16, o.DotRowsF16})
+			}
 		}
 	}
 	return out
 }
 
-// TestAxpyRows4SameAsOne: each of the four vectors of an overlay's
-// four-vector binary16 axpy gets bit for bit what the overlay's
+// TestAxpyRowsMSameAsOne: each of the M vectors of an overlay's
+// multi-vector binary16 axpy gets bit for bit what the overlay's
 // one-vector kernel gives it, for every n and rows count (odd ones, the
 // masked tails), at padded strides, and nothing outside the n columns of
 // each destination row changes. A column's sum must not depend on n
 // either: the first n' < n columns equal a call with n'.
-func TestAxpyRows4SameAsOne(t *testing.T) {
+func TestAxpyRowsMSameAsOne(t *testing.T) {
 	r := rand.New(rand.NewPCG(61, 62))
-	for _, o := range multiOverlays() {
+	for _, o := range multiKernels() {
 		for _, n := range []int{1, 5, 15, 16, 17, 31, 32, 33, 47, 64, 100, 257} {
 			for _, rows := range []int{1, 2, 3, 8, 65, 128} {
 				ldd, lda, stride := n+3, rows+5, n+7
 				x := randHalves(r, (rows-1)*stride+n)
-				alpha := randFloats(r, 3*lda+rows, 0.2)
-				dst := make([]float32, 3*ldd+n+4)
+				M := o.M
+				alpha := randFloats(r, (M-1)*lda+rows, 0.2)
+				dst := make([]float32, (M-1)*ldd+n+4)
 				for i := range dst {
 					dst[i] = guard
 				}
-				init := randFloats(r, 4*n, 1)
-				for q := range 4 {
+				init := randFloats(r, M*n, 1)
+				for q := range M {
 					copy(dst[q*ldd:q*ldd+n], init[q*n:])
 				}
-				o.axpyRows4F16(dst, ldd, alpha, lda, x, n, rows, stride)
-				for q := range 4 {
+				o.axpy(dst, ldd, alpha, lda, x, n, rows, stride)
+				for q := range M {
 					one := append([]float32(nil), init[q*n:(q+1)*n]...)
-					o.AxpyRowsF16(one, alpha[q*lda:q*lda+rows], x, stride)
+					o.axpy1(one, alpha[q*lda:q*lda+rows], x, stride)
 					for j := range n {
 						if math.Float32bits(one[j]) != math.Float32bits(dst[q*ldd+j]) {
-							t.Fatalf("%s n %d rows %d: vector %d column %d: %v alone, %v of four", o.Name, n, rows, q, j, one[j], dst[q*ldd+j])
+							t.Fatalf("%s n %d rows %d: vector %d column %d: %v alone, %v of M", o.name, n, rows, q, j, one[j], dst[q*ldd+j])
 						}
 					}
 					end := len(dst)
-					if q < 3 {
+					if q < M-1 {
 						end = (q + 1) * ldd
 					}
 					for j := q*ldd + n; j < end; j++ {
 						if dst[j] != guard {
-							t.Fatalf("%s n %d rows %d: guard %d after vector %d written", o.Name, n, rows, j, q)
+							t.Fatalf("%s n %d rows %d: guard %d after vector %d written", o.name, n, rows, j, q)
 						}
 					}
 					if n > 1 {
 						short := append([]float32(nil), init[q*n:q*n+n-1]...)
-						o.AxpyRowsF16(short, alpha[q*lda:q*lda+rows], x, stride)
+						o.axpy1(short, alpha[q*lda:q*lda+rows], x, stride)
 						for j := range short {
 							if short[j] != one[j] {
-								t.Fatalf("%s n %d rows %d: column %d is %v with n %d, %v with n %d", o.Name, n, rows, j, short[j], n-1, one[j], n)
+								t.Fatalf("%s n %d rows %d: column %d is %v with n %d, %v with n %d", o.name, n, rows, j, short[j], n-1, one[j], n)
 							}
 						}
 					}
@@ -84,44 +99,45 @@ func TestAxpyRows4SameAsOne(t *testing.T) {
 	}
 }
 
-// TestDotRows4SameAsOne: each of the four vectors of an overlay's
-// four-vector binary16 dot gets bit for bit what the overlay's one-vector
+// TestDotRowsMSameAsOne: each of the M vectors of an overlay's
+// multi-vector binary16 dot gets bit for bit what the overlay's one-vector
 // kernel gives it, and a vector zero past its own length n' gets what the
 // one-vector kernel gives its first n' elements (attention pads a tile's
 // shorter score rows with zeros); nothing outside each destination's
 // rows changes.
-func TestDotRows4SameAsOne(t *testing.T) {
+func TestDotRowsMSameAsOne(t *testing.T) {
 	r := rand.New(rand.NewPCG(63, 64))
-	for _, o := range multiOverlays() {
+	for _, o := range multiKernels() {
 		for _, n := range []int{1, 5, 15, 16, 17, 31, 32, 33, 47, 64, 100, 257} {
 			for _, rows := range []int{1, 2, 3, 8, 65} {
 				ldd, ldw, stride := rows+3, n+5, n+9
 				y := randHalves(r, (rows-1)*stride+n)
-				w := randFloats(r, 3*ldw+n, 1)
-				lens := []int{n, max(1, n-1), max(1, n/2), max(1, n-17)}
+				M := o.M
+				w := randFloats(r, (M-1)*ldw+n, 1)
+				lens := []int{n, max(1, n-1), max(1, n/2), max(1, n-17)}[:M]
 				for q, l := range lens {
 					clear(w[q*ldw+l : q*ldw+n])
 				}
-				dst := make([]float32, 3*ldd+rows+4)
+				dst := make([]float32, (M-1)*ldd+rows+4)
 				for i := range dst {
 					dst[i] = guard
 				}
-				o.dotRows4F16(dst, ldd, w, ldw, y, n, rows, stride)
+				o.dot(dst, ldd, w, ldw, y, n, rows, stride)
 				for q, l := range lens {
 					one := make([]float32, rows)
-					o.DotRowsF16(one, w[q*ldw:q*ldw+l], y, stride)
+					o.dot1(one, w[q*ldw:q*ldw+l], y, stride)
 					for e := range rows {
 						if math.Float32bits(one[e]) != math.Float32bits(dst[q*ldd+e]) {
-							t.Fatalf("%s n %d (vector %d of %d) rows %d: row %d: %v alone, %v of four", o.Name, n, q, l, rows, e, one[e], dst[q*ldd+e])
+							t.Fatalf("%s n %d (vector %d of %d) rows %d: row %d: %v alone, %v of M", o.name, n, q, l, rows, e, one[e], dst[q*ldd+e])
 						}
 					}
 					end := len(dst)
-					if q < 3 {
+					if q < M-1 {
 						end = (q + 1) * ldd
 					}
 					for j := q*ldd + rows; j < end; j++ {
 						if dst[j] != guard {
-							t.Fatalf("%s n %d rows %d: guard %d after vector %d written", o.Name, n, rows, j, q)
+							t.Fatalf("%s n %d rows %d: guard %d after vector %d written", o.name, n, rows, j, q)
 						}
 					}
 				}
@@ -135,7 +151,7 @@ func TestDotRows4SameAsOne(t *testing.T) {
 // one-vector kernels within float32 rounding of sums of |terms|.
 func TestRowsF16Multi(t *testing.T) {
 	r := rand.New(rand.NewPCG(65, 66))
-	for _, m := range []int{1, 3, 4, 5, 8, 9} {
+	for _, m := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9} {
 		for _, n := range []int{1, 17, 64, 130} {
 			rows := 33
 			ldd, lda, stride := n+2, rows+1, n+3
