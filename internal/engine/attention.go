@@ -130,7 +130,7 @@ func attendItems(a *attnArgs, lo, hi int, scores []float32) {
 	for i := lo; i < hi; i++ {
 		h, t := i/a.T, i%a.T
 		if m := a.tile(i, hi, len(scores)); m > 1 {
-			attendTileF16(a, i, m, scores)
+			attendTile(a, i, m, scores)
 			i += m - 1
 			continue
 		}
@@ -164,18 +164,18 @@ func attendItems(a *attnArgs, lo, hi int, scores []float32) {
 	}
 }
 
-// attnTile is the most (head, row) items attendTileF16 takes at once:
-// the binary16 row kernels' four-vector form.
+// attnTile is the most (head, row) items attendTile takes at once: the
+// row kernels' largest multi-vector form.
 const attnTile = 4
 
 // tile returns how many items from i (below hi) attend together over a
-// binary16 cache: consecutive rows of one head, or in a one-row pass the
+// binary16 or uint8 cache: consecutive rows of one head, or in a one-row pass the
 // consecutive heads that share a key/value head, whose first visible
 // slots agree and whose scores fit in the scratch of have floats; 1 when
 // the item goes alone.
 func (a *attnArgs) tile(i, hi, have int) int {
-	if a.Kh == nil || a.Ku != nil {
-		return 1
+	if a.Kh == nil && a.Ku == nil {
+		return 1 // float32 cache: one query a call
 	}
 	h, t := i/a.T, i%a.T
 	group := a.H / a.G
@@ -197,14 +197,14 @@ func (a *attnArgs) tile(i, hi, have int) int {
 	return m
 }
 
-// attendTileF16 computes the m items from i that tile chose, over the
-// binary16 cache: their scores in one kernel.AxpyRowsF16Multi pass
-// over the key columns and their outputs in one DotRowsF16Multi pass
-// over the value columns, each row of the cache widened once for the m.
-// Each item's softmax runs over its own slots; its scores past them are
-// zero in the value pass, so every output is bit-identical to the item
-// attended alone.
-func attendTileF16(a *attnArgs, i, m int, scores []float32) {
+// attendTile computes the m items from i that tile chose, over the
+// binary16 or uint8 cache: their scores in one kernel.AxpyRowsF16Multi
+// (AxpyRowsU8Multi) pass over the key columns and their outputs in one
+// DotRowsF16Multi (DotRowsU8Multi) pass over the value columns, each
+// element of the cache widened once for the m. Each item's softmax runs
+// over its own slots; its scores past them are zero in the value pass,
+// so every output is bit-identical to the item attended alone.
+func attendTile(a *attnArgs, i, m int, scores []float32) {
 	E, H, stride := a.E, a.H, a.stride
 	h0, t0 := i/a.T, i%a.T
 	at := func(k int) (h, t int) {
@@ -223,22 +223,33 @@ func attendTileF16(a *attnArgs, i, m int, scores []float32) {
 		ld = H * E // one head's consecutive rows
 	}
 	base := t0*H*E + h0*E
-	from := (h0/(H/a.G))*E*stride + first
-	kernel.AxpyRowsF16Multi(sc, n, n, a.q[base:], ld, E, m, a.Kh[from:], stride)
+	g := h0 / (H / a.G)
+	from := g*E*stride + first
+	scale, vscale := a.scale, float32(1)
+	if a.Ku != nil {
+		kernel.AxpyRowsU8Multi(sc, n, n, a.q[base:], ld, E, m, a.Ku[from:], stride)
+		scale, vscale = a.scale*headScale(a.ks, g), headScale(a.vs, g)
+	} else {
+		kernel.AxpyRowsF16Multi(sc, n, n, a.q[base:], ld, E, m, a.Kh[from:], stride)
+	}
 	var inv [attnTile]float32
 	for k := range m {
 		_, t := at(k)
 		nk := a.pos + t + 1 - first
 		row := sc[k*n : k*n+nk]
-		kernel.Scale(row, row, a.scale)
+		kernel.Scale(row, row, scale)
 		inv[k] = 1 / a.softmax(row, t, first)
 		clear(sc[k*n+nk : (k+1)*n])
 	}
 	out := a.out[base:]
-	kernel.DotRowsF16Multi(out, ld, E, sc, n, n, m, a.Vh[from:], stride)
+	if a.Ku != nil {
+		kernel.DotRowsU8Multi(out, ld, E, sc, n, n, m, a.Vu[from:], stride)
+	} else {
+		kernel.DotRowsF16Multi(out, ld, E, sc, n, n, m, a.Vh[from:], stride)
+	}
 	for k := range m {
 		oh := out[k*ld : k*ld+E]
-		kernel.Scale(oh, oh, inv[k])
+		kernel.Scale(oh, oh, inv[k]*vscale)
 	}
 }
 

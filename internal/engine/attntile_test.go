@@ -9,7 +9,7 @@ import (
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
-// TestPrefillSameBitsAsDecodeF16Cache: over a binary16 cache, a prompt
+// TestPrefillSameBitsAsDecode: over a binary16 or a uint8 cache, a prompt
 // prefilled in passes of 8 rows (attention tiles of four rows of a head)
 // gives bit for bit the logits of the same prompt decoded one token at a
 // time (tiles of the heads that share a key/value head), and both the
@@ -18,42 +18,47 @@ import (
 // its item gets alone. stories260K (group of 2 heads), and the qwen3 and
 // gemma3 fixtures (gemma3's sliding window of 8 gives rows different
 // first slots).
-func TestPrefillSameBitsAsDecodeF16Cache(t *testing.T) {
+func TestPrefillSameBitsAsDecode(t *testing.T) {
 	models := map[string]*arch.Model{"stories260K": storiesModel(t)}
 	for _, name := range []string{"qwen3", "gemma3"} {
 		models[name] = loadModel(t, testutil.Path(t, "arch/"+name))
 	}
 	for name, m := range models {
-		e := compileKV(t, m, "f16")
-		vocab := e.Manifest().Vocab
-		prompt := make([]int, 21)
-		for i := range prompt {
-			prompt[i] = (i*37 + 11) % vocab
+		for _, kv := range []string{"f16", "u8"} {
+			checkPrefillSameBits(t, name+"/"+kv, compileKV(t, m, kv))
 		}
-		for _, threads := range []int{1, 2} {
-			whole := newSession(t, e, engine.SessionOptions{Threads: threads})
-			steps := newSession(t, e, engine.SessionOptions{Threads: threads})
-			a, err := whole.Prefill(prompt)
-			if err != nil {
+	}
+}
+
+func checkPrefillSameBits(t *testing.T, name string, e *engine.Engine) {
+	vocab := e.Manifest().Vocab
+	prompt := make([]int, 21)
+	for i := range prompt {
+		prompt[i] = (i*37 + 11) % vocab
+	}
+	for _, threads := range []int{1, 2} {
+		whole := newSession(t, e, engine.SessionOptions{Threads: threads})
+		steps := newSession(t, e, engine.SessionOptions{Threads: threads})
+		a, err := whole.Prefill(prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b []float32
+		for _, id := range prompt {
+			if b, err = steps.Prefill([]int{id}); err != nil {
 				t.Fatal(err)
 			}
-			var b []float32
-			for _, id := range prompt {
-				if b, err = steps.Prefill([]int{id}); err != nil {
-					t.Fatal(err)
-				}
+		}
+		sameBits(t, name, "prompt", a, b)
+		for i, id := range []int{3, 9, 1} {
+			id %= vocab
+			if a, err = whole.Decode(id); err != nil {
+				t.Fatal(err)
 			}
-			sameBits(t, name, "prompt", a, b)
-			for i, id := range []int{3, 9, 1} {
-				id %= vocab
-				if a, err = whole.Decode(id); err != nil {
-					t.Fatal(err)
-				}
-				if b, err = steps.Decode(id); err != nil {
-					t.Fatal(err)
-				}
-				sameBits(t, name, "decode step "+string(rune('0'+i)), a, b)
+			if b, err = steps.Decode(id); err != nil {
+				t.Fatal(err)
 			}
+			sameBits(t, name, "decode step "+string(rune('0'+i)), a, b)
 		}
 	}
 }

@@ -192,7 +192,7 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	s.rope.cos, s.rope.sin = make([]float32, rows*e.scratch), make([]float32, rows*e.scratch)
 	s.attnTask.scores = make([][]float32, s.threads)
 	for w := range s.attnTask.scores {
-		s.attnTask.scores[w] = make([]float32, attnTile*ctx) // attendTileF16's m rows
+		s.attnTask.scores[w] = make([]float32, attnTile*ctx) // attendTile's m rows
 	}
 	return s, nil
 }

@@ -31,7 +31,8 @@ var (
 
 	// The multi-vector row kernels of the selected overlay by vector
 	// count, nil without.
-	axpyRowsMF16Impl, dotRowsMF16Impl [attnMultiMax + 1]rowsMKernel
+	axpyRowsMF16Impl, dotRowsMF16Impl [attnMultiMax + 1]rowsMKernel[uint16]
+	axpyRowsMU8Impl, dotRowsMU8Impl   [attnMultiMax + 1]rowsMKernel[uint8]
 )
 
 // attnMultiMax is the most vectors of a multi-vector row kernel.
@@ -40,7 +41,7 @@ const attnMultiMax = 4
 // rowsMKernel is a multi-vector form of a binary16 row kernel (see
 // AxpyRowsF16Multi): ld and lv are the strides of dst and of the vectors
 // v, n the elements of a row and rows the rows at stride.
-type rowsMKernel func(dst []float32, ld int, v []float32, lv int, m []uint16, n, rows, stride int)
+type rowsMKernel[E multiElem] func(dst []float32, ld int, v []float32, lv int, m []E, n, rows, stride int)
 
 // Overlay is one ISA's set of implementations; a nil field leaves the
 // previous choice in place.
@@ -79,9 +80,11 @@ type Overlay struct {
 	// axpyRowsMF16[m] and dotRowsMF16[m], when set, are the m-vector
 	// forms of AxpyRowsF16Multi and DotRowsF16Multi (m = 2..4), each
 	// vector's result exactly that of AxpyRowsF16 and DotRowsF16 of this
-	// overlay. The caller has checked the spans.
-	axpyRowsMF16 [attnMultiMax + 1]rowsMKernel
-	dotRowsMF16  [attnMultiMax + 1]rowsMKernel
+	// overlay; the U8 ones likewise. The caller has checked the spans.
+	axpyRowsMF16 [attnMultiMax + 1]rowsMKernel[uint16]
+	dotRowsMF16  [attnMultiMax + 1]rowsMKernel[uint16]
+	axpyRowsMU8  [attnMultiMax + 1]rowsMKernel[uint8]
+	dotRowsMU8   [attnMultiMax + 1]rowsMKernel[uint8]
 
 	// The activation record layouts the overlay's Q4MatMul and W8MatMul
 	// read (Q8.Begin), nil when they read Q8 directly.
@@ -185,10 +188,10 @@ func install() {
 			dotRowsF16WImpl = o.DotRowsF16W
 		}
 		if o.AxpyRowsU8 != nil {
-			axpyRowsU8Impl = o.AxpyRowsU8
+			axpyRowsU8Impl, axpyRowsMU8Impl = o.AxpyRowsU8, o.axpyRowsMU8
 		}
 		if o.DotRowsU8 != nil {
-			dotRowsU8Impl = o.DotRowsU8
+			dotRowsU8Impl, dotRowsMU8Impl = o.DotRowsU8, o.dotRowsMU8
 		}
 		if o.ColumnsF16 != nil {
 			columnsF16Impl = o.ColumnsF16

@@ -699,6 +699,42 @@ func axpyRows4F16Vnni(dst *float32, ldd int, alpha *float32, lda int, x *uint16,
 //go:noescape
 func dotRows4F16Vnni(dst *float32, ldd int, w *float32, ldw int, y *uint16, n int, rows int, stride int)
 
+// axpyRows2U8Vnni sets dst[q*ldd+j] += Σ_r alpha[q*lda+r]*x[r*stride+j] for q < 2, j < n, r < rows
+// (any n; strides in elements), each q exactly as axpyRowsU8Vnni.
+//
+//go:noescape
+func axpyRows2U8Vnni(dst *float32, ldd int, alpha *float32, lda int, x *uint8, n int, rows int, stride int)
+
+// dotRows2U8Vnni sets dst[q*ldd+r] = Σ_j w[q*ldw+j]*y[r*stride+j] for q < 2, r < rows, j < n
+// (any n; strides in elements), each q exactly as dotRowsU8Vnni.
+//
+//go:noescape
+func dotRows2U8Vnni(dst *float32, ldd int, w *float32, ldw int, y *uint8, n int, rows int, stride int)
+
+// axpyRows3U8Vnni sets dst[q*ldd+j] += Σ_r alpha[q*lda+r]*x[r*stride+j] for q < 3, j < n, r < rows
+// (any n; strides in elements), each q exactly as axpyRowsU8Vnni.
+//
+//go:noescape
+func axpyRows3U8Vnni(dst *float32, ldd int, alpha *float32, lda int, x *uint8, n int, rows int, stride int)
+
+// dotRows3U8Vnni sets dst[q*ldd+r] = Σ_j w[q*ldw+j]*y[r*stride+j] for q < 3, r < rows, j < n
+// (any n; strides in elements), each q exactly as dotRowsU8Vnni.
+//
+//go:noescape
+func dotRows3U8Vnni(dst *float32, ldd int, w *float32, ldw int, y *uint8, n int, rows int, stride int)
+
+// axpyRows4U8Vnni sets dst[q*ldd+j] += Σ_r alpha[q*lda+r]*x[r*stride+j] for q < 4, j < n, r < rows
+// (any n; strides in elements), each q exactly as axpyRowsU8Vnni.
+//
+//go:noescape
+func axpyRows4U8Vnni(dst *float32, ldd int, alpha *float32, lda int, x *uint8, n int, rows int, stride int)
+
+// dotRows4U8Vnni sets dst[q*ldd+r] = Σ_j w[q*ldw+j]*y[r*stride+j] for q < 4, r < rows, j < n
+// (any n; strides in elements), each q exactly as dotRowsU8Vnni.
+//
+//go:noescape
+func dotRows4U8Vnni(dst *float32, ldd int, w *float32, ldw int, y *uint8, n int, rows int, stride int)
+
 // prefetchStrided asks for the cache lines at p + i*stride, i < n (n >= 1), to be brought into the caches.
 //
 //go:noescape

@@ -209,12 +209,16 @@ func dotRowsU8Generic(dst, w []float32, y []uint8, stride int) {
 	}
 }
 
+// multiElem is the element type of a cache whose row kernels have
+// multi-vector forms: binary16 or biased bytes.
+type multiElem interface{ uint16 | uint8 }
+
 // AxpyRowsF16Multi runs AxpyRowsF16(dst[i*ldd:i*ldd+n],
 // alpha[i*lda:i*lda+rows], x, stride) for each i < m: several vectors
-// of coefficients (attention's queries of one head) against the same
-// rows. Each result is bit-identical to that call's; an overlay with a
-// form for several vectors widens each row of x once for all of them.
-// Spans past a slice panic before anything is written.
+// of coefficients (attention's queries of one key/value head) against
+// the same rows. Each result is bit-identical to that call's; an overlay
+// with a form for several vectors widens each row of x once for all of
+// them. Spans past a slice panic before anything is written.
 func AxpyRowsF16Multi(dst []float32, ldd, n int, alpha []float32, lda, rows, m int, x []uint16, stride int) {
 	if m <= 0 || n <= 0 || rows <= 0 {
 		return
@@ -222,16 +226,19 @@ func AxpyRowsF16Multi(dst []float32, ldd, n int, alpha []float32, lda, rows, m i
 	rowsSpan("AxpyRowsF16Multi dst", m, n, ldd, len(dst))
 	rowsSpan("AxpyRowsF16Multi alpha", m, rows, lda, len(alpha))
 	rowsSpan("AxpyRowsF16Multi", rows, n, stride, len(x))
-	for i := 0; i < m; {
-		c := min(m-i, attnMultiMax)
-		if k := axpyRowsMF16Impl[c]; k != nil {
-			k(dst[i*ldd:], ldd, alpha[i*lda:], lda, x, n, rows, stride)
-			i += c
-			continue
-		}
-		axpyRowsF16Impl(dst[i*ldd:i*ldd+n], alpha[i*lda:i*lda+rows], x, stride)
-		i++
+	axpyRowsMulti(&axpyRowsMF16Impl, axpyRowsF16Impl, dst, ldd, n, alpha, lda, rows, m, x, stride)
+}
+
+// AxpyRowsU8Multi is AxpyRowsF16Multi on rows of biased bytes
+// (AxpyRowsU8).
+func AxpyRowsU8Multi(dst []float32, ldd, n int, alpha []float32, lda, rows, m int, x []uint8, stride int) {
+	if m <= 0 || n <= 0 || rows <= 0 {
+		return
 	}
+	rowsSpan("AxpyRowsU8Multi dst", m, n, ldd, len(dst))
+	rowsSpan("AxpyRowsU8Multi alpha", m, rows, lda, len(alpha))
+	rowsSpan("AxpyRowsU8Multi", rows, n, stride, len(x))
+	axpyRowsMulti(&axpyRowsMU8Impl, axpyRowsU8Impl, dst, ldd, n, alpha, lda, rows, m, x, stride)
 }
 
 // DotRowsF16Multi runs DotRowsF16(dst[i*ldd:i*ldd+rows],
@@ -244,22 +251,60 @@ func DotRowsF16Multi(dst []float32, ldd, rows int, w []float32, ldw, n, m int, y
 		return
 	}
 	rowsSpan("DotRowsF16Multi dst", m, rows, ldd, len(dst))
+	if n > 0 {
+		rowsSpan("DotRowsF16Multi w", m, n, ldw, len(w))
+		rowsSpan("DotRowsF16Multi", rows, n, stride, len(y))
+	}
+	dotRowsMulti(&dotRowsMF16Impl, dotRowsF16Impl, dst, ldd, rows, w, ldw, n, m, y, stride)
+}
+
+// DotRowsU8Multi is DotRowsF16Multi on rows of biased bytes
+// (DotRowsU8).
+func DotRowsU8Multi(dst []float32, ldd, rows int, w []float32, ldw, n, m int, y []uint8, stride int) {
+	if m <= 0 || rows <= 0 {
+		return
+	}
+	rowsSpan("DotRowsU8Multi dst", m, rows, ldd, len(dst))
+	if n > 0 {
+		rowsSpan("DotRowsU8Multi w", m, n, ldw, len(w))
+		rowsSpan("DotRowsU8Multi", rows, n, stride, len(y))
+	}
+	dotRowsMulti(&dotRowsMU8Impl, dotRowsU8Impl, dst, ldd, rows, w, ldw, n, m, y, stride)
+}
+
+// axpyRowsMulti and dotRowsMulti run the checked calls of the exported
+// multi-vector forms: m vectors in calls of the overlay's kernels for up
+// to attnMultiMax, the one-vector kernel where it has none.
+func axpyRowsMulti[E multiElem](kerns *[attnMultiMax + 1]rowsMKernel[E], one func(dst, alpha []float32, x []E, stride int),
+	dst []float32, ldd, n int, alpha []float32, lda, rows, m int, x []E, stride int) {
+	for i := 0; i < m; {
+		c := min(m-i, attnMultiMax)
+		if k := kerns[c]; k != nil {
+			k(dst[i*ldd:], ldd, alpha[i*lda:], lda, x, n, rows, stride)
+			i += c
+			continue
+		}
+		one(dst[i*ldd:i*ldd+n], alpha[i*lda:i*lda+rows], x, stride)
+		i++
+	}
+}
+
+func dotRowsMulti[E multiElem](kerns *[attnMultiMax + 1]rowsMKernel[E], one func(dst, w []float32, y []E, stride int),
+	dst []float32, ldd, rows int, w []float32, ldw, n, m int, y []E, stride int) {
 	if n <= 0 {
 		for i := range m {
 			clear(dst[i*ldd : i*ldd+rows])
 		}
 		return
 	}
-	rowsSpan("DotRowsF16Multi w", m, n, ldw, len(w))
-	rowsSpan("DotRowsF16Multi", rows, n, stride, len(y))
 	for i := 0; i < m; {
 		c := min(m-i, attnMultiMax)
-		if k := dotRowsMF16Impl[c]; k != nil {
+		if k := kerns[c]; k != nil {
 			k(dst[i*ldd:], ldd, w[i*ldw:], ldw, y, n, rows, stride)
 			i += c
 			continue
 		}
-		dotRowsF16Impl(dst[i*ldd:i*ldd+rows], w[i*ldw:i*ldw+n], y, stride)
+		one(dst[i*ldd:i*ldd+rows], w[i*ldw:i*ldw+n], y, stride)
 		i++
 	}
 }

@@ -130,14 +130,11 @@ func rowsOverlay(o *Overlay, zmm bool) {
 	o.AxpyRowsF16 = func(dst, alpha []float32, x []uint16, stride int) {
 		axpyRowsWith("AxpyRowsF16", axpyRowsF16Vnni, 1, tensor.F16ToF32, dst, alpha, x, stride)
 	}
-	type rowsMAsm func(dst *float32, ld int, v *float32, lv int, m *uint16, n, rows, stride int)
-	wrap := func(k rowsMAsm) rowsMKernel {
-		return func(dst []float32, ld int, v []float32, lv int, m []uint16, n, rows, stride int) {
-			k(unsafe.SliceData(dst), ld, unsafe.SliceData(v), lv, unsafe.SliceData(m), n, rows, stride)
-		}
-	}
-	o.axpyRowsMF16 = [attnMultiMax + 1]rowsMKernel{2: wrap(axpyRows2F16Vnni), 3: wrap(axpyRows3F16Vnni), 4: wrap(axpyRows4F16Vnni)}
-	o.dotRowsMF16 = [attnMultiMax + 1]rowsMKernel{2: wrap(dotRows2F16Vnni), 3: wrap(dotRows3F16Vnni), 4: wrap(dotRows4F16Vnni)}
+	h, b := wrapRowsM[uint16], wrapRowsM[uint8]
+	o.axpyRowsMF16 = [attnMultiMax + 1]rowsMKernel[uint16]{2: h(axpyRows2F16Vnni), 3: h(axpyRows3F16Vnni), 4: h(axpyRows4F16Vnni)}
+	o.dotRowsMF16 = [attnMultiMax + 1]rowsMKernel[uint16]{2: h(dotRows2F16Vnni), 3: h(dotRows3F16Vnni), 4: h(dotRows4F16Vnni)}
+	o.axpyRowsMU8 = [attnMultiMax + 1]rowsMKernel[uint8]{2: b(axpyRows2U8Vnni), 3: b(axpyRows3U8Vnni), 4: b(axpyRows4U8Vnni)}
+	o.dotRowsMU8 = [attnMultiMax + 1]rowsMKernel[uint8]{2: b(dotRows2U8Vnni), 3: b(dotRows3U8Vnni), 4: b(dotRows4U8Vnni)}
 	o.DotRowsF16 = func(dst, w []float32, y []uint16, stride int) {
 		dotRowsWith("DotRowsF16", dotRowsF16Vnni, 1, tensor.F16ToF32, dst, w, y, stride)
 	}
@@ -149,5 +146,12 @@ func rowsOverlay(o *Overlay, zmm bool) {
 	}
 	o.DotRowsU8 = func(dst, w []float32, y []uint8, stride int) {
 		dotRowsWith("DotRowsU8", dotRowsU8Vnni, 1, u8Value, dst, w, y, stride)
+	}
+}
+
+// wrapRowsM makes a generated multi-vector row kernel a rowsMKernel.
+func wrapRowsM[E multiElem](k func(dst *float32, ld int, v *float32, lv int, m *E, n, rows, stride int)) rowsMKernel[E] {
+	return func(dst []float32, ld int, v []float32, lv int, m []E, n, rows, stride int) {
+		k(unsafe.SliceData(dst), ld, unsafe.SliceData(v), lv, unsafe.SliceData(m), n, rows, stride)
 	}
 }

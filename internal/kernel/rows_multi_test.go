@@ -18,29 +18,44 @@ func randHalves(r *rand.Rand, n int) []uint16 {
 	return h
 }
 
-// multiKernel is one overlay's multi-vector row kernel for M vectors.
-type multiKernel struct {
-	name      string
-	M         int
-	axpy, dot rowsMKernel
-	axpy1     func(dst, alpha []float32, x []uint16, stride int)
-	dot1      func(dst, w []float32, y []uint16, stride int)
+// randBytes returns n random biased bytes (uint8 cache codes).
+func randBytes(r *rand.Rand, n int) []uint8 {
+	b := make([]uint8, n)
+	for i := range b {
+		b[i] = uint8(r.IntN(256))
+	}
+	return b
 }
 
-// multiKernels lists the supported overlays' multi-vector row kernels.
-func multiKernels() []multiKernel {
-	var out []multiKernel
+// multiKernel is one overlay's multi-vector row kernels for M vectors
+// on rows of E, with the overlay's one-vector kernels.
+type multiKernel[E multiElem] struct {
+	name      string
+	M         int
+	axpy, dot rowsMKernel[E]
+	axpy1     func(dst, alpha []float32, x []E, stride int)
+	dot1      func(dst, w []float32, y []E, stride int)
+}
+
+// multiKernels lists the supported overlays' multi-vector row kernels
+// for binary16 rows and for biased bytes.
+func multiKernels() ([]multiKernel[uint16], []multiKernel[uint8]) {
+	var h []multiKernel[uint16]
+	var b []multiKernel[uint8]
 	for _, o := range Overlays() {
 		if !o.Supported {
 			continue
 		}
 		for M := 2; M <= attnMultiMax; M++ {
 			if o.axpyRowsMF16[M] != nil && o.dotRowsMF16[M] != nil {
-				out = append(out, multiKernel{fmt.Sprintf("%s/%d", o.Name, M), M, o.axpyRowsMF16[M], o.dotRowsMF16[M], o.AxpyRowsF16, o.DotRowsF16})
+				h = append(h, multiKernel[uint16]{fmt.Sprintf("%s/f16/%d", o.Name, M), M, o.axpyRowsMF16[M], o.dotRowsMF16[M], o.AxpyRowsF16, o.DotRowsF16})
+			}
+			if o.axpyRowsMU8[M] != nil && o.dotRowsMU8[M] != nil {
+				b = append(b, multiKernel[uint8]{fmt.Sprintf("%s/u8/%d", o.Name, M), M, o.axpyRowsMU8[M], o.dotRowsMU8[M], o.AxpyRowsU8, o.DotRowsU8})
 			}
 		}
 	}
-	return out
+	return h, b
 }
 
 // TestAxpyRowsMSameAsOne: each of the M vectors of an overlay's
@@ -51,11 +66,17 @@ func multiKernels() []multiKernel {
 // either: the first n' < n columns equal a call with n'.
 func TestAxpyRowsMSameAsOne(t *testing.T) {
 	r := rand.New(rand.NewPCG(61, 62))
-	for _, o := range multiKernels() {
+	h, b := multiKernels()
+	checkAxpyRowsM(t, r, h, randHalves)
+	checkAxpyRowsM(t, r, b, randBytes)
+}
+
+func checkAxpyRowsM[E multiElem](t *testing.T, r *rand.Rand, kernels []multiKernel[E], rowsOf func(*rand.Rand, int) []E) {
+	for _, o := range kernels {
 		for _, n := range []int{1, 5, 15, 16, 17, 31, 32, 33, 47, 64, 100, 257} {
 			for _, rows := range []int{1, 2, 3, 8, 65, 128} {
 				ldd, lda, stride := n+3, rows+5, n+7
-				x := randHalves(r, (rows-1)*stride+n)
+				x := rowsOf(r, (rows-1)*stride+n)
 				M := o.M
 				alpha := randFloats(r, (M-1)*lda+rows, 0.2)
 				dst := make([]float32, (M-1)*ldd+n+4)
@@ -107,11 +128,17 @@ func TestAxpyRowsMSameAsOne(t *testing.T) {
 // rows changes.
 func TestDotRowsMSameAsOne(t *testing.T) {
 	r := rand.New(rand.NewPCG(63, 64))
-	for _, o := range multiKernels() {
+	h, b := multiKernels()
+	checkDotRowsM(t, r, h, randHalves)
+	checkDotRowsM(t, r, b, randBytes)
+}
+
+func checkDotRowsM[E multiElem](t *testing.T, r *rand.Rand, kernels []multiKernel[E], rowsOf func(*rand.Rand, int) []E) {
+	for _, o := range kernels {
 		for _, n := range []int{1, 5, 15, 16, 17, 31, 32, 33, 47, 64, 100, 257} {
 			for _, rows := range []int{1, 2, 3, 8, 65} {
 				ldd, ldw, stride := rows+3, n+5, n+9
-				y := randHalves(r, (rows-1)*stride+n)
+				y := rowsOf(r, (rows-1)*stride+n)
 				M := o.M
 				w := randFloats(r, (M-1)*ldw+n, 1)
 				lens := []int{n, max(1, n-1), max(1, n/2), max(1, n-17)}[:M]
@@ -146,10 +173,11 @@ func TestDotRowsMSameAsOne(t *testing.T) {
 	}
 }
 
-// TestRowsF16Multi: the exported multi-vector forms, for every count of
-// vectors (groups of four and the rest), agree with the generic
-// one-vector kernels within float32 rounding of sums of |terms|.
-func TestRowsF16Multi(t *testing.T) {
+// TestRowsMulti: the exported multi-vector forms (binary16 and uint8
+// rows), for every count of vectors (groups of four and the rest), agree
+// with the generic one-vector kernels within float32 rounding of sums of
+// |terms|.
+func TestRowsMulti(t *testing.T) {
 	r := rand.New(rand.NewPCG(65, 66))
 	for _, m := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9} {
 		for _, n := range []int{1, 17, 64, 130} {
@@ -169,6 +197,37 @@ func TestRowsF16Multi(t *testing.T) {
 					}
 					if d := math.Abs(float64(dst[q*ldd+j] - want[j])); d > 1e-6*mag+1e-30 {
 						t.Fatalf("axpy m %d n %d: vector %d column %d: %v, generic %v", m, n, q, j, dst[q*ldd+j], want[j])
+					}
+				}
+			}
+			// The uint8 forms against the generic loops (biased bytes).
+			xu := randBytes(r, (rows-1)*stride+n)
+			du := make([]float32, (m-1)*ldd+n)
+			AxpyRowsU8Multi(du, ldd, n, alpha, lda, rows, m, xu, stride)
+			wu := randFloats(r, (m-1)*(n+2)+n, 1)
+			ou := make([]float32, (m-1)*(rows+1)+rows)
+			DotRowsU8Multi(ou, rows+1, rows, wu, n+2, n, m, xu, stride)
+			for q := range m {
+				want := make([]float32, n)
+				axpyRowsU8Generic(want, alpha[q*lda:q*lda+rows], xu, stride)
+				for j := range n {
+					var mag float64
+					for e := range rows {
+						mag += math.Abs(float64(alpha[q*lda+e] * float32(int32(xu[e*stride+j])-U8Bias)))
+					}
+					if d := math.Abs(float64(du[q*ldd+j] - want[j])); d > 1e-6*mag+1e-30 {
+						t.Fatalf("u8 axpy m %d n %d: vector %d column %d: %v, generic %v", m, n, q, j, du[q*ldd+j], want[j])
+					}
+				}
+				wantd := make([]float32, rows)
+				dotRowsU8Generic(wantd, wu[q*(n+2):q*(n+2)+n], xu, stride)
+				for e := range rows {
+					var mag float64
+					for j := range n {
+						mag += math.Abs(float64(wu[q*(n+2)+j] * float32(int32(xu[e*stride+j])-U8Bias)))
+					}
+					if d := math.Abs(float64(ou[q*(rows+1)+e] - wantd[e])); d > 1e-6*mag+1e-30 {
+						t.Fatalf("u8 dot m %d n %d: vector %d row %d: %v, generic %v", m, n, q, e, ou[q*(rows+1)+e], wantd[e])
 					}
 				}
 			}
@@ -194,7 +253,7 @@ func TestRowsF16Multi(t *testing.T) {
 
 // TestRowsF16MultiBounds: a span past a slice panics before anything is
 // written.
-func TestRowsF16MultiBounds(t *testing.T) {
+func TestRowsMultiBounds(t *testing.T) {
 	x := make([]uint16, 100)
 	for _, c := range []struct {
 		name string
@@ -217,45 +276,50 @@ func TestRowsF16MultiBounds(t *testing.T) {
 	}
 }
 
-// BenchmarkRowsF16Multi times attention's binary16 row kernels for four
-// queries of one head (E = 128 rows, 512 slots): one multi-vector call
-// against four one-vector calls.
-func BenchmarkRowsF16Multi(b *testing.B) {
+// BenchmarkRowsMulti times attention's binary16 and uint8 row kernels
+// for four queries of one head (E = 128 rows, 512 slots): one
+// multi-vector call against four one-vector calls.
+func BenchmarkRowsMulti(b *testing.B) {
 	r := rand.New(rand.NewPCG(67, 68))
 	const n, rows, m = 512, 128, 4
-	x := randHalves(r, rows*n)
+	h, u := randHalves(r, rows*n), randBytes(r, rows*n)
 	alpha := randFloats(r, m*rows, 0.1)
 	w := randFloats(r, m*n, 1)
 	dst := make([]float32, m*n)
-	report := func(b *testing.B) {
-		b.ReportMetric(2*float64(n*rows*m)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	for _, c := range []struct {
+		name string
+		run  func()
+	}{
+		{"axpyF16/multi", func() { AxpyRowsF16Multi(dst, n, n, alpha, rows, rows, m, h, n) }},
+		{"axpyF16/single", func() {
+			for q := range m {
+				AxpyRowsF16(dst[q*n:(q+1)*n], alpha[q*rows:(q+1)*rows], h, n)
+			}
+		}},
+		{"dotF16/multi", func() { DotRowsF16Multi(dst, rows, rows, w, n, n, m, h, n) }},
+		{"dotF16/single", func() {
+			for q := range m {
+				DotRowsF16(dst[q*rows:(q+1)*rows], w[q*n:(q+1)*n], h, n)
+			}
+		}},
+		{"axpyU8/multi", func() { AxpyRowsU8Multi(dst, n, n, alpha, rows, rows, m, u, n) }},
+		{"axpyU8/single", func() {
+			for q := range m {
+				AxpyRowsU8(dst[q*n:(q+1)*n], alpha[q*rows:(q+1)*rows], u, n)
+			}
+		}},
+		{"dotU8/multi", func() { DotRowsU8Multi(dst, rows, rows, w, n, n, m, u, n) }},
+		{"dotU8/single", func() {
+			for q := range m {
+				DotRowsU8(dst[q*rows:(q+1)*rows], w[q*n:(q+1)*n], u, n)
+			}
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				c.run()
+			}
+			b.ReportMetric(2*float64(n*rows*m)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
 	}
-	b.Run("axpy/multi", func(b *testing.B) {
-		for b.Loop() {
-			AxpyRowsF16Multi(dst, n, n, alpha, rows, rows, m, x, n)
-		}
-		report(b)
-	})
-	b.Run("axpy/single", func(b *testing.B) {
-		for b.Loop() {
-			for q := range m {
-				AxpyRowsF16(dst[q*n:(q+1)*n], alpha[q*rows:(q+1)*rows], x, n)
-			}
-		}
-		report(b)
-	})
-	b.Run("dot/multi", func(b *testing.B) {
-		for b.Loop() {
-			DotRowsF16Multi(dst, rows, rows, w, n, n, m, x, n)
-		}
-		report(b)
-	})
-	b.Run("dot/single", func(b *testing.B) {
-		for b.Loop() {
-			for q := range m {
-				DotRowsF16(dst[q*rows:(q+1)*rows], w[q*n:(q+1)*n], x, n)
-			}
-		}
-		report(b)
-	})
 }

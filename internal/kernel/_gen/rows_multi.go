@@ -9,16 +9,18 @@ import (
 )
 
 // genRowsMulti writes the AVX-512 forms for M = 2, 3, 4 queries of the
-// binary16 row kernels of attention, axpyRows{M}F16Vnni and
-// dotRows{M}F16Vnni: M queries of one key/value head against the same
-// cache rows, each row vector widened once for the M. Every query's result is bit-identical to
+// binary16 and uint8 row kernels of attention, axpyRows{M}{F16,U8}Vnni
+// and dotRows{M}{F16,U8}Vnni: M queries of one key/value head against
+// the same cache rows, each row vector widened once for the M. Every query's result is bit-identical to
 // the one-query kernel's (the same sums in the same order), so a prefill
 // that attends several rows at once agrees with the decode of each.
 func genRowsMulti() {
-	c := newRowsISA(true, elemF16)
-	for m := 2; m <= 4; m++ {
-		genAxpyRowsM(c, m)
-		genDotRowsM(c, m)
+	for _, e := range []elemKind{elemF16, elemU8} {
+		c := newRowsISA(true, e)
+		for m := 2; m <= 4; m++ {
+			genAxpyRowsM(c, m)
+			genDotRowsM(c, m)
+		}
 	}
 }
 
@@ -49,18 +51,16 @@ func quadStride(name string) (ld, ld3 GPVirtual) {
 
 func genAxpyRowsM(c *rowsISA, M int) {
 	name := c.name(fmt.Sprintf("axpyRows%d", M))
-	TEXT(name, NOSPLIT, "func(dst *float32, ldd int, alpha *float32, lda int, x *uint16, n int, rows int, stride int)")
+	TEXT(name, NOSPLIT, c.sig("func(dst *float32, ldd int, alpha *float32, lda int, x *%s, n int, rows int, stride int)"))
 	Pragma("noescape")
 	Doc(name+fmt.Sprintf(" sets dst[q*ldd+j] += Σ_r alpha[q*lda+r]*x[r*stride+j] for q < %d, j < n, r < rows", M),
-		"(any n; strides in elements), each q exactly as axpyRowsF16Vnni.")
+		"(any n; strides in elements), each q exactly as "+c.name("axpyRows")+".")
 	dst, al, x, n := GP64(), GP64(), GP64(), GP64()
 	Load(Param("dst"), dst)
 	Load(Param("alpha"), al)
 	Load(Param("x"), x)
 	Load(Param("n"), n)
-	c.sb = GP64()
-	Load(Param("stride"), c.sb)
-	SHLQ(U8(1), c.sb)
+	c.strideOnly()
 	la, la3 := quadStride("lda")
 
 	block := func(lbl string, nvec int, masked bool) {
@@ -163,19 +163,17 @@ func (c *rowsISA) axpyMBlock(lbl string, M int, dst, al, la, la3, x GPVirtual, n
 
 func genDotRowsM(c *rowsISA, M int) {
 	name := c.name(fmt.Sprintf("dotRows%d", M))
-	TEXT(name, NOSPLIT, "func(dst *float32, ldd int, w *float32, ldw int, y *uint16, n int, rows int, stride int)")
+	TEXT(name, NOSPLIT, c.sig("func(dst *float32, ldd int, w *float32, ldw int, y *%s, n int, rows int, stride int)"))
 	Pragma("noescape")
 	Doc(name+fmt.Sprintf(" sets dst[q*ldd+r] = Σ_j w[q*ldw+j]*y[r*stride+j] for q < %d, r < rows, j < n", M),
-		"(any n; strides in elements), each q exactly as dotRowsF16Vnni.")
+		"(any n; strides in elements), each q exactly as "+c.name("dotRows")+".")
 	dst, w, y, n, rows := GP64(), GP64(), GP64(), GP64(), GP64()
 	Load(Param("dst"), dst)
 	Load(Param("w"), w)
 	Load(Param("y"), y)
 	Load(Param("n"), n)
 	Load(Param("rows"), rows)
-	c.sb = GP64()
-	Load(Param("stride"), c.sb)
-	SHLQ(U8(1), c.sb)
+	c.strideOnly()
 	t := GP64()
 	MOVQ(n, t)
 	ANDQ(U8(c.lanes-1), t)
@@ -272,5 +270,18 @@ func (c *rowsISA) dotMBlock(lbl string, M int, dst, w, lw, lw3, y, n GPVirtual, 
 			VADDSS(tt, x, x)
 			VMOVSS(x, quadAddr(dst, ld, ld3, q, 4*r))
 		}
+	}
+}
+
+// strideOnly loads the stride parameter in bytes into c.sb (the
+// multi-vector kernels address two rows at a time: no c.sb3).
+func (c *rowsISA) strideOnly() {
+	c.sb = GP64()
+	Load(Param("stride"), c.sb)
+	switch c.esz {
+	case 4:
+		SHLQ(U8(2), c.sb)
+	case 2:
+		SHLQ(U8(1), c.sb)
 	}
 }
