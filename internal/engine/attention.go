@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"math"
-
 	"github.com/aotlm/aotlm/internal/kernel"
 )
 
@@ -288,19 +286,7 @@ func (a *attnArgs) hiddenSlot(t, p, q int) bool {
 }
 
 // maxOf returns the largest of x (-MaxFloat32 when x is empty).
-func maxOf(x []float32) float32 {
-	// Four independent running maxima, so the comparisons do not wait
-	// on each other.
-	m0, m1, m2, m3 := float32(-math.MaxFloat32), float32(-math.MaxFloat32), float32(-math.MaxFloat32), float32(-math.MaxFloat32)
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		m0, m1, m2, m3 = max(m0, x[i]), max(m1, x[i+1]), max(m2, x[i+2]), max(m3, x[i+3])
-	}
-	for ; i < len(x); i++ {
-		m0 = max(m0, x[i])
-	}
-	return max(m0, m1, m2, m3)
-}
+func maxOf(x []float32) float32 { return kernel.Max(x) }
 
 // expSub sets x[i] = exp(x[i] - m) and returns their sum.
 func expSub(x []float32, m float32) float32 { return kernel.ExpSub(x, m) }

@@ -69,6 +69,24 @@ func geluTanhGeneric(dst, x []float32) {
 // Scale sets dst[i] = x[i] * s for i < len(dst).
 func Scale(dst, x []float32, s float32) { scaleImpl(dst, x[:len(dst)], s) }
 
+// Max returns the largest element of x (-math.MaxFloat32 when x is
+// empty): attention's softmax takes it from the scores.
+func Max(x []float32) float32 { return maxImpl(x) }
+
+func maxGeneric(x []float32) float32 {
+	// Four independent running maxima, so the comparisons do not wait
+	// on each other.
+	m0, m1, m2, m3 := float32(-math.MaxFloat32), float32(-math.MaxFloat32), float32(-math.MaxFloat32), float32(-math.MaxFloat32)
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		m0, m1, m2, m3 = max(m0, x[i]), max(m1, x[i+1]), max(m2, x[i+2]), max(m3, x[i+3])
+	}
+	for ; i < len(x); i++ {
+		m0 = max(m0, x[i])
+	}
+	return max(m0, m1, m2, m3)
+}
+
 func scaleGeneric(dst, x []float32, s float32) {
 	for i, v := range x {
 		dst[i] = v * s

@@ -2,7 +2,10 @@
 
 package kernel
 
-import "unsafe"
+import (
+	"math"
+	"unsafe"
+)
 
 // The Go sides of the generated elementwise kernels: the assembly covers
 // whole vectors, the generic versions the last elements. The callers
@@ -40,28 +43,68 @@ func scaleWith(kern func(dst, x *float32, s float32, n int), lanes int, dst, x [
 	scaleGeneric(dst[m:], x[m:], s)
 }
 
-func expSubWith(kern func(x *float32, m float32, n int) float32, lanes int, x []float32, m float32) float32 {
+// expSubWith runs kern on the whole vectors of x and on its last ones
+// padded to a vector (with values whose exponential the kernel clamps
+// to its smallest, left out of the sum), so every element takes the same
+// exponential.
+func expSubWith(zmm bool, x []float32, m float32) float32 {
+	// The kernels are called directly (not through a func value), so
+	// that buf stays on the stack.
+	kern, lanes := expSubAvx2, 8
+	if zmm {
+		kern, lanes = expSubVnni, 16
+	}
 	k := len(x) &^ (lanes - 1)
 	var s float32
 	if k > 0 {
 		s = kern(unsafe.SliceData(x), m, k)
 	}
-	return s + expSubGeneric(x[k:], m)
+	if t := len(x) - k; t > 0 {
+		var buf [16]float32
+		copy(buf[:t], x[k:])
+		for i := t; i < lanes; i++ {
+			buf[i] = m - 1000
+		}
+		if zmm {
+			expSubVnni(&buf[0], m, lanes)
+		} else {
+			expSubAvx2(&buf[0], m, lanes)
+		}
+		for i, e := range buf[:t] {
+			x[k+i] = e
+			s += e
+		}
+	}
+	return s
+}
+
+// maxWith runs kern on the whole vectors of x and the loop on the rest.
+func maxWith(kern func(x *float32, n int, floor float32) float32, lanes int, x []float32) float32 {
+	k := len(x) &^ (lanes - 1)
+	m := float32(-math.MaxFloat32)
+	if k > 0 {
+		m = kern(unsafe.SliceData(x), k, m)
+	}
+	for _, v := range x[k:] {
+		m = max(m, v)
+	}
+	return m
 }
 
 // actOverlay sets the elementwise fields of o to the kernels of one ISA.
 func actOverlay(o *Overlay, zmm bool) {
 	lanes := 8
-	silu, siluMul, expSub, gelu := siluAvx2, siluMulAvx2, expSubAvx2, geluTanhAvx2
+	silu, siluMul, gelu, mx := siluAvx2, siluMulAvx2, geluTanhAvx2, maxAvx2
 	scale, mul, add, bfly := scaleAvx2, mulAvx2, addAvx2, butterflyAvx2
 	if zmm {
 		lanes = 16
-		silu, siluMul, expSub, gelu = siluVnni, siluMulVnni, expSubVnni, geluTanhVnni
+		silu, siluMul, gelu, mx = siluVnni, siluMulVnni, geluTanhVnni, maxVnni
 		scale, mul, add, bfly = scaleVnni, mulVnni, addVnni, butterflyVnni
 	}
 	o.SiLU = func(dst, x []float32) { unaryWith(silu, lanes, siluGeneric, dst, x) }
 	o.SiLUMul = func(dst, gate, up []float32) { binaryWith(siluMul, lanes, siluMulGeneric, dst, gate, up) }
-	o.ExpSub = func(x []float32, m float32) float32 { return expSubWith(expSub, lanes, x, m) }
+	o.ExpSub = func(x []float32, m float32) float32 { return expSubWith(zmm, x, m) }
+	o.Max = func(x []float32) float32 { return maxWith(mx, lanes, x) }
 	o.GELUTanh = func(dst, x []float32) { unaryWith(gelu, lanes, geluTanhGeneric, dst, x) }
 	o.Scale = func(dst, x []float32, s float32) { scaleWith(scale, lanes, dst, x, s) }
 	o.Mul = func(dst, a, b []float32) { binaryWith(mul, lanes, mulGeneric, dst, a, b) }

@@ -3,6 +3,7 @@ package kernel
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -123,6 +124,13 @@ func TestOverlaysAct(t *testing.T) {
 				}
 				if o.ExpSub != nil {
 					checkExpSub(t, o, x, n, scale)
+				}
+				if o.Max != nil && !slices.ContainsFunc(x[:n], func(v float32) bool { return v != v }) {
+					// Exact: the largest element whatever the order
+					// (a NaN's result is left open).
+					if got, want := o.Max(x[:n]), maxGeneric(x[:n]); got != want {
+						t.Fatalf("%s Max of %d (scale %g): %g, want %g", o.Name, n, scale, got, want)
+					}
 				}
 				exact := []struct {
 					name string

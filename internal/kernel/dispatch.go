@@ -16,6 +16,7 @@ var (
 	expSubImpl     = expSubGeneric
 	geluTanhImpl   = geluTanhGeneric
 	scaleImpl      = scaleGeneric
+	maxImpl        = maxGeneric
 	mulImpl        = mulGeneric
 	addImpl        = addGeneric
 	butterflyImpl  = butterflyGeneric
@@ -64,6 +65,7 @@ type Overlay struct {
 	ExpSub     func(x []float32, m float32) float32
 	GELUTanh   func(dst, x []float32)
 	Scale      func(dst, x []float32, s float32)
+	Max        func(x []float32) float32
 	Mul        func(dst, a, b []float32)
 	Add        func(dst, a, b []float32)
 	Butterfly  func(a, b []float32)
@@ -162,6 +164,9 @@ func install() {
 		}
 		if o.Scale != nil {
 			scaleImpl = o.Scale
+		}
+		if o.Max != nil {
+			maxImpl = o.Max
 		}
 		if o.Mul != nil {
 			mulImpl = o.Mul

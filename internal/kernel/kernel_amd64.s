@@ -58299,6 +58299,44 @@ done:
 	MOVSS        X5, ret+24(FP)
 	RET
 
+// func maxAvx2(x *float32, n int, floor float32) float32
+// Requires: AVX, AVX2, SSE
+TEXT ·maxAvx2(SB), NOSPLIT, $0-28
+	MOVQ         x+0(FP), AX
+	MOVQ         n+8(FP), CX
+	MOVSS        floor+16(FP), X0
+	VBROADCASTSS X0, Y0
+	VMOVAPS      Y0, Y1
+
+loopU:
+	CMPQ   CX, $0x00000010
+	JB     loop1
+	VMAXPS (AX), Y0, Y0
+	VMAXPS 32(AX), Y1, Y1
+	ADDQ   $0x00000040, AX
+	SUBQ   $0x00000010, CX
+	JMP    loopU
+
+loop1:
+	TESTQ  CX, CX
+	JZ     done
+	VMAXPS (AX), Y0, Y0
+	ADDQ   $0x00000020, AX
+	SUBQ   $0x00000008, CX
+	JMP    loop1
+
+done:
+	VMAXPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VMAXPS       X1, X0, X1
+	VPERMILPS    $0x4e, X1, X0
+	VMAXPS       X0, X1, X1
+	VPERMILPS    $0xb1, X1, X0
+	VMAXSS       X0, X1, X1
+	VZEROUPPER
+	MOVSS        X1, ret+24(FP)
+	RET
+
 // func scaleAvx2(dst *float32, x *float32, s float32, n int)
 // Requires: AVX, AVX2, SSE
 TEXT ·scaleAvx2(SB), NOSPLIT, $0-32
@@ -59000,6 +59038,46 @@ done:
 	VADDSS        X0, X1, X1
 	VZEROUPPER
 	MOVSS         X1, ret+24(FP)
+	RET
+
+// func maxVnni(x *float32, n int, floor float32) float32
+// Requires: AVX, AVX512F, SSE
+TEXT ·maxVnni(SB), NOSPLIT, $0-28
+	MOVQ         x+0(FP), AX
+	MOVQ         n+8(FP), CX
+	MOVSS        floor+16(FP), X0
+	VBROADCASTSS X0, Z0
+	VMOVDQA32    Z0, Z1
+
+loopU:
+	CMPQ   CX, $0x00000020
+	JB     loop1
+	VMAXPS (AX), Z0, Z0
+	VMAXPS 64(AX), Z1, Z1
+	ADDQ   $0x00000080, AX
+	SUBQ   $0x00000020, CX
+	JMP    loopU
+
+loop1:
+	TESTQ  CX, CX
+	JZ     done
+	VMAXPS (AX), Z0, Z0
+	ADDQ   $0x00000040, AX
+	SUBQ   $0x00000010, CX
+	JMP    loop1
+
+done:
+	VMAXPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VMAXPS        Y1, Y0, Y1
+	VEXTRACTF128  $0x01, Y1, X0
+	VMAXPS        X0, X1, X0
+	VPERMILPS     $0x4e, X0, X1
+	VMAXPS        X1, X0, X0
+	VPERMILPS     $0xb1, X0, X1
+	VMAXSS        X1, X0, X0
+	VZEROUPPER
+	MOVSS         X0, ret+24(FP)
 	RET
 
 // func scaleVnni(dst *float32, x *float32, s float32, n int)

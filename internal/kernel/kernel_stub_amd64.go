@@ -519,6 +519,11 @@ func siluMulAvx2(dst *float32, gate *float32, up *float32, n int)
 //go:noescape
 func expSubAvx2(x *float32, m float32, n int) float32
 
+// maxAvx2 returns the largest of floor and x[i] for n elements, n a multiple of 8.
+//
+//go:noescape
+func maxAvx2(x *float32, n int, floor float32) float32
+
 // scaleAvx2 sets dst[i] = x[i]*s for n elements, n a multiple of 8.
 //
 //go:noescape
@@ -558,6 +563,11 @@ func siluMulVnni(dst *float32, gate *float32, up *float32, n int)
 //
 //go:noescape
 func expSubVnni(x *float32, m float32, n int) float32
+
+// maxVnni returns the largest of floor and x[i] for n elements, n a multiple of 16.
+//
+//go:noescape
+func maxVnni(x *float32, n int, floor float32) float32
 
 // scaleVnni sets dst[i] = x[i]*s for n elements, n a multiple of 16.
 //

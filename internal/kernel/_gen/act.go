@@ -186,6 +186,7 @@ func genAct() {
 		genUnaryExp("geluTanh", zmm)
 		genSiLUMul(zmm)
 		genExpSub(zmm)
+		genMax(zmm)
 		genScale(zmm)
 		genBinary("mul", zmm)
 		genBinary("add", zmm)
@@ -305,6 +306,48 @@ func genExpSub(zmm bool) {
 	r := hsum(zmm, c.va, sum)
 	VZEROUPPER()
 	Store(r.AsX(), ReturnIndex(0))
+	RET()
+}
+
+// genMax writes the largest of n elements (n a multiple of the lanes),
+// from floor: two running maxima, then the lanes'.
+func genMax(zmm bool) {
+	name := floatName("max", zmm, false)
+	TEXT(name, NOSPLIT, "func(x *float32, n int, floor float32) float32")
+	Pragma("noescape")
+	Doc(name + " returns the largest of floor and x[i] for n elements, n a multiple of " + lanesStr(zmm) + ".")
+	xp := Load(Param("x"), GP64())
+	n := Load(Param("n"), GP64())
+	c := newActCtx(zmm)
+	a, b := c.va.get(), c.va.get()
+	VBROADCASTSS(Load(Param("floor"), XMM()), a)
+	if zmm {
+		VMOVDQA32(a, b)
+	} else {
+		VMOVAPS(a, b)
+	}
+	acc := []V{a, b}
+	c.mapLoop(n, []Register{xp}, 2, func(off int) {
+		m := acc[off/(4*c.lanes)%2]
+		VMAXPS(Mem{Base: xp, Disp: off}, m, m)
+	})
+	VMAXPS(b, a, a)
+	var y Register = a
+	if zmm {
+		yy := YMM()
+		VEXTRACTF64X4(U8(1), a, yy)
+		VMAXPS(yy, a.AsY(), yy)
+		y = yy
+	}
+	x, x2 := XMM(), XMM()
+	VEXTRACTF128(U8(1), y, x)
+	VMAXPS(x, y.(Vec).AsX(), x)
+	VPERMILPS(U8(0x4e), x, x2)
+	VMAXPS(x2, x, x)
+	VPERMILPS(U8(0xb1), x, x2)
+	VMAXSS(x2, x, x)
+	VZEROUPPER()
+	Store(x, ReturnIndex(0))
 	RET()
 }
 
