@@ -172,8 +172,8 @@ const attnTile = 4
 // slots agree and whose scores fit in the scratch of have floats; 1 when
 // the item goes alone.
 func (a *attnArgs) tile(i, hi, have int) int {
-	if a.Kh == nil && a.Ku == nil {
-		return 1 // float32 cache: one query a call
+	if a.Kh == nil && a.Ku == nil || !kernel.RowsMulti() {
+		return 1 // float32 cache, or no multi-query kernels: one query a call
 	}
 	h, t := i/a.T, i%a.T
 	group := a.H / a.G

@@ -209,6 +209,14 @@ func dotRowsU8Generic(dst, w []float32, y []uint8, stride int) {
 	}
 }
 
+// RowsMulti reports whether the selected kernels have multi-vector forms
+// of the binary16 and uint8 row kernels (AxpyRowsF16Multi and the
+// others then widen each cache element once for all their vectors),
+// whose one- and multi-vector sums do not depend on the length n.
+func RowsMulti() bool {
+	return axpyRowsMF16Impl[2] != nil && dotRowsMF16Impl[2] != nil && axpyRowsMU8Impl[2] != nil && dotRowsMU8Impl[2] != nil
+}
+
 // multiElem is the element type of a cache whose row kernels have
 // multi-vector forms: binary16 or biased bytes.
 type multiElem interface{ uint16 | uint8 }
@@ -243,9 +251,14 @@ func AxpyRowsU8Multi(dst []float32, ldd, n int, alpha []float32, lda, rows, m in
 
 // DotRowsF16Multi runs DotRowsF16(dst[i*ldd:i*ldd+rows],
 // w[i*ldw:i*ldw+n], y, stride) for each i < m, each result bit-identical
-// to that call's, as AxpyRowsF16Multi. A w whose last elements are zero
-// gives the sums its shorter prefix gives (0 times a finite element adds
-// nothing), so vectors of different lengths may share one call.
+// to that call's, as AxpyRowsF16Multi.
+//
+// Where RowsMulti reports true, a w whose last elements are zero gives
+// the sums its shorter prefix gives (0 times a finite element adds
+// nothing), and AxpyRowsF16Multi's first columns do not depend on n, so
+// vectors of different lengths may share one call; elsewhere (the
+// one-vector kernels of AVX2 and NEON finish their last elements apart)
+// they may differ in the last bits.
 func DotRowsF16Multi(dst []float32, ldd, rows int, w []float32, ldw, n, m int, y []uint16, stride int) {
 	if m <= 0 || rows <= 0 {
 		return
