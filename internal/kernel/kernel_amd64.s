@@ -58327,14 +58327,14 @@ loop1:
 
 done:
 	VMAXPS       Y1, Y0, Y0
-	VEXTRACTF128 $0x01, Y0, X1
-	VMAXPS       X1, X0, X1
-	VPERMILPS    $0x4e, X1, X0
-	VMAXPS       X0, X1, X1
-	VPERMILPS    $0xb1, X1, X0
-	VMAXSS       X0, X1, X1
+	VEXTRACTF128 $0x01, Y0, X2
+	VMAXPS       X2, X0, X2
+	VPERMILPS    $0x4e, X2, X3
+	VMAXPS       X3, X2, X2
+	VPERMILPS    $0xb1, X2, X3
+	VMAXSS       X3, X2, X2
 	VZEROUPPER
-	MOVSS        X1, ret+24(FP)
+	MOVSS        X2, ret+24(FP)
 	RET
 
 // func scaleAvx2(dst *float32, x *float32, s float32, n int)
@@ -59041,7 +59041,7 @@ done:
 	RET
 
 // func maxVnni(x *float32, n int, floor float32) float32
-// Requires: AVX, AVX512F, SSE
+// Requires: AVX, AVX512F, AVX512VL, SSE
 TEXT ·maxVnni(SB), NOSPLIT, $0-28
 	MOVQ         x+0(FP), AX
 	MOVQ         n+8(FP), CX
@@ -59070,7 +59070,7 @@ done:
 	VMAXPS        Z1, Z0, Z0
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VMAXPS        Y1, Y0, Y1
-	VEXTRACTF128  $0x01, Y1, X0
+	VEXTRACTF32X4 $0x01, Y1, X0
 	VMAXPS        X0, X1, X0
 	VPERMILPS     $0x4e, X0, X1
 	VMAXPS        X1, X0, X0

@@ -228,25 +228,13 @@ type multiElem interface{ uint16 | uint8 }
 // with a form for several vectors widens each row of x once for all of
 // them. Spans past a slice panic before anything is written.
 func AxpyRowsF16Multi(dst []float32, ldd, n int, alpha []float32, lda, rows, m int, x []uint16, stride int) {
-	if m <= 0 || n <= 0 || rows <= 0 {
-		return
-	}
-	rowsSpan("AxpyRowsF16Multi dst", m, n, ldd, len(dst))
-	rowsSpan("AxpyRowsF16Multi alpha", m, rows, lda, len(alpha))
-	rowsSpan("AxpyRowsF16Multi", rows, n, stride, len(x))
-	axpyRowsMulti(&axpyRowsMF16Impl, axpyRowsF16Impl, dst, ldd, n, alpha, lda, rows, m, x, stride)
+	axpyRowsMulti(&axpyF16Names, &axpyRowsMF16Impl, axpyRowsF16Impl, dst, ldd, n, alpha, lda, rows, m, x, stride)
 }
 
 // AxpyRowsU8Multi is AxpyRowsF16Multi on rows of biased bytes
 // (AxpyRowsU8).
 func AxpyRowsU8Multi(dst []float32, ldd, n int, alpha []float32, lda, rows, m int, x []uint8, stride int) {
-	if m <= 0 || n <= 0 || rows <= 0 {
-		return
-	}
-	rowsSpan("AxpyRowsU8Multi dst", m, n, ldd, len(dst))
-	rowsSpan("AxpyRowsU8Multi alpha", m, rows, lda, len(alpha))
-	rowsSpan("AxpyRowsU8Multi", rows, n, stride, len(x))
-	axpyRowsMulti(&axpyRowsMU8Impl, axpyRowsU8Impl, dst, ldd, n, alpha, lda, rows, m, x, stride)
+	axpyRowsMulti(&axpyU8Names, &axpyRowsMU8Impl, axpyRowsU8Impl, dst, ldd, n, alpha, lda, rows, m, x, stride)
 }
 
 // DotRowsF16Multi runs DotRowsF16(dst[i*ldd:i*ldd+rows],
@@ -260,36 +248,38 @@ func AxpyRowsU8Multi(dst []float32, ldd, n int, alpha []float32, lda, rows, m in
 // one-vector kernels of AVX2 and NEON finish their last elements apart)
 // they may differ in the last bits.
 func DotRowsF16Multi(dst []float32, ldd, rows int, w []float32, ldw, n, m int, y []uint16, stride int) {
-	if m <= 0 || rows <= 0 {
-		return
-	}
-	rowsSpan("DotRowsF16Multi dst", m, rows, ldd, len(dst))
-	if n > 0 {
-		rowsSpan("DotRowsF16Multi w", m, n, ldw, len(w))
-		rowsSpan("DotRowsF16Multi", rows, n, stride, len(y))
-	}
-	dotRowsMulti(&dotRowsMF16Impl, dotRowsF16Impl, dst, ldd, rows, w, ldw, n, m, y, stride)
+	dotRowsMulti(&dotF16Names, &dotRowsMF16Impl, dotRowsF16Impl, dst, ldd, rows, w, ldw, n, m, y, stride)
 }
 
 // DotRowsU8Multi is DotRowsF16Multi on rows of biased bytes
 // (DotRowsU8).
 func DotRowsU8Multi(dst []float32, ldd, rows int, w []float32, ldw, n, m int, y []uint8, stride int) {
-	if m <= 0 || rows <= 0 {
-		return
-	}
-	rowsSpan("DotRowsU8Multi dst", m, rows, ldd, len(dst))
-	if n > 0 {
-		rowsSpan("DotRowsU8Multi w", m, n, ldw, len(w))
-		rowsSpan("DotRowsU8Multi", rows, n, stride, len(y))
-	}
-	dotRowsMulti(&dotRowsMU8Impl, dotRowsU8Impl, dst, ldd, rows, w, ldw, n, m, y, stride)
+	dotRowsMulti(&dotU8Names, &dotRowsMU8Impl, dotRowsU8Impl, dst, ldd, rows, w, ldw, n, m, y, stride)
 }
 
-// axpyRowsMulti and dotRowsMulti run the checked calls of the exported
-// multi-vector forms: m vectors in calls of the overlay's kernels for up
-// to attnMultiMax, the one-vector kernel where it has none.
-func axpyRowsMulti[E multiElem](kerns *[attnMultiMax + 1]rowsMKernel[E], one func(dst, alpha []float32, x []E, stride int),
+// multiNames are the names an out-of-range multi-vector call panics
+// with (constants: building them per call would allocate).
+type multiNames struct{ dst, vecs, rows string }
+
+var (
+	axpyF16Names = multiNames{"AxpyRowsF16Multi dst", "AxpyRowsF16Multi alpha", "AxpyRowsF16Multi"}
+	axpyU8Names  = multiNames{"AxpyRowsU8Multi dst", "AxpyRowsU8Multi alpha", "AxpyRowsU8Multi"}
+	dotF16Names  = multiNames{"DotRowsF16Multi dst", "DotRowsF16Multi w", "DotRowsF16Multi"}
+	dotU8Names   = multiNames{"DotRowsU8Multi dst", "DotRowsU8Multi w", "DotRowsU8Multi"}
+)
+
+// axpyRowsMulti and dotRowsMulti check the spans of the exported
+// multi-vector forms, then run m vectors in calls of the overlay's
+// kernels for up to attnMultiMax, the one-vector kernel where it has
+// none.
+func axpyRowsMulti[E multiElem](names *multiNames, kerns *[attnMultiMax + 1]rowsMKernel[E], one func(dst, alpha []float32, x []E, stride int),
 	dst []float32, ldd, n int, alpha []float32, lda, rows, m int, x []E, stride int) {
+	if m <= 0 || n <= 0 || rows <= 0 {
+		return
+	}
+	rowsSpan(names.dst, m, n, ldd, len(dst))
+	rowsSpan(names.vecs, m, rows, lda, len(alpha))
+	rowsSpan(names.rows, rows, n, stride, len(x))
 	for i := 0; i < m; {
 		c := min(m-i, attnMultiMax)
 		if k := kerns[c]; k != nil {
@@ -302,8 +292,16 @@ func axpyRowsMulti[E multiElem](kerns *[attnMultiMax + 1]rowsMKernel[E], one fun
 	}
 }
 
-func dotRowsMulti[E multiElem](kerns *[attnMultiMax + 1]rowsMKernel[E], one func(dst, w []float32, y []E, stride int),
+func dotRowsMulti[E multiElem](names *multiNames, kerns *[attnMultiMax + 1]rowsMKernel[E], one func(dst, w []float32, y []E, stride int),
 	dst []float32, ldd, rows int, w []float32, ldw, n, m int, y []E, stride int) {
+	if m <= 0 || rows <= 0 {
+		return
+	}
+	rowsSpan(names.dst, m, rows, ldd, len(dst))
+	if n > 0 {
+		rowsSpan(names.vecs, m, n, ldw, len(w))
+		rowsSpan(names.rows, rows, n, stride, len(y))
+	}
 	if n <= 0 {
 		for i := range m {
 			clear(dst[i*ldd : i*ldd+rows])

@@ -55,14 +55,13 @@ const w8RecBytes = 128
 
 // w8TokenBytes is the size of one token's records for K inputs: its
 // groups, then C = Σ_b -128*D[b]*Sum[b], padded to 64 bytes.
-func w8TokenBytes(K int) int { return (K/QK+1)/2*w8RecBytes + 64 }
+func w8TokenBytes(K int) int { return w8RecordBytes(K, false) }
 
 // w8RecCache is the size of the records walked against one range of
 // weight rows before moving on (they stay in L2).
 const w8RecCache = 512 << 10
 
-// w8Records is the 8-bit products' layout of activation records, shared
-// by the AVX2 and AVX-512 kernels.
+// w8Records is the AVX2 8-bit products' layout of activation records.
 var w8Records = &actLayout{
 	tokenBytes: w8TokenBytes,
 	fill: func(rec []byte, x *Q8, t0, t1 int) {
@@ -81,9 +80,16 @@ const w8QuadBytes = 320
 
 // w8QuadTokenBytes is the size of one token's AVX-512 records for K
 // inputs: its quads, its groups left, C padded to 64 bytes.
-func w8QuadTokenBytes(K int) int {
-	nb := K / QK
-	return nb/8*w8QuadBytes + (nb%8+1)/2*w8RecBytes + 64
+func w8QuadTokenBytes(K int) int { return w8RecordBytes(K, true) }
+
+// w8RecordBytes is the size of one token's records for K inputs, with
+// or without quads first.
+func w8RecordBytes(K int, quads bool) int {
+	nb, nq := K/QK, 0
+	if quads {
+		nq = nb / 8
+	}
+	return nq*w8QuadBytes + (nb-8*nq+1)/2*w8RecBytes + 64
 }
 
 // w8QuadRecords is the AVX-512 8-bit products' layout of records.
@@ -96,13 +102,23 @@ var w8QuadRecords = &actLayout{
 	},
 }
 
-// w8PrepQuads writes the AVX-512 records of tokens [t0, t1) of x: its
-// whole quads of 8 blocks, the blocks left as w8Prep's groups, then C;
-// it reports whether some Q is -128.
-func w8PrepQuads(rec []byte, x *Q8, t0, t1 int) bool {
+// w8PrepGroups writes the records of tokens [t0, t1) of x in groups
+// (w8Records), w8PrepQuads with quads first (w8QuadRecords); both report
+// whether some Q is -128.
+func w8PrepGroups(rec []byte, x *Q8, t0, t1 int) bool { return w8Prep(rec, x, false, t0, t1) }
+
+func w8PrepQuads(rec []byte, x *Q8, t0, t1 int) bool { return w8Prep(rec, x, true, t0, t1) }
+
+// w8Prep writes the records of tokens [t0, t1) of x: with quads its
+// whole quads of 8 blocks first; then the blocks left in groups of 2
+// (the last padded with a zero block), then C.
+func w8Prep(rec []byte, x *Q8, quads bool, t0, t1 int) bool {
 	K, nb := x.K, x.K/QK
-	nq := nb / 8
-	xs := w8QuadTokenBytes(K)
+	nq := 0
+	if quads {
+		nq = nb / 8
+	}
+	xs := w8RecordBytes(K, quads)
 	q := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x.Q))), len(x.Q))
 	min128 := false
 	for t := t0; t < t1; t++ {
@@ -142,7 +158,7 @@ func w8PrepQuads(rec []byte, x *Q8, t0, t1 int) bool {
 				continue
 			}
 			bb := 8*nq + b
-			*(*[32]byte)(qr) = *(*[32]byte)(qt[bb*QK:])
+			*(*[32]byte)(qr) = *(*[32]byte)(qt[bb*QK:]) // one array move, not a memmove call
 			d := x.D[t*nb+bb]
 			for i := range 8 {
 				dv[i] = d
@@ -153,50 +169,6 @@ func w8PrepQuads(rec []byte, x *Q8, t0, t1 int) bool {
 			c += -128 * float32(x.Sum[t*nb+b]) * x.D[t*nb+b]
 		}
 		*(*float32)(unsafe.Pointer(&rest[(left+1)/2*w8RecBytes])) = c
-	}
-	return min128
-}
-
-// w8PrepGroups is w8Prep for K's groups (w8Records' fill).
-func w8PrepGroups(rec []byte, x *Q8, t0, t1 int) bool {
-	return w8Prep(rec, x, (x.K/QK+1)/2, t0, t1)
-}
-
-// w8Prep writes the records of tokens [t0, t1) of x for ng2 groups (the
-// last padded with a zero block), then C, and reports whether some Q is
-// -128.
-func w8Prep(rec []byte, x *Q8, ng2, t0, t1 int) bool {
-	K, nb := x.K, x.K/QK
-	xs := w8TokenBytes(K)
-	q := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x.Q))), len(x.Q))
-	min128 := false
-	for t := t0; t < t1; t++ {
-		tr := rec[t*xs : (t+1)*xs]
-		qt := q[t*K : (t+1)*K]
-		if bytes.IndexByte(qt, 0x80) >= 0 {
-			min128 = true
-		}
-		for b := range ng2 * 2 {
-			g, j := b/2, b%2
-			r := tr[g*w8RecBytes : (g+1)*w8RecBytes]
-			qr := r[32*j : 32*j+32]
-			dv := (*[8]float32)(unsafe.Pointer(&r[64+32*j]))
-			if b >= nb {
-				*(*[32]byte)(qr) = [32]byte{}
-				*dv = [8]float32{}
-				continue
-			}
-			*(*[32]byte)(qr) = *(*[32]byte)(qt[b*QK:]) // one array move, not a memmove call
-			d := x.D[t*nb+b]
-			for i := range 8 {
-				dv[i] = d
-			}
-		}
-		var c float32
-		for b := range nb {
-			c += -128 * float32(x.Sum[t*nb+b]) * x.D[t*nb+b]
-		}
-		*(*float32)(unsafe.Pointer(&tr[ng2*w8RecBytes])) = c
 	}
 	return min128
 }

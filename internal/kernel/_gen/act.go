@@ -332,20 +332,7 @@ func genMax(zmm bool) {
 		VMAXPS(Mem{Base: xp, Disp: off}, m, m)
 	})
 	VMAXPS(b, a, a)
-	var y Register = a
-	if zmm {
-		yy := YMM()
-		VEXTRACTF64X4(U8(1), a, yy)
-		VMAXPS(yy, a.AsY(), yy)
-		y = yy
-	}
-	x, x2 := XMM(), XMM()
-	VEXTRACTF128(U8(1), y, x)
-	VMAXPS(x, y.(Vec).AsX(), x)
-	VPERMILPS(U8(0x4e), x, x2)
-	VMAXPS(x2, x, x)
-	VPERMILPS(U8(0xb1), x, x2)
-	VMAXSS(x2, x, x)
+	x := hreduce(zmm, c.va, a, true).AsX()
 	VZEROUPPER()
 	Store(x, ReturnIndex(0))
 	RET()

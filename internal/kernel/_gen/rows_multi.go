@@ -24,19 +24,10 @@ func genRowsMulti() {
 	}
 }
 
-// quadAddr addresses element disp (bytes) of vector q (0..3) of four
-// vectors ld bytes apart (ld3 = 3*ld) from p.
-func quadAddr(p, ld, ld3 GPVirtual, q, disp int) Mem {
-	m := Mem{Base: p, Disp: disp}
-	switch q {
-	case 1:
-		m.Index, m.Scale = ld, 1
-	case 2:
-		m.Index, m.Scale = ld, 2
-	case 3:
-		m.Index, m.Scale = ld3, 1
-	}
-	return m
+// quad addresses vector q (0..3) of four vectors ld bytes apart (ld3 =
+// 3*ld) from p.
+func quad(p, ld, ld3 GPVirtual) rowAddr {
+	return rowAddr{base: []Register{p}, str: ld, str3: ld3}
 }
 
 // quadStride loads the float32 stride parameter name in bytes, and
@@ -106,7 +97,7 @@ func (c *rowsISA) axpyMBlock(lbl string, M int, dst, al, la, la3, x GPVirtual, n
 			for i := range nvec {
 				v := c.vec()
 				acc[s][q][i] = v
-				m := quadAddr(dst, ld, ld3, q, i*c.lanes*4)
+				m := quad(dst, ld, ld3).at(q, i*c.lanes*4)
 				switch {
 				case s > 0:
 					c.zero(v)
@@ -127,7 +118,7 @@ func (c *rowsISA) axpyMBlock(lbl string, M int, dst, al, la, la3, x GPVirtual, n
 			for i := range nvec {
 				v := c.load(c.row(xp, s, i*c.lanes), masked)
 				for q := range M {
-					VFMADD231PS_BCST(quadAddr(ap, la, la3, q, 4*s), v, acc[s][q][i])
+					VFMADD231PS_BCST(quad(ap, la, la3).at(q, 4*s), v, acc[s][q][i])
 				}
 			}
 		}
@@ -151,7 +142,7 @@ func (c *rowsISA) axpyMBlock(lbl string, M int, dst, al, la, la3, x GPVirtual, n
 	for q := range M {
 		for i := range nvec {
 			VADDPS(acc[1][q][i], acc[0][q][i], acc[0][q][i])
-			m := quadAddr(dst, ld, ld3, q, i*c.lanes*4)
+			m := quad(dst, ld, ld3).at(q, i*c.lanes*4)
 			if masked {
 				VMOVUPS(acc[0][q][i], c.k, m)
 			} else {
@@ -219,7 +210,7 @@ func (c *rowsISA) dotMBlock(lbl string, M int, dst, w, lw, lw3, y, n GPVirtual, 
 		for r := range nr {
 			v := c.load(c.row(yp, r, disp/4), masked)
 			for q := range M {
-				m := quadAddr(wp, lw, lw3, q, disp)
+				m := quad(wp, lw, lw3).at(q, disp)
 				if masked {
 					wt := c.vec()
 					VMOVUPS_Z(m, c.k, wt)
@@ -268,7 +259,7 @@ func (c *rowsISA) dotMBlock(lbl string, M int, dst, w, lw, lw3, y, n GPVirtual, 
 			VADDPS(tt, x, x)
 			VPERMILPS(U8(0xb1), x, tt)
 			VADDSS(tt, x, x)
-			VMOVSS(x, quadAddr(dst, ld, ld3, q, 4*r))
+			VMOVSS(x, quad(dst, ld, ld3).at(q, 4*r))
 		}
 	}
 }

@@ -395,12 +395,19 @@ func w8C() Mem {
 
 // hsum adds the lanes of a (given back to va) into the low lane of the
 // returned register's xmm view.
-func hsum(zmm bool, va *vecAlloc, a V) V {
+func hsum(zmm bool, va *vecAlloc, a V) V { return hreduce(zmm, va, a, false) }
+
+// hreduce is hsum, or with max the largest of the lanes (VMAXPS).
+func hreduce(zmm bool, va *vecAlloc, a V, max bool) V {
+	op, opss := VADDPS, VADDSS
+	if max {
+		op, opss = VMAXPS, VMAXSS
+	}
 	var y Register = a
 	if zmm {
 		yy := YMM()
 		VEXTRACTF64X4(U8(1), a, yy)
-		VADDPS(yy, a.AsY(), yy)
+		op(yy, a.AsY(), yy)
 		y = yy
 	}
 	xr, xr2 := va.get(), va.get()
@@ -410,11 +417,11 @@ func hsum(zmm bool, va *vecAlloc, a V) V {
 	} else {
 		VEXTRACTF128(U8(1), y, x)
 	}
-	VADDPS(x, y.(Vec).AsX(), x)
+	op(x, y.(Vec).AsX(), x)
 	VPERMILPS(U8(0x4e), x, x2)
-	VADDPS(x2, x, x)
+	op(x2, x, x)
 	VPERMILPS(U8(0xb1), x, x2)
-	VADDSS(x2, x, x)
+	opss(x2, x, x)
 	va.put(xr2, a)
 	return xr
 }
