@@ -692,7 +692,7 @@ func q4Avx2Kernel(form q4Form, R, TT int, rowLoop bool) {
 		VPERMILPS(U8(0xb1), x, x2)
 		VADDSS(x2, x, x)
 		return x, func() { put(xr, xr2, a) }
-	})
+	}, nil)
 }
 
 // q4Avx2RowsName is the Go name of an AVX2 row-loop decode kernel.
@@ -706,8 +706,10 @@ func q4Avx2RowsName(lpbq bool) string {
 // storeTile ends a tile kernel: the sum of each of its R rows by TT
 // tokens, made a scalar by sum (whose done, if any, runs after the
 // store), times the row's scale rs[r] for LPBQ, goes to dst (ldd floats
-// per token).
-func storeTile(R, TT int, lpbq bool, sum func(r, t int) (x Register, done func())) {
+// per token). With quad (four rows) the four rows' sums of token t come
+// reduced together in one register instead (hsum4, which adds in hsum's
+// order) and are stored with one move.
+func storeTile(R, TT int, lpbq bool, sum func(r, t int) (x Register, done func()), quad func(t int) V) {
 	dst := Load(Param("dst"), GP64())
 	ldd := Load(Param("ldd"), GP64())
 	SHLQ(U8(2), ldd)
@@ -716,41 +718,24 @@ func storeTile(R, TT int, lpbq bool, sum func(r, t int) (x Register, done func()
 		rs = Load(Param("rs"), GP64())
 	}
 	for t := range TT {
-		for r := range R {
-			x, done := sum(r, t)
+		if quad != nil {
+			x := quad(t).AsX()
 			if lpbq {
-				VMULSS(Mem{Base: rs, Disp: 4 * r}, x, x)
+				VMULPS(Mem{Base: rs}, x, x)
 			}
-			VMOVSS(x, Mem{Base: dst, Disp: 4 * r})
-			if done != nil {
-				done()
+			VMOVUPS(x, Mem{Base: dst})
+		} else {
+			for r := range R {
+				x, done := sum(r, t)
+				if lpbq {
+					VMULSS(Mem{Base: rs, Disp: 4 * r}, x, x)
+				}
+				VMOVSS(x, Mem{Base: dst, Disp: 4 * r})
+				if done != nil {
+					done()
+				}
 			}
 		}
-		if t+1 < TT {
-			ADDQ(ldd, dst)
-		}
-	}
-	VZEROUPPER()
-	RET()
-}
-
-// storeQuads ends a tile kernel of four rows as storeTile does, the
-// four rows' sums of token t reduced together by quad (hsum4, which adds
-// in hsum's order) and stored with one move.
-func storeQuads(TT int, lpbq bool, quad func(t int) V) {
-	dst := Load(Param("dst"), GP64())
-	ldd := Load(Param("ldd"), GP64())
-	SHLQ(U8(2), ldd)
-	var rs Register
-	if lpbq {
-		rs = Load(Param("rs"), GP64())
-	}
-	for t := range TT {
-		x := quad(t).AsX()
-		if lpbq {
-			VMULPS(Mem{Base: rs}, x, x)
-		}
-		VMOVUPS(x, Mem{Base: dst})
 		if t+1 < TT {
 			ADDQ(ldd, dst)
 		}

@@ -641,13 +641,11 @@ func q4ChunkKernel(form q4Form, rowLoop bool, R, TT int) {
 	})
 
 	va := newVecAlloc(true)
+	var quad func(t int) V
 	if R == 4 {
-		storeQuads(TT, lpbq, func(t int) V {
-			return hsum4(va, []V{acc[0][t], acc[1][t], acc[2][t], acc[3][t]})
-		})
-		return
+		quad = func(t int) V { return hsum4(va, []V{acc[0][t], acc[1][t], acc[2][t], acc[3][t]}) }
 	}
 	storeTile(R, TT, lpbq, func(r, t int) (Register, func()) {
 		return hsum(true, va, acc[r][t]).AsX(), nil
-	})
+	}, quad)
 }

@@ -395,38 +395,34 @@ func (c *rowsISA) dotBlock(lbl string, dst, w, y, n GPVirtual, nr, ju int) {
 	// At most one whole vector is left, an even one (acc[0]); the masked
 	// tail after it is odd (acc[1]), else even: each vector goes to the
 	// accumulator of its parity, so zeros in w past a shorter n leave a
-	// sum as it was (dotRows4).
+	// sum as it was (dotRowsM).
+	vector := func(u int, masked bool) {
+		wv := c.vec()
+		c.loadW(Mem{Base: wp}, wv, masked)
+		for r := range nr {
+			c.fma(c.row(yp, r, 0), wv, acc[u][r], masked)
+		}
+	}
+	tail := func(u int) { // AVX-512: the masked vector, if any
+		TESTQ(j, j)
+		JZ(LabelRef(lbl + "red"))
+		vector(u, true)
+	}
 	Label(lbl + "j1")
 	CMPQ(j, U32(c.lanes))
 	JB(LabelRef(lbl + "jt"))
-	wv := c.vec()
-	c.loadW(Mem{Base: wp}, wv, false)
-	for r := range nr {
-		c.fma(c.row(yp, r, 0), wv, acc[0][r], false)
-	}
+	vector(0, false)
 	ADDQ(U32(c.lanes*c.wBytes()), wp)
 	ADDQ(U32(c.lanes*c.esz), yp)
 	SUBQ(U32(c.lanes), j)
 	if c.zmm {
-		TESTQ(j, j)
-		JZ(LabelRef(lbl + "red"))
-		wt := c.vec()
-		c.loadW(Mem{Base: wp}, wt, true)
-		for r := range nr {
-			c.fma(c.row(yp, r, 0), wt, acc[1][r], true)
-		}
+		tail(1)
 		JMP(LabelRef(lbl + "red"))
 	}
 
 	Label(lbl + "jt")
 	if c.zmm {
-		TESTQ(j, j)
-		JZ(LabelRef(lbl + "red"))
-		wt := c.vec()
-		c.loadW(Mem{Base: wp}, wt, true)
-		for r := range nr {
-			c.fma(c.row(yp, r, 0), wt, acc[0][r], true)
-		}
+		tail(0)
 	}
 
 	Label(lbl + "red")
