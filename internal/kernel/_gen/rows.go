@@ -205,23 +205,37 @@ func genAxpyRows(c *rowsISA) {
 	Load(Param("rows"), rows)
 	c.strideBytes()
 
-	// Blocks of 4 vectors, two rows a pass into two sets of accumulators.
-	Label("b4")
-	CMPQ(n, U32(4*c.lanes))
-	JB(LabelRef("b1"))
-	c.axpyBlock("b4", dst, al, x, rows, 4, 2, false)
-	ADDQ(U32(4*c.lanes*4), dst)
-	ADDQ(U32(4*c.lanes*c.esz), x)
-	SUBQ(U32(4*c.lanes), n)
-	JMP(LabelRef("b4"))
+	// Blocks of 4 vectors, then single vectors, two rows a pass into two
+	// sets of accumulators: a column's sum is added in the same order
+	// whichever block it falls in, so it does not depend on n
+	// (axpyRowsM).
+	c.columnBlocks(dst, x, n, 4, func(lbl string, nvec int, masked bool) {
+		c.axpyBlock(lbl, dst, al, x, rows, nvec, 2, masked)
+	})
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
 
-	// Single vectors. Two rows a pass here too: a column's sum is then
-	// added in the same order whichever block it falls in, so it does
-	// not depend on n (axpyRows4).
+// columnBlocks emits the column loop of the axpy row kernels: blocks of
+// big vectors while they last, then single vectors, then (AVX-512) the
+// masked last columns, block(label, vectors, masked) emitting each; it
+// moves dst and x on and counts n down, and ends at label "done".
+func (c *rowsISA) columnBlocks(dst, x, n GPVirtual, big int, block func(lbl string, nvec int, masked bool)) {
+	lb := fmt.Sprintf("b%d", big)
+	Label(lb)
+	CMPQ(n, U32(big*c.lanes))
+	JB(LabelRef("b1"))
+	block(lb, big, false)
+	ADDQ(U32(big*c.lanes*4), dst)
+	ADDQ(U32(big*c.lanes*c.esz), x)
+	SUBQ(U32(big*c.lanes), n)
+	JMP(LabelRef(lb))
+
 	Label("b1")
 	CMPQ(n, U32(c.lanes))
 	JB(LabelRef("tail"))
-	c.axpyBlock("b1", dst, al, x, rows, 1, 2, false)
+	block("b1", 1, false)
 	ADDQ(U32(c.lanes*4), dst)
 	ADDQ(U32(c.lanes*c.esz), x)
 	SUBQ(U32(c.lanes), n)
@@ -232,11 +246,8 @@ func genAxpyRows(c *rowsISA) {
 		TESTQ(n, n)
 		JZ(LabelRef("done"))
 		c.setMask(n)
-		c.axpyBlock("bt", dst, al, x, rows, 1, 2, true)
+		block("bt", 1, true)
 	}
-	Label("done")
-	VZEROUPPER()
-	RET()
 }
 
 // axpyBlock updates nvec vectors of dst at dst from all rows of x at x,

@@ -54,32 +54,9 @@ func genAxpyRowsM(c *rowsISA, M int) {
 	c.strideOnly()
 	la, la3 := quadStride("lda")
 
-	block := func(lbl string, nvec int, masked bool) {
+	c.columnBlocks(dst, x, n, 2, func(lbl string, nvec int, masked bool) {
 		c.axpyMBlock(lbl, M, dst, al, la, la3, x, nvec, masked)
-	}
-	Label("b2")
-	CMPQ(n, U32(2*c.lanes))
-	JB(LabelRef("b1"))
-	block("b2", 2, false)
-	ADDQ(U32(2*c.lanes*4), dst)
-	ADDQ(U32(2*c.lanes*c.esz), x)
-	SUBQ(U32(2*c.lanes), n)
-	JMP(LabelRef("b2"))
-
-	Label("b1")
-	CMPQ(n, U32(c.lanes))
-	JB(LabelRef("tail"))
-	block("b1", 1, false)
-	ADDQ(U32(c.lanes*4), dst)
-	ADDQ(U32(c.lanes*c.esz), x)
-	SUBQ(U32(c.lanes), n)
-	JMP(LabelRef("b1"))
-
-	Label("tail")
-	TESTQ(n, n)
-	JZ(LabelRef("done"))
-	c.setMask(n)
-	block("bt", 1, true)
+	})
 	Label("done")
 	VZEROUPPER()
 	RET()
