@@ -94,25 +94,10 @@
 	FMOVS.P 4(R6), F21    \
 	FMULE(17, 17, 21)
 
-// q4Rows4 body: rows against four tokens.
-#define Q4_ROWS4(DOT) \
-	Q4_PROLOGUE \
-row4:                                 \
-	MOVD R7, R11                      \
-	ADD  R8, R11, R12                 \
-	ADD  R8, R12, R13                 \
-	ADD  R8, R13, R14                 \
-	MOVD R9, R15                      \
-	ADD  R10, R15, R16                \
-	ADD  R10, R16, R17                \
-	ADD  R10, R17, R19                \
-	ZERO(17)                          \
-	ZERO(18)                          \
-	ZERO(19)                          \
-	ZERO(20)                          \
-	MOVD R4, R20                      \
-block4:                               \
-	Q4_BLOCK                          \
+// ROWS4_STEP is one block of four rows: their weights and row scales
+// times the block's D, the four dot products with the block's
+// activations (DOT, SDOT or NEON), converted and added into V17-V20.
+#define ROWS4_STEP(DOT) \
 	VLD1.P 32(R11), [V5.B16, V6.B16]  \
 	VLD1.P 32(R12), [V7.B16, V8.B16]  \
 	VLD1.P 32(R13), [V9.B16, V10.B16] \
@@ -136,7 +121,28 @@ block4:                               \
 	FMLAE(17, 13, 22)                 \
 	FMLAE(18, 14, 23)                 \
 	FMLAE(19, 15, 24)                 \
-	FMLAE(20, 16, 25)                 \
+	FMLAE(20, 16, 25)
+
+// q4Rows4 body: rows against four tokens.
+#define Q4_ROWS4(DOT) \
+	Q4_PROLOGUE \
+row4:                                 \
+	MOVD R7, R11                      \
+	ADD  R8, R11, R12                 \
+	ADD  R8, R12, R13                 \
+	ADD  R8, R13, R14                 \
+	MOVD R9, R15                      \
+	ADD  R10, R15, R16                \
+	ADD  R10, R16, R17                \
+	ADD  R10, R17, R19                \
+	ZERO(17)                          \
+	ZERO(18)                          \
+	ZERO(19)                          \
+	ZERO(20)                          \
+	MOVD R4, R20                      \
+block4:                               \
+	Q4_BLOCK                          \
+	ROWS4_STEP(DOT)                   \
 	SUBS $1, R20                      \
 	BNE  block4                       \
 	FADDP4S(17, 17, 18)               \
@@ -273,30 +279,7 @@ k4super4:                             \
 	K4_SUPER                          \
 k4block4:                             \
 	K4_BLOCK                          \
-	VLD1.P 32(R11), [V5.B16, V6.B16]  \
-	VLD1.P 32(R12), [V7.B16, V8.B16]  \
-	VLD1.P 32(R13), [V9.B16, V10.B16] \
-	VLD1.P 32(R14), [V11.B16, V12.B16] \
-	FMOVS.P 4(R15), F22               \
-	FMOVS.P 4(R16), F23               \
-	FMOVS.P 4(R17), F24               \
-	FMOVS.P 4(R19), F25               \
-	FMULS F21, F22, F22               \
-	FMULS F21, F23, F23               \
-	FMULS F21, F24, F24               \
-	FMULS F21, F25, F25               \
-	DOT(13, 26, 3, 4, 5, 6)           \
-	DOT(14, 27, 3, 4, 7, 8)           \
-	DOT(15, 28, 3, 4, 9, 10)          \
-	DOT(16, 29, 3, 4, 11, 12)         \
-	SCVTF4S(13, 13)                   \
-	SCVTF4S(14, 14)                   \
-	SCVTF4S(15, 15)                   \
-	SCVTF4S(16, 16)                   \
-	FMLAE(17, 13, 22)                 \
-	FMLAE(18, 14, 23)                 \
-	FMLAE(19, 15, 24)                 \
-	FMLAE(20, 16, 25)                 \
+	ROWS4_STEP(DOT)                   \
 	VLD1.P 16(R5), [V31.S4]           \
 	FMLAE(30, 31, 1)                  \
 	SUBS $1, R6                       \
