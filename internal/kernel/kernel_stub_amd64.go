@@ -339,6 +339,71 @@ func q4Avx2K42x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *
 //go:noescape
 func q4Avx2K4Rows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
+// q4VnniLanesRepack writes the full entries but for their codes of a row-lane tile of 16 rows from row nib's codes on (rstr bytes a row), full chunks of them, lane l's entries at dst + l*lstr (see _gen/q4lanes.go).
+//
+//go:noescape
+func q4VnniLanesRepack(nib *byte, rstr int, full int, dst *byte, lstr int)
+
+// q4VnniLanes1 computes a tile of 16 rows (the first rows of them stored) by 1 tokens of an LPBQ 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 1*16*16 floats of scratch.
+//
+//go:noescape
+func q4VnniLanes1(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// q4VnniLanes2 computes a tile of 16 rows (the first rows of them stored) by 2 tokens of an LPBQ 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 2*16*16 floats of scratch.
+//
+//go:noescape
+func q4VnniLanes2(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// q4VnniLanes3 computes a tile of 16 rows (the first rows of them stored) by 3 tokens of an LPBQ 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 3*16*16 floats of scratch.
+//
+//go:noescape
+func q4VnniLanes3(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// q4VnniLanes4 computes a tile of 16 rows (the first rows of them stored) by 4 tokens of an LPBQ 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 4*16*16 floats of scratch.
+//
+//go:noescape
+func q4VnniLanes4(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// q4VnniLanes5 computes a tile of 16 rows (the first rows of them stored) by 5 tokens of an LPBQ 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 5*16*16 floats of scratch.
+//
+//go:noescape
+func q4VnniLanes5(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// q4VnniLanes6 computes a tile of 16 rows (the first rows of them stored) by 6 tokens of an LPBQ 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 6*16*16 floats of scratch.
+//
+//go:noescape
+func q4VnniLanes6(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// q4VnniLanes7 computes a tile of 16 rows (the first rows of them stored) by 7 tokens of an LPBQ 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 7*16*16 floats of scratch.
+//
+//go:noescape
+func q4VnniLanes7(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// q4VnniLanes8 computes a tile of 16 rows (the first rows of them stored) by 8 tokens of an LPBQ 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 8*16*16 floats of scratch.
+//
+//go:noescape
+func q4VnniLanes8(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// q4VnniLanes9 computes a tile of 16 rows (the first rows of them stored) by 9 tokens of an LPBQ 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 9*16*16 floats of scratch.
+//
+//go:noescape
+func q4VnniLanes9(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// q4VnniLanes10 computes a tile of 16 rows (the first rows of them stored) by 10 tokens of an LPBQ 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 10*16*16 floats of scratch.
+//
+//go:noescape
+func q4VnniLanes10(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// q4VnniLanes11 computes a tile of 16 rows (the first rows of them stored) by 11 tokens of an LPBQ 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 11*16*16 floats of scratch.
+//
+//go:noescape
+func q4VnniLanes11(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// q4VnniLanes12 computes a tile of 16 rows (the first rows of them stored) by 12 tokens of an LPBQ 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 12*16*16 floats of scratch.
+//
+//go:noescape
+func q4VnniLanes12(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
 // quantizeQ8Avx2 quantizes nb blocks of QK floats of x into q, d and sum.
 //
 //go:noescape

@@ -54,9 +54,7 @@ func archOverlays() []Overlay {
 	actOverlay(&o[1], true)
 	rowsOverlay(&o[0], false)
 	rowsOverlay(&o[1], true)
-	for i := range o {
-		o[i].q4Records = q4Records
-	}
+	o[0].q4Records, o[1].q4Records = q4Avx2Sets.layout, q4VnniSets.layout
 	o[0].w8Records, o[1].w8Records = w8Avx2.layout, w8Vnni.layout
 	o[1].q4Zeros = func(dst []float32, ldd int, sym *Q4, zs []float32, x *Q8, n0, n1 int) {
 		q4MatMulZerosWith(&q4VnniSets, dst, ldd, sym, zs, x, n0, n1)

@@ -92,8 +92,8 @@ var (
 
 // The forms each ISA's products take as they are.
 var (
-	q4VnniSets = q4Sets{codes: &q4VnniCodes, scales: &q4VnniScales, zeros: &q4VnniZeros, k4: &q4VnniK4}
-	q4Avx2Sets = q4Sets{codes: &q4Avx2Codes, scales: &q4Avx2Scales, k4: &q4Avx2K4}
+	q4VnniSets = q4Sets{layout: q4VnniRecords, lanes: &q4VnniLanes, codes: &q4VnniCodes, scales: &q4VnniScales, zeros: &q4VnniZeros, k4: &q4VnniK4}
+	q4Avx2Sets = q4Sets{layout: q4Records, codes: &q4Avx2Codes, scales: &q4Avx2Scales, k4: &q4Avx2K4}
 )
 
 // q4RecBytes is the size of one token's prepared record per 4-block
@@ -144,13 +144,16 @@ var q4Records = &actLayout{
 // q4Prep writes the records of tokens [t0, t1) of x (q4TokenBytes
 // each): the groups of 4 blocks (padded with zero blocks), then the
 // chunks' D and -8*Sum.
-func q4Prep(rec []byte, x *Q8, t0, t1 int) {
+func q4Prep(rec []byte, x *Q8, t0, t1 int) { q4PrepStride(rec, x, t0, t1, q4TokenBytes(x.K)) }
+
+// q4PrepStride is q4Prep with the records of token t at t*xs in rec
+// (xs >= q4TokenBytes(K)).
+func q4PrepStride(rec []byte, x *Q8, t0, t1, xs int) {
 	K, nb := x.K, x.K/QK
 	ng4 := q4Groups(K)
-	xs := q4TokenBytes(K)
 	q := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x.Q))), len(x.Q))
 	for t := t0; t < t1; t++ {
-		tr := rec[t*xs : (t+1)*xs]
+		tr := rec[t*xs : t*xs+q4TokenBytes(K)]
 		qt := q[t*K : (t+1)*K]
 		for b := range ng4 * 4 {
 			g, j := b/4, b%4
@@ -227,10 +230,12 @@ func q4Fits(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) bool {
 // q4Sets is one ISA's kernels for each form of Q4; a nil set sends its
 // form to the generic version.
 type q4Sets struct {
-	codes  *q4Set // LPBQ: block codes times a row scale
-	scales *q4Set // a float32 scale per block
-	zeros  *q4Set // the same with zero-point terms (PrepareZeros)
-	k4     *q4Set // the K4 form (Q4_K super-blocks)
+	layout *actLayout                     // the activation records the kernels read
+	lanes  *[q4LanesMaxTT + 1]q4LanesKern // LPBQ tiles in row lanes, or nil
+	codes  *q4Set                         // LPBQ: block codes times a row scale
+	scales *q4Set                         // a float32 scale per block
+	zeros  *q4Set                         // the same with zero-point terms (PrepareZeros)
+	k4     *q4Set                         // the K4 form (Q4_K super-blocks)
 }
 
 // q4MatMulWith runs Q4.MatMul on the kernels of sets; zero points that
@@ -262,13 +267,17 @@ func q4MatMulZerosWith(sets *q4Sets, dst []float32, ldd int, w *Q4, zs []float32
 	}
 	nb := w.K / QK
 	ng, tail := nb/4, nb%4
-	xs := q4TokenBytes(w.K)
+	xs := sets.layout.tokenBytes(w.K)
 	rec := x.recs.q4
 	var holder *[]byte
-	if !x.recs.useQ4 {
+	if !x.recs.useQ4 || x.recs.q4Layout != sets.layout {
 		rec, holder = getScratch(x.T * xs)
-		q4Prep(rec, x, 0, x.T)
+		sets.layout.fill(rec, x, 0, x.T)
 		defer scratch.Put(holder)
+	}
+	if set == sets.codes && sets.lanes != nil && x.T >= q4LanesMinT && xs > q4TokenBytes(w.K) {
+		q4LanesMatMul(sets.lanes, dst, ldd, w, x, rec, xs, n0, n1)
+		return
 	}
 
 	var rs *float32 // row n's at rs + n*rsStr

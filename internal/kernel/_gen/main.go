@@ -14,6 +14,7 @@ func main() {
 	ConstraintExpr("!purego")
 	genConsts()
 	genQ4()
+	genQ4Lanes()
 	genQuantize()
 	genFloat()
 	genW8()

@@ -19,3 +19,16 @@ func vpdpbusd(s, u, acc operand.Op) {
 		ISA:      []string{"AVX512_VNNI"},
 	})
 }
+
+// vpdpbusdBcst emits VPDPBUSD with its signed operand s a 4-byte memory
+// operand broadcast to every lane (VPDPBUSD.BCST).
+func vpdpbusdBcst(s, u, acc operand.Op) {
+	Instruction(&ir.Instruction{
+		Opcode:   "VPDPBUSD",
+		Suffixes: []string{"BCST"},
+		Operands: []operand.Op{s, u, acc},
+		Inputs:   []operand.Op{s, u, acc},
+		Outputs:  []operand.Op{acc},
+		ISA:      []string{"AVX512_VNNI"},
+	})
+}

@@ -1,0 +1,348 @@
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// The AVX-512 LPBQ prefill tiles in row lanes (q4VnniLanes1..12): 16 rows
+// by TT tokens, each row in its own int32/float32 lane.
+//
+// The chunk tiles (q4chunk.go) keep a row's blocks in the lanes and
+// reload each token's 64-byte activation vectors for every row: on AMD
+// Zen 4 that is more than one vector load per VPDPBUSD, and the loads
+// bound them (about 30 multiply-adds a cycle). Here the lanes are 16 rows
+// and the activations come as 4-byte broadcasts (VPDPBUSD.BCST): a weight
+// vector (4 values of one block of 16 rows) is loaded once for TT = 12
+// tokens, and each token's 4 activation bytes are one broadcast load.
+// That runs at about 50 multiply-adds a cycle.
+//
+// The weights must then be in that order: kernel.q4LanesRepack lays out
+// 16 rows at a time (their codes unpacked to bytes) in the buffer this
+// kernel reads, once per row tile for all the tokens of a call; the
+// activations are laid out likewise once per call (q4LanesPrep).
+//
+// Every (row, token) gets the bits of the one-token kernels: those keep,
+// per row, 16 float32 lanes l, each summing its blocks over the chunks
+// (lane 4k+g: block 4g+k of each chunk of 16), then the last partial
+// chunk's groups (lane 4k+i: dword i of block 4g+k, from -2*Sum), and at
+// the end add the 16 lanes in hsum's order. Here lane l of the chunk
+// kernels is a separate accumulator per token (kept in registers while
+// the tile walks lane l's entries, then stored), and the final 15
+// additions follow hsum's order across those 16 accumulators.
+//
+// The tile's buffer, for each lane l: its full entries (one per chunk:
+// 8 vectors of the block's values 4v..4v+3 of 16 rows as bytes, then the
+// rows' 16 block codes as int32, q4LanesFullBytes), then its partial
+// entries (one per group of the last chunk: the 2 vectors of dword i,
+// then the codes, q4LanesPartBytes). A token's records follow the same
+// order: per full entry the block's 32 values, -8*Sum and D; per partial
+// entry the 4 values of dword i and the 4 of dword 4+i, -2*Sum and D.
+const (
+	q4LanesFullBytes    = 9 * 64
+	q4LanesPartBytes    = 3 * 64
+	q4LanesFullRecBytes = 40
+	q4LanesPartRecBytes = 16
+	q4LanesMaxTT        = 12
+)
+
+func genQ4Lanes() {
+	q4LanesRepackKernel()
+	for TT := 1; TT <= q4LanesMaxTT; TT++ {
+		q4LanesKernel(TT)
+	}
+}
+
+func q4LanesKernel(TT int) {
+	name := fmt.Sprintf("q4VnniLanes%d", TT)
+	TEXT(name, NOSPLIT, "func(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s computes a tile of 16 rows (the first rows of them stored) by %d tokens of an LPBQ 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds %d*16*16 floats of scratch.", name, TT, TT))
+
+	// token t's records: bases for tokens 0, 4, 8 and xs, 3*xs.
+	xs := Load(Param("xs"), GP64())
+	xs3 := GP64()
+	LEAQ(Mem{Base: xs, Index: xs, Scale: 2}, xs3)
+	nBase := (TT + 3) / 4
+	tok := func(base []Register, t, off int) Mem {
+		m := Mem{Base: base[t/4], Disp: off}
+		switch t % 4 {
+		case 1:
+			m.Index, m.Scale = xs, 1
+		case 2:
+			m.Index, m.Scale = xs, 2
+		case 3:
+			m.Index, m.Scale = xs3, 1
+		}
+		return m
+	}
+	wp := Load(Param("w"), GP64())
+	ap := Load(Param("a"), GP64())
+	lane := GP64()
+	MOVQ(U32(16), lane)
+	x0 := Load(Param("x"), GP64())
+	base := make([]Register, nBase)
+	for i := range base {
+		base[i] = GP64()
+	}
+	s := make([]VecVirtual, TT)
+	acc := make([]VecVirtual, TT)
+	for t := range TT {
+		s[t], acc[t] = ZMM(), ZMM()
+	}
+	cnt := GP64()
+
+	Label("lane")
+	for i, b := range base {
+		if i == 0 {
+			MOVQ(x0, b)
+			continue
+		}
+		LEAQ(Mem{Base: base[i-1], Index: xs, Scale: 4}, b) // 4 tokens on
+	}
+	for t := range TT {
+		VPXORD(acc[t], acc[t], acc[t])
+	}
+	advance := func(wBytes, recBytes int) {
+		ADDQ(U32(wBytes), wp)
+		for _, b := range base {
+			ADDQ(U8(recBytes), b)
+		}
+	}
+	finish := func(codes VecVirtual, dOff int) {
+		for t := range TT {
+			VPMULLD(codes, s[t], s[t])
+			VCVTDQ2PS(s[t], s[t])
+			VFMADD231PS_BCST(tok(base, t, dOff), s[t], acc[t])
+		}
+	}
+	// the full entries of this lane
+	Load(Param("full"), cnt)
+	Label("full")
+	TESTQ(cnt, cnt)
+	JZ(LabelRef("parts"))
+	for t := range TT {
+		VPBROADCASTD(tok(base, t, 32), s[t]) // -8*Sum
+	}
+	for v := range 8 {
+		w := ZMM()
+		VMOVDQU32(Mem{Base: wp, Disp: 64 * v}, w)
+		for t := range TT {
+			vpdpbusdBcst(tok(base, t, 4*v), w, s[t])
+		}
+	}
+	codes := ZMM()
+	VMOVDQU32(Mem{Base: wp, Disp: 512}, codes)
+	finish(codes, 36)
+	advance(q4LanesFullBytes, q4LanesFullRecBytes)
+	DECQ(cnt)
+	JMP(LabelRef("full"))
+
+	// the partial entries (groups of the last chunk)
+	Label("parts")
+	Load(Param("parts"), cnt)
+	Label("part")
+	TESTQ(cnt, cnt)
+	JZ(LabelRef("store"))
+	for t := range TT {
+		VPBROADCASTD(tok(base, t, 8), s[t]) // -2*Sum
+	}
+	for v := range 2 {
+		w := ZMM()
+		VMOVDQU32(Mem{Base: wp, Disp: 64 * v}, w)
+		for t := range TT {
+			vpdpbusdBcst(tok(base, t, 4*v), w, s[t])
+		}
+	}
+	pc := ZMM()
+	VMOVDQU32(Mem{Base: wp, Disp: 128}, pc)
+	finish(pc, 12)
+	advance(q4LanesPartBytes, q4LanesPartRecBytes)
+	DECQ(cnt)
+	JMP(LabelRef("part"))
+
+	// lane l of token t goes to a[t][l]
+	Label("store")
+	for t := range TT {
+		VMOVUPS(acc[t], Mem{Base: ap, Disp: 1024 * t})
+	}
+	ADDQ(U8(64), ap)
+	// the next lane's records start where this one's ended
+	MOVQ(base[0], x0)
+	DECQ(lane)
+	JNZ(LabelRef("lane"))
+
+	// hsum's order over the 16 lanes: y_i = a_i + a_(i+8), x_i = y_i +
+	// y_(i+4), z_j = x_j + x_(j+2), sum = z_0 + z_1; then the row scales.
+	Load(Param("a"), ap)
+	dst := Load(Param("dst"), GP64())
+	ldd := Load(Param("ldd"), GP64())
+	SHLQ(U8(2), ldd)
+	rows := Load(Param("rows"), GP64())
+	m := GP64()
+	MOVQ(I64(-1), m)
+	BZHIQ(rows, m, m)
+	km := K()
+	KMOVW(m.As32(), km)
+	rs := ZMM()
+	VMOVUPS_Z(Mem{Base: Load(Param("rs"), GP64())}, km, rs)
+	for t := range TT {
+		at := func(l int) Mem { return Mem{Base: ap, Disp: 1024*t + 64*l} }
+		y := make([]VecVirtual, 8)
+		for i := range y {
+			y[i] = ZMM()
+			VMOVUPS(at(i), y[i])
+			VADDPS(at(i+8), y[i], y[i])
+		}
+		for i := range 4 {
+			VADDPS(y[i+4], y[i], y[i])
+		}
+		VADDPS(y[2], y[0], y[0])
+		VADDPS(y[3], y[1], y[1])
+		VADDPS(y[1], y[0], y[0])
+		VMULPS(rs, y[0], y[0])
+		VMOVUPS(y[0], km, Mem{Base: dst})
+		if t+1 < TT {
+			ADDQ(ldd, dst)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// q4LanesRepackKernel emits q4VnniLanesRepack: the full entries of a
+// row-lane tile of 16 whole rows (kernel.q4LanesRepack), but for their
+// codes. Per group of 4 blocks it loads the 64 bytes of each of the 16
+// rows and transposes the 16x16 dwords (unpack dwords, then quadwords,
+// then 128-bit lanes twice), which leaves dword i of block k of the 16
+// rows in one vector; its low and high nibbles are the entry's vectors i
+// and 4+i.
+func q4LanesRepackKernel() {
+	TEXT("q4VnniLanesRepack", NOSPLIT, "func(nib *byte, rstr int, full int, dst *byte, lstr int)")
+	Pragma("noescape")
+	Doc("q4VnniLanesRepack writes the full entries but for their codes of a row-lane tile of 16 rows from row nib's codes on (rstr bytes a row), full chunks of them, lane l's entries at dst + l*lstr (see _gen/q4lanes.go).")
+	t32 := GP32()
+	MOVL(U32(0x0f0f0f0f), t32)
+	m0f := ZMM()
+	VPBROADCASTD(t32, m0f)
+	rstr := Load(Param("rstr"), GP64())
+	rstr3 := GP64()
+	LEAQ(Mem{Base: rstr, Index: rstr, Scale: 2}, rstr3)
+	rb := make([]Register, 4)
+	rb[0] = Load(Param("nib"), GP64())
+	for q := 1; q < 4; q++ {
+		rb[q] = GP64()
+		LEAQ(Mem{Base: rb[q-1], Index: rstr, Scale: 4}, rb[q])
+	}
+	row := func(r, off int) Mem {
+		m := Mem{Base: rb[r/4], Disp: off}
+		switch r % 4 {
+		case 1:
+			m.Index, m.Scale = rstr, 1
+		case 2:
+			m.Index, m.Scale = rstr, 2
+		case 3:
+			m.Index, m.Scale = rstr3, 1
+		}
+		return m
+	}
+	lstr := Load(Param("lstr"), GP64())
+	// lane l = 4k+g's entries: lanes g, 4+g, 8+g, 12+g from one base.
+	lstr4 := GP64()
+	MOVQ(lstr, lstr4)
+	SHLQ(U8(2), lstr4)
+	lstr12 := GP64()
+	LEAQ(Mem{Base: lstr4, Index: lstr4, Scale: 2}, lstr12)
+	dst := Load(Param("dst"), GP64())
+	cnt := Load(Param("full"), GP64())
+	Label("chunk")
+	TESTQ(cnt, cnt)
+	JZ(LabelRef("done"))
+	for g := range 4 {
+		R := make([]VecVirtual, 16)
+		for r := range R {
+			R[r] = ZMM()
+			VMOVDQU32(row(r, 64*g), R[r])
+		}
+		// dwords: [a0 b0 a1 b1] and [a2 b2 a3 b3] in each 128-bit lane
+		t := make([]VecVirtual, 16)
+		for r := 0; r < 16; r += 2 {
+			t[r], t[r+1] = ZMM(), ZMM()
+			VPUNPCKLDQ(R[r+1], R[r], t[r])
+			VPUNPCKHDQ(R[r+1], R[r], t[r+1])
+		}
+		// quadwords: V[q][i] holds in 128-bit lane k dword i of block
+		// k of rows 4q..4q+3
+		var V [4][4]VecVirtual
+		for q := range 4 {
+			a0, a1, b0, b1 := t[4*q], t[4*q+1], t[4*q+2], t[4*q+3]
+			for i, in := range [][2]VecVirtual{{a0, b0}, {a0, b0}, {a1, b1}, {a1, b1}} {
+				V[q][i] = ZMM()
+				if i%2 == 0 {
+					VPUNPCKLQDQ(in[1], in[0], V[q][i])
+				} else {
+					VPUNPCKHQDQ(in[1], in[0], V[q][i])
+				}
+			}
+		}
+		// 128-bit lanes: out[k] = lane k of V[0..3][i]
+		for i := range 4 {
+			u := make([]VecVirtual, 4)
+			for j := range u {
+				u[j] = ZMM()
+			}
+			VSHUFI32X4(U8(0x44), V[1][i], V[0][i], u[0])
+			VSHUFI32X4(U8(0xee), V[1][i], V[0][i], u[1])
+			VSHUFI32X4(U8(0x44), V[3][i], V[2][i], u[2])
+			VSHUFI32X4(U8(0xee), V[3][i], V[2][i], u[3])
+			for k := range 4 {
+				o := ZMM()
+				imm := U8(0x88)
+				if k%2 == 1 {
+					imm = U8(0xdd)
+				}
+				VSHUFI32X4(imm, u[2+k/2], u[k/2], o)
+				h := ZMM()
+				VPSRLD(U8(4), o, h)
+				VPANDD(o, m0f, o)
+				VPANDD(h, m0f, h)
+				// lane 4k+g
+				var at Mem
+				switch k {
+				case 0:
+					at = Mem{Base: dst, Disp: 0}
+				case 1:
+					at = Mem{Base: dst, Index: lstr4, Scale: 1}
+				case 2:
+					at = Mem{Base: dst, Index: lstr4, Scale: 2}
+				case 3:
+					at = Mem{Base: dst, Index: lstr12, Scale: 1}
+				}
+				lo, hi := at, at
+				lo.Disp += 64 * i
+				hi.Disp += 64 * (4 + i)
+				VMOVDQU32(o, lo)
+				VMOVDQU32(h, hi)
+			}
+		}
+		if g < 3 {
+			ADDQ(lstr, dst) // lane g+1
+		}
+	}
+	// back to lane 0, next chunk
+	SUBQ(lstr, dst)
+	SUBQ(lstr, dst)
+	SUBQ(lstr, dst)
+	ADDQ(U32(9*64), dst)
+	for _, b := range rb {
+		ADDQ(U32(256), b)
+	}
+	DECQ(cnt)
+	JMP(LabelRef("chunk"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
