@@ -339,10 +339,10 @@ func q4Avx2K42x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *
 //go:noescape
 func q4Avx2K4Rows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
-// q4VnniLanesRepack writes the full entries but for their codes of a row-lane tile of 16 rows from row nib's codes on (rstr bytes a row), full chunks of them, lane l's entries at dst + l*lstr (see _gen/q4lanes.go).
+// q4VnniLanesRepack lays out a row-lane tile of 16 rows from row nib's codes on (rstr bytes a row; codes their block codes, nb a row) but for the codes of its partial entries, lane l's entries at dst + l*lstr (see _gen/q4lanes.go).
 //
 //go:noescape
-func q4VnniLanesRepack(nib *byte, rstr int, full int, dst *byte, lstr int)
+func q4VnniLanesRepack(nib *byte, rstr int, codes *byte, nb int, full int, parts int, dst *byte, lstr int)
 
 // q4VnniLanes1 computes a tile of 16 rows (the first rows of them stored) by 1 tokens of an LPBQ 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 1*16*16 floats of scratch.
 //

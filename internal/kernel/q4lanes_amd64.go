@@ -28,7 +28,6 @@ const (
 	q4LanesPartBytes    = 3 * 64 // a partial entry: 2 vectors, the codes
 	q4LanesFullRecBytes = 40     // a token's full entry: 32 values, -8*Sum, D
 	q4LanesPartRecBytes = 16     // a token's partial entry: 8 values, -2*Sum, D
-	q4LanesTokenBlock   = 128    // tokens walked against one repacked tile
 )
 
 // q4LanesMinT is the fewest tokens a product takes in row lanes: the
@@ -125,25 +124,28 @@ func q4LanesRepack(buf []byte, w *Q4, n, rows int) {
 	nb := w.K / QK
 	full, parts := q4LanesShape(w.K)
 	lstr := full*q4LanesFullBytes + parts*q4LanesPartBytes
-	e0 := 0
-	if rows == q4LanesRows && full > 0 {
-		// the full entries' values in assembly, their codes here
-		q4VnniLanesRepack(&w.Nib[n*nb*16], nb*16, full, &buf[0], lstr)
+	if rows == q4LanesRows {
+		// all but the partial entries' codes in assembly
+		q4VnniLanesRepack(&w.Nib[n*nb*16], nb*16, &w.Codes[n*nb], nb, full, parts, &buf[0], lstr)
 		codes := w.Codes[n*nb : (n+q4LanesRows)*nb]
-		for l := range 16 {
-			for e := range full {
-				b, _ := q4LanesBlock(l, e, full)
-				c := (*[16]int32)(unsafe.Pointer(&buf[l*lstr+e*q4LanesFullBytes+512]))
-				for r := range c {
-					c[r] = int32(codes[r*nb+b])
+		for g := range parts {
+			for k := range 4 {
+				var c [16]int32
+				if b := 16*full + 4*g + k; b < nb {
+					for r := range c {
+						c[r] = int32(codes[r*nb+b])
+					}
+				}
+				for i := range 4 {
+					*(*[16]int32)(unsafe.Pointer(&buf[(4*k+i)*lstr+full*q4LanesFullBytes+g*q4LanesPartBytes+128])) = c
 				}
 			}
 		}
-		e0 = full
+		return
 	}
 	for l := range 16 {
-		o := l*lstr + e0*q4LanesFullBytes
-		for e := e0; e < full+parts; e++ {
+		o := l * lstr
+		for e := range full + parts {
 			b, i := q4LanesBlock(l, e, full)
 			size, vecs := q4LanesFullBytes, 8
 			if e >= full {
@@ -187,17 +189,26 @@ func q4LanesMatMul(kern *[q4LanesMaxTT + 1]q4LanesKern, dst []float32, ldd int, 
 	defer scratch.Put(holder)
 	a := (*float32)(unsafe.Pointer(&buf[tile]))
 	off0 := q4TokenBytes(w.K)
-	for t0 := 0; t0 < x.T; t0 += q4LanesTokenBlock {
-		t1 := min(t0+q4LanesTokenBlock, x.T)
-		for n := n0; n < n1; n += q4LanesRows {
-			rows := min(q4LanesRows, n1-n)
-			q4LanesRepack(buf[:tile], w, n, rows)
-			for t := t0; t < t1; {
-				TT := min(t1-t, q4LanesMaxTT)
-				kern[TT](&buf[0], &rec[t*stride+off0], stride, full, parts, a,
-					&dst[t*ldd+n], ldd, &w.Scales[n], rows)
-				t += TT
-			}
+	// Every token against one repacked tile: the tile is repacked once.
+	// The tokens' records are read once per tile, in order, from the L2
+	// or L3 cache (K = 8192: 10 KiB a token); blocks of tokens that stay
+	// in the L2 cache, each repacking the tile again, ran 8-9% slower on
+	// Llama-3.2-1B and Qwen3-0.6B (128 tokens a pass, AMD Zen 4).
+	for n := n0; n < n1; n += q4LanesRows {
+		rows := min(q4LanesRows, n1-n)
+		q4LanesRepack(buf[:tile], w, n, rows)
+		if next := n + q4LanesRows; next < n1 {
+			// the start of the next tile's weights, and its codes,
+			// while this one runs
+			nb := w.K / QK
+			prefetchStrided(&w.Nib[next*nb*16], 64, min(min(q4LanesRows, n1-next)*nb/4, 128))
+			prefetchStrided(&w.Codes[next*nb], 64, (min(q4LanesRows, n1-next)*nb+63)/64)
+		}
+		for t := 0; t < x.T; {
+			TT := min(x.T-t, q4LanesMaxTT)
+			kern[TT](&buf[0], &rec[t*stride+off0], stride, full, parts, a,
+				&dst[t*ldd+n], ldd, &w.Scales[n], rows)
+			t += TT
 		}
 	}
 }

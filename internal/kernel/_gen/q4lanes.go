@@ -49,7 +49,14 @@ const (
 	q4LanesMaxTT        = 12
 )
 
+// q4LanesIota is the int32 lanes 0..15.
+var q4LanesIota Mem
+
 func genQ4Lanes() {
+	q4LanesIota = GLOBL("q4lanesiota", RODATA|NOPTR)
+	for l := 0; l < 16; l++ {
+		DATA(4*l, U32(uint32(l)))
+	}
 	q4LanesRepackKernel()
 	for TT := 1; TT <= q4LanesMaxTT; TT++ {
 		q4LanesKernel(TT)
@@ -213,21 +220,34 @@ func q4LanesKernel(TT int) {
 	RET()
 }
 
-// q4LanesRepackKernel emits q4VnniLanesRepack: the full entries of a
-// row-lane tile of 16 whole rows (kernel.q4LanesRepack), but for their
-// codes. Per group of 4 blocks it loads the 64 bytes of each of the 16
+// q4LanesRepackKernel emits q4VnniLanesRepack: a row-lane tile of 16
+// whole rows (kernel.q4LanesRepack), but for the codes of its partial
+// entries. Per group of 4 blocks it loads the 64 bytes of each of the 16
 // rows and transposes the 16x16 dwords (unpack dwords, then quadwords,
 // then 128-bit lanes twice), which leaves dword i of block k of the 16
-// rows in one vector; its low and high nibbles are the entry's vectors i
-// and 4+i.
+// rows in one vector; its low and high nibbles are the vectors of values
+// 4i..4i+3 and 16+4i..16+4i+3. A full entry (lane 4k+g of a chunk) takes
+// all 8 of block k of group g, and the codes of the 16 rows, gathered
+// (dword r: the codes of blocks 4g..4g+3 of row r); a partial entry
+// (lane 4k+i of group g of the last chunk, whose bytes past the row's
+// last block are not read) takes the 2 of dword i.
 func q4LanesRepackKernel() {
-	TEXT("q4VnniLanesRepack", NOSPLIT, "func(nib *byte, rstr int, full int, dst *byte, lstr int)")
+	TEXT("q4VnniLanesRepack", NOSPLIT, "func(nib *byte, rstr int, codes *byte, nb int, full int, parts int, dst *byte, lstr int)")
 	Pragma("noescape")
-	Doc("q4VnniLanesRepack writes the full entries but for their codes of a row-lane tile of 16 rows from row nib's codes on (rstr bytes a row), full chunks of them, lane l's entries at dst + l*lstr (see _gen/q4lanes.go).")
+	Doc("q4VnniLanesRepack lays out a row-lane tile of 16 rows from row nib's codes on (rstr bytes a row; codes their block codes, nb a row) but for the codes of its partial entries, lane l's entries at dst + l*lstr (see _gen/q4lanes.go).")
 	t32 := GP32()
 	MOVL(U32(0x0f0f0f0f), t32)
 	m0f := ZMM()
 	VPBROADCASTD(t32, m0f)
+	MOVL(U32(0xff), t32)
+	mff := ZMM()
+	VPBROADCASTD(t32, mff)
+	// the codes' dword offsets: r*nb
+	idx := ZMM()
+	VMOVDQU32(q4LanesIota, idx)
+	nbv := ZMM()
+	VPBROADCASTD(Load(Param("nb"), GP64()).(GPVirtual).As32(), nbv)
+	VPMULLD(nbv, idx, idx)
 	rstr := Load(Param("rstr"), GP64())
 	rstr3 := GP64()
 	LEAQ(Mem{Base: rstr, Index: rstr, Scale: 2}, rstr3)
@@ -249,23 +269,37 @@ func q4LanesRepackKernel() {
 		}
 		return m
 	}
+	cp := Load(Param("codes"), GP64())
 	lstr := Load(Param("lstr"), GP64())
-	// lane l = 4k+g's entries: lanes g, 4+g, 8+g, 12+g from one base.
+	// lanes j, 4+j, 8+j, 12+j from one base: lstr*4 and lstr*12.
 	lstr4 := GP64()
 	MOVQ(lstr, lstr4)
 	SHLQ(U8(2), lstr4)
 	lstr12 := GP64()
 	LEAQ(Mem{Base: lstr4, Index: lstr4, Scale: 2}, lstr12)
-	dst := Load(Param("dst"), GP64())
-	cnt := Load(Param("full"), GP64())
-	Label("chunk")
-	TESTQ(cnt, cnt)
-	JZ(LabelRef("done"))
-	for g := range 4 {
+	laneAt := func(base Register, k, off int) Mem {
+		m := Mem{Base: base, Disp: off}
+		switch k {
+		case 1:
+			m.Index, m.Scale = lstr4, 1
+		case 2:
+			m.Index, m.Scale = lstr4, 2
+		case 3:
+			m.Index, m.Scale = lstr12, 1
+		}
+		return m
+	}
+	// transposed loads the 16 rows' 64 bytes at off (masked by km when
+	// set) and returns out[k][i], dword i of block k of the 16 rows.
+	transposed := func(off int, km Register) [4][4]VecVirtual {
 		R := make([]VecVirtual, 16)
 		for r := range R {
 			R[r] = ZMM()
-			VMOVDQU32(row(r, 64*g), R[r])
+			if km != nil {
+				VMOVDQU8_Z(row(r, off), km, R[r])
+			} else {
+				VMOVDQU32(row(r, off), R[r])
+			}
 		}
 		// dwords: [a0 b0 a1 b1] and [a2 b2 a3 b3] in each 128-bit lane
 		t := make([]VecVirtual, 16)
@@ -288,7 +322,8 @@ func q4LanesRepackKernel() {
 				}
 			}
 		}
-		// 128-bit lanes: out[k] = lane k of V[0..3][i]
+		// 128-bit lanes: out[k][i] = lane k of V[0..3][i]
+		var out [4][4]VecVirtual
 		for i := range 4 {
 			u := make([]VecVirtual, 4)
 			for j := range u {
@@ -299,34 +334,53 @@ func q4LanesRepackKernel() {
 			VSHUFI32X4(U8(0x44), V[3][i], V[2][i], u[2])
 			VSHUFI32X4(U8(0xee), V[3][i], V[2][i], u[3])
 			for k := range 4 {
-				o := ZMM()
 				imm := U8(0x88)
 				if k%2 == 1 {
 					imm = U8(0xdd)
 				}
-				VSHUFI32X4(imm, u[2+k/2], u[k/2], o)
-				h := ZMM()
-				VPSRLD(U8(4), o, h)
-				VPANDD(o, m0f, o)
-				VPANDD(h, m0f, h)
-				// lane 4k+g
-				var at Mem
-				switch k {
-				case 0:
-					at = Mem{Base: dst, Disp: 0}
-				case 1:
-					at = Mem{Base: dst, Index: lstr4, Scale: 1}
-				case 2:
-					at = Mem{Base: dst, Index: lstr4, Scale: 2}
-				case 3:
-					at = Mem{Base: dst, Index: lstr12, Scale: 1}
-				}
-				lo, hi := at, at
-				lo.Disp += 64 * i
-				hi.Disp += 64 * (4 + i)
-				VMOVDQU32(o, lo)
-				VMOVDQU32(h, hi)
+				out[k][i] = ZMM()
+				VSHUFI32X4(imm, u[2+k/2], u[k/2], out[k][i])
 			}
+		}
+		return out
+	}
+	// nibbles stores the low and high nibbles of o at lo and hi.
+	nibbles := func(o VecVirtual, lo, hi Mem) {
+		h := ZMM()
+		VPSRLD(U8(4), o, h)
+		VPANDD(o, m0f, o)
+		VPANDD(h, m0f, h)
+		VMOVDQU32(o, lo)
+		VMOVDQU32(h, hi)
+	}
+
+	dst := Load(Param("dst"), GP64())
+	cnt := Load(Param("full"), GP64())
+	Label("chunk")
+	TESTQ(cnt, cnt)
+	JZ(LabelRef("parts"))
+	for g := range 4 {
+		for r := range 16 {
+			PREFETCHT0(row(r, 64*g+512)) // two chunks on
+		}
+		out := transposed(64*g, nil)
+		// the codes of blocks 4g..4g+3 of the 16 rows
+		cw := ZMM()
+		kall := K()
+		KXNORW(kall, kall, kall)
+		VPGATHERDD(Mem{Base: cp, Index: idx, Scale: 1, Disp: 4 * g}, kall, cw)
+		for k := range 4 {
+			for i := range 4 {
+				nibbles(out[k][i], laneAt(dst, k, 64*i), laneAt(dst, k, 64*(4+i)))
+			}
+			c := ZMM()
+			if k > 0 {
+				VPSRLD(U8(8*k), cw, c)
+				VPANDD(c, mff, c)
+			} else {
+				VPANDD(cw, mff, c)
+			}
+			VMOVDQU32(c, laneAt(dst, k, 512))
 		}
 		if g < 3 {
 			ADDQ(lstr, dst) // lane g+1
@@ -340,8 +394,49 @@ func q4LanesRepackKernel() {
 	for _, b := range rb {
 		ADDQ(U32(256), b)
 	}
+	ADDQ(U8(16), cp)
 	DECQ(cnt)
 	JMP(LabelRef("chunk"))
+
+	// The last, partial chunk: group g (masked to the row's bytes left)
+	// gives lane 4k+i its partial entry g.
+	Label("parts")
+	parts := Load(Param("parts"), GP64())
+	TESTQ(parts, parts)
+	JZ(LabelRef("done"))
+	left := Load(Param("nb"), GP64())
+	ANDQ(U8(15), left)
+	SHLQ(U8(4), left) // the row's bytes in the last chunk
+	ones, m := GP64(), GP64()
+	MOVQ(I64(-1), ones)
+	for g := range 4 {
+		if g > 0 {
+			CMPQ(parts, U8(g))
+			JE(LabelRef("done"))
+		}
+		b := GP64()
+		MOVQ(left, b)
+		if g > 0 {
+			SUBQ(U8(64*g), b) // > 0: g < parts
+		}
+		BZHIQ(b, ones, m) // all ones from 64 bytes on
+		km := K()
+		KMOVQ(m, km)
+		out := transposed(64*g, km)
+		// lane 4k+i, entry g: the 2 vectors of dword i
+		for k := range 4 {
+			for i := range 4 {
+				nibbles(out[k][i], laneAt(dst, k, 0), laneAt(dst, k, 64))
+				if i < 3 {
+					ADDQ(lstr, dst)
+				}
+			}
+			SUBQ(lstr, dst)
+			SUBQ(lstr, dst)
+			SUBQ(lstr, dst)
+		}
+		ADDQ(U32(3*64), dst)
+	}
 	Label("done")
 	VZEROUPPER()
 	RET()
