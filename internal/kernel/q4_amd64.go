@@ -40,6 +40,7 @@ type q4RowsKern func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int,
 // 5-row tiles), but streamed from memory those read 6.6-10 GB/s where the
 // row walk reads 14-20 on the same AMD EPYC (BenchmarkQ4MatMulT1).
 type q4Set struct {
+	lanes  *q4LanesSet  // tiles in row lanes for q4LanesMinT tokens or more, or nil
 	k      [9][5]q4Kern // [R][TT], nil where not generated
 	seq    q4RowsKern   // one token over many rows in one call, or nil
 	decode int          // rows per tile for one token
@@ -48,12 +49,12 @@ type q4Set struct {
 }
 
 var (
-	q4VnniCodes = q4Set{seq: q4VnniCodesRows, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+	q4VnniCodes = q4Set{lanes: &q4VnniLanesCodes, seq: q4VnniCodesRows, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4VnniCodes1x1, 2: q4VnniCodes1x2, 3: q4VnniCodes1x3},
 		2: {1: q4VnniCodes2x1, 2: q4VnniCodes2x2, 3: q4VnniCodes2x3},
 		4: {1: q4VnniCodes4x1, 2: q4VnniCodes4x2, 3: q4VnniCodes4x3},
 	}}
-	q4VnniScales = q4Set{seq: q4VnniScalesRows, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+	q4VnniScales = q4Set{lanes: &q4VnniLanesScales, seq: q4VnniScalesRows, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4VnniScales1x1, 2: q4VnniScales1x2, 3: q4VnniScales1x3},
 		2: {1: q4VnniScales2x1, 2: q4VnniScales2x2, 3: q4VnniScales2x3},
 		4: {1: q4VnniScales4x1, 2: q4VnniScales4x2, 3: q4VnniScales4x3},
@@ -61,14 +62,14 @@ var (
 	// q4VnniZeros is the per-block-scale form with zero points: the rs
 	// argument carries the weight's zero-point terms (Q4.zs), shaped as
 	// its block scales.
-	q4VnniZeros = q4Set{seq: q4VnniZerosRows, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+	q4VnniZeros = q4Set{lanes: &q4VnniLanesZeros, seq: q4VnniZerosRows, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4VnniZeros1x1, 2: q4VnniZeros1x2, 3: q4VnniZeros1x3},
 		2: {1: q4VnniZeros2x1, 2: q4VnniZeros2x2, 3: q4VnniZeros2x3},
 		4: {1: q4VnniZeros4x1, 2: q4VnniZeros4x2, 3: q4VnniZeros4x3},
 	}}
 	// q4VnniK4 is the K4 form (Q4_K super-blocks): sc addresses a row's
 	// 48-byte chunk records.
-	q4VnniK4 = q4Set{seq: q4VnniK4Rows, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+	q4VnniK4 = q4Set{lanes: &q4VnniLanesK4, seq: q4VnniK4Rows, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4VnniK41x1, 2: q4VnniK41x2, 3: q4VnniK41x3},
 		2: {1: q4VnniK42x1, 2: q4VnniK42x2, 3: q4VnniK42x3},
 		4: {1: q4VnniK44x1, 2: q4VnniK44x2, 3: q4VnniK44x3},
@@ -92,7 +93,7 @@ var (
 
 // The forms each ISA's products take as they are.
 var (
-	q4VnniSets = q4Sets{layout: q4VnniRecords, lanes: &q4VnniLanes, codes: &q4VnniCodes, scales: &q4VnniScales, zeros: &q4VnniZeros, k4: &q4VnniK4}
+	q4VnniSets = q4Sets{layout: q4VnniRecords, codes: &q4VnniCodes, scales: &q4VnniScales, zeros: &q4VnniZeros, k4: &q4VnniK4}
 	q4Avx2Sets = q4Sets{layout: q4Records, codes: &q4Avx2Codes, scales: &q4Avx2Scales, k4: &q4Avx2K4}
 )
 
@@ -230,12 +231,11 @@ func q4Fits(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int) bool {
 // q4Sets is one ISA's kernels for each form of Q4; a nil set sends its
 // form to the generic version.
 type q4Sets struct {
-	layout *actLayout                     // the activation records the kernels read
-	lanes  *[q4LanesMaxTT + 1]q4LanesKern // LPBQ tiles in row lanes, or nil
-	codes  *q4Set                         // LPBQ: block codes times a row scale
-	scales *q4Set                         // a float32 scale per block
-	zeros  *q4Set                         // the same with zero-point terms (PrepareZeros)
-	k4     *q4Set                         // the K4 form (Q4_K super-blocks)
+	layout *actLayout // the activation records the kernels read
+	codes  *q4Set     // LPBQ: block codes times a row scale
+	scales *q4Set     // a float32 scale per block
+	zeros  *q4Set     // the same with zero-point terms (PrepareZeros)
+	k4     *q4Set     // the K4 form (Q4_K super-blocks)
 }
 
 // q4MatMulWith runs Q4.MatMul on the kernels of sets; zero points that
@@ -275,8 +275,8 @@ func q4MatMulZerosWith(sets *q4Sets, dst []float32, ldd int, w *Q4, zs []float32
 		sets.layout.fill(rec, x, 0, x.T)
 		defer scratch.Put(holder)
 	}
-	if set == sets.codes && sets.lanes != nil && x.T >= q4LanesMinT && xs > q4TokenBytes(w.K) {
-		q4LanesMatMul(sets.lanes, dst, ldd, w, x, rec, xs, n0, n1)
+	if set.lanes != nil && x.T >= q4LanesMinT && xs > q4TokenBytes(w.K) {
+		q4LanesMatMul(set.lanes, dst, ldd, w, zs, x, rec, xs, n0, n1)
 		return
 	}
 

@@ -8,12 +8,13 @@ import (
 	"testing"
 )
 
-// TestQ4LanesSameBits: an LPBQ product of q4LanesMinT tokens or more (the
+// TestQ4LanesSameBits: a 4-bit product of q4LanesMinT tokens or more (the
 // AVX-512 row-lane tiles) gives every (row, token) the bits the one-token
-// kernel gives that token alone, for every K (whole chunks, a partial
-// last chunk, only a partial chunk), row counts around the 16-row tile,
-// row ranges that start anywhere, token counts around the 12-token tile
-// and the 128-token block; and it writes nothing outside its rows: the
+// kernel gives that token alone, in each scale form (LPBQ codes, float
+// scales, scales with zero points, K4 super-blocks), for every K (whole
+// chunks, a partial last chunk, only a partial chunk), row counts around
+// the 16-row tile, row ranges that start anywhere, and token counts
+// around the 12-token tile; and it writes nothing outside its rows: the
 // guard values around them (the output's other rows, the columns between
 // tokens, past the end) stay as they were.
 func TestQ4LanesSameBits(t *testing.T) {
@@ -22,45 +23,78 @@ func TestQ4LanesSameBits(t *testing.T) {
 		return
 	}
 	r := rand.New(rand.NewPCG(61, 62))
-	for _, K := range []int{QK, 3 * QK, 16 * QK, 18 * QK, 24 * QK, 32 * QK, 37 * QK, 48 * QK} {
-		for _, N := range []int{1, 13, 16, 23, 40} {
+	type form struct {
+		name string
+		new  func(N, K int) (run func(dst []float32, ldd int, x *Q8, n0, n1 int))
+	}
+	forms := []form{
+		{"lpbq", func(N, K int) func([]float32, int, *Q8, int, int) {
 			w := randQ4(r, N, K, true, false)
-			for j, T := range []int{q4LanesMinT, 17, 29, 141} {
-				x, xf := randQ8(r, T, K)
-				n0, n1 := 0, N // whole tiles of 16 rows, then any range
-				if j%2 == 1 {
-					n0 = r.IntN(N)
-					n1 = n0 + 1 + r.IntN(N-n0)
+			return func(d []float32, ldd int, x *Q8, n0, n1 int) { q4MatMulWith(&q4VnniSets, d, ldd, w, x, n0, n1) }
+		}},
+		{"scales", func(N, K int) func([]float32, int, *Q8, int, int) {
+			w := randQ4(r, N, K, false, false)
+			return func(d []float32, ldd int, x *Q8, n0, n1 int) { q4MatMulWith(&q4VnniSets, d, ldd, w, x, n0, n1) }
+		}},
+		{"zeros", func(N, K int) func([]float32, int, *Q8, int, int) {
+			w := randQ4(r, N, K, false, true)
+			w.PrepareZeros()
+			return func(d []float32, ldd int, x *Q8, n0, n1 int) {
+				q4MatMulZerosWith(&q4VnniSets, d, ldd, w.sym, w.zs, x, n0, n1)
+			}
+		}},
+		{"k4", func(N, K int) func([]float32, int, *Q8, int, int) {
+			if K%Q4KSuper != 0 {
+				return nil
+			}
+			w := randQ4K(r, N, K)
+			return func(d []float32, ldd int, x *Q8, n0, n1 int) { q4MatMulWith(&q4VnniSets, d, ldd, w, x, n0, n1) }
+		}},
+	}
+	for _, f := range forms {
+		for _, K := range []int{QK, 3 * QK, 8 * QK, 16 * QK, 18 * QK, 24 * QK, 32 * QK, 37 * QK, 48 * QK} {
+			for _, N := range []int{1, 13, 16, 23, 40} {
+				run := f.new(N, K)
+				if run == nil {
+					continue
 				}
-				ldd := N + 3
-				const guard = float32(-12345.5)
-				got := make([]float32, T*ldd+5)
-				for i := range got {
-					got[i] = guard
-				}
-				q4MatMulWith(&q4VnniSets, got, ldd, w, x, n0, n1)
-				for tok := range T {
-					one := NewQ8(1, K)
-					one.Quantize(xf[tok*K:(tok+1)*K], 1)
-					want := make([]float32, N)
-					q4MatMulWith(&q4VnniSets, want, N, w, one, 0, N)
-					for n := range ldd {
-						g := got[tok*ldd+n]
-						if n < n0 || n >= n1 {
-							if g != guard {
-								t.Fatalf("K %d N %d T %d rows [%d, %d): token %d column %d written (%g)", K, N, T, n0, n1, tok, n, g)
+				for j, T := range []int{q4LanesMinT, 17, 29, 41} {
+					x, xf := randQ8(r, T, K)
+					n0, n1 := 0, N // whole tiles of 16 rows, then any range
+					if j%2 == 1 {
+						n0 = r.IntN(N)
+						n1 = n0 + 1 + r.IntN(N-n0)
+					}
+					ldd := N + 3
+					const guard = float32(-12345.5)
+					got := make([]float32, T*ldd+5)
+					for i := range got {
+						got[i] = guard
+					}
+					run(got, ldd, x, n0, n1)
+					for tok := range T {
+						one := NewQ8(1, K)
+						one.Quantize(xf[tok*K:(tok+1)*K], 1)
+						want := make([]float32, N)
+						run(want, N, one, 0, N)
+						for n := range ldd {
+							g := got[tok*ldd+n]
+							if n < n0 || n >= n1 {
+								if g != guard {
+									t.Fatalf("%s K %d N %d T %d rows [%d, %d): token %d column %d written (%g)", f.name, K, N, T, n0, n1, tok, n, g)
+								}
+								continue
 							}
-							continue
-						}
-						if math.Float32bits(g) != math.Float32bits(want[n]) {
-							t.Fatalf("K %d N %d T %d rows [%d, %d): token %d row %d = %g among %d tokens, %g alone",
-								K, N, T, n0, n1, tok, n, g, T, want[n])
+							if math.Float32bits(g) != math.Float32bits(want[n]) {
+								t.Fatalf("%s K %d N %d T %d rows [%d, %d): token %d row %d = %g among %d tokens, %g alone",
+									f.name, K, N, T, n0, n1, tok, n, g, T, want[n])
+							}
 						}
 					}
-				}
-				for i := T * ldd; i < len(got); i++ {
-					if got[i] != guard {
-						t.Fatalf("K %d N %d T %d: written past the output (%d)", K, N, T, i)
+					for i := T * ldd; i < len(got); i++ {
+						if got[i] != guard {
+							t.Fatalf("%s K %d N %d T %d: written past the output (%d)", f.name, K, N, T, i)
+						}
 					}
 				}
 			}

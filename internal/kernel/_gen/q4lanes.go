@@ -57,17 +57,37 @@ func genQ4Lanes() {
 	for l := 0; l < 16; l++ {
 		DATA(4*l, U32(uint32(l)))
 	}
-	q4LanesRepackKernel()
-	for TT := 1; TT <= q4LanesMaxTT; TT++ {
-		q4LanesKernel(TT)
+	for _, form := range []q4Form{formCodes, formScales, formZeros, formK4} {
+		q4LanesRepackKernel(form)
+		for TT := 1; TT <= q4LanesMaxTT; TT++ {
+			q4LanesKernel(form, TT)
+		}
 	}
 }
 
-func q4LanesKernel(TT int) {
-	name := fmt.Sprintf("q4VnniLanes%d", TT)
+// q4LanesFormName names a form in the row-lane kernels' names.
+func q4LanesFormName(form q4Form) string {
+	return [...]string{formCodes: "Codes", formScales: "Scales", formZeros: "Zeros", formK4: "K4"}[form]
+}
+
+// q4LanesExtra is the number of vectors after an entry's values: the
+// codes (LPBQ, int32) or scales (float32) of its 16 rows, and with zero
+// points (and K4) their zero-point terms (float32).
+func q4LanesExtra(form q4Form) int {
+	if form == formZeros || form == formK4 {
+		return 2
+	}
+	return 1
+}
+
+func q4LanesKernel(form q4Form, TT int) {
+	name := fmt.Sprintf("q4VnniLanes%s%d", q4LanesFormName(form), TT)
+	lpbq, k4 := form == formCodes, form == formK4
+	zeros := q4LanesExtra(form) == 2
+	fullBytes, partBytes := (8+q4LanesExtra(form))*64, (2+q4LanesExtra(form))*64
 	TEXT(name, NOSPLIT, "func(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)")
 	Pragma("noescape")
-	Doc(fmt.Sprintf("%s computes a tile of 16 rows (the first rows of them stored) by %d tokens of an LPBQ 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds %d*16*16 floats of scratch.", name, TT, TT))
+	Doc(fmt.Sprintf("%s computes a tile of 16 rows (the first rows of them stored) by %d tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds %d*16*16 floats of scratch.", name, TT, TT))
 
 	// token t's records: bases for tokens 0, 4, 8 and xs, 3*xs.
 	xs := Load(Param("xs"), GP64())
@@ -119,11 +139,46 @@ func q4LanesKernel(TT int) {
 			ADDQ(U8(recBytes), b)
 		}
 	}
-	finish := func(codes VecVirtual, dOff int) {
+	// finish scales the block sums of an entry (its codes or scales at
+	// wp+ex, zero-point terms at wp+ex+64) and adds them into acc, as
+	// the chunk kernels' finish and lastSum do per lane: the codes in
+	// int32 then a conversion, or a conversion then the scales; the
+	// zero-point terms times the record's -8*Sum (or -2*Sum) at s8Off;
+	// D at dOff.
+	finish := func(ex, s8Off, dOff int) {
+		sc := ZMM()
+		VMOVDQU32(Mem{Base: wp, Disp: ex}, sc)
+		var zs VecVirtual
+		if zeros {
+			zs = ZMM()
+			VMOVUPS(Mem{Base: wp, Disp: ex + 64}, zs)
+		}
 		for t := range TT {
-			VPMULLD(codes, s[t], s[t])
-			VCVTDQ2PS(s[t], s[t])
+			if lpbq {
+				VPMULLD(sc, s[t], s[t])
+				VCVTDQ2PS(s[t], s[t])
+			} else {
+				VCVTDQ2PS(s[t], s[t])
+				VMULPS(sc, s[t], s[t])
+			}
+			if zeros {
+				f := ZMM()
+				VPBROADCASTD(tok(base, t, s8Off), f)
+				VCVTDQ2PS(f, f)
+				VFMADD231PS(zs, f, s[t])
+			}
 			VFMADD231PS_BCST(tok(base, t, dOff), s[t], acc[t])
+		}
+	}
+	// start sets the sums of an entry: from the record's -8*Sum (or
+	// -2*Sum) at off, the zero point 8's term; K4's codes have none.
+	start := func(off int) {
+		for t := range TT {
+			if k4 {
+				VPXORD(s[t], s[t], s[t])
+			} else {
+				VPBROADCASTD(tok(base, t, off), s[t])
+			}
 		}
 	}
 	// the full entries of this lane
@@ -131,9 +186,7 @@ func q4LanesKernel(TT int) {
 	Label("full")
 	TESTQ(cnt, cnt)
 	JZ(LabelRef("parts"))
-	for t := range TT {
-		VPBROADCASTD(tok(base, t, 32), s[t]) // -8*Sum
-	}
+	start(32) // -8*Sum
 	for v := range 8 {
 		w := ZMM()
 		VMOVDQU32(Mem{Base: wp, Disp: 64 * v}, w)
@@ -141,10 +194,8 @@ func q4LanesKernel(TT int) {
 			vpdpbusdBcst(tok(base, t, 4*v), w, s[t])
 		}
 	}
-	codes := ZMM()
-	VMOVDQU32(Mem{Base: wp, Disp: 512}, codes)
-	finish(codes, 36)
-	advance(q4LanesFullBytes, q4LanesFullRecBytes)
+	finish(512, 32, 36)
+	advance(fullBytes, q4LanesFullRecBytes)
 	DECQ(cnt)
 	JMP(LabelRef("full"))
 
@@ -154,9 +205,7 @@ func q4LanesKernel(TT int) {
 	Label("part")
 	TESTQ(cnt, cnt)
 	JZ(LabelRef("store"))
-	for t := range TT {
-		VPBROADCASTD(tok(base, t, 8), s[t]) // -2*Sum
-	}
+	start(8) // -2*Sum
 	for v := range 2 {
 		w := ZMM()
 		VMOVDQU32(Mem{Base: wp, Disp: 64 * v}, w)
@@ -164,10 +213,8 @@ func q4LanesKernel(TT int) {
 			vpdpbusdBcst(tok(base, t, 4*v), w, s[t])
 		}
 	}
-	pc := ZMM()
-	VMOVDQU32(Mem{Base: wp, Disp: 128}, pc)
-	finish(pc, 12)
-	advance(q4LanesPartBytes, q4LanesPartRecBytes)
+	finish(128, 8, 12)
+	advance(partBytes, q4LanesPartRecBytes)
 	DECQ(cnt)
 	JMP(LabelRef("part"))
 
@@ -194,8 +241,11 @@ func q4LanesKernel(TT int) {
 	BZHIQ(rows, m, m)
 	km := K()
 	KMOVW(m.As32(), km)
-	rs := ZMM()
-	VMOVUPS_Z(Mem{Base: Load(Param("rs"), GP64())}, km, rs)
+	var rs VecVirtual
+	if lpbq {
+		rs = ZMM()
+		VMOVUPS_Z(Mem{Base: Load(Param("rs"), GP64())}, km, rs)
+	}
 	for t := range TT {
 		at := func(l int) Mem { return Mem{Base: ap, Disp: 1024*t + 64*l} }
 		y := make([]VecVirtual, 8)
@@ -210,7 +260,9 @@ func q4LanesKernel(TT int) {
 		VADDPS(y[2], y[0], y[0])
 		VADDPS(y[3], y[1], y[1])
 		VADDPS(y[1], y[0], y[0])
-		VMULPS(rs, y[0], y[0])
+		if lpbq {
+			VMULPS(rs, y[0], y[0])
+		}
 		VMOVUPS(y[0], km, Mem{Base: dst})
 		if t+1 < TT {
 			ADDQ(ldd, dst)
@@ -231,10 +283,17 @@ func q4LanesKernel(TT int) {
 // (dword r: the codes of blocks 4g..4g+3 of row r); a partial entry
 // (lane 4k+i of group g of the last chunk, whose bytes past the row's
 // last block are not read) takes the 2 of dword i.
-func q4LanesRepackKernel() {
-	TEXT("q4VnniLanesRepack", NOSPLIT, "func(nib *byte, rstr int, codes *byte, nb int, full int, parts int, dst *byte, lstr int)")
+func q4LanesRepackKernel(form q4Form) {
+	name := "q4VnniLanesRepack" + q4LanesFormName(form)
+	lpbq := form == formCodes
+	fullBytes, partBytes := (8+q4LanesExtra(form))*64, (2+q4LanesExtra(form))*64
+	TEXT(name, NOSPLIT, "func(nib *byte, rstr int, codes *byte, nb int, full int, parts int, dst *byte, lstr int)")
 	Pragma("noescape")
-	Doc("q4VnniLanesRepack lays out a row-lane tile of 16 rows from row nib's codes on (rstr bytes a row; codes their block codes, nb a row) but for the codes of its partial entries, lane l's entries at dst + l*lstr (see _gen/q4lanes.go).")
+	if lpbq {
+		Doc(name + " lays out a row-lane tile of 16 rows from row nib's codes on (rstr bytes a row; codes their block codes, nb a row) but for the codes of its partial entries, lane l's entries at dst + l*lstr (see _gen/q4lanes.go).")
+	} else {
+		Doc(name + " lays out the values of a row-lane tile of 16 rows from row nib's codes on (rstr bytes a row, nb blocks; codes is not read), lane l's entries at dst + l*lstr (see _gen/q4lanes.go).")
+	}
 	t32 := GP32()
 	MOVL(U32(0x0f0f0f0f), t32)
 	m0f := ZMM()
@@ -364,23 +423,27 @@ func q4LanesRepackKernel() {
 			PREFETCHT0(row(r, 64*g+512)) // two chunks on
 		}
 		out := transposed(64*g, nil)
-		// the codes of blocks 4g..4g+3 of the 16 rows
-		cw := ZMM()
-		kall := K()
-		KXNORW(kall, kall, kall)
-		VPGATHERDD(Mem{Base: cp, Index: idx, Scale: 1, Disp: 4 * g}, kall, cw)
 		for k := range 4 {
 			for i := range 4 {
 				nibbles(out[k][i], laneAt(dst, k, 64*i), laneAt(dst, k, 64*(4+i)))
 			}
-			c := ZMM()
-			if k > 0 {
-				VPSRLD(U8(8*k), cw, c)
-				VPANDD(c, mff, c)
-			} else {
-				VPANDD(cw, mff, c)
+		}
+		if lpbq {
+			// the codes of blocks 4g..4g+3 of the 16 rows
+			cw := ZMM()
+			kall := K()
+			KXNORW(kall, kall, kall)
+			VPGATHERDD(Mem{Base: cp, Index: idx, Scale: 1, Disp: 4 * g}, kall, cw)
+			for k := range 4 {
+				c := ZMM()
+				if k > 0 {
+					VPSRLD(U8(8*k), cw, c)
+					VPANDD(c, mff, c)
+				} else {
+					VPANDD(cw, mff, c)
+				}
+				VMOVDQU32(c, laneAt(dst, k, 512))
 			}
-			VMOVDQU32(c, laneAt(dst, k, 512))
 		}
 		if g < 3 {
 			ADDQ(lstr, dst) // lane g+1
@@ -390,7 +453,7 @@ func q4LanesRepackKernel() {
 	SUBQ(lstr, dst)
 	SUBQ(lstr, dst)
 	SUBQ(lstr, dst)
-	ADDQ(U32(9*64), dst)
+	ADDQ(U32(fullBytes), dst)
 	for _, b := range rb {
 		ADDQ(U32(256), b)
 	}
@@ -435,7 +498,7 @@ func q4LanesRepackKernel() {
 			SUBQ(lstr, dst)
 			SUBQ(lstr, dst)
 		}
-		ADDQ(U32(3*64), dst)
+		ADDQ(U32(partBytes), dst)
 	}
 	Label("done")
 	VZEROUPPER()
