@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/arch"
+	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/testutil"
 )
@@ -27,6 +28,19 @@ func TestPrefillSameBitsAsDecode(t *testing.T) {
 		for _, kv := range []string{"f16", "u8"} {
 			checkPrefillSameBits(t, name+"/"+kv, compileKV(t, m, kv))
 		}
+	}
+}
+
+// TestPrefillLongPassSameBitsAsDecode: with 4-bit weights, a prompt of 21
+// tokens prefilled in one pass of 32 rows (the 4-bit products of 16 rows
+// or more run on other tiles than one token's) gives bit for bit the
+// logits of the same prompt decoded one token at a time, and so do the
+// decode steps after it. stories260K quantized with w4a16-lpbq.
+func TestPrefillLongPassSameBitsAsDecode(t *testing.T) {
+	src := quantizeStories(t, "w4a16-lpbq")
+	for _, kv := range []string{"f32", "f16"} {
+		e, _ := compilePath(t, src, compile.Options{ARLens: []int{32}, Ctx: 64, KV: kv})
+		checkPrefillSameBits(t, "stories260K-w4/"+kv, e)
 	}
 }
 

@@ -599,6 +599,71 @@ func q4VnniLanesK411(w *byte, x *byte, xs int, full int, parts int, a *float32, 
 //go:noescape
 func q4VnniLanesK412(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
+// w8VnniLanesRepack lays out a row-lane tile of 16 rows of an 8-bit weight from row u on (rstr bytes a row): quads quads, groups groups, and tail bytes (0 or 32) of a last block, lane l's entries at dst + l*lstr (see _gen/w8lanes.go).
+//
+//go:noescape
+func w8VnniLanesRepack(u *byte, rstr int, quads int, groups int, tail int, dst *byte, lstr int)
+
+// w8VnniLanes1 computes a tile of 16 rows (the first rows of them stored) by 1 tokens of an 8-bit product in row lanes, from a repacked tile and lane records (see _gen/w8lanes.go); a holds 1*16*16 floats of scratch.
+//
+//go:noescape
+func w8VnniLanes1(w *byte, x *byte, xs int, quads int, groups int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// w8VnniLanes2 computes a tile of 16 rows (the first rows of them stored) by 2 tokens of an 8-bit product in row lanes, from a repacked tile and lane records (see _gen/w8lanes.go); a holds 2*16*16 floats of scratch.
+//
+//go:noescape
+func w8VnniLanes2(w *byte, x *byte, xs int, quads int, groups int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// w8VnniLanes3 computes a tile of 16 rows (the first rows of them stored) by 3 tokens of an 8-bit product in row lanes, from a repacked tile and lane records (see _gen/w8lanes.go); a holds 3*16*16 floats of scratch.
+//
+//go:noescape
+func w8VnniLanes3(w *byte, x *byte, xs int, quads int, groups int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// w8VnniLanes4 computes a tile of 16 rows (the first rows of them stored) by 4 tokens of an 8-bit product in row lanes, from a repacked tile and lane records (see _gen/w8lanes.go); a holds 4*16*16 floats of scratch.
+//
+//go:noescape
+func w8VnniLanes4(w *byte, x *byte, xs int, quads int, groups int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// w8VnniLanes5 computes a tile of 16 rows (the first rows of them stored) by 5 tokens of an 8-bit product in row lanes, from a repacked tile and lane records (see _gen/w8lanes.go); a holds 5*16*16 floats of scratch.
+//
+//go:noescape
+func w8VnniLanes5(w *byte, x *byte, xs int, quads int, groups int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// w8VnniLanes6 computes a tile of 16 rows (the first rows of them stored) by 6 tokens of an 8-bit product in row lanes, from a repacked tile and lane records (see _gen/w8lanes.go); a holds 6*16*16 floats of scratch.
+//
+//go:noescape
+func w8VnniLanes6(w *byte, x *byte, xs int, quads int, groups int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// w8VnniLanes7 computes a tile of 16 rows (the first rows of them stored) by 7 tokens of an 8-bit product in row lanes, from a repacked tile and lane records (see _gen/w8lanes.go); a holds 7*16*16 floats of scratch.
+//
+//go:noescape
+func w8VnniLanes7(w *byte, x *byte, xs int, quads int, groups int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// w8VnniLanes8 computes a tile of 16 rows (the first rows of them stored) by 8 tokens of an 8-bit product in row lanes, from a repacked tile and lane records (see _gen/w8lanes.go); a holds 8*16*16 floats of scratch.
+//
+//go:noescape
+func w8VnniLanes8(w *byte, x *byte, xs int, quads int, groups int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// w8VnniLanes9 computes a tile of 16 rows (the first rows of them stored) by 9 tokens of an 8-bit product in row lanes, from a repacked tile and lane records (see _gen/w8lanes.go); a holds 9*16*16 floats of scratch.
+//
+//go:noescape
+func w8VnniLanes9(w *byte, x *byte, xs int, quads int, groups int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// w8VnniLanes10 computes a tile of 16 rows (the first rows of them stored) by 10 tokens of an 8-bit product in row lanes, from a repacked tile and lane records (see _gen/w8lanes.go); a holds 10*16*16 floats of scratch.
+//
+//go:noescape
+func w8VnniLanes10(w *byte, x *byte, xs int, quads int, groups int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// w8VnniLanes11 computes a tile of 16 rows (the first rows of them stored) by 11 tokens of an 8-bit product in row lanes, from a repacked tile and lane records (see _gen/w8lanes.go); a holds 11*16*16 floats of scratch.
+//
+//go:noescape
+func w8VnniLanes11(w *byte, x *byte, xs int, quads int, groups int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
+// w8VnniLanes12 computes a tile of 16 rows (the first rows of them stored) by 12 tokens of an 8-bit product in row lanes, from a repacked tile and lane records (see _gen/w8lanes.go); a holds 12*16*16 floats of scratch.
+//
+//go:noescape
+func w8VnniLanes12(w *byte, x *byte, xs int, quads int, groups int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+
 // quantizeQ8Avx2 quantizes nb blocks of QK floats of x into q, d and sum.
 //
 //go:noescape

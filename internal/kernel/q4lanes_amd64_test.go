@@ -14,7 +14,8 @@ import (
 // scales, scales with zero points, K4 super-blocks), for every K (whole
 // chunks, a partial last chunk, only a partial chunk), row counts around
 // the 16-row tile, row ranges that start anywhere, and token counts
-// around the 12-token tile; and it writes nothing outside its rows: the
+// around the 12-token tile, through records laid out once (Q8.Begin) or
+// per call; and it writes nothing outside its rows: the
 // guard values around them (the output's other rows, the columns between
 // tokens, past the end) stay as they were.
 func TestQ4LanesSameBits(t *testing.T) {
@@ -60,8 +61,13 @@ func TestQ4LanesSameBits(t *testing.T) {
 				}
 				for j, T := range []int{q4LanesMinT, 17, 29, 41} {
 					x, xf := randQ8(r, T, K)
-					n0, n1 := 0, N // whole tiles of 16 rows, then any range
 					if j%2 == 1 {
+						// records laid out once, as the engine does
+						x.Begin(T, true, true)
+						x.QuantizeRows(xf, 0, T)
+					}
+					n0, n1 := 0, N // whole tiles of 16 rows, then any range
+					if j >= 2 {
 						n0 = r.IntN(N)
 						n1 = n0 + 1 + r.IntN(N-n0)
 					}

@@ -29,6 +29,7 @@ type w8Set struct {
 	rows   int          // rows per tile for several tokens
 	tokens int          // largest TT
 	signed bool         // the kernels need Q > -128 (AVX2's sign trick)
+	lanes  bool         // q4LanesMinT tokens or more run on the row-lane tiles
 	layout *actLayout   // the records the kernels read
 	// prep writes tokens [t0, t1) of layout's records and reports
 	// whether some Q is -128.
@@ -36,7 +37,7 @@ type w8Set struct {
 }
 
 var (
-	w8Vnni = w8Set{seq: w8VnniRows, decode: 1, rows: 4, tokens: 3, layout: w8QuadRecords, prep: w8PrepQuads, k: [9][5]w8Kern{
+	w8Vnni = w8Set{seq: w8VnniRows, decode: 1, rows: 4, tokens: 3, lanes: true, layout: w8VnniRecords, prep: w8VnniPrep, k: [9][5]w8Kern{
 		1: {1: w8Vnni1x1, 2: w8Vnni1x2, 3: w8Vnni1x3, 4: w8Vnni1x4},
 		2: {1: w8Vnni2x1, 2: w8Vnni2x2, 3: w8Vnni2x3, 4: w8Vnni2x4},
 		4: {1: w8Vnni4x1, 2: w8Vnni4x2, 3: w8Vnni4x3},
@@ -92,37 +93,29 @@ func w8RecordBytes(K int, quads bool) int {
 	return nq*w8QuadBytes + (nb-8*nq+1)/2*w8RecBytes + 64
 }
 
-// w8QuadRecords is the AVX-512 8-bit products' layout of records.
-var w8QuadRecords = &actLayout{
-	tokenBytes: w8QuadTokenBytes,
-	fill: func(rec []byte, x *Q8, t0, t1 int) {
-		if w8PrepQuads(rec, x, t0, t1) {
-			x.recs.w8Min128.Store(true)
-		}
-	},
-}
-
 // w8PrepGroups writes the records of tokens [t0, t1) of x in groups
-// (w8Records), w8PrepQuads with quads first (w8QuadRecords); both report
-// whether some Q is -128.
+// (w8Records) and reports whether some Q is -128.
 func w8PrepGroups(rec []byte, x *Q8, t0, t1 int) bool { return w8Prep(rec, x, false, t0, t1) }
-
-func w8PrepQuads(rec []byte, x *Q8, t0, t1 int) bool { return w8Prep(rec, x, true, t0, t1) }
 
 // w8Prep writes the records of tokens [t0, t1) of x: with quads its
 // whole quads of 8 blocks first; then the blocks left in groups of 2
 // (the last padded with a zero block), then C.
 func w8Prep(rec []byte, x *Q8, quads bool, t0, t1 int) bool {
+	return w8PrepStride(rec, x, quads, t0, t1, w8RecordBytes(x.K, quads))
+}
+
+// w8PrepStride is w8Prep with token t's records at t*xs in rec (xs at
+// least w8RecordBytes).
+func w8PrepStride(rec []byte, x *Q8, quads bool, t0, t1, xs int) bool {
 	K, nb := x.K, x.K/QK
 	nq := 0
 	if quads {
 		nq = nb / 8
 	}
-	xs := w8RecordBytes(K, quads)
 	q := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x.Q))), len(x.Q))
 	min128 := false
 	for t := t0; t < t1; t++ {
-		tr := rec[t*xs : (t+1)*xs]
+		tr := rec[t*xs : t*xs+w8RecordBytes(K, quads)]
 		qt := q[t*K : (t+1)*K]
 		if bytes.IndexByte(qt, 0x80) >= 0 {
 			min128 = true
@@ -208,6 +201,10 @@ func w8MatMulWith(set *w8Set, dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) 
 	}
 	if min128 && set.signed {
 		w8MatMulGeneric(dst, ldd, w, x, n0, n1)
+		return
+	}
+	if set.lanes && x.T >= q4LanesMinT {
+		w8LanesMatMul(dst, ldd, w, x, rec, xs, n0, n1)
 		return
 	}
 	u := unsafe.SliceData(w.U)

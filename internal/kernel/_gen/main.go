@@ -15,6 +15,7 @@ func main() {
 	genConsts()
 	genQ4()
 	genQ4Lanes()
+	genW8Lanes()
 	genQuantize()
 	genFloat()
 	genW8()

@@ -8,8 +8,9 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// The AVX-512 LPBQ prefill tiles in row lanes (q4VnniLanes1..12): 16 rows
-// by TT tokens, each row in its own int32/float32 lane.
+// The AVX-512 4-bit prefill tiles in row lanes (q4VnniLanes<form><TT>,
+// TT = 1..12, for each scale form): 16 rows by TT tokens, each row in its
+// own int32/float32 lane.
 //
 // The chunk tiles (q4chunk.go) keep a row's blocks in the lanes and
 // reload each token's 64-byte activation vectors for every row: on AMD
@@ -348,60 +349,8 @@ func q4LanesRepackKernel(form q4Form) {
 		}
 		return m
 	}
-	// transposed loads the 16 rows' 64 bytes at off (masked by km when
-	// set) and returns out[k][i], dword i of block k of the 16 rows.
 	transposed := func(off int, km Register) [4][4]VecVirtual {
-		R := make([]VecVirtual, 16)
-		for r := range R {
-			R[r] = ZMM()
-			if km != nil {
-				VMOVDQU8_Z(row(r, off), km, R[r])
-			} else {
-				VMOVDQU32(row(r, off), R[r])
-			}
-		}
-		// dwords: [a0 b0 a1 b1] and [a2 b2 a3 b3] in each 128-bit lane
-		t := make([]VecVirtual, 16)
-		for r := 0; r < 16; r += 2 {
-			t[r], t[r+1] = ZMM(), ZMM()
-			VPUNPCKLDQ(R[r+1], R[r], t[r])
-			VPUNPCKHDQ(R[r+1], R[r], t[r+1])
-		}
-		// quadwords: V[q][i] holds in 128-bit lane k dword i of block
-		// k of rows 4q..4q+3
-		var V [4][4]VecVirtual
-		for q := range 4 {
-			a0, a1, b0, b1 := t[4*q], t[4*q+1], t[4*q+2], t[4*q+3]
-			for i, in := range [][2]VecVirtual{{a0, b0}, {a0, b0}, {a1, b1}, {a1, b1}} {
-				V[q][i] = ZMM()
-				if i%2 == 0 {
-					VPUNPCKLQDQ(in[1], in[0], V[q][i])
-				} else {
-					VPUNPCKHQDQ(in[1], in[0], V[q][i])
-				}
-			}
-		}
-		// 128-bit lanes: out[k][i] = lane k of V[0..3][i]
-		var out [4][4]VecVirtual
-		for i := range 4 {
-			u := make([]VecVirtual, 4)
-			for j := range u {
-				u[j] = ZMM()
-			}
-			VSHUFI32X4(U8(0x44), V[1][i], V[0][i], u[0])
-			VSHUFI32X4(U8(0xee), V[1][i], V[0][i], u[1])
-			VSHUFI32X4(U8(0x44), V[3][i], V[2][i], u[2])
-			VSHUFI32X4(U8(0xee), V[3][i], V[2][i], u[3])
-			for k := range 4 {
-				imm := U8(0x88)
-				if k%2 == 1 {
-					imm = U8(0xdd)
-				}
-				out[k][i] = ZMM()
-				VSHUFI32X4(imm, u[2+k/2], u[k/2], out[k][i])
-			}
-		}
-		return out
+		return transpose16(func(r int) Mem { return row(r, off) }, km)
 	}
 	// nibbles stores the low and high nibbles of o at lo and hi.
 	nibbles := func(o VecVirtual, lo, hi Mem) {
@@ -503,4 +452,63 @@ func q4LanesRepackKernel(form q4Form) {
 	Label("done")
 	VZEROUPPER()
 	RET()
+}
+
+// transpose16 loads 64 bytes of each of 16 rows (row r's at rowAt(r),
+// masked by km when set) and returns out[k][i], their dword 4k+i (dword i
+// of block k, for 4-bit codes) of the 16 rows, row r in lane r: the
+// 16x16 dwords transposed by unpacking dwords, then quadwords, then
+// 128-bit lanes twice.
+func transpose16(rowAt func(r int) Mem, km Register) [4][4]VecVirtual {
+	R := make([]VecVirtual, 16)
+	for r := range R {
+		R[r] = ZMM()
+		if km != nil {
+			VMOVDQU8_Z(rowAt(r), km, R[r])
+		} else {
+			VMOVDQU32(rowAt(r), R[r])
+		}
+	}
+	// dwords: [a0 b0 a1 b1] and [a2 b2 a3 b3] in each 128-bit lane
+	t := make([]VecVirtual, 16)
+	for r := 0; r < 16; r += 2 {
+		t[r], t[r+1] = ZMM(), ZMM()
+		VPUNPCKLDQ(R[r+1], R[r], t[r])
+		VPUNPCKHDQ(R[r+1], R[r], t[r+1])
+	}
+	// quadwords: V[q][i] holds in 128-bit lane k dword i of block
+	// k of rows 4q..4q+3
+	var V [4][4]VecVirtual
+	for q := range 4 {
+		a0, a1, b0, b1 := t[4*q], t[4*q+1], t[4*q+2], t[4*q+3]
+		for i, in := range [][2]VecVirtual{{a0, b0}, {a0, b0}, {a1, b1}, {a1, b1}} {
+			V[q][i] = ZMM()
+			if i%2 == 0 {
+				VPUNPCKLQDQ(in[1], in[0], V[q][i])
+			} else {
+				VPUNPCKHQDQ(in[1], in[0], V[q][i])
+			}
+		}
+	}
+	// 128-bit lanes: out[k][i] = lane k of V[0..3][i]
+	var out [4][4]VecVirtual
+	for i := range 4 {
+		u := make([]VecVirtual, 4)
+		for j := range u {
+			u[j] = ZMM()
+		}
+		VSHUFI32X4(U8(0x44), V[1][i], V[0][i], u[0])
+		VSHUFI32X4(U8(0xee), V[1][i], V[0][i], u[1])
+		VSHUFI32X4(U8(0x44), V[3][i], V[2][i], u[2])
+		VSHUFI32X4(U8(0xee), V[3][i], V[2][i], u[3])
+		for k := range 4 {
+			imm := U8(0x88)
+			if k%2 == 1 {
+				imm = U8(0xdd)
+			}
+			out[k][i] = ZMM()
+			VSHUFI32X4(imm, u[2+k/2], u[k/2], out[k][i])
+		}
+	}
+	return out
 }
