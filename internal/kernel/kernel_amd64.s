@@ -54266,13 +54266,13 @@ done:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesCodes1(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesCodes1(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesCodes1(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesCodes1(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), AX
 	MOVQ w+0(FP), AX
-	MOVQ a+40(FP), CX
+	MOVQ a+48(FP), CX
 	MOVQ $0x00000010, DX
 	MOVQ x+8(FP), BX
 
@@ -54310,11 +54310,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), SI
+	MOVQ left+40(FP), SI
+	MOVQ $0x00000010, DI
+	SUBQ DX, DI
+	SHRQ $0x02, DI
+	SUBQ DI, SI
+	ADDQ $0x03, SI
+	SARQ $0x02, SI
+	MOVQ parts+32(FP), DI
+	SUBQ SI, DI
 
 part:
 	TESTQ            SI, SI
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(BX), Z0
 	VMOVDQU32        (AX), Z2
 	VPDPBUSD.BCST    (BX), Z2, Z0
@@ -54329,20 +54337,28 @@ part:
 	DECQ             SI
 	JMP              part
 
+skip:
+	TESTQ DI, DI
+	JZ    store
+	ADDQ  $0x000000c0, AX
+	ADDQ  $0x10, BX
+	DECQ  DI
+	JMP   skip
+
 store:
 	VMOVUPS   Z1, (CX)
 	ADDQ      $0x40, CX
 	DECQ      DX
 	JNZ       lane
-	MOVQ      a+40(FP), CX
-	MOVQ      dst+48(FP), AX
-	MOVQ      ldd+56(FP), DX
+	MOVQ      a+48(FP), CX
+	MOVQ      dst+56(FP), AX
+	MOVQ      ldd+64(FP), DX
 	SHLQ      $0x02, DX
-	MOVQ      rows+72(FP), DX
+	MOVQ      rows+80(FP), DX
 	MOVQ      $-1, BX
 	BZHIQ     DX, BX, BX
 	KMOVW     BX, K1
-	MOVQ      rs+64(FP), DX
+	MOVQ      rs+72(FP), DX
 	VMOVUPS.Z (DX), K1, Z0
 	VMOVUPS   (CX), Z1
 	VADDPS    512(CX), Z1, Z1
@@ -54372,13 +54388,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesCodes2(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesCodes2(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesCodes2(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesCodes2(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), CX
-	MOVQ a+40(FP), DX
+	MOVQ a+48(FP), DX
 	MOVQ $0x00000010, BX
 	MOVQ x+8(FP), SI
 
@@ -54429,11 +54445,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), DI
+	MOVQ left+40(FP), DI
+	MOVQ $0x00000010, R8
+	SUBQ BX, R8
+	SHRQ $0x02, R8
+	SUBQ R8, DI
+	ADDQ $0x03, DI
+	SARQ $0x02, DI
+	MOVQ parts+32(FP), R8
+	SUBQ DI, R8
 
 part:
 	TESTQ            DI, DI
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(SI), Z0
 	VPBROADCASTD     8(SI)(AX*1), Z2
 	VMOVDQU32        (CX), Z4
@@ -54454,21 +54478,29 @@ part:
 	DECQ             DI
 	JMP              part
 
+skip:
+	TESTQ R8, R8
+	JZ    store
+	ADDQ  $0x000000c0, CX
+	ADDQ  $0x10, SI
+	DECQ  R8
+	JMP   skip
+
 store:
 	VMOVUPS   Z1, (DX)
 	VMOVUPS   Z3, 1024(DX)
 	ADDQ      $0x40, DX
 	DECQ      BX
 	JNZ       lane
-	MOVQ      a+40(FP), DX
-	MOVQ      dst+48(FP), AX
-	MOVQ      ldd+56(FP), CX
+	MOVQ      a+48(FP), DX
+	MOVQ      dst+56(FP), AX
+	MOVQ      ldd+64(FP), CX
 	SHLQ      $0x02, CX
-	MOVQ      rows+72(FP), BX
+	MOVQ      rows+80(FP), BX
 	MOVQ      $-1, SI
 	BZHIQ     BX, SI, SI
 	KMOVW     SI, K1
-	MOVQ      rs+64(FP), BX
+	MOVQ      rs+72(FP), BX
 	VMOVUPS.Z (BX), K1, Z0
 	VMOVUPS   (DX), Z1
 	VADDPS    512(DX), Z1, Z1
@@ -54524,13 +54556,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesCodes3(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesCodes3(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesCodes3(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesCodes3(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), CX
-	MOVQ a+40(FP), DX
+	MOVQ a+48(FP), DX
 	MOVQ $0x00000010, BX
 	MOVQ x+8(FP), SI
 
@@ -54594,11 +54626,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), DI
+	MOVQ left+40(FP), DI
+	MOVQ $0x00000010, R8
+	SUBQ BX, R8
+	SHRQ $0x02, R8
+	SUBQ R8, DI
+	ADDQ $0x03, DI
+	SARQ $0x02, DI
+	MOVQ parts+32(FP), R8
+	SUBQ DI, R8
 
 part:
 	TESTQ            DI, DI
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(SI), Z0
 	VPBROADCASTD     8(SI)(AX*1), Z2
 	VPBROADCASTD     8(SI)(AX*2), Z4
@@ -54625,6 +54665,14 @@ part:
 	DECQ             DI
 	JMP              part
 
+skip:
+	TESTQ R8, R8
+	JZ    store
+	ADDQ  $0x000000c0, CX
+	ADDQ  $0x10, SI
+	DECQ  R8
+	JMP   skip
+
 store:
 	VMOVUPS   Z1, (DX)
 	VMOVUPS   Z3, 1024(DX)
@@ -54632,15 +54680,15 @@ store:
 	ADDQ      $0x40, DX
 	DECQ      BX
 	JNZ       lane
-	MOVQ      a+40(FP), DX
-	MOVQ      dst+48(FP), AX
-	MOVQ      ldd+56(FP), CX
+	MOVQ      a+48(FP), DX
+	MOVQ      dst+56(FP), AX
+	MOVQ      ldd+64(FP), CX
 	SHLQ      $0x02, CX
-	MOVQ      rows+72(FP), BX
+	MOVQ      rows+80(FP), BX
 	MOVQ      $-1, SI
 	BZHIQ     BX, SI, SI
 	KMOVW     SI, K1
-	MOVQ      rs+64(FP), BX
+	MOVQ      rs+72(FP), BX
 	VMOVUPS.Z (BX), K1, Z0
 	VMOVUPS   (DX), Z1
 	VADDPS    512(DX), Z1, Z1
@@ -54722,13 +54770,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesCodes4(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesCodes4(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesCodes4(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesCodes4(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -54805,11 +54853,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R8
+	MOVQ left+40(FP), R8
+	MOVQ $0x00000010, R9
+	SUBQ SI, R9
+	SHRQ $0x02, R9
+	SUBQ R9, R8
+	ADDQ $0x03, R8
+	SARQ $0x02, R8
+	MOVQ parts+32(FP), R9
+	SUBQ R8, R9
 
 part:
 	TESTQ            R8, R8
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -54842,6 +54898,14 @@ part:
 	DECQ             R8
 	JMP              part
 
+skip:
+	TESTQ R9, R9
+	JZ    store
+	ADDQ  $0x000000c0, DX
+	ADDQ  $0x10, DI
+	DECQ  R9
+	JMP   skip
+
 store:
 	VMOVUPS   Z1, (BX)
 	VMOVUPS   Z3, 1024(BX)
@@ -54850,15 +54914,15 @@ store:
 	ADDQ      $0x40, BX
 	DECQ      SI
 	JNZ       lane
-	MOVQ      a+40(FP), BX
-	MOVQ      dst+48(FP), AX
-	MOVQ      ldd+56(FP), CX
+	MOVQ      a+48(FP), BX
+	MOVQ      dst+56(FP), AX
+	MOVQ      ldd+64(FP), CX
 	SHLQ      $0x02, CX
-	MOVQ      rows+72(FP), DX
+	MOVQ      rows+80(FP), DX
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, SI
 	KMOVW     SI, K1
-	MOVQ      rs+64(FP), DX
+	MOVQ      rs+72(FP), DX
 	VMOVUPS.Z (DX), K1, Z0
 	VMOVUPS   (BX), Z1
 	VADDPS    512(BX), Z1, Z1
@@ -54966,13 +55030,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesCodes5(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesCodes5(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesCodes5(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesCodes5(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -55064,11 +55128,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R9
+	MOVQ left+40(FP), R9
+	MOVQ $0x00000010, R10
+	SUBQ SI, R10
+	SHRQ $0x02, R10
+	SUBQ R10, R9
+	ADDQ $0x03, R9
+	SARQ $0x02, R9
+	MOVQ parts+32(FP), R10
+	SUBQ R9, R10
 
 part:
 	TESTQ            R9, R9
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -55108,6 +55180,15 @@ part:
 	DECQ             R9
 	JMP              part
 
+skip:
+	TESTQ R10, R10
+	JZ    store
+	ADDQ  $0x000000c0, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	DECQ  R10
+	JMP   skip
+
 store:
 	VMOVUPS   Z1, (BX)
 	VMOVUPS   Z3, 1024(BX)
@@ -55117,15 +55198,15 @@ store:
 	ADDQ      $0x40, BX
 	DECQ      SI
 	JNZ       lane
-	MOVQ      a+40(FP), BX
-	MOVQ      dst+48(FP), AX
-	MOVQ      ldd+56(FP), CX
+	MOVQ      a+48(FP), BX
+	MOVQ      dst+56(FP), AX
+	MOVQ      ldd+64(FP), CX
 	SHLQ      $0x02, CX
-	MOVQ      rows+72(FP), DX
+	MOVQ      rows+80(FP), DX
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, SI
 	KMOVW     SI, K1
-	MOVQ      rs+64(FP), DX
+	MOVQ      rs+72(FP), DX
 	VMOVUPS.Z (DX), K1, Z0
 	VMOVUPS   (BX), Z1
 	VADDPS    512(BX), Z1, Z1
@@ -55259,13 +55340,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesCodes6(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesCodes6(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesCodes6(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesCodes6(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -55370,11 +55451,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R9
+	MOVQ left+40(FP), R9
+	MOVQ $0x00000010, R10
+	SUBQ SI, R10
+	SHRQ $0x02, R10
+	SUBQ R10, R9
+	ADDQ $0x03, R9
+	SARQ $0x02, R9
+	MOVQ parts+32(FP), R10
+	SUBQ R9, R10
 
 part:
 	TESTQ            R9, R9
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -55420,6 +55509,15 @@ part:
 	DECQ             R9
 	JMP              part
 
+skip:
+	TESTQ R10, R10
+	JZ    store
+	ADDQ  $0x000000c0, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	DECQ  R10
+	JMP   skip
+
 store:
 	VMOVUPS   Z1, (BX)
 	VMOVUPS   Z3, 1024(BX)
@@ -55430,15 +55528,15 @@ store:
 	ADDQ      $0x40, BX
 	DECQ      SI
 	JNZ       lane
-	MOVQ      a+40(FP), BX
-	MOVQ      dst+48(FP), AX
-	MOVQ      ldd+56(FP), CX
+	MOVQ      a+48(FP), BX
+	MOVQ      dst+56(FP), AX
+	MOVQ      ldd+64(FP), CX
 	SHLQ      $0x02, CX
-	MOVQ      rows+72(FP), DX
+	MOVQ      rows+80(FP), DX
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, SI
 	KMOVW     SI, K1
-	MOVQ      rs+64(FP), DX
+	MOVQ      rs+72(FP), DX
 	VMOVUPS.Z (DX), K1, Z0
 	VMOVUPS   (BX), Z1
 	VADDPS    512(BX), Z1, Z1
@@ -55598,13 +55696,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesCodes7(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesCodes7(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesCodes7(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesCodes7(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -55722,11 +55820,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R9
+	MOVQ left+40(FP), R9
+	MOVQ $0x00000010, R10
+	SUBQ SI, R10
+	SHRQ $0x02, R10
+	SUBQ R10, R9
+	ADDQ $0x03, R9
+	SARQ $0x02, R9
+	MOVQ parts+32(FP), R10
+	SUBQ R9, R10
 
 part:
 	TESTQ            R9, R9
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -55778,6 +55884,15 @@ part:
 	DECQ             R9
 	JMP              part
 
+skip:
+	TESTQ R10, R10
+	JZ    store
+	ADDQ  $0x000000c0, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	DECQ  R10
+	JMP   skip
+
 store:
 	VMOVUPS   Z1, (BX)
 	VMOVUPS   Z3, 1024(BX)
@@ -55789,15 +55904,15 @@ store:
 	ADDQ      $0x40, BX
 	DECQ      SI
 	JNZ       lane
-	MOVQ      a+40(FP), BX
-	MOVQ      dst+48(FP), AX
-	MOVQ      ldd+56(FP), CX
+	MOVQ      a+48(FP), BX
+	MOVQ      dst+56(FP), AX
+	MOVQ      ldd+64(FP), CX
 	SHLQ      $0x02, CX
-	MOVQ      rows+72(FP), DX
+	MOVQ      rows+80(FP), DX
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, SI
 	KMOVW     SI, K1
-	MOVQ      rs+64(FP), DX
+	MOVQ      rs+72(FP), DX
 	VMOVUPS.Z (DX), K1, Z0
 	VMOVUPS   (BX), Z1
 	VADDPS    512(BX), Z1, Z1
@@ -55983,13 +56098,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesCodes8(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesCodes8(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesCodes8(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesCodes8(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -56120,11 +56235,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R9
+	MOVQ left+40(FP), R9
+	MOVQ $0x00000010, R10
+	SUBQ SI, R10
+	SHRQ $0x02, R10
+	SUBQ R10, R9
+	ADDQ $0x03, R9
+	SARQ $0x02, R9
+	MOVQ parts+32(FP), R10
+	SUBQ R9, R10
 
 part:
 	TESTQ            R9, R9
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -56182,6 +56305,15 @@ part:
 	DECQ             R9
 	JMP              part
 
+skip:
+	TESTQ R10, R10
+	JZ    store
+	ADDQ  $0x000000c0, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	DECQ  R10
+	JMP   skip
+
 store:
 	VMOVUPS   Z1, (BX)
 	VMOVUPS   Z3, 1024(BX)
@@ -56194,15 +56326,15 @@ store:
 	ADDQ      $0x40, BX
 	DECQ      SI
 	JNZ       lane
-	MOVQ      a+40(FP), BX
-	MOVQ      dst+48(FP), AX
-	MOVQ      ldd+56(FP), CX
+	MOVQ      a+48(FP), BX
+	MOVQ      dst+56(FP), AX
+	MOVQ      ldd+64(FP), CX
 	SHLQ      $0x02, CX
-	MOVQ      rows+72(FP), DX
+	MOVQ      rows+80(FP), DX
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, SI
 	KMOVW     SI, K1
-	MOVQ      rs+64(FP), DX
+	MOVQ      rs+72(FP), DX
 	VMOVUPS.Z (DX), K1, Z0
 	VMOVUPS   (BX), Z1
 	VADDPS    512(BX), Z1, Z1
@@ -56414,13 +56546,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesCodes9(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesCodes9(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesCodes9(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesCodes9(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -56566,11 +56698,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R10
+	MOVQ left+40(FP), R10
+	MOVQ $0x00000010, R11
+	SUBQ SI, R11
+	SHRQ $0x02, R11
+	SUBQ R11, R10
+	ADDQ $0x03, R10
+	SARQ $0x02, R10
+	MOVQ parts+32(FP), R11
+	SUBQ R10, R11
 
 part:
 	TESTQ            R10, R10
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -56635,6 +56775,16 @@ part:
 	DECQ             R10
 	JMP              part
 
+skip:
+	TESTQ R11, R11
+	JZ    store
+	ADDQ  $0x000000c0, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	ADDQ  $0x10, R9
+	DECQ  R11
+	JMP   skip
+
 store:
 	VMOVUPS   Z1, (BX)
 	VMOVUPS   Z3, 1024(BX)
@@ -56648,15 +56798,15 @@ store:
 	ADDQ      $0x40, BX
 	DECQ      SI
 	JNZ       lane
-	MOVQ      a+40(FP), BX
-	MOVQ      dst+48(FP), AX
-	MOVQ      ldd+56(FP), CX
+	MOVQ      a+48(FP), BX
+	MOVQ      dst+56(FP), AX
+	MOVQ      ldd+64(FP), CX
 	SHLQ      $0x02, CX
-	MOVQ      rows+72(FP), DX
+	MOVQ      rows+80(FP), DX
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, SI
 	KMOVW     SI, K1
-	MOVQ      rs+64(FP), DX
+	MOVQ      rs+72(FP), DX
 	VMOVUPS.Z (DX), K1, Z0
 	VMOVUPS   (BX), Z1
 	VADDPS    512(BX), Z1, Z1
@@ -56894,13 +57044,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesCodes10(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesCodes10(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesCodes10(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesCodes10(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -57059,11 +57209,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R10
+	MOVQ left+40(FP), R10
+	MOVQ $0x00000010, R11
+	SUBQ SI, R11
+	SHRQ $0x02, R11
+	SUBQ R11, R10
+	ADDQ $0x03, R10
+	SARQ $0x02, R10
+	MOVQ parts+32(FP), R11
+	SUBQ R10, R11
 
 part:
 	TESTQ            R10, R10
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -57134,6 +57292,16 @@ part:
 	DECQ             R10
 	JMP              part
 
+skip:
+	TESTQ R11, R11
+	JZ    store
+	ADDQ  $0x000000c0, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	ADDQ  $0x10, R9
+	DECQ  R11
+	JMP   skip
+
 store:
 	VMOVUPS   Z1, (BX)
 	VMOVUPS   Z3, 1024(BX)
@@ -57148,15 +57316,15 @@ store:
 	ADDQ      $0x40, BX
 	DECQ      SI
 	JNZ       lane
-	MOVQ      a+40(FP), BX
-	MOVQ      dst+48(FP), AX
-	MOVQ      ldd+56(FP), CX
+	MOVQ      a+48(FP), BX
+	MOVQ      dst+56(FP), AX
+	MOVQ      ldd+64(FP), CX
 	SHLQ      $0x02, CX
-	MOVQ      rows+72(FP), DX
+	MOVQ      rows+80(FP), DX
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, SI
 	KMOVW     SI, K1
-	MOVQ      rs+64(FP), DX
+	MOVQ      rs+72(FP), DX
 	VMOVUPS.Z (DX), K1, Z0
 	VMOVUPS   (BX), Z1
 	VADDPS    512(BX), Z1, Z1
@@ -57420,13 +57588,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesCodes11(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesCodes11(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesCodes11(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesCodes11(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -57598,11 +57766,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R10
+	MOVQ left+40(FP), R10
+	MOVQ $0x00000010, R11
+	SUBQ SI, R11
+	SHRQ $0x02, R11
+	SUBQ R11, R10
+	ADDQ $0x03, R10
+	SARQ $0x02, R10
+	MOVQ parts+32(FP), R11
+	SUBQ R10, R11
 
 part:
 	TESTQ            R10, R10
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -57679,6 +57855,16 @@ part:
 	DECQ             R10
 	JMP              part
 
+skip:
+	TESTQ R11, R11
+	JZ    store
+	ADDQ  $0x000000c0, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	ADDQ  $0x10, R9
+	DECQ  R11
+	JMP   skip
+
 store:
 	VMOVUPS   Z1, (BX)
 	VMOVUPS   Z3, 1024(BX)
@@ -57694,15 +57880,15 @@ store:
 	ADDQ      $0x40, BX
 	DECQ      SI
 	JNZ       lane
-	MOVQ      a+40(FP), BX
-	MOVQ      dst+48(FP), AX
-	MOVQ      ldd+56(FP), CX
+	MOVQ      a+48(FP), BX
+	MOVQ      dst+56(FP), AX
+	MOVQ      ldd+64(FP), CX
 	SHLQ      $0x02, CX
-	MOVQ      rows+72(FP), DX
+	MOVQ      rows+80(FP), DX
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, SI
 	KMOVW     SI, K1
-	MOVQ      rs+64(FP), DX
+	MOVQ      rs+72(FP), DX
 	VMOVUPS.Z (DX), K1, Z0
 	VMOVUPS   (BX), Z1
 	VADDPS    512(BX), Z1, Z1
@@ -57992,13 +58178,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesCodes12(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesCodes12(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesCodes12(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesCodes12(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -58183,11 +58369,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R10
+	MOVQ left+40(FP), R10
+	MOVQ $0x00000010, R11
+	SUBQ SI, R11
+	SHRQ $0x02, R11
+	SUBQ R11, R10
+	ADDQ $0x03, R10
+	SARQ $0x02, R10
+	MOVQ parts+32(FP), R11
+	SUBQ R10, R11
 
 part:
 	TESTQ            R10, R10
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -58270,6 +58464,16 @@ part:
 	DECQ             R10
 	JMP              part
 
+skip:
+	TESTQ R11, R11
+	JZ    store
+	ADDQ  $0x000000c0, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	ADDQ  $0x10, R9
+	DECQ  R11
+	JMP   skip
+
 store:
 	VMOVUPS   Z1, (BX)
 	VMOVUPS   Z3, 1024(BX)
@@ -58286,15 +58490,15 @@ store:
 	ADDQ      $0x40, BX
 	DECQ      SI
 	JNZ       lane
-	MOVQ      a+40(FP), BX
-	MOVQ      dst+48(FP), AX
-	MOVQ      ldd+56(FP), CX
+	MOVQ      a+48(FP), BX
+	MOVQ      dst+56(FP), AX
+	MOVQ      ldd+64(FP), CX
 	SHLQ      $0x02, CX
-	MOVQ      rows+72(FP), DX
+	MOVQ      rows+80(FP), DX
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, SI
 	KMOVW     SI, K1
-	MOVQ      rs+64(FP), DX
+	MOVQ      rs+72(FP), DX
 	VMOVUPS.Z (DX), K1, Z0
 	VMOVUPS   (BX), Z1
 	VADDPS    512(BX), Z1, Z1
@@ -60131,13 +60335,13 @@ done:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesScales1(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesScales1(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesScales1(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesScales1(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), AX
 	MOVQ w+0(FP), AX
-	MOVQ a+40(FP), CX
+	MOVQ a+48(FP), CX
 	MOVQ $0x00000010, DX
 	MOVQ x+8(FP), BX
 
@@ -60175,11 +60379,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), SI
+	MOVQ left+40(FP), SI
+	MOVQ $0x00000010, DI
+	SUBQ DX, DI
+	SHRQ $0x02, DI
+	SUBQ DI, SI
+	ADDQ $0x03, SI
+	SARQ $0x02, SI
+	MOVQ parts+32(FP), DI
+	SUBQ SI, DI
 
 part:
 	TESTQ            SI, SI
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(BX), Z0
 	VMOVDQU32        (AX), Z2
 	VPDPBUSD.BCST    (BX), Z2, Z0
@@ -60194,16 +60406,24 @@ part:
 	DECQ             SI
 	JMP              part
 
+skip:
+	TESTQ DI, DI
+	JZ    store
+	ADDQ  $0x000000c0, AX
+	ADDQ  $0x10, BX
+	DECQ  DI
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (CX)
 	ADDQ    $0x40, CX
 	DECQ    DX
 	JNZ     lane
-	MOVQ    a+40(FP), CX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), DX
+	MOVQ    a+48(FP), CX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), DX
 	SHLQ    $0x02, DX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, BX
 	BZHIQ   DX, BX, BX
 	KMOVW   BX, K1
@@ -60234,13 +60454,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesScales2(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesScales2(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesScales2(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesScales2(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), CX
-	MOVQ a+40(FP), DX
+	MOVQ a+48(FP), DX
 	MOVQ $0x00000010, BX
 	MOVQ x+8(FP), SI
 
@@ -60291,11 +60511,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), DI
+	MOVQ left+40(FP), DI
+	MOVQ $0x00000010, R8
+	SUBQ BX, R8
+	SHRQ $0x02, R8
+	SUBQ R8, DI
+	ADDQ $0x03, DI
+	SARQ $0x02, DI
+	MOVQ parts+32(FP), R8
+	SUBQ DI, R8
 
 part:
 	TESTQ            DI, DI
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(SI), Z0
 	VPBROADCASTD     8(SI)(AX*1), Z2
 	VMOVDQU32        (CX), Z4
@@ -60316,17 +60544,25 @@ part:
 	DECQ             DI
 	JMP              part
 
+skip:
+	TESTQ R8, R8
+	JZ    store
+	ADDQ  $0x000000c0, CX
+	ADDQ  $0x10, SI
+	DECQ  R8
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (DX)
 	VMOVUPS Z3, 1024(DX)
 	ADDQ    $0x40, DX
 	DECQ    BX
 	JNZ     lane
-	MOVQ    a+40(FP), DX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), DX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), BX
+	MOVQ    rows+80(FP), BX
 	MOVQ    $-1, SI
 	BZHIQ   BX, SI, SI
 	KMOVW   SI, K1
@@ -60382,13 +60618,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesScales3(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesScales3(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesScales3(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesScales3(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), CX
-	MOVQ a+40(FP), DX
+	MOVQ a+48(FP), DX
 	MOVQ $0x00000010, BX
 	MOVQ x+8(FP), SI
 
@@ -60452,11 +60688,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), DI
+	MOVQ left+40(FP), DI
+	MOVQ $0x00000010, R8
+	SUBQ BX, R8
+	SHRQ $0x02, R8
+	SUBQ R8, DI
+	ADDQ $0x03, DI
+	SARQ $0x02, DI
+	MOVQ parts+32(FP), R8
+	SUBQ DI, R8
 
 part:
 	TESTQ            DI, DI
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(SI), Z0
 	VPBROADCASTD     8(SI)(AX*1), Z2
 	VPBROADCASTD     8(SI)(AX*2), Z4
@@ -60483,6 +60727,14 @@ part:
 	DECQ             DI
 	JMP              part
 
+skip:
+	TESTQ R8, R8
+	JZ    store
+	ADDQ  $0x000000c0, CX
+	ADDQ  $0x10, SI
+	DECQ  R8
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (DX)
 	VMOVUPS Z3, 1024(DX)
@@ -60490,11 +60742,11 @@ store:
 	ADDQ    $0x40, DX
 	DECQ    BX
 	JNZ     lane
-	MOVQ    a+40(FP), DX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), DX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), BX
+	MOVQ    rows+80(FP), BX
 	MOVQ    $-1, SI
 	BZHIQ   BX, SI, SI
 	KMOVW   SI, K1
@@ -60575,13 +60827,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesScales4(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesScales4(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesScales4(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesScales4(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -60658,11 +60910,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R8
+	MOVQ left+40(FP), R8
+	MOVQ $0x00000010, R9
+	SUBQ SI, R9
+	SHRQ $0x02, R9
+	SUBQ R9, R8
+	ADDQ $0x03, R8
+	SARQ $0x02, R8
+	MOVQ parts+32(FP), R9
+	SUBQ R8, R9
 
 part:
 	TESTQ            R8, R8
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -60695,6 +60955,14 @@ part:
 	DECQ             R8
 	JMP              part
 
+skip:
+	TESTQ R9, R9
+	JZ    store
+	ADDQ  $0x000000c0, DX
+	ADDQ  $0x10, DI
+	DECQ  R9
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -60703,11 +60971,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -60813,13 +61081,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesScales5(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesScales5(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesScales5(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesScales5(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -60911,11 +61179,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R9
+	MOVQ left+40(FP), R9
+	MOVQ $0x00000010, R10
+	SUBQ SI, R10
+	SHRQ $0x02, R10
+	SUBQ R10, R9
+	ADDQ $0x03, R9
+	SARQ $0x02, R9
+	MOVQ parts+32(FP), R10
+	SUBQ R9, R10
 
 part:
 	TESTQ            R9, R9
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -60955,6 +61231,15 @@ part:
 	DECQ             R9
 	JMP              part
 
+skip:
+	TESTQ R10, R10
+	JZ    store
+	ADDQ  $0x000000c0, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	DECQ  R10
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -60964,11 +61249,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -61099,13 +61384,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesScales6(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesScales6(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesScales6(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesScales6(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -61210,11 +61495,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R9
+	MOVQ left+40(FP), R9
+	MOVQ $0x00000010, R10
+	SUBQ SI, R10
+	SHRQ $0x02, R10
+	SUBQ R10, R9
+	ADDQ $0x03, R9
+	SARQ $0x02, R9
+	MOVQ parts+32(FP), R10
+	SUBQ R9, R10
 
 part:
 	TESTQ            R9, R9
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -61260,6 +61553,15 @@ part:
 	DECQ             R9
 	JMP              part
 
+skip:
+	TESTQ R10, R10
+	JZ    store
+	ADDQ  $0x000000c0, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	DECQ  R10
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -61270,11 +61572,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -61430,13 +61732,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesScales7(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesScales7(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesScales7(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesScales7(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -61554,11 +61856,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R9
+	MOVQ left+40(FP), R9
+	MOVQ $0x00000010, R10
+	SUBQ SI, R10
+	SHRQ $0x02, R10
+	SUBQ R10, R9
+	ADDQ $0x03, R9
+	SARQ $0x02, R9
+	MOVQ parts+32(FP), R10
+	SUBQ R9, R10
 
 part:
 	TESTQ            R9, R9
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -61610,6 +61920,15 @@ part:
 	DECQ             R9
 	JMP              part
 
+skip:
+	TESTQ R10, R10
+	JZ    store
+	ADDQ  $0x000000c0, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	DECQ  R10
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -61621,11 +61940,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -61806,13 +62125,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesScales8(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesScales8(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesScales8(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesScales8(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -61943,11 +62262,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R9
+	MOVQ left+40(FP), R9
+	MOVQ $0x00000010, R10
+	SUBQ SI, R10
+	SHRQ $0x02, R10
+	SUBQ R10, R9
+	ADDQ $0x03, R9
+	SARQ $0x02, R9
+	MOVQ parts+32(FP), R10
+	SUBQ R9, R10
 
 part:
 	TESTQ            R9, R9
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -62005,6 +62332,15 @@ part:
 	DECQ             R9
 	JMP              part
 
+skip:
+	TESTQ R10, R10
+	JZ    store
+	ADDQ  $0x000000c0, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	DECQ  R10
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -62017,11 +62353,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -62227,13 +62563,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesScales9(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesScales9(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesScales9(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesScales9(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -62379,11 +62715,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R10
+	MOVQ left+40(FP), R10
+	MOVQ $0x00000010, R11
+	SUBQ SI, R11
+	SHRQ $0x02, R11
+	SUBQ R11, R10
+	ADDQ $0x03, R10
+	SARQ $0x02, R10
+	MOVQ parts+32(FP), R11
+	SUBQ R10, R11
 
 part:
 	TESTQ            R10, R10
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -62448,6 +62792,16 @@ part:
 	DECQ             R10
 	JMP              part
 
+skip:
+	TESTQ R11, R11
+	JZ    store
+	ADDQ  $0x000000c0, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	ADDQ  $0x10, R9
+	DECQ  R11
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -62461,11 +62815,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -62696,13 +63050,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesScales10(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesScales10(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesScales10(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesScales10(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -62861,11 +63215,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R10
+	MOVQ left+40(FP), R10
+	MOVQ $0x00000010, R11
+	SUBQ SI, R11
+	SHRQ $0x02, R11
+	SUBQ R11, R10
+	ADDQ $0x03, R10
+	SARQ $0x02, R10
+	MOVQ parts+32(FP), R11
+	SUBQ R10, R11
 
 part:
 	TESTQ            R10, R10
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -62936,6 +63298,16 @@ part:
 	DECQ             R10
 	JMP              part
 
+skip:
+	TESTQ R11, R11
+	JZ    store
+	ADDQ  $0x000000c0, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	ADDQ  $0x10, R9
+	DECQ  R11
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -62950,11 +63322,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -63210,13 +63582,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesScales11(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesScales11(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesScales11(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesScales11(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -63388,11 +63760,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R10
+	MOVQ left+40(FP), R10
+	MOVQ $0x00000010, R11
+	SUBQ SI, R11
+	SHRQ $0x02, R11
+	SUBQ R11, R10
+	ADDQ $0x03, R10
+	SARQ $0x02, R10
+	MOVQ parts+32(FP), R11
+	SUBQ R10, R11
 
 part:
 	TESTQ            R10, R10
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -63469,6 +63849,16 @@ part:
 	DECQ             R10
 	JMP              part
 
+skip:
+	TESTQ R11, R11
+	JZ    store
+	ADDQ  $0x000000c0, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	ADDQ  $0x10, R9
+	DECQ  R11
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -63484,11 +63874,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -63769,13 +64159,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesScales12(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesScales12(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesScales12(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesScales12(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -63960,11 +64350,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R10
+	MOVQ left+40(FP), R10
+	MOVQ $0x00000010, R11
+	SUBQ SI, R11
+	SHRQ $0x02, R11
+	SUBQ R11, R10
+	ADDQ $0x03, R10
+	SARQ $0x02, R10
+	MOVQ parts+32(FP), R11
+	SUBQ R10, R11
 
 part:
 	TESTQ            R10, R10
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -64047,6 +64445,16 @@ part:
 	DECQ             R10
 	JMP              part
 
+skip:
+	TESTQ R11, R11
+	JZ    store
+	ADDQ  $0x000000c0, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	ADDQ  $0x10, R9
+	DECQ  R11
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -64063,11 +64471,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -65894,13 +66302,13 @@ done:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesZeros1(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesZeros1(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesZeros1(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesZeros1(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), AX
 	MOVQ w+0(FP), AX
-	MOVQ a+40(FP), CX
+	MOVQ a+48(FP), CX
 	MOVQ $0x00000010, DX
 	MOVQ x+8(FP), BX
 
@@ -65942,11 +66350,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), SI
+	MOVQ left+40(FP), SI
+	MOVQ $0x00000010, DI
+	SUBQ DX, DI
+	SHRQ $0x02, DI
+	SUBQ DI, SI
+	ADDQ $0x03, SI
+	SARQ $0x02, SI
+	MOVQ parts+32(FP), DI
+	SUBQ SI, DI
 
 part:
 	TESTQ            SI, SI
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(BX), Z0
 	VMOVDQU32        (AX), Z2
 	VPDPBUSD.BCST    (BX), Z2, Z0
@@ -65965,16 +66381,24 @@ part:
 	DECQ             SI
 	JMP              part
 
+skip:
+	TESTQ DI, DI
+	JZ    store
+	ADDQ  $0x00000100, AX
+	ADDQ  $0x10, BX
+	DECQ  DI
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (CX)
 	ADDQ    $0x40, CX
 	DECQ    DX
 	JNZ     lane
-	MOVQ    a+40(FP), CX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), DX
+	MOVQ    a+48(FP), CX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), DX
 	SHLQ    $0x02, DX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, BX
 	BZHIQ   DX, BX, BX
 	KMOVW   BX, K1
@@ -66005,13 +66429,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesZeros2(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesZeros2(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesZeros2(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesZeros2(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), CX
-	MOVQ a+40(FP), DX
+	MOVQ a+48(FP), DX
 	MOVQ $0x00000010, BX
 	MOVQ x+8(FP), SI
 
@@ -66069,11 +66493,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), DI
+	MOVQ left+40(FP), DI
+	MOVQ $0x00000010, R8
+	SUBQ BX, R8
+	SHRQ $0x02, R8
+	SUBQ R8, DI
+	ADDQ $0x03, DI
+	SARQ $0x02, DI
+	MOVQ parts+32(FP), R8
+	SUBQ DI, R8
 
 part:
 	TESTQ            DI, DI
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(SI), Z0
 	VPBROADCASTD     8(SI)(AX*1), Z2
 	VMOVDQU32        (CX), Z4
@@ -66101,17 +66533,25 @@ part:
 	DECQ             DI
 	JMP              part
 
+skip:
+	TESTQ R8, R8
+	JZ    store
+	ADDQ  $0x00000100, CX
+	ADDQ  $0x10, SI
+	DECQ  R8
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (DX)
 	VMOVUPS Z3, 1024(DX)
 	ADDQ    $0x40, DX
 	DECQ    BX
 	JNZ     lane
-	MOVQ    a+40(FP), DX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), DX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), BX
+	MOVQ    rows+80(FP), BX
 	MOVQ    $-1, SI
 	BZHIQ   BX, SI, SI
 	KMOVW   SI, K1
@@ -66167,13 +66607,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesZeros3(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesZeros3(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesZeros3(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesZeros3(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), CX
-	MOVQ a+40(FP), DX
+	MOVQ a+48(FP), DX
 	MOVQ $0x00000010, BX
 	MOVQ x+8(FP), SI
 
@@ -66247,11 +66687,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), DI
+	MOVQ left+40(FP), DI
+	MOVQ $0x00000010, R8
+	SUBQ BX, R8
+	SHRQ $0x02, R8
+	SUBQ R8, DI
+	ADDQ $0x03, DI
+	SARQ $0x02, DI
+	MOVQ parts+32(FP), R8
+	SUBQ DI, R8
 
 part:
 	TESTQ            DI, DI
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(SI), Z0
 	VPBROADCASTD     8(SI)(AX*1), Z2
 	VPBROADCASTD     8(SI)(AX*2), Z4
@@ -66288,6 +66736,14 @@ part:
 	DECQ             DI
 	JMP              part
 
+skip:
+	TESTQ R8, R8
+	JZ    store
+	ADDQ  $0x00000100, CX
+	ADDQ  $0x10, SI
+	DECQ  R8
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (DX)
 	VMOVUPS Z3, 1024(DX)
@@ -66295,11 +66751,11 @@ store:
 	ADDQ    $0x40, DX
 	DECQ    BX
 	JNZ     lane
-	MOVQ    a+40(FP), DX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), DX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), BX
+	MOVQ    rows+80(FP), BX
 	MOVQ    $-1, SI
 	BZHIQ   BX, SI, SI
 	KMOVW   SI, K1
@@ -66380,13 +66836,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesZeros4(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesZeros4(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesZeros4(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesZeros4(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -66476,11 +66932,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R8
+	MOVQ left+40(FP), R8
+	MOVQ $0x00000010, R9
+	SUBQ SI, R9
+	SHRQ $0x02, R9
+	SUBQ R9, R8
+	ADDQ $0x03, R8
+	SARQ $0x02, R8
+	MOVQ parts+32(FP), R9
+	SUBQ R8, R9
 
 part:
 	TESTQ            R8, R8
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -66526,6 +66990,14 @@ part:
 	DECQ             R8
 	JMP              part
 
+skip:
+	TESTQ R9, R9
+	JZ    store
+	ADDQ  $0x00000100, DX
+	ADDQ  $0x10, DI
+	DECQ  R9
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -66534,11 +67006,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -66644,13 +67116,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesZeros5(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesZeros5(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesZeros5(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesZeros5(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -66758,11 +67230,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R9
+	MOVQ left+40(FP), R9
+	MOVQ $0x00000010, R10
+	SUBQ SI, R10
+	SHRQ $0x02, R10
+	SUBQ R10, R9
+	ADDQ $0x03, R9
+	SARQ $0x02, R9
+	MOVQ parts+32(FP), R10
+	SUBQ R9, R10
 
 part:
 	TESTQ            R9, R9
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -66818,6 +67298,15 @@ part:
 	DECQ             R9
 	JMP              part
 
+skip:
+	TESTQ R10, R10
+	JZ    store
+	ADDQ  $0x00000100, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	DECQ  R10
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -66827,11 +67316,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -66962,13 +67451,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesZeros6(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesZeros6(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesZeros6(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesZeros6(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -67092,11 +67581,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R9
+	MOVQ left+40(FP), R9
+	MOVQ $0x00000010, R10
+	SUBQ SI, R10
+	SHRQ $0x02, R10
+	SUBQ R10, R9
+	ADDQ $0x03, R9
+	SARQ $0x02, R9
+	MOVQ parts+32(FP), R10
+	SUBQ R9, R10
 
 part:
 	TESTQ            R9, R9
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -67161,6 +67658,15 @@ part:
 	DECQ             R9
 	JMP              part
 
+skip:
+	TESTQ R10, R10
+	JZ    store
+	ADDQ  $0x00000100, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	DECQ  R10
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -67171,11 +67677,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -67331,13 +67837,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesZeros7(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesZeros7(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesZeros7(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesZeros7(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -67477,11 +67983,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R9
+	MOVQ left+40(FP), R9
+	MOVQ $0x00000010, R10
+	SUBQ SI, R10
+	SHRQ $0x02, R10
+	SUBQ R10, R9
+	ADDQ $0x03, R9
+	SARQ $0x02, R9
+	MOVQ parts+32(FP), R10
+	SUBQ R9, R10
 
 part:
 	TESTQ            R9, R9
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -67555,6 +68069,15 @@ part:
 	DECQ             R9
 	JMP              part
 
+skip:
+	TESTQ R10, R10
+	JZ    store
+	ADDQ  $0x00000100, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	DECQ  R10
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -67566,11 +68089,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -67751,13 +68274,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesZeros8(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesZeros8(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesZeros8(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesZeros8(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -67913,11 +68436,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R9
+	MOVQ left+40(FP), R9
+	MOVQ $0x00000010, R10
+	SUBQ SI, R10
+	SHRQ $0x02, R10
+	SUBQ R10, R9
+	ADDQ $0x03, R9
+	SARQ $0x02, R9
+	MOVQ parts+32(FP), R10
+	SUBQ R9, R10
 
 part:
 	TESTQ            R9, R9
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -68000,6 +68531,15 @@ part:
 	DECQ             R9
 	JMP              part
 
+skip:
+	TESTQ R10, R10
+	JZ    store
+	ADDQ  $0x00000100, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	DECQ  R10
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -68012,11 +68552,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -68222,13 +68762,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesZeros9(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesZeros9(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesZeros9(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesZeros9(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -68402,11 +68942,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R10
+	MOVQ left+40(FP), R10
+	MOVQ $0x00000010, R11
+	SUBQ SI, R11
+	SHRQ $0x02, R11
+	SUBQ R11, R10
+	ADDQ $0x03, R10
+	SARQ $0x02, R10
+	MOVQ parts+32(FP), R11
+	SUBQ R10, R11
 
 part:
 	TESTQ            R10, R10
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -68499,6 +69047,16 @@ part:
 	DECQ             R10
 	JMP              part
 
+skip:
+	TESTQ R11, R11
+	JZ    store
+	ADDQ  $0x00000100, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	ADDQ  $0x10, R9
+	DECQ  R11
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -68512,11 +69070,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -68747,13 +69305,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesZeros10(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesZeros10(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesZeros10(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesZeros10(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -68943,11 +69501,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R10
+	MOVQ left+40(FP), R10
+	MOVQ $0x00000010, R11
+	SUBQ SI, R11
+	SHRQ $0x02, R11
+	SUBQ R11, R10
+	ADDQ $0x03, R10
+	SARQ $0x02, R10
+	MOVQ parts+32(FP), R11
+	SUBQ R10, R11
 
 part:
 	TESTQ            R10, R10
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -69049,6 +69615,16 @@ part:
 	DECQ             R10
 	JMP              part
 
+skip:
+	TESTQ R11, R11
+	JZ    store
+	ADDQ  $0x00000100, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	ADDQ  $0x10, R9
+	DECQ  R11
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -69063,11 +69639,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -69323,13 +69899,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesZeros11(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesZeros11(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesZeros11(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesZeros11(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -69535,11 +70111,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R10
+	MOVQ left+40(FP), R10
+	MOVQ $0x00000010, R11
+	SUBQ SI, R11
+	SHRQ $0x02, R11
+	SUBQ R11, R10
+	ADDQ $0x03, R10
+	SARQ $0x02, R10
+	MOVQ parts+32(FP), R11
+	SUBQ R10, R11
 
 part:
 	TESTQ            R10, R10
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -69650,6 +70234,16 @@ part:
 	DECQ             R10
 	JMP              part
 
+skip:
+	TESTQ R11, R11
+	JZ    store
+	ADDQ  $0x00000100, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	ADDQ  $0x10, R9
+	DECQ  R11
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -69665,11 +70259,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -69950,13 +70544,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesZeros12(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesZeros12(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesZeros12(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesZeros12(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -70178,11 +70772,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R10
+	MOVQ left+40(FP), R10
+	MOVQ $0x00000010, R11
+	SUBQ SI, R11
+	SHRQ $0x02, R11
+	SUBQ R11, R10
+	ADDQ $0x03, R10
+	SARQ $0x02, R10
+	MOVQ parts+32(FP), R11
+	SUBQ R10, R11
 
 part:
 	TESTQ            R10, R10
-	JZ               store
+	JZ               skip
 	VPBROADCASTD     8(DI), Z0
 	VPBROADCASTD     8(DI)(AX*1), Z2
 	VPBROADCASTD     8(DI)(AX*2), Z4
@@ -70302,6 +70904,16 @@ part:
 	DECQ             R10
 	JMP              part
 
+skip:
+	TESTQ R11, R11
+	JZ    store
+	ADDQ  $0x00000100, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	ADDQ  $0x10, R9
+	DECQ  R11
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -70318,11 +70930,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -72149,13 +72761,13 @@ done:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesK41(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesK41(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesK41(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesK41(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), AX
 	MOVQ w+0(FP), AX
-	MOVQ a+40(FP), CX
+	MOVQ a+48(FP), CX
 	MOVQ $0x00000010, DX
 	MOVQ x+8(FP), BX
 
@@ -72197,11 +72809,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), SI
+	MOVQ left+40(FP), SI
+	MOVQ $0x00000010, DI
+	SUBQ DX, DI
+	SHRQ $0x02, DI
+	SUBQ DI, SI
+	ADDQ $0x03, SI
+	SARQ $0x02, SI
+	MOVQ parts+32(FP), DI
+	SUBQ SI, DI
 
 part:
 	TESTQ            SI, SI
-	JZ               store
+	JZ               skip
 	VPXORD           Z0, Z0, Z0
 	VMOVDQU32        (AX), Z2
 	VPDPBUSD.BCST    (BX), Z2, Z0
@@ -72220,16 +72840,24 @@ part:
 	DECQ             SI
 	JMP              part
 
+skip:
+	TESTQ DI, DI
+	JZ    store
+	ADDQ  $0x00000100, AX
+	ADDQ  $0x10, BX
+	DECQ  DI
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (CX)
 	ADDQ    $0x40, CX
 	DECQ    DX
 	JNZ     lane
-	MOVQ    a+40(FP), CX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), DX
+	MOVQ    a+48(FP), CX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), DX
 	SHLQ    $0x02, DX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, BX
 	BZHIQ   DX, BX, BX
 	KMOVW   BX, K1
@@ -72260,13 +72888,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesK42(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesK42(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesK42(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesK42(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), CX
-	MOVQ a+40(FP), DX
+	MOVQ a+48(FP), DX
 	MOVQ $0x00000010, BX
 	MOVQ x+8(FP), SI
 
@@ -72324,11 +72952,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), DI
+	MOVQ left+40(FP), DI
+	MOVQ $0x00000010, R8
+	SUBQ BX, R8
+	SHRQ $0x02, R8
+	SUBQ R8, DI
+	ADDQ $0x03, DI
+	SARQ $0x02, DI
+	MOVQ parts+32(FP), R8
+	SUBQ DI, R8
 
 part:
 	TESTQ            DI, DI
-	JZ               store
+	JZ               skip
 	VPXORD           Z0, Z0, Z0
 	VPXORD           Z2, Z2, Z2
 	VMOVDQU32        (CX), Z4
@@ -72356,17 +72992,25 @@ part:
 	DECQ             DI
 	JMP              part
 
+skip:
+	TESTQ R8, R8
+	JZ    store
+	ADDQ  $0x00000100, CX
+	ADDQ  $0x10, SI
+	DECQ  R8
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (DX)
 	VMOVUPS Z3, 1024(DX)
 	ADDQ    $0x40, DX
 	DECQ    BX
 	JNZ     lane
-	MOVQ    a+40(FP), DX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), DX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), BX
+	MOVQ    rows+80(FP), BX
 	MOVQ    $-1, SI
 	BZHIQ   BX, SI, SI
 	KMOVW   SI, K1
@@ -72422,13 +73066,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesK43(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesK43(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesK43(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesK43(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), CX
-	MOVQ a+40(FP), DX
+	MOVQ a+48(FP), DX
 	MOVQ $0x00000010, BX
 	MOVQ x+8(FP), SI
 
@@ -72502,11 +73146,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), DI
+	MOVQ left+40(FP), DI
+	MOVQ $0x00000010, R8
+	SUBQ BX, R8
+	SHRQ $0x02, R8
+	SUBQ R8, DI
+	ADDQ $0x03, DI
+	SARQ $0x02, DI
+	MOVQ parts+32(FP), R8
+	SUBQ DI, R8
 
 part:
 	TESTQ            DI, DI
-	JZ               store
+	JZ               skip
 	VPXORD           Z0, Z0, Z0
 	VPXORD           Z2, Z2, Z2
 	VPXORD           Z4, Z4, Z4
@@ -72543,6 +73195,14 @@ part:
 	DECQ             DI
 	JMP              part
 
+skip:
+	TESTQ R8, R8
+	JZ    store
+	ADDQ  $0x00000100, CX
+	ADDQ  $0x10, SI
+	DECQ  R8
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (DX)
 	VMOVUPS Z3, 1024(DX)
@@ -72550,11 +73210,11 @@ store:
 	ADDQ    $0x40, DX
 	DECQ    BX
 	JNZ     lane
-	MOVQ    a+40(FP), DX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), DX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), BX
+	MOVQ    rows+80(FP), BX
 	MOVQ    $-1, SI
 	BZHIQ   BX, SI, SI
 	KMOVW   SI, K1
@@ -72635,13 +73295,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesK44(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesK44(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesK44(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesK44(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -72731,11 +73391,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R8
+	MOVQ left+40(FP), R8
+	MOVQ $0x00000010, R9
+	SUBQ SI, R9
+	SHRQ $0x02, R9
+	SUBQ R9, R8
+	ADDQ $0x03, R8
+	SARQ $0x02, R8
+	MOVQ parts+32(FP), R9
+	SUBQ R8, R9
 
 part:
 	TESTQ            R8, R8
-	JZ               store
+	JZ               skip
 	VPXORD           Z0, Z0, Z0
 	VPXORD           Z2, Z2, Z2
 	VPXORD           Z4, Z4, Z4
@@ -72781,6 +73449,14 @@ part:
 	DECQ             R8
 	JMP              part
 
+skip:
+	TESTQ R9, R9
+	JZ    store
+	ADDQ  $0x00000100, DX
+	ADDQ  $0x10, DI
+	DECQ  R9
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -72789,11 +73465,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -72899,13 +73575,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesK45(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesK45(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesK45(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesK45(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -73013,11 +73689,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R9
+	MOVQ left+40(FP), R9
+	MOVQ $0x00000010, R10
+	SUBQ SI, R10
+	SHRQ $0x02, R10
+	SUBQ R10, R9
+	ADDQ $0x03, R9
+	SARQ $0x02, R9
+	MOVQ parts+32(FP), R10
+	SUBQ R9, R10
 
 part:
 	TESTQ            R9, R9
-	JZ               store
+	JZ               skip
 	VPXORD           Z0, Z0, Z0
 	VPXORD           Z2, Z2, Z2
 	VPXORD           Z4, Z4, Z4
@@ -73073,6 +73757,15 @@ part:
 	DECQ             R9
 	JMP              part
 
+skip:
+	TESTQ R10, R10
+	JZ    store
+	ADDQ  $0x00000100, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	DECQ  R10
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -73082,11 +73775,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -73217,13 +73910,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesK46(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesK46(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesK46(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesK46(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -73347,11 +74040,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R9
+	MOVQ left+40(FP), R9
+	MOVQ $0x00000010, R10
+	SUBQ SI, R10
+	SHRQ $0x02, R10
+	SUBQ R10, R9
+	ADDQ $0x03, R9
+	SARQ $0x02, R9
+	MOVQ parts+32(FP), R10
+	SUBQ R9, R10
 
 part:
 	TESTQ            R9, R9
-	JZ               store
+	JZ               skip
 	VPXORD           Z0, Z0, Z0
 	VPXORD           Z2, Z2, Z2
 	VPXORD           Z4, Z4, Z4
@@ -73416,6 +74117,15 @@ part:
 	DECQ             R9
 	JMP              part
 
+skip:
+	TESTQ R10, R10
+	JZ    store
+	ADDQ  $0x00000100, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	DECQ  R10
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -73426,11 +74136,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -73586,13 +74296,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesK47(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesK47(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesK47(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesK47(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -73732,11 +74442,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R9
+	MOVQ left+40(FP), R9
+	MOVQ $0x00000010, R10
+	SUBQ SI, R10
+	SHRQ $0x02, R10
+	SUBQ R10, R9
+	ADDQ $0x03, R9
+	SARQ $0x02, R9
+	MOVQ parts+32(FP), R10
+	SUBQ R9, R10
 
 part:
 	TESTQ            R9, R9
-	JZ               store
+	JZ               skip
 	VPXORD           Z0, Z0, Z0
 	VPXORD           Z2, Z2, Z2
 	VPXORD           Z4, Z4, Z4
@@ -73810,6 +74528,15 @@ part:
 	DECQ             R9
 	JMP              part
 
+skip:
+	TESTQ R10, R10
+	JZ    store
+	ADDQ  $0x00000100, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	DECQ  R10
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -73821,11 +74548,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -74006,13 +74733,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesK48(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesK48(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesK48(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesK48(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -74168,11 +74895,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R9
+	MOVQ left+40(FP), R9
+	MOVQ $0x00000010, R10
+	SUBQ SI, R10
+	SHRQ $0x02, R10
+	SUBQ R10, R9
+	ADDQ $0x03, R9
+	SARQ $0x02, R9
+	MOVQ parts+32(FP), R10
+	SUBQ R9, R10
 
 part:
 	TESTQ            R9, R9
-	JZ               store
+	JZ               skip
 	VPXORD           Z0, Z0, Z0
 	VPXORD           Z2, Z2, Z2
 	VPXORD           Z4, Z4, Z4
@@ -74255,6 +74990,15 @@ part:
 	DECQ             R9
 	JMP              part
 
+skip:
+	TESTQ R10, R10
+	JZ    store
+	ADDQ  $0x00000100, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	DECQ  R10
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -74267,11 +75011,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -74477,13 +75221,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesK49(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesK49(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesK49(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesK49(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -74657,11 +75401,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R10
+	MOVQ left+40(FP), R10
+	MOVQ $0x00000010, R11
+	SUBQ SI, R11
+	SHRQ $0x02, R11
+	SUBQ R11, R10
+	ADDQ $0x03, R10
+	SARQ $0x02, R10
+	MOVQ parts+32(FP), R11
+	SUBQ R10, R11
 
 part:
 	TESTQ            R10, R10
-	JZ               store
+	JZ               skip
 	VPXORD           Z0, Z0, Z0
 	VPXORD           Z2, Z2, Z2
 	VPXORD           Z4, Z4, Z4
@@ -74754,6 +75506,16 @@ part:
 	DECQ             R10
 	JMP              part
 
+skip:
+	TESTQ R11, R11
+	JZ    store
+	ADDQ  $0x00000100, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	ADDQ  $0x10, R9
+	DECQ  R11
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -74767,11 +75529,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -75002,13 +75764,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesK410(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesK410(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesK410(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesK410(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -75198,11 +75960,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R10
+	MOVQ left+40(FP), R10
+	MOVQ $0x00000010, R11
+	SUBQ SI, R11
+	SHRQ $0x02, R11
+	SUBQ R11, R10
+	ADDQ $0x03, R10
+	SARQ $0x02, R10
+	MOVQ parts+32(FP), R11
+	SUBQ R10, R11
 
 part:
 	TESTQ            R10, R10
-	JZ               store
+	JZ               skip
 	VPXORD           Z0, Z0, Z0
 	VPXORD           Z2, Z2, Z2
 	VPXORD           Z4, Z4, Z4
@@ -75304,6 +76074,16 @@ part:
 	DECQ             R10
 	JMP              part
 
+skip:
+	TESTQ R11, R11
+	JZ    store
+	ADDQ  $0x00000100, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	ADDQ  $0x10, R9
+	DECQ  R11
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -75318,11 +76098,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -75578,13 +76358,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesK411(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesK411(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesK411(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesK411(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -75790,11 +76570,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R10
+	MOVQ left+40(FP), R10
+	MOVQ $0x00000010, R11
+	SUBQ SI, R11
+	SHRQ $0x02, R11
+	SUBQ R11, R10
+	ADDQ $0x03, R10
+	SARQ $0x02, R10
+	MOVQ parts+32(FP), R11
+	SUBQ R10, R11
 
 part:
 	TESTQ            R10, R10
-	JZ               store
+	JZ               skip
 	VPXORD           Z0, Z0, Z0
 	VPXORD           Z2, Z2, Z2
 	VPXORD           Z4, Z4, Z4
@@ -75905,6 +76693,16 @@ part:
 	DECQ             R10
 	JMP              part
 
+skip:
+	TESTQ R11, R11
+	JZ    store
+	ADDQ  $0x00000100, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	ADDQ  $0x10, R9
+	DECQ  R11
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -75920,11 +76718,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1
@@ -76205,13 +77003,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func q4VnniLanesK412(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+// func q4VnniLanesK412(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 // Requires: AVX, AVX512F, AVX512_VNNI, BMI2
-TEXT ·q4VnniLanesK412(SB), NOSPLIT, $0-80
+TEXT ·q4VnniLanesK412(SB), NOSPLIT, $0-88
 	MOVQ xs+16(FP), AX
 	LEAQ (AX)(AX*2), CX
 	MOVQ w+0(FP), DX
-	MOVQ a+40(FP), BX
+	MOVQ a+48(FP), BX
 	MOVQ $0x00000010, SI
 	MOVQ x+8(FP), DI
 
@@ -76433,11 +77231,19 @@ full:
 	JMP              full
 
 parts:
-	MOVQ parts+32(FP), R10
+	MOVQ left+40(FP), R10
+	MOVQ $0x00000010, R11
+	SUBQ SI, R11
+	SHRQ $0x02, R11
+	SUBQ R11, R10
+	ADDQ $0x03, R10
+	SARQ $0x02, R10
+	MOVQ parts+32(FP), R11
+	SUBQ R10, R11
 
 part:
 	TESTQ            R10, R10
-	JZ               store
+	JZ               skip
 	VPXORD           Z0, Z0, Z0
 	VPXORD           Z2, Z2, Z2
 	VPXORD           Z4, Z4, Z4
@@ -76557,6 +77363,16 @@ part:
 	DECQ             R10
 	JMP              part
 
+skip:
+	TESTQ R11, R11
+	JZ    store
+	ADDQ  $0x00000100, DX
+	ADDQ  $0x10, DI
+	ADDQ  $0x10, R8
+	ADDQ  $0x10, R9
+	DECQ  R11
+	JMP   skip
+
 store:
 	VMOVUPS Z1, (BX)
 	VMOVUPS Z3, 1024(BX)
@@ -76573,11 +77389,11 @@ store:
 	ADDQ    $0x40, BX
 	DECQ    SI
 	JNZ     lane
-	MOVQ    a+40(FP), BX
-	MOVQ    dst+48(FP), AX
-	MOVQ    ldd+56(FP), CX
+	MOVQ    a+48(FP), BX
+	MOVQ    dst+56(FP), AX
+	MOVQ    ldd+64(FP), CX
 	SHLQ    $0x02, CX
-	MOVQ    rows+72(FP), DX
+	MOVQ    rows+80(FP), DX
 	MOVQ    $-1, SI
 	BZHIQ   DX, SI, SI
 	KMOVW   SI, K1

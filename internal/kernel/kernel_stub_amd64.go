@@ -347,62 +347,62 @@ func q4VnniLanesRepackCodes(nib *byte, rstr int, codes *byte, nb int, full int, 
 // q4VnniLanesCodes1 computes a tile of 16 rows (the first rows of them stored) by 1 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 1*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesCodes1(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesCodes1(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesCodes2 computes a tile of 16 rows (the first rows of them stored) by 2 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 2*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesCodes2(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesCodes2(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesCodes3 computes a tile of 16 rows (the first rows of them stored) by 3 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 3*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesCodes3(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesCodes3(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesCodes4 computes a tile of 16 rows (the first rows of them stored) by 4 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 4*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesCodes4(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesCodes4(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesCodes5 computes a tile of 16 rows (the first rows of them stored) by 5 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 5*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesCodes5(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesCodes5(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesCodes6 computes a tile of 16 rows (the first rows of them stored) by 6 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 6*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesCodes6(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesCodes6(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesCodes7 computes a tile of 16 rows (the first rows of them stored) by 7 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 7*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesCodes7(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesCodes7(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesCodes8 computes a tile of 16 rows (the first rows of them stored) by 8 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 8*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesCodes8(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesCodes8(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesCodes9 computes a tile of 16 rows (the first rows of them stored) by 9 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 9*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesCodes9(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesCodes9(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesCodes10 computes a tile of 16 rows (the first rows of them stored) by 10 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 10*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesCodes10(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesCodes10(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesCodes11 computes a tile of 16 rows (the first rows of them stored) by 11 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 11*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesCodes11(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesCodes11(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesCodes12 computes a tile of 16 rows (the first rows of them stored) by 12 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 12*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesCodes12(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesCodes12(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesRepackScales lays out the values of a row-lane tile of 16 rows from row nib's codes on (rstr bytes a row, nb blocks; codes is not read), lane l's entries at dst + l*lstr (see _gen/q4lanes.go).
 //
@@ -412,62 +412,62 @@ func q4VnniLanesRepackScales(nib *byte, rstr int, codes *byte, nb int, full int,
 // q4VnniLanesScales1 computes a tile of 16 rows (the first rows of them stored) by 1 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 1*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesScales1(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesScales1(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesScales2 computes a tile of 16 rows (the first rows of them stored) by 2 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 2*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesScales2(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesScales2(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesScales3 computes a tile of 16 rows (the first rows of them stored) by 3 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 3*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesScales3(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesScales3(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesScales4 computes a tile of 16 rows (the first rows of them stored) by 4 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 4*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesScales4(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesScales4(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesScales5 computes a tile of 16 rows (the first rows of them stored) by 5 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 5*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesScales5(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesScales5(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesScales6 computes a tile of 16 rows (the first rows of them stored) by 6 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 6*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesScales6(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesScales6(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesScales7 computes a tile of 16 rows (the first rows of them stored) by 7 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 7*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesScales7(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesScales7(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesScales8 computes a tile of 16 rows (the first rows of them stored) by 8 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 8*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesScales8(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesScales8(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesScales9 computes a tile of 16 rows (the first rows of them stored) by 9 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 9*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesScales9(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesScales9(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesScales10 computes a tile of 16 rows (the first rows of them stored) by 10 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 10*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesScales10(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesScales10(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesScales11 computes a tile of 16 rows (the first rows of them stored) by 11 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 11*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesScales11(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesScales11(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesScales12 computes a tile of 16 rows (the first rows of them stored) by 12 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 12*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesScales12(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesScales12(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesRepackZeros lays out the values of a row-lane tile of 16 rows from row nib's codes on (rstr bytes a row, nb blocks; codes is not read), lane l's entries at dst + l*lstr (see _gen/q4lanes.go).
 //
@@ -477,62 +477,62 @@ func q4VnniLanesRepackZeros(nib *byte, rstr int, codes *byte, nb int, full int, 
 // q4VnniLanesZeros1 computes a tile of 16 rows (the first rows of them stored) by 1 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 1*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesZeros1(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesZeros1(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesZeros2 computes a tile of 16 rows (the first rows of them stored) by 2 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 2*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesZeros2(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesZeros2(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesZeros3 computes a tile of 16 rows (the first rows of them stored) by 3 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 3*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesZeros3(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesZeros3(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesZeros4 computes a tile of 16 rows (the first rows of them stored) by 4 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 4*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesZeros4(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesZeros4(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesZeros5 computes a tile of 16 rows (the first rows of them stored) by 5 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 5*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesZeros5(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesZeros5(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesZeros6 computes a tile of 16 rows (the first rows of them stored) by 6 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 6*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesZeros6(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesZeros6(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesZeros7 computes a tile of 16 rows (the first rows of them stored) by 7 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 7*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesZeros7(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesZeros7(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesZeros8 computes a tile of 16 rows (the first rows of them stored) by 8 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 8*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesZeros8(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesZeros8(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesZeros9 computes a tile of 16 rows (the first rows of them stored) by 9 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 9*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesZeros9(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesZeros9(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesZeros10 computes a tile of 16 rows (the first rows of them stored) by 10 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 10*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesZeros10(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesZeros10(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesZeros11 computes a tile of 16 rows (the first rows of them stored) by 11 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 11*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesZeros11(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesZeros11(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesZeros12 computes a tile of 16 rows (the first rows of them stored) by 12 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 12*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesZeros12(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesZeros12(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesRepackK4 lays out the values of a row-lane tile of 16 rows from row nib's codes on (rstr bytes a row, nb blocks; codes is not read), lane l's entries at dst + l*lstr (see _gen/q4lanes.go).
 //
@@ -542,62 +542,62 @@ func q4VnniLanesRepackK4(nib *byte, rstr int, codes *byte, nb int, full int, par
 // q4VnniLanesK41 computes a tile of 16 rows (the first rows of them stored) by 1 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 1*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesK41(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesK41(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesK42 computes a tile of 16 rows (the first rows of them stored) by 2 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 2*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesK42(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesK42(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesK43 computes a tile of 16 rows (the first rows of them stored) by 3 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 3*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesK43(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesK43(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesK44 computes a tile of 16 rows (the first rows of them stored) by 4 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 4*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesK44(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesK44(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesK45 computes a tile of 16 rows (the first rows of them stored) by 5 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 5*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesK45(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesK45(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesK46 computes a tile of 16 rows (the first rows of them stored) by 6 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 6*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesK46(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesK46(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesK47 computes a tile of 16 rows (the first rows of them stored) by 7 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 7*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesK47(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesK47(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesK48 computes a tile of 16 rows (the first rows of them stored) by 8 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 8*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesK48(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesK48(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesK49 computes a tile of 16 rows (the first rows of them stored) by 9 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 9*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesK49(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesK49(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesK410 computes a tile of 16 rows (the first rows of them stored) by 10 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 10*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesK410(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesK410(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesK411 computes a tile of 16 rows (the first rows of them stored) by 11 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 11*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesK411(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesK411(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4VnniLanesK412 computes a tile of 16 rows (the first rows of them stored) by 12 tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds 12*16*16 floats of scratch.
 //
 //go:noescape
-func q4VnniLanesK412(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+func q4VnniLanesK412(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // w8VnniLanesRepack lays out a row-lane tile of 16 rows of an 8-bit weight from row u on (rstr bytes a row): quads quads, groups groups, and tail bytes (0 or 32) of a last block, lane l's entries at dst + l*lstr (see _gen/w8lanes.go).
 //

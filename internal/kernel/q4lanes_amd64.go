@@ -10,10 +10,10 @@ import (
 
 // q4LanesKern is the signature of the AVX-512 prefill tiles in row lanes
 // (_gen/q4lanes.go): 16 rows of a repacked tile w by TT tokens of lane
-// records x (token stride xs bytes), full and parts entries a lane, a
-// scratch of TT*256 floats, and the first rows rows of the tile stored to
+// records x (token stride xs bytes), full and parts entries a lane (left
+// blocks in the last, partial chunk), a scratch of TT*256 floats, and the first rows rows of the tile stored to
 // dst (ldd floats a token), LPBQ's times their row scales rs.
-type q4LanesKern func(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)
+type q4LanesKern func(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)
 
 // q4LanesRepackKern is the signature of the assembly repacking of a tile
 // of 16 whole rows (see q4LanesRepack).
@@ -91,16 +91,19 @@ func q4LanesBlock(l, e, full int) (b, i int) {
 }
 
 // q4VnniRecords is the AVX-512 layout of activation records: each token's
-// chunk records (q4Prep), then, for products of at least q4LanesMinT
-// tokens, its lane records.
+// chunk records (q4Prep), then its lane records. Products of q4LanesMinT
+// tokens or more read only the lane records (every 4-bit form has row-lane
+// tiles), products of fewer only the chunk records, so only those are
+// written.
 var q4VnniRecords = &actLayout{
 	tokenBytes: q4VnniTokenBytes,
 	fill: func(rec []byte, x *Q8, t0, t1 int) {
 		stride := q4VnniTokenBytes(x.K)
-		q4PrepStride(rec, x, t0, t1, stride)
 		if x.T >= q4LanesMinT {
 			q4LanesPrep(rec, x, t0, t1, stride)
+			return
 		}
+		q4PrepStride(rec, x, t0, t1, stride)
 	},
 }
 
@@ -297,7 +300,7 @@ func q4LanesMatMul(ls *q4LanesSet, dst []float32, ldd int, w *Q4, zs []float32, 
 		}
 		for t := 0; t < x.T; {
 			TT := min(x.T-t, q4LanesMaxTT)
-			ls.k[TT](&buf[0], &rec[t*stride+off0], stride, full, parts, a,
+			ls.k[TT](&buf[0], &rec[t*stride+off0], stride, full, parts, nb%16, a,
 				&dst[t*ldd+n], ldd, rs, rows)
 			t += TT
 		}

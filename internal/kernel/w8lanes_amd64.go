@@ -44,8 +44,9 @@ func w8LanesTokenBytes(K int) int {
 }
 
 // w8VnniRecords is the AVX-512 8-bit layout of activation records: each
-// token's quad records (w8Prep with quads), then, for products of at least
-// q4LanesMinT tokens, its lane records.
+// token's quad records (w8Prep with quads), then its lane records.
+// Products of q4LanesMinT tokens or more read only the lane records,
+// products of fewer only the quad records, so only those are written.
 var w8VnniRecords = &actLayout{
 	tokenBytes: w8VnniTokenBytes,
 	fill: func(rec []byte, x *Q8, t0, t1 int) {
@@ -60,25 +61,26 @@ var w8VnniRecords = &actLayout{
 func w8VnniTokenBytes(K int) int { return w8QuadTokenBytes(K) + w8LanesTokenBytes(K) }
 
 // w8VnniPrep writes the AVX-512 8-bit records of tokens [t0, t1) of x
-// (w8VnniTokenBytes each) and reports whether some Q is -128.
+// (w8VnniTokenBytes each) that its products read, and reports whether
+// some Q is -128 (only the quad records look: the AVX-512 kernels take
+// -128, which only the AVX2 ones cannot).
 func w8VnniPrep(rec []byte, x *Q8, t0, t1 int) bool {
 	stride := w8VnniTokenBytes(x.K)
-	min128 := w8PrepStride(rec, x, true, t0, t1, stride)
 	if x.T >= q4LanesMinT {
 		w8LanesPrep(rec, x, t0, t1, stride)
+		return false
 	}
-	return min128
+	return w8PrepStride(rec, x, true, t0, t1, stride)
 }
 
 // w8LanesPrep writes the lane records of tokens [t0, t1) of x, each at
-// w8QuadTokenBytes(K) into its stride bytes of rec, after its quad
-// records (whose C it copies).
+// w8QuadTokenBytes(K) into its stride bytes of rec, and C after them,
+// summed as w8Prep sums it.
 func w8LanesPrep(rec []byte, x *Q8, t0, t1, stride int) {
 	K, nb := x.K, x.K/QK
 	quads, groups := w8LanesShape(K)
 	q := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x.Q))), len(x.Q))
 	off0 := w8QuadTokenBytes(K)
-	cOff := off0 - 64 // C, the last 64 bytes of the quad records
 	for t := t0; t < t1; t++ {
 		r := rec[t*stride+off0 : (t+1)*stride]
 		qt := q[t*K : (t+1)*K]
@@ -103,7 +105,11 @@ func w8LanesPrep(rec []byte, x *Q8, t0, t1, stride int) {
 				o += w8LanesGrpRecBytes
 			}
 		}
-		*(*[4]byte)(r[o:]) = *(*[4]byte)(rec[t*stride+cOff:])
+		var c float32 // as w8Prep, in the same order
+		for b := range nb {
+			c += -128 * float32(x.Sum[t*nb+b]) * x.D[t*nb+b]
+		}
+		*(*float32)(unsafe.Pointer(&r[o])) = c
 	}
 }
 

@@ -86,7 +86,7 @@ func q4LanesKernel(form q4Form, TT int) {
 	lpbq, k4 := form == formCodes, form == formK4
 	zeros := q4LanesExtra(form) == 2
 	fullBytes, partBytes := (8+q4LanesExtra(form))*64, (2+q4LanesExtra(form))*64
-	TEXT(name, NOSPLIT, "func(w *byte, x *byte, xs int, full int, parts int, a *float32, dst *float32, ldd int, rs *float32, rows int)")
+	TEXT(name, NOSPLIT, "func(w *byte, x *byte, xs int, full int, parts int, left int, a *float32, dst *float32, ldd int, rs *float32, rows int)")
 	Pragma("noescape")
 	Doc(fmt.Sprintf("%s computes a tile of 16 rows (the first rows of them stored) by %d tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds %d*16*16 floats of scratch.", name, TT, TT))
 
@@ -201,11 +201,23 @@ func q4LanesKernel(form q4Form, TT int) {
 	JMP(LabelRef("full"))
 
 	// the partial entries (groups of the last chunk)
+	// Lane l = 4k+i takes block 4g+k of the last chunk (left blocks):
+	// the groups g with 4g+k < left, (left-k+3)/4 of them; the entries
+	// after those (blocks past the row) would add zeros, and are skipped.
 	Label("parts")
-	Load(Param("parts"), cnt)
+	skip := GP64()
+	Load(Param("left"), cnt)
+	MOVQ(U32(16), skip)
+	SUBQ(lane, skip) // l
+	SHRQ(U8(2), skip) // k
+	SUBQ(skip, cnt)
+	ADDQ(U8(3), cnt)
+	SARQ(U8(2), cnt) // >= 0: left-k >= -3
+	Load(Param("parts"), skip)
+	SUBQ(cnt, skip)
 	Label("part")
 	TESTQ(cnt, cnt)
-	JZ(LabelRef("store"))
+	JZ(LabelRef("skip"))
 	start(8) // -2*Sum
 	for v := range 2 {
 		w := ZMM()
@@ -218,6 +230,12 @@ func q4LanesKernel(form q4Form, TT int) {
 	advance(partBytes, q4LanesPartRecBytes)
 	DECQ(cnt)
 	JMP(LabelRef("part"))
+	Label("skip")
+	TESTQ(skip, skip)
+	JZ(LabelRef("store"))
+	advance(partBytes, q4LanesPartRecBytes)
+	DECQ(skip)
+	JMP(LabelRef("skip"))
 
 	// lane l of token t goes to a[t][l]
 	Label("store")
