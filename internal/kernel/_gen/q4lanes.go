@@ -208,7 +208,7 @@ func q4LanesKernel(form q4Form, TT int) {
 	skip := GP64()
 	Load(Param("left"), cnt)
 	MOVQ(U32(16), skip)
-	SUBQ(lane, skip) // l
+	SUBQ(lane, skip)  // l
 	SHRQ(U8(2), skip) // k
 	SUBQ(skip, cnt)
 	ADDQ(U8(3), cnt)
