@@ -28,7 +28,8 @@ type Q8 struct {
 type records struct {
 	q4, w8         []byte
 	useQ4, useW8   bool
-	q4Layout       *actLayout  // the layout of q4
+	q4Layout       *actLayout  // the layout of q4 (the overlay's that Begin saw)
+	w8Layout       *actLayout  // the layout of w8
 	w8Min128       atomic.Bool // some Q is -128 (the AVX2 8-bit kernels cannot take it)
 	q4Hold, w8Hold []byte      // the allocations q4 and w8 are aligned views of
 }
@@ -50,7 +51,7 @@ var q4Layout, w8Layout *actLayout
 func (a *Q8) Begin(T int, forQ4, forW8 bool) {
 	a.T = T
 	a.recs.useQ4 = forQ4 && q4Layout != nil
-	a.recs.q4Layout = q4Layout
+	a.recs.q4Layout, a.recs.w8Layout = q4Layout, w8Layout
 	a.recs.useW8 = forW8 && w8Layout != nil
 	a.recs.w8Min128.Store(false)
 	if a.recs.useQ4 {

@@ -193,7 +193,7 @@ func w8MatMulWith(set *w8Set, dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) 
 	ng, tail := nb/2, nb%2
 	xs := set.layout.tokenBytes(K)
 	rec, min128 := x.recs.w8, x.recs.w8Min128.Load()
-	if !x.recs.useW8 {
+	if !x.recs.useW8 || x.recs.w8Layout != set.layout {
 		var holder *[]byte
 		rec, holder = getScratch(x.T * xs)
 		defer scratch.Put(holder)
