@@ -141,12 +141,18 @@ func newRowAddr(p, str Register, R int) rowAddr {
 		a.str3 = GP64()
 		LEAQ(Mem{Base: str, Index: str, Scale: 2}, a.str3)
 	}
-	if R > 4 {
-		p4 := GP64()
-		LEAQ(Mem{Base: p, Index: str, Scale: 4}, p4)
-		a.base = append(a.base, p4)
+	for r := 4; r < R; r += 4 {
+		a.base = append(a.base, GP64())
 	}
+	a.rebase()
 	return a
+}
+
+// rebase sets the bases of rows 4, 8, ... from the base of row 0.
+func (a rowAddr) rebase() {
+	for i := 1; i < len(a.base); i++ {
+		LEAQ(Mem{Base: a.base[i-1], Index: a.str, Scale: 4}, a.base[i])
+	}
 }
 
 func (a rowAddr) add(n int) {

@@ -90,56 +90,13 @@ func q4LanesKernel(form q4Form, TT int) {
 	Pragma("noescape")
 	Doc(fmt.Sprintf("%s computes a tile of 16 rows (the first rows of them stored) by %d tokens of a 4-bit product in row lanes, from a repacked tile and lane records (see _gen/q4lanes.go); a holds %d*16*16 floats of scratch.", name, TT, TT))
 
-	// token t's records: bases for tokens 0, 4, 8 and xs, 3*xs.
-	xs := Load(Param("xs"), GP64())
-	xs3 := GP64()
-	LEAQ(Mem{Base: xs, Index: xs, Scale: 2}, xs3)
-	nBase := (TT + 3) / 4
-	tok := func(base []Register, t, off int) Mem {
-		m := Mem{Base: base[t/4], Disp: off}
-		switch t % 4 {
-		case 1:
-			m.Index, m.Scale = xs, 1
-		case 2:
-			m.Index, m.Scale = xs, 2
-		case 3:
-			m.Index, m.Scale = xs3, 1
-		}
-		return m
-	}
-	wp := Load(Param("w"), GP64())
-	ap := Load(Param("a"), GP64())
-	lane := GP64()
-	MOVQ(U32(16), lane)
-	x0 := Load(Param("x"), GP64())
-	base := make([]Register, nBase)
-	for i := range base {
-		base[i] = GP64()
-	}
-	s := make([]VecVirtual, TT)
-	acc := make([]VecVirtual, TT)
-	for t := range TT {
-		s[t], acc[t] = ZMM(), ZMM()
-	}
+	lt := newLaneTile(TT)
+	s, acc, wp, tok := lt.s, lt.acc, lt.wp, lt.x.at
 	cnt := GP64()
 
 	Label("lane")
-	for i, b := range base {
-		if i == 0 {
-			MOVQ(x0, b)
-			continue
-		}
-		LEAQ(Mem{Base: base[i-1], Index: xs, Scale: 4}, b) // 4 tokens on
-	}
-	for t := range TT {
-		VPXORD(acc[t], acc[t], acc[t])
-	}
-	advance := func(wBytes, recBytes int) {
-		ADDQ(U32(wBytes), wp)
-		for _, b := range base {
-			ADDQ(U8(recBytes), b)
-		}
-	}
+	lt.startLane()
+	advance := lt.advance
 	// finish scales the block sums of an entry (its codes or scales at
 	// wp+ex, zero-point terms at wp+ex+64) and adds them into acc, as
 	// the chunk kernels' finish and lastSum do per lane: the codes in
@@ -164,11 +121,11 @@ func q4LanesKernel(form q4Form, TT int) {
 			}
 			if zeros {
 				f := ZMM()
-				VPBROADCASTD(tok(base, t, s8Off), f)
+				VPBROADCASTD(tok(t, s8Off), f)
 				VCVTDQ2PS(f, f)
 				VFMADD231PS(zs, f, s[t])
 			}
-			VFMADD231PS_BCST(tok(base, t, dOff), s[t], acc[t])
+			VFMADD231PS_BCST(tok(t, dOff), s[t], acc[t])
 		}
 	}
 	// start sets the sums of an entry: from the record's -8*Sum (or
@@ -178,7 +135,7 @@ func q4LanesKernel(form q4Form, TT int) {
 			if k4 {
 				VPXORD(s[t], s[t], s[t])
 			} else {
-				VPBROADCASTD(tok(base, t, off), s[t])
+				VPBROADCASTD(tok(t, off), s[t])
 			}
 		}
 	}
@@ -192,7 +149,7 @@ func q4LanesKernel(form q4Form, TT int) {
 		w := ZMM()
 		VMOVDQU32(Mem{Base: wp, Disp: 64 * v}, w)
 		for t := range TT {
-			vpdpbusdBcst(tok(base, t, 4*v), w, s[t])
+			vpdpbusdBcst(tok(t, 4*v), w, s[t])
 		}
 	}
 	finish(512, 32, 36)
@@ -208,8 +165,8 @@ func q4LanesKernel(form q4Form, TT int) {
 	skip := GP64()
 	Load(Param("left"), cnt)
 	MOVQ(U32(16), skip)
-	SUBQ(lane, skip)  // l
-	SHRQ(U8(2), skip) // k
+	SUBQ(lt.lane, skip) // l
+	SHRQ(U8(2), skip)   // k
 	SUBQ(skip, cnt)
 	ADDQ(U8(3), cnt)
 	SARQ(U8(2), cnt) // >= 0: left-k >= -3
@@ -223,7 +180,7 @@ func q4LanesKernel(form q4Form, TT int) {
 		w := ZMM()
 		VMOVDQU32(Mem{Base: wp, Disp: 64 * v}, w)
 		for t := range TT {
-			vpdpbusdBcst(tok(base, t, 4*v), w, s[t])
+			vpdpbusdBcst(tok(t, 4*v), w, s[t])
 		}
 	}
 	finish(128, 8, 12)
@@ -237,58 +194,14 @@ func q4LanesKernel(form q4Form, TT int) {
 	DECQ(skip)
 	JMP(LabelRef("skip"))
 
-	// lane l of token t goes to a[t][l]
 	Label("store")
-	for t := range TT {
-		VMOVUPS(acc[t], Mem{Base: ap, Disp: 1024 * t})
-	}
-	ADDQ(U8(64), ap)
-	// the next lane's records start where this one's ended
-	MOVQ(base[0], x0)
-	DECQ(lane)
-	JNZ(LabelRef("lane"))
+	lt.endLane()
 
-	// hsum's order over the 16 lanes: y_i = a_i + a_(i+8), x_i = y_i +
-	// y_(i+4), z_j = x_j + x_(j+2), sum = z_0 + z_1; then the row scales.
-	Load(Param("a"), ap)
-	dst := Load(Param("dst"), GP64())
-	ldd := Load(Param("ldd"), GP64())
-	SHLQ(U8(2), ldd)
-	rows := Load(Param("rows"), GP64())
-	m := GP64()
-	MOVQ(I64(-1), m)
-	BZHIQ(rows, m, m)
-	km := K()
-	KMOVW(m.As32(), km)
-	var rs VecVirtual
+	var rs Mem
 	if lpbq {
-		rs = ZMM()
-		VMOVUPS_Z(Mem{Base: Load(Param("rs"), GP64())}, km, rs)
+		rs = Mem{Base: Load(Param("rs"), GP64())}
 	}
-	for t := range TT {
-		at := func(l int) Mem { return Mem{Base: ap, Disp: 1024*t + 64*l} }
-		y := make([]VecVirtual, 8)
-		for i := range y {
-			y[i] = ZMM()
-			VMOVUPS(at(i), y[i])
-			VADDPS(at(i+8), y[i], y[i])
-		}
-		for i := range 4 {
-			VADDPS(y[i+4], y[i], y[i])
-		}
-		VADDPS(y[2], y[0], y[0])
-		VADDPS(y[3], y[1], y[1])
-		VADDPS(y[1], y[0], y[0])
-		if lpbq {
-			VMULPS(rs, y[0], y[0])
-		}
-		VMOVUPS(y[0], km, Mem{Base: dst})
-		if t+1 < TT {
-			ADDQ(ldd, dst)
-		}
-	}
-	VZEROUPPER()
-	RET()
+	lt.sums(rs, nil)
 }
 
 // q4LanesRepackKernel emits q4VnniLanesRepack: a row-lane tile of 16
@@ -326,47 +239,12 @@ func q4LanesRepackKernel(form q4Form) {
 	nbv := ZMM()
 	VPBROADCASTD(Load(Param("nb"), GP64()).(GPVirtual).As32(), nbv)
 	VPMULLD(nbv, idx, idx)
-	rstr := Load(Param("rstr"), GP64())
-	rstr3 := GP64()
-	LEAQ(Mem{Base: rstr, Index: rstr, Scale: 2}, rstr3)
-	rb := make([]Register, 4)
-	rb[0] = Load(Param("nib"), GP64())
-	for q := 1; q < 4; q++ {
-		rb[q] = GP64()
-		LEAQ(Mem{Base: rb[q-1], Index: rstr, Scale: 4}, rb[q])
-	}
-	row := func(r, off int) Mem {
-		m := Mem{Base: rb[r/4], Disp: off}
-		switch r % 4 {
-		case 1:
-			m.Index, m.Scale = rstr, 1
-		case 2:
-			m.Index, m.Scale = rstr, 2
-		case 3:
-			m.Index, m.Scale = rstr3, 1
-		}
-		return m
-	}
+	rows := newRowAddr(Load(Param("nib"), GP64()), Load(Param("rstr"), GP64()), 16)
+	row, rb := rows.at, rows.base
 	cp := Load(Param("codes"), GP64())
 	lstr := Load(Param("lstr"), GP64())
-	// lanes j, 4+j, 8+j, 12+j from one base: lstr*4 and lstr*12.
-	lstr4 := GP64()
-	MOVQ(lstr, lstr4)
-	SHLQ(U8(2), lstr4)
-	lstr12 := GP64()
-	LEAQ(Mem{Base: lstr4, Index: lstr4, Scale: 2}, lstr12)
-	laneAt := func(base Register, k, off int) Mem {
-		m := Mem{Base: base, Disp: off}
-		switch k {
-		case 1:
-			m.Index, m.Scale = lstr4, 1
-		case 2:
-			m.Index, m.Scale = lstr4, 2
-		case 3:
-			m.Index, m.Scale = lstr12, 1
-		}
-		return m
-	}
+	dst := Load(Param("dst"), GP64())
+	laneAt := lanesAddr(dst, lstr)
 	transposed := func(off int, km Register) [4][4]VecVirtual {
 		return transpose16(func(r int) Mem { return row(r, off) }, km)
 	}
@@ -380,7 +258,6 @@ func q4LanesRepackKernel(form q4Form) {
 		VMOVDQU32(h, hi)
 	}
 
-	dst := Load(Param("dst"), GP64())
 	cnt := Load(Param("full"), GP64())
 	Label("chunk")
 	TESTQ(cnt, cnt)
@@ -392,7 +269,7 @@ func q4LanesRepackKernel(form q4Form) {
 		out := transposed(64*g, nil)
 		for k := range 4 {
 			for i := range 4 {
-				nibbles(out[k][i], laneAt(dst, k, 64*i), laneAt(dst, k, 64*(4+i)))
+				nibbles(out[k][i], laneAt(k, 64*i), laneAt(k, 64*(4+i)))
 			}
 		}
 		if lpbq {
@@ -409,7 +286,7 @@ func q4LanesRepackKernel(form q4Form) {
 				} else {
 					VPANDD(cw, mff, c)
 				}
-				VMOVDQU32(c, laneAt(dst, k, 512))
+				VMOVDQU32(c, laneAt(k, 512))
 			}
 		}
 		if g < 3 {
@@ -456,7 +333,7 @@ func q4LanesRepackKernel(form q4Form) {
 		// lane 4k+i, entry g: the 2 vectors of dword i
 		for k := range 4 {
 			for i := range 4 {
-				nibbles(out[k][i], laneAt(dst, k, 0), laneAt(dst, k, 64))
+				nibbles(out[k][i], laneAt(k, 0), laneAt(k, 64))
 				if i < 3 {
 					ADDQ(lstr, dst)
 				}
@@ -529,4 +406,15 @@ func transpose16(rowAt func(r int) Mem, km Register) [4][4]VecVirtual {
 		}
 	}
 	return out
+}
+
+// lanesAddr addresses byte off of lane j+4k's entry from dst at lane j
+// (lanes lstr bytes apart): k = 0..3.
+func lanesAddr(dst, lstr Register) func(k, off int) Mem {
+	lstr4 := GP64()
+	MOVQ(lstr, lstr4)
+	SHLQ(U8(2), lstr4)
+	lstr12 := GP64()
+	LEAQ(Mem{Base: lstr4, Index: lstr4, Scale: 2}, lstr12)
+	return rowAddr{base: []Register{dst}, str: lstr4, str3: lstr12}.at
 }

@@ -50,55 +50,12 @@ func w8LanesKernel(TT int) {
 	Pragma("noescape")
 	Doc(fmt.Sprintf("%s computes a tile of 16 rows (the first rows of them stored) by %d tokens of an 8-bit product in row lanes, from a repacked tile and lane records (see _gen/w8lanes.go); a holds %d*16*16 floats of scratch.", name, TT, TT))
 
-	xs := Load(Param("xs"), GP64())
-	xs3 := GP64()
-	LEAQ(Mem{Base: xs, Index: xs, Scale: 2}, xs3)
-	nBase := (TT + 3) / 4
-	tok := func(base []Register, t, off int) Mem {
-		m := Mem{Base: base[t/4], Disp: off}
-		switch t % 4 {
-		case 1:
-			m.Index, m.Scale = xs, 1
-		case 2:
-			m.Index, m.Scale = xs, 2
-		case 3:
-			m.Index, m.Scale = xs3, 1
-		}
-		return m
-	}
-	wp := Load(Param("w"), GP64())
-	ap := Load(Param("a"), GP64())
-	lane := GP64()
-	MOVQ(U32(16), lane)
-	x0 := Load(Param("x"), GP64())
-	base := make([]Register, nBase)
-	for i := range base {
-		base[i] = GP64()
-	}
-	s := make([]VecVirtual, TT)
-	acc := make([]VecVirtual, TT)
-	for t := range TT {
-		s[t], acc[t] = ZMM(), ZMM()
-	}
+	lt := newLaneTile(TT)
+	s, acc, wp, tok := lt.s, lt.acc, lt.wp, lt.x.at
 	cnt := GP64()
 
 	Label("lane")
-	for i, b := range base {
-		if i == 0 {
-			MOVQ(x0, b)
-			continue
-		}
-		LEAQ(Mem{Base: base[i-1], Index: xs, Scale: 4}, b) // 4 tokens on
-	}
-	for t := range TT {
-		VPXORD(acc[t], acc[t], acc[t])
-	}
-	advance := func(wBytes, recBytes int) {
-		ADDQ(U32(wBytes), wp)
-		for _, b := range base {
-			ADDQ(U8(recBytes), b)
-		}
-	}
+	lt.startLane()
 	// entry emits one entry of vecs weight vectors: each token's sums
 	// from zero, converted, times D (at 4*vecs in its record).
 	entry := func(vecs int) {
@@ -109,12 +66,12 @@ func w8LanesKernel(TT int) {
 			w := ZMM()
 			VMOVDQU32(Mem{Base: wp, Disp: 64 * v}, w)
 			for t := range TT {
-				vpdpbusdBcst(tok(base, t, 4*v), w, s[t])
+				vpdpbusdBcst(tok(t, 4*v), w, s[t])
 			}
 		}
 		for t := range TT {
 			VCVTDQ2PS(s[t], s[t])
-			VFMADD231PS_BCST(tok(base, t, 4*vecs), s[t], acc[t])
+			VFMADD231PS_BCST(tok(t, 4*vecs), s[t], acc[t])
 		}
 	}
 	Load(Param("quads"), cnt)
@@ -122,7 +79,7 @@ func w8LanesKernel(TT int) {
 	TESTQ(cnt, cnt)
 	JZ(LabelRef("groups"))
 	entry(4)
-	advance(w8LanesQuadBytes, w8LanesQuadRecBytes)
+	lt.advance(w8LanesQuadBytes, w8LanesQuadRecBytes)
 	DECQ(cnt)
 	JMP(LabelRef("quad"))
 
@@ -132,63 +89,17 @@ func w8LanesKernel(TT int) {
 	TESTQ(cnt, cnt)
 	JZ(LabelRef("store"))
 	entry(1)
-	advance(w8LanesGroupBytes, w8LanesGrpRecBytes)
+	lt.advance(w8LanesGroupBytes, w8LanesGrpRecBytes)
 	DECQ(cnt)
 	JMP(LabelRef("group"))
 
-	// lane l of token t goes to a[t][l]
 	Label("store")
-	for t := range TT {
-		VMOVUPS(acc[t], Mem{Base: ap, Disp: 1024 * t})
-	}
-	ADDQ(U8(64), ap)
-	// the next lane's records start where this one's ended
-	MOVQ(base[0], x0)
-	DECQ(lane)
-	JNZ(LabelRef("lane"))
+	lt.endLane()
 
-	// hsum's order over the 16 lanes, then + C (after the lanes' records)
-	// and the row scales.
-	Load(Param("a"), ap)
-	dst := Load(Param("dst"), GP64())
-	ldd := Load(Param("ldd"), GP64())
-	SHLQ(U8(2), ldd)
-	rows := Load(Param("rows"), GP64())
-	m := GP64()
-	MOVQ(I64(-1), m)
-	BZHIQ(rows, m, m)
-	km := K()
-	KMOVW(m.As32(), km)
-	rs := ZMM()
-	VMOVUPS_Z(Mem{Base: Load(Param("rs"), GP64())}, km, rs)
-	// x0 is now past the 16 lanes' records of token 0: C
-	MOVQ(x0, base[0])
-	for i := 1; i < nBase; i++ {
-		LEAQ(Mem{Base: base[i-1], Index: xs, Scale: 4}, base[i])
-	}
-	for t := range TT {
-		at := func(l int) Mem { return Mem{Base: ap, Disp: 1024*t + 64*l} }
-		y := make([]VecVirtual, 8)
-		for i := range y {
-			y[i] = ZMM()
-			VMOVUPS(at(i), y[i])
-			VADDPS(at(i+8), y[i], y[i])
-		}
-		for i := range 4 {
-			VADDPS(y[i+4], y[i], y[i])
-		}
-		VADDPS(y[2], y[0], y[0])
-		VADDPS(y[3], y[1], y[1])
-		VADDPS(y[1], y[0], y[0])
-		VADDPS_BCST(tok(base, t, 0), y[0], y[0]) // + C
-		VMULPS(rs, y[0], y[0])
-		VMOVUPS(y[0], km, Mem{Base: dst})
-		if t+1 < TT {
-			ADDQ(ldd, dst)
-		}
-	}
-	VZEROUPPER()
-	RET()
+	// C follows the 16 lanes' records of each token
+	MOVQ(lt.x0, lt.x.base[0])
+	lt.x.rebase()
+	lt.sums(Mem{Base: Load(Param("rs"), GP64())}, func(t int) Mem { return tok(t, 0) })
 }
 
 // w8LanesRepackKernel emits w8VnniLanesRepack: a row-lane tile of 16
@@ -201,50 +112,15 @@ func w8LanesRepackKernel() {
 	TEXT("w8VnniLanesRepack", NOSPLIT, "func(u *byte, rstr int, quads int, groups int, tail int, dst *byte, lstr int)")
 	Pragma("noescape")
 	Doc("w8VnniLanesRepack lays out a row-lane tile of 16 rows of an 8-bit weight from row u on (rstr bytes a row): quads quads, groups groups, and tail bytes (0 or 32) of a last block, lane l's entries at dst + l*lstr (see _gen/w8lanes.go).")
-	rstr := Load(Param("rstr"), GP64())
-	rstr3 := GP64()
-	LEAQ(Mem{Base: rstr, Index: rstr, Scale: 2}, rstr3)
-	rb := make([]Register, 4)
-	rb[0] = Load(Param("u"), GP64())
-	for q := 1; q < 4; q++ {
-		rb[q] = GP64()
-		LEAQ(Mem{Base: rb[q-1], Index: rstr, Scale: 4}, rb[q])
-	}
-	row := func(r, off int) Mem {
-		m := Mem{Base: rb[r/4], Disp: off}
-		switch r % 4 {
-		case 1:
-			m.Index, m.Scale = rstr, 1
-		case 2:
-			m.Index, m.Scale = rstr, 2
-		case 3:
-			m.Index, m.Scale = rstr3, 1
-		}
-		return m
-	}
+	rows := newRowAddr(Load(Param("u"), GP64()), Load(Param("rstr"), GP64()), 16)
+	row, rb := rows.at, rows.base
 	lstr := Load(Param("lstr"), GP64())
-	lstr4 := GP64()
-	MOVQ(lstr, lstr4)
-	SHLQ(U8(2), lstr4)
-	lstr12 := GP64()
-	LEAQ(Mem{Base: lstr4, Index: lstr4, Scale: 2}, lstr12)
-	laneAt := func(base Register, k, off int) Mem {
-		m := Mem{Base: base, Disp: off}
-		switch k {
-		case 1:
-			m.Index, m.Scale = lstr4, 1
-		case 2:
-			m.Index, m.Scale = lstr4, 2
-		case 3:
-			m.Index, m.Scale = lstr12, 1
-		}
-		return m
-	}
+	dst := Load(Param("dst"), GP64())
+	laneAt := lanesAddr(dst, lstr)
 	transposed := func(off int, km Register) [4][4]VecVirtual {
 		return transpose16(func(r int) Mem { return row(r, off) }, km)
 	}
 
-	dst := Load(Param("dst"), GP64())
 	cnt := Load(Param("quads"), GP64())
 	Label("quad")
 	TESTQ(cnt, cnt)
@@ -257,7 +133,7 @@ func w8LanesRepackKernel() {
 		// dword 4k+i goes to lane 4k+r's entry, vector i
 		for k := range 4 {
 			for i := range 4 {
-				VMOVDQU32(out[k][i], laneAt(dst, k, 64*i))
+				VMOVDQU32(out[k][i], laneAt(k, 64*i))
 			}
 		}
 		if r < 3 {
@@ -278,11 +154,14 @@ func w8LanesRepackKernel() {
 	groupTo := func(out [4][4]VecVirtual) {
 		for i := range 4 {
 			for k := range 4 {
-				VMOVDQU32(out[k][i], laneAt(dst, k, 0))
+				VMOVDQU32(out[k][i], laneAt(k, 0))
 			}
 			ADDQ(lstr, dst)
 		}
-		SUBQ(lstr4, dst)
+		SUBQ(lstr, dst)
+		SUBQ(lstr, dst)
+		SUBQ(lstr, dst)
+		SUBQ(lstr, dst)
 		ADDQ(U8(w8LanesGroupBytes), dst)
 	}
 	Label("groups")
