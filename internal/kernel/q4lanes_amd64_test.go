@@ -59,50 +59,61 @@ func TestQ4LanesSameBits(t *testing.T) {
 				if run == nil {
 					continue
 				}
-				for j, T := range []int{q4LanesMinT, 17, 29, 41} {
-					x, xf := randQ8(r, T, K)
-					if j%2 == 1 {
-						// records laid out once, as the engine does
-						x.Begin(T, true, true)
-						x.QuantizeRows(xf, 0, T)
+				checkLanesSameBits(t, r, f.name, N, K, run)
+			}
+		}
+	}
+}
+
+// checkLanesSameBits runs a product of N rows and K inputs (run) over
+// q4LanesMinT tokens or more, through records laid out once (Q8.Begin)
+// or per call, on whole tiles of rows and on random ranges, and checks
+// every (row, token) against the same product of that token alone, bit
+// for bit, and the guard values around the rows (other rows, the columns
+// between tokens, past the end) unwritten.
+func checkLanesSameBits(t *testing.T, r *rand.Rand, name string, N, K int, run func(dst []float32, ldd int, x *Q8, n0, n1 int)) {
+	t.Helper()
+	for j, T := range []int{q4LanesMinT, 17, 29, 41} {
+		x, xf := randQ8(r, T, K)
+		if j%2 == 1 {
+			// records laid out once, as the engine does
+			x.Begin(T, true, true)
+			x.QuantizeRows(xf, 0, T)
+		}
+		n0, n1 := 0, N // whole tiles of 16 rows, then any range
+		if j >= 2 {
+			n0 = r.IntN(N)
+			n1 = n0 + 1 + r.IntN(N-n0)
+		}
+		ldd := N + 3
+		const guard = float32(-12345.5)
+		got := make([]float32, T*ldd+5)
+		for i := range got {
+			got[i] = guard
+		}
+		run(got, ldd, x, n0, n1)
+		for tok := range T {
+			one := NewQ8(1, K)
+			one.Quantize(xf[tok*K:(tok+1)*K], 1)
+			want := make([]float32, N)
+			run(want, N, one, 0, N)
+			for n := range ldd {
+				g := got[tok*ldd+n]
+				if n < n0 || n >= n1 {
+					if g != guard {
+						t.Fatalf("%s K %d N %d T %d rows [%d, %d): token %d column %d written (%g)", name, K, N, T, n0, n1, tok, n, g)
 					}
-					n0, n1 := 0, N // whole tiles of 16 rows, then any range
-					if j >= 2 {
-						n0 = r.IntN(N)
-						n1 = n0 + 1 + r.IntN(N-n0)
-					}
-					ldd := N + 3
-					const guard = float32(-12345.5)
-					got := make([]float32, T*ldd+5)
-					for i := range got {
-						got[i] = guard
-					}
-					run(got, ldd, x, n0, n1)
-					for tok := range T {
-						one := NewQ8(1, K)
-						one.Quantize(xf[tok*K:(tok+1)*K], 1)
-						want := make([]float32, N)
-						run(want, N, one, 0, N)
-						for n := range ldd {
-							g := got[tok*ldd+n]
-							if n < n0 || n >= n1 {
-								if g != guard {
-									t.Fatalf("%s K %d N %d T %d rows [%d, %d): token %d column %d written (%g)", f.name, K, N, T, n0, n1, tok, n, g)
-								}
-								continue
-							}
-							if math.Float32bits(g) != math.Float32bits(want[n]) {
-								t.Fatalf("%s K %d N %d T %d rows [%d, %d): token %d row %d = %g among %d tokens, %g alone",
-									f.name, K, N, T, n0, n1, tok, n, g, T, want[n])
-							}
-						}
-					}
-					for i := T * ldd; i < len(got); i++ {
-						if got[i] != guard {
-							t.Fatalf("%s K %d N %d T %d: written past the output (%d)", f.name, K, N, T, i)
-						}
-					}
+					continue
 				}
+				if math.Float32bits(g) != math.Float32bits(want[n]) {
+					t.Fatalf("%s K %d N %d T %d rows [%d, %d): token %d row %d = %g among %d tokens, %g alone",
+						name, K, N, T, n0, n1, tok, n, g, T, want[n])
+				}
+			}
+		}
+		for i := T * ldd; i < len(got); i++ {
+			if got[i] != guard {
+				t.Fatalf("%s K %d N %d T %d: written past the output (%d)", name, K, N, T, i)
 			}
 		}
 	}
