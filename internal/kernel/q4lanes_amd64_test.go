@@ -3,6 +3,7 @@
 package kernel
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -127,4 +128,39 @@ func q4VnniSupported() bool {
 		}
 	}
 	return false
+}
+
+// BenchmarkQ4LanesCrossover times LPBQ products of few tokens on the
+// AVX-512 chunk tiles and on the row-lane tiles (which repack each tile
+// of 16 rows per call), to place q4LanesMinT: records laid out once per
+// call, as the engine's Begin does.
+func BenchmarkQ4LanesCrossover(b *testing.B) {
+	if !q4VnniSupported() {
+		b.Skip("AVX-512 VNNI not available")
+	}
+	r := rand.New(rand.NewPCG(81, 82))
+	saved := q4LanesMinT
+	defer func() { q4LanesMinT = saved }()
+	for _, s := range [][2]int{{1536, 576}, {1024, 1024}, {3072, 1024}} {
+		N, K := s[0], s[1]
+		w := randQ4(r, N, K, true, false)
+		for _, T := range []int{4, 8, 12, 16, 24, 32} {
+			for _, lanes := range []bool{false, true} {
+				b.Run(fmt.Sprintf("%dx%d/T%d/lanes=%v", N, K, T, lanes), func(b *testing.B) {
+					q4LanesMinT = 1 << 30
+					if lanes {
+						q4LanesMinT = 1
+					}
+					x, xf := randQ8(r, T, K)
+					x.Begin(T, true, true)
+					dst := make([]float32, T*N)
+					for b.Loop() {
+						x.QuantizeRows(xf, 0, T)
+						q4MatMulWith(&q4VnniSets, dst, N, w, x, 0, N)
+					}
+					b.ReportMetric(2*float64(N*K*T)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
 }
