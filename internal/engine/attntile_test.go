@@ -33,7 +33,7 @@ func TestPrefillSameBitsAsDecode(t *testing.T) {
 }
 
 // TestPrefillLongPassSameBitsAsDecode: with 4-bit weights, a prompt of 21
-// tokens prefilled in one pass of 32 rows (the 4-bit products of 16 rows
+// tokens prefilled in one pass of 32 rows (the 4-bit products of 12 rows
 // or more run on other tiles than one token's) gives bit for bit the
 // logits of the same prompt decoded one token at a time, and so do the
 // decode steps after it, where every kernel overlay in use gives a token
