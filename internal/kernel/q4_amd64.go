@@ -275,7 +275,7 @@ func q4MatMulZerosWith(sets *q4Sets, dst []float32, ldd int, w *Q4, zs []float32
 		sets.layout.fill(rec, x, 0, x.T)
 		defer scratch.Put(holder)
 	}
-	if set.lanes != nil && x.T >= q4LanesMinT && xs > q4TokenBytes(w.K) {
+	if set.lanes != nil && x.T >= q4LanesMinT {
 		q4LanesMatMul(set.lanes, dst, ldd, w, zs, x, rec, xs, n0, n1)
 		return
 	}

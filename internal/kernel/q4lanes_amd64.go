@@ -94,10 +94,9 @@ func q4LanesBlock(l, e, full int) (b, i int) {
 }
 
 // q4VnniRecords is the AVX-512 layout of activation records: each token's
-// chunk records (q4Prep), then its lane records. Products of q4LanesMinT
-// tokens or more read only the lane records (every 4-bit form has row-lane
-// tiles), products of fewer only the chunk records, so only those are
-// written.
+// lane records for products of q4LanesMinT tokens or more (every 4-bit
+// form has row-lane tiles), its chunk records (q4Prep) for fewer; a
+// token's stride holds either.
 var q4VnniRecords = &actLayout{
 	tokenBytes: q4VnniTokenBytes,
 	fill: func(rec []byte, x *Q8, t0, t1 int) {
@@ -110,18 +109,18 @@ var q4VnniRecords = &actLayout{
 	},
 }
 
-// q4VnniTokenBytes is one token's AVX-512 records: chunk and lane records.
-func q4VnniTokenBytes(K int) int { return q4TokenBytes(K) + q4LanesTokenBytes(K) }
+// q4VnniTokenBytes is the stride of one token's AVX-512 records: its
+// chunk or its lane records.
+func q4VnniTokenBytes(K int) int { return max(q4TokenBytes(K), q4LanesTokenBytes(K)) }
 
 // q4LanesPrep writes the lane records of tokens [t0, t1) of x, each at
-// q4TokenBytes(K) into its stride bytes of rec.
+// the start of its stride bytes of rec.
 func q4LanesPrep(rec []byte, x *Q8, t0, t1, stride int) {
 	K, nb := x.K, x.K/QK
 	full, parts := q4LanesShape(K)
 	q := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x.Q))), len(x.Q))
-	off0 := q4TokenBytes(K)
 	for t := t0; t < t1; t++ {
-		r := rec[t*stride+off0 : (t+1)*stride]
+		r := rec[t*stride : (t+1)*stride]
 		qt := q[t*K : (t+1)*K]
 		d, sum := x.D[t*nb:(t+1)*nb], x.Sum[t*nb:(t+1)*nb]
 		o := 0
@@ -279,7 +278,6 @@ func q4LanesMatMul(ls *q4LanesSet, dst []float32, ldd int, w *Q4, zs []float32, 
 	buf, holder := getScratch(tile + 4*q4LanesMaxTT*256)
 	defer scratch.Put(holder)
 	a := (*float32)(unsafe.Pointer(&buf[tile]))
-	off0 := q4TokenBytes(w.K)
 	// Every token against one repacked tile: the tile is repacked once.
 	// The tokens' records are read once per tile, in order, from the L2
 	// or L3 cache (K = 8192: 10 KiB a token); blocks of tokens that stay
@@ -303,7 +301,7 @@ func q4LanesMatMul(ls *q4LanesSet, dst []float32, ldd int, w *Q4, zs []float32, 
 		}
 		for t := 0; t < x.T; {
 			TT := min(x.T-t, q4LanesMaxTT)
-			ls.k[TT](&buf[0], &rec[t*stride+off0], stride, full, parts, nb%16, a,
+			ls.k[TT](&buf[0], &rec[t*stride], stride, full, parts, nb%16, a,
 				&dst[t*ldd+n], ldd, rs, rows)
 			t += TT
 		}

@@ -44,9 +44,9 @@ func w8LanesTokenBytes(K int) int {
 }
 
 // w8VnniRecords is the AVX-512 8-bit layout of activation records: each
-// token's quad records (w8Prep with quads), then its lane records.
-// Products of q4LanesMinT tokens or more read only the lane records,
-// products of fewer only the quad records, so only those are written.
+// token's lane records for products of q4LanesMinT tokens or more, its
+// quad records (w8Prep with quads) for fewer; a token's stride holds
+// either.
 var w8VnniRecords = &actLayout{
 	tokenBytes: w8VnniTokenBytes,
 	fill: func(rec []byte, x *Q8, t0, t1 int) {
@@ -56,9 +56,9 @@ var w8VnniRecords = &actLayout{
 	},
 }
 
-// w8VnniTokenBytes is one token's AVX-512 8-bit records: quad and lane
-// records.
-func w8VnniTokenBytes(K int) int { return w8QuadTokenBytes(K) + w8LanesTokenBytes(K) }
+// w8VnniTokenBytes is the stride of one token's AVX-512 8-bit records:
+// its quad or its lane records.
+func w8VnniTokenBytes(K int) int { return max(w8QuadTokenBytes(K), w8LanesTokenBytes(K)) }
 
 // w8VnniPrep writes the AVX-512 8-bit records of tokens [t0, t1) of x
 // (w8VnniTokenBytes each) that its products read, and reports whether
@@ -74,15 +74,14 @@ func w8VnniPrep(rec []byte, x *Q8, t0, t1 int) bool {
 }
 
 // w8LanesPrep writes the lane records of tokens [t0, t1) of x, each at
-// w8QuadTokenBytes(K) into its stride bytes of rec, and C after them,
-// summed as w8Prep sums it.
+// the start of its stride bytes of rec, and C after them, summed as
+// w8Prep sums it.
 func w8LanesPrep(rec []byte, x *Q8, t0, t1, stride int) {
 	K, nb := x.K, x.K/QK
 	quads, groups := w8LanesShape(K)
 	q := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x.Q))), len(x.Q))
-	off0 := w8QuadTokenBytes(K)
 	for t := t0; t < t1; t++ {
-		r := rec[t*stride+off0 : (t+1)*stride]
+		r := rec[t*stride : (t+1)*stride]
 		qt := q[t*K : (t+1)*K]
 		d := x.D[t*nb : (t+1)*nb]
 		o := 0
@@ -123,8 +122,8 @@ func w8LanesRepack(buf []byte, w *W8, n, rows int) {
 	quads, groups := w8LanesShape(K)
 	lstr := quads*w8LanesQuadBytes + groups*w8LanesGroupBytes
 	if rows == q4LanesRows {
-		left := K - 256*quads - 64*(K/64-4*quads)
-		w8VnniLanesRepack(&w.U[n*K], K, quads, (K-256*quads)/64, left, &buf[0], lstr)
+		// the whole groups after the quads, then the last block's 32 bytes
+		w8VnniLanesRepack(&w.U[n*K], K, quads, (K-256*quads)/64, K%64, &buf[0], lstr)
 		return
 	}
 	dword := func(r, at int) uint32 {
@@ -154,15 +153,14 @@ func w8LanesRepack(buf []byte, w *W8, n, rows int) {
 }
 
 // w8LanesMatMul runs rows [n0, n1) of w for every token of x on the
-// 8-bit row-lane tiles, from the records in rec (stride bytes a token,
-// the lane records after the quad records).
+// 8-bit row-lane tiles, from the lane records in rec (stride bytes a
+// token).
 func w8LanesMatMul(dst []float32, ldd int, w *W8, x *Q8, rec []byte, stride, n0, n1 int) {
 	quads, groups := w8LanesShape(w.K)
 	tile := 16 * (quads*w8LanesQuadBytes + groups*w8LanesGroupBytes)
 	buf, holder := getScratch(tile + 4*q4LanesMaxTT*256)
 	defer scratch.Put(holder)
 	a := (*float32)(unsafe.Pointer(&buf[tile]))
-	off0 := w8QuadTokenBytes(w.K)
 	// every token against one repacked tile (see q4LanesMatMul)
 	for n := n0; n < n1; n += q4LanesRows {
 		rows := min(q4LanesRows, n1-n)
@@ -173,7 +171,7 @@ func w8LanesMatMul(dst []float32, ldd int, w *W8, x *Q8, rec []byte, stride, n0,
 		}
 		for t := 0; t < x.T; {
 			TT := min(x.T-t, q4LanesMaxTT)
-			w8VnniLanes[TT](&buf[0], &rec[t*stride+off0], stride, quads, groups, a,
+			w8VnniLanes[TT](&buf[0], &rec[t*stride], stride, quads, groups, a,
 				&dst[t*ldd+n], ldd, &w.Scales[n], rows)
 			t += TT
 		}
