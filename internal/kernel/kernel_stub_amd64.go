@@ -54,6 +54,36 @@ func q4VnniCodes4x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, 
 //go:noescape
 func q4VnniCodesRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
+// q4VnniCodesRowsC1G0 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 0 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodesRowsC1G0(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniCodesRowsC1G1 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 1 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodesRowsC1G1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniCodesRowsC1G2 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 2 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodesRowsC1G2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniCodesRowsC1G3 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 3 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodesRowsC1G3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniCodesRowsC1G4 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 4 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodesRowsC1G4(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniCodesRowsC2G0 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 2 whole chunks and 0 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodesRowsC2G0(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
 // q4VnniScales1x1 computes a 1-row by 1-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
@@ -103,6 +133,36 @@ func q4VnniScales4x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int,
 //
 //go:noescape
 func q4VnniScalesRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniScalesRowsC1G0 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 0 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniScalesRowsC1G0(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniScalesRowsC1G1 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 1 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniScalesRowsC1G1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniScalesRowsC1G2 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 2 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniScalesRowsC1G2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniScalesRowsC1G3 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 3 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniScalesRowsC1G3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniScalesRowsC1G4 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 4 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniScalesRowsC1G4(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniScalesRowsC2G0 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 2 whole chunks and 0 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniScalesRowsC2G0(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
 // q4VnniZeros1x1 computes a 1-row by 1-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
@@ -154,6 +214,36 @@ func q4VnniZeros4x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, 
 //go:noescape
 func q4VnniZerosRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
+// q4VnniZerosRowsC1G0 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 0 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZerosRowsC1G0(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniZerosRowsC1G1 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 1 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZerosRowsC1G1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniZerosRowsC1G2 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 2 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZerosRowsC1G2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniZerosRowsC1G3 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 3 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZerosRowsC1G3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniZerosRowsC1G4 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 4 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZerosRowsC1G4(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniZerosRowsC2G0 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 2 whole chunks and 0 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZerosRowsC2G0(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
 // q4VnniK41x1 computes a 1-row by 1-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
@@ -203,6 +293,26 @@ func q4VnniK44x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *
 //
 //go:noescape
 func q4VnniK4Rows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniK4RowsC1G0 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 0 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK4RowsC1G0(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniK4RowsC1G2 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 2 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK4RowsC1G2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniK4RowsC1G4 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 4 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK4RowsC1G4(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniK4RowsC2G0 is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 2 whole chunks and 0 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK4RowsC2G0(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
 // q4Avx2Codes1x1 computes a 1-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
 //

@@ -40,21 +40,25 @@ type q4RowsKern func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int,
 // 5-row tiles), but streamed from memory those read 6.6-10 GB/s where the
 // row walk reads 14-20 on the same AMD EPYC (BenchmarkQ4MatMulT1).
 type q4Set struct {
-	lanes  *q4LanesSet  // tiles in row lanes for q4LanesMinT tokens or more, or nil
-	k      [9][5]q4Kern // [R][TT], nil where not generated
-	seq    q4RowsKern   // one token over many rows in one call, or nil
-	decode int          // rows per tile for one token
-	rows   int          // rows per tile for several tokens
-	tokens int          // largest TT
+	lanes *q4LanesSet  // tiles in row lanes for q4LanesMinT tokens or more, or nil
+	k     [9][5]q4Kern // [R][TT], nil where not generated
+	seq   q4RowsKern   // one token over many rows in one call, or nil
+	// resident[C][G] is seq for rows of C whole chunks of 16 blocks and
+	// G groups of a last, partial chunk, with the token's activations
+	// held in registers (_gen/q4resident.go), or nil.
+	resident *[3][5]q4RowsKern
+	decode   int // rows per tile for one token
+	rows     int // rows per tile for several tokens
+	tokens   int // largest TT
 }
 
 var (
-	q4VnniCodes = q4Set{lanes: &q4VnniLanesCodes, seq: q4VnniCodesRows, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+	q4VnniCodes = q4Set{lanes: &q4VnniLanesCodes, seq: q4VnniCodesRows, resident: &q4VnniCodesResident, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4VnniCodes1x1, 2: q4VnniCodes1x2, 3: q4VnniCodes1x3},
 		2: {1: q4VnniCodes2x1, 2: q4VnniCodes2x2, 3: q4VnniCodes2x3},
 		4: {1: q4VnniCodes4x1, 2: q4VnniCodes4x2, 3: q4VnniCodes4x3},
 	}}
-	q4VnniScales = q4Set{lanes: &q4VnniLanesScales, seq: q4VnniScalesRows, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+	q4VnniScales = q4Set{lanes: &q4VnniLanesScales, seq: q4VnniScalesRows, resident: &q4VnniScalesResident, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4VnniScales1x1, 2: q4VnniScales1x2, 3: q4VnniScales1x3},
 		2: {1: q4VnniScales2x1, 2: q4VnniScales2x2, 3: q4VnniScales2x3},
 		4: {1: q4VnniScales4x1, 2: q4VnniScales4x2, 3: q4VnniScales4x3},
@@ -62,14 +66,14 @@ var (
 	// q4VnniZeros is the per-block-scale form with zero points: the rs
 	// argument carries the weight's zero-point terms (Q4.zs), shaped as
 	// its block scales.
-	q4VnniZeros = q4Set{lanes: &q4VnniLanesZeros, seq: q4VnniZerosRows, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+	q4VnniZeros = q4Set{lanes: &q4VnniLanesZeros, seq: q4VnniZerosRows, resident: &q4VnniZerosResident, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4VnniZeros1x1, 2: q4VnniZeros1x2, 3: q4VnniZeros1x3},
 		2: {1: q4VnniZeros2x1, 2: q4VnniZeros2x2, 3: q4VnniZeros2x3},
 		4: {1: q4VnniZeros4x1, 2: q4VnniZeros4x2, 3: q4VnniZeros4x3},
 	}}
 	// q4VnniK4 is the K4 form (Q4_K super-blocks): sc addresses a row's
 	// 48-byte chunk records.
-	q4VnniK4 = q4Set{lanes: &q4VnniLanesK4, seq: q4VnniK4Rows, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+	q4VnniK4 = q4Set{lanes: &q4VnniLanesK4, seq: q4VnniK4Rows, resident: &q4VnniK4Resident, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4VnniK41x1, 2: q4VnniK41x2, 3: q4VnniK41x3},
 		2: {1: q4VnniK42x1, 2: q4VnniK42x2, 3: q4VnniK42x3},
 		4: {1: q4VnniK44x1, 2: q4VnniK44x2, 3: q4VnniK44x3},
@@ -91,11 +95,39 @@ var (
 	}}
 )
 
+// q4VnniCodesResident are q4VnniCodes's resident row loops by [C][G].
+var q4VnniCodesResident = [3][5]q4RowsKern{
+	1: {0: q4VnniCodesRowsC1G0, 1: q4VnniCodesRowsC1G1, 2: q4VnniCodesRowsC1G2, 3: q4VnniCodesRowsC1G3, 4: q4VnniCodesRowsC1G4},
+	2: {0: q4VnniCodesRowsC2G0},
+}
+
+// q4VnniScalesResident are q4VnniScales's resident row loops by [C][G].
+var q4VnniScalesResident = [3][5]q4RowsKern{
+	1: {0: q4VnniScalesRowsC1G0, 1: q4VnniScalesRowsC1G1, 2: q4VnniScalesRowsC1G2, 3: q4VnniScalesRowsC1G3, 4: q4VnniScalesRowsC1G4},
+	2: {0: q4VnniScalesRowsC2G0},
+}
+
+// q4VnniZerosResident are q4VnniZeros's resident row loops by [C][G].
+var q4VnniZerosResident = [3][5]q4RowsKern{
+	1: {0: q4VnniZerosRowsC1G0, 1: q4VnniZerosRowsC1G1, 2: q4VnniZerosRowsC1G2, 3: q4VnniZerosRowsC1G3, 4: q4VnniZerosRowsC1G4},
+	2: {0: q4VnniZerosRowsC2G0},
+}
+
+// q4VnniK4Resident are q4VnniK4's resident row loops by [C][G].
+var q4VnniK4Resident = [3][5]q4RowsKern{
+	1: {0: q4VnniK4RowsC1G0, 2: q4VnniK4RowsC1G2, 4: q4VnniK4RowsC1G4},
+	2: {0: q4VnniK4RowsC2G0},
+}
+
 // The forms each ISA's products take as they are.
 var (
 	q4VnniSets = q4Sets{layout: q4VnniRecords, codes: &q4VnniCodes, scales: &q4VnniScales, zeros: &q4VnniZeros, k4: &q4VnniK4}
 	q4Avx2Sets = q4Sets{layout: q4Records, codes: &q4Avx2Codes, scales: &q4Avx2Scales, k4: &q4Avx2K4}
 )
+
+// q4NoResident turns the resident row loops off (tests compare them
+// with the general one).
+var q4NoResident bool
 
 // q4RecBytes is the size of one token's prepared record per 4-block
 // group: the 4 blocks' first and second halves of Q (64 bytes each),
@@ -325,7 +357,15 @@ func q4MatMulZerosWith(sets *q4Sets, dst []float32, ldd int, w *Q4, zs []float32
 			r = (*float32)(unsafe.Add(unsafe.Pointer(rs), n0*rsStr))
 		}
 		whole := (n1 - n0) &^ 3
-		set.seq((*byte)(unsafe.Add(unsafe.Pointer(nib), n0*nb*16)), nb*16,
+		seq := set.seq
+		if res := set.resident; res != nil && !q4NoResident {
+			if c, g := nb/16, (nb%16+3)/4; c < len(res) {
+				if k := res[c][g]; k != nil {
+					seq = k
+				}
+			}
+		}
+		seq((*byte)(unsafe.Add(unsafe.Pointer(nib), n0*nb*16)), nb*16,
 			(*byte)(unsafe.Add(scBase, n0*scStr)), scStr, ng, tail,
 			&rec[0], whole, (*float32)(unsafe.Add(unsafe.Pointer(out), 4*n0)), r)
 		n0 += whole

@@ -48,6 +48,12 @@ func genQ4() {
 			q4ChunkKernel(form, false, s.R, s.TT)
 		}
 		q4ChunkKernel(form, true, 1, 1)
+		for _, res := range q4ResidentShapes {
+			if form == formK4 && res.G%2 == 1 {
+				continue // K4 rows hold whole 8-block super-blocks
+			}
+			q4ChunkKernelResident(form, true, 1, 1, res)
+		}
 	}
 	for _, form := range []q4Form{formCodes, formScales, formK4} {
 		for _, s := range append(q4YmmShapes, q4YmmShapes3...) {

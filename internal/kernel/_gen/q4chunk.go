@@ -21,11 +21,16 @@ import (
 // block codes (VPMULLD, exact: |sum| <= 32*8*127 times a code <= 255 stays
 // below 2^24), convert, and multiply-add the chunk's D.
 //
-// Per 64 weight bytes that is 5 vector loads where the group-by-group
-// form takes 7 (the -2*Sum and D lanes of every group, and the codes'
-// broadcast), and 8.5 arithmetic instructions instead of 9: on AMD Zen 4
-// the product streams memory at 70% of the machine's read bandwidth with
-// one thread in the group-by-group form, bound by its loads.
+// The sums start from zero and take the chunk's -8*Sum after the
+// transposition (one load a chunk; starting each group from its -2*Sum
+// lanes took four). Per 64 weight bytes that is under 4 vector loads
+// where the group-by-group form takes 7 (the -2*Sum and D lanes of every
+// group, and the codes' broadcast): streamed from memory, every load
+// that hits the cache slows the stream of the weights' misses (see
+// _gen/q4resident.go). On AMD Zen 4 the group-by-group form streamed 70%
+// of the machine's read bandwidth with one thread; taking the -8*Sum
+// once a chunk moved the Qwen3-0.6B classifier shape (K = 1024) from
+// 16-18 GB/s to 20 beside a 28 GB/s read.
 //
 // The blocks past the last whole chunk (K = 576 leaves 2) are taken
 // group by group instead (lastSum): each block's sum on its 4 lanes,
@@ -120,9 +125,37 @@ func genQ4ChunkConsts() {
 // dmin*m/8 built per row and chunk from its 48-byte record, and no
 // zero point 8: its codes are u, not u - 8, so the sums start at 0.
 func q4ChunkKernel(form q4Form, rowLoop bool, R, TT int) {
+	q4ChunkKernelResident(form, rowLoop, R, TT, q4Resident{})
+}
+
+// q4Resident is the shape of K a resident row loop is generated for: C
+// whole chunks, then G groups of a last, partial chunk (none: the
+// general row loop).
+type q4Resident struct{ C, G int }
+
+// q4ResidentShapes are the resident row loops generated: K of 1 or 2
+// whole chunks (512, 1024) and of one chunk and up to 4 groups (such as
+// 576, 768, 896, 960), whose token activations take at most 16 vector
+// registers (8 a whole chunk, 2 a group).
+var q4ResidentShapes = []q4Resident{{1, 0}, {1, 1}, {1, 2}, {1, 3}, {1, 4}, {2, 0}}
+
+// q4FormName is the name part of a 4-bit scale form.
+func q4FormName(form q4Form) string {
+	return [...]string{formCodes: "Codes", formScales: "Scales", formZeros: "Zeros", formK4: "K4"}[form]
+}
+
+// q4ChunkKernelResident is q4ChunkKernel, or with res not zero the row
+// loop that holds one token's activations in registers (see
+// residentRows).
+func q4ChunkKernelResident(form q4Form, rowLoop bool, R, TT int, res q4Resident) {
 	lpbq, k4 := form == formCodes, form == formK4
 	zeros := form == formZeros || k4
-	if rowLoop {
+	if res != (q4Resident{}) {
+		name := fmt.Sprintf("q4Vnni%sRowsC%dG%d", q4FormName(form), res.C, res.G)
+		TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)")
+		Pragma("noescape")
+		Doc(fmt.Sprintf("%s is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of %d whole chunks and %d groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).", name, res.C, res.G))
+	} else if rowLoop {
 		name := q4RowsName(lpbq)
 		switch form {
 		case formZeros:
@@ -245,18 +278,13 @@ func q4ChunkKernel(form q4Form, rowLoop bool, R, TT int) {
 	// chunkSum adds into acc one (row, token) whole chunk: the row's
 	// unpacked weights lo, hi, the token's records at q(off) and its
 	// chunk's D and -8*Sum at d(off), and the row's codes cz in lane
-	// order.
+	// order. The integer sums start from zero; the -8*Sum is added
+	// after the transposition (exact either way).
 	chunkSum := func(lo, hi []VecVirtual, q, d func(off int) Mem, cz, zs, acc VecVirtual) {
 		var a [4]VecVirtual
 		for g := range a {
 			a[g] = ZMM()
-			if k4 {
-				VPXORD(m0f, m0f, a[g]) // zero (reads only m0f)
-			} else {
-				// -2*Sum on each of a block's 4 lanes: the sums
-				// start from the zero point's -8*Sum
-				VMOVDQU32(q(256*g+192), a[g])
-			}
+			VPXORD(m0f, m0f, a[g]) // zero (reads only m0f)
 			vpdpbusd(q(256*g), lo[g], a[g])
 			vpdpbusd(q(256*g+64), hi[g], a[g])
 		}
@@ -274,6 +302,9 @@ func q4ChunkKernel(form q4Form, rowLoop bool, R, TT int) {
 		VPUNPCKLQDQ(cd, ab, s)
 		VPUNPCKHQDQ(cd, ab, s2)
 		VPADDD(s2, s, s)
+		if !k4 {
+			VPADDD(d(64), s, s) // the zero point's -8*Sum
+		}
 		finish(s, d, cz, zs, acc)
 	}
 	finish = func(s VecVirtual, d func(off int) Mem, cz, zs, acc VecVirtual) {
@@ -295,16 +326,7 @@ func q4ChunkKernel(form q4Form, rowLoop bool, R, TT int) {
 			p[g] = ZMM()
 			VMOVDQU32(nibAt(64*g), p[g])
 		}
-		t0, t1, t2, t3 := ZMM(), ZMM(), ZMM(), ZMM()
-		VPUNPCKLDQ(p[1], p[0], t0) // a0.0 a1.0 a0.1 a1.1
-		VPUNPCKHDQ(p[1], p[0], t1) // a0.2 a1.2 a0.3 a1.3
-		VPUNPCKLDQ(p[3], p[2], t2)
-		VPUNPCKHDQ(p[3], p[2], t3)
-		out := []VecVirtual{p[0], p[1], p[2], p[3]}
-		VPUNPCKLQDQ(t2, t0, out[0]) // a0.0 a1.0 a2.0 a3.0
-		VPUNPCKHQDQ(t2, t0, out[1])
-		VPUNPCKLQDQ(t3, t1, out[2])
-		VPUNPCKHQDQ(t3, t1, out[3])
+		out := transpose4x4(p)
 		w := make([]VecVirtual, 8)
 		for j := range out {
 			h := ZMM()
@@ -508,6 +530,14 @@ func q4ChunkKernel(form q4Form, rowLoop bool, R, TT int) {
 		Label("done" + sfx)
 	}
 
+	if res != (q4Resident{}) {
+		residentRows(form, res, residentKit{
+			m0f: m0f, kc: kc, kw: kw, dOff: dOff, scBytes: scBytes,
+			transposedRow: transposedRow, finish: finish,
+			codesOf: codesOf, zerosOf: zerosOf, k4Of: k4Of,
+		})
+		return
+	}
 	if rowLoop {
 		nibRow, scRow := Load(Param("nib"), GP64()), Load(Param("sc"), GP64())
 		rows := Load(Param("n"), GP64())

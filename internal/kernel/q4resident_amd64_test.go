@@ -1,0 +1,90 @@
+//go:build !purego
+
+package kernel
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestQ4ResidentSameBits: the resident row loops (one token's
+// activations held in registers, _gen/q4resident.go) give every row the
+// bits of the general row loop, in each scale form, for every K they
+// take (one or two whole chunks, one chunk and 1-4 groups of a partial
+// one, the last group whole or not) and K just past them; for row
+// ranges that start anywhere and end anywhere (the whole quads go to the
+// loop, the rows left to the one-row tile); and they write no output
+// outside the range.
+func TestQ4ResidentSameBits(t *testing.T) {
+	if !q4VnniSupported() {
+		t.Logf("AVX-512 VNNI not available: the resident row loops do not run here")
+		return
+	}
+	r := rand.New(rand.NewPCG(71, 72))
+	type run func(dst []float32, x *Q8, n0, n1 int)
+	forms := []struct {
+		name string
+		new  func(N, K int) run
+	}{
+		{"lpbq", func(N, K int) run {
+			w := randQ4(r, N, K, true, false)
+			return func(d []float32, x *Q8, n0, n1 int) { q4MatMulWith(&q4VnniSets, d, N, w, x, n0, n1) }
+		}},
+		{"scales", func(N, K int) run {
+			w := randQ4(r, N, K, false, false)
+			return func(d []float32, x *Q8, n0, n1 int) { q4MatMulWith(&q4VnniSets, d, N, w, x, n0, n1) }
+		}},
+		{"zeros", func(N, K int) run {
+			w := randQ4(r, N, K, false, true)
+			w.PrepareZeros()
+			return func(d []float32, x *Q8, n0, n1 int) { q4MatMulZerosWith(&q4VnniSets, d, N, w.sym, w.zs, x, n0, n1) }
+		}},
+		{"k4", func(N, K int) run {
+			if K%Q4KSuper != 0 {
+				return nil
+			}
+			w := randQ4K(r, N, K)
+			return func(d []float32, x *Q8, n0, n1 int) { q4MatMulWith(&q4VnniSets, d, N, w, x, n0, n1) }
+		}},
+	}
+	defer func() { q4NoResident = false }()
+	ran := 0
+	for _, f := range forms {
+		// blocks: 16 and 32 (whole chunks), 17..20 (one group), 22,
+		// 24, 27, 28, 30, 31 (2-4 groups, the last whole or not),
+		// 48 (no resident loop)
+		for _, nb := range []int{16, 17, 18, 20, 22, 24, 27, 28, 30, 31, 32, 48} {
+			K := nb * QK
+			N := 37
+			prod := f.new(N, K)
+			if prod == nil {
+				continue
+			}
+			x, _ := randQ8(r, 1, K)
+			for _, rg := range [][2]int{{0, N}, {1, N}, {3, 30}, {5, 9}, {2, 5}} {
+				n0, n1 := rg[0], rg[1]
+				want := make([]float32, N)
+				got := make([]float32, N)
+				for i := range got {
+					want[i] = float32(i) + 0.5
+					got[i] = want[i]
+				}
+				q4NoResident = true
+				prod(want, x, n0, n1)
+				q4NoResident = false
+				prod(got, x, n0, n1)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s K %d rows [%d, %d): row %d = %v resident, %v in the general loop", f.name, K, n0, n1, i, got[i], want[i])
+					}
+					if (i < n0 || i >= n1) && got[i] != float32(i)+0.5 {
+						t.Fatalf("%s K %d rows [%d, %d): row %d outside the range written", f.name, K, n0, n1, i)
+					}
+				}
+				ran++
+			}
+		}
+	}
+	t.Logf("%d products compared", ran)
+}
