@@ -934,6 +934,26 @@ func w8VnniRows(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float3
 //go:noescape
 func w8Avx2Rows(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
+// w8VnniRowsQ1 is w8VnniRows for K of 1 quads or more, the token's activations of the first 1 held in registers (see _gen/w8.go).
+//
+//go:noescape
+func w8VnniRowsQ1(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// w8VnniRowsQ2 is w8VnniRows for K of 2 quads or more, the token's activations of the first 2 held in registers (see _gen/w8.go).
+//
+//go:noescape
+func w8VnniRowsQ2(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// w8VnniRowsQ3 is w8VnniRows for K of 3 quads or more, the token's activations of the first 3 held in registers (see _gen/w8.go).
+//
+//go:noescape
+func w8VnniRowsQ3(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// w8VnniRowsQ4 is w8VnniRows for K of 4 quads or more, the token's activations of the first 4 held in registers (see _gen/w8.go).
+//
+//go:noescape
+func w8VnniRowsQ4(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
 // siluAvx2 sets dst[i] = x[i]/(1+exp(-x[i])) for n elements, n a multiple of 8.
 //
 //go:noescape

@@ -88,3 +88,44 @@ func TestQ4ResidentSameBits(t *testing.T) {
 	}
 	t.Logf("%d products compared", ran)
 }
+
+// TestW8ResidentSameBits: the 8-bit resident row loops (the first 1-4
+// quads' activations in registers) give every row the bits of the
+// general row loop, for K of fewer quads than they hold, as many, and
+// more (with groups and a tail block after them), on row ranges that
+// start and end anywhere, writing nothing outside the range.
+func TestW8ResidentSameBits(t *testing.T) {
+	if !q4VnniSupported() {
+		t.Logf("AVX-512 VNNI not available: the resident row loops do not run here")
+		return
+	}
+	r := rand.New(rand.NewPCG(73, 74))
+	defer func() { w8NoResident = false }()
+	for _, nb := range []int{2, 7, 8, 9, 16, 18, 24, 32, 33, 40, 64, 67} {
+		K := nb * QK
+		N := 29
+		w := randW8(r, N, K)
+		x, _ := randQ8(r, 1, K)
+		for _, rg := range [][2]int{{0, N}, {1, N}, {3, 22}, {2, 5}} {
+			n0, n1 := rg[0], rg[1]
+			want := make([]float32, N)
+			got := make([]float32, N)
+			for i := range got {
+				want[i] = float32(i) + 0.5
+				got[i] = want[i]
+			}
+			w8NoResident = true
+			w8MatMulWith(&w8Vnni, want, N, w, x, n0, n1)
+			w8NoResident = false
+			w8MatMulWith(&w8Vnni, got, N, w, x, n0, n1)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("K %d rows [%d, %d): row %d = %v resident, %v in the general loop", K, n0, n1, i, got[i], want[i])
+				}
+				if (i < n0 || i >= n1) && got[i] != float32(i)+0.5 {
+					t.Fatalf("K %d rows [%d, %d): row %d outside the range written", K, n0, n1, i)
+				}
+			}
+		}
+	}
+}

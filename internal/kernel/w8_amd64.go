@@ -23,21 +23,25 @@ type w8RowsKern func(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *f
 // w8Set is one ISA's generated kernels by tile shape. Like the 4-bit
 // ones (q4Set), the kernels take one row at a time for one token.
 type w8Set struct {
-	k      [9][5]w8Kern // [R][TT], nil where not generated
-	seq    w8RowsKern   // one token over many rows in one call, or nil
-	decode int          // rows per tile for one token
-	rows   int          // rows per tile for several tokens
-	tokens int          // largest TT
-	signed bool         // the kernels need Q > -128 (AVX2's sign trick)
-	lanes  bool         // q4LanesMinT tokens or more run on the row-lane tiles
-	layout *actLayout   // the records the kernels read
+	k   [9][5]w8Kern // [R][TT], nil where not generated
+	seq w8RowsKern   // one token over many rows in one call, or nil
+	// resident[q] is seq for K of q quads or more (q the last index for
+	// more), the token's activations of the first q held in registers
+	// (_gen/w8.go), or nil.
+	resident []w8RowsKern
+	decode   int        // rows per tile for one token
+	rows     int        // rows per tile for several tokens
+	tokens   int        // largest TT
+	signed   bool       // the kernels need Q > -128 (AVX2's sign trick)
+	lanes    bool       // q4LanesMinT tokens or more run on the row-lane tiles
+	layout   *actLayout // the records the kernels read
 	// prep writes tokens [t0, t1) of layout's records and reports
 	// whether some Q is -128.
 	prep func(rec []byte, x *Q8, t0, t1 int) bool
 }
 
 var (
-	w8Vnni = w8Set{seq: w8VnniRows, decode: 1, rows: 4, tokens: 3, lanes: true, layout: w8VnniRecords, prep: w8VnniPrep, k: [9][5]w8Kern{
+	w8Vnni = w8Set{seq: w8VnniRows, resident: []w8RowsKern{1: w8VnniRowsQ1, 2: w8VnniRowsQ2, 3: w8VnniRowsQ3, 4: w8VnniRowsQ4}, decode: 1, rows: 4, tokens: 3, lanes: true, layout: w8VnniRecords, prep: w8VnniPrep, k: [9][5]w8Kern{
 		1: {1: w8Vnni1x1, 2: w8Vnni1x2, 3: w8Vnni1x3, 4: w8Vnni1x4},
 		2: {1: w8Vnni2x1, 2: w8Vnni2x2, 3: w8Vnni2x3, 4: w8Vnni2x4},
 		4: {1: w8Vnni4x1, 2: w8Vnni4x2, 3: w8Vnni4x3},
@@ -48,6 +52,10 @@ var (
 		4: {1: w8Avx24x1},
 	}}
 )
+
+// w8NoResident turns the resident row loops off (tests compare them
+// with the general one).
+var w8NoResident bool
 
 // w8RecBytes is the size of one token's prepared record per group of 2
 // blocks: Q of the 2 blocks (64 bytes), then D of each block repeated
@@ -230,7 +238,11 @@ func w8MatMulWith(set *w8Set, dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) 
 	if x.T == 1 && set.seq != nil && decode == 1 && n1-n0 >= 4 {
 		// Whole quads of rows in one call, the rest below.
 		whole := (n1 - n0) &^ 3
-		set.seq((*byte)(unsafe.Add(unsafe.Pointer(u), n0*K)), K, ng, tail, &rec[0], whole,
+		seq := set.seq
+		if q := min(ng/4, len(set.resident)-1); q > 0 && !w8NoResident {
+			seq = set.resident[q]
+		}
+		seq((*byte)(unsafe.Add(unsafe.Pointer(u), n0*K)), K, ng, tail, &rec[0], whole,
 			(*float32)(unsafe.Add(unsafe.Pointer(out), 4*n0)), (*float32)(unsafe.Add(unsafe.Pointer(rs), 4*n0)))
 		n0 += whole
 	}

@@ -307,7 +307,8 @@ func q4ChunkKernelResident(form q4Form, rowLoop bool, R, TT int, res q4Resident)
 		}
 		finish(s, d, cz, zs, acc)
 	}
-	finish = func(s VecVirtual, d func(off int) Mem, cz, zs, acc VecVirtual) {
+	// finishOp is finish with D and -8*Sum in registers or memory.
+	finishOp := func(s VecVirtual, d func(off int) Op, cz, zs, acc VecVirtual) {
 		scale(s, cz)
 		if zs != nil {
 			s8 := ZMM()
@@ -315,6 +316,9 @@ func q4ChunkKernelResident(form q4Form, rowLoop bool, R, TT int, res q4Resident)
 			zeroTerm(s, s8, zs)
 		}
 		VFMADD231PS(d(0), s, acc)
+	}
+	finish = func(s VecVirtual, d func(off int) Mem, cz, zs, acc VecVirtual) {
+		finishOp(s, func(off int) Op { return d(off) }, cz, zs, acc)
 	}
 
 	// transposedRow loads a row's 4 groups of packed codes of a whole
@@ -533,7 +537,7 @@ func q4ChunkKernelResident(form q4Form, rowLoop bool, R, TT int, res q4Resident)
 	if res != (q4Resident{}) {
 		residentRows(form, res, residentKit{
 			m0f: m0f, kc: kc, kw: kw, dOff: dOff, scBytes: scBytes,
-			transposedRow: transposedRow, finish: finish,
+			transposedRow: transposedRow, finish: finish, finishOp: finishOp,
 			codesOf: codesOf, zerosOf: zerosOf, k4Of: k4Of,
 		})
 		return

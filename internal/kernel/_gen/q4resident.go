@@ -39,6 +39,7 @@ type residentKit struct {
 
 	transposedRow func(nibAt func(off int) Mem) []VecVirtual
 	finish        func(s VecVirtual, d func(off int) Mem, cz, zs, acc VecVirtual)
+	finishOp      func(s VecVirtual, d func(off int) Op, cz, zs, acc VecVirtual)
 	codesOf       func(at Mem, masked bool) VecVirtual
 	zerosOf       func(at func() Mem) VecVirtual
 	k4Of          func(at Mem, lanes bool) (sc, mt VecVirtual)
@@ -91,6 +92,28 @@ func residentRows(form q4Form, res q4Resident, kit residentKit) {
 		VMOVDQU32(groupRec(g)(0), lastLo[g])
 		VMOVDQU32(groupRec(g)(64), lastHi[g])
 	}
+	// With one group there are registers for the rest of
+	// their records too (D and -2*Sum lanes) and their lanes' indices
+	// into the last chunk's codes: K = 576 (one chunk and a group of
+	// 2 blocks) spends as much on its partial group as on its chunk.
+	lastRec := make([][2]Op, res.G) // D and -2*Sum lanes of group g
+	lastIdx := make([]Op, res.G)
+	for g := range res.G {
+		lastRec[g] = [2]Op{groupRec(g)(128), groupRec(g)(192)}
+		lastIdx[g] = groupCodes[g]
+		if res.G > 1 {
+			continue
+		}
+		for i := range lastRec[g] {
+			v := ZMM()
+			VMOVDQU32(lastRec[g][i], v)
+			lastRec[g][i] = v
+		}
+		idx := ZMM()
+		VMOVDQU32(groupCodes[g], idx)
+		lastIdx[g] = idx
+	}
+	rstr, scstr := Load(Param("rstr"), GP64()), Load(Param("scstr"), GP64())
 
 	// start gives a sum register started from the zero point's -8*Sum
 	// at at (or -2*Sum on each of a block's 4 lanes), or zero for K4.
@@ -153,8 +176,12 @@ func residentRows(form q4Form, res q4Resident, kit residentKit) {
 				if v == nil {
 					return nil
 				}
-				idx, out := ZMM(), ZMM()
-				VMOVDQU32(groupCodes[g], idx)
+				idx, ok := lastIdx[g].(VecVirtual)
+				if !ok {
+					idx = ZMM()
+					VMOVDQU32(lastIdx[g], idx)
+				}
+				out := ZMM()
 				VPERMD(v, idx, out)
 				return out
 			}
@@ -164,15 +191,19 @@ func residentRows(form q4Form, res q4Resident, kit residentKit) {
 				VPSRLW(U8(4), lo, hi)
 				VPANDD(lo, kit.m0f, lo)
 				VPANDD(hi, kit.m0f, hi)
-				q := groupRec(g)
-				d := start(q(192))
+				d := ZMM()
+				if k4 {
+					VPXORD(kit.m0f, kit.m0f, d)
+				} else {
+					VMOVDQU32(lastRec[g][1], d) // -2*Sum lanes
+				}
 				vpdpbusd(lastLo[g], lo, d)
 				vpdpbusd(lastHi[g], hi, d)
-				kit.finish(d, func(off int) Mem { return q(128 + off) }, spread(all, g), spread(allZ, g), acc)
+				kit.finishOp(d, func(off int) Op { return lastRec[g][off/64] }, spread(all, g), spread(allZ, g), acc)
 			}
 		}
-		ADDQ(Load(Param("rstr"), GP64()), nibRow)
-		ADDQ(Load(Param("scstr"), GP64()), scRow)
+		ADDQ(rstr, nibRow)
+		ADDQ(scstr, scRow)
 	}, lpbq, rows, nil)
 }
 

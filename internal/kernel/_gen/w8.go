@@ -76,7 +76,14 @@ func genW8() {
 	}
 	w8Kernel(true, 1, 1, true)
 	w8Kernel(false, 1, 1, true)
+	for q := 1; q <= w8ResidentQuads; q++ {
+		w8KernelResident(q)
+	}
 }
+
+// w8ResidentQuads is the most quads whose activations the AVX-512 row
+// loops hold in registers (w8KernelResident): 4 vectors each.
+const w8ResidentQuads = 4
 
 // w8Name is the Go name of a generated kernel.
 func w8Name(zmm bool, R, TT int) string {
@@ -97,9 +104,26 @@ func w8RowsName(zmm bool) string {
 
 // w8Kernel emits the kernel of an R-row by TT-token tile, or with rowLoop
 // the decode kernel over n consecutive rows (as q4Kernel's).
-func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
+func w8Kernel(zmm bool, R, TT int, rowLoop bool) { w8KernelRes(zmm, R, TT, rowLoop, 0) }
+
+// w8KernelResident emits the AVX-512 decode row loop that holds the
+// token's activations of its first res quads in registers (K of res
+// quads or more; see _gen/q4resident.go for why): per quad of every
+// row it then loads the row's 4 lines of weights and the quad's D,
+// where the general loop also loads 4 vectors of activations. The quads
+// after them, the groups left and the tail go as in the general loop,
+// and every row takes the same instructions in the same order on the
+// same integers, so its bits are the general loop's.
+func w8KernelResident(res int) { w8KernelRes(true, 1, 1, true, res) }
+
+func w8KernelRes(zmm bool, R, TT int, rowLoop bool, res int) {
 	name := w8Name(zmm, R, TT)
-	if rowLoop {
+	if res > 0 {
+		name = fmt.Sprintf("w8VnniRowsQ%d", res)
+		TEXT(name, NOSPLIT, "func(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)")
+		Pragma("noescape")
+		Doc(fmt.Sprintf("%s is w8VnniRows for K of %d quads or more, the token's activations of the first %d held in registers (see _gen/w8.go).", name, res, res))
+	} else if rowLoop {
 		name = w8RowsName(zmm)
 		TEXT(name, NOSPLIT, "func(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)")
 		Pragma("noescape")
@@ -193,11 +217,41 @@ func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 		}
 		put(w...)
 	}
+	// resident[q] holds the first token's activations of quad q (its
+	// 4 vectors of Q) for the first res quads.
+	var resident [][]V
+	if res > 0 {
+		xr := Load(Param("x"), GP64())
+		for q := range res {
+			resident = append(resident, []V{vec(), vec(), vec(), vec()})
+			for k := range 4 {
+				VMOVDQU32(Mem{Base: xr, Disp: q*w8QuadBytes + 64*k}, resident[q][k])
+			}
+		}
+	}
 	// stepQuad (AVX-512) emits the 256 weight bytes (8 blocks) of every
 	// row at the quad's start against the quad's record: the row's four
 	// vectors transposed as 4x4 dwords in each 128-bit lane, so that
 	// dword (L, r) of vector d holds bytes 64r+16L+4d.., and four
 	// VPDPBUSD leave in each lane the sum of 16 bytes of one block.
+	// With act, the activations are those registers (one row, one token).
+	stepQuadAct := func(act []V, rowOff, recOff int) {
+		w := make([]V, 4)
+		for k := range w {
+			w[k] = vec()
+			VMOVDQU32(rows.at(0, rowOff+64*k), w[k])
+		}
+		o := transposeDwords(vec, w)
+		d := vec()
+		VPXORD(zr, zr, d)
+		for k := range 4 {
+			vpdpbusd(act[k], o[k], d)
+		}
+		VCVTDQ2PS(d, d)
+		VFMADD231PS(tok(0, recOff+256), d, acc[0][0])
+		put(d)
+		put(o...)
+	}
 	stepQuad := func() {
 		// Rows in pairs: both transposed, then each token's record
 		// loaded once for the two (the loads bound this loop).
@@ -337,6 +391,14 @@ func w8Kernel(zmm bool, R, TT int, rowLoop bool) {
 			MOVQ(uRow, rows.base[0])
 			Load(Param("x"), xp)
 			cnt = Load(Param("ng"), GP64())
+			if res > 0 {
+				for q := range res {
+					stepQuadAct(resident[q], 256*q, q*w8QuadBytes)
+				}
+				rows.add(256 * res)
+				ADDQ(U32(res*w8QuadBytes), xp)
+				SUBQ(U8(4*res), cnt)
+			}
 			rowBody(fmt.Sprint(j))
 			ADDQ(Load(Param("rstr"), GP64()), uRow)
 		}, true, left, bias)
@@ -504,4 +566,21 @@ func rowQuads(va *vecAlloc, row func(j int, acc V), scaled bool, quads Register,
 	JNZ(LabelRef("quad"))
 	VZEROUPPER()
 	RET()
+}
+
+// transposeDwords transposes the dwords of the four vectors w (given
+// back) within each 128-bit lane into four new ones: dword g of lane L
+// of result j is dword j of lane L of w[g].
+func transposeDwords(vec func() V, w []V) []V {
+	t0, t1, t2, t3 := vec(), vec(), vec(), vec()
+	VPUNPCKLDQ(w[1], w[0], t0)
+	VPUNPCKHDQ(w[1], w[0], t1)
+	VPUNPCKLDQ(w[3], w[2], t2)
+	VPUNPCKHDQ(w[3], w[2], t3)
+	o := []V{vec(), vec(), vec(), vec()}
+	VPUNPCKLQDQ(t2, t0, o[0])
+	VPUNPCKHQDQ(t2, t0, o[1])
+	VPUNPCKLQDQ(t3, t1, o[2])
+	VPUNPCKHQDQ(t3, t1, o[3])
+	return o
 }
