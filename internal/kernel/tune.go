@@ -139,7 +139,7 @@ func tuneFile() (string, error) {
 
 // tuneVersion changes whenever the kernels or the probe change, so that
 // a cached choice made for other kernels is probed again.
-const tuneVersion = 2
+const tuneVersion = 3
 
 // tuneMargin is how much faster tiles4 must probe than rows to be chosen:
 // within it the probe cannot tell them apart and rows, the measured
