@@ -106372,3 +106372,37 @@ columnsF16Vnni_col:
 	JNZ        columnsF16Vnni_block
 	VZEROUPPER
 	RET
+
+// func columnsF16Row(dst *uint16, src *float32, stride int, n int)
+// Requires: AVX, F16C
+TEXT ·columnsF16Row(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ stride+16(FP), DX
+	MOVQ n+24(FP), BX
+	SHLQ $0x01, DX
+
+columnsF16Row_loop:
+	VMOVUPS   (CX), Y0
+	VCVTPS2PH $0x00, Y0, X0
+	VPEXTRW   $0x00, X0, (AX)
+	ADDQ      DX, AX
+	VPEXTRW   $0x01, X0, (AX)
+	ADDQ      DX, AX
+	VPEXTRW   $0x02, X0, (AX)
+	ADDQ      DX, AX
+	VPEXTRW   $0x03, X0, (AX)
+	ADDQ      DX, AX
+	VPEXTRW   $0x04, X0, (AX)
+	ADDQ      DX, AX
+	VPEXTRW   $0x05, X0, (AX)
+	ADDQ      DX, AX
+	VPEXTRW   $0x06, X0, (AX)
+	ADDQ      DX, AX
+	VPEXTRW   $0x07, X0, (AX)
+	ADDQ      DX, AX
+	ADDQ      $0x20, CX
+	SUBQ      $0x08, BX
+	JNZ       columnsF16Row_loop
+	VZEROUPPER
+	RET

@@ -1214,3 +1214,8 @@ func columnsF16Avx2(dst *uint16, src *float32, idx *int32, stride int, ld int, b
 //
 //go:noescape
 func columnsF16Vnni(dst *uint16, src *float32, idx *int32, stride int, ld int, blocks int, n int)
+
+// columnsF16Row stores one row of n values (n a positive multiple of 8) of ColumnsF16: src[j] at dst[j*stride].
+//
+//go:noescape
+func columnsF16Row(dst *uint16, src *float32, stride int, n int)

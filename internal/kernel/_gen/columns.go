@@ -69,3 +69,31 @@ func genColumns() {
 		RET()
 	}
 }
+
+// genColumnsRow emits columnsF16Row, the store of one row (the rows left
+// after the gathered blocks; decode stores one): 8 values converted at
+// once by VCVTPS2PH and stored one per column (VPEXTRW), where Go
+// converted them one by one.
+func genColumnsRow() {
+	TEXT("columnsF16Row", NOSPLIT, "func(dst *uint16, src *float32, stride, n int)")
+	Pragma("noescape")
+	Doc("columnsF16Row stores one row of n values (n a positive multiple of 8) of ColumnsF16: src[j] at dst[j*stride].")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	stride := Load(Param("stride"), GP64())
+	n := Load(Param("n"), GP64())
+	SHLQ(Imm(1), stride) // bytes between columns
+	y, x := YMM(), XMM()
+	Label("columnsF16Row_loop")
+	VMOVUPS(Mem{Base: src}, y)
+	VCVTPS2PH(Imm(0), y, x)
+	for i := range 8 {
+		VPEXTRW(Imm(uint64(i)), x, Mem{Base: dst})
+		ADDQ(stride, dst)
+	}
+	ADDQ(Imm(32), src)
+	SUBQ(Imm(8), n)
+	JNZ(LabelRef("columnsF16Row_loop"))
+	VZEROUPPER()
+	RET()
+}

@@ -24,5 +24,6 @@ func main() {
 	genRowsMulti()
 	genPrefetch()
 	genColumns()
+	genColumnsRow()
 	Generate()
 }
