@@ -3,6 +3,7 @@
 package kernel
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -63,25 +64,8 @@ func TestQ4ResidentSameBits(t *testing.T) {
 			}
 			x, _ := randQ8(r, 1, K)
 			for _, rg := range [][2]int{{0, N}, {1, N}, {3, 30}, {5, 9}, {2, 5}} {
-				n0, n1 := rg[0], rg[1]
-				want := make([]float32, N)
-				got := make([]float32, N)
-				for i := range got {
-					want[i] = float32(i) + 0.5
-					got[i] = want[i]
-				}
-				q4NoResident = true
-				prod(want, x, n0, n1)
-				q4NoResident = false
-				prod(got, x, n0, n1)
-				for i := range got {
-					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("%s K %d rows [%d, %d): row %d = %v resident, %v in the general loop", f.name, K, n0, n1, i, got[i], want[i])
-					}
-					if (i < n0 || i >= n1) && got[i] != float32(i)+0.5 {
-						t.Fatalf("%s K %d rows [%d, %d): row %d outside the range written", f.name, K, n0, n1, i)
-					}
-				}
+				checkResidentRange(t, fmt.Sprintf("%s K %d", f.name, K), N, rg[0], rg[1], &q4NoResident,
+					func(dst []float32) { prod(dst, x, rg[0], rg[1]) })
 				ran++
 			}
 		}
@@ -107,25 +91,33 @@ func TestW8ResidentSameBits(t *testing.T) {
 		w := randW8(r, N, K)
 		x, _ := randQ8(r, 1, K)
 		for _, rg := range [][2]int{{0, N}, {1, N}, {3, 22}, {2, 5}} {
-			n0, n1 := rg[0], rg[1]
-			want := make([]float32, N)
-			got := make([]float32, N)
-			for i := range got {
-				want[i] = float32(i) + 0.5
-				got[i] = want[i]
-			}
-			w8NoResident = true
-			w8MatMulWith(&w8Vnni, want, N, w, x, n0, n1)
-			w8NoResident = false
-			w8MatMulWith(&w8Vnni, got, N, w, x, n0, n1)
-			for i := range got {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("K %d rows [%d, %d): row %d = %v resident, %v in the general loop", K, n0, n1, i, got[i], want[i])
-				}
-				if (i < n0 || i >= n1) && got[i] != float32(i)+0.5 {
-					t.Fatalf("K %d rows [%d, %d): row %d outside the range written", K, n0, n1, i)
-				}
-			}
+			checkResidentRange(t, fmt.Sprintf("K %d", K), N, rg[0], rg[1], &w8NoResident,
+				func(dst []float32) { w8MatMulWith(&w8Vnni, dst, N, w, x, rg[0], rg[1]) })
+		}
+	}
+}
+
+// checkResidentRange runs a product of rows [n0, n1) of N (run) with the
+// resident row loops off (the switch off set) and on, and checks that
+// both give every row the same bits and write nothing outside the range.
+func checkResidentRange(t *testing.T, name string, N, n0, n1 int, off *bool, run func(dst []float32)) {
+	t.Helper()
+	want := make([]float32, N)
+	got := make([]float32, N)
+	for i := range got {
+		want[i] = float32(i) + 0.5
+		got[i] = want[i]
+	}
+	*off = true
+	run(want)
+	*off = false
+	run(got)
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%s rows [%d, %d): row %d = %v resident, %v in the general loop", name, n0, n1, i, got[i], want[i])
+		}
+		if (i < n0 || i >= n1) && got[i] != float32(i)+0.5 {
+			t.Fatalf("%s rows [%d, %d): row %d outside the range written", name, n0, n1, i)
 		}
 	}
 }
