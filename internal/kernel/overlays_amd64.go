@@ -63,13 +63,16 @@ func archOverlays() []Overlay {
 }
 
 // decodeWalks lists the one-token walks over rows this CPU's products
-// have: both where the AVX2 or AVX-512 products are in use (Tune picks),
-// none (one fixed walk) with the generic ones.
+// have (Tune picks): rows and tiles of 4 where the AVX2 or AVX-512
+// products are in use, and rows with the activations from memory with
+// AVX-512 (whose rows walk holds them in registers); none (one fixed
+// walk) with the generic ones.
 func decodeWalks() []int32 {
-	for _, o := range overlays {
-		if o.Supported {
-			return []int32{walkRows, walkTiles4}
-		}
+	if overlays[1].Supported {
+		return []int32{walkRows, walkTiles4, walkRowsMemory}
+	}
+	if overlays[0].Supported {
+		return []int32{walkRows, walkTiles4}
 	}
 	return nil
 }

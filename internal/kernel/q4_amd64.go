@@ -125,10 +125,6 @@ var (
 	q4Avx2Sets = q4Sets{layout: q4Records, codes: &q4Avx2Codes, scales: &q4Avx2Scales, k4: &q4Avx2K4}
 )
 
-// q4NoResident turns the resident row loops off (tests compare them
-// with the general one).
-var q4NoResident bool
-
 // q4RecBytes is the size of one token's prepared record per 4-block
 // group: the 4 blocks' first and second halves of Q (64 bytes each),
 // then D and -2*Sum of each block repeated over its 4 int32 lanes.
@@ -358,7 +354,7 @@ func q4MatMulZerosWith(sets *q4Sets, dst []float32, ldd int, w *Q4, zs []float32
 		}
 		whole := (n1 - n0) &^ 3
 		seq := set.seq
-		if res := set.resident; res != nil && !q4NoResident {
+		if res := set.resident; res != nil && decodeWalk.Load() != walkRowsMemory {
 			if c, g := nb/16, (nb%16+3)/4; c < len(res) {
 				if k := res[c][g]; k != nil {
 					seq = k

@@ -49,7 +49,7 @@ func TestQ4ResidentSameBits(t *testing.T) {
 			return func(d []float32, x *Q8, n0, n1 int) { q4MatMulWith(&q4VnniSets, d, N, w, x, n0, n1) }
 		}},
 	}
-	defer func() { q4NoResident = false }()
+	defer decodeWalk.Store(decodeWalk.Load())
 	ran := 0
 	for _, f := range forms {
 		// blocks: 16 and 32 (whole chunks), 17..20 (one group), 22,
@@ -64,7 +64,7 @@ func TestQ4ResidentSameBits(t *testing.T) {
 			}
 			x, _ := randQ8(r, 1, K)
 			for _, rg := range [][2]int{{0, N}, {1, N}, {3, 30}, {5, 9}, {2, 5}} {
-				checkResidentRange(t, fmt.Sprintf("%s K %d", f.name, K), N, rg[0], rg[1], &q4NoResident,
+				checkResidentRange(t, fmt.Sprintf("%s K %d", f.name, K), N, rg[0], rg[1],
 					func(dst []float32) { prod(dst, x, rg[0], rg[1]) })
 				ran++
 			}
@@ -84,23 +84,24 @@ func TestW8ResidentSameBits(t *testing.T) {
 		return
 	}
 	r := rand.New(rand.NewPCG(73, 74))
-	defer func() { w8NoResident = false }()
+	defer decodeWalk.Store(decodeWalk.Load())
 	for _, nb := range []int{2, 7, 8, 9, 16, 18, 24, 32, 33, 40, 64, 67} {
 		K := nb * QK
 		N := 29
 		w := randW8(r, N, K)
 		x, _ := randQ8(r, 1, K)
 		for _, rg := range [][2]int{{0, N}, {1, N}, {3, 22}, {2, 5}} {
-			checkResidentRange(t, fmt.Sprintf("K %d", K), N, rg[0], rg[1], &w8NoResident,
+			checkResidentRange(t, fmt.Sprintf("K %d", K), N, rg[0], rg[1],
 				func(dst []float32) { w8MatMulWith(&w8Vnni, dst, N, w, x, rg[0], rg[1]) })
 		}
 	}
 }
 
-// checkResidentRange runs a product of rows [n0, n1) of N (run) with the
-// resident row loops off (the switch off set) and on, and checks that
-// both give every row the same bits and write nothing outside the range.
-func checkResidentRange(t *testing.T, name string, N, n0, n1 int, off *bool, run func(dst []float32)) {
+// checkResidentRange runs a product of rows [n0, n1) of N (run) walking
+// rows with the activations from memory (walkRowsMemory) and in
+// registers (walkRows), and checks that both give every row the same
+// bits and write nothing outside the range.
+func checkResidentRange(t *testing.T, name string, N, n0, n1 int, run func(dst []float32)) {
 	t.Helper()
 	want := make([]float32, N)
 	got := make([]float32, N)
@@ -108,9 +109,9 @@ func checkResidentRange(t *testing.T, name string, N, n0, n1 int, off *bool, run
 		want[i] = float32(i) + 0.5
 		got[i] = want[i]
 	}
-	*off = true
+	decodeWalk.Store(walkRowsMemory)
 	run(want)
-	*off = false
+	decodeWalk.Store(walkRows)
 	run(got)
 	for i := range got {
 		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {

@@ -27,16 +27,20 @@ const (
 	// walkTiles4: tiles of 4 rows side by side (4 streams, the
 	// activations loaded once for the 4).
 	walkTiles4
+	// walkRowsMemory: walkRows with the token's activations loaded
+	// from memory at every row, where walkRows holds them in registers
+	// (the AVX-512 resident row loops, for the widths they take).
+	walkRowsMemory
 )
 
-var walkNames = []string{walkRows: "rows", walkTiles4: "tiles4"}
+var walkNames = []string{walkRows: "rows", walkTiles4: "tiles4", walkRowsMemory: "rows-memory"}
 
 // decodeWalk is the walk in use (walkRows until Tune or SetDecodeWalk).
 var decodeWalk atomic.Int32
 
 // DecodeWalk names the one-token products' walk over rows in use:
-// "rows" or "tiles4" where the products have both (AVX-512), else
-// "fixed".
+// "rows", "tiles4" or (AVX-512) "rows-memory" where the products have
+// more than one, else "fixed".
 func DecodeWalk() string {
 	if len(decodeWalks()) < 2 {
 		return "fixed"
@@ -44,7 +48,7 @@ func DecodeWalk() string {
 	return walkNames[decodeWalk.Load()]
 }
 
-// SetDecodeWalk sets the walk by name ("rows" or "tiles4"); an error
+// SetDecodeWalk sets the walk by name ("rows", "tiles4", "rows-memory"); an error
 // names the walks this build and CPU have.
 func SetDecodeWalk(name string) error {
 	for _, w := range decodeWalks() {
@@ -139,11 +143,11 @@ func tuneFile() (string, error) {
 
 // tuneVersion changes whenever the kernels or the probe change, so that
 // a cached choice made for other kernels is probed again.
-const tuneVersion = 3
+const tuneVersion = 4
 
-// tuneMargin is how much faster tiles4 must probe than rows to be chosen:
-// within it the probe cannot tell them apart and rows, the measured
-// default, stays.
+// tuneMargin is how much faster another walk must probe than rows to be
+// chosen: within it the probe cannot tell them apart and rows, the
+// measured default, stays.
 const tuneMargin = 1.03
 
 // Tune picks the one-token products' walk for this CPU. With a cache
@@ -171,8 +175,10 @@ func Tune(cacheFile string, reprobe bool) (TuneResult, error) {
 	}
 	res.GBps = probeWalks(walks)
 	best := walkRows
-	if res.GBps[walkNames[walkTiles4]] > tuneMargin*res.GBps[walkNames[walkRows]] {
-		best = walkTiles4
+	for _, w := range walks {
+		if g := res.GBps[walkNames[w]]; g > tuneMargin*res.GBps[walkNames[walkRows]] && g > res.GBps[walkNames[best]] {
+			best = w
+		}
 	}
 	decodeWalk.Store(best)
 	res.Walk = walkNames[best]
@@ -215,11 +221,11 @@ func writeTune(file string, res TuneResult) error {
 // probeWalks times each walk on one token against a 4-bit LPBQ weight
 // and an 8-bit weight of 64 MB each (together larger than the last-level
 // caches of most CPUs, so the weights stream from memory as a model's
-// do; Llama-3.2-1B's width, 2048), the walks taking turns, and returns
-// each walk's best rate in weight GB/s (both products' bytes over both
-// times).
+// do; Qwen3-0.6B's width, 1024, which the resident row loops take), the
+// walks taking turns, and returns each walk's best rate in weight GB/s
+// (both products' bytes over both times).
 func probeWalks(walks []int32) map[string]float64 {
-	const K = 2048
+	const K = 1024
 	const N4, N8 = 64 << 20 / (K / 2), 64 << 20 / K
 	q4 := &Q4{N: N4, K: K, Nib: pattern(N4 * K / 2), Codes: pattern(N4 * K / QK), Scales: make([]float32, N4)}
 	w8 := &W8{N: N8, K: K, U: pattern(N8 * K), Scales: make([]float32, N8)}

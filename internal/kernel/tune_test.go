@@ -27,17 +27,17 @@ func eachWalk(t *testing.T, f func(t *testing.T, walk string)) {
 	}
 }
 
-// TestDecodeWalksSameBits: both walks of the one-token products give
+// TestDecodeWalksSameBits: every walk of the one-token products gives
 // every row the same bits (so Tune's choice never changes a logit), on
-// widths with and without whole chunks of 16 blocks and row counts with
-// and without whole quads.
+// widths with and without whole chunks of 16 blocks (and those the
+// resident row loops take) and row counts with and without whole quads.
 func TestDecodeWalksSameBits(t *testing.T) {
 	if len(decodeWalks()) < 2 {
 		t.Logf("decode walk %s: one walk, nothing to compare", DecodeWalk())
 		return
 	}
 	r := rand.New(rand.NewPCG(51, 52))
-	for _, K := range []int{QK, 18 * QK, 64 * QK, 37 * QK} {
+	for _, K := range []int{QK, 18 * QK, 32 * QK, 64 * QK, 37 * QK} {
 		for _, N := range []int{1, 5, 16, 23} {
 			x, _ := randQ8(r, 1, K)
 			q4c, q4s, w8 := randQ4(r, N, K, true, false), randQ4(r, N, K, false, false), randW8(r, N, K)
@@ -49,9 +49,11 @@ func TestDecodeWalksSameBits(t *testing.T) {
 				w8.MatMul(out[2*N:], N, x, 0, N)
 				outs = append(outs, out)
 			})
-			for i := range outs[0] {
-				if math.Float32bits(outs[0][i]) != math.Float32bits(outs[1][i]) {
-					t.Fatalf("K %d N %d: output %d is %g walking rows, %g walking tiles of 4", K, N, i, outs[0][i], outs[1][i])
+			for j, w := range decodeWalks()[1:] {
+				for i := range outs[0] {
+					if math.Float32bits(outs[0][i]) != math.Float32bits(outs[j+1][i]) {
+						t.Fatalf("K %d N %d: output %d is %g walking rows, %g walking %s", K, N, i, outs[0][i], outs[j+1][i], walkNames[w])
+					}
 				}
 			}
 			if slices.Equal(outs[0], make([]float32, 3*N)) {
@@ -82,8 +84,8 @@ func TestTune(t *testing.T) {
 	if res.Cached || res.Written != file || res.Walk != DecodeWalk() {
 		t.Fatalf("first call: %+v (walk in use %s)", res, DecodeWalk())
 	}
-	for _, w := range walkNames {
-		if res.GBps[w] <= 0 {
+	for _, wk := range decodeWalks() {
+		if w := walkNames[wk]; res.GBps[w] <= 0 {
 			t.Fatalf("walk %s not measured: %v", w, res.GBps)
 		}
 	}

@@ -53,10 +53,6 @@ var (
 	}}
 )
 
-// w8NoResident turns the resident row loops off (tests compare them
-// with the general one).
-var w8NoResident bool
-
 // w8RecBytes is the size of one token's prepared record per group of 2
 // blocks: Q of the 2 blocks (64 bytes), then D of each block repeated
 // over its 8 int32 lanes (the layout in _gen/w8.go).
@@ -239,7 +235,7 @@ func w8MatMulWith(set *w8Set, dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) 
 		// Whole quads of rows in one call, the rest below.
 		whole := (n1 - n0) &^ 3
 		seq := set.seq
-		if q := min(ng/4, len(set.resident)-1); q > 0 && !w8NoResident {
+		if q := min(ng/4, len(set.resident)-1); q > 0 && decodeWalk.Load() != walkRowsMemory {
 			seq = set.resident[q]
 		}
 		seq((*byte)(unsafe.Add(unsafe.Pointer(u), n0*K)), K, ng, tail, &rec[0], whole,
