@@ -264,18 +264,7 @@ func w8KernelRes(zmm bool, R, TT int, rowLoop bool, res int) {
 					w[k] = vec()
 					VMOVDQU32(rows.at(r0+i, 64*k), w[k])
 				}
-				t0, t1, t2, t3 := vec(), vec(), vec(), vec()
-				VPUNPCKLDQ(w[1], w[0], t0)
-				VPUNPCKHDQ(w[1], w[0], t1)
-				VPUNPCKLDQ(w[3], w[2], t2)
-				VPUNPCKHDQ(w[3], w[2], t3)
-				put(w...)
-				o[i] = []V{vec(), vec(), vec(), vec()}
-				VPUNPCKLQDQ(t2, t0, o[i][0])
-				VPUNPCKHQDQ(t2, t0, o[i][1])
-				VPUNPCKLQDQ(t3, t1, o[i][2])
-				VPUNPCKHQDQ(t3, t1, o[i][3])
-				put(t0, t1, t2, t3)
+				o[i] = transposeDwords(vec, w)
 			}
 			for t := 0; t < TT; t++ {
 				if pair == 1 {
@@ -568,9 +557,9 @@ func rowQuads(va *vecAlloc, row func(j int, acc V), scaled bool, quads Register,
 	RET()
 }
 
-// transposeDwords transposes the dwords of the four vectors w (given
-// back) within each 128-bit lane into four new ones: dword g of lane L
-// of result j is dword j of lane L of w[g].
+// transposeDwords transposes the dwords of the four vectors w within
+// each 128-bit lane into four new ones (AVX-512: avo allocates them):
+// dword g of lane L of result j is dword j of lane L of w[g].
 func transposeDwords(vec func() V, w []V) []V {
 	t0, t1, t2, t3 := vec(), vec(), vec(), vec()
 	VPUNPCKLDQ(w[1], w[0], t0)
