@@ -29,22 +29,21 @@ func (t *attnTask) run(w, lo, hi int) {
 }
 
 // minParallelStore is the number of cache values written below which
-// the store runs on the caller alone. It is low because a decode step's
-// store is bound by latency, not arithmetic: each of its columns lands in
-// a cache line of its own that the weights streamed since the last token
-// have evicted, so two workers take the misses in half the time (Qwen3-0.6B
-// shape, 1024 columns: 4% faster decode at 2 threads).
-const minParallelStore = 512
+// the store runs on the caller alone: a decode step's store is a row of E
+// values per key/value head, a few cache lines each, not worth a dispatch.
+const minParallelStore = 1 << 14
 
 // attend runs the attention step s.attn: the new rows go into the cache,
-// then the workers share the (row, head) items. Caches are stored
-// transposed, [C][Ctx] (storeTask), so that a row's scores and outputs
-// are long contiguous dot products and updates.
+// then the workers share the (row, head) items. A layer's cache is
+// head-major, [G][slots][E] (storeTask), so that the keys and values a
+// head's row attends to are one contiguous run of slots: its scores are
+// dot products with the key rows, its outputs one update by the value
+// rows, both streaming the run once.
 func (s *Session) attend() {
 	a := &s.attn
 	s.storeTask.a, s.storeTask.rows = a, nil
-	cols := a.G * a.E
-	s.pool.do(&s.storeTask, cols, 16, cols*a.T >= minParallelStore, s.threads)
+	stores := a.T * a.G
+	s.pool.do(&s.storeTask, stores, 1, stores*a.E >= minParallelStore, s.threads)
 	s.attnTask.a, s.attnTask.rows = a, nil
 	items := a.T * a.H
 	cost := items * (a.pos + a.T) * a.E
@@ -56,9 +55,8 @@ func (s *Session) attend() {
 func (s *Session) attendRows() {
 	rows := s.attnRows
 	a := &rows[0]
-	cols := a.G * a.E
 	s.storeTask.a, s.storeTask.rows = nil, rows
-	s.pool.do(&s.storeTask, cols, 16, cols*len(rows) >= minParallelStore, s.threads)
+	s.pool.do(&s.storeTask, a.G, 1, a.G*a.E*len(rows) >= minParallelStore, s.threads)
 	s.attnTask.a, s.attnTask.rows = nil, rows
 	items, cost := len(rows)*a.H, 0
 	for i := range rows {
@@ -67,10 +65,11 @@ func (s *Session) attendRows() {
 	s.pool.do(&s.attnTask, items, 1, cost >= minParallelCost, s.threads)
 }
 
-// storeTask writes a pass's keys and values into a transposed float32,
-// binary16 or uint8 cache, split across the workers by cache column:
-// each column's T new positions are contiguous. A batched pass's rows
-// each go into their own session's cache.
+// storeTask writes a pass's keys and values into a head-major float32,
+// binary16 or uint8 cache, split across the workers by (row, key/value
+// head) items, item i being row i/G, head i%G: each item is a row of E
+// values in the head's run of slots. A batched pass's rows (one each)
+// go into their own sessions' caches, split by head.
 type storeTask struct {
 	a    *attnArgs
 	rows []attnArgs // a batched pass's rows, else nil
@@ -78,50 +77,50 @@ type storeTask struct {
 
 func (st *storeTask) run(_, lo, hi int) {
 	if st.rows == nil {
-		storeColumns(st.a, lo, hi)
+		storeRows(st.a, lo, hi)
 		return
 	}
 	for i := range st.rows {
-		storeColumns(&st.rows[i], lo, hi)
+		storeRows(&st.rows[i], lo, hi)
 	}
 }
 
-// storeColumns stores cache columns [lo, hi) of a's T rows.
-func storeColumns(a *attnArgs, lo, hi int) {
-	kvc := a.G * a.E
-	if a.Kh != nil && a.Ku == nil {
-		at := lo*a.stride + a.pos
-		kernel.ColumnsF16(a.Kh[at:], a.stride, a.k[lo:], kvc, a.T, hi-lo)
-		kernel.ColumnsF16(a.Vh[at:], a.stride, a.v[lo:], kvc, a.T, hi-lo)
-		return
-	}
-	for c := lo; c < hi; c++ {
-		at := c*a.stride + a.pos
+// storeRows stores (row, head) items [lo, hi) of a's T*G: row t's
+// values of key/value head g go into slot pos+t of head g,
+// [(g*stride+pos+t)*E, +E).
+func storeRows(a *attnArgs, lo, hi int) {
+	E, G := a.E, a.G
+	kvc := G * E
+	for i := lo; i < hi; i++ {
+		t, g := i/G, i%G
+		src := t*kvc + g*E
+		k, v := a.k[src:src+E], a.v[src:src+E]
+		at := (g*a.stride + a.pos + t) * E
 		switch {
 		case a.Ku != nil:
-			g := c / a.E
 			sk, sv := headScale(a.ks, g), headScale(a.vs, g)
-			kr, vr := a.Ku[at:at+a.T], a.Vu[at:at+a.T]
-			for t := range kr {
-				kr[t] = quantizeKV(a.k[t*kvc+c], sk)
-				vr[t] = quantizeKV(a.v[t*kvc+c], sv)
+			kr, vr := a.Ku[at:at+E], a.Vu[at:at+E]
+			for j := range kr {
+				kr[j] = quantizeKV(k[j], sk)
+				vr[j] = quantizeKV(v[j], sv)
 			}
+		case a.Kh != nil:
+			kernel.ColumnsF16(a.Kh[at:at+E], 1, k, E, 1, E)
+			kernel.ColumnsF16(a.Vh[at:at+E], 1, v, E, 1, E)
 		default:
-			kr, vr := a.K[at:at+a.T], a.V[at:at+a.T]
-			for t := range kr {
-				kr[t] = a.k[t*kvc+c]
-				vr[t] = a.v[t*kvc+c]
-			}
+			copy(a.K[at:at+E], k)
+			copy(a.V[at:at+E], v)
 		}
 	}
 }
 
 // attendItems computes items [lo, hi) of the H*T (head, row) items over
-// the transposed cache, head-major so that a head's rows reuse its keys
-// from cache. A row's scores are one update of its P scores by the E key
-// columns (kernel.AxpyRows and its binary16 and uint8 forms), its outputs
-// E dot products of length P (kernel.DotRows); a uint8 cache's scales
-// multiply the scores and the outputs once, after the sums over codes.
+// the head-major cache, head-major so that a head's rows reuse its keys
+// from cache. A row's scores are P dot products of its query with the key
+// rows of the slots it sees (kernel.DotRows and its binary16 and uint8
+// forms), its outputs one update by the P value rows (kernel.AxpyRows); a
+// uint8 cache's scales multiply the scores and the outputs once, after
+// the sums over codes.
 func attendItems(a *attnArgs, lo, hi int, scores []float32) {
 	E, H, stride := a.E, a.H, a.stride
 	group := H / a.G
@@ -135,28 +134,31 @@ func attendItems(a *attnArgs, lo, hi int, scores []float32) {
 		last, first := a.pos+t, a.first(t) // slots [first, last]
 		qh := a.q[t*H*E+h*E : t*H*E+(h+1)*E]
 		g := h / group
-		from := g*E*stride + first
+		from := (g*stride + first) * E
 		sc := scores[:last+1-first]
-		clear(sc)
+		if a.T == 1 {
+			a.prefetchValues(from, len(sc))
+		}
 		oh := a.out[t*H*E+h*E : t*H*E+(h+1)*E]
+		clear(oh)
 		switch {
 		case a.Ku != nil:
-			kernel.AxpyRowsU8(sc, qh, a.Ku[from:], stride)
+			kernel.DotRowsU8(sc, qh, a.Ku[from:], E)
 			kernel.Scale(sc, sc, a.scale*headScale(a.ks, g))
 			inv := 1 / a.softmax(sc, t, first)
-			kernel.DotRowsU8(oh, sc, a.Vu[from:], stride)
+			kernel.AxpyRowsU8(oh, sc, a.Vu[from:], E)
 			kernel.Scale(oh, oh, inv*headScale(a.vs, g))
 		case a.Kh != nil:
-			kernel.AxpyRowsF16(sc, qh, a.Kh[from:], stride)
+			kernel.DotRowsF16(sc, qh, a.Kh[from:], E)
 			kernel.Scale(sc, sc, a.scale)
 			inv := 1 / a.softmax(sc, t, first)
-			kernel.DotRowsF16(oh, sc, a.Vh[from:], stride)
+			kernel.AxpyRowsF16(oh, sc, a.Vh[from:], E)
 			kernel.Scale(oh, oh, inv)
 		default:
-			kernel.AxpyRows(sc, qh, a.K[from:], stride)
+			kernel.DotRows(sc, qh, a.K[from:], E)
 			kernel.Scale(sc, sc, a.scale)
 			inv := 1 / a.softmax(sc, t, first)
-			kernel.DotRows(oh, sc, a.V[from:], stride)
+			kernel.AxpyRows(oh, sc, a.V[from:], E)
 			kernel.Scale(oh, oh, inv)
 		}
 	}
@@ -196,9 +198,9 @@ func (a *attnArgs) tile(i, hi, have int) int {
 }
 
 // attendTile computes the m items from i that tile chose, over the
-// binary16 or uint8 cache: their scores in one kernel.AxpyRowsF16Multi
-// (AxpyRowsU8Multi) pass over the key columns and their outputs in one
-// DotRowsF16Multi (DotRowsU8Multi) pass over the value columns, each
+// binary16 or uint8 cache: their scores in one kernel.DotRowsF16Multi
+// (DotRowsU8Multi) pass over the key rows and their outputs in one
+// AxpyRowsF16Multi (AxpyRowsU8Multi) pass over the value rows, each
 // element of the cache widened once for the m. Each item's softmax runs
 // over its own slots; its scores past them are zero in the value pass,
 // so every output is bit-identical to the item attended alone.
@@ -215,20 +217,22 @@ func attendTile(a *attnArgs, i, m int, scores []float32) {
 	first := a.first(t0)
 	n := a.pos + tl + 1 - first // the last item's slots, the most
 	sc := scores[:m*n]
-	clear(sc)
 	ld := E // one-row pass: consecutive heads, E apart in q and out
 	if a.T > 1 {
 		ld = H * E // one head's consecutive rows
 	}
 	base := t0*H*E + h0*E
 	g := h0 / (H / a.G)
-	from := g*E*stride + first
+	from := (g*stride + first) * E
 	scale, vscale := a.scale, float32(1)
+	if a.T == 1 {
+		a.prefetchValues(from, n)
+	}
 	if a.Ku != nil {
-		kernel.AxpyRowsU8Multi(sc, n, n, a.q[base:], ld, E, m, a.Ku[from:], stride)
+		kernel.DotRowsU8Multi(sc, n, n, a.q[base:], ld, E, m, a.Ku[from:], E)
 		scale, vscale = a.scale*headScale(a.ks, g), headScale(a.vs, g)
 	} else {
-		kernel.AxpyRowsF16Multi(sc, n, n, a.q[base:], ld, E, m, a.Kh[from:], stride)
+		kernel.DotRowsF16Multi(sc, n, n, a.q[base:], ld, E, m, a.Kh[from:], E)
 	}
 	var inv [attnTile]float32
 	for k := range m {
@@ -240,14 +244,33 @@ func attendTile(a *attnArgs, i, m int, scores []float32) {
 		clear(sc[k*n+nk : (k+1)*n])
 	}
 	out := a.out[base:]
+	for k := range m {
+		clear(out[k*ld : k*ld+E])
+	}
 	if a.Ku != nil {
-		kernel.DotRowsU8Multi(out, ld, E, sc, n, n, m, a.Vu[from:], stride)
+		kernel.AxpyRowsU8Multi(out, ld, E, sc, n, n, m, a.Vu[from:], E)
 	} else {
-		kernel.DotRowsF16Multi(out, ld, E, sc, n, n, m, a.Vh[from:], stride)
+		kernel.AxpyRowsF16Multi(out, ld, E, sc, n, n, m, a.Vh[from:], E)
 	}
 	for k := range m {
 		oh := out[k*ld : k*ld+E]
 		kernel.Scale(oh, oh, inv[k]*vscale)
+	}
+}
+
+// prefetchValues asks for the n value rows from element from of the
+// cache layer, a cache line at a time, before the key pass: in a one-row
+// pass both runs come from memory (the weights streamed since the last
+// token have evicted them), and the value run then arrives while the
+// keys are read rather than after.
+func (a *attnArgs) prefetchValues(from, n int) {
+	switch {
+	case a.Ku != nil:
+		kernel.PrefetchSlots(a.Vu, from, 64, (n*a.E+63)/64)
+	case a.Kh != nil:
+		kernel.PrefetchSlots(a.Vh, from, 32, (n*a.E+31)/32)
+	default:
+		kernel.PrefetchSlots(a.V, from, 16, (n*a.E+15)/16)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/aotlm/aotlm/internal/hugemem"
 	"github.com/aotlm/aotlm/internal/kernel"
@@ -65,13 +66,15 @@ type Session struct {
 	prefill   *program // AR-N used by ModeHybrid
 	pool      *pool
 	arena     []float32
-	k, v      [][]float32 // [layer][C*ctx] (transposed); nil with another cache type
-	ku, vu    [][]uint8   // [layer][C*ctx] uint8 cache, else nil
-	kh, vh    [][]uint16  // [layer][C*ctx] binary16 cache, else nil
+	k, v      [][]float32 // [layer][G][stride][E] (head-major); nil with another cache type
+	ku, vu    [][]uint8   // [layer][G][stride][E] uint8 cache, else nil
+	kh, vh    [][]uint16  // [layer][G][stride][E] binary16 cache, else nil
 	kvCols    int
 	ctx       int
-	stride    int // elements between cache columns (kvStride)
-	pos       int // committed positions
+	stride    int   // slots per key/value head in the cache: ctx
+	headDim   []int // each cache layer's E (0 for a layer no step uses)
+	kvHeads   []int // each cache layer's G
+	pos       int   // committed positions
 	rope      ropeTable
 	attn      attnArgs
 	rec       recState
@@ -154,19 +157,24 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	if kc := e.manifest.KVCache; kc != nil {
 		elem = map[string]int64{plan.KVCacheF16: 2, plan.KVCacheU8: 1}[kc.DType]
 	}
-	s.stride = kvStride(ctx, int(elem))
+	s.stride = ctx
+	s.headDim, s.kvHeads = make([]int, kv.Layers), make([]int, kv.Layers)
+	for _, st := range s.decode.p.Steps {
+		if a := st.Attn; st.Op == op.Attention && a != nil && !a.Bidirectional && a.Layer < kv.Layers {
+			s.headDim[a.Layer], s.kvHeads[a.Layer] = a.HeadDim, a.KVHeads
+		}
+	}
 	need := 2*int64(kv.Layers)*int64(s.stride)*int64(kv.Cols)*elem + 4*int64(e.arena)
 	if err := limits.CheckAlloc(fmt.Sprintf("a session of %d positions (KV cache and activations)", ctx), need); err != nil {
 		return nil, fmt.Errorf("engine: %w; ask for a smaller context", err)
 	}
-	// The whole cache is one buffer, in huge pages (hugemem) when its
-	// columns are short: a decode step touches a cache line of every
-	// column of every layer, a TLB miss each in 4 KiB pages. Long columns
-	// stay in 4 KiB pages, which become resident as positions fill them
-	// (in huge pages the first token would make the whole cache resident),
-	// and whose misses a long column's read amortizes.
+	// The whole cache is one buffer, in huge pages (hugemem) when each
+	// key/value head's share is short: a decode step reads every head of
+	// every layer, a run of TLB misses in 4 KiB pages. Long caches stay
+	// in 4 KiB pages, which become resident as positions fill them (in
+	// huge pages the first token would make the whole cache resident).
 	slot := s.stride * kv.Cols
-	huge := int64(s.stride)*elem <= maxHugeColumn
+	huge := int64(s.stride)*elem <= maxHugeSlots
 	switch {
 	case e.manifest.KVCache != nil && e.manifest.KVCache.DType == plan.KVCacheF16:
 		s.kh, s.vh = layerSlices(kvAlloc(hugemem.Uint16s, 2*kv.Layers*slot, huge), kv.Layers, slot)
@@ -197,25 +205,9 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	return s, nil
 }
 
-// kvStride is the distance in elements of elem bytes between the columns
-// of a transposed cache of ctx positions: ctx rounded up to an odd number
-// of cache lines. Attention reads a few lines of each of hundreds of
-// columns; were columns a power of two apart (1024 positions of binary16:
-// 2 KiB), they would all fall in the same two sets of the L1 cache and
-// evict one another, while an odd number of lines apart, any 64 columns in
-// a row fall in 64 different sets.
-func kvStride(ctx, elem int) int {
-	line := 64 / elem
-	n := (ctx + line - 1) / line
-	if n%2 == 0 {
-		n++
-	}
-	return n * line
-}
-
-// maxHugeColumn is the longest cache column, in bytes, for which a
+// maxHugeSlots bounds the slots times the element size for which a
 // session's cache goes in huge pages: 8 KiB, 4096 positions of binary16.
-const maxHugeColumn = 8 << 10
+const maxHugeSlots = 8 << 10
 
 // kvAlloc returns n zero values from inHuge when huge, else from make.
 func kvAlloc[T any](inHuge func(int) []T, n int, huge bool) []T {
@@ -535,17 +527,24 @@ func (s *Session) Commit(rows []int) error {
 
 // moveSlot copies cache slot from to slot to in every layer.
 func (s *Session) moveSlot(from, to int) {
-	C, stride := s.kvCols, s.stride
+	stride := s.stride
 	for l := range max(len(s.k), len(s.kh), len(s.ku)) {
-		for c := range C {
-			a, b := c*stride+from, c*stride+to
+		E := s.headDim[l]
+		if E == 0 {
+			continue
+		}
+		for g := range s.kvHeads[l] {
+			a, b := (g*stride+from)*E, (g*stride+to)*E
 			switch {
 			case s.ku != nil:
-				s.ku[l][b], s.vu[l][b] = s.ku[l][a], s.vu[l][a]
+				copy(s.ku[l][b:b+E], s.ku[l][a:a+E])
+				copy(s.vu[l][b:b+E], s.vu[l][a:a+E])
 			case s.kh != nil:
-				s.kh[l][b], s.vh[l][b] = s.kh[l][a], s.vh[l][a]
+				copy(s.kh[l][b:b+E], s.kh[l][a:a+E])
+				copy(s.vh[l][b:b+E], s.vh[l][a:a+E])
 			default:
-				s.k[l][b], s.v[l][b] = s.k[l][a], s.v[l][a]
+				copy(s.k[l][b:b+E], s.k[l][a:a+E])
+				copy(s.v[l][b:b+E], s.v[l][a:a+E])
 			}
 		}
 	}
@@ -769,7 +768,8 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 // prefetchNextSlot asks for the cache lines the next attention layer's
 // one-row store will write (after layer l: layer l+1 at the same slot,
 // after the last layer: the first at the next slot), so that the store,
-// a cache line per column, finds them near rather than in memory.
+// a row of E values in each key/value head, finds them near rather than
+// in memory.
 func (s *Session) prefetchNextSlot(l int) {
 	layers := max(len(s.k), len(s.kh), len(s.ku))
 	next, pos := l+1, s.pos
@@ -779,17 +779,29 @@ func (s *Session) prefetchNextSlot(l int) {
 	if pos >= s.ctx {
 		return
 	}
-	cols := s.kvCols
+	E := s.headDim[next]
+	if E == 0 {
+		return
+	}
 	switch {
 	case s.ku != nil:
-		kernel.PrefetchSlots(s.ku[next], pos, s.stride, cols)
-		kernel.PrefetchSlots(s.vu[next], pos, s.stride, cols)
+		prefetchRows(s.ku[next], s.vu[next], pos, s.stride, s.kvHeads[next], E)
 	case s.kh != nil:
-		kernel.PrefetchSlots(s.kh[next], pos, s.stride, cols)
-		kernel.PrefetchSlots(s.vh[next], pos, s.stride, cols)
+		prefetchRows(s.kh[next], s.vh[next], pos, s.stride, s.kvHeads[next], E)
 	default:
-		kernel.PrefetchSlots(s.k[next], pos, s.stride, cols)
-		kernel.PrefetchSlots(s.v[next], pos, s.stride, cols)
+		prefetchRows(s.k[next], s.v[next], pos, s.stride, s.kvHeads[next], E)
+	}
+}
+
+// prefetchRows asks for slot pos of every key/value head of a layer's
+// caches K and V ([G][slots][E]): a row of E values in each head, a
+// cache line at a time.
+func prefetchRows[T uint8 | uint16 | float32](K, V []T, pos, slots, G, E int) {
+	var zero T
+	line := 64 / int(unsafe.Sizeof(zero))
+	for j := 0; j < E; j += line {
+		kernel.PrefetchSlots(K, pos*E+j, slots*E, G)
+		kernel.PrefetchSlots(V, pos*E+j, slots*E, G)
 	}
 }
 

@@ -22,10 +22,14 @@ func columnsF16With(kern func(dst *uint16, src *float32, idx *int32, stride, ld,
 		kern(&dst[0], &src[0], &idx[0], stride, ld, blocks, n)
 	}
 	// The rows left (decode stores one) row by row: 8 columns at a
-	// time in the kernel, the last n%8 in Go.
+	// time in the kernel, the last n%8 in Go. Adjacent columns (stride
+	// 1: a row of a head-major cache) take one store per 8.
 	n8 := n &^ 7
 	for t := blocks * lanes; t < T; t++ {
-		if n8 > 0 {
+		switch {
+		case n8 > 0 && stride == 1:
+			rowF16(&dst[t], &src[t*ld], n8)
+		case n8 > 0:
 			columnsF16Row(&dst[t], &src[t*ld], stride, n8)
 		}
 		columnsF16Rect(dst, stride, src, ld, t, t+1, n8, n)

@@ -67,9 +67,19 @@ func TestColumnsF16(t *testing.T) {
 			cases = append(cases, [2]int{T, n})
 		}
 	}
-	for _, c := range cases {
+	// One row into adjacent columns (stride 1): a row of a head-major
+	// cache, decode's store, on the contiguous row kernel.
+	var rows [][2]int
+	for n := 0; n <= 70; n++ {
+		rows = append(rows, [2]int{1, n})
+	}
+	rows = append(rows, [2]int{1, 128}, [2]int{1, 1024}, [2]int{1, 300})
+	for i, c := range append(cases, rows...) {
 		T, n := c[0], c[1]
 		ld, stride := n+r.IntN(5), T+r.IntN(40)
+		if i >= len(cases) {
+			stride = 1
+		}
 		soff, doff := r.IntN(4), r.IntN(4)
 		src := make([]float32, soff+max(0, (T-1)*ld+n)+r.IntN(3))
 		for i := range src {

@@ -106406,3 +106406,20 @@ columnsF16Row_loop:
 	JNZ       columnsF16Row_loop
 	VZEROUPPER
 	RET
+
+// func rowF16(dst *uint16, src *float32, n int)
+// Requires: AVX, F16C
+TEXT ·rowF16(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n+16(FP), DX
+
+rowF16_loop:
+	VMOVUPS   (CX), Y0
+	VCVTPS2PH $0x00, Y0, (AX)
+	ADDQ      $0x20, CX
+	ADDQ      $0x10, AX
+	SUBQ      $0x08, DX
+	JNZ       rowF16_loop
+	VZEROUPPER
+	RET

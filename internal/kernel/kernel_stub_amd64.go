@@ -1219,3 +1219,8 @@ func columnsF16Vnni(dst *uint16, src *float32, idx *int32, stride int, ld int, b
 //
 //go:noescape
 func columnsF16Row(dst *uint16, src *float32, stride int, n int)
+
+// rowF16 stores n values (n a positive multiple of 8) as binary16, rounded to nearest even: src[j] at dst[j].
+//
+//go:noescape
+func rowF16(dst *uint16, src *float32, n int)

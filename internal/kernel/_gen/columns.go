@@ -97,3 +97,27 @@ func genColumnsRow() {
 	VZEROUPPER()
 	RET()
 }
+
+// genRowF16 emits rowF16, ColumnsF16's row store when the columns are
+// adjacent (stride 1: a row of a head-major cache, where decode stores
+// one row of E values per key/value head): 8 values converted by one
+// VCVTPS2PH and stored in one 16-byte store, where columnsF16Row stores
+// them one by one.
+func genRowF16() {
+	TEXT("rowF16", NOSPLIT, "func(dst *uint16, src *float32, n int)")
+	Pragma("noescape")
+	Doc("rowF16 stores n values (n a positive multiple of 8) as binary16, rounded to nearest even: src[j] at dst[j].")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	y := YMM()
+	Label("rowF16_loop")
+	VMOVUPS(Mem{Base: src}, y)
+	VCVTPS2PH(Imm(0), y, Mem{Base: dst})
+	ADDQ(Imm(32), src)
+	ADDQ(Imm(16), dst)
+	SUBQ(Imm(8), n)
+	JNZ(LabelRef("rowF16_loop"))
+	VZEROUPPER()
+	RET()
+}

@@ -25,5 +25,6 @@ func main() {
 	genPrefetch()
 	genColumns()
 	genColumnsRow()
+	genRowF16()
 	Generate()
 }
