@@ -47,5 +47,6 @@ func addSamplingFlags(f *pflag.FlagSet, p *sample.Params, seed *int64) {
 // hugePagesUsage is the help of --hugepages, which run, chat, serve and
 // bench share.
 const hugePagesUsage = "make sure the compiled model sits in transparent huge pages (Linux; elsewhere ignored): when the page cache does not hold the file in 2 MiB folios already " +
-	"(a model compiled here usually is, and then is mapped through them without this flag), read it into memory advised for huge pages instead of mapping it; " +
-	"decode streams the weights with fewer TLB misses, the load reads the whole file, and that memory cannot be paged out as mapped pages can"
+	"(a model compiled here usually is, and then is mapped through them without this flag), have the page cache drop the file's small pages and read it back in 2 MiB folios " +
+	"(one read of the file, no extra memory, and later runs find it so), or where the file system cannot, read it into memory advised for huge pages instead of mapping it " +
+	"(that memory cannot be paged out as mapped pages can); decode streams the weights with fewer TLB misses"
