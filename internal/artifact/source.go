@@ -60,10 +60,11 @@ func (s *source) close() error {
 	return err
 }
 
-// openSource opens path read-only, memory-mapped where possible, or read
-// into memory advised for huge pages (huge).
+// openSource opens path read-only, memory-mapped where possible (with the
+// page cache's small pages of it refreshed, mmapfile.OpenWeights), or put
+// in huge pages (huge, mmapfile.OpenHugePages).
 func openSource(path string, huge bool) (*source, error) {
-	open := mmapfile.Open
+	open := mmapfile.OpenWeights
 	if huge {
 		open = mmapfile.OpenHugePages
 	}

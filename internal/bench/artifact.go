@@ -116,5 +116,5 @@ func hugePagesNote(size int64, pct float64, put, available bool) string {
 		return ""
 	}
 	return "the weights streamed through 4 KiB pages: the page cache holds this file in small pages " +
-		"(copied in, or read back piece by piece after eviction); --hugepages has it read back in huge pages (docs/usage.md)"
+		"(written or read in 4 KiB pieces, or a file system without large folios); --hugepages has it read back in huge folios, or copies it (docs/usage.md)"
 }

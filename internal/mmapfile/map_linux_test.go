@@ -144,6 +144,89 @@ func TestOpenHugePagesRefreshesSmallPages(t *testing.T) {
 	t.Logf("huge-mapped before %d, after %d of %d bytes; refreshed %v, copied %v", before, r.HugeBytes(), r.Size, r.Refreshed, r.Copied)
 }
 
+// TestOpenWeightsRefreshesSmallPages: a 40 MiB file whose first half was
+// written in 2 MiB pieces and second half 4 KiB at a time sits in the
+// page cache partly in huge folios, partly in small ones. Where the file
+// system keeps large folios (a file written in 2 MiB pieces maps huge),
+// the default open of a model samples the mapping, has the cache drop the
+// small pages, and the file then maps at least 90% huge once touched,
+// with its bytes unchanged. A file all in huge folios, or all in small
+// ones (which may be a file system without large folios), is left as is.
+func TestOpenWeightsRefreshesSmallPages(t *testing.T) {
+	if !hugePagesAvailable() {
+		t.Log("transparent huge pages are off here: OpenWeights is Open")
+	}
+	dir := t.TempDir()
+	want := make([]byte, 40<<20+123)
+	for i := range want {
+		want[i] = byte(i*29 + i>>13)
+	}
+	write := func(name string, piece func(off int) int) string {
+		path := filepath.Join(dir, name)
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for off := 0; off < len(want); {
+			end := min(off+piece(off), len(want))
+			if _, err := f.Write(want[off:end]); err != nil {
+				t.Fatal(err)
+			}
+			off = end
+		}
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		return path
+	}
+	share := func(path string) int64 {
+		r, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		touch(r.Data)
+		return r.HugeBytes()
+	}
+	open := func(path string) *Region {
+		r, err := OpenWeights(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(r.Data, want) {
+			t.Fatalf("%s: data differs from the file", path)
+		}
+		return r
+	}
+	big := write("big", func(int) int { return hugePage })
+	folios := hugePagesAvailable() && share(big) >= int64(len(want))/10*9
+	small := write("small", func(int) int { return 4096 })
+	mixed := write("mixed", func(off int) int {
+		if off < len(want)/2 {
+			return hugePage
+		}
+		return 4096
+	})
+	for _, path := range []string{big, small} {
+		before := share(path)
+		r := open(path)
+		if r.Refreshed && (before == 0 || before >= r.Size/10*9) {
+			t.Fatalf("%s: refreshed with %d of %d bytes huge-mapped", path, before, r.Size)
+		}
+		r.Close()
+	}
+	before := share(mixed)
+	r := open(mixed)
+	defer r.Close()
+	touch(r.Data)
+	after := r.HugeBytes()
+	t.Logf("huge folios here: %v; mixed file huge-mapped before %d, after %d of %d bytes; refreshed %v", folios, before, after, r.Size, r.Refreshed)
+	if folios && before > 0 && before < r.Size/10*9 && (!r.Refreshed || after < r.Size/10*9) {
+		t.Fatalf("small pages not refreshed: refreshed %v, %d of %d bytes huge-mapped", r.Refreshed, after, r.Size)
+	}
+}
+
 func TestVMARange(t *testing.T) {
 	for _, c := range []struct {
 		line       string

@@ -25,8 +25,9 @@ type Region struct {
 	HugePages bool
 	// Copied tells that Data is a private copy of the file, not a mapping.
 	Copied bool
-	// Refreshed tells that OpenHugePages had the page cache drop the
-	// file's small pages and read it back in huge folios (no copy).
+	// Refreshed tells that OpenWeights or OpenHugePages had the page
+	// cache drop the file's small pages to read it back in huge folios
+	// (no copy).
 	Refreshed bool
 
 	r     io.ReaderAt
@@ -58,6 +59,57 @@ func Open(path string) (*Region, error) {
 	}
 	return &Region{Size: size, r: f, close: f.Close}, nil
 }
+
+// OpenWeights opens path read-only like Open, for a model whose weights
+// are streamed once per token. On Linux with transparent huge pages
+// available, when the file is at least minRefresh bytes, it samples the
+// mapping: it touches refreshSamples huge pages spread over the file and
+// counts those that came mapped whole. When some did and some did not,
+// the file system keeps large folios but the page cache holds part of
+// the file in 4 KiB pages (read back piece by piece after memory pressure
+// evicted it), which it keeps until they leave the cache; OpenWeights
+// then asks the kernel to drop the file's cached pages that no process
+// maps and maps it again, so that the weights are read back from disk, as
+// the first pass touches them, in 2 MiB folios. That costs the read of a
+// cold start and no memory beyond the page cache; decode then takes 512
+// times fewer TLB misses (OpenHugePages). When none came whole, the file
+// system may keep no large folios, where dropping the cache would only
+// make every open a cold one: the file is left as it is (OpenHugePages,
+// asked for, tries anyway). The sample reads at most refreshSamples huge
+// pages at open.
+func OpenWeights(path string) (*Region, error) {
+	r, err := Open(path)
+	if err != nil || r.Data == nil || r.Size < minRefresh || !hugePagesAvailable() {
+		return r, err
+	}
+	var sum byte
+	pages := r.Size / hugePage
+	for i := range int64(refreshSamples) {
+		sum += r.Data[i*(pages-1)/(refreshSamples-1)*hugePage]
+	}
+	touchSink = sum
+	if h := r.HugeBytes(); h == 0 || h >= refreshSamples*hugePage {
+		return r, nil
+	}
+	r.Close()
+	if f, _, err := openSized(path); err == nil {
+		dropCached(f)
+		f.Close()
+	}
+	if r, err = Open(path); err != nil {
+		return nil, err
+	}
+	r.Refreshed = true
+	return r, nil
+}
+
+// minRefresh is the smallest file OpenWeights samples: below it a token's
+// TLB misses cost little. refreshSamples is how many huge pages it
+// touches.
+const (
+	minRefresh     = 32 << 20
+	refreshSamples = 8
+)
 
 // OpenHugePages opens path read-only like Open, and on Linux makes sure
 // the data sits in huge pages. A model's decode streams every weight once
