@@ -91,12 +91,20 @@ func OpenWeights(path string) (*Region, error) {
 	if h := r.HugeBytes(); h == 0 || h >= refreshSamples*hugePage {
 		return r, nil
 	}
+	return reopenDropped(r, path)
+}
+
+// reopenDropped closes r, asks the kernel to drop path's cached pages
+// that no process maps, and opens path again (Refreshed): its pages are
+// then read back from disk through the new, advised mapping.
+func reopenDropped(r *Region, path string) (*Region, error) {
 	r.Close()
 	if f, _, err := openSized(path); err == nil {
 		dropCached(f)
 		f.Close()
 	}
-	if r, err = Open(path); err != nil {
+	r, err := Open(path)
+	if err != nil {
 		return nil, err
 	}
 	r.Refreshed = true
@@ -146,16 +154,11 @@ func OpenHugePages(path string) (*Region, error) {
 		return r, nil
 	}
 	if r.Data != nil && r.Size >= hugePage {
-		r.Close()
-		if f, _, err := openSized(path); err == nil {
-			dropCached(f)
-			f.Close()
-		}
-		if r, err = Open(path); err != nil {
+		if r, err = reopenDropped(r, path); err != nil {
 			return nil, err
 		}
 		if mostlyHuge(r) {
-			r.HugePages, r.Refreshed = true, true
+			r.HugePages = true
 			return r, nil
 		}
 	}
