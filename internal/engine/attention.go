@@ -105,8 +105,8 @@ func storeRows(a *attnArgs, lo, hi int) {
 				vr[j] = quantizeKV(v[j], sv)
 			}
 		case a.Kh != nil:
-			kernel.ColumnsF16(a.Kh[at:at+E], 1, k, E, 1, E)
-			kernel.ColumnsF16(a.Vh[at:at+E], 1, v, E, 1, E)
+			kernel.StoreF16(a.Kh[at:at+E], k)
+			kernel.StoreF16(a.Vh[at:at+E], v)
 		default:
 			copy(a.K[at:at+E], k)
 			copy(a.V[at:at+E], v)
@@ -266,11 +266,11 @@ func attendTile(a *attnArgs, i, m int, scores []float32) {
 func (a *attnArgs) prefetchValues(from, n int) {
 	switch {
 	case a.Ku != nil:
-		kernel.PrefetchSlots(a.Vu, from, 64, (n*a.E+63)/64)
+		kernel.PrefetchRun(a.Vu, from, n*a.E)
 	case a.Kh != nil:
-		kernel.PrefetchSlots(a.Vh, from, 32, (n*a.E+31)/32)
+		kernel.PrefetchRun(a.Vh, from, n*a.E)
 	default:
-		kernel.PrefetchSlots(a.V, from, 16, (n*a.E+15)/16)
+		kernel.PrefetchRun(a.V, from, n*a.E)
 	}
 }
 

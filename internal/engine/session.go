@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"unsafe"
 
 	"github.com/aotlm/aotlm/internal/hugemem"
 	"github.com/aotlm/aotlm/internal/kernel"
@@ -794,14 +793,12 @@ func (s *Session) prefetchNextSlot(l int) {
 }
 
 // prefetchRows asks for slot pos of every key/value head of a layer's
-// caches K and V ([G][slots][E]): a row of E values in each head, a
-// cache line at a time.
+// caches K and V ([G][slots][E]): a row of E values in each head.
 func prefetchRows[T uint8 | uint16 | float32](K, V []T, pos, slots, G, E int) {
-	var zero T
-	line := 64 / int(unsafe.Sizeof(zero))
-	for j := 0; j < E; j += line {
-		kernel.PrefetchSlots(K, pos*E+j, slots*E, G)
-		kernel.PrefetchSlots(V, pos*E+j, slots*E, G)
+	for g := range G {
+		at := (g*slots + pos) * E
+		kernel.PrefetchRun(K, at, E)
+		kernel.PrefetchRun(V, at, E)
 	}
 }
 

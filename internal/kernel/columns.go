@@ -17,6 +17,13 @@ func ColumnsF16(dst []uint16, stride int, src []float32, ld, T, n int) {
 	columnsF16Impl(dst, stride, src, ld, T, n)
 }
 
+// StoreF16 stores src as binary16 values in dst[:len(src)], rounded to
+// nearest even: ColumnsF16 of one row into adjacent columns (a row of a
+// head-major binary16 KV cache).
+func StoreF16(dst []uint16, src []float32) {
+	ColumnsF16(dst, 1, src, len(src), 1, len(src))
+}
+
 // columnsF16Generic goes storeBlock columns at a time, token by token, so
 // that each row's block of values is one cache line.
 func columnsF16Generic(dst []uint16, stride int, src []float32, ld, T, n int) {

@@ -20,3 +20,18 @@ func PrefetchSlots[E uint8 | uint16 | float32](s []E, at, stride, n int) {
 	var e E
 	prefetchImpl(unsafe.Pointer(&s[at]), stride*int(unsafe.Sizeof(e)), n)
 }
+
+// PrefetchRun asks for the cache lines of s[at:at+n] (those within s), a
+// hint like PrefetchSlots: a contiguous run, such as one key/value head's
+// slots of a head-major cache, that a pass will read from memory.
+func PrefetchRun[E uint8 | uint16 | float32](s []E, at, n int) {
+	if n <= 0 {
+		return
+	}
+	var e E
+	line := prefetchLine / int(unsafe.Sizeof(e))
+	PrefetchSlots(s, at, line, (n+line-1)/line)
+}
+
+// prefetchLine is the cache line size PrefetchRun steps by.
+const prefetchLine = 64

@@ -2,7 +2,7 @@ package kernel
 
 import "testing"
 
-// TestPrefetchSlots: the hint takes any start, stride and count, in or
+// TestPrefetchSlots: the hints (PrefetchSlots, PrefetchRun) take any start, stride and count, in or
 // out of the slice, without panicking, and leaves the values as they
 // were.
 func TestPrefetchSlots(t *testing.T) {
@@ -14,8 +14,11 @@ func TestPrefetchSlots(t *testing.T) {
 		PrefetchSlots(s, c[0], c[1], c[2])
 		PrefetchSlots(make([]float32, 1000), c[0], c[1], c[2])
 		PrefetchSlots(make([]uint8, 1000), c[0], c[1], c[2])
+		PrefetchRun(s, c[0], c[1]*c[2]) // runs past the end, empty, negative
+		PrefetchRun(make([]float32, 1000), c[0], c[1]*c[2])
 	}
 	PrefetchSlots([]float32(nil), 0, 1, 1)
+	PrefetchRun([]uint8(nil), 0, 64)
 	for i, v := range s {
 		if v != uint16(i) {
 			t.Fatalf("s[%d] = %d after the hints, want %d", i, v, i)
