@@ -15,8 +15,8 @@ import (
 
 // ggufQuantNote tells, after compiling a GGUF file, how its block-quantized
 // weights (Q4_K, Q6_K, ...) were stored (see compile.GGUFConversionOf):
-// kept 4-bit exactly, requantized to 8 bits (which changes them), or
-// decoded to float32. It says nothing for other inputs.
+// kept 4-bit or 6-bit exactly, requantized to 8 bits (which changes
+// them), or decoded to float32. It says nothing for other inputs.
 func ggufQuantNote(src, artifact, mode string, w io.Writer) {
 	f, err := gguf.Open(src)
 	if err != nil {
@@ -30,7 +30,7 @@ func ggufQuantNote(src, artifact, mode string, w io.Writer) {
 		if !ok || typ.BlockSize() <= 1 {
 			continue
 		}
-		c := compile.GGUFConversionOf(typ, mode)
+		c := compile.GGUFConversionOf(typ, mode, t.Name)
 		if byScheme[c.Scheme] == nil {
 			byScheme[c.Scheme] = map[string]bool{}
 		}
@@ -56,6 +56,7 @@ func ggufQuantNote(src, artifact, mode string, w io.Writer) {
 			"q4/g32/sym":  "kept 4-bit (q4/g32/sym, exactly)",
 			"q4/g32/asym": "kept 4-bit (q4/g32/asym, exactly up to float32 rounding of the zero points)",
 			"q4k":         "kept 4-bit as their super-blocks (q4k-p, exactly)",
+			"q6k":         "kept 6-bit as their super-blocks in the token embedding and classifier (q6k-p, exactly)",
 			"w8":          "requantized to 8 bits per weight, one scale per row (w8: a small change, see docs/formats.md)",
 		}[scheme]
 		parts = append(parts, fmt.Sprintf("the %s weights were %s", strings.Join(sortedKeys(byScheme[scheme]), ", "), how))

@@ -46,7 +46,9 @@ folder, or a Hub repository org/name[@rev] (pulled first, see aotlm pull).
 
 Recipes are JSON files, or one of the presets: ` + strings.Join(quant.PresetNames(), ", ") + `.
 A weight whose input width the recipe's block size does not divide gets a
-padded last block, or W8 with --fallback-w8; the report says which.
+padded last block, or W8 with --fallback-w8; a q6k weight whose width is
+not a multiple of 256 always becomes W8 (q6k has no padded form, as
+llama.cpp's Q6_K falls back to Q8_0). The report says which.
 The per-tensor report (scheme, relative RMS error, bits per weight) goes to
 stdout; progress (tensors, bytes written, rate) to stderr.
 

@@ -22,7 +22,12 @@ import (
 //     float32 scale (and zero point) per group. Q4_0 is exact; Q4_1
 //     stores x = d*q - m as s*(q - z) with s = d and z = m/d, so the
 //     only change is the float32 rounding of z (relative 6e-8 of m).
-//   - Every other block type (Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q5_K, Q6_K,
+//   - Q6_K keeps its super-blocks (layout q6k-p, 6.625 bits a weight),
+//     exactly, in the token embedding and the classifier (token_embd,
+//     output): tables that are read a row at a time or for one token's
+//     logits, which the 6-bit kernels serve. Elsewhere it becomes w8, as
+//     below, whose prefill tiles are faster.
+//   - Every other block type (Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q5_K,
 //     Q8_K, IQ4_NL, IQ4_XS, MXFP4) is decoded exactly and requantized to
 //     w8: 8-bit integers with one scale per output row. That is lossy;
 //     docs/formats.md gives the measured perplexity change.
@@ -46,9 +51,9 @@ type GGUFConversion struct {
 	Exact  bool   // no value changes beyond float32 rounding
 }
 
-// GGUFConversionOf returns how compile stores weights of GGUF type t in
-// mode ("" is GGUFNative).
-func GGUFConversionOf(t gguf.GGMLType, mode string) GGUFConversion {
+// GGUFConversionOf returns how compile stores the GGUF tensor named
+// tensor, of type t, in mode ("" is GGUFNative).
+func GGUFConversionOf(t gguf.GGMLType, mode, tensor string) GGUFConversion {
 	c := GGUFConversion{Type: t.String(), Scheme: "f32", Exact: true}
 	if mode == GGUFFloat32 || t.BlockSize() <= 1 {
 		return c
@@ -60,6 +65,11 @@ func GGUFConversionOf(t gguf.GGMLType, mode string) GGUFConversion {
 		c.Scheme = "q4k"
 	case gguf.TypeQ4_1:
 		c.Scheme = "q4/g32/asym"
+	case gguf.TypeQ6_K:
+		c.Scheme, c.Exact = "w8", false
+		if ggufTable(tensor) {
+			c.Scheme, c.Exact = "q6k", true
+		}
 	default:
 		c.Scheme, c.Exact = "w8", false
 	}
@@ -78,17 +88,21 @@ func ggufQuantized(f *gguf.File, src string, rows, cols int) (*quant.Quantized, 
 	if err != nil {
 		return nil, err
 	}
-	q, err := fromBlocks(typ, raw, rows, cols)
+	q, err := fromBlocks(typ, raw, rows, cols, ggufTable(src))
 	if err != nil {
 		return nil, fmt.Errorf("tensor %q: %w", src, err)
 	}
 	return q, nil
 }
 
+// ggufTable reports whether the GGUF tensor src is the token embedding or
+// the classifier, whose Q6_K blocks stay 6-bit.
+func ggufTable(src string) bool { return src == "token_embd.weight" || src == "output.weight" }
+
 // fromBlocks converts the blocks raw of type typ, a weight [rows, cols]
 // with cols a multiple of 32, to its artifact form; nil for a type with
-// no decoder.
-func fromBlocks(typ gguf.GGMLType, raw []byte, rows, cols int) (*quant.Quantized, error) {
+// no decoder. table is ggufTable of the tensor.
+func fromBlocks(typ gguf.GGMLType, raw []byte, rows, cols int, table bool) (*quant.Quantized, error) {
 	bs, bb := int(typ.BlockSize()), int(typ.BlockBytes())
 	n := rows * cols
 	if bs <= 1 || cols%bs != 0 || cols%32 != 0 || len(raw) != n/bs*bb {
@@ -102,6 +116,10 @@ func fromBlocks(typ gguf.GGMLType, raw []byte, rows, cols int) (*quant.Quantized
 		q = q4FromQ4_1(raw, rows, cols)
 	case gguf.TypeQ4_K:
 		q = q4FromQ4_K(raw, rows, cols)
+	case gguf.TypeQ6_K:
+		if table {
+			return q6kFromQ6_K(raw, rows, cols)
+		}
 	}
 	if q != nil {
 		for i := range q.Scales {
@@ -207,4 +225,37 @@ func q4FromQ4_K(raw []byte, rows, cols int) *quant.Quantized {
 	}
 	q.K4 = k4
 	return q
+}
+
+// q6kFromQ6_K re-lays Q6_K super-blocks (ql [128], qh [64], scales
+// [16]int8, d f16; x = d*scale*q with the 6-bit q less 32) as a q6k
+// weight, exactly. In each half of 128 values, byte l of ql and qh hold
+// values l, l+32, l+64 and l+96: ql[l] the low nibbles of l and l+64,
+// ql[l+32] those of l+32 and l+96, qh[l] the high 2 bits of all four.
+func q6kFromQ6_K(raw []byte, rows, cols int) (*quant.Quantized, error) {
+	ns := rows * cols / quant.Q6KSuper
+	q := &quant.Quantized{Scheme: quant.Scheme{Kind: quant.KindQ6K}, Rows: rows, Cols: cols,
+		Q: make([]int8, rows*cols), Sub: make([]int8, rows*cols/quant.Q6KGroup), Scales: make([]float32, ns)}
+	for sb := range ns {
+		blk := raw[sb*210 : (sb+1)*210]
+		d := half(blk[208:])
+		if math.IsNaN(float64(d)) || math.IsInf(float64(d), 0) {
+			return nil, fmt.Errorf("Q6_K super-block %d of row %d has a non-finite scale", sb%(cols/quant.Q6KSuper), sb/(cols/quant.Q6KSuper))
+		}
+		q.Scales[sb] = d
+		for i, b := range blk[192:208] {
+			q.Sub[sb*16+i] = int8(b)
+		}
+		out := q.Q[sb*quant.Q6KSuper : (sb+1)*quant.Q6KSuper]
+		for h := range 2 {
+			ql, qh, y := blk[64*h:64*h+64], blk[128+32*h:128+32*h+32], out[128*h:128*h+128]
+			for l := range 32 {
+				y[l] = int8(ql[l]&15|(qh[l]&3)<<4) - 32
+				y[l+32] = int8(ql[l+32]&15|(qh[l]>>2&3)<<4) - 32
+				y[l+64] = int8(ql[l]>>4|(qh[l]>>4&3)<<4) - 32
+				y[l+96] = int8(ql[l+32]>>4|(qh[l]>>6&3)<<4) - 32
+			}
+		}
+	}
+	return q, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/aotlm/aotlm/internal/format/gguf"
 	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/plan"
+	"github.com/aotlm/aotlm/internal/quant"
 	"github.com/aotlm/aotlm/internal/tensor"
 )
 
@@ -56,7 +57,7 @@ func TestFromBlocksQ4Exact(t *testing.T) {
 			raw := randomBlocks(r, tc.typ, n, tc.halfs, 0.01)
 			want := make([]float32, rows*cols)
 			gguf.Dequantize(tc.typ, want, raw)
-			q, err := fromBlocks(tc.typ, raw, rows, cols)
+			q, err := fromBlocks(tc.typ, raw, rows, cols, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +133,7 @@ func TestFromBlocksW8(t *testing.T) {
 			}
 			want := make([]float32, rows*cols)
 			gguf.Dequantize(tc.typ, want, raw)
-			q, err := fromBlocks(tc.typ, raw, rows, cols)
+			q, err := fromBlocks(tc.typ, raw, rows, cols, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,11 +155,70 @@ func TestFromBlocksW8(t *testing.T) {
 func TestFromBlocksRefuses(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	raw := randomBlocks(r, gguf.TypeQ4_K, 2, 2, 0.01)
-	if _, err := fromBlocks(gguf.TypeQ4_K, raw[:200], 1, 512); err == nil {
+	if _, err := fromBlocks(gguf.TypeQ4_K, raw[:200], 1, 512, false); err == nil {
 		t.Error("a short tensor was accepted")
 	}
 	binary.LittleEndian.PutUint16(raw, 0x7c00) // d = +Inf
-	if _, err := fromBlocks(gguf.TypeQ4_K, raw, 1, 512); err == nil {
+	if _, err := fromBlocks(gguf.TypeQ4_K, raw, 1, 512, false); err == nil {
+		t.Error("an infinite scale was accepted")
+	}
+}
+
+// TestFromBlocksQ6KTable: Q6_K blocks of the embedding or classifier
+// become q6k exactly (every value ggml's decoding, bit for bit), and the
+// packed layout q6k-p stands for the same values; a non-finite d is an
+// error.
+func TestFromBlocksQ6KTable(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const rows, cols = 3, 512
+	n := rows * cols / 256
+	raw := randomBlocks(r, gguf.TypeQ6_K, n, 0, 0.01)
+	for b := range n {
+		binary.LittleEndian.PutUint16(raw[b*210+208:], tensor.F32ToF16(0.001*float32(b+1)))
+	}
+	want := make([]float32, rows*cols)
+	gguf.Dequantize(gguf.TypeQ6_K, want, raw)
+	q, err := fromBlocks(gguf.TypeQ6_K, raw, rows, cols, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Scheme.Kind != quant.KindQ6K {
+		t.Fatalf("scheme %v, want q6k", q.Scheme)
+	}
+	for i, v := range q.Dequantize() {
+		if math.Float32bits(v) != math.Float32bits(want[i]) {
+			t.Fatalf("value %d: %g, ggml %g", i, v, want[i])
+		}
+	}
+	l := plan.WeightLayout{Kind: plan.LayoutQ6K, Packed: true}
+	b, err := encodeQ6K(l, q, []int64{rows, cols})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := l.Parts(rows, cols)
+	sub := make([]int8, p.Scales-p.Sub)
+	for i := range sub {
+		sub[i] = int8(b[p.Sub+int64(i)])
+	}
+	d := make([]float32, p.NScales)
+	for i := range d {
+		d[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[p.Scales+4*int64(i):]))
+	}
+	w := &kernel.Q6{N: rows, K: cols, Nib: b[:p.Codes], Hi: b[p.Codes:p.Sub], Sub: sub, D: d}
+	if err := w.Check(); err != nil {
+		t.Fatal(err)
+	}
+	row := make([]float32, cols)
+	for nr := range rows {
+		w.Row(row, nr)
+		for k, v := range row {
+			if math.Float32bits(v) != math.Float32bits(want[nr*cols+k]) {
+				t.Fatalf("q6k-p row %d input %d: %g, ggml %g", nr, k, v, want[nr*cols+k])
+			}
+		}
+	}
+	binary.LittleEndian.PutUint16(raw[208:], 0x7c00) // d = +Inf
+	if _, err := fromBlocks(gguf.TypeQ6_K, raw, rows, cols, true); err == nil {
 		t.Error("an infinite scale was accepted")
 	}
 }

@@ -137,6 +137,11 @@ func encodeWeight(name string, shape []int, src WeightSource, pack bool) encoded
 			e.data, e.err = encodeF16Rows(q, e.shape)
 			return e
 		}
+		if q6 := (plan.WeightLayout{Kind: plan.LayoutQ6K, Packed: true}); q.Scheme.Kind == quant.KindQ6K && pack && len(e.shape) == 2 && q6.CanPack(e.shape[1]) {
+			e.layout = q6.Tag()
+			e.data, e.err = encodeQ6K(q6, q, e.shape)
+			return e
+		}
 		if l, ok := layoutOf(q.Scheme); ok {
 			encode := encodeQuantized
 			k4 := plan.WeightLayout{Kind: plan.LayoutQ4K, Block: plan.PackBlock, Packed: true}
@@ -291,6 +296,36 @@ func encodeQ4K(l plan.WeightLayout, q *quant.Quantized, shape []int64) ([]byte, 
 			kernel.Q4KChunk(rec[(n*nc+c)*kernel.Q4KChunkBytes:], k4.Sc[g0:g1], k4.M[g0:g1], k4.D[g0/8:(g1+7)/8], k4.DMin[g0/8:(g1+7)/8])
 		}
 	}
+	return b, nil
+}
+
+// encodeQ6K lays out a q6k weight as layout q6k-p: the 6-bit codes
+// (q+32) in the planes kernel.PackQ6 writes, then the sub-scales and the
+// super-blocks' d.
+func encodeQ6K(l plan.WeightLayout, q *quant.Quantized, shape []int64) ([]byte, error) {
+	p, err := partsOf(l, q, shape)
+	if err != nil {
+		return nil, err
+	}
+	N, K := q.Rows, q.Cols
+	if len(q.Q) != N*K || int64(len(q.Sub)) != p.Scales-p.Sub || int64(len(q.Scales)) != p.NScales {
+		return nil, fmt.Errorf("%d integers, %d sub-scales and %d scales do not fit %s of [%d, %d]", len(q.Q), len(q.Sub), len(q.Scales), l.Tag(), N, K)
+	}
+	u := make([]uint8, N*K)
+	for i, v := range q.Q {
+		if v < -32 || v > 31 {
+			return nil, fmt.Errorf("row %d input %d: %d does not fit 6 bits", i/K, i%K, v)
+		}
+		u[i] = uint8(int(v) + 32)
+	}
+	b := make([]byte, p.Size)
+	if err := kernel.PackQ6(b[:p.Codes], b[p.Codes:p.Sub], u, N, K); err != nil {
+		return nil, err
+	}
+	for i, v := range q.Sub {
+		b[p.Sub+int64(i)] = byte(v)
+	}
+	putFloats(b[p.Scales:], q.Scales)
 	return b, nil
 }
 

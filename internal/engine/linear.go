@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/plan"
@@ -14,6 +15,15 @@ func (w *qweight) viewPacked(name string, p plan.Parts, data []byte) error {
 	if w.kind == plan.LayoutW8 {
 		w.w8 = &kernel.W8{N: N, K: K, U: data[:N*K], Scales: floats(data[p.Scales : p.Scales+4*p.NScales])}
 		if err := w.w8.Check(); err != nil {
+			return fmt.Errorf("tensor %q: %w", name, err)
+		}
+		return nil
+	}
+	if w.kind == plan.LayoutQ6K {
+		sub := data[p.Sub:p.Scales]
+		w.q6 = &kernel.Q6{N: N, K: K, Nib: data[:p.Codes], Hi: data[p.Codes:p.Sub],
+			Sub: unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(sub))), len(sub)), D: floats(data[p.Scales:p.Size])}
+		if err := w.q6.Check(); err != nil {
 			return fmt.Errorf("tensor %q: %w", name, err)
 		}
 		return nil
@@ -42,9 +52,12 @@ func (w *qweight) viewPacked(name string, p plan.Parts, data []byte) error {
 // int8 activations l.xq (quantized from l.x by the caller), then adds the
 // bias.
 func (l *linearJob) runPacked(j0, j1 int) {
-	if l.qw.q4 != nil {
+	switch {
+	case l.qw.q4 != nil:
 		l.qw.q4.MatMul(l.dst, l.N, l.xq, j0, j1)
-	} else {
+	case l.qw.q6 != nil:
+		l.qw.q6.MatMul(l.dst, l.N, l.xq, j0, j1)
+	default:
 		l.qw.w8.MatMul(l.dst, l.N, l.xq, j0, j1)
 	}
 	if l.b != nil {

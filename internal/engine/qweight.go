@@ -24,12 +24,13 @@ type qweight struct {
 	// A packed weight (layout tag "-p") is one of these instead.
 	q4 *kernel.Q4
 	w8 *kernel.W8
+	q6 *kernel.Q6
 	// A binary16 weight (layout f16-rows) is h [N*K] instead.
 	h []uint16
 }
 
 // packed reports whether w is in a packed layout.
-func (w *qweight) packed() bool { return w.q4 != nil || w.w8 != nil }
+func (w *qweight) packed() bool { return w.q4 != nil || w.w8 != nil || w.q6 != nil }
 
 // newQWeight checks a quantized tensor's descriptor and size and views its
 // parts.
@@ -87,6 +88,9 @@ func (w *qweight) row(dst []float32, n int) {
 		return
 	case w.w8 != nil:
 		w.w8.Row(dst, n)
+		return
+	case w.q6 != nil:
+		w.q6.Row(dst, n)
 		return
 	case w.h != nil:
 		for k, v := range w.h[n*w.K : (n+1)*w.K] {

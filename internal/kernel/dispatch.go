@@ -7,6 +7,7 @@ var (
 	q4MatMulImpl   = q4MatMulGeneric
 	q4ZerosImpl    func(dst []float32, ldd int, sym *Q4, zs []float32, x *Q8, n0, n1 int) // nil: sym, then addZeroTerms
 	w8MatMulImpl   = w8MatMulGeneric
+	q6MatMulImpl   = q6MatMulGeneric
 	dotImpl        = dotGeneric
 	axpyImpl       = axpyGeneric
 	dotF16Impl     = dotF16Generic
@@ -56,6 +57,7 @@ type Overlay struct {
 	QuantizeQ8 func(q []int8, d []float32, sum []int32, x []float32)
 	Q4MatMul   func(dst []float32, ldd int, w *Q4, x *Q8, n0, n1 int)
 	W8MatMul   func(dst []float32, ldd int, w *W8, x *Q8, n0, n1 int)
+	Q6MatMul   func(dst []float32, ldd int, w *Q6, x *Q8, n0, n1 int)
 	Dot        func(a, b []float32) float32
 	Axpy       func(y []float32, alpha float32, x []float32)
 	DotF16     func(a []float32, b []uint16) float32
@@ -137,6 +139,9 @@ func install() {
 		}
 		if o.W8MatMul != nil {
 			w8MatMulImpl, w8Layout = o.W8MatMul, o.w8Records
+		}
+		if o.Q6MatMul != nil {
+			q6MatMulImpl = o.Q6MatMul
 		}
 		if o.Dot != nil {
 			dotImpl = o.Dot

@@ -22,10 +22,11 @@ func archOverlays() []Overlay {
 			W8MatMul: func(dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) {
 				w8MatMulWith(&w8Avx2, dst, ldd, w, x, n0, n1)
 			},
-			Dot:     func(a, b []float32) float32 { return dotWith(dotAvx2, 8, a, b) },
-			Axpy:    func(y []float32, alpha float32, x []float32) { axpyWith(axpyAvx2, 8, y, alpha, x) },
-			DotF16:  func(a []float32, b []uint16) float32 { return dotF16With(dotF16Avx2, 8, a, b) },
-			AxpyF16: func(y []float32, alpha float32, x []uint16) { axpyF16With(axpyF16Avx2, 8, y, alpha, x) },
+			Q6MatMul: q6MatMulAvx2,
+			Dot:      func(a, b []float32) float32 { return dotWith(dotAvx2, 8, a, b) },
+			Axpy:     func(y []float32, alpha float32, x []float32) { axpyWith(axpyAvx2, 8, y, alpha, x) },
+			DotF16:   func(a []float32, b []uint16) float32 { return dotF16With(dotF16Avx2, 8, a, b) },
+			AxpyF16:  func(y []float32, alpha float32, x []uint16) { axpyF16With(axpyF16Avx2, 8, y, alpha, x) },
 			ColumnsF16: func(dst []uint16, stride int, src []float32, ld, T, n int) {
 				columnsF16With(columnsF16Avx2, 8, dst, stride, src, ld, T, n)
 			},
@@ -41,10 +42,11 @@ func archOverlays() []Overlay {
 			W8MatMul: func(dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) {
 				w8MatMulWith(&w8Vnni, dst, ldd, w, x, n0, n1)
 			},
-			Dot:     func(a, b []float32) float32 { return dotWith(dotVnni, 16, a, b) },
-			Axpy:    func(y []float32, alpha float32, x []float32) { axpyWith(axpyVnni, 16, y, alpha, x) },
-			DotF16:  func(a []float32, b []uint16) float32 { return dotF16With(dotF16Vnni, 16, a, b) },
-			AxpyF16: func(y []float32, alpha float32, x []uint16) { axpyF16With(axpyF16Vnni, 16, y, alpha, x) },
+			Q6MatMul: q6MatMulVnni,
+			Dot:      func(a, b []float32) float32 { return dotWith(dotVnni, 16, a, b) },
+			Axpy:     func(y []float32, alpha float32, x []float32) { axpyWith(axpyVnni, 16, y, alpha, x) },
+			DotF16:   func(a []float32, b []uint16) float32 { return dotF16With(dotF16Vnni, 16, a, b) },
+			AxpyF16:  func(y []float32, alpha float32, x []uint16) { axpyF16With(axpyF16Vnni, 16, y, alpha, x) },
 			ColumnsF16: func(dst []uint16, stride int, src []float32, ld, T, n int) {
 				columnsF16With(columnsF16Vnni, 16, dst, stride, src, ld, T, n)
 			},

@@ -17,6 +17,7 @@ func archOverlays() []Overlay {
 			QuantizeQ8: quantizeQ8Arm64,
 			Q4MatMul:   q4MatMulNEON,
 			W8MatMul:   w8MatMulNEON,
+			Q6MatMul:   q6MatMulNEON,
 			Dot:        dotArm64,
 			Axpy:       axpyArm64,
 			DotF16:     dotF16Arm64,
@@ -45,6 +46,7 @@ func archOverlays() []Overlay {
 			BatchExact: true,
 			Q4MatMul:   q4MatMulSDOT,
 			W8MatMul:   w8MatMulSDOT,
+			Q6MatMul:   q6MatMulSDOT,
 		},
 		{
 			// SMMLA is FEAT_I8MM, which implies SDOT (ARMv8.6). Its

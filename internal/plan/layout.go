@@ -17,6 +17,7 @@ const (
 	LayoutQ4               // "q4-gG-sym", "q4-gG-asym"
 	LayoutF16              // "f16-rows"
 	LayoutQ4K              // "q4k-p" (packed only)
+	LayoutQ6K              // "q6k-p" (packed only)
 )
 
 // WeightLayout is a parsed layout tag of the artifact's tensor index. A
@@ -70,6 +71,16 @@ const (
 //
 // It takes 4.75 bits a weight, where q4-g32-asym-p of the same weights
 // takes 6 (package kernel, Q4.K4).
+//
+// So does ggml's Q6_K (quant.Q6K; K a multiple of 256), in planes:
+//
+//	q6k-p    nib [N*K/2] | hi [N*K/4] | sub i8 [N*K/16] | d f32 [N*K/256]
+//	         w = float32(d*float32(sub)) * float32(u - 32) for the 6-bit
+//	         code u of the input (kernel.PackQ6 gives where its low 4 and
+//	         high 2 bits lie), its group of 16's sub and its super-block
+//	         of 256's d.
+//
+// It takes 6.625 bits a weight (package kernel, Q6).
 type WeightLayout struct {
 	Kind   LayoutKind
 	Block  int  // B or G; 0 for w8
@@ -82,7 +93,7 @@ const PackBlock = 32
 
 // CanPack reports whether a weight [n, k] of layout l has a packed form.
 func (l WeightLayout) CanPack(k int64) bool {
-	if l.Kind == LayoutQ4K {
+	if l.Kind == LayoutQ4K || l.Kind == LayoutQ6K {
 		return k%Q4KSuper == 0
 	}
 	return l.Kind != LayoutPlain && l.Kind != LayoutF16 && k%PackBlock == 0 && l.Block%PackBlock == 0
@@ -114,6 +125,9 @@ func ParseLayout(tag string) (WeightLayout, error) {
 	if tag == "q4k-p" {
 		return WeightLayout{Kind: LayoutQ4K, Block: PackBlock, Packed: true}, nil
 	}
+	if tag == "q6k-p" {
+		return WeightLayout{Kind: LayoutQ6K, Packed: true}, nil
+	}
 	if base, ok := strings.CutSuffix(tag, "-p"); ok && base != "" {
 		l, err := ParseLayout(base)
 		if err != nil {
@@ -135,8 +149,8 @@ func ParseLayout(tag string) (WeightLayout, error) {
 		return WeightLayout{Kind: LayoutW8}, nil
 	case tag == "f16-rows":
 		return WeightLayout{Kind: LayoutF16}, nil
-	case tag == "q4k":
-		return WeightLayout{}, fmt.Errorf("layout %q: q4k exists only packed (q4k-p)", tag)
+	case tag == "q4k", tag == "q6k":
+		return WeightLayout{}, fmt.Errorf("layout %q exists only packed (%s-p)", tag, tag)
 	case strings.HasPrefix(tag, "lpbq-"):
 		b, err := block(strings.TrimPrefix(tag, "lpbq-"), "b")
 		return canonical(tag, WeightLayout{Kind: LayoutLPBQ, Block: b}, err)
@@ -164,7 +178,7 @@ func canonical(tag string, l WeightLayout, err error) (WeightLayout, error) {
 
 // Tag returns the layout's tag.
 func (l WeightLayout) Tag() string {
-	if l.Packed && l.Kind != LayoutQ4K {
+	if l.Packed && l.Kind != LayoutQ4K && l.Kind != LayoutQ6K {
 		u := l
 		u.Packed = false
 		return u.Tag() + "-p"
@@ -176,6 +190,8 @@ func (l WeightLayout) Tag() string {
 		return "f16-rows"
 	case LayoutQ4K:
 		return "q4k-p" // packed only
+	case LayoutQ6K:
+		return "q6k-p" // packed only
 	case LayoutLPBQ:
 		return fmt.Sprintf("lpbq-b%d", l.Block)
 	case LayoutQ4:
@@ -188,9 +204,11 @@ func (l WeightLayout) Tag() string {
 }
 
 // Parts are the byte offsets of a quantized tensor's parts from its start
-// and its total size; an absent part has offset -1.
+// and its total size; an absent part has offset -1. In q6k-p, Codes is
+// where hi starts, Sub where sub does and Scales where d does.
 type Parts struct {
 	Codes, Scales, Zeros int64
+	Sub                  int64
 	NScales              int64 // float32 scales (and zeros); q4k-p: the records' 4-byte words
 	Size                 int64
 }
@@ -203,7 +221,7 @@ func (l WeightLayout) Parts(n, k int64) (Parts, error) {
 	if n < 1 || k < 1 || n > MaxCols || k > MaxCols || n*k > 1<<40 {
 		return Parts{}, fmt.Errorf("layout %s: bad shape [%d, %d]", l.Tag(), n, k)
 	}
-	p := Parts{Codes: -1, Zeros: -1}
+	p := Parts{Codes: -1, Zeros: -1, Sub: -1}
 	if l.Kind == LayoutF16 {
 		if l.Packed || l.Block != 0 {
 			return Parts{}, fmt.Errorf("layout %s: binary16 rows have no blocks and no packed form", l.Tag())
@@ -219,6 +237,17 @@ func (l WeightLayout) Parts(n, k int64) (Parts, error) {
 		p.Scales = n * k / 2 // a multiple of 128
 		p.NScales = n * nc * q4kRecordBytes / 4
 		p.Size = p.Scales + n*nc*q4kRecordBytes
+		return p, nil
+	}
+	if l.Kind == LayoutQ6K {
+		if !l.Packed || l.Block != 0 || k%Q4KSuper != 0 {
+			return Parts{}, fmt.Errorf("layout %s: needs the packed form and inputs a multiple of %d (has %d)", l.Tag(), Q4KSuper, k)
+		}
+		p.Codes = n * k / 2
+		p.Sub = p.Codes + n*k/4
+		p.Scales = p.Sub + n*k/16 // a multiple of 16
+		p.NScales = n * k / Q4KSuper
+		p.Size = p.Scales + 4*p.NScales
 		return p, nil
 	}
 	nb := int64(0)

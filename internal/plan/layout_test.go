@@ -7,7 +7,7 @@ import (
 )
 
 func TestLayoutTags(t *testing.T) {
-	for _, tag := range []string{"", "w8-rows", "f16-rows", "lpbq-b16", "lpbq-b32", "q4-g32-sym", "q4-g64-asym", "q4k-p"} {
+	for _, tag := range []string{"", "w8-rows", "f16-rows", "lpbq-b16", "lpbq-b32", "q4-g32-sym", "q4-g64-asym", "q4k-p", "q6k-p"} {
 		l, err := ParseLayout(tag)
 		if err != nil {
 			t.Fatalf("%q: %v", tag, err)
@@ -17,7 +17,7 @@ func TestLayoutTags(t *testing.T) {
 		}
 	}
 	for _, tag := range []string{"w8", "lpbq-b0", "lpbq-b-3", "lpbq-32", "lpbq-b99999", "lpbq-b+32", "lpbq-b032", "q4-g32", "q4-g32-sy", "q4-x32-sym", "f16",
-		"f16-rows-p", "f16-row", "F16-rows", "f16-rows-b32", "q4k", "q4k-p-p", "q4k-b32-p"} {
+		"f16-rows-p", "f16-row", "F16-rows", "f16-rows-b32", "q4k", "q4k-p-p", "q4k-b32-p", "q6k", "q6k-p-p", "q6k-b32-p"} {
 		if _, err := ParseLayout(tag); err == nil {
 			t.Errorf("%q is accepted", tag)
 		}
@@ -91,6 +91,33 @@ func TestLayoutQ4K(t *testing.T) {
 	}
 	if _, err := l.Parts(2, 544); err == nil {
 		t.Error("q4k-p with 544 inputs has parts")
+	}
+}
+
+// TestLayoutQ6K checks q6k-p's planes: nib (K/2 a row), hi (K/4), sub
+// (K/16), then d (a float32 per 256), and that K not a multiple of 256 is
+// refused.
+func TestLayoutQ6K(t *testing.T) {
+	l, err := ParseLayout("q6k-p")
+	if err != nil || !l.Packed || l.Kind != LayoutQ6K || !l.CanPack(768) || l.CanPack(544) {
+		t.Fatalf("q6k-p: %+v, %v", l, err)
+	}
+	for _, c := range []struct{ n, k int64 }{{3, 256}, {2, 1024}, {5, 768}} {
+		p, err := l.Parts(c.n, c.k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nk := c.n * c.k
+		if p.Codes != nk/2 || p.Sub != nk/2+nk/4 || p.Scales != p.Sub+nk/16 || p.NScales != nk/256 ||
+			p.Size != p.Scales+4*nk/256 || p.Zeros != -1 || p.Scales%4 != 0 {
+			t.Errorf("[%d, %d]: parts %+v", c.n, c.k, p)
+		}
+		if bits := float64(8*p.Size) / float64(nk); bits != 6.625 {
+			t.Errorf("[%d, %d]: %g bits a weight", c.n, c.k, bits)
+		}
+	}
+	if _, err := l.Parts(2, 544); err == nil {
+		t.Error("q6k-p with 544 inputs has parts")
 	}
 }
 

@@ -396,3 +396,41 @@ func TestEmbeddingOverride(t *testing.T) {
 		}
 	}
 }
+
+// TestQ6KScheme: a recipe's q6k classifier stays q6k (6.625 bits) on a
+// model 256 wide and reads back; on stories260K (64 wide) it becomes W8
+// with the fallback reported, with or without --fallback-w8 (q6k has no
+// padded form).
+func TestQ6KScheme(t *testing.T) {
+	r, err := quant.ParseRecipe([]byte(`{"default": {"scheme": "w8"}, "overrides": [{"pattern": "lm_head.weight", "scheme": "q6k"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide := filepath.Join("..", "..", "cmd", "aotlm", "testdata", "kquant", "qwen3-Q6_K.gguf")
+	stories := testutil.Path(t, "models/stories260K/stories260K.gguf")
+	for _, c := range []struct {
+		src, tensor, scheme string
+	}{{wide, "model.embed_tokens.weight", "q6k"}, {stories, "lm_head.weight", "w8"}} { // tied, untied
+		out := filepath.Join(t.TempDir(), "q")
+		rep, err := qmodel.Quantize(c.src, out, qmodel.Options{Recipe: r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, tr := range rep.Tensors {
+			if tr.Name != c.tensor {
+				continue
+			}
+			found = true
+			if tr.Scheme != c.scheme || (c.scheme == "q6k") != (tr.Bits == 6.625) || (c.scheme == "w8") == (tr.Fallback == "") {
+				t.Errorf("%s: %+v, want %s", c.src, tr, c.scheme)
+			}
+		}
+		if !found {
+			t.Fatalf("%s: no %s in the report", c.src, c.tensor)
+		}
+		if _, _, err := qmodel.Load(out); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -206,6 +206,22 @@ func readQuantized(ck *safetensors.Checkpoint, name string, e TensorEntry, alias
 			q.Codes = append([]uint8(nil), c...)
 		}
 		want["codes"] = rows * blocks
+	case quant.KindQ6K:
+		if cols%quant.Q6KSuper != 0 {
+			return nil, fmt.Errorf("q6k needs a width that is a multiple of %d, has %d", quant.Q6KSuper, cols)
+		}
+		sub, err := ck.Bytes(name + ".sub")
+		if err != nil {
+			return nil, err
+		}
+		if len(sub) != n/quant.Q6KGroup {
+			return nil, fmt.Errorf("sub has %d values, %v needs %d", len(sub), s, n/quant.Q6KGroup)
+		}
+		q.Sub = make([]int8, len(sub))
+		for i, b := range sub {
+			q.Sub[i] = int8(b)
+		}
+		want["scales"] = n / quant.Q6KSuper
 	case quant.KindQ4:
 		want["scales"] = rows * blocks
 		if !s.Sym {

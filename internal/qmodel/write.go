@@ -28,7 +28,9 @@ type Options struct {
 	// Tokenizer names the tokenizer to copy for checkpoints without one.
 	Tokenizer string
 	// FallbackW8 quantizes a tensor whose input width the recipe's block
-	// size does not divide at W8 instead of padding its last block.
+	// size does not divide at W8 instead of padding its last block. (A
+	// q6k tensor whose width is not a multiple of 256 always becomes W8:
+	// q6k has no padded form.)
 	FallbackW8 bool
 	// Force replaces an existing output folder.
 	Force bool
@@ -389,6 +391,10 @@ func planTensor(name string, shape []int, isLinear, isEmbed, tied bool, opts Opt
 		p.fallback = fmt.Sprintf("width %d is not a multiple of block %d: w8", p.cols, s.Block)
 		s = quant.Scheme{Kind: quant.KindW8}
 	}
+	if s.Kind == quant.KindQ6K && p.cols%quant.Q6KSuper != 0 {
+		p.fallback = fmt.Sprintf("width %d is not a multiple of %d (q6k super-blocks): w8", p.cols, quant.Q6KSuper)
+		s = quant.Scheme{Kind: quant.KindW8}
+	}
 	p.scheme = s
 	if s.Kind == quant.KindF16 {
 		p.parts = []safetensors.Tensor{{Name: name, DType: tensor.F16, Shape: int64s(shape)}}
@@ -399,8 +405,11 @@ func planTensor(name string, shape []int, isLinear, isEmbed, tied bool, opts Opt
 		blocks = p.rows * ((p.cols + s.Block - 1) / s.Block)
 	}
 	scales := p.rows
-	if s.Kind == quant.KindQ4 {
+	switch s.Kind {
+	case quant.KindQ4:
 		scales = blocks
+	case quant.KindQ6K:
+		scales = p.rows * p.cols / quant.Q6KSuper
 	}
 	p.parts = []safetensors.Tensor{{Name: name + ".q", DType: tensor.I8, Shape: int64s(shape)},
 		{Name: name + ".scales", DType: tensor.F32, Shape: []int64{int64(scales)}}}
@@ -409,6 +418,9 @@ func planTensor(name string, shape []int, isLinear, isEmbed, tied bool, opts Opt
 	}
 	if s.Kind == quant.KindQ4 && !s.Sym && blocks > 0 {
 		p.parts = append(p.parts, safetensors.Tensor{Name: name + ".zeros", DType: tensor.F32, Shape: []int64{int64(blocks)}})
+	}
+	if s.Kind == quant.KindQ6K {
+		p.parts = append(p.parts, safetensors.Tensor{Name: name + ".sub", DType: tensor.I8, Shape: []int64{int64(p.rows * p.cols / quant.Q6KGroup)}})
 	}
 	return p
 }
@@ -470,6 +482,9 @@ func quantizeOne(p *tensorPlan, w []float32, prep *Prepared) (TensorEntry, Tenso
 	}
 	if len(q.Zeros) > 0 {
 		parts = append(parts, safetensors.Tensor{Name: name + ".zeros", DType: tensor.F32, Shape: []int64{int64(len(q.Zeros))}, Data: q.Zeros})
+	}
+	if len(q.Sub) > 0 {
+		parts = append(parts, safetensors.Tensor{Name: name + ".sub", DType: tensor.I8, Shape: []int64{int64(len(q.Sub))}, Raw: i8Bytes(q.Sub)})
 	}
 	return entry, tr, parts, nil
 }

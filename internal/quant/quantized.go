@@ -22,6 +22,8 @@ const MaxWeight = 1e30
 //	      w'[n,c] = float32(Q) * Scales[n]
 //	q4:   Q [N*K] in -8..7 (Sym) or 0..15; Scales [N*ng]; Zeros [N*ng] (not Sym)
 //	      w'[n,c] = (float32(Q) - Zeros[n,c/G]) * Scales[n,c/G]
+//	q6k:  Q [N*K] in -32..31; Sub [N*K/16]; Scales [N*K/256] (d per super-block)
+//	      w'[n,c] = float32(d*float32(Sub[i/16])) * float32(Q[i])   i = n*K + c
 //	f16:  Half [N*K]; w' = tensor.F16ToF32(Half)
 type Quantized struct {
 	Scheme Scheme
@@ -35,6 +37,7 @@ type Quantized struct {
 	Scales []float32 // [N] (lpbq, w8) or [N*ng] (q4)
 	Zeros  []float32 // [N*ng] q4 asymmetric zero points, in quantized units
 	Half   []uint16  // [N*K] f16 bits
+	Sub    []int8    // [N*K/16] q6k sub-scales
 	// K4, on an asymmetric q4 weight with groups of 32, holds the parts
 	// of ggml's Q4_K super-blocks it was read from; the weights are then
 	// K4's formula, which Scales and Zeros restate per group (up to the
@@ -83,6 +86,11 @@ func (q *Quantized) dequantizeRow(r int, row []float32) {
 	nb, b := q.BlocksPerRow(), q.Scheme.Block
 	qs := q.Q[r*q.Cols : (r+1)*q.Cols]
 	switch q.Scheme.Kind {
+	case KindQ6K:
+		for c, v := range qs {
+			i := r*q.Cols + c
+			row[c] = float32(q.Scales[i/Q6KSuper]*float32(q.Sub[i/Q6KGroup])) * float32(v) // rounded as ggml rounds
+		}
 	case KindLPBQ:
 		s := q.Scales[r]
 		for c, v := range qs {
@@ -134,6 +142,8 @@ func (q *Quantized) BitsPerWeight() float64 {
 		bits = 4*padded + 32*float64(len(q.Scales)+len(q.Zeros))
 	case KindF16:
 		bits = 16 * n
+	case KindQ6K:
+		bits = 6*n + 8*float64(len(q.Sub)) + 32*float64(len(q.Scales))
 	}
 	return bits / n
 }

@@ -25,11 +25,12 @@ import (
 //	  "kv": "u8"
 //	}
 //
-// A scheme object has "scheme" (lpbq, w8, q4, f16) and, by scheme:
+// A scheme object has "scheme" (lpbq, w8, q4, q6k, f16) and, by scheme:
 //
 //	lpbq: "block" (16, 32, 64, 128; default 32), "mode" (refined | reference; default refined)
 //	q4:   "group" or "block" (16, 32, 64, 128; default 32), "sym" (default true), "hqq" (default false)
-//	w8, f16: nothing else
+//	w8, q6k, f16: nothing else (q6k needs widths that are multiples of 256:
+//	        with the fallback on, narrower-grained tensors become w8)
 //
 // Fields a scheme does not take are errors, as are unknown fields anywhere.
 // Omitted fields take the defaults of the override's own scheme, not those of

@@ -14,6 +14,7 @@ const (
 	KindW8   Kind = "w8"   // int8 per output channel, symmetric (w8.go)
 	KindQ4   Kind = "q4"   // group-wise 4-bit, symmetric or asymmetric (q4.go)
 	KindF16  Kind = "f16"  // IEEE binary16, no quantization (f16.go)
+	KindQ6K  Kind = "q6k"  // 6-bit in ggml's Q6_K super-blocks (q6k.go)
 )
 
 // LPBQMode selects how LPBQ computes its int4 values once the scales are fixed.
@@ -89,14 +90,14 @@ func (s Scheme) Validate() error {
 		if !slices.Contains(BlockSizes, s.Block) {
 			return bad("block", "%s block size %d is not one of %v", s.Kind, s.Block, BlockSizes)
 		}
-	case KindW8, KindF16:
+	case KindW8, KindF16, KindQ6K:
 		if s.Block != 0 {
 			return bad("block", "%s takes no block size (got %d)", s.Kind, s.Block)
 		}
 	case "":
 		return bad("scheme", "missing scheme")
 	default:
-		return bad("scheme", "unknown scheme %q (want lpbq, w8, q4 or f16)", string(s.Kind))
+		return bad("scheme", "unknown scheme %q (want lpbq, w8, q4, q6k or f16)", string(s.Kind))
 	}
 	if s.Kind != KindLPBQ && s.Mode != "" {
 		return bad("mode", "mode applies to lpbq only, not %s", s.Kind)
@@ -130,6 +131,8 @@ func Quantize(w []float32, rows, cols int, s Scheme) (*Quantized, error) {
 		return QuantizeW8(w, rows, cols)
 	case KindQ4:
 		return QuantizeQ4(w, rows, cols, Q4Options{Group: s.Block, Sym: s.Sym, HQQ: s.HQQ})
+	case KindQ6K:
+		return QuantizeQ6K(w, rows, cols)
 	default: // KindF16; Validate rejected everything else
 		return QuantizeF16(w, rows, cols)
 	}

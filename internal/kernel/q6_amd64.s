@@ -1,0 +1,193 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// func q6RowsVnni(nib, hi *byte, sub *int8, d *float32, x *int8, nbias *int32, dx *float32, ns, n int, dst *float32)
+//
+// Per super-block: its 256 codes unpacked into four chunks of 64 bytes
+// (low nibble | high 2 bits at bits 4-5; GF2P8AFFINEQB moves the bit
+// pairs), four VPDPBUSD against the token's codes in the same slot order
+// into one accumulator that starts at -32*sum(x) per group (PackQ6 puts
+// group g in 32-bit lane g of every chunk), times the groups' sub-scales,
+// to float32, times the activation block scales, then accumulated with
+// d in 16 float32 lanes, summed at the end of the row.
+TEXT ·q6RowsVnni(SB), NOSPLIT, $0-80
+	MOVQ nib+0(FP), AX
+	MOVQ hi+8(FP), BX
+	MOVQ sub+16(FP), CX
+	MOVQ d+24(FP), DX
+	MOVQ ns+56(FP), R8
+	MOVQ n+64(FP), R9
+	MOVQ dst+72(FP), R10
+	MOVL $0x0f0f0f0f, R11
+	VPBROADCASTD R11, Z31
+	MOVL $0x30303030, R11
+	VPBROADCASTD R11, Z30
+	// bit matrices: hi bits 0-1, 2-3 and 6-7 of each byte to bits 4-5
+	MOVQ $0x01020000, R11
+	VPBROADCASTQ R11, Z27
+	MOVQ $0x04080000, R11
+	VPBROADCASTQ R11, Z26
+	MOVQ $0x40800000, R11
+	VPBROADCASTQ R11, Z25
+
+row:
+	MOVQ x+32(FP), SI
+	MOVQ nbias+40(FP), DI
+	MOVQ dx+48(FP), R12
+	MOVQ R8, R13
+	VPXORD Z0, Z0, Z0
+
+super:
+	VMOVDQU64 (AX), Z1
+	VMOVDQU64 64(AX), Z2
+	VMOVDQU64 (BX), Z3
+
+	// chunk 0: nib0 & 15 | hi bits 0-1 at 4-5
+	VGF2P8AFFINEQB $0, Z27, Z3, Z4
+	VPTERNLOGD $0xF8, Z31, Z1, Z4
+	// chunk 1: nib0 >> 4 | hi bits 2-3 at 4-5
+	VPSRLW $4, Z1, Z5
+	VGF2P8AFFINEQB $0, Z26, Z3, Z6
+	VPTERNLOGD $0xF8, Z31, Z5, Z6
+	// chunk 2: nib1 & 15 | hi & 0x30
+	VPANDD Z30, Z3, Z7
+	VPTERNLOGD $0xF8, Z31, Z2, Z7
+	// chunk 3: nib1 >> 4 | hi bits 6-7 at 4-5
+	VPSRLW $4, Z2, Z8
+	VGF2P8AFFINEQB $0, Z25, Z3, Z9
+	VPTERNLOGD $0xF8, Z31, Z8, Z9
+
+	VMOVDQU32 (DI), Z10
+	VPXORD Z11, Z11, Z11
+	VPDPBUSD (SI), Z4, Z10
+	VPDPBUSD 64(SI), Z6, Z11
+	VPDPBUSD 128(SI), Z7, Z10
+	VPDPBUSD 192(SI), Z9, Z11
+	VPADDD Z11, Z10, Z10
+
+	VPMOVSXBD (CX), Z17
+	VPMULLD Z17, Z10, Z10
+	VCVTDQ2PS Z10, Z10
+	VMULPS (R12), Z10, Z10
+	VBROADCASTSS (DX), Z17
+	VFMADD231PS Z17, Z10, Z0
+
+	ADDQ $128, AX
+	ADDQ $64, BX
+	ADDQ $16, CX
+	ADDQ $4, DX
+	ADDQ $256, SI
+	ADDQ $64, DI
+	ADDQ $64, R12
+	DECQ R13
+	JNZ  super
+
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVHLPS X0, X0, X1
+	VADDPS X1, X0, X0
+	VPSHUFD $1, X0, X1
+	VADDSS X1, X0, X0
+	VMOVSS X0, (R10)
+	ADDQ $4, R10
+	DECQ R9
+	JNZ  row
+	VZEROUPPER
+	RET
+
+// HALF6 adds half h (groups 8h..8h+7, byte offset o = 32h in a chunk)
+// of a super-block into Y0, with AVX2: codes unpacked as q6RowsVnni
+// does, VPMADDUBSW by chunk, two chunks added in int16 (|sum| <= 2*2*63*128),
+// VPMADDWD by ones to int32 group lanes, then the scale steps.
+#define HALF6(o, so) \
+	VMOVDQU o(AX), Y1             \
+	VMOVDQU 64+o(AX), Y2          \
+	VMOVDQU o(BX), Y3             \
+	VPAND   Y15, Y1, Y4           \
+	VPSLLW  $4, Y3, Y5            \
+	VPAND   Y14, Y5, Y5           \
+	VPOR    Y5, Y4, Y4            \
+	VPSRLW  $4, Y1, Y6            \
+	VPAND   Y15, Y6, Y6           \
+	VPSLLW  $2, Y3, Y5            \
+	VPAND   Y14, Y5, Y5           \
+	VPOR    Y5, Y6, Y6            \
+	VPMADDUBSW o(SI), Y4, Y4      \
+	VPMADDUBSW 64+o(SI), Y6, Y6   \
+	VPADDW  Y6, Y4, Y4            \
+	VPMADDWD Y13, Y4, Y4          \
+	VPAND   Y15, Y2, Y7           \
+	VPAND   Y14, Y3, Y5           \
+	VPOR    Y5, Y7, Y7            \
+	VPSRLW  $4, Y2, Y8            \
+	VPAND   Y15, Y8, Y8           \
+	VPSRLW  $2, Y3, Y5            \
+	VPAND   Y14, Y5, Y5           \
+	VPOR    Y5, Y8, Y8            \
+	VPMADDUBSW 128+o(SI), Y7, Y7  \
+	VPMADDUBSW 192+o(SI), Y8, Y8  \
+	VPADDW  Y8, Y7, Y7            \
+	VPMADDWD Y13, Y7, Y7          \
+	VPADDD  Y7, Y4, Y4            \
+	VPADDD  o(DI), Y4, Y4         \
+	VPMOVSXBD so(CX), Y5          \
+	VPMULLD Y5, Y4, Y4            \
+	VCVTDQ2PS Y4, Y4              \
+	VMULPS  o(R12), Y4, Y4        \
+	VFMADD231PS Y12, Y4, Y0
+
+// func q6RowsAvx2(nib, hi *byte, sub *int8, d *float32, x *int8, nbias *int32, dx *float32, ns, n int, dst *float32)
+TEXT ·q6RowsAvx2(SB), NOSPLIT, $0-80
+	MOVQ nib+0(FP), AX
+	MOVQ hi+8(FP), BX
+	MOVQ sub+16(FP), CX
+	MOVQ d+24(FP), DX
+	MOVQ ns+56(FP), R8
+	MOVQ n+64(FP), R9
+	MOVQ dst+72(FP), R10
+	MOVL $0x0f0f0f0f, R11
+	MOVD R11, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x30303030, R11
+	MOVD R11, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x00010001, R11
+	MOVD R11, X13
+	VPBROADCASTD X13, Y13
+
+avx2row:
+	MOVQ x+32(FP), SI
+	MOVQ nbias+40(FP), DI
+	MOVQ dx+48(FP), R12
+	MOVQ R8, R13
+	VXORPS Y0, Y0, Y0
+
+avx2super:
+	VBROADCASTSS (DX), Y12
+	HALF6(0, 0)
+	HALF6(32, 8)
+	ADDQ $128, AX
+	ADDQ $64, BX
+	ADDQ $16, CX
+	ADDQ $4, DX
+	ADDQ $256, SI
+	ADDQ $64, DI
+	ADDQ $64, R12
+	DECQ R13
+	JNZ  avx2super
+
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVHLPS X0, X0, X1
+	VADDPS X1, X0, X0
+	VPSHUFD $1, X0, X1
+	VADDSS X1, X0, X0
+	VMOVSS X0, (R10)
+	ADDQ $4, R10
+	DECQ R9
+	JNZ  avx2row
+	VZEROUPPER
+	RET
