@@ -2,6 +2,48 @@
 
 #include "textflag.h"
 
+// Both kernels: AX nib, BX hi, CX sub, DX d, R8 super-blocks a row, R9
+// rows left, R10 dst; per row SI the token's codes, DI nbias, R12 dx,
+// R13 super-blocks left. Y0 (the low half of Z0) holds the row's sums.
+#define Q6ARGS \
+	MOVQ nib+0(FP), AX  \
+	MOVQ hi+8(FP), BX   \
+	MOVQ sub+16(FP), CX \
+	MOVQ d+24(FP), DX   \
+	MOVQ ns+56(FP), R8  \
+	MOVQ n+64(FP), R9   \
+	MOVQ dst+72(FP), R10
+
+#define Q6ROWARGS \
+	MOVQ x+32(FP), SI     \
+	MOVQ nbias+40(FP), DI \
+	MOVQ dx+48(FP), R12   \
+	MOVQ R8, R13
+
+// Q6NEXT steps to the next super-block and counts it.
+#define Q6NEXT \
+	ADDQ $128, AX \
+	ADDQ $64, BX  \
+	ADDQ $16, CX  \
+	ADDQ $4, DX   \
+	ADDQ $256, SI \
+	ADDQ $64, DI  \
+	ADDQ $64, R12 \
+	DECQ R13
+
+// Q6STORE stores the sum of Y0's 8 lanes at R10, steps to the next row
+// and counts it.
+#define Q6STORE \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS X1, X0, X0       \
+	VMOVHLPS X0, X0, X1     \
+	VADDPS X1, X0, X0       \
+	VPSHUFD $1, X0, X1      \
+	VADDSS X1, X0, X0       \
+	VMOVSS X0, (R10)        \
+	ADDQ $4, R10            \
+	DECQ R9
+
 // func q6RowsVnni(nib, hi *byte, sub *int8, d *float32, x *int8, nbias *int32, dx *float32, ns, n int, dst *float32)
 //
 // Per super-block: its 256 codes unpacked into four chunks of 64 bytes
@@ -12,13 +54,7 @@
 // to float32, times the activation block scales, then accumulated with
 // d in 16 float32 lanes, summed at the end of the row.
 TEXT ·q6RowsVnni(SB), NOSPLIT, $0-80
-	MOVQ nib+0(FP), AX
-	MOVQ hi+8(FP), BX
-	MOVQ sub+16(FP), CX
-	MOVQ d+24(FP), DX
-	MOVQ ns+56(FP), R8
-	MOVQ n+64(FP), R9
-	MOVQ dst+72(FP), R10
+	Q6ARGS
 	MOVL $0x0f0f0f0f, R11
 	VPBROADCASTD R11, Z31
 	MOVL $0x30303030, R11
@@ -32,10 +68,7 @@ TEXT ·q6RowsVnni(SB), NOSPLIT, $0-80
 	VPBROADCASTQ R11, Z25
 
 row:
-	MOVQ x+32(FP), SI
-	MOVQ nbias+40(FP), DI
-	MOVQ dx+48(FP), R12
-	MOVQ R8, R13
+	Q6ROWARGS
 	VPXORD Z0, Z0, Z0
 
 super:
@@ -73,27 +106,12 @@ super:
 	VBROADCASTSS (DX), Z17
 	VFMADD231PS Z17, Z10, Z0
 
-	ADDQ $128, AX
-	ADDQ $64, BX
-	ADDQ $16, CX
-	ADDQ $4, DX
-	ADDQ $256, SI
-	ADDQ $64, DI
-	ADDQ $64, R12
-	DECQ R13
+	Q6NEXT
 	JNZ  super
 
 	VEXTRACTF64X4 $1, Z0, Y1
 	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VMOVHLPS X0, X0, X1
-	VADDPS X1, X0, X0
-	VPSHUFD $1, X0, X1
-	VADDSS X1, X0, X0
-	VMOVSS X0, (R10)
-	ADDQ $4, R10
-	DECQ R9
+	Q6STORE
 	JNZ  row
 	VZEROUPPER
 	RET
@@ -141,13 +159,7 @@ super:
 
 // func q6RowsAvx2(nib, hi *byte, sub *int8, d *float32, x *int8, nbias *int32, dx *float32, ns, n int, dst *float32)
 TEXT ·q6RowsAvx2(SB), NOSPLIT, $0-80
-	MOVQ nib+0(FP), AX
-	MOVQ hi+8(FP), BX
-	MOVQ sub+16(FP), CX
-	MOVQ d+24(FP), DX
-	MOVQ ns+56(FP), R8
-	MOVQ n+64(FP), R9
-	MOVQ dst+72(FP), R10
+	Q6ARGS
 	MOVL $0x0f0f0f0f, R11
 	MOVD R11, X15
 	VPBROADCASTD X15, Y15
@@ -159,35 +171,17 @@ TEXT ·q6RowsAvx2(SB), NOSPLIT, $0-80
 	VPBROADCASTD X13, Y13
 
 avx2row:
-	MOVQ x+32(FP), SI
-	MOVQ nbias+40(FP), DI
-	MOVQ dx+48(FP), R12
-	MOVQ R8, R13
+	Q6ROWARGS
 	VXORPS Y0, Y0, Y0
 
 avx2super:
 	VBROADCASTSS (DX), Y12
 	HALF6(0, 0)
 	HALF6(32, 8)
-	ADDQ $128, AX
-	ADDQ $64, BX
-	ADDQ $16, CX
-	ADDQ $4, DX
-	ADDQ $256, SI
-	ADDQ $64, DI
-	ADDQ $64, R12
-	DECQ R13
+	Q6NEXT
 	JNZ  avx2super
 
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VMOVHLPS X0, X0, X1
-	VADDPS X1, X0, X0
-	VPSHUFD $1, X0, X1
-	VADDSS X1, X0, X0
-	VMOVSS X0, (R10)
-	ADDQ $4, R10
-	DECQ R9
+	Q6STORE
 	JNZ  avx2row
 	VZEROUPPER
 	RET
