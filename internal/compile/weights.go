@@ -311,16 +311,19 @@ func encodeQ6K(l plan.WeightLayout, q *quant.Quantized, shape []int64) ([]byte, 
 	if len(q.Q) != N*K || int64(len(q.Sub)) != p.Scales-p.Sub || int64(len(q.Scales)) != p.NScales {
 		return nil, fmt.Errorf("%d integers, %d sub-scales and %d scales do not fit %s of [%d, %d]", len(q.Q), len(q.Sub), len(q.Scales), l.Tag(), N, K)
 	}
-	u := make([]uint8, N*K)
-	for i, v := range q.Q {
-		if v < -32 || v > 31 {
-			return nil, fmt.Errorf("row %d input %d: %d does not fit 6 bits", i/K, i%K, v)
-		}
-		u[i] = uint8(int(v) + 32)
-	}
 	b := make([]byte, p.Size)
-	if err := kernel.PackQ6(b[:p.Codes], b[p.Codes:p.Sub], u, N, K); err != nil {
-		return nil, err
+	nib, hi := b[:p.Codes], b[p.Codes:p.Sub]
+	u := make([]uint8, K) // one row at a time: a classifier's codes are not copied whole
+	for n := range N {
+		for k, v := range q.Q[n*K : (n+1)*K] {
+			if v < -32 || v > 31 {
+				return nil, fmt.Errorf("row %d input %d: %d does not fit 6 bits", n, k, v)
+			}
+			u[k] = uint8(int(v) + 32)
+		}
+		if err := kernel.PackQ6(nib[n*K/2:(n+1)*K/2], hi[n*K/4:(n+1)*K/4], u, 1, K); err != nil {
+			return nil, fmt.Errorf("row %d: %w", n, err)
+		}
 	}
 	for i, v := range q.Sub {
 		b[p.Sub+int64(i)] = byte(v)

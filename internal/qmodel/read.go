@@ -148,7 +148,7 @@ func elements(shape []int) (int, error) {
 }
 
 // quantized reads the parts of a quantized tensor; with alias set the
-// integers and codes alias the file's bytes instead of being copied.
+// integers, codes and sub-scales alias the file's bytes instead of being copied.
 func (f *Folder) quantized(name string, e TensorEntry, alias bool) (*quant.Quantized, error) {
 	q, err := readQuantized(f.ck, name, e, alias)
 	if !alias {
@@ -217,9 +217,13 @@ func readQuantized(ck *safetensors.Checkpoint, name string, e TensorEntry, alias
 		if len(sub) != n/quant.Q6KGroup {
 			return nil, fmt.Errorf("sub has %d values, %v needs %d", len(sub), s, n/quant.Q6KGroup)
 		}
-		q.Sub = make([]int8, len(sub))
-		for i, b := range sub {
-			q.Sub[i] = int8(b)
+		if alias {
+			q.Sub = unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(sub))), len(sub))
+		} else {
+			q.Sub = make([]int8, len(sub))
+			for i, b := range sub {
+				q.Sub[i] = int8(b)
+			}
 		}
 		want["scales"] = n / quant.Q6KSuper
 	case quant.KindQ4:
