@@ -155,3 +155,44 @@ func checkProfile(t *testing.T, prof string) {
 		t.Fatalf("profile body: %d bytes, %v", len(body), err)
 	}
 }
+
+// TestBenchFloor: --floor gives each decoding test the floor measured
+// beside it (the weights a token streams, at most the file, over the read
+// bandwidth) and the share of it the decode reached; a prefill test has
+// none. The table prints it after the load line.
+func TestBenchFloor(t *testing.T) {
+	path := compileStories(t)
+	code, stdout, stderr := aotlmPlus(t, "bench", "-m", path, "-p", "8", "-n", "16", "--pg", "8,8", "-r", "2", "-t", "2", "--floor", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Size   int64 `json:"size_bytes"`
+		Decode int64 `json:"decode_weight_bytes"`
+		Tests  []struct {
+			Name      string  `json:"name"`
+			FloorGBps float64 `json:"floor_gbps"`
+			FloorTokS float64 `json:"floor_tok_s"`
+			OfFloor   float64 `json:"of_floor"`
+		} `json:"tests"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if rep.Decode <= 0 || rep.Decode > rep.Size || len(rep.Tests) != 3 {
+		t.Fatalf("decode weights %d bytes of a %d-byte file, %d tests", rep.Decode, rep.Size, len(rep.Tests))
+	}
+	for _, r := range rep.Tests {
+		decodes := r.Name != "pp8"
+		if has := r.FloorGBps > 0 && r.FloorTokS > 0 && r.OfFloor > 0; has != decodes {
+			t.Errorf("%s: floor %v GB/s, %v tok/s, share %v", r.Name, r.FloorGBps, r.FloorTokS, r.OfFloor)
+		}
+		if decodes && r.FloorTokS*float64(rep.Decode) > 1.001*r.FloorGBps*1e9 {
+			t.Errorf("%s: floor %v tok/s is more than %v GB/s over %d bytes", r.Name, r.FloorTokS, r.FloorGBps, rep.Decode)
+		}
+	}
+	code, stdout, stderr = aotlmPlus(t, "bench", "-m", path, "-p", "0", "-n", "8", "-r", "1", "-t", "1", "--floor")
+	if code != 0 || !strings.Contains(stdout, "decode floor (tg8): ") || !strings.Contains(stdout, "with 1 thread: ") || !strings.Contains(stdout, "% of it") {
+		t.Errorf("table: exit %d, stderr %s:\n%s", code, stderr, stdout)
+	}
+}

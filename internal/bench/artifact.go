@@ -20,6 +20,9 @@ type Config struct {
 	Warmup      bool
 	Seed        uint64 // of the random prompts
 	HugePages   bool   // read the artifact into huge pages (engine.Options)
+	// Floor measures the decode floor beside every decoding test: the
+	// read bandwidth of the weights a token streams (Options.Floor).
+	Floor bool
 }
 
 // ParseMode maps a mode name to the engine's mode: "" and "hybrid" are
@@ -65,8 +68,16 @@ func RunArtifact(path string, cfg Config) (Report, error) {
 		return rep, err
 	}
 	defer s.Close()
-	rep.Tests, err = Run(s, cfg.Tests, Options{Repetitions: cfg.Repetitions, Vocab: m.Vocab,
-		Seed: cfg.Seed, Warmup: cfg.Warmup})
+	opts := Options{Repetitions: cfg.Repetitions, Vocab: m.Vocab, Seed: cfg.Seed, Warmup: cfg.Warmup}
+	if cfg.Floor {
+		parts, err := e.DecodeWeights()
+		if err != nil {
+			return rep, err
+		}
+		opts.Floor = NewFloor(parts, rep.Threads)
+		rep.DecodeBytes = opts.Floor.Bytes
+	}
+	rep.Tests, err = Run(s, cfg.Tests, opts)
 	if err != nil {
 		return rep, err
 	}

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"time"
+
+	"github.com/aotlm/aotlm/internal/kernel"
 )
 
 // Session is the part of an inference session a benchmark drives
@@ -111,6 +113,10 @@ type Options struct {
 	// PeakRSS returns the process's peak resident bytes; nil means the
 	// package's PeakRSS.
 	PeakRSS func() int64
+	// Floor, when set, is probed before each repetition of a test that
+	// decodes and after its last, and the test's decode rate is given as
+	// a share of the floor measured beside it (Result.OfFloor).
+	Floor *Floor
 }
 
 // Result is the measurement of one test.
@@ -125,9 +131,17 @@ type Result struct {
 	DecodeTokS float64 `json:"decode_tok_s,omitempty"`
 	// TTFTMs is, for pp tests, the mean time from the start of the prefill
 	// to the first token chosen (prefill plus one greedy sample).
-	TTFTMs  float64   `json:"ttft_ms,omitempty"`
-	RSSMB   float64   `json:"rss_mb"`     // peak resident MiB after the test
-	Samples []float64 `json:"samples_ms"` // wall time of each repetition
+	TTFTMs float64 `json:"ttft_ms,omitempty"`
+	// FloorGBps is, with Options.Floor, the mean read bandwidth of the
+	// decode weights around the repetitions; FloorTokS the decode rate it
+	// allows (bandwidth / bytes a token); OfFloor the mean of each
+	// repetition's decode rate over the floor of the probes before and
+	// after it.
+	FloorGBps float64   `json:"floor_gbps,omitempty"`
+	FloorTokS float64   `json:"floor_tok_s,omitempty"`
+	OfFloor   float64   `json:"of_floor,omitempty"`
+	RSSMB     float64   `json:"rss_mb"`     // peak resident MiB after the test
+	Samples   []float64 `json:"samples_ms"` // wall time of each repetition
 }
 
 // Run checks every test against the session's context, then measures them
@@ -219,7 +233,12 @@ func (r *runner) measure(t Test) (Result, error) {
 	rates := make([]float64, 0, r.opts.Repetitions)
 	var decodeRates, ttfts []float64
 	now := r.opts.Clock
+	var floorGBps, repDecode []float64 // floorGBps[i]: the probe before repetition i (and after the last)
+	probe := r.opts.Floor != nil && t.Gen > 0
 	for range r.opts.Repetitions {
+		if probe {
+			floorGBps = append(floorGBps, r.opts.Floor.gbps())
+		}
 		r.s.Reset()
 		var logits []float32
 		var err error
@@ -252,6 +271,9 @@ func (r *runner) measure(t Test) (Result, error) {
 			total = end.Sub(start)
 			if t.Prompt > 0 {
 				decodeRates = append(decodeRates, rate(t.Gen, end.Sub(prefilled)))
+				repDecode = append(repDecode, decodeRates[len(decodeRates)-1])
+			} else {
+				repDecode = append(repDecode, rate(t.Gen, total))
 			}
 		}
 		res.Samples = append(res.Samples, ms(total))
@@ -261,6 +283,10 @@ func (r *runner) measure(t Test) (Result, error) {
 	res.Ms, _ = MeanStddev(res.Samples)
 	res.DecodeTokS, _ = MeanStddev(decodeRates)
 	res.TTFTMs, _ = MeanStddev(ttfts)
+	if probe {
+		floorGBps = append(floorGBps, r.opts.Floor.gbps())
+		res.FloorGBps, res.FloorTokS, res.OfFloor = r.opts.Floor.shares(floorGBps, repDecode)
+	}
 	res.RSSMB = MiB(r.opts.PeakRSS())
 	return res, nil
 }
@@ -281,12 +307,4 @@ func MiB(b int64) float64 { return float64(b) / (1 << 20) }
 
 // Argmax returns the index of the largest value (the first on ties), or 0
 // for an empty slice.
-func Argmax(xs []float32) int {
-	best := 0
-	for i, x := range xs {
-		if x > xs[best] {
-			best = i
-		}
-	}
-	return best
-}
+func Argmax(xs []float32) int { return kernel.Argmax(xs) }

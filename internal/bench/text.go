@@ -136,24 +136,27 @@ func HumanCount(n int64) string {
 
 // Report is the outcome of a benchmark run, as `aotlm bench` prints it.
 type Report struct {
-	Model        string   `json:"model"` // artifact file name
-	Architecture string   `json:"architecture"`
-	Weights      string   `json:"weights"`
-	SizeBytes    int64    `json:"size_bytes"`
-	Params       int64    `json:"params"`
-	Ctx          int      `json:"ctx"`
-	Mode         string   `json:"mode"`
-	Threads      int      `json:"threads"`
-	LoadMs       float64  `json:"load_ms"`               // opening the artifact
-	HugePages    bool     `json:"huge_pages,omitempty"`  // --hugepages put the weights in huge pages
-	HugePagesPct float64  `json:"huge_pages_pct"`        // share of the file mapped with huge pages after the tests
-	DecodeWalk   string   `json:"decode_walk,omitempty"` // the one-token products' walk (kernel.TuneOnce)
-	Kernels      string   `json:"kernels,omitempty"`     // the kernel overlays in use (kernel.Active)
-	Note         string   `json:"note,omitempty"`        // advice on the run (huge pages)
-	TTFTMs       float64  `json:"ttft_ms"`               // of the largest pp test; 0 without one
-	TTFTTest     string   `json:"ttft_test,omitempty"`
-	RSSMB        float64  `json:"rss_mb"` // peak resident MiB at the end
-	Tests        []Result `json:"tests"`
+	Model        string  `json:"model"` // artifact file name
+	Architecture string  `json:"architecture"`
+	Weights      string  `json:"weights"`
+	SizeBytes    int64   `json:"size_bytes"`
+	Params       int64   `json:"params"`
+	Ctx          int     `json:"ctx"`
+	Mode         string  `json:"mode"`
+	Threads      int     `json:"threads"`
+	LoadMs       float64 `json:"load_ms"`               // opening the artifact
+	HugePages    bool    `json:"huge_pages,omitempty"`  // --hugepages put the weights in huge pages
+	HugePagesPct float64 `json:"huge_pages_pct"`        // share of the file mapped with huge pages after the tests
+	DecodeWalk   string  `json:"decode_walk,omitempty"` // the one-token products' walk (kernel.TuneOnce)
+	Kernels      string  `json:"kernels,omitempty"`     // the kernel overlays in use (kernel.Active)
+	Note         string  `json:"note,omitempty"`        // advice on the run (huge pages)
+	TTFTMs       float64 `json:"ttft_ms"`               // of the largest pp test; 0 without one
+	TTFTTest     string  `json:"ttft_test,omitempty"`
+	RSSMB        float64 `json:"rss_mb"` // peak resident MiB at the end
+	// DecodeBytes is, with Config.Floor, the weight bytes a decode step
+	// streams (engine.DecodeWeights): the floor's numerator.
+	DecodeBytes int64    `json:"decode_weight_bytes,omitempty"`
+	Tests       []Result `json:"tests"`
 }
 
 // SetTTFT fills TTFTMs and TTFTTest from the pp test with the longest
@@ -196,6 +199,12 @@ func (r Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, ", decode walk %s", r.DecodeWalk)
 	}
 	_, err := fmt.Fprintln(w)
+	for _, t := range r.Tests {
+		if err == nil && t.FloorTokS > 0 {
+			_, err = fmt.Fprintf(w, "decode floor (%s): %s of weights a token, read at %.2f GB/s with %s: %.2f tok/s; decode at %.0f%% of it\n",
+				t.Name, Human(r.DecodeBytes), t.FloorGBps, plural(r.Threads, "thread"), t.FloorTokS, 100*t.OfFloor)
+		}
+	}
 	if err == nil && r.Note != "" {
 		_, err = fmt.Fprintf(w, "note: %s\n", r.Note)
 	}
@@ -204,3 +213,11 @@ func (r Report) WriteTable(w io.Writer) error {
 
 // dashes returns n hyphens.
 func dashes(n int) string { return string(bytes.Repeat([]byte{'-'}, n)) }
+
+// plural returns "1 thread", "2 threads".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

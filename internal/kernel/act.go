@@ -110,3 +110,48 @@ func addGeneric(dst, a, b []float32) {
 		dst[i] = v + b[i]
 	}
 }
+
+// Argmax returns the index of the first largest element of x (0 when x is
+// empty), as the plain scan argmaxGeneric does: the block of
+// argmaxBlock elements with the largest Max (the first such block), then
+// the first element in it equal to that maximum. Where x holds a NaN (then
+// Dot(x, x) is NaN, and the vector maxima do not order it as the scan
+// does) or no element equals the maximum (every element -Inf), the plain
+// scan decides. Greedy decoding takes it over a vocabulary of logits every
+// token.
+func Argmax(x []float32) int {
+	if len(x) == 0 {
+		return 0
+	}
+	if d := Dot(x, x); d != d {
+		return argmaxGeneric(x)
+	}
+	best, at := float32(math.Inf(-1)), 0
+	for lo := 0; lo < len(x); lo += argmaxBlock {
+		if m := Max(x[lo:min(lo+argmaxBlock, len(x))]); m > best {
+			best, at = m, lo
+		}
+	}
+	for i, v := range x[at:min(at+argmaxBlock, len(x))] {
+		if v == best {
+			return at + i
+		}
+	}
+	return argmaxGeneric(x)
+}
+
+// argmaxBlock is the span of Argmax's blocks.
+const argmaxBlock = 2048
+
+// argmaxGeneric returns the index of the first element that no later
+// element exceeds, comparing each with the best so far (0 when x is
+// empty).
+func argmaxGeneric(x []float32) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return best
+}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/aotlm/aotlm/internal/kernel"
 )
 
 // Params configures a Sampler. The zero value is greedy decoding.
@@ -66,15 +68,7 @@ func New(p Params) *Sampler {
 }
 
 // Argmax returns the index of the largest logit (the lowest on ties).
-func Argmax(logits []float32) int {
-	best := 0
-	for i, v := range logits {
-		if v > logits[best] {
-			best = i
-		}
-	}
-	return best
-}
+func Argmax(logits []float32) int { return kernel.Argmax(logits) }
 
 // Sample returns the next id for logits given the ids generated so far
 // (history is only read, for the repetition, presence and frequency

@@ -1,0 +1,153 @@
+package bench
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// The decode floor: a one-token step reads every weight once, so no
+// decode is faster than the machine reads those bytes. The probe times
+// a plain read of the very bytes decode streams (the engine's mapping,
+// with its pages, huge or not, and its share of the caches), split over
+// the same number of threads, right before and after each repetition:
+// this machine's bandwidth moves between minutes, so the floor is
+// measured beside the rate it bounds.
+
+// Floor is a probe of the decode floor: Bytes streamed per token, and a
+// function that reads them once and returns the time it took.
+type Floor struct {
+	Bytes int64
+	Read  func() time.Duration
+}
+
+// NewFloor returns the probe that reads parts split over threads
+// goroutines: each reads one contiguous share of their concatenation.
+func NewFloor(parts [][]byte, threads int) *Floor {
+	var total int64
+	for _, p := range parts {
+		total += int64(len(p))
+	}
+	threads = max(threads, 1)
+	shares := make([][][]byte, threads)
+	for t := range threads {
+		shares[t] = span(parts, total*int64(t)/int64(threads), total*int64(t+1)/int64(threads))
+	}
+	sums := make([]uint64, threads)
+	return &Floor{Bytes: total, Read: func() time.Duration {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for t := 1; t < threads; t++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sums[t] = readAll(shares[t])
+			}()
+		}
+		sums[0] = readAll(shares[0])
+		wg.Wait()
+		d := time.Since(start)
+		for _, s := range sums {
+			floorSink.Store(floorSink.Load() ^ s)
+		}
+		return d
+	}}
+}
+
+// floorSink keeps the probe's sums, so that its reads are used.
+var floorSink atomic.Uint64
+
+// span returns the pieces of parts that cover bytes [lo, hi) of their
+// concatenation.
+func span(parts [][]byte, lo, hi int64) [][]byte {
+	var out [][]byte
+	var at int64
+	for _, p := range parts {
+		a, b := max(lo-at, 0), min(hi-at, int64(len(p)))
+		if a < b {
+			out = append(out, p[a:b])
+		}
+		at += int64(len(p))
+	}
+	return out
+}
+
+// readAll folds every piece (readFold) into one value.
+func readAll(pieces [][]byte) uint64 {
+	var s uint64
+	for _, p := range pieces {
+		s += readFold(p)
+	}
+	return s
+}
+
+// readFold reads every byte of b and returns the wrapping sum of each
+// byte shifted left by 8 times its address mod 8: the sum of b's aligned
+// little-endian 64-bit words, with the bytes before the first and after
+// the last aligned word placed where a word would hold them. Its only use
+// is that the reads cannot be dropped; the plain loop over words reads as
+// fast as wide vector loads do (both wait on memory).
+func readFold(b []byte) uint64 {
+	var s uint64
+	for len(b) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%8 != 0 {
+		s += uint64(b[0]) << (8 * (uintptr(unsafe.Pointer(unsafe.SliceData(b))) % 8))
+		b = b[1:]
+	}
+	n := len(b) / 8
+	if n > 0 {
+		w := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), n)
+		var a0, a1, a2, a3 uint64
+		for len(w) >= 8 {
+			a0 += w[0] + w[4]
+			a1 += w[1] + w[5]
+			a2 += w[2] + w[6]
+			a3 += w[3] + w[7]
+			w = w[8:]
+		}
+		for _, x := range w {
+			a0 += x
+		}
+		s += a0 + a1 + a2 + a3
+		b = b[8*n:]
+	}
+	for i, c := range b { // b starts aligned here
+		s += uint64(c) << (8 * (i % 8))
+	}
+	return s
+}
+
+// gbps is the faster of two reads, in GB/s (0 for a probe of no bytes).
+func (f *Floor) gbps() float64 {
+	best := 0.0
+	for range 2 {
+		if d := f.Read(); d > 0 && f.Bytes > 0 {
+			best = max(best, float64(f.Bytes)/d.Seconds()/1e9)
+		}
+	}
+	return best
+}
+
+// shares pairs each repetition's decode rate rates[i] with the mean of
+// the probes before and after it (gbps[i], gbps[i+1]) and returns the
+// mean bandwidth, the mean floor in tokens per second and the mean share
+// of the floor the decode reached.
+func (f *Floor) shares(gbps, rates []float64) (bw, floorTokS, of float64) {
+	n := 0
+	for i, r := range rates {
+		if i+1 >= len(gbps) || f.Bytes <= 0 {
+			break
+		}
+		g := (gbps[i] + gbps[i+1]) / 2
+		if g <= 0 {
+			continue
+		}
+		tokS := g * 1e9 / float64(f.Bytes)
+		bw, floorTokS, of = bw+g, floorTokS+tokS, of+r/tokS
+		n++
+	}
+	if n == 0 {
+		return 0, 0, 0
+	}
+	return bw / float64(n), floorTokS / float64(n), of / float64(n)
+}

@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// readFoldRef is readFold's definition, a byte at a time: each byte
+// shifted left by 8 times its address mod 8, summed with wrap-around.
+func readFoldRef(b []byte) uint64 {
+	var s uint64
+	for i, c := range b {
+		addr := uintptr(unsafe.Pointer(&b[i]))
+		s += uint64(c) << (8 * (addr % 8))
+	}
+	return s
+}
+
+// TestReadFold compares readFold with the byte loop on random bytes, every
+// length up to 300 from every start within two words, and a long run.
+func TestReadFold(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	buf := make([]byte, 1<<16+64)
+	for i := range buf {
+		buf[i] = byte(r.Uint32())
+	}
+	for off := range 16 {
+		for n := range 300 {
+			b := buf[off : off+n]
+			if got, want := readFold(b), readFoldRef(b); got != want {
+				t.Fatalf("start %d, %d bytes: %#x, want %#x", off, n, got, want)
+			}
+		}
+	}
+	for _, off := range []int{0, 3, 8, 13} {
+		b := buf[off : off+1<<16+off%7]
+		if got, want := readFold(b), readFoldRef(b); got != want {
+			t.Fatalf("start %d, %d bytes: %#x, want %#x", off, len(b), got, want)
+		}
+	}
+}
+
+// TestFloorShares: the threads' shares cover the parts' bytes exactly once
+// each, in order, and a probe reads them all.
+func TestFloorShares(t *testing.T) {
+	parts := [][]byte{make([]byte, 1000), make([]byte, 7), nil, make([]byte, 4096), make([]byte, 1)}
+	var total int64
+	for _, p := range parts {
+		total += int64(len(p))
+	}
+	for threads := 1; threads <= 5; threads++ {
+		var covered int64
+		var pieces int
+		for th := range threads {
+			lo, hi := total*int64(th)/int64(threads), total*int64(th+1)/int64(threads)
+			var n int64
+			for _, p := range span(parts, lo, hi) {
+				n += int64(len(p))
+				pieces++
+			}
+			if n != hi-lo {
+				t.Errorf("%d threads: share %d has %d bytes, want %d", threads, th, n, hi-lo)
+			}
+			covered += n
+		}
+		if covered != total || pieces < 4 {
+			t.Errorf("%d threads: shares cover %d bytes in %d pieces, want %d in at least 4", threads, covered, pieces, total)
+		}
+		f := NewFloor(parts, threads)
+		if f.Bytes != total || f.Read() <= 0 {
+			t.Errorf("%d threads: floor of %d bytes", threads, f.Bytes)
+		}
+	}
+}
+
+// TestRunFloor gives Run a probe that reads 1 GB in fake times and checks
+// that each decoding test's share of the floor pairs its repetitions with
+// the probes on either side: the probe's read of repetition i's
+// neighbours is 1/(10+i) s (10+i GB/s, the faster of each two reads is
+// taken), and a token decodes in 50 ms (20 tok/s) against a floor of
+// bandwidth/1 GB tok/s.
+func TestRunFloor(t *testing.T) {
+	const reps = 3
+	f := &fakeSession{decodeTok: 50 * time.Millisecond, ctx: 64, vocab: 50}
+	reads := 0
+	floor := &Floor{Bytes: 1e9, Read: func() time.Duration {
+		probe := reads / 2
+		reads++
+		if reads%2 == 1 {
+			return time.Second // the slower read of each pair
+		}
+		return time.Duration(float64(time.Second) / float64(10+probe%(reps+1)))
+	}}
+	res, err := Run(f, []Test{{Prompt: 8}, {Gen: 4}, {Prompt: 4, Gen: 4}}, Options{Repetitions: reps, Vocab: 50,
+		Clock: f.clock, PeakRSS: func() int64 { return 0 }, Floor: floor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].FloorTokS != 0 || res[0].OfFloor != 0 {
+		t.Errorf("pp8 has a floor: %+v", res[0])
+	}
+	// Probes 10, 11, 12, 13 GB/s around the 3 repetitions: means 10.5,
+	// 11.5, 12.5 GB/s; with 1 GB a token, floors of 10.5, 11.5, 12.5 tok/s.
+	wantGBps := (10.5 + 11.5 + 12.5) / 3
+	wantOf := (20/10.5 + 20/11.5 + 20/12.5) / 3
+	close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-6*b } // durations are whole nanoseconds
+	for _, r := range res[1:] {
+		if !close(r.FloorGBps, wantGBps) || !close(r.FloorTokS, wantGBps) || !close(r.OfFloor, wantOf) {
+			t.Errorf("%s: floor %v GB/s, %v tok/s, share %v; want %v, %v, %v", r.Name, r.FloorGBps, r.FloorTokS, r.OfFloor, wantGBps, wantGBps, wantOf)
+		}
+	}
+	if reads != 2*2*(reps+1) {
+		t.Errorf("%d reads, want %d (two per probe, reps+1 probes per decoding test)", reads, 2*2*(reps+1))
+	}
+}
