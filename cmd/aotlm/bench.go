@@ -54,6 +54,9 @@ image out counts as the first repetition).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
+			if cfg.Floor && dec.active() {
+				return fmt.Errorf("bench: --floor measures the plain decode tests (-n, --pg), not a decoding strategy or --verify-rows")
+			}
 			if imageFile != "" {
 				return benchImageCmd(cmd, modelPath, mmproj, tokPath, imageFile, prompts, gens, pgs, cfg, mode, !noWarm, seed, asJSON, cpuProfile)
 			}

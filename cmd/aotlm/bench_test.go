@@ -101,6 +101,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "-m", path, "--pg", "60"}, "PROMPT,GEN"},
 		{[]string{"bench", "-m", path, "--mode", "lookahead"}, "mode"},
 		{[]string{"bench", "-m", path, "-p", "0", "-n", "0"}, "no tests"},
+		{[]string{"bench", "-m", path, "--floor", "--verify-rows", "4"}, "--floor measures the plain decode tests"},
 		{[]string{"bench", "-m", path + ".missing"}, "no such file"},
 		{[]string{"bench", "-m", path, "-p", "8", "-n", "0", "--cpuprofile", filepath.Join(t.TempDir(), "no", "cpu.prof")}, "cpu profile"},
 	} {
