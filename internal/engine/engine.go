@@ -89,6 +89,12 @@ type step struct {
 	// dispatch to the workers (fuseLinears): packed products of the same
 	// input, such as q, k and v, or gate and up.
 	fuse int
+
+	// slotLayer, when positive, is 1 + the layer whose cache slot a
+	// one-row chain pass stores at its attention step, asked for right
+	// after this step's dispatch (slotPrefetches): this step is the lead
+	// of the last linear dispatch before that attention step (q, k and v).
+	slotLayer int
 }
 
 // Open maps the artifact at path with a pool of runtime.GOMAXPROCS
@@ -305,7 +311,39 @@ func (e *Engine) resolveSteps(p *plan.Plan, vision bool) (*program, error) {
 		}
 	}
 	fuseLinears(prog.steps, p.Buffers)
+	slotPrefetches(prog.steps)
 	return prog, nil
+}
+
+// slotPrefetches marks, for each attention step, the lead of the last
+// linear dispatch before it (its q, k and v), after which the engine asks
+// for the lines of the cache slot the attention step's one-row store will
+// write (Session.prefetchSlot). No weights stream between there and the
+// store (only RoPE and norms of one row), so the lines are still near when
+// it comes. Asked for a layer ahead, as before, the whole layer's weights
+// streamed in between and often evicted them: the store then waited on
+// memory (kernel.rowF16 took up to 3% of a Qwen3-0.6B-shape decode's CPU
+// at 1 thread).
+func slotPrefetches(steps []step) {
+	for j := range steps {
+		if steps[j].Op != op.Attention || steps[j].Attn.Bidirectional {
+			continue
+		}
+		k := j - 1
+		for k >= 0 && steps[k].Op != op.Linear && steps[k].Op != op.Attention {
+			k--
+		}
+		if k < 0 || steps[k].Op != op.Linear {
+			continue
+		}
+		lead := k
+		for i := k - 1; i >= max(0, k-maxFuse); i-- {
+			if steps[i].Op == op.Linear && i+steps[i].fuse >= k {
+				lead = i
+			}
+		}
+		steps[lead].slotLayer = steps[j].Attn.Layer + 1
+	}
 }
 
 // maxFuse is the most linears one dispatch runs (q, k and v take 3).

@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/aotlm/aotlm/internal/op"
+
 // SplitEverything makes every step that can be split across workers be
 // split, however small, until the returned function restores the limits.
 func SplitEverything() (restore func()) {
@@ -26,4 +28,25 @@ func FusedLinears(e *Engine) int {
 		}
 	}
 	return n
+}
+
+// StepMark is what SlotSteps reports of one step of a plan.
+type StepMark struct {
+	Op        op.Op
+	Layer     int // an attention step's cache layer, else -1
+	Fuse      int // linears joining this one's dispatch
+	SlotLayer int // 1 + the layer whose slot this step asks for, or 0
+}
+
+// SlotSteps reports every step of e's one-row plan (plans[0]).
+func SlotSteps(e *Engine) []StepMark {
+	var out []StepMark
+	for _, st := range e.plans[0].steps {
+		m := StepMark{Op: st.Op, Layer: -1, Fuse: st.fuse, SlotLayer: st.slotLayer}
+		if st.Op == op.Attention {
+			m.Layer = st.Attn.Layer
+		}
+		out = append(out, m)
+	}
+	return out
 }

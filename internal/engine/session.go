@@ -693,9 +693,12 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 			if st.fuse > 0 {
 				s.linearGroup(prog.steps, i, x, rows, xcols, buf)
 				i += st.fuse
-				break
+			} else {
+				s.linear(st, out, x, rows, xcols, cols)
 			}
-			s.linear(st, out, x, rows, xcols, cols)
+			if st.slotLayer > 0 && rows == 1 && s.chain {
+				s.prefetchSlot(st.slotLayer-1, s.pos)
+			}
 		case op.RMSNorm, op.HeadRMSNorm, op.Scale, op.SiLU, op.GELUTanh, op.RoPE, op.Hadamard, op.LayerNorm:
 			s.rowWise(st, out, x, nil, rows, cols)
 		case op.Rows:
@@ -726,9 +729,7 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 			}
 			s.cacheLayer(&s.attn, a.Layer)
 			s.attend()
-			if rows == 1 && s.chain {
-				s.prefetchNextSlot(a.Layer)
-			}
+
 		case op.Columns:
 			for t := 0; t < rows; t++ {
 				copy(out[t*cols:(t+1)*cols], x[t*xcols+st.Lo:t*xcols+st.Hi])
@@ -764,31 +765,25 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 }
 
 // cacheLayer points a at layer l of s's cache.
-// prefetchNextSlot asks for the cache lines the next attention layer's
-// one-row store will write (after layer l: layer l+1 at the same slot,
-// after the last layer: the first at the next slot), so that the store,
-// a row of E values in each key/value head, finds them near rather than
-// in memory.
-func (s *Session) prefetchNextSlot(l int) {
-	layers := max(len(s.k), len(s.kh), len(s.ku))
-	next, pos := l+1, s.pos
-	if next >= layers {
-		next, pos = 0, s.pos+1
-	}
-	if pos >= s.ctx {
+// prefetchSlot asks for the cache lines of slot pos of layer l, which
+// the layer's one-row store will write (a row of E values in each
+// key/value head), so that the store finds them near rather than in
+// memory.
+func (s *Session) prefetchSlot(l, pos int) {
+	if pos >= s.ctx || l >= len(s.headDim) {
 		return
 	}
-	E := s.headDim[next]
+	E := s.headDim[l]
 	if E == 0 {
 		return
 	}
 	switch {
 	case s.ku != nil:
-		prefetchRows(s.ku[next], s.vu[next], pos, s.stride, s.kvHeads[next], E)
+		prefetchRows(s.ku[l], s.vu[l], pos, s.stride, s.kvHeads[l], E)
 	case s.kh != nil:
-		prefetchRows(s.kh[next], s.vh[next], pos, s.stride, s.kvHeads[next], E)
-	default:
-		prefetchRows(s.k[next], s.v[next], pos, s.stride, s.kvHeads[next], E)
+		prefetchRows(s.kh[l], s.vh[l], pos, s.stride, s.kvHeads[l], E)
+	case s.k != nil:
+		prefetchRows(s.k[l], s.v[l], pos, s.stride, s.kvHeads[l], E)
 	}
 }
 
