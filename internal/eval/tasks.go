@@ -9,6 +9,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/aotlm/aotlm/internal/kernel"
 )
 
 // Encoder tokenizes a text with the model's special-token rule (BOS first
@@ -235,7 +237,7 @@ func Lambada(s Session, enc Encoder, items []LambadaItem) (LambadaResult, error)
 				return res, fmt.Errorf("eval: passage %d: %w", i+1, err)
 			}
 			sum += nll
-			if argmax32(rows[j]) != whole[j+1] {
+			if kernel.Argmax(rows[j]) != whole[j+1] {
 				greedy = false
 			}
 		}
@@ -274,16 +276,6 @@ func lambadaTokens(enc Encoder, it LambadaItem, ctx, i int) (whole []int, n int,
 		}
 	}
 	return whole, n, nil
-}
-
-func argmax32(v []float32) int {
-	best := 0
-	for i, x := range v {
-		if x > v[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 // LambadaPhaseResult is the LAMBADA score of one phase of a model (see
@@ -350,7 +342,7 @@ func LambadaPhases(sessions []Session, enc Encoder, items []LambadaItem) ([]Lamb
 					return nil, fmt.Errorf("eval: phase %d, passage %d: %w", p+1, i+1, err)
 				}
 				sum[p] += nll
-				if argmax32(row) != whole[j+1] {
+				if kernel.Argmax(row) != whole[j+1] {
 					greedy[p] = false
 				}
 				logp[p] = logSoftmax(logp[p], row)
