@@ -269,12 +269,12 @@ func (r *runner) measure(t Test) (Result, error) {
 			}
 			end := now()
 			total = end.Sub(start)
+			decode := rate(t.Gen, total) // tg: the whole repetition decodes
 			if t.Prompt > 0 {
-				decodeRates = append(decodeRates, rate(t.Gen, end.Sub(prefilled)))
-				repDecode = append(repDecode, decodeRates[len(decodeRates)-1])
-			} else {
-				repDecode = append(repDecode, rate(t.Gen, total))
+				decode = rate(t.Gen, end.Sub(prefilled))
+				decodeRates = append(decodeRates, decode)
 			}
+			repDecode = append(repDecode, decode)
 		}
 		res.Samples = append(res.Samples, ms(total))
 		rates = append(rates, rate(t.Prompt+t.Gen, total))
