@@ -140,8 +140,24 @@ func residentRows(form q4Form, res q4Resident, kit residentKit) {
 		for c := range res.C {
 			w := kit.transposedRow(func(off int) Mem { return Mem{Base: nib, Disp: 256*c + off} })
 			s := start(chunkRec(c)(64))
+			// With one chunk resident there are registers for two
+			// chains of 4 VPDPBUSD instead of one of 8: from the
+			// caches the loop waited on that chain. The sums are
+			// exact integers, so the split changes no bit.
+			s2 := s
+			if res.C == 1 && res.G <= splitMaxG {
+				s2 = ZMM()
+				VPXORD(s2, s2, s2)
+			}
 			for v := range w {
-				vpdpbusd(act[c][v], w[v], s)
+				if v%2 == 0 {
+					vpdpbusd(act[c][v], w[v], s)
+				} else {
+					vpdpbusd(act[c][v], w[v], s2)
+				}
+			}
+			if s2 != s {
+				VPADDD(s2, s, s)
 			}
 			var cz, zs VecVirtual
 			if k4 {
@@ -206,6 +222,10 @@ func residentRows(form q4Form, res q4Resident, kit residentKit) {
 		ADDQ(scstr, scRow)
 	}, lpbq, rows, nil)
 }
+
+// splitMaxG is the most groups of a last, partial chunk for which a
+// one-chunk resident loop has the registers to split its chunk's sum.
+var splitMaxG = 2
 
 // transpose4x4 transposes the dwords of p[0..3] within each 128-bit
 // lane, in place: dword g of lane k of result j is dword j of lane k of
