@@ -27,10 +27,13 @@ type pool struct {
 	left    atomic.Int32 // workers not yet finished with the dispatch
 	next    atomic.Int32 // the next part to claim
 	parts   int          // parts of the current dispatch
-	stop    atomic.Bool
-	workers []*worker
-	lin     linearJob // the current linear, kept here so dispatch allocates nothing
-	group   linearGroup
+	// perThread is how many parts per thread the next dispatch is cut
+	// into (partsPerThread unless a one-token linear asks for fewer).
+	perThread int
+	stop      atomic.Bool
+	workers   []*worker
+	lin       linearJob // the current linear, kept here so dispatch allocates nothing
+	group     linearGroup
 }
 
 // linearGrain is the row granularity of a linear's split across workers.
@@ -132,7 +135,30 @@ func (p *pool) part(i int) (int, int) {
 // same machine): 8 and 16 parts a thread, and guided parts (each a
 // quarter of the rows left, down to the grain) were within the noise
 // on Llama-3.2-1B and Qwen3-0.6B, and 16 decoded SmolLM2-135M 17% slower.
+//
+// A one-token linear streams its weights once and computes little, so
+// there the parts are cut no smaller than minPartBytes of weights, at
+// least one per thread (linearParts): each part a thread takes starts
+// another stream from memory, and the SmolLM2-135M shape, whose linears
+// are 58-940 KiB, cut 4 parts a thread into pieces of 22-118 KiB. One
+// part a thread decoded it 8-9% faster at 2 threads than 4 (one process,
+// 30 blocks of 64 tokens alternating the two, twice), and 2 parts
+// 5-7%; the Qwen3-0.6B and Llama-3.2-1B shapes were within 2% with 1, 2
+// or 4 (their parts are 150 KiB to several MiB).
 const partsPerThread = 4
+
+// minPartBytes is the least weight bytes linearParts gives a part of a
+// one-token linear.
+const minPartBytes = 256 << 10
+
+// linearParts returns the parts per thread of a dispatch of linears over
+// weights of the given total bytes for T tokens.
+func linearParts(bytes int64, T, threads int) int {
+	if T > 1 || threads <= 1 {
+		return partsPerThread
+	}
+	return min(max(int(bytes/(int64(threads)*minPartBytes)), 1), partsPerThread)
+}
 
 // runParts runs, on worker w, the parts it claims until none are left.
 func (p *pool) runParts(w int) {
@@ -151,13 +177,17 @@ func (p *pool) runParts(w int) {
 // chunks that are multiples of grain), or inline when parallel is false
 // or threads is 1.
 func (p *pool) do(t task, n, grain int, parallel bool, threads int) {
+	per := partsPerThread
+	if p.perThread > 0 {
+		per, p.perThread = p.perThread, 0
+	}
 	threads = min(threads, p.threads)
 	if threads <= 1 || !parallel || n <= grain {
 		t.run(0, 0, n)
 		return
 	}
 	p.task, p.n, p.grain, p.active = t, n, max(grain, 1), threads
-	p.parts = min(threads*partsPerThread, (n+p.grain-1)/p.grain)
+	p.parts = min(threads*per, (n+p.grain-1)/p.grain)
 	p.next.Store(0)
 	p.left.Store(int32(threads - 1))
 	p.gen.Add(1)
@@ -182,6 +212,7 @@ func (p *pool) do(t task, n, grain int, parallel bool, threads int) {
 // it is large enough.
 func (p *pool) linear(job linearJob, threads int) {
 	p.lin = job
+	p.perThread = linearParts(job.weightBytes(), job.T, threads)
 	p.do(&p.lin, job.N, linearGrain, job.T*job.N*job.K >= minParallelCost, threads)
 }
 
@@ -190,12 +221,14 @@ func (p *pool) linear(job linearJob, threads int) {
 func (p *pool) linears(jobs []linearJob, threads int) {
 	g := &p.group
 	g.n, g.off[0] = len(jobs), 0
-	cost := 0
+	cost, bytes := 0, int64(0)
 	for i, j := range jobs {
 		g.jobs[i] = j
 		g.off[i+1] = g.off[i] + j.N
 		cost += j.T * j.N * j.K
+		bytes += j.weightBytes()
 	}
+	p.perThread = linearParts(bytes, jobs[0].T, threads)
 	p.do(g, g.off[g.n], linearGrain, cost >= minParallelCost, threads)
 	for i := range g.jobs[:g.n] {
 		g.jobs[i] = linearJob{} // drop the references to the session's buffers
