@@ -1,6 +1,9 @@
 package engine
 
-import "testing"
+import (
+	"sync/atomic"
+	"testing"
+)
 
 // TestLinearParts: a one-token linear is cut into parts of at least
 // minPartBytes, at least one and at most partsPerThread per thread;
@@ -29,27 +32,59 @@ func TestLinearParts(t *testing.T) {
 	}
 }
 
-// TestPartsCoverRows: for every row count and number of parts the pool
-// cuts, the parts are contiguous multiples of the grain (but the last)
-// that cover [0, n) once, in order.
-func TestPartsCoverRows(t *testing.T) {
-	p := &pool{}
-	for n := 1; n <= 300; n++ {
-		for _, grain := range []int{1, 16} {
-			for parts := 1; parts <= 12; parts++ {
-				p.n, p.grain, p.parts = n, grain, min(parts, (n+grain-1)/grain)
-				at := 0
-				for i := 0; i < p.parts; i++ {
-					lo, hi := p.part(i)
-					if lo != at || hi < lo || (hi != n && hi%grain != 0) {
-						t.Fatalf("n=%d grain=%d parts=%d: part %d is [%d, %d) after %d", n, grain, p.parts, i, lo, hi, at)
+// countTask counts, per index, the times run covered it, and checks that
+// each range it gets is within [0, n) and starts on a grain.
+type countTask struct {
+	hits  []atomic.Int32
+	grain int
+	bad   atomic.Int32
+}
+
+func (c *countTask) run(_, lo, hi int) {
+	if lo < 0 || hi > len(c.hits) || lo >= hi || lo%c.grain != 0 {
+		c.bad.Add(1)
+		return
+	}
+	for i := lo; i < hi; i++ {
+		c.hits[i].Add(1)
+	}
+}
+
+// TestPoolCoversEveryIndexOnce: whatever the size, grain, threads and
+// parts per thread, a dispatch runs every index exactly once, in ranges
+// that start on a grain, with the threads taking from each other's
+// shares (many dispatches, so that the takes race).
+func TestPoolCoversEveryIndexOnce(t *testing.T) {
+	for _, threads := range []int{2, 3, 4} {
+		p := newPool(threads)
+		for n := 1; n <= 200; n += 7 {
+			for _, grain := range []int{1, 16} {
+				for per := 1; per <= partsPerThread; per++ {
+					c := &countTask{hits: make([]atomic.Int32, n), grain: grain}
+					for range 20 {
+						p.perThread = per
+						p.do(c, n, grain, true, threads)
 					}
-					at = hi
-				}
-				if at != n {
-					t.Fatalf("n=%d grain=%d parts=%d: parts end at %d", n, grain, p.parts, at)
+					if c.bad.Load() != 0 {
+						t.Fatalf("threads %d, n %d, grain %d, %d a thread: %d ranges out of bounds or off the grain", threads, n, grain, per, c.bad.Load())
+					}
+					for i := range c.hits {
+						if got := c.hits[i].Load(); got != 20 {
+							t.Fatalf("threads %d, n %d, grain %d, %d a thread: index %d run %d times in 20 dispatches", threads, n, grain, per, i, got)
+						}
+					}
 				}
 			}
+		}
+		p.close()
+	}
+}
+
+// TestPackSpan: a span's bounds come back as they went in.
+func TestPackSpan(t *testing.T) {
+	for _, c := range [][2]int{{0, 0}, {0, 1}, {5, 9}, {1<<31 - 2, 1<<31 - 1}, {123456, 7654321}} {
+		if lo, hi := unpackSpan(packSpan(c[0], c[1])); lo != c[0] || hi != c[1] {
+			t.Errorf("packSpan(%d, %d) comes back as %d, %d", c[0], c[1], lo, hi)
 		}
 	}
 }
