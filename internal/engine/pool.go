@@ -151,7 +151,8 @@ func (p *pool) loop(w *worker, last uint32) {
 // two ways alternating by blocks of 32-64 tokens: decode 1.6-5.4% faster
 // on the Qwen3-0.6B shape (4-bit, two runs) and 2.4-4.2% on Llama-3.2-1B
 // (4-bit twice, 8-bit once), SmolLM2-135M within 1%; prefill (128 tokens)
-// 0-17% faster. Every row is computed the same way whoever takes it.
+// 0-17% faster in five runs of six. Every row is computed the same way
+// whoever takes it.
 //
 // A one-token linear streams its weights once and computes little, so
 // there the parts are cut no smaller than minPartBytes of weights, at
