@@ -28,15 +28,12 @@ type pool struct {
 	// spans[t] is thread t's share of the current dispatch not yet
 	// claimed, in grains (see run); step is the grains a thread claims
 	// from its own share at once.
-	spans []span
-	step  int
-	// perThread is how many parts per thread the next dispatch is cut
-	// into (partsPerThread unless a one-token linear asks for fewer).
-	perThread int
-	stop      atomic.Bool
-	workers   []*worker
-	lin       linearJob // the current linear, kept here so dispatch allocates nothing
-	group     linearGroup
+	spans   []span
+	step    int
+	stop    atomic.Bool
+	workers []*worker
+	lin     linearJob // the current linear, kept here so dispatch allocates nothing
+	group   linearGroup
 }
 
 // linearGrain is the row granularity of a linear's split across workers.
@@ -221,10 +218,11 @@ func (p *pool) run(w int) {
 // chunks that are multiples of grain), or inline when parallel is false
 // or threads is 1.
 func (p *pool) do(t task, n, grain int, parallel bool, threads int) {
-	per := partsPerThread
-	if p.perThread > 0 {
-		per, p.perThread = p.perThread, 0
-	}
+	p.doParts(t, n, grain, parallel, threads, partsPerThread)
+}
+
+// doParts is do with each thread's share taken in per parts.
+func (p *pool) doParts(t task, n, grain int, parallel bool, threads, per int) {
 	threads = min(threads, p.threads)
 	if threads <= 1 || !parallel || n <= grain {
 		t.run(0, 0, n)
@@ -259,8 +257,7 @@ func (p *pool) do(t task, n, grain int, parallel bool, threads int) {
 // it is large enough.
 func (p *pool) linear(job linearJob, threads int) {
 	p.lin = job
-	p.perThread = linearParts(job.weightBytes(), job.T, threads)
-	p.do(&p.lin, job.N, linearGrain, job.T*job.N*job.K >= minParallelCost, threads)
+	p.doParts(&p.lin, job.N, linearGrain, job.T*job.N*job.K >= minParallelCost, threads, linearParts(job.weightBytes(), job.T, threads))
 }
 
 // linears runs jobs (at most maxFuse) as one dispatch over their output
@@ -275,8 +272,7 @@ func (p *pool) linears(jobs []linearJob, threads int) {
 		cost += j.T * j.N * j.K
 		bytes += j.weightBytes()
 	}
-	p.perThread = linearParts(bytes, jobs[0].T, threads)
-	p.do(g, g.off[g.n], linearGrain, cost >= minParallelCost, threads)
+	p.doParts(g, g.off[g.n], linearGrain, cost >= minParallelCost, threads, linearParts(bytes, jobs[0].T, threads))
 	for i := range g.jobs[:g.n] {
 		g.jobs[i] = linearJob{} // drop the references to the session's buffers
 	}

@@ -62,8 +62,7 @@ func TestPoolCoversEveryIndexOnce(t *testing.T) {
 				for per := 1; per <= partsPerThread; per++ {
 					c := &countTask{hits: make([]atomic.Int32, n), grain: grain}
 					for range 20 {
-						p.perThread = per
-						p.do(c, n, grain, true, threads)
+						p.doParts(c, n, grain, true, threads, per)
 					}
 					if c.bad.Load() != 0 {
 						t.Fatalf("threads %d, n %d, grain %d, %d a thread: %d ranges out of bounds or off the grain", threads, n, grain, per, c.bad.Load())
