@@ -30,14 +30,16 @@ func TestReadFold(t *testing.T) {
 	for off := range 16 {
 		for n := range 300 {
 			b := buf[off : off+n]
-			if got, want := readFold(b), readFoldRef(b); got != want {
-				t.Fatalf("start %d, %d bytes: %#x, want %#x", off, n, got, want)
+			for _, ahead := range []bool{false, true} {
+				if got, want := readFold(b, ahead), readFoldRef(b); got != want {
+					t.Fatalf("start %d, %d bytes, ahead %v: %#x, want %#x", off, n, ahead, got, want)
+				}
 			}
 		}
 	}
 	for _, off := range []int{0, 3, 8, 13} {
 		b := buf[off : off+1<<16+off%7]
-		if got, want := readFold(b), readFoldRef(b); got != want {
+		if got, want := readFold(b, true), readFoldRef(b); got != want {
 			t.Fatalf("start %d, %d bytes: %#x, want %#x", off, len(b), got, want)
 		}
 	}
@@ -70,7 +72,7 @@ func TestFloorShares(t *testing.T) {
 			t.Errorf("%d threads: shares cover %d bytes in %d pieces, want %d in at least 4", threads, covered, pieces, total)
 		}
 		f := NewFloor(parts, threads)
-		if f.Bytes != total || f.Read() <= 0 {
+		if f.Bytes != total || f.Read(false) <= 0 || f.Read(true) <= 0 {
 			t.Errorf("%d threads: floor of %d bytes", threads, f.Bytes)
 		}
 	}
@@ -79,18 +81,21 @@ func TestFloorShares(t *testing.T) {
 // TestRunFloor gives Run a probe that reads 1 GB in fake times and checks
 // that each decoding test's share of the floor pairs its repetitions with
 // the probes on either side: the probe's read of repetition i's
-// neighbours is 1/(10+i) s (10+i GB/s, the faster of each two reads is
-// taken), and a token decodes in 50 ms (20 tok/s) against a floor of
-// bandwidth/1 GB tok/s.
+// neighbours is 1/(10+i) s (10+i GB/s, the fastest of each four reads is
+// taken, half of them asking ahead), and a token decodes in 50 ms
+// (20 tok/s) against a floor of bandwidth/1 GB tok/s.
 func TestRunFloor(t *testing.T) {
 	const reps = 3
 	f := &fakeSession{decodeTok: 50 * time.Millisecond, ctx: 64, vocab: 50}
-	reads := 0
-	floor := &Floor{Bytes: 1e9, Read: func() time.Duration {
-		probe := reads / 2
+	reads, aheads := 0, 0
+	floor := &Floor{Bytes: 1e9, Read: func(ahead bool) time.Duration {
+		probe := reads / 4
 		reads++
-		if reads%2 == 1 {
-			return time.Second // the slower read of each pair
+		if ahead {
+			aheads++
+		}
+		if reads%4 != 0 {
+			return time.Second // the slower reads of each four
 		}
 		return time.Duration(float64(time.Second) / float64(10+probe%(reps+1)))
 	}}
@@ -112,7 +117,7 @@ func TestRunFloor(t *testing.T) {
 			t.Errorf("%s: floor %v GB/s, %v tok/s, share %v; want %v, %v, %v", r.Name, r.FloorGBps, r.FloorTokS, r.OfFloor, wantGBps, wantGBps, wantOf)
 		}
 	}
-	if reads != 2*2*(reps+1) {
-		t.Errorf("%d reads, want %d (two per probe, reps+1 probes per decoding test)", reads, 2*2*(reps+1))
+	if reads != 2*4*(reps+1) || aheads != reads/2 {
+		t.Errorf("%d reads, %d asking ahead; want %d (four per probe, reps+1 probes per decoding test), half asking ahead", reads, aheads, 2*4*(reps+1))
 	}
 }

@@ -84,6 +84,41 @@ func q4VnniCodesRowsC1G4(nib *byte, rstr int, sc *byte, scstr int, ng int, tail 
 //go:noescape
 func q4VnniCodesRowsC2G0(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
+// q4VnniCodesRowsPf computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodesRowsPf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniCodesRowsC1G0Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 0 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodesRowsC1G0Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniCodesRowsC1G1Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 1 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodesRowsC1G1Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniCodesRowsC1G2Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 2 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodesRowsC1G2Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniCodesRowsC1G3Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 3 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodesRowsC1G3Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniCodesRowsC1G4Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 4 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodesRowsC1G4Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniCodesRowsC2G0Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 2 whole chunks and 0 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodesRowsC2G0Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
 // q4VnniScales1x1 computes a 1-row by 1-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
@@ -163,6 +198,41 @@ func q4VnniScalesRowsC1G4(nib *byte, rstr int, sc *byte, scstr int, ng int, tail
 //
 //go:noescape
 func q4VnniScalesRowsC2G0(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniScalesRowsPf computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniScalesRowsPf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniScalesRowsC1G0Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 0 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniScalesRowsC1G0Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniScalesRowsC1G1Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 1 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniScalesRowsC1G1Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniScalesRowsC1G2Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 2 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniScalesRowsC1G2Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniScalesRowsC1G3Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 3 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniScalesRowsC1G3Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniScalesRowsC1G4Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 4 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniScalesRowsC1G4Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniScalesRowsC2G0Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 2 whole chunks and 0 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniScalesRowsC2G0Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
 // q4VnniZeros1x1 computes a 1-row by 1-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
@@ -244,6 +314,41 @@ func q4VnniZerosRowsC1G4(nib *byte, rstr int, sc *byte, scstr int, ng int, tail 
 //go:noescape
 func q4VnniZerosRowsC2G0(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
+// q4VnniZerosRowsPf computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZerosRowsPf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniZerosRowsC1G0Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 0 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZerosRowsC1G0Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniZerosRowsC1G1Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 1 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZerosRowsC1G1Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniZerosRowsC1G2Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 2 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZerosRowsC1G2Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniZerosRowsC1G3Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 3 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZerosRowsC1G3Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniZerosRowsC1G4Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 4 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZerosRowsC1G4Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniZerosRowsC2G0Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 2 whole chunks and 0 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniZerosRowsC2G0Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
 // q4VnniK41x1 computes a 1-row by 1-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
@@ -313,6 +418,31 @@ func q4VnniK4RowsC1G4(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int
 //
 //go:noescape
 func q4VnniK4RowsC2G0(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniK4RowsPf computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK4RowsPf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniK4RowsC1G0Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 0 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK4RowsC1G0Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniK4RowsC1G2Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 2 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK4RowsC1G2Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniK4RowsC1G4Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 1 whole chunks and 4 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK4RowsC1G4Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4VnniK4RowsC2G0Pf is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of 2 whole chunks and 0 groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK4RowsC2G0Pf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
 // q4Avx2Codes1x1 computes a 1-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
 //
@@ -929,11 +1059,6 @@ func w8Avx22x4(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float3
 //go:noescape
 func w8VnniRows(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
-// w8Avx2Rows computes n consecutive rows of an 8-bit product (n a positive multiple of 4) for one token, one row at a time (see the layout in _gen/w8.go).
-//
-//go:noescape
-func w8Avx2Rows(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
-
 // w8VnniRowsQ1 is w8VnniRows for K of 1 quads or more, the token's activations of the first 1 held in registers (see _gen/w8.go).
 //
 //go:noescape
@@ -953,6 +1078,36 @@ func w8VnniRowsQ3(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *floa
 //
 //go:noescape
 func w8VnniRowsQ4(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// w8VnniRowsPf computes n consecutive rows of an 8-bit product (n a positive multiple of 4) for one token, one row at a time (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8VnniRowsPf(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// w8VnniRowsQ1Pf is w8VnniRows for K of 1 quads or more, the token's activations of the first 1 held in registers (see _gen/w8.go).
+//
+//go:noescape
+func w8VnniRowsQ1Pf(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// w8VnniRowsQ2Pf is w8VnniRows for K of 2 quads or more, the token's activations of the first 2 held in registers (see _gen/w8.go).
+//
+//go:noescape
+func w8VnniRowsQ2Pf(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// w8VnniRowsQ3Pf is w8VnniRows for K of 3 quads or more, the token's activations of the first 3 held in registers (see _gen/w8.go).
+//
+//go:noescape
+func w8VnniRowsQ3Pf(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// w8VnniRowsQ4Pf is w8VnniRows for K of 4 quads or more, the token's activations of the first 4 held in registers (see _gen/w8.go).
+//
+//go:noescape
+func w8VnniRowsQ4Pf(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// w8Avx2Rows computes n consecutive rows of an 8-bit product (n a positive multiple of 4) for one token, one row at a time (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Avx2Rows(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
 // siluAvx2 sets dst[i] = x[i]/(1+exp(-x[i])) for n elements, n a multiple of 8.
 //
@@ -1204,6 +1359,26 @@ func dotRows4U8Vnni(dst *float32, ldd int, w *float32, ldw int, y *uint8, n int,
 //
 //go:noescape
 func prefetchStrided(p *byte, stride int, n int)
+
+// sumLinesZmm returns the wrapping sum of the 64-bit words of lines*64 bytes at p (lines a positive multiple of 4; see _gen/prefetch.go).
+//
+//go:noescape
+func sumLinesZmm(p *byte, lines int) uint64
+
+// sumLinesZmmPf returns the wrapping sum of the 64-bit words of lines*64 bytes at p (lines a positive multiple of 4; see _gen/prefetch.go).
+//
+//go:noescape
+func sumLinesZmmPf(p *byte, lines int) uint64
+
+// sumLinesYmm returns the wrapping sum of the 64-bit words of lines*64 bytes at p (lines a positive multiple of 4; see _gen/prefetch.go).
+//
+//go:noescape
+func sumLinesYmm(p *byte, lines int) uint64
+
+// sumLinesYmmPf returns the wrapping sum of the 64-bit words of lines*64 bytes at p (lines a positive multiple of 4; see _gen/prefetch.go).
+//
+//go:noescape
+func sumLinesYmmPf(p *byte, lines int) uint64
 
 // columnsF16Avx2 stores rows [0, blocks*lanes) of ColumnsF16 (idx holds i*ld, i < lanes; blocks, n >= 1).
 //

@@ -71,7 +71,7 @@ func archOverlays() []Overlay {
 // walk) with the generic ones.
 func decodeWalks() []int32 {
 	if overlays[1].Supported {
-		return []int32{walkRows, walkTiles4, walkRowsMemory}
+		return []int32{walkRows, walkTiles4, walkRowsMemory, walkRowsPrefetch, walkRowsMemoryPrefetch}
 	}
 	if overlays[0].Supported {
 		return []int32{walkRows, walkTiles4}

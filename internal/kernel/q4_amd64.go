@@ -43,22 +43,25 @@ type q4Set struct {
 	lanes *q4LanesSet  // tiles in row lanes for q4LanesMinT tokens or more, or nil
 	k     [9][5]q4Kern // [R][TT], nil where not generated
 	seq   q4RowsKern   // one token over many rows in one call, or nil
+	seqPf q4RowsKern   // seq asking for its weights ahead (_gen/prefetch.go), or nil
 	// resident[C][G] is seq for rows of C whole chunks of 16 blocks and
 	// G groups of a last, partial chunk, with the token's activations
 	// held in registers (_gen/q4resident.go), or nil.
 	resident *[3][5]q4RowsKern
-	decode   int // rows per tile for one token
-	rows     int // rows per tile for several tokens
-	tokens   int // largest TT
+	// residentPf is resident asking for its weights ahead, or nil.
+	residentPf *[3][5]q4RowsKern
+	decode     int // rows per tile for one token
+	rows       int // rows per tile for several tokens
+	tokens     int // largest TT
 }
 
 var (
-	q4VnniCodes = q4Set{lanes: &q4VnniLanesCodes, seq: q4VnniCodesRows, resident: &q4VnniCodesResident, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+	q4VnniCodes = q4Set{lanes: &q4VnniLanesCodes, seq: q4VnniCodesRows, seqPf: q4VnniCodesRowsPf, resident: &q4VnniCodesResident, residentPf: &q4VnniCodesResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4VnniCodes1x1, 2: q4VnniCodes1x2, 3: q4VnniCodes1x3},
 		2: {1: q4VnniCodes2x1, 2: q4VnniCodes2x2, 3: q4VnniCodes2x3},
 		4: {1: q4VnniCodes4x1, 2: q4VnniCodes4x2, 3: q4VnniCodes4x3},
 	}}
-	q4VnniScales = q4Set{lanes: &q4VnniLanesScales, seq: q4VnniScalesRows, resident: &q4VnniScalesResident, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+	q4VnniScales = q4Set{lanes: &q4VnniLanesScales, seq: q4VnniScalesRows, seqPf: q4VnniScalesRowsPf, resident: &q4VnniScalesResident, residentPf: &q4VnniScalesResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4VnniScales1x1, 2: q4VnniScales1x2, 3: q4VnniScales1x3},
 		2: {1: q4VnniScales2x1, 2: q4VnniScales2x2, 3: q4VnniScales2x3},
 		4: {1: q4VnniScales4x1, 2: q4VnniScales4x2, 3: q4VnniScales4x3},
@@ -66,14 +69,14 @@ var (
 	// q4VnniZeros is the per-block-scale form with zero points: the rs
 	// argument carries the weight's zero-point terms (Q4.zs), shaped as
 	// its block scales.
-	q4VnniZeros = q4Set{lanes: &q4VnniLanesZeros, seq: q4VnniZerosRows, resident: &q4VnniZerosResident, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+	q4VnniZeros = q4Set{lanes: &q4VnniLanesZeros, seq: q4VnniZerosRows, seqPf: q4VnniZerosRowsPf, resident: &q4VnniZerosResident, residentPf: &q4VnniZerosResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4VnniZeros1x1, 2: q4VnniZeros1x2, 3: q4VnniZeros1x3},
 		2: {1: q4VnniZeros2x1, 2: q4VnniZeros2x2, 3: q4VnniZeros2x3},
 		4: {1: q4VnniZeros4x1, 2: q4VnniZeros4x2, 3: q4VnniZeros4x3},
 	}}
 	// q4VnniK4 is the K4 form (Q4_K super-blocks): sc addresses a row's
 	// 48-byte chunk records.
-	q4VnniK4 = q4Set{lanes: &q4VnniLanesK4, seq: q4VnniK4Rows, resident: &q4VnniK4Resident, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+	q4VnniK4 = q4Set{lanes: &q4VnniLanesK4, seq: q4VnniK4Rows, seqPf: q4VnniK4RowsPf, resident: &q4VnniK4Resident, residentPf: &q4VnniK4ResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4VnniK41x1, 2: q4VnniK41x2, 3: q4VnniK41x3},
 		2: {1: q4VnniK42x1, 2: q4VnniK42x2, 3: q4VnniK42x3},
 		4: {1: q4VnniK44x1, 2: q4VnniK44x2, 3: q4VnniK44x3},
@@ -101,10 +104,22 @@ var q4VnniCodesResident = [3][5]q4RowsKern{
 	2: {0: q4VnniCodesRowsC2G0},
 }
 
+// q4VnniCodesResidentPf are the prefetching forms of q4VnniCodes's resident row loops by [C][G].
+var q4VnniCodesResidentPf = [3][5]q4RowsKern{
+	1: {0: q4VnniCodesRowsC1G0Pf, 1: q4VnniCodesRowsC1G1Pf, 2: q4VnniCodesRowsC1G2Pf, 3: q4VnniCodesRowsC1G3Pf, 4: q4VnniCodesRowsC1G4Pf},
+	2: {0: q4VnniCodesRowsC2G0Pf},
+}
+
 // q4VnniScalesResident are q4VnniScales's resident row loops by [C][G].
 var q4VnniScalesResident = [3][5]q4RowsKern{
 	1: {0: q4VnniScalesRowsC1G0, 1: q4VnniScalesRowsC1G1, 2: q4VnniScalesRowsC1G2, 3: q4VnniScalesRowsC1G3, 4: q4VnniScalesRowsC1G4},
 	2: {0: q4VnniScalesRowsC2G0},
+}
+
+// q4VnniScalesResidentPf are the prefetching forms of q4VnniScales's resident row loops by [C][G].
+var q4VnniScalesResidentPf = [3][5]q4RowsKern{
+	1: {0: q4VnniScalesRowsC1G0Pf, 1: q4VnniScalesRowsC1G1Pf, 2: q4VnniScalesRowsC1G2Pf, 3: q4VnniScalesRowsC1G3Pf, 4: q4VnniScalesRowsC1G4Pf},
+	2: {0: q4VnniScalesRowsC2G0Pf},
 }
 
 // q4VnniZerosResident are q4VnniZeros's resident row loops by [C][G].
@@ -113,10 +128,22 @@ var q4VnniZerosResident = [3][5]q4RowsKern{
 	2: {0: q4VnniZerosRowsC2G0},
 }
 
+// q4VnniZerosResidentPf are the prefetching forms of q4VnniZeros's resident row loops by [C][G].
+var q4VnniZerosResidentPf = [3][5]q4RowsKern{
+	1: {0: q4VnniZerosRowsC1G0Pf, 1: q4VnniZerosRowsC1G1Pf, 2: q4VnniZerosRowsC1G2Pf, 3: q4VnniZerosRowsC1G3Pf, 4: q4VnniZerosRowsC1G4Pf},
+	2: {0: q4VnniZerosRowsC2G0Pf},
+}
+
 // q4VnniK4Resident are q4VnniK4's resident row loops by [C][G].
 var q4VnniK4Resident = [3][5]q4RowsKern{
 	1: {0: q4VnniK4RowsC1G0, 2: q4VnniK4RowsC1G2, 4: q4VnniK4RowsC1G4},
 	2: {0: q4VnniK4RowsC2G0},
+}
+
+// q4VnniK4ResidentPf are the prefetching forms of q4VnniK4's resident row loops by [C][G].
+var q4VnniK4ResidentPf = [3][5]q4RowsKern{
+	1: {0: q4VnniK4RowsC1G0Pf, 2: q4VnniK4RowsC1G2Pf, 4: q4VnniK4RowsC1G4Pf},
+	2: {0: q4VnniK4RowsC2G0Pf},
 }
 
 // The forms each ISA's products take as they are.
@@ -353,8 +380,12 @@ func q4MatMulZerosWith(sets *q4Sets, dst []float32, ldd int, w *Q4, zs []float32
 			r = (*float32)(unsafe.Add(unsafe.Pointer(rs), n0*rsStr))
 		}
 		whole := (n1 - n0) &^ 3
-		seq := set.seq
-		if res := set.resident; res != nil && decodeWalk.Load() != walkRowsMemory {
+		walk := decodeWalk.Load()
+		seq, res := set.seq, set.resident
+		if prefetchWalk(walk) && set.seqPf != nil {
+			seq, res = set.seqPf, set.residentPf
+		}
+		if res != nil && residentWalk(walk) {
 			if c, g := nb/16, (nb%16+3)/4; c < len(res) {
 				if k := res[c][g]; k != nil {
 					seq = k

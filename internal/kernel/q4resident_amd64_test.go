@@ -99,26 +99,31 @@ func TestW8ResidentSameBits(t *testing.T) {
 
 // checkResidentRange runs a product of rows [n0, n1) of N (run) walking
 // rows with the activations from memory (walkRowsMemory) and in
-// registers (walkRows), and checks that both give every row the same
-// bits and write nothing outside the range.
+// registers (walkRows), each with and without the prefetches
+// (walkRowsMemoryPrefetch, walkRowsPrefetch), and checks that all give
+// every row the same bits and write nothing outside the range.
 func checkResidentRange(t *testing.T, name string, N, n0, n1 int, run func(dst []float32)) {
 	t.Helper()
 	want := make([]float32, N)
-	got := make([]float32, N)
-	for i := range got {
+	for i := range want {
 		want[i] = float32(i) + 0.5
-		got[i] = want[i]
 	}
 	decodeWalk.Store(walkRowsMemory)
 	run(want)
-	decodeWalk.Store(walkRows)
-	run(got)
-	for i := range got {
-		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-			t.Fatalf("%s rows [%d, %d): row %d = %v resident, %v in the general loop", name, n0, n1, i, got[i], want[i])
+	for _, w := range []int32{walkRows, walkRowsPrefetch, walkRowsMemoryPrefetch} {
+		got := make([]float32, N)
+		for i := range got {
+			got[i] = float32(i) + 0.5
 		}
-		if (i < n0 || i >= n1) && got[i] != float32(i)+0.5 {
-			t.Fatalf("%s rows [%d, %d): row %d outside the range written", name, n0, n1, i)
+		decodeWalk.Store(w)
+		run(got)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s rows [%d, %d): row %d = %v walking %s, %v in the general loop", name, n0, n1, i, got[i], walkNames[w], want[i])
+			}
+			if (i < n0 || i >= n1) && got[i] != float32(i)+0.5 {
+				t.Fatalf("%s rows [%d, %d): row %d outside the range written walking %s", name, n0, n1, i, walkNames[w])
+			}
 		}
 	}
 }

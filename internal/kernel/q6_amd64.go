@@ -11,9 +11,16 @@ package kernel
 func q6RowsVnni(nib, hi *byte, sub *int8, d *float32, x *int8, nbias *int32, dx *float32, ns, n int, dst *float32)
 
 //go:noescape
+func q6RowsVnniPf(nib, hi *byte, sub *int8, d *float32, x *int8, nbias *int32, dx *float32, ns, n int, dst *float32)
+
+//go:noescape
 func q6RowsAvx2(nib, hi *byte, sub *int8, d *float32, x *int8, nbias *int32, dx *float32, ns, n int, dst *float32)
 
 func q6MatMulVnni(dst []float32, ldd int, w *Q6, x *Q8, n0, n1 int) {
+	if x.T == 1 && prefetchWalk(decodeWalk.Load()) {
+		q6MatMulKernel(q6RowsVnniPf, dst, ldd, w, x, n0, n1)
+		return
+	}
 	q6MatMulKernel(q6RowsVnni, dst, ldd, w, x, n0, n1)
 }
 

@@ -53,65 +53,105 @@
 // group g in 32-bit lane g of every chunk), times the groups' sub-scales,
 // to float32, times the activation block scales, then accumulated with
 // d in 16 float32 lanes, summed at the end of the row.
-TEXT ·q6RowsVnni(SB), NOSPLIT, $0-80
-	Q6ARGS
-	MOVL $0x0f0f0f0f, R11
-	VPBROADCASTD R11, Z31
-	MOVL $0x30303030, R11
-	VPBROADCASTD R11, Z30
-	// bit matrices: hi bits 0-1, 2-3 and 6-7 of each byte to bits 4-5
-	MOVQ $0x01020000, R11
-	VPBROADCASTQ R11, Z27
-	MOVQ $0x04080000, R11
-	VPBROADCASTQ R11, Z26
-	MOVQ $0x40800000, R11
+#define Q6VNNISETUP \
+	Q6ARGS                        \
+	MOVL $0x0f0f0f0f, R11         \
+	VPBROADCASTD R11, Z31         \
+	MOVL $0x30303030, R11         \
+	VPBROADCASTD R11, Z30         \
+	MOVQ $0x01020000, R11         \
+	VPBROADCASTQ R11, Z27         \
+	MOVQ $0x04080000, R11         \
+	VPBROADCASTQ R11, Z26         \
+	MOVQ $0x40800000, R11         \
 	VPBROADCASTQ R11, Z25
+
+// Q6VNNISUPER adds the super-block at AX, BX, CX, DX into Z0. Chunk 0
+// is nib0 & 15 with the high bits 0-1 moved to bits 4-5, chunk 1
+// nib0 >> 4 with bits 2-3, chunk 2 nib1 & 15 with hi & 0x30, chunk 3
+// nib1 >> 4 with bits 6-7 (Z27, Z26 and Z25 are those bit matrices).
+#define Q6VNNISUPER \
+	VMOVDQU64 (AX), Z1                \
+	VMOVDQU64 64(AX), Z2              \
+	VMOVDQU64 (BX), Z3                \
+	VGF2P8AFFINEQB $0, Z27, Z3, Z4    \
+	VPTERNLOGD $0xF8, Z31, Z1, Z4     \
+	VPSRLW $4, Z1, Z5                 \
+	VGF2P8AFFINEQB $0, Z26, Z3, Z6    \
+	VPTERNLOGD $0xF8, Z31, Z5, Z6     \
+	VPANDD Z30, Z3, Z7                \
+	VPTERNLOGD $0xF8, Z31, Z2, Z7     \
+	VPSRLW $4, Z2, Z8                 \
+	VGF2P8AFFINEQB $0, Z25, Z3, Z9    \
+	VPTERNLOGD $0xF8, Z31, Z8, Z9     \
+	VMOVDQU32 (DI), Z10               \
+	VPXORD Z11, Z11, Z11              \
+	VPDPBUSD (SI), Z4, Z10            \
+	VPDPBUSD 64(SI), Z6, Z11          \
+	VPDPBUSD 128(SI), Z7, Z10         \
+	VPDPBUSD 192(SI), Z9, Z11         \
+	VPADDD Z11, Z10, Z10              \
+	VPMOVSXBD (CX), Z17               \
+	VPMULLD Z17, Z10, Z10             \
+	VCVTDQ2PS Z10, Z10                \
+	VMULPS (R12), Z10, Z10            \
+	VBROADCASTSS (DX), Z17            \
+	VFMADD231PS Z17, Z10, Z0
+
+// Q6VNNIROWEND sums Z0 into the row's result and steps to the next row.
+#define Q6VNNIROWEND \
+	VEXTRACTF64X4 $1, Z0, Y1 \
+	VADDPS Y1, Y0, Y0        \
+	Q6STORE
+
+// func q6RowsVnni(nib, hi *byte, sub *int8, d *float32, x *int8, nbias *int32, dx *float32, ns, n int, dst *float32)
+//
+// Per super-block: its 256 codes unpacked into four chunks of 64 bytes
+// (low nibble | high 2 bits at bits 4-5; GF2P8AFFINEQB moves the bit
+// pairs), four VPDPBUSD against the token's codes in the same slot order
+// into one accumulator that starts at -32*sum(x) per group (PackQ6 puts
+// group g in 32-bit lane g of every chunk), times the groups' sub-scales,
+// to float32, times the activation block scales, then accumulated with
+// d in 16 float32 lanes, summed at the end of the row.
+TEXT ·q6RowsVnni(SB), NOSPLIT, $0-80
+	Q6VNNISETUP
 
 row:
 	Q6ROWARGS
 	VPXORD Z0, Z0, Z0
 
 super:
-	VMOVDQU64 (AX), Z1
-	VMOVDQU64 64(AX), Z2
-	VMOVDQU64 (BX), Z3
-
-	// chunk 0: nib0 & 15 | hi bits 0-1 at 4-5
-	VGF2P8AFFINEQB $0, Z27, Z3, Z4
-	VPTERNLOGD $0xF8, Z31, Z1, Z4
-	// chunk 1: nib0 >> 4 | hi bits 2-3 at 4-5
-	VPSRLW $4, Z1, Z5
-	VGF2P8AFFINEQB $0, Z26, Z3, Z6
-	VPTERNLOGD $0xF8, Z31, Z5, Z6
-	// chunk 2: nib1 & 15 | hi & 0x30
-	VPANDD Z30, Z3, Z7
-	VPTERNLOGD $0xF8, Z31, Z2, Z7
-	// chunk 3: nib1 >> 4 | hi bits 6-7 at 4-5
-	VPSRLW $4, Z2, Z8
-	VGF2P8AFFINEQB $0, Z25, Z3, Z9
-	VPTERNLOGD $0xF8, Z31, Z8, Z9
-
-	VMOVDQU32 (DI), Z10
-	VPXORD Z11, Z11, Z11
-	VPDPBUSD (SI), Z4, Z10
-	VPDPBUSD 64(SI), Z6, Z11
-	VPDPBUSD 128(SI), Z7, Z10
-	VPDPBUSD 192(SI), Z9, Z11
-	VPADDD Z11, Z10, Z10
-
-	VPMOVSXBD (CX), Z17
-	VPMULLD Z17, Z10, Z10
-	VCVTDQ2PS Z10, Z10
-	VMULPS (R12), Z10, Z10
-	VBROADCASTSS (DX), Z17
-	VFMADD231PS Z17, Z10, Z0
-
+	Q6VNNISUPER
 	Q6NEXT
 	JNZ  super
 
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS Y1, Y0, Y0
-	Q6STORE
+	Q6VNNIROWEND
+	JNZ  row
+	VZEROUPPER
+	RET
+
+// func q6RowsVnniPf(nib, hi *byte, sub *int8, d *float32, x *int8, nbias *int32, dx *float32, ns, n int, dst *float32)
+//
+// q6RowsVnni asking for each plane 32 super-blocks ahead (4 KiB of the
+// codes' low nibbles; see _gen/prefetch.go for why and where).
+TEXT ·q6RowsVnniPf(SB), NOSPLIT, $0-80
+	Q6VNNISETUP
+
+row:
+	Q6ROWARGS
+	VPXORD Z0, Z0, Z0
+
+super:
+	PREFETCHT0 4096(AX)
+	PREFETCHT0 4160(AX)
+	PREFETCHT0 2048(BX)
+	PREFETCHT0 512(CX)
+	PREFETCHT0 128(DX)
+	Q6VNNISUPER
+	Q6NEXT
+	JNZ  super
+
+	Q6VNNIROWEND
 	JNZ  row
 	VZEROUPPER
 	RET

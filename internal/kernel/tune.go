@@ -31,16 +31,32 @@ const (
 	// from memory at every row, where walkRows holds them in registers
 	// (the AVX-512 resident row loops, for the widths they take).
 	walkRowsMemory
+	// walkRowsPrefetch: walkRows with the weights asked for 4 KiB ahead
+	// of their loads (the AVX-512 4-bit row loops, _gen/prefetch.go).
+	walkRowsPrefetch
+	// walkRowsMemoryPrefetch: walkRowsMemory asking ahead so.
+	walkRowsMemoryPrefetch
 )
 
-var walkNames = []string{walkRows: "rows", walkTiles4: "tiles4", walkRowsMemory: "rows-memory"}
+var walkNames = []string{
+	walkRows: "rows", walkTiles4: "tiles4", walkRowsMemory: "rows-memory",
+	walkRowsPrefetch: "rows-prefetch", walkRowsMemoryPrefetch: "rows-memory-prefetch",
+}
+
+// prefetchWalk tells whether walk w asks for the weights ahead.
+func prefetchWalk(w int32) bool { return w == walkRowsPrefetch || w == walkRowsMemoryPrefetch }
+
+// residentWalk tells whether walk w takes the resident row loops where
+// a width has one (holding the token's activations in registers).
+func residentWalk(w int32) bool { return w == walkRows || w == walkRowsPrefetch }
 
 // decodeWalk is the walk in use (walkRows until Tune or SetDecodeWalk).
 var decodeWalk atomic.Int32
 
 // DecodeWalk names the one-token products' walk over rows in use:
-// "rows", "tiles4" or (AVX-512) "rows-memory" where the products have
-// more than one, else "fixed".
+// "rows", "tiles4" or (AVX-512) "rows-memory", "rows-prefetch" or
+// "rows-memory-prefetch" where the products have more than one, else
+// "fixed".
 func DecodeWalk() string {
 	if len(decodeWalks()) < 2 {
 		return "fixed"
@@ -48,7 +64,7 @@ func DecodeWalk() string {
 	return walkNames[decodeWalk.Load()]
 }
 
-// SetDecodeWalk sets the walk by name ("rows", "tiles4", "rows-memory"); an error
+// SetDecodeWalk sets the walk by name (one of DecodeWalk's); an error
 // names the walks this build and CPU have.
 func SetDecodeWalk(name string) error {
 	for _, w := range decodeWalks() {
@@ -81,7 +97,7 @@ type TuneResult struct {
 // TuneEnv names the environment variable that steers TuneOnce: unset to
 // probe once per machine (cached in $AOTLM_CACHE/kernel-tune.json), "probe"
 // to probe again and rewrite the cache, "off" for the default walk
-// without a probe, or a walk's name ("rows", "tiles4") to use it.
+// without a probe, or a walk's name (DecodeWalk's) to use it.
 const TuneEnv = "AOTLM_KERNEL_TUNE"
 
 var (
@@ -143,7 +159,7 @@ func tuneFile() (string, error) {
 
 // tuneVersion changes whenever the kernels or the probe change, so that
 // a cached choice made for other kernels is probed again.
-const tuneVersion = 4
+const tuneVersion = 5
 
 // tuneMargin is how much faster another walk must probe than rows to be
 // chosen: within it the probe cannot tell them apart and rows, the
@@ -154,7 +170,7 @@ const tuneMargin = 1.03
 // file holding a choice for the same CPU and kernels it takes that;
 // otherwise it times each walk on a 4-bit and an 8-bit weight larger
 // than the caches (128 MB of memory for 0.2-0.5 s on an AMD EPYC),
-// keeps the faster (rows unless tiles4 is tuneMargin faster) and writes
+// keeps the fastest (rows unless another is tuneMargin faster) and writes
 // the cache file when cacheFile is not empty. reprobe ignores the cache.
 // Where the kernels have one walk it returns at once.
 func Tune(cacheFile string, reprobe bool) (TuneResult, error) {

@@ -37,16 +37,23 @@ func TestDecodeWalksSameBits(t *testing.T) {
 		return
 	}
 	r := rand.New(rand.NewPCG(51, 52))
-	for _, K := range []int{QK, 18 * QK, 32 * QK, 64 * QK, 37 * QK} {
+	for _, K := range []int{QK, 18 * QK, 32 * QK, 64 * QK, 37 * QK, 3 * Q6Super} {
 		for _, N := range []int{1, 5, 16, 23} {
 			x, _ := randQ8(r, 1, K)
 			q4c, q4s, w8 := randQ4(r, N, K, true, false), randQ4(r, N, K, false, false), randW8(r, N, K)
+			var q6 *Q6 // the 6-bit rows too, where K takes them
+			if K%Q6Super == 0 {
+				q6, _ = randQ6(r, N, K)
+			}
 			var outs [][]float32
 			eachWalk(t, func(t *testing.T, walk string) {
-				out := make([]float32, 3*N)
+				out := make([]float32, 4*N)
 				q4c.MatMul(out[:N], N, x, 0, N)
 				q4s.MatMul(out[N:2*N], N, x, 0, N)
-				w8.MatMul(out[2*N:], N, x, 0, N)
+				w8.MatMul(out[2*N:3*N], N, x, 0, N)
+				if q6 != nil {
+					q6.MatMul(out[3*N:], N, x, 0, N)
+				}
 				outs = append(outs, out)
 			})
 			for j, w := range decodeWalks()[1:] {
@@ -56,7 +63,7 @@ func TestDecodeWalksSameBits(t *testing.T) {
 					}
 				}
 			}
-			if slices.Equal(outs[0], make([]float32, 3*N)) {
+			if slices.Equal(outs[0], make([]float32, 4*N)) {
 				t.Fatal("all-zero outputs prove nothing")
 			}
 		}

@@ -29,23 +29,28 @@ type w8Set struct {
 	// more), the token's activations of the first q held in registers
 	// (_gen/w8.go), or nil.
 	resident []w8RowsKern
-	decode   int        // rows per tile for one token
-	rows     int        // rows per tile for several tokens
-	tokens   int        // largest TT
-	signed   bool       // the kernels need Q > -128 (AVX2's sign trick)
-	lanes    bool       // q4LanesMinT tokens or more run on the row-lane tiles
-	layout   *actLayout // the records the kernels read
+	// seqPf and residentPf are seq and resident asking for their
+	// weights ahead (_gen/prefetch.go), or nil.
+	seqPf      w8RowsKern
+	residentPf []w8RowsKern
+	decode     int        // rows per tile for one token
+	rows       int        // rows per tile for several tokens
+	tokens     int        // largest TT
+	signed     bool       // the kernels need Q > -128 (AVX2's sign trick)
+	lanes      bool       // q4LanesMinT tokens or more run on the row-lane tiles
+	layout     *actLayout // the records the kernels read
 	// prep writes tokens [t0, t1) of layout's records and reports
 	// whether some Q is -128.
 	prep func(rec []byte, x *Q8, t0, t1 int) bool
 }
 
 var (
-	w8Vnni = w8Set{seq: w8VnniRows, resident: []w8RowsKern{1: w8VnniRowsQ1, 2: w8VnniRowsQ2, 3: w8VnniRowsQ3, 4: w8VnniRowsQ4}, decode: 1, rows: 4, tokens: 3, lanes: true, layout: w8VnniRecords, prep: w8VnniPrep, k: [9][5]w8Kern{
-		1: {1: w8Vnni1x1, 2: w8Vnni1x2, 3: w8Vnni1x3, 4: w8Vnni1x4},
-		2: {1: w8Vnni2x1, 2: w8Vnni2x2, 3: w8Vnni2x3, 4: w8Vnni2x4},
-		4: {1: w8Vnni4x1, 2: w8Vnni4x2, 3: w8Vnni4x3},
-	}}
+	w8Vnni = w8Set{seq: w8VnniRows, resident: []w8RowsKern{1: w8VnniRowsQ1, 2: w8VnniRowsQ2, 3: w8VnniRowsQ3, 4: w8VnniRowsQ4},
+		seqPf: w8VnniRowsPf, residentPf: []w8RowsKern{1: w8VnniRowsQ1Pf, 2: w8VnniRowsQ2Pf, 3: w8VnniRowsQ3Pf, 4: w8VnniRowsQ4Pf}, decode: 1, rows: 4, tokens: 3, lanes: true, layout: w8VnniRecords, prep: w8VnniPrep, k: [9][5]w8Kern{
+			1: {1: w8Vnni1x1, 2: w8Vnni1x2, 3: w8Vnni1x3, 4: w8Vnni1x4},
+			2: {1: w8Vnni2x1, 2: w8Vnni2x2, 3: w8Vnni2x3, 4: w8Vnni2x4},
+			4: {1: w8Vnni4x1, 2: w8Vnni4x2, 3: w8Vnni4x3},
+		}}
 	w8Avx2 = w8Set{seq: w8Avx2Rows, decode: 1, rows: 2, tokens: 4, signed: true, layout: w8Records, prep: w8PrepGroups, k: [9][5]w8Kern{
 		1: {1: w8Avx21x1, 2: w8Avx21x2, 3: w8Avx21x3, 4: w8Avx21x4},
 		2: {1: w8Avx22x1, 2: w8Avx22x2, 3: w8Avx22x3, 4: w8Avx22x4},
@@ -234,9 +239,13 @@ func w8MatMulWith(set *w8Set, dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) 
 	if x.T == 1 && set.seq != nil && decode == 1 && n1-n0 >= 4 {
 		// Whole quads of rows in one call, the rest below.
 		whole := (n1 - n0) &^ 3
-		seq := set.seq
-		if q := min(ng/4, len(set.resident)-1); q > 0 && decodeWalk.Load() != walkRowsMemory {
-			seq = set.resident[q]
+		walk := decodeWalk.Load()
+		seq, res := set.seq, set.resident
+		if prefetchWalk(walk) && set.seqPf != nil {
+			seq, res = set.seqPf, set.residentPf
+		}
+		if q := min(ng/4, len(res)-1); q > 0 && residentWalk(walk) {
+			seq = res[q]
 		}
 		seq((*byte)(unsafe.Add(unsafe.Pointer(u), n0*K)), K, ng, tail, &rec[0], whole,
 			(*float32)(unsafe.Add(unsafe.Pointer(out), 4*n0)), (*float32)(unsafe.Add(unsafe.Pointer(rs), 4*n0)))

@@ -23,6 +23,7 @@ func main() {
 	genRows()
 	genRowsMulti()
 	genPrefetch()
+	genSumLines()
 	genColumns()
 	genColumnsRow()
 	genRowF16()

@@ -47,13 +47,17 @@ func genQ4() {
 		for _, s := range q4ZmmShapes {
 			q4ChunkKernel(form, false, s.R, s.TT)
 		}
-		q4ChunkKernel(form, true, 1, 1)
-		for _, res := range q4ResidentShapes {
-			if form == formK4 && res.G%2 == 1 {
-				continue // K4 rows hold whole 8-block super-blocks
+		for _, ahead := range []int{0, prefetchBytes} {
+			prefetchAhead = ahead
+			q4ChunkKernel(form, true, 1, 1)
+			for _, res := range q4ResidentShapes {
+				if form == formK4 && res.G%2 == 1 {
+					continue // K4 rows hold whole 8-block super-blocks
+				}
+				q4ChunkKernelResident(form, true, 1, 1, res)
 			}
-			q4ChunkKernelResident(form, true, 1, 1, res)
 		}
+		prefetchAhead = 0
 	}
 	for _, form := range []q4Form{formCodes, formScales, formK4} {
 		for _, s := range append(q4YmmShapes, q4YmmShapes3...) {

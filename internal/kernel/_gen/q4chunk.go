@@ -151,7 +151,7 @@ func q4ChunkKernelResident(form q4Form, rowLoop bool, R, TT int, res q4Resident)
 	lpbq, k4 := form == formCodes, form == formK4
 	zeros := form == formZeros || k4
 	if res != (q4Resident{}) {
-		name := fmt.Sprintf("q4Vnni%sRowsC%dG%d", q4FormName(form), res.C, res.G)
+		name := fmt.Sprintf("q4Vnni%sRowsC%dG%d", q4FormName(form), res.C, res.G) + prefetchSuffix()
 		TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)")
 		Pragma("noescape")
 		Doc(fmt.Sprintf("%s is the row loop of the 4-bit product for one token over n rows (n a positive multiple of 4) of %d whole chunks and %d groups of a partial one, the token's activations held in registers (see _gen/q4chunk.go).", name, res.C, res.G))
@@ -163,6 +163,7 @@ func q4ChunkKernelResident(form q4Form, rowLoop bool, R, TT int, res q4Resident)
 		case formK4:
 			name = "q4VnniK4Rows"
 		}
+		name += prefetchSuffix()
 		TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)")
 		Pragma("noescape")
 		Doc(fmt.Sprintf("%s computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).", name))
@@ -563,6 +564,7 @@ func q4ChunkKernelResident(form q4Form, rowLoop bool, R, TT int, res q4Resident)
 			ADDQ(dOff, dp)
 			MOVQ(full, cnt)
 			chunks(fmt.Sprint(j), cnt, func(masked bool, groups int) {
+				prefetchChunk(nib, sc, 0, groups, scBytes)
 				lo, hi := unpack(func(off int) Mem { return Mem{Base: nib, Disp: off} }, masked, groups)
 				zAt := func() Mem { return Mem{Base: sc, Index: zDelta, Scale: 1} }
 				if masked {

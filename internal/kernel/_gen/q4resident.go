@@ -138,6 +138,7 @@ func residentRows(form q4Form, res q4Resident, kit residentKit) {
 			return func() Mem { return Mem{Base: sc, Index: zDelta, Scale: 1, Disp: c * kit.scBytes} }
 		}
 		for c := range res.C {
+			prefetchChunk(nib, sc, c, 4, kit.scBytes)
 			w := kit.transposedRow(func(off int) Mem { return Mem{Base: nib, Disp: 256*c + off} })
 			s := start(chunkRec(c)(64))
 			// With one chunk resident there are registers for two
@@ -201,6 +202,7 @@ func residentRows(form q4Form, res q4Resident, kit residentKit) {
 				VPERMD(v, idx, out)
 				return out
 			}
+			prefetchChunk(nib, sc, res.C, res.G, kit.scBytes)
 			for g := range res.G {
 				lo, hi := ZMM(), ZMM()
 				VMOVDQU8_Z(Mem{Base: nib, Disp: 256*res.C + 64*g}, kit.kw[g], lo)

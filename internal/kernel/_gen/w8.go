@@ -74,11 +74,15 @@ func genW8() {
 	for _, s := range w8YmmShapes {
 		w8Kernel(false, s.R, s.TT, false)
 	}
-	w8Kernel(true, 1, 1, true)
-	w8Kernel(false, 1, 1, true)
-	for q := 1; q <= w8ResidentQuads; q++ {
-		w8KernelResident(q)
+	for _, ahead := range []int{0, prefetchBytes} {
+		prefetchAhead = ahead
+		w8Kernel(true, 1, 1, true)
+		for q := 1; q <= w8ResidentQuads; q++ {
+			w8KernelResident(q)
+		}
 	}
+	prefetchAhead = 0
+	w8Kernel(false, 1, 1, true)
 }
 
 // w8ResidentQuads is the most quads whose activations the AVX-512 row
@@ -119,12 +123,12 @@ func w8KernelResident(res int) { w8KernelRes(true, 1, 1, true, res) }
 func w8KernelRes(zmm bool, R, TT int, rowLoop bool, res int) {
 	name := w8Name(zmm, R, TT)
 	if res > 0 {
-		name = fmt.Sprintf("w8VnniRowsQ%d", res)
+		name = fmt.Sprintf("w8VnniRowsQ%d", res) + prefetchSuffix()
 		TEXT(name, NOSPLIT, "func(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)")
 		Pragma("noescape")
 		Doc(fmt.Sprintf("%s is w8VnniRows for K of %d quads or more, the token's activations of the first %d held in registers (see _gen/w8.go).", name, res, res))
 	} else if rowLoop {
-		name = w8RowsName(zmm)
+		name = w8RowsName(zmm) + prefetchSuffix()
 		TEXT(name, NOSPLIT, "func(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)")
 		Pragma("noescape")
 		Doc(fmt.Sprintf("%s computes n consecutive rows of an 8-bit product (n a positive multiple of 4) for one token, one row at a time (see the layout in _gen/w8.go).", name))
@@ -180,6 +184,9 @@ func w8KernelRes(zmm bool, R, TT int, rowLoop bool, res int) {
 	// stepZmm emits the 64 weight bytes (half: the first 32) of every row
 	// at the group's start against the group's record.
 	stepZmm := func(half bool) {
+		if rowLoop {
+			prefetchLines(rows.at(0, 0), 1)
+		}
 		w := make([]V, R)
 		for r := range w {
 			w[r] = vec()
@@ -236,6 +243,7 @@ func w8KernelRes(zmm bool, R, TT int, rowLoop bool, res int) {
 	// VPDPBUSD leave in each lane the sum of 16 bytes of one block.
 	// With act, the activations are those registers (one row, one token).
 	stepQuadAct := func(act []V, rowOff, recOff int) {
+		prefetchLines(rows.at(0, rowOff), 4)
 		w := make([]V, 4)
 		for k := range w {
 			w[k] = vec()
@@ -253,6 +261,9 @@ func w8KernelRes(zmm bool, R, TT int, rowLoop bool, res int) {
 		put(o...)
 	}
 	stepQuad := func() {
+		if rowLoop {
+			prefetchLines(rows.at(0, 0), 4)
+		}
 		// Rows in pairs: both transposed, then each token's record
 		// loaded once for the two (the loads bound this loop).
 		for r0 := 0; r0 < R; r0 += 2 {
