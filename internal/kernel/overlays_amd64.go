@@ -65,13 +65,14 @@ func archOverlays() []Overlay {
 }
 
 // decodeWalks lists the one-token walks over rows this CPU's products
-// have (Tune picks): rows and tiles of 4 where the AVX2 or AVX-512
-// products are in use, and rows with the activations from memory with
-// AVX-512 (whose rows walk holds them in registers); none (one fixed
-// walk) with the generic ones.
+// have (Tune picks), in order of preference (pickWalk): rows and tiles of
+// 4 where the AVX2 or AVX-512 products are in use, and with AVX-512 rows
+// asking ahead and rows with the activations from memory (whose rows
+// walk holds them in registers), with and without asking ahead; none (one
+// fixed walk) with the generic ones.
 func decodeWalks() []int32 {
 	if overlays[1].Supported {
-		return []int32{walkRows, walkTiles4, walkRowsMemory, walkRowsPrefetch, walkRowsMemoryPrefetch}
+		return []int32{walkRows, walkRowsPrefetch, walkRowsMemory, walkRowsMemoryPrefetch, walkTiles4}
 	}
 	if overlays[0].Supported {
 		return []int32{walkRows, walkTiles4}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // eachWalk runs f under every decode walk this CPU's products have (once
@@ -163,5 +164,88 @@ func TestTuneAs(t *testing.T) {
 	res, err = tuneAs("probe", filepath.Join(blocker, "kernel-tune.json")) // under a file: cannot be written
 	if err != nil || res.GBps == nil || res.Note == "" || res.Written != "" {
 		t.Fatalf("unwritable cache: %+v, %v", res, err)
+	}
+}
+
+// BenchmarkDecodeWalks times every decode walk on one token against
+// weights streamed from memory (4-bit LPBQ and 8-bit, 576, 1024 and 8192
+// wide, 64-150 MB each), on 1 and 2 threads, the walks taking turns
+// within each benchmark so that the machine's drifting bandwidth falls
+// on all of them alike. It reports each walk's median rate in weight
+// GB/s over 11 rounds (the first, a warm-up, is not counted) as
+// GB/s-<walk>; -benchtime 1x is enough.
+func BenchmarkDecodeWalks(b *testing.B) {
+	walks := decodeWalks()
+	if len(walks) < 2 {
+		b.Logf("decode walk %s: one walk, nothing to compare", DecodeWalk())
+		return
+	}
+	saved := decodeWalk.Load()
+	defer decodeWalk.Store(saved)
+	r := rand.New(rand.NewPCG(61, 62))
+	for _, sh := range []struct {
+		name string
+		N, K int
+		w8   bool
+	}{
+		{"q4/270336x576", 270336, 576, false}, {"q4/151936x1024", 151936, 1024, false}, {"q4/16384x8192", 16384, 8192, false},
+		{"w8/135168x576", 135168, 576, true}, {"w8/75968x1024", 75968, 1024, true}, {"w8/8192x8192", 8192, 8192, true},
+	} {
+		x, _ := randQ8(r, 1, sh.K)
+		dst := make([]float32, sh.N)
+		var prod func(n0, n1 int)
+		var bytes float64
+		if sh.w8 {
+			w := randW8(r, sh.N, sh.K)
+			prod, bytes = func(n0, n1 int) { w.MatMul(dst, sh.N, x, n0, n1) }, float64(len(w.U))
+		} else {
+			w := randQ4(r, sh.N, sh.K, true, false)
+			prod, bytes = func(n0, n1 int) { w.MatMul(dst, sh.N, x, n0, n1) }, float64(len(w.Nib)+len(w.Codes))
+		}
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/threads=%d", sh.name, threads), func(b *testing.B) {
+				rates := make(map[int32][]float64)
+				for b.Loop() {
+					for round := range 12 {
+						for _, w := range walks {
+							decodeWalk.Store(w)
+							start := time.Now()
+							if threads == 1 {
+								prod(0, sh.N)
+							} else {
+								inHalves(sh.N, prod)
+							}
+							if round > 0 {
+								rates[w] = append(rates[w], bytes/time.Since(start).Seconds()/1e9)
+							}
+						}
+					}
+				}
+				for _, w := range walks {
+					slices.Sort(rates[w])
+					b.ReportMetric(rates[w][len(rates[w])/2], "GB/s-"+walkNames[w])
+				}
+			})
+		}
+	}
+}
+
+// TestPickWalk: the earliest walk wins unless a later one probed more
+// than tuneMargin faster than the one chosen so far.
+func TestPickWalk(t *testing.T) {
+	walks := []int32{walkRows, walkRowsPrefetch, walkRowsMemory, walkRowsMemoryPrefetch, walkTiles4}
+	for _, c := range []struct {
+		gbps map[string]float64
+		want int32
+	}{
+		{map[string]float64{"rows": 10, "rows-prefetch": 10.2, "rows-memory": 9, "rows-memory-prefetch": 10.25, "tiles4": 8}, walkRows},
+		{map[string]float64{"rows": 9.9, "rows-prefetch": 12.7, "rows-memory": 9.9, "rows-memory-prefetch": 12.8, "tiles4": 9.2}, walkRowsPrefetch},
+		{map[string]float64{"rows": 9.9, "rows-prefetch": 12.7, "rows-memory": 9.9, "rows-memory-prefetch": 13.5, "tiles4": 9.2}, walkRowsMemoryPrefetch},
+		{map[string]float64{"rows": 23.5, "rows-prefetch": 19, "rows-memory": 20.6, "rows-memory-prefetch": 18, "tiles4": 25}, walkTiles4},
+		{map[string]float64{"rows": 23.5, "rows-prefetch": 19, "rows-memory": 20.6, "rows-memory-prefetch": 18, "tiles4": 24}, walkRows},
+	} {
+		if got := pickWalk(walks, c.gbps); got != c.want {
+			t.Errorf("%v: picked %s, want %s", c.gbps, walkNames[got], walkNames[c.want])
+		}
 	}
 }
