@@ -64864,6 +64864,1033 @@ reduce3:
 	VZEROUPPER
 	RET
 
+// func q4Avx2CodesRowsPf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+// Requires: AVX, AVX2, FMA3, MMX+
+TEXT ·q4Avx2CodesRowsPf(SB), NOSPLIT, $0-80
+	MOVQ nib+0(FP), AX
+	MOVQ sc+16(FP), CX
+	MOVQ n+56(FP), DX
+	SHRQ $0x02, DX
+
+quad:
+	VXORPS Y0, Y0, Y0
+	MOVQ   AX, BX
+	MOVQ   CX, SI
+	MOVQ   x+48(FP), DI
+	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   DI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk0:
+	TESTQ       R9, R9
+	JZ          groups0
+	PREFETCHT0  4096(BX)
+	PREFETCHT0  4160(BX)
+	PREFETCHT0  4224(BX)
+	PREFETCHT0  4288(BX)
+	PREFETCHT0  256(SI)
+	VMOVDQU     (BX), Y1
+	VPSRLW      $0x04, Y1, Y2
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW  (DI), Y1, Y3
+	VPMADDUBSW  64(DI), Y2, Y4
+	VPADDW      Y4, Y3, Y3
+	VPMADDWD    q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU     64(BX), Y5
+	VPSRLW      $0x04, Y5, Y6
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  256(DI), Y5, Y7
+	VPMADDUBSW  320(DI), Y6, Y8
+	VPADDW      Y8, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VPUNPCKLDQ  Y7, Y3, Y9
+	VPUNPCKHDQ  Y7, Y3, Y3
+	VPADDD      Y3, Y9, Y9
+	VMOVDQU     128(BX), Y10
+	VPSRLW      $0x04, Y10, Y11
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  512(DI), Y10, Y12
+	VPMADDUBSW  576(DI), Y11, Y13
+	VPADDW      Y13, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     192(BX), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(DI), Y14, Y4
+	VPMADDUBSW  832(DI), Y15, Y1
+	VPADDW      Y1, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ  Y4, Y12, Y2
+	VPUNPCKHDQ  Y4, Y12, Y12
+	VPADDD      Y12, Y2, Y2
+	VPUNPCKLQDQ Y2, Y9, Y8
+	VPUNPCKHQDQ Y2, Y9, Y9
+	VPADDD      Y9, Y8, Y8
+	VPADDD      64(R8), Y8, Y8
+	VMOVDQU     (SI), X3
+	VPSHUFB     q4codeperm<>+0(SB), X3, X3
+	VPMOVZXBD   X3, Y3
+	VPMULLD     Y3, Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VFMADD231PS (R8), Y8, Y0
+	VMOVDQU     32(BX), Y7
+	VPSRLW      $0x04, Y7, Y5
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  32(DI), Y7, Y6
+	VPMADDUBSW  96(DI), Y5, Y13
+	VPADDW      Y13, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     96(BX), Y10
+	VPSRLW      $0x04, Y10, Y11
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  288(DI), Y10, Y1
+	VPMADDUBSW  352(DI), Y11, Y12
+	VPADDW      Y12, Y1, Y1
+	VPMADDWD    q4onesw<>+0(SB), Y1, Y1
+	VPUNPCKLDQ  Y1, Y6, Y4
+	VPUNPCKHDQ  Y1, Y6, Y6
+	VPADDD      Y6, Y4, Y4
+	VMOVDQU     160(BX), Y9
+	VPSRLW      $0x04, Y9, Y2
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW  544(DI), Y9, Y3
+	VPMADDUBSW  608(DI), Y2, Y8
+	VPADDW      Y8, Y3, Y3
+	VPMADDWD    q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU     224(BX), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(DI), Y14, Y13
+	VPMADDUBSW  864(DI), Y15, Y7
+	VPADDW      Y7, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPUNPCKLDQ  Y13, Y3, Y5
+	VPUNPCKHDQ  Y13, Y3, Y3
+	VPADDD      Y3, Y5, Y5
+	VPUNPCKLQDQ Y5, Y4, Y12
+	VPUNPCKHQDQ Y5, Y4, Y4
+	VPADDD      Y4, Y12, Y12
+	VPADDD      96(R8), Y12, Y12
+	VMOVDQU     (SI), X6
+	VPSHUFB     q4codeperm<>+0(SB), X6, X6
+	VPSRLDQ     $0x08, X6, X6
+	VPMOVZXBD   X6, Y6
+	VPMULLD     Y6, Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VFMADD231PS 32(R8), Y12, Y0
+	ADDQ        $0x00000100, BX
+	ADDQ        $0x00000010, SI
+	ADDQ        $0x00000400, DI
+	ADDQ        $0x00000280, R8
+	DECQ        R9
+	JMP         chunk0
+
+groups0:
+	VMOVDQU q4nibmask<>+0(SB), Y1
+	VMOVDQU q4perm<>+0(SB), Y10
+	VMOVDQU q4onesw<>+0(SB), Y11
+
+loop0:
+	TESTQ       R10, R10
+	JZ          tail0
+	PREFETCHT0  4096(BX)
+	VMOVDQU     (BX), Y8
+	VPSRLW      $0x04, Y8, Y2
+	VPAND       Y8, Y1, Y9
+	VPAND       Y2, Y1, Y2
+	MOVWLZX     (SI), R8
+	VMOVD       R8, X7
+	VPMOVZXBD   X7, X7
+	VPERMD      Y7, Y10, Y7
+	VCVTDQ2PS   Y7, Y7
+	VPMADDUBSW  (DI), Y9, Y3
+	VPMADDUBSW  64(DI), Y2, Y13
+	VPADDW      Y13, Y3, Y3
+	VPMADDWD    Y11, Y3, Y3
+	VPADDD      192(DI), Y3, Y3
+	VCVTDQ2PS   Y3, Y3
+	VMULPS      128(DI), Y7, Y4
+	VFMADD231PS Y3, Y4, Y0
+	VMOVDQU     32(BX), Y5
+	VPSRLW      $0x04, Y5, Y12
+	VPAND       Y5, Y1, Y6
+	VPAND       Y12, Y1, Y12
+	MOVWLZX     2(SI), R8
+	VMOVD       R8, X14
+	VPMOVZXBD   X14, X14
+	VPERMD      Y14, Y10, Y14
+	VCVTDQ2PS   Y14, Y14
+	VPMADDUBSW  32(DI), Y6, Y15
+	VPMADDUBSW  96(DI), Y12, Y8
+	VPADDW      Y8, Y15, Y15
+	VPMADDWD    Y11, Y15, Y15
+	VPADDD      224(DI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      160(DI), Y14, Y13
+	VFMADD231PS Y15, Y13, Y0
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000004, SI
+	ADDQ        $0x00000100, DI
+	DECQ        R10
+	JMP         loop0
+
+tail0:
+	MOVQ        tail+40(FP), R9
+	CMPQ        R9, $0x02
+	JB          tail10
+	VMOVDQU     (BX), Y3
+	VPSRLW      $0x04, Y3, Y9
+	VPAND       Y3, Y1, Y4
+	VPAND       Y9, Y1, Y9
+	MOVWLZX     (SI), R8
+	VMOVD       R8, X2
+	VPMOVZXBD   X2, X2
+	VPERMD      Y2, Y10, Y2
+	VCVTDQ2PS   Y2, Y2
+	VPMADDUBSW  (DI), Y4, Y7
+	VPMADDUBSW  64(DI), Y9, Y5
+	VPADDW      Y5, Y7, Y7
+	VPMADDWD    Y11, Y7, Y7
+	VPADDD      192(DI), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      128(DI), Y2, Y8
+	VFMADD231PS Y7, Y8, Y0
+
+tail10:
+	TESTQ       $0x00000001, R9
+	JZ          reduce0
+	CMPQ        R9, $0x01
+	JE          tail1at00
+	VMOVDQU     32(BX), X15
+	VPSRLW      $0x04, Y15, Y6
+	VPAND       Y15, Y1, Y13
+	VPAND       Y6, Y1, Y6
+	MOVBLZX     2(SI), R8
+	VMOVD       R8, X12
+	VPERMD      Y12, Y10, Y12
+	VCVTDQ2PS   Y12, Y12
+	VPMADDUBSW  32(DI), Y13, Y14
+	VPMADDUBSW  96(DI), Y6, Y3
+	VPADDW      Y3, Y14, Y14
+	VPMADDWD    Y11, Y14, Y14
+	VPADDD      224(DI), Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      160(DI), Y12, Y5
+	VFMADD231PS Y14, Y5, Y0
+	JMP         reduce0
+
+tail1at00:
+	VMOVDQU     (BX), X7
+	VPSRLW      $0x04, Y7, Y4
+	VPAND       Y7, Y1, Y8
+	VPAND       Y4, Y1, Y4
+	MOVBLZX     (SI), R8
+	VMOVD       R8, X9
+	VPERMD      Y9, Y10, Y9
+	VCVTDQ2PS   Y9, Y9
+	VPMADDUBSW  (DI), Y8, Y2
+	VPMADDUBSW  64(DI), Y4, Y15
+	VPADDW      Y15, Y2, Y2
+	VPMADDWD    Y11, Y2, Y2
+	VPADDD      192(DI), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMULPS      128(DI), Y9, Y3
+	VFMADD231PS Y2, Y3, Y0
+
+reduce0:
+	MOVQ   rstr+8(FP), BX
+	ADDQ   BX, AX
+	MOVQ   scstr+24(FP), BX
+	ADDQ   BX, CX
+	VXORPS Y14, Y14, Y14
+	MOVQ   AX, BX
+	MOVQ   CX, SI
+	MOVQ   x+48(FP), DI
+	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   DI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk1:
+	TESTQ       R9, R9
+	JZ          groups1
+	PREFETCHT0  4096(BX)
+	PREFETCHT0  4160(BX)
+	PREFETCHT0  4224(BX)
+	PREFETCHT0  4288(BX)
+	PREFETCHT0  256(SI)
+	VMOVDQU     (BX), Y5
+	VPSRLW      $0x04, Y5, Y13
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  (DI), Y5, Y6
+	VPMADDUBSW  64(DI), Y13, Y12
+	VPADDW      Y12, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     64(BX), Y7
+	VPSRLW      $0x04, Y7, Y15
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  256(DI), Y7, Y2
+	VPMADDUBSW  320(DI), Y15, Y3
+	VPADDW      Y3, Y2, Y2
+	VPMADDWD    q4onesw<>+0(SB), Y2, Y2
+	VPUNPCKLDQ  Y2, Y6, Y8
+	VPUNPCKHDQ  Y2, Y6, Y6
+	VPADDD      Y6, Y8, Y8
+	VMOVDQU     128(BX), Y4
+	VPSRLW      $0x04, Y4, Y9
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  512(DI), Y4, Y1
+	VPMADDUBSW  576(DI), Y9, Y10
+	VPADDW      Y10, Y1, Y1
+	VPMADDWD    q4onesw<>+0(SB), Y1, Y1
+	VMOVDQU     192(BX), Y11
+	VPSRLW      $0x04, Y11, Y12
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  768(DI), Y11, Y5
+	VPMADDUBSW  832(DI), Y12, Y13
+	VPADDW      Y13, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VPUNPCKLDQ  Y5, Y1, Y3
+	VPUNPCKHDQ  Y5, Y1, Y1
+	VPADDD      Y1, Y3, Y3
+	VPUNPCKLQDQ Y3, Y8, Y6
+	VPUNPCKHQDQ Y3, Y8, Y8
+	VPADDD      Y8, Y6, Y6
+	VPADDD      64(R8), Y6, Y6
+	VMOVDQU     (SI), X2
+	VPSHUFB     q4codeperm<>+0(SB), X2, X2
+	VPMOVZXBD   X2, Y2
+	VPMULLD     Y2, Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VFMADD231PS (R8), Y6, Y14
+	VMOVDQU     32(BX), Y7
+	VPSRLW      $0x04, Y7, Y15
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  32(DI), Y7, Y10
+	VPMADDUBSW  96(DI), Y15, Y4
+	VPADDW      Y4, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VMOVDQU     96(BX), Y9
+	VPSRLW      $0x04, Y9, Y13
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  288(DI), Y9, Y1
+	VPMADDUBSW  352(DI), Y13, Y5
+	VPADDW      Y5, Y1, Y1
+	VPMADDWD    q4onesw<>+0(SB), Y1, Y1
+	VPUNPCKLDQ  Y1, Y10, Y8
+	VPUNPCKHDQ  Y1, Y10, Y10
+	VPADDD      Y10, Y8, Y8
+	VMOVDQU     160(BX), Y3
+	VPSRLW      $0x04, Y3, Y2
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW  544(DI), Y3, Y6
+	VPMADDUBSW  608(DI), Y2, Y11
+	VPADDW      Y11, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     224(BX), Y12
+	VPSRLW      $0x04, Y12, Y4
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW  800(DI), Y12, Y7
+	VPMADDUBSW  864(DI), Y4, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VPUNPCKLDQ  Y7, Y6, Y5
+	VPUNPCKHDQ  Y7, Y6, Y6
+	VPADDD      Y6, Y5, Y5
+	VPUNPCKLQDQ Y5, Y8, Y10
+	VPUNPCKHQDQ Y5, Y8, Y8
+	VPADDD      Y8, Y10, Y10
+	VPADDD      96(R8), Y10, Y10
+	VMOVDQU     (SI), X1
+	VPSHUFB     q4codeperm<>+0(SB), X1, X1
+	VPSRLDQ     $0x08, X1, X1
+	VPMOVZXBD   X1, Y1
+	VPMULLD     Y1, Y10, Y10
+	VCVTDQ2PS   Y10, Y10
+	VFMADD231PS 32(R8), Y10, Y14
+	ADDQ        $0x00000100, BX
+	ADDQ        $0x00000010, SI
+	ADDQ        $0x00000400, DI
+	ADDQ        $0x00000280, R8
+	DECQ        R9
+	JMP         chunk1
+
+groups1:
+	VMOVDQU q4nibmask<>+0(SB), Y9
+	VMOVDQU q4perm<>+0(SB), Y13
+	VMOVDQU q4onesw<>+0(SB), Y11
+
+loop1:
+	TESTQ       R10, R10
+	JZ          tail1
+	PREFETCHT0  4096(BX)
+	VMOVDQU     (BX), Y3
+	VPSRLW      $0x04, Y3, Y15
+	VPAND       Y3, Y9, Y2
+	VPAND       Y15, Y9, Y15
+	MOVWLZX     (SI), R8
+	VMOVD       R8, X6
+	VPMOVZXBD   X6, X6
+	VPERMD      Y6, Y13, Y6
+	VCVTDQ2PS   Y6, Y6
+	VPMADDUBSW  (DI), Y2, Y7
+	VPMADDUBSW  64(DI), Y15, Y8
+	VPADDW      Y8, Y7, Y7
+	VPMADDWD    Y11, Y7, Y7
+	VPADDD      192(DI), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      128(DI), Y6, Y5
+	VFMADD231PS Y7, Y5, Y14
+	VMOVDQU     32(BX), Y1
+	VPSRLW      $0x04, Y1, Y12
+	VPAND       Y1, Y9, Y10
+	VPAND       Y12, Y9, Y12
+	MOVWLZX     2(SI), R8
+	VMOVD       R8, X4
+	VPMOVZXBD   X4, X4
+	VPERMD      Y4, Y13, Y4
+	VCVTDQ2PS   Y4, Y4
+	VPMADDUBSW  32(DI), Y10, Y3
+	VPMADDUBSW  96(DI), Y12, Y8
+	VPADDW      Y8, Y3, Y3
+	VPMADDWD    Y11, Y3, Y3
+	VPADDD      224(DI), Y3, Y3
+	VCVTDQ2PS   Y3, Y3
+	VMULPS      160(DI), Y4, Y7
+	VFMADD231PS Y3, Y7, Y14
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000004, SI
+	ADDQ        $0x00000100, DI
+	DECQ        R10
+	JMP         loop1
+
+tail1:
+	MOVQ        tail+40(FP), R9
+	CMPQ        R9, $0x02
+	JB          tail11
+	VMOVDQU     (BX), Y5
+	VPSRLW      $0x04, Y5, Y15
+	VPAND       Y5, Y9, Y2
+	VPAND       Y15, Y9, Y15
+	MOVWLZX     (SI), R8
+	VMOVD       R8, X6
+	VPMOVZXBD   X6, X6
+	VPERMD      Y6, Y13, Y6
+	VCVTDQ2PS   Y6, Y6
+	VPMADDUBSW  (DI), Y2, Y1
+	VPMADDUBSW  64(DI), Y15, Y8
+	VPADDW      Y8, Y1, Y1
+	VPMADDWD    Y11, Y1, Y1
+	VPADDD      192(DI), Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMULPS      128(DI), Y6, Y3
+	VFMADD231PS Y1, Y3, Y14
+
+tail11:
+	TESTQ       $0x00000001, R9
+	JZ          reduce1
+	CMPQ        R9, $0x01
+	JE          tail1at01
+	VMOVDQU     32(BX), X7
+	VPSRLW      $0x04, Y7, Y12
+	VPAND       Y7, Y9, Y10
+	VPAND       Y12, Y9, Y12
+	MOVBLZX     2(SI), R8
+	VMOVD       R8, X4
+	VPERMD      Y4, Y13, Y4
+	VCVTDQ2PS   Y4, Y4
+	VPMADDUBSW  32(DI), Y10, Y5
+	VPMADDUBSW  96(DI), Y12, Y8
+	VPADDW      Y8, Y5, Y5
+	VPMADDWD    Y11, Y5, Y5
+	VPADDD      224(DI), Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      160(DI), Y4, Y1
+	VFMADD231PS Y5, Y1, Y14
+	JMP         reduce1
+
+tail1at01:
+	VMOVDQU     (BX), X3
+	VPSRLW      $0x04, Y3, Y15
+	VPAND       Y3, Y9, Y2
+	VPAND       Y15, Y9, Y15
+	MOVBLZX     (SI), R8
+	VMOVD       R8, X6
+	VPERMD      Y6, Y13, Y6
+	VCVTDQ2PS   Y6, Y6
+	VPMADDUBSW  (DI), Y2, Y7
+	VPMADDUBSW  64(DI), Y15, Y8
+	VPADDW      Y8, Y7, Y7
+	VPMADDWD    Y11, Y7, Y7
+	VPADDD      192(DI), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      128(DI), Y6, Y5
+	VFMADD231PS Y7, Y5, Y14
+
+reduce1:
+	MOVQ   rstr+8(FP), BX
+	ADDQ   BX, AX
+	MOVQ   scstr+24(FP), BX
+	ADDQ   BX, CX
+	VXORPS Y1, Y1, Y1
+	MOVQ   AX, BX
+	MOVQ   CX, SI
+	MOVQ   x+48(FP), DI
+	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   DI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk2:
+	TESTQ       R9, R9
+	JZ          groups2
+	PREFETCHT0  4096(BX)
+	PREFETCHT0  4160(BX)
+	PREFETCHT0  4224(BX)
+	PREFETCHT0  4288(BX)
+	PREFETCHT0  256(SI)
+	VMOVDQU     (BX), Y10
+	VPSRLW      $0x04, Y10, Y12
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  (DI), Y10, Y4
+	VPMADDUBSW  64(DI), Y12, Y3
+	VPADDW      Y3, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU     64(BX), Y8
+	VPSRLW      $0x04, Y8, Y7
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  256(DI), Y8, Y5
+	VPMADDUBSW  320(DI), Y7, Y2
+	VPADDW      Y2, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VPUNPCKLDQ  Y5, Y4, Y15
+	VPUNPCKHDQ  Y5, Y4, Y4
+	VPADDD      Y4, Y15, Y15
+	VMOVDQU     128(BX), Y6
+	VPSRLW      $0x04, Y6, Y9
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  512(DI), Y6, Y13
+	VPMADDUBSW  576(DI), Y9, Y11
+	VPADDW      Y11, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU     192(BX), Y3
+	VPSRLW      $0x04, Y3, Y10
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  768(DI), Y3, Y12
+	VPMADDUBSW  832(DI), Y10, Y2
+	VPADDW      Y2, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPUNPCKLDQ  Y12, Y13, Y4
+	VPUNPCKHDQ  Y12, Y13, Y13
+	VPADDD      Y13, Y4, Y4
+	VPUNPCKLQDQ Y4, Y15, Y5
+	VPUNPCKHQDQ Y4, Y15, Y15
+	VPADDD      Y15, Y5, Y5
+	VPADDD      64(R8), Y5, Y5
+	VMOVDQU     (SI), X8
+	VPSHUFB     q4codeperm<>+0(SB), X8, X8
+	VPMOVZXBD   X8, Y8
+	VPMULLD     Y8, Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VFMADD231PS (R8), Y5, Y1
+	VMOVDQU     32(BX), Y7
+	VPSRLW      $0x04, Y7, Y11
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  32(DI), Y7, Y6
+	VPMADDUBSW  96(DI), Y11, Y9
+	VPADDW      Y9, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     96(BX), Y2
+	VPSRLW      $0x04, Y2, Y13
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  288(DI), Y2, Y12
+	VPMADDUBSW  352(DI), Y13, Y15
+	VPADDW      Y15, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPUNPCKLDQ  Y12, Y6, Y4
+	VPUNPCKHDQ  Y12, Y6, Y6
+	VPADDD      Y6, Y4, Y4
+	VMOVDQU     160(BX), Y8
+	VPSRLW      $0x04, Y8, Y5
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  544(DI), Y8, Y3
+	VPMADDUBSW  608(DI), Y5, Y10
+	VPADDW      Y10, Y3, Y3
+	VPMADDWD    q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU     224(BX), Y9
+	VPSRLW      $0x04, Y9, Y7
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  800(DI), Y9, Y11
+	VPMADDUBSW  864(DI), Y7, Y15
+	VPADDW      Y15, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y3, Y6
+	VPUNPCKHDQ  Y11, Y3, Y3
+	VPADDD      Y3, Y6, Y6
+	VPUNPCKLQDQ Y6, Y4, Y12
+	VPUNPCKHQDQ Y6, Y4, Y4
+	VPADDD      Y4, Y12, Y12
+	VPADDD      96(R8), Y12, Y12
+	VMOVDQU     (SI), X2
+	VPSHUFB     q4codeperm<>+0(SB), X2, X2
+	VPSRLDQ     $0x08, X2, X2
+	VPMOVZXBD   X2, Y2
+	VPMULLD     Y2, Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VFMADD231PS 32(R8), Y12, Y1
+	ADDQ        $0x00000100, BX
+	ADDQ        $0x00000010, SI
+	ADDQ        $0x00000400, DI
+	ADDQ        $0x00000280, R8
+	DECQ        R9
+	JMP         chunk2
+
+groups2:
+	VMOVDQU q4nibmask<>+0(SB), Y13
+	VMOVDQU q4perm<>+0(SB), Y10
+	VMOVDQU q4onesw<>+0(SB), Y8
+
+loop2:
+	TESTQ       R10, R10
+	JZ          tail2
+	PREFETCHT0  4096(BX)
+	VMOVDQU     (BX), Y5
+	VPSRLW      $0x04, Y5, Y3
+	VPAND       Y5, Y13, Y15
+	VPAND       Y3, Y13, Y3
+	MOVWLZX     (SI), R8
+	VMOVD       R8, X11
+	VPMOVZXBD   X11, X11
+	VPERMD      Y11, Y10, Y11
+	VCVTDQ2PS   Y11, Y11
+	VPMADDUBSW  (DI), Y15, Y4
+	VPMADDUBSW  64(DI), Y3, Y6
+	VPADDW      Y6, Y4, Y4
+	VPMADDWD    Y8, Y4, Y4
+	VPADDD      192(DI), Y4, Y4
+	VCVTDQ2PS   Y4, Y4
+	VMULPS      128(DI), Y11, Y2
+	VFMADD231PS Y4, Y2, Y1
+	VMOVDQU     32(BX), Y12
+	VPSRLW      $0x04, Y12, Y7
+	VPAND       Y12, Y13, Y9
+	VPAND       Y7, Y13, Y7
+	MOVWLZX     2(SI), R8
+	VMOVD       R8, X5
+	VPMOVZXBD   X5, X5
+	VPERMD      Y5, Y10, Y5
+	VCVTDQ2PS   Y5, Y5
+	VPMADDUBSW  32(DI), Y9, Y6
+	VPMADDUBSW  96(DI), Y7, Y4
+	VPADDW      Y4, Y6, Y6
+	VPMADDWD    Y8, Y6, Y6
+	VPADDD      224(DI), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      160(DI), Y5, Y2
+	VFMADD231PS Y6, Y2, Y1
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000004, SI
+	ADDQ        $0x00000100, DI
+	DECQ        R10
+	JMP         loop2
+
+tail2:
+	MOVQ        tail+40(FP), R9
+	CMPQ        R9, $0x02
+	JB          tail12
+	VMOVDQU     (BX), Y15
+	VPSRLW      $0x04, Y15, Y11
+	VPAND       Y15, Y13, Y3
+	VPAND       Y11, Y13, Y11
+	MOVWLZX     (SI), R8
+	VMOVD       R8, X12
+	VPMOVZXBD   X12, X12
+	VPERMD      Y12, Y10, Y12
+	VCVTDQ2PS   Y12, Y12
+	VPMADDUBSW  (DI), Y3, Y4
+	VPMADDUBSW  64(DI), Y11, Y6
+	VPADDW      Y6, Y4, Y4
+	VPMADDWD    Y8, Y4, Y4
+	VPADDD      192(DI), Y4, Y4
+	VCVTDQ2PS   Y4, Y4
+	VMULPS      128(DI), Y12, Y2
+	VFMADD231PS Y4, Y2, Y1
+
+tail12:
+	TESTQ       $0x00000001, R9
+	JZ          reduce2
+	CMPQ        R9, $0x01
+	JE          tail1at02
+	VMOVDQU     32(BX), X9
+	VPSRLW      $0x04, Y9, Y5
+	VPAND       Y9, Y13, Y7
+	VPAND       Y5, Y13, Y5
+	MOVBLZX     2(SI), R8
+	VMOVD       R8, X15
+	VPERMD      Y15, Y10, Y15
+	VCVTDQ2PS   Y15, Y15
+	VPMADDUBSW  32(DI), Y7, Y6
+	VPMADDUBSW  96(DI), Y5, Y4
+	VPADDW      Y4, Y6, Y6
+	VPMADDWD    Y8, Y6, Y6
+	VPADDD      224(DI), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      160(DI), Y15, Y2
+	VFMADD231PS Y6, Y2, Y1
+	JMP         reduce2
+
+tail1at02:
+	VMOVDQU     (BX), X3
+	VPSRLW      $0x04, Y3, Y12
+	VPAND       Y3, Y13, Y11
+	VPAND       Y12, Y13, Y12
+	MOVBLZX     (SI), R8
+	VMOVD       R8, X9
+	VPERMD      Y9, Y10, Y9
+	VCVTDQ2PS   Y9, Y9
+	VPMADDUBSW  (DI), Y11, Y4
+	VPMADDUBSW  64(DI), Y12, Y6
+	VPADDW      Y6, Y4, Y4
+	VPMADDWD    Y8, Y4, Y4
+	VPADDD      192(DI), Y4, Y4
+	VCVTDQ2PS   Y4, Y4
+	VMULPS      128(DI), Y9, Y2
+	VFMADD231PS Y4, Y2, Y1
+
+reduce2:
+	MOVQ   rstr+8(FP), BX
+	ADDQ   BX, AX
+	MOVQ   scstr+24(FP), BX
+	ADDQ   BX, CX
+	VXORPS Y7, Y7, Y7
+	MOVQ   AX, BX
+	MOVQ   CX, SI
+	MOVQ   x+48(FP), DI
+	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   DI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk3:
+	TESTQ       R9, R9
+	JZ          groups3
+	PREFETCHT0  4096(BX)
+	PREFETCHT0  4160(BX)
+	PREFETCHT0  4224(BX)
+	PREFETCHT0  4288(BX)
+	PREFETCHT0  256(SI)
+	VMOVDQU     (BX), Y5
+	VPSRLW      $0x04, Y5, Y15
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  (DI), Y5, Y3
+	VPMADDUBSW  64(DI), Y15, Y6
+	VPADDW      Y6, Y3, Y3
+	VPMADDWD    q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU     64(BX), Y4
+	VPSRLW      $0x04, Y4, Y2
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW  256(DI), Y4, Y11
+	VPMADDUBSW  320(DI), Y2, Y12
+	VPADDW      Y12, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y3, Y9
+	VPUNPCKHDQ  Y11, Y3, Y3
+	VPADDD      Y3, Y9, Y9
+	VMOVDQU     128(BX), Y13
+	VPSRLW      $0x04, Y13, Y10
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  512(DI), Y13, Y8
+	VPMADDUBSW  576(DI), Y10, Y6
+	VPADDW      Y6, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VMOVDQU     192(BX), Y5
+	VPSRLW      $0x04, Y5, Y15
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(DI), Y5, Y12
+	VPMADDUBSW  832(DI), Y15, Y3
+	VPADDW      Y3, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VPUNPCKLDQ  Y12, Y8, Y11
+	VPUNPCKHDQ  Y12, Y8, Y8
+	VPADDD      Y8, Y11, Y11
+	VPUNPCKLQDQ Y11, Y9, Y4
+	VPUNPCKHQDQ Y11, Y9, Y9
+	VPADDD      Y9, Y4, Y4
+	VPADDD      64(R8), Y4, Y4
+	VMOVDQU     (SI), X2
+	VPSHUFB     q4codeperm<>+0(SB), X2, X2
+	VPMOVZXBD   X2, Y2
+	VPMULLD     Y2, Y4, Y4
+	VCVTDQ2PS   Y4, Y4
+	VFMADD231PS (R8), Y4, Y7
+	VMOVDQU     32(BX), Y6
+	VPSRLW      $0x04, Y6, Y13
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  32(DI), Y6, Y10
+	VPMADDUBSW  96(DI), Y13, Y3
+	VPADDW      Y3, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VMOVDQU     96(BX), Y8
+	VPSRLW      $0x04, Y8, Y12
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  288(DI), Y8, Y9
+	VPMADDUBSW  352(DI), Y12, Y11
+	VPADDW      Y11, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y10, Y2
+	VPUNPCKHDQ  Y9, Y10, Y10
+	VPADDD      Y10, Y2, Y2
+	VMOVDQU     160(BX), Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  544(DI), Y4, Y15
+	VPMADDUBSW  608(DI), Y5, Y3
+	VPADDW      Y3, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VMOVDQU     224(BX), Y6
+	VPSRLW      $0x04, Y6, Y13
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  800(DI), Y6, Y11
+	VPMADDUBSW  864(DI), Y13, Y10
+	VPADDW      Y10, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y15, Y9
+	VPUNPCKHDQ  Y11, Y15, Y15
+	VPADDD      Y15, Y9, Y9
+	VPUNPCKLQDQ Y9, Y2, Y8
+	VPUNPCKHQDQ Y9, Y2, Y2
+	VPADDD      Y2, Y8, Y8
+	VPADDD      96(R8), Y8, Y8
+	VMOVDQU     (SI), X12
+	VPSHUFB     q4codeperm<>+0(SB), X12, X12
+	VPSRLDQ     $0x08, X12, X12
+	VPMOVZXBD   X12, Y12
+	VPMULLD     Y12, Y8, Y8
+	VCVTDQ2PS   Y8, Y8
+	VFMADD231PS 32(R8), Y8, Y7
+	ADDQ        $0x00000100, BX
+	ADDQ        $0x00000010, SI
+	ADDQ        $0x00000400, DI
+	ADDQ        $0x00000280, R8
+	DECQ        R9
+	JMP         chunk3
+
+groups3:
+	VMOVDQU q4nibmask<>+0(SB), Y3
+	VMOVDQU q4perm<>+0(SB), Y4
+	VMOVDQU q4onesw<>+0(SB), Y5
+
+loop3:
+	TESTQ       R10, R10
+	JZ          tail3
+	PREFETCHT0  4096(BX)
+	VMOVDQU     (BX), Y10
+	VPSRLW      $0x04, Y10, Y11
+	VPAND       Y10, Y3, Y15
+	VPAND       Y11, Y3, Y11
+	MOVWLZX     (SI), R8
+	VMOVD       R8, X2
+	VPMOVZXBD   X2, X2
+	VPERMD      Y2, Y4, Y2
+	VCVTDQ2PS   Y2, Y2
+	VPMADDUBSW  (DI), Y15, Y9
+	VPMADDUBSW  64(DI), Y11, Y12
+	VPADDW      Y12, Y9, Y9
+	VPMADDWD    Y5, Y9, Y9
+	VPADDD      192(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(DI), Y2, Y8
+	VFMADD231PS Y9, Y8, Y7
+	VMOVDQU     32(BX), Y6
+	VPSRLW      $0x04, Y6, Y10
+	VPAND       Y6, Y3, Y13
+	VPAND       Y10, Y3, Y10
+	MOVWLZX     2(SI), R8
+	VMOVD       R8, X12
+	VPMOVZXBD   X12, X12
+	VPERMD      Y12, Y4, Y12
+	VCVTDQ2PS   Y12, Y12
+	VPMADDUBSW  32(DI), Y13, Y9
+	VPMADDUBSW  96(DI), Y10, Y8
+	VPADDW      Y8, Y9, Y9
+	VPMADDWD    Y5, Y9, Y9
+	VPADDD      224(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      160(DI), Y12, Y15
+	VFMADD231PS Y9, Y15, Y7
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000004, SI
+	ADDQ        $0x00000100, DI
+	DECQ        R10
+	JMP         loop3
+
+tail3:
+	MOVQ        tail+40(FP), R9
+	CMPQ        R9, $0x02
+	JB          tail13
+	VMOVDQU     (BX), Y11
+	VPSRLW      $0x04, Y11, Y6
+	VPAND       Y11, Y3, Y2
+	VPAND       Y6, Y3, Y6
+	MOVWLZX     (SI), R8
+	VMOVD       R8, X8
+	VPMOVZXBD   X8, X8
+	VPERMD      Y8, Y4, Y8
+	VCVTDQ2PS   Y8, Y8
+	VPMADDUBSW  (DI), Y2, Y9
+	VPMADDUBSW  64(DI), Y6, Y15
+	VPADDW      Y15, Y9, Y9
+	VPMADDWD    Y5, Y9, Y9
+	VPADDD      192(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(DI), Y8, Y13
+	VFMADD231PS Y9, Y13, Y7
+
+tail13:
+	TESTQ       $0x00000001, R9
+	JZ          reduce3
+	CMPQ        R9, $0x01
+	JE          tail1at03
+	VMOVDQU     32(BX), X10
+	VPSRLW      $0x04, Y10, Y11
+	VPAND       Y10, Y3, Y12
+	VPAND       Y11, Y3, Y11
+	MOVBLZX     2(SI), R8
+	VMOVD       R8, X15
+	VPERMD      Y15, Y4, Y15
+	VCVTDQ2PS   Y15, Y15
+	VPMADDUBSW  32(DI), Y12, Y9
+	VPMADDUBSW  96(DI), Y11, Y13
+	VPADDW      Y13, Y9, Y9
+	VPMADDWD    Y5, Y9, Y9
+	VPADDD      224(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      160(DI), Y15, Y2
+	VFMADD231PS Y9, Y2, Y7
+	JMP         reduce3
+
+tail1at03:
+	VMOVDQU     (BX), X6
+	VPSRLW      $0x04, Y6, Y10
+	VPAND       Y6, Y3, Y8
+	VPAND       Y10, Y3, Y10
+	MOVBLZX     (SI), R8
+	VMOVD       R8, X13
+	VPERMD      Y13, Y4, Y13
+	VCVTDQ2PS   Y13, Y13
+	VPMADDUBSW  (DI), Y8, Y9
+	VPMADDUBSW  64(DI), Y10, Y2
+	VPADDW      Y2, Y9, Y9
+	VPMADDWD    Y5, Y9, Y9
+	VPADDD      192(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(DI), Y13, Y12
+	VFMADD231PS Y9, Y12, Y7
+
+reduce3:
+	MOVQ         rstr+8(FP), BX
+	ADDQ         BX, AX
+	MOVQ         scstr+24(FP), BX
+	ADDQ         BX, CX
+	VEXTRACTF128 $0x01, Y0, X11
+	VADDPS       X11, X0, X11
+	VEXTRACTF128 $0x01, Y14, X15
+	VADDPS       X15, X14, X15
+	VEXTRACTF128 $0x01, Y1, X6
+	VADDPS       X6, X1, X6
+	VEXTRACTF128 $0x01, Y7, X2
+	VADDPS       X2, X7, X2
+	VUNPCKLPS    X15, X11, X9
+	VUNPCKHPS    X15, X11, X12
+	VADDPS       X12, X9, X9
+	VUNPCKLPS    X2, X6, X8
+	VUNPCKHPS    X2, X6, X10
+	VADDPS       X10, X8, X8
+	VMOVLHPS     X8, X9, X13
+	VMOVHLPS     X9, X8, X3
+	VADDPS       X3, X13, X13
+	MOVQ         rs+72(FP), BX
+	VMULPS       (BX), X13, X13
+	ADDQ         $0x10, BX
+	MOVQ         BX, rs+72(FP)
+	MOVQ         dst+64(FP), BX
+	VMOVUPS      X13, (BX)
+	ADDQ         $0x10, BX
+	MOVQ         BX, dst+64(FP)
+	DECQ         DX
+	JNZ          quad
+	VZEROUPPER
+	RET
+
 // func q4Avx2Scales1x1(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·q4Avx2Scales1x1(SB), NOSPLIT, $0-88
@@ -70564,6 +71591,981 @@ groups3:
 loop3:
 	TESTQ       R10, R10
 	JZ          tail3
+	VMOVDQU     (BX), Y2
+	VPSRLW      $0x04, Y2, Y8
+	VPAND       Y2, Y10, Y6
+	VPAND       Y8, Y10, Y8
+	VMOVSD      (SI), X4
+	VPERMPS     Y4, Y5, Y4
+	VPMADDUBSW  (DI), Y6, Y9
+	VPMADDUBSW  64(DI), Y8, Y13
+	VPADDW      Y13, Y9, Y9
+	VPMADDWD    Y3, Y9, Y9
+	VPADDD      192(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(DI), Y4, Y15
+	VFMADD231PS Y9, Y15, Y7
+	VMOVDQU     32(BX), Y1
+	VPSRLW      $0x04, Y1, Y2
+	VPAND       Y1, Y10, Y11
+	VPAND       Y2, Y10, Y2
+	VMOVSD      8(SI), X13
+	VPERMPS     Y13, Y5, Y13
+	VPMADDUBSW  32(DI), Y11, Y9
+	VPMADDUBSW  96(DI), Y2, Y15
+	VPADDW      Y15, Y9, Y9
+	VPMADDWD    Y3, Y9, Y9
+	VPADDD      224(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      160(DI), Y13, Y6
+	VFMADD231PS Y9, Y6, Y7
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000010, SI
+	ADDQ        $0x00000100, DI
+	DECQ        R10
+	JMP         loop3
+
+tail3:
+	MOVQ        tail+40(FP), R8
+	CMPQ        R8, $0x02
+	JB          tail13
+	VMOVDQU     (BX), Y8
+	VPSRLW      $0x04, Y8, Y1
+	VPAND       Y8, Y10, Y4
+	VPAND       Y1, Y10, Y1
+	VMOVSD      (SI), X15
+	VPERMPS     Y15, Y5, Y15
+	VPMADDUBSW  (DI), Y4, Y9
+	VPMADDUBSW  64(DI), Y1, Y6
+	VPADDW      Y6, Y9, Y9
+	VPMADDWD    Y3, Y9, Y9
+	VPADDD      192(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(DI), Y15, Y11
+	VFMADD231PS Y9, Y11, Y7
+
+tail13:
+	TESTQ       $0x00000001, R8
+	JZ          reduce3
+	CMPQ        R8, $0x01
+	JE          tail1at03
+	VMOVDQU     32(BX), X2
+	VPSRLW      $0x04, Y2, Y8
+	VPAND       Y2, Y10, Y13
+	VPAND       Y8, Y10, Y8
+	VMOVSS      8(SI), X6
+	VPERMPS     Y6, Y5, Y6
+	VPMADDUBSW  32(DI), Y13, Y9
+	VPMADDUBSW  96(DI), Y8, Y11
+	VPADDW      Y11, Y9, Y9
+	VPMADDWD    Y3, Y9, Y9
+	VPADDD      224(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      160(DI), Y6, Y4
+	VFMADD231PS Y9, Y4, Y7
+	JMP         reduce3
+
+tail1at03:
+	VMOVDQU     (BX), X1
+	VPSRLW      $0x04, Y1, Y2
+	VPAND       Y1, Y10, Y15
+	VPAND       Y2, Y10, Y2
+	VMOVSS      (SI), X11
+	VPERMPS     Y11, Y5, Y11
+	VPMADDUBSW  (DI), Y15, Y9
+	VPMADDUBSW  64(DI), Y2, Y4
+	VPADDW      Y4, Y9, Y9
+	VPMADDWD    Y3, Y9, Y9
+	VPADDD      192(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(DI), Y11, Y13
+	VFMADD231PS Y9, Y13, Y7
+
+reduce3:
+	MOVQ         rstr+8(FP), BX
+	ADDQ         BX, AX
+	MOVQ         scstr+24(FP), BX
+	ADDQ         BX, CX
+	VEXTRACTF128 $0x01, Y0, X8
+	VADDPS       X8, X0, X8
+	VEXTRACTF128 $0x01, Y14, X6
+	VADDPS       X6, X14, X6
+	VEXTRACTF128 $0x01, Y12, X1
+	VADDPS       X1, X12, X1
+	VEXTRACTF128 $0x01, Y7, X4
+	VADDPS       X4, X7, X4
+	VUNPCKLPS    X6, X8, X9
+	VUNPCKHPS    X6, X8, X13
+	VADDPS       X13, X9, X9
+	VUNPCKLPS    X4, X1, X15
+	VUNPCKHPS    X4, X1, X2
+	VADDPS       X2, X15, X15
+	VMOVLHPS     X15, X9, X11
+	VMOVHLPS     X9, X15, X10
+	VADDPS       X10, X11, X11
+	MOVQ         dst+64(FP), BX
+	VMOVUPS      X11, (BX)
+	ADDQ         $0x10, BX
+	MOVQ         BX, dst+64(FP)
+	DECQ         DX
+	JNZ          quad
+	VZEROUPPER
+	RET
+
+// func q4Avx2ScalesRowsPf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+// Requires: AVX, AVX2, FMA3, MMX+
+TEXT ·q4Avx2ScalesRowsPf(SB), NOSPLIT, $0-80
+	MOVQ nib+0(FP), AX
+	MOVQ sc+16(FP), CX
+	MOVQ n+56(FP), DX
+	SHRQ $0x02, DX
+
+quad:
+	VXORPS Y0, Y0, Y0
+	MOVQ   AX, BX
+	MOVQ   CX, SI
+	MOVQ   x+48(FP), DI
+	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   DI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk0:
+	TESTQ       R9, R9
+	JZ          groups0
+	PREFETCHT0  4096(BX)
+	PREFETCHT0  4160(BX)
+	PREFETCHT0  4224(BX)
+	PREFETCHT0  4288(BX)
+	PREFETCHT0  1024(SI)
+	VMOVDQU     (BX), Y1
+	VPSRLW      $0x04, Y1, Y2
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW  (DI), Y1, Y3
+	VPMADDUBSW  64(DI), Y2, Y4
+	VPADDW      Y4, Y3, Y3
+	VPMADDWD    q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU     64(BX), Y5
+	VPSRLW      $0x04, Y5, Y6
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  256(DI), Y5, Y7
+	VPMADDUBSW  320(DI), Y6, Y8
+	VPADDW      Y8, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VPUNPCKLDQ  Y7, Y3, Y9
+	VPUNPCKHDQ  Y7, Y3, Y3
+	VPADDD      Y3, Y9, Y9
+	VMOVDQU     128(BX), Y10
+	VPSRLW      $0x04, Y10, Y11
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  512(DI), Y10, Y12
+	VPMADDUBSW  576(DI), Y11, Y13
+	VPADDW      Y13, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     192(BX), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  768(DI), Y14, Y4
+	VPMADDUBSW  832(DI), Y15, Y1
+	VPADDW      Y1, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ  Y4, Y12, Y2
+	VPUNPCKHDQ  Y4, Y12, Y12
+	VPADDD      Y12, Y2, Y2
+	VPUNPCKLQDQ Y2, Y9, Y8
+	VPUNPCKHQDQ Y2, Y9, Y9
+	VPADDD      Y9, Y8, Y8
+	VPADDD      64(R8), Y8, Y8
+	VMOVDQU     q4halfperm0<>+0(SB), Y3
+	VPERMPS     (SI), Y3, Y7
+	VPERMPS     32(SI), Y3, Y5
+	VBLENDPS    $0xcc, Y5, Y7, Y7
+	VCVTDQ2PS   Y8, Y8
+	VMULPS      Y7, Y8, Y8
+	VFMADD231PS (R8), Y8, Y0
+	VMOVDQU     32(BX), Y6
+	VPSRLW      $0x04, Y6, Y13
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  32(DI), Y6, Y10
+	VPMADDUBSW  96(DI), Y13, Y11
+	VPADDW      Y11, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VMOVDQU     96(BX), Y1
+	VPSRLW      $0x04, Y1, Y12
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW  288(DI), Y1, Y4
+	VPMADDUBSW  352(DI), Y12, Y9
+	VPADDW      Y9, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ  Y4, Y10, Y2
+	VPUNPCKHDQ  Y4, Y10, Y10
+	VPADDD      Y10, Y2, Y2
+	VMOVDQU     160(BX), Y3
+	VPSRLW      $0x04, Y3, Y5
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW  544(DI), Y3, Y7
+	VPMADDUBSW  608(DI), Y5, Y8
+	VPADDW      Y8, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VMOVDQU     224(BX), Y14
+	VPSRLW      $0x04, Y14, Y15
+	VPAND       q4nibmask<>+0(SB), Y14, Y14
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  800(DI), Y14, Y11
+	VPMADDUBSW  864(DI), Y15, Y6
+	VPADDW      Y6, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ  Y11, Y7, Y13
+	VPUNPCKHDQ  Y11, Y7, Y7
+	VPADDD      Y7, Y13, Y13
+	VPUNPCKLQDQ Y13, Y2, Y9
+	VPUNPCKHQDQ Y13, Y2, Y2
+	VPADDD      Y2, Y9, Y9
+	VPADDD      96(R8), Y9, Y9
+	VMOVDQU     q4halfperm1<>+0(SB), Y10
+	VPERMPS     (SI), Y10, Y4
+	VPERMPS     32(SI), Y10, Y1
+	VBLENDPS    $0xcc, Y1, Y4, Y4
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      Y4, Y9, Y9
+	VFMADD231PS 32(R8), Y9, Y0
+	ADDQ        $0x00000100, BX
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000400, DI
+	ADDQ        $0x00000280, R8
+	DECQ        R9
+	JMP         chunk0
+
+groups0:
+	VMOVDQU q4nibmask<>+0(SB), Y12
+	VMOVDQU q4perm<>+0(SB), Y8
+	VMOVDQU q4onesw<>+0(SB), Y3
+
+loop0:
+	TESTQ       R10, R10
+	JZ          tail0
+	PREFETCHT0  4096(BX)
+	VMOVDQU     (BX), Y5
+	VPSRLW      $0x04, Y5, Y7
+	VPAND       Y5, Y12, Y6
+	VPAND       Y7, Y12, Y7
+	VMOVSD      (SI), X11
+	VPERMPS     Y11, Y8, Y11
+	VPMADDUBSW  (DI), Y6, Y2
+	VPMADDUBSW  64(DI), Y7, Y13
+	VPADDW      Y13, Y2, Y2
+	VPMADDWD    Y3, Y2, Y2
+	VPADDD      192(DI), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMULPS      128(DI), Y11, Y10
+	VFMADD231PS Y2, Y10, Y0
+	VMOVDQU     32(BX), Y1
+	VPSRLW      $0x04, Y1, Y9
+	VPAND       Y1, Y12, Y4
+	VPAND       Y9, Y12, Y9
+	VMOVSD      8(SI), X14
+	VPERMPS     Y14, Y8, Y14
+	VPMADDUBSW  32(DI), Y4, Y15
+	VPMADDUBSW  96(DI), Y9, Y5
+	VPADDW      Y5, Y15, Y15
+	VPMADDWD    Y3, Y15, Y15
+	VPADDD      224(DI), Y15, Y15
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      160(DI), Y14, Y13
+	VFMADD231PS Y15, Y13, Y0
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000010, SI
+	ADDQ        $0x00000100, DI
+	DECQ        R10
+	JMP         loop0
+
+tail0:
+	MOVQ        tail+40(FP), R8
+	CMPQ        R8, $0x02
+	JB          tail10
+	VMOVDQU     (BX), Y2
+	VPSRLW      $0x04, Y2, Y6
+	VPAND       Y2, Y12, Y10
+	VPAND       Y6, Y12, Y6
+	VMOVSD      (SI), X7
+	VPERMPS     Y7, Y8, Y7
+	VPMADDUBSW  (DI), Y10, Y11
+	VPMADDUBSW  64(DI), Y6, Y1
+	VPADDW      Y1, Y11, Y11
+	VPMADDWD    Y3, Y11, Y11
+	VPADDD      192(DI), Y11, Y11
+	VCVTDQ2PS   Y11, Y11
+	VMULPS      128(DI), Y7, Y5
+	VFMADD231PS Y11, Y5, Y0
+
+tail10:
+	TESTQ       $0x00000001, R8
+	JZ          reduce0
+	CMPQ        R8, $0x01
+	JE          tail1at00
+	VMOVDQU     32(BX), X15
+	VPSRLW      $0x04, Y15, Y4
+	VPAND       Y15, Y12, Y13
+	VPAND       Y4, Y12, Y4
+	VMOVSS      8(SI), X9
+	VPERMPS     Y9, Y8, Y9
+	VPMADDUBSW  32(DI), Y13, Y14
+	VPMADDUBSW  96(DI), Y4, Y2
+	VPADDW      Y2, Y14, Y14
+	VPMADDWD    Y3, Y14, Y14
+	VPADDD      224(DI), Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VMULPS      160(DI), Y9, Y1
+	VFMADD231PS Y14, Y1, Y0
+	JMP         reduce0
+
+tail1at00:
+	VMOVDQU     (BX), X11
+	VPSRLW      $0x04, Y11, Y10
+	VPAND       Y11, Y12, Y5
+	VPAND       Y10, Y12, Y10
+	VMOVSS      (SI), X6
+	VPERMPS     Y6, Y8, Y6
+	VPMADDUBSW  (DI), Y5, Y7
+	VPMADDUBSW  64(DI), Y10, Y15
+	VPADDW      Y15, Y7, Y7
+	VPMADDWD    Y3, Y7, Y7
+	VPADDD      192(DI), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VMULPS      128(DI), Y6, Y2
+	VFMADD231PS Y7, Y2, Y0
+
+reduce0:
+	MOVQ   rstr+8(FP), BX
+	ADDQ   BX, AX
+	MOVQ   scstr+24(FP), BX
+	ADDQ   BX, CX
+	VXORPS Y14, Y14, Y14
+	MOVQ   AX, BX
+	MOVQ   CX, SI
+	MOVQ   x+48(FP), DI
+	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   DI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk1:
+	TESTQ       R9, R9
+	JZ          groups1
+	PREFETCHT0  4096(BX)
+	PREFETCHT0  4160(BX)
+	PREFETCHT0  4224(BX)
+	PREFETCHT0  4288(BX)
+	PREFETCHT0  1024(SI)
+	VMOVDQU     (BX), Y1
+	VPSRLW      $0x04, Y1, Y13
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  (DI), Y1, Y4
+	VPMADDUBSW  64(DI), Y13, Y9
+	VPADDW      Y9, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU     64(BX), Y11
+	VPSRLW      $0x04, Y11, Y15
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW  256(DI), Y11, Y7
+	VPMADDUBSW  320(DI), Y15, Y2
+	VPADDW      Y2, Y7, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VPUNPCKLDQ  Y7, Y4, Y5
+	VPUNPCKHDQ  Y7, Y4, Y4
+	VPADDD      Y4, Y5, Y5
+	VMOVDQU     128(BX), Y10
+	VPSRLW      $0x04, Y10, Y6
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  512(DI), Y10, Y12
+	VPMADDUBSW  576(DI), Y6, Y8
+	VPADDW      Y8, Y12, Y12
+	VPMADDWD    q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU     192(BX), Y3
+	VPSRLW      $0x04, Y3, Y9
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  768(DI), Y3, Y1
+	VPMADDUBSW  832(DI), Y9, Y13
+	VPADDW      Y13, Y1, Y1
+	VPMADDWD    q4onesw<>+0(SB), Y1, Y1
+	VPUNPCKLDQ  Y1, Y12, Y2
+	VPUNPCKHDQ  Y1, Y12, Y12
+	VPADDD      Y12, Y2, Y2
+	VPUNPCKLQDQ Y2, Y5, Y4
+	VPUNPCKHQDQ Y2, Y5, Y5
+	VPADDD      Y5, Y4, Y4
+	VPADDD      64(R8), Y4, Y4
+	VMOVDQU     q4halfperm0<>+0(SB), Y7
+	VPERMPS     (SI), Y7, Y11
+	VPERMPS     32(SI), Y7, Y15
+	VBLENDPS    $0xcc, Y15, Y11, Y11
+	VCVTDQ2PS   Y4, Y4
+	VMULPS      Y11, Y4, Y4
+	VFMADD231PS (R8), Y4, Y14
+	VMOVDQU     32(BX), Y8
+	VPSRLW      $0x04, Y8, Y10
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  32(DI), Y8, Y6
+	VPMADDUBSW  96(DI), Y10, Y13
+	VPADDW      Y13, Y6, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU     96(BX), Y12
+	VPSRLW      $0x04, Y12, Y1
+	VPAND       q4nibmask<>+0(SB), Y12, Y12
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPMADDUBSW  288(DI), Y12, Y5
+	VPMADDUBSW  352(DI), Y1, Y2
+	VPADDW      Y2, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VPUNPCKLDQ  Y5, Y6, Y7
+	VPUNPCKHDQ  Y5, Y6, Y6
+	VPADDD      Y6, Y7, Y7
+	VMOVDQU     160(BX), Y15
+	VPSRLW      $0x04, Y15, Y11
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  544(DI), Y15, Y4
+	VPMADDUBSW  608(DI), Y11, Y3
+	VPADDW      Y3, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU     224(BX), Y9
+	VPSRLW      $0x04, Y9, Y13
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW  800(DI), Y9, Y8
+	VPMADDUBSW  864(DI), Y13, Y10
+	VPADDW      Y10, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ  Y8, Y4, Y2
+	VPUNPCKHDQ  Y8, Y4, Y4
+	VPADDD      Y4, Y2, Y2
+	VPUNPCKLQDQ Y2, Y7, Y6
+	VPUNPCKHQDQ Y2, Y7, Y7
+	VPADDD      Y7, Y6, Y6
+	VPADDD      96(R8), Y6, Y6
+	VMOVDQU     q4halfperm1<>+0(SB), Y5
+	VPERMPS     (SI), Y5, Y12
+	VPERMPS     32(SI), Y5, Y1
+	VBLENDPS    $0xcc, Y1, Y12, Y12
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      Y12, Y6, Y6
+	VFMADD231PS 32(R8), Y6, Y14
+	ADDQ        $0x00000100, BX
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000400, DI
+	ADDQ        $0x00000280, R8
+	DECQ        R9
+	JMP         chunk1
+
+groups1:
+	VMOVDQU q4nibmask<>+0(SB), Y3
+	VMOVDQU q4perm<>+0(SB), Y15
+	VMOVDQU q4onesw<>+0(SB), Y11
+
+loop1:
+	TESTQ       R10, R10
+	JZ          tail1
+	PREFETCHT0  4096(BX)
+	VMOVDQU     (BX), Y10
+	VPSRLW      $0x04, Y10, Y8
+	VPAND       Y10, Y3, Y4
+	VPAND       Y8, Y3, Y8
+	VMOVSD      (SI), X7
+	VPERMPS     Y7, Y15, Y7
+	VPMADDUBSW  (DI), Y4, Y2
+	VPMADDUBSW  64(DI), Y8, Y5
+	VPADDW      Y5, Y2, Y2
+	VPMADDWD    Y11, Y2, Y2
+	VPADDD      192(DI), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMULPS      128(DI), Y7, Y1
+	VFMADD231PS Y2, Y1, Y14
+	VMOVDQU     32(BX), Y12
+	VPSRLW      $0x04, Y12, Y9
+	VPAND       Y12, Y3, Y6
+	VPAND       Y9, Y3, Y9
+	VMOVSD      8(SI), X13
+	VPERMPS     Y13, Y15, Y13
+	VPMADDUBSW  32(DI), Y6, Y10
+	VPMADDUBSW  96(DI), Y9, Y5
+	VPADDW      Y5, Y10, Y10
+	VPMADDWD    Y11, Y10, Y10
+	VPADDD      224(DI), Y10, Y10
+	VCVTDQ2PS   Y10, Y10
+	VMULPS      160(DI), Y13, Y2
+	VFMADD231PS Y10, Y2, Y14
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000010, SI
+	ADDQ        $0x00000100, DI
+	DECQ        R10
+	JMP         loop1
+
+tail1:
+	MOVQ        tail+40(FP), R8
+	CMPQ        R8, $0x02
+	JB          tail11
+	VMOVDQU     (BX), Y1
+	VPSRLW      $0x04, Y1, Y8
+	VPAND       Y1, Y3, Y4
+	VPAND       Y8, Y3, Y8
+	VMOVSD      (SI), X7
+	VPERMPS     Y7, Y15, Y7
+	VPMADDUBSW  (DI), Y4, Y12
+	VPMADDUBSW  64(DI), Y8, Y5
+	VPADDW      Y5, Y12, Y12
+	VPMADDWD    Y11, Y12, Y12
+	VPADDD      192(DI), Y12, Y12
+	VCVTDQ2PS   Y12, Y12
+	VMULPS      128(DI), Y7, Y10
+	VFMADD231PS Y12, Y10, Y14
+
+tail11:
+	TESTQ       $0x00000001, R8
+	JZ          reduce1
+	CMPQ        R8, $0x01
+	JE          tail1at01
+	VMOVDQU     32(BX), X2
+	VPSRLW      $0x04, Y2, Y9
+	VPAND       Y2, Y3, Y6
+	VPAND       Y9, Y3, Y9
+	VMOVSS      8(SI), X13
+	VPERMPS     Y13, Y15, Y13
+	VPMADDUBSW  32(DI), Y6, Y1
+	VPMADDUBSW  96(DI), Y9, Y5
+	VPADDW      Y5, Y1, Y1
+	VPMADDWD    Y11, Y1, Y1
+	VPADDD      224(DI), Y1, Y1
+	VCVTDQ2PS   Y1, Y1
+	VMULPS      160(DI), Y13, Y12
+	VFMADD231PS Y1, Y12, Y14
+	JMP         reduce1
+
+tail1at01:
+	VMOVDQU     (BX), X10
+	VPSRLW      $0x04, Y10, Y8
+	VPAND       Y10, Y3, Y4
+	VPAND       Y8, Y3, Y8
+	VMOVSS      (SI), X7
+	VPERMPS     Y7, Y15, Y7
+	VPMADDUBSW  (DI), Y4, Y2
+	VPMADDUBSW  64(DI), Y8, Y5
+	VPADDW      Y5, Y2, Y2
+	VPMADDWD    Y11, Y2, Y2
+	VPADDD      192(DI), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMULPS      128(DI), Y7, Y1
+	VFMADD231PS Y2, Y1, Y14
+
+reduce1:
+	MOVQ   rstr+8(FP), BX
+	ADDQ   BX, AX
+	MOVQ   scstr+24(FP), BX
+	ADDQ   BX, CX
+	VXORPS Y12, Y12, Y12
+	MOVQ   AX, BX
+	MOVQ   CX, SI
+	MOVQ   x+48(FP), DI
+	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   DI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk2:
+	TESTQ       R9, R9
+	JZ          groups2
+	PREFETCHT0  4096(BX)
+	PREFETCHT0  4160(BX)
+	PREFETCHT0  4224(BX)
+	PREFETCHT0  4288(BX)
+	PREFETCHT0  1024(SI)
+	VMOVDQU     (BX), Y6
+	VPSRLW      $0x04, Y6, Y9
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW  (DI), Y6, Y13
+	VPMADDUBSW  64(DI), Y9, Y10
+	VPADDW      Y10, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU     64(BX), Y5
+	VPSRLW      $0x04, Y5, Y2
+	VPAND       q4nibmask<>+0(SB), Y5, Y5
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW  256(DI), Y5, Y1
+	VPMADDUBSW  320(DI), Y2, Y4
+	VPADDW      Y4, Y1, Y1
+	VPMADDWD    q4onesw<>+0(SB), Y1, Y1
+	VPUNPCKLDQ  Y1, Y13, Y8
+	VPUNPCKHDQ  Y1, Y13, Y13
+	VPADDD      Y13, Y8, Y8
+	VMOVDQU     128(BX), Y7
+	VPSRLW      $0x04, Y7, Y3
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW  512(DI), Y7, Y15
+	VPMADDUBSW  576(DI), Y3, Y11
+	VPADDW      Y11, Y15, Y15
+	VPMADDWD    q4onesw<>+0(SB), Y15, Y15
+	VMOVDQU     192(BX), Y10
+	VPSRLW      $0x04, Y10, Y6
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW  768(DI), Y10, Y9
+	VPMADDUBSW  832(DI), Y6, Y4
+	VPADDW      Y4, Y9, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ  Y9, Y15, Y13
+	VPUNPCKHDQ  Y9, Y15, Y15
+	VPADDD      Y15, Y13, Y13
+	VPUNPCKLQDQ Y13, Y8, Y1
+	VPUNPCKHQDQ Y13, Y8, Y8
+	VPADDD      Y8, Y1, Y1
+	VPADDD      64(R8), Y1, Y1
+	VMOVDQU     q4halfperm0<>+0(SB), Y5
+	VPERMPS     (SI), Y5, Y2
+	VPERMPS     32(SI), Y5, Y11
+	VBLENDPS    $0xcc, Y11, Y2, Y2
+	VCVTDQ2PS   Y1, Y1
+	VMULPS      Y2, Y1, Y1
+	VFMADD231PS (R8), Y1, Y12
+	VMOVDQU     32(BX), Y7
+	VPSRLW      $0x04, Y7, Y3
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW  32(DI), Y7, Y4
+	VPMADDUBSW  96(DI), Y3, Y15
+	VPADDW      Y15, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU     96(BX), Y9
+	VPSRLW      $0x04, Y9, Y8
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW  288(DI), Y9, Y13
+	VPMADDUBSW  352(DI), Y8, Y5
+	VPADDW      Y5, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPUNPCKLDQ  Y13, Y4, Y11
+	VPUNPCKHDQ  Y13, Y4, Y4
+	VPADDD      Y4, Y11, Y11
+	VMOVDQU     160(BX), Y2
+	VPSRLW      $0x04, Y2, Y1
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPMADDUBSW  544(DI), Y2, Y10
+	VPMADDUBSW  608(DI), Y1, Y6
+	VPADDW      Y6, Y10, Y10
+	VPMADDWD    q4onesw<>+0(SB), Y10, Y10
+	VMOVDQU     224(BX), Y15
+	VPSRLW      $0x04, Y15, Y7
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPAND       q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW  800(DI), Y15, Y3
+	VPMADDUBSW  864(DI), Y7, Y5
+	VPADDW      Y5, Y3, Y3
+	VPMADDWD    q4onesw<>+0(SB), Y3, Y3
+	VPUNPCKLDQ  Y3, Y10, Y4
+	VPUNPCKHDQ  Y3, Y10, Y10
+	VPADDD      Y10, Y4, Y4
+	VPUNPCKLQDQ Y4, Y11, Y13
+	VPUNPCKHQDQ Y4, Y11, Y11
+	VPADDD      Y11, Y13, Y13
+	VPADDD      96(R8), Y13, Y13
+	VMOVDQU     q4halfperm1<>+0(SB), Y9
+	VPERMPS     (SI), Y9, Y8
+	VPERMPS     32(SI), Y9, Y6
+	VBLENDPS    $0xcc, Y6, Y8, Y8
+	VCVTDQ2PS   Y13, Y13
+	VMULPS      Y8, Y13, Y13
+	VFMADD231PS 32(R8), Y13, Y12
+	ADDQ        $0x00000100, BX
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000400, DI
+	ADDQ        $0x00000280, R8
+	DECQ        R9
+	JMP         chunk2
+
+groups2:
+	VMOVDQU q4nibmask<>+0(SB), Y2
+	VMOVDQU q4perm<>+0(SB), Y1
+	VMOVDQU q4onesw<>+0(SB), Y5
+
+loop2:
+	TESTQ       R10, R10
+	JZ          tail2
+	PREFETCHT0  4096(BX)
+	VMOVDQU     (BX), Y10
+	VPSRLW      $0x04, Y10, Y11
+	VPAND       Y10, Y2, Y3
+	VPAND       Y11, Y2, Y11
+	VMOVSD      (SI), X4
+	VPERMPS     Y4, Y1, Y4
+	VPMADDUBSW  (DI), Y3, Y9
+	VPMADDUBSW  64(DI), Y11, Y6
+	VPADDW      Y6, Y9, Y9
+	VPMADDWD    Y5, Y9, Y9
+	VPADDD      192(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(DI), Y4, Y8
+	VFMADD231PS Y9, Y8, Y12
+	VMOVDQU     32(BX), Y13
+	VPSRLW      $0x04, Y13, Y7
+	VPAND       Y13, Y2, Y15
+	VPAND       Y7, Y2, Y7
+	VMOVSD      8(SI), X10
+	VPERMPS     Y10, Y1, Y10
+	VPMADDUBSW  32(DI), Y15, Y6
+	VPMADDUBSW  96(DI), Y7, Y9
+	VPADDW      Y9, Y6, Y6
+	VPMADDWD    Y5, Y6, Y6
+	VPADDD      224(DI), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      160(DI), Y10, Y8
+	VFMADD231PS Y6, Y8, Y12
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000010, SI
+	ADDQ        $0x00000100, DI
+	DECQ        R10
+	JMP         loop2
+
+tail2:
+	MOVQ        tail+40(FP), R8
+	CMPQ        R8, $0x02
+	JB          tail12
+	VMOVDQU     (BX), Y3
+	VPSRLW      $0x04, Y3, Y4
+	VPAND       Y3, Y2, Y11
+	VPAND       Y4, Y2, Y4
+	VMOVSD      (SI), X13
+	VPERMPS     Y13, Y1, Y13
+	VPMADDUBSW  (DI), Y11, Y9
+	VPMADDUBSW  64(DI), Y4, Y6
+	VPADDW      Y6, Y9, Y9
+	VPMADDWD    Y5, Y9, Y9
+	VPADDD      192(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(DI), Y13, Y8
+	VFMADD231PS Y9, Y8, Y12
+
+tail12:
+	TESTQ       $0x00000001, R8
+	JZ          reduce2
+	CMPQ        R8, $0x01
+	JE          tail1at02
+	VMOVDQU     32(BX), X15
+	VPSRLW      $0x04, Y15, Y10
+	VPAND       Y15, Y2, Y7
+	VPAND       Y10, Y2, Y10
+	VMOVSS      8(SI), X3
+	VPERMPS     Y3, Y1, Y3
+	VPMADDUBSW  32(DI), Y7, Y6
+	VPMADDUBSW  96(DI), Y10, Y9
+	VPADDW      Y9, Y6, Y6
+	VPMADDWD    Y5, Y6, Y6
+	VPADDD      224(DI), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      160(DI), Y3, Y8
+	VFMADD231PS Y6, Y8, Y12
+	JMP         reduce2
+
+tail1at02:
+	VMOVDQU     (BX), X11
+	VPSRLW      $0x04, Y11, Y13
+	VPAND       Y11, Y2, Y4
+	VPAND       Y13, Y2, Y13
+	VMOVSS      (SI), X15
+	VPERMPS     Y15, Y1, Y15
+	VPMADDUBSW  (DI), Y4, Y9
+	VPMADDUBSW  64(DI), Y13, Y6
+	VPADDW      Y6, Y9, Y9
+	VPMADDWD    Y5, Y9, Y9
+	VPADDD      192(DI), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      128(DI), Y15, Y8
+	VFMADD231PS Y9, Y8, Y12
+
+reduce2:
+	MOVQ   rstr+8(FP), BX
+	ADDQ   BX, AX
+	MOVQ   scstr+24(FP), BX
+	ADDQ   BX, CX
+	VXORPS Y7, Y7, Y7
+	MOVQ   AX, BX
+	MOVQ   CX, SI
+	MOVQ   x+48(FP), DI
+	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   DI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk3:
+	TESTQ       R9, R9
+	JZ          groups3
+	PREFETCHT0  4096(BX)
+	PREFETCHT0  4160(BX)
+	PREFETCHT0  4224(BX)
+	PREFETCHT0  4288(BX)
+	PREFETCHT0  1024(SI)
+	VMOVDQU     (BX), Y10
+	VPSRLW      $0x04, Y10, Y3
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW  (DI), Y10, Y11
+	VPMADDUBSW  64(DI), Y3, Y6
+	VPADDW      Y6, Y11, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VMOVDQU     64(BX), Y9
+	VPSRLW      $0x04, Y9, Y8
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW  256(DI), Y9, Y4
+	VPMADDUBSW  320(DI), Y8, Y13
+	VPADDW      Y13, Y4, Y4
+	VPMADDWD    q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ  Y4, Y11, Y15
+	VPUNPCKHDQ  Y4, Y11, Y11
+	VPADDD      Y11, Y15, Y15
+	VMOVDQU     128(BX), Y2
+	VPSRLW      $0x04, Y2, Y1
+	VPAND       q4nibmask<>+0(SB), Y2, Y2
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPMADDUBSW  512(DI), Y2, Y5
+	VPMADDUBSW  576(DI), Y1, Y6
+	VPADDW      Y6, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VMOVDQU     192(BX), Y10
+	VPSRLW      $0x04, Y10, Y3
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPAND       q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW  768(DI), Y10, Y13
+	VPMADDUBSW  832(DI), Y3, Y11
+	VPADDW      Y11, Y13, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VPUNPCKLDQ  Y13, Y5, Y4
+	VPUNPCKHDQ  Y13, Y5, Y5
+	VPADDD      Y5, Y4, Y4
+	VPUNPCKLQDQ Y4, Y15, Y9
+	VPUNPCKHQDQ Y4, Y15, Y15
+	VPADDD      Y15, Y9, Y9
+	VPADDD      64(R8), Y9, Y9
+	VMOVDQU     q4halfperm0<>+0(SB), Y8
+	VPERMPS     (SI), Y8, Y6
+	VPERMPS     32(SI), Y8, Y2
+	VBLENDPS    $0xcc, Y2, Y6, Y6
+	VCVTDQ2PS   Y9, Y9
+	VMULPS      Y6, Y9, Y9
+	VFMADD231PS (R8), Y9, Y7
+	VMOVDQU     32(BX), Y1
+	VPSRLW      $0x04, Y1, Y11
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  32(DI), Y1, Y5
+	VPMADDUBSW  96(DI), Y11, Y13
+	VPADDW      Y13, Y5, Y5
+	VPMADDWD    q4onesw<>+0(SB), Y5, Y5
+	VMOVDQU     96(BX), Y15
+	VPSRLW      $0x04, Y15, Y4
+	VPAND       q4nibmask<>+0(SB), Y15, Y15
+	VPAND       q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW  288(DI), Y15, Y8
+	VPMADDUBSW  352(DI), Y4, Y2
+	VPADDW      Y2, Y8, Y8
+	VPMADDWD    q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ  Y8, Y5, Y6
+	VPUNPCKHDQ  Y8, Y5, Y5
+	VPADDD      Y5, Y6, Y6
+	VMOVDQU     160(BX), Y9
+	VPSRLW      $0x04, Y9, Y10
+	VPAND       q4nibmask<>+0(SB), Y9, Y9
+	VPAND       q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW  544(DI), Y9, Y3
+	VPMADDUBSW  608(DI), Y10, Y13
+	VPADDW      Y13, Y3, Y3
+	VPMADDWD    q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU     224(BX), Y1
+	VPSRLW      $0x04, Y1, Y11
+	VPAND       q4nibmask<>+0(SB), Y1, Y1
+	VPAND       q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW  800(DI), Y1, Y2
+	VPMADDUBSW  864(DI), Y11, Y5
+	VPADDW      Y5, Y2, Y2
+	VPMADDWD    q4onesw<>+0(SB), Y2, Y2
+	VPUNPCKLDQ  Y2, Y3, Y8
+	VPUNPCKHDQ  Y2, Y3, Y3
+	VPADDD      Y3, Y8, Y8
+	VPUNPCKLQDQ Y8, Y6, Y15
+	VPUNPCKHQDQ Y8, Y6, Y6
+	VPADDD      Y6, Y15, Y15
+	VPADDD      96(R8), Y15, Y15
+	VMOVDQU     q4halfperm1<>+0(SB), Y4
+	VPERMPS     (SI), Y4, Y13
+	VPERMPS     32(SI), Y4, Y9
+	VBLENDPS    $0xcc, Y9, Y13, Y13
+	VCVTDQ2PS   Y15, Y15
+	VMULPS      Y13, Y15, Y15
+	VFMADD231PS 32(R8), Y15, Y7
+	ADDQ        $0x00000100, BX
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000400, DI
+	ADDQ        $0x00000280, R8
+	DECQ        R9
+	JMP         chunk3
+
+groups3:
+	VMOVDQU q4nibmask<>+0(SB), Y10
+	VMOVDQU q4perm<>+0(SB), Y5
+	VMOVDQU q4onesw<>+0(SB), Y3
+
+loop3:
+	TESTQ       R10, R10
+	JZ          tail3
+	PREFETCHT0  4096(BX)
 	VMOVDQU     (BX), Y2
 	VPSRLW      $0x04, Y2, Y8
 	VPAND       Y2, Y10, Y6
@@ -77262,6 +79264,1089 @@ reduce2:
 chunk3:
 	TESTQ          R9, R9
 	JZ             groups3
+	VBROADCASTF128 32(SI), Y12
+	VMULPS         q4k4eighth<>+0(SB), Y12, Y12
+	VMOVDQU        (SI), X2
+	VPSHUFB        q4codeperm<>+0(SB), X2, X2
+	VPERMILPS      $0xa0, Y12, Y5
+	VPMOVZXBD      X2, Y3
+	VCVTDQ2PS      Y3, Y3
+	VMULPS         Y5, Y3, Y3
+	VPSRLDQ        $0x08, X2, X2
+	VPMOVZXBD      X2, Y11
+	VCVTDQ2PS      Y11, Y11
+	VMULPS         Y5, Y11, Y11
+	VMOVDQU        16(SI), X14
+	VPSHUFB        q4codeperm<>+0(SB), X14, X14
+	VPERMILPS      $0xf5, Y12, Y4
+	VPMOVZXBD      X14, Y1
+	VCVTDQ2PS      Y1, Y1
+	VMULPS         Y4, Y1, Y1
+	VPSRLDQ        $0x08, X14, X14
+	VPMOVZXBD      X14, Y9
+	VCVTDQ2PS      Y9, Y9
+	VMULPS         Y4, Y9, Y9
+	VMOVDQU        (BX), Y6
+	VPSRLW         $0x04, Y6, Y15
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW     (DI), Y6, Y13
+	VPMADDUBSW     64(DI), Y15, Y2
+	VPADDW         Y2, Y13, Y13
+	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU        64(BX), Y5
+	VPSRLW         $0x04, Y5, Y14
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW     256(DI), Y5, Y4
+	VPMADDUBSW     320(DI), Y14, Y12
+	VPADDW         Y12, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ     Y4, Y13, Y2
+	VPUNPCKHDQ     Y4, Y13, Y13
+	VPADDD         Y13, Y2, Y2
+	VMOVDQU        128(BX), Y6
+	VPSRLW         $0x04, Y6, Y15
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW     512(DI), Y6, Y12
+	VPMADDUBSW     576(DI), Y15, Y13
+	VPADDW         Y13, Y12, Y12
+	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU        192(BX), Y4
+	VPSRLW         $0x04, Y4, Y5
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW     768(DI), Y4, Y14
+	VPMADDUBSW     832(DI), Y5, Y13
+	VPADDW         Y13, Y14, Y14
+	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ     Y14, Y12, Y6
+	VPUNPCKHDQ     Y14, Y12, Y12
+	VPADDD         Y12, Y6, Y6
+	VPUNPCKLQDQ    Y6, Y2, Y15
+	VPUNPCKHQDQ    Y6, Y2, Y2
+	VPADDD         Y2, Y15, Y15
+	VCVTDQ2PS      Y15, Y15
+	VMULPS         Y3, Y15, Y15
+	VCVTDQ2PS      64(R8), Y13
+	VFMADD231PS    Y1, Y13, Y15
+	VFMADD231PS    (R8), Y15, Y8
+	VMOVDQU        32(BX), Y12
+	VPSRLW         $0x04, Y12, Y14
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW     32(DI), Y12, Y2
+	VPMADDUBSW     96(DI), Y14, Y6
+	VPADDW         Y6, Y2, Y2
+	VPMADDWD       q4onesw<>+0(SB), Y2, Y2
+	VMOVDQU        96(BX), Y13
+	VPSRLW         $0x04, Y13, Y15
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW     288(DI), Y13, Y4
+	VPMADDUBSW     352(DI), Y15, Y5
+	VPADDW         Y5, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ     Y4, Y2, Y6
+	VPUNPCKHDQ     Y4, Y2, Y2
+	VPADDD         Y2, Y6, Y6
+	VMOVDQU        160(BX), Y12
+	VPSRLW         $0x04, Y12, Y14
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW     544(DI), Y12, Y5
+	VPMADDUBSW     608(DI), Y14, Y2
+	VPADDW         Y2, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VMOVDQU        224(BX), Y4
+	VPSRLW         $0x04, Y4, Y13
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW     800(DI), Y4, Y15
+	VPMADDUBSW     864(DI), Y13, Y2
+	VPADDW         Y2, Y15, Y15
+	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
+	VPUNPCKLDQ     Y15, Y5, Y12
+	VPUNPCKHDQ     Y15, Y5, Y5
+	VPADDD         Y5, Y12, Y12
+	VPUNPCKLQDQ    Y12, Y6, Y14
+	VPUNPCKHQDQ    Y12, Y6, Y6
+	VPADDD         Y6, Y14, Y14
+	VCVTDQ2PS      Y14, Y14
+	VMULPS         Y11, Y14, Y14
+	VCVTDQ2PS      96(R8), Y2
+	VFMADD231PS    Y9, Y2, Y14
+	VFMADD231PS    32(R8), Y14, Y8
+	ADDQ           $0x00000100, BX
+	ADDQ           $0x00000030, SI
+	ADDQ           $0x00000400, DI
+	ADDQ           $0x00000280, R8
+	DECQ           R9
+	JMP            chunk3
+
+groups3:
+	TESTQ          R10, R10
+	JZ             reduce3
+	VBROADCASTF128 32(SI), Y5
+	VMULPS         q4k4eighth<>+0(SB), Y5, Y5
+	VMOVDQU        (SI), X15
+	VPSHUFB        q4codeperm<>+0(SB), X15, X15
+	VPERMILPS      $0xa0, Y5, Y6
+	VPMOVZXBD      X15, Y12
+	VCVTDQ2PS      Y12, Y12
+	VMULPS         Y6, Y12, Y12
+	VPSRLDQ        $0x08, X15, X15
+	VPMOVZXBD      X15, Y2
+	VCVTDQ2PS      Y2, Y2
+	VMULPS         Y6, Y2, Y2
+	VMOVDQU        16(SI), X14
+	VPSHUFB        q4codeperm<>+0(SB), X14, X14
+	VPERMILPS      $0xf5, Y5, Y4
+	VPMOVZXBD      X14, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y4, Y13, Y13
+	VPSRLDQ        $0x08, X14, X14
+	VPMOVZXBD      X14, Y3
+	VCVTDQ2PS      Y3, Y3
+	VMULPS         Y4, Y3, Y3
+	VMOVDQU        (BX), Y11
+	VPSRLW         $0x04, Y11, Y1
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPAND          q4nibmask<>+0(SB), Y1, Y1
+	VPMADDUBSW     (DI), Y11, Y9
+	VPMADDUBSW     64(DI), Y1, Y15
+	VPADDW         Y15, Y9, Y9
+	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
+	VMOVDQU        64(BX), Y6
+	VPSRLW         $0x04, Y6, Y14
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW     256(DI), Y6, Y4
+	VPMADDUBSW     320(DI), Y14, Y5
+	VPADDW         Y5, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ     Y4, Y9, Y15
+	VPUNPCKHDQ     Y4, Y9, Y9
+	VPADDD         Y9, Y15, Y15
+	VPXOR          Y11, Y11, Y11
+	VPXOR          Y1, Y1, Y1
+	VPMADDUBSW     512(DI), Y11, Y5
+	VPMADDUBSW     576(DI), Y1, Y9
+	VPADDW         Y9, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VPXOR          Y4, Y4, Y4
+	VPXOR          Y6, Y6, Y6
+	VPMADDUBSW     768(DI), Y4, Y14
+	VPMADDUBSW     832(DI), Y6, Y9
+	VPADDW         Y9, Y14, Y14
+	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ     Y14, Y5, Y11
+	VPUNPCKHDQ     Y14, Y5, Y5
+	VPADDD         Y5, Y11, Y11
+	VPUNPCKLQDQ    Y11, Y15, Y1
+	VPUNPCKHQDQ    Y11, Y15, Y15
+	VPADDD         Y15, Y1, Y1
+	VCVTDQ2PS      Y1, Y1
+	VMULPS         Y12, Y1, Y1
+	VCVTDQ2PS      64(R8), Y9
+	VFMADD231PS    Y13, Y9, Y1
+	VFMADD231PS    (R8), Y1, Y8
+	VMOVDQU        32(BX), Y5
+	VPSRLW         $0x04, Y5, Y14
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW     32(DI), Y5, Y15
+	VPMADDUBSW     96(DI), Y14, Y11
+	VPADDW         Y11, Y15, Y15
+	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
+	VMOVDQU        96(BX), Y9
+	VPSRLW         $0x04, Y9, Y1
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPAND          q4nibmask<>+0(SB), Y1, Y1
+	VPMADDUBSW     288(DI), Y9, Y4
+	VPMADDUBSW     352(DI), Y1, Y6
+	VPADDW         Y6, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ     Y4, Y15, Y11
+	VPUNPCKHDQ     Y4, Y15, Y15
+	VPADDD         Y15, Y11, Y11
+	VPXOR          Y5, Y5, Y5
+	VPXOR          Y14, Y14, Y14
+	VPMADDUBSW     544(DI), Y5, Y6
+	VPMADDUBSW     608(DI), Y14, Y15
+	VPADDW         Y15, Y6, Y6
+	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
+	VPXOR          Y4, Y4, Y4
+	VPXOR          Y9, Y9, Y9
+	VPMADDUBSW     800(DI), Y4, Y1
+	VPMADDUBSW     864(DI), Y9, Y15
+	VPADDW         Y15, Y1, Y1
+	VPMADDWD       q4onesw<>+0(SB), Y1, Y1
+	VPUNPCKLDQ     Y1, Y6, Y5
+	VPUNPCKHDQ     Y1, Y6, Y6
+	VPADDD         Y6, Y5, Y5
+	VPUNPCKLQDQ    Y5, Y11, Y14
+	VPUNPCKHQDQ    Y5, Y11, Y11
+	VPADDD         Y11, Y14, Y14
+	VCVTDQ2PS      Y14, Y14
+	VMULPS         Y2, Y14, Y14
+	VCVTDQ2PS      96(R8), Y15
+	VFMADD231PS    Y3, Y15, Y14
+	VFMADD231PS    32(R8), Y14, Y8
+
+reduce3:
+	MOVQ         rstr+8(FP), BX
+	ADDQ         BX, AX
+	MOVQ         scstr+24(FP), BX
+	ADDQ         BX, CX
+	VEXTRACTF128 $0x01, Y0, X6
+	VADDPS       X6, X0, X6
+	VEXTRACTF128 $0x01, Y10, X1
+	VADDPS       X1, X10, X1
+	VEXTRACTF128 $0x01, Y7, X11
+	VADDPS       X11, X7, X11
+	VEXTRACTF128 $0x01, Y8, X5
+	VADDPS       X5, X8, X5
+	VUNPCKLPS    X1, X6, X15
+	VUNPCKHPS    X1, X6, X14
+	VADDPS       X14, X15, X15
+	VUNPCKLPS    X5, X11, X4
+	VUNPCKHPS    X5, X11, X9
+	VADDPS       X9, X4, X4
+	VMOVLHPS     X4, X15, X12
+	VMOVHLPS     X15, X4, X2
+	VADDPS       X2, X12, X12
+	MOVQ         dst+64(FP), BX
+	VMOVUPS      X12, (BX)
+	ADDQ         $0x10, BX
+	MOVQ         BX, dst+64(FP)
+	DECQ         DX
+	JNZ          quad
+	VZEROUPPER
+	RET
+
+// func q4Avx2K4RowsPf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+// Requires: AVX, AVX2, FMA3, MMX+
+TEXT ·q4Avx2K4RowsPf(SB), NOSPLIT, $0-80
+	MOVQ nib+0(FP), AX
+	MOVQ sc+16(FP), CX
+	MOVQ n+56(FP), DX
+	SHRQ $0x02, DX
+
+quad:
+	VXORPS Y0, Y0, Y0
+	MOVQ   AX, BX
+	MOVQ   CX, SI
+	MOVQ   x+48(FP), DI
+	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   DI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk0:
+	TESTQ          R9, R9
+	JZ             groups0
+	PREFETCHT0     4096(BX)
+	PREFETCHT0     4160(BX)
+	PREFETCHT0     4224(BX)
+	PREFETCHT0     4288(BX)
+	PREFETCHT0     768(SI)
+	VBROADCASTF128 32(SI), Y1
+	VMULPS         q4k4eighth<>+0(SB), Y1, Y1
+	VMOVDQU        (SI), X2
+	VPSHUFB        q4codeperm<>+0(SB), X2, X2
+	VPERMILPS      $0xa0, Y1, Y3
+	VPMOVZXBD      X2, Y4
+	VCVTDQ2PS      Y4, Y4
+	VMULPS         Y3, Y4, Y4
+	VPSRLDQ        $0x08, X2, X2
+	VPMOVZXBD      X2, Y5
+	VCVTDQ2PS      Y5, Y5
+	VMULPS         Y3, Y5, Y5
+	VMOVDQU        16(SI), X6
+	VPSHUFB        q4codeperm<>+0(SB), X6, X6
+	VPERMILPS      $0xf5, Y1, Y7
+	VPMOVZXBD      X6, Y8
+	VCVTDQ2PS      Y8, Y8
+	VMULPS         Y7, Y8, Y8
+	VPSRLDQ        $0x08, X6, X6
+	VPMOVZXBD      X6, Y9
+	VCVTDQ2PS      Y9, Y9
+	VMULPS         Y7, Y9, Y9
+	VMOVDQU        (BX), Y10
+	VPSRLW         $0x04, Y10, Y11
+	VPAND          q4nibmask<>+0(SB), Y10, Y10
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW     (DI), Y10, Y12
+	VPMADDUBSW     64(DI), Y11, Y13
+	VPADDW         Y13, Y12, Y12
+	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
+	VMOVDQU        64(BX), Y14
+	VPSRLW         $0x04, Y14, Y15
+	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW     256(DI), Y14, Y2
+	VPMADDUBSW     320(DI), Y15, Y3
+	VPADDW         Y3, Y2, Y2
+	VPMADDWD       q4onesw<>+0(SB), Y2, Y2
+	VPUNPCKLDQ     Y2, Y12, Y6
+	VPUNPCKHDQ     Y2, Y12, Y12
+	VPADDD         Y12, Y6, Y6
+	VMOVDQU        128(BX), Y7
+	VPSRLW         $0x04, Y7, Y1
+	VPAND          q4nibmask<>+0(SB), Y7, Y7
+	VPAND          q4nibmask<>+0(SB), Y1, Y1
+	VPMADDUBSW     512(DI), Y7, Y13
+	VPMADDUBSW     576(DI), Y1, Y10
+	VPADDW         Y10, Y13, Y13
+	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU        192(BX), Y11
+	VPSRLW         $0x04, Y11, Y3
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPAND          q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW     768(DI), Y11, Y12
+	VPMADDUBSW     832(DI), Y3, Y2
+	VPADDW         Y2, Y12, Y12
+	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
+	VPUNPCKLDQ     Y12, Y13, Y14
+	VPUNPCKHDQ     Y12, Y13, Y13
+	VPADDD         Y13, Y14, Y14
+	VPUNPCKLQDQ    Y14, Y6, Y15
+	VPUNPCKHQDQ    Y14, Y6, Y6
+	VPADDD         Y6, Y15, Y15
+	VCVTDQ2PS      Y15, Y15
+	VMULPS         Y4, Y15, Y15
+	VCVTDQ2PS      64(R8), Y10
+	VFMADD231PS    Y8, Y10, Y15
+	VFMADD231PS    (R8), Y15, Y0
+	VMOVDQU        32(BX), Y7
+	VPSRLW         $0x04, Y7, Y1
+	VPAND          q4nibmask<>+0(SB), Y7, Y7
+	VPAND          q4nibmask<>+0(SB), Y1, Y1
+	VPMADDUBSW     32(DI), Y7, Y2
+	VPMADDUBSW     96(DI), Y1, Y13
+	VPADDW         Y13, Y2, Y2
+	VPMADDWD       q4onesw<>+0(SB), Y2, Y2
+	VMOVDQU        96(BX), Y12
+	VPSRLW         $0x04, Y12, Y6
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW     288(DI), Y12, Y14
+	VPMADDUBSW     352(DI), Y6, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ     Y14, Y2, Y15
+	VPUNPCKHDQ     Y14, Y2, Y2
+	VPADDD         Y2, Y15, Y15
+	VMOVDQU        160(BX), Y11
+	VPSRLW         $0x04, Y11, Y3
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPAND          q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW     544(DI), Y11, Y13
+	VPMADDUBSW     608(DI), Y3, Y7
+	VPADDW         Y7, Y13, Y13
+	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
+	VMOVDQU        224(BX), Y1
+	VPSRLW         $0x04, Y1, Y10
+	VPAND          q4nibmask<>+0(SB), Y1, Y1
+	VPAND          q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW     800(DI), Y1, Y2
+	VPMADDUBSW     864(DI), Y10, Y14
+	VPADDW         Y14, Y2, Y2
+	VPMADDWD       q4onesw<>+0(SB), Y2, Y2
+	VPUNPCKLDQ     Y2, Y13, Y12
+	VPUNPCKHDQ     Y2, Y13, Y13
+	VPADDD         Y13, Y12, Y12
+	VPUNPCKLQDQ    Y12, Y15, Y6
+	VPUNPCKHQDQ    Y12, Y15, Y15
+	VPADDD         Y15, Y6, Y6
+	VCVTDQ2PS      Y6, Y6
+	VMULPS         Y5, Y6, Y6
+	VCVTDQ2PS      96(R8), Y7
+	VFMADD231PS    Y9, Y7, Y6
+	VFMADD231PS    32(R8), Y6, Y0
+	ADDQ           $0x00000100, BX
+	ADDQ           $0x00000030, SI
+	ADDQ           $0x00000400, DI
+	ADDQ           $0x00000280, R8
+	DECQ           R9
+	JMP            chunk0
+
+groups0:
+	TESTQ          R10, R10
+	JZ             reduce0
+	VBROADCASTF128 32(SI), Y11
+	VMULPS         q4k4eighth<>+0(SB), Y11, Y11
+	VMOVDQU        (SI), X3
+	VPSHUFB        q4codeperm<>+0(SB), X3, X3
+	VPERMILPS      $0xa0, Y11, Y14
+	VPMOVZXBD      X3, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y14, Y13, Y13
+	VPSRLDQ        $0x08, X3, X3
+	VPMOVZXBD      X3, Y2
+	VCVTDQ2PS      Y2, Y2
+	VMULPS         Y14, Y2, Y2
+	VMOVDQU        16(SI), X15
+	VPSHUFB        q4codeperm<>+0(SB), X15, X15
+	VPERMILPS      $0xf5, Y11, Y12
+	VPMOVZXBD      X15, Y7
+	VCVTDQ2PS      Y7, Y7
+	VMULPS         Y12, Y7, Y7
+	VPSRLDQ        $0x08, X15, X15
+	VPMOVZXBD      X15, Y6
+	VCVTDQ2PS      Y6, Y6
+	VMULPS         Y12, Y6, Y6
+	VMOVDQU        (BX), Y1
+	VPSRLW         $0x04, Y1, Y10
+	VPAND          q4nibmask<>+0(SB), Y1, Y1
+	VPAND          q4nibmask<>+0(SB), Y10, Y10
+	VPMADDUBSW     (DI), Y1, Y4
+	VPMADDUBSW     64(DI), Y10, Y5
+	VPADDW         Y5, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU        64(BX), Y8
+	VPSRLW         $0x04, Y8, Y9
+	VPAND          q4nibmask<>+0(SB), Y8, Y8
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     256(DI), Y8, Y3
+	VPMADDUBSW     320(DI), Y9, Y14
+	VPADDW         Y14, Y3, Y3
+	VPMADDWD       q4onesw<>+0(SB), Y3, Y3
+	VPUNPCKLDQ     Y3, Y4, Y15
+	VPUNPCKHDQ     Y3, Y4, Y4
+	VPADDD         Y4, Y15, Y15
+	VPXOR          Y12, Y12, Y12
+	VPXOR          Y11, Y11, Y11
+	VPMADDUBSW     512(DI), Y12, Y5
+	VPMADDUBSW     576(DI), Y11, Y1
+	VPADDW         Y1, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VPXOR          Y10, Y10, Y10
+	VPXOR          Y14, Y14, Y14
+	VPMADDUBSW     768(DI), Y10, Y4
+	VPMADDUBSW     832(DI), Y14, Y3
+	VPADDW         Y3, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ     Y4, Y5, Y8
+	VPUNPCKHDQ     Y4, Y5, Y5
+	VPADDD         Y5, Y8, Y8
+	VPUNPCKLQDQ    Y8, Y15, Y9
+	VPUNPCKHQDQ    Y8, Y15, Y15
+	VPADDD         Y15, Y9, Y9
+	VCVTDQ2PS      Y9, Y9
+	VMULPS         Y13, Y9, Y9
+	VCVTDQ2PS      64(R8), Y1
+	VFMADD231PS    Y7, Y1, Y9
+	VFMADD231PS    (R8), Y9, Y0
+	VMOVDQU        32(BX), Y12
+	VPSRLW         $0x04, Y12, Y11
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW     32(DI), Y12, Y3
+	VPMADDUBSW     96(DI), Y11, Y5
+	VPADDW         Y5, Y3, Y3
+	VPMADDWD       q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU        96(BX), Y4
+	VPSRLW         $0x04, Y4, Y15
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VPMADDUBSW     288(DI), Y4, Y8
+	VPMADDUBSW     352(DI), Y15, Y1
+	VPADDW         Y1, Y8, Y8
+	VPMADDWD       q4onesw<>+0(SB), Y8, Y8
+	VPUNPCKLDQ     Y8, Y3, Y9
+	VPUNPCKHDQ     Y8, Y3, Y3
+	VPADDD         Y3, Y9, Y9
+	VPXOR          Y10, Y10, Y10
+	VPXOR          Y14, Y14, Y14
+	VPMADDUBSW     544(DI), Y10, Y5
+	VPMADDUBSW     608(DI), Y14, Y12
+	VPADDW         Y12, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VPXOR          Y11, Y11, Y11
+	VPXOR          Y1, Y1, Y1
+	VPMADDUBSW     800(DI), Y11, Y3
+	VPMADDUBSW     864(DI), Y1, Y8
+	VPADDW         Y8, Y3, Y3
+	VPMADDWD       q4onesw<>+0(SB), Y3, Y3
+	VPUNPCKLDQ     Y3, Y5, Y4
+	VPUNPCKHDQ     Y3, Y5, Y5
+	VPADDD         Y5, Y4, Y4
+	VPUNPCKLQDQ    Y4, Y9, Y15
+	VPUNPCKHQDQ    Y4, Y9, Y9
+	VPADDD         Y9, Y15, Y15
+	VCVTDQ2PS      Y15, Y15
+	VMULPS         Y2, Y15, Y15
+	VCVTDQ2PS      96(R8), Y12
+	VFMADD231PS    Y6, Y12, Y15
+	VFMADD231PS    32(R8), Y15, Y0
+
+reduce0:
+	MOVQ   rstr+8(FP), BX
+	ADDQ   BX, AX
+	MOVQ   scstr+24(FP), BX
+	ADDQ   BX, CX
+	VXORPS Y10, Y10, Y10
+	MOVQ   AX, BX
+	MOVQ   CX, SI
+	MOVQ   x+48(FP), DI
+	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   DI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk1:
+	TESTQ          R9, R9
+	JZ             groups1
+	PREFETCHT0     4096(BX)
+	PREFETCHT0     4160(BX)
+	PREFETCHT0     4224(BX)
+	PREFETCHT0     4288(BX)
+	PREFETCHT0     768(SI)
+	VBROADCASTF128 32(SI), Y14
+	VMULPS         q4k4eighth<>+0(SB), Y14, Y14
+	VMOVDQU        (SI), X8
+	VPSHUFB        q4codeperm<>+0(SB), X8, X8
+	VPERMILPS      $0xa0, Y14, Y5
+	VPMOVZXBD      X8, Y3
+	VCVTDQ2PS      Y3, Y3
+	VMULPS         Y5, Y3, Y3
+	VPSRLDQ        $0x08, X8, X8
+	VPMOVZXBD      X8, Y9
+	VCVTDQ2PS      Y9, Y9
+	VMULPS         Y5, Y9, Y9
+	VMOVDQU        16(SI), X4
+	VPSHUFB        q4codeperm<>+0(SB), X4, X4
+	VPERMILPS      $0xf5, Y14, Y12
+	VPMOVZXBD      X4, Y15
+	VCVTDQ2PS      Y15, Y15
+	VMULPS         Y12, Y15, Y15
+	VPSRLDQ        $0x08, X4, X4
+	VPMOVZXBD      X4, Y11
+	VCVTDQ2PS      Y11, Y11
+	VMULPS         Y12, Y11, Y11
+	VMOVDQU        (BX), Y1
+	VPSRLW         $0x04, Y1, Y13
+	VPAND          q4nibmask<>+0(SB), Y1, Y1
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW     (DI), Y1, Y2
+	VPMADDUBSW     64(DI), Y13, Y7
+	VPADDW         Y7, Y2, Y2
+	VPMADDWD       q4onesw<>+0(SB), Y2, Y2
+	VMOVDQU        64(BX), Y6
+	VPSRLW         $0x04, Y6, Y8
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPAND          q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW     256(DI), Y6, Y5
+	VPMADDUBSW     320(DI), Y8, Y4
+	VPADDW         Y4, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VPUNPCKLDQ     Y5, Y2, Y12
+	VPUNPCKHDQ     Y5, Y2, Y2
+	VPADDD         Y2, Y12, Y12
+	VMOVDQU        128(BX), Y14
+	VPSRLW         $0x04, Y14, Y7
+	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPAND          q4nibmask<>+0(SB), Y7, Y7
+	VPMADDUBSW     512(DI), Y14, Y1
+	VPMADDUBSW     576(DI), Y7, Y13
+	VPADDW         Y13, Y1, Y1
+	VPMADDWD       q4onesw<>+0(SB), Y1, Y1
+	VMOVDQU        192(BX), Y4
+	VPSRLW         $0x04, Y4, Y2
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPAND          q4nibmask<>+0(SB), Y2, Y2
+	VPMADDUBSW     768(DI), Y4, Y5
+	VPMADDUBSW     832(DI), Y2, Y6
+	VPADDW         Y6, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VPUNPCKLDQ     Y5, Y1, Y8
+	VPUNPCKHDQ     Y5, Y1, Y1
+	VPADDD         Y1, Y8, Y8
+	VPUNPCKLQDQ    Y8, Y12, Y13
+	VPUNPCKHQDQ    Y8, Y12, Y12
+	VPADDD         Y12, Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y3, Y13, Y13
+	VCVTDQ2PS      64(R8), Y14
+	VFMADD231PS    Y15, Y14, Y13
+	VFMADD231PS    (R8), Y13, Y10
+	VMOVDQU        32(BX), Y7
+	VPSRLW         $0x04, Y7, Y6
+	VPAND          q4nibmask<>+0(SB), Y7, Y7
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPMADDUBSW     32(DI), Y7, Y1
+	VPMADDUBSW     96(DI), Y6, Y5
+	VPADDW         Y5, Y1, Y1
+	VPMADDWD       q4onesw<>+0(SB), Y1, Y1
+	VMOVDQU        96(BX), Y12
+	VPSRLW         $0x04, Y12, Y8
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPAND          q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW     288(DI), Y12, Y14
+	VPMADDUBSW     352(DI), Y8, Y13
+	VPADDW         Y13, Y14, Y14
+	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ     Y14, Y1, Y4
+	VPUNPCKHDQ     Y14, Y1, Y1
+	VPADDD         Y1, Y4, Y4
+	VMOVDQU        160(BX), Y2
+	VPSRLW         $0x04, Y2, Y5
+	VPAND          q4nibmask<>+0(SB), Y2, Y2
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW     544(DI), Y2, Y7
+	VPMADDUBSW     608(DI), Y5, Y6
+	VPADDW         Y6, Y7, Y7
+	VPMADDWD       q4onesw<>+0(SB), Y7, Y7
+	VMOVDQU        224(BX), Y13
+	VPSRLW         $0x04, Y13, Y1
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPAND          q4nibmask<>+0(SB), Y1, Y1
+	VPMADDUBSW     800(DI), Y13, Y14
+	VPMADDUBSW     864(DI), Y1, Y12
+	VPADDW         Y12, Y14, Y14
+	VPMADDWD       q4onesw<>+0(SB), Y14, Y14
+	VPUNPCKLDQ     Y14, Y7, Y8
+	VPUNPCKHDQ     Y14, Y7, Y7
+	VPADDD         Y7, Y8, Y8
+	VPUNPCKLQDQ    Y8, Y4, Y6
+	VPUNPCKHQDQ    Y8, Y4, Y4
+	VPADDD         Y4, Y6, Y6
+	VCVTDQ2PS      Y6, Y6
+	VMULPS         Y9, Y6, Y6
+	VCVTDQ2PS      96(R8), Y2
+	VFMADD231PS    Y11, Y2, Y6
+	VFMADD231PS    32(R8), Y6, Y10
+	ADDQ           $0x00000100, BX
+	ADDQ           $0x00000030, SI
+	ADDQ           $0x00000400, DI
+	ADDQ           $0x00000280, R8
+	DECQ           R9
+	JMP            chunk1
+
+groups1:
+	TESTQ          R10, R10
+	JZ             reduce1
+	VBROADCASTF128 32(SI), Y5
+	VMULPS         q4k4eighth<>+0(SB), Y5, Y5
+	VMOVDQU        (SI), X12
+	VPSHUFB        q4codeperm<>+0(SB), X12, X12
+	VPERMILPS      $0xa0, Y5, Y7
+	VPMOVZXBD      X12, Y14
+	VCVTDQ2PS      Y14, Y14
+	VMULPS         Y7, Y14, Y14
+	VPSRLDQ        $0x08, X12, X12
+	VPMOVZXBD      X12, Y4
+	VCVTDQ2PS      Y4, Y4
+	VMULPS         Y7, Y4, Y4
+	VMOVDQU        16(SI), X8
+	VPSHUFB        q4codeperm<>+0(SB), X8, X8
+	VPERMILPS      $0xf5, Y5, Y2
+	VPMOVZXBD      X8, Y6
+	VCVTDQ2PS      Y6, Y6
+	VMULPS         Y2, Y6, Y6
+	VPSRLDQ        $0x08, X8, X8
+	VPMOVZXBD      X8, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y2, Y13, Y13
+	VMOVDQU        (BX), Y1
+	VPSRLW         $0x04, Y1, Y3
+	VPAND          q4nibmask<>+0(SB), Y1, Y1
+	VPAND          q4nibmask<>+0(SB), Y3, Y3
+	VPMADDUBSW     (DI), Y1, Y9
+	VPMADDUBSW     64(DI), Y3, Y15
+	VPADDW         Y15, Y9, Y9
+	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
+	VMOVDQU        64(BX), Y11
+	VPSRLW         $0x04, Y11, Y12
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW     256(DI), Y11, Y7
+	VPMADDUBSW     320(DI), Y12, Y8
+	VPADDW         Y8, Y7, Y7
+	VPMADDWD       q4onesw<>+0(SB), Y7, Y7
+	VPUNPCKLDQ     Y7, Y9, Y2
+	VPUNPCKHDQ     Y7, Y9, Y9
+	VPADDD         Y9, Y2, Y2
+	VPXOR          Y5, Y5, Y5
+	VPXOR          Y15, Y15, Y15
+	VPMADDUBSW     512(DI), Y5, Y1
+	VPMADDUBSW     576(DI), Y15, Y3
+	VPADDW         Y3, Y1, Y1
+	VPMADDWD       q4onesw<>+0(SB), Y1, Y1
+	VPXOR          Y8, Y8, Y8
+	VPXOR          Y9, Y9, Y9
+	VPMADDUBSW     768(DI), Y8, Y7
+	VPMADDUBSW     832(DI), Y9, Y11
+	VPADDW         Y11, Y7, Y7
+	VPMADDWD       q4onesw<>+0(SB), Y7, Y7
+	VPUNPCKLDQ     Y7, Y1, Y12
+	VPUNPCKHDQ     Y7, Y1, Y1
+	VPADDD         Y1, Y12, Y12
+	VPUNPCKLQDQ    Y12, Y2, Y3
+	VPUNPCKHQDQ    Y12, Y2, Y2
+	VPADDD         Y2, Y3, Y3
+	VCVTDQ2PS      Y3, Y3
+	VMULPS         Y14, Y3, Y3
+	VCVTDQ2PS      64(R8), Y5
+	VFMADD231PS    Y6, Y5, Y3
+	VFMADD231PS    (R8), Y3, Y10
+	VMOVDQU        32(BX), Y15
+	VPSRLW         $0x04, Y15, Y11
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW     32(DI), Y15, Y1
+	VPMADDUBSW     96(DI), Y11, Y7
+	VPADDW         Y7, Y1, Y1
+	VPMADDWD       q4onesw<>+0(SB), Y1, Y1
+	VMOVDQU        96(BX), Y2
+	VPSRLW         $0x04, Y2, Y12
+	VPAND          q4nibmask<>+0(SB), Y2, Y2
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW     288(DI), Y2, Y5
+	VPMADDUBSW     352(DI), Y12, Y3
+	VPADDW         Y3, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VPUNPCKLDQ     Y5, Y1, Y8
+	VPUNPCKHDQ     Y5, Y1, Y1
+	VPADDD         Y1, Y8, Y8
+	VPXOR          Y9, Y9, Y9
+	VPXOR          Y7, Y7, Y7
+	VPMADDUBSW     544(DI), Y9, Y15
+	VPMADDUBSW     608(DI), Y7, Y11
+	VPADDW         Y11, Y15, Y15
+	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
+	VPXOR          Y3, Y3, Y3
+	VPXOR          Y1, Y1, Y1
+	VPMADDUBSW     800(DI), Y3, Y5
+	VPMADDUBSW     864(DI), Y1, Y2
+	VPADDW         Y2, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VPUNPCKLDQ     Y5, Y15, Y12
+	VPUNPCKHDQ     Y5, Y15, Y15
+	VPADDD         Y15, Y12, Y12
+	VPUNPCKLQDQ    Y12, Y8, Y11
+	VPUNPCKHQDQ    Y12, Y8, Y8
+	VPADDD         Y8, Y11, Y11
+	VCVTDQ2PS      Y11, Y11
+	VMULPS         Y4, Y11, Y11
+	VCVTDQ2PS      96(R8), Y9
+	VFMADD231PS    Y13, Y9, Y11
+	VFMADD231PS    32(R8), Y11, Y10
+
+reduce1:
+	MOVQ   rstr+8(FP), BX
+	ADDQ   BX, AX
+	MOVQ   scstr+24(FP), BX
+	ADDQ   BX, CX
+	VXORPS Y7, Y7, Y7
+	MOVQ   AX, BX
+	MOVQ   CX, SI
+	MOVQ   x+48(FP), DI
+	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   DI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk2:
+	TESTQ          R9, R9
+	JZ             groups2
+	PREFETCHT0     4096(BX)
+	PREFETCHT0     4160(BX)
+	PREFETCHT0     4224(BX)
+	PREFETCHT0     4288(BX)
+	PREFETCHT0     768(SI)
+	VBROADCASTF128 32(SI), Y2
+	VMULPS         q4k4eighth<>+0(SB), Y2, Y2
+	VMOVDQU        (SI), X15
+	VPSHUFB        q4codeperm<>+0(SB), X15, X15
+	VPERMILPS      $0xa0, Y2, Y5
+	VPMOVZXBD      X15, Y8
+	VCVTDQ2PS      Y8, Y8
+	VMULPS         Y5, Y8, Y8
+	VPSRLDQ        $0x08, X15, X15
+	VPMOVZXBD      X15, Y12
+	VCVTDQ2PS      Y12, Y12
+	VMULPS         Y5, Y12, Y12
+	VMOVDQU        16(SI), X9
+	VPSHUFB        q4codeperm<>+0(SB), X9, X9
+	VPERMILPS      $0xf5, Y2, Y11
+	VPMOVZXBD      X9, Y3
+	VCVTDQ2PS      Y3, Y3
+	VMULPS         Y11, Y3, Y3
+	VPSRLDQ        $0x08, X9, X9
+	VPMOVZXBD      X9, Y1
+	VCVTDQ2PS      Y1, Y1
+	VMULPS         Y11, Y1, Y1
+	VMOVDQU        (BX), Y14
+	VPSRLW         $0x04, Y14, Y4
+	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW     (DI), Y14, Y6
+	VPMADDUBSW     64(DI), Y4, Y13
+	VPADDW         Y13, Y6, Y6
+	VPMADDWD       q4onesw<>+0(SB), Y6, Y6
+	VMOVDQU        64(BX), Y15
+	VPSRLW         $0x04, Y15, Y5
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW     256(DI), Y15, Y9
+	VPMADDUBSW     320(DI), Y5, Y11
+	VPADDW         Y11, Y9, Y9
+	VPMADDWD       q4onesw<>+0(SB), Y9, Y9
+	VPUNPCKLDQ     Y9, Y6, Y2
+	VPUNPCKHDQ     Y9, Y6, Y6
+	VPADDD         Y6, Y2, Y2
+	VMOVDQU        128(BX), Y13
+	VPSRLW         $0x04, Y13, Y14
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW     512(DI), Y13, Y4
+	VPMADDUBSW     576(DI), Y14, Y11
+	VPADDW         Y11, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU        192(BX), Y6
+	VPSRLW         $0x04, Y6, Y9
+	VPAND          q4nibmask<>+0(SB), Y6, Y6
+	VPAND          q4nibmask<>+0(SB), Y9, Y9
+	VPMADDUBSW     768(DI), Y6, Y15
+	VPMADDUBSW     832(DI), Y9, Y5
+	VPADDW         Y5, Y15, Y15
+	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
+	VPUNPCKLDQ     Y15, Y4, Y11
+	VPUNPCKHDQ     Y15, Y4, Y4
+	VPADDD         Y4, Y11, Y11
+	VPUNPCKLQDQ    Y11, Y2, Y13
+	VPUNPCKHQDQ    Y11, Y2, Y2
+	VPADDD         Y2, Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y13, Y13
+	VCVTDQ2PS      64(R8), Y14
+	VFMADD231PS    Y3, Y14, Y13
+	VFMADD231PS    (R8), Y13, Y7
+	VMOVDQU        32(BX), Y5
+	VPSRLW         $0x04, Y5, Y4
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPMADDUBSW     32(DI), Y5, Y15
+	VPMADDUBSW     96(DI), Y4, Y2
+	VPADDW         Y2, Y15, Y15
+	VPMADDWD       q4onesw<>+0(SB), Y15, Y15
+	VMOVDQU        96(BX), Y11
+	VPSRLW         $0x04, Y11, Y14
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPAND          q4nibmask<>+0(SB), Y14, Y14
+	VPMADDUBSW     288(DI), Y11, Y13
+	VPMADDUBSW     352(DI), Y14, Y6
+	VPADDW         Y6, Y13, Y13
+	VPMADDWD       q4onesw<>+0(SB), Y13, Y13
+	VPUNPCKLDQ     Y13, Y15, Y9
+	VPUNPCKHDQ     Y13, Y15, Y15
+	VPADDD         Y15, Y9, Y9
+	VMOVDQU        160(BX), Y2
+	VPSRLW         $0x04, Y2, Y5
+	VPAND          q4nibmask<>+0(SB), Y2, Y2
+	VPAND          q4nibmask<>+0(SB), Y5, Y5
+	VPMADDUBSW     544(DI), Y2, Y4
+	VPMADDUBSW     608(DI), Y5, Y6
+	VPADDW         Y6, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU        224(BX), Y15
+	VPSRLW         $0x04, Y15, Y13
+	VPAND          q4nibmask<>+0(SB), Y15, Y15
+	VPAND          q4nibmask<>+0(SB), Y13, Y13
+	VPMADDUBSW     800(DI), Y15, Y11
+	VPMADDUBSW     864(DI), Y13, Y14
+	VPADDW         Y14, Y11, Y11
+	VPMADDWD       q4onesw<>+0(SB), Y11, Y11
+	VPUNPCKLDQ     Y11, Y4, Y6
+	VPUNPCKHDQ     Y11, Y4, Y4
+	VPADDD         Y4, Y6, Y6
+	VPUNPCKLQDQ    Y6, Y9, Y2
+	VPUNPCKHQDQ    Y6, Y9, Y9
+	VPADDD         Y9, Y2, Y2
+	VCVTDQ2PS      Y2, Y2
+	VMULPS         Y12, Y2, Y2
+	VCVTDQ2PS      96(R8), Y5
+	VFMADD231PS    Y1, Y5, Y2
+	VFMADD231PS    32(R8), Y2, Y7
+	ADDQ           $0x00000100, BX
+	ADDQ           $0x00000030, SI
+	ADDQ           $0x00000400, DI
+	ADDQ           $0x00000280, R8
+	DECQ           R9
+	JMP            chunk2
+
+groups2:
+	TESTQ          R10, R10
+	JZ             reduce2
+	VBROADCASTF128 32(SI), Y14
+	VMULPS         q4k4eighth<>+0(SB), Y14, Y14
+	VMOVDQU        (SI), X4
+	VPSHUFB        q4codeperm<>+0(SB), X4, X4
+	VPERMILPS      $0xa0, Y14, Y11
+	VPMOVZXBD      X4, Y9
+	VCVTDQ2PS      Y9, Y9
+	VMULPS         Y11, Y9, Y9
+	VPSRLDQ        $0x08, X4, X4
+	VPMOVZXBD      X4, Y6
+	VCVTDQ2PS      Y6, Y6
+	VMULPS         Y11, Y6, Y6
+	VMOVDQU        16(SI), X5
+	VPSHUFB        q4codeperm<>+0(SB), X5, X5
+	VPERMILPS      $0xf5, Y14, Y2
+	VPMOVZXBD      X5, Y15
+	VCVTDQ2PS      Y15, Y15
+	VMULPS         Y2, Y15, Y15
+	VPSRLDQ        $0x08, X5, X5
+	VPMOVZXBD      X5, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y2, Y13, Y13
+	VMOVDQU        (BX), Y8
+	VPSRLW         $0x04, Y8, Y12
+	VPAND          q4nibmask<>+0(SB), Y8, Y8
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW     (DI), Y8, Y3
+	VPMADDUBSW     64(DI), Y12, Y1
+	VPADDW         Y1, Y3, Y3
+	VPMADDWD       q4onesw<>+0(SB), Y3, Y3
+	VMOVDQU        64(BX), Y4
+	VPSRLW         $0x04, Y4, Y11
+	VPAND          q4nibmask<>+0(SB), Y4, Y4
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPMADDUBSW     256(DI), Y4, Y5
+	VPMADDUBSW     320(DI), Y11, Y2
+	VPADDW         Y2, Y5, Y5
+	VPMADDWD       q4onesw<>+0(SB), Y5, Y5
+	VPUNPCKLDQ     Y5, Y3, Y14
+	VPUNPCKHDQ     Y5, Y3, Y3
+	VPADDD         Y3, Y14, Y14
+	VPXOR          Y1, Y1, Y1
+	VPXOR          Y8, Y8, Y8
+	VPMADDUBSW     512(DI), Y1, Y12
+	VPMADDUBSW     576(DI), Y8, Y2
+	VPADDW         Y2, Y12, Y12
+	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
+	VPXOR          Y3, Y3, Y3
+	VPXOR          Y5, Y5, Y5
+	VPMADDUBSW     768(DI), Y3, Y4
+	VPMADDUBSW     832(DI), Y5, Y11
+	VPADDW         Y11, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VPUNPCKLDQ     Y4, Y12, Y2
+	VPUNPCKHDQ     Y4, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VPUNPCKLQDQ    Y2, Y14, Y1
+	VPUNPCKHQDQ    Y2, Y14, Y14
+	VPADDD         Y14, Y1, Y1
+	VCVTDQ2PS      Y1, Y1
+	VMULPS         Y9, Y1, Y1
+	VCVTDQ2PS      64(R8), Y8
+	VFMADD231PS    Y15, Y8, Y1
+	VFMADD231PS    (R8), Y1, Y7
+	VMOVDQU        32(BX), Y11
+	VPSRLW         $0x04, Y11, Y12
+	VPAND          q4nibmask<>+0(SB), Y11, Y11
+	VPAND          q4nibmask<>+0(SB), Y12, Y12
+	VPMADDUBSW     32(DI), Y11, Y4
+	VPMADDUBSW     96(DI), Y12, Y14
+	VPADDW         Y14, Y4, Y4
+	VPMADDWD       q4onesw<>+0(SB), Y4, Y4
+	VMOVDQU        96(BX), Y2
+	VPSRLW         $0x04, Y2, Y8
+	VPAND          q4nibmask<>+0(SB), Y2, Y2
+	VPAND          q4nibmask<>+0(SB), Y8, Y8
+	VPMADDUBSW     288(DI), Y2, Y1
+	VPMADDUBSW     352(DI), Y8, Y3
+	VPADDW         Y3, Y1, Y1
+	VPMADDWD       q4onesw<>+0(SB), Y1, Y1
+	VPUNPCKLDQ     Y1, Y4, Y5
+	VPUNPCKHDQ     Y1, Y4, Y4
+	VPADDD         Y4, Y5, Y5
+	VPXOR          Y14, Y14, Y14
+	VPXOR          Y11, Y11, Y11
+	VPMADDUBSW     544(DI), Y14, Y12
+	VPMADDUBSW     608(DI), Y11, Y3
+	VPADDW         Y3, Y12, Y12
+	VPMADDWD       q4onesw<>+0(SB), Y12, Y12
+	VPXOR          Y4, Y4, Y4
+	VPXOR          Y1, Y1, Y1
+	VPMADDUBSW     800(DI), Y4, Y2
+	VPMADDUBSW     864(DI), Y1, Y8
+	VPADDW         Y8, Y2, Y2
+	VPMADDWD       q4onesw<>+0(SB), Y2, Y2
+	VPUNPCKLDQ     Y2, Y12, Y3
+	VPUNPCKHDQ     Y2, Y12, Y12
+	VPADDD         Y12, Y3, Y3
+	VPUNPCKLQDQ    Y3, Y5, Y14
+	VPUNPCKHQDQ    Y3, Y5, Y5
+	VPADDD         Y5, Y14, Y14
+	VCVTDQ2PS      Y14, Y14
+	VMULPS         Y6, Y14, Y14
+	VCVTDQ2PS      96(R8), Y11
+	VFMADD231PS    Y13, Y11, Y14
+	VFMADD231PS    32(R8), Y14, Y7
+
+reduce2:
+	MOVQ   rstr+8(FP), BX
+	ADDQ   BX, AX
+	MOVQ   scstr+24(FP), BX
+	ADDQ   BX, CX
+	VXORPS Y8, Y8, Y8
+	MOVQ   AX, BX
+	MOVQ   CX, SI
+	MOVQ   x+48(FP), DI
+	MOVQ   ng+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   tail+40(FP), R8
+	ADDQ   R8, R9
+	MOVQ   R9, R8
+	ADDQ   $0x0f, R8
+	SHRQ   $0x04, R8
+	SHLQ   $0x0a, R8
+	ADDQ   DI, R8
+	MOVQ   R9, R10
+	ANDQ   $0x0f, R10
+	SHRQ   $0x02, R10
+	SHRQ   $0x04, R9
+
+chunk3:
+	TESTQ          R9, R9
+	JZ             groups3
+	PREFETCHT0     4096(BX)
+	PREFETCHT0     4160(BX)
+	PREFETCHT0     4224(BX)
+	PREFETCHT0     4288(BX)
+	PREFETCHT0     768(SI)
 	VBROADCASTF128 32(SI), Y12
 	VMULPS         q4k4eighth<>+0(SB), Y12, Y12
 	VMOVDQU        (SI), X2
@@ -114032,6 +117117,233 @@ reduce3:
 	VZEROUPPER
 	RET
 
+// func w8Avx2Rows(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·w8Avx2Rows(SB), NOSPLIT, $0-64
+	MOVQ u+0(FP), AX
+	MOVQ tail+24(FP), BX
+	MOVQ n+40(FP), SI
+	SHRQ $0x02, SI
+
+quad:
+	VXORPS Y0, Y0, Y0
+	MOVQ   AX, CX
+	MOVQ   x+32(FP), DX
+	MOVQ   ng+16(FP), DI
+
+loop0:
+	TESTQ       DI, DI
+	JZ          tail0
+	VMOVDQU     (CX), Y1
+	VPXOR       w8x80<>+0(SB), Y1, Y1
+	VPABSB      Y1, Y2
+	VMOVDQU     (DX), Y3
+	VPSIGNB     Y1, Y3, Y3
+	VPMADDUBSW  Y3, Y2, Y3
+	VPMADDWD    q4onesw<>+0(SB), Y3, Y3
+	VCVTDQ2PS   Y3, Y3
+	VFMADD231PS 64(DX), Y3, Y0
+	VMOVDQU     32(CX), Y4
+	VPXOR       w8x80<>+0(SB), Y4, Y4
+	VPABSB      Y4, Y5
+	VMOVDQU     32(DX), Y6
+	VPSIGNB     Y4, Y6, Y6
+	VPMADDUBSW  Y6, Y5, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VFMADD231PS 96(DX), Y6, Y0
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000080, DX
+	DECQ        DI
+	JMP         loop0
+
+tail0:
+	TESTQ       BX, BX
+	JZ          reduce0
+	VMOVDQU     (CX), Y7
+	VPXOR       w8x80<>+0(SB), Y7, Y7
+	VPABSB      Y7, Y8
+	VMOVDQU     (DX), Y9
+	VPSIGNB     Y7, Y9, Y9
+	VPMADDUBSW  Y9, Y8, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VFMADD231PS 64(DX), Y9, Y0
+
+reduce0:
+	MOVQ   rstr+8(FP), CX
+	ADDQ   CX, AX
+	VXORPS Y10, Y10, Y10
+	MOVQ   AX, CX
+	MOVQ   x+32(FP), DX
+	MOVQ   ng+16(FP), DI
+
+loop1:
+	TESTQ       DI, DI
+	JZ          tail1
+	VMOVDQU     (CX), Y11
+	VPXOR       w8x80<>+0(SB), Y11, Y11
+	VPABSB      Y11, Y12
+	VMOVDQU     (DX), Y13
+	VPSIGNB     Y11, Y13, Y13
+	VPMADDUBSW  Y13, Y12, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VCVTDQ2PS   Y13, Y13
+	VFMADD231PS 64(DX), Y13, Y10
+	VMOVDQU     32(CX), Y14
+	VPXOR       w8x80<>+0(SB), Y14, Y14
+	VPABSB      Y14, Y15
+	VMOVDQU     32(DX), Y3
+	VPSIGNB     Y14, Y3, Y3
+	VPMADDUBSW  Y3, Y15, Y3
+	VPMADDWD    q4onesw<>+0(SB), Y3, Y3
+	VCVTDQ2PS   Y3, Y3
+	VFMADD231PS 96(DX), Y3, Y10
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000080, DX
+	DECQ        DI
+	JMP         loop1
+
+tail1:
+	TESTQ       BX, BX
+	JZ          reduce1
+	VMOVDQU     (CX), Y1
+	VPXOR       w8x80<>+0(SB), Y1, Y1
+	VPABSB      Y1, Y2
+	VMOVDQU     (DX), Y6
+	VPSIGNB     Y1, Y6, Y6
+	VPMADDUBSW  Y6, Y2, Y6
+	VPMADDWD    q4onesw<>+0(SB), Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VFMADD231PS 64(DX), Y6, Y10
+
+reduce1:
+	MOVQ   rstr+8(FP), CX
+	ADDQ   CX, AX
+	VXORPS Y4, Y4, Y4
+	MOVQ   AX, CX
+	MOVQ   x+32(FP), DX
+	MOVQ   ng+16(FP), DI
+
+loop2:
+	TESTQ       DI, DI
+	JZ          tail2
+	VMOVDQU     (CX), Y5
+	VPXOR       w8x80<>+0(SB), Y5, Y5
+	VPABSB      Y5, Y9
+	VMOVDQU     (DX), Y7
+	VPSIGNB     Y5, Y7, Y7
+	VPMADDUBSW  Y7, Y9, Y7
+	VPMADDWD    q4onesw<>+0(SB), Y7, Y7
+	VCVTDQ2PS   Y7, Y7
+	VFMADD231PS 64(DX), Y7, Y4
+	VMOVDQU     32(CX), Y8
+	VPXOR       w8x80<>+0(SB), Y8, Y8
+	VPABSB      Y8, Y13
+	VMOVDQU     32(DX), Y11
+	VPSIGNB     Y8, Y11, Y11
+	VPMADDUBSW  Y11, Y13, Y11
+	VPMADDWD    q4onesw<>+0(SB), Y11, Y11
+	VCVTDQ2PS   Y11, Y11
+	VFMADD231PS 96(DX), Y11, Y4
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000080, DX
+	DECQ        DI
+	JMP         loop2
+
+tail2:
+	TESTQ       BX, BX
+	JZ          reduce2
+	VMOVDQU     (CX), Y12
+	VPXOR       w8x80<>+0(SB), Y12, Y12
+	VPABSB      Y12, Y3
+	VMOVDQU     (DX), Y14
+	VPSIGNB     Y12, Y14, Y14
+	VPMADDUBSW  Y14, Y3, Y14
+	VPMADDWD    q4onesw<>+0(SB), Y14, Y14
+	VCVTDQ2PS   Y14, Y14
+	VFMADD231PS 64(DX), Y14, Y4
+
+reduce2:
+	MOVQ   rstr+8(FP), CX
+	ADDQ   CX, AX
+	VXORPS Y15, Y15, Y15
+	MOVQ   AX, CX
+	MOVQ   x+32(FP), DX
+	MOVQ   ng+16(FP), DI
+
+loop3:
+	TESTQ       DI, DI
+	JZ          tail3
+	VMOVDQU     (CX), Y6
+	VPXOR       w8x80<>+0(SB), Y6, Y6
+	VPABSB      Y6, Y1
+	VMOVDQU     (DX), Y2
+	VPSIGNB     Y6, Y2, Y2
+	VPMADDUBSW  Y2, Y1, Y2
+	VPMADDWD    q4onesw<>+0(SB), Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VFMADD231PS 64(DX), Y2, Y15
+	VMOVDQU     32(CX), Y7
+	VPXOR       w8x80<>+0(SB), Y7, Y7
+	VPABSB      Y7, Y5
+	VMOVDQU     32(DX), Y9
+	VPSIGNB     Y7, Y9, Y9
+	VPMADDUBSW  Y9, Y5, Y9
+	VPMADDWD    q4onesw<>+0(SB), Y9, Y9
+	VCVTDQ2PS   Y9, Y9
+	VFMADD231PS 96(DX), Y9, Y15
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000080, DX
+	DECQ        DI
+	JMP         loop3
+
+tail3:
+	TESTQ       BX, BX
+	JZ          reduce3
+	VMOVDQU     (CX), Y11
+	VPXOR       w8x80<>+0(SB), Y11, Y11
+	VPABSB      Y11, Y8
+	VMOVDQU     (DX), Y13
+	VPSIGNB     Y11, Y13, Y13
+	VPMADDUBSW  Y13, Y8, Y13
+	VPMADDWD    q4onesw<>+0(SB), Y13, Y13
+	VCVTDQ2PS   Y13, Y13
+	VFMADD231PS 64(DX), Y13, Y15
+
+reduce3:
+	MOVQ         rstr+8(FP), CX
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y0, X14
+	VADDPS       X14, X0, X14
+	VEXTRACTF128 $0x01, Y10, X12
+	VADDPS       X12, X10, X12
+	VEXTRACTF128 $0x01, Y4, X3
+	VADDPS       X3, X4, X3
+	VEXTRACTF128 $0x01, Y15, X2
+	VADDPS       X2, X15, X2
+	VUNPCKLPS    X12, X14, X6
+	VUNPCKHPS    X12, X14, X1
+	VADDPS       X1, X6, X6
+	VUNPCKLPS    X2, X3, X9
+	VUNPCKHPS    X2, X3, X7
+	VADDPS       X7, X9, X9
+	VMOVLHPS     X9, X6, X5
+	VMOVHLPS     X6, X9, X13
+	VADDPS       X13, X5, X5
+	MOVQ         rs+56(FP), CX
+	VMULPS       (CX), X5, X5
+	ADDQ         $0x10, CX
+	MOVQ         CX, rs+56(FP)
+	MOVQ         dst+48(FP), CX
+	VMOVUPS      X5, (CX)
+	ADDQ         $0x10, CX
+	MOVQ         CX, dst+48(FP)
+	DECQ         SI
+	JNZ          quad
+	VZEROUPPER
+	RET
+
 // func w8VnniRowsPf(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 // Requires: AVX, AVX512F, AVX512VL, AVX512_VNNI, MMX+
 TEXT ·w8VnniRowsPf(SB), NOSPLIT, $0-64
@@ -116669,9 +119981,9 @@ reduce3:
 	VZEROUPPER
 	RET
 
-// func w8Avx2Rows(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
-// Requires: AVX, AVX2, FMA3
-TEXT ·w8Avx2Rows(SB), NOSPLIT, $0-64
+// func w8Avx2RowsPf(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+// Requires: AVX, AVX2, FMA3, MMX+
+TEXT ·w8Avx2RowsPf(SB), NOSPLIT, $0-64
 	MOVQ u+0(FP), AX
 	MOVQ tail+24(FP), BX
 	MOVQ n+40(FP), SI
@@ -116686,6 +119998,7 @@ quad:
 loop0:
 	TESTQ       DI, DI
 	JZ          tail0
+	PREFETCHT0  4096(CX)
 	VMOVDQU     (CX), Y1
 	VPXOR       w8x80<>+0(SB), Y1, Y1
 	VPABSB      Y1, Y2
@@ -116733,6 +120046,7 @@ reduce0:
 loop1:
 	TESTQ       DI, DI
 	JZ          tail1
+	PREFETCHT0  4096(CX)
 	VMOVDQU     (CX), Y11
 	VPXOR       w8x80<>+0(SB), Y11, Y11
 	VPABSB      Y11, Y12
@@ -116780,6 +120094,7 @@ reduce1:
 loop2:
 	TESTQ       DI, DI
 	JZ          tail2
+	PREFETCHT0  4096(CX)
 	VMOVDQU     (CX), Y5
 	VPXOR       w8x80<>+0(SB), Y5, Y5
 	VPABSB      Y5, Y9
@@ -116827,6 +120142,7 @@ reduce2:
 loop3:
 	TESTQ       DI, DI
 	JZ          tail3
+	PREFETCHT0  4096(CX)
 	VMOVDQU     (CX), Y6
 	VPXOR       w8x80<>+0(SB), Y6, Y6
 	VPABSB      Y6, Y1

@@ -489,6 +489,11 @@ func q4Avx2Codes2x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, 
 //go:noescape
 func q4Avx2CodesRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
+// q4Avx2CodesRowsPf computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2CodesRowsPf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
 // q4Avx2Scales1x1 computes a 1-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
 //
 //go:noescape
@@ -534,6 +539,11 @@ func q4Avx2Scales2x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int,
 //go:noescape
 func q4Avx2ScalesRows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
+// q4Avx2ScalesRowsPf computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2ScalesRowsPf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
 // q4Avx2K41x1 computes a 1-row by 1-token tile of a 4-bit product (see the layout in _gen/q4.go).
 //
 //go:noescape
@@ -578,6 +588,11 @@ func q4Avx2K42x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *
 //
 //go:noescape
 func q4Avx2K4Rows(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
+// q4Avx2K4RowsPf computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time (see the layout in _gen/q4.go).
+//
+//go:noescape
+func q4Avx2K4RowsPf(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
 // q4VnniLanesRepackCodes lays out a row-lane tile of 16 rows from row nib's codes on (rstr bytes a row; codes their block codes, nb a row) but for the codes of its partial entries, lane l's entries at dst + l*lstr (see _gen/q4lanes.go).
 //
@@ -1079,6 +1094,11 @@ func w8VnniRowsQ3(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *floa
 //go:noescape
 func w8VnniRowsQ4(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
+// w8Avx2Rows computes n consecutive rows of an 8-bit product (n a positive multiple of 4) for one token, one row at a time (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Avx2Rows(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+
 // w8VnniRowsPf computes n consecutive rows of an 8-bit product (n a positive multiple of 4) for one token, one row at a time (see the layout in _gen/w8.go).
 //
 //go:noescape
@@ -1104,10 +1124,10 @@ func w8VnniRowsQ3Pf(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *fl
 //go:noescape
 func w8VnniRowsQ4Pf(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
-// w8Avx2Rows computes n consecutive rows of an 8-bit product (n a positive multiple of 4) for one token, one row at a time (see the layout in _gen/w8.go).
+// w8Avx2RowsPf computes n consecutive rows of an 8-bit product (n a positive multiple of 4) for one token, one row at a time (see the layout in _gen/w8.go).
 //
 //go:noescape
-func w8Avx2Rows(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
+func w8Avx2RowsPf(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)
 
 // siluAvx2 sets dst[i] = x[i]/(1+exp(-x[i])) for n elements, n a multiple of 8.
 //

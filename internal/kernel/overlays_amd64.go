@@ -66,16 +66,16 @@ func archOverlays() []Overlay {
 
 // decodeWalks lists the one-token walks over rows this CPU's products
 // have (Tune picks), in order of preference (pickWalk): rows and tiles of
-// 4 where the AVX2 or AVX-512 products are in use, and with AVX-512 rows
-// asking ahead and rows with the activations from memory (whose rows
-// walk holds them in registers), with and without asking ahead; none (one
-// fixed walk) with the generic ones.
+// 4 where the AVX2 or AVX-512 products are in use, rows asking ahead,
+// and with AVX-512 rows with the activations from memory (whose rows
+// walk holds them in registers), with and without asking ahead; none
+// (one fixed walk) with the generic ones.
 func decodeWalks() []int32 {
 	if overlays[1].Supported {
 		return []int32{walkRows, walkRowsPrefetch, walkRowsMemory, walkRowsMemoryPrefetch, walkTiles4}
 	}
 	if overlays[0].Supported {
-		return []int32{walkRows, walkTiles4}
+		return []int32{walkRows, walkRowsPrefetch, walkTiles4}
 	}
 	return nil
 }

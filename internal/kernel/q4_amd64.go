@@ -81,17 +81,17 @@ var (
 		2: {1: q4VnniK42x1, 2: q4VnniK42x2, 3: q4VnniK42x3},
 		4: {1: q4VnniK44x1, 2: q4VnniK44x2, 3: q4VnniK44x3},
 	}}
-	q4Avx2K4 = q4Set{seq: q4Avx2K4Rows, decode: 1, rows: 2, tokens: 3, k: [9][5]q4Kern{
+	q4Avx2K4 = q4Set{seq: q4Avx2K4Rows, seqPf: q4Avx2K4RowsPf, decode: 1, rows: 2, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4Avx2K41x1, 2: q4Avx2K41x2, 3: q4Avx2K41x3},
 		2: {1: q4Avx2K42x1, 2: q4Avx2K42x2, 3: q4Avx2K42x3},
 		4: {1: q4Avx2K44x1, 2: q4Avx2K44x2},
 	}}
-	q4Avx2Codes = q4Set{seq: q4Avx2CodesRows, decode: 1, rows: 2, tokens: 3, k: [9][5]q4Kern{
+	q4Avx2Codes = q4Set{seq: q4Avx2CodesRows, seqPf: q4Avx2CodesRowsPf, decode: 1, rows: 2, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4Avx2Codes1x1, 2: q4Avx2Codes1x2, 3: q4Avx2Codes1x3},
 		2: {1: q4Avx2Codes2x1, 2: q4Avx2Codes2x2, 3: q4Avx2Codes2x3},
 		4: {1: q4Avx2Codes4x1, 2: q4Avx2Codes4x2},
 	}}
-	q4Avx2Scales = q4Set{seq: q4Avx2ScalesRows, decode: 1, rows: 2, tokens: 3, k: [9][5]q4Kern{
+	q4Avx2Scales = q4Set{seq: q4Avx2ScalesRows, seqPf: q4Avx2ScalesRowsPf, decode: 1, rows: 2, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4Avx2Scales1x1, 2: q4Avx2Scales1x2, 3: q4Avx2Scales1x3},
 		2: {1: q4Avx2Scales2x1, 2: q4Avx2Scales2x2, 3: q4Avx2Scales2x3},
 		4: {1: q4Avx2Scales4x1, 2: q4Avx2Scales4x2},

@@ -14,6 +14,9 @@ func q6RowsVnni(nib, hi *byte, sub *int8, d *float32, x *int8, nbias *int32, dx 
 func q6RowsVnniPf(nib, hi *byte, sub *int8, d *float32, x *int8, nbias *int32, dx *float32, ns, n int, dst *float32)
 
 //go:noescape
+func q6RowsAvx2Pf(nib, hi *byte, sub *int8, d *float32, x *int8, nbias *int32, dx *float32, ns, n int, dst *float32)
+
+//go:noescape
 func q6RowsAvx2(nib, hi *byte, sub *int8, d *float32, x *int8, nbias *int32, dx *float32, ns, n int, dst *float32)
 
 func q6MatMulVnni(dst []float32, ldd int, w *Q6, x *Q8, n0, n1 int) {
@@ -25,5 +28,9 @@ func q6MatMulVnni(dst []float32, ldd int, w *Q6, x *Q8, n0, n1 int) {
 }
 
 func q6MatMulAvx2(dst []float32, ldd int, w *Q6, x *Q8, n0, n1 int) {
+	if x.T == 1 && prefetchWalk(decodeWalk.Load()) {
+		q6MatMulKernel(q6RowsAvx2Pf, dst, ldd, w, x, n0, n1)
+		return
+	}
 	q6MatMulKernel(q6RowsAvx2, dst, ldd, w, x, n0, n1)
 }

@@ -198,23 +198,53 @@ super:
 	VFMADD231PS Y12, Y4, Y0
 
 // func q6RowsAvx2(nib, hi *byte, sub *int8, d *float32, x *int8, nbias *int32, dx *float32, ns, n int, dst *float32)
-TEXT ·q6RowsAvx2(SB), NOSPLIT, $0-80
-	Q6ARGS
-	MOVL $0x0f0f0f0f, R11
-	MOVD R11, X15
-	VPBROADCASTD X15, Y15
-	MOVL $0x30303030, R11
-	MOVD R11, X14
-	VPBROADCASTD X14, Y14
-	MOVL $0x00010001, R11
-	MOVD R11, X13
+#define Q6AVX2SETUP \
+	Q6ARGS                \
+	MOVL $0x0f0f0f0f, R11 \
+	MOVD R11, X15         \
+	VPBROADCASTD X15, Y15 \
+	MOVL $0x30303030, R11 \
+	MOVD R11, X14         \
+	VPBROADCASTD X14, Y14 \
+	MOVL $0x00010001, R11 \
+	MOVD R11, X13         \
 	VPBROADCASTD X13, Y13
+
+TEXT ·q6RowsAvx2(SB), NOSPLIT, $0-80
+	Q6AVX2SETUP
 
 avx2row:
 	Q6ROWARGS
 	VXORPS Y0, Y0, Y0
 
 avx2super:
+	VBROADCASTSS (DX), Y12
+	HALF6(0, 0)
+	HALF6(32, 8)
+	Q6NEXT
+	JNZ  avx2super
+
+	Q6STORE
+	JNZ  avx2row
+	VZEROUPPER
+	RET
+
+// func q6RowsAvx2Pf(nib, hi *byte, sub *int8, d *float32, x *int8, nbias *int32, dx *float32, ns, n int, dst *float32)
+//
+// q6RowsAvx2 asking for each plane ahead, as q6RowsVnniPf does.
+TEXT ·q6RowsAvx2Pf(SB), NOSPLIT, $0-80
+	Q6AVX2SETUP
+
+avx2row:
+	Q6ROWARGS
+	VXORPS Y0, Y0, Y0
+
+avx2super:
+	PREFETCHT0 4096(AX)
+	PREFETCHT0 4160(AX)
+	PREFETCHT0 2048(BX)
+	PREFETCHT0 512(CX)
+	PREFETCHT0 128(DX)
 	VBROADCASTSS (DX), Y12
 	HALF6(0, 0)
 	HALF6(32, 8)

@@ -51,7 +51,7 @@ var (
 			2: {1: w8Vnni2x1, 2: w8Vnni2x2, 3: w8Vnni2x3, 4: w8Vnni2x4},
 			4: {1: w8Vnni4x1, 2: w8Vnni4x2, 3: w8Vnni4x3},
 		}}
-	w8Avx2 = w8Set{seq: w8Avx2Rows, decode: 1, rows: 2, tokens: 4, signed: true, layout: w8Records, prep: w8PrepGroups, k: [9][5]w8Kern{
+	w8Avx2 = w8Set{seq: w8Avx2Rows, seqPf: w8Avx2RowsPf, decode: 1, rows: 2, tokens: 4, signed: true, layout: w8Records, prep: w8PrepGroups, k: [9][5]w8Kern{
 		1: {1: w8Avx21x1, 2: w8Avx21x2, 3: w8Avx21x3, 4: w8Avx21x4},
 		2: {1: w8Avx22x1, 2: w8Avx22x2, 3: w8Avx22x3, 4: w8Avx22x4},
 		4: {1: w8Avx24x1},

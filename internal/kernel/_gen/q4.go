@@ -63,7 +63,11 @@ func genQ4() {
 		for _, s := range append(q4YmmShapes, q4YmmShapes3...) {
 			q4Avx2Kernel(form, s.R, s.TT, false)
 		}
-		q4Avx2Kernel(form, 1, 1, true)
+		for _, ahead := range []int{0, prefetchBytes} {
+			prefetchAhead = ahead
+			q4Avx2Kernel(form, 1, 1, true)
+		}
+		prefetchAhead = 0
 	}
 }
 
@@ -204,6 +208,7 @@ func q4Avx2Kernel(form q4Form, R, TT int, rowLoop bool) {
 		if k4 {
 			name = "q4Avx2K4Rows"
 		}
+		name += prefetchSuffix()
 		TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)")
 		Pragma("noescape")
 		Doc(fmt.Sprintf("%s computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time (see the layout in _gen/q4.go).", name))
@@ -618,19 +623,22 @@ func q4Avx2Kernel(form q4Form, R, TT int, rowLoop bool) {
 		ANDQ(U8(15), cnt)
 		SHRQ(U8(2), cnt) // groups after the whole chunks
 		SHRQ(U8(4), chunks)
+		scBytes := 64 // a chunk's codes or scales
+		switch {
+		case k4:
+			scBytes = 48
+		case lpbq:
+			scBytes = 16
+		}
 		Label("chunk" + sfx)
 		TESTQ(chunks, chunks)
 		JZ(LabelRef("groups" + sfx))
+		if rowLoop {
+			prefetchChunk(nib.base[0], sc.base[0], 0, 4, scBytes)
+		}
 		chunk(false)
 		nib.add(256)
-		switch {
-		case k4:
-			sc.add(48)
-		case lpbq:
-			sc.add(16)
-		default:
-			sc.add(64)
-		}
+		sc.add(scBytes)
 		ADDQ(U32(4*recBytes), xp)
 		ADDQ(U32(chunkRecBytes), dp)
 		DECQ(chunks)
@@ -649,6 +657,9 @@ func q4Avx2Kernel(form q4Form, R, TT int, rowLoop bool) {
 		Label("loop" + sfx)
 		TESTQ(cnt, cnt)
 		JZ(LabelRef("tail" + sfx))
+		if rowLoop {
+			prefetchLines(nib.at(0, 0), 1)
+		}
 		step(0, 2)
 		step(width, 2)
 		nib.add(64)

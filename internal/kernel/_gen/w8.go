@@ -80,9 +80,9 @@ func genW8() {
 		for q := 1; q <= w8ResidentQuads; q++ {
 			w8KernelResident(q)
 		}
+		w8Kernel(false, 1, 1, true)
 	}
 	prefetchAhead = 0
-	w8Kernel(false, 1, 1, true)
 }
 
 // w8ResidentQuads is the most quads whose activations the AVX-512 row
@@ -356,6 +356,9 @@ func w8KernelRes(zmm bool, R, TT int, rowLoop bool, res int) {
 		if zmm {
 			stepZmm(false)
 		} else {
+			if rowLoop {
+				prefetchLines(rows.at(0, 0), 1)
+			}
 			stepYmm(0)
 			stepYmm(32)
 		}
