@@ -120,14 +120,5 @@ func BenchmarkQ4LayoutStreams(b *testing.B) {
 
 // layoutRead adds up b's 8-byte words (a plain read, four sums at a time).
 func layoutRead(b []byte) uint64 {
-	w := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/8)
-	var a0, a1, a2, a3 uint64
-	for len(w) >= 4 {
-		a0 += w[0]
-		a1 += w[1]
-		a2 += w[2]
-		a3 += w[3]
-		w = w[4:]
-	}
-	return a0 + a1 + a2 + a3
+	return sumWordsGeneric(unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/8))
 }

@@ -44,15 +44,18 @@
 	ADDQ $4, R10            \
 	DECQ R9
 
-// func q6RowsVnni(nib, hi *byte, sub *int8, d *float32, x *int8, nbias *int32, dx *float32, ns, n int, dst *float32)
-//
-// Per super-block: its 256 codes unpacked into four chunks of 64 bytes
-// (low nibble | high 2 bits at bits 4-5; GF2P8AFFINEQB moves the bit
-// pairs), four VPDPBUSD against the token's codes in the same slot order
-// into one accumulator that starts at -32*sum(x) per group (PackQ6 puts
-// group g in 32-bit lane g of every chunk), times the groups' sub-scales,
-// to float32, times the activation block scales, then accumulated with
-// d in 16 float32 lanes, summed at the end of the row.
+// Q6PREFETCH asks for each plane of the super-block 32 ahead (4 KiB of
+// the low nibbles; see _gen/prefetch.go for why).
+#define Q6PREFETCH \
+	PREFETCHT0 4096(AX) \
+	PREFETCHT0 4160(AX) \
+	PREFETCHT0 2048(BX) \
+	PREFETCHT0 512(CX)  \
+	PREFETCHT0 128(DX)
+
+// Q6VNNISETUP loads the arguments and the constants: the nibble mask
+// (Z31), 0x30 in every byte (Z30), and the bit matrices that move the
+// high bits 0-1, 2-3 and 6-7 of each byte to bits 4-5 (Z27, Z26, Z25).
 #define Q6VNNISETUP \
 	Q6ARGS                        \
 	MOVL $0x0f0f0f0f, R11         \
@@ -132,8 +135,7 @@ super:
 
 // func q6RowsVnniPf(nib, hi *byte, sub *int8, d *float32, x *int8, nbias *int32, dx *float32, ns, n int, dst *float32)
 //
-// q6RowsVnni asking for each plane 32 super-blocks ahead (4 KiB of the
-// codes' low nibbles; see _gen/prefetch.go for why and where).
+// q6RowsVnni asking for each plane ahead (Q6PREFETCH).
 TEXT ·q6RowsVnniPf(SB), NOSPLIT, $0-80
 	Q6VNNISETUP
 
@@ -142,11 +144,7 @@ row:
 	VPXORD Z0, Z0, Z0
 
 super:
-	PREFETCHT0 4096(AX)
-	PREFETCHT0 4160(AX)
-	PREFETCHT0 2048(BX)
-	PREFETCHT0 512(CX)
-	PREFETCHT0 128(DX)
+	Q6PREFETCH
 	Q6VNNISUPER
 	Q6NEXT
 	JNZ  super
@@ -198,6 +196,16 @@ super:
 	VFMADD231PS Y12, Y4, Y0
 
 // func q6RowsAvx2(nib, hi *byte, sub *int8, d *float32, x *int8, nbias *int32, dx *float32, ns, n int, dst *float32)
+// Q6AVX2SUPER adds the super-block at AX, BX, CX, DX into Y0 and steps
+// to the next.
+#define Q6AVX2SUPER \
+	VBROADCASTSS (DX), Y12 \
+	HALF6(0, 0)            \
+	HALF6(32, 8)           \
+	Q6NEXT
+
+// Q6AVX2SETUP loads the arguments and the constants: the nibble mask
+// (Y15), 0x30 in every byte (Y14) and int16 ones (Y13).
 #define Q6AVX2SETUP \
 	Q6ARGS                \
 	MOVL $0x0f0f0f0f, R11 \
@@ -218,10 +226,7 @@ avx2row:
 	VXORPS Y0, Y0, Y0
 
 avx2super:
-	VBROADCASTSS (DX), Y12
-	HALF6(0, 0)
-	HALF6(32, 8)
-	Q6NEXT
+	Q6AVX2SUPER
 	JNZ  avx2super
 
 	Q6STORE
@@ -240,15 +245,8 @@ avx2row:
 	VXORPS Y0, Y0, Y0
 
 avx2super:
-	PREFETCHT0 4096(AX)
-	PREFETCHT0 4160(AX)
-	PREFETCHT0 2048(BX)
-	PREFETCHT0 512(CX)
-	PREFETCHT0 128(DX)
-	VBROADCASTSS (DX), Y12
-	HALF6(0, 0)
-	HALF6(32, 8)
-	Q6NEXT
+	Q6PREFETCH
+	Q6AVX2SUPER
 	JNZ  avx2super
 
 	Q6STORE
