@@ -245,6 +245,11 @@ func writeTune(file string, res TuneResult) error {
 	return nil
 }
 
+// probeBytes is the size of each of the probe's two weights (64 MB; the
+// tests of the probe's logic make it small: emulated CPUs take minutes
+// over 64 MB).
+var probeBytes = 64 << 20
+
 // probeWalks times each walk on one token against a 4-bit LPBQ weight
 // and an 8-bit weight of 64 MB each (together larger than the last-level
 // caches of most CPUs, so the weights stream from memory as a model's
@@ -253,7 +258,7 @@ func writeTune(file string, res TuneResult) error {
 // (both products' bytes over both times).
 func probeWalks(walks []int32) map[string]float64 {
 	const K = 1024
-	const N4, N8 = 64 << 20 / (K / 2), 64 << 20 / K
+	N4, N8 := probeBytes/(K/2), probeBytes/K
 	q4 := &Q4{N: N4, K: K, Nib: pattern(N4 * K / 2), Codes: pattern(N4 * K / QK), Scales: make([]float32, N4)}
 	w8 := &W8{N: N8, K: K, U: pattern(N8 * K), Scales: make([]float32, N8)}
 	for i := range q4.Scales {

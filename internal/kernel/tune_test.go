@@ -76,8 +76,9 @@ func TestDecodeWalksSameBits(t *testing.T) {
 // for another CPU, another probe version or a file that is not JSON is
 // probed again; a forced re-probe ignores the cache.
 func TestTune(t *testing.T) {
-	saved := decodeWalk.Load()
-	defer decodeWalk.Store(saved)
+	saved, savedBytes := decodeWalk.Load(), probeBytes
+	defer func() { decodeWalk.Store(saved); probeBytes = savedBytes }()
+	probeBytes = 4 << 20 // the choice's logic, not the machine's rates
 	file := filepath.Join(t.TempDir(), "sub", "kernel-tune.json")
 	res, err := Tune(file, false)
 	if err != nil {
@@ -140,8 +141,9 @@ func TestTune(t *testing.T) {
 // unknown value is an error naming the variable, and a cache that cannot
 // be written still tunes, saying why in the note.
 func TestTuneAs(t *testing.T) {
-	saved := decodeWalk.Load()
-	defer decodeWalk.Store(saved)
+	saved, savedBytes := decodeWalk.Load(), probeBytes
+	defer func() { decodeWalk.Store(saved); probeBytes = savedBytes }()
+	probeBytes = 4 << 20
 	res, err := tuneAs("off", "")
 	if err != nil || res.GBps != nil || res.Walk != DecodeWalk() {
 		t.Fatalf("off: %+v, %v", res, err)
