@@ -136,20 +136,20 @@ func attendItems(a *attnArgs, lo, hi int, scores []float32) {
 		g := h / group
 		from := (g*stride + first) * E
 		sc := scores[:last+1-first]
-		if a.T == 1 {
+		if a.T == 1 && a.Ku == nil && a.Kh == nil {
 			a.prefetchValues(from, len(sc))
 		}
 		oh := a.out[t*H*E+h*E : t*H*E+(h+1)*E]
 		clear(oh)
 		switch {
 		case a.Ku != nil:
-			kernel.DotRowsU8(sc, qh, a.Ku[from:], E)
+			a.keyScores(sc, qh, E, 1, len(sc), from)
 			kernel.Scale(sc, sc, a.scale*headScale(a.ks, g))
 			inv := 1 / a.softmax(sc, t, first)
 			kernel.AxpyRowsU8(oh, sc, a.Vu[from:], E)
 			kernel.Scale(oh, oh, inv*headScale(a.vs, g))
 		case a.Kh != nil:
-			kernel.DotRowsF16(sc, qh, a.Kh[from:], E)
+			a.keyScores(sc, qh, E, 1, len(sc), from)
 			kernel.Scale(sc, sc, a.scale)
 			inv := 1 / a.softmax(sc, t, first)
 			kernel.AxpyRowsF16(oh, sc, a.Vh[from:], E)
@@ -225,14 +225,9 @@ func attendTile(a *attnArgs, i, m int, scores []float32) {
 	g := h0 / (H / a.G)
 	from := (g*stride + first) * E
 	scale, vscale := a.scale, float32(1)
-	if a.T == 1 {
-		a.prefetchValues(from, n)
-	}
+	a.keyScores(sc, a.q[base:], ld, m, n, from)
 	if a.Ku != nil {
-		kernel.DotRowsU8Multi(sc, n, n, a.q[base:], ld, E, m, a.Ku[from:], E)
 		scale, vscale = a.scale*headScale(a.ks, g), headScale(a.vs, g)
-	} else {
-		kernel.DotRowsF16Multi(sc, n, n, a.q[base:], ld, E, m, a.Kh[from:], E)
 	}
 	var inv [attnTile]float32
 	for k := range m {
@@ -258,20 +253,34 @@ func attendTile(a *attnArgs, i, m int, scores []float32) {
 	}
 }
 
-// prefetchValues asks for the n value rows from element from of the
-// cache layer, a cache line at a time, before the key pass: in a one-row
-// pass both runs come from memory (the weights streamed since the last
-// token have evicted them), and the value run then arrives while the
-// keys are read rather than after.
-func (a *attnArgs) prefetchValues(from, n int) {
+// keyScores sets the scores of the m queries at q (ldq apart) against
+// the n key rows from element from of a binary16 or uint8 cache layer,
+// into sc (n apart). In a one-row pass both the keys and the values come
+// from memory (the weights streamed since the last token have evicted
+// them), so the key pass asks for the value rows as it reads the keys
+// (kernel.DotRowsF16MultiAhead): they arrive while the keys are summed
+// rather than in a burst before or after. One key/value head of 483
+// binary16 positions from memory: 22-24 us, against 26-30 asking for the
+// values first (Intel Xeon; docs/kernels.md).
+func (a *attnArgs) keyScores(sc, q []float32, ldq, m, n, from int) {
+	E := a.E
 	switch {
+	case a.Ku != nil && a.T == 1:
+		kernel.DotRowsU8MultiAhead(sc, n, n, q, ldq, E, m, a.Ku[from:], E, a.Vu[from:])
 	case a.Ku != nil:
-		kernel.PrefetchRun(a.Vu, from, n*a.E)
-	case a.Kh != nil:
-		kernel.PrefetchRun(a.Vh, from, n*a.E)
+		kernel.DotRowsU8Multi(sc, n, n, q, ldq, E, m, a.Ku[from:], E)
+	case a.T == 1:
+		kernel.DotRowsF16MultiAhead(sc, n, n, q, ldq, E, m, a.Kh[from:], E, a.Vh[from:])
 	default:
-		kernel.PrefetchRun(a.V, from, n*a.E)
+		kernel.DotRowsF16Multi(sc, n, n, q, ldq, E, m, a.Kh[from:], E)
 	}
+}
+
+// prefetchValues asks for the n value rows from element from of a
+// float32 cache layer, a cache line at a time, before the key pass of a
+// one-row pass (keyScores does this as it goes for the other caches).
+func (a *attnArgs) prefetchValues(from, n int) {
+	kernel.PrefetchRun(a.V, from, n*a.E)
 }
 
 // softmax sets the scores sc of row t over slots first.. to their

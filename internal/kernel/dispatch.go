@@ -35,6 +35,10 @@ var (
 	// count, nil without.
 	axpyRowsMF16Impl, dotRowsMF16Impl [attnMultiMax + 1]rowsMKernel[uint16]
 	axpyRowsMU8Impl, dotRowsMU8Impl   [attnMultiMax + 1]rowsMKernel[uint8]
+	// The selected overlay's dot kernels that ask ahead as they read
+	// (DotRowsF16MultiAhead), by vector count 1..4, nil without.
+	dotRowsAF16Impl [attnMultiMax + 1]rowsAheadKernel[uint16]
+	dotRowsAU8Impl  [attnMultiMax + 1]rowsAheadKernel[uint8]
 )
 
 // attnMultiMax is the most vectors of a multi-vector row kernel.
@@ -44,6 +48,10 @@ const attnMultiMax = 4
 // AxpyRowsF16Multi): ld and lv are the strides of dst and of the vectors
 // v, n the elements of a row and rows the rows at stride.
 type rowsMKernel[E multiElem] func(dst []float32, ld int, v []float32, lv int, m []E, n, rows, stride int)
+
+// rowsAheadKernel is a multi-vector dot kernel (rowsMKernel) that, for
+// each line of m's rows it loads, asks for the line ahead bytes away.
+type rowsAheadKernel[E multiElem] func(dst []float32, ld int, v []float32, lv int, m []E, n, rows, stride, ahead int)
 
 // Overlay is one ISA's set of implementations; a nil field leaves the
 // previous choice in place.
@@ -89,6 +97,11 @@ type Overlay struct {
 	dotRowsMF16  [attnMultiMax + 1]rowsMKernel[uint16]
 	axpyRowsMU8  [attnMultiMax + 1]rowsMKernel[uint8]
 	dotRowsMU8   [attnMultiMax + 1]rowsMKernel[uint8]
+	// dotRowsAF16[m] and dotRowsAU8[m] (m = 1..4), when set, are
+	// dotRowsMF16[m] and dotRowsMU8[m] (DotRowsF16 and DotRowsU8 for m =
+	// 1), bit for bit, asking ahead as they read (DotRowsF16MultiAhead).
+	dotRowsAF16 [attnMultiMax + 1]rowsAheadKernel[uint16]
+	dotRowsAU8  [attnMultiMax + 1]rowsAheadKernel[uint8]
 
 	// The activation record layouts the overlay's Q4MatMul and W8MatMul
 	// read (Q8.Begin), nil when they read Q8 directly.
@@ -192,7 +205,7 @@ func install() {
 			axpyRowsF16Impl, axpyRowsMF16Impl = o.AxpyRowsF16, o.axpyRowsMF16
 		}
 		if o.DotRowsF16 != nil {
-			dotRowsF16Impl, dotRowsMF16Impl = o.DotRowsF16, o.dotRowsMF16
+			dotRowsF16Impl, dotRowsMF16Impl, dotRowsAF16Impl = o.DotRowsF16, o.dotRowsMF16, o.dotRowsAF16
 		}
 		if o.DotRowsF16W != nil {
 			dotRowsF16WImpl = o.DotRowsF16W
@@ -201,7 +214,7 @@ func install() {
 			axpyRowsU8Impl, axpyRowsMU8Impl = o.AxpyRowsU8, o.axpyRowsMU8
 		}
 		if o.DotRowsU8 != nil {
-			dotRowsU8Impl, dotRowsMU8Impl = o.DotRowsU8, o.dotRowsMU8
+			dotRowsU8Impl, dotRowsMU8Impl, dotRowsAU8Impl = o.DotRowsU8, o.dotRowsMU8, o.dotRowsAU8
 		}
 		if o.ColumnsF16 != nil {
 			columnsF16Impl = o.ColumnsF16

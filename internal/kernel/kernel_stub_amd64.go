@@ -1339,6 +1339,30 @@ func axpyRows4F16Vnni(dst *float32, ldd int, alpha *float32, lda int, x *uint16,
 //go:noescape
 func dotRows4F16Vnni(dst *float32, ldd int, w *float32, ldw int, y *uint16, n int, rows int, stride int)
 
+// dotRows1F16VnniPf sets dst[q*ldd+r] = Σ_j w[q*ldw+j]*y[r*stride+j] for q < 1, r < rows, j < n
+// (any n; strides in elements), each q exactly as dotRowsF16Vnni.
+//
+//go:noescape
+func dotRows1F16VnniPf(dst *float32, ldd int, w *float32, ldw int, y *uint16, n int, rows int, stride int, ahead int)
+
+// dotRows2F16VnniPf sets dst[q*ldd+r] = Σ_j w[q*ldw+j]*y[r*stride+j] for q < 2, r < rows, j < n
+// (any n; strides in elements), each q exactly as dotRowsF16Vnni.
+//
+//go:noescape
+func dotRows2F16VnniPf(dst *float32, ldd int, w *float32, ldw int, y *uint16, n int, rows int, stride int, ahead int)
+
+// dotRows3F16VnniPf sets dst[q*ldd+r] = Σ_j w[q*ldw+j]*y[r*stride+j] for q < 3, r < rows, j < n
+// (any n; strides in elements), each q exactly as dotRowsF16Vnni.
+//
+//go:noescape
+func dotRows3F16VnniPf(dst *float32, ldd int, w *float32, ldw int, y *uint16, n int, rows int, stride int, ahead int)
+
+// dotRows4F16VnniPf sets dst[q*ldd+r] = Σ_j w[q*ldw+j]*y[r*stride+j] for q < 4, r < rows, j < n
+// (any n; strides in elements), each q exactly as dotRowsF16Vnni.
+//
+//go:noescape
+func dotRows4F16VnniPf(dst *float32, ldd int, w *float32, ldw int, y *uint16, n int, rows int, stride int, ahead int)
+
 // axpyRows2U8Vnni sets dst[q*ldd+j] += Σ_r alpha[q*lda+r]*x[r*stride+j] for q < 2, j < n, r < rows
 // (any n; strides in elements), each q exactly as axpyRowsU8Vnni.
 //
@@ -1374,6 +1398,30 @@ func axpyRows4U8Vnni(dst *float32, ldd int, alpha *float32, lda int, x *uint8, n
 //
 //go:noescape
 func dotRows4U8Vnni(dst *float32, ldd int, w *float32, ldw int, y *uint8, n int, rows int, stride int)
+
+// dotRows1U8VnniPf sets dst[q*ldd+r] = Σ_j w[q*ldw+j]*y[r*stride+j] for q < 1, r < rows, j < n
+// (any n; strides in elements), each q exactly as dotRowsU8Vnni.
+//
+//go:noescape
+func dotRows1U8VnniPf(dst *float32, ldd int, w *float32, ldw int, y *uint8, n int, rows int, stride int, ahead int)
+
+// dotRows2U8VnniPf sets dst[q*ldd+r] = Σ_j w[q*ldw+j]*y[r*stride+j] for q < 2, r < rows, j < n
+// (any n; strides in elements), each q exactly as dotRowsU8Vnni.
+//
+//go:noescape
+func dotRows2U8VnniPf(dst *float32, ldd int, w *float32, ldw int, y *uint8, n int, rows int, stride int, ahead int)
+
+// dotRows3U8VnniPf sets dst[q*ldd+r] = Σ_j w[q*ldw+j]*y[r*stride+j] for q < 3, r < rows, j < n
+// (any n; strides in elements), each q exactly as dotRowsU8Vnni.
+//
+//go:noescape
+func dotRows3U8VnniPf(dst *float32, ldd int, w *float32, ldw int, y *uint8, n int, rows int, stride int, ahead int)
+
+// dotRows4U8VnniPf sets dst[q*ldd+r] = Σ_j w[q*ldw+j]*y[r*stride+j] for q < 4, r < rows, j < n
+// (any n; strides in elements), each q exactly as dotRowsU8Vnni.
+//
+//go:noescape
+func dotRows4U8VnniPf(dst *float32, ldd int, w *float32, ldw int, y *uint8, n int, rows int, stride int, ahead int)
 
 // prefetchStrided asks for the cache lines at p + i*stride, i < n (n >= 1), to be brought into the caches.
 //

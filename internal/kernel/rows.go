@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/aotlm/aotlm/internal/tensor"
 )
@@ -255,6 +256,51 @@ func DotRowsF16Multi(dst []float32, ldd, rows int, w []float32, ldw, n, m int, y
 // (DotRowsU8).
 func DotRowsU8Multi(dst []float32, ldd, rows int, w []float32, ldw, n, m int, y []uint8, stride int) {
 	dotRowsMulti(&dotU8Names, &dotRowsMU8Impl, dotRowsU8Impl, dst, ldd, rows, w, ldw, n, m, y, stride)
+}
+
+// DotRowsF16MultiAhead is DotRowsF16Multi, bit for bit, that also asks
+// for next to be brought into the caches: rows laid out as y's (the same
+// stride), such as the value rows that attention reads after its key
+// pass. Where the kernels can (AVX-512), each line of next is asked for
+// as the line at the same place in y is read, so that next arrives from
+// memory while y's rows are summed; elsewhere, or when next is shorter
+// than y's rows span, next is asked for all at once before.
+func DotRowsF16MultiAhead(dst []float32, ldd, rows int, w []float32, ldw, n, m int, y []uint16, stride int, next []uint16) {
+	dotRowsMultiAhead(&dotF16Names, &dotRowsMF16Impl, &dotRowsAF16Impl, dotRowsF16Impl, dst, ldd, rows, w, ldw, n, m, y, stride, next)
+}
+
+// DotRowsU8MultiAhead is DotRowsF16MultiAhead on rows of biased bytes
+// (DotRowsU8Multi).
+func DotRowsU8MultiAhead(dst []float32, ldd, rows int, w []float32, ldw, n, m int, y []uint8, stride int, next []uint8) {
+	dotRowsMultiAhead(&dotU8Names, &dotRowsMU8Impl, &dotRowsAU8Impl, dotRowsU8Impl, dst, ldd, rows, w, ldw, n, m, y, stride, next)
+}
+
+// dotRowsMultiAhead runs the overlay's kernels that ask ahead, at the
+// byte distance from y to next, when it has them and next covers y's
+// span; otherwise it asks for next (as much of y's span as it has) and
+// runs dotRowsMulti.
+func dotRowsMultiAhead[E multiElem](names *multiNames, kerns *[attnMultiMax + 1]rowsMKernel[E], ahead *[attnMultiMax + 1]rowsAheadKernel[E],
+	one func(dst, w []float32, y []E, stride int), dst []float32, ldd, rows int, w []float32, ldw, n, m int, y []E, stride int, next []E) {
+	if m <= 0 || rows <= 0 || n <= 0 {
+		dotRowsMulti(names, kerns, one, dst, ldd, rows, w, ldw, n, m, y, stride)
+		return
+	}
+	rowsSpan(names.dst, m, rows, ldd, len(dst))
+	rowsSpan(names.vecs, m, n, ldw, len(w))
+	span := rowsSpan(names.rows, rows, n, stride, len(y))
+	if ahead[1] == nil || len(next) < span {
+		PrefetchRun(next, 0, min(len(next), span))
+		dotRowsMulti(names, kerns, one, dst, ldd, rows, w, ldw, n, m, y, stride)
+		return
+	}
+	// A distance between two slices' first elements, for the kernels'
+	// PREFETCHT0 only: every line asked for lies within next[:span].
+	d := int(uintptr(unsafe.Pointer(unsafe.SliceData(next))) - uintptr(unsafe.Pointer(unsafe.SliceData(y))))
+	for i := 0; i < m; {
+		c := min(m-i, attnMultiMax)
+		ahead[c](dst[i*ldd:], ldd, w[i*ldw:], ldw, y, n, rows, stride, d)
+		i += c
+	}
 }
 
 // multiNames are the names an out-of-range multi-vector call panics

@@ -135,6 +135,9 @@ func rowsOverlay(o *Overlay, zmm bool) {
 	o.dotRowsMF16 = [attnMultiMax + 1]rowsMKernel[uint16]{2: h(dotRows2F16Vnni), 3: h(dotRows3F16Vnni), 4: h(dotRows4F16Vnni)}
 	o.axpyRowsMU8 = [attnMultiMax + 1]rowsMKernel[uint8]{2: b(axpyRows2U8Vnni), 3: b(axpyRows3U8Vnni), 4: b(axpyRows4U8Vnni)}
 	o.dotRowsMU8 = [attnMultiMax + 1]rowsMKernel[uint8]{2: b(dotRows2U8Vnni), 3: b(dotRows3U8Vnni), 4: b(dotRows4U8Vnni)}
+	ha, ba := wrapRowsAhead[uint16], wrapRowsAhead[uint8]
+	o.dotRowsAF16 = [attnMultiMax + 1]rowsAheadKernel[uint16]{1: ha(dotRows1F16VnniPf), 2: ha(dotRows2F16VnniPf), 3: ha(dotRows3F16VnniPf), 4: ha(dotRows4F16VnniPf)}
+	o.dotRowsAU8 = [attnMultiMax + 1]rowsAheadKernel[uint8]{1: ba(dotRows1U8VnniPf), 2: ba(dotRows2U8VnniPf), 3: ba(dotRows3U8VnniPf), 4: ba(dotRows4U8VnniPf)}
 	o.DotRowsF16 = func(dst, w []float32, y []uint16, stride int) {
 		dotRowsWith("DotRowsF16", dotRowsF16Vnni, 1, tensor.F16ToF32, dst, w, y, stride)
 	}
@@ -153,5 +156,13 @@ func rowsOverlay(o *Overlay, zmm bool) {
 func wrapRowsM[E multiElem](k func(dst *float32, ld int, v *float32, lv int, m *E, n, rows, stride int)) rowsMKernel[E] {
 	return func(dst []float32, ld int, v []float32, lv int, m []E, n, rows, stride int) {
 		k(unsafe.SliceData(dst), ld, unsafe.SliceData(v), lv, unsafe.SliceData(m), n, rows, stride)
+	}
+}
+
+// wrapRowsAhead makes a generated dot kernel that asks ahead a
+// rowsAheadKernel.
+func wrapRowsAhead[E multiElem](k func(dst *float32, ld int, v *float32, lv int, m *E, n, rows, stride, ahead int)) rowsAheadKernel[E] {
+	return func(dst []float32, ld int, v []float32, lv int, m []E, n, rows, stride, ahead int) {
+		k(unsafe.SliceData(dst), ld, unsafe.SliceData(v), lv, unsafe.SliceData(m), n, rows, stride, ahead)
 	}
 }

@@ -52,6 +52,9 @@ type rowsISA struct {
 	k       Op  // tail mask (AVX-512)
 	sb, sb3 GPVirtual
 	wF16    bool // dotRows: w is binary16 (the rows stay elem)
+	// ahead, in a kernel that asks ahead (dotAhead), holds the byte
+	// distance from each line it reads to the line it asks for.
+	ahead GPVirtual
 }
 
 func newRowsISA(zmm bool, e elemKind) *rowsISA {
