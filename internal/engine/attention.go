@@ -136,9 +136,6 @@ func attendItems(a *attnArgs, lo, hi int, scores []float32) {
 		g := h / group
 		from := (g*stride + first) * E
 		sc := scores[:last+1-first]
-		if a.T == 1 && a.Ku == nil && a.Kh == nil {
-			a.prefetchValues(from, len(sc))
-		}
 		oh := a.out[t*H*E+h*E : t*H*E+(h+1)*E]
 		clear(oh)
 		switch {
@@ -155,6 +152,9 @@ func attendItems(a *attnArgs, lo, hi int, scores []float32) {
 			kernel.AxpyRowsF16(oh, sc, a.Vh[from:], E)
 			kernel.Scale(oh, oh, inv)
 		default:
+			if a.T == 1 { // keyScores asks for the values as it goes for the other caches
+				kernel.PrefetchRun(a.V, from, len(sc)*E)
+			}
 			kernel.DotRows(sc, qh, a.K[from:], E)
 			kernel.Scale(sc, sc, a.scale)
 			inv := 1 / a.softmax(sc, t, first)
@@ -274,13 +274,6 @@ func (a *attnArgs) keyScores(sc, q []float32, ldq, m, n, from int) {
 	default:
 		kernel.DotRowsF16Multi(sc, n, n, q, ldq, E, m, a.Kh[from:], E)
 	}
-}
-
-// prefetchValues asks for the n value rows from element from of a
-// float32 cache layer, a cache line at a time, before the key pass of a
-// one-row pass (keyScores does this as it goes for the other caches).
-func (a *attnArgs) prefetchValues(from, n int) {
-	kernel.PrefetchRun(a.V, from, n*a.E)
 }
 
 // softmax sets the scores sc of row t over slots first.. to their
