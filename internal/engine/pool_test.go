@@ -32,6 +32,32 @@ func TestLinearParts(t *testing.T) {
 	}
 }
 
+// TestAttnParts: a one-row pass's attention is cut so that each claim
+// (the pool's step: a thread's share over its parts) holds the heads of
+// a whole key/value group where threads times the group fit in the
+// heads, at most partsPerThread a thread; passes of several rows and one
+// thread keep partsPerThread.
+func TestAttnParts(t *testing.T) {
+	for _, c := range []struct{ T, H, G, threads, want int }{
+		{1, 9, 3, 2, 1},                // SmolLM2-135M: 4 and 5 heads
+		{1, 16, 8, 2, partsPerThread},  // Qwen3-0.6B: claims of 2 heads, a group
+		{1, 32, 8, 2, partsPerThread},  // Llama-3.2-1B: claims of 4
+		{1, 14, 2, 2, 1},               // Qwen2-0.5B: 7 heads a group
+		{1, 32, 32, 2, partsPerThread}, // no grouping
+		{1, 9, 3, 4, 1},                // more threads than groups fit
+		{8, 9, 3, 2, partsPerThread},   // a prefill's items are (head, row)
+		{1, 9, 3, 1, partsPerThread},   // one thread: no split
+	} {
+		got := attnParts(c.T, c.H, c.G, c.threads)
+		if got != c.want {
+			t.Errorf("attnParts(T=%d, H=%d, G=%d, threads=%d) = %d, want %d", c.T, c.H, c.G, c.threads, got, c.want)
+		}
+		if group, step := c.H/c.G, max(1, c.T*c.H/(c.threads*got)); c.T == 1 && c.threads > 1 && c.threads*group <= c.H && step < group {
+			t.Errorf("attnParts(T=1, H=%d, G=%d, threads=%d) = %d: claims of %d heads split groups of %d", c.H, c.G, c.threads, got, step, group)
+		}
+	}
+}
+
 // countTask counts, per index, the times run covered it, and checks that
 // each range it gets is within [0, n) and starts on a grain.
 type countTask struct {

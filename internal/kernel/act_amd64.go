@@ -44,8 +44,9 @@ func scaleWith(kern func(dst, x *float32, s float32, n int), lanes int, dst, x [
 }
 
 // expSubWith runs kern on the whole vectors of x and on its last ones
-// padded to a vector (with values whose exponential the kernel clamps
-// to its smallest, left out of the sum), so every element takes the same
+// padded to a vector (with m, whose exponential is 1, left out of the
+// sum: a padding whose exponential is subnormal or 0 would cost Intel
+// cores a microcode assist), so every element takes the same
 // exponential.
 func expSubWith(zmm bool, x []float32, m float32) float32 {
 	// The kernels are called directly (not through a func value), so
@@ -63,7 +64,7 @@ func expSubWith(zmm bool, x []float32, m float32) float32 {
 		var buf [16]float32
 		copy(buf[:t], x[k:])
 		for i := t; i < lanes; i++ {
-			buf[i] = m - 1000
+			buf[i] = m
 		}
 		if zmm {
 			expSubVnni(&buf[0], m, lanes)

@@ -120372,22 +120372,22 @@ DATA actconst<>+624(SB)/4, $0x3f800000
 DATA actconst<>+628(SB)/4, $0x3f800000
 DATA actconst<>+632(SB)/4, $0x3f800000
 DATA actconst<>+636(SB)/4, $0x3f800000
-DATA actconst<>+640(SB)/4, $0xc2d00000
-DATA actconst<>+644(SB)/4, $0xc2d00000
-DATA actconst<>+648(SB)/4, $0xc2d00000
-DATA actconst<>+652(SB)/4, $0xc2d00000
-DATA actconst<>+656(SB)/4, $0xc2d00000
-DATA actconst<>+660(SB)/4, $0xc2d00000
-DATA actconst<>+664(SB)/4, $0xc2d00000
-DATA actconst<>+668(SB)/4, $0xc2d00000
-DATA actconst<>+672(SB)/4, $0xc2d00000
-DATA actconst<>+676(SB)/4, $0xc2d00000
-DATA actconst<>+680(SB)/4, $0xc2d00000
-DATA actconst<>+684(SB)/4, $0xc2d00000
-DATA actconst<>+688(SB)/4, $0xc2d00000
-DATA actconst<>+692(SB)/4, $0xc2d00000
-DATA actconst<>+696(SB)/4, $0xc2d00000
-DATA actconst<>+700(SB)/4, $0xc2d00000
+DATA actconst<>+640(SB)/4, $0xc2ae0000
+DATA actconst<>+644(SB)/4, $0xc2ae0000
+DATA actconst<>+648(SB)/4, $0xc2ae0000
+DATA actconst<>+652(SB)/4, $0xc2ae0000
+DATA actconst<>+656(SB)/4, $0xc2ae0000
+DATA actconst<>+660(SB)/4, $0xc2ae0000
+DATA actconst<>+664(SB)/4, $0xc2ae0000
+DATA actconst<>+668(SB)/4, $0xc2ae0000
+DATA actconst<>+672(SB)/4, $0xc2ae0000
+DATA actconst<>+676(SB)/4, $0xc2ae0000
+DATA actconst<>+680(SB)/4, $0xc2ae0000
+DATA actconst<>+684(SB)/4, $0xc2ae0000
+DATA actconst<>+688(SB)/4, $0xc2ae0000
+DATA actconst<>+692(SB)/4, $0xc2ae0000
+DATA actconst<>+696(SB)/4, $0xc2ae0000
+DATA actconst<>+700(SB)/4, $0xc2ae0000
 DATA actconst<>+704(SB)/4, $0x42b20000
 DATA actconst<>+708(SB)/4, $0x42b20000
 DATA actconst<>+712(SB)/4, $0x42b20000
@@ -120485,6 +120485,7 @@ loopU:
 	JB           loop1
 	VMOVUPS      (CX), Y3
 	VXORPS       actconst<>+832(SB), Y3, Y4
+	VCMPPS       $0x05, Y0, Y4, Y8
 	VMINPS       Y4, Y1, Y4
 	VMAXPS       Y4, Y0, Y4
 	VMULPS       actconst<>+0(SB), Y4, Y5
@@ -120508,37 +120509,40 @@ loopU:
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y5, Y5
 	VMULPS       Y6, Y5, Y4
+	VANDPS       Y8, Y4, Y4
 	VADDPS       Y2, Y4, Y4
 	VDIVPS       Y4, Y3, Y4
 	VMOVUPS      Y4, (AX)
-	VMOVUPS      32(CX), Y8
-	VXORPS       actconst<>+832(SB), Y8, Y9
-	VMINPS       Y9, Y1, Y9
-	VMAXPS       Y9, Y0, Y9
-	VMULPS       actconst<>+0(SB), Y9, Y10
-	VCVTPS2DQ    Y10, Y11
-	VCVTDQ2PS    Y11, Y10
-	VFNMADD231PS actconst<>+64(SB), Y10, Y9
-	VFNMADD231PS actconst<>+128(SB), Y10, Y9
-	VMOVUPS      actconst<>+192(SB), Y10
-	VFMADD213PS  actconst<>+256(SB), Y9, Y10
-	VFMADD213PS  actconst<>+320(SB), Y9, Y10
-	VFMADD213PS  actconst<>+384(SB), Y9, Y10
-	VFMADD213PS  actconst<>+448(SB), Y9, Y10
-	VFMADD213PS  actconst<>+512(SB), Y9, Y10
-	VFMADD213PS  Y2, Y9, Y10
-	VFMADD213PS  Y2, Y9, Y10
-	VPSRAD       $0x01, Y11, Y12
-	VPSUBD       Y12, Y11, Y11
+	VMOVUPS      32(CX), Y9
+	VXORPS       actconst<>+832(SB), Y9, Y10
+	VCMPPS       $0x05, Y0, Y10, Y14
+	VMINPS       Y10, Y1, Y10
+	VMAXPS       Y10, Y0, Y10
+	VMULPS       actconst<>+0(SB), Y10, Y11
+	VCVTPS2DQ    Y11, Y12
+	VCVTDQ2PS    Y12, Y11
+	VFNMADD231PS actconst<>+64(SB), Y11, Y10
+	VFNMADD231PS actconst<>+128(SB), Y11, Y10
+	VMOVUPS      actconst<>+192(SB), Y11
+	VFMADD213PS  actconst<>+256(SB), Y10, Y11
+	VFMADD213PS  actconst<>+320(SB), Y10, Y11
+	VFMADD213PS  actconst<>+384(SB), Y10, Y11
+	VFMADD213PS  actconst<>+448(SB), Y10, Y11
+	VFMADD213PS  actconst<>+512(SB), Y10, Y11
+	VFMADD213PS  Y2, Y10, Y11
+	VFMADD213PS  Y2, Y10, Y11
+	VPSRAD       $0x01, Y12, Y13
+	VPSUBD       Y13, Y12, Y12
+	VPADDD       actconst<>+768(SB), Y13, Y13
 	VPADDD       actconst<>+768(SB), Y12, Y12
-	VPADDD       actconst<>+768(SB), Y11, Y11
+	VPSLLD       $0x17, Y13, Y13
 	VPSLLD       $0x17, Y12, Y12
-	VPSLLD       $0x17, Y11, Y11
-	VMULPS       Y12, Y10, Y10
-	VMULPS       Y11, Y10, Y9
-	VADDPS       Y2, Y9, Y9
-	VDIVPS       Y9, Y8, Y9
-	VMOVUPS      Y9, 32(AX)
+	VMULPS       Y13, Y11, Y11
+	VMULPS       Y12, Y11, Y10
+	VANDPS       Y14, Y10, Y10
+	VADDPS       Y2, Y10, Y10
+	VDIVPS       Y10, Y9, Y10
+	VMOVUPS      Y10, 32(AX)
 	ADDQ         $0x00000040, AX
 	ADDQ         $0x00000040, CX
 	SUBQ         $0x00000010, DX
@@ -120547,34 +120551,36 @@ loopU:
 loop1:
 	TESTQ        DX, DX
 	JZ           done
-	VMOVUPS      (CX), Y13
-	VXORPS       actconst<>+832(SB), Y13, Y14
-	VMINPS       Y14, Y1, Y14
-	VMAXPS       Y14, Y0, Y14
-	VMULPS       actconst<>+0(SB), Y14, Y15
-	VCVTPS2DQ    Y15, Y5
-	VCVTDQ2PS    Y5, Y15
-	VFNMADD231PS actconst<>+64(SB), Y15, Y14
-	VFNMADD231PS actconst<>+128(SB), Y15, Y14
-	VMOVUPS      actconst<>+192(SB), Y15
-	VFMADD213PS  actconst<>+256(SB), Y14, Y15
-	VFMADD213PS  actconst<>+320(SB), Y14, Y15
-	VFMADD213PS  actconst<>+384(SB), Y14, Y15
-	VFMADD213PS  actconst<>+448(SB), Y14, Y15
-	VFMADD213PS  actconst<>+512(SB), Y14, Y15
-	VFMADD213PS  Y2, Y14, Y15
-	VFMADD213PS  Y2, Y14, Y15
-	VPSRAD       $0x01, Y5, Y6
-	VPSUBD       Y6, Y5, Y5
+	VMOVUPS      (CX), Y15
+	VXORPS       actconst<>+832(SB), Y15, Y8
+	VCMPPS       $0x05, Y0, Y8, Y3
+	VMINPS       Y8, Y1, Y8
+	VMAXPS       Y8, Y0, Y8
+	VMULPS       actconst<>+0(SB), Y8, Y5
+	VCVTPS2DQ    Y5, Y6
+	VCVTDQ2PS    Y6, Y5
+	VFNMADD231PS actconst<>+64(SB), Y5, Y8
+	VFNMADD231PS actconst<>+128(SB), Y5, Y8
+	VMOVUPS      actconst<>+192(SB), Y5
+	VFMADD213PS  actconst<>+256(SB), Y8, Y5
+	VFMADD213PS  actconst<>+320(SB), Y8, Y5
+	VFMADD213PS  actconst<>+384(SB), Y8, Y5
+	VFMADD213PS  actconst<>+448(SB), Y8, Y5
+	VFMADD213PS  actconst<>+512(SB), Y8, Y5
+	VFMADD213PS  Y2, Y8, Y5
+	VFMADD213PS  Y2, Y8, Y5
+	VPSRAD       $0x01, Y6, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       actconst<>+768(SB), Y7, Y7
 	VPADDD       actconst<>+768(SB), Y6, Y6
-	VPADDD       actconst<>+768(SB), Y5, Y5
+	VPSLLD       $0x17, Y7, Y7
 	VPSLLD       $0x17, Y6, Y6
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y15, Y15
-	VMULPS       Y5, Y15, Y14
-	VADDPS       Y2, Y14, Y14
-	VDIVPS       Y14, Y13, Y14
-	VMOVUPS      Y14, (AX)
+	VMULPS       Y7, Y5, Y5
+	VMULPS       Y6, Y5, Y8
+	VANDPS       Y3, Y8, Y8
+	VADDPS       Y2, Y8, Y8
+	VDIVPS       Y8, Y15, Y8
+	VMOVUPS      Y8, (AX)
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000020, CX
 	SUBQ         $0x00000008, DX
@@ -120602,6 +120608,7 @@ loopU:
 	VFMADD132PS  actconst<>+896(SB), Y2, Y4
 	VMULPS       Y3, Y4, Y4
 	VMULPS       actconst<>+960(SB), Y4, Y4
+	VCMPPS       $0x05, Y0, Y4, Y8
 	VMINPS       Y4, Y1, Y4
 	VMAXPS       Y4, Y0, Y4
 	VMULPS       actconst<>+0(SB), Y4, Y5
@@ -120625,40 +120632,43 @@ loopU:
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y5, Y5
 	VMULPS       Y6, Y5, Y4
+	VANDPS       Y8, Y4, Y4
 	VADDPS       Y2, Y4, Y4
 	VDIVPS       Y4, Y3, Y4
 	VMOVUPS      Y4, (AX)
-	VMOVUPS      32(CX), Y8
-	VMULPS       Y8, Y8, Y9
-	VFMADD132PS  actconst<>+896(SB), Y2, Y9
-	VMULPS       Y8, Y9, Y9
-	VMULPS       actconst<>+960(SB), Y9, Y9
-	VMINPS       Y9, Y1, Y9
-	VMAXPS       Y9, Y0, Y9
-	VMULPS       actconst<>+0(SB), Y9, Y10
-	VCVTPS2DQ    Y10, Y11
-	VCVTDQ2PS    Y11, Y10
-	VFNMADD231PS actconst<>+64(SB), Y10, Y9
-	VFNMADD231PS actconst<>+128(SB), Y10, Y9
-	VMOVUPS      actconst<>+192(SB), Y10
-	VFMADD213PS  actconst<>+256(SB), Y9, Y10
-	VFMADD213PS  actconst<>+320(SB), Y9, Y10
-	VFMADD213PS  actconst<>+384(SB), Y9, Y10
-	VFMADD213PS  actconst<>+448(SB), Y9, Y10
-	VFMADD213PS  actconst<>+512(SB), Y9, Y10
-	VFMADD213PS  Y2, Y9, Y10
-	VFMADD213PS  Y2, Y9, Y10
-	VPSRAD       $0x01, Y11, Y12
-	VPSUBD       Y12, Y11, Y11
+	VMOVUPS      32(CX), Y9
+	VMULPS       Y9, Y9, Y10
+	VFMADD132PS  actconst<>+896(SB), Y2, Y10
+	VMULPS       Y9, Y10, Y10
+	VMULPS       actconst<>+960(SB), Y10, Y10
+	VCMPPS       $0x05, Y0, Y10, Y14
+	VMINPS       Y10, Y1, Y10
+	VMAXPS       Y10, Y0, Y10
+	VMULPS       actconst<>+0(SB), Y10, Y11
+	VCVTPS2DQ    Y11, Y12
+	VCVTDQ2PS    Y12, Y11
+	VFNMADD231PS actconst<>+64(SB), Y11, Y10
+	VFNMADD231PS actconst<>+128(SB), Y11, Y10
+	VMOVUPS      actconst<>+192(SB), Y11
+	VFMADD213PS  actconst<>+256(SB), Y10, Y11
+	VFMADD213PS  actconst<>+320(SB), Y10, Y11
+	VFMADD213PS  actconst<>+384(SB), Y10, Y11
+	VFMADD213PS  actconst<>+448(SB), Y10, Y11
+	VFMADD213PS  actconst<>+512(SB), Y10, Y11
+	VFMADD213PS  Y2, Y10, Y11
+	VFMADD213PS  Y2, Y10, Y11
+	VPSRAD       $0x01, Y12, Y13
+	VPSUBD       Y13, Y12, Y12
+	VPADDD       actconst<>+768(SB), Y13, Y13
 	VPADDD       actconst<>+768(SB), Y12, Y12
-	VPADDD       actconst<>+768(SB), Y11, Y11
+	VPSLLD       $0x17, Y13, Y13
 	VPSLLD       $0x17, Y12, Y12
-	VPSLLD       $0x17, Y11, Y11
-	VMULPS       Y12, Y10, Y10
-	VMULPS       Y11, Y10, Y9
-	VADDPS       Y2, Y9, Y9
-	VDIVPS       Y9, Y8, Y9
-	VMOVUPS      Y9, 32(AX)
+	VMULPS       Y13, Y11, Y11
+	VMULPS       Y12, Y11, Y10
+	VANDPS       Y14, Y10, Y10
+	VADDPS       Y2, Y10, Y10
+	VDIVPS       Y10, Y9, Y10
+	VMOVUPS      Y10, 32(AX)
 	ADDQ         $0x00000040, AX
 	ADDQ         $0x00000040, CX
 	SUBQ         $0x00000010, DX
@@ -120667,37 +120677,39 @@ loopU:
 loop1:
 	TESTQ        DX, DX
 	JZ           done
-	VMOVUPS      (CX), Y13
-	VMULPS       Y13, Y13, Y14
-	VFMADD132PS  actconst<>+896(SB), Y2, Y14
-	VMULPS       Y13, Y14, Y14
-	VMULPS       actconst<>+960(SB), Y14, Y14
-	VMINPS       Y14, Y1, Y14
-	VMAXPS       Y14, Y0, Y14
-	VMULPS       actconst<>+0(SB), Y14, Y15
-	VCVTPS2DQ    Y15, Y5
-	VCVTDQ2PS    Y5, Y15
-	VFNMADD231PS actconst<>+64(SB), Y15, Y14
-	VFNMADD231PS actconst<>+128(SB), Y15, Y14
-	VMOVUPS      actconst<>+192(SB), Y15
-	VFMADD213PS  actconst<>+256(SB), Y14, Y15
-	VFMADD213PS  actconst<>+320(SB), Y14, Y15
-	VFMADD213PS  actconst<>+384(SB), Y14, Y15
-	VFMADD213PS  actconst<>+448(SB), Y14, Y15
-	VFMADD213PS  actconst<>+512(SB), Y14, Y15
-	VFMADD213PS  Y2, Y14, Y15
-	VFMADD213PS  Y2, Y14, Y15
-	VPSRAD       $0x01, Y5, Y6
-	VPSUBD       Y6, Y5, Y5
+	VMOVUPS      (CX), Y15
+	VMULPS       Y15, Y15, Y8
+	VFMADD132PS  actconst<>+896(SB), Y2, Y8
+	VMULPS       Y15, Y8, Y8
+	VMULPS       actconst<>+960(SB), Y8, Y8
+	VCMPPS       $0x05, Y0, Y8, Y3
+	VMINPS       Y8, Y1, Y8
+	VMAXPS       Y8, Y0, Y8
+	VMULPS       actconst<>+0(SB), Y8, Y5
+	VCVTPS2DQ    Y5, Y6
+	VCVTDQ2PS    Y6, Y5
+	VFNMADD231PS actconst<>+64(SB), Y5, Y8
+	VFNMADD231PS actconst<>+128(SB), Y5, Y8
+	VMOVUPS      actconst<>+192(SB), Y5
+	VFMADD213PS  actconst<>+256(SB), Y8, Y5
+	VFMADD213PS  actconst<>+320(SB), Y8, Y5
+	VFMADD213PS  actconst<>+384(SB), Y8, Y5
+	VFMADD213PS  actconst<>+448(SB), Y8, Y5
+	VFMADD213PS  actconst<>+512(SB), Y8, Y5
+	VFMADD213PS  Y2, Y8, Y5
+	VFMADD213PS  Y2, Y8, Y5
+	VPSRAD       $0x01, Y6, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       actconst<>+768(SB), Y7, Y7
 	VPADDD       actconst<>+768(SB), Y6, Y6
-	VPADDD       actconst<>+768(SB), Y5, Y5
+	VPSLLD       $0x17, Y7, Y7
 	VPSLLD       $0x17, Y6, Y6
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y15, Y15
-	VMULPS       Y5, Y15, Y14
-	VADDPS       Y2, Y14, Y14
-	VDIVPS       Y14, Y13, Y14
-	VMOVUPS      Y14, (AX)
+	VMULPS       Y7, Y5, Y5
+	VMULPS       Y6, Y5, Y8
+	VANDPS       Y3, Y8, Y8
+	VADDPS       Y2, Y8, Y8
+	VDIVPS       Y8, Y15, Y8
+	VMOVUPS      Y8, (AX)
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000020, CX
 	SUBQ         $0x00000008, DX
@@ -120722,6 +120734,7 @@ loopU:
 	JB           loop1
 	VMOVUPS      (CX), Y2
 	VXORPS       actconst<>+832(SB), Y2, Y3
+	VCMPPS       $0x05, Y0, Y3, Y7
 	VMINPS       Y3, Y1, Y3
 	VMAXPS       Y3, Y0, Y3
 	VMULPS       actconst<>+0(SB), Y3, Y4
@@ -120745,39 +120758,42 @@ loopU:
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y4, Y4
 	VMULPS       Y5, Y4, Y3
+	VANDPS       Y7, Y3, Y3
 	VADDPS       actconst<>+576(SB), Y3, Y3
 	VDIVPS       Y3, Y2, Y3
 	VMULPS       (DX), Y3, Y3
 	VMOVUPS      Y3, (AX)
-	VMOVUPS      32(CX), Y7
-	VXORPS       actconst<>+832(SB), Y7, Y8
-	VMINPS       Y8, Y1, Y8
-	VMAXPS       Y8, Y0, Y8
-	VMULPS       actconst<>+0(SB), Y8, Y9
-	VCVTPS2DQ    Y9, Y10
-	VCVTDQ2PS    Y10, Y9
-	VFNMADD231PS actconst<>+64(SB), Y9, Y8
-	VFNMADD231PS actconst<>+128(SB), Y9, Y8
-	VMOVUPS      actconst<>+192(SB), Y9
-	VFMADD213PS  actconst<>+256(SB), Y8, Y9
-	VFMADD213PS  actconst<>+320(SB), Y8, Y9
-	VFMADD213PS  actconst<>+384(SB), Y8, Y9
-	VFMADD213PS  actconst<>+448(SB), Y8, Y9
-	VFMADD213PS  actconst<>+512(SB), Y8, Y9
-	VFMADD213PS  actconst<>+576(SB), Y8, Y9
-	VFMADD213PS  actconst<>+576(SB), Y8, Y9
-	VPSRAD       $0x01, Y10, Y11
-	VPSUBD       Y11, Y10, Y10
+	VMOVUPS      32(CX), Y8
+	VXORPS       actconst<>+832(SB), Y8, Y9
+	VCMPPS       $0x05, Y0, Y9, Y13
+	VMINPS       Y9, Y1, Y9
+	VMAXPS       Y9, Y0, Y9
+	VMULPS       actconst<>+0(SB), Y9, Y10
+	VCVTPS2DQ    Y10, Y11
+	VCVTDQ2PS    Y11, Y10
+	VFNMADD231PS actconst<>+64(SB), Y10, Y9
+	VFNMADD231PS actconst<>+128(SB), Y10, Y9
+	VMOVUPS      actconst<>+192(SB), Y10
+	VFMADD213PS  actconst<>+256(SB), Y9, Y10
+	VFMADD213PS  actconst<>+320(SB), Y9, Y10
+	VFMADD213PS  actconst<>+384(SB), Y9, Y10
+	VFMADD213PS  actconst<>+448(SB), Y9, Y10
+	VFMADD213PS  actconst<>+512(SB), Y9, Y10
+	VFMADD213PS  actconst<>+576(SB), Y9, Y10
+	VFMADD213PS  actconst<>+576(SB), Y9, Y10
+	VPSRAD       $0x01, Y11, Y12
+	VPSUBD       Y12, Y11, Y11
+	VPADDD       actconst<>+768(SB), Y12, Y12
 	VPADDD       actconst<>+768(SB), Y11, Y11
-	VPADDD       actconst<>+768(SB), Y10, Y10
+	VPSLLD       $0x17, Y12, Y12
 	VPSLLD       $0x17, Y11, Y11
-	VPSLLD       $0x17, Y10, Y10
-	VMULPS       Y11, Y9, Y9
-	VMULPS       Y10, Y9, Y8
-	VADDPS       actconst<>+576(SB), Y8, Y8
-	VDIVPS       Y8, Y7, Y8
-	VMULPS       32(DX), Y8, Y8
-	VMOVUPS      Y8, 32(AX)
+	VMULPS       Y12, Y10, Y10
+	VMULPS       Y11, Y10, Y9
+	VANDPS       Y13, Y9, Y9
+	VADDPS       actconst<>+576(SB), Y9, Y9
+	VDIVPS       Y9, Y8, Y9
+	VMULPS       32(DX), Y9, Y9
+	VMOVUPS      Y9, 32(AX)
 	ADDQ         $0x00000040, AX
 	ADDQ         $0x00000040, CX
 	ADDQ         $0x00000040, DX
@@ -120787,35 +120803,37 @@ loopU:
 loop1:
 	TESTQ        BX, BX
 	JZ           done
-	VMOVUPS      (CX), Y12
-	VXORPS       actconst<>+832(SB), Y12, Y13
-	VMINPS       Y13, Y1, Y13
-	VMAXPS       Y13, Y0, Y13
-	VMULPS       actconst<>+0(SB), Y13, Y14
-	VCVTPS2DQ    Y14, Y15
-	VCVTDQ2PS    Y15, Y14
-	VFNMADD231PS actconst<>+64(SB), Y14, Y13
-	VFNMADD231PS actconst<>+128(SB), Y14, Y13
-	VMOVUPS      actconst<>+192(SB), Y14
-	VFMADD213PS  actconst<>+256(SB), Y13, Y14
-	VFMADD213PS  actconst<>+320(SB), Y13, Y14
-	VFMADD213PS  actconst<>+384(SB), Y13, Y14
-	VFMADD213PS  actconst<>+448(SB), Y13, Y14
-	VFMADD213PS  actconst<>+512(SB), Y13, Y14
-	VFMADD213PS  actconst<>+576(SB), Y13, Y14
-	VFMADD213PS  actconst<>+576(SB), Y13, Y14
-	VPSRAD       $0x01, Y15, Y4
-	VPSUBD       Y4, Y15, Y15
+	VMOVUPS      (CX), Y14
+	VXORPS       actconst<>+832(SB), Y14, Y15
+	VCMPPS       $0x05, Y0, Y15, Y6
+	VMINPS       Y15, Y1, Y15
+	VMAXPS       Y15, Y0, Y15
+	VMULPS       actconst<>+0(SB), Y15, Y7
+	VCVTPS2DQ    Y7, Y4
+	VCVTDQ2PS    Y4, Y7
+	VFNMADD231PS actconst<>+64(SB), Y7, Y15
+	VFNMADD231PS actconst<>+128(SB), Y7, Y15
+	VMOVUPS      actconst<>+192(SB), Y7
+	VFMADD213PS  actconst<>+256(SB), Y15, Y7
+	VFMADD213PS  actconst<>+320(SB), Y15, Y7
+	VFMADD213PS  actconst<>+384(SB), Y15, Y7
+	VFMADD213PS  actconst<>+448(SB), Y15, Y7
+	VFMADD213PS  actconst<>+512(SB), Y15, Y7
+	VFMADD213PS  actconst<>+576(SB), Y15, Y7
+	VFMADD213PS  actconst<>+576(SB), Y15, Y7
+	VPSRAD       $0x01, Y4, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       actconst<>+768(SB), Y5, Y5
 	VPADDD       actconst<>+768(SB), Y4, Y4
-	VPADDD       actconst<>+768(SB), Y15, Y15
+	VPSLLD       $0x17, Y5, Y5
 	VPSLLD       $0x17, Y4, Y4
-	VPSLLD       $0x17, Y15, Y15
-	VMULPS       Y4, Y14, Y14
-	VMULPS       Y15, Y14, Y13
-	VADDPS       actconst<>+576(SB), Y13, Y13
-	VDIVPS       Y13, Y12, Y13
-	VMULPS       (DX), Y13, Y13
-	VMOVUPS      Y13, (AX)
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y15
+	VANDPS       Y6, Y15, Y15
+	VADDPS       actconst<>+576(SB), Y15, Y15
+	VDIVPS       Y15, Y14, Y15
+	VMULPS       (DX), Y15, Y15
+	VMOVUPS      Y15, (AX)
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000020, CX
 	ADDQ         $0x00000020, DX
@@ -120831,19 +120849,19 @@ done:
 TEXT ·expSubAvx2(SB), NOSPLIT, $0-28
 	MOVQ         x+0(FP), AX
 	MOVQ         n+16(FP), CX
-	VMOVUPS      actconst<>+640(SB), Y0
-	VMOVUPS      actconst<>+704(SB), Y1
-	MOVSS        m+8(FP), X2
-	VBROADCASTSS X2, Y2
+	VBROADCASTSS m+8(FP), Y0
+	VMOVUPS      actconst<>+640(SB), Y1
+	VMOVUPS      actconst<>+704(SB), Y2
 	VXORPS       Y3, Y3, Y3
 
 loopU:
 	CMPQ         CX, $0x00000010
 	JB           loop1
 	VMOVUPS      (AX), Y4
-	VSUBPS       Y2, Y4, Y4
-	VMINPS       Y4, Y1, Y4
-	VMAXPS       Y4, Y0, Y4
+	VSUBPS       Y0, Y4, Y4
+	VCMPPS       $0x05, Y1, Y4, Y8
+	VMINPS       Y4, Y2, Y4
+	VMAXPS       Y4, Y1, Y4
 	VMULPS       actconst<>+0(SB), Y4, Y5
 	VCVTPS2DQ    Y5, Y6
 	VCVTDQ2PS    Y6, Y5
@@ -120865,35 +120883,38 @@ loopU:
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y5, Y5
 	VMULPS       Y6, Y5, Y4
+	VANDPS       Y8, Y4, Y4
 	VMOVUPS      Y4, (AX)
 	VADDPS       Y4, Y3, Y3
-	VMOVUPS      32(AX), Y8
-	VSUBPS       Y2, Y8, Y8
-	VMINPS       Y8, Y1, Y8
-	VMAXPS       Y8, Y0, Y8
-	VMULPS       actconst<>+0(SB), Y8, Y9
-	VCVTPS2DQ    Y9, Y10
-	VCVTDQ2PS    Y10, Y9
-	VFNMADD231PS actconst<>+64(SB), Y9, Y8
-	VFNMADD231PS actconst<>+128(SB), Y9, Y8
-	VMOVUPS      actconst<>+192(SB), Y9
-	VFMADD213PS  actconst<>+256(SB), Y8, Y9
-	VFMADD213PS  actconst<>+320(SB), Y8, Y9
-	VFMADD213PS  actconst<>+384(SB), Y8, Y9
-	VFMADD213PS  actconst<>+448(SB), Y8, Y9
-	VFMADD213PS  actconst<>+512(SB), Y8, Y9
-	VFMADD213PS  actconst<>+576(SB), Y8, Y9
-	VFMADD213PS  actconst<>+576(SB), Y8, Y9
-	VPSRAD       $0x01, Y10, Y11
-	VPSUBD       Y11, Y10, Y10
+	VMOVUPS      32(AX), Y9
+	VSUBPS       Y0, Y9, Y9
+	VCMPPS       $0x05, Y1, Y9, Y13
+	VMINPS       Y9, Y2, Y9
+	VMAXPS       Y9, Y1, Y9
+	VMULPS       actconst<>+0(SB), Y9, Y10
+	VCVTPS2DQ    Y10, Y11
+	VCVTDQ2PS    Y11, Y10
+	VFNMADD231PS actconst<>+64(SB), Y10, Y9
+	VFNMADD231PS actconst<>+128(SB), Y10, Y9
+	VMOVUPS      actconst<>+192(SB), Y10
+	VFMADD213PS  actconst<>+256(SB), Y9, Y10
+	VFMADD213PS  actconst<>+320(SB), Y9, Y10
+	VFMADD213PS  actconst<>+384(SB), Y9, Y10
+	VFMADD213PS  actconst<>+448(SB), Y9, Y10
+	VFMADD213PS  actconst<>+512(SB), Y9, Y10
+	VFMADD213PS  actconst<>+576(SB), Y9, Y10
+	VFMADD213PS  actconst<>+576(SB), Y9, Y10
+	VPSRAD       $0x01, Y11, Y12
+	VPSUBD       Y12, Y11, Y11
+	VPADDD       actconst<>+768(SB), Y12, Y12
 	VPADDD       actconst<>+768(SB), Y11, Y11
-	VPADDD       actconst<>+768(SB), Y10, Y10
+	VPSLLD       $0x17, Y12, Y12
 	VPSLLD       $0x17, Y11, Y11
-	VPSLLD       $0x17, Y10, Y10
-	VMULPS       Y11, Y9, Y9
-	VMULPS       Y10, Y9, Y8
-	VMOVUPS      Y8, 32(AX)
-	VADDPS       Y8, Y3, Y3
+	VMULPS       Y12, Y10, Y10
+	VMULPS       Y11, Y10, Y9
+	VANDPS       Y13, Y9, Y9
+	VMOVUPS      Y9, 32(AX)
+	VADDPS       Y9, Y3, Y3
 	ADDQ         $0x00000040, AX
 	SUBQ         $0x00000010, CX
 	JMP          loopU
@@ -120901,46 +120922,48 @@ loopU:
 loop1:
 	TESTQ        CX, CX
 	JZ           done
-	VMOVUPS      (AX), Y12
-	VSUBPS       Y2, Y12, Y12
-	VMINPS       Y12, Y1, Y12
-	VMAXPS       Y12, Y0, Y12
-	VMULPS       actconst<>+0(SB), Y12, Y13
-	VCVTPS2DQ    Y13, Y14
-	VCVTDQ2PS    Y14, Y13
-	VFNMADD231PS actconst<>+64(SB), Y13, Y12
-	VFNMADD231PS actconst<>+128(SB), Y13, Y12
-	VMOVUPS      actconst<>+192(SB), Y13
-	VFMADD213PS  actconst<>+256(SB), Y12, Y13
-	VFMADD213PS  actconst<>+320(SB), Y12, Y13
-	VFMADD213PS  actconst<>+384(SB), Y12, Y13
-	VFMADD213PS  actconst<>+448(SB), Y12, Y13
-	VFMADD213PS  actconst<>+512(SB), Y12, Y13
-	VFMADD213PS  actconst<>+576(SB), Y12, Y13
-	VFMADD213PS  actconst<>+576(SB), Y12, Y13
-	VPSRAD       $0x01, Y14, Y15
-	VPSUBD       Y15, Y14, Y14
-	VPADDD       actconst<>+768(SB), Y15, Y15
-	VPADDD       actconst<>+768(SB), Y14, Y14
-	VPSLLD       $0x17, Y15, Y15
-	VPSLLD       $0x17, Y14, Y14
-	VMULPS       Y15, Y13, Y13
-	VMULPS       Y14, Y13, Y12
-	VMOVUPS      Y12, (AX)
-	VADDPS       Y12, Y3, Y3
+	VMOVUPS      (AX), Y14
+	VSUBPS       Y0, Y14, Y14
+	VCMPPS       $0x05, Y1, Y14, Y6
+	VMINPS       Y14, Y2, Y14
+	VMAXPS       Y14, Y1, Y14
+	VMULPS       actconst<>+0(SB), Y14, Y15
+	VCVTPS2DQ    Y15, Y8
+	VCVTDQ2PS    Y8, Y15
+	VFNMADD231PS actconst<>+64(SB), Y15, Y14
+	VFNMADD231PS actconst<>+128(SB), Y15, Y14
+	VMOVUPS      actconst<>+192(SB), Y15
+	VFMADD213PS  actconst<>+256(SB), Y14, Y15
+	VFMADD213PS  actconst<>+320(SB), Y14, Y15
+	VFMADD213PS  actconst<>+384(SB), Y14, Y15
+	VFMADD213PS  actconst<>+448(SB), Y14, Y15
+	VFMADD213PS  actconst<>+512(SB), Y14, Y15
+	VFMADD213PS  actconst<>+576(SB), Y14, Y15
+	VFMADD213PS  actconst<>+576(SB), Y14, Y15
+	VPSRAD       $0x01, Y8, Y5
+	VPSUBD       Y5, Y8, Y8
+	VPADDD       actconst<>+768(SB), Y5, Y5
+	VPADDD       actconst<>+768(SB), Y8, Y8
+	VPSLLD       $0x17, Y5, Y5
+	VPSLLD       $0x17, Y8, Y8
+	VMULPS       Y5, Y15, Y15
+	VMULPS       Y8, Y15, Y14
+	VANDPS       Y6, Y14, Y14
+	VMOVUPS      Y14, (AX)
+	VADDPS       Y14, Y3, Y3
 	ADDQ         $0x00000020, AX
 	SUBQ         $0x00000008, CX
 	JMP          loop1
 
 done:
-	VEXTRACTF128 $0x01, Y3, X5
-	VADDPS       X5, X3, X5
-	VPERMILPS    $0x4e, X5, X6
-	VADDPS       X6, X5, X5
-	VPERMILPS    $0xb1, X5, X6
-	VADDSS       X6, X5, X5
+	VEXTRACTF128 $0x01, Y3, X7
+	VADDPS       X7, X3, X7
+	VPERMILPS    $0x4e, X7, X4
+	VADDPS       X4, X7, X7
+	VPERMILPS    $0xb1, X7, X4
+	VADDSS       X4, X7, X7
 	VZEROUPPER
-	MOVSS        X5, ret+24(FP)
+	MOVSS        X7, ret+24(FP)
 	RET
 
 // func maxAvx2(x *float32, n int, floor float32) float32
@@ -121171,20 +121194,20 @@ TEXT ·siluVnni(SB), NOSPLIT, $0-24
 	VMOVUPS actconst<>+448(SB), Z7
 	VMOVUPS actconst<>+512(SB), Z8
 	VMOVUPS actconst<>+576(SB), Z9
-	VMOVUPS actconst<>+640(SB), Z10
-	VMOVUPS actconst<>+704(SB), Z11
-	VMOVUPS actconst<>+768(SB), Z12
+	VMOVUPS actconst<>+640(SB), Z9
+	VMOVUPS actconst<>+704(SB), Z10
+	VMOVUPS actconst<>+768(SB), Z11
+	VMOVUPS actconst<>+576(SB), Z12
 	VMOVUPS actconst<>+832(SB), Z13
-	VMOVUPS actconst<>+896(SB), Z14
-	VMOVUPS actconst<>+960(SB), Z14
 
 loopU:
 	CMPQ         DX, $0x00000020
 	JB           loop1
 	VMOVUPS      (CX), Z14
 	VPXORD       Z13, Z14, Z15
-	VMINPS       Z15, Z11, Z15
-	VMAXPS       Z15, Z10, Z15
+	VCMPPS       $0x05, Z9, Z15, K1
+	VMINPS       Z15, Z10, Z15
+	VMAXPS       Z15, Z9, Z15
 	VMULPS       Z0, Z15, Z16
 	VCVTPS2DQ    Z16, Z17
 	VCVTDQ2PS    Z17, Z16
@@ -121196,23 +121219,24 @@ loopU:
 	VFMADD213PS  Z6, Z15, Z16
 	VFMADD213PS  Z7, Z15, Z16
 	VFMADD213PS  Z8, Z15, Z16
-	VFMADD213PS  Z9, Z15, Z16
-	VFMADD213PS  Z9, Z15, Z16
+	VFMADD213PS  Z12, Z15, Z16
+	VFMADD213PS  Z12, Z15, Z16
 	VPSRAD       $0x01, Z17, Z15
 	VPSUBD       Z15, Z17, Z17
-	VPADDD       Z12, Z15, Z15
-	VPADDD       Z12, Z17, Z17
+	VPADDD       Z11, Z15, Z15
+	VPADDD       Z11, Z17, Z17
 	VPSLLD       $0x17, Z15, Z15
 	VPSLLD       $0x17, Z17, Z17
 	VMULPS       Z15, Z16, Z16
-	VMULPS       Z17, Z16, Z15
-	VADDPS       Z9, Z15, Z15
+	VMULPS.Z     Z17, Z16, K1, Z15
+	VADDPS       Z12, Z15, Z15
 	VDIVPS       Z15, Z14, Z15
 	VMOVUPS      Z15, (AX)
 	VMOVUPS      64(CX), Z14
 	VPXORD       Z13, Z14, Z15
-	VMINPS       Z15, Z11, Z15
-	VMAXPS       Z15, Z10, Z15
+	VCMPPS       $0x05, Z9, Z15, K1
+	VMINPS       Z15, Z10, Z15
+	VMAXPS       Z15, Z9, Z15
 	VMULPS       Z0, Z15, Z16
 	VCVTPS2DQ    Z16, Z17
 	VCVTDQ2PS    Z17, Z16
@@ -121224,17 +121248,17 @@ loopU:
 	VFMADD213PS  Z6, Z15, Z16
 	VFMADD213PS  Z7, Z15, Z16
 	VFMADD213PS  Z8, Z15, Z16
-	VFMADD213PS  Z9, Z15, Z16
-	VFMADD213PS  Z9, Z15, Z16
+	VFMADD213PS  Z12, Z15, Z16
+	VFMADD213PS  Z12, Z15, Z16
 	VPSRAD       $0x01, Z17, Z15
 	VPSUBD       Z15, Z17, Z17
-	VPADDD       Z12, Z15, Z15
-	VPADDD       Z12, Z17, Z17
+	VPADDD       Z11, Z15, Z15
+	VPADDD       Z11, Z17, Z17
 	VPSLLD       $0x17, Z15, Z15
 	VPSLLD       $0x17, Z17, Z17
 	VMULPS       Z15, Z16, Z16
-	VMULPS       Z17, Z16, Z15
-	VADDPS       Z9, Z15, Z15
+	VMULPS.Z     Z17, Z16, K1, Z15
+	VADDPS       Z12, Z15, Z15
 	VDIVPS       Z15, Z14, Z15
 	VMOVUPS      Z15, 64(AX)
 	ADDQ         $0x00000080, AX
@@ -121247,8 +121271,9 @@ loop1:
 	JZ           done
 	VMOVUPS      (CX), Z14
 	VPXORD       Z13, Z14, Z15
-	VMINPS       Z15, Z11, Z15
-	VMAXPS       Z15, Z10, Z15
+	VCMPPS       $0x05, Z9, Z15, K1
+	VMINPS       Z15, Z10, Z15
+	VMAXPS       Z15, Z9, Z15
 	VMULPS       Z0, Z15, Z16
 	VCVTPS2DQ    Z16, Z17
 	VCVTDQ2PS    Z17, Z16
@@ -121260,17 +121285,17 @@ loop1:
 	VFMADD213PS  Z6, Z15, Z16
 	VFMADD213PS  Z7, Z15, Z16
 	VFMADD213PS  Z8, Z15, Z16
-	VFMADD213PS  Z9, Z15, Z16
-	VFMADD213PS  Z9, Z15, Z16
+	VFMADD213PS  Z12, Z15, Z16
+	VFMADD213PS  Z12, Z15, Z16
 	VPSRAD       $0x01, Z17, Z15
 	VPSUBD       Z15, Z17, Z17
-	VPADDD       Z12, Z15, Z15
-	VPADDD       Z12, Z17, Z17
+	VPADDD       Z11, Z15, Z15
+	VPADDD       Z11, Z17, Z17
 	VPSLLD       $0x17, Z15, Z15
 	VPSLLD       $0x17, Z17, Z17
 	VMULPS       Z15, Z16, Z16
-	VMULPS       Z17, Z16, Z15
-	VADDPS       Z9, Z15, Z15
+	VMULPS.Z     Z17, Z16, K1, Z15
+	VADDPS       Z12, Z15, Z15
 	VDIVPS       Z15, Z14, Z15
 	VMOVUPS      Z15, (AX)
 	ADDQ         $0x00000040, AX
@@ -121298,10 +121323,10 @@ TEXT ·geluTanhVnni(SB), NOSPLIT, $0-24
 	VMOVUPS actconst<>+448(SB), Z7
 	VMOVUPS actconst<>+512(SB), Z8
 	VMOVUPS actconst<>+576(SB), Z9
-	VMOVUPS actconst<>+640(SB), Z10
-	VMOVUPS actconst<>+704(SB), Z11
-	VMOVUPS actconst<>+768(SB), Z12
-	VMOVUPS actconst<>+832(SB), Z13
+	VMOVUPS actconst<>+640(SB), Z9
+	VMOVUPS actconst<>+704(SB), Z10
+	VMOVUPS actconst<>+768(SB), Z11
+	VMOVUPS actconst<>+576(SB), Z12
 	VMOVUPS actconst<>+896(SB), Z13
 	VMOVUPS actconst<>+960(SB), Z14
 
@@ -121310,11 +121335,12 @@ loopU:
 	JB           loop1
 	VMOVUPS      (CX), Z15
 	VMULPS       Z15, Z15, Z16
-	VFMADD132PS  Z13, Z9, Z16
+	VFMADD132PS  Z13, Z12, Z16
 	VMULPS       Z15, Z16, Z16
 	VMULPS       Z14, Z16, Z16
-	VMINPS       Z16, Z11, Z16
-	VMAXPS       Z16, Z10, Z16
+	VCMPPS       $0x05, Z9, Z16, K1
+	VMINPS       Z16, Z10, Z16
+	VMAXPS       Z16, Z9, Z16
 	VMULPS       Z0, Z16, Z17
 	VCVTPS2DQ    Z17, Z18
 	VCVTDQ2PS    Z18, Z17
@@ -121326,26 +121352,27 @@ loopU:
 	VFMADD213PS  Z6, Z16, Z17
 	VFMADD213PS  Z7, Z16, Z17
 	VFMADD213PS  Z8, Z16, Z17
-	VFMADD213PS  Z9, Z16, Z17
-	VFMADD213PS  Z9, Z16, Z17
+	VFMADD213PS  Z12, Z16, Z17
+	VFMADD213PS  Z12, Z16, Z17
 	VPSRAD       $0x01, Z18, Z16
 	VPSUBD       Z16, Z18, Z18
-	VPADDD       Z12, Z16, Z16
-	VPADDD       Z12, Z18, Z18
+	VPADDD       Z11, Z16, Z16
+	VPADDD       Z11, Z18, Z18
 	VPSLLD       $0x17, Z16, Z16
 	VPSLLD       $0x17, Z18, Z18
 	VMULPS       Z16, Z17, Z17
-	VMULPS       Z18, Z17, Z16
-	VADDPS       Z9, Z16, Z16
+	VMULPS.Z     Z18, Z17, K1, Z16
+	VADDPS       Z12, Z16, Z16
 	VDIVPS       Z16, Z15, Z16
 	VMOVUPS      Z16, (AX)
 	VMOVUPS      64(CX), Z15
 	VMULPS       Z15, Z15, Z16
-	VFMADD132PS  Z13, Z9, Z16
+	VFMADD132PS  Z13, Z12, Z16
 	VMULPS       Z15, Z16, Z16
 	VMULPS       Z14, Z16, Z16
-	VMINPS       Z16, Z11, Z16
-	VMAXPS       Z16, Z10, Z16
+	VCMPPS       $0x05, Z9, Z16, K1
+	VMINPS       Z16, Z10, Z16
+	VMAXPS       Z16, Z9, Z16
 	VMULPS       Z0, Z16, Z17
 	VCVTPS2DQ    Z17, Z18
 	VCVTDQ2PS    Z18, Z17
@@ -121357,17 +121384,17 @@ loopU:
 	VFMADD213PS  Z6, Z16, Z17
 	VFMADD213PS  Z7, Z16, Z17
 	VFMADD213PS  Z8, Z16, Z17
-	VFMADD213PS  Z9, Z16, Z17
-	VFMADD213PS  Z9, Z16, Z17
+	VFMADD213PS  Z12, Z16, Z17
+	VFMADD213PS  Z12, Z16, Z17
 	VPSRAD       $0x01, Z18, Z16
 	VPSUBD       Z16, Z18, Z18
-	VPADDD       Z12, Z16, Z16
-	VPADDD       Z12, Z18, Z18
+	VPADDD       Z11, Z16, Z16
+	VPADDD       Z11, Z18, Z18
 	VPSLLD       $0x17, Z16, Z16
 	VPSLLD       $0x17, Z18, Z18
 	VMULPS       Z16, Z17, Z17
-	VMULPS       Z18, Z17, Z16
-	VADDPS       Z9, Z16, Z16
+	VMULPS.Z     Z18, Z17, K1, Z16
+	VADDPS       Z12, Z16, Z16
 	VDIVPS       Z16, Z15, Z16
 	VMOVUPS      Z16, 64(AX)
 	ADDQ         $0x00000080, AX
@@ -121380,11 +121407,12 @@ loop1:
 	JZ           done
 	VMOVUPS      (CX), Z15
 	VMULPS       Z15, Z15, Z16
-	VFMADD132PS  Z13, Z9, Z16
+	VFMADD132PS  Z13, Z12, Z16
 	VMULPS       Z15, Z16, Z16
 	VMULPS       Z14, Z16, Z16
-	VMINPS       Z16, Z11, Z16
-	VMAXPS       Z16, Z10, Z16
+	VCMPPS       $0x05, Z9, Z16, K1
+	VMINPS       Z16, Z10, Z16
+	VMAXPS       Z16, Z9, Z16
 	VMULPS       Z0, Z16, Z17
 	VCVTPS2DQ    Z17, Z18
 	VCVTDQ2PS    Z18, Z17
@@ -121396,17 +121424,17 @@ loop1:
 	VFMADD213PS  Z6, Z16, Z17
 	VFMADD213PS  Z7, Z16, Z17
 	VFMADD213PS  Z8, Z16, Z17
-	VFMADD213PS  Z9, Z16, Z17
-	VFMADD213PS  Z9, Z16, Z17
+	VFMADD213PS  Z12, Z16, Z17
+	VFMADD213PS  Z12, Z16, Z17
 	VPSRAD       $0x01, Z18, Z16
 	VPSUBD       Z16, Z18, Z18
-	VPADDD       Z12, Z16, Z16
-	VPADDD       Z12, Z18, Z18
+	VPADDD       Z11, Z16, Z16
+	VPADDD       Z11, Z18, Z18
 	VPSLLD       $0x17, Z16, Z16
 	VPSLLD       $0x17, Z18, Z18
 	VMULPS       Z16, Z17, Z17
-	VMULPS       Z18, Z17, Z16
-	VADDPS       Z9, Z16, Z16
+	VMULPS.Z     Z18, Z17, K1, Z16
+	VADDPS       Z12, Z16, Z16
 	VDIVPS       Z16, Z15, Z16
 	VMOVUPS      Z16, (AX)
 	ADDQ         $0x00000040, AX
@@ -121435,20 +121463,20 @@ TEXT ·siluMulVnni(SB), NOSPLIT, $0-32
 	VMOVUPS actconst<>+448(SB), Z7
 	VMOVUPS actconst<>+512(SB), Z8
 	VMOVUPS actconst<>+576(SB), Z9
-	VMOVUPS actconst<>+640(SB), Z10
-	VMOVUPS actconst<>+704(SB), Z11
-	VMOVUPS actconst<>+768(SB), Z12
+	VMOVUPS actconst<>+640(SB), Z9
+	VMOVUPS actconst<>+704(SB), Z10
+	VMOVUPS actconst<>+768(SB), Z11
+	VMOVUPS actconst<>+576(SB), Z12
 	VMOVUPS actconst<>+832(SB), Z13
-	VMOVUPS actconst<>+896(SB), Z14
-	VMOVUPS actconst<>+960(SB), Z14
 
 loopU:
 	CMPQ         BX, $0x00000020
 	JB           loop1
 	VMOVUPS      (CX), Z14
 	VPXORD       Z13, Z14, Z15
-	VMINPS       Z15, Z11, Z15
-	VMAXPS       Z15, Z10, Z15
+	VCMPPS       $0x05, Z9, Z15, K1
+	VMINPS       Z15, Z10, Z15
+	VMAXPS       Z15, Z9, Z15
 	VMULPS       Z0, Z15, Z16
 	VCVTPS2DQ    Z16, Z17
 	VCVTDQ2PS    Z17, Z16
@@ -121460,24 +121488,25 @@ loopU:
 	VFMADD213PS  Z6, Z15, Z16
 	VFMADD213PS  Z7, Z15, Z16
 	VFMADD213PS  Z8, Z15, Z16
-	VFMADD213PS  Z9, Z15, Z16
-	VFMADD213PS  Z9, Z15, Z16
+	VFMADD213PS  Z12, Z15, Z16
+	VFMADD213PS  Z12, Z15, Z16
 	VPSRAD       $0x01, Z17, Z15
 	VPSUBD       Z15, Z17, Z17
-	VPADDD       Z12, Z15, Z15
-	VPADDD       Z12, Z17, Z17
+	VPADDD       Z11, Z15, Z15
+	VPADDD       Z11, Z17, Z17
 	VPSLLD       $0x17, Z15, Z15
 	VPSLLD       $0x17, Z17, Z17
 	VMULPS       Z15, Z16, Z16
-	VMULPS       Z17, Z16, Z15
-	VADDPS       Z9, Z15, Z15
+	VMULPS.Z     Z17, Z16, K1, Z15
+	VADDPS       Z12, Z15, Z15
 	VDIVPS       Z15, Z14, Z15
 	VMULPS       (DX), Z15, Z15
 	VMOVUPS      Z15, (AX)
 	VMOVUPS      64(CX), Z14
 	VPXORD       Z13, Z14, Z15
-	VMINPS       Z15, Z11, Z15
-	VMAXPS       Z15, Z10, Z15
+	VCMPPS       $0x05, Z9, Z15, K1
+	VMINPS       Z15, Z10, Z15
+	VMAXPS       Z15, Z9, Z15
 	VMULPS       Z0, Z15, Z16
 	VCVTPS2DQ    Z16, Z17
 	VCVTDQ2PS    Z17, Z16
@@ -121489,17 +121518,17 @@ loopU:
 	VFMADD213PS  Z6, Z15, Z16
 	VFMADD213PS  Z7, Z15, Z16
 	VFMADD213PS  Z8, Z15, Z16
-	VFMADD213PS  Z9, Z15, Z16
-	VFMADD213PS  Z9, Z15, Z16
+	VFMADD213PS  Z12, Z15, Z16
+	VFMADD213PS  Z12, Z15, Z16
 	VPSRAD       $0x01, Z17, Z15
 	VPSUBD       Z15, Z17, Z17
-	VPADDD       Z12, Z15, Z15
-	VPADDD       Z12, Z17, Z17
+	VPADDD       Z11, Z15, Z15
+	VPADDD       Z11, Z17, Z17
 	VPSLLD       $0x17, Z15, Z15
 	VPSLLD       $0x17, Z17, Z17
 	VMULPS       Z15, Z16, Z16
-	VMULPS       Z17, Z16, Z15
-	VADDPS       Z9, Z15, Z15
+	VMULPS.Z     Z17, Z16, K1, Z15
+	VADDPS       Z12, Z15, Z15
 	VDIVPS       Z15, Z14, Z15
 	VMULPS       64(DX), Z15, Z15
 	VMOVUPS      Z15, 64(AX)
@@ -121514,8 +121543,9 @@ loop1:
 	JZ           done
 	VMOVUPS      (CX), Z14
 	VPXORD       Z13, Z14, Z15
-	VMINPS       Z15, Z11, Z15
-	VMAXPS       Z15, Z10, Z15
+	VCMPPS       $0x05, Z9, Z15, K1
+	VMINPS       Z15, Z10, Z15
+	VMAXPS       Z15, Z9, Z15
 	VMULPS       Z0, Z15, Z16
 	VCVTPS2DQ    Z16, Z17
 	VCVTDQ2PS    Z17, Z16
@@ -121527,17 +121557,17 @@ loop1:
 	VFMADD213PS  Z6, Z15, Z16
 	VFMADD213PS  Z7, Z15, Z16
 	VFMADD213PS  Z8, Z15, Z16
-	VFMADD213PS  Z9, Z15, Z16
-	VFMADD213PS  Z9, Z15, Z16
+	VFMADD213PS  Z12, Z15, Z16
+	VFMADD213PS  Z12, Z15, Z16
 	VPSRAD       $0x01, Z17, Z15
 	VPSUBD       Z15, Z17, Z17
-	VPADDD       Z12, Z15, Z15
-	VPADDD       Z12, Z17, Z17
+	VPADDD       Z11, Z15, Z15
+	VPADDD       Z11, Z17, Z17
 	VPSLLD       $0x17, Z15, Z15
 	VPSLLD       $0x17, Z17, Z17
 	VMULPS       Z15, Z16, Z16
-	VMULPS       Z17, Z16, Z15
-	VADDPS       Z9, Z15, Z15
+	VMULPS.Z     Z17, Z16, K1, Z15
+	VADDPS       Z12, Z15, Z15
 	VDIVPS       Z15, Z14, Z15
 	VMULPS       (DX), Z15, Z15
 	VMOVUPS      Z15, (AX)
@@ -121556,81 +121586,79 @@ done:
 TEXT ·expSubVnni(SB), NOSPLIT, $0-28
 	MOVQ         x+0(FP), AX
 	MOVQ         n+16(FP), CX
-	VMOVUPS      actconst<>+0(SB), Z0
-	VMOVUPS      actconst<>+64(SB), Z1
-	VMOVUPS      actconst<>+128(SB), Z2
-	VMOVUPS      actconst<>+192(SB), Z3
-	VMOVUPS      actconst<>+256(SB), Z4
-	VMOVUPS      actconst<>+320(SB), Z5
-	VMOVUPS      actconst<>+384(SB), Z6
-	VMOVUPS      actconst<>+448(SB), Z7
-	VMOVUPS      actconst<>+512(SB), Z8
-	VMOVUPS      actconst<>+576(SB), Z9
-	VMOVUPS      actconst<>+640(SB), Z10
-	VMOVUPS      actconst<>+704(SB), Z11
-	VMOVUPS      actconst<>+768(SB), Z12
-	VMOVUPS      actconst<>+832(SB), Z13
-	VMOVUPS      actconst<>+896(SB), Z13
-	VMOVUPS      actconst<>+960(SB), Z13
-	MOVSS        m+8(FP), X13
-	VBROADCASTSS X13, Z13
+	VBROADCASTSS m+8(FP), Z0
+	VMOVUPS      actconst<>+0(SB), Z1
+	VMOVUPS      actconst<>+64(SB), Z2
+	VMOVUPS      actconst<>+128(SB), Z3
+	VMOVUPS      actconst<>+192(SB), Z4
+	VMOVUPS      actconst<>+256(SB), Z5
+	VMOVUPS      actconst<>+320(SB), Z6
+	VMOVUPS      actconst<>+384(SB), Z7
+	VMOVUPS      actconst<>+448(SB), Z8
+	VMOVUPS      actconst<>+512(SB), Z9
+	VMOVUPS      actconst<>+576(SB), Z10
+	VMOVUPS      actconst<>+640(SB), Z11
+	VMOVUPS      actconst<>+704(SB), Z12
+	VMOVUPS      actconst<>+768(SB), Z13
 	VPXORD       Z14, Z14, Z14
 
 loopU:
 	CMPQ         CX, $0x00000020
 	JB           loop1
 	VMOVUPS      (AX), Z15
-	VSUBPS       Z13, Z15, Z15
-	VMINPS       Z15, Z11, Z15
-	VMAXPS       Z15, Z10, Z15
-	VMULPS       Z0, Z15, Z16
+	VSUBPS       Z0, Z15, Z15
+	VCMPPS       $0x05, Z11, Z15, K1
+	VMINPS       Z15, Z12, Z15
+	VMAXPS       Z15, Z11, Z15
+	VMULPS       Z1, Z15, Z16
 	VCVTPS2DQ    Z16, Z17
 	VCVTDQ2PS    Z17, Z16
-	VFNMADD231PS Z1, Z16, Z15
 	VFNMADD231PS Z2, Z16, Z15
-	VMOVUPS      Z3, Z16
-	VFMADD213PS  Z4, Z15, Z16
+	VFNMADD231PS Z3, Z16, Z15
+	VMOVUPS      Z4, Z16
 	VFMADD213PS  Z5, Z15, Z16
 	VFMADD213PS  Z6, Z15, Z16
 	VFMADD213PS  Z7, Z15, Z16
 	VFMADD213PS  Z8, Z15, Z16
 	VFMADD213PS  Z9, Z15, Z16
-	VFMADD213PS  Z9, Z15, Z16
+	VFMADD213PS  Z10, Z15, Z16
+	VFMADD213PS  Z10, Z15, Z16
 	VPSRAD       $0x01, Z17, Z15
 	VPSUBD       Z15, Z17, Z17
-	VPADDD       Z12, Z15, Z15
-	VPADDD       Z12, Z17, Z17
+	VPADDD       Z13, Z15, Z15
+	VPADDD       Z13, Z17, Z17
 	VPSLLD       $0x17, Z15, Z15
 	VPSLLD       $0x17, Z17, Z17
 	VMULPS       Z15, Z16, Z16
-	VMULPS       Z17, Z16, Z15
+	VMULPS.Z     Z17, Z16, K1, Z15
 	VMOVUPS      Z15, (AX)
 	VADDPS       Z15, Z14, Z14
 	VMOVUPS      64(AX), Z15
-	VSUBPS       Z13, Z15, Z15
-	VMINPS       Z15, Z11, Z15
-	VMAXPS       Z15, Z10, Z15
-	VMULPS       Z0, Z15, Z16
+	VSUBPS       Z0, Z15, Z15
+	VCMPPS       $0x05, Z11, Z15, K1
+	VMINPS       Z15, Z12, Z15
+	VMAXPS       Z15, Z11, Z15
+	VMULPS       Z1, Z15, Z16
 	VCVTPS2DQ    Z16, Z17
 	VCVTDQ2PS    Z17, Z16
-	VFNMADD231PS Z1, Z16, Z15
 	VFNMADD231PS Z2, Z16, Z15
-	VMOVUPS      Z3, Z16
-	VFMADD213PS  Z4, Z15, Z16
+	VFNMADD231PS Z3, Z16, Z15
+	VMOVUPS      Z4, Z16
 	VFMADD213PS  Z5, Z15, Z16
 	VFMADD213PS  Z6, Z15, Z16
 	VFMADD213PS  Z7, Z15, Z16
 	VFMADD213PS  Z8, Z15, Z16
 	VFMADD213PS  Z9, Z15, Z16
-	VFMADD213PS  Z9, Z15, Z16
+	VFMADD213PS  Z10, Z15, Z16
+	VFMADD213PS  Z10, Z15, Z16
 	VPSRAD       $0x01, Z17, Z15
 	VPSUBD       Z15, Z17, Z17
-	VPADDD       Z12, Z15, Z15
-	VPADDD       Z12, Z17, Z17
+	VPADDD       Z13, Z15, Z15
+	VPADDD       Z13, Z17, Z17
 	VPSLLD       $0x17, Z15, Z15
 	VPSLLD       $0x17, Z17, Z17
 	VMULPS       Z15, Z16, Z16
-	VMULPS       Z17, Z16, Z15
+	VMULPS.Z     Z17, Z16, K1, Z15
 	VMOVUPS      Z15, 64(AX)
 	VADDPS       Z15, Z14, Z14
 	ADDQ         $0x00000080, AX
@@ -121641,30 +121669,31 @@ loop1:
 	TESTQ        CX, CX
 	JZ           done
 	VMOVUPS      (AX), Z15
-	VSUBPS       Z13, Z15, Z15
-	VMINPS       Z15, Z11, Z15
-	VMAXPS       Z15, Z10, Z15
-	VMULPS       Z0, Z15, Z16
+	VSUBPS       Z0, Z15, Z15
+	VCMPPS       $0x05, Z11, Z15, K1
+	VMINPS       Z15, Z12, Z15
+	VMAXPS       Z15, Z11, Z15
+	VMULPS       Z1, Z15, Z16
 	VCVTPS2DQ    Z16, Z17
 	VCVTDQ2PS    Z17, Z16
-	VFNMADD231PS Z1, Z16, Z15
 	VFNMADD231PS Z2, Z16, Z15
-	VMOVUPS      Z3, Z16
-	VFMADD213PS  Z4, Z15, Z16
+	VFNMADD231PS Z3, Z16, Z15
+	VMOVUPS      Z4, Z16
 	VFMADD213PS  Z5, Z15, Z16
 	VFMADD213PS  Z6, Z15, Z16
 	VFMADD213PS  Z7, Z15, Z16
 	VFMADD213PS  Z8, Z15, Z16
 	VFMADD213PS  Z9, Z15, Z16
-	VFMADD213PS  Z9, Z15, Z16
+	VFMADD213PS  Z10, Z15, Z16
+	VFMADD213PS  Z10, Z15, Z16
 	VPSRAD       $0x01, Z17, Z15
 	VPSUBD       Z15, Z17, Z17
-	VPADDD       Z12, Z15, Z15
-	VPADDD       Z12, Z17, Z17
+	VPADDD       Z13, Z15, Z15
+	VPADDD       Z13, Z17, Z17
 	VPSLLD       $0x17, Z15, Z15
 	VPSLLD       $0x17, Z17, Z17
 	VMULPS       Z15, Z16, Z16
-	VMULPS       Z17, Z16, Z15
+	VMULPS.Z     Z17, Z16, K1, Z15
 	VMOVUPS      Z15, (AX)
 	VADDPS       Z15, Z14, Z14
 	ADDQ         $0x00000040, AX

@@ -209,13 +209,13 @@ super:
 #define Q6AVX2SETUP \
 	Q6ARGS                \
 	MOVL $0x0f0f0f0f, R11 \
-	MOVD R11, X15         \
+	VMOVD R11, X15        \
 	VPBROADCASTD X15, Y15 \
 	MOVL $0x30303030, R11 \
-	MOVD R11, X14         \
+	VMOVD R11, X14        \
 	VPBROADCASTD X14, Y14 \
 	MOVL $0x00010001, R11 \
-	MOVD R11, X13         \
+	VMOVD R11, X13        \
 	VPBROADCASTD X13, Y13
 
 TEXT ·q6RowsAvx2(SB), NOSPLIT, $0-80

@@ -13,14 +13,20 @@ import (
 // buffer): siluAvx2 siluMulAvx2 expSubAvx2 geluTanhAvx2 scaleAvx2
 // mulAvx2 addAvx2, and the Vnni ones on zmm.
 //
-// exp(v) is range reduced: v is clamped to [-104, 89] (NaN passes the
+// exp(v) is range reduced: v is clamped to [-87, 89] (NaN passes the
 // clamps), n = round(v*log2(e)), r = v - n*ln2 with ln2 split in a float32
 // head and tail (Cody-Waite; with FMA the head product is exact), so
 // |r| <= ln2/2; e^r is its degree-7 Taylor polynomial (truncation below
 // 1e-8 relative) by Horner, and 2^n multiplies in two halves 2^(n>>1) *
-// 2^(n-(n>>1)), each built in the exponent bits, so that results down to
-// the subnormals round once and past 2^128 become +Inf. Below -104 the
-// result is 0 (e^-104 is under half the least subnormal).
+// 2^(n-(n>>1)), each built in the exponent bits, so that past 2^128
+// results become +Inf. Below -87 the result is 0: e^-87 is 1.65e-38,
+// just above the least normal float32 (2^-126), so no product is ever
+// subnormal. Intel cores finish a multiply with a subnormal result (or
+// one that underflows to 0) by a microcode assist, over a hundred cycles
+// a vector: a row of softmax scores 88 or more below its largest took
+// 3-8 times as long as one within 87 (Xeon, Emerald Rapids), and so did
+// the lanes that pad a row's last vector. A softmax loses nothing that
+// way (its sum is at least 1), silu and gelu add the exponential to 1.
 
 // Offsets of the constants in actconst, each repeated over 16 lanes.
 const (
@@ -59,7 +65,7 @@ func genActConsts() {
 		f(cP2+2-k, 1/fact)
 	}
 	f(cOne, 1)
-	f(cLo, -104)
+	f(cLo, -87)
 	f(cHi, 89)
 	v[cBias] = 127
 	v[cSign] = 1 << 31
@@ -87,12 +93,17 @@ func newActCtx(zmm bool, inReg ...int) *actCtx {
 	if zmm {
 		c.lanes = 16
 	}
+	c.load(inReg...)
+	return c
+}
+
+// load loads the constants inReg into registers.
+func (c *actCtx) load(inReg ...int) {
 	for _, i := range inReg {
 		r := c.va.get()
 		VMOVUPS(actConst.Offset(64*i), r)
 		c.regs[i] = r
 	}
-	return c
 }
 
 // c returns constant i as a register or a memory operand.
@@ -103,17 +114,30 @@ func (c *actCtx) c(i int) Op {
 	return actConst.Offset(64 * i)
 }
 
-// expConsts are the constants exp keeps in registers (all of them on zmm).
+// expConsts are the constants exp keeps in registers (all it uses on
+// zmm, with its 32 registers) and more, the caller's own.
 func expConsts(zmm bool, more ...int) []int {
 	if !zmm {
 		return append([]int{cLo, cHi}, more...)
 	}
-	return []int{cLog2e, cLn2Hi, cLn2Lo, cP7, cP6, cP5, cP4, cP3, cP2, cOne, cLo, cHi, cBias, cSign, cGeluK, cGeluM2C}
+	return append([]int{cLog2e, cLn2Hi, cLn2Lo, cP7, cP6, cP5, cP4, cP3, cP2, cOne, cLo, cHi, cBias}, more...)
 }
 
 // exp sets v = exp(v) as the file comment describes.
 func (c *actCtx) exp(v V) {
 	t, n, n1 := c.va.get(), c.va.get(), c.va.get()
+	// keep: the lanes not below -87 (NaN among them), whose result is
+	// not flushed to 0.
+	const notLess = 5 // NLT_US: not v < lo, true for NaN
+	var keepK Register
+	var keepV V
+	if c.zmm {
+		keepK = K()
+		VCMPPS(U8(notLess), c.c(cLo), v, keepK)
+	} else {
+		keepV = c.va.get()
+		VCMPPS(U8(notLess), c.c(cLo), v, keepV)
+	}
 	VMINPS(v, c.c(cHi), v) // v is the operand returned on NaN
 	VMAXPS(v, c.c(cLo), v)
 	VMULPS(c.c(cLog2e), v, t)
@@ -132,7 +156,13 @@ func (c *actCtx) exp(v V) {
 	VPSLLD(U8(23), n1, n1)
 	VPSLLD(U8(23), n, n)
 	VMULPS(n1, t, t)
-	VMULPS(n, t, v)
+	if c.zmm {
+		VMULPS_Z(n, t, keepK, v)
+	} else {
+		VMULPS(n, t, v)
+		VANDPS(keepV, v, v)
+		c.va.put(keepV)
+	}
 	c.va.put(t, n, n1)
 }
 
@@ -236,7 +266,13 @@ func genUnaryExp(op string, zmm bool) {
 	dst := Load(Param("dst"), GP64())
 	xp := Load(Param("x"), GP64())
 	n := Load(Param("n"), GP64())
-	c := newActCtx(zmm, expConsts(zmm, cOne)...)
+	more := []int{cOne}
+	if zmm && op == "silu" {
+		more = append(more, cSign) // silu negates x
+	} else if zmm {
+		more = append(more, cGeluK, cGeluM2C)
+	}
+	c := newActCtx(zmm, expConsts(zmm, more...)...)
 	c.mapLoop(n, []Register{dst, xp}, 2, func(off int) {
 		x, v := c.va.get(), c.va.get()
 		VMOVUPS(Mem{Base: xp, Disp: off}, x)
@@ -265,7 +301,11 @@ func genSiLUMul(zmm bool) {
 	gp := Load(Param("gate"), GP64())
 	up := Load(Param("up"), GP64())
 	n := Load(Param("n"), GP64())
-	c := newActCtx(zmm, expConsts(zmm)...)
+	var more []int
+	if zmm {
+		more = []int{cOne, cSign}
+	}
+	c := newActCtx(zmm, expConsts(zmm, more...)...)
 	c.mapLoop(n, []Register{dst, gp, up}, 2, func(off int) {
 		x, v := c.va.get(), c.va.get()
 		VMOVUPS(Mem{Base: gp, Disp: off}, x)
@@ -286,9 +326,16 @@ func genExpSub(zmm bool) {
 	Doc(name + " sets x[i] = exp(x[i]-m) for n elements, n a multiple of " + lanesStr(zmm) + ", and returns their sum.")
 	xp := Load(Param("x"), GP64())
 	n := Load(Param("n"), GP64())
-	c := newActCtx(zmm, expConsts(zmm)...)
-	mv, sum := c.va.get(), c.va.get()
-	VBROADCASTSS(Load(Param("m"), XMM()), mv)
+	// m is broadcast from its argument slot. Loading it into an X
+	// register first (MOVSS, a legacy SSE instruction) after the
+	// constants dirtied the vector registers' upper halves cost about
+	// 180 ns a call on an Intel Xeon (Emerald Rapids): more than the
+	// exponentials of a 128-element row.
+	c := newActCtx(zmm)
+	mv := c.va.get()
+	VBROADCASTSS(paramMem("m"), mv)
+	c.load(expConsts(zmm)...)
+	sum := c.va.get()
 	if zmm {
 		VPXORD(sum, sum, sum)
 	} else {
@@ -387,4 +434,15 @@ func genBinary(op string, zmm bool) {
 	})
 	VZEROUPPER()
 	RET()
+}
+
+// paramMem is the memory operand of the argument name, for an
+// instruction that reads it in place (VBROADCASTSS from memory is
+// VEX-encoded, where Load into an X register emits a legacy SSE move).
+func paramMem(name string) Op {
+	b, err := Param(name).Resolve()
+	if err != nil {
+		panic(err)
+	}
+	return b.Addr
 }
