@@ -24,14 +24,6 @@ type linearJob struct {
 	T, K, N      int
 }
 
-// weightBytes is the size of the job's weight.
-func (l *linearJob) weightBytes() int64 {
-	if l.qw != nil {
-		return l.qw.size
-	}
-	return 4 * int64(len(l.w))
-}
-
 // run computes output columns [j0, j1).
 func (l *linearJob) run(_, j0, j1 int) {
 	if l.qw != nil {

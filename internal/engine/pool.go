@@ -152,28 +152,23 @@ func (p *pool) loop(w *worker, last uint32) {
 // whoever takes it.
 //
 // A one-token linear streams its weights once and computes little, so
-// there the parts are cut no smaller than minPartBytes of weights, at
-// least one per thread (linearParts): each part a thread takes starts
-// another stream from memory, and the SmolLM2-135M shape, whose linears
-// are 58-940 KiB, cut 4 parts a thread into pieces of 22-118 KiB. One
-// part a thread decoded it 8-9% faster at 2 threads than 4 (one process,
-// 30 blocks of 64 tokens alternating the two, twice), and 2 parts
-// 5-7%; the Qwen3-0.6B and Llama-3.2-1B shapes were within 2% with 1, 2
-// or 4 (their parts are 150 KiB to several MiB).
+// for a while (when the parts still lay apart) its parts were cut no
+// smaller than 256 KiB of weights, at least one a thread: the
+// SmolLM2-135M shape's linears (58-940 KiB) then went one part a thread,
+// 8-9% faster than 4 at 2 threads. With contiguous shares the parts of a
+// thread are one stream again (a row loop asks for the lines 4 KiB ahead
+// of its loads, past the end of its call, so the next part's first
+// lines are on their way), and one part a thread left the caller waiting
+// for the other worker 9-12% of a SmolLM2-135M token (a clock around
+// the steps: the other worker's share, its activations and outputs in
+// the caller's cache, ran 10-15% longer). Four parts a thread, so that
+// the faster thread takes the other's last ones, cut the wait to 4% and
+// decoded that shape (4-bit) 0.4-8.1% faster, median 3.6% (seven runs of
+// 16 alternating blocks of 64 tokens, one process, Intel Xeon); its
+// 8-bit form, Qwen3-0.6B and Llama-3.2-1B (most of whose linears had 4
+// parts already) moved -3.1% to +0% (noise). So every dispatch takes
+// partsPerThread.
 const partsPerThread = 4
-
-// minPartBytes is the least weight bytes linearParts gives a part of a
-// one-token linear.
-const minPartBytes = 256 << 10
-
-// linearParts returns the parts per thread of a dispatch of linears over
-// weights of the given total bytes for T tokens.
-func linearParts(bytes int64, T, threads int) int {
-	if T > 1 || threads <= 1 {
-		return partsPerThread
-	}
-	return min(max(int(bytes/(int64(threads)*minPartBytes)), 1), partsPerThread)
-}
 
 // run runs, on worker w, its own share a step at a time from the front,
 // then takes steps from the back of the share with the most left until
@@ -257,7 +252,7 @@ func (p *pool) doParts(t task, n, grain int, parallel bool, threads, per int) {
 // it is large enough.
 func (p *pool) linear(job linearJob, threads int) {
 	p.lin = job
-	p.doParts(&p.lin, job.N, linearGrain, job.T*job.N*job.K >= minParallelCost, threads, linearParts(job.weightBytes(), job.T, threads))
+	p.do(&p.lin, job.N, linearGrain, job.T*job.N*job.K >= minParallelCost, threads)
 }
 
 // linears runs jobs (at most maxFuse) as one dispatch over their output
@@ -265,14 +260,13 @@ func (p *pool) linear(job linearJob, threads int) {
 func (p *pool) linears(jobs []linearJob, threads int) {
 	g := &p.group
 	g.n, g.off[0] = len(jobs), 0
-	cost, bytes := 0, int64(0)
+	cost := 0
 	for i, j := range jobs {
 		g.jobs[i] = j
 		g.off[i+1] = g.off[i] + j.N
 		cost += j.T * j.N * j.K
-		bytes += j.weightBytes()
 	}
-	p.doParts(g, g.off[g.n], linearGrain, cost >= minParallelCost, threads, linearParts(bytes, jobs[0].T, threads))
+	p.do(g, g.off[g.n], linearGrain, cost >= minParallelCost, threads)
 	for i := range g.jobs[:g.n] {
 		g.jobs[i] = linearJob{} // drop the references to the session's buffers
 	}

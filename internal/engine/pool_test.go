@@ -5,33 +5,6 @@ import (
 	"testing"
 )
 
-// TestLinearParts: a one-token linear is cut into parts of at least
-// minPartBytes, at least one and at most partsPerThread per thread;
-// batches and one thread keep partsPerThread.
-func TestLinearParts(t *testing.T) {
-	for _, c := range []struct {
-		bytes      int64
-		T, threads int
-		want       int
-	}{
-		{58 << 10, 1, 2, 1},               // SmolLM2's k_proj
-		{2*minPartBytes - 1, 1, 2, 1},     // just under one part a thread of minPartBytes each
-		{2 * minPartBytes, 1, 2, 1},       // exactly one
-		{4 * minPartBytes, 1, 2, 2},       // two each
-		{6*minPartBytes + 5, 1, 2, 3},     // rounds down
-		{1 << 30, 1, 2, partsPerThread},   // a classifier
-		{3 * minPartBytes, 1, 3, 1},       // three threads
-		{9 * minPartBytes, 1, 3, 3},       //
-		{58 << 10, 16, 2, partsPerThread}, // a prefill balances its arithmetic
-		{58 << 10, 1, 1, partsPerThread},  // one thread: no split at all
-		{0, 1, 4, 1},                      // an empty weight still gives each thread a part
-	} {
-		if got := linearParts(c.bytes, c.T, c.threads); got != c.want {
-			t.Errorf("linearParts(%d, T=%d, threads=%d) = %d, want %d", c.bytes, c.T, c.threads, got, c.want)
-		}
-	}
-}
-
 // TestAttnParts: a one-row pass's attention is cut so that each claim
 // (the pool's step: a thread's share over its parts) holds the heads of
 // a whole key/value group where threads times the group fit in the

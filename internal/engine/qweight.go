@@ -27,9 +27,6 @@ type qweight struct {
 	q6 *kernel.Q6
 	// A binary16 weight (layout f16-rows) is h [N*K] instead.
 	h []uint16
-	// size is the tensor's bytes in the artifact: what a one-token
-	// product streams.
-	size int64
 }
 
 // packed reports whether w is in a packed layout.
@@ -56,7 +53,7 @@ func newQWeight(info artifact.TensorInfo, data []byte) (*qweight, error) {
 	if int64(len(data)) != p.Size {
 		return nil, fmt.Errorf("tensor %q: %d bytes, layout %s of %v needs %d", info.Name, len(data), info.Layout, info.Shape, p.Size)
 	}
-	w := &qweight{kind: l.Kind, N: int(info.Shape[0]), K: int(info.Shape[1]), block: l.Block, size: int64(len(data))}
+	w := &qweight{kind: l.Kind, N: int(info.Shape[0]), K: int(info.Shape[1]), block: l.Block}
 	if l.Half() {
 		w.h = unsafe.Slice((*uint16)(unsafe.Pointer(&data[0])), w.N*w.K)
 		return w, nil
