@@ -150,19 +150,24 @@ func ropeAnglesAt(cos, sin []float32, pos []int, sections []int, invFreq []float
 	}
 }
 
-// ropeRow rotates every headDim-wide head of one row by cos and sin.
+// ropeRow rotates every headDim-wide head of one row by cos and sin:
+// the pairs (i, i+rotDim/2) in half (NeoX) style, through the SIMD
+// kernel.Rotate (a SmolLM2-135M row of 9 heads took 1.2-2 us in the
+// scalar loop, a decode token 30 of them), else the pairs (2i, 2i+1).
+// Each product is rounded before the sum either way.
 func ropeRow(row []float32, headDim, rotDim int, half bool, cos, sin []float32) {
 	E, h2 := headDim, rotDim/2
+	cos, sin = cos[:h2], sin[:h2]
 	for h := 0; h*E < len(row); h++ {
 		head := row[h*E : (h+1)*E]
-		for i := 0; i < h2; i++ {
-			a, b := 2*i, 2*i+1
-			if half {
-				a, b = i, i+h2
-			}
-			v0, v1 := head[a], head[b]
-			head[a] = v0*cos[i] - v1*sin[i]
-			head[b] = v0*sin[i] + v1*cos[i]
+		if half {
+			kernel.Rotate(head[:h2], head[h2:2*h2], cos, sin)
+			continue
+		}
+		for i := range h2 {
+			v0, v1 := head[2*i], head[2*i+1]
+			head[2*i] = float32(v0*cos[i]) - float32(v1*sin[i])
+			head[2*i+1] = float32(v0*sin[i]) + float32(v1*cos[i])
 		}
 	}
 }

@@ -7,6 +7,29 @@ import "math"
 // inputs. The generic versions compute exp and tanh in float64; the
 // overlays use a float32 polynomial exp within a few ulps of it.
 
+// Rotate rotates the pairs (a[i], b[i]), i < len(a), by the angles
+// whose cosines and sines are cos[i] and sin[i], in place (RoPE's
+// rotation of a head's two halves):
+//
+//	a[i], b[i] = a[i]*cos[i] - b[i]*sin[i], a[i]*sin[i] + b[i]*cos[i]
+//
+// each product rounded to float32 before the sum, so every overlay gives
+// the same bits.
+func Rotate(a, b, cos, sin []float32) {
+	n := len(a)
+	rotateImpl(a, b[:n], cos[:n], sin[:n])
+}
+
+func rotateGeneric(a, b, cos, sin []float32) {
+	b, cos, sin = b[:len(a)], cos[:len(a)], sin[:len(a)]
+	for i, x := range a {
+		y, c, s := b[i], cos[i], sin[i]
+		// The conversions round each product (no fused multiply-add).
+		a[i] = float32(x*c) - float32(y*s)
+		b[i] = float32(x*s) + float32(y*c)
+	}
+}
+
 // SiLU sets, for i < len(dst),
 //
 //	dst[i] = x[i] / (1 + float32(exp(-x[i])))

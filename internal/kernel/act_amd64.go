@@ -96,11 +96,11 @@ func maxWith(kern func(x *float32, n int, floor float32) float32, lanes int, x [
 func actOverlay(o *Overlay, zmm bool) {
 	lanes := 8
 	silu, siluMul, gelu, mx := siluAvx2, siluMulAvx2, geluTanhAvx2, maxAvx2
-	scale, mul, add, bfly := scaleAvx2, mulAvx2, addAvx2, butterflyAvx2
+	scale, mul, add, bfly, rot := scaleAvx2, mulAvx2, addAvx2, butterflyAvx2, rotateAvx2
 	if zmm {
 		lanes = 16
 		silu, siluMul, gelu, mx = siluVnni, siluMulVnni, geluTanhVnni, maxVnni
-		scale, mul, add, bfly = scaleVnni, mulVnni, addVnni, butterflyVnni
+		scale, mul, add, bfly, rot = scaleVnni, mulVnni, addVnni, butterflyVnni, rotateVnni
 	}
 	o.SiLU = func(dst, x []float32) { unaryWith(silu, lanes, siluGeneric, dst, x) }
 	o.SiLUMul = func(dst, gate, up []float32) { binaryWith(siluMul, lanes, siluMulGeneric, dst, gate, up) }
@@ -110,6 +110,15 @@ func actOverlay(o *Overlay, zmm bool) {
 	o.Scale = func(dst, x []float32, s float32) { scaleWith(scale, lanes, dst, x, s) }
 	o.Mul = func(dst, a, b []float32) { binaryWith(mul, lanes, mulGeneric, dst, a, b) }
 	o.Add = func(dst, a, b []float32) { binaryWith(add, lanes, addGeneric, dst, a, b) }
+	o.Rotate = func(a, b, cos, sin []float32) {
+		m := len(a) &^ (lanes - 1)
+		if m > 0 {
+			rot(unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(cos), unsafe.SliceData(sin), m)
+		}
+		if m < len(a) {
+			rotateGeneric(a[m:], b[m:], cos[m:], sin[m:])
+		}
+	}
 	o.Butterfly = func(a, b []float32) {
 		b = b[:len(a)]
 		m := len(a) &^ (lanes - 1)

@@ -273,3 +273,67 @@ func TestActInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlaysRotate checks each overlay's Rotate against the generic
+// version bit for bit (both round each product before the sum): every
+// length to 130, the four inputs at unaligned starts, a and b halves of
+// one head as RoPE passes them, values of several scales with the
+// specials planted, and a guard after each output.
+func TestOverlaysRotate(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 28))
+	for _, o := range supported(t) {
+		if o.Rotate == nil {
+			continue
+		}
+		for n := 0; n <= 130; n++ {
+			for _, scale := range []float32{1, 300} {
+				head := actInputs(r, 2*n, scale, n%5 == 0)
+				angles := actInputs(r, n, 3, false)
+				cos, sin := make([]float32, n), make([]float32, n)
+				for i, v := range angles {
+					cos[i], sin[i] = float32(math.Cos(float64(v))), float32(math.Sin(float64(v)))
+				}
+				wa, wb := slices.Clone(head[:n]), slices.Clone(head[n:])
+				rotateGeneric(wa, wb, cos, sin)
+				ga, gb := append(withGuard(n)[:0], head[:n]...), append(withGuard(n)[:0], head[n:]...)
+				o.Rotate(ga, gb, cos, sin)
+				checkGuard(t, o.Name+" Rotate a", ga)
+				checkGuard(t, o.Name+" Rotate b", gb)
+				for i := range n {
+					for _, p := range [][2]float32{{ga[i], wa[i]}, {gb[i], wb[i]}} {
+						if math.Float32bits(p[0]) != math.Float32bits(p[1]) && !(p[0] != p[0] && p[1] != p[1]) {
+							t.Fatalf("%s Rotate of %d (scale %g): [%d] of (%g, %g) by (%g, %g) = (%g, %g), want (%g, %g)",
+								o.Name, n, scale, i, head[i], head[n+i], cos[i], sin[i], ga[i], gb[i], wa[i], wb[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestRotateMeaning: rotating (1, 0) by an angle gives its cosine and
+// sine, and a rotation by -theta after one by theta returns the pair
+// within rounding.
+func TestRotateMeaning(t *testing.T) {
+	const n = 37
+	a, b := make([]float32, n), make([]float32, n)
+	cos, sin := make([]float32, n), make([]float32, n)
+	for i := range n {
+		th := 0.17 * float64(i)
+		a[i], cos[i], sin[i] = 1, float32(math.Cos(th)), float32(math.Sin(th))
+	}
+	Rotate(a, b, cos, sin)
+	for i := range n {
+		if a[i] != cos[i] || b[i] != sin[i] {
+			t.Fatalf("(1, 0) rotated by %g: (%g, %g), want (%g, %g)", 0.17*float64(i), a[i], b[i], cos[i], sin[i])
+		}
+		sin[i] = -sin[i]
+	}
+	Rotate(a, b, cos, sin)
+	for i := range n {
+		if math.Abs(float64(a[i])-1) > 1e-6 || math.Abs(float64(b[i])) > 1e-6 {
+			t.Fatalf("rotated back [%d]: (%g, %g), want (1, 0)", i, a[i], b[i])
+		}
+	}
+}

@@ -21,6 +21,7 @@ var (
 	mulImpl        = mulGeneric
 	addImpl        = addGeneric
 	butterflyImpl  = butterflyGeneric
+	rotateImpl     = rotateGeneric
 
 	axpyRowsImpl    = axpyRowsGeneric
 	dotRowsImpl     = dotRowsGeneric
@@ -79,6 +80,7 @@ type Overlay struct {
 	Mul        func(dst, a, b []float32)
 	Add        func(dst, a, b []float32)
 	Butterfly  func(a, b []float32)
+	Rotate     func(a, b, cos, sin []float32)
 
 	AxpyRows    func(dst, alpha, x []float32, stride int)
 	DotRows     func(dst, w, y []float32, stride int)
@@ -194,6 +196,9 @@ func install() {
 		}
 		if o.Butterfly != nil {
 			butterflyImpl = o.Butterfly
+		}
+		if o.Rotate != nil {
+			rotateImpl = o.Rotate
 		}
 		if o.AxpyRows != nil {
 			axpyRowsImpl = o.AxpyRows

@@ -1174,6 +1174,11 @@ func addAvx2(dst *float32, a *float32, b *float32, n int)
 //go:noescape
 func butterflyAvx2(a *float32, b *float32, n int)
 
+// rotateAvx2 sets (a[i], b[i]) = (a[i]*cos[i]-b[i]*sin[i], a[i]*sin[i]+b[i]*cos[i]) for n elements, n a multiple of 8.
+//
+//go:noescape
+func rotateAvx2(a *float32, b *float32, cos *float32, sin *float32, n int)
+
 // siluVnni sets dst[i] = x[i]/(1+exp(-x[i])) for n elements, n a multiple of 16.
 //
 //go:noescape
@@ -1218,6 +1223,11 @@ func addVnni(dst *float32, a *float32, b *float32, n int)
 //
 //go:noescape
 func butterflyVnni(a *float32, b *float32, n int)
+
+// rotateVnni sets (a[i], b[i]) = (a[i]*cos[i]-b[i]*sin[i], a[i]*sin[i]+b[i]*cos[i]) for n elements, n a multiple of 16.
+//
+//go:noescape
+func rotateVnni(a *float32, b *float32, cos *float32, sin *float32, n int)
 
 // axpyRowsAvx2 sets dst[j] += Σ_r alpha[r]*x[r*stride+j] for j < n, r < rows,
 // n a multiple of 8; stride is in elements.

@@ -221,7 +221,43 @@ func genAct() {
 		genBinary("mul", zmm)
 		genBinary("add", zmm)
 		genButterfly(zmm)
+		genRotate(zmm)
 	}
+}
+
+// genRotate writes the plane rotation of RoPE: (a[i], b[i]) =
+// (a[i]*cos[i] - b[i]*sin[i], a[i]*sin[i] + b[i]*cos[i]) for n elements,
+// each product rounded before the sum (no FMA), as the Go reference
+// rounds them.
+func genRotate(zmm bool) {
+	name := floatName("rotate", zmm, false)
+	TEXT(name, NOSPLIT, "func(a *float32, b *float32, cos *float32, sin *float32, n int)")
+	Pragma("noescape")
+	Doc(name + " sets (a[i], b[i]) = (a[i]*cos[i]-b[i]*sin[i], a[i]*sin[i]+b[i]*cos[i]) for n elements, n a multiple of " + lanesStr(zmm) + ".")
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	cp := Load(Param("cos"), GP64())
+	sp := Load(Param("sin"), GP64())
+	n := Load(Param("n"), GP64())
+	c := newActCtx(zmm)
+	c.mapLoop(n, []Register{a, b, cp, sp}, 2, func(off int) {
+		x, y, co, si, t := c.va.get(), c.va.get(), c.va.get(), c.va.get(), c.va.get()
+		VMOVUPS(Mem{Base: a, Disp: off}, x)
+		VMOVUPS(Mem{Base: b, Disp: off}, y)
+		VMOVUPS(Mem{Base: cp, Disp: off}, co)
+		VMOVUPS(Mem{Base: sp, Disp: off}, si)
+		VMULPS(co, x, t)  // a*cos
+		VMULPS(si, x, x)  // a*sin
+		VMULPS(si, y, si) // b*sin
+		VMULPS(co, y, y)  // b*cos
+		VSUBPS(si, t, t)
+		VADDPS(y, x, x)
+		VMOVUPS(t, Mem{Base: a, Disp: off})
+		VMOVUPS(x, Mem{Base: b, Disp: off})
+		c.va.put(t, si, co, y, x)
+	})
+	VZEROUPPER()
+	RET()
 }
 
 // genButterfly writes the Walsh-Hadamard butterfly: (a[i], b[i]) =
