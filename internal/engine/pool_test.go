@@ -52,15 +52,20 @@ func (c *countTask) run(_, lo, hi int) {
 // TestPoolCoversEveryIndexOnce: whatever the size, grain, threads and
 // parts per thread, a dispatch runs every index exactly once, in ranges
 // that start on a grain, with the threads taking from each other's
-// shares (many dispatches, so that the takes race).
+// shares (many dispatches, so that the takes race); per 0 is guided
+// claims (doGuided).
 func TestPoolCoversEveryIndexOnce(t *testing.T) {
 	for _, threads := range []int{2, 3, 4} {
 		p := newPool(threads)
 		for n := 1; n <= 200; n += 7 {
 			for _, grain := range []int{1, 16} {
-				for per := 1; per <= partsPerThread; per++ {
+				for per := 0; per <= partsPerThread; per++ {
 					c := &countTask{hits: make([]atomic.Int32, n), grain: grain}
 					for range 20 {
+						if per == 0 { // guided claims
+							p.doGuided(c, n, grain, true, threads)
+							continue
+						}
 						p.doParts(c, n, grain, true, threads, per)
 					}
 					if c.bad.Load() != 0 {
