@@ -154,7 +154,6 @@ func ropeAnglesAt(cos, sin []float32, pos []int, sections []int, invFreq []float
 // the pairs (i, i+rotDim/2) in half (NeoX) style, through the SIMD
 // kernel.Rotate (a SmolLM2-135M row of 9 heads took 1.2-2 us in the
 // scalar loop, a decode token 30 of them), else the pairs (2i, 2i+1).
-// Each product is rounded before the sum either way.
 func ropeRow(row []float32, headDim, rotDim int, half bool, cos, sin []float32) {
 	E, h2 := headDim, rotDim/2
 	cos, sin = cos[:h2], sin[:h2]
@@ -166,8 +165,8 @@ func ropeRow(row []float32, headDim, rotDim int, half bool, cos, sin []float32) 
 		}
 		for i := range h2 {
 			v0, v1 := head[2*i], head[2*i+1]
-			head[2*i] = float32(v0*cos[i]) - float32(v1*sin[i])
-			head[2*i+1] = float32(v0*sin[i]) + float32(v1*cos[i])
+			head[2*i] = v0*cos[i] - v1*sin[i]
+			head[2*i+1] = v0*sin[i] + v1*cos[i]
 		}
 	}
 }
