@@ -31,7 +31,7 @@ type pool struct {
 	spans []span
 	step  int
 	// guided: a thread claims half of what is left of its own share at
-	// a time (at least a grain) instead of step (doGuided, linearDo).
+	// a time (at least a grain) instead of step (doGuided).
 	guided  bool
 	stop    atomic.Bool
 	workers []*worker
@@ -141,7 +141,7 @@ func (p *pool) loop(w *worker, last uint32) {
 // a thread, and guided parts (each a quarter of the rows left, down to
 // the grain, from one counter for all threads) were within the noise on
 // Llama-3.2-1B and Qwen3-0.6B, and 16 decoded SmolLM2-135M 17% slower.
-// Linears now claim guided from each thread's own share (linearDo); the
+// Linears now claim guided from each thread's own share (doGuided); the
 // other dispatches (attention, row steps) take partsPerThread.
 //
 // Until 2026-11-28 the parts were claimed from one counter, so a
@@ -171,25 +171,9 @@ func (p *pool) loop(w *worker, last uint32) {
 // decoded that shape (4-bit) 0.4-8.1% faster, median 3.6% (seven runs of
 // 16 alternating blocks of 64 tokens, one process, Intel Xeon); its
 // 8-bit form, Qwen3-0.6B and Llama-3.2-1B (most of whose linears had 4
-// parts already) moved -3.1% to +0% (noise). So every dispatch takes
-// partsPerThread.
+// parts already) moved -3.1% to +0% (noise). So no dispatch takes
+// fewer than partsPerThread (linears later went guided, doGuided).
 const partsPerThread = 4
-
-// linearDo dispatches a linear task over n rows with guided claims
-// (pool.doGuided): a thread takes half of what is left of its own share,
-// then half of that, down to a grain, one stream from the front as
-// before, so that at the end only small claims are left for the other
-// thread to take. With claims of a quarter share each, the last claim a
-// thread took could leave the other waiting for most of it. Measured at 2
-// threads in one process, the two ways alternating (16 rounds, median
-// ratio; Intel Xeon): decode (blocks of 64 tokens) Qwen3-0.6B 4-bit
-// 1.047x, 1.060x and 1.091x in three runs, with its 6-bit classifier
-// 1.033x, Llama-3.2-1B 4-bit 1.064x and 8-bit 1.053x, SmolLM2-135M 4-bit
-// 1.053x and 1.094x; prefill of 128 tokens Qwen3-0.6B 1.041x,
-// SmolLM2-135M 1.029x, Llama-3.2-1B 8-bit 1.072x.
-func (p *pool) linearDo(t task, n int, parallel bool, threads int) {
-	p.doGuided(t, n, linearGrain, parallel, threads)
-}
 
 // run runs, on worker w, its own share a step at a time from the front,
 // then takes steps from the back of the share with the most left until
@@ -241,8 +225,17 @@ func (p *pool) do(t task, n, grain int, parallel bool, threads int) {
 	p.doParts(t, n, grain, parallel, threads, partsPerThread)
 }
 
-// doGuided is do with each thread claiming half of what is left of its
-// own share at a time (linearClaims).
+// doGuided is do with guided claims, as the linears take them: a thread takes half of what is left of its own share,
+// then half of that, down to a grain, one stream from the front as
+// before, so that at the end only small claims are left for the other
+// thread to take. With claims of a quarter share each, the last claim a
+// thread took could leave the other waiting for most of it. Measured at 2
+// threads in one process, the two ways alternating (16 rounds, median
+// ratio; Intel Xeon): decode (blocks of 64 tokens) Qwen3-0.6B 4-bit
+// 1.047x, 1.060x and 1.091x in three runs, with its 6-bit classifier
+// 1.033x, Llama-3.2-1B 4-bit 1.064x and 8-bit 1.053x, SmolLM2-135M 4-bit
+// 1.053x and 1.094x; prefill of 128 tokens Qwen3-0.6B 1.041x,
+// SmolLM2-135M 1.029x, Llama-3.2-1B 8-bit 1.072x.
 func (p *pool) doGuided(t task, n, grain int, parallel bool, threads int) {
 	p.guided = true
 	p.doParts(t, n, grain, parallel, threads, partsPerThread)
@@ -285,7 +278,7 @@ func (p *pool) doParts(t task, n, grain int, parallel bool, threads, per int) {
 // it is large enough.
 func (p *pool) linear(job linearJob, threads int) {
 	p.lin = job
-	p.linearDo(&p.lin, job.N, job.T*job.N*job.K >= minParallelCost, threads)
+	p.doGuided(&p.lin, job.N, linearGrain, job.T*job.N*job.K >= minParallelCost, threads)
 }
 
 // linears runs jobs (at most maxFuse) as one dispatch over their output
@@ -299,7 +292,7 @@ func (p *pool) linears(jobs []linearJob, threads int) {
 		g.off[i+1] = g.off[i] + j.N
 		cost += j.T * j.N * j.K
 	}
-	p.linearDo(g, g.off[g.n], cost >= minParallelCost, threads)
+	p.doGuided(g, g.off[g.n], linearGrain, cost >= minParallelCost, threads)
 	for i := range g.jobs[:g.n] {
 		g.jobs[i] = linearJob{} // drop the references to the session's buffers
 	}

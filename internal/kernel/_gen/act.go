@@ -302,11 +302,11 @@ func genUnaryExp(op string, zmm bool) {
 	dst := Load(Param("dst"), GP64())
 	xp := Load(Param("x"), GP64())
 	n := Load(Param("n"), GP64())
-	more := []int{cOne}
+	more := []int{cOne} // among expConsts' own on zmm
 	if zmm && op == "silu" {
-		more = append(more, cSign) // silu negates x
+		more = []int{cSign} // silu negates x
 	} else if zmm {
-		more = append(more, cGeluK, cGeluM2C)
+		more = []int{cGeluK, cGeluM2C}
 	}
 	c := newActCtx(zmm, expConsts(zmm, more...)...)
 	c.mapLoop(n, []Register{dst, xp}, 2, func(off int) {
@@ -339,7 +339,7 @@ func genSiLUMul(zmm bool) {
 	n := Load(Param("n"), GP64())
 	var more []int
 	if zmm {
-		more = []int{cOne, cSign}
+		more = []int{cSign}
 	}
 	c := newActCtx(zmm, expConsts(zmm, more...)...)
 	c.mapLoop(n, []Register{dst, gp, up}, 2, func(off int) {
