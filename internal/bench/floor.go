@@ -94,9 +94,10 @@ func readAll(pieces [][]byte, ahead bool) uint64 {
 // little-endian 64-bit words, with the bytes before the first and after
 // the last aligned word placed where a word would hold them. Its only use
 // is that the reads cannot be dropped. The words are read by
-// kernel.SumWords (vector loads; with ahead, asking 4 KiB ahead): a loop
-// of 8-byte loads keeps fewer lines in flight, and on an Intel Xeon read
-// 6.9 GB/s where vector loads read 12-16.
+// kernel.SumWords (vector loads; with ahead, asking for the lines ahead
+// as the row loops do): a loop of 8-byte loads keeps fewer lines in
+// flight, and on an Intel Xeon read 6.9 GB/s where vector loads read
+// 12-16.
 func readFold(b []byte, ahead bool) uint64 {
 	var s uint64
 	for len(b) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%8 != 0 {

@@ -161,9 +161,9 @@ func (p *pool) loop(w *worker, last uint32) {
 // smaller than 256 KiB of weights, at least one a thread: the
 // SmolLM2-135M shape's linears (58-940 KiB) then went one part a thread,
 // 8-9% faster than 4 at 2 threads. With contiguous shares the parts of a
-// thread are one stream again (a row loop asks for the lines 4 KiB ahead
-// of its loads, past the end of its call, so the next part's first
-// lines are on their way), and one part a thread left the caller waiting
+// thread are one stream again (a row loop asks for the lines ahead of
+// its loads, past the end of its call, so the next part's first lines
+// are on their way), and one part a thread left the caller waiting
 // for the other worker 9-12% of a SmolLM2-135M token (a clock around
 // the steps: the other worker's share, its activations and outputs in
 // the caller's cache, ran 10-15% longer). Four parts a thread, so that

@@ -44,13 +44,20 @@
 	ADDQ $4, R10            \
 	DECQ R9
 
-// Q6PREFETCH asks for each plane of the super-block 32 ahead (4 KiB of
-// the low nibbles; see _gen/prefetch.go for why).
+// Q6PREFETCH asks for each plane of the super-block twice, as the
+// generated row loops do (_gen/prefetch.go): into the second-level cache
+// 128 super-blocks ahead (16 KiB of the low nibbles), and into the first
+// 32 ahead (4 KiB).
 #define Q6PREFETCH \
-	PREFETCHT0 4096(AX) \
-	PREFETCHT0 4160(AX) \
-	PREFETCHT0 2048(BX) \
-	PREFETCHT0 512(CX)  \
+	PREFETCHT1 16384(AX) \
+	PREFETCHT1 16448(AX) \
+	PREFETCHT1 8192(BX)  \
+	PREFETCHT1 2048(CX)  \
+	PREFETCHT1 512(DX)   \
+	PREFETCHT0 4096(AX)  \
+	PREFETCHT0 4160(AX)  \
+	PREFETCHT0 2048(BX)  \
+	PREFETCHT0 512(CX)   \
 	PREFETCHT0 128(DX)
 
 // Q6VNNISETUP loads the arguments and the constants: the nibble mask

@@ -3,9 +3,10 @@ package kernel
 // SumWords returns the wrapping sum of w's words. It is a plain read of
 // memory, as fast as this CPU reads (vector loads where the build has
 // them): the decode floor's probe (package bench) times it. With ahead it
-// also asks for the words 4 KiB ahead of its loads, which on some CPUs
-// reads faster (docs/kernels.md, "Asking for the weights ahead"); where
-// the build has no prefetch instruction, ahead changes nothing.
+// also asks for the words ahead of its loads as the prefetching row loops
+// do, which on some CPUs reads faster (docs/kernels.md, "Asking for the
+// weights ahead" and "Two requests a line"); where the build has no
+// prefetch instruction, ahead changes nothing.
 func SumWords(w []uint64, ahead bool) uint64 {
 	var s uint64
 	if n := len(w) / 32 * 32; n > 0 {

@@ -31,8 +31,9 @@ const (
 	// from memory at every row, where walkRows holds them in registers
 	// (the AVX-512 resident row loops, for the widths they take).
 	walkRowsMemory
-	// walkRowsPrefetch: walkRows with the weights asked for 4 KiB ahead
-	// of their loads (the AVX-512 4-bit row loops, _gen/prefetch.go).
+	// walkRowsPrefetch: walkRows with the weights asked for ahead of
+	// their loads (16 KiB ahead into the second-level cache and 4 KiB
+	// into the first, _gen/prefetch.go).
 	walkRowsPrefetch
 	// walkRowsMemoryPrefetch: walkRowsMemory asking ahead so.
 	walkRowsMemoryPrefetch

@@ -29,70 +29,93 @@ func genPrefetch() {
 // too few misses in flight: its arithmetic fills the reorder window with
 // a few lines' loads, and a single thread reads 7-9 GB/s of a weight
 // where a plain read of the same memory reads 12-16. Asking for the
-// weights prefetchBytes ahead of the loads (PREFETCHT0, one per line)
-// puts those misses in flight early. On AMD Zen 4 the same prefetches
-// cost 10-20% (its prefetchers already keep the stream ahead, and the
-// extra loads compete for its load ports), so the loops are generated
-// twice, with and without, and the tune probe picks (kernel.Tune).
+// weights ahead of the loads puts those misses in flight early. On AMD
+// Zen 4 the same prefetches cost 10-20% (its prefetchers already keep
+// the stream ahead, and the extra loads compete for its load ports), so
+// the loops are generated twice, with and without, and the tune probe
+// picks (kernel.Tune).
+//
+// They ask twice for every line: into the second-level cache
+// (PREFETCHT1) prefetchFar bytes ahead, and from there into the first
+// (PREFETCHT0) prefetchNear bytes ahead. A PREFETCHT0 from memory holds
+// one of the core's few first-level miss buffers for the whole trip to
+// memory; the far request is tracked by the second-level cache, which
+// keeps many more in flight, and the near one then waits only for that
+// cache. One PREFETCHT0 a line 4 KiB ahead (the loops until then)
+// streamed a 4-bit weight at 0.82-0.86 of a plain read on the Xeon; the
+// two requests 0.91-0.95 (docs/kernels.md, "Two requests a line").
 
-// prefetchBytes is how far ahead in a row stream the prefetching loops
-// ask for the weights.
-const prefetchBytes = 4096
+// prefetchFar and prefetchNear are how far ahead in a row stream the
+// prefetching loops ask for the weights: into the second-level cache,
+// then into the first.
+const (
+	prefetchFar  = 16384
+	prefetchNear = 4096
+)
 
-// prefetchAhead is the distance of the row loop being generated: 0 for
-// none, else prefetchBytes.
-var prefetchAhead int
+// prefetching: the row loop being generated asks for its weights ahead.
+var prefetching bool
 
 // prefetchSuffix is the name suffix of the row loop being generated.
 func prefetchSuffix() string {
-	if prefetchAhead == 0 {
+	if !prefetching {
 		return ""
 	}
 	return "Pf"
 }
 
-// prefetchChunk emits, in a prefetching row loop, the prefetches for
-// chunk c's lines (groups of 64 bytes of nibbles from nib + 256*c) and,
-// once per chunk, for its codes or scales (scBytes per whole chunk, from
-// sc), each as far ahead in its own stream as the nibbles are: a chunk's
-// scale bytes per 256 bytes of nibbles.
+// prefetchAt emits the two requests ahead of m in a stream of num bytes
+// per den bytes of weights (a chunk's codes or scales are scBytes per 256
+// bytes of nibbles): its distances are the weights' scaled so, which
+// keeps every stream of a loop equally far ahead.
+func prefetchAt(m Mem, num, den int) {
+	far, near := m, m
+	far.Disp += prefetchFar * num / den
+	near.Disp += prefetchNear * num / den
+	PREFETCHT1(far)
+	PREFETCHT0(near)
+}
+
+// prefetchChunk emits, in a prefetching row loop, the requests for chunk
+// c's lines (groups of 64 bytes of nibbles from nib + 256*c) and, once
+// per chunk, for its codes or scales (scBytes per whole chunk, from sc).
 func prefetchChunk(nib, sc Register, c, groups, scBytes int) {
-	if prefetchAhead == 0 {
+	if !prefetching {
 		return
 	}
 	for g := range groups {
-		PREFETCHT0(Mem{Base: nib, Disp: 256*c + 64*g + prefetchAhead})
+		prefetchAt(Mem{Base: nib, Disp: 256*c + 64*g}, 1, 1)
 	}
-	PREFETCHT0(Mem{Base: sc, Disp: scBytes*c + prefetchAhead*scBytes/256})
+	prefetchAt(Mem{Base: sc, Disp: scBytes * c}, scBytes, 256)
 }
 
-// prefetchLines emits, in a prefetching row loop, the prefetches of the n
-// lines from at, prefetchAhead bytes ahead.
+// prefetchLines emits, in a prefetching row loop, the requests for the n
+// lines from at.
 func prefetchLines(at Mem, n int) {
-	if prefetchAhead == 0 {
+	if !prefetching {
 		return
 	}
 	for i := range n {
 		m := at
-		m.Disp += 64*i + prefetchAhead
-		PREFETCHT0(m)
+		m.Disp += 64 * i
+		prefetchAt(m, 1, 1)
 	}
 }
 
 // genSumLines emits sumLines{Zmm,Ymm}[Pf]: the wrapping sum of the
 // 64-bit words of lines*64 bytes at p (lines a positive multiple of 4),
-// with or without asking for the lines prefetchBytes ahead. They are the
+// with or without asking for the lines ahead as the row loops do. They are the
 // plain reads of the decode floor's probe (package bench): a read that
 // keeps as many lines in flight as the machine allows, so that no
 // product streams faster than the floor it is measured against.
 func genSumLines() {
 	for _, zmm := range []bool{true, false} {
-		for _, ahead := range []int{0, prefetchBytes} {
+		for _, ahead := range []bool{false, true} {
 			name := "sumLinesYmm"
 			if zmm {
 				name = "sumLinesZmm"
 			}
-			if ahead > 0 {
+			if ahead {
 				name += "Pf"
 			}
 			TEXT(name, NOSPLIT, "func(p *byte, lines int) uint64")
@@ -117,8 +140,8 @@ func genSumLines() {
 			}
 			Label("loop")
 			for l := range 4 {
-				if ahead > 0 {
-					PREFETCHT0(Mem{Base: p, Disp: 64*l + ahead})
+				if ahead {
+					prefetchAt(Mem{Base: p, Disp: 64 * l}, 1, 1)
 				}
 				for o := 0; o < 64; o += width {
 					i := (64*l + o) / width % 4

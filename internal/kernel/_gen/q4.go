@@ -47,8 +47,8 @@ func genQ4() {
 		for _, s := range q4ZmmShapes {
 			q4ChunkKernel(form, false, s.R, s.TT)
 		}
-		for _, ahead := range []int{0, prefetchBytes} {
-			prefetchAhead = ahead
+		for _, pf := range []bool{false, true} {
+			prefetching = pf
 			q4ChunkKernel(form, true, 1, 1)
 			for _, res := range q4ResidentShapes {
 				if form == formK4 && res.G%2 == 1 {
@@ -57,17 +57,17 @@ func genQ4() {
 				q4ChunkKernelResident(form, true, 1, 1, res)
 			}
 		}
-		prefetchAhead = 0
+		prefetching = false
 	}
 	for _, form := range []q4Form{formCodes, formScales, formK4} {
 		for _, s := range append(q4YmmShapes, q4YmmShapes3...) {
 			q4Avx2Kernel(form, s.R, s.TT, false)
 		}
-		for _, ahead := range []int{0, prefetchBytes} {
-			prefetchAhead = ahead
+		for _, pf := range []bool{false, true} {
+			prefetching = pf
 			q4Avx2Kernel(form, 1, 1, true)
 		}
-		prefetchAhead = 0
+		prefetching = false
 	}
 }
 

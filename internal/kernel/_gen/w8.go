@@ -74,15 +74,15 @@ func genW8() {
 	for _, s := range w8YmmShapes {
 		w8Kernel(false, s.R, s.TT, false)
 	}
-	for _, ahead := range []int{0, prefetchBytes} {
-		prefetchAhead = ahead
+	for _, pf := range []bool{false, true} {
+		prefetching = pf
 		w8Kernel(true, 1, 1, true)
 		for q := 1; q <= w8ResidentQuads; q++ {
 			w8KernelResident(q)
 		}
 		w8Kernel(false, 1, 1, true)
 	}
-	prefetchAhead = 0
+	prefetching = false
 }
 
 // w8ResidentQuads is the most quads whose activations the AVX-512 row
