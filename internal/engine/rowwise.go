@@ -2,9 +2,11 @@ package engine
 
 import (
 	"math"
+	"slices"
 
 	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/op"
+	"github.com/aotlm/aotlm/internal/plan"
 )
 
 // minParallelElems is the number of elements below which a row-wise step
@@ -28,17 +30,25 @@ type rowTask struct {
 type ropeTable struct {
 	cos, sin []float32 // [row][rotDim/2]
 	key      ropeKey   // what they hold
+	freq     []float64 // and the frequencies and sections they hold
+	sections []int
 }
 
-// ropeKey is what a RoPE step's angles depend on: the pass (its rows'
-// positions) and the step's frequencies.
+// ropeKey is what a RoPE step's angles depend on besides its frequencies
+// and sections: the pass (its rows' positions) and the scale.
 type ropeKey struct {
 	pass  uint64
 	rows  int
-	freq  *float64 // the step's InvFreq (plans share one slice per kind of layer)
-	sec   int      // the step's number of sections
-	n     int
 	scale float64
+}
+
+// holds reports whether the table holds the angles of RoPE step r over
+// the rows of key. The frequencies are compared by value: a plan read
+// from an artifact gives every step its own copy of them (comparing the
+// slices' addresses computed the angles again at every step, about 60
+// Sincos a pair and token on SmolLM2-135M).
+func (t *ropeTable) holds(key ropeKey, r *plan.Rope) bool {
+	return key == t.key && slices.Equal(r.InvFreq, t.freq) && slices.Equal(r.Sections, t.sections)
 }
 
 // rowWise runs st over rows of x (and y) into out.
@@ -46,12 +56,9 @@ func (s *Session) rowWise(st *step, out, x, y []float32, rows, cols int) {
 	s.rowTask = rowTask{s: s, st: st, out: out, x: x, y: y, cols: cols}
 	if st.Op == op.RoPE {
 		r := st.Rope
-		key := ropeKey{pass: s.passGen, rows: rows, n: len(r.InvFreq), scale: r.Scale, sec: len(r.Sections)}
-		if len(r.InvFreq) > 0 {
-			key.freq = &r.InvFreq[0]
-		}
-		s.rowTask.fillAngles = key != s.rope.key
-		s.rope.key = key
+		key := ropeKey{pass: s.passGen, rows: rows, scale: r.Scale}
+		s.rowTask.fillAngles = !s.rope.holds(key, r)
+		s.rope.key, s.rope.freq, s.rope.sections = key, r.InvFreq, r.Sections
 	}
 	s.pool.do(&s.rowTask, rows, 1, rows > 1 && rows*cols >= minParallelElems, s.threads)
 }
