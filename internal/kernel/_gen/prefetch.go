@@ -77,14 +77,18 @@ func prefetchAt(m Mem, num, den int) {
 }
 
 // prefetchChunk emits, in a prefetching row loop, the requests for chunk
-// c's lines (groups of 64 bytes of nibbles from nib + 256*c) and, once
-// per chunk, for its codes or scales (scBytes per whole chunk, from sc).
+// c's lines (groups of 64 bytes of nibbles from nib + 256*c) and, with
+// c = 0 (every chunk of the general loops, the first of a row in the
+// resident ones), for the codes or scales from sc (scBytes a chunk).
 func prefetchChunk(nib, sc Register, c, groups, scBytes int) {
 	if !prefetching {
 		return
 	}
 	for g := range groups {
 		prefetchAt(Mem{Base: nib, Disp: 256*c + 64*g}, 1, 1)
+	}
+	if c > 0 {
+		return // a row's codes lie within a line or two: asked for at c = 0
 	}
 	prefetchAt(Mem{Base: sc, Disp: scBytes * c}, scBytes, 256)
 }
