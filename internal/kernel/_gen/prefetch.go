@@ -77,9 +77,9 @@ func prefetchAt(m Mem, num, den int) {
 }
 
 // prefetchChunk emits, in a prefetching row loop, the requests for chunk
-// c's lines (groups of 64 bytes of nibbles from nib + 256*c) and, with
-// c = 0 (every chunk of the general loops, the first of a row in the
-// resident ones), for the codes or scales from sc (scBytes a chunk).
+// c's lines (groups of 64 bytes of nibbles from nib + 256*c) and for its
+// codes or scales (scBytes a chunk, from sc): LPBQ codes only with a
+// row's first chunk.
 func prefetchChunk(nib, sc Register, c, groups, scBytes int) {
 	if !prefetching {
 		return
@@ -87,8 +87,11 @@ func prefetchChunk(nib, sc Register, c, groups, scBytes int) {
 	for g := range groups {
 		prefetchAt(Mem{Base: nib, Disp: 256*c + 64*g}, 1, 1)
 	}
-	if c > 0 {
-		return // a row's codes lie within a line or two: asked for at c = 0
+	if c > 0 && scBytes == 16 {
+		// LPBQ: a resident row's codes (at most 40 bytes) lie within a
+		// line or two, and the rows' requests, each at most 40 bytes
+		// after the last, reach every line of the stream.
+		return
 	}
 	prefetchAt(Mem{Base: sc, Disp: scBytes * c}, scBytes, 256)
 }
