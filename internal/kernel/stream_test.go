@@ -25,7 +25,7 @@ const streamBytes = 320 << 20
 // round (share-<weight>) and the read with the lines asked for ahead
 // (share-read-ahead). This is the share of the decode floor a product
 // alone can reach (docs/kernels.md, "Two requests a line"). Run with
-// -benchtime 1x; it allocates about 1.6 GB.
+// -benchtime 1x; it allocates about 2 GB.
 func BenchmarkDecodeStream(b *testing.B) {
 	r := rand.New(rand.NewPCG(71, 72))
 	type prod struct {
@@ -58,6 +58,24 @@ func BenchmarkDecodeStream(b *testing.B) {
 		x, _ := randQ8(r, 1, K)
 		dst := make([]float32, N)
 		prods = append(prods, prod{fmt.Sprintf("w8-K%d", K), N, float64(len(w.U)),
+			func(n0, n1 int) { w.MatMul(dst, N, x, n0, n1) }})
+	}
+	{
+		const K = 1024
+		N := streamBytes / (K/2 + K/4 + K/Q6Group + 4*K/Q6Super) / 4 * 4
+		w := &Q6{N: N, K: K, Nib: hugemem.Bytes(N * K / 2), Hi: hugemem.Bytes(N * K / 4),
+			Sub: make([]int8, N*K/Q6Group), D: make([]float32, N*K/Q6Super)}
+		fillBytes(r, w.Nib, 0)
+		fillBytes(r, w.Hi, 0)
+		for i := range w.Sub {
+			w.Sub[i] = int8(r.IntN(256) - 128)
+		}
+		for i := range w.D {
+			w.D[i] = (0.5 + r.Float32()) * 1e-4
+		}
+		x, _ := randQ8(r, 1, K)
+		dst := make([]float32, N)
+		prods = append(prods, prod{"q6-K1024", N, float64(len(w.Nib) + len(w.Hi) + len(w.Sub) + 4*len(w.D)),
 			func(n0, n1 int) { w.MatMul(dst, N, x, n0, n1) }})
 	}
 	raw := hugemem.Bytes(streamBytes)

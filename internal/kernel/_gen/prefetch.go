@@ -111,9 +111,9 @@ func prefetchLines(at Mem, n int) {
 
 // genSumLines emits sumLines{Zmm,Ymm}[Pf]: the wrapping sum of the
 // 64-bit words of lines*64 bytes at p (lines a positive multiple of 4),
-// with or without asking for the lines ahead as the row loops do. They are the
-// plain reads of the decode floor's probe (package bench): a read that
-// keeps as many lines in flight as the machine allows, so that no
+// with or without asking for the lines ahead as the row loops do. They
+// are the plain reads of the decode floor's probe (package bench): a read
+// that keeps as many lines in flight as the machine allows, so that no
 // product streams faster than the floor it is measured against.
 func genSumLines() {
 	for _, zmm := range []bool{true, false} {
