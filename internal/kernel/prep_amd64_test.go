@@ -14,7 +14,7 @@ func BenchmarkQ4Prep(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, K := range []int{576, 1536} {
 		for _, T := range []int{1, 128} {
-			x := &Q8{K: K, Q: make([]int8, T*K), D: make([]float32, T*K/QK), Sum: make([]int32, T*K/QK)}
+			x := &Q8{T: T, K: K, Q: make([]int8, T*K), D: make([]float32, T*K/QK), Sum: make([]int32, T*K/QK)}
 			for i := range x.Q {
 				x.Q[i] = int8(r.IntN(255) - 127)
 			}

@@ -211,35 +211,40 @@ func q4PrepStride(rec []byte, x *Q8, t0, t1, xs int) {
 	for t := t0; t < t1; t++ {
 		tr := rec[t*xs : t*xs+q4TokenBytes(K)]
 		qt := q[t*K : (t+1)*K]
-		for b := range ng4 * 4 {
-			g, j := b/4, b%4
-			r := tr[g*q4RecBytes : (g+1)*q4RecBytes]
-			if b >= nb {
-				*(*[16]byte)(r[16*j:]) = [16]byte{}
-				*(*[16]byte)(r[64+16*j:]) = [16]byte{}
-				*(*[16]byte)(r[128+16*j:]) = [16]byte{}
-				*(*[16]byte)(r[192+16*j:]) = [16]byte{}
-				continue
+		d, sum := x.D[t*nb:(t+1)*nb], x.Sum[t*nb:(t+1)*nb]
+		for g := range ng4 {
+			r := (*[q4RecBytes]byte)(tr[g*q4RecBytes:])
+			for j := range 4 {
+				b := 4*g + j
+				if b >= nb {
+					*(*[16]byte)(r[16*j:]) = [16]byte{}
+					*(*[16]byte)(r[64+16*j:]) = [16]byte{}
+					*(*[16]byte)(r[128+16*j:]) = [16]byte{}
+					*(*[16]byte)(r[192+16*j:]) = [16]byte{}
+					continue
+				}
+				// array moves: 16-byte loads and stores, not memmove calls
+				blk := (*[QK]byte)(qt[b*QK:])
+				*(*[16]byte)(r[16*j:]) = *(*[16]byte)(blk[:16])
+				*(*[16]byte)(r[64+16*j:]) = *(*[16]byte)(blk[16:])
+				db, sb := d[b], -2*sum[b]
+				*(*[4]float32)(unsafe.Pointer(&r[128+16*j])) = [4]float32{db, db, db, db}
+				*(*[4]int32)(unsafe.Pointer(&r[192+16*j])) = [4]int32{sb, sb, sb, sb}
 			}
-			// array moves: 16-byte loads and stores, not memmove calls
-			*(*[16]byte)(r[16*j:]) = *(*[16]byte)(qt[b*QK:])
-			*(*[16]byte)(r[64+16*j:]) = *(*[16]byte)(qt[b*QK+16:])
-			d := x.D[t*nb+b]
-			s := -2 * x.Sum[t*nb+b]
-			dv := (*[4]float32)(unsafe.Pointer(&r[128+16*j]))
-			sv := (*[4]int32)(unsafe.Pointer(&r[192+16*j]))
-			dv[0], dv[1], dv[2], dv[3] = d, d, d, d
-			sv[0], sv[1], sv[2], sv[3] = s, s, s, s
 		}
 		for c := range ng4 / 4 {
 			r := tr[ng4*q4RecBytes+c*q4ChunkBytes:]
 			dv := (*[16]float32)(unsafe.Pointer(&r[0]))
 			sv := (*[16]int32)(unsafe.Pointer(&r[64]))
-			for l := range 16 {
-				b := 16*c + 4*(l%4) + l/4
-				dv[l], sv[l] = 0, 0
-				if b < nb {
-					dv[l], sv[l] = x.D[t*nb+b], -8*x.Sum[t*nb+b]
+			// lane 4k+g holds block 16c+4g+k
+			for g := range 4 {
+				for k := range 4 {
+					l, b := 4*k+g, 16*c+4*g+k
+					if b < nb {
+						dv[l], sv[l] = d[b], -8*sum[b]
+					} else {
+						dv[l], sv[l] = 0, 0
+					}
 				}
 			}
 			if x.T == 1 {
