@@ -225,10 +225,10 @@ func (p *pool) do(t task, n, grain int, parallel bool, threads int) {
 	p.doParts(t, n, grain, parallel, threads, partsPerThread)
 }
 
-// doGuided is do with guided claims, as the linears take them: a thread takes half of what is left of its own share,
-// then half of that, down to a grain, one stream from the front as
-// before, so that at the end only small claims are left for the other
-// thread to take. With claims of a quarter share each, the last claim a
+// doGuided is do with guided claims, as the linears take them: a thread
+// takes half of what is left of its own share, then half of that, down
+// to a grain, one stream from the front as before, so that at the end
+// only small claims are left for the other thread to take. With claims of a quarter share each, the last claim a
 // thread took could leave the other waiting for most of it. Measured at 2
 // threads in one process, the two ways alternating (16 rounds, median
 // ratio; Intel Xeon): decode (blocks of 64 tokens) Qwen3-0.6B 4-bit
