@@ -105,7 +105,7 @@ image out counts as the first repetition).`,
 	f.StringArrayVar(&pgs, "pg", nil, "a pg test as PROMPT,GEN (repeatable)")
 	f.IntVarP(&cfg.Threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
 	f.BoolVar(&cfg.HugePages, "hugepages", false, hugePagesUsage)
-	f.BoolVar(&cfg.Floor, "floor", false, "measure each decoding test against the decode floor: before every repetition and after the last, time a plain read of the weights a token streams (the same mapped bytes, split over the same threads; vector loads, the faster of reading with and without asking for the lines ahead), and print the floor in tok/s and the share of it the decode reached")
+	f.BoolVar(&cfg.Floor, "floor", false, "measure each decoding test against the decode floor: before every repetition and after the last, time a plain read of the weights a token streams (the same mapped bytes, split over the same threads; vector loads, the faster of reading with and without asking for the lines ahead), and print the floor in tok/s and the share of it the decode reached; then the same from memory: the weights evicted from every cache before each read (amd64), the floor of memory bandwidth, which a model that stays in the last-level cache decodes above")
 	f.IntVarP(&cfg.Repetitions, "repetitions", "r", 3, "repetitions of each test")
 	f.StringVar(&mode, "mode", "hybrid", "prefill: hybrid (AR-N passes) or kv (one token at a time)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object instead of the table")

@@ -160,8 +160,11 @@ func checkProfile(t *testing.T, prof string) {
 // TestBenchFloor: --floor gives each decoding test the floor measured
 // beside it (the weights a token streams, at most the file, over the read
 // bandwidth) and the share of it the decode reached; a prefill test has
-// none. The table prints it after the load line.
+// none. Where the build can evict the weights from the caches
+// (kernel.FlushCaches) it gives the floor from memory as well. The table
+// prints both after the load line.
 func TestBenchFloor(t *testing.T) {
+	evicts := kernel.FlushCaches(nil)
 	path := compileStories(t)
 	code, stdout, stderr := aotlmPlus(t, "bench", "-m", path, "-p", "8", "-n", "16", "--pg", "8,8", "-r", "2", "-t", "2", "--floor", "--json")
 	if code != 0 {
@@ -175,6 +178,9 @@ func TestBenchFloor(t *testing.T) {
 			FloorGBps float64 `json:"floor_gbps"`
 			FloorTokS float64 `json:"floor_tok_s"`
 			OfFloor   float64 `json:"of_floor"`
+			MemGBps   float64 `json:"memory_gbps"`
+			MemTokS   float64 `json:"memory_tok_s"`
+			OfMemory  float64 `json:"of_memory"`
 		} `json:"tests"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
@@ -191,9 +197,18 @@ func TestBenchFloor(t *testing.T) {
 		if decodes && r.FloorTokS*float64(rep.Decode) > 1.001*r.FloorGBps*1e9 {
 			t.Errorf("%s: floor %v tok/s is more than %v GB/s over %d bytes", r.Name, r.FloorTokS, r.FloorGBps, rep.Decode)
 		}
+		if has := r.MemGBps > 0 && r.MemTokS > 0 && r.OfMemory > 0; has != (decodes && evicts) {
+			t.Errorf("%s: floor from memory %v GB/s, %v tok/s, share %v (the build evicts: %v)", r.Name, r.MemGBps, r.MemTokS, r.OfMemory, evicts)
+		}
+		if decodes && r.MemTokS*float64(rep.Decode) > 1.001*r.MemGBps*1e9 {
+			t.Errorf("%s: floor from memory %v tok/s is more than %v GB/s over %d bytes", r.Name, r.MemTokS, r.MemGBps, rep.Decode)
+		}
 	}
 	code, stdout, stderr = aotlmPlus(t, "bench", "-m", path, "-p", "0", "-n", "8", "-r", "1", "-t", "1", "--floor")
 	if code != 0 || !strings.Contains(stdout, "decode floor (tg8): ") || !strings.Contains(stdout, "with 1 thread: ") || !strings.Contains(stdout, "% of it") {
 		t.Errorf("table: exit %d, stderr %s:\n%s", code, stderr, stdout)
+	}
+	if got := strings.Contains(stdout, "from memory (evicted from the caches first): "); got != evicts {
+		t.Errorf("table: the floor from memory printed %v, the build evicts %v:\n%s", got, evicts, stdout)
 	}
 }

@@ -137,11 +137,18 @@ type Result struct {
 	// allows (bandwidth / bytes a token); OfFloor the mean of each
 	// repetition's decode rate over the floor of the probes before and
 	// after it.
-	FloorGBps float64   `json:"floor_gbps,omitempty"`
-	FloorTokS float64   `json:"floor_tok_s,omitempty"`
-	OfFloor   float64   `json:"of_floor,omitempty"`
-	RSSMB     float64   `json:"rss_mb"`     // peak resident MiB after the test
-	Samples   []float64 `json:"samples_ms"` // wall time of each repetition
+	FloorGBps float64 `json:"floor_gbps,omitempty"`
+	FloorTokS float64 `json:"floor_tok_s,omitempty"`
+	OfFloor   float64 `json:"of_floor,omitempty"`
+	// MemoryGBps, MemoryTokS and OfMemory are the same from reads of
+	// the weights evicted from the caches first: the floor of memory
+	// bandwidth (0 where the probe cannot evict them). A model that
+	// stays in the last-level cache decodes above it.
+	MemoryGBps float64   `json:"memory_gbps,omitempty"`
+	MemoryTokS float64   `json:"memory_tok_s,omitempty"`
+	OfMemory   float64   `json:"of_memory,omitempty"`
+	RSSMB      float64   `json:"rss_mb"`     // peak resident MiB after the test
+	Samples    []float64 `json:"samples_ms"` // wall time of each repetition
 }
 
 // Run checks every test against the session's context, then measures them
@@ -233,11 +240,18 @@ func (r *runner) measure(t Test) (Result, error) {
 	rates := make([]float64, 0, r.opts.Repetitions)
 	var decodeRates, ttfts []float64
 	now := r.opts.Clock
-	var floorGBps, repDecode []float64 // floorGBps[i]: the probe before repetition i (and after the last)
+	// floorGBps[i], memGBps[i]: the probes before repetition i (and
+	// after the last); from memory first, so that the weights are back
+	// where the cache keeps them when the repetition starts.
+	var floorGBps, memGBps, repDecode []float64
 	probe := r.opts.Floor != nil && t.Gen > 0
+	probeFloor := func() {
+		memGBps = append(memGBps, r.opts.Floor.memoryGBps())
+		floorGBps = append(floorGBps, r.opts.Floor.gbps())
+	}
 	for range r.opts.Repetitions {
 		if probe {
-			floorGBps = append(floorGBps, r.opts.Floor.gbps())
+			probeFloor()
 		}
 		r.s.Reset()
 		var logits []float32
@@ -284,8 +298,9 @@ func (r *runner) measure(t Test) (Result, error) {
 	res.DecodeTokS, _ = MeanStddev(decodeRates)
 	res.TTFTMs, _ = MeanStddev(ttfts)
 	if probe {
-		floorGBps = append(floorGBps, r.opts.Floor.gbps())
+		probeFloor()
 		res.FloorGBps, res.FloorTokS, res.OfFloor = r.opts.Floor.shares(floorGBps, repDecode)
+		res.MemoryGBps, res.MemoryTokS, res.OfMemory = r.opts.Floor.shares(memGBps, repDecode)
 	}
 	res.RSSMB = MiB(r.opts.PeakRSS())
 	return res, nil

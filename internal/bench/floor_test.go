@@ -83,41 +83,81 @@ func TestFloorShares(t *testing.T) {
 // the probes on either side: the probe's read of repetition i's
 // neighbours is 1/(10+i) s (10+i GB/s, the fastest of each four reads is
 // taken, half of them asking ahead), and a token decodes in 50 ms
-// (20 tok/s) against a floor of bandwidth/1 GB tok/s.
+// (20 tok/s) against a floor of bandwidth/1 GB tok/s. A read right after
+// an eviction is from memory: 1/(5+i) s, the faster of each two taken.
 func TestRunFloor(t *testing.T) {
 	const reps = 3
 	f := &fakeSession{decodeTok: 50 * time.Millisecond, ctx: 64, vocab: 50}
-	reads, aheads := 0, 0
+	reads, aheads, evictions, memReads := 0, 0, 0, 0
+	evicted := false
 	floor := &Floor{Bytes: 1e9, Read: func(ahead bool) time.Duration {
-		probe := reads / 4
-		reads++
 		if ahead {
 			aheads++
 		}
+		if evicted {
+			evicted = false
+			probe := memReads / 2
+			memReads++
+			if memReads%2 != 0 {
+				return 2 * time.Second // the slower read of each two
+			}
+			return time.Duration(float64(time.Second) / float64(5+probe%(reps+1)))
+		}
+		probe := reads / 4
+		reads++
 		if reads%4 != 0 {
 			return time.Second // the slower reads of each four
 		}
 		return time.Duration(float64(time.Second) / float64(10+probe%(reps+1)))
+	}, Evict: func() bool {
+		evictions++
+		evicted = true
+		return true
 	}}
 	res, err := Run(f, []Test{{Prompt: 8}, {Gen: 4}, {Prompt: 4, Gen: 4}}, Options{Repetitions: reps, Vocab: 50,
 		Clock: f.clock, PeakRSS: func() int64 { return 0 }, Floor: floor})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res[0].FloorTokS != 0 || res[0].OfFloor != 0 {
+	if res[0].FloorTokS != 0 || res[0].OfFloor != 0 || res[0].MemoryTokS != 0 {
 		t.Errorf("pp8 has a floor: %+v", res[0])
 	}
 	// Probes 10, 11, 12, 13 GB/s around the 3 repetitions: means 10.5,
-	// 11.5, 12.5 GB/s; with 1 GB a token, floors of 10.5, 11.5, 12.5 tok/s.
+	// 11.5, 12.5 GB/s; with 1 GB a token, floors of 10.5, 11.5, 12.5
+	// tok/s. From memory 5, 6, 7, 8: 5.5, 6.5, 7.5.
 	wantGBps := (10.5 + 11.5 + 12.5) / 3
 	wantOf := (20/10.5 + 20/11.5 + 20/12.5) / 3
+	wantMem := (5.5 + 6.5 + 7.5) / 3
+	wantOfMem := (20/5.5 + 20/6.5 + 20/7.5) / 3
 	close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-6*b } // durations are whole nanoseconds
 	for _, r := range res[1:] {
 		if !close(r.FloorGBps, wantGBps) || !close(r.FloorTokS, wantGBps) || !close(r.OfFloor, wantOf) {
 			t.Errorf("%s: floor %v GB/s, %v tok/s, share %v; want %v, %v, %v", r.Name, r.FloorGBps, r.FloorTokS, r.OfFloor, wantGBps, wantGBps, wantOf)
 		}
+		if !close(r.MemoryGBps, wantMem) || !close(r.MemoryTokS, wantMem) || !close(r.OfMemory, wantOfMem) {
+			t.Errorf("%s: from memory %v GB/s, %v tok/s, share %v; want %v, %v, %v", r.Name, r.MemoryGBps, r.MemoryTokS, r.OfMemory, wantMem, wantMem, wantOfMem)
+		}
 	}
-	if reads != 2*4*(reps+1) || aheads != reads/2 {
-		t.Errorf("%d reads, %d asking ahead; want %d (four per probe, reps+1 probes per decoding test), half asking ahead", reads, aheads, 2*4*(reps+1))
+	probes := 2 * (reps + 1) // reps+1 probes per decoding test
+	if reads != 4*probes || memReads != 2*probes || evictions != memReads || aheads != (reads+memReads)/2 {
+		t.Errorf("%d reads, %d from memory after %d evictions, %d asking ahead; want %d, %d after as many, half asking ahead",
+			reads, memReads, evictions, aheads, 4*probes, 2*probes)
+	}
+}
+
+// TestFloorNoEvict: a probe that cannot evict gives no floor from memory
+// and no read for it.
+func TestFloorNoEvict(t *testing.T) {
+	reads := 0
+	f := &Floor{Bytes: 1e9, Read: func(bool) time.Duration { reads++; return time.Second }, Evict: func() bool { return false }}
+	if g := f.memoryGBps(); g != 0 || reads != 0 {
+		t.Errorf("memoryGBps %v after %d reads, want 0 after none", g, reads)
+	}
+	f.Evict = nil
+	if g := f.memoryGBps(); g != 0 || reads != 0 {
+		t.Errorf("without Evict: memoryGBps %v after %d reads, want 0 after none", g, reads)
+	}
+	if g := f.gbps(); g != 1 || reads != 4 {
+		t.Errorf("gbps %v after %d reads, want 1 after 4", g, reads)
 	}
 }

@@ -203,6 +203,10 @@ func (r Report) WriteTable(w io.Writer) error {
 		if err == nil && t.FloorTokS > 0 {
 			_, err = fmt.Fprintf(w, "decode floor (%s): %s of weights a token, read at %.2f GB/s with %s: %.2f tok/s; decode at %.0f%% of it\n",
 				t.Name, Human(r.DecodeBytes), t.FloorGBps, plural(r.Threads, "thread"), t.FloorTokS, 100*t.OfFloor)
+			if err == nil && t.MemoryTokS > 0 {
+				_, err = fmt.Fprintf(w, "  from memory (evicted from the caches first): %.2f GB/s: %.2f tok/s; decode at %.0f%% of it\n",
+					t.MemoryGBps, t.MemoryTokS, 100*t.OfMemory)
+			}
 		}
 	}
 	if err == nil && r.Note != "" {
