@@ -2,12 +2,15 @@
 
 #include "textflag.h"
 
-// func flushLines(p unsafe.Pointer, n int)
-TEXT ·flushLines(SB), NOSPLIT, $0-16
+// func flushLines(p unsafe.Pointer, n int, opt bool)
+TEXT ·flushLines(SB), NOSPLIT, $0-17
 	MOVQ p+0(FP), AX
 	MOVQ n+8(FP), CX
+	MOVB opt+16(FP), DX
 	ADDQ AX, CX     // the end
 	ANDQ $-64, AX   // the first line
+	TESTB DX, DX
+	JNZ  optTest
 	JMP  test
 
 line:
@@ -17,24 +20,17 @@ line:
 test:
 	CMPQ AX, CX
 	JB   line
-	MFENCE
-	RET
+	JMP  done
 
-// func flushLinesOpt(p unsafe.Pointer, n int)
-TEXT ·flushLinesOpt(SB), NOSPLIT, $0-16
-	MOVQ p+0(FP), AX
-	MOVQ n+8(FP), CX
-	ADDQ AX, CX
-	ANDQ $-64, AX
-	JMP  test
-
-line:
+optLine:
 	CLFLUSHOPT (AX)
 	ADDQ       $64, AX
 
-test:
+optTest:
 	CMPQ AX, CX
-	JB   line
+	JB   optLine
+
+done:
 	MFENCE
 	RET
 
