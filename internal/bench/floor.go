@@ -24,9 +24,9 @@ import (
 // A model small enough to stay in the last-level cache between tokens
 // (SmolLM2-135M's 82 MiB beside an Intel Xeon's 260 MiB) is then read
 // partly from the cache, and the read probe gives that cache's speed,
-// not memory's. So the probe also reads the bytes once more from memory:
-// it evicts them from every cache first (kernel.FlushCaches), then reads
-// them. That is the floor of file bytes over memory bandwidth; the
+// not memory's. So the probe also reads the bytes twice from memory:
+// each time it evicts them from every cache first (kernel.FlushCaches),
+// then reads them. That is the floor of file bytes over memory bandwidth; the
 // first is the floor of those bytes where they are. Where the build
 // cannot evict (no flush instruction), only the first is measured.
 
