@@ -85,13 +85,13 @@ type Config struct {
 	// NewSequence makes a sequence of at most ctx positions (0: the
 	// backend's full context).
 	NewSequence func(ctx int) (Sequence, error)
-	Tokenizer   tokenizer.Tokenizer // nil: text in and out is refused
+	Tokenizer   Tokenizer // nil: text in and out is refused
 	// ChatTemplate is the Jinja source of the chat template ("" if none).
 	ChatTemplate string
 	BOS          int   // -1 if none
 	EOS          []int // ids that end generation
-	// Generation holds generation defaults (temperature, top_p, ...).
-	Generation map[string]any
+	// Generation holds the model's sampling defaults.
+	Generation GenerationDefaults
 	// Close releases the backend when the model is closed.
 	Close func() error
 }
@@ -100,7 +100,8 @@ type Config struct {
 // chat template and generation defaults. It is safe for concurrent use.
 type Model struct {
 	cfg      Config
-	eng      *engine.Engine // nil for other backends
+	tok      tokenizer.Tokenizer // cfg.Tokenizer as the module's packages see it
+	eng      *engine.Engine      // nil for other backends
 	mode     engine.Mode
 	batch    *batcher // nil: sessions decode one pass each
 	template *chat.Template
@@ -140,6 +141,11 @@ func Open(path string, opts Options) (*Model, error) {
 	if opts.Context > 0 {
 		ctx = opts.Context
 	}
+	gen, err := generationDefaults(man.Generation)
+	if err != nil {
+		eng.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	kv := "f32"
 	if man.KVCache != nil {
 		kv = man.KVCache.DType
@@ -147,7 +153,7 @@ func Open(path string, opts Options) (*Model, error) {
 	cfg := Config{
 		Info: Info{Name: baseName(path), Architecture: man.Architecture, Vocab: man.Vocab, Context: ctx,
 			KVCache: kv, ARLens: eng.ARLens()},
-		ChatTemplate: man.ChatTemplate, BOS: man.BOS, EOS: man.EOS, Generation: man.Generation,
+		ChatTemplate: man.ChatTemplate, BOS: man.BOS, EOS: man.EOS, Generation: gen,
 		Close: eng.Close,
 	}
 	if man.Tokenizer != nil && !opts.IDsOnly {
@@ -156,7 +162,7 @@ func Open(path string, opts Options) (*Model, error) {
 			eng.Close()
 			return nil, fmt.Errorf("%s: tokenizer: %w", path, err)
 		}
-		cfg.Tokenizer = tok
+		cfg.Tokenizer = wrapTokenizer(tok)
 	}
 	m, err := newModel(cfg)
 	if err != nil {
@@ -182,7 +188,7 @@ func NewModel(cfg Config) (*Model, error) {
 }
 
 func newModel(cfg Config) (*Model, error) {
-	m := &Model{cfg: cfg}
+	m := &Model{cfg: cfg, tok: internalTokenizer(cfg.Tokenizer)}
 	if cfg.ChatTemplate != "" {
 		t, err := chat.ParseNamed(cfg.Info.Name, cfg.ChatTemplate)
 		if err != nil {
@@ -190,7 +196,7 @@ func newModel(cfg Config) (*Model, error) {
 		}
 		m.template = t
 	}
-	tok := cfg.Tokenizer
+	tok := m.tok
 	if tok != nil {
 		if cfg.BOS >= 0 {
 			m.specials.BOS = tok.Token(cfg.BOS)
@@ -221,20 +227,28 @@ func storedTokenizer(eng *engine.Engine, man plan.Manifest) (tokenizer.Tokenizer
 func (m *Model) Info() Info { return m.cfg.Info }
 
 // Tokenizer returns the model's tokenizer, nil if it has none.
-func (m *Model) Tokenizer() tokenizer.Tokenizer { return m.cfg.Tokenizer }
+func (m *Model) Tokenizer() Tokenizer { return m.cfg.Tokenizer }
 
 // SetTokenizer replaces the model's tokenizer (for artifacts compiled
 // without one); it must be called before sessions are made.
-func (m *Model) SetTokenizer(tok tokenizer.Tokenizer) {
+func (m *Model) SetTokenizer(tok Tokenizer) {
 	m.cfg.Tokenizer = tok
 	if m2, err := newModel(m.cfg); err == nil {
-		m.template, m.specials, m.stop = m2.template, m2.specials, m2.stop
+		m.tok, m.template, m.specials, m.stop = m2.tok, m2.template, m2.specials, m2.stop
 	}
 }
 
-// ChatTemplate returns the model's chat template and the text of its BOS
-// and EOS tokens; the template is nil when the model has none.
-func (m *Model) ChatTemplate() (*chat.Template, chat.Specials) { return m.template, m.specials }
+// HasChatTemplate reports whether the model has a chat template.
+func (m *Model) HasChatTemplate() bool { return m.template != nil }
+
+// ChatTemplateSource returns the Jinja source of the model's chat
+// template ("" if it has none).
+func (m *Model) ChatTemplateSource() string {
+	if m.template == nil {
+		return ""
+	}
+	return m.template.Source()
+}
 
 // SetChatTemplate replaces the model's chat template with Jinja source.
 func (m *Model) SetChatTemplate(name, src string) error {
@@ -246,27 +260,23 @@ func (m *Model) SetChatTemplate(name, src string) error {
 	return nil
 }
 
-// Generation returns the model's generation defaults (from its
-// generation_config.json), nil when unknown.
-func (m *Model) Generation() map[string]any { return m.cfg.Generation }
+// GenerationDefaults returns the model's own sampling defaults (from its
+// generation_config.json, kept in the artifact).
+func (m *Model) GenerationDefaults() GenerationDefaults { return m.cfg.Generation }
 
 // BOS returns the id a prompt starts with, or -1.
 func (m *Model) BOS() int {
 	if m.cfg.BOS >= 0 {
 		return m.cfg.BOS
 	}
-	if m.cfg.Tokenizer != nil {
-		return m.cfg.Tokenizer.BOS()
+	if m.tok != nil {
+		return m.tok.BOS()
 	}
 	return -1
 }
 
 // StopIDs returns the ids that end generation.
 func (m *Model) StopIDs() []int { return append([]int(nil), m.stop...) }
-
-// Engine returns the engine of an artifact (nil for other backends), for
-// callers that drive passes themselves.
-func (m *Model) Engine() *engine.Engine { return m.eng }
 
 // Close releases the model; its sessions must not be used afterwards.
 func (m *Model) Close() error {

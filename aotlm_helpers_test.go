@@ -1,11 +1,5 @@
 package aotlm_test
 
-import (
-	"github.com/aotlm/aotlm/internal/chat"
-	"github.com/aotlm/aotlm/internal/tokenizer"
-)
+import "github.com/aotlm/aotlm"
 
-var (
-	tokOpts        = tokenizer.EncodeOptions{ParseSpecial: true}
-	chatRenderOpts = chat.Options{AddGenerationPrompt: true}
-)
+var tokOpts = aotlm.EncodeOptions{ParseSpecial: true}

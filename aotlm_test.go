@@ -11,7 +11,6 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
-	"github.com/aotlm/aotlm/internal/sample"
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
@@ -169,8 +168,7 @@ func TestChatTurnsEqualFreshRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req := aotlm.Request{MaxTokens: 20, Sampling: sample.Params{}}
-		tpl, _ := m.ChatTemplate()
+		req := aotlm.Request{MaxTokens: 20, Sampling: aotlm.Sampling{}}
 		for k, user := range []string{"Once upon a time", "Lily saw a cat", "The cat ran", "They were happy"} {
 			res, err := c.Send(context.Background(), user, req, nil)
 			if err != nil {
@@ -178,7 +176,7 @@ func TestChatTurnsEqualFreshRuns(t *testing.T) {
 			}
 			// the conversation as the reference renders it
 			msgs := append([]aotlm.Message{{Role: "system", Content: "Tell a story."}}, c.Messages()...)
-			text, err := tpl.Render(msgs[:len(msgs)-1], chatRenderOpts)
+			text, err := m.RenderChat(msgs[:len(msgs)-1], aotlm.RenderOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,12 +6,18 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aotlm/aotlm/internal/chat"
 	"github.com/aotlm/aotlm/internal/tokenizer"
 )
 
 // Message is one turn of a conversation.
-type Message = chat.Message
+type Message struct {
+	// Role is "system", "user", "assistant", "tool", ...
+	Role    string `json:"role"`
+	Content string `json:"content"`
+	// ReasoningContent is an assistant turn's thinking text; templates see
+	// it as message.reasoning_content only when it is not empty.
+	ReasoningContent string `json:"reasoning_content,omitempty"`
+}
 
 // ChatOptions configures NewChat.
 type ChatOptions struct {
@@ -60,7 +66,7 @@ func (m *Model) NewChat(opts ChatOptions) (*Chat, error) {
 	if m.template == nil {
 		return nil, ErrNoChatTemplate
 	}
-	if m.cfg.Tokenizer == nil {
+	if m.tok == nil {
 		return nil, ErrNoTokenizer
 	}
 	s, err := m.NewSession(opts.Context)
@@ -74,7 +80,7 @@ func (m *Model) NewChat(opts ChatOptions) (*Chat, error) {
 // token and the common end-of-turn tokens the vocabulary holds as single
 // tokens.
 func (m *Model) EndOfTurnIDs() []int {
-	tok := m.cfg.Tokenizer
+	tok := m.tok
 	if tok == nil {
 		return nil
 	}
@@ -162,10 +168,9 @@ func (c *Chat) render(msgs []Message) ([]int, error) {
 		all = append([]Message{{Role: "system", Content: c.opts.System}}, msgs...)
 	}
 	m := c.s.m
-	text, err := m.template.Render(all, chat.Options{AddGenerationPrompt: true, BOSToken: m.specials.BOS,
-		EOSToken: m.specials.EOS, Vars: c.opts.Vars, Now: c.opts.Now})
+	text, err := m.RenderChat(all, RenderOptions{Vars: c.opts.Vars, Now: c.opts.Now})
 	if err != nil {
-		return nil, fmt.Errorf("chat template: %w", err)
+		return nil, err
 	}
 	encode := func(text string) ([]int, error) { return m.Encode(text, true) }
 	if c.opts.Encode != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
-	"github.com/aotlm/aotlm/internal/sample"
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
@@ -77,7 +76,7 @@ func ExampleSession_Generate() {
 	res, err := s.Generate(context.Background(), aotlm.Request{
 		Prompt:    "Once upon a time",
 		MaxTokens: 12,
-		Sampling:  sample.Params{Temperature: 0},
+		Sampling:  aotlm.Sampling{Temperature: 0},
 	}, func(t aotlm.Token) error {
 		streamed.WriteString(t.Text)
 		return nil

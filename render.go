@@ -23,7 +23,11 @@ func (m *Model) RenderChat(msgs []Message, opts RenderOptions) (string, error) {
 	if m.template == nil {
 		return "", ErrNoChatTemplate
 	}
-	text, err := m.template.Render(msgs, chat.Options{AddGenerationPrompt: true, BOSToken: m.specials.BOS,
+	cm := make([]chat.Message, len(msgs))
+	for i, msg := range msgs {
+		cm[i] = chat.Message(msg)
+	}
+	text, err := m.template.Render(cm, chat.Options{AddGenerationPrompt: true, BOSToken: m.specials.BOS,
 		EOSToken: m.specials.EOS, Vars: opts.Vars, Now: opts.Now})
 	if err != nil {
 		return "", fmt.Errorf("chat template: %w", err)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aotlm/aotlm/internal/decoding"
 	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/sample"
 	"github.com/aotlm/aotlm/internal/tokenizer"
@@ -41,7 +40,7 @@ type Request struct {
 	MaxTokens int
 	// PromptOnly prefills the prompt and generates nothing.
 	PromptOnly bool
-	Sampling   sample.Params
+	Sampling   Sampling
 	// Stop holds strings that end generation (not included in the text).
 	Stop []string
 	// StopIDs are more ids that end generation; IgnoreEOS drops the
@@ -54,7 +53,7 @@ type Request struct {
 	Logits func(logits []float32, generated []int)
 	// Strategy, when set, chooses several tokens per pass (lookahead,
 	// prompt lookup, a draft model); nil decodes one token per pass.
-	Strategy decoding.Strategy
+	Strategy *Strategy
 	// Embeds holds the rows that the prompt's embedding ids name (see
 	// EmbedBase); nil when the prompt has none.
 	Embeds *Embeds
@@ -81,7 +80,7 @@ type Result struct {
 	TTFT    time.Duration // start to the first token
 	Decode  time.Duration // all single-token passes
 	// Decoding reports what Request.Strategy did (nil without one).
-	Decoding *decoding.Stats
+	Decoding *DecodingStats
 }
 
 // PrefillTokS is the prompt tokens prefilled per second (0 if unmeasured).
@@ -156,7 +155,7 @@ func (s *Session) Sequence() Sequence { return s.seq }
 // model's special-token rule and BOS first when the model has one, or with
 // no special tokens added when raw is set.
 func (m *Model) Encode(text string, raw bool) ([]int, error) {
-	tok := m.cfg.Tokenizer
+	tok := m.tok
 	if tok == nil {
 		return nil, ErrNoTokenizer
 	}
@@ -215,13 +214,13 @@ func (s *Session) Generate(ctx context.Context, req Request, onToken func(Token)
 	if !req.IgnoreEOS {
 		stop = append(stop, s.m.stop...)
 	}
-	smp := sample.New(req.Sampling)
+	smp := sample.New(sample.Params(req.Sampling))
 	var text textStream
 	prime := ids
 	if req.Raw {
 		prime = nil // a reply after a rendered template stands alone
 	}
-	text.init(s.m.cfg.Tokenizer, req.Stop, prime)
+	text.init(s.m.tok, req.Stop, prime)
 	if req.Strategy != nil && req.Logits != nil {
 		return res, errors.New("a logits hook and a decoding strategy cannot be combined: the strategy's verify passes choose tokens without the hook")
 	}

@@ -8,12 +8,168 @@ import (
 	"github.com/aotlm/aotlm/internal/sample"
 )
 
+// Strategy decodes several tokens per pass: it guesses tokens and the
+// model checks them in one pass, keeping those it would have chosen
+// itself, so greedy output is the same as plain decoding's and sampled
+// output keeps its distribution. Make one with Lookahead, PromptLookup or
+// Model.DraftStrategy and set it in Request.Strategy. One Strategy may
+// serve many requests; it learns from their passes whether guessing pays.
+type Strategy struct {
+	impl decoding.Strategy
+}
+
+// Name is "lookahead", "lookup" or "draft".
+func (s *Strategy) Name() string { return s.impl.Name() }
+
+// Adapt controls the fallback to plain decoding shared by the strategies.
+type Adapt struct {
+	// Off keeps guessing even when it is slower than plain decoding (by
+	// default a strategy times its passes and decodes plainly for a while
+	// when guessing costs more per token).
+	Off bool
+}
+
+// LookaheadOptions configure Lookahead decoding. A pass holds
+// (W+G)(N-1) rows; it runs on an artifact with a plan that wide (compile
+// with --lookahead N,W,G), else decoding is plain.
+type LookaheadOptions struct {
+	// N is the n-gram size (>= 2), W the window of Jacobi columns guessed
+	// per pass (>= 1), G the verification branches per pass (>= 1).
+	N, W, G int
+	Adapt   Adapt
+}
+
+// Rows is the number of rows of one lookahead pass, (W+G)(N-1).
+func (o LookaheadOptions) Rows() int { return o.impl().Rows() }
+
+func (o LookaheadOptions) impl() *decoding.Lookahead {
+	return &decoding.Lookahead{N: o.N, W: o.W, G: o.G, Adaptive: decoding.Adaptive{Off: o.Adapt.Off}}
+}
+
+// Lookahead makes lookahead decoding: Jacobi iterations fill a pool of
+// n-grams, and the n-grams that start with the newest token are verified
+// in the same pass.
+func Lookahead(o LookaheadOptions) (*Strategy, error) {
+	l := o.impl()
+	if err := l.Check(); err != nil {
+		return nil, err
+	}
+	return &Strategy{impl: l}, nil
+}
+
+// LookupOptions configure PromptLookup. Zero sizes take the defaults.
+type LookupOptions struct {
+	// NgramMax and NgramMin bound the n-gram matched, longest first
+	// (defaults 3 and 1).
+	NgramMax, NgramMin int
+	// DraftMax is the most tokens drafted per pass (default 8); DraftMin
+	// the fewest worth a verify pass (default 1).
+	DraftMax, DraftMin int
+	// Corpus is more text, as token ids (Model.Encode), to find matches
+	// in besides the prompt and the output.
+	Corpus []int
+	Adapt  Adapt
+}
+
+// PromptLookup makes prompt lookup decoding: it drafts the tokens that
+// followed the latest earlier occurrence of the text's last n-gram.
+func PromptLookup(o LookupOptions) (*Strategy, error) {
+	switch {
+	case o.NgramMax < 0 || o.NgramMin < 0 || o.DraftMax < 0 || o.DraftMin < 0:
+		return nil, errors.New("lookup: n-gram and draft sizes must be >= 0")
+	case o.NgramMax > 0 && o.NgramMin > o.NgramMax:
+		return nil, fmt.Errorf("lookup: n-gram sizes %d..%d are reversed", o.NgramMin, o.NgramMax)
+	}
+	return &Strategy{impl: &decoding.Lookup{NgramMax: o.NgramMax, NgramMin: o.NgramMin, DraftMax: o.DraftMax,
+		DraftMin: o.DraftMin, Corpus: append([]int(nil), o.Corpus...), Adaptive: decoding.Adaptive{Off: o.Adapt.Off}}}, nil
+}
+
+// DraftOptions configure Model.DraftStrategy.
+type DraftOptions struct {
+	// Context is the draft model's cache size (0: the smaller of the
+	// two models').
+	Context int
+	// DraftMax is the most tokens drafted per pass (default 8); DraftMin
+	// the fewest worth a verify pass (default 1).
+	DraftMax, DraftMin int
+	// PMin stops drafting at a token the draft model gives less
+	// probability than this (0: never).
+	PMin  float64
+	Adapt Adapt
+}
+
+// DraftStrategy makes speculative decoding with a draft model: draft
+// proposes tokens one by one, m verifies them in one pass. The two
+// models must share their vocabulary (see CheckDraft); draft must stay
+// open while the strategy is used.
+func (m *Model) DraftStrategy(draft *Model, o DraftOptions) (*Strategy, error) {
+	if err := m.CheckDraft(draft); err != nil {
+		return nil, err
+	}
+	if o.DraftMax < 0 || o.DraftMin < 0 || !(o.PMin >= 0 && o.PMin <= 1) || o.Context < 0 {
+		return nil, fmt.Errorf("draft: context %d and sizes %d, %d must be >= 0 and p-min %v in [0, 1]", o.Context, o.DraftMax, o.DraftMin, o.PMin)
+	}
+	ctx := o.Context
+	if ctx == 0 {
+		ctx = min(m.cfg.Info.Context, draft.cfg.Info.Context)
+	}
+	ctx = min(ctx, draft.cfg.Info.Context)
+	seq := func() (decoding.DraftSequence, error) {
+		s, err := draft.cfg.NewSequence(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	return &Strategy{impl: &decoding.Draft{NewSequence: seq, DraftMax: o.DraftMax, DraftMin: o.DraftMin,
+		PMin: o.PMin, Adaptive: decoding.Adaptive{Off: o.Adapt.Off}}}, nil
+}
+
+// DecodingStats is what a Strategy did in one request.
+type DecodingStats struct {
+	Strategy string `json:"strategy"`
+	// Passes is the number of passes of the model (verify and plain);
+	// Verify the verify passes among them and Rows the rows they held.
+	Passes int `json:"passes"`
+	Verify int `json:"verify_passes"`
+	Rows   int `json:"verify_rows"`
+	// Tokens is the number of tokens the passes chose.
+	Tokens int `json:"tokens"`
+	// Drafted is the number of guessed tokens offered for verification,
+	// Accepted the number of them kept.
+	Drafted  int `json:"drafted"`
+	Accepted int `json:"accepted"`
+	// Fallbacks counts the switches to plain decoding because guessing
+	// did not pay.
+	Fallbacks int `json:"fallbacks"`
+	// PlainTokenNs and GuessTokenNs are the measured times per token of
+	// plain and guessing passes (0 when not measured).
+	PlainTokenNs float64 `json:"plain_token_ns,omitempty"`
+	GuessTokenNs float64 `json:"guess_token_ns,omitempty"`
+	// Note says why the strategy did not run, when it did not.
+	Note string `json:"note,omitempty"`
+}
+
+// TokensPerPass is the tokens chosen per pass of the model.
+func (s DecodingStats) TokensPerPass() float64 { return decoding.Stats(s).TokensPerPass() }
+
+// AcceptanceRate is the fraction of guessed tokens kept.
+func (s DecodingStats) AcceptanceRate() float64 { return decoding.Stats(s).AcceptanceRate() }
+
+// Speedup is the measured time per token of plain passes over that of
+// guessing passes (0 when either was not measured).
+func (s DecodingStats) Speedup() float64 { return decoding.Stats(s).Speedup() }
+
+// String is a one-line summary.
+func (s DecodingStats) String() string { return decoding.Stats(s).String() }
+
 // startDecoder starts the request's strategy on the session (nil without
 // one).
-func (s *Session) startDecoder(st decoding.Strategy, smp *sample.Sampler) (decoding.Decoder, error) {
-	if st == nil {
+func (s *Session) startDecoder(strategy *Strategy, smp *sample.Sampler) (decoding.Decoder, error) {
+	if strategy == nil {
 		return nil, nil
 	}
+	st := strategy.impl
 	t, ok := s.seq.(decoding.Target)
 	if !ok {
 		return nil, fmt.Errorf("%s decoding needs a compiled artifact", st.Name())
@@ -31,7 +187,7 @@ func (s *Session) endDecoder(dec decoding.Decoder, res *Result) {
 	if dec == nil {
 		return
 	}
-	st := dec.Stats()
+	st := DecodingStats(dec.Stats())
 	res.Decoding = &st
 	dec.Close()
 	if s.seq.Pos() > len(s.hist) {
@@ -50,7 +206,7 @@ var ErrTokenizerMismatch = errors.New("the draft model's tokenizer differs from 
 // CheckDraft reports whether draft can draft tokens for m: the same
 // vocabulary, token by token, and the same BOS.
 func (m *Model) CheckDraft(draft *Model) error {
-	a, b := m.cfg.Tokenizer, draft.cfg.Tokenizer
+	a, b := m.tok, draft.tok
 	switch {
 	case m.cfg.Info.Vocab != draft.cfg.Info.Vocab:
 		return fmt.Errorf("%w: %d tokens, the target has %d", ErrTokenizerMismatch, draft.cfg.Info.Vocab, m.cfg.Info.Vocab)
@@ -70,16 +226,4 @@ func (m *Model) CheckDraft(draft *Model) error {
 		}
 	}
 	return nil
-}
-
-// DraftSequence returns a function making sessions' sequences of the
-// model, for a decoding.Draft strategy (ctx positions, 0: the model's).
-func (m *Model) DraftSequence(ctx int) func() (decoding.DraftSequence, error) {
-	return func() (decoding.DraftSequence, error) {
-		seq, err := m.cfg.NewSequence(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return seq, nil
-	}
 }

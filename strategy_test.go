@@ -10,7 +10,6 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
-	"github.com/aotlm/aotlm/internal/decoding"
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
@@ -36,13 +35,21 @@ func openStories(t *testing.T) *aotlm.Model {
 // generation inside a run of tokens a pass chose together.
 func TestGenerateStrategies(t *testing.T) {
 	m := openStories(t)
-	off := decoding.Adaptive{Off: true}
-	strategies := []decoding.Strategy{
-		&decoding.Lookahead{N: 3, W: 5, G: 3, Adaptive: off},
-		&decoding.Lookup{DraftMax: 6, Adaptive: off},
-		&decoding.Draft{NewSequence: m.DraftSequence(0), DraftMax: 4, Adaptive: off},
+	off := aotlm.Adapt{Off: true}
+	lookahead, err := aotlm.Lookahead(aotlm.LookaheadOptions{N: 3, W: 5, G: 3, Adapt: off})
+	if err != nil {
+		t.Fatal(err)
 	}
-	gen := func(st decoding.Strategy, stop []string) *aotlm.Result {
+	lookup, err := aotlm.PromptLookup(aotlm.LookupOptions{DraftMax: 6, Adapt: off})
+	if err != nil {
+		t.Fatal(err)
+	}
+	draft, err := m.DraftStrategy(m, aotlm.DraftOptions{DraftMax: 4, Adapt: off})
+	if err != nil {
+		t.Fatal(err)
+	}
+	strategies := []*aotlm.Strategy{lookahead, lookup, draft}
+	gen := func(st *aotlm.Strategy, stop []string) *aotlm.Result {
 		t.Helper()
 		s, err := m.NewSession(0)
 		if err != nil {
@@ -96,8 +103,12 @@ func TestStrategyRefusesLogitsHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	lookup, err := aotlm.PromptLookup(aotlm.LookupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, err = s.Generate(context.Background(), aotlm.Request{Prompt: "Once", MaxTokens: 4,
-		Strategy: &decoding.Lookup{}, Logits: func([]float32, []int) {}}, nil)
+		Strategy: lookup, Logits: func([]float32, []int) {}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "logits hook") {
 		t.Fatalf("got %v, want a refusal naming the logits hook", err)
 	}

@@ -16,7 +16,6 @@ import (
 	"sync"
 
 	"github.com/aotlm/aotlm"
-	"github.com/aotlm/aotlm/internal/sample"
 )
 
 // Model is an opened artifact.
@@ -93,7 +92,7 @@ func (c *Chat) Send(user string, maxTokens int, h TokenHandler) (string, error) 
 		c.mu.Unlock()
 		cancel()
 	}()
-	req := aotlm.Request{MaxTokens: maxTokens, Sampling: sample.Params{Temperature: float32(c.Temperature),
+	req := aotlm.Request{MaxTokens: maxTokens, Sampling: aotlm.Sampling{Temperature: float32(c.Temperature),
 		TopP: float32(c.TopP), TopK: c.TopK, Seed: uint64(c.Seed)}}
 	res, err := c.c.Send(ctx, user, req, func(t aotlm.Token) error {
 		if h != nil && t.Text != "" && !h.OnToken(t.Text) {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/bench"
-	"github.com/aotlm/aotlm/internal/sample"
 )
 
 // benchDecodingFlags are bench's flags for decoding strategies: the
@@ -97,7 +96,7 @@ func (b *benchDecodingFlags) run(cmd *cobra.Command, path string, threads, n, re
 		var plain, spec, plainCPU, specCPU []float64
 		for range max(reps, 1) {
 			for _, strat := range []bool{false, true} {
-				req := aotlm.Request{Prompt: p, MaxTokens: n, IgnoreEOS: true, Sampling: sample.Params{}}
+				req := aotlm.Request{Prompt: p, MaxTokens: n, IgnoreEOS: true, Sampling: aotlm.Sampling{}}
 				if strat {
 					req.Strategy = st
 				}

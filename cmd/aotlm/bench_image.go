@@ -17,6 +17,7 @@ import (
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/bench"
 	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/modelparts"
 	"github.com/aotlm/aotlm/internal/vision"
 	"github.com/aotlm/aotlm/internal/vlm"
 )
@@ -114,7 +115,7 @@ func benchImage(cmd *cobra.Command, modelPath, mmproj, tokPath, file string, cfg
 			return len(t.Slices) + 1, nil
 		}
 	}
-	if eng := m.Engine(); eng != nil && vlm.IsCompiledQwen2VL(eng) {
+	if eng := modelparts.Engine(m); eng != nil && vlm.IsCompiledQwen2VL(eng) {
 		c, err := vlm.OpenCompiledQwen2VL(eng, cfg.Threads)
 		if err != nil {
 			return err
@@ -130,7 +131,7 @@ func benchImage(cmd *cobra.Command, modelPath, mmproj, tokPath, file string, cfg
 			return 1, err
 		}
 		rep.Encoder = "the artifact's vision plans"
-	} else if eng := m.Engine(); eng != nil && vlm.HasVision(eng) {
+	} else if eng := modelparts.Engine(m); eng != nil && vlm.HasVision(eng) {
 		c, err := vlm.OpenCompiled(eng, cfg.Threads)
 		if err != nil {
 			return err

@@ -15,7 +15,6 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
-	"github.com/aotlm/aotlm/internal/sample"
 )
 
 func newChatCmd() *cobra.Command {
@@ -24,7 +23,7 @@ func newChatCmd() *cobra.Command {
 		mmproj                                             string
 		n, threads, ctx, arLen                             int
 		hugePages                                          bool
-		p                                                  sample.Params
+		p                                                  aotlm.Sampling
 		seed                                               int64
 		asJSON, noCompile                                  bool
 		stops                                              []string
@@ -74,7 +73,7 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 					return err
 				}
 			}
-			applyGenerationDefaults(cmd, &p, m.Generation())
+			p = applyGenerationDefaults(cmd, p, m.GenerationDefaults())
 			opts := aotlm.ChatOptions{System: system, Context: min(ctx, m.Info().Context)}
 			var images *chatImages
 			if p, err := openPrompter(modelPath, mmproj, m, threads); err != nil {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
-	"github.com/aotlm/aotlm/internal/decoding"
 )
 
 // decodingFlags are run's flags of the strategies that choose several
@@ -74,43 +73,40 @@ func (v *modeValue) Set(s string) error {
 
 // strategy returns the strategy the flags ask for (nil: plain decoding),
 // opening the draft model with the target's threads and context.
-func (d *decodingFlags) strategy(m *aotlm.Model, threads, ctx int) (decoding.Strategy, error) {
-	adapt := decoding.Adaptive{Off: d.noAdapt}
+func (d *decodingFlags) strategy(m *aotlm.Model, threads, ctx int) (*aotlm.Strategy, error) {
+	adapt := aotlm.Adapt{Off: d.noAdapt}
 	if d.draft != "" && d.mode != "" {
 		return nil, fmt.Errorf("--draft and --mode %s: choose one strategy", d.mode)
 	}
 	switch {
 	case d.mode == "lookahead":
-		l := &decoding.Lookahead{N: d.ngram, W: d.window, G: d.gcap, Adaptive: adapt}
-		if err := l.Check(); err != nil {
-			return nil, err
-		}
-		return l, nil
+		return aotlm.Lookahead(aotlm.LookaheadOptions{N: d.ngram, W: d.window, G: d.gcap, Adapt: adapt})
 	case d.mode == "lookup":
-		l := &decoding.Lookup{NgramMax: d.lookupMax, NgramMin: d.lookupMin, DraftMax: d.draftMax, DraftMin: d.draftMin, Adaptive: adapt}
+		o := aotlm.LookupOptions{NgramMax: d.lookupMax, NgramMin: d.lookupMin, DraftMax: d.draftMax, DraftMin: d.draftMin, Adapt: adapt}
 		if d.corpus != "" {
 			b, err := os.ReadFile(d.corpus)
 			if err != nil {
 				return nil, fmt.Errorf("lookup corpus: %w", err)
 			}
-			if l.Corpus, err = m.Encode(string(b), true); err != nil {
+			if o.Corpus, err = m.Encode(string(b), true); err != nil {
 				return nil, fmt.Errorf("lookup corpus: %w", err)
 			}
 		}
-		return l, nil
+		return aotlm.PromptLookup(o)
 	case d.draft != "":
 		dm, err := openModel(d.draft, openOptions{Threads: threads, Mode: "hybrid",
 			Compile: compile.Options{ARLens: []int{32}, Ctx: ctx, ClampCtx: true}})
 		if err != nil {
 			return nil, fmt.Errorf("draft model: %w", err)
 		}
-		if err := m.CheckDraft(dm); err != nil {
+		st, err := m.DraftStrategy(dm, aotlm.DraftOptions{Context: min(ctx, dm.Info().Context), DraftMax: d.draftMax,
+			DraftMin: d.draftMin, PMin: d.draftPMin, Adapt: adapt})
+		if err != nil {
 			dm.Close()
 			return nil, fmt.Errorf("draft model %s: %w", d.draft, err)
 		}
 		d.draftModel = dm
-		return &decoding.Draft{NewSequence: dm.DraftSequence(min(ctx, dm.Info().Context)), DraftMax: d.draftMax,
-			DraftMin: d.draftMin, PMin: d.draftPMin, Adaptive: adapt}, nil
+		return st, nil
 	}
 	return nil, nil
 }
@@ -140,8 +136,8 @@ func lookaheadARLen(spec string) (int, error) {
 		}
 		v[i] = n
 	}
-	l := decoding.Lookahead{N: v[0], W: v[1], G: v[2]}
-	if err := l.Check(); err != nil {
+	l := aotlm.LookaheadOptions{N: v[0], W: v[1], G: v[2]}
+	if _, err := aotlm.Lookahead(l); err != nil {
 		return 0, fmt.Errorf("--%w", err)
 	}
 	n := 1
@@ -153,7 +149,7 @@ func lookaheadARLen(spec string) (int, error) {
 
 // decodingStats is a strategy's report in run --json.
 type decodingStats struct {
-	decoding.Stats
+	aotlm.DecodingStats
 	TokensPerPass  float64 `json:"tokens_per_pass"`
 	AcceptanceRate float64 `json:"acceptance_rate"`
 	// Speedup is the measured time per token of plain passes over that of
@@ -161,9 +157,9 @@ type decodingStats struct {
 	Speedup float64 `json:"speedup"`
 }
 
-func decodingReport(s *decoding.Stats) *decodingStats {
+func decodingReport(s *aotlm.DecodingStats) *decodingStats {
 	if s == nil {
 		return nil
 	}
-	return &decodingStats{Stats: *s, TokensPerPass: s.TokensPerPass(), AcceptanceRate: s.AcceptanceRate(), Speedup: s.Speedup()}
+	return &decodingStats{DecodingStats: *s, TokensPerPass: s.TokensPerPass(), AcceptanceRate: s.AcceptanceRate(), Speedup: s.Speedup()}
 }

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/eval"
 	"github.com/aotlm/aotlm/internal/limits"
-	"github.com/aotlm/aotlm/internal/tokenizer"
 )
 
 func newEvalCmd() *cobra.Command {
@@ -108,7 +108,7 @@ docs/quantization.md has figures per recipe.`,
 			defer rs.Close()
 			s := scorer{ctx: cmd.Context(), s: rs}
 			enc := func(text string) []int {
-				return tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true})
+				return tok.Encode(text, aotlm.EncodeOptions{AddSpecial: true})
 			}
 			out := cmd.OutOrStdout()
 			if task == "lambada" {

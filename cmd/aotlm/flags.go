@@ -2,15 +2,15 @@ package main
 
 import (
 	"fmt"
+	"github.com/aotlm/aotlm"
 
-	"github.com/aotlm/aotlm/internal/sample"
 	"github.com/spf13/pflag"
 )
 
 // checkRunFlags validates run's numeric flags before any model is read;
 // ctx 0 becomes "the model's trained context" (a larger value is capped at
 // it), as in llama.cpp.
-func checkRunFlags(n int, ctx *int, repeatLastN int, seed int64, p sample.Params) error {
+func checkRunFlags(n int, ctx *int, repeatLastN int, seed int64, p aotlm.Sampling) error {
 	switch {
 	case n < -1:
 		return fmt.Errorf("-n %d: want a number of tokens, 0 (only read the prompt) or -1 (until EOS or a full context)", n)
@@ -34,7 +34,7 @@ func checkRunFlags(n int, ctx *int, repeatLastN int, seed int64, p sample.Params
 
 // addSamplingFlags registers the sampling flags that run and chat share,
 // with llama.cpp's names and defaults.
-func addSamplingFlags(f *pflag.FlagSet, p *sample.Params, seed *int64) {
+func addSamplingFlags(f *pflag.FlagSet, p *aotlm.Sampling, seed *int64) {
 	f.Float32Var(&p.Temperature, "temp", 0.8, "temperature; 0 is greedy")
 	f.IntVar(&p.TopK, "top-k", 40, "keep the K most likely tokens (0: all)")
 	f.Float32Var(&p.TopP, "top-p", 0.95, "nucleus sampling mass (1: off)")

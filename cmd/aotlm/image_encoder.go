@@ -5,6 +5,7 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/engine"
+	"github.com/aotlm/aotlm/internal/modelparts"
 	"github.com/aotlm/aotlm/internal/vision"
 	"github.com/aotlm/aotlm/internal/vlm"
 )
@@ -35,10 +36,10 @@ type openedEncoder struct {
 // folder or the mmproj file, run by the graph interpreter. piece looks
 // marker pieces up in the vocabulary.
 func openImageEncoder(m *aotlm.Model, r imageRun, piece func(string) (int, bool)) (*openedEncoder, error) {
-	if eng := m.Engine(); eng != nil && vlm.IsCompiledQwen2VL(eng) {
+	if eng := modelparts.Engine(m); eng != nil && vlm.IsCompiledQwen2VL(eng) {
 		return openCompiledQwen2VL(eng, r, piece)
 	}
-	if eng := m.Engine(); eng != nil && vlm.HasVision(eng) {
+	if eng := modelparts.Engine(m); eng != nil && vlm.HasVision(eng) {
 		c, err := vlm.OpenCompiled(eng, r.threads)
 		if err != nil {
 			return nil, err
@@ -140,7 +141,7 @@ func (l *lazyInterpreter) Encode(img *vision.RGB) (*vlm.Image, error) {
 // (the artifact's engine, else the interpreter) that places the images'
 // rows at the imageID rows, at their rotary positions.
 func newImageSequence(m *aotlm.Model, oe *openedEncoder, imageID int, placed []*vlm.Placed, n int) (aotlm.Sequence, error) {
-	eng := m.Engine()
+	eng := modelparts.Engine(m)
 	if eng == nil {
 		q := oe.interp.NewSequence(n, imageID)
 		for _, p := range placed {

@@ -9,6 +9,7 @@ import (
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/model"
+	"github.com/aotlm/aotlm/internal/modelparts"
 	"github.com/aotlm/aotlm/internal/tokenizer"
 )
 
@@ -68,7 +69,7 @@ func openModel(path string, o openOptions) (*aotlm.Model, error) {
 		return nil, err
 	}
 	if tok != nil {
-		m.SetTokenizer(tok)
+		m.SetTokenizer(modelparts.PublicTokenizer(tok).(aotlm.Tokenizer))
 	}
 	return m, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/eval"
 	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/modelparts"
 )
 
 func newPplCmd() *cobra.Command {
@@ -112,7 +113,7 @@ quantized folder (aotlm quantize) and the phases are:
 						fmt.Fprintln(stderr)
 					}
 				}}
-			r, err := eval.PerplexityText(s, m.Tokenizer(), string(text), opts)
+			r, err := eval.PerplexityText(s, modelparts.Tokenizer(m), string(text), opts)
 			if err != nil {
 				return err
 			}

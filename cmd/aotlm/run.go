@@ -12,11 +12,9 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/artifact"
-	"github.com/aotlm/aotlm/internal/chat"
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/hf"
 	"github.com/aotlm/aotlm/internal/limits"
-	"github.com/aotlm/aotlm/internal/sample"
 )
 
 func newRunCmd() *cobra.Command {
@@ -24,7 +22,7 @@ func newRunCmd() *cobra.Command {
 		modelPath, tokPath, prompt, promptFile string
 		n, threads, ctx                        int
 		hugePages                              bool
-		p                                      sample.Params
+		p                                      aotlm.Sampling
 		seed                                   int64
 		asJSON, ignoreEOS, useChat, verify     bool
 		system, mode, kv, acts, ggufWeights    string
@@ -125,7 +123,7 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 					return err
 				}
 			}
-			applyGenerationDefaults(cmd, &p, m.Generation())
+			p = applyGenerationDefaults(cmd, p, m.GenerationDefaults())
 			if len(images.files) > 0 {
 				return runWithImages(cmd, m, imageRun{modelPath: modelPath, prompt: prompt, system: system, images: *images, ctx: ctx, threads: threads, useChat: useChat, asJSON: asJSON,
 					req: aotlm.Request{MaxTokens: n, Sampling: p, IgnoreEOS: ignoreEOS, Stop: stops}})
@@ -241,16 +239,15 @@ type runReport struct {
 // turn) with the model's chat template, and stops at the template's end
 // of turn.
 func chatPrompt(req *aotlm.Request, system string, m *aotlm.Model) error {
-	tpl, sp := m.ChatTemplate()
-	if tpl == nil {
+	if !m.HasChatTemplate() {
 		return fmt.Errorf("%w: pass --chat-template <file>", aotlm.ErrNoChatTemplate)
 	}
-	var msgs []chat.Message
+	var msgs []aotlm.Message
 	if system != "" {
-		msgs = append(msgs, chat.Message{Role: "system", Content: system})
+		msgs = append(msgs, aotlm.Message{Role: "system", Content: system})
 	}
-	msgs = append(msgs, chat.Message{Role: "user", Content: req.Prompt})
-	text, err := tpl.Render(msgs, chat.Options{AddGenerationPrompt: true, BOSToken: sp.BOS, EOSToken: sp.EOS})
+	msgs = append(msgs, aotlm.Message{Role: "user", Content: req.Prompt})
+	text, err := m.RenderChat(msgs, aotlm.RenderOptions{})
 	if err != nil {
 		return err
 	}
@@ -271,23 +268,8 @@ func setChatTemplate(m *aotlm.Model, path string) error {
 // applyGenerationDefaults uses the model's own generation defaults (its
 // generation_config.json, kept in the artifact) for sampling flags the user
 // did not set.
-func applyGenerationDefaults(cmd *cobra.Command, p *sample.Params, g map[string]any) {
-	num := func(k string) (float64, bool) {
-		v, ok := g[k].(float64)
-		return v, ok
-	}
-	set := func(flag, key string, apply func(float64)) {
-		if v, ok := num(key); ok && !cmd.Flags().Changed(flag) {
-			apply(v)
-		}
-	}
-	if ds, ok := g["do_sample"].(bool); ok && !ds && !cmd.Flags().Changed("temp") {
-		p.Temperature = 0
-		return
-	}
-	set("temp", "temperature", func(v float64) { p.Temperature = float32(v) })
-	set("top-p", "top_p", func(v float64) { p.TopP = float32(v) })
-	set("top-k", "top_k", func(v float64) { p.TopK = int(v) })
-	set("min-p", "min_p", func(v float64) { p.MinP = float32(v) })
-	set("repeat-penalty", "repetition_penalty", func(v float64) { p.RepeatPenalty = float32(v) })
+func applyGenerationDefaults(cmd *cobra.Command, p aotlm.Sampling, g aotlm.GenerationDefaults) aotlm.Sampling {
+	set := cmd.Flags().Changed
+	return g.Apply(p, aotlm.SamplingSet{Temperature: set("temp"), TopP: set("top-p"), TopK: set("top-k"),
+		MinP: set("min-p"), RepeatPenalty: set("repeat-penalty")})
 }

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -14,12 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm/internal/compile"
-	"github.com/aotlm/aotlm/internal/server"
+	"github.com/aotlm/aotlm/serve"
 )
 
 func newServeCmd() *cobra.Command {
@@ -78,14 +73,14 @@ with --allow-local-images.`,
 				// the name the user gave, not the compile cache's file
 				name = filepath.Base(strings.TrimRight(modelPath, "/"))
 			}
-			opts := server.Options{Parallel: parallel, Queue: queue, Context: min(ctx, m.Info().Context),
+			opts := serve.Options{Parallel: parallel, Queue: queue, Context: min(ctx, m.Info().Context),
 				APIKey: apiKey, MaxBodyBytes: maxBody, ModelID: name, AllowLocalImages: allowLocalImages}
 			if p, err := openPrompter(modelPath, mmproj, m, threads); err != nil {
 				return err
 			} else if p != nil {
 				opts.Images = servePrompts{p}
 			}
-			srv, err := server.New(m, opts)
+			srv, err := serve.New(m, opts)
 			if err != nil {
 				return err
 			}
@@ -97,7 +92,7 @@ with --allow-local-images.`,
 			fmt.Fprintf(log, "serving %s (context %d, %d parallel) on http://%s\n", name, srv.ContextSize(), max(parallel, 1), ln.Addr())
 			sigCtx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return serve(sigCtx, ln, srv.Handler(), log)
+			return srv.Serve(sigCtx, ln, log)
 		},
 	}
 	f := cmd.Flags()
@@ -142,26 +137,5 @@ func checkServeFlags(port, parallel, queue int, ctx *int, threads int, maxBody i
 	if *ctx == 0 {
 		*ctx = 1 << 30
 	}
-	return nil
-}
-
-// serve runs an HTTP server on ln until ctx ends, then lets the requests
-// in flight finish for up to ten seconds.
-func serve(ctx context.Context, ln net.Listener, h http.Handler, log io.Writer) error {
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	fmt.Fprintln(log, "shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	hs.Close()
 	return nil
 }

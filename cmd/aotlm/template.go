@@ -12,6 +12,7 @@ import (
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/chat"
 	"github.com/aotlm/aotlm/internal/hf"
+	"github.com/aotlm/aotlm/internal/modelparts"
 )
 
 func newTemplateCmd() *cobra.Command {
@@ -81,7 +82,8 @@ func chatTemplateOf(path string) (*chat.Template, chat.Specials, error) {
 			return nil, chat.Specials{}, err
 		}
 		defer m.Close()
-		tpl, sp := m.ChatTemplate()
+		parts := modelparts.Of(m)
+		tpl, sp := parts.Template, parts.Specials
 		if tpl == nil {
 			return nil, sp, fmt.Errorf("%s: %w (the artifact stores none)", path, aotlm.ErrNoChatTemplate)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/model"
+	"github.com/aotlm/aotlm/internal/modelparts"
 	"github.com/aotlm/aotlm/internal/tokenizer"
 )
 
@@ -86,7 +87,7 @@ func tokenizerOf(path string) (tokenizer.Tokenizer, error) {
 		if m.Tokenizer() == nil {
 			return nil, fmt.Errorf("%s: %w (the artifact stores none)", path, aotlm.ErrNoTokenizer)
 		}
-		return m.Tokenizer(), nil
+		return modelparts.Tokenizer(m), nil
 	}
 	return model.OpenTokenizer(path, 0)
 }

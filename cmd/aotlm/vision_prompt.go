@@ -6,9 +6,10 @@ import (
 	"os"
 
 	"github.com/aotlm/aotlm"
-	"github.com/aotlm/aotlm/internal/server"
+	"github.com/aotlm/aotlm/internal/modelparts"
 	"github.com/aotlm/aotlm/internal/vision"
 	"github.com/aotlm/aotlm/internal/vlm"
+	"github.com/aotlm/aotlm/serve"
 )
 
 // openPrompter opens the vision encoder of a vision-language model for
@@ -19,7 +20,7 @@ import (
 // GGUF's mmproj GGUF in the graph interpreter. It returns nil when
 // the model has none of them.
 func openPrompter(modelPath, mmproj string, m *aotlm.Model, threads int) (*vlm.Prompter, error) {
-	if eng := m.Engine(); eng != nil && vlm.IsCompiledQwen2VL(eng) {
+	if eng := modelparts.Engine(m); eng != nil && vlm.IsCompiledQwen2VL(eng) {
 		c, err := vlm.OpenCompiledQwen2VL(eng, threads)
 		if err != nil {
 			return nil, err
@@ -33,7 +34,7 @@ func openPrompter(modelPath, mmproj string, m *aotlm.Model, threads int) (*vlm.P
 		}
 		return vlm.NewPrompter(c, c.Vision.TextHidden, m), nil
 	}
-	if eng := m.Engine(); eng != nil && vlm.HasVision(eng) {
+	if eng := modelparts.Engine(m); eng != nil && vlm.HasVision(eng) {
 		c, err := vlm.OpenCompiled(eng, threads)
 		if err != nil {
 			return nil, err
@@ -53,7 +54,7 @@ func openPrompter(modelPath, mmproj string, m *aotlm.Model, threads int) (*vlm.P
 	if err != nil {
 		return nil, err
 	}
-	if m.Engine() == nil {
+	if modelparts.Engine(m) == nil {
 		return nil, fmt.Errorf("images need the compiled text model; drop --no-compile")
 	}
 	return vlm.NewPrompter(vm, vm.TextConfig().Hidden, m), nil
@@ -134,4 +135,4 @@ func attachImage(errw io.Writer, images *chatImages, path string) {
 // servePrompts gives the server a prompter's images.
 type servePrompts struct{ p *vlm.Prompter }
 
-func (s servePrompts) NewImages() server.ImagePrompt { return s.p.NewImages() }
+func (s servePrompts) NewImages() serve.ImagePrompt { return s.p.NewImages() }

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/aotlm/aotlm/internal/format/detect"
 	"github.com/aotlm/aotlm/internal/graph"
 	"github.com/aotlm/aotlm/internal/hf"
+	"github.com/aotlm/aotlm/internal/modelparts"
 	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/tokenizer"
 )
@@ -129,15 +131,33 @@ func (m *Model) build(opts Options) error {
 // Runtime returns the model as a runtime model, whose sessions run on the
 // interpreter.
 func (m *Model) Runtime() (*aotlm.Model, error) {
+	gen, err := generationDefaults(m.Files.Generation)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Path, err)
+	}
+	tok, _ := modelparts.PublicTokenizer(m.Tokenizer).(aotlm.Tokenizer)
 	return aotlm.NewModel(aotlm.Config{
 		Info:         aotlm.Info{Name: m.Path, Architecture: m.Config.Family, Vocab: m.Config.Vocab, Context: m.Config.Context, KVCache: "f32"},
 		NewSequence:  func(ctx int) (aotlm.Sequence, error) { return m.NewSession(ctx) },
-		Tokenizer:    m.Tokenizer,
+		Tokenizer:    tok,
 		ChatTemplate: m.Files.ChatTemplate,
 		BOS:          m.Config.BOS,
 		EOS:          m.Config.EOS,
-		Generation:   m.Files.Generation,
+		Generation:   gen,
 	})
+}
+
+// generationDefaults reads the generation_config.json fields a checkpoint
+// kept.
+func generationDefaults(g map[string]any) (aotlm.GenerationDefaults, error) {
+	if len(g) == 0 {
+		return aotlm.GenerationDefaults{}, nil
+	}
+	b, err := json.Marshal(g)
+	if err != nil {
+		return aotlm.GenerationDefaults{}, fmt.Errorf("generation config: %w", err)
+	}
+	return aotlm.ParseGenerationConfig(b)
 }
 
 // OpenTokenizer opens a tokenizer a user names: a tokenizer file or

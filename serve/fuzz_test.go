@@ -1,6 +1,10 @@
-package server
+package serve
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/aotlm/aotlm"
+)
 
 // FuzzDecodeRequest feeds arbitrary bytes to the request decoders and the
 // field checks: they never panic, and every refusal is a 4xx with a
@@ -20,6 +24,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	temp := float32(0.7)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		check := func(e *apiError) {
 			if e != nil && (e.Status < 400 || e.Status >= 500 || e.Message == "") {
@@ -30,7 +35,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		e := decodeJSON(data, &c)
 		check(e)
 		if e == nil {
-			_, _, _, e = c.params(nil, 256)
+			_, _, _, e = c.params(aotlm.GenerationDefaults{}, 256)
 			check(e)
 			if c.ResponseFormat != nil {
 				var s Server
@@ -47,7 +52,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		e = decodeJSON(data, &p)
 		check(e)
 		if e == nil {
-			_, _, _, e = p.params(map[string]any{"temperature": 0.7}, 256)
+			_, _, _, e = p.params(aotlm.GenerationDefaults{Temperature: &temp}, 256)
 			check(e)
 		}
 	})

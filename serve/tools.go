@@ -1,4 +1,4 @@
-package server
+package serve
 
 import (
 	"bytes"
@@ -125,9 +125,7 @@ func (s *Server) callFormat(i int, t tool) (constrain.Recognizer, *apiError) {
 	args := constrain.NewSchemaJSON(schema)
 	src := ""
 	if s.m != nil {
-		if tpl, _ := s.m.ChatTemplate(); tpl != nil {
-			src = tpl.Source()
-		}
+		src = s.m.ChatTemplateSource()
 	}
 	if strings.Contains(src, pythonTag) && !strings.Contains(src, hermesOpen) {
 		return constrain.Sequence(`{"name": `+string(name)+`, "parameters": `, args, "}"), nil

@@ -1,9 +1,10 @@
-package server
+package serve
 
 import (
 	"net/http"
 
 	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/modelparts"
 )
 
 type completionChoice struct {
@@ -57,7 +58,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) *apiE
 	if req.Echo {
 		return badRequest("echo", "echo is not supported")
 	}
-	p, stops, limit, e := req.params(s.m.Generation(), s.ctx)
+	p, stops, limit, e := req.params(s.m.GenerationDefaults(), s.ctx)
 	if e != nil {
 		return e
 	}
@@ -82,7 +83,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) *apiE
 		if *req.Logprobs < 0 || *req.Logprobs > maxTopLogprobs {
 			return badRequest("logprobs", "logprobs %d must be in [0, %d]", *req.Logprobs, maxTopLogprobs)
 		}
-		lp = &logprobs{tok: s.m.Tokenizer(), top: *req.Logprobs}
+		lp = &logprobs{tok: modelparts.Tokenizer(s.m), top: *req.Logprobs}
 	}
 	j := job{ids: ids, req: aotlm.Request{IDs: ids, MaxTokens: limit, Sampling: p, Stop: stops, IgnoreEOS: req.IgnoreEOS}}
 	if lp != nil {

@@ -1,4 +1,4 @@
-package server
+package serve
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/aotlm/aotlm/internal/sample"
+	"github.com/aotlm/aotlm"
 )
 
 // genFields are the generation fields chat and text completions share.
@@ -226,21 +226,11 @@ const (
 // params checks the generation fields and turns them into sampling
 // parameters, stop strings and a token limit (0: until the context is
 // full), using the model's generation defaults for what is not set.
-func (g *genFields) params(defaults map[string]any, ctx int) (sample.Params, []string, int, *apiError) {
-	var p sample.Params
-	p.Temperature, p.TopP = 1, 1
-	if v, ok := number(defaults["temperature"]); ok {
-		p.Temperature = float32(v)
-	}
-	if v, ok := number(defaults["top_p"]); ok {
-		p.TopP = float32(v)
-	}
-	if v, ok := number(defaults["top_k"]); ok {
-		p.TopK = int(v)
-	}
-	if v, ok := number(defaults["min_p"]); ok {
-		p.MinP = float32(v)
-	}
+func (g *genFields) params(defaults aotlm.GenerationDefaults, ctx int) (aotlm.Sampling, []string, int, *apiError) {
+	p := aotlm.Sampling{Temperature: 1, TopP: 1}
+	chosen := aotlm.SamplingSet{Temperature: g.Temperature != nil, TopP: g.TopP != nil, TopK: g.TopK != nil,
+		MinP: g.MinP != nil, RepeatPenalty: g.RepeatPenalty != nil}
+	p = defaults.Apply(p, chosen)
 	if g.N != nil && *g.N != 1 {
 		return p, nil, 0, badRequest("n", "n is %d: only one choice per request (n = 1) is supported", *g.N)
 	}

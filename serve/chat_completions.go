@@ -1,4 +1,4 @@
-package server
+package serve
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/modelparts"
 )
 
 type chatChoice struct {
@@ -206,7 +207,7 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 		}
 		msgs = append(msgs, aotlm.Message{Role: role, Content: content})
 	}
-	p, stops, limit, e := req.params(s.m.Generation(), s.ctx)
+	p, stops, limit, e := req.params(s.m.GenerationDefaults(), s.ctx)
 	if e != nil {
 		return job{}, nil, nil, e
 	}
@@ -256,7 +257,7 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 		return job{}, nil, nil, badRequest("top_logprobs", "top_logprobs %d must be in [0, %d]", *req.TopLogprobs, maxTopLogprobs)
 	}
 	if req.Logprobs {
-		lp = &logprobs{tok: s.m.Tokenizer()}
+		lp = &logprobs{tok: modelparts.Tokenizer(s.m)}
 		if req.TopLogprobs != nil {
 			lp.top = *req.TopLogprobs
 		}

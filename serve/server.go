@@ -14,7 +14,7 @@
 // (image_url parts), placed in the prompt as embedding rows whose ids
 // derive from the image's bytes, so the session choice and the cache
 // reuse compare images too.
-package server
+package serve
 
 import (
 	"context"

@@ -1,10 +1,11 @@
-package server
+package serve
 
 import (
 	"bytes"
 	"strings"
 
 	"github.com/aotlm/aotlm/internal/constrain"
+	"github.com/aotlm/aotlm/internal/modelparts"
 )
 
 // jsonFormat is what response_format asks for.
@@ -43,7 +44,7 @@ func (s *Server) responseFormat(f *responseFormat) (*jsonFormat, *apiError) {
 // tokenBytes returns the bytes each id adds to a text (computed once).
 func (s *Server) tokenBytes() [][]byte {
 	s.tokOnce.Do(func() {
-		tok := s.m.Tokenizer()
+		tok := modelparts.Tokenizer(s.m)
 		if tok == nil {
 			return
 		}
