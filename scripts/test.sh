@@ -13,7 +13,7 @@ fuzzlog="$(mktemp)"
 trap 'rm -f "$fuzzlog"' EXIT
 
 echo "== gofmt"
-unformatted="$(gofmt -l cmd internal)"
+unformatted="$(gofmt -l .)"
 if [ -n "$unformatted" ]; then
   echo "not gofmt-formatted:"; echo "$unformatted"; exit 1
 fi
@@ -21,7 +21,7 @@ fi
 echo "== go vet"
 go vet ./...
 
-# the web chat test (internal/server) drives headless Chromium: CI installs it
+# the web chat test (serve) drives headless Chromium: CI installs it
 if ! command -v chromium >/dev/null 2>&1 && [ "${CI:-}" = true ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
@@ -44,7 +44,7 @@ echo "== go test -tags purego"
 go test -count=1 -timeout 30m -tags purego ./internal/...
 
 echo "== fuzz ($fuzzexecs executions per target)"
-for pkg in $(go list ./internal/...); do
+for pkg in $(go list ./...); do
   dir="$(go list -f '{{.Dir}}' "$pkg")"
   for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
     echo "-- $pkg $target"
