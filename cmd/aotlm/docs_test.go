@@ -88,6 +88,8 @@ func parseDoc(name, md string) (blocks []docBlock, problems []string) {
 				}
 			case "bash", "shell", "console":
 				bad(b.Line, "write shell commands as ```sh")
+			case "go":
+				// Go source: its "go" statements are not shell commands
 			default:
 				for j, c := range body {
 					if commandWord.MatchString(strings.TrimSpace(c)) && !placeholder.MatchString(c) {
