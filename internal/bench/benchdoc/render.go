@@ -56,7 +56,7 @@ image prefill) are in [lab/benchmarks-2026.md](lab/benchmarks-2026.md).
   weights from every cache: the floor of memory bandwidth. A model the
   last-level cache holds can decode above that second floor.
 - **llama.cpp** is built in a scratch folder outside this repository from
-  a fetched snapshot (commit in each machine's heading), Release,
+  a fetched snapshot (its commit under each machine), Release,
   ` + "`GGML_NATIVE=ON`" + `, with the AMX options off; it is never committed.
 
 Models and artifacts (` + "`NAME`" + ` is each shape):
@@ -65,11 +65,13 @@ Models and artifacts (` + "`NAME`" + ` is each shape):
 go run ./internal/bench/shapegen -shape NAME -o NAME-f16.gguf
 # llama.cpp
 llama-quantize NAME-f16.gguf NAME-q4_0.gguf Q4_0      # and Q8_0, and Q4_K_M for qwen3-0.6b
-# aotlm (w8a16 is a preset; the recipes are below)
+# aotlm (the two recipe files are below; w8a16 is a preset)
 aotlm quantize NAME-f16.gguf -o q --recipe lpbq-b32-w8-classifier.json
 aotlm compile q -o NAME-lpbq.aot --ar-len 128 --ctx 1024 --kv f16
 aotlm quantize NAME-f16.gguf -o q --recipe lpbq-b32-q6k-classifier.json
 aotlm compile q -o NAME-lpbq-q6k.aot --ar-len 128 --ctx 1024 --kv f16
+aotlm quantize NAME-f16.gguf -o q --recipe w8a16
+aotlm compile q -o NAME-w8.aot --ar-len 128 --ctx 1024 --kv f16
 aotlm compile qwen3-0.6b-q4_k_m.gguf -o q4km-q6.aot --ar-len 128 --ctx 1024 --kv f16
 ` + "```" + `
 
