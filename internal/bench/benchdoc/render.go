@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -154,7 +155,8 @@ func render(res *results) []byte {
 		fmt.Fprintf(&b, "\n## %s\n\n", m.Name)
 		fmt.Fprintf(&b, "- CPU: %s.\n", m.CPU)
 		fmt.Fprintf(&b, "- llama.cpp: %s.\n", backtickFlags(m.LlamaCpp))
-		fmt.Fprintf(&b, "- Measured: %s, aotlm at commit %s.\n\n", spanOf(rows, "date", ""), spanOf(rows, "commit", "`"))
+		fmt.Fprintf(&b, "- Measured: %s, aotlm at commit %s.\n", spanOf(rows, "date", ""), spanOf(rows, "commit", "`"))
+		fmt.Fprintf(&b, "- Median ratios: %s.\n\n", ratioSpans(rows))
 		var cols []column
 		for _, c := range tableColumns {
 			for _, r := range rows {
@@ -204,6 +206,45 @@ func spanOf(rows []record, c, quote string) string {
 		}
 	}
 	return strings.Join(vs, ", ")
+}
+
+// ratioSpans returns, per test in order of first appearance, the range
+// of the rows' median ratios, as "pp512 1.78-3.03x, tg128 0.95-1.66x".
+func ratioSpans(rows []record) string {
+	type span struct {
+		lo, hi   float64
+		loS, hiS string
+	}
+	var tests []string
+	spans := map[string]*span{}
+	for _, r := range rows {
+		v, err := strconv.ParseFloat(strings.TrimSuffix(r["median_ratio"], "x"), 64)
+		if err != nil {
+			continue // loadResults has checked every median
+		}
+		m := strings.TrimSuffix(r["median_ratio"], "x")
+		sp := spans[r["test"]]
+		if sp == nil {
+			tests = append(tests, r["test"])
+			spans[r["test"]] = &span{v, v, m, m}
+			continue
+		}
+		if v < sp.lo {
+			sp.lo, sp.loS = v, m
+		}
+		if v > sp.hi {
+			sp.hi, sp.hiS = v, m
+		}
+	}
+	parts := make([]string, len(tests))
+	for i, t := range tests {
+		sp := spans[t]
+		parts[i] = fmt.Sprintf("%s %s-%sx", t, sp.loS, sp.hiS)
+		if sp.loS == sp.hiS {
+			parts[i] = fmt.Sprintf("%s %sx", t, sp.loS)
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // backtickFlags puts the GGML_ build options of s in backticks.

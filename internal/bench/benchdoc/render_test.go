@@ -104,3 +104,18 @@ func firstDiffLine(a, b []byte) int {
 	}
 	return len(la) + 1
 }
+
+// TestRatioSpans: the summary gives each test's lowest and highest
+// median ratio as written in the results.
+func TestRatioSpans(t *testing.T) {
+	rows := []record{
+		{"test": "pp512", "median_ratio": "1.80x"},
+		{"test": "tg128", "median_ratio": "0.95x"},
+		{"test": "pp512", "median_ratio": "3.03x"},
+		{"test": "pp512", "median_ratio": "2.10x"},
+		{"test": "tg128", "median_ratio": "0.95x"},
+	}
+	if got, want := ratioSpans(rows), "pp512 1.80-3.03x, tg128 0.95x"; got != want {
+		t.Errorf("ratioSpans = %q, want %q", got, want)
+	}
+}
