@@ -16,8 +16,10 @@ import (
 )
 
 // The documentation's commands are tested: TestDocCommands runs every
-// shell block of README.md and docs/*.md, so a command that stops working
-// fails CI. The convention, which docs/usage.md states for writers:
+// shell block of README.md and docs/**/*.md (docs/lab included), so a
+// command that stops working fails CI. Links, file references and Go
+// blocks are checked by docs_refs_test.go, whose comment gives their
+// convention. The convention, which docs/usage.md states for writers:
 //
 //   - A command a reader can type is in a fenced block: ```sh. Such a block
 //     is run, in order with the file's other ```sh blocks, by one bash
@@ -42,7 +44,7 @@ type docBlock struct {
 	File string
 	Line int    // line of the opening fence, from 1
 	Lang string // first word of the info string
-	Skip string // the reason after "skip-ci:"; "" when the block runs
+	Skip string // the reason after "skip-ci:" (```sh) or "fragment:" (```go); "" when the block runs or compiles
 	Text string
 }
 
@@ -86,10 +88,16 @@ func parseDoc(name, md string) (blocks []docBlock, problems []string) {
 						bad(b.Line, "```sh takes nothing or \"skip-ci: REASON\", not %q", rest)
 					}
 				}
+			case "go":
+				if rest != "" {
+					reason, ok := strings.CutPrefix(rest, "fragment:")
+					b.Skip = strings.TrimSpace(reason)
+					if !ok || b.Skip == "" {
+						bad(b.Line, "```go takes nothing (a complete file) or \"fragment: REASON\", not %q", rest)
+					}
+				}
 			case "bash", "shell", "console":
 				bad(b.Line, "write shell commands as ```sh")
-			case "go":
-				// Go source: its "go" statements are not shell commands
 			default:
 				for j, c := range body {
 					if commandWord.MatchString(strings.TrimSpace(c)) && !placeholder.MatchString(c) {
@@ -198,21 +206,14 @@ func copyFile(t *testing.T, from, to string) {
 	}
 }
 
-// docFiles returns README.md and docs/*.md, relative to the repository root.
+// docFiles returns README.md and docs/**/*.md (docs/lab's notes
+// included), relative to the repository root.
 func docFiles(t *testing.T) []string {
 	t.Helper()
-	docs, err := filepath.Glob(filepath.Join(testutil.RepoRoot(), "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := []string{"README.md"}
-	for _, d := range docs {
-		files = append(files, filepath.Join("docs", filepath.Base(d)))
-	}
-	return files
+	return markdownFiles(t)
 }
 
-// TestDocCommands runs the commands of README.md and docs/*.md (see the
+// TestDocCommands runs the commands of README.md and docs/**/*.md (see the
 // convention at the top of this file) and fails on any that exits
 // non-zero, naming the file and line of its block.
 func TestDocCommands(t *testing.T) {

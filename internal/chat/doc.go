@@ -6,9 +6,10 @@
 //
 // It owns parsing (Parse, Load, FromTokenizerConfig), rendering
 // (Template.Render with Options), the special tokens the config declares
-// (Specials) and reading a messages file (Messages). Tool definitions are
-// not passed to templates: `tools` is undefined, so templates take their
-// no-tools branch.
+// (Specials) and reading a messages file (Messages). Tool definitions
+// reach a template only as the caller's Options.Vars["tools"] (aotlm
+// serve passes a request's tools so); without it `tools` is undefined and
+// templates take their no-tools branch.
 //
 // # Engine and compatibility with Hugging Face
 //
@@ -42,11 +43,13 @@
 // nextitem, slicing with steps, string methods (startswith, endswith,
 // split, replace, upper, lower, title ...) and dict.get.
 //
-// Templates cannot read files: the loader serves only the template itself,
-// so include/import/extends fail. A panic inside gonja is returned as an
-// *Error. Templates are not otherwise sandboxed: a template that recurses
-// without end through a macro exhausts the stack, as with any Jinja engine
-// without limits; only load templates of models you chose to run.
+// A template is code from whoever published the model, so it runs under
+// limits (budget.go, package limits): include, import, from, extends and
+// block are refused, so a template reads no file; the source's size and
+// nesting, macro call depth, loop iterations, the size of every string
+// and list it builds, the bytes it writes and the render's time are
+// bounded. A limit reached, or a panic inside gonja, is returned as an
+// *Error (wrapping the *limits.Error of a limit).
 //
 // # Errors
 //

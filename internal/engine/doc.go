@@ -5,14 +5,17 @@
 // activation arena and a static KV cache, one pass of one session at a
 // time on the shared pool.
 //
-// Cache layout: for each of L layers, K and V are stored transposed:
-// K[l][c*Ctx + p] is column c (= g*E + e, element e of key head g) at
-// position p, so that a row's scores over P positions and its outputs are
-// long contiguous kernel calls (kernel.AxpyRows, kernel.DotRows). A float32
-// cache holds floats, a binary16 one uint16, a uint8 one bytes with the
-// fixed per-layer or per-head scales of the manifest's kv_cache (new rows
-// are quantized when written; attention multiplies the scales in after
-// the integer-coded sums). Nothing is ever shifted.
+// Cache layout: for each of L layers, K and V are stored head-major,
+// [G][slots][E]: key/value head g's slot p is the row of E values at
+// (g*slots + p)*E, so the positions a head's row attends to are one
+// contiguous run of rows, its scores dot products with the key rows
+// (kernel.DotRows and its forms) and its outputs one update by the value
+// rows (kernel.AxpyRows). A float32 cache holds floats, a binary16 one
+// uint16, a uint8 one bytes with the fixed per-layer or per-head scales
+// of the manifest's kv_cache (new rows are quantized when written;
+// attention multiplies the scales in after the integer-coded sums). A
+// session's whole cache is one buffer, advised for huge pages when a
+// head's slots are short. Nothing is ever shifted.
 //
 // The general pass (Session.Run): up to N rows through the smallest plan
 // of at least that many rows, each row with a token id, a position and a

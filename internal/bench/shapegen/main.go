@@ -1,6 +1,6 @@
 // Command shapegen writes a random-weight GGUF model with the dimensions
 // of a real one, for speed comparisons where the weights do not matter
-// (DESIGN.md section 7): the same file feeds aotlm (quantize, compile,
+// (docs/benchmarks.md): the same file feeds aotlm (quantize, compile,
 // bench) and llama.cpp (llama-quantize, llama-bench), so both run exactly
 // the same shape.
 //
