@@ -100,7 +100,7 @@ func openInterpreter(src Source) (*vlm.Model, error) {
 }
 
 // encoder is the value that encodes.
-func (e *Encoder) encoder() vlm.Encoder {
+func (e *Encoder) encoder() vlm.PlacingEncoder {
 	if e.compiled != nil {
 		return e.compiled
 	}
@@ -139,10 +139,7 @@ func (e *Encoder) ImageTokenID(piece func(string) (int, bool)) (int, error) {
 // Place lays an encoded image out for a prompt as the family does;
 // piece looks up the marker pieces the artifact did not record.
 func (e *Encoder) Place(img *vlm.Image, piece func(string) (int, bool)) (*vlm.Placed, error) {
-	if e.compiled != nil {
-		return e.compiled.Place(img, piece)
-	}
-	return e.Interp.Place(img, piece)
+	return e.encoder().Place(img, piece)
 }
 
 // Prompter makes a prompter of images over the compiled text model tm.

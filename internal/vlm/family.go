@@ -57,14 +57,13 @@ type FamilyModel interface {
 // the engine, with the preprocessing and the markers its manifest
 // carries.
 type CompiledEncoder interface {
-	Encoder
+	// PlacingEncoder's Place looks up the markers the artifact did not
+	// record.
+	PlacingEncoder
 	// TextWidth is the width of the embedding rows.
 	TextWidth() int
 	// Preprocess is as FamilyModel.Preprocess.
 	Preprocess(img *vision.RGB) (runs int, err error)
-	// Place lays an encoded image out for a prompt; look finds the
-	// markers the artifact did not record.
-	Place(img *Image, look func(string) (int, bool)) (*Placed, error)
 	// ImageTokenID is the id the prompt holds at each image row: the
 	// artifact's, else looked up.
 	ImageTokenID(look func(string) (int, bool)) (int, error)
