@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/aotlm/aotlm"
-	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/visionload"
 	"github.com/aotlm/aotlm/internal/vlm"
 )
@@ -31,35 +30,14 @@ func openImageEncoder(m *aotlm.Model, r imageRun, piece func(string) (int, bool)
 	return enc, imageID, nil
 }
 
-// newImageSequence returns a sequence of n positions of the text model
-// (the artifact's engine, else the interpreter) that places the images'
-// rows at the imageID rows, at their rotary positions.
+// newImageSequence is enc.NewSequence, its refusal worded for run's
+// flags.
 func newImageSequence(m *aotlm.Model, enc *visionload.Encoder, imageID int, placed []*vlm.Placed, n int) (aotlm.Sequence, error) {
-	eng := m.Engine()
-	if eng == nil {
-		q := enc.Interp.NewSequence(n, imageID)
-		for _, p := range placed {
-			if p.Pos != nil {
-				return nil, fmt.Errorf("images of this family (M-RoPE positions) need the compiled text model; drop --no-compile")
-			}
-			if err := q.Queue(p.Rows); err != nil {
-				return nil, err
-			}
-		}
-		return q, nil
+	q, err := enc.NewSequence(m, imageID, placed, n)
+	if errors.Is(err, visionload.ErrPositionsNeedEngine) {
+		return nil, fmt.Errorf("%w; drop --no-compile", err)
 	}
-	s, err := eng.NewSession(engine.SessionOptions{Threads: eng.Threads(), Context: n})
-	if err != nil {
-		return nil, err
-	}
-	q := vlm.NewImageSequence(s, imageID, enc.Width())
-	for _, p := range placed {
-		if err := q.QueueImage(p.Rows, p.Pos, p.Span); err != nil {
-			s.Close()
-			return nil, err
-		}
-	}
-	return q, nil
+	return q, err
 }
 
 const visionBucketsHelp = "image sizes HxW in pixels, comma-separated, a Qwen2-VL or Qwen2.5-VL encoder is compiled for, one vision plan each " +

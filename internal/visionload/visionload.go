@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/vision"
 	"github.com/aotlm/aotlm/internal/vlm"
 )
@@ -18,6 +19,12 @@ import (
 // ErrNoEncoder is returned, wrapped, when the model has no vision encoder
 // at any source.
 var ErrNoEncoder = errors.New("no vision encoder")
+
+// ErrPositionsNeedEngine refuses images whose rows sit at rotary
+// positions of their own (M-RoPE) over a text model that is not
+// compiled: the interpreter's sequence places rows at consecutive
+// positions only.
+var ErrPositionsNeedEngine = errors.New("images of this family (M-RoPE positions) need the compiled text model")
 
 // Source names where a model's vision encoder may come from.
 type Source struct {
@@ -66,6 +73,9 @@ type Encoder struct {
 // encoder of src.MMProj or of the folder src.Path. It returns an error
 // wrapping ErrNoEncoder when there is none.
 func Open(src Source) (*Encoder, error) {
+	if src.Model == nil {
+		return nil, errors.New("visionload: no model to open the vision encoder of")
+	}
 	if eng := src.Model.Engine(); eng != nil && vlm.ArtifactFamily(eng) != "" {
 		c, err := vlm.OpenArtifact(eng, src.Threads)
 		if err != nil {
@@ -145,6 +155,40 @@ func (e *Encoder) Place(img *vlm.Image, piece func(string) (int, bool)) (*vlm.Pl
 // Prompter makes a prompter of images over the compiled text model tm.
 func (e *Encoder) Prompter(tm *aotlm.Model) *vlm.Prompter {
 	return vlm.NewPrompter(e.encoder(), e.Width(), tm)
+}
+
+// NewSequence returns a sequence of n positions of m's text model (its
+// artifact's engine, else the interpreter's model) that places the rows
+// of the placed images at the imageID rows, at their rotary positions.
+func (e *Encoder) NewSequence(m *aotlm.Model, imageID int, placed []*vlm.Placed, n int) (aotlm.Sequence, error) {
+	eng := m.Engine()
+	if eng == nil {
+		if e.Interp == nil {
+			return nil, errors.New("visionload: a text model with no engine needs the interpreter's encoder")
+		}
+		q := e.Interp.NewSequence(n, imageID)
+		for _, p := range placed {
+			if p.Pos != nil {
+				return nil, ErrPositionsNeedEngine
+			}
+			if err := q.Queue(p.Rows); err != nil {
+				return nil, err
+			}
+		}
+		return q, nil
+	}
+	s, err := eng.NewSession(engine.SessionOptions{Threads: eng.Threads(), Context: n})
+	if err != nil {
+		return nil, err
+	}
+	q := vlm.NewImageSequence(s, imageID, e.Width())
+	for _, p := range placed {
+		if err := q.QueueImage(p.Rows, p.Pos, p.Span); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return q, nil
 }
 
 // Close releases the compiled encoder; the interpreter's model holds

@@ -217,3 +217,27 @@ func TestOpenArtifactIdefics3(t *testing.T) {
 		t.Fatalf("placed %d rows of %d values, positions %v, image token %d", rows, len(p.Rows), p.Pos != nil, id)
 	}
 }
+
+// TestNewSequenceInterpreter: over a text model that is not compiled the
+// interpreter's sequence takes rows at consecutive positions and refuses
+// rows with positions of their own (M-RoPE).
+func TestNewSequenceInterpreter(t *testing.T) {
+	dir := testutil.Path(t, "vlm/qwen2vl")
+	m := textOnly(t)
+	enc, err := Open(Source{Model: m, Path: filepath.Join(dir, "text.gguf"), MMProj: filepath.Join(dir, "mmproj.gguf"), Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	row := make([]float32, enc.Width())
+	if _, err := enc.NewSequence(m, 7, []*vlm.Placed{{IDs: []int{-1}, Rows: row, Pos: []int{0, 0, 0}, Span: 1}}, 16); !errors.Is(err, ErrPositionsNeedEngine) {
+		t.Fatalf("rows with M-RoPE positions: %v, want ErrPositionsNeedEngine", err)
+	}
+	q, err := enc.NewSequence(m, 7, []*vlm.Placed{{IDs: []int{-1}, Rows: row}}, 16)
+	if err != nil || q == nil {
+		t.Fatalf("rows at consecutive positions: %v", err)
+	}
+	if _, err := Open(Source{Path: dir}); err == nil {
+		t.Fatal("a source without a model opened")
+	}
+}
