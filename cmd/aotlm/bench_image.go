@@ -17,9 +17,8 @@ import (
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/bench"
 	"github.com/aotlm/aotlm/internal/compile"
-	"github.com/aotlm/aotlm/internal/modelparts"
 	"github.com/aotlm/aotlm/internal/vision"
-	"github.com/aotlm/aotlm/internal/vlm"
+	"github.com/aotlm/aotlm/internal/visionload"
 )
 
 // imageBench is what `bench --image` measures and prints.
@@ -103,61 +102,21 @@ func benchImage(cmd *cobra.Command, modelPath, mmproj, tokPath, file string, cfg
 		return errors.New("bench: --image places the image's marker tokens, and the model has no tokenizer (pass --tokenizer)")
 	}
 	rep := imageBench{Image: filepath.Base(file), Threads: cfg.Threads, Repetitions: cfg.Repetitions}
-	var encoder vlm.Encoder
-	var width int
-	var preprocess func(*vision.RGB) (tiles int, err error)
-	idefics3 := func(p vision.Idefics3) func(*vision.RGB) (int, error) {
-		return func(img *vision.RGB) (int, error) {
-			t, err := p.Preprocess(img)
-			if err != nil {
-				return 0, err
-			}
-			return len(t.Slices) + 1, nil
-		}
+	encoder, err := visionload.Open(visionload.Source{Model: m, Path: path, MMProj: mmproj, Threads: cfg.Threads})
+	if errors.Is(err, visionload.ErrNoEncoder) {
+		return fmt.Errorf("bench: --image needs a vision-language model: an artifact with a vision plan, a SmolVLM or Qwen2-VL folder, or a text GGUF with --mmproj; %s is none of them", modelPath)
 	}
-	if eng := modelparts.Engine(m); eng != nil && vlm.IsCompiledQwen2VL(eng) {
-		c, err := vlm.OpenCompiledQwen2VL(eng, cfg.Threads)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		encoder, width = c, c.Vision.TextHidden
-		preprocess = func(img *vision.RGB) (int, error) {
-			b, _, err := c.Bucket(img.W, img.H)
-			if err != nil {
-				return 0, err
-			}
-			_, err = c.Proc.PreprocessBucket(img, b)
-			return 1, err
-		}
-		rep.Encoder = "the artifact's vision plans"
-	} else if eng := modelparts.Engine(m); eng != nil && vlm.HasVision(eng) {
-		c, err := vlm.OpenCompiled(eng, cfg.Threads)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		encoder, width, preprocess = c, c.Vision.TextHidden, idefics3(c.Proc)
-		rep.Encoder = "the artifact's vision plan"
-	} else {
-		var vm *vlm.Model
-		switch {
-		case mmproj != "":
-			vm, err = vlm.OpenPair(path, mmproj, cfg.Threads)
-		case vlm.IsVLM(path):
-			vm, err = vlm.Open(path, cfg.Threads)
-		default:
-			return fmt.Errorf("bench: --image needs a vision-language model: an artifact with a vision plan, a SmolVLM or Qwen2-VL folder, or a text GGUF with --mmproj; %s is none of them", modelPath)
-		}
-		if err != nil {
-			return err
-		}
-		encoder, width, preprocess = vm, vm.TextConfig().Hidden, idefics3(vm.Proc)
-		if !vm.Tiled() {
-			// the family preprocesses inside Encode: one chunk, timed there
-			preprocess = func(*vision.RGB) (int, error) { return 1, nil }
-		}
+	if err != nil {
+		return err
+	}
+	defer encoder.Close()
+	switch {
+	case encoder.Where == visionload.Interpreter:
 		rep.Encoder = "graph interpreter (float32)"
+	case encoder.Plans == 1:
+		rep.Encoder = "the artifact's vision plan"
+	default:
+		rep.Encoder = "the artifact's vision plans"
 	}
 	var dec, pre, enc, fill, rate, total []float64
 	img, err := vision.Decode(data, vision.DefaultLimits)
@@ -170,7 +129,7 @@ func benchImage(cmd *cobra.Command, modelPath, mmproj, tokPath, file string, cfg
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	firstEncode := time.Since(first)
-	images := vlm.NewPrompter(encoder, width, m).NewImages()
+	images := encoder.Prompter(m).NewImages()
 	ph, err := images.AddEncoded(data, encoded)
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
@@ -215,7 +174,7 @@ func benchImage(cmd *cobra.Command, modelPath, mmproj, tokPath, file string, cfg
 			return err
 		}
 		t1 := time.Now()
-		tiles, err := preprocess(img)
+		tiles, err := encoder.Preprocess(img)
 		if err != nil {
 			return err
 		}

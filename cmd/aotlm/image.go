@@ -55,12 +55,11 @@ func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
 		}
 		return ids[0], true
 	}
-	oe, err := openImageEncoder(m, r, piece)
+	enc, imageID, err := openImageEncoder(m, r, piece)
 	if err != nil {
 		return err
 	}
-	defer oe.close()
-	imageID := oe.imageID
+	defer enc.Close()
 	start := time.Now()
 	var encoded []*vlm.Image
 	for _, path := range r.images.files {
@@ -68,7 +67,7 @@ func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
 		if err != nil {
 			return err
 		}
-		e, err := oe.enc.Encode(img)
+		e, err := enc.Encode(img)
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
@@ -94,7 +93,7 @@ func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
 	var placed []*vlm.Placed
 	for i, part := range strings.Split(req.Prompt, vlm.ImageTok) {
 		if i > 0 {
-			p, err := oe.place(encoded[i-1])
+			p, err := enc.Place(encoded[i-1], piece)
 			if err != nil {
 				return err
 			}
@@ -122,7 +121,7 @@ func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
 			if n <= 0 {
 				n = m.Info().Context
 			}
-			return newImageSequence(m, oe, imageID, placed, n)
+			return newImageSequence(m, enc, imageID, placed, n)
 		}})
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -8,56 +9,26 @@ import (
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/modelparts"
 	"github.com/aotlm/aotlm/internal/vision"
+	"github.com/aotlm/aotlm/internal/visionload"
 	"github.com/aotlm/aotlm/internal/vlm"
 	"github.com/aotlm/aotlm/serve"
 )
 
 // openPrompter opens the vision encoder of a vision-language model for
-// prompts with images over the compiled text model m: the artifact's own
-// vision plans when it has them (a Qwen image that no compiled size holds
-// goes to the source model's encoder when modelPath or mmproj name it, as
-// for run --image), else the encoder of a SmolVLM folder or of a text
-// GGUF's mmproj GGUF in the graph interpreter. It returns nil when
-// the model has none of them.
+// prompts with images over the compiled text model m (visionload.Open, an
+// image no compiled size holds going to the source model as for run
+// --image). It returns nil when the model has none.
 func openPrompter(modelPath, mmproj string, m *aotlm.Model, threads int) (*vlm.Prompter, error) {
-	if eng := modelparts.Engine(m); eng != nil && vlm.IsCompiledQwen2VL(eng) {
-		c, err := vlm.OpenCompiledQwen2VL(eng, threads)
-		if err != nil {
-			return nil, err
-		}
-		if mmproj != "" || vlm.IsVLM(modelPath) {
-			// as run --image: an image no compiled size holds goes to
-			// the source model's encoder, exactly
-			r := imageRun{modelPath: modelPath, threads: threads}
-			r.images.mmproj = mmproj
-			c.Fallback = &lazyInterpreter{r: r}
-		}
-		return vlm.NewPrompter(c, c.Vision.TextHidden, m), nil
-	}
-	if eng := modelparts.Engine(m); eng != nil && vlm.HasVision(eng) {
-		c, err := vlm.OpenCompiled(eng, threads)
-		if err != nil {
-			return nil, err
-		}
-		return vlm.NewPrompter(c, c.Vision.TextHidden, m), nil
-	}
-	var vm *vlm.Model
-	var err error
+	enc, err := visionload.Open(visionload.Source{Model: m, Path: modelPath, MMProj: mmproj, Threads: threads, Fallback: true})
 	switch {
-	case mmproj != "":
-		vm, err = vlm.OpenPair(modelPath, mmproj, threads)
-	case vlm.IsVLM(modelPath):
-		vm, err = vlm.Open(modelPath, threads)
-	default:
+	case errors.Is(err, visionload.ErrNoEncoder):
 		return nil, nil
-	}
-	if err != nil {
+	case err != nil:
 		return nil, err
-	}
-	if modelparts.Engine(m) == nil {
+	case modelparts.Engine(m) == nil:
 		return nil, fmt.Errorf("images need the compiled text model; drop --no-compile")
 	}
-	return vlm.NewPrompter(vm, vm.TextConfig().Hidden, m), nil
+	return enc.Prompter(m), nil
 }
 
 // readImage reads an image file within the decoding limits.

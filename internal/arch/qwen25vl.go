@@ -50,10 +50,10 @@ func isQwen25VL(meta map[string]any) bool {
 	return mt == qwen25vlModelType
 }
 
-// IsQwenVLProjector reports whether an mmproj projector type
+// isQwenVLProjector reports whether an mmproj projector type
 // (clip.projector_type) is Qwen2-VL's or Qwen2.5-VL's merger, which
 // LoadQwen2VLPair reads.
-func IsQwenVLProjector(p string) bool { return p == qwen2vlProjector || p == qwen25vlProjector }
+func isQwenVLProjector(p string) bool { return p == qwen2vlProjector || p == qwen25vlProjector }
 
 // qwen25vlVisionHF reads a Qwen2.5-VL vision_config for a text model of
 // width textHidden.

@@ -38,7 +38,12 @@ func init() {
 		tensorNames:       decoderTensorName,
 		build:             buildDecoder,
 	})
+	registerVision(&VisionFamily{Name: Qwen2VLVisionFamily, IsHF: isQwen2VL, Projectors: []string{qwen2vlProjector, qwen25vlProjector}})
 }
+
+// Qwen2VLVisionFamily is the vision family of Qwen2-VL and Qwen2.5-VL
+// models (one encoder graph with Qwen2.5-VL's options).
+const Qwen2VLVisionFamily = "qwen2vl"
 
 // qwen2vlConfigHF reads the text model of a qwen2_vl config.json: its
 // fields at the top level (the published checkpoints) or under
@@ -197,9 +202,9 @@ type Qwen2VL struct {
 	VisionWeights graph.Weights
 }
 
-// IsQwen2VL reports whether config.json metadata names a Qwen2-VL or
+// isQwen2VL reports whether config.json metadata names a Qwen2-VL or
 // Qwen2.5-VL model.
-func IsQwen2VL(meta map[string]any) bool {
+func isQwen2VL(meta map[string]any) bool {
 	archs, _ := format.MetaStrings(meta, "architectures")
 	for _, a := range archs {
 		if a == "Qwen2VLForConditionalGeneration" || a == qwen25vlArchitecture {
@@ -333,7 +338,7 @@ func LoadQwen2VL(ck format.Checkpoint, preproc map[string]any) (*Qwen2VL, error)
 		return nil, fmt.Errorf("Qwen2-VL loads from Hugging Face folders or a GGUF pair; %s is not supported", ck.Format())
 	}
 	meta := ck.Metadata()
-	if !IsQwen2VL(meta) {
+	if !isQwen2VL(meta) {
 		return nil, errors.New("config.json: not a Qwen2-VL model")
 	}
 	tm, err := Load(ck)
@@ -353,7 +358,7 @@ func LoadQwen2VL(ck format.Checkpoint, preproc map[string]any) (*Qwen2VL, error)
 // preprocessor_config.json or nil.
 func LoadQwen2VLVisionHF(ck format.Checkpoint, preproc map[string]any, textHidden int) (Qwen2VLVision, graph.Weights, error) {
 	meta := ck.Metadata()
-	if !IsQwen2VL(meta) {
+	if !isQwen2VL(meta) {
 		return Qwen2VLVision{}, nil, errors.New("config.json: not a Qwen2-VL model")
 	}
 	vcm, ok := meta["vision_config"].(map[string]any)
@@ -469,7 +474,7 @@ func LoadQwen2VLPair(text, mmproj format.Checkpoint) (*Qwen2VL, error) {
 	if a, _ := format.MetaString(m, "general.architecture"); a != "clip" {
 		return nil, fmt.Errorf("mmproj: general.architecture is %q, want clip", a)
 	}
-	if p, _ := format.MetaString(m, "clip.projector_type"); !IsQwenVLProjector(p) {
+	if p, _ := format.MetaString(m, "clip.projector_type"); !isQwenVLProjector(p) {
 		return nil, fmt.Errorf("mmproj: projector type %q is not supported here (want qwen2vl_merger or qwen2.5vl_merger)", p)
 	}
 	tm, err := Load(text)
@@ -499,7 +504,7 @@ func LoadQwen2VLVisionMMProj(mmproj format.Checkpoint, textHidden int) (Qwen2VLV
 		return Qwen2VLVision{}, nil, fmt.Errorf("mmproj: general.architecture is %q, want clip", a)
 	}
 	proj, _ := format.MetaString(m, "clip.projector_type")
-	if !IsQwenVLProjector(proj) {
+	if !isQwenVLProjector(proj) {
 		return Qwen2VLVision{}, nil, fmt.Errorf("mmproj: projector type %q is not supported here (want qwen2vl_merger or qwen2.5vl_merger)", proj)
 	}
 	var gerr error

@@ -30,7 +30,11 @@ func init() {
 		tensorNames:     smolvlmTensorName,
 		build:           buildDecoder,
 	})
+	registerVision(&VisionFamily{Name: Idefics3VisionFamily, IsHF: isSmolVLM, Projectors: []string{"idefics3"}})
 }
+
+// Idefics3VisionFamily is the vision family of SmolVLM / Idefics3 models.
+const Idefics3VisionFamily = "idefics3"
 
 // smolvlmTextConfigHF reads config.json's text_config as a Llama config.
 func smolvlmTextConfigHF(m map[string]any) (Config, error) {
@@ -120,9 +124,9 @@ type VLM struct {
 	VisionWeights graph.Weights
 }
 
-// IsVLM reports whether a checkpoint's metadata names a vision-language
-// architecture aotlm reads with LoadVLM.
-func IsVLM(meta map[string]any) bool {
+// isSmolVLM reports whether a checkpoint's metadata names a
+// vision-language architecture aotlm reads with LoadVLM.
+func isSmolVLM(meta map[string]any) bool {
 	archs, _ := format.MetaStrings(meta, "architectures")
 	for _, a := range archs {
 		if a == "SmolVLMForConditionalGeneration" || a == "Idefics3ForConditionalGeneration" {
@@ -141,7 +145,7 @@ func LoadVLM(ck format.Checkpoint, preproc map[string]any) (*VLM, error) {
 		return nil, fmt.Errorf("vision-language models load from Hugging Face folders; %s is not supported yet", ck.Format())
 	}
 	meta := ck.Metadata()
-	if !IsVLM(meta) {
+	if !isSmolVLM(meta) {
 		return nil, errors.New("config.json: not a SmolVLM / Idefics3 model")
 	}
 	vcm, ok := meta["vision_config"].(map[string]any)

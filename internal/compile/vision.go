@@ -151,61 +151,87 @@ func (b bothSource) Weight(name string) (Weight, error) {
 	return b.text.Weight(name)
 }
 
+// visionCompiler makes the VisionInput of one vision family
+// (arch.VisionFamily, by name) from either source of its encoder.
+type visionCompiler struct {
+	// fromHF reads the encoder of a Hugging Face checkpoint; pre is its
+	// preprocessor_config.json or nil.
+	fromHF func(ck format.Checkpoint, pre map[string]any, textHidden int, tok tokenizer.Tokenizer, opts Options) (*VisionInput, error)
+	// fromMMProj reads it from llama.cpp's mmproj GGUF.
+	fromMMProj func(mm format.Checkpoint, textHidden int, tok tokenizer.Tokenizer, opts Options) (*VisionInput, error)
+}
+
+// visionCompilers holds each vision family's compiler, by family name.
+var visionCompilers = map[string]*visionCompiler{}
+
+func registerVisionCompiler(family string, c *visionCompiler) { visionCompilers[family] = c }
+
+// visionCompilerOf returns the compiler of family f.
+func visionCompilerOf(f *arch.VisionFamily) (*visionCompiler, error) {
+	c, ok := visionCompilers[f.Name]
+	if !ok {
+		return nil, fmt.Errorf("compile: no compiler for the %s vision encoder", f.Name)
+	}
+	return c, nil
+}
+
 // loadVision reads the encoder of a vision-language model, when path is
-// one: a SmolVLM or Qwen2-VL folder (ck), or any text model with
-// opts.MMProj (ck may then be nil). It returns nil for a text model. textHidden is the text model's width; tok, when set,
-// gives the markers' ids.
+// one: a Hugging Face folder of a vision family (ck), or any text model
+// with opts.MMProj (ck may then be nil). It returns nil for a text model.
+// textHidden is the text model's width; tok, when set, gives the markers'
+// ids.
 func loadVision(path string, ck format.Checkpoint, textHidden int, tok tokenizer.Tokenizer, opts Options) (*VisionInput, error) {
-	var vc arch.VisionConfig
-	var w graph.Weights
-	switch {
-	case opts.MMProj != "":
+	if opts.MMProj != "" {
 		mm, err := detect.Open(opts.MMProj)
 		if err != nil {
 			return nil, fmt.Errorf("mmproj: %w", err)
 		}
 		defer mm.Close()
-		if p, _ := format.MetaString(mm.Metadata(), "clip.projector_type"); arch.IsQwenVLProjector(p) {
-			v, w, err := arch.LoadQwen2VLVisionMMProj(mm, textHidden)
+		f, err := arch.VisionFamilyOfMMProj(mm)
+		if err != nil {
+			return nil, err
+		}
+		c, err := visionCompilerOf(f)
+		if err != nil {
+			return nil, err
+		}
+		return c.fromMMProj(mm, textHidden, tok, opts)
+	}
+	if ck != nil && ck.Format() == "safetensors" {
+		if f := arch.VisionFamilyOfHF(ck.Metadata()); f != nil {
+			c, err := visionCompilerOf(f)
 			if err != nil {
 				return nil, err
 			}
-			return qwen2vlInput(v, w, tok, opts)
+			pre, err := readPreproc(path)
+			if err != nil {
+				return nil, err
+			}
+			return c.fromHF(ck, pre, textHidden, tok, opts)
 		}
-		if vc, w, err = arch.LoadVisionMMProj(mm, textHidden); err != nil {
-			return nil, err
-		}
-	case ck != nil && ck.Format() == "safetensors" && arch.IsQwen2VL(ck.Metadata()):
-		pre, err := readPreproc(path)
-		if err != nil {
-			return nil, err
-		}
-		v, w, err := arch.LoadQwen2VLVisionHF(ck, pre, textHidden)
-		if err != nil {
-			return nil, err
-		}
-		return qwen2vlInput(v, w, tok, opts)
-	case ck != nil && ck.Format() == "safetensors" && arch.IsVLM(ck.Metadata()):
-		pre, err := readPreproc(path)
-		if err != nil {
-			return nil, err
-		}
-		if vc, w, err = arch.LoadVisionHF(ck, pre); err != nil {
-			return nil, err
-		}
-	default:
-		if opts.VisionWeights != "" && opts.VisionWeights != VisionF32 {
-			return nil, fmt.Errorf("compile: vision weights %q asked for a model with no vision encoder", opts.VisionWeights)
-		}
-		if opts.VisionBuckets != "" {
-			return nil, errors.New("compile: image sizes asked for a model with no vision encoder")
-		}
-		return nil, nil
+	}
+	if opts.VisionWeights != "" && opts.VisionWeights != VisionF32 {
+		return nil, fmt.Errorf("compile: vision weights %q asked for a model with no vision encoder", opts.VisionWeights)
 	}
 	if opts.VisionBuckets != "" {
-		return nil, errors.New("compile: image sizes are for a Qwen2-VL encoder; a SmolVLM encoder has its one tile size")
+		return nil, errors.New("compile: image sizes asked for a model with no vision encoder")
 	}
-	return visionInput(vc, w, tok, opts.VisionWeights)
+	return nil, nil
+}
+
+// markerIDs looks each piece up with tok (nil: none), keeping the pieces
+// that are one token.
+func markerIDs(tok tokenizer.Tokenizer, pieces []string) map[string]int {
+	markers := map[string]int{}
+	if tok != nil {
+		for _, p := range pieces {
+			ids := tok.Encode(p, tokenizer.EncodeOptions{ParseSpecial: true})
+			if len(ids) == 1 {
+				markers[p] = ids[0]
+			}
+		}
+	}
+	return markers
 }
 
 // readPreproc reads the preprocessor_config.json of a Hugging Face
@@ -222,39 +248,4 @@ func readPreproc(path string) (map[string]any, error) {
 		return nil, err
 	}
 	return pre, nil
-}
-
-// visionInput makes the VisionInput of a SmolVLM / Idefics3 encoder: one
-// plan for its one tile size, the marker ids looked up with tok.
-func visionInput(vc arch.VisionConfig, w graph.Weights, tok tokenizer.Tokenizer, weights string) (*VisionInput, error) {
-	weights, err := checkVisionWeights(weights)
-	if err != nil {
-		return nil, err
-	}
-	g, err := arch.BuildVision(&vc)
-	if err != nil {
-		return nil, err
-	}
-	markers := map[string]int{}
-	if tok != nil {
-		for _, p := range vc.MarkerPieces() {
-			ids := tok.Encode(p, tokenizer.EncodeOptions{ParseSpecial: true})
-			if len(ids) == 1 {
-				markers[p] = ids[0]
-			}
-		}
-	}
-	if vc.ImageTokenID < 0 {
-		if id, ok := markers["<image>"]; ok {
-			vc.ImageTokenID = id
-		}
-	}
-	cfg, err := json.Marshal(vc)
-	if err != nil {
-		return nil, fmt.Errorf("compile: vision config: %w", err)
-	}
-	n := vc.Grid() * vc.Grid()
-	return &VisionInput{Graph: g, Weights: w, Family: "idefics3", Config: cfg, Markers: markers,
-		Sizes:    []VisionSize{{Height: vc.ImageSize, Width: vc.ImageSize, Rows: n}},
-		Weights8: weights == VisionW8, WeightsF16: weights == VisionF16}, nil
 }

@@ -5,10 +5,30 @@ import (
 	"fmt"
 
 	"github.com/aotlm/aotlm/internal/arch"
+	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/graph"
 	"github.com/aotlm/aotlm/internal/tokenizer"
 	"github.com/aotlm/aotlm/internal/vision"
 )
+
+func init() {
+	registerVisionCompiler(arch.Qwen2VLVisionFamily, &visionCompiler{
+		fromHF: func(ck format.Checkpoint, pre map[string]any, textHidden int, tok tokenizer.Tokenizer, opts Options) (*VisionInput, error) {
+			v, w, err := arch.LoadQwen2VLVisionHF(ck, pre, textHidden)
+			if err != nil {
+				return nil, err
+			}
+			return qwen2vlInput(v, w, tok, opts)
+		},
+		fromMMProj: func(mm format.Checkpoint, textHidden int, tok tokenizer.Tokenizer, opts Options) (*VisionInput, error) {
+			v, w, err := arch.LoadQwen2VLVisionMMProj(mm, textHidden)
+			if err != nil {
+				return nil, err
+			}
+			return qwen2vlInput(v, w, tok, opts)
+		},
+	})
+}
 
 // Marker pieces of the Qwen2-VL prompt layout, recorded with their ids.
 var qwen2vlMarkers = []string{"<|vision_start|>", "<|vision_end|>", "<|image_pad|>"}
@@ -32,15 +52,7 @@ func qwen2vlInput(v arch.Qwen2VLVision, w graph.Weights, tok tokenizer.Tokenizer
 			return nil, fmt.Errorf("compile: %w", err)
 		}
 	}
-	markers := map[string]int{}
-	if tok != nil {
-		for _, p := range qwen2vlMarkers {
-			ids := tok.Encode(p, tokenizer.EncodeOptions{ParseSpecial: true})
-			if len(ids) == 1 {
-				markers[p] = ids[0]
-			}
-		}
-	}
+	markers := markerIDs(tok, qwen2vlMarkers)
 	if v.ImageTokenID < 0 {
 		if id, ok := markers["<|image_pad|>"]; ok {
 			v.ImageTokenID = id
@@ -50,7 +62,7 @@ func qwen2vlInput(v arch.Qwen2VLVision, w graph.Weights, tok tokenizer.Tokenizer
 	if err != nil {
 		return nil, fmt.Errorf("compile: vision config: %w", err)
 	}
-	in := &VisionInput{Graph: g, Weights: w, Family: "qwen2vl", Config: cfg, Markers: markers, Weights8: weights == VisionW8, WeightsF16: weights == VisionF16}
+	in := &VisionInput{Graph: g, Weights: w, Family: arch.Qwen2VLVisionFamily, Config: cfg, Markers: markers, Weights8: weights == VisionW8, WeightsF16: weights == VisionF16}
 	for _, b := range buckets {
 		in.Sizes = append(in.Sizes, VisionSize{Height: b.H, Width: b.W, Rows: (b.H / v.PatchSize) * (b.W / v.PatchSize)})
 	}

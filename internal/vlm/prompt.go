@@ -3,7 +3,6 @@ package vlm
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -23,7 +22,7 @@ import (
 // its cache past the image on the next turn. It is safe for concurrent
 // use; the encoder runs one image at a time.
 type Prompter struct {
-	vm    Encoder
+	vm    PlacingEncoder
 	tm    *aotlm.Model
 	width int
 
@@ -48,22 +47,24 @@ type encoded struct {
 // client sending the same image every turn does not encode it again.
 const keepRecent = 8
 
-// Encoder turns an image into its encoded tiles: the interpreter's Model
-// or an artifact's Compiled vision plan.
+// Encoder turns an image into its embedding rows: the interpreter's
+// Model or an artifact's compiled encoder.
 type Encoder interface {
 	Encode(img *vision.RGB) (*Image, error)
 }
 
-// imagePlacer is an Encoder that also lays its images out for a prompt
-// (Model, CompiledQwen2VL); the others are laid out as SmolVLM's.
-type imagePlacer interface {
+// PlacingEncoder is an Encoder that also lays its images out for a prompt
+// as its family does (Model, CompiledEncoder); piece looks marker pieces
+// up in the vocabulary.
+type PlacingEncoder interface {
+	Encoder
 	Place(img *Image, piece func(string) (int, bool)) (*Placed, error)
 }
 
 // NewPrompter makes a prompter over the vision encoder enc, whose rows are
 // width wide, and the compiled text model tm (its tokenizer places the
 // markers).
-func NewPrompter(enc Encoder, width int, tm *aotlm.Model) *Prompter {
+func NewPrompter(enc PlacingEncoder, width int, tm *aotlm.Model) *Prompter {
 	return &Prompter{vm: enc, tm: tm, width: width}
 }
 
@@ -103,33 +104,17 @@ func (p *Prompter) encode(data []byte) (*encoded, error) {
 // p.mu is held.
 func (p *Prompter) keep(key [32]byte, enc *Image) (*encoded, error) {
 	e := &encoded{key: key}
-	if pl, ok := p.vm.(imagePlacer); ok {
-		placed, err := pl.Place(enc, p.piece)
-		if err != nil {
-			return nil, err
-		}
-		n := len(placed.Rows) / p.width
-		if n == 0 || len(placed.Rows) != n*p.width {
-			return nil, fmt.Errorf("vlm: an image laid out as %d values, not rows of %d", len(placed.Rows), p.width)
-		}
-		e.ids, e.rows, e.pos = placed.IDs, placed.Rows, placed.Pos
-		if e.pos != nil {
-			e.comps = len(e.pos) / n
-		}
-	} else {
-		if enc.Overview == nil || len(enc.Slices) != enc.Rows*enc.Cols {
-			return nil, errors.New("vlm: this encoder lays out SmolVLM / Idefics3 images (tiles and an overview) only")
-		}
-		ids, emb, err := Layout(enc, p.width, p.piece)
-		if err != nil {
-			return nil, err
-		}
-		e.ids = ids
-		for i, id := range ids {
-			if id == -1 {
-				e.rows = append(e.rows, emb[i*p.width:(i+1)*p.width]...)
-			}
-		}
+	placed, err := p.vm.Place(enc, p.piece)
+	if err != nil {
+		return nil, err
+	}
+	n := len(placed.Rows) / p.width
+	if n == 0 || len(placed.Rows) != n*p.width {
+		return nil, fmt.Errorf("vlm: an image laid out as %d values, not rows of %d", len(placed.Rows), p.width)
+	}
+	e.ids, e.rows, e.pos = placed.IDs, placed.Rows, placed.Pos
+	if e.pos != nil {
+		e.comps = len(e.pos) / n
 	}
 	if len(p.recent) == keepRecent {
 		p.recent = p.recent[1:]

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/aotlm/aotlm/internal/arch"
+	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/graph"
 	"github.com/aotlm/aotlm/internal/vision"
@@ -16,23 +17,48 @@ const (
 	ImagePad    = "<|image_pad|>"
 )
 
-// qwen2vl is the Qwen2-VL family of a Model.
+func init() {
+	Register(&Family{
+		Name: arch.Qwen2VLVisionFamily,
+		OpenHF: func(ck format.Checkpoint, pre map[string]any) (FamilyModel, error) {
+			q, err := arch.LoadQwen2VL(ck, pre)
+			if err != nil {
+				return nil, err
+			}
+			return &qwen2vl{m: q}, nil
+		},
+		OpenPair: func(text, mmproj format.Checkpoint) (FamilyModel, error) {
+			q, err := arch.LoadQwen2VLPair(text, mmproj)
+			if err != nil {
+				return nil, err
+			}
+			return &qwen2vl{m: q}, nil
+		},
+		OpenCompiled: func(e *engine.Engine, threads int) (CompiledEncoder, error) { return OpenCompiledQwen2VL(e, threads) },
+	})
+}
+
+// qwen2vl is a Qwen2-VL or Qwen2.5-VL model: an image resized to whole
+// merge blocks and encoded in one run, its rows at M-RoPE positions.
 type qwen2vl struct {
 	m *arch.Qwen2VL
 }
 
-func (q *qwen2vl) encoder() (*graph.Graph, graph.Weights, error) {
+func (q *qwen2vl) Encoder() (*graph.Graph, graph.Weights, error) {
 	g, err := arch.BuildQwen2VLVision(&q.m.Vision)
 	return g, q.m.VisionWeights, err
 }
 
-func (q *qwen2vl) imageToken() (int, string) { return q.m.Vision.ImageTokenID, ImagePad }
+func (q *qwen2vl) ImageToken() (int, string) { return q.m.Vision.ImageTokenID, ImagePad }
 
-func (q *qwen2vl) textModel() *arch.Model { return q.m.Text }
+func (q *qwen2vl) TextModel() *arch.Model { return q.m.Text }
 
-// encode resizes, normalizes and encodes img: one chunk of Rows x Cols
+// Preprocess is timed inside Encode: one run.
+func (q *qwen2vl) Preprocess(*vision.RGB) (int, error) { return 1, nil }
+
+// Encode resizes, normalizes and encodes img: one chunk of Rows x Cols
 // merged-patch embedding rows.
-func (q *qwen2vl) encode(enc *graph.Interpreter, img *vision.RGB) (*Image, error) {
+func (q *qwen2vl) Encode(enc *graph.Interpreter, img *vision.RGB) (*Image, error) {
 	vc := &q.m.Vision
 	p, err := vision.NewQwen2VL(vc.PatchSize, vc.Merge).Preprocess(img)
 	if err != nil {
@@ -54,11 +80,11 @@ func (q *qwen2vl) encode(enc *graph.Interpreter, img *vision.RGB) (*Image, error
 	return &Image{Rows: gr, Cols: gc, Embeds: out}, nil
 }
 
-// place lays img out as mtmd does for Qwen2-VL: <|vision_start|>, the
+// Place lays img out as mtmd does for Qwen2-VL: <|vision_start|>, the
 // Rows*Cols embedding rows, <|vision_end|>. The image rows sit at M-RoPE
 // positions (p0, p0+row, p0+col) and the text after them at
 // p0+max(Rows, Cols).
-func (q *qwen2vl) place(img *Image, width int, piece func(string) (int, bool)) (*Placed, error) {
+func (q *qwen2vl) Place(img *Image, width int, piece func(string) (int, bool)) (*Placed, error) {
 	if img.Rows <= 0 || img.Cols <= 0 || len(img.Embeds) != img.Rows*img.Cols*width {
 		return nil, fmt.Errorf("vlm: a Qwen2-VL image of %dx%d tokens holds %d values of width %d", img.Rows, img.Cols, len(img.Embeds), width)
 	}
@@ -75,11 +101,4 @@ func (q *qwen2vl) place(img *Image, width int, piece func(string) (int, bool)) (
 		}
 	}
 	return p, nil
-}
-
-// isQwen2VLProjector reports whether an mmproj file holds a Qwen2-VL or
-// Qwen2.5-VL vision encoder.
-func isQwen2VLProjector(mm format.Checkpoint) bool {
-	p, _ := format.MetaString(mm.Metadata(), "clip.projector_type")
-	return arch.IsQwenVLProjector(p)
 }

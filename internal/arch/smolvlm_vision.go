@@ -19,7 +19,7 @@ func LoadVisionHF(ck format.Checkpoint, preproc map[string]any) (VisionConfig, g
 		return VisionConfig{}, nil, fmt.Errorf("vision-language models load from Hugging Face folders; %s is not supported yet", ck.Format())
 	}
 	meta := ck.Metadata()
-	if !IsVLM(meta) {
+	if !isSmolVLM(meta) {
 		return VisionConfig{}, nil, errors.New("config.json: not a SmolVLM / Idefics3 model")
 	}
 	vcm, ok := meta["vision_config"].(map[string]any)

@@ -21,9 +21,6 @@ type Compiled struct {
 	enc     *engine.Encoder
 }
 
-// HasVision reports whether e's artifact holds a vision encoder.
-func HasVision(e *engine.Engine) bool { return len(e.VisionPlans()) > 0 }
-
 // OpenCompiled prepares the vision plan of e's artifact (an Idefics3
 // encoder: one plan for its one tile size) with up to threads workers.
 func OpenCompiled(e *engine.Engine, threads int) (*Compiled, error) {
@@ -31,8 +28,8 @@ func OpenCompiled(e *engine.Engine, threads int) (*Compiled, error) {
 	if mv == nil {
 		return nil, errors.New("vlm: the artifact has no vision encoder")
 	}
-	if mv.Family != "idefics3" {
-		return nil, fmt.Errorf("vlm: the artifact's vision encoder is of family %q; this build runs idefics3", mv.Family)
+	if mv.Family != arch.Idefics3VisionFamily {
+		return nil, fmt.Errorf("vlm: the artifact's vision encoder is of family %q, not %s", mv.Family, arch.Idefics3VisionFamily)
 	}
 	var vc arch.VisionConfig
 	if err := json.Unmarshal(mv.Config, &vc); err != nil {
@@ -76,22 +73,47 @@ func (c *Compiled) EncodeTile(tile *vision.RGB) ([]float32, error) {
 
 // Encode preprocesses and encodes an image.
 func (c *Compiled) Encode(img *vision.RGB) (*Image, error) {
-	p, err := c.Proc.Preprocess(img)
-	if err != nil {
-		return nil, err
+	return encodeTiles(c.Proc, img, c.EncodeTile)
+}
+
+// Preprocess cuts img into tiles: the slices and the overview, one
+// encoder run each.
+func (c *Compiled) Preprocess(img *vision.RGB) (int, error) { return preprocessTiles(c.Proc, img) }
+
+// TextWidth is the width of the embedding rows.
+func (c *Compiled) TextWidth() int { return c.Vision.TextHidden }
+
+// Place lays img out as mtmd does for Idefics3 (Layout): markers the
+// artifact recorded, else looked up with look.
+func (c *Compiled) Place(img *Image, look func(string) (int, bool)) (*Placed, error) {
+	return placeTiles(img, c.Vision.TextHidden, c.piece(look))
+}
+
+// ImageTokenID is <image>'s id: the artifact's, else looked up.
+func (c *Compiled) ImageTokenID(look func(string) (int, bool)) (int, error) {
+	if c.Vision.ImageTokenID >= 0 {
+		return c.Vision.ImageTokenID, nil
 	}
-	out := &Image{Rows: p.Rows, Cols: p.Cols}
-	for _, s := range p.Slices {
-		e, err := c.EncodeTile(s)
-		if err != nil {
-			return nil, err
+	if id, ok := c.piece(look)(ImageTok); ok {
+		return id, nil
+	}
+	return 0, fmt.Errorf("the vocabulary has no %s token", ImageTok)
+}
+
+// SetFallback does nothing: tiles hold every image.
+func (c *Compiled) SetFallback(Encoder) {}
+
+// piece looks a marker up in the artifact's markers, then with look.
+func (c *Compiled) piece(look func(string) (int, bool)) func(string) (int, bool) {
+	return func(s string) (int, bool) {
+		if id, ok := c.Piece(s); ok {
+			return id, true
 		}
-		out.Slices = append(out.Slices, e)
+		if look == nil {
+			return 0, false
+		}
+		return look(s)
 	}
-	if out.Overview, err = c.EncodeTile(p.Overview); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Piece returns the token id of a marker piece the artifact recorded.

@@ -30,25 +30,17 @@ type CompiledQwen2VL struct {
 	Buckets []vision.Bucket
 	Markers map[string]int
 	// Fallback, when set, encodes the images no bucket holds.
-	Fallback interface {
-		Encode(img *vision.RGB) (*Image, error)
-	}
-	e       *engine.Engine
-	threads int
-	encs    map[vision.Bucket]*engine.Encoder // opened on first use
-}
-
-// IsCompiledQwen2VL reports whether e's artifact holds a Qwen2-VL encoder.
-func IsCompiledQwen2VL(e *engine.Engine) bool {
-	mv := e.Manifest().Vision
-	return mv != nil && mv.Family == "qwen2vl"
+	Fallback Encoder
+	e        *engine.Engine
+	threads  int
+	encs     map[vision.Bucket]*engine.Encoder // opened on first use
 }
 
 // OpenCompiledQwen2VL prepares the vision plans of e's artifact (a
 // Qwen2-VL encoder) to run with up to threads workers.
 func OpenCompiledQwen2VL(e *engine.Engine, threads int) (*CompiledQwen2VL, error) {
 	mv := e.Manifest().Vision
-	if mv == nil || mv.Family != "qwen2vl" {
+	if mv == nil || mv.Family != arch.Qwen2VLVisionFamily {
 		return nil, errors.New("vlm: the artifact has no Qwen2-VL vision encoder")
 	}
 	var cfg arch.Qwen2VLArtifact
@@ -151,10 +143,10 @@ func (c *CompiledQwen2VL) encoder(b vision.Bucket) (*engine.Encoder, error) {
 	return enc, nil
 }
 
-// Place lays img out as mtmd does for Qwen2-VL (see qwen2vl.place):
+// Place lays img out as mtmd does for Qwen2-VL (see qwen2vl.Place):
 // piece looks up the markers the artifact did not record.
 func (c *CompiledQwen2VL) Place(img *Image, piece func(string) (int, bool)) (*Placed, error) {
-	return (&qwen2vl{}).place(img, c.Vision.TextHidden, c.piece(piece))
+	return (&qwen2vl{}).Place(img, c.Vision.TextHidden, c.piece(piece))
 }
 
 // piece looks a marker up in the artifact's markers, then with look.
@@ -180,6 +172,22 @@ func (c *CompiledQwen2VL) ImageTokenID(look func(string) (int, bool)) (int, erro
 	}
 	return 0, fmt.Errorf("the vocabulary has no %s token", ImagePad)
 }
+
+// TextWidth is the width of the embedding rows.
+func (c *CompiledQwen2VL) TextWidth() int { return c.Vision.TextHidden }
+
+// Preprocess resizes img into its bucket: one encoder run.
+func (c *CompiledQwen2VL) Preprocess(img *vision.RGB) (int, error) {
+	b, _, err := c.Bucket(img.W, img.H)
+	if err != nil {
+		return 0, err
+	}
+	_, err = c.Proc.PreprocessBucket(img, b)
+	return 1, err
+}
+
+// SetFallback sets Fallback.
+func (c *CompiledQwen2VL) SetFallback(f Encoder) { c.Fallback = f }
 
 // Close releases the encoders.
 func (c *CompiledQwen2VL) Close() {
