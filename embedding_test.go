@@ -36,7 +36,7 @@ func TestEmbeddingProgramsOutsideModule(t *testing.T) {
 	defer os.RemoveAll(filepath.Dir(artifact))
 	const prompt = "Once upon a time"
 
-	generate := buildOutside(t, root, progs[0][1])
+	generate := buildOutside(t, progs[0][1])
 	got := runProgram(t, generate, artifact, prompt)
 	want := generateHere(t, artifact, prompt, aotlm.Request{MaxTokens: 64,
 		Sampling: aotlm.Sampling{Temperature: 0.7, TopP: 0.95, Seed: 42}})
@@ -44,7 +44,7 @@ func TestEmbeddingProgramsOutsideModule(t *testing.T) {
 		t.Fatalf("the generate program printed %q, want %q", got, want+"\n")
 	}
 
-	server := buildOutside(t, root, progs[1][1])
+	server := buildOutside(t, progs[1][1])
 	got = runProgram(t, server, artifact, prompt)
 	want = generateHere(t, artifact, prompt, aotlm.Request{MaxTokens: 32})
 	if got != want+"\n" {
@@ -52,32 +52,11 @@ func TestEmbeddingProgramsOutsideModule(t *testing.T) {
 	}
 }
 
-// buildOutside writes src as the main package of a new module that
-// requires this one (replaced by the checkout at root) and builds it.
-func buildOutside(t *testing.T, root, src string) string {
+// buildOutside builds src as the main package of an outside module.
+func buildOutside(t *testing.T, src string) string {
 	t.Helper()
-	dir := t.TempDir()
-	goVersion := "1.26"
-	if mod, err := os.ReadFile(filepath.Join(root, "go.mod")); err == nil {
-		if m := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(mod); m != nil {
-			goVersion = string(m[1])
-		}
-	}
-	gomod := "module example.com/outside\n\ngo " + goVersion + "\n\nrequire github.com/aotlm/aotlm v0.0.0\n\nreplace github.com/aotlm/aotlm => " + root + "\n"
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, data := range map[string][]byte{"go.mod": []byte(gomod), "go.sum": sum, "main.go": []byte(src)} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bin := filepath.Join(dir, "prog")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	bin := filepath.Join(t.TempDir(), "prog")
+	if out, err := testutil.GoOutside(t, map[string]string{"main.go": src}, "build", "-o", bin, "."); err != nil {
 		t.Fatalf("building the program as an outside module: %v\n%s\n%s", err, out, src)
 	}
 	return bin

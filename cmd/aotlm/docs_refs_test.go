@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io/fs"
 	"os"
@@ -346,7 +345,7 @@ func TestDocGoBlocks(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("the go tool is not installed")
 	}
-	out, err := buildOutsideModule(t, files, "vet", "./...")
+	out, err := testutil.GoOutside(t, files, "vet", "./...")
 	if err != nil {
 		for dir, at := range where {
 			out = strings.ReplaceAll(out, dir+"/main.go", at+" (block)")
@@ -366,15 +365,15 @@ func TestDocGoBlocksCatchBrokenOnes(t *testing.T) {
 		t.Skip("the go tool is not installed")
 	}
 	ok := "package main\n\nimport \"github.com/aotlm/aotlm\"\n\nfunc main() { _ = aotlm.Open }\n"
-	if out, err := buildOutsideModule(t, map[string]string{"ok/main.go": ok}, "vet", "./..."); err != nil {
+	if out, err := testutil.GoOutside(t, map[string]string{"ok/main.go": ok}, "vet", "./..."); err != nil {
 		t.Fatalf("a program on the public API: %v\n%s", err, out)
 	}
 	internal := "package main\n\nimport \"github.com/aotlm/aotlm/internal/kernel\"\n\nfunc main() { _ = kernel.Active }\n"
-	if out, err := buildOutsideModule(t, map[string]string{"internal/main.go": internal}, "vet", "./..."); err == nil || !strings.Contains(out, "internal") {
+	if out, err := testutil.GoOutside(t, map[string]string{"internal/main.go": internal}, "vet", "./..."); err == nil || !strings.Contains(out, "internal") {
 		t.Errorf("a program importing an internal package compiled: %v\n%s", err, out)
 	}
 	broken := "package main\n\nimport \"github.com/aotlm/aotlm\"\n\nfunc main() { aotlm.NoSuchFunction() }\n"
-	if _, err := buildOutsideModule(t, map[string]string{"broken/main.go": broken}, "vet", "./..."); err == nil {
+	if _, err := testutil.GoOutside(t, map[string]string{"broken/main.go": broken}, "vet", "./..."); err == nil {
 		t.Error("a program calling a missing function compiled")
 	}
 	for _, c := range []struct {
@@ -396,63 +395,4 @@ func TestDocGoBlocksCatchBrokenOnes(t *testing.T) {
 	if blocks, problems := parseDoc("d.md", "```go fragment: a signature\nx := 1\n```\n"); len(problems) != 0 || blocks[0].Skip != "a signature" {
 		t.Errorf("a fragment with a reason: problems %v", problems)
 	}
-}
-
-// buildOutsideModule writes files (paths relative to a new folder, with
-// forward slashes) into a module of their own that requires
-// github.com/aotlm/aotlm and replaces it with this checkout, then runs
-// the go tool there with args (such as "vet", "./..." or "build",
-// "./..."). Only the module's public API is importable, as in a user's
-// program. The module takes this checkout's go version and go.sum, and
-// resolves the rest with -mod=mod from the usual module cache. It returns
-// the go tool's output and its error.
-func buildOutsideModule(t *testing.T, files map[string]string, args ...string) (string, error) {
-	t.Helper()
-	root := testutil.RepoRoot()
-	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	goVersion := ""
-	for _, l := range strings.Split(string(gomod), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "go "); ok {
-			goVersion = strings.TrimSpace(v)
-			break
-		}
-	}
-	if goVersion == "" {
-		t.Fatal("go.mod has no go line")
-	}
-	dir := t.TempDir()
-	mod := fmt.Sprintf("module example.com/aotlmdocs\n\ngo %s\n\nrequire github.com/aotlm/aotlm v0.0.0\n\nreplace github.com/aotlm/aotlm => %s\n", goVersion, root)
-	files = mapWith(files, "go.mod", mod)
-	if sum, err := os.ReadFile(filepath.Join(root, "go.sum")); err == nil {
-		files = mapWith(files, "go.sum", string(sum))
-	}
-	for name, text := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cmd := exec.Command("go", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	return out.String(), err
-}
-
-// mapWith returns a copy of m with k set to v.
-func mapWith(m map[string]string, k, v string) map[string]string {
-	c := make(map[string]string, len(m)+1)
-	for a, b := range m {
-		c[a] = b
-	}
-	c[k] = v
-	return c
 }
