@@ -280,7 +280,7 @@ func attendTile(a *attnArgs, i, m int, scores []float32) {
 // (kernel.DotRowsF16MultiAhead): they arrive while the keys are summed
 // rather than in a burst before or after. One key/value head of 483
 // binary16 positions from memory: 22-24 us, against 26-30 asking for the
-// values first (Intel Xeon; docs/kernels.md).
+// values first (Intel Xeon; docs/lab/kernels-notes.md).
 func (a *attnArgs) keyScores(sc, q []float32, ldq, m, n, from int) {
 	E := a.E
 	switch {

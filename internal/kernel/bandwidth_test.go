@@ -10,9 +10,9 @@ import (
 // bound of decode speed: g goroutines each sum (SumWords: vector loads)
 // their share of a 512 MiB buffer, far larger than any cache, once per
 // iteration. The decode floor of a model is its weight bytes per token
-// divided by this figure (docs/benchmarks.md). It summed with Dot until
-// 2026-11-28: on an Intel Xeon (Emerald Rapids) that read 10 GB/s on
-// one thread where SumWords reads 15-16.
+// divided by this figure (docs/bench.md). SumWords, not Dot: on an Intel
+// Xeon (Emerald Rapids) Dot read 10 GB/s on one thread where SumWords
+// reads 15-16.
 func BenchmarkMemoryRead(b *testing.B) {
 	const n = 512 << 20 / 8
 	buf := make([]uint64, n)

@@ -30,7 +30,7 @@ type q4RowsKern func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int,
 // stream of weights: on Qwen3-0.6B's classifier shape that streams
 // 30-32 GB/s on one thread and 46-52 GB/s on two (the machine's read
 // bandwidth), where 8-row tiles, which read 8 rows side by side, reached
-// 26 and 31 (BenchmarkQ4MatMulT1, docs/benchmarks.md). They do so in one
+// 26 and 31 (BenchmarkQ4MatMulT1, docs/lab/benchmarks-2026.md). They do so in one
 // call per range of rows (seq): called once per row, the call, its
 // arguments and the tail masks cost as much as a 576-wide row's
 // arithmetic, and the store of each row's sum, right before the next

@@ -30,9 +30,9 @@ import (
 //     (rstr = scstr = 17 bytes a block).
 //
 // It reports each variant's share of the plain read (read-share-*). On
-// the AMD EPYC of docs/benchmarks.md: parts 0.67-0.70 at 192 rows,
+// the AMD EPYC of docs/lab/benchmarks-2026.md: parts 0.67-0.70 at 192 rows,
 // 0.79-0.85 at 576 and 0.87-0.94 at 1536; pieces and rows 0.95-1.0 at
-// all three (docs/kernels.md, "What bounds the streamed products").
+// all three (docs/lab/kernels-notes.md, "What bounds the streamed products").
 func BenchmarkQ4LayoutStreams(b *testing.B) {
 	if !q4VnniSupported() {
 		b.Skip("AVX-512 VNNI not available: the layouts are timed with its resident row loop")

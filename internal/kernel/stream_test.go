@@ -24,7 +24,7 @@ const streamBytes = 320 << 20
 // all alike; it reports each product's median share of the read of its
 // round (share-<weight>) and the read with the lines asked for ahead
 // (share-read-ahead). This is the share of the decode floor a product
-// alone can reach (docs/kernels.md, "Two requests a line"). Run with
+// alone can reach (docs/lab/kernels-notes.md, "Two requests a line"). Run with
 // -benchtime 1x; it allocates about 2 GB.
 func BenchmarkDecodeStream(b *testing.B) {
 	r := rand.New(rand.NewPCG(71, 72))

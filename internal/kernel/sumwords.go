@@ -4,7 +4,7 @@ package kernel
 // memory, as fast as this CPU reads (vector loads where the build has
 // them): the decode floor's probe (package bench) times it. With ahead it
 // also asks for the words ahead of its loads as the prefetching row loops
-// do, which on some CPUs reads faster (docs/kernels.md, "Asking for the
+// do, which on some CPUs reads faster (docs/lab/kernels-notes.md, "Asking for the
 // weights ahead" and "Two requests a line"); where the build has no
 // prefetch instruction, ahead changes nothing.
 func SumWords(w []uint64, ahead bool) uint64 {

@@ -44,7 +44,7 @@ func genPrefetch() {
 // cache (so the measurements suggest; the machine gave no counters). One
 // PREFETCHT0 a line 4 KiB ahead (the loops until then) streamed a 4-bit
 // weight at 0.82-0.86 of a plain read on the Xeon; the two requests
-// 0.91-0.95 (docs/kernels.md, "Two requests a line").
+// 0.91-0.95 (docs/lab/kernels-notes.md, "Two requests a line").
 
 // prefetchFar and prefetchNear are how far ahead in a row stream the
 // prefetching loops ask for the weights: into the second-level cache,

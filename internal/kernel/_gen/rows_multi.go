@@ -144,7 +144,7 @@ func (c *rowsISA) axpyMBlock(lbl string, M int, dst, al, la, la3, x GPVirtual, n
 // the value rows, so that they come from memory while the keys are
 // summed rather than in a burst before (one key/value head of 483
 // binary16 positions from memory: 22-24 us against 26-30, measured on an
-// Intel Xeon; docs/kernels.md). The sums are the plain kernel's.
+// Intel Xeon; docs/lab/kernels-notes.md). The sums are the plain kernel's.
 var dotAhead bool
 
 func genDotRowsM(c *rowsISA, M int) {
