@@ -203,10 +203,9 @@ func q4FromQ4_1(raw []byte, rows, cols int) *quant.Quantized {
 // them as they are (layout q4k-p, 4.75 bits a weight) where a row is a
 // whole number of super-blocks.
 func q4FromQ4_K(raw []byte, rows, cols int) *quant.Quantized {
-	q := newQ4(rows, cols, false)
-	ns := rows * cols / 256
-	k4 := &quant.Q4KBlocks{Sc: make([]uint8, 8*ns), M: make([]uint8, 8*ns), D: make([]float32, ns), DMin: make([]float32, ns)}
-	for sb := range ns {
+	q := quant.NewQ4K(rows, cols)
+	k4 := q.K4
+	for sb := range rows * cols / 256 {
 		blk := raw[sb*144 : (sb+1)*144]
 		d, dmin := half(blk), half(blk[2:])
 		k4.D[sb], k4.DMin[sb] = d, dmin
@@ -217,13 +216,11 @@ func q4FromQ4_K(raw []byte, rows, cols int) *quant.Quantized {
 				q.Q[lo*32+l], q.Q[hi*32+l] = int8(b&15), int8(b>>4)
 			}
 			for _, g := range []int{lo, hi} {
-				sc, m := gguf.ScaleMinK4(g-8*sb, scales)
-				k4.Sc[g], k4.M[g] = sc, m
-				setAffine(q, g, d*float32(sc), dmin*float32(m))
+				k4.Sc[g], k4.M[g] = gguf.ScaleMinK4(g-8*sb, scales)
+				q.RestateQ4K(g)
 			}
 		}
 	}
-	q.K4 = k4
 	return q
 }
 

@@ -205,6 +205,8 @@ func layoutOf(s quant.Scheme) (plan.WeightLayout, bool) {
 		return plan.WeightLayout{Kind: plan.LayoutLPBQ, Block: s.Block}, true
 	case quant.KindQ4:
 		return plan.WeightLayout{Kind: plan.LayoutQ4, Block: s.Block, Sym: s.Sym}, true
+	case quant.KindQ4K:
+		return plan.WeightLayout{Kind: plan.LayoutQ4, Block: s.Block}, true
 	}
 	return plan.WeightLayout{}, false
 }

@@ -2,6 +2,66 @@ package quant
 
 import "fmt"
 
+// KindLPBQ is LPBQ W4, block-wise expansion.
+const KindLPBQ Kind = "lpbq"
+
+func init() {
+	register(&SchemeInfo{
+		Kind:         KindLPBQ,
+		Rule:         "w = float32(q*k[b]) * S[n], q in -7..7, k in 1..16",
+		Bits:         4.25, // lpbq-bB-p: a code byte per 32 inputs
+		Blocks:       BlockSizes,
+		DefaultBlock: DefaultLPBQBlock,
+		Layout:       "lpbq-bB-p",
+		Recipe:       true,
+		Tolerance:    0.12,
+		check: func(s Scheme) error {
+			if s.Mode != "" && s.Mode != LPBQRefined && s.Mode != LPBQReference {
+				return &RecipeError{Field: "mode", Msg: fmt.Sprintf("unknown lpbq mode %q (want refined or reference)", string(s.Mode))}
+			}
+			return noHQQ(s)
+		},
+		name: func(s Scheme) string {
+			m := s.Mode
+			if m == "" {
+				m = LPBQRefined
+			}
+			return fmt.Sprintf("lpbq/b%d/%s", s.Block, m)
+		},
+		recipe: func(s *Scheme, mode *string, sym *bool) error {
+			s.Block, s.Mode = DefaultLPBQBlock, LPBQRefined
+			if mode != nil && *mode != "" { // "" is refined, as omitted
+				s.Mode = LPBQMode(*mode)
+			}
+			if sym != nil && !*sym {
+				return &RecipeError{Field: "sym", Msg: "lpbq is always symmetric"}
+			}
+			return nil
+		},
+		json: func(s Scheme, m map[string]any) {
+			mode := s.Mode
+			if mode == "" {
+				mode = LPBQRefined
+			}
+			m["block"], m["mode"] = s.Block, string(mode)
+		},
+		quantize: func(w []float32, rows, cols int, s Scheme) (*Quantized, error) {
+			return QuantizeLPBQ(w, rows, cols, s.Block, s.Mode)
+		},
+		dequantizeRow: func(q *Quantized, r int, row []float32) {
+			nb, b := q.BlocksPerRow(), q.Scheme.Block
+			s := q.Scales[r]
+			for c, v := range q.Q[r*q.Cols : (r+1)*q.Cols] {
+				k := int32(q.Codes[r*nb+c/b])
+				row[c] = float32(int32(v)*k) * s
+			}
+		},
+		bits: func(q *Quantized) float64 {
+			return (4*q.paddedWeights() + 4*float64(len(q.Codes)) + 32*float64(q.Rows)) / q.weights()
+		},
+	})
+}
+
 // LPBQ (low-power block-wise quantization, QNN's "block-wise expansion") stores
 // a W4 weight as int4 values, one 4-bit code per block of B inputs and one
 // float scale per output row, so a kernel can expand each block to int8

@@ -5,6 +5,68 @@ import (
 	"math"
 )
 
+// KindQ4 is group-wise 4-bit, symmetric or asymmetric.
+const KindQ4 Kind = "q4"
+
+func init() {
+	register(&SchemeInfo{
+		Kind:         KindQ4,
+		Rule:         "w = (float32(q) - z[g]) * s[g], q in -8..7 (z = 0) or 0..15",
+		Bits:         5, // q4-g32-sym-p: a float32 scale per 32 inputs
+		Blocks:       BlockSizes,
+		DefaultBlock: DefaultQ4Group,
+		Group:        true,
+		Layout:       "q4-gG-sym-p",
+		Recipe:       true,
+		Tolerance:    0.12,
+		check: func(s Scheme) error {
+			if s.Mode != "" {
+				return &RecipeError{Field: "mode", Msg: fmt.Sprintf("mode applies to lpbq only, not %s", s.Kind)}
+			}
+			return nil
+		},
+		name: func(s Scheme) string {
+			out := fmt.Sprintf("q4/g%d/", s.Block)
+			if s.Sym {
+				out += "sym"
+			} else {
+				out += "asym"
+			}
+			if s.HQQ {
+				out += "/hqq"
+			}
+			return out
+		},
+		recipe: func(s *Scheme, mode *string, sym *bool) error {
+			s.Block, s.Sym = DefaultQ4Group, true
+			if sym != nil {
+				s.Sym = *sym
+			}
+			return nil
+		},
+		json: func(s Scheme, m map[string]any) {
+			m["group"], m["sym"], m["hqq"] = s.Block, s.Sym, s.HQQ
+		},
+		quantize: func(w []float32, rows, cols int, s Scheme) (*Quantized, error) {
+			return QuantizeQ4(w, rows, cols, Q4Options{Group: s.Block, Sym: s.Sym, HQQ: s.HQQ})
+		},
+		dequantizeRow: func(q *Quantized, r int, row []float32) {
+			nb, b := q.BlocksPerRow(), q.Scheme.Block
+			for c, v := range q.Q[r*q.Cols : (r+1)*q.Cols] {
+				g := r*nb + c/b
+				z := float32(0)
+				if q.Zeros != nil {
+					z = q.Zeros[g]
+				}
+				row[c] = (float32(v) - z) * q.Scales[g]
+			}
+		},
+		bits: func(q *Quantized) float64 {
+			return (4*q.paddedWeights() + 32*float64(len(q.Scales)+len(q.Zeros))) / q.weights()
+		},
+	})
+}
+
 // q4 stores a weight as 4-bit integers in groups of G inputs, one float32
 // scale (and, when asymmetric, one float32 zero point) per group.
 //

@@ -2,6 +2,39 @@ package quant
 
 import "fmt"
 
+// KindW8 is int8 per output channel, symmetric.
+const KindW8 Kind = "w8"
+
+func init() {
+	register(&SchemeInfo{
+		Kind:      KindW8,
+		Rule:      "w = float32(q) * s[n], q in -127..127",
+		Bits:      8,
+		Layout:    "w8-rows-p",
+		Recipe:    true,
+		Tolerance: 0.01,
+		check:     noModeNoHQQ,
+		name:      kindName,
+		recipe: func(s *Scheme, mode *string, sym *bool) error {
+			if sym != nil && !*sym {
+				return &RecipeError{Field: "sym", Msg: "w8 is always symmetric"}
+			}
+			return nil
+		},
+		json: noFields,
+		quantize: func(w []float32, rows, cols int, _ Scheme) (*Quantized, error) {
+			return QuantizeW8(w, rows, cols)
+		},
+		dequantizeRow: func(q *Quantized, r int, row []float32) {
+			s := q.Scales[r]
+			for c, v := range q.Q[r*q.Cols : (r+1)*q.Cols] {
+				row[c] = float32(v) * s
+			}
+		},
+		bits: func(q *Quantized) float64 { return (8*q.weights() + 32*float64(q.Rows)) / q.weights() },
+	})
+}
+
 // W8 stores a weight as int8 with one symmetric scale per output row:
 //
 //	s  = float32(max|w in row| / 127)      (float64 division, stored float32)
