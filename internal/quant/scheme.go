@@ -99,6 +99,21 @@ type SchemeInfo struct {
 	dequantizeRow func(q *Quantized, r int, row []float32)
 	// bits is the storage cost of q (Quantized.BitsPerWeight).
 	bits func(q *Quantized) float64
+
+	// The optimizers' hooks, nil for a scheme they leave as it is.
+	// levels is the range of the integers of a scheme's weights; round
+	// sets the integer of weight (r, c) to the point of [lo, hi] nearest
+	// w, the parameters held, and returns the value it dequantizes to
+	// (GPTQ, SearchGrid, RefitScales work on schemes with one).
+	levels func(s Scheme) (lo, hi int)
+	round  func(q *Quantized, r, c int, w float64, lo, hi int) float64
+	// search chooses the grid again block by block (SearchGrid);
+	// blockErr rounds columns [lo, hi) of row r and returns their
+	// weighted error.
+	search func(q *Quantized, blockErr func(r, lo, hi int) float64)
+	// refit fits row r's scales (and codes) with its integers held
+	// (RefitScales).
+	refit func(rf *refitter, r int, w []float32)
 }
 
 // schemes is the scheme table, filled by each scheme's file.
@@ -146,6 +161,8 @@ func (s *SchemeInfo) Complete() string {
 		return "dequantizeRow"
 	case s.bits == nil:
 		return "bits"
+	case (s.round == nil) != (s.levels == nil) || (s.round != nil && s.refit == nil):
+		return "levels, round and refit together"
 	}
 	return ""
 }
