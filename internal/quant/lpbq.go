@@ -16,6 +16,7 @@ func init() {
 		Blocks:       BlockSizes,
 		DefaultBlock: DefaultLPBQBlock,
 		Layout:       "lpbq-bB-p",
+		BlockPacked:  true,
 		Recipe:       true,
 		Tolerance:    0.12,
 		check: func(s Scheme) error {

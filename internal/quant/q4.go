@@ -17,6 +17,7 @@ func init() {
 		DefaultBlock: DefaultQ4Group,
 		Group:        true,
 		Layout:       "q4-gG-sym-p",
+		BlockPacked:  true,
 		Recipe:       true,
 		Tolerance:    0.12,
 		check: func(s Scheme) error {

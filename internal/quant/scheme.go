@@ -74,6 +74,10 @@ type SchemeInfo struct {
 	// Layout is the artifact layout tag the weights take when packed
 	// (plan.WeightLayout).
 	Layout string
+	// BlockPacked reports that the packed layout is the plain one in
+	// blocks of 32 inputs (the "-p" of w8, lpbq, q4), which a weight
+	// takes when its width and block size are multiples of 32.
+	BlockPacked bool
 	// GGML is the ggml block type stored as it is in this scheme, "" none.
 	GGML string
 	// Recipe reports whether recipes may choose the scheme; q4k, for one,

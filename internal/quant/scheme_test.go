@@ -25,6 +25,9 @@ func TestSchemeTableComplete(t *testing.T) {
 		if s.Blocks != nil && !slicesContains(s.Blocks, s.DefaultBlock) {
 			t.Errorf("%s: default block %d is not one of %v", s.Kind, s.DefaultBlock, s.Blocks)
 		}
+		if s.BlockPacked != (strings.HasSuffix(s.Layout, "-p") && s.Super == 0) {
+			t.Errorf("%s: BlockPacked %v for layout %s", s.Kind, s.BlockPacked, s.Layout)
+		}
 		if info, ok := Lookup(s.Kind); !ok || info != s {
 			t.Errorf("%s: Lookup does not find the entry", s.Kind)
 		}

@@ -10,14 +10,15 @@ const KindW8 Kind = "w8"
 
 func init() {
 	register(&SchemeInfo{
-		Kind:      KindW8,
-		Rule:      "w = float32(q) * s[n], q in -127..127",
-		Bits:      8,
-		Layout:    "w8-rows-p",
-		Recipe:    true,
-		Tolerance: 0.01,
-		check:     noModeNoHQQ,
-		name:      kindName,
+		Kind:        KindW8,
+		Rule:        "w = float32(q) * s[n], q in -127..127",
+		Bits:        8,
+		Layout:      "w8-rows-p",
+		BlockPacked: true,
+		Recipe:      true,
+		Tolerance:   0.01,
+		check:       noModeNoHQQ,
+		name:        kindName,
 		recipe: func(s *Scheme, mode *string, sym *bool) error {
 			if sym != nil && !*sym {
 				return &RecipeError{Field: "sym", Msg: "w8 is always symmetric"}
