@@ -43,8 +43,13 @@ func TestSchemeTableComplete(t *testing.T) {
 		if err != nil || l.Kind.Scheme() != string(info.Kind) {
 			t.Errorf("%s: layout %q is of scheme %q (%v)", info.Kind, e.layout, l.Kind.Scheme(), err)
 		}
-		if p, err := l.Parts(rows, cols); err != nil || p.Size != int64(len(e.data)) {
+		p, err := l.Parts(rows, cols)
+		if err != nil || p.Size != int64(len(e.data)) {
 			t.Errorf("%s: %d bytes, layout %s needs %+v (%v)", info.Kind, len(e.data), e.layout, p, err)
+		}
+		// the descriptor's bits leave out at most a float32 per row
+		if bits := float64(8*len(e.data)) / float64(rows*cols); bits < info.Bits || bits > info.Bits+32.0/cols {
+			t.Errorf("%s: %g bits a weight in %s, the descriptor says %g", info.Kind, bits, e.layout, info.Bits)
 		}
 		if info.GGML != "" {
 			found := false
