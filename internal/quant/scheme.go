@@ -147,9 +147,9 @@ func Schemes() []*SchemeInfo {
 	return out
 }
 
-// Complete reports the first function of s's entry left unset, "" when
-// every part of the entry is there.
-func (s *SchemeInfo) Complete() string {
+// Missing names the first part of s's entry left unset, "" when every
+// part is there.
+func (s *SchemeInfo) Missing() string {
 	switch {
 	case s.Rule == "" || s.Bits <= 0 || s.Layout == "" || s.Tolerance <= 0:
 		return "a descriptor field"

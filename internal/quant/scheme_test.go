@@ -19,7 +19,7 @@ func TestSchemeTableComplete(t *testing.T) {
 		if s.Kind != want[i] {
 			t.Errorf("scheme %d is %q, want %q", i, s.Kind, want[i])
 		}
-		if missing := s.Complete(); missing != "" {
+		if missing := s.Missing(); missing != "" {
 			t.Errorf("%s: entry has no %s", s.Kind, missing)
 		}
 		if s.Blocks != nil && !slicesContains(s.Blocks, s.DefaultBlock) {
