@@ -58,20 +58,9 @@ func GGUFConversionOf(t gguf.GGMLType, mode, tensor string) GGUFConversion {
 	if mode == GGUFFloat32 || t.BlockSize() <= 1 {
 		return c
 	}
-	switch t {
-	case gguf.TypeQ4_0:
-		c.Scheme = "q4/g32/sym"
-	case gguf.TypeQ4_K:
-		c.Scheme = "q4k"
-	case gguf.TypeQ4_1:
-		c.Scheme = "q4/g32/asym"
-	case gguf.TypeQ6_K:
-		c.Scheme, c.Exact = "w8", false
-		if ggufTable(tensor) {
-			c.Scheme, c.Exact = "q6k", true
-		}
-	default:
-		c.Scheme, c.Exact = "w8", false
+	c.Scheme, c.Exact = "w8", false
+	if k, ok := ggufKept[t]; ok && (!k.tablesOnly || ggufTable(tensor)) {
+		c.Scheme, c.Exact = k.scheme, true
 	}
 	return c
 }
@@ -108,20 +97,11 @@ func fromBlocks(typ gguf.GGMLType, raw []byte, rows, cols int, table bool) (*qua
 	if bs <= 1 || cols%bs != 0 || cols%32 != 0 || len(raw) != n/bs*bb {
 		return nil, fmt.Errorf("%d bytes of %v for [%d, %d] values", len(raw), typ, rows, cols)
 	}
-	var q *quant.Quantized
-	switch typ {
-	case gguf.TypeQ4_0:
-		q = q4FromQ4_0(raw, rows, cols)
-	case gguf.TypeQ4_1:
-		q = q4FromQ4_1(raw, rows, cols)
-	case gguf.TypeQ4_K:
-		q = q4FromQ4_K(raw, rows, cols)
-	case gguf.TypeQ6_K:
-		if table {
-			return q6kFromQ6_K(raw, rows, cols)
+	if k, ok := ggufKept[typ]; ok && (!k.tablesOnly || table) {
+		q, err := k.convert(raw, rows, cols)
+		if err != nil {
+			return nil, err
 		}
-	}
-	if q != nil {
 		for i := range q.Scales {
 			s, z := float64(q.Scales[i]), 0.0
 			if q.Zeros != nil {
@@ -140,122 +120,5 @@ func fromBlocks(typ gguf.GGMLType, raw []byte, rows, cols int, table bool) (*qua
 	return quant.QuantizeW8(v, rows, cols)
 }
 
-// newQ4 allocates a q4 weight with groups of 32.
-func newQ4(rows, cols int, sym bool) *quant.Quantized {
-	q := &quant.Quantized{Scheme: quant.Scheme{Kind: quant.KindQ4, Block: 32, Sym: sym},
-		Rows: rows, Cols: cols, Q: make([]int8, rows*cols), Scales: make([]float32, rows*cols/32)}
-	if !sym {
-		q.Zeros = make([]float32, rows*cols/32)
-	}
-	return q
-}
-
-// setAffine sets group g of q, whose values are scale*u - min for the
-// codes u (0..15) already in q.Q, as s*(u - z). A group with scale 0 is
-// the constant -min: its codes become 0 with s = min and z = 1.
-func setAffine(q *quant.Quantized, g int, scale, min float32) {
-	if scale == 0 {
-		clear(q.Q[g*32 : (g+1)*32])
-		q.Scales[g], q.Zeros[g] = min, 1
-		return
-	}
-	q.Scales[g], q.Zeros[g] = scale, min/scale
-}
-
+// half reads a little-endian binary16 value.
 func half(b []byte) float32 { return tensor.F16ToF32(binary.LittleEndian.Uint16(b)) }
-
-// q4FromQ4_0 re-lays Q4_0 blocks (d f16, 16 bytes of codes: value j in
-// the low nibble of byte j, value j+16 in the high one; x = d*(u - 8)).
-func q4FromQ4_0(raw []byte, rows, cols int) *quant.Quantized {
-	q := newQ4(rows, cols, true)
-	for g := range rows * cols / 32 {
-		blk := raw[g*18 : (g+1)*18]
-		q.Scales[g] = half(blk)
-		out := q.Q[g*32 : (g+1)*32]
-		for j, b := range blk[2:18] {
-			out[j], out[j+16] = int8(b&15)-8, int8(b>>4)-8
-		}
-	}
-	return q
-}
-
-// q4FromQ4_1 re-lays Q4_1 blocks (d f16, m f16, 16 bytes of codes as
-// Q4_0; x = d*u + m).
-func q4FromQ4_1(raw []byte, rows, cols int) *quant.Quantized {
-	q := newQ4(rows, cols, false)
-	for g := range rows * cols / 32 {
-		blk := raw[g*20 : (g+1)*20]
-		out := q.Q[g*32 : (g+1)*32]
-		for j, b := range blk[4:20] {
-			out[j], out[j+16] = int8(b&15), int8(b>>4)
-		}
-		setAffine(q, g, half(blk), -half(blk[2:]))
-	}
-	return q
-}
-
-// q4FromQ4_K re-lays Q4_K super-blocks (d f16, dmin f16, 12 bytes of
-// 6-bit scales and mins, 128 bytes of codes): 8 groups of 32 with
-// x = d*sc*u - dmin*m, groups 2i and 2i+1 in the low and high nibbles of
-// bytes 32i..32i+31.
-//
-// The super-blocks' own parts are kept too (Quantized.K4): compile packs
-// them as they are (layout q4k-p, 4.75 bits a weight) where a row is a
-// whole number of super-blocks.
-func q4FromQ4_K(raw []byte, rows, cols int) *quant.Quantized {
-	q := newQ4(rows, cols, false)
-	ns := rows * cols / 256
-	k4 := &quant.Q4KBlocks{Sc: make([]uint8, 8*ns), M: make([]uint8, 8*ns), D: make([]float32, ns), DMin: make([]float32, ns)}
-	for sb := range ns {
-		blk := raw[sb*144 : (sb+1)*144]
-		d, dmin := half(blk), half(blk[2:])
-		k4.D[sb], k4.DMin[sb] = d, dmin
-		scales, codes := blk[4:16], blk[16:144]
-		for i := range 4 {
-			lo, hi := 8*sb+2*i, 8*sb+2*i+1
-			for l, b := range codes[32*i : 32*i+32] {
-				q.Q[lo*32+l], q.Q[hi*32+l] = int8(b&15), int8(b>>4)
-			}
-			for _, g := range []int{lo, hi} {
-				sc, m := gguf.ScaleMinK4(g-8*sb, scales)
-				k4.Sc[g], k4.M[g] = sc, m
-				setAffine(q, g, d*float32(sc), dmin*float32(m))
-			}
-		}
-	}
-	q.K4 = k4
-	return q
-}
-
-// q6kFromQ6_K re-lays Q6_K super-blocks (ql [128], qh [64], scales
-// [16]int8, d f16; x = d*scale*q with the 6-bit q less 32) as a q6k
-// weight, exactly. In each half of 128 values, byte l of ql and qh hold
-// values l, l+32, l+64 and l+96: ql[l] the low nibbles of l and l+64,
-// ql[l+32] those of l+32 and l+96, qh[l] the high 2 bits of all four.
-func q6kFromQ6_K(raw []byte, rows, cols int) (*quant.Quantized, error) {
-	ns := rows * cols / quant.Q6KSuper
-	q := &quant.Quantized{Scheme: quant.Scheme{Kind: quant.KindQ6K}, Rows: rows, Cols: cols,
-		Q: make([]int8, rows*cols), Sub: make([]int8, rows*cols/quant.Q6KGroup), Scales: make([]float32, ns)}
-	for sb := range ns {
-		blk := raw[sb*210 : (sb+1)*210]
-		d := half(blk[208:])
-		if math.IsNaN(float64(d)) || math.IsInf(float64(d), 0) {
-			return nil, fmt.Errorf("Q6_K super-block %d of row %d has a non-finite scale", sb%(cols/quant.Q6KSuper), sb/(cols/quant.Q6KSuper))
-		}
-		q.Scales[sb] = d
-		for i, b := range blk[192:208] {
-			q.Sub[sb*16+i] = int8(b)
-		}
-		out := q.Q[sb*quant.Q6KSuper : (sb+1)*quant.Q6KSuper]
-		for h := range 2 {
-			ql, qh, y := blk[64*h:64*h+64], blk[128+32*h:128+32*h+32], out[128*h:128*h+128]
-			for l := range 32 {
-				y[l] = int8(ql[l]&15|(qh[l]&3)<<4) - 32
-				y[l+32] = int8(ql[l+32]&15|(qh[l]>>2&3)<<4) - 32
-				y[l+64] = int8(ql[l]>>4|(qh[l]>>4&3)<<4) - 32
-				y[l+96] = int8(ql[l+32]>>4|(qh[l]>>6&3)<<4) - 32
-			}
-		}
-	}
-	return q, nil
-}

@@ -270,7 +270,7 @@ func TestEncodeQuantizedRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, _ := layoutOf(q.Scheme)
+	l := lpbqLayout(q.Scheme)
 	if _, err := encodeQuantized(l, q, []int64{4, 40}); err != nil {
 		t.Fatal(err)
 	}

@@ -132,28 +132,12 @@ func encodeWeight(name string, shape []int, src WeightSource, pack bool) encoded
 		return e
 	}
 	if q := wt.Quantized; q != nil {
-		if q.Scheme.Kind == quant.KindF16 && wt.F16Rows {
-			e.layout, e.half = plan.WeightLayout{Kind: plan.LayoutF16}.Tag(), true
-			e.data, e.err = encodeF16Rows(q, e.shape)
-			return e
-		}
-		if q6 := (plan.WeightLayout{Kind: plan.LayoutQ6K, Packed: true}); q.Scheme.Kind == quant.KindQ6K && pack && len(e.shape) == 2 && q6.CanPack(e.shape[1]) {
-			e.layout = q6.Tag()
-			e.data, e.err = encodeQ6K(q6, q, e.shape)
-			return e
-		}
-		if l, ok := layoutOf(q.Scheme); ok {
-			encode := encodeQuantized
-			k4 := plan.WeightLayout{Kind: plan.LayoutQ4K, Block: plan.PackBlock, Packed: true}
-			switch {
-			case q.K4 != nil && pack && len(e.shape) == 2 && k4.CanPack(e.shape[1]):
-				l, encode = k4, encodeQ4K
-			case pack && len(e.shape) == 2 && l.CanPack(e.shape[1]):
-				l.Packed, encode = true, encodePacked
+		if ws, ok := weightSchemes[q.Scheme.Kind]; ok {
+			if l, encode, ok := ws.layout(wt, e.shape, pack); ok {
+				e.layout, e.half = l.Tag(), l.Half()
+				e.data, e.err = encode(l, q, e.shape)
+				return e
 			}
-			e.layout = l.Tag()
-			e.data, e.err = encode(l, q, e.shape)
-			return e
 		}
 		if wt.Values == nil {
 			wt.Values = q.Dequantize()
@@ -193,20 +177,6 @@ func (r *f32Reader) Read(p []byte) (int, error) {
 	n := copy(p, r.buf)
 	r.buf = r.buf[n:]
 	return n, nil
-}
-
-// layoutOf returns the artifact layout of a scheme; f16 has none (such
-// tensors are stored as float32, which holds every f16 value exactly).
-func layoutOf(s quant.Scheme) (plan.WeightLayout, bool) {
-	switch s.Kind {
-	case quant.KindW8:
-		return plan.WeightLayout{Kind: plan.LayoutW8}, true
-	case quant.KindLPBQ:
-		return plan.WeightLayout{Kind: plan.LayoutLPBQ, Block: s.Block}, true
-	case quant.KindQ4:
-		return plan.WeightLayout{Kind: plan.LayoutQ4, Block: s.Block, Sym: s.Sym}, true
-	}
-	return plan.WeightLayout{}, false
 }
 
 // partsOf returns where the parts of q lie in layout l, after checking
@@ -269,152 +239,43 @@ func packRows(b []byte, q []int8, N, K, offset int) error {
 	return nil
 }
 
-// encodeQ4K lays out q's Q4_K super-blocks (q.K4) as layout q4k-p: the
-// 4-bit codes packed as the other packed layouts pack them, then per row
-// a record of 16 groups' 6-bit scales and minimums and their two
-// super-blocks' d and dmin (kernel.Q4KChunk).
-func encodeQ4K(l plan.WeightLayout, q *quant.Quantized, shape []int64) ([]byte, error) {
-	p, err := partsOf(l, q, shape)
-	if err != nil {
-		return nil, err
-	}
-	N, K := q.Rows, q.Cols
-	ng, k4 := K/plan.PackBlock, q.K4
-	if len(q.Q) != N*K || len(k4.Sc) != N*ng || len(k4.M) != N*ng || len(k4.D) != N*ng/8 || len(k4.DMin) != N*ng/8 {
-		return nil, fmt.Errorf("%d integers, %d scales, %d minimums and %d super-blocks do not fit %s of [%d, %d]",
-			len(q.Q), len(k4.Sc), len(k4.M), len(k4.D), l.Tag(), N, K)
-	}
-	b := make([]byte, p.Size)
-	if err := packRows(b, q.Q, N, K, 0); err != nil {
-		return nil, err
-	}
-	nc := (ng + 15) / 16
-	rec := b[p.Scales:]
-	for n := range N {
-		for c := range nc {
-			g0, g1 := n*ng+16*c, n*ng+min(16*c+16, ng)
-			kernel.Q4KChunk(rec[(n*nc+c)*kernel.Q4KChunkBytes:], k4.Sc[g0:g1], k4.M[g0:g1], k4.D[g0/8:(g1+7)/8], k4.DMin[g0/8:(g1+7)/8])
-		}
-	}
-	return b, nil
-}
-
-// encodeQ6K lays out a q6k weight as layout q6k-p: the 6-bit codes
-// (q+32) in the planes kernel.PackQ6 writes, then the sub-scales and the
-// super-blocks' d.
-func encodeQ6K(l plan.WeightLayout, q *quant.Quantized, shape []int64) ([]byte, error) {
-	p, err := partsOf(l, q, shape)
-	if err != nil {
-		return nil, err
-	}
-	N, K := q.Rows, q.Cols
-	if len(q.Q) != N*K || int64(len(q.Sub)) != p.Scales-p.Sub || int64(len(q.Scales)) != p.NScales {
-		return nil, fmt.Errorf("%d integers, %d sub-scales and %d scales do not fit %s of [%d, %d]", len(q.Q), len(q.Sub), len(q.Scales), l.Tag(), N, K)
-	}
-	b := make([]byte, p.Size)
-	nib, hi := b[:p.Codes], b[p.Codes:p.Sub]
-	u := make([]uint8, K) // one row at a time: a classifier's codes are not copied whole
-	for n := range N {
-		for k, v := range q.Q[n*K : (n+1)*K] {
-			if v < -32 || v > 31 {
-				return nil, fmt.Errorf("row %d input %d: %d does not fit 6 bits", n, k, v)
-			}
-			u[k] = uint8(int(v) + 32)
-		}
-		if err := kernel.PackQ6(nib[n*K/2:(n+1)*K/2], hi[n*K/4:(n+1)*K/4], u, 1, K); err != nil {
-			return nil, fmt.Errorf("row %d: %w", n, err)
-		}
-	}
-	for i, v := range q.Sub {
-		b[p.Sub+int64(i)] = byte(v)
-	}
-	putFloats(b[p.Scales:], q.Scales)
-	return b, nil
-}
-
-// encodeF16Rows lays out the binary16 values of q (scheme f16) as the
-// little-endian rows of layout f16-rows.
-func encodeF16Rows(q *quant.Quantized, shape []int64) ([]byte, error) {
-	if len(shape) != 2 || shape[0] != int64(q.Rows) || shape[1] != int64(q.Cols) {
-		return nil, fmt.Errorf("stored as [%d, %d], the graph says %v", q.Rows, q.Cols, shape)
-	}
-	if len(q.Half) != q.Rows*q.Cols {
-		return nil, fmt.Errorf("%d binary16 values for [%d, %d]", len(q.Half), q.Rows, q.Cols)
-	}
-	b := make([]byte, 2*len(q.Half))
-	for i, h := range q.Half {
-		binary.LittleEndian.PutUint16(b[2*i:], h)
-	}
-	return b, nil
-}
-
 func putFloats(b []byte, v []float32) {
 	for i, x := range v {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
 	}
 }
 
-// encodePacked lays q out in l's packed form (l.Packed set): 4-bit codes
-// two to a byte, blocks of plan.PackBlock with their B- or G-block's code,
-// scale and zero point repeated, or w8 integers offset by 128.
-func encodePacked(l plan.WeightLayout, q *quant.Quantized, shape []int64) ([]byte, error) {
-	p, err := partsOf(l, q, shape)
+// packedBlocks checks q against l's packed form and returns the packed
+// tensor's parts, its buffer, and the number of the scheme's own blocks
+// per row (srcBlocks) and of packed blocks per scheme block (per).
+func packedBlocks(l plan.WeightLayout, q *quant.Quantized, shape []int64, scalesPerBlock bool) (p plan.Parts, b []byte, srcBlocks, per int, err error) {
+	p, err = partsOf(l, q, shape)
 	if err != nil {
-		return nil, err
+		return p, nil, 0, 0, err
 	}
 	N, K := q.Rows, q.Cols
-	nb, per := K/plan.PackBlock, max(l.Block/plan.PackBlock, 1)
-	srcBlocks := 0
+	per = max(l.Block/plan.PackBlock, 1)
 	if l.Block > 0 {
 		srcBlocks = (K + l.Block - 1) / l.Block
 	}
 	want := int64(N)
-	if l.Kind == plan.LayoutQ4 {
+	if scalesPerBlock {
 		want = int64(N * srcBlocks)
 	}
 	if len(q.Q) != N*K || int64(len(q.Scales)) != want {
-		return nil, fmt.Errorf("%d integers and %d scales, %s needs %d and %d", len(q.Q), len(q.Scales), l.Tag(), N*K, want)
+		return p, nil, 0, 0, fmt.Errorf("%d integers and %d scales, %s needs %d and %d", len(q.Q), len(q.Scales), l.Tag(), N*K, want)
 	}
-	b := make([]byte, p.Size)
-	if l.Kind == plan.LayoutW8 {
-		for i, v := range q.Q {
-			b[i] = byte(int(v) + 128)
-		}
-		putFloats(b[p.Scales:], q.Scales)
-		return b, nil
+	return p, make([]byte, p.Size), srcBlocks, per, nil
+}
+
+// spreadBlocks repeats each row's per-block values src ([N][srcBlocks])
+// over its packed blocks of plan.PackBlock ([N][K/PackBlock]), per of
+// them to a block.
+func spreadBlocks[T any](src []T, N, K, srcBlocks, per int) []T {
+	nb := K / plan.PackBlock
+	out := make([]T, N*nb)
+	for i := range out {
+		out[i] = src[(i/nb)*srcBlocks+(i%nb)/per]
 	}
-	offset := 8
-	if l.Kind == plan.LayoutQ4 && !l.Sym {
-		offset = 0
-	}
-	if err := packRows(b, q.Q, N, K, offset); err != nil {
-		return nil, err
-	}
-	// spread repeats each row's per-B-block values over its 32-blocks.
-	spread := func(src []float32) []float32 {
-		out := make([]float32, N*nb)
-		for i := range out {
-			out[i] = src[(i/nb)*srcBlocks+(i%nb)/per]
-		}
-		return out
-	}
-	switch l.Kind {
-	case plan.LayoutLPBQ:
-		if len(q.Codes) != N*srcBlocks {
-			return nil, fmt.Errorf("%d block codes do not fit %s", len(q.Codes), l.Tag())
-		}
-		for i := range N * nb {
-			b[p.Codes+int64(i)] = q.Codes[(i/nb)*srcBlocks+(i%nb)/per]
-		}
-		putFloats(b[p.Scales:], q.Scales)
-	case plan.LayoutQ4:
-		putFloats(b[p.Scales:], spread(q.Scales))
-		if p.Zeros >= 0 {
-			if len(q.Zeros) != N*srcBlocks {
-				return nil, fmt.Errorf("%d zero points, %s needs %d", len(q.Zeros), l.Tag(), N*srcBlocks)
-			}
-			putFloats(b[p.Zeros:], spread(q.Zeros))
-		}
-	}
-	return b, nil
+	return out
 }

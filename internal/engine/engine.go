@@ -303,7 +303,7 @@ func (e *Engine) resolveSteps(p *plan.Plan, vision bool) (*program, error) {
 		if st.Op != op.Linear || st.qw == nil || !st.qw.packed() {
 			continue
 		}
-		st.runQ4, st.runW8 = st.qw.q4 != nil, st.qw.w8 != nil
+		st.runQ4, st.runW8 = st.qw.forQ4, st.qw.forW8
 		if i+1 < len(prog.steps) {
 			if next := &prog.steps[i+1]; next.Op == op.Linear && next.In[0] == st.In[0] {
 				st.runQ4, st.runW8 = st.runQ4 || next.runQ4, st.runW8 || next.runW8

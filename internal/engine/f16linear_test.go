@@ -25,6 +25,7 @@ func TestF16Linear(t *testing.T) {
 			w[i] = tensor.F16ToF32(h[i])
 		}
 		qw := &qweight{kind: plan.LayoutF16, N: N, K: K, h: h}
+		weightBindings[plan.LayoutF16].bindPlain(qw)
 		for _, bias := range [][]float32{nil, b} {
 			want := make([]float32, T*N)
 			linearInOrder(want, x, w, bias, T, K, N)

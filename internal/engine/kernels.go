@@ -31,8 +31,8 @@ func (l *linearJob) run(_, j0, j1 int) {
 			l.runPacked(j0, j1)
 			return
 		}
-		if l.qw.h == nil {
-			l.runQ(j0, j1)
+		if l.qw.runPlain != nil {
+			l.qw.runPlain(l, j0, j1)
 			return
 		}
 	}

@@ -1,50 +1,34 @@
 package engine
 
 import (
-	"fmt"
 	"unsafe"
 
 	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/plan"
 )
 
-// viewPacked views a packed weight's parts (plan.WeightLayout, "-p") as
-// the kernel package's types, in place.
-func (w *qweight) viewPacked(name string, p plan.Parts, data []byte) error {
-	N, K := w.N, w.K
-	if w.kind == plan.LayoutW8 {
-		w.w8 = &kernel.W8{N: N, K: K, U: data[:N*K], Scales: floats(data[p.Scales : p.Scales+4*p.NScales])}
-		if err := w.w8.Check(); err != nil {
-			return fmt.Errorf("tensor %q: %w", name, err)
-		}
-		return nil
-	}
-	if w.kind == plan.LayoutQ6K {
-		sub := data[p.Sub:p.Scales]
-		w.q6 = &kernel.Q6{N: N, K: K, Nib: data[:p.Codes], Hi: data[p.Codes:p.Sub],
-			Sub: unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(sub))), len(sub)), D: floats(data[p.Scales:p.Size])}
-		if err := w.q6.Check(); err != nil {
-			return fmt.Errorf("tensor %q: %w", name, err)
-		}
-		return nil
-	}
-	q := &kernel.Q4{N: N, K: K, Nib: data[:N*K/2]}
-	if w.kind == plan.LayoutQ4K {
-		q.K4 = data[p.Scales:p.Size]
-	} else {
-		q.Scales = floats(data[p.Scales : p.Scales+4*p.NScales])
-	}
+// viewBlockParts views the unpacked parts of the families stored as
+// integers with per-row or per-block parameters (w8, lpbq, q4).
+func viewBlockParts(w *qweight, p plan.Parts, data []byte) {
+	w.q = unsafe.Slice((*int8)(unsafe.Pointer(&data[0])), w.N*w.K)
 	if p.Codes >= 0 {
-		q.Codes = data[p.Codes : p.Codes+int64(N*K/kernel.QK)]
+		w.codes = data[p.Codes : p.Codes+int64(w.N*w.nb)]
 	}
+	w.scales = floats(data[p.Scales : p.Scales+4*p.NScales])
 	if p.Zeros >= 0 {
-		q.Zeros = floats(data[p.Zeros : p.Zeros+4*p.NScales])
+		w.zeros = floats(data[p.Zeros : p.Zeros+4*p.NScales])
 	}
+}
+
+// bindQ4 checks a packed 4-bit weight (lpbq, q4, q4k) and binds its
+// kernels; its zero points (and K4 records where the kernels lack them)
+// are readied for the fast kernels (kernel.Q4.PrepareZeros).
+func bindQ4(w *qweight, q *kernel.Q4) error {
 	if err := q.Check(); err != nil {
-		return fmt.Errorf("tensor %q: %w", name, err)
+		return err
 	}
-	q.PrepareZeros() // zero points (and K4 where the kernels lack it): the fast kernels plus block terms
-	w.q4 = q
+	q.PrepareZeros()
+	w.matMul, w.rowOf, w.forQ4 = q.MatMul, q.Row, true
 	return nil
 }
 
@@ -52,14 +36,7 @@ func (w *qweight) viewPacked(name string, p plan.Parts, data []byte) error {
 // int8 activations l.xq (quantized from l.x by the caller), then adds the
 // bias.
 func (l *linearJob) runPacked(j0, j1 int) {
-	switch {
-	case l.qw.q4 != nil:
-		l.qw.q4.MatMul(l.dst, l.N, l.xq, j0, j1)
-	case l.qw.q6 != nil:
-		l.qw.q6.MatMul(l.dst, l.N, l.xq, j0, j1)
-	default:
-		l.qw.w8.MatMul(l.dst, l.N, l.xq, j0, j1)
-	}
+	l.qw.matMul(l.dst, l.N, l.xq, j0, j1)
 	if l.b != nil {
 		for t := 0; t < l.T; t++ {
 			row := l.dst[t*l.N : (t+1)*l.N]

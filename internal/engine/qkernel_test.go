@@ -30,6 +30,7 @@ func qweightOf(q *quant.Quantized) *qweight {
 	case quant.KindQ4:
 		w.kind = plan.LayoutQ4
 	}
+	weightBindings[w.kind].bindPlain(w)
 	return w
 }
 

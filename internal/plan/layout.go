@@ -2,85 +2,38 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// LayoutKind is the family of a quantized weight layout.
+// LayoutKind is the family of a quantized weight layout. Each family is
+// declared, with its entry in the layout table, in the file named for it
+// (layout_w8.go, layout_lpbq.go, layout_q4.go, layout_q4k.go,
+// layout_q6k.go, layout_f16.go).
 type LayoutKind uint8
 
-// The quantized weight layouts; LayoutPlain is row-major float32.
-const (
-	LayoutPlain LayoutKind = iota
-	LayoutW8               // "w8-rows"
-	LayoutLPBQ             // "lpbq-bB"
-	LayoutQ4               // "q4-gG-sym", "q4-gG-asym"
-	LayoutF16              // "f16-rows"
-	LayoutQ4K              // "q4k-p" (packed only)
-	LayoutQ6K              // "q6k-p" (packed only)
-)
+// LayoutPlain is row-major float32, the layout of a tensor with no tag.
+const LayoutPlain LayoutKind = 0
 
 // WeightLayout is a parsed layout tag of the artifact's tensor index. A
 // quantized weight W [N, K] is one tensor of dtype i8 and shape [N, K]
 // whose bytes are consecutive parts, each starting at a multiple of 4
-// bytes from the tensor's start (zero padding between):
-//
-//	w8-rows     q i8 [N*K] | s f32 [N]
-//	            w[n][k] = float32(q[n*K+k]) * s[n]
-//	lpbq-bB     q i8 [N*K] | codes u8 [N*nb] | S f32 [N]     nb = ceil(K/B)
-//	            w[n][k] = float32(int32(q[n*K+k]) * int32(codes[n*nb+k/B])) * S[n]
-//	q4-gG-sym   q i8 [N*K] | s f32 [N*ng]                     ng = ceil(K/G)
-//	            w[n][k] = float32(q[n*K+k]) * s[n*ng+k/G]
-//	q4-gG-asym  q i8 [N*K] | s f32 [N*ng] | z f32 [N*ng]
-//	            w[n][k] = (float32(q[n*K+k]) - z[n*ng+k/G]) * s[n*ng+k/G]
-//
-// A binary16 weight is a tensor of dtype f16 and shape [N, K] instead,
-// with no parts besides its values:
-//
-//	f16-rows    h f16 [N*K]
-//	            w[n][k] = float32(h[n*K+k])   (IEEE binary16, exact in float32)
-//
-// The integers are stored one per byte; the formulas are those of the
-// quant package, so a kernel that dequantizes in the loop computes with
-// exactly the float32 weights the quantized model folder stands for.
+// bytes from the tensor's start (zero padding between); each family's
+// file gives its parts and its dequantization rule, which is that of the
+// quant package's scheme of the same name, so a kernel that dequantizes
+// in the loop computes with exactly the float32 weights the quantized
+// model folder stands for. The integers are stored one per byte.
 //
 // A tag ending in "-p" is the same weight packed for the int8-activation
 // kernels (package kernel; K a multiple of 32, B and G multiples of 32),
-// in blocks of 32 inputs whatever B or G was (nb32 = K/32):
-//
-//	w8-rows-p      u u8 [N*K] = q+128 | s f32 [N]
-//	lpbq-bB-p      nib [N*K/2] | codes u8 [N*nb32] | S f32 [N]
-//	q4-gG-sym-p    nib [N*K/2] | s f32 [N*nb32]
-//	q4-gG-asym-p   nib [N*K/2] | s f32 [N*nb32] | z f32 [N*nb32]
-//
-// where byte i of the 16 of block b in nib holds u[32b+i] in its low and
-// u[32b+16+i] in its high nibble, u = q+8 (lpbq, sym) or q (asym), and a
-// block's code, scale and zero point are those of the B- or G-block it
-// lies in. The packed weights stand for the same values up to the float32
-// rounding of code*S.
-//
-// One layout exists only packed: ggml's Q4_K super-blocks kept as they
-// are (K a multiple of 256; nc = ceil(K/512) records of 16 blocks a row):
-//
-//	q4k-p    nib [N*K/2] | rec [N*nc][48]
-//	         rec = sc u8 [16] | m u8 [16] | d0, dmin0, d1, dmin1 f32
-//	         w = d*sc*u - dmin*m for the block's 6-bit sc and m and its
-//	         super-block's (8 blocks: d0, dmin0 for blocks 0..7 of the
-//	         record) d and dmin; a record past the row's last block holds
-//	         zeros.
-//
-// It takes 4.75 bits a weight, where q4-g32-asym-p of the same weights
-// takes 6 (package kernel, Q4.K4).
-//
-// So does ggml's Q6_K (quant.Q6K; K a multiple of 256), in planes:
-//
-//	q6k-p    nib [N*K/2] | hi [N*K/4] | sub i8 [N*K/16] | d f32 [N*K/256]
-//	         w = float32(d*float32(sub)) * float32(u - 32) for the 6-bit
-//	         code u of the input (kernel.PackQ6 gives where its low 4 and
-//	         high 2 bits lie), its group of 16's sub and its super-block
-//	         of 256's d.
-//
-// It takes 6.625 bits a weight (package kernel, Q6).
+// in blocks of 32 inputs whatever B or G was (nb32 = K/32): 4-bit codes
+// are stored two to a byte, byte i of the 16 of block b in nib holding
+// u[32b+i] in its low and u[32b+16+i] in its high nibble, and a block's
+// code, scale and zero point are those of the B- or G-block it lies in.
+// The packed weights stand for the same values up to the float32
+// rounding of code*S. Some families (q4k, q6k) exist only packed, one
+// (f16) only unpacked.
 type WeightLayout struct {
 	Kind   LayoutKind
 	Block  int  // B or G; 0 for w8
@@ -88,53 +41,103 @@ type WeightLayout struct {
 	Packed bool // the "-p" form
 }
 
+// forms are the forms a layout family has.
+type forms uint8
+
+const (
+	bothForms    forms = iota // a plain form and a packed ("-p") one
+	packedOnly                // its tag ends in "-p"
+	unpackedOnly              // no packed form
+)
+
+// layoutInfo is one layout family's entry in the layout table.
+type layoutInfo struct {
+	kind LayoutKind
+	// scheme is the quant scheme whose weights the family lays out.
+	scheme string
+	forms  forms
+	// half: the tensor has dtype f16 (else i8).
+	half bool
+	// parse reads a tag of the family's base form (with its "-p" for a
+	// packed-only family) and reports whether the tag is the family's.
+	parse func(tag string) (WeightLayout, bool, error)
+	// tag is the tag of l's base form.
+	tag func(l WeightLayout) string
+	// parts places the parts of an [n, k] weight (shape already checked).
+	parts func(l WeightLayout, n, k int64) (Parts, error)
+	// canPack reports whether a weight of k inputs has the packed form.
+	canPack func(l WeightLayout, k int64) bool
+}
+
+// layouts is the layout table, filled by each family's file.
+var layouts = map[LayoutKind]*layoutInfo{}
+
+// registerLayout adds a family's entry; a second entry for a kind is a bug.
+func registerLayout(e *layoutInfo) {
+	if _, dup := layouts[e.kind]; dup || e.kind == LayoutPlain {
+		panic(fmt.Sprintf("plan: layout kind %d registered twice", e.kind))
+	}
+	layouts[e.kind] = e
+}
+
+// LayoutKinds lists the registered layout families in kind order.
+func LayoutKinds() []LayoutKind {
+	out := make([]LayoutKind, 0, len(layouts))
+	for k := range layouts {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Scheme returns the name of the quant scheme whose weights the family
+// lays out ("q4k"), "" for LayoutPlain.
+func (k LayoutKind) Scheme() string {
+	if e, ok := layouts[k]; ok {
+		return e.scheme
+	}
+	return ""
+}
+
 // PackBlock is the block length of the packed layouts.
 const PackBlock = 32
 
 // CanPack reports whether a weight [n, k] of layout l has a packed form.
 func (l WeightLayout) CanPack(k int64) bool {
-	if l.Kind == LayoutQ4K || l.Kind == LayoutQ6K {
-		return k%Q4KSuper == 0
-	}
-	return l.Kind != LayoutPlain && l.Kind != LayoutF16 && k%PackBlock == 0 && l.Block%PackBlock == 0
+	e, ok := layouts[l.Kind]
+	return ok && e.forms != unpackedOnly && e.canPack(l, k)
 }
-
-// Q4KSuper is the number of inputs of a q4k-p super-block, of which a
-// weight's row holds a whole number.
-const Q4KSuper = 256
-
-// q4kRecordBytes is the size of a q4k-p record of 16 blocks.
-const q4kRecordBytes = 48
 
 // Half reports whether l is the binary16 layout, whose tensor has dtype
 // f16 (the others have dtype i8).
-func (l WeightLayout) Half() bool { return l.Kind == LayoutF16 }
+func (l WeightLayout) Half() bool {
+	e, ok := layouts[l.Kind]
+	return ok && e.half
+}
 
 // MaxLayoutBlock bounds B and G.
 const MaxLayoutBlock = 1 << 12
 
 // ParseLayout parses a layout tag; "" is LayoutPlain.
 func ParseLayout(tag string) (WeightLayout, error) {
-	block := func(s, prefix string) (int, error) {
-		b, err := strconv.Atoi(strings.TrimPrefix(s, prefix))
-		if err != nil || !strings.HasPrefix(s, prefix) || b < 1 || b > MaxLayoutBlock {
-			return 0, fmt.Errorf("layout %q: bad block size", tag)
+	if tag == "" {
+		return WeightLayout{}, nil
+	}
+	kinds := LayoutKinds()
+	for _, k := range kinds {
+		if e := layouts[k]; e.forms == packedOnly {
+			if l, ok, err := e.parse(tag); ok {
+				return l, err
+			}
 		}
-		return b, nil
-	}
-	if tag == "q4k-p" {
-		return WeightLayout{Kind: LayoutQ4K, Block: PackBlock, Packed: true}, nil
-	}
-	if tag == "q6k-p" {
-		return WeightLayout{Kind: LayoutQ6K, Packed: true}, nil
 	}
 	if base, ok := strings.CutSuffix(tag, "-p"); ok && base != "" {
 		l, err := ParseLayout(base)
 		if err != nil {
 			return WeightLayout{}, err
 		}
-		if l.Kind == LayoutF16 {
-			return WeightLayout{}, fmt.Errorf("layout %q: f16-rows has no packed form", tag)
+		if e := layouts[l.Kind]; e != nil && e.forms == unpackedOnly {
+			return WeightLayout{}, fmt.Errorf("layout %q: %s has no packed form", tag, base)
 		}
 		if l.Packed || l.Block%PackBlock != 0 {
 			return WeightLayout{}, fmt.Errorf("layout %q: only blocks that are multiples of %d pack", tag, PackBlock)
@@ -142,27 +145,23 @@ func ParseLayout(tag string) (WeightLayout, error) {
 		l.Packed = true
 		return l, nil
 	}
-	switch {
-	case tag == "":
-		return WeightLayout{}, nil
-	case tag == "w8-rows":
-		return WeightLayout{Kind: LayoutW8}, nil
-	case tag == "f16-rows":
-		return WeightLayout{Kind: LayoutF16}, nil
-	case tag == "q4k", tag == "q6k":
-		return WeightLayout{}, fmt.Errorf("layout %q exists only packed (%s-p)", tag, tag)
-	case strings.HasPrefix(tag, "lpbq-"):
-		b, err := block(strings.TrimPrefix(tag, "lpbq-"), "b")
-		return canonical(tag, WeightLayout{Kind: LayoutLPBQ, Block: b}, err)
-	case strings.HasPrefix(tag, "q4-"):
-		f := strings.Split(tag, "-")
-		if len(f) != 3 || (f[2] != "sym" && f[2] != "asym") {
-			return WeightLayout{}, fmt.Errorf("layout %q: want q4-gG-sym or q4-gG-asym", tag)
+	for _, k := range kinds {
+		if e := layouts[k]; e.forms != packedOnly {
+			if l, ok, err := e.parse(tag); ok {
+				return l, err
+			}
 		}
-		b, err := block(f[1], "g")
-		return canonical(tag, WeightLayout{Kind: LayoutQ4, Block: b, Sym: f[2] == "sym"}, err)
 	}
 	return WeightLayout{}, fmt.Errorf("layout %q is not known", tag)
+}
+
+// parseBlock reads the block size of s, written prefix then the number.
+func parseBlock(tag, s, prefix string) (int, error) {
+	b, err := strconv.Atoi(strings.TrimPrefix(s, prefix))
+	if err != nil || !strings.HasPrefix(s, prefix) || b < 1 || b > MaxLayoutBlock {
+		return 0, fmt.Errorf("layout %q: bad block size", tag)
+	}
+	return b, nil
 }
 
 // canonical refuses spellings other than Tag's (a sign, leading zeros).
@@ -178,29 +177,16 @@ func canonical(tag string, l WeightLayout, err error) (WeightLayout, error) {
 
 // Tag returns the layout's tag.
 func (l WeightLayout) Tag() string {
-	if l.Packed && l.Kind != LayoutQ4K && l.Kind != LayoutQ6K {
+	e, ok := layouts[l.Kind]
+	if !ok {
+		return ""
+	}
+	if l.Packed && e.forms != packedOnly {
 		u := l
 		u.Packed = false
-		return u.Tag() + "-p"
+		return e.tag(u) + "-p"
 	}
-	switch l.Kind {
-	case LayoutW8:
-		return "w8-rows"
-	case LayoutF16:
-		return "f16-rows"
-	case LayoutQ4K:
-		return "q4k-p" // packed only
-	case LayoutQ6K:
-		return "q6k-p" // packed only
-	case LayoutLPBQ:
-		return fmt.Sprintf("lpbq-b%d", l.Block)
-	case LayoutQ4:
-		if l.Sym {
-			return fmt.Sprintf("q4-g%d-sym", l.Block)
-		}
-		return fmt.Sprintf("q4-g%d-asym", l.Block)
-	}
-	return ""
+	return e.tag(l)
 }
 
 // Parts are the byte offsets of a quantized tensor's parts from its start
@@ -221,35 +207,20 @@ func (l WeightLayout) Parts(n, k int64) (Parts, error) {
 	if n < 1 || k < 1 || n > MaxCols || k > MaxCols || n*k > 1<<40 {
 		return Parts{}, fmt.Errorf("layout %s: bad shape [%d, %d]", l.Tag(), n, k)
 	}
+	e, ok := layouts[l.Kind]
+	if !ok {
+		return Parts{}, fmt.Errorf("layout %q has no parts", l.Tag())
+	}
+	return e.parts(l, n, k)
+}
+
+// blockParts are the parts of the families stored as integers with
+// per-row or per-block parameters (w8, lpbq, q4): the integers, then the
+// block codes (codes), nscales float32 scales and, with zeros, as many
+// zero points. Packed, the integers are 4-bit (nibbles) or bytes and the
+// blocks are PackBlock long.
+func blockParts(l WeightLayout, n, k int64, codes, zeros, nibbles bool, nscales func(n, nb int64) int64) (Parts, error) {
 	p := Parts{Codes: -1, Zeros: -1, Sub: -1}
-	if l.Kind == LayoutF16 {
-		if l.Packed || l.Block != 0 {
-			return Parts{}, fmt.Errorf("layout %s: binary16 rows have no blocks and no packed form", l.Tag())
-		}
-		p.Scales, p.Size = -1, 2*n*k
-		return p, nil
-	}
-	if l.Kind == LayoutQ4K {
-		if !l.Packed || l.Block != PackBlock || k%Q4KSuper != 0 {
-			return Parts{}, fmt.Errorf("layout %s: needs the packed form and inputs a multiple of %d (has %d)", l.Tag(), Q4KSuper, k)
-		}
-		nc := (k/PackBlock + 15) / 16
-		p.Scales = n * k / 2 // a multiple of 128
-		p.NScales = n * nc * q4kRecordBytes / 4
-		p.Size = p.Scales + n*nc*q4kRecordBytes
-		return p, nil
-	}
-	if l.Kind == LayoutQ6K {
-		if !l.Packed || l.Block != 0 || k%Q4KSuper != 0 {
-			return Parts{}, fmt.Errorf("layout %s: needs the packed form and inputs a multiple of %d (has %d)", l.Tag(), Q4KSuper, k)
-		}
-		p.Codes = n * k / 2
-		p.Sub = p.Codes + n*k/4
-		p.Scales = p.Sub + n*k/16 // a multiple of 16
-		p.NScales = n * k / Q4KSuper
-		p.Size = p.Scales + 4*p.NScales
-		return p, nil
-	}
 	nb := int64(0)
 	if l.Block > 0 {
 		nb = (k + int64(l.Block) - 1) / int64(l.Block)
@@ -260,26 +231,23 @@ func (l WeightLayout) Parts(n, k int64) (Parts, error) {
 			return Parts{}, fmt.Errorf("layout %s: %d inputs are not a multiple of %d", l.Tag(), k, PackBlock)
 		}
 		nb = k / PackBlock
-		if l.Kind != LayoutW8 {
+		if nibbles {
 			off = n * k / 2
 		}
 	}
-	switch l.Kind {
-	case LayoutW8:
-		p.NScales = n
-	case LayoutLPBQ:
+	if codes {
 		p.Codes, off = off, off+n*nb
-		p.NScales = n
-	case LayoutQ4:
-		p.NScales = n * nb
-	default:
-		return Parts{}, fmt.Errorf("layout %q has no parts", l.Tag())
 	}
+	p.NScales = nscales(n, nb)
 	p.Scales = align4(off)
 	off = p.Scales + 4*p.NScales
-	if l.Kind == LayoutQ4 && !l.Sym {
+	if zeros {
 		p.Zeros, off = off, off+4*p.NScales
 	}
 	p.Size = off
 	return p, nil
 }
+
+// packsInBlocks is canPack of the block families: K a multiple of
+// PackBlock, and B or G too.
+func packsInBlocks(l WeightLayout, k int64) bool { return k%PackBlock == 0 && l.Block%PackBlock == 0 }

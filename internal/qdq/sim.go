@@ -154,8 +154,9 @@ func KVRound(dst, x []float32, cols, headDim int, scales []float32) {
 }
 
 // PackedLinears returns the weights of a quantized folder that the compiler
-// stores packed for the int8-activation kernels: w8, lpbq and q4 tensors
-// whose input width and block size are multiples of Int8Block.
+// stores packed for the int8-activation kernels: tensors of a scheme
+// packed in blocks (quant.SchemeInfo.BlockPacked: w8, lpbq, q4) whose
+// input width and block size are multiples of Int8Block.
 func PackedLinears(man *qmodel.Manifest) map[string]bool {
 	out := map[string]bool{}
 	for name, e := range man.Tensors {
@@ -163,9 +164,7 @@ func PackedLinears(man *qmodel.Manifest) map[string]bool {
 			continue
 		}
 		s := e.Scheme.Quant()
-		switch s.Kind {
-		case quant.KindW8, quant.KindLPBQ, quant.KindQ4:
-		default:
+		if info, ok := quant.Lookup(s.Kind); !ok || !info.BlockPacked {
 			continue
 		}
 		if e.Shape[1]%Int8Block == 0 && s.Block%Int8Block == 0 {

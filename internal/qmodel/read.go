@@ -189,51 +189,13 @@ func readQuantized(ck *safetensors.Checkpoint, name string, e TensorEntry, alias
 	if q.Scales, err = ck.ReadFloat32(name + ".scales"); err != nil {
 		return nil, err
 	}
-	blocks := 1
-	if s.Block > 0 {
-		blocks = (cols + s.Block - 1) / s.Block
-	}
 	want := map[string]int{"scales": rows}
-	switch s.Kind {
-	case quant.KindLPBQ:
-		c, err := ck.Bytes(name + ".codes")
-		if err != nil {
-			return nil, err
-		}
-		if alias {
-			q.Codes = c
-		} else {
-			q.Codes = append([]uint8(nil), c...)
-		}
-		want["codes"] = rows * blocks
-	case quant.KindQ6K:
-		if cols%quant.Q6KSuper != 0 {
-			return nil, fmt.Errorf("q6k needs a width that is a multiple of %d, has %d", quant.Q6KSuper, cols)
-		}
-		sub, err := ck.Bytes(name + ".sub")
-		if err != nil {
-			return nil, err
-		}
-		if len(sub) != n/quant.Q6KGroup {
-			return nil, fmt.Errorf("sub has %d values, %v needs %d", len(sub), s, n/quant.Q6KGroup)
-		}
-		if alias {
-			q.Sub = unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(sub))), len(sub))
-		} else {
-			q.Sub = make([]int8, len(sub))
-			for i, b := range sub {
-				q.Sub[i] = int8(b)
-			}
-		}
-		want["scales"] = n / quant.Q6KSuper
-	case quant.KindQ4:
-		want["scales"] = rows * blocks
-		if !s.Sym {
-			if q.Zeros, err = ck.ReadFloat32(name + ".zeros"); err != nil {
-				return nil, err
-			}
-			want["zeros"] = rows * blocks
-		}
+	fs := folderSchemes[s.Kind]
+	if fs == nil {
+		return nil, fmt.Errorf("scheme %v is not stored in quantized model folders", s)
+	}
+	if err := fs.read(ck, name, q, alias, want); err != nil {
+		return nil, err
 	}
 	got := map[string]int{"scales": len(q.Scales), "codes": len(q.Codes), "zeros": len(q.Zeros)}
 	for part, n := range want {

@@ -387,41 +387,28 @@ func planTensor(name string, shape []int, isLinear, isEmbed, tied bool, opts Opt
 	default:
 		s = opts.Recipe.SchemeFor(name)
 	}
-	if (s.Kind == quant.KindLPBQ || s.Kind == quant.KindQ4) && !quant.BlockDivides(p.cols, s.Block) && opts.FallbackW8 {
-		p.fallback = fmt.Sprintf("width %d is not a multiple of block %d: w8", p.cols, s.Block)
-		s = quant.Scheme{Kind: quant.KindW8}
-	}
-	if s.Kind == quant.KindQ6K && p.cols%quant.Q6KSuper != 0 {
-		p.fallback = fmt.Sprintf("width %d is not a multiple of %d (q6k super-blocks): w8", p.cols, quant.Q6KSuper)
-		s = quant.Scheme{Kind: quant.KindW8}
+	if info, ok := quant.Lookup(s.Kind); ok {
+		switch {
+		case info.Blocks != nil && !quant.BlockDivides(p.cols, s.Block) && opts.FallbackW8:
+			p.fallback = fmt.Sprintf("width %d is not a multiple of block %d: w8", p.cols, s.Block)
+			s = quant.Scheme{Kind: quant.KindW8}
+		case info.Super > 0 && p.cols%info.Super != 0:
+			p.fallback = fmt.Sprintf("width %d is not a multiple of %d (%s super-blocks): w8", p.cols, info.Super, s.Kind)
+			s = quant.Scheme{Kind: quant.KindW8}
+		}
 	}
 	p.scheme = s
 	if s.Kind == quant.KindF16 {
 		p.parts = []safetensors.Tensor{{Name: name, DType: tensor.F16, Shape: int64s(shape)}}
 		return p
 	}
-	blocks := 0
-	if s.Block > 0 {
-		blocks = p.rows * ((p.cols + s.Block - 1) / s.Block)
+	fs := folderSchemes[s.Kind]
+	if fs == nil { // Validate lets no such recipe through
+		fs = folderSchemes[quant.KindW8]
 	}
-	scales := p.rows
-	switch s.Kind {
-	case quant.KindQ4:
-		scales = blocks
-	case quant.KindQ6K:
-		scales = p.rows * p.cols / quant.Q6KSuper
-	}
-	p.parts = []safetensors.Tensor{{Name: name + ".q", DType: tensor.I8, Shape: int64s(shape)},
-		{Name: name + ".scales", DType: tensor.F32, Shape: []int64{int64(scales)}}}
-	if s.Kind == quant.KindLPBQ && blocks > 0 {
-		p.parts = append(p.parts, safetensors.Tensor{Name: name + ".codes", DType: tensor.U8, Shape: []int64{int64(blocks)}})
-	}
-	if s.Kind == quant.KindQ4 && !s.Sym && blocks > 0 {
-		p.parts = append(p.parts, safetensors.Tensor{Name: name + ".zeros", DType: tensor.F32, Shape: []int64{int64(blocks)}})
-	}
-	if s.Kind == quant.KindQ6K {
-		p.parts = append(p.parts, safetensors.Tensor{Name: name + ".sub", DType: tensor.I8, Shape: []int64{int64(p.rows * p.cols / quant.Q6KGroup)}})
-	}
+	scales, extra := fs.parts(name, p.rows, p.cols, s)
+	p.parts = append([]safetensors.Tensor{{Name: name + ".q", DType: tensor.I8, Shape: int64s(shape)},
+		{Name: name + ".scales", DType: tensor.F32, Shape: []int64{int64(scales)}}}, extra...)
 	return p
 }
 

@@ -7,6 +7,32 @@ import (
 	"github.com/aotlm/aotlm/internal/tensor"
 )
 
+// KindF16 is IEEE binary16, no quantization.
+const KindF16 Kind = "f16"
+
+func init() {
+	register(&SchemeInfo{
+		Kind:      KindF16,
+		Rule:      "w = float32(h), h IEEE binary16",
+		Bits:      16,
+		Layout:    "f16-rows",
+		Recipe:    true,
+		Tolerance: 1e-3,
+		check:     noModeNoHQQ,
+		name:      kindName,
+		json:      noFields,
+		quantize: func(w []float32, rows, cols int, _ Scheme) (*Quantized, error) {
+			return QuantizeF16(w, rows, cols)
+		},
+		dequantizeRow: func(q *Quantized, r int, row []float32) {
+			for c, h := range q.Half[r*q.Cols : (r+1)*q.Cols] {
+				row[c] = tensor.F16ToF32(h)
+			}
+		},
+		bits: func(*Quantized) float64 { return 16 },
+	})
+}
+
 // f16 storage: every weight rounded to IEEE binary16, nearest even. Values
 // beyond the f16 range (|w| > 65504) would become infinities and are refused.
 

@@ -1,6 +1,74 @@
 package quant
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
+
+// KindLPBQ is LPBQ W4, block-wise expansion.
+const KindLPBQ Kind = "lpbq"
+
+func init() {
+	register(&SchemeInfo{
+		Kind:         KindLPBQ,
+		Rule:         "w = float32(q*k[b]) * S[n], q in -7..7, k in 1..16",
+		Bits:         4.25, // lpbq-bB-p: a code byte per 32 inputs
+		Blocks:       BlockSizes,
+		DefaultBlock: DefaultLPBQBlock,
+		Layout:       "lpbq-bB-p",
+		BlockPacked:  true,
+		Recipe:       true,
+		Tolerance:    0.12,
+		check: func(s Scheme) error {
+			if s.Mode != "" && s.Mode != LPBQRefined && s.Mode != LPBQReference {
+				return &RecipeError{Field: "mode", Msg: fmt.Sprintf("unknown lpbq mode %q (want refined or reference)", string(s.Mode))}
+			}
+			return noHQQ(s)
+		},
+		name: func(s Scheme) string {
+			m := s.Mode
+			if m == "" {
+				m = LPBQRefined
+			}
+			return fmt.Sprintf("lpbq/b%d/%s", s.Block, m)
+		},
+		recipe: func(s *Scheme, mode *string, sym *bool) error {
+			s.Block, s.Mode = DefaultLPBQBlock, LPBQRefined
+			if mode != nil && *mode != "" { // "" is refined, as omitted
+				s.Mode = LPBQMode(*mode)
+			}
+			if sym != nil && !*sym {
+				return &RecipeError{Field: "sym", Msg: "lpbq is always symmetric"}
+			}
+			return nil
+		},
+		json: func(s Scheme, m map[string]any) {
+			mode := s.Mode
+			if mode == "" {
+				mode = LPBQRefined
+			}
+			m["block"], m["mode"] = s.Block, string(mode)
+		},
+		quantize: func(w []float32, rows, cols int, s Scheme) (*Quantized, error) {
+			return QuantizeLPBQ(w, rows, cols, s.Block, s.Mode)
+		},
+		levels: func(Scheme) (int, int) { return -7, 7 },
+		round:  lpbqRound,
+		search: lpbqSearch,
+		refit:  lpbqRefit,
+		dequantizeRow: func(q *Quantized, r int, row []float32) {
+			nb, b := q.BlocksPerRow(), q.Scheme.Block
+			s := q.Scales[r]
+			for c, v := range q.Q[r*q.Cols : (r+1)*q.Cols] {
+				k := int32(q.Codes[r*nb+c/b])
+				row[c] = float32(int32(v)*k) * s
+			}
+		},
+		bits: func(q *Quantized) float64 {
+			return (4*q.paddedWeights() + 4*float64(len(q.Codes)) + 32*float64(q.Rows)) / q.weights()
+		},
+	})
+}
 
 // LPBQ (low-power block-wise quantization, QNN's "block-wise expansion") stores
 // a W4 weight as int4 values, one 4-bit code per block of B inputs and one
@@ -93,6 +161,86 @@ func lpbqRow(w []float32, block int, mode LPBQMode, s []float64, q []int8, codes
 		}
 		for i := lo; i < hi; i++ {
 			q[i] = int8(roundClamp(float64(w[i])/d, -7, 7))
+		}
+	}
+}
+
+// lpbqRound rounds weight (r, c) against its block's k*S (grid.round).
+func lpbqRound(q *Quantized, r, c int, w float64, lo, hi int) float64 {
+	i := r*q.Cols + c
+	k := int32(q.Codes[r*q.BlocksPerRow()+c/q.Scheme.Block])
+	step := float64(k) * float64(q.Scales[r])
+	v := 0
+	if step != 0 {
+		v = roundClamp(w/step, lo, hi)
+	}
+	q.Q[i] = int8(v)
+	return float64(float32(int32(v)*k) * q.Scales[r])
+}
+
+// lpbqSearch is SearchGrid of a lpbq weight: each block's code k in 1..16, the row scale held.
+func lpbqSearch(q *Quantized, blockErr func(r, lo, hi int) float64) {
+	nb, B := q.BlocksPerRow(), q.Scheme.Block
+	for r := range q.Rows {
+		for b := range nb {
+			lo, hi := b*B, min((b+1)*B, q.Cols)
+			ci := r*nb + b
+			best, bestE := q.Codes[ci], -1.0
+			for k := uint8(1); k <= 16; k++ {
+				q.Codes[ci] = k
+				if e := blockErr(r, lo, hi); bestE < 0 || e < bestE {
+					best, bestE = k, e
+				}
+			}
+			q.Codes[ci] = best
+			blockErr(r, lo, hi)
+		}
+	}
+}
+
+// lpbqRefit is RefitScales of row r of a lpbq weight.
+func lpbqRefit(rf *refitter, r int, w []float32) {
+	q, cols := rf.q, rf.cols
+	qs := q.Q[r*cols : (r+1)*cols]
+	nb, b := q.BlocksPerRow(), q.Scheme.Block
+	codes := q.Codes[r*nb : (r+1)*nb]
+	for range refitSweeps {
+		rf.residual(r, w)
+		changed := false
+		// the row's float scale S, all codes held
+		for c, v := range qs {
+			rf.a[c] = float32(int32(v) * int32(codes[c/b]))
+		}
+		delta := rf.rowStep()
+		if s := float64(q.Scales[r]) + delta; delta != 0 && s > 0 && s < math.MaxFloat32 {
+			q.Scales[r] = float32(s)
+			rf.rowMove(delta)
+			changed = changed || math.Abs(delta) > 1e-6*s
+		}
+		// each block's code, S held: the best of 1..16 (the
+		// objective is a convex quadratic in k, so the continuous
+		// optimum rounded and clamped is the best integer)
+		S := q.Scales[r]
+		for j := range nb {
+			c0, c1 := j*b, min((j+1)*b, cols)
+			for c := c0; c < c1; c++ {
+				rf.a[c] = float32(qs[c]) * S
+			}
+			dk, aha := rf.step(c0, c1) // in code steps
+			if !(aha > 0) {
+				continue
+			}
+			k := int(codes[j])
+			best := min(max(int(math.Round(float64(k)+dk)), 1), 16)
+			if best == k {
+				continue
+			}
+			codes[j] = uint8(best)
+			rf.move(float64(best-k), c0, c1)
+			changed = true
+		}
+		if !changed {
+			break
 		}
 	}
 }

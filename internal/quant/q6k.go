@@ -27,6 +27,37 @@ const (
 	Q6KGroup = 16
 )
 
+// KindQ6K is 6-bit in ggml's Q6_K super-blocks.
+const KindQ6K Kind = "q6k"
+
+func init() {
+	register(&SchemeInfo{
+		Kind:      KindQ6K,
+		Rule:      "w = float32(d*float32(sub)) * float32(q), q in -32..31",
+		Bits:      6.625,
+		Super:     Q6KSuper,
+		Layout:    "q6k-p",
+		GGML:      "Q6_K",
+		Recipe:    true,
+		Tolerance: 0.03,
+		check:     noModeNoHQQ,
+		name:      kindName,
+		json:      noFields,
+		quantize: func(w []float32, rows, cols int, _ Scheme) (*Quantized, error) {
+			return QuantizeQ6K(w, rows, cols)
+		},
+		dequantizeRow: func(q *Quantized, r int, row []float32) {
+			for c, v := range q.Q[r*q.Cols : (r+1)*q.Cols] {
+				i := r*q.Cols + c
+				row[c] = float32(q.Scales[i/Q6KSuper]*float32(q.Sub[i/Q6KGroup])) * float32(v) // rounded as ggml rounds
+			}
+		},
+		bits: func(q *Quantized) float64 {
+			return (6*q.weights() + 8*float64(len(q.Sub)) + 32*float64(len(q.Scales))) / q.weights()
+		},
+	})
+}
+
 // QuantizeQ6K quantizes the row-major weight w [rows, cols] to Q6K.
 func QuantizeQ6K(w []float32, rows, cols int) (*Quantized, error) {
 	if err := checkMatrix(w, rows, cols); err != nil {

@@ -3,8 +3,6 @@ package quant
 import (
 	"fmt"
 	"math"
-
-	"github.com/aotlm/aotlm/internal/tensor"
 )
 
 // MaxWeight is the largest magnitude a weight may have. Larger (or non-finite)
@@ -22,6 +20,8 @@ const MaxWeight = 1e30
 //	      w'[n,c] = float32(Q) * Scales[n]
 //	q4:   Q [N*K] in -8..7 (Sym) or 0..15; Scales [N*ng]; Zeros [N*ng] (not Sym)
 //	      w'[n,c] = (float32(Q) - Zeros[n,c/G]) * Scales[n,c/G]
+//	q4k:  as q4 asymmetric with G = 32, plus K4, whose formula the
+//	      weights are (Scales and Zeros restate it per group)
 //	q6k:  Q [N*K] in -32..31; Sub [N*K/16]; Scales [N*K/256] (d per super-block)
 //	      w'[n,c] = float32(d*float32(Sub[i/16])) * float32(Q[i])   i = n*K + c
 //	f16:  Half [N*K]; w' = tensor.F16ToF32(Half)
@@ -38,22 +38,10 @@ type Quantized struct {
 	Zeros  []float32 // [N*ng] q4 asymmetric zero points, in quantized units
 	Half   []uint16  // [N*K] f16 bits
 	Sub    []int8    // [N*K/16] q6k sub-scales
-	// K4, on an asymmetric q4 weight with groups of 32, holds the parts
-	// of ggml's Q4_K super-blocks it was read from; the weights are then
+	// K4, on a q4k weight, holds its Q4_K super-blocks; the weights are
 	// K4's formula, which Scales and Zeros restate per group (up to the
 	// float32 rounding of Zeros).
 	K4 *Q4KBlocks
-}
-
-// Q4KBlocks are a q4 weight's Q4_K super-blocks (8 groups of 32 share a
-// D and DMin; each group has a 6-bit scale Sc and minimum M):
-//
-//	w'[n,c] = D[s]*float32(Sc[g])*float32(Q) - DMin[s]*float32(M[g])
-//
-// for g = n*ng + c/32 and s = g/8.
-type Q4KBlocks struct {
-	Sc, M   []uint8   // [N*ng]
-	D, DMin []float32 // [N*ng/8]
 }
 
 // BlocksPerRow returns the number of blocks (LPBQ) or groups (q4) in one row,
@@ -75,77 +63,29 @@ func (q *Quantized) Dequantize() []float32 {
 	return out
 }
 
-// dequantizeRow writes row r of the dequantized weights to row [K].
+// dequantizeRow writes row r of the dequantized weights to row [K], by
+// the rule of q's scheme.
 func (q *Quantized) dequantizeRow(r int, row []float32) {
-	if q.Scheme.Kind == KindF16 {
-		for c, h := range q.Half[r*q.Cols : (r+1)*q.Cols] {
-			row[c] = tensor.F16ToF32(h)
-		}
-		return
-	}
-	nb, b := q.BlocksPerRow(), q.Scheme.Block
-	qs := q.Q[r*q.Cols : (r+1)*q.Cols]
-	switch q.Scheme.Kind {
-	case KindQ6K:
-		for c, v := range qs {
-			i := r*q.Cols + c
-			row[c] = float32(q.Scales[i/Q6KSuper]*float32(q.Sub[i/Q6KGroup])) * float32(v) // rounded as ggml rounds
-		}
-	case KindLPBQ:
-		s := q.Scales[r]
-		for c, v := range qs {
-			k := int32(q.Codes[r*nb+c/b])
-			row[c] = float32(int32(v)*k) * s
-		}
-	case KindW8:
-		s := q.Scales[r]
-		for c, v := range qs {
-			row[c] = float32(v) * s
-		}
-	case KindQ4:
-		if k4 := q.K4; k4 != nil {
-			for c, v := range qs {
-				g := r*nb + c/b
-				scale, minimum := float32(k4.D[g/8]*float32(k4.Sc[g])), float32(k4.DMin[g/8]*float32(k4.M[g]))
-				row[c] = float32(scale*float32(v)) - minimum // rounded as ggml rounds
-			}
-			return
-		}
-		for c, v := range qs {
-			g := r*nb + c/b
-			z := float32(0)
-			if q.Zeros != nil {
-				z = q.Zeros[g]
-			}
-			row[c] = (float32(v) - z) * q.Scales[g]
-		}
-	}
+	schemes[q.Scheme.Kind].dequantizeRow(q, r, row)
 }
 
 // BitsPerWeight returns the storage cost of q in bits per weight, counting
 // int values, block codes, scales and zero points at their packed sizes (4-bit
 // values and codes, float32 scales, float32 zero points) and padding.
 func (q *Quantized) BitsPerWeight() float64 {
-	n := float64(q.Rows) * float64(q.Cols)
-	if n == 0 {
+	if q.Rows == 0 || q.Cols == 0 {
 		return 0
 	}
-	rows := float64(q.Rows)
-	padded := rows * float64(q.BlocksPerRow()*q.Scheme.Block)
-	var bits float64
-	switch q.Scheme.Kind {
-	case KindLPBQ:
-		bits = 4*padded + 4*float64(len(q.Codes)) + 32*rows
-	case KindW8:
-		bits = 8*n + 32*rows
-	case KindQ4:
-		bits = 4*padded + 32*float64(len(q.Scales)+len(q.Zeros))
-	case KindF16:
-		bits = 16 * n
-	case KindQ6K:
-		bits = 6*n + 8*float64(len(q.Sub)) + 32*float64(len(q.Scales))
-	}
-	return bits / n
+	return schemes[q.Scheme.Kind].bits(q)
+}
+
+// weights is the number of weights of q, as a float64.
+func (q *Quantized) weights() float64 { return float64(q.Rows) * float64(q.Cols) }
+
+// paddedWeights is the number of weights of q counting each row's padded
+// last block.
+func (q *Quantized) paddedWeights() float64 {
+	return float64(q.Rows) * float64(q.BlocksPerRow()*q.Scheme.Block)
 }
 
 // ErrorStats summarizes the difference between weights and their

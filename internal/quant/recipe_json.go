@@ -43,44 +43,29 @@ func (r *rawScheme) scheme() (Scheme, error) {
 		return Scheme{}, bad("scheme", "missing scheme")
 	}
 	s := Scheme{Kind: Kind(*r.Scheme)}
+	info, known := schemes[s.Kind]
 	block := r.Block
 	if r.Group != nil {
 		if r.Block != nil {
 			return Scheme{}, bad("group", `give "group" or "block", not both`)
 		}
-		if s.Kind != KindQ4 {
+		if !known || !info.Group {
 			return Scheme{}, bad("group", fmt.Sprintf("%s takes no group size", s.Kind))
 		}
 		block = r.Group
 	}
-	switch s.Kind {
-	case KindLPBQ:
-		s.Block, s.Mode = DefaultLPBQBlock, LPBQRefined
-		if r.Mode != nil && *r.Mode != "" { // "" is refined, as omitted
-			s.Mode = LPBQMode(*r.Mode)
+	if known && info.recipe != nil {
+		if err := info.recipe(&s, r.Mode, r.Sym); err != nil {
+			return Scheme{}, err
 		}
-		if r.Sym != nil && !*r.Sym {
-			return Scheme{}, bad("sym", "lpbq is always symmetric")
-		}
-	case KindQ4:
-		s.Block, s.Sym = DefaultQ4Group, true
-		if r.Sym != nil {
-			s.Sym = *r.Sym
-		}
-	case KindW8:
-		if r.Sym != nil && !*r.Sym {
-			return Scheme{}, bad("sym", "w8 is always symmetric")
-		}
-	default:
-		if r.Sym != nil {
-			return Scheme{}, bad("sym", fmt.Sprintf("%s takes no sym", s.Kind))
-		}
+	} else if r.Sym != nil {
+		return Scheme{}, bad("sym", fmt.Sprintf("%s takes no sym", s.Kind))
 	}
 	if block != nil {
 		s.Block = *block
 	}
-	if r.Mode != nil && s.Kind != KindLPBQ {
-		s.Mode = LPBQMode(*r.Mode) // Validate names it
+	if r.Mode != nil && s.Mode == "" {
+		s.Mode = LPBQMode(*r.Mode) // a scheme without modes: Validate names it
 	}
 	if r.HQQ != nil {
 		s.HQQ = *r.HQQ
@@ -142,15 +127,8 @@ func (raw *rawRecipe) recipe() (Recipe, error) {
 // schemeJSON is the canonical written form of a scheme.
 func schemeJSON(s Scheme) map[string]any {
 	m := map[string]any{"scheme": string(s.Kind)}
-	switch s.Kind {
-	case KindLPBQ:
-		mode := s.Mode
-		if mode == "" {
-			mode = LPBQRefined
-		}
-		m["block"], m["mode"] = s.Block, string(mode)
-	case KindQ4:
-		m["group"], m["sym"], m["hqq"] = s.Block, s.Sym, s.HQQ
+	if info, ok := schemes[s.Kind]; ok {
+		info.json(s, m)
 	}
 	return m
 }

@@ -2,7 +2,6 @@ package quant
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/aotlm/aotlm/internal/kernel"
 )
@@ -160,89 +159,7 @@ func (rf *refitter) rowMove(delta float64) {
 
 // row refits row r of q against its weights w [cols].
 func (rf *refitter) row(r int, w []float32) {
-	q, cols := rf.q, rf.cols
-	qs := q.Q[r*cols : (r+1)*cols]
-	switch q.Scheme.Kind {
-	case KindW8:
-		rf.residual(r, w)
-		for c, v := range qs {
-			rf.a[c] = float32(v)
-		}
-		delta := rf.rowStep()
-		if s := float64(q.Scales[r]) + delta; delta != 0 && s > 0 && s < math.MaxFloat32 {
-			q.Scales[r] = float32(s)
-		}
-	case KindQ4:
-		nb, b := q.BlocksPerRow(), q.Scheme.Block
-		for range refitSweeps {
-			rf.residual(r, w)
-			changed := false
-			for j := range nb {
-				c0, c1 := j*b, min((j+1)*b, cols)
-				gi := r*nb + j
-				var z float32
-				if q.Zeros != nil {
-					z = q.Zeros[gi]
-				}
-				for c := c0; c < c1; c++ {
-					rf.a[c] = float32(qs[c]) - z
-				}
-				delta, _ := rf.step(c0, c1)
-				s := float64(q.Scales[gi]) + delta
-				if delta == 0 || !(s > 0 && s < math.MaxFloat32) {
-					continue
-				}
-				q.Scales[gi] = float32(s)
-				rf.move(delta, c0, c1)
-				changed = changed || math.Abs(delta) > 1e-6*s
-			}
-			if !changed {
-				break
-			}
-		}
-	case KindLPBQ:
-		nb, b := q.BlocksPerRow(), q.Scheme.Block
-		codes := q.Codes[r*nb : (r+1)*nb]
-		for range refitSweeps {
-			rf.residual(r, w)
-			changed := false
-			// the row's float scale S, all codes held
-			for c, v := range qs {
-				rf.a[c] = float32(int32(v) * int32(codes[c/b]))
-			}
-			delta := rf.rowStep()
-			if s := float64(q.Scales[r]) + delta; delta != 0 && s > 0 && s < math.MaxFloat32 {
-				q.Scales[r] = float32(s)
-				rf.rowMove(delta)
-				changed = changed || math.Abs(delta) > 1e-6*s
-			}
-			// each block's code, S held: the best of 1..16 (the
-			// objective is a convex quadratic in k, so the continuous
-			// optimum rounded and clamped is the best integer)
-			S := q.Scales[r]
-			for j := range nb {
-				c0, c1 := j*b, min((j+1)*b, cols)
-				for c := c0; c < c1; c++ {
-					rf.a[c] = float32(qs[c]) * S
-				}
-				dk, aha := rf.step(c0, c1) // in code steps
-				if !(aha > 0) {
-					continue
-				}
-				k := int(codes[j])
-				best := min(max(int(math.Round(float64(k)+dk)), 1), 16)
-				if best == k {
-					continue
-				}
-				codes[j] = uint8(best)
-				rf.move(float64(best-k), c0, c1)
-				changed = true
-			}
-			if !changed {
-				break
-			}
-		}
-	}
+	schemes[rf.q.Scheme.Kind].refit(rf, r, w)
 }
 
 // refitRounds alternates RefitScales and GPTQ on the refitted grid for

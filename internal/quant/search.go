@@ -3,7 +3,8 @@ package quant
 import "fmt"
 
 // SearchGrid lowers the importance-weighted error sum_c imp[c] (w - w')^2 of
-// q, a quantization of w, by choosing its grid again block by block:
+// q, a quantization of w, by choosing its grid again block by block, as
+// its scheme's entry says (lpbqSearch, q4Search, w8Search):
 //
 //   - lpbq: each block's code k in 1..16 (the row scale S stays), the
 //     integers rounded against k*S;
@@ -23,7 +24,8 @@ func SearchGrid(q *Quantized, w []float32, imp []float64) error {
 		return fmt.Errorf("quant: grid search: %d importances for %d columns", len(imp), q.Cols)
 	}
 	g, ok := gridOf(q)
-	if !ok || (q.Scheme.Kind == KindQ4 && !q.Scheme.Sym) {
+	search := schemes[q.Scheme.Kind].search
+	if !ok || search == nil {
 		return nil
 	}
 	weight := func(c int) float64 {
@@ -43,54 +45,6 @@ func SearchGrid(q *Quantized, w []float32, imp []float64) error {
 		}
 		return e
 	}
-	nb, B := q.BlocksPerRow(), q.Scheme.Block
-	switch q.Scheme.Kind {
-	case KindLPBQ:
-		for r := range q.Rows {
-			for b := range nb {
-				lo, hi := b*B, min((b+1)*B, q.Cols)
-				ci := r*nb + b
-				best, bestE := q.Codes[ci], -1.0
-				for k := uint8(1); k <= 16; k++ {
-					q.Codes[ci] = k
-					if e := blockErr(r, lo, hi); bestE < 0 || e < bestE {
-						best, bestE = k, e
-					}
-				}
-				q.Codes[ci] = best
-				blockErr(r, lo, hi)
-			}
-		}
-	case KindQ4:
-		for r := range q.Rows {
-			for b := range nb {
-				lo, hi := b*B, min((b+1)*B, q.Cols)
-				gi := r*nb + b
-				s0 := q.Scales[gi]
-				best, bestE := s0, -1.0
-				for f := 100; f >= 60; f -= 2 {
-					q.Scales[gi] = s0 * float32(f) / 100
-					if e := blockErr(r, lo, hi); bestE < 0 || e < bestE {
-						best, bestE = q.Scales[gi], e
-					}
-				}
-				q.Scales[gi] = best
-				blockErr(r, lo, hi)
-			}
-		}
-	case KindW8:
-		for r := range q.Rows {
-			s0 := q.Scales[r]
-			best, bestE := s0, -1.0
-			for f := 100; f >= 80; f-- {
-				q.Scales[r] = s0 * float32(f) / 100
-				if e := blockErr(r, 0, q.Cols); bestE < 0 || e < bestE {
-					best, bestE = q.Scales[r], e
-				}
-			}
-			q.Scales[r] = best
-			blockErr(r, 0, q.Cols)
-		}
-	}
+	search(q, blockErr)
 	return nil
 }
