@@ -7,9 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/aotlm/aotlm"
-	"github.com/aotlm/aotlm/internal/artifact"
-	"github.com/aotlm/aotlm/internal/model"
+	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/tokenizer"
 )
 
@@ -34,7 +32,7 @@ unless --no-parse-special is given. No BOS is added unless --bos.`,
 			if path == "" {
 				return fmt.Errorf("no tokenizer: pass -m <tokenizer or model>")
 			}
-			tok, err := tokenizerOf(path)
+			tok, err := load.TokenizerOf(path)
 			if err != nil {
 				return err
 			}
@@ -69,24 +67,4 @@ unless --no-parse-special is given. No BOS is added unless --bos.`,
 	f.BoolVar(&noParseSpecial, "no-parse-special", false, "read special tokens in the text as plain text")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object {ids, tokens}")
 	return cmd
-}
-
-// tokenizerOf opens the tokenizer of a path: an artifact's stored one, a
-// tokenizer file or folder, or a model's.
-func tokenizerOf(path string) (tokenizer.Tokenizer, error) {
-	if err := checkModelPath(path); err != nil {
-		return nil, err
-	}
-	if artifact.IsArtifact(path) {
-		m, err := aotlm.Open(path, aotlm.Options{Threads: 1})
-		if err != nil {
-			return nil, err
-		}
-		defer m.Close()
-		if m.Tokenizer() == nil {
-			return nil, fmt.Errorf("%s: %w (the artifact stores none)", path, aotlm.ErrNoTokenizer)
-		}
-		return m.Tokenizer(), nil
-	}
-	return model.OpenTokenizer(path, 0)
 }

@@ -42,6 +42,30 @@ func Cached(path string, opts Options, log io.Writer) (string, error) {
 	if artifact.IsArtifact(path) {
 		return path, nil
 	}
+	out, err := CachePath(path, opts)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(out); err == nil {
+		a, err := artifact.Open(out, artifact.OpenOptions{})
+		if err == nil {
+			a.Close()
+			return out, nil
+		}
+		if err := Evict(out, err, log); err != nil {
+			return "", err
+		}
+	}
+	if err := CompileInto(path, out, opts, log); err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+// CachePath returns the file the cache keeps the model at path in once
+// compiled with opts (see Cached for what the key covers); the file may
+// not exist yet.
+func CachePath(path string, opts Options) (string, error) {
 	key, err := cacheKey(path, opts)
 	if err != nil {
 		return "", err
@@ -50,31 +74,33 @@ func Cached(path string, opts Options, log io.Writer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out := filepath.Join(dir, key+".aot")
-	if _, err := os.Stat(out); err == nil {
-		a, err := artifact.Open(out, artifact.OpenOptions{})
-		if err == nil {
-			a.Close()
-			return out, nil
-		}
-		if log != nil {
-			fmt.Fprintf(log, "the cached artifact %s does not open (%v): compiling again\n", out, err)
-		}
-		if err := os.Remove(out); err != nil {
-			return "", fmt.Errorf("cache: %w", err)
-		}
+	return filepath.Join(dir, key+".aot"), nil
+}
+
+// Evict removes the cached artifact out, which did not open (why), saying
+// so on log (when not nil) before it is compiled again.
+func Evict(out string, why error, log io.Writer) error {
+	if log != nil {
+		fmt.Fprintf(log, "the cached artifact %s does not open (%v): compiling again\n", out, why)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("cache: %w", err)
+	if err := os.Remove(out); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	return nil
+}
+
+// CompileInto compiles the model at path into the cache file out (from
+// CachePath), creating the cache folder, with one line on log (when not
+// nil).
+func CompileInto(path, out string, opts Options, log io.Writer) error {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return fmt.Errorf("cache: %w", err)
 	}
 	if log != nil {
 		fmt.Fprintf(log, "compiling %s into %s (once)\n", path, out)
 	}
 	// the artifact writer builds a temp file and renames it into place
-	if err := CompileFile(path, out, opts); err != nil {
-		return "", err
-	}
-	return out, nil
+	return CompileFile(path, out, opts)
 }
 
 func cacheKey(path string, opts Options) (string, error) {
