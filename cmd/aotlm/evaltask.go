@@ -10,15 +10,16 @@ import (
 
 	"github.com/aotlm/aotlm/internal/eval"
 	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/phases"
 	"github.com/aotlm/aotlm/internal/tokenizer"
 )
 
 func newEvalCmd() *cobra.Command {
 	var (
-		modelPath, tokPath, task, dataPath string
-		phases, floatPath, artifact, acts  string
-		ctx, limit, threads                int
-		asJSON                             bool
+		modelPath, tokPath, task, dataPath   string
+		phaseList, floatPath, artifact, acts string
+		ctx, limit, threads                  int
+		asJSON                               bool
 	)
 	cmd := &cobra.Command{
 		Use:   "eval -m MODEL --task lambada|hellaswag|multiple-choice --data FILE",
@@ -68,14 +69,14 @@ docs/quantization.md has figures per recipe.`,
 				return fmt.Errorf("eval: %w", err)
 			}
 			defer f.Close()
-			if phases != "" {
+			if phaseList != "" {
 				if task != "lambada" {
 					return fmt.Errorf("eval: --phases applies to --task lambada only")
 				}
 				if acts != "int8" && acts != "float" {
 					return fmt.Errorf("eval: --activations %q: want int8 or float", acts)
 				}
-				ps, err := parsePhases(phases)
+				ps, err := phases.Parse(phaseList)
 				if err != nil {
 					return err
 				}
@@ -86,8 +87,8 @@ docs/quantization.md has figures per recipe.`,
 				if limit > 0 && limit < len(items) {
 					items = items[:limit]
 				}
-				return runLambadaPhases(cmd.OutOrStdout(), items, phaseOptions{model: modelPath, floatPath: floatPath,
-					artifact: artifact, tokPath: tokPath, acts: acts, phases: ps, ctx: ctx, threads: threads, asJSON: asJSON})
+				return runLambadaPhases(cmd.OutOrStdout(), items, phases.Options{Model: modelPath, Float: floatPath,
+					Artifact: artifact, Tokenizer: tokPath, Activations: acts, Phases: ps, Ctx: ctx, Threads: threads}, asJSON)
 			}
 			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, NoCompile: true})
 			if err != nil {
@@ -106,7 +107,7 @@ docs/quantization.md has figures per recipe.`,
 				return err
 			}
 			defer rs.Close()
-			s := scorer{ctx: cmd.Context(), s: rs}
+			s := phases.Scorer(cmd.Context(), rs)
 			enc := func(text string) []int {
 				return tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true})
 			}
@@ -171,7 +172,7 @@ docs/quantization.md has figures per recipe.`,
 	fl.IntVar(&limit, "limit", 0, "score only the first N items (0: all)")
 	fl.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object")
-	fl.StringVar(&phases, "phases", "", "lambada only: score several phases of a quantized folder in one run: float,qdq,npu,artifact")
+	fl.StringVar(&phaseList, "phases", "", "lambada only: score several phases of a quantized folder in one run: float,qdq,npu,artifact")
 	fl.StringVar(&floatPath, "float", "", "with --phases: the float checkpoint (default: the quantized folder's source)")
 	fl.StringVar(&artifact, "artifact", "", "with --phases: the compiled artifact (default: compile -m now)")
 	fl.StringVar(&acts, "activations", "int8", "with --phases: "+activationsHelp)

@@ -1,25 +1,24 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"runtime"
 
 	"github.com/spf13/cobra"
 
-	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/eval"
 	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/phases"
 )
 
 func newPplCmd() *cobra.Command {
 	var (
-		modelPath, tokPath, dataPath string
-		ctx, stride, chunks, threads int
-		asJSON                       bool
-		phases, floatPath, artifact  string
-		acts                         string
+		modelPath, tokPath, dataPath   string
+		ctx, stride, chunks, threads   int
+		asJSON                         bool
+		phaseList, floatPath, artifact string
+		acts                           string
 	)
 	cmd := &cobra.Command{
 		Use:   "ppl -m MODEL --data TEXT_FILE",
@@ -67,8 +66,8 @@ quantized folder (aotlm quantize) and the phases are:
 			if len(text) == 0 {
 				return fmt.Errorf("data file %s is empty", dataPath)
 			}
-			if phases != "" {
-				list, err := parsePhases(phases)
+			if phaseList != "" {
+				list, err := phases.Parse(phaseList)
 				if err != nil {
 					return err
 				}
@@ -76,16 +75,15 @@ quantized folder (aotlm quantize) and the phases are:
 					return err
 				}
 				stderr := cmd.ErrOrStderr()
-				return runPhases(cmd.OutOrStdout(), phaseOptions{model: modelPath, floatPath: floatPath,
-					artifact: artifact, tokPath: tokPath, acts: acts, text: string(text), phases: list,
-					ctx: ctx, threads: threads, asJSON: asJSON,
-					opts: eval.Options{Ctx: ctx, Stride: stride, MaxChunks: chunks,
+				return runPhases(cmd.OutOrStdout(), phases.Options{Model: modelPath, Float: floatPath, Artifact: artifact,
+					Tokenizer: tokPath, Activations: acts, Phases: list, Ctx: ctx, Threads: threads}, string(text),
+					eval.Options{Ctx: ctx, Stride: stride, MaxChunks: chunks,
 						Progress: func(done, total int, ppl float64) {
 							fmt.Fprintf(stderr, "[%d]%.4f,", done, ppl)
 							if done == total {
 								fmt.Fprintln(stderr)
 							}
-						}}})
+						}}, asJSON)
 			}
 			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, NoCompile: true})
 			if err != nil {
@@ -103,7 +101,7 @@ quantized folder (aotlm quantize) and the phases are:
 				return err
 			}
 			defer rs.Close()
-			s := scorer{ctx: cmd.Context(), s: rs}
+			s := phases.Scorer(cmd.Context(), rs)
 			stderr := cmd.ErrOrStderr()
 			opts := eval.Options{Ctx: ctx, Stride: stride, MaxChunks: chunks,
 				Progress: func(done, total int, ppl float64) {
@@ -138,21 +136,9 @@ quantized folder (aotlm quantize) and the phases are:
 	f.IntVar(&chunks, "chunks", 0, "stop after N chunks or windows (0: all)")
 	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object {ppl, nll, tokens, ctx, chunks, method}")
-	f.StringVar(&phases, "phases", "", "score several phases of a quantized folder in one run: float,qdq,npu,artifact")
+	f.StringVar(&phaseList, "phases", "", "score several phases of a quantized folder in one run: float,qdq,npu,artifact")
 	f.StringVar(&floatPath, "float", "", "with --phases: the float checkpoint (default: the quantized folder's source)")
 	f.StringVar(&artifact, "artifact", "", "with --phases: the compiled artifact (default: compile -m now)")
 	f.StringVar(&acts, "activations", "int8", "with --phases: "+activationsHelp)
 	return cmd
-}
-
-// scorer is a runtime session as the eval package scores it.
-type scorer struct {
-	ctx context.Context
-	s   *aotlm.Session
-}
-
-func (x scorer) Reset()       { x.s.Reset() }
-func (x scorer) Context() int { return x.s.Context() }
-func (x scorer) Logits(ids []int) ([][]float32, error) {
-	return x.s.Logits(x.ctx, ids)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/aotlm/aotlm/internal/output"
 	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/quant"
+	"github.com/aotlm/aotlm/internal/recipe"
 )
 
 func newQuantizeCmd() *cobra.Command {
@@ -79,7 +80,7 @@ sensitive linears over large ones.`,
   aotlm quantize Qwen3-0.6B/ -o q/ --recipe my-recipe.json --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			recipe, err := loadRecipe(recipeArg)
+			rcp, err := recipe.Load(recipeArg)
 			if err != nil {
 				return err
 			}
@@ -94,7 +95,7 @@ sensitive linears over large ones.`,
 				if err != nil {
 					return fmt.Errorf("--report-sensitivity: %w", err)
 				}
-				rows, base, err := sensitivity(args[0], recipe, string(text), tokPath, sensCtx, sensChunks, threads)
+				rows, base, err := recipe.Sensitivity(args[0], rcp, string(text), tokPath, sensCtx, sensChunks, threads)
 				if err != nil {
 					return err
 				}
@@ -105,20 +106,20 @@ sensitive linears over large ones.`,
 					printSensitivity(cmd.OutOrStdout(), rows, base)
 					return nil
 				}
-				maxBits, maxBytes, err := parseSize(maxSize)
+				maxBits, maxBytes, err := recipe.ParseSize(maxSize)
 				if err != nil {
 					return err
 				}
-				other, total, err := otherBits(args[0], recipe, rows)
+				other, total, err := recipe.OtherBits(args[0], rcp, rows)
 				if err != nil {
 					return err
 				}
 				var est float64
 				var kept []string
-				if recipe, est, kept, err = autoRecipe(recipe, rows, other, total, maxBits, maxBytes, autoOrder == "kl-per-bit"); err != nil {
+				if rcp, est, kept, err = recipe.Auto(rcp, rows, other, total, maxBits, maxBytes, autoOrder == "kl-per-bit"); err != nil {
 					return err
 				}
-				rj, _ := json.Marshal(recipe)
+				rj, _ := json.Marshal(rcp)
 				fmt.Fprintf(cmd.ErrOrStderr(), "auto: %d linears kept at w8 (%s), estimated %.2f bits per weight; recipe:\n%s\n",
 					len(kept), strings.Join(kept, ", "), est, rj)
 			}
@@ -126,7 +127,7 @@ sensitive linears over large ones.`,
 				return fmt.Errorf("no output folder: pass -o DIR")
 			}
 			if lpbqReference {
-				recipe = withLPBQMode(recipe, quant.LPBQReference)
+				rcp = recipe.WithLPBQMode(rcp, quant.LPBQReference)
 			}
 			if jobs < 0 {
 				return fmt.Errorf("--jobs %d: want 0 (one per CPU) or more", jobs)
@@ -139,8 +140,8 @@ sensitive linears over large ones.`,
 			if tokSrc == "" {
 				tokSrc = src
 			}
-			prepare, err := prepareFunc(recipe, calibOptions{file: calibFile, samples: calibSamples, len_: calibLen,
-				tokenizer: tokSrc, threads: threads})
+			prepare, err := recipe.Prepare(rcp, recipe.CalibOptions{File: calibFile, Samples: calibSamples, Len: calibLen,
+				Tokenizer: tokSrc, Threads: threads})
 			if err != nil {
 				return err
 			}
@@ -153,7 +154,7 @@ sensitive linears over large ones.`,
 				defer debug.SetGCPercent(debug.SetGCPercent(25))
 			}
 			bar := newTensorBar(cmd.ErrOrStderr(), "quantizing")
-			opts := qmodel.Options{Recipe: recipe, Tokenizer: tokPath, FallbackW8: fallbackW8, Force: force, Jobs: jobs, Prepare: prepare,
+			opts := qmodel.Options{Recipe: rcp, Tokenizer: tokPath, FallbackW8: fallbackW8, Force: force, Jobs: jobs, Prepare: prepare,
 				Progress: func(p qmodel.Progress) { bar.update(p.Done, p.Total, p.Bytes, p.TotalBytes) }}
 			rep, err := qmodel.Quantize(src, out, opts)
 			if errors.Is(err, output.ErrExists) {
@@ -204,39 +205,10 @@ sensitive linears over large ones.`,
 	return cmd
 }
 
-// loadRecipe reads a preset name or a recipe file.
-// A preset name wins over a file of the same name in the working folder.
-func loadRecipe(arg string) (quant.Recipe, error) {
-	if r, err := quant.Preset(arg); err == nil {
-		return r, nil
-	}
-	if st, err := os.Stat(arg); err == nil && st.Mode().IsRegular() {
-		return quant.LoadRecipe(arg)
-	}
-	return quant.Recipe{}, fmt.Errorf("recipe %q is neither a preset (%s) nor a recipe file", arg, strings.Join(quant.PresetNames(), ", "))
-}
-
 // isTerminal reports whether w is a terminal (progress bars draw only there).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// withLPBQMode sets the mode of every LPBQ scheme of the recipe.
-func withLPBQMode(r quant.Recipe, mode quant.LPBQMode) quant.Recipe {
-	if r.Default.Kind == quant.KindLPBQ {
-		r.Default.Mode = mode
-	}
-	over := make([]quant.Override, len(r.Overrides))
-	copy(over, r.Overrides)
-	for i := range over {
-		if over[i].Scheme.Kind == quant.KindLPBQ {
-			over[i].Scheme.Mode = mode
-		}
-	}
-	r.Overrides = over
-	r.Name += "+reference"
-	return r
 }
 
 // terminalSafe returns name as is when it is plain printable text, and
@@ -247,4 +219,14 @@ func terminalSafe(name string) string {
 		return name
 	}
 	return strconv.Quote(name)
+}
+
+// printSensitivity prints the rows of --report-sensitivity as a table.
+func printSensitivity(w io.Writer, rows []recipe.Row, basePPL float64) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "tensor\tscheme\tKL alone\tPPL alone (float %.4f)\tsame top-1\n", basePPL)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%.6f\t%.4f\t%.2f%%\n", r.Name, r.Scheme, r.KL, r.PPL, 100*r.Top1)
+	}
+	tw.Flush()
 }
