@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -17,8 +16,6 @@ import (
 
 	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/output"
-	"github.com/aotlm/aotlm/internal/qmodel"
-	"github.com/aotlm/aotlm/internal/quant"
 	"github.com/aotlm/aotlm/internal/recipe"
 )
 
@@ -45,7 +42,7 @@ func newQuantizeCmd() *cobra.Command {
 and the tokenizer), which compile, run and ppl read. MODEL is a file or
 folder, or a Hub repository org/name[@rev] (pulled first, see aotlm pull).
 
-Recipes are JSON files, or one of the presets: ` + strings.Join(quant.PresetNames(), ", ") + `.
+Recipes are JSON files, or one of the presets: ` + strings.Join(recipe.Presets(), ", ") + `.
 A weight whose input width the recipe's block size does not divide gets a
 padded last block, or W8 with --fallback-w8; a q6k weight whose width is
 not a multiple of 256 always becomes W8 (q6k has no padded form, as
@@ -106,17 +103,9 @@ sensitive linears over large ones.`,
 					printSensitivity(cmd.OutOrStdout(), rows, base)
 					return nil
 				}
-				maxBits, maxBytes, err := recipe.ParseSize(maxSize)
-				if err != nil {
-					return err
-				}
-				other, total, err := recipe.OtherBits(args[0], rcp, rows)
-				if err != nil {
-					return err
-				}
 				var est float64
 				var kept []string
-				if rcp, est, kept, err = recipe.Auto(rcp, rows, other, total, maxBits, maxBytes, autoOrder == "kl-per-bit"); err != nil {
+				if rcp, est, kept, err = recipe.AutoWithin(args[0], rcp, rows, maxSize, autoOrder == "kl-per-bit"); err != nil {
 					return err
 				}
 				rj, _ := json.Marshal(rcp)
@@ -126,9 +115,6 @@ sensitive linears over large ones.`,
 			if out == "" {
 				return fmt.Errorf("no output folder: pass -o DIR")
 			}
-			if lpbqReference {
-				rcp = recipe.WithLPBQMode(rcp, quant.LPBQReference)
-			}
 			if jobs < 0 {
 				return fmt.Errorf("--jobs %d: want 0 (one per CPU) or more", jobs)
 			}
@@ -136,27 +122,10 @@ sensitive linears over large ones.`,
 			if err != nil {
 				return err
 			}
-			tokSrc := tokPath
-			if tokSrc == "" {
-				tokSrc = src
-			}
-			prepare, err := recipe.Prepare(rcp, recipe.CalibOptions{File: calibFile, Samples: calibSamples, Len: calibLen,
-				Tokenizer: tokSrc, Threads: threads})
-			if err != nil {
-				return err
-			}
-			if prepare != nil {
-				// rotations and calibration hold the whole model in float32,
-				// and GPTQ its inputs' Hessians: collect garbage at 25%
-				// growth rather than Go's default 100%, so the peak stays
-				// near what is live (their slices hold no pointers, so
-				// the extra collections are cheap)
-				defer debug.SetGCPercent(debug.SetGCPercent(25))
-			}
 			bar := newTensorBar(cmd.ErrOrStderr(), "quantizing")
-			opts := qmodel.Options{Recipe: rcp, Tokenizer: tokPath, FallbackW8: fallbackW8, Force: force, Jobs: jobs, Prepare: prepare,
-				Progress: func(p qmodel.Progress) { bar.update(p.Done, p.Total, p.Bytes, p.TotalBytes) }}
-			rep, err := qmodel.Quantize(src, out, opts)
+			rep, err := recipe.Quantize(src, out, recipe.QuantizeOptions{Recipe: rcp, LPBQReference: lpbqReference, Tokenizer: tokPath,
+				FallbackW8: fallbackW8, Force: force, Jobs: jobs, Progress: bar.update,
+				Calib: recipe.CalibOptions{File: calibFile, Samples: calibSamples, Len: calibLen, Threads: threads}})
 			if errors.Is(err, output.ErrExists) {
 				return fmt.Errorf("%w (pass --force to replace it)", err)
 			}

@@ -3,12 +3,17 @@ package compile
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/plan"
@@ -170,4 +175,41 @@ func statInto(w io.Writer, path string) error {
 		fmt.Fprintf(w, "%s %d %s %s\n", e.Name(), info.Size(), strconv.FormatInt(info.ModTime().UnixNano(), 10), fileIdentity(info))
 	}
 	return nil
+}
+
+// CachedArtifact is one compiled artifact in the compile cache.
+type CachedArtifact struct {
+	Name     string    `json:"name"`
+	Path     string    `json:"path"`
+	Size     int64     `json:"size"`
+	Modified time.Time `json:"modified"`
+}
+
+// CachedArtifacts returns the cache folder and the artifacts in it, the
+// newest first (none when the folder does not exist yet).
+func CachedArtifacts() (string, []CachedArtifact, error) {
+	dir, err := CacheDir()
+	if err != nil {
+		return "", nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return dir, nil, nil
+	}
+	if err != nil {
+		return dir, nil, fmt.Errorf("compile cache: %w", err)
+	}
+	var out []CachedArtifact
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".aot") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		out = append(out, CachedArtifact{Name: e.Name(), Path: filepath.Join(dir, e.Name()), Size: info.Size(), Modified: info.ModTime()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Modified.After(out[j].Modified) })
+	return dir, out, nil
 }
