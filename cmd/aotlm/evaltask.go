@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 
 	"github.com/spf13/cobra"
 
-	"github.com/aotlm/aotlm/internal/eval"
-	"github.com/aotlm/aotlm/internal/limits"
-	"github.com/aotlm/aotlm/internal/phases"
-	"github.com/aotlm/aotlm/internal/tokenizer"
+	"github.com/aotlm/aotlm/internal/score"
 )
 
 func newEvalCmd() *cobra.Command {
@@ -58,7 +56,7 @@ docs/quantization.md has figures per recipe.`,
 			if modelPath == "" || dataPath == "" {
 				return fmt.Errorf("eval: pass -m <model> and --data <task file>")
 			}
-			if task != "lambada" && task != "hellaswag" && task != "multiple-choice" {
+			if !slices.Contains(score.Tasks, task) {
 				return fmt.Errorf("eval: --task %q: want lambada, hellaswag or multiple-choice", task)
 			}
 			if limit < 0 {
@@ -69,6 +67,7 @@ docs/quantization.md has figures per recipe.`,
 				return fmt.Errorf("eval: %w", err)
 			}
 			defer f.Close()
+			out := cmd.OutOrStdout()
 			if phaseList != "" {
 				if task != "lambada" {
 					return fmt.Errorf("eval: --phases applies to --task lambada only")
@@ -76,79 +75,29 @@ docs/quantization.md has figures per recipe.`,
 				if acts != "int8" && acts != "float" {
 					return fmt.Errorf("eval: --activations %q: want int8 or float", acts)
 				}
-				ps, err := phases.Parse(phaseList)
+				ps, err := score.ParsePhases(phaseList)
 				if err != nil {
 					return err
 				}
-				items, err := eval.ReadLambada(f)
+				items, err := score.ReadLambada(f, limit)
 				if err != nil {
 					return err
 				}
-				if limit > 0 && limit < len(items) {
-					items = items[:limit]
-				}
-				return runLambadaPhases(cmd.OutOrStdout(), items, phases.Options{Model: modelPath, Float: floatPath,
+				return runLambadaPhases(out, items, score.PhaseOptions{Model: modelPath, Float: floatPath,
 					Artifact: artifact, Tokenizer: tokPath, Activations: acts, Phases: ps, Ctx: ctx, Threads: threads}, asJSON)
 			}
-			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, NoCompile: true})
+			res, err := score.Task(cmd.Context(), score.Model{Path: modelPath, Tokenizer: tokPath, Threads: threads}, task, f, limit, ctx)
 			if err != nil {
 				return err
 			}
-			defer m.Close()
-			tok := m.Tokenizer()
-			if tok == nil {
-				return fmt.Errorf("%s has no tokenizer: pass --tokenizer <file>", modelPath)
-			}
-			if ctx <= 0 || ctx > m.Info().Context {
-				ctx = m.Info().Context
-			}
-			rs, err := m.NewSession(ctx)
-			if err != nil {
-				return err
-			}
-			defer rs.Close()
-			s := phases.Scorer(cmd.Context(), rs)
-			enc := func(text string) []int {
-				return tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true})
-			}
-			out := cmd.OutOrStdout()
-			if task == "lambada" {
-				items, err := eval.ReadLambada(f)
-				if err != nil {
-					return err
-				}
-				if limit > 0 && limit < len(items) {
-					items = items[:limit]
-				}
-				r, err := eval.Lambada(s, enc, items)
-				if err != nil {
-					return err
-				}
+			if r := res.Lambada; r != nil {
 				if asJSON {
 					return json.NewEncoder(out).Encode(map[string]any{"task": task, "items": r.Items, "acc": r.Acc, "ppl": r.PPL})
 				}
 				fmt.Fprintf(out, "lambada: %d passages, accuracy %.2f%%, perplexity %.3f\n", r.Items, 100*r.Acc, r.PPL)
 				return nil
 			}
-			var tasks []eval.MCTask
-			if task == "hellaswag" {
-				tasks, err = eval.ReadHellaSwag(f)
-			} else {
-				var data []byte
-				if data, err = limits.ReadFile(dataPath, "multiple-choice file", limits.MaxTextFile); err == nil {
-					tasks, err = eval.ReadMultipleChoice(data)
-				}
-			}
-			if err != nil {
-				return err
-			}
-			if limit > 0 && limit < len(tasks) {
-				tasks = tasks[:limit]
-			}
-			r, err := eval.MultipleChoice(s, enc, tasks)
-			if err != nil {
-				return err
-			}
+			r := res.Choices
 			if asJSON {
 				preds := make([]int, len(r.Items))
 				right := make([]bool, len(r.Items))

@@ -7,14 +7,14 @@ import (
 	"text/tabwriter"
 
 	"github.com/aotlm/aotlm/internal/eval"
-	"github.com/aotlm/aotlm/internal/phases"
+	"github.com/aotlm/aotlm/internal/score"
 )
 
 // runPhases scores text with each phase of a quantized model and prints
 // the perplexities and the KL divergence and top-1 agreement of each
 // phase against the first.
-func runPhases(w io.Writer, o phases.Options, text string, opts eval.Options, asJSON bool) error {
-	res, err := phases.Perplexity(o, text, opts)
+func runPhases(w io.Writer, o score.PhaseOptions, text string, opts eval.Options, asJSON bool) error {
+	res, err := score.Phases(o, text, opts)
 	if err != nil {
 		return err
 	}
@@ -50,8 +50,8 @@ func runPhases(w io.Writer, o phases.Options, text string, opts eval.Options, as
 // quantized model (eval --task lambada --phases) and prints each phase's
 // accuracy and perplexities, and the KL divergence and top-1 agreement of
 // its last-word distributions against the first phase's.
-func runLambadaPhases(w io.Writer, items []eval.LambadaItem, o phases.Options, asJSON bool) error {
-	res, err := phases.Lambada(o, items)
+func runLambadaPhases(w io.Writer, items []eval.LambadaItem, o score.PhaseOptions, asJSON bool) error {
+	res, err := score.LambadaPhases(o, items)
 	if err != nil {
 		return err
 	}

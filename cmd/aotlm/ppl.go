@@ -9,7 +9,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/eval"
 	"github.com/aotlm/aotlm/internal/limits"
-	"github.com/aotlm/aotlm/internal/phases"
+	"github.com/aotlm/aotlm/internal/score"
 )
 
 func newPplCmd() *cobra.Command {
@@ -66,42 +66,6 @@ quantized folder (aotlm quantize) and the phases are:
 			if len(text) == 0 {
 				return fmt.Errorf("data file %s is empty", dataPath)
 			}
-			if phaseList != "" {
-				list, err := phases.Parse(phaseList)
-				if err != nil {
-					return err
-				}
-				if _, err := floatActivations(acts); err != nil {
-					return err
-				}
-				stderr := cmd.ErrOrStderr()
-				return runPhases(cmd.OutOrStdout(), phases.Options{Model: modelPath, Float: floatPath, Artifact: artifact,
-					Tokenizer: tokPath, Activations: acts, Phases: list, Ctx: ctx, Threads: threads}, string(text),
-					eval.Options{Ctx: ctx, Stride: stride, MaxChunks: chunks,
-						Progress: func(done, total int, ppl float64) {
-							fmt.Fprintf(stderr, "[%d]%.4f,", done, ppl)
-							if done == total {
-								fmt.Fprintln(stderr)
-							}
-						}}, asJSON)
-			}
-			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, NoCompile: true})
-			if err != nil {
-				return err
-			}
-			defer m.Close()
-			if m.Tokenizer() == nil {
-				return fmt.Errorf("%s has no tokenizer: pass --tokenizer <file>", modelPath)
-			}
-			if ctx > m.Info().Context {
-				return fmt.Errorf("--ctx %d exceeds the model's context of %d tokens", ctx, m.Info().Context)
-			}
-			rs, err := m.NewSession(ctx)
-			if err != nil {
-				return err
-			}
-			defer rs.Close()
-			s := phases.Scorer(cmd.Context(), rs)
 			stderr := cmd.ErrOrStderr()
 			opts := eval.Options{Ctx: ctx, Stride: stride, MaxChunks: chunks,
 				Progress: func(done, total int, ppl float64) {
@@ -110,7 +74,18 @@ quantized folder (aotlm quantize) and the phases are:
 						fmt.Fprintln(stderr)
 					}
 				}}
-			r, err := eval.PerplexityText(s, m.Tokenizer(), string(text), opts)
+			if phaseList != "" {
+				list, err := score.ParsePhases(phaseList)
+				if err != nil {
+					return err
+				}
+				if _, err := floatActivations(acts); err != nil {
+					return err
+				}
+				return runPhases(cmd.OutOrStdout(), score.PhaseOptions{Model: modelPath, Float: floatPath, Artifact: artifact,
+					Tokenizer: tokPath, Activations: acts, Phases: list, Ctx: ctx, Threads: threads}, string(text), opts, asJSON)
+			}
+			r, err := score.Text(cmd.Context(), score.Model{Path: modelPath, Tokenizer: tokPath, Threads: threads}, string(text), opts)
 			if err != nil {
 				return err
 			}

@@ -1,9 +1,4 @@
-// Package phases scores one quantized model several ways in one run — its
-// float checkpoint, its dequantized weights under simulated activation
-// and cache quantization, and its compiled artifact — so that the error
-// each step adds is measured against the first phase (perplexity, KL
-// divergence, top-1 agreement, from the eval package).
-package phases
+package score
 
 import (
 	"context"
@@ -24,7 +19,7 @@ import (
 	"github.com/aotlm/aotlm/internal/tokenizer"
 )
 
-// Names are the phases a quantized model is scored in:
+// PhaseNames are the phases a quantized model is scored in:
 //
 //	float     the checkpoint it was quantized from
 //	qdq       its dequantized weights, with the int8 activations of the
@@ -33,15 +28,15 @@ import (
 //	npu       the dequantized weights with static per-tensor 16-bit
 //	          activations and a uint8 KV cache (the NPU's W4A16)
 //	artifact  the compiled artifact
-var Names = []string{"float", "qdq", "npu", "artifact"}
+var PhaseNames = []string{"float", "qdq", "npu", "artifact"}
 
-// Parse reads a --phases list: names of Names, each once.
-func Parse(v string) ([]string, error) {
+// ParsePhases reads a --phases list: names of PhaseNames, each once.
+func ParsePhases(v string) ([]string, error) {
 	var out []string
 	for _, p := range strings.Split(v, ",") {
 		p = strings.TrimSpace(p)
-		if !slices.Contains(Names, p) {
-			return nil, fmt.Errorf("--phases: unknown phase %q (want %s)", p, strings.Join(Names, ", "))
+		if !slices.Contains(PhaseNames, p) {
+			return nil, fmt.Errorf("--phases: unknown phase %q (want %s)", p, strings.Join(PhaseNames, ", "))
 		}
 		if slices.Contains(out, p) {
 			return nil, fmt.Errorf("--phases: %s given twice", p)
@@ -51,8 +46,8 @@ func Parse(v string) ([]string, error) {
 	return out, nil
 }
 
-// Options say which model to score in which phases.
-type Options struct {
+// PhaseOptions say which model to score in which phases.
+type PhaseOptions struct {
 	// Model is the quantized folder (aotlm quantize); a float checkpoint
 	// when the only phase is float.
 	Model string
@@ -71,10 +66,10 @@ type Options struct {
 	Threads     int
 }
 
-// Perplexity scores text in every phase of o, chunk by chunk as opts
+// Phases scores text in every phase of o, chunk by chunk as opts
 // says (its BOS set from the tokenizer); the first phase is the
 // reference of the others' KL divergence and top-1 agreement.
-func Perplexity(o Options, text string, opts eval.Options) ([]eval.PhaseResult, error) {
+func Phases(o PhaseOptions, text string, opts eval.Options) ([]eval.PhaseResult, error) {
 	needQuant := slices.ContainsFunc(o.Phases, func(p string) bool { return p != "float" })
 	var man *qmodel.Manifest
 	if qmodel.IsDir(o.Model) {
@@ -85,7 +80,7 @@ func Perplexity(o Options, text string, opts eval.Options) ([]eval.PhaseResult, 
 	} else if needQuant {
 		return nil, fmt.Errorf("phases %v need a quantized model folder (aotlm quantize) as -m", o.Phases)
 	}
-	tok, sessions, closeAll, err := open(man, o)
+	tok, sessions, closeAll, err := openPhases(man, o)
 	if err != nil {
 		return nil, err
 	}
@@ -98,11 +93,11 @@ func Perplexity(o Options, text string, opts eval.Options) ([]eval.PhaseResult, 
 	return eval.PerplexityPhases(sessions, ids, opts)
 }
 
-// Lambada scores LAMBADA-style items in every phase of o (a context of
+// LambadaPhases scores LAMBADA-style items in every phase of o (a context of
 // 0 or past the model's: the model's): each phase's accuracy and
 // perplexities, and the KL divergence and top-1 agreement of its
 // last-word distributions against the first phase's.
-func Lambada(o Options, items []eval.LambadaItem) ([]eval.LambadaPhaseResult, error) {
+func LambadaPhases(o PhaseOptions, items []eval.LambadaItem) ([]eval.LambadaPhaseResult, error) {
 	if !qmodel.IsDir(o.Model) {
 		return nil, fmt.Errorf("--phases needs a quantized model folder (aotlm quantize) as -m")
 	}
@@ -113,7 +108,7 @@ func Lambada(o Options, items []eval.LambadaItem) ([]eval.LambadaPhaseResult, er
 	if o.Ctx <= 0 || o.Ctx > man.Config.Context {
 		o.Ctx = man.Config.Context
 	}
-	tok, sessions, closeAll, err := open(man, o)
+	tok, sessions, closeAll, err := openPhases(man, o)
 	if err != nil {
 		return nil, err
 	}
@@ -124,9 +119,9 @@ func Lambada(o Options, items []eval.LambadaItem) ([]eval.LambadaPhaseResult, er
 	return eval.LambadaPhases(sessions, enc, items)
 }
 
-// open opens the model's tokenizer and one session per phase of o;
+// openPhases opens the model's tokenizer and one session per phase of o;
 // closeAll releases the sessions (also when err is set, it is a no-op).
-func open(man *qmodel.Manifest, o Options) (tok tokenizer.Tokenizer, sessions []eval.Session, closeAll func(), err error) {
+func openPhases(man *qmodel.Manifest, o PhaseOptions) (tok tokenizer.Tokenizer, sessions []eval.Session, closeAll func(), err error) {
 	var cleanup []func()
 	closeAll = func() {
 		for _, f := range cleanup {
@@ -141,7 +136,7 @@ func open(man *qmodel.Manifest, o Options) (tok tokenizer.Tokenizer, sessions []
 		return nil, nil, closeAll, err
 	}
 	for _, p := range o.Phases {
-		s, done, err := session(p, man, o)
+		s, done, err := phaseSession(p, man, o)
 		if err != nil {
 			closeAll()
 			return nil, nil, func() {}, fmt.Errorf("phase %s: %w", p, err)
@@ -154,8 +149,8 @@ func open(man *qmodel.Manifest, o Options) (tok tokenizer.Tokenizer, sessions []
 	return tok, sessions, closeAll, nil
 }
 
-// session opens the session of one phase, and what releases it.
-func session(p string, man *qmodel.Manifest, o Options) (eval.Session, func(), error) {
+// phaseSession opens the session of one phase, and what releases it.
+func phaseSession(p string, man *qmodel.Manifest, o PhaseOptions) (eval.Session, func(), error) {
 	switch p {
 	case "float":
 		src := o.Float
@@ -229,7 +224,7 @@ func session(p string, man *qmodel.Manifest, o Options) (eval.Session, func(), e
 // compileTemp compiles a quantized folder as `aotlm compile` does by
 // default (the AR-N prefill plan of load.ARLen, the recipe's KV cache,
 // int8 or float activations as asked) into a temporary file.
-func compileTemp(dir string, man *qmodel.Manifest, o Options) (string, func(), error) {
+func compileTemp(dir string, man *qmodel.Manifest, o PhaseOptions) (string, func(), error) {
 	r, err := quant.ParseRecipe(man.Recipe)
 	if err != nil {
 		return "", nil, err
@@ -264,20 +259,4 @@ func artifactSession(path string, ctx, threads int) (eval.Session, func(), error
 		return nil, nil, err
 	}
 	return Scorer(context.Background(), s), func() { s.Close(); m.Close() }, nil
-}
-
-// Scorer returns a runtime session as the eval package scores it, its
-// passes checking ctx.
-func Scorer(ctx context.Context, s *aotlm.Session) eval.Session { return scorer{ctx: ctx, s: s} }
-
-// scorer is a runtime session as the eval package scores it.
-type scorer struct {
-	ctx context.Context
-	s   *aotlm.Session
-}
-
-func (x scorer) Reset()       { x.s.Reset() }
-func (x scorer) Context() int { return x.s.Context() }
-func (x scorer) Logits(ids []int) ([][]float32, error) {
-	return x.s.Logits(x.ctx, ids)
 }
