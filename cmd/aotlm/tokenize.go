@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm/internal/load"
-	"github.com/aotlm/aotlm/internal/tokenizer"
 )
 
 func newTokenizeCmd() *cobra.Command {
@@ -32,21 +31,9 @@ unless --no-parse-special is given. No BOS is added unless --bos.`,
 			if path == "" {
 				return fmt.Errorf("no tokenizer: pass -m <tokenizer or model>")
 			}
-			tok, err := load.TokenizerOf(path)
+			ids, tokens, err := load.Tokenize(path, strings.Join(args, " "), bos, !noParseSpecial)
 			if err != nil {
 				return err
-			}
-			text := strings.Join(args, " ")
-			ids, err := tokenizer.EncodeChecked(tok, text, tokenizer.EncodeOptions{AddSpecial: bos, ParseSpecial: !noParseSpecial})
-			if err != nil {
-				return err
-			}
-			if bos && tok.BOS() >= 0 && (len(ids) == 0 || ids[0] != tok.BOS()) {
-				ids = append([]int{tok.BOS()}, ids...)
-			}
-			tokens := make([]string, len(ids))
-			for i, id := range ids {
-				tokens[i] = tok.Token(id)
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {

@@ -63,3 +63,29 @@ func TokenizerOf(path string) (tokenizer.Tokenizer, error) {
 	}
 	return model.OpenTokenizer(path, 0)
 }
+
+// Tokenize encodes text with the tokenizer of path (TokenizerOf) and
+// returns the ids and each id's token. bos puts the beginning-of-sequence
+// token first (where the tokenizer has one); parseSpecial reads special
+// tokens written in the text as themselves.
+func Tokenize(path, text string, bos, parseSpecial bool) ([]int, []string, error) {
+	tok, err := TokenizerOf(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tok == nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, aotlm.ErrNoTokenizer)
+	}
+	ids, err := tokenizer.EncodeChecked(tok, text, tokenizer.EncodeOptions{AddSpecial: bos, ParseSpecial: parseSpecial})
+	if err != nil {
+		return nil, nil, err
+	}
+	if bos && tok.BOS() >= 0 && (len(ids) == 0 || ids[0] != tok.BOS()) {
+		ids = append([]int{tok.BOS()}, ids...)
+	}
+	tokens := make([]string, len(ids))
+	for i, id := range ids {
+		tokens[i] = tok.Token(id)
+	}
+	return ids, tokens, nil
+}
