@@ -79,11 +79,7 @@ docs/quantization.md has figures per recipe.`,
 				if err != nil {
 					return err
 				}
-				items, err := score.ReadLambada(f, limit)
-				if err != nil {
-					return err
-				}
-				return runLambadaPhases(out, items, score.PhaseOptions{Model: modelPath, Float: floatPath,
+				return runLambadaPhases(out, f, limit, score.PhaseOptions{Model: modelPath, Float: floatPath,
 					Artifact: artifact, Tokenizer: tokPath, Activations: acts, Phases: ps, Ctx: ctx, Threads: threads}, asJSON)
 			}
 			res, err := score.Task(cmd.Context(), score.Model{Path: modelPath, Tokenizer: tokPath, Threads: threads}, task, f, limit, ctx)

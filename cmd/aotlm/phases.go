@@ -6,14 +6,13 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/aotlm/aotlm/internal/eval"
 	"github.com/aotlm/aotlm/internal/score"
 )
 
 // runPhases scores text with each phase of a quantized model and prints
 // the perplexities and the KL divergence and top-1 agreement of each
 // phase against the first.
-func runPhases(w io.Writer, o score.PhaseOptions, text string, opts eval.Options, asJSON bool) error {
+func runPhases(w io.Writer, o score.PhaseOptions, text string, opts score.TextOptions, asJSON bool) error {
 	res, err := score.Phases(o, text, opts)
 	if err != nil {
 		return err
@@ -46,11 +45,16 @@ func runPhases(w io.Writer, o score.PhaseOptions, text string, opts eval.Options
 	return nil
 }
 
-// runLambadaPhases scores LAMBADA-style items with each phase of a
-// quantized model (eval --task lambada --phases) and prints each phase's
-// accuracy and perplexities, and the KL divergence and top-1 agreement of
-// its last-word distributions against the first phase's.
-func runLambadaPhases(w io.Writer, items []eval.LambadaItem, o score.PhaseOptions, asJSON bool) error {
+// runLambadaPhases scores the first limit (0: all) LAMBADA-style items of
+// data with each phase of a quantized model (eval --task lambada
+// --phases) and prints each phase's accuracy and perplexities, and the KL
+// divergence and top-1 agreement of its last-word distributions against
+// the first phase's.
+func runLambadaPhases(w io.Writer, data io.Reader, limit int, o score.PhaseOptions, asJSON bool) error {
+	items, err := score.ReadLambada(data, limit)
+	if err != nil {
+		return err
+	}
 	res, err := score.LambadaPhases(o, items)
 	if err != nil {
 		return err

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/aotlm/aotlm/internal/eval"
 	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/score"
 )
@@ -67,7 +66,7 @@ quantized folder (aotlm quantize) and the phases are:
 				return fmt.Errorf("data file %s is empty", dataPath)
 			}
 			stderr := cmd.ErrOrStderr()
-			opts := eval.Options{Ctx: ctx, Stride: stride, MaxChunks: chunks,
+			opts := score.TextOptions{Ctx: ctx, Stride: stride, Chunks: chunks,
 				Progress: func(done, total int, ppl float64) {
 					fmt.Fprintf(stderr, "[%d]%.4f,", done, ppl)
 					if done == total {
@@ -94,7 +93,7 @@ quantized folder (aotlm quantize) and the phases are:
 					"ppl": r.PPL, "nll": r.NLL, "tokens": r.Tokens, "ctx": r.Ctx, "chunks": r.Chunks, "method": r.Method})
 			}
 			unit := "chunks"
-			if r.Method == eval.Sliding {
+			if stride > 0 { // the sliding-window rule
 				unit = fmt.Sprintf("windows (stride %d)", stride)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Final estimate: PPL = %.4f +/- %.5f (mean NLL %.6f over %d tokens; %s rule, %d %s of %d tokens)\n",

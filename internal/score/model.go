@@ -34,9 +34,24 @@ func (m Model) open() (*aotlm.Model, error) {
 	return rm, nil
 }
 
-// Text scores text with m, chunk by chunk as opts says (opts.Ctx
-// positions, which the model must have).
-func Text(ctx context.Context, m Model, text string, opts eval.Options) (eval.Result, error) {
+// TextOptions say how a text is scored: in chunks of Ctx tokens by
+// llama.cpp's rule, or with Stride in sliding windows of Ctx tokens
+// (eval.Options); at most Chunks of them (0: all). Progress, when not
+// nil, is called after each with the number done, the total and the
+// perplexity so far.
+type TextOptions struct {
+	Ctx, Stride, Chunks int
+	Progress            func(done, total int, ppl float64)
+}
+
+func (o TextOptions) eval() eval.Options {
+	return eval.Options{Ctx: o.Ctx, Stride: o.Stride, MaxChunks: o.Chunks, Progress: o.Progress}
+}
+
+// Text scores text with m as o says (o.Ctx positions, which the model
+// must have).
+func Text(ctx context.Context, m Model, text string, o TextOptions) (eval.Result, error) {
+	opts := o.eval()
 	rm, err := m.open()
 	if err != nil {
 		return eval.Result{}, err

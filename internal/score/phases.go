@@ -66,10 +66,11 @@ type PhaseOptions struct {
 	Threads     int
 }
 
-// Phases scores text in every phase of o, chunk by chunk as opts
-// says (its BOS set from the tokenizer); the first phase is the
-// reference of the others' KL divergence and top-1 agreement.
-func Phases(o PhaseOptions, text string, opts eval.Options) ([]eval.PhaseResult, error) {
+// Phases scores text in every phase of o, chunk by chunk as to says; the
+// first phase is the reference of the others' KL divergence and top-1
+// agreement.
+func Phases(o PhaseOptions, text string, to TextOptions) ([]eval.PhaseResult, error) {
+	opts := to.eval()
 	needQuant := slices.ContainsFunc(o.Phases, func(p string) bool { return p != "float" })
 	var man *qmodel.Manifest
 	if qmodel.IsDir(o.Model) {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aotlm/aotlm/internal/eval"
 	"github.com/aotlm/aotlm/internal/testutil"
 	"github.com/aotlm/aotlm/internal/testutil/tinymodel"
 )
@@ -33,14 +32,14 @@ func tinyModel(t *testing.T) string {
 func TestText(t *testing.T) {
 	m := Model{Path: tinyModel(t), Threads: 1}
 	text := strings.Repeat("Once upon a time there was a little girl who liked to play. ", 12)
-	r, err := Text(context.Background(), m, text, eval.Options{Ctx: 32, MaxChunks: 2})
+	r, err := Text(context.Background(), m, text, TextOptions{Ctx: 32, Chunks: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Chunks != 2 || r.Tokens <= 0 || !(r.PPL > 1) {
 		t.Errorf("result %+v", r)
 	}
-	if _, err := Text(context.Background(), m, text, eval.Options{Ctx: 128}); err == nil || !strings.Contains(err.Error(), "128") || !strings.Contains(err.Error(), "64") {
+	if _, err := Text(context.Background(), m, text, TextOptions{Ctx: 128}); err == nil || !strings.Contains(err.Error(), "128") || !strings.Contains(err.Error(), "64") {
 		t.Errorf("a context past the model's: %v", err)
 	}
 }
