@@ -27,9 +27,9 @@ type CalibOptions struct {
 	Threads      int
 }
 
-// Samples tokenizes the calibration file once and cuts n windows of
-// l tokens spread evenly over it, each started with BOS when the tokenizer
-// adds one.
+// Samples tokenizes the calibration file once and cuts o.Samples windows
+// of o.Len tokens spread evenly over it (fewer when the text is short),
+// each started with BOS when the tokenizer adds one.
 func Samples(o CalibOptions) ([][]int, error) {
 	text, err := os.ReadFile(o.File)
 	if err != nil {
