@@ -19,11 +19,17 @@ type Model struct {
 	Path      string
 	Tokenizer string // a tokenizer file or folder replacing the model's
 	Threads   int
+	Mode      string // an artifact's prefill: "hybrid" (the default) or "kv"
+}
+
+// openRuntime opens m as the runtime sees it.
+func (m Model) openRuntime() (*aotlm.Model, error) {
+	return load.Open(m.Path, load.Options{Tokenizer: m.Tokenizer, Threads: m.Threads, Mode: m.Mode, NoCompile: true})
 }
 
 // open opens m, refusing a model without a tokenizer.
 func (m Model) open() (*aotlm.Model, error) {
-	rm, err := load.Open(m.Path, load.Options{Tokenizer: m.Tokenizer, Threads: m.Threads, NoCompile: true})
+	rm, err := m.openRuntime()
 	if err != nil {
 		return nil, err
 	}
@@ -66,6 +72,32 @@ func Text(ctx context.Context, m Model, text string, o TextOptions) (eval.Result
 	}
 	defer rs.Close()
 	return eval.PerplexityText(Scorer(ctx, rs), rm.Tokenizer(), text, opts)
+}
+
+// Logits returns the logits of every position of ids fed to m from
+// position 0: row i holds the logits after ids[0..i]. Ids outside the
+// vocabulary and sequences past the context are refused.
+func Logits(ctx context.Context, m Model, ids []int) ([][]float32, error) {
+	rm, err := m.openRuntime()
+	if err != nil {
+		return nil, err
+	}
+	defer rm.Close()
+	vocab := rm.Info().Vocab
+	for i, id := range ids {
+		if id < 0 || id >= vocab {
+			return nil, fmt.Errorf("--ids: id %d (position %d) is outside the vocabulary [0, %d)", id, i, vocab)
+		}
+	}
+	if len(ids) > rm.Info().Context {
+		return nil, fmt.Errorf("--ids: %d ids, the model's context holds %d", len(ids), rm.Info().Context)
+	}
+	s, err := rm.NewSession(len(ids))
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return s.Logits(ctx, ids)
 }
 
 // Tasks names the benchmark tasks Task scores.
