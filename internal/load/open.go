@@ -84,6 +84,7 @@ func Open(path string, o Options) (*aotlm.Model, error) {
 // compiling it first when the cache has none or has one that no longer
 // opens (truncated, damaged, of another format version).
 func openCached(path string, copts compile.Options, ao aotlm.Options, log io.Writer) (*aotlm.Model, error) {
+	copts = withDefaultKV(copts)
 	out, err := compile.CachePath(path, copts)
 	if err != nil {
 		return nil, err
@@ -104,6 +105,15 @@ func openCached(path string, copts compile.Options, ao aotlm.Options, log io.Wri
 		return nil, err
 	}
 	return openArtifact(out, ao)
+}
+
+// withDefaultKV spells out the KV cache storage an empty KV compiles
+// with, so that both name one cached artifact.
+func withDefaultKV(o compile.Options) compile.Options {
+	if o.KV == "" {
+		o.KV = KV
+	}
+	return o
 }
 
 // stale tells whether err says a cached artifact is one to compile again:
@@ -134,7 +144,7 @@ func Cached(path string, opts compile.Options, log io.Writer) (string, error) {
 	if artifact.IsArtifact(path) {
 		return path, nil
 	}
-	out, err := compile.Cached(path, opts, log)
+	out, err := compile.Cached(path, withDefaultKV(opts), log)
 	if err != nil {
 		return "", err
 	}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aotlm/aotlm"
@@ -168,5 +169,24 @@ func TestOpenWritesNoFile(t *testing.T) {
 		for _, e := range entries {
 			t.Errorf("Open wrote %s", filepath.Join(dir, e.Name()))
 		}
+	}
+}
+
+// TestDefaultKVSharesTheCache: options that leave the KV cache storage
+// unsaid compile nothing new after the defaults, which say it.
+func TestDefaultKVSharesTheCache(t *testing.T) {
+	ck := tinyCheckpoint(t)
+	var log logBuffer
+	opts := Options{Threads: 1, Compile: CompileDefaults(), Log: &log}
+	for _, kv := range []string{KV, ""} {
+		opts.Compile.KV = kv
+		m, err := Open(ck, opts)
+		if err != nil {
+			t.Fatalf("kv %q: %v", kv, err)
+		}
+		m.Close()
+	}
+	if n := strings.Count(log.String(), "compiling"); n != 1 {
+		t.Errorf("compiled %d times, want 1: %q", n, log.String())
 	}
 }
