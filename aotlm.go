@@ -21,7 +21,6 @@ import (
 
 	"github.com/aotlm/aotlm/internal/chat"
 	"github.com/aotlm/aotlm/internal/engine"
-	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/tokenizer"
 )
@@ -124,9 +123,6 @@ func Open(path string, opts Options) (*Model, error) {
 		mode = engine.ModeKV
 	default:
 		return nil, fmt.Errorf("mode %q: want hybrid or kv", opts.Mode)
-	}
-	if _, err := kernel.TuneOnce(); err != nil {
-		return nil, err
 	}
 	eng, err := engine.OpenWith(path, engine.Options{Threads: opts.Threads, HugePages: opts.HugePages})
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm/internal/bench"
-	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/load"
 )
 
 func newBenchCmd() *cobra.Command {
@@ -156,7 +156,7 @@ func benchArtifact(arg string, stderr io.Writer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return compile.Cached(path, compile.Options{ARLens: []int{32}, Ctx: 4096, ClampCtx: true, KV: "f32"}, stderr)
+	return load.Cached(path, load.CompileDefaults(), stderr)
 }
 
 // parsePairs reads the -pg values.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/output"
 )
 
@@ -129,10 +130,10 @@ image is resized into the smallest size that holds it (docs/usage.md).`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&out, "output", "o", "", "artifact to write")
-	f.IntVar(&arLen, "ar-len", 32, "tokens per prefill pass (the AR-N plan)")
+	f.IntVar(&arLen, "ar-len", load.ARLen, "tokens per prefill pass (the AR-N plan)")
 	f.IntVarP(&ctx, "ctx", "c", 0, "KV cache positions (0: the model's trained context)")
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder to store instead of the model's own")
-	f.StringVar(&kv, "kv", "f32", "KV cache storage: f32, f16 or u8")
+	f.StringVar(&kv, "kv", load.KV, "KV cache storage: f32, f16 or u8")
 	f.StringVar(&calib, "calib", "", "text file for the u8 KV cache calibration (default: a generated sequence)")
 	f.StringVar(&acts, "activations", "int8", activationsHelp)
 	f.StringVar(&ggufWeights, "gguf-weights", compile.GGUFNative, ggufWeightsHelp)

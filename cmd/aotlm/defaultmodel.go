@@ -3,10 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 
-	"github.com/aotlm/aotlm/internal/compile"
-	"github.com/aotlm/aotlm/internal/demo"
+	"github.com/aotlm/aotlm/internal/load"
 )
 
 // realModelHint tells the user how to name a real model.
@@ -20,15 +18,11 @@ func resolveModel(flag string, stderr io.Writer) (string, error) {
 	if flag != "" {
 		return flag, nil
 	}
-	dir, err := compile.CacheDir()
+	path, err := load.Demo()
 	if err != nil {
 		return "", err
 	}
-	path, err := demo.Path(filepath.Join(dir, "demo"))
-	if err != nil {
-		return "", err
-	}
-	fmt.Fprintf(stderr, "aotlm: no model given, using the built-in demo %s; for a real model pass %s\n", demo.About, realModelHint)
+	fmt.Fprintf(stderr, "aotlm: no model given, using the built-in demo %s; for a real model pass %s\n", load.DemoAbout, realModelHint)
 	return path, nil
 }
 
@@ -43,7 +37,7 @@ func resolveArtifact(flag string, stderr io.Writer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return compile.Cached(path, compile.Options{ARLens: []int{32}, Ctx: 4096, ClampCtx: true, KV: "f32"}, nil)
+	return load.Cached(path, load.CompileDefaults(), nil)
 }
 
 // lineTracker passes writes through and remembers whether the output ends

@@ -5,20 +5,19 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 
 	"github.com/spf13/cobra"
 
-	"github.com/aotlm/aotlm"
-	"github.com/aotlm/aotlm/internal/eval"
-	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/score"
 )
 
 func newEvalCmd() *cobra.Command {
 	var (
-		modelPath, tokPath, task, dataPath string
-		phases, floatPath, artifact, acts  string
-		ctx, limit, threads                int
-		asJSON                             bool
+		modelPath, tokPath, task, dataPath   string
+		phaseList, floatPath, artifact, acts string
+		ctx, limit, threads                  int
+		asJSON                               bool
 	)
 	cmd := &cobra.Command{
 		Use:   "eval -m MODEL --task lambada|hellaswag|multiple-choice --data FILE",
@@ -57,7 +56,7 @@ docs/quantization.md has figures per recipe.`,
 			if modelPath == "" || dataPath == "" {
 				return fmt.Errorf("eval: pass -m <model> and --data <task file>")
 			}
-			if task != "lambada" && task != "hellaswag" && task != "multiple-choice" {
+			if !slices.Contains(score.Tasks, task) {
 				return fmt.Errorf("eval: --task %q: want lambada, hellaswag or multiple-choice", task)
 			}
 			if limit < 0 {
@@ -68,86 +67,33 @@ docs/quantization.md has figures per recipe.`,
 				return fmt.Errorf("eval: %w", err)
 			}
 			defer f.Close()
-			if phases != "" {
+			out := cmd.OutOrStdout()
+			if phaseList != "" {
 				if task != "lambada" {
 					return fmt.Errorf("eval: --phases applies to --task lambada only")
 				}
 				if acts != "int8" && acts != "float" {
 					return fmt.Errorf("eval: --activations %q: want int8 or float", acts)
 				}
-				ps, err := parsePhases(phases)
+				ps, err := score.ParsePhases(phaseList)
 				if err != nil {
 					return err
 				}
-				items, err := eval.ReadLambada(f)
-				if err != nil {
-					return err
-				}
-				if limit > 0 && limit < len(items) {
-					items = items[:limit]
-				}
-				return runLambadaPhases(cmd.OutOrStdout(), items, phaseOptions{model: modelPath, floatPath: floatPath,
-					artifact: artifact, tokPath: tokPath, acts: acts, phases: ps, ctx: ctx, threads: threads, asJSON: asJSON})
+				return runLambadaPhases(out, f, limit, score.PhaseOptions{Model: modelPath, Float: floatPath,
+					Artifact: artifact, Tokenizer: tokPath, Activations: acts, Phases: ps, Ctx: ctx, Threads: threads}, asJSON)
 			}
-			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, NoCompile: true})
+			res, err := score.Task(cmd.Context(), score.Model{Path: modelPath, Tokenizer: tokPath, Threads: threads}, task, f, limit, ctx)
 			if err != nil {
 				return err
 			}
-			defer m.Close()
-			tok := m.Tokenizer()
-			if tok == nil {
-				return fmt.Errorf("%s has no tokenizer: pass --tokenizer <file>", modelPath)
-			}
-			if ctx <= 0 || ctx > m.Info().Context {
-				ctx = m.Info().Context
-			}
-			rs, err := m.NewSession(ctx)
-			if err != nil {
-				return err
-			}
-			defer rs.Close()
-			s := scorer{ctx: cmd.Context(), s: rs}
-			enc := func(text string) []int {
-				return tok.Encode(text, aotlm.EncodeOptions{AddSpecial: true})
-			}
-			out := cmd.OutOrStdout()
-			if task == "lambada" {
-				items, err := eval.ReadLambada(f)
-				if err != nil {
-					return err
-				}
-				if limit > 0 && limit < len(items) {
-					items = items[:limit]
-				}
-				r, err := eval.Lambada(s, enc, items)
-				if err != nil {
-					return err
-				}
+			if r := res.Lambada; r != nil {
 				if asJSON {
 					return json.NewEncoder(out).Encode(map[string]any{"task": task, "items": r.Items, "acc": r.Acc, "ppl": r.PPL})
 				}
 				fmt.Fprintf(out, "lambada: %d passages, accuracy %.2f%%, perplexity %.3f\n", r.Items, 100*r.Acc, r.PPL)
 				return nil
 			}
-			var tasks []eval.MCTask
-			if task == "hellaswag" {
-				tasks, err = eval.ReadHellaSwag(f)
-			} else {
-				var data []byte
-				if data, err = limits.ReadFile(dataPath, "multiple-choice file", limits.MaxTextFile); err == nil {
-					tasks, err = eval.ReadMultipleChoice(data)
-				}
-			}
-			if err != nil {
-				return err
-			}
-			if limit > 0 && limit < len(tasks) {
-				tasks = tasks[:limit]
-			}
-			r, err := eval.MultipleChoice(s, enc, tasks)
-			if err != nil {
-				return err
-			}
+			r := res.Choices
 			if asJSON {
 				preds := make([]int, len(r.Items))
 				right := make([]bool, len(r.Items))
@@ -171,7 +117,7 @@ docs/quantization.md has figures per recipe.`,
 	fl.IntVar(&limit, "limit", 0, "score only the first N items (0: all)")
 	fl.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object")
-	fl.StringVar(&phases, "phases", "", "lambada only: score several phases of a quantized folder in one run: float,qdq,npu,artifact")
+	fl.StringVar(&phaseList, "phases", "", "lambada only: score several phases of a quantized folder in one run: float,qdq,npu,artifact")
 	fl.StringVar(&floatPath, "float", "", "with --phases: the float checkpoint (default: the quantized folder's source)")
 	fl.StringVar(&artifact, "artifact", "", "with --phases: the compiled artifact (default: compile -m now)")
 	fl.StringVar(&acts, "activations", "int8", "with --phases: "+activationsHelp)

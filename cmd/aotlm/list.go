@@ -4,13 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
@@ -18,41 +14,6 @@ import (
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/hf/hub"
 )
-
-// cachedArtifact is one compiled artifact in the compile cache.
-type cachedArtifact struct {
-	Name     string    `json:"name"`
-	Path     string    `json:"path"`
-	Size     int64     `json:"size"`
-	Modified time.Time `json:"modified"`
-}
-
-func listArtifacts() (string, []cachedArtifact, error) {
-	dir, err := compile.CacheDir()
-	if err != nil {
-		return "", nil, err
-	}
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return dir, nil, nil
-	}
-	if err != nil {
-		return dir, nil, fmt.Errorf("compile cache: %w", err)
-	}
-	var out []cachedArtifact
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".aot") {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			continue
-		}
-		out = append(out, cachedArtifact{Name: e.Name(), Path: filepath.Join(dir, e.Name()), Size: info.Size(), Modified: info.ModTime()})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Modified.After(out[j].Modified) })
-	return dir, out, nil
-}
 
 func newListCmd() *cobra.Command {
 	var asJSON bool
@@ -73,7 +34,7 @@ the user cache folder), with their sizes on disk.`,
 			if err != nil {
 				return err
 			}
-			artDir, arts, err := listArtifacts()
+			artDir, arts, err := compile.CachedArtifacts()
 			if err != nil {
 				return err
 			}
@@ -157,11 +118,11 @@ or compiled artifacts from the compile cache, by the names aotlm list shows.
 			if err != nil {
 				return err
 			}
-			_, arts, err := listArtifacts()
+			_, arts, err := compile.CachedArtifacts()
 			if err != nil {
 				return err
 			}
-			removeArtifact := func(a cachedArtifact) error {
+			removeArtifact := func(a compile.CachedArtifact) error {
 				if err := os.Remove(a.Path); err != nil {
 					return fmt.Errorf("rm: %w", err)
 				}

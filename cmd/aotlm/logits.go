@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/aotlm/aotlm/internal/score"
 )
 
 func newLogitsCmd() *cobra.Command {
@@ -37,26 +39,7 @@ is printed; otherwise the top id of each position.`,
 			if mode != "hybrid" && mode != "kv" {
 				return fmt.Errorf("--mode %q is not hybrid or kv", mode)
 			}
-			m, err := openModel(path, openOptions{Threads: threads, Mode: mode, NoCompile: true})
-			if err != nil {
-				return err
-			}
-			defer m.Close()
-			vocab := m.Info().Vocab
-			for i, id := range ids {
-				if id < 0 || id >= vocab {
-					return fmt.Errorf("--ids: id %d (position %d) is outside the vocabulary [0, %d)", id, i, vocab)
-				}
-			}
-			if len(ids) > m.Info().Context {
-				return fmt.Errorf("--ids: %d ids, the model's context holds %d", len(ids), m.Info().Context)
-			}
-			s, err := m.NewSession(len(ids))
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			rows, err := s.Logits(cmd.Context(), ids)
+			rows, err := score.Logits(cmd.Context(), score.Model{Path: path, Threads: threads, Mode: mode}, ids)
 			if err != nil {
 				return err
 			}

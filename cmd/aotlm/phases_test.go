@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/qmodel"
+	"github.com/aotlm/aotlm/internal/recipe"
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
@@ -35,15 +36,15 @@ func TestPplPhases(t *testing.T) {
 	data := testutil.Path(t, "text/TinyStories-valid-excerpt.txt")
 	calib := testutil.Path(t, "text/war-and-peace.txt")
 	dir := t.TempDir()
-	recipe := filepath.Join(dir, "r.json")
-	if err := os.WriteFile(recipe, []byte(`{"name": "t", "default": {"scheme": "lpbq", "block": 32},
+	recipeFile := filepath.Join(dir, "r.json")
+	if err := os.WriteFile(recipeFile, []byte(`{"name": "t", "default": {"scheme": "lpbq", "block": 32},
 		"overrides": [{"pattern": "lm_head.weight", "scheme": "w8"}], "kv": "u8",
 		"rotation": {"r1": "random-hadamard", "r2": "hadamard", "seed": 3},
 		"calibration": {"gptq": true, "awq": true, "awq_grid": 4}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	q := filepath.Join(dir, "q")
-	if code, _, errOut := runCLI(t, "quantize", m, "-o", q, "--recipe", recipe, "--calib", calib,
+	if code, _, errOut := runCLI(t, "quantize", m, "-o", q, "--recipe", recipeFile, "--calib", calib,
 		"--calib-samples", "4", "--calib-len", "32", "--json"); code != 0 {
 		t.Fatalf("quantize: %s", errOut)
 	}
@@ -51,7 +52,7 @@ func TestPplPhases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec calibRecord
+	var rec recipe.Record
 	if err := json.Unmarshal(man.Calibration, &rec); err != nil || rec.Rotation == nil || rec.Samples != 4 || len(rec.Ranges) == 0 {
 		t.Fatalf("calibration record %s: %v", man.Calibration, err)
 	}

@@ -1,26 +1,23 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"runtime"
 
 	"github.com/spf13/cobra"
 
-	"github.com/aotlm/aotlm"
-	"github.com/aotlm/aotlm/internal/eval"
 	"github.com/aotlm/aotlm/internal/limits"
-	"github.com/aotlm/aotlm/internal/modelparts"
+	"github.com/aotlm/aotlm/internal/score"
 )
 
 func newPplCmd() *cobra.Command {
 	var (
-		modelPath, tokPath, dataPath string
-		ctx, stride, chunks, threads int
-		asJSON                       bool
-		phases, floatPath, artifact  string
-		acts                         string
+		modelPath, tokPath, dataPath   string
+		ctx, stride, chunks, threads   int
+		asJSON                         bool
+		phaseList, floatPath, artifact string
+		acts                           string
 	)
 	cmd := &cobra.Command{
 		Use:   "ppl -m MODEL --data TEXT_FILE",
@@ -68,52 +65,26 @@ quantized folder (aotlm quantize) and the phases are:
 			if len(text) == 0 {
 				return fmt.Errorf("data file %s is empty", dataPath)
 			}
-			if phases != "" {
-				list, err := parsePhases(phases)
-				if err != nil {
-					return err
-				}
-				if _, err := floatActivations(acts); err != nil {
-					return err
-				}
-				stderr := cmd.ErrOrStderr()
-				return runPhases(cmd.OutOrStdout(), phaseOptions{model: modelPath, floatPath: floatPath,
-					artifact: artifact, tokPath: tokPath, acts: acts, text: string(text), phases: list,
-					ctx: ctx, threads: threads, asJSON: asJSON,
-					opts: eval.Options{Ctx: ctx, Stride: stride, MaxChunks: chunks,
-						Progress: func(done, total int, ppl float64) {
-							fmt.Fprintf(stderr, "[%d]%.4f,", done, ppl)
-							if done == total {
-								fmt.Fprintln(stderr)
-							}
-						}}})
-			}
-			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, NoCompile: true})
-			if err != nil {
-				return err
-			}
-			defer m.Close()
-			if m.Tokenizer() == nil {
-				return fmt.Errorf("%s has no tokenizer: pass --tokenizer <file>", modelPath)
-			}
-			if ctx > m.Info().Context {
-				return fmt.Errorf("--ctx %d exceeds the model's context of %d tokens", ctx, m.Info().Context)
-			}
-			rs, err := m.NewSession(ctx)
-			if err != nil {
-				return err
-			}
-			defer rs.Close()
-			s := scorer{ctx: cmd.Context(), s: rs}
 			stderr := cmd.ErrOrStderr()
-			opts := eval.Options{Ctx: ctx, Stride: stride, MaxChunks: chunks,
+			opts := score.TextOptions{Ctx: ctx, Stride: stride, Chunks: chunks,
 				Progress: func(done, total int, ppl float64) {
 					fmt.Fprintf(stderr, "[%d]%.4f,", done, ppl)
 					if done == total {
 						fmt.Fprintln(stderr)
 					}
 				}}
-			r, err := eval.PerplexityText(s, modelparts.Tokenizer(m), string(text), opts)
+			if phaseList != "" {
+				list, err := score.ParsePhases(phaseList)
+				if err != nil {
+					return err
+				}
+				if _, err := floatActivations(acts); err != nil {
+					return err
+				}
+				return runPhases(cmd.OutOrStdout(), score.PhaseOptions{Model: modelPath, Float: floatPath, Artifact: artifact,
+					Tokenizer: tokPath, Activations: acts, Phases: list, Ctx: ctx, Threads: threads}, string(text), opts, asJSON)
+			}
+			r, err := score.Text(cmd.Context(), score.Model{Path: modelPath, Tokenizer: tokPath, Threads: threads}, string(text), opts)
 			if err != nil {
 				return err
 			}
@@ -122,7 +93,7 @@ quantized folder (aotlm quantize) and the phases are:
 					"ppl": r.PPL, "nll": r.NLL, "tokens": r.Tokens, "ctx": r.Ctx, "chunks": r.Chunks, "method": r.Method})
 			}
 			unit := "chunks"
-			if r.Method == eval.Sliding {
+			if stride > 0 { // the sliding-window rule
 				unit = fmt.Sprintf("windows (stride %d)", stride)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Final estimate: PPL = %.4f +/- %.5f (mean NLL %.6f over %d tokens; %s rule, %d %s of %d tokens)\n",
@@ -139,21 +110,9 @@ quantized folder (aotlm quantize) and the phases are:
 	f.IntVar(&chunks, "chunks", 0, "stop after N chunks or windows (0: all)")
 	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object {ppl, nll, tokens, ctx, chunks, method}")
-	f.StringVar(&phases, "phases", "", "score several phases of a quantized folder in one run: float,qdq,npu,artifact")
+	f.StringVar(&phaseList, "phases", "", "score several phases of a quantized folder in one run: float,qdq,npu,artifact")
 	f.StringVar(&floatPath, "float", "", "with --phases: the float checkpoint (default: the quantized folder's source)")
 	f.StringVar(&artifact, "artifact", "", "with --phases: the compiled artifact (default: compile -m now)")
 	f.StringVar(&acts, "activations", "int8", "with --phases: "+activationsHelp)
 	return cmd
-}
-
-// scorer is a runtime session as the eval package scores it.
-type scorer struct {
-	ctx context.Context
-	s   *aotlm.Session
-}
-
-func (x scorer) Reset()       { x.s.Reset() }
-func (x scorer) Context() int { return x.s.Context() }
-func (x scorer) Logits(ids []int) ([][]float32, error) {
-	return x.s.Logits(x.ctx, ids)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm/internal/hf/hub"
+	"github.com/aotlm/aotlm/internal/load"
 )
 
 const hubEnvHelp = `The Hub is reached as huggingface_hub does: HF_ENDPOINT (a mirror; default
@@ -65,7 +66,7 @@ on stdout.
 // is pulled into the cache (progress on stderr) and its snapshot path
 // returned — the GGUF file for a GGUF pick, else the snapshot folder.
 func resolveModelArg(arg string, stderr io.Writer) (string, error) {
-	if _, err := os.Stat(arg); err == nil || !hub.LooksLikeRef(arg) {
+	if !load.IsHubRef(arg) {
 		return arg, nil
 	}
 	res, err := pullRef(arg, stderr)
@@ -79,31 +80,20 @@ func resolveModelArg(arg string, stderr io.Writer) (string, error) {
 // progress bars on stderr when it is a terminal. Ctrl-C stops the pull and
 // keeps the partial files for the next one to resume.
 func pullRef(arg string, stderr io.Writer) (*hub.Result, error) {
-	ref, err := hub.ParseRef(arg)
-	if err != nil {
-		return nil, err
-	}
-	opts, err := hub.FromEnv()
-	if err != nil {
-		return nil, err
-	}
 	var bars *pullBars
+	var progress hub.Progress
 	if isTerminal(stderr) {
 		bars = newPullBars(stderr)
-		opts.Progress = bars
-	}
-	c, err := hub.New(opts)
-	if err != nil {
-		return nil, err
+		progress = bars
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	res, err := c.Pull(ctx, ref)
+	ref, res, err := load.Pull(ctx, arg, progress)
 	if bars != nil {
 		bars.finish()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pull %s: %w", ref, err)
+		return nil, err
 	}
 	switch {
 	case res.Cached:

@@ -72,7 +72,7 @@ func TestRunFromHub(t *testing.T) {
 			Repo string
 			Size int64
 		}
-		Artifacts []cachedArtifact
+		Artifacts []compile.CachedArtifact
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil {
 		t.Fatalf("list: exit %d, %s %s", code, out, errs)

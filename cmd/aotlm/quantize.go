@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -17,8 +16,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/output"
-	"github.com/aotlm/aotlm/internal/qmodel"
-	"github.com/aotlm/aotlm/internal/quant"
+	"github.com/aotlm/aotlm/internal/recipe"
 )
 
 func newQuantizeCmd() *cobra.Command {
@@ -44,7 +42,7 @@ func newQuantizeCmd() *cobra.Command {
 and the tokenizer), which compile, run and ppl read. MODEL is a file or
 folder, or a Hub repository org/name[@rev] (pulled first, see aotlm pull).
 
-Recipes are JSON files, or one of the presets: ` + strings.Join(quant.PresetNames(), ", ") + `.
+Recipes are JSON files, or one of the presets: ` + strings.Join(recipe.Presets(), ", ") + `.
 A weight whose input width the recipe's block size does not divide gets a
 padded last block, or W8 with --fallback-w8; a q6k weight whose width is
 not a multiple of 256 always becomes W8 (q6k has no padded form, as
@@ -79,7 +77,7 @@ sensitive linears over large ones.`,
   aotlm quantize Qwen3-0.6B/ -o q/ --recipe my-recipe.json --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			recipe, err := loadRecipe(recipeArg)
+			rcp, err := recipe.Load(recipeArg)
 			if err != nil {
 				return err
 			}
@@ -94,7 +92,7 @@ sensitive linears over large ones.`,
 				if err != nil {
 					return fmt.Errorf("--report-sensitivity: %w", err)
 				}
-				rows, base, err := sensitivity(args[0], recipe, string(text), tokPath, sensCtx, sensChunks, threads)
+				rows, base, err := recipe.Sensitivity(args[0], rcp, string(text), tokPath, sensCtx, sensChunks, threads)
 				if err != nil {
 					return err
 				}
@@ -105,28 +103,17 @@ sensitive linears over large ones.`,
 					printSensitivity(cmd.OutOrStdout(), rows, base)
 					return nil
 				}
-				maxBits, maxBytes, err := parseSize(maxSize)
-				if err != nil {
-					return err
-				}
-				other, total, err := otherBits(args[0], recipe, rows)
-				if err != nil {
-					return err
-				}
 				var est float64
 				var kept []string
-				if recipe, est, kept, err = autoRecipe(recipe, rows, other, total, maxBits, maxBytes, autoOrder == "kl-per-bit"); err != nil {
+				if rcp, est, kept, err = recipe.AutoWithin(args[0], rcp, rows, maxSize, autoOrder == "kl-per-bit"); err != nil {
 					return err
 				}
-				rj, _ := json.Marshal(recipe)
+				rj, _ := json.Marshal(rcp)
 				fmt.Fprintf(cmd.ErrOrStderr(), "auto: %d linears kept at w8 (%s), estimated %.2f bits per weight; recipe:\n%s\n",
 					len(kept), strings.Join(kept, ", "), est, rj)
 			}
 			if out == "" {
 				return fmt.Errorf("no output folder: pass -o DIR")
-			}
-			if lpbqReference {
-				recipe = withLPBQMode(recipe, quant.LPBQReference)
 			}
 			if jobs < 0 {
 				return fmt.Errorf("--jobs %d: want 0 (one per CPU) or more", jobs)
@@ -135,27 +122,10 @@ sensitive linears over large ones.`,
 			if err != nil {
 				return err
 			}
-			tokSrc := tokPath
-			if tokSrc == "" {
-				tokSrc = src
-			}
-			prepare, err := prepareFunc(recipe, calibOptions{file: calibFile, samples: calibSamples, len_: calibLen,
-				tokenizer: tokSrc, threads: threads})
-			if err != nil {
-				return err
-			}
-			if prepare != nil {
-				// rotations and calibration hold the whole model in float32,
-				// and GPTQ its inputs' Hessians: collect garbage at 25%
-				// growth rather than Go's default 100%, so the peak stays
-				// near what is live (their slices hold no pointers, so
-				// the extra collections are cheap)
-				defer debug.SetGCPercent(debug.SetGCPercent(25))
-			}
 			bar := newTensorBar(cmd.ErrOrStderr(), "quantizing")
-			opts := qmodel.Options{Recipe: recipe, Tokenizer: tokPath, FallbackW8: fallbackW8, Force: force, Jobs: jobs, Prepare: prepare,
-				Progress: func(p qmodel.Progress) { bar.update(p.Done, p.Total, p.Bytes, p.TotalBytes) }}
-			rep, err := qmodel.Quantize(src, out, opts)
+			rep, err := recipe.Quantize(src, out, recipe.QuantizeOptions{Recipe: rcp, LPBQReference: lpbqReference, Tokenizer: tokPath,
+				FallbackW8: fallbackW8, Force: force, Jobs: jobs, Progress: bar.update,
+				Calib: recipe.CalibOptions{File: calibFile, Samples: calibSamples, Len: calibLen, Threads: threads}})
 			if errors.Is(err, output.ErrExists) {
 				return fmt.Errorf("%w (pass --force to replace it)", err)
 			}
@@ -204,39 +174,10 @@ sensitive linears over large ones.`,
 	return cmd
 }
 
-// loadRecipe reads a preset name or a recipe file.
-// A preset name wins over a file of the same name in the working folder.
-func loadRecipe(arg string) (quant.Recipe, error) {
-	if r, err := quant.Preset(arg); err == nil {
-		return r, nil
-	}
-	if st, err := os.Stat(arg); err == nil && st.Mode().IsRegular() {
-		return quant.LoadRecipe(arg)
-	}
-	return quant.Recipe{}, fmt.Errorf("recipe %q is neither a preset (%s) nor a recipe file", arg, strings.Join(quant.PresetNames(), ", "))
-}
-
 // isTerminal reports whether w is a terminal (progress bars draw only there).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// withLPBQMode sets the mode of every LPBQ scheme of the recipe.
-func withLPBQMode(r quant.Recipe, mode quant.LPBQMode) quant.Recipe {
-	if r.Default.Kind == quant.KindLPBQ {
-		r.Default.Mode = mode
-	}
-	over := make([]quant.Override, len(r.Overrides))
-	copy(over, r.Overrides)
-	for i := range over {
-		if over[i].Scheme.Kind == quant.KindLPBQ {
-			over[i].Scheme.Mode = mode
-		}
-	}
-	r.Overrides = over
-	r.Name += "+reference"
-	return r
 }
 
 // terminalSafe returns name as is when it is plain printable text, and
@@ -247,4 +188,14 @@ func terminalSafe(name string) string {
 		return name
 	}
 	return strconv.Quote(name)
+}
+
+// printSensitivity prints the rows of --report-sensitivity as a table.
+func printSensitivity(w io.Writer, rows []recipe.Row, basePPL float64) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "tensor\tscheme\tKL alone\tPPL alone (float %.4f)\tsame top-1\n", basePPL)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%.6f\t%.4f\t%.2f%%\n", r.Name, r.Scheme, r.KL, r.PPL, 100*r.Top1)
+	}
+	tw.Flush()
 }

@@ -7,11 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/aotlm/aotlm"
-	"github.com/aotlm/aotlm/internal/artifact"
-	"github.com/aotlm/aotlm/internal/model"
-	"github.com/aotlm/aotlm/internal/modelparts"
-	"github.com/aotlm/aotlm/internal/tokenizer"
+	"github.com/aotlm/aotlm/internal/load"
 )
 
 func newTokenizeCmd() *cobra.Command {
@@ -35,21 +31,9 @@ unless --no-parse-special is given. No BOS is added unless --bos.`,
 			if path == "" {
 				return fmt.Errorf("no tokenizer: pass -m <tokenizer or model>")
 			}
-			tok, err := tokenizerOf(path)
+			ids, tokens, err := load.Tokenize(path, strings.Join(args, " "), bos, !noParseSpecial)
 			if err != nil {
 				return err
-			}
-			text := strings.Join(args, " ")
-			ids, err := tokenizer.EncodeChecked(tok, text, tokenizer.EncodeOptions{AddSpecial: bos, ParseSpecial: !noParseSpecial})
-			if err != nil {
-				return err
-			}
-			if bos && tok.BOS() >= 0 && (len(ids) == 0 || ids[0] != tok.BOS()) {
-				ids = append([]int{tok.BOS()}, ids...)
-			}
-			tokens := make([]string, len(ids))
-			for i, id := range ids {
-				tokens[i] = tok.Token(id)
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -70,24 +54,4 @@ unless --no-parse-special is given. No BOS is added unless --bos.`,
 	f.BoolVar(&noParseSpecial, "no-parse-special", false, "read special tokens in the text as plain text")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object {ids, tokens}")
 	return cmd
-}
-
-// tokenizerOf opens the tokenizer of a path: an artifact's stored one, a
-// tokenizer file or folder, or a model's.
-func tokenizerOf(path string) (tokenizer.Tokenizer, error) {
-	if err := checkModelPath(path); err != nil {
-		return nil, err
-	}
-	if artifact.IsArtifact(path) {
-		m, err := aotlm.Open(path, aotlm.Options{Threads: 1})
-		if err != nil {
-			return nil, err
-		}
-		defer m.Close()
-		if m.Tokenizer() == nil {
-			return nil, fmt.Errorf("%s: %w (the artifact stores none)", path, aotlm.ErrNoTokenizer)
-		}
-		return modelparts.Tokenizer(m), nil
-	}
-	return model.OpenTokenizer(path, 0)
 }

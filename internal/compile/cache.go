@@ -3,12 +3,17 @@ package compile
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/plan"
@@ -42,6 +47,30 @@ func Cached(path string, opts Options, log io.Writer) (string, error) {
 	if artifact.IsArtifact(path) {
 		return path, nil
 	}
+	out, err := CachePath(path, opts)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(out); err == nil {
+		a, err := artifact.Open(out, artifact.OpenOptions{})
+		if err == nil {
+			a.Close()
+			return out, nil
+		}
+		if err := Evict(out, err, log); err != nil {
+			return "", err
+		}
+	}
+	if err := CompileInto(path, out, opts, log); err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+// CachePath returns the file the cache keeps the model at path in once
+// compiled with opts (see Cached for what the key covers); the file may
+// not exist yet.
+func CachePath(path string, opts Options) (string, error) {
 	key, err := cacheKey(path, opts)
 	if err != nil {
 		return "", err
@@ -50,31 +79,33 @@ func Cached(path string, opts Options, log io.Writer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out := filepath.Join(dir, key+".aot")
-	if _, err := os.Stat(out); err == nil {
-		a, err := artifact.Open(out, artifact.OpenOptions{})
-		if err == nil {
-			a.Close()
-			return out, nil
-		}
-		if log != nil {
-			fmt.Fprintf(log, "the cached artifact %s does not open (%v): compiling again\n", out, err)
-		}
-		if err := os.Remove(out); err != nil {
-			return "", fmt.Errorf("cache: %w", err)
-		}
+	return filepath.Join(dir, key+".aot"), nil
+}
+
+// Evict removes the cached artifact out, which did not open (why), saying
+// so on log (when not nil) before it is compiled again.
+func Evict(out string, why error, log io.Writer) error {
+	if log != nil {
+		fmt.Fprintf(log, "the cached artifact %s does not open (%v): compiling again\n", out, why)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("cache: %w", err)
+	if err := os.Remove(out); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	return nil
+}
+
+// CompileInto compiles the model at path into the cache file out (from
+// CachePath), creating the cache folder, with one line on log (when not
+// nil).
+func CompileInto(path, out string, opts Options, log io.Writer) error {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return fmt.Errorf("cache: %w", err)
 	}
 	if log != nil {
 		fmt.Fprintf(log, "compiling %s into %s (once)\n", path, out)
 	}
 	// the artifact writer builds a temp file and renames it into place
-	if err := CompileFile(path, out, opts); err != nil {
-		return "", err
-	}
-	return out, nil
+	return CompileFile(path, out, opts)
 }
 
 func cacheKey(path string, opts Options) (string, error) {
@@ -144,4 +175,41 @@ func statInto(w io.Writer, path string) error {
 		fmt.Fprintf(w, "%s %d %s %s\n", e.Name(), info.Size(), strconv.FormatInt(info.ModTime().UnixNano(), 10), fileIdentity(info))
 	}
 	return nil
+}
+
+// CachedArtifact is one compiled artifact in the compile cache.
+type CachedArtifact struct {
+	Name     string    `json:"name"`
+	Path     string    `json:"path"`
+	Size     int64     `json:"size"`
+	Modified time.Time `json:"modified"`
+}
+
+// CachedArtifacts returns the cache folder and the artifacts in it, the
+// newest first (none when the folder does not exist yet).
+func CachedArtifacts() (string, []CachedArtifact, error) {
+	dir, err := CacheDir()
+	if err != nil {
+		return "", nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return dir, nil, nil
+	}
+	if err != nil {
+		return dir, nil, fmt.Errorf("compile cache: %w", err)
+	}
+	var out []CachedArtifact
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".aot") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		out = append(out, CachedArtifact{Name: e.Name(), Path: filepath.Join(dir, e.Name()), Size: info.Size(), Modified: info.ModTime()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Modified.After(out[j].Modified) })
+	return dir, out, nil
 }

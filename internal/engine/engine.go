@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/aotlm/aotlm/internal/artifact"
+	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/tensor"
@@ -104,6 +105,10 @@ func Open(path string) (*Engine, error) { return OpenWith(path, Options{}) }
 // OpenWith maps the artifact at path, validates its manifest, every plan
 // it lists, and every weight the plans read, and starts its worker pool.
 func OpenWith(path string, opts Options) (*Engine, error) {
+	// the kernels' walk as stored by a tune: a load never times one
+	if _, err := kernel.StoredTune(); err != nil {
+		return nil, err
+	}
 	art, err := artifact.Open(path, artifact.OpenOptions{HugePages: opts.HugePages})
 	if err != nil {
 		return nil, err

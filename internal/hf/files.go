@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/aotlm/aotlm/internal/gendefaults"
 	"os"
 	"path/filepath"
 	"strings"
@@ -254,6 +255,9 @@ func folderExtras(dir string, f *Files) error {
 			if v, ok := g[k]; ok {
 				f.Generation[k] = v
 			}
+		}
+		if _, err := gendefaults.Parse(f.Generation); err != nil {
+			return fmt.Errorf("generation_config.json: %w", err)
 		}
 	}
 	return nil

@@ -95,34 +95,99 @@ type TuneResult struct {
 	Version int                `json:"version"` // tuneVersion of the probe
 }
 
-// TuneEnv names the environment variable that steers TuneOnce: unset to
-// probe once per machine (cached in $AOTLM_CACHE/kernel-tune.json), "probe"
-// to probe again and rewrite the cache, "off" for the default walk
-// without a probe, or a walk's name (DecodeWalk's) to use it.
+// TuneEnv names the environment variable that steers TuneOnce and
+// StoredTune: unset for TuneOnce to probe once per machine (cached in
+// $AOTLM_CACHE/kernel-tune.json) and StoredTune to read that choice,
+// "probe" for TuneOnce to probe again and rewrite the cache, "off" for
+// the default walk without a probe, or a walk's name (DecodeWalk's) to
+// use it.
 const TuneEnv = "AOTLM_KERNEL_TUNE"
 
-var (
-	tuneOnce sync.Once
-	tuned    TuneResult
-	tuneErr  error
-)
+// tuneState holds the process's one tuning outcome: TuneOnce's probe or
+// StoredTune's read, whichever ran first.
+var tuneState struct {
+	sync.Mutex
+	done bool
+	res  TuneResult
+	err  error
+}
 
 // TuneOnce tunes the kernels for this CPU the first time it is called in
-// a process, as TuneEnv says, and returns that outcome every time. The
-// error is for a TuneEnv value it does not know; a cache it cannot read
-// or write only costs a probe, said in the result's Note.
+// a process, as TuneEnv says, and returns that outcome every time (also
+// when StoredTune ran first). The error is for a TuneEnv value it does
+// not know; a cache it cannot read or write only costs a probe, said in
+// the result's Note.
 func TuneOnce() (TuneResult, error) {
-	tuneOnce.Do(func() {
+	tuneState.Lock()
+	defer tuneState.Unlock()
+	if !tuneState.done {
 		file, err := tuneFile()
 		if err != nil {
 			file = ""
 		}
-		tuned, tuneErr = tuneAs(os.Getenv(TuneEnv), file)
-		if err != nil && tuneErr == nil && tuned.GBps != nil {
-			tuned.Note = "not cached: " + err.Error()
+		tuneState.res, tuneState.err = tuneAs(os.Getenv(TuneEnv), file)
+		if err != nil && tuneState.err == nil && tuneState.res.GBps != nil {
+			tuneState.res.Note = "not cached: " + err.Error()
 		}
-	})
-	return tuned, tuneErr
+		tuneState.done = true
+	}
+	return tuneState.res, tuneState.err
+}
+
+// StoredTune sets the walk without a probe and without writing a file,
+// the first time it is called in a process (or returns TuneOnce's
+// outcome if that ran first): TuneEnv's walk ("off": the default), else
+// the choice a tune stored for this CPU and kernels (TuneOnce, Tune),
+// else the default walk, its Note saying that no tune is stored. Opening
+// a model calls it: a load reads a choice and never times one.
+func StoredTune() (TuneResult, error) {
+	tuneState.Lock()
+	defer tuneState.Unlock()
+	if !tuneState.done {
+		tuneState.res, tuneState.err = storedAs(os.Getenv(TuneEnv))
+		tuneState.done = true
+	}
+	return tuneState.res, tuneState.err
+}
+
+// Retune probes the walks again, whatever is stored, stores the choice
+// for StoredTune (the result's Written names the file) and uses it in
+// this process: what `aotlm tune` runs.
+func Retune() (TuneResult, error) {
+	tuneState.Lock()
+	defer tuneState.Unlock()
+	file, err := tuneFile()
+	if err != nil {
+		return TuneResult{}, fmt.Errorf("kernel tune: no cache folder: %w", err)
+	}
+	res, err := Tune(file, true)
+	if err != nil {
+		return res, err
+	}
+	tuneState.res, tuneState.err, tuneState.done = res, nil, true
+	return res, nil
+}
+
+// storedAs is StoredTune for the TuneEnv value v.
+func storedAs(v string) (TuneResult, error) {
+	if v != "" && v != "probe" {
+		return tuneAs(v, "")
+	}
+	res := TuneResult{CPU: cpuKey(), Walk: DecodeWalk(), Version: tuneVersion}
+	if len(decodeWalks()) < 2 {
+		return res, nil
+	}
+	file, err := tuneFile()
+	if err != nil {
+		res.Note = "no tune stored: " + err.Error()
+		return res, nil
+	}
+	c, ok := readTune(file, res.CPU)
+	if !ok {
+		res.Note = "no tune stored for this CPU in " + file
+		return res, nil
+	}
+	return c, nil
 }
 
 // tuneAs tunes as the TuneEnv value v says, with the cache file (none if
@@ -182,12 +247,8 @@ func Tune(cacheFile string, reprobe bool) (TuneResult, error) {
 		return res, nil
 	}
 	if cacheFile != "" && !reprobe {
-		if b, err := os.ReadFile(cacheFile); err == nil {
-			var c TuneResult
-			if json.Unmarshal(b, &c) == nil && c.CPU == res.CPU && c.Version == tuneVersion && SetDecodeWalk(c.Walk) == nil {
-				c.Cached = true
-				return c, nil
-			}
+		if c, ok := readTune(cacheFile, res.CPU); ok {
+			return c, nil
 		}
 	}
 	res.GBps = probeWalks(walks)
@@ -218,6 +279,21 @@ func pickWalk(walks []int32, gbps map[string]float64) int32 {
 		}
 	}
 	return best
+}
+
+// readTune reads a choice stored in file for the CPU and kernels cpu and
+// sets its walk; ok is false when there is none to take.
+func readTune(file, cpu string) (TuneResult, bool) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return TuneResult{}, false
+	}
+	var c TuneResult
+	if json.Unmarshal(b, &c) != nil || c.CPU != cpu || c.Version != tuneVersion || SetDecodeWalk(c.Walk) != nil {
+		return TuneResult{}, false
+	}
+	c.Cached = true
+	return c, true
 }
 
 // writeTune writes res to file through a temporary file and a rename.

@@ -169,6 +169,49 @@ func TestTuneAs(t *testing.T) {
 	}
 }
 
+// TestStoredAs: StoredTune's read takes the choice stored for this CPU
+// and sets its walk, and without one keeps the walk in use, saying so,
+// with no probe and no file written; a walk's name still sets it.
+func TestStoredAs(t *testing.T) {
+	saved := decodeWalk.Load()
+	defer decodeWalk.Store(saved)
+	cache := t.TempDir()
+	t.Setenv("AOTLM_CACHE", cache)
+	if _, err := storedAs("sideways"); err == nil || !strings.Contains(err.Error(), TuneEnv) {
+		t.Fatalf("unknown value: error %v, want one naming %s", err, TuneEnv)
+	}
+	if len(decodeWalks()) < 2 {
+		if res, err := storedAs(""); err != nil || res.Walk != "fixed" {
+			t.Fatalf("one walk: %+v, %v", res, err)
+		}
+		return
+	}
+	decodeWalk.Store(walkRows)
+	res, err := storedAs("")
+	if err != nil || res.GBps != nil || res.Cached || res.Walk != "rows" || res.Note == "" {
+		t.Fatalf("nothing stored: %+v, %v", res, err)
+	}
+	if entries, _ := os.ReadDir(cache); len(entries) != 0 {
+		t.Fatalf("nothing stored: %d files written", len(entries))
+	}
+	file := filepath.Join(cache, "kernel-tune.json")
+	if err := writeTune(file, TuneResult{CPU: cpuKey(), Walk: "tiles4", Version: tuneVersion}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := storedAs(""); err != nil || !res.Cached || res.Walk != "tiles4" || DecodeWalk() != "tiles4" {
+		t.Fatalf("stored tiles4: %+v, %v (in use %s)", res, err, DecodeWalk())
+	}
+	if err := writeTune(file, TuneResult{CPU: "another CPU", Walk: "rows", Version: tuneVersion}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := storedAs(""); err != nil || res.Cached || DecodeWalk() != "tiles4" {
+		t.Fatalf("another CPU's choice was taken: %+v, %v", res, err)
+	}
+	if res, err := storedAs("rows"); err != nil || res.Walk != "rows" || DecodeWalk() != "rows" {
+		t.Fatalf("rows by name: %+v, %v", res, err)
+	}
+}
+
 // BenchmarkDecodeWalks times every decode walk on one token against
 // weights streamed from memory (4-bit LPBQ and 8-bit, 576, 1024 and 8192
 // wide, 64-150 MB each), on 1 and 2 threads, the walks taking turns

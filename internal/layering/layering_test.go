@@ -26,7 +26,9 @@ var allowed = map[string][]string{
 	"internal/tokenizer": {"internal/limits"},
 	"internal/chat":      {"internal/limits"},
 	"internal/sample":    {"internal/kernel", "internal/tensor"}, // greedy picks use kernel.Argmax
-	"internal/constrain": {},
+	// the runtime's generation defaults read through it: nothing else
+	"internal/gendefaults": {"internal/sample", "internal/kernel", "internal/tensor"},
+	"internal/constrain":   {},
 	// decoding strategies verify their guesses through engine passes
 	"internal/decoding": {"internal/sample", "internal/engine", "internal/op", "internal/plan", "internal/artifact",
 		"internal/tensor", "internal/mmapfile", "internal/kernel", "internal/output", "internal/limits", "internal/hugemem"},

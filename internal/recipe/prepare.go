@@ -1,6 +1,7 @@
-package main
+package recipe
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,29 +9,33 @@ import (
 	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/calib"
 	"github.com/aotlm/aotlm/internal/eval"
+	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/op"
+	"github.com/aotlm/aotlm/internal/qdq"
 	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/quant"
 	"github.com/aotlm/aotlm/internal/rotate"
 )
 
-// calibOptions are quantize's calibration flags.
-type calibOptions struct {
-	file          string
-	samples, len_ int
-	tokenizer     string // tokenizer of the source (file or model path)
-	threads       int
+// CalibOptions say what a recipe's calibration runs on: Samples windows
+// of Len tokens of the text File, tokenized with Tokenizer (a tokenizer
+// file or a model path), on Threads threads.
+type CalibOptions struct {
+	File         string
+	Samples, Len int
+	Tokenizer    string
+	Threads      int
 }
 
-// calibSamples tokenizes the calibration file once and cuts n windows of
-// l tokens spread evenly over it, each started with BOS when the tokenizer
-// adds one.
-func calibSamples(o calibOptions) ([][]int, error) {
-	text, err := os.ReadFile(o.file)
+// Samples tokenizes the calibration file once and cuts o.Samples windows
+// of o.Len tokens spread evenly over it (fewer when the text is short),
+// each started with BOS when the tokenizer adds one.
+func Samples(o CalibOptions) ([][]int, error) {
+	text, err := os.ReadFile(o.File)
 	if err != nil {
 		return nil, fmt.Errorf("calibration text: %w", err)
 	}
-	tok, err := openTokenizer(o.tokenizer, o.tokenizer)
+	tok, err := load.Tokenizer(o.Tokenizer, o.Tokenizer)
 	if err != nil {
 		return nil, err
 	}
@@ -38,20 +43,20 @@ func calibSamples(o calibOptions) ([][]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.samples < 1 || o.len_ < 2 {
-		return nil, fmt.Errorf("--calib-samples %d and --calib-len %d: want at least 1 sample of 2 tokens", o.samples, o.len_)
+	if o.Samples < 1 || o.Len < 2 {
+		return nil, fmt.Errorf("--calib-samples %d and --calib-len %d: want at least 1 sample of 2 tokens", o.Samples, o.Len)
 	}
-	if len(ids) < o.len_ {
-		return nil, fmt.Errorf("calibration text %s has %d tokens, fewer than --calib-len %d", o.file, len(ids), o.len_)
+	if len(ids) < o.Len {
+		return nil, fmt.Errorf("calibration text %s has %d tokens, fewer than --calib-len %d", o.File, len(ids), o.Len)
 	}
-	n := min(o.samples, len(ids)/o.len_)
+	n := min(o.Samples, len(ids)/o.Len)
 	out := make([][]int, n)
 	for i := range out {
 		start := 0
 		if n > 1 {
-			start = i * (len(ids) - o.len_) / (n - 1)
+			start = i * (len(ids) - o.Len) / (n - 1)
 		}
-		out[i] = append([]int(nil), ids[start:start+o.len_]...)
+		out[i] = append([]int(nil), ids[start:start+o.Len]...)
 		if bos >= 0 {
 			out[i][0] = bos
 		}
@@ -59,8 +64,8 @@ func calibSamples(o calibOptions) ([][]int, error) {
 	return out, nil
 }
 
-// calibRecord is what the manifest's "calibration" entry holds.
-type calibRecord struct {
+// Record is what a quantized model's manifest holds under "calibration".
+type Record struct {
 	Rotation *rotate.Report      `json:"rotation,omitempty"`
 	Text     string              `json:"text,omitempty"`
 	Samples  int                 `json:"samples,omitempty"`
@@ -74,18 +79,19 @@ type calibRecord struct {
 	Outliers map[string]int `json:"outlier_channels,omitempty"`
 }
 
-// prepareFunc returns quantize's Prepare step for a recipe: rotations,
-// then calibration and the calibrated methods.
-func prepareFunc(r quant.Recipe, o calibOptions) (func(*arch.Model) (*qmodel.Prepared, error), error) {
+// Prepare returns quantize's Prepare step for a recipe: rotations, then
+// calibration and the calibrated methods; nil when the recipe needs none
+// and o names no calibration text.
+func Prepare(r quant.Recipe, o CalibOptions) (func(*arch.Model) (*qmodel.Prepared, error), error) {
 	rot := r.Rotation != (quant.Rotation{})
-	if !rot && !r.Calibration.Needed() && o.file == "" {
+	if !rot && !r.Calibration.Needed() && o.File == "" {
 		return nil, nil
 	}
-	if r.Calibration.Needed() && o.file == "" {
+	if r.Calibration.Needed() && o.File == "" {
 		return nil, fmt.Errorf("recipe %s uses calibrated methods (awq, smooth_alpha, gptq, grid_search, outliers): pass --calib <text file>", r.Name)
 	}
 	return func(m *arch.Model) (*qmodel.Prepared, error) {
-		rec := calibRecord{Methods: r.Calibration}
+		rec := Record{Methods: r.Calibration}
 		prep := &qmodel.Prepared{Record: &rec, GPTQ: quant.GPTQOptions{Damp: r.Calibration.GPTQDamp, ActOrder: r.Calibration.GPTQActOrder, Refit: r.Calibration.GPTQRefit}}
 		if rot {
 			rep, err := rotate.Apply(m, rotate.Options{R1: r.Rotation.R1, R2: r.Rotation.R2, R3: r.Rotation.R3, R4: r.Rotation.R4, Seed: r.Rotation.Seed})
@@ -94,24 +100,24 @@ func prepareFunc(r quant.Recipe, o calibOptions) (func(*arch.Model) (*qmodel.Pre
 			}
 			rec.Rotation = rep
 		}
-		if o.file == "" {
+		if o.File == "" {
 			return prep, nil
 		}
-		samples, err := calibSamples(o)
+		samples, err := Samples(o)
 		if err != nil {
 			return nil, err
 		}
-		st, err := calib.Collect(m, samples, calib.Options{Hessian: r.Calibration.GPTQ, Threads: o.threads})
+		st, err := calib.Collect(m, samples, calib.Options{Hessian: r.Calibration.GPTQ, Threads: o.Threads})
 		if err != nil {
 			return nil, err
 		}
-		rec.Text, rec.Samples, rec.Tokens = filepath.Base(o.file), st.Samples, st.Tokens
+		rec.Text, rec.Samples, rec.Tokens = filepath.Base(o.File), st.Samples, st.Tokens
 		meth := calib.Methods{SmoothAlpha: r.Calibration.SmoothAlpha, AWQ: r.Calibration.AWQ, AWQGrid: r.Calibration.AWQGrid}
 		if rec.Groups, err = calib.Scale(m, st, r.SchemeFor, meth); err != nil {
 			return nil, err
 		}
 		if r.Calibration.Sequential {
-			copts := calib.Options{Hessian: r.Calibration.GPTQ, Threads: o.threads}
+			copts := calib.Options{Hessian: r.Calibration.GPTQ, Threads: o.Threads}
 			if err := calib.Sequential(m, st, samples, copts, sequentialQuantizer(r, st, prep.GPTQ)); err != nil {
 				return nil, err
 			}
@@ -230,4 +236,24 @@ func rangeWithout(in *calib.Input, idx []int) [2]float32 {
 		}
 	}
 	return [2]float32{min(max(in.Min, -float32(m)), 0), max(min(in.Max, float32(m)), 0)}
+}
+
+// RecordedRanges returns the linear input ranges a quantized folder's
+// calibration recorded, or nil.
+func RecordedRanges(man *qmodel.Manifest) (map[string]qdq.Range, error) {
+	if len(man.Calibration) == 0 {
+		return nil, nil
+	}
+	var rec Record
+	if err := json.Unmarshal(man.Calibration, &rec); err != nil {
+		return nil, fmt.Errorf("manifest calibration: %w", err)
+	}
+	if len(rec.Ranges) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]qdq.Range, len(rec.Ranges))
+	for name, r := range rec.Ranges {
+		out[name] = qdq.Range{Min: r[0], Max: r[1]}
+	}
+	return out, nil
 }

@@ -1,4 +1,4 @@
-package main
+package recipe
 
 import (
 	"math"
@@ -16,7 +16,7 @@ func TestAutoRecipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := []sensRow{
+	rows := []Row{
 		{Name: "a", KL: 0.3, Params: 100, Bits: 4, W8Bits: 9},   // +500
 		{Name: "b", KL: 0.2, Params: 1000, Bits: 4, W8Bits: 9},  // +5000: does not fit
 		{Name: "c", KL: 0.1, Params: 100, Bits: 4, W8Bits: 9},   // +500
@@ -24,7 +24,7 @@ func TestAutoRecipe(t *testing.T) {
 		{Name: "e", KL: 0.01, Params: 1000, Bits: 4, W8Bits: 9}, // no room left
 	}
 	// other 1000 bits, 2300 params: base = 1000 + 4*2200 + 9*100 = 10700 bits
-	got, est, kept, err := autoRecipe(r, rows, 1000, 2300, 0, 11800.0/8, false)
+	got, est, kept, err := Auto(r, rows, 1000, 2300, 0, 11800.0/8, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,12 +40,12 @@ func TestAutoRecipe(t *testing.T) {
 	if s := got.SchemeFor("b"); s.Kind != quant.KindLPBQ {
 		t.Errorf("b gets %v", s)
 	}
-	if _, _, _, err := autoRecipe(r, rows, 1000, 2300, 4, 0, false); err == nil {
+	if _, _, _, err := Auto(r, rows, 1000, 2300, 4, 0, false); err == nil {
 		t.Error("a budget below the recipe itself was accepted")
 	}
 	// per bit: y and z (2e-4, 1.6e-4 per bit) before x (6e-5 per bit),
 	// which no longer fits; by KL alone x first, then y
-	rows = []sensRow{
+	rows = []Row{
 		{Name: "x", KL: 0.3, Params: 1000, Bits: 4, W8Bits: 9}, // +5000
 		{Name: "y", KL: 0.1, Params: 100, Bits: 4, W8Bits: 9},  // +500
 		{Name: "z", KL: 0.08, Params: 100, Bits: 4, W8Bits: 9}, // +500
@@ -55,7 +55,7 @@ func TestAutoRecipe(t *testing.T) {
 		perBit bool
 		want   string
 	}{{false, "x,y"}, {true, "y,z"}} {
-		_, _, kept, err := autoRecipe(r, rows, 1000, 1200, 0, (5800+5500)/8.0, c.perBit)
+		_, _, kept, err := Auto(r, rows, 1000, 1200, 0, (5800+5500)/8.0, c.perBit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,14 +67,14 @@ func TestAutoRecipe(t *testing.T) {
 		in         string
 		bits, byts float64
 	}{{"5.5b", 5.5, 0}, {"6bpw", 6, 0}, {"1.5MB", 0, 1.5e6}, {"300000", 0, 3e5}, {"2GB", 0, 2e9}} {
-		b, y, err := parseSize(c.in)
+		b, y, err := ParseSize(c.in)
 		if err != nil || b != c.bits || y != c.byts {
-			t.Errorf("parseSize(%q) = %v, %v, %v", c.in, b, y, err)
+			t.Errorf("ParseSize(%q) = %v, %v, %v", c.in, b, y, err)
 		}
 	}
 	for _, bad := range []string{"", "x", "-3b", "0"} {
-		if _, _, err := parseSize(bad); err == nil {
-			t.Errorf("parseSize(%q) accepted", bad)
+		if _, _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) accepted", bad)
 		}
 	}
 }

@@ -1,23 +1,22 @@
-package main
+package recipe
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/eval"
 	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/qdq"
 	"github.com/aotlm/aotlm/internal/quant"
 )
 
-// sensRow is one tensor's effect when quantized alone.
-type sensRow struct {
+// Row is one linear weight's effect on the model when quantized alone.
+type Row struct {
 	Name   string  `json:"name"`
 	Scheme string  `json:"scheme"`
 	KL     float64 `json:"kl"`
@@ -28,19 +27,19 @@ type sensRow struct {
 	W8Bits float64 `json:"w8_bits_per_weight"`
 }
 
-// sensitivity quantizes each linear weight of the float model at src
+// Sensitivity quantizes each linear weight of the float model at src
 // alone with the recipe's scheme (the rest float) and measures the KL
 // divergence of the result from the float model over the first chunks of
 // text, most sensitive first.
-func sensitivity(src string, r quant.Recipe, text, tokPath string, ctx, chunks, threads int) ([]sensRow, float64, error) {
-	m, err := loadFloat(src)
+func Sensitivity(src string, r quant.Recipe, text, tokPath string, ctx, chunks, threads int) ([]Row, float64, error) {
+	m, err := load.Float(src)
 	if err != nil {
 		return nil, 0, err
 	}
 	if tokPath == "" {
 		tokPath = src
 	}
-	tok, err := openTokenizer(tokPath, src)
+	tok, err := load.Tokenizer(tokPath, src)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -63,7 +62,7 @@ func sensitivity(src string, r quant.Recipe, text, tokPath string, ctx, chunks, 
 	if err != nil {
 		return nil, 0, err
 	}
-	var rows []sensRow
+	var rows []Row
 	var basePPL float64
 	for _, name := range names {
 		s := r.SchemeFor(name)
@@ -87,10 +86,10 @@ func sensitivity(src string, r quant.Recipe, text, tokPath string, ctx, chunks, 
 			return nil, 0, err
 		}
 		basePPL = res[0].PPL
-		rows = append(rows, sensRow{Name: name, Scheme: s.String(), KL: res[1].KL, PPL: res[1].PPL, Top1: res[1].Top1, Params: len(w),
+		rows = append(rows, Row{Name: name, Scheme: s.String(), KL: res[1].KL, PPL: res[1].PPL, Top1: res[1].Top1, Params: len(w),
 			Bits: q.BitsPerWeight(), W8Bits: 8 + 32/float64(cols)})
 	}
-	slices.SortStableFunc(rows, func(a, b sensRow) int {
+	slices.SortStableFunc(rows, func(a, b Row) int {
 		switch {
 		case a.KL > b.KL:
 			return -1
@@ -102,18 +101,9 @@ func sensitivity(src string, r quant.Recipe, text, tokPath string, ctx, chunks, 
 	return rows, basePPL, nil
 }
 
-func printSensitivity(w io.Writer, rows []sensRow, basePPL float64) {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "tensor\tscheme\tKL alone\tPPL alone (float %.4f)\tsame top-1\n", basePPL)
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%.6f\t%.4f\t%.2f%%\n", r.Name, r.Scheme, r.KL, r.PPL, 100*r.Top1)
-	}
-	tw.Flush()
-}
-
-// parseSize reads a --max-size: bits per weight ("5.5b", "5.5bpw") or bytes
+// ParseSize reads a --max-size: bits per weight ("5.5b", "5.5bpw") or bytes
 // ("300000", "1.5MB", "2GB", decimal units) of all parameters.
-func parseSize(v string) (bits float64, bytes float64, err error) {
+func ParseSize(v string) (bits float64, bytes float64, err error) {
 	s := strings.TrimSpace(strings.ToLower(v))
 	for _, suf := range []string{"bpw", "b"} {
 		if t, ok := strings.CutSuffix(s, suf); ok && !strings.HasSuffix(t, "m") && !strings.HasSuffix(t, "g") && !strings.HasSuffix(t, "k") {
@@ -141,15 +131,15 @@ func parseSize(v string) (bits float64, bytes float64, err error) {
 	return 0, f * mult, nil
 }
 
-// autoRecipe keeps the most sensitive linears at W8, most sensitive first,
+// Auto keeps the most sensitive linears at W8, most sensitive first,
 // while the model's estimated size stays within the budget (bits per
 // weight over all parameters, or bytes). With perBit, "most sensitive"
 // is the KL divergence divided by the bits W8 would add (a greedy
 // knapsack), else the KL divergence alone. other is the size in bits of
 // the parameters that are not linears (embeddings, norms), total the
 // count of all parameters. It returns the recipe with the W8 overrides
-// first and the estimated bits per weight.
-func autoRecipe(r quant.Recipe, rows []sensRow, other float64, total int, maxBits, maxBytes float64, perBit bool) (quant.Recipe, float64, []string, error) {
+// first, the estimated bits per weight and the linears kept at W8.
+func Auto(r quant.Recipe, rows []Row, other float64, total int, maxBits, maxBytes float64, perBit bool) (quant.Recipe, float64, []string, error) {
 	var size float64 = other
 	for _, row := range rows {
 		size += row.Bits * float64(row.Params)
@@ -163,13 +153,13 @@ func autoRecipe(r quant.Recipe, rows []sensRow, other float64, total int, maxBit
 	}
 	if perBit {
 		rows = slices.Clone(rows)
-		gain := func(r sensRow) float64 {
+		gain := func(r Row) float64 {
 			if r.W8Bits <= r.Bits {
 				return 0
 			}
 			return r.KL / ((r.W8Bits - r.Bits) * float64(r.Params))
 		}
-		slices.SortStableFunc(rows, func(a, b sensRow) int {
+		slices.SortStableFunc(rows, func(a, b Row) int {
 			switch ga, gb := gain(a), gain(b); {
 			case ga > gb:
 				return -1
@@ -202,12 +192,12 @@ func autoRecipe(r quant.Recipe, rows []sensRow, other float64, total int, maxBit
 	return r, size / float64(total), kept, nil
 }
 
-// otherBits returns the estimated storage in bits of the parameters of the
+// OtherBits returns the estimated storage in bits of the parameters of the
 // model at src that are not among rows (norms in float32, a lookup-only
 // embedding at W8 or at the scheme of a recipe override naming it), and
 // the count of all parameters.
-func otherBits(src string, r quant.Recipe, rows []sensRow) (float64, int, error) {
-	m, err := loadFloat(src)
+func OtherBits(src string, r quant.Recipe, rows []Row) (float64, int, error) {
+	m, err := load.Float(src)
 	if err != nil {
 		return 0, 0, err
 	}
