@@ -88,6 +88,9 @@ type Config struct {
 
 	// RWKV holds RWKV-7's own sizes (rwkv7.go); nil for other families.
 	RWKV *RWKVConfig `json:"rwkv,omitempty"`
+	// ShortConv holds LFM2's short-convolution layers (lfm2.go); nil for
+	// other families.
+	ShortConv *ShortConvConfig `json:"short_conv,omitempty"`
 
 	Tied bool  `json:"tied"` // classifier shares the embedding table
 	BOS  int   `json:"bos"`  // -1 if unknown
@@ -134,6 +137,12 @@ func (c *Config) Validate() error {
 	if f := familyByName(c.Family); f != nil && f.validate != nil {
 		return f.validate(c)
 	}
+	return c.validateDecoder()
+}
+
+// validateDecoder checks the sizes, rope and multipliers of an attention
+// decoder.
+func (c *Config) validateDecoder() error {
 	pos := []struct {
 		name string
 		v    int

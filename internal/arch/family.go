@@ -35,6 +35,10 @@ type Family struct {
 	// families whose tensors need reshaping.
 	validate func(c *Config) error
 	load     func(ck format.Checkpoint, c *Config, g *graph.Graph) (graph.Weights, error)
+	// squeeze accepts a tensor whose shape is the expected one with extra
+	// dimensions of size 1 (LFM2's conv weight [C, 1, L]): the values are
+	// in the same order.
+	squeeze bool
 }
 
 // check validates c with the family's rule.

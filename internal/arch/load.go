@@ -169,7 +169,7 @@ func Open(ck format.Checkpoint) (*Source, error) {
 			}
 			return nil, fmt.Errorf("%s checkpoint has no tensor %q%s", ck.Format(), src, hint)
 		}
-		if !shapeIs(info.Shape, shape) {
+		if !shapeIs(info.Shape, shape) && !(f.squeeze && shapeIs(squeezed(info.Shape), shape)) {
 			return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", src, info.Shape, shape)
 		}
 		s.names[name] = src
@@ -224,6 +224,17 @@ func (s *Source) Read(name string) ([]float32, error) {
 		}
 	}
 	return v, nil
+}
+
+// squeezed returns shape without its dimensions of size 1.
+func squeezed(shape []int64) []int64 {
+	var out []int64
+	for _, d := range shape {
+		if d != 1 {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func shapeIs(got []int64, want []int) bool {
