@@ -8,7 +8,7 @@ import (
 
 // recState is a session's recurrent state: one slot per plan state slot,
 // carried across passes (token_shift's previous row, wkv7's [H, E, E]
-// matrices), and the wkv7 scratch.
+// matrices, short_conv's last rows), and the wkv7 scratch.
 type recState struct {
 	slots [][]float32
 	tmp   []float32
@@ -66,5 +66,7 @@ func (r *recState) run(st *step, out []float32, in [][]float32, rows, cols int) 
 		}
 	case op.WKV7:
 		op.WKV7Rows(out, in[0], in[1], in[2], in[3], in[4], r.slots[st.Slot], [5][]float32(st.ws), rows, cols, st.HeadDim, st.Eps, r.tmp)
+	case op.ShortConv:
+		op.ShortConvRows(out, x, st.ws[0], r.slots[st.Slot], rows, cols, st.HeadDim)
 	}
 }
