@@ -128,3 +128,112 @@ func prefillAllAR(s *engine.Session, ids []int, ar int) ([][]float32, error) {
 	}
 	return rows, nil
 }
+
+// TestLFM2Rewind checks that a session of the lfm2 artifact rewinds its
+// convolution state: after a prompt, rewinding to earlier positions (a
+// pass boundary or not) and feeding the tokens again gives llama.cpp's
+// logits; a pass of 8 rows committed in part, or dropped, continues as if
+// only the committed rows had been fed; and a rewind beyond the kept
+// window is refused, leaving the session as it was.
+func TestLFM2Rewind(t *testing.T) {
+	ref := readLFM2Ref(t)
+	e := compileModel(t, loadModel(t, testutil.Path(t, "arch/lfm2")), 256, 8)
+	s := newSession(t, e, engine.SessionOptions{Mode: engine.ModeHybrid, Threads: 2})
+	n := len(ref.Tokens)
+	check := func(what string, from int) {
+		t.Helper()
+		var d float64
+		for i := from; i < n; i++ {
+			out, err := s.Decode(ref.Tokens[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			d = max(d, maxDiff(out, ref.Logits[i]))
+		}
+		if d > lfm2RefTol {
+			t.Errorf("%s: logits after it differ from llama.cpp by %.3g", what, d)
+		}
+	}
+	if _, err := s.Prefill(ref.Tokens); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []int{n - 1, n - 5, 24, 17, 1} {
+		if err := s.Rewind(p); err != nil {
+			t.Fatalf("rewind to %d: %v", p, err)
+		}
+		check(fmt.Sprintf("rewind from %d to %d", n, p), p)
+	}
+
+	// a pass of 8 rows, committed in part, then dropped
+	if err := s.Rewind(20); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Run(&engine.Pass{IDs: ref.Tokens[20:28]}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit([]int{0, 1, 2}); err != nil {
+		t.Fatalf("commit 3 rows of 8: %v", err)
+	}
+	if _, err := s.Run(&engine.Pass{IDs: ref.Tokens[23:31]}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	if s.Pos() != 23 {
+		t.Fatalf("position %d after committing 3 rows at 20, want 23", s.Pos())
+	}
+	check("a partly committed pass and a dropped one", 23)
+
+	// a long sequence: the prompt three times over
+	var long []int
+	for range 3 {
+		long = append(long, ref.Tokens...)
+	}
+	s.Reset()
+	if _, err := s.Prefill(long); err != nil {
+		t.Fatal(err)
+	}
+	end := len(long)
+	if err := s.Rewind(end - 65); err == nil {
+		t.Fatalf("rewind %d positions back: no error", 65)
+	}
+	out, err := s.Decode(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := newSession(t, e, engine.SessionOptions{Mode: engine.ModeKV, Threads: 2})
+	if _, err := fresh.Prefill(long); err != nil {
+		t.Fatal(err)
+	}
+	want, err := fresh.Decode(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := maxDiff(out, want); d > 1e-5 {
+		t.Errorf("after a refused rewind, the next logits differ from a fresh session's by %.3g", d)
+	}
+	long = append(long, 7)
+	end = len(long)
+	if err := s.Rewind(end - 64); err != nil {
+		t.Fatalf("rewind 64 positions back: %v", err)
+	}
+	fresh.Reset()
+	if _, err := fresh.Prefill(long[:end-64]); err != nil {
+		t.Fatal(err)
+	}
+	for i := end - 64; i < end; i++ {
+		got, err := s.Decode(long[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = slices.Clone(got)
+		want, err := fresh.Decode(long[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := maxDiff(got, want); d > 1e-5 {
+			t.Fatalf("position %d after rewinding 64 back: logits differ from a fresh session's by %.3g", i, d)
+		}
+	}
+}

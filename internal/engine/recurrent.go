@@ -12,6 +12,7 @@ import (
 type recState struct {
 	slots [][]float32
 	tmp   []float32
+	conv  convHistory // short_conv inputs by position, for rewinding
 }
 
 func newRecState(sizes []int, tmp int) recState {
@@ -27,6 +28,7 @@ func (r *recState) reset() {
 	for _, s := range r.slots {
 		clear(s)
 	}
+	r.conv.reset()
 }
 
 // run executes one of the ops isRecurrent accepts over the valid rows
@@ -67,6 +69,7 @@ func (r *recState) run(st *step, out []float32, in [][]float32, rows, cols int) 
 	case op.WKV7:
 		op.WKV7Rows(out, in[0], in[1], in[2], in[3], in[4], r.slots[st.Slot], [5][]float32(st.ws), rows, cols, st.HeadDim, st.Eps, r.tmp)
 	case op.ShortConv:
+		r.conv.record(st.Slot, x, rows, cols)
 		op.ShortConvRows(out, x, st.ws[0], r.slots[st.Slot], rows, cols, st.HeadDim)
 	}
 }
