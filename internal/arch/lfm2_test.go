@@ -176,3 +176,41 @@ func TestLFM2Config(t *testing.T) {
 		t.Errorf("gguf config %+v (short conv %+v)", g, g.ShortConv)
 	}
 }
+
+// TestLFM2ConfigGGUFRefused checks that GGUF metadata an lfm2 graph cannot
+// be built from is refused with an error naming the key.
+func TestLFM2ConfigGGUFRefused(t *testing.T) {
+	ck, err := detect.Open(testutil.Path(t, "arch/lfm2/model.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	for _, c := range []struct {
+		want string
+		mut  func(m map[string]any)
+	}{
+		{"head_count_kv", func(m map[string]any) {
+			m["lfm2.attention.head_count_kv"] = []any{int64(0), int64(0), int64(2), int64(0), int64(1), int64(0)}
+		}},
+		{"head_count_kv[1]", func(m map[string]any) {
+			m["lfm2.attention.head_count_kv"] = []any{int64(0), int64(-1), int64(2), int64(0), int64(2), int64(0)}
+		}},
+		{"6 layers", func(m map[string]any) { m["lfm2.attention.head_count_kv"] = []any{int64(0), int64(2)} }},
+		{"l_cache", func(m map[string]any) { delete(m, "lfm2.shortconv.l_cache") }},
+		{"kernel", func(m map[string]any) { m["lfm2.shortconv.l_cache"] = int64(1) }},
+	} {
+		m := map[string]any{}
+		for k, v := range ck.Metadata() {
+			m[k] = v
+		}
+		c.mut(m)
+		cfg, err := lfm2ConfigGGUF(m, "lfm2")
+		if err == nil {
+			cfg.Vocab = 384 // ConfigOf takes it from token_embd.weight
+			err = cfg.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want an error naming %s", err, c.want)
+		}
+	}
+}
