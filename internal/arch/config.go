@@ -86,11 +86,12 @@ type Config struct {
 	SlidingWindow  int     `json:"sliding_window,omitempty"`
 	LocalRopeTheta float64 `json:"local_rope_theta,omitempty"`
 
-	// RWKV holds RWKV-7's own sizes (rwkv7.go); nil for other families.
-	RWKV *RWKVConfig `json:"rwkv,omitempty"`
 	// ShortConv holds LFM2's short-convolution layers (lfm2.go); nil for
 	// other families.
 	ShortConv *ShortConvConfig `json:"short_conv,omitempty"`
+
+	// RWKV holds RWKV-7's own sizes (rwkv7.go); nil for other families.
+	RWKV *RWKVConfig `json:"rwkv,omitempty"`
 
 	Tied bool  `json:"tied"` // classifier shares the embedding table
 	BOS  int   `json:"bos"`  // -1 if unknown
@@ -140,8 +141,7 @@ func (c *Config) Validate() error {
 	return c.validateDecoder()
 }
 
-// validateDecoder checks the sizes, rope and multipliers of an attention
-// decoder.
+// validateDecoder checks the fields of the shared decoder.
 func (c *Config) validateDecoder() error {
 	pos := []struct {
 		name string

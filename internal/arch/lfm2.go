@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/graph"
@@ -52,8 +53,17 @@ func init() {
 		tensorNames:       lfm2TensorName,
 		build:             buildLFM2,
 		validate:          validateLFM2,
-		squeeze:           true,
+		storedShape:       lfm2StoredShape,
 	})
+}
+
+// lfm2StoredShape is the HF checkpoint's shape of the conv weight, [C, 1,
+// L] (PyTorch's Conv1d), which the graph reads as [C, L].
+func lfm2StoredShape(c *Config, canonical string, shape []int) []int {
+	if c.Source == "hf" && strings.HasSuffix(canonical, ".conv.conv.weight") && len(shape) == 2 {
+		return []int{shape[0], 1, shape[1]}
+	}
+	return shape
 }
 
 func lfm2ConfigHF(m map[string]any) (Config, error) {
@@ -303,7 +313,7 @@ func buildLFM2(c *Config, opts BuildOptions) (*graph.Graph, error) {
 		if slices.Contains(c.ShortConv.Layers, l) {
 			bcx := g.Linear(h, p+"conv.in_proj.weight", 3*D, "")
 			b, cg, v := g.Columns(bcx, 0, D), g.Columns(bcx, D, 2*D), g.Columns(bcx, 2*D, 3*D)
-			y := g.ShortConv(g.Mul(b, v), p+"conv.conv.weight", c.ShortConv.Kernel, p+"conv")
+			y := g.CausalConv(g.Mul(b, v), p+"conv.conv.weight", c.ShortConv.Kernel, p+"conv")
 			o = g.Linear(g.Mul(cg, y), p+"conv.out_proj.weight", D, "")
 		} else {
 			q := g.Linear(h, p+"self_attn.q_proj.weight", c.Heads*c.HeadDim, "")

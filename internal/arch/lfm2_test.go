@@ -214,3 +214,27 @@ func TestLFM2ConfigGGUFRefused(t *testing.T) {
 		}
 	}
 }
+
+// FuzzLFM2Config feeds config.json documents to the lfm2 reader; a config
+// that reads and validates must build without panicking.
+func FuzzLFM2Config(f *testing.F) {
+	f.Add(testutil.ReadFile(f, "arch/lfm2/config.json"))
+	f.Add([]byte(`{"hidden_size":64,"block_ff_dim":9,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":2,"full_attn_idxs":[1],"conv_L_cache":2}`))
+	f.Add([]byte(`{"hidden_size":64,"intermediate_size":1,"num_hidden_layers":1,"num_attention_heads":4,"vocab_size":2,"layer_types":["conv"],"block_multiple_of":1e9}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var m map[string]any
+		if json.Unmarshal(data, &m) != nil {
+			return
+		}
+		c, err := lfm2ConfigHF(m)
+		if err != nil || c.Validate() != nil {
+			return
+		}
+		if c.Layers*c.Hidden > 1<<16 || c.Vocab*c.Hidden > 1<<20 || c.FFN*c.Hidden > 1<<20 || c.ShortConv.Kernel*c.Hidden > 1<<16 {
+			return // valid but too large to build cheaply
+		}
+		if _, err := Build(&c, BuildOptions{}); err != nil {
+			t.Fatalf("a valid config does not build: %v", err)
+		}
+	})
+}

@@ -125,6 +125,7 @@ type Source struct {
 	Shapes map[string][]int
 
 	ck     format.Checkpoint
+	fam    *Family
 	names  map[string]string // canonical name -> checkpoint name
 	loaded graph.Weights     // families with their own loader read eagerly
 }
@@ -145,7 +146,7 @@ func Open(ck format.Checkpoint) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{Config: c, Shapes: g.Weights, ck: ck}
+	s := &Source{Config: c, Shapes: g.Weights, ck: ck, fam: f}
 	if f.load != nil {
 		if s.loaded, err = f.load(ck, &c, g); err != nil {
 			return nil, err
@@ -169,7 +170,10 @@ func Open(ck format.Checkpoint) (*Source, error) {
 			}
 			return nil, fmt.Errorf("%s checkpoint has no tensor %q%s", ck.Format(), src, hint)
 		}
-		if !shapeIs(info.Shape, shape) && !(f.squeeze && shapeIs(squeezed(info.Shape), shape)) {
+		if f.storedShape != nil {
+			shape = f.storedShape(&c, name, shape)
+		}
+		if !shapeIs(info.Shape, shape) {
 			return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", src, info.Shape, shape)
 		}
 		s.names[name] = src
@@ -223,18 +227,12 @@ func (s *Source) Read(name string) ([]float32, error) {
 			return nil, fmt.Errorf("tensor %q holds %v at index %d", src, x, i)
 		}
 	}
-	return v, nil
-}
-
-// squeezed returns shape without its dimensions of size 1.
-func squeezed(shape []int64) []int64 {
-	var out []int64
-	for _, d := range shape {
-		if d != 1 {
-			out = append(out, d)
+	if s.fam != nil && s.fam.convert != nil {
+		if v, err = s.fam.convert(&s.Config, name, v); err != nil {
+			return nil, fmt.Errorf("converting %q: %w", src, err)
 		}
 	}
-	return out
+	return v, nil
 }
 
 func shapeIs(got []int64, want []int) bool {

@@ -8,11 +8,11 @@ import (
 
 // recState is a session's recurrent state: one slot per plan state slot,
 // carried across passes (token_shift's previous row, wkv7's [H, E, E]
-// matrices, short_conv's last rows), and the wkv7 scratch.
+// matrices), and the wkv7 scratch.
 type recState struct {
+	conv  convHistory // causal_conv inputs by position, for rewinding
 	slots [][]float32
 	tmp   []float32
-	conv  convHistory // short_conv inputs by position, for rewinding
 }
 
 func newRecState(sizes []int, tmp int) recState {
@@ -28,7 +28,6 @@ func (r *recState) reset() {
 	for _, s := range r.slots {
 		clear(s)
 	}
-	r.conv.reset()
 }
 
 // run executes one of the ops isRecurrent accepts over the valid rows
@@ -36,6 +35,9 @@ func (r *recState) reset() {
 // they never reach the state).
 func (r *recState) run(st *step, out []float32, in [][]float32, rows, cols int) {
 	x := in[0]
+	if st.Op == op.CausalConv {
+		r.conv.record(st.Slot, x, rows, cols)
+	}
 	switch st.Op {
 	case op.LayerNorm:
 		op.LayerNormRows(out, x, st.ws[0], st.ws[1], cols, st.Eps)
@@ -68,8 +70,7 @@ func (r *recState) run(st *step, out []float32, in [][]float32, rows, cols int) 
 		}
 	case op.WKV7:
 		op.WKV7Rows(out, in[0], in[1], in[2], in[3], in[4], r.slots[st.Slot], [5][]float32(st.ws), rows, cols, st.HeadDim, st.Eps, r.tmp)
-	case op.ShortConv:
-		r.conv.record(st.Slot, x, rows, cols)
-		op.ShortConvRows(out, x, st.ws[0], r.slots[st.Slot], rows, cols, st.HeadDim)
+	case op.CausalConv:
+		op.CausalConvRows(out, x, st.ws[0], r.slots[st.Slot], r.slots[st.Slot], rows, cols, st.HeadDim)
 	}
 }

@@ -648,10 +648,10 @@ func (s *Session) runChain(prog *program, ids, sel []int) Logits {
 // s.mask set, writing the rows into the cache slots from s.pos on, and
 // returns the logits of rows sel. The caller has checked everything.
 func (s *Session) exec(prog *program, ids, sel []int) Logits {
+	s.rec.conv.at = s.pos // the causal_conv history records the pass from here
 	p := prog.p
 	T := len(ids)
 	s.passGen++
-	s.rec.conv.at = s.pos
 	buf := func(id int) ([]float32, int, int) {
 		b := p.Buffers[id]
 		r := s.bufRows[id]

@@ -32,11 +32,9 @@ type archRef struct {
 // smollm3 a layer without RoPE; granite its four multipliers; gemma (1+w)
 // gains, GELU-tanh and scaled embeddings (tolerance 2e-2, as the README
 // suggests for the gemma families); gemma3 sandwich norms, sliding-window
-// local layers with their own unscaled RoPE and query_pre_attn_scalar; lfm2
-// short-convolution layers between attention layers (its state carried
-// through the greedy decode steps).
+// local layers with their own unscaled RoPE and query_pre_attn_scalar.
 func TestArchFixtures(t *testing.T) {
-	for _, family := range []string{"llama", "qwen2", "qwen3", "smollm3", "granite", "phi3", "glm", "gemma", "gemma3", "lfm2"} {
+	for _, family := range []string{"llama", "qwen2", "qwen3", "smollm3", "granite", "phi3", "glm", "gemma", "gemma3"} {
 		var ref archRef
 		if err := json.Unmarshal(testutil.ReadFile(t, "arch/"+family+"/reference.json"), &ref); err != nil {
 			t.Fatal(err)

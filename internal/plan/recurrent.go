@@ -22,11 +22,11 @@ func (p *Plan) validateState() error {
 	return nil
 }
 
-// maxKernel bounds a short_conv step's kernel length.
+// maxKernel bounds a causal_conv step's kernel K.
 const maxKernel = 1 << 10
 
-// checkRecurrent checks a token_shift, wkv7 or short_conv step (whose
-// kernel length is its HeadDim): its slot exists and has
+// checkRecurrent checks a token_shift, wkv7 or causal_conv step (whose
+// kernel K is its HeadDim): its slot exists and has
 // the size the op needs, and its buffers are full passes of one width.
 func (p *Plan) checkRecurrent(st *Step, in []Buffer, o Buffer) *Error {
 	for i, b := range in {
@@ -51,9 +51,9 @@ func (p *Plan) checkRecurrent(st *Step, in []Buffer, o Buffer) *Error {
 		}
 		want *= int64(st.HeadDim)
 	}
-	if st.Op == op.ShortConv {
+	if st.Op == op.CausalConv {
 		if st.HeadDim < 2 || st.HeadDim > maxKernel {
-			return errf(".head_dim", "short convolution kernel %d is outside [2, %d]", st.HeadDim, maxKernel)
+			return errf(".head_dim", "causal convolution kernel %d is outside [2, %d]", st.HeadDim, maxKernel)
 		}
 		want *= int64(st.HeadDim - 1)
 	}

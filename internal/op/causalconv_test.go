@@ -5,9 +5,10 @@ import (
 	"testing"
 )
 
-// TestShortConvRows checks the convolution against its definition over a
-// zero-padded sequence, fed whole and in chunks that carry the state.
-func TestShortConvRows(t *testing.T) {
+// TestCausalConvRows checks the convolution against its definition over a
+// zero-padded sequence, fed whole and in chunks that carry the state (in
+// place, and from one state slice to another).
+func TestCausalConvRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const T, C = 11, 5
 	for _, L := range []int{2, 3, 4} {
@@ -31,12 +32,22 @@ func TestShortConvRows(t *testing.T) {
 				want[tt*C+c] = s
 			}
 		}
-		for _, chunk := range []int{T, 1, 2, 3} {
-			S := make([]float32, (L-1)*C)
+		for _, c := range []struct {
+			chunk   int
+			inPlace bool
+		}{{T, true}, {1, true}, {2, true}, {3, true}, {1, false}, {2, false}} {
+			chunk := c.chunk
+			S, next := make([]float32, (L-1)*C), make([]float32, (L-1)*C)
 			got := make([]float32, T*C)
 			for lo := 0; lo < T; lo += chunk {
 				hi := min(lo+chunk, T)
-				ShortConvRows(got[lo*C:hi*C], x[lo*C:hi*C], w, S, hi-lo, C, L)
+				if c.inPlace {
+					CausalConvRows(got[lo*C:hi*C], x[lo*C:hi*C], w, S, S, hi-lo, C, L)
+					continue
+				}
+				clear(next) // the output state must not depend on what it held
+				CausalConvRows(got[lo*C:hi*C], x[lo*C:hi*C], w, S, next, hi-lo, C, L)
+				S, next = next, S
 			}
 			for i := range want {
 				if d := got[i] - want[i]; d > 1e-5 || d < -1e-5 {

@@ -8,14 +8,14 @@ import (
 	"github.com/aotlm/aotlm/internal/op"
 )
 
-// shortConvPlan is a valid two-row plan: embed [2,4] -> short_conv of
+// causalConvPlan is a valid two-row plan: embed [2,4] -> causal_conv of
 // kernel 3 (slot 0, 2 rows of 4 floats) -> last_row.
-func shortConvPlan() *Plan {
+func causalConvPlan() *Plan {
 	return &Plan{Version: Version, Rows: 2, Arena: 32, KV: KV{Ctx: 8}, State: []int{8},
 		Buffers: []Buffer{{2, 4, 0}, {2, 4, 8}, {1, 4, 16}},
 		Steps: []Step{
 			{Op: op.Embed, Out: 0, Weights: []string{"e"}},
-			{Op: op.ShortConv, In: []int{0}, Out: 1, Slot: 0, HeadDim: 3, Weights: []string{"w"}},
+			{Op: op.CausalConv, In: []int{0}, Out: 1, Slot: 0, HeadDim: 3, Weights: []string{"w"}},
 			{Op: op.SelectRows, In: []int{1}, Out: 2},
 		},
 		Output: 2}
@@ -23,10 +23,10 @@ func shortConvPlan() *Plan {
 
 // TestValidateShortConv checks the valid plan and weight shapes, and that
 // a broken kernel, slot or weight is refused with an error naming it.
-func TestValidateShortConv(t *testing.T) {
+func TestValidateCausalConv(t *testing.T) {
 	shapes := map[string][]int64{"e": {10, 4}, "w": {4, 3}}
 	lookup := func(n string) ([]int64, bool) { s, ok := shapes[n]; return s, ok }
-	p := shortConvPlan()
+	p := causalConvPlan()
 	if err := p.Validate(); err != nil {
 		t.Fatalf("valid plan: %v", err)
 	}
@@ -43,7 +43,7 @@ func TestValidateShortConv(t *testing.T) {
 		{"no weight", func(p *Plan) { p.Steps[1].Weights = nil }, "steps[1].weights"},
 		{"slot shared", func(p *Plan) { p.Steps[1].Slot = 1 }, "steps[1].slot"},
 	} {
-		p := shortConvPlan()
+		p := causalConvPlan()
 		c.edit(p)
 		err := p.Validate()
 		var pe *Error
