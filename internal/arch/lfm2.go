@@ -93,8 +93,12 @@ func lfm2ConfigHF(m map[string]any) (Config, error) {
 		}
 	}
 	c.NormEps = floatOr(m, "norm_eps", 1e-5)
+	if c.RopeTheta, err = lfm2RopeTheta(m); err != nil {
+		return c, err
+	}
+	// tie_embedding, the original key, wins over tie_word_embeddings
 	c.Tied = true
-	for _, k := range []string{"tie_embedding", "tie_word_embeddings"} {
+	for _, k := range []string{"tie_word_embeddings", "tie_embedding"} {
 		if b, ok := m[k].(bool); ok {
 			c.Tied = b
 		}
@@ -118,7 +122,44 @@ func lfm2ConfigHF(m map[string]any) (Config, error) {
 	return c, nil
 }
 
-// lfm2FFN applies HF's block_auto_adjust_ff_dim rule to the width ff.
+// lfm2RopeTheta reads the rotary base: theta (the original key), else
+// rope_theta, else rope_parameters' rope_theta (whose rope_type must be
+// the default), else 1e6.
+func lfm2RopeTheta(m map[string]any) (float64, error) {
+	for _, k := range []string{"theta", "rope_theta"} {
+		if v, present := m[k]; present && v != nil {
+			t, ok := format.MetaFloat(m, k)
+			if !ok {
+				return 0, fmt.Errorf("config.json: %q is %s, not a number", k, show(v))
+			}
+			return t, nil
+		}
+	}
+	rp, present := m["rope_parameters"]
+	if !present || rp == nil {
+		return 1e6, nil
+	}
+	p, ok := rp.(map[string]any)
+	if !ok {
+		return 0, fmt.Errorf("config.json: \"rope_parameters\" is %s, not an object", show(rp))
+	}
+	if t, present := p["rope_type"]; present && t != nil && t != "default" {
+		return 0, fmt.Errorf("config.json: rope_parameters.rope_type is %s; the lfm2 family computes the default rope", show(t))
+	}
+	if v, present := p["rope_theta"]; present && v != nil {
+		t, ok := format.MetaFloat(p, "rope_theta")
+		if !ok {
+			return 0, fmt.Errorf("config.json: rope_parameters.rope_theta is %s, not a number", show(v))
+		}
+		return t, nil
+	}
+	return 1e6, nil
+}
+
+// lfm2FFN applies HF's block_auto_adjust_ff_dim rule to the width ff:
+// int(2*ff/3), then, when block_ffn_dim_multiplier is not null (absent
+// means 1.0), int(multiplier*ff) rounded up to a multiple of
+// block_multiple_of; with a null multiplier HF rounds nothing.
 func lfm2FFN(m map[string]any, ff int) (int, error) {
 	if b, ok := m["block_auto_adjust_ff_dim"].(bool); ok && !b {
 		return ff, nil
@@ -129,13 +170,17 @@ func lfm2FFN(m map[string]any, ff int) (int, error) {
 		}
 	}
 	ff = int(2 * float64(ff) / 3)
-	if v, present := m["block_ffn_dim_multiplier"]; present && v != nil {
-		mult, ok := format.MetaFloat(m, "block_ffn_dim_multiplier")
-		if !ok || !(mult > 0 && mult < 1e3) {
+	scale := 1.0
+	if v, present := m["block_ffn_dim_multiplier"]; present {
+		if v == nil {
+			return ff, nil
+		}
+		var ok bool
+		if scale, ok = format.MetaFloat(m, "block_ffn_dim_multiplier"); !ok || !(scale > 0 && scale < 1e3) {
 			return 0, fmt.Errorf("config.json: \"block_ffn_dim_multiplier\" is %s, not a positive number", show(v))
 		}
-		ff = int(mult * float64(ff))
 	}
+	ff = int(scale * float64(ff))
 	mult := int64(256)
 	if v, present := m["block_multiple_of"]; present {
 		var ok bool
@@ -147,7 +192,8 @@ func lfm2FFN(m map[string]any, ff int) (int, error) {
 }
 
 // lfm2ConvLayers reads the layer kinds: layer_types ("conv" or
-// "full_attention" per layer), else full_attn_idxs (the attention layers).
+// "full_attention" per layer), else full_attn_idxs (the attention layers),
+// else every layer attends (as HF's config does).
 func lfm2ConvLayers(m map[string]any, layers int) ([]int, error) {
 	if v, present := m["layer_types"]; present && v != nil {
 		types, ok := v.([]any)
@@ -168,7 +214,7 @@ func lfm2ConvLayers(m map[string]any, layers int) ([]int, error) {
 	}
 	v, present := m["full_attn_idxs"]
 	if !present || v == nil {
-		return nil, fmt.Errorf("config.json: neither \"layer_types\" nor \"full_attn_idxs\" says which layers attend")
+		return nil, nil // HF's default: every layer attends
 	}
 	idx, ok := v.([]any)
 	if !ok {

@@ -123,7 +123,7 @@ func TestLFM2Config(t *testing.T) {
 		ff, mult int
 		fmult    float64
 		want     int
-	}{{192, 32, 1, 128}, {192, 256, 1, 256}, {12288, 256, 1, 8192}, {6656, 256, 1, 4608}, {300, 64, 1.5, 320}} {
+	}{{192, 32, 1, 128}, {192, 256, 1, 256}, {12288, 256, 1, 8192}, {6656, 256, 1, 4608}, {300, 64, 1.5, 320}, {200, 32, 1, 160}} {
 		m := map[string]any{"block_multiple_of": float64(w.mult), "block_ffn_dim_multiplier": w.fmult}
 		got, err := lfm2FFN(m, w.ff)
 		if err != nil || got != w.want {
@@ -133,11 +133,35 @@ func TestLFM2Config(t *testing.T) {
 	if got, _ := lfm2FFN(map[string]any{"block_auto_adjust_ff_dim": false}, 192); got != 192 {
 		t.Errorf("without auto-adjust: width %d, want 192", got)
 	}
+	if got, _ := lfm2FFN(map[string]any{"block_ffn_dim_multiplier": nil, "block_multiple_of": 32.0}, 200); got != 133 {
+		t.Errorf("with a null multiplier: width %d, want 133 (no rounding)", got)
+	}
+	if got, _ := lfm2FFN(map[string]any{"block_multiple_of": 32.0}, 200); got != 160 {
+		t.Errorf("without a multiplier key: width %d, want 160 (multiplier 1, rounded)", got)
+	}
+	for _, r := range []struct {
+		keys map[string]any
+		want float64
+	}{{map[string]any{}, 1e6}, {map[string]any{"theta": 5e5, "rope_theta": 7.0}, 5e5},
+		{map[string]any{"rope_parameters": map[string]any{"rope_theta": 2e6, "rope_type": "default"}}, 2e6}} {
+		if got, err := lfm2RopeTheta(r.keys); err != nil || got != r.want {
+			t.Errorf("rope theta of %v: %v, %v; want %v", r.keys, got, err, r.want)
+		}
+	}
 	m := fixtureConfig(t, "lfm2")
+	m["tie_embedding"], m["tie_word_embeddings"] = false, true
+	if c, err := f.configHF(m); err != nil || c.Tied {
+		t.Errorf("tie_embedding false beside tie_word_embeddings true: tied %v, %v; want untied", c.Tied, err)
+	}
+	m = fixtureConfig(t, "lfm2")
 	delete(m, "layer_types")
 	c, err = f.configHF(m)
 	if err != nil || !slices.Equal(c.ShortConv.Layers, []int{0, 1, 3, 5}) {
 		t.Errorf("from full_attn_idxs: %v, %v", c.ShortConv, err)
+	}
+	delete(m, "full_attn_idxs")
+	if c, err = f.configHF(m); err != nil || len(c.ShortConv.Layers) != 0 {
+		t.Errorf("without layer kinds: %v, %v; want every layer attending (HF's default)", c.ShortConv, err)
 	}
 	for _, r := range []struct {
 		want string
@@ -150,7 +174,11 @@ func TestLFM2Config(t *testing.T) {
 		{"block_multiple_of", func(m map[string]any) { m["block_multiple_of"] = 0.0 }},
 		{"norm_eps", func(m map[string]any) { m["norm_eps"] = "small" }},
 		{"kernel", func(m map[string]any) { m["conv_L_cache"] = 1.0 }},
-		{"layers", func(m map[string]any) { delete(m, "layer_types"); delete(m, "full_attn_idxs") }},
+		{"rope_type", func(m map[string]any) {
+			delete(m, "rope_theta")
+			m["rope_parameters"] = map[string]any{"rope_type": "yarn", "rope_theta": 1e6}
+		}},
+		{"theta", func(m map[string]any) { m["theta"] = "big" }},
 	} {
 		m := fixtureConfig(t, "lfm2")
 		r.mut(m)
