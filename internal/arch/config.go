@@ -86,6 +86,10 @@ type Config struct {
 	SlidingWindow  int     `json:"sliding_window,omitempty"`
 	LocalRopeTheta float64 `json:"local_rope_theta,omitempty"`
 
+	// ShortConv holds LFM2's short-convolution layers (lfm2.go); nil for
+	// other families.
+	ShortConv *ShortConvConfig `json:"short_conv,omitempty"`
+
 	// RWKV holds RWKV-7's own sizes (rwkv7.go); nil for other families.
 	RWKV *RWKVConfig `json:"rwkv,omitempty"`
 
@@ -134,6 +138,11 @@ func (c *Config) Validate() error {
 	if f := familyByName(c.Family); f != nil && f.validate != nil {
 		return f.validate(c)
 	}
+	return c.validateDecoder()
+}
+
+// validateDecoder checks the fields of the shared decoder.
+func (c *Config) validateDecoder() error {
 	pos := []struct {
 		name string
 		v    int

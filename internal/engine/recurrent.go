@@ -10,6 +10,7 @@ import (
 // carried across passes (token_shift's previous row, wkv7's [H, E, E]
 // matrices), and the wkv7 scratch.
 type recState struct {
+	conv  convHistory // causal_conv inputs by position, for rewinding
 	slots [][]float32
 	tmp   []float32
 }
@@ -34,6 +35,9 @@ func (r *recState) reset() {
 // they never reach the state).
 func (r *recState) run(st *step, out []float32, in [][]float32, rows, cols int) {
 	x := in[0]
+	if st.Op == op.CausalConv {
+		r.conv.record(st.Slot, x, rows, cols)
+	}
 	switch st.Op {
 	case op.LayerNorm:
 		op.LayerNormRows(out, x, st.ws[0], st.ws[1], cols, st.Eps)
@@ -66,5 +70,7 @@ func (r *recState) run(st *step, out []float32, in [][]float32, rows, cols int) 
 		}
 	case op.WKV7:
 		op.WKV7Rows(out, in[0], in[1], in[2], in[3], in[4], r.slots[st.Slot], [5][]float32(st.ws), rows, cols, st.HeadDim, st.Eps, r.tmp)
+	case op.CausalConv:
+		op.CausalConvRows(out, x, st.ws[0], r.slots[st.Slot], r.slots[st.Slot], rows, cols, st.HeadDim)
 	}
 }

@@ -183,6 +183,7 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 		s.k, s.v = layerSlices(kvAlloc(hugemem.Float32s, 2*kv.Layers*slot, huge), kv.Layers, slot)
 	}
 	s.rec = newRecState(s.decode.p.State, e.wkvTemp)
+	s.rec.conv = newConvHistory(s.decode.p, ctx)
 	s.q8 = newQ8Buf(e.q8Max)
 	rows, nbuf := 0, 0
 	for _, p := range e.plans {
@@ -245,7 +246,9 @@ func (s *Session) MaxRows() int { return s.e.plans[len(s.e.plans)-1].p.Rows }
 
 // Recurrent reports whether the model carries recurrent state, which a
 // pass advances as it runs: such a session takes only chain passes,
-// commits them whole, and rewinds only to 0.
+// commits them whole, and rewinds only to 0. A model whose only state is
+// short convolutions (LFM2) also rewinds, and commits the first rows of a
+// pass, up to a bounded number of positions back (convRewind).
 func (s *Session) Recurrent() bool { return len(s.rec.slots) > 0 }
 
 // CostKey identifies what a pass of this session costs: the sessions of
@@ -506,7 +509,7 @@ func (s *Session) Commit(rows []int) error {
 			return fmt.Errorf("engine: commit: row %d of a chain pass sees rows 0..%d, not %v", r, r, rows[:k+1])
 		}
 	}
-	if s.Recurrent() && len(rows) != s.pending {
+	if s.Recurrent() && len(rows) != s.pending && !s.rec.conv.rewind(s.rec.slots, s.pos+len(rows)) {
 		return fmt.Errorf("engine: a recurrent model commits whole passes (%d rows), not %d", s.pending, len(rows))
 	}
 	for k, r := range rows {
@@ -550,7 +553,9 @@ func (s *Session) moveSlot(from, to int) {
 }
 
 // Rewind drops the committed positions from pos on (and any uncommitted
-// pass). A recurrent model rewinds only to 0 or to where it is.
+// pass). A recurrent model rewinds only to 0 or to where it is, but for
+// one whose only state is short convolutions, which rewinds a bounded
+// number of positions back (see Recurrent).
 func (s *Session) Rewind(pos int) error {
 	if s.closed {
 		return ErrClosed
@@ -558,8 +563,8 @@ func (s *Session) Rewind(pos int) error {
 	if pos < 0 || pos > s.pos {
 		return fmt.Errorf("engine: rewind to %d: %d positions are committed", pos, s.pos)
 	}
-	if s.Recurrent() && pos != 0 && (pos != s.pos || s.pending > 0) {
-		return fmt.Errorf("engine: a recurrent model's state cannot be rewound to %d (only to 0)", pos)
+	if s.Recurrent() && pos != 0 && (pos != s.pos || s.pending > 0) && !s.rec.conv.rewind(s.rec.slots, pos) {
+		return fmt.Errorf("engine: a recurrent model's state cannot be rewound to %d (%s)", pos, s.rec.conv.limit())
 	}
 	if pos == 0 {
 		s.rec.reset()
@@ -643,6 +648,7 @@ func (s *Session) runChain(prog *program, ids, sel []int) Logits {
 // s.mask set, writing the rows into the cache slots from s.pos on, and
 // returns the logits of rows sel. The caller has checked everything.
 func (s *Session) exec(prog *program, ids, sel []int) Logits {
+	s.rec.conv.at = s.pos // the causal_conv history records the pass from here
 	p := prog.p
 	T := len(ids)
 	s.passGen++

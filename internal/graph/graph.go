@@ -123,12 +123,12 @@ type Node struct {
 	// More names further weights, after Weight and Bias (op.WKV7).
 	More []string
 	// Slot is the recurrent state slot an op carries across calls
-	// (op.TokenShift, op.WKV7; see Graph.States).
+	// (op.TokenShift, op.WKV7, op.CausalConv; see Graph.States).
 	Slot int
 
 	Eps     float32 // op.RMSNorm, op.HeadRMSNorm, op.LayerNorm, op.WKV7 (its group norm)
 	Offset  float32 // op.RMSNorm, op.HeadRMSNorm gain offset (1 for Gemma's (1+w))
-	HeadDim int     // op.HeadRMSNorm, op.WKV7: E, the span each norm covers; op.Hadamard: its block P
+	HeadDim int     // op.HeadRMSNorm, op.WKV7: E, the span each norm covers; op.Hadamard: its block P; op.CausalConv: the kernel K
 	Scale   float32 // op.Scale
 	Lo, Hi  int     // op.Columns
 	Index   []int   // op.GatherCols, op.ZeroCols: the columns, ascending

@@ -41,6 +41,9 @@
 //	             input, which a float linear reads
 //	zero_cols    out[t] = x[t] with the columns idx set to 0: the input the
 //	             int8 linear reads once its outlier channels are taken out
+//	causal_conv  out[t][c] = sum_j w[c][j] * x[t-K+1+j][c]: a depthwise causal
+//	             convolution over time, w [C, K], with a state of the last
+//	             K-1 input rows (causalconv.go)
 package op
 
 import (
@@ -82,6 +85,7 @@ const (
 	Hadamard
 	GatherCols
 	ZeroCols
+	CausalConv
 	// Count is the number of op codes.
 	Count
 )
@@ -94,6 +98,7 @@ var names = [Count]string{
 	Sub: "sub", Sigmoid: "sigmoid", Tanh: "tanh", ReLU: "relu", WKV7: "wkv7",
 	Rows: "rows", GroupRows: "group_rows", Hadamard: "hadamard",
 	GatherCols: "gather_cols", ZeroCols: "zero_cols",
+	CausalConv: "causal_conv",
 }
 
 // aliases are former names still accepted when decoding.
@@ -150,6 +155,7 @@ var arity = [Count]Arity{
 	HeadRMSNorm: {1, 1, 1}, LayerNorm: {1, 2, 2}, TokenShift: {1, 0, 0}, Mix: {2, 1, 1},
 	Sub: {2, 0, 0}, Sigmoid: {1, 0, 0}, Tanh: {1, 0, 0}, ReLU: {1, 0, 0}, WKV7: {5, 5, 5},
 	GroupRows: {1, 0, 0}, Hadamard: {1, 0, 0}, GatherCols: {1, 0, 0}, ZeroCols: {1, 0, 0},
+	CausalConv: {1, 1, 1},
 }
 
 // Arity returns the op's input and weight counts (zero for Invalid and
@@ -161,15 +167,15 @@ func (o Op) Arity() Arity {
 	return Arity{}
 }
 
-// Recurrent reports whether the op belongs to the recurrent set RWKV-7 is
-// built from (run by the recurrent part of an executor).
+// Recurrent reports whether the op belongs to the recurrent set RWKV-7
+// and LFM2 are built from (run by the recurrent part of an executor).
 func (o Op) Recurrent() bool {
 	switch o {
-	case LayerNorm, TokenShift, Mix, Sub, Sigmoid, Tanh, ReLU, WKV7:
+	case LayerNorm, TokenShift, Mix, Sub, Sigmoid, Tanh, ReLU, WKV7, CausalConv:
 		return true
 	}
 	return false
 }
 
 // Stateful reports whether the op carries a state slot across passes.
-func (o Op) Stateful() bool { return o == TokenShift || o == WKV7 }
+func (o Op) Stateful() bool { return o == TokenShift || o == WKV7 || o == CausalConv }

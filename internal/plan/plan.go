@@ -20,8 +20,8 @@ type Plan struct {
 	Output  int      `json:"output"` // buffer id of the logits
 	KV      KV       `json:"kv"`
 	// State holds the size in floats of each recurrent state slot, which
-	// a session keeps across passes (zero at position 0): token_shift and
-	// wkv7 steps each own one.
+	// a session keeps across passes (zero at position 0): token_shift,
+	// wkv7 and causal_conv steps each own one.
 	State []int `json:"state,omitempty"`
 }
 
@@ -59,8 +59,8 @@ type Step struct {
 	Lo      int     `json:"lo,omitempty"`       // columns
 	Hi      int     `json:"hi,omitempty"`       // columns
 	Index   []int   `json:"index,omitempty"`    // gather_cols, zero_cols: ascending columns
-	HeadDim int     `json:"head_dim,omitempty"` // head_rms_norm, wkv7: E; hadamard: its block P
-	Slot    int     `json:"slot,omitempty"`     // token_shift, wkv7: state slot
+	HeadDim int     `json:"head_dim,omitempty"` // head_rms_norm, wkv7: E; hadamard: its block P; causal_conv: its kernel K
+	Slot    int     `json:"slot,omitempty"`     // token_shift, wkv7, causal_conv: state slot
 	Group   int     `json:"group,omitempty"`    // group_rows: rows joined into one
 	Rope    *Rope   `json:"rope,omitempty"`
 	Attn    *Attn   `json:"attn,omitempty"`

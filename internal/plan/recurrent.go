@@ -22,7 +22,11 @@ func (p *Plan) validateState() error {
 	return nil
 }
 
-// checkRecurrent checks a token_shift or wkv7 step: its slot exists and has
+// maxKernel bounds a causal_conv step's kernel K.
+const maxKernel = 1 << 10
+
+// checkRecurrent checks a token_shift, wkv7 or causal_conv step (whose
+// kernel K is its HeadDim): its slot exists and has
 // the size the op needs, and its buffers are full passes of one width.
 func (p *Plan) checkRecurrent(st *Step, in []Buffer, o Buffer) *Error {
 	for i, b := range in {
@@ -47,6 +51,12 @@ func (p *Plan) checkRecurrent(st *Step, in []Buffer, o Buffer) *Error {
 		}
 		want *= int64(st.HeadDim)
 	}
+	if st.Op == op.CausalConv {
+		if st.HeadDim < 2 || st.HeadDim > maxKernel {
+			return errf(".head_dim", "causal convolution kernel %d is outside [2, %d]", st.HeadDim, maxKernel)
+		}
+		want *= int64(st.HeadDim - 1)
+	}
 	if int64(p.State[st.Slot]) != want {
 		return errf(".slot", "state slot %d holds %d floats, %v of %d columns needs %d",
 			st.Slot, p.State[st.Slot], st.Op, o.Cols, want)
@@ -61,7 +71,7 @@ func (p *Plan) checkStateUse() error {
 		owner[i] = -1
 	}
 	for s, st := range p.Steps {
-		if st.Op != op.TokenShift && st.Op != op.WKV7 {
+		if !st.Op.Stateful() {
 			continue
 		}
 		if owner[st.Slot] >= 0 {

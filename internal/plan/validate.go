@@ -234,7 +234,7 @@ func (p *Plan) checkShapes(st *Step) *Error {
 		return p.checkRope(st, in[0], o)
 	case op.Attention:
 		return p.checkAttn(st, in, o)
-	case op.TokenShift, op.WKV7:
+	case op.TokenShift, op.WKV7, op.CausalConv:
 		return p.checkRecurrent(st, in, o)
 	case op.Columns:
 		if st.Lo < 0 || st.Hi > in[0].Cols || st.Lo >= st.Hi {
@@ -366,6 +366,10 @@ func (p *Plan) CheckWeights(shape func(name string) ([]int64, bool)) error {
 				k := p.Buffers[st.In[0]].Cols
 				if len(sh) != 2 || sh[0] != int64(o.Cols) || sh[1] != int64(k) {
 					want = fmt.Sprintf("[%d, %d]", o.Cols, k)
+				}
+			case st.Op == op.CausalConv:
+				if len(sh) != 2 || sh[0] != int64(o.Cols) || sh[1] != int64(st.HeadDim) {
+					want = fmt.Sprintf("[%d, %d]", o.Cols, st.HeadDim)
 				}
 			case st.Op == op.HeadRMSNorm:
 				if len(sh) != 1 || sh[0] != int64(st.HeadDim) {
