@@ -15,6 +15,7 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/visionload"
 )
 
 func newChatCmd() *cobra.Command {
@@ -75,12 +76,12 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 			}
 			p = applyGenerationDefaults(cmd, p, m.GenerationDefaults())
 			opts := aotlm.ChatOptions{System: system, Context: min(ctx, m.Info().Context)}
-			var images *chatImages
+			var images *visionload.ChatImages
 			if p, err := openPrompter(modelPath, mmproj, m, threads); err != nil {
 				return err
 			} else if p != nil {
-				images = newChatImages(p)
-				opts.Encode = images.encode
+				images = p.Chat()
+				opts.Encode = images.Encode
 			}
 			c, err := m.NewChat(opts)
 			if err != nil {
@@ -126,7 +127,7 @@ type chatTurn struct {
 
 // chatLoop reads turns and commands from the command's input until its
 // end or /exit; images is nil for a model without vision.
-func chatLoop(cmd *cobra.Command, c *aotlm.Chat, req aotlm.Request, asJSON bool, images *chatImages) error {
+func chatLoop(cmd *cobra.Command, c *aotlm.Chat, req aotlm.Request, asJSON bool, images *visionload.ChatImages) error {
 	in := cmd.InOrStdin()
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	interactive := isTerminal(out) && isTerminalReader(in)
@@ -154,7 +155,7 @@ func chatLoop(cmd *cobra.Command, c *aotlm.Chat, req aotlm.Request, asJSON bool,
 				return err
 			}
 			if images != nil {
-				images.reset()
+				images.Reset()
 			}
 			fmt.Fprintln(errw, "(conversation reset)")
 			continue
@@ -170,13 +171,13 @@ func chatLoop(cmd *cobra.Command, c *aotlm.Chat, req aotlm.Request, asJSON bool,
 			continue
 		}
 		if images != nil {
-			msg, err := images.message(line)
+			msg, err := images.Message(line)
 			if err != nil {
 				fmt.Fprintf(errw, "(%v: the turn was not sent)\n", err)
 				continue
 			}
 			line = msg
-			req.Embeds = images.cur.Embeds()
+			req.Embeds = images.Embeds()
 		}
 		turn++
 		var onToken func(aotlm.Token) error
