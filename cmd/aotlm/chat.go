@@ -15,6 +15,7 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/visionload"
 )
 
@@ -70,7 +71,7 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 			}
 			defer m.Close()
 			if templatePath != "" {
-				if err := setChatTemplate(m, templatePath); err != nil {
+				if err := load.SetChatTemplate(m, templatePath); err != nil {
 					return err
 				}
 			}
@@ -98,12 +99,12 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 	f.StringVar(&templatePath, "chat-template", "", "a chat template (.jinja, tokenizer_config.json or GGUF) replacing the model's")
 	f.StringVar(&mode, "mode", "hybrid", "prefill: hybrid (AR-N passes) or kv (one token at a time)")
 	f.BoolVar(&noCompile, "no-compile", false, "run an uncompiled model through the graph interpreter")
-	f.IntVar(&arLen, "ar-len", 32, "prompt pass length when compiling")
-	f.StringVar(&kv, "kv", "f32", "KV cache storage when compiling: f32, f16 or u8")
+	f.IntVar(&arLen, "ar-len", load.ARLen, "prompt pass length when compiling")
+	f.StringVar(&kv, "kv", load.KV, "KV cache storage when compiling: f32, f16 or u8")
 	f.IntVarP(&n, "n-predict", "n", 512, "most tokens of one reply (-1: until the end of turn or a full context)")
 	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
 	f.BoolVar(&hugePages, "hugepages", false, hugePagesUsage)
-	f.IntVarP(&ctx, "ctx", "c", 4096, "context length (capped at the model's)")
+	f.IntVarP(&ctx, "ctx", "c", load.Ctx, "context length (capped at the model's)")
 	addSamplingFlags(f, &p, &seed)
 	f.StringArrayVar(&stops, "stop", nil, "a string that ends a reply (repeatable)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object per turn instead of streaming text")

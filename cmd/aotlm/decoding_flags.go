@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/aotlm/aotlm"
-	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/load"
 )
 
 // decodingFlags are run's flags of the strategies that choose several
@@ -94,8 +94,9 @@ func (d *decodingFlags) strategy(m *aotlm.Model, threads, ctx int) (*aotlm.Strat
 		}
 		return aotlm.PromptLookup(o)
 	case d.draft != "":
-		dm, err := openModel(d.draft, openOptions{Threads: threads, Mode: "hybrid",
-			Compile: compile.Options{ARLens: []int{32}, Ctx: ctx, ClampCtx: true}})
+		copts := load.CompileDefaults()
+		copts.Ctx = ctx
+		dm, err := openModel(d.draft, openOptions{Threads: threads, Mode: "hybrid", Compile: copts})
 		if err != nil {
 			return nil, fmt.Errorf("draft model: %w", err)
 		}
