@@ -21,7 +21,7 @@ func benchImageCmd(cmd *cobra.Command, modelPath, mmproj, tokPath, file string, 
 	if modelPath == "" {
 		return errors.New("bench: --image needs -m, a vision-language model")
 	}
-	pairs, err := parsePairs(pgs)
+	pairs, err := bench.ParsePairs(pgs)
 	if err != nil {
 		return err
 	}
@@ -31,7 +31,7 @@ func benchImageCmd(cmd *cobra.Command, modelPath, mmproj, tokPath, file string, 
 	}
 	cfg.Tests, cfg.Mode, cfg.Warmup, cfg.Seed = tests, mode, warm, seed
 	if cpuProfile != "" {
-		stop, err := startCPUProfile(cpuProfile)
+		stop, err := bench.StartCPUProfile(cpuProfile)
 		if err != nil {
 			return err
 		}
