@@ -4,15 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
-	"github.com/aotlm/aotlm/internal/compile"
-	"github.com/aotlm/aotlm/internal/hf/hub"
+	"github.com/aotlm/aotlm/internal/load"
 )
 
 func newListCmd() *cobra.Command {
@@ -26,29 +24,21 @@ tools) and the compiled artifacts in the compile cache ($AOTLM_CACHE, default
 the user cache folder), with their sizes on disk.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			hubDir, err := hub.DefaultCacheDir()
-			if err != nil {
-				return err
-			}
-			repos, err := hub.List(hubDir)
-			if err != nil {
-				return err
-			}
-			artDir, arts, err := compile.CachedArtifacts()
+			c, err := load.ListCaches()
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
-					"hub_cache": hubDir, "models": repos, "compile_cache": artDir, "artifacts": arts})
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(c)
 			}
+			repos, arts := c.Models, c.Artifacts
 			out := cmd.OutOrStdout()
 			w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 			fmt.Fprintf(w, "MODEL\tSIZE\tREVISION\tFILES\n")
 			for _, r := range repos {
 				rev := ""
-				if c, ok := r.Refs["main"]; ok {
-					rev = "main " + short(c)
+				if commit, ok := r.Refs["main"]; ok {
+					rev = "main " + short(commit)
 				} else if len(r.Snapshots) > 0 {
 					rev = short(r.Snapshots[0])
 				}
@@ -72,7 +62,7 @@ the user cache folder), with their sizes on disk.`,
 			if err := w.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "models in %s, artifacts in %s\n", hubDir, artDir)
+			fmt.Fprintf(cmd.ErrOrStderr(), "models in %s, artifacts in %s\n", c.HubDir, c.ArtifactDir)
 			return nil
 		},
 	}
@@ -114,60 +104,27 @@ or compiled artifacts from the compile cache, by the names aotlm list shows.
 			if len(args) == 0 && !allArtifacts {
 				return errors.New("rm: name a model or an artifact (see aotlm list), or pass --artifacts")
 			}
-			hubDir, err := hub.DefaultCacheDir()
+			c, err := load.OpenCaches()
 			if err != nil {
 				return err
 			}
-			_, arts, err := compile.CachedArtifacts()
-			if err != nil {
-				return err
-			}
-			removeArtifact := func(a compile.CachedArtifact) error {
-				if err := os.Remove(a.Path); err != nil {
-					return fmt.Errorf("rm: %w", err)
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "removed %s (%s)\n", a.Name, humanize.IBytes(uint64(a.Size)))
-				return nil
+			removed := func(name string, size int64) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "removed %s (%s)\n", name, humanize.IBytes(uint64(size)))
 			}
 			if allArtifacts {
-				for _, a := range arts {
-					if err := removeArtifact(a); err != nil {
-						return err
-					}
+				if err := c.RemoveArtifacts(removed); err != nil {
+					return fmt.Errorf("rm: %w", err)
 				}
 			}
 			for _, arg := range args {
-				found := false
-				for _, a := range arts {
-					if arg == a.Name || arg+".aot" == a.Name {
-						found = true
-						if err := removeArtifact(a); err != nil {
-							return err
-						}
-					}
-				}
-				if found {
-					continue
-				}
-				ref, err := hub.ParseRef(arg)
-				if err != nil {
-					return fmt.Errorf("rm: %q is neither a cached model nor an artifact (see aotlm list)", arg)
-				}
-				repos, _ := hub.List(hubDir)
-				var size int64
-				for _, r := range repos {
-					if r.Repo == ref.Repo {
-						size = r.Size
-					}
-				}
-				ok, err := hub.Remove(hubDir, ref.Repo)
-				if err != nil {
+				var nc *load.NotCachedError
+				err := c.Remove(arg, removed)
+				switch {
+				case errors.As(err, &nc) && nc.Repo == "":
+					return fmt.Errorf("rm: %v (see aotlm list)", err)
+				case err != nil:
 					return fmt.Errorf("rm: %w", err)
 				}
-				if !ok {
-					return fmt.Errorf("rm: %s is not in the cache %s", ref.Repo, hubDir)
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "removed %s (%s)\n", ref.Repo, humanize.IBytes(uint64(size)))
 			}
 			return nil
 		},
