@@ -71,3 +71,46 @@ func WriteLambadaPhases(w io.Writer, phases []string, res []eval.LambadaPhaseRes
 	_, err := fmt.Fprintf(w, "lambada: %d passages, %d last-word tokens scored\n", res[0].Items, res[0].Tokens)
 	return err
 }
+
+// TaskJSON is the JSON object of Task's result on the task.
+func TaskJSON(task string, res TaskResult) any {
+	if r := res.Lambada; r != nil {
+		return map[string]any{"task": task, "items": r.Items, "acc": r.Acc, "ppl": r.PPL}
+	}
+	r := res.Choices
+	preds := make([]int, len(r.Items))
+	right := make([]bool, len(r.Items))
+	for i, it := range r.Items {
+		preds[i], right[i] = it.PredNorm, it.PredNorm == it.Gold
+	}
+	return map[string]any{"task": task, "tasks": r.Tasks, "acc": r.Acc, "acc_norm": r.AccNorm, "pred_norm": preds, "correct_norm": right}
+}
+
+// WriteTask prints Task's result on the task in one line.
+func WriteTask(w io.Writer, task string, res TaskResult) error {
+	if r := res.Lambada; r != nil {
+		_, err := fmt.Fprintf(w, "lambada: %d passages, accuracy %.2f%%, perplexity %.3f\n", r.Items, 100*r.Acc, r.PPL)
+		return err
+	}
+	r := res.Choices
+	_, err := fmt.Fprintf(w, "%s: %d tasks, acc %.2f%% (summed log-likelihood), acc_norm %.2f%% (mean per token, as llama-perplexity)\n",
+		task, r.Tasks, 100*r.Acc, 100*r.AccNorm)
+	return err
+}
+
+// TextJSON is the JSON object of Text's result.
+func TextJSON(r eval.Result) any {
+	return map[string]any{"ppl": r.PPL, "nll": r.NLL, "tokens": r.Tokens, "ctx": r.Ctx, "chunks": r.Chunks, "method": r.Method}
+}
+
+// WriteText prints Text's result as llama-perplexity's final estimate;
+// stride is the sliding window's (0: llama.cpp's chunks).
+func WriteText(w io.Writer, r eval.Result, stride int) error {
+	unit := "chunks"
+	if stride > 0 {
+		unit = fmt.Sprintf("windows (stride %d)", stride)
+	}
+	_, err := fmt.Fprintf(w, "Final estimate: PPL = %.4f +/- %.5f (mean NLL %.6f over %d tokens; %s rule, %d %s of %d tokens)\n",
+		r.PPL, r.StdErr, r.NLL, r.Tokens, r.Method, r.Chunks, unit, r.Ctx)
+	return err
+}

@@ -51,3 +51,41 @@ func TestWriteLambadaPhases(t *testing.T) {
 		t.Fatalf("table:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+func TestWriteText(t *testing.T) {
+	r := eval.Result{PPL: 5.8585, NLL: 1.7678, StdErr: 0.12, Tokens: 1024, Chunks: 8, Ctx: 128, Method: eval.LlamaCpp}
+	var b bytes.Buffer
+	if err := WriteText(&b, r, 0); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Final estimate: PPL = 5.8585 +/- 0.12000 (mean NLL 1.767800 over 1024 tokens; llama.cpp rule, 8 chunks of 128 tokens)\n"; b.String() != want {
+		t.Fatalf("got  %q\nwant %q", b.String(), want)
+	}
+	b.Reset()
+	r.Method = eval.Sliding
+	if err := WriteText(&b, r, 64); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Final estimate: PPL = 5.8585 +/- 0.12000 (mean NLL 1.767800 over 1024 tokens; sliding rule, 8 windows (stride 64) of 128 tokens)\n"; b.String() != want {
+		t.Fatalf("got  %q\nwant %q", b.String(), want)
+	}
+}
+
+func TestWriteTask(t *testing.T) {
+	var b bytes.Buffer
+	lambada := TaskResult{Lambada: &eval.LambadaResult{Items: 500, Acc: 0.25, PPL: 40.5}}
+	if err := WriteTask(&b, "lambada", lambada); err != nil || b.String() != "lambada: 500 passages, accuracy 25.00%, perplexity 40.500\n" {
+		t.Fatalf("lambada: %q, %v", b.String(), err)
+	}
+	choices := TaskResult{Choices: &eval.MCResult{Tasks: 2, Acc: 0.5, AccNorm: 1,
+		Items: []eval.MCItem{{Gold: 1, PredNorm: 1}, {Gold: 0, PredNorm: 2}}}}
+	b.Reset()
+	if err := WriteTask(&b, "hellaswag", choices); err != nil ||
+		b.String() != "hellaswag: 2 tasks, acc 50.00% (summed log-likelihood), acc_norm 100.00% (mean per token, as llama-perplexity)\n" {
+		t.Fatalf("hellaswag: %q, %v", b.String(), err)
+	}
+	j, err := json.Marshal(TaskJSON("hellaswag", choices))
+	if want := `{"acc":0.5,"acc_norm":1,"correct_norm":[true,false],"pred_norm":[1,2],"task":"hellaswag","tasks":2}`; err != nil || string(j) != want {
+		t.Fatalf("json %s, %v", j, err)
+	}
+}
