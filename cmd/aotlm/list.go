@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
@@ -31,35 +29,7 @@ the user cache folder), with their sizes on disk.`,
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(c)
 			}
-			repos, arts := c.Models, c.Artifacts
-			out := cmd.OutOrStdout()
-			w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintf(w, "MODEL\tSIZE\tREVISION\tFILES\n")
-			for _, r := range repos {
-				rev := ""
-				if commit, ok := r.Refs["main"]; ok {
-					rev = "main " + short(commit)
-				} else if len(r.Snapshots) > 0 {
-					rev = short(r.Snapshots[0])
-				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Repo, humanize.IBytes(uint64(r.Size)), rev, summarizeFiles(r.Files))
-			}
-			if len(repos) == 0 {
-				fmt.Fprintf(w, "(none)\n")
-			}
-			if err := w.Flush(); err != nil {
-				return err
-			}
-			fmt.Fprintln(out)
-			w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintf(w, "ARTIFACT\tSIZE\tCOMPILED\n")
-			for _, a := range arts {
-				fmt.Fprintf(w, "%s\t%s\t%s\n", a.Name, humanize.IBytes(uint64(a.Size)), a.Modified.Format("2006-01-02 15:04"))
-			}
-			if len(arts) == 0 {
-				fmt.Fprintf(w, "(none)\n")
-			}
-			if err := w.Flush(); err != nil {
+			if err := c.Write(cmd.OutOrStdout()); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "models in %s, artifacts in %s\n", c.HubDir, c.ArtifactDir)
@@ -68,25 +38,6 @@ the user cache folder), with their sizes on disk.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
-}
-
-// summarizeFiles names the weight files of a snapshot (GGUF or safetensors)
-// and counts the rest.
-func summarizeFiles(files []string) string {
-	var weights []string
-	for _, f := range files {
-		if strings.HasSuffix(f, ".gguf") || strings.HasSuffix(f, ".safetensors") || strings.HasSuffix(f, ".bin") {
-			weights = append(weights, f)
-		}
-	}
-	s := strings.Join(weights, ", ")
-	if len(weights) > 2 {
-		s = fmt.Sprintf("%s … (%d weight files)", weights[0], len(weights))
-	}
-	if rest := len(files) - len(weights); rest > 0 {
-		s += fmt.Sprintf(" +%d", rest)
-	}
-	return s
 }
 
 func newRmCmd() *cobra.Command {

@@ -2,7 +2,12 @@ package load
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/dustin/go-humanize"
 
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/hf/hub"
@@ -126,4 +131,58 @@ func removeArtifact(a compile.CachedArtifact, removed func(string, int64)) error
 	}
 	removed(a.Name, a.Size)
 	return nil
+}
+
+// Write prints the caches as two tables: the models (size, revision,
+// weight files) and the artifacts (size, when compiled).
+func (c *Caches) Write(out io.Writer) error {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "MODEL\tSIZE\tREVISION\tFILES\n")
+	for _, r := range c.Models {
+		rev := ""
+		if commit, ok := r.Refs["main"]; ok {
+			rev = "main " + shortCommit(commit)
+		} else if len(r.Snapshots) > 0 {
+			rev = shortCommit(r.Snapshots[0])
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Repo, humanize.IBytes(uint64(r.Size)), rev, summarizeFiles(r.Files))
+	}
+	if len(c.Models) == 0 {
+		fmt.Fprintf(w, "(none)\n")
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "ARTIFACT\tSIZE\tCOMPILED\n")
+	for _, a := range c.Artifacts {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", a.Name, humanize.IBytes(uint64(a.Size)), a.Modified.Format("2006-01-02 15:04"))
+	}
+	if len(c.Artifacts) == 0 {
+		fmt.Fprintf(w, "(none)\n")
+	}
+	return w.Flush()
+}
+
+// shortCommit is a commit's first 12 hex digits.
+func shortCommit(commit string) string { return commit[:min(len(commit), 12)] }
+
+// summarizeFiles names the weight files of a snapshot (GGUF or
+// safetensors) and counts the rest.
+func summarizeFiles(files []string) string {
+	var weights []string
+	for _, f := range files {
+		if strings.HasSuffix(f, ".gguf") || strings.HasSuffix(f, ".safetensors") || strings.HasSuffix(f, ".bin") {
+			weights = append(weights, f)
+		}
+	}
+	s := strings.Join(weights, ", ")
+	if len(weights) > 2 {
+		s = fmt.Sprintf("%s … (%d weight files)", weights[0], len(weights))
+	}
+	if rest := len(files) - len(weights); rest > 0 {
+		s += fmt.Sprintf(" +%d", rest)
+	}
+	return s
 }

@@ -1,12 +1,15 @@
 package load
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/hf/hub"
 )
 
 // TestCachesRemove: an artifact goes by its name with or without .aot;
@@ -46,5 +49,30 @@ func TestCachesRemove(t *testing.T) {
 	}
 	if err := c.RemoveArtifacts(note); err != nil || removed["b.aot"] != 5 {
 		t.Fatalf("RemoveArtifacts: %v, removed %v", err, removed)
+	}
+}
+
+func TestCachesWrite(t *testing.T) {
+	c := &Caches{Models: []hub.CachedRepo{{Repo: "org/model", Size: 2048, Refs: map[string]string{"main": "0123456789abcdef"},
+		Files: []string{"config.json", "model.safetensors"}}},
+		Artifacts: []compile.CachedArtifact{{Name: "x.aot", Size: 1024, Modified: time.Date(2026, 1, 2, 3, 4, 0, 0, time.Local)}}}
+	var b bytes.Buffer
+	if err := c.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := "MODEL      SIZE     REVISION           FILES\n" +
+		"org/model  2.0 KiB  main 0123456789ab  model.safetensors +1\n" +
+		"\n" +
+		"ARTIFACT  SIZE     COMPILED\n" +
+		"x.aot     1.0 KiB  2026-01-02 03:04\n"
+	if b.String() != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	if err := (&Caches{}).Write(&b); err != nil || b.String() != "MODEL  SIZE  REVISION  FILES\n(none)\n\nARTIFACT  SIZE  COMPILED\n(none)\n" {
+		t.Fatalf("empty caches: %q, %v", b.String(), err)
+	}
+	if got := summarizeFiles([]string{"a.gguf", "b.gguf", "c.gguf", "README.md"}); got != "a.gguf … (3 weight files) +1" {
+		t.Fatalf("summarizeFiles: %q", got)
 	}
 }
