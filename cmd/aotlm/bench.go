@@ -4,11 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
-	"runtime/pprof"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -65,7 +61,7 @@ image out counts as the first repetition).`,
 			}
 			var tests []bench.Test
 			if !dec.active() {
-				pairs, err := parsePairs(pgs)
+				pairs, err := bench.ParsePairs(pgs)
 				if err != nil {
 					return err
 				}
@@ -74,7 +70,7 @@ image out counts as the first repetition).`,
 				}
 			}
 			if cpuProfile != "" {
-				stop, err := startCPUProfile(cpuProfile)
+				stop, err := bench.StartCPUProfile(cpuProfile)
 				if err != nil {
 					return err
 				}
@@ -120,34 +116,6 @@ image out counts as the first repetition).`,
 	return cmd
 }
 
-// startCPUProfile starts profiling into path; the returned function stops
-// it and closes the file.
-func startCPUProfile(path string) (func(), error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("bench: cpu profile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("bench: cpu profile: %w", err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
-}
-
-// parsePair parses a -pg value "P,N".
-func parsePair(s string) ([2]int, error) {
-	a, b, ok := strings.Cut(s, ",")
-	p, err1 := strconv.Atoi(strings.TrimSpace(a))
-	n, err2 := strconv.Atoi(strings.TrimSpace(b))
-	if !ok || err1 != nil || err2 != nil {
-		return [2]int{}, fmt.Errorf("bench: -pg %q is not PROMPT,GEN (such as 512,128)", s)
-	}
-	return [2]int{p, n}, nil
-}
-
 // benchArtifact gives the artifact to measure: an .aot as it is, else the
 // model (a path or a Hub repository) compiled into the cache with run's
 // default options, so bench and run share it.
@@ -157,17 +125,4 @@ func benchArtifact(arg string, stderr io.Writer) (string, error) {
 		return "", err
 	}
 	return load.Cached(path, load.CompileDefaults(), stderr)
-}
-
-// parsePairs reads the -pg values.
-func parsePairs(pgs []string) ([][2]int, error) {
-	var pairs [][2]int
-	for _, s := range pgs {
-		p, err := parsePair(s)
-		if err != nil {
-			return nil, err
-		}
-		pairs = append(pairs, p)
-	}
-	return pairs, nil
 }

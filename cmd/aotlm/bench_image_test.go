@@ -8,6 +8,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/testutil"
+	"github.com/aotlm/aotlm/internal/visionload"
 )
 
 // TestBenchImage: `bench --image` on the tiny SmolVLM fixture reports
@@ -22,7 +23,7 @@ func TestBenchImage(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rep imageBench
+	var rep visionload.BenchReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -60,7 +61,7 @@ func TestBenchImageQwen2VL(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rep imageBench
+	var rep visionload.BenchReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}

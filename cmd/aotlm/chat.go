@@ -15,6 +15,8 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/load"
+	"github.com/aotlm/aotlm/internal/visionload"
 )
 
 func newChatCmd() *cobra.Command {
@@ -69,18 +71,18 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 			}
 			defer m.Close()
 			if templatePath != "" {
-				if err := setChatTemplate(m, templatePath); err != nil {
+				if err := load.SetChatTemplate(m, templatePath); err != nil {
 					return err
 				}
 			}
 			p = applyGenerationDefaults(cmd, p, m.GenerationDefaults())
 			opts := aotlm.ChatOptions{System: system, Context: min(ctx, m.Info().Context)}
-			var images *chatImages
+			var images *visionload.ChatImages
 			if p, err := openPrompter(modelPath, mmproj, m, threads); err != nil {
 				return err
 			} else if p != nil {
-				images = newChatImages(p)
-				opts.Encode = images.encode
+				images = p.Chat()
+				opts.Encode = images.Encode
 			}
 			c, err := m.NewChat(opts)
 			if err != nil {
@@ -97,12 +99,12 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 	f.StringVar(&templatePath, "chat-template", "", "a chat template (.jinja, tokenizer_config.json or GGUF) replacing the model's")
 	f.StringVar(&mode, "mode", "hybrid", "prefill: hybrid (AR-N passes) or kv (one token at a time)")
 	f.BoolVar(&noCompile, "no-compile", false, "run an uncompiled model through the graph interpreter")
-	f.IntVar(&arLen, "ar-len", 32, "prompt pass length when compiling")
-	f.StringVar(&kv, "kv", "f32", "KV cache storage when compiling: f32, f16 or u8")
+	f.IntVar(&arLen, "ar-len", load.ARLen, "prompt pass length when compiling")
+	f.StringVar(&kv, "kv", load.KV, "KV cache storage when compiling: f32, f16 or u8")
 	f.IntVarP(&n, "n-predict", "n", 512, "most tokens of one reply (-1: until the end of turn or a full context)")
 	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
 	f.BoolVar(&hugePages, "hugepages", false, hugePagesUsage)
-	f.IntVarP(&ctx, "ctx", "c", 4096, "context length (capped at the model's)")
+	f.IntVarP(&ctx, "ctx", "c", load.Ctx, "context length (capped at the model's)")
 	addSamplingFlags(f, &p, &seed)
 	f.StringArrayVar(&stops, "stop", nil, "a string that ends a reply (repeatable)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object per turn instead of streaming text")
@@ -126,7 +128,7 @@ type chatTurn struct {
 
 // chatLoop reads turns and commands from the command's input until its
 // end or /exit; images is nil for a model without vision.
-func chatLoop(cmd *cobra.Command, c *aotlm.Chat, req aotlm.Request, asJSON bool, images *chatImages) error {
+func chatLoop(cmd *cobra.Command, c *aotlm.Chat, req aotlm.Request, asJSON bool, images *visionload.ChatImages) error {
 	in := cmd.InOrStdin()
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	interactive := isTerminal(out) && isTerminalReader(in)
@@ -154,7 +156,7 @@ func chatLoop(cmd *cobra.Command, c *aotlm.Chat, req aotlm.Request, asJSON bool,
 				return err
 			}
 			if images != nil {
-				images.reset()
+				images.Reset()
 			}
 			fmt.Fprintln(errw, "(conversation reset)")
 			continue
@@ -170,13 +172,13 @@ func chatLoop(cmd *cobra.Command, c *aotlm.Chat, req aotlm.Request, asJSON bool,
 			continue
 		}
 		if images != nil {
-			msg, err := images.message(line)
+			msg, err := images.Message(line)
 			if err != nil {
 				fmt.Fprintf(errw, "(%v: the turn was not sent)\n", err)
 				continue
 			}
 			line = msg
-			req.Embeds = images.cur.Embeds()
+			req.Embeds = images.Embeds()
 		}
 		turn++
 		var onToken func(aotlm.Token) error

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -10,7 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/aotlm/aotlm"
-	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/load"
 )
 
 // decodingFlags are run's flags of the strategies that choose several
@@ -74,41 +73,21 @@ func (v *modeValue) Set(s string) error {
 // strategy returns the strategy the flags ask for (nil: plain decoding),
 // opening the draft model with the target's threads and context.
 func (d *decodingFlags) strategy(m *aotlm.Model, threads, ctx int) (*aotlm.Strategy, error) {
-	adapt := aotlm.Adapt{Off: d.noAdapt}
 	if d.draft != "" && d.mode != "" {
 		return nil, fmt.Errorf("--draft and --mode %s: choose one strategy", d.mode)
 	}
-	switch {
-	case d.mode == "lookahead":
-		return aotlm.Lookahead(aotlm.LookaheadOptions{N: d.ngram, W: d.window, G: d.gcap, Adapt: adapt})
-	case d.mode == "lookup":
-		o := aotlm.LookupOptions{NgramMax: d.lookupMax, NgramMin: d.lookupMin, DraftMax: d.draftMax, DraftMin: d.draftMin, Adapt: adapt}
-		if d.corpus != "" {
-			b, err := os.ReadFile(d.corpus)
-			if err != nil {
-				return nil, fmt.Errorf("lookup corpus: %w", err)
-			}
-			if o.Corpus, err = m.Encode(string(b), true); err != nil {
-				return nil, fmt.Errorf("lookup corpus: %w", err)
-			}
-		}
-		return aotlm.PromptLookup(o)
-	case d.draft != "":
-		dm, err := openModel(d.draft, openOptions{Threads: threads, Mode: "hybrid",
-			Compile: compile.Options{ARLens: []int{32}, Ctx: ctx, ClampCtx: true}})
-		if err != nil {
-			return nil, fmt.Errorf("draft model: %w", err)
-		}
-		st, err := m.DraftStrategy(dm, aotlm.DraftOptions{Context: min(ctx, dm.Info().Context), DraftMax: d.draftMax,
-			DraftMin: d.draftMin, PMin: d.draftPMin, Adapt: adapt})
-		if err != nil {
-			dm.Close()
-			return nil, fmt.Errorf("draft model %s: %w", d.draft, err)
-		}
-		d.draftModel = dm
-		return st, nil
+	adapt := aotlm.Adapt{Off: d.noAdapt}
+	o := load.StrategyOptions{Corpus: d.corpus, Draft: d.draft, Threads: threads, Ctx: ctx,
+		DraftOptions: aotlm.DraftOptions{DraftMax: d.draftMax, DraftMin: d.draftMin, PMin: d.draftPMin, Adapt: adapt}}
+	switch d.mode {
+	case "lookahead":
+		o.Lookahead = &aotlm.LookaheadOptions{N: d.ngram, W: d.window, G: d.gcap, Adapt: adapt}
+	case "lookup":
+		o.Lookup = &aotlm.LookupOptions{NgramMax: d.lookupMax, NgramMin: d.lookupMin, DraftMax: d.draftMax, DraftMin: d.draftMin, Adapt: adapt}
 	}
-	return nil, nil
+	st, dm, err := load.Strategy(m, o)
+	d.draftModel = dm
+	return st, err
 }
 
 // close releases the draft model.

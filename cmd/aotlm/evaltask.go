@@ -86,26 +86,10 @@ docs/quantization.md has figures per recipe.`,
 			if err != nil {
 				return err
 			}
-			if r := res.Lambada; r != nil {
-				if asJSON {
-					return json.NewEncoder(out).Encode(map[string]any{"task": task, "items": r.Items, "acc": r.Acc, "ppl": r.PPL})
-				}
-				fmt.Fprintf(out, "lambada: %d passages, accuracy %.2f%%, perplexity %.3f\n", r.Items, 100*r.Acc, r.PPL)
-				return nil
-			}
-			r := res.Choices
 			if asJSON {
-				preds := make([]int, len(r.Items))
-				right := make([]bool, len(r.Items))
-				for i, it := range r.Items {
-					preds[i], right[i] = it.PredNorm, it.PredNorm == it.Gold
-				}
-				return json.NewEncoder(out).Encode(map[string]any{"task": task, "tasks": r.Tasks, "acc": r.Acc, "acc_norm": r.AccNorm,
-					"pred_norm": preds, "correct_norm": right})
+				return json.NewEncoder(out).Encode(score.TaskJSON(task, res))
 			}
-			fmt.Fprintf(out, "%s: %d tasks, acc %.2f%% (summed log-likelihood), acc_norm %.2f%% (mean per token, as llama-perplexity)\n",
-				task, r.Tasks, 100*r.Acc, 100*r.AccNorm)
-			return nil
+			return score.WriteTask(out, task, res)
 		},
 	}
 	fl := cmd.Flags()

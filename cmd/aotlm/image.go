@@ -2,17 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/aotlm/aotlm"
-	"github.com/aotlm/aotlm/internal/vision"
-	"github.com/aotlm/aotlm/internal/vlm"
+	"github.com/aotlm/aotlm/internal/visionload"
 )
 
 // imageFlags are run's image flags.
@@ -48,85 +46,38 @@ type imageRun struct {
 // file through the graph interpreter), places their embedding rows in the
 // prompt and generates with the text model.
 func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
-	piece := func(s string) (int, bool) {
-		ids, err := m.Encode(s, true)
-		if err != nil || len(ids) != 1 {
-			return 0, false
-		}
-		return ids[0], true
+	enc, err := visionload.Open(visionload.Source{Model: m, Path: r.modelPath, MMProj: r.images.mmproj, Threads: r.threads, Fallback: true})
+	if errors.Is(err, visionload.ErrNoEncoder) {
+		return fmt.Errorf("--image needs a vision-language model: an artifact compiled with its vision encoder, a SmolVLM, Qwen2-VL or Qwen2.5-VL folder (Hugging Face layout), or a text GGUF with --mmproj; %s is none of them", r.modelPath)
 	}
-	enc, imageID, err := openImageEncoder(m, r, piece)
 	if err != nil {
 		return err
 	}
 	defer enc.Close()
-	start := time.Now()
-	var encoded []*vlm.Image
-	for _, path := range r.images.files {
-		img, err := vision.DecodeFile(path, vision.DefaultLimits)
-		if err != nil {
-			return err
-		}
-		e, err := enc.Encode(img)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		encoded = append(encoded, e)
-	}
-	encodeTime := time.Since(start)
-
-	prompt := r.prompt
-	switch c := strings.Count(prompt, vlm.ImageTok); {
-	case c == 0:
-		prompt = strings.Repeat(vlm.ImageTok, len(encoded)) + prompt
-	case c != len(encoded):
-		return fmt.Errorf("the prompt has %d %s markers for %d images", c, vlm.ImageTok, len(encoded))
+	images, err := visionload.EncodeFiles(m, enc, r.images.files)
+	if err != nil {
+		return err
 	}
 	req := r.req
-	req.Prompt = prompt
+	if req.Prompt, err = images.Mark(r.prompt); err != nil {
+		return err
+	}
 	if r.useChat {
 		if err := chatPrompt(&req, r.system, m); err != nil {
 			return err
 		}
 	}
-	var ids []int
-	var placed []*vlm.Placed
-	for i, part := range strings.Split(req.Prompt, vlm.ImageTok) {
-		if i > 0 {
-			p, err := enc.Place(encoded[i-1], piece)
-			if err != nil {
-				return err
-			}
-			placed = append(placed, p)
-			for _, id := range p.IDs {
-				if id == -1 {
-					id = imageID
-				}
-				ids = append(ids, id)
-			}
-		}
-		if part == "" && i > 0 {
-			continue
-		}
-		pids, err := m.Encode(part, req.Raw || i > 0)
-		if err != nil {
-			return err
-		}
-		ids = append(ids, pids...)
+	if req.IDs, err = images.IDs(req.Prompt, req.Raw); err != nil {
+		return err
 	}
-	req.IDs = ids
-
-	im, err := aotlm.NewModel(aotlm.Config{Info: m.Info(), Tokenizer: m.Tokenizer(), BOS: m.BOS(), EOS: m.StopIDs(),
-		NewSequence: func(n int) (aotlm.Sequence, error) {
-			if n <= 0 {
-				n = m.Info().Context
-			}
-			return newImageSequence(m, enc, imageID, placed, n)
-		}})
+	im, err := images.Model()
 	if err != nil {
 		return err
 	}
 	s, err := im.NewSession(min(r.ctx, m.Info().Context))
+	if errors.Is(err, visionload.ErrPositionsNeedEngine) {
+		return fmt.Errorf("%w; drop --no-compile", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -155,7 +106,7 @@ func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
 	}
 	rep := imageReport{runReport: runReport{PromptIDs: res.PromptIDs, IDs: res.IDs, Text: res.Text, StopReason: res.StopReason,
 		TTFTMs: float64(res.TTFT.Microseconds()) / 1000, PrefillTokS: res.PrefillTokS(), DecodeTokS: res.DecodeTokS(),
-		Seed: req.Sampling.Seed}, Images: len(encoded), ImageEncodeMs: float64(encodeTime.Microseconds()) / 1000}
+		Seed: req.Sampling.Seed}, Images: images.Len(), ImageEncodeMs: float64(images.EncodeTime.Microseconds()) / 1000}
 	if r.asJSON {
 		return json.NewEncoder(out).Encode(rep)
 	}

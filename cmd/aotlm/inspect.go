@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/bench"
 )
 
@@ -27,12 +26,7 @@ also reads every weight byte and checks theirs.`,
   aotlm inspect stories.aot --verify --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := artifact.Open(args[0], artifact.OpenOptions{Verify: verify})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			info, err := bench.Describe(a)
+			info, err := bench.DescribeFile(args[0], verify)
 			if err != nil {
 				return err
 			}

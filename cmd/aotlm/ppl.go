@@ -89,16 +89,9 @@ quantized folder (aotlm quantize) and the phases are:
 				return err
 			}
 			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
-					"ppl": r.PPL, "nll": r.NLL, "tokens": r.Tokens, "ctx": r.Ctx, "chunks": r.Chunks, "method": r.Method})
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(score.TextJSON(r))
 			}
-			unit := "chunks"
-			if stride > 0 { // the sliding-window rule
-				unit = fmt.Sprintf("windows (stride %d)", stride)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Final estimate: PPL = %.4f +/- %.5f (mean NLL %.6f over %d tokens; %s rule, %d %s of %d tokens)\n",
-				r.PPL, r.StdErr, r.NLL, r.Tokens, r.Method, r.Chunks, unit, r.Ctx)
-			return nil
+			return score.WriteText(cmd.OutOrStdout(), r, stride)
 		},
 	}
 	f := cmd.Flags()

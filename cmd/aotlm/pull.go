@@ -16,7 +16,6 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
-	"github.com/aotlm/aotlm/internal/hf/hub"
 	"github.com/aotlm/aotlm/internal/load"
 )
 
@@ -79,9 +78,9 @@ func resolveModelArg(arg string, stderr io.Writer) (string, error) {
 // pullRef pulls a reference with the environment's Hub settings, drawing
 // progress bars on stderr when it is a terminal. Ctrl-C stops the pull and
 // keeps the partial files for the next one to resume.
-func pullRef(arg string, stderr io.Writer) (*hub.Result, error) {
+func pullRef(arg string, stderr io.Writer) (*load.PullResult, error) {
 	var bars *pullBars
-	var progress hub.Progress
+	var progress load.PullProgress
 	if isTerminal(stderr) {
 		bars = newPullBars(stderr)
 		progress = bars
@@ -130,26 +129,26 @@ func newBar(size int64, desc string) *progressbar.ProgressBar {
 		progressbar.OptionSetPredictTime(true), progressbar.OptionShowCount())
 }
 
-// Plan implements hub.Progress.
-func (b *pullBars) Plan(files []hub.File) {
-	if len(files) == 0 {
+// Plan implements load.PullProgress.
+func (b *pullBars) Plan(paths []string, sizes []int64) {
+	if len(paths) == 0 {
 		return
 	}
 	var total int64
 	width := 0
-	for _, f := range files {
-		width = max(width, len(f.Path))
+	for _, p := range paths {
+		width = max(width, len(p))
 	}
 	width = min(width, 40)
 	b.mu.Lock()
-	for _, f := range files {
-		name := f.Path
+	for i, p := range paths {
+		name := p
 		if len(name) > width {
 			name = "…" + name[len(name)-width+1:]
 		}
-		b.files[f.Path] = newBar(f.Size, fmt.Sprintf("%-*s", width, name))
-		b.order = append(b.order, f.Path)
-		total += f.Size
+		b.files[p] = newBar(sizes[i], fmt.Sprintf("%-*s", width, name))
+		b.order = append(b.order, p)
+		total += sizes[i]
 	}
 	sort.Strings(b.order)
 	b.total = newBar(total, fmt.Sprintf("%-*s", width, "total"))
@@ -171,7 +170,7 @@ func (b *pullBars) Plan(files []hub.File) {
 	}()
 }
 
-// Advance implements hub.Progress.
+// Advance implements load.PullProgress.
 func (b *pullBars) Advance(file string, n int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -182,7 +181,7 @@ func (b *pullBars) Advance(file string, n int64) {
 	}
 }
 
-// Done implements hub.Progress.
+// Done implements load.PullProgress.
 func (b *pullBars) Done(file string, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -7,9 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -100,7 +98,7 @@ sensitive linears over large ones.`,
 					if asJSON {
 						return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"float_ppl": base, "tensors": rows})
 					}
-					printSensitivity(cmd.OutOrStdout(), rows, base)
+					recipe.WriteSensitivity(cmd.OutOrStdout(), rows, base)
 					return nil
 				}
 				var est float64
@@ -135,21 +133,7 @@ sensitive linears over large ones.`,
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "tensor\tshape\tscheme\trel rmse\tbits/w\tnote")
-			for _, t := range rep.Tensors {
-				note := t.Fallback
-				if t.Padded {
-					note = "last block padded"
-				}
-				if t.Outliers > 0 {
-					note = strings.TrimPrefix(note+fmt.Sprintf("; %d outlier channels in float", t.Outliers), "; ")
-				}
-				fmt.Fprintf(tw, "%s\t%v\t%s\t%.4f\t%.2f\t%s\n", terminalSafe(t.Name), t.Shape, t.Scheme, t.RelErr, t.Bits, note)
-			}
-			tw.Flush()
-			fmt.Fprintf(cmd.OutOrStdout(), "%d parameters, %.2f bits per weight, written to %s\n", rep.Params, rep.WeightBits, rep.Output)
-			return nil
+			return recipe.WriteReport(cmd.OutOrStdout(), rep)
 		},
 	}
 	f := cmd.Flags()
@@ -178,24 +162,4 @@ sensitive linears over large ones.`,
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// terminalSafe returns name as is when it is plain printable text, and
-// quoted with Go escapes otherwise, so a name from a checkpoint cannot move
-// the cursor, recolour or clear the terminal.
-func terminalSafe(name string) string {
-	if q := strconv.Quote(name); q[1:len(q)-1] == name {
-		return name
-	}
-	return strconv.Quote(name)
-}
-
-// printSensitivity prints the rows of --report-sensitivity as a table.
-func printSensitivity(w io.Writer, rows []recipe.Row, basePPL float64) {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "tensor\tscheme\tKL alone\tPPL alone (float %.4f)\tsame top-1\n", basePPL)
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%.6f\t%.4f\t%.2f%%\n", r.Name, r.Scheme, r.KL, r.PPL, 100*r.Top1)
-	}
-	tw.Flush()
 }

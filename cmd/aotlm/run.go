@@ -4,17 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm"
-	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/compile"
-	"github.com/aotlm/aotlm/internal/hf"
 	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/load"
 )
 
 func newRunCmd() *cobra.Command {
@@ -91,11 +89,9 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 			}
 			if verify {
 				// the full checksum check, weights included, before running
-				a, err := artifact.Open(modelPath, artifact.OpenOptions{Verify: true})
-				if err != nil {
+				if err := load.Verify(modelPath); err != nil {
 					return fmt.Errorf("--verify: %w", err)
 				}
-				a.Close()
 			}
 			float, err := floatActivations(acts)
 			if err != nil {
@@ -119,7 +115,7 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 				return fmt.Errorf("%s has no tokenizer: pass --tokenizer <file>", modelPath)
 			}
 			if templatePath != "" {
-				if err := setChatTemplate(m, templatePath); err != nil {
+				if err := load.SetChatTemplate(m, templatePath); err != nil {
 					return err
 				}
 			}
@@ -197,8 +193,8 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for checkpoints without one")
 	f.StringVar(&mode, "mode", "hybrid", "prefill of a compiled artifact: hybrid (AR-N passes) or kv (one token at a time)")
 	f.BoolVar(&noCompile, "no-compile", false, "run an uncompiled model through the graph interpreter instead of compiling it into the cache")
-	f.IntVar(&arLen, "ar-len", 32, "prompt pass length when compiling")
-	f.StringVar(&kv, "kv", "f32", "KV cache storage when compiling: f32, f16 or u8")
+	f.IntVar(&arLen, "ar-len", load.ARLen, "prompt pass length when compiling")
+	f.StringVar(&kv, "kv", load.KV, "KV cache storage when compiling: f32, f16 or u8")
 	f.StringVar(&acts, "activations", "int8", activationsHelp)
 	f.StringVar(&ggufWeights, "gguf-weights", compile.GGUFNative, ggufWeightsHelp)
 	f.StringVarP(&prompt, "prompt", "p", "", "prompt text")
@@ -206,7 +202,7 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 	f.IntVarP(&n, "n-predict", "n", 128, "number of tokens to generate (-1: until EOS or the context is full)")
 	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
 	f.BoolVar(&hugePages, "hugepages", false, hugePagesUsage)
-	f.IntVarP(&ctx, "ctx", "c", 4096, "context length (capped at the model's)")
+	f.IntVarP(&ctx, "ctx", "c", load.Ctx, "context length (capped at the model's)")
 	addSamplingFlags(f, &p, &seed)
 	f.BoolVar(&asJSON, "json", false, "print one JSON object instead of streaming text")
 	f.BoolVar(&useChat, "chat", false, "wrap the prompt as a user turn in the model's chat template")
@@ -254,15 +250,6 @@ func chatPrompt(req *aotlm.Request, system string, m *aotlm.Model) error {
 	req.Prompt, req.Raw = text, true
 	req.StopIDs = append(req.StopIDs, m.EndOfTurnIDs()...)
 	return nil
-}
-
-// setChatTemplate replaces m's chat template with the one at path.
-func setChatTemplate(m *aotlm.Model, path string) error {
-	src, _, err := hf.ChatTemplate(path)
-	if err != nil {
-		return err
-	}
-	return m.SetChatTemplate(filepath.Base(path), src)
 }
 
 // applyGenerationDefaults uses the model's own generation defaults (its

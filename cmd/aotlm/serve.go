@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/serve"
 )
 
@@ -65,7 +66,7 @@ with --allow-local-images.`,
 			}
 			defer m.Close()
 			if templatePath != "" {
-				if err := setChatTemplate(m, templatePath); err != nil {
+				if err := load.SetChatTemplate(m, templatePath); err != nil {
 					return err
 				}
 			}
@@ -102,7 +103,7 @@ with --allow-local-images.`,
 	f.IntVar(&port, "port", 8080, "port to listen on (0: any free port)")
 	f.IntVar(&parallel, "parallel", 1, "requests that generate at once, each on its own session")
 	f.IntVar(&queue, "queue", 0, "requests that may wait for a session beyond --parallel (0: 4 per session, -1: none)")
-	f.IntVarP(&ctx, "ctx", "c", 4096, "context of each session (capped at the model's)")
+	f.IntVarP(&ctx, "ctx", "c", load.Ctx, "context of each session (capped at the model's)")
 	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads, shared by the sessions")
 	f.BoolVar(&hugePages, "hugepages", false, hugePagesUsage)
 	f.StringVar(&mode, "mode", "hybrid", "prefill: hybrid (AR-N passes) or kv (one token at a time)")
@@ -110,8 +111,8 @@ with --allow-local-images.`,
 	f.StringVar(&templatePath, "chat-template", "", "Jinja chat template file, replacing the model's")
 	f.StringVar(&name, "name", "", "the model's id in the API (default: the model's file or folder name)")
 	f.Int64Var(&maxBody, "max-body", 4<<20, "largest request body in bytes")
-	f.IntVar(&arLen, "ar-len", 32, "prompt pass length when compiling a checkpoint")
-	f.StringVar(&kv, "kv", "f32", "KV cache storage when compiling a checkpoint: f32, f16 or u8")
+	f.IntVar(&arLen, "ar-len", load.ARLen, "prompt pass length when compiling a checkpoint")
+	f.StringVar(&kv, "kv", load.KV, "KV cache storage when compiling a checkpoint: f32, f16 or u8")
 	f.StringVar(&mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m: chat messages may hold images")
 	f.BoolVar(&allowLocalImages, "allow-local-images", false, "let image parts name files of this machine (paths, file:// URLs), not only data: URLs")
 	return cmd

@@ -3,16 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/aotlm/aotlm"
-	"github.com/aotlm/aotlm/internal/artifact"
-	"github.com/aotlm/aotlm/internal/chat"
-	"github.com/aotlm/aotlm/internal/hf"
-	"github.com/aotlm/aotlm/internal/modelparts"
+	"github.com/aotlm/aotlm/internal/load"
 )
 
 func newTemplateCmd() *cobra.Command {
@@ -36,16 +31,15 @@ unless --no-generation-prompt.`,
 			if path == "" || messages == "" {
 				return fmt.Errorf("pass -m <model or tokenizer_config.json> and --messages <file.json>")
 			}
-			tpl, sp, err := chatTemplateOf(path)
+			tpl, err := load.OpenChatTemplate(path)
 			if err != nil {
 				return err
 			}
-			msgs, err := chat.Messages(messages)
+			msgs, err := load.ChatMessages(messages)
 			if err != nil {
 				return err
 			}
-			opts := chat.Options{AddGenerationPrompt: !noGenPrompt, BOSToken: sp.BOS, EOSToken: sp.EOS,
-				Vars: templateVars(vars)}
+			opts := load.TemplateOptions{GenerationPrompt: !noGenPrompt, Vars: templateVars(vars)}
 			if date != "" {
 				if opts.Now, err = time.Parse("2006-01-02", date); err != nil {
 					return fmt.Errorf("--date %q: want YYYY-MM-DD", date)
@@ -70,31 +64,6 @@ unless --no-generation-prompt.`,
 	f.StringToStringVar(&vars, "var", nil, "extra template variables, e.g. enable_thinking=false")
 	f.BoolVar(&asJSON, "json", false, `print {"prompt": ...}`)
 	return cmd
-}
-
-// chatTemplateOf finds the chat template of a path: an artifact's stored
-// one, or the files of a checkpoint, folder, tokenizer_config.json or
-// .jinja file (package hf).
-func chatTemplateOf(path string) (*chat.Template, chat.Specials, error) {
-	if artifact.IsArtifact(path) {
-		m, err := aotlm.Open(path, aotlm.Options{Threads: 1})
-		if err != nil {
-			return nil, chat.Specials{}, err
-		}
-		defer m.Close()
-		parts := modelparts.Of(m)
-		tpl, sp := parts.Template, parts.Specials
-		if tpl == nil {
-			return nil, sp, fmt.Errorf("%s: %w (the artifact stores none)", path, aotlm.ErrNoChatTemplate)
-		}
-		return tpl, sp, nil
-	}
-	src, sp, err := hf.ChatTemplate(path)
-	if err != nil {
-		return nil, sp, err
-	}
-	tpl, err := chat.ParseNamed(filepath.Base(path), src)
-	return tpl, sp, err
 }
 
 // templateVars turns --var values into template values: true/false become

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/aotlm/aotlm/internal/kernel"
+	"github.com/aotlm/aotlm/internal/bench"
 )
 
 func newTuneCmd() *cobra.Command {
@@ -23,7 +23,7 @@ machine; opening a model never times anything. $AOTLM_KERNEL_TUNE set to a
 walk's name or "off" overrides the stored choice.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			res, err := kernel.Retune()
+			res, err := bench.Retune()
 			if err != nil {
 				return err
 			}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/aotlm/aotlm/internal/kernel"
+	"github.com/aotlm/aotlm/internal/bench"
 )
 
 // version is set at link time (-ldflags "-X main.version=v0.1.0").
@@ -26,7 +26,7 @@ chosen for this CPU (for example "amd64: avx2+avx512vnni" or
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			info := map[string]string{"version": version, "go": runtime.Version(),
-				"os": runtime.GOOS, "arch": runtime.GOARCH, "kernels": kernel.Active()}
+				"os": runtime.GOOS, "arch": runtime.GOARCH, "kernels": bench.Kernels()}
 			if bi, ok := debug.ReadBuildInfo(); ok {
 				for _, s := range bi.Settings {
 					if s.Key == "vcs.revision" {

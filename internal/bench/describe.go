@@ -108,6 +108,17 @@ type Arena struct {
 	Bytes   int64  `json:"bytes"`
 }
 
+// DescribeFile opens the artifact at path (verify: every checksum,
+// the weights' too) and describes it.
+func DescribeFile(path string, verify bool) (Info, error) {
+	a, err := artifact.Open(path, artifact.OpenOptions{Verify: verify})
+	if err != nil {
+		return Info{}, err
+	}
+	defer a.Close()
+	return Describe(a)
+}
+
 // Describe reads an opened artifact's manifest and plans and accounts for
 // its bytes. A manifest or plan the engine would refuse is an error naming
 // it.

@@ -1,7 +1,9 @@
 package compile
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/aotlm/aotlm/internal/format/gguf"
 )
@@ -59,4 +61,30 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// storedAs words how each scheme of a GGUFSummary stores the weights.
+var storedAs = map[string]string{
+	"f32":         "dequantized to float32 (exactly, nothing lost)",
+	"q4/g32/sym":  "kept 4-bit (q4/g32/sym, exactly)",
+	"q4/g32/asym": "kept 4-bit (q4/g32/asym, exactly up to float32 rounding of the zero points)",
+	"q4k":         "kept 4-bit as their super-blocks (q4k-p, exactly)",
+	"q6k":         "kept 6-bit as their super-blocks in the token embedding and classifier (q6k-p, exactly)",
+	"w8":          "requantized to 8 bits per weight, one scale per row (w8: a small change, see docs/formats.md)",
+}
+
+// Describe says in words how the weights were stored, scheme by scheme:
+// "the Q4_K weights were kept 4-bit as their super-blocks (q4k-p,
+// exactly); the Q6_K weights were ...".
+func (s GGUFSummary) Describe() string {
+	schemes := make([]string, 0, len(s.Types))
+	for scheme := range s.Types {
+		schemes = append(schemes, scheme)
+	}
+	sort.Strings(schemes)
+	parts := make([]string, len(schemes))
+	for i, scheme := range schemes {
+		parts[i] = fmt.Sprintf("the %s weights were %s", strings.Join(s.Types[scheme], ", "), storedAs[scheme])
+	}
+	return strings.Join(parts, "; ")
 }

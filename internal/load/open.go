@@ -152,6 +152,17 @@ func Cached(path string, opts compile.Options, log io.Writer) (string, error) {
 	return out, Tune()
 }
 
+// Verify checks every checksum of the artifact at path, the weights'
+// included (reading every byte).
+func Verify(path string) error {
+	a, err := artifact.Open(path, artifact.OpenOptions{Verify: true})
+	if err != nil {
+		return err
+	}
+	a.Close()
+	return nil
+}
+
 // CheckPath refuses a model path that is missing or is neither a regular
 // file nor a folder (a FIFO or a device would block or never end).
 func CheckPath(path string) error {

@@ -2,8 +2,9 @@
 // vision-language model, for every command that reads images: the
 // artifact's compiled vision plans when it has them, else the encoder of
 // the model's Hugging Face folder or of llama.cpp's mmproj GGUF in the
-// graph interpreter. The family of the encoder is the vlm registry's
-// business; this package only picks the source.
+// graph interpreter. It also carries images through the encoder for
+// them: a prompt's images, a chat's and a server's, and the timing of
+// one image. The family of the encoder is the vlm registry's business.
 package visionload
 
 import (
