@@ -16,6 +16,7 @@ import (
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/load"
+	"github.com/aotlm/aotlm/internal/progress"
 	"github.com/aotlm/aotlm/internal/visionload"
 )
 
@@ -131,7 +132,7 @@ type chatTurn struct {
 func chatLoop(cmd *cobra.Command, c *aotlm.Chat, req aotlm.Request, asJSON bool, images *visionload.ChatImages) error {
 	in := cmd.InOrStdin()
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	interactive := isTerminal(out) && isTerminalReader(in)
+	interactive := progress.IsTerminal(out) && isTerminalReader(in)
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64*1024), maxChatLine)
 	turn := 0

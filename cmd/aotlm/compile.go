@@ -12,6 +12,7 @@ import (
 	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/output"
+	"github.com/aotlm/aotlm/internal/progress"
 )
 
 func newCompileCmd() *cobra.Command {
@@ -116,10 +117,10 @@ image is resized into the smallest size that holds it (docs/usage.md).`,
 			if err != nil {
 				return fmt.Errorf("compile: %w", err)
 			}
-			bar := newTensorBar(cmd.ErrOrStderr(), "compiling")
+			bar := progress.NewTensors(cmd.ErrOrStderr(), "compiling")
 			opts := compile.Options{ARLens: []int{arLen, max(la, 1)}, Ctx: ctx, Tokenizer: tokPath, KV: kv, CalibText: calib,
 				FloatActivations: float, Jobs: jobs, GGUFWeights: ggufWeights, MMProj: mmproj, VisionWeights: visionW, VisionBuckets: visionBuckets,
-				Progress: func(p compile.Progress) { bar.update(p.Done, p.Total, p.Bytes, 0) }}
+				Progress: func(p compile.Progress) { bar.Update(p.Done, p.Total, p.Bytes, 0) }}
 			if err := compile.CompileFile(src, out, opts); err != nil {
 				return withContextHint(err)
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+
 	"github.com/aotlm/aotlm"
 
 	"github.com/spf13/pflag"
@@ -50,3 +51,6 @@ const hugePagesUsage = "make sure the compiled model sits in transparent huge pa
 	"(a model compiled here usually is, and then is mapped through them without this flag), have the page cache drop the file's small pages and read it back in 2 MiB folios " +
 	"(one read of the file, no extra memory, and later runs find it so), or where the file system cannot, read it into memory advised for huge pages instead of mapping it " +
 	"(that memory cannot be paged out as mapped pages can); decode streams the weights with fewer TLB misses"
+
+// jobsHelp documents --jobs of quantize and compile.
+const jobsHelp = "tensors processed at once (0: one per CPU); memory grows with it"

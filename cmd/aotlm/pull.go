@@ -7,16 +7,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
-	"strings"
-	"sync"
-	"time"
 
 	"github.com/dustin/go-humanize"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm/internal/load"
+	"github.com/aotlm/aotlm/internal/progress"
 )
 
 const hubEnvHelp = `The Hub is reached as huggingface_hub does: HF_ENDPOINT (a mirror; default
@@ -79,17 +75,17 @@ func resolveModelArg(arg string, stderr io.Writer) (string, error) {
 // progress bars on stderr when it is a terminal. Ctrl-C stops the pull and
 // keeps the partial files for the next one to resume.
 func pullRef(arg string, stderr io.Writer) (*load.PullResult, error) {
-	var bars *pullBars
-	var progress load.PullProgress
-	if isTerminal(stderr) {
-		bars = newPullBars(stderr)
-		progress = bars
+	var bars *progress.Downloads
+	var shown load.PullProgress
+	if progress.IsTerminal(stderr) {
+		bars = progress.NewDownloads(stderr)
+		shown = bars
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	ref, res, err := load.Pull(ctx, arg, progress)
+	ref, res, err := load.Pull(ctx, arg, shown)
 	if bars != nil {
-		bars.finish()
+		bars.Finish()
 	}
 	if err != nil {
 		return nil, err
@@ -104,131 +100,3 @@ func pullRef(arg string, stderr io.Writer) (*load.PullResult, error) {
 }
 
 func short(commit string) string { return commit[:min(len(commit), 12)] }
-
-// pullBars draws one progress bar per file being downloaded and one for the
-// total, redrawing them in place on a terminal.
-type pullBars struct {
-	w     io.Writer
-	mu    sync.Mutex
-	total *progressbar.ProgressBar
-	files map[string]*progressbar.ProgressBar
-	order []string
-	done  map[string]bool
-	lines int
-	stop  chan struct{}
-	wg    sync.WaitGroup
-}
-
-func newPullBars(w io.Writer) *pullBars {
-	return &pullBars{w: w, files: map[string]*progressbar.ProgressBar{}, done: map[string]bool{}, stop: make(chan struct{})}
-}
-
-func newBar(size int64, desc string) *progressbar.ProgressBar {
-	return progressbar.NewOptions64(size, progressbar.OptionSetWriter(io.Discard), progressbar.OptionSetDescription(desc),
-		progressbar.OptionShowBytes(true), progressbar.OptionSetWidth(30), progressbar.OptionThrottle(0),
-		progressbar.OptionSetPredictTime(true), progressbar.OptionShowCount())
-}
-
-// Plan implements load.PullProgress.
-func (b *pullBars) Plan(paths []string, sizes []int64) {
-	if len(paths) == 0 {
-		return
-	}
-	var total int64
-	width := 0
-	for _, p := range paths {
-		width = max(width, len(p))
-	}
-	width = min(width, 40)
-	b.mu.Lock()
-	for i, p := range paths {
-		name := p
-		if len(name) > width {
-			name = "…" + name[len(name)-width+1:]
-		}
-		b.files[p] = newBar(sizes[i], fmt.Sprintf("%-*s", width, name))
-		b.order = append(b.order, p)
-		total += sizes[i]
-	}
-	sort.Strings(b.order)
-	b.total = newBar(total, fmt.Sprintf("%-*s", width, "total"))
-	b.mu.Unlock()
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		t := time.NewTicker(150 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-b.stop:
-				b.draw()
-				return
-			case <-t.C:
-				b.draw()
-			}
-		}
-	}()
-}
-
-// Advance implements load.PullProgress.
-func (b *pullBars) Advance(file string, n int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if bar := b.files[file]; bar != nil {
-		cur := bar.State().CurrentNum
-		bar.Set64(max(cur+n, 0))
-		b.total.Add64(max(cur+n, 0) - cur)
-	}
-}
-
-// Done implements load.PullProgress.
-func (b *pullBars) Done(file string, err error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.done[file] = true
-}
-
-// draw rewrites the bars of unfinished files (at most 8) and the total.
-func (b *pullBars) draw() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.total == nil {
-		return
-	}
-	var sb strings.Builder
-	if b.lines > 0 {
-		fmt.Fprintf(&sb, "\x1b[%dA", b.lines)
-	}
-	n := 0
-	for _, f := range b.order {
-		if b.done[f] || n == 8 {
-			continue
-		}
-		bar := b.files[f]
-		if bar.State().CurrentNum == 0 {
-			continue // waiting for a download slot
-		}
-		fmt.Fprintf(&sb, "\r\x1b[2K%s\n", bar.String())
-		n++
-	}
-	fmt.Fprintf(&sb, "\r\x1b[2K%s\n", b.total.String())
-	n++
-	for i := n; i < b.lines; i++ { // clear lines left from a longer frame
-		sb.WriteString("\r\x1b[2K\n")
-	}
-	if b.lines > n {
-		fmt.Fprintf(&sb, "\x1b[%dA", b.lines-n)
-	}
-	b.lines = n
-	io.WriteString(b.w, sb.String())
-}
-
-func (b *pullBars) finish() {
-	b.mu.Lock()
-	started := b.total != nil
-	b.mu.Unlock()
-	if started {
-		close(b.stop)
-		b.wg.Wait()
-	}
-}

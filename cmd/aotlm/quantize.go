@@ -4,16 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/output"
+	"github.com/aotlm/aotlm/internal/progress"
 	"github.com/aotlm/aotlm/internal/recipe"
 )
 
@@ -120,9 +118,9 @@ sensitive linears over large ones.`,
 			if err != nil {
 				return err
 			}
-			bar := newTensorBar(cmd.ErrOrStderr(), "quantizing")
+			bar := progress.NewTensors(cmd.ErrOrStderr(), "quantizing")
 			rep, err := recipe.Quantize(src, out, recipe.QuantizeOptions{Recipe: rcp, LPBQReference: lpbqReference, Tokenizer: tokPath,
-				FallbackW8: fallbackW8, Force: force, Jobs: jobs, Progress: bar.update,
+				FallbackW8: fallbackW8, Force: force, Jobs: jobs, Progress: bar.Update,
 				Calib: recipe.CalibOptions{File: calibFile, Samples: calibSamples, Len: calibLen, Threads: threads}})
 			if errors.Is(err, output.ErrExists) {
 				return fmt.Errorf("%w (pass --force to replace it)", err)
@@ -156,10 +154,4 @@ sensitive linears over large ones.`,
 	f.StringVar(&maxSize, "max-size", "", "size budget of --auto: bits per weight (5.5b) or bytes (1.5MB) of all parameters")
 	f.StringVar(&autoOrder, "auto-order", "kl", "order in which --auto keeps linears at w8: kl (KL divergence alone) or kl-per-bit (KL divergence per bit w8 adds)")
 	return cmd
-}
-
-// isTerminal reports whether w is a terminal (progress bars draw only there).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }

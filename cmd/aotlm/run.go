@@ -13,6 +13,7 @@ import (
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/load"
+	"github.com/aotlm/aotlm/internal/progress"
 )
 
 func newRunCmd() *cobra.Command {
@@ -101,7 +102,7 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 				return fmt.Errorf("run: %w", err)
 			}
 			var log io.Writer
-			if isTerminal(cmd.ErrOrStderr()) && !quiet {
+			if progress.IsTerminal(cmd.ErrOrStderr()) && !quiet {
 				log = cmd.ErrOrStderr()
 			}
 			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, HugePages: hugePages, NoCompile: noCompile,
