@@ -150,15 +150,15 @@ func gemma4ConfigHF(m map[string]any) (Config, error) {
 	if v, ok := m["final_logit_softcapping"]; ok && v != nil {
 		g.FinalSoftcap, _ = format.MetaFloat(m, "final_logit_softcapping")
 	}
+	if c.Layers < 0 || c.Layers > gemma4MaxLayers {
+		return c, fmt.Errorf("config.json: num_hidden_layers %d is outside [0, %d]", c.Layers, gemma4MaxLayers)
+	}
 	c.SlidingWindow = 512
 	if v, ok := format.MetaInt(m, "sliding_window"); ok {
 		c.SlidingWindow = int(v)
 	}
 	if c.SlidingLayers, err = gemma3LayerTypes(m, c.Layers); err != nil {
 		return c, err
-	}
-	if c.Layers < 0 || c.Layers > gemma4MaxLayers {
-		return c, fmt.Errorf("config.json: num_hidden_layers %d is outside [0, %d]", c.Layers, gemma4MaxLayers)
 	}
 	g.LayerFFN = make([]int, c.Layers)
 	for l := range g.LayerFFN {

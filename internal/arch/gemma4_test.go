@@ -218,3 +218,31 @@ func TestGemma4Config(t *testing.T) {
 		}
 	}
 }
+
+// FuzzGemma4Config reads arbitrary config.json maps as Gemma 4: a config
+// that reads and validates must build without panicking.
+func FuzzGemma4Config(f *testing.F) {
+	f.Add(testutil.ReadFile(f, "arch/gemma4/config.json"))
+	f.Add([]byte(`{"hidden_size":8,"intermediate_size":[4,8],"num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"head_dim":2,"global_head_dim":4,"vocab_size":3,"hidden_size_per_layer_input":2,"num_kv_shared_layers":1,"use_double_wide_mlp":true,"layer_types":["full_attention","full_attention"]}`))
+	f.Add([]byte(`{"hidden_size":8,"intermediate_size":4,"num_hidden_layers":3,"num_attention_heads":2,"head_dim":2,"vocab_size":3,"hidden_size_per_layer_input":1,"num_kv_shared_layers":2,"layer_types":["sliding_attention","full_attention","sliding_attention"],"rope_parameters":{"full_attention":{"rope_type":"proportional","partial_rotary_factor":0.5}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var m map[string]any
+		if json.Unmarshal(data, &m) != nil {
+			return
+		}
+		c, err := gemma4ConfigHF(m)
+		if err != nil || c.Validate() != nil {
+			return
+		}
+		big := c.Layers*c.Hidden > 1<<16 || c.Vocab*c.Hidden > 1<<20 || c.Gemma4.PerLayerVocab*c.Layers*c.Gemma4.PerLayerDim > 1<<20
+		for _, f := range c.Gemma4.LayerFFN {
+			big = big || f*c.Hidden > 1<<20
+		}
+		if big {
+			return // valid but too large to build cheaply
+		}
+		if _, err := Build(&c, BuildOptions{}); err != nil {
+			t.Fatalf("a valid config does not build: %v", err)
+		}
+	})
+}
