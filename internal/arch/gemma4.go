@@ -243,13 +243,26 @@ func gemma4RopeHF(m map[string]any, c *Config) error {
 
 func gemma4ConfigGGUF(m map[string]any, arch string) (Config, error) {
 	ffList, isList := m[arch+".feed_forward_length"].([]any)
-	mm := m
+	mm := maps.Clone(m)
 	if isList {
 		if len(ffList) == 0 {
 			return Config{}, fmt.Errorf("gguf: metadata %s.feed_forward_length is an empty list", arch)
 		}
-		mm = maps.Clone(m)
 		mm[arch+".feed_forward_length"] = ffList[0]
+	}
+	// one key/value head count, or one per layer that must agree
+	if kv, ok := m[arch+".attention.head_count_kv"].([]any); ok {
+		var first int64
+		for l, e := range kv {
+			n, ok := format.MetaInt(map[string]any{"v": e}, "v")
+			if l == 0 {
+				first = n
+			}
+			if !ok || n != first {
+				return Config{}, fmt.Errorf("gguf: metadata %s.attention.head_count_kv[%d] is %s; the gemma4 family needs one key/value head count for every layer", arch, l, show(e))
+			}
+			mm[arch+".attention.head_count_kv"] = n
+		}
 	}
 	c, err := decoderConfigGGUF(mm, arch, "gemma4", graph.RopeHalf)
 	if err != nil {

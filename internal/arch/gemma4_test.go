@@ -246,3 +246,52 @@ func FuzzGemma4Config(f *testing.F) {
 		}
 	})
 }
+
+// TestGemma4GGUFMetadata checks the GGUF reader on the fixture's metadata:
+// a per-layer key/value head count that agrees is read, and metadata the
+// graph cannot honour is refused naming the key.
+func TestGemma4GGUFMetadata(t *testing.T) {
+	ck, err := detect.Open(testutil.Path(t, "arch/gemma4/model.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	f := familyNamed(t, "gemma4")
+	meta := func() map[string]any {
+		m := map[string]any{}
+		for k, v := range ck.Metadata() {
+			m[k] = v
+		}
+		return m
+	}
+	m := meta()
+	m["gemma4.attention.head_count_kv"] = []any{1, 1, 1, 1, 1, 1, 1, 1}
+	c, err := f.configGGUF(m, "gemma4")
+	if err != nil || c.KVHeads != 1 {
+		t.Errorf("per-layer key/value heads all 1: %d heads, %v", c.KVHeads, err)
+	}
+	for _, bad := range []struct {
+		key  string
+		v    any // nil: deleted
+		want string
+	}{
+		{"gemma4.attention.head_count_kv", []any{1, 1, 1, 2, 1, 1, 1, 2}, "head_count_kv[3]"},
+		{"gemma4.attention.sliding_window_pattern", nil, "sliding_window_pattern"},
+		{"gemma4.attention.sliding_window_pattern", []any{true, false}, "sliding_window_pattern"},
+		{"gemma4.attention.key_length_swa", nil, "key_length_swa"},
+		{"gemma4.embedding_length_per_layer_input", nil, "embedding_length_per_layer_input"},
+		{"gemma4.feed_forward_length", []any{96, 96}, "feed_forward_length"},
+		{"gemma4.rope.dimension_count", 16, "rope.dimension_count"},
+	} {
+		m := meta()
+		if bad.v == nil {
+			delete(m, bad.key)
+		} else {
+			m[bad.key] = bad.v
+		}
+		_, err := f.configGGUF(m, "gemma4")
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s = %v: error %v, want one naming %s", bad.key, bad.v, err, bad.want)
+		}
+	}
+}
