@@ -110,6 +110,10 @@ func gemma4ConfigHF(m map[string]any) (Config, error) {
 	if err != nil {
 		return c, err
 	}
+	if t := c.RopeScaling.Type; t != "" && t != "default" {
+		return c, fmt.Errorf("config.json: rope_scaling of type %q is not supported by the gemma4 family", t)
+	}
+	c.RopeScaling = RopeScaling{}
 	dtype, _ := format.MetaString(m, "torch_dtype")
 	gemmaCommon(&c, 0, dtype)
 	if _, ok := m["tie_word_embeddings"].(bool); !ok {
@@ -189,10 +193,12 @@ func gemma4ConfigHF(m map[string]any) (Config, error) {
 
 // gemma4RopeHF reads rope_parameters: per layer type, a rope_theta and a
 // rope_type of "default" or (full layers) "proportional" with a
-// partial_rotary_factor.
+// partial_rotary_factor. Without it, Gemma 3's keys: rope_theta (full
+// layers, 1e6) and rope_local_base_freq (sliding layers, 1e4), every pair
+// turning.
 func gemma4RopeHF(m map[string]any, c *Config) error {
 	g := c.Gemma4
-	c.LocalRopeTheta, c.RopeTheta = 10000, 1e6
+	c.RopeTheta, c.LocalRopeTheta = floatOr(m, "rope_theta", 1e6), floatOr(m, "rope_local_base_freq", 10000)
 	g.GlobalRotaryPairs = g.GlobalHeadDim / 2
 	rp, present := m["rope_parameters"]
 	if !present || rp == nil {

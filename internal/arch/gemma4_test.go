@@ -172,6 +172,12 @@ func TestGemma4Config(t *testing.T) {
 			t.Errorf("gguf: a pair past the fourth turns at %v", r)
 		}
 	}
+	m := fixtureConfig(t, "gemma4")
+	delete(m, "rope_parameters")
+	m["rope_theta"], m["rope_local_base_freq"] = 5e5, 2e4
+	if c, err := f.configHF(m); err != nil || c.RopeTheta != 5e5 || c.LocalRopeTheta != 2e4 || c.Gemma4.GlobalRotaryPairs != 16 {
+		t.Errorf("without rope_parameters: theta %v, local %v, %d pairs, %v; want 5e5, 2e4, 16", c.RopeTheta, c.LocalRopeTheta, c.Gemma4.GlobalRotaryPairs, err)
+	}
 	for _, bad := range []struct {
 		key  string
 		v    any
@@ -187,6 +193,7 @@ func TestGemma4Config(t *testing.T) {
 		{"rope_parameters", map[string]any{"full_attention": map[string]any{"rope_type": "yarn"}}, "rope_type"},
 		{"rope_parameters", map[string]any{"full_attention": map[string]any{"rope_type": "proportional", "partial_rotary_factor": 2.0}}, "partial_rotary_factor"},
 		{"layer_types", []any{"sliding_attention"}, "layer_types"},
+		{"rope_scaling", map[string]any{"rope_type": "linear", "factor": 8.0}, "rope_scaling"},
 	} {
 		m := fixtureConfig(t, "gemma4")
 		m[bad.key] = bad.v
