@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/engine"
@@ -101,5 +102,18 @@ func TestGemma4DecodeBatch(t *testing.T) {
 		for _, mode := range []engine.Mode{engine.ModeHybrid, engine.ModeKV} {
 			t.Run(fmt.Sprintf("%s/%v", kv, mode), func(t *testing.T) { checkDecodeBatch(t, e, mode) })
 		}
+	}
+}
+
+// TestGemma4EmbedsRefused: a pass with embedding rows in place of ids is
+// refused on the gemma4 artifact, whose per-layer embedding table has no
+// row for them, with an error rather than a panic.
+func TestGemma4EmbedsRefused(t *testing.T) {
+	m := loadModel(t, testutil.Path(t, "arch/gemma4"))
+	e := compileModel(t, m, 64, 4)
+	s := newSession(t, e, engine.SessionOptions{Threads: 2})
+	_, err := s.Run(&engine.Pass{IDs: []int{5, -1}, Embeds: make([]float32, 2*m.Config.Hidden)})
+	if err == nil || !strings.Contains(err.Error(), "embedding tables") {
+		t.Fatalf("embedding rows on gemma4: %v, want an error naming the embedding tables", err)
 	}
 }
