@@ -90,6 +90,10 @@ type Config struct {
 	// other families.
 	ShortConv *ShortConvConfig `json:"short_conv,omitempty"`
 
+	// Gemma4 holds Gemma 4's per-layer sizes (gemma4.go); nil for other
+	// families.
+	Gemma4 *Gemma4Config `json:"gemma4,omitempty"`
+
 	// RWKV holds RWKV-7's own sizes (rwkv7.go); nil for other families.
 	RWKV *RWKVConfig `json:"rwkv,omitempty"`
 

@@ -41,9 +41,11 @@ const minParallelStore = 1 << 14
 // rows, both streaming the run once.
 func (s *Session) attend() {
 	a := &s.attn
-	s.storeTask.a, s.storeTask.rows = a, nil
-	stores := a.T * a.G
-	s.pool.do(&s.storeTask, stores, 1, stores*a.E >= minParallelStore, s.threads)
+	if a.k != nil { // nil: a shared_attention step reads a slot written already
+		s.storeTask.a, s.storeTask.rows = a, nil
+		stores := a.T * a.G
+		s.pool.do(&s.storeTask, stores, 1, stores*a.E >= minParallelStore, s.threads)
+	}
 	s.attnTask.a, s.attnTask.rows = a, nil
 	items := a.T * a.H
 	cost := items * (a.pos + a.T) * a.E
@@ -74,8 +76,10 @@ func attnParts(T, H, G, threads int) int {
 func (s *Session) attendRows() {
 	rows := s.attnRows
 	a := &rows[0]
-	s.storeTask.a, s.storeTask.rows = nil, rows
-	s.pool.do(&s.storeTask, a.G, 1, a.G*a.E*len(rows) >= minParallelStore, s.threads)
+	if a.k != nil { // nil: a shared_attention step
+		s.storeTask.a, s.storeTask.rows = nil, rows
+		s.pool.do(&s.storeTask, a.G, 1, a.G*a.E*len(rows) >= minParallelStore, s.threads)
+	}
 	s.attnTask.a, s.attnTask.rows = nil, rows
 	items, cost := len(rows)*a.H, 0
 	for i := range rows {

@@ -99,8 +99,11 @@ func (s *Session) batchAttention(a *attnArgs, l, qcols int) {
 	s.attnRows = s.attnRows[:0]
 	for t, bs := range s.batch {
 		r := attnArgs{out: a.out[t*HE : (t+1)*HE], q: a.q[t*qcols : t*qcols+HE],
-			k: a.k[t*GE : (t+1)*GE], v: a.v[t*GE : (t+1)*GE], C: a.C, stride: bs.stride,
+			C: a.C, stride: bs.stride,
 			T: 1, pos: bs.pos, H: a.H, G: a.G, E: a.E, scale: a.scale, window: a.window}
+		if a.k != nil { // nil: a shared_attention step, which stores nothing
+			r.k, r.v = a.k[t*GE:(t+1)*GE], a.v[t*GE:(t+1)*GE]
+		}
 		bs.cacheLayer(&r, l)
 		s.attnRows = append(s.attnRows, r)
 	}

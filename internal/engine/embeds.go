@@ -15,10 +15,15 @@ func (s *Session) checkPassInput(prog *program, p *Pass) error {
 	}
 	cols := 0
 	for _, st := range prog.p.Steps {
-		if st.Op == op.Embed {
-			cols = prog.p.Buffers[st.Out].Cols
-			break
+		if st.Op != op.Embed {
+			continue
 		}
+		c := prog.p.Buffers[st.Out].Cols
+		if cols != 0 && c != cols {
+			// Gemma 4's per-layer table: an embedding row has no such row
+			return fmt.Errorf("engine: embedding rows given to a model with embedding tables of %d and %d columns", cols, c)
+		}
+		cols = c
 	}
 	if cols == 0 {
 		return fmt.Errorf("engine: embedding rows given to a plan without an embedding step")

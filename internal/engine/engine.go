@@ -279,7 +279,7 @@ func (e *Engine) resolveSteps(p *plan.Plan, vision bool) (*program, error) {
 				return nil, fmt.Errorf("step %d: a second select_rows step", i)
 			}
 			sel, prog.selCap, prog.selectLast = i, p.Buffers[st.Out].Rows, true
-		case op.Attention:
+		case op.Attention, op.SharedAttention:
 			if sel >= 0 {
 				prog.selectLast = false
 			}

@@ -43,7 +43,7 @@ func compileKV(t testing.TB, m *arch.Model, kv string) *engine.Engine {
 // treeModels are the transformer fixtures of every family and stories260K.
 func treeModels(t *testing.T) map[string]*arch.Model {
 	ms := map[string]*arch.Model{"stories260K": storiesModel(t)}
-	for _, f := range []string{"llama", "qwen2", "qwen3", "smollm3", "granite", "phi3", "glm", "gemma", "gemma3"} {
+	for _, f := range []string{"llama", "qwen2", "qwen3", "smollm3", "granite", "phi3", "glm", "gemma", "gemma3", "gemma4"} {
 		ms[f] = loadModel(t, testutil.Path(t, "arch/"+f))
 	}
 	return ms
@@ -63,7 +63,8 @@ func relDiff(a, b []float32) float64 {
 // of branch b then a decode step equals a session that only ever saw b;
 // Rewind then re-feeding gives the same logits again. On every family
 // fixture and stories260K, in hybrid and kv modes, with f32, f16 and u8
-// caches. The prompt of 12 crosses Gemma 3's sliding window of 8.
+// caches. The prompt of 12 crosses Gemma 3's and Gemma 4's sliding window
+// of 8; Gemma 4's shared layers read the branches their source layers store.
 func TestTreePass(t *testing.T) {
 	for name, m := range treeModels(t) {
 		for _, kv := range []string{"f32", "f16", "u8"} {

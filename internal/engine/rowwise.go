@@ -84,12 +84,20 @@ func (r *rowTask) run(_, lo, hi int) {
 		case op.RMSNorm:
 			rmsNorm(out, x, st.w, c, st.Eps, st.Offset)
 		case op.HeadRMSNorm:
+			if st.w == nil { // no gain weight
+				unitHeadRMSNorm(out, x, st.HeadDim, st.Eps, st.Offset)
+				break
+			}
 			headRMSNorm(out, x, st.w, st.HeadDim, st.Eps, st.Offset)
 		case op.Add:
 			kernel.Add(out, x, r.y[t*c:(t+1)*c])
 		case op.Mul:
 			kernel.Mul(out, x, r.y[t*c:(t+1)*c])
 		case op.Scale:
+			if st.w != nil { // a learned scalar
+				kernel.Scale(out, x, st.Scale*st.w[0])
+				break
+			}
 			kernel.Scale(out, x, st.Scale)
 		case op.SiLU:
 			kernel.SiLU(out, x)

@@ -714,9 +714,12 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 		case op.Add, op.Mul:
 			y, _, _ := buf(st.In[1])
 			s.rowWise(st, out, x, y, rows, cols)
-		case op.Attention:
-			k, _, _ := buf(st.In[1])
-			v, _, _ := buf(st.In[2])
+		case op.Attention, op.SharedAttention:
+			var k, v []float32 // nil: a shared slot, written by an earlier step
+			if st.Op == op.Attention {
+				k, _, _ = buf(st.In[1])
+				v, _, _ = buf(st.In[2])
+			}
 			a := st.Attn
 			if a.Bidirectional {
 				s.attendAll(a, out, x, k, v, rows)

@@ -89,7 +89,7 @@ func (g *Graph) PosComponents() int {
 	return n
 }
 
-// Attn configures op.Attention.
+// Attn configures op.Attention and op.SharedAttention.
 type Attn struct {
 	Layer   int     // index of the cache slot
 	Heads   int     // H
@@ -117,7 +117,7 @@ type Node struct {
 	Op     op.Op
 	In     []int  // indices of input nodes
 	Cols   int    // columns of the output (rows are T, or 1 after op.SelectRows)
-	Weight string // weight name (op.Embed, op.Linear, op.RMSNorm, op.HeadRMSNorm)
+	Weight string // weight name (op.Embed, op.Linear, op.RMSNorm, op.HeadRMSNorm; optional for op.HeadRMSNorm and op.Scale)
 	Bias   string // optional bias name (op.Linear, op.LayerNorm)
 	Name   string // a label for dumps and errors
 	// More names further weights, after Weight and Bias (op.WKV7).
@@ -134,7 +134,7 @@ type Node struct {
 	Index   []int   // op.GatherCols, op.ZeroCols: the columns, ascending
 	Group   int     // op.GroupRows: rows joined into one
 	Rope    *Rope   // op.RoPE
-	Attn    *Attn   // op.Attention
+	Attn    *Attn   // op.Attention, op.SharedAttention
 }
 
 // Graph is a forward pass: nodes in topological order, the weights they

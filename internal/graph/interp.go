@@ -295,6 +295,10 @@ func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []in
 		rmsNorm(dst, x, in.w[n.Weight], n.Cols, n.Eps, n.Offset)
 	case op.HeadRMSNorm:
 		// a [T, heads*E] matrix is a [T*heads, E] one: each head is a row
+		if n.Weight == "" {
+			unitRMSNorm(dst, x, n.HeadDim, n.Eps, n.Offset)
+			break
+		}
 		rmsNorm(dst, x, in.w[n.Weight], n.HeadDim, n.Eps, n.Offset)
 	case op.Add:
 		y := vals[n.In[1]]
@@ -307,8 +311,12 @@ func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []in
 			dst[i] = x[i] * y[i]
 		}
 	case op.Scale:
+		s := n.Scale
+		if n.Weight != "" {
+			s *= in.w[n.Weight][0]
+		}
 		for i := range dst {
-			dst[i] = x[i] * n.Scale
+			dst[i] = x[i] * s
 		}
 	case op.Hadamard:
 		op.HadamardRows(dst, x, n.HeadDim)
@@ -325,6 +333,8 @@ func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []in
 		ropeAt(dst, T, n.Cols, st.Pos, n.Rope, inp.Positions, in.g.PosComponents())
 	case op.Attention:
 		attention(dst, x, vals[n.In[1]], vals[n.In[2]], T, st, n.Attn, inp.Positions, in.g.PosComponents())
+	case op.SharedAttention:
+		attention(dst, x, nil, nil, T, st, n.Attn, inp.Positions, in.g.PosComponents())
 	case op.Columns:
 		c := in.g.cols(n.In[0])
 		for t := 0; t < nrows[n.In[0]]; t++ {

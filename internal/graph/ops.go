@@ -116,7 +116,7 @@ func ropeAt(x []float32, T, C, pos int, r *Rope, positions []int, P int) {
 	}
 }
 
-// attention writes k, v [T, G*E] into the cache at st.Pos.. and computes
+// attention writes k, v [T, G*E] (unless nil) into the cache at st.Pos.. and computes
 // out [T, H*E] from q [T, H*E]. pos holds P position components a row
 // (read by Attn.Tile).
 func attention(out, q, k, v []float32, T int, st *State, a *Attn, pos []int, P int) {
@@ -130,7 +130,7 @@ func attention(out, q, k, v []float32, T int, st *State, a *Attn, pos []int, P i
 	E, G, H := a.HeadDim, a.KVHeads, a.Heads
 	kvc := G * E
 	K, V := st.K[a.Layer], st.V[a.Layer]
-	for t := 0; t < T; t++ {
+	for t := 0; k != nil && t < T; t++ { // nil k: a shared slot, written already
 		copy(K[(st.Pos+t)*st.cols:(st.Pos+t)*st.cols+kvc], k[t*kvc:(t+1)*kvc])
 		copy(V[(st.Pos+t)*st.cols:(st.Pos+t)*st.cols+kvc], v[t*kvc:(t+1)*kvc])
 	}

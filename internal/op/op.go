@@ -44,6 +44,12 @@
 //	causal_conv  out[t][c] = sum_j w[c][j] * x[t-K+1+j][c]: a depthwise causal
 //	             convolution over time, w [C, K], with a state of the last
 //	             K-1 input rows (causalconv.go)
+//	shared_attention  attention of q over another layer's cache slot,
+//	             written earlier in the pass, storing nothing (Gemma 4's
+//	             shared key/value layers)
+//
+// scale may take a weight w [1]: out = x * scale * w[0] (a learned
+// per-layer scalar); head_rms_norm may take none: a gain of 1 + offset.
 package op
 
 import (
@@ -86,6 +92,7 @@ const (
 	GatherCols
 	ZeroCols
 	CausalConv
+	SharedAttention
 	// Count is the number of op codes.
 	Count
 )
@@ -98,7 +105,7 @@ var names = [Count]string{
 	Sub: "sub", Sigmoid: "sigmoid", Tanh: "tanh", ReLU: "relu", WKV7: "wkv7",
 	Rows: "rows", GroupRows: "group_rows", Hadamard: "hadamard",
 	GatherCols: "gather_cols", ZeroCols: "zero_cols",
-	CausalConv: "causal_conv",
+	CausalConv: "causal_conv", SharedAttention: "shared_attention",
 }
 
 // aliases are former names still accepted when decoding.
@@ -150,12 +157,12 @@ type Arity struct{ In, WMin, WMax int }
 
 var arity = [Count]Arity{
 	Embed: {0, 1, 1}, Linear: {1, 1, 2}, RMSNorm: {1, 1, 1}, Add: {2, 0, 0},
-	Mul: {2, 0, 0}, Scale: {1, 0, 0}, SiLU: {1, 0, 0}, GELUTanh: {1, 0, 0},
+	Mul: {2, 0, 0}, Scale: {1, 0, 1}, SiLU: {1, 0, 0}, GELUTanh: {1, 0, 0},
 	RoPE: {1, 0, 0}, Attention: {3, 0, 0}, Columns: {1, 0, 0}, SelectRows: {1, 0, 0},
-	HeadRMSNorm: {1, 1, 1}, LayerNorm: {1, 2, 2}, TokenShift: {1, 0, 0}, Mix: {2, 1, 1},
+	HeadRMSNorm: {1, 0, 1}, LayerNorm: {1, 2, 2}, TokenShift: {1, 0, 0}, Mix: {2, 1, 1},
 	Sub: {2, 0, 0}, Sigmoid: {1, 0, 0}, Tanh: {1, 0, 0}, ReLU: {1, 0, 0}, WKV7: {5, 5, 5},
 	GroupRows: {1, 0, 0}, Hadamard: {1, 0, 0}, GatherCols: {1, 0, 0}, ZeroCols: {1, 0, 0},
-	CausalConv: {1, 1, 1},
+	CausalConv: {1, 1, 1}, SharedAttention: {1, 0, 0},
 }
 
 // Arity returns the op's input and weight counts (zero for Invalid and

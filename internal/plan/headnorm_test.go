@@ -59,7 +59,8 @@ func TestHeadRMSNormRefused(t *testing.T) {
 	}{
 		{"zero head size", "steps[3].head_dim", func(p *Plan) { p.Steps[3].HeadDim = 0 }},
 		{"head size not dividing", "steps[3].head_dim", func(p *Plan) { p.Steps[3].HeadDim = 3 }},
-		{"no weight", "steps[3].weights", func(p *Plan) { p.Steps[3].Weights = nil }},
+		// no weight is a gain of 1 + offset (Gemma 4's v); two are too many
+		{"two weights", "steps[3].weights", func(p *Plan) { p.Steps[3].Weights = append(p.Steps[3].Weights, "qnorm") }},
 		{"nan eps", "steps[3].attrs", func(p *Plan) { p.Steps[3].Eps = float32(math.NaN()) }},
 	} {
 		p := headNormPlan()

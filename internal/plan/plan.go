@@ -87,7 +87,8 @@ type Rope struct {
 // Components is the number of position components a row carries for r.
 func (r *Rope) Components() int { return max(len(r.Sections), 1) }
 
-// Attn configures an attention step: Heads query heads and KVHeads
+// Attn configures an attention step (and a shared_attention step, which
+// reads cache slot Layer without writing it): Heads query heads and KVHeads
 // key/value heads of HeadDim, cache slot Layer, scores scaled by Scale and
 // limited to the last Window positions when Window > 0, or, when
 // Bidirectional, over the rows of the pass alone.

@@ -94,6 +94,9 @@ func (p *Plan) Validate() error {
 			return errf(fmt.Sprintf("buffers[%d]", b), "no step writes it")
 		}
 	}
+	if err := p.checkShared(); err != nil {
+		return err
+	}
 	if err := p.checkTight(); err != nil {
 		return err
 	}
@@ -234,6 +237,8 @@ func (p *Plan) checkShapes(st *Step) *Error {
 		return p.checkRope(st, in[0], o)
 	case op.Attention:
 		return p.checkAttn(st, in, o)
+	case op.SharedAttention:
+		return p.checkSharedAttn(st, in[0], o)
 	case op.TokenShift, op.WKV7, op.CausalConv:
 		return p.checkRecurrent(st, in, o)
 	case op.Columns:
@@ -370,6 +375,10 @@ func (p *Plan) CheckWeights(shape func(name string) ([]int64, bool)) error {
 			case st.Op == op.CausalConv:
 				if len(sh) != 2 || sh[0] != int64(o.Cols) || sh[1] != int64(st.HeadDim) {
 					want = fmt.Sprintf("[%d, %d]", o.Cols, st.HeadDim)
+				}
+			case st.Op == op.Scale:
+				if len(sh) != 1 || sh[0] != 1 {
+					want = "[1]"
 				}
 			case st.Op == op.HeadRMSNorm:
 				if len(sh) != 1 || sh[0] != int64(st.HeadDim) {

@@ -1,0 +1,119 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aotlm/aotlm/internal/engine"
+	"github.com/aotlm/aotlm/internal/testutil"
+)
+
+// gemma4RefTol is the README's tolerance for the gemma families against
+// llama.cpp (whose GELU goes through an fp16 table).
+const gemma4RefTol = 2e-2
+
+// TestGemma4Artifact compiles the gemma4 fixture, from its HF folder and
+// from its GGUF, with prefill plans shorter than the prompt (AR-8 and
+// AR-16), and checks against llama.cpp: the logits of every position in
+// kv mode and in hybrid mode (passes of 8 and 16 rows, in which the
+// shared layers read the cache rows their source layer stored in the
+// same pass, the last pass padded), the last logits after a prefill in
+// two calls split at reference.json's k, and the 16 greedy ids. A batch
+// of two sessions decoding together gives what each gives alone.
+func TestGemma4Artifact(t *testing.T) {
+	var ref lfm2Ref // the same reference.json fields
+	if err := json.Unmarshal(testutil.ReadFile(t, "arch/gemma4/reference.json"), &ref); err != nil {
+		t.Fatal(err)
+	}
+	if len(ref.Logits) != len(ref.Tokens) || ref.Split.K <= 0 || ref.Split.K >= len(ref.Tokens) {
+		t.Fatal("reference.json: want a logits row per token and a split inside the tokens")
+	}
+	dir := testutil.Path(t, "arch/gemma4")
+	for src, path := range map[string]string{"hf": dir, "gguf": dir + "/model.gguf"} {
+		e := compileModel(t, loadModel(t, path), 128, 8, 16)
+		for _, c := range []struct {
+			mode engine.Mode
+			ar   int
+		}{{engine.ModeKV, 0}, {engine.ModeHybrid, 8}, {engine.ModeHybrid, 16}} {
+			name := fmt.Sprintf("%s/%v/ar%d", src, c.mode, c.ar)
+			opts := engine.SessionOptions{Mode: c.mode, ARLen: c.ar, Threads: 2}
+			s := newSession(t, e, opts)
+			var rows [][]float32
+			if c.mode == engine.ModeKV {
+				for _, id := range ref.Tokens {
+					out, err := s.Decode(id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					rows = append(rows, slices.Clone(out))
+				}
+			} else {
+				var err error
+				if rows, err = prefillAllAR(s, ref.Tokens, c.ar); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var d float64
+			for i, want := range ref.Logits {
+				d = max(d, maxDiff(rows[i], want))
+			}
+			t.Logf("%s: every position, max |logit diff| %.3g", name, d)
+			if d > gemma4RefTol {
+				t.Errorf("%s: logits differ from llama.cpp by %.3g", name, d)
+			}
+
+			s = newSession(t, e, opts)
+			if _, err := s.Prefill(ref.Tokens[:ref.Split.K]); err != nil {
+				t.Fatal(err)
+			}
+			last, err := s.Prefill(ref.Tokens[ref.Split.K:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := maxDiff(last, ref.Split.Last); d > gemma4RefTol {
+				t.Errorf("%s: split prefill at %d: last logits differ by %.3g", name, ref.Split.K, d)
+			}
+			var ids []int
+			for range ref.Greedy {
+				id := argmax(last)
+				ids = append(ids, id)
+				if last, err = s.Decode(id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !slices.Equal(ids, ref.Greedy) {
+				t.Errorf("%s: greedy %v, llama.cpp %v", name, ids, ref.Greedy)
+			}
+		}
+	}
+}
+
+// TestGemma4DecodeBatch runs checkDecodeBatch on the gemma4 fixture with
+// f32, f16 and u8 caches: in a batched pass each shared layer reads its
+// source layer's rows from its own session's cache.
+func TestGemma4DecodeBatch(t *testing.T) {
+	defer engine.SplitEverything()()
+	m := loadModel(t, testutil.Path(t, "arch/gemma4"))
+	for _, kv := range []string{"f32", "f16", "u8"} {
+		e := compileKV(t, m, kv)
+		for _, mode := range []engine.Mode{engine.ModeHybrid, engine.ModeKV} {
+			t.Run(fmt.Sprintf("%s/%v", kv, mode), func(t *testing.T) { checkDecodeBatch(t, e, mode) })
+		}
+	}
+}
+
+// TestGemma4EmbedsRefused: a pass with embedding rows in place of ids is
+// refused on the gemma4 artifact, whose per-layer embedding table has no
+// row for them, with an error rather than a panic.
+func TestGemma4EmbedsRefused(t *testing.T) {
+	m := loadModel(t, testutil.Path(t, "arch/gemma4"))
+	e := compileModel(t, m, 64, 4)
+	s := newSession(t, e, engine.SessionOptions{Threads: 2})
+	_, err := s.Run(&engine.Pass{IDs: []int{5, -1}, Embeds: make([]float32, 2*m.Config.Hidden)})
+	if err == nil || !strings.Contains(err.Error(), "embedding tables") {
+		t.Fatalf("embedding rows on gemma4: %v, want an error naming the embedding tables", err)
+	}
+}
