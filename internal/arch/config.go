@@ -90,6 +90,10 @@ type Config struct {
 	// other families.
 	ShortConv *ShortConvConfig `json:"short_conv,omitempty"`
 
+	// Mamba holds the Mamba2 layers of Granite 4 hybrid models
+	// (granitehybrid.go); nil for other families.
+	Mamba *MambaConfig `json:"mamba,omitempty"`
+
 	// RWKV holds RWKV-7's own sizes (rwkv7.go); nil for other families.
 	RWKV *RWKVConfig `json:"rwkv,omitempty"`
 

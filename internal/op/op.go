@@ -43,7 +43,10 @@
 //	             int8 linear reads once its outlier channels are taken out
 //	causal_conv  out[t][c] = sum_j w[c][j] * x[t-K+1+j][c]: a depthwise causal
 //	             convolution over time, w [C, K], with a state of the last
-//	             K-1 input rows (causalconv.go)
+//	             K-1 input rows (causalconv.go); an optional bias b [C]
+//	             is added to each output row
+//	ssm_scan     Mamba2's selective scan over x, dt, B, C with weights A, D,
+//	             dt_bias [H] and a [H, P, N] state (mamba2.go)
 package op
 
 import (
@@ -86,6 +89,7 @@ const (
 	GatherCols
 	ZeroCols
 	CausalConv
+	SSMScan
 	// Count is the number of op codes.
 	Count
 )
@@ -98,7 +102,7 @@ var names = [Count]string{
 	Sub: "sub", Sigmoid: "sigmoid", Tanh: "tanh", ReLU: "relu", WKV7: "wkv7",
 	Rows: "rows", GroupRows: "group_rows", Hadamard: "hadamard",
 	GatherCols: "gather_cols", ZeroCols: "zero_cols",
-	CausalConv: "causal_conv",
+	CausalConv: "causal_conv", SSMScan: "ssm_scan",
 }
 
 // aliases are former names still accepted when decoding.
@@ -155,7 +159,7 @@ var arity = [Count]Arity{
 	HeadRMSNorm: {1, 1, 1}, LayerNorm: {1, 2, 2}, TokenShift: {1, 0, 0}, Mix: {2, 1, 1},
 	Sub: {2, 0, 0}, Sigmoid: {1, 0, 0}, Tanh: {1, 0, 0}, ReLU: {1, 0, 0}, WKV7: {5, 5, 5},
 	GroupRows: {1, 0, 0}, Hadamard: {1, 0, 0}, GatherCols: {1, 0, 0}, ZeroCols: {1, 0, 0},
-	CausalConv: {1, 1, 1},
+	CausalConv: {1, 1, 2}, SSMScan: {4, 3, 3},
 }
 
 // Arity returns the op's input and weight counts (zero for Invalid and
@@ -167,15 +171,17 @@ func (o Op) Arity() Arity {
 	return Arity{}
 }
 
-// Recurrent reports whether the op belongs to the recurrent set RWKV-7
-// and LFM2 are built from (run by the recurrent part of an executor).
+// Recurrent reports whether the op belongs to the recurrent set RWKV-7,
+// LFM2 and Granite 4 hybrid are built from (run by the recurrent part of an executor).
 func (o Op) Recurrent() bool {
 	switch o {
-	case LayerNorm, TokenShift, Mix, Sub, Sigmoid, Tanh, ReLU, WKV7, CausalConv:
+	case LayerNorm, TokenShift, Mix, Sub, Sigmoid, Tanh, ReLU, WKV7, CausalConv, SSMScan:
 		return true
 	}
 	return false
 }
 
 // Stateful reports whether the op carries a state slot across passes.
-func (o Op) Stateful() bool { return o == TokenShift || o == WKV7 || o == CausalConv }
+func (o Op) Stateful() bool {
+	return o == TokenShift || o == WKV7 || o == CausalConv || o == SSMScan
+}

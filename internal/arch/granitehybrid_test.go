@@ -1,0 +1,180 @@
+package arch
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aotlm/aotlm/internal/format/detect"
+	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/testutil"
+)
+
+// TestGraniteHybridFixture checks the granitehybrid fixture (Mamba2 and
+// attention layers, NoPE, Granite multipliers) against llama.cpp from both
+// sources within the README's 1e-3.
+func TestGraniteHybridFixture(t *testing.T) {
+	for _, gguf := range []bool{false, true} {
+		d := fixtureDiff(t, "granitehybrid", gguf, nil)
+		t.Logf("gguf=%v: max |logit diff| %.3g", gguf, d)
+		if d > 1e-3 {
+			t.Errorf("gguf=%v: logits differ from llama.cpp by %.3g (tolerance 1e-3)", gguf, d)
+		}
+	}
+}
+
+// TestGraniteHybridSplitPrefill feeds the reference tokens to the
+// interpreter in chunks (split_prefill's k, then 1 and 7) and checks
+// every row against llama.cpp's one-call logits; the second part alone
+// must miss the last row (README: by 0.021), so the Mamba2 state is what
+// carries it.
+func TestGraniteHybridSplitPrefill(t *testing.T) {
+	var ref struct {
+		Tokens []int       `json:"tokens"`
+		Logits [][]float32 `json:"logits"`
+		Split  struct {
+			K    int       `json:"k"`
+			Last []float32 `json:"logits_after_split"`
+		} `json:"split_prefill"`
+	}
+	if err := json.Unmarshal(testutil.ReadFile(t, "arch/granitehybrid/reference.json"), &ref); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{"arch/granitehybrid", "arch/granitehybrid/model.gguf"} {
+		ck, err := detect.Open(testutil.Path(t, src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ck.Close()
+		m, err := Load(ck)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := Build(&m.Config, BuildOptions{AllLogits: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := graph.NewInterpreter(g, m.Weights, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		V := m.Config.Vocab
+		for _, chunk := range []int{ref.Split.K, 1, 7} {
+			st := in.NewState(len(ref.Tokens))
+			var d float64
+			for lo := 0; lo < len(ref.Tokens); {
+				hi := min(lo+chunk, len(ref.Tokens))
+				if chunk == ref.Split.K {
+					hi = len(ref.Tokens)
+					if lo == 0 {
+						hi = ref.Split.K
+					}
+				}
+				out, rows, err := in.Run(st, ref.Tokens[lo:hi])
+				if err != nil {
+					t.Fatal(err)
+				}
+				for r := range rows {
+					for j, want := range ref.Logits[lo+r] {
+						d = math.Max(d, math.Abs(float64(out[r*V+j]-want)))
+					}
+				}
+				if hi == len(ref.Tokens) {
+					for j, want := range ref.Split.Last {
+						d = math.Max(d, math.Abs(float64(out[(rows-1)*V+j]-want)))
+					}
+				}
+				lo = hi
+			}
+			t.Logf("%s, chunks of %d: max |logit diff| %.3g", src, chunk, d)
+			if d > 1e-3 {
+				t.Errorf("%s, chunks of %d: logits differ from llama.cpp by %.3g", src, chunk, d)
+			}
+		}
+		out, rows, err := in.Run(in.NewState(len(ref.Tokens)), ref.Tokens[ref.Split.K:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d float64
+		for j, want := range ref.Split.Last {
+			d = math.Max(d, math.Abs(float64(out[(rows-1)*V+j]-want)))
+		}
+		if d < 5e-3 {
+			t.Errorf("%s: the second part alone gives the last logits within %.3g: the state is not what carries them", src, d)
+		}
+	}
+}
+
+// TestGraniteHybridConfig checks the fields read from config.json and
+// from GGUF metadata, and refusals naming the field at fault.
+func TestGraniteHybridConfig(t *testing.T) {
+	f := familyNamed(t, "granitehybrid")
+	c, err := f.configHF(fixtureConfig(t, "granitehybrid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.check(&c); err != nil {
+		t.Fatal(err)
+	}
+	want := MambaConfig{Layers: []int{0, 1, 3, 4}, Heads: 8, HeadDim: 16, State: 16, Groups: 1, Kernel: 4, ConvBias: true}
+	check := func(what string, c Config) {
+		t.Helper()
+		mc := c.Mamba
+		if mc == nil || !slices.Equal(mc.Layers, want.Layers) || mc.Heads != want.Heads || mc.HeadDim != want.HeadDim ||
+			mc.State != want.State || mc.Groups != want.Groups || mc.Kernel != want.Kernel || mc.ConvBias != want.ConvBias {
+			t.Errorf("%s: mamba %+v, want %+v", what, mc, want)
+		}
+		if c.FFN != 128 || c.KVHeads != 2 || c.HeadDim != 16 || len(c.NoRopeLayers) != 6 || c.EmbedScale != 12 ||
+			c.AttnScale != 0.125 || math.Abs(c.ResidualScale-0.22) > 1e-7 || c.LogitScale != 8 || !c.Tied {
+			t.Errorf("%s: config %+v", what, c)
+		}
+	}
+	check("config.json", c)
+	ck, err := detect.Open(testutil.Path(t, "arch/granitehybrid/model.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	gc, _, err := ConfigOf(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("gguf", gc)
+
+	m := fixtureConfig(t, "granitehybrid")
+	m["position_embedding_type"] = "rope"
+	if c, err := f.configHF(m); err != nil || len(c.NoRopeLayers) != 0 {
+		t.Errorf("position_embedding_type rope: no-rope layers %v, %v; want none", c.NoRopeLayers, err)
+	}
+	m = fixtureConfig(t, "granitehybrid")
+	m["mamba_conv_bias"] = false
+	if c, err := f.configHF(m); err != nil || c.Mamba.ConvBias {
+		t.Errorf("mamba_conv_bias false: %+v, %v", c.Mamba, err)
+	}
+	for _, r := range []struct {
+		want string
+		mut  func(m map[string]any)
+	}{
+		{"experts", func(m map[string]any) { m["num_local_experts"] = 4.0 }},
+		{"mamba_proj_bias", func(m map[string]any) { m["mamba_proj_bias"] = true }},
+		{"layer_types[1]", func(m map[string]any) { m["layer_types"].([]any)[1] = "conv" }},
+		{"layer_types", func(m map[string]any) { delete(m, "layer_types") }},
+		{"position_embedding_type", func(m map[string]any) { m["position_embedding_type"] = "alibi" }},
+		{"mamba_expand", func(m map[string]any) { m["mamba_n_heads"] = 6.0 }},
+		{"mamba_d_state", func(m map[string]any) { m["mamba_d_state"] = "big" }},
+		{"groups", func(m map[string]any) { m["mamba_n_groups"] = 2.0 }},
+		{"kernel", func(m map[string]any) { m["mamba_d_conv"] = 1.0 }},
+	} {
+		m := fixtureConfig(t, "granitehybrid")
+		r.mut(m)
+		c, err := f.configHF(m)
+		if err == nil {
+			err = f.check(&c)
+		}
+		if err == nil || !strings.Contains(err.Error(), r.want) {
+			t.Errorf("got %v, want an error naming %s", err, r.want)
+		}
+	}
+}
