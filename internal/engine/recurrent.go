@@ -72,5 +72,10 @@ func (r *recState) run(st *step, out []float32, in [][]float32, rows, cols int) 
 		op.WKV7Rows(out, in[0], in[1], in[2], in[3], in[4], r.slots[st.Slot], [5][]float32(st.ws), rows, cols, st.HeadDim, st.Eps, r.tmp)
 	case op.CausalConv:
 		op.CausalConvRows(out, x, st.ws[0], r.slots[st.Slot], r.slots[st.Slot], rows, cols, st.HeadDim)
+		if len(st.ws) > 1 {
+			addBiasRows(out, st.ws[1], rows)
+		}
+	case op.SSMScan:
+		r.ssmScan(st, out, in, rows, cols)
 	}
 }
