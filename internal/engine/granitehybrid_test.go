@@ -95,3 +95,119 @@ func TestGraniteHybridArtifact(t *testing.T) {
 		}
 	}
 }
+
+// TestGraniteHybridRewind checks that a session of the granitehybrid
+// artifact rewinds its Mamba2 and convolution states to the start of a
+// recent pass: after a prompt fed in passes of 8, rewinding to a pass
+// boundary and feeding the tokens again gives llama.cpp's logits, as does
+// rewinding a few decode steps; a dropped pass leaves the state as it
+// was; a rewind inside a pass, or to a pass older than the snapshots
+// kept, and a partial commit are refused and change nothing.
+func TestGraniteHybridRewind(t *testing.T) {
+	ref := readGraniteHybridRef(t)
+	e := compileModel(t, loadModel(t, testutil.Path(t, "arch/granitehybrid")), 256, 8)
+	s := newSession(t, e, engine.SessionOptions{Mode: engine.ModeHybrid, ARLen: 8, Threads: 2})
+	n := len(ref.Tokens)
+	check := func(what string, from int) {
+		t.Helper()
+		var d float64
+		for i := from; i < n; i++ {
+			out, err := s.Decode(ref.Tokens[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			d = max(d, maxDiff(out, ref.Logits[i]))
+		}
+		t.Logf("%s: max |logit diff| %.3g", what, d)
+		if d > graniteHybridRefTol {
+			t.Errorf("%s: logits after it differ from llama.cpp by %.3g", what, d)
+		}
+	}
+	prefill := func(from int) {
+		t.Helper()
+		if _, err := prefillAllAR(s, ref.Tokens[from:], 8); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prefill(0)
+	if err := s.Rewind(24); err != nil {
+		t.Fatalf("rewind to the pass boundary 24: %v", err)
+	}
+	check("rewind to 24", 24) // decodes 24..n-1: snapshots at each of them
+	for _, p := range []int{n - 1, n - 3, n - 10} {
+		if err := s.Rewind(p); err != nil {
+			t.Fatalf("rewind to decode step %d: %v", p, err)
+		}
+		check(fmt.Sprintf("rewind to decode step %d", p), p)
+	}
+
+	s.Reset()
+	prefill(0)
+	if err := s.Rewind(21); err == nil {
+		t.Error("rewind inside a pass: accepted")
+	}
+	if err := s.Rewind(40); err != nil {
+		t.Fatalf("rewind to the last pass's start: %v", err)
+	}
+	// a pass dropped, then one committed in part: both leave the state at 40
+	if _, err := s.Run(&engine.Pass{IDs: ref.Tokens[40:46]}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(nil); err != nil {
+		t.Fatalf("drop a pass: %v", err)
+	}
+	if _, err := s.Run(&engine.Pass{IDs: ref.Tokens[40:46]}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit([]int{0, 1}); err == nil || s.Pos() != 40 {
+		t.Errorf("commit 2 rows of 6: %v, position %d; want a refusal at 40", err, s.Pos())
+	}
+	if err := s.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	check("a dropped pass", 40)
+
+	// more passes than snapshots: the oldest boundaries are gone
+	s.Reset()
+	for range 3 {
+		prefill(0)
+		if err := s.Rewind(0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prefill(0)
+	for i := 0; i < 24; i++ {
+		if _, err := s.Decode(ref.Tokens[i%n]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Rewind(n - 7); err == nil {
+		t.Error("rewind to a boundary older than the snapshots kept: accepted")
+	}
+	if err := s.Rewind(n + 20); err != nil {
+		t.Fatalf("rewind 4 decode steps back: %v", err)
+	}
+	fresh := newSession(t, e, engine.SessionOptions{Mode: engine.ModeKV, Threads: 2})
+	var seq []int
+	seq = append(seq, ref.Tokens...)
+	for i := 0; i < 20; i++ {
+		seq = append(seq, ref.Tokens[i%n])
+	}
+	if _, err := fresh.Prefill(seq); err != nil {
+		t.Fatal(err)
+	}
+	for i := 20; i < 24; i++ {
+		got, err := s.Decode(ref.Tokens[i%n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = slices.Clone(got)
+		want, err := fresh.Decode(ref.Tokens[i%n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := maxDiff(got, want); d > 1e-5 {
+			t.Fatalf("decode step %d after rewinding 4 back: logits differ from a fresh session's by %.3g", i, d)
+		}
+	}
+}

@@ -10,7 +10,8 @@ import (
 // carried across passes (token_shift's previous row, wkv7's [H, E, E]
 // matrices), and the wkv7 scratch.
 type recState struct {
-	conv  convHistory // causal_conv inputs by position, for rewinding
+	conv  convHistory    // causal_conv inputs by position, for rewinding
+	snap  stateSnapshots // whole states at pass starts, for rewinding the others
 	slots [][]float32
 	tmp   []float32
 }
