@@ -178,3 +178,74 @@ func TestGraniteHybridConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestGraniteHybridConfigGGUFRefused checks that GGUF metadata a
+// granitehybrid graph cannot be built from is refused with an error
+// naming the key.
+func TestGraniteHybridConfigGGUFRefused(t *testing.T) {
+	ck, err := detect.Open(testutil.Path(t, "arch/granitehybrid/model.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	const a = "granitehybrid."
+	for _, c := range []struct {
+		want string
+		mut  func(m map[string]any)
+	}{
+		{"head_count_kv", func(m map[string]any) {
+			m[a+"attention.head_count_kv"] = []any{int64(0), int64(0), int64(2), int64(0), int64(0), int64(1)}
+		}},
+		{"head_count_kv[1]", func(m map[string]any) {
+			m[a+"attention.head_count_kv"] = []any{int64(0), int64(-1), int64(2), int64(0), int64(0), int64(2)}
+		}},
+		{"6 layers", func(m map[string]any) { m[a+"attention.head_count_kv"] = []any{int64(0), int64(2)} }},
+		{"per-layer list", func(m map[string]any) { m[a+"attention.head_count_kv"] = int64(2) }},
+		{"ssm.state_size", func(m map[string]any) { delete(m, a+"ssm.state_size") }},
+		{"ssm.inner_size", func(m map[string]any) { m[a+"ssm.inner_size"] = int64(100) }},
+		{"kernel", func(m map[string]any) { m[a+"ssm.conv_kernel"] = int64(1) }},
+		{"groups", func(m map[string]any) { m[a+"ssm.group_count"] = int64(3) }},
+		{"experts", func(m map[string]any) { m[a+"expert_count"] = int64(4) }},
+	} {
+		m := map[string]any{}
+		for k, v := range ck.Metadata() {
+			m[k] = v
+		}
+		c.mut(m)
+		cfg, err := graniteHybridConfigGGUF(m, "granitehybrid")
+		if err == nil {
+			cfg.Vocab = 384 // ConfigOf takes it from token_embd.weight
+			err = cfg.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want an error naming %s", err, c.want)
+		}
+	}
+}
+
+// FuzzGraniteHybridConfig feeds config.json documents to the
+// granitehybrid reader; a config that reads and validates must build
+// without panicking.
+func FuzzGraniteHybridConfig(f *testing.F) {
+	f.Add(testutil.ReadFile(f, "arch/granitehybrid/config.json"))
+	f.Add([]byte(`{"hidden_size":64,"intermediate_size":8,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":2,"layer_types":["mamba","mamba"],"mamba_n_heads":4,"mamba_d_state":2,"mamba_d_conv":2,"mamba_conv_bias":false}`))
+	f.Add([]byte(`{"hidden_size":8,"shared_intermediate_size":4,"num_hidden_layers":1,"num_attention_heads":2,"vocab_size":3,"layer_types":["attention"],"position_embedding_type":"rope","mamba_n_heads":2,"mamba_d_head":"auto","mamba_expand":1}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var m map[string]any
+		if json.Unmarshal(data, &m) != nil {
+			return
+		}
+		c, err := graniteHybridConfigHF(m)
+		if err != nil || c.Validate() != nil {
+			return
+		}
+		mc := c.Mamba
+		if c.Layers*c.Hidden > 1<<16 || c.Vocab*c.Hidden > 1<<20 || c.FFN*c.Hidden > 1<<20 ||
+			mc.convCols()*(c.Hidden+mc.Kernel) > 1<<20 || mc.inner()*mc.State > 1<<20 {
+			return // valid but too large to build cheaply
+		}
+		if _, err := Build(&c, BuildOptions{}); err != nil {
+			t.Fatalf("a valid config does not build: %v", err)
+		}
+	})
+}

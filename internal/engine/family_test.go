@@ -12,11 +12,12 @@ import (
 // beyond Llama (Qwen2 biases, Qwen3 per-head q/k norms, SmolLM3 layers
 // without RoPE, Granite multipliers, Gemma (1+w) gains and GELU, Gemma 3
 // sandwich norms and sliding window 8, which prompts of up to 14
-// positions cross, LFM2 short convolutions whose state crosses passes) from their HF folders into f32
+// positions cross, LFM2 short convolutions whose state crosses passes,
+// Granite 4 hybrid's Mamba2 scans) from their HF folders into f32
 // artifacts and checks the engine against the interpreter within logitTol,
 // in hybrid mode (AR-1 and AR-4 plans) and kv mode.
 func TestFamilyParity(t *testing.T) {
-	for _, family := range []string{"qwen2", "qwen3", "smollm3", "granite", "phi3", "glm", "gemma", "gemma3", "lfm2"} {
+	for _, family := range []string{"qwen2", "qwen3", "smollm3", "granite", "phi3", "glm", "gemma", "gemma3", "lfm2", "granitehybrid"} {
 		m := loadModel(t, testutil.Path(t, "arch/"+family))
 		e := compileModel(t, m, 64, 4)
 		for _, n := range []int{1, 4} {
