@@ -10,13 +10,14 @@ import (
 
 // A model with a Mamba2 scan (ssm_scan) cannot rebuild an earlier state
 // from a window of inputs, as causal convolutions do. Its session instead
-// copies every state slot at the start of each pass, so
-// it can rewind to one of the last pass boundaries and drop a pass. The
-// copies are bounded in bytes: snapshotBudget in all, at most
-// maxSnapshots of them; a model whose state exceeds the budget keeps none
-// and rewinds only to 0.
+// copies every state slot at the start of each pass, so it can rewind to
+// one of the last pass boundaries and drop a pass. The copies are bounded
+// in bytes: snapshotBudget in all, at most maxSnapshots of them; a model
+// whose state exceeds the budget keeps none and rewinds only to 0. The
+// budget admits one or two copies of a Granite 4.0 H state (40-75 MB): a
+// copy per pass moves about as many bytes as the scan itself.
 const (
-	snapshotBudget = 64 << 20
+	snapshotBudget = 128 << 20
 	maxSnapshots   = 16
 )
 
