@@ -249,3 +249,23 @@ func FuzzGraniteHybridConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestGraniteHybridTraps checks that the fixture sees each trap: RoPE on
+// the attention layers, no convolution bias, or no residual multiplier
+// move the logits well past the tolerance.
+func TestGraniteHybridTraps(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		mut  func(c *Config)
+	}{
+		{"rope", func(c *Config) { c.NoRopeLayers = nil }},
+		{"no conv bias", func(c *Config) { c.Mamba.ConvBias = false }},
+		{"no residual multiplier", func(c *Config) { c.ResidualScale = 1 }},
+	} {
+		d := fixtureDiff(t, "granitehybrid", false, c.mut)
+		t.Logf("%s: max |logit diff| %.3g", c.name, d)
+		if d < 5e-3 {
+			t.Errorf("%s: logits within %.3g of llama.cpp's: the fixture does not see it", c.name, d)
+		}
+	}
+}
