@@ -8,7 +8,7 @@ import (
 
 // recState is a session's recurrent state: one slot per plan state slot,
 // carried across passes (token_shift's previous row, wkv7's [H, E, E]
-// matrices), and the wkv7 scratch.
+// matrices, ssm_scan's [H, P, N] ones), and the wkv7 scratch.
 type recState struct {
 	conv  convHistory    // causal_conv inputs by position, for rewinding
 	snap  stateSnapshots // whole states at pass starts, for rewinding the others

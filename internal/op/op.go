@@ -172,7 +172,8 @@ func (o Op) Arity() Arity {
 }
 
 // Recurrent reports whether the op belongs to the recurrent set RWKV-7,
-// LFM2 and Granite 4 hybrid are built from (run by the recurrent part of an executor).
+// LFM2 and Granite 4 hybrid are built from (run by the recurrent part of
+// an executor).
 func (o Op) Recurrent() bool {
 	switch o {
 	case LayerNorm, TokenShift, Mix, Sub, Sigmoid, Tanh, ReLU, WKV7, CausalConv, SSMScan:
@@ -182,6 +183,4 @@ func (o Op) Recurrent() bool {
 }
 
 // Stateful reports whether the op carries a state slot across passes.
-func (o Op) Stateful() bool {
-	return o == TokenShift || o == WKV7 || o == CausalConv || o == SSMScan
-}
+func (o Op) Stateful() bool { return o == TokenShift || o == WKV7 || o == CausalConv || o == SSMScan }
