@@ -153,15 +153,17 @@ func graniteHybridConfigHF(m map[string]any) (Config, error) {
 	if err := refuseBiases(m, "attention_bias", "mamba_proj_bias"); err != nil {
 		return Config{}, err
 	}
-	if n, err := metaIntOr(m, "num_local_experts", 0, "config.json"); err != nil {
+	// HF's defaults: 8 experts, a shared MLP of 1024
+	if n, err := metaIntOr(m, "num_local_experts", 8, "config.json"); err != nil {
 		return Config{}, err
 	} else if n > 0 {
-		return Config{}, fmt.Errorf("config.json: %d local experts; the granitehybrid family runs the models without experts", n)
+		return Config{}, fmt.Errorf("config.json: %d local experts (num_local_experts); the granitehybrid family runs the models without experts", n)
 	}
 	mm := make(map[string]any, len(m)+1)
 	for k, v := range m {
 		mm[k] = v
 	}
+	mm["intermediate_size"] = 1024.0
 	if v, present := m["shared_intermediate_size"]; present && v != nil {
 		mm["intermediate_size"] = v // the shared MLP's width
 	}
@@ -173,7 +175,7 @@ func graniteHybridConfigHF(m map[string]any) (Config, error) {
 		c.HeadDim = c.Hidden / c.Heads
 	}
 	c.EmbedScale = floatOr(m, "embedding_multiplier", 1)
-	c.AttnScale = floatOr(m, "attention_multiplier", 0)
+	c.AttnScale = floatOr(m, "attention_multiplier", 1) // HF's default, not 1/sqrt(head_dim)
 	c.ResidualScale = floatOr(m, "residual_multiplier", 1)
 	c.LogitScale = floatOr(m, "logits_scaling", 1)
 	c.FusedGateUp = true
@@ -213,6 +215,12 @@ func graniteHybridConfigHF(m map[string]any) (Config, error) {
 	if mc.Heads*mc.HeadDim != inner {
 		return c, fmt.Errorf("config.json: %d Mamba2 heads of %d are not mamba_expand %d x hidden_size %d",
 			mc.Heads, mc.HeadDim, expand, c.Hidden)
+	}
+	if v, present := m["layer_types"]; !present || v == nil {
+		// HF's default: every layer is a Mamba2 layer
+		mc.Layers = everyNth(c.Layers, 1)
+		c.Mamba = mc
+		return c, nil
 	}
 	types, ok := m["layer_types"].([]any)
 	if !ok || len(types) != c.Layers {

@@ -153,6 +153,13 @@ func TestGraniteHybridConfig(t *testing.T) {
 	if c, err := f.configHF(m); err != nil || c.Mamba.ConvBias {
 		t.Errorf("mamba_conv_bias false: %+v, %v", c.Mamba, err)
 	}
+	m = fixtureConfig(t, "granitehybrid")
+	for _, k := range []string{"layer_types", "shared_intermediate_size", "attention_multiplier"} {
+		delete(m, k)
+	}
+	if c, err := f.configHF(m); err != nil || len(c.Mamba.Layers) != 6 || c.FFN != 1024 || c.AttnScale != 1 {
+		t.Errorf("HF defaults: mamba layers %v, FFN %d, attention scale %v, %v; want all 6, 1024, 1", c.Mamba.Layers, c.FFN, c.AttnScale, err)
+	}
 	for _, r := range []struct {
 		want string
 		mut  func(m map[string]any)
@@ -160,7 +167,8 @@ func TestGraniteHybridConfig(t *testing.T) {
 		{"experts", func(m map[string]any) { m["num_local_experts"] = 4.0 }},
 		{"mamba_proj_bias", func(m map[string]any) { m["mamba_proj_bias"] = true }},
 		{"layer_types[1]", func(m map[string]any) { m["layer_types"].([]any)[1] = "conv" }},
-		{"layer_types", func(m map[string]any) { delete(m, "layer_types") }},
+		{"layer_types", func(m map[string]any) { m["layer_types"] = []any{"mamba"} }},
+		{"num_local_experts", func(m map[string]any) { delete(m, "num_local_experts") }},
 		{"position_embedding_type", func(m map[string]any) { m["position_embedding_type"] = "alibi" }},
 		{"mamba_expand", func(m map[string]any) { m["mamba_n_heads"] = 6.0 }},
 		{"mamba_d_state", func(m map[string]any) { m["mamba_d_state"] = "big" }},
