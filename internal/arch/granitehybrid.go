@@ -135,9 +135,9 @@ func graniteHybridTensorName(source, name string) (string, bool) {
 	return "", false
 }
 
-// metaIntOr reads an integer config key, def when absent or null; a value
-// of another type is an error.
-func metaIntOr(m map[string]any, key string, def int, src string) (int, error) {
+// graniteHybridCount reads a non-negative integer config key, def when
+// absent or null; a value of another type is an error.
+func graniteHybridCount(m map[string]any, key string, def int, src string) (int, error) {
 	v, present := m[key]
 	if !present || v == nil {
 		return def, nil
@@ -154,7 +154,7 @@ func graniteHybridConfigHF(m map[string]any) (Config, error) {
 		return Config{}, err
 	}
 	// HF's defaults: 8 experts, a shared MLP of 1024
-	if n, err := metaIntOr(m, "num_local_experts", 8, "config.json"); err != nil {
+	if n, err := graniteHybridCount(m, "num_local_experts", 8, "config.json"); err != nil {
 		return Config{}, err
 	} else if n > 0 {
 		return Config{}, fmt.Errorf("config.json: %d local experts (num_local_experts); the granitehybrid family runs the models without experts", n)
@@ -190,7 +190,7 @@ func graniteHybridConfigHF(m map[string]any) (Config, error) {
 	if b, ok := m["mamba_conv_bias"].(bool); ok {
 		mc.ConvBias = b
 	}
-	expand, err := metaIntOr(m, "mamba_expand", 2, "config.json")
+	expand, err := graniteHybridCount(m, "mamba_expand", 2, "config.json")
 	if err != nil {
 		return c, err
 	}
@@ -200,13 +200,13 @@ func graniteHybridConfigHF(m map[string]any) (Config, error) {
 		def int
 	}{{"mamba_n_heads", &mc.Heads, 128}, {"mamba_d_state", &mc.State, 256},
 		{"mamba_n_groups", &mc.Groups, 1}, {"mamba_d_conv", &mc.Kernel, 4}} {
-		if *f.dst, err = metaIntOr(m, f.key, f.def, "config.json"); err != nil {
+		if *f.dst, err = graniteHybridCount(m, f.key, f.def, "config.json"); err != nil {
 			return c, err
 		}
 	}
 	inner := expand * c.Hidden
 	if v, present := m["mamba_d_head"]; present && v != nil && v != "auto" {
-		if mc.HeadDim, err = metaIntOr(m, "mamba_d_head", 0, "config.json"); err != nil {
+		if mc.HeadDim, err = graniteHybridCount(m, "mamba_d_head", 0, "config.json"); err != nil {
 			return c, err
 		}
 	} else if mc.Heads > 0 {

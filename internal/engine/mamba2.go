@@ -14,8 +14,8 @@ func (r *recState) ssmScan(st *step, out []float32, in [][]float32, rows, cols i
 	op.SSMScanRows(out, in[0], in[1], in[2], in[3], st.ws[0], st.ws[1], st.ws[2], S, rows, H, st.HeadDim, G, N)
 }
 
-// addBiasRows adds b to each of the rows of out.
-func addBiasRows(out, b []float32, rows int) {
+// addConvBiasRows adds b to each of the rows of out.
+func addConvBiasRows(out, b []float32, rows int) {
 	C := len(b)
 	for t := range rows {
 		o := out[t*C : (t+1)*C]

@@ -74,7 +74,7 @@ func (r *recState) run(st *step, out []float32, in [][]float32, rows, cols int) 
 	case op.CausalConv:
 		op.CausalConvRows(out, x, st.ws[0], r.slots[st.Slot], r.slots[st.Slot], rows, cols, st.HeadDim)
 		if len(st.ws) > 1 {
-			addBiasRows(out, st.ws[1], rows)
+			addConvBiasRows(out, st.ws[1], rows)
 		}
 	case op.SSMScan:
 		r.ssmScan(st, out, in, rows, cols)

@@ -52,8 +52,8 @@ func (in *Interpreter) ssmScan(n *Node, dst []float32, vals [][]float32, T int, 
 		in.w[n.Weight], in.w[n.More[0]], in.w[n.More[1]], S, T, H, n.HeadDim, G, N)
 }
 
-// addRowBias adds b to every row of x.
-func addRowBias(x, b []float32) {
+// addConvBias adds b to every row of x.
+func addConvBias(x, b []float32) {
 	for i := range x {
 		x[i] += b[i%len(b)]
 	}

@@ -141,7 +141,7 @@ func (in *Interpreter) evalRecurrent(n *Node, dst []float32, vals [][]float32, n
 	case op.CausalConv:
 		op.CausalConvRows(dst, x, in.w[n.Weight], st.Rec[n.Slot], st.Rec[n.Slot], T, n.Cols, n.HeadDim)
 		if n.Bias != "" {
-			addRowBias(dst, in.w[n.Bias])
+			addConvBias(dst, in.w[n.Bias])
 		}
 	case op.SSMScan:
 		in.ssmScan(n, dst, vals, T, st)
