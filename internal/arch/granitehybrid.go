@@ -331,7 +331,8 @@ func validateGraniteHybrid(c *Config) error {
 		return fmt.Errorf("granitehybrid config: %d Mamba2 heads do not split into %d groups", mc.Heads, mc.Groups)
 	}
 	if mc.Groups != 1 {
-		// the gated norm runs over d_inner / groups channels: one group only here
+		// HF's gated norm spans d_inner, llama.cpp's d_inner / groups: they
+		// agree only for one group, which every released model has
 		return fmt.Errorf("granitehybrid config: %d Mamba2 groups; only models with one group are supported", mc.Groups)
 	}
 	if int64(mc.inner())*int64(mc.State) > 1<<26 {
