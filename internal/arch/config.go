@@ -93,6 +93,9 @@ type Config struct {
 	// Gemma4 holds Gemma 4's per-layer sizes (gemma4.go); nil for other
 	// families.
 	Gemma4 *Gemma4Config `json:"gemma4,omitempty"`
+	// Mamba holds the Mamba2 layers of Granite 4 hybrid models
+	// (granitehybrid.go); nil for other families.
+	Mamba *MambaConfig `json:"mamba,omitempty"`
 
 	// RWKV holds RWKV-7's own sizes (rwkv7.go); nil for other families.
 	RWKV *RWKVConfig `json:"rwkv,omitempty"`

@@ -8,9 +8,10 @@ import (
 
 // recState is a session's recurrent state: one slot per plan state slot,
 // carried across passes (token_shift's previous row, wkv7's [H, E, E]
-// matrices), and the wkv7 scratch.
+// matrices, ssm_scan's [H, P, N] ones), and the wkv7 scratch.
 type recState struct {
-	conv  convHistory // causal_conv inputs by position, for rewinding
+	conv  convHistory    // causal_conv inputs by position, for rewinding
+	snap  stateSnapshots // whole states at pass starts, for rewinding the others
 	slots [][]float32
 	tmp   []float32
 }
@@ -72,5 +73,10 @@ func (r *recState) run(st *step, out []float32, in [][]float32, rows, cols int) 
 		op.WKV7Rows(out, in[0], in[1], in[2], in[3], in[4], r.slots[st.Slot], [5][]float32(st.ws), rows, cols, st.HeadDim, st.Eps, r.tmp)
 	case op.CausalConv:
 		op.CausalConvRows(out, x, st.ws[0], r.slots[st.Slot], r.slots[st.Slot], rows, cols, st.HeadDim)
+		if len(st.ws) > 1 {
+			addConvBiasRows(out, st.ws[1], rows)
+		}
+	case op.SSMScan:
+		r.ssmScan(st, out, in, rows, cols)
 	}
 }

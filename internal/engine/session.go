@@ -184,6 +184,7 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	}
 	s.rec = newRecState(s.decode.p.State, e.wkvTemp)
 	s.rec.conv = newConvHistory(s.decode.p, ctx)
+	s.rec.snap = newStateSnapshots(s.decode.p)
 	s.q8 = newQ8Buf(e.q8Max)
 	rows, nbuf := 0, 0
 	for _, p := range e.plans {
@@ -248,7 +249,9 @@ func (s *Session) MaxRows() int { return s.e.plans[len(s.e.plans)-1].p.Rows }
 // pass advances as it runs: such a session takes only chain passes,
 // commits them whole, and rewinds only to 0. A model whose only state is
 // short convolutions (LFM2) also rewinds, and commits the first rows of a
-// pass, up to a bounded number of positions back (convRewind).
+// pass, up to a bounded number of positions back (convRewind); another
+// (Granite 4 hybrid's Mamba2) rewinds to the start of one of its last
+// passes and may drop a pass (snapshotBudget).
 func (s *Session) Recurrent() bool { return len(s.rec.slots) > 0 }
 
 // CostKey identifies what a pass of this session costs: the sessions of
@@ -509,7 +512,7 @@ func (s *Session) Commit(rows []int) error {
 			return fmt.Errorf("engine: commit: row %d of a chain pass sees rows 0..%d, not %v", r, r, rows[:k+1])
 		}
 	}
-	if s.Recurrent() && len(rows) != s.pending && !s.rec.conv.rewind(s.rec.slots, s.pos+len(rows)) {
+	if s.Recurrent() && len(rows) != s.pending && !s.rec.rewind(s.pos+len(rows)) {
 		return fmt.Errorf("engine: a recurrent model commits whole passes (%d rows), not %d", s.pending, len(rows))
 	}
 	for k, r := range rows {
@@ -563,8 +566,8 @@ func (s *Session) Rewind(pos int) error {
 	if pos < 0 || pos > s.pos {
 		return fmt.Errorf("engine: rewind to %d: %d positions are committed", pos, s.pos)
 	}
-	if s.Recurrent() && pos != 0 && (pos != s.pos || s.pending > 0) && !s.rec.conv.rewind(s.rec.slots, pos) {
-		return fmt.Errorf("engine: a recurrent model's state cannot be rewound to %d (%s)", pos, s.rec.conv.limit())
+	if s.Recurrent() && pos != 0 && (pos != s.pos || s.pending > 0) && !s.rec.rewind(pos) {
+		return fmt.Errorf("engine: a recurrent model's state cannot be rewound to %d (%s)", pos, s.rec.limit())
 	}
 	if pos == 0 {
 		s.rec.reset()
@@ -649,6 +652,7 @@ func (s *Session) runChain(prog *program, ids, sel []int) Logits {
 // returns the logits of rows sel. The caller has checked everything.
 func (s *Session) exec(prog *program, ids, sel []int) Logits {
 	s.rec.conv.at = s.pos // the causal_conv history records the pass from here
+	s.rec.snap.take(s.rec.slots, s.pos)
 	p := prog.p
 	T := len(ids)
 	s.passGen++

@@ -140,6 +140,11 @@ func (in *Interpreter) evalRecurrent(n *Node, dst []float32, vals [][]float32, n
 			T, n.Cols, n.HeadDim, n.Eps, make([]float32, 4*n.HeadDim))
 	case op.CausalConv:
 		op.CausalConvRows(dst, x, in.w[n.Weight], st.Rec[n.Slot], st.Rec[n.Slot], T, n.Cols, n.HeadDim)
+		if n.Bias != "" {
+			addConvBias(dst, in.w[n.Bias])
+		}
+	case op.SSMScan:
+		in.ssmScan(n, dst, vals, T, st)
 	default:
 		return false, nil
 	}

@@ -43,10 +43,13 @@
 //	             int8 linear reads once its outlier channels are taken out
 //	causal_conv  out[t][c] = sum_j w[c][j] * x[t-K+1+j][c]: a depthwise causal
 //	             convolution over time, w [C, K], with a state of the last
-//	             K-1 input rows (causalconv.go)
+//	             K-1 input rows (causalconv.go); an optional bias b [C]
+//	             is added to each output row
 //	shared_attention  attention of q over another layer's cache slot,
 //	             written earlier in the pass, storing nothing (Gemma 4's
 //	             shared key/value layers)
+//	ssm_scan     Mamba2's selective scan over x, dt, B, C with weights A, D,
+//	             dt_bias [H] and a [H, P, N] state (mamba2.go)
 //
 // scale may take a weight w [1]: out = x * scale * w[0] (a learned
 // per-layer scalar); head_rms_norm may take none: a gain of 1 + offset.
@@ -93,6 +96,7 @@ const (
 	ZeroCols
 	CausalConv
 	SharedAttention
+	SSMScan
 	// Count is the number of op codes.
 	Count
 )
@@ -105,7 +109,7 @@ var names = [Count]string{
 	Sub: "sub", Sigmoid: "sigmoid", Tanh: "tanh", ReLU: "relu", WKV7: "wkv7",
 	Rows: "rows", GroupRows: "group_rows", Hadamard: "hadamard",
 	GatherCols: "gather_cols", ZeroCols: "zero_cols",
-	CausalConv: "causal_conv", SharedAttention: "shared_attention",
+	CausalConv: "causal_conv", SharedAttention: "shared_attention", SSMScan: "ssm_scan",
 }
 
 // aliases are former names still accepted when decoding.
@@ -162,7 +166,7 @@ var arity = [Count]Arity{
 	HeadRMSNorm: {1, 0, 1}, LayerNorm: {1, 2, 2}, TokenShift: {1, 0, 0}, Mix: {2, 1, 1},
 	Sub: {2, 0, 0}, Sigmoid: {1, 0, 0}, Tanh: {1, 0, 0}, ReLU: {1, 0, 0}, WKV7: {5, 5, 5},
 	GroupRows: {1, 0, 0}, Hadamard: {1, 0, 0}, GatherCols: {1, 0, 0}, ZeroCols: {1, 0, 0},
-	CausalConv: {1, 1, 1}, SharedAttention: {1, 0, 0},
+	CausalConv: {1, 1, 2}, SharedAttention: {1, 0, 0}, SSMScan: {4, 3, 3},
 }
 
 // Arity returns the op's input and weight counts (zero for Invalid and
@@ -174,15 +178,16 @@ func (o Op) Arity() Arity {
 	return Arity{}
 }
 
-// Recurrent reports whether the op belongs to the recurrent set RWKV-7
-// and LFM2 are built from (run by the recurrent part of an executor).
+// Recurrent reports whether the op belongs to the recurrent set RWKV-7,
+// LFM2 and Granite 4 hybrid are built from (run by the recurrent part of
+// an executor).
 func (o Op) Recurrent() bool {
 	switch o {
-	case LayerNorm, TokenShift, Mix, Sub, Sigmoid, Tanh, ReLU, WKV7, CausalConv:
+	case LayerNorm, TokenShift, Mix, Sub, Sigmoid, Tanh, ReLU, WKV7, CausalConv, SSMScan:
 		return true
 	}
 	return false
 }
 
 // Stateful reports whether the op carries a state slot across passes.
-func (o Op) Stateful() bool { return o == TokenShift || o == WKV7 || o == CausalConv }
+func (o Op) Stateful() bool { return o == TokenShift || o == WKV7 || o == CausalConv || o == SSMScan }

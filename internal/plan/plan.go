@@ -59,8 +59,8 @@ type Step struct {
 	Lo      int     `json:"lo,omitempty"`       // columns
 	Hi      int     `json:"hi,omitempty"`       // columns
 	Index   []int   `json:"index,omitempty"`    // gather_cols, zero_cols: ascending columns
-	HeadDim int     `json:"head_dim,omitempty"` // head_rms_norm, wkv7: E; hadamard: its block P; causal_conv: its kernel K
-	Slot    int     `json:"slot,omitempty"`     // token_shift, wkv7, causal_conv: state slot
+	HeadDim int     `json:"head_dim,omitempty"` // head_rms_norm, wkv7: E; hadamard: its block P; causal_conv: its kernel K; ssm_scan: head size P
+	Slot    int     `json:"slot,omitempty"`     // token_shift, wkv7, causal_conv, ssm_scan: state slot
 	Group   int     `json:"group,omitempty"`    // group_rows: rows joined into one
 	Rope    *Rope   `json:"rope,omitempty"`
 	Attn    *Attn   `json:"attn,omitempty"`

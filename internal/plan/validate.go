@@ -241,6 +241,8 @@ func (p *Plan) checkShapes(st *Step) *Error {
 		return p.checkSharedAttn(st, in[0], o)
 	case op.TokenShift, op.WKV7, op.CausalConv:
 		return p.checkRecurrent(st, in, o)
+	case op.SSMScan:
+		return p.checkSSMScan(st, in, o)
 	case op.Columns:
 		if st.Lo < 0 || st.Hi > in[0].Cols || st.Lo >= st.Hi {
 			return errf(".lo", "columns [%d,%d) of %d", st.Lo, st.Hi, in[0].Cols)
@@ -372,7 +374,11 @@ func (p *Plan) CheckWeights(shape func(name string) ([]int64, bool)) error {
 				if len(sh) != 2 || sh[0] != int64(o.Cols) || sh[1] != int64(k) {
 					want = fmt.Sprintf("[%d, %d]", o.Cols, k)
 				}
-			case st.Op == op.CausalConv:
+			case st.Op == op.SSMScan: // A, D, dt_bias: one per head
+				if h := p.Buffers[st.In[1]].Cols; len(sh) != 1 || sh[0] != int64(h) {
+					want = fmt.Sprintf("[%d]", h)
+				}
+			case st.Op == op.CausalConv && i == 0:
 				if len(sh) != 2 || sh[0] != int64(o.Cols) || sh[1] != int64(st.HeadDim) {
 					want = fmt.Sprintf("[%d, %d]", o.Cols, st.HeadDim)
 				}
