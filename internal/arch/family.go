@@ -35,6 +35,12 @@ type Family struct {
 	// families whose tensors need reshaping.
 	validate func(c *Config) error
 	load     func(ck format.Checkpoint, c *Config, g *graph.Graph) (graph.Weights, error)
+	// storedShape, when set, returns the shape a weight has in the
+	// checkpoint when it differs from the graph's (the same values in the
+	// same order, such as a squeezed dimension); convert turns the values
+	// read into the graph's (Qwen3.5's HF weights into the GGUF layout).
+	storedShape func(c *Config, canonical string, shape []int) []int
+	convert     func(c *Config, canonical string, v []float32) ([]float32, error)
 }
 
 // check validates c with the family's rule.

@@ -125,6 +125,7 @@ type Source struct {
 	Shapes map[string][]int
 
 	ck     format.Checkpoint
+	fam    *Family
 	names  map[string]string // canonical name -> checkpoint name
 	loaded graph.Weights     // families with their own loader read eagerly
 }
@@ -145,7 +146,7 @@ func Open(ck format.Checkpoint) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{Config: c, Shapes: g.Weights, ck: ck}
+	s := &Source{Config: c, Shapes: g.Weights, ck: ck, fam: f}
 	if f.load != nil {
 		if s.loaded, err = f.load(ck, &c, g); err != nil {
 			return nil, err
@@ -168,6 +169,9 @@ func Open(ck format.Checkpoint) (*Source, error) {
 				hint = " (set tie_word_embeddings if the classifier shares the embeddings)"
 			}
 			return nil, fmt.Errorf("%s checkpoint has no tensor %q%s", ck.Format(), src, hint)
+		}
+		if f.storedShape != nil {
+			shape = f.storedShape(&c, name, shape)
 		}
 		if !shapeIs(info.Shape, shape) {
 			return nil, fmt.Errorf("tensor %q has shape %v, the config implies %v", src, info.Shape, shape)
@@ -221,6 +225,11 @@ func (s *Source) Read(name string) ([]float32, error) {
 	for i, x := range v {
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
 			return nil, fmt.Errorf("tensor %q holds %v at index %d", src, x, i)
+		}
+	}
+	if s.fam != nil && s.fam.convert != nil {
+		if v, err = s.fam.convert(&s.Config, name, v); err != nil {
+			return nil, fmt.Errorf("converting %q: %w", src, err)
 		}
 	}
 	return v, nil

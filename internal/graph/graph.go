@@ -128,13 +128,15 @@ type Node struct {
 
 	Eps     float32 // op.RMSNorm, op.HeadRMSNorm, op.LayerNorm, op.WKV7 (its group norm)
 	Offset  float32 // op.RMSNorm, op.HeadRMSNorm gain offset (1 for Gemma's (1+w))
-	HeadDim int     // op.HeadRMSNorm, op.WKV7: E, the span each norm covers; op.Hadamard: its block P
+	HeadDim int     // op.HeadRMSNorm, op.WKV7: E, the span each norm covers; op.Hadamard: its block P; op.CausalConv: the kernel K
 	Scale   float32 // op.Scale
 	Lo, Hi  int     // op.Columns
 	Index   []int   // op.GatherCols, op.ZeroCols: the columns, ascending
-	Group   int     // op.GroupRows: rows joined into one
+	Group   int     // op.GroupRows: rows joined into one; op.Columns: the block width the range repeats in
 	Rope    *Rope   // op.RoPE
 	Attn    *Attn   // op.Attention
+	// Delta holds the head sizes of op.GatedDelta.
+	Delta *op.DeltaDims
 }
 
 // Graph is a forward pass: nodes in topological order, the weights they

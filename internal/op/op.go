@@ -18,7 +18,8 @@
 //	attention    write the rows' k, v into the cache, then grouped-query
 //	             attention of each row's q over the cache positions it may
 //	             see (causal, a sliding window, or a tree mask in a pass)
-//	columns      out[t] = x[t][lo:hi]
+//	columns      out[t] = x[t][lo:hi]; with a group g, the range of each
+//	             g-wide block in turn: x[t][lo:hi] | x[t][g+lo:g+hi] | ...
 //	select_rows  out[i] = x[rows[i]]: the rows whose logits a pass wants
 //	             (in a graph: the last row); "last_row" is its old name
 //	head_rms_norm  rms_norm of each head_dim-wide head of a row on its own
@@ -41,6 +42,10 @@
 //	             input, which a float linear reads
 //	zero_cols    out[t] = x[t] with the columns idx set to 0: the input the
 //	             int8 linear reads once its outlier channels are taken out
+//	causal_conv  a depthwise causal convolution over time, with a state of
+//	             the last K-1 input rows (deltanet.go)
+//	gated_delta  the gated delta rule of a Gated DeltaNet layer, with a
+//	             [Hv, Dk, Dv] state (deltanet.go)
 package op
 
 import (
@@ -82,6 +87,8 @@ const (
 	Hadamard
 	GatherCols
 	ZeroCols
+	CausalConv
+	GatedDelta
 	// Count is the number of op codes.
 	Count
 )
@@ -94,6 +101,7 @@ var names = [Count]string{
 	Sub: "sub", Sigmoid: "sigmoid", Tanh: "tanh", ReLU: "relu", WKV7: "wkv7",
 	Rows: "rows", GroupRows: "group_rows", Hadamard: "hadamard",
 	GatherCols: "gather_cols", ZeroCols: "zero_cols",
+	CausalConv: "causal_conv", GatedDelta: "gated_delta",
 }
 
 // aliases are former names still accepted when decoding.
@@ -150,6 +158,7 @@ var arity = [Count]Arity{
 	HeadRMSNorm: {1, 1, 1}, LayerNorm: {1, 2, 2}, TokenShift: {1, 0, 0}, Mix: {2, 1, 1},
 	Sub: {2, 0, 0}, Sigmoid: {1, 0, 0}, Tanh: {1, 0, 0}, ReLU: {1, 0, 0}, WKV7: {5, 5, 5},
 	GroupRows: {1, 0, 0}, Hadamard: {1, 0, 0}, GatherCols: {1, 0, 0}, ZeroCols: {1, 0, 0},
+	CausalConv: {1, 1, 1}, GatedDelta: {3, 2, 2},
 }
 
 // Arity returns the op's input and weight counts (zero for Invalid and
@@ -161,15 +170,17 @@ func (o Op) Arity() Arity {
 	return Arity{}
 }
 
-// Recurrent reports whether the op belongs to the recurrent set RWKV-7 is
-// built from (run by the recurrent part of an executor).
+// Recurrent reports whether the op belongs to the recurrent set RWKV-7 and
+// Gated DeltaNet are built from (run by the recurrent part of an executor).
 func (o Op) Recurrent() bool {
 	switch o {
-	case LayerNorm, TokenShift, Mix, Sub, Sigmoid, Tanh, ReLU, WKV7:
+	case LayerNorm, TokenShift, Mix, Sub, Sigmoid, Tanh, ReLU, WKV7, CausalConv, GatedDelta:
 		return true
 	}
 	return false
 }
 
 // Stateful reports whether the op carries a state slot across passes.
-func (o Op) Stateful() bool { return o == TokenShift || o == WKV7 }
+func (o Op) Stateful() bool {
+	return o == TokenShift || o == WKV7 || o == CausalConv || o == GatedDelta
+}

@@ -1,0 +1,152 @@
+package arch
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aotlm/aotlm/internal/format/detect"
+	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/testutil"
+)
+
+// TestQwen35Fixture runs the interpreter over the qwen35 fixture from the
+// HF folder and from llama.cpp's GGUF, and compares the logits at every
+// position with llama.cpp's (tolerance 1e-3, the fixture README's), then
+// checks that the prompt fed in two calls (split_prefill) gives the same
+// logits as one.
+func TestQwen35Fixture(t *testing.T) {
+	for _, gguf := range []bool{false, true} {
+		d := fixtureDiff(t, "qwen35", gguf, nil)
+		t.Logf("gguf %v: max |logit diff| %.3g", gguf, d)
+		if d > 1e-3 {
+			t.Errorf("gguf %v: logits differ from llama.cpp by %.3g (tolerance 1e-3)", gguf, d)
+		}
+	}
+}
+
+// TestQwen35HFMatchesGGUF checks that the HF folder, converted on read
+// (gains 1 + w, A = -exp(A_log), value heads tiled), holds the GGUF's
+// values in every weight of the graph, and that partial RoPE matters.
+func TestQwen35HFMatchesGGUF(t *testing.T) {
+	load := func(rel string) *Model {
+		ck, err := detect.Open(testutil.Path(t, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ck.Close() })
+		m, err := Load(ck)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	hf, gg := load("arch/qwen35"), load("arch/qwen35/model.gguf")
+	if len(hf.Weights) != len(gg.Weights) {
+		t.Fatalf("%d weights from HF, %d from GGUF", len(hf.Weights), len(gg.Weights))
+	}
+	for name, a := range hf.Weights {
+		b := gg.Weights[name]
+		var d float64
+		for i := range a {
+			d = math.Max(d, math.Abs(float64(a[i]-b[i])))
+		}
+		if len(a) != len(b) || d > 1e-6 {
+			t.Errorf("%s: HF and GGUF values differ by %.3g", name, d)
+		}
+	}
+	if d := fixtureDiff(t, "qwen35", true, func(c *Config) { c.RotaryDim = c.HeadDim }); d < 0.01 {
+		t.Errorf("full rotation moves the logits by only %.3g", d)
+	}
+}
+
+// TestQwen35SplitPrefill feeds the fixture's prompt to the interpreter in
+// two calls at split_prefill.k and checks every row against one call.
+func TestQwen35SplitPrefill(t *testing.T) {
+	var ref struct {
+		Tokens []int `json:"tokens"`
+		Split  struct {
+			K int `json:"k"`
+		} `json:"split_prefill"`
+	}
+	if err := json.Unmarshal(testutil.ReadFile(t, "arch/qwen35/reference.json"), &ref); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := detect.Open(testutil.Path(t, "arch/qwen35"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	m, err := Load(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Build(&m.Config, BuildOptions{AllLogits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := graph.NewInterpreter(g, m.Weights, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, _, err := in.Run(in.NewState(64), ref.Tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := in.NewState(64)
+	a, _, err := in.Run(st, ref.Tokens[:ref.Split.K])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := in.Run(st, ref.Tokens[ref.Split.K:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := append(a, b...)
+	var d float64
+	for i := range one {
+		d = math.Max(d, math.Abs(float64(one[i]-two[i])))
+	}
+	if d > 1e-5 {
+		t.Errorf("split prefill differs from one call by %.3g", d)
+	}
+}
+
+func TestQwen35Config(t *testing.T) {
+	c, err := qwen35ConfigHF(fixtureConfig(t, "qwen35"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d := c.DeltaNet
+	if c.RotaryDim != 8 || c.RopeTheta != 1e7 || c.HeadDim != 32 || !slices.Equal(d.FullLayers, []int{3, 7}) ||
+		d.KeyHeads != 2 || d.ValueHeads != 4 || d.KeyDim != 16 || d.ValueDim != 16 || d.ConvKernel != 4 || !d.AttnGate || c.Tied {
+		t.Errorf("config %+v, deltanet %+v", c, d)
+	}
+	for _, bad := range []struct {
+		want string
+		mut  func(m map[string]any)
+	}{
+		{"layer_types[2]", func(m map[string]any) { m["layer_types"].([]any)[2] = "sliding_attention" }},
+		{"layer_types", func(m map[string]any) { m["layer_types"] = []any{"full_attention"} }},
+		{"linear_num_key_heads", func(m map[string]any) { delete(m, "linear_num_key_heads") }},
+		{"rope_type", func(m map[string]any) { m["rope_parameters"].(map[string]any)["rope_type"] = "yarn" }},
+		{"value heads", func(m map[string]any) { m["linear_num_value_heads"] = 3.0 }},
+		{"attn_output_gate", func(m map[string]any) { m["attn_output_gate"] = "yes" }},
+		{"partial_rotary_factor", func(m map[string]any) { m["rope_parameters"].(map[string]any)["partial_rotary_factor"] = 2.0 }},
+	} {
+		m := fixtureConfig(t, "qwen35")
+		bad.mut(m)
+		c, err := qwen35ConfigHF(m)
+		if err == nil {
+			err = c.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: got %v", bad.want, err)
+		}
+	}
+}

@@ -1,0 +1,52 @@
+package graph
+
+import (
+	"fmt"
+
+	"github.com/aotlm/aotlm/internal/op"
+)
+
+// The ops of a Gated DeltaNet layer (op/deltanet.go), each with a state
+// slot of its own.
+
+// CausalConv adds the depthwise causal convolution of x with w [cols(x),
+// k] over time; its state holds the last k-1 input rows.
+func (g *Graph) CausalConv(x int, w string, k int, name string) int {
+	c := g.cols(x)
+	if k < 2 {
+		panic(fmt.Sprintf("graph: causal convolution of kernel %d", k))
+	}
+	g.weight(w, c, k)
+	return g.add(Node{Op: op.CausalConv, In: []int{x}, Cols: c, Weight: w, HeadDim: k,
+		Slot: g.State((k - 1) * c), Name: name})
+}
+
+// GatedDelta adds the gated delta rule over x = [q | k | v], a and b
+// ([T, d.ValueHeads] each), with weights A and dtBias [d.ValueHeads] and a
+// [ValueHeads, KeyDim, ValueDim] state slot.
+func (g *Graph) GatedDelta(x, a, b int, A, dtBias string, d op.DeltaDims, name string) int {
+	if err := d.Check(); err != nil {
+		panic("graph: " + err.Error())
+	}
+	if g.cols(x) != d.In() || g.cols(a) != d.ValueHeads || g.cols(b) != d.ValueHeads {
+		panic(fmt.Sprintf("graph: gated delta %+v on inputs of %d, %d and %d columns", d, g.cols(x), g.cols(a), g.cols(b)))
+	}
+	g.weight(A, d.ValueHeads)
+	g.weight(dtBias, d.ValueHeads)
+	return g.add(Node{Op: op.GatedDelta, In: []int{x, a, b}, Cols: d.Out(), Weight: A, Bias: dtBias,
+		Delta: &d, Slot: g.State(d.State()), Name: name})
+}
+
+// evalDeltaNet evaluates the Gated DeltaNet ops; false for other ops.
+func (in *Interpreter) evalDeltaNet(n *Node, dst []float32, vals [][]float32, nrows []int, st *State) bool {
+	switch n.Op {
+	case op.CausalConv:
+		op.CausalConvRows(dst, vals[n.In[0]], in.w[n.Weight], st.Rec[n.Slot], nrows[n.In[0]], n.Cols, n.HeadDim)
+	case op.GatedDelta:
+		op.GatedDeltaRows(dst, vals[n.In[0]], vals[n.In[1]], vals[n.In[2]], in.w[n.Weight], in.w[n.Bias],
+			st.Rec[n.Slot], nrows[n.In[0]], *n.Delta, make([]float32, n.Delta.Temp()))
+	default:
+		return false
+	}
+	return true
+}
