@@ -66,5 +66,7 @@ func (r *recState) run(st *step, out []float32, in [][]float32, rows, cols int) 
 		}
 	case op.WKV7:
 		op.WKV7Rows(out, in[0], in[1], in[2], in[3], in[4], r.slots[st.Slot], [5][]float32(st.ws), rows, cols, st.HeadDim, st.Eps, r.tmp)
+	default:
+		r.runDeltaNet(st, out, in, rows, cols)
 	}
 }

@@ -731,9 +731,7 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 			s.attend()
 
 		case op.Columns:
-			for t := 0; t < rows; t++ {
-				copy(out[t*cols:(t+1)*cols], x[t*xcols+st.Lo:t*xcols+st.Hi])
-			}
+			op.ColumnsRows(out, x, rows, xcols, st.Lo, st.Hi, st.Group)
 		case op.GatherCols:
 			for t := 0; t < rows; t++ {
 				o, xr := out[t*cols:(t+1)*cols], x[t*xcols:(t+1)*xcols]

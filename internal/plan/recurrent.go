@@ -61,7 +61,7 @@ func (p *Plan) checkStateUse() error {
 		owner[i] = -1
 	}
 	for s, st := range p.Steps {
-		if st.Op != op.TokenShift && st.Op != op.WKV7 {
+		if !st.Op.Stateful() {
 			continue
 		}
 		if owner[st.Slot] >= 0 {

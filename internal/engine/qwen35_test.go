@@ -1,0 +1,118 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/aotlm/aotlm/internal/engine"
+	"github.com/aotlm/aotlm/internal/testutil"
+)
+
+// qwen35Ref is the part of the qwen35 fixture's reference.json these tests
+// read.
+type qwen35Ref struct {
+	Tokens []int       `json:"tokens"`
+	Logits [][]float32 `json:"logits"`
+	Greedy []int       `json:"greedy"`
+	Split  struct {
+		K int `json:"k"`
+	} `json:"split_prefill"`
+}
+
+// TestQwen35Parity checks the engine against the interpreter on the
+// qwen35 fixture (Gated DeltaNet state carried across passes, padding rows
+// kept out of it) for every prompt length 1..3N, in hybrid (AR-1, AR-8)
+// and kv modes.
+func TestQwen35Parity(t *testing.T) {
+	m := loadModel(t, testutil.Path(t, "arch/qwen35"))
+	e := compileModel(t, m, 64, 8)
+	for _, n := range []int{1, 8} {
+		t.Run(fmt.Sprintf("ar%d", n), func(t *testing.T) { checkParity(t, m, e, n, engine.ModeHybrid) })
+	}
+	t.Run("kv", func(t *testing.T) { checkParity(t, m, e, 8, engine.ModeKV) })
+}
+
+// TestQwen35Reference compiles the qwen35 fixture from the HF folder and
+// from the GGUF with an AR-8 plan (shorter than the 45-token prompt) and
+// checks, in kv and hybrid modes, llama.cpp's logits at every position
+// (1e-3), the prompt fed in two calls at split_prefill.k, and the 16
+// greedy ids.
+func TestQwen35Reference(t *testing.T) {
+	var ref qwen35Ref
+	if err := json.Unmarshal(testutil.ReadFile(t, "arch/qwen35/reference.json"), &ref); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{"arch/qwen35", "arch/qwen35/model.gguf"} {
+		e := compileModel(t, loadModel(t, testutil.Path(t, src)), 96, 8)
+		for _, mode := range []engine.Mode{engine.ModeKV, engine.ModeHybrid} {
+			s := newSession(t, e, engine.SessionOptions{Mode: mode, Threads: 2})
+			all := qwen35AllLogits(t, s, mode, ref.Tokens)
+			d := 0.0
+			for i, row := range ref.Logits {
+				d = max(d, maxDiff(all[i], row))
+			}
+			t.Logf("%s %v: max |logit diff| %.3g vs llama.cpp", src, mode, d)
+			if d > 1e-3 {
+				t.Errorf("%s %v: logits differ from llama.cpp by %.3g (tolerance 1e-3)", src, mode, d)
+			}
+
+			s.Reset()
+			if _, err := s.Prefill(ref.Tokens[:ref.Split.K]); err != nil {
+				t.Fatal(err)
+			}
+			rest, err := s.PrefillAll(context.Background(), ref.Tokens[ref.Split.K:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			d = 0
+			for i, row := range rest {
+				d = max(d, maxDiff(row, ref.Logits[ref.Split.K+i]))
+			}
+			if d > 1e-3 {
+				t.Errorf("%s %v: split prefill differs from llama.cpp by %.3g", src, mode, d)
+			}
+
+			s.Reset()
+			logits, err := s.Prefill(ref.Tokens)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []int
+			for range ref.Greedy {
+				id := argmax(logits)
+				ids = append(ids, id)
+				if logits, err = s.Decode(id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !slices.Equal(ids, ref.Greedy) {
+				t.Errorf("%s %v: greedy %v, llama.cpp %v", src, mode, ids, ref.Greedy)
+			}
+		}
+	}
+}
+
+// qwen35AllLogits returns the logits at every position of ids: in kv mode
+// one Decode a token, in hybrid mode passes of the largest plan.
+func qwen35AllLogits(t *testing.T, s *engine.Session, mode engine.Mode, ids []int) [][]float32 {
+	t.Helper()
+	if mode == engine.ModeHybrid {
+		all, err := s.PrefillAll(context.Background(), ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return all
+	}
+	var all [][]float32
+	for _, id := range ids {
+		l, err := s.Decode(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, slices.Clone(l))
+	}
+	return all
+}
