@@ -22,17 +22,22 @@ type qwen35Ref struct {
 	} `json:"split_prefill"`
 }
 
+// qwen35Tol is the engine's tolerance against the interpreter on the
+// qwen35 fixture: its random weights amplify float32 rounding (the kv
+// mode, the same arithmetic in SIMD order, is already 4e-5 away).
+const qwen35Tol = 2.5e-4
+
 // TestQwen35Parity checks the engine against the interpreter on the
 // qwen35 fixture (Gated DeltaNet state carried across passes, padding rows
-// kept out of it) for every prompt length 1..3N, in hybrid (AR-1, AR-8)
-// and kv modes.
+// kept out of it, the chunked delta rule in passes of several rows) for
+// every prompt length 1..3N, in hybrid (AR-1, AR-8) and kv modes.
 func TestQwen35Parity(t *testing.T) {
 	m := loadModel(t, testutil.Path(t, "arch/qwen35"))
 	e := compileModel(t, m, 64, 8)
 	for _, n := range []int{1, 8} {
-		t.Run(fmt.Sprintf("ar%d", n), func(t *testing.T) { checkParity(t, m, e, n, engine.ModeHybrid) })
+		t.Run(fmt.Sprintf("ar%d", n), func(t *testing.T) { checkParityTol(t, m, e, n, engine.ModeHybrid, qwen35Tol) })
 	}
-	t.Run("kv", func(t *testing.T) { checkParity(t, m, e, 8, engine.ModeKV) })
+	t.Run("kv", func(t *testing.T) { checkParityTol(t, m, e, 8, engine.ModeKV, qwen35Tol) })
 }
 
 // TestQwen35Reference compiles the qwen35 fixture from the HF folder and

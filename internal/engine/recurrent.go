@@ -12,6 +12,7 @@ import (
 type recState struct {
 	slots [][]float32
 	tmp   []float32
+	delta deltaScratch
 }
 
 func newRecState(sizes []int, tmp int) recState {

@@ -110,13 +110,9 @@ func GatedDeltaRows(out, x, a, b, A, dtBias, S []float32, T int, d DeltaDims, tm
 	Hk, Hv, Dk, Dv := d.KeyHeads, d.ValueHeads, d.KeyDim, d.ValueDim
 	in, nk := d.In(), Hk*Dk
 	qn, kn, mem, o := tmp[:nk], tmp[nk:2*nk], tmp[2*nk:2*nk+Dv], tmp[2*nk+Dv:2*nk+2*Dv]
-	scale := 1 / math.Sqrt(float64(Dk))
 	for t := 0; t < T; t++ {
 		row := x[t*in : (t+1)*in]
-		for h := 0; h < Hk; h++ {
-			l2Normalize(qn[h*Dk:(h+1)*Dk], row[h*Dk:(h+1)*Dk], scale)
-			l2Normalize(kn[h*Dk:(h+1)*Dk], row[nk+h*Dk:nk+(h+1)*Dk], 1)
-		}
+		d.NormalizeQK(qn, kn, row)
 		for j := 0; j < Hv; j++ {
 			kh := d.DeltaHead(j)
 			q, k := qn[kh*Dk:(kh+1)*Dk], kn[kh*Dk:(kh+1)*Dk]
@@ -128,10 +124,26 @@ func GatedDeltaRows(out, x, a, b, A, dtBias, S []float32, T int, d DeltaDims, tm
 	}
 }
 
+// NormalizeQK sets qn and kn [KeyHeads*KeyDim] to the q and k of row (a
+// row of x), L2-normalized per head, q also scaled by 1/sqrt(KeyDim).
+func (d DeltaDims) NormalizeQK(qn, kn, row []float32) {
+	Dk, nk := d.KeyDim, d.KeyHeads*d.KeyDim
+	scale := 1 / math.Sqrt(float64(Dk))
+	for h := 0; h < d.KeyHeads; h++ {
+		l2Normalize(qn[h*Dk:(h+1)*Dk], row[h*Dk:(h+1)*Dk], scale)
+		l2Normalize(kn[h*Dk:(h+1)*Dk], row[nk+h*Dk:nk+(h+1)*Dk], 1)
+	}
+}
+
+// DeltaLogDecay returns g = A * softplus(a + dtBias), the log of one value
+// head's decay for one row.
+func DeltaLogDecay(a, A, dtBias float32) float64 {
+	return float64(A) * softplus(float64(a)+float64(dtBias))
+}
+
 // DeltaGates returns exp(g) and beta of one value head and row.
 func DeltaGates(a, b, A, dtBias float32) (decay, beta float32) {
-	g := float64(A) * softplus(float64(a)+float64(dtBias))
-	return float32(math.Exp(g)), SigmoidOf(b)
+	return float32(math.Exp(DeltaLogDecay(a, A, dtBias))), SigmoidOf(b)
 }
 
 // deltaStep advances one head's state S [Dk][Dv] by one row and sets o.
