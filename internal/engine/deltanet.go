@@ -28,13 +28,13 @@ type deltaScratch struct {
 func (r *recState) runDeltaNet(st *step, out []float32, in [][]float32, rows, cols int) {
 	switch st.Op {
 	case op.CausalConv:
-		op.CausalConvRows(out, in[0], st.ws[0], r.slots[st.Slot], rows, cols, st.HeadDim)
+		op.CausalConvRows(out, in[0], st.ws[0], r.prev[st.Slot], r.slots[st.Slot], rows, cols, st.HeadDim)
 	case op.GatedDelta:
 		if rows == 1 {
-			op.GatedDeltaRows(out, in[0], in[1], in[2], st.ws[0], st.ws[1], r.slots[st.Slot], rows, *st.Delta, r.tmp)
+			op.GatedDeltaRows(out, in[0], in[1], in[2], st.ws[0], st.ws[1], r.prev[st.Slot], r.slots[st.Slot], rows, *st.Delta, r.tmp)
 			return
 		}
-		deltaChunked(out, in[0], in[1], in[2], st.ws[0], st.ws[1], r.slots[st.Slot], rows, *st.Delta, &r.delta)
+		deltaChunked(out, in[0], in[1], in[2], st.ws[0], st.ws[1], r.prev[st.Slot], r.slots[st.Slot], rows, *st.Delta, &r.delta)
 	}
 }
 
@@ -48,7 +48,7 @@ func (r *recState) runDeltaNet(st *step, out []float32, in [][]float32, rows, co
 // and then o_t = exp(G_t) S0^T q_t + sum_{s<=t} exp(G_t - G_s) (k_s.q_t) u_s,
 // S_n = exp(G_n) S0 + sum_s exp(G_n - G_s) k_s u_s^T: the same values as
 // the row-by-row recurrence, summed in another order.
-func deltaChunked(out, x, a, b, A, dtBias, S []float32, T int, d op.DeltaDims, sc *deltaScratch) {
+func deltaChunked(out, x, a, b, A, dtBias, Sin, Sout []float32, T int, d op.DeltaDims, sc *deltaScratch) {
 	nk, Dv := d.KeyHeads*d.KeyDim, d.ValueDim
 	n := min(T, deltaChunk)
 	if need := 2*n*nk + n*Dv + Dv + n; len(sc.f) < need {
@@ -57,12 +57,14 @@ func deltaChunked(out, x, a, b, A, dtBias, S []float32, T int, d op.DeltaDims, s
 	}
 	for lo := 0; lo < T; lo += deltaChunk {
 		n := min(deltaChunk, T-lo)
-		deltaChunkRows(out, x, a, b, A, dtBias, S, lo, n, d, sc)
+		deltaChunkRows(out, x, a, b, A, dtBias, Sin, Sout, lo, n, d, sc)
+		Sin = Sout // the next chunk continues from the state written
 	}
 }
 
-// deltaChunkRows runs the rows lo..lo+n-1 as one chunk.
-func deltaChunkRows(out, x, a, b, A, dtBias, S []float32, lo, n int, d op.DeltaDims, sc *deltaScratch) {
+// deltaChunkRows runs the rows lo..lo+n-1 as one chunk from the state
+// Sin, writing the state after them to Sout (which may be Sin).
+func deltaChunkRows(out, x, a, b, A, dtBias, Sin, Sout []float32, lo, n int, d op.DeltaDims, sc *deltaScratch) {
 	Hv, Dk, Dv := d.ValueHeads, d.KeyDim, d.ValueDim
 	in, nk := d.In(), d.KeyHeads*d.KeyDim
 	f := sc.f
@@ -74,7 +76,7 @@ func deltaChunkRows(out, x, a, b, A, dtBias, S []float32, lo, n int, d op.DeltaD
 	}
 	for j := 0; j < Hv; j++ {
 		kh := d.DeltaHead(j)
-		Sj := S[j*Dk*Dv : (j+1)*Dk*Dv]
+		Sj, Oj := Sin[j*Dk*Dv:(j+1)*Dk*Dv], Sout[j*Dk*Dv:(j+1)*Dk*Dv]
 		acc := 0.0
 		for t := 0; t < n; t++ {
 			r := (lo + t) * Hv
@@ -109,14 +111,14 @@ func deltaChunkRows(out, x, a, b, A, dtBias, S []float32, lo, n int, d op.DeltaD
 			}
 		}
 		eN := float32(math.Exp(G[n-1]))
-		for i := range Sj {
-			Sj[i] *= eN
+		for i, v := range Sj {
+			Oj[i] = v * eN
 		}
 		for s := 0; s < n; s++ {
 			w := float32(math.Exp(G[n-1] - G[s]))
 			ks, us := key(s), U[s*Dv:(s+1)*Dv]
 			for i, ki := range ks {
-				deltaAxpy(Sj[i*Dv:(i+1)*Dv], us, w*ki)
+				deltaAxpy(Oj[i*Dv:(i+1)*Dv], us, w*ki)
 			}
 		}
 	}

@@ -30,9 +30,9 @@ func TestDeltaChunkedMatchesRows(t *testing.T) {
 		S0 := fill(d.State(), -1, 1)
 		want, got := make([]float32, T*d.Out()), make([]float32, T*d.Out())
 		Sw, Sg := append([]float32(nil), S0...), append([]float32(nil), S0...)
-		op.GatedDeltaRows(want, x, a, b, A, dt, Sw, T, d, make([]float32, d.Temp()))
+		op.GatedDeltaRows(want, x, a, b, A, dt, Sw, Sw, T, d, make([]float32, d.Temp()))
 		var sc deltaScratch
-		deltaChunked(got, x, a, b, A, dt, Sg, T, d, &sc)
+		deltaChunked(got, x, a, b, A, dt, S0, Sg, T, d, &sc)
 		for _, c := range []struct {
 			name      string
 			got, want []float32

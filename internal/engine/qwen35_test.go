@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/engine"
@@ -120,4 +121,94 @@ func qwen35AllLogits(t *testing.T, s *engine.Session, mode engine.Mode, ids []in
 		all = append(all, slices.Clone(l))
 	}
 	return all
+}
+
+// TestQwen35Rewind checks that a recurrent session rewinds to the pass
+// boundaries whose state it keeps: rewinding then feeding the same tokens
+// again gives the same logits, a boundary no longer kept is refused with
+// an error listing the kept ones, an uncommitted pass is undone by
+// rewinding to where the session is, and a session keeping one state
+// rewinds only to 0.
+func TestQwen35Rewind(t *testing.T) {
+	var ref qwen35Ref
+	if err := json.Unmarshal(testutil.ReadFile(t, "arch/qwen35/reference.json"), &ref); err != nil {
+		t.Fatal(err)
+	}
+	e := compileModel(t, loadModel(t, testutil.Path(t, "arch/qwen35")), 96, 8)
+	s := newSession(t, e, engine.SessionOptions{Threads: 2})
+	last := len(ref.Tokens) - 1
+	if _, err := s.Prefill(ref.Tokens[:20]); err != nil { // passes end at 8, 16, 20
+		t.Fatal(err)
+	}
+	if err := s.Rewind(16); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Prefill(ref.Tokens[16:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := maxDiff(got, ref.Logits[last]); d > 1e-3 {
+		t.Errorf("after rewinding to 16: last logits differ from llama.cpp by %.3g", d)
+	}
+
+	// decode three steps, rewind two, decode them again
+	var steps [][]float32
+	pos := s.Pos()
+	for _, id := range ref.Greedy[:3] {
+		l, err := s.Decode(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps = append(steps, slices.Clone(l))
+	}
+	if err := s.Rewind(pos + 1); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ref.Greedy[1:3] {
+		l, err := s.Decode(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := maxDiff(l, steps[i+1]); d != 0 {
+			t.Errorf("decode step %d after rewind: logits differ by %.3g", i+1, d)
+		}
+	}
+	if err := s.Rewind(16); err == nil || !strings.Contains(err.Error(), "cannot be rewound to 16") {
+		t.Errorf("rewind to a dropped boundary: %v", err)
+	}
+
+	// an uncommitted pass is undone by rewinding to where the session is
+	at := s.Pos()
+	if _, err := s.Run(&engine.Pass{IDs: []int{5, 6, 7}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Rewind(at); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Decode(ref.Greedy[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := newSession(t, e, engine.SessionOptions{Threads: 2})
+	if _, err := fresh.Prefill(append(slices.Clone(ref.Tokens), ref.Greedy[:3]...)); err != nil {
+		t.Fatal(err)
+	}
+	want, err := fresh.Decode(ref.Greedy[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := maxDiff(l, want); d > 1e-4 {
+		t.Errorf("after an undone pass: logits differ from a fresh session's by %.3g", d)
+	}
+
+	one := newSession(t, e, engine.SessionOptions{Threads: 2, StateSnapshots: 1})
+	if _, err := one.Prefill(ref.Tokens[:20]); err != nil {
+		t.Fatal(err)
+	}
+	if err := one.Rewind(16); err == nil {
+		t.Error("a session keeping one state rewound to 16")
+	}
+	if err := one.Rewind(0); err != nil {
+		t.Error(err)
+	}
 }

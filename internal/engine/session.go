@@ -43,6 +43,11 @@ type SessionOptions struct {
 	// artifact's context; a smaller value shrinks the cache (and the
 	// memory it takes), a larger one is refused.
 	Context int
+	// StateSnapshots is how many pass boundaries a recurrent model's
+	// session keeps the state of, the committed position included, each a
+	// copy of the state in memory (0: DefaultStateSnapshots; 1: none
+	// before the committed position, so Rewind goes only to 0).
+	StateSnapshots int
 }
 
 // Session is one sequence over an engine: its activation arena and KV
@@ -183,6 +188,9 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 		s.k, s.v = layerSlices(kvAlloc(hugemem.Float32s, 2*kv.Layers*slot, huge), kv.Layers, slot)
 	}
 	s.rec = newRecState(s.decode.p.State, e.wkvTemp)
+	if err := s.rec.keepSnapshots(opts.StateSnapshots, s.decode.p.Steps); err != nil {
+		return nil, err
+	}
 	s.q8 = newQ8Buf(e.q8Max)
 	rows, nbuf := 0, 0
 	for _, p := range e.plans {
@@ -245,7 +253,8 @@ func (s *Session) MaxRows() int { return s.e.plans[len(s.e.plans)-1].p.Rows }
 
 // Recurrent reports whether the model carries recurrent state, which a
 // pass advances as it runs: such a session takes only chain passes,
-// commits them whole, and rewinds only to 0.
+// commits them whole, and rewinds only to 0 or to the last few pass
+// boundaries (SessionOptions.StateSnapshots).
 func (s *Session) Recurrent() bool { return len(s.rec.slots) > 0 }
 
 // CostKey identifies what a pass of this session costs: the sessions of
@@ -509,6 +518,9 @@ func (s *Session) Commit(rows []int) error {
 	if s.Recurrent() && len(rows) != s.pending {
 		return fmt.Errorf("engine: a recurrent model commits whole passes (%d rows), not %d", s.pending, len(rows))
 	}
+	if s.Recurrent() {
+		s.rec.commit(s.pos + len(rows))
+	}
 	for k, r := range rows {
 		if r != k {
 			s.moveSlot(s.pos+r, s.pos+k)
@@ -550,7 +562,8 @@ func (s *Session) moveSlot(from, to int) {
 }
 
 // Rewind drops the committed positions from pos on (and any uncommitted
-// pass). A recurrent model rewinds only to 0 or to where it is.
+// pass). A recurrent model rewinds only to 0, to where it is, or to one of
+// the last pass boundaries whose state it keeps.
 func (s *Session) Rewind(pos int) error {
 	if s.closed {
 		return ErrClosed
@@ -558,11 +571,10 @@ func (s *Session) Rewind(pos int) error {
 	if pos < 0 || pos > s.pos {
 		return fmt.Errorf("engine: rewind to %d: %d positions are committed", pos, s.pos)
 	}
-	if s.Recurrent() && pos != 0 && (pos != s.pos || s.pending > 0) {
-		return fmt.Errorf("engine: a recurrent model's state cannot be rewound to %d (only to 0)", pos)
-	}
-	if pos == 0 {
-		s.rec.reset()
+	if s.Recurrent() {
+		if err := s.rewindState(pos); err != nil {
+			return err
+		}
 	}
 	s.pos, s.pending = pos, 0
 	return nil
@@ -628,6 +640,9 @@ func (s *Session) runChain(prog *program, ids, sel []int) Logits {
 	s.e.passMu.Lock()
 	out := s.exec(prog, ids, sel)
 	s.e.passMu.Unlock()
+	if s.Recurrent() {
+		s.rec.commit(s.pos + len(ids))
+	}
 	if s.rotNext != nil {
 		for i := range ids {
 			s.rotNext[s.pos+i+1] = s.rotNext[s.pos+i] + 1
@@ -646,6 +661,7 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 	p := prog.p
 	T := len(ids)
 	s.passGen++
+	s.rec.begin()
 	buf := func(id int) ([]float32, int, int) {
 		b := p.Buffers[id]
 		r := s.bufRows[id]

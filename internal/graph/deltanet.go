@@ -41,10 +41,10 @@ func (g *Graph) GatedDelta(x, a, b int, A, dtBias string, d op.DeltaDims, name s
 func (in *Interpreter) evalDeltaNet(n *Node, dst []float32, vals [][]float32, nrows []int, st *State) bool {
 	switch n.Op {
 	case op.CausalConv:
-		op.CausalConvRows(dst, vals[n.In[0]], in.w[n.Weight], st.Rec[n.Slot], nrows[n.In[0]], n.Cols, n.HeadDim)
+		op.CausalConvRows(dst, vals[n.In[0]], in.w[n.Weight], st.Rec[n.Slot], st.Rec[n.Slot], nrows[n.In[0]], n.Cols, n.HeadDim)
 	case op.GatedDelta:
 		op.GatedDeltaRows(dst, vals[n.In[0]], vals[n.In[1]], vals[n.In[2]], in.w[n.Weight], in.w[n.Bias],
-			st.Rec[n.Slot], nrows[n.In[0]], *n.Delta, make([]float32, n.Delta.Temp()))
+			st.Rec[n.Slot], st.Rec[n.Slot], nrows[n.In[0]], *n.Delta, make([]float32, n.Delta.Temp()))
 	default:
 		return false
 	}

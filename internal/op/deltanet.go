@@ -58,17 +58,19 @@ func (d DeltaDims) Check() error {
 const L2NormEps = 1e-6
 
 // CausalConvRows runs the depthwise causal convolution of x [T, C] with w
-// [C, K] into out [T, C], reading the K-1 rows before x from S [(K-1)*C]
-// (oldest first) and leaving there the last K-1 rows of S and x.
-func CausalConvRows(out, x, w, S []float32, T, C, K int) {
+// [C, K] into out [T, C], reading the K-1 rows before x from Sin
+// [(K-1)*C] (oldest first) and writing the last K-1 rows of Sin and x to
+// Sout (which may be Sin).
+func CausalConvRows(out, x, w, Sin, Sout []float32, T, C, K int) {
 	if T == 0 {
+		copy(Sout, Sin)
 		return
 	}
 	at := func(u, c int) float32 { // input row u, negative: the state
 		if u >= 0 {
 			return x[u*C+c]
 		}
-		return S[(K-1+u)*C+c]
+		return Sin[(K-1+u)*C+c]
 	}
 	for t := 0; t < T; t++ {
 		for c := 0; c < C; c++ {
@@ -82,11 +84,11 @@ func CausalConvRows(out, x, w, S []float32, T, C, K int) {
 	}
 	keep := (K - 1) * C
 	if T >= K-1 {
-		copy(S, x[(T-K+1)*C:T*C])
+		copy(Sout, x[(T-K+1)*C:T*C])
 		return
 	}
-	copy(S, S[T*C:keep])
-	copy(S[keep-T*C:], x[:T*C])
+	copy(Sout, Sin[T*C:keep])
+	copy(Sout[keep-T*C:keep], x[:T*C])
 }
 
 // DeltaHead returns the key head value head j reads.
@@ -95,8 +97,9 @@ func (d DeltaDims) DeltaHead(j int) int { return j % d.KeyHeads }
 // GatedDeltaRows runs the gated delta rule over T rows in order. x is
 // [T, In] with rows [q | k | v] (KeyHeads*KeyDim, KeyHeads*KeyDim,
 // ValueHeads*ValueDim), a and b are [T, ValueHeads], A and dtBias
-// [ValueHeads], S the [ValueHeads][KeyDim][ValueDim] state (zero at the
-// start of a sequence), out [T, Out]. Per row, q and k are L2-normalized
+// [ValueHeads], Sin the [ValueHeads][KeyDim][ValueDim] state before the
+// rows (zero at the start of a sequence) and Sout the state after them
+// (which may be Sin), out [T, Out]. Per row, q and k are L2-normalized
 // per head and q scaled by 1/sqrt(KeyDim); per value head j, reading key
 // head j % KeyHeads:
 //
@@ -106,7 +109,7 @@ func (d DeltaDims) DeltaHead(j int) int { return j % d.KeyHeads }
 //	o    = S^T q
 //
 // tmp holds at least d.Temp() floats.
-func GatedDeltaRows(out, x, a, b, A, dtBias, S []float32, T int, d DeltaDims, tmp []float32) {
+func GatedDeltaRows(out, x, a, b, A, dtBias, Sin, Sout []float32, T int, d DeltaDims, tmp []float32) {
 	Hk, Hv, Dk, Dv := d.KeyHeads, d.ValueHeads, d.KeyDim, d.ValueDim
 	in, nk := d.In(), Hk*Dk
 	qn, kn, mem, o := tmp[:nk], tmp[nk:2*nk], tmp[2*nk:2*nk+Dv], tmp[2*nk+Dv:2*nk+2*Dv]
@@ -118,9 +121,14 @@ func GatedDeltaRows(out, x, a, b, A, dtBias, S []float32, T int, d DeltaDims, tm
 			q, k := qn[kh*Dk:(kh+1)*Dk], kn[kh*Dk:(kh+1)*Dk]
 			v := row[2*nk+j*Dv : 2*nk+(j+1)*Dv]
 			decay, beta := DeltaGates(a[t*Hv+j], b[t*Hv+j], A[j], dtBias[j])
-			deltaStep(S[j*Dk*Dv:(j+1)*Dk*Dv], q, k, v, decay, beta, Dv, mem, o)
+			h := j * Dk * Dv
+			deltaStep(Sin[h:h+Dk*Dv], Sout[h:h+Dk*Dv], q, k, v, decay, beta, Dv, mem, o)
 			copy(out[t*Hv*Dv+j*Dv:], o)
 		}
+		Sin = Sout // the next rows continue from the state written
+	}
+	if T == 0 {
+		copy(Sout, Sin)
 	}
 }
 
@@ -146,14 +154,15 @@ func DeltaGates(a, b, A, dtBias float32) (decay, beta float32) {
 	return float32(math.Exp(DeltaLogDecay(a, A, dtBias))), SigmoidOf(b)
 }
 
-// deltaStep advances one head's state S [Dk][Dv] by one row and sets o.
-func deltaStep(S, q, k, v []float32, decay, beta float32, Dv int, mem, o []float32) {
+// deltaStep advances one head's state Sin [Dk][Dv] by one row into Sout
+// (which may be Sin) and sets o.
+func deltaStep(Sin, Sout, q, k, v []float32, decay, beta float32, Dv int, mem, o []float32) {
 	clear(mem)
 	for i, ki := range k {
-		r := S[i*Dv : (i+1)*Dv]
-		for c := range r {
-			r[c] *= decay
-			mem[c] += r[c] * ki
+		r, w := Sin[i*Dv:(i+1)*Dv], Sout[i*Dv:(i+1)*Dv]
+		for c := range w {
+			w[c] = r[c] * decay
+			mem[c] += w[c] * ki
 		}
 	}
 	for c := range mem {
@@ -161,7 +170,7 @@ func deltaStep(S, q, k, v []float32, decay, beta float32, Dv int, mem, o []float
 	}
 	clear(o)
 	for i, ki := range k {
-		r := S[i*Dv : (i+1)*Dv]
+		r := Sout[i*Dv : (i+1)*Dv]
 		qi := q[i]
 		for c := range r {
 			r[c] += ki * mem[c]
