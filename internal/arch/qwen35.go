@@ -234,32 +234,14 @@ func buildQwen35(c *Config, opts BuildOptions) (*graph.Graph, error) {
 	g := graph.New()
 	x := g.Embed(g.Tokens(), "model.embed_tokens.weight", c.Vocab, c.Hidden)
 	eps := float32(c.NormEps)
-	E := c.HeadDim
 	cache := 0
 	for l := 0; l < c.Layers; l++ {
 		p := fmt.Sprintf("model.layers.%d.", l)
 		h := g.RMSNorm(x, p+"input_layernorm.weight", eps, 0)
 		var o int
 		if slices.Contains(d.FullLayers, l) {
-			a := p + "self_attn."
-			var q, gate int
-			if d.AttnGate {
-				qg := g.Linear(h, a+"q_proj.weight", 2*c.Heads*E, "")
-				q, gate = g.HeadColumns(qg, 2*E, 0, E), g.HeadColumns(qg, 2*E, E, 2*E)
-			} else {
-				q = g.Linear(h, a+"q_proj.weight", c.Heads*E, "")
-			}
-			k := g.Linear(h, a+"k_proj.weight", c.KVHeads*E, "")
-			v := g.Linear(h, a+"v_proj.weight", c.KVHeads*E, "")
-			q = g.RoPE(g.HeadRMSNorm(q, a+"q_norm.weight", E, eps, 0), rope)
-			k = g.RoPE(g.HeadRMSNorm(k, a+"k_norm.weight", E, eps, 0), rope)
-			o = g.Attention(q, k, v, graph.Attn{Layer: cache, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: E,
-				Scale: float32(1 / math.Sqrt(float64(E)))})
+			o = qwen35Attention(g, c, h, p+"self_attn.", cache, rope)
 			cache++
-			if d.AttnGate {
-				o = g.Mul(o, g.Sigmoid(gate))
-			}
-			o = g.Linear(o, a+"o_proj.weight", c.Hidden, "")
 		} else {
 			a := p + "linear_attn."
 			qkv := g.Linear(h, a+"in_proj_qkv.weight", dims.In(), "")
@@ -271,22 +253,59 @@ func buildQwen35(c *Config, opts BuildOptions) (*graph.Graph, error) {
 			o = g.Mul(g.HeadRMSNorm(o, a+"norm.weight", d.ValueDim, eps, 0), g.SiLU(z))
 			o = g.Linear(o, a+"out_proj.weight", c.Hidden, "")
 		}
-		x = g.Add(x, o)
-		h = g.RMSNorm(x, p+"post_attention_layernorm.weight", eps, 0)
-		gate := g.Linear(h, p+"mlp.gate_proj.weight", c.FFN, "")
-		up := g.Linear(h, p+"mlp.up_proj.weight", c.FFN, "")
-		x = g.Add(x, g.Linear(g.Mul(g.SiLU(gate), up), p+"mlp.down_proj.weight", c.Hidden, ""))
+		x = qwen35MLP(g, c, g.Add(x, o), p)
 	}
 	x = g.RMSNorm(x, "model.norm.weight", eps, 0)
 	if !opts.AllLogits {
 		x = g.LastRow(x)
 	}
+	if opts.Hidden {
+		g.SetOutput(x)
+		return g, nil
+	}
+	g.SetOutput(qwen35Head(g, c, x))
+	return g, nil
+}
+
+// qwen35Attention adds the gated full attention of layer prefix p (its
+// self_attn. part) reading h, writing cache slot cache.
+func qwen35Attention(g *graph.Graph, c *Config, h int, a string, cache int, rope graph.Rope) int {
+	E, eps := c.HeadDim, float32(c.NormEps)
+	var q, gate int
+	if c.DeltaNet.AttnGate {
+		qg := g.Linear(h, a+"q_proj.weight", 2*c.Heads*E, "")
+		q, gate = g.HeadColumns(qg, 2*E, 0, E), g.HeadColumns(qg, 2*E, E, 2*E)
+	} else {
+		q = g.Linear(h, a+"q_proj.weight", c.Heads*E, "")
+	}
+	k := g.Linear(h, a+"k_proj.weight", c.KVHeads*E, "")
+	v := g.Linear(h, a+"v_proj.weight", c.KVHeads*E, "")
+	q = g.RoPE(g.HeadRMSNorm(q, a+"q_norm.weight", E, eps, 0), rope)
+	k = g.RoPE(g.HeadRMSNorm(k, a+"k_norm.weight", E, eps, 0), rope)
+	o := g.Attention(q, k, v, graph.Attn{Layer: cache, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: E,
+		Scale: float32(1 / math.Sqrt(float64(E)))})
+	if c.DeltaNet.AttnGate {
+		o = g.Mul(o, g.Sigmoid(gate))
+	}
+	return g.Linear(o, a+"o_proj.weight", c.Hidden, "")
+}
+
+// qwen35MLP adds the feed-forward half of the layer of prefix p to the
+// residual stream x.
+func qwen35MLP(g *graph.Graph, c *Config, x int, p string) int {
+	h := g.RMSNorm(x, p+"post_attention_layernorm.weight", float32(c.NormEps), 0)
+	gate := g.Linear(h, p+"mlp.gate_proj.weight", c.FFN, "")
+	up := g.Linear(h, p+"mlp.up_proj.weight", c.FFN, "")
+	return g.Add(x, g.Linear(g.Mul(g.SiLU(gate), up), p+"mlp.down_proj.weight", c.Hidden, ""))
+}
+
+// qwen35Head adds the classifier.
+func qwen35Head(g *graph.Graph, c *Config, x int) int {
 	head := "lm_head.weight"
 	if c.Tied {
 		head = "model.embed_tokens.weight"
 	}
-	g.SetOutput(g.Linear(x, head, c.Vocab, ""))
-	return g, nil
+	return g.Linear(x, head, c.Vocab, "")
 }
 
 // ggufQwen35Names maps canonical names to llama.cpp's qwen35 names.

@@ -150,3 +150,115 @@ func TestQwen35Config(t *testing.T) {
 		}
 	}
 }
+
+// TestQwen35MTP runs the draft head over the fixture as llama.cpp's MTP
+// context does (row j: token j+1 and the target's hidden state at j, at
+// position j+1), from the HF folder and the GGUF, and compares its logits
+// with llama.cpp's (reference.json mtp, the last 16 rows, 1e-3) and its
+// argmax at every row.
+func TestQwen35MTP(t *testing.T) {
+	var ref struct {
+		Tokens []int `json:"tokens"`
+		MTP    struct {
+			Argmax   []int       `json:"mtp_argmax_all_rows"`
+			From     int         `json:"mtp_logits_rows_from"`
+			LastRows [][]float32 `json:"mtp_logits_last_rows"`
+		} `json:"mtp"`
+	}
+	if err := json.Unmarshal(testutil.ReadFile(t, "arch/qwen35/reference.json"), &ref); err != nil {
+		t.Fatal(err)
+	}
+	n := len(ref.Tokens)
+	for _, rel := range []string{"arch/qwen35", "arch/qwen35/model.gguf"} {
+		ck, err := detect.Open(testutil.Path(t, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ck.Close()
+		m, err := Load(ck)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := m.Config
+		g, err := Build(&c, BuildOptions{AllLogits: true, Hidden: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := graph.NewInterpreter(g, m.Weights, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hidden, _, err := in.Run(in.NewState(n), ref.Tokens)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, err := LoadMTP(ck, &c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hin, err := graph.NewInterpreter(head.Graph, head.Weights, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos := make([]int, n-1)
+		for j := range pos {
+			pos[j] = j + 1
+		}
+		out, rows, err := hin.RunInput(hin.NewState(n), graph.Input{IDs: ref.Tokens[1:], Rows: hidden[:(n-1)*c.Hidden], Positions: pos})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows != n-1 || len(ref.MTP.Argmax) != n-1 {
+			t.Fatalf("%d draft rows, reference %d, want %d", rows, len(ref.MTP.Argmax), n-1)
+		}
+		var d float64
+		agree := 0
+		for j := 0; j < rows; j++ {
+			row := out[j*c.Vocab : (j+1)*c.Vocab]
+			best := 0
+			for i, v := range row {
+				if v > row[best] {
+					best = i
+				}
+			}
+			if best == ref.MTP.Argmax[j] {
+				agree++
+			}
+			if j >= ref.MTP.From {
+				for i, want := range ref.MTP.LastRows[j-ref.MTP.From] {
+					d = math.Max(d, math.Abs(float64(row[i]-want)))
+				}
+			}
+		}
+		t.Logf("%s: draft logits max |diff| %.3g, argmax %d/%d", rel, d, agree, rows)
+		if d > 1e-3 || agree != rows {
+			t.Errorf("%s: draft logits differ by %.3g (tolerance 1e-3), argmax agrees on %d of %d rows", rel, d, agree, rows)
+		}
+	}
+}
+
+// TestQwen35MTPRefused checks that the draft head is refused, by name, for
+// a config without an MTP block and for another family.
+func TestQwen35MTPRefused(t *testing.T) {
+	ck, err := detect.Open(testutil.Path(t, "arch/qwen35/model.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	c, _, err := ConfigOf(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := c
+	d := *c.DeltaNet
+	d.MTPLayers = 0
+	none.DeltaNet = &d
+	if _, err := LoadMTP(ck, &none); err == nil || !strings.Contains(err.Error(), "no multi-token-prediction block") {
+		t.Errorf("no MTP block: %v", err)
+	}
+	other := c
+	other.Family = "qwen3"
+	if _, err := LoadMTP(ck, &other); err == nil || !strings.Contains(err.Error(), "only qwen35") {
+		t.Errorf("another family: %v", err)
+	}
+}
