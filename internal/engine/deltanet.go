@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 
+	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/op"
 )
 
@@ -31,10 +32,41 @@ func (r *recState) runDeltaNet(st *step, out []float32, in [][]float32, rows, co
 		op.CausalConvRows(out, in[0], st.ws[0], r.prev[st.Slot], r.slots[st.Slot], rows, cols, st.HeadDim)
 	case op.GatedDelta:
 		if rows == 1 {
-			op.GatedDeltaRows(out, in[0], in[1], in[2], st.ws[0], st.ws[1], r.prev[st.Slot], r.slots[st.Slot], rows, *st.Delta, r.tmp)
+			deltaRow(out, in[0], in[1], in[2], st.ws[0], st.ws[1], r.prev[st.Slot], r.slots[st.Slot], *st.Delta, r.tmp)
 			return
 		}
 		deltaChunked(out, in[0], in[1], in[2], st.ws[0], st.ws[1], r.prev[st.Slot], r.slots[st.Slot], rows, *st.Delta, &r.delta)
+	}
+}
+
+// deltaRow is op.GatedDeltaRows for one row with the SIMD vector kernels
+// (the decode step), reading the state from Sin and writing it to Sout.
+func deltaRow(out, x, a, b, A, dtBias, Sin, Sout []float32, d op.DeltaDims, tmp []float32) {
+	Dk, Dv, nk := d.KeyDim, d.ValueDim, d.KeyHeads*d.KeyDim
+	qn, kn, mem := tmp[:nk], tmp[nk:2*nk], tmp[2*nk:2*nk+Dv]
+	d.NormalizeQK(qn, kn, x)
+	for j := 0; j < d.ValueHeads; j++ {
+		kh := d.DeltaHead(j)
+		q, k := qn[kh*Dk:(kh+1)*Dk], kn[kh*Dk:(kh+1)*Dk]
+		v := x[2*nk+j*Dv : 2*nk+(j+1)*Dv]
+		decay, beta := op.DeltaGates(a[j], b[j], A[j], dtBias[j])
+		si, so := Sin[j*Dk*Dv:(j+1)*Dk*Dv], Sout[j*Dk*Dv:(j+1)*Dk*Dv]
+		clear(mem)
+		for i, ki := range k {
+			r := so[i*Dv : (i+1)*Dv]
+			kernel.Scale(r, si[i*Dv:(i+1)*Dv], decay)
+			kernel.Axpy(mem, ki, r)
+		}
+		for c := range mem {
+			mem[c] = (v[c] - mem[c]) * beta
+		}
+		o := out[j*Dv : (j+1)*Dv]
+		clear(o)
+		for i, ki := range k {
+			r := so[i*Dv : (i+1)*Dv]
+			kernel.Axpy(r, ki, mem)
+			kernel.Axpy(o, q[i], r)
+		}
 	}
 }
 
@@ -94,8 +126,8 @@ func deltaChunkRows(out, x, a, b, A, dtBias, Sin, Sout []float32, lo, n int, d o
 				u[c] = v[c] - et*mem[c]
 			}
 			for s := 0; s < t; s++ {
-				w := float32(math.Exp(G[t]-G[s])) * deltaDot(kt, key(s))
-				deltaAxpy(u, U[s*Dv:(s+1)*Dv], -w)
+				w := float32(math.Exp(G[t]-G[s])) * kernel.Dot(kt, key(s))
+				kernel.Axpy(u, -w, U[s*Dv:(s+1)*Dv])
 			}
 			for c := range u {
 				u[c] *= beta[t]
@@ -106,8 +138,8 @@ func deltaChunkRows(out, x, a, b, A, dtBias, Sin, Sout []float32, lo, n int, d o
 				o[c] = et * mem[c]
 			}
 			for s := 0; s <= t; s++ {
-				w := float32(math.Exp(G[t]-G[s])) * deltaDot(qt, key(s))
-				deltaAxpy(o, U[s*Dv:(s+1)*Dv], w)
+				w := float32(math.Exp(G[t]-G[s])) * kernel.Dot(qt, key(s))
+				kernel.Axpy(o, w, U[s*Dv:(s+1)*Dv])
 			}
 		}
 		eN := float32(math.Exp(G[n-1]))
@@ -118,7 +150,7 @@ func deltaChunkRows(out, x, a, b, A, dtBias, Sin, Sout []float32, lo, n int, d o
 			w := float32(math.Exp(G[n-1] - G[s]))
 			ks, us := key(s), U[s*Dv:(s+1)*Dv]
 			for i, ki := range ks {
-				deltaAxpy(Oj[i*Dv:(i+1)*Dv], us, w*ki)
+				kernel.Axpy(Oj[i*Dv:(i+1)*Dv], w*ki, us)
 			}
 		}
 	}
@@ -128,24 +160,6 @@ func deltaChunkRows(out, x, a, b, A, dtBias, Sin, Sout []float32, lo, n int, d o
 func stateTimes(m, S, v []float32, Dv int) {
 	clear(m)
 	for i, vi := range v {
-		deltaAxpy(m, S[i*Dv:(i+1)*Dv], vi)
+		kernel.Axpy(m, vi, S[i*Dv:(i+1)*Dv])
 	}
-}
-
-// deltaAxpy adds w*x to y.
-func deltaAxpy(y, x []float32, w float32) {
-	x = x[:len(y)]
-	for i := range y {
-		y[i] += w * x[i]
-	}
-}
-
-// deltaDot is the dot product of a and b[:len(a)].
-func deltaDot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s float32
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
 }
