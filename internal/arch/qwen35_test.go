@@ -262,3 +262,56 @@ func TestQwen35MTPRefused(t *testing.T) {
 		t.Errorf("another family: %v", err)
 	}
 }
+
+// TestQwen35ConfigGGUF reads the fixture GGUF's metadata (the MTP block
+// counted in block_count, value head size from ssm.inner_size) and checks
+// that broken metadata is refused naming the key.
+func TestQwen35ConfigGGUF(t *testing.T) {
+	ck, err := detect.Open(testutil.Path(t, "arch/qwen35/model.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	meta := ck.Metadata()
+	c, err := qwen35ConfigGGUF(meta, "qwen35")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Vocab = 384 // ConfigOf takes it from token_embd.weight
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d := c.DeltaNet
+	if c.Layers != 8 || d.MTPLayers != 1 || d.ValueDim != 16 || d.KeyDim != 16 || d.KeyHeads != 2 || d.ValueHeads != 4 ||
+		!slices.Equal(d.FullLayers, []int{3, 7}) || c.RotaryDim != 8 {
+		t.Errorf("config %+v, deltanet %+v", c, d)
+	}
+	for _, bad := range []struct {
+		key  string
+		val  any
+		want string
+	}{
+		{"qwen35.ssm.group_count", nil, "qwen35.ssm.group_count"},
+		{"qwen35.ssm.inner_size", int64(63), "inner_size"},
+		{"qwen35.nextn_predict_layers", int64(9), "nextn_predict_layers"},
+		{"qwen35.full_attention_interval", int64(0), "full_attention_interval"},
+	} {
+		m := map[string]any{}
+		for k, v := range meta {
+			m[k] = v
+		}
+		if bad.val == nil {
+			delete(m, bad.key)
+		} else {
+			m[bad.key] = bad.val
+		}
+		c, err := qwen35ConfigGGUF(m, "qwen35")
+		if err == nil {
+			c.Vocab = 384
+			err = c.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s = %v: got %v", bad.key, bad.val, err)
+		}
+	}
+}
