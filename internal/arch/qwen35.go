@@ -81,10 +81,18 @@ func qwen35ConfigHF(m map[string]any) (Config, error) {
 	if err != nil {
 		return c, err
 	}
-	// rope_parameters (newer config.json) holds what older ones keep at the top
-	rp := m
+	// rope_parameters (newer config.json) holds what older ones keep at
+	// the top; a key it lacks is read at the top
+	rp := map[string]any{}
+	for _, k := range []string{"rope_type", "rope_theta", "partial_rotary_factor"} {
+		if v, ok := m[k]; ok {
+			rp[k] = v
+		}
+	}
 	if p, ok := m["rope_parameters"].(map[string]any); ok {
-		rp = p
+		for k, v := range p {
+			rp[k] = v
+		}
 	} else if v, ok := m["rope_parameters"]; ok && v != nil {
 		return c, fmt.Errorf("config.json: \"rope_parameters\" is %s, not an object", show(v))
 	}

@@ -315,3 +315,18 @@ func TestQwen35ConfigGGUF(t *testing.T) {
 		}
 	}
 }
+
+// TestQwen35RopeKeysAtTop reads rope_theta and partial_rotary_factor from
+// the top of config.json when rope_parameters lacks them.
+func TestQwen35RopeKeysAtTop(t *testing.T) {
+	m := fixtureConfig(t, "qwen35")
+	delete(m, "rope_parameters")
+	m["rope_theta"], m["partial_rotary_factor"] = 5e6, 0.5
+	c, err := qwen35ConfigHF(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RopeTheta != 5e6 || c.RotaryDim != 16 {
+		t.Errorf("rope theta %v, rotary size %d; want 5e6 and 16", c.RopeTheta, c.RotaryDim)
+	}
+}
