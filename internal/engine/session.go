@@ -168,8 +168,9 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 			s.headDim[a.Layer], s.kvHeads[a.Layer] = a.HeadDim, a.KVHeads
 		}
 	}
-	need := 2*int64(kv.Layers)*int64(s.stride)*int64(kv.Cols)*elem + 4*int64(e.arena)
-	if err := limits.CheckAlloc(fmt.Sprintf("a session of %d positions (KV cache and activations)", ctx), need); err != nil {
+	need := 2*int64(kv.Layers)*int64(s.stride)*int64(kv.Cols)*elem + 4*int64(e.arena) +
+		stateBytes(s.decode.p.State, opts.StateSnapshots)
+	if err := limits.CheckAlloc(fmt.Sprintf("a session of %d positions (KV cache, activations and recurrent state)", ctx), need); err != nil {
 		return nil, fmt.Errorf("engine: %w; ask for a smaller context", err)
 	}
 	// The whole cache is one buffer, in huge pages (hugemem) when each
@@ -324,8 +325,8 @@ var ErrClosed = errors.New("engine: closed")
 // of the rows p.Logits names. The pass's rows take the cache slots after
 // the committed positions until Commit keeps some of them or the next pass
 // replaces them; a pass that is not committed leaves the sequence as it
-// was (except a recurrent model's state: see Recurrent). On error nothing
-// changes.
+// was (but the state of a recurrent model whose session keeps a single
+// state set: see SessionOptions.StateSnapshots). On error nothing changes.
 func (s *Session) Run(p *Pass) (Logits, error) {
 	if s.closed {
 		return Logits{}, ErrClosed

@@ -21,6 +21,22 @@ import (
 // position and the two boundaries before it.
 const DefaultStateSnapshots = 3
 
+// stateBytes is the memory the state sets of a session take: the plan's
+// slots times the sets kept (k as SessionOptions.StateSnapshots).
+func stateBytes(slots []int, k int) int64 {
+	if len(slots) == 0 {
+		return 0
+	}
+	if k <= 0 {
+		k = DefaultStateSnapshots
+	}
+	var n int64
+	for _, v := range slots {
+		n += int64(v)
+	}
+	return 4 * n * int64(k)
+}
+
 // snapshots is the ring of state sets.
 type snapshots struct {
 	sets [][][]float32
