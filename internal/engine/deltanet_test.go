@@ -8,6 +8,13 @@ import (
 	"github.com/aotlm/aotlm/internal/op"
 )
 
+// runDeltaTask runs a gated_delta step of T rows on one worker.
+func runDeltaTask(out, x, a, b, A, dtBias, Sin, Sout []float32, T int, d op.DeltaDims) {
+	t := deltaTask{out: out, x: x, a: a, b: b, A: A, dtBias: dtBias, Sin: Sin, Sout: Sout, d: d, rows: T}
+	t.prepare(T, 1)
+	t.run(0, 0, d.ValueHeads)
+}
+
 // TestDeltaChunkedMatchesRows checks the chunked delta rule against the
 // one-row reference (op.GatedDeltaRows) on random inputs and a random
 // starting state, for pass lengths within one chunk and across chunks:
@@ -31,8 +38,7 @@ func TestDeltaChunkedMatchesRows(t *testing.T) {
 		want, got := make([]float32, T*d.Out()), make([]float32, T*d.Out())
 		Sw, Sg := append([]float32(nil), S0...), append([]float32(nil), S0...)
 		op.GatedDeltaRows(want, x, a, b, A, dt, Sw, Sw, T, d, make([]float32, d.Temp()))
-		var sc deltaScratch
-		deltaChunked(got, x, a, b, A, dt, S0, Sg, T, d, &sc)
+		runDeltaTask(got, x, a, b, A, dt, S0, Sg, T, d)
 		for _, c := range []struct {
 			name      string
 			got, want []float32
@@ -80,7 +86,7 @@ func TestDeltaRowMatchesRows(t *testing.T) {
 				Sin = append([]float32(nil), S0...)
 				Sg = Sin
 			}
-			deltaRow(got, x, a, b, A, dt, Sin, Sg, d, make([]float32, d.Temp()))
+			runDeltaTask(got, x, a, b, A, dt, Sin, Sg, 1, d)
 			for _, c := range []struct {
 				name      string
 				got, want []float32
@@ -114,8 +120,10 @@ func BenchmarkDeltaRow(b *testing.B) {
 	x, a, bb, A, dt, S := fill(d.In()), fill(16), fill(16), fill(16), fill(16), fill(d.State())
 	out, tmp := make([]float32, d.Out()), make([]float32, d.Temp())
 	b.Run("simd", func(b *testing.B) {
+		t := deltaTask{out: out, x: x, a: a, b: bb, A: A, dtBias: dt, Sin: S, Sout: S, d: d, rows: 1}
 		for b.Loop() {
-			deltaRow(out, x, a, bb, A, dt, S, S, d, tmp)
+			t.prepare(1, 1)
+			t.run(0, 0, d.ValueHeads)
 		}
 	})
 	b.Run("reference", func(b *testing.B) {

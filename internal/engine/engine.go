@@ -280,8 +280,6 @@ func (e *Engine) resolveSteps(p *plan.Plan, vision bool) (*program, error) {
 			}
 		case op.WKV7:
 			e.wkvTemp = max(e.wkvTemp, 4*st.HeadDim)
-		case op.GatedDelta:
-			e.wkvTemp = max(e.wkvTemp, deltaTemp(st.Delta))
 		}
 		if st.Op.Stateful() && sel >= 0 {
 			prog.selectLast = false

@@ -39,6 +39,11 @@ func TestQwen35Parity(t *testing.T) {
 		t.Run(fmt.Sprintf("ar%d", n), func(t *testing.T) { checkParityTol(t, m, e, n, engine.ModeHybrid, qwen35Tol) })
 	}
 	t.Run("kv", func(t *testing.T) { checkParityTol(t, m, e, 8, engine.ModeKV, qwen35Tol) })
+	t.Run("split", func(t *testing.T) {
+		// the value heads of every gated_delta step across the workers
+		defer engine.SplitEverything()()
+		checkParityTol(t, m, e, 8, engine.ModeHybrid, qwen35Tol)
+	})
 }
 
 // TestQwen35Reference compiles the qwen35 fixture from the HF folder and

@@ -14,8 +14,12 @@ type recState struct {
 	slots [][]float32
 	prev  [][]float32
 	tmp   []float32
-	delta deltaScratch
 	snap  snapshots
+	// deltaTask runs gated_delta steps on the pool (deltanet.go), with up
+	// to threads workers.
+	deltaTask deltaTask
+	pool      *pool
+	threads   int
 }
 
 func newRecState(sizes []int, tmp int) recState {

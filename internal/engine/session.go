@@ -192,6 +192,7 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	if err := s.rec.keepSnapshots(opts.StateSnapshots, s.decode.p.Steps); err != nil {
 		return nil, err
 	}
+	s.rec.pool, s.rec.threads = s.pool, s.threads
 	s.q8 = newQ8Buf(e.q8Max)
 	rows, nbuf := 0, 0
 	for _, p := range e.plans {
