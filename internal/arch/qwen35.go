@@ -290,6 +290,10 @@ func qwen35Attention(g *graph.Graph, c *Config, h int, a string, cache int, rope
 	v := g.Linear(h, a+"v_proj.weight", c.KVHeads*E, "")
 	q = g.RoPE(g.HeadRMSNorm(q, a+"q_norm.weight", E, eps, 0), rope)
 	k = g.RoPE(g.HeadRMSNorm(k, a+"k_norm.weight", E, eps, 0), rope)
+	if c.RotateQK {
+		b := op.HadamardBlock(E)
+		q, k = g.Hadamard(q, b), g.Hadamard(k, b)
+	}
 	o := g.Attention(q, k, v, graph.Attn{Layer: cache, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: E,
 		Scale: float32(1 / math.Sqrt(float64(E)))})
 	if c.DeltaNet.AttnGate {
@@ -304,7 +308,11 @@ func qwen35MLP(g *graph.Graph, c *Config, x int, p string) int {
 	h := g.RMSNorm(x, p+"post_attention_layernorm.weight", float32(c.NormEps), 0)
 	gate := g.Linear(h, p+"mlp.gate_proj.weight", c.FFN, "")
 	up := g.Linear(h, p+"mlp.up_proj.weight", c.FFN, "")
-	return g.Add(x, g.Linear(g.Mul(g.SiLU(gate), up), p+"mlp.down_proj.weight", c.Hidden, ""))
+	mid := g.Mul(g.SiLU(gate), up)
+	if c.RotateDown {
+		mid = g.Hadamard(mid, op.HadamardBlock(c.FFN))
+	}
+	return g.Add(x, g.Linear(mid, p+"mlp.down_proj.weight", c.Hidden, ""))
 }
 
 // qwen35Head adds the classifier.
