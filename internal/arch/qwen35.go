@@ -30,7 +30,7 @@ import (
 // heads). Reading an HF folder converts to this (qwen35Convert): HF
 // stores w, A_log, and groups the value heads (j reads j / ratio). The
 // multi-token-prediction block (mtp.*, GGUF block L with nextn tensors) is
-// not part of the graph.
+// not part of the model's graph: LoadMTP builds it (qwen35_mtp.go).
 
 // DeltaNetConfig holds the sizes Qwen3.5's linear-attention layers add to
 // Config.
@@ -46,7 +46,7 @@ type DeltaNetConfig struct {
 	// AttnGate says whether q_proj also yields the output gate.
 	AttnGate bool `json:"attn_gate"`
 	// MTPLayers is the number of multi-token-prediction blocks the
-	// checkpoint carries (not run).
+	// checkpoint carries (the first one: LoadMTP).
 	MTPLayers int `json:"mtp_layers,omitempty"`
 }
 
