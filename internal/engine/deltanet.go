@@ -30,6 +30,7 @@ type deltaTask struct {
 // deltaScratch is one worker's scratch.
 type deltaScratch struct {
 	u, mem, beta []float32 // the chunk's row updates [deltaChunk][Dv], S0^T v [Dv], betas
+	w, f         []float32 // a row's coefficients over the chunk's rows; each row's decay to the chunk's end
 	g            []float64 // the chunk's summed log decays
 }
 
@@ -49,7 +50,8 @@ func (t *deltaTask) prepare(rows, workers int) {
 		sc := &t.work[w]
 		if len(sc.u) < n*d.ValueDim || len(sc.mem) < d.ValueDim {
 			sc.u, sc.mem = make([]float32, deltaChunk*d.ValueDim), make([]float32, d.ValueDim)
-			sc.beta, sc.g = make([]float32, deltaChunk), make([]float64, deltaChunk)
+			sc.beta, sc.w, sc.f = make([]float32, deltaChunk), make([]float32, deltaChunk), make([]float32, deltaChunk)
+			sc.g = make([]float64, deltaChunk)
 		}
 	}
 	in := d.In()
@@ -107,22 +109,15 @@ func (t *deltaTask) rowHead(j int, Sin, Sout []float32, sc *deltaScratch) {
 	v := t.x[2*nk+j*Dv : 2*nk+(j+1)*Dv]
 	decay, beta := op.DeltaGates(t.a[j], t.b[j], t.A[j], t.dtBias[j])
 	mem := sc.mem[:Dv]
-	clear(mem)
-	for i, ki := range k {
-		r := Sout[i*Dv : (i+1)*Dv]
-		kernel.Scale(r, Sin[i*Dv:(i+1)*Dv], decay)
-		kernel.Axpy(mem, ki, r)
-	}
+	kernel.Scale(Sout, Sin, decay)
+	stateTimes(mem, Sout, k, Dv)
 	for c := range mem {
 		mem[c] = (v[c] - mem[c]) * beta
 	}
-	o := t.out[j*Dv : (j+1)*Dv]
-	clear(o)
 	for i, ki := range k {
-		r := Sout[i*Dv : (i+1)*Dv]
-		kernel.Axpy(r, ki, mem)
-		kernel.Axpy(o, q[i], r)
+		kernel.Axpy(Sout[i*Dv:(i+1)*Dv], ki, mem)
 	}
+	stateTimes(t.out[j*Dv:(j+1)*Dv], Sout, q, Dv)
 }
 
 // chunkHead advances value head j by rows lo..lo+n-1 as one chunk, from
@@ -140,16 +135,17 @@ func (t *deltaTask) chunkHead(j, lo, n int, Sin, Sout []float32, sc *deltaScratc
 	Hv, Dk, Dv := d.ValueHeads, d.KeyDim, d.ValueDim
 	in, nk := d.In(), d.KeyHeads*d.KeyDim
 	kh := d.DeltaHead(j)
-	U, mem, beta, G := sc.u[:n*Dv], sc.mem[:Dv], sc.beta[:n], sc.g[:n]
+	U, mem, beta, W, G := sc.u[:n*Dv], sc.mem[:Dv], sc.beta[:n], sc.w[:n], sc.g[:n]
 	acc := 0.0
 	for r := 0; r < n; r++ {
 		i := (lo + r) * Hv
 		acc += op.DeltaLogDecay(t.a[i+j], t.A[j], t.dtBias[j])
 		G[r], beta[r] = acc, op.SigmoidOf(t.b[i+j])
 	}
-	key := func(r int) []float32 { return t.kn[(lo+r)*nk+kh*Dk : (lo+r)*nk+(kh+1)*Dk] }
+	head := func(x []float32, r int) []float32 { return x[(lo+r)*nk+kh*Dk : (lo+r)*nk+(kh+1)*Dk] }
+	keys := t.kn[lo*nk+kh*Dk:] // the chunk's keys of this head, rows nk apart
 	for r := 0; r < n; r++ {
-		kr, qr := key(r), t.qn[(lo+r)*nk+kh*Dk:(lo+r)*nk+(kh+1)*Dk]
+		kr, qr := head(t.kn, r), head(t.qn, r)
 		er := float32(math.Exp(G[r]))
 		u := U[r*Dv : (r+1)*Dv]
 		v := t.x[(lo+r)*in+2*nk+j*Dv : (lo+r)*in+2*nk+(j+1)*Dv]
@@ -157,9 +153,12 @@ func (t *deltaTask) chunkHead(j, lo, n int, Sin, Sout []float32, sc *deltaScratc
 		for c := range u {
 			u[c] = v[c] - er*mem[c]
 		}
-		for s := 0; s < r; s++ {
-			w := float32(math.Exp(G[r]-G[s])) * kernel.Dot(kr, key(s))
-			kernel.Axpy(u, -w, U[s*Dv:(s+1)*Dv])
+		if r > 0 {
+			kernel.DotRows(W[:r], kr, keys, nk)
+			for s := range W[:r] {
+				W[s] *= -float32(math.Exp(G[r] - G[s]))
+			}
+			kernel.AxpyRows(u, W[:r], U, Dv)
 		}
 		for c := range u {
 			u[c] *= beta[r]
@@ -169,25 +168,27 @@ func (t *deltaTask) chunkHead(j, lo, n int, Sin, Sout []float32, sc *deltaScratc
 		for c := range o {
 			o[c] = er * mem[c]
 		}
-		for s := 0; s <= r; s++ {
-			w := float32(math.Exp(G[r]-G[s])) * kernel.Dot(qr, key(s))
-			kernel.Axpy(o, w, U[s*Dv:(s+1)*Dv])
+		kernel.DotRows(W[:r+1], qr, keys, nk)
+		for s := range W[:r+1] {
+			W[s] *= float32(math.Exp(G[r] - G[s]))
 		}
+		kernel.AxpyRows(o, W[:r+1], U, Dv)
+	}
+	F := sc.f[:n]
+	for s := range F {
+		F[s] = float32(math.Exp(G[n-1] - G[s]))
 	}
 	kernel.Scale(Sout, Sin, float32(math.Exp(G[n-1])))
-	for s := 0; s < n; s++ {
-		w := float32(math.Exp(G[n-1] - G[s]))
-		ks, us := key(s), U[s*Dv:(s+1)*Dv]
-		for i, ki := range ks {
-			kernel.Axpy(Sout[i*Dv:(i+1)*Dv], w*ki, us)
+	for i := 0; i < Dk; i++ {
+		for s := range W {
+			W[s] = F[s] * keys[s*nk+i]
 		}
+		kernel.AxpyRows(Sout[i*Dv:(i+1)*Dv], W, U, Dv)
 	}
 }
 
 // stateTimes sets m [Dv] = S^T v for S [len(v)][Dv].
 func stateTimes(m, S, v []float32, Dv int) {
 	clear(m)
-	for i, vi := range v {
-		kernel.Axpy(m, vi, S[i*Dv:(i+1)*Dv])
-	}
+	kernel.AxpyRows(m, v, S, Dv)
 }

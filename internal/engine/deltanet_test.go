@@ -132,3 +132,38 @@ func BenchmarkDeltaRow(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkDeltaPass times a pass of 64 rows of a Qwen3.5-0.8B-shaped
+// Gated DeltaNet layer: the chunked form, and the one-row form row by row.
+func BenchmarkDeltaPass(b *testing.B) {
+	d := op.DeltaDims{KeyHeads: 16, ValueHeads: 16, KeyDim: 128, ValueDim: 128}
+	const T = 64
+	r := rand.New(rand.NewPCG(1, 2))
+	fill := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = r.Float32() - 0.5
+		}
+		return v
+	}
+	x, a, bb, A, dt, S := fill(T*d.In()), fill(T*16), fill(T*16), fill(16), fill(16), fill(d.State())
+	out := make([]float32, T*d.Out())
+	b.Run("chunked", func(b *testing.B) {
+		t := deltaTask{out: out, x: x, a: a, b: bb, A: A, dtBias: dt, Sin: S, Sout: S, d: d, rows: T}
+		for b.Loop() {
+			t.prepare(T, 1)
+			t.run(0, 0, d.ValueHeads)
+		}
+	})
+	b.Run("rows", func(b *testing.B) {
+		var t deltaTask
+		for b.Loop() {
+			for i := 0; i < T; i++ {
+				t = deltaTask{out: out[i*d.Out():], x: x[i*d.In():], a: a[i*16:], b: bb[i*16:], A: A, dtBias: dt,
+					Sin: S, Sout: S, d: d, rows: 1, qn: t.qn, kn: t.kn, work: t.work}
+				t.prepare(1, 1)
+				t.run(0, 0, d.ValueHeads)
+			}
+		}
+	})
+}
