@@ -11,7 +11,7 @@ import (
 // with the session's state slots. The value heads of a gated_delta step
 // are independent: they are split across the session's workers. A pass of
 // one row takes the delta rule's one-row form; a longer pass the chunked
-// form (chunkHead), which reads the state once per chunk instead of once
+// form (chunkHead), which writes the state once per chunk instead of once
 // a row. Both run on the SIMD vector kernels.
 
 // deltaChunk is the most rows the chunked form solves at once: its cost
