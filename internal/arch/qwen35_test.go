@@ -49,12 +49,15 @@ func TestQwen35HFMatchesGGUF(t *testing.T) {
 	}
 	for name, a := range hf.Weights {
 		b := gg.Weights[name]
-		var d float64
-		for i := range a {
-			d = math.Max(d, math.Abs(float64(a[i]-b[i])))
+		if len(a) != len(b) {
+			t.Fatalf("%s: %d values from HF, %d from GGUF", name, len(a), len(b))
 		}
-		if len(a) != len(b) || d > 1e-6 {
-			t.Errorf("%s: HF and GGUF values differ by %.3g", name, d)
+		var d float64 // relative to the value: -exp(A_log) may round either way
+		for i := range a {
+			d = math.Max(d, math.Abs(float64(a[i]-b[i]))/math.Max(1, math.Abs(float64(b[i]))))
+		}
+		if d > 1e-6 {
+			t.Errorf("%s: HF and GGUF values differ by %.3g (relative)", name, d)
 		}
 	}
 	if d := fixtureDiff(t, "qwen35", true, func(c *Config) { c.RotaryDim = c.HeadDim }); d < 0.01 {
