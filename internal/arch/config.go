@@ -99,6 +99,9 @@ type Config struct {
 
 	// RWKV holds RWKV-7's own sizes (rwkv7.go); nil for other families.
 	RWKV *RWKVConfig `json:"rwkv,omitempty"`
+	// DeltaNet holds the sizes of Qwen3.5's linear-attention layers
+	// (qwen35.go); nil for other families.
+	DeltaNet *DeltaNetConfig `json:"deltanet,omitempty"`
 
 	Tied bool  `json:"tied"` // classifier shares the embedding table
 	BOS  int   `json:"bos"`  // -1 if unknown

@@ -162,7 +162,7 @@ func TestDecoderGraphVariants(t *testing.T) {
 // FuzzConfigHF feeds config.json documents to every family's reader; a
 // config that reads and validates must build without panicking.
 func FuzzConfigHF(f *testing.F) {
-	for _, fam := range []string{"llama", "qwen2", "qwen3", "smollm3", "granite"} {
+	for _, fam := range []string{"llama", "qwen2", "qwen3", "smollm3", "granite", "qwen35"} {
 		f.Add(testutil.ReadFile(f, "arch/"+fam+"/config.json"))
 	}
 	f.Add([]byte(`{"hidden_size":64,"intermediate_size":1,"num_hidden_layers":1,"num_attention_heads":4,"vocab_size":2,"head_dim":0}`))

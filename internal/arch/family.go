@@ -14,6 +14,10 @@ type BuildOptions struct {
 	// AllLogits keeps the logits of every row; otherwise only the last row's
 	// logits are computed (what generation needs).
 	AllLogits bool
+	// Hidden makes the output the rows the classifier reads (after the
+	// final norm) instead of the logits: what Qwen3.5's draft head reads
+	// (qwen35 only).
+	Hidden bool
 }
 
 // Family describes one model family: how to read its config from each

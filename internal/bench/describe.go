@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/aotlm/aotlm/internal/artifact"
+	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/plan"
 )
 
@@ -61,8 +62,14 @@ type Sizes struct {
 	Params      int64            `json:"params"` // elements of all tensors
 	KV          KVSize           `json:"kv"`
 	Arenas      []Arena          `json:"arenas"` // one per plan, by AR length
-	// Session is the memory one session allocates: the KV cache plus the
-	// largest arena (the weights stay in the mapped file).
+	// State is the recurrent state of one sequence (the plans' state
+	// slots; 0 for a model without), of which a session keeps StateSets
+	// copies: the state at its last pass boundaries, for rewinding.
+	State     int64 `json:"state,omitempty"`
+	StateSets int   `json:"state_sets,omitempty"`
+	// Session is the memory one session allocates: the KV cache, the
+	// largest arena and the recurrent state sets (the weights stay in the
+	// mapped file).
 	Session int64 `json:"session"`
 	// Vision lists the vision plans of a vision-language model.
 	Vision []VisionPlan `json:"vision,omitempty"`
@@ -155,13 +162,21 @@ func Describe(a *artifact.Artifact) (Info, error) {
 		s.KV = kv
 		s.Arenas = append(s.Arenas, Arena{ARLen: ref.ARLen, Blob: ref.Blob, Steps: len(p.Steps),
 			Buffers: len(p.Buffers), Bytes: int64(p.Arena) * arenaElemBytes})
+		var state int64
+		for _, n := range p.State {
+			state += int64(n) * arenaElemBytes
+		}
+		s.State = max(s.State, state)
+	}
+	if s.State > 0 {
+		s.StateSets = engine.DefaultStateSnapshots
 	}
 	slices.SortFunc(s.Arenas, func(x, y Arena) int { return x.ARLen - y.ARLen })
 	var arena int64
 	for _, ar := range s.Arenas {
 		arena = max(arena, ar.Bytes)
 	}
-	s.Session = s.KV.Bytes + arena
+	s.Session = s.KV.Bytes + arena + s.State*int64(s.StateSets)
 	if m.Vision != nil {
 		for i, ref := range m.Vision.Plans {
 			vp, err := describeVision(a, ref)

@@ -198,3 +198,35 @@ func FuzzDescribe(f *testing.F) {
 		}
 	})
 }
+
+// TestDescribeRecurrentState compiles the qwen35 fixture and checks that
+// a session's memory counts the recurrent state sets it keeps: the conv
+// and delta-rule state of its 6 DeltaNet layers, 3 sets.
+func TestDescribeRecurrentState(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "qwen35.aot")
+	if err := compile.CompileFile(testutil.Path(t, "arch/qwen35"), path, compile.Options{ARLens: []int{8}, Ctx: 32}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := artifact.Open(path, artifact.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	info, err := Describe(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := info.Sizes
+	// per DeltaNet layer: conv 3 rows x 128 channels, delta 4 heads x 16 x 16
+	want := int64(6 * (3*128 + 4*16*16) * 4)
+	if s.State != want || s.StateSets != 3 || s.Session != s.KV.Bytes+s.Arenas[1].Bytes+3*want {
+		t.Errorf("state %d (want %d), sets %d, session %d", s.State, want, s.StateSets, s.Session)
+	}
+	var out strings.Builder
+	if err := info.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "recurrent state") {
+		t.Errorf("the text has no recurrent state line:\n%s", out.String())
+	}
+}

@@ -69,7 +69,12 @@ func (i Info) WriteText(w io.Writer) error {
 	for _, a := range s.Arenas {
 		row(fmt.Sprintf("  arena AR-%d", a.ARLen), "%s\t%d bytes", Human(a.Bytes), a.Bytes)
 	}
-	row("  per session", "%s\t%d bytes (KV cache + largest arena)", Human(s.Session), s.Session)
+	if s.State > 0 {
+		row("  recurrent state", "%s\t%d bytes x %d sets (the last pass boundaries, for rewinding)", Human(s.State), s.State, s.StateSets)
+		row("  per session", "%s\t%d bytes (KV cache + largest arena + state sets)", Human(s.Session), s.Session)
+	} else {
+		row("  per session", "%s\t%d bytes (KV cache + largest arena)", Human(s.Session), s.Session)
+	}
 	for _, v := range s.Vision {
 		row("  "+v.Name+" weights", "%s\t%d bytes%s", Human(v.Weights), v.Weights, layoutSplit(v.Layouts))
 		row("  "+v.Name+" arena", "%s\t%d bytes (per image encoder)", Human(v.Bytes), v.Bytes)

@@ -56,7 +56,7 @@ func lower(g *graph.Graph, n, ctx int, vision bool) (*plan.Plan, error) {
 		}
 		rows := n
 		st := plan.Step{Op: o, Name: nd.Name, Eps: nd.Eps, Offset: nd.Offset, Scale: nd.Scale, Lo: nd.Lo, Hi: nd.Hi, Index: nd.Index,
-			HeadDim: nd.HeadDim, Slot: nd.Slot}
+			HeadDim: nd.HeadDim, Slot: nd.Slot, Group: nd.Group, Delta: nd.Delta}
 		for _, in := range nd.In {
 			if in < 0 || in >= i {
 				return nil, fmt.Errorf("compile: node %d (%s): input %d is not an earlier node", i, nd.Name, in)

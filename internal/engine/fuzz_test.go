@@ -88,6 +88,16 @@ func FuzzPlanBlob(f *testing.F) {
 	f.Add([]byte(`{"version":1,"rows":1,"arena":2147483647,"buffers":[{"rows":1,"cols":16777216,"offset":2130706431}]}`))
 	f.Add([]byte(`{"version":1,"steps":[{"op":"attention","in":[0,0,0],"out":0,"attn":{"heads":-1}}]}`))
 	f.Add([]byte(`{}`))
+	// recurrent steps over the stories weights: a causal convolution of
+	// kernel 64, and a gated delta rule of 64 value heads over 1 key head
+	f.Add([]byte(`{"version":1,"rows":1,"arena":960,"buffers":[{"rows":1,"cols":64,"offset":0},{"rows":1,"cols":512,"offset":64},` +
+		`{"rows":1,"cols":256,"offset":576},{"rows":1,"cols":64,"offset":832},{"rows":1,"cols":64,"offset":896}],` +
+		`"steps":[{"op":"embed","out":0,"weights":["model.embed_tokens.weight"]},{"op":"linear","in":[0],"out":1,"weights":["lm_head.weight"]},` +
+		`{"op":"gated_delta","in":[1,0,0],"out":2,"weights":["model.norm.weight","model.norm.weight"],"slot":0,` +
+		`"delta":{"key_heads":1,"value_heads":64,"key_dim":128,"value_dim":4}},` +
+		`{"op":"causal_conv","in":[0],"out":3,"weights":["model.layers.0.self_attn.q_proj.weight"],"head_dim":64,"slot":1},` +
+		`{"op":"columns","in":[2],"out":4,"lo":0,"hi":1,"group":4}],` +
+		`"output":4,"kv":{"layers":0,"cols":0,"ctx":32},"state":[32768,4032]}`))
 	mem.manifest.Plans = []plan.PlanRef{{ARLen: 1, Blob: "plan/ar1"}}
 	f.Fuzz(func(t *testing.T, blob []byte) {
 		mem.blobs["plan/ar1"] = blob

@@ -8,12 +8,21 @@ import (
 
 // recState is a session's recurrent state: one slot per plan state slot,
 // carried across passes (token_shift's previous row, wkv7's [H, E, E]
-// matrices, ssm_scan's [H, P, N] ones), and the wkv7 scratch.
+// matrices, ssm_scan's [H, P, N] ones), and the wkv7 scratch. A pass
+// reads prev and writes slots: two sets of the snapshots (snapshot.go), or
+// the same set.
 type recState struct {
-	conv  convHistory    // causal_conv inputs by position, for rewinding
-	snap  stateSnapshots // whole states at pass starts, for rewinding the others
-	slots [][]float32
-	tmp   []float32
+	conv   convHistory    // causal_conv inputs by position, for rewinding
+	copies stateSnapshots // whole states at pass starts, for rewinding the others
+	slots  [][]float32
+	prev   [][]float32
+	tmp    []float32
+	snap   snapshots
+	// deltaTask runs gated_delta steps on the pool (deltanet.go), with up
+	// to threads workers.
+	deltaTask deltaTask
+	pool      *pool
+	threads   int
 }
 
 func newRecState(sizes []int, tmp int) recState {
@@ -21,14 +30,9 @@ func newRecState(sizes []int, tmp int) recState {
 	for _, n := range sizes {
 		r.slots = append(r.slots, make([]float32, n))
 	}
+	r.prev = r.slots
+	r.snap = snapshots{sets: [][][]float32{r.slots}, pos: []int{0}}
 	return r
-}
-
-// reset zeroes every slot: the state at position 0.
-func (r *recState) reset() {
-	for _, s := range r.slots {
-		clear(s)
-	}
 }
 
 // run executes one of the ops isRecurrent accepts over the valid rows
@@ -70,13 +74,15 @@ func (r *recState) run(st *step, out []float32, in [][]float32, rows, cols int) 
 			out[j] = max(x[j], 0)
 		}
 	case op.WKV7:
-		op.WKV7Rows(out, in[0], in[1], in[2], in[3], in[4], r.slots[st.Slot], [5][]float32(st.ws), rows, cols, st.HeadDim, st.Eps, r.tmp)
+		op.WKV7Rows(out, in[0], in[1], in[2], in[3], in[4], r.prev[st.Slot], r.slots[st.Slot], [5][]float32(st.ws), rows, cols, st.HeadDim, st.Eps, r.tmp)
 	case op.CausalConv:
-		op.CausalConvRows(out, x, st.ws[0], r.slots[st.Slot], r.slots[st.Slot], rows, cols, st.HeadDim)
+		op.CausalConvRows(out, x, st.ws[0], r.prev[st.Slot], r.slots[st.Slot], rows, cols, st.HeadDim)
 		if len(st.ws) > 1 {
 			addConvBiasRows(out, st.ws[1], rows)
 		}
 	case op.SSMScan:
 		r.ssmScan(st, out, in, rows, cols)
+	default:
+		r.runDeltaNet(st, out, in, rows, cols)
 	}
 }

@@ -43,6 +43,11 @@ type SessionOptions struct {
 	// artifact's context; a smaller value shrinks the cache (and the
 	// memory it takes), a larger one is refused.
 	Context int
+	// StateSnapshots is how many pass boundaries a recurrent model's
+	// session keeps the state of, the committed position included, each a
+	// copy of the state in memory (0: DefaultStateSnapshots; 1: none
+	// before the committed position, so Rewind goes only to 0).
+	StateSnapshots int
 }
 
 // Session is one sequence over an engine: its activation arena and KV
@@ -163,8 +168,9 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 			s.headDim[a.Layer], s.kvHeads[a.Layer] = a.HeadDim, a.KVHeads
 		}
 	}
-	need := 2*int64(kv.Layers)*int64(s.stride)*int64(kv.Cols)*elem + 4*int64(e.arena)
-	if err := limits.CheckAlloc(fmt.Sprintf("a session of %d positions (KV cache and activations)", ctx), need); err != nil {
+	need := 2*int64(kv.Layers)*int64(s.stride)*int64(kv.Cols)*elem + 4*int64(e.arena) +
+		stateBytes(s.decode.p.State, opts.StateSnapshots)
+	if err := limits.CheckAlloc(fmt.Sprintf("a session of %d positions (KV cache, activations and recurrent state)", ctx), need); err != nil {
 		return nil, fmt.Errorf("engine: %w; ask for a smaller context", err)
 	}
 	// The whole cache is one buffer, in huge pages (hugemem) when each
@@ -183,8 +189,12 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 		s.k, s.v = layerSlices(kvAlloc(hugemem.Float32s, 2*kv.Layers*slot, huge), kv.Layers, slot)
 	}
 	s.rec = newRecState(s.decode.p.State, e.wkvTemp)
+	if err := s.rec.keepSnapshots(opts.StateSnapshots, s.decode.p.Steps); err != nil {
+		return nil, err
+	}
 	s.rec.conv = newConvHistory(s.decode.p, ctx)
-	s.rec.snap = newStateSnapshots(s.decode.p)
+	s.rec.copies = newStateSnapshots(s.decode.p)
+	s.rec.pool, s.rec.threads = s.pool, s.threads
 	s.q8 = newQ8Buf(e.q8Max)
 	rows, nbuf := 0, 0
 	for _, p := range e.plans {
@@ -247,11 +257,12 @@ func (s *Session) MaxRows() int { return s.e.plans[len(s.e.plans)-1].p.Rows }
 
 // Recurrent reports whether the model carries recurrent state, which a
 // pass advances as it runs: such a session takes only chain passes,
-// commits them whole, and rewinds only to 0. A model whose only state is
+// commits them whole, and rewinds only to 0 or to the last few pass
+// boundaries (SessionOptions.StateSnapshots). A model whose only state is
 // short convolutions (LFM2) also rewinds, and commits the first rows of a
-// pass, up to a bounded number of positions back (convRewind); another
-// (Granite 4 hybrid's Mamba2) rewinds to the start of one of its last
-// passes and may drop a pass (snapshotBudget).
+// pass, up to a bounded number of positions back (convRewind); one with a
+// Mamba2 scan (Granite 4 hybrid) rewinds to the start of one of its last
+// passes (snapshotBudget).
 func (s *Session) Recurrent() bool { return len(s.rec.slots) > 0 }
 
 // CostKey identifies what a pass of this session costs: the sessions of
@@ -321,8 +332,8 @@ var ErrClosed = errors.New("engine: closed")
 // of the rows p.Logits names. The pass's rows take the cache slots after
 // the committed positions until Commit keeps some of them or the next pass
 // replaces them; a pass that is not committed leaves the sequence as it
-// was (except a recurrent model's state: see Recurrent). On error nothing
-// changes.
+// was (but the state of a recurrent model whose session keeps a single
+// state set: see SessionOptions.StateSnapshots). On error nothing changes.
 func (s *Session) Run(p *Pass) (Logits, error) {
 	if s.closed {
 		return Logits{}, ErrClosed
@@ -512,8 +523,12 @@ func (s *Session) Commit(rows []int) error {
 			return fmt.Errorf("engine: commit: row %d of a chain pass sees rows 0..%d, not %v", r, r, rows[:k+1])
 		}
 	}
-	if s.Recurrent() && len(rows) != s.pending && !s.rec.rewind(s.pos+len(rows)) {
-		return fmt.Errorf("engine: a recurrent model commits whole passes (%d rows), not %d", s.pending, len(rows))
+	if s.Recurrent() {
+		if len(rows) == s.pending {
+			s.rec.commit(s.pos + len(rows))
+		} else if err := s.rewindState(s.pos + len(rows)); err != nil {
+			return fmt.Errorf("engine: a recurrent model commits whole passes (%d rows), not %d: %w", s.pending, len(rows), err)
+		}
 	}
 	for k, r := range rows {
 		if r != k {
@@ -556,9 +571,8 @@ func (s *Session) moveSlot(from, to int) {
 }
 
 // Rewind drops the committed positions from pos on (and any uncommitted
-// pass). A recurrent model rewinds only to 0 or to where it is, but for
-// one whose only state is short convolutions, which rewinds a bounded
-// number of positions back (see Recurrent).
+// pass). A recurrent model rewinds only to 0, to where it is, or to a
+// position whose state it keeps or can rebuild (see Recurrent).
 func (s *Session) Rewind(pos int) error {
 	if s.closed {
 		return ErrClosed
@@ -566,11 +580,10 @@ func (s *Session) Rewind(pos int) error {
 	if pos < 0 || pos > s.pos {
 		return fmt.Errorf("engine: rewind to %d: %d positions are committed", pos, s.pos)
 	}
-	if s.Recurrent() && pos != 0 && (pos != s.pos || s.pending > 0) && !s.rec.rewind(pos) {
-		return fmt.Errorf("engine: a recurrent model's state cannot be rewound to %d (%s)", pos, s.rec.limit())
-	}
-	if pos == 0 {
-		s.rec.reset()
+	if s.Recurrent() {
+		if err := s.rewindState(pos); err != nil {
+			return err
+		}
 	}
 	s.pos, s.pending = pos, 0
 	return nil
@@ -636,6 +649,9 @@ func (s *Session) runChain(prog *program, ids, sel []int) Logits {
 	s.e.passMu.Lock()
 	out := s.exec(prog, ids, sel)
 	s.e.passMu.Unlock()
+	if s.Recurrent() {
+		s.rec.commit(s.pos + len(ids))
+	}
 	if s.rotNext != nil {
 		for i := range ids {
 			s.rotNext[s.pos+i+1] = s.rotNext[s.pos+i] + 1
@@ -651,11 +667,12 @@ func (s *Session) runChain(prog *program, ids, sel []int) Logits {
 // s.mask set, writing the rows into the cache slots from s.pos on, and
 // returns the logits of rows sel. The caller has checked everything.
 func (s *Session) exec(prog *program, ids, sel []int) Logits {
-	s.rec.conv.at = s.pos // the causal_conv history records the pass from here
-	s.rec.snap.take(s.rec.slots, s.pos)
+	s.rec.conv.at = s.pos                 // the causal_conv history records the pass from here
+	s.rec.copies.take(s.rec.slots, s.pos) // the committed set: begin has not switched yet
 	p := prog.p
 	T := len(ids)
 	s.passGen++
+	s.rec.begin()
 	buf := func(id int) ([]float32, int, int) {
 		b := p.Buffers[id]
 		r := s.bufRows[id]
@@ -744,9 +761,7 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 			s.attend()
 
 		case op.Columns:
-			for t := 0; t < rows; t++ {
-				copy(out[t*cols:(t+1)*cols], x[t*xcols+st.Lo:t*xcols+st.Hi])
-			}
+			op.ColumnsRows(out, x, rows, xcols, st.Lo, st.Hi, st.Group)
 		case op.GatherCols:
 			for t := 0; t < rows; t++ {
 				o, xr := out[t*cols:(t+1)*cols], x[t*xcols:(t+1)*xcols]

@@ -127,6 +127,16 @@ func (g *Graph) Columns(x, lo, hi int) int {
 	return g.add(Node{Op: op.Columns, In: []int{x}, Cols: hi - lo, Lo: lo, Hi: hi})
 }
 
+// HeadColumns copies columns [lo, hi) of each group-wide block of x, the
+// blocks' ranges side by side (a per-head part of a projection whose heads
+// interleave two parts).
+func (g *Graph) HeadColumns(x, group, lo, hi int) int {
+	if group <= 0 || g.cols(x)%group != 0 || lo < 0 || hi > group || lo >= hi {
+		panic(fmt.Sprintf("graph: columns [%d,%d) of blocks of %d in %d", lo, hi, group, g.cols(x)))
+	}
+	return g.add(Node{Op: op.Columns, In: []int{x}, Cols: g.cols(x) / group * (hi - lo), Lo: lo, Hi: hi, Group: group})
+}
+
 // LastRow keeps the last row of x.
 func (g *Graph) LastRow(x int) int {
 	return g.add(Node{Op: op.SelectRows, In: []int{x}, Cols: g.cols(x)})

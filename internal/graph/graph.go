@@ -132,9 +132,11 @@ type Node struct {
 	Scale   float32 // op.Scale
 	Lo, Hi  int     // op.Columns
 	Index   []int   // op.GatherCols, op.ZeroCols: the columns, ascending
-	Group   int     // op.GroupRows: rows joined into one
+	Group   int     // op.GroupRows: rows joined into one; op.Columns: the block width the range repeats in
 	Rope    *Rope   // op.RoPE
 	Attn    *Attn   // op.Attention, op.SharedAttention
+	// Delta holds the head sizes of op.GatedDelta.
+	Delta *op.DeltaDims
 }
 
 // Graph is a forward pass: nodes in topological order, the weights they

@@ -336,10 +336,7 @@ func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []in
 	case op.SharedAttention:
 		attention(dst, x, nil, nil, T, st, n.Attn, inp.Positions, in.g.PosComponents())
 	case op.Columns:
-		c := in.g.cols(n.In[0])
-		for t := 0; t < nrows[n.In[0]]; t++ {
-			copy(dst[t*n.Cols:(t+1)*n.Cols], x[t*c+n.Lo:t*c+n.Hi])
-		}
+		op.ColumnsRows(dst, x, nrows[n.In[0]], in.g.cols(n.In[0]), n.Lo, n.Hi, n.Group)
 	case op.GatherCols:
 		c := in.g.cols(n.In[0])
 		for t := 0; t < nrows[n.In[0]]; t++ {
@@ -362,6 +359,9 @@ func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []in
 	default:
 		if ok, err := in.evalRecurrent(n, dst, vals, nrows, st); ok {
 			return err
+		}
+		if in.evalDeltaNet(n, dst, vals, nrows, st) {
+			return nil
 		}
 		return fmt.Errorf("op %v cannot be evaluated", n.Op)
 	}

@@ -136,7 +136,7 @@ func (in *Interpreter) evalRecurrent(n *Node, dst []float32, vals [][]float32, n
 		}
 	case op.WKV7:
 		ws := [5][]float32{in.w[n.Weight], in.w[n.Bias], in.w[n.More[0]], in.w[n.More[1]], in.w[n.More[2]]}
-		op.WKV7Rows(dst, x, vals[n.In[1]], vals[n.In[2]], vals[n.In[3]], vals[n.In[4]], st.Rec[n.Slot], ws,
+		op.WKV7Rows(dst, x, vals[n.In[1]], vals[n.In[2]], vals[n.In[3]], vals[n.In[4]], st.Rec[n.Slot], st.Rec[n.Slot], ws,
 			T, n.Cols, n.HeadDim, n.Eps, make([]float32, 4*n.HeadDim))
 	case op.CausalConv:
 		op.CausalConvRows(dst, x, in.w[n.Weight], st.Rec[n.Slot], st.Rec[n.Slot], T, n.Cols, n.HeadDim)

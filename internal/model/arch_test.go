@@ -32,9 +32,11 @@ type archRef struct {
 // smollm3 a layer without RoPE; granite its four multipliers; gemma (1+w)
 // gains, GELU-tanh and scaled embeddings (tolerance 2e-2, as the README
 // suggests for the gemma families); gemma3 sandwich norms, sliding-window
-// local layers with their own unscaled RoPE and query_pre_attn_scalar.
+// local layers with their own unscaled RoPE and query_pre_attn_scalar;
+// qwen35 Gated DeltaNet layers (causal conv and delta-rule state) beside
+// gated full attention with partial RoPE.
 func TestArchFixtures(t *testing.T) {
-	for _, family := range []string{"llama", "qwen2", "qwen3", "smollm3", "granite", "phi3", "glm", "gemma", "gemma3"} {
+	for _, family := range []string{"llama", "qwen2", "qwen3", "smollm3", "granite", "phi3", "glm", "gemma", "gemma3", "qwen35"} {
 		var ref archRef
 		if err := json.Unmarshal(testutil.ReadFile(t, "arch/"+family+"/reference.json"), &ref); err != nil {
 			t.Fatal(err)

@@ -18,7 +18,8 @@
 //	attention    write the rows' k, v into the cache, then grouped-query
 //	             attention of each row's q over the cache positions it may
 //	             see (causal, a sliding window, or a tree mask in a pass)
-//	columns      out[t] = x[t][lo:hi]
+//	columns      out[t] = x[t][lo:hi]; with a group g, the range of each
+//	             g-wide block in turn: x[t][lo:hi] | x[t][g+lo:g+hi] | ...
 //	select_rows  out[i] = x[rows[i]]: the rows whose logits a pass wants
 //	             (in a graph: the last row); "last_row" is its old name
 //	head_rms_norm  rms_norm of each head_dim-wide head of a row on its own
@@ -50,6 +51,9 @@
 //	             shared key/value layers)
 //	ssm_scan     Mamba2's selective scan over x, dt, B, C with weights A, D,
 //	             dt_bias [H] and a [H, P, N] state (mamba2.go)
+//	gated_delta  the gated delta rule of a Gated DeltaNet layer over x = [q | k | v],
+//	             a and b, with weights A, dt_bias [Hv] and a [Hv, Dk, Dv] state
+//	             (deltanet.go)
 //
 // scale may take a weight w [1]: out = x * scale * w[0] (a learned
 // per-layer scalar); head_rms_norm may take none: a gain of 1 + offset.
@@ -97,6 +101,7 @@ const (
 	CausalConv
 	SharedAttention
 	SSMScan
+	GatedDelta
 	// Count is the number of op codes.
 	Count
 )
@@ -110,6 +115,7 @@ var names = [Count]string{
 	Rows: "rows", GroupRows: "group_rows", Hadamard: "hadamard",
 	GatherCols: "gather_cols", ZeroCols: "zero_cols",
 	CausalConv: "causal_conv", SharedAttention: "shared_attention", SSMScan: "ssm_scan",
+	GatedDelta: "gated_delta",
 }
 
 // aliases are former names still accepted when decoding.
@@ -166,7 +172,7 @@ var arity = [Count]Arity{
 	HeadRMSNorm: {1, 0, 1}, LayerNorm: {1, 2, 2}, TokenShift: {1, 0, 0}, Mix: {2, 1, 1},
 	Sub: {2, 0, 0}, Sigmoid: {1, 0, 0}, Tanh: {1, 0, 0}, ReLU: {1, 0, 0}, WKV7: {5, 5, 5},
 	GroupRows: {1, 0, 0}, Hadamard: {1, 0, 0}, GatherCols: {1, 0, 0}, ZeroCols: {1, 0, 0},
-	CausalConv: {1, 1, 2}, SharedAttention: {1, 0, 0}, SSMScan: {4, 3, 3},
+	CausalConv: {1, 1, 2}, SharedAttention: {1, 0, 0}, SSMScan: {4, 3, 3}, GatedDelta: {3, 2, 2},
 }
 
 // Arity returns the op's input and weight counts (zero for Invalid and
@@ -179,15 +185,21 @@ func (o Op) Arity() Arity {
 }
 
 // Recurrent reports whether the op belongs to the recurrent set RWKV-7,
-// LFM2 and Granite 4 hybrid are built from (run by the recurrent part of
-// an executor).
+// LFM2, Granite 4 hybrid and Gated DeltaNet are built from (run by the
+// recurrent part of an executor).
 func (o Op) Recurrent() bool {
 	switch o {
-	case LayerNorm, TokenShift, Mix, Sub, Sigmoid, Tanh, ReLU, WKV7, CausalConv, SSMScan:
+	case LayerNorm, TokenShift, Mix, Sub, Sigmoid, Tanh, ReLU, WKV7, CausalConv, SSMScan, GatedDelta:
 		return true
 	}
 	return false
 }
 
 // Stateful reports whether the op carries a state slot across passes.
-func (o Op) Stateful() bool { return o == TokenShift || o == WKV7 || o == CausalConv || o == SSMScan }
+func (o Op) Stateful() bool {
+	switch o {
+	case TokenShift, WKV7, CausalConv, SSMScan, GatedDelta:
+		return true
+	}
+	return false
+}

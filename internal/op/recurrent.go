@@ -47,8 +47,9 @@ func softplus(x float64) float64 {
 }
 
 // WKV7Rows runs RWKV-7's time mix over T rows in order. r, w, k, v, a are
-// [T, C]; ws holds k_k, k_a, r_k, gn_w, gn_b [C]; S is the [H][E][E] state
-// (value index i, key index j), zero at the start of a sequence. Per row
+// [T, C]; ws holds k_k, k_a, r_k, gn_w, gn_b [C]; Sin is the [H][E][E]
+// state before the rows (value index i, key index j), zero at the start
+// of a sequence, and Sout the state after them (which may be Sin). Per row
 // and head, over the head's E channels:
 //
 //	decay_j = exp(-exp(-softplus(-w_j) - 0.5))
@@ -60,7 +61,10 @@ func softplus(x float64) float64 {
 //	out_i   = (y_i - mean(y)) / sqrt(var(y) + eps) * gn_w_i + gn_b_i + (sum_j r_j k'_j r_k_j) * v_i
 //
 // tmp holds at least 4*E floats.
-func WKV7Rows(out, r, w, k, v, a, S []float32, ws [5][]float32, T, C, E int, eps float32, tmp []float32) {
+func WKV7Rows(out, r, w, k, v, a, Sin, Sout []float32, ws [5][]float32, T, C, E int, eps float32, tmp []float32) {
+	if T == 0 {
+		copy(Sout, Sin)
+	}
 	kk, kp, dec, y := tmp[:E], tmp[E:2*E], tmp[2*E:3*E], tmp[3*E:4*E]
 	kkw, kaw, rkw, gnw, gnb := ws[0], ws[1], ws[2], ws[3], ws[4]
 	for t := 0; t < T; t++ {
@@ -78,9 +82,9 @@ func WKV7Rows(out, r, w, k, v, a, S []float32, ws [5][]float32, T, C, E int, eps
 			for j := range kk {
 				kk[j] *= inv
 			}
-			Sh := S[h*E*E : (h+1)*E*E]
+			Sh, Dh := Sin[h*E*E:(h+1)*E*E], Sout[h*E*E:(h+1)*E*E]
 			for i := 0; i < E; i++ {
-				row := Sh[i*E : (i+1)*E]
+				row, dst := Sh[i*E:(i+1)*E], Dh[i*E:(i+1)*E]
 				var sa float32
 				for j, s := range row {
 					sa -= kk[j] * s
@@ -89,7 +93,7 @@ func WKV7Rows(out, r, w, k, v, a, S []float32, ws [5][]float32, T, C, E int, eps
 				var yi float32
 				for j := range row {
 					s := row[j]*dec[j] + sa*(kk[j]*a[o+j]) + vi*kp[j]
-					row[j] = s
+					dst[j] = s
 					yi += s * r[o+j]
 				}
 				y[i] = yi
@@ -113,6 +117,7 @@ func WKV7Rows(out, r, w, k, v, a, S []float32, ws [5][]float32, T, C, E int, eps
 				out[o+i] = float32((float64(yi)-mean)*gi)*gnw[c0+i] + gnb[c0+i] + bonus*v[o+i]
 			}
 		}
+		Sin = Sout // the next rows continue from the state written
 	}
 }
 

@@ -20,7 +20,8 @@
 //	rope       rotate each head of row t by position pos+t (cos, sin times scale)
 //	attention  write k, v rows into the KV cache layer, then causal
 //	           grouped-query attention of q over the cache
-//	columns    out[t] = x[t][lo:hi]
+//	columns    out[t] = x[t][lo:hi]; with group g, that range of each
+//	           g-wide block of x[t] in turn (per-head parts of a projection)
 //	last_row   out[0] = x[valid-1]: the last VALID row of the pass
 //	layer_norm out[t][c] = (x[t][c] - mean(x[t])) / sqrt(var(x[t]) + eps) * w[c] + b[c]
 //	sub        out = x - y
@@ -29,6 +30,11 @@
 //	token_shift out[0] = S, out[t] = x[t-1], then S = x[valid-1]   (state slot S [C])
 //	wkv7       RWKV-7's time mix over r, w, k, v, a with a [H, E, E] state
 //	           slot, weights k_k, k_a, r_k, gn_w, gn_b (defined in the graph package)
+//	causal_conv  depthwise causal convolution over time, w [C, K] (K in
+//	           head_dim), state slot of the last K-1 input rows
+//	gated_delta  the gated delta rule of a Gated DeltaNet layer over
+//	           x = [q | k | v], a, b [N, Hv], weights A, dt_bias [Hv], a
+//	           [Hv, Dk, Dv] state slot (sizes in delta; op/deltanet.go)
 //	rows       out = the pass's input rows (a vision plan's patches)
 //	group_rows out[i] = x[g*i] | ... | x[g*i+g-1]: N/g rows of g*C (group g)
 //
@@ -39,9 +45,9 @@
 // position table by the ids the caller gives, and a pass always holds
 // exactly its rows.
 //
-// token_shift and wkv7 are recurrent: each owns a slot of the plan's
-// State, which a session keeps from one pass to the next and zeroes on
-// reset; they process the valid rows in order and never read or update
+// token_shift, wkv7, causal_conv and gated_delta are recurrent: each owns
+// a slot of the plan's State, which a session keeps from one pass to the
+// next and zeroes on reset; they process the valid rows in order and never read or update
 // the state from padding rows.
 //
 // The op definitions are those of the graph interpreter, with one

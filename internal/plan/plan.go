@@ -60,10 +60,12 @@ type Step struct {
 	Hi      int     `json:"hi,omitempty"`       // columns
 	Index   []int   `json:"index,omitempty"`    // gather_cols, zero_cols: ascending columns
 	HeadDim int     `json:"head_dim,omitempty"` // head_rms_norm, wkv7: E; hadamard: its block P; causal_conv: its kernel K; ssm_scan: head size P
-	Slot    int     `json:"slot,omitempty"`     // token_shift, wkv7, causal_conv, ssm_scan: state slot
-	Group   int     `json:"group,omitempty"`    // group_rows: rows joined into one
+	Slot    int     `json:"slot,omitempty"`     // token_shift, wkv7, causal_conv, ssm_scan, gated_delta: state slot
+	Group   int     `json:"group,omitempty"`    // group_rows: rows joined into one; columns: the block width
 	Rope    *Rope   `json:"rope,omitempty"`
 	Attn    *Attn   `json:"attn,omitempty"`
+	// Delta holds the head sizes of a gated_delta step.
+	Delta *op.DeltaDims `json:"delta,omitempty"`
 }
 
 // Rope configures a rope step: pair i of a head at position p rotates by

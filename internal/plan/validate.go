@@ -243,11 +243,17 @@ func (p *Plan) checkShapes(st *Step) *Error {
 		return p.checkRecurrent(st, in, o)
 	case op.SSMScan:
 		return p.checkSSMScan(st, in, o)
+	case op.GatedDelta:
+		return p.checkDeltaNet(st, in, o)
 	case op.Columns:
-		if st.Lo < 0 || st.Hi > in[0].Cols || st.Lo >= st.Hi {
-			return errf(".lo", "columns [%d,%d) of %d", st.Lo, st.Hi, in[0].Cols)
+		block := in[0].Cols
+		if st.Group != 0 {
+			block = st.Group
 		}
-		if o.Rows != in[0].Rows || o.Cols != st.Hi-st.Lo {
+		if block < 1 || in[0].Cols%block != 0 || st.Lo < 0 || st.Hi > block || st.Lo >= st.Hi {
+			return errf(".lo", "columns [%d,%d) of blocks of %d in %d", st.Lo, st.Hi, block, in[0].Cols)
+		}
+		if o.Rows != in[0].Rows || o.Cols != in[0].Cols/block*(st.Hi-st.Lo) {
 			return errf(".out", "columns [%d,%d) of %d rows write %dx%d", st.Lo, st.Hi, in[0].Rows, o.Rows, o.Cols)
 		}
 	case op.GatherCols, op.ZeroCols:
@@ -386,6 +392,8 @@ func (p *Plan) CheckWeights(shape func(name string) ([]int64, bool)) error {
 				if len(sh) != 1 || sh[0] != 1 {
 					want = "[1]"
 				}
+			case st.Op == op.GatedDelta:
+				want = deltaNetWeight(st, sh)
 			case st.Op == op.HeadRMSNorm:
 				if len(sh) != 1 || sh[0] != int64(st.HeadDim) {
 					want = fmt.Sprintf("[%d]", st.HeadDim)
