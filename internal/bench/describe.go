@@ -63,10 +63,14 @@ type Sizes struct {
 	KV          KVSize           `json:"kv"`
 	Arenas      []Arena          `json:"arenas"` // one per plan, by AR length
 	// State is the recurrent state of one sequence (the plans' state
-	// slots; 0 for a model without), of which a session keeps StateSets
-	// copies: the state at its last pass boundaries, for rewinding.
-	State     int64 `json:"state,omitempty"`
-	StateSets int   `json:"state_sets,omitempty"`
+	// slots; 0 for a model without), of which a session's state cache
+	// keeps StateSets copies: the state at its last pass boundaries, for
+	// rewinding. ConvWindow is the causal_conv input window a model whose
+	// only state is short convolutions also keeps, to rewind inside a
+	// pass.
+	State      int64 `json:"state,omitempty"`
+	StateSets  int   `json:"state_sets,omitempty"`
+	ConvWindow int64 `json:"conv_window,omitempty"`
 	// Session is the memory one session allocates: the KV cache, the
 	// largest arena and the recurrent state sets (the weights stay in the
 	// mapped file).
@@ -162,21 +166,16 @@ func Describe(a *artifact.Artifact) (Info, error) {
 		s.KV = kv
 		s.Arenas = append(s.Arenas, Arena{ARLen: ref.ARLen, Blob: ref.Blob, Steps: len(p.Steps),
 			Buffers: len(p.Buffers), Bytes: int64(p.Arena) * arenaElemBytes})
-		var state int64
-		for _, n := range p.State {
-			state += int64(n) * arenaElemBytes
+		if sm := engine.PlanStateMemory(p, p.KV.Ctx, 0); sm.SetBytes > s.State {
+			s.State, s.StateSets, s.ConvWindow = sm.SetBytes, sm.Sets, sm.ConvWindow
 		}
-		s.State = max(s.State, state)
-	}
-	if s.State > 0 {
-		s.StateSets = engine.DefaultStateSnapshots
 	}
 	slices.SortFunc(s.Arenas, func(x, y Arena) int { return x.ARLen - y.ARLen })
 	var arena int64
 	for _, ar := range s.Arenas {
 		arena = max(arena, ar.Bytes)
 	}
-	s.Session = s.KV.Bytes + arena + s.State*int64(s.StateSets)
+	s.Session = s.KV.Bytes + arena + s.State*int64(s.StateSets) + s.ConvWindow
 	if m.Vision != nil {
 		for i, ref := range m.Vision.Plans {
 			vp, err := describeVision(a, ref)

@@ -201,7 +201,9 @@ func FuzzDescribe(f *testing.F) {
 
 // TestDescribeRecurrentState compiles the qwen35 fixture and checks that
 // a session's memory counts the recurrent state sets it keeps: the conv
-// and delta-rule state of its 6 DeltaNet layers, 3 sets.
+// and delta-rule state of its 6 DeltaNet layers, 17 sets (a state this
+// small fills the state cache's default), and no conv window (the model
+// has other state than convolutions).
 func TestDescribeRecurrentState(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "qwen35.aot")
 	if err := compile.CompileFile(testutil.Path(t, "arch/qwen35"), path, compile.Options{ARLens: []int{8}, Ctx: 32}); err != nil {
@@ -219,8 +221,8 @@ func TestDescribeRecurrentState(t *testing.T) {
 	s := info.Sizes
 	// per DeltaNet layer: conv 3 rows x 128 channels, delta 4 heads x 16 x 16
 	want := int64(6 * (3*128 + 4*16*16) * 4)
-	if s.State != want || s.StateSets != 3 || s.Session != s.KV.Bytes+s.Arenas[1].Bytes+3*want {
-		t.Errorf("state %d (want %d), sets %d, session %d", s.State, want, s.StateSets, s.Session)
+	if s.State != want || s.StateSets != 17 || s.ConvWindow != 0 || s.Session != s.KV.Bytes+s.Arenas[1].Bytes+17*want {
+		t.Errorf("state %d (want %d), sets %d, conv window %d, session %d", s.State, want, s.StateSets, s.ConvWindow, s.Session)
 	}
 	var out strings.Builder
 	if err := info.WriteText(&out); err != nil {

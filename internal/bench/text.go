@@ -70,8 +70,11 @@ func (i Info) WriteText(w io.Writer) error {
 		row(fmt.Sprintf("  arena AR-%d", a.ARLen), "%s\t%d bytes", Human(a.Bytes), a.Bytes)
 	}
 	if s.State > 0 {
-		row("  recurrent state", "%s\t%d bytes x %d sets (the last pass boundaries, for rewinding)", Human(s.State), s.State, s.StateSets)
-		row("  per session", "%s\t%d bytes (KV cache + largest arena + state sets)", Human(s.Session), s.Session)
+		row("  recurrent state", "%s\t%d bytes x %d sets (the state cache: the last pass boundaries, for rewinding)", Human(s.State*int64(s.StateSets)), s.State, s.StateSets)
+		if s.ConvWindow > 0 {
+			row("  conv window", "%s\t%d bytes (causal_conv inputs of the last positions, for rewinding inside a pass)", Human(s.ConvWindow), s.ConvWindow)
+		}
+		row("  per session", "%s\t%d bytes (KV cache + largest arena + state memory)", Human(s.Session), s.Session)
 	} else {
 		row("  per session", "%s\t%d bytes (KV cache + largest arena)", Human(s.Session), s.Session)
 	}

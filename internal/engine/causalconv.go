@@ -28,8 +28,33 @@ type convHistory struct {
 
 // newConvHistory sizes the history for p's state slots when every one of
 // them belongs to a causal_conv step, and leaves it empty otherwise (a
-// model with other state rewinds only to 0).
+// model with other state rewinds only to its state cache's boundaries).
 func newConvHistory(p *plan.Plan, ctx int) convHistory {
+	h := convHistoryShape(p, ctx)
+	for i, n := range p.State {
+		if h.keep > 0 {
+			h.ring = append(h.ring, make([]float32, h.keep*(n/(h.kernel[i]-1))))
+		}
+	}
+	return h
+}
+
+// convWindowSize returns the floats the history of a session of p with a
+// context of ctx positions holds (0 when it keeps none).
+func convWindowSize(p *plan.Plan, ctx int) int64 {
+	h := convHistoryShape(p, ctx)
+	if h.keep == 0 {
+		return 0
+	}
+	var n int64
+	for i, v := range p.State {
+		n += int64(h.keep) * int64(v/(h.kernel[i]-1))
+	}
+	return n
+}
+
+// convHistoryShape is newConvHistory without the rows.
+func convHistoryShape(p *plan.Plan, ctx int) convHistory {
 	kernel := make([]int, len(p.State))
 	for _, st := range p.Steps {
 		if st.Op.Stateful() {
@@ -49,11 +74,7 @@ func newConvHistory(p *plan.Plan, ctx int) convHistory {
 	if hist == 0 {
 		return convHistory{}
 	}
-	h := convHistory{keep: min(convRewind, ctx) + hist, hist: hist, kernel: kernel}
-	for i, n := range p.State {
-		h.ring = append(h.ring, make([]float32, h.keep*(n/(kernel[i]-1))))
-	}
-	return h
+	return convHistory{keep: min(convRewind, ctx) + hist, hist: hist, kernel: kernel}
 }
 
 // record keeps the rows x [rows, cols] a causal_conv step of slot reads

@@ -236,7 +236,7 @@ func TestPassErrors(t *testing.T) {
 
 // TestRecurrentPasses: RWKV-7 runs chain passes committed whole, and
 // refuses tree passes, partial commits and rewinds into its past beyond the
-// pass boundaries whose state it keeps (the last DefaultStateSnapshots).
+// pass boundaries whose state it keeps.
 func TestRecurrentPasses(t *testing.T) {
 	m := loadModel(t, testutil.Path(t, "rwkv/260123_reverse_L2_only_rwkv7.pth"))
 	e := compileKV(t, m, "f32")
@@ -260,7 +260,7 @@ func TestRecurrentPasses(t *testing.T) {
 	if err := s.Rewind(1); err == nil {
 		t.Error("rewind into a recurrent past no longer kept: accepted")
 	}
-	if err := s.Rewind(3); err != nil { // boundaries kept: 2, 3, 5
+	if err := s.Rewind(3); err != nil { // boundaries kept: 0, 3, 5
 		t.Errorf("rewind to a kept boundary: %v", err)
 	}
 	if err := s.Rewind(0); err != nil {

@@ -128,8 +128,8 @@ func qwen35AllLogits(t *testing.T, s *engine.Session, mode engine.Mode, ids []in
 	return all
 }
 
-// TestQwen35Rewind checks that a recurrent session rewinds to the pass
-// boundaries whose state it keeps: rewinding then feeding the same tokens
+// TestQwen35Rewind checks that a recurrent session of three state sets
+// rewinds to the pass boundaries whose state it keeps: rewinding then feeding the same tokens
 // again gives the same logits, a boundary no longer kept is refused with
 // an error listing the kept ones, an uncommitted pass is undone by
 // rewinding to where the session is, and a session keeping one state
@@ -140,7 +140,7 @@ func TestQwen35Rewind(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := compileModel(t, loadModel(t, testutil.Path(t, "arch/qwen35")), 96, 8)
-	s := newSession(t, e, engine.SessionOptions{Threads: 2})
+	s := newSession(t, e, engine.SessionOptions{Threads: 2, StateSnapshots: 3})
 	last := len(ref.Tokens) - 1
 	if _, err := s.Prefill(ref.Tokens[:20]); err != nil { // passes end at 8, 16, 20
 		t.Fatal(err)

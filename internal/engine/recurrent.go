@@ -12,12 +12,11 @@ import (
 // reads prev and writes slots: two sets of the snapshots (snapshot.go), or
 // the same set.
 type recState struct {
-	conv   convHistory    // causal_conv inputs by position, for rewinding
-	copies stateSnapshots // whole states at pass starts, for rewinding the others
-	slots  [][]float32
-	prev   [][]float32
-	tmp    []float32
-	snap   snapshots
+	conv  convHistory // causal_conv inputs by position, for rewinding inside a pass
+	slots [][]float32
+	prev  [][]float32
+	tmp   []float32
+	snap  snapshots // the state cache: the state at the last pass boundaries
 	// deltaTask runs gated_delta steps on the pool (deltanet.go), with up
 	// to threads workers.
 	deltaTask deltaTask

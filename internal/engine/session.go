@@ -44,9 +44,11 @@ type SessionOptions struct {
 	// memory it takes), a larger one is refused.
 	Context int
 	// StateSnapshots is how many pass boundaries a recurrent model's
-	// session keeps the state of, the committed position included, each a
-	// copy of the state in memory (0: DefaultStateSnapshots; 1: none
-	// before the committed position, so Rewind goes only to 0).
+	// session keeps the state of (its state cache), the committed position
+	// included, each a copy of the state in memory (0: as many as
+	// DefaultStateSnapshots gives for the model's state, at most 64; 1:
+	// none before the committed position, so Rewind goes only to 0 or
+	// inside a convolution window).
 	StateSnapshots int
 }
 
@@ -169,7 +171,7 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 		}
 	}
 	need := 2*int64(kv.Layers)*int64(s.stride)*int64(kv.Cols)*elem + 4*int64(e.arena) +
-		stateBytes(s.decode.p.State, opts.StateSnapshots)
+		PlanStateMemory(s.decode.p, ctx, opts.StateSnapshots).Total()
 	if err := limits.CheckAlloc(fmt.Sprintf("a session of %d positions (KV cache, activations and recurrent state)", ctx), need); err != nil {
 		return nil, fmt.Errorf("engine: %w; ask for a smaller context", err)
 	}
@@ -193,7 +195,6 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 		return nil, err
 	}
 	s.rec.conv = newConvHistory(s.decode.p, ctx)
-	s.rec.copies = newStateSnapshots(s.decode.p)
 	s.rec.pool, s.rec.threads = s.pool, s.threads
 	s.q8 = newQ8Buf(e.q8Max)
 	rows, nbuf := 0, 0
@@ -258,11 +259,10 @@ func (s *Session) MaxRows() int { return s.e.plans[len(s.e.plans)-1].p.Rows }
 // Recurrent reports whether the model carries recurrent state, which a
 // pass advances as it runs: such a session takes only chain passes,
 // commits them whole, and rewinds only to 0 or to the last few pass
-// boundaries (SessionOptions.StateSnapshots). A model whose only state is
-// short convolutions (LFM2) also rewinds, and commits the first rows of a
-// pass, up to a bounded number of positions back (convRewind); one with a
-// Mamba2 scan (Granite 4 hybrid) rewinds to the start of one of its last
-// passes (snapshotBudget).
+// boundaries its state cache keeps (SessionOptions.StateSnapshots). A
+// model whose only state is short convolutions (LFM2) also rewinds, and
+// commits the first rows of a pass, up to a bounded number of positions
+// back (convRewind).
 func (s *Session) Recurrent() bool { return len(s.rec.slots) > 0 }
 
 // CostKey identifies what a pass of this session costs: the sessions of
@@ -667,8 +667,7 @@ func (s *Session) runChain(prog *program, ids, sel []int) Logits {
 // s.mask set, writing the rows into the cache slots from s.pos on, and
 // returns the logits of rows sel. The caller has checked everything.
 func (s *Session) exec(prog *program, ids, sel []int) Logits {
-	s.rec.conv.at = s.pos                 // the causal_conv history records the pass from here
-	s.rec.copies.take(s.rec.slots, s.pos) // the committed set: begin has not switched yet
+	s.rec.conv.at = s.pos // the causal_conv history records the pass from here
 	p := prog.p
 	T := len(ids)
 	s.passGen++

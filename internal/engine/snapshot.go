@@ -8,33 +8,59 @@ import (
 	"github.com/aotlm/aotlm/internal/plan"
 )
 
-// A recurrent session keeps its state at the last few pass boundaries, so
-// that it can rewind there: a ring of state sets, one holding the state at
-// the committed position. A pass reads that set and writes the one holding
-// the oldest boundary (the recurrent ops read their state from one set and
-// write it to another at no extra cost; token_shift's rows are copied
-// first), and committing the pass makes it current. An uncommitted pass
-// thus leaves the state as it was.
+// A recurrent session's state cache keeps its state at the last pass
+// boundaries, so that it can rewind there and drop a pass: a ring of
+// state sets, one holding the state at the committed position. A pass
+// reads that set and writes the one holding the oldest boundary (wkv7,
+// causal_conv and gated_delta read their state from one set and write it
+// to another at no extra cost; token_shift's rows and ssm_scan's state,
+// updated in place, are copied first), and committing the pass makes it
+// current. An uncommitted pass thus leaves the state as it was. One cache
+// serves every recurrent family; a model whose only state is causal
+// convolutions also keeps their input window (causalconv.go), which
+// rebuilds the state at positions inside a pass.
 
-// DefaultStateSnapshots is how many pass boundaries' states a recurrent
-// session keeps when SessionOptions.StateSnapshots is 0: the committed
-// position and the two boundaries before it.
-const DefaultStateSnapshots = 3
+const (
+	// MinStateSnapshots is the fewest state sets a recurrent session keeps
+	// by default, whatever their size: the committed position and the two
+	// boundaries before it.
+	MinStateSnapshots = 3
+	// maxDefaultSnapshots is the most it keeps by default: the committed
+	// position and 16 boundaries before it, a few decode steps back.
+	maxDefaultSnapshots = 17
+	// stateBudget bounds the bytes of the sets kept by default, unless
+	// MinStateSnapshots of them exceed it already: a small state (RWKV-7, Qwen3.5's DeltaNet) gets the most sets, one of
+	// 40-75 MB (Granite 4.0 H's Mamba2) gets a few.
+	stateBudget = 128 << 20
+)
 
-// stateBytes is the memory the state sets of a session take: the plan's
-// slots times the sets kept (k as SessionOptions.StateSnapshots).
-func stateBytes(slots []int, k int) int64 {
-	if len(slots) == 0 {
+// DefaultStateSnapshots returns how many state sets a recurrent session
+// keeps when SessionOptions.StateSnapshots is 0, for a state of setBytes
+// bytes: as many as stateBudget holds, within [MinStateSnapshots, 17]; 0
+// for a model without state.
+func DefaultStateSnapshots(setBytes int64) int {
+	if setBytes <= 0 {
 		return 0
 	}
-	if k <= 0 {
-		k = DefaultStateSnapshots
+	return int(min(max(stateBudget/setBytes, MinStateSnapshots), maxDefaultSnapshots))
+}
+
+// stateSets resolves SessionOptions.StateSnapshots k for the plan's state
+// slots.
+func stateSets(slots []int, k int) int {
+	if k != 0 {
+		return k
 	}
+	return DefaultStateSnapshots(4 * sumSizes(slots))
+}
+
+// sumSizes returns the sum of sizes.
+func sumSizes(sizes []int) int64 {
 	var n int64
-	for _, v := range slots {
+	for _, v := range sizes {
 		n += int64(v)
 	}
-	return 4 * n * int64(k)
+	return n
 }
 
 // snapshots is the ring of state sets.
@@ -49,22 +75,21 @@ type snapshots struct {
 }
 
 // keepSnapshots sizes the ring to k sets (0: DefaultStateSnapshots; 1:
-// the state is updated in place and rewinds only to 0 or where it is).
+// the state is updated in place and rewinds only to 0, where it is, or
+// inside the convolution window).
 // steps are a plan's, which tell the ops of the slots.
 func (r *recState) keepSnapshots(k int, steps []plan.Step) error {
 	if len(r.slots) == 0 {
 		return nil
 	}
-	if k == 0 {
-		k = DefaultStateSnapshots
-	}
+	k = stateSets(sizes(r.slots), k)
 	if k < 1 || k > 64 {
 		return fmt.Errorf("engine: %d state snapshots is outside [1, 64]", k)
 	}
 	sn := &r.snap
 	sn.copyIn = make([]bool, len(r.slots))
 	for _, st := range steps {
-		if st.Op.Stateful() && st.Op != op.WKV7 && st.Op != op.CausalConv && st.Op != op.GatedDelta {
+		if st.Op == op.TokenShift || st.Op == op.SSMScan {
 			sn.copyIn[st.Slot] = true
 		}
 	}
@@ -159,10 +184,10 @@ func (r *recState) points() []int {
 	return p
 }
 
-// rebuild makes the state at pos current from the convolution history or
-// a pass-start copy, written into a set other than the committed one when
-// the ring has two, and drops the boundaries after pos; false when neither
-// holds it, and then nothing changes.
+// rebuild makes the state at pos current from the convolution window,
+// written into a set other than the committed one when the ring has two,
+// and drops the boundaries after pos; false when the window does not hold
+// it, and then nothing changes.
 func (r *recState) rebuild(pos int) bool {
 	sn := &r.snap
 	k := sn.cur
@@ -171,7 +196,7 @@ func (r *recState) rebuild(pos int) bool {
 			k = i
 		}
 	}
-	if !r.conv.rewind(sn.sets[k], pos) && !r.copies.restore(sn.sets[k], pos) {
+	if !r.conv.rewind(sn.sets[k], pos) {
 		return false
 	}
 	for i, p := range sn.pos {
@@ -187,7 +212,7 @@ func (r *recState) rebuild(pos int) bool {
 // rewindState brings a recurrent session's state to position pos: 0, a
 // kept boundary, where it is (dropping an uncommitted pass, which only a
 // ring of two sets or more leaves undone), or a position the convolution
-// history or the pass-start copies rebuild.
+// window rebuilds.
 func (s *Session) rewindState(pos int) error {
 	r := &s.rec
 	switch {
@@ -201,14 +226,53 @@ func (s *Session) rewindState(pos int) error {
 	case r.rebuild(pos):
 		return nil
 	}
-	return fmt.Errorf("engine: a recurrent model's state cannot be rewound to %d (it keeps the state at 0 and at %v; %s)", pos, r.points(), r.limit())
+	msg := fmt.Sprintf("it keeps the state at 0 and at %v", r.points())
+	if r.conv.keep > 0 {
+		msg += "; its convolution window reaches " + r.conv.limit()
+	}
+	return fmt.Errorf("engine: a recurrent model's state cannot be rewound to %d (%s)", pos, msg)
 }
 
-// limit says how far the convolution history or the pass-start copies
-// rewind, for errors.
-func (r *recState) limit() string {
-	if r.copies.keep > 0 {
-		return r.copies.limit()
+// StateMemory is the memory a session's recurrent state takes: Sets
+// copies of a SetBytes state (its state cache) and the convolution input
+// window, ConvWindow bytes.
+type StateMemory struct {
+	SetBytes   int64 `json:"set_bytes"`
+	Sets       int   `json:"sets"`
+	ConvWindow int64 `json:"conv_window,omitempty"`
+}
+
+// Total is all of it.
+func (m StateMemory) Total() int64 { return m.SetBytes*int64(m.Sets) + m.ConvWindow }
+
+// PlanStateMemory returns the state memory of a session of p with a
+// context of ctx positions and SessionOptions.StateSnapshots k.
+func PlanStateMemory(p *plan.Plan, ctx, k int) StateMemory {
+	if len(p.State) == 0 {
+		return StateMemory{}
 	}
-	return r.conv.limit()
+	h := convWindowSize(p, ctx)
+	return StateMemory{SetBytes: 4 * sumSizes(p.State), Sets: stateSets(p.State, k), ConvWindow: 4 * h}
+}
+
+// StateMemory returns the memory the session's recurrent state takes.
+func (s *Session) StateMemory() StateMemory {
+	r := &s.rec
+	if len(r.slots) == 0 {
+		return StateMemory{}
+	}
+	m := StateMemory{SetBytes: 4 * sumSizes(sizes(r.slots)), Sets: len(r.snap.sets)}
+	for _, g := range r.conv.ring {
+		m.ConvWindow += 4 * int64(len(g))
+	}
+	return m
+}
+
+// sizes returns the lengths of slots.
+func sizes(slots [][]float32) []int {
+	n := make([]int, len(slots))
+	for i, v := range slots {
+		n[i] = len(v)
+	}
+	return n
 }
