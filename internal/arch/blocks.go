@@ -147,11 +147,17 @@ var ggufDecoderNames = map[string]string{
 
 // decoderTensorName maps a canonical name for the HF and GGUF sources.
 func decoderTensorName(source, name string) (string, bool) {
+	return sourceTensorName(source, name, ggufDecoderNames)
+}
+
+// sourceTensorName maps a canonical (HF) tensor name to its name in an HF
+// source (unchanged) or a GGUF one (through gguf, a mapLayerName table).
+func sourceTensorName(source, name string, gguf map[string]string) (string, bool) {
 	switch source {
 	case "hf":
 		return name, true
 	case "gguf":
-		return mapLayerName(name, ggufDecoderNames)
+		return mapLayerName(name, gguf)
 	}
 	return "", false
 }
@@ -296,4 +302,44 @@ func slidingRope(c *Config, global graph.Rope) (graph.Rope, error) {
 		return graph.Rope{}, fmt.Errorf("local rope: %w", err)
 	}
 	return r, nil
+}
+
+// ggufLayersWithoutKV reads a per-layer <arch>.attention.head_count_kv
+// list of a hybrid model: it returns the layers with no key/value heads
+// (the ones that do not attend) and sets c.KVHeads to the one count the
+// attention layers share.
+func ggufLayersWithoutKV(c *Config, arch string, kv []any) ([]int, error) {
+	if len(kv) != c.Layers {
+		return nil, fmt.Errorf("gguf: metadata %s.attention.head_count_kv has %d entries for %d layers", arch, len(kv), c.Layers)
+	}
+	var none []int
+	c.KVHeads = 0
+	for l, e := range kv {
+		n, ok := format.MetaInt(map[string]any{"v": e}, "v")
+		switch {
+		case !ok || n < 0:
+			return nil, fmt.Errorf("gguf: metadata %s.attention.head_count_kv[%d] is %s, not a count", arch, l, show(e))
+		case n == 0:
+			none = append(none, l)
+		case c.KVHeads != 0 && int(n) != c.KVHeads:
+			return nil, fmt.Errorf("gguf: metadata %s.attention.head_count_kv: layers with %d and %d key/value heads", arch, c.KVHeads, n)
+		default:
+			c.KVHeads = int(n)
+		}
+	}
+	if c.KVHeads == 0 {
+		c.KVHeads = c.Heads // no attention layer: the count is never used
+	}
+	return none, nil
+}
+
+// checkAscendingLayers returns an error unless layers are ascending
+// layers of c; what names them in the error.
+func checkAscendingLayers(c *Config, what string, layers []int) error {
+	for i, l := range layers {
+		if l < 0 || l >= c.Layers || (i > 0 && l <= layers[i-1]) {
+			return fmt.Errorf("%s %v are not ascending layers of %d", what, layers, c.Layers)
+		}
+	}
+	return nil
 }

@@ -474,13 +474,7 @@ var gemma4GGUFNames = func() map[string]string {
 }()
 
 func gemma4TensorName(source, name string) (string, bool) {
-	switch source {
-	case "hf":
-		return name, true
-	case "gguf":
-		return mapLayerName(name, gemma4GGUFNames)
-	}
-	return "", false
+	return sourceTensorName(source, name, gemma4GGUFNames)
 }
 
 func buildGemma4(c *Config, opts BuildOptions) (*graph.Graph, error) {

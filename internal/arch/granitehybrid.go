@@ -123,16 +123,10 @@ var graniteHybridGGUFNames = map[string]string{
 }
 
 func graniteHybridTensorName(source, name string) (string, bool) {
-	switch source {
-	case "hf":
-		if strings.HasSuffix(name, ".mamba.A") {
-			return name + "_log", true
-		}
-		return name, true
-	case "gguf":
-		return mapLayerName(name, graniteHybridGGUFNames)
+	if source == "hf" && strings.HasSuffix(name, ".mamba.A") {
+		return name + "_log", true
 	}
-	return "", false
+	return sourceTensorName(source, name, graniteHybridGGUFNames)
 }
 
 // graniteHybridCount reads a non-negative integer config key, def when
@@ -284,25 +278,8 @@ func graniteHybridConfigGGUF(m map[string]any, arch string) (Config, error) {
 	if !isList {
 		return c, fmt.Errorf("gguf: metadata %s.attention.head_count_kv is not a per-layer list, so the Mamba2 layers are unknown", arch)
 	}
-	if len(kv) != c.Layers {
-		return c, fmt.Errorf("gguf: metadata %s.attention.head_count_kv has %d entries for %d layers", arch, len(kv), c.Layers)
-	}
-	c.KVHeads = 0
-	for l, e := range kv {
-		n, ok := format.MetaInt(map[string]any{"v": e}, "v")
-		switch {
-		case !ok || n < 0:
-			return c, fmt.Errorf("gguf: metadata %s.attention.head_count_kv[%d] is %s, not a count", arch, l, show(e))
-		case n == 0:
-			mc.Layers = append(mc.Layers, l)
-		case c.KVHeads != 0 && int(n) != c.KVHeads:
-			return c, fmt.Errorf("gguf: metadata %s.attention.head_count_kv: layers with %d and %d key/value heads", arch, c.KVHeads, n)
-		default:
-			c.KVHeads = int(n)
-		}
-	}
-	if c.KVHeads == 0 {
-		c.KVHeads = c.Heads // no attention layer: the count is never used
+	if mc.Layers, err = ggufLayersWithoutKV(&c, arch, kv); err != nil {
+		return c, err
 	}
 	c.Mamba = mc
 	return c, nil
@@ -338,10 +315,8 @@ func validateGraniteHybrid(c *Config) error {
 	if int64(mc.inner())*int64(mc.State) > 1<<26 {
 		return fmt.Errorf("granitehybrid config: a Mamba2 state of %d x %d floats is too large", mc.inner(), mc.State)
 	}
-	for i, l := range mc.Layers {
-		if l < 0 || l >= c.Layers || (i > 0 && l <= mc.Layers[i-1]) {
-			return fmt.Errorf("granitehybrid config: Mamba2 layers %v are not ascending layers of %d", mc.Layers, c.Layers)
-		}
+	if err := checkAscendingLayers(c, "granitehybrid config: Mamba2 layers", mc.Layers); err != nil {
+		return err
 	}
 	if c.FusedQKV || c.QKVBias || c.GELU || c.SandwichNorms || c.QKNorm || len(c.SlidingLayers) > 0 {
 		return fmt.Errorf("granitehybrid config: a decoder variation the granitehybrid family does not build is set")
