@@ -170,6 +170,48 @@ func orOne(v float64) float64 {
 	return v
 }
 
+// embedTokens adds the token embedding of c, times c.EmbedScale when set.
+func embedTokens(g *graph.Graph, c *Config) int {
+	x := g.Embed(g.Tokens(), "model.embed_tokens.weight", c.Vocab, c.Hidden)
+	if s := orOne(c.EmbedScale); s != 1 {
+		x = g.Scale(x, float32(s))
+	}
+	return x
+}
+
+// attnScaleOf returns the scale of q·k: c.AttnScale, or 1/sqrt(head size)
+// when unset.
+func attnScaleOf(c *Config) float64 {
+	if c.AttnScale == 0 {
+		return 1 / math.Sqrt(float64(c.HeadDim))
+	}
+	return c.AttnScale
+}
+
+// scaledResidual returns a function adding a branch to the residual x,
+// the branch times c.ResidualScale when set.
+func scaledResidual(g *graph.Graph, c *Config) func(x, branch int) int {
+	return func(x, branch int) int {
+		if s := orOne(c.ResidualScale); s != 1 {
+			branch = g.Scale(branch, float32(s))
+		}
+		return g.Add(x, branch)
+	}
+}
+
+// lmHead adds the output projection on the normed hidden rows x (the last
+// one only unless opts.AllLogits): lm_head, or the embedding when tied.
+func lmHead(g *graph.Graph, c *Config, opts BuildOptions, x int) int {
+	if !opts.AllLogits {
+		x = g.LastRow(x)
+	}
+	head := "lm_head.weight"
+	if c.Tied {
+		head = "model.embed_tokens.weight"
+	}
+	return g.Linear(x, head, c.Vocab, "")
+}
+
 // buildDecoder returns the graph of the shared decoder for c.
 func buildDecoder(c *Config, opts BuildOptions) (*graph.Graph, error) {
 	rope, err := ropeOf(c)
@@ -177,10 +219,7 @@ func buildDecoder(c *Config, opts BuildOptions) (*graph.Graph, error) {
 		return nil, err
 	}
 	g := graph.New()
-	x := g.Embed(g.Tokens(), "model.embed_tokens.weight", c.Vocab, c.Hidden)
-	if s := orOne(c.EmbedScale); s != 1 {
-		x = g.Scale(x, float32(s))
-	}
+	x := embedTokens(g, c)
 	eps, off := float32(c.NormEps), float32(c.NormOffset)
 	localRope, err := slidingRope(c, rope)
 	if err != nil {
@@ -190,16 +229,8 @@ func buildDecoder(c *Config, opts BuildOptions) (*graph.Graph, error) {
 	if c.GELU {
 		act = g.GELUTanh
 	}
-	scale := c.AttnScale
-	if scale == 0 {
-		scale = 1 / math.Sqrt(float64(c.HeadDim))
-	}
-	residual := func(x, branch int) int {
-		if s := orOne(c.ResidualScale); s != 1 {
-			branch = g.Scale(branch, float32(s))
-		}
-		return g.Add(x, branch)
-	}
+	scale := attnScaleOf(c)
+	residual := scaledResidual(g, c)
 	for l := 0; l < c.Layers; l++ {
 		p := fmt.Sprintf("model.layers.%d.", l)
 		h := g.RMSNorm(x, p+"input_layernorm.weight", eps, off)
@@ -273,14 +304,7 @@ func buildDecoder(c *Config, opts BuildOptions) (*graph.Graph, error) {
 		x = residual(x, m)
 	}
 	x = g.RMSNorm(x, "model.norm.weight", eps, off)
-	if !opts.AllLogits {
-		x = g.LastRow(x)
-	}
-	head := "lm_head.weight"
-	if c.Tied {
-		head = "model.embed_tokens.weight"
-	}
-	logits := g.Linear(x, head, c.Vocab, "")
+	logits := lmHead(g, c, opts, x)
 	if s := orOne(c.LogitScale); s != 1 {
 		logits = g.Scale(logits, float32(1/s))
 	}

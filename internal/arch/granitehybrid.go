@@ -330,21 +330,10 @@ func buildGraniteHybrid(c *Config, opts BuildOptions) (*graph.Graph, error) {
 		return nil, err
 	}
 	g := graph.New()
-	x := g.Embed(g.Tokens(), "model.embed_tokens.weight", c.Vocab, c.Hidden)
-	if s := orOne(c.EmbedScale); s != 1 {
-		x = g.Scale(x, float32(s))
-	}
+	x := embedTokens(g, c)
 	eps, off := float32(c.NormEps), float32(c.NormOffset)
-	scale := c.AttnScale
-	if scale == 0 {
-		scale = 1 / math.Sqrt(float64(c.HeadDim))
-	}
-	residual := func(x, branch int) int {
-		if s := orOne(c.ResidualScale); s != 1 {
-			branch = g.Scale(branch, float32(s))
-		}
-		return g.Add(x, branch)
-	}
+	scale := attnScaleOf(c)
+	residual := scaledResidual(g, c)
 	D, mc := c.Hidden, c.Mamba
 	cache := 0 // attention layers get consecutive cache slots
 	for l := 0; l < c.Layers; l++ {
@@ -377,14 +366,7 @@ func buildGraniteHybrid(c *Config, opts BuildOptions) (*graph.Graph, error) {
 		x = residual(x, g.Linear(g.Mul(g.SiLU(gate), up), p+"shared_mlp.output_linear.weight", D, ""))
 	}
 	x = g.RMSNorm(x, "model.norm.weight", eps, off)
-	if !opts.AllLogits {
-		x = g.LastRow(x)
-	}
-	head := "lm_head.weight"
-	if c.Tied {
-		head = "model.embed_tokens.weight"
-	}
-	logits := g.Linear(x, head, c.Vocab, "")
+	logits := lmHead(g, c, opts, x)
 	if s := orOne(c.LogitScale); s != 1 {
 		logits = g.Scale(logits, float32(1/s))
 	}

@@ -2,7 +2,6 @@ package arch
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -321,10 +320,7 @@ func buildLFM2(c *Config, opts BuildOptions) (*graph.Graph, error) {
 	g := graph.New()
 	x := g.Embed(g.Tokens(), "model.embed_tokens.weight", c.Vocab, c.Hidden)
 	eps, off := float32(c.NormEps), float32(c.NormOffset)
-	scale := c.AttnScale
-	if scale == 0 {
-		scale = 1 / math.Sqrt(float64(c.HeadDim))
-	}
+	scale := attnScaleOf(c)
 	D := c.Hidden
 	cache := 0 // attention layers get consecutive cache slots
 	for l := 0; l < c.Layers; l++ {
@@ -362,13 +358,6 @@ func buildLFM2(c *Config, opts BuildOptions) (*graph.Graph, error) {
 		x = g.Add(x, g.Linear(mid, p+"feed_forward.w2.weight", D, ""))
 	}
 	x = g.RMSNorm(x, "model.embedding_norm.weight", eps, off)
-	if !opts.AllLogits {
-		x = g.LastRow(x)
-	}
-	head := "lm_head.weight"
-	if c.Tied {
-		head = "model.embed_tokens.weight"
-	}
-	g.SetOutput(g.Linear(x, head, c.Vocab, ""))
+	g.SetOutput(lmHead(g, c, opts, x))
 	return g, nil
 }
