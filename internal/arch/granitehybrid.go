@@ -2,6 +2,7 @@ package arch
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -97,30 +98,27 @@ func graniteHybridConvert(c *Config, canonical string, v []float32) ([]float32, 
 	return v, nil
 }
 
-// graniteHybridGGUFNames maps the canonical (HF) names to llama.cpp's.
-var graniteHybridGGUFNames = map[string]string{
-	"model.embed_tokens.weight":       "token_embd.weight",
-	"model.norm.weight":               "output_norm.weight",
-	"lm_head.weight":                  "output.weight",
-	"input_layernorm.weight":          "attn_norm.weight",
-	"post_attention_layernorm.weight": "ffn_norm.weight",
-	"self_attn.q_proj.weight":         "attn_q.weight",
-	"self_attn.k_proj.weight":         "attn_k.weight",
-	"self_attn.v_proj.weight":         "attn_v.weight",
-	"self_attn.o_proj.weight":         "attn_output.weight",
-	"shared_mlp.gate_proj.weight":     "ffn_gate.weight",
-	"shared_mlp.up_proj.weight":       "ffn_up.weight",
-	"shared_mlp.output_linear.weight": "ffn_down.weight",
-	"mamba.in_proj.weight":            "ssm_in.weight",
-	"mamba.conv1d.weight":             "ssm_conv1d.weight",
-	"mamba.conv1d.bias":               "ssm_conv1d.bias",
-	"mamba.A":                         "ssm_a",
-	"mamba.D":                         "ssm_d",
-	"mamba.dt_bias":                   "ssm_dt.bias",
-	"mamba.norm.weight":               "ssm_norm.weight",
-	"mamba.out_proj.weight":           "ssm_out.weight",
-	"layer-prefix":                    "blk.",
-}
+// graniteHybridGGUFNames maps the canonical (HF) names to llama.cpp's: the
+// decoder's, and the shared MLP's and Mamba2 mixer's.
+var graniteHybridGGUFNames = func() map[string]string {
+	t := maps.Clone(ggufDecoderNames)
+	for k, v := range map[string]string{
+		"shared_mlp.gate_proj.weight":     "ffn_gate.weight",
+		"shared_mlp.up_proj.weight":       "ffn_up.weight",
+		"shared_mlp.output_linear.weight": "ffn_down.weight",
+		"mamba.in_proj.weight":            "ssm_in.weight",
+		"mamba.conv1d.weight":             "ssm_conv1d.weight",
+		"mamba.conv1d.bias":               "ssm_conv1d.bias",
+		"mamba.A":                         "ssm_a",
+		"mamba.D":                         "ssm_d",
+		"mamba.dt_bias":                   "ssm_dt.bias",
+		"mamba.norm.weight":               "ssm_norm.weight",
+		"mamba.out_proj.weight":           "ssm_out.weight",
+	} {
+		t[k] = v
+	}
+	return t
+}()
 
 func graniteHybridTensorName(source, name string) (string, bool) {
 	if source == "hf" && strings.HasSuffix(name, ".mamba.A") {
