@@ -129,3 +129,38 @@ func prefillAllAR(s *engine.Session, ids []int, ar int) ([][]float32, error) {
 	}
 	return rows, nil
 }
+
+// decodeFixtureFrom decodes ref's tokens from position from on s, one a
+// step, and returns the largest |logit diff| from llama.cpp's rows.
+func decodeFixtureFrom(t *testing.T, s *engine.Session, ref fixtureFamilyRef, from int) float64 {
+	t.Helper()
+	var d float64
+	for i := from; i < len(ref.Tokens); i++ {
+		out, err := s.Decode(ref.Tokens[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		d = max(d, maxDiff(out, ref.Logits[i]))
+	}
+	return d
+}
+
+// checkDecodesLikeFresh decodes ids on s and on fresh, one a step, and
+// stops the test at the first whose logits differ by more than 1e-5.
+func checkDecodesLikeFresh(t *testing.T, s, fresh *engine.Session, ids []int, what string) {
+	t.Helper()
+	for i, id := range ids {
+		got, err := s.Decode(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = slices.Clone(got)
+		want, err := fresh.Decode(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := maxDiff(got, want); d > 1e-5 {
+			t.Fatalf("%s, step %d: logits differ from a fresh session's by %.3g", what, i, d)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/engine"
@@ -38,14 +37,7 @@ func TestGraniteHybridRewind(t *testing.T) {
 	n := len(ref.Tokens)
 	check := func(what string, from int) {
 		t.Helper()
-		var d float64
-		for i := from; i < n; i++ {
-			out, err := s.Decode(ref.Tokens[i])
-			if err != nil {
-				t.Fatal(err)
-			}
-			d = max(d, maxDiff(out, ref.Logits[i]))
-		}
+		d := decodeFixtureFrom(t, s, ref, from)
 		t.Logf("%s: max |logit diff| %.3g", what, d)
 		if d > graniteHybridRefTol {
 			t.Errorf("%s: logits after it differ from llama.cpp by %.3g", what, d)
@@ -124,18 +116,9 @@ func TestGraniteHybridRewind(t *testing.T) {
 	if _, err := fresh.Prefill(seq); err != nil {
 		t.Fatal(err)
 	}
+	var next []int
 	for i := 20; i < 24; i++ {
-		got, err := s.Decode(ref.Tokens[i%n])
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = slices.Clone(got)
-		want, err := fresh.Decode(ref.Tokens[i%n])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := maxDiff(got, want); d > 1e-5 {
-			t.Fatalf("decode step %d after rewinding 4 back: logits differ from a fresh session's by %.3g", i, d)
-		}
+		next = append(next, ref.Tokens[i%n])
 	}
+	checkDecodesLikeFresh(t, s, fresh, next, "after rewinding 4 decode steps back")
 }

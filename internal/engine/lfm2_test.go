@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/engine"
@@ -35,15 +34,7 @@ func TestLFM2Rewind(t *testing.T) {
 	n := len(ref.Tokens)
 	check := func(what string, from int) {
 		t.Helper()
-		var d float64
-		for i := from; i < n; i++ {
-			out, err := s.Decode(ref.Tokens[i])
-			if err != nil {
-				t.Fatal(err)
-			}
-			d = max(d, maxDiff(out, ref.Logits[i]))
-		}
-		if d > lfm2RefTol {
+		if d := decodeFixtureFrom(t, s, ref, from); d > lfm2RefTol {
 			t.Errorf("%s: logits after it differ from llama.cpp by %.3g", what, d)
 		}
 	}
@@ -115,18 +106,5 @@ func TestLFM2Rewind(t *testing.T) {
 	if _, err := fresh.Prefill(long[:end-64]); err != nil {
 		t.Fatal(err)
 	}
-	for i := end - 64; i < end; i++ {
-		got, err := s.Decode(long[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = slices.Clone(got)
-		want, err := fresh.Decode(long[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := maxDiff(got, want); d > 1e-5 {
-			t.Fatalf("position %d after rewinding 64 back: logits differ from a fresh session's by %.3g", i, d)
-		}
-	}
+	checkDecodesLikeFresh(t, s, fresh, long[end-64:], "after rewinding 64 back")
 }
