@@ -32,14 +32,6 @@ func TestLogitsGemma4(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"config.json", "model.safetensors"} {
-		b, err := os.ReadFile(filepath.Join(fixture, f))
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, f), b, 0o644)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	testutil.CopyFiles(t, fixture, dir, "config.json", "model.safetensors")
 	checkLogitsFamily(t, logitsFamily{name: "gemma4", dir: dir, tol: 2e-2})
 }

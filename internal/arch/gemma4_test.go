@@ -1,15 +1,10 @@
 package arch
 
 import (
-	"encoding/json"
 	"math"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/aotlm/aotlm/internal/format/detect"
-	"github.com/aotlm/aotlm/internal/graph"
-	"github.com/aotlm/aotlm/internal/testutil"
 )
 
 // gemma4Tol is the README's tolerance for the gemma families (llama.cpp's
@@ -198,51 +193,11 @@ func TestGemma4GGUFMetadata(t *testing.T) {
 // llama.cpp's by far more than the tolerance, so the fixture exercises
 // the sharing.
 func TestGemma4SharingMatters(t *testing.T) {
-	var ref struct {
-		Tokens []int       `json:"tokens"`
-		Logits [][]float32 `json:"logits"`
-	}
-	if err := json.Unmarshal(testutil.ReadFile(t, "arch/gemma4/reference.json"), &ref); err != nil {
-		t.Fatal(err)
-	}
-	ck, err := detect.Open(testutil.Path(t, "arch/gemma4"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
-	m, err := Load(ck)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := m.Config
-	g4 := *c.Gemma4
-	g4.SharedKVLayers = 0 // LayerFFN keeps the double-wide layers
-	c.Gemma4 = &g4
-	g, err := Build(&c, BuildOptions{AllLogits: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name := range g.Weights {
-		if _, ok := m.Weights[name]; !ok {
-			if m.Weights[name], err = ck.ReadFloat32(name); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	in, err := graph.NewInterpreter(g, m.Weights, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _, err := in.Run(in.NewState(len(ref.Tokens)), ref.Tokens)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d float64
-	for i, row := range ref.Logits {
-		for j, want := range row {
-			d = math.Max(d, math.Abs(float64(out[i*c.Vocab+j]-want)))
-		}
-	}
+	d := fixtureDiff(t, "gemma4", false, func(c *Config) {
+		g4 := *c.Gemma4
+		g4.SharedKVLayers = 0 // LayerFFN keeps the double-wide layers
+		c.Gemma4 = &g4
+	})
 	t.Logf("shared layers with their own keys and values: max |logit diff| %.3g", d)
 	if d < 0.5 {
 		t.Errorf("with their own keys and values the shared layers give logits within %.3g of llama.cpp's", d)

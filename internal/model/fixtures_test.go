@@ -2,8 +2,6 @@ package model_test
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -69,14 +67,6 @@ func familyFixturePaths(t *testing.T, family string) []string {
 func copyFixtureWeights(t *testing.T, fixture string) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, f := range []string{"config.json", "model.safetensors"} {
-		b, err := os.ReadFile(filepath.Join(fixture, f))
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, f), b, 0o644)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	testutil.CopyFiles(t, fixture, dir, "config.json", "model.safetensors")
 	return dir
 }
