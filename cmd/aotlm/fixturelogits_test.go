@@ -11,28 +11,10 @@ import (
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
-// logitsFixtureRef is the part of an arch fixture's reference.json the
-// logits command is checked on: llama.cpp's logits at every position of
-// tokens in one batch.
-type logitsFixtureRef struct {
-	Tokens []int       `json:"tokens"`
-	Logits [][]float32 `json:"logits"`
-}
-
-// readLogitsFixtureRef reads arch/<family>/reference.json.
-func readLogitsFixtureRef(t *testing.T, family string) logitsFixtureRef {
-	t.Helper()
-	var ref logitsFixtureRef
-	if err := json.Unmarshal(testutil.ReadFile(t, "arch/"+family+"/reference.json"), &ref); err != nil {
-		t.Fatal(err)
-	}
-	return ref
-}
-
 // logitsFixtureRunner returns a function that runs `aotlm logits --json`
 // on a model in a mode with ref's tokens and returns the logits, after
 // checking there is a row of the reference's length for each position.
-func logitsFixtureRunner(t *testing.T, ref logitsFixtureRef) func(model, mode string) [][]float32 {
+func logitsFixtureRunner(t *testing.T, ref testutil.ArchReference) func(model, mode string) [][]float32 {
 	ids := make([]string, len(ref.Tokens))
 	for i, id := range ref.Tokens {
 		ids[i] = fmt.Sprint(id)
@@ -93,7 +75,7 @@ type logitsFamily struct {
 	tol  float64 // max |logit diff| from llama.cpp
 	// quantized, when set, checks more on the quantized folder's
 	// interpreter logits q.
-	quantized func(t *testing.T, ref logitsFixtureRef, q [][]float32)
+	quantized func(t *testing.T, ref testutil.ArchReference, q [][]float32)
 }
 
 // checkLogitsFamily runs `aotlm logits` on f's HF folder, the fixture's
@@ -105,7 +87,7 @@ type logitsFamily struct {
 // within 1e-5 relative RMS error with float activations, 0.1 with int8.
 func checkLogitsFamily(t *testing.T, f logitsFamily) {
 	t.Helper()
-	ref := readLogitsFixtureRef(t, f.name)
+	ref := testutil.ReadArchReference(t, f.name)
 	fixture := testutil.Path(t, "arch/"+f.name)
 	dir := f.dir
 	if dir == "" {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"testing"
+
+	"github.com/aotlm/aotlm/internal/testutil"
 )
 
 // TestLogitsGraniteHybrid runs `aotlm logits` on the granitehybrid fixture
@@ -16,7 +18,7 @@ import (
 // folder itself stays within 0.1 of llama.cpp's f32 logits.
 func TestLogitsGraniteHybrid(t *testing.T) {
 	checkLogitsFamily(t, logitsFamily{name: "granitehybrid", tol: 1e-3,
-		quantized: func(t *testing.T, ref logitsFixtureRef, q [][]float32) {
+		quantized: func(t *testing.T, ref testutil.ArchReference, q [][]float32) {
 			// the quantized folder is still this model (its A read once as -exp(A_log))
 			rel := relRMSLogitError(ref.Logits, q)
 			t.Logf("quantized folder: relative RMS logit error %.3g from llama.cpp's f32 logits", rel)

@@ -28,7 +28,7 @@ func runLogits(args ...string) (string, error) {
 // and from a compiled artifact in both modes, and compares them with
 // llama.cpp's (reference.json) within the fixture tolerance 1e-3.
 func TestLogitsCommand(t *testing.T) {
-	ref := readLogitsFixtureRef(t, "qwen3")
+	ref := testutil.ReadArchReference(t, "qwen3")
 	dir := testutil.Path(t, "arch/qwen3")
 	aot := filepath.Join(t.TempDir(), "qwen3.aot")
 	if err := compile.CompileFile(dir, aot, compile.Options{ARLens: []int{4}, Ctx: 64}); err != nil {

@@ -23,18 +23,6 @@ func checkArchFixture(t *testing.T, family string, tol float64) {
 	}
 }
 
-// archSplitRef is the part of a fixture's reference.json a split prefill
-// is checked on: llama.cpp's logits at every position of tokens in one
-// batch, and the last logits after a prefill split at k.
-type archSplitRef struct {
-	Tokens []int       `json:"tokens"`
-	Logits [][]float32 `json:"logits"`
-	Split  struct {
-		K    int       `json:"k"`
-		Last []float32 `json:"logits_after_split"`
-	} `json:"split_prefill"`
-}
-
 // archSplitCase is one family's split prefill check for
 // checkArchSplitPrefill.
 type archSplitCase struct {
@@ -55,10 +43,7 @@ type archSplitCase struct {
 // must miss the last row by at least c.alone.
 func checkArchSplitPrefill(t *testing.T, c archSplitCase) {
 	t.Helper()
-	var ref archSplitRef
-	if err := json.Unmarshal(testutil.ReadFile(t, "arch/"+c.family+"/reference.json"), &ref); err != nil {
-		t.Fatal(err)
-	}
+	ref := testutil.ReadArchReference(t, c.family)
 	for _, src := range c.sources {
 		m, err := Load(openFixture(t, src))
 		if err != nil {

@@ -1,7 +1,6 @@
 package arch
 
 import (
-	"encoding/json"
 	"math"
 	"slices"
 	"strings"
@@ -19,13 +18,7 @@ import (
 // from llama.cpp's reference.json.
 func fixtureDiff(t *testing.T, family string, gguf bool, mut func(c *Config)) float64 {
 	t.Helper()
-	var ref struct {
-		Tokens []int       `json:"tokens"`
-		Logits [][]float32 `json:"logits"`
-	}
-	if err := json.Unmarshal(testutil.ReadFile(t, "arch/"+family+"/reference.json"), &ref); err != nil {
-		t.Fatal(err)
-	}
+	ref := testutil.ReadArchReference(t, family)
 	path := testutil.Path(t, "arch/"+family)
 	if gguf {
 		path = testutil.Path(t, "arch/"+family+"/model.gguf")

@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -10,27 +9,11 @@ import (
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
-// fixtureFamilyRef is an arch fixture's reference.json: llama.cpp's logits
-// at every position of tokens in one batch, its greedy ids, and the last
-// logits after a prefill split at k.
-type fixtureFamilyRef struct {
-	Tokens []int       `json:"tokens"`
-	Logits [][]float32 `json:"logits"`
-	Greedy []int       `json:"greedy"`
-	Split  struct {
-		K    int       `json:"k"`
-		Last []float32 `json:"logits_after_split"`
-	} `json:"split_prefill"`
-}
-
 // readFixtureFamilyRef reads arch/<family>/reference.json and checks it
 // has a logits row per token and a split inside the tokens.
-func readFixtureFamilyRef(t *testing.T, family string) fixtureFamilyRef {
+func readFixtureFamilyRef(t *testing.T, family string) testutil.ArchReference {
 	t.Helper()
-	var ref fixtureFamilyRef
-	if err := json.Unmarshal(testutil.ReadFile(t, "arch/"+family+"/reference.json"), &ref); err != nil {
-		t.Fatal(err)
-	}
+	ref := testutil.ReadArchReference(t, family)
 	if len(ref.Logits) != len(ref.Tokens) || ref.Split.K <= 0 || ref.Split.K >= len(ref.Tokens) {
 		t.Fatal("reference.json: want a logits row per token and a split inside the tokens")
 	}
@@ -132,7 +115,7 @@ func prefillAllAR(s *engine.Session, ids []int, ar int) ([][]float32, error) {
 
 // decodeFixtureFrom decodes ref's tokens from position from on s, one a
 // step, and returns the largest |logit diff| from llama.cpp's rows.
-func decodeFixtureFrom(t *testing.T, s *engine.Session, ref fixtureFamilyRef, from int) float64 {
+func decodeFixtureFrom(t *testing.T, s *engine.Session, ref testutil.ArchReference, from int) float64 {
 	t.Helper()
 	var d float64
 	for i := from; i < len(ref.Tokens); i++ {
