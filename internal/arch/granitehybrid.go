@@ -102,7 +102,7 @@ func graniteHybridConvert(c *Config, canonical string, v []float32) ([]float32, 
 // decoder's, and the shared MLP's and Mamba2 mixer's.
 var graniteHybridGGUFNames = func() map[string]string {
 	t := maps.Clone(ggufDecoderNames)
-	for k, v := range map[string]string{
+	maps.Copy(t, map[string]string{
 		"shared_mlp.gate_proj.weight":     "ffn_gate.weight",
 		"shared_mlp.up_proj.weight":       "ffn_up.weight",
 		"shared_mlp.output_linear.weight": "ffn_down.weight",
@@ -114,9 +114,7 @@ var graniteHybridGGUFNames = func() map[string]string {
 		"mamba.dt_bias":                   "ssm_dt.bias",
 		"mamba.norm.weight":               "ssm_norm.weight",
 		"mamba.out_proj.weight":           "ssm_out.weight",
-	} {
-		t[k] = v
-	}
+	})
 	return t
 }()
 
