@@ -2,9 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
-	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,47 +28,15 @@ func runLogits(args ...string) (string, error) {
 // and from a compiled artifact in both modes, and compares them with
 // llama.cpp's (reference.json) within the fixture tolerance 1e-3.
 func TestLogitsCommand(t *testing.T) {
-	var ref struct {
-		Tokens []int       `json:"tokens"`
-		Logits [][]float32 `json:"logits"`
-	}
-	if err := json.Unmarshal(testutil.ReadFile(t, "arch/qwen3/reference.json"), &ref); err != nil {
-		t.Fatal(err)
-	}
+	ref := testutil.ReadArchReference(t, "qwen3")
 	dir := testutil.Path(t, "arch/qwen3")
 	aot := filepath.Join(t.TempDir(), "qwen3.aot")
 	if err := compile.CompileFile(dir, aot, compile.Options{ARLens: []int{4}, Ctx: 64}); err != nil {
 		t.Fatal(err)
 	}
-	ids := make([]string, len(ref.Tokens))
-	for i, id := range ref.Tokens {
-		ids[i] = fmt.Sprint(id)
-	}
-	idArg := strings.Join(ids, ",")
+	logits := logitsFixtureRunner(t, ref)
 	for _, c := range [][]string{{dir, "hybrid"}, {aot, "hybrid"}, {aot, "kv"}} {
-		out, err := runLogits("-m", c[0], "--ids", idArg, "--mode", c[1], "--json")
-		if err != nil {
-			t.Fatalf("%s %s: %v", c[0], c[1], err)
-		}
-		var got struct {
-			Logits [][]float32 `json:"logits"`
-		}
-		if err := json.Unmarshal([]byte(out), &got); err != nil {
-			t.Fatalf("%s %s: output is not one JSON object: %v", c[0], c[1], err)
-		}
-		if len(got.Logits) != len(ref.Logits) {
-			t.Fatalf("%s %s: %d rows, want %d", c[0], c[1], len(got.Logits), len(ref.Logits))
-		}
-		var d float64
-		for i := range ref.Logits {
-			if len(got.Logits[i]) != len(ref.Logits[i]) {
-				t.Fatalf("row %d: %d logits, want %d", i, len(got.Logits[i]), len(ref.Logits[i]))
-			}
-			for j, want := range ref.Logits[i] {
-				d = math.Max(d, math.Abs(float64(got.Logits[i][j]-want)))
-			}
-		}
-		if d > 1e-3 {
+		if d := maxLogitDiff(logits(c[0], c[1]), ref.Logits); d > 1e-3 {
 			t.Errorf("%s %s: logits differ from llama.cpp by %.3g (tolerance 1e-3)", c[0], c[1], d)
 		}
 	}

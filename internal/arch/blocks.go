@@ -147,11 +147,17 @@ var ggufDecoderNames = map[string]string{
 
 // decoderTensorName maps a canonical name for the HF and GGUF sources.
 func decoderTensorName(source, name string) (string, bool) {
+	return sourceTensorName(source, name, ggufDecoderNames)
+}
+
+// sourceTensorName maps a canonical (HF) tensor name to its name in an HF
+// source (unchanged) or a GGUF one (through gguf, a mapLayerName table).
+func sourceTensorName(source, name string, gguf map[string]string) (string, bool) {
 	switch source {
 	case "hf":
 		return name, true
 	case "gguf":
-		return mapLayerName(name, ggufDecoderNames)
+		return mapLayerName(name, gguf)
 	}
 	return "", false
 }
@@ -164,6 +170,48 @@ func orOne(v float64) float64 {
 	return v
 }
 
+// embedTokens adds the token embedding of c, times c.EmbedScale when set.
+func embedTokens(g *graph.Graph, c *Config) int {
+	x := g.Embed(g.Tokens(), "model.embed_tokens.weight", c.Vocab, c.Hidden)
+	if s := orOne(c.EmbedScale); s != 1 {
+		x = g.Scale(x, float32(s))
+	}
+	return x
+}
+
+// attnScaleOf returns the scale of q·k: c.AttnScale, or 1/sqrt(head size)
+// when unset.
+func attnScaleOf(c *Config) float64 {
+	if c.AttnScale == 0 {
+		return 1 / math.Sqrt(float64(c.HeadDim))
+	}
+	return c.AttnScale
+}
+
+// scaledResidual returns a function adding a branch to the residual x,
+// the branch times c.ResidualScale when set.
+func scaledResidual(g *graph.Graph, c *Config) func(x, branch int) int {
+	return func(x, branch int) int {
+		if s := orOne(c.ResidualScale); s != 1 {
+			branch = g.Scale(branch, float32(s))
+		}
+		return g.Add(x, branch)
+	}
+}
+
+// lmHead adds the output projection on the normed hidden rows x (the last
+// one only unless opts.AllLogits): lm_head, or the embedding when tied.
+func lmHead(g *graph.Graph, c *Config, opts BuildOptions, x int) int {
+	if !opts.AllLogits {
+		x = g.LastRow(x)
+	}
+	head := "lm_head.weight"
+	if c.Tied {
+		head = "model.embed_tokens.weight"
+	}
+	return g.Linear(x, head, c.Vocab, "")
+}
+
 // buildDecoder returns the graph of the shared decoder for c.
 func buildDecoder(c *Config, opts BuildOptions) (*graph.Graph, error) {
 	rope, err := ropeOf(c)
@@ -171,10 +219,7 @@ func buildDecoder(c *Config, opts BuildOptions) (*graph.Graph, error) {
 		return nil, err
 	}
 	g := graph.New()
-	x := g.Embed(g.Tokens(), "model.embed_tokens.weight", c.Vocab, c.Hidden)
-	if s := orOne(c.EmbedScale); s != 1 {
-		x = g.Scale(x, float32(s))
-	}
+	x := embedTokens(g, c)
 	eps, off := float32(c.NormEps), float32(c.NormOffset)
 	localRope, err := slidingRope(c, rope)
 	if err != nil {
@@ -184,16 +229,8 @@ func buildDecoder(c *Config, opts BuildOptions) (*graph.Graph, error) {
 	if c.GELU {
 		act = g.GELUTanh
 	}
-	scale := c.AttnScale
-	if scale == 0 {
-		scale = 1 / math.Sqrt(float64(c.HeadDim))
-	}
-	residual := func(x, branch int) int {
-		if s := orOne(c.ResidualScale); s != 1 {
-			branch = g.Scale(branch, float32(s))
-		}
-		return g.Add(x, branch)
-	}
+	scale := attnScaleOf(c)
+	residual := scaledResidual(g, c)
 	for l := 0; l < c.Layers; l++ {
 		p := fmt.Sprintf("model.layers.%d.", l)
 		h := g.RMSNorm(x, p+"input_layernorm.weight", eps, off)
@@ -267,14 +304,7 @@ func buildDecoder(c *Config, opts BuildOptions) (*graph.Graph, error) {
 		x = residual(x, m)
 	}
 	x = g.RMSNorm(x, "model.norm.weight", eps, off)
-	if !opts.AllLogits {
-		x = g.LastRow(x)
-	}
-	head := "lm_head.weight"
-	if c.Tied {
-		head = "model.embed_tokens.weight"
-	}
-	logits := g.Linear(x, head, c.Vocab, "")
+	logits := lmHead(g, c, opts, x)
 	if s := orOne(c.LogitScale); s != 1 {
 		logits = g.Scale(logits, float32(1/s))
 	}
@@ -296,4 +326,44 @@ func slidingRope(c *Config, global graph.Rope) (graph.Rope, error) {
 		return graph.Rope{}, fmt.Errorf("local rope: %w", err)
 	}
 	return r, nil
+}
+
+// ggufLayersWithoutKV reads a per-layer <arch>.attention.head_count_kv
+// list of a hybrid model: it returns the layers with no key/value heads
+// (the ones that do not attend) and sets c.KVHeads to the one count the
+// attention layers share.
+func ggufLayersWithoutKV(c *Config, arch string, kv []any) ([]int, error) {
+	if len(kv) != c.Layers {
+		return nil, fmt.Errorf("gguf: metadata %s.attention.head_count_kv has %d entries for %d layers", arch, len(kv), c.Layers)
+	}
+	var none []int
+	c.KVHeads = 0
+	for l, e := range kv {
+		n, ok := format.MetaInt(map[string]any{"v": e}, "v")
+		switch {
+		case !ok || n < 0:
+			return nil, fmt.Errorf("gguf: metadata %s.attention.head_count_kv[%d] is %s, not a count", arch, l, show(e))
+		case n == 0:
+			none = append(none, l)
+		case c.KVHeads != 0 && int(n) != c.KVHeads:
+			return nil, fmt.Errorf("gguf: metadata %s.attention.head_count_kv: layers with %d and %d key/value heads", arch, c.KVHeads, n)
+		default:
+			c.KVHeads = int(n)
+		}
+	}
+	if c.KVHeads == 0 {
+		c.KVHeads = c.Heads // no attention layer: the count is never used
+	}
+	return none, nil
+}
+
+// checkAscendingLayers returns an error unless layers are ascending
+// layers of c; what names them in the error.
+func checkAscendingLayers(c *Config, what string, layers []int) error {
+	for i, l := range layers {
+		if l < 0 || l >= c.Layers || (i > 0 && l <= layers[i-1]) {
+			return fmt.Errorf("%s %v are not ascending layers of %d", what, layers, c.Layers)
+		}
+	}
+	return nil
 }

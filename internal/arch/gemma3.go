@@ -149,11 +149,5 @@ var gemma3GGUFNames = func() map[string]string {
 
 // gemma3TensorName maps a canonical (HF) tensor name to its name in source.
 func gemma3TensorName(source, name string) (string, bool) {
-	switch source {
-	case "hf":
-		return name, true
-	case "gguf":
-		return mapLayerName(name, gemma3GGUFNames)
-	}
-	return "", false
+	return sourceTensorName(source, name, gemma3GGUFNames)
 }

@@ -474,13 +474,7 @@ var gemma4GGUFNames = func() map[string]string {
 }()
 
 func gemma4TensorName(source, name string) (string, bool) {
-	switch source {
-	case "hf":
-		return name, true
-	case "gguf":
-		return mapLayerName(name, gemma4GGUFNames)
-	}
-	return "", false
+	return sourceTensorName(source, name, gemma4GGUFNames)
 }
 
 func buildGemma4(c *Config, opts BuildOptions) (*graph.Graph, error) {
@@ -543,14 +537,7 @@ func buildGemma4(c *Config, opts BuildOptions) (*graph.Graph, error) {
 		x = g.ScaleBy(x, p+"layer_scalar")
 	}
 	x = g.RMSNorm(x, "model.norm.weight", eps, 0)
-	if !opts.AllLogits {
-		x = g.LastRow(x)
-	}
-	head := "lm_head.weight"
-	if c.Tied {
-		head = "model.embed_tokens.weight"
-	}
-	logits := g.Linear(x, head, c.Vocab, "")
+	logits := lmHead(g, c, opts, x)
 	if s := g4.FinalSoftcap; s > 0 {
 		logits = g.Scale(g.Tanh(g.Scale(logits, float32(1/s))), float32(s))
 	}

@@ -1,15 +1,10 @@
 package arch
 
 import (
-	"encoding/json"
 	"math"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/aotlm/aotlm/internal/format/detect"
-	"github.com/aotlm/aotlm/internal/graph"
-	"github.com/aotlm/aotlm/internal/testutil"
 )
 
 // gemma4Tol is the README's tolerance for the gemma families (llama.cpp's
@@ -21,13 +16,7 @@ const gemma4Tol = 2e-2
 // rotation, the window or the sliding layers' base wrong the logits miss
 // by far more.
 func TestGemma4Fixture(t *testing.T) {
-	for _, gguf := range []bool{false, true} {
-		d := fixtureDiff(t, "gemma4", gguf, nil)
-		t.Logf("gguf=%v: max |logit diff| %.3g", gguf, d)
-		if d > gemma4Tol {
-			t.Errorf("gguf=%v: logits differ from llama.cpp by %.3g (tolerance %g)", gguf, d, gemma4Tol)
-		}
-	}
+	checkArchFixture(t, "gemma4", gemma4Tol)
 	for _, m := range []struct {
 		name string
 		mut  func(c *Config)
@@ -49,80 +38,8 @@ func TestGemma4Fixture(t *testing.T) {
 // split_prefill), then in chunks of 1 and 5, and checks every row; the
 // second part alone, on a fresh state, must miss the last row.
 func TestGemma4SplitPrefill(t *testing.T) {
-	var ref struct {
-		Tokens []int       `json:"tokens"`
-		Logits [][]float32 `json:"logits"`
-		Split  struct {
-			K    int       `json:"k"`
-			Last []float32 `json:"logits_after_split"`
-		} `json:"split_prefill"`
-	}
-	if err := json.Unmarshal(testutil.ReadFile(t, "arch/gemma4/reference.json"), &ref); err != nil {
-		t.Fatal(err)
-	}
-	for _, path := range []string{"arch/gemma4", "arch/gemma4/model.gguf"} {
-		ck, err := detect.Open(testutil.Path(t, path))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := Load(ck)
-		ck.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := Build(&m.Config, BuildOptions{AllLogits: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		in, err := graph.NewInterpreter(g, m.Weights, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		V := m.Config.Vocab
-		for _, chunk := range []int{ref.Split.K, 1, 5} {
-			st := in.NewState(len(ref.Tokens))
-			var d float64
-			for lo := 0; lo < len(ref.Tokens); {
-				hi := min(lo+chunk, len(ref.Tokens))
-				if chunk == ref.Split.K {
-					hi = len(ref.Tokens)
-					if lo == 0 {
-						hi = ref.Split.K
-					}
-				}
-				out, rows, err := in.Run(st, ref.Tokens[lo:hi])
-				if err != nil {
-					t.Fatal(err)
-				}
-				for r := range rows {
-					for j, want := range ref.Logits[lo+r] {
-						d = math.Max(d, math.Abs(float64(out[r*V+j]-want)))
-					}
-				}
-				if hi == len(ref.Tokens) {
-					for j, want := range ref.Split.Last {
-						d = math.Max(d, math.Abs(float64(out[(rows-1)*V+j]-want)))
-					}
-				}
-				lo = hi
-			}
-			t.Logf("%s, chunks of %d: max |logit diff| %.3g", path, chunk, d)
-			if d > gemma4Tol {
-				t.Errorf("%s, chunks of %d: logits differ from llama.cpp by %.3g", path, chunk, d)
-			}
-		}
-		out, rows, err := in.Run(in.NewState(len(ref.Tokens)), ref.Tokens[ref.Split.K:])
-		if err != nil {
-			t.Fatal(err)
-		}
-		var d float64
-		for j, want := range ref.Split.Last {
-			d = math.Max(d, math.Abs(float64(out[(rows-1)*V+j]-want)))
-		}
-		if d < 0.5 {
-			t.Errorf("%s: the second part alone gives the last logits within %.3g: the cache is not what carries them", path, d)
-		}
-	}
+	checkArchSplitPrefill(t, archSplitCase{family: "gemma4", sources: []string{"arch/gemma4", "arch/gemma4/model.gguf"},
+		chunks: []int{1, 5}, tol: gemma4Tol, alone: 0.5, carrier: "cache"})
 }
 
 // TestGemma4Config checks the fields read from config.json and from the
@@ -148,15 +65,7 @@ func TestGemma4Config(t *testing.T) {
 			t.Errorf("layer %d attends over layer %d's cache, want %d", l, got, want)
 		}
 	}
-	ck, err := detect.Open(testutil.Path(t, "arch/gemma4/model.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
-	gg, _, err := ConfigOf(ck)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gg := ggufFixtureConfig(t, "gemma4")
 	if err := gg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -229,48 +138,23 @@ func TestGemma4Config(t *testing.T) {
 // FuzzGemma4Config reads arbitrary config.json maps as Gemma 4: a config
 // that reads and validates must build without panicking.
 func FuzzGemma4Config(f *testing.F) {
-	f.Add(testutil.ReadFile(f, "arch/gemma4/config.json"))
-	f.Add([]byte(`{"hidden_size":8,"intermediate_size":[4,8],"num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"head_dim":2,"global_head_dim":4,"vocab_size":3,"hidden_size_per_layer_input":2,"num_kv_shared_layers":1,"use_double_wide_mlp":true,"layer_types":["full_attention","full_attention"]}`))
-	f.Add([]byte(`{"hidden_size":8,"intermediate_size":4,"num_hidden_layers":3,"num_attention_heads":2,"head_dim":2,"vocab_size":3,"hidden_size_per_layer_input":1,"num_kv_shared_layers":2,"layer_types":["sliding_attention","full_attention","sliding_attention"],"rope_parameters":{"full_attention":{"rope_type":"proportional","partial_rotary_factor":0.5}}}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var m map[string]any
-		if json.Unmarshal(data, &m) != nil {
-			return
-		}
-		c, err := gemma4ConfigHF(m)
-		if err != nil || c.Validate() != nil {
-			return
-		}
+	fuzzArchConfig(f, "gemma4", gemma4ConfigHF, func(c *Config) bool {
 		big := c.Layers*c.Hidden > 1<<16 || c.Vocab*c.Hidden > 1<<20 || c.Gemma4.PerLayerVocab*c.Layers*c.Gemma4.PerLayerDim > 1<<20
 		for _, f := range c.Gemma4.LayerFFN {
 			big = big || f*c.Hidden > 1<<20
 		}
-		if big {
-			return // valid but too large to build cheaply
-		}
-		if _, err := Build(&c, BuildOptions{}); err != nil {
-			t.Fatalf("a valid config does not build: %v", err)
-		}
-	})
+		return big
+	},
+		`{"hidden_size":8,"intermediate_size":[4,8],"num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"head_dim":2,"global_head_dim":4,"vocab_size":3,"hidden_size_per_layer_input":2,"num_kv_shared_layers":1,"use_double_wide_mlp":true,"layer_types":["full_attention","full_attention"]}`,
+		`{"hidden_size":8,"intermediate_size":4,"num_hidden_layers":3,"num_attention_heads":2,"head_dim":2,"vocab_size":3,"hidden_size_per_layer_input":1,"num_kv_shared_layers":2,"layer_types":["sliding_attention","full_attention","sliding_attention"],"rope_parameters":{"full_attention":{"rope_type":"proportional","partial_rotary_factor":0.5}}}`)
 }
 
 // TestGemma4GGUFMetadata checks the GGUF reader on the fixture's metadata:
 // a per-layer key/value head count that agrees is read, and metadata the
 // graph cannot honour is refused naming the key.
 func TestGemma4GGUFMetadata(t *testing.T) {
-	ck, err := detect.Open(testutil.Path(t, "arch/gemma4/model.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
 	f := familyNamed(t, "gemma4")
-	meta := func() map[string]any {
-		m := map[string]any{}
-		for k, v := range ck.Metadata() {
-			m[k] = v
-		}
-		return m
-	}
+	meta := ggufFixtureMetadata(t, "gemma4")
 	m := meta()
 	m["gemma4.attention.head_count_kv"] = []any{1, 1, 1, 1, 1, 1, 1, 1}
 	c, err := f.configGGUF(m, "gemma4")
@@ -309,51 +193,11 @@ func TestGemma4GGUFMetadata(t *testing.T) {
 // llama.cpp's by far more than the tolerance, so the fixture exercises
 // the sharing.
 func TestGemma4SharingMatters(t *testing.T) {
-	var ref struct {
-		Tokens []int       `json:"tokens"`
-		Logits [][]float32 `json:"logits"`
-	}
-	if err := json.Unmarshal(testutil.ReadFile(t, "arch/gemma4/reference.json"), &ref); err != nil {
-		t.Fatal(err)
-	}
-	ck, err := detect.Open(testutil.Path(t, "arch/gemma4"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
-	m, err := Load(ck)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := m.Config
-	g4 := *c.Gemma4
-	g4.SharedKVLayers = 0 // LayerFFN keeps the double-wide layers
-	c.Gemma4 = &g4
-	g, err := Build(&c, BuildOptions{AllLogits: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name := range g.Weights {
-		if _, ok := m.Weights[name]; !ok {
-			if m.Weights[name], err = ck.ReadFloat32(name); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	in, err := graph.NewInterpreter(g, m.Weights, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _, err := in.Run(in.NewState(len(ref.Tokens)), ref.Tokens)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d float64
-	for i, row := range ref.Logits {
-		for j, want := range row {
-			d = math.Max(d, math.Abs(float64(out[i*c.Vocab+j]-want)))
-		}
-	}
+	d := fixtureDiff(t, "gemma4", false, func(c *Config) {
+		g4 := *c.Gemma4
+		g4.SharedKVLayers = 0 // LayerFFN keeps the double-wide layers
+		c.Gemma4 = &g4
+	})
 	t.Logf("shared layers with their own keys and values: max |logit diff| %.3g", d)
 	if d < 0.5 {
 		t.Errorf("with their own keys and values the shared layers give logits within %.3g of llama.cpp's", d)

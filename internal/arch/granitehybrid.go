@@ -2,6 +2,7 @@ package arch
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -97,42 +98,31 @@ func graniteHybridConvert(c *Config, canonical string, v []float32) ([]float32, 
 	return v, nil
 }
 
-// graniteHybridGGUFNames maps the canonical (HF) names to llama.cpp's.
-var graniteHybridGGUFNames = map[string]string{
-	"model.embed_tokens.weight":       "token_embd.weight",
-	"model.norm.weight":               "output_norm.weight",
-	"lm_head.weight":                  "output.weight",
-	"input_layernorm.weight":          "attn_norm.weight",
-	"post_attention_layernorm.weight": "ffn_norm.weight",
-	"self_attn.q_proj.weight":         "attn_q.weight",
-	"self_attn.k_proj.weight":         "attn_k.weight",
-	"self_attn.v_proj.weight":         "attn_v.weight",
-	"self_attn.o_proj.weight":         "attn_output.weight",
-	"shared_mlp.gate_proj.weight":     "ffn_gate.weight",
-	"shared_mlp.up_proj.weight":       "ffn_up.weight",
-	"shared_mlp.output_linear.weight": "ffn_down.weight",
-	"mamba.in_proj.weight":            "ssm_in.weight",
-	"mamba.conv1d.weight":             "ssm_conv1d.weight",
-	"mamba.conv1d.bias":               "ssm_conv1d.bias",
-	"mamba.A":                         "ssm_a",
-	"mamba.D":                         "ssm_d",
-	"mamba.dt_bias":                   "ssm_dt.bias",
-	"mamba.norm.weight":               "ssm_norm.weight",
-	"mamba.out_proj.weight":           "ssm_out.weight",
-	"layer-prefix":                    "blk.",
-}
+// graniteHybridGGUFNames maps the canonical (HF) names to llama.cpp's: the
+// decoder's, and the shared MLP's and Mamba2 mixer's.
+var graniteHybridGGUFNames = func() map[string]string {
+	t := maps.Clone(ggufDecoderNames)
+	maps.Copy(t, map[string]string{
+		"shared_mlp.gate_proj.weight":     "ffn_gate.weight",
+		"shared_mlp.up_proj.weight":       "ffn_up.weight",
+		"shared_mlp.output_linear.weight": "ffn_down.weight",
+		"mamba.in_proj.weight":            "ssm_in.weight",
+		"mamba.conv1d.weight":             "ssm_conv1d.weight",
+		"mamba.conv1d.bias":               "ssm_conv1d.bias",
+		"mamba.A":                         "ssm_a",
+		"mamba.D":                         "ssm_d",
+		"mamba.dt_bias":                   "ssm_dt.bias",
+		"mamba.norm.weight":               "ssm_norm.weight",
+		"mamba.out_proj.weight":           "ssm_out.weight",
+	})
+	return t
+}()
 
 func graniteHybridTensorName(source, name string) (string, bool) {
-	switch source {
-	case "hf":
-		if strings.HasSuffix(name, ".mamba.A") {
-			return name + "_log", true
-		}
-		return name, true
-	case "gguf":
-		return mapLayerName(name, graniteHybridGGUFNames)
+	if source == "hf" && strings.HasSuffix(name, ".mamba.A") {
+		return name + "_log", true
 	}
-	return "", false
+	return sourceTensorName(source, name, graniteHybridGGUFNames)
 }
 
 // graniteHybridCount reads a non-negative integer config key, def when
@@ -284,25 +274,8 @@ func graniteHybridConfigGGUF(m map[string]any, arch string) (Config, error) {
 	if !isList {
 		return c, fmt.Errorf("gguf: metadata %s.attention.head_count_kv is not a per-layer list, so the Mamba2 layers are unknown", arch)
 	}
-	if len(kv) != c.Layers {
-		return c, fmt.Errorf("gguf: metadata %s.attention.head_count_kv has %d entries for %d layers", arch, len(kv), c.Layers)
-	}
-	c.KVHeads = 0
-	for l, e := range kv {
-		n, ok := format.MetaInt(map[string]any{"v": e}, "v")
-		switch {
-		case !ok || n < 0:
-			return c, fmt.Errorf("gguf: metadata %s.attention.head_count_kv[%d] is %s, not a count", arch, l, show(e))
-		case n == 0:
-			mc.Layers = append(mc.Layers, l)
-		case c.KVHeads != 0 && int(n) != c.KVHeads:
-			return c, fmt.Errorf("gguf: metadata %s.attention.head_count_kv: layers with %d and %d key/value heads", arch, c.KVHeads, n)
-		default:
-			c.KVHeads = int(n)
-		}
-	}
-	if c.KVHeads == 0 {
-		c.KVHeads = c.Heads // no attention layer: the count is never used
+	if mc.Layers, err = ggufLayersWithoutKV(&c, arch, kv); err != nil {
+		return c, err
 	}
 	c.Mamba = mc
 	return c, nil
@@ -338,10 +311,8 @@ func validateGraniteHybrid(c *Config) error {
 	if int64(mc.inner())*int64(mc.State) > 1<<26 {
 		return fmt.Errorf("granitehybrid config: a Mamba2 state of %d x %d floats is too large", mc.inner(), mc.State)
 	}
-	for i, l := range mc.Layers {
-		if l < 0 || l >= c.Layers || (i > 0 && l <= mc.Layers[i-1]) {
-			return fmt.Errorf("granitehybrid config: Mamba2 layers %v are not ascending layers of %d", mc.Layers, c.Layers)
-		}
+	if err := checkAscendingLayers(c, "granitehybrid config: Mamba2 layers", mc.Layers); err != nil {
+		return err
 	}
 	if c.FusedQKV || c.QKVBias || c.GELU || c.SandwichNorms || c.QKNorm || len(c.SlidingLayers) > 0 {
 		return fmt.Errorf("granitehybrid config: a decoder variation the granitehybrid family does not build is set")
@@ -355,21 +326,10 @@ func buildGraniteHybrid(c *Config, opts BuildOptions) (*graph.Graph, error) {
 		return nil, err
 	}
 	g := graph.New()
-	x := g.Embed(g.Tokens(), "model.embed_tokens.weight", c.Vocab, c.Hidden)
-	if s := orOne(c.EmbedScale); s != 1 {
-		x = g.Scale(x, float32(s))
-	}
+	x := embedTokens(g, c)
 	eps, off := float32(c.NormEps), float32(c.NormOffset)
-	scale := c.AttnScale
-	if scale == 0 {
-		scale = 1 / math.Sqrt(float64(c.HeadDim))
-	}
-	residual := func(x, branch int) int {
-		if s := orOne(c.ResidualScale); s != 1 {
-			branch = g.Scale(branch, float32(s))
-		}
-		return g.Add(x, branch)
-	}
+	scale := attnScaleOf(c)
+	residual := scaledResidual(g, c)
 	D, mc := c.Hidden, c.Mamba
 	cache := 0 // attention layers get consecutive cache slots
 	for l := 0; l < c.Layers; l++ {
@@ -402,14 +362,7 @@ func buildGraniteHybrid(c *Config, opts BuildOptions) (*graph.Graph, error) {
 		x = residual(x, g.Linear(g.Mul(g.SiLU(gate), up), p+"shared_mlp.output_linear.weight", D, ""))
 	}
 	x = g.RMSNorm(x, "model.norm.weight", eps, off)
-	if !opts.AllLogits {
-		x = g.LastRow(x)
-	}
-	head := "lm_head.weight"
-	if c.Tied {
-		head = "model.embed_tokens.weight"
-	}
-	logits := g.Linear(x, head, c.Vocab, "")
+	logits := lmHead(g, c, opts, x)
 	if s := orOne(c.LogitScale); s != 1 {
 		logits = g.Scale(logits, float32(1/s))
 	}

@@ -2,7 +2,6 @@ package arch
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -260,25 +259,8 @@ func lfm2ConfigGGUF(m map[string]any, arch string) (Config, error) {
 		c.ShortConv = sc
 		return c, nil
 	}
-	if len(kv) != c.Layers {
-		return c, fmt.Errorf("gguf: metadata %s.attention.head_count_kv has %d entries for %d layers", arch, len(kv), c.Layers)
-	}
-	c.KVHeads = 0
-	for l, e := range kv {
-		n, ok := format.MetaInt(map[string]any{"v": e}, "v")
-		switch {
-		case !ok || n < 0:
-			return c, fmt.Errorf("gguf: metadata %s.attention.head_count_kv[%d] is %s, not a count", arch, l, show(e))
-		case n == 0:
-			sc.Layers = append(sc.Layers, l)
-		case c.KVHeads != 0 && int(n) != c.KVHeads:
-			return c, fmt.Errorf("gguf: metadata %s.attention.head_count_kv: layers with %d and %d key/value heads", arch, c.KVHeads, n)
-		default:
-			c.KVHeads = int(n)
-		}
-	}
-	if c.KVHeads == 0 {
-		c.KVHeads = c.Heads // no attention layer: the count is never used
+	if sc.Layers, err = ggufLayersWithoutKV(&c, arch, kv); err != nil {
+		return c, err
 	}
 	c.ShortConv = sc
 	return c, nil
@@ -295,10 +277,8 @@ func validateLFM2(c *Config) error {
 	if sc.Kernel < 2 || sc.Kernel > lfm2MaxKernel {
 		return fmt.Errorf("lfm2 config: short-convolution kernel %d is outside [2, %d]", sc.Kernel, lfm2MaxKernel)
 	}
-	for i, l := range sc.Layers {
-		if l < 0 || l >= c.Layers || (i > 0 && l <= sc.Layers[i-1]) {
-			return fmt.Errorf("lfm2 config: short-convolution layers %v are not ascending layers of %d", sc.Layers, c.Layers)
-		}
+	if err := checkAscendingLayers(c, "lfm2 config: short-convolution layers", sc.Layers); err != nil {
+		return err
 	}
 	if c.FusedQKV || c.FusedGateUp || c.QKVBias || c.GELU || c.SandwichNorms || len(c.SlidingLayers) > 0 {
 		return fmt.Errorf("lfm2 config: a decoder variation the lfm2 family does not build is set")
@@ -329,13 +309,7 @@ var lfm2GGUFNames = map[string]string{
 }
 
 func lfm2TensorName(source, name string) (string, bool) {
-	switch source {
-	case "hf":
-		return name, true
-	case "gguf":
-		return mapLayerName(name, lfm2GGUFNames)
-	}
-	return "", false
+	return sourceTensorName(source, name, lfm2GGUFNames)
 }
 
 func buildLFM2(c *Config, opts BuildOptions) (*graph.Graph, error) {
@@ -346,10 +320,7 @@ func buildLFM2(c *Config, opts BuildOptions) (*graph.Graph, error) {
 	g := graph.New()
 	x := g.Embed(g.Tokens(), "model.embed_tokens.weight", c.Vocab, c.Hidden)
 	eps, off := float32(c.NormEps), float32(c.NormOffset)
-	scale := c.AttnScale
-	if scale == 0 {
-		scale = 1 / math.Sqrt(float64(c.HeadDim))
-	}
+	scale := attnScaleOf(c)
 	D := c.Hidden
 	cache := 0 // attention layers get consecutive cache slots
 	for l := 0; l < c.Layers; l++ {
@@ -387,13 +358,6 @@ func buildLFM2(c *Config, opts BuildOptions) (*graph.Graph, error) {
 		x = g.Add(x, g.Linear(mid, p+"feed_forward.w2.weight", D, ""))
 	}
 	x = g.RMSNorm(x, "model.embedding_norm.weight", eps, off)
-	if !opts.AllLogits {
-		x = g.LastRow(x)
-	}
-	head := "lm_head.weight"
-	if c.Tied {
-		head = "model.embed_tokens.weight"
-	}
-	g.SetOutput(g.Linear(x, head, c.Vocab, ""))
+	g.SetOutput(lmHead(g, c, opts, x))
 	return g, nil
 }

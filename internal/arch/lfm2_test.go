@@ -1,27 +1,16 @@
 package arch
 
 import (
-	"encoding/json"
-	"math"
 	"slices"
-	"strings"
 	"testing"
 
-	"github.com/aotlm/aotlm/internal/format/detect"
 	"github.com/aotlm/aotlm/internal/graph"
-	"github.com/aotlm/aotlm/internal/testutil"
 )
 
 // TestLFM2Fixture checks the lfm2 fixture against llama.cpp from both
 // sources within the README's 1e-3.
 func TestLFM2Fixture(t *testing.T) {
-	for _, gguf := range []bool{false, true} {
-		d := fixtureDiff(t, "lfm2", gguf, nil)
-		t.Logf("gguf=%v: max |logit diff| %.3g", gguf, d)
-		if d > 1e-3 {
-			t.Errorf("gguf=%v: logits differ from llama.cpp by %.3g (tolerance 1e-3)", gguf, d)
-		}
-	}
+	checkArchFixture(t, "lfm2", 1e-3)
 }
 
 // TestLFM2SplitPrefill feeds the reference tokens to the interpreter in
@@ -30,78 +19,8 @@ func TestLFM2Fixture(t *testing.T) {
 // part alone, on a fresh state, must miss them (README: by 8.6), which
 // shows the convolution state carries across calls.
 func TestLFM2SplitPrefill(t *testing.T) {
-	var ref struct {
-		Tokens []int       `json:"tokens"`
-		Logits [][]float32 `json:"logits"`
-		Split  struct {
-			K    int       `json:"k"`
-			Last []float32 `json:"logits_after_split"`
-		} `json:"split_prefill"`
-	}
-	if err := json.Unmarshal(testutil.ReadFile(t, "arch/lfm2/reference.json"), &ref); err != nil {
-		t.Fatal(err)
-	}
-	ck, err := detect.Open(testutil.Path(t, "arch/lfm2"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
-	m, err := Load(ck)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := Build(&m.Config, BuildOptions{AllLogits: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := graph.NewInterpreter(g, m.Weights, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	V := m.Config.Vocab
-	for _, chunk := range []int{ref.Split.K, 1, 5} {
-		st := in.NewState(len(ref.Tokens))
-		var d float64
-		for lo := 0; lo < len(ref.Tokens); {
-			hi := min(lo+chunk, len(ref.Tokens))
-			if lo == 0 && chunk == ref.Split.K {
-				hi = ref.Split.K
-			} else if chunk == ref.Split.K {
-				hi = len(ref.Tokens)
-			}
-			out, rows, err := in.Run(st, ref.Tokens[lo:hi])
-			if err != nil {
-				t.Fatal(err)
-			}
-			for r := range rows {
-				for j, want := range ref.Logits[lo+r] {
-					d = math.Max(d, math.Abs(float64(out[r*V+j]-want)))
-				}
-			}
-			if hi == len(ref.Tokens) {
-				for j, want := range ref.Split.Last {
-					d = math.Max(d, math.Abs(float64(out[(rows-1)*V+j]-want)))
-				}
-			}
-			lo = hi
-		}
-		t.Logf("chunks of %d: max |logit diff| %.3g", chunk, d)
-		if d > 1e-3 {
-			t.Errorf("chunks of %d: logits differ from llama.cpp by %.3g", chunk, d)
-		}
-	}
-	out, rows, err := in.Run(in.NewState(len(ref.Tokens)), ref.Tokens[ref.Split.K:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d float64
-	for j, want := range ref.Split.Last {
-		d = math.Max(d, math.Abs(float64(out[(rows-1)*V+j]-want)))
-	}
-	t.Logf("second part alone: last row differs by %.3g", d)
-	if d < 0.1 {
-		t.Errorf("the second part alone gives the last logits within %.3g: the state is not what carries them", d)
-	}
+	checkArchSplitPrefill(t, archSplitCase{family: "lfm2", sources: []string{"arch/lfm2"}, chunks: []int{1, 5},
+		tol: 1e-3, alone: 0.1, carrier: "state"})
 }
 
 // TestLFM2Config checks the fields read from config.json and from GGUF
@@ -163,10 +82,7 @@ func TestLFM2Config(t *testing.T) {
 	if c, err = f.configHF(m); err != nil || len(c.ShortConv.Layers) != 0 {
 		t.Errorf("without layer kinds: %v, %v; want every layer attending (HF's default)", c.ShortConv, err)
 	}
-	for _, r := range []struct {
-		want string
-		mut  func(m map[string]any)
-	}{
+	checkArchHFRefusals(t, "lfm2", (*Config).Validate, []archKeyRefusal{
 		{"conv_bias", func(m map[string]any) { m["conv_bias"] = true }},
 		{"layer_types[2]", func(m map[string]any) { m["layer_types"].([]any)[2] = "sliding_attention" }},
 		{"layer_types", func(m map[string]any) { m["layer_types"] = []any{"conv"} }},
@@ -179,27 +95,9 @@ func TestLFM2Config(t *testing.T) {
 			m["rope_parameters"] = map[string]any{"rope_type": "yarn", "rope_theta": 1e6}
 		}},
 		{"theta", func(m map[string]any) { m["theta"] = "big" }},
-	} {
-		m := fixtureConfig(t, "lfm2")
-		r.mut(m)
-		c, err := f.configHF(m)
-		if err == nil {
-			err = c.Validate()
-		}
-		if err == nil || !strings.Contains(err.Error(), r.want) {
-			t.Errorf("got %v, want an error naming %s", err, r.want)
-		}
-	}
+	})
 
-	ck, err := detect.Open(testutil.Path(t, "arch/lfm2/model.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
-	g, _, err := ConfigOf(ck)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := ggufFixtureConfig(t, "lfm2")
 	if g.FFN != c.FFN || g.KVHeads != 2 || !slices.Equal(g.ShortConv.Layers, []int{0, 1, 3, 5}) || g.ShortConv.Kernel != 3 || !g.Tied {
 		t.Errorf("gguf config %+v (short conv %+v)", g, g.ShortConv)
 	}
@@ -208,15 +106,7 @@ func TestLFM2Config(t *testing.T) {
 // TestLFM2ConfigGGUFRefused checks that GGUF metadata an lfm2 graph cannot
 // be built from is refused with an error naming the key.
 func TestLFM2ConfigGGUFRefused(t *testing.T) {
-	ck, err := detect.Open(testutil.Path(t, "arch/lfm2/model.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
-	for _, c := range []struct {
-		want string
-		mut  func(m map[string]any)
-	}{
+	checkArchGGUFRefusals(t, "lfm2", lfm2ConfigGGUF, []archKeyRefusal{
 		{"head_count_kv", func(m map[string]any) {
 			m["lfm2.attention.head_count_kv"] = []any{int64(0), int64(0), int64(2), int64(0), int64(1), int64(0)}
 		}},
@@ -226,43 +116,15 @@ func TestLFM2ConfigGGUFRefused(t *testing.T) {
 		{"6 layers", func(m map[string]any) { m["lfm2.attention.head_count_kv"] = []any{int64(0), int64(2)} }},
 		{"l_cache", func(m map[string]any) { delete(m, "lfm2.shortconv.l_cache") }},
 		{"kernel", func(m map[string]any) { m["lfm2.shortconv.l_cache"] = int64(1) }},
-	} {
-		m := map[string]any{}
-		for k, v := range ck.Metadata() {
-			m[k] = v
-		}
-		c.mut(m)
-		cfg, err := lfm2ConfigGGUF(m, "lfm2")
-		if err == nil {
-			cfg.Vocab = 384 // ConfigOf takes it from token_embd.weight
-			err = cfg.Validate()
-		}
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("got %v, want an error naming %s", err, c.want)
-		}
-	}
+	})
 }
 
 // FuzzLFM2Config feeds config.json documents to the lfm2 reader; a config
 // that reads and validates must build without panicking.
 func FuzzLFM2Config(f *testing.F) {
-	f.Add(testutil.ReadFile(f, "arch/lfm2/config.json"))
-	f.Add([]byte(`{"hidden_size":64,"block_ff_dim":9,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":2,"full_attn_idxs":[1],"conv_L_cache":2}`))
-	f.Add([]byte(`{"hidden_size":64,"intermediate_size":1,"num_hidden_layers":1,"num_attention_heads":4,"vocab_size":2,"layer_types":["conv"],"block_multiple_of":1e9}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var m map[string]any
-		if json.Unmarshal(data, &m) != nil {
-			return
-		}
-		c, err := lfm2ConfigHF(m)
-		if err != nil || c.Validate() != nil {
-			return
-		}
-		if c.Layers*c.Hidden > 1<<16 || c.Vocab*c.Hidden > 1<<20 || c.FFN*c.Hidden > 1<<20 || c.ShortConv.Kernel*c.Hidden > 1<<16 {
-			return // valid but too large to build cheaply
-		}
-		if _, err := Build(&c, BuildOptions{}); err != nil {
-			t.Fatalf("a valid config does not build: %v", err)
-		}
-	})
+	fuzzArchConfig(f, "lfm2", lfm2ConfigHF, func(c *Config) bool {
+		return c.Layers*c.Hidden > 1<<16 || c.Vocab*c.Hidden > 1<<20 || c.FFN*c.Hidden > 1<<20 || c.ShortConv.Kernel*c.Hidden > 1<<16
+	},
+		`{"hidden_size":64,"block_ff_dim":9,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":2,"full_attn_idxs":[1],"conv_L_cache":2}`,
+		`{"hidden_size":64,"intermediate_size":1,"num_hidden_layers":1,"num_attention_heads":4,"vocab_size":2,"layer_types":["conv"],"block_multiple_of":1e9}`)
 }

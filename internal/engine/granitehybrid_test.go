@@ -1,9 +1,7 @@
 package engine_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/engine"
@@ -14,19 +12,6 @@ import (
 // granitehybrid against llama.cpp.
 const graniteHybridRefTol = 1e-3
 
-// readGraniteHybridRef reads the granitehybrid fixture's reference.json
-// (the same fields as lfm2's).
-func readGraniteHybridRef(t *testing.T) lfm2Ref {
-	var ref lfm2Ref
-	if err := json.Unmarshal(testutil.ReadFile(t, "arch/granitehybrid/reference.json"), &ref); err != nil {
-		t.Fatal(err)
-	}
-	if len(ref.Logits) != len(ref.Tokens) || ref.Split.K <= 0 || ref.Split.K >= len(ref.Tokens) {
-		t.Fatal("reference.json: want a logits row per token and a split inside the tokens")
-	}
-	return ref
-}
-
 // TestGraniteHybridArtifact compiles the granitehybrid fixture, from its
 // HF folder and from its GGUF, with prefill plans shorter than the prompt
 // (AR-8 and AR-16), and checks against llama.cpp: the logits of every
@@ -35,65 +20,7 @@ func readGraniteHybridRef(t *testing.T) lfm2Ref {
 // convolution states, the last padded), the last logits after a prefill
 // in two calls split at reference.json's k, and the 16 greedy ids.
 func TestGraniteHybridArtifact(t *testing.T) {
-	ref := readGraniteHybridRef(t)
-	dir := testutil.Path(t, "arch/granitehybrid")
-	for src, path := range map[string]string{"hf": dir, "gguf": dir + "/model.gguf"} {
-		e := compileModel(t, loadModel(t, path), 128, 8, 16)
-		for _, c := range []struct {
-			mode engine.Mode
-			ar   int
-		}{{engine.ModeKV, 0}, {engine.ModeHybrid, 8}, {engine.ModeHybrid, 16}} {
-			name := fmt.Sprintf("%s/%v/ar%d", src, c.mode, c.ar)
-			opts := engine.SessionOptions{Mode: c.mode, ARLen: c.ar, Threads: 2}
-			s := newSession(t, e, opts)
-			var rows [][]float32
-			if c.mode == engine.ModeKV {
-				for _, id := range ref.Tokens {
-					out, err := s.Decode(id)
-					if err != nil {
-						t.Fatal(err)
-					}
-					rows = append(rows, slices.Clone(out))
-				}
-			} else {
-				var err error
-				if rows, err = prefillAllAR(s, ref.Tokens, c.ar); err != nil {
-					t.Fatal(err)
-				}
-			}
-			var d float64
-			for i, want := range ref.Logits {
-				d = max(d, maxDiff(rows[i], want))
-			}
-			t.Logf("%s: every position, max |logit diff| %.3g", name, d)
-			if d > graniteHybridRefTol {
-				t.Errorf("%s: logits differ from llama.cpp by %.3g", name, d)
-			}
-
-			s = newSession(t, e, opts)
-			if _, err := s.Prefill(ref.Tokens[:ref.Split.K]); err != nil {
-				t.Fatal(err)
-			}
-			last, err := s.Prefill(ref.Tokens[ref.Split.K:])
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := maxDiff(last, ref.Split.Last); d > graniteHybridRefTol {
-				t.Errorf("%s: split prefill at %d: last logits differ by %.3g", name, ref.Split.K, d)
-			}
-			var ids []int
-			for range ref.Greedy {
-				id := argmax(last)
-				ids = append(ids, id)
-				if last, err = s.Decode(id); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if !slices.Equal(ids, ref.Greedy) {
-				t.Errorf("%s: greedy %v, llama.cpp %v", name, ids, ref.Greedy)
-			}
-		}
-	}
+	checkFixtureFamilyArtifact(t, "granitehybrid", graniteHybridRefTol)
 }
 
 // TestGraniteHybridRewind checks that a session of the granitehybrid
@@ -104,20 +31,13 @@ func TestGraniteHybridArtifact(t *testing.T) {
 // was; a rewind inside a pass, or to a pass older than the snapshots
 // kept, and a partial commit are refused and change nothing.
 func TestGraniteHybridRewind(t *testing.T) {
-	ref := readGraniteHybridRef(t)
+	ref := readFixtureFamilyRef(t, "granitehybrid")
 	e := compileModel(t, loadModel(t, testutil.Path(t, "arch/granitehybrid")), 256, 8)
 	s := newSession(t, e, engine.SessionOptions{Mode: engine.ModeHybrid, ARLen: 8, Threads: 2})
 	n := len(ref.Tokens)
 	check := func(what string, from int) {
 		t.Helper()
-		var d float64
-		for i := from; i < n; i++ {
-			out, err := s.Decode(ref.Tokens[i])
-			if err != nil {
-				t.Fatal(err)
-			}
-			d = max(d, maxDiff(out, ref.Logits[i]))
-		}
+		d := decodeFixtureFrom(t, s, ref, from)
 		t.Logf("%s: max |logit diff| %.3g", what, d)
 		if d > graniteHybridRefTol {
 			t.Errorf("%s: logits after it differ from llama.cpp by %.3g", what, d)
@@ -196,18 +116,9 @@ func TestGraniteHybridRewind(t *testing.T) {
 	if _, err := fresh.Prefill(seq); err != nil {
 		t.Fatal(err)
 	}
+	var next []int
 	for i := 20; i < 24; i++ {
-		got, err := s.Decode(ref.Tokens[i%n])
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = slices.Clone(got)
-		want, err := fresh.Decode(ref.Tokens[i%n])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := maxDiff(got, want); d > 1e-5 {
-			t.Fatalf("decode step %d after rewinding 4 back: logits differ from a fresh session's by %.3g", i, d)
-		}
+		next = append(next, ref.Tokens[i%n])
 	}
+	checkDecodesLikeFresh(t, s, fresh, next, "after rewinding 4 decode steps back")
 }

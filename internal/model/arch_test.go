@@ -37,50 +37,11 @@ type archRef struct {
 // gated full attention with partial RoPE.
 func TestArchFixtures(t *testing.T) {
 	for _, family := range []string{"llama", "qwen2", "qwen3", "smollm3", "granite", "phi3", "glm", "gemma", "gemma3", "qwen35"} {
-		var ref archRef
-		if err := json.Unmarshal(testutil.ReadFile(t, "arch/"+family+"/reference.json"), &ref); err != nil {
-			t.Fatal(err)
+		tol := 1e-3
+		if strings.HasPrefix(family, "gemma") {
+			tol = 2e-2 // llama.cpp's GELU goes through an fp16 table (README)
 		}
-		dir := testutil.Path(t, "arch/"+family)
-		for _, path := range []string{dir, dir + "/model.gguf"} {
-			m, err := model.Open(path, model.Options{Threads: 2})
-			if err != nil {
-				t.Fatalf("%s: %v", path, err)
-			}
-			s, err := m.NewSession(256)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := s.Logits(ref.Tokens)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var maxDiff float64
-			for i := range ref.Logits {
-				for j, want := range ref.Logits[i] {
-					maxDiff = math.Max(maxDiff, math.Abs(float64(got[i][j]-want)))
-				}
-			}
-			t.Logf("%s: max |logit diff| %.3g over %d positions", path, maxDiff, len(ref.Logits))
-			tol := 1e-3
-			if strings.HasPrefix(family, "gemma") {
-				tol = 2e-2 // llama.cpp's GELU goes through an fp16 table (README)
-			}
-			if maxDiff > tol {
-				t.Errorf("%s: logits differ from llama.cpp by %.3g (tolerance %g)", path, maxDiff, tol)
-			}
-			s2, err := m.NewSession(256)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := decoding.Generate(s2, ref.Tokens, decoding.Options{MaxTokens: len(ref.Greedy)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(res.IDs, ref.Greedy) {
-				t.Errorf("%s: greedy %v, llama.cpp %v", path, res.IDs, ref.Greedy)
-			}
-		}
+		checkFamilyFixture(t, family, tol, familyFixturePaths(t, family)...)
 	}
 }
 

@@ -1,14 +1,6 @@
 package model_test
 
-import (
-	"encoding/json"
-	"slices"
-	"testing"
-
-	"github.com/aotlm/aotlm/internal/decoding"
-	"github.com/aotlm/aotlm/internal/model"
-	"github.com/aotlm/aotlm/internal/testutil"
-)
+import "testing"
 
 // TestLFM2Fixture checks LFM2 (short-convolution layers between attention
 // layers) against llama.cpp as TestArchFixtures does the other families:
@@ -16,42 +8,5 @@ import (
 // 1e-3, and the 16 greedy ids, decoded with the convolution state carried
 // from step to step.
 func TestLFM2Fixture(t *testing.T) {
-	var ref archRef
-	if err := json.Unmarshal(testutil.ReadFile(t, "arch/lfm2/reference.json"), &ref); err != nil {
-		t.Fatal(err)
-	}
-	dir := testutil.Path(t, "arch/lfm2")
-	for _, path := range []string{dir, dir + "/model.gguf"} {
-		m, err := model.Open(path, model.Options{Threads: 2})
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		s, err := m.NewSession(256)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := s.Logits(ref.Tokens)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var d float64
-		for i := range ref.Logits {
-			d = max(d, maxDiff(got[i], ref.Logits[i]))
-		}
-		t.Logf("%s: max |logit diff| %.3g over %d positions", path, d, len(ref.Logits))
-		if d > 1e-3 {
-			t.Errorf("%s: logits differ from llama.cpp by %.3g (tolerance 1e-3)", path, d)
-		}
-		s2, err := m.NewSession(256)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := decoding.Generate(s2, ref.Tokens, decoding.Options{MaxTokens: len(ref.Greedy)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(res.IDs, ref.Greedy) {
-			t.Errorf("%s: greedy %v, llama.cpp %v", path, res.IDs, ref.Greedy)
-		}
-	}
+	checkFamilyFixture(t, "lfm2", 1e-3, familyFixturePaths(t, "lfm2")...)
 }

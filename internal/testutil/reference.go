@@ -33,3 +33,28 @@ func StoriesGreedy(t testing.TB) GreedyReference {
 	}
 	return ref
 }
+
+// ArchReference is an arch fixture's reference.json (arch/<family>/):
+// llama.cpp's logits at every position of Tokens fed in one batch, its
+// greedy ids, and for the recurrent families the last logits after a
+// prefill split in two calls at Split.K.
+type ArchReference struct {
+	Tokens []int       `json:"tokens"`
+	Logits [][]float32 `json:"logits"`
+	Greedy []int       `json:"greedy"`
+	Split  struct {
+		K    int       `json:"k"`
+		Last []float32 `json:"logits_after_split"`
+	} `json:"split_prefill"`
+}
+
+// ReadArchReference reads arch/<family>/reference.json with Path's
+// skip/fail rule.
+func ReadArchReference(t testing.TB, family string) ArchReference {
+	t.Helper()
+	var ref ArchReference
+	if err := json.Unmarshal(ReadFile(t, "arch/"+family+"/reference.json"), &ref); err != nil {
+		t.Fatalf("arch/%s/reference.json: %v", family, err)
+	}
+	return ref
+}

@@ -58,3 +58,19 @@ func ReadFile(t testing.TB, rel string) []byte {
 	}
 	return b
 }
+
+// CopyFiles copies the named files of folder from into folder to, which
+// must exist; a fixture folder is read-only test data, so a test that
+// needs it with files left out runs on such a copy.
+func CopyFiles(t testing.TB, from, to string, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		b, err := os.ReadFile(filepath.Join(from, name))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(to, name), b, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
