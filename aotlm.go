@@ -275,8 +275,9 @@ func (m *Model) BOS() int {
 func (m *Model) StopIDs() []int { return append([]int(nil), m.stop...) }
 
 // Close releases the model; its sessions must not be used afterwards.
+// Close on a nil Model does nothing.
 func (m *Model) Close() error {
-	if m.cfg.Close != nil {
+	if m != nil && m.cfg.Close != nil {
 		return m.cfg.Close()
 	}
 	return nil

@@ -1,6 +1,7 @@
 package aotlm
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -162,6 +163,19 @@ func (s DecodingStats) Speedup() float64 { return decoding.Stats(s).Speedup() }
 
 // String is a one-line summary.
 func (s DecodingStats) String() string { return decoding.Stats(s).String() }
+
+// MarshalJSON writes the counters with the figures derived from them:
+// tokens_per_pass, acceptance_rate and speedup (0 when plain and guessing
+// passes were not both timed).
+func (s DecodingStats) MarshalJSON() ([]byte, error) {
+	type counters DecodingStats
+	return json.Marshal(struct {
+		counters
+		TokensPerPass  float64 `json:"tokens_per_pass"`
+		AcceptanceRate float64 `json:"acceptance_rate"`
+		Speedup        float64 `json:"speedup"`
+	}{counters(s), s.TokensPerPass(), s.AcceptanceRate(), s.Speedup()})
+}
 
 // startDecoder starts the request's strategy on the session (nil without
 // one).

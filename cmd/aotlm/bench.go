@@ -49,15 +49,11 @@ image out counts as the first repetition).`,
   aotlm bench -m SmolVLM-256M-Instruct --image photo.jpg -p 0 -n 0 -t 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var err error
 			if cfg.Floor && dec.active() {
 				return fmt.Errorf("bench: --floor measures the plain decode tests (-n, --pg), not a decoding strategy or --verify-rows")
 			}
 			if imageFile != "" {
 				return benchImageCmd(cmd, modelPath, mmproj, tokPath, imageFile, prompts, gens, pgs, cfg, mode, !noWarm, seed, asJSON, cpuProfile)
-			}
-			if modelPath, err = resolveArtifact(modelPath, cmd.ErrOrStderr()); err != nil {
-				return err
 			}
 			var tests []bench.Test
 			if !dec.active() {
@@ -69,6 +65,10 @@ image out counts as the first repetition).`,
 					return err
 				}
 			}
+			art, err := benchArtifact(modelPath, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
 			if cpuProfile != "" {
 				stop, err := bench.StartCPUProfile(cpuProfile)
 				if err != nil {
@@ -77,13 +77,9 @@ image out counts as the first repetition).`,
 				defer stop()
 			}
 			if dec.active() {
-				return dec.run(cmd, modelPath, cfg.Threads, append(gens, 128)[0], cfg.Repetitions, asJSON)
+				return dec.run(cmd, art, cfg.Threads, append(gens, 128)[0], cfg.Repetitions, asJSON)
 			}
 			cfg.Tests, cfg.Mode, cfg.Warmup, cfg.Seed = tests, mode, !noWarm, seed
-			art, err := benchArtifact(modelPath, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
 			rep, err := bench.RunArtifact(art, cfg)
 			if err != nil {
 				return err
@@ -117,10 +113,14 @@ image out counts as the first repetition).`,
 }
 
 // benchArtifact gives the artifact to measure: an .aot as it is, else the
-// model (a path or a Hub repository) compiled into the cache with run's
-// default options, so bench and run share it.
-func benchArtifact(arg string, stderr io.Writer) (string, error) {
-	path, err := resolveModelArg(arg, stderr)
+// model (a path, a Hub repository, or the demo model when none is named)
+// compiled into the cache with run's default options, so bench and run
+// share it.
+func benchArtifact(flag string, stderr io.Writer) (string, error) {
+	path, err := resolveModel(flag, stderr)
+	if err == nil {
+		path, err = resolveModelArg(path, stderr)
+	}
 	if err != nil {
 		return "", err
 	}

@@ -74,7 +74,7 @@ func (b *benchDecodingFlags) run(cmd *cobra.Command, path string, threads, n, re
 		return err
 	}
 	defer s.Close()
-	st, err := b.strategy(m, threads, s.Context())
+	st, err := b.strategy(m, threads, s.Context(), false)
 	if err != nil {
 		return err
 	}

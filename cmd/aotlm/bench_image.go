@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm/internal/bench"
-	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/visionload"
 )
 
@@ -44,19 +43,9 @@ func benchImageCmd(cmd *cobra.Command, modelPath, mmproj, tokPath, file string, 
 	if err != nil {
 		return err
 	}
-	data, err := visionload.ReadImage(file)
-	if err != nil {
-		return err
-	}
-	opts := load.CompileDefaults()
-	opts.Tokenizer, opts.MMProj = tokPath, mmproj
-	art, err := load.Cached(path, opts, cmd.ErrOrStderr())
-	if err != nil {
-		return err
-	}
-	rep, err := visionload.Bench(visionload.BenchConfig{Artifact: art, Path: path, MMProj: mmproj, Image: file, Data: data, Warm: warm, Bench: cfg})
+	rep, err := visionload.BenchModel(path, mmproj, tokPath, file, warm, cfg, cmd.ErrOrStderr())
 	if errors.Is(err, visionload.ErrNoEncoder) {
-		return fmt.Errorf("bench: --image needs a vision-language model: an artifact with a vision plan, a SmolVLM or Qwen2-VL folder, or a text GGUF with --mmproj; %s is none of them", modelPath)
+		return fmt.Errorf("bench: --image needs a vision-language model: an artifact with a vision plan, a vision-language folder (Hugging Face layout), or a text GGUF with --mmproj; %s is none of them", modelPath)
 	}
 	if err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strings"
 	"time"
 
@@ -15,21 +14,19 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
-	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/progress"
 	"github.com/aotlm/aotlm/internal/visionload"
 )
 
 func newChatCmd() *cobra.Command {
 	var (
-		modelPath, tokPath, system, templatePath, mode, kv string
-		mmproj                                             string
-		n, threads, ctx, arLen                             int
-		hugePages                                          bool
-		p                                                  aotlm.Sampling
-		seed                                               int64
-		asJSON, noCompile                                  bool
-		stops                                              []string
+		mf             *modelFlags
+		system, mmproj string
+		n              int
+		p              aotlm.Sampling
+		seed           int64
+		asJSON         bool
+		stops          []string
 	)
 	cmd := &cobra.Command{
 		Use:   "chat [-m MODEL]",
@@ -53,33 +50,20 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
   printf 'Hi\nTell me a story\n' | aotlm chat -m model.aot --temp 0 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var err error
-			if modelPath, err = resolveModel(modelPath, cmd.ErrOrStderr()); err != nil {
-				return err
-			}
-			if modelPath, err = resolveModelArg(modelPath, cmd.ErrOrStderr()); err != nil {
-				return err
-			}
 			if seed >= 0 {
 				p.Seed = uint64(seed)
 			} else {
 				p.Seed = randomSeed()
 			}
-			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, HugePages: hugePages, NoCompile: noCompile,
-				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv}, Log: cmd.ErrOrStderr()})
+			m, err := mf.open(cmd.ErrOrStderr(), cmd.ErrOrStderr(), compile.Options{})
 			if err != nil {
 				return err
 			}
 			defer m.Close()
-			if templatePath != "" {
-				if err := load.SetChatTemplate(m, templatePath); err != nil {
-					return err
-				}
-			}
 			p = applyGenerationDefaults(cmd, p, m.GenerationDefaults())
-			opts := aotlm.ChatOptions{System: system, Context: min(ctx, m.Info().Context)}
+			opts := aotlm.ChatOptions{System: system, Context: min(mf.ctx, m.Info().Context)}
 			var images *visionload.ChatImages
-			if p, err := openPrompter(modelPath, mmproj, m, threads); err != nil {
+			if p, err := openPrompter(mf.path, mmproj, m, mf.threads); err != nil {
 				return err
 			} else if p != nil {
 				images = p.Chat()
@@ -87,25 +71,16 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 			}
 			c, err := m.NewChat(opts)
 			if err != nil {
-				return fmt.Errorf("%s: %w (pass --chat-template <file>)", modelPath, err)
+				return fmt.Errorf("%s: %w (pass --chat-template <file>)", mf.path, err)
 			}
 			defer c.Close()
 			return chatLoop(cmd, c, aotlm.Request{MaxTokens: n, Sampling: p, Stop: stops}, asJSON, images)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&modelPath, "model", "m", "", "model file or folder (default: the built-in demo model, which needs --chat-template)")
-	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for checkpoints without one")
+	mf = addModelFlags(f, "model file, folder or Hub repository org/name[:QUANT] (default: the built-in demo model, which needs --chat-template)")
 	f.StringVar(&system, "system", "", "system prompt")
-	f.StringVar(&templatePath, "chat-template", "", "a chat template (.jinja, tokenizer_config.json or GGUF) replacing the model's")
-	f.StringVar(&mode, "mode", "hybrid", "prefill: hybrid (AR-N passes) or kv (one token at a time)")
-	f.BoolVar(&noCompile, "no-compile", false, "run an uncompiled model through the graph interpreter")
-	f.IntVar(&arLen, "ar-len", load.ARLen, "prompt pass length when compiling")
-	f.StringVar(&kv, "kv", load.KV, "KV cache storage when compiling: f32, f16 or u8")
 	f.IntVarP(&n, "n-predict", "n", 512, "most tokens of one reply (-1: until the end of turn or a full context)")
-	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
-	f.BoolVar(&hugePages, "hugepages", false, hugePagesUsage)
-	f.IntVarP(&ctx, "ctx", "c", load.Ctx, "context length (capped at the model's)")
 	addSamplingFlags(f, &p, &seed)
 	f.StringArrayVar(&stops, "stop", nil, "a string that ends a reply (repeatable)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object per turn instead of streaming text")
@@ -115,16 +90,10 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 
 // chatTurn is what `chat --json` prints for each turn.
 type chatTurn struct {
-	Turn        int     `json:"turn"`
-	PromptIDs   []int   `json:"prompt_ids"`
-	IDs         []int   `json:"ids"`
-	Text        string  `json:"text"`
-	StopReason  string  `json:"stop_reason"`
-	Reused      int     `json:"reused"`
-	Dropped     int     `json:"dropped"`
-	TTFTMs      float64 `json:"ttft_ms"`
-	PrefillTokS float64 `json:"prefill_tok_s"`
-	DecodeTokS  float64 `json:"decode_tok_s"`
+	Turn int `json:"turn"`
+	runReport
+	Reused  int `json:"reused"`
+	Dropped int `json:"dropped"`
 }
 
 // chatLoop reads turns and commands from the command's input until its
@@ -197,9 +166,7 @@ func chatLoop(cmd *cobra.Command, c *aotlm.Chat, req aotlm.Request, asJSON bool,
 			fmt.Fprintf(errw, "(the context is full: left out the %d oldest messages)\n", res.Dropped)
 		}
 		if asJSON {
-			if err := json.NewEncoder(out).Encode(chatTurn{Turn: turn, PromptIDs: res.PromptIDs, IDs: res.IDs, Text: res.Text,
-				StopReason: res.StopReason, Reused: res.Reused, Dropped: res.Dropped,
-				TTFTMs: float64(res.TTFT.Microseconds()) / 1000, PrefillTokS: res.PrefillTokS(), DecodeTokS: res.DecodeTokS()}); err != nil {
+			if err := json.NewEncoder(out).Encode(chatTurn{Turn: turn, runReport: reportOf(res.Result, req.Sampling.Seed), Reused: res.Reused, Dropped: res.Dropped}); err != nil {
 				return err
 			}
 			continue

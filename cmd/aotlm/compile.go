@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -96,7 +94,7 @@ image is resized into the smallest size that holds it (docs/usage.md).`,
 			if arLen < 1 {
 				return fmt.Errorf("compile: --ar-len %d must be at least 1", arLen)
 			}
-			float, err := floatActivations(acts)
+			float, err := load.FloatActivations(acts)
 			if err != nil {
 				return fmt.Errorf("compile: %w", err)
 			}
@@ -110,10 +108,10 @@ image is resized into the smallest size that holds it (docs/usage.md).`,
 			if jobs < 0 {
 				return fmt.Errorf("compile: --jobs %d: want 0 (one per CPU) or more", jobs)
 			}
-			if err := checkGGUFWeights(ggufWeights); err != nil {
+			if err := load.CheckGGUFWeights(ggufWeights); err != nil {
 				return fmt.Errorf("compile: %w", err)
 			}
-			la, err := lookaheadARLen(lookahead)
+			la, err := load.LookaheadARLen(lookahead)
 			if err != nil {
 				return fmt.Errorf("compile: %w", err)
 			}
@@ -170,24 +168,5 @@ const visionWeightsHelp = "how a vision encoder stores its matrices: f16 (binary
 // ggufWeightsHelp documents --gguf-weights of compile and run.
 const ggufWeightsHelp = "a GGUF file's quantized weights: native (kept 4-bit where exact, else requantized to 8-bit) or f32 (decoded exactly)"
 
-// checkGGUFWeights checks a --gguf-weights value.
-func checkGGUFWeights(v string) error {
-	if !slices.Contains(compile.GGUFWeightModes, v) {
-		return fmt.Errorf("--gguf-weights %q: want %s", v, strings.Join(compile.GGUFWeightModes, " or "))
-	}
-	return nil
-}
-
 // activationsHelp documents --activations of compile and run.
 const activationsHelp = "activations of quantized linears: int8 (packed weights, fast) or float (exact, slow)"
-
-// floatActivations parses an --activations value.
-func floatActivations(v string) (bool, error) {
-	switch v {
-	case "int8":
-		return false, nil
-	case "float":
-		return true, nil
-	}
-	return false, fmt.Errorf("--activations %q: want int8 or float", v)
-}

@@ -1,9 +1,8 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -71,10 +70,14 @@ func (v *modeValue) Set(s string) error {
 }
 
 // strategy returns the strategy the flags ask for (nil: plain decoding),
-// opening the draft model with the target's threads and context.
-func (d *decodingFlags) strategy(m *aotlm.Model, threads, ctx int) (*aotlm.Strategy, error) {
+// opening the draft model with the target's threads and context; a
+// prompt with images decodes plainly.
+func (d *decodingFlags) strategy(m *aotlm.Model, threads, ctx int, withImages bool) (*aotlm.Strategy, error) {
 	if d.draft != "" && d.mode != "" {
 		return nil, fmt.Errorf("--draft and --mode %s: choose one strategy", d.mode)
+	}
+	if withImages && (d.draft != "" || d.mode != "") {
+		return nil, errors.New("--image decodes one token per pass: drop --draft and --mode lookahead|lookup")
 	}
 	adapt := aotlm.Adapt{Off: d.noAdapt}
 	o := load.StrategyOptions{Corpus: d.corpus, Draft: d.draft, Threads: threads, Ctx: ctx,
@@ -91,54 +94,4 @@ func (d *decodingFlags) strategy(m *aotlm.Model, threads, ctx int) (*aotlm.Strat
 }
 
 // close releases the draft model.
-func (d *decodingFlags) close() {
-	if d.draftModel != nil {
-		d.draftModel.Close()
-	}
-}
-
-// lookaheadARLen parses compile's --lookahead N,W,G into the AR length of
-// its pass, (W+G)(N-1) rounded up to a power of two (0 for "").
-func lookaheadARLen(spec string) (int, error) {
-	if spec == "" {
-		return 0, nil
-	}
-	parts := strings.Split(spec, ",")
-	var v [3]int
-	if len(parts) != 3 {
-		return 0, fmt.Errorf("--lookahead %q is not N,W,G (such as 3,5,3)", spec)
-	}
-	for i, p := range parts {
-		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil {
-			return 0, fmt.Errorf("--lookahead %q is not N,W,G (such as 3,5,3)", spec)
-		}
-		v[i] = n
-	}
-	l := aotlm.LookaheadOptions{N: v[0], W: v[1], G: v[2]}
-	if _, err := aotlm.Lookahead(l); err != nil {
-		return 0, fmt.Errorf("--%w", err)
-	}
-	n := 1
-	for n < l.Rows() {
-		n *= 2
-	}
-	return n, nil
-}
-
-// decodingStats is a strategy's report in run --json.
-type decodingStats struct {
-	aotlm.DecodingStats
-	TokensPerPass  float64 `json:"tokens_per_pass"`
-	AcceptanceRate float64 `json:"acceptance_rate"`
-	// Speedup is the measured time per token of plain passes over that of
-	// guessing ones (0 when not both were timed: see --no-adapt).
-	Speedup float64 `json:"speedup"`
-}
-
-func decodingReport(s *aotlm.DecodingStats) *decodingStats {
-	if s == nil {
-		return nil
-	}
-	return &decodingStats{DecodingStats: *s, TokensPerPass: s.TokensPerPass(), AcceptanceRate: s.AcceptanceRate(), Speedup: s.Speedup()}
-}
+func (d *decodingFlags) close() { d.draftModel.Close() }

@@ -26,20 +26,6 @@ func resolveModel(flag string, stderr io.Writer) (string, error) {
 	return path, nil
 }
 
-// resolveArtifact is resolveModel for commands that need a compiled
-// artifact: without flag, the demo model is compiled into the cache (once)
-// with run's default options, so run and bench share the artifact.
-func resolveArtifact(flag string, stderr io.Writer) (string, error) {
-	if flag != "" {
-		return flag, nil
-	}
-	path, err := resolveModel(flag, stderr)
-	if err != nil {
-		return "", err
-	}
-	return load.Cached(path, load.CompileDefaults(), nil)
-}
-
 // lineTracker passes writes through and remembers whether the output ends
 // in the middle of a line, so a status line written to another stream
 // (stderr) can start on a line of its own.

@@ -8,22 +8,15 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// checkRunFlags validates run's numeric flags before any model is read;
-// ctx 0 becomes "the model's trained context" (a larger value is capped at
-// it), as in llama.cpp.
-func checkRunFlags(n int, ctx *int, repeatLastN int, seed int64, p aotlm.Sampling) error {
+// checkRunFlags validates run's numeric flags before any model is read.
+func checkRunFlags(n int, repeatLastN int, seed int64, p aotlm.Sampling) error {
 	switch {
 	case n < -1:
 		return fmt.Errorf("-n %d: want a number of tokens, 0 (only read the prompt) or -1 (until EOS or a full context)", n)
-	case *ctx < 0:
-		return fmt.Errorf("--ctx %d: want a number of positions, or 0 for the model's trained context", *ctx)
 	case repeatLastN < -1:
 		return fmt.Errorf("--repeat-last-n %d: want a number of tokens, or -1 for the whole context", repeatLastN)
 	case seed < -1:
 		return fmt.Errorf("--seed %d: want a number >= 0, or -1 for a random seed", seed)
-	}
-	if *ctx == 0 {
-		*ctx = 1 << 30
 	}
 	q := p
 	q.RepeatLastN = max(q.RepeatLastN, 0)

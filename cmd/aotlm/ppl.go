@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/score"
 )
 
@@ -78,7 +79,7 @@ quantized folder (aotlm quantize) and the phases are:
 				if err != nil {
 					return err
 				}
-				if _, err := floatActivations(acts); err != nil {
+				if _, err := load.FloatActivations(acts); err != nil {
 					return err
 				}
 				return runPhases(cmd.OutOrStdout(), score.PhaseOptions{Model: modelPath, Float: floatPath, Artifact: artifact,

@@ -2,15 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/aotlm/aotlm/internal/limits"
-	"github.com/aotlm/aotlm/internal/output"
 	"github.com/aotlm/aotlm/internal/progress"
 	"github.com/aotlm/aotlm/internal/recipe"
 )
@@ -84,29 +81,23 @@ sensitive linears over large ones.`,
 				return fmt.Errorf("--auto needs --report-sensitivity TEXT (the text to measure on), --max-size and -o DIR")
 			}
 			if sensData != "" {
-				text, err := limits.ReadFile(sensData, "sensitivity text", limits.MaxTextFile)
-				if err != nil {
-					return fmt.Errorf("--report-sensitivity: %w", err)
+				o := recipe.SensitivityRun{File: sensData, Tokenizer: tokPath, Ctx: sensCtx, Chunks: sensChunks, Threads: threads, PerBit: autoOrder == "kl-per-bit"}
+				if auto {
+					o.MaxSize = maxSize
 				}
-				rows, base, err := recipe.Sensitivity(args[0], rcp, string(text), tokPath, sensCtx, sensChunks, threads)
-				if err != nil {
+				rep, err := recipe.RunSensitivity(args[0], rcp, o)
+				switch {
+				case err != nil:
+					return err
+				case !auto && asJSON:
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
+				case !auto:
+					return recipe.WriteSensitivity(cmd.OutOrStdout(), rep.Rows, rep.FloatPPL)
+				}
+				rcp = *rep.Recipe
+				if err := rep.WriteAuto(cmd.ErrOrStderr()); err != nil {
 					return err
 				}
-				if !auto {
-					if asJSON {
-						return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"float_ppl": base, "tensors": rows})
-					}
-					recipe.WriteSensitivity(cmd.OutOrStdout(), rows, base)
-					return nil
-				}
-				var est float64
-				var kept []string
-				if rcp, est, kept, err = recipe.AutoWithin(args[0], rcp, rows, maxSize, autoOrder == "kl-per-bit"); err != nil {
-					return err
-				}
-				rj, _ := json.Marshal(rcp)
-				fmt.Fprintf(cmd.ErrOrStderr(), "auto: %d linears kept at w8 (%s), estimated %.2f bits per weight; recipe:\n%s\n",
-					len(kept), strings.Join(kept, ", "), est, rj)
 			}
 			if out == "" {
 				return fmt.Errorf("no output folder: pass -o DIR")
@@ -122,9 +113,6 @@ sensitive linears over large ones.`,
 			rep, err := recipe.Quantize(src, out, recipe.QuantizeOptions{Recipe: rcp, LPBQReference: lpbqReference, Tokenizer: tokPath,
 				FallbackW8: fallbackW8, Force: force, Jobs: jobs, Progress: bar.Update,
 				Calib: recipe.CalibOptions{File: calibFile, Samples: calibSamples, Len: calibLen, Threads: threads}})
-			if errors.Is(err, output.ErrExists) {
-				return fmt.Errorf("%w (pass --force to replace it)", err)
-			}
 			if err != nil {
 				return withForceHint(err)
 			}

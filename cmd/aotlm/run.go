@@ -2,9 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,24 +14,22 @@ import (
 	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/progress"
+	"github.com/aotlm/aotlm/internal/visionload"
 )
 
 func newRunCmd() *cobra.Command {
 	var (
-		modelPath, tokPath, prompt, promptFile string
-		n, threads, ctx                        int
-		hugePages                              bool
-		p                                      aotlm.Sampling
-		seed                                   int64
-		asJSON, ignoreEOS, useChat, verify     bool
-		system, mode, kv, acts, ggufWeights    string
-		arLen                                  int
-		noCompile                              bool
-		stops                                  []string
-		templatePath                           string
-		quiet                                  bool
-		images                                 *imageFlags
-		dec                                    *decodingFlags
+		mf                                 *modelFlags
+		prompt, promptFile                 string
+		n                                  int
+		p                                  aotlm.Sampling
+		seed                               int64
+		asJSON, ignoreEOS, useChat, verify bool
+		system, acts, ggufWeights          string
+		stops                              []string
+		quiet                              bool
+		images                             *imageFlags
+		dec                                *decodingFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run [MODEL] [-m MODEL] -p PROMPT",
@@ -57,23 +55,16 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				if modelPath != "" {
-					return fmt.Errorf("two models: %q and -m %q", args[0], modelPath)
+				if mf.path != "" {
+					return fmt.Errorf("two models: %q and -m %q", args[0], mf.path)
 				}
-				modelPath = args[0]
+				mf.path = args[0]
 			}
 			note := cmd.ErrOrStderr()
 			if quiet {
 				note = io.Discard
 			}
-			var err error
-			if modelPath, err = resolveModel(modelPath, note); err != nil {
-				return err
-			}
-			if modelPath, err = resolveModelArg(modelPath, note); err != nil {
-				return err
-			}
-			if err := checkRunFlags(n, &ctx, p.RepeatLastN, seed, p); err != nil {
+			if err := checkRunFlags(n, p.RepeatLastN, seed, p); err != nil {
 				return err
 			}
 			if promptFile != "" {
@@ -88,69 +79,72 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 			} else {
 				p.Seed = uint64(seed)
 			}
-			if verify {
-				// the full checksum check, weights included, before running
-				if err := load.Verify(modelPath); err != nil {
-					return fmt.Errorf("--verify: %w", err)
-				}
-			}
-			float, err := floatActivations(acts)
+			float, err := load.FloatActivations(acts)
 			if err != nil {
 				return fmt.Errorf("run: %w", err)
 			}
-			if err := checkGGUFWeights(ggufWeights); err != nil {
+			if err := load.CheckGGUFWeights(ggufWeights); err != nil {
 				return fmt.Errorf("run: %w", err)
 			}
 			var log io.Writer
 			if progress.IsTerminal(cmd.ErrOrStderr()) && !quiet {
 				log = cmd.ErrOrStderr()
 			}
-			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, HugePages: hugePages, NoCompile: noCompile,
-				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv, FloatActivations: float, GGUFWeights: ggufWeights,
-					MMProj: images.mmproj, VisionWeights: images.visionWeights, VisionBuckets: images.visionBuckets}, Log: log})
+			m, err := mf.open(note, log, compile.Options{FloatActivations: float, GGUFWeights: ggufWeights,
+				MMProj: images.mmproj, VisionWeights: images.visionWeights, VisionBuckets: images.visionBuckets})
 			if err != nil {
 				return err
 			}
 			defer m.Close()
-			if m.Tokenizer() == nil {
-				return fmt.Errorf("%s has no tokenizer: pass --tokenizer <file>", modelPath)
+			if verify {
+				// the full checksum check, weights included, before running
+				if err := load.Verify(mf.path); err != nil {
+					return fmt.Errorf("--verify: %w", err)
+				}
 			}
-			if templatePath != "" {
-				if err := load.SetChatTemplate(m, templatePath); err != nil {
+			if m.Tokenizer() == nil {
+				return fmt.Errorf("%s has no tokenizer: pass --tokenizer <file>", mf.path)
+			}
+			p = applyGenerationDefaults(cmd, p, m.GenerationDefaults())
+			req := aotlm.Request{Prompt: prompt, MaxTokens: n, PromptOnly: n == 0, Sampling: p, IgnoreEOS: ignoreEOS, Stop: stops}
+			gen, vis, err := images.encode(m, mf.path, mf.threads, &req)
+			if err != nil {
+				return err
+			}
+			defer vis.Close()
+			if useChat {
+				if err := load.ChatPrompt(&req, system, m); err != nil {
 					return err
 				}
 			}
-			p = applyGenerationDefaults(cmd, p, m.GenerationDefaults())
-			if len(images.files) > 0 {
-				return runWithImages(cmd, m, imageRun{modelPath: modelPath, prompt: prompt, system: system, images: *images, ctx: ctx, threads: threads, useChat: useChat, asJSON: asJSON,
-					req: aotlm.Request{MaxTokens: n, Sampling: p, IgnoreEOS: ignoreEOS, Stop: stops}})
+			if vis != nil {
+				req.IDs, err = vis.IDs(req.Prompt, req.Raw)
+			} else {
+				req.IDs, err = m.Encode(req.Prompt, req.Raw)
 			}
-			s, err := m.NewSession(min(ctx, m.Info().Context))
+			if err != nil {
+				return err
+			}
+			s, err := gen.NewSession(min(mf.ctx, m.Info().Context))
+			if errors.Is(err, visionload.ErrPositionsNeedEngine) {
+				return fmt.Errorf("%w; drop --no-compile", err)
+			}
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			if p.RepeatLastN == -1 {
-				p.RepeatLastN = s.Context()
-			}
-			req := aotlm.Request{Prompt: prompt, MaxTokens: n, PromptOnly: n == 0, Sampling: p, IgnoreEOS: ignoreEOS, Stop: stops}
-			if useChat {
-				if err := chatPrompt(&req, system, m); err != nil {
-					return err
-				}
+			if req.Sampling.RepeatLastN == -1 {
+				req.Sampling.RepeatLastN = s.Context()
 			}
 			// refuse before anything is echoed
-			if err := p.Validate(); err != nil {
-				return err
-			}
-			if req.IDs, err = m.Encode(req.Prompt, req.Raw); err != nil {
+			if err := req.Sampling.Validate(); err != nil {
 				return err
 			}
 			if len(req.IDs) > s.Context() {
 				return fmt.Errorf("%w: %d prompt tokens, context %d", aotlm.ErrPromptTooLong, len(req.IDs), s.Context())
 			}
 			defer dec.close()
-			if req.Strategy, err = dec.strategy(m, threads, s.Context()); err != nil {
+			if req.Strategy, err = dec.strategy(m, mf.threads, s.Context(), vis != nil); err != nil {
 				return err
 			}
 			out := &lineTracker{w: cmd.OutOrStdout()}
@@ -173,13 +167,18 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 			if err != nil {
 				return err
 			}
-			rep := runReport{PromptIDs: res.PromptIDs, IDs: res.IDs, Text: res.Text, StopReason: res.StopReason,
-				TTFTMs: float64(res.TTFT.Microseconds()) / 1000, PrefillTokS: res.PrefillTokS(), DecodeTokS: res.DecodeTokS(), Seed: p.Seed, Decoding: decodingReport(res.Decoding)}
+			rep := reportOf(res, p.Seed)
+			if vis != nil {
+				rep.Images, rep.ImageEncodeMs = vis.Len(), float64(vis.EncodeTime.Microseconds())/1000
+			}
 			if asJSON {
 				return json.NewEncoder(out).Encode(rep)
 			}
 			if quiet {
 				return nil
+			}
+			if vis != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d images encoded in %.1f ms; ", rep.Images, rep.ImageEncodeMs)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "prompt %d tokens, %.1f tok/s; generated %d tokens, %.1f tok/s; first token after %.1f ms (%s)\n",
 				len(rep.PromptIDs), rep.PrefillTokS, len(rep.IDs), rep.DecodeTokS, rep.TTFTMs, rep.StopReason)
@@ -190,20 +189,12 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&modelPath, "model", "m", "", "model file, folder or Hub repository org/name[:QUANT] (or the argument; default: the built-in demo model)")
-	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for checkpoints without one")
-	f.StringVar(&mode, "mode", "hybrid", "prefill of a compiled artifact: hybrid (AR-N passes) or kv (one token at a time)")
-	f.BoolVar(&noCompile, "no-compile", false, "run an uncompiled model through the graph interpreter instead of compiling it into the cache")
-	f.IntVar(&arLen, "ar-len", load.ARLen, "prompt pass length when compiling")
-	f.StringVar(&kv, "kv", load.KV, "KV cache storage when compiling: f32, f16 or u8")
+	mf = addModelFlags(f, "model file, folder or Hub repository org/name[:QUANT] (or the argument; default: the built-in demo model)")
 	f.StringVar(&acts, "activations", "int8", activationsHelp)
 	f.StringVar(&ggufWeights, "gguf-weights", compile.GGUFNative, ggufWeightsHelp)
 	f.StringVarP(&prompt, "prompt", "p", "", "prompt text")
 	f.StringVarP(&promptFile, "file", "f", "", "read the prompt from a file")
 	f.IntVarP(&n, "n-predict", "n", 128, "number of tokens to generate (-1: until EOS or the context is full)")
-	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
-	f.BoolVar(&hugePages, "hugepages", false, hugePagesUsage)
-	f.IntVarP(&ctx, "ctx", "c", load.Ctx, "context length (capped at the model's)")
 	addSamplingFlags(f, &p, &seed)
 	f.BoolVar(&asJSON, "json", false, "print one JSON object instead of streaming text")
 	f.BoolVar(&useChat, "chat", false, "wrap the prompt as a user turn in the model's chat template")
@@ -212,7 +203,6 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 	f.BoolVar(&ignoreEOS, "ignore-eos", false, "keep generating past the end-of-sequence token")
 	f.StringArrayVar(&stops, "stop", nil, "a string that ends generation (repeatable)")
 	images = addImageFlags(f)
-	f.StringVar(&templatePath, "chat-template", "", "a chat template (.jinja, tokenizer_config.json or GGUF) replacing the model's, with --chat")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print the generated text only: no notes, no statistics")
 	dec = addDecodingFlags(cmd)
 	return cmd
@@ -229,28 +219,16 @@ type runReport struct {
 	DecodeTokS  float64 `json:"decode_tok_s"`
 	Seed        uint64  `json:"seed"`
 	// Decoding reports a strategy's passes (absent for plain decoding).
-	Decoding *decodingStats `json:"decoding,omitempty"`
+	Decoding *aotlm.DecodingStats `json:"decoding,omitempty"`
+	// Images and ImageEncodeMs report --image (absent without).
+	Images        int     `json:"images,omitempty"`
+	ImageEncodeMs float64 `json:"image_encode_ms,omitempty"`
 }
 
-// chatPrompt renders the prompt as one user turn (after an optional system
-// turn) with the model's chat template, and stops at the template's end
-// of turn.
-func chatPrompt(req *aotlm.Request, system string, m *aotlm.Model) error {
-	if !m.HasChatTemplate() {
-		return fmt.Errorf("%w: pass --chat-template <file>", aotlm.ErrNoChatTemplate)
-	}
-	var msgs []aotlm.Message
-	if system != "" {
-		msgs = append(msgs, aotlm.Message{Role: "system", Content: system})
-	}
-	msgs = append(msgs, aotlm.Message{Role: "user", Content: req.Prompt})
-	text, err := m.RenderChat(msgs, aotlm.RenderOptions{})
-	if err != nil {
-		return err
-	}
-	req.Prompt, req.Raw = text, true
-	req.StopIDs = append(req.StopIDs, m.EndOfTurnIDs()...)
-	return nil
+// reportOf is the report of one generation.
+func reportOf(res *aotlm.Result, seed uint64) runReport {
+	return runReport{PromptIDs: res.PromptIDs, IDs: res.IDs, Text: res.Text, StopReason: res.StopReason, Seed: seed, Decoding: res.Decoding,
+		TTFTMs: float64(res.TTFT.Microseconds()) / 1000, PrefillTokS: res.PrefillTokS(), DecodeTokS: res.DecodeTokS()}
 }
 
 // applyGenerationDefaults uses the model's own generation defaults (its

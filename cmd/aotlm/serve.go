@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,18 +13,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm/internal/compile"
-	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/serve"
 )
 
 func newServeCmd() *cobra.Command {
 	var (
-		modelPath, tokPath, host, apiKey, templatePath, mode, kv, name string
-		mmproj                                                         string
-		allowLocalImages                                               bool
-		port, parallel, queue, ctx, threads, arLen                     int
-		hugePages                                                      bool
-		maxBody                                                        int64
+		mf                         *modelFlags
+		host, apiKey, name, mmproj string
+		allowLocalImages           bool
+		port, parallel, queue      int
+		maxBody                    int64
 	)
 	cmd := &cobra.Command{
 		Use:   "serve -m MODEL",
@@ -51,32 +48,22 @@ with --allow-local-images.`,
     -d '{"messages": [{"role": "user", "content": "Hello"}]}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkServeFlags(port, parallel, queue, &ctx, threads, maxBody); err != nil {
+			if err := checkServeFlags(port, parallel, queue, maxBody); err != nil {
 				return err
 			}
-			var err error
 			log := cmd.ErrOrStderr()
-			if modelPath, err = resolveModel(modelPath, log); err != nil {
-				return err
-			}
-			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, HugePages: hugePages,
-				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv}, Log: log})
+			m, err := mf.open(log, log, compile.Options{})
 			if err != nil {
 				return err
 			}
 			defer m.Close()
-			if templatePath != "" {
-				if err := load.SetChatTemplate(m, templatePath); err != nil {
-					return err
-				}
-			}
 			if name == "" {
 				// the name the user gave, not the compile cache's file
-				name = filepath.Base(strings.TrimRight(modelPath, "/"))
+				name = filepath.Base(strings.TrimRight(mf.path, "/"))
 			}
-			opts := serve.Options{Parallel: parallel, Queue: queue, Context: min(ctx, m.Info().Context),
+			opts := serve.Options{Parallel: parallel, Queue: queue, Context: min(mf.ctx, m.Info().Context),
 				APIKey: apiKey, MaxBodyBytes: maxBody, ModelID: name, AllowLocalImages: allowLocalImages}
-			if p, err := openPrompter(modelPath, mmproj, m, threads); err != nil {
+			if p, err := openPrompter(mf.path, mmproj, m, mf.threads); err != nil {
 				return err
 			} else if p != nil {
 				opts.Images = servePrompts{p}
@@ -97,30 +84,22 @@ with --allow-local-images.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&modelPath, "model", "m", "", "model: a compiled artifact (.aot) or a checkpoint (default: the built-in demo model)")
-	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for checkpoints without one")
+	mf = addModelFlags(f, "model: a compiled artifact (.aot), a checkpoint or a Hub repository org/name[:QUANT] (default: the built-in demo model)")
 	f.StringVar(&host, "host", "127.0.0.1", "address to listen on (0.0.0.0: every interface)")
 	f.IntVar(&port, "port", 8080, "port to listen on (0: any free port)")
 	f.IntVar(&parallel, "parallel", 1, "requests that generate at once, each on its own session")
 	f.IntVar(&queue, "queue", 0, "requests that may wait for a session beyond --parallel (0: 4 per session, -1: none)")
-	f.IntVarP(&ctx, "ctx", "c", load.Ctx, "context of each session (capped at the model's)")
-	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads, shared by the sessions")
-	f.BoolVar(&hugePages, "hugepages", false, hugePagesUsage)
-	f.StringVar(&mode, "mode", "hybrid", "prefill: hybrid (AR-N passes) or kv (one token at a time)")
 	f.StringVar(&apiKey, "api-key", "", "require this Bearer token on API requests")
-	f.StringVar(&templatePath, "chat-template", "", "Jinja chat template file, replacing the model's")
 	f.StringVar(&name, "name", "", "the model's id in the API (default: the model's file or folder name)")
 	f.Int64Var(&maxBody, "max-body", 4<<20, "largest request body in bytes")
-	f.IntVar(&arLen, "ar-len", load.ARLen, "prompt pass length when compiling a checkpoint")
-	f.StringVar(&kv, "kv", load.KV, "KV cache storage when compiling a checkpoint: f32, f16 or u8")
 	f.StringVar(&mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m: chat messages may hold images")
 	f.BoolVar(&allowLocalImages, "allow-local-images", false, "let image parts name files of this machine (paths, file:// URLs), not only data: URLs")
 	return cmd
 }
 
 // checkServeFlags validates serve's numeric flags before the model is
-// read; ctx 0 becomes the model's context.
-func checkServeFlags(port, parallel, queue int, ctx *int, threads int, maxBody int64) error {
+// read.
+func checkServeFlags(port, parallel, queue int, maxBody int64) error {
 	switch {
 	case port < 0 || port > 65535:
 		return fmt.Errorf("--port %d: want 0 (any free port) to 65535", port)
@@ -128,15 +107,8 @@ func checkServeFlags(port, parallel, queue int, ctx *int, threads int, maxBody i
 		return fmt.Errorf("--parallel %d: want at least 1 session", parallel)
 	case queue < -1:
 		return fmt.Errorf("--queue %d: want a number of waiting requests, 0 for 4 per session or -1 for none", queue)
-	case *ctx < 0:
-		return fmt.Errorf("--ctx %d: want a number of positions, or 0 for the model's context", *ctx)
-	case threads < 1:
-		return fmt.Errorf("-t %d: want at least 1 thread", threads)
 	case maxBody < 1:
 		return fmt.Errorf("--max-body %d: want a number of bytes", maxBody)
-	}
-	if *ctx == 0 {
-		*ctx = 1 << 30
 	}
 	return nil
 }

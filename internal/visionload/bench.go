@@ -11,6 +11,7 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/bench"
+	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/vision"
 )
 
@@ -221,4 +222,22 @@ func (r *BenchReport) Write(w io.Writer) error {
 		return r.Bench.WriteTable(w)
 	}
 	return nil
+}
+
+// BenchModel is Bench for the model a user names: path (a folder, a GGUF
+// with mmproj, or an artifact) is compiled into the cache with the
+// defaults of run (tokenizer replacing a folder's own when given), and
+// the image file is read within the decoding limits; notes go to log.
+func BenchModel(path, mmproj, tokenizer, image string, warm bool, bc bench.Config, log io.Writer) (*BenchReport, error) {
+	data, err := ReadImage(image)
+	if err != nil {
+		return nil, err
+	}
+	opts := load.CompileDefaults()
+	opts.Tokenizer, opts.MMProj = tokenizer, mmproj
+	art, err := load.Cached(path, opts, log)
+	if err != nil {
+		return nil, err
+	}
+	return Bench(BenchConfig{Artifact: art, Path: path, MMProj: mmproj, Image: image, Data: data, Warm: warm, Bench: bc})
 }

@@ -53,8 +53,14 @@ type PromptImages struct {
 }
 
 // EncodeFiles decodes and encodes the image files with enc for a prompt
-// over the text model m.
-func EncodeFiles(m *aotlm.Model, enc *Encoder, files []string) (*PromptImages, error) {
+// over the text model m. The images own enc from then on: Close closes it,
+// and so does an error.
+func EncodeFiles(m *aotlm.Model, enc *Encoder, files []string) (_ *PromptImages, err error) {
+	defer func() {
+		if err != nil {
+			enc.Close()
+		}
+	}()
 	imageID, err := enc.ImageTokenID(pieceOf(m))
 	if err != nil {
 		return nil, err
@@ -78,6 +84,13 @@ func EncodeFiles(m *aotlm.Model, enc *Encoder, files []string) (*PromptImages, e
 
 // Len is the number of images.
 func (r *PromptImages) Len() int { return len(r.encoded) }
+
+// Close closes the images' encoder; it does nothing on nil.
+func (r *PromptImages) Close() {
+	if r != nil && r.enc != nil {
+		r.enc.Close()
+	}
+}
 
 // Mark puts one image marker per image before a prompt that holds none,
 // and refuses a prompt that holds another number of them.

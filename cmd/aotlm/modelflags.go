@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+
+	"github.com/spf13/pflag"
+
+	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/load"
+)
+
+// modelFlags are the flags of the commands that open a model to generate
+// with (run, chat, serve): which model, how it compiles into the cache,
+// and how it runs.
+type modelFlags struct {
+	path, tokenizer, mode, kv, template string
+	threads, ctx, arLen                 int
+	hugePages, noCompile                bool
+}
+
+// addModelFlags registers the flags; modelUsage is -m's help.
+func addModelFlags(f *pflag.FlagSet, modelUsage string) *modelFlags {
+	m := &modelFlags{}
+	f.StringVarP(&m.path, "model", "m", "", modelUsage)
+	f.StringVar(&m.tokenizer, "tokenizer", "", "tokenizer file or folder, for checkpoints without one")
+	f.StringVar(&m.mode, "mode", "hybrid", "prefill of a compiled artifact: hybrid (AR-N passes) or kv (one token at a time)")
+	f.BoolVar(&m.noCompile, "no-compile", false, "run an uncompiled model through the graph interpreter instead of compiling it into the cache")
+	f.IntVar(&m.arLen, "ar-len", load.ARLen, "prompt pass length when compiling")
+	f.StringVar(&m.kv, "kv", load.KV, "KV cache storage when compiling: f32, f16 or u8")
+	f.IntVarP(&m.threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
+	f.BoolVar(&m.hugePages, "hugepages", false, hugePagesUsage)
+	f.IntVarP(&m.ctx, "ctx", "c", load.Ctx, "context length (capped at the model's)")
+	f.StringVar(&m.template, "chat-template", "", "a chat template (.jinja, tokenizer_config.json or GGUF) replacing the model's")
+	return m
+}
+
+// open resolves the model (the demo model when none is named, a Hub
+// reference pulled first) and opens it, compiling a checkpoint into the
+// cache with c's extra options; notes go to note, the compile progress
+// to log (nil: none). --ctx 0 means the model's trained context (a larger
+// value is capped at it), as in llama.cpp.
+func (mf *modelFlags) open(note, log io.Writer, c compile.Options) (*aotlm.Model, error) {
+	if mf.ctx < 0 {
+		return nil, fmt.Errorf("--ctx %d: want a number of positions, or 0 for the model's trained context", mf.ctx)
+	} else if mf.ctx == 0 {
+		mf.ctx = 1 << 30
+	}
+	var err error
+	if mf.path, err = resolveModel(mf.path, note); err != nil {
+		return nil, err
+	}
+	if mf.path, err = resolveModelArg(mf.path, note); err != nil {
+		return nil, err
+	}
+	c.ARLens, c.Ctx, c.ClampCtx, c.KV = []int{mf.arLen}, mf.ctx, true, mf.kv
+	m, err := load.Open(mf.path, load.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, Mode: mf.mode,
+		HugePages: mf.hugePages, NoCompile: mf.noCompile, Compile: c, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	if mf.template != "" {
+		if err := load.SetChatTemplate(m, mf.template); err != nil {
+			m.Close()
+			return nil, err
+		}
+	}
+	return m, nil
+}
