@@ -56,9 +56,6 @@ func (d *Draft) Start(t Target, history []int, smp *sample.Sampler) (Decoder, er
 	if d.DraftMax < 0 || d.DraftMin < 0 || d.PMin < 0 || d.PMin > 1 {
 		return nil, fmt.Errorf("draft: sizes %d, %d must be >= 0 and p-min %v in [0, 1]", d.DraftMax, d.DraftMin, d.PMin)
 	}
-	if t.Recurrent() {
-		return Plain(t, smp, d.Name(), "a recurrent target cannot take back rejected tokens: plain decoding"), nil
-	}
 	seq, err := d.NewSequence()
 	if err != nil {
 		return nil, fmt.Errorf("draft model: %w", err)

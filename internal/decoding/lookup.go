@@ -46,9 +46,6 @@ func (l *Lookup) Start(t Target, history []int, smp *sample.Sampler) (Decoder, e
 	if err := l.check(); err != nil {
 		return nil, err
 	}
-	if t.Recurrent() {
-		return Plain(t, smp, l.Name(), "a recurrent model takes no draft passes: plain decoding"), nil
-	}
 	d := &lookupDecoder{t: t, smp: smp, hist: append([]int(nil), history...), corpus: l.Corpus,
 		nmax: def(l.NgramMax, 3), nmin: def(l.NgramMin, 1), kmax: def(l.DraftMax, 8), kmin: def(l.DraftMin, 1),
 		ctl: newControl(l.Adaptive, memoryKey("lookup", t)), st: Stats{Strategy: l.Name()}}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/decoding"
@@ -160,22 +161,48 @@ func TestLosslessStories(t *testing.T) {
 	}
 }
 
-// TestRecurrentFallsBack: RWKV-7 (a small checkpoint of the RWKV-7 code
-// base; the family fixture folder holds no weights) cannot take tree passes nor drop
-// rejected rows, so every strategy decodes plainly, says so, and gives
-// the plain ids.
-func TestRecurrentFallsBack(t *testing.T) {
-	m := loadModel(t, testutil.Path(t, "rwkv/260123_reverse_L2_only_rwkv7.pth"))
-	e := compileKV(t, m, "f32", 16, 96)
-	p := prompts(m.Config.Vocab)[1]
-	want, _ := generate(t, e, engine.ModeHybrid, p, 20, nil, sample.Params{})
-	for name, st := range strategies(e, engine.ModeHybrid) {
-		got, stats := generate(t, e, engine.ModeHybrid, p, 20, st, sample.Params{})
-		if !slices.Equal(got, want) {
-			t.Fatalf("%s: ids differ from plain decoding", name)
-		}
-		if stats.Verify != 0 || stats.Note == "" {
-			t.Fatalf("%s: want plain decoding with a note, got %+v", name, stats)
+// TestRecurrentModels: a recurrent model takes only chain passes, so
+// lookahead (tree passes) decodes plainly and says so, while prompt
+// lookup and draft-model speculation verify their chains, the engine
+// replaying the kept rows when a pass is cut short, and give the plain
+// ids. RWKV-7 is a small checkpoint of the RWKV-7 code base (the family
+// fixture folder holds no weights); qwen35 (gated delta rule) and lfm2
+// (short convolutions) are the family fixtures.
+func TestRecurrentModels(t *testing.T) {
+	for _, path := range []string{"rwkv/260123_reverse_L2_only_rwkv7.pth", "arch/qwen35", "arch/lfm2"} {
+		m := loadModel(t, testutil.Path(t, path))
+		e := compileKV(t, m, "f32", 16, 96)
+		for _, mode := range []engine.Mode{engine.ModeHybrid, engine.ModeKV} {
+			t.Run(fmt.Sprintf("%s/%v", path, mode), func(t *testing.T) {
+				ps := prompts(m.Config.Vocab)
+				for name, st := range strategies(e, mode) {
+					var verified, accepted, rejected int
+					for pi, p := range ps {
+						want, _ := generate(t, e, mode, p, 24, nil, sample.Params{})
+						got, stats := generate(t, e, mode, p, 24, st, sample.Params{})
+						if !slices.Equal(got, want) {
+							t.Fatalf("%s, prompt %d: ids differ from plain greedy decoding\n got %v\nwant %v", name, pi, got, want)
+						}
+						verified += stats.Verify
+						accepted += stats.Accepted
+						rejected += stats.Drafted - stats.Accepted
+						if strings.HasPrefix(name, "lookahead") && (stats.Verify != 0 || stats.Note == "") {
+							t.Fatalf("%s: want plain decoding with a note, got %+v", name, stats)
+						}
+					}
+					if strings.HasPrefix(name, "lookahead") {
+						continue
+					}
+					if verified == 0 {
+						t.Errorf("%s: no verify pass: the strategy did not run", name)
+					}
+					// the draft model is the target, bent: its guesses are
+					// both kept and rejected, so passes are cut short
+					if name == "draft" && (accepted == 0 || rejected == 0) {
+						t.Errorf("%s: %d guesses kept, %d rejected: want both", name, accepted, rejected)
+					}
+				}
+			})
 		}
 	}
 }

@@ -234,9 +234,10 @@ func TestPassErrors(t *testing.T) {
 	}
 }
 
-// TestRecurrentPasses: RWKV-7 runs chain passes committed whole, and
-// refuses tree passes, partial commits and rewinds into its past beyond the
-// pass boundaries whose state it keeps.
+// TestRecurrentPasses: RWKV-7 runs chain passes; a pass committed in
+// part replays its kept rows (the state then equals a prefill of them);
+// tree passes and rewinds into its past beyond the pass boundaries whose
+// state it keeps are refused.
 func TestRecurrentPasses(t *testing.T) {
 	m := loadModel(t, testutil.Path(t, "rwkv/260123_reverse_L2_only_rwkv7.pth"))
 	e := compileKV(t, m, "f32")
@@ -251,8 +252,26 @@ func TestRecurrentPasses(t *testing.T) {
 	if _, err := s.Run(&engine.Pass{IDs: []int{4, 5}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Commit([]int{0}); err == nil || !strings.Contains(err.Error(), "whole") {
-		t.Errorf("partial commit: got %v", err)
+	if err := s.Commit([]int{0}); err != nil || s.Pos() != 4 {
+		t.Fatalf("partial commit: %v, position %d; want 4", err, s.Pos())
+	}
+	got, err := s.Decode(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := newSession(t, e, engine.SessionOptions{Threads: 1})
+	want, err := fresh.Prefill([]int{1, 2, 3, 4, 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := maxDiff(got, want); d > 1e-4 {
+		t.Errorf("after a partial commit, logits differ from a prefill of the kept ids by %.3g", d)
+	}
+	if err := s.Rewind(3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Run(&engine.Pass{IDs: []int{4, 5}}); err != nil {
+		t.Fatal(err)
 	}
 	if err := s.Commit([]int{0, 1}); err != nil {
 		t.Fatal(err)

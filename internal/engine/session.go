@@ -95,6 +95,9 @@ type Session struct {
 	// The last pass: its rows sit in cache slots pos..pos+pending-1 until
 	// Commit or the next pass.
 	pending int
+	// pendIDs are the pending pass's ids when a recurrent model can
+	// replay them (a pass of token rows only), else nil.
+	pendIDs []int
 	rowPos  []int // positions of its rows (room for the largest plan)
 	chain   bool  // rows at pos, pos+1, ... each seeing all earlier rows
 	mask    *Mask // when not chain
@@ -424,6 +427,10 @@ func (s *Session) Run(p *Pass) (Logits, error) {
 	s.embeds, s.ropePos = nil, nil
 	s.e.passMu.Unlock()
 	s.pending = T
+	s.pendIDs = s.pendIDs[:0]
+	if s.Recurrent() && p.Embeds == nil && p.Positions == nil {
+		s.pendIDs = append(s.pendIDs, p.IDs...)
+	}
 	if s.rotNext != nil {
 		shift := s.rotShift()
 		for i := range T {
@@ -527,6 +534,9 @@ func (s *Session) Commit(rows []int) error {
 		if len(rows) == s.pending {
 			s.rec.commit(s.pos + len(rows))
 		} else if err := s.rewindState(s.pos + len(rows)); err != nil {
+			if s.replayKept(len(rows)) {
+				return nil
+			}
 			return fmt.Errorf("engine: a recurrent model commits whole passes (%d rows), not %d: %w", s.pending, len(rows), err)
 		}
 	}
@@ -543,6 +553,22 @@ func (s *Session) Commit(rows []int) error {
 	s.pos += len(rows)
 	s.pending = 0
 	return nil
+}
+
+// replayKept commits the first n rows of a recurrent model's pending
+// chain pass whose state past them is not kept: it returns to the state
+// at the pass's start and runs those rows again as a chain pass. It
+// reports false, changing nothing, when the pass cannot be replayed (rows
+// of embeddings, or a single state set the pass overwrote).
+func (s *Session) replayKept(n int) bool {
+	if len(s.pendIDs) < n || !s.chain || !s.rec.restore(s.pos) {
+		return false
+	}
+	ids := s.pendIDs[:n]
+	s.pending, s.pendIDs = 0, s.pendIDs[n:n]
+	s.sel[0] = n - 1
+	s.runChain(s.program(n), ids, s.sel[:])
+	return true
 }
 
 // moveSlot copies cache slot from to slot to in every layer.
