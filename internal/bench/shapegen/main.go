@@ -33,6 +33,21 @@ type shape struct {
 	vocab                  int
 	theta                  float64
 	qkNorm                 bool
+	// deltaNet: a Qwen3.5 hybrid (gated DeltaNet layers, a gated
+	// full-attention layer every attnEvery layers).
+	deltaNet *deltaNetShape
+	// attnLayers: an LFM2 hybrid, these layers attention and the others
+	// short convolutions of convCache taps.
+	attnLayers []int
+	convCache  int
+}
+
+// deltaNetShape is a Qwen3.5 model's linear-attention dimensions.
+type deltaNetShape struct {
+	attnEvery, ropeDims  int
+	keyHeads, keyDim     int // the q and k heads and their width
+	valueHeads, valueDim int
+	convKernel           int
 }
 
 var shapes = map[string]shape{
@@ -45,10 +60,19 @@ var shapes = map[string]shape{
 	// fused ones, and plain RoPE instead of longrope; the tensor sizes that
 	// quantize and compile stream are the same.
 	"phi4-mini": {arch: "llama", hidden: 3072, layers: 32, ffn: 8192, heads: 24, kvHeads: 8, headDm: 128, vocab: 200064, theta: 1e4},
+	// Qwen3.5-0.8B: 24 layers, a gated full-attention layer (8 heads of
+	// 256, 2 KV heads, rotary on a quarter of each head) every fourth,
+	// gated DeltaNet layers of 16 key and 16 value heads of 128 between.
+	"qwen3.5-0.8b": {arch: "qwen35", hidden: 1024, layers: 24, ffn: 3584, heads: 8, kvHeads: 2, headDm: 256, vocab: 248320, theta: 1e7, qkNorm: true,
+		deltaNet: &deltaNetShape{attnEvery: 4, ropeDims: 64, keyHeads: 16, keyDim: 128, valueHeads: 16, valueDim: 128, convKernel: 4}},
+	// LFM2-1.2B: 16 layers, 6 of them attention (32 heads of 64, 8 KV
+	// heads), the others gated short convolutions of 3 taps.
+	"lfm2-1.2b": {arch: "lfm2", hidden: 2048, layers: 16, ffn: 8192, heads: 32, kvHeads: 8, headDm: 64, vocab: 65536, theta: 1e6, qkNorm: true,
+		attnLayers: []int{2, 5, 8, 10, 12, 14}, convCache: 3},
 }
 
 func main() {
-	name := flag.String("shape", "qwen3-0.6b", "model shape: smollm2-135m, qwen3-0.6b, llama3.2-1b, llama3.2-3b or phi4-mini")
+	name := flag.String("shape", "qwen3-0.6b", "model shape: smollm2-135m, qwen3-0.6b, llama3.2-1b, llama3.2-3b, phi4-mini, qwen3.5-0.8b or lfm2-1.2b")
 	out := flag.String("o", "", "output GGUF file")
 	seed := flag.Uint64("seed", 1, "random seed")
 	flag.Parse()
@@ -85,45 +109,8 @@ func write(path string, s shape, seed uint64) error {
 		}
 		return v
 	}
-	H, F, E := int64(s.hidden), int64(s.ffn), int64(s.headDm)
-	q, kv := int64(s.heads)*E, int64(s.kvHeads)*E
-	mat := func(name string, rows, cols int64) gguf.WriteTensor {
-		return gguf.WriteTensor{Name: name, DType: tensor.F16, Shape: []int64{rows, cols}, Data: randF16(int(rows * cols))}
-	}
-	ts := []gguf.WriteTensor{mat("token_embd.weight", int64(s.vocab), H),
-		{Name: "output_norm.weight", DType: tensor.F32, Shape: []int64{H}, Values: ones(s.hidden)}}
-	for l := 0; l < s.layers; l++ {
-		p := fmt.Sprintf("blk.%d.", l)
-		ts = append(ts,
-			gguf.WriteTensor{Name: p + "attn_norm.weight", DType: tensor.F32, Shape: []int64{H}, Values: ones(s.hidden)},
-			mat(p+"attn_q.weight", q, H), mat(p+"attn_k.weight", kv, H), mat(p+"attn_v.weight", kv, H),
-			mat(p+"attn_output.weight", H, q),
-			gguf.WriteTensor{Name: p + "ffn_norm.weight", DType: tensor.F32, Shape: []int64{H}, Values: ones(s.hidden)},
-			mat(p+"ffn_gate.weight", F, H), mat(p+"ffn_up.weight", F, H), mat(p+"ffn_down.weight", H, F))
-		if s.qkNorm {
-			ts = append(ts,
-				gguf.WriteTensor{Name: p + "attn_q_norm.weight", DType: tensor.F32, Shape: []int64{E}, Values: ones(s.headDm)},
-				gguf.WriteTensor{Name: p + "attn_k_norm.weight", DType: tensor.F32, Shape: []int64{E}, Values: ones(s.headDm)})
-		}
-	}
-	a := s.arch
-	kv2 := []gguf.KV{
-		{Key: "general.architecture", Value: a},
-		{Key: "general.name", Value: "random " + a},
-		{Key: a + ".block_count", Value: uint32(s.layers)},
-		{Key: a + ".context_length", Value: uint32(4096)},
-		{Key: a + ".embedding_length", Value: uint32(s.hidden)},
-		{Key: a + ".feed_forward_length", Value: uint32(s.ffn)},
-		{Key: a + ".attention.head_count", Value: uint32(s.heads)},
-		{Key: a + ".attention.head_count_kv", Value: uint32(s.kvHeads)},
-		{Key: a + ".attention.key_length", Value: uint32(s.headDm)},
-		{Key: a + ".attention.value_length", Value: uint32(s.headDm)},
-		{Key: a + ".rope.dimension_count", Value: uint32(s.headDm)},
-		{Key: a + ".rope.freq_base", Value: float32(s.theta)},
-		{Key: a + ".attention.layer_norm_rms_epsilon", Value: float32(1e-6)},
-		{Key: a + ".vocab_size", Value: uint32(s.vocab)},
-	}
-	kv2 = append(kv2, vocab(s.vocab)...)
+	g := &gen{randF16: randF16, ones: ones, s: s}
+	ts, kv2 := g.tensors(), g.metadata()
 
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".shapegen-*")
 	if err != nil {
