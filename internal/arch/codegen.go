@@ -218,10 +218,6 @@ func buildCodegen(c *Config, opts BuildOptions) (*graph.Graph, error) {
 	if !opts.AllLogits {
 		x = g.LastRow(x)
 	}
-	if opts.Hidden {
-		g.SetOutput(x)
-		return g, nil
-	}
 	head := "lm_head.weight"
 	if c.Tied {
 		head = "transformer.wte.weight"
