@@ -1,6 +1,14 @@
 package main
 
-import "testing"
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aotlm/aotlm/internal/testutil"
+)
 
 // TestLogitsCodegen2 runs `aotlm logits` on the codegen2 fixture (HF folder
 // only: llama.cpp has no CodeGen converter) from the folder and from an
@@ -12,4 +20,105 @@ import "testing"
 // activations, as for the other families.
 func TestLogitsCodegen2(t *testing.T) {
 	checkLogitsFamily(t, logitsFamily{name: "codegen2", tol: 2e-4})
+}
+
+// gpt2ByteRunes maps each byte to the rune GPT-2's byte-level vocabulary
+// writes it as: printable Latin-1 bytes stand for themselves, the others
+// take the runes from U+0100 on, in byte order.
+func gpt2ByteRunes() [256]rune {
+	var m [256]rune
+	next := rune(256)
+	for b := range 256 {
+		if (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE {
+			m[b] = rune(b)
+		} else {
+			m[b] = next
+			next++
+		}
+	}
+	return m
+}
+
+// writeGPT2Tokenizer writes vocab.json and merges.txt of a byte-level BPE
+// of vocab tokens into dir: the 256 bytes, merges of adjacent symbols of
+// text's words (each merge's parts already tokens), and <|endoftext|>
+// last.
+func writeGPT2Tokenizer(t *testing.T, dir string, vocab int, text string) {
+	t.Helper()
+	br := gpt2ByteRunes()
+	ids := map[string]int{}
+	for b := range 256 {
+		ids[string(br[b])] = b
+	}
+	var merges []string
+	for _, w := range strings.Fields(text) {
+		var syms []string
+		for _, b := range []byte(" " + w) {
+			syms = append(syms, string(br[b]))
+		}
+		for i := 0; i+1 < len(syms) && len(ids) < vocab-1; i++ {
+			tok := syms[i] + syms[i+1]
+			if _, ok := ids[tok]; ok {
+				continue
+			}
+			ids[tok] = len(ids)
+			merges = append(merges, syms[i]+" "+syms[i+1])
+		}
+	}
+	if len(ids) != vocab-1 {
+		t.Fatalf("the text gives %d merges, want %d", len(merges), vocab-257)
+	}
+	ids["<|endoftext|>"] = vocab - 1
+	b, err := json.Marshal(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "vocab.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := "#version: 0.2\n" + strings.Join(merges, "\n") + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "merges.txt"), []byte(m), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCodegen2GPT2Tokenizer gives the codegen2 fixture's weights a GPT-2
+// layout tokenizer (vocab.json + merges.txt, no tokenizer.json) of its 384
+// tokens and runs the commands a user would: tokenize, run, ppl, compile,
+// then run and bench on the artifact.
+func TestCodegen2GPT2Tokenizer(t *testing.T) {
+	text := string(testutil.ReadFile(t, "text/TinyStories-valid-excerpt.txt"))
+	dir := t.TempDir()
+	testutil.CopyFiles(t, testutil.Path(t, "arch/codegen2"), dir, "config.json", "model.safetensors")
+	writeGPT2Tokenizer(t, dir, 384, text)
+	data := filepath.Join(t.TempDir(), "text.txt")
+	if err := os.WriteFile(data, []byte(text[:4000]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"tokenize", "-m", dir, "Once upon a time"},
+		{"run", "-m", dir, "--no-compile", "--temp", "0", "-n", "8", "-p", "Once upon a time"},
+		{"run", "-m", dir, "--temp", "0", "-n", "8", "-p", "Once upon a time"},
+		{"ppl", "-m", dir, "-f", data, "--ctx", "64", "--chunks", "2"},
+	} {
+		code, out, stderr := runCLI(t, args...)
+		t.Logf("%s: %s", args[0], out)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+	aot := filepath.Join(t.TempDir(), "codegen2.aot")
+	if code, _, stderr := runCLI(t, "compile", dir, "-o", aot, "--ar-len", "8", "--ctx", "64"); code != 0 {
+		t.Fatalf("compile: exit %d: %s", code, stderr)
+	}
+	for _, args := range [][]string{
+		{"run", "-m", aot, "--tokenizer", dir, "--temp", "0", "-n", "8", "-p", "Once upon a time"},
+		{"bench", "-m", aot, "-p", "16", "-n", "8", "-r", "1"},
+	} {
+		code, out, stderr := runCLI(t, args...)
+		t.Logf("%s: %s", args[0], out)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
 }
