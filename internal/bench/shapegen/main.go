@@ -9,6 +9,10 @@
 // The weights are N(0, 0.02) in binary16 (norm gains 1); the vocabulary
 // is a synthetic byte-level one of the model's size (256 byte tokens and
 // numbered fillers, no merges), enough for tools that feed random ids.
+//
+// A family llama.cpp cannot run (codegen2-1b) is written as a Hugging Face
+// folder instead (-o names the folder: config.json and model.safetensors,
+// no tokenizer), which only aotlm reads.
 package main
 
 import (
@@ -33,6 +37,7 @@ type shape struct {
 	vocab                  int
 	theta                  float64
 	qkNorm                 bool
+	rotary                 int // rotary dimensions of a head (codegen)
 }
 
 var shapes = map[string]shape{
@@ -45,11 +50,15 @@ var shapes = map[string]shape{
 	// fused ones, and plain RoPE instead of longrope; the tensor sizes that
 	// quantize and compile stream are the same.
 	"phi4-mini": {arch: "llama", hidden: 3072, layers: 32, ffn: 8192, heads: 24, kvHeads: 8, headDm: 128, vocab: 200064, theta: 1e4},
+	// Salesforce/codegen2-1B's config: n_embd 2048, n_layer 16, n_head 16,
+	// rotary_dim 64, n_inner null (4·n_embd), n_positions 2048, vocabulary
+	// 51200, untied; an HF folder (writeCodegen).
+	"codegen2-1b": {arch: "codegen", hidden: 2048, layers: 16, ffn: 8192, heads: 16, kvHeads: 16, headDm: 128, vocab: 51200, theta: 1e4, rotary: 64},
 }
 
 func main() {
-	name := flag.String("shape", "qwen3-0.6b", "model shape: smollm2-135m, qwen3-0.6b, llama3.2-1b, llama3.2-3b or phi4-mini")
-	out := flag.String("o", "", "output GGUF file")
+	name := flag.String("shape", "qwen3-0.6b", "model shape: smollm2-135m, qwen3-0.6b, llama3.2-1b, llama3.2-3b, phi4-mini or codegen2-1b")
+	out := flag.String("o", "", "output GGUF file (codegen2-1b: output folder)")
 	seed := flag.Uint64("seed", 1, "random seed")
 	flag.Parse()
 	s, ok := shapes[*name]
@@ -62,7 +71,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "shapegen: want -shape one of %v and -o FILE\n", names)
 		os.Exit(2)
 	}
-	if err := write(*out, s, *seed); err != nil {
+	w := write
+	if s.arch == "codegen" {
+		w = writeCodegen
+	}
+	if err := w(*out, s, *seed); err != nil {
 		fmt.Fprintln(os.Stderr, "shapegen:", err)
 		os.Exit(1)
 	}
