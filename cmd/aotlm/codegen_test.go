@@ -39,10 +39,15 @@ func gpt2ByteRunes() [256]rune {
 	return m
 }
 
-// writeGPT2Tokenizer writes vocab.json and merges.txt of a byte-level BPE
-// of vocab tokens into dir: the 256 bytes, merges of adjacent symbols of
-// text's words (each merge's parts already tokens), and <|endoftext|>
-// last.
+// codegen2Specials are the last tokens of writeGPT2Tokenizer's
+// vocabulary: GPT-2's end of text and CodeGen2's infill markers, listed
+// in added_tokens.json so that a prompt's text names them.
+var codegen2Specials = []string{"<|endoftext|>", "<mask_1>", "<sep>", "<eom>"}
+
+// writeGPT2Tokenizer writes vocab.json, merges.txt and added_tokens.json
+// of a byte-level BPE of vocab tokens into dir: the 256 bytes, merges of
+// adjacent symbols of text's words (each merge's parts already tokens),
+// and codegen2Specials last.
 func writeGPT2Tokenizer(t *testing.T, dir string, vocab int, text string) {
 	t.Helper()
 	br := gpt2ByteRunes()
@@ -56,7 +61,7 @@ func writeGPT2Tokenizer(t *testing.T, dir string, vocab int, text string) {
 		for _, b := range []byte(" " + w) {
 			syms = append(syms, string(br[b]))
 		}
-		for i := 0; i+1 < len(syms) && len(ids) < vocab-1; i++ {
+		for i := 0; i+1 < len(syms) && len(ids) < vocab-len(codegen2Specials); i++ {
 			tok := syms[i] + syms[i+1]
 			if _, ok := ids[tok]; ok {
 				continue
@@ -65,16 +70,21 @@ func writeGPT2Tokenizer(t *testing.T, dir string, vocab int, text string) {
 			merges = append(merges, syms[i]+" "+syms[i+1])
 		}
 	}
-	if len(ids) != vocab-1 {
-		t.Fatalf("the text gives %d merges, want %d", len(merges), vocab-257)
+	if len(ids) != vocab-len(codegen2Specials) {
+		t.Fatalf("the text gives %d merges, want %d", len(merges), vocab-256-len(codegen2Specials))
 	}
-	ids["<|endoftext|>"] = vocab - 1
-	b, err := json.Marshal(ids)
-	if err != nil {
-		t.Fatal(err)
+	added := map[string]int{}
+	for _, tok := range codegen2Specials {
+		ids[tok], added[tok] = len(ids), len(ids)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "vocab.json"), b, 0o644); err != nil {
-		t.Fatal(err)
+	for name, m := range map[string]map[string]int{"vocab.json": ids, "added_tokens.json": added} {
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	m := "#version: 0.2\n" + strings.Join(merges, "\n") + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "merges.txt"), []byte(m), 0o644); err != nil {
@@ -94,6 +104,26 @@ func TestCodegen2GPT2Tokenizer(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "text.txt")
 	if err := os.WriteFile(data, []byte(text[:4000]), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	// a fill-in-the-middle prompt as CodeGen2's model card builds it: each
+	// marker is one token
+	fim := "def hello():\n    <mask_1>\n    return name<|endoftext|><sep><mask_1>"
+	code, out, stderr := runCLI(t, "tokenize", "-m", dir, "--json", fim)
+	if code != 0 {
+		t.Fatalf("tokenize: exit %d: %s", code, stderr)
+	}
+	var got struct {
+		IDs []int `json:"ids"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("tokenize --json: %v: %s", err, out)
+	}
+	count := map[int]int{}
+	for _, id := range got.IDs {
+		count[id]++
+	}
+	if count[380] != 1 || count[381] != 2 || count[382] != 1 {
+		t.Errorf("FIM prompt ids %v: want <|endoftext|> (380) once, <mask_1> (381) twice, <sep> (382) once", got.IDs)
 	}
 	for _, args := range [][]string{
 		{"tokenize", "-m", dir, "Once upon a time"},
