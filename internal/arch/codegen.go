@@ -140,7 +140,7 @@ func validateCodegen(c *Config) error {
 	case c.Heads%codegenShards != 0:
 		return fmt.Errorf("codegen config: n_head %d is not a multiple of the %d qkv_proj shards", c.Heads, codegenShards)
 	case c.RopeScaling.Type != "" || len(c.RopeSections) > 0 || c.QKVBias || c.QKNorm || c.FusedQKV || c.FusedGateUp ||
-		len(c.NoRopeLayers) > 0 || len(c.SlidingLayers) > 0 || c.NormOffset != 0 || c.RotateDown:
+		len(c.NoRopeLayers) > 0 || len(c.SlidingLayers) > 0 || c.NormOffset != 0:
 		return fmt.Errorf("codegen config: a decoder variation CodeGen's graph does not have is set")
 	}
 	return nil
@@ -211,7 +211,11 @@ func buildCodegen(c *Config, opts BuildOptions) (*graph.Graph, error) {
 		}
 		at := graph.Attn{Layer: l, Heads: c.Heads, KVHeads: c.Heads, HeadDim: c.HeadDim, Scale: float32(attnScaleOf(c))}
 		o := g.Linear(g.Attention(q, k, v, at), p+"attn.out_proj.weight", d, "")
-		m := g.Linear(g.GELUTanh(up), p+"mlp.fc_out.weight", d, p+"mlp.fc_out.bias")
+		mid := g.GELUTanh(up)
+		if c.RotateDown {
+			mid = g.Hadamard(mid, op.HadamardBlock(c.FFN))
+		}
+		m := g.Linear(mid, p+"mlp.fc_out.weight", d, p+"mlp.fc_out.bias")
 		x = g.Add(g.Add(x, o), m)
 	}
 	x = g.LayerNorm(x, "transformer.ln_f.weight", "transformer.ln_f.bias", eps)
