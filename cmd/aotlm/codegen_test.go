@@ -93,9 +93,11 @@ func writeGPT2Tokenizer(t *testing.T, dir string, vocab int, text string) {
 }
 
 // TestCodegen2GPT2Tokenizer gives the codegen2 fixture's weights a GPT-2
-// layout tokenizer (vocab.json + merges.txt, no tokenizer.json) of its 384
-// tokens and runs the commands a user would: tokenize, run, ppl, compile,
-// then run and bench on the artifact.
+// layout tokenizer (vocab.json + merges.txt + added_tokens.json, no
+// tokenizer.json) of its 384 tokens and runs the commands a user would:
+// tokenize, run, ppl, compile, then run (with the tokenizer the artifact
+// stores, and with --tokenizer naming the folder) and bench on the
+// artifact; both runs give the folder's greedy text.
 func TestCodegen2GPT2Tokenizer(t *testing.T) {
 	text := string(testutil.ReadFile(t, "text/TinyStories-valid-excerpt.txt"))
 	dir := t.TempDir()
@@ -125,6 +127,7 @@ func TestCodegen2GPT2Tokenizer(t *testing.T) {
 	if count[380] != 1 || count[381] != 2 || count[382] != 1 {
 		t.Errorf("FIM prompt ids %v: want <|endoftext|> (380) once, <mask_1> (381) twice, <sep> (382) once", got.IDs)
 	}
+	var runs []string // the output of every run
 	for _, args := range [][]string{
 		{"tokenize", "-m", dir, "Once upon a time"},
 		{"run", "-m", dir, "--no-compile", "--temp", "0", "-n", "8", "-p", "Once upon a time"},
@@ -136,12 +139,16 @@ func TestCodegen2GPT2Tokenizer(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr)
 		}
+		if args[0] == "run" {
+			runs = append(runs, out)
+		}
 	}
 	aot := filepath.Join(t.TempDir(), "codegen2.aot")
 	if code, _, stderr := runCLI(t, "compile", dir, "-o", aot, "--ar-len", "8", "--ctx", "64"); code != 0 {
 		t.Fatalf("compile: exit %d: %s", code, stderr)
 	}
 	for _, args := range [][]string{
+		{"run", "-m", aot, "--temp", "0", "-n", "8", "-p", "Once upon a time"},
 		{"run", "-m", aot, "--tokenizer", dir, "--temp", "0", "-n", "8", "-p", "Once upon a time"},
 		{"bench", "-m", aot, "-p", "16", "-n", "8", "-r", "1"},
 	} {
@@ -149,6 +156,14 @@ func TestCodegen2GPT2Tokenizer(t *testing.T) {
 		t.Logf("%s: %s", args[0], out)
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		if args[0] == "run" {
+			runs = append(runs, out)
+		}
+	}
+	for i, out := range runs {
+		if out != runs[0] {
+			t.Errorf("run %d printed %q, the folder's interpreter %q", i, out, runs[0])
 		}
 	}
 }
