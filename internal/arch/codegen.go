@@ -76,7 +76,7 @@ func codegenConfigHF(m map[string]any) (Config, error) {
 	c.Heads = get("n_head", -1)
 	c.Vocab = get("vocab_size", -1)
 	c.Context = get("n_positions", 2048)
-	c.FFN = get("n_inner", 0)
+	c.FFN = get("n_inner", 4*c.Hidden) // null: 4·n_embd
 	rot := get("rotary_dim", 0)
 	if err != nil {
 		return c, err
@@ -84,9 +84,6 @@ func codegenConfigHF(m map[string]any) (Config, error) {
 	c.KVHeads = c.Heads
 	if c.Heads > 0 {
 		c.HeadDim = c.Hidden / c.Heads
-	}
-	if c.FFN == 0 {
-		c.FFN = 4 * c.Hidden
 	}
 	if v, ok := m["rotary_dim"]; !ok || v != nil {
 		// CodeGenConfig's default is 64; null rotates the whole head

@@ -78,6 +78,7 @@ func TestCodegenConfigRefused(t *testing.T) {
 		{"rotary size", func(m map[string]any) { m["rotary_dim"] = 10.0 }},
 		{"rotary size", func(m map[string]any) { m["rotary_dim"] = 3.0 }},
 		{"rotary_dim", func(m map[string]any) { m["rotary_dim"] = 0.0 }},
+		{"feed-forward size", func(m map[string]any) { m["n_inner"] = 0.0 }},
 		{"n_embd", func(m map[string]any) { m["n_embd"] = "wide" }},
 		{"n_layer", func(m map[string]any) { delete(m, "n_layer") }},
 		{"rope_scaling", func(m map[string]any) { m["rope_scaling"] = map[string]any{"type": "linear", "factor": 2.0} }},
