@@ -18,11 +18,14 @@ import (
 // no biases, a final ln_f precedes lm_head, which has a bias.
 //
 // Traps:
-//   - qkv_proj's 3·n_embd rows are four model-parallel shards (mp_num 4,
-//     fixed in HF's code, not in config.json), each [q | v | k] of n_embd/4
-//     rows; global head h is head h mod (n_head/4) of shard h / (n_head/4).
-//     Reading the weight reorders its rows to plain [q | k | v]
-//     (codegenConvert), so the graph splits it with columns.
+//   - qkv_proj's 3·n_embd rows are S model-parallel shards (mp_num, fixed
+//     in the modeling code, not in config.json), each [q | v | k] of
+//     n_embd/S rows; global head h is head h mod (n_head/S) of shard
+//     h / (n_head/S). Reading the weight reorders its rows to plain
+//     [q | k | v] (codegenConvert), so the graph splits it with columns.
+//     S is 4 in HF's CodeGen; CodeGen2-1B and 3.7B were trained with 8
+//     (their own modeling code), and their config.json is the one with a
+//     head_dim key, of 128 or 256 (codegenShardsOf).
 //   - RoPE is GPT-J's: interleaved pairs (x[2i], x[2i+1]) on the first
 //     rotary_dim dimensions of each head (the rest pass through), at
 //     pos·10000^(-2i/rotary_dim); a null rotary_dim rotates the whole head.
@@ -31,9 +34,25 @@ import (
 // Only Hugging Face folders exist for it (llama.cpp has no converter), and
 // the graph names its weights with their HF names.
 
-// codegenShards is CodeGen's mp_num: the qkv_proj rows are split into
-// this many shards whatever the config says.
-const codegenShards = 4
+// codegenShardsOf returns the number of qkv_proj shards of a CodeGen
+// config.json: 8 when it has a head_dim key of 128 or 256 (CodeGen2-1B
+// and 3.7B, whose modeling code splits qkv_proj into 8 shards; HF's
+// CodeGenConfig has no such key), else 4, HF CodeGen's mp_num. A head_dim
+// that is not n_embd/n_head is refused.
+func codegenShardsOf(m map[string]any, c *Config) (int, error) {
+	v, ok := m["head_dim"]
+	if !ok || v == nil {
+		return 4, nil
+	}
+	hd, ok := format.MetaInt(m, "head_dim")
+	if !ok || int(hd) != c.HeadDim || c.Hidden != c.Heads*c.HeadDim {
+		return 0, fmt.Errorf("config.json: \"head_dim\" is %s; n_embd %d / n_head %d is %d", show(v), c.Hidden, c.Heads, c.HeadDim)
+	}
+	if hd == 128 || hd == 256 {
+		return 8, nil
+	}
+	return 4, nil
+}
 
 func init() {
 	register(&Family{
@@ -85,6 +104,9 @@ func codegenConfigHF(m map[string]any) (Config, error) {
 	if c.Heads > 0 {
 		c.HeadDim = c.Hidden / c.Heads
 	}
+	if c.QKVShards, err = codegenShardsOf(m, &c); err != nil {
+		return c, err
+	}
 	if v, ok := m["rotary_dim"]; !ok || v != nil {
 		// CodeGenConfig's default is 64; null rotates the whole head
 		if !ok {
@@ -124,7 +146,7 @@ func codegenConfigHF(m map[string]any) (Config, error) {
 
 // validateCodegen checks the decoder's fields and the shape CodeGen's
 // attention needs: n_embd = n_head·head_dim, one key/value head per head,
-// and heads that fill the four qkv shards evenly.
+// and heads that fill the 4 or 8 qkv shards evenly.
 func validateCodegen(c *Config) error {
 	if err := c.validateDecoder(); err != nil {
 		return err
@@ -134,8 +156,10 @@ func validateCodegen(c *Config) error {
 		return fmt.Errorf("codegen config: n_embd %d is not n_head %d times a head size", c.Hidden, c.Heads)
 	case c.KVHeads != c.Heads:
 		return fmt.Errorf("codegen config: %d key/value heads for %d heads; CodeGen has one per head", c.KVHeads, c.Heads)
-	case c.Heads%codegenShards != 0:
-		return fmt.Errorf("codegen config: n_head %d is not a multiple of the %d qkv_proj shards", c.Heads, codegenShards)
+	case c.QKVShards != 4 && c.QKVShards != 8:
+		return fmt.Errorf("codegen config: %d qkv_proj shards, want 4 or 8", c.QKVShards)
+	case c.Heads%c.QKVShards != 0:
+		return fmt.Errorf("codegen config: n_head %d is not a multiple of the %d qkv_proj shards", c.Heads, c.QKVShards)
 	case c.RopeScaling.Type != "" || len(c.RopeSections) > 0 || c.QKVBias || c.QKNorm || c.FusedQKV || c.FusedGateUp ||
 		len(c.NoRopeLayers) > 0 || len(c.SlidingLayers) > 0 || c.NormOffset != 0:
 		return fmt.Errorf("codegen config: a decoder variation CodeGen's graph does not have is set")
@@ -159,22 +183,25 @@ func codegenConvert(c *Config, name string, v []float32) ([]float32, error) {
 		return v, nil
 	}
 	d := c.Hidden
+	if c.QKVShards <= 0 || d%c.QKVShards != 0 {
+		return nil, fmt.Errorf("qkv_proj of width %d in %d shards", d, c.QKVShards)
+	}
 	if len(v) != 3*d*d {
 		return nil, fmt.Errorf("qkv_proj holds %d values, want 3·%d·%d", len(v), d, d)
 	}
-	return codegenQKVRows(v, d), nil
+	return codegenQKVRows(v, d, c.QKVShards), nil
 }
 
 // codegenQKVRows returns the [3d, d] matrix w with its rows moved from
-// CodeGen's order to [q | k | v]: shard s (of codegenShards) holds rows
-// [q_s | v_s | k_s], each d/codegenShards rows, and q_s (k_s, v_s) are the
-// rows of heads s·H/4 .. (s+1)·H/4-1.
-func codegenQKVRows(w []float32, d int) []float32 {
+// CodeGen's order to [q | k | v]: shard s (of shards) holds rows
+// [q_s | v_s | k_s], each d/shards rows, and q_s (k_s, v_s) are the rows
+// of heads s·H/shards .. (s+1)·H/shards-1.
+func codegenQKVRows(w []float32, d, shards int) []float32 {
 	out := make([]float32, len(w))
-	local := d / codegenShards
+	local := d / shards
 	// part p of a shard in CodeGen's order goes to block dst[p] of the output
 	dst := [3]int{0, 2, 1} // q, v, k -> q | k | v
-	for s := range codegenShards {
+	for s := range shards {
 		for p := range 3 {
 			from := (s*3 + p) * local * d
 			to := (dst[p]*d + s*local) * d

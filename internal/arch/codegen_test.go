@@ -47,7 +47,7 @@ func TestCodegenConfigHF(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c.Family != "codegen" || c.Hidden != 64 || c.Layers != 3 || c.Heads != 8 || c.KVHeads != 8 || c.HeadDim != 8 ||
+	if c.Family != "codegen" || c.Hidden != 64 || c.Layers != 3 || c.Heads != 8 || c.KVHeads != 8 || c.HeadDim != 8 || c.QKVShards != 4 ||
 		c.RotaryDim != 4 || c.FFN != 256 || c.Vocab != 384 || c.Context != 512 || c.NormEps != 1e-5 ||
 		c.RopeStyle != graph.RopeInterleaved || c.RopeTheta != 10000 || c.Tied || c.BOS != 1 || len(c.EOS) != 1 || c.EOS[0] != 2 {
 		t.Errorf("config %+v", c)
@@ -62,8 +62,22 @@ func TestCodegenConfigHF(t *testing.T) {
 	m = fixtureConfig(t, "codegen2")
 	m["n_embd"], m["n_head"] = 2048.0, 16.0
 	delete(m, "rotary_dim")
-	if c, err = codegenConfigHF(m); err != nil || c.RotaryDim != 64 || c.HeadDim != 128 {
-		t.Errorf("absent rotary_dim: rotary %d of head %d, %v; want CodeGenConfig's 64 of 128", c.RotaryDim, c.HeadDim, err)
+	if c, err = codegenConfigHF(m); err != nil || c.RotaryDim != 64 || c.HeadDim != 128 || c.QKVShards != 4 {
+		t.Errorf("absent rotary_dim: rotary %d of head %d, %d shards, %v; want CodeGenConfig's 64 of 128 and HF's 4 shards",
+			c.RotaryDim, c.HeadDim, c.QKVShards, err)
+	}
+	// CodeGen2-1B's config.json has head_dim 128 (3.7B: 256): its own
+	// modeling code splits qkv_proj into 8 shards
+	for _, sz := range []struct{ embd, heads, headDim, shards float64 }{{2048, 16, 128, 8}, {4096, 16, 256, 8}, {1024, 16, 64, 4}} {
+		m = fixtureConfig(t, "codegen2")
+		m["n_embd"], m["n_head"], m["head_dim"] = sz.embd, sz.heads, sz.headDim
+		c, err = codegenConfigHF(m)
+		if err == nil {
+			err = c.Validate()
+		}
+		if err != nil || c.QKVShards != int(sz.shards) {
+			t.Errorf("head_dim %v: %d shards, %v; want %v", sz.headDim, c.QKVShards, err, sz.shards)
+		}
 	}
 }
 
@@ -79,6 +93,9 @@ func TestCodegenConfigRefused(t *testing.T) {
 		{"rotary size", func(m map[string]any) { m["rotary_dim"] = 3.0 }},
 		{"rotary_dim", func(m map[string]any) { m["rotary_dim"] = 0.0 }},
 		{"feed-forward size", func(m map[string]any) { m["n_inner"] = 0.0 }},
+		{"head_dim", func(m map[string]any) { m["head_dim"] = 16.0 }},
+		{"head_dim", func(m map[string]any) { m["head_dim"] = "8" }},
+		{"qkv_proj shards", func(m map[string]any) { m["n_embd"], m["n_head"], m["head_dim"] = 1024.0, 4.0, 256.0 }},
 		{"n_embd", func(m map[string]any) { m["n_embd"] = "wide" }},
 		{"n_layer", func(m map[string]any) { delete(m, "n_layer") }},
 		{"rope_scaling", func(m map[string]any) { m["rope_scaling"] = map[string]any{"type": "linear", "factor": 2.0} }},
@@ -97,27 +114,27 @@ func TestCodegenConfigRefused(t *testing.T) {
 }
 
 // TestCodegenQKVRows checks the qkv_proj reordering against the README's
-// rule, written per row: the q row of (head h, dim e) is
-// s·3D/4 + j·E + e with s = h / (H/4), j = h mod (H/4); v adds D/4, k
-// adds 2D/4; the output is [q | k | v] with rows h·E + e.
+// rule, written per row, for 4 and 8 shards S: the q row of (head h,
+// dim e) is s·3D/S + j·E + e with s = h / (H/S), j = h mod (H/S); v adds
+// D/S, k adds 2D/S; the output is [q | k | v] with rows h·E + e.
 func TestCodegenQKVRows(t *testing.T) {
-	for _, sz := range []struct{ heads, headDim int }{{4, 2}, {8, 3}, {16, 1}} {
+	for _, sz := range []struct{ heads, headDim, shards int }{{4, 2, 4}, {8, 3, 4}, {16, 1, 4}, {8, 2, 8}, {16, 3, 8}} {
 		d := sz.heads * sz.headDim
 		w := make([]float32, 3*d*d)
 		for i := range w {
 			w[i] = float32(i)
 		}
-		got := codegenQKVRows(w, d)
-		per := sz.heads / 4
-		for part, add := range []int{0, 2 * d / 4, d / 4} { // q, k, v
+		got := codegenQKVRows(w, d, sz.shards)
+		per := sz.heads / sz.shards
+		for part, add := range []int{0, 2 * d / sz.shards, d / sz.shards} { // q, k, v
 			for h := range sz.heads {
 				for e := range sz.headDim {
-					src := (h/per)*3*d/4 + (h%per)*sz.headDim + e + add
+					src := (h/per)*3*d/sz.shards + (h%per)*sz.headDim + e + add
 					dst := part*d + h*sz.headDim + e
 					for col := range d {
 						if got[dst*d+col] != w[src*d+col] {
-							t.Fatalf("%d heads of %d: part %d head %d dim %d: row %d holds %v, want row %d",
-								sz.heads, sz.headDim, part, h, e, dst, got[dst*d+col], src)
+							t.Fatalf("%d heads of %d in %d shards: part %d head %d dim %d: row %d holds %v, want row %d",
+								sz.heads, sz.headDim, sz.shards, part, h, e, dst, got[dst*d+col], src)
 						}
 					}
 				}

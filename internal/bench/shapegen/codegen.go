@@ -13,15 +13,16 @@ import (
 )
 
 // writeCodegen writes a CodeGen model of shape s as a Hugging Face folder
-// dir: config.json and model.safetensors in binary16 (LayerNorm gains 1,
-// biases 0), each tensor generated and written in turn.
+// dir: config.json (with the head_dim key CodeGen2's configs carry) and
+// model.safetensors in binary16 (LayerNorm gains 1, biases 0), each tensor
+// generated and written in turn.
 func writeCodegen(dir string, s shape, seed uint64) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	cfg := map[string]any{
 		"architectures": []string{"CodeGenForCausalLM"}, "model_type": "codegen", "torch_dtype": "float16",
-		"n_embd": s.hidden, "n_layer": s.layers, "n_head": s.heads, "rotary_dim": s.rotary, "n_inner": nil,
+		"n_embd": s.hidden, "n_layer": s.layers, "n_head": s.heads, "head_dim": s.headDm, "rotary_dim": s.rotary, "n_inner": nil,
 		"n_positions": 2048, "n_ctx": 2048, "vocab_size": s.vocab, "activation_function": "gelu_new",
 		"layer_norm_epsilon": 1e-5, "tie_word_embeddings": false, "bos_token_id": 1, "eos_token_id": 2,
 	}

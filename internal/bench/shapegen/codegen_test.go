@@ -26,7 +26,8 @@ func TestCodegenShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := m.Config
-	if c.Family != "codegen" || c.Hidden != 64 || c.Layers != 2 || c.FFN != 256 || c.Heads != 8 || c.RotaryDim != 4 || c.Vocab != 300 || c.Tied {
+	if c.Family != "codegen" || c.Hidden != 64 || c.Layers != 2 || c.FFN != 256 || c.Heads != 8 || c.RotaryDim != 4 || c.Vocab != 300 || c.Tied ||
+		c.QKVShards != 4 {
 		t.Errorf("config %+v", c)
 	}
 	if w := m.Weights["transformer.h.1.ln_1.weight"]; len(w) != 64 || w[0] != 1 {
