@@ -22,9 +22,12 @@ func writeCodegen(dir string, s shape, seed uint64) error {
 	}
 	cfg := map[string]any{
 		"architectures": []string{"CodeGenForCausalLM"}, "model_type": "codegen", "torch_dtype": "float16",
-		"n_embd": s.hidden, "n_layer": s.layers, "n_head": s.heads, "head_dim": s.headDm, "rotary_dim": s.rotary, "n_inner": nil,
+		"n_embd": s.hidden, "n_layer": s.layers, "n_head": s.heads, "head_dim": s.headDm, "rotary_dim": s.rotary, "n_inner": s.ffn,
 		"n_positions": 2048, "n_ctx": 2048, "vocab_size": s.vocab, "activation_function": "gelu_new",
 		"layer_norm_epsilon": 1e-5, "tie_word_embeddings": false, "bos_token_id": 1, "eos_token_id": 2,
+	}
+	if s.ffn == 4*s.hidden {
+		cfg["n_inner"] = nil // as CodeGen's configs write it
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
