@@ -72,16 +72,17 @@ func relRMSLogitError(got, want [][]float32) float64 {
 type logitsFamily struct {
 	name string  // the fixture is arch/<name>
 	dir  string  // the HF folder compiled and quantized; arch/<name> when empty
-	tol  float64 // max |logit diff| from llama.cpp
+	tol  float64 // max |logit diff| from the reference
 	// quantized, when set, checks more on the quantized folder's
 	// interpreter logits q.
 	quantized func(t *testing.T, ref testutil.ArchReference, q [][]float32)
 }
 
 // checkLogitsFamily runs `aotlm logits` on f's HF folder, the fixture's
-// GGUF and an artifact compiled with AR-8 prefill passes (shorter than
-// the prompt) in both modes, and compares every position with llama.cpp's
-// logits within f.tol. Then it quantizes the folder with the default
+// GGUF (when it has one) and an artifact compiled with AR-8 prefill passes
+// (shorter than the prompt), the folder and the artifact in both modes,
+// and compares every position with the reference logits (llama.cpp's, or
+// an HF transcription's) within f.tol. Then it quantizes the folder with the default
 // recipe, compiles the result with float and with int8 activations, and
 // compares with the quantized folder's logits through the interpreter:
 // within 1e-5 relative RMS error with float activations, 0.1 with int8.
@@ -99,11 +100,15 @@ func checkLogitsFamily(t *testing.T, f logitsFamily) {
 		t.Fatalf("compile: exit %d: %s", code, stderr)
 	}
 	logits := logitsFixtureRunner(t, ref)
-	for _, c := range [][]string{{dir, "hybrid"}, {filepath.Join(fixture, "model.gguf"), "hybrid"}, {aot, "hybrid"}, {aot, "kv"}} {
+	runs := [][]string{{dir, "hybrid"}, {dir, "kv"}, {aot, "hybrid"}, {aot, "kv"}}
+	if gguf, ok := testutil.ArchModelPaths(t, f.name)["gguf"]; ok {
+		runs = append(runs, []string{gguf, "hybrid"})
+	}
+	for _, c := range runs {
 		d := maxLogitDiff(logits(c[0], c[1]), ref.Logits)
 		t.Logf("%s %s: max |logit diff| %.3g", c[0], c[1], d)
 		if d > f.tol {
-			t.Errorf("%s %s: logits differ from llama.cpp by %.3g (tolerance %g)", c[0], c[1], d, f.tol)
+			t.Errorf("%s %s: logits differ from the reference by %.3g (tolerance %g)", c[0], c[1], d, f.tol)
 		}
 	}
 

@@ -43,6 +43,10 @@ type Config struct {
 	// FusedQKV reads q, k and v from one projection qkv_proj whose rows
 	// are [q | k | v] (Phi-3).
 	FusedQKV bool `json:"fused_qkv,omitempty"`
+	// QKVShards is the number of model-parallel shards whose rows make up
+	// CodeGen's fused qkv_proj (codegen.go): 4, or 8 for CodeGen2-1B and
+	// 3.7B; 0 for other families.
+	QKVShards int `json:"qkv_shards,omitempty"`
 	// FusedGateUp reads the feed-forward gate and up projections from one
 	// gate_up_proj whose rows are [gate | up] (Phi-3, GLM).
 	FusedGateUp bool `json:"fused_gate_up,omitempty"`

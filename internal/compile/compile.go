@@ -27,7 +27,7 @@ type Input struct {
 	Manifest plan.Manifest
 	// Tokenizer holds the bytes that rebuild the tokenizer, of kind
 	// TokenizerKind ("tokenizer.json", "sentencepiece", "llama2c",
-	// "gguf-metadata"); nil stores none.
+	// "gguf-metadata", "gpt2-files"); nil stores none.
 	Tokenizer     []byte
 	TokenizerKind string
 	ARLens        []int // e.g. 1 and 32; 1 is always added

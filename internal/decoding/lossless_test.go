@@ -117,7 +117,7 @@ func checkLossless(t *testing.T, e *engine.Engine, mode engine.Mode, ps [][]int,
 // and draft-model speculation give the ids of plain decoding on every
 // transformer family fixture, hybrid and kv modes, f16 and u8 caches.
 func TestLosslessFamilies(t *testing.T) {
-	for _, f := range []string{"llama", "qwen2", "qwen3", "smollm3", "granite", "phi3", "glm", "gemma", "gemma3"} {
+	for _, f := range []string{"llama", "qwen2", "qwen3", "smollm3", "granite", "phi3", "glm", "gemma", "gemma3", "codegen2"} {
 		m := loadModel(t, testutil.Path(t, "arch/"+f))
 		for _, kv := range []string{"f16", "u8"} {
 			e := compileKV(t, m, kv, 16, 96)

@@ -10,10 +10,16 @@ import (
 )
 
 // readFixtureFamilyRef reads arch/<family>/reference.json and checks it
-// has a logits row per token and a split inside the tokens.
+// has a logits row per token and a split inside the tokens. A reference
+// without split_prefill (an attention-only model, whose state is its
+// cache) is split in the middle: the last logits after the split are the
+// last row of the one pass.
 func readFixtureFamilyRef(t *testing.T, family string) testutil.ArchReference {
 	t.Helper()
 	ref := testutil.ReadArchReference(t, family)
+	if ref.Split.K == 0 && ref.Split.Last == nil && len(ref.Logits) > 0 {
+		ref.Split.K, ref.Split.Last = len(ref.Tokens)/2, ref.Logits[len(ref.Logits)-1]
+	}
 	if len(ref.Logits) != len(ref.Tokens) || ref.Split.K <= 0 || ref.Split.K >= len(ref.Tokens) {
 		t.Fatal("reference.json: want a logits row per token and a split inside the tokens")
 	}
@@ -21,16 +27,16 @@ func readFixtureFamilyRef(t *testing.T, family string) testutil.ArchReference {
 }
 
 // checkFixtureFamilyArtifact compiles arch/<family>, from its HF folder
-// and from its GGUF, with AR-8 and AR-16 plans, and checks against
-// llama.cpp within tol: the logits of every position in kv mode (one
-// token a pass) and in hybrid mode (passes of 8 and 16 rows, the last
-// padded), the last logits after a prefill split at reference.json's k,
-// and the greedy ids.
+// and from its GGUF when the fixture has one, with AR-8 and AR-16 plans,
+// and checks against the reference (llama.cpp's, or an HF transcription's
+// for a family llama.cpp cannot run) within tol: the logits of every
+// position in kv mode (one token a pass) and in hybrid mode (passes of 8
+// and 16 rows, the last padded), the last logits after a prefill split at
+// reference.json's k, and the greedy ids.
 func checkFixtureFamilyArtifact(t *testing.T, family string, tol float64) {
 	t.Helper()
 	ref := readFixtureFamilyRef(t, family)
-	dir := testutil.Path(t, "arch/"+family)
-	for src, path := range map[string]string{"hf": dir, "gguf": dir + "/model.gguf"} {
+	for src, path := range testutil.ArchModelPaths(t, family) {
 		e := compileModel(t, loadModel(t, path), 128, 8, 16)
 		for _, c := range []struct {
 			mode engine.Mode
@@ -60,7 +66,7 @@ func checkFixtureFamilyArtifact(t *testing.T, family string, tol float64) {
 			}
 			t.Logf("%s: every position, max |logit diff| %.3g", name, d)
 			if d > tol {
-				t.Errorf("%s: logits differ from llama.cpp by %.3g", name, d)
+				t.Errorf("%s: logits differ from the reference by %.3g", name, d)
 			}
 
 			s = newSession(t, e, opts)
@@ -83,7 +89,7 @@ func checkFixtureFamilyArtifact(t *testing.T, family string, tol float64) {
 				}
 			}
 			if !slices.Equal(ids, ref.Greedy) {
-				t.Errorf("%s: greedy %v, llama.cpp %v", name, ids, ref.Greedy)
+				t.Errorf("%s: greedy %v, reference %v", name, ids, ref.Greedy)
 			}
 		}
 	}

@@ -23,9 +23,10 @@ import (
 
 // Files is what a checkpoint brings besides its config and weights.
 type Files struct {
-	// Tokenizer is the tokenizer as one stored file; nil when there is
-	// none, or when the folder's tokenizer spans several files (then
-	// TokenizerDir names the folder, for tokenizer.LoadDir).
+	// Tokenizer is the tokenizer as stored (one file, or a GPT-2
+	// layout's files); nil when there is none, or when the folder holds
+	// tokenizer files of no complete layout (then TokenizerDir names the
+	// folder, and tokenizer.LoadDir says what it lacks).
 	Tokenizer    *tokenizer.Stored
 	TokenizerDir string
 	// ChatTemplate is the Jinja source of the chat template, "" if none;
@@ -124,7 +125,7 @@ func hasTokenizerFiles(dir string) bool {
 
 // TokenizerFile reads a tokenizer file a user names: tokenizer.json, a
 // SentencePiece .model, a llama2.c .bin, a GGUF file's vocabulary, or a
-// folder with tokenizer.json or tokenizer.model.
+// folder with tokenizer.json, tokenizer.model or a GPT-2 layout.
 func TokenizerFile(path string) (*tokenizer.Stored, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -133,11 +134,9 @@ func TokenizerFile(path string) (*tokenizer.Stored, error) {
 	if st.IsDir() {
 		tok, err := FolderTokenizer(path)
 		if err == nil && tok == nil {
-			// a layout stored as no single file (vocab.json + merges.txt)
-			// must still be a tokenizer
-			if _, err := tokenizer.LoadDir(path); err != nil {
-				return nil, err
-			}
+			// no tokenizer FolderTokenizer knows: LoadDir names what a
+			// folder must hold
+			_, err = tokenizer.LoadDir(path)
 		}
 		return tok, err
 	}
@@ -163,8 +162,10 @@ func TokenizerFile(path string) (*tokenizer.Stored, error) {
 	return &tokenizer.Stored{Kind: kind, Data: b}, nil
 }
 
-// FolderTokenizer reads tokenizer.json or tokenizer.model from dir; nil
-// if neither exists.
+// FolderTokenizer reads tokenizer.json or tokenizer.model from dir, else
+// a GPT-2 layout (vocab.json + merges.txt or encoder.json + vocab.bpe,
+// with tokenizer_config.json and added_tokens.json) as one stored
+// tokenizer; nil if there is none of them.
 func FolderTokenizer(dir string) (*tokenizer.Stored, error) {
 	for _, f := range []struct{ name, kind string }{{"tokenizer.json", "tokenizer.json"}, {"tokenizer.model", "sentencepiece"}} {
 		b, err := limits.ReadFile(filepath.Join(dir, f.name), "tokenizer", limits.MaxTokenizerFile)
@@ -175,7 +176,7 @@ func FolderTokenizer(dir string) (*tokenizer.Stored, error) {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
 	}
-	return nil, nil
+	return tokenizer.StoreGPT2Dir(dir)
 }
 
 // ggufTokenizer stores a GGUF file's tokenizer.* metadata as one JSON object.

@@ -65,8 +65,9 @@ func Open(path string, o Options) (*aotlm.Model, error) {
 	case o.Tokenizer != "" && isArtifact:
 		tok, err = model.OpenTokenizer(o.Tokenizer, m.Info().Vocab)
 	case m.Tokenizer() == nil && !isArtifact:
-		// artifacts store tokenizer.json, SentencePiece, llama2.c and GGUF
-		// vocabularies; a folder's other layouts load from it
+		// artifacts store tokenizer.json, SentencePiece, llama2.c, GGUF
+		// and GPT-2 layout vocabularies; a folder's other layouts (an
+		// incomplete one: LoadDir names what it lacks) load from it
 		if st, serr := os.Stat(path); serr == nil && st.IsDir() {
 			tok, err = tokenizer.LoadDir(path)
 		}

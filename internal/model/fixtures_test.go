@@ -39,7 +39,7 @@ func checkFamilyFixture(t *testing.T, family string, tol float64, paths ...strin
 		}
 		t.Logf("%s: max |logit diff| %.3g over %d positions", path, d, len(ref.Logits))
 		if d > tol {
-			t.Errorf("%s: logits differ from llama.cpp by %.3g (tolerance %g)", path, d, tol)
+			t.Errorf("%s: logits differ from the reference by %.3g (tolerance %g)", path, d, tol)
 		}
 		s2, err := m.NewSession(256)
 		if err != nil {
@@ -50,16 +50,20 @@ func checkFamilyFixture(t *testing.T, family string, tol float64, paths ...strin
 			t.Fatal(err)
 		}
 		if !slices.Equal(res.IDs, ref.Greedy) {
-			t.Errorf("%s: greedy %v, llama.cpp %v", path, res.IDs, ref.Greedy)
+			t.Errorf("%s: greedy %v, reference %v", path, res.IDs, ref.Greedy)
 		}
 	}
 }
 
 // familyFixturePaths returns the fixture arch/<family>'s HF folder and
-// its GGUF.
+// its GGUF, when it has one.
 func familyFixturePaths(t *testing.T, family string) []string {
-	dir := testutil.Path(t, "arch/"+family)
-	return []string{dir, dir + "/model.gguf"}
+	paths := testutil.ArchModelPaths(t, family)
+	out := []string{paths["hf"]}
+	if p, ok := paths["gguf"]; ok {
+		out = append(out, p)
+	}
+	return out
 }
 
 // copyFixtureWeights copies the fixture folder's config.json and

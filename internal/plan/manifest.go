@@ -97,7 +97,8 @@ func (c *KVCache) validate() error {
 }
 
 // TokenizerRef names the blob that holds the tokenizer and its kind:
-// "tokenizer.json", "sentencepiece", "llama2c", "gguf-metadata".
+// "tokenizer.json", "sentencepiece", "llama2c", "gguf-metadata",
+// "gpt2-files" (a GPT-2 layout's files in one JSON object).
 type TokenizerRef struct {
 	Kind string `json:"kind"`
 	Blob string `json:"blob"`

@@ -58,3 +58,21 @@ func ReadArchReference(t testing.TB, family string) ArchReference {
 	}
 	return ref
 }
+
+// archWithoutGGUF lists the arch fixtures that have no model.gguf:
+// llama.cpp cannot convert their family, so their reference comes from
+// an independent transcription of the Hugging Face code (arch/README.md).
+var archWithoutGGUF = map[string]bool{"codegen2": true}
+
+// ArchModelPaths returns the models of arch/<family> by source, with
+// Path's skip/fail rule: "hf" its folder and, unless the fixture has
+// none, "gguf" llama.cpp's conversion.
+func ArchModelPaths(t testing.TB, family string) map[string]string {
+	t.Helper()
+	dir := Path(t, "arch/"+family)
+	paths := map[string]string{"hf": dir}
+	if !archWithoutGGUF[family] {
+		paths["gguf"] = Path(t, "arch/"+family+"/model.gguf")
+	}
+	return paths
+}

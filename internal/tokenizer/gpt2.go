@@ -119,16 +119,60 @@ func gpt2Family(b *BPE, cfg *hfConfig) string {
 // loadGPT2Dir loads vocab + merges with tokenizer_config.json (and
 // added_tokens.json) from dir.
 func loadGPT2Dir(dir, vocabName, mergesName string) (*BPE, error) {
-	b, err := readGPT2Vocab(filepath.Join(dir, vocabName), filepath.Join(dir, mergesName))
+	files, err := readGPT2Files(dir, vocabName, mergesName)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := readHFConfig(filepath.Join(dir, "tokenizer_config.json"))
+	return gpt2FromFiles(files, dir, vocabName, mergesName)
+}
+
+// gpt2Extras are the files beside a GPT-2 layout's vocabulary and merges
+// that gpt2FromFiles reads when present.
+var gpt2Extras = []string{"tokenizer_config.json", "added_tokens.json"}
+
+// readGPT2Files reads a GPT-2 layout's files from dir by name: the
+// vocabulary and merges, and those of gpt2Extras that exist.
+func readGPT2Files(dir, vocabName, mergesName string) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	var err error
+	if files[vocabName], err = limits.ReadFile(filepath.Join(dir, vocabName), "vocabulary", limits.MaxTokenizerFile); err != nil {
+		return nil, fmt.Errorf("gpt2 vocabulary: %w", err)
+	}
+	if files[mergesName], err = limits.ReadFile(filepath.Join(dir, mergesName), "merges", limits.MaxTokenizerFile); err != nil {
+		return nil, fmt.Errorf("gpt2 merges: %w", err)
+	}
+	for _, name := range gpt2Extras {
+		data, err := limits.ReadFile(filepath.Join(dir, name), name, limits.MaxConfigFile)
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue
+			}
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		files[name] = data
+	}
+	return files, nil
+}
+
+// gpt2FromFiles builds the tokenizer of a GPT-2 layout's files (by name;
+// dir only names them in errors): vocabulary and merges, the added tokens
+// of added_tokens.json and tokenizer_config.json, BOS/EOS from the latter,
+// and the pre-tokenizer gpt2Family infers.
+func gpt2FromFiles(files map[string][]byte, dir, vocabName, mergesName string) (*BPE, error) {
+	b, err := parseGPT2(files[vocabName], files[mergesName], filepath.Join(dir, vocabName), filepath.Join(dir, mergesName))
 	if err != nil {
 		return nil, err
 	}
-	if err := addAddedTokensJSON(b, filepath.Join(dir, "added_tokens.json")); err != nil {
-		return nil, err
+	var cfg *hfConfig
+	if data, ok := files["tokenizer_config.json"]; ok {
+		if cfg, err = parseHFConfig(data, filepath.Join(dir, "tokenizer_config.json")); err != nil {
+			return nil, err
+		}
+	}
+	if data, ok := files["added_tokens.json"]; ok {
+		if err := addAddedTokens(b, data, filepath.Join(dir, "added_tokens.json")); err != nil {
+			return nil, err
+		}
 	}
 	if cfg != nil {
 		for _, t := range cfg.addedTokens() {
@@ -143,16 +187,10 @@ func loadGPT2Dir(dir, vocabName, mergesName string) (*BPE, error) {
 	return b, nil
 }
 
-// addAddedTokensJSON reads added_tokens.json ({"content": id}) if present;
-// its tokens are not special unless tokenizer_config.json says so.
-func addAddedTokensJSON(b *BPE, path string) error {
-	data, err := limits.ReadFile(path, "added tokens", limits.MaxConfigFile)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil
-		}
-		return fmt.Errorf("added_tokens.json: %w", err)
-	}
+// addAddedTokens adds the tokens of added_tokens.json ({"content": id},
+// read from path); they are not special unless tokenizer_config.json says
+// so.
+func addAddedTokens(b *BPE, data []byte, path string) error {
 	var m map[string]int64
 	if err := json.Unmarshal(data, &m); err != nil {
 		return &FormatError{Format: "added_tokens.json", File: path, Msg: fmt.Sprintf("invalid JSON: %v", err)}

@@ -10,8 +10,9 @@ import (
 // a kind Build knows.
 type Stored struct {
 	// Kind is "tokenizer.json", "sentencepiece" (a .model file),
-	// "llama2c" (a tokenizer.bin) or "gguf-metadata" (a JSON object of a
-	// GGUF file's tokenizer.* keys).
+	// "llama2c" (a tokenizer.bin), "gguf-metadata" (a JSON object of a
+	// GGUF file's tokenizer.* keys) or KindGPT2Files (a GPT-2 layout's
+	// files, StoreGPT2Dir).
 	Kind string
 	Data []byte
 }
@@ -34,6 +35,8 @@ func (s *Stored) Build(vocab int) (Tokenizer, error) {
 		return ParseSentencePiece(s.Data)
 	case "tokenizer.json":
 		return ParseHF(s.Data)
+	case KindGPT2Files:
+		return parseGPT2Stored(s.Data)
 	}
 	return nil, fmt.Errorf("tokenizer kind %q is not known", s.Kind)
 }

@@ -30,7 +30,12 @@ image prefill) are in [lab/benchmarks-2026.md](lab/benchmarks-2026.md).
   1536, vocabulary 49152. ` + "`qwen3-0.6b`" + `: hidden 1024, 28 layers, 16/8 heads
   of 128 with q/k norms, FFN 3072, vocabulary 151936. ` + "`llama3.2-1b`" + `:
   hidden 2048, 16 layers, 32/8 heads of 64, FFN 8192, vocabulary 128256.
-  All with tied embeddings.
+  All with tied embeddings. shapegen also writes ` + "`codegen2-1b`" + ` (hidden
+  2048, 16 layers, 16 heads of 128 with rotary on 64 dims, FFN 8192,
+  vocabulary 51200, untied) as a Hugging Face folder: llama.cpp cannot run
+  the CodeGen family (its converter has no CodeGen architecture), so that
+  shape has no llama.cpp side and no row here; aotlm runs it with
+  ` + "`aotlm bench`" + ` alone.
 - **Same weight budget.** ` + "`lpbq`" + ` is aotlm's LPBQ 4-bit, block 32, with the
   classifier at W8, against llama.cpp's ` + "`Q4_0`" + ` (whose classifier is Q6_K);
   ` + "`lpbq+q6k`" + ` is the same with the classifier in Q6_K super-blocks

@@ -9,6 +9,10 @@
 // The weights are N(0, 0.02) in binary16 (norm gains 1); the vocabulary
 // is a synthetic byte-level one of the model's size (256 byte tokens and
 // numbered fillers, no merges), enough for tools that feed random ids.
+//
+// A family llama.cpp cannot run (codegen2-1b) is written as a Hugging Face
+// folder instead (-o names the folder: config.json and model.safetensors,
+// no tokenizer), which only aotlm reads.
 package main
 
 import (
@@ -33,6 +37,7 @@ type shape struct {
 	vocab                  int
 	theta                  float64
 	qkNorm                 bool
+	rotary                 int // rotary dimensions of a head (codegen)
 	// deltaNet: a Qwen3.5 hybrid (gated DeltaNet layers, a gated
 	// full-attention layer every attnEvery layers).
 	deltaNet *deltaNetShape
@@ -69,11 +74,15 @@ var shapes = map[string]shape{
 	// heads), the others gated short convolutions of 3 taps.
 	"lfm2-1.2b": {arch: "lfm2", hidden: 2048, layers: 16, ffn: 8192, heads: 32, kvHeads: 8, headDm: 64, vocab: 65536, theta: 1e6, qkNorm: true,
 		attnLayers: []int{2, 5, 8, 10, 12, 14}, convCache: 3},
+	// Salesforce/codegen2-1B's config: n_embd 2048, n_layer 16, n_head 16,
+	// rotary_dim 64, n_inner null (4·n_embd), n_positions 2048, vocabulary
+	// 51200, untied; an HF folder (writeCodegen).
+	"codegen2-1b": {arch: "codegen", hidden: 2048, layers: 16, ffn: 8192, heads: 16, kvHeads: 16, headDm: 128, vocab: 51200, theta: 1e4, rotary: 64},
 }
 
 func main() {
-	name := flag.String("shape", "qwen3-0.6b", "model shape: smollm2-135m, qwen3-0.6b, llama3.2-1b, llama3.2-3b, phi4-mini, qwen3.5-0.8b or lfm2-1.2b")
-	out := flag.String("o", "", "output GGUF file")
+	name := flag.String("shape", "qwen3-0.6b", "model shape: smollm2-135m, qwen3-0.6b, llama3.2-1b, llama3.2-3b, phi4-mini, qwen3.5-0.8b, lfm2-1.2b or codegen2-1b")
+	out := flag.String("o", "", "output GGUF file (codegen2-1b: output folder)")
 	seed := flag.Uint64("seed", 1, "random seed")
 	flag.Parse()
 	s, ok := shapes[*name]
@@ -86,7 +95,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "shapegen: want -shape one of %v and -o FILE\n", names)
 		os.Exit(2)
 	}
-	if err := write(*out, s, *seed); err != nil {
+	w := write
+	if s.arch == "codegen" {
+		w = writeCodegen
+	}
+	if err := w(*out, s, *seed); err != nil {
 		fmt.Fprintln(os.Stderr, "shapegen:", err)
 		os.Exit(1)
 	}
