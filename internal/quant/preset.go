@@ -25,11 +25,11 @@ const (
 	// (linear_attn.in_proj_qkv, in_proj_z, in_proj_a, in_proj_b,
 	// out_proj).
 	PatternMixerProj = `re:(^|\.)(conv\.(in|out)_proj|mamba\.(in|out)_proj|linear_attn\.(in_proj_(qkv|z|a|b)|out_proj))\.weight$`
-	// PatternDeltaNetIO is Gated DeltaNet's q/k/v input projection and its
-	// output projection, which presets keep at W8 with float input
-	// (Scheme.FloatInput): int8 rounding of their inputs is the largest
-	// error int8 activations add to Qwen3.5.
-	PatternDeltaNetIO = `re:(^|\.)linear_attn\.(in_proj_qkv|out_proj)\.weight$`
+	// PatternDeltaNetIO is Gated DeltaNet's q/k/v and output-gate input
+	// projections and its output projection, which presets keep at W8
+	// with float input (Scheme.FloatInput): int8 rounding of their inputs
+	// is the largest error int8 activations add to Qwen3.5.
+	PatternDeltaNetIO = `re:(^|\.)linear_attn\.(in_proj_(qkv|z)|out_proj)\.weight$`
 	// PatternPerLayer is Gemma 4's per-layer input projections
 	// (per_layer_model_projection, per_layer_input_gate,
 	// per_layer_projection): small matrices every layer reads.
@@ -61,9 +61,9 @@ var presets = map[string]func() Recipe{
 
 // familyOverrides are the rules of the hybrid families' sensitive
 // tensors: the recurrent mixers' projections and Gemma 4's per-layer
-// projections at W8, Gated DeltaNet's q/k/v and output projections also
-// with float input. The names are those of these families only, so the
-// rules change nothing on other models.
+// projections at W8, Gated DeltaNet's q/k/v, output-gate and output
+// projections also with float input. The names are those of these
+// families only, so the rules change nothing on other models.
 func familyOverrides() []Override {
 	w8 := Scheme{Kind: KindW8}
 	return []Override{
