@@ -17,8 +17,9 @@ func newInspectCmd() *cobra.Command {
 		Long: `Print a compiled artifact's manifest (architecture, hyper-parameters,
 provenance, tokenizer, plans, context, weights layout) and its size
 breakdown: bytes per tensor class (dtype/layout), per section, the KV cache a
-session allocates (layers x ctx x kv cols x 2 x element size), the arena of
-every plan, and the file.
+session allocates (layers x ctx x kv cols x 2 x element size, a
+sliding-window layer's ring in place of ctx), the arena of every plan, and
+the file.
 
 Every open checks the checksums of all sections but the weights; --verify
 also reads every weight byte and checks theirs.`,

@@ -101,13 +101,33 @@ type VisionPlan struct {
 
 // KVSize is the static KV cache of a session: Layers x Ctx x Cols elements
 // for keys and as many for values, of ElemBytes each (4 for float32, 1 for
-// a u8 cache, whose few per-head scales are not counted).
+// a u8 cache, whose few per-head scales are not counted), except that
+// WindowLayers sliding-window layers take WindowSlots slots each instead
+// of Ctx (their ring, engine.KVSlots).
 type KVSize struct {
-	Layers    int   `json:"layers"`
-	Ctx       int   `json:"ctx"`
-	Cols      int   `json:"cols"`
-	ElemBytes int   `json:"elem_bytes"`
-	Bytes     int64 `json:"bytes"` // Layers*Ctx*Cols*2*ElemBytes
+	Layers       int   `json:"layers"`
+	Ctx          int   `json:"ctx"`
+	Cols         int   `json:"cols"`
+	ElemBytes    int   `json:"elem_bytes"`
+	WindowLayers int   `json:"window_layers,omitempty"`
+	WindowSlots  int   `json:"window_slots,omitempty"`
+	Bytes        int64 `json:"bytes"` // slots of every layer * Cols * 2 * ElemBytes
+}
+
+// kvSize sizes the cache of a session of plan p when the artifact's
+// largest pass holds rows rows.
+func kvSize(p *plan.Plan, rows, elem int) KVSize {
+	kv := KVSize{Layers: p.KV.Layers, Ctx: p.KV.Ctx, Cols: p.KV.Cols, ElemBytes: elem}
+	var slots int64
+	for _, n := range engine.KVSlots(p, p.KV.Ctx, rows) {
+		slots += int64(n)
+		if n != p.KV.Ctx {
+			kv.WindowLayers++
+			kv.WindowSlots = max(kv.WindowSlots, n)
+		}
+	}
+	kv.Bytes = slots * int64(kv.Cols) * 2 * int64(elem)
+	return kv
 }
 
 // Arena describes the plan of one AR length and its activation arena.
@@ -149,17 +169,21 @@ func Describe(a *artifact.Artifact) (Info, error) {
 	b := a.SizeBreakdown()
 	s := Sizes{File: b.File, Sections: b.Sections, Tensors: b.Tensors, TensorCount: b.TensorCount}
 	s.Params = params(a)
+	plans := make([]*plan.Plan, len(m.Plans))
+	rows := 1
 	for i, ref := range m.Plans {
 		blob, err := a.Blob(ref.Blob)
 		if err != nil {
 			return info, fmt.Errorf("bench: manifest.plans[%d]: %w", i, err)
 		}
-		p, err := plan.Decode(blob)
-		if err != nil {
+		if plans[i], err = plan.Decode(blob); err != nil {
 			return info, fmt.Errorf("bench: %s: %w", ref.Blob, err)
 		}
-		kv := KVSize{Layers: p.KV.Layers, Ctx: p.KV.Ctx, Cols: p.KV.Cols, ElemBytes: elem}
-		kv.Bytes = int64(kv.Layers) * int64(kv.Ctx) * int64(kv.Cols) * 2 * int64(elem)
+		rows = max(rows, plans[i].Rows)
+	}
+	for i, ref := range m.Plans {
+		p := plans[i]
+		kv := kvSize(p, rows, elem)
 		if i > 0 && kv != s.KV {
 			return info, fmt.Errorf("bench: %s: cache layout %+v differs from %+v", ref.Blob, kv, s.KV)
 		}
