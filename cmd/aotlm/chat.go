@@ -26,6 +26,7 @@ func newChatCmd() *cobra.Command {
 		mmproj                                             string
 		n, threads, ctx, arLen                             int
 		hugePages                                          bool
+		stateBudget                                        string
 		p                                                  aotlm.Sampling
 		seed                                               int64
 		asJSON, noCompile                                  bool
@@ -65,7 +66,11 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 			} else {
 				p.Seed = randomSeed()
 			}
-			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, HugePages: hugePages, NoCompile: noCompile,
+			budget, err := parseStateBudget(stateBudget)
+			if err != nil {
+				return err
+			}
+			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, HugePages: hugePages, StateBudget: budget, NoCompile: noCompile,
 				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv}, Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
@@ -105,6 +110,7 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 	f.IntVarP(&n, "n-predict", "n", 512, "most tokens of one reply (-1: until the end of turn or a full context)")
 	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
 	f.BoolVar(&hugePages, "hugepages", false, hugePagesUsage)
+	f.StringVar(&stateBudget, "state-budget", defaultStateBudget, stateBudgetUsage)
 	f.IntVarP(&ctx, "ctx", "c", load.Ctx, "context length (capped at the model's)")
 	addSamplingFlags(f, &p, &seed)
 	f.StringArrayVar(&stops, "stop", nil, "a string that ends a reply (repeatable)")

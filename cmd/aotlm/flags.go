@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/limits"
 
 	"github.com/spf13/pflag"
 )
@@ -51,6 +52,24 @@ const hugePagesUsage = "make sure the compiled model sits in transparent huge pa
 	"(a model compiled here usually is, and then is mapped through them without this flag), have the page cache drop the file's small pages and read it back in 2 MiB folios " +
 	"(one read of the file, no extra memory, and later runs find it so), or where the file system cannot, read it into memory advised for huge pages instead of mapping it " +
 	"(that memory cannot be paged out as mapped pages can); decode streams the weights with fewer TLB misses"
+
+// defaultStateBudget is the default of --state-budget:
+// engine.DefaultStateBudget.
+const defaultStateBudget = "128M"
+
+// stateBudgetUsage is the help of --state-budget, which run, chat and
+// serve share.
+const stateBudgetUsage = "bytes of recurrent state each session keeps as snapshots at its last pass boundaries, to rewind there (draft, lookup and lookahead decoding, prefix reuse), " +
+	"with a K, M or G suffix; at least 3 and at most 17 snapshots whatever it says; models without recurrent state ignore it"
+
+// parseStateBudget reads --state-budget.
+func parseStateBudget(v string) (int64, error) {
+	n, err := limits.ParseSize(v)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("--state-budget %q: want a size in bytes such as 256M", v)
+	}
+	return n, nil
+}
 
 // jobsHelp documents --jobs of quantize and compile.
 const jobsHelp = "tensors processed at once (0: one per CPU); memory grows with it"

@@ -21,6 +21,7 @@ func newRunCmd() *cobra.Command {
 		modelPath, tokPath, prompt, promptFile string
 		n, threads, ctx                        int
 		hugePages                              bool
+		stateBudget                            string
 		p                                      aotlm.Sampling
 		seed                                   int64
 		asJSON, ignoreEOS, useChat, verify     bool
@@ -105,7 +106,11 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 			if progress.IsTerminal(cmd.ErrOrStderr()) && !quiet {
 				log = cmd.ErrOrStderr()
 			}
-			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, HugePages: hugePages, NoCompile: noCompile,
+			budget, err := parseStateBudget(stateBudget)
+			if err != nil {
+				return err
+			}
+			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, HugePages: hugePages, StateBudget: budget, NoCompile: noCompile,
 				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv, FloatActivations: float, GGUFWeights: ggufWeights,
 					MMProj: images.mmproj, VisionWeights: images.visionWeights, VisionBuckets: images.visionBuckets}, Log: log})
 			if err != nil {
@@ -203,6 +208,7 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 	f.IntVarP(&n, "n-predict", "n", 128, "number of tokens to generate (-1: until EOS or the context is full)")
 	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
 	f.BoolVar(&hugePages, "hugepages", false, hugePagesUsage)
+	f.StringVar(&stateBudget, "state-budget", defaultStateBudget, stateBudgetUsage)
 	f.IntVarP(&ctx, "ctx", "c", load.Ctx, "context length (capped at the model's)")
 	addSamplingFlags(f, &p, &seed)
 	f.BoolVar(&asJSON, "json", false, "print one JSON object instead of streaming text")

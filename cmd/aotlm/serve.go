@@ -25,6 +25,7 @@ func newServeCmd() *cobra.Command {
 		allowLocalImages                                               bool
 		port, parallel, queue, ctx, threads, arLen                     int
 		hugePages                                                      bool
+		stateBudget                                                    string
 		maxBody                                                        int64
 	)
 	cmd := &cobra.Command{
@@ -59,7 +60,11 @@ with --allow-local-images.`,
 			if modelPath, err = resolveModel(modelPath, log); err != nil {
 				return err
 			}
-			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, HugePages: hugePages,
+			budget, err := parseStateBudget(stateBudget)
+			if err != nil {
+				return err
+			}
+			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, HugePages: hugePages, StateBudget: budget,
 				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv}, Log: log})
 			if err != nil {
 				return err
@@ -106,6 +111,7 @@ with --allow-local-images.`,
 	f.IntVarP(&ctx, "ctx", "c", load.Ctx, "context of each session (capped at the model's)")
 	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads, shared by the sessions")
 	f.BoolVar(&hugePages, "hugepages", false, hugePagesUsage)
+	f.StringVar(&stateBudget, "state-budget", defaultStateBudget, stateBudgetUsage)
 	f.StringVar(&mode, "mode", "hybrid", "prefill: hybrid (AR-N passes) or kv (one token at a time)")
 	f.StringVar(&apiKey, "api-key", "", "require this Bearer token on API requests")
 	f.StringVar(&templatePath, "chat-template", "", "Jinja chat template file, replacing the model's")

@@ -65,12 +65,14 @@ type Sizes struct {
 	// State is the recurrent state of one sequence (the plans' state
 	// slots; 0 for a model without), of which a session's state cache
 	// keeps StateSets copies: the state at its last pass boundaries, for
-	// rewinding. ConvWindow is the causal_conv input window a model whose
-	// only state is short convolutions also keeps, to rewind inside a
-	// pass.
-	State      int64 `json:"state,omitempty"`
-	StateSets  int   `json:"state_sets,omitempty"`
-	ConvWindow int64 `json:"conv_window,omitempty"`
+	// rewinding, as many as StateBudget bytes hold (within the engine's
+	// bounds, engine.StateSnapshotsWithin). ConvWindow is the causal_conv
+	// input window a model whose only state is short convolutions also
+	// keeps, to rewind inside a pass.
+	State       int64 `json:"state,omitempty"`
+	StateSets   int   `json:"state_sets,omitempty"`
+	StateBudget int64 `json:"state_budget,omitempty"`
+	ConvWindow  int64 `json:"conv_window,omitempty"`
 	// Session is the memory one session allocates: the KV cache, the
 	// largest arena and the recurrent state sets (the weights stay in the
 	// mapped file).
@@ -140,20 +142,39 @@ type Arena struct {
 }
 
 // DescribeFile opens the artifact at path (verify: every checksum,
-// the weights' too) and describes it.
+// the weights' too) and describes it, its sessions keeping the default
+// state budget.
 func DescribeFile(path string, verify bool) (Info, error) {
-	a, err := artifact.Open(path, artifact.OpenOptions{Verify: verify})
+	return DescribeFileWith(path, DescribeOptions{Verify: verify})
+}
+
+// DescribeOptions say how DescribeFileWith reads an artifact and what
+// its sessions are assumed to keep.
+type DescribeOptions struct {
+	Verify bool // check every checksum, the weights' too
+	// StateBudget is the sessions' state budget in bytes
+	// (engine.SessionOptions.StateBudget; 0: the default).
+	StateBudget int64
+}
+
+// DescribeFileWith opens the artifact at path and describes it as o says.
+func DescribeFileWith(path string, o DescribeOptions) (Info, error) {
+	a, err := artifact.Open(path, artifact.OpenOptions{Verify: o.Verify})
 	if err != nil {
 		return Info{}, err
 	}
 	defer a.Close()
-	return Describe(a)
+	return DescribeWith(a, o.StateBudget)
 }
 
 // Describe reads an opened artifact's manifest and plans and accounts for
-// its bytes. A manifest or plan the engine would refuse is an error naming
-// it.
-func Describe(a *artifact.Artifact) (Info, error) {
+// its bytes, its sessions keeping the default state budget. A manifest or
+// plan the engine would refuse is an error naming it.
+func Describe(a *artifact.Artifact) (Info, error) { return DescribeWith(a, 0) }
+
+// DescribeWith is Describe for sessions whose state budget is
+// stateBudget bytes (0: engine.DefaultStateBudget).
+func DescribeWith(a *artifact.Artifact, stateBudget int64) (Info, error) {
 	info := Info{Raw: a.ManifestJSON()}
 	if err := a.Manifest(&info.Manifest); err != nil {
 		return info, err
@@ -190,8 +211,12 @@ func Describe(a *artifact.Artifact) (Info, error) {
 		s.KV = kv
 		s.Arenas = append(s.Arenas, Arena{ARLen: ref.ARLen, Blob: ref.Blob, Steps: len(p.Steps),
 			Buffers: len(p.Buffers), Bytes: int64(p.Arena) * arenaElemBytes})
-		if sm := engine.PlanStateMemory(p, p.KV.Ctx, 0); sm.SetBytes > s.State {
+		if sm := engine.PlanStateMemory(p, p.KV.Ctx, 0, stateBudget); sm.SetBytes > s.State {
 			s.State, s.StateSets, s.ConvWindow = sm.SetBytes, sm.Sets, sm.ConvWindow
+			s.StateBudget = stateBudget
+			if s.StateBudget <= 0 {
+				s.StateBudget = engine.DefaultStateBudget
+			}
 		}
 	}
 	slices.SortFunc(s.Arenas, func(x, y Arena) int { return x.ARLen - y.ARLen })

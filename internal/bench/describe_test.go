@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -275,5 +276,37 @@ func TestDescribeWindowRing(t *testing.T) {
 	defer s.Close()
 	if got := s.CacheBytes(); got != kv.Bytes {
 		t.Errorf("a session allocates %d cache bytes, inspect says %d", got, kv.Bytes)
+	}
+}
+
+// TestDescribeStateBudget: the state sets a described session keeps
+// follow the state budget, which the sizes and the text show.
+func TestDescribeStateBudget(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "qwen35.aot")
+	if err := compile.CompileFile(testutil.Path(t, "arch/qwen35"), path, compile.Options{ARLens: []int{8}, Ctx: 32}); err != nil {
+		t.Fatal(err)
+	}
+	def, err := DescribeFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.Sizes.StateBudget != engine.DefaultStateBudget {
+		t.Errorf("default budget %d", def.Sizes.StateBudget)
+	}
+	budget := 5*def.Sizes.State + 1
+	info, err := DescribeFileWith(path, DescribeOptions{StateBudget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := info.Sizes
+	if s.StateSets != 5 || s.StateBudget != budget || s.Session != s.KV.Bytes+s.Arenas[1].Bytes+5*s.State {
+		t.Errorf("budget %d: %d sets, budget %d, session %d", budget, s.StateSets, s.StateBudget, s.Session)
+	}
+	var out strings.Builder
+	if err := info.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("x 5 sets (the state cache within its %s budget", Human(budget)); !strings.Contains(out.String(), want) {
+		t.Errorf("the text lacks %q:\n%s", want, out.String())
 	}
 }

@@ -75,7 +75,8 @@ func (i Info) WriteText(w io.Writer) error {
 		row(fmt.Sprintf("  arena AR-%d", a.ARLen), "%s\t%d bytes", Human(a.Bytes), a.Bytes)
 	}
 	if s.State > 0 {
-		row("  recurrent state", "%s\t%d bytes x %d sets (the state cache: the last pass boundaries, for rewinding)", Human(s.State*int64(s.StateSets)), s.State, s.StateSets)
+		row("  recurrent state", "%s\t%d bytes x %d sets (the state cache within its %s budget: the last pass boundaries, for rewinding)",
+			Human(s.State*int64(s.StateSets)), s.State, s.StateSets, Human(s.StateBudget))
 		if s.ConvWindow > 0 {
 			row("  conv window", "%s\t%d bytes (causal_conv inputs of the last positions, for rewinding inside a pass)", Human(s.ConvWindow), s.ConvWindow)
 		}

@@ -50,6 +50,10 @@ type SessionOptions struct {
 	// none before the committed position, so Rewind goes only to 0 or
 	// inside a convolution window).
 	StateSnapshots int
+	// StateBudget bounds the bytes of the state sets kept when
+	// StateSnapshots is 0 (0: DefaultStateBudget; see
+	// StateSnapshotsWithin); negative is refused.
+	StateBudget int64
 	// FullWindowKV keeps a cache slot per position in sliding-window
 	// layers too, so that Rewind goes anywhere; by default they keep a
 	// ring a few passes longer than their window (ringkv.go), and the
@@ -147,6 +151,9 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	if opts.Context > 0 {
 		ctx = opts.Context
 	}
+	if opts.StateBudget < 0 {
+		return nil, fmt.Errorf("engine: a state budget of %d bytes", opts.StateBudget)
+	}
 	s := &Session{e: e, mode: opts.Mode, decode: e.plans[0], prefill: e.plans[len(e.plans)-1],
 		arena: make([]float32, e.arena), kvCols: kv.Cols, ctx: ctx, pool: e.pool,
 		threads: min(max(opts.Threads, 1), e.pool.threads)}
@@ -189,7 +196,7 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 		slots += int64(n)
 	}
 	need := 2*slots*int64(kv.Cols)*elem + 4*int64(e.arena) +
-		PlanStateMemory(s.decode.p, ctx, opts.StateSnapshots).Total()
+		PlanStateMemory(s.decode.p, ctx, opts.StateSnapshots, opts.StateBudget).Total()
 	if err := limits.CheckAlloc(fmt.Sprintf("a session of %d positions (KV cache, activations and recurrent state)", ctx), need); err != nil {
 		return nil, fmt.Errorf("engine: %w; ask for a smaller context", err)
 	}
@@ -213,7 +220,7 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 		s.k, s.v = layerSlices(kvAlloc(hugemem.Float32s, all, huge), layer)
 	}
 	s.rec = newRecState(s.decode.p.State, e.wkvTemp)
-	if err := s.rec.keepSnapshots(opts.StateSnapshots, s.decode.p.Steps); err != nil {
+	if err := s.rec.keepSnapshots(opts.StateSnapshots, opts.StateBudget, s.decode.p.Steps); err != nil {
 		return nil, err
 	}
 	s.rec.conv = newConvHistory(s.decode.p, ctx)
