@@ -6,7 +6,7 @@ import (
 )
 
 // A cache layer whose every attention step sees only the last Window
-// positions (a sliding-window layer: Gemma 2/3/4, and any plan with
+// positions (a sliding-window layer: Gemma 3 and 4, Phi-3, any plan with
 // Attn.Window) keeps a ring of R = Window + 2*rows slots per key/value
 // head instead of one slot per position of the context, rows being the
 // most rows one pass holds. Position q goes into ring slot q mod R and
