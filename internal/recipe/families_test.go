@@ -238,14 +238,12 @@ func familyRulePatterns(t *testing.T, r quant.Recipe) []string {
 
 // refusedRotations are the rotations of docs/recipes that a hybrid family
 // refuses, with a piece of the error it gives: R2 needs the attention
-// output read by one linear (Qwen3.5 gates it first), R3 needs rotary
-// attention (Granite 4 hybrid has none), and R1 needs no norm after a
-// residual branch (Gemma 4 normalizes its branches' outputs before adding
-// them).
+// output read by one linear (Qwen3.5 gates it first), and R1 needs no
+// norm after a residual branch (Gemma 4 normalizes its branches' outputs
+// before adding them).
 var refusedRotations = map[string]map[string]string{
-	"qwen35":        {"r2": "output is not read by one linear"},
-	"gemma4":        {"r1": "R1 does not apply to this model"},
-	"granitehybrid": {"r3": "has no rotary attention"},
+	"qwen35": {"r2": "output is not read by one linear"},
+	"gemma4": {"r1": "R1 does not apply to this model"},
 }
 
 // refusal returns the error piece refusedRotations expects of r on fam,
