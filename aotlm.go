@@ -46,6 +46,11 @@ type Options struct {
 	// weights with fewer TLB misses, at the cost of a load that reads the
 	// whole file and memory the kernel cannot drop as it drops mapped pages.
 	HugePages bool
+	// StateBudget bounds the bytes of the state snapshots each session of
+	// a model with recurrent state keeps, to rewind to recent pass
+	// boundaries (0: 128 MiB; at least 3 and at most 17 snapshots are
+	// kept whatever it says). Models without recurrent state ignore it.
+	StateBudget int64
 }
 
 // Info describes a model.
@@ -124,6 +129,9 @@ func Open(path string, opts Options) (*Model, error) {
 	default:
 		return nil, fmt.Errorf("mode %q: want hybrid or kv", opts.Mode)
 	}
+	if opts.StateBudget < 0 {
+		return nil, fmt.Errorf("state budget %d: want 0 (the default) or a number of bytes", opts.StateBudget)
+	}
 	eng, err := engine.OpenWith(path, engine.Options{Threads: opts.Threads, HugePages: opts.HugePages})
 	if err != nil {
 		return nil, err
@@ -170,7 +178,7 @@ func Open(path string, opts Options) (*Model, error) {
 		if n == 0 {
 			n = ctx
 		}
-		return eng.NewSession(engine.SessionOptions{Mode: mode, Threads: eng.Threads(), Context: min(n, ctx)})
+		return eng.NewSession(engine.SessionOptions{Mode: mode, Threads: eng.Threads(), Context: min(n, ctx), StateBudget: opts.StateBudget})
 	}
 	return m, nil
 }

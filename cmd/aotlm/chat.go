@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
@@ -50,11 +47,7 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
   printf 'Hi\nTell me a story\n' | aotlm chat -m model.aot --temp 0 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if seed >= 0 {
-				p.Seed = uint64(seed)
-			} else {
-				p.Seed = randomSeed()
-			}
+			p.Seed = seedOf(seed)
 			m, err := mf.open(cmd.ErrOrStderr(), cmd.ErrOrStderr(), compile.Options{})
 			if err != nil {
 				return err
@@ -101,7 +94,7 @@ type chatTurn struct {
 func chatLoop(cmd *cobra.Command, c *aotlm.Chat, req aotlm.Request, asJSON bool, images *visionload.ChatImages) error {
 	in := cmd.InOrStdin()
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	interactive := progress.IsTerminal(out) && isTerminalReader(in)
+	interactive := progress.IsTerminal(out) && progress.IsTerminal(in)
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64*1024), maxChatLine)
 	turn := 0
@@ -179,12 +172,3 @@ func chatLoop(cmd *cobra.Command, c *aotlm.Chat, req aotlm.Request, asJSON bool,
 
 // maxChatLine bounds one input line.
 const maxChatLine = 1 << 20
-
-// isTerminalReader reports whether r is a terminal.
-func isTerminalReader(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// randomSeed returns a seed from the clock.
-func randomSeed() uint64 { return uint64(time.Now().UnixNano()) }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/limits"
 
 	"github.com/spf13/pflag"
 )
@@ -38,12 +40,28 @@ func addSamplingFlags(f *pflag.FlagSet, p *aotlm.Sampling, seed *int64) {
 	f.Int64Var(seed, "seed", -1, "sampling seed (-1: random)")
 }
 
+// seedOf is the sampling seed --seed asks for: the clock's for -1.
+func seedOf(seed int64) uint64 {
+	if seed < 0 {
+		return uint64(time.Now().UnixNano())
+	}
+	return uint64(seed)
+}
+
 // hugePagesUsage is the help of --hugepages, which run, chat, serve and
 // bench share.
 const hugePagesUsage = "make sure the compiled model sits in transparent huge pages (Linux; elsewhere ignored): when the page cache does not hold the file in 2 MiB folios already " +
 	"(a model compiled here usually is, and then is mapped through them without this flag), have the page cache drop the file's small pages and read it back in 2 MiB folios " +
 	"(one read of the file, no extra memory, and later runs find it so), or where the file system cannot, read it into memory advised for huge pages instead of mapping it " +
 	"(that memory cannot be paged out as mapped pages can); decode streams the weights with fewer TLB misses"
+
+// engineStateBudget is the default of --state-budget.
+const engineStateBudget = limits.Size(128 << 20)
+
+// stateBudgetUsage is the help of --state-budget, which run, chat and
+// serve share.
+const stateBudgetUsage = "bytes of recurrent state each session keeps as snapshots at its last pass boundaries, to rewind there (draft, lookup and lookahead decoding, prefix reuse), " +
+	"with a K, M or G suffix; at least 3 and at most 17 snapshots whatever it says; models without recurrent state ignore it"
 
 // jobsHelp documents --jobs of quantize and compile.
 const jobsHelp = "tensors processed at once (0: one per CPU); memory grows with it"

@@ -11,14 +11,17 @@ import (
 
 func newInspectCmd() *cobra.Command {
 	var asJSON, verify bool
+	stateBudget := engineStateBudget
 	cmd := &cobra.Command{
 		Use:   "inspect MODEL.aot",
 		Short: "Print a compiled artifact's manifest and where its bytes go",
 		Long: `Print a compiled artifact's manifest (architecture, hyper-parameters,
 provenance, tokenizer, plans, context, weights layout) and its size
 breakdown: bytes per tensor class (dtype/layout), per section, the KV cache a
-session allocates (layers x ctx x kv cols x 2 x element size), the arena of
-every plan, and the file.
+session allocates (layers x ctx x kv cols x 2 x element size, a
+sliding-window layer's ring in place of ctx), the arena of every plan, and
+the file. A model with recurrent state also shows the state cache a
+session keeps within --state-budget (as run, chat and serve take it).
 
 Every open checks the checksums of all sections but the weights; --verify
 also reads every weight byte and checks theirs.`,
@@ -26,7 +29,7 @@ also reads every weight byte and checks theirs.`,
   aotlm inspect stories.aot --verify --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			info, err := bench.DescribeFile(args[0], verify)
+			info, err := bench.DescribeFileWith(args[0], bench.DescribeOptions{Verify: verify, StateBudget: int64(stateBudget)})
 			if err != nil {
 				return err
 			}
@@ -46,5 +49,6 @@ also reads every weight byte and checks theirs.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the manifest with a \"sizes\" object as one JSON object")
 	cmd.Flags().BoolVar(&verify, "verify", false, "also check the weights checksum (reads every byte)")
+	cmd.Flags().Var(&stateBudget, "state-budget", stateBudgetUsage)
 	return cmd
 }

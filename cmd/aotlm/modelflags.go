@@ -9,6 +9,7 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/load"
 )
 
@@ -17,6 +18,7 @@ import (
 // and how it runs.
 type modelFlags struct {
 	path, tokenizer, mode, kv, template string
+	stateBudget                         limits.Size
 	threads, ctx, arLen                 int
 	hugePages, noCompile                bool
 }
@@ -34,6 +36,8 @@ func addModelFlags(f *pflag.FlagSet, modelUsage string) *modelFlags {
 	f.BoolVar(&m.hugePages, "hugepages", false, hugePagesUsage)
 	f.IntVarP(&m.ctx, "ctx", "c", load.Ctx, "context length (capped at the model's)")
 	f.StringVar(&m.template, "chat-template", "", "a chat template (.jinja, tokenizer_config.json or GGUF) replacing the model's")
+	m.stateBudget = engineStateBudget
+	f.Var(&m.stateBudget, "state-budget", stateBudgetUsage)
 	return m
 }
 
@@ -57,7 +61,7 @@ func (mf *modelFlags) open(note, log io.Writer, c compile.Options) (*aotlm.Model
 	}
 	c.ARLens, c.Ctx, c.ClampCtx, c.KV = []int{mf.arLen}, mf.ctx, true, mf.kv
 	m, err := load.Open(mf.path, load.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, Mode: mf.mode,
-		HugePages: mf.hugePages, NoCompile: mf.noCompile, Compile: c, Log: log})
+		HugePages: mf.hugePages, StateBudget: int64(mf.stateBudget), NoCompile: mf.noCompile, Compile: c, Log: log})
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -74,16 +73,12 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 				}
 				prompt = string(b)
 			}
-			if seed < 0 {
-				p.Seed = uint64(time.Now().UnixNano())
-			} else {
-				p.Seed = uint64(seed)
-			}
+			p.Seed = seedOf(seed)
 			float, err := load.FloatActivations(acts)
-			if err != nil {
-				return fmt.Errorf("run: %w", err)
+			if err == nil {
+				err = load.CheckGGUFWeights(ggufWeights)
 			}
-			if err := load.CheckGGUFWeights(ggufWeights); err != nil {
+			if err != nil {
 				return fmt.Errorf("run: %w", err)
 			}
 			var log io.Writer
@@ -152,14 +147,12 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 			if !asJSON {
 				if !useChat {
 					if _, err := io.WriteString(out, prompt); err != nil {
-						return fmt.Errorf("writing output: %w", err)
+						return err
 					}
 				}
 				onToken = func(t aotlm.Token) error {
-					if _, err := io.WriteString(out, t.Text); err != nil {
-						return fmt.Errorf("writing output: %w", err)
-					}
-					return nil
+					_, err := io.WriteString(out, t.Text)
+					return err
 				}
 			}
 			res, err := s.Generate(cmd.Context(), req, onToken)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/op"
 )
 
 // The Gemma 4 family (text models of the E2B/E4B layout). Per layer l:
@@ -350,7 +351,7 @@ func validateGemma4(c *Config) error {
 	if err := d.validateDecoder(); err != nil {
 		return err
 	}
-	if c.FusedQKV || c.FusedGateUp || c.QKVBias || c.RotateQK || c.RotateDown || len(c.NoRopeLayers) > 0 ||
+	if c.FusedQKV || c.FusedGateUp || c.QKVBias || len(c.NoRopeLayers) > 0 ||
 		c.ShortConv != nil || c.RWKV != nil || c.RopeScaling.Type != "" || len(c.RopeSections) > 0 || c.RotaryDim != 0 {
 		return fmt.Errorf("gemma4 config: a decoder variation the gemma4 family does not build is set")
 	}
@@ -511,6 +512,11 @@ func buildGemma4(c *Config, opts BuildOptions) (*graph.Graph, error) {
 		h := g.RMSNorm(x, p+"input_layernorm.weight", eps, 0)
 		q := g.Linear(h, p+"self_attn.q_proj.weight", c.Heads*E, "")
 		q = g.RoPE(g.HeadRMSNorm(q, p+"self_attn.q_norm.weight", E, eps, 0), rope)
+		if c.RotateQK {
+			// a shared layer's keys were rotated by their source layer,
+			// whose heads are as wide
+			q = g.Hadamard(q, op.HadamardBlock(E))
+		}
 		var o int
 		if src := gemma4KVSource(c, l); src != l {
 			at.Layer = src
@@ -519,6 +525,9 @@ func buildGemma4(c *Config, opts BuildOptions) (*graph.Graph, error) {
 			k := g.Linear(h, p+"self_attn.k_proj.weight", c.KVHeads*E, "")
 			v := g.Linear(h, p+"self_attn.v_proj.weight", c.KVHeads*E, "")
 			k = g.RoPE(g.HeadRMSNorm(k, p+"self_attn.k_norm.weight", E, eps, 0), rope)
+			if c.RotateQK {
+				k = g.Hadamard(k, op.HadamardBlock(E))
+			}
 			v = g.UnitHeadRMSNorm(v, E, eps, p+"self_attn.v_norm")
 			o = g.Attention(q, k, v, at)
 		}
@@ -528,7 +537,11 @@ func buildGemma4(c *Config, opts BuildOptions) (*graph.Graph, error) {
 		F := g4.LayerFFN[l]
 		gate := g.Linear(h, p+"mlp.gate_proj.weight", F, "")
 		up := g.Linear(h, p+"mlp.up_proj.weight", F, "")
-		m := g.Linear(g.Mul(g.GELUTanh(gate), up), p+"mlp.down_proj.weight", D, "")
+		mid := g.Mul(g.GELUTanh(gate), up)
+		if c.RotateDown {
+			mid = g.Hadamard(mid, op.HadamardBlock(F))
+		}
+		m := g.Linear(mid, p+"mlp.down_proj.weight", D, "")
 		x = g.Add(x, g.RMSNorm(m, p+"post_feedforward_layernorm.weight", eps, 0))
 		pg := g.GELUTanh(g.Linear(x, p+"per_layer_input_gate.weight", P, ""))
 		pg = g.Mul(pg, g.Columns(pli, l*P, (l+1)*P))

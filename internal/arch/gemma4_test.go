@@ -122,7 +122,7 @@ func TestGemma4Config(t *testing.T) {
 		{"short width list", func(c *Config) { c.Gemma4.LayerFFN = c.Gemma4.LayerFFN[:3] }},
 		{"bad soft cap", func(c *Config) { c.Gemma4.FinalSoftcap = math.NaN() }},
 		{"too many pairs", func(c *Config) { c.Gemma4.GlobalRotaryPairs = 17 }},
-		{"rotated q/k", func(c *Config) { c.RotateQK = true }},
+		{"fused q/k/v", func(c *Config) { c.FusedQKV = true }},
 		{"missing sizes", func(c *Config) { c.Gemma4 = nil }},
 	} {
 		c := hf

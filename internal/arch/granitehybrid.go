@@ -9,6 +9,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/op"
 )
 
 // The Granite 4 hybrid family (Granite 4.0 H without experts; HF
@@ -345,6 +346,10 @@ func buildGraniteHybrid(c *Config, opts BuildOptions) (*graph.Graph, error) {
 			if !slices.Contains(c.NoRopeLayers, l) {
 				q, k = g.RoPE(q, rope), g.RoPE(k, rope)
 			}
+			if c.RotateQK { // after RoPE when there is one
+				b := op.HadamardBlock(c.HeadDim)
+				q, k = g.Hadamard(q, b), g.Hadamard(k, b)
+			}
 			at := graph.Attn{Layer: cache, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Scale: float32(scale)}
 			cache++
 			o = g.Linear(g.Attention(q, k, v, at), p+"self_attn.o_proj.weight", D, "")
@@ -359,7 +364,11 @@ func buildGraniteHybrid(c *Config, opts BuildOptions) (*graph.Graph, error) {
 			gate = g.Linear(h, p+"shared_mlp.gate_proj.weight", c.FFN, "")
 			up = g.Linear(h, p+"shared_mlp.up_proj.weight", c.FFN, "")
 		}
-		x = residual(x, g.Linear(g.Mul(g.SiLU(gate), up), p+"shared_mlp.output_linear.weight", D, ""))
+		mid := g.Mul(g.SiLU(gate), up)
+		if c.RotateDown {
+			mid = g.Hadamard(mid, op.HadamardBlock(c.FFN))
+		}
+		x = residual(x, g.Linear(mid, p+"shared_mlp.output_linear.weight", D, ""))
 	}
 	x = g.RMSNorm(x, "model.norm.weight", eps, off)
 	logits := lmHead(g, c, opts, x)

@@ -65,12 +65,14 @@ type Sizes struct {
 	// State is the recurrent state of one sequence (the plans' state
 	// slots; 0 for a model without), of which a session's state cache
 	// keeps StateSets copies: the state at its last pass boundaries, for
-	// rewinding. ConvWindow is the causal_conv input window a model whose
-	// only state is short convolutions also keeps, to rewind inside a
-	// pass.
-	State      int64 `json:"state,omitempty"`
-	StateSets  int   `json:"state_sets,omitempty"`
-	ConvWindow int64 `json:"conv_window,omitempty"`
+	// rewinding, as many as StateBudget bytes hold (within the engine's
+	// bounds, engine.StateSnapshotsWithin). ConvWindow is the causal_conv
+	// input window a model whose only state is short convolutions also
+	// keeps, to rewind inside a pass.
+	State       int64 `json:"state,omitempty"`
+	StateSets   int   `json:"state_sets,omitempty"`
+	StateBudget int64 `json:"state_budget,omitempty"`
+	ConvWindow  int64 `json:"conv_window,omitempty"`
 	// Session is the memory one session allocates: the KV cache, the
 	// largest arena and the recurrent state sets (the weights stay in the
 	// mapped file).
@@ -101,13 +103,33 @@ type VisionPlan struct {
 
 // KVSize is the static KV cache of a session: Layers x Ctx x Cols elements
 // for keys and as many for values, of ElemBytes each (4 for float32, 1 for
-// a u8 cache, whose few per-head scales are not counted).
+// a u8 cache, whose few per-head scales are not counted), except that
+// WindowLayers sliding-window layers take WindowSlots slots each instead
+// of Ctx (their ring, engine.KVSlots).
 type KVSize struct {
-	Layers    int   `json:"layers"`
-	Ctx       int   `json:"ctx"`
-	Cols      int   `json:"cols"`
-	ElemBytes int   `json:"elem_bytes"`
-	Bytes     int64 `json:"bytes"` // Layers*Ctx*Cols*2*ElemBytes
+	Layers       int   `json:"layers"`
+	Ctx          int   `json:"ctx"`
+	Cols         int   `json:"cols"`
+	ElemBytes    int   `json:"elem_bytes"`
+	WindowLayers int   `json:"window_layers,omitempty"`
+	WindowSlots  int   `json:"window_slots,omitempty"`
+	Bytes        int64 `json:"bytes"` // slots of every layer * Cols * 2 * ElemBytes
+}
+
+// kvSize sizes the cache of a session of plan p when the artifact's
+// largest pass holds rows rows.
+func kvSize(p *plan.Plan, rows, elem int) KVSize {
+	kv := KVSize{Layers: p.KV.Layers, Ctx: p.KV.Ctx, Cols: p.KV.Cols, ElemBytes: elem}
+	var slots int64
+	for _, n := range engine.KVSlots(p, p.KV.Ctx, rows) {
+		slots += int64(n)
+		if n != p.KV.Ctx {
+			kv.WindowLayers++
+			kv.WindowSlots = max(kv.WindowSlots, n)
+		}
+	}
+	kv.Bytes = slots * int64(kv.Cols) * 2 * int64(elem)
+	return kv
 }
 
 // Arena describes the plan of one AR length and its activation arena.
@@ -120,20 +142,39 @@ type Arena struct {
 }
 
 // DescribeFile opens the artifact at path (verify: every checksum,
-// the weights' too) and describes it.
+// the weights' too) and describes it, its sessions keeping the default
+// state budget.
 func DescribeFile(path string, verify bool) (Info, error) {
-	a, err := artifact.Open(path, artifact.OpenOptions{Verify: verify})
+	return DescribeFileWith(path, DescribeOptions{Verify: verify})
+}
+
+// DescribeOptions say how DescribeFileWith reads an artifact and what
+// its sessions are assumed to keep.
+type DescribeOptions struct {
+	Verify bool // check every checksum, the weights' too
+	// StateBudget is the sessions' state budget in bytes
+	// (engine.SessionOptions.StateBudget; 0: the default).
+	StateBudget int64
+}
+
+// DescribeFileWith opens the artifact at path and describes it as o says.
+func DescribeFileWith(path string, o DescribeOptions) (Info, error) {
+	a, err := artifact.Open(path, artifact.OpenOptions{Verify: o.Verify})
 	if err != nil {
 		return Info{}, err
 	}
 	defer a.Close()
-	return Describe(a)
+	return DescribeWith(a, o.StateBudget)
 }
 
 // Describe reads an opened artifact's manifest and plans and accounts for
-// its bytes. A manifest or plan the engine would refuse is an error naming
-// it.
-func Describe(a *artifact.Artifact) (Info, error) {
+// its bytes, its sessions keeping the default state budget. A manifest or
+// plan the engine would refuse is an error naming it.
+func Describe(a *artifact.Artifact) (Info, error) { return DescribeWith(a, 0) }
+
+// DescribeWith is Describe for sessions whose state budget is
+// stateBudget bytes (0: engine.DefaultStateBudget).
+func DescribeWith(a *artifact.Artifact, stateBudget int64) (Info, error) {
 	info := Info{Raw: a.ManifestJSON()}
 	if err := a.Manifest(&info.Manifest); err != nil {
 		return info, err
@@ -149,25 +190,33 @@ func Describe(a *artifact.Artifact) (Info, error) {
 	b := a.SizeBreakdown()
 	s := Sizes{File: b.File, Sections: b.Sections, Tensors: b.Tensors, TensorCount: b.TensorCount}
 	s.Params = params(a)
+	plans := make([]*plan.Plan, len(m.Plans))
+	rows := 1
 	for i, ref := range m.Plans {
 		blob, err := a.Blob(ref.Blob)
 		if err != nil {
 			return info, fmt.Errorf("bench: manifest.plans[%d]: %w", i, err)
 		}
-		p, err := plan.Decode(blob)
-		if err != nil {
+		if plans[i], err = plan.Decode(blob); err != nil {
 			return info, fmt.Errorf("bench: %s: %w", ref.Blob, err)
 		}
-		kv := KVSize{Layers: p.KV.Layers, Ctx: p.KV.Ctx, Cols: p.KV.Cols, ElemBytes: elem}
-		kv.Bytes = int64(kv.Layers) * int64(kv.Ctx) * int64(kv.Cols) * 2 * int64(elem)
+		rows = max(rows, plans[i].Rows)
+	}
+	for i, ref := range m.Plans {
+		p := plans[i]
+		kv := kvSize(p, rows, elem)
 		if i > 0 && kv != s.KV {
 			return info, fmt.Errorf("bench: %s: cache layout %+v differs from %+v", ref.Blob, kv, s.KV)
 		}
 		s.KV = kv
 		s.Arenas = append(s.Arenas, Arena{ARLen: ref.ARLen, Blob: ref.Blob, Steps: len(p.Steps),
 			Buffers: len(p.Buffers), Bytes: int64(p.Arena) * arenaElemBytes})
-		if sm := engine.PlanStateMemory(p, p.KV.Ctx, 0); sm.SetBytes > s.State {
+		if sm := engine.PlanStateMemory(p, p.KV.Ctx, 0, stateBudget); sm.SetBytes > s.State {
 			s.State, s.StateSets, s.ConvWindow = sm.SetBytes, sm.Sets, sm.ConvWindow
+			s.StateBudget = stateBudget
+			if s.StateBudget <= 0 {
+				s.StateBudget = engine.DefaultStateBudget
+			}
 		}
 	}
 	slices.SortFunc(s.Arenas, func(x, y Arena) int { return x.ARLen - y.ARLen })

@@ -2,12 +2,14 @@ package bench
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
@@ -230,5 +232,81 @@ func TestDescribeRecurrentState(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "recurrent state") {
 		t.Errorf("the text has no recurrent state line:\n%s", out.String())
+	}
+}
+
+// TestDescribeWindowRing compiles the gemma4 fixture (sliding window 8;
+// 4 cache layers, 3 of them sliding) with AR-8 for 256 positions and
+// checks that the KV cache counts the sliding layers' rings, 2*(8+2*8)
+// slots each, in the sizes, the session memory and the text, and that a
+// session allocates exactly that.
+func TestDescribeWindowRing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gemma4.aot")
+	if err := compile.CompileFile(testutil.Path(t, "arch/gemma4/model.gguf"), path, compile.Options{ARLens: []int{8}, Ctx: 256}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := DescribeFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := info.Sizes.KV
+	want := int64(256+3*48) * int64(kv.Cols) * 2 * 4
+	if kv.Layers != 4 || kv.WindowLayers != 3 || kv.WindowSlots != 48 || kv.Bytes != want {
+		t.Errorf("kv %+v, want 3 of 4 layers at 48 slots, %d bytes", kv, want)
+	}
+	if s := info.Sizes; s.Session != kv.Bytes+s.Arenas[1].Bytes {
+		t.Errorf("session %d, want the cache %d and the largest arena %d", s.Session, kv.Bytes, s.Arenas[1].Bytes)
+	}
+	var out strings.Builder
+	if err := info.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "3 sliding-window layers x 48 ring slots") {
+		t.Errorf("the text does not show the rings:\n%s", out.String())
+	}
+	e, err := engine.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	s, err := e.NewSession(engine.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.CacheBytes(); got != kv.Bytes {
+		t.Errorf("a session allocates %d cache bytes, inspect says %d", got, kv.Bytes)
+	}
+}
+
+// TestDescribeStateBudget: the state sets a described session keeps
+// follow the state budget, which the sizes and the text show.
+func TestDescribeStateBudget(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "qwen35.aot")
+	if err := compile.CompileFile(testutil.Path(t, "arch/qwen35"), path, compile.Options{ARLens: []int{8}, Ctx: 32}); err != nil {
+		t.Fatal(err)
+	}
+	def, err := DescribeFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.Sizes.StateBudget != engine.DefaultStateBudget {
+		t.Errorf("default budget %d", def.Sizes.StateBudget)
+	}
+	budget := 5*def.Sizes.State + 1
+	info, err := DescribeFileWith(path, DescribeOptions{StateBudget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := info.Sizes
+	if s.StateSets != 5 || s.StateBudget != budget || s.Session != s.KV.Bytes+s.Arenas[1].Bytes+5*s.State {
+		t.Errorf("budget %d: %d sets, budget %d, session %d", budget, s.StateSets, s.StateBudget, s.Session)
+	}
+	var out strings.Builder
+	if err := info.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("x 5 sets (the state cache within its %s budget", Human(budget)); !strings.Contains(out.String(), want) {
+		t.Errorf("the text lacks %q:\n%s", want, out.String())
 	}
 }

@@ -64,13 +64,19 @@ func (i Info) WriteText(w io.Writer) error {
 		row("  section "+k, "%s\t%d bytes", Human(s.Sections[k]), s.Sections[k])
 	}
 	row("  params", "%s\t%d", HumanCount(s.Params), s.Params)
-	row("  KV cache", "%s\t%d bytes = %d layers x %d ctx x %d cols x 2 x %d B",
-		Human(s.KV.Bytes), s.KV.Bytes, s.KV.Layers, s.KV.Ctx, s.KV.Cols, s.KV.ElemBytes)
+	if kv := s.KV; kv.WindowLayers > 0 {
+		row("  KV cache", "%s\t%d bytes = (%d layers x %d ctx + %d sliding-window layers x %d ring slots) x %d cols x 2 x %d B",
+			Human(kv.Bytes), kv.Bytes, kv.Layers-kv.WindowLayers, kv.Ctx, kv.WindowLayers, kv.WindowSlots, kv.Cols, kv.ElemBytes)
+	} else {
+		row("  KV cache", "%s\t%d bytes = %d layers x %d ctx x %d cols x 2 x %d B",
+			Human(kv.Bytes), kv.Bytes, kv.Layers, kv.Ctx, kv.Cols, kv.ElemBytes)
+	}
 	for _, a := range s.Arenas {
 		row(fmt.Sprintf("  arena AR-%d", a.ARLen), "%s\t%d bytes", Human(a.Bytes), a.Bytes)
 	}
 	if s.State > 0 {
-		row("  recurrent state", "%s\t%d bytes x %d sets (the state cache: the last pass boundaries, for rewinding)", Human(s.State*int64(s.StateSets)), s.State, s.StateSets)
+		row("  recurrent state", "%s\t%d bytes x %d sets (the state cache within its %s budget: the last pass boundaries, for rewinding)",
+			Human(s.State*int64(s.StateSets)), s.State, s.StateSets, Human(s.StateBudget))
 		if s.ConvWindow > 0 {
 			row("  conv window", "%s\t%d bytes (causal_conv inputs of the last positions, for rewinding inside a pass)", Human(s.ConvWindow), s.ConvWindow)
 		}

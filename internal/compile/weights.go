@@ -133,7 +133,8 @@ func encodeWeight(name string, shape []int, src WeightSource, pack bool) encoded
 	}
 	if q := wt.Quantized; q != nil {
 		if ws, ok := weightSchemes[q.Scheme.Kind]; ok {
-			if l, encode, ok := ws.layout(wt, e.shape, pack); ok {
+			// a weight the recipe keeps at float input stays unpacked
+			if l, encode, ok := ws.layout(wt, e.shape, pack && !q.Scheme.FloatInput); ok {
 				e.layout, e.half = l.Tag(), l.Half()
 				e.data, e.err = encode(l, q, e.shape)
 				return e

@@ -110,30 +110,40 @@ func (st *storeTask) run(_, lo, hi int) {
 
 // storeRows stores (row, head) items [lo, hi) of a's T*G: row t's
 // values of key/value head g go into slot pos+t of head g,
-// [(g*stride+pos+t)*E, +E).
+// [(g*stride+pos+t)*E, +E), in a ring layer into its slot (pos+t) mod
+// ring and the mirror ring slots after it.
 func storeRows(a *attnArgs, lo, hi int) {
-	E, G := a.E, a.G
-	kvc := G * E
 	for i := lo; i < hi; i++ {
-		t, g := i/G, i%G
-		src := t*kvc + g*E
-		k, v := a.k[src:src+E], a.v[src:src+E]
-		at := (g*a.stride + a.pos + t) * E
-		switch {
-		case a.Ku != nil:
-			sk, sv := headScale(a.ks, g), headScale(a.vs, g)
-			kr, vr := a.Ku[at:at+E], a.Vu[at:at+E]
-			for j := range kr {
-				kr[j] = quantizeKV(k[j], sk)
-				vr[j] = quantizeKV(v[j], sv)
-			}
-		case a.Kh != nil:
-			kernel.StoreF16(a.Kh[at:at+E], k)
-			kernel.StoreF16(a.Vh[at:at+E], v)
-		default:
-			copy(a.K[at:at+E], k)
-			copy(a.V[at:at+E], v)
+		slot := a.slotAt(a.pos + i/a.G)
+		storeRow(a, i, slot)
+		if a.ring > 0 {
+			storeRow(a, i, slot+a.ring)
 		}
+	}
+}
+
+// storeRow stores item i of a's T*G (row i/G, key/value head i%G) into
+// cache slot slot of its head.
+func storeRow(a *attnArgs, i, slot int) {
+	E, G := a.E, a.G
+	t, g := i/G, i%G
+	src := t*G*E + g*E
+	k, v := a.k[src:src+E], a.v[src:src+E]
+	at := (g*a.stride + slot) * E
+	switch {
+	case a.Ku != nil:
+		sk, sv := headScale(a.ks, g), headScale(a.vs, g)
+		kr, vr := a.Ku[at:at+E], a.Vu[at:at+E]
+		for j := range kr {
+			kr[j] = quantizeKV(k[j], sk)
+			vr[j] = quantizeKV(v[j], sv)
+		}
+	case a.Kh != nil:
+		kernel.StoreF16(a.Kh[at:at+E], k)
+		kernel.StoreF16(a.Vh[at:at+E], v)
+	default:
+		copy(a.K[at:at+E], k)
+		copy(a.V[at:at+E], v)
 	}
 }
 
@@ -157,7 +167,7 @@ func attendItems(a *attnArgs, lo, hi int, scores []float32) {
 		last, first := a.pos+t, a.first(t) // slots [first, last]
 		qh := a.q[t*H*E+h*E : t*H*E+(h+1)*E]
 		g := h / group
-		from := (g*stride + first) * E
+		from := (g*stride + a.slotAt(first)) * E
 		sc := scores[:last+1-first]
 		oh := a.out[t*H*E+h*E : t*H*E+(h+1)*E]
 		clear(oh)
@@ -246,7 +256,7 @@ func attendTile(a *attnArgs, i, m int, scores []float32) {
 	}
 	base := t0*H*E + h0*E
 	g := h0 / (H / a.G)
-	from := (g*stride + first) * E
+	from := (g*stride + a.slotAt(first)) * E
 	scale, vscale := a.scale, float32(1)
 	a.keyScores(sc, a.q[base:], ld, m, n, from)
 	if a.Ku != nil {

@@ -84,6 +84,7 @@ func (e *Engine) DecodeBatch(sessions []*Session, ids []int) ([][]float32, error
 		if s.rotNext != nil {
 			s.rotNext[s.pos+1] = s.rotNext[s.pos] + 1
 		}
+		s.noteWritten(1)
 		s.pos++
 		s.pending = 0
 	}
@@ -99,7 +100,7 @@ func (s *Session) batchAttention(a *attnArgs, l, qcols int) {
 	s.attnRows = s.attnRows[:0]
 	for t, bs := range s.batch {
 		r := attnArgs{out: a.out[t*HE : (t+1)*HE], q: a.q[t*qcols : t*qcols+HE],
-			C: a.C, stride: bs.stride,
+			C: a.C,
 			T: 1, pos: bs.pos, H: a.H, G: a.G, E: a.E, scale: a.scale, window: a.window}
 		if a.k != nil { // nil: a shared_attention step, which stores nothing
 			r.k, r.v = a.k[t*GE:(t+1)*GE], a.v[t*GE:(t+1)*GE]

@@ -176,7 +176,8 @@ type attnArgs struct {
 	out, q, k, v []float32 // out, q [T, H*E]; k, v [T, G*E]
 	K, V         []float32 // cache layer, transposed: column c at [c*stride, c*stride+ctx)
 	C            int       // cache columns
-	stride       int       // elements from one cache column to the next (kvStride)
+	stride       int       // slots per key/value head of the cache layer
+	ring         int       // the layer's ring length (ringkv.go), 0: a slot per position
 	T, pos       int       // rows, and the cache slot of row 0 (the committed positions)
 	H, G, E      int
 	scale        float32

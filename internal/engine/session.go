@@ -50,6 +50,15 @@ type SessionOptions struct {
 	// none before the committed position, so Rewind goes only to 0 or
 	// inside a convolution window).
 	StateSnapshots int
+	// StateBudget bounds the bytes of the state sets kept when
+	// StateSnapshots is 0 (0: DefaultStateBudget; see
+	// StateSnapshotsWithin); negative is refused.
+	StateBudget int64
+	// FullWindowKV keeps a cache slot per position in sliding-window
+	// layers too, so that Rewind goes anywhere; by default they keep a
+	// ring a few passes longer than their window (ringkv.go), and the
+	// cache grows with the context only in the other layers.
+	FullWindowKV bool
 }
 
 // Session is one sequence over an engine: its activation arena and KV
@@ -77,7 +86,10 @@ type Session struct {
 	kh, vh    [][]uint16  // [layer][G][stride][E] binary16 cache, else nil
 	kvCols    int
 	ctx       int
-	stride    int   // slots per key/value head in the cache: ctx
+	stride    []int // each cache layer's slots per key/value head: ctx, or twice its ring
+	ring      []int // each cache layer's ring length (ringkv.go), 0 for a full layer
+	window    []int // the window of each ring layer
+	wrote     int   // one past the highest slot a pass wrote since Reset
 	headDim   []int // each cache layer's E (0 for a layer no step uses)
 	kvHeads   []int // each cache layer's G
 	pos       int   // committed positions
@@ -142,6 +154,9 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	if opts.Context > 0 {
 		ctx = opts.Context
 	}
+	if opts.StateBudget < 0 {
+		return nil, fmt.Errorf("engine: a state budget of %d bytes", opts.StateBudget)
+	}
 	s := &Session{e: e, mode: opts.Mode, decode: e.plans[0], prefill: e.plans[len(e.plans)-1],
 		arena: make([]float32, e.arena), kvCols: kv.Cols, ctx: ctx, pool: e.pool,
 		threads: min(max(opts.Threads, 1), e.pool.threads)}
@@ -166,15 +181,25 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	if kc := e.manifest.KVCache; kc != nil {
 		elem = map[string]int64{plan.KVCacheF16: 2, plan.KVCacheU8: 1}[kc.DType]
 	}
-	s.stride = ctx
+	s.ring, s.window = kvRing(s.decode.p, ctx, s.MaxRows())
+	s.stride = KVSlots(s.decode.p, ctx, s.MaxRows())
+	if opts.FullWindowKV {
+		for l := range s.ring {
+			s.ring[l], s.window[l], s.stride[l] = 0, 0, ctx
+		}
+	}
 	s.headDim, s.kvHeads = make([]int, kv.Layers), make([]int, kv.Layers)
 	for _, st := range s.decode.p.Steps {
 		if a := st.Attn; st.Op == op.Attention && a != nil && !a.Bidirectional && a.Layer < kv.Layers {
 			s.headDim[a.Layer], s.kvHeads[a.Layer] = a.HeadDim, a.KVHeads
 		}
 	}
-	need := 2*int64(kv.Layers)*int64(s.stride)*int64(kv.Cols)*elem + 4*int64(e.arena) +
-		PlanStateMemory(s.decode.p, ctx, opts.StateSnapshots).Total()
+	var slots int64
+	for _, n := range s.stride {
+		slots += int64(n)
+	}
+	need := 2*slots*int64(kv.Cols)*elem + 4*int64(e.arena) +
+		PlanStateMemory(s.decode.p, ctx, opts.StateSnapshots, opts.StateBudget).Total()
 	if err := limits.CheckAlloc(fmt.Sprintf("a session of %d positions (KV cache, activations and recurrent state)", ctx), need); err != nil {
 		return nil, fmt.Errorf("engine: %w; ask for a smaller context", err)
 	}
@@ -183,18 +208,22 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	// every layer, a run of TLB misses in 4 KiB pages. Long caches stay
 	// in 4 KiB pages, which become resident as positions fill them (in
 	// huge pages the first token would make the whole cache resident).
-	slot := s.stride * kv.Cols
-	huge := int64(s.stride)*elem <= maxHugeSlots
+	layer := make([]int, kv.Layers) // each layer's values in K (and in V)
+	for l, n := range s.stride {
+		layer[l] = n * kv.Cols
+	}
+	all := 2 * int(slots) * kv.Cols
+	huge := int64(ctx)*elem <= maxHugeSlots
 	switch {
 	case e.manifest.KVCache != nil && e.manifest.KVCache.DType == plan.KVCacheF16:
-		s.kh, s.vh = layerSlices(kvAlloc(hugemem.Uint16s, 2*kv.Layers*slot, huge), kv.Layers, slot)
+		s.kh, s.vh = layerSlices(kvAlloc(hugemem.Uint16s, all, huge), layer)
 	case e.manifest.KVCache != nil:
-		s.ku, s.vu = layerSlices(kvAlloc(hugemem.Uint8s, 2*kv.Layers*slot, huge), kv.Layers, slot)
+		s.ku, s.vu = layerSlices(kvAlloc(hugemem.Uint8s, all, huge), layer)
 	default:
-		s.k, s.v = layerSlices(kvAlloc(hugemem.Float32s, 2*kv.Layers*slot, huge), kv.Layers, slot)
+		s.k, s.v = layerSlices(kvAlloc(hugemem.Float32s, all, huge), layer)
 	}
 	s.rec = newRecState(s.decode.p.State, e.wkvTemp)
-	if err := s.rec.keepSnapshots(opts.StateSnapshots, s.decode.p.Steps); err != nil {
+	if err := s.rec.keepSnapshots(opts.StateSnapshots, opts.StateBudget, s.decode.p.Steps); err != nil {
 		return nil, err
 	}
 	s.rec.conv = newConvHistory(s.decode.p, ctx)
@@ -232,13 +261,15 @@ func kvAlloc[T any](inHuge func(int) []T, n int, huge bool) []T {
 	return make([]T, n)
 }
 
-// layerSlices cuts all, 2*layers*n values, into each layer's K and V
-// slices of n values.
-func layerSlices[T any](all []T, layers, n int) (k, v [][]T) {
-	k, v = make([][]T, layers), make([][]T, layers)
-	for l := range k {
-		k[l] = all[(2*l)*n : (2*l+1)*n : (2*l+1)*n]
-		v[l] = all[(2*l+1)*n : (2*l+2)*n : (2*l+2)*n]
+// layerSlices cuts all, twice the sum of n, into each layer's K and V
+// slices of n[l] values.
+func layerSlices[T any](all []T, n []int) (k, v [][]T) {
+	k, v = make([][]T, len(n)), make([][]T, len(n))
+	at := 0
+	for l, m := range n {
+		k[l] = all[at : at+m : at+m]
+		v[l] = all[at+m : at+2*m : at+2*m]
+		at += 2 * m
 	}
 	return k, v
 }
@@ -255,6 +286,28 @@ func (s *Session) Pos() int { return s.pos }
 
 // Context is the capacity of the cache.
 func (s *Session) Context() int { return s.ctx }
+
+// CacheBytes is the memory of the session's key/value cache: each
+// layer's slots (the context, or a sliding-window layer's ring) times the
+// cache columns, for keys and values.
+func (s *Session) CacheBytes() int64 {
+	switch {
+	case s.ku != nil:
+		return cacheBytes(s.ku, s.vu, 1)
+	case s.kh != nil:
+		return cacheBytes(s.kh, s.vh, 2)
+	}
+	return cacheBytes(s.k, s.v, 4)
+}
+
+// cacheBytes is the size of the layers of k and v, of elem bytes each.
+func cacheBytes[T any](k, v [][]T, elem int64) int64 {
+	var n int64
+	for l := range k {
+		n += int64(len(k[l]) + len(v[l]))
+	}
+	return n * elem
+}
 
 // MaxRows is the most rows one pass may hold (the largest plan's AR length).
 func (s *Session) MaxRows() int { return s.e.plans[len(s.e.plans)-1].p.Rows }
@@ -280,7 +333,7 @@ func (s *Session) CostKey() any {
 
 // Reset empties the sequence; the cache memory is kept.
 func (s *Session) Reset() {
-	s.pos, s.pending = 0, 0
+	s.pos, s.pending, s.wrote = 0, 0, 0
 	s.rec.reset()
 }
 
@@ -426,6 +479,7 @@ func (s *Session) Run(p *Pass) (Logits, error) {
 	out := s.exec(prog, p.IDs, sel)
 	s.embeds, s.ropePos = nil, nil
 	s.e.passMu.Unlock()
+	s.noteWritten(T)
 	s.pending = T
 	s.pendIDs = s.pendIDs[:0]
 	if s.Recurrent() && p.Embeds == nil && p.Positions == nil {
@@ -571,26 +625,36 @@ func (s *Session) replayKept(n int) bool {
 	return true
 }
 
-// moveSlot copies cache slot from to slot to in every layer.
+// moveSlot copies cache slot from to slot to in every layer (and to the
+// mirror of to in a ring layer).
 func (s *Session) moveSlot(from, to int) {
-	stride := s.stride
 	for l := range max(len(s.k), len(s.kh), len(s.ku)) {
 		E := s.headDim[l]
 		if E == 0 {
 			continue
 		}
+		stride, r := s.stride[l], s.ring[l]
+		f, d := from, to
+		if r > 0 {
+			f, d = from%r, to%r
+		}
 		for g := range s.kvHeads[l] {
-			a, b := (g*stride+from)*E, (g*stride+to)*E
-			switch {
-			case s.ku != nil:
-				copy(s.ku[l][b:b+E], s.ku[l][a:a+E])
-				copy(s.vu[l][b:b+E], s.vu[l][a:a+E])
-			case s.kh != nil:
-				copy(s.kh[l][b:b+E], s.kh[l][a:a+E])
-				copy(s.vh[l][b:b+E], s.vh[l][a:a+E])
-			default:
-				copy(s.k[l][b:b+E], s.k[l][a:a+E])
-				copy(s.v[l][b:b+E], s.v[l][a:a+E])
+			a := (g*stride + f) * E
+			for _, b := range [2]int{(g*stride + d) * E, (g*stride + d + r) * E} {
+				switch {
+				case s.ku != nil:
+					copy(s.ku[l][b:b+E], s.ku[l][a:a+E])
+					copy(s.vu[l][b:b+E], s.vu[l][a:a+E])
+				case s.kh != nil:
+					copy(s.kh[l][b:b+E], s.kh[l][a:a+E])
+					copy(s.vh[l][b:b+E], s.vh[l][a:a+E])
+				default:
+					copy(s.k[l][b:b+E], s.k[l][a:a+E])
+					copy(s.v[l][b:b+E], s.v[l][a:a+E])
+				}
+				if r == 0 {
+					break
+				}
 			}
 		}
 	}
@@ -605,6 +669,9 @@ func (s *Session) Rewind(pos int) error {
 	}
 	if pos < 0 || pos > s.pos {
 		return fmt.Errorf("engine: rewind to %d: %d positions are committed", pos, s.pos)
+	}
+	if !s.ringKeeps(pos) {
+		return fmt.Errorf("engine: rewind to %d: the sliding-window layers keep only the positions a few passes behind %d", pos, s.wrote)
 	}
 	if s.Recurrent() {
 		if err := s.rewindState(pos); err != nil {
@@ -675,6 +742,7 @@ func (s *Session) runChain(prog *program, ids, sel []int) Logits {
 	s.e.passMu.Lock()
 	out := s.exec(prog, ids, sel)
 	s.e.passMu.Unlock()
+	s.noteWritten(len(ids))
 	if s.Recurrent() {
 		s.rec.commit(s.pos + len(ids))
 	}
@@ -771,7 +839,7 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 				s.attendAll(a, out, x, k, v, rows)
 				break
 			}
-			s.attn = attnArgs{out: out, q: x, k: k, v: v, C: s.kvCols, stride: s.stride,
+			s.attn = attnArgs{out: out, q: x, k: k, v: v, C: s.kvCols,
 				T: rows, pos: s.pos, H: a.Heads, G: a.KVHeads, E: a.HeadDim, scale: a.Scale,
 				window: a.Window}
 			if s.batch != nil {
@@ -830,13 +898,16 @@ func (s *Session) prefetchSlot(l, pos int) {
 	if E == 0 {
 		return
 	}
+	if r := s.ring[l]; r > 0 {
+		pos %= r
+	}
 	switch {
 	case s.ku != nil:
-		prefetchRows(s.ku[l], s.vu[l], pos, s.stride, s.kvHeads[l], E)
+		prefetchRows(s.ku[l], s.vu[l], pos, s.stride[l], s.kvHeads[l], E)
 	case s.kh != nil:
-		prefetchRows(s.kh[l], s.vh[l], pos, s.stride, s.kvHeads[l], E)
+		prefetchRows(s.kh[l], s.vh[l], pos, s.stride[l], s.kvHeads[l], E)
 	case s.k != nil:
-		prefetchRows(s.k[l], s.v[l], pos, s.stride, s.kvHeads[l], E)
+		prefetchRows(s.k[l], s.v[l], pos, s.stride[l], s.kvHeads[l], E)
 	}
 }
 
@@ -851,6 +922,7 @@ func prefetchRows[T uint8 | uint16 | float32](K, V []T, pos, slots, G, E int) {
 }
 
 func (s *Session) cacheLayer(a *attnArgs, l int) {
+	a.stride, a.ring = s.stride[l], s.ring[l]
 	switch {
 	case s.ku != nil:
 		kc := s.e.manifest.KVCache

@@ -28,30 +28,39 @@ const (
 	// maxDefaultSnapshots is the most it keeps by default: the committed
 	// position and 16 boundaries before it, a few decode steps back.
 	maxDefaultSnapshots = 17
-	// stateBudget bounds the bytes of the sets kept by default, unless
-	// MinStateSnapshots of them exceed it already: a small state (RWKV-7, Qwen3.5's DeltaNet) gets the most sets, one of
-	// 40-75 MB (Granite 4.0 H's Mamba2) gets a few.
-	stateBudget = 128 << 20
+	// DefaultStateBudget bounds the bytes of the sets kept by default
+	// (SessionOptions.StateBudget), unless MinStateSnapshots of them
+	// exceed it already: a small state (RWKV-7, Qwen3.5's DeltaNet) gets
+	// the most sets, one of 40-75 MB (Granite 4.0 H's Mamba2) gets a few.
+	DefaultStateBudget = 128 << 20
 )
 
 // DefaultStateSnapshots returns how many state sets a recurrent session
-// keeps when SessionOptions.StateSnapshots is 0, for a state of setBytes
-// bytes: as many as stateBudget holds, within [MinStateSnapshots, 17]; 0
-// for a model without state.
-func DefaultStateSnapshots(setBytes int64) int {
+// keeps when SessionOptions.StateSnapshots and StateBudget are 0, for a
+// state of setBytes bytes: StateSnapshotsWithin(setBytes, 0).
+func DefaultStateSnapshots(setBytes int64) int { return StateSnapshotsWithin(setBytes, 0) }
+
+// StateSnapshotsWithin returns how many state sets of setBytes bytes a
+// recurrent session keeps by default within budget bytes (0:
+// DefaultStateBudget): as many as the budget holds, within
+// [MinStateSnapshots, 17]; 0 for a model without state.
+func StateSnapshotsWithin(setBytes, budget int64) int {
 	if setBytes <= 0 {
 		return 0
 	}
-	return int(min(max(stateBudget/setBytes, MinStateSnapshots), maxDefaultSnapshots))
+	if budget <= 0 {
+		budget = DefaultStateBudget
+	}
+	return int(min(max(budget/setBytes, MinStateSnapshots), maxDefaultSnapshots))
 }
 
-// stateSets resolves SessionOptions.StateSnapshots k for the plan's state
-// slots.
-func stateSets(slots []int, k int) int {
+// stateSets resolves SessionOptions.StateSnapshots k and StateBudget
+// budget for the plan's state slots.
+func stateSets(slots []int, k int, budget int64) int {
 	if k != 0 {
 		return k
 	}
-	return DefaultStateSnapshots(4 * sumSizes(slots))
+	return StateSnapshotsWithin(4*sumSizes(slots), budget)
 }
 
 // sumSizes returns the sum of sizes.
@@ -74,15 +83,15 @@ type snapshots struct {
 	copyIn []bool
 }
 
-// keepSnapshots sizes the ring to k sets (0: DefaultStateSnapshots; 1:
-// the state is updated in place and rewinds only to 0, where it is, or
-// inside the convolution window).
+// keepSnapshots sizes the ring to k sets (0: as many as budget holds,
+// StateSnapshotsWithin; 1: the state is updated in place and rewinds only
+// to 0, where it is, or inside the convolution window).
 // steps are a plan's, which tell the ops of the slots.
-func (r *recState) keepSnapshots(k int, steps []plan.Step) error {
+func (r *recState) keepSnapshots(k int, budget int64, steps []plan.Step) error {
 	if len(r.slots) == 0 {
 		return nil
 	}
-	k = stateSets(sizes(r.slots), k)
+	k = stateSets(sizes(r.slots), k, budget)
 	if k < 1 || k > 64 {
 		return fmt.Errorf("engine: %d state snapshots is outside [1, 64]", k)
 	}
@@ -246,13 +255,14 @@ type StateMemory struct {
 func (m StateMemory) Total() int64 { return m.SetBytes*int64(m.Sets) + m.ConvWindow }
 
 // PlanStateMemory returns the state memory of a session of p with a
-// context of ctx positions and SessionOptions.StateSnapshots k.
-func PlanStateMemory(p *plan.Plan, ctx, k int) StateMemory {
+// context of ctx positions, SessionOptions.StateSnapshots k and
+// StateBudget budget.
+func PlanStateMemory(p *plan.Plan, ctx, k int, budget int64) StateMemory {
 	if len(p.State) == 0 {
 		return StateMemory{}
 	}
 	h := convWindowSize(p, ctx)
-	return StateMemory{SetBytes: 4 * sumSizes(p.State), Sets: stateSets(p.State, k), ConvWindow: 4 * h}
+	return StateMemory{SetBytes: 4 * sumSizes(p.State), Sets: stateSets(p.State, k, budget), ConvWindow: 4 * h}
 }
 
 // StateMemory returns the memory the session's recurrent state takes.

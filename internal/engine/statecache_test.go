@@ -80,3 +80,35 @@ func TestLFM2StateMemory(t *testing.T) {
 		t.Errorf("total %d of %+v", mem.Total(), mem)
 	}
 }
+
+// TestStateBudget: a session's state cache keeps as many sets as its
+// byte budget holds (at least MinStateSnapshots, at most the default
+// cap), as StateSnapshotsWithin says; the default budget is the default;
+// a negative budget is refused.
+func TestStateBudget(t *testing.T) {
+	for _, c := range []struct {
+		set, budget int64
+		want        int
+	}{
+		{1 << 20, 0, 17}, {1 << 20, 5 << 20, 5}, {1 << 20, 1 << 20, engine.MinStateSnapshots}, {1 << 20, 1 << 40, 17},
+		{0, 5 << 20, 0}, {16 << 20, engine.DefaultStateBudget, 8},
+	} {
+		if got := engine.StateSnapshotsWithin(c.set, c.budget); got != c.want {
+			t.Errorf("state of %d bytes within %d: %d sets, want %d", c.set, c.budget, got, c.want)
+		}
+	}
+	e := compileModel(t, loadModel(t, testutil.Path(t, "arch/qwen35")), 64, 8)
+	one := newSession(t, e, engine.SessionOptions{Threads: 2}).StateMemory()
+	if one.Sets != engine.DefaultStateSnapshots(one.SetBytes) {
+		t.Fatalf("default session: %+v", one)
+	}
+	for _, sets := range []int{3, 5, 11} {
+		m := newSession(t, e, engine.SessionOptions{Threads: 2, StateBudget: int64(sets)*one.SetBytes + 7}).StateMemory()
+		if m.Sets != sets || m.SetBytes != one.SetBytes {
+			t.Errorf("a budget of %d sets and 7 bytes: %+v", sets, m)
+		}
+	}
+	if _, err := e.NewSession(engine.SessionOptions{StateBudget: -1}); err == nil {
+		t.Error("a negative state budget was accepted")
+	}
+}

@@ -163,7 +163,7 @@ func CheckAlloc(what string, bytes int64) error {
 		avail = 1 << 47
 	}
 	if v := os.Getenv(MemoryEnv); v != "" {
-		cap, err := parseSize(v)
+		cap, err := ParseSize(v)
 		if err != nil {
 			return fmt.Errorf("$%s: %w", MemoryEnv, err)
 		}
@@ -172,8 +172,9 @@ func CheckAlloc(what string, bytes int64) error {
 	return checkAlloc(what, bytes, avail)
 }
 
-// parseSize reads a byte count with an optional K, M or G suffix.
-func parseSize(s string) (int64, error) {
+// ParseSize reads a byte count with an optional K, M or G suffix
+// (binary: 4G is 4<<30).
+func ParseSize(s string) (int64, error) {
 	mult := int64(1)
 	switch {
 	case strings.HasSuffix(s, "K"):

@@ -21,6 +21,9 @@ type Options struct {
 	Threads   int
 	Mode      string // "hybrid" or "kv"
 	HugePages bool   // read the artifact into huge pages (aotlm.Options)
+	// StateBudget bounds each session's state snapshots in bytes
+	// (aotlm.Options; 0: the default).
+	StateBudget int64
 	// NoCompile runs a checkpoint through the graph interpreter instead of
 	// compiling it into the cache.
 	NoCompile bool
@@ -47,7 +50,7 @@ func Open(path string, o Options) (*aotlm.Model, error) {
 		}
 		return m.Runtime()
 	}
-	ao := aotlm.Options{Threads: o.Threads, Mode: o.Mode, HugePages: o.HugePages}
+	ao := aotlm.Options{Threads: o.Threads, Mode: o.Mode, HugePages: o.HugePages, StateBudget: o.StateBudget}
 	var m *aotlm.Model
 	var err error
 	if isArtifact {

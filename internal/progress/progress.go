@@ -16,9 +16,9 @@ import (
 	"golang.org/x/term"
 )
 
-// IsTerminal reports whether w is a terminal.
-func IsTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// IsTerminal reports whether stream (a reader or a writer) is a terminal.
+func IsTerminal(stream any) bool {
+	f, ok := stream.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 

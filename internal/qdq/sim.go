@@ -156,7 +156,8 @@ func KVRound(dst, x []float32, cols, headDim int, scales []float32) {
 // PackedLinears returns the weights of a quantized folder that the compiler
 // stores packed for the int8-activation kernels: tensors of a scheme
 // packed in blocks (quant.SchemeInfo.BlockPacked: w8, lpbq, q4) whose
-// input width and block size are multiples of Int8Block.
+// input width and block size are multiples of Int8Block, unless the
+// scheme keeps their input in float (quant.Scheme.FloatInput).
 func PackedLinears(man *qmodel.Manifest) map[string]bool {
 	out := map[string]bool{}
 	for name, e := range man.Tensors {
@@ -164,6 +165,9 @@ func PackedLinears(man *qmodel.Manifest) map[string]bool {
 			continue
 		}
 		s := e.Scheme.Quant()
+		if s.FloatInput {
+			continue
+		}
 		if info, ok := quant.Lookup(s.Kind); !ok || !info.BlockPacked {
 			continue
 		}

@@ -91,14 +91,16 @@ type Scheme struct {
 	Sym   bool   `json:"sym,omitempty"`
 	HQQ   bool   `json:"hqq,omitempty"`
 	Mode  string `json:"mode,omitempty"`
+	// FloatInput is quant.Scheme.FloatInput.
+	FloatInput bool `json:"float_input,omitempty"`
 }
 
 // SchemeOf converts a quant.Scheme.
 func SchemeOf(s quant.Scheme) Scheme {
-	return Scheme{Kind: string(s.Kind), Block: s.Block, Sym: s.Sym, HQQ: s.HQQ, Mode: string(s.Mode)}
+	return Scheme{Kind: string(s.Kind), Block: s.Block, Sym: s.Sym, HQQ: s.HQQ, Mode: string(s.Mode), FloatInput: s.FloatInput}
 }
 
 // Quant converts back to a quant.Scheme.
 func (s Scheme) Quant() quant.Scheme {
-	return quant.Scheme{Kind: quant.Kind(s.Kind), Block: s.Block, Sym: s.Sym, HQQ: s.HQQ, Mode: quant.LPBQMode(s.Mode)}
+	return quant.Scheme{Kind: quant.Kind(s.Kind), Block: s.Block, Sym: s.Sym, HQQ: s.HQQ, Mode: quant.LPBQMode(s.Mode), FloatInput: s.FloatInput}
 }

@@ -47,10 +47,10 @@ func inMemory(t *testing.T, src, out string, opts Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	linear, embed := roles(g)
+	linear, embeds := roles(g)
 	var parts []safetensors.Tensor
 	for name, w := range m.Weights {
-		p := planTensor(name, g.Weights[name], linear[name], embed == name, m.Config.Tied, opts)
+		p := planTensor(name, g.Weights[name], linear[name], embeds[name], m.Config.Tied, opts)
 		_, _, ps, err := quantizeOne(&p, w, &Prepared{})
 		if err != nil {
 			t.Fatal(err)

@@ -146,7 +146,7 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	linear, embed := roles(g)
+	linear, embeds := roles(g)
 
 	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), "."+filepath.Base(out)+".tmp-")
 	if err != nil {
@@ -178,9 +178,9 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 		if !ok {
 			return nil, fmt.Errorf("tensor %s: not in the graph", name)
 		}
-		plans[i] = planTensor(name, shape, linear[name], embed == name, cfg.Tied, opts)
+		plans[i] = planTensor(name, shape, linear[name], embeds[name], cfg.Tied, opts)
 		if idx := prep.Outliers[name]; idx != nil {
-			if plans[i].float || !linear[name] || name == embed {
+			if plans[i].float || !linear[name] || embeds[name] {
 				return nil, fmt.Errorf("tensor %s: outlier channels for a tensor that is not a quantized linear", name)
 			}
 			if err := graph.CheckIndex(idx, plans[i].cols); err != nil {
@@ -332,18 +332,19 @@ func forEach(n, jobs int, fn func(i int) error) error {
 }
 
 // roles finds the weights the graph multiplies by (linear layers, the
-// classifier) and the embedding table.
-func roles(g *graph.Graph) (linear map[string]bool, embed string) {
-	linear = map[string]bool{}
+// classifier) and the tables it looks rows up in: the token embedding, and
+// per-layer embedding tables where a family has them (Gemma 4).
+func roles(g *graph.Graph) (linear, embeds map[string]bool) {
+	linear, embeds = map[string]bool{}, map[string]bool{}
 	for _, n := range g.Nodes {
 		switch n.Op {
 		case op.Linear:
 			linear[n.Weight] = true
 		case op.Embed:
-			embed = n.Weight
+			embeds[n.Weight] = true
 		}
 	}
-	return linear, embed
+	return linear, embeds
 }
 
 // tensorPlan is how one tensor is stored: its scheme (or float32) and
@@ -361,9 +362,10 @@ type tensorPlan struct {
 }
 
 // planTensor picks the scheme of one tensor. Vectors (norm gains, biases)
-// stay float32. A tied embedding/classifier table takes the classifier's
-// scheme; an embedding used only for lookup takes W8 (one scale per row,
-// which a lookup dequantizes cheaply) unless an override names it.
+// stay float32. A tied embedding/classifier table (looked up and
+// multiplied by) takes the classifier's scheme; a table used only for
+// lookup (an untied embedding, a per-layer embedding) takes W8 (one scale
+// per row, which a lookup dequantizes cheaply) unless an override names it.
 func planTensor(name string, shape []int, isLinear, isEmbed, tied bool, opts Options) tensorPlan {
 	p := tensorPlan{name: name, shape: shape, rows: 1, cols: 1, linear: isLinear}
 	for _, d := range shape {
@@ -377,7 +379,7 @@ func planTensor(name string, shape []int, isLinear, isEmbed, tied bool, opts Opt
 	p.rows, p.cols = shape[0], shape[1]
 	var s quant.Scheme
 	switch {
-	case isEmbed && tied:
+	case isEmbed && tied && isLinear:
 		s = opts.Recipe.SchemeFor("lm_head.weight")
 	case isEmbed && !isLinear:
 		s = quant.Scheme{Kind: quant.KindW8}

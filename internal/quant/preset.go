@@ -8,11 +8,32 @@ import (
 
 // Name patterns of the tensors presets keep at W8. They match Hugging Face
 // names ("model.layers.3.self_attn.v_proj.weight", "lm_head.weight") and GGUF
-// names ("blk.3.attn_v.weight", "output.weight").
+// names ("blk.3.attn_v.weight", "output.weight"); the hybrid families' GGUF
+// tensors are read under their Hugging Face names, so their patterns name
+// those only.
 const (
-	PatternLMHead   = `re:(^|\.)(lm_head|output)\.weight$`
-	PatternVProj    = `re:(^|\.)(v_proj|attn_v)\.weight$`
-	PatternDownProj = `re:(^|\.)(down_proj|ffn_down)\.weight$`
+	PatternLMHead = `re:(^|\.)(lm_head|output)\.weight$`
+	PatternVProj  = `re:(^|\.)(v_proj|attn_v)\.weight$`
+	// PatternDownProj is the MLP's down projection: down_proj, ffn_down,
+	// LFM2's feed_forward.w2 and Granite 4 hybrid's shared_mlp.output_linear.
+	PatternDownProj = `re:(^|\.)(down_proj|ffn_down|feed_forward\.w2|shared_mlp\.output_linear)\.weight$`
+	// PatternMixerProj is the input and output projections of the
+	// recurrent mixers, whose error the carried state passes on to every
+	// later token: LFM2's short convolution (conv.in_proj, whose B, C and
+	// x outputs multiply together, and conv.out_proj), Mamba2's
+	// (mamba.in_proj, mamba.out_proj) and Gated DeltaNet's
+	// (linear_attn.in_proj_qkv, in_proj_z, in_proj_a, in_proj_b,
+	// out_proj).
+	PatternMixerProj = `re:(^|\.)(conv\.(in|out)_proj|mamba\.(in|out)_proj|linear_attn\.(in_proj_(qkv|z|a|b)|out_proj))\.weight$`
+	// PatternDeltaNetIO is Gated DeltaNet's q/k/v and output-gate input
+	// projections and its output projection, which presets keep at W8
+	// with float input (Scheme.FloatInput): int8 rounding of their inputs
+	// is the largest error int8 activations add to Qwen3.5.
+	PatternDeltaNetIO = `re:(^|\.)linear_attn\.(in_proj_(qkv|z)|out_proj)\.weight$`
+	// PatternPerLayer is Gemma 4's per-layer input projections
+	// (per_layer_model_projection, per_layer_input_gate,
+	// per_layer_projection): small matrices every layer reads.
+	PatternPerLayer = `re:(^|\.)(per_layer_model_projection|per_layer_input_gate|per_layer_projection)\.weight$`
 )
 
 // presets builds the named recipes. The LPBQ presets follow the W4A16 flow
@@ -22,12 +43,14 @@ const (
 // Llama 3.2, Qwen3-0.6B; 64: Gemma, Gemma 3, Granite). A recipe file can drop
 // the W8 overrides a model does not need. The q4 presets keep lm_head at W8,
 // as MNN's export does by default, and quantize activations dynamically to int8.
+// Every preset but f16 adds the hybrid families' rules (familyOverrides).
 var presets = map[string]func() Recipe{
 	"w4a16-lpbq":     func() Recipe { return lpbqPreset("w4a16-lpbq", 32) },
 	"w4a16-lpbq-b16": func() Recipe { return lpbqPreset("w4a16-lpbq-b16", 16) },
 	"w4a16-lpbq-b64": func() Recipe { return lpbqPreset("w4a16-lpbq-b64", 64) },
 	"w8a16": func() Recipe {
-		return Recipe{Name: "w8a16", Default: Scheme{Kind: KindW8}, Activations: Activations{DType: ActA16}, KV: KVF16}
+		return Recipe{Name: "w8a16", Default: Scheme{Kind: KindW8}, Overrides: familyOverrides(),
+			Activations: Activations{DType: ActA16}, KV: KVF16}
 	},
 	"q4":     func() Recipe { return q4Preset("q4", false) },
 	"q4-hqq": func() Recipe { return q4Preset("q4-hqq", true) },
@@ -36,16 +59,30 @@ var presets = map[string]func() Recipe{
 	},
 }
 
+// familyOverrides are the rules of the hybrid families' sensitive
+// tensors: the recurrent mixers' projections and Gemma 4's per-layer
+// projections at W8, Gated DeltaNet's q/k/v, output-gate and output
+// projections also with float input. The names are those of these
+// families only, so the rules change nothing on other models.
+func familyOverrides() []Override {
+	w8 := Scheme{Kind: KindW8}
+	return []Override{
+		{Pattern: PatternDeltaNetIO, Scheme: Scheme{Kind: KindW8, FloatInput: true}},
+		{Pattern: PatternMixerProj, Scheme: w8},
+		{Pattern: PatternPerLayer, Scheme: w8},
+	}
+}
+
 func lpbqPreset(name string, block int) Recipe {
 	w8 := Scheme{Kind: KindW8}
 	return Recipe{
 		Name:    name,
 		Default: Scheme{Kind: KindLPBQ, Block: block, Mode: LPBQRefined},
-		Overrides: []Override{
-			{Pattern: PatternLMHead, Scheme: w8},
-			{Pattern: PatternVProj, Scheme: w8},
-			{Pattern: PatternDownProj, Scheme: w8},
-		},
+		Overrides: append(familyOverrides(),
+			Override{Pattern: PatternLMHead, Scheme: w8},
+			Override{Pattern: PatternVProj, Scheme: w8},
+			Override{Pattern: PatternDownProj, Scheme: w8},
+		),
 		Activations: Activations{DType: ActA16},
 		KV:          KVU8,
 	}
@@ -55,7 +92,7 @@ func q4Preset(name string, hqq bool) Recipe {
 	return Recipe{
 		Name:        name,
 		Default:     Scheme{Kind: KindQ4, Block: DefaultQ4Group, Sym: true, HQQ: hqq},
-		Overrides:   []Override{{Pattern: PatternLMHead, Scheme: Scheme{Kind: KindW8}}},
+		Overrides:   append(familyOverrides(), Override{Pattern: PatternLMHead, Scheme: Scheme{Kind: KindW8}}),
 		Activations: Activations{DType: ActInt8Dynamic},
 		KV:          KVF16,
 	}

@@ -32,6 +32,9 @@ import (
 //	w8, q6k, f16: nothing else (q6k needs widths that are multiples of 256:
 //	        with the fallback on, narrower-grained tensors become w8)
 //
+// and, for any scheme, "float_input": true keeps the weight's input in
+// float32 when the model is compiled for int8 activations (Scheme.FloatInput).
+//
 // Fields a scheme does not take are errors, as are unknown fields anywhere.
 // Omitted fields take the defaults of the override's own scheme, not those of
 // "default". An override's "pattern" is a glob (path.Match syntax: * ? [..])

@@ -13,6 +13,8 @@ type rawScheme struct {
 	Sym    *bool   `json:"sym"`
 	HQQ    *bool   `json:"hqq"`
 	Mode   *string `json:"mode"`
+	// FloatInput is Scheme.FloatInput.
+	FloatInput *bool `json:"float_input"`
 }
 
 type rawOverride struct {
@@ -69,6 +71,9 @@ func (r *rawScheme) scheme() (Scheme, error) {
 	}
 	if r.HQQ != nil {
 		s.HQQ = *r.HQQ
+	}
+	if r.FloatInput != nil {
+		s.FloatInput = *r.FloatInput
 	}
 	if err := s.Validate(); err != nil {
 		return Scheme{}, err
@@ -129,6 +134,9 @@ func schemeJSON(s Scheme) map[string]any {
 	m := map[string]any{"scheme": string(s.Kind)}
 	if info, ok := schemes[s.Kind]; ok {
 		info.json(s, m)
+	}
+	if s.FloatInput {
+		m["float_input"] = true
 	}
 	return m
 }

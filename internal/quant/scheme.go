@@ -46,6 +46,12 @@ type Scheme struct {
 	HQQ bool
 	// Mode is the LPBQ mode; empty means LPBQRefined.
 	Mode LPBQMode
+	// FloatInput keeps the weight's input in float32 when the model is
+	// compiled for int8 activations: the weight stays in its unpacked
+	// layout and the engine multiplies it with float32 activations (W8A16
+	// for a w8 weight). It is for the few linears whose inputs int8
+	// rounding hurts most.
+	FloatInput bool
 }
 
 // SchemeInfo is one weight scheme's entry in the scheme table: its name,
@@ -187,10 +193,14 @@ func recipeKinds() string {
 
 // String returns a short description such as "lpbq/b32/refined" or "q4/g32/sym/hqq".
 func (s Scheme) String() string {
+	name := string(s.Kind)
 	if info, ok := schemes[s.Kind]; ok {
-		return info.name(s)
+		name = info.name(s)
 	}
-	return string(s.Kind)
+	if s.FloatInput {
+		name += "/float-in"
+	}
+	return name
 }
 
 // Validate checks that s is a scheme a recipe can choose. The error is a

@@ -166,15 +166,15 @@ func Prepare(r quant.Recipe, o CalibOptions) (func(*arch.Model) (*qmodel.Prepare
 // scheme, a tied table taking the classifier's, then the grid search and
 // GPTQ the recipe asks for) and returns its dequantized values.
 func sequentialQuantizer(r quant.Recipe, st *calib.Stats, gopts quant.GPTQOptions) calib.QuantizeFunc {
-	embed := ""
+	embeds := map[string]bool{}
 	for _, n := range st.Graph.Nodes {
 		if n.Op == op.Embed {
-			embed = n.Weight
+			embeds[n.Weight] = true
 		}
 	}
 	return func(name string, w []float32, in *calib.Input) ([]float32, error) {
 		s := r.SchemeFor(name)
-		if name == embed {
+		if embeds[name] { // only linears get here: a tied table
 			s = r.SchemeFor("lm_head.weight")
 		}
 		q, err := quant.Quantize(w, len(w)/in.Cols, in.Cols, s)
@@ -210,6 +210,9 @@ func outlierChannels(r quant.Recipe, name string, in *calib.Input, st *calib.Sta
 		}
 	}
 	s := r.SchemeFor(name)
+	if s.FloatInput {
+		return nil
+	}
 	switch s.Kind {
 	case quant.KindW8, quant.KindLPBQ, quant.KindQ4:
 	default:

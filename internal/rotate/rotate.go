@@ -143,9 +143,16 @@ func Apply(m *arch.Model, opts Options) (*Report, error) {
 			if err != nil {
 				return nil, err
 			}
-			var embed string
+			// the tied table is looked up and multiplied by; a family may
+			// have other tables (Gemma 4's per-layer embeddings)
+			embeds, embed := map[string]bool{}, ""
 			for _, n := range g.Nodes {
 				if n.Op == op.Embed {
+					embeds[n.Weight] = true
+				}
+			}
+			for _, n := range g.Nodes {
+				if n.Op == op.Linear && embeds[n.Weight] {
 					embed = n.Weight
 				}
 			}
