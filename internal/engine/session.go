@@ -687,7 +687,7 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 		case st.Op == op.Embed, st.Op == op.Rows:
 			s.bufRows[st.Out] = T
 		case st.Op == op.GroupRows:
-			s.bufRows[st.Out] = s.bufRows[st.In[0]] / st.Group
+			s.bufRows[st.Out] = (s.bufRows[st.In[0]] - st.Lo) / st.Group
 		case st.Op == op.SelectRows:
 			if len(sel) == 0 && prog.selectLast {
 				return Logits{}
@@ -730,7 +730,9 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 		case op.Rows:
 			copy(out, s.rowsIn) // Encoder.Encode checked its length
 		case op.GroupRows:
-			copy(out, x[:rows*cols]) // k rows of C are one row of k*C in row-major order
+			// k rows of C are one row of k*C in row-major order, after the
+			// Lo rows skipped
+			copy(out, x[st.Lo*xcols:st.Lo*xcols+rows*cols])
 		case op.Add, op.Mul:
 			y, _, _ := buf(st.In[1])
 			s.rowWise(st, out, x, y, rows, cols)

@@ -150,11 +150,16 @@ func (g *Graph) Rows(cols int) int {
 
 // GroupRows joins each k consecutive rows of x into one row of k*cols(x)
 // columns; the pass must have a multiple of k rows.
-func (g *Graph) GroupRows(x, k int) int {
-	if k < 1 {
-		panic(fmt.Sprintf("graph: group of %d rows", k))
+func (g *Graph) GroupRows(x, k int) int { return g.GroupRowsAfter(x, 0, k) }
+
+// GroupRowsAfter is GroupRows over the rows of x after its first skip
+// rows, which are dropped (a vision encoder's class token); the pass must
+// have skip plus a multiple of k rows.
+func (g *Graph) GroupRowsAfter(x, skip, k int) int {
+	if k < 1 || skip < 0 {
+		panic(fmt.Sprintf("graph: group of %d rows after %d", k, skip))
 	}
-	return g.add(Node{Op: op.GroupRows, In: []int{x}, Cols: k * g.cols(x), Group: k})
+	return g.add(Node{Op: op.GroupRows, In: []int{x}, Cols: k * g.cols(x), Group: k, Lo: skip})
 }
 
 // GatherCols copies columns idx (ascending, distinct) of x (op.GatherCols).

@@ -32,9 +32,10 @@
 //	rows         an input of T rows of floats: the pixel patches of a vision
 //	             encoder (a graph input; in a plan, the step that copies the
 //	             pass's input rows into its buffer)
-//	group_rows   out[i] = x[k*i] | x[k*i+1] | ... | x[k*i+k-1]: T/k rows of
-//	             k*C columns (a vision connector's pixel shuffle, with the
-//	             patches fed in block order)
+//	group_rows   out[i] = x[s+k*i] | x[s+k*i+1] | ... | x[s+k*i+k-1]: (T-s)/k
+//	             rows of k*C columns (a vision connector's pixel shuffle, with
+//	             the patches fed in block order); the first s rows (lo, a
+//	             class token) are dropped
 //	hadamard     out[t] = x[t] B, B = blockdiag(H_P, ..., H_P) / sqrt(P) with
 //	             H_P the Sylvester Hadamard matrix of order P (a power of
 //	             two dividing C): an online rotation (QuaRot's R3, R4)
