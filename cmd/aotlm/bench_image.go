@@ -16,7 +16,7 @@ import (
 // benchImageCmd is bench with --image: it checks the flags, compiles the
 // model into the cache as run does (with its tokenizer and mmproj file)
 // and measures the image (visionload.Bench).
-func benchImageCmd(cmd *cobra.Command, modelPath, mmproj, tokPath, file string, prompts, gens []int, pgs []string, cfg bench.Config,
+func benchImageCmd(cmd *cobra.Command, modelPath, mmproj string, llamaCpp bool, tokPath, file string, prompts, gens []int, pgs []string, cfg bench.Config,
 	mode string, warm bool, seed uint64, asJSON bool, cpuProfile string) error {
 	if modelPath == "" {
 		return errors.New("bench: --image needs -m, a vision-language model")
@@ -49,14 +49,14 @@ func benchImageCmd(cmd *cobra.Command, modelPath, mmproj, tokPath, file string, 
 		return err
 	}
 	opts := load.CompileDefaults()
-	opts.Tokenizer, opts.MMProj = tokPath, mmproj
+	opts.Tokenizer, opts.MMProj, opts.VisionLlamaCpp = tokPath, mmproj, llamaCpp
 	art, err := load.Cached(path, opts, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
-	rep, err := visionload.Bench(visionload.BenchConfig{Artifact: art, Path: path, MMProj: mmproj, Image: file, Data: data, Warm: warm, Bench: cfg})
+	rep, err := visionload.Bench(visionload.BenchConfig{Artifact: art, Path: path, MMProj: mmproj, LlamaCpp: llamaCpp, Image: file, Data: data, Warm: warm, Bench: cfg})
 	if errors.Is(err, visionload.ErrNoEncoder) {
-		return fmt.Errorf("bench: --image needs a vision-language model: an artifact with a vision plan, a SmolVLM or Qwen2-VL folder, or a text GGUF with --mmproj; %s is none of them", modelPath)
+		return fmt.Errorf("bench: --image needs a vision-language model: an artifact with a vision plan, a SmolVLM, Qwen2-VL or InternVL folder, or a text GGUF with --mmproj; %s is none of them", modelPath)
 	}
 	if err != nil {
 		return err

@@ -28,7 +28,7 @@ func newChatCmd() *cobra.Command {
 		hugePages                                          bool
 		p                                                  aotlm.Sampling
 		seed                                               int64
-		asJSON, noCompile                                  bool
+		asJSON, noCompile, llamaCpp                        bool
 		stops                                              []string
 	)
 	cmd := &cobra.Command{
@@ -42,8 +42,8 @@ token does not grow with the history.
 
 Commands: /reset forgets the conversation, /system TEXT sets the system
 prompt, /image FILE attaches an image (JPEG, PNG, GIF, WebP) to the next user
-turn of a vision-language model (a SmolVLM, Qwen2-VL or Qwen2.5-VL folder
-or artifact, or a text GGUF with --mmproj): it goes where that turn writes
+turn of a vision-language model (a SmolVLM, Qwen2-VL, Qwen2.5-VL or InternVL
+folder or artifact, or a text GGUF with --mmproj): it goes where that turn writes
 <image>, else before its text, and
 stays in the conversation, so later turns reuse the cache past it. /exit (or
 end of input) quits. When the context fills, the oldest
@@ -66,7 +66,7 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 				p.Seed = randomSeed()
 			}
 			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, HugePages: hugePages, NoCompile: noCompile,
-				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv}, Log: cmd.ErrOrStderr()})
+				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv, VisionLlamaCpp: llamaCpp}, Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -79,7 +79,7 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 			p = applyGenerationDefaults(cmd, p, m.GenerationDefaults())
 			opts := aotlm.ChatOptions{System: system, Context: min(ctx, m.Info().Context)}
 			var images *visionload.ChatImages
-			if p, err := openPrompter(modelPath, mmproj, m, threads); err != nil {
+			if p, err := openPrompter(modelPath, mmproj, m, threads, llamaCpp); err != nil {
 				return err
 			} else if p != nil {
 				images = p.Chat()
@@ -110,6 +110,7 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 	f.StringArrayVar(&stops, "stop", nil, "a string that ends a reply (repeatable)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object per turn instead of streaming text")
 	f.StringVar(&mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m, for /image")
+	f.BoolVar(&llamaCpp, "vision-llama-cpp", false, visionLlamaCppHelp)
 	return cmd
 }
 

@@ -98,7 +98,7 @@ func checkPrompterQwen(t *testing.T, dir, buckets string) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	p, err := openPrompter("", "", m, 1)
+	p, err := openPrompter("", "", m, 1, false)
 	if err != nil || p == nil {
 		t.Fatalf("prompter: %v", err)
 	}

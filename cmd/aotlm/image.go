@@ -19,6 +19,7 @@ type imageFlags struct {
 	mmproj        string
 	visionWeights string
 	visionBuckets string
+	llamaCpp      bool
 }
 
 // addImageFlags adds run's --image and --mmproj flags.
@@ -29,6 +30,7 @@ func addImageFlags(f *pflag.FlagSet) *imageFlags {
 	f.StringVar(&fl.mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m, with --image")
 	f.StringVar(&fl.visionWeights, "vision-weights", "", visionWeightsHelp)
 	f.StringVar(&fl.visionBuckets, "vision-buckets", "", visionBucketsHelp)
+	f.BoolVar(&fl.llamaCpp, "vision-llama-cpp", false, visionLlamaCppHelp)
 	return &fl
 }
 
@@ -46,9 +48,9 @@ type imageRun struct {
 // file through the graph interpreter), places their embedding rows in the
 // prompt and generates with the text model.
 func runWithImages(cmd *cobra.Command, m *aotlm.Model, r imageRun) error {
-	enc, err := visionload.Open(visionload.Source{Model: m, Path: r.modelPath, MMProj: r.images.mmproj, Threads: r.threads, Fallback: true})
+	enc, err := visionload.Open(visionload.Source{Model: m, Path: r.modelPath, MMProj: r.images.mmproj, Threads: r.threads, Fallback: true, LlamaCpp: r.images.llamaCpp})
 	if errors.Is(err, visionload.ErrNoEncoder) {
-		return fmt.Errorf("--image needs a vision-language model: an artifact compiled with its vision encoder, a SmolVLM, Qwen2-VL or Qwen2.5-VL folder (Hugging Face layout), or a text GGUF with --mmproj; %s is none of them", r.modelPath)
+		return fmt.Errorf("--image needs a vision-language model: an artifact compiled with its vision encoder, a SmolVLM, Qwen2-VL, Qwen2.5-VL or InternVL folder (Hugging Face layout), or a text GGUF with --mmproj; %s is none of them", r.modelPath)
 	}
 	if err != nil {
 		return err

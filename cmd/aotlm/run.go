@@ -107,7 +107,7 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 			}
 			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, HugePages: hugePages, NoCompile: noCompile,
 				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv, FloatActivations: float, GGUFWeights: ggufWeights,
-					MMProj: images.mmproj, VisionWeights: images.visionWeights, VisionBuckets: images.visionBuckets}, Log: log})
+					MMProj: images.mmproj, VisionWeights: images.visionWeights, VisionBuckets: images.visionBuckets, VisionLlamaCpp: images.llamaCpp}, Log: log})
 			if err != nil {
 				return err
 			}

@@ -22,7 +22,7 @@ func newServeCmd() *cobra.Command {
 	var (
 		modelPath, tokPath, host, apiKey, templatePath, mode, kv, name string
 		mmproj                                                         string
-		allowLocalImages                                               bool
+		allowLocalImages, llamaCpp                                     bool
 		port, parallel, queue, ctx, threads, arLen                     int
 		hugePages                                                      bool
 		maxBody                                                        int64
@@ -42,7 +42,7 @@ only the new tokens. It listens on 127.0.0.1 unless --host says otherwise;
 with --api-key every API request must carry "Authorization: Bearer KEY".
 MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).
 
-A vision-language model (a SmolVLM or Qwen2-VL folder or artifact, or a text GGUF with --mmproj)
+A vision-language model (a SmolVLM, Qwen2-VL or InternVL folder or artifact, or a text GGUF with --mmproj)
 reads images in chat messages: OpenAI "image_url" content parts with data:
 URLs (data:image/png;base64,...), and file paths or file:// URLs when started
 with --allow-local-images.`,
@@ -60,7 +60,7 @@ with --allow-local-images.`,
 				return err
 			}
 			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, HugePages: hugePages,
-				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv}, Log: log})
+				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv, VisionLlamaCpp: llamaCpp}, Log: log})
 			if err != nil {
 				return err
 			}
@@ -76,7 +76,7 @@ with --allow-local-images.`,
 			}
 			opts := serve.Options{Parallel: parallel, Queue: queue, Context: min(ctx, m.Info().Context),
 				APIKey: apiKey, MaxBodyBytes: maxBody, ModelID: name, AllowLocalImages: allowLocalImages}
-			if p, err := openPrompter(modelPath, mmproj, m, threads); err != nil {
+			if p, err := openPrompter(modelPath, mmproj, m, threads, llamaCpp); err != nil {
 				return err
 			} else if p != nil {
 				opts.Images = servePrompts{p}
@@ -114,6 +114,7 @@ with --allow-local-images.`,
 	f.IntVar(&arLen, "ar-len", load.ARLen, "prompt pass length when compiling a checkpoint")
 	f.StringVar(&kv, "kv", load.KV, "KV cache storage when compiling a checkpoint: f32, f16 or u8")
 	f.StringVar(&mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m: chat messages may hold images")
+	f.BoolVar(&llamaCpp, "vision-llama-cpp", false, visionLlamaCppHelp)
 	f.BoolVar(&allowLocalImages, "allow-local-images", false, "let image parts name files of this machine (paths, file:// URLs), not only data: URLs")
 	return cmd
 }

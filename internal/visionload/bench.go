@@ -19,8 +19,10 @@ type BenchConfig struct {
 	// Artifact is the compiled text model; its vision plans encode the
 	// image when it has them.
 	Artifact string
-	// Path and MMProj name the source model's encoder otherwise (Source).
+	// Path and MMProj name the source model's encoder otherwise, and
+	// LlamaCpp its choices (Source).
 	Path, MMProj string
+	LlamaCpp     bool
 	// Image is the file's name and Data its bytes (ReadImage).
 	Image string
 	Data  []byte
@@ -96,7 +98,7 @@ func Bench(cfg BenchConfig) (*BenchReport, error) {
 		return nil, errors.New("bench: --image places the image's marker tokens, and the model has no tokenizer (pass --tokenizer)")
 	}
 	rep := &BenchReport{Image: filepath.Base(cfg.Image), Threads: bc.Threads, Repetitions: bc.Repetitions}
-	encoder, err := Open(Source{Model: m, Path: cfg.Path, MMProj: cfg.MMProj, Threads: bc.Threads})
+	encoder, err := Open(Source{Model: m, Path: cfg.Path, MMProj: cfg.MMProj, Threads: bc.Threads, LlamaCpp: cfg.LlamaCpp})
 	if err != nil {
 		return nil, err
 	}
