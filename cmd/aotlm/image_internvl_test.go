@@ -1,0 +1,112 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/aotlm/aotlm/internal/testutil"
+	"github.com/aotlm/aotlm/internal/vision"
+	"github.com/aotlm/aotlm/internal/vlm"
+)
+
+// TestRunImageInternVL: `run --image` on the tiny InternVL3 fixture's
+// 160x90 image, from the Hugging Face folder (tokenizer from the GGUF
+// beside it) and from the GGUF pair, places it between <img> and </img>:
+// 48 <IMG_CONTEXT> rows by default (Hugging Face's 2x1 grid and
+// thumbnail), 112 with --vision-llama-cpp (mtmd's 3x2 grid and overview);
+// and generates the greedy ids the interpreter gives for the same prompt.
+func TestRunImageInternVL(t *testing.T) {
+	dir := testutil.Path(t, "vlm/internvl3")
+	tok, mm := filepath.Join(dir, "text.gguf"), filepath.Join(dir, "mmproj.gguf")
+	img := filepath.Join(dir, "image_wide.png")
+	for _, mode := range []struct {
+		flags []string
+		opts  vlm.Options
+		rows  int
+	}{{nil, vlm.Options{}, 48}, {[]string{"--vision-llama-cpp"}, vlm.Options{LlamaCpp: true}, 112}} {
+		hf, err := vlm.OpenWith(dir, 1, mode.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pair, err := vlm.OpenPairWith(tok, mm, 1, mode.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name string
+			src  []string
+			m    *vlm.Model
+		}{{"folder", []string{"-m", dir, "--tokenizer", tok}, hf}, {"gguf pair", []string{"-m", tok, "--mmproj", mm}, pair}} {
+			args := append(append([]string{"run"}, c.src...), "--image", img, "-p", "abc<image>xyz", "-n", "5", "--temp", "0",
+				"--ignore-eos", "--json", "-t", "1", "--vision-weights", "f32")
+			code, out, errs := runCLI(t, append(args, mode.flags...)...)
+			if code != 0 {
+				t.Fatalf("%s %v: exit %d: %s", c.name, mode.flags, code, errs)
+			}
+			var rep struct {
+				PromptIDs []int `json:"prompt_ids"`
+				IDs       []int `json:"ids"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("%s: %v: %s", c.name, err, out)
+			}
+			// 262 <img>, rows x 264 <IMG_CONTEXT>, 263 </img>
+			start := -1
+			for i, id := range rep.PromptIDs {
+				if id == 262 {
+					start = i
+					break
+				}
+			}
+			n := mode.rows
+			if start < 0 || start+n+2 > len(rep.PromptIDs) || rep.PromptIDs[start+n+1] != 263 || len(rep.IDs) != 5 {
+				t.Fatalf("%s %v: prompt ids %v, ids %v: not %d image rows between <img> and </img>", c.name, mode.flags, rep.PromptIDs, rep.IDs, n)
+			}
+			for _, id := range rep.PromptIDs[start+1 : start+n+1] {
+				if id != 264 {
+					t.Fatalf("%s %v: prompt ids %v do not hold %d image rows", c.name, mode.flags, rep.PromptIDs, n)
+				}
+			}
+			im, err := vision.DecodeFile(img, vision.DefaultLimits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			enc, err := c.m.Encode(im)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := c.m.Place(enc, func(s string) (int, bool) {
+				id, ok := map[string]int{vlm.ImgStart: 262, vlm.ImgEnd: 263}[s]
+				return id, ok
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			V := c.m.TextConfig().Vocab
+			seq := vlm.NewSequence(c.m.TextConfig().Hidden, c.m.PosComponents())
+			seq.Text(rep.PromptIDs[:start]...)
+			if err := seq.Image(p); err != nil {
+				t.Fatal(err)
+			}
+			seq.Text(rep.PromptIDs[start+n+2:]...)
+			for step, want := range rep.IDs {
+				logits, err := c.m.Logits(seq.IDs, seq.Embeds)
+				if err != nil {
+					t.Fatal(err)
+				}
+				last := logits[(len(seq.IDs)-1)*V:]
+				best := 0
+				for j, v := range last {
+					if v > last[best] {
+						best = j
+					}
+				}
+				if best != want {
+					t.Fatalf("%s %v: step %d: run gave %d, the interpreter %d", c.name, mode.flags, step, want, best)
+				}
+				seq.Text(best)
+			}
+		}
+	}
+}
