@@ -110,3 +110,20 @@ func TestRunImageInternVL(t *testing.T) {
 		}
 	}
 }
+
+// TestPrompterInternVLMatchesLlamaCpp: the images of an InternVL artifact
+// compiled with --vision-llama-cpp (float32 encoder) through the
+// runtime's sessions (the path chat and serve take) are laid out as mtmd
+// does, <img>, 16 or 112 rows in place of <IMG_CONTEXT>, </img>, and give
+// llama.cpp's logits after each fixture's prefix, image and suffix within
+// 1e-3 and its 8 greedy ids.
+func TestPrompterInternVLMatchesLlamaCpp(t *testing.T) {
+	dir := testutil.Path(t, "vlm/internvl3")
+	out := filepath.Join(t.TempDir(), "internvl.aot")
+	code, _, errs := runCLI(t, "compile", dir, "--tokenizer", filepath.Join(dir, "text.gguf"), "--vision-llama-cpp",
+		"--vision-weights", "f32", "-o", out, "--ctx", "256", "--ar-len", "8")
+	if code != 0 {
+		t.Fatalf("compile: exit %d: %s", code, errs)
+	}
+	checkPrompter(t, dir, out, 264, 1e-3)
+}
