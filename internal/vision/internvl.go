@@ -12,9 +12,9 @@ import (
 // By default it follows Hugging Face's InternVL (dynamic_preprocess): the
 // grid is the one whose aspect ratio is closest to the image's (on a tie,
 // the later, larger grid when the image covers more than half of it), the
-// image is stretched to the grid and cut, and the thumbnail is added only
-// when there is more than one tile. Hugging Face resizes with PIL's
-// bicubic filter; this uses mtmd's bicubic, so its pixels differ slightly.
+// image is stretched to the grid with Pillow's bicubic resampling and
+// cut, and the thumbnail (the image stretched to one tile) is added only
+// when there is more than one tile.
 //
 // With LlamaCpp it follows llama.cpp's mtmd (projector "internvl")
 // exactly: an image no larger than a tile is only resized to one tile
@@ -130,17 +130,9 @@ func (p InternVL) Preprocess(img *RGB) (*InternVLImage, error) {
 		out.Tiles = cutTiles(refined, cols, rows, S)
 		return out, nil
 	}
-	stretched := img
-	if img.W != cols*S || img.H != rows*S {
-		stretched = resizeBicubic(img, cols*S, rows*S)
-	}
-	out.Tiles = cutTiles(stretched, cols, rows, S)
+	out.Tiles = cutTiles(resizePillowBicubic(img, cols*S, rows*S), cols, rows, S)
 	if p.Thumbnail && len(out.Tiles) > 1 {
-		if img.W == S && img.H == S {
-			out.Overview = &RGB{W: S, H: S, Pix: append([]uint8(nil), img.Pix...)}
-		} else {
-			out.Overview = resizeBicubic(img, S, S)
-		}
+		out.Overview = resizePillowBicubic(img, S, S)
 	}
 	return out, nil
 }
@@ -154,4 +146,119 @@ func cutTiles(img *RGB, cols, rows, S int) []*RGB {
 		}
 	}
 	return tiles
+}
+
+// Pillow's fixed-point precision of its 8-bit resampling.
+const pillowPrecision = 32 - 8 - 2
+
+// resizePillowBicubic resizes img to w x h as Pillow's Image.resize does
+// with its BICUBIC filter (a = -0.5, the support widened by the scale when
+// shrinking, coefficients normalized and rounded to 22-bit fixed point,
+// a horizontal pass then a vertical one, each rounded and clamped to u8),
+// the resampling Hugging Face's InternVL preprocessing runs.
+func resizePillowBicubic(img *RGB, w, h int) *RGB {
+	if img.W == w && img.H == h {
+		return &RGB{W: w, H: h, Pix: append([]uint8(nil), img.Pix...)}
+	}
+	src := img
+	if w != img.W {
+		k, bounds, n := pillowCoeffs(img.W, w)
+		tmp := NewRGB(w, img.H)
+		for y := 0; y < img.H; y++ {
+			row := img.Pix[3*y*img.W : 3*(y+1)*img.W]
+			for x := 0; x < w; x++ {
+				lo, cnt := bounds[2*x], bounds[2*x+1]
+				kk := k[x*n : x*n+cnt]
+				for c := 0; c < 3; c++ {
+					ss := int64(1) << (pillowPrecision - 1)
+					for i, kv := range kk {
+						ss += int64(row[3*(lo+i)+c]) * int64(kv)
+					}
+					tmp.Pix[3*(y*w+x)+c] = pillowClip(ss)
+				}
+			}
+		}
+		src = tmp
+	}
+	if h == src.H {
+		return src
+	}
+	k, bounds, n := pillowCoeffs(src.H, h)
+	dst := NewRGB(w, h)
+	for y := 0; y < h; y++ {
+		lo, cnt := bounds[2*y], bounds[2*y+1]
+		kk := k[y*n : y*n+cnt]
+		for x := 0; x < w; x++ {
+			for c := 0; c < 3; c++ {
+				ss := int64(1) << (pillowPrecision - 1)
+				for i, kv := range kk {
+					ss += int64(src.Pix[3*((lo+i)*w+x)+c]) * int64(kv)
+				}
+				dst.Pix[3*(y*w+x)+c] = pillowClip(ss)
+			}
+		}
+	}
+	return dst
+}
+
+// pillowClip is Pillow's clip8: the fixed-point sum to u8.
+func pillowClip(ss int64) uint8 {
+	switch v := ss >> pillowPrecision; {
+	case v < 0:
+		return 0
+	case v > 255:
+		return 255
+	default:
+		return uint8(v)
+	}
+}
+
+// pillowCubic is Pillow's bicubic filter (a = -0.5).
+func pillowCubic(x float64) float64 {
+	const a = -0.5
+	x = math.Abs(x)
+	switch {
+	case x < 1:
+		return ((a+2)*x-(a+3))*x*x + 1
+	case x < 2:
+		return (((x-5)*x+8)*x - 4) * a
+	}
+	return 0
+}
+
+// pillowCoeffs returns Pillow's fixed-point coefficients of a resize of
+// in samples to out (n a sample, zero-padded) and each output sample's
+// first source sample and count.
+func pillowCoeffs(in, out int) (k []int32, bounds []int, n int) {
+	scale := float64(in) / float64(out)
+	fs := max(scale, 1)
+	support := 2 * fs
+	n = int(math.Ceil(support))*2 + 1
+	k = make([]int32, out*n)
+	bounds = make([]int, 2*out)
+	w := make([]float64, n)
+	for xx := 0; xx < out; xx++ {
+		center := (float64(xx) + 0.5) * scale
+		lo := max(int(center-support+0.5), 0)
+		hi := min(int(center+support+0.5), in) - lo
+		var ww float64
+		ss := 1 / fs
+		for x := 0; x < hi; x++ {
+			w[x] = pillowCubic((float64(x+lo) - center + 0.5) * ss)
+			ww += w[x]
+		}
+		for x := 0; x < hi; x++ {
+			v := w[x]
+			if ww != 0 {
+				v /= ww
+			}
+			if v < 0 {
+				k[xx*n+x] = int32(-0.5 + v*(1<<pillowPrecision))
+			} else {
+				k[xx*n+x] = int32(0.5 + v*(1<<pillowPrecision))
+			}
+		}
+		bounds[2*xx], bounds[2*xx+1] = lo, hi
+	}
+	return k, bounds, n
 }
