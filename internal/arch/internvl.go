@@ -8,6 +8,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/tensor"
 )
 
 // InternVL (InternVL2.5 / InternVL3 in OpenGVLab's published layout,
@@ -125,7 +126,10 @@ type InternVLVision struct {
 	// Face's InternVL: the class token's position row after the patches'
 	// (InternVLPositions) and the tile grid of LLaVA-NeXT's
 	// best-resolution rule with the overview always added
-	// (vision.InternVL). Off: Hugging Face's choices.
+	// (vision.InternVL). Off: Hugging Face's choices. With it the patch
+	// convolution also reads its pixels and weights rounded to binary16,
+	// as mtmd's F16 im2col does (Rows, EncoderWeights), which is most of
+	// the difference left between the two encoders.
 	LlamaCpp bool `json:"llama_cpp,omitempty"`
 }
 
@@ -288,7 +292,34 @@ func (v *InternVLVision) Rows(pix []float32) ([]float32, []int, error) {
 			}
 		}
 	}
+	if v.LlamaCpp {
+		roundF16(rows)
+	}
 	return rows, v.InternVLPositions(), nil
+}
+
+// roundF16 rounds each value of x to the nearest binary16.
+func roundF16(x []float32) {
+	for i, f := range x {
+		x[i] = tensor.F16ToF32(tensor.F32ToF16(f))
+	}
+}
+
+// EncoderWeights returns the weights the encoder graph runs with for v
+// from those its loaders read: with LlamaCpp the patch convolution's
+// weight rounded to binary16 (a copy; w is not changed), else w.
+func (v *InternVLVision) EncoderWeights(w graph.Weights) graph.Weights {
+	if !v.LlamaCpp {
+		return w
+	}
+	out := make(graph.Weights, len(w))
+	for name, x := range w {
+		out[name] = x
+	}
+	patch := append([]float32(nil), w[internvlPatch]...)
+	roundF16(patch)
+	out[internvlPatch] = patch
+	return out
 }
 
 // InternVL is a loaded InternVL model.

@@ -57,7 +57,7 @@ func internvlInput(v arch.InternVLVision, w graph.Weights, tok tokenizer.Tokeniz
 	if err != nil {
 		return nil, fmt.Errorf("compile: vision config: %w", err)
 	}
-	return &VisionInput{Graph: g, Weights: w, Family: arch.InternVLVisionFamily, Config: cfg, Markers: markers,
+	return &VisionInput{Graph: g, Weights: v.EncoderWeights(w), Family: arch.InternVLVisionFamily, Config: cfg, Markers: markers,
 		Sizes:    []VisionSize{{Height: v.ImageSize, Width: v.ImageSize, Rows: v.Grid()*v.Grid() + 1}},
 		Weights8: weights == VisionW8, WeightsF16: weights == VisionF16}, nil
 }

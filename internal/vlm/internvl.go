@@ -52,7 +52,7 @@ func (f *internvl) setLlamaCpp(on bool) { f.m.Vision.LlamaCpp = on }
 
 func (f *internvl) Encoder() (*graph.Graph, graph.Weights, error) {
 	g, err := arch.BuildInternVLVision(&f.m.Vision)
-	return g, f.m.VisionWeights, err
+	return g, f.m.Vision.EncoderWeights(f.m.VisionWeights), err
 }
 
 func (f *internvl) ImageToken() (int, string) { return f.m.Vision.ImageTokenID, ImgContext }
