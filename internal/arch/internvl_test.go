@@ -1,6 +1,7 @@
 package arch
 
 import (
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -92,5 +93,47 @@ func TestInternVLPositions(t *testing.T) {
 		if hf[i+1] != k+1 || cpp[i+1] != k {
 			t.Fatalf("row %d (patch %d): ids %d (hf), %d (llama.cpp); want %d, %d", i+1, k, hf[i+1], cpp[i+1], k+1, k)
 		}
+	}
+}
+
+// TestInternVLLlamaCppRounding: with llama.cpp's choices the patch
+// convolution's weight and the tile's pixels are rounded to binary16 (a
+// copy of the weights; the loaded ones keep float32), without them both
+// pass unchanged.
+func TestInternVLLlamaCppRounding(t *testing.T) {
+	v := InternVLVision{ImageSize: 16, PatchSize: 8, Channels: 3, ScaleFactor: 2}
+	patch := []float32{1.0001, -0.33333334, 65504, 1e-8}
+	w := graph.Weights{internvlPatch: patch, "other": {1.0001}}
+	pix := make([]float32, 3*16*16)
+	for i := range pix {
+		pix[i] = 0.1 + float32(i)*1e-4
+	}
+	if got := v.EncoderWeights(w); &got[internvlPatch][0] != &patch[0] {
+		t.Error("Hugging Face's choices changed the weights")
+	}
+	rows, _, err := v.Rows(pix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows[v.PatchCols()] != pix[0] {
+		t.Errorf("Hugging Face's choices changed pixel %v to %v", pix[0], rows[v.PatchCols()])
+	}
+	v.LlamaCpp = true
+	got := v.EncoderWeights(w)
+	want := []float32{1, -0.33325195, 65504, 0}
+	for i := range want {
+		if got[internvlPatch][i] != want[i] {
+			t.Errorf("patch weight %v rounded to %v, want %v", patch[i], got[internvlPatch][i], want[i])
+		}
+	}
+	if patch[0] != 1.0001 || got["other"][0] != 1.0001 {
+		t.Error("the rounding touched the loaded weights or another tensor")
+	}
+	rows, _, err = v.Rows(pix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rows[v.PatchCols()]; r == pix[0] || math.Abs(float64(r-pix[0])) > 1e-4 {
+		t.Errorf("pixel %v read as %v, want its binary16 rounding", pix[0], r)
 	}
 }
