@@ -390,7 +390,7 @@ func LoadInternVLVisionHF(ck format.Checkpoint, preproc map[string]any, textHidd
 		v.Thumbnail = t
 	}
 	if d, ok := meta["dynamic_image_size"].(bool); ok && !d {
-		v.MaxTiles = 1
+		v.MinTiles, v.MaxTiles = 1, 1 // one tile: the image resized to it
 	}
 	if fs, ok := format.MetaInt(meta, "force_image_size"); ok && int(fs) != v.ImageSize {
 		return InternVLVision{}, nil, fmt.Errorf("config.json: force_image_size %d differs from the encoder's image_size %d (position embeddings would need interpolating)", fs, v.ImageSize)
