@@ -2,11 +2,14 @@ package vlm
 
 import (
 	"context"
+	"encoding/json"
+	"math"
 	"path/filepath"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/engine"
+	"github.com/aotlm/aotlm/internal/graph"
 	"github.com/aotlm/aotlm/internal/testutil"
 	"github.com/aotlm/aotlm/internal/vision"
 )
@@ -298,5 +301,70 @@ func TestInternVLCompiled(t *testing.T) {
 				q.Close()
 			}
 		})
+	}
+}
+
+// TestInternVLHFOrderMatchesReference: the encoder with Hugging Face's
+// class token order (the default), run on the tiles mtmd encoded, is as
+// far from llama.cpp's embeddings as the fixture's independent float64
+// forward in Hugging Face's order is (check.independent_numpy_f64
+// .embd_maxabs_diff_hf, 1.8 to 2.4 per chunk), within 3e-3: the two
+// forwards differ by at most the GELU form (erf there, ~1.2e-3) and float
+// rounding, so their distances to llama.cpp's differ by no more.
+func TestInternVLHFOrderMatchesReference(t *testing.T) {
+	dir := testutil.Path(t, internvlDir)
+	var ref struct {
+		Cases []struct {
+			Check struct {
+				F64 struct {
+					HF []float64 `json:"embd_maxabs_diff_hf"`
+				} `json:"independent_numpy_f64"`
+			} `json:"check"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(testutil.ReadFile(t, internvlDir+"/reference.json"), &ref); err != nil {
+		t.Fatal(err)
+	}
+	lref := readRef(t, internvlDir+"/reference.json")
+	m, err := Open(dir, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc := m.fam.(*internvl).m.Vision
+	if vc.LlamaCpp {
+		t.Fatal("the default is llama.cpp's order")
+	}
+	mtmd := internvlProc(&vc)
+	mtmd.LlamaCpp = true
+	for ci, c := range lref.Cases {
+		img, err := vision.DecodeFile(filepath.Join(dir, c.Image), vision.DefaultLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tiles, err := mtmd.Preprocess(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs, _ := internvlChunks(lref, ci, internvlImageID)
+		want := ref.Cases[ci].Check.F64.HF
+		chunks := append(append([]*vision.RGB(nil), tiles.Tiles...), tiles.Overview)
+		if len(chunks) != len(theirs) || len(want) != len(theirs) {
+			t.Fatalf("%s: %d chunks, %d in the reference, %d distances", c.Image, len(chunks), len(theirs), len(want))
+		}
+		for i, tile := range chunks {
+			rows, ids, err := vc.Rows(vision.Normalize(tile, vc.Mean, vc.Std))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _, err := m.enc.RunInput(m.enc.NewPassState(len(ids)), graph.Input{IDs: ids, Rows: rows})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := maxDiff(out, theirs[i])
+			t.Logf("%s chunk %d: %.4f from llama.cpp's, the float64 forward %.4f", c.Image, i, d, want[i])
+			if math.Abs(d-want[i]) > 3e-3 {
+				t.Errorf("%s chunk %d: Hugging Face's order is %.4f from llama.cpp's, the reference's %.4f", c.Image, i, d, want[i])
+			}
+		}
 	}
 }
