@@ -126,10 +126,12 @@ type InternVLVision struct {
 	// Face's InternVL: the class token's position row after the patches'
 	// (InternVLPositions) and the tile grid of LLaVA-NeXT's
 	// best-resolution rule with the overview always added
-	// (vision.InternVL). Off: Hugging Face's choices. With it the patch
-	// convolution also reads its pixels and weights rounded to binary16,
-	// as mtmd's F16 im2col does (Rows, EncoderWeights), which is most of
-	// the difference left between the two encoders.
+	// (vision.InternVL). Off: Hugging Face's choices. With it the encoder
+	// also mirrors the binary16 steps of mtmd's CPU backend, the rest of
+	// the difference between the two: the patch convolution reads its
+	// pixels and weights rounded to binary16, as its F16 im2col does
+	// (Rows, EncoderWeights), and GELU goes through its binary16 table
+	// (op gelu_f16).
 	LlamaCpp bool `json:"llama_cpp,omitempty"`
 }
 
@@ -198,7 +200,8 @@ func internvlLayer(l int) string { return fmt.Sprintf("%sencoder.layers.%d.", in
 // matmul without a bias and the zero row of the class token becomes its
 // embedding. ls1 and ls2 are folded into the attention output and fc2
 // projections. Hugging Face's GELU is the exact (erf) one; this uses the
-// tanh approximation, as llama.cpp does (they differ by ~1e-3 here).
+// tanh approximation, as llama.cpp does (they differ by ~1e-3 here), and
+// with LlamaCpp llama.cpp's binary16 table of it (op gelu_f16).
 func BuildInternVLVision(v *InternVLVision) (*graph.Graph, error) {
 	if err := v.Validate(); err != nil {
 		return nil, err
@@ -210,6 +213,10 @@ func BuildInternVLVision(v *InternVLVision) (*graph.Graph, error) {
 	x := g.Linear(g.Rows(v.PatchCols()), internvlPatch, v.Hidden, "")
 	x = g.Add(x, g.Embed(ids, internvlPosTable, 2*(N+1), v.Hidden))
 	E := v.Hidden / v.Heads
+	gelu := g.GELUTanh
+	if v.LlamaCpp {
+		gelu = g.GELUF16
+	}
 	for l := 0; l < v.Layers; l++ {
 		p := internvlLayer(l)
 		h := g.LayerNorm(x, p+"norm1.weight", p+"norm1.bias", eps)
@@ -219,13 +226,13 @@ func BuildInternVLVision(v *InternVLVision) (*graph.Graph, error) {
 			Scale: float32(1 / math.Sqrt(float64(E))), Bidirectional: true})
 		x = g.Add(x, g.Linear(a, p+"attn.proj_ls1.weight", v.Hidden, p+"attn.proj_ls1.bias"))
 		h = g.LayerNorm(x, p+"norm2.weight", p+"norm2.bias", eps)
-		m := g.GELUTanh(g.Linear(h, p+"mlp.fc1.weight", v.FFN, p+"mlp.fc1.bias"))
+		m := gelu(g.Linear(h, p+"mlp.fc1.weight", v.FFN, p+"mlp.fc1.bias"))
 		x = g.Add(x, g.Linear(m, p+"mlp.fc2_ls2.weight", v.Hidden, p+"mlp.fc2_ls2.bias"))
 	}
 	s2 := v.ScaleFactor * v.ScaleFactor
 	x = g.GroupRowsAfter(x, 1, s2)
 	x = g.LayerNorm(x, "mlp1.0.weight", "mlp1.0.bias", float32(v.ProjNormEps))
-	x = g.GELUTanh(g.Linear(x, "mlp1.1.weight", v.TextHidden, "mlp1.1.bias"))
+	x = gelu(g.Linear(x, "mlp1.1.weight", v.TextHidden, "mlp1.1.bias"))
 	g.SetOutput(g.Linear(x, "mlp1.3.weight", v.TextHidden, "mlp1.3.bias"))
 	return g, nil
 }

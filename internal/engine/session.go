@@ -725,7 +725,7 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 			if st.slotLayer > 0 && rows == 1 && s.chain {
 				s.prefetchSlot(st.slotLayer-1, s.pos)
 			}
-		case op.RMSNorm, op.HeadRMSNorm, op.Scale, op.SiLU, op.GELUTanh, op.RoPE, op.Hadamard, op.LayerNorm:
+		case op.RMSNorm, op.HeadRMSNorm, op.Scale, op.SiLU, op.GELUTanh, op.GELUF16, op.RoPE, op.Hadamard, op.LayerNorm:
 			s.rowWise(st, out, x, nil, rows, cols)
 		case op.Rows:
 			copy(out, s.rowsIn) // Encoder.Encode checked its length

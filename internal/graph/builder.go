@@ -74,6 +74,12 @@ func (g *Graph) GELUTanh(x int) int {
 	return g.add(Node{Op: op.GELUTanh, In: []int{x}, Cols: g.cols(x)})
 }
 
+// GELUF16 adds the tanh-approximated GELU of x through llama.cpp's
+// binary16 table (op.GELUF16Rows).
+func (g *Graph) GELUF16(x int) int {
+	return g.add(Node{Op: op.GELUF16, In: []int{x}, Cols: g.cols(x)})
+}
+
 // RoPE rotates the heads of x; cols(x) must be a multiple of r.HeadDim.
 func (g *Graph) RoPE(x int, r Rope) int {
 	if r.HeadDim <= 0 || g.cols(x)%r.HeadDim != 0 || r.RotDim > r.HeadDim || r.RotDim%2 != 0 ||

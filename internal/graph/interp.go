@@ -328,6 +328,8 @@ func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []in
 		for i := range dst {
 			dst[i] = geluTanh(x[i])
 		}
+	case op.GELUF16:
+		op.GELUF16Rows(dst, x)
 	case op.RoPE:
 		copy(dst, x)
 		ropeAt(dst, T, n.Cols, st.Pos, n.Rope, inp.Positions, in.g.PosComponents())

@@ -218,7 +218,7 @@ func (p *Plan) checkShapes(st *Step) *Error {
 		if in[0].Rows != o.Rows {
 			return errf(".out", "linear of %d rows writes %d rows", in[0].Rows, o.Rows)
 		}
-	case op.RMSNorm, op.Scale, op.SiLU, op.GELUTanh, op.HeadRMSNorm, op.LayerNorm, op.Sigmoid, op.Tanh, op.ReLU, op.Hadamard:
+	case op.RMSNorm, op.Scale, op.SiLU, op.GELUTanh, op.GELUF16, op.HeadRMSNorm, op.LayerNorm, op.Sigmoid, op.Tanh, op.ReLU, op.Hadamard:
 		if st.Op == op.HeadRMSNorm && (st.HeadDim < 1 || in[0].Cols%st.HeadDim != 0) {
 			return errf(".head_dim", "%d does not divide %d columns", st.HeadDim, in[0].Cols)
 		}
