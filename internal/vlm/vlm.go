@@ -123,8 +123,10 @@ func OpenWith(dir string, threads int, o Options) (*Model, error) {
 }
 
 // Image is an encoded image: the embedding rows of each slice (grid row
-// by row) and of the overview (SmolVLM), or of its Rows x Cols merged
-// patches in row-major order (Qwen2-VL: Embeds).
+// by row) and of the overview (SmolVLM; InternVL: its tiles and
+// thumbnail, Overview nil without one, Rows and Cols 0 for mtmd's
+// overview alone), or of its Rows x Cols merged patches in row-major
+// order (Qwen2-VL: Embeds).
 type Image struct {
 	Rows, Cols int
 	Slices     [][]float32
