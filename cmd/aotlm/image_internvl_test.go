@@ -11,20 +11,45 @@ import (
 )
 
 // TestRunImageInternVL: `run --image` on the tiny InternVL3 fixture's
-// 160x90 image, from the Hugging Face folder (tokenizer from the GGUF
-// beside it) and from the GGUF pair, places it between <img> and </img>:
-// 48 <IMG_CONTEXT> rows by default (Hugging Face's 2x1 grid and
-// thumbnail), 112 with --vision-llama-cpp (mtmd's 3x2 grid and overview);
-// and generates the greedy ids the interpreter gives for the same prompt.
+// wide image, from the Hugging Face folder (tokenizer from the GGUF
+// beside it) and from the GGUF pair, places it between <img> and </img>
+// with as many <IMG_CONTEXT> rows as the reference says Hugging Face's
+// grid and thumbnail take by default (48 for the 160x90 image: 2x1 tiles
+// and the thumbnail) and mtmd's grid and overview take with
+// --vision-llama-cpp (112: 3x2 and the overview); and generates the
+// greedy ids the interpreter gives for the same prompt.
 func TestRunImageInternVL(t *testing.T) {
 	dir := testutil.Path(t, "vlm/internvl3")
 	tok, mm := filepath.Join(dir, "text.gguf"), filepath.Join(dir, "mmproj.gguf")
 	img := filepath.Join(dir, "image_wide.png")
+	var ref struct {
+		Cases []struct {
+			Image string `json:"image"`
+			HF    struct {
+				Tokens int `json:"n_image_tokens"`
+			} `json:"hf_dynamic_preprocess_would_use"`
+			MTMD struct {
+				Tokens int `json:"n_image_tokens"`
+			} `json:"mtmd_tiles"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(testutil.ReadFile(t, "vlm/internvl3/reference.json"), &ref); err != nil {
+		t.Fatal(err)
+	}
+	hfRows, cppRows := 0, 0
+	for _, c := range ref.Cases {
+		if c.Image == "image_wide.png" {
+			hfRows, cppRows = c.HF.Tokens, c.MTMD.Tokens
+		}
+	}
+	if hfRows == 0 || cppRows == 0 {
+		t.Fatal("the reference has no image_wide.png case")
+	}
 	for _, mode := range []struct {
 		flags []string
 		opts  vlm.Options
 		rows  int
-	}{{nil, vlm.Options{}, 48}, {[]string{"--vision-llama-cpp"}, vlm.Options{LlamaCpp: true}, 112}} {
+	}{{nil, vlm.Options{}, hfRows}, {[]string{"--vision-llama-cpp"}, vlm.Options{LlamaCpp: true}, cppRows}} {
 		hf, err := vlm.OpenWith(dir, 1, mode.opts)
 		if err != nil {
 			t.Fatal(err)

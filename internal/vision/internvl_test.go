@@ -20,6 +20,7 @@ import (
 type internvlRef struct {
 	Cases []struct {
 		Image string `json:"image"`
+		Size  [2]int `json:"image_size_wh"`
 		Tiles struct {
 			Slices   int  `json:"n_slices"`
 			Overview bool `json:"overview"`
@@ -155,16 +156,14 @@ func TestInternVLGridHF(t *testing.T) {
 		}
 	}
 	for _, c := range ref.Cases {
-		if c.Image != "image_wide.png" {
-			continue
-		}
-		cols, rows := hf.Grid(160, 90)
+		cols, rows := hf.Grid(c.Size[0], c.Size[1])
 		n := cols * rows
 		if n > 1 {
 			n++
 		}
 		if [2]int{cols, rows} != c.HF.Grid || n != c.HF.Tiles || 16*n != c.HF.Tokens {
-			t.Errorf("Hugging Face grid %dx%d, %d tiles, %d tokens; the reference says %v, %d, %d", cols, rows, n, 16*n, c.HF.Grid, c.HF.Tiles, c.HF.Tokens)
+			t.Errorf("%s (%v): Hugging Face grid %dx%d, %d tiles, %d tokens; the reference says %v, %d, %d", c.Image, c.Size,
+				cols, rows, n, 16*n, c.HF.Grid, c.HF.Tiles, c.HF.Tokens)
 		}
 	}
 }
