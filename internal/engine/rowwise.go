@@ -104,7 +104,7 @@ func (r *rowTask) run(_, lo, hi int) {
 		case op.GELUTanh:
 			kernel.GELUTanh(out, x)
 		case op.GELUF16:
-			op.GELUF16Rows(out, x)
+			kernel.GELUF16(out, x)
 		case op.Hadamard:
 			hadamardRow(out, x, st.HeadDim)
 		case op.LayerNorm:

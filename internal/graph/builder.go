@@ -75,7 +75,7 @@ func (g *Graph) GELUTanh(x int) int {
 }
 
 // GELUF16 adds the tanh-approximated GELU of x through llama.cpp's
-// binary16 table (op.GELUF16Rows).
+// binary16 table (kernel.GELUF16).
 func (g *Graph) GELUF16(x int) int {
 	return g.add(Node{Op: op.GELUF16, In: []int{x}, Cols: g.cols(x)})
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/op"
 )
 
@@ -329,7 +330,7 @@ func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []in
 			dst[i] = geluTanh(x[i])
 		}
 	case op.GELUF16:
-		op.GELUF16Rows(dst, x)
+		kernel.GELUF16(dst, x)
 	case op.RoPE:
 		copy(dst, x)
 		ropeAt(dst, T, n.Cols, st.Pos, n.Rope, inp.Positions, in.g.PosComponents())

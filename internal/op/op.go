@@ -16,7 +16,7 @@
 //	gelu_tanh    out = 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))
 //	gelu_f16     gelu_tanh as llama.cpp's CPU backend computes it: x rounded
 //	             to binary16 and looked up in a table of binary16 results;
-//	             0 for x <= -10, x for x >= 10 (gelu.go)
+//	             0 for x <= -10, x for x >= 10 (kernel.GELUF16)
 //	rope         rotate each head of row t by the row's position
 //	attention    write the rows' k, v into the cache, then grouped-query
 //	             attention of each row's q over the cache positions it may

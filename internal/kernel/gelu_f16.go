@@ -1,4 +1,4 @@
-package op
+package kernel
 
 import (
 	"math"
@@ -8,7 +8,7 @@ import (
 )
 
 // GELU as llama.cpp's CPU backend computes it (ggml's GGML_GELU_FP16
-// path, op gelu_f16): the input rounded to binary16 indexes a table of
+// path; the plan op gelu_f16): the input rounded to binary16 indexes a table of
 // the tanh-approximated GELU of every binary16 value, itself rounded to
 // binary16; inputs at or below -10 give 0, at or above 10 themselves.
 
@@ -36,8 +36,10 @@ func geluTanh32(x float32) float32 {
 	return 0.5 * x * (1 + float32(math.Tanh(float64(c*x*(1+a*x*x)))))
 }
 
-// GELUF16Rows sets dst[i] = GELUF16(x[i]) for i < len(dst).
-func GELUF16Rows(dst, x []float32) {
+// GELUF16 sets, for i < len(dst), dst[i] to the GELU of x[i] through
+// llama.cpp's binary16 table. It is plain Go (a table lookup), its own
+// reference.
+func GELUF16(dst, x []float32) {
 	tab := geluF16Tab()
 	for i := range dst {
 		v := x[i]

@@ -1,4 +1,4 @@
-package op
+package kernel
 
 import (
 	"math"
@@ -8,19 +8,19 @@ import (
 	"github.com/aotlm/aotlm/internal/tensor"
 )
 
-// TestGELUF16Rows: on random inputs over [-12, 12] (and the edges of the
+// TestGELUF16: on random inputs over [-12, 12] (and the edges of the
 // table's range), gelu_f16 is 0 at or below -10, the input at or above
 // 10, and in between the binary16 rounding of the tanh GELU of the
 // input's binary16 rounding; within binary16's resolution (1e-3
 // relative, 1e-4 absolute) of the float64 tanh GELU.
-func TestGELUF16Rows(t *testing.T) {
+func TestGELUF16(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	x := []float32{-10, -9.999, 9.999, 10, 0, -0.0, 1e-8, -1e-8, 65504}
 	for range 20000 {
 		x = append(x, float32(r.Float64()*24-12))
 	}
 	got := make([]float32, len(x))
-	GELUF16Rows(got, x)
+	GELUF16(got, x)
 	for i, v := range x {
 		var want float32
 		switch {
