@@ -24,6 +24,7 @@ func newBenchCmd() *cobra.Command {
 		dec             *benchDecodingFlags
 		imageFile       string
 		mmproj, tokPath string
+		llamaCpp        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [-m MODEL.aot]",
@@ -53,7 +54,7 @@ image out counts as the first repetition).`,
 				return fmt.Errorf("bench: --floor measures the plain decode tests (-n, --pg), not a decoding strategy or --verify-rows")
 			}
 			if imageFile != "" {
-				return benchImageCmd(cmd, modelPath, mmproj, tokPath, imageFile, prompts, gens, pgs, cfg, mode, !noWarm, seed, asJSON, cpuProfile)
+				return benchImageCmd(cmd, modelPath, mmproj, llamaCpp, tokPath, imageFile, prompts, gens, pgs, cfg, mode, !noWarm, seed, asJSON, cpuProfile)
 			}
 			var tests []bench.Test
 			if !dec.active() {
@@ -104,10 +105,11 @@ image out counts as the first repetition).`,
 	f.BoolVar(&noWarm, "no-warmup", false, "skip the untimed warm-up pass")
 	f.Uint64Var(&seed, "seed", 1, "seed of the random prompt ids")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (read it with go tool pprof)")
-	f.StringVar(&imageFile, "image", "", "measure an image through a vision-language model (-m a SmolVLM or Qwen2-VL folder or artifact, or a text GGUF with --mmproj): "+
+	f.StringVar(&imageFile, "image", "", "measure an image through a vision-language model (-m a SmolVLM, Qwen2-VL or InternVL folder or artifact, or a text GGUF with --mmproj): "+
 		"decoding, preprocessing and encoding it, and the prefill of its tokens; the usual tests follow unless -p 0 -n 0")
 	f.StringVar(&mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m, with --image")
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for a model folder without one, with --image")
+	f.BoolVar(&llamaCpp, "vision-llama-cpp", false, visionLlamaCppHelp)
 	dec = addBenchDecodingFlags(cmd)
 	return cmd
 }

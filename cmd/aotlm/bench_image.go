@@ -15,7 +15,7 @@ import (
 // benchImageCmd is bench with --image: it checks the flags, compiles the
 // model into the cache as run does (with its tokenizer and mmproj file)
 // and measures the image (visionload.Bench).
-func benchImageCmd(cmd *cobra.Command, modelPath, mmproj, tokPath, file string, prompts, gens []int, pgs []string, cfg bench.Config,
+func benchImageCmd(cmd *cobra.Command, modelPath, mmproj string, llamaCpp bool, tokPath, file string, prompts, gens []int, pgs []string, cfg bench.Config,
 	mode string, warm bool, seed uint64, asJSON bool, cpuProfile string) error {
 	if modelPath == "" {
 		return errors.New("bench: --image needs -m, a vision-language model")
@@ -43,7 +43,7 @@ func benchImageCmd(cmd *cobra.Command, modelPath, mmproj, tokPath, file string, 
 	if err != nil {
 		return err
 	}
-	rep, err := visionload.BenchModel(path, mmproj, tokPath, file, warm, cfg, cmd.ErrOrStderr())
+	rep, err := visionload.BenchModel(path, mmproj, tokPath, file, llamaCpp, warm, cfg, cmd.ErrOrStderr())
 	if errors.Is(err, visionload.ErrNoEncoder) {
 		return fmt.Errorf("bench: --image needs a vision-language model: an artifact with a vision plan, a vision-language folder (Hugging Face layout), or a text GGUF with --mmproj; %s is none of them", modelPath)
 	}

@@ -36,8 +36,8 @@ token does not grow with the history.
 
 Commands: /reset forgets the conversation, /system TEXT sets the system
 prompt, /image FILE attaches an image (JPEG, PNG, GIF, WebP) to the next user
-turn of a vision-language model (a SmolVLM, Qwen2-VL or Qwen2.5-VL folder
-or artifact, or a text GGUF with --mmproj): it goes where that turn writes
+turn of a vision-language model (a SmolVLM, Qwen2-VL, Qwen2.5-VL or InternVL
+folder or artifact, or a text GGUF with --mmproj): it goes where that turn writes
 <image>, else before its text, and
 stays in the conversation, so later turns reuse the cache past it. /exit (or
 end of input) quits. When the context fills, the oldest
@@ -56,7 +56,7 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 			p = applyGenerationDefaults(cmd, p, m.GenerationDefaults())
 			opts := aotlm.ChatOptions{System: system, Context: min(mf.ctx, m.Info().Context)}
 			var images *visionload.ChatImages
-			if p, err := openPrompter(mf.path, mmproj, m, mf.threads); err != nil {
+			if p, err := openPrompter(mf.path, mmproj, m, mf.threads, mf.visionLlamaCpp); err != nil {
 				return err
 			} else if p != nil {
 				images = p.Chat()

@@ -65,11 +65,19 @@ func compileQwenAt(t *testing.T, dir, buckets string) string {
 // in place of <|image_pad|>.
 func TestPrompterQwen2VLMatchesLlamaCpp(t *testing.T) {
 	for _, f := range qwenFixtures {
-		t.Run(f.name, func(t *testing.T) { checkPrompterQwen(t, qwenFixtureDir(t, f.name), f.buckets) })
+		t.Run(f.name, func(t *testing.T) {
+			dir := qwenFixtureDir(t, f.name)
+			checkPrompter(t, dir, compileQwenAt(t, dir, f.buckets), 265, 0)
+		})
 	}
 }
 
-func checkPrompterQwen(t *testing.T, dir, buckets string) {
+// checkPrompter checks the images of the fixture in dir through the
+// prompter of artifact art (compiled from it): the prompt of each case is
+// mtmd's layout with the image rows as imageID, the logits after it are
+// llama.cpp's within tol (0: the reference's end-to-end tolerance) and
+// the 8 greedy ids are equal.
+func checkPrompter(t *testing.T, dir, art string, imageID int, tol float64) {
 	var ref struct {
 		Cases []struct {
 			Image  string      `json:"image"`
@@ -93,12 +101,15 @@ func checkPrompterQwen(t *testing.T, dir, buckets string) {
 	if len(ref.Cases) < 2 || ref.Tol.Logits <= 0 {
 		t.Fatalf("reference: %d cases, logits tolerance %g", len(ref.Cases), ref.Tol.Logits)
 	}
-	m, err := aotlm.Open(compileQwenAt(t, dir, buckets), aotlm.Options{Threads: 1})
+	if tol == 0 {
+		tol = ref.Tol.Logits
+	}
+	m, err := aotlm.Open(art, aotlm.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	p, err := openPrompter("", "", m, 1)
+	p, err := openPrompter("", "", m, 1, false)
 	if err != nil || p == nil {
 		t.Fatalf("prompter: %v", err)
 	}
@@ -125,7 +136,7 @@ func checkPrompterQwen(t *testing.T, dir, buckets string) {
 		hf := slices.Clone(ids)
 		for i, id := range hf {
 			if aotlm.IsEmbedID(id) {
-				hf[i] = 265 // <|image_pad|>
+				hf[i] = imageID
 			}
 		}
 		if !slices.Equal(hf, c.HFIDs) {
@@ -150,8 +161,8 @@ func checkPrompterQwen(t *testing.T, dir, buckets string) {
 			d = math.Max(d, math.Abs(float64(first[i])-v))
 		}
 		t.Logf("%s: last-position logits within %.3g of llama.cpp's", c.Image, d)
-		if d > ref.Tol.Logits {
-			t.Errorf("%s: logits differ from llama.cpp's by %.3g > %g", c.Image, d, ref.Tol.Logits)
+		if d > tol {
+			t.Errorf("%s: logits differ from llama.cpp's by %.3g > %g", c.Image, d, tol)
 		}
 		if !slices.Equal(res.IDs, c.Greedy) {
 			t.Errorf("%s: greedy %v, llama.cpp %v", c.Image, res.IDs, c.Greedy)

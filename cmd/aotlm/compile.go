@@ -23,6 +23,7 @@ func newCompileCmd() *cobra.Command {
 		jobs                           int
 		lookahead                      string
 		mmproj, visionW, visionBuckets string
+		visionLlamaCpp                 bool
 	)
 	cmd := &cobra.Command{
 		Use:   "compile MODEL -o OUT.aot",
@@ -64,8 +65,8 @@ and embedding matrices stay binary16 (layout f16-rows, exact), as do a
 quantized folder's f16 tensors. --gguf-weights f32 decodes every weight to
 float32 instead: exact, larger and slower.
 
-A vision-language model (a SmolVLM, Qwen2-VL or Qwen2.5-VL folder, or a
-text GGUF with --mmproj) gets its vision encoder and connector compiled
+A vision-language model (a SmolVLM, Qwen2-VL, Qwen2.5-VL or InternVL
+folder, or a text GGUF with --mmproj) gets its vision encoder and connector compiled
 into the same artifact, as vision plans beside the text plans (inspect
 lists them), with what image preprocessing needs, so "run -m OUT.aot
 --image" reads nothing else. The encoder's matrices are stored whatever
@@ -76,14 +77,18 @@ scale per row (w8: a quarter of the bytes; 1.4-2.7%), or as float32
 (f32). A folder written by "aotlm quantize" takes the choice of its
 recipe's "vision" part ({"vision": {"weights": "w8"}}) unless
 --vision-weights is given; docs/quantization.md has the measured error
-and sizes. SmolVLM's encoder has one plan (its tile size); Qwen2-VL's and
-Qwen2.5-VL's have one plan per image size of --vision-buckets, and an
-image is resized into the smallest size that holds it (docs/usage.md).`,
+and sizes. SmolVLM's and InternVL's encoders have one plan (their tile
+size); Qwen2-VL's and Qwen2.5-VL's have one plan per image size of
+--vision-buckets, and an image is resized into the smallest size that
+holds it (docs/usage.md). --vision-llama-cpp records that an InternVL
+encoder follows llama.cpp's mtmd (its tile grid and class token position)
+rather than Hugging Face's.`,
 		Example: `  aotlm compile stories260K.gguf -o stories.aot --ar-len 32 --ctx 512
   aotlm compile SmolVLM-256M-Instruct/ -o smolvlm.aot --vision-weights w8
   aotlm compile q4/ --mmproj mmproj.gguf -o vlm.aot      # q4/ from quantize, its recipe's vision weights
   aotlm compile text.gguf --mmproj mmproj.gguf -o vlm.aot
   aotlm compile Qwen2-VL-2B-Instruct/ -o qwen2vl.aot --vision-buckets 448x448,336x448,448x336
+  aotlm compile InternVL3-1B/ -o internvl3.aot
   aotlm compile stories260K.bin --tokenizer tok512.bin -o stories.aot
   aotlm compile q/ -o model.aot --kv u8 --calib calib.txt`,
 		Args: cobra.ExactArgs(1),
@@ -118,7 +123,7 @@ image is resized into the smallest size that holds it (docs/usage.md).`,
 			bar := progress.NewTensors(cmd.ErrOrStderr(), "compiling")
 			opts := compile.Options{ARLens: []int{arLen, max(la, 1)}, Ctx: ctx, Tokenizer: tokPath, KV: kv, CalibText: calib,
 				FloatActivations: float, Jobs: jobs, GGUFWeights: ggufWeights, MMProj: mmproj, VisionWeights: visionW, VisionBuckets: visionBuckets,
-				Progress: func(p compile.Progress) { bar.Update(p.Done, p.Total, p.Bytes, 0) }}
+				VisionLlamaCpp: visionLlamaCpp, Progress: func(p compile.Progress) { bar.Update(p.Done, p.Total, p.Bytes, 0) }}
 			if err := compile.CompileFile(src, out, opts); err != nil {
 				return withContextHint(err)
 			}
@@ -141,6 +146,7 @@ image is resized into the smallest size that holds it (docs/usage.md).`,
 	f.StringVar(&mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) of a text GGUF: its encoder is compiled into the artifact too")
 	f.StringVar(&visionW, "vision-weights", "", visionWeightsHelp)
 	f.StringVar(&visionBuckets, "vision-buckets", "", visionBucketsHelp)
+	f.BoolVar(&visionLlamaCpp, "vision-llama-cpp", false, visionLlamaCppHelp)
 	f.StringVar(&lookahead, "lookahead", "", "N,W,G: add a plan for lookahead decoding's passes of (W+G)(N-1) rows (rounded up to a power of two)")
 	return cmd
 }

@@ -34,13 +34,13 @@ func addImageFlags(f *pflag.FlagSet) *imageFlags {
 // file through the graph interpreter) and marks their places in req's
 // prompt. It returns the model whose sessions place the images' rows
 // (m itself without --image) and the images (nil without --image).
-func (fl *imageFlags) encode(m *aotlm.Model, modelPath string, threads int, req *aotlm.Request) (*aotlm.Model, *visionload.PromptImages, error) {
+func (fl *imageFlags) encode(m *aotlm.Model, mf *modelFlags, req *aotlm.Request) (*aotlm.Model, *visionload.PromptImages, error) {
 	if len(fl.files) == 0 {
 		return m, nil, nil
 	}
-	enc, err := visionload.Open(visionload.Source{Model: m, Path: modelPath, MMProj: fl.mmproj, Threads: threads, Fallback: true})
+	enc, err := visionload.Open(visionload.Source{Model: m, Path: mf.path, MMProj: fl.mmproj, Threads: mf.threads, Fallback: true, LlamaCpp: mf.visionLlamaCpp})
 	if errors.Is(err, visionload.ErrNoEncoder) {
-		return nil, nil, fmt.Errorf("--image needs a vision-language model: an artifact compiled with its vision encoder, a vision-language folder (Hugging Face layout), or a text GGUF with --mmproj; %s is none of them", modelPath)
+		return nil, nil, fmt.Errorf("--image needs a vision-language model: an artifact compiled with its vision encoder, a vision-language folder (Hugging Face layout), or a text GGUF with --mmproj; %s is none of them", mf.path)
 	}
 	if err != nil {
 		return nil, nil, err

@@ -21,6 +21,7 @@ type modelFlags struct {
 	stateBudget                         limits.Size
 	threads, ctx, arLen                 int
 	hugePages, noCompile                bool
+	visionLlamaCpp                      bool
 }
 
 // addModelFlags registers the flags; modelUsage is -m's help.
@@ -36,6 +37,7 @@ func addModelFlags(f *pflag.FlagSet, modelUsage string) *modelFlags {
 	f.BoolVar(&m.hugePages, "hugepages", false, hugePagesUsage)
 	f.IntVarP(&m.ctx, "ctx", "c", load.Ctx, "context length (capped at the model's)")
 	f.StringVar(&m.template, "chat-template", "", "a chat template (.jinja, tokenizer_config.json or GGUF) replacing the model's")
+	f.BoolVar(&m.visionLlamaCpp, "vision-llama-cpp", false, visionLlamaCppHelp)
 	m.stateBudget = engineStateBudget
 	f.Var(&m.stateBudget, "state-budget", stateBudgetUsage)
 	return m
@@ -59,7 +61,7 @@ func (mf *modelFlags) open(note, log io.Writer, c compile.Options) (*aotlm.Model
 	if mf.path, err = resolveModelArg(mf.path, note); err != nil {
 		return nil, err
 	}
-	c.ARLens, c.Ctx, c.ClampCtx, c.KV = []int{mf.arLen}, mf.ctx, true, mf.kv
+	c.ARLens, c.Ctx, c.ClampCtx, c.KV, c.VisionLlamaCpp = []int{mf.arLen}, mf.ctx, true, mf.kv, mf.visionLlamaCpp
 	m, err := load.Open(mf.path, load.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, Mode: mf.mode,
 		HugePages: mf.hugePages, StateBudget: int64(mf.stateBudget), NoCompile: mf.noCompile, Compile: c, Log: log})
 	if err != nil {

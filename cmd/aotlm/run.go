@@ -102,7 +102,7 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 			}
 			p = applyGenerationDefaults(cmd, p, m.GenerationDefaults())
 			req := aotlm.Request{Prompt: prompt, MaxTokens: n, PromptOnly: n == 0, Sampling: p, IgnoreEOS: ignoreEOS, Stop: stops}
-			gen, vis, err := images.encode(m, mf.path, mf.threads, &req)
+			gen, vis, err := images.encode(m, mf, &req)
 			if err != nil {
 				return err
 			}

@@ -39,7 +39,7 @@ only the new tokens. It listens on 127.0.0.1 unless --host says otherwise;
 with --api-key every API request must carry "Authorization: Bearer KEY".
 MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).
 
-A vision-language model (a SmolVLM or Qwen2-VL folder or artifact, or a text GGUF with --mmproj)
+A vision-language model (a SmolVLM, Qwen2-VL or InternVL folder or artifact, or a text GGUF with --mmproj)
 reads images in chat messages: OpenAI "image_url" content parts with data:
 URLs (data:image/png;base64,...), and file paths or file:// URLs when started
 with --allow-local-images.`,
@@ -63,7 +63,7 @@ with --allow-local-images.`,
 			}
 			opts := serve.Options{Parallel: parallel, Queue: queue, Context: min(mf.ctx, m.Info().Context),
 				APIKey: apiKey, MaxBodyBytes: maxBody, ModelID: name, AllowLocalImages: allowLocalImages}
-			if p, err := openPrompter(mf.path, mmproj, m, mf.threads); err != nil {
+			if p, err := openPrompter(mf.path, mmproj, m, mf.threads, mf.visionLlamaCpp); err != nil {
 				return err
 			} else if p != nil {
 				opts.Images = servePrompts{p}

@@ -13,8 +13,8 @@ import (
 // openPrompter opens the vision encoder of a vision-language model for
 // prompts with images over the compiled text model m
 // (visionload.OpenPrompts). It returns nil when the model has none.
-func openPrompter(modelPath, mmproj string, m *aotlm.Model, threads int) (*visionload.Prompts, error) {
-	p, err := visionload.OpenPrompts(visionload.Source{Model: m, Path: modelPath, MMProj: mmproj, Threads: threads})
+func openPrompter(modelPath, mmproj string, m *aotlm.Model, threads int, llamaCpp bool) (*visionload.Prompts, error) {
+	p, err := visionload.OpenPrompts(visionload.Source{Model: m, Path: modelPath, MMProj: mmproj, Threads: threads, LlamaCpp: llamaCpp})
 	if errors.Is(err, visionload.ErrPromptsNeedEngine) {
 		return nil, fmt.Errorf("%w; drop --no-compile", err)
 	}
@@ -25,7 +25,7 @@ func openPrompter(modelPath, mmproj string, m *aotlm.Model, threads int) (*visio
 func attachImage(errw io.Writer, images *visionload.ChatImages, path string) {
 	switch {
 	case images == nil:
-		fmt.Fprintln(errw, "(/image needs a vision-language model: a SmolVLM or Qwen2-VL folder or artifact, or a text GGUF with --mmproj)")
+		fmt.Fprintln(errw, "(/image needs a vision-language model: a SmolVLM, Qwen2-VL or InternVL folder or artifact, or a text GGUF with --mmproj)")
 	case path == "":
 		fmt.Fprintln(errw, "(/image FILE: name an image file)")
 	default:

@@ -144,6 +144,9 @@ func cacheKey(path string, opts Options) (string, error) {
 	if opts.VisionBuckets != "" {
 		fmt.Fprintf(h, "vision-buckets=%s\n", opts.VisionBuckets)
 	}
+	if opts.VisionLlamaCpp {
+		fmt.Fprintf(h, "vision-llama-cpp\n")
+	}
 	if opts.CalibText != "" {
 		if err := statInto(h, opts.CalibText); err != nil {
 			return "", fmt.Errorf("calibration text: %w", err)

@@ -74,10 +74,10 @@ func lower(g *graph.Graph, n, ctx int, vision bool) (*plan.Plan, error) {
 			rows = n
 		}
 		if o == op.GroupRows {
-			if nd.Group < 1 || rows%nd.Group != 0 {
-				return nil, fmt.Errorf("compile: node %d (%s): %d rows do not group by %d", i, nd.Name, rows, nd.Group)
+			if nd.Group < 1 || nd.Lo < 0 || rows < nd.Lo || (rows-nd.Lo)%nd.Group != 0 {
+				return nil, fmt.Errorf("compile: node %d (%s): %d rows after the first %d do not group by %d", i, nd.Name, rows-nd.Lo, nd.Lo, nd.Group)
 			}
-			rows /= nd.Group
+			rows = (rows - nd.Lo) / nd.Group
 			st.Group = nd.Group
 		}
 		if nd.Weight != "" {

@@ -62,6 +62,11 @@ type Options struct {
 	// for, "HxW" in pixels separated by commas, one vision plan each; ""
 	// is vision.Qwen2VL.DefaultBuckets.
 	VisionBuckets string
+	// VisionLlamaCpp records in the artifact that its encoder follows
+	// llama.cpp's mtmd where the family's Hugging Face processing differs
+	// (vlm.Options.LlamaCpp; InternVL's class token position and tile
+	// grid).
+	VisionLlamaCpp bool
 }
 
 // MaxCalibTokens bounds the calibration sequence read from CalibText.

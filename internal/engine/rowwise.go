@@ -103,6 +103,8 @@ func (r *rowTask) run(_, lo, hi int) {
 			kernel.SiLU(out, x)
 		case op.GELUTanh:
 			kernel.GELUTanh(out, x)
+		case op.GELUF16:
+			kernel.GELUF16(out, x)
 		case op.Hadamard:
 			hadamardRow(out, x, st.HeadDim)
 		case op.LayerNorm:

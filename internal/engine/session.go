@@ -781,7 +781,7 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 		case st.Op == op.Embed, st.Op == op.Rows:
 			s.bufRows[st.Out] = T
 		case st.Op == op.GroupRows:
-			s.bufRows[st.Out] = s.bufRows[st.In[0]] / st.Group
+			s.bufRows[st.Out] = (s.bufRows[st.In[0]] - st.Lo) / st.Group
 		case st.Op == op.SelectRows:
 			if len(sel) == 0 && prog.selectLast {
 				return Logits{}
@@ -819,12 +819,14 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 			if st.slotLayer > 0 && rows == 1 && s.chain {
 				s.prefetchSlot(st.slotLayer-1, s.pos)
 			}
-		case op.RMSNorm, op.HeadRMSNorm, op.Scale, op.SiLU, op.GELUTanh, op.RoPE, op.Hadamard, op.LayerNorm:
+		case op.RMSNorm, op.HeadRMSNorm, op.Scale, op.SiLU, op.GELUTanh, op.GELUF16, op.RoPE, op.Hadamard, op.LayerNorm:
 			s.rowWise(st, out, x, nil, rows, cols)
 		case op.Rows:
 			copy(out, s.rowsIn) // Encoder.Encode checked its length
 		case op.GroupRows:
-			copy(out, x[:rows*cols]) // k rows of C are one row of k*C in row-major order
+			// k rows of C are one row of k*C in row-major order, after the
+			// Lo rows skipped
+			copy(out, x[st.Lo*xcols:st.Lo*xcols+rows*cols])
 		case op.Add, op.Mul:
 			y, _, _ := buf(st.In[1])
 			s.rowWise(st, out, x, y, rows, cols)

@@ -74,6 +74,12 @@ func (g *Graph) GELUTanh(x int) int {
 	return g.add(Node{Op: op.GELUTanh, In: []int{x}, Cols: g.cols(x)})
 }
 
+// GELUF16 adds the tanh-approximated GELU of x through llama.cpp's
+// binary16 table (kernel.GELUF16).
+func (g *Graph) GELUF16(x int) int {
+	return g.add(Node{Op: op.GELUF16, In: []int{x}, Cols: g.cols(x)})
+}
+
 // RoPE rotates the heads of x; cols(x) must be a multiple of r.HeadDim.
 func (g *Graph) RoPE(x int, r Rope) int {
 	if r.HeadDim <= 0 || g.cols(x)%r.HeadDim != 0 || r.RotDim > r.HeadDim || r.RotDim%2 != 0 ||
@@ -150,11 +156,16 @@ func (g *Graph) Rows(cols int) int {
 
 // GroupRows joins each k consecutive rows of x into one row of k*cols(x)
 // columns; the pass must have a multiple of k rows.
-func (g *Graph) GroupRows(x, k int) int {
-	if k < 1 {
-		panic(fmt.Sprintf("graph: group of %d rows", k))
+func (g *Graph) GroupRows(x, k int) int { return g.GroupRowsAfter(x, 0, k) }
+
+// GroupRowsAfter is GroupRows over the rows of x after its first skip
+// rows, which are dropped (a vision encoder's class token); the pass must
+// have skip plus a multiple of k rows.
+func (g *Graph) GroupRowsAfter(x, skip, k int) int {
+	if k < 1 || skip < 0 {
+		panic(fmt.Sprintf("graph: group of %d rows after %d", k, skip))
 	}
-	return g.add(Node{Op: op.GroupRows, In: []int{x}, Cols: k * g.cols(x), Group: k})
+	return g.add(Node{Op: op.GroupRows, In: []int{x}, Cols: k * g.cols(x), Group: k, Lo: skip})
 }
 
 // GatherCols copies columns idx (ascending, distinct) of x (op.GatherCols).

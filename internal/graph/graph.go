@@ -130,7 +130,7 @@ type Node struct {
 	Offset  float32 // op.RMSNorm, op.HeadRMSNorm gain offset (1 for Gemma's (1+w))
 	HeadDim int     // op.HeadRMSNorm, op.WKV7: E, the span each norm covers; op.Hadamard: its block P; op.CausalConv: the kernel K
 	Scale   float32 // op.Scale
-	Lo, Hi  int     // op.Columns
+	Lo, Hi  int     // op.Columns; Lo alone: op.GroupRows, the leading rows dropped
 	Index   []int   // op.GatherCols, op.ZeroCols: the columns, ascending
 	Group   int     // op.GroupRows: rows joined into one; op.Columns: the block width the range repeats in
 	Rope    *Rope   // op.RoPE

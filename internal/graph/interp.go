@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/op"
 )
 
@@ -167,8 +168,8 @@ func (in *Interpreter) RunInput(st *State, inp Input) (out []float32, rows int, 
 				return nil, 0, fmt.Errorf("graph: embedding rows hold %d values, want %d rows of %d", len(inp.Embeds), T, n.Cols)
 			}
 		case op.GroupRows:
-			if T%n.Group != 0 {
-				return nil, 0, fmt.Errorf("graph: %d rows do not group by %d", T, n.Group)
+			if T < n.Lo || (T-n.Lo)%n.Group != 0 {
+				return nil, 0, fmt.Errorf("graph: %d rows after the first %d do not group by %d", T-n.Lo, n.Lo, n.Group)
 			}
 		}
 	}
@@ -209,7 +210,7 @@ func (in *Interpreter) RunInput(st *State, inp Input) (out []float32, rows int, 
 		case n.Op == op.SelectRows:
 			r = 1
 		case n.Op == op.GroupRows:
-			r = nrows[n.In[0]] / n.Group
+			r = (nrows[n.In[0]] - n.Lo) / n.Group
 		case len(n.In) > 0:
 			r = nrows[n.In[0]]
 		}
@@ -328,6 +329,8 @@ func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []in
 		for i := range dst {
 			dst[i] = geluTanh(x[i])
 		}
+	case op.GELUF16:
+		kernel.GELUF16(dst, x)
 	case op.RoPE:
 		copy(dst, x)
 		ropeAt(dst, T, n.Cols, st.Pos, n.Rope, inp.Positions, in.g.PosComponents())
@@ -355,7 +358,7 @@ func (in *Interpreter) eval(n *Node, dst []float32, vals [][]float32, nrows []in
 		r := nrows[n.In[0]]
 		copy(dst, x[(r-1)*n.Cols:r*n.Cols])
 	case op.GroupRows:
-		copy(dst, x) // row-major: k consecutive rows are one longer row
+		copy(dst, x[n.Lo*in.g.cols(n.In[0]):]) // row-major: k consecutive rows are one longer row
 	default:
 		if ok, err := in.evalRecurrent(n, dst, vals, nrows, st); ok {
 			return err

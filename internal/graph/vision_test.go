@@ -153,3 +153,34 @@ func maxAbsDiff(a, b []float32) float64 {
 	}
 	return m
 }
+
+// TestGroupRowsAfter: group_rows with leading rows skipped drops them and
+// joins the rest k at a time, in the interpreter; a pass whose rows after
+// the skipped ones do not group is refused.
+func TestGroupRowsAfter(t *testing.T) {
+	g := New()
+	g.Tokens()
+	x := g.Rows(2)
+	g.SetOutput(g.GroupRowsAfter(x, 1, 2))
+	in, err := NewInterpreter(g, Weights{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []float32{9, 9, 1, 2, 3, 4, 5, 6, 7, 8}
+	out, n, err := in.RunInput(in.NewPassState(5), Input{IDs: make([]int, 5), Rows: rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float32{1, 2, 3, 4, 5, 6, 7, 8}
+	if n != 2 || len(out) != len(want) {
+		t.Fatalf("%d rows, %v; want 2 rows of 4", n, out)
+	}
+	for i := range want {
+		if out[i] != want[i] {
+			t.Fatalf("out %v, want %v", out, want)
+		}
+	}
+	if _, _, err := in.RunInput(in.NewPassState(4), Input{IDs: make([]int, 4), Rows: rows[:8]}); err == nil {
+		t.Error("3 rows after the skipped one grouped by 2")
+	}
+}

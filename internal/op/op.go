@@ -14,6 +14,9 @@
 //	scale        out = x * scale
 //	silu         out = x * sigmoid(x)
 //	gelu_tanh    out = 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))
+//	gelu_f16     gelu_tanh as llama.cpp's CPU backend computes it: x rounded
+//	             to binary16 and looked up in a table of binary16 results;
+//	             0 for x <= -10, x for x >= 10 (kernel.GELUF16)
 //	rope         rotate each head of row t by the row's position
 //	attention    write the rows' k, v into the cache, then grouped-query
 //	             attention of each row's q over the cache positions it may
@@ -32,9 +35,10 @@
 //	rows         an input of T rows of floats: the pixel patches of a vision
 //	             encoder (a graph input; in a plan, the step that copies the
 //	             pass's input rows into its buffer)
-//	group_rows   out[i] = x[k*i] | x[k*i+1] | ... | x[k*i+k-1]: T/k rows of
-//	             k*C columns (a vision connector's pixel shuffle, with the
-//	             patches fed in block order)
+//	group_rows   out[i] = x[s+k*i] | x[s+k*i+1] | ... | x[s+k*i+k-1]: (T-s)/k
+//	             rows of k*C columns (a vision connector's pixel shuffle, with
+//	             the patches fed in block order); the first s rows (lo, a
+//	             class token) are dropped
 //	hadamard     out[t] = x[t] B, B = blockdiag(H_P, ..., H_P) / sqrt(P) with
 //	             H_P the Sylvester Hadamard matrix of order P (a power of
 //	             two dividing C): an online rotation (QuaRot's R3, R4)
@@ -102,6 +106,7 @@ const (
 	SharedAttention
 	SSMScan
 	GatedDelta
+	GELUF16
 	// Count is the number of op codes.
 	Count
 )
@@ -115,7 +120,7 @@ var names = [Count]string{
 	Rows: "rows", GroupRows: "group_rows", Hadamard: "hadamard",
 	GatherCols: "gather_cols", ZeroCols: "zero_cols",
 	CausalConv: "causal_conv", SharedAttention: "shared_attention", SSMScan: "ssm_scan",
-	GatedDelta: "gated_delta",
+	GatedDelta: "gated_delta", GELUF16: "gelu_f16",
 }
 
 // aliases are former names still accepted when decoding.
@@ -173,6 +178,7 @@ var arity = [Count]Arity{
 	Sub: {2, 0, 0}, Sigmoid: {1, 0, 0}, Tanh: {1, 0, 0}, ReLU: {1, 0, 0}, WKV7: {5, 5, 5},
 	GroupRows: {1, 0, 0}, Hadamard: {1, 0, 0}, GatherCols: {1, 0, 0}, ZeroCols: {1, 0, 0},
 	CausalConv: {1, 1, 2}, SharedAttention: {1, 0, 0}, SSMScan: {4, 3, 3}, GatedDelta: {3, 2, 2},
+	GELUF16: {1, 0, 0},
 }
 
 // Arity returns the op's input and weight counts (zero for Invalid and

@@ -56,7 +56,7 @@ type Step struct {
 	Eps     float32 `json:"eps,omitempty"`      // rms_norm, head_rms_norm
 	Offset  float32 `json:"offset,omitempty"`   // rms_norm, head_rms_norm gain offset
 	Scale   float32 `json:"scale,omitempty"`    // scale
-	Lo      int     `json:"lo,omitempty"`       // columns
+	Lo      int     `json:"lo,omitempty"`       // columns; group_rows: leading rows dropped
 	Hi      int     `json:"hi,omitempty"`       // columns
 	Index   []int   `json:"index,omitempty"`    // gather_cols, zero_cols: ascending columns
 	HeadDim int     `json:"head_dim,omitempty"` // head_rms_norm, wkv7: E; hadamard: its block P; causal_conv: its kernel K; ssm_scan: head size P

@@ -205,17 +205,20 @@ func (p *Plan) checkShapes(st *Step) *Error {
 			return errf(".out", "%v writes %d rows, the pass has %d", st.Op, o.Rows, p.Rows)
 		}
 	case op.GroupRows:
-		if st.Group < 1 || in[0].Rows%st.Group != 0 {
-			return errf(".group", "%d does not divide %d rows", st.Group, in[0].Rows)
+		if st.Lo < 0 || st.Lo > in[0].Rows {
+			return errf(".lo", "%d rows skipped of %d", st.Lo, in[0].Rows)
 		}
-		if in[0].Rows != p.Rows || o.Rows != in[0].Rows/st.Group || int64(o.Cols) != int64(in[0].Cols)*int64(st.Group) {
+		if st.Group < 1 || (in[0].Rows-st.Lo)%st.Group != 0 {
+			return errf(".group", "%d does not divide %d rows", st.Group, in[0].Rows-st.Lo)
+		}
+		if in[0].Rows != p.Rows || o.Rows != (in[0].Rows-st.Lo)/st.Group || int64(o.Cols) != int64(in[0].Cols)*int64(st.Group) {
 			return errf(".out", "groups of %d rows of %dx%d write %dx%d", st.Group, in[0].Rows, in[0].Cols, o.Rows, o.Cols)
 		}
 	case op.Linear:
 		if in[0].Rows != o.Rows {
 			return errf(".out", "linear of %d rows writes %d rows", in[0].Rows, o.Rows)
 		}
-	case op.RMSNorm, op.Scale, op.SiLU, op.GELUTanh, op.HeadRMSNorm, op.LayerNorm, op.Sigmoid, op.Tanh, op.ReLU, op.Hadamard:
+	case op.RMSNorm, op.Scale, op.SiLU, op.GELUTanh, op.GELUF16, op.HeadRMSNorm, op.LayerNorm, op.Sigmoid, op.Tanh, op.ReLU, op.Hadamard:
 		if st.Op == op.HeadRMSNorm && (st.HeadDim < 1 || in[0].Cols%st.HeadDim != 0) {
 			return errf(".head_dim", "%d does not divide %d columns", st.HeadDim, in[0].Cols)
 		}

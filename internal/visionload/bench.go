@@ -20,8 +20,10 @@ type BenchConfig struct {
 	// Artifact is the compiled text model; its vision plans encode the
 	// image when it has them.
 	Artifact string
-	// Path and MMProj name the source model's encoder otherwise (Source).
+	// Path and MMProj name the source model's encoder otherwise, and
+	// LlamaCpp its choices (Source).
 	Path, MMProj string
+	LlamaCpp     bool
 	// Image is the file's name and Data its bytes (ReadImage).
 	Image string
 	Data  []byte
@@ -97,7 +99,7 @@ func Bench(cfg BenchConfig) (*BenchReport, error) {
 		return nil, errors.New("bench: --image places the image's marker tokens, and the model has no tokenizer (pass --tokenizer)")
 	}
 	rep := &BenchReport{Image: filepath.Base(cfg.Image), Threads: bc.Threads, Repetitions: bc.Repetitions}
-	encoder, err := Open(Source{Model: m, Path: cfg.Path, MMProj: cfg.MMProj, Threads: bc.Threads})
+	encoder, err := Open(Source{Model: m, Path: cfg.Path, MMProj: cfg.MMProj, Threads: bc.Threads, LlamaCpp: cfg.LlamaCpp})
 	if err != nil {
 		return nil, err
 	}
@@ -226,18 +228,19 @@ func (r *BenchReport) Write(w io.Writer) error {
 
 // BenchModel is Bench for the model a user names: path (a folder, a GGUF
 // with mmproj, or an artifact) is compiled into the cache with the
-// defaults of run (tokenizer replacing a folder's own when given), and
+// defaults of run (tokenizer replacing a folder's own when given; llamaCpp
+// as visionload.Source.LlamaCpp), and
 // the image file is read within the decoding limits; notes go to log.
-func BenchModel(path, mmproj, tokenizer, image string, warm bool, bc bench.Config, log io.Writer) (*BenchReport, error) {
+func BenchModel(path, mmproj, tokenizer, image string, llamaCpp, warm bool, bc bench.Config, log io.Writer) (*BenchReport, error) {
 	data, err := ReadImage(image)
 	if err != nil {
 		return nil, err
 	}
 	opts := load.CompileDefaults()
-	opts.Tokenizer, opts.MMProj = tokenizer, mmproj
+	opts.Tokenizer, opts.MMProj, opts.VisionLlamaCpp = tokenizer, mmproj, llamaCpp
 	art, err := load.Cached(path, opts, log)
 	if err != nil {
 		return nil, err
 	}
-	return Bench(BenchConfig{Artifact: art, Path: path, MMProj: mmproj, Image: image, Data: data, Warm: warm, Bench: bc})
+	return Bench(BenchConfig{Artifact: art, Path: path, MMProj: mmproj, LlamaCpp: llamaCpp, Image: image, Data: data, Warm: warm, Bench: bc})
 }

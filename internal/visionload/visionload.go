@@ -45,6 +45,10 @@ type Source struct {
 	// so that it encodes as the source model does; without it the
 	// compiled encoder scales such an image down to fit.
 	Fallback bool
+	// LlamaCpp follows llama.cpp's mtmd in the source model's encoder
+	// where the family keeps both choices (vlm.Options.LlamaCpp); an
+	// artifact's encoder follows what it was compiled with.
+	LlamaCpp bool
 }
 
 // Where says which implementation encodes the images.
@@ -104,9 +108,9 @@ func hasSource(src Source) bool { return src.MMProj != "" || vlm.IsVLM(src.Path)
 func openInterpreter(src Source) (*vlm.Model, error) {
 	switch {
 	case src.MMProj != "":
-		return vlm.OpenPair(src.Path, src.MMProj, src.Threads)
+		return vlm.OpenPairWith(src.Path, src.MMProj, src.Threads, vlm.Options{LlamaCpp: src.LlamaCpp})
 	case vlm.IsVLM(src.Path):
-		return vlm.Open(src.Path, src.Threads)
+		return vlm.OpenWith(src.Path, src.Threads, vlm.Options{LlamaCpp: src.LlamaCpp})
 	}
 	return nil, fmt.Errorf("%s: %w", src.Path, ErrNoEncoder)
 }

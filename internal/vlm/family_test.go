@@ -44,7 +44,7 @@ func TestEveryFamilyHasEveryHook(t *testing.T) {
 }
 
 // familyToken matches the name of a vision family inside an identifier.
-var familyToken = regexp.MustCompile(`(?i)qwen2vl|qwen25vl|qwen2_5_vl|idefics|smolvlm`)
+var familyToken = regexp.MustCompile(`(?i)qwen2vl|qwen25vl|qwen2_5_vl|idefics|smolvlm|internvl`)
 
 // TestNoFamilyTestsOutsideFamilyFiles: outside the files of a family
 // (whose names carry the family's, one per layer), no code names a vision

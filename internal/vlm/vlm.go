@@ -68,9 +68,28 @@ func IsVLM(dir string) bool {
 	return f != nil && families[f.Name] != nil
 }
 
+// Options are choices of how a model runs its images.
+type Options struct {
+	// LlamaCpp follows llama.cpp's mtmd where a family's Hugging Face
+	// processing and mtmd's differ and the family keeps both (InternVL:
+	// the class token's position row and the tile grid); the other
+	// families follow mtmd always.
+	LlamaCpp bool
+}
+
+// apply sets o on a loaded family model that has the choices.
+func (o Options) apply(fm FamilyModel) {
+	if s, ok := fm.(interface{ setLlamaCpp(bool) }); ok {
+		s.setLlamaCpp(o.LlamaCpp)
+	}
+}
+
 // Open loads a vision-language model of any registered family from a
 // Hugging Face folder (config.json, preprocessor_config.json, safetensors).
-func Open(dir string, threads int) (*Model, error) {
+func Open(dir string, threads int) (*Model, error) { return OpenWith(dir, threads, Options{}) }
+
+// OpenWith is Open with options.
+func OpenWith(dir string, threads int, o Options) (*Model, error) {
 	ck, err := detect.Open(dir)
 	if err != nil {
 		return nil, err
@@ -99,12 +118,15 @@ func Open(dir string, threads int) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	o.apply(fm)
 	return newModel(fm, threads)
 }
 
 // Image is an encoded image: the embedding rows of each slice (grid row
-// by row) and of the overview (SmolVLM), or of its Rows x Cols merged
-// patches in row-major order (Qwen2-VL: Embeds).
+// by row) and of the overview (SmolVLM; InternVL: its tiles and
+// thumbnail, Overview nil without one, Rows and Cols 0 for mtmd's
+// overview alone), or of its Rows x Cols merged patches in row-major
+// order (Qwen2-VL: Embeds).
 type Image struct {
 	Rows, Cols int
 	Slices     [][]float32
@@ -173,6 +195,11 @@ func (m *Model) ImageTokenID(piece func(string) (int, bool)) (int, error) {
 // family). The GGUF pair does not store the image token id: ImageTokenID
 // looks it up.
 func OpenPair(textPath, mmprojPath string, threads int) (*Model, error) {
+	return OpenPairWith(textPath, mmprojPath, threads, Options{})
+}
+
+// OpenPairWith is OpenPair with options.
+func OpenPairWith(textPath, mmprojPath string, threads int, o Options) (*Model, error) {
 	text, err := detect.Open(textPath)
 	if err != nil {
 		return nil, err
@@ -195,5 +222,6 @@ func OpenPair(textPath, mmprojPath string, threads int) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	o.apply(fm)
 	return newModel(fm, threads)
 }

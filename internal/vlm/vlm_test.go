@@ -29,15 +29,20 @@ type reference struct {
 			NTokens    int       `json:"n_tokens"`
 			Embeddings []float32 `json:"embeddings"`
 		} `json:"layout"`
+		InputIDs      []int       `json:"input_ids_hf_style"`
 		TextPositions []int       `json:"text_positions"`
 		Logits        [][]float32 `json:"logits"`
 		Greedy        []int       `json:"greedy"`
 	} `json:"cases"`
 }
 
-func loadRef(t *testing.T) *reference {
+func loadRef(t *testing.T) *reference { return readRef(t, "vlm/smolvlm/reference.json") }
+
+// readRef reads a reference.json of the SmolVLM layout (the InternVL
+// fixture's has it too) from the testdata path rel.
+func readRef(t *testing.T, rel string) *reference {
 	var r reference
-	if err := json.Unmarshal(testutil.ReadFile(t, "vlm/smolvlm/reference.json"), &r); err != nil {
+	if err := json.Unmarshal(testutil.ReadFile(t, rel), &r); err != nil {
 		t.Fatal(err)
 	}
 	return &r
