@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/output"
 	"github.com/aotlm/aotlm/internal/progress"
 	"github.com/aotlm/aotlm/internal/recipe"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 func newQuantizeCmd() *cobra.Command {
@@ -84,7 +84,7 @@ sensitive linears over large ones.`,
 				return fmt.Errorf("--auto needs --report-sensitivity TEXT (the text to measure on), --max-size and -o DIR")
 			}
 			if sensData != "" {
-				text, err := limits.ReadFile(sensData, "sensitivity text", limits.MaxTextFile)
+				text, err := userfile.ReadFile(sensData, userfile.Text.Named("sensitivity text"))
 				if err != nil {
 					return fmt.Errorf("--report-sensitivity: %w", err)
 				}

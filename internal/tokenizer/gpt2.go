@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // LoadGPT2 reads a byte-level BPE vocabulary in the GPT-2 layout: vocabPath
@@ -34,11 +34,11 @@ func LoadGPT2(vocabPath, mergesPath, pre string) (*BPE, error) {
 
 // readGPT2Vocab loads the vocabulary and merges, byte-level.
 func readGPT2Vocab(vocabPath, mergesPath string) (*BPE, error) {
-	vdata, err := limits.ReadFile(vocabPath, "vocabulary", limits.MaxTokenizerFile)
+	vdata, err := userfile.ReadFile(vocabPath, userfile.Tokenizer.Named("vocabulary"))
 	if err != nil {
 		return nil, fmt.Errorf("gpt2 vocabulary: %w", err)
 	}
-	mdata, err := limits.ReadFile(mergesPath, "merges", limits.MaxTokenizerFile)
+	mdata, err := userfile.ReadFile(mergesPath, userfile.Tokenizer.Named("merges"))
 	if err != nil {
 		return nil, fmt.Errorf("gpt2 merges: %w", err)
 	}
@@ -146,7 +146,7 @@ func loadGPT2Dir(dir, vocabName, mergesName string) (*BPE, error) {
 // addAddedTokensJSON reads added_tokens.json ({"content": id}) if present;
 // its tokens are not special unless tokenizer_config.json says so.
 func addAddedTokensJSON(b *BPE, path string) error {
-	data, err := limits.ReadFile(path, "added tokens", limits.MaxConfigFile)
+	data, err := userfile.ReadFile(path, userfile.Config.Named("added tokens"))
 	if err != nil {
 		if os.IsNotExist(err) {
 			return nil
