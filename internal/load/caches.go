@@ -1,8 +1,10 @@
 package load
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/hf/hub"
+	"github.com/aotlm/aotlm/internal/output"
 )
 
 // Caches are the Hugging Face cache, where pulls go, and the compile
@@ -21,6 +24,10 @@ type Caches struct {
 	ArtifactDir string                   `json:"compile_cache"`
 	HubDir      string                   `json:"hub_cache"`
 	Models      []hub.CachedRepo         `json:"models"`
+	// Stale are the temporary files and folders in the compile cache
+	// that writers which are gone left; the next write of the same
+	// artifact removes them.
+	Stale []output.StaleTemp `json:"stale_temps"`
 }
 
 // ListCaches lists the models of the Hugging Face cache and the
@@ -35,6 +42,12 @@ func ListCaches() (*Caches, error) {
 	}
 	if c.ArtifactDir, c.Artifacts, err = compile.CachedArtifacts(); err != nil {
 		return nil, err
+	}
+	if c.Stale, err = output.Stale(c.ArtifactDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("compile cache: %w", err)
+	}
+	if c.Stale == nil {
+		c.Stale = []output.StaleTemp{}
 	}
 	return c, nil
 }
@@ -162,7 +175,19 @@ func (c *Caches) Write(out io.Writer) error {
 	if len(c.Artifacts) == 0 {
 		fmt.Fprintf(w, "(none)\n")
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if len(c.Stale) > 0 {
+		var size int64
+		for _, s := range c.Stale {
+			size += s.Size
+		}
+		_, err := fmt.Fprintf(out, "\n%d stale temporary files (%s) left by interrupted compiles; the next compile of the same model removes them\n",
+			len(c.Stale), humanize.IBytes(uint64(size)))
+		return err
+	}
+	return nil
 }
 
 // shortCommit is a commit's first 12 hex digits.

@@ -36,11 +36,11 @@ func tempPID(name string) (int, bool) {
 	if !strings.HasPrefix(name, ".") {
 		return 0, false
 	}
-	_, rest, ok := strings.Cut(name, tempMark)
-	if !ok {
+	i := strings.LastIndex(name, tempMark)
+	if i < 0 {
 		return 0, false
 	}
-	digits, _, ok := strings.Cut(rest, "-")
+	digits, _, ok := strings.Cut(name[i+len(tempMark):], "-")
 	pid, err := strconv.Atoi(digits)
 	if !ok || err != nil || pid <= 0 {
 		return 0, false
@@ -51,8 +51,8 @@ func tempPID(name string) (int, bool) {
 // StaleTemp is a temporary file or folder left by an aotlm process that
 // is gone.
 type StaleTemp struct {
-	Path string
-	Size int64 // bytes, the files of a folder summed
+	Path string `json:"path"`
+	Size int64  `json:"size"` // bytes, the files of a folder summed
 }
 
 // Stale lists the stale temporary files and folders in dir: aotlm's by

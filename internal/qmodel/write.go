@@ -116,10 +116,10 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 		return nil, err
 	}
 	inputs := []string{src, opts.Tokenizer}
-	if err := output.Check(out, inputs, opts.Force, true); err != nil {
+	if err := output.CheckPlace(out, inputs); err != nil {
 		return nil, err
 	}
-	if err := output.CheckPlace(out, inputs); err != nil {
+	if err := output.Check(out, inputs, opts.Force, true); err != nil {
 		return nil, err
 	}
 	var owned []string
