@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm/internal/load"
+	"github.com/aotlm/aotlm/internal/termsafe"
 )
 
 func newListCmd() *cobra.Command {
@@ -60,7 +61,7 @@ or compiled artifacts from the compile cache, by the names aotlm list shows.
 				return err
 			}
 			removed := func(name string, size int64) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "removed %s (%s)\n", name, humanize.IBytes(uint64(size)))
+				fmt.Fprintf(cmd.ErrOrStderr(), "removed %s (%s)\n", termsafe.String(name), humanize.IBytes(uint64(size)))
 			}
 			if allArtifacts {
 				if err := c.RemoveArtifacts(removed); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/progress"
+	"github.com/aotlm/aotlm/internal/termsafe"
 )
 
 const hubEnvHelp = `The Hub is reached as huggingface_hub does: HF_ENDPOINT (a mirror; default
@@ -48,7 +49,8 @@ on stdout.
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), res.Model)
+			// the path ends in a file name the server chose
+			fmt.Fprintln(cmd.OutOrStdout(), termsafe.String(res.Model))
 			return nil
 		},
 	}

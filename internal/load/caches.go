@@ -14,6 +14,7 @@ import (
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/hf/hub"
 	"github.com/aotlm/aotlm/internal/output"
+	"github.com/aotlm/aotlm/internal/termsafe"
 )
 
 // Caches are the Hugging Face cache, where pulls go, and the compile
@@ -158,7 +159,9 @@ func (c *Caches) Write(out io.Writer) error {
 		} else if len(r.Snapshots) > 0 {
 			rev = shortCommit(r.Snapshots[0])
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Repo, humanize.IBytes(uint64(r.Size)), rev, summarizeFiles(r.Files))
+		// names read from the cache's folders, which a server chose
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", termsafe.String(r.Repo), humanize.IBytes(uint64(r.Size)), termsafe.String(rev),
+			termsafe.String(summarizeFiles(r.Files)))
 	}
 	if len(c.Models) == 0 {
 		fmt.Fprintf(w, "(none)\n")
@@ -170,7 +173,7 @@ func (c *Caches) Write(out io.Writer) error {
 	w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "ARTIFACT\tSIZE\tCOMPILED\n")
 	for _, a := range c.Artifacts {
-		fmt.Fprintf(w, "%s\t%s\t%s\n", a.Name, humanize.IBytes(uint64(a.Size)), a.Modified.Format("2006-01-02 15:04"))
+		fmt.Fprintf(w, "%s\t%s\t%s\n", termsafe.String(a.Name), humanize.IBytes(uint64(a.Size)), a.Modified.Format("2006-01-02 15:04"))
 	}
 	if len(c.Artifacts) == 0 {
 		fmt.Fprintf(w, "(none)\n")

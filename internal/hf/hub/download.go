@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/aotlm/aotlm/internal/termsafe"
 )
 
 // blobFile is an open .incomplete file.
@@ -150,7 +152,9 @@ func (c *Client) download(ctx context.Context, repo, commit, repoDir string, f F
 
 // transfer GETs the file from *have on and appends it to out.
 func (c *Client) transfer(ctx context.Context, repo, commit string, f File, out blobFile, h *hasher, have *int64) (int64, error) {
-	what := repo + "/" + f.Path
+	what := repo + "/" + termsafe.String(f.Path)
+	ctx, g, release := guard(ctx, c.opts.ReadTimeout)
+	defer release()
 	req, err := c.newRequest(ctx, c.resolveURL(repo, commit, f.Path))
 	if err != nil {
 		return 0, err
@@ -163,18 +167,14 @@ func (c *Client) transfer(ctx context.Context, repo, commit string, f File, out 
 	// files to a file host; its own headers name the blob and commit.
 	var first *http.Response
 	hc := *c.http
-	hc.CheckRedirect = func(r *http.Request, via []*http.Request) error {
+	hc.CheckRedirect = c.redirectPolicy(func(r *http.Request) {
 		if first == nil {
 			first = r.Response
 		}
-		if len(via) >= 10 {
-			return errors.New("too many redirects")
-		}
-		return nil
-	}
+	})
 	resp, err := hc.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w: %w", what, errUnreachable, err)
+		return 0, fmt.Errorf("%s: %w: %w", what, errUnreachable, g.err(err))
 	}
 	defer resp.Body.Close()
 	if first == nil {
@@ -229,7 +229,7 @@ func (c *Client) transfer(ctx context.Context, repo, commit string, f File, out 
 	var fetched int64
 	buf := make([]byte, 256<<10)
 	limit := f.Size - *have
-	body := io.LimitReader(resp.Body, limit+1)
+	body := io.LimitReader(g.body(resp.Body), limit+1)
 	for {
 		n, rerr := body.Read(buf)
 		if n > 0 {
