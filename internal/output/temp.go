@@ -41,8 +41,11 @@ func tempPID(name string) (int, bool) {
 		return 0, false
 	}
 	digits, _, ok := strings.Cut(name[i+len(tempMark):], "-")
+	if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return 0, false
+	}
 	pid, err := strconv.Atoi(digits)
-	if !ok || err != nil || pid <= 0 {
+	if err != nil || pid <= 0 {
 		return 0, false
 	}
 	return pid, true

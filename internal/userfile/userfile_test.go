@@ -150,3 +150,31 @@ func TestCheckModel(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReadFile: a regular file is read whole when it is within the limit
+// and refused with a limit error when over it, whatever its bytes and
+// the limit.
+func FuzzReadFile(f *testing.F) {
+	f.Add([]byte("hello"), int64(5))
+	f.Add([]byte{}, int64(1))
+	f.Add([]byte("\x00\xff"), int64(1))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte, max int64) {
+		if max <= 0 || max > 1<<20 {
+			return
+		}
+		p := filepath.Join(dir, "f")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b, err := ReadFile(p, Kind{"fuzz file", max})
+		switch {
+		case int64(len(data)) > max:
+			if !limits.IsLimit(err) {
+				t.Fatalf("%d bytes over a limit of %d: %v", len(data), max, err)
+			}
+		case err != nil || string(b) != string(data):
+			t.Fatalf("%d bytes within %d: %d %v", len(data), max, len(b), err)
+		}
+	})
+}
