@@ -52,10 +52,15 @@ func typeError(path string, k Kind, m os.FileMode) error {
 // sizeError is a file over k's limit.
 func sizeError(path string, k Kind, size int64) error {
 	what := fmt.Sprintf("%s %s", k.Name, path)
-	if size >= 0 {
-		what += " (" + limits.Bytes(size) + ")"
+	have, limit := limits.Bytes(size), limits.Bytes(k.Max)
+	if have == limit {
+		// close enough to round alike: the exact counts
+		have, limit = fmt.Sprintf("%d bytes", size), fmt.Sprintf("%d bytes", k.Max)
 	}
-	return &limits.Error{What: what, Limit: limits.Bytes(k.Max)}
+	if size >= 0 {
+		what += " (" + have + ")"
+	}
+	return &limits.Error{What: what, Limit: limit}
 }
 
 // kind names a file mode's type.
