@@ -60,7 +60,7 @@ quantized folder (aotlm quantize) and the phases are:
 			}
 			text, err := userfile.ReadFile(dataPath, userfile.Text.Named("data file"))
 			if err != nil {
-				return fmt.Errorf("data file: %w", err)
+				return err
 			}
 			if len(text) == 0 {
 				return fmt.Errorf("data file %s is empty", dataPath)

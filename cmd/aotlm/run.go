@@ -79,7 +79,7 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 			if promptFile != "" {
 				b, err := userfile.ReadFile(promptFile, userfile.Text.Named("prompt file"))
 				if err != nil {
-					return fmt.Errorf("prompt file: %w", err)
+					return err
 				}
 				prompt = string(b)
 			}

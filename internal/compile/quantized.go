@@ -103,7 +103,7 @@ func calibTokens(path string, tok *tokenizer.Stored, vocab int) ([]int, error) {
 	}
 	text, err := userfile.ReadFile(path, userfile.Text.Named("calibration text"))
 	if err != nil {
-		return nil, fmt.Errorf("compile: calibration text: %w", err)
+		return nil, fmt.Errorf("compile: %w", err)
 	}
 	t, err := tok.Build(vocab)
 	if err != nil {

@@ -35,7 +35,7 @@ func Strategy(m *aotlm.Model, o StrategyOptions) (*aotlm.Strategy, *aotlm.Model,
 		if o.Corpus != "" {
 			b, err := userfile.ReadFile(o.Corpus, userfile.Corpus)
 			if err != nil {
-				return nil, nil, fmt.Errorf("lookup corpus: %w", err)
+				return nil, nil, err
 			}
 			if lo.Corpus, err = m.Encode(string(b), true); err != nil {
 				return nil, nil, fmt.Errorf("lookup corpus: %w", err)

@@ -94,7 +94,7 @@ func copyHF(from, to string) error {
 func copyFile(from, to string) error {
 	in, _, err := userfile.Open(from, userfile.Tokenizer)
 	if err != nil {
-		return fmt.Errorf("tokenizer: %w", err)
+		return err
 	}
 	defer in.Close()
 	out, err := os.Create(to)

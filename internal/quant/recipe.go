@@ -363,7 +363,7 @@ const MaxRecipeSize = limits.MaxRecipeFile
 func LoadRecipe(file string) (Recipe, error) {
 	data, err := userfile.ReadFile(file, userfile.Recipe)
 	if err != nil {
-		return Recipe{}, fmt.Errorf("recipe: %w", err)
+		return Recipe{}, err
 	}
 	r, err := ParseRecipe(data)
 	if err != nil {

@@ -33,7 +33,7 @@ type CalibOptions struct {
 func Samples(o CalibOptions) ([][]int, error) {
 	text, err := userfile.ReadFile(o.File, userfile.Calibration)
 	if err != nil {
-		return nil, fmt.Errorf("calibration text: %w", err)
+		return nil, err
 	}
 	tok, err := load.Tokenizer(o.Tokenizer, o.Tokenizer)
 	if err != nil {

@@ -94,7 +94,7 @@ func loadHFWithConfig(path string) (*BPE, error) {
 func loadModelFile(path string) (Tokenizer, error) {
 	f, _, err := userfile.Open(path, userfile.Tokenizer)
 	if err != nil {
-		return nil, fmt.Errorf("tokenizer: %w", err)
+		return nil, err
 	}
 	head := make([]byte, 512)
 	n, _ := f.Read(head)

@@ -86,7 +86,7 @@ func kind(m os.FileMode) string {
 func Check(path string, k Kind) error {
 	st, err := os.Stat(path)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", k.Name, err)
 	}
 	return checkInfo(path, k, st)
 }
@@ -119,13 +119,13 @@ func CheckModel(path string) error {
 // too.
 func Open(path string, k Kind) (*os.File, os.FileInfo, error) {
 	if st, err := os.Stat(path); err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%s: %w", k.Name, err)
 	} else if err := checkInfo(path, k, st); err != nil {
 		return nil, nil, err
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|nonBlock, 0)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%s: %w", k.Name, err)
 	}
 	st, err := f.Stat()
 	if err == nil {
@@ -137,6 +137,10 @@ func Open(path string, k Kind) (*os.File, os.FileInfo, error) {
 	}
 	return f, st, nil
 }
+
+// Errors name the kind first ("image /x.png is a named pipe: ...",
+// "image: stat /x.png: no such file or directory"), so callers need not
+// add it.
 
 // ReadFile reads the file at path whole as a file of kind k: a regular file
 // of at most k.Max bytes (a file that grows past it while read is refused
