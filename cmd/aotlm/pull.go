@@ -92,7 +92,8 @@ func pullRef(arg string, stderr io.Writer) (*load.PullResult, error) {
 		bars.Finish()
 	}
 	if err != nil {
-		return nil, err
+		// the message may quote file names and answers the server chose
+		return nil, termsafe.Error(err)
 	}
 	switch {
 	case res.Cached:

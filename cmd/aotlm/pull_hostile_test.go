@@ -27,6 +27,11 @@ func TestPullAndListEscapeServerNames(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bad, "w\x1b[1m.safetensors"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// a tag matching no file: the error lists the server's file names
+	code, _, stderr := runCLI(t, "pull", "test-org/escapes:Q8_0")
+	if code != 1 || strings.ContainsAny(stderr, "\x1b\x07\u202e") || !strings.Contains(stderr, `\x1b]0;owned`) {
+		t.Errorf("pull of a missing tag: exit %d: %q", code, stderr)
+	}
 	for _, args := range [][]string{{"pull", "test-org/escapes"}, {"list"}, {"rm", "org/na\x1b[31mme"}} {
 		code, stdout, stderr := runCLI(t, args...)
 		if strings.ContainsAny(stdout+stderr, "\x1b\x07\u202e") {

@@ -63,3 +63,17 @@ func unsafe(r rune) bool {
 	}
 	return false
 }
+
+// Error wraps err so that its message is escaped by String (for errors
+// that quote what a server sent); errors.Is and errors.As see err.
+func Error(err error) error {
+	if err == nil {
+		return nil
+	}
+	return safeError{err}
+}
+
+type safeError struct{ err error }
+
+func (e safeError) Error() string { return String(e.err.Error()) }
+func (e safeError) Unwrap() error { return e.err }

@@ -1,6 +1,8 @@
 package termsafe
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -54,4 +56,16 @@ func FuzzString(f *testing.F) {
 			t.Fatalf("%q escaped without an escape: %q", s, out)
 		}
 	})
+}
+
+// TestError: a wrapped error's message is escaped and it still unwraps.
+func TestError(t *testing.T) {
+	base := errors.New("file \x1b[2J.gguf")
+	err := Error(fmt.Errorf("pull: %w", base))
+	if err.Error() != `pull: file \x1b[2J.gguf` || !errors.Is(err, base) {
+		t.Errorf("%q", err)
+	}
+	if Error(nil) != nil {
+		t.Error("Error(nil) is not nil")
+	}
 }
