@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/aotlm/aotlm/internal/termsafe"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // blobFile is an open .incomplete file.
@@ -359,7 +360,7 @@ func linkSnapshot(repoDir, commit string, f File) error {
 // writeRef records which commit a revision pointed to.
 func writeRef(repoDir, rev, commit string) error {
 	p := filepath.Join(repoDir, "refs", filepath.FromSlash(rev))
-	if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == commit {
+	if b, err := userfile.ReadFile(p, refKind); err == nil && strings.TrimSpace(string(b)) == commit {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

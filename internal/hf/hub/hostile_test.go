@@ -4,8 +4,11 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -174,5 +177,44 @@ func TestDownloadTimeoutFromEnv(t *testing.T) {
 		if _, err := FromEnv(); err == nil {
 			t.Errorf("%s accepted", v)
 		}
+	}
+}
+
+// TestPipesInTheCacheDoNotBlock: a named pipe as the token file or as a
+// cache's refs/main is not read (it would block): FromEnv and List return
+// at once.
+func TestPipesInTheCacheDoNotBlock(t *testing.T) {
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "token")
+	if err := syscall.Mkfifo(tok, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HF_TOKEN", "")
+	t.Setenv("HF_TOKEN_PATH", tok)
+	t.Setenv("HF_HUB_CACHE", dir)
+	refs := filepath.Join(dir, "models--org--name", "refs")
+	os.MkdirAll(refs, 0o755)
+	os.MkdirAll(filepath.Join(dir, "models--org--name", "snapshots"), 0o755)
+	if err := syscall.Mkfifo(filepath.Join(refs, "main"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		o, err := FromEnv()
+		if err == nil && o.Token != "" {
+			err = errors.New("a token was read from a pipe")
+		}
+		if err == nil {
+			_, err = List(dir)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("blocked on a named pipe")
 	}
 }

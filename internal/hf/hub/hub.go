@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/aotlm/aotlm/internal/termsafe"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // DefaultEndpoint is the public Hub.
@@ -86,7 +87,7 @@ func FromEnv() (Options, error) {
 		if home, err := hfHome(); err == nil && path == "" {
 			path = filepath.Join(home, "token")
 		}
-		if b, err := os.ReadFile(path); err == nil && path != "" {
+		if b, err := userfile.ReadFile(path, userfile.Config.Named("token file").Limit(64<<10)); err == nil && path != "" {
 			o.Token = strings.TrimSpace(string(b))
 		}
 	}
@@ -314,7 +315,7 @@ func (c *Client) fromCache(ref Ref) (*Result, error) {
 	rev := ref.revision()
 	commit := rev
 	if !isCommit(rev) {
-		b, err := os.ReadFile(filepath.Join(repoDir, "refs", filepath.FromSlash(rev)))
+		b, err := userfile.ReadFile(filepath.Join(repoDir, "refs", filepath.FromSlash(rev)), refKind)
 		if err != nil {
 			return nil, fmt.Errorf("revision %q of %s: %w", rev, ref.Repo, ErrNotCached)
 		}
