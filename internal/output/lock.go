@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // ErrLocked is wrapped by Lock's error when another process writes the
@@ -56,6 +59,9 @@ func Lock(out string) (release func(), err error) {
 			if holder > 0 {
 				return nil, fmt.Errorf("output %s %w (process %d, lock %s)", out, ErrLocked, holder, p)
 			}
+			if st, err := os.Lstat(p); err == nil && !st.Mode().IsRegular() {
+				return nil, fmt.Errorf("output %s %w: its lock path %s is not a regular file (remove it)", out, ErrLocked, p)
+			}
 			return nil, fmt.Errorf("output %s %w (lock %s)", out, ErrLocked, p)
 		}
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -67,9 +73,13 @@ func Lock(out string) (release func(), err error) {
 // lockHolder reads the process id in the lock file p and whether the lock
 // is stale: its process is gone, or it holds no id and is old.
 func lockHolder(p string) (pid int, stale bool) {
-	b, err := os.ReadFile(p)
+	b, err := userfile.ReadFile(p, userfile.Config.Named("lock file").Limit(4<<10))
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, true
+	}
+	if errors.Is(err, userfile.ErrNotRegular) || limits.IsLimit(err) {
+		// not a lock aotlm wrote: never taken for a stale one
+		return 0, false
 	}
 	if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
 		return pid, !alive(pid)

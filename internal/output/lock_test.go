@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -127,5 +128,33 @@ func TestTrackedLockRemovedOnInterrupt(t *testing.T) {
 	RemoveTracked()
 	if _, err := os.Stat(LockPath(out)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("lock left: %v", err)
+	}
+}
+
+// TestLockPathNotAFile: a named pipe or a folder where the lock file goes
+// is never read (a pipe would block) nor taken for a stale lock: Lock
+// refuses at once.
+func TestLockPathNotAFile(t *testing.T) {
+	for _, mk := range []func(p string) error{
+		func(p string) error { return syscall.Mkfifo(p, 0o644) },
+		func(p string) error { return os.Mkdir(p, 0o755) },
+	} {
+		out := filepath.Join(t.TempDir(), "m.aot")
+		if err := mk(LockPath(out)); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := Lock(out); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrLocked) {
+				t.Errorf("%v", err)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatal("Lock blocked")
+		}
+		if _, err := os.Lstat(LockPath(out)); err != nil {
+			t.Errorf("the lock path was removed: %v", err)
+		}
 	}
 }
