@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -148,7 +149,7 @@ func loadGPT2Dir(dir, vocabName, mergesName string) (*BPE, error) {
 func addAddedTokensJSON(b *BPE, path string) error {
 	data, err := userfile.ReadFile(path, userfile.Config.Named("added tokens"))
 	if err != nil {
-		if os.IsNotExist(err) {
+		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
 		return fmt.Errorf("added_tokens.json: %w", err)
