@@ -5,8 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/aotlm/aotlm/internal/userfile"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/aotlm/aotlm"
@@ -88,14 +88,11 @@ func (s *Server) imageBytes(u string) ([]byte, error) {
 	if !s.opts.AllowLocalImages {
 		return nil, fmt.Errorf("local image files (%s) are not allowed on this server: send the image as a data: URL, or start the server allowing local images", short(u))
 	}
-	st, err := os.Stat(path)
+	b, err := userfile.ReadFile(path, userfile.Image.Named("image file").Limit(maxImageBytes))
 	if err != nil {
-		return nil, fmt.Errorf("image file: %w", err)
+		return nil, fmt.Errorf("image_url: %w", err)
 	}
-	if st.Size() > maxImageBytes {
-		return nil, fmt.Errorf("image file of %d bytes: at most %d", st.Size(), maxImageBytes)
-	}
-	return os.ReadFile(path)
+	return b, nil
 }
 
 // dataURL decodes the part of a data: URL after "data:", which must be

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/aotlm/aotlm"
@@ -53,6 +54,16 @@ func TestImageParts(t *testing.T) {
 	if err := os.WriteFile(file, []byte("file bytes"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// a named pipe without a writer, which a plain open blocks on, and a
+	// sparse file one byte over the limit
+	fifo := filepath.Join(t.TempDir(), "p.png")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(t.TempDir(), "big.png")
+	if f, err := os.Create(big); err != nil || f.Truncate(maxImageBytes+1) != nil || f.Close() != nil {
+		t.Fatal("sparse file", err)
+	}
 	body := func(u string) string {
 		return `{"messages": [{"role": "user", "content": [{"type": "text", "text": "A"}, {"type": "image_url", "image_url": {"url": ` +
 			strconv.Quote(u) + `}}, {"type": "text", "text": "B"}]}], "max_tokens": 2}`
@@ -76,7 +87,12 @@ func TestImageParts(t *testing.T) {
 		if allow {
 			cases = append(cases, struct{ url, says string }{file, "encoded text: "},
 				struct{ url, says string }{"file://" + file, "encoded text: "},
-				struct{ url, says string }{file + ".missing", "no such file"})
+				struct{ url, says string }{file + ".missing", "no such file"},
+				struct{ url, says string }{"/dev/zero", "character device"},
+				struct{ url, says string }{"file:///dev/urandom", "character device"},
+				struct{ url, says string }{fifo, "named pipe"},
+				struct{ url, says string }{filepath.Dir(file), "folder"},
+				struct{ url, says string }{big, "exceeds the limit"})
 		} else {
 			cases = append(cases, struct{ url, says string }{file, "not allowed on this server"},
 				struct{ url, says string }{"file://" + file, "not allowed on this server"})

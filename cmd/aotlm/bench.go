@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -53,21 +54,12 @@ image out counts as the first repetition).`,
 			if cfg.Floor && dec.active() {
 				return fmt.Errorf("bench: --floor measures the plain decode tests (-n, --pg), not a decoding strategy or --verify-rows")
 			}
-			if imageFile != "" {
-				return benchImageCmd(cmd, modelPath, mmproj, llamaCpp, tokPath, imageFile, prompts, gens, pgs, cfg, mode, !noWarm, seed, asJSON, cpuProfile)
-			}
-			var tests []bench.Test
-			if !dec.active() {
-				pairs, err := bench.ParsePairs(pgs)
-				if err != nil {
-					return err
-				}
-				if tests, err = bench.Tests(prompts, gens, pairs); err != nil {
-					return err
-				}
-			}
-			art, err := benchArtifact(modelPath, cmd.ErrOrStderr())
-			if err != nil {
+			tests, err := bench.ParseTests(prompts, gens, pgs)
+			switch {
+			case dec.active():
+				tests = nil
+			case imageFile != "" && errors.Is(err, bench.ErrNoTests): // the image alone
+			case err != nil:
 				return err
 			}
 			if cpuProfile != "" {
@@ -77,10 +69,17 @@ image out counts as the first repetition).`,
 				}
 				defer stop()
 			}
+			cfg.Tests, cfg.Mode, cfg.Warmup, cfg.Seed = tests, mode, !noWarm, seed
+			if imageFile != "" {
+				return benchImage(cmd, modelPath, mmproj, tokPath, imageFile, llamaCpp, cfg, asJSON)
+			}
+			art, err := benchArtifact(modelPath, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
 			if dec.active() {
 				return dec.run(cmd, art, cfg.Threads, append(gens, 128)[0], cfg.Repetitions, asJSON)
 			}
-			cfg.Tests, cfg.Mode, cfg.Warmup, cfg.Seed = tests, mode, !noWarm, seed
 			rep, err := bench.RunArtifact(art, cfg)
 			if err != nil {
 				return err

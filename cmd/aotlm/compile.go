@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm/internal/compile"
-	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/output"
 	"github.com/aotlm/aotlm/internal/progress"
@@ -108,7 +107,7 @@ rather than Hugging Face's.`,
 				return err
 			}
 			if err := output.Check(out, []string{src, tokPath, calib}, force, false); err != nil {
-				return withForceHint(err)
+				return withHints(err)
 			}
 			if jobs < 0 {
 				return fmt.Errorf("compile: --jobs %d: want 0 (one per CPU) or more", jobs)
@@ -125,7 +124,7 @@ rather than Hugging Face's.`,
 				FloatActivations: float, Jobs: jobs, GGUFWeights: ggufWeights, MMProj: mmproj, VisionWeights: visionW, VisionBuckets: visionBuckets,
 				VisionLlamaCpp: visionLlamaCpp, Progress: func(p compile.Progress) { bar.Update(p.Done, p.Total, p.Bytes, 0) }}
 			if err := compile.CompileFile(src, out, opts); err != nil {
-				return withContextHint(err)
+				return withHints(err)
 			}
 			ggufQuantNote(src, out, ggufWeights, cmd.ErrOrStderr())
 			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", out)
@@ -151,18 +150,13 @@ rather than Hugging Face's.`,
 	return cmd
 }
 
-// withForceHint tells how to replace an existing output.
-func withForceHint(err error) error {
-	if errors.Is(err, output.ErrExists) {
+// withHints tells how to get past an existing output or a KV cache the
+// machine cannot hold.
+func withHints(err error) error {
+	switch {
+	case errors.Is(err, output.ErrExists):
 		return fmt.Errorf("%w (pass --force to replace it)", err)
-	}
-	return err
-}
-
-// withContextHint tells how to shrink a KV cache the machine cannot hold.
-func withContextHint(err error) error {
-	var ae *limits.AllocError
-	if errors.As(err, &ae) {
+	case load.ContextTooLarge(err):
 		return fmt.Errorf("%w: pass a smaller --ctx", err)
 	}
 	return err

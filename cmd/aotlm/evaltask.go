@@ -3,9 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
+
+	"github.com/aotlm/aotlm/internal/userfile"
 
 	"github.com/spf13/cobra"
 
@@ -62,7 +63,7 @@ docs/quantization.md has figures per recipe.`,
 			if limit < 0 {
 				return fmt.Errorf("eval: --limit %d is negative", limit)
 			}
-			f, err := os.Open(dataPath)
+			f, _, err := userfile.Open(dataPath, userfile.Text.Named("task file"))
 			if err != nil {
 				return fmt.Errorf("eval: %w", err)
 			}

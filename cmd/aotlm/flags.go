@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/aotlm/aotlm"
-	"github.com/aotlm/aotlm/internal/limits"
 
 	"github.com/spf13/pflag"
 )
@@ -54,9 +53,6 @@ const hugePagesUsage = "make sure the compiled model sits in transparent huge pa
 	"(a model compiled here usually is, and then is mapped through them without this flag), have the page cache drop the file's small pages and read it back in 2 MiB folios " +
 	"(one read of the file, no extra memory, and later runs find it so), or where the file system cannot, read it into memory advised for huge pages instead of mapping it " +
 	"(that memory cannot be paged out as mapped pages can); decode streams the weights with fewer TLB misses"
-
-// engineStateBudget is the default of --state-budget.
-const engineStateBudget = limits.Size(128 << 20)
 
 // stateBudgetUsage is the help of --state-budget, which run, chat and
 // serve share.

@@ -7,11 +7,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm/internal/bench"
+	"github.com/aotlm/aotlm/internal/load"
 )
 
 func newInspectCmd() *cobra.Command {
 	var asJSON, verify bool
-	stateBudget := engineStateBudget
+	stateBudget := load.StateBudget
 	cmd := &cobra.Command{
 		Use:   "inspect MODEL.aot",
 		Short: "Print a compiled artifact's manifest and where its bytes go",

@@ -19,7 +19,9 @@ func newListCmd() *cobra.Command {
 		Short:   "Show pulled models and compiled artifacts with their sizes",
 		Long: `Show the models in the Hugging Face cache (pulled by aotlm or by Python
 tools) and the compiled artifacts in the compile cache ($AOTLM_CACHE, default
-the user cache folder), with their sizes on disk.`,
+the user cache folder), with their sizes on disk, and counts the temporary
+files that killed compiles left there (the next compile of the same model
+removes them).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := load.ListCaches()

@@ -9,7 +9,6 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
-	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/load"
 )
 
@@ -18,7 +17,7 @@ import (
 // and how it runs.
 type modelFlags struct {
 	path, tokenizer, mode, kv, template string
-	stateBudget                         limits.Size
+	stateBudget                         load.Size
 	threads, ctx, arLen                 int
 	hugePages, noCompile                bool
 	visionLlamaCpp                      bool
@@ -38,7 +37,7 @@ func addModelFlags(f *pflag.FlagSet, modelUsage string) *modelFlags {
 	f.IntVarP(&m.ctx, "ctx", "c", load.Ctx, "context length (capped at the model's)")
 	f.StringVar(&m.template, "chat-template", "", "a chat template (.jinja, tokenizer_config.json or GGUF) replacing the model's")
 	f.BoolVar(&m.visionLlamaCpp, "vision-llama-cpp", false, visionLlamaCppHelp)
-	m.stateBudget = engineStateBudget
+	m.stateBudget = load.StateBudget
 	f.Var(&m.stateBudget, "state-budget", stateBudgetUsage)
 	return m
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aotlm/aotlm/internal/artifact"
+	"github.com/aotlm/aotlm/internal/output"
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
@@ -37,6 +38,25 @@ func subprocessMain(mode string, args []string) int {
 			return 1
 		}
 		_ = w
+		fmt.Println("ready")
+		select {}
+	case "folder":
+		// quantize's first steps: the output's lock, then its temporary
+		// folder with a file in it
+		if _, err := output.Lock(args[0]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		tmp, err := output.MkdirTemp(args[0])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		output.Track(tmp)
+		if err := os.WriteFile(filepath.Join(tmp, "model.safetensors"), make([]byte, 1<<20), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 		fmt.Println("ready")
 		select {}
 	}
@@ -211,24 +231,27 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Fatalf("timed out waiting for %s", what)
 }
 
-// TestInterruptedQuantizeLeavesNothing: SIGINT and SIGTERM while quantize
-// writes its temporary folder remove it. The child blocks on opening a
-// named pipe given as --tokenizer, after the folder exists.
+// cleanupSignalsTested are the signals every interrupt test sends.
+var cleanupSignalsTested = []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
+// TestInterruptedQuantizeLeavesNothing: SIGINT, SIGTERM, SIGHUP and
+// SIGQUIT while a quantized folder is written remove its temporary folder
+// and its lock, and the process exits with 128 plus the signal's number.
 func TestInterruptedQuantizeLeavesNothing(t *testing.T) {
-	src := testutil.Path(t, "models/stories260K/stories260K.gguf")
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+	for _, sig := range cleanupSignalsTested {
 		dir := t.TempDir()
-		fifo := filepath.Join(t.TempDir(), "tokenizer.json")
-		if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-			t.Fatal(err)
+		cmd, out, stderr := child(t, "folder", filepath.Join(dir, "q"))
+		if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
+			t.Fatalf("child: %q %v %s", line, err, stderr)
 		}
-		cmd, _, stderr := child(t, "aotlm", "quantize", src, "-o", filepath.Join(dir, "q"), "--recipe", "w8a16", "--tokenizer", fifo)
-		waitFor(t, "the temporary folder", func() bool { return len(tempsIn(t, dir)) > 0 })
+		if n := len(tempsIn(t, dir)); n != 2 {
+			t.Fatalf("want a temporary folder and a lock while writing: %v", tempsIn(t, dir))
+		}
 		if err := cmd.Process.Signal(sig); err != nil {
 			t.Fatal(err)
 		}
-		code := exitCode(t, cmd)
-		if want := 128 + int(sig); code != want {
+		io.Copy(io.Discard, out)
+		if code, want := exitCode(t, cmd), 128+int(sig); code != want {
 			t.Errorf("%v: exit %d, want %d (%s)", sig, code, want, stderr)
 		}
 		if left := tempsIn(t, dir); len(left) != 0 {
@@ -237,11 +260,11 @@ func TestInterruptedQuantizeLeavesNothing(t *testing.T) {
 	}
 }
 
-// TestInterruptedArtifactLeavesNothing: SIGINT and SIGTERM while an
+// TestInterruptedArtifactLeavesNothing: each cleanup signal while an
 // artifact (compile's output, the compile cache's entries) is being written
 // remove its temporary file.
 func TestInterruptedArtifactLeavesNothing(t *testing.T) {
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+	for _, sig := range cleanupSignalsTested {
 		dir := t.TempDir()
 		cmd, out, stderr := child(t, "artifact", filepath.Join(dir, "m.aot"))
 		line, err := out.ReadString('\n')

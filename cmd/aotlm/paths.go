@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // modelArgCommands take a model path as their positional arguments.
@@ -22,13 +22,13 @@ func checkModelPaths(cmd *cobra.Command, args []string) error {
 		}
 	}
 	if f := cmd.Flags().Lookup("model"); f != nil && f.Value.String() != "" {
-		if err := limits.CheckInput(f.Value.String()); err != nil {
+		if err := userfile.CheckModel(f.Value.String()); err != nil {
 			return err
 		}
 	}
 	if modelArgCommands[cmd.Name()] {
 		for _, a := range args {
-			if err := limits.CheckInput(a); err != nil {
+			if err := userfile.CheckModel(a); err != nil {
 				return err
 			}
 		}

@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/score"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 func newPplCmd() *cobra.Command {
@@ -59,9 +59,9 @@ quantized folder (aotlm quantize) and the phases are:
 			if dataPath == "" {
 				return fmt.Errorf("no text: pass --data <text file>")
 			}
-			text, err := limits.ReadFile(dataPath, "data file", limits.MaxTextFile)
+			text, err := userfile.ReadFile(dataPath, userfile.Text.Named("data file"))
 			if err != nil {
-				return fmt.Errorf("data file: %w", err)
+				return err
 			}
 			if len(text) == 0 {
 				return fmt.Errorf("data file %s is empty", dataPath)

@@ -17,7 +17,9 @@ import (
 
 const hubEnvHelp = `The Hub is reached as huggingface_hub does: HF_ENDPOINT (a mirror; default
 https://huggingface.co), HF_TOKEN (or the token file of huggingface-cli login)
-for gated and private repositories, HF_HUB_OFFLINE=1 to use the cache only.
+for gated and private repositories (sent to the endpoint's host only),
+HF_HUB_OFFLINE=1 to use the cache only, HF_HUB_DOWNLOAD_TIMEOUT (seconds
+without a byte before a request fails; default 60).
 Files go to the Hugging Face cache ($HF_HUB_CACHE, else $HF_HOME/hub, else
 ~/.cache/huggingface/hub) in its own layout, shared with Python tools.`
 
@@ -48,7 +50,8 @@ on stdout.
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), res.Model)
+			// the path ends in a file name the server chose
+			fmt.Fprintln(cmd.OutOrStdout(), load.Printable(res.Model))
 			return nil
 		},
 	}

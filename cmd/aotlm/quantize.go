@@ -114,7 +114,7 @@ sensitive linears over large ones.`,
 				FallbackW8: fallbackW8, Force: force, Jobs: jobs, Progress: bar.Update,
 				Calib: recipe.CalibOptions{File: calibFile, Samples: calibSamples, Len: calibLen, Threads: threads}})
 			if err != nil {
-				return withForceHint(err)
+				return withHints(err)
 			}
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
@@ -127,7 +127,7 @@ sensitive linears over large ones.`,
 	f.StringVar(&recipeArg, "recipe", "w4a16-lpbq", "preset name or recipe JSON file")
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer to copy, for checkpoints without one")
 	f.BoolVar(&fallbackW8, "fallback-w8", false, "quantize weights the block size does not divide at W8 instead of padding")
-	f.BoolVar(&force, "force", false, "replace an existing output folder")
+	f.BoolVar(&force, "force", false, "replace an existing output folder that holds only the files its aotlm-quant.json names")
 	f.BoolVar(&lpbqReference, "lpbq-reference", false, "LPBQ ints rounded against the unrounded block scale, bit-exact with the published rule (default: refined against k*S)")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	f.IntVarP(&jobs, "jobs", "j", 0, jobsHelp)

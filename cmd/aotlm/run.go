@@ -10,9 +10,9 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
-	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/progress"
+	"github.com/aotlm/aotlm/internal/userfile"
 	"github.com/aotlm/aotlm/internal/visionload"
 )
 
@@ -67,9 +67,9 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 				return err
 			}
 			if promptFile != "" {
-				b, err := limits.ReadFile(promptFile, "prompt file", limits.MaxTextFile)
+				b, err := userfile.ReadFile(promptFile, userfile.Text.Named("prompt file"))
 				if err != nil {
-					return fmt.Errorf("prompt file: %w", err)
+					return err
 				}
 				prompt = string(b)
 			}

@@ -8,19 +8,25 @@ import (
 	"github.com/aotlm/aotlm/internal/output"
 )
 
-// removeTempsOnSignal makes SIGINT and SIGTERM remove the temporary files
-// and folders of outputs being written (see output.Track) before the
-// process exits with 130 (SIGINT) or 143 (SIGTERM), as a shell reports a
-// command it interrupted.
+// cleanupSignals are the signals that remove the temporary files and
+// locks of outputs being written before the process exits: an interrupt
+// (Ctrl-C), a termination, a closed terminal (SIGHUP) and Ctrl-\ (SIGQUIT).
+var cleanupSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
+// removeTempsOnSignal makes the cleanupSignals remove the temporary files
+// and folders of outputs being written and their locks (see output.Track)
+// before the process exits with 128 plus the signal's number (130 for
+// SIGINT, 143 for SIGTERM), as a shell reports a command a signal ended.
 func removeTempsOnSignal() {
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sig, cleanupSignals...)
 	go func() {
 		s := <-sig
 		output.RemoveTracked()
-		if s == syscall.SIGTERM {
-			os.Exit(143)
+		code := 128 + 2
+		if n, ok := s.(syscall.Signal); ok {
+			code = 128 + int(n)
 		}
-		os.Exit(130)
+		os.Exit(code)
 	}()
 }

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/aotlm/aotlm/internal/userfile"
 	"hash/crc32"
 	"io"
-	"os"
 	"unicode/utf8"
 )
 
@@ -229,10 +229,7 @@ func alignUp(n, a int64) int64 { return (n + a - 1) &^ (a - 1) }
 // IsArtifact reports whether the file at path starts with the artifact
 // magic (it says nothing of the rest of the file).
 func IsArtifact(path string) bool {
-	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
-		return false
-	}
-	f, err := os.Open(path)
+	f, _, err := userfile.Open(path, userfile.Model)
 	if err != nil {
 		return false
 	}

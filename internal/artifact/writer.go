@@ -61,11 +61,7 @@ var errClosed = errors.New("artifact: writer already committed or aborted")
 // Create starts an artifact that Commit will place at path. The data goes to
 // a temporary file in path's folder until then.
 func Create(path string) (*Writer, error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	f, err := output.CreateTemp(path)
 	if err != nil {
 		return nil, fmt.Errorf("artifact: creating %s: %w", path, err)
 	}

@@ -78,9 +78,22 @@ func Tests(prompts, gens []int, pg [][2]int) ([]Test, error) {
 		ts = append(ts, Test{Prompt: q[0], Gen: q[1]})
 	}
 	if len(ts) == 0 {
-		return nil, errors.New("bench: no tests (every length is 0)")
+		return nil, ErrNoTests
 	}
 	return ts, nil
+}
+
+// ErrNoTests is Tests' error when every length is 0.
+var ErrNoTests = errors.New("bench: no tests (every length is 0)")
+
+// ParseTests is Tests over the command line's lengths and PROMPT,GEN
+// pairs (ParsePairs).
+func ParseTests(prompts, gens []int, pgs []string) ([]Test, error) {
+	pairs, err := ParsePairs(pgs)
+	if err != nil {
+		return nil, err
+	}
+	return Tests(prompts, gens, pairs)
 }
 
 // ContextError reports a test that needs more positions than the session's

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // TemplateFile is the file name newer Hugging Face checkpoints use for the
@@ -39,7 +39,7 @@ type tokenizerConfig struct {
 // after the folder holding the file.
 func FromTokenizerConfig(path string) (*Template, Specials, error) {
 	name := filepath.Base(filepath.Dir(path))
-	data, err := limits.ReadFile(path, "tokenizer config", limits.MaxConfigFile)
+	data, err := userfile.ReadFile(path, userfile.Config.Named("tokenizer config"))
 	if err != nil {
 		return nil, Specials{}, fmt.Errorf("chat: %w", err)
 	}
@@ -58,7 +58,7 @@ func FromTokenizerConfig(path string) (*Template, Specials, error) {
 		}
 	}
 
-	src, err := limits.ReadFile(filepath.Join(filepath.Dir(path), TemplateFile), "chat template", limits.MaxConfigFile)
+	src, err := userfile.ReadFile(filepath.Join(filepath.Dir(path), TemplateFile), userfile.Template)
 	switch {
 	case err == nil:
 		t, err := ParseNamed(name, string(src))
@@ -79,7 +79,7 @@ var ErrNoTemplate = errors.New("no chat template")
 
 // Load reads a chat template from a .jinja file, named after the file.
 func Load(path string) (*Template, error) {
-	src, err := limits.ReadFile(path, "chat template", limits.MaxConfigFile)
+	src, err := userfile.ReadFile(path, userfile.Template)
 	if err != nil {
 		return nil, fmt.Errorf("chat: %w", err)
 	}
@@ -136,7 +136,7 @@ func templateText(raw json.RawMessage) (string, error) {
 // Messages reads a JSON file holding a list of {"role", "content"} objects
 // (optionally "reasoning_content"); a null content reads as "".
 func Messages(path string) ([]Message, error) {
-	data, err := limits.ReadFile(path, "message list", limits.MaxTextFile)
+	data, err := userfile.ReadFile(path, userfile.Text.Named("message list"))
 	if err != nil {
 		return nil, fmt.Errorf("chat: %w", err)
 	}

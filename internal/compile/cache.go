@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aotlm/aotlm/internal/artifact"
+	"github.com/aotlm/aotlm/internal/output"
 	"github.com/aotlm/aotlm/internal/plan"
 )
 
@@ -61,7 +62,24 @@ func Cached(path string, opts Options, log io.Writer) (string, error) {
 			return "", err
 		}
 	}
-	if err := CompileInto(path, out, opts, log); err != nil {
+	err = CompileInto(path, out, opts, log)
+	if errors.Is(err, output.ErrLocked) {
+		// another process compiles the same entry: wait for it and use
+		// its artifact
+		if log != nil {
+			fmt.Fprintf(log, "waiting for another process compiling %s\n", out)
+		}
+		for output.Locked(out) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		a, oerr := artifact.Open(out, artifact.OpenOptions{})
+		if oerr != nil {
+			return "", fmt.Errorf("cache: the other process's compile of %s failed: %w", out, oerr)
+		}
+		a.Close()
+		return out, nil
+	}
+	if err != nil {
 		return "", err
 	}
 	return out, nil

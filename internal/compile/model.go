@@ -19,6 +19,7 @@ import (
 	"github.com/aotlm/aotlm/internal/quant"
 	"github.com/aotlm/aotlm/internal/tensor"
 	"github.com/aotlm/aotlm/internal/tokenizer"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // Options configures CompileModel and CompileFile.
@@ -244,8 +245,16 @@ func CompileFile(path, outPath string, opts Options) error {
 	if err := output.Check(outPath, []string{path, opts.Tokenizer, opts.CalibText, opts.MMProj}, true, false); err != nil {
 		return fmt.Errorf("compile: %w", err)
 	}
-	if err := limits.CheckInput(path); err != nil {
+	if err := userfile.CheckModel(path); err != nil {
 		return err
+	}
+	release, err := output.Lock(outPath)
+	if err != nil {
+		return fmt.Errorf("compile: %w", err)
+	}
+	defer release()
+	if _, err := output.RemoveStale(outPath); err != nil {
+		return fmt.Errorf("compile: %w", err)
 	}
 	if qmodel.IsDir(path) {
 		return compileQuantized(path, outPath, opts)

@@ -6,10 +6,10 @@ import (
 
 	"github.com/aotlm/aotlm/internal/graph"
 	"github.com/aotlm/aotlm/internal/hf"
-	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/quant"
 	"github.com/aotlm/aotlm/internal/tokenizer"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // compileQuantized compiles a quantized model folder (package qmodel):
@@ -101,9 +101,9 @@ func calibTokens(path string, tok *tokenizer.Stored, vocab int) ([]int, error) {
 	if tok == nil {
 		return nil, fmt.Errorf("compile: calibration text needs a tokenizer, and the model has none")
 	}
-	text, err := limits.ReadFile(path, "calibration text", limits.MaxTextFile)
+	text, err := userfile.ReadFile(path, userfile.Text.Named("calibration text"))
 	if err != nil {
-		return nil, fmt.Errorf("compile: calibration text: %w", err)
+		return nil, fmt.Errorf("compile: %w", err)
 	}
 	t, err := tok.Build(vocab)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/aotlm/aotlm/internal/userfile"
 	"os"
 	"path/filepath"
 
@@ -238,7 +239,7 @@ func markerIDs(tok tokenizer.Tokenizer, pieces []string) map[string]int {
 // folder, or nil when it has none.
 func readPreproc(path string) (map[string]any, error) {
 	var pre map[string]any
-	b, err := os.ReadFile(filepath.Join(path, "preprocessor_config.json"))
+	b, err := userfile.ReadFile(filepath.Join(path, "preprocessor_config.json"), userfile.Config)
 	switch {
 	case err == nil:
 		if err := json.Unmarshal(b, &pre); err != nil {

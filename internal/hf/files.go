@@ -17,8 +17,8 @@ import (
 	"github.com/aotlm/aotlm/internal/chat"
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/format/detect"
-	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/tokenizer"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // Files is what a checkpoint brings besides its config and weights.
@@ -69,7 +69,7 @@ func Find(path string, ck format.Checkpoint) (Files, error) {
 			return f, err
 		}
 	case "llama2c":
-		b, err := limits.ReadFile(filepath.Join(filepath.Dir(path), "tokenizer.bin"), "tokenizer", limits.MaxTokenizerFile)
+		b, err := userfile.ReadFile(filepath.Join(filepath.Dir(path), "tokenizer.bin"), userfile.Tokenizer)
 		if err == nil {
 			f.Tokenizer = &tokenizer.Stored{Kind: "llama2c", Data: b}
 		}
@@ -155,7 +155,7 @@ func TokenizerFile(path string) (*tokenizer.Stored, error) {
 	case strings.HasSuffix(path, ".bin"):
 		kind = "llama2c"
 	}
-	b, err := limits.ReadFile(path, "tokenizer", limits.MaxTokenizerFile)
+	b, err := userfile.ReadFile(path, userfile.Tokenizer)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
@@ -168,7 +168,7 @@ func TokenizerFile(path string) (*tokenizer.Stored, error) {
 // tokenizer; nil if there is none of them.
 func FolderTokenizer(dir string) (*tokenizer.Stored, error) {
 	for _, f := range []struct{ name, kind string }{{"tokenizer.json", "tokenizer.json"}, {"tokenizer.model", "sentencepiece"}} {
-		b, err := limits.ReadFile(filepath.Join(dir, f.name), "tokenizer", limits.MaxTokenizerFile)
+		b, err := userfile.ReadFile(filepath.Join(dir, f.name), userfile.Tokenizer)
 		if err == nil {
 			return &tokenizer.Stored{Kind: f.kind, Data: b}, nil
 		}
@@ -229,7 +229,7 @@ func Llama2CTokenizerSize(tok *tokenizer.Stored, vocab int, name string) error {
 // are fine; malformed ones are errors naming the file.
 func folderExtras(dir string, f *Files) error {
 	if f.ChatTemplate == "" {
-		if b, err := limits.ReadFile(filepath.Join(dir, chat.TemplateFile), "chat template", limits.MaxConfigFile); err == nil {
+		if b, err := userfile.ReadFile(filepath.Join(dir, chat.TemplateFile), userfile.Template); err == nil {
 			f.ChatTemplate = string(b)
 		}
 		cfg := filepath.Join(dir, "tokenizer_config.json")
@@ -246,7 +246,7 @@ func folderExtras(dir string, f *Files) error {
 			}
 		}
 	}
-	if b, err := limits.ReadFile(filepath.Join(dir, "generation_config.json"), "generation config", limits.MaxConfigFile); err == nil {
+	if b, err := userfile.ReadFile(filepath.Join(dir, "generation_config.json"), userfile.Config.Named("generation config")); err == nil {
 		var g map[string]any
 		if err := json.Unmarshal(b, &g); err != nil {
 			return fmt.Errorf("generation_config.json: %w", err)
@@ -276,7 +276,7 @@ func ChatTemplate(path string) (src string, sp chat.Specials, err error) {
 	if !st.IsDir() {
 		switch {
 		case strings.HasSuffix(path, ".jinja"):
-			b, err := limits.ReadFile(path, "chat template", limits.MaxConfigFile)
+			b, err := userfile.ReadFile(path, userfile.Template)
 			return string(b), sp, err
 		case strings.HasSuffix(path, ".json"):
 			t, sp, err := chat.FromTokenizerConfig(path)

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // The walks of the one-token (decode) products over a range of output
@@ -284,7 +286,7 @@ func pickWalk(walks []int32, gbps map[string]float64) int32 {
 // readTune reads a choice stored in file for the CPU and kernels cpu and
 // sets its walk; ok is false when there is none to take.
 func readTune(file, cpu string) (TuneResult, bool) {
-	b, err := os.ReadFile(file)
+	b, err := userfile.ReadFile(file, userfile.Config.Named("kernel choice"))
 	if err != nil {
 		return TuneResult{}, false
 	}

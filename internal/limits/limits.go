@@ -81,62 +81,6 @@ func Bytes(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// ReadFile reads the file at path whole, refusing more than max bytes.
-// what describes the file in errors ("prompt file", "tokenizer"). A named
-// pipe or a device is read like a file, up to the limit, so /dev/zero ends
-// in an error rather than in an exhausted memory.
-func ReadFile(path, what string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, fmt.Errorf("%s %s is a folder, not a file", what, path)
-	} else if err == nil && st.Mode().IsRegular() && st.Size() > max {
-		return nil, &Error{What: fmt.Sprintf("%s %s (%s)", what, path, Bytes(st.Size())), Limit: Bytes(max)}
-	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > max {
-		return nil, &Error{What: fmt.Sprintf("%s %s", what, path), Limit: Bytes(max)}
-	}
-	return b, nil
-}
-
-// CheckInput refuses a model path that is neither a regular file nor a
-// folder (a named pipe, a device, a socket), which opening or mapping would
-// block on or misread. A missing path is left to the caller's open.
-func CheckInput(path string) error {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil
-	}
-	if !st.Mode().IsRegular() && !st.IsDir() {
-		return fmt.Errorf("%s is not a regular file or a folder (%s)", path, kind(st.Mode()))
-	}
-	return nil
-}
-
-// kind names a file mode's type.
-func kind(m os.FileMode) string {
-	switch {
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeCharDevice != 0:
-		return "a character device"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	case m&os.ModeSymlink != 0:
-		return "a symbolic link"
-	}
-	return "not a regular file"
-}
-
 // AllocError is a memory request larger than the machine can give.
 type AllocError struct {
 	What      string // e.g. "a KV cache of 131072 positions"

@@ -2,60 +2,9 @@ package limits
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
-
-// TestReadFileStopsAtTheLimit: /dev/zero and /dev/urandom end in a limit
-// error after max bytes, a file over the limit is refused before reading,
-// a file under it is read whole.
-func TestReadFileStopsAtTheLimit(t *testing.T) {
-	for _, dev := range []string{"/dev/zero", "/dev/urandom"} {
-		if _, err := os.Stat(dev); err != nil {
-			t.Skipf("%s: %v", dev, err)
-		}
-		_, err := ReadFile(dev, "prompt file", 1<<20)
-		if !IsLimit(err) || !strings.Contains(err.Error(), dev) || !strings.Contains(err.Error(), "1.0 MiB") {
-			t.Errorf("%s: %v", dev, err)
-		}
-	}
-	p := filepath.Join(t.TempDir(), "f.txt")
-	if err := os.WriteFile(p, []byte("0123456789"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ReadFile(p, "data", 9); !IsLimit(err) {
-		t.Errorf("10 bytes under a 9-byte limit: %v", err)
-	}
-	if b, err := ReadFile(p, "data", 10); err != nil || string(b) != "0123456789" {
-		t.Errorf("10 bytes under a 10-byte limit: %q %v", b, err)
-	}
-	if _, err := ReadFile(t.TempDir(), "data", 10); err == nil || !strings.Contains(err.Error(), "folder") {
-		t.Errorf("folder: %v", err)
-	}
-}
-
-// TestCheckInputRefusesPipesAndDevices: a named pipe or a device as a model
-// is refused without opening it (opening a pipe blocks).
-func TestCheckInputRefusesPipesAndDevices(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "model.gguf")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := CheckInput(fifo); err == nil || !strings.Contains(err.Error(), "named pipe") {
-		t.Errorf("fifo: %v", err)
-	}
-	if err := CheckInput("/dev/zero"); err == nil || !strings.Contains(err.Error(), "device") {
-		t.Errorf("/dev/zero: %v", err)
-	}
-	for _, ok := range []string{t.TempDir(), "limits.go", "missing-file"} {
-		if err := CheckInput(ok); err != nil {
-			t.Errorf("%s: %v", ok, err)
-		}
-	}
-}
 
 // TestCheckAlloc: a request over what is available is an *AllocError that
 // says how much; one under it passes; the machine's own figure refuses an

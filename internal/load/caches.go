@@ -1,8 +1,10 @@
 package load
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -11,6 +13,8 @@ import (
 
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/hf/hub"
+	"github.com/aotlm/aotlm/internal/output"
+	"github.com/aotlm/aotlm/internal/termsafe"
 )
 
 // Caches are the Hugging Face cache, where pulls go, and the compile
@@ -21,6 +25,10 @@ type Caches struct {
 	ArtifactDir string                   `json:"compile_cache"`
 	HubDir      string                   `json:"hub_cache"`
 	Models      []hub.CachedRepo         `json:"models"`
+	// Stale are the temporary files and folders in the compile cache
+	// that writers which are gone left; the next write of the same
+	// artifact removes them.
+	Stale []output.StaleTemp `json:"stale_temps"`
 }
 
 // ListCaches lists the models of the Hugging Face cache and the
@@ -35,6 +43,12 @@ func ListCaches() (*Caches, error) {
 	}
 	if c.ArtifactDir, c.Artifacts, err = compile.CachedArtifacts(); err != nil {
 		return nil, err
+	}
+	if c.Stale, err = output.Stale(c.ArtifactDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("compile cache: %w", err)
+	}
+	if c.Stale == nil {
+		c.Stale = []output.StaleTemp{}
 	}
 	return c, nil
 }
@@ -121,7 +135,7 @@ func (c *Caches) Remove(name string, removed func(name string, size int64)) erro
 	if !ok {
 		return &NotCachedError{Name: name, Repo: ref.Repo, HubDir: c.HubDir}
 	}
-	removed(ref.Repo, size)
+	removed(termsafe.String(ref.Repo), size)
 	return nil
 }
 
@@ -129,7 +143,7 @@ func removeArtifact(a compile.CachedArtifact, removed func(string, int64)) error
 	if err := os.Remove(a.Path); err != nil {
 		return err
 	}
-	removed(a.Name, a.Size)
+	removed(termsafe.String(a.Name), a.Size)
 	return nil
 }
 
@@ -145,7 +159,9 @@ func (c *Caches) Write(out io.Writer) error {
 		} else if len(r.Snapshots) > 0 {
 			rev = shortCommit(r.Snapshots[0])
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Repo, humanize.IBytes(uint64(r.Size)), rev, summarizeFiles(r.Files))
+		// names read from the cache's folders, which a server chose
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", termsafe.String(r.Repo), humanize.IBytes(uint64(r.Size)), termsafe.String(rev),
+			termsafe.String(summarizeFiles(r.Files)))
 	}
 	if len(c.Models) == 0 {
 		fmt.Fprintf(w, "(none)\n")
@@ -157,12 +173,24 @@ func (c *Caches) Write(out io.Writer) error {
 	w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "ARTIFACT\tSIZE\tCOMPILED\n")
 	for _, a := range c.Artifacts {
-		fmt.Fprintf(w, "%s\t%s\t%s\n", a.Name, humanize.IBytes(uint64(a.Size)), a.Modified.Format("2006-01-02 15:04"))
+		fmt.Fprintf(w, "%s\t%s\t%s\n", termsafe.String(a.Name), humanize.IBytes(uint64(a.Size)), a.Modified.Format("2006-01-02 15:04"))
 	}
 	if len(c.Artifacts) == 0 {
 		fmt.Fprintf(w, "(none)\n")
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if len(c.Stale) > 0 {
+		var size int64
+		for _, s := range c.Stale {
+			size += s.Size
+		}
+		_, err := fmt.Fprintf(out, "\n%d stale temporary files (%s) left by interrupted compiles; the next compile of the same model removes them\n",
+			len(c.Stale), humanize.IBytes(uint64(size)))
+		return err
+	}
+	return nil
 }
 
 // shortCommit is a commit's first 12 hex digits.

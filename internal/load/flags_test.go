@@ -1,6 +1,10 @@
 package load
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/aotlm/aotlm/internal/engine"
+)
 
 func TestLookaheadARLen(t *testing.T) {
 	for spec, want := range map[string]int{"": 0, "3,5,3": 16, "2,1,1": 2, "4, 7, 2": 32} {
@@ -31,5 +35,11 @@ func TestFlagValues(t *testing.T) {
 	}
 	if err := CheckGGUFWeights("q4"); err == nil {
 		t.Error("q4 accepted")
+	}
+}
+
+func TestStateBudgetIsTheEngines(t *testing.T) {
+	if int64(StateBudget) != engine.DefaultStateBudget {
+		t.Errorf("load.StateBudget %d, engine.DefaultStateBudget %d", StateBudget, engine.DefaultStateBudget)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/aotlm/aotlm/internal/hf/hub"
+	"github.com/aotlm/aotlm/internal/termsafe"
 )
 
 // IsHubRef tells whether arg names a Hugging Face Hub repository to pull
@@ -47,7 +48,8 @@ func (p hubProgress) Plan(files []hub.File) {
 // environment's Hub settings (hub.FromEnv), telling progress (when not
 // nil) how the files come. It returns the parsed reference and what the
 // pull found or fetched; ctx stops it, the partial files kept for the
-// next pull to resume.
+// next pull to resume. Its errors are safe to print on a terminal: what
+// the server chose to name in them has its control characters escaped.
 func Pull(ctx context.Context, arg string, progress PullProgress) (hub.Ref, *PullResult, error) {
 	ref, err := hub.ParseRef(arg)
 	if err != nil {
@@ -66,7 +68,12 @@ func Pull(ctx context.Context, arg string, progress PullProgress) (hub.Ref, *Pul
 	}
 	res, err := c.Pull(ctx, ref)
 	if err != nil {
-		return ref, nil, fmt.Errorf("pull %s: %w", ref, err)
+		return ref, nil, termsafe.Error(fmt.Errorf("pull %s: %w", ref, err))
 	}
 	return ref, res, nil
 }
+
+// Printable is s with what a terminal would act on (control characters,
+// escape sequences, bidirectional overrides) escaped: for names a server
+// chose.
+func Printable(s string) string { return termsafe.String(s) }

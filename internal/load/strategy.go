@@ -2,7 +2,8 @@ package load
 
 import (
 	"fmt"
-	"os"
+
+	"github.com/aotlm/aotlm/internal/userfile"
 
 	"github.com/aotlm/aotlm"
 )
@@ -33,9 +34,9 @@ func Strategy(m *aotlm.Model, o StrategyOptions) (*aotlm.Strategy, *aotlm.Model,
 	case o.Lookup != nil:
 		lo := *o.Lookup
 		if o.Corpus != "" {
-			b, err := os.ReadFile(o.Corpus)
+			b, err := userfile.ReadFile(o.Corpus, userfile.Corpus)
 			if err != nil {
-				return nil, nil, fmt.Errorf("lookup corpus: %w", err)
+				return nil, nil, err
 			}
 			if lo.Corpus, err = m.Encode(string(b), true); err != nil {
 				return nil, nil, fmt.Errorf("lookup corpus: %w", err)

@@ -7,6 +7,7 @@ package mmapfile
 import (
 	"bytes"
 	"fmt"
+	"github.com/aotlm/aotlm/internal/userfile"
 	"io"
 	"os"
 )
@@ -200,13 +201,8 @@ func (r *Region) HugeBytes() int64 {
 
 // openSized opens path read-only and returns its size.
 func openSized(path string) (*os.File, int64, error) {
-	f, err := os.Open(path)
+	f, st, err := userfile.Open(path, userfile.Model)
 	if err != nil {
-		return nil, 0, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
 		return nil, 0, err
 	}
 	return f, st.Size(), nil

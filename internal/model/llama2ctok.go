@@ -3,14 +3,14 @@ package model
 import (
 	"fmt"
 
-	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/tokenizer"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // loadLlama2CTokenizer loads a tokenizer.bin; vocab > 0 requires exactly
 // that many tokens (the file does not record its size).
 func loadLlama2CTokenizer(path string, vocab int) (tokenizer.Tokenizer, error) {
-	data, err := limits.ReadFile(path, "tokenizer", limits.MaxTokenizerFile)
+	data, err := userfile.ReadFile(path, userfile.Tokenizer)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
+
+	"github.com/aotlm/aotlm/internal/termsafe"
 )
 
 // IsTerminal reports whether stream (a reader or a writer) is a terminal.
@@ -104,12 +106,13 @@ func (b *Downloads) Plan(paths []string, sizes []int64) {
 	var total int64
 	width := 0
 	for _, p := range paths {
-		width = max(width, len(p))
+		width = max(width, len(termsafe.String(p)))
 	}
 	width = min(width, 40)
 	b.mu.Lock()
 	for i, p := range paths {
-		name := p
+		// the names are the server's: shown escaped
+		name := termsafe.String(p)
 		if len(name) > width {
 			name = "…" + name[len(name)-width+1:]
 		}

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/aotlm/aotlm/internal/arch"
-	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/quant"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // ManifestName is the manifest's file name inside a quantized folder.
@@ -37,6 +38,10 @@ type Manifest struct {
 	// float: W's columns there are zero and the float tensor
 	// W + graph.OutlierSuffix holds them (graph.SplitOutliers).
 	Outliers map[string][]int `json:"outliers,omitempty"`
+	// Files names every file aotlm wrote in the folder, the manifest
+	// included: quantize --force replaces a folder that holds these and
+	// nothing else.
+	Files []string `json:"files,omitempty"`
 }
 
 // TensorEntry is how one canonical tensor is stored.
@@ -58,9 +63,51 @@ func IsDir(path string) bool {
 	return err == nil
 }
 
+// OwnedFiles returns the names of the files aotlm wrote in the existing
+// quantized folder dir, which replacing it may remove: its manifest's
+// "files", or for a manifest without them the names quantize writes. An
+// empty folder owns nothing; a folder without a manifest is refused.
+func OwnedFiles(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("output: %w", err)
+	}
+	if len(ents) == 0 {
+		return nil, nil
+	}
+	b, err := userfile.ReadFile(filepath.Join(dir, ManifestName), userfile.Config.Named("manifest"))
+	if err != nil {
+		return nil, fmt.Errorf("output %s is not a quantized folder aotlm wrote (%v): remove it or choose another output", dir, err)
+	}
+	var m struct {
+		Files     []string `json:"files"`
+		Tokenizer string   `json:"tokenizer"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("output %s: %s: %w", dir, ManifestName, err)
+	}
+	if m.Files == nil {
+		m.Files = append([]string{ManifestName, WeightsName, TokenizerGGUF, "tokenizer.bin"}, hfTokenizerFiles...)
+		if m.Tokenizer != "" {
+			m.Files = append(m.Files, m.Tokenizer)
+		}
+	}
+	var owned []string
+	for _, f := range m.Files {
+		// names only: a manifest naming "../x" owns nothing outside
+		if f != "" && f == filepath.Base(f) && f != "." && f != ".." {
+			owned = append(owned, f)
+		}
+	}
+	if !slices.Contains(owned, ManifestName) {
+		owned = append(owned, ManifestName)
+	}
+	return owned, nil
+}
+
 // ReadManifest reads and checks the manifest of a quantized folder.
 func ReadManifest(dir string) (*Manifest, error) {
-	b, err := limits.ReadFile(filepath.Join(dir, ManifestName), "manifest", limits.MaxConfigFile)
+	b, err := userfile.ReadFile(filepath.Join(dir, ManifestName), userfile.Config.Named("manifest"))
 	if err != nil {
 		return nil, fmt.Errorf("quantized model: %w", err)
 	}

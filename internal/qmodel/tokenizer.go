@@ -2,6 +2,7 @@ package qmodel
 
 import (
 	"fmt"
+	"github.com/aotlm/aotlm/internal/userfile"
 	"io"
 	"os"
 	"path/filepath"
@@ -91,9 +92,9 @@ func copyHF(from, to string) error {
 }
 
 func copyFile(from, to string) error {
-	in, err := os.Open(from)
+	in, _, err := userfile.Open(from, userfile.Tokenizer)
 	if err != nil {
-		return fmt.Errorf("tokenizer: %w", err)
+		return err
 	}
 	defer in.Close()
 	out, err := os.Create(to)

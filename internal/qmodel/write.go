@@ -115,7 +115,28 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 	if err := opts.Recipe.Validate(); err != nil {
 		return nil, err
 	}
-	if err := output.Check(out, []string{src, opts.Tokenizer}, opts.Force, true); err != nil {
+	inputs := []string{src, opts.Tokenizer}
+	if err := output.CheckPlace(out, inputs); err != nil {
+		return nil, err
+	}
+	if err := output.Check(out, inputs, opts.Force, true); err != nil {
+		return nil, err
+	}
+	var owned []string
+	if _, err := os.Stat(out); err == nil {
+		if owned, err = OwnedFiles(out); err != nil {
+			return nil, err
+		}
+		if err := output.CheckOwned(out, owned); err != nil {
+			return nil, err
+		}
+	}
+	release, err := output.Lock(out)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if _, err := output.RemoveStale(out); err != nil {
 		return nil, err
 	}
 	ck, err := detect.Open(src)
@@ -148,7 +169,7 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 	}
 	linear, embeds := roles(g)
 
-	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), "."+filepath.Base(out)+".tmp-")
+	tmp, err := output.MkdirTemp(out)
 	if err != nil {
 		return nil, fmt.Errorf("output: %w", err)
 	}
@@ -277,6 +298,14 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 	if man.Tokenizer, err = copyTokenizer(ck, src, opts.Tokenizer, tmp); err != nil {
 		return nil, err
 	}
+	ents, err := os.ReadDir(tmp)
+	if err != nil {
+		return nil, fmt.Errorf("output: %w", err)
+	}
+	man.Files = []string{ManifestName}
+	for _, e := range ents {
+		man.Files = append(man.Files, e.Name())
+	}
 	mb, err := json.MarshalIndent(man, "", "  ")
 	if err != nil {
 		return nil, err
@@ -284,13 +313,8 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 	if err := os.WriteFile(filepath.Join(tmp, ManifestName), mb, 0o644); err != nil {
 		return nil, err
 	}
-	if opts.Force {
-		if err := os.RemoveAll(out); err != nil {
-			return nil, err
-		}
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return nil, fmt.Errorf("output: %w", err)
+	if err := output.ReplaceDir(tmp, out, owned); err != nil {
+		return nil, err
 	}
 	return rep, nil
 }

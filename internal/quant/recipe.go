@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/userfile"
 	"io"
-	"os"
 	"path"
 	"regexp"
 	"strings"
@@ -359,18 +360,13 @@ func prefixField(err error, prefix string) error {
 }
 
 // MaxRecipeSize bounds the size of a recipe file.
-const MaxRecipeSize = 1 << 20
+const MaxRecipeSize = limits.MaxRecipeFile
 
 // LoadRecipe reads and validates a recipe file.
 func LoadRecipe(file string) (Recipe, error) {
-	f, err := os.Open(file)
+	data, err := userfile.ReadFile(file, userfile.Recipe)
 	if err != nil {
-		return Recipe{}, fmt.Errorf("recipe: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxRecipeSize+1))
-	if err != nil {
-		return Recipe{}, fmt.Errorf("recipe %s: %w", file, err)
+		return Recipe{}, err
 	}
 	r, err := ParseRecipe(data)
 	if err != nil {

@@ -230,7 +230,7 @@ func TestLoadRecipe(t *testing.T) {
 	if err := os.WriteFile(big, make([]byte, MaxRecipeSize+10), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadRecipe(big); err == nil || !strings.Contains(err.Error(), "larger than") {
+	if _, err := LoadRecipe(big); err == nil || !strings.Contains(err.Error(), "exceeds the limit") {
 		t.Errorf("oversized file: %v", err)
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/quant"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // SensitivityRun says what quantize --report-sensitivity and --auto
@@ -39,7 +39,7 @@ type SensitivityReport struct {
 // under the recipe r over the run's text and, with a budget, chooses the
 // linears kept at w8 within it.
 func RunSensitivity(src string, r quant.Recipe, o SensitivityRun) (*SensitivityReport, error) {
-	text, err := limits.ReadFile(o.File, "sensitivity text", limits.MaxTextFile)
+	text, err := userfile.ReadFile(o.File, userfile.Text.Named("sensitivity text"))
 	if err != nil {
 		return nil, fmt.Errorf("--report-sensitivity: %w", err)
 	}

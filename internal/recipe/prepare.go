@@ -3,7 +3,7 @@ package recipe
 import (
 	"encoding/json"
 	"fmt"
-	"os"
+	"github.com/aotlm/aotlm/internal/userfile"
 	"path/filepath"
 
 	"github.com/aotlm/aotlm/internal/arch"
@@ -31,9 +31,9 @@ type CalibOptions struct {
 // of o.Len tokens spread evenly over it (fewer when the text is short),
 // each started with BOS when the tokenizer adds one.
 func Samples(o CalibOptions) ([][]int, error) {
-	text, err := os.ReadFile(o.File)
+	text, err := userfile.ReadFile(o.File, userfile.Calibration)
 	if err != nil {
-		return nil, fmt.Errorf("calibration text: %w", err)
+		return nil, err
 	}
 	tok, err := load.Tokenizer(o.Tokenizer, o.Tokenizer)
 	if err != nil {

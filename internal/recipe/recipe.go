@@ -14,7 +14,8 @@ func Load(arg string) (quant.Recipe, error) {
 	if r, err := quant.Preset(arg); err == nil {
 		return r, nil
 	}
-	if st, err := os.Stat(arg); err == nil && st.Mode().IsRegular() {
+	if _, err := os.Stat(arg); err == nil {
+		// a file that is not a regular one is refused by what it is
 		return quant.LoadRecipe(arg)
 	}
 	return quant.Recipe{}, fmt.Errorf("recipe %q is neither a preset (%s) nor a recipe file", arg, strings.Join(quant.PresetNames(), ", "))

@@ -8,10 +8,10 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/eval"
-	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/modelparts"
 	"github.com/aotlm/aotlm/internal/tokenizer"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // Model names the model scored and how it runs: a checkpoint through the
@@ -145,7 +145,7 @@ func Task(ctx context.Context, m Model, task string, f *os.File, limit, position
 		tasks, err = eval.ReadHellaSwag(f)
 	} else {
 		var data []byte
-		if data, err = limits.ReadFile(f.Name(), "multiple-choice file", limits.MaxTextFile); err == nil {
+		if data, err = userfile.ReadFile(f.Name(), userfile.Text.Named("multiple-choice file")); err == nil {
 			tasks, err = eval.ReadMultipleChoice(data)
 		}
 	}

@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"github.com/aotlm/aotlm/internal/userfile"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,9 +92,9 @@ func loadHFWithConfig(path string) (*BPE, error) {
 
 // loadModelFile tells tiktoken text from a SentencePiece protobuf.
 func loadModelFile(path string) (Tokenizer, error) {
-	f, err := os.Open(path)
+	f, _, err := userfile.Open(path, userfile.Tokenizer)
 	if err != nil {
-		return nil, fmt.Errorf("tokenizer: %w", err)
+		return nil, err
 	}
 	head := make([]byte, 512)
 	n, _ := f.Read(head)

@@ -4,12 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // LoadGPT2 reads a byte-level BPE vocabulary in the GPT-2 layout: vocabPath
@@ -34,11 +35,11 @@ func LoadGPT2(vocabPath, mergesPath, pre string) (*BPE, error) {
 
 // readGPT2Vocab loads the vocabulary and merges, byte-level.
 func readGPT2Vocab(vocabPath, mergesPath string) (*BPE, error) {
-	vdata, err := limits.ReadFile(vocabPath, "vocabulary", limits.MaxTokenizerFile)
+	vdata, err := userfile.ReadFile(vocabPath, userfile.Tokenizer.Named("vocabulary"))
 	if err != nil {
 		return nil, fmt.Errorf("gpt2 vocabulary: %w", err)
 	}
-	mdata, err := limits.ReadFile(mergesPath, "merges", limits.MaxTokenizerFile)
+	mdata, err := userfile.ReadFile(mergesPath, userfile.Tokenizer.Named("merges"))
 	if err != nil {
 		return nil, fmt.Errorf("gpt2 merges: %w", err)
 	}
@@ -135,16 +136,16 @@ var gpt2Extras = []string{"tokenizer_config.json", "added_tokens.json"}
 func readGPT2Files(dir, vocabName, mergesName string) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	var err error
-	if files[vocabName], err = limits.ReadFile(filepath.Join(dir, vocabName), "vocabulary", limits.MaxTokenizerFile); err != nil {
+	if files[vocabName], err = userfile.ReadFile(filepath.Join(dir, vocabName), userfile.Tokenizer.Named("vocabulary")); err != nil {
 		return nil, fmt.Errorf("gpt2 vocabulary: %w", err)
 	}
-	if files[mergesName], err = limits.ReadFile(filepath.Join(dir, mergesName), "merges", limits.MaxTokenizerFile); err != nil {
+	if files[mergesName], err = userfile.ReadFile(filepath.Join(dir, mergesName), userfile.Tokenizer.Named("merges")); err != nil {
 		return nil, fmt.Errorf("gpt2 merges: %w", err)
 	}
 	for _, name := range gpt2Extras {
-		data, err := limits.ReadFile(filepath.Join(dir, name), name, limits.MaxConfigFile)
+		data, err := userfile.ReadFile(filepath.Join(dir, name), userfile.Config.Named(name))
 		if err != nil {
-			if os.IsNotExist(err) {
+			if errors.Is(err, os.ErrNotExist) {
 				continue
 			}
 			return nil, fmt.Errorf("%s: %w", name, err)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // hfFile is the top level of a tokenizer.json file.
@@ -101,7 +101,7 @@ func (p hfParser) unsupported(format string, args ...any) error {
 
 // LoadHF reads a Hugging Face tokenizer.json file.
 func LoadHF(path string) (*BPE, error) {
-	data, err := limits.ReadFile(path, "tokenizer", limits.MaxTokenizerFile)
+	data, err := userfile.ReadFile(path, userfile.Tokenizer)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // hfConfig is the part of tokenizer_config.json a tokenizer needs.
@@ -25,7 +25,7 @@ type hfConfig struct {
 
 // readHFConfig reads tokenizer_config.json; a missing file gives nil, nil.
 func readHFConfig(path string) (*hfConfig, error) {
-	data, err := limits.ReadFile(path, "tokenizer config", limits.MaxConfigFile)
+	data, err := userfile.ReadFile(path, userfile.Config.Named("tokenizer config"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

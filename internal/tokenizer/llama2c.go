@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // Llama2C is the tokenizer of llama2.c's tokenizer.bin:
@@ -39,7 +39,7 @@ const (
 // LoadLlama2C reads a llama2.c tokenizer.bin holding vocabSize tokens (the
 // vocab_size of the model's config header).
 func LoadLlama2C(path string, vocabSize int) (*Llama2C, error) {
-	data, err := limits.ReadFile(path, "tokenizer", limits.MaxTokenizerFile)
+	data, err := userfile.ReadFile(path, userfile.Tokenizer)
 	if err != nil {
 		return nil, fmt.Errorf("llama2c tokenizer: %w", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // SentencePiece is a SentencePiece tokenizer (BPE or unigram) read from a
@@ -53,7 +53,7 @@ type spmScratch struct {
 
 // LoadSentencePiece reads a SentencePiece .model file.
 func LoadSentencePiece(path string) (*SentencePiece, error) {
-	data, err := limits.ReadFile(path, "tokenizer", limits.MaxTokenizerFile)
+	data, err := userfile.ReadFile(path, userfile.Tokenizer)
 	if err != nil {
 		return nil, fmt.Errorf("sentencepiece: %w", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // tiktoken files (Llama 3's original/tokenizer.model) hold one token per
@@ -23,7 +23,7 @@ import (
 // "gpt-4o" for o200k-sized vocabularies. Special tokens come from
 // tokenizer_config.json beside the file when it exists.
 func LoadTiktoken(path, pre string) (*BPE, error) {
-	data, err := limits.ReadFile(path, "tokenizer", limits.MaxTokenizerFile)
+	data, err := userfile.ReadFile(path, userfile.Tokenizer)
 	if err != nil {
 		return nil, fmt.Errorf("tiktoken: %w", err)
 	}

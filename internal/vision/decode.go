@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/aotlm/aotlm/internal/userfile"
 	"image"
 	"image/color"
 	"image/draw"
@@ -14,7 +15,6 @@ import (
 	_ "image/jpeg"
 	_ "image/png"
 	"io"
-	"os"
 	"strings"
 
 	_ "golang.org/x/image/webp" // registers WebP
@@ -54,21 +54,9 @@ func NewRGB(w, h int) *RGB { return &RGB{W: w, H: h, Pix: make([]uint8, 3*w*h)} 
 
 // DecodeFile reads and decodes an image file within limits.
 func DecodeFile(path string, lim Limits) (*RGB, error) {
-	f, err := os.Open(path)
+	data, err := userfile.ReadFile(path, userfile.Image.Limit(lim.MaxBytes))
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if lim.MaxBytes > 0 && st.Size() > lim.MaxBytes {
-		return nil, fmt.Errorf("%s: file of %d bytes is over the %d-byte limit for images", path, st.Size(), lim.MaxBytes)
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	m, err := Decode(data, lim)
 	if err != nil {

@@ -3,7 +3,7 @@ package visionload
 import (
 	"errors"
 	"fmt"
-	"os"
+	"github.com/aotlm/aotlm/internal/userfile"
 	"strings"
 	"time"
 
@@ -19,14 +19,7 @@ var ErrPromptsNeedEngine = errors.New("images need the compiled text model")
 
 // ReadImage reads an image file within the decoding limits.
 func ReadImage(path string) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if lim := vision.DefaultLimits.MaxBytes; lim > 0 && st.Size() > lim {
-		return nil, fmt.Errorf("%s: file of %d bytes is over the %d-byte limit for images", path, st.Size(), lim)
-	}
-	return os.ReadFile(path)
+	return userfile.ReadFile(path, userfile.Image.Limit(vision.DefaultLimits.MaxBytes))
 }
 
 // pieceOf looks a marker piece up in m's vocabulary: the piece's one id.

@@ -37,7 +37,7 @@ func TestReadImageLimit(t *testing.T) {
 	if err := os.Truncate(path, vision.DefaultLimits.MaxBytes+1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadImage(path); err == nil || !strings.Contains(err.Error(), "-byte limit for images") {
+	if _, err := ReadImage(path); err == nil || !strings.Contains(err.Error(), "exceeds the limit") {
 		t.Fatalf("ReadImage over the limit: %v", err)
 	}
 	if _, err := ReadImage(filepath.Join(t.TempDir(), "missing.png")); err == nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/aotlm/aotlm/internal/userfile"
 	"os"
 	"path/filepath"
 
@@ -56,7 +57,7 @@ func newModel(f FamilyModel, threads int) (*Model, error) {
 // IsVLM reports whether the Hugging Face folder dir holds a
 // vision-language model this package runs.
 func IsVLM(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	b, err := userfile.ReadFile(filepath.Join(dir, "config.json"), userfile.Config)
 	if err != nil {
 		return false
 	}
@@ -96,7 +97,7 @@ func OpenWith(dir string, threads int, o Options) (*Model, error) {
 	}
 	defer ck.Close()
 	var pre map[string]any
-	if b, err := os.ReadFile(filepath.Join(dir, "preprocessor_config.json")); err == nil {
+	if b, err := userfile.ReadFile(filepath.Join(dir, "preprocessor_config.json"), userfile.Config); err == nil {
 		if err := json.Unmarshal(b, &pre); err != nil {
 			return nil, fmt.Errorf("preprocessor_config.json: %w", err)
 		}

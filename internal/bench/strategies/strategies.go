@@ -7,19 +7,19 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/bench"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // ReadPrompts reads a text file of prompts, one a line (\n in a line is
 // a newline); blank lines are skipped.
 func ReadPrompts(path string) ([]string, error) {
-	data, err := os.ReadFile(path)
+	data, err := userfile.ReadFile(path, userfile.Text.Named("prompts file"))
 	if err != nil {
 		return nil, fmt.Errorf("bench: prompts: %w", err)
 	}

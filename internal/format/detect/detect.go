@@ -18,7 +18,7 @@ import (
 	"github.com/aotlm/aotlm/internal/format/llama2c"
 	"github.com/aotlm/aotlm/internal/format/pytorch"
 	"github.com/aotlm/aotlm/internal/format/safetensors"
-	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // Open opens the checkpoint at path.
@@ -30,13 +30,13 @@ func Open(path string) (format.Checkpoint, error) {
 	if st.IsDir() {
 		return checkpoint(safetensors.Open(path))
 	}
-	if err := limits.CheckInput(path); err != nil {
+	if err := userfile.CheckModel(path); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	if strings.HasSuffix(path, ".safetensors") || filepath.Base(path) == "model.safetensors.index.json" {
 		return checkpoint(safetensors.Open(path))
 	}
-	f, err := os.Open(path)
+	f, _, err := userfile.Open(path, userfile.Model)
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}

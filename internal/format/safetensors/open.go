@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // IndexName is the file naming the shards of a sharded model.
@@ -85,7 +85,7 @@ func exists(path string) bool {
 // readIndex parses an index file, checking that every shard name is a plain
 // file name in the index's folder.
 func readIndex(path string) (weightMap map[string]string, meta map[string]any, err error) {
-	b, err := limits.ReadFile(path, "index", limits.MaxConfigFile)
+	b, err := userfile.ReadFile(path, userfile.Config.Named("index"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("safetensors: %w", err)
 	}
@@ -188,7 +188,7 @@ func openFiles(files []string, dir string) (*Checkpoint, error) {
 // readConfig parses dir/config.json; it returns nil when there is none.
 func readConfig(dir string) (map[string]any, error) {
 	path := filepath.Join(dir, ConfigName)
-	b, err := limits.ReadFile(path, "config", limits.MaxConfigFile)
+	b, err := userfile.ReadFile(path, userfile.Config.Named("config"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

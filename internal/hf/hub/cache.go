@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // The cache layout is the one huggingface_hub uses, so that files fetched
@@ -108,7 +110,7 @@ func List(cacheDir string) ([]CachedRepo, error) {
 			if err != nil || d.IsDir() {
 				return nil
 			}
-			b, err := os.ReadFile(p)
+			b, err := userfile.ReadFile(p, refKind)
 			if err == nil {
 				rel, _ := filepath.Rel(refsDir, p)
 				c.Refs[filepath.ToSlash(rel)] = strings.TrimSpace(string(b))
@@ -162,3 +164,7 @@ func snapshotFiles(dir string) ([]string, error) {
 	sort.Strings(files)
 	return files, err
 }
+
+// refKind reads a cache's refs/ file: a commit id, refused when it is not
+// a regular file (a pipe there would block list and pull).
+var refKind = userfile.Config.Named("cache ref").Limit(4 << 10)

@@ -15,6 +15,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/aotlm/aotlm/internal/termsafe"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // blobFile is an open .incomplete file.
@@ -150,7 +153,9 @@ func (c *Client) download(ctx context.Context, repo, commit, repoDir string, f F
 
 // transfer GETs the file from *have on and appends it to out.
 func (c *Client) transfer(ctx context.Context, repo, commit string, f File, out blobFile, h *hasher, have *int64) (int64, error) {
-	what := repo + "/" + f.Path
+	what := repo + "/" + termsafe.String(f.Path)
+	ctx, g, release := guard(ctx, c.opts.ReadTimeout)
+	defer release()
 	req, err := c.newRequest(ctx, c.resolveURL(repo, commit, f.Path))
 	if err != nil {
 		return 0, err
@@ -163,18 +168,14 @@ func (c *Client) transfer(ctx context.Context, repo, commit string, f File, out 
 	// files to a file host; its own headers name the blob and commit.
 	var first *http.Response
 	hc := *c.http
-	hc.CheckRedirect = func(r *http.Request, via []*http.Request) error {
+	hc.CheckRedirect = c.redirectPolicy(func(r *http.Request) {
 		if first == nil {
 			first = r.Response
 		}
-		if len(via) >= 10 {
-			return errors.New("too many redirects")
-		}
-		return nil
-	}
+	})
 	resp, err := hc.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w: %w", what, errUnreachable, err)
+		return 0, fmt.Errorf("%s: %w: %w", what, errUnreachable, g.err(err))
 	}
 	defer resp.Body.Close()
 	if first == nil {
@@ -229,7 +230,7 @@ func (c *Client) transfer(ctx context.Context, repo, commit string, f File, out 
 	var fetched int64
 	buf := make([]byte, 256<<10)
 	limit := f.Size - *have
-	body := io.LimitReader(resp.Body, limit+1)
+	body := io.LimitReader(g.body(resp.Body), limit+1)
 	for {
 		n, rerr := body.Read(buf)
 		if n > 0 {
@@ -359,7 +360,7 @@ func linkSnapshot(repoDir, commit string, f File) error {
 // writeRef records which commit a revision pointed to.
 func writeRef(repoDir, rev, commit string) error {
 	p := filepath.Join(repoDir, "refs", filepath.FromSlash(rev))
-	if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == commit {
+	if b, err := userfile.ReadFile(p, refKind); err == nil && strings.TrimSpace(string(b)) == commit {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

@@ -22,9 +22,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/aotlm/aotlm/internal/termsafe"
+	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 // DefaultEndpoint is the public Hub.
@@ -63,6 +67,10 @@ type Options struct {
 	HTTP     *http.Client // default: a client without an overall timeout
 	Parallel int          // files downloaded at once; default 4
 	Progress Progress     // may be nil
+	// ReadTimeout fails a request that receives no byte (of its headers
+	// or body) for this long; default DefaultReadTimeout, or
+	// $HF_HUB_DOWNLOAD_TIMEOUT seconds.
+	ReadTimeout time.Duration
 	// create opens the .incomplete file of a download; tests replace it to
 	// simulate a full disk.
 	create func(name string) (blobFile, error)
@@ -79,9 +87,16 @@ func FromEnv() (Options, error) {
 		if home, err := hfHome(); err == nil && path == "" {
 			path = filepath.Join(home, "token")
 		}
-		if b, err := os.ReadFile(path); err == nil && path != "" {
+		if b, err := userfile.ReadFile(path, userfile.Config.Named("token file").Limit(64<<10)); err == nil && path != "" {
 			o.Token = strings.TrimSpace(string(b))
 		}
+	}
+	if v := os.Getenv("HF_HUB_DOWNLOAD_TIMEOUT"); v != "" {
+		s, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(s > 0) || s > 1e6 {
+			return o, fmt.Errorf("HF_HUB_DOWNLOAD_TIMEOUT=%q: want a positive number of seconds", v)
+		}
+		o.ReadTimeout = time.Duration(s * float64(time.Second))
 	}
 	switch strings.ToLower(os.Getenv("HF_HUB_OFFLINE")) {
 	case "1", "true", "yes", "on":
@@ -120,6 +135,9 @@ func New(opts Options) (*Client, error) {
 	if opts.Parallel <= 0 {
 		opts.Parallel = 4
 	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = DefaultReadTimeout
+	}
 	if opts.create == nil {
 		opts.create = openIncomplete
 	}
@@ -133,7 +151,11 @@ func New(opts Options) (*Client, error) {
 			MaxIdleConnsPerHost:   8,
 		}}
 	}
-	return &Client{opts: opts, http: hc}, nil
+	c := &Client{opts: opts}
+	own := *hc
+	own.CheckRedirect = c.redirectPolicy(nil)
+	c.http = &own
+	return c, nil
 }
 
 // CacheDir is the hub cache folder the client writes to.
@@ -293,7 +315,7 @@ func (c *Client) fromCache(ref Ref) (*Result, error) {
 	rev := ref.revision()
 	commit := rev
 	if !isCommit(rev) {
-		b, err := os.ReadFile(filepath.Join(repoDir, "refs", filepath.FromSlash(rev)))
+		b, err := userfile.ReadFile(filepath.Join(repoDir, "refs", filepath.FromSlash(rev)), refKind)
 		if err != nil {
 			return nil, fmt.Errorf("revision %q of %s: %w", rev, ref.Repo, ErrNotCached)
 		}
@@ -343,17 +365,39 @@ func (c *Client) resolveCommit(ctx context.Context, ref Ref) (string, error) {
 func (c *Client) listTree(ctx context.Context, repo, commit string) ([]treeEntry, error) {
 	u := c.opts.Endpoint + "/api/models/" + repo + "/tree/" + commit + "?recursive=true"
 	var all []treeEntry
-	for page := 0; u != "" && page < 10000; page++ {
+	seen := map[string]bool{}
+	for page := 0; u != ""; page++ {
+		if seen[u] {
+			return nil, fmt.Errorf("%s: the Hub's file list loops: page %d links back to %s", repo, page, termsafe.String(u))
+		}
+		if page >= maxTreePages {
+			return nil, fmt.Errorf("%s: the Hub's file list has more than %d pages", repo, maxTreePages)
+		}
+		seen[u] = true
 		var entries []treeEntry
 		h, err := c.getJSON(ctx, u, repo, &entries)
 		if err != nil {
 			return nil, err
 		}
 		all = append(all, entries...)
-		u = nextLink(h.Get("Link"), u)
+		next := nextLink(h.Get("Link"), u)
+		if next == "" {
+			break
+		}
+		if len(entries) == 0 {
+			return nil, fmt.Errorf("%s: the Hub's file list has an empty page %d that links to another", repo, page)
+		}
+		if nu, err := url.Parse(next); err != nil || !c.sameOrigin(nu) {
+			return nil, fmt.Errorf("%s: the Hub's file list links its next page to another host (%s): refused", repo, termsafe.String(next))
+		}
+		u = next
 	}
 	return all, nil
 }
+
+// maxTreePages bounds the pages of a repository's file list (of 1000
+// files each on the Hub).
+const maxTreePages = 1000
 
 // nextLink reads the rel="next" URL of a Link header, resolved against base.
 func nextLink(link, base string) string {
@@ -378,7 +422,7 @@ func (c *Client) newRequest(ctx context.Context, u string) (*http.Request, error
 	if err != nil {
 		return nil, err
 	}
-	if c.opts.Token != "" {
+	if c.opts.Token != "" && c.sameOrigin(req.URL) {
 		req.Header.Set("Authorization", "Bearer "+c.opts.Token)
 	}
 	req.Header.Set("User-Agent", "aotlm")
@@ -386,20 +430,22 @@ func (c *Client) newRequest(ctx context.Context, u string) (*http.Request, error
 }
 
 func (c *Client) getJSON(ctx context.Context, u, repo string, v any) (http.Header, error) {
+	ctx, g, release := guard(ctx, c.opts.ReadTimeout)
+	defer release()
 	req, err := c.newRequest(ctx, u)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", repo, errUnreachable, err)
+		return nil, fmt.Errorf("%s: %w: %w", repo, errUnreachable, g.err(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return nil, c.statusError(resp, repo, "")
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 256<<20)).Decode(v); err != nil {
-		return nil, fmt.Errorf("%s: reading the Hub's answer from %s: %w", repo, u, err)
+	if err := json.NewDecoder(io.LimitReader(g.body(resp.Body), 256<<20)).Decode(v); err != nil {
+		return nil, fmt.Errorf("%s: reading the Hub's answer from %s: %w", repo, termsafe.String(u), err)
 	}
 	return resp.Header, nil
 }
@@ -409,7 +455,7 @@ func (c *Client) getJSON(ctx context.Context, u, repo string, v any) (http.Heade
 // RevisionNotFound, EntryNotFound) and explains it in X-Error-Message.
 func (c *Client) statusError(resp *http.Response, repo, file string) error {
 	code := resp.Header.Get("X-Error-Code")
-	msg := resp.Header.Get("X-Error-Message")
+	msg := termsafe.String(resp.Header.Get("X-Error-Message"))
 	what := repo
 	if file != "" {
 		what = repo + "/" + file
@@ -444,7 +490,7 @@ func (c *Client) statusError(resp *http.Response, repo, file string) error {
 		}
 		return fmt.Errorf("%s: %w%s", what, ErrNotFound, detail)
 	}
-	return fmt.Errorf("%s: the Hub answered %s%s", what, resp.Status, detail)
+	return fmt.Errorf("%s: the Hub answered %s%s", what, termsafe.String(resp.Status), detail)
 }
 
 // resolveURL is where a file of a commit is downloaded from.

@@ -21,8 +21,11 @@
 //   - the file host serves blobs by sha256 with Range support.
 //
 // Faults for tests: CutNext ends the next transfer of a file after some
-// bytes (the connection is dropped), CorruptNext flips a byte in the next
-// transfers, and Served/Requests count what was sent.
+// bytes (the connection is dropped), StallNext stops sending the next
+// transfer of a file (or the next file list page) after some bytes while
+// keeping the connection open, CorruptNext flips a byte in the next
+// transfers, NextLink rewrites the file list's pagination links, and
+// Served/Requests/Tokens count what was sent and received.
 package hubtest
 
 import (
@@ -34,6 +37,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,7 +53,12 @@ type Server struct {
 	// Delay slows every body write (of up to 32 KiB) down, so that
 	// concurrent pulls overlap.
 	Delay time.Duration
+	// NextLink, when set, replaces the rel="next" target of each file
+	// list page (next, "" on the last page) with what it returns ("": no
+	// link); self is the page's own URL.
+	NextLink func(self, next string) string
 
+	done     chan struct{} // closed by Close: stalled answers end
 	mu       sync.Mutex
 	repos    map[string]*Repo
 	blobs    map[string][]byte // sha256 -> contents, for the file host
@@ -57,6 +66,8 @@ type Server struct {
 	corrupt  map[string]int    // file path -> transfers left to corrupt
 	served   map[string]int64  // file path -> body bytes sent
 	requests map[string]int    // file path -> transfers started
+	stall    map[string]int64  // file path ("" the file list) -> bytes before the next stall
+	tokens   map[string]int    // "hub" or "cdn" -> requests that carried a token
 }
 
 // Repo is one model repository with a single commit on "main".
@@ -72,7 +83,8 @@ type Repo struct {
 // New starts a fake Hub; Close stops it.
 func New() *Server {
 	s := &Server{PageSize: 1000, repos: map[string]*Repo{}, blobs: map[string][]byte{},
-		cut: map[string]int64{}, corrupt: map[string]int{}, served: map[string]int64{}, requests: map[string]int{}}
+		cut: map[string]int64{}, corrupt: map[string]int{}, served: map[string]int64{}, requests: map[string]int{},
+		stall: map[string]int64{}, tokens: map[string]int{}, done: make(chan struct{})}
 	s.CDN = httptest.NewServer(http.HandlerFunc(s.serveCDN))
 	s.Hub = httptest.NewServer(http.HandlerFunc(s.serveHub))
 	return s
@@ -83,6 +95,7 @@ func (s *Server) URL() string { return s.Hub.URL }
 
 // Close stops both servers.
 func (s *Server) Close() {
+	close(s.done)
 	s.Hub.Close()
 	s.CDN.Close()
 }
@@ -121,6 +134,32 @@ func (s *Server) CutNext(path string, n int64) {
 	s.mu.Lock()
 	s.cut[path] = n
 	s.mu.Unlock()
+}
+
+// StallNext makes the next transfer of path (or, for path "", the next
+// file list page) send n body bytes and then nothing, the connection kept
+// open until the client gives up.
+func (s *Server) StallNext(path string, n int64) {
+	s.mu.Lock()
+	s.stall[path] = n
+	s.mu.Unlock()
+}
+
+// Tokens is the number of requests that carried an Authorization header,
+// to the Hub (host "hub") or to the file host ("cdn").
+func (s *Server) Tokens(host string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tokens[host]
+}
+
+// countToken counts r's token for host.
+func (s *Server) countToken(host string, r *http.Request) {
+	if r.Header.Get("Authorization") != "" {
+		s.mu.Lock()
+		s.tokens[host]++
+		s.mu.Unlock()
+	}
 }
 
 // CorruptNext flips one byte in the middle of the next times transfers of path.
@@ -210,6 +249,7 @@ func (repo *Repo) revision(w http.ResponseWriter, p string) (string, bool) {
 }
 
 func (s *Server) serveHub(w http.ResponseWriter, r *http.Request) {
+	s.countToken("hub", r)
 	p := strings.TrimPrefix(r.URL.Path, "/")
 	switch {
 	case strings.HasPrefix(p, "api/models/"):
@@ -293,13 +333,42 @@ func (s *Server) serveTree(w http.ResponseWriter, r *http.Request, repo *Repo, d
 	if start > len(entries) {
 		start = len(entries)
 	}
+	next := ""
 	if end < len(entries) {
 		q := r.URL.Query()
 		q.Set("cursor", strconv.Itoa(end))
-		w.Header().Set("Link", fmt.Sprintf(`<%s%s?%s>; rel="next"`, s.Hub.URL, r.URL.Path, q.Encode()))
+		next = fmt.Sprintf("%s%s?%s", s.Hub.URL, r.URL.Path, q.Encode())
+	}
+	if s.NextLink != nil {
+		next = s.NextLink(s.Hub.URL+r.URL.RequestURI(), next)
+	}
+	if next != "" {
+		w.Header().Set("Link", fmt.Sprintf(`<%s>; rel="next"`, next))
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(entries[start:end])
+	body, _ := json.Marshal(entries[start:end])
+	s.mu.Lock()
+	stall, doStall := s.stall[""]
+	delete(s.stall, "")
+	s.mu.Unlock()
+	if doStall {
+		s.stallAfter(w, r, body, stall)
+		return
+	}
+	w.Write(body)
+}
+
+// stallAfter sends the first n bytes of body, then nothing until the
+// client leaves or the server closes.
+func (s *Server) stallAfter(w http.ResponseWriter, r *http.Request, body []byte, n int64) {
+	w.Write(body[:min(n, int64(len(body)))])
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	select {
+	case <-r.Context().Done():
+	case <-s.done:
+	}
 }
 
 func (s *Server) serveResolve(w http.ResponseWriter, r *http.Request, repo *Repo, file string) {
@@ -323,7 +392,7 @@ func (s *Server) serveResolve(w http.ResponseWriter, r *http.Request, repo *Repo
 		w.Header().Set("X-Linked-Etag", `"`+sum+`"`)
 		w.Header().Set("X-Linked-Size", strconv.Itoa(len(b)))
 		w.Header().Set("ETag", `W/"`+GitBlobID([]byte(file))[:20]+`"`)
-		http.Redirect(w, r, s.CDN.URL+"/blobs/"+sum+"?file="+file, http.StatusFound)
+		http.Redirect(w, r, s.CDN.URL+"/blobs/"+sum+"?file="+url.QueryEscape(file), http.StatusFound)
 		return
 	}
 	w.Header().Set("ETag", `"`+GitBlobID(b)+`"`)
@@ -331,6 +400,7 @@ func (s *Server) serveResolve(w http.ResponseWriter, r *http.Request, repo *Repo
 }
 
 func (s *Server) serveCDN(w http.ResponseWriter, r *http.Request) {
+	s.countToken("cdn", r)
 	sum, ok := strings.CutPrefix(r.URL.Path, "/blobs/")
 	s.mu.Lock()
 	b, found := s.blobs[sum]
@@ -348,6 +418,8 @@ func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, file string, 
 	s.mu.Lock()
 	cut, doCut := s.cut[file]
 	delete(s.cut, file)
+	stall, doStall := s.stall[file]
+	delete(s.stall, file)
 	if s.corrupt[file] > 0 {
 		s.corrupt[file]--
 		b = bytes.Clone(b)
@@ -357,9 +429,12 @@ func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, file string, 
 		s.requests[file]++
 	}
 	s.mu.Unlock()
-	cw := &countingWriter{ResponseWriter: w, s: s, file: file, limit: -1}
+	cw := &countingWriter{ResponseWriter: w, s: s, file: file, limit: -1, stallAt: -1, r: r}
 	if doCut {
 		cw.limit = cut
+	}
+	if doStall {
+		cw.stallAt = stall
 	}
 	w.Header().Set("Accept-Ranges", "bytes")
 	http.ServeContent(cw, r, "", time.Time{}, bytes.NewReader(b))
@@ -372,11 +447,27 @@ type countingWriter struct {
 	file  string
 	sent  int64
 	limit int64
+	// stallAt is the byte count after which nothing more is sent (-1:
+	// none); r is the request, whose end releases a stall.
+	stallAt int64
+	r       *http.Request
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	if c.s.Delay > 0 {
 		time.Sleep(c.s.Delay)
+	}
+	if c.stallAt >= 0 && c.sent+int64(len(p)) > c.stallAt {
+		n, _ := c.ResponseWriter.Write(p[:c.stallAt-c.sent])
+		c.add(int64(n))
+		if f, ok := c.ResponseWriter.(http.Flusher); ok {
+			f.Flush()
+		}
+		select {
+		case <-c.r.Context().Done():
+		case <-c.s.done:
+		}
+		return 0, http.ErrAbortHandler
 	}
 	if c.limit >= 0 && c.sent+int64(len(p)) > c.limit {
 		p = p[:c.limit-c.sent]

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package userfile
+
+// nonBlock is 0 where opening has no non-blocking flag.
+const nonBlock = 0
