@@ -83,6 +83,9 @@ type Source struct {
 	Outliers map[string][]int
 	// Vision, when set, is the image encoder compiled beside the model.
 	Vision *VisionInput
+	// MTP, when set, is the multi-token-prediction draft head compiled
+	// beside the model.
+	MTP *MTPInput
 }
 
 // CompileModel compiles a resolved model to outPath.
@@ -155,6 +158,13 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 	}
 	in.FloatActivations = opts.FloatActivations
 	in.Vision = src.Vision
+	if src.MTP != nil {
+		mg, err := arch.MTPGenerationGraph(&cfg)
+		if err != nil {
+			return fmt.Errorf("compile: %w", err)
+		}
+		in.MTP = &MTPInput{Graph: mg, Weights: src.MTP.Weights}
+	}
 	if m, ok := ws.(mapSource); ok {
 		in.Weights, in.Quantized = m.vals, m.qs // Compile checks them whole
 	} else {
@@ -285,6 +295,13 @@ func CompileFile(path, outPath string, opts Options) error {
 	}
 	if opts.MMProj != "" {
 		src.Provenance["mmproj"] = filepath.Base(opts.MMProj)
+	}
+	if arch.HasMTP(&m.Config) {
+		head, err := arch.LoadMTP(ck, &m.Config)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		src.MTP = &MTPInput{Graph: head.Graph, Weights: head.Weights}
 	}
 	floats := func() (graph.Weights, error) {
 		w := graph.Weights{}
