@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -97,4 +98,13 @@ func (s *Session) Hidden(pos int) []float32 {
 	}
 	b := s.hidProg.p.Buffers[s.hidProg.hidden]
 	return s.arena[b.Offset+r*b.Cols : b.Offset+(r+1)*b.Cols]
+}
+
+// NewDraftHead makes a session of the artifact's draft head (Engine.MTP)
+// with this session's context and threads.
+func (s *Session) NewDraftHead() (*Session, error) {
+	if s.e.mtp == nil {
+		return nil, errors.New("engine: the artifact has no multi-token-prediction head")
+	}
+	return s.e.mtp.NewSession(SessionOptions{Mode: ModeHybrid, Threads: s.threads, Context: s.ctx})
 }
