@@ -44,8 +44,9 @@ func (m *MTP) Name() string { return "mtp" }
 
 // Start makes an MTP decoder over t, which must hold history and have the
 // hidden row of its last position from its last pass (a prefill's). The
-// head's cache starts there: its attention sees the generated text and
-// the prompt's last token. A target without a draft head, or without that
+// head's cache starts at the first row of that pass: its attention sees
+// the generated text and the prompt's last prefill pass (up to the
+// largest plan's rows). A target without a draft head, or without that
 // row, gets a plain decoder and a note.
 func (m *MTP) Start(t Target, history []int, smp *sample.Sampler) (Decoder, error) {
 	if m.DraftMax < 0 || m.DraftMin < 0 {
@@ -65,9 +66,20 @@ func (m *MTP) Start(t Target, history []int, smp *sample.Sampler) (Decoder, erro
 	if err != nil {
 		return Plain(t, smp, m.Name(), fmt.Sprintf("%v: plain decoding", err)), nil
 	}
-	d := &mtpDecoder{t: mt, smp: smp, head: head, base: pos - 1, last: last, width: len(last),
+	// the head's cache starts at the first position of the target's last
+	// pass (the prompt's last prefill pass) whose ids history gives: those
+	// rows are read with the first draft
+	base := pos - 1
+	for base > 0 && base-1 < len(history) && len(history) == pos && mt.Hidden(base-1) != nil {
+		base--
+	}
+	d := &mtpDecoder{t: mt, smp: smp, head: head, base: base, last: last, width: len(last),
 		comps: head.PosComponents(), kmax: min(def(m.DraftMax, 3), t.MaxRows()-1, head.MaxRows()),
 		kmin: max(def(m.DraftMin, 1), 1), ctl: newControl(m.Adaptive, memoryKey(m, t)), st: Stats{Strategy: m.Name()}}
+	for j := base; j < pos-1; j++ {
+		d.pendTok = append(d.pendTok, history[j+1])
+		d.pendH = append(d.pendH, mt.Hidden(j)...)
+	}
 	d.k = min(d.kmax, firstDraft)
 	d.st.Note = d.ctl.resumeNote()
 	if d.kmax < 1 {
