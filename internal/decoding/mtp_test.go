@@ -201,3 +201,79 @@ func argmaxOf(v []float32) int {
 	}
 	return best
 }
+
+// TestMTPSamplingDistribution: with sampling (temperature 1), speculation
+// with the qwen35 fixture's draft head draws the second generated token
+// (the first one the head drafts) with the target's own law: over 3000
+// fixed seeds its counts pass Pearson's chi-square test against the exact
+// marginal (summed over the first token) at significance level 0.001, and
+// both acceptances and rejections happen.
+func TestMTPSamplingDistribution(t *testing.T) {
+	const samples = 3000
+	e := compileFileKV(t, testutil.Path(t, "arch/qwen35"), "f32", 8, 64)
+	prompt := []int{17, 230, 91, 4, 300}
+	vocab := e.Manifest().Vocab
+
+	s := newSession(t, e, engine.ModeHybrid)
+	l, err := s.Prefill(prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre := append([]float32(nil), l...)
+	first := softmax(pre)
+	exact := make([]float64, vocab)
+	for t1, p1 := range first {
+		l, err := s.Decode(t1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for y, p2 := range softmax(l) {
+			exact[y] += p1 * p2
+		}
+		if err := s.Rewind(len(prompt)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	target := newSession(t, e, engine.ModeHybrid)
+	st := &decoding.MTP{DraftMax: 3, Adaptive: decoding.Adaptive{Off: true}}
+	counts := make([]float64, vocab)
+	var stats decoding.Stats
+	for seed := range uint64(samples) {
+		target.Reset()
+		if _, err := target.Prefill(prompt); err != nil {
+			t.Fatal(err)
+		}
+		smp := sample.New(sample.Params{Temperature: 1, Seed: seed})
+		dec, err := st.Start(target, prompt, smp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t1 := smp.Sample(pre, nil)
+		next, err := dec.Next(t1, []int{t1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[next[0]]++
+		ds := dec.Stats()
+		dec.Close()
+		if ds.Note != "" {
+			t.Fatalf("the strategy did not run: %s", ds.Note)
+		}
+		stats.Drafted += ds.Drafted
+		stats.Accepted += ds.Accepted
+	}
+	if stats.Accepted == 0 || stats.Accepted == stats.Drafted {
+		t.Fatalf("%d of %d drafts accepted: the test needs both acceptances and rejections", stats.Accepted, stats.Drafted)
+	}
+	expected := make([]float64, vocab)
+	for i := range exact {
+		expected[i] = exact[i] * samples
+	}
+	stat, df := chiSquare(counts, expected)
+	crit := chiSquareCritical(df)
+	t.Logf("chi-square %.1f, %d degrees of freedom, critical value %.1f at 0.001; %d/%d drafts accepted", stat, df, crit, stats.Accepted, stats.Drafted)
+	if stat > crit {
+		t.Errorf("speculative samples: chi-square %.1f > %.1f (df %d): not the target's distribution", stat, crit, df)
+	}
+}

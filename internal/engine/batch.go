@@ -86,6 +86,7 @@ func (e *Engine) DecodeBatch(sessions []*Session, ids []int) ([][]float32, error
 		}
 		s.pos++
 		s.pending = 0
+		s.hidProg = nil // the pass's hidden rows are in the driver's arena, mixed
 	}
 	return logits, nil
 }
