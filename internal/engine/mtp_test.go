@@ -3,6 +3,7 @@ package engine_test
 import (
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/compile"
@@ -131,4 +132,50 @@ func seq(n int) []int {
 		s[i] = i
 	}
 	return s
+}
+
+// TestMTPPassRefuses checks the head's and the model's passes refuse
+// input rows that do not fit, by name, and that a model without a head
+// has none.
+func TestMTPPassRefuses(t *testing.T) {
+	e := compileFile(t, testutil.Path(t, "arch/qwen35/model.gguf"), 32, 4)
+	head := e.MTP()
+	m := newSession(t, head, engine.SessionOptions{})
+	if _, err := m.Decode(5); err == nil || !strings.Contains(err.Error(), "input rows") {
+		t.Errorf("Decode on the head: %v", err)
+	}
+	if _, err := m.Prefill([]int{5, 6}); err == nil || !strings.Contains(err.Error(), "input rows") {
+		t.Errorf("Prefill on the head: %v", err)
+	}
+	D := e.HiddenWidth()
+	if _, err := m.Run(&engine.Pass{IDs: []int{5, 6}, Rows: make([]float32, D)}); err == nil || !strings.Contains(err.Error(), "input values") {
+		t.Errorf("one row of input for two: %v", err)
+	}
+	s := newSession(t, e, engine.SessionOptions{})
+	if _, err := s.Run(&engine.Pass{IDs: []int{5}, Rows: make([]float32, D)}); err == nil || !strings.Contains(err.Error(), "reads none") {
+		t.Errorf("input rows to the model: %v", err)
+	}
+	if s.Hidden(0) != nil {
+		t.Error("a hidden row before any pass")
+	}
+	if _, err := s.Decode(5); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Hidden(0)) != D || s.Hidden(1) != nil {
+		t.Errorf("after one decode: hidden rows of %d and %d values", len(s.Hidden(0)), len(s.Hidden(1)))
+	}
+	plain := compileModel(t, storiesModel(t), 32, 4)
+	if plain.MTP() != nil || plain.HiddenWidth() != 0 {
+		t.Error("stories260K's artifact has a draft head or hidden rows")
+	}
+	ps := newSession(t, plain, engine.SessionOptions{})
+	if _, err := ps.Decode(5); err != nil {
+		t.Fatal(err)
+	}
+	if ps.Hidden(0) != nil {
+		t.Error("a model without a head gives hidden rows")
+	}
+	if _, err := ps.NewDraftHead(); err == nil {
+		t.Error("a draft head session on a model without a head")
+	}
 }
