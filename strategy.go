@@ -149,6 +149,11 @@ func (m *Model) HasMTP() bool { return m.eng != nil && m.eng.MTP() != nil }
 // model verifies them in one pass. It needs no second model.
 func (m *Model) MTPStrategy(o MTPOptions) (*Strategy, error) {
 	if !m.HasMTP() {
+		if m.eng != nil {
+			if why, ok := m.eng.Manifest().Provenance["mtp"].(string); ok {
+				return nil, fmt.Errorf("%w: %s", ErrNoMTP, why)
+			}
+		}
 		return nil, ErrNoMTP
 	}
 	if o.DraftMax < 0 || o.DraftMin < 0 {
