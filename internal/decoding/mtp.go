@@ -122,18 +122,24 @@ func (d *mtpDecoder) Close() {
 func (d *mtpDecoder) Next(id int, generated []int) ([]int, error) {
 	start := time.Now()
 	pos := d.t.Pos()
-	// the row of position pos-1: its hidden row and id, the token after it
-	d.pendTok = append(d.pendTok, id)
-	d.pendH = append(d.pendH, d.last...)
+	if d.kmax >= 1 {
+		// the row of position pos-1: its hidden row and id, the token after it
+		d.pendTok = append(d.pendTok, id)
+		d.pendH = append(d.pendH, d.last...)
+	}
 	room := d.t.Context() - pos - 1
 	tried := !d.ctl.plainNext() && d.kmax >= 1 && room >= 1
 	var drafts []int
 	if tried {
 		var err error
-		if drafts, err = d.draft(pos, min(max(d.k, d.kmin), room), generated); err != nil {
+		var catchUp time.Duration
+		if drafts, catchUp, err = d.draft(min(max(d.k, d.kmin), room), generated); err != nil {
 			d.st.Note, d.kmax = fmt.Sprintf("the draft head failed (%v): plain decoding", err), 0
-			drafts = nil
+			d.pendTok, d.pendH, drafts = nil, nil, nil
 		}
+		// the adaptive control judges what a round costs: the head's
+		// reading the rows of plainly decoded tokens is paid once
+		start = start.Add(catchUp)
 	}
 	if len(drafts) < d.kmin {
 		out, err := plainStep(d.t, d.smp, id, generated, &d.st)
@@ -192,6 +198,9 @@ func (d *mtpDecoder) Next(id int, generated []int) ([]int, error) {
 // n-1 becomes a head row with the kept draft after it, and the last is the
 // newest position's row, whose token the next round brings.
 func (d *mtpDecoder) keep(pos int, kept []int, n int) error {
+	if d.kmax < 1 {
+		return nil // no head to feed
+	}
 	for i := range n {
 		h := d.t.Hidden(pos + i)
 		if len(h) != d.width {
@@ -251,13 +260,21 @@ func (d *mtpDecoder) walkSampled(logits engine.Logits, drafts, generated []int) 
 	return append(out, d.smp.Sample(logits.Row(len(drafts)), hist))
 }
 
-// draft feeds the head its pending rows (the last of them is position
-// pos-1's) and drafts up to k tokens after pos's token; the head then
-// drops its drafted rows.
-func (d *mtpDecoder) draft(pos, k int, generated []int) ([]int, error) {
+// draft feeds the head its pending rows (the last of them the newest
+// committed position's, with the token the round feeds) and drafts up to k
+// tokens after that token; the head then drops its drafted rows.
+// It also returns the time spent feeding the rows of plainly decoded
+// tokens, when there were more rows than a round leaves.
+func (d *mtpDecoder) draft(k int, generated []int) ([]int, time.Duration, error) {
+	start := time.Now()
+	many := len(d.pendTok) > d.kmax+1
 	logits, err := d.feed()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	var catchUp time.Duration
+	if many {
+		catchUp = time.Since(start)
 	}
 	kept := d.head.Pos()
 	hist := append(generated[:len(generated):len(generated)], make([]int, 0, k)...)
@@ -284,13 +301,13 @@ func (d *mtpDecoder) draft(pos, k int, generated []int) ([]int, error) {
 		c := d.head.Pos() - 1
 		d.scratch = append(d.scratch[:0], d.head.Hidden(c)...)
 		if logits, err = d.run([]int{tok}, d.scratch, d.base+c+1, true); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	if err := d.head.Rewind(kept); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return drafts, nil
+	return drafts, catchUp, nil
 }
 
 // feed runs the head over its pending rows, in passes of its largest
