@@ -164,6 +164,12 @@ func TestMTPPassRefuses(t *testing.T) {
 	if len(s.Hidden(0)) != D || s.Hidden(1) != nil {
 		t.Errorf("after one decode: hidden rows of %d and %d values", len(s.Hidden(0)), len(s.Hidden(1)))
 	}
+	if err := s.Rewind(0); err != nil {
+		t.Fatal(err)
+	}
+	if s.Hidden(0) != nil {
+		t.Error("a hidden row of a position rewound")
+	}
 	plain := compileModel(t, storiesModel(t), 32, 4)
 	if plain.MTP() != nil || plain.HiddenWidth() != 0 {
 		t.Error("stories260K's artifact has a draft head or hidden rows")

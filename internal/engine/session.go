@@ -285,7 +285,7 @@ func (s *Session) CostKey() any {
 
 // Reset empties the sequence; the cache memory is kept.
 func (s *Session) Reset() {
-	s.pos, s.pending = 0, 0
+	s.pos, s.pending, s.hidProg = 0, 0, nil
 	s.rec.reset()
 }
 
@@ -632,6 +632,7 @@ func (s *Session) Rewind(pos int) error {
 		}
 	}
 	s.pos, s.pending = pos, 0
+	s.hidRows = max(0, min(s.hidRows, pos-s.hidPos)) // the dropped positions' rows are gone
 	return nil
 }
 
