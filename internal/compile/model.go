@@ -3,6 +3,7 @@ package compile
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 
 	"github.com/aotlm/aotlm/internal/arch"
@@ -158,6 +159,15 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 	}
 	in.FloatActivations = opts.FloatActivations
 	in.Vision = src.Vision
+	if src.MTP == nil && arch.HasMTP(&cfg) && src.Provenance["mtp"] == nil {
+		// say why the artifact has no head (the cache keeps it then)
+		prov := maps.Clone(src.Provenance)
+		if prov == nil {
+			prov = map[string]any{}
+		}
+		prov["mtp"] = "not compiled: this source does not carry the multi-token-prediction head (compile the Hugging Face folder or the GGUF)"
+		in.Manifest.Provenance = prov
+	}
 	if src.MTP != nil {
 		mg, err := arch.MTPGenerationGraph(&cfg)
 		if err != nil {

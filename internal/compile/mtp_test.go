@@ -6,9 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/format/detect"
 	"github.com/aotlm/aotlm/internal/format/safetensors"
+	"github.com/aotlm/aotlm/internal/graph"
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/tensor"
 	"github.com/aotlm/aotlm/internal/testutil"
@@ -70,11 +72,37 @@ func TestMTPCompiled(t *testing.T) {
 	if m.MTP != nil || !strings.Contains(why, "mtp.") || lacksMTP(m) {
 		t.Fatalf("without the head's tensors: head %+v, provenance %q", m.MTP, why)
 	}
+	// a source without the head (a model in memory, a quantized folder)
+	am, err := arch.Open(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := filepath.Join(dir, "mem.aot")
+	if err := CompileModel(&arch.Model{Config: am.Config, Weights: readAll(t, am)}, Source{}, Options{ARLens: []int{4}, Ctx: 32}, mem); err != nil {
+		t.Fatal(err)
+	}
+	if mm := manifestOf(t, mem); mm.MTP != nil || mm.Provenance["mtp"] == nil || lacksMTP(mm) {
+		t.Fatalf("a model in memory: head %+v, provenance %v", mm.MTP, mm.Provenance)
+	}
 	// an artifact compiled before heads were: the cache compiles it again
 	m.Provenance = nil
 	if !lacksMTP(m) {
 		t.Error("a qwen35 artifact without a head and without a reason is kept")
 	}
+}
+
+// readAll reads every weight of m's graph.
+func readAll(t *testing.T, m *arch.Source) graph.Weights {
+	t.Helper()
+	w := graph.Weights{}
+	for _, n := range m.Names() {
+		v, err := m.Read(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w[n] = v
+	}
+	return w
 }
 
 func manifestOf(t *testing.T, path string) *plan.Manifest {
