@@ -12,14 +12,15 @@ import (
 // Strategy decodes several tokens per pass: it guesses tokens and the
 // model checks them in one pass, keeping those it would have chosen
 // itself, so greedy output is the same as plain decoding's and sampled
-// output keeps its distribution. Make one with Lookahead, PromptLookup or
-// Model.DraftStrategy and set it in Request.Strategy. One Strategy may
+// output keeps its distribution. Make one with Lookahead, PromptLookup,
+// Model.DraftStrategy or Model.MTPStrategy and set it in
+// Request.Strategy. One Strategy may
 // serve many requests; it learns from their passes whether guessing pays.
 type Strategy struct {
 	impl decoding.Strategy
 }
 
-// Name is "lookahead", "lookup" or "draft".
+// Name is "lookahead", "lookup", "draft" or "mtp".
 func (s *Strategy) Name() string { return s.impl.Name() }
 
 // Adapt controls the fallback to plain decoding shared by the strategies.
@@ -124,6 +125,42 @@ func (m *Model) DraftStrategy(draft *Model, o DraftOptions) (*Strategy, error) {
 	}
 	return &Strategy{impl: &decoding.Draft{NewSequence: seq, DraftMax: o.DraftMax, DraftMin: o.DraftMin,
 		PMin: o.PMin, Adaptive: decoding.Adaptive{Off: o.Adapt.Off}}}, nil
+}
+
+// MTPOptions configure Model.MTPStrategy. Zero sizes take the defaults.
+type MTPOptions struct {
+	// DraftMax is the most tokens the head drafts per pass (default 3);
+	// DraftMin the fewest worth a verify pass (default 1).
+	DraftMax, DraftMin int
+	Adapt              Adapt
+}
+
+// ErrNoMTP is returned by Model.MTPStrategy for a model without a
+// multi-token-prediction head.
+var ErrNoMTP = errors.New("the model has no multi-token-prediction head (an artifact compiled from a checkpoint that ships one, such as Qwen3.5's)")
+
+// HasMTP reports whether the model carries a multi-token-prediction head
+// (MTPStrategy uses it).
+func (m *Model) HasMTP() bool { return m.eng != nil && m.eng.MTP() != nil }
+
+// MTPStrategy makes speculative decoding with the model's own
+// multi-token-prediction head (Qwen3.5's, compiled into the artifact):
+// the head drafts tokens one by one from the model's hidden state, the
+// model verifies them in one pass. It needs no second model.
+func (m *Model) MTPStrategy(o MTPOptions) (*Strategy, error) {
+	if !m.HasMTP() {
+		if m.eng != nil {
+			if why, ok := m.eng.Manifest().Provenance["mtp"].(string); ok {
+				return nil, fmt.Errorf("%w: %s", ErrNoMTP, why)
+			}
+		}
+		return nil, ErrNoMTP
+	}
+	if o.DraftMax < 0 || o.DraftMin < 0 {
+		return nil, fmt.Errorf("mtp: sizes %d, %d must be >= 0", o.DraftMax, o.DraftMin)
+	}
+	return &Strategy{impl: &decoding.MTP{DraftMax: o.DraftMax, DraftMin: o.DraftMin,
+		Adaptive: decoding.Adaptive{Off: o.Adapt.Off}}}, nil
 }
 
 // DecodingStats is what a Strategy did in one request.

@@ -22,6 +22,7 @@ type decodingFlags struct {
 	lookupMax, lookupMin int
 	corpus               string
 	noAdapt              bool
+	flags                *pflag.FlagSet
 
 	draftModel *aotlm.Model
 }
@@ -30,8 +31,8 @@ type decodingFlags struct {
 // prefill values (hybrid, kv) and takes lookahead and lookup too, which
 // prefill in hybrid mode.
 func addDecodingFlags(cmd *cobra.Command) *decodingFlags {
-	d := &decodingFlags{}
 	f := cmd.Flags()
+	d := &decodingFlags{flags: f}
 	if m := f.Lookup("mode"); m != nil {
 		m.Usage = "hybrid (AR-N prefill passes) or kv (one token at a time); lookahead or lookup decode several tokens per pass (hybrid prefill)"
 		m.Value = &modeValue{inner: m.Value, d: d}
@@ -39,7 +40,7 @@ func addDecodingFlags(cmd *cobra.Command) *decodingFlags {
 	f.IntVar(&d.ngram, "ngram", 3, "lookahead: n-gram size N (>= 2)")
 	f.IntVar(&d.window, "window", 5, "lookahead: window W, the Jacobi columns guessed per pass")
 	f.IntVar(&d.gcap, "gcap", 3, "lookahead: verification branches G per pass; a pass holds (W+G)(N-1) rows")
-	f.StringVar(&d.draft, "draft", "", "draft model (artifact or checkpoint) for speculative decoding; its tokenizer must match")
+	f.StringVar(&d.draft, "draft", "", "draft model (artifact or checkpoint) for speculative decoding, its tokenizer matching; \"mtp\": the model's own multi-token-prediction head")
 	f.IntVar(&d.draftMax, "draft-max", 8, "most tokens drafted per pass (draft model and lookup)")
 	f.IntVar(&d.draftMin, "draft-min", 1, "fewest drafted tokens worth a verify pass; fewer decode plainly")
 	f.Float64Var(&d.draftPMin, "draft-p-min", 0.5, "stop drafting at a token the draft model gives less probability than this")
@@ -73,15 +74,18 @@ func (v *modeValue) Set(s string) error {
 // opening the draft model with the target's threads and context; a
 // prompt with images decodes plainly.
 func (d *decodingFlags) strategy(m *aotlm.Model, threads, ctx int, withImages bool) (*aotlm.Strategy, error) {
-	if d.draft != "" && d.mode != "" {
+	switch {
+	case d.draft != "" && d.mode != "":
 		return nil, fmt.Errorf("--draft and --mode %s: choose one strategy", d.mode)
-	}
-	if withImages && (d.draft != "" || d.mode != "") {
+	case withImages && (d.draft != "" || d.mode != ""):
 		return nil, errors.New("--image decodes one token per pass: drop --draft and --mode lookahead|lookup")
 	}
 	adapt := aotlm.Adapt{Off: d.noAdapt}
 	o := load.StrategyOptions{Corpus: d.corpus, Draft: d.draft, Threads: threads, Ctx: ctx,
 		DraftOptions: aotlm.DraftOptions{DraftMax: d.draftMax, DraftMin: d.draftMin, PMin: d.draftPMin, Adapt: adapt}}
+	if d.draft == load.DraftMTP && !d.flags.Changed("draft-max") {
+		o.DraftOptions.DraftMax = 0 // the head's own default
+	}
 	switch d.mode {
 	case "lookahead":
 		o.Lookahead = &aotlm.LookaheadOptions{N: d.ngram, W: d.window, G: d.gcap, Adapt: adapt}

@@ -77,3 +77,38 @@ func TestRunStrategies(t *testing.T) {
 		}
 	}
 }
+
+// TestRunDraftMTP: run --draft mtp on the qwen35 fixture's GGUF (compiled
+// into the cache with its draft head) gives plain greedy decoding's ids
+// and reports verify passes and tokens per pass; a model without a head
+// is refused by name.
+func TestRunDraftMTP(t *testing.T) {
+	t.Setenv("AOTLM_CACHE", t.TempDir())
+	src := testutil.Path(t, "arch/qwen35/model.gguf")
+	run := func(extra ...string) runDecodingJSON {
+		t.Helper()
+		args := append([]string{"run", "-m", src, "-p", "a b c a b c a b c", "-n", "24", "--temp", "0", "--json", "-t", "1", "--ctx", "128"}, extra...)
+		code, stdout, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", extra, code, stderr)
+		}
+		var r runDecodingJSON
+		if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	want := run()
+	got := run("--draft", "mtp", "--no-adapt")
+	if !slices.Equal(got.IDs, want.IDs) {
+		t.Fatalf("ids %v, want plain decoding's %v", got.IDs, want.IDs)
+	}
+	if got.Decoding == nil || got.Decoding.Strategy != "mtp" || got.Decoding.Verify == 0 || got.Decoding.TokensPerPass < 1 {
+		t.Fatalf("report %+v", got.Decoding)
+	}
+	stories := testutil.Path(t, "models/stories260K/stories260K.gguf")
+	code, _, stderr := runCLI(t, "run", "-m", stories, "-p", "x", "-n", "4", "--draft", "mtp")
+	if code != 1 || !strings.Contains(stderr, "multi-token-prediction") {
+		t.Errorf("stories260K with --draft mtp: exit %d, %q", code, stderr)
+	}
+}

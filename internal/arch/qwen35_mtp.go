@@ -47,7 +47,7 @@ func LoadMTP(ck format.Checkpoint, c *Config) (*MTPGraph, error) {
 	if err := validateQwen35(c); err != nil {
 		return nil, err
 	}
-	g, err := buildQwen35MTP(c)
+	g, err := buildQwen35MTP(c, true)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,25 @@ func LoadMTP(ck format.Checkpoint, c *Config) (*MTPGraph, error) {
 	return &MTPGraph{Graph: g, Weights: w}, nil
 }
 
-func buildQwen35MTP(c *Config) (*graph.Graph, error) {
+// MTPGenerationGraph returns the draft head's graph for generation, as
+// Build returns the model's without AllLogits: the rows its classifier
+// reads (after mtp.norm) are selected (op.SelectRows, the last row in the
+// interpreter, the rows a pass asks for in a compiled plan) before the
+// classifier. Its weights are LoadMTP's.
+func MTPGenerationGraph(c *Config) (*graph.Graph, error) {
+	if c.Family != "qwen35" || c.DeltaNet == nil || c.DeltaNet.MTPLayers < 1 {
+		return nil, fmt.Errorf("%s: no multi-token-prediction head", c.Family)
+	}
+	return buildQwen35MTP(c, false)
+}
+
+// HasMTP reports whether c declares a multi-token-prediction head that
+// LoadMTP reads.
+func HasMTP(c *Config) bool {
+	return c.Family == "qwen35" && c.DeltaNet != nil && c.DeltaNet.MTPLayers > 0
+}
+
+func buildQwen35MTP(c *Config, allLogits bool) (*graph.Graph, error) {
 	rope, err := ropeOf(c)
 	if err != nil {
 		return nil, err
@@ -97,7 +115,11 @@ func buildQwen35MTP(c *Config) (*graph.Graph, error) {
 	p := "mtp.layers.0."
 	o := qwen35Attention(g, c, g.RMSNorm(x, p+"input_layernorm.weight", eps, 0), p+"self_attn.", 0, rope)
 	x = qwen35MLP(g, c, g.Add(x, o), p)
-	g.SetOutput(qwen35Head(g, c, g.RMSNorm(x, "mtp.norm.weight", eps, 0)))
+	x = g.RMSNorm(x, "mtp.norm.weight", eps, 0)
+	if !allLogits {
+		x = g.LastRow(x)
+	}
+	g.SetOutput(qwen35Head(g, c, x))
 	return g, nil
 }
 

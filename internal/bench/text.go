@@ -51,6 +51,11 @@ func (i Info) WriteText(w io.Writer) error {
 		row("  "+v.Name, "%d rows in, %d tokens out, %d steps, %d buffers, arena %s (%d bytes), weights %s (%d bytes, %d tensors, %s), blob %q",
 			v.Rows, v.Tokens, v.Steps, v.Buffers, Human(v.Bytes), v.Bytes, Human(v.Weights), v.Weights, v.Tensors, v.Storage, v.Blob)
 	}
+	if m.MTP != nil {
+		for _, r := range m.MTP.Plans {
+			row(fmt.Sprintf("  mtp AR-%d", r.ARLen), "multi-token-prediction draft head (run --draft mtp)\tblob %q", r.Blob)
+		}
+	}
 	fmt.Fprintf(tw, "sizes:\n")
 	row("  file", "%s\t%d bytes", Human(s.File), s.File)
 	for _, c := range sortedKeys(s.Tensors) {

@@ -55,10 +55,20 @@ func Cached(path string, opts Options, log io.Writer) (string, error) {
 	if _, err := os.Stat(out); err == nil {
 		a, err := artifact.Open(out, artifact.OpenOptions{})
 		if err == nil {
+			var m plan.Manifest
+			merr := a.Manifest(&m)
 			a.Close()
-			return out, nil
-		}
-		if err := Evict(out, err, log); err != nil {
+			if merr != nil || !lacksMTP(&m) {
+				return out, nil
+			}
+			// compiled before the draft head was: compile it with it
+			if log != nil {
+				fmt.Fprintf(log, "the cached artifact %s lacks the model's multi-token-prediction head: compiling again\n", out)
+			}
+			if err := os.Remove(out); err != nil {
+				return "", fmt.Errorf("cache: %w", err)
+			}
+		} else if err := Evict(out, err, log); err != nil {
 			return "", err
 		}
 	}
@@ -233,4 +243,19 @@ func CachedArtifacts() (string, []CachedArtifact, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Modified.After(out[j].Modified) })
 	return dir, out, nil
+}
+
+// lacksMTP reports whether m is a Qwen3.5 artifact whose checkpoint
+// declares a multi-token-prediction head that the artifact does not carry
+// and whose provenance gives no reason ("mtp").
+func lacksMTP(m *plan.Manifest) bool {
+	if _, said := m.Provenance["mtp"]; said || m.MTP != nil || m.Architecture != "qwen35" {
+		return false // compiled with the head, or without it for a reason
+	}
+	d, ok := m.HyperParams["deltanet"].(map[string]any)
+	if !ok {
+		return false
+	}
+	n, ok := d["mtp_layers"].(float64)
+	return ok && n > 0
 }

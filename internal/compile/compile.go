@@ -55,6 +55,10 @@ type Input struct {
 	// Vision, when set, is an image encoder compiled into the same file
 	// (plans named by plan.VisionPlanName, weights beside the text's).
 	Vision *VisionInput
+	// MTP, when set, is a multi-token-prediction draft head compiled into
+	// the same file, with plans of the same AR lengths (plan.MTP); the
+	// model's plans then keep their hidden rows (plan.Plan.Hidden).
+	MTP *MTPInput
 }
 
 // Progress is how far the writing of an artifact's weights is.
@@ -134,8 +138,22 @@ func Compile(in Input, outPath string) error {
 		plans = append(plans, p)
 		m.Plans = append(m.Plans, plan.PlanRef{ARLen: n, Blob: plan.BlobName(n)})
 	}
-	var vplans []*plan.Plan
+	var vplans, mplans []*plan.Plan
 	shapes := in.Graph.Weights
+	if t := in.MTP; t != nil {
+		text := shapes
+		var err error
+		if mplans, m.MTP, shapes, err = lowerMTP(t, plans, lens, in.Ctx, shapes); err != nil {
+			return err
+		}
+		own := graph.Weights{}
+		for n := range t.Graph.Weights {
+			if _, ok := text[n]; !ok {
+				own[n] = t.Weights[n]
+			}
+		}
+		src = mtpSource{text: src, own: own}
+	}
 	if v := in.Vision; v != nil {
 		var err error
 		if vplans, m.Vision, err = lowerVision(v); err != nil {
@@ -178,6 +196,15 @@ func Compile(in Input, outPath string) error {
 			return err
 		}
 		if err := w.AddBlob(artifact.KindPlan, m.Plans[i].Blob, b); err != nil {
+			return err
+		}
+	}
+	for i, p := range mplans {
+		b, err := p.Encode()
+		if err != nil {
+			return err
+		}
+		if err := w.AddBlob(artifact.KindPlan, m.MTP.Plans[i].Blob, b); err != nil {
 			return err
 		}
 	}

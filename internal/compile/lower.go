@@ -13,15 +13,19 @@ const arenaAlign = 16
 
 // Lower returns the plan of g for passes of n rows and a cache of ctx
 // positions, with buffers placed in the arena by Assign.
-func Lower(g *graph.Graph, n, ctx int) (*plan.Plan, error) { return lower(g, n, ctx, false) }
+func Lower(g *graph.Graph, n, ctx int) (*plan.Plan, error) { return lower(g, n, ctx, false, false) }
 
 // LowerVision returns the plan of a vision encoder's graph for passes of
 // exactly n rows (the patches of one image): its rows input becomes a
 // rows step, its attention is bidirectional and uses no cache, and
 // group_rows joins rows. The plan has no cache layers.
-func LowerVision(g *graph.Graph, n int) (*plan.Plan, error) { return lower(g, n, 1, true) }
+func LowerVision(g *graph.Graph, n int) (*plan.Plan, error) { return lower(g, n, 1, true, false) }
 
-func lower(g *graph.Graph, n, ctx int, vision bool) (*plan.Plan, error) {
+// lowerRows is Lower for a causal graph that also reads input rows (a
+// draft head's): its rows input becomes a rows step.
+func lowerRows(g *graph.Graph, n, ctx int) (*plan.Plan, error) { return lower(g, n, ctx, false, true) }
+
+func lower(g *graph.Graph, n, ctx int, vision, rowsIn bool) (*plan.Plan, error) {
 	if n < 1 || n > plan.MaxRows {
 		return nil, fmt.Errorf("compile: AR length %d is outside [1, %d]", n, plan.MaxRows)
 	}
@@ -45,7 +49,7 @@ func lower(g *graph.Graph, n, ctx int, vision bool) (*plan.Plan, error) {
 		}
 		o := nd.Op
 		if vision != (o == op.Rows || o == op.GroupRows || (nd.Attn != nil && nd.Attn.Bidirectional)) &&
-			(o == op.Rows || o == op.GroupRows || o == op.Attention) {
+			(o == op.Rows || o == op.GroupRows || o == op.Attention) && !(rowsIn && o == op.Rows) {
 			if vision {
 				return nil, fmt.Errorf("compile: node %d (%s): a vision encoder's attention must be bidirectional", i, nd.Name)
 			}

@@ -3,6 +3,7 @@ package compile
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 
 	"github.com/aotlm/aotlm/internal/arch"
@@ -89,6 +90,9 @@ type Source struct {
 	Outliers map[string][]int
 	// Vision, when set, is the image encoder compiled beside the model.
 	Vision *VisionInput
+	// MTP, when set, is the multi-token-prediction draft head compiled
+	// beside the model.
+	MTP *MTPInput
 }
 
 // CompileModel compiles a resolved model to outPath.
@@ -161,6 +165,22 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 	}
 	in.FloatActivations = opts.FloatActivations
 	in.Vision = src.Vision
+	if src.MTP == nil && arch.HasMTP(&cfg) && src.Provenance["mtp"] == nil {
+		// say why the artifact has no head (the cache keeps it then)
+		prov := maps.Clone(src.Provenance)
+		if prov == nil {
+			prov = map[string]any{}
+		}
+		prov["mtp"] = "not compiled: this source does not carry the multi-token-prediction head (compile the Hugging Face folder or the GGUF)"
+		in.Manifest.Provenance = prov
+	}
+	if src.MTP != nil {
+		mg, err := arch.MTPGenerationGraph(&cfg)
+		if err != nil {
+			return fmt.Errorf("compile: %w", err)
+		}
+		in.MTP = &MTPInput{Graph: mg, Weights: src.MTP.Weights}
+	}
 	if m, ok := ws.(mapSource); ok {
 		in.Weights, in.Quantized = m.vals, m.qs // Compile checks them whole
 	} else {
@@ -299,6 +319,15 @@ func CompileFile(path, outPath string, opts Options) error {
 	}
 	if opts.MMProj != "" {
 		src.Provenance["mmproj"] = filepath.Base(opts.MMProj)
+	}
+	if arch.HasMTP(&m.Config) {
+		// a checkpoint whose head cannot be read (a converter that dropped
+		// its tensors) compiles without it, and the provenance says why
+		if head, err := arch.LoadMTP(ck, &m.Config); err != nil {
+			src.Provenance["mtp"] = "not compiled: " + err.Error()
+		} else {
+			src.MTP = &MTPInput{Graph: head.Graph, Weights: head.Weights}
+		}
 	}
 	floats := func() (graph.Weights, error) {
 		w := graph.Weights{}

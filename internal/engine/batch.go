@@ -87,6 +87,7 @@ func (e *Engine) DecodeBatch(sessions []*Session, ids []int) ([][]float32, error
 		s.noteWritten(1)
 		s.pos++
 		s.pending = 0
+		s.hidProg = nil // the pass's hidden rows are in the driver's arena, mixed
 	}
 	return logits, nil
 }

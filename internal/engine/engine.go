@@ -32,7 +32,7 @@ func (e *UnsupportedError) Error() string { return "engine: unsupported: " + e.M
 // cache. Close stops the workers and unmaps the file.
 type Engine struct {
 	pool     *pool
-	passMu   sync.Mutex // held by the session whose pass uses the pool
+	passMu   *sync.Mutex // held by the session whose pass uses the pool (shared with mtp)
 	closed   atomic.Bool
 	art      *artifact.Artifact // nil when built from memory in tests
 	tensor   tensorFunc
@@ -47,6 +47,11 @@ type Engine struct {
 	q8Max    int // values: the largest T*K input of a packed linear
 	wkvTemp  int // floats of wkv7 scratch: max 4*head_dim
 	vision   []*visionProgram
+	// mtp is the multi-token-prediction draft head (Manifest.MTP) as an
+	// engine of its own plans over the same pool, weights and mutex; nil
+	// without one. head marks such an engine.
+	mtp  *Engine
+	head bool
 }
 
 // program is a validated plan with its weights resolved.
@@ -59,6 +64,10 @@ type program struct {
 	// selectLast tells that no step after select_rows touches the cache
 	// or a state, so a pass that wants no logits stops there.
 	selectLast bool
+	// hidden is the buffer of the rows the classifier reads (Plan.Hidden),
+	// -1 when the plan does not keep them; rowsIn the columns of a rows
+	// step's input rows, 0 without one.
+	hidden, rowsIn int
 }
 
 // Options configures OpenWith.
@@ -144,7 +153,8 @@ type tensorFunc func(name string) (artifact.TensorInfo, []byte, error)
 
 // load builds an engine from a manifest, the blobs it names and tensors.
 func load(m plan.Manifest, blob func(name string) ([]byte, error), tensor tensorFunc, opts Options) (*Engine, error) {
-	e := &Engine{manifest: m, tensor: tensor, weights: map[string][]float32{}, qweights: map[string]*qweight{}, vocab: -1}
+	e := &Engine{manifest: m, tensor: tensor, weights: map[string][]float32{}, qweights: map[string]*qweight{}, vocab: -1,
+		passMu: &sync.Mutex{}}
 	if err := e.manifest.Validate(); err != nil {
 		return nil, err
 	}
@@ -181,19 +191,35 @@ func load(m plan.Manifest, blob func(name string) ([]byte, error), tensor tensor
 	if err := e.loadVision(blob); err != nil {
 		return nil, err
 	}
+	if err := e.loadMTP(blob); err != nil {
+		return nil, err
+	}
 	e.start(opts)
+	if e.mtp != nil {
+		e.mtp.pool = e.pool
+	}
 	return e, nil
 }
 
 // resolve checks a text plan's weights against the artifact and binds
 // them.
 func (e *Engine) resolve(p *plan.Plan) (*program, error) {
+	rowsIn := 0
 	for i, st := range p.Steps {
+		if st.Op == op.Rows && e.head && rowsIn == 0 {
+			rowsIn = p.Buffers[st.Out].Cols
+			continue
+		}
 		if st.Op == op.Rows || st.Op == op.GroupRows || (st.Op == op.Attention && st.Attn.Bidirectional) {
 			return nil, fmt.Errorf("step %d (%s): %v belongs to a vision plan", i, st.Name, st.Op)
 		}
 	}
-	return e.resolveSteps(p, false)
+	prog, err := e.resolveSteps(p, false)
+	if err != nil {
+		return nil, err
+	}
+	prog.rowsIn = rowsIn
+	return prog, nil
 }
 
 // resolveSteps binds p's weights; a vision plan's embed steps (position
@@ -232,7 +258,10 @@ func (e *Engine) resolveSteps(p *plan.Plan, vision bool) (*program, error) {
 	if err != nil {
 		return nil, err
 	}
-	prog := &program{p: p, steps: make([]step, len(p.Steps))}
+	prog := &program{p: p, steps: make([]step, len(p.Steps)), hidden: -1}
+	if p.Hidden != nil {
+		prog.hidden = *p.Hidden
+	}
 	sel := -1
 	for i, st := range p.Steps {
 		s := step{Step: st}
@@ -441,6 +470,9 @@ func (e *Engine) ARLens() []int {
 func (e *Engine) Close() error {
 	if e.closed.Swap(true) {
 		return nil
+	}
+	if e.mtp != nil {
+		e.mtp.closed.Store(true)
 	}
 	e.passMu.Lock()
 	defer e.passMu.Unlock()

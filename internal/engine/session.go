@@ -127,8 +127,13 @@ type Session struct {
 	// than they take slots. nil for other models (the two are equal).
 	rotNext  []int
 	passNext []int     // rotNext after each row of the pending pass
-	rowsIn   []float32 // an encoder pass's input rows (the rows step)
-	biAttn   biAttnTask
+	rowsIn   []float32 // an encoder's or draft head's pass's input rows (the rows step)
+	// The rows of the last chain pass are at positions hidPos.. hidPos+
+	// hidRows-1; hidProg is its plan (nil after a pass of another shape),
+	// whose hidden buffer Hidden reads.
+	hidProg         *program
+	hidPos, hidRows int
+	biAttn          biAttnTask
 
 	// A batched pass (Engine.DecodeBatch) that this session drives: row
 	// t is the next token of batch[t], over batch[t]'s cache.
@@ -333,7 +338,7 @@ func (s *Session) CostKey() any {
 
 // Reset empties the sequence; the cache memory is kept.
 func (s *Session) Reset() {
-	s.pos, s.pending, s.wrote = 0, 0, 0
+	s.pos, s.pending, s.wrote, s.hidProg = 0, 0, 0, nil
 	s.rec.reset()
 }
 
@@ -361,6 +366,10 @@ type Pass struct {
 	// t, h, w). nil means the row's position (Pos) for every component.
 	// Attention still orders rows by their cache positions.
 	Positions []int
+	// Rows holds one input row per row of the pass for a plan that reads
+	// rows (a draft head's: rows of the target's hidden state, see
+	// Engine.MTP), and is nil for other plans.
+	Rows []float32
 }
 
 // Logits holds the logits of the rows a pass selected, valid until the
@@ -380,6 +389,10 @@ func (l Logits) Rows() int {
 
 // Row returns the logits of the i-th selected row.
 func (l Logits) Row(i int) []float32 { return l.data[i*l.vocab : (i+1)*l.vocab] }
+
+// errNeedsRows refuses Prefill and Decode on a draft head's session,
+// whose passes need input rows (Pass.Rows).
+var errNeedsRows = errors.New("engine: the draft head's passes need input rows: use Run with Pass.Rows")
 
 // ErrClosed is returned by a session or engine used after Close.
 var ErrClosed = errors.New("engine: closed")
@@ -404,6 +417,12 @@ func (s *Session) Run(p *Pass) (Logits, error) {
 	}
 	if err := s.checkPassInput(prog, p); err != nil {
 		return Logits{}, err
+	}
+	if len(p.Rows) != T*prog.rowsIn {
+		if prog.rowsIn == 0 {
+			return Logits{}, errors.New("engine: input rows given to a plan that reads none")
+		}
+		return Logits{}, fmt.Errorf("engine: %d input values for a pass of %d rows of %d", len(p.Rows), T, prog.rowsIn)
 	}
 	if p.Mask != nil {
 		if p.Mask.rows != T {
@@ -476,13 +495,14 @@ func (s *Session) Run(p *Pass) (Logits, error) {
 	}
 	s.e.passMu.Lock()
 	s.embeds, s.ropePos, s.ropeP = p.Embeds, p.Positions, s.e.PosComponents()
+	s.rowsIn = p.Rows
 	out := s.exec(prog, p.IDs, sel)
-	s.embeds, s.ropePos = nil, nil
+	s.embeds, s.ropePos, s.rowsIn = nil, nil, nil
 	s.e.passMu.Unlock()
 	s.noteWritten(T)
 	s.pending = T
 	s.pendIDs = s.pendIDs[:0]
-	if s.Recurrent() && p.Embeds == nil && p.Positions == nil {
+	if s.Recurrent() && p.Embeds == nil && p.Positions == nil && p.Rows == nil {
 		s.pendIDs = append(s.pendIDs, p.IDs...)
 	}
 	if s.rotNext != nil {
@@ -679,6 +699,7 @@ func (s *Session) Rewind(pos int) error {
 		}
 	}
 	s.pos, s.pending = pos, 0
+	s.hidRows = max(0, min(s.hidRows, pos-s.hidPos)) // the dropped positions' rows are gone
 	return nil
 }
 
@@ -697,6 +718,9 @@ func (s *Session) PrefillContext(ctx context.Context, ids []int) ([]float32, err
 	}
 	if len(ids) == 0 {
 		return nil, errors.New("engine: no tokens")
+	}
+	if s.decode.rowsIn > 0 {
+		return nil, errNeedsRows
 	}
 	if err := s.checkIDs(ids); err != nil {
 		return nil, err
@@ -724,6 +748,9 @@ func (s *Session) PrefillContext(ctx context.Context, ids []int) ([]float32, err
 func (s *Session) Decode(id int) ([]float32, error) {
 	if s.closed {
 		return nil, ErrClosed
+	}
+	if s.decode.rowsIn > 0 {
+		return nil, errNeedsRows
 	}
 	s.one[0] = id
 	if err := s.checkIDs(s.one[:]); err != nil {
@@ -764,6 +791,10 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 	s.rec.conv.at = s.pos // the causal_conv history records the pass from here
 	p := prog.p
 	T := len(ids)
+	s.hidProg, s.hidPos, s.hidRows = nil, s.pos, T
+	if s.chain && s.batch == nil {
+		s.hidProg = prog
+	}
 	s.passGen++
 	s.rec.begin()
 	buf := func(id int) ([]float32, int, int) {
@@ -943,6 +974,9 @@ func (s *Session) cacheLayer(a *attnArgs, l int) {
 func (s *Session) PrefillAll(ctx context.Context, ids []int) ([][]float32, error) {
 	if s.closed {
 		return nil, ErrClosed
+	}
+	if s.decode.rowsIn > 0 {
+		return nil, errNeedsRows
 	}
 	if err := s.checkIDs(ids); err != nil {
 		return nil, err

@@ -18,11 +18,17 @@ type StrategyOptions struct {
 	Corpus string
 	// Draft is the draft model (an artifact or a checkpoint, compiled into
 	// the cache) of speculative decoding, opened with Threads and Ctx;
-	// DraftOptions' Context is set to what both models hold.
+	// DraftOptions' Context is set to what both models hold. DraftMTP
+	// ("mtp") drafts with the model's own multi-token-prediction head
+	// instead, with DraftOptions' sizes.
 	Draft        string
 	DraftOptions aotlm.DraftOptions
 	Threads, Ctx int
 }
+
+// DraftMTP is the draft name of the model's own multi-token-prediction
+// head (StrategyOptions.Draft).
+const DraftMTP = "mtp"
 
 // Strategy returns the strategy o names over the target model m (nil:
 // plain decoding) and the draft model it opened, which the caller closes.
@@ -44,6 +50,13 @@ func Strategy(m *aotlm.Model, o StrategyOptions) (*aotlm.Strategy, *aotlm.Model,
 		}
 		st, err := aotlm.PromptLookup(lo)
 		return st, nil, err
+	case o.Draft == DraftMTP:
+		st, err := m.MTPStrategy(aotlm.MTPOptions{DraftMax: o.DraftOptions.DraftMax, DraftMin: o.DraftOptions.DraftMin,
+			Adapt: o.DraftOptions.Adapt})
+		if err != nil {
+			return nil, nil, fmt.Errorf("--draft %s: %w", DraftMTP, err)
+		}
+		return st, nil, nil
 	case o.Draft != "":
 		copts := CompileDefaults()
 		copts.Ctx = o.Ctx

@@ -38,6 +38,49 @@ type Manifest struct {
 	Generation map[string]any `json:"generation,omitempty"`
 	// Vision, when set, is the image encoder of a vision-language model.
 	Vision *Vision `json:"vision,omitempty"`
+	// MTP, when set, is the model's multi-token-prediction draft head.
+	MTP *MTP `json:"mtp,omitempty"`
+}
+
+// MTP describes a multi-token-prediction draft head compiled beside the
+// model (Qwen3.5's): its plans, one per AR length (AR-1 among them, blobs
+// named by MTPBlobName), read token ids and, in a rows step, rows of the
+// target's hidden state (the rows its classifier reads, which every text
+// plan then exposes as Plan.Hidden), and write draft logits; they also
+// expose their own classifier input as Plan.Hidden. The head has its own
+// cache layers (float32 whatever KVCache says) and no recurrent state.
+type MTP struct {
+	Plans []PlanRef `json:"plans"`
+}
+
+// MTPBlobName is the artifact blob name of the draft head's plan for AR
+// length n.
+func MTPBlobName(n int) string { return fmt.Sprintf("plan/mtp/ar%d", n) }
+
+// validate checks the draft head's plan list as Validate checks the
+// model's.
+func (t *MTP) validate(ctx int) error {
+	if len(t.Plans) == 0 {
+		return errf("manifest.mtp.plans", "no plans")
+	}
+	var lens []int
+	for i, r := range t.Plans {
+		f := fmt.Sprintf("manifest.mtp.plans[%d]", i)
+		if r.ARLen < 1 || r.ARLen > MaxRows || r.ARLen > ctx {
+			return errf(f+".ar_len", "%d is outside [1, %d]", r.ARLen, min(MaxRows, ctx))
+		}
+		if slices.Contains(lens, r.ARLen) {
+			return errf(f+".ar_len", "AR length %d is listed twice", r.ARLen)
+		}
+		lens = append(lens, r.ARLen)
+		if r.Blob == "" {
+			return errf(f+".blob", "empty name")
+		}
+	}
+	if !slices.Contains(lens, 1) {
+		return errf("manifest.mtp.plans", "no AR-1 plan among lengths %v", lens)
+	}
+	return nil
 }
 
 // WeightsMixed is the manifest's weights tag when some tensors use a
@@ -163,6 +206,11 @@ func (m *Manifest) Validate() error {
 			if id >= m.Vocab {
 				return errf("manifest.vision.markers", "%q has id %d, outside the vocabulary of %d", piece, id, m.Vocab)
 			}
+		}
+	}
+	if m.MTP != nil {
+		if err := m.MTP.validate(m.Ctx); err != nil {
+			return err
 		}
 	}
 	if m.KVCache != nil {

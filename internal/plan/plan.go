@@ -18,7 +18,12 @@ type Plan struct {
 	Buffers []Buffer `json:"buffers"`
 	Steps   []Step   `json:"steps"`
 	Output  int      `json:"output"` // buffer id of the logits
-	KV      KV       `json:"kv"`
+	// Hidden, when set, is the buffer id of the rows the classifier reads
+	// (the final norm's output, one row per row of the pass), which the
+	// plan keeps to its end so that a pass can hand them to a draft head
+	// (Manifest.MTP).
+	Hidden *int `json:"hidden,omitempty"`
+	KV     KV   `json:"kv"`
 	// State holds the size in floats of each recurrent state slot, which
 	// a session keeps across passes (zero at position 0): token_shift,
 	// wkv7 and causal_conv steps each own one.

@@ -261,3 +261,47 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestHiddenValidate checks the hidden rows a plan keeps: a buffer of the
+// pass's rows, apart from the output, that no later step overwrites.
+func TestHiddenValidate(t *testing.T) {
+	at := func(b int) *int { return &b }
+	p := handPlan()
+	p.Hidden = at(1)
+	if err := p.Validate(); err != nil {
+		t.Fatalf("buffer 1 as hidden rows: %v", err)
+	}
+	for name, h := range map[string]int{"missing": 9, "negative": -1, "the output": 5, "one row": 4, "overwritten": 3} {
+		p := handPlan()
+		p.Hidden = at(h)
+		var pe *Error
+		if err := p.Validate(); !errors.As(err, &pe) || pe.Field != "hidden" {
+			t.Errorf("%s (buffer %d): got %v", name, h, err)
+		}
+	}
+}
+
+// TestManifestMTP checks the draft head's plan list.
+func TestManifestMTP(t *testing.T) {
+	good := func() *Manifest {
+		return &Manifest{Format: ManifestFormat, Architecture: "qwen35", BOS: 1, Vocab: 16, Ctx: 32,
+			Plans: []PlanRef{{ARLen: 1, Blob: BlobName(1)}}, Weights: "f32",
+			MTP: &MTP{Plans: []PlanRef{{ARLen: 1, Blob: MTPBlobName(1)}, {ARLen: 4, Blob: MTPBlobName(4)}}}}
+	}
+	if err := good().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for field, mut := range map[string]func(m *Manifest){
+		"manifest.mtp.plans":           func(m *Manifest) { m.MTP.Plans = m.MTP.Plans[1:] },
+		"manifest.mtp.plans[1].ar_len": func(m *Manifest) { m.MTP.Plans[1].ARLen = 1 },
+		"manifest.mtp.plans[0].blob":   func(m *Manifest) { m.MTP.Plans[0].Blob = "" },
+		"manifest.mtp.plans[0].ar_len": func(m *Manifest) { m.MTP.Plans[0].ARLen = 64 },
+	} {
+		m := good()
+		mut(m)
+		var pe *Error
+		if err := m.Validate(); !errors.As(err, &pe) || pe.Field != field {
+			t.Errorf("%s: got %v", field, err)
+		}
+	}
+}

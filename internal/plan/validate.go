@@ -106,6 +106,17 @@ func (p *Plan) Validate() error {
 	if q := p.clobbered(p.Output, def[p.Output], len(p.Steps)); q >= 0 {
 		return errf("output", "buffer %d is overwritten by step %d", p.Output, q)
 	}
+	if h := p.Hidden; h != nil {
+		if *h < 0 || *h >= len(p.Buffers) || *h == p.Output {
+			return errf("hidden", "buffer %d is not a buffer apart from the output", *h)
+		}
+		if p.Buffers[*h].Rows != p.Rows {
+			return errf("hidden", "buffer %d has %d rows, not the pass's %d", *h, p.Buffers[*h].Rows, p.Rows)
+		}
+		if q := p.clobbered(*h, def[*h], len(p.Steps)); q >= 0 {
+			return errf("hidden", "buffer %d is overwritten by step %d", *h, q)
+		}
+	}
 	return nil
 }
 
