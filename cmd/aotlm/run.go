@@ -91,8 +91,7 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 				return err
 			}
 			defer m.Close()
-			if verify {
-				// the full checksum check, weights included, before running
+			if verify { // every checksum, weights included, before running
 				if err := load.Verify(mf.path); err != nil {
 					return fmt.Errorf("--verify: %w", err)
 				}
