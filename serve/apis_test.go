@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"math/rand/v2"
@@ -144,11 +145,16 @@ func TestReasoningSplit(t *testing.T) {
 	if c := chat.Choices[0]; c.Message.ReasoningContent == nil || *c.Message.ReasoningContent != thought || c.Message.Content != "" || c.FinishReason != "length" {
 		t.Fatalf("chat, thinking: %+v, want reasoning %q and no content", c, thought)
 	}
-	chat.Choices = nil
-	postJSON(t, ts, "/v1/chat/completions", map[string]any{"messages": user, "max_tokens": 16, "temperature": 0,
-		"chat_template_kwargs": map[string]any{"enable_thinking": false}}, &chat)
-	if c := chat.Choices[0]; c.Message.ReasoningContent != nil || c.Message.Content != answer {
-		t.Fatalf("chat, no thinking: %+v, want content %q", c, answer)
+	for _, off := range []map[string]any{{"chat_template_kwargs": map[string]any{"enable_thinking": false}}, {"reasoning_effort": "none"}} {
+		body := map[string]any{"messages": user, "max_tokens": 16, "temperature": 0}
+		for k, v := range off {
+			body[k] = v
+		}
+		chat.Choices = nil
+		postJSON(t, ts, "/v1/chat/completions", body, &chat)
+		if c := chat.Choices[0]; c.Message.ReasoningContent != nil || c.Message.Content != answer {
+			t.Fatalf("chat, thinking off by %v: %+v, want content %q", off, c, answer)
+		}
 	}
 
 	var msg anthMessageOut
@@ -414,5 +420,37 @@ func TestRequestIDAndErrorShapes(t *testing.T) {
 	r2.Body.Close()
 	if r2.StatusCode != 200 {
 		t.Errorf("count_tokens with X-Api-Key: %d", r2.StatusCode)
+	}
+}
+
+// TestImagesInEveryAPI: Anthropic's image blocks, Ollama's images and
+// the Responses API's input_image parts reach the image encoder with
+// their bytes, among the message's text.
+func TestImagesInEveryAPI(t *testing.T) {
+	var got [][]byte
+	ts := newTestServer(t, Options{Images: fakeImages{&got}})
+	b64 := base64.StdEncoding.EncodeToString([]byte("png bytes"))
+	for _, c := range []struct{ path, body string }{
+		{"/v1/messages", `{"max_tokens": 2, "messages": [{"role": "user", "content": [{"type": "text", "text": "Alpha"},
+			{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "` + b64 + `"}}]}]}`},
+		{"/api/chat", `{"model": "stories", "messages": [{"role": "user", "content": "Alpha", "images": ["` + b64 + `"]}]}`},
+		{"/api/generate", `{"model": "stories", "prompt": "Alpha", "images": ["` + b64 + `"]}`},
+		{"/v1/responses", `{"input": [{"role": "user", "content": [{"type": "input_text", "text": "Alpha"},
+			{"type": "input_image", "image_url": "data:image/png;base64,` + b64 + `"}]}]}`},
+	} {
+		got = nil
+		resp, err := http.Post(ts.http.URL+c.path, "application/json", strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		// the fake encoder refuses with the text it was given
+		if resp.StatusCode != 400 || !strings.Contains(string(data), "encoded text: ") || !strings.Contains(string(data), "Alpha") {
+			t.Errorf("%s: %d %s", c.path, resp.StatusCode, data)
+		}
+		if len(got) != 1 || string(got[0]) != "png bytes" {
+			t.Errorf("%s: the encoder got %q", c.path, got)
+		}
 	}
 }

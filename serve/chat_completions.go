@@ -206,6 +206,15 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 	}
 	var cons constraints
 	vars := map[string]any{}
+	switch req.ReasoningEffort {
+	case "":
+	case "none", "minimal":
+		vars["enable_thinking"] = false
+	case "low", "medium", "high", "xhigh":
+		vars["enable_thinking"] = true
+	default:
+		return job{}, nil, nil, badRequest("reasoning_effort", "reasoning_effort %q: want none, minimal, low, medium or high", req.ReasoningEffort)
+	}
 	for k, v := range req.ChatTemplateKwargs {
 		vars[k] = v
 	}

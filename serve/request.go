@@ -50,6 +50,9 @@ type chatRequest struct {
 	// ChatTemplateKwargs are extra chat template variables, such as
 	// enable_thinking (vLLM's and llama-server's field).
 	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs"`
+	// ReasoningEffort switches the thinking off ("none", "minimal") or
+	// on ("low", "medium", "high") where chat_template_kwargs does not.
+	ReasoningEffort string `json:"reasoning_effort"`
 }
 
 // completionRequest is the body of /v1/completions.

@@ -381,14 +381,7 @@ func (s *Server) responsesChat(req *responsesRequest) (*chatRequest, []chatMessa
 		}
 	}
 	if req.Reasoning != nil && req.Reasoning.Effort != nil {
-		switch *req.Reasoning.Effort {
-		case "none", "minimal":
-			c.ChatTemplateKwargs = map[string]any{"enable_thinking": false}
-		case "low", "medium", "high", "xhigh":
-			c.ChatTemplateKwargs = map[string]any{"enable_thinking": true}
-		default:
-			return nil, nil, badRequest("reasoning.effort", "reasoning.effort %q: want none, minimal, low, medium or high", *req.Reasoning.Effort)
-		}
+		c.ReasoningEffort = *req.Reasoning.Effort
 	}
 	return c, history, nil
 }
