@@ -222,6 +222,9 @@ func (m *messagesRequest) chatRequest() (*chatRequest, *apiError) {
 		switch m.Thinking.Type {
 		case "enabled", "adaptive":
 			think = true
+			if m.Thinking.BudgetTokens > 0 {
+				c.ThinkingBudget = &m.Thinking.BudgetTokens
+			}
 		case "disabled":
 		default:
 			return nil, badRequest("thinking", "thinking type %q: want enabled or disabled", m.Thinking.Type)

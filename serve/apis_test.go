@@ -454,3 +454,73 @@ func TestImagesInEveryAPI(t *testing.T) {
 		}
 	}
 }
+
+// TestThinkThenConstrain: with a template that opens the thinking, a
+// thinking budget closes it after that many tokens (the thinking is
+// then the model's own first tokens), and a JSON schema keeps only the
+// answer after it; without a budget the reply thinks until max_tokens
+// and ends with "length".
+func TestThinkThenConstrain(t *testing.T) {
+	m := openStories(t)
+	if err := m.SetChatTemplate("thinking", thinkingTemplate); err != nil {
+		t.Fatal(err)
+	}
+	ts := newTestServerFor(t, m, Options{})
+	first := func(n int) string {
+		text, err := m.RenderChat([]aotlm.Message{{Role: "user", Content: "Once upon a time"}}, aotlm.RenderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := m.Encode(text, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := m.NewSession(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		res, err := s.Generate(t.Context(), aotlm.Request{IDs: ids, MaxTokens: n, StopIDs: m.EndOfTurnIDs()}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(res.Text)
+	}
+	user := []map[string]any{{"role": "user", "content": "Once upon a time"}}
+	schema := map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": map[string]any{
+		"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string", "maxLength": 8}}, "required": []string{"name"}}}}
+	type chatOut struct {
+		Choices []struct {
+			Message struct {
+				Content          string `json:"content"`
+				ReasoningContent string `json:"reasoning_content"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	var out chatOut
+	postJSON(t, ts, "/v1/chat/completions", map[string]any{"messages": user, "max_tokens": 24, "temperature": 0, "thinking_budget_tokens": 4}, &out)
+	if c := out.Choices[0]; c.Message.ReasoningContent != first(4) || c.Message.Content == "" {
+		t.Fatalf("budget 4: %+v, want the thinking %q and an answer", c, first(4))
+	}
+	out = chatOut{}
+	postJSON(t, ts, "/v1/chat/completions", map[string]any{"messages": user, "max_tokens": 60, "temperature": 0, "thinking_budget_tokens": 5,
+		"response_format": schema}, &out)
+	var v struct {
+		Name *string `json:"name"`
+	}
+	if c := out.Choices[0]; c.Message.ReasoningContent != first(5) || json.Unmarshal([]byte(c.Message.Content), &v) != nil || v.Name == nil || c.FinishReason != "stop" {
+		t.Fatalf("budget 5 and a schema: %+v, want the thinking %q and a JSON answer", c, first(5))
+	}
+	out = chatOut{}
+	postJSON(t, ts, "/v1/chat/completions", map[string]any{"messages": user, "max_tokens": 12, "temperature": 0, "response_format": schema}, &out)
+	if c := out.Choices[0]; c.Message.ReasoningContent != first(12) || c.Message.Content != "" || c.FinishReason != "length" {
+		t.Fatalf("a schema without a budget: %+v, want the thinking %q cut by length", c, first(12))
+	}
+	var msg anthMessageOut
+	postJSON(t, ts, "/v1/messages", map[string]any{"messages": user, "max_tokens": 24, "temperature": 0,
+		"thinking": map[string]any{"type": "enabled", "budget_tokens": 3}}, &msg)
+	if len(msg.Content) != 2 || msg.Content[0].Thinking != first(3) || msg.Content[1].Type != "text" || msg.Content[1].Text == "" {
+		t.Fatalf("messages with budget_tokens 3: %+v, want the thinking %q and a text block", msg.Content, first(3))
+	}
+}

@@ -273,22 +273,41 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 	} else if req.TopLogprobs != nil && *req.TopLogprobs > 0 {
 		return job{}, nil, nil, badRequest("top_logprobs", "top_logprobs needs logprobs: true")
 	}
-	var mask *constrain.Mask
 	budget := limit
 	if budget == 0 {
 		budget = s.ctx - len(ids)
 	}
+	stopIDs := append(s.m.StopIDs(), s.eot...)
+	var newMask func(left int) *constrain.Mask
 	switch {
 	case cons.tools != nil && cons.tools.force != nil:
 		// a call is required: it wins over response_format, which
 		// shapes text replies
-		mask = s.maskFor(cons.tools.force, budget, append(s.m.StopIDs(), s.eot...))
+		newMask = func(left int) *constrain.Mask { return s.maskFor(cons.tools.force, left, stopIDs) }
 	case format != nil:
-		mask = s.mask(format, budget, append(s.m.StopIDs(), s.eot...))
+		newMask = func(left int) *constrain.Mask { return s.mask(format, left, stopIDs) }
+	}
+	if req.ThinkingBudget != nil && *req.ThinkingBudget < 0 {
+		return job{}, nil, nil, badRequest("thinking_budget_tokens", "thinking_budget_tokens %d must be >= 0", *req.ThinkingBudget)
+	}
+	thinkBudget := 0
+	if req.ThinkingBudget != nil {
+		thinkBudget = *req.ThinkingBudget
 	}
 	var apply func([]float32, []int)
-	if mask != nil {
-		cons.mask, apply = mask, mask.Apply
+	switch {
+	case cons.thinkOpen && (newMask != nil || thinkBudget > 0),
+		cons.think && newMask == nil && thinkBudget > 0:
+		// the model thinks first: the constraint starts after the
+		// thinking, which the budget bounds
+		g := s.newThinkGate(cons.thinkOpen, thinkBudget, &cons)
+		g.newMask, g.left = newMask, budget
+		apply = g.Apply
+	case newMask != nil:
+		// a template that does not open the thinking gets the
+		// constraint from the first token (the model answers at once)
+		cons.mask = newMask(budget)
+		apply = cons.mask.Apply
 	}
 	j.req.Logits = chainLogits(apply, lp)
 	return j, lp, &cons, nil

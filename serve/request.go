@@ -53,6 +53,9 @@ type chatRequest struct {
 	// ReasoningEffort switches the thinking off ("none", "minimal") or
 	// on ("low", "medium", "high") where chat_template_kwargs does not.
 	ReasoningEffort string `json:"reasoning_effort"`
+	// ThinkingBudget bounds the thinking, in tokens: then the thinking
+	// is closed and the model answers.
+	ThinkingBudget *int `json:"thinking_budget_tokens"`
 }
 
 // completionRequest is the body of /v1/completions.
