@@ -1,7 +1,10 @@
 // Package server serves a model over HTTP with the OpenAI API
-// (/v1/chat/completions, /v1/completions, /v1/models), plus /health,
-// /metrics (Prometheus text), /tokenize, /detokenize and a web chat page
-// at /. Requests run on a fixed set of sessions of one model; a request
+// (/v1/chat/completions, /v1/completions, /v1/responses, /v1/models),
+// Anthropic's Messages API (/v1/messages), Ollama's API (/api/chat,
+// /api/generate and the model routes), plus /health, /metrics
+// (Prometheus text), /tokenize, /detokenize and a web chat page at /.
+// Each API is a translation over the same chat generation, which splits
+// a reasoning model's thinking from its answer. Requests run on a fixed set of sessions of one model; a request
 // takes the free session whose cache shares the longest prefix with its
 // prompt, so a conversation that grows turn by turn prefills only what
 // each turn adds. The requests that are generating advance together, one
