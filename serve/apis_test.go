@@ -524,3 +524,35 @@ func TestThinkThenConstrain(t *testing.T) {
 		t.Fatalf("messages with budget_tokens 3: %+v, want the thinking %q and a text block", msg.Content, first(3))
 	}
 }
+
+// FuzzThinkSplit: however a reply is cut into chunks, the split gives
+// what the whole reply gives, and no mark is lost or duplicated.
+func FuzzThinkSplit(f *testing.F) {
+	f.Add("<think>\nplan</think>\n\nanswer", false, uint64(7))
+	f.Add("a</think>b", true, uint64(1))
+	f.Add("  <thin", false, uint64(3))
+	f.Fuzz(func(t *testing.T, text string, open bool, seed uint64) {
+		r, c := splitThinking(text, open)
+		rng := rand.New(rand.NewPCG(seed, 0))
+		sp := newThinkSplit(open)
+		var rb, cb strings.Builder
+		rest := text
+		for rest != "" {
+			n := 1 + rng.IntN(len(rest))
+			a, b := sp.feed(rest[:n])
+			rb.WriteString(a)
+			cb.WriteString(b)
+			rest = rest[n:]
+		}
+		a, b := sp.flush()
+		rb.WriteString(a)
+		cb.WriteString(b)
+		if strings.TrimSpace(rb.String()) != r || cb.String() != c {
+			t.Fatalf("%q cut in chunks: (%q, %q), whole (%q, %q)", text, rb.String(), cb.String(), r, c)
+		}
+		// what is neither thinking nor answer is the marks and whitespace
+		if len(r)+len(c) > len(text) {
+			t.Fatalf("%q split into more than it holds: (%q, %q)", text, r, c)
+		}
+	})
+}
