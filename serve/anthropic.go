@@ -430,9 +430,6 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) *apiErro
 		}
 		return nil
 	}
-	if len(rp.calls) > 0 && rp.content != "" {
-		delta("text", map[string]string{"type": "text_delta", "text": rp.content})
-	}
 	if open != "" {
 		stop()
 	}

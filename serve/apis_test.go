@@ -556,3 +556,45 @@ func FuzzThinkSplit(f *testing.F) {
 		}
 	})
 }
+
+// TestToolCallsDoNotLeak: a streamed reply with tools lets through
+// exactly the text of the reply, however it is cut into chunks: no call
+// markup reaches the streamed text, and text that is no call is all
+// streamed.
+func TestToolCallsDoNotLeak(t *testing.T) {
+	tools := &toolParser{names: map[string]bool{"get_weather": true}}
+	call := "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"
+	cases := []struct {
+		text, content string
+		calls         int
+	}{
+		{call, "", 1},
+		{"Let me check.\n" + call, "Let me check.", 1},
+		{"Both: " + call + "\n" + call, "Both:", 2},
+		{`{"name": "get_weather", "parameters": {"city": "Rome"}}`, "", 1},
+		{"<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {}}", "", 1},
+		{"It is sunny < 30 C.", "It is sunny < 30 C.", 0},
+		{"Text then <tool_call>{broken", "Text then <tool_call>{broken", 0},
+		{`{"not": "a call"}`, `{"not": "a call"}`, 0},
+		{"<tool", "<tool", 0},
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, c := range cases {
+		for range 300 {
+			ts := &textStream{tools: tools}
+			var streamed strings.Builder
+			rest := c.text
+			for rest != "" {
+				n := 1 + rng.IntN(min(len(rest), 6))
+				streamed.WriteString(ts.add(rest[:n]))
+				rest = rest[n:]
+			}
+			content, calls, tail := ts.end()
+			streamed.WriteString(tail)
+			got := strings.TrimSpace(streamed.String())
+			if len(calls) != c.calls || content != c.content || got != c.content {
+				t.Fatalf("%q: streamed %q, content %q, %d calls; want %q and %d calls", c.text, got, content, len(calls), c.content, c.calls)
+			}
+		}
+	}
+}

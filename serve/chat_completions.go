@@ -125,9 +125,6 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *apiError {
 			rp.calls[i].Index = new(int)
 			*rp.calls[i].Index = i
 		}
-		if rp.content != "" {
-			chunk(&outMessage{Content: &rp.content}, nil)
-		}
 		chunk(&outMessage{ToolCalls: rp.calls}, nil)
 	}
 	chunk(&outMessage{}, &rp.finish)

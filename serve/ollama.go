@@ -298,7 +298,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, j job, c
 		return nil
 	}
 	if len(rp.calls) > 0 {
-		out := part("", rp.content, rp.calls)
+		out := part("", "", rp.calls)
 		out["done"] = false
 		line(out)
 	}

@@ -118,29 +118,25 @@ type reply struct {
 
 // generateReply runs a chat job on sl and splits the reply into its
 // thinking, its text and its tool calls. With onDelta, the thinking and
-// the text stream as they come; text that may open a tool call is held
-// back until it is known not to be one (tool calls are only in the
-// returned reply).
+// the text stream as they come; with tools, text that may be a call is
+// held back until it is known not to be one: a reply that may open with
+// a call, and everything from a <tool_call> mark on. Tool calls are only
+// in the returned reply; the text streamed is the text of the reply.
 func (s *Server) generateReply(ctx context.Context, sl *slot, j job, cons *constraints, onDelta func(reasoning, content string) error) (*reply, error) {
 	rp := &reply{}
 	var split *thinkSplit
 	if cons.think {
 		split = newThinkSplit(cons.thinkOpen)
 	}
-	holding := cons.tools != nil
-	var held strings.Builder
+	text := &textStream{tools: cons.tools}
 	emit := func(r, c string) error {
 		rp.reasoning += r
 		rp.content += c
-		if holding {
-			held.WriteString(c)
-			if cons.tools.maybeCall(held.String()) {
-				c = ""
-			} else {
-				holding, c = false, held.String()
-			}
+		if onDelta == nil {
+			text.text += c
+			return nil
 		}
-		if onDelta == nil || (r == "" && c == "") {
+		if c = text.add(c); r == "" && c == "" {
 			return nil
 		}
 		return onDelta(r, c)
@@ -162,13 +158,12 @@ func (s *Server) generateReply(ctx context.Context, sl *slot, j job, cons *const
 	rp.res = res
 	rp.reasoning = strings.TrimSpace(rp.reasoning)
 	rp.finish = cons.finish(res)
-	if cons.tools != nil && (holding || onDelta == nil) {
-		if content, calls := cons.tools.parse(rp.content); len(calls) > 0 {
-			rp.content, rp.calls, rp.finish = content, calls, "tool_calls"
-		}
+	content, calls, tail := text.end()
+	if len(calls) > 0 {
+		rp.content, rp.calls, rp.finish = content, calls, "tool_calls"
 	}
-	if holding && len(rp.calls) == 0 && rp.content != "" && onDelta != nil {
-		if err := onDelta("", rp.content); err != nil {
+	if onDelta != nil && tail != "" {
+		if err := onDelta("", tail); err != nil {
 			return nil, err
 		}
 	}
@@ -185,4 +180,50 @@ func (c *constraints) finish(res *aotlm.Result) string {
 		return "length"
 	}
 	return f
+}
+
+// textStream holds back the text of a streamed reply that may be a tool
+// call: a reply that may open with a call, and everything from a
+// <tool_call> mark on.
+type textStream struct {
+	tools  *toolParser // nil: no tools, nothing is held
+	text   string      // the reply's text so far
+	sent   int         // bytes of text let through
+	inCall bool        // a call mark was seen
+}
+
+// add takes the next text and returns what is now known not to be part
+// of a call.
+func (t *textStream) add(c string) string {
+	t.text += c
+	pending := t.text[t.sent:]
+	switch {
+	case t.tools == nil:
+	case t.inCall, t.sent == 0 && t.tools.maybeCall(pending):
+		return ""
+	default:
+		if i := strings.Index(pending, hermesOpen); i >= 0 {
+			t.inCall = true
+			pending = pending[:i]
+		} else {
+			pending = pending[:len(pending)-partialSuffix(pending, hermesOpen)]
+		}
+	}
+	t.sent += len(pending)
+	return pending
+}
+
+// end reads the whole reply: its text and its calls, and the text still
+// to stream (when there are calls, the text before them if none of it
+// was let through yet; the held text otherwise).
+func (t *textStream) end() (content string, calls []toolCall, tail string) {
+	if t.tools != nil {
+		if content, calls := t.tools.parse(t.text); len(calls) > 0 {
+			if t.sent == 0 {
+				tail = content
+			}
+			return content, calls, tail
+		}
+	}
+	return t.text, nil, t.text[t.sent:]
 }

@@ -554,9 +554,6 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) *apiErr
 		}
 		return nil
 	}
-	if len(rp.calls) > 0 && rp.content != "" {
-		delta("message", rp.content)
-	}
 	if open == "reasoning" || (open == "" && len(rp.calls) == 0) {
 		delta("message", "")
 	}
