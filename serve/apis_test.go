@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+
 	"github.com/aotlm/aotlm"
 )
 
@@ -596,5 +599,48 @@ func TestToolCallsDoNotLeak(t *testing.T) {
 				t.Fatalf("%q: streamed %q, content %q, %d calls; want %q and %d calls", c.text, got, content, len(calls), c.content, c.calls)
 			}
 		}
+	}
+}
+
+// TestResponsesGoClient: openai-go's Responses client reads a response,
+// its stream (whose deltas make the same text) and a continuation by
+// previous_response_id.
+func TestResponsesGoClient(t *testing.T) {
+	ts := newTestServer(t, Options{})
+	ctx := t.Context()
+	params := responses.ResponseNewParams{Model: "stories", MaxOutputTokens: openai.Int(16), Temperature: openai.Float(0),
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Once upon a time")}}
+	r, err := ts.client.Responses.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OutputText() == "" || r.Usage.OutputTokens != 16 || r.Status != "incomplete" {
+		t.Fatalf("response %q, %d output tokens, status %s", r.OutputText(), r.Usage.OutputTokens, r.Status)
+	}
+	stream := ts.client.Responses.NewStreaming(ctx, params)
+	var text strings.Builder
+	var last string
+	for stream.Next() {
+		ev := stream.Current()
+		if ev.Type == "response.output_text.delta" {
+			text.WriteString(ev.Delta)
+		}
+		last = ev.Type
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if text.String() != r.OutputText() || last != "response.incomplete" {
+		t.Fatalf("streamed %q ending with %s, want %q and response.incomplete", text.String(), last, r.OutputText())
+	}
+	next := params
+	next.PreviousResponseID = openai.String(r.ID)
+	next.Input = responses.ResponseNewParamsInputUnion{OfString: openai.String("And then?")}
+	r2, err := ts.client.Responses.New(ctx, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.PreviousResponseID != r.ID || r2.Usage.InputTokens < r.Usage.InputTokens+r.Usage.OutputTokens {
+		t.Fatalf("the continuation (%d input tokens) does not hold the first turn (%d + %d)", r2.Usage.InputTokens, r.Usage.InputTokens, r.Usage.OutputTokens)
 	}
 }
