@@ -306,19 +306,28 @@ type anthMessageOut struct {
 	Usage        anthUsage   `json:"usage"`
 }
 
-// stopReason maps a reply's end to Anthropic's stop_reason and
-// stop_sequence.
-func anthStop(rp *reply, stops []string) (string, *string) {
+// anthStop maps a reply's end to Anthropic's stop_reason and
+// stop_sequence (the stop string the generated tokens reached).
+func (s *Server) anthStop(rp *reply, stops []string) (string, *string) {
 	switch {
 	case rp.finish == "tool_calls":
 		return "tool_use", nil
 	case rp.finish == "length":
 		return "max_tokens", nil
 	case rp.res.StopReason == aotlm.StopString:
-		for _, st := range stops {
-			if strings.HasSuffix(rp.res.Text, st) || len(stops) == 1 {
-				return "stop_sequence", &st
+		// the reply's text ends before the stop string; the tokens go on
+		rest := ""
+		if tok := s.m.Tokenizer(); tok != nil {
+			rest, _ = strings.CutPrefix(tok.Decode(rp.res.IDs), rp.res.Text)
+		}
+		best := -1
+		for i, st := range stops {
+			if j := strings.Index(rest, st); j >= 0 && (best < 0 || j < strings.Index(rest, stops[best])) {
+				best = i
 			}
+		}
+		if best >= 0 {
+			return "stop_sequence", &stops[best]
 		}
 		return "stop_sequence", nil
 	}
@@ -360,7 +369,7 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) *apiErro
 		for _, c := range rp.calls {
 			out.Content = append(out.Content, toolUseBlock(c))
 		}
-		reason, seq := anthStop(rp, req.StopSequences)
+		reason, seq := s.anthStop(rp, req.StopSequences)
 		out.StopReason, out.StopSequence = &reason, seq
 		out.Usage = anthUsageOf(rp.res)
 		writeJSON(w, http.StatusOK, out)
@@ -444,7 +453,7 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) *apiErro
 			"delta": map[string]string{"type": "input_json_delta", "partial_json": string(b.Input)}})
 		stop()
 	}
-	reason, seq := anthStop(rp, req.StopSequences)
+	reason, seq := s.anthStop(rp, req.StopSequences)
 	ev.event("message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": reason, "stop_sequence": seq}, "usage": anthUsageOf(rp.res)})
 	ev.event("message_stop", map[string]string{"type": "message_stop"})

@@ -50,6 +50,14 @@ test('stop_sequences and max_tokens end the reply as Anthropic names it', async 
   const short = await client.messages.create({ ...ask, max_tokens: 2 });
   assert.equal(short.stop_reason, 'max_tokens');
   assert.equal(short.usage.output_tokens, 2);
+  const whole = await client.messages.create(ask);
+  const words = whole.content[0].text.split(/\s+/).filter((w) => w.length > 2);
+  assert.ok(words.length >= 3, whole.content[0].text);
+  const stop = words[Math.floor(words.length / 2)];
+  const cut = await client.messages.create({ ...ask, stop_sequences: ['never in the text', stop] });
+  assert.equal(cut.stop_reason, 'stop_sequence');
+  assert.equal(cut.stop_sequence, stop);
+  assert.equal(cut.content[0].text, whole.content[0].text.slice(0, whole.content[0].text.indexOf(stop)));
 });
 
 test('a tool_use round trip', async () => {
