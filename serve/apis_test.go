@@ -17,7 +17,8 @@ import (
 )
 
 // TestThinkSplit: the thinking and the answer come out the same however
-// the reply is cut into chunks.
+// the reply is cut into chunks (the thinking without its surrounding
+// whitespace, streamed or not).
 func TestThinkSplit(t *testing.T) {
 	cases := []struct {
 		text               string
@@ -55,7 +56,7 @@ func TestThinkSplit(t *testing.T) {
 			a, b := sp.flush()
 			rb.WriteString(a)
 			cb.WriteString(b)
-			if strings.TrimSpace(rb.String()) != c.reasoning || cb.String() != c.content {
+			if rb.String() != c.reasoning || cb.String() != c.content {
 				t.Fatalf("%q cut in chunks: (%q, %q), want (%q, %q)", c.text, rb.String(), cb.String(), c.reasoning, c.content)
 			}
 		}
@@ -185,7 +186,7 @@ func TestReasoningSplit(t *testing.T) {
 			}
 		}
 	}
-	if strings.TrimSpace(streamed.String()) != thought || deltas[len(deltas)-1] != "signature_delta" {
+	if streamed.String() != thought || deltas[len(deltas)-1] != "signature_delta" {
 		t.Fatalf("messages, streamed thinking %q with deltas %v, want %q and a signature_delta last", streamed.String(), deltas, thought)
 	}
 
@@ -550,7 +551,7 @@ func FuzzThinkSplit(f *testing.F) {
 		a, b := sp.flush()
 		rb.WriteString(a)
 		cb.WriteString(b)
-		if strings.TrimSpace(rb.String()) != r || cb.String() != c {
+		if rb.String() != r || cb.String() != c {
 			t.Fatalf("%q cut in chunks: (%q, %q), whole (%q, %q)", text, rb.String(), cb.String(), r, c)
 		}
 		// what is neither thinking nor answer is the marks and whitespace

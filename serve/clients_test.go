@@ -50,6 +50,12 @@ var (
 func TestOfficialClients(t *testing.T) {
 	node := nodeClients(t)
 	ts := newTestServer(t, Options{Parallel: 2, APIKey: "test-key"})
+	// the same model with a template that opens the thinking
+	m := openStories(t)
+	if err := m.SetChatTemplate("thinking", thinkingTemplate); err != nil {
+		t.Fatal(err)
+	}
+	think := newTestServerFor(t, m, Options{APIKey: "test-key"})
 	for _, c := range []struct {
 		file string
 		min  int // the tests the file holds
@@ -57,13 +63,14 @@ func TestOfficialClients(t *testing.T) {
 		{"anthropic.test.mjs", 7},
 		{"ollama.test.mjs", 7},
 		{"openai.test.mjs", 7},
+		{"reasoning.test.mjs", 3},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=tap", c.file)
 			cmd.Dir = clientsDir
-			cmd.Env = append(os.Environ(), "AOTLM_URL="+ts.http.URL, "AOTLM_MODEL=stories", "AOTLM_KEY=test-key")
+			cmd.Env = append(os.Environ(), "AOTLM_URL="+ts.http.URL, "AOTLM_THINK_URL="+think.http.URL, "AOTLM_MODEL=stories", "AOTLM_KEY=test-key")
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("node --test %s: %v\n%s", c.file, err, out)

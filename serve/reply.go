@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"strings"
+	"unicode"
 
 	"github.com/aotlm/aotlm"
 )
@@ -24,6 +25,11 @@ type thinkSplit struct {
 	begun   bool   // past where an opening mark may appear
 	trim    bool   // drop the whitespace that follows </think>
 	pending string // text not yet placed
+	// the thinking is given without its leading and trailing
+	// whitespace: said tells whether some was given, space holds the
+	// whitespace given only if more thinking follows
+	said  bool
+	space string
 }
 
 // newThinkSplit starts a split for a prompt: open tells whether the
@@ -35,6 +41,30 @@ func newThinkSplit(open bool) *thinkSplit {
 // feed takes the next chunk of the reply and returns the thinking and
 // the answer text that are now known.
 func (t *thinkSplit) feed(s string) (reasoning, content string) {
+	r, c := t.place(s)
+	return t.trimmed(r), c
+}
+
+// trimmed gives the thinking r without the thinking's leading and
+// trailing whitespace.
+func (t *thinkSplit) trimmed(r string) string {
+	if !t.said {
+		if r = strings.TrimLeftFunc(r, unicode.IsSpace); r == "" {
+			return ""
+		}
+		t.said = true
+	}
+	r = t.space + r
+	out := strings.TrimRightFunc(r, unicode.IsSpace)
+	t.space = r[len(out):]
+	if !t.in {
+		t.space = "" // the thinking is over
+	}
+	return out
+}
+
+// place splits the next chunk.
+func (t *thinkSplit) place(s string) (reasoning, content string) {
 	t.pending += s
 	var r, c strings.Builder
 	for t.pending != "" {
@@ -79,7 +109,8 @@ func (t *thinkSplit) flush() (reasoning, content string) {
 	p := t.pending
 	t.pending = ""
 	if t.in {
-		return p, ""
+		t.in = false
+		return t.trimmed(p), ""
 	}
 	if t.trim {
 		p = strings.TrimLeft(p, " \t\r\n")
@@ -103,7 +134,7 @@ func splitThinking(text string, open bool) (reasoning, content string) {
 	t := newThinkSplit(open)
 	r, c := t.feed(text)
 	r2, c2 := t.flush()
-	return strings.TrimSpace(r + r2), c + c2
+	return r + r2, c + c2
 }
 
 // reply is one chat generation's answer in its parts.
