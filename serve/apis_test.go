@@ -645,3 +645,25 @@ func TestResponsesGoClient(t *testing.T) {
 		t.Fatalf("the continuation (%d input tokens) does not hold the first turn (%d + %d)", r2.Usage.InputTokens, r.Usage.InputTokens, r.Usage.OutputTokens)
 	}
 }
+
+// TestResponseStoreBounded: the store keeps the last maxStoredResponses
+// responses and forgets the older ones; delete forgets one.
+func TestResponseStoreBounded(t *testing.T) {
+	var st responseStore
+	ids := make([]string, maxStoredResponses+10)
+	for i := range ids {
+		ids[i] = newID("resp_")
+		st.put(&storedResponse{resp: responseObj{ID: ids[i]}})
+	}
+	for i, id := range ids {
+		if got := st.get(id) != nil; got != (i >= 10) {
+			t.Fatalf("response %d of %d: stored %v", i, len(ids), got)
+		}
+	}
+	if !st.delete(ids[20]) || st.get(ids[20]) != nil || st.delete(ids[20]) {
+		t.Fatal("delete did not forget the response once")
+	}
+	if len(st.byID) != maxStoredResponses-1 || len(st.order) != maxStoredResponses-1 {
+		t.Fatalf("%d responses and %d in order after a delete, want %d", len(st.byID), len(st.order), maxStoredResponses-1)
+	}
+}
