@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/constrain"
 	"github.com/aotlm/aotlm/internal/modelparts"
 )
 
@@ -18,10 +20,12 @@ type chatChoice struct {
 }
 
 type outMessage struct {
-	Role      string     `json:"role,omitempty"`
-	Content   *string    `json:"content,omitempty"`
-	ToolCalls []toolCall `json:"tool_calls,omitempty"`
-	Refusal   *string    `json:"refusal,omitempty"`
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+	// ReasoningContent is the model's thinking, split from the answer.
+	ReasoningContent *string    `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCall `json:"tool_calls,omitempty"`
+	Refusal          *string    `json:"refusal,omitempty"`
 }
 
 type logprobList struct {
@@ -56,69 +60,59 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	defer s.pool.release(sl)
 	base := chatResponse{ID: newID("chatcmpl-"), Created: unixNow(), Model: s.id, SystemFingerprint: fingerprint}
-	if !req.Stream {
-		var entries []logprobEntry
-		res, err := s.run(r.Context(), sl, j, func(t aotlm.Token) error {
-			if lp != nil && t.ID >= 0 {
+	var entries []logprobEntry // logprobs not yet sent
+	if lp != nil {
+		j.onToken = func(t aotlm.Token) {
+			if t.ID >= 0 {
 				entries = append(entries, lp.entry(t.ID))
 			}
-			return nil
-		})
+		}
+	}
+	if !req.Stream {
+		rp, err := s.generateReply(r.Context(), sl, j, cons, nil)
 		if err != nil {
 			return generationError(err)
 		}
 		base.Object = "chat.completion"
-		msg := &outMessage{Role: "assistant"}
-		text := res.Text
-		finish := finishReason(res.StopReason)
-		if cons != nil && cons.tools != nil {
-			if content, calls := cons.tools.parse(text); len(calls) > 0 {
-				msg.ToolCalls, text, finish = calls, content, "tool_calls"
-			}
+		msg := &outMessage{Role: "assistant", Content: &rp.content, ToolCalls: rp.calls}
+		if rp.reasoning != "" {
+			msg.ReasoningContent = &rp.reasoning
 		}
-		msg.Content = &text
-		ch := chatChoice{Message: msg, FinishReason: &finish}
+		ch := chatChoice{Message: msg, FinishReason: &rp.finish}
 		if lp != nil {
 			ch.Logprobs = &logprobList{Content: orEmpty(entries)}
 		}
 		base.Choices = []chatChoice{ch}
-		base.Usage = usageOf(res)
+		base.Usage = usageOf(rp.res)
 		writeJSON(w, http.StatusOK, base)
 		return nil
 	}
 
 	base.Object = "chat.completion.chunk"
 	ev := startSSE(w)
-	chunk := func(d *outMessage, l *logprobList, finish *string) error {
+	chunk := func(d *outMessage, finish *string) error {
 		c := base
+		var l *logprobList
+		if lp != nil && len(entries) > 0 {
+			l = &logprobList{Content: entries}
+			entries = nil
+		}
 		c.Choices = []chatChoice{{Delta: d, Logprobs: l, FinishReason: finish}}
 		return ev.send(c)
 	}
 	empty := ""
-	if chunk(&outMessage{Role: "assistant", Content: &empty}, nil, nil) != nil {
+	if chunk(&outMessage{Role: "assistant", Content: &empty}, nil) != nil {
 		return nil
 	}
-	// with tools, the reply is held back until it is known not to be a
-	// tool call (it would start with the call's opening mark)
-	var held string
-	holding := cons != nil && cons.tools != nil
-	res, err := s.run(r.Context(), sl, j, func(t aotlm.Token) error {
-		var l *logprobList
-		if lp != nil && t.ID >= 0 {
-			l = &logprobList{Content: []logprobEntry{lp.entry(t.ID)}}
+	rp, err := s.generateReply(r.Context(), sl, j, cons, func(reasoning, content string) error {
+		d := &outMessage{}
+		if reasoning != "" {
+			d.ReasoningContent = &reasoning
 		}
-		text := t.Text
-		if holding {
-			held += text
-			if cons.tools.maybeCall(held) {
-				return nil
-			}
-			holding, text = false, held
+		if content != "" {
+			d.Content = &content
 		}
-		if text == "" && l == nil {
-			return nil
-		}
-		return chunk(&outMessage{Content: &text}, l, nil)
+		return chunk(d, nil)
 	})
 	if err != nil {
 		if r.Context().Err() == nil {
@@ -126,28 +120,18 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *apiError {
 		}
 		return nil
 	}
-	finish := finishReason(res.StopReason)
-	if holding {
-		content, calls := cons.tools.parse(res.Text)
-		if len(calls) > 0 {
-			for i := range calls {
-				calls[i].Index = new(int)
-				*calls[i].Index = i
-			}
-			if content != "" {
-				chunk(&outMessage{Content: &content}, nil, nil)
-			}
-			chunk(&outMessage{ToolCalls: calls}, nil, nil)
-			finish = "tool_calls"
-		} else if res.Text != "" {
-			chunk(&outMessage{Content: &res.Text}, nil, nil)
+	if len(rp.calls) > 0 {
+		for i := range rp.calls {
+			rp.calls[i].Index = new(int)
+			*rp.calls[i].Index = i
 		}
+		chunk(&outMessage{ToolCalls: rp.calls}, nil)
 	}
-	chunk(&outMessage{}, nil, &finish)
+	chunk(&outMessage{}, &rp.finish)
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 		c := base
 		c.Choices = []chatChoice{}
-		c.Usage = usageOf(res)
+		c.Usage = usageOf(rp.res)
 		ev.send(c)
 	}
 	ev.done()
@@ -172,6 +156,12 @@ func generationError(err error) *apiError {
 // constraints are what a chat request adds to plain generation.
 type constraints struct {
 	tools *toolParser
+	// mask keeps the reply to response_format or to a required tool
+	// call (nil: free text).
+	mask *constrain.Mask
+	// think is set when the template writes thinking between <think>
+	// and </think>; thinkOpen when the prompt ends inside it.
+	think, thinkOpen bool
 }
 
 // chatJob checks a chat request and renders it into a job.
@@ -205,7 +195,7 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 		if role == "assistant" && len(m.ToolCalls) > 0 {
 			content += renderToolCalls(m.ToolCalls)
 		}
-		msgs = append(msgs, aotlm.Message{Role: role, Content: content})
+		msgs = append(msgs, aotlm.Message{Role: role, Content: content, ReasoningContent: m.ReasoningContent})
 	}
 	p, stops, limit, e := req.params(s.m.GenerationDefaults(), s.ctx)
 	if e != nil {
@@ -213,6 +203,18 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 	}
 	var cons constraints
 	vars := map[string]any{}
+	switch req.ReasoningEffort {
+	case "":
+	case "none", "minimal":
+		vars["enable_thinking"] = false
+	case "low", "medium", "high", "xhigh":
+		vars["enable_thinking"] = true
+	default:
+		return job{}, nil, nil, badRequest("reasoning_effort", "reasoning_effort %q: want none, minimal, low, medium or high", req.ReasoningEffort)
+	}
+	for k, v := range req.ChatTemplateKwargs {
+		vars[k] = v
+	}
 	if len(req.Tools) > 0 {
 		tp, tv, e := s.toolSetup(req.Tools, req.ToolChoice)
 		if e != nil {
@@ -235,6 +237,10 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 			return job{}, nil, nil, badRequest("messages", "the model has no chat template: use /v1/completions")
 		}
 		return job{}, nil, nil, badRequest("messages", "the chat template refused the messages: %v", err)
+	}
+	if strings.Contains(s.m.ChatTemplateSource(), thinkClose) {
+		cons.think = true
+		cons.thinkOpen = strings.HasSuffix(strings.TrimRight(text, " \t\r\n"), thinkOpen)
 	}
 	var ids []int
 	if imgs != nil {
@@ -264,20 +270,43 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 	} else if req.TopLogprobs != nil && *req.TopLogprobs > 0 {
 		return job{}, nil, nil, badRequest("top_logprobs", "top_logprobs needs logprobs: true")
 	}
-	var constrain func([]float32, []int)
 	budget := limit
 	if budget == 0 {
 		budget = s.ctx - len(ids)
 	}
+	stopIDs := append(s.m.StopIDs(), s.eot...)
+	var newMask func(left int) *constrain.Mask
 	switch {
 	case cons.tools != nil && cons.tools.force != nil:
 		// a call is required: it wins over response_format, which
 		// shapes text replies
-		constrain = s.maskFor(cons.tools.force, budget, append(s.m.StopIDs(), s.eot...))
+		newMask = func(left int) *constrain.Mask { return s.maskFor(cons.tools.force, left, stopIDs) }
 	case format != nil:
-		constrain = s.mask(format, budget, append(s.m.StopIDs(), s.eot...))
+		newMask = func(left int) *constrain.Mask { return s.mask(format, left, stopIDs) }
 	}
-	j.req.Logits = chainLogits(constrain, lp)
+	if req.ThinkingBudget != nil && *req.ThinkingBudget < 0 {
+		return job{}, nil, nil, badRequest("thinking_budget_tokens", "thinking_budget_tokens %d must be >= 0", *req.ThinkingBudget)
+	}
+	thinkBudget := 0
+	if req.ThinkingBudget != nil {
+		thinkBudget = *req.ThinkingBudget
+	}
+	var apply func([]float32, []int)
+	switch {
+	case cons.thinkOpen && (newMask != nil || thinkBudget > 0),
+		cons.think && newMask == nil && thinkBudget > 0:
+		// the model thinks first: the constraint starts after the
+		// thinking, which the budget bounds
+		g := s.newThinkGate(cons.thinkOpen, thinkBudget, &cons)
+		g.newMask, g.left = newMask, budget
+		apply = g.Apply
+	case newMask != nil:
+		// a template that does not open the thinking gets the
+		// constraint from the first token (the model answers at once)
+		cons.mask = newMask(budget)
+		apply = cons.mask.Apply
+	}
+	j.req.Logits = chainLogits(apply, lp)
 	return j, lp, &cons, nil
 }
 

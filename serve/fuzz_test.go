@@ -21,6 +21,10 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}}}}], "tool_choice": "required"}`,
 		`{"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "f"}}}`,
 		`null`, `[]`, `{"messages": null}`, `{"max_tokens": "5"}`,
+		`{"max_tokens": 5, "system": [{"type": "text", "text": "s"}], "messages": [{"role": "user", "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "eA=="}}, {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text", "text": "r"}]}]}, {"role": "assistant", "content": [{"type": "thinking", "thinking": "x"}, {"type": "tool_use", "id": "t", "name": "f", "input": {}}]}], "tools": [{"name": "f", "input_schema": {"type": "object"}}], "tool_choice": {"type": "tool", "name": "f"}, "thinking": {"type": "enabled", "budget_tokens": 10}}`,
+		`{"input": [{"role": "user", "content": [{"type": "input_text", "text": "a"}, {"type": "input_image", "image_url": "data:,"}]}, {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}, {"type": "function_call_output", "call_id": "c", "output": "o"}, {"type": "reasoning", "summary": [{"type": "summary_text", "text": "r"}]}], "tools": [{"type": "function", "name": "f"}], "tool_choice": {"type": "function", "name": "f"}, "text": {"format": {"type": "json_schema", "name": "n", "schema": {}}}, "reasoning": {"effort": "low"}}`,
+		`{"model": "m:latest", "messages": [{"role": "user", "content": "c", "images": ["eA=="], "tool_calls": [{"function": {"name": "f", "arguments": {"a": 1}}}]}], "format": {"type": "object"}, "think": "high", "keep_alive": "5m", "options": {"num_predict": -1, "stop": ["x"]}, "prompt": "p", "raw": true}`,
+		`{"format": "json", "think": 3, "options": {"temperature": "hot"}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -47,6 +51,28 @@ func FuzzDecodeRequest(f *testing.F) {
 				_, _, e = s.toolSetup(c.Tools, c.ToolChoice)
 				check(e)
 			}
+		}
+		var m messagesRequest
+		e = decodeJSON(data, &m)
+		check(e)
+		if e == nil {
+			_, e = m.chatRequest()
+			check(e)
+		}
+		var r responsesRequest
+		e = decodeJSON(data, &r)
+		check(e)
+		if e == nil {
+			var s Server
+			_, _, e = s.responsesChat(&r)
+			check(e)
+		}
+		var o ollamaChatRequest
+		e = decodeJSON(data, &o)
+		check(e)
+		if e == nil {
+			_, e = o.chatRequest()
+			check(e)
 		}
 		var p completionRequest
 		e = decodeJSON(data, &p)

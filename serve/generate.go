@@ -19,6 +19,8 @@ import (
 type job struct {
 	ids []int
 	req aotlm.Request
+	// onToken, when set, sees each token as it is generated.
+	onToken func(aotlm.Token)
 }
 
 // checkPrompt refuses a prompt that does not fit the context.
@@ -57,6 +59,9 @@ func (s *Server) run(ctx context.Context, sl *slot, j job, onToken func(aotlm.To
 	res, err := sl.s.Generate(ctx, j.req, func(t aotlm.Token) error {
 		if t.ID >= 0 {
 			s.metrics.token()
+		}
+		if j.onToken != nil {
+			j.onToken(t)
 		}
 		if onToken != nil {
 			return onToken(t)

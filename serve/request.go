@@ -47,6 +47,15 @@ type chatRequest struct {
 	ResponseFormat *responseFormat `json:"response_format"`
 	Tools          []tool          `json:"tools"`
 	ToolChoice     json.RawMessage `json:"tool_choice"`
+	// ChatTemplateKwargs are extra chat template variables, such as
+	// enable_thinking (vLLM's and llama-server's field).
+	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs"`
+	// ReasoningEffort switches the thinking off ("none", "minimal") or
+	// on ("low", "medium", "high") where chat_template_kwargs does not.
+	ReasoningEffort string `json:"reasoning_effort"`
+	// ThinkingBudget bounds the thinking, in tokens: then the thinking
+	// is closed and the model answers.
+	ThinkingBudget *int `json:"thinking_budget_tokens"`
 }
 
 // completionRequest is the body of /v1/completions.
@@ -64,6 +73,8 @@ type chatMessage struct {
 	Name       string      `json:"name,omitempty"`
 	ToolCalls  []toolCall  `json:"tool_calls,omitempty"`
 	ToolCallID string      `json:"tool_call_id,omitempty"`
+	// ReasoningContent is an assistant turn's thinking.
+	ReasoningContent string `json:"reasoning_content,omitempty"`
 }
 
 type responseFormat struct {

@@ -78,14 +78,14 @@ func (s *Server) tokenBytes() [][]byte {
 }
 
 // mask makes the logits mask of one generation.
-func (s *Server) mask(f *jsonFormat, budget int, stop []int) func([]float32, []int) {
+func (s *Server) mask(f *jsonFormat, budget int, stop []int) *constrain.Mask {
 	if f.schema != nil {
 		return s.maskFor(constrain.NewSchemaJSON(f.schema), budget, stop)
 	}
-	return constrain.NewMask(s.tokenBytes(), stop, budget, f.objectOnly).Apply
+	return constrain.NewMask(s.tokenBytes(), stop, budget, f.objectOnly)
 }
 
 // maskFor makes the logits mask that keeps one generation to r.
-func (s *Server) maskFor(r constrain.Recognizer, budget int, stop []int) func([]float32, []int) {
-	return constrain.NewMaskFor(r, s.tokenBytes(), stop, budget).Apply
+func (s *Server) maskFor(r constrain.Recognizer, budget int, stop []int) *constrain.Mask {
+	return constrain.NewMaskFor(r, s.tokenBytes(), stop, budget)
 }

@@ -1,7 +1,10 @@
 // Package server serves a model over HTTP with the OpenAI API
-// (/v1/chat/completions, /v1/completions, /v1/models), plus /health,
-// /metrics (Prometheus text), /tokenize, /detokenize and a web chat page
-// at /. Requests run on a fixed set of sessions of one model; a request
+// (/v1/chat/completions, /v1/completions, /v1/responses, /v1/models),
+// Anthropic's Messages API (/v1/messages), Ollama's API (/api/chat,
+// /api/generate and the model routes), plus /health, /metrics
+// (Prometheus text), /tokenize, /detokenize and a web chat page at /.
+// Each API is a translation over the same chat generation, which splits
+// a reasoning model's thinking from its answer. Requests run on a fixed set of sessions of one model; a request
 // takes the free session whose cache shares the longest prefix with its
 // prompt, so a conversation that grows turn by turn prefills only what
 // each turn adds. The requests that are generating advance together, one
@@ -71,6 +74,8 @@ type Server struct {
 
 	tokOnce  sync.Once
 	tokBytes [][]byte // each id's bytes, for constrained decoding
+
+	responses responseStore // for /v1/responses' previous_response_id
 }
 
 // New makes a server over m with opts.Parallel sessions.
@@ -106,13 +111,24 @@ func New(m *aotlm.Model, opts Options) (*Server, error) {
 	s.mux.HandleFunc("POST /detokenize", s.api(s.handleDetokenize))
 	s.mux.HandleFunc("GET /health", s.handleHealth)
 	s.mux.HandleFunc("GET /metrics", s.api(s.handleMetrics))
+	s.mux.HandleFunc("POST /v1/messages", s.api(s.handleMessages))
+	s.mux.HandleFunc("POST /v1/messages/count_tokens", s.api(s.handleCountTokens))
+	s.mux.HandleFunc("POST /v1/responses", s.api(s.handleResponses))
+	s.mux.HandleFunc("GET /v1/responses/{id}", s.api(s.handleGetResponse))
+	s.mux.HandleFunc("DELETE /v1/responses/{id}", s.api(s.handleDeleteResponse))
+	s.mux.HandleFunc("POST /api/chat", s.api(s.handleOllamaChat))
+	s.mux.HandleFunc("POST /api/generate", s.api(s.handleOllamaGenerate))
+	s.mux.HandleFunc("GET /api/tags", s.api(s.handleOllamaTags))
+	s.mux.HandleFunc("POST /api/show", s.api(s.handleOllamaShow))
+	s.mux.HandleFunc("GET /api/ps", s.api(s.handleOllamaPS))
+	s.mux.HandleFunc("GET /api/version", s.api(s.handleOllamaVersion))
 	s.mux.HandleFunc("GET /{$}", s.handleWeb)
 	s.mux.HandleFunc("/", s.handleNotFound)
 	return s, nil
 }
 
 // Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return withRequestID(s.mux) }
 
 // Close releases the sessions; call it after the HTTP server has shut
 // down.
@@ -135,22 +151,26 @@ func (s *Server) api(h func(w http.ResponseWriter, r *http.Request) *apiError) h
 		if s.opts.APIKey != "" {
 			auth := r.Header.Get("Authorization")
 			tok, ok := strings.CutPrefix(auth, "Bearer ")
-			if !ok || tok != s.opts.APIKey {
-				writeError(sw, &apiError{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "invalid_api_key",
+			if !ok {
+				// Anthropic's clients send the key in X-Api-Key
+				tok = r.Header.Get("X-Api-Key")
+			}
+			if tok != s.opts.APIKey {
+				writeErrorFor(sw, r, &apiError{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "invalid_api_key",
 					Message: "a valid API key is required: send it as \"Authorization: Bearer <key>\""})
 				return
 			}
 		}
 		r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBodyBytes)
 		if e := h(sw, r); e != nil {
-			writeError(sw, e)
+			writeErrorFor(sw, r, e)
 		}
 	}
 }
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
 	s.metrics.request("other", http.StatusNotFound)
-	writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "not_found",
+	writeErrorFor(w, r, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "not_found",
 		Message: fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path)})
 }
 

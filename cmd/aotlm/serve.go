@@ -26,17 +26,21 @@ func newServeCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "serve -m MODEL",
-		Short: "Serve a model over an OpenAI-compatible HTTP API, with a web chat",
+		Short: "Serve a model over the OpenAI, Anthropic and Ollama HTTP APIs, with a web chat",
 		Long: `Serve a model over HTTP: the OpenAI API (/v1/chat/completions,
-/v1/completions, /v1/models, with streaming), /health, /metrics (Prometheus
-text), /tokenize and /detokenize, and a web chat page at /.
+/v1/completions, /v1/responses, /v1/models, with streaming), Anthropic's
+Messages API (/v1/messages, /v1/messages/count_tokens), Ollama's API
+(/api/chat, /api/generate, /api/tags, /api/show, /api/ps, /api/version),
+/health, /metrics (Prometheus text), /tokenize and /detokenize, and a web
+chat page at /.
 
 Up to --parallel requests generate at once, each on its own session of the
 one mapped model; up to --queue more wait, and beyond that the server answers
 503 with Retry-After. A request whose prompt extends an earlier one (the same
 conversation, one turn longer) takes the session that holds it and prefills
 only the new tokens. It listens on 127.0.0.1 unless --host says otherwise;
-with --api-key every API request must carry "Authorization: Bearer KEY".
+with --api-key every API request must carry "Authorization: Bearer KEY" (or
+"X-Api-Key: KEY", as Anthropic's clients send it).
 MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).
 
 A vision-language model (a SmolVLM, Qwen2-VL or InternVL folder or artifact, or a text GGUF with --mmproj)
@@ -66,7 +70,7 @@ with --allow-local-images.`,
 			if p, err := openPrompter(mf.path, mmproj, m, mf.threads, mf.visionLlamaCpp); err != nil {
 				return err
 			} else if p != nil {
-				opts.Images = servePrompts{p}
+				opts.Images = p.ServeImages()
 			}
 			srv, err := serve.New(m, opts)
 			if err != nil {
@@ -89,7 +93,7 @@ with --allow-local-images.`,
 	f.IntVar(&port, "port", 8080, "port to listen on (0: any free port)")
 	f.IntVar(&parallel, "parallel", 1, "requests that generate at once, each on its own session")
 	f.IntVar(&queue, "queue", 0, "requests that may wait for a session beyond --parallel (0: 4 per session, -1: none)")
-	f.StringVar(&apiKey, "api-key", "", "require this Bearer token on API requests")
+	f.StringVar(&apiKey, "api-key", "", "require this key on API requests (Authorization: Bearer or X-Api-Key)")
 	f.StringVar(&name, "name", "", "the model's id in the API (default: the model's file or folder name)")
 	f.Int64Var(&maxBody, "max-body", 4<<20, "largest request body in bytes")
 	f.StringVar(&mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m: chat messages may hold images")

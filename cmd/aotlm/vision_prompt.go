@@ -7,7 +7,6 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/visionload"
-	"github.com/aotlm/aotlm/serve"
 )
 
 // openPrompter opens the vision encoder of a vision-language model for
@@ -36,8 +35,3 @@ func attachImage(errw io.Writer, images *visionload.ChatImages, path string) {
 		fmt.Fprintf(errw, "(image attached to the next message: %s)\n", path)
 	}
 }
-
-// servePrompts gives the server a prompter's images.
-type servePrompts struct{ p *visionload.Prompts }
-
-func (s servePrompts) NewImages() serve.ImagePrompt { return s.p.NewImages() }

@@ -3,9 +3,11 @@ package visionload
 import (
 	"errors"
 	"fmt"
-	"github.com/aotlm/aotlm/internal/userfile"
 	"strings"
 	"time"
+
+	"github.com/aotlm/aotlm/internal/userfile"
+	"github.com/aotlm/aotlm/serve"
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/modelparts"
@@ -215,3 +217,12 @@ func (ci *ChatImages) Message(text string) (string, error) {
 
 // Reset forgets the conversation's images.
 func (ci *ChatImages) Reset() { ci.cur, ci.pending = ci.p.NewImages(), nil }
+
+// ServeImages is the server's source of images (serve.Options.Images)
+// over p.
+func (p *Prompts) ServeImages() serve.ImagePrompts { return servePrompts{p} }
+
+// servePrompts gives the server a prompter's images.
+type servePrompts struct{ p *Prompts }
+
+func (s servePrompts) NewImages() serve.ImagePrompt { return s.p.NewImages() }
