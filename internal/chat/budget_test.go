@@ -31,6 +31,31 @@ func TestHostileTemplatesHitALimit(t *testing.T) {
 		{"center method", `{{ 'a'.center(10000000000) }}`, "MaxTemplateOutput"},
 		{"join of a big list", `{% set s = 'x' * 10000000 %}{% set ns = namespace(l=[]) %}{% for i in range(100) %}{% set ns.l = ns.l + [s] %}{% endfor %}{{ ns.l | join(',') }}`, "MaxTemplateOutput"},
 		{"replace growth", `{% set s = 'x' * 1000000 %}{{ s|replace('x', 'yyyyyyyyyyyyyyyyyyyyyyyyy') }}`, "MaxTemplateOutput"},
+		{"format width", `{{ '{:>3000000000}'.format(1) }}`, "MaxTemplateOutput"},
+		{"format width left", `{{ '{0:<20000000}'.format('a') }}`, "MaxTemplateOutput"},
+		{"format precision", `{{ '{:.900000000f}'.format(1.5) }}`, "MaxTemplateOutput"},
+		{"format zero fill", `{{ 'x{:020000000d}'.format(7) }}`, "MaxTemplateOutput"},
+		{"format nested width", `{{ '{:>{}}'.format('a', 50000000) }}`, "MaxTemplateOutput"},
+		{"format keyword width", `{{ '{v:{w}}'.format(v='a', w=50000000) }}`, "MaxTemplateOutput"},
+		{"format_map width", `{{ '{a:>90000000}'.format_map({'a': 1}) }}`, "MaxTemplateOutput"},
+		{"format repeats an argument", `{% set s = 'x' * 1000000 %}{% set f = '{0}' * 100 %}{{ f.format(s) }}`, "MaxTemplateOutput"},
+		{"printf width", `{{ '%3000000000d'|format(1) }}`, "MaxTemplateOutput"},
+		{"printf precision", `{{ '%.40000000f'|format(1.5) }}`, "MaxTemplateOutput"},
+		{"printf star width", `{{ '%*d'|format(40000000, 1) }}`, "MaxTemplateOutput"},
+		{"printf repeated index", `{% set s = 'x' * 1000000 %}{{ ('%[1]s' * 100)|format(s) }}`, "MaxTemplateOutput"},
+		{"ljust method", `{{ 'a'.ljust(4000000000) }}`, "MaxTemplateOutput"},
+		{"rjust method", `{{ 'a'.rjust(40000000) }}`, "MaxTemplateOutput"},
+		{"zfill method", `{{ '7'.zfill(40000000) }}`, "MaxTemplateOutput"},
+		{"indent of many lines", `{% set s = 'a\n' * 100000 %}{{ s|indent(1000) }}`, "MaxTemplateOutput"},
+		{"indent by a string", `{% set s = 'a\n' * 100000 %}{{ s|indent('-' * 1000) }}`, "MaxTemplateOutput"},
+		{"wordwrap separator", `{% set s = 'a ' * 1000000 %}{{ s|wordwrap(1, wrapstring='-' * 100) }}`, "MaxTemplateOutput"},
+		{"lipsum paragraphs", `{{ lipsum(100000000) }}`, "MaxTemplateIterations"},
+		{"lipsum words", `{{ lipsum(1, max=2000000000) }}`, "MaxTemplateIterations"},
+		{"lipsum keyword", `{{ lipsum(n=3000, min=1, max=500) }}`, "MaxTemplateIterations"},
+		{"lipsum in a loop", `{% for i in range(1000) %}{% set x = lipsum(2, max=100) %}{% endfor %}`, "MaxTemplateIterations"},
+		{"slice count", `{{ [1, 2]|slice(2000000000) }}`, "MaxTemplateIterations"},
+		{"batch fill", `{{ [1]|batch(2000000000, 0) }}`, "MaxTemplateIterations"},
+		{"repetition reversed", `{% set ns = namespace(n=2000000000) %}{{ ('a' ~ 'b') * ns.n }}`, "MaxTemplateOutput"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tpl, err := Parse(c.src)
@@ -83,6 +108,8 @@ func TestGuardsKeepMeaning(t *testing.T) {
 		{`{% for m in messages %}{{ loop.index }}:{{ m.role }}{% if not loop.last %},{% endif %}{% endfor %}`, "1:user"},
 		{`{% set ns = namespace(s='') %}{% for c in 'abc' %}{% set ns.s = ns.s ~ c %}{% endfor %}{{ ns.s }}`, "abc"},
 		{`{{ 'a-b'|replace('-', '+') }}|{{ ['x', 'y'] | join(', ') }}|{{ 'a' | center(5) }}`, "a+b|x, y|  a  "},
+		{`{{ '{:>4}|{:<3}|{:03d}|{:.2f}'.format('a', 'b', 7, 1.5) }}|{{ '{0}{0}'.format('x') }}|{{ '%5d'|format(3) }}`, "   a|b  |007|1.50|xx|    3"},
+		{`{{ 'a\nb'|indent(2) }}|{{ lipsum(2, html=false, min=3, max=5)|length > 0 }}|{{ [1, 2, 3]|slice(2)|list|length }}`, "a\n  b|True|2"},
 	} {
 		tpl, err := Parse(c.src)
 		if err != nil {
