@@ -36,6 +36,20 @@ const (
 	// pre-tokenizer Split or a normalizer Replace pattern that is not one of
 	// the built-in ones).
 	RegexMatchTimeout = 2 * time.Second
+	// MaxTokenizerNesting bounds the nesting of tokenizer.json components
+	// (a Sequence of normalizers, pre-tokenizers, decoders or
+	// post-processors inside another); published tokenizers nest two deep.
+	MaxTokenizerNesting = 16
+	// MaxNormalizedGrowth and MaxNormalizedSlack bound the text a
+	// tokenizer.json normalizer makes: at most MaxNormalizedGrowth times
+	// the input plus MaxNormalizedSlack bytes, checked before a Replace
+	// builds its result.
+	MaxNormalizedGrowth = 8
+	MaxNormalizedSlack  = 4 << 10
+	// MaxDecoderGrowth bounds how many times longer a tokenizer.json
+	// decoder chain can make a token (its Replace steps multiplied
+	// together), checked when the tokenizer loads.
+	MaxDecoderGrowth = 16
 	// MaxTemplateSource bounds the source of a chat template.
 	MaxTemplateSource = 1 << 20
 	// MaxTemplateDepth bounds the nesting of a chat template: brackets and

@@ -6,11 +6,17 @@ import (
 	"regexp"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/aotlm/aotlm/internal/limits"
 )
 
 func (p hfParser) component(raw json.RawMessage, field string) (*hfComponent, error) {
 	if isNull(raw) {
 		return nil, nil
+	}
+	if p.depth > limits.MaxTokenizerNesting {
+		return nil, &limits.Error{What: fmt.Sprintf("tokenizer.json: %.200s: the nesting of Sequence components", field),
+			Limit: fmt.Sprintf("MaxTokenizerNesting (%d)", limits.MaxTokenizerNesting)}
 	}
 	var c hfComponent
 	if err := json.Unmarshal(raw, &c); err != nil {
@@ -90,7 +96,7 @@ func (p hfParser) normalizer(raw json.RawMessage, field string) (hfNormalizer, e
 	case "Sequence":
 		var seq normSequence
 		for i, r := range c.Normalizers {
-			n, err := p.normalizer(r, fmt.Sprintf("%s.normalizers[%d]", field, i))
+			n, err := p.nested().normalizer(r, fmt.Sprintf("%s.normalizers[%d]", field, i))
 			if err != nil {
 				return nil, err
 			}
@@ -186,7 +192,7 @@ func (p hfParser) preTokenizer(raw json.RawMessage, field string, byteLevel *boo
 	case "Sequence":
 		var seq preSequence
 		for i, r := range c.PreTokenizers {
-			t, err := p.preTokenizer(r, fmt.Sprintf("%s.pretokenizers[%d]", field, i), byteLevel)
+			t, err := p.nested().preTokenizer(r, fmt.Sprintf("%s.pretokenizers[%d]", field, i), byteLevel)
 			if err != nil {
 				return nil, err
 			}
@@ -247,7 +253,7 @@ func (p hfParser) decoder(raw json.RawMessage, field string, byteLevel *bool) (h
 	case "Sequence":
 		var seq decSequence
 		for i, r := range c.Decoders {
-			d, err := p.decoder(r, fmt.Sprintf("%s.decoders[%d]", field, i), byteLevel)
+			d, err := p.nested().decoder(r, fmt.Sprintf("%s.decoders[%d]", field, i), byteLevel)
 			if err != nil {
 				return nil, err
 			}
@@ -313,7 +319,7 @@ func (p hfParser) postProcessor(raw json.RawMessage, field string) (prefix, suff
 		return []int{cls}, []int{sep}, nil
 	case "Sequence":
 		for i, r := range c.Processors {
-			pre, suf, err := p.postProcessor(r, fmt.Sprintf("%s.processors[%d]", field, i))
+			pre, suf, err := p.nested().postProcessor(r, fmt.Sprintf("%s.processors[%d]", field, i))
 			if err != nil {
 				return nil, nil, err
 			}
@@ -335,4 +341,25 @@ func (p hfParser) tokenPair(raw []json.RawMessage, field string) (int, error) {
 		return 0, p.errf(field, "bad id")
 	}
 	return id, nil
+}
+
+// decoderGrowth is how many times longer a decoder chain can make a token:
+// the product of its Replace steps' content-to-pattern ratios (the other
+// decoders keep or shorten a token), saturating above
+// limits.MaxDecoderGrowth.
+func decoderGrowth(d hfDecoder) int {
+	switch d := d.(type) {
+	case decReplace:
+		if d.pattern == "" {
+			return 1
+		}
+		return max(1, (len(d.content)+len(d.pattern)-1)/len(d.pattern))
+	case decSequence:
+		g := 1
+		for _, s := range d {
+			g = min(g*decoderGrowth(s), limits.MaxDecoderGrowth+1)
+		}
+		return g
+	}
+	return 1
 }
