@@ -256,6 +256,9 @@ func floatOr(m map[string]any, key string, def float64) float64 {
 
 // intList reads an int or a list of ints (eos_token_id may be either).
 func intList(v any) []int {
+	if l, ok := format.List(v); ok {
+		v = l
+	}
 	switch x := v.(type) {
 	case []any:
 		var out []int

@@ -87,7 +87,7 @@ func tokenIDs(m map[string]any, k, file string) error {
 		return nil
 	}
 	bad := fmt.Errorf("%s: %q is %s, not a token id or a list of them", file, k, show(v))
-	list, isList := v.([]any)
+	list, isList := format.List(v)
 	if !isList {
 		list = []any{v}
 	}
