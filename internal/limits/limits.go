@@ -5,7 +5,6 @@
 package limits
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -151,39 +150,52 @@ func kind(m os.FileMode) string {
 	return "not a regular file"
 }
 
-// AllocError is a memory request larger than the machine can give.
+// AllocError is a memory request larger than the process may take.
 type AllocError struct {
 	What      string // e.g. "a KV cache of 131072 positions"
 	Bytes     int64  // the request
-	Available int64  // what the machine reports available
+	Available int64  // what is left of the bound
+	Bound     string // the bound that refused it ("MemAvailable", "cgroup memory.max", ...)
+	Held      int64  // what the process's other reservations hold of the bound
+	Holders   int    // their number
 }
 
 func (e *AllocError) Error() string {
-	return fmt.Sprintf("%s needs %s, more than the %s of memory available", e.What, Bytes(e.Bytes), Bytes(e.Available))
+	msg := fmt.Sprintf("%s needs %s, more than the %s of memory available", e.What, Bytes(e.Bytes), Bytes(e.Available))
+	switch {
+	case e.Holders > 0:
+		msg += fmt.Sprintf(" (%s by %s, less %s held by %d sessions of this process)", Bytes(e.Available+e.Held), e.Bound, Bytes(e.Held), e.Holders)
+	case e.Bound != "":
+		msg += fmt.Sprintf(" (by %s)", e.Bound)
+	}
+	return msg
 }
 
-// MemoryEnv names the environment variable that caps the memory CheckAlloc
-// lets a request take, in bytes (with an optional K, M or G suffix, powers
-// of 1024), below what the machine reports.
+// MemoryEnv names the environment variable that caps the memory the
+// process's requests may take, in bytes (with an optional K, M or G
+// suffix, powers of 1024), below what the system reports.
 const MemoryEnv = "AOTLM_MAX_MEMORY"
 
-// CheckAlloc refuses a request of bytes for what when it exceeds the memory
-// the machine has available (MemAvailable of /proc/meminfo on Linux and
-// Android), or $AOTLM_MAX_MEMORY when that is lower. Where neither is
-// known, only requests that cannot be addressed (over 128 TiB) are refused.
+// CheckAlloc refuses a request of bytes for what when it exceeds the
+// tightest bound the system reports now (see MemoryBounds: physical
+// memory, the cgroup's limit, RLIMIT_AS) or $AOTLM_MAX_MEMORY less what the
+// process's reservations hold. Where nothing is known, only requests that
+// cannot be addressed (over 128 TiB) are refused. It reserves nothing: a
+// size check before building something; Reserve holds memory.
 func CheckAlloc(what string, bytes int64) error {
-	avail, ok := Available()
-	if !ok {
-		avail = 1 << 47
+	b := tightest(MemoryBounds())
+	capBytes, capSet, err := memoryEnvCap()
+	if err != nil {
+		return err
 	}
-	if v := os.Getenv(MemoryEnv); v != "" {
-		cap, err := parseSize(v)
-		if err != nil {
-			return fmt.Errorf("$%s: %w", MemoryEnv, err)
+	if held, n := Reserved(); capSet && capBytes-held < b.Bytes {
+		b = MemoryBound{"$" + MemoryEnv, capBytes}
+		if bytes < 0 || bytes > capBytes-held {
+			return &AllocError{What: what, Bytes: bytes, Available: max(capBytes-held, 0), Bound: b.Name, Held: held, Holders: n}
 		}
-		avail = min(avail, cap)
+		return nil
 	}
-	return checkAlloc(what, bytes, avail)
+	return checkAlloc(what, bytes, b)
 }
 
 // parseSize reads a byte count with an optional K, M or G suffix.
@@ -204,41 +216,24 @@ func parseSize(s string) (int64, error) {
 	return n * mult, nil
 }
 
-func checkAlloc(what string, bytes, avail int64) error {
-	if bytes < 0 || bytes > avail {
-		return &AllocError{What: what, Bytes: bytes, Available: avail}
+func checkAlloc(what string, bytes int64, b MemoryBound) error {
+	if bytes < 0 || bytes > b.Bytes {
+		return &AllocError{What: what, Bytes: bytes, Available: b.Bytes, Bound: b.Name}
 	}
 	return nil
 }
 
-// Available returns the memory available for new allocations, and false
-// when the system does not say.
+// Available returns the memory available for new allocations (the
+// tightest of MemoryBounds), and false when the system does not say.
 func Available() (int64, bool) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
+	b := MemoryBounds()
+	if len(b) == 0 {
 		return 0, false
 	}
-	defer f.Close()
-	return parseMemAvailable(f)
+	return b[0].Bytes, true
 }
 
 // parseMemAvailable reads the MemAvailable line of /proc/meminfo.
 func parseMemAvailable(r io.Reader) (int64, bool) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) != 2 || f[1] != "kB" {
-			return 0, false
-		}
-		kb, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil || kb < 0 || kb > 1<<50 {
-			return 0, false
-		}
-		return kb << 10, true
-	}
-	return 0, false
+	return parseKBLine(r, "MemAvailable:")
 }

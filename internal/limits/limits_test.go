@@ -61,15 +61,15 @@ func TestCheckInputRefusesPipesAndDevices(t *testing.T) {
 // says how much; one under it passes; the machine's own figure refuses an
 // exabyte.
 func TestCheckAlloc(t *testing.T) {
-	err := checkAlloc("a KV cache of 16777216 positions", 20<<30, 8<<30)
+	err := checkAlloc("a KV cache of 16777216 positions", 20<<30, MemoryBound{"MemAvailable", 8 << 30})
 	var ae *AllocError
 	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "20.0 GiB") || !strings.Contains(err.Error(), "8.0 GiB") {
 		t.Errorf("over: %v", err)
 	}
-	if err := checkAlloc("x", 1<<30, 8<<30); err != nil {
+	if err := checkAlloc("x", 1<<30, MemoryBound{"MemAvailable", 8 << 30}); err != nil {
 		t.Errorf("under: %v", err)
 	}
-	if err := checkAlloc("x", -1, 8<<30); err == nil {
+	if err := checkAlloc("x", -1, MemoryBound{"MemAvailable", 8 << 30}); err == nil {
 		t.Error("a negative (overflowed) size passed")
 	}
 	if err := CheckAlloc("an exabyte", 1<<60); err == nil {
