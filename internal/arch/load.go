@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/graph"
@@ -17,8 +20,19 @@ type Model struct {
 	Weights graph.Weights
 }
 
-// ConfigOf reads the model config from a checkpoint's metadata.
+// ConfigOf reads the model config from a checkpoint's metadata. Every
+// hyper-parameter must be finite: a NaN or infinite value, in the
+// metadata or in what the family derives from it, is an error naming the
+// field.
 func ConfigOf(ck format.Checkpoint) (Config, *Family, error) {
+	c, f, err := configOf(ck)
+	if err == nil {
+		err = finiteConfig(reflect.ValueOf(c), "")
+	}
+	return c, f, err
+}
+
+func configOf(ck format.Checkpoint) (Config, *Family, error) {
 	meta := ck.Metadata()
 	switch ck.Format() {
 	case "safetensors":
@@ -178,7 +192,71 @@ func Open(ck format.Checkpoint) (*Source, error) {
 		}
 		s.names[name] = src
 	}
+	if err := extraLayers(ck, &c, s.names); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// extraLayers refuses a checkpoint holding tensors of more layers than its
+// config declares: a tensor named like the model's layer tensors (the
+// same text before the layer number) whose number is past the declared
+// count would otherwise be dropped without a word.
+func extraLayers(ck format.Checkpoint, c *Config, used map[string]string) error {
+	prefixes := map[string]bool{}
+	for _, src := range used {
+		if p, _, ok := layerIndex(src); ok {
+			prefixes[p] = true
+		}
+	}
+	blocks := c.Layers
+	if c.DeltaNet != nil && c.Source == "gguf" {
+		blocks += c.DeltaNet.MTPLayers // GGUF counts the MTP blocks, which come last
+	}
+	for _, t := range ck.Tensors() {
+		p, n, ok := layerIndex(t.Name)
+		if ok && prefixes[p] && n >= blocks {
+			return fmt.Errorf("%s checkpoint has tensor %q of layer %d, but %s declares %d layers",
+				ck.Format(), t.Name, n, layersField(ck, c), blocks)
+		}
+	}
+	return nil
+}
+
+// layerIndex splits a tensor name at its first all-digit segment:
+// "model.layers.12.mlp.up_proj.weight" is "model.layers.", 12.
+func layerIndex(name string) (prefix string, n int, ok bool) {
+	start := 0
+	for start < len(name) {
+		end := strings.IndexByte(name[start:], '.')
+		if end < 0 {
+			return "", 0, false // the last segment is not a layer number
+		}
+		seg := name[start : start+end]
+		if seg != "" && strings.Trim(seg, "0123456789") == "" && len(seg) <= 9 {
+			v, err := strconv.Atoi(seg)
+			return name[:start], v, err == nil
+		}
+		start += end + 1
+	}
+	return "", 0, false
+}
+
+// layersField names the metadata field that declares the layer count.
+func layersField(ck format.Checkpoint, c *Config) string {
+	switch c.Source {
+	case "hf":
+		if _, ok := ck.Metadata()["num_hidden_layers"]; !ok {
+			return "config.json's text_config.num_hidden_layers"
+		}
+		return "config.json's num_hidden_layers"
+	case "gguf":
+		a, _ := format.MetaString(ck.Metadata(), "general.architecture")
+		return "metadata " + a + ".block_count"
+	case "llama2c":
+		return "the header's n_layers"
+	}
+	return "the config"
 }
 
 // Names returns the canonical names of the weights in sorted order.
