@@ -138,6 +138,10 @@ type Source struct {
 	// canonical name.
 	Shapes map[string][]int
 
+	// AllowNonFinite lets Read return NaN and infinite values, which it
+	// refuses by default.
+	AllowNonFinite bool
+
 	ck     format.Checkpoint
 	fam    *Family
 	names  map[string]string // canonical name -> checkpoint name
@@ -280,7 +284,8 @@ func (s *Source) TensorName(name string) (string, bool) {
 	return src, ok
 }
 
-// Read returns the named weight in float32, refusing non-finite values.
+// Read returns the named weight in float32, refusing non-finite values
+// unless AllowNonFinite.
 // The checkpoint's mapped pages of the tensor are released afterwards (see
 // format.Release); the result is a fresh slice the caller owns.
 func (s *Source) Read(name string) ([]float32, error) {
@@ -301,7 +306,7 @@ func (s *Source) Read(name string) ([]float32, error) {
 		return nil, fmt.Errorf("reading %q: %w", src, err)
 	}
 	for i, x := range v {
-		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+		if !s.AllowNonFinite && (math.IsNaN(float64(x)) || math.IsInf(float64(x), 0)) {
 			return nil, fmt.Errorf("tensor %q holds %v at index %d", src, x, i)
 		}
 	}

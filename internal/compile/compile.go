@@ -55,6 +55,9 @@ type Input struct {
 	// Vision, when set, is an image encoder compiled into the same file
 	// (plans named by plan.VisionPlanName, weights beside the text's).
 	Vision *VisionInput
+	// AllowNonFinite keeps an artifact whose weights or probe logits hold
+	// a NaN or an infinity, which Compile refuses by default.
+	AllowNonFinite bool
 }
 
 // Progress is how far the writing of an artifact's weights is.
@@ -100,7 +103,8 @@ func (m mapSource) Weight(name string) (Weight, error) {
 }
 
 // Compile writes the artifact for in at outPath: one plan per AR length,
-// the weights once, the tokenizer blob and the manifest.
+// the weights once, the tokenizer blob and the manifest. The complete file
+// is proven runnable (see probeArtifact) before it is renamed into place.
 func Compile(in Input, outPath string) error {
 	if in.Graph == nil {
 		return fmt.Errorf("compile: no graph")
@@ -165,6 +169,7 @@ func Compile(in Input, outPath string) error {
 		return err
 	}
 	defer w.Abort()
+	w.Check = func(tmp string) error { return probeArtifact(tmp, in.AllowNonFinite) }
 	mixed, err := writeWeights(w, shapes, src, !in.FloatActivations, in.Jobs, in.Progress)
 	if err != nil {
 		return err

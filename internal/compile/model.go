@@ -48,6 +48,9 @@ type Options struct {
 	// GGUFWeights is how a GGUF file's block-quantized weights are
 	// stored: GGUFNative ("" too) or GGUFFloat32 (see GGUFConversionOf).
 	GGUFWeights string
+	// AllowNonFinite keeps NaN and infinite weights (see
+	// Input.AllowNonFinite), which are refused by default.
+	AllowNonFinite bool
 	// Jobs and Progress: see Input.
 	Jobs     int
 	Progress func(Progress)
@@ -154,6 +157,7 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 		in.Tokenizer, in.TokenizerKind = src.Tokenizer.Data, src.Tokenizer.Kind
 	}
 	in.FloatActivations = opts.FloatActivations
+	in.AllowNonFinite = opts.AllowNonFinite
 	in.Vision = src.Vision
 	if m, ok := ws.(mapSource); ok {
 		in.Weights, in.Quantized = m.vals, m.qs // Compile checks them whole
@@ -254,6 +258,7 @@ func CompileFile(path, outPath string, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	m.AllowNonFinite = opts.AllowNonFinite
 	files, err := hf.Find(path, ck)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
