@@ -23,6 +23,7 @@ func newCompileCmd() *cobra.Command {
 		arLen, ctx                     int
 		force                          bool
 		jobs                           int
+		allowNonFinite                 bool
 		lookahead                      string
 		mmproj, visionW, visionBuckets string
 	)
@@ -119,7 +120,7 @@ image is resized into the smallest size that holds it (docs/usage.md).`,
 			}
 			bar := progress.NewTensors(cmd.ErrOrStderr(), "compiling")
 			opts := compile.Options{ARLens: []int{arLen, max(la, 1)}, Ctx: ctx, Tokenizer: tokPath, KV: kv, CalibText: calib,
-				FloatActivations: float, Jobs: jobs, GGUFWeights: ggufWeights, MMProj: mmproj, VisionWeights: visionW, VisionBuckets: visionBuckets,
+				FloatActivations: float, AllowNonFinite: allowNonFinite, Jobs: jobs, GGUFWeights: ggufWeights, MMProj: mmproj, VisionWeights: visionW, VisionBuckets: visionBuckets,
 				Progress: func(p compile.Progress) { bar.Update(p.Done, p.Total, p.Bytes, 0) }}
 			if err := compile.CompileFile(src, out, opts); err != nil {
 				return withContextHint(err)
@@ -143,6 +144,7 @@ image is resized into the smallest size that holds it (docs/usage.md).`,
 	f.StringVar(&mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) of a text GGUF: its encoder is compiled into the artifact too")
 	f.StringVar(&visionW, "vision-weights", "", visionWeightsHelp)
 	f.StringVar(&visionBuckets, "vision-buckets", "", visionBucketsHelp)
+	f.BoolVar(&allowNonFinite, "allow-nonfinite", false, "keep NaN and infinite weights (refused by default)")
 	f.StringVar(&lookahead, "lookahead", "", "N,W,G: add a plan for lookahead decoding's passes of (W+G)(N-1) rows (rounded up to a power of two)")
 	return cmd
 }

@@ -25,12 +25,14 @@ func (e *NonFiniteError) Error() string {
 func (e *Engine) CheckFinite() error {
 	var first *NonFiniteError
 	var count int64
-	note := func(name string, row int, v []float32) {
+	// note counts v's non-finite values; v is rows of cols values from
+	// row on
+	note := func(name string, row, cols int, v []float32) {
 		for j, x := range v {
 			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
 				count++
 				if first == nil {
-					first = &NonFiniteError{Tensor: name, Row: row, Col: j, Value: x}
+					first = &NonFiniteError{Tensor: name, Row: row + j/cols, Col: j % cols, Value: x}
 				}
 			}
 		}
@@ -46,7 +48,11 @@ func (e *Engine) CheckFinite() error {
 	var buf []float32
 	for _, n := range slices.Compact(names) {
 		if w, ok := e.weights[n]; ok {
-			note(n, 0, w)
+			cols := len(w)
+			if info, _, err := e.tensor(n); err == nil && len(info.Shape) > 0 && info.Shape[len(info.Shape)-1] > 0 {
+				cols = int(info.Shape[len(info.Shape)-1])
+			}
+			note(n, 0, max(cols, 1), w)
 			continue
 		}
 		q := e.qweights[n]
@@ -58,7 +64,7 @@ func (e *Engine) CheckFinite() error {
 		}
 		for r := range q.N {
 			q.rowOf(buf[:q.K], r)
-			note(n, r, buf[:q.K])
+			note(n, r, q.K, buf[:q.K])
 		}
 	}
 	if first != nil {
