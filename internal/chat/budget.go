@@ -773,11 +773,76 @@ func guardFilter(name string, fn exec.FilterFunction) exec.FilterFunction {
 				}
 			}
 		}
-		if err := b.size("the result of filter "+name, resultEstimate(name, approxSize(in.Val, 2), stringOf(in), args)); err != nil {
+		est := resultEstimate(name, approxSize(in.Val, 2), stringOf(in), args)
+		if name == "tojson" {
+			// each value starts a line indented by its depth times indent
+			nodes, depth := jsonShape(in.Val, 0)
+			for _, a := range args {
+				if a.IsInteger() && a.Integer() > 0 {
+					est = satAdd(est, satMul(satMul(nodes, depth), int64(a.Integer())))
+				}
+			}
+		}
+		if err := b.size("the result of filter "+name, est); err != nil {
 			return exec.AsValue(err)
 		}
 		return fn(e, in, params)
 	}
+}
+
+// satMul and satAdd are a*b and a+b for non-negative a and b, saturating
+// just above limits.MaxTemplateOutput.
+func satMul(a, b int64) int64 {
+	const over = limits.MaxTemplateOutput + 1
+	if a > 0 && b > over/a {
+		return over
+	}
+	return min(a*b, over)
+}
+
+func satAdd(a, b int64) int64 { return min(a+b, limits.MaxTemplateOutput+1) }
+
+// jsonShape counts the values of v (lists and dicts, their elements, and
+// so on down) and the deepest nesting, stopping once either is past
+// limits.MaxTemplateOutput.
+func jsonShape(v reflect.Value, depth int64) (nodes, maxDepth int64) {
+	v = resolve(v)
+	nodes, maxDepth = 1, depth
+	if !v.IsValid() || depth > limits.MaxTemplateDepth {
+		return nodes, maxDepth
+	}
+	add := func(e reflect.Value) bool {
+		n, d := jsonShape(e, depth+1)
+		nodes, maxDepth = satAdd(nodes, n), max(maxDepth, d)
+		return nodes <= limits.MaxTemplateOutput
+	}
+	switch v.Kind() {
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return nodes, maxDepth
+		}
+		for i := range v.Len() {
+			if !add(v.Index(i)) {
+				break
+			}
+		}
+	case reflect.Map:
+		it := v.MapRange()
+		for it.Next() {
+			if !add(it.Value()) {
+				break
+			}
+		}
+	case reflect.Struct:
+		if d, ok := v.Interface().(exec.Dict); ok {
+			for _, p := range d.Pairs {
+				if !add(reflect.ValueOf(p.Value)) {
+					break
+				}
+			}
+		}
+	}
+	return nodes, maxDepth
 }
 
 // stringOf is v's text when v is a string, else "".

@@ -53,6 +53,9 @@ func TestHostileTemplatesHitALimit(t *testing.T) {
 		{"lipsum words", `{{ lipsum(1, max=2000000000) }}`, "MaxTemplateIterations"},
 		{"lipsum keyword", `{{ lipsum(n=3000, min=1, max=500) }}`, "MaxTemplateIterations"},
 		{"lipsum in a loop", `{% for i in range(1000) %}{% set x = lipsum(2, max=100) %}{% endfor %}`, "MaxTemplateIterations"},
+		{"tojson indent", `{{ messages | tojson(indent=9000000) }}`, "MaxTemplateOutput"},
+		{"tojson indent of a dict", `{{ {'a': [1, 2, [3, 4, {'b': 5}]], 'c': 'd'} | tojson(indent=2000000) }}`, "MaxTemplateOutput"},
+		{"tojson indent of a long list", `{{ range(90000) | list | tojson(indent=200) }}`, "MaxTemplateOutput"},
 		{"slice count", `{{ [1, 2]|slice(2000000000) }}`, "MaxTemplateIterations"},
 		{"batch fill", `{{ [1]|batch(2000000000, 0) }}`, "MaxTemplateIterations"},
 		{"repetition reversed", `{% set ns = namespace(n=2000000000) %}{{ ('a' ~ 'b') * ns.n }}`, "MaxTemplateOutput"},
@@ -109,6 +112,7 @@ func TestGuardsKeepMeaning(t *testing.T) {
 		{`{% set ns = namespace(s='') %}{% for c in 'abc' %}{% set ns.s = ns.s ~ c %}{% endfor %}{{ ns.s }}`, "abc"},
 		{`{{ 'a-b'|replace('-', '+') }}|{{ ['x', 'y'] | join(', ') }}|{{ 'a' | center(5) }}`, "a+b|x, y|  a  "},
 		{`{{ '{:>4}|{:<3}|{:03d}|{:.2f}'.format('a', 'b', 7, 1.5) }}|{{ '{0}{0}'.format('x') }}|{{ '%5d'|format(3) }}`, "   a|b  |007|1.50|xx|    3"},
+		{`{{ {'a': [1, 2]} | tojson(indent=2) }}`, "{\n  \"a\": [\n    1,\n    2\n  ]\n}"},
 		{`{{ 'a\nb'|indent(2) }}|{{ lipsum(2, html=false, min=3, max=5)|length > 0 }}|{{ [1, 2, 3]|slice(2)|list|length }}`, "a\n  b|True|2"},
 	} {
 		tpl, err := Parse(c.src)
