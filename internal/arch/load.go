@@ -217,33 +217,77 @@ func extraLayers(ck format.Checkpoint, c *Config, used map[string]string) error 
 	if c.DeltaNet != nil && c.Source == "gguf" {
 		blocks += c.DeltaNet.MTPLayers // GGUF counts the MTP blocks, which come last
 	}
+	// kinds are the layer tensors the graph reads in some layer, by their
+	// name without the layer number
+	kinds := map[string]bool{}
+	for _, src := range used {
+		if k := layerKind(src); k != "" {
+			kinds[k] = true
+		}
+	}
 	for _, t := range ck.Tensors() {
 		p, n, ok := layerIndex(t.Name)
-		if ok && prefixes[p] && n >= blocks {
+		if !ok || !prefixes[p] {
+			continue
+		}
+		if n >= blocks {
 			return fmt.Errorf("%s checkpoint has tensor %q of layer %d, but %s declares %d layers",
 				ck.Format(), t.Name, n, layersField(ck, c), blocks)
+		}
+		if !kinds[layerKind(t.Name)] && !unusedLayerTensor(t.Name) && (c.DeltaNet == nil || n < c.Layers) {
+			return fmt.Errorf("%s checkpoint has tensor %q, of a kind no layer of the %s model its config declares has (a flag such as attention_bias disagrees with the weights)",
+				ck.Format(), t.Name, c.Family)
 		}
 	}
 	return nil
 }
 
+// unusedLayerTensor reports whether a layer tensor no family reads is
+// known to carry nothing of the model: rotary tables older exporters saved
+// beside the weights, and attention masks.
+func unusedLayerTensor(name string) bool {
+	for _, s := range []string{"rotary_emb.inv_freq", ".attn_rot_embd", ".attn.masked_bias", ".attn.bias"} {
+		if strings.HasSuffix(name, s) || strings.HasSuffix(name, s+".weight") {
+			return true
+		}
+	}
+	return false
+}
+
 // layerIndex splits a tensor name at its first all-digit segment:
 // "model.layers.12.mlp.up_proj.weight" is "model.layers.", 12.
 func layerIndex(name string) (prefix string, n int, ok bool) {
+	prefix, n, _, ok = layerParts(name)
+	return prefix, n, ok
+}
+
+// layerKind is a layer tensor's name without its layer number
+// ("model.layers.#.mlp.up_proj.weight"), or "" for a name without one.
+func layerKind(name string) string {
+	prefix, _, rest, ok := layerParts(name)
+	if !ok {
+		return ""
+	}
+	return prefix + "#." + rest
+}
+
+// layerParts splits a tensor name at its first all-digit segment into
+// the text before it, the number and the text after it.
+func layerParts(name string) (prefix string, n int, rest string, ok bool) {
 	start := 0
 	for start < len(name) {
 		end := strings.IndexByte(name[start:], '.')
 		if end < 0 {
-			return "", 0, false // the last segment is not a layer number
+			return "", 0, "", false // the last segment is not a layer number
 		}
 		seg := name[start : start+end]
 		if seg != "" && strings.Trim(seg, "0123456789") == "" && len(seg) <= 9 {
 			v, err := strconv.Atoi(seg)
-			return name[:start], v, err == nil
+			return name[:start], v, name[start+end+1:], err == nil
 		}
 		start += end + 1
 	}
-	return "", 0, false
+	return "", 0, "", false
 }
 
 // layersField names the metadata field that declares the layer count.

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/format/detect"
+	"github.com/aotlm/aotlm/internal/format/safetensors"
+	"github.com/aotlm/aotlm/internal/tensor"
 	"github.com/aotlm/aotlm/internal/testutil/tinymodel"
 )
 
@@ -148,3 +150,50 @@ func TestNonFiniteHyperParametersAreRefused(t *testing.T) {
 }
 
 func reflectValue(c Config) reflect.Value { return reflect.ValueOf(c) }
+
+// tinyFolderWith writes the random Llama of tinyFolder with extra tensors
+// added to its weights.
+func tinyFolderWith(t *testing.T, extra map[string][]int64) string {
+	t.Helper()
+	dir := tinyFolder(t, 2, func(map[string]any) {})
+	w, err := tinymodel.Llama(tinymodel.Default(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []safetensors.Tensor
+	for name, x := range w {
+		ts = append(ts, safetensors.Tensor{Name: name, DType: tensor.F32, Shape: x.Shape, Data: x.Data})
+	}
+	for name, shape := range extra {
+		n := int64(1)
+		for _, d := range shape {
+			n *= d
+		}
+		ts = append(ts, safetensors.Tensor{Name: name, DType: tensor.F32, Shape: shape, Data: make([]float32, n)})
+	}
+	if err := safetensors.Write(filepath.Join(dir, safetensors.SingleName), ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestUnreadLayerTensorsAreRefused: a kind of layer tensor that no layer
+// of the declared model reads (biases beside attention_bias false, a norm
+// the family does not have) is an error naming it instead of weights
+// dropped without a word; rotary tables old exporters saved are not
+// weights and load.
+func TestUnreadLayerTensorsAreRefused(t *testing.T) {
+	for _, name := range []string{"model.layers.0.self_attn.q_proj.bias", "model.layers.1.mlp.down_proj.bias",
+		"model.layers.1.self_attn.q_norm.weight", "model.layers.0.post_feedforward_layernorm.weight"} {
+		err := openFolder(t, tinyFolderWith(t, map[string][]int64{name: {32}}))
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if err := openFolder(t, tinyFolderWith(t, map[string][]int64{"model.layers.0.self_attn.rotary_emb.inv_freq": {4}})); err != nil {
+		t.Errorf("rotary table: %v", err)
+	}
+	if err := openFolder(t, tinyFolderWith(t, nil)); err != nil {
+		t.Errorf("rewritten weights: %v", err)
+	}
+}
