@@ -620,6 +620,10 @@ func resultEstimate(name string, in int64, text string, args []*exec.Value) int6
 			est = min(est+s, over)
 			maxStr = max(maxStr, s)
 			sumArgs = min(sumArgs+s, over)
+			if n, err := strconv.ParseInt(strings.TrimSpace(a.String()), 10, 64); err == nil && n > 0 && a.IsString() {
+				// a number spelled as a string may become a width too
+				sumInts = min(sumInts+min(n, over), over)
+			}
 		}
 	}
 	// mul is a*b saturated at over.

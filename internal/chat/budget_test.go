@@ -36,6 +36,7 @@ func TestHostileTemplatesHitALimit(t *testing.T) {
 		{"format precision", `{{ '{:.900000000f}'.format(1.5) }}`, "MaxTemplateOutput"},
 		{"format zero fill", `{{ 'x{:020000000d}'.format(7) }}`, "MaxTemplateOutput"},
 		{"format nested width", `{{ '{:>{}}'.format('a', 50000000) }}`, "MaxTemplateOutput"},
+		{"format width from a string", `{{ '{:>{}}'.format('a', '60000000') }}`, "MaxTemplateOutput"},
 		{"format keyword width", `{{ '{v:{w}}'.format(v='a', w=50000000) }}`, "MaxTemplateOutput"},
 		{"format_map width", `{{ '{a:>90000000}'.format_map({'a': 1}) }}`, "MaxTemplateOutput"},
 		{"format repeats an argument", `{% set s = 'x' * 1000000 %}{% set f = '{0}' * 100 %}{{ f.format(s) }}`, "MaxTemplateOutput"},

@@ -179,3 +179,27 @@ func TestDecoderGrowthIsBounded(t *testing.T) {
 		t.Errorf("published decoder: %v", err)
 	}
 }
+
+// TestMetaspaceReplacementIsOneCharacter: a Metaspace pre-tokenizer or
+// decoder whose replacement is longer than one character (which would
+// multiply the text by its length at every space) is refused naming the
+// field; "▁" and another single character load.
+func TestMetaspaceReplacementIsOneCharacter(t *testing.T) {
+	for _, kind := range []string{"pre_tokenizer", "decoder"} {
+		load := func(rep string) error {
+			_, err := ParseHF([]byte(`{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": []}, "` + kind +
+				`": {"type": "Metaspace", "replacement": "` + rep + `", "prepend_scheme": "always"}}`))
+			return err
+		}
+		for _, bad := range []string{strings.Repeat("x", 100000), "▁▁"} {
+			if err := load(bad); err == nil || !strings.Contains(err.Error(), kind+".replacement") || len(err.Error()) > 300 {
+				t.Errorf("%s replacement of %d bytes: %.300v", kind, len(bad), err)
+			}
+		}
+		for _, ok := range []string{"▁", "_"} {
+			if err := load(ok); err != nil {
+				t.Errorf("%s replacement %q: %v", kind, ok, err)
+			}
+		}
+	}
+}

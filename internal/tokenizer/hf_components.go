@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 
@@ -118,6 +119,11 @@ func (p hfParser) metaspace(c *hfComponent, field string) (preMetaspace, error) 
 	m := preMetaspace{replacement: c.Replacement, scheme: metaspaceAlways, split: true}
 	if m.replacement == "" {
 		m.replacement = "▁"
+	}
+	if utf8.RuneCountInString(m.replacement) != 1 {
+		// one character, as in Hugging Face's tokenizers: a longer one
+		// would multiply the text by its length at every space
+		return m, p.errf(field+".replacement", "%.40q is not one character", m.replacement)
 	}
 	if c.Split != nil {
 		m.split = *c.Split
