@@ -105,7 +105,7 @@ func strictGGUF(m map[string]any, arch string) error {
 // ropeScalingNumbers are rope_scaling fields that must be numbers when
 // present (a string there would otherwise read as the default).
 var ropeScalingNumbers = []string{"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings",
-	"attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "finetuned"}
+	"attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim"}
 
 // finiteValues refuses a NaN or infinite number anywhere in v (objects,
 // lists and typed GGUF arrays, recursively), and a string spelling one

@@ -3,7 +3,9 @@ package engine
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
 )
 
 // NonFiniteError is a weight holding a NaN or an infinity.
@@ -19,24 +21,11 @@ func (e *NonFiniteError) Error() string {
 }
 
 // CheckFinite reads every weight the engine's plans use, dequantizing
-// quantized rows by their layout's rule, and returns a *NonFiniteError
-// naming the first NaN or infinity (by tensor name, then row) and
-// counting them all; nil when every value is finite.
+// quantized rows by their layout's rule, on as many goroutines as
+// GOMAXPROCS, and returns a *NonFiniteError naming the first NaN or
+// infinity (by tensor name, then row) and counting them all; nil when
+// every value is finite.
 func (e *Engine) CheckFinite() error {
-	var first *NonFiniteError
-	var count int64
-	// note counts v's non-finite values; v is rows of cols values from
-	// row on
-	note := func(name string, row, cols int, v []float32) {
-		for j, x := range v {
-			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-				count++
-				if first == nil {
-					first = &NonFiniteError{Tensor: name, Row: row + j/cols, Col: j % cols, Value: x}
-				}
-			}
-		}
-	}
 	names := make([]string, 0, len(e.weights)+len(e.qweights))
 	for n := range e.weights {
 		names = append(names, n)
@@ -45,26 +34,39 @@ func (e *Engine) CheckFinite() error {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	var buf []float32
-	for _, n := range slices.Compact(names) {
-		if w, ok := e.weights[n]; ok {
-			cols := len(w)
-			if info, _, err := e.tensor(n); err == nil && len(info.Shape) > 0 && info.Shape[len(info.Shape)-1] > 0 {
-				cols = int(info.Shape[len(info.Shape)-1])
+	names = slices.Compact(names)
+	found := make([]*NonFiniteError, len(names)) // each tensor's first, with its count
+	errs := make([]error, len(names))
+	var next sync.Mutex
+	i := 0
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(names)) {
+		wg.Go(func() {
+			var buf []float32
+			for {
+				next.Lock()
+				k := i
+				i++
+				next.Unlock()
+				if k >= len(names) {
+					return
+				}
+				found[k], errs[k] = e.tensorFinite(names[k], &buf)
 			}
-			note(n, 0, max(cols, 1), w)
-			continue
+		})
+	}
+	wg.Wait()
+	var first *NonFiniteError
+	var count int64
+	for k := range names {
+		if errs[k] != nil {
+			return errs[k]
 		}
-		q := e.qweights[n]
-		if q.rowOf == nil {
-			return fmt.Errorf("engine: weight %q cannot be read back by rows", n)
-		}
-		if cap(buf) < q.K {
-			buf = make([]float32, q.K)
-		}
-		for r := range q.N {
-			q.rowOf(buf[:q.K], r)
-			note(n, r, q.K, buf[:q.K])
+		if f := found[k]; f != nil {
+			count += f.Count
+			if first == nil {
+				first = f
+			}
 		}
 	}
 	if first != nil {
@@ -72,4 +74,42 @@ func (e *Engine) CheckFinite() error {
 		return first
 	}
 	return nil
+}
+
+// tensorFinite scans one weight; buf is the caller's row buffer.
+func (e *Engine) tensorFinite(name string, buf *[]float32) (*NonFiniteError, error) {
+	var first *NonFiniteError
+	// note counts v's non-finite values; v is rows of cols values from
+	// row on
+	note := func(row, cols int, v []float32) {
+		for j, x := range v {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				if first == nil {
+					first = &NonFiniteError{Tensor: name, Row: row + j/cols, Col: j % cols, Value: x}
+				}
+				first.Count++
+			}
+		}
+	}
+	if w, ok := e.weights[name]; ok {
+		cols := len(w)
+		if info, _, err := e.tensor(name); err == nil && len(info.Shape) > 0 && info.Shape[len(info.Shape)-1] > 0 {
+			cols = int(info.Shape[len(info.Shape)-1])
+		}
+		note(0, max(cols, 1), w)
+		return first, nil
+	}
+	q := e.qweights[name]
+	if q.rowOf == nil {
+		return nil, fmt.Errorf("engine: weight %q cannot be read back by rows", name)
+	}
+	if cap(*buf) < q.K {
+		*buf = make([]float32, q.K)
+	}
+	b := (*buf)[:q.K]
+	for r := range q.N {
+		q.rowOf(b, r)
+		note(r, q.K, b)
+	}
+	return first, nil
 }
