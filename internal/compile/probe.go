@@ -14,7 +14,8 @@ const probeContext = 8
 
 // probeArtifact proves the artifact at path runnable before it is renamed
 // into place: the engine opens it (manifest, plans, every weight bound),
-// its tokenizer rebuilds and encodes a word, its chat template parses and
+// its tokenizer rebuilds and encodes a word with its special tokens within
+// the vocabulary, its chat template parses and
 // renders a one-message conversation, and a decode pass of one token (the
 // BOS, else id 0) runs. Unless allowNonFinite, every weight and the pass's
 // logits must be finite.
@@ -35,7 +36,7 @@ func probeArtifact(path string, allowNonFinite bool) error {
 		if tok, err = st.Build(man.Vocab); err != nil {
 			return fmt.Errorf("compile: the artifact's tokenizer (%s) does not load: %w", st.Kind, err)
 		}
-		ids, err := tokenizer.EncodeChecked(tok, "Hello", tokenizer.EncodeOptions{})
+		ids, err := tokenizer.EncodeChecked(tok, "Hello", tokenizer.EncodeOptions{AddSpecial: true})
 		if err != nil {
 			return fmt.Errorf("compile: the artifact's tokenizer (%s) cannot encode a word: %w", st.Kind, err)
 		}
