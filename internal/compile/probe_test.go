@@ -26,7 +26,7 @@ func tinyWithTokenizer(t *testing.T, special int) string {
 		vocab[string(rune('A'+i))] = 26 + i
 	}
 	tok := map[string]any{
-		"model": map[string]any{"type": "BPE", "vocab": vocab, "merges": []any{}},
+		"model":        map[string]any{"type": "BPE", "vocab": vocab, "merges": []any{}},
 		"added_tokens": []any{map[string]any{"id": 60, "content": "<s>", "special": true}},
 		"post_processor": map[string]any{"type": "TemplateProcessing",
 			"single":         []any{map[string]any{"SpecialToken": map[string]any{"id": "<s>"}}, map[string]any{"Sequence": map[string]any{"id": "A"}}},
