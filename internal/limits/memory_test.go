@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 // fakeSystem writes files under a temporary root (proc/..., sys/fs/cgroup/...)
@@ -150,4 +151,32 @@ func TestReserveIsOneBudgetForTheProcess(t *testing.T) {
 	if _, err := Reserve("negative", -1); err == nil {
 		t.Error("a negative request was reserved")
 	}
+}
+
+// FuzzCgroupMemory: any /proc/self/cgroup and cgroup files parse without
+// panic, and a limit found is a byte count the files hold.
+func FuzzCgroupMemory(f *testing.F) {
+	f.Add("0::/user.slice/x\n", "4294967296\n", "1024\n")
+	f.Add("4:memory:/docker/abc\n0::/\n", "max\n", "\n")
+	f.Add("12:memory,cpu:/../../..\n", "9223372036854771712", "-5")
+	f.Add("::::\n0::\n", "1e9", "x")
+	f.Fuzz(func(t *testing.T, cgroup, limit, usage string) {
+		fsys := fstest.MapFS{"proc/self/cgroup": {Data: []byte(cgroup)}}
+		for _, dir := range []string{"sys/fs/cgroup", "sys/fs/cgroup/memory"} {
+			fsys[dir+"/memory.max"] = &fstest.MapFile{Data: []byte(limit)}
+			fsys[dir+"/memory.current"] = &fstest.MapFile{Data: []byte(usage)}
+			fsys[dir+"/memory.limit_in_bytes"] = &fstest.MapFile{Data: []byte(limit)}
+			fsys[dir+"/memory.usage_in_bytes"] = &fstest.MapFile{Data: []byte(usage)}
+		}
+		l, u, name, ok := cgroupMemory(fsys)
+		if !ok {
+			return
+		}
+		if l < 0 || l >= noLimit || u < 0 || name == "" {
+			t.Fatalf("limit %d usage %d name %q", l, u, name)
+		}
+		if want, err := strconv.ParseInt(strings.TrimSpace(limit), 10, 64); err != nil || want != l {
+			t.Fatalf("limit %d from %q", l, limit)
+		}
+	})
 }
