@@ -163,7 +163,9 @@ type AllocError struct {
 func (e *AllocError) Error() string {
 	msg := fmt.Sprintf("%s needs %s, more than the %s of memory available", e.What, Bytes(e.Bytes), Bytes(e.Available))
 	switch {
-	case e.Holders > 0:
+	case e.Holders == 1:
+		msg += fmt.Sprintf(" (%s by %s, less %s held by another session of this process)", Bytes(e.Available+e.Held), e.Bound, Bytes(e.Held))
+	case e.Holders > 1:
 		msg += fmt.Sprintf(" (%s by %s, less %s held by %d sessions of this process)", Bytes(e.Available+e.Held), e.Bound, Bytes(e.Held), e.Holders)
 	case e.Bound != "":
 		msg += fmt.Sprintf(" (by %s)", e.Bound)
