@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/limits"
 )
 
 // Options configures a Server.
@@ -82,6 +83,9 @@ type Server struct {
 func New(m *aotlm.Model, opts Options) (*Server, error) {
 	if opts.Parallel <= 0 {
 		opts.Parallel = 1
+	}
+	if err := limits.CheckParallel("serve: Parallel", opts.Parallel); err != nil {
+		return nil, err
 	}
 	if opts.Queue == 0 {
 		opts.Queue = 4 * opts.Parallel

@@ -20,6 +20,7 @@ func newCompileCmd() *cobra.Command {
 		arLen, ctx                     int
 		force                          bool
 		jobs                           int
+		allowNonFinite                 bool
 		lookahead                      string
 		mmproj, visionW, visionBuckets string
 		visionLlamaCpp                 bool
@@ -121,7 +122,7 @@ rather than Hugging Face's.`,
 			}
 			bar := progress.NewTensors(cmd.ErrOrStderr(), "compiling")
 			opts := compile.Options{ARLens: []int{arLen, max(la, 1)}, Ctx: ctx, Tokenizer: tokPath, KV: kv, CalibText: calib,
-				FloatActivations: float, Jobs: jobs, GGUFWeights: ggufWeights, MMProj: mmproj, VisionWeights: visionW, VisionBuckets: visionBuckets,
+				FloatActivations: float, AllowNonFinite: allowNonFinite, Jobs: jobs, GGUFWeights: ggufWeights, MMProj: mmproj, VisionWeights: visionW, VisionBuckets: visionBuckets,
 				VisionLlamaCpp: visionLlamaCpp, Progress: func(p compile.Progress) { bar.Update(p.Done, p.Total, p.Bytes, 0) }}
 			if err := compile.CompileFile(src, out, opts); err != nil {
 				return withHints(err)
@@ -146,6 +147,7 @@ rather than Hugging Face's.`,
 	f.StringVar(&visionW, "vision-weights", "", visionWeightsHelp)
 	f.StringVar(&visionBuckets, "vision-buckets", "", visionBucketsHelp)
 	f.BoolVar(&visionLlamaCpp, "vision-llama-cpp", false, visionLlamaCppHelp)
+	f.BoolVar(&allowNonFinite, "allow-nonfinite", false, "keep NaN and infinite weights (refused by default)")
 	f.StringVar(&lookahead, "lookahead", "", "N,W,G: add a plan for lookahead decoding's passes of (W+G)(N-1) rows (rounded up to a power of two)")
 	return cmd
 }

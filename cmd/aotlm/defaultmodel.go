@@ -7,9 +7,6 @@ import (
 	"github.com/aotlm/aotlm/internal/load"
 )
 
-// realModelHint tells the user how to name a real model.
-const realModelHint = "-m <model file, folder or org/name>"
-
 // resolveModel returns the model a command should load: flag when the user
 // gave one, else the demo model built into the binary, unpacked once into
 // the cache folder ($AOTLM_CACHE/demo), after a one-line note on stderr
@@ -22,7 +19,7 @@ func resolveModel(flag string, stderr io.Writer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(stderr, "aotlm: no model given, using the built-in demo %s; for a real model pass %s\n", load.DemoAbout, realModelHint)
+	fmt.Fprintf(stderr, "aotlm: no model given, using the built-in demo %s; for a real model pass -m <model file, folder or org/name>\n", load.DemoAbout)
 	return path, nil
 }
 

@@ -44,7 +44,7 @@ func TestDemoModelWithoutTestData(t *testing.T) {
 		t.Errorf("stdout %q, want %q", stdout.String(), storyStart+"\n")
 	}
 	lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], "stories260K") || !strings.Contains(lines[0], realModelHint) ||
+	if len(lines) != 2 || !strings.Contains(lines[0], "stories260K") || !strings.Contains(lines[0], "-m <model file, folder or org/name>") ||
 		!strings.HasPrefix(lines[1], "prompt 5 tokens") {
 		t.Errorf("stderr %q: want the demo note then the statistics", stderr.String())
 	}

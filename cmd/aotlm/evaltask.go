@@ -6,10 +6,9 @@ import (
 	"runtime"
 	"slices"
 
-	"github.com/aotlm/aotlm/internal/userfile"
-
 	"github.com/spf13/cobra"
 
+	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/score"
 )
 
@@ -63,7 +62,7 @@ docs/quantization.md has figures per recipe.`,
 			if limit < 0 {
 				return fmt.Errorf("eval: --limit %d is negative", limit)
 			}
-			f, _, err := userfile.Open(dataPath, userfile.Text.Named("task file"))
+			f, err := load.OpenText(dataPath, "task file")
 			if err != nil {
 				return fmt.Errorf("eval: %w", err)
 			}

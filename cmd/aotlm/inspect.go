@@ -25,7 +25,9 @@ the file. A model with recurrent state also shows the state cache a
 session keeps within --state-budget (as run, chat and serve take it).
 
 Every open checks the checksums of all sections but the weights; --verify
-also reads every weight byte and checks theirs.`,
+also reads every weight byte and checks theirs, then reads every weight
+back (dequantizing quantized rows) and reports any NaN or infinity, with
+a non-zero exit.`,
 		Example: `  aotlm inspect stories.aot
   aotlm inspect stories.aot --verify --json`,
 		Args: cobra.ExactArgs(1),
@@ -34,22 +36,32 @@ also reads every weight byte and checks theirs.`,
 			if err != nil {
 				return err
 			}
+			var finite error
+			if verify {
+				finite = bench.CheckFinite(args[0])
+			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return json.NewEncoder(out).Encode(info)
+				if err := json.NewEncoder(out).Encode(info); err != nil {
+					return err
+				}
+				return finite
 			}
 			info.Path = args[0]
 			if err := info.WriteText(out); err != nil {
 				return err
 			}
+			if finite != nil {
+				return finite
+			}
 			if verify {
-				fmt.Fprintln(out, "verified: every section's checksum matches, weights included")
+				fmt.Fprintln(out, "verified: every section's checksum matches, weights included, and every weight is finite")
 			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the manifest with a \"sizes\" object as one JSON object")
-	cmd.Flags().BoolVar(&verify, "verify", false, "also check the weights checksum (reads every byte)")
+	cmd.Flags().BoolVar(&verify, "verify", false, "also check the weights checksum and that every weight is finite (reads every byte)")
 	cmd.Flags().Var(&stateBudget, "state-budget", stateBudgetUsage)
 	return cmd
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/score"
-	"github.com/aotlm/aotlm/internal/userfile"
 )
 
 func newPplCmd() *cobra.Command {
@@ -59,7 +58,7 @@ quantized folder (aotlm quantize) and the phases are:
 			if dataPath == "" {
 				return fmt.Errorf("no text: pass --data <text file>")
 			}
-			text, err := userfile.ReadFile(dataPath, userfile.Text.Named("data file"))
+			text, err := load.ReadText(dataPath, "data file")
 			if err != nil {
 				return err
 			}

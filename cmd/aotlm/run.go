@@ -12,7 +12,6 @@ import (
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/progress"
-	"github.com/aotlm/aotlm/internal/userfile"
 	"github.com/aotlm/aotlm/internal/visionload"
 )
 
@@ -67,7 +66,7 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 				return err
 			}
 			if promptFile != "" {
-				b, err := userfile.ReadFile(promptFile, userfile.Text.Named("prompt file"))
+				b, err := load.ReadText(promptFile, "prompt file")
 				if err != nil {
 					return err
 				}

@@ -113,10 +113,12 @@ func decoderConfigGGUF(m map[string]any, arch, family string, style graph.RopeSt
 	if t, ok := format.MetaString(m, arch+".rope.scaling.type"); ok && t != "none" {
 		c.RopeScaling = RopeScaling{Type: t, Factor: floatOr(m, arch+".rope.scaling.factor", 1)}
 	}
-	if v, ok := format.MetaInt(m, "tokenizer.ggml.bos_token_id"); ok {
+	// -1, or its 32-bit unsigned spelling, is "no such token"
+	none := func(v int64) bool { return v == -1 || v == math.MaxUint32 }
+	if v, ok := format.MetaInt(m, "tokenizer.ggml.bos_token_id"); ok && !none(v) {
 		c.BOS = int(v)
 	}
-	if v, ok := format.MetaInt(m, "tokenizer.ggml.eos_token_id"); ok {
+	if v, ok := format.MetaInt(m, "tokenizer.ggml.eos_token_id"); ok && !none(v) {
 		c.EOS = []int{int(v)}
 	}
 	return c, nil

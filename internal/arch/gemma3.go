@@ -77,7 +77,7 @@ func gemma3ConfigHF(m map[string]any) (Config, error) {
 // gemma3LayerTypes reads the sliding-window layers from layer_types, or
 // from sliding_window_pattern (every n-th layer global) without it.
 func gemma3LayerTypes(m map[string]any, layers int) ([]int, error) {
-	types, ok := m["layer_types"].([]any)
+	types, ok := format.List(m["layer_types"])
 	if !ok || types == nil {
 		n := gemma3GlobalEvery
 		if v, ok := format.MetaInt(m, "sliding_window_pattern"); ok {

@@ -100,7 +100,7 @@ func gemma4ConfigHF(m map[string]any) (Config, error) {
 	}
 	// intermediate_size may be one width or one per layer
 	mm := maps.Clone(m)
-	ffList, isList := m["intermediate_size"].([]any)
+	ffList, isList := format.List(m["intermediate_size"])
 	if isList {
 		if len(ffList) == 0 {
 			return Config{}, fmt.Errorf("config.json: \"intermediate_size\" is an empty list")
@@ -249,7 +249,7 @@ func gemma4RopeHF(m map[string]any, c *Config) error {
 }
 
 func gemma4ConfigGGUF(m map[string]any, arch string) (Config, error) {
-	ffList, isList := m[arch+".feed_forward_length"].([]any)
+	ffList, isList := format.List(m[arch+".feed_forward_length"])
 	mm := maps.Clone(m)
 	if isList {
 		if len(ffList) == 0 {
@@ -258,7 +258,7 @@ func gemma4ConfigGGUF(m map[string]any, arch string) (Config, error) {
 		mm[arch+".feed_forward_length"] = ffList[0]
 	}
 	// one key/value head count, or one per layer that must agree
-	if kv, ok := m[arch+".attention.head_count_kv"].([]any); ok {
+	if kv, ok := format.List(m[arch+".attention.head_count_kv"]); ok {
 		var first int64
 		for l, e := range kv {
 			n, ok := format.MetaInt(map[string]any{"v": e}, "v")
@@ -310,7 +310,7 @@ func gemma4ConfigGGUF(m map[string]any, arch string) (Config, error) {
 		return c, fmt.Errorf("gguf: metadata %s.rope.dimension_count_swa %d differs from the sliding layers' head size %d", arch, r, c.HeadDim)
 	}
 	c.RotaryDim = 0
-	pat, ok := m[arch+".attention.sliding_window_pattern"].([]any)
+	pat, ok := format.List(m[arch+".attention.sliding_window_pattern"])
 	if !ok || len(pat) != c.Layers {
 		return c, fmt.Errorf("gguf: metadata %s.attention.sliding_window_pattern is not a list of %d layer flags", arch, c.Layers)
 	}

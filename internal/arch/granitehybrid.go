@@ -213,7 +213,7 @@ func graniteHybridConfigHF(m map[string]any) (Config, error) {
 		c.Mamba = mc
 		return c, nil
 	}
-	types, ok := m["layer_types"].([]any)
+	types, ok := format.List(m["layer_types"])
 	if !ok || len(types) != c.Layers {
 		return c, fmt.Errorf("config.json: \"layer_types\" is %s, want %d layer kinds", show(m["layer_types"]), c.Layers)
 	}
@@ -231,7 +231,7 @@ func graniteHybridConfigHF(m map[string]any) (Config, error) {
 }
 
 func graniteHybridConfigGGUF(m map[string]any, arch string) (Config, error) {
-	kv, isList := m[arch+".attention.head_count_kv"].([]any)
+	kv, isList := format.List(m[arch+".attention.head_count_kv"])
 	if n, ok := format.MetaInt(m, arch+".expert_count"); ok && n > 0 {
 		return Config{}, fmt.Errorf("gguf: %d experts; the granitehybrid family runs the models without experts", n)
 	}

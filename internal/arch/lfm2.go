@@ -195,7 +195,7 @@ func lfm2FFN(m map[string]any, ff int) (int, error) {
 // else every layer attends (as HF's config does).
 func lfm2ConvLayers(m map[string]any, layers int) ([]int, error) {
 	if v, present := m["layer_types"]; present && v != nil {
-		types, ok := v.([]any)
+		types, ok := format.List(v)
 		if !ok || len(types) != layers {
 			return nil, fmt.Errorf("config.json: \"layer_types\" is %s, want %d layer kinds", show(v), layers)
 		}
@@ -215,7 +215,7 @@ func lfm2ConvLayers(m map[string]any, layers int) ([]int, error) {
 	if !present || v == nil {
 		return nil, nil // HF's default: every layer attends
 	}
-	idx, ok := v.([]any)
+	idx, ok := format.List(v)
 	if !ok {
 		return nil, fmt.Errorf("config.json: \"full_attn_idxs\" is %s, not a list of layers", show(v))
 	}
@@ -237,7 +237,7 @@ func lfm2ConvLayers(m map[string]any, layers int) ([]int, error) {
 }
 
 func lfm2ConfigGGUF(m map[string]any, arch string) (Config, error) {
-	kv, isList := m[arch+".attention.head_count_kv"].([]any)
+	kv, isList := format.List(m[arch+".attention.head_count_kv"])
 	c, err := decoderConfigGGUF(m, arch, "lfm2", graph.RopeHalf)
 	if err != nil {
 		return c, err

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/graph"
@@ -17,8 +20,19 @@ type Model struct {
 	Weights graph.Weights
 }
 
-// ConfigOf reads the model config from a checkpoint's metadata.
+// ConfigOf reads the model config from a checkpoint's metadata. Every
+// hyper-parameter must be finite: a NaN or infinite value, in the
+// metadata or in what the family derives from it, is an error naming the
+// field.
 func ConfigOf(ck format.Checkpoint) (Config, *Family, error) {
+	c, f, err := configOf(ck)
+	if err == nil {
+		err = finiteConfig(reflect.ValueOf(c), "")
+	}
+	return c, f, err
+}
+
+func configOf(ck format.Checkpoint) (Config, *Family, error) {
 	meta := ck.Metadata()
 	switch ck.Format() {
 	case "safetensors":
@@ -124,6 +138,10 @@ type Source struct {
 	// canonical name.
 	Shapes map[string][]int
 
+	// AllowNonFinite lets Read return NaN and infinite values, which it
+	// refuses by default.
+	AllowNonFinite bool
+
 	ck     format.Checkpoint
 	fam    *Family
 	names  map[string]string // canonical name -> checkpoint name
@@ -178,7 +196,115 @@ func Open(ck format.Checkpoint) (*Source, error) {
 		}
 		s.names[name] = src
 	}
+	if err := extraLayers(ck, &c, s.names); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// extraLayers refuses a checkpoint holding tensors of more layers than its
+// config declares: a tensor named like the model's layer tensors (the
+// same text before the layer number) whose number is past the declared
+// count would otherwise be dropped without a word.
+func extraLayers(ck format.Checkpoint, c *Config, used map[string]string) error {
+	prefixes := map[string]bool{}
+	for _, src := range used {
+		if p, _, ok := layerIndex(src); ok {
+			prefixes[p] = true
+		}
+	}
+	blocks := c.Layers
+	if c.DeltaNet != nil && c.Source == "gguf" {
+		blocks += c.DeltaNet.MTPLayers // GGUF counts the MTP blocks, which come last
+	}
+	// kinds are the layer tensors the graph reads in some layer, by their
+	// name without the layer number
+	kinds := map[string]bool{}
+	for _, src := range used {
+		if k := layerKind(src); k != "" {
+			kinds[k] = true
+		}
+	}
+	for _, t := range ck.Tensors() {
+		p, n, ok := layerIndex(t.Name)
+		if !ok || !prefixes[p] {
+			continue
+		}
+		if n >= blocks {
+			return fmt.Errorf("%s checkpoint has tensor %q of layer %d, but %s declares %d layers",
+				ck.Format(), t.Name, n, layersField(ck, c), blocks)
+		}
+		if !kinds[layerKind(t.Name)] && !unusedLayerTensor(t.Name) && (c.DeltaNet == nil || n < c.Layers) {
+			return fmt.Errorf("%s checkpoint has tensor %q, of a kind no layer of the %s model its config declares has (a flag such as attention_bias disagrees with the weights)",
+				ck.Format(), t.Name, c.Family)
+		}
+	}
+	return nil
+}
+
+// unusedLayerTensor reports whether a layer tensor no family reads is
+// known to carry nothing of the model: rotary tables older exporters saved
+// beside the weights, and attention masks.
+func unusedLayerTensor(name string) bool {
+	for _, s := range []string{"rotary_emb.inv_freq", ".attn_rot_embd", ".attn.masked_bias", ".attn.bias"} {
+		if strings.HasSuffix(name, s) || strings.HasSuffix(name, s+".weight") {
+			return true
+		}
+	}
+	return false
+}
+
+// layerIndex splits a tensor name at its first all-digit segment:
+// "model.layers.12.mlp.up_proj.weight" is "model.layers.", 12.
+func layerIndex(name string) (prefix string, n int, ok bool) {
+	prefix, n, _, ok = layerParts(name)
+	return prefix, n, ok
+}
+
+// layerKind is a layer tensor's name without its layer number
+// ("model.layers.#.mlp.up_proj.weight"), or "" for a name without one.
+func layerKind(name string) string {
+	prefix, _, rest, ok := layerParts(name)
+	if !ok {
+		return ""
+	}
+	return prefix + "#." + rest
+}
+
+// layerParts splits a tensor name at its first all-digit segment into
+// the text before it, the number and the text after it.
+func layerParts(name string) (prefix string, n int, rest string, ok bool) {
+	start := 0
+	for start < len(name) {
+		end := strings.IndexByte(name[start:], '.')
+		if end < 0 {
+			return "", 0, "", false // the last segment is not a layer number
+		}
+		seg := name[start : start+end]
+		if seg != "" && strings.Trim(seg, "0123456789") == "" && len(seg) <= 9 {
+			v, err := strconv.Atoi(seg)
+			return name[:start], v, name[start+end+1:], err == nil
+		}
+		start += end + 1
+	}
+	return "", 0, "", false
+}
+
+// layersField names the metadata field that declares the layer count.
+func layersField(ck format.Checkpoint, c *Config) string {
+	switch c.Source {
+	case "hf":
+		if _, ok := ck.Metadata()["num_hidden_layers"]; !ok {
+			return "config.json's text_config.num_hidden_layers"
+		}
+		return "config.json's num_hidden_layers"
+	case "gguf":
+		a, _ := format.MetaString(ck.Metadata(), "general.architecture")
+		return "metadata " + a + ".block_count"
+	case "llama2c":
+		return "the header's n_layers"
+	}
+	return "the config"
 }
 
 // Names returns the canonical names of the weights in sorted order.
@@ -202,7 +328,8 @@ func (s *Source) TensorName(name string) (string, bool) {
 	return src, ok
 }
 
-// Read returns the named weight in float32, refusing non-finite values.
+// Read returns the named weight in float32, refusing non-finite values
+// unless AllowNonFinite.
 // The checkpoint's mapped pages of the tensor are released afterwards (see
 // format.Release); the result is a fresh slice the caller owns.
 func (s *Source) Read(name string) ([]float32, error) {
@@ -223,7 +350,7 @@ func (s *Source) Read(name string) ([]float32, error) {
 		return nil, fmt.Errorf("reading %q: %w", src, err)
 	}
 	for i, x := range v {
-		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+		if !s.AllowNonFinite && (math.IsNaN(float64(x)) || math.IsInf(float64(x), 0)) {
 			return nil, fmt.Errorf("tensor %q holds %v at index %d", src, x, i)
 		}
 	}
@@ -256,6 +383,9 @@ func floatOr(m map[string]any, key string, def float64) float64 {
 
 // intList reads an int or a list of ints (eos_token_id may be either).
 func intList(v any) []int {
+	if l, ok := format.List(v); ok {
+		v = l
+	}
 	switch x := v.(type) {
 	case []any:
 		var out []int

@@ -116,7 +116,7 @@ func longRopeHF(m, rs map[string]any) (RopeScaling, error) {
 
 // floatList reads rs[key] as a list of numbers.
 func floatList(rs map[string]any, key string) ([]float64, error) {
-	l, ok := rs[key].([]any)
+	l, ok := format.List(rs[key])
 	if !ok {
 		return nil, fmt.Errorf("rope_scaling.%s: missing or not a list", key)
 	}

@@ -87,7 +87,7 @@ func qwen25vlVisionHF(vcm map[string]any, textHidden int) (Qwen2VLVision, error)
 	if out, ok := format.MetaInt(vcm, "out_hidden_size"); ok && int(out) != v.TextHidden {
 		return Qwen2VLVision{}, fmt.Errorf("config.json vision_config: out_hidden_size %d differs from the text model's %d", out, v.TextHidden)
 	}
-	l, ok := vcm["fullatt_block_indexes"].([]any)
+	l, ok := format.List(vcm["fullatt_block_indexes"])
 	if !ok {
 		return Qwen2VLVision{}, fmt.Errorf("config.json vision_config: \"fullatt_block_indexes\" is missing")
 	}

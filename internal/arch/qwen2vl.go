@@ -62,7 +62,7 @@ func qwen2vlConfigHF(m map[string]any) (Config, error) {
 		if t != "mrope" && t != "default" && t != "" {
 			return Config{}, fmt.Errorf("config.json: rope_scaling type %q is not supported for qwen2_vl (want mrope)", t)
 		}
-		l, ok := rs["mrope_section"].([]any)
+		l, ok := format.List(rs["mrope_section"])
 		if !ok {
 			return Config{}, errors.New("config.json: rope_scaling.mrope_section is missing")
 		}
@@ -97,7 +97,7 @@ func withoutKey(m map[string]any, key string) map[string]any {
 func qwen2vlConfigGGUF(m map[string]any, arch string) (Config, error) {
 	c, err := decoderConfigGGUF(m, arch, "qwen2vl", graph.RopeHalf)
 	c.QKVBias = true
-	l, ok := m[arch+".rope.dimension_sections"].([]any)
+	l, ok := format.List(m[arch+".rope.dimension_sections"])
 	if !ok {
 		return c, fmt.Errorf("gguf: metadata %s.rope.dimension_sections is missing", arch)
 	}
@@ -436,7 +436,7 @@ var (
 // leave them).
 func meanStd(preproc map[string]any, mean, std *[3]float32) error {
 	for i, key := range []string{"image_mean", "image_std"} {
-		l, ok := preproc[key].([]any)
+		l, ok := format.List(preproc[key])
 		if !ok {
 			continue
 		}
@@ -535,7 +535,7 @@ func LoadQwen2VLVisionMMProj(mmproj format.Checkpoint, textHidden int) (Qwen2VLV
 		}
 	}
 	for i, key := range []string{"clip.vision.image_mean", "clip.vision.image_std"} {
-		l, ok := m[key].([]any)
+		l, ok := format.List(m[key])
 		if !ok || len(l) != 3 {
 			return Qwen2VLVision{}, nil, fmt.Errorf("mmproj: %q is missing or not 3 values", key)
 		}

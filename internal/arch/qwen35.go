@@ -140,7 +140,7 @@ func qwen35ConfigHF(m map[string]any) (Config, error) {
 		return c, fmt.Errorf("config.json: %s missing or not an integer", strings.Join(bad, ", "))
 	}
 	if types, ok := m["layer_types"]; ok && types != nil {
-		list, ok := types.([]any)
+		list, ok := format.List(types)
 		if !ok || len(list) != c.Layers {
 			return c, fmt.Errorf("config.json: \"layer_types\" is %s, want one entry per layer (%d)", show(types), c.Layers)
 		}

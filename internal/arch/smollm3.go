@@ -42,7 +42,7 @@ func smollm3ConfigHF(m map[string]any) (Config, error) {
 	if err != nil {
 		return c, err
 	}
-	flags, ok := m["no_rope_layers"].([]any)
+	flags, ok := format.List(m["no_rope_layers"])
 	if !ok || flags == nil {
 		n := smolNoRopeInterval
 		if v, ok := format.MetaInt(m, "no_rope_layer_interval"); ok {

@@ -224,7 +224,7 @@ func visionConfigHF(top, m, preproc map[string]any) (VisionConfig, error) {
 	v.LongestEdge = v.ImageSize
 	if preproc != nil {
 		for i, key := range []string{"image_mean", "image_std"} {
-			l, ok := preproc[key].([]any)
+			l, ok := format.List(preproc[key])
 			if !ok {
 				continue
 			}

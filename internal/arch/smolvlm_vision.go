@@ -76,7 +76,7 @@ func LoadVisionMMProj(mmproj format.Checkpoint, textHidden int) (VisionConfig, g
 		vc.LongestEdge = int(v)
 	}
 	for i, key := range []string{"clip.vision.image_mean", "clip.vision.image_std"} {
-		l, ok := m[key].([]any)
+		l, ok := format.List(m[key])
 		if !ok || len(l) != 3 {
 			return vc, nil, fmt.Errorf("mmproj: %q is missing or not 3 values", key)
 		}

@@ -46,6 +46,11 @@ type Writer struct {
 	err     error  // sticky write error
 	done    bool   // committed or aborted
 	untrack func() // stops the interrupt handler from removing tmp
+
+	// Check, when set, is called by Commit with the path of the complete
+	// temporary file before it is renamed into place; an error aborts the
+	// commit and nothing is left at the destination.
+	Check func(tmpPath string) error
 }
 
 // blob is a named section waiting for Commit.
@@ -285,6 +290,11 @@ func (w *Writer) finish() error {
 	w.f = nil
 	if err != nil {
 		return fmt.Errorf("artifact: closing %s: %w", w.tmp, err)
+	}
+	if w.Check != nil {
+		if err := w.Check(w.tmp); err != nil {
+			return err
+		}
 	}
 	if err := os.Rename(w.tmp, w.path); err != nil {
 		return fmt.Errorf("artifact: %w", err)

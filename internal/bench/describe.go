@@ -298,3 +298,18 @@ func (i Info) MarshalJSON() ([]byte, error) {
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
 }
+
+// CheckFinite opens the artifact at path and reads every weight back
+// (quantized rows dequantized), returning an error naming the first NaN
+// or infinity.
+func CheckFinite(path string) error {
+	e, err := engine.Open(path)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	if err := e.CheckFinite(); err != nil {
+		return fmt.Errorf("inspect: %s: %w", path, err)
+	}
+	return nil
+}

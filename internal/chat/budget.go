@@ -3,7 +3,9 @@ package chat
 import (
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 	"unsafe"
@@ -14,6 +16,7 @@ import (
 	"github.com/nikolalohinski/gonja/v2/nodes"
 	"github.com/nikolalohinski/gonja/v2/parser"
 	"github.com/nikolalohinski/gonja/v2/tokens"
+	"github.com/nikolalohinski/gonja/v2/utils"
 
 	"github.com/aotlm/aotlm/internal/limits"
 )
@@ -31,8 +34,12 @@ import (
 //     most that many numbers (gonja's range is an unbounded generator);
 //   - every string the template builds with *, + and ~, and every filter's
 //     and string method's input and result, stay within
-//     limits.MaxTemplateOutput, checked before allocating; a list built
-//     with + holds at most limits.MaxTemplateIterations elements;
+//     limits.MaxTemplateOutput, checked before allocating (the widths and
+//     precisions of a format string count, and the arguments a field
+//     repeats); a list built with + holds at most
+//     limits.MaxTemplateIterations elements;
+//   - lipsum() is charged its words as loop iterations and output, and the
+//     counts of slice and batch as loop iterations, before they run;
 //   - the bytes written, macro bodies included, stay within
 //     limits.MaxTemplateOutput;
 //   - the render stops after limits.MaxTemplateTime.
@@ -429,8 +436,56 @@ func guards(b *budget) map[string]any {
 			}
 			return v, nil
 		},
-		"range": func(va *exec.VarArgs) (*exec.Value, error) { return boundedRange(b, va) },
+		"range":  func(va *exec.VarArgs) (*exec.Value, error) { return boundedRange(b, va) },
+		"lipsum": func(va *exec.VarArgs) (*exec.Value, error) { return boundedLipsum(b, va) },
 	}
+}
+
+// lipsumWordBytes bounds the bytes of one word of lipsum's text (the
+// longest word, a comma or full stop, a space and HTML markup per
+// paragraph, shared out).
+const lipsumWordBytes = 24
+
+// boundedLipsum is Jinja's lipsum(n=5, html=True, min=20, max=100): n
+// paragraphs of random words, charged as n*max words of loop iterations
+// and output before it runs.
+func boundedLipsum(b *budget, va *exec.VarArgs) (*exec.Value, error) {
+	n, html, lo, hi := 5, true, 20, 100
+	names := []string{"n", "html", "min", "max"}
+	if len(va.Args) > len(names) {
+		return nil, fmt.Errorf("lipsum: at most %d arguments", len(names))
+	}
+	given := maps.Clone(va.KwArgs)
+	if given == nil {
+		given = map[string]*exec.Value{}
+	}
+	for i, a := range va.Args {
+		given[names[i]] = a
+	}
+	for k, v := range given {
+		switch k {
+		case "html":
+			html = v.IsTrue()
+		case "n", "min", "max":
+			if !v.IsInteger() {
+				return nil, fmt.Errorf("lipsum: %s must be an integer", k)
+			}
+			*map[string]*int{"n": &n, "min": &lo, "max": &hi}[k] = v.Integer()
+		default:
+			return nil, fmt.Errorf("lipsum: unknown argument %s", k)
+		}
+	}
+	words := int64(max(n, 0)) * int64(max(hi-lo, 0))
+	if n > limits.MaxTemplateIterations || hi-lo > limits.MaxTemplateIterations {
+		words = limits.MaxTemplateIterations + 1
+	}
+	if err := b.iterate(int(words)); err != nil {
+		return nil, err
+	}
+	if err := b.size(fmt.Sprintf("lipsum() of %d words", words), words*lipsumWordBytes); err != nil {
+		return nil, err
+	}
+	return exec.AsSafeValue(utils.Lipsum(n, html, lo, hi)), nil
 }
 
 // concat joins two values as strings within the size limit.
@@ -545,32 +600,162 @@ func approxSize(v reflect.Value, depth int) int64 {
 }
 
 // resultEstimate bounds the size of what a filter or method makes from an
-// input of in bytes and its arguments: widths count as bytes, and replace,
-// join and expandtabs can multiply the input by an argument.
-func resultEstimate(name string, in int64, args []*exec.Value) int64 {
-	est, maxStr, maxInt := in, int64(0), int64(0)
+// input of in bytes (text, when the input is a string) and its arguments:
+// widths count as bytes; replace, join, wordwrap and expandtabs can
+// multiply the input by an argument, indent adds its width to every line,
+// and format adds the widths and precisions of its format string and its
+// arguments as often as the fields name them. The sum saturates above
+// limits.MaxTemplateOutput instead of overflowing.
+func resultEstimate(name string, in int64, text string, args []*exec.Value) int64 {
+	const over = limits.MaxTemplateOutput + 1
+	est, maxStr, maxInt, sumArgs, sumInts := in, int64(0), int64(0), int64(0), int64(0)
 	for _, a := range args {
 		if a.IsInteger() {
-			maxInt = max(maxInt, int64(a.Integer()))
+			n := min(max(int64(a.Integer()), 0), over)
+			maxInt = max(maxInt, n)
+			sumInts = min(sumInts+n, over)
+			sumArgs = min(sumArgs+24, over) // the digits of any integer
 		} else {
-			s := approxSize(a.Val, 2)
-			est += s
+			s := min(approxSize(a.Val, 2), over)
+			est = min(est+s, over)
 			maxStr = max(maxStr, s)
+			sumArgs = min(sumArgs+s, over)
+			if n, err := strconv.ParseInt(strings.TrimSpace(a.String()), 10, 64); err == nil && n > 0 && a.IsString() {
+				// a number spelled as a string may become a width too
+				sumInts = min(sumInts+min(n, over), over)
+			}
 		}
+	}
+	// mul is a*b saturated at over.
+	mul := func(a, b int64) int64 {
+		if a > 0 && b > over/a {
+			return over
+		}
+		return a * b
 	}
 	switch name {
-	case "replace", "join":
-		if maxStr > 0 && in > limits.MaxTemplateOutput/(maxStr+1) {
-			return limits.MaxTemplateOutput + 1
-		}
-		est = in*(maxStr+1) + est
+	case "replace", "join", "wordwrap":
+		return min(mul(in, maxStr+1)+est+maxInt, over)
 	case "expandtabs":
-		if maxInt > 0 && in > limits.MaxTemplateOutput/maxInt {
-			return limits.MaxTemplateOutput + 1
+		return min(mul(in, max(maxInt, 8))+maxInt, over)
+	case "indent":
+		lines := int64(strings.Count(text, "\n")) + 1
+		return min(est+mul(lines, max(maxInt, maxStr)), over)
+	case "format", "format_map":
+		// the format filter is printf style (%5d), the string method
+		// Python's ({:>5}): both readings are charged
+		p, b := scanFormat(text, true), scanFormat(text, false)
+		f := formatCost{widths: max(p.widths, b.widths), fields: max(p.fields, b.fields),
+			named: max(p.named, b.named), argWidths: p.argWidths || b.argWidths}
+		est = min(in+f.widths+sumArgs+mul(f.named, max(maxStr, 24)), over)
+		if f.argWidths {
+			est = min(est+mul(f.fields, sumInts), over)
 		}
-		est = in * max(maxInt, 8)
+		return est
 	}
-	return est + maxInt
+	return min(est+maxInt, over)
+}
+
+// formatCost is what a format string can add to its output.
+type formatCost struct {
+	widths    int64 // the widths and precisions written in its fields
+	fields    int64 // its replacement fields or conversions
+	named     int64 // fields that name their argument (which may repeat)
+	argWidths bool  // a width or precision taken from an argument
+}
+
+// scanFormat adds up the decimal numbers of every field of a format string
+// (widths, precisions, and digits that only look like one: an overestimate
+// is safe), counts its fields, and notes fields that name their argument
+// or take a width from one. printf selects %-directives, else {}-fields.
+func scanFormat(s string, printf bool) formatCost {
+	const over = limits.MaxTemplateOutput + 1
+	var c formatCost
+	addNumber := func(digits string) {
+		n, err := strconv.ParseInt(digits, 10, 64)
+		if err != nil || n > over {
+			n = over
+		}
+		c.widths = min(c.widths+n, over)
+	}
+	// numbers adds every run of digits in spec.
+	numbers := func(spec string) {
+		for i := 0; i < len(spec); {
+			if spec[i] < '0' || spec[i] > '9' {
+				i++
+				continue
+			}
+			j := i
+			for j < len(spec) && spec[j] >= '0' && spec[j] <= '9' {
+				j++
+			}
+			addNumber(spec[i:j])
+			i = j
+		}
+	}
+	if printf {
+		for i := 0; i < len(s); i++ {
+			if s[i] != '%' {
+				continue
+			}
+			j := i + 1
+			for j < len(s) && strings.IndexByte("0123456789.+-# *[]()abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", s[j]) >= 0 &&
+				!isVerb(s[j]) {
+				j++
+			}
+			spec := s[i+1 : min(j, len(s))]
+			if j < len(s) && s[j] == '%' && j == i+1 {
+				i = j
+				continue
+			}
+			c.fields++
+			if strings.ContainsAny(spec, "[(") {
+				c.named++
+			}
+			if strings.Contains(spec, "*") {
+				c.argWidths = true
+			}
+			numbers(spec)
+			i = j
+		}
+		return c
+	}
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '{':
+			if depth == 0 && i+1 < len(s) && s[i+1] == '{' {
+				i++ // an escaped brace
+				continue
+			}
+			if depth == 0 {
+				start = i + 1
+				c.fields++
+			} else {
+				c.argWidths = true
+			}
+			depth++
+		case '}':
+			if depth == 0 {
+				continue
+			}
+			depth--
+			if depth == 0 {
+				field := s[start:i]
+				name, spec, _ := strings.Cut(field, ":")
+				if name != "" {
+					c.named++
+				}
+				numbers(spec)
+			}
+		}
+	}
+	return c
+}
+
+// isVerb reports whether c ends a printf directive.
+func isVerb(c byte) bool {
+	return strings.IndexByte("bcdeEfFgGoOpqsStTuvxX%", c) >= 0
 }
 
 // guardFilter checks a filter's input and arguments before it runs.
@@ -581,11 +766,95 @@ func guardFilter(name string, fn exec.FilterFunction) exec.FilterFunction {
 		for _, v := range params.KwArgs {
 			args = append(args, v)
 		}
-		if err := b.size("the result of filter "+name, resultEstimate(name, approxSize(in.Val, 2), args)); err != nil {
+		if name == "slice" || name == "batch" {
+			// their count argument is a number of lists made, or of
+			// elements added to fill a row
+			for _, a := range args {
+				if a.IsInteger() {
+					if err := b.iterate(max(a.Integer(), 0)); err != nil {
+						return exec.AsValue(err)
+					}
+				}
+			}
+		}
+		est := resultEstimate(name, approxSize(in.Val, 2), stringOf(in), args)
+		if name == "tojson" {
+			// each value starts a line indented by its depth times indent
+			nodes, depth := jsonShape(in.Val, 0)
+			for _, a := range args {
+				if a.IsInteger() && a.Integer() > 0 {
+					est = satAdd(est, satMul(satMul(nodes, depth), int64(a.Integer())))
+				}
+			}
+		}
+		if err := b.size("the result of filter "+name, est); err != nil {
 			return exec.AsValue(err)
 		}
 		return fn(e, in, params)
 	}
+}
+
+// satMul and satAdd are a*b and a+b for non-negative a and b, saturating
+// just above limits.MaxTemplateOutput.
+func satMul(a, b int64) int64 {
+	const over = limits.MaxTemplateOutput + 1
+	if a > 0 && b > over/a {
+		return over
+	}
+	return min(a*b, over)
+}
+
+func satAdd(a, b int64) int64 { return min(a+b, limits.MaxTemplateOutput+1) }
+
+// jsonShape counts the values of v (lists and dicts, their elements, and
+// so on down) and the deepest nesting, stopping once either is past
+// limits.MaxTemplateOutput.
+func jsonShape(v reflect.Value, depth int64) (nodes, maxDepth int64) {
+	v = resolve(v)
+	nodes, maxDepth = 1, depth
+	if !v.IsValid() || depth > limits.MaxTemplateDepth {
+		return nodes, maxDepth
+	}
+	add := func(e reflect.Value) bool {
+		n, d := jsonShape(e, depth+1)
+		nodes, maxDepth = satAdd(nodes, n), max(maxDepth, d)
+		return nodes <= limits.MaxTemplateOutput
+	}
+	switch v.Kind() {
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return nodes, maxDepth
+		}
+		for i := range v.Len() {
+			if !add(v.Index(i)) {
+				break
+			}
+		}
+	case reflect.Map:
+		it := v.MapRange()
+		for it.Next() {
+			if !add(it.Value()) {
+				break
+			}
+		}
+	case reflect.Struct:
+		if d, ok := v.Interface().(exec.Dict); ok {
+			for _, p := range d.Pairs {
+				if !add(reflect.ValueOf(p.Value)) {
+					break
+				}
+			}
+		}
+	}
+	return nodes, maxDepth
+}
+
+// stringOf is v's text when v is a string, else "".
+func stringOf(v *exec.Value) string {
+	if v.IsString() {
+		return v.String()
+	}
+	return ""
 }
 
 // guardMethod checks a string method's input and arguments before it runs.
@@ -595,7 +864,7 @@ func guardMethod(name string, fn exec.Method[string]) exec.Method[string] {
 		for _, v := range params.KwArgs {
 			args = append(args, v)
 		}
-		if est := resultEstimate(name, int64(len(self)), args); est < 0 || est > limits.MaxTemplateOutput {
+		if est := resultEstimate(name, int64(len(self)), self, args); est < 0 || est > limits.MaxTemplateOutput {
 			// a method cannot reach the render's budget, and gonja flattens
 			// the errors of methods into text: Render recovers this
 			panic(budgetAbort{&limits.Error{What: "the result of string method " + name,

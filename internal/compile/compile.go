@@ -59,6 +59,9 @@ type Input struct {
 	// the same file, with plans of the same AR lengths (plan.MTP); the
 	// model's plans then keep their hidden rows (plan.Plan.Hidden).
 	MTP *MTPInput
+	// AllowNonFinite keeps an artifact whose weights or probe logits hold
+	// a NaN or an infinity, which Compile refuses by default.
+	AllowNonFinite bool
 }
 
 // Progress is how far the writing of an artifact's weights is.
@@ -104,7 +107,8 @@ func (m mapSource) Weight(name string) (Weight, error) {
 }
 
 // Compile writes the artifact for in at outPath: one plan per AR length,
-// the weights once, the tokenizer blob and the manifest.
+// the weights once, the tokenizer blob and the manifest. The complete file
+// is proven runnable (see probeArtifact) before it is renamed into place.
 func Compile(in Input, outPath string) error {
 	if in.Graph == nil {
 		return fmt.Errorf("compile: no graph")
@@ -183,6 +187,7 @@ func Compile(in Input, outPath string) error {
 		return err
 	}
 	defer w.Abort()
+	w.Check = func(tmp string) error { return probeArtifact(tmp, in.AllowNonFinite) }
 	mixed, err := writeWeights(w, shapes, src, !in.FloatActivations, in.Jobs, in.Progress)
 	if err != nil {
 		return err

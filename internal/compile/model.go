@@ -50,6 +50,9 @@ type Options struct {
 	// GGUFWeights is how a GGUF file's block-quantized weights are
 	// stored: GGUFNative ("" too) or GGUFFloat32 (see GGUFConversionOf).
 	GGUFWeights string
+	// AllowNonFinite keeps NaN and infinite weights (see
+	// Input.AllowNonFinite), which are refused by default.
+	AllowNonFinite bool
 	// Jobs and Progress: see Input.
 	Jobs     int
 	Progress func(Progress)
@@ -148,8 +151,8 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 		Manifest: plan.Manifest{Architecture: trained.Family, HyperParams: hp, Provenance: src.Provenance,
 			ChatTemplate: src.ChatTemplate, BOS: trained.BOS, EOS: trained.EOS, Vocab: trained.Vocab,
 			Recipe: src.Recipe, Generation: src.Generation}}
-	if in.Manifest.BOS < -1 || in.Manifest.BOS >= trained.Vocab {
-		in.Manifest.BOS = -1
+	if err := specialIDsInVocab(&trained); err != nil {
+		return fmt.Errorf("compile: %w", err)
 	}
 	if src.Tokenizer != nil {
 		// the artifact must be able to rebuild its tokenizer, and the
@@ -164,6 +167,7 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 		in.Tokenizer, in.TokenizerKind = src.Tokenizer.Data, src.Tokenizer.Kind
 	}
 	in.FloatActivations = opts.FloatActivations
+	in.AllowNonFinite = opts.AllowNonFinite
 	in.Vision = src.Vision
 	if src.MTP == nil && arch.HasMTP(&cfg) && src.Provenance["mtp"] == nil {
 		// say why the artifact has no head (the cache keeps it then)
@@ -288,6 +292,7 @@ func CompileFile(path, outPath string, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	m.AllowNonFinite = opts.AllowNonFinite
 	files, err := hf.Find(path, ck)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -459,4 +464,30 @@ func (s *ggufSource) half(name string, rows, cols int) (Weight, error) {
 		return w, err
 	}
 	return halfRows(w, rows, cols), nil
+}
+
+// specialIDsInVocab refuses a BOS or EOS id outside the model's
+// vocabulary, naming the field the checkpoint declares it in (-1 is "no
+// BOS").
+func specialIDsInVocab(c *arch.Config) error {
+	bos, eos := "bos_token_id", "eos_token_id"
+	switch c.Source {
+	case "hf":
+		bos, eos = "config.json: "+bos, "config.json: "+eos
+	case "gguf":
+		bos, eos = "gguf: metadata tokenizer.ggml.bos_token_id", "gguf: metadata tokenizer.ggml.eos_token_id"
+	}
+	if c.BOS < -1 || c.BOS >= c.Vocab {
+		return fmt.Errorf("%s %d is outside the vocabulary of %d tokens", bos, c.BOS, c.Vocab)
+	}
+	for i, e := range c.EOS {
+		if e < 0 || e >= c.Vocab {
+			name := eos
+			if len(c.EOS) > 1 {
+				name = fmt.Sprintf("%s[%d]", eos, i)
+			}
+			return fmt.Errorf("%s %d is outside the vocabulary of %d tokens", name, e, c.Vocab)
+		}
+	}
+	return nil
 }

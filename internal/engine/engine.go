@@ -12,6 +12,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/kernel"
+	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/tensor"
@@ -114,6 +115,11 @@ func Open(path string) (*Engine, error) { return OpenWith(path, Options{}) }
 // OpenWith maps the artifact at path, validates its manifest, every plan
 // it lists, and every weight the plans read, and starts its worker pool.
 func OpenWith(path string, opts Options) (*Engine, error) {
+	if opts.Threads > 0 {
+		if err := limits.CheckThreads("engine: threads", opts.Threads); err != nil {
+			return nil, err
+		}
+	}
 	// the kernels' walk as stored by a tune: a load never times one
 	if _, err := kernel.StoredTune(); err != nil {
 		return nil, err

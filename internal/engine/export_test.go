@@ -1,6 +1,17 @@
 package engine
 
-import "github.com/aotlm/aotlm/internal/op"
+import (
+	"github.com/aotlm/aotlm/internal/artifact"
+	"github.com/aotlm/aotlm/internal/op"
+	"github.com/aotlm/aotlm/internal/plan"
+)
+
+// LoadParts opens an engine over a manifest, blobs and tensors held in
+// memory (an artifact taken apart), as OpenWith does over a file.
+func LoadParts(m plan.Manifest, blob func(name string) ([]byte, error),
+	tensor func(name string) (artifact.TensorInfo, []byte, error), opts Options) (*Engine, error) {
+	return load(m, blob, tensor, opts)
+}
 
 // SplitEverything makes every step that can be split across workers be
 // split, however small, until the returned function restores the limits.

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/format/detect"
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/testutil"
@@ -101,11 +102,11 @@ func FuzzPlanBlob(f *testing.F) {
 	mem.manifest.Plans = []plan.PlanRef{{ARLen: 1, Blob: "plan/ar1"}}
 	f.Fuzz(func(t *testing.T, blob []byte) {
 		mem.blobs["plan/ar1"] = blob
-		e, err := load(mem.manifest, mem.blob, mem.tensor, Options{Threads: 1})
+		e, err := engine.LoadParts(mem.manifest, mem.blob, mem.tensor, engine.Options{Threads: 1})
 		if err != nil {
 			return
 		}
-		s, err := e.NewSession(SessionOptions{Threads: 2})
+		s, err := e.NewSession(engine.SessionOptions{Threads: 2})
 		if err != nil {
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/aotlm/aotlm/internal/hugemem"
 	"github.com/aotlm/aotlm/internal/kernel"
@@ -141,6 +142,8 @@ type Session struct {
 	attnRows []attnArgs // the rows of a batched pass's attention step
 	selAll   []int      // 0, 1, ..., the largest plan's rows - 1
 	logits   []float32  // this session's logits from a batched pass
+
+	mem *limits.Reservation // the session's share of the memory budget
 }
 
 // NewSession allocates a session's arena and cache.
@@ -205,9 +208,11 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	}
 	need := 2*slots*int64(kv.Cols)*elem + 4*int64(e.arena) +
 		PlanStateMemory(s.decode.p, ctx, opts.StateSnapshots, opts.StateBudget).Total()
-	if err := limits.CheckAlloc(fmt.Sprintf("a session of %d positions (KV cache, activations and recurrent state)", ctx), need); err != nil {
+	mem, err := limits.Reserve(fmt.Sprintf("a session of %d positions (KV cache, activations and recurrent state)", ctx), need)
+	if err != nil {
 		return nil, fmt.Errorf("engine: %w; ask for a smaller context", err)
 	}
+	s.hold(mem)
 	// The whole cache is one buffer, in huge pages (hugemem) when each
 	// key/value head's share is short: a decode step reads every head of
 	// every layer, a run of TLB misses in 4 KiB pages. Long caches stay
@@ -229,6 +234,7 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	}
 	s.rec = newRecState(s.decode.p.State, e.wkvTemp)
 	if err := s.rec.keepSnapshots(opts.StateSnapshots, opts.StateBudget, s.decode.p.Steps); err != nil {
+		s.Close()
 		return nil, err
 	}
 	s.rec.conv = newConvHistory(s.decode.p, ctx)
@@ -279,10 +285,19 @@ func layerSlices[T any](all []T, n []int) (k, v [][]T) {
 	return k, v
 }
 
-// Close releases the session's memory; it must not be used afterwards.
-// The engine's workers are the engine's: Engine.Close stops them.
+// hold keeps mem, the session's share of the process's memory budget,
+// until Close, or until the session is collected unclosed.
+func (s *Session) hold(mem *limits.Reservation) {
+	s.mem = mem
+	runtime.AddCleanup(s, func(m *limits.Reservation) { m.Release() }, mem)
+}
+
+// Close releases the session's memory and its share of the process's
+// memory budget; it must not be used afterwards. The engine's workers are
+// the engine's: Engine.Close stops them.
 func (s *Session) Close() {
 	s.closed = true
+	s.mem.Release()
 	s.arena, s.k, s.v, s.ku, s.vu, s.kh, s.vh = nil, nil, nil, nil, nil, nil, nil
 }
 

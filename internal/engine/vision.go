@@ -139,7 +139,8 @@ func (e *Engine) NewEncoder(name string, threads int) (*Encoder, error) {
 		return nil, fmt.Errorf("engine: the artifact has no vision plan %q", name)
 	}
 	p := vp.prog.p
-	if err := limits.CheckAlloc("an image encoder's activations", 4*int64(p.Arena)); err != nil {
+	mem, err := limits.Reserve("an image encoder's activations", 4*int64(p.Arena))
+	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	th := min(max(threads, 1), e.pool.threads)
@@ -153,6 +154,7 @@ func (e *Engine) NewEncoder(name string, threads int) (*Encoder, error) {
 	for w := range s.attnTask.scores {
 		s.attnTask.scores[w] = make([]float32, p.Rows)
 	}
+	s.hold(mem)
 	return &Encoder{s: s, vp: vp}, nil
 }
 

@@ -31,8 +31,9 @@ type Checkpoint interface {
 	Format() string
 	// Metadata holds the format's key/value header: GGUF's metadata keys,
 	// the parsed config.json of a safetensors model, or the llama2.c header
-	// fields. Values are string, bool, int64, uint64, float64, []any, or
-	// map[string]any (JSON objects).
+	// fields. Values are string, bool, int64, uint64, float64, []any (JSON
+	// arrays), a typed slice (GGUF arrays: []uint8 ... []float64, []bool,
+	// []string; List reads either kind), or map[string]any (JSON objects).
 	Metadata() map[string]any
 	// Tensors lists every tensor in file order.
 	Tensors() []TensorInfo

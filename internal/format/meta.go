@@ -3,6 +3,7 @@ package format
 import (
 	"fmt"
 	"math"
+	"reflect"
 )
 
 // MetaInt reads an integer metadata value of any integer or integral float type.
@@ -46,9 +47,45 @@ func MetaString(m map[string]any, key string) (string, bool) {
 	return s, ok
 }
 
+// MaxList bounds the arrays List converts: lists of per-layer settings
+// and sections, never a vocabulary.
+const MaxList = 1 << 16
+
+// List reads an array metadata value as []any: a JSON array as it is, a
+// typed slice (a GGUF array) with its elements widened like scalar metadata
+// (int64, uint64, float64). A typed slice of more than MaxList elements is
+// not a list of settings and reads as absent (false).
+func List(v any) ([]any, bool) {
+	if l, ok := v.([]any); ok {
+		return l, true
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice || rv.Len() > MaxList {
+		return nil, false
+	}
+	out := make([]any, rv.Len())
+	for i := range out {
+		e := rv.Index(i)
+		switch e.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			out[i] = e.Int()
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			out[i] = e.Uint()
+		case reflect.Float32, reflect.Float64:
+			out[i] = e.Float()
+		default:
+			out[i] = e.Interface()
+		}
+	}
+	return out, true
+}
+
 // MetaStrings reads an array of strings.
 func MetaStrings(m map[string]any, key string) ([]string, error) {
-	arr, ok := m[key].([]any)
+	if s, ok := m[key].([]string); ok {
+		return s, nil
+	}
+	arr, ok := List(m[key])
 	if !ok {
 		return nil, fmt.Errorf("metadata %q is not an array", key)
 	}

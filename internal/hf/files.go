@@ -183,9 +183,18 @@ func FolderTokenizer(dir string) (*tokenizer.Stored, error) {
 func ggufTokenizer(meta map[string]any) (*tokenizer.Stored, error) {
 	sub := map[string]any{}
 	for k, v := range meta {
-		if strings.HasPrefix(k, "tokenizer.") {
-			sub[k] = v
+		if !strings.HasPrefix(k, "tokenizer.") {
+			continue
 		}
+		if b, ok := v.([]uint8); ok {
+			// JSON would spell a byte array as a base64 string
+			n := make([]uint16, len(b))
+			for i, x := range b {
+				n[i] = uint16(x)
+			}
+			v = n
+		}
+		sub[k] = v
 	}
 	b, err := json.Marshal(sub)
 	if err != nil {

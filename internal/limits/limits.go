@@ -5,11 +5,9 @@
 package limits
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +34,20 @@ const (
 	// pre-tokenizer Split or a normalizer Replace pattern that is not one of
 	// the built-in ones).
 	RegexMatchTimeout = 2 * time.Second
+	// MaxTokenizerNesting bounds the nesting of tokenizer.json components
+	// (a Sequence of normalizers, pre-tokenizers, decoders or
+	// post-processors inside another); published tokenizers nest two deep.
+	MaxTokenizerNesting = 16
+	// MaxNormalizedGrowth and MaxNormalizedSlack bound the text a
+	// tokenizer.json normalizer makes: at most MaxNormalizedGrowth times
+	// the input plus MaxNormalizedSlack bytes, checked before a Replace
+	// builds its result.
+	MaxNormalizedGrowth = 8
+	MaxNormalizedSlack  = 4 << 10
+	// MaxDecoderGrowth bounds how many times longer a tokenizer.json
+	// decoder chain can make a token (its Replace steps multiplied
+	// together), checked when the tokenizer loads.
+	MaxDecoderGrowth = 16
 	// MaxTemplateSource bounds the source of a chat template.
 	MaxTemplateSource = 1 << 20
 	// MaxTemplateDepth bounds the nesting of a chat template: brackets and
@@ -81,39 +93,54 @@ func Bytes(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// AllocError is a memory request larger than the machine can give.
+// AllocError is a memory request larger than the process may take.
 type AllocError struct {
 	What      string // e.g. "a KV cache of 131072 positions"
 	Bytes     int64  // the request
-	Available int64  // what the machine reports available
+	Available int64  // what is left of the bound
+	Bound     string // the bound that refused it ("MemAvailable", "cgroup memory.max", ...)
+	Held      int64  // what the process's other reservations hold of the bound
+	Holders   int    // their number
 }
 
 func (e *AllocError) Error() string {
-	return fmt.Sprintf("%s needs %s, more than the %s of memory available", e.What, Bytes(e.Bytes), Bytes(e.Available))
+	msg := fmt.Sprintf("%s needs %s, more than the %s of memory available", e.What, Bytes(e.Bytes), Bytes(e.Available))
+	switch {
+	case e.Holders == 1:
+		msg += fmt.Sprintf(" (%s by %s, less %s held by another session of this process)", Bytes(e.Available+e.Held), e.Bound, Bytes(e.Held))
+	case e.Holders > 1:
+		msg += fmt.Sprintf(" (%s by %s, less %s held by %d sessions of this process)", Bytes(e.Available+e.Held), e.Bound, Bytes(e.Held), e.Holders)
+	case e.Bound != "":
+		msg += fmt.Sprintf(" (by %s)", e.Bound)
+	}
+	return msg
 }
 
-// MemoryEnv names the environment variable that caps the memory CheckAlloc
-// lets a request take, in bytes (with an optional K, M or G suffix, powers
-// of 1024), below what the machine reports.
+// MemoryEnv names the environment variable that caps the memory the
+// process's requests may take, in bytes (with an optional K, M or G
+// suffix, powers of 1024), below what the system reports.
 const MemoryEnv = "AOTLM_MAX_MEMORY"
 
-// CheckAlloc refuses a request of bytes for what when it exceeds the memory
-// the machine has available (MemAvailable of /proc/meminfo on Linux and
-// Android), or $AOTLM_MAX_MEMORY when that is lower. Where neither is
-// known, only requests that cannot be addressed (over 128 TiB) are refused.
+// CheckAlloc refuses a request of bytes for what when it exceeds the
+// tightest bound the system reports now (see MemoryBounds: physical
+// memory, the cgroup's limit, RLIMIT_AS) or $AOTLM_MAX_MEMORY less what the
+// process's reservations hold. Where nothing is known, only requests that
+// cannot be addressed (over 128 TiB) are refused. It reserves nothing: a
+// size check before building something; Reserve holds memory.
 func CheckAlloc(what string, bytes int64) error {
-	avail, ok := Available()
-	if !ok {
-		avail = 1 << 47
+	b := tightest(MemoryBounds())
+	capBytes, capSet, err := memoryEnvCap()
+	if err != nil {
+		return err
 	}
-	if v := os.Getenv(MemoryEnv); v != "" {
-		cap, err := ParseSize(v)
-		if err != nil {
-			return fmt.Errorf("$%s: %w", MemoryEnv, err)
+	if held, n := Reserved(); capSet && capBytes-held < b.Bytes {
+		b = MemoryBound{"$" + MemoryEnv, capBytes}
+		if bytes < 0 || bytes > capBytes-held {
+			return &AllocError{What: what, Bytes: bytes, Available: max(capBytes-held, 0), Bound: b.Name, Held: held, Holders: n}
 		}
-		avail = min(avail, cap)
+		return nil
 	}
-	return checkAlloc(what, bytes, avail)
+	return checkAlloc(what, bytes, b)
 }
 
 // ParseSize reads a byte count with an optional K, M or G suffix
@@ -135,41 +162,24 @@ func ParseSize(s string) (int64, error) {
 	return n * mult, nil
 }
 
-func checkAlloc(what string, bytes, avail int64) error {
-	if bytes < 0 || bytes > avail {
-		return &AllocError{What: what, Bytes: bytes, Available: avail}
+func checkAlloc(what string, bytes int64, b MemoryBound) error {
+	if bytes < 0 || bytes > b.Bytes {
+		return &AllocError{What: what, Bytes: bytes, Available: b.Bytes, Bound: b.Name}
 	}
 	return nil
 }
 
-// Available returns the memory available for new allocations, and false
-// when the system does not say.
+// Available returns the memory available for new allocations (the
+// tightest of MemoryBounds), and false when the system does not say.
 func Available() (int64, bool) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
+	b := MemoryBounds()
+	if len(b) == 0 {
 		return 0, false
 	}
-	defer f.Close()
-	return parseMemAvailable(f)
+	return b[0].Bytes, true
 }
 
 // parseMemAvailable reads the MemAvailable line of /proc/meminfo.
 func parseMemAvailable(r io.Reader) (int64, bool) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) != 2 || f[1] != "kB" {
-			return 0, false
-		}
-		kb, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil || kb < 0 || kb > 1<<50 {
-			return 0, false
-		}
-		return kb << 10, true
-	}
-	return 0, false
+	return parseKBLine(r, "MemAvailable:")
 }

@@ -10,15 +10,15 @@ import (
 // says how much; one under it passes; the machine's own figure refuses an
 // exabyte.
 func TestCheckAlloc(t *testing.T) {
-	err := checkAlloc("a KV cache of 16777216 positions", 20<<30, 8<<30)
+	err := checkAlloc("a KV cache of 16777216 positions", 20<<30, MemoryBound{"MemAvailable", 8 << 30})
 	var ae *AllocError
 	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "20.0 GiB") || !strings.Contains(err.Error(), "8.0 GiB") {
 		t.Errorf("over: %v", err)
 	}
-	if err := checkAlloc("x", 1<<30, 8<<30); err != nil {
+	if err := checkAlloc("x", 1<<30, MemoryBound{"MemAvailable", 8 << 30}); err != nil {
 		t.Errorf("under: %v", err)
 	}
-	if err := checkAlloc("x", -1, 8<<30); err == nil {
+	if err := checkAlloc("x", -1, MemoryBound{"MemAvailable", 8 << 30}); err == nil {
 		t.Error("a negative (overflowed) size passed")
 	}
 	if err := CheckAlloc("an exabyte", 1<<60); err == nil {
@@ -51,5 +51,44 @@ func TestMemoryEnvCaps(t *testing.T) {
 	t.Setenv(MemoryEnv, "lots")
 	if err := CheckAlloc("x", 1); err == nil || !strings.Contains(err.Error(), MemoryEnv) {
 		t.Errorf("malformed: %v", err)
+	}
+}
+
+// TestMachineCounts: thread and session counts are bounded per CPU, with a
+// floor for --parallel on small machines; zero and negative counts are
+// refused too.
+func TestMachineCounts(t *testing.T) {
+	defer func(f func() int) { cpus = f }(cpus)
+	cpus = func() int { return 2 }
+	if MaxThreads() != 2*MaxThreadsPerCPU || MaxParallel() != MinParallel {
+		t.Fatalf("2 CPUs: %d threads, %d parallel", MaxThreads(), MaxParallel())
+	}
+	for _, n := range []int{1, 2, MaxThreads()} {
+		if err := CheckThreads("-t", n); err != nil {
+			t.Errorf("-t %d: %v", n, err)
+		}
+	}
+	for _, n := range []int{MaxThreads() + 1, 1 << 40} {
+		if err := CheckThreads("-t", n); !IsLimit(err) || !strings.Contains(err.Error(), "-t") || !strings.Contains(err.Error(), "2 CPUs") {
+			t.Errorf("-t %d: %v", n, err)
+		}
+	}
+	for _, n := range []int{0, -3} {
+		if err := CheckThreads("-t", n); err == nil || IsLimit(err) {
+			t.Errorf("-t %d: %v", n, err)
+		}
+		if err := CheckParallel("--parallel", n); err == nil {
+			t.Errorf("--parallel %d: %v", n, err)
+		}
+	}
+	if err := CheckParallel("--parallel", MinParallel); err != nil {
+		t.Error(err)
+	}
+	if err := CheckParallel("--parallel", MinParallel+1); !IsLimit(err) || !strings.Contains(err.Error(), "--parallel") {
+		t.Errorf("--parallel %d: %v", MinParallel+1, err)
+	}
+	cpus = func() int { return 64 }
+	if MaxParallel() != 64*MaxParallelPerCPU || MaxThreads() != 64*MaxThreadsPerCPU {
+		t.Errorf("64 CPUs: %d threads, %d parallel", MaxThreads(), MaxParallel())
 	}
 }

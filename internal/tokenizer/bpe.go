@@ -68,7 +68,7 @@ func (b *BPE) Encode(text string, opts EncodeOptions) []int {
 		}
 		s := seg.text
 		if b.norm != nil {
-			s = b.norm.normalize(s)
+			s = b.norm.normalize(s, normalizedLimit(len(s)))
 		}
 		for _, sub := range b.added.split(nil, s, seg.start, opts.ParseSpecial, true) {
 			if sub.id >= 0 {

@@ -154,28 +154,23 @@ func bpeMetaStrings(meta map[string]any, key string) ([]string, error) {
 
 // bpeMetaInts reads an integer array stored as []any or a typed slice.
 func bpeMetaInts(meta map[string]any, key string) ([]int64, error) {
-	switch v := meta[key].(type) {
-	case []int32:
-		out := make([]int64, len(v))
-		for i, x := range v {
-			out[i] = int64(x)
-		}
-		return out, nil
-	case []int64:
+	if v, ok := meta[key].([]int64); ok {
 		return v, nil
-	case []any:
-		out := make([]int64, len(v))
-		for i, e := range v {
-			x, ok := bpeMetaInt(e)
-			if !ok {
-				return nil, fmt.Errorf("element %d is %T, not an integer", i, e)
-			}
-			out[i] = x
-		}
-		return out, nil
-	default:
-		return nil, fmt.Errorf("%T is not an integer array", v)
 	}
+	n, at, ok := metaArray(meta[key])
+	if !ok {
+		return nil, fmt.Errorf("%T is not an integer array", meta[key])
+	}
+	out := make([]int64, n)
+	for i := range out {
+		e := at(i)
+		x, ok := bpeMetaInt(e)
+		if !ok {
+			return nil, fmt.Errorf("element %d is %T, not an integer", i, e)
+		}
+		out[i] = x
+	}
+	return out, nil
 }
 
 func bpeMetaInt(v any) (int64, bool) {

@@ -3,6 +3,8 @@ package tokenizer
 import (
 	"fmt"
 	"math"
+	"reflect"
+	"slices"
 )
 
 // GGUF metadata keys of an embedded vocabulary (ggml's gguf constants).
@@ -22,7 +24,7 @@ const (
 
 // FromGGUF builds the tokenizer described by a GGUF file's metadata
 // (tokenizer.ggml.*). Values are as a GGUF reader returns them: string,
-// bool, int64/uint64, float64 and []any arrays.
+// bool, int64/uint64, float64, and arrays as typed slices or []any.
 func FromGGUF(meta map[string]any) (Tokenizer, error) {
 	model, ok := meta[ggufKeyModel].(string)
 	if !ok {
@@ -174,14 +176,32 @@ func newGGUFSentencePiece(m *spmModelProto) (*SentencePiece, error) {
 	return sp, nil
 }
 
+// metaArray reads an array metadata value, []any or a typed slice as a
+// GGUF reader returns arrays: its length and a reader of element i (boxed
+// one at a time, so a large typed array is never widened whole).
+func metaArray(v any) (n int, at func(int) any, ok bool) {
+	if l, ok := v.([]any); ok {
+		return len(l), func(i int) any { return l[i] }, true
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice {
+		return 0, nil, false
+	}
+	return rv.Len(), func(i int) any { return rv.Index(i).Interface() }, true
+}
+
 // ggufStrings reads an array of strings.
 func ggufStrings(meta map[string]any, key string) ([]string, error) {
-	arr, ok := meta[key].([]any)
+	if s, ok := meta[key].([]string); ok {
+		return slices.Clone(s), nil
+	}
+	n, at, ok := metaArray(meta[key])
 	if !ok {
 		return nil, fmt.Errorf("gguf vocab: metadata %q missing or not an array", key)
 	}
-	out := make([]string, len(arr))
-	for i, v := range arr {
+	out := make([]string, n)
+	for i := range out {
+		v := at(i)
 		s, ok := v.(string)
 		if !ok {
 			return nil, fmt.Errorf("gguf vocab: metadata %q[%d] is %T, not a string", key, i, v)
@@ -198,11 +218,15 @@ func ggufFloats(meta map[string]any, key string, n int) ([]float32, error) {
 	if !present {
 		return out, nil
 	}
-	arr, ok := raw.([]any)
-	if !ok || len(arr) != n {
+	if f32, ok := raw.([]float32); ok && len(f32) == n {
+		return slices.Clone(f32), nil
+	}
+	m, at, ok := metaArray(raw)
+	if !ok || m != n {
 		return nil, fmt.Errorf("gguf vocab: metadata %q is not an array of %d numbers", key, n)
 	}
-	for i, v := range arr {
+	for i := range out {
+		v := at(i)
 		f, ok := ggufNumber(v)
 		if !ok {
 			return nil, fmt.Errorf("gguf vocab: metadata %q[%d] is %T, not a number", key, i, v)
@@ -222,11 +246,12 @@ func ggufTypes(meta map[string]any, key string, n int) ([]PieceType, error) {
 	if !present {
 		return out, nil
 	}
-	arr, ok := raw.([]any)
-	if !ok || len(arr) != n {
+	m, at, ok := metaArray(raw)
+	if !ok || m != n {
 		return nil, fmt.Errorf("gguf vocab: metadata %q is not an array of %d integers", key, n)
 	}
-	for i, v := range arr {
+	for i := range out {
+		v := at(i)
 		f, ok := ggufNumber(v)
 		if !ok || f != math.Trunc(f) {
 			return nil, fmt.Errorf("gguf vocab: metadata %q[%d] is %v, not an integer", key, i, v)
@@ -249,10 +274,12 @@ func ggufID(meta map[string]any, key string, n int) (int, bool, error) {
 	if !ok || f != math.Trunc(f) {
 		return 0, false, fmt.Errorf("gguf vocab: metadata %q = %v is not an integer token id", key, raw)
 	}
-	if f < 0 || f >= float64(n) {
-		// Writers store -1 or 0xFFFFFFFF for "no such token"; llama.cpp
-		// ignores any id outside the vocabulary, and so do we.
+	if f == -1 || f == math.MaxUint32 || f == math.MaxUint64 {
+		// writers store -1 (or its unsigned spelling) for "no such token"
 		return 0, false, nil
+	}
+	if f < 0 || f >= float64(n) {
+		return 0, false, fmt.Errorf("gguf vocab: metadata %q = %v is outside the vocabulary of %d tokens", key, raw, n)
 	}
 	return int(f), true, nil
 }

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -185,10 +186,19 @@ func TestFromGGUFErrors(t *testing.T) {
 			t.Errorf("%s: error %v, want one naming %s", tc.name, err, tc.want)
 		}
 	}
-	// An id outside the vocabulary (writers use -1 or 0xFFFFFFFF for "none")
-	// is ignored, as llama.cpp does, leaving the SPM default BOS 1.
-	if tok, err := FromGGUF(with("tokenizer.ggml.bos_token_id", uint64(512))); err != nil || tok.BOS() != 1 {
-		t.Errorf("out-of-range bos: err %v", err)
+	// -1 and its unsigned spellings mean "none", leaving the SPM default
+	// BOS 1; any other id outside the vocabulary is an error naming the key.
+	for _, none := range []any{int64(-1), uint64(math.MaxUint32), uint64(math.MaxUint64)} {
+		if tok, err := FromGGUF(with("tokenizer.ggml.bos_token_id", none)); err != nil || tok.BOS() != 1 {
+			t.Errorf("bos %v: err %v", none, err)
+		}
+	}
+	for _, key := range []string{"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.padding_token_id", "tokenizer.ggml.unknown_token_id"} {
+		for _, bad := range []any{uint64(512), uint64(1 << 40), int64(-2)} {
+			if _, err := FromGGUF(with(key, bad)); err == nil || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "outside") {
+				t.Errorf("%s = %v: %v", key, bad, err)
+			}
+		}
 	}
 	noBOS := with("tokenizer.ggml.add_bos_token", false)
 	tok, err := FromGGUF(noBOS)
@@ -197,5 +207,39 @@ func TestFromGGUFErrors(t *testing.T) {
 	}
 	if got := tok.Encode("Once", EncodeOptions{AddSpecial: true}); len(got) == 0 || got[0] == 1 {
 		t.Errorf("add_bos_token=false still adds BOS: %v", got)
+	}
+}
+
+// TestFromGGUFTypedArrays: the arrays a GGUF reader keeps typed ([]string
+// tokens, []float32 scores, []int32 or []uint8 token types) build the same
+// tokenizer as the []any form.
+func TestFromGGUFTypedArrays(t *testing.T) {
+	sp := loadSpm(t, "llama2c/tok512-dratman/tok512.model")
+	base := ggufMetaFromSpm(sp)
+	typed := maps.Clone(base)
+	n := sp.VocabSize()
+	tokens, scores, types, types8 := make([]string, n), make([]float32, n), make([]int32, n), make([]uint8, n)
+	for i := range n {
+		tokens[i], scores[i], types[i], types8[i] = sp.Token(i), sp.Score(i), int32(sp.Type(i)), uint8(sp.Type(i))
+	}
+	typed["tokenizer.ggml.tokens"], typed["tokenizer.ggml.scores"], typed["tokenizer.ggml.token_type"] = tokens, scores, types
+	want, err := FromGGUF(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "Once upon a time, a little girl found a ball."
+	for _, tt := range []any{types, types8} {
+		typed["tokenizer.ggml.token_type"] = tt
+		got, err := FromGGUF(typed)
+		if err != nil {
+			t.Fatalf("%T: %v", tt, err)
+		}
+		if g, w := got.Encode(text, EncodeOptions{AddSpecial: true}), want.Encode(text, EncodeOptions{AddSpecial: true}); !slices.Equal(g, w) {
+			t.Errorf("%T: %v, want %v", tt, g, w)
+		}
+	}
+	typed["tokenizer.ggml.scores"] = scores[:10]
+	if _, err := FromGGUF(typed); err == nil || !strings.Contains(err.Error(), "tokenizer.ggml.scores") {
+		t.Errorf("short typed scores: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/userfile"
 )
 
@@ -89,7 +90,16 @@ type hfPattern struct {
 }
 
 // hfParser carries the file name into errors.
-type hfParser struct{ file string }
+type hfParser struct {
+	file  string
+	depth int // the nesting of the component being read
+}
+
+// nested is p one component deeper.
+func (p hfParser) nested() hfParser {
+	p.depth++
+	return p
+}
 
 func (p hfParser) errf(field, format string, args ...any) error {
 	return &FormatError{Format: "tokenizer.json", File: p.file, Field: field, Msg: fmt.Sprintf(format, args...)}
@@ -112,7 +122,7 @@ func LoadHF(path string) (*BPE, error) {
 func ParseHF(data []byte) (*BPE, error) { return parseHF(data, "") }
 
 func parseHF(data []byte, file string) (*BPE, error) {
-	p := hfParser{file}
+	p := hfParser{file: file}
 	var f hfFile
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, p.errf("", "invalid JSON: %v", err)
@@ -161,6 +171,10 @@ func parseHF(data []byte, file string) (*BPE, error) {
 	}
 	if b.dec, err = p.decoder(f.Decoder, "decoder", &byteLevel); err != nil {
 		return nil, err
+	}
+	if g := decoderGrowth(b.dec); g > limits.MaxDecoderGrowth {
+		return nil, &limits.Error{What: fmt.Sprintf("tokenizer.json: decoder: its Replace steps make a token up to %d times longer", g),
+			Limit: fmt.Sprintf("MaxDecoderGrowth (%d)", limits.MaxDecoderGrowth)}
 	}
 	if b.prefix, b.suffix, err = p.postProcessor(f.PostProcessor, "post_processor"); err != nil {
 		return nil, err

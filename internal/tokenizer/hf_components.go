@@ -4,13 +4,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/aotlm/aotlm/internal/limits"
 )
 
 func (p hfParser) component(raw json.RawMessage, field string) (*hfComponent, error) {
 	if isNull(raw) {
 		return nil, nil
+	}
+	if p.depth > limits.MaxTokenizerNesting {
+		return nil, &limits.Error{What: fmt.Sprintf("tokenizer.json: %.200s: the nesting of Sequence components", field),
+			Limit: fmt.Sprintf("MaxTokenizerNesting (%d)", limits.MaxTokenizerNesting)}
 	}
 	var c hfComponent
 	if err := json.Unmarshal(raw, &c); err != nil {
@@ -90,7 +97,7 @@ func (p hfParser) normalizer(raw json.RawMessage, field string) (hfNormalizer, e
 	case "Sequence":
 		var seq normSequence
 		for i, r := range c.Normalizers {
-			n, err := p.normalizer(r, fmt.Sprintf("%s.normalizers[%d]", field, i))
+			n, err := p.nested().normalizer(r, fmt.Sprintf("%s.normalizers[%d]", field, i))
 			if err != nil {
 				return nil, err
 			}
@@ -112,6 +119,11 @@ func (p hfParser) metaspace(c *hfComponent, field string) (preMetaspace, error) 
 	m := preMetaspace{replacement: c.Replacement, scheme: metaspaceAlways, split: true}
 	if m.replacement == "" {
 		m.replacement = "▁"
+	}
+	if utf8.RuneCountInString(m.replacement) != 1 {
+		// one character, as in Hugging Face's tokenizers: a longer one
+		// would multiply the text by its length at every space
+		return m, p.errf(field+".replacement", "%.40q is not one character", m.replacement)
 	}
 	if c.Split != nil {
 		m.split = *c.Split
@@ -186,7 +198,7 @@ func (p hfParser) preTokenizer(raw json.RawMessage, field string, byteLevel *boo
 	case "Sequence":
 		var seq preSequence
 		for i, r := range c.PreTokenizers {
-			t, err := p.preTokenizer(r, fmt.Sprintf("%s.pretokenizers[%d]", field, i), byteLevel)
+			t, err := p.nested().preTokenizer(r, fmt.Sprintf("%s.pretokenizers[%d]", field, i), byteLevel)
 			if err != nil {
 				return nil, err
 			}
@@ -247,7 +259,7 @@ func (p hfParser) decoder(raw json.RawMessage, field string, byteLevel *bool) (h
 	case "Sequence":
 		var seq decSequence
 		for i, r := range c.Decoders {
-			d, err := p.decoder(r, fmt.Sprintf("%s.decoders[%d]", field, i), byteLevel)
+			d, err := p.nested().decoder(r, fmt.Sprintf("%s.decoders[%d]", field, i), byteLevel)
 			if err != nil {
 				return nil, err
 			}
@@ -313,7 +325,7 @@ func (p hfParser) postProcessor(raw json.RawMessage, field string) (prefix, suff
 		return []int{cls}, []int{sep}, nil
 	case "Sequence":
 		for i, r := range c.Processors {
-			pre, suf, err := p.postProcessor(r, fmt.Sprintf("%s.processors[%d]", field, i))
+			pre, suf, err := p.nested().postProcessor(r, fmt.Sprintf("%s.processors[%d]", field, i))
 			if err != nil {
 				return nil, nil, err
 			}
@@ -335,4 +347,25 @@ func (p hfParser) tokenPair(raw []json.RawMessage, field string) (int, error) {
 		return 0, p.errf(field, "bad id")
 	}
 	return id, nil
+}
+
+// decoderGrowth is how many times longer a decoder chain can make a token:
+// the product of its Replace steps' content-to-pattern ratios (the other
+// decoders keep or shorten a token), saturating above
+// limits.MaxDecoderGrowth.
+func decoderGrowth(d hfDecoder) int {
+	switch d := d.(type) {
+	case decReplace:
+		if d.pattern == "" {
+			return 1
+		}
+		return max(1, (len(d.content)+len(d.pattern)-1)/len(d.pattern))
+	case decSequence:
+		g := 1
+		for _, s := range d {
+			g = min(g*decoderGrowth(s), limits.MaxDecoderGrowth+1)
+		}
+		return g
+	}
+	return 1
 }

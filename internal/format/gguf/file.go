@@ -76,9 +76,12 @@ func (f *File) Value(key string) (any, bool) {
 	return f.kvs[i].Value, true
 }
 
-// Metadata returns every key with its value widened: unsigned integers as
-// uint64, signed as int64, floats as float64, arrays as []any. The map is
-// built once and shared; callers must not modify it.
+// Metadata returns every key with its scalar values widened: unsigned
+// integers as uint64, signed as int64, floats as float64. Arrays keep their
+// stored element type ([]uint8 ... []float64, []bool, []string; an array of
+// arrays is []any of those) and share memory with KVs, so metadata costs
+// what the file holds. The map is built once and shared; callers must not
+// modify it or its arrays.
 func (f *File) Metadata() map[string]any {
 	f.metaOnce.Do(func() {
 		f.meta = make(map[string]any, len(f.kvs))

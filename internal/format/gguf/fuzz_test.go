@@ -3,6 +3,7 @@ package gguf
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -48,6 +49,7 @@ func FuzzOpen(f *testing.F) {
 	f.Add(head(0, 1).str("k").u32(uint32(ValueArray)).u32(uint32(ValueArray)).u64(1).u32(uint32(ValueString)).u64(1).str("x").b)
 	f.Add(head(0, 1).str("general.alignment").u32(uint32(ValueUint32)).u32(64).b)
 	f.Add([]byte("GGUF"))
+	f.Add(writeBytes(f, []KV{{"a.u8", make([]uint8, 300)}, {"a.f32", []float32{1, 2}}, {"a.nested", []any{[]int16{1}, []bool{true}}}}, nil))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g, err := openBytes(data)
@@ -59,7 +61,15 @@ func FuzzOpen(f *testing.F) {
 			}
 			return
 		}
-		_ = g.Metadata()
+		for k, v := range g.Metadata() {
+			// arrays stay typed: every value the reader makes is one
+			// format.List reads (or refuses as too long), never a panic
+			if l, ok := format.List(v); ok {
+				if nv, _ := g.Value(k); reflect.ValueOf(nv).Kind() == reflect.Slice && len(l) != reflect.ValueOf(nv).Len() {
+					t.Fatalf("%s: format.List has %d elements, the value %d", k, len(l), reflect.ValueOf(nv).Len())
+				}
+			}
+		}
 		writable := true
 		var ts []WriteTensor
 		for _, ti := range g.Tensors() {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"math"
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -208,4 +210,57 @@ func TestReadError(t *testing.T) {
 		t.Error("negative size accepted")
 	}
 	var _ io.ReaderAt = failingReader{}
+}
+
+// TestLargeMetadataArraysStayTyped: the metadata of a file with large
+// arrays of every element type costs about what the file holds. Widened to
+// one interface value per element, a 115 MB array asked for 1.8 GB; read
+// typed, the file's arrays are read once and Metadata shares them.
+func TestLargeMetadataArraysStayTyped(t *testing.T) {
+	const n = 1 << 20
+	strs := make([]string, n)
+	for i := range strs {
+		strs[i] = "tok"
+	}
+	kv := []KV{
+		{"big.u8", make([]uint8, n)}, {"big.i16", make([]int16, n)}, {"big.u32", make([]uint32, n)},
+		{"big.f32", make([]float32, n)}, {"big.i64", make([]int64, n)}, {"big.f64", make([]float64, n)},
+		{"big.bool", make([]bool, n)}, {"big.str", strs},
+		{"big.nested", []any{make([]int32, n), make([]uint16, n)}},
+	}
+	data := writeBytes(t, kv, nil)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f, err := OpenReader(bytes.NewReader(data), int64(len(data)), "mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := f.Metadata()
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	// the file's bytes plus the string headers: under twice its size
+	if limit := 2*uint64(len(data)) + 16*n; allocated > limit {
+		t.Errorf("reading %d bytes of metadata allocated %d bytes, more than %d", len(data), allocated, limit)
+	}
+	for _, c := range []struct {
+		key  string
+		want any
+	}{{"big.u8", []uint8{}}, {"big.i16", []int16{}}, {"big.u32", []uint32{}}, {"big.f32", []float32{}},
+		{"big.i64", []int64{}}, {"big.f64", []float64{}}, {"big.bool", []bool{}}, {"big.str", []string{}}} {
+		if reflect.TypeOf(m[c.key]) != reflect.TypeOf(c.want) || reflect.ValueOf(m[c.key]).Len() != n {
+			t.Errorf("%s is %T", c.key, m[c.key])
+		}
+	}
+	if nested, ok := m["big.nested"].([]any); !ok || len(nested) != 2 {
+		t.Errorf("big.nested is %T", m["big.nested"])
+	} else if _, ok := nested[0].([]int32); !ok {
+		t.Errorf("big.nested[0] is %T", nested[0])
+	}
+	if _, ok := format.List(m["big.u8"]); ok {
+		t.Errorf("format.List widened an array of %d elements", n)
+	}
+	if l, ok := format.List([]uint16{1, 2}); !ok || !reflect.DeepEqual(l, []any{uint64(1), uint64(2)}) {
+		t.Errorf("format.List of a short array: %#v", l)
+	}
 }

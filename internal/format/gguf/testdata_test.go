@@ -91,13 +91,13 @@ func TestStories260K(t *testing.T) {
 		}
 	}
 	tok := testutil.ReadFile(t, "llama2c/tok512-dratman/tok512.bin")
-	scores := m["tokenizer.ggml.scores"].([]any)
+	scores := m["tokenizer.ggml.scores"].([]float32)
 	pos := 4 // max_token_length
 	for i := range 512 {
 		want := math.Float32frombits(binary.LittleEndian.Uint32(tok[pos:]))
 		n := int(binary.LittleEndian.Uint32(tok[pos+4:]))
 		pos += 8 + n
-		if scores[i].(float64) != float64(want) {
+		if scores[i] != want {
 			t.Fatalf("score[%d] = %v, tok512.bin has %v", i, scores[i], want)
 		}
 	}

@@ -14,8 +14,10 @@ import (
 //	array of arrays               -> []any whose elements are arrays
 //
 // so a file read with KVs and written back with Write keeps every type. The
-// Checkpoint view (Metadata) widens them: unsigned -> uint64, signed ->
-// int64, floats -> float64, arrays -> []any.
+// Checkpoint view (Metadata) widens scalars: unsigned -> uint64, signed ->
+// int64, floats -> float64. Arrays stay the typed slices above, shared with
+// KVs: a vocabulary of a million tokens is one []string, not a million
+// interface values (format.List gives a short array as []any).
 
 // maxArrayDepth bounds the nesting of arrays (each level is 12 header bytes,
 // so without a bound a file could nest deeper than the stack wants).
@@ -201,40 +203,6 @@ func widen(v any) any {
 		return int64(x)
 	case float32:
 		return float64(x)
-	case []uint8:
-		return widenSlice(x, func(e uint8) any { return uint64(e) })
-	case []uint16:
-		return widenSlice(x, func(e uint16) any { return uint64(e) })
-	case []uint32:
-		return widenSlice(x, func(e uint32) any { return uint64(e) })
-	case []uint64:
-		return widenSlice(x, func(e uint64) any { return e })
-	case []int8:
-		return widenSlice(x, func(e int8) any { return int64(e) })
-	case []int16:
-		return widenSlice(x, func(e int16) any { return int64(e) })
-	case []int32:
-		return widenSlice(x, func(e int32) any { return int64(e) })
-	case []int64:
-		return widenSlice(x, func(e int64) any { return e })
-	case []float32:
-		return widenSlice(x, func(e float32) any { return float64(e) })
-	case []float64:
-		return widenSlice(x, func(e float64) any { return e })
-	case []bool:
-		return widenSlice(x, func(e bool) any { return e })
-	case []string:
-		return widenSlice(x, func(e string) any { return e })
-	case []any:
-		return widenSlice(x, widen)
 	}
-	return v // uint64, int64, float64, bool, string
-}
-
-func widenSlice[T any](s []T, f func(T) any) []any {
-	out := make([]any, len(s))
-	for i, e := range s {
-		out[i] = f(e)
-	}
-	return out
+	return v // uint64, int64, float64, bool, string, and arrays as they are
 }

@@ -91,9 +91,9 @@ func TestWriteRoundTrip(t *testing.T) {
 		m := f.Metadata()
 		for key, want := range map[string]any{
 			"u8": uint64(200), "i8": int64(-100), "u32": uint64(4000000000), "i64": int64(math.MinInt64),
-			"f32": 1.5, "bool.t": true, "str": "héllo", "a.i16": []any{int64(-1), int64(2)},
-			"a.f32": []any{0.25, -2.0}, "a.empty": []any{},
-			"a.nested": []any{[]any{int64(1), int64(2)}, []any{"x"}, []any{[]any{uint64(9)}}},
+			"f32": 1.5, "bool.t": true, "str": "héllo", "a.i16": []int16{-1, 2},
+			"a.f32": []float32{0.25, -2.0}, "a.empty": []string{},
+			"a.nested": []any{[]int32{1, 2}, []string{"x"}, []any{[]uint8{9}}},
 		} {
 			if !reflect.DeepEqual(m[key], want) {
 				t.Errorf("Metadata[%q] = %#v, want %#v", key, m[key], want)
