@@ -654,7 +654,7 @@ func LoadInternVLVisionMMProj(mmproj format.Checkpoint, textHidden int) (InternV
 		return InternVLVision{}, nil, gerr
 	}
 	for i, key := range []string{"clip.vision.image_mean", "clip.vision.image_std"} {
-		l, ok := m[key].([]any)
+		l, ok := format.List(m[key])
 		if !ok || len(l) != 3 {
 			return InternVLVision{}, nil, fmt.Errorf("mmproj: %q is missing or not 3 values", key)
 		}
