@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/modelparts"
@@ -229,7 +230,11 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 			return job{}, nil, nil, e
 		}
 	}
-	text, err := s.m.RenderChat(msgs, aotlm.RenderOptions{Vars: vars, Now: s.opts.Now})
+	ro := aotlm.RenderOptions{Vars: vars, Now: s.opts.Now}
+	if ro.Now.IsZero() {
+		ro.Now = time.Now() // the same date for every rendering of the request
+	}
+	text, err := s.m.RenderChat(msgs, ro)
 	if err != nil {
 		if errors.Is(err, aotlm.ErrNoChatTemplate) {
 			return job{}, nil, nil, badRequest("messages", "the model has no chat template: use /v1/completions")
@@ -240,7 +245,7 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 	if imgs != nil {
 		ids, err = imgs.Encode(text)
 	} else {
-		ids, err = s.m.Encode(text, true)
+		ids, err = s.encodeChat(msgs, text, ro)
 	}
 	if err != nil {
 		return job{}, nil, nil, badRequest("messages", "%v", err)

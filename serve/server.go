@@ -19,6 +19,7 @@ package serve
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -43,6 +44,28 @@ type Options struct {
 	Context int
 	// APIKey, when set, is the Bearer token every API request must carry.
 	APIKey string
+	// APIKeys are more accepted Bearer tokens (each key's requests reuse
+	// only their own cache unless SharedCache is set).
+	APIKeys []string
+	// HostAllow lists more names the Host header may carry besides IP
+	// addresses, localhost and the machine's name ("*": any; ".example.com":
+	// its subdomains). Other names are refused with 403, which stops
+	// DNS-rebinding pages.
+	HostAllow []string
+	// CORSOrigins lists the browser origins ("http://app.example") that
+	// may call the API from their pages ("*": any); requests from other
+	// origins are refused with 403 before they do any work.
+	CORSOrigins []string
+	// SharedCache lets every client reuse every session's cache (and see
+	// it in cached_tokens); otherwise a request reuses only the cache of
+	// its own API key, or with no key of its own client address.
+	SharedCache bool
+	// ReadTimeout bounds the reading of a request body (0: one minute).
+	ReadTimeout time.Duration
+	// WorkTimeout bounds the CPU work a request asks for before it
+	// generates, such as compiling a JSON schema (0: 5 seconds). That
+	// work also takes a place of Parallel while it runs.
+	WorkTimeout time.Duration
 	// MaxBodyBytes bounds a request body (0: 4 MiB).
 	MaxBodyBytes int64
 	// ModelID is the model's name in the API (0: the model's file name).
@@ -89,6 +112,12 @@ func New(m *aotlm.Model, opts Options) (*Server, error) {
 	if opts.ModelID == "" {
 		opts.ModelID = m.Info().Name
 	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = time.Minute
+	}
+	if opts.WorkTimeout <= 0 {
+		opts.WorkTimeout = 5 * time.Second
+	}
 	s := &Server{m: m, opts: opts, id: opts.ModelID, eot: m.EndOfTurnIDs()}
 	p, err := newPool(m, opts.Parallel, opts.Queue, opts.Context)
 	if err != nil {
@@ -112,7 +141,7 @@ func New(m *aotlm.Model, opts Options) (*Server, error) {
 }
 
 // Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return s.guard(s.mux) }
 
 // Close releases the sessions; call it after the HTTP server has shut
 // down.
@@ -132,20 +161,36 @@ func (s *Server) api(h func(w http.ResponseWriter, r *http.Request) *apiError) h
 			route = route[i+1:]
 		}
 		defer func() { s.metrics.request(route, sw.status) }()
-		if s.opts.APIKey != "" {
+		if s.opts.APIKey != "" || len(s.opts.APIKeys) > 0 {
 			auth := r.Header.Get("Authorization")
 			tok, ok := strings.CutPrefix(auth, "Bearer ")
-			if !ok || tok != s.opts.APIKey {
+			if !ok || !s.keyAccepted(tok) {
 				writeError(sw, &apiError{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "invalid_api_key",
 					Message: "a valid API key is required: send it as \"Authorization: Bearer <key>\""})
 				return
 			}
 		}
 		r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBodyBytes)
+		if !s.readBody(sw, r) {
+			return
+		}
 		if e := h(sw, r); e != nil {
 			writeError(sw, e)
 		}
 	}
+}
+
+// keyAccepted reports whether tok is one of the API keys.
+func (s *Server) keyAccepted(tok string) bool {
+	if s.opts.APIKey != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.APIKey)) == 1 {
+		return true
+	}
+	for _, k := range s.opts.APIKeys {
+		if k != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(k)) == 1 {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
@@ -195,7 +240,8 @@ var errBusy = errors.New("the server is busy: every session is generating and th
 
 // slot is one session of the pool.
 type slot struct {
-	s *aotlm.Session
+	s     *aotlm.Session
+	scope string // whose cache the session holds (see Server.scope)
 }
 
 // pool hands out sessions: at most len(slots) at once, with up to queue
@@ -225,10 +271,13 @@ func newPool(m *aotlm.Model, n, queue, ctx int) (*pool, error) {
 	return p, nil
 }
 
-// acquire waits for a free session, preferring the one whose history
-// shares the longest prefix with ids; it fails with errBusy when the
-// queue is full and with ctx's error when ctx ends first.
-func (p *pool) acquire(ctx context.Context, ids []int) (*slot, error) {
+// acquire waits for a free session, preferring the one of scope whose
+// history shares the longest prefix with ids; a session of another scope
+// is emptied before it is handed out, so that no request reuses (or
+// learns through cached_tokens) another scope's prompt. It fails with
+// errBusy when the queue is full and with ctx's error when ctx ends
+// first.
+func (p *pool) acquire(ctx context.Context, ids []int, scope string) (*slot, error) {
 	if p.queued.Add(1) > p.limit {
 		p.queued.Add(-1)
 		return nil, errBusy
@@ -244,14 +293,30 @@ func (p *pool) acquire(ctx context.Context, ids []int) (*slot, error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	best, bestLen := 0, -1
+	best, bestLen := 0, -2
 	for i, sl := range p.free {
-		if n := commonPrefix(sl.s.History(), ids); n > bestLen {
+		n := -1 // another scope's session: usable, emptied
+		switch {
+		case sl.scope == scope:
+			n = commonPrefix(sl.s.History(), ids)
+		case len(sl.s.History()) == 0:
+			n = 0
+		}
+		if n > bestLen {
 			best, bestLen = i, n
 		}
 	}
 	sl := p.free[best]
 	p.free = append(p.free[:best], p.free[best+1:]...)
+	if sl.scope != scope {
+		if err := sl.s.Reset(); err != nil {
+			p.free = append(p.free, sl)
+			<-p.sem
+			p.queued.Add(-1)
+			return nil, fmt.Errorf("emptying a session: %w", err)
+		}
+		sl.scope = scope
+	}
 	return sl, nil
 }
 

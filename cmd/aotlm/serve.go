@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,12 +21,14 @@ import (
 
 func newServeCmd() *cobra.Command {
 	var (
-		modelPath, tokPath, host, apiKey, templatePath, mode, kv, name string
-		mmproj                                                         string
-		allowLocalImages                                               bool
-		port, parallel, queue, ctx, threads, arLen                     int
-		hugePages                                                      bool
-		maxBody                                                        int64
+		modelPath, tokPath, host, templatePath, mode, kv, name string
+		mmproj                                                 string
+		apiKeys, hostAllow, corsOrigins                        []string
+		allowLocalImages, sharedCache                          bool
+		readTimeout, workTimeout                               time.Duration
+		port, parallel, queue, ctx, threads, arLen             int
+		hugePages                                              bool
+		maxBody                                                int64
 	)
 	cmd := &cobra.Command{
 		Use:   "serve -m MODEL",
@@ -40,6 +43,13 @@ one mapped model; up to --queue more wait, and beyond that the server answers
 conversation, one turn longer) takes the session that holds it and prefills
 only the new tokens. It listens on 127.0.0.1 unless --host says otherwise;
 with --api-key every API request must carry "Authorization: Bearer KEY".
+
+Requests whose Host header is not an IP address, localhost, the machine's
+name or a --host-allow name are refused (403), and so are browser requests
+from another site's pages unless --cors-origin lists their origin. A request
+reuses only the cache of its own API key (or, without a key, its own client
+address) unless --shared-cache is given. Special-token text in user and tool
+messages is read as plain text: only the chat template writes role markers.
 MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).
 
 A vision-language model (a SmolVLM or Qwen2-VL folder or artifact, or a text GGUF with --mmproj)
@@ -53,6 +63,9 @@ with --allow-local-images.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkServeFlags(port, parallel, queue, &ctx, threads, maxBody); err != nil {
 				return err
+			}
+			if readTimeout <= 0 || workTimeout <= 0 {
+				return fmt.Errorf("--read-timeout %v, --work-timeout %v: want durations above zero", readTimeout, workTimeout)
 			}
 			var err error
 			log := cmd.ErrOrStderr()
@@ -75,7 +88,9 @@ with --allow-local-images.`,
 				name = filepath.Base(strings.TrimRight(modelPath, "/"))
 			}
 			opts := serve.Options{Parallel: parallel, Queue: queue, Context: min(ctx, m.Info().Context),
-				APIKey: apiKey, MaxBodyBytes: maxBody, ModelID: name, AllowLocalImages: allowLocalImages}
+				APIKeys: apiKeys, MaxBodyBytes: maxBody, ModelID: name, AllowLocalImages: allowLocalImages,
+				HostAllow: hostAllow, CORSOrigins: corsOrigins, SharedCache: sharedCache,
+				ReadTimeout: readTimeout, WorkTimeout: workTimeout}
 			if p, err := openPrompter(modelPath, mmproj, m, threads); err != nil {
 				return err
 			} else if p != nil {
@@ -107,7 +122,12 @@ with --allow-local-images.`,
 	f.IntVarP(&threads, "threads", "t", runtime.GOMAXPROCS(0), "threads, shared by the sessions")
 	f.BoolVar(&hugePages, "hugepages", false, hugePagesUsage)
 	f.StringVar(&mode, "mode", "hybrid", "prefill: hybrid (AR-N passes) or kv (one token at a time)")
-	f.StringVar(&apiKey, "api-key", "", "require this Bearer token on API requests")
+	f.StringArrayVar(&apiKeys, "api-key", nil, "require this Bearer token on API requests (repeat for several keys; each key reuses only its own cache)")
+	f.StringArrayVar(&hostAllow, "host-allow", nil, "accept this name in the Host header besides IP addresses, localhost and the machine's name (repeatable; .example.com: its subdomains; *: any)")
+	f.StringArrayVar(&corsOrigins, "cors-origin", nil, "let pages of this origin (http://app.example) call the API from a browser, with CORS (repeatable; *: any)")
+	f.BoolVar(&sharedCache, "shared-cache", false, "let every client reuse (and see in cached_tokens) every session's cache, not only its own key's or address's")
+	f.DurationVar(&readTimeout, "read-timeout", time.Minute, "longest time a request body may take to arrive")
+	f.DurationVar(&workTimeout, "work-timeout", 5*time.Second, "longest time a request's preparation (compiling a JSON schema) may take")
 	f.StringVar(&templatePath, "chat-template", "", "Jinja chat template file, replacing the model's")
 	f.StringVar(&name, "name", "", "the model's id in the API (default: the model's file or folder name)")
 	f.Int64Var(&maxBody, "max-body", 4<<20, "largest request body in bytes")
