@@ -37,6 +37,7 @@ type chatResponse struct {
 	SystemFingerprint string       `json:"system_fingerprint"`
 	Choices           []chatChoice `json:"choices"`
 	Usage             *usage       `json:"usage,omitempty"`
+	Timings           *timings     `json:"timings,omitempty"`
 }
 
 const fingerprint = "aotlm"
@@ -84,6 +85,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *apiError {
 		}
 		base.Choices = []chatChoice{ch}
 		base.Usage = usageOf(res)
+		base.Timings = timingsOf(res)
 		writeJSON(w, http.StatusOK, base)
 		return nil
 	}
@@ -149,6 +151,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *apiError {
 		c := base
 		c.Choices = []chatChoice{}
 		c.Usage = usageOf(res)
+		c.Timings = timingsOf(res)
 		ev.send(c)
 	}
 	ev.done()
