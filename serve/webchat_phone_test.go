@@ -271,7 +271,7 @@ func TestWebChatSizes(t *testing.T) {
 			}
 			src, _ := json.Marshal("<think>first I plan</think>\n\nHere is **bold** and `x`:\n```go\nfmt.Println(\"<script>alert(1)</script>\")\n```\n- one\n- two")
 			rd, err := chromedp.Run(ctx, chromedp.Evaluate[rendered](`(() => { const el = assistantBubble();
-				const s = splitReasoning(` + string(src) + `);
+				const s = splitReasoning(`+string(src)+`);
 				renderReply(el, s.reasoning, s.answer);
 				const d = el.querySelector("details.reasoning");
 				return { Open: d ? d.open : true, Reasoning: d ? d.textContent : "", Code: (el.querySelector("pre code") || {}).textContent || "",
