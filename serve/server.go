@@ -66,6 +66,9 @@ type Options struct {
 	// generates, such as compiling a JSON schema (0: 5 seconds). That
 	// work also takes a place of Parallel while it runs.
 	WorkTimeout time.Duration
+	// SlotSaveDir is the folder POST /slots/{id}?action=save and restore
+	// write and read sessions in ("": those actions are refused).
+	SlotSaveDir string
 	// MaxBodyBytes bounds a request body (0: 4 MiB).
 	MaxBodyBytes int64
 	// ModelID is the model's name in the API (0: the model's file name).
@@ -133,6 +136,7 @@ func New(m *aotlm.Model, opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /v1/models/{id}", s.api(s.handleModel))
 	s.mux.HandleFunc("POST /tokenize", s.api(s.handleTokenize))
 	s.mux.HandleFunc("POST /detokenize", s.api(s.handleDetokenize))
+	s.mux.HandleFunc("POST /slots/{id}", s.api(s.handleSlot))
 	s.mux.HandleFunc("GET /health", s.handleHealth)
 	s.mux.HandleFunc("GET /metrics", s.api(s.handleMetrics))
 	s.mux.HandleFunc("GET /{$}", s.handleWeb)

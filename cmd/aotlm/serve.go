@@ -22,7 +22,7 @@ import (
 func newServeCmd() *cobra.Command {
 	var (
 		modelPath, tokPath, host, templatePath, mode, kv, name string
-		mmproj                                                 string
+		mmproj, slotDir                                        string
 		apiKeys, hostAllow, corsOrigins                        []string
 		allowLocalImages, sharedCache                          bool
 		readTimeout, workTimeout                               time.Duration
@@ -90,7 +90,7 @@ with --allow-local-images.`,
 			opts := serve.Options{Parallel: parallel, Queue: queue, Context: min(ctx, m.Info().Context),
 				APIKeys: apiKeys, MaxBodyBytes: maxBody, ModelID: name, AllowLocalImages: allowLocalImages,
 				HostAllow: hostAllow, CORSOrigins: corsOrigins, SharedCache: sharedCache,
-				ReadTimeout: readTimeout, WorkTimeout: workTimeout}
+				ReadTimeout: readTimeout, WorkTimeout: workTimeout, SlotSaveDir: slotDir}
 			if p, err := openPrompter(modelPath, mmproj, m, threads); err != nil {
 				return err
 			} else if p != nil {
@@ -126,6 +126,7 @@ with --allow-local-images.`,
 	f.StringArrayVar(&hostAllow, "host-allow", nil, "accept this name in the Host header besides IP addresses, localhost and the machine's name (repeatable; .example.com: its subdomains; *: any)")
 	f.StringArrayVar(&corsOrigins, "cors-origin", nil, "let pages of this origin (http://app.example) call the API from a browser, with CORS (repeatable; *: any)")
 	f.BoolVar(&sharedCache, "shared-cache", false, "let every client reuse (and see in cached_tokens) every session's cache, not only its own key's or address's")
+	f.StringVar(&slotDir, "slot-save-path", "", "folder where POST /slots/{id}?action=save|restore writes and reads sessions (off without it)")
 	f.DurationVar(&readTimeout, "read-timeout", time.Minute, "longest time a request body may take to arrive")
 	f.DurationVar(&workTimeout, "work-timeout", 5*time.Second, "longest time a request's preparation (compiling a JSON schema) may take")
 	f.StringVar(&templatePath, "chat-template", "", "Jinja chat template file, replacing the model's")
