@@ -120,3 +120,13 @@ func (s *Session) loadState(sv stateSaver, r io.Reader) error {
 	s.hist = append(s.hist[:0], h.IDs...)
 	return nil
 }
+
+// MemoryBytes is the memory the session holds besides the model's
+// weights: its cache, activations and recurrent state (0 when its
+// backend does not say).
+func (s *Session) MemoryBytes() int64 {
+	if mb, ok := s.seq.(interface{ MemoryBytes() int64 }); ok {
+		return mb.MemoryBytes()
+	}
+	return 0
+}

@@ -22,9 +22,14 @@ import (
 // origin it adds the CORS headers and answers the preflight. It also
 // records the cache scope of the request (see scopeOf).
 func (s *Server) guard(next http.Handler) http.Handler {
+	return guard(&s.opts, s.metrics.request, next)
+}
+
+// guard is Server.guard for opts, counting its answers with count.
+func guard(opts *Options, count func(route string, status int), next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.hostAllowed(r.Host) {
-			s.metrics.request("guard", http.StatusForbidden)
+		if !hostAllowed(opts, r.Host) {
+			count("guard", http.StatusForbidden)
 			writeError(w, &apiError{Status: http.StatusForbidden, Type: "invalid_request_error", Code: "host_not_allowed",
 				Message: "the Host " + jsonQuote(r.Host) + " is not a name of this server: start it with --host-allow " + hostName(r.Host) + " to accept it"})
 			return
@@ -35,8 +40,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			cross, origin = true, "null"
 		}
 		if cross {
-			if !s.originAllowed(origin) {
-				s.metrics.request("guard", http.StatusForbidden)
+			if !originAllowed(opts, origin) {
+				count("guard", http.StatusForbidden)
 				writeError(w, &apiError{Status: http.StatusForbidden, Type: "invalid_request_error", Code: "origin_not_allowed",
 					Message: "requests from the origin " + jsonQuote(origin) + " are refused: start the server with --cors-origin " + origin + " to allow them"})
 				return
@@ -51,12 +56,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 					h.Set("Access-Control-Allow-Headers", req)
 				}
 				h.Set("Access-Control-Max-Age", "600")
-				s.metrics.request("preflight", http.StatusNoContent)
+				count("preflight", http.StatusNoContent)
 				w.WriteHeader(http.StatusNoContent)
 				return
 			}
 		}
-		ctx := context.WithValue(r.Context(), scopeKey{}, s.scope(r))
+		ctx := context.WithValue(r.Context(), scopeKey{}, scope(opts, r))
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
@@ -73,7 +78,7 @@ func hostName(hostport string) string {
 // hostAllowed accepts an IP address (a rebinding page cannot make a
 // browser send one for its own domain), localhost and its subdomains,
 // the machine's name and the names of Options.HostAllow ("*": any).
-func (s *Server) hostAllowed(hostport string) bool {
+func hostAllowed(opts *Options, hostport string) bool {
 	h := hostName(hostport)
 	if h == "" || net.ParseIP(h) != nil || h == "localhost" || strings.HasSuffix(h, ".localhost") {
 		return true
@@ -81,7 +86,7 @@ func (s *Server) hostAllowed(hostport string) bool {
 	if name, err := os.Hostname(); err == nil && strings.EqualFold(name, h) {
 		return true
 	}
-	for _, a := range s.opts.HostAllow {
+	for _, a := range opts.HostAllow {
 		a = strings.ToLower(strings.TrimSuffix(a, "."))
 		if a == "*" || a == h || (strings.HasPrefix(a, ".") && strings.HasSuffix(h, a)) {
 			return true
@@ -123,8 +128,8 @@ func splitPort(hostport, scheme string) (string, string) {
 
 // originAllowed reports whether Options.CORSOrigins lists origin ("*":
 // any).
-func (s *Server) originAllowed(origin string) bool {
-	for _, o := range s.opts.CORSOrigins {
+func originAllowed(opts *Options, origin string) bool {
+	for _, o := range opts.CORSOrigins {
 		if o == "*" || strings.EqualFold(strings.TrimSuffix(o, "/"), origin) {
 			return true
 		}
@@ -138,8 +143,8 @@ type scopeKey struct{}
 // scope names whose cache a request may reuse: its API key's, or with
 // none its client address's; "" when Options.SharedCache shares the
 // cache between all.
-func (s *Server) scope(r *http.Request) string {
-	if s.opts.SharedCache {
+func scope(opts *Options, r *http.Request) string {
+	if opts.SharedCache {
 		return ""
 	}
 	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && tok != "" {

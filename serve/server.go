@@ -168,7 +168,7 @@ func (s *Server) api(h func(w http.ResponseWriter, r *http.Request) *apiError) h
 		if s.opts.APIKey != "" || len(s.opts.APIKeys) > 0 {
 			auth := r.Header.Get("Authorization")
 			tok, ok := strings.CutPrefix(auth, "Bearer ")
-			if !ok || !s.keyAccepted(tok) {
+			if !ok || !keyAccepted(&s.opts, tok) {
 				writeError(sw, &apiError{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "invalid_api_key",
 					Message: "a valid API key is required: send it as \"Authorization: Bearer <key>\""})
 				return
@@ -185,11 +185,11 @@ func (s *Server) api(h func(w http.ResponseWriter, r *http.Request) *apiError) h
 }
 
 // keyAccepted reports whether tok is one of the API keys.
-func (s *Server) keyAccepted(tok string) bool {
-	if s.opts.APIKey != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.APIKey)) == 1 {
+func keyAccepted(opts *Options, tok string) bool {
+	if opts.APIKey != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(opts.APIKey)) == 1 {
 		return true
 	}
-	for _, k := range s.opts.APIKeys {
+	for _, k := range opts.APIKeys {
 		if k != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(k)) == 1 {
 			return true
 		}
@@ -245,7 +245,7 @@ var errBusy = errors.New("the server is busy: every session is generating and th
 // slot is one session of the pool.
 type slot struct {
 	s     *aotlm.Session
-	scope string // whose cache the session holds (see Server.scope)
+	scope string // whose cache the session holds (see scope)
 }
 
 // pool hands out sessions: at most len(slots) at once, with up to queue

@@ -228,3 +228,19 @@ func (s *Session) LoadState(r io.Reader) (err error) {
 	s.rec.point(sn.cur)
 	return nil
 }
+
+// MemoryBytes is the memory the session holds: its cache, its
+// activations and its recurrent state.
+func (s *Session) MemoryBytes() int64 {
+	n := 4*int64(len(s.arena)) + s.StateMemory().Total()
+	for l := range s.k {
+		n += 4 * int64(len(s.k[l])+len(s.v[l]))
+	}
+	for l := range s.kh {
+		n += 2 * int64(len(s.kh[l])+len(s.vh[l]))
+	}
+	for l := range s.ku {
+		n += int64(len(s.ku[l]) + len(s.vu[l]))
+	}
+	return n
+}
