@@ -263,6 +263,9 @@ func (mu *Multi) open(src ModelSource) (*Server, *aotlm.Model, error) {
 	}
 	o := mu.opts
 	o.ModelID = src.ID
+	if o.Context > m.Info().Context {
+		o.Context = m.Info().Context
+	}
 	srv, err := New(m, o)
 	if err != nil {
 		m.Close()

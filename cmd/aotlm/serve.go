@@ -22,7 +22,9 @@ import (
 func newServeCmd() *cobra.Command {
 	var (
 		modelPath, tokPath, host, templatePath, mode, kv, name string
-		mmproj, slotDir                                        string
+		mmproj, slotDir, modelsDir, maxMemory                  string
+		modelPaths                                             []string
+		idleUnload                                             time.Duration
 		apiKeys, hostAllow, corsOrigins                        []string
 		allowLocalImages, sharedCache                          bool
 		readTimeout, workTimeout                               time.Duration
@@ -69,11 +71,29 @@ with --allow-local-images.`,
 			}
 			var err error
 			log := cmd.ErrOrStderr()
+			opts := serve.Options{Parallel: parallel, Queue: queue, APIKeys: apiKeys, MaxBodyBytes: maxBody,
+				AllowLocalImages: allowLocalImages, HostAllow: hostAllow, CORSOrigins: corsOrigins, SharedCache: sharedCache,
+				ReadTimeout: readTimeout, WorkTimeout: workTimeout, SlotSaveDir: slotDir}
+			oo := openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, HugePages: hugePages,
+				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv}, Log: log}
+			if len(modelPaths) > 1 || modelsDir != "" {
+				if mmproj != "" || name != "" {
+					return fmt.Errorf("--mmproj and --name name one model: serve a vision model or a renamed one on its own")
+				}
+				if ctx < 1<<30 {
+					opts.Context = ctx
+				}
+				ms := &multiServe{paths: modelPaths, dir: modelsDir, open: oo, templatePath: templatePath, opts: opts,
+					maxMemory: maxMemory, multi: serve.MultiOptions{IdleUnload: idleUnload}, host: host, port: port}
+				return ms.run(cmd, log)
+			}
+			if len(modelPaths) == 1 {
+				modelPath = modelPaths[0]
+			}
 			if modelPath, err = resolveModel(modelPath, log); err != nil {
 				return err
 			}
-			m, err := openModel(modelPath, openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, HugePages: hugePages,
-				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv}, Log: log})
+			m, err := openModel(modelPath, oo)
 			if err != nil {
 				return err
 			}
@@ -87,10 +107,7 @@ with --allow-local-images.`,
 				// the name the user gave, not the compile cache's file
 				name = filepath.Base(strings.TrimRight(modelPath, "/"))
 			}
-			opts := serve.Options{Parallel: parallel, Queue: queue, Context: min(ctx, m.Info().Context),
-				APIKeys: apiKeys, MaxBodyBytes: maxBody, ModelID: name, AllowLocalImages: allowLocalImages,
-				HostAllow: hostAllow, CORSOrigins: corsOrigins, SharedCache: sharedCache,
-				ReadTimeout: readTimeout, WorkTimeout: workTimeout, SlotSaveDir: slotDir}
+			opts.Context, opts.ModelID = min(ctx, m.Info().Context), name
 			if p, err := openPrompter(modelPath, mmproj, m, threads); err != nil {
 				return err
 			} else if p != nil {
@@ -112,7 +129,10 @@ with --allow-local-images.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&modelPath, "model", "m", "", "model: a compiled artifact (.aot) or a checkpoint (default: the built-in demo model)")
+	f.StringArrayVarP(&modelPaths, "model", "m", nil, "model: a compiled artifact (.aot) or a checkpoint (default: the built-in demo model); repeat for several models, each loaded on its first request")
+	f.StringVar(&modelsDir, "models-dir", "", "serve every model of this folder (.aot and .gguf files, checkpoint folders), each loaded on its first request")
+	f.StringVar(&maxMemory, "max-memory", "", "with several models: the memory the loaded ones may take (such as 6G; default: half the machine's memory within the process's limits); the least recently used idle model is unloaded to make room")
+	f.DurationVar(&idleUnload, "idle-unload", 0, "with several models: unload a model no request used for this long (0: never)")
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for checkpoints without one")
 	f.StringVar(&host, "host", "127.0.0.1", "address to listen on (0.0.0.0: every interface)")
 	f.IntVar(&port, "port", 8080, "port to listen on (0: any free port)")

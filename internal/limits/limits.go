@@ -172,6 +172,9 @@ func CheckAlloc(what string, bytes int64) error {
 	return checkAlloc(what, bytes, avail)
 }
 
+// ParseSize reads a byte count with an optional K, M or G suffix ("4G").
+func ParseSize(s string) (int64, error) { return parseSize(s) }
+
 // parseSize reads a byte count with an optional K, M or G suffix.
 func parseSize(s string) (int64, error) {
 	mult := int64(1)
