@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm"
-	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/serve"
 )
 
