@@ -14,6 +14,14 @@
 // (image_url parts), placed in the prompt as embedding rows whose ids
 // derive from the image's bytes, so the session choice and the cache
 // reuse compare images too.
+//
+// Before any route, a request whose Host header is not one of the
+// server's names, or a browser request from another origin, is refused
+// (Options.HostAllow and Options.CORSOrigins open them), and a request
+// reuses only the cache of its own API key or client address
+// (Options.SharedCache shares it). POST /slots/{id} saves a session's
+// cache to a file and restores it (Options.SlotSaveDir). Multi serves
+// several models in a memory budget, each through a Server of its own.
 package serve
 
 import (

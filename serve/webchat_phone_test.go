@@ -289,3 +289,52 @@ func TestWebChatSizes(t *testing.T) {
 		})
 	}
 }
+
+// TestWebChatModels: with several models served, the settings offer a
+// choice of model, and a message goes to the one chosen.
+func TestWebChatModels(t *testing.T) {
+	sources, one := storiesSources(t)
+	mu, err := NewMulti(sources, Options{}, MultiOptions{MaxMemory: 3 * one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recordChats{h: mu.Handler()}
+	hs := httptest.NewServer(rec)
+	defer func() {
+		hs.Close()
+		mu.Close()
+	}()
+	ctx := browser(t, hs.URL+"/", 1280, 800, false)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("model-select"))); err != nil {
+		t.Fatalf("no model choice: %v", err)
+	}
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.ID("model-select"), "b")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("model-select").dispatchEvent(new Event("change")); true`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.ID("max-tokens"), "8"),
+		chromedp.SetValue(chromedp.ID("input"), "Once upon a time"),
+		chromedp.Click(chromedp.ID("send")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll(".assistant").length === 1 && !document.getElementById("send").disabled`)); err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Model string `json:"model"`
+	}
+	if err := json.Unmarshal([]byte(rec.last()), &body); err != nil || body.Model != "b" {
+		t.Errorf("the message went to model %q (%v); want b", body.Model, err)
+	}
+	name, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("model-name")))
+	if err != nil || name != "b" {
+		t.Errorf("the header names model %q", name)
+	}
+	if failed, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".failed").length`)); failed != 0 {
+		t.Errorf("%d failed turns", failed)
+	}
+}
