@@ -169,18 +169,23 @@ func scopeOf(ctx context.Context) string {
 // with the bytes read; it answers false, having written the error, when
 // the time ran out.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) bool {
+	return readBodyWithin(w, r, s.opts.ReadTimeout)
+}
+
+// readBodyWithin is Server.readBody with the time limit given.
+func readBodyWithin(w http.ResponseWriter, r *http.Request, timeout time.Duration) bool {
 	if r.Body == nil || r.Body == http.NoBody {
 		return true
 	}
 	rc := http.NewResponseController(w)
-	deadline := rc.SetReadDeadline(time.Now().Add(s.opts.ReadTimeout)) == nil
+	deadline := rc.SetReadDeadline(time.Now().Add(timeout)) == nil
 	data, err := io.ReadAll(r.Body)
 	var ne net.Error
 	if err != nil && errors.As(err, &ne) && ne.Timeout() {
 		// the rest of the body is not waited for: the connection closes
 		w.Header().Set("Connection", "close")
 		writeError(w, &apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: "request_timeout",
-			Message: "the request body did not arrive within " + s.opts.ReadTimeout.String()})
+			Message: "the request body did not arrive within " + timeout.String()})
 		return false
 	}
 	if deadline {

@@ -86,6 +86,9 @@ func NewMulti(sources []ModelSource, opts Options, mo MultiOptions) (*Multi, err
 	if mo.MaxMemory <= 0 {
 		mo.MaxMemory = DefaultMaxMemory()
 	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = time.Minute
+	}
 	mu := &Multi{opts: opts, mo: mo, sources: sources, byID: map[string]int{}, models: map[string]*loadedModel{},
 		stop: make(chan struct{}), idleDone: make(chan struct{})}
 	mu.cond = sync.NewCond(&mu.mu)
@@ -172,7 +175,11 @@ func (mu *Multi) serve(w http.ResponseWriter, r *http.Request) {
 	if name, ok := strings.CutPrefix(r.URL.Path, "/v1/models/"); ok && r.Method == http.MethodGet {
 		id = name
 	} else if r.Body != nil && r.Body != http.NoBody {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody(mu.opts)))
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody(mu.opts))
+		if !readBodyWithin(w, r, mu.opts.ReadTimeout) {
+			return
+		}
+		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			writeError(w, &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
 				Message: "reading the request body: " + err.Error()})
