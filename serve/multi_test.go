@@ -1,12 +1,15 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -150,4 +153,103 @@ func TestMultiBudget(t *testing.T) {
 	if _, err := NewMulti([]ModelSource{{ID: "x", Open: sources[0].Open, Bytes: 10}}, Options{}, MultiOptions{MaxMemory: 5}); err == nil {
 		t.Error("a model larger than the budget: accepted")
 	}
+}
+
+// TestLoadMulti sends requests for two models from 8 concurrent clients
+// in a budget that holds one (so the models load and unload all along),
+// a quarter of them cancelled early: every request that is not cancelled
+// succeeds, and after the Multi closes no goroutine is left.
+// AOTLM_SOAK_REQUESTS sets the number of requests (scripts/soak.sh).
+func TestLoadMulti(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test: not in -short")
+	}
+	requests := 160
+	if v := os.Getenv("AOTLM_SOAK_REQUESTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 10 {
+			t.Fatalf("AOTLM_SOAK_REQUESTS=%q: want a number of requests, at least 10", v)
+		}
+		requests = n
+	}
+	sources, one := storiesSources(t)
+	tr := &http.Transport{MaxIdleConnsPerHost: 8}
+	client := &http.Client{Transport: tr}
+	goroutines, _ := settle()
+	mu, err := NewMulti(sources, Options{Parallel: 2}, MultiOptions{MaxMemory: one + one/2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(mu.Handler())
+	var (
+		wg                  sync.WaitGroup
+		lock                sync.Mutex
+		finished, cancelled int
+		failures            []string
+	)
+	next := make(chan int)
+	go func() {
+		for i := range requests {
+			next <- i
+		}
+		close(next)
+	}()
+	for c := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				model := []string{"a", "b"}[(i/3)%2]
+				ctx, cancel := context.WithCancel(context.Background())
+				cancelled1 := (i+c)%4 == 0
+				if cancelled1 {
+					time.AfterFunc(time.Duration(1+i%5)*time.Millisecond, cancel)
+				}
+				body := fmt.Sprintf(`{"model": %q, "messages": [{"role": "user", "content": "Tell story %d"}], "max_tokens": %d, "stream": %v}`,
+					model, i%5, 4+i%20, i%2 == 0)
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL+"/v1/chat/completions", strings.NewReader(body))
+				resp, err := client.Do(req)
+				if err == nil {
+					_, err = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if err == nil && resp.StatusCode != http.StatusOK {
+						err = fmt.Errorf("status %d", resp.StatusCode)
+					}
+				}
+				lock.Lock()
+				switch {
+				case err != nil && cancelled1 && ctx.Err() != nil:
+					cancelled++
+				case err != nil:
+					failures = append(failures, fmt.Sprintf("request %d (%s): %v", i, model, err))
+				default:
+					finished++
+				}
+				lock.Unlock()
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, f := range failures {
+		t.Error(f)
+	}
+	loads := mu.loads.Load()
+	hs.Close()
+	tr.CloseIdleConnections()
+	mu.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	g2, _ := settle()
+	for g2 > goroutines && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		g2, _ = settle()
+	}
+	if g2 > goroutines {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines after the load, %d before:\n%s", g2, goroutines, buf[:runtime.Stack(buf, true)])
+	}
+	if finished < requests/2 || loads < 2 {
+		t.Errorf("%d finished, %d cancelled of %d, %d loads", finished, cancelled, requests, loads)
+	}
+	t.Logf("%d of %d requests finished, %d cancelled; %d model loads; goroutines %d -> %d", finished, requests, cancelled, loads, goroutines, g2)
 }
