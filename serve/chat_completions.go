@@ -246,7 +246,9 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 	}
 	var ids []int
 	if imgs != nil {
-		ids, err = imgs.Encode(text)
+		if err = s.noSpecialText(req.Messages); err == nil {
+			ids, err = imgs.Encode(text)
+		}
 	} else {
 		ids, err = s.encodeChat(msgs, text, ro)
 	}

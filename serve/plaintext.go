@@ -115,3 +115,20 @@ func (s *Server) encodeChat(msgs []aotlm.Message, text string, ro aotlm.RenderOp
 	}
 	return encodePrompt(tok, msgs, text, func(m []aotlm.Message) (string, error) { return s.m.RenderChat(m, ro) })
 }
+
+// noSpecialText refuses user and tool messages holding special-token
+// text, for prompts whose encoder (a vision model's) cannot keep it plain.
+// Only the text parts are read: the images' placeholders are the
+// encoder's own.
+func (s *Server) noSpecialText(msgs []chatMessage) error {
+	tok := modelparts.Tokenizer(s.m)
+	if tok == nil {
+		return nil
+	}
+	for i, m := range msgs {
+		if (m.Role == "user" || m.Role == "tool") && hasSpecialText(tok, m.Content.Text) {
+			return fmt.Errorf("message %d holds the text of a special token, which a conversation with images cannot keep as plain text", i)
+		}
+	}
+	return nil
+}
