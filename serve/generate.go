@@ -49,6 +49,7 @@ func (s *Server) acquire(ctx context.Context, ids []int) (*slot, *apiError) {
 	case err != nil:
 		return nil, &apiError{Status: 499, Type: "invalid_request_error", Code: "client_closed", Message: "the client went away while the request waited"}
 	}
+	s.cache.restore(sl, sl.scope, ids)
 	return sl, nil
 }
 

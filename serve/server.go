@@ -77,6 +77,11 @@ type Options struct {
 	// SlotSaveDir is the folder POST /slots/{id}?action=save and restore
 	// write and read sessions in ("": those actions are refused).
 	SlotSaveDir string
+	// PromptCacheBytes, when above zero, keeps sessions in memory up to
+	// that many bytes: a session about to be taken by another
+	// conversation is saved first, and a request that continues a saved
+	// one has it loaded back instead of prefilling it again.
+	PromptCacheBytes int64
 	// MaxBodyBytes bounds a request body (0: 4 MiB).
 	MaxBodyBytes int64
 	// ModelID is the model's name in the API (0: the model's file name).
@@ -102,6 +107,8 @@ type Server struct {
 	metrics metrics
 	mux     *http.ServeMux
 	eot     []int
+
+	cache *promptCache // nil without Options.PromptCacheBytes
 
 	tokOnce  sync.Once
 	tokBytes [][]byte // each id's bytes, for constrained decoding
@@ -135,6 +142,10 @@ func New(m *aotlm.Model, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.pool = p
+	if opts.PromptCacheBytes > 0 {
+		s.cache = &promptCache{budget: opts.PromptCacheBytes}
+		p.cache = s.cache
+	}
 	s.ctx = p.slots[0].s.Context()
 	s.metrics.start = time.Now()
 	s.mux = http.NewServeMux()
@@ -265,6 +276,7 @@ type pool struct {
 	free   []*slot
 	limit  int64
 	queued atomic.Int64 // callers waiting or holding a slot
+	cache  *promptCache  // where sessions are stashed before they are taken (nil: nowhere)
 	wait   atomic.Int64 // callers waiting
 }
 
@@ -320,6 +332,13 @@ func (p *pool) acquire(ctx context.Context, ids []int, scope string) (*slot, err
 	}
 	sl := p.free[best]
 	p.free = append(p.free[:best], p.free[best+1:]...)
+	if p.cache != nil {
+		keep := 0
+		if sl.scope == scope {
+			keep = commonPrefix(sl.s.History(), ids)
+		}
+		p.cache.stash(sl, keep)
+	}
 	if sl.scope != scope {
 		if err := sl.s.Reset(); err != nil {
 			p.free = append(p.free, sl)

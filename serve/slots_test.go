@@ -166,3 +166,35 @@ func fmtAny(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestPromptCache: with PromptCacheBytes, a long conversation whose only
+// session is taken by another one is stashed, and its next turn loads it
+// back and prefills only what it adds; without it, the turn prefills all.
+func TestPromptCache(t *testing.T) {
+	path := longModel(t)
+	book, err := os.ReadFile(testutil.Path(t, "text/war-and-peace.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := openLong(t, path)
+	defer m.Close()
+	a := []map[string]string{{"role": "user", "content": string(book[30000:32000])}}
+	b := []map[string]string{{"role": "user", "content": string(book[40000:41000])}}
+	for _, budget := range []int64{0, 64 << 20} {
+		ts := newTestServerFor(t, m, Options{Parallel: 1, PromptCacheBytes: budget})
+		u1, _, reply := chatUsage(t, ts, a)
+		chatUsage(t, ts, b) // takes the one session
+		next := append(append([]map[string]string{}, a...), map[string]string{"role": "assistant", "content": reply},
+			map[string]string{"role": "user", "content": "Go on."})
+		u2, tm, _ := chatUsage(t, ts, next)
+		if budget == 0 && u2.PromptDetails.CachedTokens >= u1.PromptTokens {
+			t.Errorf("without a prompt cache the turn reused %d tokens", u2.PromptDetails.CachedTokens)
+		}
+		if budget > 0 && (u2.PromptDetails.CachedTokens < u1.PromptTokens || tm.PromptN > u2.PromptTokens-u1.PromptTokens) {
+			t.Errorf("with a prompt cache the turn of %d tokens reused %d and prefilled %d; want the first turn's %d reused",
+				u2.PromptTokens, u2.PromptDetails.CachedTokens, tm.PromptN, u1.PromptTokens)
+		}
+		used, n := ts.srv.cache.size()
+		t.Logf("budget %d: the next turn of %d tokens prefilled %d; the cache holds %d entries, %d bytes", budget, u2.PromptTokens, tm.PromptN, n, used)
+	}
+}

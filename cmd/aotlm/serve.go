@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/serve"
 )
@@ -22,7 +23,7 @@ import (
 func newServeCmd() *cobra.Command {
 	var (
 		modelPath, tokPath, host, templatePath, mode, kv, name string
-		mmproj, slotDir, modelsDir, maxMemory                  string
+		mmproj, slotDir, modelsDir, maxMemory, promptCache     string
 		modelPaths                                             []string
 		idleUnload                                             time.Duration
 		apiKeys, hostAllow, corsOrigins                        []string
@@ -74,6 +75,13 @@ with --allow-local-images.`,
 			opts := serve.Options{Parallel: parallel, Queue: queue, APIKeys: apiKeys, MaxBodyBytes: maxBody,
 				AllowLocalImages: allowLocalImages, HostAllow: hostAllow, CORSOrigins: corsOrigins, SharedCache: sharedCache,
 				ReadTimeout: readTimeout, WorkTimeout: workTimeout, SlotSaveDir: slotDir}
+			if promptCache != "" {
+				n, err := limits.ParseSize(promptCache)
+				if err != nil {
+					return fmt.Errorf("--prompt-cache: %w", err)
+				}
+				opts.PromptCacheBytes = n
+			}
 			oo := openOptions{Tokenizer: tokPath, Threads: threads, Mode: mode, HugePages: hugePages,
 				Compile: compile.Options{ARLens: []int{arLen}, Ctx: ctx, ClampCtx: true, KV: kv}, Log: log}
 			if len(modelPaths) > 1 || modelsDir != "" {
@@ -146,6 +154,7 @@ with --allow-local-images.`,
 	f.StringArrayVar(&hostAllow, "host-allow", nil, "accept this name in the Host header besides IP addresses, localhost and the machine's name (repeatable; .example.com: its subdomains; *: any)")
 	f.StringArrayVar(&corsOrigins, "cors-origin", nil, "let pages of this origin (http://app.example) call the API from a browser, with CORS (repeatable; *: any)")
 	f.BoolVar(&sharedCache, "shared-cache", false, "let every client reuse (and see in cached_tokens) every session's cache, not only its own key's or address's")
+	f.StringVar(&promptCache, "prompt-cache", "", "keep sessions taken by another conversation in memory up to this size (such as 512M), so their conversations continue without prefilling again")
 	f.StringVar(&slotDir, "slot-save-path", "", "folder where POST /slots/{id}?action=save|restore writes and reads sessions (off without it)")
 	f.DurationVar(&readTimeout, "read-timeout", time.Minute, "longest time a request body may take to arrive")
 	f.DurationVar(&workTimeout, "work-timeout", 5*time.Second, "longest time a request's preparation (compiling a JSON schema) may take")
