@@ -276,7 +276,7 @@ type pool struct {
 	free   []*slot
 	limit  int64
 	queued atomic.Int64 // callers waiting or holding a slot
-	cache  *promptCache  // where sessions are stashed before they are taken (nil: nowhere)
+	cache  *promptCache // where sessions are stashed before they are taken (nil: nowhere)
 	wait   atomic.Int64 // callers waiting
 }
 
