@@ -156,6 +156,9 @@ func (mu *Multi) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && r.URL.Path == "/metrics":
 		mu.handleMetrics(w)
 		return
+	case r.Method == http.MethodGet && r.URL.Path == "/":
+		writeChatPage(w) // without loading a model
+		return
 	case r.Method == http.MethodGet && r.URL.Path == "/health":
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "models": len(mu.sources), "loaded": mu.loadedIDs()})
 		return

@@ -101,6 +101,9 @@ func TestMultiBudget(t *testing.T) {
 	if used := metric(t, text, "aotlm_memory_bytes"); int64(used) > one+one/2 || int64(used) < one {
 		t.Errorf("memory of the loaded models %d bytes; want one model's %d within the budget %d", used, one, one+one/2)
 	}
+	if resp, page := send(t, ts, http.MethodGet, "/", "", nil); resp.StatusCode != http.StatusOK || !strings.Contains(page, "<title>aotlm chat</title>") {
+		t.Errorf("the chat page: status %d", resp.StatusCode)
+	}
 	_, list := send(t, ts, http.MethodGet, "/v1/models", "", nil)
 	if !strings.Contains(list, `"id":"a"`) || !strings.Contains(list, `"id":"b"`) {
 		t.Errorf("/v1/models lists %s", list)
