@@ -161,7 +161,8 @@ func TestMultiBudget(t *testing.T) {
 // TestLoadMulti sends requests for two models from 8 concurrent clients
 // in a budget that holds one (so the models load and unload all along),
 // a quarter of them cancelled early: every request that is not cancelled
-// succeeds, and after the Multi closes no goroutine is left.
+// succeeds, and after the Multi closes no goroutine is left (and over
+// 1,000 requests or more the resident memory has not grown).
 // AOTLM_SOAK_REQUESTS sets the number of requests (scripts/soak.sh).
 func TestLoadMulti(t *testing.T) {
 	if testing.Short() {
@@ -191,8 +192,12 @@ func TestLoadMulti(t *testing.T) {
 		failures            []string
 	)
 	next := make(chan int)
+	var rssWarm int64 // after the first tenth of the requests
 	go func() {
 		for i := range requests {
+			if i == requests/10 {
+				rssWarm = rss()
+			}
 			next <- i
 		}
 		close(next)
@@ -250,6 +255,9 @@ func TestLoadMulti(t *testing.T) {
 	if g2 > goroutines {
 		buf := make([]byte, 1<<20)
 		t.Errorf("%d goroutines after the load, %d before:\n%s", g2, goroutines, buf[:runtime.Stack(buf, true)])
+	}
+	if rssEnd := rss(); requests >= 1000 && rssWarm > 0 && rssEnd > rssWarm+32<<20 {
+		t.Errorf("resident memory grew from %d to %d KiB over %d requests", rssWarm>>10, rssEnd>>10, requests)
 	}
 	if finished < requests/2 || loads < 2 {
 		t.Errorf("%d finished, %d cancelled of %d, %d loads", finished, cancelled, requests, loads)
