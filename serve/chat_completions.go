@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/constrain"
@@ -40,6 +41,7 @@ type chatResponse struct {
 	SystemFingerprint string       `json:"system_fingerprint"`
 	Choices           []chatChoice `json:"choices"`
 	Usage             *usage       `json:"usage,omitempty"`
+	Timings           *timings     `json:"timings,omitempty"`
 }
 
 const fingerprint = "aotlm"
@@ -84,6 +86,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *apiError {
 		}
 		base.Choices = []chatChoice{ch}
 		base.Usage = usageOf(rp.res)
+		base.Timings = timingsOf(rp.res)
 		writeJSON(w, http.StatusOK, base)
 		return nil
 	}
@@ -132,6 +135,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *apiError {
 		c := base
 		c.Choices = []chatChoice{}
 		c.Usage = usageOf(rp.res)
+		c.Timings = timingsOf(rp.res)
 		ev.send(c)
 	}
 	ev.done()
@@ -231,7 +235,11 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 			return job{}, nil, nil, e
 		}
 	}
-	text, err := s.m.RenderChat(msgs, aotlm.RenderOptions{Vars: vars, Now: s.opts.Now})
+	ro := aotlm.RenderOptions{Vars: vars, Now: s.opts.Now}
+	if ro.Now.IsZero() {
+		ro.Now = time.Now() // the same date for every rendering of the request
+	}
+	text, err := s.m.RenderChat(msgs, ro)
 	if err != nil {
 		if errors.Is(err, aotlm.ErrNoChatTemplate) {
 			return job{}, nil, nil, badRequest("messages", "the model has no chat template: use /v1/completions")
@@ -244,9 +252,11 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 	}
 	var ids []int
 	if imgs != nil {
-		ids, err = imgs.Encode(text)
+		if err = s.noSpecialText(req.Messages); err == nil {
+			ids, err = imgs.Encode(text)
+		}
 	} else {
-		ids, err = s.m.Encode(text, true)
+		ids, err = s.encodeChat(msgs, text, ro)
 	}
 	if err != nil {
 		return job{}, nil, nil, badRequest("messages", "%v", err)

@@ -41,14 +41,17 @@ func (s *Server) checkPrompt(ids []int, limit int) *apiError {
 
 // acquire takes a session for ids, or answers why not.
 func (s *Server) acquire(ctx context.Context, ids []int) (*slot, *apiError) {
-	sl, err := s.pool.acquire(ctx, ids)
+	sl, err := s.pool.acquire(ctx, ids, scopeOf(ctx))
 	switch {
 	case errors.Is(err, errBusy):
 		return nil, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "server_busy",
 			Message: err.Error() + "; retry later", RetryAfter: 1}
+	case err != nil && ctx.Err() == nil:
+		return nil, &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: err.Error()}
 	case err != nil:
 		return nil, &apiError{Status: 499, Type: "invalid_request_error", Code: "client_closed", Message: "the client went away while the request waited"}
 	}
+	s.cache.restore(sl, sl.scope, ids)
 	return sl, nil
 }
 

@@ -18,7 +18,15 @@ const shutdownGrace = 10 * time.Second
 // flight finish for up to ten seconds and returns nil. log, when not nil,
 // is told when the server shuts down. The caller closes the Server after.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, log io.Writer) error {
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	return serveHTTP(ctx, ln, s.Handler(), log)
+}
+
+// netListener is the listener Serve takes.
+type netListener = net.Listener
+
+// serveHTTP answers HTTP on ln with h as Server.Serve describes.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, log io.Writer) error {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

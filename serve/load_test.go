@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -80,26 +82,38 @@ func readSSE(resp *http.Response, cancelAfter int, cancel func()) (string, error
 	return "", errors.New("the stream ended without [DONE]")
 }
 
-// TestLoad sends 200 requests from 8 concurrent clients, a quarter of
-// them cancelled early, half streamed: every finished request is well
-// formed, requests that generate at the same time share decode passes,
-// and afterwards no goroutine is left and the heap has not grown.
+// TestLoad sends 200 requests (AOTLM_SOAK_REQUESTS: any number; see
+// scripts/soak.sh) from 8 concurrent clients with three API keys, a
+// quarter of them cancelled early, half streamed, some held to JSON:
+// every finished request is well formed, requests that generate at the
+// same time share decode passes, and afterwards no goroutine is left and
+// the heap has not grown; over 1,000 requests or more the resident
+// memory after the first tenth may not grow either.
 func TestLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test: not in -short")
 	}
-	ts := newTestServer(t, Options{Parallel: 4, Queue: 8})
+	requests := 200
+	if v := os.Getenv("AOTLM_SOAK_REQUESTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 10 {
+			t.Fatalf("AOTLM_SOAK_REQUESTS=%q: want a number of requests, at least 10", v)
+		}
+		requests = n
+	}
+	ts := newTestServer(t, Options{Parallel: 4, Queue: 8, APIKeys: []string{"key-0", "key-1", "key-2"}})
 	tr := &http.Transport{MaxIdleConnsPerHost: 8}
 	client := &http.Client{Transport: tr}
-	do := func(ctx context.Context, body string) (*http.Response, error) {
+	do := func(ctx context.Context, body string, key int) (*http.Response, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.http.URL+"/v1/chat/completions", strings.NewReader(body))
 		if err != nil {
 			return nil, err
 		}
+		req.Header.Set("Authorization", fmt.Sprintf("Bearer key-%d", key))
 		return client.Do(req)
 	}
 	// warm up, then measure the baseline
-	if resp, err := do(context.Background(), `{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}`); err != nil {
+	if resp, err := do(context.Background(), `{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}`, 0); err != nil {
 		t.Fatal(err)
 	} else {
 		resp.Body.Close()
@@ -107,7 +121,8 @@ func TestLoad(t *testing.T) {
 	tr.CloseIdleConnections()
 	goroutines, heap := settle()
 
-	const requests, clients = 200, 8
+	const clients = 8
+	var rssWarm int64 // after the first tenth of the requests
 	var (
 		mu                  sync.Mutex
 		failures            []string
@@ -122,6 +137,9 @@ func TestLoad(t *testing.T) {
 	}
 	go func() {
 		for i := range requests {
+			if i == requests/10 {
+				rssWarm = rss()
+			}
 			done <- i
 		}
 		close(done)
@@ -137,13 +155,17 @@ func TestLoad(t *testing.T) {
 				if r.IntN(4) == 0 {
 					cancelAt = 1 + r.IntN(6)
 				}
-				body := fmt.Sprintf(`{"messages": [{"role": "user", "content": "Tell story %d"}], "max_tokens": %d, "temperature": 0.8, "seed": %d, "stream": %v}`,
-					i%5, 8+r.IntN(40), i, stream)
+				format := ""
+				if i%7 == 3 {
+					format = `, "response_format": {"type": "json_object"}`
+				}
+				body := fmt.Sprintf(`{"messages": [{"role": "user", "content": "Tell story %d"}], "max_tokens": %d, "temperature": 0.8, "seed": %d, "stream": %v%s}`,
+					i%5, 8+r.IntN(40), i, stream, format)
 				ctx, cancel := context.WithCancel(context.Background())
 				if cancelAt > 0 && !stream {
 					time.AfterFunc(time.Duration(cancelAt)*time.Millisecond, cancel)
 				}
-				resp, err := do(ctx, body)
+				resp, err := do(ctx, body, i%3)
 				if err != nil {
 					cancel()
 					if cancelAt > 0 && errors.Is(err, context.Canceled) {
@@ -219,8 +241,30 @@ func TestLoad(t *testing.T) {
 	if h2 > heap+8<<20 {
 		t.Errorf("heap grew from %d to %d bytes", heap, h2)
 	}
-	t.Logf("%d requests finished, %d cancelled; %d decode passes of %.2f rows on average; goroutines %d -> %d, heap %d -> %d KiB",
-		finished, cancelled, ds.Passes, float64(ds.Rows)/float64(max(ds.Passes, 1)), goroutines, g2, heap>>10, h2>>10)
+	rssEnd := rss()
+	if requests >= 1000 && rssWarm > 0 && rssEnd > rssWarm+32<<20 {
+		t.Errorf("resident memory grew from %d to %d KiB over %d requests", rssWarm>>10, rssEnd>>10, requests)
+	}
+	t.Logf("%d requests finished, %d cancelled; %d decode passes of %.2f rows on average; goroutines %d -> %d, heap %d -> %d KiB, resident %d -> %d KiB",
+		finished, cancelled, ds.Passes, float64(ds.Rows)/float64(max(ds.Passes, 1)), goroutines, g2, heap>>10, h2>>10, rssWarm>>10, rssEnd>>10)
+}
+
+// rss returns the process's resident memory in bytes (0 where
+// /proc/self/statm cannot be read).
+func rss() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * int64(os.Getpagesize())
 }
 
 // settle collects garbage and returns the goroutine count and live heap.

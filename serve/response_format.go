@@ -23,6 +23,9 @@ func (s *Server) responseFormat(f *responseFormat) (*jsonFormat, *apiError) {
 	case "", "text":
 		return nil, nil
 	case "json_object":
+		if e := s.work("reading the vocabulary", func() *apiError { s.warmVocab(); return nil }); e != nil {
+			return nil, e
+		}
 		return &jsonFormat{objectOnly: true}, nil
 	case "json_schema":
 		if f.JSONSchema == nil {
@@ -32,9 +35,17 @@ func (s *Server) responseFormat(f *responseFormat) (*jsonFormat, *apiError) {
 		if len(raw) == 0 || string(raw) == "null" {
 			return nil, badRequest("response_format", "response_format.json_schema.schema is missing")
 		}
-		schema, err := constrain.CompileSchema(raw)
-		if err != nil {
-			return nil, badRequest("response_format", "response_format.json_schema.%v", err)
+		var schema *constrain.Schema
+		e := s.work("compiling response_format.json_schema", func() *apiError {
+			s.warmVocab()
+			var err error
+			if schema, err = constrain.CompileSchema(raw); err != nil {
+				return badRequest("response_format", "response_format.json_schema.%v", err)
+			}
+			return nil
+		})
+		if e != nil {
+			return nil, e
 		}
 		return &jsonFormat{schema: schema}, nil
 	}

@@ -17,11 +17,20 @@
 // (image_url parts), placed in the prompt as embedding rows whose ids
 // derive from the image's bytes, so the session choice and the cache
 // reuse compare images too.
+//
+// Before any route, a request whose Host header is not one of the
+// server's names, or a browser request from another origin, is refused
+// (Options.HostAllow and Options.CORSOrigins open them), and a request
+// reuses only the cache of its own API key or client address
+// (Options.SharedCache shares it). POST /slots/{id} saves a session's
+// cache to a file and restores it (Options.SlotSaveDir). Multi serves
+// several models in a memory budget, each through a Server of its own.
 package serve
 
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -47,6 +56,36 @@ type Options struct {
 	Context int
 	// APIKey, when set, is the Bearer token every API request must carry.
 	APIKey string
+	// APIKeys are more accepted Bearer tokens (each key's requests reuse
+	// only their own cache unless SharedCache is set).
+	APIKeys []string
+	// HostAllow lists more names the Host header may carry besides IP
+	// addresses, localhost and the machine's name ("*": any; ".example.com":
+	// its subdomains). Other names are refused with 403, which stops
+	// DNS-rebinding pages.
+	HostAllow []string
+	// CORSOrigins lists the browser origins ("http://app.example") that
+	// may call the API from their pages ("*": any); requests from other
+	// origins are refused with 403 before they do any work.
+	CORSOrigins []string
+	// SharedCache lets every client reuse every session's cache (and see
+	// it in cached_tokens); otherwise a request reuses only the cache of
+	// its own API key, or with no key of its own client address.
+	SharedCache bool
+	// ReadTimeout bounds the reading of a request body (0: one minute).
+	ReadTimeout time.Duration
+	// WorkTimeout bounds the CPU work a request asks for before it
+	// generates, such as compiling a JSON schema (0: 5 seconds). That
+	// work also takes a place of Parallel while it runs.
+	WorkTimeout time.Duration
+	// SlotSaveDir is the folder POST /slots/{id}?action=save and restore
+	// write and read sessions in ("": those actions are refused).
+	SlotSaveDir string
+	// PromptCacheBytes, when above zero, keeps sessions in memory up to
+	// that many bytes: a session about to be taken by another
+	// conversation is saved first, and a request that continues a saved
+	// one has it loaded back instead of prefilling it again.
+	PromptCacheBytes int64
 	// MaxBodyBytes bounds a request body (0: 4 MiB).
 	MaxBodyBytes int64
 	// ModelID is the model's name in the API (0: the model's file name).
@@ -73,6 +112,8 @@ type Server struct {
 	mux     *http.ServeMux
 	eot     []int
 
+	cache *promptCache // nil without Options.PromptCacheBytes
+
 	tokOnce  sync.Once
 	tokBytes [][]byte // each id's bytes, for constrained decoding
 
@@ -98,12 +139,22 @@ func New(m *aotlm.Model, opts Options) (*Server, error) {
 	if opts.ModelID == "" {
 		opts.ModelID = m.Info().Name
 	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = time.Minute
+	}
+	if opts.WorkTimeout <= 0 {
+		opts.WorkTimeout = 5 * time.Second
+	}
 	s := &Server{m: m, opts: opts, id: opts.ModelID, eot: m.EndOfTurnIDs()}
 	p, err := newPool(m, opts.Parallel, opts.Queue, opts.Context)
 	if err != nil {
 		return nil, err
 	}
 	s.pool = p
+	if opts.PromptCacheBytes > 0 {
+		s.cache = &promptCache{budget: opts.PromptCacheBytes}
+		p.cache = s.cache
+	}
 	s.ctx = p.slots[0].s.Context()
 	s.metrics.start = time.Now()
 	s.mux = http.NewServeMux()
@@ -113,6 +164,7 @@ func New(m *aotlm.Model, opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /v1/models/{id}", s.api(s.handleModel))
 	s.mux.HandleFunc("POST /tokenize", s.api(s.handleTokenize))
 	s.mux.HandleFunc("POST /detokenize", s.api(s.handleDetokenize))
+	s.mux.HandleFunc("POST /slots/{id}", s.api(s.handleSlot))
 	s.mux.HandleFunc("GET /health", s.handleHealth)
 	s.mux.HandleFunc("GET /metrics", s.api(s.handleMetrics))
 	s.mux.HandleFunc("POST /v1/messages", s.api(s.handleMessages))
@@ -132,7 +184,7 @@ func New(m *aotlm.Model, opts Options) (*Server, error) {
 }
 
 // Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return withRequestID(s.mux) }
+func (s *Server) Handler() http.Handler { return withRequestID(s.guard(s.mux)) }
 
 // Close releases the sessions; call it after the HTTP server has shut
 // down.
@@ -152,24 +204,40 @@ func (s *Server) api(h func(w http.ResponseWriter, r *http.Request) *apiError) h
 			route = route[i+1:]
 		}
 		defer func() { s.metrics.request(route, sw.status) }()
-		if s.opts.APIKey != "" {
+		if s.opts.APIKey != "" || len(s.opts.APIKeys) > 0 {
 			auth := r.Header.Get("Authorization")
 			tok, ok := strings.CutPrefix(auth, "Bearer ")
 			if !ok {
 				// Anthropic's clients send the key in X-Api-Key
 				tok = r.Header.Get("X-Api-Key")
 			}
-			if tok != s.opts.APIKey {
+			if !keyAccepted(&s.opts, tok) {
 				writeErrorFor(sw, r, &apiError{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "invalid_api_key",
 					Message: "a valid API key is required: send it as \"Authorization: Bearer <key>\""})
 				return
 			}
 		}
 		r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBodyBytes)
+		if !s.readBody(sw, r) {
+			return
+		}
 		if e := h(sw, r); e != nil {
 			writeErrorFor(sw, r, e)
 		}
 	}
+}
+
+// keyAccepted reports whether tok is one of the API keys.
+func keyAccepted(opts *Options, tok string) bool {
+	if opts.APIKey != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(opts.APIKey)) == 1 {
+		return true
+	}
+	for _, k := range opts.APIKeys {
+		if k != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(k)) == 1 {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
@@ -219,7 +287,8 @@ var errBusy = errors.New("the server is busy: every session is generating and th
 
 // slot is one session of the pool.
 type slot struct {
-	s *aotlm.Session
+	s     *aotlm.Session
+	scope string // whose cache the session holds (see scope)
 }
 
 // pool hands out sessions: at most len(slots) at once, with up to queue
@@ -231,6 +300,7 @@ type pool struct {
 	free   []*slot
 	limit  int64
 	queued atomic.Int64 // callers waiting or holding a slot
+	cache  *promptCache // where sessions are stashed before they are taken (nil: nowhere)
 	wait   atomic.Int64 // callers waiting
 }
 
@@ -249,10 +319,13 @@ func newPool(m *aotlm.Model, n, queue, ctx int) (*pool, error) {
 	return p, nil
 }
 
-// acquire waits for a free session, preferring the one whose history
-// shares the longest prefix with ids; it fails with errBusy when the
-// queue is full and with ctx's error when ctx ends first.
-func (p *pool) acquire(ctx context.Context, ids []int) (*slot, error) {
+// acquire waits for a free session, preferring the one of scope whose
+// history shares the longest prefix with ids; a session of another scope
+// is emptied before it is handed out, so that no request reuses (or
+// learns through cached_tokens) another scope's prompt. It fails with
+// errBusy when the queue is full and with ctx's error when ctx ends
+// first.
+func (p *pool) acquire(ctx context.Context, ids []int, scope string) (*slot, error) {
 	if p.queued.Add(1) > p.limit {
 		p.queued.Add(-1)
 		return nil, errBusy
@@ -268,14 +341,37 @@ func (p *pool) acquire(ctx context.Context, ids []int) (*slot, error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	best, bestLen := 0, -1
+	best, bestLen := 0, -2
 	for i, sl := range p.free {
-		if n := commonPrefix(sl.s.History(), ids); n > bestLen {
+		n := -1 // another scope's session: usable, emptied
+		switch {
+		case sl.scope == scope:
+			n = commonPrefix(sl.s.History(), ids)
+		case len(sl.s.History()) == 0:
+			n = 0
+		}
+		if n > bestLen {
 			best, bestLen = i, n
 		}
 	}
 	sl := p.free[best]
 	p.free = append(p.free[:best], p.free[best+1:]...)
+	if p.cache != nil {
+		keep := 0
+		if sl.scope == scope {
+			keep = commonPrefix(sl.s.History(), ids)
+		}
+		p.cache.stash(sl, keep)
+	}
+	if sl.scope != scope {
+		if err := sl.s.Reset(); err != nil {
+			p.free = append(p.free, sl)
+			<-p.sem
+			p.queued.Add(-1)
+			return nil, fmt.Errorf("emptying a session: %w", err)
+		}
+		sl.scope = scope
+	}
 	return sl, nil
 }
 

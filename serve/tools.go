@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/aotlm/aotlm/internal/constrain"
@@ -117,9 +118,16 @@ func (s *Server) callFormat(i int, t tool) (constrain.Recognizer, *apiError) {
 	if len(params) == 0 || string(params) == "null" {
 		params = []byte(`{"type":"object"}`)
 	}
-	schema, err := constrain.CompileSchema(params)
-	if err != nil {
-		return nil, badRequest("tools", "tool %d (%s): parameters %v", i, t.Function.Name, err)
+	var schema *constrain.Schema
+	if e := s.work(fmt.Sprintf("compiling the parameters of tool %d", i), func() *apiError {
+		s.warmVocab()
+		var err error
+		if schema, err = constrain.CompileSchema(params); err != nil {
+			return badRequest("tools", "tool %d (%s): parameters %v", i, t.Function.Name, err)
+		}
+		return nil
+	}); e != nil {
+		return nil, e
 	}
 	name, _ := json.Marshal(t.Function.Name)
 	args := constrain.NewSchemaJSON(schema)

@@ -30,22 +30,7 @@ func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench [-m MODEL.aot]",
 		Short: "Measure prefill and decode speed of a compiled artifact",
-		Long: `Measure a compiled artifact as llama-bench does: pp<P> is the prefill of P
-random token ids (tok/s = P / time), tg<N> is N decode steps after a 1-token
-prompt (tok/s = N / time), pg<P>,<N> is a P-token prefill then N decode steps
-(tok/s = (P+N) / time). Each test runs -r times from an empty sequence and
-reports the mean rate and its standard deviation; the load time, the time to
-first token of the largest -p and the peak RSS are printed after the table.
-Tests needing more positions than the artifact's context are refused.
-Without -m, the demo model built into the binary (stories260K) is compiled
-into the cache once and measured.
-
-With --image FILE and a vision-language model, it first measures the image:
-decoding the file, preprocessing (resize, tiles), the vision encoder and
-connector over every tile, and the prefill of the image's prompt ids (its
-marker tokens and embedding rows) from an empty cache, each over -r
-repetitions after a warm-up (--no-warmup: the encoder's run that lays the
-image out counts as the first repetition).`,
+		Long: help("bench"),
 		Example: `  aotlm bench -m stories.aot -p 128,512 -n 128 -pg 512,128 -t 4
   aotlm bench -m stories.aot -p 64 -n 32 -r 5 --mode kv --json
   aotlm bench -m SmolVLM-256M-Instruct --image photo.jpg -p 0 -n 0 -t 2`,

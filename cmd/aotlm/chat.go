@@ -28,21 +28,7 @@ func newChatCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "chat [-m MODEL]",
 		Short: "Chat with a model, keeping its cache across turns",
-		Long: `Chat with a model: each line read from standard input is a user turn, and
-the reply streams to standard output. The conversation is rendered with the
-model's chat template (or --chat-template) every turn, and only the tokens
-after what the cache already holds are prefilled, so a turn's time to first
-token does not grow with the history.
-
-Commands: /reset forgets the conversation, /system TEXT sets the system
-prompt, /image FILE attaches an image (JPEG, PNG, GIF, WebP) to the next user
-turn of a vision-language model (a SmolVLM, Qwen2-VL, Qwen2.5-VL or InternVL
-folder or artifact, or a text GGUF with --mmproj): it goes where that turn writes
-<image>, else before its text, and
-stays in the conversation, so later turns reuse the cache past it. /exit (or
-end of input) quits. When the context fills, the oldest
-turns are left out (the system prompt is kept) and a note says so.
-MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
+		Long: help("chat"),
 		Example: `  aotlm chat -m qwen3.aot --system "Answer briefly."
   printf 'Hi\nTell me a story\n' | aotlm chat -m model.aot --temp 0 --json`,
 		Args: cobra.NoArgs,
@@ -71,7 +57,7 @@ MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).`,
 		},
 	}
 	f := cmd.Flags()
-	mf = addModelFlags(f, "model file, folder or Hub repository org/name[:QUANT] (default: the built-in demo model, which needs --chat-template)")
+	mf = addModelFlags(f, "model file, folder or Hub repository org/name[:QUANT] (default: the built-in demo model, which needs --chat-template)", false)
 	f.StringVar(&system, "system", "", "system prompt")
 	f.IntVarP(&n, "n-predict", "n", 512, "most tokens of one reply (-1: until the end of turn or a full context)")
 	addSamplingFlags(f, &p, &seed)

@@ -28,61 +28,7 @@ func newCompileCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compile MODEL -o OUT.aot",
 		Short: "Compile a model into an artifact the engine runs",
-		Long: `Compile a model ahead of time into one .aot file: a decode plan (AR-1), a
-prefill plan of --ar-len tokens per pass, the weights and the tokenizer,
-sized for a KV cache of --ctx positions.
-
-MODEL is a GGUF file, a llama2.c checkpoint (.bin, with --tokenizer), a
-Hugging Face folder (config.json + model.safetensors + tokenizer files), or
-a folder written by "aotlm quantize", whose quantized tensors keep their
-integers (w8, lpbq, q4 layouts) and the rest float32; or a Hugging Face Hub
-repository, org/name[@rev][:QUANT], pulled first (see aotlm pull).
-
---kv u8 stores the KV cache as uint8 with per-layer, per-head scales fixed
-at compile time from a float32 calibration pass over --calib FILE (text,
-up to 512 tokens), or over 128 tokens the model generates greedily.
-
-Quantized weights whose input width is a multiple of 32 are packed for the
-int8-activation kernels (--activations int8, the default): each linear's
-input is quantized to int8 in blocks of 32 at run time, as llama.cpp does
-for its 4- and 8-bit types. --activations float keeps them unpacked and
-multiplies with float32 activations: the quantized model's arithmetic
-exactly, several times slower.
-
-The weights are streamed: each is read from the mapped model, encoded and
-written in turn, --jobs at once, so memory holds a few tensors (the
-largest, the embedding or classifier, bounds it) rather than the model.
---kv u8 is the exception: its calibration runs over the whole model in
-float32 (4 bytes per parameter) before the weights are written.
-
-A GGUF file's block-quantized weights stay quantized (--gguf-weights
-native): Q4_0, Q4_1 and Q4_K become aotlm's 4-bit layout exactly (up to
-float32 rounding of Q4_1/Q4_K zero points); the other types (Q5_*, Q6_K,
-Q8_0, Q2_K, Q3_K, IQ4_*, MXFP4) are decoded and requantized to 8 bits per
-weight with one scale per row, which changes them slightly (compile says
-which; docs/formats.md has the measured perplexity change). F16 linear
-and embedding matrices stay binary16 (layout f16-rows, exact), as do a
-quantized folder's f16 tensors. --gguf-weights f32 decodes every weight to
-float32 instead: exact, larger and slower.
-
-A vision-language model (a SmolVLM, Qwen2-VL, Qwen2.5-VL or InternVL
-folder, or a text GGUF with --mmproj) gets its vision encoder and connector compiled
-into the same artifact, as vision plans beside the text plans (inspect
-lists them), with what image preprocessing needs, so "run -m OUT.aot
---image" reads nothing else. The encoder's matrices are stored whatever
-the text model's weights are: as binary16 rows by default
-(--vision-weights f16: half the bytes of float32; on the test models the
-image embeddings move by 0.03-0.05% relative RMS), as 8-bit rows with one
-scale per row (w8: a quarter of the bytes; 1.4-2.7%), or as float32
-(f32). A folder written by "aotlm quantize" takes the choice of its
-recipe's "vision" part ({"vision": {"weights": "w8"}}) unless
---vision-weights is given; docs/quantization.md has the measured error
-and sizes. SmolVLM's and InternVL's encoders have one plan (their tile
-size); Qwen2-VL's and Qwen2.5-VL's have one plan per image size of
---vision-buckets, and an image is resized into the smallest size that
-holds it (docs/usage.md). --vision-llama-cpp records that an InternVL
-encoder follows llama.cpp's mtmd (its tile grid and class token position)
-rather than Hugging Face's.`,
+		Long: help("compile"),
 		Example: `  aotlm compile stories260K.gguf -o stories.aot --ar-len 32 --ctx 512
   aotlm compile SmolVLM-256M-Instruct/ -o smolvlm.aot --vision-weights w8
   aotlm compile q4/ --mmproj mmproj.gguf -o vlm.aot      # q4/ from quantize, its recipe's vision weights

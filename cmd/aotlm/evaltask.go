@@ -22,31 +22,7 @@ func newEvalCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "eval -m MODEL --task lambada|hellaswag|multiple-choice --data FILE",
 		Short: "Score a model on a benchmark task",
-		Long: `Score a model on a benchmark task file.
-
-  lambada    LAMBADA jsonl ({"text": ...} per line): each passage's last
-             word (after its last space) must be predicted; accuracy is the
-             share whose every token is the model's argmax, perplexity is
-             exp of the mean negative log-likelihood of the last word
-             (lm-evaluation-harness's definitions).
-  hellaswag  llama.cpp's hellaswag file (6 lines per task: context, gold
-             index 0..3, four endings). Each ending is scored by the
-             log-likelihood of its tokens after the context: acc by the sum,
-             acc_norm by the mean per token (llama-perplexity --hellaswag's
-             figure). Tasks are taken in file order.
-  multiple-choice
-             llama.cpp's binary multiple-choice file (llama-perplexity
-             --multiple-choice: ARC, MMLU, TruthfulQA, HellaSwag), any
-             number of answers per task, scored as hellaswag; tasks in file
-             order.
-
---phases (lambada only) scores the passages several ways in one run, as
-ppl --phases does, with -m a quantized folder: each phase's accuracy and
-perplexity, the perplexity per last-word token, and the mean KL divergence
-from the first phase and the share of same top-1 tokens over the last
-words' tokens.
-
-docs/quantization.md has figures per recipe.`,
+		Long: help("eval"),
 		Example: `  aotlm eval -m stories260K.gguf --task lambada --data lambada_test.jsonl --limit 500
   aotlm eval -m q-w4/ --task hellaswag --data hellaswag_val_full.txt --json
   aotlm eval -m model.aot --task multiple-choice --data arc-challenge-validation.bin

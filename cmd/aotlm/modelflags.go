@@ -17,16 +17,22 @@ import (
 // and how it runs.
 type modelFlags struct {
 	path, tokenizer, mode, kv, template string
+	paths                               []string // -m repeated (serve)
 	stateBudget                         load.Size
 	threads, ctx, arLen                 int
 	hugePages, noCompile                bool
 	visionLlamaCpp                      bool
 }
 
-// addModelFlags registers the flags; modelUsage is -m's help.
-func addModelFlags(f *pflag.FlagSet, modelUsage string) *modelFlags {
+// addModelFlags registers the flags; modelUsage is -m's help, and
+// several lets -m be repeated (into paths).
+func addModelFlags(f *pflag.FlagSet, modelUsage string, several bool) *modelFlags {
 	m := &modelFlags{}
-	f.StringVarP(&m.path, "model", "m", "", modelUsage)
+	if several {
+		f.StringArrayVarP(&m.paths, "model", "m", nil, modelUsage)
+	} else {
+		f.StringVarP(&m.path, "model", "m", "", modelUsage)
+	}
 	f.StringVar(&m.tokenizer, "tokenizer", "", "tokenizer file or folder, for checkpoints without one")
 	f.StringVar(&m.mode, "mode", "hybrid", "prefill of a compiled artifact: hybrid (AR-N passes) or kv (one token at a time)")
 	f.BoolVar(&m.noCompile, "no-compile", false, "run an uncompiled model through the graph interpreter instead of compiling it into the cache")
@@ -45,13 +51,13 @@ func addModelFlags(f *pflag.FlagSet, modelUsage string) *modelFlags {
 // open resolves the model (the demo model when none is named, a Hub
 // reference pulled first) and opens it, compiling a checkpoint into the
 // cache with c's extra options; notes go to note, the compile progress
-// to log (nil: none). --ctx 0 means the model's trained context (a larger
-// value is capped at it), as in llama.cpp.
+// to log (nil: none).
 func (mf *modelFlags) open(note, log io.Writer, c compile.Options) (*aotlm.Model, error) {
-	if mf.ctx < 0 {
-		return nil, fmt.Errorf("--ctx %d: want a number of positions, or 0 for the model's trained context", mf.ctx)
-	} else if mf.ctx == 0 {
-		mf.ctx = 1 << 30
+	if err := mf.checkCtx(); err != nil {
+		return nil, err
+	}
+	if len(mf.paths) == 1 {
+		mf.path = mf.paths[0]
 	}
 	var err error
 	if mf.path, err = resolveModel(mf.path, note); err != nil {
@@ -60,8 +66,24 @@ func (mf *modelFlags) open(note, log io.Writer, c compile.Options) (*aotlm.Model
 	if mf.path, err = resolveModelArg(mf.path, note); err != nil {
 		return nil, err
 	}
+	return mf.openPath(mf.path, log, c)
+}
+
+// checkCtx checks --ctx; 0 means the model's trained context (a larger
+// value is capped at it), as in llama.cpp.
+func (mf *modelFlags) checkCtx() error {
+	if mf.ctx < 0 {
+		return fmt.Errorf("--ctx %d: want a number of positions, or 0 for the model's trained context", mf.ctx)
+	} else if mf.ctx == 0 {
+		mf.ctx = 1 << 30
+	}
+	return nil
+}
+
+// openPath opens the model at path as open does, once it is resolved.
+func (mf *modelFlags) openPath(path string, log io.Writer, c compile.Options) (*aotlm.Model, error) {
 	c.ARLens, c.Ctx, c.ClampCtx, c.KV, c.VisionLlamaCpp = []int{mf.arLen}, mf.ctx, true, mf.kv, mf.visionLlamaCpp
-	m, err := load.Open(mf.path, load.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, Mode: mf.mode,
+	m, err := load.Open(path, load.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, Mode: mf.mode,
 		HugePages: mf.hugePages, StateBudget: int64(mf.stateBudget), NoCompile: mf.noCompile, Compile: c, Log: log})
 	if err != nil {
 		return nil, err

@@ -22,32 +22,7 @@ func newPplCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ppl -m MODEL --data TEXT_FILE",
 		Short: "Measure the perplexity of a model over a text",
-		Long: `Measure the perplexity of a model over a text file, so the error a
-quantization adds is measured rather than guessed.
-
-By default the rule is llama.cpp's llama-perplexity: the text is tokenized
-once (with BOS where the model adds one), cut into chunks of --ctx tokens,
-each chunk starts with BOS and only its second half is scored. The text must
-tokenize to at least 2 x --ctx tokens. With --stride S the rule is instead a
-sliding window (as in the Hugging Face perplexity guide): windows of --ctx
-tokens every S tokens, each scoring only tokens no earlier window scored.
-
-The running estimate is printed on stderr after each chunk, as llama.cpp
-does ([1]12.34,[2]...). docs/perplexity.md describes both rules.
-
---phases scores the text several ways in one run, chunk by chunk, and
-gives each phase's perplexity with its mean KL divergence from the first
-phase's distribution and the share of tokens whose top-1 token is the
-same (llama-perplexity --kl-divergence's definitions). -m is then a
-quantized folder (aotlm quantize) and the phases are:
-  float     the checkpoint it was quantized from (--float overrides)
-  qdq       its dequantized weights, with the int8 activations of the
-            linears the compiler packs (--activations) and the recipe's
-            uint8 KV cache simulated by quantize-dequantize
-  npu       the dequantized weights with static per-tensor 16-bit
-            activations and a uint8 KV cache (the NPU's W4A16)
-  artifact  the compiled artifact (--artifact, or compiled now as
-            "aotlm compile" does by default with the recipe's KV cache)`,
+		Long: help("ppl"),
 		Example: `  aotlm ppl -m stories260K.gguf --data TinyStories-valid-excerpt.txt --ctx 128
   aotlm ppl -m model.gguf -f wiki.test.raw -c 512 --chunks 20 --json`,
 		Args: cobra.NoArgs,

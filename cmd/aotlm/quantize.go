@@ -30,42 +30,7 @@ func newQuantizeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "quantize MODEL -o DIR [--recipe NAME|FILE.json]",
 		Short: "Quantize a model's weights into a quantized model folder",
-		Long: `Quantize a model's weights with a recipe and write a quantized model folder
-(model.safetensors with integer weights and their scales, aotlm-quant.json,
-and the tokenizer), which compile, run and ppl read. MODEL is a file or
-folder, or a Hub repository org/name[@rev] (pulled first, see aotlm pull).
-
-Recipes are JSON files, or one of the presets: ` + strings.Join(recipe.Presets(), ", ") + `.
-A weight whose input width the recipe's block size does not divide gets a
-padded last block, or W8 with --fallback-w8; a q6k weight whose width is
-not a multiple of 256 always becomes W8 (q6k has no padded form, as
-llama.cpp's Q6_K falls back to Q8_0). The report says which.
-The per-tensor report (scheme, relative RMS error, bits per weight) goes to
-stdout; progress (tensors, bytes written, rate) to stderr.
-
-The model is streamed: tensors are read from the mapped checkpoint,
-quantized and written one at a time, --jobs of them at once, so memory
-holds about --jobs tensors in float32 (the largest one, the embedding or
-classifier, bounds it), not the whole model; a recipe's rotation or
-calibration (below) holds the whole model in float32 instead.
-
-A recipe's "rotation" folds Hadamard rotations into the float weights
-first (R1 on the residual stream, R2 per head between v_proj and o_proj).
-Its "calibration" methods (awq, smooth_alpha, gptq) need --calib: the text
-is tokenized once and --calib-samples windows of --calib-len tokens, spread
-evenly over it, run through the float model to collect each linear's input
-statistics. The manifest records what was done ("calibration"), including
-each linear's calibrated input range. docs/quantization.md has examples.
-
---report-sensitivity TEXT quantizes nothing: it quantizes each linear
-alone with the recipe's scheme and prints its KL divergence from the float
-model over the first --sensitivity-chunks chunks of TEXT (llama.cpp's
-perplexity rule), most sensitive first: the tensors to keep at W8. With
---auto and --max-size it keeps the most sensitive linears at W8 while the
-estimated size stays within the budget, prints the recipe it chose, and
-quantizes with it (the manifest records it); --auto-order kl-per-bit ranks
-them by KL divergence per bit that W8 adds instead, which favours small
-sensitive linears over large ones.`,
+		Long: strings.Replace(help("quantize"), "{presets}", strings.Join(recipe.Presets(), ", "), 1),
 		Example: `  aotlm quantize stories260K.gguf -o stories-w4/ --recipe w4a16-lpbq
   aotlm quantize Qwen3-0.6B/ -o q/ --recipe my-recipe.json --json`,
 		Args: cobra.ExactArgs(1),

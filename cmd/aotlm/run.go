@@ -32,20 +32,7 @@ func newRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [MODEL] [-m MODEL] -p PROMPT",
 		Short: "Generate text from a prompt",
-		Long: `Generate text from a prompt, streaming it to stdout as it is produced.
-
-MODEL is a compiled artifact (.aot, from aotlm compile), a GGUF file, a
-llama2.c checkpoint (.bin, with --tokenizer), a Hugging Face folder
-(config.json + model.safetensors + tokenizer files), or a quantized folder
-(from aotlm quantize), or a Hugging Face Hub repository, org/name[@rev][:QUANT],
-pulled into the Hugging Face cache first (see aotlm pull). MODEL may be
-given with -m or as the argument. Without a model, the demo model built into
-the binary runs (stories260K, a 260K-parameter TinyStories model). A model
-that is not an artifact is compiled into the cache first ($AOTLM_CACHE,
-default the user cache folder), once per model and options; --no-compile
-runs it through the graph interpreter instead.
---temp 0 decodes greedily; --seed makes sampling reproducible. The text goes
-to stdout, notes and statistics to stderr (--quiet: the text only).`,
+		Long: help("run"),
 		Example: `  aotlm run -p "Once upon a time" -n 40 --temp 0
   aotlm run -m stories260K.gguf -p "Once upon a time" -n 64
   aotlm run unsloth/Qwen3-0.6B-GGUF:Q8_0 -p "Why is the sky blue?" --chat
@@ -180,7 +167,7 @@ to stdout, notes and statistics to stderr (--quiet: the text only).`,
 		},
 	}
 	f := cmd.Flags()
-	mf = addModelFlags(f, "model file, folder or Hub repository org/name[:QUANT] (or the argument; default: the built-in demo model)")
+	mf = addModelFlags(f, "model file, folder or Hub repository org/name[:QUANT] (or the argument; default: the built-in demo model)", false)
 	f.StringVar(&acts, "activations", "int8", activationsHelp)
 	f.StringVar(&ggufWeights, "gguf-weights", compile.GGUFNative, ggufWeightsHelp)
 	f.StringVarP(&prompt, "prompt", "p", "", "prompt text")

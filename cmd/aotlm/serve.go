@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -9,44 +11,33 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/serve"
 )
 
 func newServeCmd() *cobra.Command {
 	var (
-		mf                         *modelFlags
-		host, apiKey, name, mmproj string
-		allowLocalImages           bool
-		port, parallel, queue      int
-		maxBody                    int64
+		mf                              *modelFlags
+		host, name, mmproj, slotDir     string
+		modelsDir                       string
+		maxMemory, promptCache          load.Size
+		apiKeys, hostAllow, corsOrigins []string
+		allowLocalImages, sharedCache   bool
+		idleUnload                      time.Duration
+		readTimeout, workTimeout        time.Duration
+		port, parallel, queue           int
+		maxBody                         int64
 	)
 	cmd := &cobra.Command{
 		Use:   "serve -m MODEL",
 		Short: "Serve a model over the OpenAI, Anthropic and Ollama HTTP APIs, with a web chat",
-		Long: `Serve a model over HTTP: the OpenAI API (/v1/chat/completions,
-/v1/completions, /v1/responses, /v1/models, with streaming), Anthropic's
-Messages API (/v1/messages, /v1/messages/count_tokens), Ollama's API
-(/api/chat, /api/generate, /api/tags, /api/show, /api/ps, /api/version),
-/health, /metrics (Prometheus text), /tokenize and /detokenize, and a web
-chat page at /.
-
-Up to --parallel requests generate at once, each on its own session of the
-one mapped model; up to --queue more wait, and beyond that the server answers
-503 with Retry-After. A request whose prompt extends an earlier one (the same
-conversation, one turn longer) takes the session that holds it and prefills
-only the new tokens. It listens on 127.0.0.1 unless --host says otherwise;
-with --api-key every API request must carry "Authorization: Bearer KEY" (or
-"X-Api-Key: KEY", as Anthropic's clients send it).
-MODEL is taken as by "aotlm run" (a checkpoint compiles into the cache).
-
-A vision-language model (a SmolVLM, Qwen2-VL or InternVL folder or artifact, or a text GGUF with --mmproj)
-reads images in chat messages: OpenAI "image_url" content parts with data:
-URLs (data:image/png;base64,...), and file paths or file:// URLs when started
-with --allow-local-images.`,
+		Long: help("serve"),
 		Example: `  aotlm serve -m qwen3-0.6b.aot --port 8080 --parallel 4
   curl http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' \
     -d '{"messages": [{"role": "user", "content": "Hello"}]}'`,
@@ -55,24 +46,14 @@ with --allow-local-images.`,
 			if err := checkServeFlags(port, parallel, queue, maxBody); err != nil {
 				return err
 			}
+			if readTimeout <= 0 || workTimeout <= 0 {
+				return fmt.Errorf("--read-timeout %v, --work-timeout %v: want durations above zero", readTimeout, workTimeout)
+			}
 			log := cmd.ErrOrStderr()
-			m, err := mf.open(log, log, compile.Options{})
-			if err != nil {
-				return err
-			}
-			defer m.Close()
-			if name == "" {
-				// the name the user gave, not the compile cache's file
-				name = filepath.Base(strings.TrimRight(mf.path, "/"))
-			}
-			opts := serve.Options{Parallel: parallel, Queue: queue, Context: min(mf.ctx, m.Info().Context),
-				APIKey: apiKey, MaxBodyBytes: maxBody, ModelID: name, AllowLocalImages: allowLocalImages}
-			if p, err := openPrompter(mf.path, mmproj, m, mf.threads, mf.visionLlamaCpp); err != nil {
-				return err
-			} else if p != nil {
-				opts.Images = p.ServeImages()
-			}
-			srv, err := serve.New(m, opts)
+			opts := serve.Options{Parallel: parallel, Queue: queue, APIKeys: apiKeys, MaxBodyBytes: maxBody,
+				AllowLocalImages: allowLocalImages, HostAllow: hostAllow, CORSOrigins: corsOrigins, SharedCache: sharedCache,
+				ReadTimeout: readTimeout, WorkTimeout: workTimeout, SlotSaveDir: slotDir, PromptCacheBytes: int64(promptCache)}
+			srv, err := newServer(mf, modelsDir, name, mmproj, opts, serve.MultiOptions{IdleUnload: idleUnload, MaxMemory: int64(maxMemory)}, log)
 			if err != nil {
 				return err
 			}
@@ -81,19 +62,30 @@ with --allow-local-images.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(log, "serving %s (context %d, %d parallel) on http://%s\n", name, srv.ContextSize(), max(parallel, 1), ln.Addr())
+			fmt.Fprintf(log, "serving on http://%s\n", ln.Addr())
 			sigCtx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return srv.Serve(sigCtx, ln, log)
 		},
 	}
 	f := cmd.Flags()
-	mf = addModelFlags(f, "model: a compiled artifact (.aot), a checkpoint or a Hub repository org/name[:QUANT] (default: the built-in demo model)")
+	mf = addModelFlags(f, "model: a compiled artifact (.aot), a checkpoint or a Hub repository org/name[:QUANT] (default: the built-in demo model); "+
+		"repeat for several models, each loaded on its first request", true)
+	f.StringVar(&modelsDir, "models-dir", "", "serve every model of this folder (.aot and .gguf files, checkpoint folders), each loaded on its first request")
+	f.Var(&maxMemory, "max-memory", "with several models: the memory the loaded ones may take (such as 6G; default: half the machine's memory within the process's limits)")
+	f.DurationVar(&idleUnload, "idle-unload", 0, "with several models: unload a model no request used for this long (0: never)")
 	f.StringVar(&host, "host", "127.0.0.1", "address to listen on (0.0.0.0: every interface)")
 	f.IntVar(&port, "port", 8080, "port to listen on (0: any free port)")
 	f.IntVar(&parallel, "parallel", 1, "requests that generate at once, each on its own session")
 	f.IntVar(&queue, "queue", 0, "requests that may wait for a session beyond --parallel (0: 4 per session, -1: none)")
-	f.StringVar(&apiKey, "api-key", "", "require this key on API requests (Authorization: Bearer or X-Api-Key)")
+	f.StringArrayVar(&apiKeys, "api-key", nil, "require this key on API requests (Authorization: Bearer or X-Api-Key; repeatable; each key reuses only its own cache)")
+	f.StringArrayVar(&hostAllow, "host-allow", nil, "accept this name in the Host header besides IP addresses, localhost and the machine's name (repeatable; .example.com: its subdomains; *: any)")
+	f.StringArrayVar(&corsOrigins, "cors-origin", nil, "let pages of this origin (http://app.example) call the API from a browser, with CORS (repeatable; *: any)")
+	f.BoolVar(&sharedCache, "shared-cache", false, "let every client reuse (and see in cached_tokens) every session's cache, not only its own key's or address's")
+	f.Var(&promptCache, "prompt-cache", "keep sessions taken by another conversation in memory up to this size (such as 512M) to continue them without prefilling again")
+	f.StringVar(&slotDir, "slot-save-path", "", "folder where POST /slots/{id}?action=save|restore writes and reads sessions (off without it)")
+	f.DurationVar(&readTimeout, "read-timeout", time.Minute, "longest time a request body may take to arrive")
+	f.DurationVar(&workTimeout, "work-timeout", 5*time.Second, "longest time a request's preparation (compiling a JSON schema) may take")
 	f.StringVar(&name, "name", "", "the model's id in the API (default: the model's file or folder name)")
 	f.Int64Var(&maxBody, "max-body", 4<<20, "largest request body in bytes")
 	f.StringVar(&mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m: chat messages may hold images")
@@ -115,4 +107,72 @@ func checkServeFlags(port, parallel, queue int, maxBody int64) error {
 		return fmt.Errorf("--max-body %d: want a number of bytes", maxBody)
 	}
 	return nil
+}
+
+// server is a server of one model or of several.
+type server interface {
+	Serve(ctx context.Context, ln net.Listener, log io.Writer) error
+	Close()
+}
+
+// newServer opens the one model of mf, or serves several (-m repeated,
+// --models-dir) each loaded on its first request.
+func newServer(mf *modelFlags, modelsDir, name, mmproj string, opts serve.Options, mo serve.MultiOptions, log io.Writer) (server, error) {
+	if err := mf.checkCtx(); err != nil {
+		return nil, err
+	}
+	paths := mf.paths
+	if modelsDir != "" {
+		more, err := load.ModelsIn(modelsDir)
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, more...)
+	}
+	if len(paths) > 1 {
+		if mmproj != "" || name != "" {
+			return nil, fmt.Errorf("--mmproj and --name name one model: serve a vision model or a renamed one on its own")
+		}
+		if mf.ctx < 1<<30 {
+			opts.Context = mf.ctx
+		}
+		var sources []serve.ModelSource
+		for _, p := range paths {
+			sources = append(sources, serve.ModelSource{ID: filepath.Base(strings.TrimRight(p, "/")), Bytes: load.PathBytes(p),
+				Open: func() (*aotlm.Model, error) { return mf.openPath(p, nil, compile.Options{}) }})
+		}
+		return serve.NewMulti(sources, opts, mo)
+	}
+	m, err := mf.open(log, log, compile.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		name = filepath.Base(strings.TrimRight(mf.path, "/")) // the name the user gave, not the compile cache's file
+	}
+	opts.Context, opts.ModelID = min(mf.ctx, m.Info().Context), name
+	p, err := openPrompter(mf.path, mmproj, m, mf.threads, mf.visionLlamaCpp)
+	if p != nil {
+		opts.Images = p.ServeImages()
+	}
+	var srv *serve.Server
+	if err == nil {
+		srv, err = serve.New(m, opts)
+	}
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	return modelServer{srv, m}, nil
+}
+
+// modelServer closes its model with the server.
+type modelServer struct {
+	*serve.Server
+	m *aotlm.Model
+}
+
+func (s modelServer) Close() {
+	s.Server.Close()
+	s.m.Close()
 }

@@ -6,6 +6,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -79,6 +81,87 @@ func TestServeCommand(t *testing.T) {
 	if resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"model":"stories260K.gguf"`)) ||
 		!bytes.Contains(body, []byte(`"text":", there was a little girl`)) {
 		t.Fatalf("completion: %d %s", resp.StatusCode, body)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve ended with %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop 20s after its context was cancelled")
+	}
+}
+
+// TestServeModelsDir serves a folder of two models in a budget that holds
+// one: each answers under its file name, each load unloads the other, and
+// requests from another site's page or under another host name are
+// refused.
+func TestServeModelsDir(t *testing.T) {
+	src := testutil.Path(t, "models/stories260K/stories260K.gguf")
+	dir := t.TempDir()
+	for _, name := range []string{"a.gguf", "b.gguf"} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pr, pw := io.Pipe()
+	root := newRoot(io.Discard, lineWriter{pw})
+	root.SetArgs([]string{"serve", "--models-dir", dir, "--max-memory", "2M", "--port", "0", "--ctx", "128", "--ar-len", "8", "-t", "1"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	t.Setenv("AOTLM_CACHE", t.TempDir())
+	go func() {
+		done <- root.ExecuteContext(ctx)
+		pw.Close()
+	}()
+	var url string
+	sc := bufio.NewScanner(pr)
+	addr := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`)
+	for sc.Scan() {
+		if m := addr.FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+			break
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	if url == "" {
+		cancel()
+		t.Fatalf("serve printed no address: %v", <-done)
+	}
+	for _, model := range []string{"a.gguf", "b.gguf", "a.gguf"} {
+		resp, err := http.Post(url+"/v1/completions", "application/json",
+			strings.NewReader(`{"model": "`+model+`", "prompt": "Once upon a time", "max_tokens": 8, "temperature": 0}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"model":"`+model+`"`)) ||
+			!bytes.Contains(body, []byte(`"text":", there was a little girl`)) {
+			t.Fatalf("completion of %s: %d %s", model, resp.StatusCode, body)
+		}
+	}
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Contains(metrics, []byte("aotlm_model_loads_total 3\n")) || !bytes.Contains(metrics, []byte("aotlm_model_unloads_total 2\n")) {
+		t.Errorf("metrics after a, b, a in a budget of one:\n%s", metrics)
+	}
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/completions", strings.NewReader(`{"prompt": "x"}`))
+	req.Header.Set("Content-Type", "text/plain")
+	req.Header.Set("Origin", "http://evil.example")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a cross-site POST: %v %v", err, resp)
+	} else {
+		resp.Body.Close()
 	}
 	cancel()
 	select {
