@@ -30,7 +30,7 @@ func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench [-m MODEL.aot]",
 		Short: "Measure prefill and decode speed of a compiled artifact",
-		Long: help("bench"),
+		Long:  help("bench"),
 		Example: `  aotlm bench -m stories.aot -p 128,512 -n 128 -pg 512,128 -t 4
   aotlm bench -m stories.aot -p 64 -n 32 -r 5 --mode kv --json
   aotlm bench -m SmolVLM-256M-Instruct --image photo.jpg -p 0 -n 0 -t 2`,

@@ -28,7 +28,7 @@ func newChatCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "chat [-m MODEL]",
 		Short: "Chat with a model, keeping its cache across turns",
-		Long: help("chat"),
+		Long:  help("chat"),
 		Example: `  aotlm chat -m qwen3.aot --system "Answer briefly."
   printf 'Hi\nTell me a story\n' | aotlm chat -m model.aot --temp 0 --json`,
 		Args: cobra.NoArgs,

@@ -28,7 +28,7 @@ func newCompileCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compile MODEL -o OUT.aot",
 		Short: "Compile a model into an artifact the engine runs",
-		Long: help("compile"),
+		Long:  help("compile"),
 		Example: `  aotlm compile stories260K.gguf -o stories.aot --ar-len 32 --ctx 512
   aotlm compile SmolVLM-256M-Instruct/ -o smolvlm.aot --vision-weights w8
   aotlm compile q4/ --mmproj mmproj.gguf -o vlm.aot      # q4/ from quantize, its recipe's vision weights

@@ -22,7 +22,7 @@ func newEvalCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "eval -m MODEL --task lambada|hellaswag|multiple-choice --data FILE",
 		Short: "Score a model on a benchmark task",
-		Long: help("eval"),
+		Long:  help("eval"),
 		Example: `  aotlm eval -m stories260K.gguf --task lambada --data lambada_test.jsonl --limit 500
   aotlm eval -m q-w4/ --task hellaswag --data hellaswag_val_full.txt --json
   aotlm eval -m model.aot --task multiple-choice --data arc-challenge-validation.bin

@@ -22,7 +22,7 @@ func newPplCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ppl -m MODEL --data TEXT_FILE",
 		Short: "Measure the perplexity of a model over a text",
-		Long: help("ppl"),
+		Long:  help("ppl"),
 		Example: `  aotlm ppl -m stories260K.gguf --data TinyStories-valid-excerpt.txt --ctx 128
   aotlm ppl -m model.gguf -f wiki.test.raw -c 512 --chunks 20 --json`,
 		Args: cobra.NoArgs,

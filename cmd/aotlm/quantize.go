@@ -30,7 +30,7 @@ func newQuantizeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "quantize MODEL -o DIR [--recipe NAME|FILE.json]",
 		Short: "Quantize a model's weights into a quantized model folder",
-		Long: strings.Replace(help("quantize"), "{presets}", strings.Join(recipe.Presets(), ", "), 1),
+		Long:  strings.Replace(help("quantize"), "{presets}", strings.Join(recipe.Presets(), ", "), 1),
 		Example: `  aotlm quantize stories260K.gguf -o stories-w4/ --recipe w4a16-lpbq
   aotlm quantize Qwen3-0.6B/ -o q/ --recipe my-recipe.json --json`,
 		Args: cobra.ExactArgs(1),

@@ -32,7 +32,7 @@ func newRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [MODEL] [-m MODEL] -p PROMPT",
 		Short: "Generate text from a prompt",
-		Long: help("run"),
+		Long:  help("run"),
 		Example: `  aotlm run -p "Once upon a time" -n 40 --temp 0
   aotlm run -m stories260K.gguf -p "Once upon a time" -n 64
   aotlm run unsloth/Qwen3-0.6B-GGUF:Q8_0 -p "Why is the sky blue?" --chat

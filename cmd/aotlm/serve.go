@@ -37,7 +37,7 @@ func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve -m MODEL",
 		Short: "Serve a model over the OpenAI, Anthropic and Ollama HTTP APIs, with a web chat",
-		Long: help("serve"),
+		Long:  help("serve"),
 		Example: `  aotlm serve -m qwen3-0.6b.aot --port 8080 --parallel 4
   curl http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' \
     -d '{"messages": [{"role": "user", "content": "Hello"}]}'`,

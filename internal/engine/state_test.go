@@ -35,7 +35,7 @@ func TestSaveLoadState(t *testing.T) {
 			e := c.e()
 			a := newSession(t, e, engine.SessionOptions{Threads: 1})
 			prompt := []int{1, 5, 9, 3, 7, 11, 2, 6, 10, 4, 8} // within RWKV-7's 12 ids
-			if c.name == "gemma4" { // past its rings of 24 slots
+			if c.name == "gemma4" {                            // past its rings of 24 slots
 				prompt = slices.Concat(prompt, prompt, prompt)
 			}
 			if _, err := a.Prefill(prompt); err != nil {
