@@ -30,7 +30,13 @@ image prefill) are in [lab/benchmarks-2026.md](lab/benchmarks-2026.md).
   1536, vocabulary 49152. ` + "`qwen3-0.6b`" + `: hidden 1024, 28 layers, 16/8 heads
   of 128 with q/k norms, FFN 3072, vocabulary 151936. ` + "`llama3.2-1b`" + `:
   hidden 2048, 16 layers, 32/8 heads of 64, FFN 8192, vocabulary 128256.
-  All with tied embeddings. shapegen also writes ` + "`codegen2-1b`" + ` (hidden
+  All with tied embeddings. The hybrids: ` + "`qwen3.5-0.8b`" + `: hidden 1024, 24
+  layers, every fourth a gated attention layer (8/2 heads of 256, rotary on
+  64 dims), the others gated DeltaNet (16 key and 16 value heads of 128,
+  causal convolution of 4), FFN 3584, vocabulary 248320, untied.
+  ` + "`lfm2-1.2b`" + `: hidden 2048, 16 layers, 6 of them attention (32/8 heads of
+  64 with q/k norms), the others short convolutions of 3 taps, FFN 8192,
+  vocabulary 65536, tied. shapegen also writes ` + "`codegen2-1b`" + ` (hidden
   2048, 16 layers, 16 heads of 128 with rotary on 64 dims, FFN 8192,
   vocabulary 51200, untied) as a Hugging Face folder: llama.cpp cannot run
   the CodeGen family (its converter has no CodeGen architecture), so that
@@ -107,6 +113,7 @@ for t in 1 2; do
     row $s-w8 $s-w8.aot $s-q8_0.gguf $t
   done
   row q4km q4km-q6.aot qwen3-0.6b-q4_k_m.gguf $t
+  for s in qwen3.5-0.8b lfm2-1.2b; do row $s-lpbq $s-lpbq.aot $s-q4_0.gguf $t; done
 done
 ` + "```" + `
 `
