@@ -114,6 +114,7 @@ for t in 1 2; do
   done
   row q4km q4km-q6.aot qwen3-0.6b-q4_k_m.gguf $t
   for s in qwen3.5-0.8b lfm2-1.2b; do row $s-lpbq $s-lpbq.aot $s-q4_0.gguf $t; done
+  row qwen3.5-0.8b-lpbq-q6k qwen3.5-0.8b-lpbq-q6k.aot qwen3.5-0.8b-q4_0.gguf $t
 done
 ` + "```" + `
 `
