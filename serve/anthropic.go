@@ -57,24 +57,8 @@ type anthBlock struct {
 type anthBlocks []anthBlock
 
 func (b *anthBlocks) UnmarshalJSON(data []byte) error {
-	data = bytes.TrimSpace(data)
-	if string(data) == "null" {
-		return nil
-	}
-	if len(data) > 0 && data[0] == '"' {
-		var s string
-		if err := json.Unmarshal(data, &s); err != nil {
-			return err
-		}
-		*b = anthBlocks{{Type: "text", Text: s}}
-		return nil
-	}
-	var blocks []anthBlock
-	if err := json.Unmarshal(data, &blocks); err != nil {
-		return &fieldError{"content", "want a string or an array of content blocks"}
-	}
-	*b = blocks
-	return nil
+	return textOrList(data, (*[]anthBlock)(b), func(t string) anthBlock { return anthBlock{Type: "text", Text: t} },
+		&fieldError{"content", "want a string or an array of content blocks"})
 }
 
 // text joins the text blocks.

@@ -5,9 +5,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/aotlm/aotlm/internal/userfile"
 	"net/url"
 	"strings"
+
+	"github.com/aotlm/aotlm/internal/userfile"
 
 	"github.com/aotlm/aotlm"
 )

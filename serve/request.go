@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -171,23 +172,34 @@ func (c textContent) MarshalJSON() ([]byte, error) {
 type stopList []string
 
 func (s *stopList) UnmarshalJSON(data []byte) error {
+	return textOrList(data, (*[]string)(s), func(t string) string { return t }, &fieldError{"stop", "want a string or an array of strings"})
+}
+
+// textOrList decodes a JSON string (one item, made by fromText) or an
+// array of items into dst; null leaves dst as it is, and anything else
+// is bad.
+func textOrList[T any](data []byte, dst *[]T, fromText func(string) T, bad error) error {
 	data = bytes.TrimSpace(data)
 	if string(data) == "null" {
 		return nil
 	}
 	if len(data) > 0 && data[0] == '"' {
-		var one string
-		if err := json.Unmarshal(data, &one); err != nil {
-			return &fieldError{"stop", "want a string or an array of strings"}
+		var text string
+		if err := json.Unmarshal(data, &text); err != nil {
+			return bad
 		}
-		*s = stopList{one}
+		*dst = []T{fromText(text)}
 		return nil
 	}
-	var many []string
-	if err := json.Unmarshal(data, &many); err != nil {
-		return &fieldError{"stop", "want a string or an array of strings"}
+	var list []T
+	if err := json.Unmarshal(data, &list); err != nil {
+		var fe *fieldError
+		if errors.As(err, &fe) {
+			return err
+		}
+		return bad
 	}
-	*s = many
+	*dst = list
 	return nil
 }
 

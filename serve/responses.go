@@ -111,24 +111,8 @@ type respPart struct {
 type respContent []respPart
 
 func (c *respContent) UnmarshalJSON(data []byte) error {
-	data = bytes.TrimSpace(data)
-	if string(data) == "null" {
-		return nil
-	}
-	if len(data) > 0 && data[0] == '"' {
-		var s string
-		if err := json.Unmarshal(data, &s); err != nil {
-			return err
-		}
-		*c = respContent{{Type: "input_text", Text: s}}
-		return nil
-	}
-	var parts []respPart
-	if err := json.Unmarshal(data, &parts); err != nil {
-		return &fieldError{"input", "a message's content: want a string or an array of input_text and input_image parts"}
-	}
-	*c = parts
-	return nil
+	return textOrList(data, (*[]respPart)(c), func(t string) respPart { return respPart{Type: "input_text", Text: t} },
+		&fieldError{"input", "a message's content: want a string or an array of input_text and input_image parts"})
 }
 
 // chatMessages turns input items into chat messages.

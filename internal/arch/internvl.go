@@ -243,18 +243,7 @@ func BuildInternVLVision(v *InternVLVision) (*graph.Graph, error) {
 // block's patches with dy outer and dx inner, so that grouping
 // consecutive rows is InternVL's pixel shuffle (ps_version v2).
 func (v *InternVLVision) PatchOrder() []int {
-	n, s := v.Grid(), v.ScaleFactor
-	order := make([]int, 0, n*n)
-	for bi := 0; bi < n/s; bi++ {
-		for bj := 0; bj < n/s; bj++ {
-			for dy := 0; dy < s; dy++ {
-				for dx := 0; dx < s; dx++ {
-					order = append(order, (bi*s+dy)*n+bj*s+dx)
-				}
-			}
-		}
-	}
-	return order
+	return shuffleOrder(v.Grid(), v.ScaleFactor)
 }
 
 // InternVLPositions returns the position table ids of the encoder's

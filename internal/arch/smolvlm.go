@@ -331,18 +331,7 @@ func BuildVision(v *VisionConfig) (*graph.Graph, error) {
 // with dy outer and dx inner, so that grouping s^2 consecutive output rows
 // is Idefics3's pixel shuffle.
 func (v *VisionConfig) PatchOrder() []int {
-	n, s := v.Grid(), v.ScaleFactor
-	order := make([]int, 0, n*n)
-	for bi := 0; bi < n/s; bi++ {
-		for bj := 0; bj < n/s; bj++ {
-			for dy := 0; dy < s; dy++ {
-				for dx := 0; dx < s; dx++ {
-					order = append(order, (bi*s+dy)*n+bj*s+dx)
-				}
-			}
-		}
-	}
-	return order
+	return shuffleOrder(v.Grid(), v.ScaleFactor)
 }
 
 // Patches flattens a normalized [C][S][S] tile into the encoder's input
@@ -427,4 +416,21 @@ func mmprojName(name string) string {
 		return "v.blk." + num + "." + v
 	}
 	return name
+}
+
+// shuffleOrder is the patch order of a pixel shuffle by s over an n x n
+// grid: s x s blocks in row-major order, each block's patches with dy
+// outer and dx inner, as row-major indices of the grid.
+func shuffleOrder(n, s int) []int {
+	order := make([]int, 0, n*n)
+	for bi := 0; bi < n/s; bi++ {
+		for bj := 0; bj < n/s; bj++ {
+			for dy := 0; dy < s; dy++ {
+				for dx := 0; dx < s; dx++ {
+					order = append(order, (bi*s+dy)*n+bj*s+dx)
+				}
+			}
+		}
+	}
+	return order
 }
