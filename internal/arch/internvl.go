@@ -642,22 +642,8 @@ func LoadInternVLVisionMMProj(mmproj format.Checkpoint, textHidden int) (InternV
 	if gerr != nil {
 		return InternVLVision{}, nil, gerr
 	}
-	for i, key := range []string{"clip.vision.image_mean", "clip.vision.image_std"} {
-		l, ok := format.List(m[key])
-		if !ok || len(l) != 3 {
-			return InternVLVision{}, nil, fmt.Errorf("mmproj: %q is missing or not 3 values", key)
-		}
-		for c, x := range l {
-			f, ok := format.MetaFloat(map[string]any{"v": x}, "v")
-			if !ok {
-				return InternVLVision{}, nil, fmt.Errorf("mmproj: %q holds %s", key, show(x))
-			}
-			if i == 0 {
-				v.Mean[c] = float32(f)
-			} else {
-				v.Std[c] = float32(f)
-			}
-		}
+	if err := mmprojMeanStd(m, &v.Mean, &v.Std); err != nil {
+		return InternVLVision{}, nil, err
 	}
 	if err := v.Validate(); err != nil {
 		return InternVLVision{}, nil, fmt.Errorf("mmproj: %w", err)

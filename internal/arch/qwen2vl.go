@@ -534,22 +534,8 @@ func LoadQwen2VLVisionMMProj(mmproj format.Checkpoint, textHidden int) (Qwen2VLV
 			return Qwen2VLVision{}, nil, err
 		}
 	}
-	for i, key := range []string{"clip.vision.image_mean", "clip.vision.image_std"} {
-		l, ok := format.List(m[key])
-		if !ok || len(l) != 3 {
-			return Qwen2VLVision{}, nil, fmt.Errorf("mmproj: %q is missing or not 3 values", key)
-		}
-		for c, x := range l {
-			f, ok := format.MetaFloat(map[string]any{"v": x}, "v")
-			if !ok {
-				return Qwen2VLVision{}, nil, fmt.Errorf("mmproj: %q holds %v", key, x)
-			}
-			if i == 0 {
-				v.Mean[c] = float32(f)
-			} else {
-				v.Std[c] = float32(f)
-			}
-		}
+	if err := mmprojMeanStd(m, &v.Mean, &v.Std); err != nil {
+		return Qwen2VLVision{}, nil, err
 	}
 	if err := v.Validate(); err != nil {
 		return Qwen2VLVision{}, nil, err

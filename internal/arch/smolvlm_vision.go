@@ -75,22 +75,8 @@ func LoadVisionMMProj(mmproj format.Checkpoint, textHidden int) (VisionConfig, g
 	if v, ok := format.MetaInt(m, "clip.vision.preproc_image_size"); ok {
 		vc.LongestEdge = int(v)
 	}
-	for i, key := range []string{"clip.vision.image_mean", "clip.vision.image_std"} {
-		l, ok := format.List(m[key])
-		if !ok || len(l) != 3 {
-			return vc, nil, fmt.Errorf("mmproj: %q is missing or not 3 values", key)
-		}
-		for c, x := range l {
-			f, ok := format.MetaFloat(map[string]any{"v": x}, "v")
-			if !ok {
-				return vc, nil, fmt.Errorf("mmproj: %q holds %v", key, x)
-			}
-			if i == 0 {
-				vc.Mean[c] = float32(f)
-			} else {
-				vc.Std[c] = float32(f)
-			}
-		}
+	if err := mmprojMeanStd(m, &vc.Mean, &vc.Std); err != nil {
+		return vc, nil, err
 	}
 	vc, w, err := loadVision(vc, mmproj, mmprojName)
 	if err != nil {
@@ -125,4 +111,27 @@ func (v *VisionConfig) MarkerPieces() []string {
 		}
 	}
 	return p
+}
+
+// mmprojMeanStd reads an mmproj file's image normalization: the three
+// values each of clip.vision.image_mean and clip.vision.image_std.
+func mmprojMeanStd(m map[string]any, mean, std *[3]float32) error {
+	for i, key := range []string{"clip.vision.image_mean", "clip.vision.image_std"} {
+		l, ok := format.List(m[key])
+		if !ok || len(l) != 3 {
+			return fmt.Errorf("mmproj: %q is missing or not 3 values", key)
+		}
+		dst := mean
+		if i == 1 {
+			dst = std
+		}
+		for c, x := range l {
+			f, ok := format.MetaFloat(map[string]any{"v": x}, "v")
+			if !ok {
+				return fmt.Errorf("mmproj: %q holds %s", key, show(x))
+			}
+			dst[c] = float32(f)
+		}
+	}
+	return nil
 }
