@@ -1,0 +1,180 @@
+package onnxexport
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/aotlm/aotlm/internal/arch"
+	"github.com/aotlm/aotlm/internal/format/detect"
+	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/testutil"
+)
+
+// ortDir is the folder of the ONNX Runtime script and its npm package.
+func ortDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(testutil.RepoRoot(), "internal", "onnxexport", "testdata", "ort")
+	_, errNode := exec.LookPath("node")
+	_, errPkg := os.Stat(filepath.Join(dir, "node_modules", "onnxruntime-node", "package.json"))
+	if errNode != nil || errPkg != nil {
+		msg := "ONNX Runtime is not installed (node and `npm ci` in internal/onnxexport/testdata/ort)"
+		if testutil.InCI() {
+			t.Fatalf("%s: CI=true, so this is a failure", msg)
+		}
+		t.Skip(msg)
+	}
+	return dir
+}
+
+type ortResult struct {
+	Logits [][]float32 `json:"logits"`
+	IDs    []int       `json:"ids"`
+}
+
+// runORT runs the export in dir with ONNX Runtime: tokens through the
+// graphs, then generate greedy steps.
+func runORT(t *testing.T, dir string, tokens []int, generate int) ortResult {
+	t.Helper()
+	script := ortDir(t)
+	job := filepath.Join(t.TempDir(), "job.json")
+	out := filepath.Join(t.TempDir(), "out.json")
+	b, _ := json.Marshal(map[string]any{"dir": dir, "tokens": tokens, "generate": generate})
+	if err := os.WriteFile(job, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", filepath.Join(script, "run.mjs"), job, out)
+	cmd.Dir = script
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ONNX Runtime: %v\n%s", err, msg)
+	}
+	var r ortResult
+	b, err := os.ReadFile(out)
+	if err == nil {
+		err = json.Unmarshal(b, &r)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func loadModel(t *testing.T, rel string) *arch.Model {
+	t.Helper()
+	ck, err := detect.Open(testutil.Path(t, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	m, err := arch.Load(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// greedyRef runs tokens through the interpreter in one pass, then
+// generate greedy steps, returning every row's logits and the ids.
+func greedyRef(t *testing.T, m *arch.Model, tokens []int, generate, ctx int) ortResult {
+	t.Helper()
+	g, err := arch.Build(&m.Config, arch.BuildOptions{AllLogits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := graph.NewInterpreter(g, m.Weights, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := in.NewState(ctx)
+	V := m.Config.Vocab
+	var r ortResult
+	out, rows, err := in.Run(st, tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < rows; i++ {
+		r.Logits = append(r.Logits, append([]float32(nil), out[i*V:(i+1)*V]...))
+	}
+	for s := 0; s < generate; s++ {
+		id := argmax(r.Logits[len(r.Logits)-1])
+		r.IDs = append(r.IDs, id)
+		out, _, err := in.Run(st, []int{id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Logits = append(r.Logits, append([]float32(nil), out[:V]...))
+	}
+	return r
+}
+
+func argmax(v []float32) int {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// maxDiff is the largest absolute difference between two logit matrices.
+func maxDiff(t *testing.T, a, b [][]float32) float64 {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%d rows of logits against %d", len(a), len(b))
+	}
+	d := 0.0
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			t.Fatalf("row %d: %d logits against %d", i, len(a[i]), len(b[i]))
+		}
+		for j := range a[i] {
+			d = max(d, abs64(float64(a[i][j])-float64(b[i][j])))
+		}
+	}
+	return d
+}
+
+func abs64(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// TestFloatExportMatchesInterpreter exports stories260K and wp-llama with
+// float weights and activations, runs both graphs with ONNX Runtime (a
+// prompt of 13 tokens over AR-8 prefill passes, the last padded, then 64
+// greedy AR-1 steps) and requires the interpreter's greedy ids and its
+// logits within 1e-3.
+func TestFloatExportMatchesInterpreter(t *testing.T) {
+	for _, c := range []struct{ name, rel string }{
+		{"stories260K", "models/stories260K/stories260K.gguf"},
+		{"wp-llama", "models/wp-llama"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ortDir(t)
+			m := loadModel(t, c.rel)
+			dir := t.TempDir()
+			const ctx = 96
+			if err := Export(dir, m, Options{ARLen: 8, Context: ctx, Producer: "aotlm-test"}); err != nil {
+				t.Fatal(err)
+			}
+			prompt := []int{1, 403, 407, 261, 378, 285, 260, 112, 274, 290, 302, 311, 46}
+			want := greedyRef(t, m, prompt, 64, ctx)
+			got := runORT(t, dir, prompt, 64)
+			for i := range want.IDs {
+				if i >= len(got.IDs) || got.IDs[i] != want.IDs[i] {
+					t.Fatalf("greedy ids differ at step %d:\nort    %v\naotlm  %v", i, got.IDs, want.IDs)
+				}
+			}
+			d := maxDiff(t, got.Logits, want.Logits)
+			t.Logf("%d ids equal, max |logit diff| %.2e over %d rows", len(want.IDs), d, len(want.Logits))
+			if d > 1e-3 {
+				t.Fatalf("logits differ by %.3g > 1e-3", d)
+			}
+		})
+	}
+}
