@@ -132,10 +132,14 @@ type quantizer interface {
 	linear(p *pass, n *graph.Node) (string, error)
 	// activation returns the input x of linear node n as the linear reads it.
 	activation(p *pass, n *graph.Node, x string) string
-	// cacheRows returns new cache rows x of a layer as the cache stores
-	// them; cacheRead the cache as attention reads it.
-	cacheRows(p *pass, layer int, x string) string
-	cacheRead(p *pass, layer int, x string) string
+	// cacheType is the element type of the cache inputs and outputs;
+	// cacheIn turns a cache tensor of that type into float, cacheOut a
+	// float one into that type, and cacheRows rounds a layer's new key
+	// (value false) or value rows as the cache stores them.
+	cacheType() onnx.DataType
+	cacheIn(p *pass, layer int, value bool, x string) string
+	cacheOut(p *pass, layer int, value bool, x string) string
+	cacheRows(p *pass, layer int, value bool, x string) string
 }
 
 type floatQuant struct{}
@@ -154,8 +158,10 @@ func (floatQuant) linear(p *pass, n *graph.Node) (string, error) {
 }
 
 func (floatQuant) activation(_ *pass, _ *graph.Node, x string) string { return x }
-func (floatQuant) cacheRows(_ *pass, _ int, x string) string          { return x }
-func (floatQuant) cacheRead(_ *pass, _ int, x string) string          { return x }
+func (floatQuant) cacheType() onnx.DataType                           { return onnx.Float }
+func (floatQuant) cacheIn(_ *pass, _ int, _ bool, x string) string    { return x }
+func (floatQuant) cacheOut(_ *pass, _ int, _ bool, x string) string   { return x }
+func (floatQuant) cacheRows(_ *pass, _ int, _ bool, x string) string  { return x }
 
 // transpose returns the [cols, rows] transpose of w [rows, cols].
 func transpose(w []float32, rows, cols int) []float32 {

@@ -17,9 +17,14 @@ func genaiConfig(c *arch.Config, g *graph.Graph, opts Options) map[string]any {
 			break
 		}
 	}
-	activations := "float"
-	if opts.Quant != nil {
-		activations = "qdq"
+	activations, cacheType := "float", "float32"
+	if q := opts.Quant; q != nil {
+		if q.Activations != nil {
+			activations = "qdq-uint16"
+		}
+		if q.KV != nil {
+			cacheType = "uint8"
+		}
 	}
 	stage := func(file string, rows int) map[string]any {
 		return map[string]any{
@@ -56,9 +61,10 @@ func genaiConfig(c *arch.Config, g *graph.Graph, opts Options) map[string]any {
 					map[string]any{"prefill": stage(PrefillFile, opts.ARLen)},
 					map[string]any{"decode": stage(DecodeFile, 1)},
 				},
-				"weights_file": WeightsFile,
-				"activations":  activations,
-				"kv_cache":     "static: present holds the whole cache, fed back as past",
+				"weights_file":  WeightsFile,
+				"kv_cache_type": cacheType,
+				"activations":   activations,
+				"kv_cache":      "static: present holds the whole cache, fed back as past",
 			},
 		},
 		"search": map[string]any{"max_length": opts.Context},

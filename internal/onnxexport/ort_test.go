@@ -2,6 +2,7 @@ package onnxexport
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +11,12 @@ import (
 	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/format/detect"
 	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/load"
+	"github.com/aotlm/aotlm/internal/qdq"
+	"github.com/aotlm/aotlm/internal/qmodel"
+	"github.com/aotlm/aotlm/internal/quant"
 	"github.com/aotlm/aotlm/internal/testutil"
+	"github.com/aotlm/aotlm/internal/tokenizer"
 )
 
 // ortDir is the folder of the ONNX Runtime script and its npm package.
@@ -174,6 +180,142 @@ func TestFloatExportMatchesInterpreter(t *testing.T) {
 			t.Logf("%d ids equal, max |logit diff| %.2e over %d rows", len(want.IDs), d, len(want.Logits))
 			if d > 1e-3 {
 				t.Fatalf("logits differ by %.3g > 1e-3", d)
+			}
+		})
+	}
+}
+
+// quantizeModel quantizes the test model rel with a preset recipe into a
+// temporary folder.
+func quantizeModel(t *testing.T, rel, preset string) string {
+	t.Helper()
+	r, err := quant.Preset(preset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), preset)
+	if _, err := qmodel.Quantize(testutil.Path(t, rel), out, qmodel.Options{Recipe: r}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// textTokens returns the first n tokens of the TinyStories excerpt with
+// the model's tokenizer, BOS first.
+func textTokens(t *testing.T, modelPath string, n int) []int {
+	t.Helper()
+	tok, err := load.Tokenizer(modelPath, modelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := tok.Encode(string(testutil.ReadFile(t, "text/TinyStories-valid-excerpt.txt")), tokenizer.EncodeOptions{AddSpecial: true})
+	if len(ids) < n {
+		t.Fatalf("the excerpt has %d tokens, want %d", len(ids), n)
+	}
+	return ids[:n]
+}
+
+// perplexity is exp of the mean negative log-likelihood of each next
+// token under the logits of the row before it.
+func perplexity(logits [][]float32, ids []int) float64 {
+	nll := 0.0
+	for i := 0; i+1 < len(ids); i++ {
+		row := logits[i]
+		mx := float64(row[0])
+		for _, v := range row {
+			mx = math.Max(mx, float64(v))
+		}
+		sum := 0.0
+		for _, v := range row {
+			sum += math.Exp(float64(v) - mx)
+		}
+		nll += mx + math.Log(sum) - float64(row[ids[i+1]])
+	}
+	return math.Exp(nll / float64(len(ids)-1))
+}
+
+// qdqMaxTol and qdqMeanTol bound the largest and the mean absolute logit
+// difference between ONNX Runtime running a QDQ export with 16-bit
+// activations and the interpreter's `npu` simulation of it. The 16-bit
+// scales are float32 in the graph and float64 in the simulation, which
+// moves about one activation in 250 by one 16-bit step; a key or value
+// moved that way can then round to the neighbouring step of the coarse
+// uint8 cache, so the difference is that of a few 8-bit steps, not of a
+// float32 rounding (with float activations the two agree within 1e-4).
+const (
+	qdqMaxTol  = 0.5
+	qdqMeanTol = 0.025
+)
+
+// meanDiff returns the mean absolute difference of two logit matrices of
+// the same shape and the share of rows with the same argmax.
+func meanDiff(a, b [][]float32) (mean, top1 float64) {
+	n, same := 0, 0
+	for i := range a {
+		for j := range a[i] {
+			mean += abs64(float64(a[i][j]) - float64(b[i][j]))
+			n++
+		}
+		if argmax(a[i]) == argmax(b[i]) {
+			same++
+		}
+	}
+	return mean / float64(n), float64(same) / float64(len(a))
+}
+
+// TestQDQExportMatchesSimulation quantizes stories260K and wp-llama with
+// w4a16-lpbq, exports them in QDQ form (LPBQ and W8 weights, 16-bit
+// activations over the calibrated ranges, uint8 cache) and with float
+// activations, and requires ONNX Runtime's logits over 192 tokens of text
+// to match the interpreter's `npu` and `qdq` simulations within
+// qdqLogitTol, and the perplexity within 0.5%.
+func TestQDQExportMatchesSimulation(t *testing.T) {
+	for _, c := range []struct{ name, rel string }{
+		{"stories260K", "models/stories260K/stories260K.gguf"},
+		{"wp-llama", "models/wp-llama"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ortDir(t)
+			const ctx, n = 256, 192
+			dir := quantizeModel(t, c.rel, "w4a16-lpbq")
+			ids := textTokens(t, testutil.Path(t, c.rel), n)
+			for _, act := range []bool{true, false} {
+				q, err := OpenQuantized(dir, ctx, act)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := t.TempDir()
+				err = Export(out, q.Model, Options{ARLen: 32, Context: ctx, Quant: q.QDQ})
+				q.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				sim := &qdq.Sim{Static16: q.QDQ.Activations, KV: q.QDQ.KV}
+				s, err := qdq.NewSession(q.Model, ctx, 1, sim)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := s.Logits(ids)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := runORT(t, out, ids, 0)
+				d := maxDiff(t, got.Logits, want)
+				mean, top1 := meanDiff(got.Logits, want)
+				pg, pw := perplexity(got.Logits, ids), perplexity(want, ids)
+				rel := math.Abs(pg/pw - 1)
+				t.Logf("activations qdq=%v: |logit diff| max %.3g mean %.3g, same top-1 %.1f%%, perplexity ORT %.4f, simulation %.4f (%.3f%%)",
+					act, d, mean, 100*top1, pg, pw, 100*rel)
+				maxTol, meanTol := qdqMaxTol, qdqMeanTol
+				if !act {
+					maxTol, meanTol = 1e-3, 1e-4
+				}
+				if d > maxTol || mean > meanTol {
+					t.Errorf("activations qdq=%v: logits differ by %.3g at most, %.3g on average: want %g, %g", act, d, mean, maxTol, meanTol)
+				}
+				if rel > 0.005 {
+					t.Errorf("activations qdq=%v: perplexity %.4f against %.4f", act, pg, pw)
+				}
 			}
 		})
 	}

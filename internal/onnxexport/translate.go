@@ -79,8 +79,8 @@ func translate(name string, g *graph.Graph, w graph.Weights, st *store, q quanti
 		}
 		dims := []int64{1, c.kvHeads, p.ctx, c.headDim}
 		p.g2().Inputs = append(p.g2().Inputs,
-			onnx.Value{Name: PastKey(c.layer), Type: onnx.Float, Dims: dims},
-			onnx.Value{Name: PastValue(c.layer), Type: onnx.Float, Dims: dims})
+			onnx.Value{Name: PastKey(c.layer), Type: q.cacheType(), Dims: dims},
+			onnx.Value{Name: PastValue(c.layer), Type: q.cacheType(), Dims: dims})
 	}
 	p.positions()
 	for i := range g.Nodes {
@@ -98,8 +98,8 @@ func translate(name string, g *graph.Graph, w graph.Weights, st *store, q quanti
 		p.rename(c.key, PresentKey(c.layer))
 		p.rename(c.val, PresentValue(c.layer))
 		p.g2().Outputs = append(p.g2().Outputs,
-			onnx.Value{Name: PresentKey(c.layer), Type: onnx.Float, Dims: dims},
-			onnx.Value{Name: PresentValue(c.layer), Type: onnx.Float, Dims: dims})
+			onnx.Value{Name: PresentKey(c.layer), Type: q.cacheType(), Dims: dims},
+			onnx.Value{Name: PresentValue(c.layer), Type: q.cacheType(), Dims: dims})
 	}
 	return &p.builder.g, nil
 }
@@ -393,23 +393,30 @@ func (p *pass) attention(n *graph.Node, rows int64) string {
 	H, G, E := int64(a.Heads), int64(a.KVHeads), int64(a.HeadDim)
 	group := H / G
 	c := &p.caches[a.Layer]
-	update := func(x, past string) string {
+	update := func(x, past string, value bool) (present, read string) {
 		x = p.transpose(p.reshape(x, 1, rows, G, E), 0, 2, 1, 3) // [1,G,N,E]
-		x = p.q.cacheRows(p, a.Layer, x)
+		x = p.q.cacheRows(p, a.Layer, value, x)
 		written := p.op("MatMul", []string{p.sel, x}) // [1,G,ctx,E]
-		return p.op("Add", []string{p.op("Mul", []string{past, p.keep}), written})
+		old := p.q.cacheIn(p, a.Layer, value, past)
+		full := p.op("Add", []string{p.op("Mul", []string{old, p.keep}), written})
+		present = p.q.cacheOut(p, a.Layer, value, full)
+		if present == full {
+			return present, full
+		}
+		return present, p.q.cacheIn(p, a.Layer, value, present)
 	}
-	c.key = update(p.in(n, 1), PastKey(a.Layer))
-	c.val = update(p.in(n, 2), PastValue(a.Layer))
+	var keys, vals string
+	c.key, keys = update(p.in(n, 1), PastKey(a.Layer), false)
+	c.val, vals = update(p.in(n, 2), PastValue(a.Layer), true)
 	q := p.transpose(p.reshape(p.in(n, 0), 1, rows, H, E), 0, 2, 1, 3) // [1,H,N,E]
 	q = p.reshape(q, 1, G, group*rows, E)
-	s := p.op("MatMul", []string{q, p.transpose(p.q.cacheRead(p, a.Layer, c.key), 0, 1, 3, 2)}) // [1,G,grp*N,ctx]
+	s := p.op("MatMul", []string{q, p.transpose(keys, 0, 1, 3, 2)}) // [1,G,grp*N,ctx]
 	s = p.op("Mul", []string{s, p.scalar(a.Scale)})
 	s = p.reshape(s, 1, H, rows, p.ctx)
 	s = p.op("Where", []string{p.mask(a.Window), s, p.scalar(negBig)})
 	pr := p.op("Softmax", []string{s}, intAttr("axis", -1))
 	pr = p.reshape(pr, 1, G, group*rows, p.ctx)
-	o := p.op("MatMul", []string{pr, p.q.cacheRead(p, a.Layer, c.val)}) // [1,G,grp*N,E]
+	o := p.op("MatMul", []string{pr, vals}) // [1,G,grp*N,E]
 	o = p.transpose(p.reshape(o, 1, H, rows, E), 0, 2, 1, 3)
 	return p.reshape(o, 1, rows, H*E)
 }

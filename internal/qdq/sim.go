@@ -115,22 +115,37 @@ func Int8Blocks(dst, x []float32) {
 }
 
 // Static16 writes to dst the values of x after static asymmetric 16-bit
-// quantization over r: s = (Max-Min)/65535, z = round(-Min/s),
-// q = clamp(round(x/s)+z, 0, 65535), x' = (q-z)*s. The range is widened to
-// hold 0, so zero stays exact.
+// quantization over r, in the arithmetic of a QuantizeLinear /
+// DequantizeLinear pair with the parameters of Static16Params:
+// q = clamp(round_half_even(x/s) + z, 0, 65535), x' = (q-z)*s, with the
+// division and product in float32. The range is widened to hold 0, so
+// zero stays exact.
 func Static16(dst, x []float32, r Range) {
-	lo, hi := min(float64(r.Min), 0), max(float64(r.Max), 0)
-	if hi == lo {
+	s, z, ok := Static16Params(r)
+	if !ok {
 		clear(dst)
 		return
 	}
-	s := (hi - lo) / 65535
-	z := math.Round(-lo / s)
+	zf := float64(z)
 	for i, v := range x {
-		q := math.Round(float64(v)/s) + z
+		q := math.RoundToEven(float64(v/s)) + zf
 		q = min(max(q, 0), 65535)
-		dst[i] = float32((q - z) * s)
+		dst[i] = float32(q-zf) * s
 	}
+}
+
+// Static16Params returns the float32 scale and the uint16 zero point of
+// the 16-bit grid over r widened to hold 0: s = (Max-Min)/65535 rounded
+// to float32, z = round(-Min/s). ok is false for an empty range (every
+// value quantizes to 0).
+func Static16Params(r Range) (s float32, z uint16, ok bool) {
+	lo, hi := min(float64(r.Min), 0), max(float64(r.Max), 0)
+	if hi == lo {
+		return 0, 0, false
+	}
+	s = float32((hi - lo) / 65535)
+	zf := math.Round(-lo / float64(s))
+	return s, uint16(min(max(zf, 0), 65535)), true
 }
 
 // KVRound writes to dst the rows of x ([T, cols], heads of headDim from

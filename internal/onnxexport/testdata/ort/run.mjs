@@ -28,13 +28,15 @@ const decode = await ort.InferenceSession.create(path.join(job.dir, stages.decod
 const layers = dec.num_hidden_layers;
 const cacheDims = [1, dec.num_key_value_heads, ctx, dec.head_size];
 const cacheSize = cacheDims.reduce((a, b) => a * b, 1);
-const cache = [];
-for (let l = 0; l < layers; l++) {
-  cache.push({
-    k: new ort.Tensor("float32", new Float32Array(cacheSize), cacheDims),
-    v: new ort.Tensor("float32", new Float32Array(cacheSize), cacheDims),
-  });
+// an empty cache: float zeros, or the uint8 zero point 128
+function emptyCache() {
+  if (dec.kv_cache_type === "uint8") {
+    return new ort.Tensor("uint8", new Uint8Array(cacheSize).fill(128), cacheDims);
+  }
+  return new ort.Tensor("float32", new Float32Array(cacheSize), cacheDims);
 }
+const cache = [];
+for (let l = 0; l < layers; l++) cache.push({ k: emptyCache(), v: emptyCache() });
 
 // pass runs rows (real tokens, padded to the session's AR length) at
 // position pos and returns the logits of the real rows.
