@@ -28,16 +28,20 @@ if ! command -v chromium >/dev/null 2>&1 && [ "${CI:-}" = true ]; then
   fi
 fi
 
-# the official API clients' tests (serve) run under node: CI installs
-# Debian's nodejs and npm, and the clients pinned in serve/testdata/clients
+# the official API clients' tests (serve) and the ONNX export's (ONNX
+# Runtime's CPU library in onnxruntime-node) run under node: CI installs
+# Debian's nodejs and npm, and the packages pinned in
+# serve/testdata/clients and internal/onnxexport/testdata/ort
 if ! command -v node >/dev/null 2>&1 && [ "${CI:-}" = true ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm) >/dev/null
   fi
 fi
-if command -v npm >/dev/null 2>&1 && { [ "${CI:-}" = true ] || [ ! -d serve/testdata/clients/node_modules ]; }; then
-  (cd serve/testdata/clients && npm ci --no-audit --no-fund --loglevel=error)
-fi
+for d in serve/testdata/clients internal/onnxexport/testdata/ort; do
+  if command -v npm >/dev/null 2>&1 && { [ "${CI:-}" = true ] || [ ! -d "$d/node_modules" ]; }; then
+    (cd "$d" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  fi
+done
 
 echo "== go test"
 go test -count=1 -timeout 30m ./...

@@ -55,7 +55,7 @@ phone-class arm64 first. One static binary, no Python.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newVersionCmd(), newRunCmd(), newChatCmd(), newServeCmd(), newTokenizeCmd(), newTemplateCmd(), newPplCmd(), newQuantizeCmd(), newCompileCmd(), newInspectCmd(), newBenchCmd(), newLogitsCmd(),
-		newPullCmd(), newListCmd(), newRmCmd(), newEvalCmd(), newTuneCmd())
+		newPullCmd(), newListCmd(), newRmCmd(), newEvalCmd(), newTuneCmd(), newExportCmd())
 	return root
 }
 

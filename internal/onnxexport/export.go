@@ -112,6 +112,9 @@ func writeFile(path string, b []byte) error {
 		return fmt.Errorf("onnx export: %w", err)
 	}
 	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

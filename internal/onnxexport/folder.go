@@ -20,14 +20,16 @@ type Quantized struct {
 	// (quantize --calib) or "greedy" (the self-generated sequence the KV
 	// calibration uses); "" with float activations.
 	Calibrated string
-	folder     *qmodel.Folder
+	// Context is the cache size the calibration and the export use.
+	Context int
+	folder  *qmodel.Folder
 }
 
 // Close releases the folder's mapped files.
 func (q *Quantized) Close() error { return q.folder.Close() }
 
 // OpenQuantized opens the quantized folder dir for a QDQ export with
-// ctx positions. With activations, the linears' inputs get the 16-bit
+// ctx positions (0: DefaultContext, or the trained context if shorter). With activations, the linears' inputs get the 16-bit
 // ranges the `npu` phase uses (recorded by quantize --calib, else
 // calibrated on the greedy sequence) and the cache the uint8 scales of
 // its KV calibration; without, both stay float.
@@ -48,7 +50,8 @@ func OpenQuantized(dir string, ctx int, activations bool) (*Quantized, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &Quantized{Model: m, QDQ: &QDQ{Weights: f.Quantized}, folder: f}
+	ctx = defaultContext(ctx, m.Config.Context)
+	q := &Quantized{Model: m, QDQ: &QDQ{Weights: f.Quantized}, Context: ctx, folder: f}
 	if activations {
 		if q.QDQ.Activations, err = recipe.RecordedRanges(man); err != nil {
 			f.Close()
