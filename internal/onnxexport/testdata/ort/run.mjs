@@ -3,11 +3,14 @@
 // (the last one padded) while they fit the context, then AR-1 passes, the
 // whole cache fed back from present.* to past_key_values.*.
 //
-// usage: node run.mjs JOB.json OUT.json
+// usage: node run.mjs JOB.json OUT
 // JOB: {"dir": export folder, "tokens": prompt ids, "generate": greedy
 // steps after the prompt}
-// OUT: {"logits": one row per prompt token and per generated token,
-// "ids": the generated ids}
+// OUT (JSON): {"logits": one row per prompt token and per generated
+// token, "ids": the generated ids}
+// or JOB: {"dir": ..., "sequences": [[ids], ...]}, each run from an empty
+// cache; OUT: the logits of every token of every sequence, in order, as
+// little-endian float32.
 import fs from "node:fs";
 import path from "node:path";
 import ort from "onnxruntime-node";
@@ -75,25 +78,40 @@ function argmax(row) {
   return best;
 }
 
-const logits = [];
-let pos = 0;
-const toks = job.tokens;
-while (pos < toks.length) {
-  const left = toks.length - pos;
-  if (left > 1 && pos + N <= ctx) {
-    const rows = toks.slice(pos, pos + Math.min(N, left));
-    logits.push(...(await pass(prefill, N, rows, pos)));
-    pos += rows.length;
-  } else {
-    logits.push(...(await pass(decode, 1, [toks[pos]], pos)));
+// prompt runs toks from position 0 and returns one logits row a token.
+async function prompt(toks) {
+  for (let l = 0; l < layers; l++) cache[l] = { k: emptyCache(), v: emptyCache() };
+  const logits = [];
+  let pos = 0;
+  while (pos < toks.length) {
+    const left = toks.length - pos;
+    if (left > 1 && pos + N <= ctx) {
+      const rows = toks.slice(pos, pos + Math.min(N, left));
+      logits.push(...(await pass(prefill, N, rows, pos)));
+      pos += rows.length;
+    } else {
+      logits.push(...(await pass(decode, 1, [toks[pos]], pos)));
+      pos++;
+    }
+  }
+  return logits;
+}
+
+if (job.sequences) {
+  const fd = fs.openSync(outFile, "w");
+  for (const seq of job.sequences) {
+    for (const row of await prompt(seq)) fs.writeSync(fd, new Uint8Array(Float32Array.from(row).buffer));
+  }
+  fs.closeSync(fd);
+} else {
+  const logits = await prompt(job.tokens);
+  let pos = job.tokens.length;
+  const ids = [];
+  for (let s = 0; s < (job.generate || 0) && pos < ctx; s++) {
+    const id = argmax(logits[logits.length - 1]);
+    ids.push(id);
+    logits.push(...(await pass(decode, 1, [id], pos)));
     pos++;
   }
+  fs.writeFileSync(outFile, JSON.stringify({ logits, ids }));
 }
-const ids = [];
-for (let s = 0; s < (job.generate || 0) && pos < ctx; s++) {
-  const id = argmax(logits[logits.length - 1]);
-  ids.push(id);
-  logits.push(...(await pass(decode, 1, [id], pos)));
-  pos++;
-}
-fs.writeFileSync(outFile, JSON.stringify({ logits, ids }));
