@@ -64,7 +64,6 @@ func genaiConfig(c *arch.Config, g *graph.Graph, opts Options) map[string]any {
 				"weights_file":  WeightsFile,
 				"kv_cache_type": cacheType,
 				"activations":   activations,
-				"kv_cache":      "static: present holds the whole cache, fed back as past",
 			},
 		},
 		"search": map[string]any{"max_length": opts.Context},

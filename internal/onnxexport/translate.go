@@ -120,8 +120,8 @@ func checkOps(g *graph.Graph) error {
 				return fmt.Errorf("onnx export: node %s: bidirectional attention (a vision encoder) is not exported", n.Name)
 			}
 		default:
-			return fmt.Errorf("onnx export: op %v (node %s) has no ONNX mapping in the export; "+
-				"recurrent state ops, shared cache slots and vision inputs are not exported", n.Op, n.Name)
+			return fmt.Errorf("onnx export: op %v (node %d %s) has no ONNX mapping in the export; "+
+				"recurrent state ops, shared cache slots and vision inputs are not exported", n.Op, i, n.Name)
 		}
 		if n.Rope != nil && len(n.Rope.Sections) > 0 {
 			return fmt.Errorf("onnx export: node %s: multi-axis RoPE (sections %v) is not exported", n.Name, n.Rope.Sections)
