@@ -1,6 +1,7 @@
 package onnxexport
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/eval"
 	"github.com/aotlm/aotlm/internal/format/detect"
@@ -319,6 +321,53 @@ func TestQDQExportMatchesSimulation(t *testing.T) {
 					t.Errorf("activations qdq=%v: perplexity %.4f against %.4f", act, pg.PPL, pw.PPL)
 				}
 			}
+		})
+	}
+}
+
+// TestFloatExportMatchesRun requires ONNX Runtime, running the float
+// export of stories260K and wp-llama (one AR-32 prefill, then AR-1 steps),
+// to reproduce the 64 ids `aotlm run --temp 0 -n 64` generates: the model
+// compiled as run compiles it, decoded greedily through the public API.
+func TestFloatExportMatchesRun(t *testing.T) {
+	t.Setenv("AOTLM_CACHE", t.TempDir())
+	for _, c := range []struct{ name, rel, prompt string }{
+		{"stories260K", "models/stories260K/stories260K.gguf", "Once upon a time, there was a little girl named Lily."},
+		{"wp-llama", "models/wp-llama", "Prince Andrew looked at Pierre and said"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ortDir(t)
+			src := testutil.Path(t, c.rel)
+			m, err := load.Open(src, load.Options{Threads: 1, Compile: load.CompileDefaults()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			s, err := m.NewSession(256)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			res, err := s.Generate(context.Background(), aotlm.Request{Prompt: c.prompt, MaxTokens: 64, IgnoreEOS: true,
+				Sampling: aotlm.Sampling{Temperature: 0}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.IDs) != 64 || len(res.PromptIDs) > 32 {
+				t.Fatalf("run gave %d ids after a %d-token prompt", len(res.IDs), len(res.PromptIDs))
+			}
+			fm := loadModel(t, c.rel)
+			dir := t.TempDir()
+			if err := Export(dir, fm, Options{ARLen: 32, Context: 256}); err != nil {
+				t.Fatal(err)
+			}
+			got := runORT(t, dir, res.PromptIDs, 64)
+			for i, id := range res.IDs {
+				if got.IDs[i] != id {
+					t.Fatalf("id %d: ONNX Runtime %v\nrun %v", i, got.IDs, res.IDs)
+				}
+			}
+			t.Logf("%d prompt tokens, 64 ids equal", len(res.PromptIDs))
 		})
 	}
 }
