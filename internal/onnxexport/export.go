@@ -133,8 +133,10 @@ func writeFile(path string, b []byte) error {
 type quantizer interface {
 	// linear returns the [K, N] weight of a linear node.
 	linear(p *pass, n *graph.Node) (string, error)
-	// activation returns the input x of linear node n as the linear reads it.
+	// activation returns the input x of linear node n as the linear reads
+	// it; output its product y (before the bias) as the graph keeps it.
 	activation(p *pass, n *graph.Node, x string) string
+	output(p *pass, n *graph.Node, y string) string
 	// cacheType is the element type of the cache inputs and outputs;
 	// cacheIn turns a cache tensor of that type into float, cacheOut a
 	// float one into that type, and cacheRows rounds a layer's new key
@@ -161,6 +163,7 @@ func (floatQuant) linear(p *pass, n *graph.Node) (string, error) {
 }
 
 func (floatQuant) activation(_ *pass, _ *graph.Node, x string) string { return x }
+func (floatQuant) output(_ *pass, _ *graph.Node, y string) string     { return y }
 func (floatQuant) cacheType() onnx.DataType                           { return onnx.Float }
 func (floatQuant) cacheIn(_ *pass, _ int, _ bool, x string) string    { return x }
 func (floatQuant) cacheOut(_ *pass, _ int, _ bool, x string) string   { return x }

@@ -31,8 +31,9 @@ func (q *Quantized) Close() error { return q.folder.Close() }
 // OpenQuantized opens the quantized folder dir for a QDQ export with
 // ctx positions (0: DefaultContext, or the trained context if shorter). With activations, the linears' inputs get the 16-bit
 // ranges the `npu` phase uses (recorded by quantize --calib, else
-// calibrated on the greedy sequence) and the cache the uint8 scales of
-// its KV calibration; without, both stay float.
+// calibrated on the greedy sequence), their outputs the 16-bit ranges
+// seen over the greedy sequence, and the cache the uint8 scales of its KV
+// calibration; without, all stay float.
 func OpenQuantized(dir string, ctx int, activations bool) (*Quantized, error) {
 	m, man, err := qmodel.Load(dir)
 	if err != nil {
@@ -64,6 +65,10 @@ func OpenQuantized(dir string, ctx int, activations bool) (*Quantized, error) {
 				f.Close()
 				return nil, err
 			}
+		}
+		if q.QDQ.Outputs, err = OutputRanges(m, nil, ctx); err != nil {
+			f.Close()
+			return nil, err
 		}
 		if q.QDQ.KV, err = qdq.CalibrateKV(m, nil, ctx); err != nil {
 			f.Close()

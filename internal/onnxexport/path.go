@@ -76,6 +76,9 @@ func ExportPath(src, dir string, o PathOptions) (Summary, error) {
 		if q.Activations, err = qdq.CalibrateRanges(m, nil, opts.Context); err != nil {
 			return s, err
 		}
+		if q.Outputs, err = OutputRanges(m, nil, opts.Context); err != nil {
+			return s, err
+		}
 		if q.KV, err = qdq.CalibrateKV(m, nil, opts.Context); err != nil {
 			return s, err
 		}

@@ -23,6 +23,12 @@ type QDQ struct {
 	// the linear's input: a static per-tensor uint16 QDQ, as the `npu`
 	// phase simulates it (qdq.Static16). nil: float activations.
 	Activations map[string]qdq.Range
+	// Outputs gives, by linear weight name, the range of the linear's
+	// output (before any bias): a uint16 QDQ pair after its MatMul, so
+	// ONNX Runtime groups the MatMul with its quantized inputs and output
+	// (the QDQ node unit the QNN provider's LPBQ fusion starts from). nil:
+	// float outputs.
+	Outputs map[string]qdq.Range
 	// KV gives the cache scales per layer and head: the cache inputs and
 	// outputs become uint8 (zero point 128) and the new rows are rounded
 	// to them. nil: a float cache.
@@ -113,6 +119,20 @@ func (q *qdqQuant) activation(p *pass, n *graph.Node, x string) string {
 	if !ok {
 		return x
 	}
+	return static16(p, x, r)
+}
+
+func (q *qdqQuant) output(p *pass, n *graph.Node, y string) string {
+	r, ok := q.cfg.Outputs[n.Weight]
+	if !ok {
+		return y
+	}
+	return static16(p, y, r)
+}
+
+// static16 returns x through a uint16 QuantizeLinear/DequantizeLinear
+// pair over r, the arithmetic qdq.Static16 simulates.
+func static16(p *pass, x string, r qdq.Range) string {
 	s, zp, ok := qdq.Static16Params(r)
 	if !ok {
 		return p.op("Mul", []string{x, p.scalar(0)})

@@ -148,6 +148,20 @@ func TestQDQGraphsMeetQNNRequirements(t *testing.T) {
 			default:
 				continue
 			}
+			var q *onnx.Node
+			for i := range g.Nodes {
+				if c := &g.Nodes[i]; len(c.Inputs) > 0 && c.Inputs[0] == n.Outputs[0] {
+					if q != nil {
+						t.Fatalf("%s: the MatMul of %s has more than one reader", file, w.Name)
+					}
+					q = c
+				}
+			}
+			if n.Outputs[0] == Logits {
+				// the classifier: its output is the graph's
+			} else if q == nil || q.OpType != "QuantizeLinear" || inits[q.Inputs[2]].Type != onnx.Uint16 {
+				t.Fatalf("%s: the output of the MatMul of %s is not quantized to 16 bits", file, w.Name)
+			}
 			adq := made[n.Inputs[0]]
 			if adq == nil || adq.OpType != "DequantizeLinear" || made[adq.Inputs[0]] == nil ||
 				made[adq.Inputs[0]].OpType != "QuantizeLinear" || inits[adq.Inputs[2]].Type != onnx.Uint16 {

@@ -197,6 +197,9 @@ func (p *pass) node(i int) error {
 			return err
 		}
 		out = p.op("MatMul", []string{p.q.activation(p, n, p.in(n, 0)), w})
+		if i != p.g.Output { // the logits stay float: a calibrated range would clip them
+			out = p.q.output(p, n, out)
+		}
 		if n.Bias != "" {
 			out = p.op("Add", []string{out, p.vector(n.Bias, 0)})
 		}
