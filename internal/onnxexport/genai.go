@@ -34,8 +34,15 @@ func genaiConfig(c *arch.Config, g *graph.Graph, opts Options) map[string]any {
 			"run_on_token_gen": rows == 1,
 		}
 	}
+	model := map[string]any{}
+	if c.BOS >= 0 {
+		model["bos_token_id"] = c.BOS
+	}
+	if len(c.EOS) > 0 {
+		model["eos_token_id"] = c.EOS
+	}
 	return map[string]any{
-		"model": map[string]any{
+		"model": withKeys(model, map[string]any{
 			"type":           c.Family,
 			"context_length": opts.Context,
 			"vocab_size":     c.Vocab,
@@ -65,7 +72,15 @@ func genaiConfig(c *arch.Config, g *graph.Graph, opts Options) map[string]any {
 				"kv_cache_type": cacheType,
 				"activations":   activations,
 			},
-		},
+		}),
 		"search": map[string]any{"max_length": opts.Context},
 	}
+}
+
+// withKeys returns m with the entries of more added.
+func withKeys(m, more map[string]any) map[string]any {
+	for k, v := range more {
+		m[k] = v
+	}
+	return m
 }

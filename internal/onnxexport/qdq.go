@@ -16,7 +16,8 @@ type QDQ struct {
 	// Weights returns a linear weight's stored quantized parts (nil for a
 	// float tensor): qmodel.Folder.Quantized. LPBQ weights become the
 	// pattern ONNX Runtime's QNN provider fuses into its LPBQ encoding,
-	// W8 weights a per-channel DequantizeLinear; other schemes stay float
+	// W8 weights a per-channel DequantizeLinear; other schemes, and LPBQ
+	// weights whose block does not divide their input width, stay float
 	// (their dequantized values). nil: every weight is float.
 	Weights func(name string) (*quant.Quantized, error)
 	// Activations gives, by linear weight name, the calibrated range of
@@ -72,6 +73,10 @@ func (q *qdqQuant) linear(p *pass, n *graph.Node) (string, error) {
 	}
 	switch w.Scheme.Kind {
 	case quant.KindLPBQ:
+		if w.Padded {
+			// a short last block: QNN's LPBQ encoding wants whole blocks
+			return floatQuant{}.linear(p, n)
+		}
 		return lpbq(p, n.Weight, w), nil
 	case quant.KindW8:
 		qt := p.st.put(n.Weight+".q", onnx.Int8, []int64{K, N}, func() []byte { return int8Bytes(transposeI8(w.Q, int(N), int(K))) })
