@@ -17,10 +17,17 @@ const (
 	Logits        = "logits"
 )
 
-// PastKey and the other cache names take the cache layer.
-func PastKey(l int) string      { return fmt.Sprintf("past_key_values.%d.key", l) }
-func PastValue(l int) string    { return fmt.Sprintf("past_key_values.%d.value", l) }
-func PresentKey(l int) string   { return fmt.Sprintf("present.%d.key", l) }
+// PastKey names the input holding cache layer l's keys.
+func PastKey(l int) string { return fmt.Sprintf("past_key_values.%d.key", l) }
+
+// PastValue names the input holding cache layer l's values.
+func PastValue(l int) string { return fmt.Sprintf("past_key_values.%d.value", l) }
+
+// PresentKey names the output holding cache layer l's keys after the pass.
+func PresentKey(l int) string { return fmt.Sprintf("present.%d.key", l) }
+
+// PresentValue names the output holding cache layer l's values after the
+// pass.
 func PresentValue(l int) string { return fmt.Sprintf("present.%d.value", l) }
 
 // pass holds what one graph's translation shares between nodes.
