@@ -133,6 +133,9 @@ func writeFile(path string, b []byte) error {
 type quantizer interface {
 	// linear returns the [K, N] weight of a linear node.
 	linear(p *pass, n *graph.Node) (string, error)
+	// embed returns the rows of embedding node n's table that input_ids
+	// pick, [1, N, D].
+	embed(p *pass, n *graph.Node) (string, error)
 	// activation returns the input x of linear node n as the linear reads
 	// it; output its product y (before the bias) as the graph keeps it.
 	activation(p *pass, n *graph.Node, x string) string
@@ -160,6 +163,17 @@ func (floatQuant) linear(p *pass, n *graph.Node) (string, error) {
 		return floatBytes(transpose(w, int(N), int(K)))
 	})
 	return p.weight(t), nil
+}
+
+func (floatQuant) embed(p *pass, n *graph.Node) (string, error) {
+	table, ok := p.w[n.Weight]
+	if !ok {
+		return "", fmt.Errorf("weight %s missing", n.Weight)
+	}
+	C := int64(n.Cols)
+	V := int64(len(table)) / C
+	t := p.st.put(n.Weight, onnx.Float, []int64{V, C}, func() []byte { return floatBytes(table) })
+	return p.op("Gather", []string{p.weight(t), InputIDs}, intAttr("axis", 0)), nil
 }
 
 func (floatQuant) activation(_ *pass, _ *graph.Node, x string) string { return x }

@@ -16,7 +16,8 @@ type QDQ struct {
 	// Weights returns a linear weight's stored quantized parts (nil for a
 	// float tensor): qmodel.Folder.Quantized. LPBQ weights become the
 	// pattern ONNX Runtime's QNN provider fuses into its LPBQ encoding,
-	// W8 weights a per-channel DequantizeLinear; other schemes, and LPBQ
+	// W8 weights a per-channel DequantizeLinear (a W8 embedding table its
+	// int8 rows times their scales); other schemes, and LPBQ
 	// weights whose block does not divide their input width, stay float
 	// (their dequantized values). nil: every weight is float.
 	Weights func(name string) (*quant.Quantized, error)
@@ -85,6 +86,29 @@ func (q *qdqQuant) linear(p *pass, n *graph.Node) (string, error) {
 		return p.op("DequantizeLinear", []string{p.weight(qt), p.weight(st), p.weight(zp)}, intAttr("axis", 1)), nil
 	}
 	return floatQuant{}.linear(p, n)
+}
+
+// embed gathers a W8 table's int8 rows and multiplies them by their row
+// scales (float32(q)*s, the folder's values), so the table is stored in 8
+// bits; other tables are float.
+func (q *qdqQuant) embed(p *pass, n *graph.Node) (string, error) {
+	if q.cfg.Weights == nil {
+		return floatQuant{}.embed(p, n)
+	}
+	w, err := q.cfg.Weights(n.Weight)
+	if err != nil {
+		return "", err
+	}
+	if w == nil || w.Scheme.Kind != quant.KindW8 || w.Cols != n.Cols {
+		return floatQuant{}.embed(p, n)
+	}
+	V, D := int64(w.Rows), int64(w.Cols)
+	qt := p.st.put(n.Weight+".rows.q", onnx.Int8, []int64{V, D}, func() []byte { return int8Bytes(w.Q) })
+	st := p.st.put(n.Weight+".rows.scales", onnx.Float, []int64{V}, func() []byte { return floatBytes(w.Scales) })
+	rows := p.op("Cast", []string{p.op("Gather", []string{p.weight(qt), InputIDs}, intAttr("axis", 0))},
+		intAttr("to", int64(onnx.Float)))
+	scales := p.unsqueeze(p.op("Gather", []string{p.weight(st), InputIDs}, intAttr("axis", 0)), 2)
+	return p.op("Mul", []string{rows, scales}), nil
 }
 
 // lpbq writes an LPBQ weight in the form ONNX Runtime's QNN provider fuses

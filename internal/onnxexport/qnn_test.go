@@ -178,7 +178,17 @@ func TestQDQGraphsMeetQNNRequirements(t *testing.T) {
 				}
 			}
 		}
-		t.Logf("%s: %d nodes, %d LPBQ and %d W8 linears", file, len(g.Nodes), lpbq, w8)
+		int8Table := false
+		for _, n := range g.Nodes {
+			if w, ok := inits[n.Inputs[0]]; n.OpType == "Gather" && ok && w.Type == onnx.Int8 && len(w.Dims) == 2 &&
+				int(w.Dims[0]) == q.Model.Config.Vocab {
+				int8Table = true
+			}
+		}
+		if man.Tensors["model.embed_tokens.weight"].Scheme.Kind == string(quant.KindW8) && !int8Table {
+			t.Errorf("%s: the W8 embedding table is not gathered in int8", file)
+		}
+		t.Logf("%s: %d nodes, %d LPBQ and %d W8 linears, int8 embedding table %v", file, len(g.Nodes), lpbq, w8, int8Table)
 	}
 }
 

@@ -191,13 +191,10 @@ func (p *pass) node(i int) error {
 	case op.Tokens:
 		out = InputIDs
 	case op.Embed:
-		table, ok := p.w[n.Weight]
-		if !ok {
-			return fmt.Errorf("weight %s missing", n.Weight)
+		var err error
+		if out, err = p.q.embed(p, n); err != nil {
+			return err
 		}
-		V := int64(len(table)) / C
-		t := p.st.put(n.Weight, onnx.Float, []int64{V, C}, func() []byte { return floatBytes(table) })
-		out = p.op("Gather", []string{p.weight(t), InputIDs}, intAttr("axis", 0))
 	case op.Linear:
 		w, err := p.q.linear(p, n)
 		if err != nil {
