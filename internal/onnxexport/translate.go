@@ -33,21 +33,20 @@ func PresentValue(l int) string { return fmt.Sprintf("present.%d.value", l) }
 // pass holds what one graph's translation shares between nodes.
 type pass struct {
 	*builder
-	g       *graph.Graph
-	w       graph.Weights
-	q       quantizer
-	rows    int64 // N, the tokens of the pass
-	ctx     int64
-	vals    []string // ONNX value of each graph node
-	nrows   []int64  // rows of each graph node
-	ropes   map[*graph.Rope][2]string
-	masks   map[int]string // window -> [1,1,N,ctx] bool visibility
-	sel     string         // [1,1,ctx,N] float: the slot each row writes
-	keep    string         // [1,1,ctx,1] float: 1 where the cache is kept
-	posCol  string         // position_ids as [1,N,1]
-	arange  string         // [ctx] int64 0..ctx-1
-	caches  []cacheIO
-	dequant map[string]string // linear weight -> [K, N] float value
+	g      *graph.Graph
+	w      graph.Weights
+	q      quantizer
+	rows   int64 // N, the tokens of the pass
+	ctx    int64
+	vals   []string // ONNX value of each graph node
+	nrows  []int64  // rows of each graph node
+	ropes  map[*graph.Rope][2]string
+	masks  map[int]string // window -> [1,1,N,ctx] bool visibility
+	sel    string         // [1,1,ctx,N] float: the slot each row writes
+	keep   string         // [1,1,ctx,1] float: 1 where the cache is kept
+	posCol string         // position_ids as [1,N,1]
+	arange string         // [ctx] int64 0..ctx-1
+	caches []cacheIO
 }
 
 type cacheIO struct {
@@ -64,7 +63,7 @@ func translate(name string, g *graph.Graph, w graph.Weights, st *store, q quanti
 	p := &pass{
 		builder: newBuilder(name, st), g: g, w: w, q: q, rows: int64(rows), ctx: int64(ctx),
 		vals: make([]string, len(g.Nodes)), nrows: make([]int64, len(g.Nodes)),
-		ropes: map[*graph.Rope][2]string{}, masks: map[int]string{}, dequant: map[string]string{},
+		ropes: map[*graph.Rope][2]string{}, masks: map[int]string{},
 	}
 	if err := checkOps(g); err != nil {
 		return nil, err
@@ -75,7 +74,7 @@ func translate(name string, g *graph.Graph, w graph.Weights, st *store, q quanti
 			p.caches[a.Layer] = cacheIO{layer: a.Layer, kvHeads: int64(a.KVHeads), headDim: int64(a.HeadDim), used: true}
 		}
 	}
-	p.g2().Inputs = append(p.g2().Inputs,
+	p.graph().Inputs = append(p.graph().Inputs,
 		onnx.Value{Name: InputIDs, Type: onnx.Int64, Dims: []int64{1, p.rows}},
 		onnx.Value{Name: PositionIDs, Type: onnx.Int64, Dims: []int64{1, p.rows}},
 		onnx.Value{Name: AttentionMask, Type: onnx.Int64, Dims: []int64{1, p.ctx}},
@@ -85,7 +84,7 @@ func translate(name string, g *graph.Graph, w graph.Weights, st *store, q quanti
 			return nil, fmt.Errorf("onnx export: cache layer %d has no attention node", c.layer)
 		}
 		dims := []int64{1, c.kvHeads, p.ctx, c.headDim}
-		p.g2().Inputs = append(p.g2().Inputs,
+		p.graph().Inputs = append(p.graph().Inputs,
 			onnx.Value{Name: PastKey(c.layer), Type: q.cacheType(), Dims: dims},
 			onnx.Value{Name: PastValue(c.layer), Type: q.cacheType(), Dims: dims})
 	}
@@ -98,20 +97,21 @@ func translate(name string, g *graph.Graph, w graph.Weights, st *store, q quanti
 	}
 	out := p.vals[g.Output]
 	p.rename(out, Logits)
-	p.g2().Outputs = append(p.g2().Outputs, onnx.Value{Name: Logits, Type: onnx.Float,
+	p.graph().Outputs = append(p.graph().Outputs, onnx.Value{Name: Logits, Type: onnx.Float,
 		Dims: []int64{1, p.nrows[g.Output], int64(g.Nodes[g.Output].Cols)}})
 	for _, c := range p.caches {
 		dims := []int64{1, c.kvHeads, p.ctx, c.headDim}
 		p.rename(c.key, PresentKey(c.layer))
 		p.rename(c.val, PresentValue(c.layer))
-		p.g2().Outputs = append(p.g2().Outputs,
+		p.graph().Outputs = append(p.graph().Outputs,
 			onnx.Value{Name: PresentKey(c.layer), Type: q.cacheType(), Dims: dims},
 			onnx.Value{Name: PresentValue(c.layer), Type: q.cacheType(), Dims: dims})
 	}
 	return &p.builder.g, nil
 }
 
-func (p *pass) g2() *onnx.Graph { return &p.builder.g }
+// graph is the ONNX graph being built.
+func (p *pass) graph() *onnx.Graph { return &p.builder.g }
 
 // checkOps refuses a graph with an op the export has no mapping for,
 // naming the first one.
