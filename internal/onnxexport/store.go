@@ -27,12 +27,12 @@ func newStore(file string) *store {
 }
 
 // put returns the initializer called name, adding it to the weights file
-// (or inline, when small) the first time; make computes its raw bytes.
-func (s *store) put(name string, typ onnx.DataType, dims []int64, make func() []byte) onnx.Tensor {
+// (or inline, when small) the first time; bytes computes its raw data.
+func (s *store) put(name string, typ onnx.DataType, dims []int64, bytes func() []byte) onnx.Tensor {
 	if t, ok := s.tensors[name]; ok {
 		return t
 	}
-	raw := make()
+	raw := bytes()
 	t := onnx.Tensor{Name: name, Type: typ, Dims: dims}
 	if len(raw) < externalMin {
 		t.Raw = raw
