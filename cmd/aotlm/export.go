@@ -10,7 +10,7 @@ import (
 )
 
 func newExportCmd() *cobra.Command {
-	var out, format, act string
+	var out, format, act, calib string
 	var arLen, ctx int
 	cmd := &cobra.Command{
 		Use:   "export MODEL -o DIR --format onnx",
@@ -27,7 +27,7 @@ func newExportCmd() *cobra.Command {
 				return fmt.Errorf("export: -o DIR is required")
 			}
 			s, err := onnxexport.ExportPath(args[0], out, onnxexport.PathOptions{
-				ARLen: arLen, Context: ctx, Activations: act, Producer: "aotlm " + version})
+				ARLen: arLen, Context: ctx, Activations: act, CalibText: calib, Producer: "aotlm " + version})
 			if err != nil {
 				return err
 			}
@@ -44,6 +44,7 @@ func newExportCmd() *cobra.Command {
 	f.StringVarP(&out, "output", "o", "", "output folder")
 	f.StringVar(&format, "format", "onnx", "output format (onnx)")
 	f.StringVar(&act, "activations", "", "qdq (16-bit linear inputs, uint8 cache) or float; default qdq for a quantized folder")
+	f.StringVar(&calib, "calib", "", "a text whose first --ctx tokens give the 16-bit ranges and cache scales")
 	f.IntVar(&arLen, "ar-len", load.ARLen, "tokens per prefill pass (the AR-N graph)")
 	f.IntVarP(&ctx, "ctx", "c", 0, "KV cache positions (0: 1024, or the model's trained context if shorter)")
 	return cmd

@@ -29,7 +29,8 @@ type Quantized struct {
 func (q *Quantized) Close() error { return q.folder.Close() }
 
 // OpenQuantized opens the quantized folder dir for a QDQ export with
-// ctx positions (0: DefaultContext, or the trained context if shorter). With activations, the linears' inputs get the 16-bit
+// ctx positions (0: DefaultContext, or the trained context if shorter).
+// With activations, the linears' inputs get the 16-bit
 // ranges the `npu` phase uses (recorded by quantize --calib, else
 // calibrated on the greedy sequence), their outputs the 16-bit ranges
 // seen over the greedy sequence, and the cache the uint8 scales of its KV
@@ -76,4 +77,32 @@ func OpenQuantized(dir string, ctx int, activations bool) (*Quantized, error) {
 		}
 	}
 	return q, nil
+}
+
+// CalibrateOn replaces the ranges of the linears' inputs and outputs and
+// the cache scales by those seen over ids (the first Context of them, in
+// passes of 32 tokens). It does nothing with float activations.
+func (q *Quantized) CalibrateOn(ids []int) error {
+	if q.QDQ.Activations == nil {
+		return nil
+	}
+	if err := calibrateOn(q.QDQ, q.Model, ids, q.Context); err != nil {
+		return err
+	}
+	q.Calibrated = "text"
+	return nil
+}
+
+// calibrateOn sets q's ranges and cache scales from m's float graph run
+// over ids (nil: the greedy sequence).
+func calibrateOn(q *QDQ, m *arch.Model, ids []int, ctx int) error {
+	var err error
+	if q.Activations, err = qdq.CalibrateRanges(m, ids, ctx); err != nil {
+		return err
+	}
+	if q.Outputs, err = OutputRanges(m, ids, ctx); err != nil {
+		return err
+	}
+	q.KV, err = qdq.CalibrateKV(m, ids, ctx)
+	return err
 }

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/aotlm/aotlm/internal/load"
-	"github.com/aotlm/aotlm/internal/qdq"
 	"github.com/aotlm/aotlm/internal/qmodel"
+	"github.com/aotlm/aotlm/internal/tokenizer"
 )
 
 // The values of PathOptions.Activations.
@@ -22,7 +22,11 @@ type PathOptions struct {
 	// ActivationsFloat; "" picks QDQ for a quantized folder, float
 	// otherwise.
 	Activations string
-	Producer    string
+	// CalibText, with QDQ activations, names a text whose first Context
+	// tokens give the activation ranges and cache scales in place of the
+	// recorded or greedy ones.
+	CalibText string
+	Producer  string
 }
 
 // DefaultContext is the cache size ExportPath uses when none is given.
@@ -53,6 +57,10 @@ func ExportPath(src, dir string, o PathOptions) (Summary, error) {
 		return Summary{}, fmt.Errorf("onnx export: activations %q: want %s or %s", act, ActivationsQDQ, ActivationsFloat)
 	}
 	s := Summary{Activations: act, ARLen: o.ARLen, Weights: "float"}
+	ids, err := calibIDs(src, o.CalibText, act)
+	if err != nil {
+		return s, err
+	}
 	opts := Options{ARLen: o.ARLen, Context: o.Context, Producer: o.Producer}
 	if quantized {
 		q, err := OpenQuantized(src, o.Context, act == ActivationsQDQ)
@@ -61,6 +69,11 @@ func ExportPath(src, dir string, o PathOptions) (Summary, error) {
 		}
 		defer q.Close()
 		opts.Context = q.Context
+		if ids != nil {
+			if err := q.CalibrateOn(ids); err != nil {
+				return s, err
+			}
+		}
 		s.Family, s.Weights, s.Calibrated, s.Context = q.Model.Config.Family, "quantized", q.Calibrated, opts.Context
 		opts.Quant = q.QDQ
 		return s, Export(dir, q.Model, opts)
@@ -73,18 +86,39 @@ func ExportPath(src, dir string, o PathOptions) (Summary, error) {
 	s.Family, s.Context = m.Config.Family, opts.Context
 	if act == ActivationsQDQ {
 		q := &QDQ{}
-		if q.Activations, err = qdq.CalibrateRanges(m, nil, opts.Context); err != nil {
-			return s, err
-		}
-		if q.Outputs, err = OutputRanges(m, nil, opts.Context); err != nil {
-			return s, err
-		}
-		if q.KV, err = qdq.CalibrateKV(m, nil, opts.Context); err != nil {
+		if err := calibrateOn(q, m, ids, opts.Context); err != nil {
 			return s, err
 		}
 		opts.Quant, s.Calibrated = q, "greedy"
+		if ids != nil {
+			s.Calibrated = "text"
+		}
 	}
 	return s, Export(dir, m, opts)
+}
+
+// calibIDs tokenizes the calibration text path with src's tokenizer (nil
+// without a path).
+func calibIDs(src, path, act string) ([]int, error) {
+	if path == "" {
+		return nil, nil
+	}
+	if act != ActivationsQDQ {
+		return nil, fmt.Errorf("onnx export: a calibration text needs --activations %s", ActivationsQDQ)
+	}
+	text, err := load.ReadText(path, "calibration text")
+	if err != nil {
+		return nil, err
+	}
+	tok, err := load.Tokenizer(src, src)
+	if err != nil {
+		return nil, fmt.Errorf("onnx export: calibration text: %w", err)
+	}
+	ids := tok.Encode(string(text), tokenizer.EncodeOptions{AddSpecial: true})
+	if len(ids) < 2 {
+		return nil, fmt.Errorf("onnx export: calibration text %s holds %d tokens", path, len(ids))
+	}
+	return ids, nil
 }
 
 // defaultContext is ctx, or DefaultContext capped by the model's trained
