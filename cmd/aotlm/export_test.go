@@ -20,6 +20,7 @@ func TestExportCommand(t *testing.T) {
 	if code, _, errs := runCLI(t, "quantize", src, "-o", q, "--recipe", "w4a16-lpbq"); code != 0 {
 		t.Fatalf("quantize: %s", errs)
 	}
+	calib := testutil.Path(t, "text/TinyStories-valid-excerpt.txt")
 	for _, c := range []struct {
 		name, model string
 		args        []string
@@ -28,6 +29,7 @@ func TestExportCommand(t *testing.T) {
 		{"float", src, nil, "float", "float32"},
 		{"qdq", q, nil, "qdq-uint16", "uint8"},
 		{"w4-float", q, []string{"--activations", "float"}, "float", "float32"},
+		{"calib", q, []string{"--calib", calib}, "qdq-uint16", "uint8"},
 	} {
 		out := filepath.Join(tmp, c.name)
 		args := append([]string{"export", c.model, "-o", out, "--format", "onnx", "--ar-len", "16", "--ctx", "64"}, c.args...)
@@ -35,7 +37,7 @@ func TestExportCommand(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", c.name, code, errs)
 		}
-		if !strings.Contains(stdout, "AR-16 and AR-1, context 64") {
+		if !strings.Contains(stdout, "AR-16 and AR-1, context 64") || (c.name == "calib") != strings.Contains(stdout, "ranges: text") {
 			t.Errorf("%s: output %q", c.name, stdout)
 		}
 		for _, f := range []string{"prefill.onnx", "decode.onnx", "model.onnx.data", "genai_config.json"} {
@@ -72,6 +74,8 @@ func TestExportCommand(t *testing.T) {
 		{[]string{"export", src, "-o", filepath.Join(tmp, "x"), "--activations", "int8"}, `activations "int8"`},
 		{[]string{"export", src}, "-o DIR is required"},
 		{[]string{"export", testutil.Path(t, "arch/lfm2"), "-o", filepath.Join(tmp, "x")}, "op causal_conv"},
+		{[]string{"export", src, "-o", filepath.Join(tmp, "x"), "--calib", calib}, "needs --activations qdq"},
+		{[]string{"export", q, "-o", filepath.Join(tmp, "x"), "--calib", filepath.Join(tmp, "none.txt")}, "none.txt"},
 	} {
 		code, _, errs := runCLI(t, c.args...)
 		if code != 1 || !strings.Contains(errs, c.want) {
