@@ -402,3 +402,40 @@ func TestFloatExportMatchesRun(t *testing.T) {
 		})
 	}
 }
+
+// TestFloatWeightsQDQActivations exports float stories260K with 16-bit
+// linear inputs and a uint8 cache over the greedy calibration (as
+// `export --activations qdq` does for a float model, its linear outputs
+// aside) and requires ONNX Runtime's logits over 192 tokens to match the
+// interpreter's simulation of the same within the QDQ tolerances.
+func TestFloatWeightsQDQActivations(t *testing.T) {
+	ortDir(t)
+	const ctx = 256
+	rel := "models/stories260K/stories260K.gguf"
+	m := loadModel(t, rel)
+	q := &QDQ{}
+	if err := calibrateOn(q, m, nil, ctx); err != nil {
+		t.Fatal(err)
+	}
+	q.Outputs = nil
+	out := t.TempDir()
+	if err := Export(out, m, Options{ARLen: 32, Context: ctx, Quant: q}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := qdq.NewSession(m, ctx, 1, &qdq.Sim{Static16: q.Activations, KV: q.KV})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := textTokens(t, testutil.Path(t, rel), "text/TinyStories-valid-excerpt.txt", 0, 192)
+	want, err := s.Logits(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := runORT(t, out, ids, 0)
+	d := maxDiff(t, got.Logits, want)
+	mean, top1 := meanDiff(got.Logits, want)
+	t.Logf("|logit diff| max %.3g mean %.3g, same top-1 %.1f%%", d, mean, 100*top1)
+	if d > qdqMaxTol || mean > qdqMeanTol {
+		t.Fatalf("logits differ by %.3g at most, %.3g on average: want %g, %g", d, mean, qdqMaxTol, qdqMeanTol)
+	}
+}
