@@ -1,6 +1,7 @@
 package compile
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -25,8 +26,13 @@ import (
 
 // Options configures CompileModel and CompileFile.
 type Options struct {
-	ARLens []int // AR lengths besides 1 (e.g. 32)
-	Ctx    int   // KV cache positions; 0 means the model's trained context
+	// Pooling makes the artifact an embedding model pooling its hidden
+	// rows this way ("mean", "cls" or "last"; plan.Embedding), whatever
+	// the checkpoint declares; "" keeps the checkpoint's declaration
+	// (GGUF pooling_type), "none" makes a generative model of it.
+	Pooling string
+	ARLens  []int // AR lengths besides 1 (e.g. 32)
+	Ctx     int   // KV cache positions; 0 means the model's trained context
 	// Tokenizer is a tokenizer file (tokenizer.json, .model, llama2.c
 	// .bin, .gguf) or folder to store instead of the checkpoint's own.
 	Tokenizer string
@@ -151,6 +157,13 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 		Manifest: plan.Manifest{Architecture: trained.Family, HyperParams: hp, Provenance: src.Provenance,
 			ChatTemplate: src.ChatTemplate, BOS: trained.BOS, EOS: trained.EOS, Vocab: trained.Vocab,
 			Recipe: src.Recipe, Generation: src.Generation}}
+	switch pool := cmp.Or(opts.Pooling, trained.Pooling); {
+	case pool == "" || pool == "none":
+	case plan.ValidPooling(pool):
+		in.Manifest.Embedding = &plan.Embedding{Pooling: pool}
+	default:
+		return fmt.Errorf("compile: pooling %q: want mean, cls, last or none", pool)
+	}
 	if err := specialIDsInVocab(&trained); err != nil {
 		return fmt.Errorf("compile: %w", err)
 	}

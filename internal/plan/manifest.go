@@ -40,7 +40,27 @@ type Manifest struct {
 	Vision *Vision `json:"vision,omitempty"`
 	// MTP, when set, is the model's multi-token-prediction draft head.
 	MTP *MTP `json:"mtp,omitempty"`
+	// Embedding, when set, makes the artifact an embedding model: its
+	// text plans keep the rows their classifier reads (Plan.Hidden), and
+	// Pooling says how a sequence's rows become one vector.
+	Embedding *Embedding `json:"embedding,omitempty"`
 }
+
+// Pooling methods of an embedding model: the mean of the sequence's
+// rows, its first row, or its last.
+const (
+	PoolMean = "mean"
+	PoolCLS  = "cls"
+	PoolLast = "last"
+)
+
+// Embedding describes how an embedding model pools its hidden rows.
+type Embedding struct {
+	Pooling string `json:"pooling"` // PoolMean, PoolCLS or PoolLast
+}
+
+// ValidPooling reports whether p names a pooling method.
+func ValidPooling(p string) bool { return p == PoolMean || p == PoolCLS || p == PoolLast }
 
 // MTP describes a multi-token-prediction draft head compiled beside the
 // model (Qwen3.5's): its plans, one per AR length (AR-1 among them, blobs
@@ -212,6 +232,9 @@ func (m *Manifest) Validate() error {
 		if err := m.MTP.validate(m.Ctx); err != nil {
 			return err
 		}
+	}
+	if e := m.Embedding; e != nil && !ValidPooling(e.Pooling) {
+		return errf("manifest.embedding.pooling", "%q is not %q, %q or %q", e.Pooling, PoolMean, PoolCLS, PoolLast)
 	}
 	if m.KVCache != nil {
 		return m.KVCache.validate()
