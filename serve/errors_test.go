@@ -75,7 +75,7 @@ func TestBadRequests(t *testing.T) {
 		{"a token outside the vocabulary", "/v1/completions", `{"prompt": [1, 99999]}`, 400, "99999"},
 		{"several prompts", "/v1/completions", `{"prompt": ["a", "b"]}`, 400, "one prompt"},
 		{"detokenize a bad id", "/detokenize", `{"tokens": [-1]}`, 400, "-1"},
-		{"unknown endpoint", "/v1/embeddings", `{}`, 404, "no endpoint"},
+		{"unknown endpoint", "/v1/audio/speech", `{}`, 404, "no endpoint"},
 	}
 	for _, c := range cases {
 		status, msg, _ := post(t, ts, c.path, c.body, nil)
