@@ -316,7 +316,11 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 		cons.mask = newMask(budget)
 		apply = cons.mask.Apply
 	}
-	j.req.Logits = chainLogits(apply, lp)
+	bias, e := req.logitBias(s.m.Info().Vocab)
+	if e != nil {
+		return job{}, nil, nil, e
+	}
+	j.req.Logits = withBias(bias, chainLogits(apply, lp))
 	return j, lp, &cons, nil
 }
 

@@ -86,9 +86,15 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) *apiE
 		lp = &logprobs{tok: modelparts.Tokenizer(s.m), top: *req.Logprobs}
 	}
 	j := job{ids: ids, req: aotlm.Request{IDs: ids, MaxTokens: limit, Sampling: p, Stop: stops, IgnoreEOS: req.IgnoreEOS}}
-	if lp != nil {
-		j.req.Logits = lp.hook
+	bias, e := req.logitBias(vocab)
+	if e != nil {
+		return e
 	}
+	var hook func([]float32, []int)
+	if lp != nil {
+		hook = lp.hook
+	}
+	j.req.Logits = withBias(bias, hook)
 	sl, e := s.acquire(r.Context(), ids)
 	if e != nil {
 		return e
