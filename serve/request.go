@@ -296,6 +296,7 @@ const (
 	maxStops       = 16
 	maxStopLen     = 256
 	maxTopLogprobs = 20
+	maxChoices     = 8 // n
 )
 
 // params checks the generation fields and turns them into sampling
@@ -306,8 +307,8 @@ func (g *genFields) params(defaults aotlm.GenerationDefaults, ctx int) (aotlm.Sa
 	chosen := aotlm.SamplingSet{Temperature: g.Temperature != nil, TopP: g.TopP != nil, TopK: g.TopK != nil,
 		MinP: g.MinP != nil, RepeatPenalty: g.RepeatPenalty != nil}
 	p = defaults.Apply(p, chosen)
-	if g.N != nil && *g.N != 1 {
-		return p, nil, 0, badRequest("n", "n is %d: only one choice per request (n = 1) is supported", *g.N)
+	if g.N != nil && (*g.N < 1 || *g.N > maxChoices) {
+		return p, nil, 0, badRequest("n", "n is %d: want 1 to %d choices", *g.N, maxChoices)
 	}
 	if g.Temperature != nil {
 		if !(*g.Temperature >= 0 && *g.Temperature <= 2) {
