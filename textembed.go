@@ -19,6 +19,12 @@ const (
 	PoolLast = plan.PoolLast
 )
 
+// PoolRank is the pooling Model.Pooling reports for a reranker: a model
+// that scores a query and a document by its logits of "yes" and "no" at
+// the end of a prompt asking whether the document meets the query
+// (Qwen3-Reranker), with no embeddings.
+const PoolRank = plan.PoolRank
+
 // ErrNoEmbeddings is returned by Embed on a model whose artifact keeps no
 // hidden rows: one compiled without a pooling.
 var ErrNoEmbeddings = errors.New("the model gives no embeddings (compile it with a pooling, aotlm compile --pooling)")
@@ -39,7 +45,8 @@ type hiddenSequence interface {
 }
 
 // Pooling is the pooling an embedding model was compiled with (PoolMean,
-// PoolCLS or PoolLast), "" for a generative model.
+// PoolCLS or PoolLast), PoolRank for a reranker, "" for a generative
+// model.
 func (m *Model) Pooling() string {
 	if m.eng == nil {
 		return ""

@@ -94,7 +94,7 @@ func newCompileCmd() *cobra.Command {
 	f.StringVar(&visionBuckets, "vision-buckets", "", visionBucketsHelp)
 	f.BoolVar(&visionLlamaCpp, "vision-llama-cpp", false, visionLlamaCppHelp)
 	f.BoolVar(&allowNonFinite, "allow-nonfinite", false, "keep NaN and infinite weights (refused by default)")
-	f.StringVar(&pooling, "pooling", "", "make an embedding model pooling its final hidden rows: mean, cls or last (default the checkpoint's GGUF pooling_type; none for a generative model)")
+	f.StringVar(&pooling, "pooling", "", "make an embedding model pooling its final hidden rows: mean, cls or last; rank makes a yes/no reranker (default the checkpoint's GGUF pooling_type; none for a generative model)")
 	f.StringVar(&lookahead, "lookahead", "", "N,W,G: add a plan for lookahead decoding's passes of (W+G)(N-1) rows (rounded up to a power of two)")
 	return cmd
 }

@@ -110,6 +110,8 @@ func decoderConfigGGUF(m map[string]any, arch, family string, style graph.RopeSt
 	if v, ok := format.MetaInt(m, arch+".pooling_type"); ok {
 		// llama.cpp's enum: 0 none, 1 mean, 2 cls, 3 last, 4 rank
 		switch v {
+		case 4:
+			c.Pooling = "rank"
 		case 1:
 			c.Pooling = "mean"
 		case 2:

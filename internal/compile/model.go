@@ -27,9 +27,10 @@ import (
 // Options configures CompileModel and CompileFile.
 type Options struct {
 	// Pooling makes the artifact an embedding model pooling its hidden
-	// rows this way ("mean", "cls" or "last"; plan.Embedding), whatever
-	// the checkpoint declares; "" keeps the checkpoint's declaration
-	// (GGUF pooling_type), "none" makes a generative model of it.
+	// rows this way ("mean", "cls" or "last"; plan.Embedding), or a
+	// reranker ("rank"), whatever the checkpoint declares; "" keeps the
+	// checkpoint's declaration (GGUF pooling_type), "none" makes a
+	// generative model of it.
 	Pooling string
 	ARLens  []int // AR lengths besides 1 (e.g. 32)
 	Ctx     int   // KV cache positions; 0 means the model's trained context
@@ -159,10 +160,10 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 			Recipe: src.Recipe, Generation: src.Generation}}
 	switch pool := cmp.Or(opts.Pooling, trained.Pooling); {
 	case pool == "" || pool == "none":
-	case plan.ValidPooling(pool):
+	case plan.ValidPooling(pool), pool == plan.PoolRank:
 		in.Manifest.Embedding = &plan.Embedding{Pooling: pool}
 	default:
-		return fmt.Errorf("compile: pooling %q: want mean, cls, last or none", pool)
+		return fmt.Errorf("compile: pooling %q: want mean, cls, last, rank or none", pool)
 	}
 	if err := specialIDsInVocab(&trained); err != nil {
 		return fmt.Errorf("compile: %w", err)

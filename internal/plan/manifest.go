@@ -47,16 +47,19 @@ type Manifest struct {
 }
 
 // Pooling methods of an embedding model: the mean of the sequence's
-// rows, its first row, or its last.
+// rows, its first row, or its last; PoolRank marks a reranker, which
+// scores a query and a document by its logits of "yes" and "no" (Qwen3
+// Reranker) and keeps no hidden rows.
 const (
 	PoolMean = "mean"
 	PoolCLS  = "cls"
 	PoolLast = "last"
+	PoolRank = "rank"
 )
 
 // Embedding describes how an embedding model pools its hidden rows.
 type Embedding struct {
-	Pooling string `json:"pooling"` // PoolMean, PoolCLS or PoolLast
+	Pooling string `json:"pooling"` // PoolMean, PoolCLS, PoolLast or PoolRank
 }
 
 // ValidPooling reports whether p names a pooling method.
@@ -233,8 +236,8 @@ func (m *Manifest) Validate() error {
 			return err
 		}
 	}
-	if e := m.Embedding; e != nil && !ValidPooling(e.Pooling) {
-		return errf("manifest.embedding.pooling", "%q is not %q, %q or %q", e.Pooling, PoolMean, PoolCLS, PoolLast)
+	if e := m.Embedding; e != nil && !ValidPooling(e.Pooling) && e.Pooling != PoolRank {
+		return errf("manifest.embedding.pooling", "%q is not %q, %q, %q or %q", e.Pooling, PoolMean, PoolCLS, PoolLast, PoolRank)
 	}
 	if m.KVCache != nil {
 		return m.KVCache.validate()

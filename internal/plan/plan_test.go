@@ -288,6 +288,10 @@ func TestManifestEmbedding(t *testing.T) {
 	if err := m.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	m.Embedding.Pooling = PoolRank
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
 	m.Embedding.Pooling = "max"
 	var pe *Error
 	if err := m.Validate(); !errors.As(err, &pe) || pe.Field != "manifest.embedding.pooling" {
