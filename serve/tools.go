@@ -119,10 +119,11 @@ func (s *Server) toolSetup(tools []tool, choice json.RawMessage) (*toolParser, [
 }
 
 // callFormat is the recognizer of one call of tool t (the i-th), in the
-// format the model's template teaches: Llama 3's bare
-// {"name": ..., "parameters": ...} when the template speaks of
-// <|python_tag|> and not of <tool_call>, the Hermes and Qwen
-// <tool_call> block otherwise.
+// format the model's template teaches (toolFormatOf): Llama 3's bare
+// {"name": ..., "parameters": ...}, Mistral's [TOOL_CALLS][{...}], and
+// the Hermes and Qwen <tool_call> block for the others (whose own
+// formats write arguments as text, which the schema mask does not
+// shape).
 func (s *Server) callFormat(i int, t tool) (constrain.Recognizer, *apiError) {
 	params := bytes.TrimSpace(t.Function.Parameters)
 	if len(params) == 0 || string(params) == "null" {
@@ -145,8 +146,11 @@ func (s *Server) callFormat(i int, t tool) (constrain.Recognizer, *apiError) {
 	if s.m != nil {
 		src = s.m.ChatTemplateSource()
 	}
-	if strings.Contains(src, pythonTag) && !strings.Contains(src, hermesOpen) {
+	switch toolFormatOf(src) {
+	case formatLlama3:
 		return constrain.Sequence(`{"name": `+string(name)+`, "parameters": `, args, "}"), nil
+	case formatMistral:
+		return constrain.Sequence(mistralCalls+`[{"name": `+string(name)+`, "arguments": `, args, "}]"), nil
 	}
 	return constrain.Sequence(hermesOpen+"\n"+`{"name": `+string(name)+`, "arguments": `, args, "}\n"+hermesClose), nil
 }
