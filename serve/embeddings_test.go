@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"math"
 	"net/http"
 	"os"
@@ -88,6 +89,22 @@ func closeTo(t *testing.T, what string, got []float64, want []float32) {
 func TestEmbeddingsAPI(t *testing.T) {
 	m := openStoriesEmbed(t)
 	ts := newTestServerFor(t, m, Options{ModelID: "embed"})
+	var models struct {
+		Data []struct {
+			Meta struct {
+				Pooling string `json:"pooling"`
+			} `json:"meta"`
+		} `json:"data"`
+	}
+	resp, err := http.Get(ts.http.URL + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&models)
+	resp.Body.Close()
+	if err != nil || len(models.Data) != 1 || models.Data[0].Meta.Pooling != aotlm.PoolMean {
+		t.Fatalf("/v1/models: %+v, %v; want pooling mean", models, err)
+	}
 	texts := []string{"Once upon a time", "The cat sat on the mat.", "Lily liked to play"}
 	want := make([][]float32, len(texts))
 	tokens := 0
@@ -181,7 +198,7 @@ func TestEmbeddingsAPI(t *testing.T) {
 	if code, msg, _ := post(t, ts, "/v1/embeddings", `{"input": "`+long+`"}`, nil); code != http.StatusBadRequest || !strings.Contains(msg, "context") {
 		t.Fatalf("a long input: %d %s", code, msg)
 	}
-	resp := postJSON(t, ts, "/api/embed", map[string]any{"input": long, "truncate": false}, nil)
+	resp = postJSON(t, ts, "/api/embed", map[string]any{"input": long, "truncate": false}, nil)
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("/api/embed truncate false: status %d", resp.StatusCode)
 	}
