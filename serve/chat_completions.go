@@ -273,6 +273,11 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 			vars["tools"] = tv
 		}
 	}
+	if cons.tools == nil && toolFormatOf(s.m.ChatTemplateSource()) == formatHarmony {
+		// gpt-oss answers in channels: its reply is read for the final
+		// channel's text (and the analysis) even without tools
+		cons.tools = &toolParser{names: map[string]bool{}, format: formatHarmony}
+	}
 	var format *jsonFormat
 	if req.ResponseFormat != nil {
 		if format, e = s.responseFormat(req.ResponseFormat); e != nil {

@@ -190,11 +190,18 @@ func (s *Server) generateReply(ctx context.Context, sl *slot, j job, cons *const
 	rp.reasoning = strings.TrimSpace(rp.reasoning)
 	rp.finish = cons.finish(res)
 	content, calls, tail := text.end()
+	rp.content = content // the reply's text without call markup
 	if len(calls) > 0 {
-		rp.content, rp.calls, rp.finish = content, calls, "tool_calls"
+		rp.calls, rp.finish = calls, "tool_calls"
 	}
-	if onDelta != nil && tail != "" {
-		if err := onDelta("", tail); err != nil {
+	analysis := ""
+	if cons.tools != nil && rp.reasoning == "" {
+		// gpt-oss's analysis channel is its thinking
+		analysis = harmonyAnalysis(text.text)
+		rp.reasoning = analysis
+	}
+	if onDelta != nil && (tail != "" || analysis != "") {
+		if err := onDelta(analysis, tail); err != nil {
 			return nil, err
 		}
 	}

@@ -507,3 +507,30 @@ func (p *toolParser) harmony(text string) (rest string, calls []toolCall, ok boo
 	}
 	return out.String(), calls, true
 }
+
+// harmonyAnalysis returns the text of gpt-oss's analysis messages in a
+// reply, trimmed; "" when it has none.
+func harmonyAnalysis(text string) string {
+	var out strings.Builder
+	for {
+		i := strings.Index(text, harmonyMessage)
+		if i < 0 {
+			break
+		}
+		header, body := text[:i], text[i+len(harmonyMessage):]
+		end := len(body)
+		for _, m := range []string{"<|end|>", "<|call|>", "<|return|>", harmonyStart} {
+			if j := strings.Index(body, m); j >= 0 && j < end {
+				end = j
+			}
+		}
+		text = body[end:]
+		if _, ch, found := strings.Cut(header, harmonyChannel); found && strings.HasPrefix(ch, "analysis") && !strings.Contains(header, harmonyFunction) {
+			if out.Len() > 0 {
+				out.WriteString("\n")
+			}
+			out.WriteString(strings.TrimSpace(body[:end]))
+		}
+	}
+	return out.String()
+}

@@ -278,3 +278,24 @@ func FuzzToolParse(f *testing.F) {
 		}
 	})
 }
+
+// TestHarmonyAnalysis: gpt-oss's analysis messages are its thinking,
+// apart from the answer and the calls; other replies have none.
+func TestHarmonyAnalysis(t *testing.T) {
+	for text, want := range map[string]string{
+		"<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather json<|message|>{}":                 "Need the weather.",
+		"<|channel|>analysis<|message|> One. <|end|><|start|>assistant<|channel|>analysis<|message|>Two.<|end|><|start|>assistant<|channel|>final<|message|>Done.": "One.\nTwo.",
+		"<|channel|>final<|message|>Done.": "",
+		"<tool_call>{}</tool_call>":        "",
+	} {
+		if got := harmonyAnalysis(text); got != want {
+			t.Errorf("%q: %q, want %q", text, got, want)
+		}
+	}
+	p := exampleParser(formatHarmony)
+	ts := &textStream{tools: p}
+	ts.add("<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final<|message|>It is 21 C.")
+	if content, calls, tail := ts.end(); content != "It is 21 C." || len(calls) != 0 || tail != content {
+		t.Fatalf("content %q, %d calls, tail %q", content, len(calls), tail)
+	}
+}
