@@ -450,9 +450,12 @@ func (g *gemmaReader) value(b *bytes.Buffer, depth int) bool {
 		if !ok {
 			return false
 		}
-		if json.Valid([]byte(v)) {
+		switch {
+		case v == "None": // a null as a Jinja template prints it
+			b.WriteString("null")
+		case json.Valid([]byte(v)):
 			b.WriteString(v)
-		} else {
+		default:
 			vb, _ := json.Marshal(v)
 			b.Write(vb)
 		}

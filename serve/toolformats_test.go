@@ -130,6 +130,7 @@ var toolExamples = []toolExample{
 	{formatGemma, `<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:3}<tool_call|>`, "", []string{`get_weather {"city":"Paris","days":3}`}},
 	{formatGemma, `I will call both.<|tool_call>call:add{a:1,b:-2.5}<tool_call|><|tool_call>call:get_weather{city:<|"|>Oslo, Norway<|"|>,opts:{tags:[<|"|>a<|"|>,<|"|>b<|"|>],metric:true,note:null}}<tool_call|>`,
 		"I will call both.", []string{`add {"a":1,"b":-2.5}`, `get_weather {"city":"Oslo, Norway","opts":{"tags":["a","b"],"metric":true,"note":null}}`}},
+	{formatGemma, `<|tool_call>call:add{a:2,b:None}<tool_call|>`, "", []string{`add {"a":2,"b":null}`}},
 	{formatGemma, `<start_function_call>call:get_weather{city:<escape>Rome<escape>}<end_function_call>`, "", []string{`get_weather {"city":"Rome"}`}},
 	{formatHarmony, `<|channel|>analysis<|message|>The user wants the weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}`,
 		"", []string{`get_weather {"city":"Paris"}`}},
