@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -56,6 +58,28 @@ func (s *Server) answerID(word string) (int, error) {
 		return 0, fmt.Errorf("%q encodes to no token", word)
 	}
 	return ids[0], nil
+}
+
+// rankScore is the reranker's score of a prompt: the probability of the
+// token yes against the token no after it (the softmax of their two
+// logits, as llama.cpp's rank pooling of a Qwen3 reranker computes it
+// from the classifier's yes and no rows).
+func (s *Server) rankScore(ctx context.Context, sl *slot, ids []int, yes, no int) (float64, error) {
+	var logit float64
+	seen := false
+	_, err := s.run(ctx, sl, job{ids: ids, req: aotlm.Request{IDs: ids, MaxTokens: 1, IgnoreEOS: true,
+		Logits: func(l []float32, generated []int) {
+			if len(generated) == 0 {
+				logit, seen = float64(l[yes])-float64(l[no]), true
+			}
+		}}}, nil)
+	if err != nil {
+		return 0, err
+	}
+	if !seen {
+		return 0, errors.New("the reranker gave no logits")
+	}
+	return 1 / (1 + math.Exp(-logit)), nil
 }
 
 // handleRerank answers POST /v1/rerank: each document's relevance to the
@@ -115,23 +139,13 @@ func (s *Server) handleRerank(w http.ResponseWriter, r *http.Request) *apiError 
 	defer s.pool.release(sl)
 	results := make([]rerankResult, len(prompts))
 	for i, ids := range prompts {
-		var logit float64
-		seen := false
 		// the documents share the prompt's head (instruction and query):
 		// each takes it from the session's cache
-		_, err := s.run(r.Context(), sl, job{ids: ids, req: aotlm.Request{IDs: ids, MaxTokens: 1, IgnoreEOS: true,
-			Logits: func(l []float32, generated []int) {
-				if len(generated) == 0 {
-					logit, seen = float64(l[yes])-float64(l[no]), true
-				}
-			}}}, nil)
+		score, err := s.rankScore(r.Context(), sl, ids, yes, no)
 		if err != nil {
 			return generationError(err)
 		}
-		if !seen {
-			return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: "the reranker gave no logits"}
-		}
-		results[i] = rerankResult{Index: i, RelevanceScore: 1 / (1 + math.Exp(-logit))}
+		results[i] = rerankResult{Index: i, RelevanceScore: score}
 		if req.ReturnDocuments {
 			results[i].Document = &map[string]string{"text": req.Documents[i]}
 		}
