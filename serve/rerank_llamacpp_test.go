@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/aotlm/aotlm"
@@ -24,8 +25,8 @@ const rankYes, rankNo = 200, 201
 // layout llama.cpp's converter gives Qwen3-Reranker: pooling_type 4
 // (rank), the classifier labels yes and no, and cls.output.weight
 // holding the classifier's rows of the two answer ids (yes first), the
-// rest of the file as it is.
-func writeRankGGUF(t testing.TB, path string) {
+// rest of the file as it is (without output.weight unless keepOutput).
+func writeRankGGUF(t testing.TB, path string, keepOutput bool) {
 	t.Helper()
 	f, err := gguf.Open(testutil.Path(t, "arch/qwen3/model.gguf"))
 	if err != nil {
@@ -36,6 +37,9 @@ func writeRankGGUF(t testing.TB, path string) {
 		gguf.KV{Key: "qwen3.classifier.output_labels", Value: []any{"yes", "no"}})
 	var tensors []gguf.WriteTensor
 	for _, ti := range f.Tensors() {
+		if ti.Name == "output.weight" && !keepOutput {
+			continue
+		}
 		data, err := f.TensorData(ti.Name)
 		if err != nil {
 			t.Fatal(err)
@@ -63,13 +67,15 @@ func writeRankGGUF(t testing.TB, path string) {
 
 // TestWriteRankGGUF writes the reranker fixture where AOTLM_RANK_GGUF
 // says (how testdata/rerank_llamacpp.json was made); without it, it
-// only checks that the file is written.
+// only checks that the file is written. The same file without its
+// classifier (output.weight) does not compile: its scores would come from
+// the tied embeddings.
 func TestWriteRankGGUF(t *testing.T) {
 	path := os.Getenv("AOTLM_RANK_GGUF")
 	if path == "" {
 		path = filepath.Join(t.TempDir(), "rank.gguf")
 	}
-	writeRankGGUF(t, path)
+	writeRankGGUF(t, path, true)
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +83,12 @@ func TestWriteRankGGUF(t *testing.T) {
 	defer f.Close()
 	if v, ok := f.Value("qwen3.pooling_type"); !ok || v != uint32(4) {
 		t.Fatalf("pooling_type %v", v)
+	}
+	bare := filepath.Join(t.TempDir(), "bare.gguf")
+	writeRankGGUF(t, bare, false)
+	err = compile.CompileFile(bare, filepath.Join(t.TempDir(), "bare.aot"), compile.Options{Ctx: 32})
+	if err == nil || !strings.Contains(err.Error(), "cls.output.weight") {
+		t.Fatalf("a reranker GGUF without output.weight: %v", err)
 	}
 }
 
@@ -107,7 +119,7 @@ func TestRerankAgainstLlamaCpp(t *testing.T) {
 	}
 	dir := t.TempDir()
 	src, art := filepath.Join(dir, "rank.gguf"), filepath.Join(dir, "rank.aot")
-	writeRankGGUF(t, src)
+	writeRankGGUF(t, src, true)
 	if err := compile.CompileFile(src, art, compile.Options{ARLens: []int{8}, Ctx: 64}); err != nil {
 		t.Fatal(err)
 	}

@@ -307,6 +307,9 @@ func CompileFile(path, outPath string, opts Options) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	m.AllowNonFinite = opts.AllowNonFinite
+	if err := rankClassifier(ck, m.Config.Pooling, opts.Pooling); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	files, err := hf.Find(path, ck)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -502,6 +505,24 @@ func specialIDsInVocab(c *arch.Config) error {
 			}
 			return fmt.Errorf("%s %d is outside the vocabulary of %d tokens", name, e, c.Vocab)
 		}
+	}
+	return nil
+}
+
+// rankClassifier refuses a reranker GGUF that keeps only the classifier's
+// yes and no rows (cls.output.weight) without the classifier itself: its
+// scores would come from the tied embeddings instead.
+func rankClassifier(ck format.Checkpoint, declared, chosen string) error {
+	if cmp.Or(chosen, declared) != plan.PoolRank || ck.Format() != "gguf" {
+		return nil
+	}
+	var cls, out bool
+	for _, t := range ck.Tensors() {
+		cls = cls || t.Name == "cls.output.weight"
+		out = out || t.Name == "output.weight"
+	}
+	if cls && !out {
+		return fmt.Errorf("the reranker GGUF holds only its classifier's yes and no rows (cls.output.weight), not the classifier (output.weight): compile the Hugging Face checkpoint")
 	}
 	return nil
 }
