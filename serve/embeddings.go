@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -250,7 +251,7 @@ func (s *Server) handleOllamaEmbed(w http.ResponseWriter, r *http.Request) *apiE
 		return e
 	}
 	d := time.Since(start).Nanoseconds()
-	writeJSON(w, http.StatusOK, map[string]any{"model": req.Model, "embeddings": res.vecs,
+	writeJSON(w, http.StatusOK, map[string]any{"model": cmp.Or(req.Model, s.id), "embeddings": res.vecs,
 		"total_duration": d, "load_duration": 0, "prompt_eval_count": res.tokens})
 	return nil
 }
