@@ -61,81 +61,125 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *apiError {
 		return e
 	}
 	defer s.pool.release(sl)
-	base := chatResponse{ID: newID("chatcmpl-"), Created: unixNow(), Model: s.id, SystemFingerprint: fingerprint}
-	var entries []logprobEntry // logprobs not yet sent
-	if lp != nil {
-		j.onToken = func(t aotlm.Token) {
-			if t.ID >= 0 {
-				entries = append(entries, lp.entry(t.ID))
-			}
-		}
+	n := 1
+	if req.N != nil {
+		n = *req.N
 	}
+	// choice i > 0 is a job of its own (its constraint's state, its
+	// logprobs) with the seed after the previous choice's; it runs on the
+	// same session, whose cache holds the prompt: only the first choice
+	// prefills it
+	choice := func(i int) (job, *logprobs, *constraints, *apiError) {
+		if i == 0 {
+			return j, lp, cons, nil
+		}
+		ji, lpi, ci, e := s.chatJob(&req)
+		if e != nil {
+			return ji, nil, nil, e
+		}
+		ji.req.Sampling.Seed = j.req.Sampling.Seed + uint64(i)
+		return ji, lpi, ci, nil
+	}
+	base := chatResponse{ID: newID("chatcmpl-"), Created: unixNow(), Model: s.id, SystemFingerprint: fingerprint}
+	var total *usage
+	var last *aotlm.Result
 	if !req.Stream {
-		rp, err := s.generateReply(r.Context(), sl, j, cons, nil)
-		if err != nil {
-			return generationError(err)
-		}
 		base.Object = "chat.completion"
-		msg := &outMessage{Role: "assistant", Content: &rp.content, ToolCalls: rp.calls}
-		if rp.reasoning != "" {
-			msg.ReasoningContent = &rp.reasoning
+		for i := range n {
+			ji, lpi, ci, e := choice(i)
+			if e != nil {
+				return e
+			}
+			var entries []logprobEntry
+			if lpi != nil {
+				ji.onToken = func(t aotlm.Token) {
+					if t.ID >= 0 {
+						entries = append(entries, lpi.entry(t.ID))
+					}
+				}
+			}
+			rp, err := s.generateReply(r.Context(), sl, ji, ci, nil)
+			if err != nil {
+				return generationError(err)
+			}
+			msg := &outMessage{Role: "assistant", Content: &rp.content, ToolCalls: rp.calls}
+			if rp.reasoning != "" {
+				msg.ReasoningContent = &rp.reasoning
+			}
+			ch := chatChoice{Index: i, Message: msg, FinishReason: &rp.finish}
+			if lpi != nil {
+				ch.Logprobs = &logprobList{Content: orEmpty(entries)}
+			}
+			base.Choices = append(base.Choices, ch)
+			total, last = addUsage(total, rp.res), rp.res
 		}
-		ch := chatChoice{Message: msg, FinishReason: &rp.finish}
-		if lp != nil {
-			ch.Logprobs = &logprobList{Content: orEmpty(entries)}
-		}
-		base.Choices = []chatChoice{ch}
-		base.Usage = usageOf(rp.res)
-		base.Timings = timingsOf(rp.res)
+		base.Usage = total
+		base.Timings = timingsOf(last)
 		writeJSON(w, http.StatusOK, base)
 		return nil
 	}
 
 	base.Object = "chat.completion.chunk"
 	ev := startSSE(w)
-	chunk := func(d *outMessage, finish *string) error {
+	var entries []logprobEntry // logprobs not yet sent
+	chunk := func(i int, d *outMessage, finish *string) error {
 		c := base
 		var l *logprobList
-		if lp != nil && len(entries) > 0 {
+		if len(entries) > 0 {
 			l = &logprobList{Content: entries}
 			entries = nil
 		}
-		c.Choices = []chatChoice{{Delta: d, Logprobs: l, FinishReason: finish}}
+		c.Choices = []chatChoice{{Index: i, Delta: d, Logprobs: l, FinishReason: finish}}
 		return ev.send(c)
 	}
-	empty := ""
-	if chunk(&outMessage{Role: "assistant", Content: &empty}, nil) != nil {
-		return nil
+	for i := range n {
+		ji, lpi, ci, e := choice(i)
+		if e != nil {
+			ev.send(map[string]any{"error": e})
+			return nil
+		}
+		if lpi != nil {
+			ji.onToken = func(t aotlm.Token) {
+				if t.ID >= 0 {
+					entries = append(entries, lpi.entry(t.ID))
+				}
+			}
+		}
+		empty := ""
+		if chunk(i, &outMessage{Role: "assistant", Content: &empty}, nil) != nil {
+			return nil
+		}
+		rp, err := s.generateReply(r.Context(), sl, ji, ci, func(reasoning, content string) error {
+			d := &outMessage{}
+			if reasoning != "" {
+				d.ReasoningContent = &reasoning
+			}
+			if content != "" {
+				d.Content = &content
+			}
+			return chunk(i, d, nil)
+		})
+		if err != nil {
+			if r.Context().Err() == nil {
+				ev.send(map[string]any{"error": generationError(err)})
+			}
+			return nil
+		}
+		if len(rp.calls) > 0 {
+			for k := range rp.calls {
+				rp.calls[k].Index = new(int)
+				*rp.calls[k].Index = k
+			}
+			chunk(i, &outMessage{ToolCalls: rp.calls}, nil)
+		}
+		chunk(i, &outMessage{}, &rp.finish)
+		total, last = addUsage(total, rp.res), rp.res
 	}
-	rp, err := s.generateReply(r.Context(), sl, j, cons, func(reasoning, content string) error {
-		d := &outMessage{}
-		if reasoning != "" {
-			d.ReasoningContent = &reasoning
-		}
-		if content != "" {
-			d.Content = &content
-		}
-		return chunk(d, nil)
-	})
-	if err != nil {
-		if r.Context().Err() == nil {
-			ev.send(map[string]any{"error": generationError(err)})
-		}
-		return nil
-	}
-	if len(rp.calls) > 0 {
-		for i := range rp.calls {
-			rp.calls[i].Index = new(int)
-			*rp.calls[i].Index = i
-		}
-		chunk(&outMessage{ToolCalls: rp.calls}, nil)
-	}
-	chunk(&outMessage{}, &rp.finish)
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 		c := base
 		c.Choices = []chatChoice{}
-		c.Usage = usageOf(rp.res)
-		c.Timings = timingsOf(rp.res)
+		c.Usage = total
+		c.Timings = timingsOf(last)
 		ev.send(c)
 	}
 	ev.done()
@@ -229,6 +273,11 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 			vars["tools"] = tv
 		}
 	}
+	if cons.tools == nil && toolFormatOf(s.m.ChatTemplateSource()) == formatHarmony {
+		// gpt-oss answers in channels: its reply is read for the final
+		// channel's text (and the analysis) even without tools
+		cons.tools = &toolParser{names: map[string]bool{}, format: formatHarmony}
+	}
 	var format *jsonFormat
 	if req.ResponseFormat != nil {
 		if format, e = s.responseFormat(req.ResponseFormat); e != nil {
@@ -316,7 +365,11 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 		cons.mask = newMask(budget)
 		apply = cons.mask.Apply
 	}
-	j.req.Logits = chainLogits(apply, lp)
+	bias, e := req.logitBias(s.m.Info().Vocab)
+	if e != nil {
+		return job{}, nil, nil, e
+	}
+	j.req.Logits = withBias(bias, chainLogits(apply, lp))
 	return j, lp, &cons, nil
 }
 

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,11 +57,18 @@ func TestOfficialClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	think := newTestServerFor(t, m, Options{APIKey: "test-key"})
+	em := openStoriesEmbed(t)
+	embed := newTestServerFor(t, em, Options{APIKey: "test-key", ModelID: "embed"})
+	want, err := json.Marshal(directEmbed(t, em, "Once upon a time"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		file string
 		min  int // the tests the file holds
 	}{
 		{"anthropic.test.mjs", 7},
+		{"embeddings.test.mjs", 2},
 		{"ollama.test.mjs", 7},
 		{"openai.test.mjs", 7},
 		{"reasoning.test.mjs", 3},
@@ -70,7 +78,8 @@ func TestOfficialClients(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=tap", c.file)
 			cmd.Dir = clientsDir
-			cmd.Env = append(os.Environ(), "AOTLM_URL="+ts.http.URL, "AOTLM_THINK_URL="+think.http.URL, "AOTLM_MODEL=stories", "AOTLM_KEY=test-key")
+			cmd.Env = append(os.Environ(), "AOTLM_URL="+ts.http.URL, "AOTLM_THINK_URL="+think.http.URL, "AOTLM_MODEL=stories", "AOTLM_KEY=test-key",
+				"AOTLM_EMBED_URL="+embed.http.URL, "AOTLM_EMBED_MODEL=embed", "AOTLM_EMBED_WANT="+string(want))
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("node --test %s: %v\n%s", c.file, err, out)

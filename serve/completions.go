@@ -86,67 +86,89 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) *apiE
 		lp = &logprobs{tok: modelparts.Tokenizer(s.m), top: *req.Logprobs}
 	}
 	j := job{ids: ids, req: aotlm.Request{IDs: ids, MaxTokens: limit, Sampling: p, Stop: stops, IgnoreEOS: req.IgnoreEOS}}
-	if lp != nil {
-		j.req.Logits = lp.hook
+	bias, e := req.logitBias(vocab)
+	if e != nil {
+		return e
 	}
+	var hook func([]float32, []int)
+	if lp != nil {
+		hook = lp.hook
+	}
+	j.req.Logits = withBias(bias, hook)
 	sl, e := s.acquire(r.Context(), ids)
 	if e != nil {
 		return e
 	}
 	defer s.pool.release(sl)
 	base := completionResponse{ID: newID("cmpl-"), Object: "text_completion", Created: unixNow(), Model: s.id, SystemFingerprint: fingerprint}
+	n := 1
+	if req.N != nil {
+		n = *req.N
+	}
+	// choice i runs with the seed after the previous choice's, on the
+	// session whose cache holds the prompt: only the first prefills it
+	seed := j.req.Sampling.Seed
+	var total *usage
 	if !req.Stream {
-		var tl *textLogprobs
-		offset := 0
-		if lp != nil {
-			tl = &textLogprobs{}
-		}
-		res, err := s.run(r.Context(), sl, j, func(t aotlm.Token) error {
-			if tl != nil && t.ID >= 0 {
-				tl.add(lp.entry(t.ID), offset)
+		for i := range n {
+			j.req.Sampling.Seed = seed + uint64(i)
+			var tl *textLogprobs
+			offset := 0
+			if lp != nil {
+				tl = &textLogprobs{}
 			}
-			offset += len(t.Text)
-			return nil
-		})
-		if err != nil {
-			return generationError(err)
+			res, err := s.run(r.Context(), sl, j, func(t aotlm.Token) error {
+				if tl != nil && t.ID >= 0 {
+					tl.add(lp.entry(t.ID), offset)
+				}
+				offset += len(t.Text)
+				return nil
+			})
+			if err != nil {
+				return generationError(err)
+			}
+			finish := finishReason(res.StopReason)
+			base.Choices = append(base.Choices, completionChoice{Text: res.Text, Index: i, Logprobs: tl, FinishReason: &finish})
+			total = addUsage(total, res)
 		}
-		finish := finishReason(res.StopReason)
-		base.Choices = []completionChoice{{Text: res.Text, Logprobs: tl, FinishReason: &finish}}
-		base.Usage = usageOf(res)
+		base.Usage = total
 		writeJSON(w, http.StatusOK, base)
 		return nil
 	}
 	ev := startSSE(w)
-	offset := 0
-	res, err := s.run(r.Context(), sl, j, func(t aotlm.Token) error {
-		var tl *textLogprobs
-		if lp != nil && t.ID >= 0 {
-			tl = &textLogprobs{}
-			tl.add(lp.entry(t.ID), offset)
-		}
-		offset += len(t.Text)
-		if t.Text == "" && tl == nil {
+	for i := range n {
+		j.req.Sampling.Seed = seed + uint64(i)
+		offset := 0
+		res, err := s.run(r.Context(), sl, j, func(t aotlm.Token) error {
+			var tl *textLogprobs
+			if lp != nil && t.ID >= 0 {
+				tl = &textLogprobs{}
+				tl.add(lp.entry(t.ID), offset)
+			}
+			offset += len(t.Text)
+			if t.Text == "" && tl == nil {
+				return nil
+			}
+			c := base
+			c.Choices = []completionChoice{{Text: t.Text, Index: i, Logprobs: tl}}
+			return ev.send(c)
+		})
+		if err != nil {
+			if r.Context().Err() == nil {
+				ev.send(map[string]any{"error": generationError(err)})
+			}
 			return nil
 		}
+		finish := finishReason(res.StopReason)
 		c := base
-		c.Choices = []completionChoice{{Text: t.Text, Logprobs: tl}}
-		return ev.send(c)
-	})
-	if err != nil {
-		if r.Context().Err() == nil {
-			ev.send(map[string]any{"error": generationError(err)})
-		}
-		return nil
+		c.Choices = []completionChoice{{Index: i, FinishReason: &finish}}
+		ev.send(c)
+		total = addUsage(total, res)
 	}
-	finish := finishReason(res.StopReason)
-	c := base
-	c.Choices = []completionChoice{{FinishReason: &finish}}
-	ev.send(c)
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 		c := base
 		c.Choices = []completionChoice{}
-		c.Usage = usageOf(res)
+		c.Usage = total
 		ev.send(c)
 	}
 	ev.done()

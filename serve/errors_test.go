@@ -64,7 +64,7 @@ func TestBadRequests(t *testing.T) {
 		{"zero max_completion_tokens", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 0}`, 400, "max_completion_tokens"},
 		{"temperature out of range", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "temperature": 7}`, 400, "temperature"},
 		{"top_p out of range", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "top_p": -1}`, 400, "top_p"},
-		{"several choices", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "n": 3}`, 400, "n is 3"},
+		{"too many choices", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "n": 9}`, 400, "n is 9"},
 		{"stop of the wrong type", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "stop": 5}`, 400, "stop"},
 		{"too many top_logprobs", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "logprobs": true, "top_logprobs": 50}`, 400, "top_logprobs"},
 		{"invalid schema", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": 5}}}`, 400, "schema"},
@@ -75,7 +75,7 @@ func TestBadRequests(t *testing.T) {
 		{"a token outside the vocabulary", "/v1/completions", `{"prompt": [1, 99999]}`, 400, "99999"},
 		{"several prompts", "/v1/completions", `{"prompt": ["a", "b"]}`, 400, "one prompt"},
 		{"detokenize a bad id", "/detokenize", `{"tokens": [-1]}`, 400, "-1"},
-		{"unknown endpoint", "/v1/embeddings", `{}`, 404, "no endpoint"},
+		{"unknown endpoint", "/v1/audio/speech", `{}`, 404, "no endpoint"},
 	}
 	for _, c := range cases {
 		status, msg, _ := post(t, ts, c.path, c.body, nil)

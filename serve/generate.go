@@ -105,6 +105,18 @@ func usageOf(res *aotlm.Result) *usage {
 	return u
 }
 
+// addUsage adds the tokens of one more choice of a request to u (nil
+// for the first): the prompt counts once, with the cached tokens of the
+// first choice, and the completion tokens add up.
+func addUsage(u *usage, res *aotlm.Result) *usage {
+	if u == nil {
+		return usageOf(res)
+	}
+	u.CompletionTokens += len(res.IDs)
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
+}
+
 // sse writes server-sent events.
 type sse struct {
 	w  http.ResponseWriter

@@ -17,12 +17,15 @@ type modelMeta struct {
 	Context      int    `json:"n_ctx"`
 	KVCache      string `json:"kv_cache"`
 	Parallel     int    `json:"parallel"`
+	// Pooling is an embedding model's pooling, or "rank" for a reranker.
+	Pooling string `json:"pooling,omitempty"`
 }
 
 func (s *Server) model() modelEntry {
 	info := s.m.Info()
 	return modelEntry{ID: s.id, Object: "model", Created: s.metrics.start.Unix(), OwnedBy: "aotlm",
-		Meta: modelMeta{Architecture: info.Architecture, Vocab: info.Vocab, Context: s.ctx, KVCache: info.KVCache, Parallel: len(s.pool.slots)}}
+		Meta: modelMeta{Architecture: info.Architecture, Vocab: info.Vocab, Context: s.ctx, KVCache: info.KVCache, Parallel: len(s.pool.slots),
+			Pooling: s.m.Pooling()}}
 }
 
 // handleModels answers GET /v1/models.

@@ -372,6 +372,9 @@ func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request) *apiEr
 	info := s.m.Info()
 	src := s.m.ChatTemplateSource()
 	caps := []string{"completion"}
+	if s.m.CanEmbed() && s.m.Pooling() != "" {
+		caps = []string{"embedding"}
+	}
 	if strings.Contains(src, "tools") {
 		caps = append(caps, "tools")
 	}

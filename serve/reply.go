@@ -190,11 +190,18 @@ func (s *Server) generateReply(ctx context.Context, sl *slot, j job, cons *const
 	rp.reasoning = strings.TrimSpace(rp.reasoning)
 	rp.finish = cons.finish(res)
 	content, calls, tail := text.end()
+	rp.content = content // the reply's text without call markup
 	if len(calls) > 0 {
-		rp.content, rp.calls, rp.finish = content, calls, "tool_calls"
+		rp.calls, rp.finish = calls, "tool_calls"
 	}
-	if onDelta != nil && tail != "" {
-		if err := onDelta("", tail); err != nil {
+	analysis := ""
+	if cons.tools != nil && rp.reasoning == "" {
+		// gpt-oss's analysis channel is its thinking
+		analysis = harmonyAnalysis(text.text)
+		rp.reasoning = analysis
+	}
+	if onDelta != nil && (tail != "" || analysis != "") {
+		if err := onDelta(analysis, tail); err != nil {
 			return nil, err
 		}
 	}
@@ -233,11 +240,11 @@ func (t *textStream) add(c string) string {
 	case t.inCall, t.sent == 0 && t.tools.maybeCall(pending):
 		return ""
 	default:
-		if i := strings.Index(pending, hermesOpen); i >= 0 {
+		if i, _ := firstOpen(pending); i >= 0 {
 			t.inCall = true
 			pending = pending[:i]
 		} else {
-			pending = pending[:len(pending)-partialSuffix(pending, hermesOpen)]
+			pending = pending[:len(pending)-partialOpen(pending)]
 		}
 	}
 	t.sent += len(pending)
@@ -245,13 +252,13 @@ func (t *textStream) add(c string) string {
 }
 
 // end reads the whole reply: its text and its calls, and the text still
-// to stream (when there are calls, the text before them if none of it
-// was let through yet; the held text otherwise).
+// to stream (when there are calls, or markup was dropped, what of the
+// reply's text follows the text let through; the held text otherwise).
 func (t *textStream) end() (content string, calls []toolCall, tail string) {
 	if t.tools != nil {
-		if content, calls := t.tools.parse(t.text); len(calls) > 0 {
-			if t.sent == 0 {
-				tail = content
+		if content, calls := t.tools.parse(t.text); len(calls) > 0 || content != t.text {
+			if sent := strings.TrimLeft(t.text[:t.sent], " \t\r\n"); strings.HasPrefix(content, sent) {
+				tail = content[len(sent):]
 			}
 			return content, calls, tail
 		}

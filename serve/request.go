@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 
 	"github.com/aotlm/aotlm"
@@ -239,11 +240,63 @@ func (p *promptField) UnmarshalJSON(data []byte) error {
 	return &fieldError{"prompt", "want a string, an array of one string, or an array of token ids"}
 }
 
+// maxLogitBias bounds the size of a logit_bias map.
+const maxLogitBias = 1024
+
+// logitBias reads logit_bias: token ids (as JSON keys) to a bias in
+// [-100, 100] added to their logits at every step; -100 bans the token.
+func (g *genFields) logitBias(vocab int) (map[int]float32, *apiError) {
+	if len(g.LogitBias) == 0 || string(g.LogitBias) == "null" {
+		return nil, nil
+	}
+	var raw map[string]float64
+	if json.Unmarshal(g.LogitBias, &raw) != nil {
+		return nil, badRequest("logit_bias", "logit_bias: want an object of token ids to numbers")
+	}
+	if len(raw) > maxLogitBias {
+		return nil, badRequest("logit_bias", "logit_bias has %d tokens: at most %d", len(raw), maxLogitBias)
+	}
+	bias := map[int]float32{}
+	for k, v := range raw {
+		id, err := strconv.Atoi(k)
+		if err != nil || id < 0 || id >= vocab {
+			return nil, badRequest("logit_bias", "logit_bias: %q is not a token id of the vocabulary of %d", k, vocab)
+		}
+		if !(v >= -100 && v <= 100) {
+			return nil, badRequest("logit_bias", "logit_bias of token %d is %v: want a number in [-100, 100]", id, v)
+		}
+		bias[id] = float32(v)
+	}
+	return bias, nil
+}
+
+// withBias adds bias to the logits before next (the constraint and the
+// log-probabilities) sees them.
+func withBias(bias map[int]float32, next func([]float32, []int)) func([]float32, []int) {
+	if len(bias) == 0 {
+		return next
+	}
+	ban := float32(math.Inf(-1))
+	return func(l []float32, g []int) {
+		for id, b := range bias {
+			if b <= -100 {
+				l[id] = ban
+			} else {
+				l[id] += b
+			}
+		}
+		if next != nil {
+			next(l, g)
+		}
+	}
+}
+
 // Limits of the fields (the context bounds the token counts).
 const (
 	maxStops       = 16
 	maxStopLen     = 256
 	maxTopLogprobs = 20
+	maxChoices     = 8 // n
 )
 
 // params checks the generation fields and turns them into sampling
@@ -254,11 +307,8 @@ func (g *genFields) params(defaults aotlm.GenerationDefaults, ctx int) (aotlm.Sa
 	chosen := aotlm.SamplingSet{Temperature: g.Temperature != nil, TopP: g.TopP != nil, TopK: g.TopK != nil,
 		MinP: g.MinP != nil, RepeatPenalty: g.RepeatPenalty != nil}
 	p = defaults.Apply(p, chosen)
-	if g.N != nil && *g.N != 1 {
-		return p, nil, 0, badRequest("n", "n is %d: only one choice per request (n = 1) is supported", *g.N)
-	}
-	if len(g.LogitBias) > 0 && string(g.LogitBias) != "null" && string(g.LogitBias) != "{}" {
-		return p, nil, 0, badRequest("logit_bias", "logit_bias is not supported")
+	if g.N != nil && (*g.N < 1 || *g.N > maxChoices) {
+		return p, nil, 0, badRequest("n", "n is %d: want 1 to %d choices", *g.N, maxChoices)
 	}
 	if g.Temperature != nil {
 		if !(*g.Temperature >= 0 && *g.Temperature <= 2) {

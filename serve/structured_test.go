@@ -260,9 +260,14 @@ func TestToolCallRoundTrip(t *testing.T) {
 const llama3Tools = `{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}` +
 	`{% if tools %}<|python_tag|>{% endif %}{% if add_generation_prompt %}<|assistant|>{% endif %}`
 
+// mistralTools is a short template in the manner of Mistral's, which
+// writes an assistant's calls after [TOOL_CALLS].
+const mistralTools = `{% for m in messages %}[INST]{{ m.content }}[/INST]{% if m.tool_calls %}[TOOL_CALLS]{{ m.tool_calls | tojson }}{% endif %}{% endfor %}`
+
 // TestForcedCallFormat: a forced call takes the format of the model's
 // template: the <tool_call> block for ChatML (Hermes, Qwen), the bare
-// object for a Llama 3 template; the other format is refused.
+// object for a Llama 3 template, a [TOOL_CALLS] list for Mistral's; the
+// other format is refused.
 func TestForcedCallFormat(t *testing.T) {
 	hermes := "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": -2}}\n</tool_call>"
 	bare := `{"name": "add", "parameters": {"b": 3, "a": 40}}`
@@ -270,7 +275,7 @@ func TestForcedCallFormat(t *testing.T) {
 	for _, c := range []struct {
 		template  string
 		want, not string
-	}{{chatML, hermes, bare}, {llama3Tools, bare, hermes}} {
+	}{{chatML, hermes, bare}, {llama3Tools, bare, hermes}, {mistralTools, `[TOOL_CALLS][{"name": "add", "arguments": {"a": 5, "b": 6}}]`, hermes}} {
 		m := openStories(t)
 		if err := m.SetChatTemplate("t", c.template); err != nil {
 			t.Fatal(err)

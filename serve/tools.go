@@ -10,12 +10,18 @@ import (
 )
 
 // toolParser finds the tool calls in a reply. It reads the formats chat
-// templates teach their models: Hermes and Qwen wrap each call in
-// <tool_call>{"name": ..., "arguments": {...}}</tool_call>; Llama 3
-// answers with a bare {"name": ..., "parameters": {...}} object, after
-// <|python_tag|> or not.
+// templates teach their models (toolFormat): Hermes and Qwen wrap each
+// call in <tool_call>{"name": ..., "arguments": {...}}</tool_call>;
+// Llama 3 answers with a bare {"name": ..., "parameters": {...}} object,
+// after <|python_tag|> or not; Qwen3-Coder, GLM-4.5, Mistral, Gemma and
+// gpt-oss have their own markup (toolformats.go).
 type toolParser struct {
 	names map[string]bool
+	// format is the chat template's (toolFormatOf).
+	format toolFormat
+	// types holds, by tool and argument, the type its parameters schema
+	// gives ("string", ...), for formats that write arguments as text.
+	types map[string]map[string]string
 	// force, for tool_choice "required" or a named function, keeps the
 	// reply to one call (of the named function or of any tool) in the
 	// format of the model's template, its arguments under the tool's
@@ -54,7 +60,10 @@ func (s *Server) toolSetup(tools []tool, choice json.RawMessage) (*toolParser, [
 			return nil, nil, badRequest("tool_choice", "tool_choice: want none, auto, required or {\"type\": \"function\", \"function\": {\"name\": ...}}")
 		}
 	}
-	p := &toolParser{names: map[string]bool{}}
+	p := &toolParser{names: map[string]bool{}, types: map[string]map[string]string{}}
+	if s.m != nil {
+		p.format = toolFormatOf(s.m.ChatTemplateSource())
+	}
 	var vars []any
 	for i, t := range tools {
 		if t.Type != "function" {
@@ -73,6 +82,7 @@ func (s *Server) toolSetup(tools []tool, choice json.RawMessage) (*toolParser, [
 			}
 		}
 		p.names[t.Function.Name] = true
+		p.types[t.Function.Name] = argTypes(t.Function.Parameters)
 		b, _ := json.Marshal(t)
 		var v any
 		dec := json.NewDecoder(bytes.NewReader(b))
@@ -109,10 +119,11 @@ func (s *Server) toolSetup(tools []tool, choice json.RawMessage) (*toolParser, [
 }
 
 // callFormat is the recognizer of one call of tool t (the i-th), in the
-// format the model's template teaches: Llama 3's bare
-// {"name": ..., "parameters": ...} when the template speaks of
-// <|python_tag|> and not of <tool_call>, the Hermes and Qwen
-// <tool_call> block otherwise.
+// format the model's template teaches (toolFormatOf): Llama 3's bare
+// {"name": ..., "parameters": ...}, Mistral's [TOOL_CALLS][{...}], and
+// the Hermes and Qwen <tool_call> block for the others (whose own
+// formats write arguments as text, which the schema mask does not
+// shape).
 func (s *Server) callFormat(i int, t tool) (constrain.Recognizer, *apiError) {
 	params := bytes.TrimSpace(t.Function.Parameters)
 	if len(params) == 0 || string(params) == "null" {
@@ -135,8 +146,11 @@ func (s *Server) callFormat(i int, t tool) (constrain.Recognizer, *apiError) {
 	if s.m != nil {
 		src = s.m.ChatTemplateSource()
 	}
-	if strings.Contains(src, pythonTag) && !strings.Contains(src, hermesOpen) {
+	switch toolFormatOf(src) {
+	case formatLlama3:
 		return constrain.Sequence(`{"name": `+string(name)+`, "parameters": `, args, "}"), nil
+	case formatMistral:
+		return constrain.Sequence(mistralCalls+`[{"name": `+string(name)+`, "arguments": `, args, "}]"), nil
 	}
 	return constrain.Sequence(hermesOpen+"\n"+`{"name": `+string(name)+`, "arguments": `, args, "}\n"+hermesClose), nil
 }
@@ -145,7 +159,11 @@ func (s *Server) callFormat(i int, t tool) (constrain.Recognizer, *apiError) {
 // call (so streaming holds it back).
 func (p *toolParser) maybeCall(text string) bool {
 	t := strings.TrimLeft(text, " \t\r\n")
-	for _, mark := range []string{hermesOpen, pythonTag, "{"} {
+	marks := callOpens
+	if p.bareJSON() {
+		marks = append([]string{pythonTag, "{"}, marks...)
+	}
+	for _, mark := range marks {
 		if strings.HasPrefix(t, mark) || strings.HasPrefix(mark, t) {
 			return true
 		}
@@ -153,32 +171,22 @@ func (p *toolParser) maybeCall(text string) bool {
 	return false
 }
 
-// parse splits a reply into its text and its tool calls.
+// parse splits a reply into its text and its tool calls. A reply with
+// no call is returned as it is, except a gpt-oss reply, whose text is
+// its answer's.
 func (p *toolParser) parse(text string) (string, []toolCall) {
-	var calls []toolCall
-	var rest strings.Builder
-	t := text
-	for {
-		i := strings.Index(t, hermesOpen)
-		if i < 0 {
-			rest.WriteString(t)
-			break
-		}
-		rest.WriteString(t[:i])
-		body := t[i+len(hermesOpen):]
-		end := strings.Index(body, hermesClose)
-		if end < 0 {
-			end = len(body)
-		}
-		c, ok := p.call(body[:end])
-		if !ok {
-			return text, nil
-		}
-		calls = append(calls, c)
-		t = body[min(end+len(hermesClose), len(body)):]
+	rest, calls, ok := p.marked(text)
+	if !ok {
+		return text, nil
 	}
 	if len(calls) > 0 {
-		return strings.TrimSpace(rest.String()), calls
+		return strings.TrimSpace(rest), calls
+	}
+	if rest != text {
+		return strings.TrimSpace(rest), nil
+	}
+	if !p.bareJSON() {
+		return text, nil
 	}
 	bare := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), pythonTag))
 	if strings.HasPrefix(bare, "{") {
@@ -187,6 +195,31 @@ func (p *toolParser) parse(text string) (string, []toolCall) {
 		}
 	}
 	return text, nil
+}
+
+// argTypes returns the type of each property of a parameters schema
+// (the first of a list of types), "" where it names none.
+func argTypes(params json.RawMessage) map[string]string {
+	var schema struct {
+		Properties map[string]struct {
+			Type json.RawMessage `json:"type"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(params, &schema) != nil {
+		return nil
+	}
+	types := map[string]string{}
+	for k, v := range schema.Properties {
+		var one string
+		var list []string
+		switch {
+		case json.Unmarshal(v.Type, &one) == nil:
+			types[k] = one
+		case json.Unmarshal(v.Type, &list) == nil && len(list) > 0:
+			types[k] = list[0]
+		}
+	}
+	return types
 }
 
 // call reads one {"name", "arguments"|"parameters"} object naming a

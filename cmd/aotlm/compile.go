@@ -21,7 +21,7 @@ func newCompileCmd() *cobra.Command {
 		force                          bool
 		jobs                           int
 		allowNonFinite                 bool
-		lookahead                      string
+		lookahead, pooling             string
 		mmproj, visionW, visionBuckets string
 		visionLlamaCpp                 bool
 	)
@@ -69,7 +69,7 @@ func newCompileCmd() *cobra.Command {
 			bar := progress.NewTensors(cmd.ErrOrStderr(), "compiling")
 			opts := compile.Options{ARLens: []int{arLen, max(la, 1)}, Ctx: ctx, Tokenizer: tokPath, KV: kv, CalibText: calib,
 				FloatActivations: float, AllowNonFinite: allowNonFinite, Jobs: jobs, GGUFWeights: ggufWeights, MMProj: mmproj, VisionWeights: visionW, VisionBuckets: visionBuckets,
-				VisionLlamaCpp: visionLlamaCpp, Progress: func(p compile.Progress) { bar.Update(p.Done, p.Total, p.Bytes, 0) }}
+				VisionLlamaCpp: visionLlamaCpp, Pooling: pooling, Progress: func(p compile.Progress) { bar.Update(p.Done, p.Total, p.Bytes, 0) }}
 			if err := compile.CompileFile(src, out, opts); err != nil {
 				return withHints(err)
 			}
@@ -94,6 +94,7 @@ func newCompileCmd() *cobra.Command {
 	f.StringVar(&visionBuckets, "vision-buckets", "", visionBucketsHelp)
 	f.BoolVar(&visionLlamaCpp, "vision-llama-cpp", false, visionLlamaCppHelp)
 	f.BoolVar(&allowNonFinite, "allow-nonfinite", false, "keep NaN and infinite weights (refused by default)")
+	f.StringVar(&pooling, "pooling", "", "make an embedding model pooling its final hidden rows: mean, cls or last; rank makes a yes/no reranker (default the checkpoint's GGUF pooling_type; none for a generative model)")
 	f.StringVar(&lookahead, "lookahead", "", "N,W,G: add a plan for lookahead decoding's passes of (W+G)(N-1) rows (rounded up to a power of two)")
 	return cmd
 }

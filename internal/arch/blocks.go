@@ -107,6 +107,19 @@ func decoderConfigGGUF(m map[string]any, arch, family string, style graph.RopeSt
 		return c, fmt.Errorf("gguf: metadata %s missing or not an integer", strings.Join(missing, ", "))
 	}
 	c.HeadDim = get("attention.key_length", c.Hidden/max(c.Heads, 1))
+	if v, ok := format.MetaInt(m, arch+".pooling_type"); ok {
+		// llama.cpp's enum: 0 none, 1 mean, 2 cls, 3 last, 4 rank
+		switch v {
+		case 4:
+			c.Pooling = "rank"
+		case 1:
+			c.Pooling = "mean"
+		case 2:
+			c.Pooling = "cls"
+		case 3:
+			c.Pooling = "last"
+		}
+	}
 	c.RotaryDim = get("rope.dimension_count", c.HeadDim)
 	c.NormEps = floatOr(m, arch+".attention.layer_norm_rms_epsilon", 1e-5)
 	c.RopeTheta = floatOr(m, arch+".rope.freq_base", 10000)

@@ -19,6 +19,11 @@ type Config struct {
 	Vocab   int     `json:"vocab_size"`     // V
 	Context int     `json:"context_length"` // trained context length
 	NormEps float64 `json:"norm_eps"`
+	// Pooling is how an embedding model turns a sequence's final hidden
+	// rows into one vector ("mean", "cls", "last"), or "rank" for a
+	// reranker, as its checkpoint declares (GGUF pooling_type); "" for a
+	// generative model.
+	Pooling string `json:"pooling,omitempty"`
 
 	RopeTheta   float64         `json:"rope_theta"`
 	RopeStyle   graph.RopeStyle `json:"rope_style"`

@@ -142,6 +142,13 @@ func Compile(in Input, outPath string) error {
 		plans = append(plans, p)
 		m.Plans = append(m.Plans, plan.PlanRef{ARLen: n, Blob: plan.BlobName(n)})
 	}
+	if m.Embedding != nil && m.Embedding.Pooling != plan.PoolRank {
+		for _, p := range plans {
+			if err := keepHidden(p); err != nil {
+				return fmt.Errorf("compile: an embedding model's plan for AR length %d: %w", p.Rows, err)
+			}
+		}
+	}
 	var vplans, mplans []*plan.Plan
 	shapes := in.Graph.Weights
 	if t := in.MTP; t != nil {

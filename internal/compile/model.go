@@ -1,6 +1,7 @@
 package compile
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -25,8 +26,14 @@ import (
 
 // Options configures CompileModel and CompileFile.
 type Options struct {
-	ARLens []int // AR lengths besides 1 (e.g. 32)
-	Ctx    int   // KV cache positions; 0 means the model's trained context
+	// Pooling makes the artifact an embedding model pooling its hidden
+	// rows this way ("mean", "cls" or "last"; plan.Embedding), or a
+	// reranker ("rank"), whatever the checkpoint declares; "" keeps the
+	// checkpoint's declaration (GGUF pooling_type), "none" makes a
+	// generative model of it.
+	Pooling string
+	ARLens  []int // AR lengths besides 1 (e.g. 32)
+	Ctx     int   // KV cache positions; 0 means the model's trained context
 	// Tokenizer is a tokenizer file (tokenizer.json, .model, llama2.c
 	// .bin, .gguf) or folder to store instead of the checkpoint's own.
 	Tokenizer string
@@ -151,6 +158,13 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 		Manifest: plan.Manifest{Architecture: trained.Family, HyperParams: hp, Provenance: src.Provenance,
 			ChatTemplate: src.ChatTemplate, BOS: trained.BOS, EOS: trained.EOS, Vocab: trained.Vocab,
 			Recipe: src.Recipe, Generation: src.Generation}}
+	switch pool := cmp.Or(opts.Pooling, trained.Pooling); {
+	case pool == "" || pool == "none":
+	case plan.ValidPooling(pool), pool == plan.PoolRank:
+		in.Manifest.Embedding = &plan.Embedding{Pooling: pool}
+	default:
+		return fmt.Errorf("compile: pooling %q: want mean, cls, last, rank or none", pool)
+	}
 	if err := specialIDsInVocab(&trained); err != nil {
 		return fmt.Errorf("compile: %w", err)
 	}
@@ -293,6 +307,9 @@ func CompileFile(path, outPath string, opts Options) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	m.AllowNonFinite = opts.AllowNonFinite
+	if err := rankClassifier(ck, m.Config.Pooling, opts.Pooling); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	files, err := hf.Find(path, ck)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -488,6 +505,24 @@ func specialIDsInVocab(c *arch.Config) error {
 			}
 			return fmt.Errorf("%s %d is outside the vocabulary of %d tokens", name, e, c.Vocab)
 		}
+	}
+	return nil
+}
+
+// rankClassifier refuses a reranker GGUF that keeps only the classifier's
+// yes and no rows (cls.output.weight) without the classifier itself: its
+// scores would come from the tied embeddings instead.
+func rankClassifier(ck format.Checkpoint, declared, chosen string) error {
+	if cmp.Or(chosen, declared) != plan.PoolRank || ck.Format() != "gguf" {
+		return nil
+	}
+	var cls, out bool
+	for _, t := range ck.Tensors() {
+		cls = cls || t.Name == "cls.output.weight"
+		out = out || t.Name == "output.weight"
+	}
+	if cls && !out {
+		return fmt.Errorf("the reranker GGUF holds only its classifier's yes and no rows (cls.output.weight), not the classifier (output.weight): compile the Hugging Face checkpoint")
 	}
 	return nil
 }

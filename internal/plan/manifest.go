@@ -40,7 +40,30 @@ type Manifest struct {
 	Vision *Vision `json:"vision,omitempty"`
 	// MTP, when set, is the model's multi-token-prediction draft head.
 	MTP *MTP `json:"mtp,omitempty"`
+	// Embedding, when set, makes the artifact an embedding model: its
+	// text plans keep the rows their classifier reads (Plan.Hidden), and
+	// Pooling says how a sequence's rows become one vector.
+	Embedding *Embedding `json:"embedding,omitempty"`
 }
+
+// Pooling methods of an embedding model: the mean of the sequence's
+// rows, its first row, or its last; PoolRank marks a reranker, which
+// scores a query and a document by its logits of "yes" and "no" (Qwen3
+// Reranker) and keeps no hidden rows.
+const (
+	PoolMean = "mean"
+	PoolCLS  = "cls"
+	PoolLast = "last"
+	PoolRank = "rank"
+)
+
+// Embedding describes how an embedding model pools its hidden rows.
+type Embedding struct {
+	Pooling string `json:"pooling"` // PoolMean, PoolCLS, PoolLast or PoolRank
+}
+
+// ValidPooling reports whether p names a pooling method.
+func ValidPooling(p string) bool { return p == PoolMean || p == PoolCLS || p == PoolLast }
 
 // MTP describes a multi-token-prediction draft head compiled beside the
 // model (Qwen3.5's): its plans, one per AR length (AR-1 among them, blobs
@@ -212,6 +235,9 @@ func (m *Manifest) Validate() error {
 		if err := m.MTP.validate(m.Ctx); err != nil {
 			return err
 		}
+	}
+	if e := m.Embedding; e != nil && !ValidPooling(e.Pooling) && e.Pooling != PoolRank {
+		return errf("manifest.embedding.pooling", "%q is not %q, %q, %q or %q", e.Pooling, PoolMean, PoolCLS, PoolLast, PoolRank)
 	}
 	if m.KVCache != nil {
 		return m.KVCache.validate()

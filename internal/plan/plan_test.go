@@ -281,6 +281,24 @@ func TestHiddenValidate(t *testing.T) {
 	}
 }
 
+// TestManifestEmbedding checks the pooling of an embedding model.
+func TestManifestEmbedding(t *testing.T) {
+	m := &Manifest{Format: ManifestFormat, Architecture: "qwen3", BOS: 1, Vocab: 16, Ctx: 32,
+		Plans: []PlanRef{{ARLen: 1, Blob: BlobName(1)}}, Weights: "f32", Embedding: &Embedding{Pooling: PoolLast}}
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	m.Embedding.Pooling = PoolRank
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	m.Embedding.Pooling = "max"
+	var pe *Error
+	if err := m.Validate(); !errors.As(err, &pe) || pe.Field != "manifest.embedding.pooling" {
+		t.Errorf("pooling max: got %v", err)
+	}
+}
+
 // TestManifestMTP checks the draft head's plan list.
 func TestManifestMTP(t *testing.T) {
 	good := func() *Manifest {
