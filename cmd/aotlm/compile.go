@@ -24,6 +24,7 @@ func newCompileCmd() *cobra.Command {
 		lookahead                      string
 		mmproj, visionW, visionBuckets string
 		visionLlamaCpp                 bool
+		loras                          []string
 	)
 	cmd := &cobra.Command{
 		Use:   "compile MODEL -o OUT.aot",
@@ -36,7 +37,8 @@ func newCompileCmd() *cobra.Command {
   aotlm compile Qwen2-VL-2B-Instruct/ -o qwen2vl.aot --vision-buckets 448x448,336x448,448x336
   aotlm compile InternVL3-1B/ -o internvl3.aot
   aotlm compile stories260K.bin --tokenizer tok512.bin -o stories.aot
-  aotlm compile q/ -o model.aot --kv u8 --calib calib.txt`,
+  aotlm compile q/ -o model.aot --kv u8 --calib calib.txt
+  aotlm compile Qwen3-0.6B/ --lora my-adapter/:0.8 -o tuned.aot`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
@@ -66,10 +68,14 @@ func newCompileCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("compile: %w", err)
 			}
+			specs, err := load.LoRASpecs(loras)
+			if err != nil {
+				return fmt.Errorf("compile: %w", err)
+			}
 			bar := progress.NewTensors(cmd.ErrOrStderr(), "compiling")
 			opts := compile.Options{ARLens: []int{arLen, max(la, 1)}, Ctx: ctx, Tokenizer: tokPath, KV: kv, CalibText: calib,
 				FloatActivations: float, AllowNonFinite: allowNonFinite, Jobs: jobs, GGUFWeights: ggufWeights, MMProj: mmproj, VisionWeights: visionW, VisionBuckets: visionBuckets,
-				VisionLlamaCpp: visionLlamaCpp, Progress: func(p compile.Progress) { bar.Update(p.Done, p.Total, p.Bytes, 0) }}
+				VisionLlamaCpp: visionLlamaCpp, LoRA: specs, Progress: func(p compile.Progress) { bar.Update(p.Done, p.Total, p.Bytes, 0) }}
 			if err := compile.CompileFile(src, out, opts); err != nil {
 				return withHints(err)
 			}
@@ -94,6 +100,7 @@ func newCompileCmd() *cobra.Command {
 	f.StringVar(&visionBuckets, "vision-buckets", "", visionBucketsHelp)
 	f.BoolVar(&visionLlamaCpp, "vision-llama-cpp", false, visionLlamaCppHelp)
 	f.BoolVar(&allowNonFinite, "allow-nonfinite", false, "keep NaN and infinite weights (refused by default)")
+	f.StringArrayVar(&loras, "lora", nil, loraMergeHelp)
 	f.StringVar(&lookahead, "lookahead", "", "N,W,G: add a plan for lookahead decoding's passes of (W+G)(N-1) rows (rounded up to a power of two)")
 	return cmd
 }
@@ -118,3 +125,6 @@ const ggufWeightsHelp = "a GGUF file's quantized weights: native (kept 4-bit whe
 
 // activationsHelp documents --activations of compile and run.
 const activationsHelp = "activations of quantized linears: int8 (packed weights, fast) or float (exact, slow)"
+
+// loraMergeHelp documents --lora of compile and quantize.
+const loraMergeHelp = "DIR[:SCALE]: a LoRA adapter (PEFT folder or llama.cpp GGUF adapter) merged into the weights at SCALE (default 1); repeatable"

@@ -13,6 +13,7 @@ import (
 	"github.com/aotlm/aotlm/internal/graph"
 	"github.com/aotlm/aotlm/internal/hf"
 	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/lora"
 	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/output"
 	"github.com/aotlm/aotlm/internal/plan"
@@ -72,6 +73,10 @@ type Options struct {
 	// (vlm.Options.LlamaCpp; InternVL's class token position and tile
 	// grid).
 	VisionLlamaCpp bool
+	// LoRA lists low-rank adapters merged into the weights as they are
+	// read, in order, each at its scale (lora.Attach): the artifact is
+	// the adapted model.
+	LoRA []lora.Spec
 }
 
 // MaxCalibTokens bounds the calibration sequence read from CalibText.
@@ -281,6 +286,9 @@ func CompileFile(path, outPath string, opts Options) error {
 		return fmt.Errorf("compile: %w", err)
 	}
 	if qmodel.IsDir(path) {
+		if len(opts.LoRA) > 0 {
+			return fmt.Errorf("compile: %s is quantized already: merge adapters into its float checkpoint (quantize --lora, or compile --lora)", path)
+		}
 		return compileQuantized(path, outPath, opts)
 	}
 	ck, err := detect.Open(path)
@@ -293,6 +301,9 @@ func CompileFile(path, outPath string, opts Options) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	m.AllowNonFinite = opts.AllowNonFinite
+	if err := lora.Attach(m, opts.LoRA); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	files, err := hf.Find(path, ck)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -321,6 +332,9 @@ func CompileFile(path, outPath string, opts Options) error {
 	}
 	if src.Vision, err = loadVision(path, ck, m.Config.Hidden, vtok, opts); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
+	}
+	if len(opts.LoRA) > 0 {
+		src.Provenance["lora"] = loraProvenance(opts.LoRA)
 	}
 	if opts.MMProj != "" {
 		src.Provenance["mmproj"] = filepath.Base(opts.MMProj)
@@ -353,6 +367,16 @@ func CompileFile(path, outPath string, opts Options) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// loraProvenance records the merged adapters: each one's file or folder
+// name and scale.
+func loraProvenance(specs []lora.Spec) []any {
+	var l []any
+	for _, sp := range specs {
+		l = append(l, map[string]any{"adapter": filepath.Base(filepath.Clean(sp.Path)), "scale": sp.Scale})
+	}
+	return l
 }
 
 // archSource serves a checkpoint's weights, read when asked for.
@@ -439,6 +463,10 @@ func halfRows(w Weight, rows, cols int) Weight {
 func (s *ggufSource) Weight(name string) (Weight, error) {
 	src, ok := s.s.TensorName(name)
 	shape := s.s.Shapes[name]
+	if s.s.Adjust[name] != nil {
+		// an adapter merges into it: the merged float32 values are stored
+		return s.archSource.Weight(name)
+	}
 	if !ok || !s.matrices[name] || len(shape) != 2 {
 		return s.archSource.Weight(name)
 	}
