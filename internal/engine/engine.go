@@ -53,6 +53,8 @@ type Engine struct {
 	// without one. head marks such an engine.
 	mtp  *Engine
 	head bool
+	// adapters are the low-rank adapters sessions may choose.
+	adapters adapters
 }
 
 // program is a validated plan with its weights resolved.

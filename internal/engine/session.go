@@ -144,6 +144,12 @@ type Session struct {
 	logits   []float32  // this session's logits from a batched pass
 
 	mem *limits.Reservation // the session's share of the memory budget
+
+	// adapter, when set, is applied beside the linears at adapterScale
+	// (SetAdapter); loraTmp holds a row's rank products.
+	adapter      *Adapter
+	adapterScale float32
+	loraTmp      []float32
 }
 
 // NewSession allocates a session's arena and cache.
@@ -858,9 +864,11 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 		case op.Linear:
 			if st.fuse > 0 {
 				s.linearGroup(prog.steps, i, x, rows, xcols, buf)
+				s.applyAdapters(prog.steps, i, st.fuse+1, x, rows, xcols, buf)
 				i += st.fuse
 			} else {
 				s.linear(st, out, x, rows, xcols, cols)
+				s.applyAdapters(prog.steps, i, 1, x, rows, xcols, buf)
 			}
 			if st.slotLayer > 0 && rows == 1 && s.chain {
 				s.prefetchSlot(st.slotLayer-1, s.pos)

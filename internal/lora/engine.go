@@ -1,0 +1,67 @@
+package lora
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/aotlm/aotlm/internal/arch"
+	"github.com/aotlm/aotlm/internal/engine"
+)
+
+// ConfigOfEngine returns the model config an artifact's manifest
+// records (its hyper-parameters).
+func ConfigOfEngine(e *engine.Engine) (*arch.Config, error) {
+	m := e.Manifest()
+	b, err := json.Marshal(m.HyperParams)
+	if err != nil {
+		return nil, fmt.Errorf("lora: the artifact's hyper-parameters: %w", err)
+	}
+	var c arch.Config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("lora: the artifact's hyper-parameters: %w", err)
+	}
+	if c.Family == "" {
+		return nil, fmt.Errorf("lora: the artifact records no model family")
+	}
+	return &c, nil
+}
+
+// ForEngine reads the adapter at path and makes it an engine adapter
+// named name for the model e runs, its matrices in binary16 when half.
+// DoRA adapters only merge (compile --lora): their magnitudes rescale
+// the merged weight's rows, which a low-rank product beside the base
+// linear cannot do.
+func ForEngine(e *engine.Engine, name, path string, half bool) (*engine.Adapter, error) {
+	c, err := ConfigOfEngine(e)
+	if err != nil {
+		return nil, err
+	}
+	a, err := Read(path)
+	if err != nil {
+		return nil, err
+	}
+	g, err := arch.Build(c, arch.BuildOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("lora: %w", err)
+	}
+	r, err := Resolve(a, c, g.Weights, true)
+	if err != nil {
+		return nil, err
+	}
+	var ls []engine.AdapterLinear
+	for _, w := range (&Adapter{Pairs: r.Pairs}).Names() {
+		p := r.Pairs[w]
+		if p.Magnitude != nil {
+			return nil, fmt.Errorf("lora: %s is a DoRA adapter: apply it by merging (compile --lora), not at run time", path)
+		}
+		ls = append(ls, engine.AdapterLinear{Weight: w, Rank: p.Rank, In: p.In, Out: p.Out, A: p.A, B: p.B, Scale: p.Scale})
+	}
+	ad, err := engine.NewAdapter(name, ls, half)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.AddAdapter(ad); err != nil {
+		return nil, err
+	}
+	return ad, nil
+}
