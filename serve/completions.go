@@ -49,7 +49,8 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) *apiE
 	if e := decodeBody(r, &req); e != nil {
 		return e
 	}
-	if e := s.checkModel(req.Model); e != nil {
+	a, e := s.adapterOf(req.Model, req.Adapter)
+	if e != nil {
 		return e
 	}
 	if !req.Prompt.Set {
@@ -89,7 +90,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) *apiE
 	if lp != nil {
 		j.req.Logits = lp.hook
 	}
-	sl, e := s.acquire(r.Context(), ids)
+	sl, e := s.acquire(r.Context(), ids, a)
 	if e != nil {
 		return e
 	}

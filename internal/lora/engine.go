@@ -26,12 +26,14 @@ func ConfigOfEngine(e *engine.Engine) (*arch.Config, error) {
 	return &c, nil
 }
 
-// ForEngine reads the adapter at path and makes it an engine adapter
-// named name for the model e runs, its matrices in binary16 when half.
+// ForEngine reads the adapter at path, makes it an engine adapter named
+// name for the model e runs, with scale folded into its own (choosing it
+// at scale 1 applies it at scale), its matrices in binary16 when half,
+// and loads it into e.
 // DoRA adapters only merge (compile --lora): their magnitudes rescale
 // the merged weight's rows, which a low-rank product beside the base
 // linear cannot do.
-func ForEngine(e *engine.Engine, name, path string, half bool) (*engine.Adapter, error) {
+func ForEngine(e *engine.Engine, name, path string, scale float64, half bool) (*engine.Adapter, error) {
 	c, err := ConfigOfEngine(e)
 	if err != nil {
 		return nil, err
@@ -54,7 +56,7 @@ func ForEngine(e *engine.Engine, name, path string, half bool) (*engine.Adapter,
 		if p.Magnitude != nil {
 			return nil, fmt.Errorf("lora: %s is a DoRA adapter: apply it by merging (compile --lora), not at run time", path)
 		}
-		ls = append(ls, engine.AdapterLinear{Weight: w, Rank: p.Rank, In: p.In, Out: p.Out, A: p.A, B: p.B, Scale: p.Scale})
+		ls = append(ls, engine.AdapterLinear{Weight: w, Rank: p.Rank, In: p.In, Out: p.Out, A: p.A, B: p.B, Scale: float32(float64(p.Scale) * scale)})
 	}
 	ad, err := engine.NewAdapter(name, ls, half)
 	if err != nil {

@@ -61,7 +61,7 @@ func TestRunTimeMatchesLlamaCpp(t *testing.T) {
 			}
 			for _, file := range []string{"", "adapter.gguf"} {
 				for _, half := range []bool{false, true} {
-					ad, err := lora.ForEngine(e, "a", filepath.Join("testdata", family, file), half)
+					ad, err := lora.ForEngine(e, "a", filepath.Join("testdata", family, file), 1, half)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -1,0 +1,86 @@
+package load
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/lora"
+	"github.com/aotlm/aotlm/internal/modelparts"
+)
+
+// AdapterSpec is a run-time adapter named on a command line:
+// [NAME=]PATH[:SCALE]. NAME defaults to PATH's base name without
+// ".gguf".
+type AdapterSpec struct {
+	Name string
+	lora.Spec
+}
+
+// ParseAdapter reads [NAME=]PATH[:SCALE].
+func ParseAdapter(v string) (AdapterSpec, error) {
+	var a AdapterSpec
+	if name, rest, ok := strings.Cut(v, "="); ok && name != "" && !strings.ContainsAny(name, `/\:`) {
+		a.Name, v = name, rest
+	}
+	sp, err := lora.ParseSpec(v)
+	if err != nil {
+		return a, fmt.Errorf("--lora: %w", err)
+	}
+	a.Spec = sp
+	if a.Name == "" {
+		a.Name = strings.TrimSuffix(filepath.Base(filepath.Clean(sp.Path)), ".gguf")
+	}
+	return a, nil
+}
+
+// AddAdapter loads the adapter of spec into m under spec.Name, its
+// scale folded in (so that choosing it at scale 1 applies it at
+// spec.Scale), its matrices in binary16 when half, else float32. m must
+// be a compiled artifact's model.
+func AddAdapter(m *aotlm.Model, spec AdapterSpec, half bool) error {
+	e := modelparts.Engine(m)
+	if e == nil {
+		return fmt.Errorf("--lora %s: %w (drop --no-compile)", spec.Path, aotlm.ErrNoAdapters)
+	}
+	_, err := lora.ForEngine(e, spec.Name, spec.Path, spec.Scale, half)
+	return err
+}
+
+// AddAdapters parses values ([NAME=]PATH[:SCALE] each) and loads them
+// into m, in binary16 when half; it returns the first one's name ("" when
+// there are none), the adapter run and chat apply.
+func AddAdapters(m *aotlm.Model, values []string, half bool) (string, error) {
+	first := ""
+	for i, v := range values {
+		a, err := ParseAdapter(v)
+		if err == nil {
+			err = AddAdapter(m, a, half)
+		}
+		if err != nil {
+			return "", err
+		}
+		if i == 0 {
+			first = a.Name
+		}
+	}
+	return first, nil
+}
+
+// errOneAdapter refuses several --lora for a command with one session.
+var errOneAdapter = errors.New("--lora: a session applies one adapter at run time: merge several with compile --lora")
+
+// ChooseAdapter makes s apply the adapter of the only --lora value (none
+// when values is empty) after loading it into s's model.
+func ChooseAdapter(s *aotlm.Session, values []string, half bool) error {
+	if len(values) > 1 {
+		return errOneAdapter
+	}
+	name, err := AddAdapters(s.Model(), values, half)
+	if err != nil || name == "" {
+		return err
+	}
+	return s.SetAdapter(name, 1)
+}
