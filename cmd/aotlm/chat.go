@@ -11,6 +11,7 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/progress"
 	"github.com/aotlm/aotlm/internal/visionload"
 )
@@ -53,6 +54,9 @@ func newChatCmd() *cobra.Command {
 				return fmt.Errorf("%s: %w (pass --chat-template <file>)", mf.path, err)
 			}
 			defer c.Close()
+			if err := load.ChooseAdapter(c.Session(), mf.loras, mf.loraF16); err != nil {
+				return err
+			}
 			return chatLoop(cmd, c, aotlm.Request{MaxTokens: n, Sampling: p, Stop: stops}, asJSON, images)
 		},
 	}

@@ -84,3 +84,11 @@ func ChooseAdapter(s *aotlm.Session, values []string, half bool) error {
 	}
 	return s.SetAdapter(name, 1)
 }
+
+// AdapterLoader returns the function serve's POST /v1/adapters loads an
+// adapter with (serve.Options.LoadAdapter), binary16 when half.
+func AdapterLoader(half bool) func(m *aotlm.Model, name, path string, scale float64) error {
+	return func(m *aotlm.Model, name, path string, scale float64) error {
+		return AddAdapter(m, AdapterSpec{Name: name, Spec: lora.Spec{Path: path, Scale: scale}}, half)
+	}
+}
