@@ -157,6 +157,7 @@ func HumanCount(n int64) string {
 type Report struct {
 	Model        string  `json:"model"` // artifact file name
 	Architecture string  `json:"architecture"`
+	Adapter      string  `json:"adapter,omitempty"` // the run-time adapter the tests applied
 	Weights      string  `json:"weights"`
 	SizeBytes    int64   `json:"size_bytes"`
 	Params       int64   `json:"params"`

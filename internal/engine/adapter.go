@@ -209,14 +209,21 @@ func (s *Session) Adapter() (*Adapter, float32) { return s.adapter, s.adapterSca
 // applyAdapters adds the low-rank products of the chosen adapters to the
 // outputs of the linear steps steps[i..i+n-1], which read x [T, K]: the
 // session's adapter for every row, or in a batched pass each row's
-// session's.
+// session's. Two dispatches to the workers do it: the rank products
+// x·Aᵀ of every row and member, then the columns of the outputs, each
+// thread adding its columns' share of ·Bᵀ.
 func (s *Session) applyAdapters(steps []step, i, n int, x []float32, T, K int, buf func(id int) ([]float32, int, int)) {
 	if s.batch == nil && s.adapter == nil {
 		return
 	}
+	a := &s.loraTask
+	a.reset(x, T, K)
+	cols, work := 0, 0
 	for m := 0; m < n; m++ {
 		st := &steps[i+m]
 		out, _, N := buf(st.Out)
+		a.out[m], a.n[m], a.off[m] = out, N, cols
+		cols += N
 		w := st.Weights[0]
 		for t := 0; t < T; t++ {
 			ad, scale := s.adapter, s.adapterScale
@@ -230,37 +237,107 @@ func (s *Session) applyAdapters(steps []step, i, n int, x []float32, T, K int, b
 			if l == nil {
 				continue
 			}
-			l.apply(out[t*N:(t+1)*N], x[t*K:(t+1)*K], scale, &s.loraTmp)
+			tm := t*maxFuse + m
+			a.lin[tm], a.scale[tm], a.uOff[tm] = l, scale*l.scale, len(a.u)
+			for r := 0; r < l.rank; r++ {
+				a.items = append(a.items, int32(tm)<<16|int32(r))
+				a.u = append(a.u, 0)
+			}
+			work += l.rank * (K + N)
 		}
 	}
+	if len(a.items) == 0 {
+		return
+	}
+	a.members = n
+	parallel := work >= minParallelCost
+	a.phase = 0
+	s.pool.do(a, len(a.items), 1, parallel, s.threads)
+	a.phase = 1
+	s.pool.do(a, cols, adapterGrain, parallel, s.threads)
 }
 
-// apply adds scale·l.scale·(x·Aᵀ)·Bᵀ to y.
-func (l *adapterLinear) apply(y, x []float32, scale float32, tmp *[]float32) {
-	if cap(*tmp) < l.rank {
-		*tmp = make([]float32, l.rank)
+// adapterGrain is the fewest output columns a thread takes in the
+// second dispatch of applyAdapters.
+const adapterGrain = 64
+
+// adapterTask is applyAdapters' work: phase 0 computes u, one item per
+// (row, member, rank), phase 1 adds u·Bᵀ over the members' output
+// columns laid end to end.
+type adapterTask struct {
+	x       []float32
+	T, K    int
+	members int
+	out     [maxFuse][]float32 // each member's output rows
+	n, off  [maxFuse]int       // its columns, and their start end to end
+	// lin, scale and uOff are by row*maxFuse + member: the pair (nil:
+	// none), its whole scale and where its rank products start in u.
+	lin   []*adapterLinear
+	scale []float32
+	uOff  []int
+	u     []float32
+	items []int32 // phase 0: (row*maxFuse + member) << 16 | rank index
+	phase int
+}
+
+// reset prepares the task for a pass of T rows of x [T, K].
+func (a *adapterTask) reset(x []float32, T, K int) {
+	a.x, a.T, a.K = x, T, K
+	if len(a.lin) < T*maxFuse {
+		a.lin, a.scale, a.uOff = make([]*adapterLinear, T*maxFuse), make([]float32, T*maxFuse), make([]int, T*maxFuse)
 	}
-	u := (*tmp)[:l.rank]
-	s := scale * l.scale
-	if l.ah != nil {
-		for r := range u {
-			u[r] = s * kernel.DotF16(x, l.ah[r*l.in:(r+1)*l.in])
-		}
-		for r, c := range u {
-			kernel.AxpyF16(y, c, l.bth[r*l.out:(r+1)*l.out])
+	clear(a.lin[:T*maxFuse])
+	a.u, a.items = a.u[:0], a.items[:0]
+}
+
+func (a *adapterTask) run(_, lo, hi int) {
+	if a.phase == 0 {
+		for _, it := range a.items[lo:hi] {
+			tm, r := int(it>>16), int(it&0xffff)
+			l, t := a.lin[tm], tm/maxFuse
+			a.u[a.uOff[tm]+r] = a.scale[tm] * l.dotA(r, a.x[t*a.K:(t+1)*a.K])
 		}
 		return
 	}
-	for r := range u {
-		u[r] = s * kernel.Dot(x, l.a[r*l.in:(r+1)*l.in])
-	}
-	for r, c := range u {
-		kernel.Axpy(y, c, l.bt[r*l.out:(r+1)*l.out])
+	for m := 0; m < a.members; m++ {
+		N := a.n[m]
+		c0, c1 := max(lo-a.off[m], 0), min(hi-a.off[m], N)
+		if c0 >= c1 {
+			continue
+		}
+		for t := 0; t < a.T; t++ {
+			tm := t*maxFuse + m
+			l := a.lin[tm]
+			if l == nil {
+				continue
+			}
+			y := a.out[m][t*N+c0 : t*N+c1]
+			for r, c := range a.u[a.uOff[tm] : a.uOff[tm]+l.rank] {
+				l.axpyB(y, c, r, c0)
+			}
+		}
 	}
 }
 
-// applyReference is apply in plain float64 loops: the definition the
-// kernels' version is tested against.
+// dotA returns x·A[r].
+func (l *adapterLinear) dotA(r int, x []float32) float32 {
+	if l.ah != nil {
+		return kernel.DotF16(x, l.ah[r*l.in:(r+1)*l.in])
+	}
+	return kernel.Dot(x, l.a[r*l.in:(r+1)*l.in])
+}
+
+// axpyB adds c·Bᵀ[r][c0:c0+len(y)] to y.
+func (l *adapterLinear) axpyB(y []float32, c float32, r, c0 int) {
+	if l.bth != nil {
+		kernel.AxpyF16(y, c, l.bth[r*l.out+c0:r*l.out+c0+len(y)])
+		return
+	}
+	kernel.Axpy(y, c, l.bt[r*l.out+c0:r*l.out+c0+len(y)])
+}
+
+// applyReference adds scale·l.scale·(x·Aᵀ)·Bᵀ to y in plain float64
+// loops: the definition adapterTask's kernels are tested against.
 func (l *adapterLinear) applyReference(y, x []float32, scale float32) {
 	a, bt := l.a, l.bt
 	if l.ah != nil {

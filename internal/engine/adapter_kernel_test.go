@@ -6,6 +6,22 @@ import (
 	"testing"
 )
 
+// applyOne runs adapterTask's two phases for one row, the second in two
+// column ranges as two threads would take them.
+func applyOne(l *adapterLinear, y, x []float32, scale float32) {
+	var a adapterTask
+	a.reset(x, 1, l.in)
+	a.members, a.out[0], a.n[0] = 1, y, l.out
+	a.lin[0], a.scale[0] = l, scale*l.scale
+	for r := 0; r < l.rank; r++ {
+		a.items, a.u = append(a.items, int32(r)), append(a.u, 0)
+	}
+	a.run(0, 0, len(a.items))
+	a.phase = 1
+	a.run(0, 0, l.out/3)
+	a.run(1, l.out/3, l.out)
+}
+
 // TestAdapterApplyReference checks the SIMD low-rank product (Dot and
 // Axpy over A's and Bᵀ's rows, float32 and binary16) against its plain
 // float64 reference on random inputs, within 1e-4 of the largest |y|.
@@ -35,8 +51,7 @@ func TestAdapterApplyReference(t *testing.T) {
 			}
 			al := a.linears["w"]
 			got, want := append([]float32(nil), y0...), append([]float32(nil), y0...)
-			var tmp []float32
-			al.apply(got, x, 1.5, &tmp)
+			applyOne(al, got, x, 1.5)
 			al.applyReference(want, x, 1.5)
 			var d, m float64
 			for i := range got {

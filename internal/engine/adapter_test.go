@@ -50,8 +50,10 @@ func outRows(t *testing.T, m *arch.Model, w string) int {
 // TestAdapterDecodeBatch: three sessions, two with different adapters
 // (at different scales) and one with none, decode in one batched pass
 // per step, and each one's logits match a twin decoding alone with the
-// same choice; the adapters change the logits.
+// same choice; the adapters change the logits. Every step is split
+// across two workers.
 func TestAdapterDecodeBatch(t *testing.T) {
+	defer engine.SplitEverything()()
 	m := loadModel(t, testutil.Path(t, "arch/qwen3"))
 	e := compileModel(t, m, 64, 8)
 	a, b := randomAdapter(t, m, "a", 1), randomAdapter(t, m, "b", 2)
@@ -67,7 +69,7 @@ func TestAdapterDecodeBatch(t *testing.T) {
 	var batch, alone []*engine.Session
 	for i, c := range choice {
 		for _, list := range []*[]*engine.Session{&batch, &alone} {
-			s := newSession(t, e, engine.SessionOptions{})
+			s := newSession(t, e, engine.SessionOptions{Threads: 2})
 			if err := s.SetAdapter(c.ad, c.scale); err != nil {
 				t.Fatal(err)
 			}

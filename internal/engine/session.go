@@ -146,10 +146,10 @@ type Session struct {
 	mem *limits.Reservation // the session's share of the memory budget
 
 	// adapter, when set, is applied beside the linears at adapterScale
-	// (SetAdapter); loraTmp holds a row's rank products.
+	// (SetAdapter); loraTask is the work of applying it.
 	adapter      *Adapter
 	adapterScale float32
-	loraTmp      []float32
+	loraTask     adapterTask
 }
 
 // NewSession allocates a session's arena and cache.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/lora"
 	"github.com/aotlm/aotlm/internal/modelparts"
 )
@@ -91,4 +92,21 @@ func AdapterLoader(half bool) func(m *aotlm.Model, name, path string, scale floa
 	return func(m *aotlm.Model, name, path string, scale float64) error {
 		return AddAdapter(m, AdapterSpec{Name: name, Spec: lora.Spec{Path: path, Scale: scale}}, half)
 	}
+}
+
+// BenchAdapter returns bench's hook (bench.Config.Adapter) that loads the
+// adapter of value ([NAME=]PATH[:SCALE]) into the engine, binary16 when
+// half; nil for "".
+func BenchAdapter(value string, half bool) (func(e *engine.Engine) (*engine.Adapter, float32, error), error) {
+	if value == "" {
+		return nil, nil
+	}
+	a, err := ParseAdapter(value)
+	if err != nil {
+		return nil, err
+	}
+	return func(e *engine.Engine) (*engine.Adapter, float32, error) {
+		ad, err := lora.ForEngine(e, a.Name, a.Path, a.Scale, half)
+		return ad, 1, err
+	}, nil
 }

@@ -7,9 +7,11 @@
 //
 //	go run ./internal/lora/loragen -model FIXTURE_DIR -o internal/lora/testdata/llama -seed 1
 //
-// The adapter has rank 4 and alpha 8 on every layer's q, k, v and o
-// projections and the MLP's gate, up and down; A ~ N(0, 1/in) and
-// B ~ N(0, 0.075²), so that it moves the logits visibly.
+// The adapter has rank 4 (-rank) and alpha 2·rank on every layer's q, k,
+// v and o projections and the MLP's gate, up and down; A ~ N(0, 1/in)
+// and B ~ N(0, 0.075²), so that it moves the logits visibly. A GGUF
+// model (-model FILE.gguf, for speed measurements) gets the PEFT folder
+// only.
 package main
 
 import (
@@ -33,28 +35,29 @@ import (
 // targets are the module names the adapter adapts.
 var targets = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
 
-const (
-	rank  = 4
-	alpha = 8.0
-	sigB  = 0.075
-)
+// sigB is the deviation of B's values.
+const sigB = 0.075
 
 func main() {
 	model := flag.String("model", "", "the fixture's Hugging Face folder")
 	out := flag.String("o", "", "output folder")
 	seed := flag.Uint64("seed", 1, "random seed")
+	rank := flag.Int("rank", 4, "rank")
 	flag.Parse()
 	if *model == "" || *out == "" {
 		fmt.Fprintln(os.Stderr, "usage: loragen -model DIR -o DIR [-seed N]")
 		os.Exit(2)
 	}
-	if err := run(*model, *out, *seed); err != nil {
+	if err := run(*model, *out, *seed, *rank); err != nil {
 		fmt.Fprintln(os.Stderr, "loragen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(model, out string, seed uint64) error {
+func run(model, out string, seed uint64, rank int) error {
+	if rank < 1 {
+		return fmt.Errorf("rank %d: want at least 1", rank)
+	}
 	ck, err := detect.Open(model)
 	if err != nil {
 		return err
@@ -76,6 +79,7 @@ func run(model, out string, seed uint64) error {
 		}
 		sh := src.Shapes[name]
 		outDim, in := sh[0], sh[1]
+		r := int64(rank)
 		a := make([]float32, rank*in)
 		for i := range a {
 			a[i] = float32(rng.NormFloat64() / math.Sqrt(float64(in)))
@@ -85,11 +89,11 @@ func run(model, out string, seed uint64) error {
 			b[i] = float32(rng.NormFloat64() * sigB)
 		}
 		ts = append(ts,
-			safetensors.Tensor{Name: "base_model.model." + mod + ".lora_A.weight", DType: tensor.F32, Shape: []int64{rank, int64(in)}, Data: a},
-			safetensors.Tensor{Name: "base_model.model." + mod + ".lora_B.weight", DType: tensor.F32, Shape: []int64{int64(outDim), rank}, Data: b})
+			safetensors.Tensor{Name: "base_model.model." + mod + ".lora_A.weight", DType: tensor.F32, Shape: []int64{r, int64(in)}, Data: a},
+			safetensors.Tensor{Name: "base_model.model." + mod + ".lora_B.weight", DType: tensor.F32, Shape: []int64{int64(outDim), r}, Data: b})
 	}
 	cfg := map[string]any{
-		"peft_type": "LORA", "r": rank, "lora_alpha": alpha, "target_modules": targets,
+		"peft_type": "LORA", "r": rank, "lora_alpha": 2 * rank, "target_modules": targets,
 		"use_rslora": false, "use_dora": false, "bias": "none", "fan_in_fan_out": false,
 		"task_type": "CAUSAL_LM", "base_model_name_or_path": "arch/" + filepath.Base(filepath.Clean(model)),
 	}
@@ -102,6 +106,9 @@ func run(model, out string, seed uint64) error {
 	}
 	if err := safetensors.Write(filepath.Join(out, lora.WeightsName), ts, map[string]string{"format": "pt"}); err != nil {
 		return err
+	}
+	if src.Config.Source != "hf" {
+		return nil
 	}
 	a, err := lora.ReadPEFT(out)
 	if err != nil {
