@@ -206,24 +206,25 @@ func (s *Session) SetAdapter(a *Adapter, scale float32) error {
 // Adapter returns the session's adapter (nil: none) and its scale.
 func (s *Session) Adapter() (*Adapter, float32) { return s.adapter, s.adapterScale }
 
-// applyAdapters adds the low-rank products of the chosen adapters to the
-// outputs of the linear steps steps[i..i+n-1], which read x [T, K]: the
+// prepareAdapters readies the low-rank products of the chosen adapters
+// for the linear steps steps[i..i+n-1], which read x [T, K] (the
 // session's adapter for every row, or in a batched pass each row's
-// session's. Two dispatches to the workers do it: the rank products
-// x·Aᵀ of every row and member, then the columns of the outputs, each
-// thread adding its columns' share of ·Bᵀ.
-func (s *Session) applyAdapters(steps []step, i, n int, x []float32, T, K int, buf func(id int) ([]float32, int, int)) {
+// session's): it computes the rank products x·Aᵀ of every row and
+// member, on this thread or, for a long pass, split across the workers,
+// and returns the task whose addColumns the linears' jobs call on the
+// output columns they compute; nil when no row applies an adapter.
+func (s *Session) prepareAdapters(steps []step, i, n int, x []float32, T, K int, buf func(id int) ([]float32, int, int)) *adapterTask {
 	if s.batch == nil && s.adapter == nil {
-		return
+		return nil
 	}
 	a := &s.loraTask
 	a.reset(x, T, K)
-	cols, work := 0, 0
+	work := 0
 	for m := 0; m < n; m++ {
 		st := &steps[i+m]
-		out, _, N := buf(st.Out)
-		a.out[m], a.n[m], a.off[m] = out, N, cols
-		cols += N
+		s.bufRows[st.Out] = T // as the linear's run sets it
+		o, _, N := buf(st.Out)
+		a.out[m], a.n[m] = o, N
 		w := st.Weights[0]
 		for t := 0; t < T; t++ {
 			ad, scale := s.adapter, s.adapterScale
@@ -243,41 +244,36 @@ func (s *Session) applyAdapters(steps []step, i, n int, x []float32, T, K int, b
 				a.items = append(a.items, int32(tm)<<16|int32(r))
 				a.u = append(a.u, 0)
 			}
-			work += l.rank * (K + N)
+			work += l.rank * K
 		}
 	}
 	if len(a.items) == 0 {
-		return
+		return nil
 	}
-	a.members = n
-	parallel := work >= minParallelCost
-	a.phase = 0
-	s.pool.do(a, len(a.items), 1, parallel, s.threads)
-	a.phase = 1
-	s.pool.do(a, cols, adapterGrain, parallel, s.threads)
+	s.pool.do(a, len(a.items), 1, work >= minAdapterSplit, s.threads)
+	return a
 }
 
-// adapterGrain is the fewest output columns a thread takes in the
-// second dispatch of applyAdapters.
-const adapterGrain = 64
+// minAdapterSplit is the least multiply-adds of the rank products
+// split across the workers: below it (a decode step's) one thread
+// computes them sooner than a dispatch would.
+var minAdapterSplit = 1 << 20
 
-// adapterTask is applyAdapters' work: phase 0 computes u, one item per
-// (row, member, rank), phase 1 adds u·Bᵀ over the members' output
-// columns laid end to end.
+// adapterTask is the adapters' work on a run of linears: run computes
+// u, one item per (row, member, rank); addColumns adds u·Bᵀ to the
+// columns of a member's output a linear job computed.
 type adapterTask struct {
 	x       []float32
 	T, K    int
-	members int
-	out     [maxFuse][]float32 // each member's output rows
-	n, off  [maxFuse]int       // its columns, and their start end to end
+	out [maxFuse][]float32 // each member's output rows
+	n   [maxFuse]int       // its columns
 	// lin, scale and uOff are by row*maxFuse + member: the pair (nil:
 	// none), its whole scale and where its rank products start in u.
 	lin   []*adapterLinear
 	scale []float32
 	uOff  []int
 	u     []float32
-	items []int32 // phase 0: (row*maxFuse + member) << 16 | rank index
-	phase int
+	items []int32 // (row*maxFuse + member) << 16 | rank index
 }
 
 // reset prepares the task for a pass of T rows of x [T, K].
@@ -291,30 +287,25 @@ func (a *adapterTask) reset(x []float32, T, K int) {
 }
 
 func (a *adapterTask) run(_, lo, hi int) {
-	if a.phase == 0 {
-		for _, it := range a.items[lo:hi] {
-			tm, r := int(it>>16), int(it&0xffff)
-			l, t := a.lin[tm], tm/maxFuse
-			a.u[a.uOff[tm]+r] = a.scale[tm] * l.dotA(r, a.x[t*a.K:(t+1)*a.K])
-		}
-		return
+	for _, it := range a.items[lo:hi] {
+		tm, r := int(it>>16), int(it&0xffff)
+		l, t := a.lin[tm], tm/maxFuse
+		a.u[a.uOff[tm]+r] = a.scale[tm] * l.dotA(r, a.x[t*a.K:(t+1)*a.K])
 	}
-	for m := 0; m < a.members; m++ {
-		N := a.n[m]
-		c0, c1 := max(lo-a.off[m], 0), min(hi-a.off[m], N)
-		if c0 >= c1 {
+}
+
+// addColumns adds u·Bᵀ to columns [c0, c1) of member m's output rows.
+func (a *adapterTask) addColumns(m, c0, c1 int) {
+	N := a.n[m]
+	for t := 0; t < a.T; t++ {
+		tm := t*maxFuse + m
+		l := a.lin[tm]
+		if l == nil {
 			continue
 		}
-		for t := 0; t < a.T; t++ {
-			tm := t*maxFuse + m
-			l := a.lin[tm]
-			if l == nil {
-				continue
-			}
-			y := a.out[m][t*N+c0 : t*N+c1]
-			for r, c := range a.u[a.uOff[tm] : a.uOff[tm]+l.rank] {
-				l.axpyB(y, c, r, c0)
-			}
+		y := a.out[m][t*N+c0 : t*N+c1]
+		for r, c := range a.u[a.uOff[tm] : a.uOff[tm]+l.rank] {
+			l.axpyB(y, c, r, c0)
 		}
 	}
 }

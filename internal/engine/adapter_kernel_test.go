@@ -6,20 +6,19 @@ import (
 	"testing"
 )
 
-// applyOne runs adapterTask's two phases for one row, the second in two
-// column ranges as two threads would take them.
+// applyOne runs adapterTask's rank products for one row, then adds them
+// in two column ranges as two threads would.
 func applyOne(l *adapterLinear, y, x []float32, scale float32) {
 	var a adapterTask
 	a.reset(x, 1, l.in)
-	a.members, a.out[0], a.n[0] = 1, y, l.out
+	a.out[0], a.n[0] = y, l.out
 	a.lin[0], a.scale[0] = l, scale*l.scale
 	for r := 0; r < l.rank; r++ {
 		a.items, a.u = append(a.items, int32(r)), append(a.u, 0)
 	}
 	a.run(0, 0, len(a.items))
-	a.phase = 1
-	a.run(0, 0, l.out/3)
-	a.run(1, l.out/3, l.out)
+	a.addColumns(0, 0, l.out/3)
+	a.addColumns(0, l.out/3, l.out)
 }
 
 // TestAdapterApplyReference checks the SIMD low-rank product (Dot and

@@ -862,13 +862,12 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 				copy(out[t*cols:(t+1)*cols], st.w[id*cols:(id+1)*cols])
 			}
 		case op.Linear:
+			lora := s.prepareAdapters(prog.steps, i, st.fuse+1, x, rows, xcols, buf)
 			if st.fuse > 0 {
-				s.linearGroup(prog.steps, i, x, rows, xcols, buf)
-				s.applyAdapters(prog.steps, i, st.fuse+1, x, rows, xcols, buf)
+				s.linearGroup(prog.steps, i, x, rows, xcols, buf, lora)
 				i += st.fuse
 			} else {
-				s.linear(st, out, x, rows, xcols, cols)
-				s.applyAdapters(prog.steps, i, 1, x, rows, xcols, buf)
+				s.linear(st, out, x, rows, xcols, cols, lora)
 			}
 			if st.slotLayer > 0 && rows == 1 && s.chain {
 				s.prefetchSlot(st.slotLayer-1, s.pos)
