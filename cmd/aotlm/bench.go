@@ -25,7 +25,7 @@ func newBenchCmd() *cobra.Command {
 		dec             *benchDecodingFlags
 		imageFile       string
 		mmproj, tokPath string
-		llamaCpp, half  bool
+		llamaCpp, f32   bool
 		loraSpec        string
 	)
 	cmd := &cobra.Command{
@@ -66,7 +66,7 @@ func newBenchCmd() *cobra.Command {
 			if dec.active() {
 				return dec.run(cmd, art, cfg.Threads, append(gens, 128)[0], cfg.Repetitions, asJSON)
 			}
-			if cfg.Adapter, err = load.BenchAdapter(loraSpec, half); err != nil {
+			if cfg.Adapter, err = load.BenchAdapter(loraSpec, !f32); err != nil {
 				return err
 			}
 			rep, err := bench.RunArtifact(art, cfg)
@@ -99,7 +99,7 @@ func newBenchCmd() *cobra.Command {
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for a model folder without one, with --image")
 	f.BoolVar(&llamaCpp, "vision-llama-cpp", false, visionLlamaCppHelp)
 	f.StringVar(&loraSpec, "lora", "", "PATH[:SCALE]: measure with this LoRA adapter applied at run time")
-	f.BoolVar(&half, "lora-f16", false, "keep the --lora adapter in binary16")
+	f.BoolVar(&f32, "lora-f32", false, "keep the --lora adapter in float32 instead of binary16")
 	dec = addBenchDecodingFlags(cmd)
 	return cmd
 }

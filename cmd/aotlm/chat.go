@@ -54,7 +54,7 @@ func newChatCmd() *cobra.Command {
 				return fmt.Errorf("%s: %w (pass --chat-template <file>)", mf.path, err)
 			}
 			defer c.Close()
-			if err := load.ChooseAdapter(c.Session(), mf.loras, mf.loraF16); err != nil {
+			if err := load.ChooseAdapter(c.Session(), mf.loras, !mf.loraF32); err != nil {
 				return err
 			}
 			return chatLoop(cmd, c, aotlm.Request{MaxTokens: n, Sampling: p, Stop: stops}, asJSON, images)

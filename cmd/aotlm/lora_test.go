@@ -70,8 +70,8 @@ func TestCompileLoRAMatchesLlamaCpp(t *testing.T) {
 	}
 }
 
-// TestRunLoRA: `run --lora` (the adapter beside the base weights) decodes
-// the ids the merged artifact does, which differ from the base model's;
+// TestRunLoRA: `run --lora --lora-f32` (the adapter beside the base
+// weights, exact) decodes the ids the merged artifact does, which differ from the base model's;
 // two adapters for one session are refused.
 func TestRunLoRA(t *testing.T) {
 	t.Setenv(compile.CacheEnv, t.TempDir())
@@ -93,7 +93,7 @@ func TestRunLoRA(t *testing.T) {
 		return r.IDs
 	}
 	base := gen("-m", model)
-	runTime := gen("-m", model, "--lora", loraDir+":0.5")
+	runTime := gen("-m", model, "--lora", loraDir+":0.5", "--lora-f32")
 	want := gen("-m", merged)
 	if !slices.Equal(runTime, want) {
 		t.Errorf("run --lora decodes %v, the merged artifact %v", runTime, want)

@@ -21,7 +21,7 @@ type modelFlags struct {
 	stateBudget                         load.Size
 	threads, ctx, arLen                 int
 	hugePages, noCompile                bool
-	visionLlamaCpp, loraF16             bool
+	visionLlamaCpp, loraF32             bool
 	loras                               []string // --lora [NAME=]PATH[:SCALE]
 }
 
@@ -45,7 +45,7 @@ func addModelFlags(f *pflag.FlagSet, modelUsage string, several bool) *modelFlag
 	f.StringVar(&m.template, "chat-template", "", "a chat template (.jinja, tokenizer_config.json or GGUF) replacing the model's")
 	f.BoolVar(&m.visionLlamaCpp, "vision-llama-cpp", false, visionLlamaCppHelp)
 	f.StringArrayVar(&m.loras, "lora", nil, "[NAME=]PATH[:SCALE]: a LoRA adapter (PEFT folder or GGUF adapter) applied at run time beside the base weights (serve: repeatable)")
-	f.BoolVar(&m.loraF16, "lora-f16", false, "keep run-time adapters in binary16 (half the memory, values rounded) instead of float32")
+	f.BoolVar(&m.loraF32, "lora-f32", false, "keep run-time adapters in float32 (exact, twice the memory and bandwidth) instead of binary16")
 	m.stateBudget = load.StateBudget
 	f.Var(&m.stateBudget, "state-budget", stateBudgetUsage)
 	return m

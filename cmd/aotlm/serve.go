@@ -55,7 +55,7 @@ func newServeCmd() *cobra.Command {
 				AllowLocalImages: allowLocalImages, HostAllow: hostAllow, CORSOrigins: corsOrigins, SharedCache: sharedCache,
 				ReadTimeout: readTimeout, WorkTimeout: workTimeout, SlotSaveDir: slotDir, PromptCacheBytes: int64(promptCache)}
 			if allowAdapters {
-				opts.LoadAdapter = load.AdapterLoader(mf.loraF16)
+				opts.LoadAdapter = load.AdapterLoader(!mf.loraF32)
 			}
 			srv, err := newServer(mf, modelsDir, name, mmproj, opts, serve.MultiOptions{IdleUnload: idleUnload, MaxMemory: int64(maxMemory)}, log)
 			if err != nil {
@@ -161,7 +161,7 @@ func newServer(mf *modelFlags, modelsDir, name, mmproj string, opts serve.Option
 		opts.Images = p.ServeImages()
 	}
 	if err == nil {
-		_, err = load.AddAdapters(m, mf.loras, mf.loraF16)
+		_, err = load.AddAdapters(m, mf.loras, !mf.loraF32)
 	}
 	var srv *serve.Server
 	if err == nil {

@@ -263,10 +263,10 @@ var minAdapterSplit = 1 << 20
 // u, one item per (row, member, rank); addColumns adds u·Bᵀ to the
 // columns of a member's output a linear job computed.
 type adapterTask struct {
-	x       []float32
-	T, K    int
-	out [maxFuse][]float32 // each member's output rows
-	n   [maxFuse]int       // its columns
+	x    []float32
+	T, K int
+	out  [maxFuse][]float32 // each member's output rows
+	n    [maxFuse]int       // its columns
 	// lin, scale and uOff are by row*maxFuse + member: the pair (nil:
 	// none), its whole scale and where its rank products start in u.
 	lin   []*adapterLinear
