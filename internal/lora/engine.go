@@ -6,6 +6,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/engine"
+	"github.com/aotlm/aotlm/internal/quant"
 )
 
 // ConfigOfEngine returns the model config an artifact's manifest
@@ -37,6 +38,15 @@ func ForEngine(e *engine.Engine, name, path string, scale float64, half bool) (*
 	c, err := ConfigOfEngine(e)
 	if err != nil {
 		return nil, err
+	}
+	if r := e.Manifest().Recipe; len(r) > 0 {
+		rcp, err := quant.ParseRecipe(r)
+		if err != nil {
+			return nil, fmt.Errorf("lora: the artifact's recipe: %w", err)
+		}
+		if rcp.Rotation != (quant.Rotation{}) {
+			return nil, fmt.Errorf("lora: the artifact's weights are rotated (recipe %q): an adapter for the unrotated model applies only merged (quantize --lora)", rcp.Name)
+		}
 	}
 	a, err := Read(path)
 	if err != nil {
