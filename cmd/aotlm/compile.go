@@ -24,7 +24,7 @@ func newCompileCmd() *cobra.Command {
 		lookahead                      string
 		mmproj, visionW, visionBuckets string
 		visionLlamaCpp                 bool
-		loras                          []string
+		loras, carry                   []string
 	)
 	cmd := &cobra.Command{
 		Use:   "compile MODEL -o OUT.aot",
@@ -72,10 +72,14 @@ func newCompileCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("compile: %w", err)
 			}
+			carried, err := load.ParseAdapters(carry)
+			if err != nil {
+				return fmt.Errorf("compile: %w", err)
+			}
 			bar := progress.NewTensors(cmd.ErrOrStderr(), "compiling")
 			opts := compile.Options{ARLens: []int{arLen, max(la, 1)}, Ctx: ctx, Tokenizer: tokPath, KV: kv, CalibText: calib,
 				FloatActivations: float, AllowNonFinite: allowNonFinite, Jobs: jobs, GGUFWeights: ggufWeights, MMProj: mmproj, VisionWeights: visionW, VisionBuckets: visionBuckets,
-				VisionLlamaCpp: visionLlamaCpp, LoRA: specs, Progress: func(p compile.Progress) { bar.Update(p.Done, p.Total, p.Bytes, 0) }}
+				VisionLlamaCpp: visionLlamaCpp, LoRA: specs, Carry: carried, Progress: func(p compile.Progress) { bar.Update(p.Done, p.Total, p.Bytes, 0) }}
 			if err := compile.CompileFile(src, out, opts); err != nil {
 				return withHints(err)
 			}
@@ -101,6 +105,7 @@ func newCompileCmd() *cobra.Command {
 	f.BoolVar(&visionLlamaCpp, "vision-llama-cpp", false, visionLlamaCppHelp)
 	f.BoolVar(&allowNonFinite, "allow-nonfinite", false, "keep NaN and infinite weights (refused by default)")
 	f.StringArrayVar(&loras, "lora", nil, loraMergeHelp)
+	f.StringArrayVar(&carry, "adapter", nil, "[NAME=]ADAPTER[:SCALE]: a LoRA adapter the artifact carries for run-time choice (run --lora NAME, serve's MODEL:NAME); repeatable")
 	f.StringVar(&lookahead, "lookahead", "", "N,W,G: add a plan for lookahead decoding's passes of (W+G)(N-1) rows (rounded up to a power of two)")
 	return cmd
 }

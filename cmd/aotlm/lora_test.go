@@ -71,8 +71,10 @@ func TestCompileLoRAMatchesLlamaCpp(t *testing.T) {
 }
 
 // TestRunLoRA: `run --lora --lora-f32` (the adapter beside the base
-// weights, exact) decodes the ids the merged artifact does, which differ from the base model's;
-// two adapters for one session are refused.
+// weights, exact) decodes the ids the merged artifact does, which differ
+// from the base model's, and so does an artifact that carries the
+// adapter (compile --adapter) when run chooses it by name; inspect lists
+// it; two adapters for one session are refused.
 func TestRunLoRA(t *testing.T) {
 	t.Setenv(compile.CacheEnv, t.TempDir())
 	model := testutil.Path(t, "arch/qwen3/model.gguf")
@@ -100,6 +102,21 @@ func TestRunLoRA(t *testing.T) {
 	}
 	if slices.Equal(base, want) {
 		t.Errorf("the adapter does not change the greedy ids %v", base)
+	}
+	// an artifact that carries the adapter: run chooses it by name, and
+	// inspect lists it
+	carry := filepath.Join(t.TempDir(), "carry.aot")
+	if code, _, stderr := runCLI(t, "compile", model, "--adapter", "tuned="+loraDir+":0.5", "-o", carry); code != 0 {
+		t.Fatalf("compile --adapter: %s", stderr)
+	}
+	if got := gen("-m", carry, "--lora", "tuned"); !slices.Equal(got, want) {
+		t.Errorf("run --lora tuned on the carrying artifact decodes %v, the merged artifact %v", got, want)
+	}
+	if got := gen("-m", carry); !slices.Equal(got, base) {
+		t.Errorf("the carrying artifact without --lora decodes %v, the base %v", got, base)
+	}
+	if code, stdout, _ := runCLI(t, "inspect", carry); code != 0 || !strings.Contains(stdout, "tuned") || !strings.Contains(stdout, "at scale 0.5: 21 linears, rank 4") {
+		t.Errorf("inspect does not list the adapter: %s", stdout)
 	}
 	if code, _, stderr := runCLI(t, "run", "-m", model, "--lora", loraDir, "--lora", "b="+loraDir, "-p", "tok5"); code == 0 || !strings.Contains(stderr, "one adapter") {
 		t.Errorf("two --lora for run: exit %d, %q", code, stderr)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"strings"
 
 	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/format"
@@ -77,6 +78,10 @@ type Options struct {
 	// read, in order, each at its scale (lora.Attach): the artifact is
 	// the adapted model.
 	LoRA []lora.Spec
+	// Carry lists low-rank adapters the artifact carries beside the
+	// weights, each under its name, its scale folded in: sessions choose
+	// one at run time.
+	Carry []lora.Named
 }
 
 // MaxCalibTokens bounds the calibration sequence read from CalibText.
@@ -152,7 +157,16 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 	if err != nil {
 		return err
 	}
-	in := Input{Graph: g, ARLens: opts.ARLens, Ctx: ctx, Jobs: opts.Jobs, Progress: opts.Progress,
+	if len(opts.Carry) > 0 && len(src.Recipe) > 0 {
+		if r, err := quant.ParseRecipe(src.Recipe); err == nil && r.Rotation != (quant.Rotation{}) {
+			return fmt.Errorf("compile: recipe %q rotates the weights: an adapter applies only merged (quantize --lora)", r.Name)
+		}
+	}
+	carried, err := carryAdapters(&cfg, opts.Carry)
+	if err != nil {
+		return err
+	}
+	in := Input{Adapters: carried, Graph: g, ARLens: opts.ARLens, Ctx: ctx, Jobs: opts.Jobs, Progress: opts.Progress,
 		Manifest: plan.Manifest{Architecture: trained.Family, HyperParams: hp, Provenance: src.Provenance,
 			ChatTemplate: src.ChatTemplate, BOS: trained.BOS, EOS: trained.EOS, Vocab: trained.Vocab,
 			Recipe: src.Recipe, Generation: src.Generation}}
@@ -367,6 +381,23 @@ func CompileFile(path, outPath string, opts Options) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// carryAdapters resolves the adapters of specs against the model of
+// config c for an artifact to carry.
+func carryAdapters(c *arch.Config, specs []lora.Named) ([]CarriedAdapter, error) {
+	var out []CarriedAdapter
+	for _, sp := range specs {
+		if sp.Name == "" || strings.ContainsAny(sp.Name, ":/\\") {
+			return nil, fmt.Errorf("compile: adapter name %q: want a name without ':', '/' or '\\'", sp.Name)
+		}
+		ls, err := lora.Linears(c, sp.Path, sp.Scale)
+		if err != nil {
+			return nil, fmt.Errorf("compile: adapter %s: %w", sp.Name, err)
+		}
+		out = append(out, CarriedAdapter{Ref: plan.AdapterRef{Name: sp.Name, Source: filepath.Base(filepath.Clean(sp.Path)), Scale: sp.Scale}, Linears: ls})
+	}
+	return out, nil
 }
 
 // loraProvenance records the merged adapters: each one's file or folder

@@ -9,18 +9,14 @@ import (
 
 	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/op"
+	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/tensor"
 )
 
 // AdapterLinear is the low-rank update of one linear step's weight W
 // [Out, In]: the step's output rows gain Scale·(x·Aᵀ)·Bᵀ, A [Rank, In]
-// and B [Out, Rank] row-major.
-type AdapterLinear struct {
-	Weight        string // the linear's weight name in the plans
-	Rank, In, Out int
-	A, B          []float32
-	Scale         float32
-}
+// and B [Out, Rank] row-major (an artifact's adapter blobs hold these).
+type AdapterLinear = plan.AdapterLinear
 
 // Adapter is a low-rank adapter the engine applies beside its linears at
 // run time, without changing the stored weights: a session chooses one
@@ -351,4 +347,27 @@ func (l *adapterLinear) applyReference(y, x []float32, scale float32) {
 		}
 		y[o] += float32(float64(scale) * float64(l.scale) * d)
 	}
+}
+
+// loadCarriedAdapters loads the adapters the artifact carries
+// (Manifest.Adapters), in float32.
+func (e *Engine) loadCarriedAdapters() error {
+	for i, r := range e.manifest.Adapters {
+		b, err := e.Blob(r.Blob)
+		if err != nil {
+			return fmt.Errorf("engine: manifest.adapters[%d] (%s): %w", i, r.Name, err)
+		}
+		ls, err := plan.DecodeAdapter(b)
+		if err != nil {
+			return fmt.Errorf("engine: manifest.adapters[%d] (%s): %w", i, r.Name, err)
+		}
+		a, err := NewAdapter(r.Name, ls, false)
+		if err == nil {
+			err = e.AddAdapter(a)
+		}
+		if err != nil {
+			return fmt.Errorf("engine: manifest.adapters[%d]: %w", i, err)
+		}
+	}
+	return nil
 }

@@ -141,6 +141,10 @@ func OpenWith(path string, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %s: %w", path, err)
 	}
 	e.art = art
+	if err := e.loadCarriedAdapters(); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("engine: %s: %w", path, err)
+	}
 	return e, nil
 }
 

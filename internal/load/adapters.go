@@ -3,7 +3,9 @@ package load
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/aotlm/aotlm"
@@ -15,10 +17,7 @@ import (
 // AdapterSpec is a run-time adapter named on a command line:
 // [NAME=]PATH[:SCALE]. NAME defaults to PATH's base name without
 // ".gguf".
-type AdapterSpec struct {
-	Name string
-	lora.Spec
-}
+type AdapterSpec = lora.Named
 
 // ParseAdapter reads [NAME=]PATH[:SCALE].
 func ParseAdapter(v string) (AdapterSpec, error) {
@@ -35,6 +34,19 @@ func ParseAdapter(v string) (AdapterSpec, error) {
 		a.Name = strings.TrimSuffix(filepath.Base(filepath.Clean(sp.Path)), ".gguf")
 	}
 	return a, nil
+}
+
+// ParseAdapters reads several [NAME=]PATH[:SCALE] (compile's --adapter).
+func ParseAdapters(values []string) ([]AdapterSpec, error) {
+	var out []AdapterSpec
+	for _, v := range values {
+		a, err := ParseAdapter(v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // AddAdapter loads the adapter of spec into m under spec.Name, its
@@ -74,10 +86,19 @@ func AddAdapters(m *aotlm.Model, values []string, half bool) (string, error) {
 var errOneAdapter = errors.New("--lora: a session applies one adapter at run time: merge several with compile --lora")
 
 // ChooseAdapter makes s apply the adapter of the only --lora value (none
-// when values is empty) after loading it into s's model.
+// when values is empty): one the artifact carries, named NAME[:SCALE],
+// or one it loads into s's model from its path.
 func ChooseAdapter(s *aotlm.Session, values []string, half bool) error {
 	if len(values) > 1 {
 		return errOneAdapter
+	}
+	if len(values) == 1 {
+		// the name of an adapter the artifact carries, at a scale
+		if sp, err := lora.ParseSpec(values[0]); err == nil && slices.Contains(s.Model().Adapters(), sp.Path) {
+			if _, err := os.Stat(sp.Path); err != nil {
+				return s.SetAdapter(sp.Path, sp.Scale)
+			}
+		}
 	}
 	name, err := AddAdapters(s.Model(), values, half)
 	if err != nil || name == "" {

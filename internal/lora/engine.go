@@ -6,6 +6,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/engine"
+	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/quant"
 )
 
@@ -30,10 +31,7 @@ func ConfigOfEngine(e *engine.Engine) (*arch.Config, error) {
 // ForEngine reads the adapter at path, makes it an engine adapter named
 // name for the model e runs, with scale folded into its own (choosing it
 // at scale 1 applies it at scale), its matrices in binary16 when half,
-// and loads it into e.
-// DoRA adapters only merge (compile --lora): their magnitudes rescale
-// the merged weight's rows, which a low-rank product beside the base
-// linear cannot do.
+// and loads it into e (see Linears).
 func ForEngine(e *engine.Engine, name, path string, scale float64, half bool) (*engine.Adapter, error) {
 	c, err := ConfigOfEngine(e)
 	if err != nil {
@@ -48,6 +46,34 @@ func ForEngine(e *engine.Engine, name, path string, scale float64, half bool) (*
 			return nil, fmt.Errorf("lora: the artifact's weights are rotated (recipe %q): an adapter for the unrotated model applies only merged (quantize --lora)", rcp.Name)
 		}
 	}
+	ls, err := Linears(c, path, scale)
+	if err != nil {
+		return nil, err
+	}
+	ad, err := engine.NewAdapter(name, ls, half)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.AddAdapter(ad); err != nil {
+		return nil, err
+	}
+	return ad, nil
+}
+
+// Named is an adapter given a name: what serve, run and an artifact that
+// carries adapters choose it by.
+type Named struct {
+	Name string
+	Spec
+}
+
+// Linears reads the adapter at path and resolves it against the model
+// of config c, in the graph's layout, with scale folded into each
+// linear's: the linears the engine adds beside its own (an artifact's
+// adapter blob). DoRA adapters only merge: their magnitudes rescale the
+// merged weight's rows, which a low-rank product beside the base linear
+// cannot do.
+func Linears(c *arch.Config, path string, scale float64) ([]plan.AdapterLinear, error) {
 	a, err := Read(path)
 	if err != nil {
 		return nil, err
@@ -60,20 +86,13 @@ func ForEngine(e *engine.Engine, name, path string, scale float64, half bool) (*
 	if err != nil {
 		return nil, err
 	}
-	var ls []engine.AdapterLinear
+	var ls []plan.AdapterLinear
 	for _, w := range (&Adapter{Pairs: r.Pairs}).Names() {
 		p := r.Pairs[w]
 		if p.Magnitude != nil {
 			return nil, fmt.Errorf("lora: %s is a DoRA adapter: apply it by merging (compile --lora), not at run time", path)
 		}
-		ls = append(ls, engine.AdapterLinear{Weight: w, Rank: p.Rank, In: p.In, Out: p.Out, A: p.A, B: p.B, Scale: float32(float64(p.Scale) * scale)})
+		ls = append(ls, plan.AdapterLinear{Weight: w, Rank: p.Rank, In: p.In, Out: p.Out, A: p.A, B: p.B, Scale: float32(float64(p.Scale) * scale)})
 	}
-	ad, err := engine.NewAdapter(name, ls, half)
-	if err != nil {
-		return nil, err
-	}
-	if err := e.AddAdapter(ad); err != nil {
-		return nil, err
-	}
-	return ad, nil
+	return ls, nil
 }

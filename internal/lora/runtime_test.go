@@ -49,8 +49,9 @@ func allLogits(t *testing.T, e *engine.Engine, ad *engine.Adapter, scale float32
 // TestRunTimeMatchesLlamaCpp compiles each fixture without its adapter,
 // applies the adapter at run time (from the PEFT folder and from the GGUF
 // adapter, float32 and binary16) and checks the logits at both scales
-// against llama.cpp's; an artifact with the adapter merged by compile
-// --lora must agree too.
+// against llama.cpp's; an artifact carrying the adapter at both scales
+// (chosen by name) and one with it merged by compile --lora must agree
+// too.
 func TestRunTimeMatchesLlamaCpp(t *testing.T) {
 	for _, family := range []string{"llama", "qwen3"} {
 		o, want := lora.ReadOracle(t, family)
@@ -85,6 +86,25 @@ func TestRunTimeMatchesLlamaCpp(t *testing.T) {
 			}
 			e.Close()
 		}
+		// carried by the artifact, chosen by name
+		carry := []lora.Named{{Name: "half", Spec: lora.Spec{Path: filepath.Join("testdata", family, "adapter.gguf"), Scale: 0.5}},
+			{Name: "whole", Spec: lora.Spec{Path: filepath.Join("testdata", family), Scale: 1}}}
+		out := filepath.Join(t.TempDir(), family+"-carry.aot")
+		if err := compile.CompileFile(testutil.ArchModelPaths(t, family)["hf"], out, compile.Options{ARLens: []int{16}, Ctx: 128, Carry: carry}); err != nil {
+			t.Fatal(err)
+		}
+		e, err := engine.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range carry {
+			d := lora.MaxDiff(allLogits(t, e, e.LookupAdapter(c.Name), 1, o.Tokens), want[c.Scale])
+			t.Logf("%s carried %s: max |logit diff| %.3g", family, c.Name, d)
+			if d > 1e-3 {
+				t.Errorf("%s carried %s: logits differ from llama.cpp's by %.3g", family, c.Name, d)
+			}
+		}
+		e.Close()
 		for scale, ref := range want {
 			sp := lora.Spec{Path: filepath.Join("testdata", family), Scale: scale}
 			e, err := engine.Open(compileFixture(t, family, "hf", []lora.Spec{sp}))

@@ -40,6 +40,9 @@ type Manifest struct {
 	Vision *Vision `json:"vision,omitempty"`
 	// MTP, when set, is the model's multi-token-prediction draft head.
 	MTP *MTP `json:"mtp,omitempty"`
+	// Adapters are the low-rank adapters the artifact carries, loaded
+	// at open for sessions to choose.
+	Adapters []AdapterRef `json:"adapters,omitempty"`
 }
 
 // MTP describes a multi-token-prediction draft head compiled beside the
