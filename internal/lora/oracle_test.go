@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/arch"
@@ -156,6 +157,26 @@ func TestMergeMatchesLlamaCpp(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestAdapterForAnotherModel: an adapter whose matrices do not fit the
+// model is refused, naming the problem.
+func TestAdapterForAnotherModel(t *testing.T) {
+	ck, err := detect.Open(testutil.ArchModelPaths(t, "qwen3")["hf"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	src, err := arch.Open(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"testdata/llama", "testdata/llama/adapter.gguf"} {
+		err := Attach(src, []Spec{{Path: path, Scale: 1}})
+		if err == nil || !strings.Contains(err.Error(), "another base model") {
+			t.Errorf("%s on qwen3: got %v, want an error naming another base model", path, err)
 		}
 	}
 }
