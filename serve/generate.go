@@ -54,11 +54,13 @@ func (s *Server) acquire(ctx context.Context, ids []int, a string) (*slot, *apiE
 	case err != nil:
 		return nil, &apiError{Status: 499, Type: "invalid_request_error", Code: "client_closed", Message: "the client went away while the request waited"}
 	}
-	s.cache.restore(sl, sl.scope, ids)
+	// the adapter first: a change empties the session, which the prompt
+	// cache may then fill with a cache of the same scope (and adapter)
 	if e := useAdapter(sl, a); e != nil {
 		s.pool.release(sl)
 		return nil, e
 	}
+	s.cache.restore(sl, sl.scope, ids)
 	return sl, nil
 }
 
