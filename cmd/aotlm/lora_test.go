@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -120,5 +121,39 @@ func TestRunLoRA(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "run", "-m", model, "--lora", loraDir, "--lora", "b="+loraDir, "-p", "tok5"); code == 0 || !strings.Contains(stderr, "one adapter") {
 		t.Errorf("two --lora for run: exit %d, %q", code, stderr)
+	}
+}
+
+// TestChatAdapterSwitch: chat loads two adapters and applies the first;
+// /adapter switches to the other, to none and back, and each reply (of a
+// conversation reset before it) follows the adapter chosen.
+func TestChatAdapterSwitch(t *testing.T) {
+	t.Setenv(compile.CacheEnv, t.TempDir())
+	model := testutil.Path(t, "arch/qwen3/model.gguf")
+	tpl := filepath.Join(t.TempDir(), "t.jinja")
+	if err := os.WriteFile(tpl, []byte("{% for m in messages %}{{ m.content }} {% endfor %}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := "tok5 tok9\n/adapter b\n/reset\ntok5 tok9\n/adapter\n/reset\ntok5 tok9\n/adapter a\n/reset\ntok5 tok9\n"
+	var out, errb bytes.Buffer
+	code := runWithInput([]string{"chat", "-m", model, "--chat-template", tpl, "--temp", "0", "-n", "12", "--json", "--lora-f32",
+		"--lora", "a=" + loraDir + ":0.5", "--lora", "b=" + loraDir + ":1"}, strings.NewReader(script), &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var ids [][]int
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var tr chatTurn
+		if err := dec.Decode(&tr); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, tr.IDs)
+	}
+	if len(ids) != 4 {
+		t.Fatalf("%d turns: %s", len(ids), errb.String())
+	}
+	if !slices.Equal(ids[0], ids[3]) || slices.Equal(ids[0], ids[1]) || slices.Equal(ids[0], ids[2]) || slices.Equal(ids[1], ids[2]) {
+		t.Errorf("replies with adapters a, b, none, a: %v", ids)
 	}
 }

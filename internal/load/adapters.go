@@ -83,13 +83,15 @@ func AddAdapters(m *aotlm.Model, values []string, half bool) (string, error) {
 }
 
 // errOneAdapter refuses several --lora for a command with one session.
-var errOneAdapter = errors.New("--lora: a session applies one adapter at run time: merge several with compile --lora")
+var errOneAdapter = errors.New("--lora: a run applies one adapter: merge several with compile --lora")
 
-// ChooseAdapter makes s apply the adapter of the only --lora value (none
-// when values is empty): one the artifact carries, named NAME[:SCALE],
-// or one it loads into s's model from its path.
-func ChooseAdapter(s *aotlm.Session, values []string, half bool) error {
-	if len(values) > 1 {
+// ChooseAdapter makes s apply the adapter of the first --lora value
+// (none when values is empty): one the artifact carries, named
+// NAME[:SCALE], or one it loads into s's model from its path; with
+// several, the others are loaded too (chat switches with /adapter),
+// unless one is all the command takes.
+func ChooseAdapter(s *aotlm.Session, values []string, half, several bool) error {
+	if len(values) > 1 && !several {
 		return errOneAdapter
 	}
 	if len(values) == 1 {
@@ -130,4 +132,18 @@ func BenchAdapter(value string, half bool) (func(e *engine.Engine) (*engine.Adap
 		ad, err := lora.ForEngine(e, a.Name, a.Path, a.Scale, half)
 		return ad, 1, err
 	}, nil
+}
+
+// SwitchAdapter makes s apply the loaded adapter arg names
+// (NAME[:SCALE]; "" for none), as chat's /adapter does; the session is
+// emptied when the choice changes.
+func SwitchAdapter(s *aotlm.Session, arg string) error {
+	if arg == "" {
+		return s.SetAdapter("", 0)
+	}
+	sp, err := lora.ParseSpec(arg)
+	if err != nil {
+		return err
+	}
+	return s.SetAdapter(sp.Path, sp.Scale)
 }
