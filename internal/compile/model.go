@@ -495,8 +495,7 @@ func (s *ggufSource) Weight(name string) (Weight, error) {
 	src, ok := s.s.TensorName(name)
 	shape := s.s.Shapes[name]
 	if s.s.Adjust[name] != nil {
-		// an adapter merges into it: the merged float32 values are stored
-		return s.archSource.Weight(name)
+		return s.merged(name, src, shape)
 	}
 	if !ok || !s.matrices[name] || len(shape) != 2 {
 		return s.archSource.Weight(name)
@@ -512,6 +511,34 @@ func (s *ggufSource) Weight(name string) (Weight, error) {
 		return s.archSource.Weight(name)
 	}
 	return Weight{Quantized: q, Release: func() { format.Release(s.f, src) }}, nil
+}
+
+// merged serves a weight an adapter merges into: the merged float32
+// values, requantized when the file stores the weight block-quantized
+// and the graph uses it only as a matrix, so that the merged artifact
+// keeps the base's speed: to Q4_0 blocks when its type stays 4-bit in
+// the artifact (Q4_0, Q4_1, Q4_K), else to 8 bits as compile stores the
+// other block types.
+func (s *ggufSource) merged(name, src string, shape []int) (Weight, error) {
+	w, err := s.archSource.Weight(name)
+	if err != nil || !s.matrices[name] || len(shape) != 2 || shape[1]%32 != 0 {
+		return w, err
+	}
+	typ, ok := s.f.TensorType(src)
+	if !ok || typ.BlockSize() <= 1 {
+		return w, nil
+	}
+	rows, cols := shape[0], shape[1]
+	var q *quant.Quantized
+	if k, ok := ggufKept[typ]; ok && !k.tablesOnly && strings.HasPrefix(k.scheme, "q4") {
+		q, err = fromBlocks(gguf.TypeQ4_0, gguf.QuantizeQ4_0(w.Values), rows, cols, false)
+	} else {
+		q, err = quant.QuantizeW8(w.Values, rows, cols)
+	}
+	if err != nil {
+		return Weight{}, fmt.Errorf("tensor %q merged with its adapter: %w", src, err)
+	}
+	return Weight{Quantized: q}, nil
 }
 
 // half serves a GGUF F16 matrix as binary16 rows, when the values the
