@@ -2,6 +2,7 @@ package lora_test
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/format/gguf"
 	"github.com/aotlm/aotlm/internal/lora"
+	"github.com/aotlm/aotlm/internal/recipe"
 	"github.com/aotlm/aotlm/internal/tensor"
 	"github.com/aotlm/aotlm/internal/testutil"
 )
@@ -111,5 +113,54 @@ func TestMergeKeepsQ4(t *testing.T) {
 	t.Logf("Q4_0 base merged, requantized vs float32: max |logit diff| %.3g; Q4_0 blocks vs float32 without the adapter: %.3g", d, q4Cost)
 	if d > 2*q4Cost {
 		t.Errorf("the requantized merge differs from the float32 merge by %.3g, over twice what Q4_0 costs the base (%.3g)", d, q4Cost)
+	}
+}
+
+// quantizedLogits quantizes the qwen3 fixture at w8a16 with specs
+// merged, compiles the folder and returns the engine's logits of tokens
+// and the artifact's provenance.
+func quantizedLogits(t *testing.T, specs []lora.Spec, tokens []int) ([]float32, map[string]any) {
+	t.Helper()
+	rcp, err := recipe.Load("w8a16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "q")
+	if _, err := recipe.Quantize(testutil.ArchModelPaths(t, "qwen3")["hf"], dir, recipe.QuantizeOptions{Recipe: rcp, LoRA: specs}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "q.aot")
+	if err := compile.CompileFile(dir, out, compile.Options{ARLens: []int{16}, Ctx: 128}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	return allLogits(t, e, nil, 0, tokens), e.Manifest().Provenance
+}
+
+// TestQuantizeLoRA quantizes the qwen3 fixture at w8a16 with its adapter
+// merged at 0.5: the folder and the artifact compiled from it record the
+// adapter, and the logits are llama.cpp's with the adapter at 0.5 within
+// twice what w8a16 costs the base model (its logits against llama.cpp's
+// without the adapter), and far from llama.cpp's at scale 1.
+func TestQuantizeLoRA(t *testing.T) {
+	o, want := lora.ReadOracle(t, "qwen3")
+	got, prov := quantizedLogits(t, []lora.Spec{{Path: filepath.Join("testdata", "qwen3"), Scale: 0.5}}, o.Tokens)
+	if l, ok := prov["lora"].([]any); !ok || len(l) != 1 || !strings.Contains(fmt.Sprint(l[0]), "qwen3") {
+		t.Errorf("provenance %v does not record the adapter", prov)
+	}
+	plain, _ := quantizedLogits(t, nil, o.Tokens)
+	var ref []float32
+	for _, row := range testutil.ReadArchReference(t, "qwen3").Logits {
+		ref = append(ref, row...)
+	}
+	cost := lora.MaxDiff(plain, ref)
+	d, other := lora.MaxDiff(got, want[0.5]), lora.MaxDiff(got, want[1])
+	t.Logf("w8a16, adapter merged at 0.5: max |logit diff| from llama.cpp %.3g (at scale 1: %.3g); w8a16 without the adapter: %.3g", d, other, cost)
+	if d > 2*cost || d > other/4 {
+		t.Errorf("w8a16 merged: logits differ from llama.cpp's by %.3g (w8a16 costs the base %.3g; from the adapter at 1: %.3g)", d, cost, other)
 	}
 }

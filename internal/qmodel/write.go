@@ -189,7 +189,11 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	man := Manifest{FormatVersion: FormatVersion, Config: cfg, Recipe: recipeJSON,
+	var merged []MergedAdapter
+	for _, sp := range opts.LoRA {
+		merged = append(merged, MergedAdapter{Adapter: filepath.Base(filepath.Clean(sp.Path)), Scale: sp.Scale})
+	}
+	man := Manifest{FormatVersion: FormatVersion, Config: cfg, Recipe: recipeJSON, LoRA: merged,
 		Source: src, Tensors: map[string]TensorEntry{}}
 	if prep.Record != nil {
 		if man.Calibration, err = json.Marshal(prep.Record); err != nil {
