@@ -172,3 +172,43 @@ func TestServeAdapterLoading(t *testing.T) {
 		t.Errorf("DELETE: %d, adapters %v", resp.StatusCode, m.Adapters())
 	}
 }
+
+// TestServeAdapterOtherAPIs: the Responses and Ollama APIs take the
+// adapter from the model id too (Ollama's tag names it): their replies
+// are the adapter's.
+func TestServeAdapterOtherAPIs(t *testing.T) {
+	m := openStories(t)
+	addRandomAdapter(t, m, "a", 1)
+	ts := newTestServerFor(t, m, Options{})
+	var plain, adapted struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+	}
+	for _, c := range []struct {
+		model string
+		out   any
+	}{{"stories", &plain}, {"stories:a", &adapted}} {
+		body := map[string]any{"model": c.model, "stream": false, "messages": []map[string]string{{"role": "user", "content": "Tell a story"}},
+			"options": map[string]any{"temperature": 0, "num_predict": 24}}
+		if resp := postJSON(t, ts, "/api/chat", body, c.out); resp.StatusCode != 200 {
+			t.Fatalf("/api/chat %s: status %d", c.model, resp.StatusCode)
+		}
+	}
+	if plain.Message.Content == adapted.Message.Content {
+		t.Errorf("Ollama's stories:a replies as the base model does: %q", plain.Message.Content)
+	}
+	var resp struct {
+		Output []struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"output"`
+	}
+	if r := postJSON(t, ts, "/v1/responses", map[string]any{"model": "stories:a", "input": "Tell a story", "temperature": 0, "max_output_tokens": 24}, &resp); r.StatusCode != 200 {
+		t.Fatalf("/v1/responses: status %d", r.StatusCode)
+	}
+	if len(resp.Output) == 0 || len(resp.Output[0].Content) == 0 || resp.Output[0].Content[0].Text != adapted.Message.Content {
+		t.Errorf("Responses with stories:a: %+v, want the Ollama reply %q", resp, adapted.Message.Content)
+	}
+}
