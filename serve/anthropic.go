@@ -333,7 +333,7 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) *apiErro
 	if e != nil {
 		return e
 	}
-	sl, e := s.acquire(r.Context(), j.ids)
+	sl, e := s.acquire(r.Context(), j.ids, j.adapter)
 	if e != nil {
 		return e
 	}

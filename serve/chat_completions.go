@@ -56,7 +56,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) *apiError {
 	if e != nil {
 		return e
 	}
-	sl, e := s.acquire(r.Context(), j.ids)
+	sl, e := s.acquire(r.Context(), j.ids, j.adapter)
 	if e != nil {
 		return e
 	}
@@ -214,7 +214,8 @@ type constraints struct {
 
 // chatJob checks a chat request and renders it into a job.
 func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiError) {
-	if e := s.checkModel(req.Model); e != nil {
+	adapter, e := s.adapterOf(req.Model, req.Adapter)
+	if e != nil {
 		return job{}, nil, nil, e
 	}
 	if len(req.Messages) == 0 {
@@ -313,7 +314,7 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 	if e := s.checkPrompt(ids, limit); e != nil {
 		return job{}, nil, nil, e
 	}
-	j := job{ids: ids, req: aotlm.Request{IDs: ids, MaxTokens: limit, Sampling: p, Stop: stops, StopIDs: s.eot}}
+	j := job{ids: ids, adapter: adapter, req: aotlm.Request{IDs: ids, MaxTokens: limit, Sampling: p, Stop: stops, StopIDs: s.eot}}
 	if imgs != nil {
 		j.req.Embeds = imgs.Embeds()
 	}

@@ -49,7 +49,8 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) *apiE
 	if e := decodeBody(r, &req); e != nil {
 		return e
 	}
-	if e := s.checkModel(req.Model); e != nil {
+	a, e := s.adapterOf(req.Model, req.Adapter)
+	if e != nil {
 		return e
 	}
 	if !req.Prompt.Set {
@@ -95,7 +96,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) *apiE
 		hook = lp.hook
 	}
 	j.req.Logits = withBias(bias, hook)
-	sl, e := s.acquire(r.Context(), ids)
+	sl, e := s.acquire(r.Context(), ids, a)
 	if e != nil {
 		return e
 	}

@@ -133,7 +133,7 @@ func (s *Server) embed(ctx context.Context, j embedJob) (*embedResult, *apiError
 		}
 		res.tokens += len(seqs[i])
 	}
-	sl, e := s.acquire(ctx, nil)
+	sl, e := s.acquire(ctx, nil, "")
 	if e != nil {
 		return nil, e
 	}

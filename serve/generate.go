@@ -21,6 +21,8 @@ type job struct {
 	req aotlm.Request
 	// onToken, when set, sees each token as it is generated.
 	onToken func(aotlm.Token)
+	// adapter is the low-rank adapter the request chooses ("" for none).
+	adapter string
 }
 
 // checkPrompt refuses a prompt that does not fit the context.
@@ -39,9 +41,10 @@ func (s *Server) checkPrompt(ids []int, limit int) *apiError {
 	return nil
 }
 
-// acquire takes a session for ids, or answers why not.
-func (s *Server) acquire(ctx context.Context, ids []int) (*slot, *apiError) {
-	sl, err := s.pool.acquire(ctx, ids, scopeOf(ctx))
+// acquire takes a session for ids with the adapter a applied ("" for
+// none), or answers why not.
+func (s *Server) acquire(ctx context.Context, ids []int, a string) (*slot, *apiError) {
+	sl, err := s.pool.acquire(ctx, ids, adapterScope(scopeOf(ctx), a))
 	switch {
 	case errors.Is(err, errBusy):
 		return nil, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "server_busy",
@@ -50,6 +53,12 @@ func (s *Server) acquire(ctx context.Context, ids []int) (*slot, *apiError) {
 		return nil, &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: err.Error()}
 	case err != nil:
 		return nil, &apiError{Status: 499, Type: "invalid_request_error", Code: "client_closed", Message: "the client went away while the request waited"}
+	}
+	// the adapter first: a change empties the session, which the prompt
+	// cache may then fill with a cache of the same scope (and adapter)
+	if e := useAdapter(sl, a); e != nil {
+		s.pool.release(sl)
+		return nil, e
 	}
 	s.cache.restore(sl, sl.scope, ids)
 	return sl, nil

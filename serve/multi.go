@@ -197,6 +197,14 @@ func (mu *Multi) serve(w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	if _, ok := mu.byID[id]; !ok {
+		// "model:adapter" goes to the model, whose server checks the adapter
+		if i := strings.LastIndexByte(id, ':'); i > 0 {
+			if _, ok := mu.byID[id[:i]]; ok {
+				id = id[:i]
+			}
+		}
+	}
+	if _, ok := mu.byID[id]; !ok {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
 			Message: "the model " + jsonQuote(id) + " does not exist: this server serves " + strings.Join(mu.ids(), ", ")})
 		return

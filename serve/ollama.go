@@ -224,7 +224,7 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, creq *chatReq
 }
 
 func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, j job, cons *constraints, stream, chat bool) *apiError {
-	sl, e := s.acquire(r.Context(), j.ids)
+	sl, e := s.acquire(r.Context(), j.ids, j.adapter)
 	if e != nil {
 		return e
 	}

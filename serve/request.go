@@ -34,6 +34,9 @@ type genFields struct {
 	// IgnoreEOS keeps generating past the end-of-sequence token
 	// (llama-server's field; for benchmarks).
 	IgnoreEOS bool `json:"ignore_eos"`
+	// Adapter chooses a loaded low-rank adapter (as "model:adapter" in
+	// the model field does).
+	Adapter string `json:"adapter"`
 }
 
 type streamOptions struct {

@@ -132,7 +132,7 @@ func (s *Server) handleRerank(w http.ResponseWriter, r *http.Request) *apiError 
 		}
 		prompts[i], tokens = ids, tokens+len(ids)
 	}
-	sl, e := s.acquire(r.Context(), prompts[0])
+	sl, e := s.acquire(r.Context(), prompts[0], "")
 	if e != nil {
 		return e
 	}

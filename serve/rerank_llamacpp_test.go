@@ -136,7 +136,7 @@ func TestRerankAgainstLlamaCpp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	sl, e := srv.acquire(context.Background(), nil)
+	sl, e := srv.acquire(context.Background(), nil, "")
 	if e != nil {
 		t.Fatal(e.Message)
 	}

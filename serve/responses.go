@@ -384,7 +384,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) *apiErr
 	if e != nil {
 		return e
 	}
-	sl, e := s.acquire(r.Context(), j.ids)
+	sl, e := s.acquire(r.Context(), j.ids, j.adapter)
 	if e != nil {
 		return e
 	}

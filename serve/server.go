@@ -99,6 +99,10 @@ type Options struct {
 	// machine (paths and file:// URLs); otherwise only data: URLs are
 	// read.
 	AllowLocalImages bool
+	// LoadAdapter, when set, lets POST /v1/adapters load low-rank
+	// adapters and DELETE /v1/adapters/{name} remove them while serving;
+	// nil refuses both (GET /v1/adapters lists the loaded ones either way).
+	LoadAdapter AdapterLoader
 }
 
 // Server answers the API over one model. It is safe for concurrent use.
@@ -171,6 +175,9 @@ func New(m *aotlm.Model, opts Options) (*Server, error) {
 	s.mux.HandleFunc("POST /tokenize", s.api(s.handleTokenize))
 	s.mux.HandleFunc("POST /detokenize", s.api(s.handleDetokenize))
 	s.mux.HandleFunc("POST /slots/{id}", s.api(s.handleSlot))
+	s.mux.HandleFunc("GET /v1/adapters", s.api(s.handleAdapters))
+	s.mux.HandleFunc("POST /v1/adapters", s.api(s.handleAddAdapter))
+	s.mux.HandleFunc("DELETE /v1/adapters/{name}", s.api(s.handleRemoveAdapter))
 	s.mux.HandleFunc("GET /health", s.handleHealth)
 	s.mux.HandleFunc("GET /metrics", s.api(s.handleMetrics))
 	s.mux.HandleFunc("POST /v1/messages", s.api(s.handleMessages))

@@ -25,7 +25,8 @@ func newBenchCmd() *cobra.Command {
 		dec             *benchDecodingFlags
 		imageFile       string
 		mmproj, tokPath string
-		llamaCpp        bool
+		llamaCpp, f32   bool
+		loraSpec        string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [-m MODEL.aot]",
@@ -65,6 +66,9 @@ func newBenchCmd() *cobra.Command {
 			if dec.active() {
 				return dec.run(cmd, art, cfg.Threads, append(gens, 128)[0], cfg.Repetitions, asJSON)
 			}
+			if cfg.Adapter, err = load.BenchAdapter(loraSpec, !f32); err != nil {
+				return err
+			}
 			rep, err := bench.RunArtifact(art, cfg)
 			if err != nil {
 				return err
@@ -94,6 +98,8 @@ func newBenchCmd() *cobra.Command {
 	f.StringVar(&mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m, with --image")
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder, for a model folder without one, with --image")
 	f.BoolVar(&llamaCpp, "vision-llama-cpp", false, visionLlamaCppHelp)
+	f.StringVar(&loraSpec, "lora", "", "PATH[:SCALE]: measure with this LoRA adapter applied at run time")
+	f.BoolVar(&f32, "lora-f32", false, "keep the --lora adapter in float32 instead of binary16")
 	dec = addBenchDecodingFlags(cmd)
 	return cmd
 }

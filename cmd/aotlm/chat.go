@@ -11,6 +11,7 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/progress"
 	"github.com/aotlm/aotlm/internal/visionload"
 )
@@ -53,6 +54,9 @@ func newChatCmd() *cobra.Command {
 				return fmt.Errorf("%s: %w (pass --chat-template <file>)", mf.path, err)
 			}
 			defer c.Close()
+			if err := load.ChooseAdapter(c.Session(), mf.loras, !mf.loraF32, true); err != nil {
+				return err
+			}
 			return chatLoop(cmd, c, aotlm.Request{MaxTokens: n, Sampling: p, Stop: stops}, asJSON, images)
 		},
 	}
@@ -114,7 +118,15 @@ func chatLoop(cmd *cobra.Command, c *aotlm.Chat, req aotlm.Request, asJSON bool,
 			fmt.Fprintln(errw, "(system prompt set)")
 			continue
 		case line == "/help":
-			fmt.Fprintln(errw, "/reset, /system TEXT, /image FILE, /exit")
+			fmt.Fprintln(errw, "/reset, /system TEXT, /image FILE, /adapter [NAME[:SCALE]], /exit")
+			continue
+		case line == "/adapter" || strings.HasPrefix(line, "/adapter "):
+			arg := strings.TrimSpace(strings.TrimPrefix(line, "/adapter"))
+			if err := load.SwitchAdapter(c.Session(), arg); err != nil {
+				fmt.Fprintf(errw, "(%v)\n", err)
+			} else {
+				fmt.Fprintf(errw, "(adapter %q: the next turn prefills the conversation again)\n", arg)
+			}
 			continue
 		case line == "/image" || strings.HasPrefix(line, "/image "):
 			attachImage(errw, images, strings.TrimSpace(strings.TrimPrefix(line, "/image")))

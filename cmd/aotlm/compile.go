@@ -24,6 +24,7 @@ func newCompileCmd() *cobra.Command {
 		lookahead, pooling             string
 		mmproj, visionW, visionBuckets string
 		visionLlamaCpp                 bool
+		loras, carry                   []string
 	)
 	cmd := &cobra.Command{
 		Use:   "compile MODEL -o OUT.aot",
@@ -36,7 +37,8 @@ func newCompileCmd() *cobra.Command {
   aotlm compile Qwen2-VL-2B-Instruct/ -o qwen2vl.aot --vision-buckets 448x448,336x448,448x336
   aotlm compile InternVL3-1B/ -o internvl3.aot
   aotlm compile stories260K.bin --tokenizer tok512.bin -o stories.aot
-  aotlm compile q/ -o model.aot --kv u8 --calib calib.txt`,
+  aotlm compile q/ -o model.aot --kv u8 --calib calib.txt
+  aotlm compile Qwen3-0.6B/ --lora my-adapter/:0.8 -o tuned.aot`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
@@ -66,10 +68,18 @@ func newCompileCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("compile: %w", err)
 			}
+			specs, err := load.LoRASpecs(loras)
+			if err != nil {
+				return fmt.Errorf("compile: %w", err)
+			}
+			carried, err := load.ParseAdapters(carry)
+			if err != nil {
+				return fmt.Errorf("compile: %w", err)
+			}
 			bar := progress.NewTensors(cmd.ErrOrStderr(), "compiling")
 			opts := compile.Options{ARLens: []int{arLen, max(la, 1)}, Ctx: ctx, Tokenizer: tokPath, KV: kv, CalibText: calib,
 				FloatActivations: float, AllowNonFinite: allowNonFinite, Jobs: jobs, GGUFWeights: ggufWeights, MMProj: mmproj, VisionWeights: visionW, VisionBuckets: visionBuckets,
-				VisionLlamaCpp: visionLlamaCpp, Pooling: pooling, Progress: func(p compile.Progress) { bar.Update(p.Done, p.Total, p.Bytes, 0) }}
+				VisionLlamaCpp: visionLlamaCpp, Pooling: pooling, LoRA: specs, Carry: carried, Progress: func(p compile.Progress) { bar.Update(p.Done, p.Total, p.Bytes, 0) }}
 			if err := compile.CompileFile(src, out, opts); err != nil {
 				return withHints(err)
 			}
@@ -95,6 +105,8 @@ func newCompileCmd() *cobra.Command {
 	f.BoolVar(&visionLlamaCpp, "vision-llama-cpp", false, visionLlamaCppHelp)
 	f.BoolVar(&allowNonFinite, "allow-nonfinite", false, "keep NaN and infinite weights (refused by default)")
 	f.StringVar(&pooling, "pooling", "", "make an embedding model pooling its final hidden rows: mean, cls or last; rank makes a yes/no reranker (default the checkpoint's GGUF pooling_type; none for a generative model)")
+	f.StringArrayVar(&loras, "lora", nil, loraMergeHelp)
+	f.StringArrayVar(&carry, "adapter", nil, "[NAME=]ADAPTER[:SCALE]: a LoRA adapter the artifact carries for run-time choice (run --lora NAME, serve's MODEL:NAME); repeatable")
 	f.StringVar(&lookahead, "lookahead", "", "N,W,G: add a plan for lookahead decoding's passes of (W+G)(N-1) rows (rounded up to a power of two)")
 	return cmd
 }
@@ -119,3 +131,6 @@ const ggufWeightsHelp = "a GGUF file's quantized weights: native (kept 4-bit whe
 
 // activationsHelp documents --activations of compile and run.
 const activationsHelp = "activations of quantized linears: int8 (packed weights, fast) or float (exact, slow)"
+
+// loraMergeHelp documents --lora of compile and quantize.
+const loraMergeHelp = "DIR[:SCALE]: a LoRA adapter (PEFT folder or llama.cpp GGUF adapter) merged into the weights at SCALE (default 1); repeatable"

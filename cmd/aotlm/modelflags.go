@@ -21,7 +21,8 @@ type modelFlags struct {
 	stateBudget                         load.Size
 	threads, ctx, arLen                 int
 	hugePages, noCompile                bool
-	visionLlamaCpp                      bool
+	visionLlamaCpp, loraF32             bool
+	loras                               []string // --lora [NAME=]PATH[:SCALE]
 }
 
 // addModelFlags registers the flags; modelUsage is -m's help, and
@@ -43,6 +44,8 @@ func addModelFlags(f *pflag.FlagSet, modelUsage string, several bool) *modelFlag
 	f.IntVarP(&m.ctx, "ctx", "c", load.Ctx, "context length (capped at the model's)")
 	f.StringVar(&m.template, "chat-template", "", "a chat template (.jinja, tokenizer_config.json or GGUF) replacing the model's")
 	f.BoolVar(&m.visionLlamaCpp, "vision-llama-cpp", false, visionLlamaCppHelp)
+	f.StringArrayVar(&m.loras, "lora", nil, "[NAME=]PATH[:SCALE]: a LoRA adapter (PEFT folder or GGUF adapter) applied at run time beside the base weights (serve: repeatable)")
+	f.BoolVar(&m.loraF32, "lora-f32", false, "keep run-time adapters in float32 (exact, twice the memory and bandwidth) instead of binary16")
 	m.stateBudget = load.StateBudget
 	f.Var(&m.stateBudget, "state-budget", stateBudgetUsage)
 	return m

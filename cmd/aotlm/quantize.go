@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/progress"
 	"github.com/aotlm/aotlm/internal/recipe"
 )
@@ -26,6 +27,7 @@ func newQuantizeCmd() *cobra.Command {
 		auto                      bool
 		maxSize                   string
 		autoOrder                 string
+		loras                     []string
 	)
 	cmd := &cobra.Command{
 		Use:   "quantize MODEL -o DIR [--recipe NAME|FILE.json]",
@@ -44,6 +46,9 @@ func newQuantizeCmd() *cobra.Command {
 			}
 			if auto && (sensData == "" || maxSize == "" || out == "") {
 				return fmt.Errorf("--auto needs --report-sensitivity TEXT (the text to measure on), --max-size and -o DIR")
+			}
+			if sensData != "" && len(loras) > 0 {
+				return fmt.Errorf("--lora: --report-sensitivity measures the base model; quantize the merged model without it, or merge with compile --lora")
 			}
 			if sensData != "" {
 				o := recipe.SensitivityRun{File: sensData, Tokenizer: tokPath, Ctx: sensCtx, Chunks: sensChunks, Threads: threads, PerBit: autoOrder == "kl-per-bit"}
@@ -74,9 +79,13 @@ func newQuantizeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			specs, err := load.LoRASpecs(loras)
+			if err != nil {
+				return err
+			}
 			bar := progress.NewTensors(cmd.ErrOrStderr(), "quantizing")
 			rep, err := recipe.Quantize(src, out, recipe.QuantizeOptions{Recipe: rcp, LPBQReference: lpbqReference, Tokenizer: tokPath,
-				FallbackW8: fallbackW8, Force: force, Jobs: jobs, Progress: bar.Update,
+				FallbackW8: fallbackW8, Force: force, Jobs: jobs, Progress: bar.Update, LoRA: specs,
 				Calib: recipe.CalibOptions{File: calibFile, Samples: calibSamples, Len: calibLen, Threads: threads}})
 			if err != nil {
 				return withHints(err)
@@ -105,6 +114,7 @@ func newQuantizeCmd() *cobra.Command {
 	f.IntVar(&sensChunks, "sensitivity-chunks", 8, "chunks of --report-sensitivity")
 	f.BoolVar(&auto, "auto", false, "with --report-sensitivity and --max-size: keep the most sensitive linears at w8 within the size budget, then quantize")
 	f.StringVar(&maxSize, "max-size", "", "size budget of --auto: bits per weight (5.5b) or bytes (1.5MB) of all parameters")
+	f.StringArrayVar(&loras, "lora", nil, loraMergeHelp)
 	f.StringVar(&autoOrder, "auto-order", "kl", "order in which --auto keeps linears at w8: kl (KL divergence alone) or kl-per-bit (KL divergence per bit w8 adds)")
 	return cmd
 }

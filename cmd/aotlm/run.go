@@ -113,6 +113,9 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			defer s.Close()
+			if err := load.ChooseAdapter(s, mf.loras, !mf.loraF32, false); err != nil {
+				return err
+			}
 			if req.Sampling.RepeatLastN == -1 {
 				req.Sampling.RepeatLastN = s.Context()
 			}

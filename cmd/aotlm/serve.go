@@ -29,6 +29,7 @@ func newServeCmd() *cobra.Command {
 		maxMemory, promptCache          load.Size
 		apiKeys, hostAllow, corsOrigins []string
 		allowLocalImages, sharedCache   bool
+		allowAdapters                   bool
 		idleUnload                      time.Duration
 		readTimeout, workTimeout        time.Duration
 		port, parallel, queue           int
@@ -53,6 +54,9 @@ func newServeCmd() *cobra.Command {
 			opts := serve.Options{Parallel: parallel, Queue: queue, APIKeys: apiKeys, MaxBodyBytes: maxBody,
 				AllowLocalImages: allowLocalImages, HostAllow: hostAllow, CORSOrigins: corsOrigins, SharedCache: sharedCache,
 				ReadTimeout: readTimeout, WorkTimeout: workTimeout, SlotSaveDir: slotDir, PromptCacheBytes: int64(promptCache)}
+			if allowAdapters {
+				opts.LoadAdapter = load.AdapterLoader(!mf.loraF32)
+			}
 			srv, err := newServer(mf, modelsDir, name, mmproj, opts, serve.MultiOptions{IdleUnload: idleUnload, MaxMemory: int64(maxMemory)}, log)
 			if err != nil {
 				return err
@@ -90,6 +94,7 @@ func newServeCmd() *cobra.Command {
 	f.Int64Var(&maxBody, "max-body", 4<<20, "largest request body in bytes")
 	f.StringVar(&mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m: chat messages may hold images")
 	f.BoolVar(&allowLocalImages, "allow-local-images", false, "let image parts name files of this machine (paths, file:// URLs), not only data: URLs")
+	f.BoolVar(&allowAdapters, "allow-adapter-loading", false, "let POST /v1/adapters load adapters from paths of this machine, and DELETE /v1/adapters/NAME remove them")
 	return cmd
 }
 
@@ -130,8 +135,8 @@ func newServer(mf *modelFlags, modelsDir, name, mmproj string, opts serve.Option
 		paths = append(paths, more...)
 	}
 	if len(paths) > 1 {
-		if mmproj != "" || name != "" {
-			return nil, fmt.Errorf("--mmproj and --name name one model: serve a vision model or a renamed one on its own")
+		if mmproj != "" || name != "" || len(mf.loras) > 0 {
+			return nil, fmt.Errorf("--mmproj, --name and --lora name one model: serve a vision model, a renamed one or one with adapters on its own")
 		}
 		if mf.ctx < 1<<30 {
 			opts.Context = mf.ctx
@@ -154,6 +159,9 @@ func newServer(mf *modelFlags, modelsDir, name, mmproj string, opts serve.Option
 	p, err := openPrompter(mf.path, mmproj, m, mf.threads, mf.visionLlamaCpp)
 	if p != nil {
 		opts.Images = p.ServeImages()
+	}
+	if err == nil {
+		_, err = load.AddAdapters(m, mf.loras, !mf.loraF32)
 	}
 	var srv *serve.Server
 	if err == nil {

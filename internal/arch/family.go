@@ -45,6 +45,10 @@ type Family struct {
 	// read into the graph's (Qwen3.5's HF weights into the GGUF layout).
 	storedShape func(c *Config, canonical string, shape []int) []int
 	convert     func(c *Config, canonical string, v []float32) ([]float32, error)
+	// permutesQK tells that llama.cpp's converter permutes the rows of
+	// the q and k projections of this family's GGUF files (for
+	// interleaved RoPE), by head.
+	permutesQK bool
 }
 
 // check validates c with the family's rule.

@@ -20,6 +20,7 @@ func init() {
 		configHF:          graniteConfigHF,
 		configGGUF:        graniteConfigGGUF,
 		tensorNames:       decoderTensorName,
+		permutesQK:        true,
 		build:             buildDecoder,
 	})
 }

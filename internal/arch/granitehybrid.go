@@ -66,6 +66,7 @@ func init() {
 		configHF:          graniteHybridConfigHF,
 		configGGUF:        graniteHybridConfigGGUF,
 		tensorNames:       graniteHybridTensorName,
+		permutesQK:        true,
 		build:             buildGraniteHybrid,
 		validate:          validateGraniteHybrid,
 		storedShape:       graniteHybridStoredShape,

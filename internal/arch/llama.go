@@ -22,6 +22,7 @@ func init() {
 		configHF:          llamaConfigHF,
 		configGGUF:        llamaConfigGGUF,
 		tensorNames:       llamaTensorName,
+		permutesQK:        true,
 		build:             buildDecoder,
 	})
 }

@@ -142,6 +142,12 @@ type Source struct {
 	// refuses by default.
 	AllowNonFinite bool
 
+	// Adjust, when set, changes the named weights as Read reads them, in
+	// place, in the checkpoint's layout (before any conversion to the
+	// graph's): a low-rank adapter merged into the weights. The names
+	// are canonical.
+	Adjust map[string]func(v []float32) error
+
 	ck     format.Checkpoint
 	fam    *Family
 	names  map[string]string // canonical name -> checkpoint name
@@ -352,6 +358,11 @@ func (s *Source) Read(name string) ([]float32, error) {
 	for i, x := range v {
 		if !s.AllowNonFinite && (math.IsNaN(float64(x)) || math.IsInf(float64(x), 0)) {
 			return nil, fmt.Errorf("tensor %q holds %v at index %d", src, x, i)
+		}
+	}
+	if fn := s.Adjust[name]; fn != nil {
+		if err := fn(v); err != nil {
+			return nil, fmt.Errorf("adjusting %q: %w", src, err)
 		}
 	}
 	if s.fam != nil && s.fam.convert != nil {

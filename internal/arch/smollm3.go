@@ -30,6 +30,7 @@ func init() {
 			return c, err
 		},
 		tensorNames: decoderTensorName,
+		permutesQK:  true,
 		build:       buildDecoder,
 	})
 }

@@ -23,6 +23,9 @@ type Config struct {
 	// Floor measures the decode floor beside every decoding test: the
 	// read bandwidth of the weights a token streams (Options.Floor).
 	Floor bool
+	// Adapter, when set, gives the low-rank adapter (loaded into the
+	// engine) and scale the measured session applies at run time.
+	Adapter func(e *engine.Engine) (*engine.Adapter, float32, error)
 }
 
 // ParseMode maps a mode name to the engine's mode: "" and "hybrid" are
@@ -68,6 +71,16 @@ func RunArtifact(path string, cfg Config) (Report, error) {
 		return rep, err
 	}
 	defer s.Close()
+	if cfg.Adapter != nil {
+		ad, scale, err := cfg.Adapter(e)
+		if err == nil {
+			err = s.SetAdapter(ad, scale)
+		}
+		if err != nil {
+			return rep, err
+		}
+		rep.Adapter = ad.Name()
+	}
 	opts := Options{Repetitions: cfg.Repetitions, Vocab: m.Vocab, Seed: cfg.Seed, Warmup: cfg.Warmup}
 	if cfg.Floor {
 		parts, err := e.DecodeWeights()

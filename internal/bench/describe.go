@@ -79,6 +79,8 @@ type Sizes struct {
 	Session int64 `json:"session"`
 	// Vision lists the vision plans of a vision-language model.
 	Vision []VisionPlan `json:"vision,omitempty"`
+	// Adapters lists the low-rank adapters the artifact carries.
+	Adapters []AdapterSize `json:"adapters,omitempty"`
 }
 
 // VisionPlan describes a vision plan: its steps, the arena an encoder of
@@ -235,8 +237,36 @@ func DescribeWith(a *artifact.Artifact, stateBudget int64) (Info, error) {
 			s.Vision = append(s.Vision, vp)
 		}
 	}
+	for i, ref := range m.Adapters {
+		b, err := a.Blob(ref.Blob)
+		var ls []plan.AdapterLinear
+		if err == nil {
+			ls, err = plan.DecodeAdapter(b)
+		}
+		if err != nil {
+			return info, fmt.Errorf("bench: manifest.adapters[%d]: %w", i, err)
+		}
+		as := AdapterSize{Name: ref.Name, Source: ref.Source, Scale: ref.Scale, Blob: ref.Blob, Linears: len(ls), Bytes: int64(len(b))}
+		for _, l := range ls {
+			as.Rank = max(as.Rank, l.Rank)
+		}
+		s.Adapters = append(s.Adapters, as)
+	}
 	info.Sizes = s
 	return info, nil
+}
+
+// AdapterSize describes a low-rank adapter an artifact carries: its
+// name, where it came from, the scale folded in, how many linears it
+// changes, their largest rank, and its blob's bytes.
+type AdapterSize struct {
+	Name    string  `json:"name"`
+	Source  string  `json:"source,omitempty"`
+	Scale   float64 `json:"scale"`
+	Blob    string  `json:"blob"`
+	Linears int     `json:"linears"`
+	Rank    int     `json:"rank"`
+	Bytes   int64   `json:"bytes"`
 }
 
 // describeVision accounts for one vision plan.

@@ -56,6 +56,13 @@ func (i Info) WriteText(w io.Writer) error {
 			row(fmt.Sprintf("  mtp AR-%d", r.ARLen), "multi-token-prediction draft head (run --draft mtp)\tblob %q", r.Blob)
 		}
 	}
+	if len(s.Adapters) > 0 {
+		fmt.Fprintf(tw, "adapters:\n")
+		for _, a := range s.Adapters {
+			row("  "+a.Name, "LoRA from %s at scale %g: %d linears, rank %d, %s (%d bytes)\tblob %q (run --lora %s, serve's MODEL:%s)",
+				a.Source, a.Scale, a.Linears, a.Rank, Human(a.Bytes), a.Bytes, a.Blob, a.Name, a.Name)
+		}
+	}
 	fmt.Fprintf(tw, "sizes:\n")
 	row("  file", "%s\t%d bytes", Human(s.File), s.File)
 	for _, c := range sortedKeys(s.Tensors) {
@@ -157,6 +164,7 @@ func HumanCount(n int64) string {
 type Report struct {
 	Model        string  `json:"model"` // artifact file name
 	Architecture string  `json:"architecture"`
+	Adapter      string  `json:"adapter,omitempty"` // the run-time adapter the tests applied
 	Weights      string  `json:"weights"`
 	SizeBytes    int64   `json:"size_bytes"`
 	Params       int64   `json:"params"`

@@ -175,6 +175,18 @@ func cacheKey(path string, opts Options) (string, error) {
 	if opts.VisionLlamaCpp {
 		fmt.Fprintf(h, "vision-llama-cpp\n")
 	}
+	for _, sp := range opts.Carry {
+		fmt.Fprintf(h, "carry=%s path=%s scale=%g\n", sp.Name, sp.Path, sp.Scale)
+		if err := statInto(h, sp.Path); err != nil {
+			return "", fmt.Errorf("lora: %w", err)
+		}
+	}
+	for _, sp := range opts.LoRA {
+		fmt.Fprintf(h, "lora=%s scale=%g\n", sp.Path, sp.Scale)
+		if err := statInto(h, sp.Path); err != nil {
+			return "", fmt.Errorf("lora: %w", err)
+		}
+	}
 	if opts.CalibText != "" {
 		if err := statInto(h, opts.CalibText); err != nil {
 			return "", fmt.Errorf("calibration text: %w", err)

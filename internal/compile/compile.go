@@ -21,6 +21,10 @@ const LayoutF32 = "f32"
 type Input struct {
 	Graph   *graph.Graph
 	Weights graph.Weights
+	// Adapters are low-rank adapters the artifact carries (as blobs the
+	// engine loads at open; Manifest.Adapters), each Ref with its
+	// linears.
+	Adapters []CarriedAdapter
 	// Manifest carries architecture, hyper-parameters, provenance, chat
 	// template, BOS/EOS and vocabulary; Compile fills Format, Ctx, Plans,
 	// Weights and Tokenizer.
@@ -182,6 +186,16 @@ func Compile(in Input, outPath string) error {
 		}
 		src = bothSource{text: src, vision: newVisionSource(v)}
 	}
+	var adapterBlobs [][]byte
+	for _, a := range in.Adapters {
+		b, err := plan.EncodeAdapter(a.Linears)
+		if err != nil {
+			return fmt.Errorf("compile: adapter %s: %w", a.Ref.Name, err)
+		}
+		a.Ref.Blob = plan.AdapterBlobName(a.Ref.Name)
+		m.Adapters = append(m.Adapters, a.Ref)
+		adapterBlobs = append(adapterBlobs, b)
+	}
 	if in.Tokenizer != nil {
 		m.Tokenizer = &plan.TokenizerRef{Kind: in.TokenizerKind, Blob: "tokenizer/" + in.TokenizerKind}
 	}
@@ -229,6 +243,11 @@ func Compile(in Input, outPath string) error {
 			return err
 		}
 	}
+	for i, b := range adapterBlobs {
+		if err := w.AddBlob(artifact.KindBlob, m.Adapters[i].Blob, b); err != nil {
+			return err
+		}
+	}
 	if m.Tokenizer != nil {
 		if err := w.AddBlob(artifact.KindTokenizer, m.Tokenizer.Blob, in.Tokenizer); err != nil {
 			return err
@@ -238,4 +257,11 @@ func Compile(in Input, outPath string) error {
 		return err
 	}
 	return w.Commit()
+}
+
+// CarriedAdapter is a low-rank adapter an artifact carries: its manifest
+// entry (Compile sets the blob name) and its linears.
+type CarriedAdapter struct {
+	Ref     plan.AdapterRef
+	Linears []plan.AdapterLinear
 }

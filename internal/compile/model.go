@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"strings"
 
 	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/format"
@@ -14,6 +15,7 @@ import (
 	"github.com/aotlm/aotlm/internal/graph"
 	"github.com/aotlm/aotlm/internal/hf"
 	"github.com/aotlm/aotlm/internal/limits"
+	"github.com/aotlm/aotlm/internal/lora"
 	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/output"
 	"github.com/aotlm/aotlm/internal/plan"
@@ -79,6 +81,14 @@ type Options struct {
 	// (vlm.Options.LlamaCpp; InternVL's class token position and tile
 	// grid).
 	VisionLlamaCpp bool
+	// LoRA lists low-rank adapters merged into the weights as they are
+	// read, in order, each at its scale (lora.Attach): the artifact is
+	// the adapted model.
+	LoRA []lora.Spec
+	// Carry lists low-rank adapters the artifact carries beside the
+	// weights, each under its name, its scale folded in: sessions choose
+	// one at run time.
+	Carry []lora.Named
 }
 
 // MaxCalibTokens bounds the calibration sequence read from CalibText.
@@ -154,7 +164,16 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 	if err != nil {
 		return err
 	}
-	in := Input{Graph: g, ARLens: opts.ARLens, Ctx: ctx, Jobs: opts.Jobs, Progress: opts.Progress,
+	if len(opts.Carry) > 0 && len(src.Recipe) > 0 {
+		if r, err := quant.ParseRecipe(src.Recipe); err == nil && r.Rotation != (quant.Rotation{}) {
+			return fmt.Errorf("compile: recipe %q rotates the weights: an adapter applies only merged (quantize --lora)", r.Name)
+		}
+	}
+	carried, err := carryAdapters(&cfg, opts.Carry)
+	if err != nil {
+		return err
+	}
+	in := Input{Adapters: carried, Graph: g, ARLens: opts.ARLens, Ctx: ctx, Jobs: opts.Jobs, Progress: opts.Progress,
 		Manifest: plan.Manifest{Architecture: trained.Family, HyperParams: hp, Provenance: src.Provenance,
 			ChatTemplate: src.ChatTemplate, BOS: trained.BOS, EOS: trained.EOS, Vocab: trained.Vocab,
 			Recipe: src.Recipe, Generation: src.Generation}}
@@ -295,6 +314,9 @@ func CompileFile(path, outPath string, opts Options) error {
 		return fmt.Errorf("compile: %w", err)
 	}
 	if qmodel.IsDir(path) {
+		if len(opts.LoRA) > 0 {
+			return fmt.Errorf("compile: %s is quantized already: merge adapters into its float checkpoint (quantize --lora, or compile --lora)", path)
+		}
 		return compileQuantized(path, outPath, opts)
 	}
 	ck, err := detect.Open(path)
@@ -308,6 +330,9 @@ func CompileFile(path, outPath string, opts Options) error {
 	}
 	m.AllowNonFinite = opts.AllowNonFinite
 	if err := rankClassifier(ck, m.Config.Pooling, opts.Pooling); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := lora.Attach(m, opts.LoRA); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	files, err := hf.Find(path, ck)
@@ -338,6 +363,9 @@ func CompileFile(path, outPath string, opts Options) error {
 	}
 	if src.Vision, err = loadVision(path, ck, m.Config.Hidden, vtok, opts); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
+	}
+	if len(opts.LoRA) > 0 {
+		src.Provenance["lora"] = loraProvenance(opts.LoRA)
 	}
 	if opts.MMProj != "" {
 		src.Provenance["mmproj"] = filepath.Base(opts.MMProj)
@@ -370,6 +398,33 @@ func CompileFile(path, outPath string, opts Options) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// carryAdapters resolves the adapters of specs against the model of
+// config c for an artifact to carry.
+func carryAdapters(c *arch.Config, specs []lora.Named) ([]CarriedAdapter, error) {
+	var out []CarriedAdapter
+	for _, sp := range specs {
+		if sp.Name == "" || strings.ContainsAny(sp.Name, ":/\\") {
+			return nil, fmt.Errorf("compile: adapter name %q: want a name without ':', '/' or '\\'", sp.Name)
+		}
+		ls, err := lora.Linears(c, sp.Path, sp.Scale)
+		if err != nil {
+			return nil, fmt.Errorf("compile: adapter %s: %w", sp.Name, err)
+		}
+		out = append(out, CarriedAdapter{Ref: plan.AdapterRef{Name: sp.Name, Source: filepath.Base(filepath.Clean(sp.Path)), Scale: sp.Scale}, Linears: ls})
+	}
+	return out, nil
+}
+
+// loraProvenance records the merged adapters: each one's file or folder
+// name and scale.
+func loraProvenance(specs []lora.Spec) []any {
+	var l []any
+	for _, sp := range specs {
+		l = append(l, map[string]any{"adapter": filepath.Base(filepath.Clean(sp.Path)), "scale": sp.Scale})
+	}
+	return l
 }
 
 // archSource serves a checkpoint's weights, read when asked for.
@@ -456,6 +511,9 @@ func halfRows(w Weight, rows, cols int) Weight {
 func (s *ggufSource) Weight(name string) (Weight, error) {
 	src, ok := s.s.TensorName(name)
 	shape := s.s.Shapes[name]
+	if s.s.Adjust[name] != nil {
+		return s.merged(name, src, shape)
+	}
 	if !ok || !s.matrices[name] || len(shape) != 2 {
 		return s.archSource.Weight(name)
 	}
@@ -470,6 +528,34 @@ func (s *ggufSource) Weight(name string) (Weight, error) {
 		return s.archSource.Weight(name)
 	}
 	return Weight{Quantized: q, Release: func() { format.Release(s.f, src) }}, nil
+}
+
+// merged serves a weight an adapter merges into: the merged float32
+// values, requantized when the file stores the weight block-quantized
+// and the graph uses it only as a matrix, so that the merged artifact
+// keeps the base's speed: to Q4_0 blocks when its type stays 4-bit in
+// the artifact (Q4_0, Q4_1, Q4_K), else to 8 bits as compile stores the
+// other block types.
+func (s *ggufSource) merged(name, src string, shape []int) (Weight, error) {
+	w, err := s.archSource.Weight(name)
+	if err != nil || !s.matrices[name] || len(shape) != 2 || shape[1]%32 != 0 {
+		return w, err
+	}
+	typ, ok := s.f.TensorType(src)
+	if !ok || typ.BlockSize() <= 1 {
+		return w, nil
+	}
+	rows, cols := shape[0], shape[1]
+	var q *quant.Quantized
+	if k, ok := ggufKept[typ]; ok && !k.tablesOnly && strings.HasPrefix(k.scheme, "q4") {
+		q, err = fromBlocks(gguf.TypeQ4_0, gguf.QuantizeQ4_0(w.Values), rows, cols, false)
+	} else {
+		q, err = quant.QuantizeW8(w.Values, rows, cols)
+	}
+	if err != nil {
+		return Weight{}, fmt.Errorf("tensor %q merged with its adapter: %w", src, err)
+	}
+	return Weight{Quantized: q}, nil
 }
 
 // half serves a GGUF F16 matrix as binary16 rows, when the values the

@@ -35,6 +35,13 @@ func compileQuantized(dir, outPath string, opts Options) error {
 	src := Source{Tokenizer: tok, ChatTemplate: files.ChatTemplate, Generation: files.Generation, Provenance: map[string]any{
 		"file": filepath.Base(filepath.Clean(dir)), "format": "aotlm-quant", "source": filepath.Base(man.Source)}}
 	src.Outliers = man.Outliers
+	if len(man.LoRA) > 0 {
+		var l []any
+		for _, a := range man.LoRA {
+			l = append(l, map[string]any{"adapter": a.Adapter, "scale": a.Scale})
+		}
+		src.Provenance["lora"] = l
+	}
 	if r, err := quant.ParseRecipe(man.Recipe); err == nil {
 		src.Provenance["recipe"] = r.Name
 		src.Recipe = man.Recipe

@@ -53,6 +53,8 @@ type Engine struct {
 	// without one. head marks such an engine.
 	mtp  *Engine
 	head bool
+	// adapters are the low-rank adapters sessions may choose.
+	adapters adapters
 }
 
 // program is a validated plan with its weights resolved.
@@ -139,6 +141,10 @@ func OpenWith(path string, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %s: %w", path, err)
 	}
 	e.art = art
+	if err := e.loadCarriedAdapters(); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("engine: %s: %w", path, err)
+	}
 	return e, nil
 }
 

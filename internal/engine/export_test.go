@@ -16,9 +16,9 @@ func LoadParts(m plan.Manifest, blob func(name string) ([]byte, error),
 // SplitEverything makes every step that can be split across workers be
 // split, however small, until the returned function restores the limits.
 func SplitEverything() (restore func()) {
-	cost, elems := minParallelCost, minParallelElems
-	minParallelCost, minParallelElems = 1, 1
-	return func() { minParallelCost, minParallelElems = cost, elems }
+	cost, elems, lora := minParallelCost, minParallelElems, minAdapterSplit
+	minParallelCost, minParallelElems, minAdapterSplit = 1, 1, 1
+	return func() { minParallelCost, minParallelElems, minAdapterSplit = cost, elems, lora }
 }
 
 // NoFusion makes engines opened until the returned function runs dispatch

@@ -22,10 +22,22 @@ type linearJob struct {
 	qw           *qweight // when set, the weight (w is nil)
 	xq           *kernel.Q8
 	T, K, N      int
+	// lora, when set, adds the low-rank products of the chosen adapters
+	// to the columns computed, as member member of its linears.
+	lora   *adapterTask
+	member int
 }
 
-// run computes output columns [j0, j1).
-func (l *linearJob) run(_, j0, j1 int) {
+// run computes output columns [j0, j1), with the adapters' products.
+func (l *linearJob) run(w, j0, j1 int) {
+	l.compute(w, j0, j1)
+	if l.lora != nil {
+		l.lora.addColumns(l.member, j0, j1)
+	}
+}
+
+// compute computes output columns [j0, j1) of the base linear.
+func (l *linearJob) compute(_, j0, j1 int) {
 	if l.qw != nil {
 		if l.qw.packed() {
 			l.runPacked(j0, j1)

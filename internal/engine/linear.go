@@ -77,8 +77,11 @@ func newQ8Buf(n int) q8Buf {
 }
 
 // linear runs one linear step over rows x [T, K] into out [T, N].
-func (s *Session) linear(st *step, out, x []float32, T, K, N int) {
-	s.pool.linear(s.linearJob(st, out, x, T, K, N), s.threads)
+// lora, when set, adds the adapters' products (prepareAdapters).
+func (s *Session) linear(st *step, out, x []float32, T, K, N int, lora *adapterTask) {
+	job := s.linearJob(st, out, x, T, K, N)
+	job.lora = lora
+	s.pool.linear(job, s.threads)
 }
 
 // linearJob prepares the job of one linear step, quantizing its input when
@@ -102,7 +105,8 @@ func (s *Session) linearJob(st *step, out, x []float32, T, K, N int) linearJob {
 
 // linearGroup runs steps[i] and the st.fuse linears after it (fuseLinears)
 // over rows x [T, K] as one dispatch, setting the members' row counts.
-func (s *Session) linearGroup(steps []step, i int, x []float32, T, K int, out func(id int) ([]float32, int, int)) {
+// lora, when set, adds the adapters' products (prepareAdapters).
+func (s *Session) linearGroup(steps []step, i int, x []float32, T, K int, out func(id int) ([]float32, int, int), lora *adapterTask) {
 	var jobs [maxFuse]linearJob
 	n := steps[i].fuse + 1
 	for m := 0; m < n; m++ {
@@ -110,6 +114,7 @@ func (s *Session) linearGroup(steps []step, i int, x []float32, T, K int, out fu
 		s.bufRows[st.Out] = T
 		o, _, cols := out(st.Out)
 		jobs[m] = s.linearJob(st, o, x, T, K, cols)
+		jobs[m].lora, jobs[m].member = lora, m
 	}
 	s.pool.linears(jobs[:n], s.threads)
 }

@@ -144,6 +144,12 @@ type Session struct {
 	logits   []float32  // this session's logits from a batched pass
 
 	mem *limits.Reservation // the session's share of the memory budget
+
+	// adapter, when set, is applied beside the linears at adapterScale
+	// (SetAdapter); loraTask is the work of applying it.
+	adapter      *Adapter
+	adapterScale float32
+	loraTask     adapterTask
 }
 
 // NewSession allocates a session's arena and cache.
@@ -856,11 +862,12 @@ func (s *Session) exec(prog *program, ids, sel []int) Logits {
 				copy(out[t*cols:(t+1)*cols], st.w[id*cols:(id+1)*cols])
 			}
 		case op.Linear:
+			lora := s.prepareAdapters(prog.steps, i, st.fuse+1, x, rows, xcols, buf)
 			if st.fuse > 0 {
-				s.linearGroup(prog.steps, i, x, rows, xcols, buf)
+				s.linearGroup(prog.steps, i, x, rows, xcols, buf, lora)
 				i += st.fuse
 			} else {
-				s.linear(st, out, x, rows, xcols, cols)
+				s.linear(st, out, x, rows, xcols, cols, lora)
 			}
 			if st.slotLayer > 0 && rows == 1 && s.chain {
 				s.prefetchSlot(st.slotLayer-1, s.pos)

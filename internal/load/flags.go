@@ -8,6 +8,7 @@ import (
 
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
+	"github.com/aotlm/aotlm/internal/lora"
 )
 
 // FloatActivations parses an --activations value: "int8" (packed weights,
@@ -60,4 +61,18 @@ func LookaheadARLen(spec string) (int, error) {
 		n *= 2
 	}
 	return n, nil
+}
+
+// LoRASpecs parses --lora values, each DIR[:SCALE] or FILE.gguf[:SCALE]
+// (lora.ParseSpec).
+func LoRASpecs(values []string) ([]lora.Spec, error) {
+	var specs []lora.Spec
+	for _, v := range values {
+		sp, err := lora.ParseSpec(v)
+		if err != nil {
+			return nil, fmt.Errorf("--lora: %w", err)
+		}
+		specs = append(specs, sp)
+	}
+	return specs, nil
 }

@@ -44,6 +44,9 @@ type Manifest struct {
 	// text plans keep the rows their classifier reads (Plan.Hidden), and
 	// Pooling says how a sequence's rows become one vector.
 	Embedding *Embedding `json:"embedding,omitempty"`
+	// Adapters are the low-rank adapters the artifact carries, loaded
+	// at open for sessions to choose.
+	Adapters []AdapterRef `json:"adapters,omitempty"`
 }
 
 // Pooling methods of an embedding model: the mean of the sequence's

@@ -38,6 +38,10 @@ type Manifest struct {
 	// float: W's columns there are zero and the float tensor
 	// W + graph.OutlierSuffix holds them (graph.SplitOutliers).
 	Outliers map[string][]int `json:"outliers,omitempty"`
+	// LoRA lists the adapters merged into the weights before they were
+	// quantized (quantize --lora), each one's file or folder name and
+	// scale, in order.
+	LoRA []MergedAdapter `json:"lora,omitempty"`
 	// Files names every file aotlm wrote in the folder, the manifest
 	// included: quantize --force replaces a folder that holds these and
 	// nothing else.
@@ -150,4 +154,10 @@ func SchemeOf(s quant.Scheme) Scheme {
 // Quant converts back to a quant.Scheme.
 func (s Scheme) Quant() quant.Scheme {
 	return quant.Scheme{Kind: quant.Kind(s.Kind), Block: s.Block, Sym: s.Sym, HQQ: s.HQQ, Mode: quant.LPBQMode(s.Mode), FloatInput: s.FloatInput}
+}
+
+// MergedAdapter is an adapter merged into a quantized folder's weights.
+type MergedAdapter struct {
+	Adapter string  `json:"adapter"`
+	Scale   float64 `json:"scale"`
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/aotlm/aotlm/internal/format/detect"
 	"github.com/aotlm/aotlm/internal/format/safetensors"
 	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/lora"
 	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/output"
 	"github.com/aotlm/aotlm/internal/quant"
@@ -47,6 +48,9 @@ type Options struct {
 	// The model is then held whole in float32 (calibration needs it), so
 	// memory is no longer bounded by the largest tensor.
 	Prepare func(m *arch.Model) (*Prepared, error)
+	// LoRA lists low-rank adapters merged into the float weights as they
+	// are read (lora.Attach), before anything is calibrated or quantized.
+	LoRA []lora.Spec
 }
 
 // Prepared is what Options.Prepare hands to quantization.
@@ -147,16 +151,21 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 	var am weightReader
 	var cfg arch.Config
 	prep := &Prepared{}
+	s, err := arch.Open(ck)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	if err := lora.Attach(s, opts.LoRA); err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
 	if opts.Prepare == nil {
-		s, err := arch.Open(ck)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", src, err)
-		}
 		am, cfg = s, s.Config
 	} else {
-		m, err := arch.Load(ck)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", src, err)
+		m := &arch.Model{Config: s.Config, Weights: graph.Weights{}}
+		for _, name := range s.Names() {
+			if m.Weights[name], err = s.Read(name); err != nil {
+				return nil, fmt.Errorf("%s: %w", src, err)
+			}
 		}
 		if prep, err = opts.Prepare(m); err != nil {
 			return nil, err
@@ -180,7 +189,11 @@ func Quantize(src, out string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	man := Manifest{FormatVersion: FormatVersion, Config: cfg, Recipe: recipeJSON,
+	var merged []MergedAdapter
+	for _, sp := range opts.LoRA {
+		merged = append(merged, MergedAdapter{Adapter: filepath.Base(filepath.Clean(sp.Path)), Scale: sp.Scale})
+	}
+	man := Manifest{FormatVersion: FormatVersion, Config: cfg, Recipe: recipeJSON, LoRA: merged,
 		Source: src, Tensors: map[string]TensorEntry{}}
 	if prep.Record != nil {
 		if man.Calibration, err = json.Marshal(prep.Record); err != nil {

@@ -3,6 +3,7 @@ package recipe
 import (
 	"runtime/debug"
 
+	"github.com/aotlm/aotlm/internal/lora"
 	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/quant"
 )
@@ -26,6 +27,9 @@ type QuantizeOptions struct {
 	// Progress, when not nil, is called after each tensor with the
 	// tensors and bytes done of their totals.
 	Progress func(done, total int, bytes, totalBytes int64)
+	// LoRA lists the adapters merged into the float weights before the
+	// recipe runs (qmodel.Options.LoRA).
+	LoRA []lora.Spec
 }
 
 // Quantize quantizes the model at src with the recipe into the folder
@@ -55,7 +59,7 @@ func Quantize(src, out string, o QuantizeOptions) (*qmodel.Report, error) {
 		// cheap)
 		defer debug.SetGCPercent(debug.SetGCPercent(25))
 	}
-	opts := qmodel.Options{Recipe: r, Tokenizer: o.Tokenizer, FallbackW8: o.FallbackW8, Force: o.Force, Jobs: o.Jobs, Prepare: prepare}
+	opts := qmodel.Options{Recipe: r, Tokenizer: o.Tokenizer, FallbackW8: o.FallbackW8, Force: o.Force, Jobs: o.Jobs, Prepare: prepare, LoRA: o.LoRA}
 	if o.Progress != nil {
 		opts.Progress = func(p qmodel.Progress) { o.Progress(p.Done, p.Total, p.Bytes, p.TotalBytes) }
 	}

@@ -1,0 +1,98 @@
+package lora
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/aotlm/aotlm/internal/arch"
+	"github.com/aotlm/aotlm/internal/engine"
+	"github.com/aotlm/aotlm/internal/plan"
+	"github.com/aotlm/aotlm/internal/quant"
+)
+
+// ConfigOfEngine returns the model config an artifact's manifest
+// records (its hyper-parameters).
+func ConfigOfEngine(e *engine.Engine) (*arch.Config, error) {
+	m := e.Manifest()
+	b, err := json.Marshal(m.HyperParams)
+	if err != nil {
+		return nil, fmt.Errorf("lora: the artifact's hyper-parameters: %w", err)
+	}
+	var c arch.Config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("lora: the artifact's hyper-parameters: %w", err)
+	}
+	if c.Family == "" {
+		return nil, fmt.Errorf("lora: the artifact records no model family")
+	}
+	return &c, nil
+}
+
+// ForEngine reads the adapter at path, makes it an engine adapter named
+// name for the model e runs, with scale folded into its own (choosing it
+// at scale 1 applies it at scale), its matrices in binary16 when half,
+// and loads it into e (see Linears).
+func ForEngine(e *engine.Engine, name, path string, scale float64, half bool) (*engine.Adapter, error) {
+	c, err := ConfigOfEngine(e)
+	if err != nil {
+		return nil, err
+	}
+	if r := e.Manifest().Recipe; len(r) > 0 {
+		rcp, err := quant.ParseRecipe(r)
+		if err != nil {
+			return nil, fmt.Errorf("lora: the artifact's recipe: %w", err)
+		}
+		if rcp.Rotation != (quant.Rotation{}) {
+			return nil, fmt.Errorf("lora: the artifact's weights are rotated (recipe %q): an adapter for the unrotated model applies only merged (quantize --lora)", rcp.Name)
+		}
+	}
+	ls, err := Linears(c, path, scale)
+	if err != nil {
+		return nil, err
+	}
+	ad, err := engine.NewAdapter(name, ls, half)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.AddAdapter(ad); err != nil {
+		return nil, err
+	}
+	return ad, nil
+}
+
+// Named is an adapter given a name: what serve, run and an artifact that
+// carries adapters choose it by.
+type Named struct {
+	Name string
+	Spec
+}
+
+// Linears reads the adapter at path and resolves it against the model
+// of config c, in the graph's layout, with scale folded into each
+// linear's: the linears the engine adds beside its own (an artifact's
+// adapter blob). DoRA adapters only merge: their magnitudes rescale the
+// merged weight's rows, which a low-rank product beside the base linear
+// cannot do.
+func Linears(c *arch.Config, path string, scale float64) ([]plan.AdapterLinear, error) {
+	a, err := Read(path)
+	if err != nil {
+		return nil, err
+	}
+	g, err := arch.Build(c, arch.BuildOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("lora: %w", err)
+	}
+	r, err := Resolve(a, c, g.Weights, true)
+	if err != nil {
+		return nil, err
+	}
+	var ls []plan.AdapterLinear
+	for _, w := range (&Adapter{Pairs: r.Pairs}).Names() {
+		p := r.Pairs[w]
+		if p.Magnitude != nil {
+			return nil, fmt.Errorf("lora: %s is a DoRA adapter: apply it by merging (compile --lora), not at run time", path)
+		}
+		ls = append(ls, plan.AdapterLinear{Weight: w, Rank: p.Rank, In: p.In, Out: p.Out, A: p.A, B: p.B, Scale: float32(float64(p.Scale) * scale)})
+	}
+	return ls, nil
+}

@@ -1,0 +1,7 @@
+package lora
+
+// ReadOracle and MaxDiff serve the external tests of this package.
+var (
+	ReadOracle = readOracle
+	MaxDiff    = maxDiff
+)

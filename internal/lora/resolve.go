@@ -1,0 +1,203 @@
+package lora
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/aotlm/aotlm/internal/arch"
+)
+
+// Resolved is an adapter tied to a model: its pairs under the model's
+// canonical weight names, rows in the order of the model's weights.
+type Resolved struct {
+	Adapter *Adapter
+	Pairs   map[string]*Pair
+}
+
+// sourceOf is the checkpoint layout an adapter's matrices are in.
+func (a *Adapter) sourceOf() string {
+	if a.Format == "gguf" {
+		return "gguf"
+	}
+	return "hf"
+}
+
+// Resolve ties a to the model of config c whose weights have shapes
+// (canonical name -> shape, [out, in] for a linear). The pairs come out
+// in the checkpoint's row layout (what arch.Source.Adjust changes) or,
+// with graph, in the graph's (what the engine's linears compute);
+// the two differ only for families that convert weights on load. An
+// adapter matrix that matches no weight, or one of the wrong shape, is
+// an error (an adapter for another base model).
+func Resolve(a *Adapter, c *arch.Config, shapes map[string][]int, graph bool) (*Resolved, error) {
+	if c.Source != "hf" && c.Source != "gguf" {
+		return nil, fmt.Errorf("lora: adapters apply to Hugging Face and GGUF checkpoints, not to a %s one", c.Source)
+	}
+	lay, err := arch.LayoutOf(c)
+	if err != nil {
+		return nil, fmt.Errorf("lora: %w", err)
+	}
+	if lay.Loaded {
+		return nil, fmt.Errorf("lora: the %s family's weights are reshaped on load: adapters are not supported", c.Family)
+	}
+	from := a.sourceOf()
+	if lay.Converted && (graph || from != c.Source) {
+		what := "applied at run time"
+		if !graph {
+			what = fmt.Sprintf("in %s layout merged into a %s checkpoint", from, c.Source)
+		}
+		return nil, fmt.Errorf("lora: the %s family converts its weights on load: an adapter %s is not supported (merge a PEFT adapter into its Hugging Face folder, or a GGUF adapter into its GGUF file)", c.Family, what)
+	}
+	r := &Resolved{Adapter: a, Pairs: map[string]*Pair{}}
+	used := map[string]bool{}
+	names := make([]string, 0, len(shapes))
+	for n := range shapes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		an, ok := arch.TensorNameIn(c, from, name)
+		if !ok {
+			continue
+		}
+		p := a.Pairs[an]
+		if p == nil {
+			continue
+		}
+		used[an] = true
+		sh := shapes[name]
+		if len(sh) != 2 || sh[0] != p.Out || sh[1] != p.In {
+			return nil, fmt.Errorf("lora: %s: %s is %dx%d, but the model's %s is %v (an adapter for another base model?)", a.Path, an, p.Out, p.In, name, sh)
+		}
+		q := p
+		if h := arch.QKPermutation(c, name); h > 0 && from != c.Source {
+			if q, err = p.permuted(h, from == "hf"); err != nil {
+				return nil, fmt.Errorf("lora: %s: %s: %w", a.Path, an, err)
+			}
+		}
+		r.Pairs[name] = q
+	}
+	var stray []string
+	for _, n := range a.Names() {
+		if !used[n] {
+			stray = append(stray, n)
+		}
+	}
+	if len(stray) > 0 {
+		if len(stray) > 3 {
+			stray = append(stray[:3], fmt.Sprintf("and %d more", len(stray)-3))
+		}
+		return nil, fmt.Errorf("lora: %s: %s match no weight of the %s model (an adapter for another base model?)", a.Path, strings.Join(stray, ", "), c.Family)
+	}
+	return r, nil
+}
+
+// permuted returns p with its output rows (B's rows and DoRA's
+// magnitudes) in llama.cpp's q/k order for heads heads when toGGUF,
+// else back in Hugging Face's: within each head, row j·half+i of
+// Hugging Face's order is row 2i+j of llama.cpp's.
+func (p *Pair) permuted(heads int, toGGUF bool) (*Pair, error) {
+	if heads <= 0 || p.Out%(2*heads) != 0 {
+		return nil, fmt.Errorf("%d rows do not split into %d heads of pairs", p.Out, heads)
+	}
+	per := p.Out / heads
+	half := per / 2
+	q := *p
+	q.B = make([]float32, len(p.B))
+	if p.Magnitude != nil {
+		q.Magnitude = make([]float32, len(p.Magnitude))
+	}
+	for h := 0; h < heads; h++ {
+		for i := 0; i < half; i++ {
+			for j := 0; j < 2; j++ {
+				hfRow, ggRow := h*per+j*half+i, h*per+2*i+j
+				src, dst := hfRow, ggRow
+				if !toGGUF {
+					src, dst = ggRow, hfRow
+				}
+				copy(q.B[dst*p.Rank:(dst+1)*p.Rank], p.B[src*p.Rank:(src+1)*p.Rank])
+				if p.Magnitude != nil {
+					q.Magnitude[dst] = p.Magnitude[src]
+				}
+			}
+		}
+	}
+	return &q, nil
+}
+
+// Attach reads the adapters of specs and sets s.Adjust to merge them,
+// each at its scale, into the weights s reads (in order, for weights
+// more than one adapter changes).
+func Attach(s *arch.Source, specs []Spec) error {
+	if len(specs) == 0 {
+		return nil
+	}
+	if s.Adjust == nil {
+		s.Adjust = map[string]func([]float32) error{}
+	}
+	for _, sp := range specs {
+		a, err := Read(sp.Path)
+		if err != nil {
+			return err
+		}
+		r, err := Resolve(a, &s.Config, s.Shapes, false)
+		if err != nil {
+			return err
+		}
+		for name, p := range r.Pairs {
+			prev, p, scale := s.Adjust[name], p, sp.Scale
+			s.Adjust[name] = func(v []float32) error {
+				if prev != nil {
+					if err := prev(v); err != nil {
+						return err
+					}
+				}
+				return p.Merge(v, scale)
+			}
+		}
+	}
+	return nil
+}
+
+// ToGGUF returns the pairs of a, a PEFT adapter for the model of config
+// c (read from its Hugging Face folder, with weight shapes), under the
+// model's GGUF tensor names and in llama.cpp's row order, with the alpha
+// llama.cpp's format stores: what WriteGGUF writes. Every pair must
+// have the same alpha (alpha/rank, or alpha/√rank with rsLoRA, times the
+// rank); DoRA adapters have no GGUF form.
+func ToGGUF(a *Adapter, c *arch.Config, shapes map[string][]int) (map[string]*Pair, float32, error) {
+	if a.Format != "peft" || c.Source != "hf" {
+		return nil, 0, fmt.Errorf("lora: ToGGUF converts a PEFT adapter resolved against a Hugging Face model, not a %s one against a %s model", a.Format, c.Source)
+	}
+	r, err := Resolve(a, c, shapes, false)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := map[string]*Pair{}
+	var alpha float32
+	for i, name := range slices.Sorted(maps.Keys(r.Pairs)) {
+		p := r.Pairs[name]
+		if p.Magnitude != nil {
+			return nil, 0, fmt.Errorf("lora: %s: DoRA has no GGUF adapter form", name)
+		}
+		al := p.Scale * float32(p.Rank)
+		if i == 0 {
+			alpha = al
+		} else if al != alpha {
+			return nil, 0, fmt.Errorf("lora: %s: alpha %g differs from the adapter's %g: one GGUF alpha cannot hold both", name, al, alpha)
+		}
+		gn, ok := arch.TensorNameIn(c, "gguf", name)
+		if !ok {
+			return nil, 0, fmt.Errorf("lora: %s has no GGUF name in the %s family", name, c.Family)
+		}
+		if h := arch.QKPermutation(c, name); h > 0 {
+			if p, err = p.permuted(h, true); err != nil {
+				return nil, 0, fmt.Errorf("lora: %s: %w", name, err)
+			}
+		}
+		out[gn] = p
+	}
+	return out, alpha, nil
+}
