@@ -49,6 +49,31 @@ func q4VnniCodes2x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, 
 //go:noescape
 func q4VnniCodes4x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
+// q4VnniCodes1x4 computes a 1-row by 4-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodes1x4(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniCodes1x5 computes a 1-row by 5-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodes1x5(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniCodes1x6 computes a 1-row by 6-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodes1x6(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniCodes1x7 computes a 1-row by 7-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodes1x7(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniCodes1x8 computes a 1-row by 8-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodes1x8(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
 // q4VnniCodesRows computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
@@ -393,6 +418,31 @@ func q4VnniK42x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *
 //
 //go:noescape
 func q4VnniK44x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniK41x4 computes a 1-row by 4-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK41x4(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniK41x5 computes a 1-row by 5-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK41x5(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniK41x6 computes a 1-row by 6-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK41x6(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniK41x7 computes a 1-row by 7-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK41x7(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniK41x8 computes a 1-row by 8-token tile of a 4-bit product in chunks of 16 blocks (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK41x8(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
 // q4VnniK4Rows computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).
 //
@@ -1023,6 +1073,26 @@ func w8Vnni1x4(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float3
 //
 //go:noescape
 func w8Vnni2x4(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Vnni1x5 computes a 1-row by 5-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni1x5(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Vnni1x6 computes a 1-row by 6-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni1x6(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Vnni1x7 computes a 1-row by 7-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni1x7(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Vnni1x8 computes a 1-row by 8-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni1x8(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
 // w8Avx21x1 computes a 1-row by 1-token tile of an 8-bit product (see the layout in _gen/w8.go).
 //

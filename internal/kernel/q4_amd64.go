@@ -41,7 +41,7 @@ type q4RowsKern func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int,
 // row walk reads 14-20 on the same AMD EPYC (BenchmarkQ4MatMulT1).
 type q4Set struct {
 	lanes *q4LanesSet  // tiles in row lanes for q4LanesMinT tokens or more, or nil
-	k     [9][5]q4Kern // [R][TT], nil where not generated
+	k     [9][9]q4Kern // [R][TT], nil where not generated
 	seq   q4RowsKern   // one token over many rows in one call, or nil
 	seqPf q4RowsKern   // seq asking for its weights ahead (_gen/prefetch.go), or nil
 	// resident[C][G] is seq for rows of C whole chunks of 16 blocks and
@@ -56,12 +56,12 @@ type q4Set struct {
 }
 
 var (
-	q4VnniCodes = q4Set{lanes: &q4VnniLanesCodes, seq: q4VnniCodesRows, seqPf: q4VnniCodesRowsPf, resident: &q4VnniCodesResident, residentPf: &q4VnniCodesResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
-		1: {1: q4VnniCodes1x1, 2: q4VnniCodes1x2, 3: q4VnniCodes1x3},
+	q4VnniCodes = q4Set{lanes: &q4VnniLanesCodes, seq: q4VnniCodesRows, seqPf: q4VnniCodesRowsPf, resident: &q4VnniCodesResident, residentPf: &q4VnniCodesResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][9]q4Kern{
+		1: {1: q4VnniCodes1x1, 2: q4VnniCodes1x2, 3: q4VnniCodes1x3, 4: q4VnniCodes1x4, 5: q4VnniCodes1x5, 6: q4VnniCodes1x6, 7: q4VnniCodes1x7, 8: q4VnniCodes1x8},
 		2: {1: q4VnniCodes2x1, 2: q4VnniCodes2x2, 3: q4VnniCodes2x3},
 		4: {1: q4VnniCodes4x1, 2: q4VnniCodes4x2, 3: q4VnniCodes4x3},
 	}}
-	q4VnniScales = q4Set{lanes: &q4VnniLanesScales, seq: q4VnniScalesRows, seqPf: q4VnniScalesRowsPf, resident: &q4VnniScalesResident, residentPf: &q4VnniScalesResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+	q4VnniScales = q4Set{lanes: &q4VnniLanesScales, seq: q4VnniScalesRows, seqPf: q4VnniScalesRowsPf, resident: &q4VnniScalesResident, residentPf: &q4VnniScalesResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][9]q4Kern{
 		1: {1: q4VnniScales1x1, 2: q4VnniScales1x2, 3: q4VnniScales1x3},
 		2: {1: q4VnniScales2x1, 2: q4VnniScales2x2, 3: q4VnniScales2x3},
 		4: {1: q4VnniScales4x1, 2: q4VnniScales4x2, 3: q4VnniScales4x3},
@@ -69,29 +69,29 @@ var (
 	// q4VnniZeros is the per-block-scale form with zero points: the rs
 	// argument carries the weight's zero-point terms (Q4.zs), shaped as
 	// its block scales.
-	q4VnniZeros = q4Set{lanes: &q4VnniLanesZeros, seq: q4VnniZerosRows, seqPf: q4VnniZerosRowsPf, resident: &q4VnniZerosResident, residentPf: &q4VnniZerosResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+	q4VnniZeros = q4Set{lanes: &q4VnniLanesZeros, seq: q4VnniZerosRows, seqPf: q4VnniZerosRowsPf, resident: &q4VnniZerosResident, residentPf: &q4VnniZerosResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][9]q4Kern{
 		1: {1: q4VnniZeros1x1, 2: q4VnniZeros1x2, 3: q4VnniZeros1x3},
 		2: {1: q4VnniZeros2x1, 2: q4VnniZeros2x2, 3: q4VnniZeros2x3},
 		4: {1: q4VnniZeros4x1, 2: q4VnniZeros4x2, 3: q4VnniZeros4x3},
 	}}
 	// q4VnniK4 is the K4 form (Q4_K super-blocks): sc addresses a row's
 	// 48-byte chunk records.
-	q4VnniK4 = q4Set{lanes: &q4VnniLanesK4, seq: q4VnniK4Rows, seqPf: q4VnniK4RowsPf, resident: &q4VnniK4Resident, residentPf: &q4VnniK4ResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
-		1: {1: q4VnniK41x1, 2: q4VnniK41x2, 3: q4VnniK41x3},
+	q4VnniK4 = q4Set{lanes: &q4VnniLanesK4, seq: q4VnniK4Rows, seqPf: q4VnniK4RowsPf, resident: &q4VnniK4Resident, residentPf: &q4VnniK4ResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][9]q4Kern{
+		1: {1: q4VnniK41x1, 2: q4VnniK41x2, 3: q4VnniK41x3, 4: q4VnniK41x4, 5: q4VnniK41x5, 6: q4VnniK41x6, 7: q4VnniK41x7, 8: q4VnniK41x8},
 		2: {1: q4VnniK42x1, 2: q4VnniK42x2, 3: q4VnniK42x3},
 		4: {1: q4VnniK44x1, 2: q4VnniK44x2, 3: q4VnniK44x3},
 	}}
-	q4Avx2K4 = q4Set{seq: q4Avx2K4Rows, seqPf: q4Avx2K4RowsPf, decode: 1, rows: 2, tokens: 3, k: [9][5]q4Kern{
+	q4Avx2K4 = q4Set{seq: q4Avx2K4Rows, seqPf: q4Avx2K4RowsPf, decode: 1, rows: 2, tokens: 3, k: [9][9]q4Kern{
 		1: {1: q4Avx2K41x1, 2: q4Avx2K41x2, 3: q4Avx2K41x3},
 		2: {1: q4Avx2K42x1, 2: q4Avx2K42x2, 3: q4Avx2K42x3},
 		4: {1: q4Avx2K44x1, 2: q4Avx2K44x2},
 	}}
-	q4Avx2Codes = q4Set{seq: q4Avx2CodesRows, seqPf: q4Avx2CodesRowsPf, decode: 1, rows: 2, tokens: 3, k: [9][5]q4Kern{
+	q4Avx2Codes = q4Set{seq: q4Avx2CodesRows, seqPf: q4Avx2CodesRowsPf, decode: 1, rows: 2, tokens: 3, k: [9][9]q4Kern{
 		1: {1: q4Avx2Codes1x1, 2: q4Avx2Codes1x2, 3: q4Avx2Codes1x3},
 		2: {1: q4Avx2Codes2x1, 2: q4Avx2Codes2x2, 3: q4Avx2Codes2x3},
 		4: {1: q4Avx2Codes4x1, 2: q4Avx2Codes4x2},
 	}}
-	q4Avx2Scales = q4Set{seq: q4Avx2ScalesRows, seqPf: q4Avx2ScalesRowsPf, decode: 1, rows: 2, tokens: 3, k: [9][5]q4Kern{
+	q4Avx2Scales = q4Set{seq: q4Avx2ScalesRows, seqPf: q4Avx2ScalesRowsPf, decode: 1, rows: 2, tokens: 3, k: [9][9]q4Kern{
 		1: {1: q4Avx2Scales1x1, 2: q4Avx2Scales1x2, 3: q4Avx2Scales1x3},
 		2: {1: q4Avx2Scales2x1, 2: q4Avx2Scales2x2, 3: q4Avx2Scales2x3},
 		4: {1: q4Avx2Scales4x1, 2: q4Avx2Scales4x2},
@@ -175,6 +175,11 @@ func q4TokenBytes(K int) int {
 	g := q4Groups(K)
 	return g*q4RecBytes + g/4*q4ChunkBytes
 }
+
+// q4FewMaxT is the most tokens multiplied by the one-row tiles of all
+// the tokens at once (q4MatMulZerosWith) where a set has them; more go
+// in tiles of several rows and at most set.tokens tokens.
+var q4FewMaxT = 8
 
 // q4TokenBlock is the number of tokens whose records are walked against
 // one range of weight rows before moving on (they stay in L2).
@@ -401,6 +406,16 @@ func q4MatMulZerosWith(sets *q4Sets, dst []float32, ldd int, w *Q4, zs []float32
 			(*byte)(unsafe.Add(scBase, n0*scStr)), scStr, ng, tail,
 			&rec[0], whole, (*float32)(unsafe.Add(unsafe.Pointer(out), 4*n0)), r)
 		n0 += whole
+	}
+	if x.T > 1 && x.T <= q4FewMaxT && set.k[1][x.T] != nil {
+		// A few tokens (a verify pass, a few sessions' decode): one row
+		// at a time against all of them, so each row's codes are
+		// loaded and unpacked once and the weights stream in one
+		// sequence, as for one token.
+		for n := n0; n < n1; n++ {
+			tile(n, 1, 0, x.T)
+		}
+		return
 	}
 	if x.T == 1 {
 		for n := n0; n < n1; {
