@@ -38,7 +38,7 @@ var (
 	// (verify passes and a few sessions' decode, kernel.q4FewRows), for
 	// the forms of the default recipes (LPBQ and Q4_K).
 	q4ZmmFewShapes = []q4Shape{{1, 4}, {1, 5}, {1, 6}, {1, 7}, {1, 8}}
-	q4YmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}}
+	q4YmmShapes    = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}}
 	// q4YmmShapes3 are the AVX2 tiles of 3 tokens (transposedHalf).
 	q4YmmShapes3 = []q4Shape{{1, 3}, {2, 3}}
 )
