@@ -35,7 +35,7 @@ type q4Shape struct{ R, TT int }
 var (
 	q4ZmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}, {1, 3}, {2, 3}, {4, 3}}
 	// q4ZmmFewShapes are the AVX-512 one-row tiles of 4 to 8 tokens
-	// (verify passes and a few sessions' decode, kernel.q4FewRows), for
+	// (verify passes and a few sessions' decode, q4FewMaxT), for
 	// the forms of the default recipes (LPBQ and Q4_K).
 	q4ZmmFewShapes = []q4Shape{{1, 4}, {1, 5}, {1, 6}, {1, 7}, {1, 8}}
 	q4YmmShapes    = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}}
