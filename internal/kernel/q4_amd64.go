@@ -18,6 +18,11 @@ import (
 // floats per token, rs the row scales of the code form.
 type q4Kern func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
+// q4FewKern is the signature of the generated row loops of a few
+// tokens: n consecutive rows from the row nib and sc address, for the
+// tokens of x (as q4Kern), one row after another against all of them.
+type q4FewKern func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32, n int)
+
 // q4RowsKern is the signature of the generated decode kernels:
 // n consecutive rows from row n0 (nib, sc and rs address it, as in
 // q4Kern) for one token, walked one row after another.
@@ -41,7 +46,7 @@ type q4RowsKern func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int,
 // row walk reads 14-20 on the same AMD EPYC (BenchmarkQ4MatMulT1).
 type q4Set struct {
 	lanes *q4LanesSet  // tiles in row lanes for q4LanesMinT tokens or more, or nil
-	k     [9][9]q4Kern // [R][TT], nil where not generated
+	k     [9][5]q4Kern // [R][TT], nil where not generated
 	seq   q4RowsKern   // one token over many rows in one call, or nil
 	seqPf q4RowsKern   // seq asking for its weights ahead (_gen/prefetch.go), or nil
 	// resident[C][G] is seq for rows of C whole chunks of 16 blocks and
@@ -50,18 +55,20 @@ type q4Set struct {
 	resident *[3][5]q4RowsKern
 	// residentPf is resident asking for its weights ahead, or nil.
 	residentPf *[3][5]q4RowsKern
-	decode     int // rows per tile for one token
-	rows       int // rows per tile for several tokens
-	tokens     int // largest TT
+	// few[T] is the row loop of T tokens (2..8, q4FewMaxT), or nil.
+	few    *[9]q4FewKern
+	decode int // rows per tile for one token
+	rows   int // rows per tile for several tokens
+	tokens int // largest TT
 }
 
 var (
-	q4VnniCodes = q4Set{lanes: &q4VnniLanesCodes, seq: q4VnniCodesRows, seqPf: q4VnniCodesRowsPf, resident: &q4VnniCodesResident, residentPf: &q4VnniCodesResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][9]q4Kern{
-		1: {1: q4VnniCodes1x1, 2: q4VnniCodes1x2, 3: q4VnniCodes1x3, 4: q4VnniCodes1x4, 5: q4VnniCodes1x5, 6: q4VnniCodes1x6, 7: q4VnniCodes1x7, 8: q4VnniCodes1x8},
+	q4VnniCodes = q4Set{few: &q4VnniCodesFew, lanes: &q4VnniLanesCodes, seq: q4VnniCodesRows, seqPf: q4VnniCodesRowsPf, resident: &q4VnniCodesResident, residentPf: &q4VnniCodesResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+		1: {1: q4VnniCodes1x1, 2: q4VnniCodes1x2, 3: q4VnniCodes1x3},
 		2: {1: q4VnniCodes2x1, 2: q4VnniCodes2x2, 3: q4VnniCodes2x3},
 		4: {1: q4VnniCodes4x1, 2: q4VnniCodes4x2, 3: q4VnniCodes4x3},
 	}}
-	q4VnniScales = q4Set{lanes: &q4VnniLanesScales, seq: q4VnniScalesRows, seqPf: q4VnniScalesRowsPf, resident: &q4VnniScalesResident, residentPf: &q4VnniScalesResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][9]q4Kern{
+	q4VnniScales = q4Set{lanes: &q4VnniLanesScales, seq: q4VnniScalesRows, seqPf: q4VnniScalesRowsPf, resident: &q4VnniScalesResident, residentPf: &q4VnniScalesResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4VnniScales1x1, 2: q4VnniScales1x2, 3: q4VnniScales1x3},
 		2: {1: q4VnniScales2x1, 2: q4VnniScales2x2, 3: q4VnniScales2x3},
 		4: {1: q4VnniScales4x1, 2: q4VnniScales4x2, 3: q4VnniScales4x3},
@@ -69,33 +76,40 @@ var (
 	// q4VnniZeros is the per-block-scale form with zero points: the rs
 	// argument carries the weight's zero-point terms (Q4.zs), shaped as
 	// its block scales.
-	q4VnniZeros = q4Set{lanes: &q4VnniLanesZeros, seq: q4VnniZerosRows, seqPf: q4VnniZerosRowsPf, resident: &q4VnniZerosResident, residentPf: &q4VnniZerosResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][9]q4Kern{
+	q4VnniZeros = q4Set{lanes: &q4VnniLanesZeros, seq: q4VnniZerosRows, seqPf: q4VnniZerosRowsPf, resident: &q4VnniZerosResident, residentPf: &q4VnniZerosResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4VnniZeros1x1, 2: q4VnniZeros1x2, 3: q4VnniZeros1x3},
 		2: {1: q4VnniZeros2x1, 2: q4VnniZeros2x2, 3: q4VnniZeros2x3},
 		4: {1: q4VnniZeros4x1, 2: q4VnniZeros4x2, 3: q4VnniZeros4x3},
 	}}
 	// q4VnniK4 is the K4 form (Q4_K super-blocks): sc addresses a row's
 	// 48-byte chunk records.
-	q4VnniK4 = q4Set{lanes: &q4VnniLanesK4, seq: q4VnniK4Rows, seqPf: q4VnniK4RowsPf, resident: &q4VnniK4Resident, residentPf: &q4VnniK4ResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][9]q4Kern{
-		1: {1: q4VnniK41x1, 2: q4VnniK41x2, 3: q4VnniK41x3, 4: q4VnniK41x4, 5: q4VnniK41x5, 6: q4VnniK41x6, 7: q4VnniK41x7, 8: q4VnniK41x8},
+	q4VnniK4 = q4Set{few: &q4VnniK4Few, lanes: &q4VnniLanesK4, seq: q4VnniK4Rows, seqPf: q4VnniK4RowsPf, resident: &q4VnniK4Resident, residentPf: &q4VnniK4ResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+		1: {1: q4VnniK41x1, 2: q4VnniK41x2, 3: q4VnniK41x3},
 		2: {1: q4VnniK42x1, 2: q4VnniK42x2, 3: q4VnniK42x3},
 		4: {1: q4VnniK44x1, 2: q4VnniK44x2, 3: q4VnniK44x3},
 	}}
-	q4Avx2K4 = q4Set{seq: q4Avx2K4Rows, seqPf: q4Avx2K4RowsPf, decode: 1, rows: 2, tokens: 3, k: [9][9]q4Kern{
+	q4Avx2K4 = q4Set{seq: q4Avx2K4Rows, seqPf: q4Avx2K4RowsPf, decode: 1, rows: 2, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4Avx2K41x1, 2: q4Avx2K41x2, 3: q4Avx2K41x3},
 		2: {1: q4Avx2K42x1, 2: q4Avx2K42x2, 3: q4Avx2K42x3},
 		4: {1: q4Avx2K44x1, 2: q4Avx2K44x2},
 	}}
-	q4Avx2Codes = q4Set{seq: q4Avx2CodesRows, seqPf: q4Avx2CodesRowsPf, decode: 1, rows: 2, tokens: 3, k: [9][9]q4Kern{
+	q4Avx2Codes = q4Set{seq: q4Avx2CodesRows, seqPf: q4Avx2CodesRowsPf, decode: 1, rows: 2, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4Avx2Codes1x1, 2: q4Avx2Codes1x2, 3: q4Avx2Codes1x3},
 		2: {1: q4Avx2Codes2x1, 2: q4Avx2Codes2x2, 3: q4Avx2Codes2x3},
 		4: {1: q4Avx2Codes4x1, 2: q4Avx2Codes4x2},
 	}}
-	q4Avx2Scales = q4Set{seq: q4Avx2ScalesRows, seqPf: q4Avx2ScalesRowsPf, decode: 1, rows: 2, tokens: 3, k: [9][9]q4Kern{
+	q4Avx2Scales = q4Set{seq: q4Avx2ScalesRows, seqPf: q4Avx2ScalesRowsPf, decode: 1, rows: 2, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4Avx2Scales1x1, 2: q4Avx2Scales1x2, 3: q4Avx2Scales1x3},
 		2: {1: q4Avx2Scales2x1, 2: q4Avx2Scales2x2, 3: q4Avx2Scales2x3},
 		4: {1: q4Avx2Scales4x1, 2: q4Avx2Scales4x2},
 	}}
+)
+
+// q4VnniCodesFew and q4VnniK4Few are the row loops of a few tokens by
+// token count.
+var (
+	q4VnniCodesFew = [9]q4FewKern{2: q4VnniCodesFew2, 3: q4VnniCodesFew3, 4: q4VnniCodesFew4, 5: q4VnniCodesFew5, 6: q4VnniCodesFew6, 7: q4VnniCodesFew7, 8: q4VnniCodesFew8}
+	q4VnniK4Few    = [9]q4FewKern{2: q4VnniK4Few2, 3: q4VnniK4Few3, 4: q4VnniK4Few4, 5: q4VnniK4Few5, 6: q4VnniK4Few6, 7: q4VnniK4Few7, 8: q4VnniK4Few8}
 )
 
 // q4VnniCodesResident are q4VnniCodes's resident row loops by [C][G].
@@ -407,11 +421,22 @@ func q4MatMulZerosWith(sets *q4Sets, dst []float32, ldd int, w *Q4, zs []float32
 			&rec[0], whole, (*float32)(unsafe.Add(unsafe.Pointer(out), 4*n0)), r)
 		n0 += whole
 	}
-	if x.T > 1 && x.T <= q4FewMaxT && set.k[1][x.T] != nil {
+	if x.T > 1 && x.T <= q4FewMaxT && set.few != nil && set.few[x.T] != nil {
 		// A few tokens (a verify pass, a few sessions' decode): one row
-		// at a time against all of them, so each row's codes are
-		// loaded and unpacked once and the weights stream in one
-		// sequence, as for one token.
+		// at a time against all of them, in one call, so each row's
+		// codes are loaded and unpacked once and the weights stream in
+		// one sequence, as for one token.
+		var r *float32
+		if rs != nil {
+			r = (*float32)(unsafe.Add(unsafe.Pointer(rs), n0*rsStr))
+		}
+		set.few[x.T]((*byte)(unsafe.Add(unsafe.Pointer(nib), n0*nb*16)), nb*16,
+			(*byte)(unsafe.Add(scBase, n0*scStr)), scStr, ng, tail,
+			&rec[0], xs, (*float32)(unsafe.Add(unsafe.Pointer(out), 4*n0)), ldd, r, n1-n0)
+		return
+	}
+	if x.T > 1 && x.T <= q4FewMaxT && x.T < len(set.k[1]) && set.k[1][x.T] != nil {
+		// The other forms: their one-row tiles of 2 or 3 tokens.
 		for n := n0; n < n1; n++ {
 			tile(n, 1, 0, x.T)
 		}

@@ -34,11 +34,7 @@ type q4Shape struct{ R, TT int }
 // side decomposes any row and token count into them.
 var (
 	q4ZmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}, {1, 3}, {2, 3}, {4, 3}}
-	// q4ZmmFewShapes are the AVX-512 one-row tiles of 4 to 8 tokens
-	// (verify passes and a few sessions' decode, q4FewMaxT), for
-	// the forms of the default recipes (LPBQ and Q4_K).
-	q4ZmmFewShapes = []q4Shape{{1, 4}, {1, 5}, {1, 6}, {1, 7}, {1, 8}}
-	q4YmmShapes    = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}}
+	q4YmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}}
 	// q4YmmShapes3 are the AVX2 tiles of 3 tokens (transposedHalf).
 	q4YmmShapes3 = []q4Shape{{1, 3}, {2, 3}}
 )
@@ -52,9 +48,14 @@ func genQ4() {
 			q4ChunkKernel(form, false, s.R, s.TT)
 		}
 		if form == formCodes || form == formK4 {
-			for _, s := range q4ZmmFewShapes {
-				q4ChunkKernel(form, false, s.R, s.TT)
+			// the row loops of 2 to 8 tokens (verify passes and a
+			// few sessions' decode, q4FewMaxT) for the forms of the
+			// default recipes
+			fewRows = true
+			for tt := 2; tt <= 8; tt++ {
+				q4ChunkKernel(form, false, 1, tt)
 			}
+			fewRows = false
 		}
 		for _, pf := range []bool{false, true} {
 			prefetching = pf
