@@ -79,7 +79,15 @@ func TestTokenSameWhateverBatch(t *testing.T) { eachWalk(t, tokenSameWhateverBat
 
 func tokenSameWhateverBatch(t *testing.T, walk string) {
 	r := rand.New(rand.NewPCG(43, 44))
-	const N, T = 13, 7
+	// 4 and 8 tokens go in the one-row tiles of a few tokens (q4FewMaxT,
+	// w8FewMaxT), 9 in tiles of several rows and up to 3 tokens.
+	for _, T := range []int{4, 8, 9} {
+		tokenSameWhateverBatchOf(t, r, walk, T)
+	}
+}
+
+func tokenSameWhateverBatchOf(t *testing.T, r *rand.Rand, walk string, T int) {
+	const N = 13
 	for _, o := range supported(t) {
 		if !o.BatchExact {
 			t.Logf("overlay %s: not BatchExact, its batches are checked by TestOverlaysMatMul's tolerance", o.Name)

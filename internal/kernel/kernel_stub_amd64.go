@@ -49,6 +49,41 @@ func q4VnniCodes2x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, 
 //go:noescape
 func q4VnniCodes4x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
+// q4VnniCodesFew2 computes n consecutive rows (n >= 1) of a 4-bit product for 2 tokens, one row at a time against all the tokens, each row as the 1x2 tile computes it (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodesFew2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32, n int)
+
+// q4VnniCodesFew3 computes n consecutive rows (n >= 1) of a 4-bit product for 3 tokens, one row at a time against all the tokens, each row as the 1x3 tile computes it (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodesFew3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32, n int)
+
+// q4VnniCodesFew4 computes n consecutive rows (n >= 1) of a 4-bit product for 4 tokens, one row at a time against all the tokens, each row as the 1x4 tile computes it (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodesFew4(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32, n int)
+
+// q4VnniCodesFew5 computes n consecutive rows (n >= 1) of a 4-bit product for 5 tokens, one row at a time against all the tokens, each row as the 1x5 tile computes it (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodesFew5(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32, n int)
+
+// q4VnniCodesFew6 computes n consecutive rows (n >= 1) of a 4-bit product for 6 tokens, one row at a time against all the tokens, each row as the 1x6 tile computes it (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodesFew6(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32, n int)
+
+// q4VnniCodesFew7 computes n consecutive rows (n >= 1) of a 4-bit product for 7 tokens, one row at a time against all the tokens, each row as the 1x7 tile computes it (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodesFew7(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32, n int)
+
+// q4VnniCodesFew8 computes n consecutive rows (n >= 1) of a 4-bit product for 8 tokens, one row at a time against all the tokens, each row as the 1x8 tile computes it (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniCodesFew8(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32, n int)
+
 // q4VnniCodesRows computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).
 //
 //go:noescape
@@ -393,6 +428,41 @@ func q4VnniK42x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *
 //
 //go:noescape
 func q4VnniK44x3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// q4VnniK4Few2 computes n consecutive rows (n >= 1) of a 4-bit product for 2 tokens, one row at a time against all the tokens, each row as the 1x2 tile computes it (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK4Few2(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32, n int)
+
+// q4VnniK4Few3 computes n consecutive rows (n >= 1) of a 4-bit product for 3 tokens, one row at a time against all the tokens, each row as the 1x3 tile computes it (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK4Few3(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32, n int)
+
+// q4VnniK4Few4 computes n consecutive rows (n >= 1) of a 4-bit product for 4 tokens, one row at a time against all the tokens, each row as the 1x4 tile computes it (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK4Few4(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32, n int)
+
+// q4VnniK4Few5 computes n consecutive rows (n >= 1) of a 4-bit product for 5 tokens, one row at a time against all the tokens, each row as the 1x5 tile computes it (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK4Few5(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32, n int)
+
+// q4VnniK4Few6 computes n consecutive rows (n >= 1) of a 4-bit product for 6 tokens, one row at a time against all the tokens, each row as the 1x6 tile computes it (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK4Few6(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32, n int)
+
+// q4VnniK4Few7 computes n consecutive rows (n >= 1) of a 4-bit product for 7 tokens, one row at a time against all the tokens, each row as the 1x7 tile computes it (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK4Few7(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32, n int)
+
+// q4VnniK4Few8 computes n consecutive rows (n >= 1) of a 4-bit product for 8 tokens, one row at a time against all the tokens, each row as the 1x8 tile computes it (see _gen/q4chunk.go).
+//
+//go:noescape
+func q4VnniK4Few8(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32, n int)
 
 // q4VnniK4Rows computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).
 //
@@ -1023,6 +1093,26 @@ func w8Vnni1x4(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float3
 //
 //go:noescape
 func w8Vnni2x4(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Vnni1x5 computes a 1-row by 5-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni1x5(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Vnni1x6 computes a 1-row by 6-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni1x6(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Vnni1x7 computes a 1-row by 7-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni1x7(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
+
+// w8Vnni1x8 computes a 1-row by 8-token tile of an 8-bit product (see the layout in _gen/w8.go).
+//
+//go:noescape
+func w8Vnni1x8(u *byte, rstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
 // w8Avx21x1 computes a 1-row by 1-token tile of an 8-bit product (see the layout in _gen/w8.go).
 //

@@ -240,7 +240,7 @@ func TestOverlaysMatMul(t *testing.T) {
 	for _, o := range supported(t) {
 		for _, sh := range shapes {
 			N, K := sh[0], sh[1]
-			for _, T := range []int{1, 2, 3, 4, 5, 7, 8, 9, 16} {
+			for _, T := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 16} {
 				x, xf := randQ8(r, T, K)
 				n0 := r.IntN(N)
 				n1 := n0 + 1 + r.IntN(N-n0)

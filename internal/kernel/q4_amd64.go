@@ -18,6 +18,11 @@ import (
 // floats per token, rs the row scales of the code form.
 type q4Kern func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32)
 
+// q4FewKern is the signature of the generated row loops of a few
+// tokens: n consecutive rows from the row nib and sc address, for the
+// tokens of x (as q4Kern), one row after another against all of them.
+type q4FewKern func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32, n int)
+
 // q4RowsKern is the signature of the generated decode kernels:
 // n consecutive rows from row n0 (nib, sc and rs address it, as in
 // q4Kern) for one token, walked one row after another.
@@ -50,13 +55,15 @@ type q4Set struct {
 	resident *[3][5]q4RowsKern
 	// residentPf is resident asking for its weights ahead, or nil.
 	residentPf *[3][5]q4RowsKern
-	decode     int // rows per tile for one token
-	rows       int // rows per tile for several tokens
-	tokens     int // largest TT
+	// few[T] is the row loop of T tokens (2..8, q4FewMaxT), or nil.
+	few    *[9]q4FewKern
+	decode int // rows per tile for one token
+	rows   int // rows per tile for several tokens
+	tokens int // largest TT
 }
 
 var (
-	q4VnniCodes = q4Set{lanes: &q4VnniLanesCodes, seq: q4VnniCodesRows, seqPf: q4VnniCodesRowsPf, resident: &q4VnniCodesResident, residentPf: &q4VnniCodesResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+	q4VnniCodes = q4Set{few: &q4VnniCodesFew, lanes: &q4VnniLanesCodes, seq: q4VnniCodesRows, seqPf: q4VnniCodesRowsPf, resident: &q4VnniCodesResident, residentPf: &q4VnniCodesResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4VnniCodes1x1, 2: q4VnniCodes1x2, 3: q4VnniCodes1x3},
 		2: {1: q4VnniCodes2x1, 2: q4VnniCodes2x2, 3: q4VnniCodes2x3},
 		4: {1: q4VnniCodes4x1, 2: q4VnniCodes4x2, 3: q4VnniCodes4x3},
@@ -76,7 +83,7 @@ var (
 	}}
 	// q4VnniK4 is the K4 form (Q4_K super-blocks): sc addresses a row's
 	// 48-byte chunk records.
-	q4VnniK4 = q4Set{lanes: &q4VnniLanesK4, seq: q4VnniK4Rows, seqPf: q4VnniK4RowsPf, resident: &q4VnniK4Resident, residentPf: &q4VnniK4ResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
+	q4VnniK4 = q4Set{few: &q4VnniK4Few, lanes: &q4VnniLanesK4, seq: q4VnniK4Rows, seqPf: q4VnniK4RowsPf, resident: &q4VnniK4Resident, residentPf: &q4VnniK4ResidentPf, decode: 1, rows: 4, tokens: 3, k: [9][5]q4Kern{
 		1: {1: q4VnniK41x1, 2: q4VnniK41x2, 3: q4VnniK41x3},
 		2: {1: q4VnniK42x1, 2: q4VnniK42x2, 3: q4VnniK42x3},
 		4: {1: q4VnniK44x1, 2: q4VnniK44x2, 3: q4VnniK44x3},
@@ -96,6 +103,13 @@ var (
 		2: {1: q4Avx2Scales2x1, 2: q4Avx2Scales2x2, 3: q4Avx2Scales2x3},
 		4: {1: q4Avx2Scales4x1, 2: q4Avx2Scales4x2},
 	}}
+)
+
+// q4VnniCodesFew and q4VnniK4Few are the row loops of a few tokens by
+// token count.
+var (
+	q4VnniCodesFew = [9]q4FewKern{2: q4VnniCodesFew2, 3: q4VnniCodesFew3, 4: q4VnniCodesFew4, 5: q4VnniCodesFew5, 6: q4VnniCodesFew6, 7: q4VnniCodesFew7, 8: q4VnniCodesFew8}
+	q4VnniK4Few    = [9]q4FewKern{2: q4VnniK4Few2, 3: q4VnniK4Few3, 4: q4VnniK4Few4, 5: q4VnniK4Few5, 6: q4VnniK4Few6, 7: q4VnniK4Few7, 8: q4VnniK4Few8}
 )
 
 // q4VnniCodesResident are q4VnniCodes's resident row loops by [C][G].
@@ -175,6 +189,11 @@ func q4TokenBytes(K int) int {
 	g := q4Groups(K)
 	return g*q4RecBytes + g/4*q4ChunkBytes
 }
+
+// q4FewMaxT is the most tokens multiplied by the one-row tiles of all
+// the tokens at once (q4MatMulZerosWith) where a set has them; more go
+// in tiles of several rows and at most set.tokens tokens.
+var q4FewMaxT = 8
 
 // q4TokenBlock is the number of tokens whose records are walked against
 // one range of weight rows before moving on (they stay in L2).
@@ -401,6 +420,27 @@ func q4MatMulZerosWith(sets *q4Sets, dst []float32, ldd int, w *Q4, zs []float32
 			(*byte)(unsafe.Add(scBase, n0*scStr)), scStr, ng, tail,
 			&rec[0], whole, (*float32)(unsafe.Add(unsafe.Pointer(out), 4*n0)), r)
 		n0 += whole
+	}
+	if x.T > 1 && x.T <= q4FewMaxT && set.few != nil && set.few[x.T] != nil {
+		// A few tokens (a verify pass, a few sessions' decode): one row
+		// at a time against all of them, in one call, so each row's
+		// codes are loaded and unpacked once and the weights stream in
+		// one sequence, as for one token.
+		var r *float32
+		if rs != nil {
+			r = (*float32)(unsafe.Add(unsafe.Pointer(rs), n0*rsStr))
+		}
+		set.few[x.T]((*byte)(unsafe.Add(unsafe.Pointer(nib), n0*nb*16)), nb*16,
+			(*byte)(unsafe.Add(scBase, n0*scStr)), scStr, ng, tail,
+			&rec[0], xs, (*float32)(unsafe.Add(unsafe.Pointer(out), 4*n0)), ldd, r, n1-n0)
+		return
+	}
+	if x.T > 1 && x.T <= q4FewMaxT && x.T < len(set.k[1]) && set.k[1][x.T] != nil {
+		// The other forms: their one-row tiles of 2 or 3 tokens.
+		for n := n0; n < n1; n++ {
+			tile(n, 1, 0, x.T)
+		}
+		return
 	}
 	if x.T == 1 {
 		for n := n0; n < n1; {

@@ -162,7 +162,7 @@ func TestOverlaysQ4K(t *testing.T) {
 				}
 				return v
 			}
-			for _, T := range []int{1, 2, 3, 4, 5, 7, 16} {
+			for _, T := range []int{1, 2, 3, 4, 5, 6, 7, 8, 16} {
 				x, xf := randQ8(r, T, K)
 				n0 := r.IntN(N)
 				n1 := n0 + 1 + r.IntN(N-n0)

@@ -152,20 +152,47 @@ func (r *q6Records) fill(x *Q8, t int) {
 }
 
 // q6MatMulWith runs MatMul token by token: the records of the token,
-// then rows(...) over [n0, n1).
+// then rows(...) over [n0, n1). Several tokens take the rows in blocks
+// of about q6BlockBytes, every token against a block before the next
+// block: the weights stream from memory once for all the tokens (a
+// verify pass, a few sessions' decode) and each token's rows come from
+// cache, with the same kernel and the same bits as alone.
 func q6MatMulWith(rows func(w *Q6, rec *q6Records, n0, n1 int, dst []float32), dst []float32, ldd int, w *Q6, x *Q8, n0, n1 int) {
 	K, ng := w.K, w.K/Q6Group
-	rec := q6RecordPool.Get().(*q6Records)
-	defer q6RecordPool.Put(rec)
-	if cap(rec.x) < K {
-		rec.x, rec.nbias, rec.dx = make([]int8, K), make([]int32, ng), make([]float32, ng)
+	var stack [8]*q6Records
+	recs := stack[:0]
+	if x.T > len(stack) {
+		recs = make([]*q6Records, 0, x.T)
 	}
-	rec.x, rec.nbias, rec.dx = rec.x[:K], rec.nbias[:ng], rec.dx[:ng]
 	for t := 0; t < x.T; t++ {
+		rec := q6RecordPool.Get().(*q6Records)
+		if cap(rec.x) < K {
+			rec.x, rec.nbias, rec.dx = make([]int8, K), make([]int32, ng), make([]float32, ng)
+		}
+		rec.x, rec.nbias, rec.dx = rec.x[:K], rec.nbias[:ng], rec.dx[:ng]
 		rec.fill(x, t)
-		rows(w, rec, n0, n1, dst[t*ldd:])
+		recs = append(recs, rec)
+	}
+	defer func() {
+		for _, rec := range recs {
+			q6RecordPool.Put(rec)
+		}
+	}()
+	rb := n1 - n0
+	if x.T > 1 {
+		rb = max(1, q6BlockBytes/(K*13/16)) // 6.5 bits a weight
+	}
+	for n := n0; n < n1; n += rb {
+		e := min(n+rb, n1)
+		for t, rec := range recs {
+			rows(w, rec, n, e, dst[t*ldd:])
+		}
 	}
 }
+
+// q6BlockBytes is about the weight bytes of the rows that several
+// tokens take in turn (q6MatMulWith): well inside a core's L2.
+const q6BlockBytes = 64 << 10
 
 // q6Kernel is the signature of the assembly row kernels: n consecutive
 // rows for one token, nib, hi, sub and d addressing the first row's

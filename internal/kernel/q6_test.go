@@ -101,7 +101,9 @@ func TestQ6MatMulMeaning(t *testing.T) {
 // values around the output.
 func TestOverlaysQ6MatMul(t *testing.T) {
 	r := rand.New(rand.NewPCG(65, 66))
-	shapes := [][2]int{{1, Q6Super}, {3, 2 * Q6Super}, {7, 3 * Q6Super}, {16, 4 * Q6Super}, {5, 9 * Q6Super}, {2, 40 * Q6Super}}
+	// 400 rows of 512 span several row blocks of a few tokens
+	// (q6BlockBytes)
+	shapes := [][2]int{{1, Q6Super}, {3, 2 * Q6Super}, {7, 3 * Q6Super}, {16, 4 * Q6Super}, {5, 9 * Q6Super}, {2, 40 * Q6Super}, {400, 2 * Q6Super}}
 	tested := 0
 	for _, o := range supported(t) {
 		if o.Q6MatMul == nil {
@@ -110,7 +112,7 @@ func TestOverlaysQ6MatMul(t *testing.T) {
 		tested++
 		for _, sh := range shapes {
 			N, K := sh[0], sh[1]
-			for _, T := range []int{1, 2, 3, 5} {
+			for _, T := range []int{1, 2, 3, 5, 8} {
 				w, _ := randQ6(r, N, K)
 				x, xf := randQ8(r, T, K)
 				n0 := r.IntN(N)
@@ -139,7 +141,13 @@ func TestOverlaysQ6MatMul(t *testing.T) {
 // and among others, with the implementation in use.
 func TestQ6MatMulBatchExact(t *testing.T) {
 	r := rand.New(rand.NewPCG(67, 68))
-	const N, K, T = 11, 4 * Q6Super, 4
+	// 11 rows: one block; 500 rows of 1024: several (q6BlockBytes)
+	for _, sh := range [][3]int{{11, 4 * Q6Super, 4}, {500, 4 * Q6Super, 8}} {
+		q6BatchExact(t, r, sh[0], sh[1], sh[2])
+	}
+}
+
+func q6BatchExact(t *testing.T, r *rand.Rand, N, K, T int) {
 	w, _ := randQ6(r, N, K)
 	x, _ := randQ8(r, T, K)
 	all := make([]float32, T*N)
@@ -153,7 +161,7 @@ func TestQ6MatMulBatchExact(t *testing.T) {
 		w.MatMul(got, N, one, 0, N)
 		for n := range N {
 			if got[n] != all[tt*N+n] {
-				t.Fatalf("token %d row %d: %g alone, %g in the batch", tt, n, got[n], all[tt*N+n])
+				t.Fatalf("N %d K %d: token %d row %d: %g alone, %g among %d tokens", N, K, tt, n, got[n], all[tt*N+n], T)
 			}
 		}
 	}

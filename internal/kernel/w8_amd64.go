@@ -23,7 +23,7 @@ type w8RowsKern func(u *byte, rstr int, ng int, tail int, x *byte, n int, dst *f
 // w8Set is one ISA's generated kernels by tile shape. Like the 4-bit
 // ones (q4Set), the kernels take one row at a time for one token.
 type w8Set struct {
-	k   [9][5]w8Kern // [R][TT], nil where not generated
+	k   [9][9]w8Kern // [R][TT], nil where not generated
 	seq w8RowsKern   // one token over many rows in one call, or nil
 	// resident[q] is seq for K of q quads or more (q the last index for
 	// more), the token's activations of the first q held in registers
@@ -46,12 +46,12 @@ type w8Set struct {
 
 var (
 	w8Vnni = w8Set{seq: w8VnniRows, resident: []w8RowsKern{1: w8VnniRowsQ1, 2: w8VnniRowsQ2, 3: w8VnniRowsQ3, 4: w8VnniRowsQ4},
-		seqPf: w8VnniRowsPf, residentPf: []w8RowsKern{1: w8VnniRowsQ1Pf, 2: w8VnniRowsQ2Pf, 3: w8VnniRowsQ3Pf, 4: w8VnniRowsQ4Pf}, decode: 1, rows: 4, tokens: 3, lanes: true, layout: w8VnniRecords, prep: w8VnniPrep, k: [9][5]w8Kern{
-			1: {1: w8Vnni1x1, 2: w8Vnni1x2, 3: w8Vnni1x3, 4: w8Vnni1x4},
+		seqPf: w8VnniRowsPf, residentPf: []w8RowsKern{1: w8VnniRowsQ1Pf, 2: w8VnniRowsQ2Pf, 3: w8VnniRowsQ3Pf, 4: w8VnniRowsQ4Pf}, decode: 1, rows: 4, tokens: 3, lanes: true, layout: w8VnniRecords, prep: w8VnniPrep, k: [9][9]w8Kern{
+			1: {1: w8Vnni1x1, 2: w8Vnni1x2, 3: w8Vnni1x3, 4: w8Vnni1x4, 5: w8Vnni1x5, 6: w8Vnni1x6, 7: w8Vnni1x7, 8: w8Vnni1x8},
 			2: {1: w8Vnni2x1, 2: w8Vnni2x2, 3: w8Vnni2x3, 4: w8Vnni2x4},
 			4: {1: w8Vnni4x1, 2: w8Vnni4x2, 3: w8Vnni4x3},
 		}}
-	w8Avx2 = w8Set{seq: w8Avx2Rows, seqPf: w8Avx2RowsPf, decode: 1, rows: 2, tokens: 4, signed: true, layout: w8Records, prep: w8PrepGroups, k: [9][5]w8Kern{
+	w8Avx2 = w8Set{seq: w8Avx2Rows, seqPf: w8Avx2RowsPf, decode: 1, rows: 2, tokens: 4, signed: true, layout: w8Records, prep: w8PrepGroups, k: [9][9]w8Kern{
 		1: {1: w8Avx21x1, 2: w8Avx21x2, 3: w8Avx21x3, 4: w8Avx21x4},
 		2: {1: w8Avx22x1, 2: w8Avx22x2, 3: w8Avx22x3, 4: w8Avx22x4},
 		4: {1: w8Avx24x1},
@@ -66,6 +66,10 @@ const w8RecBytes = 128
 // w8TokenBytes is the size of one token's records for K inputs: its
 // groups, then C = Σ_b -128*D[b]*Sum[b], padded to 64 bytes.
 func w8TokenBytes(K int) int { return w8RecordBytes(K, false) }
+
+// w8FewMaxT is the most tokens multiplied by the one-row tiles of all
+// the tokens at once (w8MatMulWith) where the set has them.
+var w8FewMaxT = 8
 
 // w8RecCache is the size of the records walked against one range of
 // weight rows before moving on (they stay in L2).
@@ -250,6 +254,14 @@ func w8MatMulWith(set *w8Set, dst []float32, ldd int, w *W8, x *Q8, n0, n1 int) 
 		seq((*byte)(unsafe.Add(unsafe.Pointer(u), n0*K)), K, ng, tail, &rec[0], whole,
 			(*float32)(unsafe.Add(unsafe.Pointer(out), 4*n0)), (*float32)(unsafe.Add(unsafe.Pointer(rs), 4*n0)))
 		n0 += whole
+	}
+	if x.T > 1 && x.T <= w8FewMaxT && set.k[1][x.T] != nil {
+		// A few tokens: one row at a time against all of them (as
+		// q4MatMulZerosWith).
+		for n := n0; n < n1; n++ {
+			tile(n, 1, 0, x.T)
+		}
+		return
 	}
 	if x.T == 1 {
 		for n := n0; n < n1; {

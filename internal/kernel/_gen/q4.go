@@ -47,6 +47,16 @@ func genQ4() {
 		for _, s := range q4ZmmShapes {
 			q4ChunkKernel(form, false, s.R, s.TT)
 		}
+		if form == formCodes || form == formK4 {
+			// the row loops of 2 to 8 tokens (verify passes and a
+			// few sessions' decode, q4FewMaxT) for the forms of the
+			// default recipes
+			fewRows = true
+			for tt := 2; tt <= 8; tt++ {
+				q4ChunkKernel(form, false, 1, tt)
+			}
+			fewRows = false
+		}
 		for _, pf := range []bool{false, true} {
 			prefetching = pf
 			q4ChunkKernel(form, true, 1, 1)
@@ -104,16 +114,28 @@ func q4RowsName(lpbq bool) string {
 // tokenRecords loads the kernels' prepared activations: the register
 // holding the first token's records (parameter x) and the addressing of
 // byte off of token t's records (token stride parameter xs), for TT
-// tokens.
+// tokens (at most 8): token t at x + t*xs, by the stride or its
+// multiples 3, 5 and 7 in registers, scaled by 1, 2 or 4.
 func tokenRecords(TT int) (Register, func(t, off int) Mem) {
+	if TT > 8 {
+		panic("tokenRecords: more than 8 tokens")
+	}
 	xp := Load(Param("x"), GP64())
-	var xs, xs3 Register
+	var xs, xs3, xs5, xs7 Register
 	if TT > 1 {
 		xs = Load(Param("xs"), GP64())
 	}
 	if TT > 3 {
 		xs3 = GP64()
 		LEAQ(Mem{Base: xs, Index: xs, Scale: 2}, xs3)
+	}
+	if TT > 5 {
+		xs5 = GP64()
+		LEAQ(Mem{Base: xs, Index: xs, Scale: 4}, xs5)
+	}
+	if TT > 7 {
+		xs7 = GP64()
+		LEAQ(Mem{Base: xs5, Index: xs, Scale: 2}, xs7)
 	}
 	return xp, func(t, off int) Mem {
 		m := Mem{Base: xp, Disp: off}
@@ -124,6 +146,14 @@ func tokenRecords(TT int) (Register, func(t, off int) Mem) {
 			m.Index, m.Scale = xs, 2
 		case 3:
 			m.Index, m.Scale = xs3, 1
+		case 4:
+			m.Index, m.Scale = xs, 4
+		case 5:
+			m.Index, m.Scale = xs5, 1
+		case 6:
+			m.Index, m.Scale = xs3, 2
+		case 7:
+			m.Index, m.Scale = xs7, 1
 		}
 		return m
 	}

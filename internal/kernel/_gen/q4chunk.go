@@ -167,6 +167,11 @@ func q4ChunkKernelResident(form q4Form, rowLoop bool, R, TT int, res q4Resident)
 		TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, n int, dst *float32, rs *float32)")
 		Pragma("noescape")
 		Doc(fmt.Sprintf("%s computes n consecutive rows (n a positive multiple of 4) of a 4-bit product for one token, one row at a time, in chunks of 16 blocks (see _gen/q4chunk.go).", name))
+	} else if fewRows {
+		name := fmt.Sprintf("q4Vnni%sFew%d", q4FormName(form), TT)
+		TEXT(name, NOSPLIT, "func(nib *byte, rstr int, sc *byte, scstr int, ng int, tail int, x *byte, xs int, dst *float32, ldd int, rs *float32, n int)")
+		Pragma("noescape")
+		Doc(fmt.Sprintf("%s computes n consecutive rows (n >= 1) of a 4-bit product for %d tokens, one row at a time against all the tokens, each row as the 1x%d tile computes it (see _gen/q4chunk.go).", name, TT, TT))
 	} else {
 		name := q4Name(true, lpbq, R, TT)
 		switch form {
@@ -601,6 +606,45 @@ func q4ChunkKernelResident(form q4Form, rowLoop bool, R, TT int, res q4Resident)
 		return
 	}
 
+	if fewRows {
+		q4FewRows(form, TT, full, dOff, m0f, func(nib, sc Register, tok, dtok func(t, off int) Mem, acc []VecVirtual) {
+			chunks("", full, func(masked bool, groups int) {
+				if !masked {
+					w := transposedRow(func(off int) Mem { return Mem{Base: nib, Disp: off} })
+					var cz, zs VecVirtual
+					if k4 {
+						cz, zs = k4Of(Mem{Base: sc}, true)
+					} else {
+						cz = codesOf(Mem{Base: sc}, false)
+					}
+					for t := range TT {
+						transposedSum(w, func(off int) Mem { return dtok(t, off) }, cz, zs, acc[t])
+					}
+					return
+				}
+				lo, hi := unpack(func(off int) Mem { return Mem{Base: nib, Disp: off} }, true, groups)
+				var cz, zs []VecVirtual
+				if k4 {
+					c, z := k4Of(Mem{Base: sc}, false)
+					cz, zs = spreadGroups(c, groups), spreadGroups(z, groups)
+				} else {
+					cz, zs = lastCodes(Mem{Base: sc}, groups), make([]VecVirtual, groups)
+				}
+				for t := range TT {
+					for g := range groups {
+						lastSum(lo[g], hi[g], func(off int) Mem { return tok(t, 256*g+off) }, cz[g], zs[g], acc[t])
+					}
+				}
+			}, func() {
+				ADDQ(U32(256), nib)
+				ADDQ(U8(scBytes), sc)
+				ADDQ(U32(4*recBytes), tok(0, 0).Base)
+				ADDQ(U32(chunkRecBytes), dtok(0, 0).Base)
+			})
+		})
+		return
+	}
+
 	acc := make([][]VecVirtual, R)
 	for r := range acc {
 		acc[r] = make([]VecVirtual, TT)
@@ -684,4 +728,74 @@ func q4ChunkKernelResident(form q4Form, rowLoop bool, R, TT int, res q4Resident)
 	storeTile(R, TT, lpbq, func(r, t int) (Register, func()) {
 		return hsum(true, va, acc[r][t]).AsX(), nil
 	}, quad)
+}
+
+// fewRows, while set, makes q4ChunkKernel emit the row loop of a few
+// tokens (q4FewRows) instead of the tile of one row.
+var fewRows bool
+
+// q4FewRows emits the row loop of TT tokens (LPBQ or K4 form): for each
+// of n rows, the accumulators zeroed, body(nib, sc, tok, dtok, acc) over
+// the row's whole K (a chunk loop counting full down, which it leaves
+// changed: it is reloaded from the row's copy), then each token's sum
+// reduced as hsum does, times the row scale (LPBQ), stored at dst +
+// t*ldd. Every (row, token) takes the instructions of the one-row tile,
+// so its bits are those of the one-token kernels; the call, the masks of
+// the last chunk and the token strides are paid once for all the rows.
+func q4FewRows(form q4Form, TT int, full, dOff Register, m0f VecVirtual, body func(nib, sc Register, tok, dtok func(t, off int) Mem, acc []VecVirtual)) {
+	lpbq := form == formCodes
+	row := GP64()
+	XORQ(row, row)
+	chunks := GP64()
+	MOVQ(full, chunks)
+	Label("row")
+	acc := make([]VecVirtual, TT)
+	for t := range acc {
+		acc[t] = ZMM()
+		VPXORD(m0f, m0f, acc[t])
+	}
+	nib, sc := GP64(), GP64()
+	Load(Param("rstr"), nib)
+	IMULQ(row, nib)
+	ADDQ(Load(Param("nib"), GP64()), nib)
+	Load(Param("scstr"), sc)
+	IMULQ(row, sc)
+	ADDQ(Load(Param("sc"), GP64()), sc)
+	xp, tok := tokenRecords(TT)
+	dp := GP64()
+	MOVQ(xp, dp)
+	ADDQ(dOff, dp)
+	dtok := func(t, off int) Mem {
+		m := tok(t, off)
+		m.Base = dp
+		return m
+	}
+	MOVQ(chunks, full)
+	body(nib, sc, tok, dtok, acc)
+
+	va := newVecAlloc(true)
+	dst := GP64()
+	Load(Param("dst"), dst)
+	LEAQ(Mem{Base: dst, Index: row, Scale: 4}, dst)
+	ldd := Load(Param("ldd"), GP64())
+	SHLQ(U8(2), ldd)
+	var rs Register
+	if lpbq {
+		rs = Load(Param("rs"), GP64())
+	}
+	for t := range TT {
+		x := hsum(true, va, acc[t]).AsX()
+		if lpbq {
+			VMULSS(Mem{Base: rs, Index: row, Scale: 4}, x, x)
+		}
+		VMOVSS(x, Mem{Base: dst})
+		if t+1 < TT {
+			ADDQ(ldd, dst)
+		}
+	}
+	INCQ(row)
+	CMPQ(row, Load(Param("n"), GP64()))
+	JB(LabelRef("row"))
+	VZEROUPPER()
+	RET()
 }

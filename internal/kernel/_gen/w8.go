@@ -56,7 +56,7 @@ const w8QuadBytes = 320
 // w8ZmmShapes and w8YmmShapes are the tiles generated per ISA; the Go
 // side decomposes any row and token count into them.
 var (
-	w8ZmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}, {1, 3}, {2, 3}, {4, 3}, {1, 4}, {2, 4}}
+	w8ZmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {4, 2}, {1, 3}, {2, 3}, {4, 3}, {1, 4}, {2, 4}, {1, 5}, {1, 6}, {1, 7}, {1, 8}}
 	w8YmmShapes = []q4Shape{{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}, {1, 3}, {2, 3}, {1, 4}, {2, 4}}
 )
 
