@@ -177,7 +177,7 @@ func sequentialQuantizer(r quant.Recipe, st *calib.Stats, gopts quant.GPTQOption
 		if embeds[name] { // only linears get here: a tied table
 			s = r.SchemeFor("lm_head.weight")
 		}
-		q, err := quant.Quantize(w, len(w)/in.Cols, in.Cols, s)
+		q, err := quant.Quantize(w, len(w)/in.Cols, in.Cols, quant.FitWidth(s, in.Cols))
 		if err != nil {
 			return nil, fmt.Errorf("tensor %s: %w", name, err)
 		}
