@@ -9,7 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aotlm/aotlm/internal/progress"
+	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/recipe"
+	"github.com/aotlm/aotlm/internal/score"
 )
 
 func newQuantizeCmd() *cobra.Command {
@@ -26,6 +28,8 @@ func newQuantizeCmd() *cobra.Command {
 		auto                      bool
 		maxSize                   string
 		autoOrder                 string
+		passText                  string
+		passCtx, passChunks       int
 	)
 	cmd := &cobra.Command{
 		Use:   "quantize MODEL -o DIR [--recipe NAME|FILE.json]",
@@ -81,6 +85,24 @@ func newQuantizeCmd() *cobra.Command {
 			if err != nil {
 				return withHints(err)
 			}
+			if passText != "" {
+				p, err := score.MeasurePassport(out, passText, passCtx, passChunks, threads)
+				if err != nil {
+					return err
+				}
+				raw, err := json.Marshal(p)
+				if err != nil {
+					return err
+				}
+				if err := qmodel.SetPassport(out, raw); err != nil {
+					return err
+				}
+				if !asJSON {
+					if err := p.WriteText(cmd.ErrOrStderr()); err != nil {
+						return err
+					}
+				}
+			}
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
 			}
@@ -106,5 +128,8 @@ func newQuantizeCmd() *cobra.Command {
 	f.BoolVar(&auto, "auto", false, "with --report-sensitivity and --max-size: keep the most sensitive linears at w8 within the size budget, then quantize")
 	f.StringVar(&maxSize, "max-size", "", "size budget of --auto: bits per weight (5.5b) or bytes (1.5MB) of all parameters")
 	f.StringVar(&autoOrder, "auto-order", "kl", "order in which --auto keeps linears at w8: kl (KL divergence alone) or kl-per-bit (KL divergence per bit w8 adds)")
+	f.StringVar(&passText, "passport", "", "after quantizing, measure the perplexity and KL divergence of the float model, the simulation and the artifact on this text and store them in the folder (compile carries them into the artifact)")
+	f.IntVar(&passCtx, "passport-ctx", 256, "tokens per chunk of --passport")
+	f.IntVar(&passChunks, "passport-chunks", 32, "chunks of --passport (0: the whole text)")
 	return cmd
 }

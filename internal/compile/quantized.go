@@ -35,6 +35,7 @@ func compileQuantized(dir, outPath string, opts Options) error {
 	src := Source{Tokenizer: tok, ChatTemplate: files.ChatTemplate, Generation: files.Generation, Provenance: map[string]any{
 		"file": filepath.Base(filepath.Clean(dir)), "format": "aotlm-quant", "source": filepath.Base(man.Source)}}
 	src.Outliers = man.Outliers
+	src.Passport = man.Passport
 	if r, err := quant.ParseRecipe(man.Recipe); err == nil {
 		src.Provenance["recipe"] = r.Name
 		src.Recipe = man.Recipe

@@ -40,6 +40,10 @@ type Manifest struct {
 	Vision *Vision `json:"vision,omitempty"`
 	// MTP, when set, is the model's multi-token-prediction draft head.
 	MTP *MTP `json:"mtp,omitempty"`
+	// Passport is the quality record of the quantized folder the
+	// artifact was compiled from (internal/passport reads it), absent
+	// when none was measured.
+	Passport json.RawMessage `json:"passport,omitempty"`
 }
 
 // MTP describes a multi-token-prediction draft head compiled beside the

@@ -42,6 +42,9 @@ type Manifest struct {
 	// included: quantize --force replaces a folder that holds these and
 	// nothing else.
 	Files []string `json:"files,omitempty"`
+	// Passport is the folder's quality record (internal/passport reads
+	// it), set by quantize --passport.
+	Passport json.RawMessage `json:"passport,omitempty"`
 }
 
 // TensorEntry is how one canonical tensor is stored.
@@ -150,4 +153,34 @@ func SchemeOf(s quant.Scheme) Scheme {
 // Quant converts back to a quant.Scheme.
 func (s Scheme) Quant() quant.Scheme {
 	return quant.Scheme{Kind: quant.Kind(s.Kind), Block: s.Block, Sym: s.Sym, HQQ: s.HQQ, Mode: quant.LPBQMode(s.Mode), FloatInput: s.FloatInput}
+}
+
+// SetPassport stores the quality record raw in the manifest of the
+// quantized folder dir, replacing the manifest through a temporary file.
+func SetPassport(dir string, raw json.RawMessage) error {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return err
+	}
+	m.Passport = raw
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("quantized model %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, ".manifest-*")
+	if err != nil {
+		return fmt.Errorf("quantized model %s: %w", dir, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("quantized model %s: %w", dir, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("quantized model %s: %w", dir, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("quantized model %s: %w", dir, err)
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, ManifestName))
 }
