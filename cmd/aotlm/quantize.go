@@ -111,7 +111,7 @@ func newQuantizeCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVarP(&out, "output", "o", "", "output folder (required)")
-	f.StringVar(&recipeArg, "recipe", "w4a16-lpbq", "preset name or recipe JSON file")
+	f.StringVar(&recipeArg, "recipe", recipe.DefaultPreset, "preset name or recipe JSON file")
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer to copy, for checkpoints without one")
 	f.BoolVar(&fallbackW8, "fallback-w8", false, "quantize weights the block size does not divide at W8 instead of padding")
 	f.BoolVar(&force, "force", false, "replace an existing output folder that holds only the files its aotlm-quant.json names")

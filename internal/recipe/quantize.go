@@ -78,3 +78,9 @@ func AutoWithin(src string, r quant.Recipe, rows []Row, maxSize string, perBit b
 
 // Presets names the preset recipes.
 func Presets() []string { return quant.PresetNames() }
+
+// DefaultPreset is the recipe quantize uses when none is named: of the
+// presets, the one of the lowest perplexity among those no larger than
+// llama.cpp's Q4_K_M file of the same model, measured on the trained
+// models of the test data (docs/quantization.md).
+const DefaultPreset = "lpbq4-h6-k8v8"
