@@ -55,11 +55,13 @@ const (
 // (docs/quantization.md has the measured table): LPBQ blocks of 32 on
 // every linear and on the token embedding, the classifier in Q6_K
 // super-blocks (W8 when its width is not a multiple of 256), an f16 KV
-// cache. lpbq4-h6 is the size of llama.cpp's Q4_0; lpbq4-h6-k8v8 also
-// keeps the key and value projections at W8 and stays below Q4_K_M.
+// cache. lpbq4-h6 is the size of llama.cpp's Q4_0; lpbq4-h6-v8 also
+// keeps the value projections at W8 and stays below Q4_K_M;
+// lpbq4-h6-k8v8 keeps the key projections at W8 as well.
 var presets = map[string]func() Recipe{
-	"lpbq4-h6":       func() Recipe { return lpbq4Preset("lpbq4-h6", false) },
-	"lpbq4-h6-k8v8":  func() Recipe { return lpbq4Preset("lpbq4-h6-k8v8", true) },
+	"lpbq4-h6":       func() Recipe { return lpbq4Preset("lpbq4-h6") },
+	"lpbq4-h6-v8":    func() Recipe { return lpbq4Preset("lpbq4-h6-v8", PatternVProj) },
+	"lpbq4-h6-k8v8":  func() Recipe { return lpbq4Preset("lpbq4-h6-k8v8", PatternKProj, PatternVProj) },
 	"w4a16-lpbq":     func() Recipe { return lpbqPreset("w4a16-lpbq", 32) },
 	"w4a16-lpbq-b16": func() Recipe { return lpbqPreset("w4a16-lpbq-b16", 16) },
 	"w4a16-lpbq-b64": func() Recipe { return lpbqPreset("w4a16-lpbq-b64", 64) },
@@ -104,16 +106,14 @@ func lpbqPreset(name string, block int) Recipe {
 }
 
 // lpbq4Preset is LPBQ b32 on every linear and the token embedding, the
-// classifier Q6_K, an f16 KV cache and, with kv8, the key and value
-// projections W8.
-func lpbq4Preset(name string, kv8 bool) Recipe {
+// classifier Q6_K, an f16 KV cache and the weights w8 names at W8.
+func lpbq4Preset(name string, w8 ...string) Recipe {
 	lp := Scheme{Kind: KindLPBQ, Block: 32, Mode: LPBQRefined}
 	ov := append(familyOverrides(),
 		Override{Pattern: PatternEmbed, Scheme: lp},
 		Override{Pattern: PatternLMHead, Scheme: Scheme{Kind: KindQ6K}})
-	if kv8 {
-		w8 := Scheme{Kind: KindW8}
-		ov = append(ov, Override{Pattern: PatternKProj, Scheme: w8}, Override{Pattern: PatternVProj, Scheme: w8})
+	for _, p := range w8 {
+		ov = append(ov, Override{Pattern: p, Scheme: Scheme{Kind: KindW8}})
 	}
 	return Recipe{Name: name, Default: lp, Overrides: ov, Activations: Activations{DType: ActA16}, KV: KVF16}
 }

@@ -83,4 +83,4 @@ func Presets() []string { return quant.PresetNames() }
 // presets, the one of the lowest perplexity among those no larger than
 // llama.cpp's Q4_K_M file of the same model, measured on the trained
 // models of the test data (docs/quantization.md).
-const DefaultPreset = "lpbq4-h6-k8v8"
+const DefaultPreset = "lpbq4-h6-v8"
