@@ -28,7 +28,7 @@ func newQuantizeCmd() *cobra.Command {
 		auto                      bool
 		maxSize                   string
 		autoOrder                 string
-		passText                  string
+		passText, imatrixFile     string
 		passCtx, passChunks       int
 	)
 	cmd := &cobra.Command{
@@ -81,7 +81,7 @@ func newQuantizeCmd() *cobra.Command {
 			bar := progress.NewTensors(cmd.ErrOrStderr(), "quantizing")
 			rep, err := recipe.Quantize(src, out, recipe.QuantizeOptions{Recipe: rcp, LPBQReference: lpbqReference, Tokenizer: tokPath,
 				FallbackW8: fallbackW8, Force: force, Jobs: jobs, Progress: bar.Update,
-				Calib: recipe.CalibOptions{File: calibFile, Samples: calibSamples, Len: calibLen, Threads: threads}})
+				Calib: recipe.CalibOptions{File: calibFile, Samples: calibSamples, Len: calibLen, Threads: threads}, Imatrix: imatrixFile})
 			if err != nil {
 				return withHints(err)
 			}
@@ -128,6 +128,7 @@ func newQuantizeCmd() *cobra.Command {
 	f.BoolVar(&auto, "auto", false, "with --report-sensitivity and --max-size: keep the most sensitive linears at w8 within the size budget, then quantize")
 	f.StringVar(&maxSize, "max-size", "", "size budget of --auto: bits per weight (5.5b) or bytes (1.5MB) of all parameters")
 	f.StringVar(&autoOrder, "auto-order", "kl", "order in which --auto keeps linears at w8: kl (KL divergence alone) or kl-per-bit (KL divergence per bit w8 adds)")
+	f.StringVar(&imatrixFile, "imatrix", "", "llama.cpp importance matrix (llama-imatrix's GGUF): weigh each linear's grid search by its inputs' mean squares, without a calibration pass")
 	f.StringVar(&passText, "passport", "", "after quantizing, measure the perplexity and KL divergence of the float model, the simulation and the artifact on this text and store them in the folder (compile carries them into the artifact)")
 	f.IntVar(&passCtx, "passport-ctx", 256, "tokens per chunk of --passport")
 	f.IntVar(&passChunks, "passport-chunks", 32, "chunks of --passport (0: the whole text)")
