@@ -16,6 +16,7 @@ package aotlm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -63,6 +64,10 @@ type Info struct {
 	KVCache string
 	// ARLens are the pass lengths of the artifact's plans.
 	ARLens []int
+	// Passport is the artifact's quality record as JSON (recipe, text,
+	// and the perplexity, KL divergence and top-1 agreement of each
+	// phase measured; docs/quantization.md), nil when it has none.
+	Passport json.RawMessage
 }
 
 // Sequence is one sequence on a backend: what a Session drives. The
@@ -156,7 +161,7 @@ func Open(path string, opts Options) (*Model, error) {
 	}
 	cfg := Config{
 		Info: Info{Name: baseName(path), Architecture: man.Architecture, Vocab: man.Vocab, Context: ctx,
-			KVCache: kv, ARLens: eng.ARLens()},
+			KVCache: kv, ARLens: eng.ARLens(), Passport: man.Passport},
 		ChatTemplate: man.ChatTemplate, BOS: man.BOS, EOS: man.EOS, Generation: gen,
 		Close: eng.Close,
 	}

@@ -1,6 +1,9 @@
 package serve
 
-import "net/http"
+import (
+	"encoding/json"
+	"net/http"
+)
 
 type modelEntry struct {
 	ID      string    `json:"id"`
@@ -19,13 +22,17 @@ type modelMeta struct {
 	Parallel     int    `json:"parallel"`
 	// Pooling is an embedding model's pooling, or "rank" for a reranker.
 	Pooling string `json:"pooling,omitempty"`
+	// Passport is the model's quality record (perplexity, KL divergence
+	// and top-1 agreement of each phase measured, with the recipe and
+	// the text), when its artifact carries one.
+	Passport json.RawMessage `json:"passport,omitempty"`
 }
 
 func (s *Server) model() modelEntry {
 	info := s.m.Info()
 	return modelEntry{ID: s.id, Object: "model", Created: s.metrics.start.Unix(), OwnedBy: "aotlm",
 		Meta: modelMeta{Architecture: info.Architecture, Vocab: info.Vocab, Context: s.ctx, KVCache: info.KVCache, Parallel: len(s.pool.slots),
-			Pooling: s.m.Pooling()}}
+			Pooling: s.m.Pooling(), Passport: info.Passport}}
 }
 
 // handleModels answers GET /v1/models.

@@ -82,8 +82,8 @@ type logitsFamily struct {
 // GGUF (when it has one) and an artifact compiled with AR-8 prefill passes
 // (shorter than the prompt), the folder and the artifact in both modes,
 // and compares every position with the reference logits (llama.cpp's, or
-// an HF transcription's) within f.tol. Then it quantizes the folder with the default
-// recipe, compiles the result with float and with int8 activations, and
+// an HF transcription's) within f.tol. Then it quantizes the folder with
+// w4a16-lpbq (the recipe the int8 tolerance was set for), compiles the result with float and with int8 activations, and
 // compares with the quantized folder's logits through the interpreter:
 // within 1e-5 relative RMS error with float activations, 0.1 with int8.
 func checkLogitsFamily(t *testing.T, f logitsFamily) {
@@ -113,7 +113,7 @@ func checkLogitsFamily(t *testing.T, f logitsFamily) {
 	}
 
 	q := filepath.Join(tmp, "q")
-	if code, _, stderr := runCLI(t, "quantize", dir, "-o", q); code != 0 {
+	if code, _, stderr := runCLI(t, "quantize", dir, "-o", q, "--recipe", "w4a16-lpbq"); code != 0 {
 		t.Fatalf("quantize: exit %d: %s", code, stderr)
 	}
 	want := logits(q, "hybrid") // the quantized weights through the interpreter

@@ -10,7 +10,9 @@ import (
 
 	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/progress"
+	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/recipe"
+	"github.com/aotlm/aotlm/internal/score"
 )
 
 func newQuantizeCmd() *cobra.Command {
@@ -28,6 +30,8 @@ func newQuantizeCmd() *cobra.Command {
 		maxSize                   string
 		autoOrder                 string
 		loras                     []string
+		passText, imatrixFile     string
+		passCtx, passChunks       int
 	)
 	cmd := &cobra.Command{
 		Use:   "quantize MODEL -o DIR [--recipe NAME|FILE.json]",
@@ -86,9 +90,27 @@ func newQuantizeCmd() *cobra.Command {
 			bar := progress.NewTensors(cmd.ErrOrStderr(), "quantizing")
 			rep, err := recipe.Quantize(src, out, recipe.QuantizeOptions{Recipe: rcp, LPBQReference: lpbqReference, Tokenizer: tokPath,
 				FallbackW8: fallbackW8, Force: force, Jobs: jobs, Progress: bar.Update, LoRA: specs,
-				Calib: recipe.CalibOptions{File: calibFile, Samples: calibSamples, Len: calibLen, Threads: threads}})
+				Calib: recipe.CalibOptions{File: calibFile, Samples: calibSamples, Len: calibLen, Threads: threads}, Imatrix: imatrixFile})
 			if err != nil {
 				return withHints(err)
+			}
+			if passText != "" {
+				p, err := score.MeasurePassport(out, passText, passCtx, passChunks, threads)
+				if err != nil {
+					return err
+				}
+				raw, err := json.Marshal(p)
+				if err != nil {
+					return err
+				}
+				if err := qmodel.SetPassport(out, raw); err != nil {
+					return err
+				}
+				if !asJSON {
+					if err := p.WriteText(cmd.ErrOrStderr()); err != nil {
+						return err
+					}
+				}
 			}
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
@@ -98,7 +120,7 @@ func newQuantizeCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVarP(&out, "output", "o", "", "output folder (required)")
-	f.StringVar(&recipeArg, "recipe", "w4a16-lpbq", "preset name or recipe JSON file")
+	f.StringVar(&recipeArg, "recipe", recipe.DefaultPreset, "preset name or recipe JSON file")
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer to copy, for checkpoints without one")
 	f.BoolVar(&fallbackW8, "fallback-w8", false, "quantize weights the block size does not divide at W8 instead of padding")
 	f.BoolVar(&force, "force", false, "replace an existing output folder that holds only the files its aotlm-quant.json names")
@@ -116,5 +138,9 @@ func newQuantizeCmd() *cobra.Command {
 	f.StringVar(&maxSize, "max-size", "", "size budget of --auto: bits per weight (5.5b) or bytes (1.5MB) of all parameters")
 	f.StringArrayVar(&loras, "lora", nil, loraMergeHelp)
 	f.StringVar(&autoOrder, "auto-order", "kl", "order in which --auto keeps linears at w8: kl (KL divergence alone) or kl-per-bit (KL divergence per bit w8 adds)")
+	f.StringVar(&imatrixFile, "imatrix", "", "llama.cpp importance matrix (llama-imatrix's GGUF): weigh each linear's grid search by its inputs' mean squares, without a calibration pass")
+	f.StringVar(&passText, "passport", "", "after quantizing, measure the perplexity and KL divergence of the float model, the simulation and the artifact on this text and store them in the folder (compile carries them into the artifact)")
+	f.IntVar(&passCtx, "passport-ctx", 256, "tokens per chunk of --passport")
+	f.IntVar(&passChunks, "passport-chunks", 32, "chunks of --passport (0: the whole text)")
 	return cmd
 }

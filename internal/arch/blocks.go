@@ -382,3 +382,11 @@ func checkAscendingLayers(c *Config, what string, layers []int) error {
 	}
 	return nil
 }
+
+// GGUFDecoderName returns llama.cpp's name for the canonical (Hugging
+// Face) name of a decoder tensor ("model.layers.3.mlp.down_proj.weight"
+// is "blk.3.ffn_down.weight"); false for a name the decoder table does
+// not map.
+func GGUFDecoderName(name string) (string, bool) {
+	return sourceTensorName("gguf", name, ggufDecoderNames)
+}

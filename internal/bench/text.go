@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"github.com/aotlm/aotlm/internal/passport"
 )
 
 // WriteText prints the manifest and the size breakdown for a reader.
@@ -42,6 +44,16 @@ func (i Info) WriteText(w io.Writer) error {
 	}
 	section("hyper-parameters", m.HyperParams)
 	section("provenance", m.Provenance)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if p, err := passport.Parse(m.Passport); err != nil {
+		return err
+	} else if p != nil {
+		if err := p.WriteText(w); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(tw, "plans:\n")
 	for _, a := range s.Arenas {
 		row(fmt.Sprintf("  AR-%d", a.ARLen), "%d steps, %d buffers, arena %s (%d bytes)\tblob %q",

@@ -103,7 +103,9 @@ type Source struct {
 	// stores quantized; the model's weights are their dequantized values.
 	Quantized map[string]*quant.Quantized
 	// Recipe and Generation go to the manifest as given.
-	Recipe     []byte
+	Recipe []byte
+	// Passport goes to the manifest as given (the quantized folder's).
+	Passport   []byte
 	Generation map[string]any
 	// Outliers gives, by linear weight, the input channels computed in
 	// float (graph.SplitOutliers); the weights include W+OutlierSuffix.
@@ -176,7 +178,7 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 	in := Input{Adapters: carried, Graph: g, ARLens: opts.ARLens, Ctx: ctx, Jobs: opts.Jobs, Progress: opts.Progress,
 		Manifest: plan.Manifest{Architecture: trained.Family, HyperParams: hp, Provenance: src.Provenance,
 			ChatTemplate: src.ChatTemplate, BOS: trained.BOS, EOS: trained.EOS, Vocab: trained.Vocab,
-			Recipe: src.Recipe, Generation: src.Generation}}
+			Recipe: src.Recipe, Generation: src.Generation, Passport: src.Passport}}
 	switch pool := cmp.Or(opts.Pooling, trained.Pooling); {
 	case pool == "" || pool == "none":
 	case plan.ValidPooling(pool), pool == plan.PoolRank:

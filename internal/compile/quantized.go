@@ -42,6 +42,7 @@ func compileQuantized(dir, outPath string, opts Options) error {
 		}
 		src.Provenance["lora"] = l
 	}
+	src.Passport = man.Passport
 	if r, err := quant.ParseRecipe(man.Recipe); err == nil {
 		src.Provenance["recipe"] = r.Name
 		src.Recipe = man.Recipe

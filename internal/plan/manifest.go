@@ -47,6 +47,10 @@ type Manifest struct {
 	// Adapters are the low-rank adapters the artifact carries, loaded
 	// at open for sessions to choose.
 	Adapters []AdapterRef `json:"adapters,omitempty"`
+	// Passport is the quality record of the quantized folder the
+	// artifact was compiled from (internal/passport reads it), absent
+	// when none was measured.
+	Passport json.RawMessage `json:"passport,omitempty"`
 }
 
 // Pooling methods of an embedding model: the mean of the sequence's

@@ -46,6 +46,9 @@ type Manifest struct {
 	// included: quantize --force replaces a folder that holds these and
 	// nothing else.
 	Files []string `json:"files,omitempty"`
+	// Passport is the folder's quality record (internal/passport reads
+	// it), set by quantize --passport.
+	Passport json.RawMessage `json:"passport,omitempty"`
 }
 
 // TensorEntry is how one canonical tensor is stored.
@@ -160,4 +163,34 @@ func (s Scheme) Quant() quant.Scheme {
 type MergedAdapter struct {
 	Adapter string  `json:"adapter"`
 	Scale   float64 `json:"scale"`
+}
+
+// SetPassport stores the quality record raw in the manifest of the
+// quantized folder dir, replacing the manifest through a temporary file.
+func SetPassport(dir string, raw json.RawMessage) error {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return err
+	}
+	m.Passport = raw
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("quantized model %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, ".manifest-*")
+	if err != nil {
+		return fmt.Errorf("quantized model %s: %w", dir, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("quantized model %s: %w", dir, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("quantized model %s: %w", dir, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("quantized model %s: %w", dir, err)
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, ManifestName))
 }

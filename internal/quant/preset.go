@@ -14,6 +14,12 @@ import (
 const (
 	PatternLMHead = `re:(^|\.)(lm_head|output)\.weight$`
 	PatternVProj  = `re:(^|\.)(v_proj|attn_v)\.weight$`
+	// PatternKProj is attention's key projection.
+	PatternKProj = `re:(^|\.)(k_proj|attn_k)\.weight$`
+	// PatternEmbed is the token embedding table (Hugging Face and GGUF
+	// names); an override naming it sets the scheme of an untied table,
+	// which is otherwise W8.
+	PatternEmbed = `re:(^|\.)(embed_tokens|token_embd)\.weight$`
 	// PatternDownProj is the MLP's down projection: down_proj, ffn_down,
 	// LFM2's feed_forward.w2 and Granite 4 hybrid's shared_mlp.output_linear.
 	PatternDownProj = `re:(^|\.)(down_proj|ffn_down|feed_forward\.w2|shared_mlp\.output_linear)\.weight$`
@@ -44,7 +50,18 @@ const (
 // the W8 overrides a model does not need. The q4 presets keep lm_head at W8,
 // as MNN's export does by default, and quantize activations dynamically to int8.
 // Every preset but f16 adds the hybrid families' rules (familyOverrides).
+//
+// The lpbq4 presets are sized against llama.cpp's files of the same model
+// (docs/quantization.md has the measured table): LPBQ blocks of 32 on
+// every linear and on the token embedding, the classifier in Q6_K
+// super-blocks (W8 when its width is not a multiple of 256), an f16 KV
+// cache. lpbq4-h6 is the size of llama.cpp's Q4_0; lpbq4-h6-v8 also
+// keeps the value projections at W8 and stays below Q4_K_M;
+// lpbq4-h6-k8v8 keeps the key projections at W8 as well.
 var presets = map[string]func() Recipe{
+	"lpbq4-h6":       func() Recipe { return lpbq4Preset("lpbq4-h6") },
+	"lpbq4-h6-v8":    func() Recipe { return lpbq4Preset("lpbq4-h6-v8", PatternVProj) },
+	"lpbq4-h6-k8v8":  func() Recipe { return lpbq4Preset("lpbq4-h6-k8v8", PatternKProj, PatternVProj) },
 	"w4a16-lpbq":     func() Recipe { return lpbqPreset("w4a16-lpbq", 32) },
 	"w4a16-lpbq-b16": func() Recipe { return lpbqPreset("w4a16-lpbq-b16", 16) },
 	"w4a16-lpbq-b64": func() Recipe { return lpbqPreset("w4a16-lpbq-b64", 64) },
@@ -86,6 +103,19 @@ func lpbqPreset(name string, block int) Recipe {
 		Activations: Activations{DType: ActA16},
 		KV:          KVU8,
 	}
+}
+
+// lpbq4Preset is LPBQ b32 on every linear and the token embedding, the
+// classifier Q6_K, an f16 KV cache and the weights w8 names at W8.
+func lpbq4Preset(name string, w8 ...string) Recipe {
+	lp := Scheme{Kind: KindLPBQ, Block: 32, Mode: LPBQRefined}
+	ov := append(familyOverrides(),
+		Override{Pattern: PatternEmbed, Scheme: lp},
+		Override{Pattern: PatternLMHead, Scheme: Scheme{Kind: KindQ6K}})
+	for _, p := range w8 {
+		ov = append(ov, Override{Pattern: p, Scheme: Scheme{Kind: KindW8}})
+	}
+	return Recipe{Name: name, Default: lp, Overrides: ov, Activations: Activations{DType: ActA16}, KV: KVF16}
 }
 
 func q4Preset(name string, hqq bool) Recipe {

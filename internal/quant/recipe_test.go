@@ -13,7 +13,7 @@ import (
 // TestPresets: every preset validates, survives a JSON round trip unchanged,
 // and maps real tensor names (Hugging Face and GGUF spellings) as documented.
 func TestPresets(t *testing.T) {
-	want := []string{"f16", "q4", "q4-hqq", "w4a16-lpbq", "w4a16-lpbq-b16", "w4a16-lpbq-b64", "w8a16"}
+	want := []string{"f16", "lpbq4-h6", "lpbq4-h6-k8v8", "lpbq4-h6-v8", "q4", "q4-hqq", "w4a16-lpbq", "w4a16-lpbq-b16", "w4a16-lpbq-b64", "w8a16"}
 	if got := PresetNames(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("PresetNames = %v, want %v", got, want)
 	}
@@ -58,6 +58,21 @@ func TestPresets(t *testing.T) {
 		{"q4-hqq", "blk.0.ffn_gate.weight", Scheme{Kind: KindQ4, Block: 32, Sym: true, HQQ: true}},
 		{"w8a16", "lm_head.weight", w8},
 		{"f16", "model.layers.0.mlp.down_proj.weight", Scheme{Kind: KindF16}},
+		{"lpbq4-h6", "model.layers.0.mlp.down_proj.weight", Scheme{Kind: KindLPBQ, Block: 32, Mode: LPBQRefined}},
+		{"lpbq4-h6", "blk.0.attn_v.weight", Scheme{Kind: KindLPBQ, Block: 32, Mode: LPBQRefined}},
+		{"lpbq4-h6", "model.embed_tokens.weight", Scheme{Kind: KindLPBQ, Block: 32, Mode: LPBQRefined}},
+		{"lpbq4-h6", "token_embd.weight", Scheme{Kind: KindLPBQ, Block: 32, Mode: LPBQRefined}},
+		{"lpbq4-h6", "lm_head.weight", Scheme{Kind: KindQ6K}},
+		{"lpbq4-h6", "output.weight", Scheme{Kind: KindQ6K}},
+		{"lpbq4-h6", "model.layers.0.linear_attn.out_proj.weight", Scheme{Kind: KindW8, FloatInput: true}},
+		{"lpbq4-h6-k8v8", "model.layers.3.self_attn.k_proj.weight", w8},
+		{"lpbq4-h6-k8v8", "blk.3.attn_k.weight", w8},
+		{"lpbq4-h6-k8v8", "model.layers.3.self_attn.v_proj.weight", w8},
+		{"lpbq4-h6-k8v8", "model.layers.3.self_attn.q_proj.weight", Scheme{Kind: KindLPBQ, Block: 32, Mode: LPBQRefined}},
+		{"lpbq4-h6-k8v8", "model.layers.3.mlp.down_proj.weight", Scheme{Kind: KindLPBQ, Block: 32, Mode: LPBQRefined}},
+		{"lpbq4-h6-v8", "blk.3.attn_v.weight", w8},
+		{"lpbq4-h6-v8", "model.layers.3.self_attn.k_proj.weight", Scheme{Kind: KindLPBQ, Block: 32, Mode: LPBQRefined}},
+		{"lpbq4-h6-v8", "lm_head.weight", Scheme{Kind: KindQ6K}},
 	} {
 		r, _ := Preset(tc.preset)
 		if got := r.SchemeFor(tc.tensor); got != tc.want {
@@ -67,6 +82,11 @@ func TestPresets(t *testing.T) {
 	lp, _ := Preset("w4a16-lpbq")
 	if lp.KV != KVU8 || lp.Activations.DType != ActA16 {
 		t.Errorf("w4a16-lpbq: kv %s, activations %s", lp.KV, lp.Activations.DType)
+	}
+	for _, name := range []string{"lpbq4-h6", "lpbq4-h6-v8", "lpbq4-h6-k8v8"} {
+		if r, _ := Preset(name); r.KV != KVF16 {
+			t.Errorf("%s: kv %s, want f16 (llama.cpp's default cache)", name, r.KV)
+		}
 	}
 	if _, err := Preset("w3"); !isField(err, "name") {
 		t.Errorf("unknown preset: %v", err)

@@ -273,3 +273,13 @@ func Quantize(w []float32, rows, cols int, s Scheme) (*Quantized, error) {
 	}
 	return schemes[s.Kind].quantize(w, rows, cols, s)
 }
+
+// FitWidth returns the scheme a weight of cols inputs is stored in under
+// s: s itself, or W8 when s is made of super-blocks that do not divide
+// cols (the rule quantize applies and reports as a fallback).
+func FitWidth(s Scheme, cols int) Scheme {
+	if info, ok := Lookup(s.Kind); ok && info.Super > 0 && cols%info.Super != 0 {
+		return Scheme{Kind: KindW8}
+	}
+	return s
+}

@@ -142,3 +142,22 @@ func TestQ4KRestates(t *testing.T) {
 		}
 	}
 }
+
+// TestFitWidth: a super-block scheme over a width it does not divide
+// becomes W8, as quantize stores it; other schemes stay as they are.
+func TestFitWidth(t *testing.T) {
+	q6 := Scheme{Kind: KindQ6K}
+	lp := Scheme{Kind: KindLPBQ, Block: 32, Mode: LPBQRefined}
+	for _, tc := range []struct {
+		s    Scheme
+		cols int
+		want Scheme
+	}{
+		{q6, 512, q6}, {q6, 192, Scheme{Kind: KindW8}}, {q6, 2048, q6},
+		{lp, 192, lp}, {lp, 172, lp},
+	} {
+		if got := FitWidth(tc.s, tc.cols); got != tc.want {
+			t.Errorf("FitWidth(%v, %d) = %v, want %v", tc.s, tc.cols, got, tc.want)
+		}
+	}
+}

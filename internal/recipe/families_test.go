@@ -31,12 +31,14 @@ var hybridFamilies = []string{"qwen35", "lfm2", "gemma4", "granitehybrid"}
 // 0.18-0.27, Qwen3.5 0.40-0.45, Gemma 4 0.13-0.16, Granite 4 hybrid
 // 0.008-0.011; w8a16 0.051, 0.077, 0.022, 0.0095; f16 0.0015, 0.045 (its
 // W8 embedding table: this fixture amplifies input error most), 0.0046,
-// 0.0003.
-var presetBounds = map[string]struct{ f16, w8, w4 float64 }{
-	"qwen35":        {f16: 0.065, w8: 0.11, w4: 0.6},
-	"lfm2":          {f16: 0.005, w8: 0.075, w4: 0.38},
-	"gemma4":        {f16: 0.01, w8: 0.035, w4: 0.2},
-	"granitehybrid": {f16: 0.002, w8: 0.015, w4: 0.016},
+// 0.0003. The lpbq4 presets (class w4e) also store the embedding table
+// in 4 bits, which Qwen3.5's fixture amplifies: measured 0.61-0.62 there,
+// 0.26 on LFM2, 0.13-0.16 on Gemma 4.
+var presetBounds = map[string]struct{ f16, w8, w4, w4e float64 }{
+	"qwen35":        {f16: 0.065, w8: 0.11, w4: 0.6, w4e: 0.75},
+	"lfm2":          {f16: 0.005, w8: 0.075, w4: 0.38, w4e: 0.38},
+	"gemma4":        {f16: 0.01, w8: 0.035, w4: 0.2, w4e: 0.2},
+	"granitehybrid": {f16: 0.002, w8: 0.015, w4: 0.016, w4e: 0.016},
 }
 
 // int8Bound bounds the relative RMS logit error int8 activations add to
@@ -45,6 +47,11 @@ var presetBounds = map[string]struct{ f16, w8, w4 float64 }{
 // for w4a16-lpbq before Gated DeltaNet's projections took float input),
 // LFM2 0.031-0.035, Gemma 4 0.009-0.013, Granite 4 hybrid 0.006.
 const int8Bound = 0.1
+
+// int8BoundE4 is int8Bound for the lpbq4 presets, whose 4-bit embedding
+// table makes Qwen3.5's fixture more sensitive to int8 rounding
+// (measured 0.084-0.131 there, 0.034 on LFM2, 0.013-0.014 on Gemma 4).
+const int8BoundE4 = 0.16
 
 // presetClass names the bound of a preset.
 func presetClass(t *testing.T, preset string) string {
@@ -55,6 +62,8 @@ func presetClass(t *testing.T, preset string) string {
 		return "w8"
 	case strings.HasPrefix(preset, "w4a16-") || strings.HasPrefix(preset, "q4"):
 		return "w4"
+	case strings.HasPrefix(preset, "lpbq4-"):
+		return "w4e"
 	}
 	t.Fatalf("preset %s has no bound: add it to presetBounds", preset)
 	return ""
@@ -131,7 +140,12 @@ func TestPresetsOnHybridFamilies(t *testing.T) {
 			want := floatLogits(t, src, ref.Tokens)
 			b := presetBounds[fam]
 			for _, p := range quant.PresetNames() {
-				bound := map[string]float64{"f16": b.f16, "w8": b.w8, "w4": b.w4}[presetClass(t, p)]
+				class := presetClass(t, p)
+				bound := map[string]float64{"f16": b.f16, "w8": b.w8, "w4": b.w4, "w4e": b.w4e}[class]
+				i8 := int8Bound
+				if class == "w4e" {
+					i8 = int8BoundE4
+				}
 				r, err := quant.Preset(p)
 				if err != nil {
 					t.Fatal(err)
@@ -147,9 +161,9 @@ func TestPresetsOnHybridFamilies(t *testing.T) {
 					if int8 {
 						got = quantizedLogits(t, out, ref.Tokens, true)
 						rel := relRMS(got, q)
-						t.Logf("%s: int8 activations add a relative RMS logit error %.4f (bound %g)", p, rel, int8Bound)
-						if !(rel <= int8Bound) {
-							t.Errorf("%s: int8 activations move the logits by %.4f (relative RMS) from float ones, want at most %g", p, rel, int8Bound)
+						t.Logf("%s: int8 activations add a relative RMS logit error %.4f (bound %g)", p, rel, i8)
+						if !(rel <= i8) {
+							t.Errorf("%s: int8 activations move the logits by %.4f (relative RMS) from float ones, want at most %g", p, rel, i8)
 						}
 					}
 					rel := relRMS(got, want)

@@ -66,12 +66,15 @@ func Samples(o CalibOptions) ([][]int, error) {
 
 // Record is what a quantized model's manifest holds under "calibration".
 type Record struct {
-	Rotation *rotate.Report      `json:"rotation,omitempty"`
-	Text     string              `json:"text,omitempty"`
-	Samples  int                 `json:"samples,omitempty"`
-	Tokens   int                 `json:"tokens,omitempty"`
-	Methods  quant.Calibration   `json:"methods"`
-	Groups   []calib.GroupReport `json:"groups,omitempty"`
+	Rotation *rotate.Report `json:"rotation,omitempty"`
+	Text     string         `json:"text,omitempty"`
+	// Imatrix names the llama.cpp importance matrix the grid search was
+	// weighted by, when one replaced the calibration pass.
+	Imatrix string              `json:"imatrix,omitempty"`
+	Samples int                 `json:"samples,omitempty"`
+	Tokens  int                 `json:"tokens,omitempty"`
+	Methods quant.Calibration   `json:"methods"`
+	Groups  []calib.GroupReport `json:"groups,omitempty"`
 	// Ranges are the calibrated input ranges of every linear, by weight
 	// (static activation quantization), without its outlier channels.
 	Ranges map[string][2]float32 `json:"ranges,omitempty"`
@@ -177,7 +180,7 @@ func sequentialQuantizer(r quant.Recipe, st *calib.Stats, gopts quant.GPTQOption
 		if embeds[name] { // only linears get here: a tied table
 			s = r.SchemeFor("lm_head.weight")
 		}
-		q, err := quant.Quantize(w, len(w)/in.Cols, in.Cols, s)
+		q, err := quant.Quantize(w, len(w)/in.Cols, in.Cols, quant.FitWidth(s, in.Cols))
 		if err != nil {
 			return nil, fmt.Errorf("tensor %s: %w", name, err)
 		}

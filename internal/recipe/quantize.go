@@ -1,9 +1,14 @@
 package recipe
 
 import (
+	"fmt"
+	"path/filepath"
 	"runtime/debug"
 
+	"github.com/aotlm/aotlm/internal/arch"
+	"github.com/aotlm/aotlm/internal/imatrix"
 	"github.com/aotlm/aotlm/internal/lora"
+	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/quant"
 )
@@ -24,6 +29,11 @@ type QuantizeOptions struct {
 	// Calib is the calibration of the recipe's calibrated methods; its
 	// Tokenizer defaults to Tokenizer, else the model.
 	Calib CalibOptions
+	// Imatrix is a llama.cpp importance matrix (GGUF, llama-imatrix's
+	// output): each linear it names gets the grid search weighted by its
+	// inputs' mean squares (quant.SearchGrid), without a calibration
+	// pass. Not with a recipe's calibration or rotation.
+	Imatrix string
 	// Progress, when not nil, is called after each tensor with the
 	// tensors and bytes done of their totals.
 	Progress func(done, total int, bytes, totalBytes int64)
@@ -50,6 +60,14 @@ func Quantize(src, out string, o QuantizeOptions) (*qmodel.Report, error) {
 	prepare, err := Prepare(r, calib)
 	if err != nil {
 		return nil, err
+	}
+	if o.Imatrix != "" {
+		if prepare != nil {
+			return nil, fmt.Errorf("--imatrix %s: the recipe's calibration or rotation already sets the weights' importance; use one or the other", o.Imatrix)
+		}
+		if prepare, err = imatrixPrepare(o.Imatrix); err != nil {
+			return nil, err
+		}
 	}
 	if prepare != nil {
 		// rotations and calibration hold the whole model in float32, and
@@ -82,3 +100,38 @@ func AutoWithin(src string, r quant.Recipe, rows []Row, maxSize string, perBit b
 
 // Presets names the preset recipes.
 func Presets() []string { return quant.PresetNames() }
+
+// DefaultPreset is the recipe quantize uses when none is named: of the
+// presets, the one of the lowest perplexity among those no larger than
+// llama.cpp's Q4_K_M file of the same model, measured on the trained
+// models of the test data (docs/quantization.md).
+const DefaultPreset = "lpbq4-h6-v8"
+
+// imatrixPrepare reads the importance matrix at path and returns the
+// Prepare step that hands its mean squares to the grid search.
+func imatrixPrepare(path string) (func(m *arch.Model) (*qmodel.Prepared, error), error) {
+	im, err := imatrix.Read(path)
+	if err != nil {
+		return nil, err
+	}
+	return func(m *arch.Model) (*qmodel.Prepared, error) {
+		g, err := arch.Build(&m.Config, arch.BuildOptions{})
+		if err != nil {
+			return nil, err
+		}
+		cols := map[string]int{}
+		for _, n := range g.Nodes {
+			if n.Op == op.Linear {
+				if sh := g.Weights[n.Weight]; len(sh) == 2 {
+					cols[n.Weight] = sh[1]
+				}
+			}
+		}
+		imp, err := imatrix.ForWeights(im, cols)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return &qmodel.Prepared{Importance: imp, GridSearch: true,
+			Record: Record{Imatrix: filepath.Base(path), Methods: quant.Calibration{GridSearch: true}}}, nil
+	}, nil
+}

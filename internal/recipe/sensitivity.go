@@ -65,9 +65,9 @@ func Sensitivity(src string, r quant.Recipe, text, tokPath string, ctx, chunks, 
 	var rows []Row
 	var basePPL float64
 	for _, name := range names {
-		s := r.SchemeFor(name)
 		w := m.Weights[name]
 		cols := g.Weights[name][1]
+		s := quant.FitWidth(r.SchemeFor(name), cols)
 		q, err := quant.Quantize(w, len(w)/cols, cols, s)
 		if err != nil {
 			return nil, 0, fmt.Errorf("tensor %s: %w", name, err)
@@ -218,7 +218,7 @@ func OtherBits(src string, r quant.Recipe, rows []Row) (float64, int, error) {
 		}
 		shape := g.Weights[name]
 		if s, ok := r.OverrideFor(name); ok && len(shape) == 2 {
-			q, err := quant.Quantize(w, shape[0], shape[1], s)
+			q, err := quant.Quantize(w, shape[0], shape[1], quant.FitWidth(s, shape[1]))
 			if err != nil {
 				return 0, 0, fmt.Errorf("tensor %s: %w", name, err)
 			}
