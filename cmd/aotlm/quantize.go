@@ -10,7 +10,6 @@ import (
 
 	"github.com/aotlm/aotlm/internal/load"
 	"github.com/aotlm/aotlm/internal/progress"
-	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/recipe"
 	"github.com/aotlm/aotlm/internal/score"
 )
@@ -95,15 +94,8 @@ func newQuantizeCmd() *cobra.Command {
 				return withHints(err)
 			}
 			if passText != "" {
-				p, err := score.MeasurePassport(out, passText, passCtx, passChunks, threads)
+				p, err := score.StorePassport(out, passText, passCtx, passChunks, threads)
 				if err != nil {
-					return err
-				}
-				raw, err := json.Marshal(p)
-				if err != nil {
-					return err
-				}
-				if err := qmodel.SetPassport(out, raw); err != nil {
 					return err
 				}
 				if !asJSON {

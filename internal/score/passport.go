@@ -3,6 +3,7 @@ package score
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 
@@ -43,6 +44,23 @@ func MeasurePassport(dir, textPath string, ctx, chunks, threads int) (*passport.
 		Ctx: res[0].Ctx, Chunks: res[0].Chunks, Tokens: res[0].Tokens}
 	for i, ph := range res {
 		p.Phases = append(p.Phases, passport.Phase{Name: PassportPhases[i], PPL: ph.PPL, KL: ph.KL, SameTop1: ph.Top1})
+	}
+	return p, nil
+}
+
+// StorePassport measures the passport of the quantized folder dir (see
+// MeasurePassport) and stores it in the folder's manifest.
+func StorePassport(dir, textPath string, ctx, chunks, threads int) (*passport.Passport, error) {
+	p, err := MeasurePassport(dir, textPath, ctx, chunks, threads)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("passport of %s: %w", dir, err)
+	}
+	if err := qmodel.SetPassport(dir, raw); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
