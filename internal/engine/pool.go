@@ -98,6 +98,11 @@ const spinLimit = 1 << 16
 // variable so that tests can send every step through the workers).
 var minParallelCost = 1 << 15
 
+// beforeClaim, when set (by tests), runs on a worker between its seeing
+// a dispatch and its first claim: a worker held there is one that the
+// system keeps off its core.
+var beforeClaim func(w int)
+
 func newPool(threads int) *pool {
 	p := &pool{threads: max(threads, 1)}
 	p.spans = make([]span, p.threads)
@@ -143,6 +148,9 @@ func (p *pool) loop(w *worker, last uint32) {
 		spin = w.id < int(word>>32)
 		if !spin {
 			continue // not asked to take part in this dispatch
+		}
+		if beforeClaim != nil {
+			beforeClaim(w.id)
 		}
 		p.run(w.id)
 	}
