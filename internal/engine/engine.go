@@ -149,6 +149,7 @@ func (e *Engine) start(opts Options) {
 		n = runtime.GOMAXPROCS(0)
 	}
 	e.pool = newPool(n)
+	e.pool.sampleStart()
 }
 
 // Threads returns the size of the worker pool.

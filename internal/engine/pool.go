@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/aotlm/aotlm/internal/limits"
 )
 
 // A task is work over an index range [0, n) that workers split: run does
@@ -49,6 +51,10 @@ type pool struct {
 	lin     linearJob // the current linear, kept here so dispatch allocates nothing
 	group   linearGroup
 	bench   bench
+	// startBench is the threads to leave out from the start, found by
+	// sampleStart once the system has told (-1 until then); the caller
+	// takes it at its next dispatch while bench.pending.
+	startBench atomic.Int32
 }
 
 // linearGrain is the row granularity of a linear's split across workers.
@@ -283,6 +289,12 @@ func (p *pool) doParts(t task, n, grain int, parallel bool, threads, per int) {
 		t.run(0, 0, n)
 		return
 	}
+	if p.bench.pending {
+		if v := p.startBench.Load(); v >= 0 {
+			p.bench.pending = false
+			p.bench.start(int(v), p.threads, time.Now())
+		}
+	}
 	if p.bench.benched > 0 {
 		threads = p.bench.admit(threads, time.Now())
 		if threads <= 1 {
@@ -349,6 +361,31 @@ func (p *pool) linears(jobs []linearJob, threads int) {
 		g.jobs[i] = linearJob{} // drop the references to the session's buffers
 	}
 }
+
+// sampleStart finds, in the background, how many CPUs other processes
+// keep busy now (limits.BusyCPUs over startSample) and has the pool leave
+// that many threads out of its first dispatches when some CPU is free
+// (when every CPU is busy, each thread gets its share of them all, and the
+// pool starts with all). The left-out threads come back to try as benched
+// ones do (bench).
+func (p *pool) sampleStart() {
+	if p.threads <= 1 {
+		return
+	}
+	p.startBench.Store(-1)
+	p.bench.pending = true
+	go func() {
+		busy, allowed := limits.BusyCPUs(startSample)
+		if busy >= allowed {
+			busy = 0
+		}
+		p.startBench.Store(int32(busy))
+	}()
+}
+
+// startSample is how long sampleStart watches the CPUs: ten of the
+// system's 100 Hz ticks a CPU.
+const startSample = 100 * time.Millisecond
 
 // close stops the workers.
 func (p *pool) close() {

@@ -246,7 +246,10 @@ func TestBenchWindows(t *testing.T) {
 	// a bad window long after a thread came back starts from benchBase
 	now = now.Add(b.period)
 	b.admit(2, now)
-	now = now.Add(10 * benchProbe)
+	for range 10 * benchWindow / time.Millisecond { // good windows
+		b.record(time.Millisecond, 2*time.Millisecond, 2, now)
+		now = now.Add(time.Millisecond)
+	}
 	bad()
 	if b.period != benchBase {
 		t.Fatalf("benched long after coming back for %v, want %v", b.period, benchBase)
@@ -264,5 +267,33 @@ func TestAlone(t *testing.T) {
 		if got := alone(c.own, c.ran, c.n); got != c.want {
 			t.Errorf("alone(%v, %d, %d) = %v, want %v", c.own, c.ran, c.n, got, c.want)
 		}
+	}
+}
+
+// TestPoolStartBench: a start sample that found a CPU busy leaves a
+// thread out of the first dispatches (the caller runs them alone), and
+// the thread comes back after benchBase.
+func TestPoolStartBench(t *testing.T) {
+	p := newPool(2)
+	defer p.close()
+	p.startBench.Store(-1)
+	p.bench.pending = true
+	c := &whoTask{countTask: countTask{hits: make([]atomic.Int32, 64), grain: 1}}
+	p.doGuided(c, 64, 1, true, 2) // the sample is not in yet
+	if !p.bench.pending || p.bench.benched != 0 {
+		t.Fatalf("before the sample: pending %v, %d benched", p.bench.pending, p.bench.benched)
+	}
+	p.startBench.Store(1)
+	before := c.byWorker[1].Load()
+	for range 50 {
+		p.doGuided(c, 64, 1, true, 2)
+	}
+	if p.bench.pending || c.byWorker[1].Load() != before {
+		t.Fatalf("after a sample of 1 busy CPU: pending %v, worker 1 ran %d indices", p.bench.pending, c.byWorker[1].Load()-before)
+	}
+	time.Sleep(benchBase)
+	p.doGuided(c, 64, 1, true, 2)
+	if p.bench.back.IsZero() {
+		t.Fatalf("the thread left out at the start did not come back after %v", benchBase)
 	}
 }

@@ -13,9 +13,10 @@ import "time"
 // dispatch time, when the threads did not beat that by benchWorth, one
 // thread is left out (the dispatches run on one thread fewer, and the
 // left-out worker parks, so the system moves the others off the busy
-// core). After period a thread comes back to try; left out again soon
-// after (within benchProbe) period doubles up to benchMax, otherwise it
-// starts again from benchBase.
+// core). After period a thread comes back to try; left out again at one
+// of the first benchProbe windows after, period doubles up to benchMax,
+// otherwise it starts again from benchBase. (Counted in windows, not in
+// time: on a loaded machine one stall can last longer than a window.)
 //
 // Only the caller of a dispatch reads and writes it: the engine runs
 // one pass at a time on its pool.
@@ -24,9 +25,11 @@ type bench struct {
 	until   time.Time     // when one of them comes back
 	period  time.Duration // how long a thread stays out
 	back    time.Time     // when a thread last came back
+	windows int           // windows judged since then
 	took    time.Duration // the dispatches of the current window
 	single  time.Duration // the caller alone over the same dispatches
 	left    int           // times a thread was left out
+	pending bool          // the pool's start sample is not taken yet (sampleStart)
 }
 
 const (
@@ -41,11 +44,11 @@ const (
 	// threads have to beat it by a margin.
 	benchWorth = 0.85
 	// benchBase and benchMax bound how long a thread stays out, and a
-	// thread left out within benchProbe of a thread's coming back stays
-	// out twice as long as the last.
+	// thread left out at one of the first benchProbe windows after a
+	// thread's coming back stays out twice as long as the last.
 	benchBase  = 25 * time.Millisecond
 	benchMax   = time.Second
-	benchProbe = 4 * benchWindow
+	benchProbe = 2
 )
 
 // alone is the time the caller would have taken for all chunks of a
@@ -58,12 +61,20 @@ func alone(own time.Duration, ran, chunks int) time.Duration {
 	return time.Duration(float64(own) * float64(chunks) / float64(ran))
 }
 
+// start leaves n threads of a pool of threads (at most all but the
+// caller) out from now, as a stall would, for benchBase.
+func (b *bench) start(n, threads int, now time.Time) {
+	b.benched = min(max(n, 0), max(threads-1, 0))
+	b.period = benchBase
+	b.until = now.Add(b.period)
+}
+
 // admit returns the threads a dispatch asking for threads runs on at
 // now, bringing one benched thread back when its time is up.
 func (b *bench) admit(threads int, now time.Time) int {
 	if b.benched > 0 && !now.Before(b.until) {
 		b.benched--
-		b.back = now
+		b.back, b.windows = now, 0
 		b.until = now.Add(b.period)
 		b.took, b.single = 0, 0
 	}
@@ -81,11 +92,12 @@ func (b *bench) record(took, single time.Duration, threads int, now time.Time) {
 	}
 	worth := float64(b.took) < benchWorth*float64(b.single)
 	b.took, b.single = 0, 0
+	b.windows++
 	if worth || b.benched >= threads-1 {
 		return
 	}
 	b.left++
-	if !b.back.IsZero() && now.Sub(b.back) < benchProbe {
+	if !b.back.IsZero() && b.windows <= benchProbe {
 		b.period = min(2*b.period, benchMax)
 	} else {
 		b.period = benchBase
