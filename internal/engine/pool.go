@@ -107,7 +107,7 @@ var minParallelCost = 1 << 15
 // beforeClaim, when set (by tests), runs on a worker between its seeing
 // a dispatch and its first claim: a worker held there is one that the
 // system keeps off its core.
-var beforeClaim func(w int)
+var beforeClaim atomic.Pointer[func(w int)]
 
 func newPool(threads int) *pool {
 	p := &pool{threads: max(threads, 1)}
@@ -155,8 +155,8 @@ func (p *pool) loop(w *worker, last uint32) {
 		if !spin {
 			continue // not asked to take part in this dispatch
 		}
-		if beforeClaim != nil {
-			beforeClaim(w.id)
+		if f := beforeClaim.Load(); f != nil {
+			(*f)(w.id)
 		}
 		p.run(w.id)
 	}

@@ -101,12 +101,13 @@ func TestPackSpan(t *testing.T) {
 func TestPoolDoesNotWaitForLateWorker(t *testing.T) {
 	hold := make(chan struct{})
 	var held atomic.Int32
-	beforeClaim = func(w int) {
+	hook := func(w int) {
 		if w == 1 && held.Add(1) == 1 {
 			<-hold
 		}
 	}
-	defer func() { beforeClaim = nil }()
+	beforeClaim.Store(&hook)
+	defer beforeClaim.Store(nil)
 	p := newPool(2)
 	defer p.close()
 	const n, dispatches = 256, 200
