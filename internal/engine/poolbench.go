@@ -44,7 +44,8 @@ const (
 	// on a machine where every core is shared, though, each thread left
 	// out is a share of the CPUs lost, and a margin below 1 left threads
 	// out that paid: 2 threads with and without the rule alternating in
-	// one process, load average 25 on 2 vCPUs, decoded 0.76x with 0.85.)
+	// one process, load average 25 on 2 vCPUs of an AMD EPYC, decoded
+	// 0.76x with 0.85.)
 	benchWorth = 1.0
 	// benchBase and benchMax bound how long a thread stays out, and a
 	// thread left out at one of the first benchProbe windows after a
