@@ -57,6 +57,24 @@ type Request struct {
 	// Embeds holds the rows that the prompt's embedding ids name (see
 	// EmbedBase); nil when the prompt has none.
 	Embeds *Embeds
+	// ContextShift, when set, lets generation go on when the context is
+	// full instead of stopping with StopContext: the older half of the
+	// tokens after the first Keep is dropped and the rest prefilled again
+	// (see ContextShift). Nil, the default, stops. It is not combined with
+	// a Strategy or Embeds (those stop at a full context).
+	ContextShift *ContextShift
+}
+
+// ContextShift is the rule of Request.ContextShift, llama.cpp's n_keep
+// and context shift: with n tokens in a full cache, the tokens from Keep
+// to Keep+(n-Keep)/2 are dropped, the ones after them move down, and the
+// cache is rebuilt from the tokens left (a prefill from Keep on), so the
+// model sees a contiguous, shorter text. Generation stops with
+// StopContext when nothing is left to drop.
+type ContextShift struct {
+	// Keep is the tokens at the start that are never dropped (a system
+	// prompt); -1 keeps the request's whole prompt.
+	Keep int
 }
 
 // Token is one generated token as it streams: its id and the text it
@@ -81,6 +99,10 @@ type Result struct {
 	Decode  time.Duration // all single-token passes
 	// Decoding reports what Request.Strategy did (nil without one).
 	Decoding *DecodingStats
+	// Shifts is how many times Request.ContextShift made room, and
+	// Shifted the tokens it dropped from the session's cache in all; 0
+	// when the context did not fill (their prefills count in Decode).
+	Shifts, Shifted int
 }
 
 // PrefillTokS is the prompt tokens prefilled per second (0 if unmeasured).
@@ -230,7 +252,7 @@ func (s *Session) Generate(ctx context.Context, req Request, onToken func(Token)
 	}
 	defer s.endDecoder(dec, res)
 	leave := s.joinBatch(dec == nil)
-	defer leave()
+	defer func() { leave() }()
 	var queue []int // tokens a decoder chose ahead
 	decStart := time.Now()
 	for {
@@ -271,8 +293,25 @@ func (s *Session) Generate(ctx context.Context, req Request, onToken func(Token)
 			continue
 		}
 		if s.seq.Pos() >= s.seq.Context() {
-			res.StopReason = StopContext
-			break
+			if req.ContextShift == nil || dec != nil || req.Embeds != nil {
+				res.StopReason = StopContext
+				break
+			}
+			leave()
+			var dropped int
+			logits, dropped, err = s.shift(ctx, req.ContextShift.Keep, len(ids), id)
+			if err != nil {
+				res.Text = text.String()
+				return res, err
+			}
+			if dropped == 0 {
+				res.StopReason = StopContext
+				break
+			}
+			res.Shifts++
+			res.Shifted += dropped
+			leave = s.joinBatch(true)
+			continue
 		}
 		if err := ctx.Err(); err != nil {
 			res.StopReason, res.Text = StopCanceled, text.String()
@@ -302,6 +341,32 @@ func (s *Session) Generate(ctx context.Context, req Request, onToken func(Token)
 	res.Decode = time.Since(decStart)
 	res.Text = text.String()
 	return res, nil
+}
+
+// shift makes room in a full cache for id (generated, not yet in the
+// cache) by Request.ContextShift's rule with keep (-1: prompt, the
+// request's prompt length): it drops the older half of the history after
+// keep, prefills the cache again from keep on with id last, and returns
+// the logits after id and the tokens dropped; 0 dropped (and no change)
+// when keep leaves nothing to drop.
+func (s *Session) shift(ctx context.Context, keep, prompt, id int) ([]float32, int, error) {
+	n := len(s.hist)
+	if keep < 0 {
+		keep = prompt
+	}
+	keep = min(keep, n)
+	drop := (n - keep) / 2
+	if drop < 1 {
+		return nil, 0, nil
+	}
+	kept := make([]int, 0, n-drop+1)
+	kept = append(append(append(kept, s.hist[:keep]...), s.hist[keep+drop:]...), id)
+	var scratch Result
+	logits, err := s.prefill(ctx, kept, nil, &scratch)
+	if err != nil {
+		return nil, 0, fmt.Errorf("context shift (keep %d, drop %d of %d): %w", keep, drop, n, err)
+	}
+	return logits, drop, nil
 }
 
 // joinBatch makes the session a member of its model's batcher while it

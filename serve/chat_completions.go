@@ -246,7 +246,7 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 		}
 		msgs = append(msgs, aotlm.Message{Role: role, Content: content, ReasoningContent: m.ReasoningContent})
 	}
-	p, stops, limit, e := req.params(s.m.GenerationDefaults(), s.ctx)
+	p, stops, limit, e := req.params(s.m.GenerationDefaults(), s.tokenBound(&req.genFields))
 	if e != nil {
 		return job{}, nil, nil, e
 	}
@@ -311,10 +311,16 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 	if err != nil {
 		return job{}, nil, nil, badRequest("messages", "%v", err)
 	}
-	if e := s.checkPrompt(ids, limit); e != nil {
+	var shift *aotlm.ContextShift
+	if imgs == nil { // a prompt with images stops at a full context
+		if shift, e = req.shift(s.opts.ContextShift, s.ctx); e != nil {
+			return job{}, nil, nil, e
+		}
+	}
+	if e := s.checkPrompt(ids, limit, shift); e != nil {
 		return job{}, nil, nil, e
 	}
-	j := job{ids: ids, adapter: adapter, req: aotlm.Request{IDs: ids, MaxTokens: limit, Sampling: p, Stop: stops, StopIDs: s.eot}}
+	j := job{ids: ids, adapter: adapter, req: aotlm.Request{IDs: ids, MaxTokens: limit, Sampling: p, Stop: stops, StopIDs: s.eot, ContextShift: shift}}
 	if imgs != nil {
 		j.req.Embeds = imgs.Embeds()
 	}

@@ -59,7 +59,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) *apiE
 	if req.Echo {
 		return badRequest("echo", "echo is not supported")
 	}
-	p, stops, limit, e := req.params(s.m.GenerationDefaults(), s.ctx)
+	p, stops, limit, e := req.params(s.m.GenerationDefaults(), s.tokenBound(&req.genFields))
 	if e != nil {
 		return e
 	}
@@ -76,7 +76,11 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) *apiE
 			return badRequest("prompt", "token id %d is outside the vocabulary of %d", id, vocab)
 		}
 	}
-	if e := s.checkPrompt(ids, limit); e != nil {
+	shift, e := req.shift(s.opts.ContextShift, s.ctx)
+	if e != nil {
+		return e
+	}
+	if e := s.checkPrompt(ids, limit, shift); e != nil {
 		return e
 	}
 	var lp *logprobs
@@ -86,7 +90,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) *apiE
 		}
 		lp = &logprobs{tok: modelparts.Tokenizer(s.m), top: *req.Logprobs}
 	}
-	j := job{ids: ids, req: aotlm.Request{IDs: ids, MaxTokens: limit, Sampling: p, Stop: stops, IgnoreEOS: req.IgnoreEOS}}
+	j := job{ids: ids, req: aotlm.Request{IDs: ids, MaxTokens: limit, Sampling: p, Stop: stops, IgnoreEOS: req.IgnoreEOS, ContextShift: shift}}
 	bias, e := req.logitBias(vocab)
 	if e != nil {
 		return e

@@ -25,8 +25,9 @@ type job struct {
 	adapter string
 }
 
-// checkPrompt refuses a prompt that does not fit the context.
-func (s *Server) checkPrompt(ids []int, limit int) *apiError {
+// checkPrompt refuses a prompt that does not fit the context, and a
+// limit that does not either unless shift (a context shift makes room).
+func (s *Server) checkPrompt(ids []int, limit int, shift *aotlm.ContextShift) *apiError {
 	if len(ids) == 0 {
 		return badRequest("", "the prompt is empty")
 	}
@@ -34,7 +35,7 @@ func (s *Server) checkPrompt(ids []int, limit int) *apiError {
 		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "context_length_exceeded",
 			Message: fmt.Sprintf("the prompt is %d tokens; the context holds %d, with room for at least one more", len(ids), s.ctx)}
 	}
-	if limit > 0 && len(ids)+limit > s.ctx {
+	if limit > 0 && len(ids)+limit > s.ctx && shift == nil {
 		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "context_length_exceeded",
 			Message: fmt.Sprintf("the prompt (%d tokens) and max_tokens (%d) exceed the context of %d tokens", len(ids), limit, s.ctx)}
 	}
@@ -105,12 +106,25 @@ type usage struct {
 	PromptDetails    struct {
 		CachedTokens int `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
+	// ContextShift is there when the context filled and a context shift
+	// made room (context_shift in the request).
+	ContextShift *shiftUsage `json:"context_shift,omitempty"`
+}
+
+// shiftUsage tells what context shifts did: how many, and the tokens they
+// dropped from the session's cache in all.
+type shiftUsage struct {
+	Shifts        int `json:"shifts"`
+	DroppedTokens int `json:"dropped_tokens"`
 }
 
 func usageOf(res *aotlm.Result) *usage {
 	u := &usage{PromptTokens: len(res.PromptIDs), CompletionTokens: len(res.IDs)}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	u.PromptDetails.CachedTokens = res.Reused
+	if res.Shifts > 0 {
+		u.ContextShift = &shiftUsage{Shifts: res.Shifts, DroppedTokens: res.Shifted}
+	}
 	return u
 }
 

@@ -198,7 +198,7 @@ func (s *Server) ollamaRaw(w http.ResponseWriter, r *http.Request, req *ollamaGe
 	if len(req.Images) > 0 {
 		return badRequest("images", "images need the chat template: drop \"raw\": true")
 	}
-	p, stops, limit, e := creq.params(s.m.GenerationDefaults(), s.ctx)
+	p, stops, limit, e := creq.params(s.m.GenerationDefaults(), s.tokenBound(&creq.genFields))
 	if e != nil {
 		return e
 	}
@@ -206,10 +206,14 @@ func (s *Server) ollamaRaw(w http.ResponseWriter, r *http.Request, req *ollamaGe
 	if err != nil {
 		return badRequest("prompt", "%v", err)
 	}
-	if e := s.checkPrompt(ids, limit); e != nil {
+	shift, e := creq.shift(s.opts.ContextShift, s.ctx)
+	if e != nil {
 		return e
 	}
-	j := job{ids: ids, req: aotlm.Request{IDs: ids, MaxTokens: limit, Sampling: p, Stop: stops, StopIDs: s.eot}}
+	if e := s.checkPrompt(ids, limit, shift); e != nil {
+		return e
+	}
+	j := job{ids: ids, req: aotlm.Request{IDs: ids, MaxTokens: limit, Sampling: p, Stop: stops, StopIDs: s.eot, ContextShift: shift}}
 	return s.ollamaGenerate(w, r, j, &constraints{}, creq.Stream, false)
 }
 

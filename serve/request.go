@@ -37,6 +37,12 @@ type genFields struct {
 	// Adapter chooses a loaded low-rank adapter (as "model:adapter" in
 	// the model field does).
 	Adapter string `json:"adapter"`
+	// ContextShift lets generation go on past a full context, dropping
+	// older tokens (aotlm.ContextShift); unset, the server's default
+	// (Options.ContextShift). NKeep is the tokens at the start that are
+	// never dropped (-1, the default: the prompt); llama-server's field.
+	ContextShift *bool `json:"context_shift"`
+	NKeep        *int  `json:"n_keep"`
 }
 
 type streamOptions struct {
@@ -301,6 +307,37 @@ const (
 	maxTopLogprobs = 20
 	maxChoices     = 8 // n
 )
+
+// maxShiftTokens bounds max_tokens of a request with a context shift.
+const maxShiftTokens = 1 << 24
+
+// tokenBound is the most tokens g may ask for: the context, or with a
+// context shift maxShiftTokens.
+func (s *Server) tokenBound(g *genFields) int {
+	if (g.ContextShift == nil && s.opts.ContextShift) || (g.ContextShift != nil && *g.ContextShift) {
+		return maxShiftTokens
+	}
+	return s.ctx
+}
+
+// shift is the request's context shift, nil when off; def is the
+// server's default and ctx the session's context.
+func (g *genFields) shift(def bool, ctx int) (*aotlm.ContextShift, *apiError) {
+	keep := -1
+	if g.NKeep != nil {
+		if *g.NKeep < -1 || *g.NKeep >= ctx {
+			return nil, badRequest("n_keep", "n_keep %d must be -1 (the prompt) or in [0, %d)", *g.NKeep, ctx)
+		}
+		keep = *g.NKeep
+	}
+	if g.ContextShift != nil {
+		def = *g.ContextShift
+	}
+	if !def {
+		return nil, nil
+	}
+	return &aotlm.ContextShift{Keep: keep}, nil
+}
 
 // params checks the generation fields and turns them into sampling
 // parameters, stop strings and a token limit (0: until the context is

@@ -125,7 +125,7 @@ func (s *Server) handleRerank(w http.ResponseWriter, r *http.Request) *apiError 
 		if err != nil {
 			return badRequest("documents", "documents[%d]: %v", i, err)
 		}
-		if e := s.checkPrompt(ids, 1); e != nil {
+		if e := s.checkPrompt(ids, 1, nil); e != nil {
 			e.Param = "documents"
 			e.Message = fmt.Sprintf("documents[%d]: %s", i, e.Message)
 			return e

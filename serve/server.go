@@ -54,6 +54,11 @@ type Options struct {
 	Queue int
 	// Context is each session's cache size (0: the model's).
 	Context int
+	// ContextShift makes requests that fill the context go on, dropping
+	// the older half of the tokens after their prompt (aotlm.ContextShift),
+	// unless they set context_shift false; off, they stop there (finish
+	// reason "length"). A request may turn it on with context_shift true.
+	ContextShift bool
 	// APIKey, when set, is the Bearer token every API request must carry.
 	APIKey string
 	// APIKeys are more accepted Bearer tokens (each key's requests reuse

@@ -25,6 +25,7 @@ func newChatCmd() *cobra.Command {
 		seed           int64
 		asJSON         bool
 		stops          []string
+		shift          *shiftFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "chat [-m MODEL]",
@@ -57,7 +58,11 @@ func newChatCmd() *cobra.Command {
 			if err := load.ChooseAdapter(c.Session(), mf.loras, !mf.loraF32, true); err != nil {
 				return err
 			}
-			return chatLoop(cmd, c, aotlm.Request{MaxTokens: n, Sampling: p, Stop: stops}, asJSON, images)
+			cs, err := shift.request()
+			if err != nil {
+				return err
+			}
+			return chatLoop(cmd, c, aotlm.Request{MaxTokens: n, Sampling: p, Stop: stops, ContextShift: cs}, asJSON, images)
 		},
 	}
 	f := cmd.Flags()
@@ -67,6 +72,7 @@ func newChatCmd() *cobra.Command {
 	addSamplingFlags(f, &p, &seed)
 	f.StringArrayVar(&stops, "stop", nil, "a string that ends a reply (repeatable)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object per turn instead of streaming text")
+	shift = addShiftFlags(f)
 	f.StringVar(&mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m, for /image")
 	return cmd
 }
@@ -163,8 +169,12 @@ func chatLoop(cmd *cobra.Command, c *aotlm.Chat, req aotlm.Request, asJSON bool,
 			continue
 		}
 		fmt.Fprintln(out)
-		fmt.Fprintf(errw, "(%d prompt tokens, %d reused from the cache; first token after %.1f ms; %d tokens at %.1f tok/s; %s)\n",
-			len(res.PromptIDs), res.Reused, float64(res.TTFT.Microseconds())/1000, len(res.IDs), res.DecodeTokS(), res.StopReason)
+		shifted := ""
+		if res.Shifts > 0 {
+			shifted = fmt.Sprintf("; context shifts %d, dropping %d tokens", res.Shifts, res.Shifted)
+		}
+		fmt.Fprintf(errw, "(%d prompt tokens, %d reused from the cache; first token after %.1f ms; %d tokens at %.1f tok/s; %s%s)\n",
+			len(res.PromptIDs), res.Reused, float64(res.TTFT.Microseconds())/1000, len(res.IDs), res.DecodeTokS(), res.StopReason, shifted)
 	}
 }
 

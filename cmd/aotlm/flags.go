@@ -61,3 +61,28 @@ const stateBudgetUsage = "bytes of recurrent state each session keeps as snapsho
 
 // jobsHelp documents --jobs of quantize and compile.
 const jobsHelp = "tensors processed at once (0: one per CPU); memory grows with it"
+
+// shiftFlags are --context-shift and --keep, which run and chat share.
+type shiftFlags struct {
+	on   bool
+	keep int
+}
+
+// addShiftFlags registers the context shift flags.
+func addShiftFlags(f *pflag.FlagSet) *shiftFlags {
+	s := &shiftFlags{}
+	f.BoolVar(&s.on, "context-shift", false, "when the context is full, drop the older half of the tokens after --keep and go on instead of stopping (the report tells the shifts)")
+	f.IntVar(&s.keep, "keep", -1, "with --context-shift: tokens at the start never dropped (-1: the whole prompt)")
+	return s
+}
+
+// request is the aotlm.ContextShift the flags ask for (nil: off).
+func (s *shiftFlags) request() (*aotlm.ContextShift, error) {
+	if s.keep < -1 {
+		return nil, fmt.Errorf("--keep %d: want a number of tokens, or -1 for the whole prompt", s.keep)
+	}
+	if !s.on {
+		return nil, nil
+	}
+	return &aotlm.ContextShift{Keep: s.keep}, nil
+}

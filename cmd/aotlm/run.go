@@ -28,6 +28,7 @@ func newRunCmd() *cobra.Command {
 		quiet                              bool
 		images                             *imageFlags
 		dec                                *decodingFlags
+		shift                              *shiftFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run [MODEL] [-m MODEL] -p PROMPT",
@@ -86,7 +87,12 @@ func newRunCmd() *cobra.Command {
 				return fmt.Errorf("%s has no tokenizer: pass --tokenizer <file>", mf.path)
 			}
 			p = applyGenerationDefaults(cmd, p, m.GenerationDefaults())
-			req := aotlm.Request{Prompt: prompt, MaxTokens: n, PromptOnly: n == 0, Sampling: p, IgnoreEOS: ignoreEOS, Stop: stops}
+			cs, err := shift.request()
+			if err != nil {
+				return err
+			}
+			req := aotlm.Request{Prompt: prompt, MaxTokens: n, PromptOnly: n == 0, Sampling: p, IgnoreEOS: ignoreEOS, Stop: stops,
+				ContextShift: cs}
 			gen, vis, err := images.encode(m, mf, &req)
 			if err != nil {
 				return err
@@ -166,6 +172,9 @@ func newRunCmd() *cobra.Command {
 			if res.Decoding != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), res.Decoding)
 			}
+			if res.Shifts > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "context shifts: %d, dropping %d tokens\n", res.Shifts, res.Shifted)
+			}
 			return nil
 		},
 	}
@@ -183,6 +192,7 @@ func newRunCmd() *cobra.Command {
 	f.BoolVar(&verify, "verify", false, "check every checksum of a compiled artifact (.aot), weights included, before running")
 	f.BoolVar(&ignoreEOS, "ignore-eos", false, "keep generating past the end-of-sequence token")
 	f.StringArrayVar(&stops, "stop", nil, "a string that ends generation (repeatable)")
+	shift = addShiftFlags(f)
 	images = addImageFlags(f)
 	f.BoolVarP(&quiet, "quiet", "q", false, "print the generated text only: no notes, no statistics")
 	dec = addDecodingFlags(cmd)
@@ -201,6 +211,10 @@ type runReport struct {
 	Seed        uint64  `json:"seed"`
 	// Decoding reports a strategy's passes (absent for plain decoding).
 	Decoding *aotlm.DecodingStats `json:"decoding,omitempty"`
+	// ContextShifts and ShiftedTokens report --context-shift: the shifts
+	// and the tokens they dropped (absent when the context did not fill).
+	ContextShifts int `json:"context_shifts,omitempty"`
+	ShiftedTokens int `json:"shifted_tokens,omitempty"`
 	// Images and ImageEncodeMs report --image (absent without).
 	Images        int     `json:"images,omitempty"`
 	ImageEncodeMs float64 `json:"image_encode_ms,omitempty"`
@@ -209,6 +223,7 @@ type runReport struct {
 // reportOf is the report of one generation.
 func reportOf(res *aotlm.Result, seed uint64) runReport {
 	return runReport{PromptIDs: res.PromptIDs, IDs: res.IDs, Text: res.Text, StopReason: res.StopReason, Seed: seed, Decoding: res.Decoding,
+		ContextShifts: res.Shifts, ShiftedTokens: res.Shifted,
 		TTFTMs: float64(res.TTFT.Microseconds()) / 1000, PrefillTokS: res.PrefillTokS(), DecodeTokS: res.DecodeTokS()}
 }
 

@@ -30,6 +30,7 @@ func newServeCmd() *cobra.Command {
 		apiKeys, hostAllow, corsOrigins []string
 		allowLocalImages, sharedCache   bool
 		allowAdapters                   bool
+		contextShift                    bool
 		idleUnload                      time.Duration
 		readTimeout, workTimeout        time.Duration
 		port, parallel, queue           int
@@ -53,7 +54,8 @@ func newServeCmd() *cobra.Command {
 			log := cmd.ErrOrStderr()
 			opts := serve.Options{Parallel: parallel, Queue: queue, APIKeys: apiKeys, MaxBodyBytes: maxBody,
 				AllowLocalImages: allowLocalImages, HostAllow: hostAllow, CORSOrigins: corsOrigins, SharedCache: sharedCache,
-				ReadTimeout: readTimeout, WorkTimeout: workTimeout, SlotSaveDir: slotDir, PromptCacheBytes: int64(promptCache)}
+				ReadTimeout: readTimeout, WorkTimeout: workTimeout, SlotSaveDir: slotDir, PromptCacheBytes: int64(promptCache),
+				ContextShift: contextShift}
 			if allowAdapters {
 				opts.LoadAdapter = load.AdapterLoader(!mf.loraF32)
 			}
@@ -85,6 +87,7 @@ func newServeCmd() *cobra.Command {
 	f.StringArrayVar(&apiKeys, "api-key", nil, "require this key on API requests (Authorization: Bearer or X-Api-Key; repeatable; each key reuses only its own cache)")
 	f.StringArrayVar(&hostAllow, "host-allow", nil, "accept this name in the Host header besides IP addresses, localhost and the machine's name (repeatable; .example.com: its subdomains; *: any)")
 	f.StringArrayVar(&corsOrigins, "cors-origin", nil, "let pages of this origin (http://app.example) call the API from a browser, with CORS (repeatable; *: any)")
+	f.BoolVar(&contextShift, "context-shift", false, "let requests that fill the context go on, dropping the older half of the tokens after their prompt (n_keep), unless they set context_shift false; usage.context_shift tells what was dropped")
 	f.BoolVar(&sharedCache, "shared-cache", false, "let every client reuse (and see in cached_tokens) every session's cache, not only its own key's or address's")
 	f.Var(&promptCache, "prompt-cache", "keep sessions taken by another conversation in memory up to this size (such as 512M) to continue them without prefilling again")
 	f.StringVar(&slotDir, "slot-save-path", "", "folder where POST /slots/{id}?action=save|restore writes and reads sessions (off without it)")

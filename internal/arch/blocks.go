@@ -66,10 +66,17 @@ func decoderConfigHF(m map[string]any, family string, style graph.RopeStyle) (Co
 		if err != nil {
 			return c, fmt.Errorf("config.json: %w", err)
 		}
+		if s.Type == "yarn" && !yarnFamilies[family] {
+			return c, fmt.Errorf("config.json: rope_scaling type %q is not supported by the %s family", s.Type, family)
+		}
 		c.RopeScaling = s
 	}
 	return c, nil
 }
+
+// yarnFamilies are the families whose config.json may ask for YaRN:
+// those with one rotary embedding for every layer.
+var yarnFamilies = map[string]bool{"llama": true, "qwen2": true, "qwen3": true}
 
 // refuseBiases rejects config.json flags for biases a family's graph does
 // not carry, rather than loading the model without them.
@@ -125,6 +132,11 @@ func decoderConfigGGUF(m map[string]any, arch, family string, style graph.RopeSt
 	c.RopeTheta = floatOr(m, arch+".rope.freq_base", 10000)
 	if t, ok := format.MetaString(m, arch+".rope.scaling.type"); ok && t != "none" {
 		c.RopeScaling = RopeScaling{Type: t, Factor: floatOr(m, arch+".rope.scaling.factor", 1)}
+		if t == "yarn" {
+			c.RopeScaling.OriginalMaxPosition = get("rope.scaling.original_context_length", 0)
+			c.RopeScaling.BetaFast = floatOr(m, arch+".rope.scaling.yarn_beta_fast", 32)
+			c.RopeScaling.BetaSlow = floatOr(m, arch+".rope.scaling.yarn_beta_slow", 1)
+		}
 	}
 	// -1, or its 32-bit unsigned spelling, is "no such token"
 	none := func(v int64) bool { return v == -1 || v == math.MaxUint32 }

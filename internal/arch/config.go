@@ -122,18 +122,28 @@ type Config struct {
 
 // RopeScaling describes a rope_scaling entry of config.json.
 type RopeScaling struct {
-	Type                string  `json:"type,omitempty"`                             // "", "linear", "llama3", "longrope", "dynamic"
-	Factor              float64 `json:"factor,omitempty"`                           // linear and llama3; longrope: 0 means Context/OriginalMaxPosition
+	Type                string  `json:"type,omitempty"`                             // "", "linear", "llama3", "yarn", "longrope", "dynamic"
+	Factor              float64 `json:"factor,omitempty"`                           // linear, llama3 and yarn; longrope: 0 means Context/OriginalMaxPosition
 	LowFreqFactor       float64 `json:"low_freq_factor,omitempty"`                  // llama3
 	HighFreqFactor      float64 `json:"high_freq_factor,omitempty"`                 // llama3
-	OriginalMaxPosition int     `json:"original_max_position_embeddings,omitempty"` // llama3, longrope
+	OriginalMaxPosition int     `json:"original_max_position_embeddings,omitempty"` // llama3, longrope, yarn (0: Context)
 	// ShortFactor and LongFactor (longrope) hold R/2 divisors of the base
 	// frequencies each; LongRopeFactors says which one applies.
 	ShortFactor []float64 `json:"short_factor,omitempty"`
 	LongFactor  []float64 `json:"long_factor,omitempty"`
-	// AttentionFactor (longrope) multiplies cos and sin; 0 means derived
-	// from the factor (see ropeMagnitude).
+	// AttentionFactor (longrope, yarn) multiplies cos and sin; 0 means
+	// derived from the factor (see ropeMagnitude and yarnMagnitude).
 	AttentionFactor float64 `json:"attention_factor,omitempty"`
+	// BetaFast and BetaSlow (yarn) are the rotations over the original
+	// context that bound YaRN's ramp (0: 32 and 1); NoTruncate keeps the
+	// ramp's ends unrounded (config.json "truncate": false).
+	BetaFast   float64 `json:"beta_fast,omitempty"`
+	BetaSlow   float64 `json:"beta_slow,omitempty"`
+	NoTruncate bool    `json:"no_truncate,omitempty"`
+	// Mscale and MscaleAllDim (yarn, DeepSeek's configs) give the
+	// attention factor as a ratio (see yarnMagnitude).
+	Mscale       float64 `json:"mscale,omitempty"`
+	MscaleAllDim float64 `json:"mscale_all_dim,omitempty"`
 }
 
 // LongRopeFactors reports whether longrope uses LongFactor: when the
@@ -191,6 +201,11 @@ func (c *Config) validateDecoder() error {
 	}
 	if c.RopeScaling.Type == "longrope" {
 		if err := c.checkLongRope(); err != nil {
+			return fmt.Errorf("%s config: %w", c.Family, err)
+		}
+	}
+	if c.RopeScaling.Type == "yarn" {
+		if err := c.checkYarn(); err != nil {
 			return fmt.Errorf("%s config: %w", c.Family, err)
 		}
 	}

@@ -47,6 +47,14 @@ func ropeScalingHF(rs map[string]any) (RopeScaling, error) {
 	switch t {
 	case "", "default", "linear", "llama3", "dynamic":
 		return s, nil
+	case "yarn":
+		s.BetaFast, s.BetaSlow = floatOr(rs, "beta_fast", 32), floatOr(rs, "beta_slow", 1)
+		s.AttentionFactor = floatOr(rs, "attention_factor", 0)
+		s.Mscale, s.MscaleAllDim = floatOr(rs, "mscale", 0), floatOr(rs, "mscale_all_dim", 0)
+		if tr, ok := rs["truncate"].(bool); ok && !tr {
+			s.NoTruncate = true
+		}
+		return s, nil
 	}
 	return s, fmt.Errorf("rope_scaling type %q is not supported", t)
 }

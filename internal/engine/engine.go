@@ -76,7 +76,9 @@ type program struct {
 // Options configures OpenWith.
 type Options struct {
 	// Threads is the size of the worker pool, counting a pass's caller
-	// (0: runtime.GOMAXPROCS); each session uses up to this many.
+	// (0: runtime.GOMAXPROCS); each session uses up to this many. The
+	// pool leaves threads out while other processes hold the cores they
+	// would run on (see pool and bench).
 	Threads int
 	// HugePages makes sure the artifact sits in huge pages (Linux; see
 	// mmapfile.OpenHugePages): the page cache's 2 MiB folios mapped where
@@ -155,6 +157,7 @@ func (e *Engine) start(opts Options) {
 		n = runtime.GOMAXPROCS(0)
 	}
 	e.pool = newPool(n)
+	e.pool.sampleStart()
 }
 
 // Threads returns the size of the worker pool.

@@ -3,6 +3,9 @@ package engine
 import (
 	"runtime"
 	"sync/atomic"
+	"time"
+
+	"github.com/aotlm/aotlm/internal/limits"
 )
 
 // A task is work over an index range [0, n) that workers split: run does
@@ -17,26 +20,41 @@ type task interface {
 // (the low-latency path between the consecutive operations of one token),
 // then park on a channel until woken. Nothing is allocated per dispatch
 // and no goroutine is started after newPool.
+//
+// A dispatch ends when every grain of it is done, not when every worker
+// has checked in: a worker that another process keeps off its core (a
+// busy machine) and that has not claimed a part in time is not waited
+// for, the others take its share. A worker that claimed a part and then
+// lost its core does hold the dispatch up; when such waits make the
+// dispatches slower than the caller would have been alone, the pool
+// benches a thread (see bench) so that the others run on the cores that
+// are free.
 type pool struct {
 	threads int // workers, counting the caller
-	active  int // threads taking part in the current dispatch
 	task    task
 	n       int
 	grain   int
-	gen     atomic.Uint32
-	left    atomic.Int32 // workers not yet finished with the dispatch
+	// word is the generation of the current dispatch (low 32 bits) and
+	// the threads taking part in it (high 32 bits), published together.
+	word atomic.Uint64
+	done atomic.Int64 // grains of the current dispatch run to the end
 	// spans[t] is thread t's share of the current dispatch not yet
 	// claimed, in grains (see run); step is the grains a thread claims
 	// from its own share at once.
 	spans []span
-	step  int
+	step  atomic.Int32
 	// guided: a thread claims half of what is left of its own share at
 	// a time (at least a grain) instead of step (doGuided).
-	guided  bool
+	guided  atomic.Bool
 	stop    atomic.Bool
 	workers []*worker
 	lin     linearJob // the current linear, kept here so dispatch allocates nothing
 	group   linearGroup
+	bench   bench
+	// startBench is the threads to leave out from the start, found by
+	// sampleStart once the system has told (-1 until then); the caller
+	// takes it at its next dispatch while bench.pending.
+	startBench atomic.Int32
 }
 
 // linearGrain is the row granularity of a linear's split across workers.
@@ -86,33 +104,43 @@ const spinLimit = 1 << 16
 // variable so that tests can send every step through the workers).
 var minParallelCost = 1 << 15
 
+// beforeClaim, when set (by tests), runs on a worker between its seeing
+// a dispatch and its first claim: a worker held there is one that the
+// system keeps off its core.
+var beforeClaim atomic.Pointer[func(w int)]
+
 func newPool(threads int) *pool {
 	p := &pool{threads: max(threads, 1)}
 	p.spans = make([]span, p.threads)
+	p.bench.period = benchBase
 	for i := 1; i < p.threads; i++ {
 		w := &worker{id: i, wake: make(chan struct{}, 1)}
 		p.workers = append(p.workers, w)
-		go p.loop(w, p.gen.Load())
+		go p.loop(w, uint32(p.word.Load()))
 	}
 	return p
 }
 
 // loop is worker w's life; last is the generation at its creation (read
 // before the goroutine starts, so a dispatch that comes first is not
-// missed).
+// missed). A worker spins for the next dispatch only after one it took
+// part in; one left out (benched, or a session on fewer threads) parks
+// at once, so that it does not take a core that another process or the
+// other workers need.
 func (p *pool) loop(w *worker, last uint32) {
+	spin := true
 	for {
 		spins := 0
-		for p.gen.Load() == last {
+		for uint32(p.word.Load()) == last {
 			spins++
-			if spins < spinLimit {
+			if spin && spins < spinLimit {
 				if spins%4096 == 0 {
 					runtime.Gosched()
 				}
 				continue
 			}
 			w.sleeping.Store(true)
-			if p.gen.Load() == last {
+			if uint32(p.word.Load()) == last {
 				<-w.wake
 			}
 			w.sleeping.Store(false)
@@ -121,12 +149,16 @@ func (p *pool) loop(w *worker, last uint32) {
 		if p.stop.Load() {
 			return
 		}
-		last = p.gen.Load()
-		if w.id >= p.active {
+		word := p.word.Load()
+		last = uint32(word)
+		spin = w.id < int(word>>32)
+		if !spin {
 			continue // not asked to take part in this dispatch
 		}
+		if f := beforeClaim.Load(); f != nil {
+			(*f)(w.id)
+		}
 		p.run(w.id)
-		p.left.Add(-1)
 	}
 }
 
@@ -177,8 +209,11 @@ const partsPerThread = 4
 
 // run runs, on worker w, its own share a step at a time from the front,
 // then takes steps from the back of the share with the most left until
-// none is left.
-func (p *pool) run(w int) {
+// none is left, and returns the grains it ran. A worker late for a
+// dispatch may claim parts of the next one: the claims are the only way
+// into a dispatch, and each reads the task after its compare-and-swap.
+func (p *pool) run(w int) int {
+	ran := 0
 	own := &p.spans[w].v
 	for {
 		v := own.Load()
@@ -186,24 +221,26 @@ func (p *pool) run(w int) {
 		if lo >= hi {
 			break
 		}
-		step := p.step
-		if p.guided {
+		step := int(p.step.Load())
+		if p.guided.Load() {
 			step = max(1, (hi-lo+1)/2)
 		}
 		next := min(lo+step, hi)
 		if own.CompareAndSwap(v, packSpan(next, hi)) {
 			p.task.run(w, lo*p.grain, min(next*p.grain, p.n))
+			p.done.Add(int64(next - lo))
+			ran += next - lo
 		}
 	}
 	for {
 		victim, most := -1, 0
-		for t := range p.active {
+		for t := range p.spans {
 			if lo, hi := unpackSpan(p.spans[t].v.Load()); hi-lo > most {
 				victim, most = t, hi-lo
 			}
 		}
 		if victim < 0 {
-			return
+			return ran
 		}
 		s := &p.spans[victim].v
 		v := s.Load()
@@ -211,9 +248,11 @@ func (p *pool) run(w int) {
 		if lo >= hi {
 			continue
 		}
-		take := max(1, min(p.step, (hi-lo)/2))
+		take := max(1, min(int(p.step.Load()), (hi-lo)/2))
 		if s.CompareAndSwap(v, packSpan(lo, hi-take)) {
 			p.task.run(w, (hi-take)*p.grain, min(hi*p.grain, p.n))
+			p.done.Add(int64(take))
+			ran += take
 		}
 	}
 }
@@ -237,26 +276,44 @@ func (p *pool) do(t task, n, grain int, parallel bool, threads int) {
 // 1.053x and 1.094x; prefill of 128 tokens Qwen3-0.6B 1.041x,
 // SmolLM2-135M 1.029x, Llama-3.2-1B 8-bit 1.072x.
 func (p *pool) doGuided(t task, n, grain int, parallel bool, threads int) {
-	p.guided = true
+	p.guided.Store(true)
 	p.doParts(t, n, grain, parallel, threads, partsPerThread)
-	p.guided = false
+	p.guided.Store(false)
 }
 
-// doParts is do with each thread's share taken in per parts.
+// doParts is do with each thread's share taken in per parts. It runs on
+// fewer threads than asked while the pool benches some (bench).
 func (p *pool) doParts(t task, n, grain int, parallel bool, threads, per int) {
 	threads = min(threads, p.threads)
 	if threads <= 1 || !parallel || n <= grain {
 		t.run(0, 0, n)
 		return
 	}
-	p.task, p.n, p.grain, p.active = t, n, max(grain, 1), threads
-	chunks := (n + p.grain - 1) / p.grain
-	for t := range threads {
-		p.spans[t].v.Store(packSpan(chunks*t/threads, chunks*(t+1)/threads))
+	if p.bench.pending {
+		if v := p.startBench.Load(); v >= 0 {
+			p.bench.pending = false
+			p.bench.start(int(v), p.threads, time.Now())
+		}
 	}
-	p.step = max(1, chunks/(threads*per))
-	p.left.Store(int32(threads - 1))
-	p.gen.Add(1)
+	if p.bench.benched > 0 {
+		threads = p.bench.admit(threads, time.Now())
+		if threads <= 1 {
+			t.run(0, 0, n)
+			return
+		}
+	}
+	p.task, p.n, p.grain = t, n, max(grain, 1)
+	chunks := (n + p.grain - 1) / p.grain
+	p.done.Store(0)
+	for t := range p.spans {
+		if t < threads {
+			p.spans[t].v.Store(packSpan(chunks*t/threads, chunks*(t+1)/threads))
+		} else {
+			p.spans[t].v.Store(0)
+		}
+	}
+	p.step.Store(int32(max(1, chunks/(threads*per))))
+	p.word.Store(uint64(uint32(p.word.Load())+1) | uint64(threads)<<32)
 	for _, w := range p.workers[:threads-1] {
 		if w.sleeping.Load() {
 			select {
@@ -265,13 +322,20 @@ func (p *pool) doParts(t task, n, grain int, parallel bool, threads, per int) {
 			}
 		}
 	}
-	p.run(0)
-	for spins := 1; p.left.Load() != 0; spins++ {
-		if spins%4096 == 0 {
-			runtime.Gosched()
+	start := time.Now()
+	ran := p.run(0)
+	own := time.Now()
+	end := own
+	if p.done.Load() != int64(chunks) {
+		for spins := 1; p.done.Load() != int64(chunks); spins++ {
+			if spins%4096 == 0 {
+				runtime.Gosched()
+			}
 		}
+		end = time.Now()
 	}
 	p.task = nil
+	p.bench.record(end.Sub(start), alone(own.Sub(start), ran, chunks), p.threads, end)
 }
 
 // linear runs job over its N output rows, split across the workers when
@@ -298,12 +362,37 @@ func (p *pool) linears(jobs []linearJob, threads int) {
 	}
 }
 
+// sampleStart finds, in the background, how many CPUs other processes
+// keep busy now (limits.BusyCPUs over startSample) and has the pool leave
+// that many threads out of its first dispatches when some CPU is free
+// (when every CPU is busy, each thread gets its share of them all, and the
+// pool starts with all). The left-out threads come back to try as benched
+// ones do (bench).
+func (p *pool) sampleStart() {
+	if p.threads <= 1 {
+		return
+	}
+	p.startBench.Store(-1)
+	p.bench.pending = true
+	go func() {
+		busy, allowed := limits.BusyCPUs(startSample)
+		if busy >= allowed {
+			busy = 0
+		}
+		p.startBench.Store(int32(busy))
+	}()
+}
+
+// startSample is how long sampleStart watches the CPUs: ten of the
+// system's 100 Hz ticks a CPU.
+const startSample = 100 * time.Millisecond
+
 // close stops the workers.
 func (p *pool) close() {
 	if p.stop.Swap(true) {
 		return
 	}
-	p.gen.Add(1)
+	p.word.Store(uint64(uint32(p.word.Load()) + 1))
 	for _, w := range p.workers {
 		select {
 		case w.wake <- struct{}{}:

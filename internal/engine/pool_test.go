@@ -3,6 +3,7 @@ package engine
 import (
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestAttnParts: a one-row pass's attention is cut so that each claim
@@ -89,5 +90,211 @@ func TestPackSpan(t *testing.T) {
 		if lo, hi := unpackSpan(packSpan(c[0], c[1])); lo != c[0] || hi != c[1] {
 			t.Errorf("packSpan(%d, %d) comes back as %d, %d", c[0], c[1], lo, hi)
 		}
+	}
+}
+
+// TestPoolDoesNotWaitForLateWorker: while worker 1 is held between its
+// seeing a dispatch and its first claim (a worker kept off its core),
+// dispatches on 2 threads still end, the caller running every index;
+// once released, the worker takes part again, and every index ran once
+// per dispatch throughout.
+func TestPoolDoesNotWaitForLateWorker(t *testing.T) {
+	hold := make(chan struct{})
+	var held atomic.Int32
+	hook := func(w int) {
+		if w == 1 && held.Add(1) == 1 {
+			<-hold
+		}
+	}
+	beforeClaim.Store(&hook)
+	defer beforeClaim.Store(nil)
+	p := newPool(2)
+	defer p.close()
+	const n, dispatches = 256, 200
+	c := &whoTask{countTask: countTask{hits: make([]atomic.Int32, n), grain: 1}}
+	for deadline := time.Now().Add(5 * time.Second); held.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("worker 1 saw no dispatch in 5 s")
+		}
+		p.doGuided(c, n, 1, true, 2)
+	}
+	for range dispatches {
+		p.doGuided(c, n, 1, true, 2)
+	}
+	if got := c.byWorker[1].Load(); got != 0 {
+		t.Fatalf("worker 1, held before its first claim, ran %d indices", got)
+	}
+	close(hold)
+	for i := 0; c.byWorker[1].Load() == 0; i++ {
+		if i == 100000 {
+			t.Fatal("worker 1 took no part in 100000 dispatches after its release")
+		}
+		p.doGuided(c, n, 1, true, 2)
+	}
+	want := c.hits[0].Load()
+	for i := range c.hits {
+		if got := c.hits[i].Load(); got != want {
+			t.Fatalf("index %d ran %d times, index 0 %d times", i, got, want)
+		}
+	}
+	if c.bad.Load() != 0 {
+		t.Fatalf("%d ranges out of bounds", c.bad.Load())
+	}
+}
+
+// whoTask is a countTask that also counts the indices each worker ran.
+type whoTask struct {
+	countTask
+	byWorker [4]atomic.Int64
+}
+
+func (c *whoTask) run(w, lo, hi int) {
+	c.countTask.run(w, lo, hi)
+	c.byWorker[w].Add(int64(hi - lo))
+}
+
+// TestPoolBenchesSlowWorker: when every part worker 1 runs takes
+// milliseconds (a worker that shares its core with another process),
+// the dispatches soon run on the caller alone (a thread benched), and
+// the benched thread comes back to try later.
+func TestPoolBenchesSlowWorker(t *testing.T) {
+	p := newPool(2)
+	defer p.close()
+	const n = 64
+	c := &slowTask{whoTask: whoTask{countTask: countTask{hits: make([]atomic.Int32, n), grain: 1}}}
+	deadline := time.Now().Add(5 * time.Second)
+	for p.bench.benched == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no thread benched in 5 s of dispatches with a worker 1 that sleeps 2 ms a part (%d indices by worker 1)", c.byWorker[1].Load())
+		}
+		p.doGuided(c, n, 1, true, 2)
+	}
+	before := c.byWorker[1].Load()
+	for range 50 {
+		p.doGuided(c, n, 1, true, 2)
+	}
+	if got := c.byWorker[1].Load(); got != before {
+		t.Fatalf("benched worker 1 ran %d indices", got-before)
+	}
+	for deadline = time.Now().Add(5 * time.Second); c.byWorker[1].Load() == before; {
+		if time.Now().After(deadline) {
+			t.Fatalf("benched worker 1 took no part in 5 s of dispatches (period %v)", p.bench.period)
+		}
+		p.doGuided(c, n, 1, true, 2)
+	}
+}
+
+// slowTask is a whoTask whose parts on worker 1 sleep 2 ms and on the
+// caller spin for 20 µs.
+type slowTask struct{ whoTask }
+
+func (c *slowTask) run(w, lo, hi int) {
+	if w == 1 {
+		time.Sleep(2 * time.Millisecond)
+	} else {
+		for t0 := time.Now(); time.Since(t0) < 20*time.Microsecond; {
+		}
+	}
+	c.whoTask.run(w, lo, hi)
+}
+
+// TestBenchWindows: windows where the threads beat the caller alone
+// bench nothing; one where they do not benches a thread for benchBase,
+// after which it comes back; benched again soon after, it stays out
+// twice as long, up to benchMax; never more than all but the caller.
+func TestBenchWindows(t *testing.T) {
+	var b bench
+	now := time.Unix(1000, 0)
+	for range 100 { // the threads halve the time
+		b.record(time.Millisecond, 2*time.Millisecond, 2, now)
+		now = now.Add(time.Millisecond)
+	}
+	if b.benched != 0 {
+		t.Fatalf("benched %d with threads twice as fast as the caller alone", b.benched)
+	}
+	bad := func() {
+		for range 16 { // two windows no faster than alone
+			b.record(time.Millisecond, time.Millisecond, 2, now)
+			now = now.Add(time.Millisecond)
+		}
+	}
+	bad()
+	if b.benched != 1 || b.period != benchBase {
+		t.Fatalf("after a window no faster than alone: %d benched for %v, want 1 for %v", b.benched, b.period, benchBase)
+	}
+	if got := b.admit(2, now); got != 1 {
+		t.Fatalf("admit while benched = %d threads, want 1", got)
+	}
+	want := benchBase
+	for range 10 {
+		now = now.Add(b.period)
+		if got := b.admit(2, now); got != 2 {
+			t.Fatalf("admit after the period = %d threads, want 2", got)
+		}
+		bad()
+		want = min(2*want, benchMax)
+		if b.period != want || b.benched != 1 {
+			t.Fatalf("benched again on coming back: %d for %v, want 1 for %v", b.benched, b.period, want)
+		}
+	}
+	if want != benchMax {
+		t.Fatalf("period stopped at %v below benchMax %v", want, benchMax)
+	}
+	bad()
+	if b.benched != 1 {
+		t.Fatalf("a pool of 2 benched %d threads", b.benched)
+	}
+	// a bad window long after a thread came back starts from benchBase
+	now = now.Add(b.period)
+	b.admit(2, now)
+	for range 10 * benchWindow / time.Millisecond { // good windows
+		b.record(time.Millisecond, 2*time.Millisecond, 2, now)
+		now = now.Add(time.Millisecond)
+	}
+	bad()
+	if b.period != benchBase {
+		t.Fatalf("benched long after coming back for %v, want %v", b.period, benchBase)
+	}
+}
+
+// TestAlone: the caller's time alone scales its own time by the share of
+// the chunks it ran.
+func TestAlone(t *testing.T) {
+	for _, c := range []struct {
+		own    time.Duration
+		ran, n int
+		want   time.Duration
+	}{{time.Millisecond, 4, 8, 2 * time.Millisecond}, {time.Millisecond, 8, 8, time.Millisecond}, {3 * time.Millisecond, 0, 8, 6 * time.Millisecond}} {
+		if got := alone(c.own, c.ran, c.n); got != c.want {
+			t.Errorf("alone(%v, %d, %d) = %v, want %v", c.own, c.ran, c.n, got, c.want)
+		}
+	}
+}
+
+// TestPoolStartBench: a start sample that found a CPU busy leaves a
+// thread out of the first dispatches (the caller runs them alone), and
+// the thread comes back after benchBase.
+func TestPoolStartBench(t *testing.T) {
+	p := newPool(2)
+	defer p.close()
+	p.startBench.Store(-1)
+	p.bench.pending = true
+	c := &whoTask{countTask: countTask{hits: make([]atomic.Int32, 64), grain: 1}}
+	p.doGuided(c, 64, 1, true, 2) // the sample is not in yet
+	if !p.bench.pending || p.bench.benched != 0 {
+		t.Fatalf("before the sample: pending %v, %d benched", p.bench.pending, p.bench.benched)
+	}
+	p.startBench.Store(1)
+	before := c.byWorker[1].Load()
+	for range 50 {
+		p.doGuided(c, 64, 1, true, 2)
+	}
+	if p.bench.pending || c.byWorker[1].Load() != before {
+		t.Fatalf("after a sample of 1 busy CPU: pending %v, worker 1 ran %d indices", p.bench.pending, c.byWorker[1].Load()-before)
+	}
+	time.Sleep(benchBase)
+	p.doGuided(c, 64, 1, true, 2)
+	if p.bench.back.IsZero() {
+		t.Fatalf("the thread left out at the start did not come back after %v", benchBase)
 	}
 }
