@@ -12,9 +12,17 @@ type attnTask struct {
 	a      *attnArgs
 	rows   []attnArgs  // a batched pass's rows, else nil
 	scores [][]float32 // [worker][ctx]
+	// tiled: a's items are those of the tiled attention (attendFlash),
+	// flash each worker's scratch for it, grown on first use.
+	tiled bool
+	flash []flashScratch
 }
 
 func (t *attnTask) run(w, lo, hi int) {
+	if t.tiled {
+		attendFlash(t.a, lo, hi, &t.flash[w])
+		return
+	}
 	if t.rows == nil {
 		attendItems(t.a, lo, hi, t.scores[w])
 		return
@@ -47,6 +55,15 @@ func (s *Session) attend() {
 		s.pool.do(&s.storeTask, stores, 1, stores*a.E >= minParallelStore, s.threads)
 	}
 	s.attnTask.a, s.attnTask.rows = a, nil
+	if a.useFlash() {
+		if len(s.attnTask.flash) < s.threads {
+			s.attnTask.flash = make([]flashScratch, s.threads)
+		}
+		s.attnTask.tiled = true
+		s.pool.do(&s.attnTask, a.flashItems(), 1, a.flashCost() >= minParallelCost, s.threads)
+		s.attnTask.tiled = false
+		return
+	}
 	items := a.T * a.H
 	cost := items * (a.pos + a.T) * a.E
 	s.pool.doParts(&s.attnTask, items, 1, cost >= minParallelCost, s.threads, attnParts(a.T, a.H, a.G, s.threads))
