@@ -104,6 +104,8 @@ type Overlay struct {
 	// 1), bit for bit, asking ahead as they read (DotRowsF16MultiAhead).
 	dotRowsAF16 [attnMultiMax + 1]rowsAheadKernel[uint16]
 	dotRowsAU8  [attnMultiMax + 1]rowsAheadKernel[uint8]
+	// scoresU8, when set, is the overlay's ScoresU8 over checked spans.
+	scoresU8 func(dst []float32, ldd, n int, q []int8, ldq, m int, k []uint8, ld, E int, corr []int32, qs, ks []float32)
 
 	// The activation record layouts the overlay's Q4MatMul and W8MatMul
 	// read (Q8.Begin), nil when they read Q8 directly.
@@ -223,6 +225,9 @@ func install() {
 		}
 		if o.ColumnsF16 != nil {
 			columnsF16Impl = o.ColumnsF16
+		}
+		if o.scoresU8 != nil {
+			scoresU8Impl = o.scoresU8
 		}
 	}
 }

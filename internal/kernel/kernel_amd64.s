@@ -131185,6 +131185,672 @@ done:
 	VZEROUPPER
 	RET
 
+// func scoresU8Vnni1(dst *float32, ldd int, q *byte, ldq int, k *byte, n int, groups int, stride int, corr *int32, qs *float32, ks *float32)
+// Requires: AVX, AVX512F, AVX512_VNNI
+TEXT ·scoresU8Vnni1(SB), NOSPLIT, $0-88
+	MOVQ dst+0(FP), AX
+	MOVQ k+32(FP), CX
+	MOVQ n+40(FP), DX
+	MOVQ ks+80(FP), BX
+
+c4:
+	CMPQ   DX, $0x00000040
+	JB     c1
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ   q+16(FP), SI
+	MOVQ   ldq+24(FP), DI
+	MOVQ   groups+48(FP), R8
+	MOVQ   stride+56(FP), R9
+	MOVQ   CX, DI
+
+c4r:
+	TESTQ         R8, R8
+	JZ            c4st
+	VMOVDQU32     (DI), Z4
+	VMOVDQU32     64(DI), Z5
+	VMOVDQU32     128(DI), Z6
+	VMOVDQU32     192(DI), Z7
+	VPDPBUSD.BCST (SI), Z4, Z0
+	VPDPBUSD.BCST (SI), Z5, Z1
+	VPDPBUSD.BCST (SI), Z6, Z2
+	VPDPBUSD.BCST (SI), Z7, Z3
+	ADDQ          R9, DI
+	ADDQ          $0x04, SI
+	DECQ          R8
+	JMP           c4r
+
+c4st:
+	MOVQ        corr+64(FP), SI
+	MOVQ        qs+72(FP), DI
+	MOVQ        ldd+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        AX, R8
+	VPSUBD.BCST (SI), Z0, Z0
+	VCVTDQ2PS   Z0, Z0
+	VMULPS.BCST (DI), Z0, Z0
+	VMULPS      (BX), Z0, Z0
+	VMOVUPS     Z0, (R8)
+	VPSUBD.BCST (SI), Z1, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS.BCST (DI), Z1, Z1
+	VMULPS      64(BX), Z1, Z1
+	VMOVUPS     Z1, 64(R8)
+	VPSUBD.BCST (SI), Z2, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMULPS.BCST (DI), Z2, Z2
+	VMULPS      128(BX), Z2, Z2
+	VMOVUPS     Z2, 128(R8)
+	VPSUBD.BCST (SI), Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS.BCST (DI), Z3, Z3
+	VMULPS      192(BX), Z3, Z3
+	VMOVUPS     Z3, 192(R8)
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000100, CX
+	ADDQ        $0x00000100, BX
+	SUBQ        $0x00000040, DX
+	JMP         c4
+
+c1:
+	CMPQ   DX, $0x00000010
+	JB     done
+	VPXORD Z8, Z8, Z8
+	MOVQ   q+16(FP), SI
+	MOVQ   ldq+24(FP), DI
+	MOVQ   groups+48(FP), R8
+	MOVQ   stride+56(FP), R9
+	MOVQ   CX, DI
+
+c1r:
+	TESTQ         R8, R8
+	JZ            c1st
+	VMOVDQU32     (DI), Z0
+	VPDPBUSD.BCST (SI), Z0, Z8
+	ADDQ          R9, DI
+	ADDQ          $0x04, SI
+	DECQ          R8
+	JMP           c1r
+
+c1st:
+	MOVQ        corr+64(FP), SI
+	MOVQ        qs+72(FP), DI
+	MOVQ        ldd+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        AX, R8
+	VPSUBD.BCST (SI), Z8, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS.BCST (DI), Z8, Z8
+	VMULPS      (BX), Z8, Z8
+	VMOVUPS     Z8, (R8)
+	ADDQ        $0x00000040, AX
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000040, BX
+	SUBQ        $0x00000010, DX
+	JMP         c1
+
+done:
+	VZEROUPPER
+	RET
+
+// func scoresU8Vnni2(dst *float32, ldd int, q *byte, ldq int, k *byte, n int, groups int, stride int, corr *int32, qs *float32, ks *float32)
+// Requires: AVX, AVX512F, AVX512_VNNI
+TEXT ·scoresU8Vnni2(SB), NOSPLIT, $0-88
+	MOVQ dst+0(FP), AX
+	MOVQ k+32(FP), CX
+	MOVQ n+40(FP), DX
+	MOVQ ks+80(FP), BX
+
+c4:
+	CMPQ   DX, $0x00000040
+	JB     c1
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ   q+16(FP), SI
+	MOVQ   ldq+24(FP), DI
+	MOVQ   groups+48(FP), R9
+	MOVQ   stride+56(FP), R10
+	MOVQ   CX, R8
+
+c4r:
+	TESTQ         R9, R9
+	JZ            c4st
+	VMOVDQU32     (R8), Z8
+	VMOVDQU32     64(R8), Z9
+	VMOVDQU32     128(R8), Z10
+	VMOVDQU32     192(R8), Z11
+	VPDPBUSD.BCST (SI), Z8, Z0
+	VPDPBUSD.BCST (SI), Z9, Z1
+	VPDPBUSD.BCST (SI), Z10, Z2
+	VPDPBUSD.BCST (SI), Z11, Z3
+	VPDPBUSD.BCST (SI)(DI*1), Z8, Z4
+	VPDPBUSD.BCST (SI)(DI*1), Z9, Z5
+	VPDPBUSD.BCST (SI)(DI*1), Z10, Z6
+	VPDPBUSD.BCST (SI)(DI*1), Z11, Z7
+	ADDQ          R10, R8
+	ADDQ          $0x04, SI
+	DECQ          R9
+	JMP           c4r
+
+c4st:
+	MOVQ        corr+64(FP), SI
+	MOVQ        qs+72(FP), DI
+	MOVQ        ldd+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        AX, R9
+	VPSUBD.BCST (SI), Z0, Z0
+	VCVTDQ2PS   Z0, Z0
+	VMULPS.BCST (DI), Z0, Z0
+	VMULPS      (BX), Z0, Z0
+	VMOVUPS     Z0, (R9)
+	VPSUBD.BCST (SI), Z1, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS.BCST (DI), Z1, Z1
+	VMULPS      64(BX), Z1, Z1
+	VMOVUPS     Z1, 64(R9)
+	VPSUBD.BCST (SI), Z2, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMULPS.BCST (DI), Z2, Z2
+	VMULPS      128(BX), Z2, Z2
+	VMOVUPS     Z2, 128(R9)
+	VPSUBD.BCST (SI), Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS.BCST (DI), Z3, Z3
+	VMULPS      192(BX), Z3, Z3
+	VMOVUPS     Z3, 192(R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 4(SI), Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS.BCST 4(DI), Z4, Z4
+	VMULPS      (BX), Z4, Z4
+	VMOVUPS     Z4, (R9)
+	VPSUBD.BCST 4(SI), Z5, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS.BCST 4(DI), Z5, Z5
+	VMULPS      64(BX), Z5, Z5
+	VMOVUPS     Z5, 64(R9)
+	VPSUBD.BCST 4(SI), Z6, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS.BCST 4(DI), Z6, Z6
+	VMULPS      128(BX), Z6, Z6
+	VMOVUPS     Z6, 128(R9)
+	VPSUBD.BCST 4(SI), Z7, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS.BCST 4(DI), Z7, Z7
+	VMULPS      192(BX), Z7, Z7
+	VMOVUPS     Z7, 192(R9)
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000100, CX
+	ADDQ        $0x00000100, BX
+	SUBQ        $0x00000040, DX
+	JMP         c4
+
+c1:
+	CMPQ   DX, $0x00000010
+	JB     done
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	MOVQ   q+16(FP), SI
+	MOVQ   ldq+24(FP), DI
+	MOVQ   groups+48(FP), R9
+	MOVQ   stride+56(FP), R10
+	MOVQ   CX, R8
+
+c1r:
+	TESTQ         R9, R9
+	JZ            c1st
+	VMOVDQU32     (R8), Z0
+	VPDPBUSD.BCST (SI), Z0, Z12
+	VPDPBUSD.BCST (SI)(DI*1), Z0, Z13
+	ADDQ          R10, R8
+	ADDQ          $0x04, SI
+	DECQ          R9
+	JMP           c1r
+
+c1st:
+	MOVQ        corr+64(FP), SI
+	MOVQ        qs+72(FP), DI
+	MOVQ        ldd+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        AX, R9
+	VPSUBD.BCST (SI), Z12, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS.BCST (DI), Z12, Z12
+	VMULPS      (BX), Z12, Z12
+	VMOVUPS     Z12, (R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 4(SI), Z13, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS.BCST 4(DI), Z13, Z13
+	VMULPS      (BX), Z13, Z13
+	VMOVUPS     Z13, (R9)
+	ADDQ        $0x00000040, AX
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000040, BX
+	SUBQ        $0x00000010, DX
+	JMP         c1
+
+done:
+	VZEROUPPER
+	RET
+
+// func scoresU8Vnni3(dst *float32, ldd int, q *byte, ldq int, k *byte, n int, groups int, stride int, corr *int32, qs *float32, ks *float32)
+// Requires: AVX, AVX512F, AVX512_VNNI
+TEXT ·scoresU8Vnni3(SB), NOSPLIT, $0-88
+	MOVQ dst+0(FP), AX
+	MOVQ k+32(FP), CX
+	MOVQ n+40(FP), DX
+	MOVQ ks+80(FP), BX
+
+c4:
+	CMPQ   DX, $0x00000040
+	JB     c1
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	MOVQ   q+16(FP), SI
+	MOVQ   ldq+24(FP), DI
+	MOVQ   groups+48(FP), R9
+	MOVQ   stride+56(FP), R10
+	MOVQ   CX, R8
+
+c4r:
+	TESTQ         R9, R9
+	JZ            c4st
+	VMOVDQU32     (R8), Z12
+	VMOVDQU32     64(R8), Z13
+	VMOVDQU32     128(R8), Z14
+	VMOVDQU32     192(R8), Z15
+	VPDPBUSD.BCST (SI), Z12, Z0
+	VPDPBUSD.BCST (SI), Z13, Z1
+	VPDPBUSD.BCST (SI), Z14, Z2
+	VPDPBUSD.BCST (SI), Z15, Z3
+	VPDPBUSD.BCST (SI)(DI*1), Z12, Z4
+	VPDPBUSD.BCST (SI)(DI*1), Z13, Z5
+	VPDPBUSD.BCST (SI)(DI*1), Z14, Z6
+	VPDPBUSD.BCST (SI)(DI*1), Z15, Z7
+	VPDPBUSD.BCST (SI)(DI*2), Z12, Z8
+	VPDPBUSD.BCST (SI)(DI*2), Z13, Z9
+	VPDPBUSD.BCST (SI)(DI*2), Z14, Z10
+	VPDPBUSD.BCST (SI)(DI*2), Z15, Z11
+	ADDQ          R10, R8
+	ADDQ          $0x04, SI
+	DECQ          R9
+	JMP           c4r
+
+c4st:
+	MOVQ        corr+64(FP), SI
+	MOVQ        qs+72(FP), DI
+	MOVQ        ldd+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        AX, R9
+	VPSUBD.BCST (SI), Z0, Z0
+	VCVTDQ2PS   Z0, Z0
+	VMULPS.BCST (DI), Z0, Z0
+	VMULPS      (BX), Z0, Z0
+	VMOVUPS     Z0, (R9)
+	VPSUBD.BCST (SI), Z1, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS.BCST (DI), Z1, Z1
+	VMULPS      64(BX), Z1, Z1
+	VMOVUPS     Z1, 64(R9)
+	VPSUBD.BCST (SI), Z2, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMULPS.BCST (DI), Z2, Z2
+	VMULPS      128(BX), Z2, Z2
+	VMOVUPS     Z2, 128(R9)
+	VPSUBD.BCST (SI), Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS.BCST (DI), Z3, Z3
+	VMULPS      192(BX), Z3, Z3
+	VMOVUPS     Z3, 192(R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 4(SI), Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS.BCST 4(DI), Z4, Z4
+	VMULPS      (BX), Z4, Z4
+	VMOVUPS     Z4, (R9)
+	VPSUBD.BCST 4(SI), Z5, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS.BCST 4(DI), Z5, Z5
+	VMULPS      64(BX), Z5, Z5
+	VMOVUPS     Z5, 64(R9)
+	VPSUBD.BCST 4(SI), Z6, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS.BCST 4(DI), Z6, Z6
+	VMULPS      128(BX), Z6, Z6
+	VMOVUPS     Z6, 128(R9)
+	VPSUBD.BCST 4(SI), Z7, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS.BCST 4(DI), Z7, Z7
+	VMULPS      192(BX), Z7, Z7
+	VMOVUPS     Z7, 192(R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 8(SI), Z8, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS.BCST 8(DI), Z8, Z8
+	VMULPS      (BX), Z8, Z8
+	VMOVUPS     Z8, (R9)
+	VPSUBD.BCST 8(SI), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS.BCST 8(DI), Z9, Z9
+	VMULPS      64(BX), Z9, Z9
+	VMOVUPS     Z9, 64(R9)
+	VPSUBD.BCST 8(SI), Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS.BCST 8(DI), Z10, Z10
+	VMULPS      128(BX), Z10, Z10
+	VMOVUPS     Z10, 128(R9)
+	VPSUBD.BCST 8(SI), Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS.BCST 8(DI), Z11, Z11
+	VMULPS      192(BX), Z11, Z11
+	VMOVUPS     Z11, 192(R9)
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000100, CX
+	ADDQ        $0x00000100, BX
+	SUBQ        $0x00000040, DX
+	JMP         c4
+
+c1:
+	CMPQ   DX, $0x00000010
+	JB     done
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	MOVQ   q+16(FP), SI
+	MOVQ   ldq+24(FP), DI
+	MOVQ   groups+48(FP), R9
+	MOVQ   stride+56(FP), R10
+	MOVQ   CX, R8
+
+c1r:
+	TESTQ         R9, R9
+	JZ            c1st
+	VMOVDQU32     (R8), Z0
+	VPDPBUSD.BCST (SI), Z0, Z16
+	VPDPBUSD.BCST (SI)(DI*1), Z0, Z17
+	VPDPBUSD.BCST (SI)(DI*2), Z0, Z18
+	ADDQ          R10, R8
+	ADDQ          $0x04, SI
+	DECQ          R9
+	JMP           c1r
+
+c1st:
+	MOVQ        corr+64(FP), SI
+	MOVQ        qs+72(FP), DI
+	MOVQ        ldd+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        AX, R9
+	VPSUBD.BCST (SI), Z16, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS.BCST (DI), Z16, Z16
+	VMULPS      (BX), Z16, Z16
+	VMOVUPS     Z16, (R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 4(SI), Z17, Z17
+	VCVTDQ2PS   Z17, Z17
+	VMULPS.BCST 4(DI), Z17, Z17
+	VMULPS      (BX), Z17, Z17
+	VMOVUPS     Z17, (R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 8(SI), Z18, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS.BCST 8(DI), Z18, Z18
+	VMULPS      (BX), Z18, Z18
+	VMOVUPS     Z18, (R9)
+	ADDQ        $0x00000040, AX
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000040, BX
+	SUBQ        $0x00000010, DX
+	JMP         c1
+
+done:
+	VZEROUPPER
+	RET
+
+// func scoresU8Vnni4(dst *float32, ldd int, q *byte, ldq int, k *byte, n int, groups int, stride int, corr *int32, qs *float32, ks *float32)
+// Requires: AVX, AVX512F, AVX512_VNNI
+TEXT ·scoresU8Vnni4(SB), NOSPLIT, $0-88
+	MOVQ dst+0(FP), AX
+	MOVQ k+32(FP), CX
+	MOVQ n+40(FP), DX
+	MOVQ ks+80(FP), BX
+
+c4:
+	CMPQ   DX, $0x00000040
+	JB     c1
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ   q+16(FP), SI
+	MOVQ   ldq+24(FP), DI
+	MOVQ   groups+48(FP), R9
+	MOVQ   stride+56(FP), R10
+	MOVQ   CX, R8
+
+c4r:
+	TESTQ         R9, R9
+	JZ            c4st
+	VMOVDQU32     (R8), Z16
+	VMOVDQU32     64(R8), Z17
+	VMOVDQU32     128(R8), Z18
+	VMOVDQU32     192(R8), Z19
+	LEAQ          (SI)(DI*2), R11
+	ADDQ          DI, R11
+	VPDPBUSD.BCST (SI), Z16, Z0
+	VPDPBUSD.BCST (SI), Z17, Z1
+	VPDPBUSD.BCST (SI), Z18, Z2
+	VPDPBUSD.BCST (SI), Z19, Z3
+	VPDPBUSD.BCST (SI)(DI*1), Z16, Z4
+	VPDPBUSD.BCST (SI)(DI*1), Z17, Z5
+	VPDPBUSD.BCST (SI)(DI*1), Z18, Z6
+	VPDPBUSD.BCST (SI)(DI*1), Z19, Z7
+	VPDPBUSD.BCST (SI)(DI*2), Z16, Z8
+	VPDPBUSD.BCST (SI)(DI*2), Z17, Z9
+	VPDPBUSD.BCST (SI)(DI*2), Z18, Z10
+	VPDPBUSD.BCST (SI)(DI*2), Z19, Z11
+	VPDPBUSD.BCST (R11), Z16, Z12
+	VPDPBUSD.BCST (R11), Z17, Z13
+	VPDPBUSD.BCST (R11), Z18, Z14
+	VPDPBUSD.BCST (R11), Z19, Z15
+	ADDQ          R10, R8
+	ADDQ          $0x04, SI
+	DECQ          R9
+	JMP           c4r
+
+c4st:
+	MOVQ        corr+64(FP), SI
+	MOVQ        qs+72(FP), DI
+	MOVQ        ldd+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        AX, R9
+	VPSUBD.BCST (SI), Z0, Z0
+	VCVTDQ2PS   Z0, Z0
+	VMULPS.BCST (DI), Z0, Z0
+	VMULPS      (BX), Z0, Z0
+	VMOVUPS     Z0, (R9)
+	VPSUBD.BCST (SI), Z1, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS.BCST (DI), Z1, Z1
+	VMULPS      64(BX), Z1, Z1
+	VMOVUPS     Z1, 64(R9)
+	VPSUBD.BCST (SI), Z2, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMULPS.BCST (DI), Z2, Z2
+	VMULPS      128(BX), Z2, Z2
+	VMOVUPS     Z2, 128(R9)
+	VPSUBD.BCST (SI), Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS.BCST (DI), Z3, Z3
+	VMULPS      192(BX), Z3, Z3
+	VMOVUPS     Z3, 192(R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 4(SI), Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS.BCST 4(DI), Z4, Z4
+	VMULPS      (BX), Z4, Z4
+	VMOVUPS     Z4, (R9)
+	VPSUBD.BCST 4(SI), Z5, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS.BCST 4(DI), Z5, Z5
+	VMULPS      64(BX), Z5, Z5
+	VMOVUPS     Z5, 64(R9)
+	VPSUBD.BCST 4(SI), Z6, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS.BCST 4(DI), Z6, Z6
+	VMULPS      128(BX), Z6, Z6
+	VMOVUPS     Z6, 128(R9)
+	VPSUBD.BCST 4(SI), Z7, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS.BCST 4(DI), Z7, Z7
+	VMULPS      192(BX), Z7, Z7
+	VMOVUPS     Z7, 192(R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 8(SI), Z8, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS.BCST 8(DI), Z8, Z8
+	VMULPS      (BX), Z8, Z8
+	VMOVUPS     Z8, (R9)
+	VPSUBD.BCST 8(SI), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS.BCST 8(DI), Z9, Z9
+	VMULPS      64(BX), Z9, Z9
+	VMOVUPS     Z9, 64(R9)
+	VPSUBD.BCST 8(SI), Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS.BCST 8(DI), Z10, Z10
+	VMULPS      128(BX), Z10, Z10
+	VMOVUPS     Z10, 128(R9)
+	VPSUBD.BCST 8(SI), Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS.BCST 8(DI), Z11, Z11
+	VMULPS      192(BX), Z11, Z11
+	VMOVUPS     Z11, 192(R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 12(SI), Z12, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS.BCST 12(DI), Z12, Z12
+	VMULPS      (BX), Z12, Z12
+	VMOVUPS     Z12, (R9)
+	VPSUBD.BCST 12(SI), Z13, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS.BCST 12(DI), Z13, Z13
+	VMULPS      64(BX), Z13, Z13
+	VMOVUPS     Z13, 64(R9)
+	VPSUBD.BCST 12(SI), Z14, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS.BCST 12(DI), Z14, Z14
+	VMULPS      128(BX), Z14, Z14
+	VMOVUPS     Z14, 128(R9)
+	VPSUBD.BCST 12(SI), Z15, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS.BCST 12(DI), Z15, Z15
+	VMULPS      192(BX), Z15, Z15
+	VMOVUPS     Z15, 192(R9)
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000100, CX
+	ADDQ        $0x00000100, BX
+	SUBQ        $0x00000040, DX
+	JMP         c4
+
+c1:
+	CMPQ   DX, $0x00000010
+	JB     done
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	MOVQ   q+16(FP), SI
+	MOVQ   ldq+24(FP), DI
+	MOVQ   groups+48(FP), R9
+	MOVQ   stride+56(FP), R10
+	MOVQ   CX, R8
+
+c1r:
+	TESTQ         R9, R9
+	JZ            c1st
+	VMOVDQU32     (R8), Z0
+	LEAQ          (SI)(DI*2), R11
+	ADDQ          DI, R11
+	VPDPBUSD.BCST (SI), Z0, Z20
+	VPDPBUSD.BCST (SI)(DI*1), Z0, Z21
+	VPDPBUSD.BCST (SI)(DI*2), Z0, Z22
+	VPDPBUSD.BCST (R11), Z0, Z23
+	ADDQ          R10, R8
+	ADDQ          $0x04, SI
+	DECQ          R9
+	JMP           c1r
+
+c1st:
+	MOVQ        corr+64(FP), SI
+	MOVQ        qs+72(FP), DI
+	MOVQ        ldd+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        AX, R9
+	VPSUBD.BCST (SI), Z20, Z20
+	VCVTDQ2PS   Z20, Z20
+	VMULPS.BCST (DI), Z20, Z20
+	VMULPS      (BX), Z20, Z20
+	VMOVUPS     Z20, (R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 4(SI), Z21, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS.BCST 4(DI), Z21, Z21
+	VMULPS      (BX), Z21, Z21
+	VMOVUPS     Z21, (R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 8(SI), Z22, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS.BCST 8(DI), Z22, Z22
+	VMULPS      (BX), Z22, Z22
+	VMOVUPS     Z22, (R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 12(SI), Z23, Z23
+	VCVTDQ2PS   Z23, Z23
+	VMULPS.BCST 12(DI), Z23, Z23
+	VMULPS      (BX), Z23, Z23
+	VMOVUPS     Z23, (R9)
+	ADDQ        $0x00000040, AX
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000040, BX
+	SUBQ        $0x00000010, DX
+	JMP         c1
+
+done:
+	VZEROUPPER
+	RET
+
 // func prefetchStrided(p *byte, stride int, n int)
 // Requires: MMX+
 TEXT ·prefetchStrided(SB), NOSPLIT, $0-24

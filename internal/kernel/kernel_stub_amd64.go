@@ -1433,6 +1433,30 @@ func dotRows3U8VnniPf(dst *float32, ldd int, w *float32, ldw int, y *uint8, n in
 //go:noescape
 func dotRows4U8VnniPf(dst *float32, ldd int, w *float32, ldw int, y *uint8, n int, rows int, stride int, ahead int)
 
+// scoresU8Vnni1 sets dst[i*ldd+j] = float32(Σ_r Σ_b k[r*stride+4j+b]*int8(q[i*ldq+4r+b]) - corr[i]) * qs[i] * ks[j] for i < 1, j < n, r < groups, b < 4
+// (n a multiple of 16; ldd in elements, ldq and stride in bytes).
+//
+//go:noescape
+func scoresU8Vnni1(dst *float32, ldd int, q *byte, ldq int, k *byte, n int, groups int, stride int, corr *int32, qs *float32, ks *float32)
+
+// scoresU8Vnni2 sets dst[i*ldd+j] = float32(Σ_r Σ_b k[r*stride+4j+b]*int8(q[i*ldq+4r+b]) - corr[i]) * qs[i] * ks[j] for i < 2, j < n, r < groups, b < 4
+// (n a multiple of 16; ldd in elements, ldq and stride in bytes).
+//
+//go:noescape
+func scoresU8Vnni2(dst *float32, ldd int, q *byte, ldq int, k *byte, n int, groups int, stride int, corr *int32, qs *float32, ks *float32)
+
+// scoresU8Vnni3 sets dst[i*ldd+j] = float32(Σ_r Σ_b k[r*stride+4j+b]*int8(q[i*ldq+4r+b]) - corr[i]) * qs[i] * ks[j] for i < 3, j < n, r < groups, b < 4
+// (n a multiple of 16; ldd in elements, ldq and stride in bytes).
+//
+//go:noescape
+func scoresU8Vnni3(dst *float32, ldd int, q *byte, ldq int, k *byte, n int, groups int, stride int, corr *int32, qs *float32, ks *float32)
+
+// scoresU8Vnni4 sets dst[i*ldd+j] = float32(Σ_r Σ_b k[r*stride+4j+b]*int8(q[i*ldq+4r+b]) - corr[i]) * qs[i] * ks[j] for i < 4, j < n, r < groups, b < 4
+// (n a multiple of 16; ldd in elements, ldq and stride in bytes).
+//
+//go:noescape
+func scoresU8Vnni4(dst *float32, ldd int, q *byte, ldq int, k *byte, n int, groups int, stride int, corr *int32, qs *float32, ks *float32)
+
 // prefetchStrided asks for the cache lines at p + i*stride, i < n (n >= 1), to be brought into the caches.
 //
 //go:noescape

@@ -130,6 +130,7 @@ func rowsOverlay(o *Overlay, zmm bool) {
 	o.AxpyRowsF16 = func(dst, alpha []float32, x []uint16, stride int) {
 		axpyRowsWith("AxpyRowsF16", axpyRowsF16Vnni, 1, tensor.F16ToF32, dst, alpha, x, stride)
 	}
+	o.scoresU8 = scoresVnni
 	h, b := wrapRowsM[uint16], wrapRowsM[uint8]
 	o.axpyRowsMF16 = [attnMultiMax + 1]rowsMKernel[uint16]{2: h(axpyRows2F16Vnni), 3: h(axpyRows3F16Vnni), 4: h(axpyRows4F16Vnni)}
 	o.dotRowsMF16 = [attnMultiMax + 1]rowsMKernel[uint16]{2: h(dotRows2F16Vnni), 3: h(dotRows3F16Vnni), 4: h(dotRows4F16Vnni)}
