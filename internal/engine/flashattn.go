@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"math"
+
 	"github.com/aotlm/aotlm/internal/kernel"
 )
 
@@ -20,6 +22,13 @@ import (
 // keys, and the outputs one update by the block's value rows. The
 // softmax runs online: each row keeps its running maximum and sum, and
 // its output is rescaled when a later block raises the maximum.
+//
+// Over a uint8 cache whose head size is a multiple of 4 the scores are
+// 8-bit products: each query is rounded to int8 with a scale of its own
+// (its largest magnitude over 127), each block's key bytes packed in key
+// lanes once (kernel.PackKeysU8), and four queries' scores one
+// kernel.ScoresU8 over them, 4 elements of 16 keys a VPDPBUSD where
+// AVX-512 VNNI has it; the values stay as they are, summed in float32.
 
 // flashKeys is the slots of one block of the tiled attention: 256 keys
 // and values of a binary16 head of 128 are 128 KiB, the transposed
@@ -50,6 +59,14 @@ type flashScratch struct {
 	mx   []float32  // each query's running maximum
 	sum  []float32  // each query's running sum of exponentials
 	span [][2]int32 // a tile's rows' visible slots in the block
+	// The 8-bit scores of a uint8 cache: the packed keys of a block,
+	// each query's bytes, correction (128 times the sum of its bytes)
+	// and scale, and the keys' scales (all 1: a head has one).
+	kp   []uint8
+	q8   []int8
+	corr []int32
+	qs   []float32
+	ones []float32
 }
 
 // grow makes room for head size E and nq queries.
@@ -67,6 +84,39 @@ func (f *flashScratch) grow(E, nq int, u8 bool) {
 	if len(f.mx) < nq {
 		f.mx, f.sum = make([]float32, nq), make([]float32, nq)
 	}
+	if u8 && E%4 == 0 && (len(f.kp) < E*flashKeys || len(f.q8) < nq*E) {
+		f.kp, f.q8 = make([]uint8, E*flashKeys), make([]int8, nq*E)
+		f.corr, f.qs = make([]int32, nq), make([]float32, nq)
+		if f.ones == nil {
+			f.ones = make([]float32, flashKeys)
+			for j := range f.ones {
+				f.ones[j] = 1
+			}
+		}
+	}
+}
+
+// quantizeQuery rounds x to int8 with the scale m/127, m its largest
+// magnitude, into dst, and returns the scale and the sum of the bytes
+// (0, 0 for a zero x).
+func quantizeQuery(dst []int8, x []float32) (float32, int32) {
+	var m float32
+	for _, v := range x {
+		m = max(m, float32(math.Abs(float64(v))))
+	}
+	if m == 0 || m != m || m > math.MaxFloat32 {
+		clear(dst)
+		return 0, 0
+	}
+	inv := 127 / m
+	var sum int32
+	for i, v := range x {
+		r := int32(math.Round(float64(v * inv)))
+		r = max(-127, min(127, r))
+		dst[i] = int8(r)
+		sum += r
+	}
+	return m / 127, sum
 }
 
 // useFlash reports whether a's pass attends in tiles: a pass of several
@@ -128,22 +178,33 @@ func flashItem[T uint16 | uint8](a *attnArgs, i int, f *flashScratch, K, V, kt [
 		mx[j], sum[j] = MaskValue, 0
 	}
 	ld := H * E // one head's consecutive rows in q and out
+	int8s := a.Ku != nil && E%4 == 0
 	for hh := range grp {
 		h := g*grp + hh
 		for t := t0; t < t1; t++ {
 			clear(a.out[t*ld+h*E : t*ld+h*E+E])
+			if int8s {
+				qi := hh*rows + t - t0
+				sc, s := quantizeQuery(f.q8[qi*E:qi*E+E], a.q[t*ld+h*E:t*ld+h*E+E])
+				f.qs[qi], f.corr[qi] = sc*scale, 128*s
+			}
 		}
 	}
 	for b0 := lo; b0 < hi; b0 += flashKeys {
 		n := min(flashKeys, hi-b0)
 		from := (g*a.stride + a.slotAt(b0)) * E
-		transposeRows(kt, flashKeys, K[from:from+n*E], n, E)
+		if int8s {
+			kernel.PackKeysU8(f.kp, 4*flashKeys, a.Ku[from:from+n*E], E, n, E)
+		} else {
+			transposeRows(kt, flashKeys, K[from:from+n*E], n, E)
+		}
 		for hh := range grp {
 			h := g*grp + hh
 			for ta := t0; ta < t1; ta += attnTile {
 				m := min(attnTile, t1-ta)
 				qi := hh*rows + ta - t0
-				flashTile(a, f, b0, n, ta, m, h, mx[qi:qi+m], sum[qi:qi+m], scale, kt, V[from:], axpy)
+				tl := flashTileArgs{b0: b0, n: n, ta: ta, m: m, h: h, qi: qi, scale: scale, int8s: int8s}
+				flashTile(a, f, &tl, mx[qi:qi+m], sum[qi:qi+m], kt, V[from:], axpy)
 			}
 		}
 	}
@@ -159,13 +220,23 @@ func flashItem[T uint16 | uint8](a *attnArgs, i int, f *flashScratch, K, V, kt [
 	}
 }
 
-// flashTile runs the m rows from ta of head h over the block of n slots
-// from b0, whose transposed keys are kt and whose value rows start at V:
-// scores, the online softmax's update of each row's maximum mx and sum,
-// the rescaling of its output, and the output's update by the block's
+// flashTileArgs places a tile: the block of n slots from b0, the m rows
+// from ta of head h (queries qi.. of the item), the scores' scale, and
+// whether they are 8-bit products.
+type flashTileArgs struct {
+	b0, n, ta, m, h, qi int
+	scale               float32
+	int8s               bool
+}
+
+// flashTile runs a tile over its block, whose transposed keys are kt (or
+// f.kp packed, for 8-bit scores) and whose value rows start at V: scores,
+// the online softmax's update of each row's maximum mx and sum, the
+// rescaling of its output, and the output's update by the block's
 // values. The columns of the block no row of the tile sees are skipped.
-func flashTile[T uint16 | uint8](a *attnArgs, f *flashScratch, b0, n, ta, m, h int, mx, sum []float32, scale float32, kt, V []T, axpy rowsMulti[T]) {
+func flashTile[T uint16 | uint8](a *attnArgs, f *flashScratch, tl *flashTileArgs, mx, sum []float32, kt, V []T, axpy rowsMulti[T]) {
 	E, ld := a.E, a.H*a.E
+	b0, n, ta, m, h := tl.b0, tl.n, tl.ta, tl.m, tl.h
 	jlo, jhi := n, 0
 	span := f.span[:m]
 	for k := range m {
@@ -182,10 +253,15 @@ func flashTile[T uint16 | uint8](a *attnArgs, f *flashScratch, b0, n, ta, m, h i
 	}
 	w := jhi - jlo
 	s := f.s[:m*flashKeys]
-	for k := range m {
-		clear(s[k*flashKeys : k*flashKeys+w])
+	if tl.int8s {
+		qi := tl.qi
+		kernel.ScoresU8(s, flashKeys, w, f.q8[qi*E:], E, m, f.kp[4*jlo:], 4*flashKeys, E, f.corr[qi:], f.qs[qi:], f.ones)
+	} else {
+		for k := range m {
+			clear(s[k*flashKeys : k*flashKeys+w])
+		}
+		axpy(s, flashKeys, w, a.q[ta*ld+h*E:], ld, E, m, kt[jlo:], flashKeys)
 	}
-	axpy(s, flashKeys, w, a.q[ta*ld+h*E:], ld, E, m, kt[jlo:], flashKeys)
 	for k := range m {
 		t := ta + k
 		row := s[k*flashKeys : k*flashKeys+w]
@@ -195,7 +271,9 @@ func flashTile[T uint16 | uint8](a *attnArgs, f *flashScratch, b0, n, ta, m, h i
 			continue
 		}
 		vis := row[rlo:rhi]
-		kernel.Scale(vis, vis, scale)
+		if !tl.int8s {
+			kernel.Scale(vis, vis, tl.scale)
+		}
 		add := flashExp(a, vis, t, b0+jlo+rlo, mx[k:k+1], sum[k:k+1])
 		if add != 1 {
 			oh := a.out[t*ld+h*E : t*ld+h*E+E]

@@ -38,6 +38,7 @@ func TestFlashAttention(t *testing.T) {
 		{kind: "u8", E: 128, pos: 1030, T: 40, headScale: []float32{0.021, 0.013}, vsc: []float32{0.017, 0.025}},
 		{kind: "u8", E: 72, pos: 1200, T: 16, window: 1060, headScale: []float32{0.02}, vsc: []float32{0.03}},
 		{kind: "f16", E: 128, pos: 1100, T: 23, tree: true},
+		{kind: "u8", E: 42, pos: 1100, T: 24, headScale: []float32{0.02}, vsc: []float32{0.03}},
 		{kind: "u8", E: 64, pos: 1500, T: 19, tree: true, window: 1100, headScale: []float32{0.02}, vsc: []float32{0.03}},
 	}
 	r := rand.New(rand.NewPCG(5, 6))
@@ -88,7 +89,12 @@ func checkFlash(t *testing.T, name string, r *rand.Rand, c flashCase, threads in
 	if kernel.RowsMulti() && !a.useFlash() {
 		t.Fatalf("%s: the pass does not take the tiled attention", name)
 	}
-	want := flashReference(&a)
+	int8s := a.Ku != nil && E%4 == 0
+	want := flashReference(&a, int8s)
+	exact := want
+	if int8s {
+		exact = flashReference(&a, false)
+	}
 	pool := newPool(threads)
 	defer pool.close()
 	task := &attnTask{a: &a, tiled: a.useFlash(), flash: make([]flashScratch, threads), scores: make([][]float32, threads)}
@@ -104,19 +110,34 @@ func checkFlash(t *testing.T, name string, r *rand.Rand, c flashCase, threads in
 	for _, w := range want {
 		top = max(top, math.Abs(float64(w)))
 	}
+	var worst float64
 	for i := range want {
 		if d := math.Abs(float64(a.out[i] - want[i])); d > 1e-5*top || math.IsNaN(float64(a.out[i])) {
 			t.Fatalf("%s: out[%d] (row %d) = %g, want %g", name, i, i/(H*E), a.out[i], want[i])
 		}
+		worst = max(worst, math.Abs(float64(a.out[i]-exact[i])))
+	}
+	if worst > flashInt8Tol*top {
+		t.Fatalf("%s: 8-bit scores move an output by %g, above %g of the largest output %g", name, worst, flashInt8Tol, top)
+	}
+	if int8s {
+		t.Logf("%s: 8-bit scores move the outputs by up to %.3g of the largest", name, worst/top)
 	}
 }
+
+// flashInt8Tol bounds how far the 8-bit scores of a uint8 cache (the
+// queries rounded to int8) move an output from the one of float32
+// queries, relative to the largest output.
+const flashInt8Tol = 0.01
 
 // flashReference is attention over a's head-major cache in plain loops:
 // row t at position p sees committed slot q < pos unless a window hides
 // it (q <= p - window), and pass row j (slot pos+j, j <= t) when the
 // mask allows it (every earlier row without one) and the window does not
-// hide its position; softmax in float64.
-func flashReference(a *attnArgs) []float32 {
+// hide its position; softmax in float64. With int8s each query is first
+// rounded to int8 with the scale of its largest magnitude over 127, as
+// the 8-bit scores of a uint8 cache take it.
+func flashReference(a *attnArgs, int8s bool) []float32 {
 	E, H, grp := a.E, a.H, a.H/a.G
 	out := make([]float32, a.T*H*E)
 	key := func(g, q, e int) float64 {
@@ -154,6 +175,9 @@ func flashReference(a *attnArgs) []float32 {
 		for h := range H {
 			g := h / grp
 			q := a.q[t*H*E+h*E : t*H*E+h*E+E]
+			if int8s {
+				q = roundQuery(q)
+			}
 			sc := make([]float64, a.pos+t+1)
 			mx := math.Inf(-1)
 			for s := range sc {
@@ -183,6 +207,23 @@ func flashReference(a *attnArgs) []float32 {
 				out[t*H*E+h*E+e] = float32(acc[e] / sum)
 			}
 		}
+	}
+	return out
+}
+
+// roundQuery returns x rounded to 127ths of its largest magnitude.
+func roundQuery(x []float32) []float32 {
+	var m float64
+	for _, v := range x {
+		m = max(m, math.Abs(float64(v)))
+	}
+	out := make([]float32, len(x))
+	if m == 0 {
+		return out
+	}
+	inv := 127 / float32(m)
+	for i, v := range x {
+		out[i] = float32(math.Round(float64(v*inv))) * (float32(m) / 127)
 	}
 	return out
 }
