@@ -250,32 +250,41 @@ func TestTransposeRows(t *testing.T) {
 }
 
 // BenchmarkPrefillAttention times one attention step of a pass of 128
-// rows over a binary16 cache of the Qwen3-0.6B shape (16 query heads,
-// 8 key/value heads of 128) at depth 3968, through the per-row path
-// ("rows") and the tiled one ("tiled"), on one thread.
+// rows over a binary16 and a uint8 cache of the Qwen3-0.6B shape (16
+// query heads, 8 key/value heads of 128) at depth 3968, through the
+// per-row path ("rows") and the tiled one ("tiled"), on one thread.
 func BenchmarkPrefillAttention(b *testing.B) {
 	const H, G, E, T, pos = 16, 8, 128, 128, 3968
-	r := rand.New(rand.NewPCG(1, 2))
-	stride := pos + T
-	n := G * stride * E
-	a := attnArgs{H: H, G: G, E: E, T: T, pos: pos, stride: stride, C: G * E, scale: 0.09}
-	a.q, a.out = randFloats(r, T*H*E, 1), make([]float32, T*H*E)
-	a.Kh, a.Vh = make([]uint16, n), make([]uint16, n)
-	for i := range a.Kh {
-		a.Kh[i] = tensor.F32ToF16(float32(r.NormFloat64()))
-		a.Vh[i] = tensor.F32ToF16(float32(r.NormFloat64()))
+	for _, kind := range []string{"f16", "u8"} {
+		r := rand.New(rand.NewPCG(1, 2))
+		stride := pos + T
+		n := G * stride * E
+		a := attnArgs{H: H, G: G, E: E, T: T, pos: pos, stride: stride, C: G * E, scale: 0.09}
+		a.q, a.out = randFloats(r, T*H*E, 1), make([]float32, T*H*E)
+		if kind == "f16" {
+			a.Kh, a.Vh = make([]uint16, n), make([]uint16, n)
+			for i := range a.Kh {
+				a.Kh[i] = tensor.F32ToF16(float32(r.NormFloat64()))
+				a.Vh[i] = tensor.F32ToF16(float32(r.NormFloat64()))
+			}
+		} else {
+			a.Ku, a.Vu, a.ks, a.vs = make([]uint8, n), make([]uint8, n), []float32{0.02}, []float32{0.02}
+			for i := range a.Ku {
+				a.Ku[i], a.Vu[i] = uint8(r.IntN(256)), uint8(r.IntN(256))
+			}
+		}
+		task := &attnTask{a: &a, flash: make([]flashScratch, 1), scores: [][]float32{make([]float32, attnTile*stride)}}
+		b.Run(kind+"/rows", func(b *testing.B) {
+			for b.Loop() {
+				task.run(0, 0, T*H)
+			}
+		})
+		b.Run(kind+"/tiled", func(b *testing.B) {
+			task.tiled = true
+			for b.Loop() {
+				task.run(0, 0, a.flashItems())
+			}
+			task.tiled = false
+		})
 	}
-	task := &attnTask{a: &a, flash: make([]flashScratch, 1), scores: [][]float32{make([]float32, attnTile*stride)}}
-	b.Run("rows", func(b *testing.B) {
-		for b.Loop() {
-			task.run(0, 0, T*H)
-		}
-	})
-	b.Run("tiled", func(b *testing.B) {
-		task.tiled = true
-		for b.Loop() {
-			task.run(0, 0, a.flashItems())
-		}
-		task.tiled = false
-	})
 }
