@@ -139,6 +139,8 @@ func rowsOverlay(o *Overlay, zmm bool) {
 	ha, ba := wrapRowsAhead[uint16], wrapRowsAhead[uint8]
 	o.dotRowsAF16 = [attnMultiMax + 1]rowsAheadKernel[uint16]{1: ha(dotRows1F16VnniPf), 2: ha(dotRows2F16VnniPf), 3: ha(dotRows3F16VnniPf), 4: ha(dotRows4F16VnniPf)}
 	o.dotRowsAU8 = [attnMultiMax + 1]rowsAheadKernel[uint8]{1: ba(dotRows1U8VnniPf), 2: ba(dotRows2U8VnniPf), 3: ba(dotRows3U8VnniPf), 4: ba(dotRows4U8VnniPf)}
+	o.axpyRowsAF16 = [attnMultiMax + 1]rowsAheadKernel[uint16]{2: ha(axpyRows2F16VnniPf), 3: ha(axpyRows3F16VnniPf), 4: ha(axpyRows4F16VnniPf)}
+	o.axpyRowsAU8 = [attnMultiMax + 1]rowsAheadKernel[uint8]{2: ba(axpyRows2U8VnniPf), 3: ba(axpyRows3U8VnniPf), 4: ba(axpyRows4U8VnniPf)}
 	o.DotRowsF16 = func(dst, w []float32, y []uint16, stride int) {
 		dotRowsWith("DotRowsF16", dotRowsF16Vnni, 1, tensor.F16ToF32, dst, w, y, stride)
 	}
