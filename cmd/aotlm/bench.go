@@ -21,6 +21,7 @@ func newBenchCmd() *cobra.Command {
 		cfg             bench.Config
 		asJSON, noWarm  bool
 		seed            uint64
+		depth           int
 		cpuProfile      string
 		dec             *benchDecodingFlags
 		imageFile       string
@@ -34,6 +35,7 @@ func newBenchCmd() *cobra.Command {
 		Long:  help("bench"),
 		Example: `  aotlm bench -m stories.aot -p 128,512 -n 128 -pg 512,128 -t 4
   aotlm bench -m stories.aot -p 64 -n 32 -r 5 --mode kv --json
+  aotlm bench -m qwen3.aot -p 512 -n 128 -d 3968 -t 2
   aotlm bench -m SmolVLM-256M-Instruct --image photo.jpg -p 0 -n 0 -t 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -46,6 +48,9 @@ func newBenchCmd() *cobra.Command {
 				tests = nil
 			case imageFile != "" && errors.Is(err, bench.ErrNoTests): // the image alone
 			case err != nil:
+				return err
+			}
+			if tests, err = bench.AtDepth(tests, depth); err != nil {
 				return err
 			}
 			if cpuProfile != "" {
@@ -84,6 +89,7 @@ func newBenchCmd() *cobra.Command {
 	f.IntSliceVarP(&prompts, "n-prompt", "p", []int{512}, "prompt lengths of pp tests, comma-separated (0: none)")
 	f.IntSliceVarP(&gens, "n-gen", "n", []int{128}, "decode lengths of tg tests, comma-separated (0: none)")
 	f.StringArrayVar(&pgs, "pg", nil, "a pg test as PROMPT,GEN (repeatable)")
+	f.IntVarP(&depth, "depth", "d", 0, "prefill this many tokens untimed before each repetition of every test (llama-bench's -d): the pp, tg and pg tests then run over a cache that many positions deep")
 	f.IntVarP(&cfg.Threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
 	f.BoolVar(&cfg.HugePages, "hugepages", false, hugePagesUsage)
 	f.BoolVar(&cfg.Floor, "floor", false, "measure each decoding test against the decode floor: before every repetition and after the last, time a plain read of the weights a token streams (the same mapped bytes, split over the same threads; vector loads, the faster of reading with and without asking for the lines ahead), and print the floor in tok/s and the share of it the decode reached; then the same from memory: the weights evicted from every cache before each read (amd64), the floor of memory bandwidth, which a model that stays in the last-level cache decodes above")

@@ -26,28 +26,52 @@ type Session interface {
 
 // Test is one benchmark: a prompt of Prompt tokens then Gen decode steps.
 // Prompt 0 is a tg test (decode after a 1-token prompt), Gen 0 a pp test.
+// Depth, as llama-bench's -d, is a prompt of that many tokens prefilled
+// untimed first, so that the test runs over a filled cache; a tg test
+// at a depth decodes after it without the 1-token prompt.
 type Test struct {
 	Prompt int
 	Gen    int
+	Depth  int
 }
 
-// Name is the test's llama-bench name: "pp512", "tg128" or "pg512,128".
+// Name is the test's llama-bench name: "pp512", "tg128" or "pg512,128",
+// with " @ d4096" after it at a depth of 4096.
 func (t Test) Name() string {
+	var name string
 	switch {
 	case t.Gen == 0:
-		return "pp" + strconv.Itoa(t.Prompt)
+		name = "pp" + strconv.Itoa(t.Prompt)
 	case t.Prompt == 0:
-		return "tg" + strconv.Itoa(t.Gen)
+		name = "tg" + strconv.Itoa(t.Gen)
+	default:
+		name = "pg" + strconv.Itoa(t.Prompt) + "," + strconv.Itoa(t.Gen)
 	}
-	return "pg" + strconv.Itoa(t.Prompt) + "," + strconv.Itoa(t.Gen)
+	if t.Depth > 0 {
+		name += " @ d" + strconv.Itoa(t.Depth)
+	}
+	return name
 }
 
 // positions is the number of cache positions the test fills.
 func (t Test) positions() int {
 	if t.Prompt == 0 {
-		return 1 + t.Gen
+		return max(1, t.Depth) + t.Gen
 	}
-	return t.Prompt + t.Gen
+	return t.Depth + t.Prompt + t.Gen
+}
+
+// AtDepth returns tests with every Depth set to depth (>= 0).
+func AtDepth(tests []Test, depth int) ([]Test, error) {
+	if depth < 0 {
+		return nil, fmt.Errorf("bench: depth %d is negative", depth)
+	}
+	out := make([]Test, len(tests))
+	for i, t := range tests {
+		t.Depth = depth
+		out[i] = t
+	}
+	return out, nil
 }
 
 // Tests builds the test list of a command line: one pp test per prompt
@@ -137,6 +161,7 @@ type Result struct {
 	Name   string  `json:"name"`
 	Prompt int     `json:"n_prompt"`
 	Gen    int     `json:"n_gen"`
+	Depth  int     `json:"n_depth,omitempty"`
 	TokS   float64 `json:"tok_s"`  // mean of the per-repetition rates
 	Stddev float64 `json:"stddev"` // sample standard deviation of the rates
 	Ms     float64 `json:"ms"`     // mean wall time of a repetition
@@ -173,7 +198,7 @@ func Run(s Session, tests []Test, opts Options) ([]Result, error) {
 	}
 	ctx := s.Context()
 	for _, t := range tests {
-		if t.Prompt < 0 || t.Gen < 0 || t.Prompt+t.Gen == 0 {
+		if t.Prompt < 0 || t.Gen < 0 || t.Depth < 0 || t.Prompt+t.Gen == 0 {
 			return nil, fmt.Errorf("bench: test %+v has no tokens", t)
 		}
 		if n := t.positions(); n > ctx {
@@ -249,7 +274,7 @@ func (r *runner) next(logits []float32) int {
 
 // measure runs t Repetitions times.
 func (r *runner) measure(t Test) (Result, error) {
-	res := Result{Name: t.Name(), Prompt: t.Prompt, Gen: t.Gen}
+	res := Result{Name: t.Name(), Prompt: t.Prompt, Gen: t.Gen, Depth: t.Depth}
 	rates := make([]float64, 0, r.opts.Repetitions)
 	var decodeRates, ttfts []float64
 	now := r.opts.Clock
@@ -274,7 +299,13 @@ func (r *runner) measure(t Test) (Result, error) {
 		r.s.Reset()
 		var logits []float32
 		var err error
-		if t.Prompt == 0 {
+		switch {
+		case t.Depth > 0:
+			// the untimed depth, then the test over it
+			if logits, err = r.s.Prefill(r.ids(t.Depth)); err != nil {
+				return res, err
+			}
+		case t.Prompt == 0:
 			// tg: an untimed 1-token prompt, then N timed decode steps
 			if logits, err = r.s.Prefill(r.ids(1)); err != nil {
 				return res, err

@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -267,5 +268,45 @@ func TestReportTable(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestRunDepth: at a depth every repetition prefills the depth untimed
+// after its reset, then times the test over it: a pp test's prefill
+// starts at the depth and only its own tokens count, a tg test decodes
+// after the depth without a 1-token prompt; names and the context check
+// include the depth.
+func TestRunDepth(t *testing.T) {
+	f := &fakeSession{ctx: 64, vocab: 8, prefillTok: time.Millisecond, decodeTok: 2 * time.Millisecond}
+	tests, err := AtDepth([]Test{{Prompt: 8}, {Gen: 4}}, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(f, tests, Options{Vocab: 8, Repetitions: 2, Clock: f.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Name != "pp8 @ d40" || res[1].Name != "tg4 @ d40" || res[0].Depth != 40 {
+		t.Errorf("names %q %q, depth %d", res[0].Name, res[1].Name, res[0].Depth)
+	}
+	// pp: 8 tokens in 8 ms; tg: 4 steps in 8 ms
+	if res[0].TokS != 1000 || res[1].TokS != 500 {
+		t.Errorf("rates %g and %g tok/s, want 1000 and 500", res[0].TokS, res[1].TokS)
+	}
+	// per repetition: the depth at 0, then (pp) the prompt at 40
+	want := []int{0, 40, 0, 40, 0, 0}
+	if !slices.Equal(f.prefillAt, want) {
+		t.Errorf("prefills at %v, want %v", f.prefillAt, want)
+	}
+	if f.decodes != 8 {
+		t.Errorf("%d decodes, want 8", f.decodes)
+	}
+	tooDeep, _ := AtDepth([]Test{{Gen: 30}}, 40)
+	var ce *ContextError
+	if _, err := Run(f, tooDeep, Options{Vocab: 8, Clock: f.clock}); !errors.As(err, &ce) || ce.Positions != 70 {
+		t.Errorf("a test past the context at its depth: %v", err)
+	}
+	if _, err := AtDepth(tests, -1); err == nil {
+		t.Error("a negative depth was accepted")
 	}
 }

@@ -12,9 +12,17 @@ type attnTask struct {
 	a      *attnArgs
 	rows   []attnArgs  // a batched pass's rows, else nil
 	scores [][]float32 // [worker][ctx]
+	// tiled: a's items are those of the tiled attention (attendFlash),
+	// flash each worker's scratch for it, grown on first use.
+	tiled bool
+	flash []flashScratch
 }
 
 func (t *attnTask) run(w, lo, hi int) {
+	if t.tiled {
+		attendFlash(t.a, lo, hi, &t.flash[w])
+		return
+	}
 	if t.rows == nil {
 		attendItems(t.a, lo, hi, t.scores[w])
 		return
@@ -47,6 +55,15 @@ func (s *Session) attend() {
 		s.pool.do(&s.storeTask, stores, 1, stores*a.E >= minParallelStore, s.threads)
 	}
 	s.attnTask.a, s.attnTask.rows = a, nil
+	if a.useFlash() {
+		if len(s.attnTask.flash) < s.threads {
+			s.attnTask.flash = make([]flashScratch, s.threads)
+		}
+		s.attnTask.tiled = true
+		s.pool.do(&s.attnTask, a.flashItems(), 1, a.flashCost() >= minParallelCost, s.threads)
+		s.attnTask.tiled = false
+		return
+	}
 	items := a.T * a.H
 	cost := items * (a.pos + a.T) * a.E
 	s.pool.doParts(&s.attnTask, items, 1, cost >= minParallelCost, s.threads, attnParts(a.T, a.H, a.G, s.threads))
@@ -160,7 +177,7 @@ func attendItems(a *attnArgs, lo, hi int, scores []float32) {
 	for i := lo; i < hi; i++ {
 		h, t := i/a.T, i%a.T
 		if m := a.tile(i, hi, len(scores)); m > 1 {
-			attendTile(a, i, m, scores)
+			attendTile(a, i, m, hi, scores)
 			i += m - 1
 			continue
 		}
@@ -237,7 +254,16 @@ func (a *attnArgs) tile(i, hi, have int) int {
 // element of the cache widened once for the m. Each item's softmax runs
 // over its own slots; its scores past them are zero in the value pass,
 // so every output is bit-identical to the item attended alone.
-func attendTile(a *attnArgs, i, m int, scores []float32) {
+//
+// In a one-row pass whose claim holds more items after the tile (the
+// next key/value head's), the value pass asks for that head's key rows
+// as it reads (kernel.AxpyRowsF16MultiAhead): the values arrived during
+// the key pass, the next keys then arrive during this value pass. One
+// token's attention over 28 binary16 layers of the Qwen3-0.6B shape at
+// 3,968 positions from memory, one thread: median 45.8 ms of CPU time
+// against 51.0 without (9 runs each, alternating, spread 41-60 ms on a
+// busy AMD EPYC); the sums are the same bits.
+func attendTile(a *attnArgs, i, m, hi int, scores []float32) {
 	E, H, stride := a.E, a.H, a.stride
 	h0, t0 := i/a.T, i%a.T
 	at := func(k int) (h, t int) {
@@ -275,15 +301,32 @@ func attendTile(a *attnArgs, i, m int, scores []float32) {
 	for k := range m {
 		clear(out[k*ld : k*ld+E])
 	}
-	if a.Ku != nil {
+	next := a.nextKeys(i+m, hi, first)
+	switch {
+	case a.Ku != nil && next >= 0:
+		kernel.AxpyRowsU8MultiAhead(out, ld, E, sc, n, n, m, a.Vu[from:], E, a.Ku[next:])
+	case a.Ku != nil:
 		kernel.AxpyRowsU8Multi(out, ld, E, sc, n, n, m, a.Vu[from:], E)
-	} else {
+	case next >= 0:
+		kernel.AxpyRowsF16MultiAhead(out, ld, E, sc, n, n, m, a.Vh[from:], E, a.Kh[next:])
+	default:
 		kernel.AxpyRowsF16Multi(out, ld, E, sc, n, n, m, a.Vh[from:], E)
 	}
 	for k := range m {
 		oh := out[k*ld : k*ld+E]
 		kernel.Scale(oh, oh, inv[k]*vscale)
 	}
+}
+
+// nextKeys returns the element where the key rows of item j's head
+// start, from slot first, when a is a one-row pass and j < hi is an item
+// of another key/value head than j-1's; else -1.
+func (a *attnArgs) nextKeys(j, hi, first int) int {
+	group := a.H / a.G
+	if a.T != 1 || j >= hi || j/group == (j-1)/group {
+		return -1
+	}
+	return ((j/group)*a.stride + a.slotAt(first)) * a.E
 }
 
 // keyScores sets the scores of the m queries at q (ldq apart) against

@@ -61,3 +61,7 @@ func SlotSteps(e *Engine) []StepMark {
 	}
 	return out
 }
+
+// FlashMinSlots is flashMinSlots, for tests that need passes long enough
+// for the tiled attention.
+const FlashMinSlots = flashMinSlots

@@ -40,6 +40,10 @@ var (
 	// (DotRowsF16MultiAhead), by vector count 1..4, nil without.
 	dotRowsAF16Impl [attnMultiMax + 1]rowsAheadKernel[uint16]
 	dotRowsAU8Impl  [attnMultiMax + 1]rowsAheadKernel[uint8]
+	// The selected overlay's axpy kernels that ask ahead
+	// (AxpyRowsF16MultiAhead), by vector count 2..4, nil without.
+	axpyRowsAF16Impl [attnMultiMax + 1]rowsAheadKernel[uint16]
+	axpyRowsAU8Impl  [attnMultiMax + 1]rowsAheadKernel[uint8]
 )
 
 // attnMultiMax is the most vectors of a multi-vector row kernel.
@@ -104,6 +108,13 @@ type Overlay struct {
 	// 1), bit for bit, asking ahead as they read (DotRowsF16MultiAhead).
 	dotRowsAF16 [attnMultiMax + 1]rowsAheadKernel[uint16]
 	dotRowsAU8  [attnMultiMax + 1]rowsAheadKernel[uint8]
+	// axpyRowsAF16[m] and axpyRowsAU8[m] (m = 2..4), when set, are
+	// axpyRowsMF16[m] and axpyRowsMU8[m], bit for bit, asking ahead as
+	// they read (AxpyRowsF16MultiAhead).
+	axpyRowsAF16 [attnMultiMax + 1]rowsAheadKernel[uint16]
+	axpyRowsAU8  [attnMultiMax + 1]rowsAheadKernel[uint8]
+	// scoresU8, when set, is the overlay's ScoresU8 over checked spans.
+	scoresU8 func(dst []float32, ldd, n int, q []int8, ldq, m int, k []uint8, ld, E int, corr []int32, qs, ks []float32)
 
 	// The activation record layouts the overlay's Q4MatMul and W8MatMul
 	// read (Q8.Begin), nil when they read Q8 directly.
@@ -207,7 +218,7 @@ func install() {
 			dotRowsImpl = o.DotRows
 		}
 		if o.AxpyRowsF16 != nil {
-			axpyRowsF16Impl, axpyRowsMF16Impl = o.AxpyRowsF16, o.axpyRowsMF16
+			axpyRowsF16Impl, axpyRowsMF16Impl, axpyRowsAF16Impl = o.AxpyRowsF16, o.axpyRowsMF16, o.axpyRowsAF16
 		}
 		if o.DotRowsF16 != nil {
 			dotRowsF16Impl, dotRowsMF16Impl, dotRowsAF16Impl = o.DotRowsF16, o.dotRowsMF16, o.dotRowsAF16
@@ -216,13 +227,16 @@ func install() {
 			dotRowsF16WImpl = o.DotRowsF16W
 		}
 		if o.AxpyRowsU8 != nil {
-			axpyRowsU8Impl, axpyRowsMU8Impl = o.AxpyRowsU8, o.axpyRowsMU8
+			axpyRowsU8Impl, axpyRowsMU8Impl, axpyRowsAU8Impl = o.AxpyRowsU8, o.axpyRowsMU8, o.axpyRowsAU8
 		}
 		if o.DotRowsU8 != nil {
 			dotRowsU8Impl, dotRowsMU8Impl, dotRowsAU8Impl = o.DotRowsU8, o.dotRowsMU8, o.dotRowsAU8
 		}
 		if o.ColumnsF16 != nil {
 			columnsF16Impl = o.ColumnsF16
+		}
+		if o.scoresU8 != nil {
+			scoresU8Impl = o.scoresU8
 		}
 	}
 }

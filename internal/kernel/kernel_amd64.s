@@ -139595,6 +139595,675 @@ done:
 	VZEROUPPER
 	RET
 
+// func axpyRows2F16VnniPf(dst *float32, ldd int, alpha *float32, lda int, x *uint16, n int, rows int, stride int, ahead int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2, MMX+
+TEXT ·axpyRows2F16VnniPf(SB), NOSPLIT, $0-72
+	MOVQ dst+0(FP), AX
+	MOVQ alpha+16(FP), CX
+	MOVQ x+32(FP), DX
+	MOVQ n+40(FP), BX
+	MOVQ stride+56(FP), SI
+	SHLQ $0x01, SI
+	MOVQ lda+24(FP), DI
+	SHLQ $0x02, DI
+	LEAQ (DI)(DI*2), R8
+
+b2:
+	CMPQ    BX, $0x00000020
+	JB      b1
+	MOVQ    ldd+8(FP), R8
+	SHLQ    $0x02, R8
+	LEAQ    (R8)(R8*2), R9
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS (AX)(R8*1), Z2
+	VMOVUPS 64(AX)(R8*1), Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	MOVQ    DX, R8
+	MOVQ    CX, R9
+	MOVQ    rows+48(FP), R10
+	MOVQ    ahead+64(FP), R11
+	ADDQ    R8, R11
+
+b2rows:
+	CMPQ             R10, $0x02
+	JB               b2row1
+	PREFETCHT0       (R11)
+	VCVTPH2PS        (R8), Z8
+	VFMADD231PS.BCST (R9), Z8, Z0
+	VFMADD231PS.BCST (R9)(DI*1), Z8, Z2
+	VCVTPH2PS        32(R8), Z8
+	VFMADD231PS.BCST (R9), Z8, Z1
+	VFMADD231PS.BCST (R9)(DI*1), Z8, Z3
+	PREFETCHT0       (R11)(SI*1)
+	VCVTPH2PS        (R8)(SI*1), Z8
+	VFMADD231PS.BCST 4(R9), Z8, Z4
+	VFMADD231PS.BCST 4(R9)(DI*1), Z8, Z6
+	VCVTPH2PS        32(R8)(SI*1), Z8
+	VFMADD231PS.BCST 4(R9), Z8, Z5
+	VFMADD231PS.BCST 4(R9)(DI*1), Z8, Z7
+	LEAQ             (R8)(SI*2), R8
+	LEAQ             (R11)(SI*2), R11
+	ADDQ             $0x08, R9
+	SUBQ             $0x02, R10
+	JMP              b2rows
+
+b2row1:
+	TESTQ            R10, R10
+	JZ               b2store
+	PREFETCHT0       (R11)
+	VCVTPH2PS        (R8), Z8
+	VFMADD231PS.BCST (R9), Z8, Z0
+	VFMADD231PS.BCST (R9)(DI*1), Z8, Z2
+	VCVTPH2PS        32(R8), Z8
+	VFMADD231PS.BCST (R9), Z8, Z1
+	VFMADD231PS.BCST (R9)(DI*1), Z8, Z3
+
+b2store:
+	MOVQ    ldd+8(FP), R8
+	SHLQ    $0x02, R8
+	LEAQ    (R8)(R8*2), R9
+	VADDPS  Z4, Z0, Z0
+	VMOVUPS Z0, (AX)
+	VADDPS  Z5, Z1, Z1
+	VMOVUPS Z1, 64(AX)
+	VADDPS  Z6, Z2, Z2
+	VMOVUPS Z2, (AX)(R8*1)
+	VADDPS  Z7, Z3, Z3
+	VMOVUPS Z3, 64(AX)(R8*1)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000040, DX
+	SUBQ    $0x00000020, BX
+	JMP     b2
+
+b1:
+	CMPQ    BX, $0x00000010
+	JB      tail
+	MOVQ    ldd+8(FP), R8
+	SHLQ    $0x02, R8
+	LEAQ    (R8)(R8*2), R9
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(R8*1), Z1
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	MOVQ    DX, R8
+	MOVQ    CX, R9
+	MOVQ    rows+48(FP), R10
+	MOVQ    ahead+64(FP), R11
+	ADDQ    R8, R11
+
+b1rows:
+	CMPQ             R10, $0x02
+	JB               b1row1
+	PREFETCHT0       (R11)
+	VCVTPH2PS        (R8), Z2
+	VFMADD231PS.BCST (R9), Z2, Z0
+	VFMADD231PS.BCST (R9)(DI*1), Z2, Z1
+	PREFETCHT0       (R11)(SI*1)
+	VCVTPH2PS        (R8)(SI*1), Z2
+	VFMADD231PS.BCST 4(R9), Z2, Z9
+	VFMADD231PS.BCST 4(R9)(DI*1), Z2, Z10
+	LEAQ             (R8)(SI*2), R8
+	LEAQ             (R11)(SI*2), R11
+	ADDQ             $0x08, R9
+	SUBQ             $0x02, R10
+	JMP              b1rows
+
+b1row1:
+	TESTQ            R10, R10
+	JZ               b1store
+	PREFETCHT0       (R11)
+	VCVTPH2PS        (R8), Z2
+	VFMADD231PS.BCST (R9), Z2, Z0
+	VFMADD231PS.BCST (R9)(DI*1), Z2, Z1
+
+b1store:
+	MOVQ    ldd+8(FP), R8
+	SHLQ    $0x02, R8
+	LEAQ    (R8)(R8*2), R9
+	VADDPS  Z9, Z0, Z0
+	VMOVUPS Z0, (AX)
+	VADDPS  Z10, Z1, Z1
+	VMOVUPS Z1, (AX)(R8*1)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x00000010, BX
+	JMP     b1
+
+tail:
+	TESTQ     BX, BX
+	JZ        done
+	MOVQ      $0x0000000000000001, R8
+	SHLXQ     BX, R8, R8
+	DECQ      R8
+	KMOVW     R8, K1
+	MOVQ      ldd+8(FP), BX
+	SHLQ      $0x02, BX
+	LEAQ      (BX)(BX*2), R8
+	VMOVUPS.Z (AX), K1, Z0
+	VMOVUPS.Z (AX)(BX*1), K1, Z1
+	VPXORD    Z11, Z11, Z11
+	VPXORD    Z12, Z12, Z12
+	MOVQ      CX, CX
+	MOVQ      rows+48(FP), BX
+	MOVQ      ahead+64(FP), R8
+	ADDQ      DX, R8
+
+btrows:
+	CMPQ             BX, $0x02
+	JB               btrow1
+	VMOVDQU16.Z      (DX), K1, Y2
+	VCVTPH2PS        Y2, Z2
+	VFMADD231PS.BCST (CX), Z2, Z0
+	VFMADD231PS.BCST (CX)(DI*1), Z2, Z1
+	VMOVDQU16.Z      (DX)(SI*1), K1, Y2
+	VCVTPH2PS        Y2, Z2
+	VFMADD231PS.BCST 4(CX), Z2, Z11
+	VFMADD231PS.BCST 4(CX)(DI*1), Z2, Z12
+	LEAQ             (DX)(SI*2), DX
+	LEAQ             (R8)(SI*2), R8
+	ADDQ             $0x08, CX
+	SUBQ             $0x02, BX
+	JMP              btrows
+
+btrow1:
+	TESTQ            BX, BX
+	JZ               btstore
+	VMOVDQU16.Z      (DX), K1, Y2
+	VCVTPH2PS        Y2, Z2
+	VFMADD231PS.BCST (CX), Z2, Z0
+	VFMADD231PS.BCST (CX)(DI*1), Z2, Z1
+
+btstore:
+	MOVQ    ldd+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (CX)(CX*2), DX
+	VADDPS  Z11, Z0, Z0
+	VMOVUPS Z0, K1, (AX)
+	VADDPS  Z12, Z1, Z1
+	VMOVUPS Z1, K1, (AX)(CX*1)
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpyRows3F16VnniPf(dst *float32, ldd int, alpha *float32, lda int, x *uint16, n int, rows int, stride int, ahead int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2, MMX+
+TEXT ·axpyRows3F16VnniPf(SB), NOSPLIT, $0-72
+	MOVQ dst+0(FP), AX
+	MOVQ alpha+16(FP), CX
+	MOVQ x+32(FP), DX
+	MOVQ n+40(FP), BX
+	MOVQ stride+56(FP), SI
+	SHLQ $0x01, SI
+	MOVQ lda+24(FP), DI
+	SHLQ $0x02, DI
+	LEAQ (DI)(DI*2), R8
+
+b2:
+	CMPQ    BX, $0x00000020
+	JB      b1
+	MOVQ    ldd+8(FP), R8
+	SHLQ    $0x02, R8
+	LEAQ    (R8)(R8*2), R9
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS (AX)(R8*1), Z2
+	VMOVUPS 64(AX)(R8*1), Z3
+	VMOVUPS (AX)(R8*2), Z4
+	VMOVUPS 64(AX)(R8*2), Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	MOVQ    DX, R8
+	MOVQ    CX, R9
+	MOVQ    rows+48(FP), R10
+	MOVQ    ahead+64(FP), R11
+	ADDQ    R8, R11
+
+b2rows:
+	CMPQ             R10, $0x02
+	JB               b2row1
+	PREFETCHT0       (R11)
+	VCVTPH2PS        (R8), Z12
+	VFMADD231PS.BCST (R9), Z12, Z0
+	VFMADD231PS.BCST (R9)(DI*1), Z12, Z2
+	VFMADD231PS.BCST (R9)(DI*2), Z12, Z4
+	VCVTPH2PS        32(R8), Z12
+	VFMADD231PS.BCST (R9), Z12, Z1
+	VFMADD231PS.BCST (R9)(DI*1), Z12, Z3
+	VFMADD231PS.BCST (R9)(DI*2), Z12, Z5
+	PREFETCHT0       (R11)(SI*1)
+	VCVTPH2PS        (R8)(SI*1), Z12
+	VFMADD231PS.BCST 4(R9), Z12, Z6
+	VFMADD231PS.BCST 4(R9)(DI*1), Z12, Z8
+	VFMADD231PS.BCST 4(R9)(DI*2), Z12, Z10
+	VCVTPH2PS        32(R8)(SI*1), Z12
+	VFMADD231PS.BCST 4(R9), Z12, Z7
+	VFMADD231PS.BCST 4(R9)(DI*1), Z12, Z9
+	VFMADD231PS.BCST 4(R9)(DI*2), Z12, Z11
+	LEAQ             (R8)(SI*2), R8
+	LEAQ             (R11)(SI*2), R11
+	ADDQ             $0x08, R9
+	SUBQ             $0x02, R10
+	JMP              b2rows
+
+b2row1:
+	TESTQ            R10, R10
+	JZ               b2store
+	PREFETCHT0       (R11)
+	VCVTPH2PS        (R8), Z12
+	VFMADD231PS.BCST (R9), Z12, Z0
+	VFMADD231PS.BCST (R9)(DI*1), Z12, Z2
+	VFMADD231PS.BCST (R9)(DI*2), Z12, Z4
+	VCVTPH2PS        32(R8), Z12
+	VFMADD231PS.BCST (R9), Z12, Z1
+	VFMADD231PS.BCST (R9)(DI*1), Z12, Z3
+	VFMADD231PS.BCST (R9)(DI*2), Z12, Z5
+
+b2store:
+	MOVQ    ldd+8(FP), R8
+	SHLQ    $0x02, R8
+	LEAQ    (R8)(R8*2), R9
+	VADDPS  Z6, Z0, Z0
+	VMOVUPS Z0, (AX)
+	VADDPS  Z7, Z1, Z1
+	VMOVUPS Z1, 64(AX)
+	VADDPS  Z8, Z2, Z2
+	VMOVUPS Z2, (AX)(R8*1)
+	VADDPS  Z9, Z3, Z3
+	VMOVUPS Z3, 64(AX)(R8*1)
+	VADDPS  Z10, Z4, Z4
+	VMOVUPS Z4, (AX)(R8*2)
+	VADDPS  Z11, Z5, Z5
+	VMOVUPS Z5, 64(AX)(R8*2)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000040, DX
+	SUBQ    $0x00000020, BX
+	JMP     b2
+
+b1:
+	CMPQ    BX, $0x00000010
+	JB      tail
+	MOVQ    ldd+8(FP), R8
+	SHLQ    $0x02, R8
+	LEAQ    (R8)(R8*2), R9
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(R8*1), Z1
+	VMOVUPS (AX)(R8*2), Z2
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	MOVQ    DX, R8
+	MOVQ    CX, R9
+	MOVQ    rows+48(FP), R10
+	MOVQ    ahead+64(FP), R11
+	ADDQ    R8, R11
+
+b1rows:
+	CMPQ             R10, $0x02
+	JB               b1row1
+	PREFETCHT0       (R11)
+	VCVTPH2PS        (R8), Z3
+	VFMADD231PS.BCST (R9), Z3, Z0
+	VFMADD231PS.BCST (R9)(DI*1), Z3, Z1
+	VFMADD231PS.BCST (R9)(DI*2), Z3, Z2
+	PREFETCHT0       (R11)(SI*1)
+	VCVTPH2PS        (R8)(SI*1), Z3
+	VFMADD231PS.BCST 4(R9), Z3, Z13
+	VFMADD231PS.BCST 4(R9)(DI*1), Z3, Z14
+	VFMADD231PS.BCST 4(R9)(DI*2), Z3, Z15
+	LEAQ             (R8)(SI*2), R8
+	LEAQ             (R11)(SI*2), R11
+	ADDQ             $0x08, R9
+	SUBQ             $0x02, R10
+	JMP              b1rows
+
+b1row1:
+	TESTQ            R10, R10
+	JZ               b1store
+	PREFETCHT0       (R11)
+	VCVTPH2PS        (R8), Z3
+	VFMADD231PS.BCST (R9), Z3, Z0
+	VFMADD231PS.BCST (R9)(DI*1), Z3, Z1
+	VFMADD231PS.BCST (R9)(DI*2), Z3, Z2
+
+b1store:
+	MOVQ    ldd+8(FP), R8
+	SHLQ    $0x02, R8
+	LEAQ    (R8)(R8*2), R9
+	VADDPS  Z13, Z0, Z0
+	VMOVUPS Z0, (AX)
+	VADDPS  Z14, Z1, Z1
+	VMOVUPS Z1, (AX)(R8*1)
+	VADDPS  Z15, Z2, Z2
+	VMOVUPS Z2, (AX)(R8*2)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x00000010, BX
+	JMP     b1
+
+tail:
+	TESTQ     BX, BX
+	JZ        done
+	MOVQ      $0x0000000000000001, R8
+	SHLXQ     BX, R8, R8
+	DECQ      R8
+	KMOVW     R8, K1
+	MOVQ      ldd+8(FP), BX
+	SHLQ      $0x02, BX
+	LEAQ      (BX)(BX*2), R8
+	VMOVUPS.Z (AX), K1, Z0
+	VMOVUPS.Z (AX)(BX*1), K1, Z1
+	VMOVUPS.Z (AX)(BX*2), K1, Z2
+	VPXORD    Z16, Z16, Z16
+	VPXORD    Z17, Z17, Z17
+	VPXORD    Z18, Z18, Z18
+	MOVQ      CX, CX
+	MOVQ      rows+48(FP), BX
+	MOVQ      ahead+64(FP), R8
+	ADDQ      DX, R8
+
+btrows:
+	CMPQ             BX, $0x02
+	JB               btrow1
+	VMOVDQU16.Z      (DX), K1, Y3
+	VCVTPH2PS        Y3, Z3
+	VFMADD231PS.BCST (CX), Z3, Z0
+	VFMADD231PS.BCST (CX)(DI*1), Z3, Z1
+	VFMADD231PS.BCST (CX)(DI*2), Z3, Z2
+	VMOVDQU16.Z      (DX)(SI*1), K1, Y3
+	VCVTPH2PS        Y3, Z3
+	VFMADD231PS.BCST 4(CX), Z3, Z16
+	VFMADD231PS.BCST 4(CX)(DI*1), Z3, Z17
+	VFMADD231PS.BCST 4(CX)(DI*2), Z3, Z18
+	LEAQ             (DX)(SI*2), DX
+	LEAQ             (R8)(SI*2), R8
+	ADDQ             $0x08, CX
+	SUBQ             $0x02, BX
+	JMP              btrows
+
+btrow1:
+	TESTQ            BX, BX
+	JZ               btstore
+	VMOVDQU16.Z      (DX), K1, Y3
+	VCVTPH2PS        Y3, Z3
+	VFMADD231PS.BCST (CX), Z3, Z0
+	VFMADD231PS.BCST (CX)(DI*1), Z3, Z1
+	VFMADD231PS.BCST (CX)(DI*2), Z3, Z2
+
+btstore:
+	MOVQ    ldd+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (CX)(CX*2), DX
+	VADDPS  Z16, Z0, Z0
+	VMOVUPS Z0, K1, (AX)
+	VADDPS  Z17, Z1, Z1
+	VMOVUPS Z1, K1, (AX)(CX*1)
+	VADDPS  Z18, Z2, Z2
+	VMOVUPS Z2, K1, (AX)(CX*2)
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpyRows4F16VnniPf(dst *float32, ldd int, alpha *float32, lda int, x *uint16, n int, rows int, stride int, ahead int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2, MMX+
+TEXT ·axpyRows4F16VnniPf(SB), NOSPLIT, $0-72
+	MOVQ dst+0(FP), AX
+	MOVQ alpha+16(FP), CX
+	MOVQ x+32(FP), DX
+	MOVQ n+40(FP), BX
+	MOVQ stride+56(FP), SI
+	SHLQ $0x01, SI
+	MOVQ lda+24(FP), DI
+	SHLQ $0x02, DI
+	LEAQ (DI)(DI*2), R8
+
+b2:
+	CMPQ    BX, $0x00000020
+	JB      b1
+	MOVQ    ldd+8(FP), R9
+	SHLQ    $0x02, R9
+	LEAQ    (R9)(R9*2), R10
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS (AX)(R9*1), Z2
+	VMOVUPS 64(AX)(R9*1), Z3
+	VMOVUPS (AX)(R9*2), Z4
+	VMOVUPS 64(AX)(R9*2), Z5
+	VMOVUPS (AX)(R10*1), Z6
+	VMOVUPS 64(AX)(R10*1), Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	MOVQ    DX, R9
+	MOVQ    CX, R10
+	MOVQ    rows+48(FP), R11
+	MOVQ    ahead+64(FP), R12
+	ADDQ    R9, R12
+
+b2rows:
+	CMPQ             R11, $0x02
+	JB               b2row1
+	PREFETCHT0       (R12)
+	VCVTPH2PS        (R9), Z16
+	VFMADD231PS.BCST (R10), Z16, Z0
+	VFMADD231PS.BCST (R10)(DI*1), Z16, Z2
+	VFMADD231PS.BCST (R10)(DI*2), Z16, Z4
+	VFMADD231PS.BCST (R10)(R8*1), Z16, Z6
+	VCVTPH2PS        32(R9), Z16
+	VFMADD231PS.BCST (R10), Z16, Z1
+	VFMADD231PS.BCST (R10)(DI*1), Z16, Z3
+	VFMADD231PS.BCST (R10)(DI*2), Z16, Z5
+	VFMADD231PS.BCST (R10)(R8*1), Z16, Z7
+	PREFETCHT0       (R12)(SI*1)
+	VCVTPH2PS        (R9)(SI*1), Z16
+	VFMADD231PS.BCST 4(R10), Z16, Z8
+	VFMADD231PS.BCST 4(R10)(DI*1), Z16, Z10
+	VFMADD231PS.BCST 4(R10)(DI*2), Z16, Z12
+	VFMADD231PS.BCST 4(R10)(R8*1), Z16, Z14
+	VCVTPH2PS        32(R9)(SI*1), Z16
+	VFMADD231PS.BCST 4(R10), Z16, Z9
+	VFMADD231PS.BCST 4(R10)(DI*1), Z16, Z11
+	VFMADD231PS.BCST 4(R10)(DI*2), Z16, Z13
+	VFMADD231PS.BCST 4(R10)(R8*1), Z16, Z15
+	LEAQ             (R9)(SI*2), R9
+	LEAQ             (R12)(SI*2), R12
+	ADDQ             $0x08, R10
+	SUBQ             $0x02, R11
+	JMP              b2rows
+
+b2row1:
+	TESTQ            R11, R11
+	JZ               b2store
+	PREFETCHT0       (R12)
+	VCVTPH2PS        (R9), Z16
+	VFMADD231PS.BCST (R10), Z16, Z0
+	VFMADD231PS.BCST (R10)(DI*1), Z16, Z2
+	VFMADD231PS.BCST (R10)(DI*2), Z16, Z4
+	VFMADD231PS.BCST (R10)(R8*1), Z16, Z6
+	VCVTPH2PS        32(R9), Z16
+	VFMADD231PS.BCST (R10), Z16, Z1
+	VFMADD231PS.BCST (R10)(DI*1), Z16, Z3
+	VFMADD231PS.BCST (R10)(DI*2), Z16, Z5
+	VFMADD231PS.BCST (R10)(R8*1), Z16, Z7
+
+b2store:
+	MOVQ    ldd+8(FP), R9
+	SHLQ    $0x02, R9
+	LEAQ    (R9)(R9*2), R10
+	VADDPS  Z8, Z0, Z0
+	VMOVUPS Z0, (AX)
+	VADDPS  Z9, Z1, Z1
+	VMOVUPS Z1, 64(AX)
+	VADDPS  Z10, Z2, Z2
+	VMOVUPS Z2, (AX)(R9*1)
+	VADDPS  Z11, Z3, Z3
+	VMOVUPS Z3, 64(AX)(R9*1)
+	VADDPS  Z12, Z4, Z4
+	VMOVUPS Z4, (AX)(R9*2)
+	VADDPS  Z13, Z5, Z5
+	VMOVUPS Z5, 64(AX)(R9*2)
+	VADDPS  Z14, Z6, Z6
+	VMOVUPS Z6, (AX)(R10*1)
+	VADDPS  Z15, Z7, Z7
+	VMOVUPS Z7, 64(AX)(R10*1)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000040, DX
+	SUBQ    $0x00000020, BX
+	JMP     b2
+
+b1:
+	CMPQ    BX, $0x00000010
+	JB      tail
+	MOVQ    ldd+8(FP), R9
+	SHLQ    $0x02, R9
+	LEAQ    (R9)(R9*2), R10
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(R9*1), Z1
+	VMOVUPS (AX)(R9*2), Z2
+	VMOVUPS (AX)(R10*1), Z3
+	VPXORD  Z17, Z17, Z17
+	VPXORD  Z18, Z18, Z18
+	VPXORD  Z19, Z19, Z19
+	VPXORD  Z20, Z20, Z20
+	MOVQ    DX, R9
+	MOVQ    CX, R10
+	MOVQ    rows+48(FP), R11
+	MOVQ    ahead+64(FP), R12
+	ADDQ    R9, R12
+
+b1rows:
+	CMPQ             R11, $0x02
+	JB               b1row1
+	PREFETCHT0       (R12)
+	VCVTPH2PS        (R9), Z4
+	VFMADD231PS.BCST (R10), Z4, Z0
+	VFMADD231PS.BCST (R10)(DI*1), Z4, Z1
+	VFMADD231PS.BCST (R10)(DI*2), Z4, Z2
+	VFMADD231PS.BCST (R10)(R8*1), Z4, Z3
+	PREFETCHT0       (R12)(SI*1)
+	VCVTPH2PS        (R9)(SI*1), Z4
+	VFMADD231PS.BCST 4(R10), Z4, Z17
+	VFMADD231PS.BCST 4(R10)(DI*1), Z4, Z18
+	VFMADD231PS.BCST 4(R10)(DI*2), Z4, Z19
+	VFMADD231PS.BCST 4(R10)(R8*1), Z4, Z20
+	LEAQ             (R9)(SI*2), R9
+	LEAQ             (R12)(SI*2), R12
+	ADDQ             $0x08, R10
+	SUBQ             $0x02, R11
+	JMP              b1rows
+
+b1row1:
+	TESTQ            R11, R11
+	JZ               b1store
+	PREFETCHT0       (R12)
+	VCVTPH2PS        (R9), Z4
+	VFMADD231PS.BCST (R10), Z4, Z0
+	VFMADD231PS.BCST (R10)(DI*1), Z4, Z1
+	VFMADD231PS.BCST (R10)(DI*2), Z4, Z2
+	VFMADD231PS.BCST (R10)(R8*1), Z4, Z3
+
+b1store:
+	MOVQ    ldd+8(FP), R9
+	SHLQ    $0x02, R9
+	LEAQ    (R9)(R9*2), R10
+	VADDPS  Z17, Z0, Z0
+	VMOVUPS Z0, (AX)
+	VADDPS  Z18, Z1, Z1
+	VMOVUPS Z1, (AX)(R9*1)
+	VADDPS  Z19, Z2, Z2
+	VMOVUPS Z2, (AX)(R9*2)
+	VADDPS  Z20, Z3, Z3
+	VMOVUPS Z3, (AX)(R10*1)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x00000010, BX
+	JMP     b1
+
+tail:
+	TESTQ     BX, BX
+	JZ        done
+	MOVQ      $0x0000000000000001, R9
+	SHLXQ     BX, R9, R9
+	DECQ      R9
+	KMOVW     R9, K1
+	MOVQ      ldd+8(FP), BX
+	SHLQ      $0x02, BX
+	LEAQ      (BX)(BX*2), R9
+	VMOVUPS.Z (AX), K1, Z0
+	VMOVUPS.Z (AX)(BX*1), K1, Z1
+	VMOVUPS.Z (AX)(BX*2), K1, Z2
+	VMOVUPS.Z (AX)(R9*1), K1, Z3
+	VPXORD    Z21, Z21, Z21
+	VPXORD    Z22, Z22, Z22
+	VPXORD    Z23, Z23, Z23
+	VPXORD    Z24, Z24, Z24
+	MOVQ      CX, CX
+	MOVQ      rows+48(FP), BX
+	MOVQ      ahead+64(FP), R9
+	ADDQ      DX, R9
+
+btrows:
+	CMPQ             BX, $0x02
+	JB               btrow1
+	VMOVDQU16.Z      (DX), K1, Y4
+	VCVTPH2PS        Y4, Z4
+	VFMADD231PS.BCST (CX), Z4, Z0
+	VFMADD231PS.BCST (CX)(DI*1), Z4, Z1
+	VFMADD231PS.BCST (CX)(DI*2), Z4, Z2
+	VFMADD231PS.BCST (CX)(R8*1), Z4, Z3
+	VMOVDQU16.Z      (DX)(SI*1), K1, Y4
+	VCVTPH2PS        Y4, Z4
+	VFMADD231PS.BCST 4(CX), Z4, Z21
+	VFMADD231PS.BCST 4(CX)(DI*1), Z4, Z22
+	VFMADD231PS.BCST 4(CX)(DI*2), Z4, Z23
+	VFMADD231PS.BCST 4(CX)(R8*1), Z4, Z24
+	LEAQ             (DX)(SI*2), DX
+	LEAQ             (R9)(SI*2), R9
+	ADDQ             $0x08, CX
+	SUBQ             $0x02, BX
+	JMP              btrows
+
+btrow1:
+	TESTQ            BX, BX
+	JZ               btstore
+	VMOVDQU16.Z      (DX), K1, Y4
+	VCVTPH2PS        Y4, Z4
+	VFMADD231PS.BCST (CX), Z4, Z0
+	VFMADD231PS.BCST (CX)(DI*1), Z4, Z1
+	VFMADD231PS.BCST (CX)(DI*2), Z4, Z2
+	VFMADD231PS.BCST (CX)(R8*1), Z4, Z3
+
+btstore:
+	MOVQ    ldd+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (CX)(CX*2), DX
+	VADDPS  Z21, Z0, Z0
+	VMOVUPS Z0, K1, (AX)
+	VADDPS  Z22, Z1, Z1
+	VMOVUPS Z1, K1, (AX)(CX*1)
+	VADDPS  Z23, Z2, Z2
+	VMOVUPS Z2, K1, (AX)(CX*2)
+	VADDPS  Z24, Z3, Z3
+	VMOVUPS Z3, K1, (AX)(DX*1)
+
+done:
+	VZEROUPPER
+	RET
+
 // func axpyRows2U8Vnni(dst *float32, ldd int, alpha *float32, lda int, x *uint8, n int, rows int, stride int)
 // Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2
 TEXT ·axpyRows2U8Vnni(SB), NOSPLIT, $0-64
@@ -142418,6 +143087,1410 @@ r1red:
 	VPERMILPS     $0xb1, X1, X0
 	VADDSS        X0, X1, X1
 	VMOVSS        X1, (AX)(DX*1)
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpyRows2U8VnniPf(dst *float32, ldd int, alpha *float32, lda int, x *uint8, n int, rows int, stride int, ahead int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2, MMX+
+TEXT ·axpyRows2U8VnniPf(SB), NOSPLIT, $0-72
+	MOVQ dst+0(FP), AX
+	MOVQ alpha+16(FP), CX
+	MOVQ x+32(FP), DX
+	MOVQ n+40(FP), BX
+	MOVQ stride+56(FP), SI
+	MOVQ lda+24(FP), DI
+	SHLQ $0x02, DI
+	LEAQ (DI)(DI*2), R8
+
+b2:
+	CMPQ    BX, $0x00000020
+	JB      b1
+	MOVQ    ldd+8(FP), R8
+	SHLQ    $0x02, R8
+	LEAQ    (R8)(R8*2), R9
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS (AX)(R8*1), Z2
+	VMOVUPS 64(AX)(R8*1), Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	MOVQ    DX, R8
+	MOVQ    CX, R9
+	MOVQ    rows+48(FP), R10
+	MOVQ    ahead+64(FP), R11
+	ADDQ    R8, R11
+
+b2rows:
+	CMPQ             R10, $0x02
+	JB               b2row1
+	PREFETCHT0       (R11)
+	VPMOVZXBD        (R8), Z8
+	VPSUBD           u8bias<>+0(SB), Z8, Z8
+	VCVTDQ2PS        Z8, Z8
+	VFMADD231PS.BCST (R9), Z8, Z0
+	VFMADD231PS.BCST (R9)(DI*1), Z8, Z2
+	VPMOVZXBD        16(R8), Z8
+	VPSUBD           u8bias<>+0(SB), Z8, Z8
+	VCVTDQ2PS        Z8, Z8
+	VFMADD231PS.BCST (R9), Z8, Z1
+	VFMADD231PS.BCST (R9)(DI*1), Z8, Z3
+	PREFETCHT0       (R11)(SI*1)
+	VPMOVZXBD        (R8)(SI*1), Z8
+	VPSUBD           u8bias<>+0(SB), Z8, Z8
+	VCVTDQ2PS        Z8, Z8
+	VFMADD231PS.BCST 4(R9), Z8, Z4
+	VFMADD231PS.BCST 4(R9)(DI*1), Z8, Z6
+	VPMOVZXBD        16(R8)(SI*1), Z8
+	VPSUBD           u8bias<>+0(SB), Z8, Z8
+	VCVTDQ2PS        Z8, Z8
+	VFMADD231PS.BCST 4(R9), Z8, Z5
+	VFMADD231PS.BCST 4(R9)(DI*1), Z8, Z7
+	LEAQ             (R8)(SI*2), R8
+	LEAQ             (R11)(SI*2), R11
+	ADDQ             $0x08, R9
+	SUBQ             $0x02, R10
+	JMP              b2rows
+
+b2row1:
+	TESTQ            R10, R10
+	JZ               b2store
+	PREFETCHT0       (R11)
+	VPMOVZXBD        (R8), Z8
+	VPSUBD           u8bias<>+0(SB), Z8, Z8
+	VCVTDQ2PS        Z8, Z8
+	VFMADD231PS.BCST (R9), Z8, Z0
+	VFMADD231PS.BCST (R9)(DI*1), Z8, Z2
+	VPMOVZXBD        16(R8), Z8
+	VPSUBD           u8bias<>+0(SB), Z8, Z8
+	VCVTDQ2PS        Z8, Z8
+	VFMADD231PS.BCST (R9), Z8, Z1
+	VFMADD231PS.BCST (R9)(DI*1), Z8, Z3
+
+b2store:
+	MOVQ    ldd+8(FP), R8
+	SHLQ    $0x02, R8
+	LEAQ    (R8)(R8*2), R9
+	VADDPS  Z4, Z0, Z0
+	VMOVUPS Z0, (AX)
+	VADDPS  Z5, Z1, Z1
+	VMOVUPS Z1, 64(AX)
+	VADDPS  Z6, Z2, Z2
+	VMOVUPS Z2, (AX)(R8*1)
+	VADDPS  Z7, Z3, Z3
+	VMOVUPS Z3, 64(AX)(R8*1)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x00000020, BX
+	JMP     b2
+
+b1:
+	CMPQ    BX, $0x00000010
+	JB      tail
+	MOVQ    ldd+8(FP), R8
+	SHLQ    $0x02, R8
+	LEAQ    (R8)(R8*2), R9
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(R8*1), Z1
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	MOVQ    DX, R8
+	MOVQ    CX, R9
+	MOVQ    rows+48(FP), R10
+	MOVQ    ahead+64(FP), R11
+	ADDQ    R8, R11
+
+b1rows:
+	CMPQ             R10, $0x02
+	JB               b1row1
+	PREFETCHT0       (R11)
+	VPMOVZXBD        (R8), Z2
+	VPSUBD           u8bias<>+0(SB), Z2, Z2
+	VCVTDQ2PS        Z2, Z2
+	VFMADD231PS.BCST (R9), Z2, Z0
+	VFMADD231PS.BCST (R9)(DI*1), Z2, Z1
+	PREFETCHT0       (R11)(SI*1)
+	VPMOVZXBD        (R8)(SI*1), Z2
+	VPSUBD           u8bias<>+0(SB), Z2, Z2
+	VCVTDQ2PS        Z2, Z2
+	VFMADD231PS.BCST 4(R9), Z2, Z9
+	VFMADD231PS.BCST 4(R9)(DI*1), Z2, Z10
+	LEAQ             (R8)(SI*2), R8
+	LEAQ             (R11)(SI*2), R11
+	ADDQ             $0x08, R9
+	SUBQ             $0x02, R10
+	JMP              b1rows
+
+b1row1:
+	TESTQ            R10, R10
+	JZ               b1store
+	PREFETCHT0       (R11)
+	VPMOVZXBD        (R8), Z2
+	VPSUBD           u8bias<>+0(SB), Z2, Z2
+	VCVTDQ2PS        Z2, Z2
+	VFMADD231PS.BCST (R9), Z2, Z0
+	VFMADD231PS.BCST (R9)(DI*1), Z2, Z1
+
+b1store:
+	MOVQ    ldd+8(FP), R8
+	SHLQ    $0x02, R8
+	LEAQ    (R8)(R8*2), R9
+	VADDPS  Z9, Z0, Z0
+	VMOVUPS Z0, (AX)
+	VADDPS  Z10, Z1, Z1
+	VMOVUPS Z1, (AX)(R8*1)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000010, DX
+	SUBQ    $0x00000010, BX
+	JMP     b1
+
+tail:
+	TESTQ     BX, BX
+	JZ        done
+	MOVQ      $0x0000000000000001, R8
+	SHLXQ     BX, R8, R8
+	DECQ      R8
+	KMOVW     R8, K1
+	MOVQ      ldd+8(FP), BX
+	SHLQ      $0x02, BX
+	LEAQ      (BX)(BX*2), R8
+	VMOVUPS.Z (AX), K1, Z0
+	VMOVUPS.Z (AX)(BX*1), K1, Z1
+	VPXORD    Z11, Z11, Z11
+	VPXORD    Z12, Z12, Z12
+	MOVQ      CX, CX
+	MOVQ      rows+48(FP), BX
+	MOVQ      ahead+64(FP), R8
+	ADDQ      DX, R8
+
+btrows:
+	CMPQ             BX, $0x02
+	JB               btrow1
+	VMOVDQU8.Z       (DX), K1, X2
+	VPMOVZXBD        X2, Z2
+	VPSUBD           u8bias<>+0(SB), Z2, Z2
+	VCVTDQ2PS        Z2, Z2
+	VFMADD231PS.BCST (CX), Z2, Z0
+	VFMADD231PS.BCST (CX)(DI*1), Z2, Z1
+	VMOVDQU8.Z       (DX)(SI*1), K1, X2
+	VPMOVZXBD        X2, Z2
+	VPSUBD           u8bias<>+0(SB), Z2, Z2
+	VCVTDQ2PS        Z2, Z2
+	VFMADD231PS.BCST 4(CX), Z2, Z11
+	VFMADD231PS.BCST 4(CX)(DI*1), Z2, Z12
+	LEAQ             (DX)(SI*2), DX
+	LEAQ             (R8)(SI*2), R8
+	ADDQ             $0x08, CX
+	SUBQ             $0x02, BX
+	JMP              btrows
+
+btrow1:
+	TESTQ            BX, BX
+	JZ               btstore
+	VMOVDQU8.Z       (DX), K1, X2
+	VPMOVZXBD        X2, Z2
+	VPSUBD           u8bias<>+0(SB), Z2, Z2
+	VCVTDQ2PS        Z2, Z2
+	VFMADD231PS.BCST (CX), Z2, Z0
+	VFMADD231PS.BCST (CX)(DI*1), Z2, Z1
+
+btstore:
+	MOVQ    ldd+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (CX)(CX*2), DX
+	VADDPS  Z11, Z0, Z0
+	VMOVUPS Z0, K1, (AX)
+	VADDPS  Z12, Z1, Z1
+	VMOVUPS Z1, K1, (AX)(CX*1)
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpyRows3U8VnniPf(dst *float32, ldd int, alpha *float32, lda int, x *uint8, n int, rows int, stride int, ahead int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2, MMX+
+TEXT ·axpyRows3U8VnniPf(SB), NOSPLIT, $0-72
+	MOVQ dst+0(FP), AX
+	MOVQ alpha+16(FP), CX
+	MOVQ x+32(FP), DX
+	MOVQ n+40(FP), BX
+	MOVQ stride+56(FP), SI
+	MOVQ lda+24(FP), DI
+	SHLQ $0x02, DI
+	LEAQ (DI)(DI*2), R8
+
+b2:
+	CMPQ    BX, $0x00000020
+	JB      b1
+	MOVQ    ldd+8(FP), R8
+	SHLQ    $0x02, R8
+	LEAQ    (R8)(R8*2), R9
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS (AX)(R8*1), Z2
+	VMOVUPS 64(AX)(R8*1), Z3
+	VMOVUPS (AX)(R8*2), Z4
+	VMOVUPS 64(AX)(R8*2), Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	MOVQ    DX, R8
+	MOVQ    CX, R9
+	MOVQ    rows+48(FP), R10
+	MOVQ    ahead+64(FP), R11
+	ADDQ    R8, R11
+
+b2rows:
+	CMPQ             R10, $0x02
+	JB               b2row1
+	PREFETCHT0       (R11)
+	VPMOVZXBD        (R8), Z12
+	VPSUBD           u8bias<>+0(SB), Z12, Z12
+	VCVTDQ2PS        Z12, Z12
+	VFMADD231PS.BCST (R9), Z12, Z0
+	VFMADD231PS.BCST (R9)(DI*1), Z12, Z2
+	VFMADD231PS.BCST (R9)(DI*2), Z12, Z4
+	VPMOVZXBD        16(R8), Z12
+	VPSUBD           u8bias<>+0(SB), Z12, Z12
+	VCVTDQ2PS        Z12, Z12
+	VFMADD231PS.BCST (R9), Z12, Z1
+	VFMADD231PS.BCST (R9)(DI*1), Z12, Z3
+	VFMADD231PS.BCST (R9)(DI*2), Z12, Z5
+	PREFETCHT0       (R11)(SI*1)
+	VPMOVZXBD        (R8)(SI*1), Z12
+	VPSUBD           u8bias<>+0(SB), Z12, Z12
+	VCVTDQ2PS        Z12, Z12
+	VFMADD231PS.BCST 4(R9), Z12, Z6
+	VFMADD231PS.BCST 4(R9)(DI*1), Z12, Z8
+	VFMADD231PS.BCST 4(R9)(DI*2), Z12, Z10
+	VPMOVZXBD        16(R8)(SI*1), Z12
+	VPSUBD           u8bias<>+0(SB), Z12, Z12
+	VCVTDQ2PS        Z12, Z12
+	VFMADD231PS.BCST 4(R9), Z12, Z7
+	VFMADD231PS.BCST 4(R9)(DI*1), Z12, Z9
+	VFMADD231PS.BCST 4(R9)(DI*2), Z12, Z11
+	LEAQ             (R8)(SI*2), R8
+	LEAQ             (R11)(SI*2), R11
+	ADDQ             $0x08, R9
+	SUBQ             $0x02, R10
+	JMP              b2rows
+
+b2row1:
+	TESTQ            R10, R10
+	JZ               b2store
+	PREFETCHT0       (R11)
+	VPMOVZXBD        (R8), Z12
+	VPSUBD           u8bias<>+0(SB), Z12, Z12
+	VCVTDQ2PS        Z12, Z12
+	VFMADD231PS.BCST (R9), Z12, Z0
+	VFMADD231PS.BCST (R9)(DI*1), Z12, Z2
+	VFMADD231PS.BCST (R9)(DI*2), Z12, Z4
+	VPMOVZXBD        16(R8), Z12
+	VPSUBD           u8bias<>+0(SB), Z12, Z12
+	VCVTDQ2PS        Z12, Z12
+	VFMADD231PS.BCST (R9), Z12, Z1
+	VFMADD231PS.BCST (R9)(DI*1), Z12, Z3
+	VFMADD231PS.BCST (R9)(DI*2), Z12, Z5
+
+b2store:
+	MOVQ    ldd+8(FP), R8
+	SHLQ    $0x02, R8
+	LEAQ    (R8)(R8*2), R9
+	VADDPS  Z6, Z0, Z0
+	VMOVUPS Z0, (AX)
+	VADDPS  Z7, Z1, Z1
+	VMOVUPS Z1, 64(AX)
+	VADDPS  Z8, Z2, Z2
+	VMOVUPS Z2, (AX)(R8*1)
+	VADDPS  Z9, Z3, Z3
+	VMOVUPS Z3, 64(AX)(R8*1)
+	VADDPS  Z10, Z4, Z4
+	VMOVUPS Z4, (AX)(R8*2)
+	VADDPS  Z11, Z5, Z5
+	VMOVUPS Z5, 64(AX)(R8*2)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x00000020, BX
+	JMP     b2
+
+b1:
+	CMPQ    BX, $0x00000010
+	JB      tail
+	MOVQ    ldd+8(FP), R8
+	SHLQ    $0x02, R8
+	LEAQ    (R8)(R8*2), R9
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(R8*1), Z1
+	VMOVUPS (AX)(R8*2), Z2
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	MOVQ    DX, R8
+	MOVQ    CX, R9
+	MOVQ    rows+48(FP), R10
+	MOVQ    ahead+64(FP), R11
+	ADDQ    R8, R11
+
+b1rows:
+	CMPQ             R10, $0x02
+	JB               b1row1
+	PREFETCHT0       (R11)
+	VPMOVZXBD        (R8), Z3
+	VPSUBD           u8bias<>+0(SB), Z3, Z3
+	VCVTDQ2PS        Z3, Z3
+	VFMADD231PS.BCST (R9), Z3, Z0
+	VFMADD231PS.BCST (R9)(DI*1), Z3, Z1
+	VFMADD231PS.BCST (R9)(DI*2), Z3, Z2
+	PREFETCHT0       (R11)(SI*1)
+	VPMOVZXBD        (R8)(SI*1), Z3
+	VPSUBD           u8bias<>+0(SB), Z3, Z3
+	VCVTDQ2PS        Z3, Z3
+	VFMADD231PS.BCST 4(R9), Z3, Z13
+	VFMADD231PS.BCST 4(R9)(DI*1), Z3, Z14
+	VFMADD231PS.BCST 4(R9)(DI*2), Z3, Z15
+	LEAQ             (R8)(SI*2), R8
+	LEAQ             (R11)(SI*2), R11
+	ADDQ             $0x08, R9
+	SUBQ             $0x02, R10
+	JMP              b1rows
+
+b1row1:
+	TESTQ            R10, R10
+	JZ               b1store
+	PREFETCHT0       (R11)
+	VPMOVZXBD        (R8), Z3
+	VPSUBD           u8bias<>+0(SB), Z3, Z3
+	VCVTDQ2PS        Z3, Z3
+	VFMADD231PS.BCST (R9), Z3, Z0
+	VFMADD231PS.BCST (R9)(DI*1), Z3, Z1
+	VFMADD231PS.BCST (R9)(DI*2), Z3, Z2
+
+b1store:
+	MOVQ    ldd+8(FP), R8
+	SHLQ    $0x02, R8
+	LEAQ    (R8)(R8*2), R9
+	VADDPS  Z13, Z0, Z0
+	VMOVUPS Z0, (AX)
+	VADDPS  Z14, Z1, Z1
+	VMOVUPS Z1, (AX)(R8*1)
+	VADDPS  Z15, Z2, Z2
+	VMOVUPS Z2, (AX)(R8*2)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000010, DX
+	SUBQ    $0x00000010, BX
+	JMP     b1
+
+tail:
+	TESTQ     BX, BX
+	JZ        done
+	MOVQ      $0x0000000000000001, R8
+	SHLXQ     BX, R8, R8
+	DECQ      R8
+	KMOVW     R8, K1
+	MOVQ      ldd+8(FP), BX
+	SHLQ      $0x02, BX
+	LEAQ      (BX)(BX*2), R8
+	VMOVUPS.Z (AX), K1, Z0
+	VMOVUPS.Z (AX)(BX*1), K1, Z1
+	VMOVUPS.Z (AX)(BX*2), K1, Z2
+	VPXORD    Z16, Z16, Z16
+	VPXORD    Z17, Z17, Z17
+	VPXORD    Z18, Z18, Z18
+	MOVQ      CX, CX
+	MOVQ      rows+48(FP), BX
+	MOVQ      ahead+64(FP), R8
+	ADDQ      DX, R8
+
+btrows:
+	CMPQ             BX, $0x02
+	JB               btrow1
+	VMOVDQU8.Z       (DX), K1, X3
+	VPMOVZXBD        X3, Z3
+	VPSUBD           u8bias<>+0(SB), Z3, Z3
+	VCVTDQ2PS        Z3, Z3
+	VFMADD231PS.BCST (CX), Z3, Z0
+	VFMADD231PS.BCST (CX)(DI*1), Z3, Z1
+	VFMADD231PS.BCST (CX)(DI*2), Z3, Z2
+	VMOVDQU8.Z       (DX)(SI*1), K1, X3
+	VPMOVZXBD        X3, Z3
+	VPSUBD           u8bias<>+0(SB), Z3, Z3
+	VCVTDQ2PS        Z3, Z3
+	VFMADD231PS.BCST 4(CX), Z3, Z16
+	VFMADD231PS.BCST 4(CX)(DI*1), Z3, Z17
+	VFMADD231PS.BCST 4(CX)(DI*2), Z3, Z18
+	LEAQ             (DX)(SI*2), DX
+	LEAQ             (R8)(SI*2), R8
+	ADDQ             $0x08, CX
+	SUBQ             $0x02, BX
+	JMP              btrows
+
+btrow1:
+	TESTQ            BX, BX
+	JZ               btstore
+	VMOVDQU8.Z       (DX), K1, X3
+	VPMOVZXBD        X3, Z3
+	VPSUBD           u8bias<>+0(SB), Z3, Z3
+	VCVTDQ2PS        Z3, Z3
+	VFMADD231PS.BCST (CX), Z3, Z0
+	VFMADD231PS.BCST (CX)(DI*1), Z3, Z1
+	VFMADD231PS.BCST (CX)(DI*2), Z3, Z2
+
+btstore:
+	MOVQ    ldd+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (CX)(CX*2), DX
+	VADDPS  Z16, Z0, Z0
+	VMOVUPS Z0, K1, (AX)
+	VADDPS  Z17, Z1, Z1
+	VMOVUPS Z1, K1, (AX)(CX*1)
+	VADDPS  Z18, Z2, Z2
+	VMOVUPS Z2, K1, (AX)(CX*2)
+
+done:
+	VZEROUPPER
+	RET
+
+// func axpyRows4U8VnniPf(dst *float32, ldd int, alpha *float32, lda int, x *uint8, n int, rows int, stride int, ahead int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2, MMX+
+TEXT ·axpyRows4U8VnniPf(SB), NOSPLIT, $0-72
+	MOVQ dst+0(FP), AX
+	MOVQ alpha+16(FP), CX
+	MOVQ x+32(FP), DX
+	MOVQ n+40(FP), BX
+	MOVQ stride+56(FP), SI
+	MOVQ lda+24(FP), DI
+	SHLQ $0x02, DI
+	LEAQ (DI)(DI*2), R8
+
+b2:
+	CMPQ    BX, $0x00000020
+	JB      b1
+	MOVQ    ldd+8(FP), R9
+	SHLQ    $0x02, R9
+	LEAQ    (R9)(R9*2), R10
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS (AX)(R9*1), Z2
+	VMOVUPS 64(AX)(R9*1), Z3
+	VMOVUPS (AX)(R9*2), Z4
+	VMOVUPS 64(AX)(R9*2), Z5
+	VMOVUPS (AX)(R10*1), Z6
+	VMOVUPS 64(AX)(R10*1), Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	MOVQ    DX, R9
+	MOVQ    CX, R10
+	MOVQ    rows+48(FP), R11
+	MOVQ    ahead+64(FP), R12
+	ADDQ    R9, R12
+
+b2rows:
+	CMPQ             R11, $0x02
+	JB               b2row1
+	PREFETCHT0       (R12)
+	VPMOVZXBD        (R9), Z16
+	VPSUBD           u8bias<>+0(SB), Z16, Z16
+	VCVTDQ2PS        Z16, Z16
+	VFMADD231PS.BCST (R10), Z16, Z0
+	VFMADD231PS.BCST (R10)(DI*1), Z16, Z2
+	VFMADD231PS.BCST (R10)(DI*2), Z16, Z4
+	VFMADD231PS.BCST (R10)(R8*1), Z16, Z6
+	VPMOVZXBD        16(R9), Z16
+	VPSUBD           u8bias<>+0(SB), Z16, Z16
+	VCVTDQ2PS        Z16, Z16
+	VFMADD231PS.BCST (R10), Z16, Z1
+	VFMADD231PS.BCST (R10)(DI*1), Z16, Z3
+	VFMADD231PS.BCST (R10)(DI*2), Z16, Z5
+	VFMADD231PS.BCST (R10)(R8*1), Z16, Z7
+	PREFETCHT0       (R12)(SI*1)
+	VPMOVZXBD        (R9)(SI*1), Z16
+	VPSUBD           u8bias<>+0(SB), Z16, Z16
+	VCVTDQ2PS        Z16, Z16
+	VFMADD231PS.BCST 4(R10), Z16, Z8
+	VFMADD231PS.BCST 4(R10)(DI*1), Z16, Z10
+	VFMADD231PS.BCST 4(R10)(DI*2), Z16, Z12
+	VFMADD231PS.BCST 4(R10)(R8*1), Z16, Z14
+	VPMOVZXBD        16(R9)(SI*1), Z16
+	VPSUBD           u8bias<>+0(SB), Z16, Z16
+	VCVTDQ2PS        Z16, Z16
+	VFMADD231PS.BCST 4(R10), Z16, Z9
+	VFMADD231PS.BCST 4(R10)(DI*1), Z16, Z11
+	VFMADD231PS.BCST 4(R10)(DI*2), Z16, Z13
+	VFMADD231PS.BCST 4(R10)(R8*1), Z16, Z15
+	LEAQ             (R9)(SI*2), R9
+	LEAQ             (R12)(SI*2), R12
+	ADDQ             $0x08, R10
+	SUBQ             $0x02, R11
+	JMP              b2rows
+
+b2row1:
+	TESTQ            R11, R11
+	JZ               b2store
+	PREFETCHT0       (R12)
+	VPMOVZXBD        (R9), Z16
+	VPSUBD           u8bias<>+0(SB), Z16, Z16
+	VCVTDQ2PS        Z16, Z16
+	VFMADD231PS.BCST (R10), Z16, Z0
+	VFMADD231PS.BCST (R10)(DI*1), Z16, Z2
+	VFMADD231PS.BCST (R10)(DI*2), Z16, Z4
+	VFMADD231PS.BCST (R10)(R8*1), Z16, Z6
+	VPMOVZXBD        16(R9), Z16
+	VPSUBD           u8bias<>+0(SB), Z16, Z16
+	VCVTDQ2PS        Z16, Z16
+	VFMADD231PS.BCST (R10), Z16, Z1
+	VFMADD231PS.BCST (R10)(DI*1), Z16, Z3
+	VFMADD231PS.BCST (R10)(DI*2), Z16, Z5
+	VFMADD231PS.BCST (R10)(R8*1), Z16, Z7
+
+b2store:
+	MOVQ    ldd+8(FP), R9
+	SHLQ    $0x02, R9
+	LEAQ    (R9)(R9*2), R10
+	VADDPS  Z8, Z0, Z0
+	VMOVUPS Z0, (AX)
+	VADDPS  Z9, Z1, Z1
+	VMOVUPS Z1, 64(AX)
+	VADDPS  Z10, Z2, Z2
+	VMOVUPS Z2, (AX)(R9*1)
+	VADDPS  Z11, Z3, Z3
+	VMOVUPS Z3, 64(AX)(R9*1)
+	VADDPS  Z12, Z4, Z4
+	VMOVUPS Z4, (AX)(R9*2)
+	VADDPS  Z13, Z5, Z5
+	VMOVUPS Z5, 64(AX)(R9*2)
+	VADDPS  Z14, Z6, Z6
+	VMOVUPS Z6, (AX)(R10*1)
+	VADDPS  Z15, Z7, Z7
+	VMOVUPS Z7, 64(AX)(R10*1)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000020, DX
+	SUBQ    $0x00000020, BX
+	JMP     b2
+
+b1:
+	CMPQ    BX, $0x00000010
+	JB      tail
+	MOVQ    ldd+8(FP), R9
+	SHLQ    $0x02, R9
+	LEAQ    (R9)(R9*2), R10
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(R9*1), Z1
+	VMOVUPS (AX)(R9*2), Z2
+	VMOVUPS (AX)(R10*1), Z3
+	VPXORD  Z17, Z17, Z17
+	VPXORD  Z18, Z18, Z18
+	VPXORD  Z19, Z19, Z19
+	VPXORD  Z20, Z20, Z20
+	MOVQ    DX, R9
+	MOVQ    CX, R10
+	MOVQ    rows+48(FP), R11
+	MOVQ    ahead+64(FP), R12
+	ADDQ    R9, R12
+
+b1rows:
+	CMPQ             R11, $0x02
+	JB               b1row1
+	PREFETCHT0       (R12)
+	VPMOVZXBD        (R9), Z4
+	VPSUBD           u8bias<>+0(SB), Z4, Z4
+	VCVTDQ2PS        Z4, Z4
+	VFMADD231PS.BCST (R10), Z4, Z0
+	VFMADD231PS.BCST (R10)(DI*1), Z4, Z1
+	VFMADD231PS.BCST (R10)(DI*2), Z4, Z2
+	VFMADD231PS.BCST (R10)(R8*1), Z4, Z3
+	PREFETCHT0       (R12)(SI*1)
+	VPMOVZXBD        (R9)(SI*1), Z4
+	VPSUBD           u8bias<>+0(SB), Z4, Z4
+	VCVTDQ2PS        Z4, Z4
+	VFMADD231PS.BCST 4(R10), Z4, Z17
+	VFMADD231PS.BCST 4(R10)(DI*1), Z4, Z18
+	VFMADD231PS.BCST 4(R10)(DI*2), Z4, Z19
+	VFMADD231PS.BCST 4(R10)(R8*1), Z4, Z20
+	LEAQ             (R9)(SI*2), R9
+	LEAQ             (R12)(SI*2), R12
+	ADDQ             $0x08, R10
+	SUBQ             $0x02, R11
+	JMP              b1rows
+
+b1row1:
+	TESTQ            R11, R11
+	JZ               b1store
+	PREFETCHT0       (R12)
+	VPMOVZXBD        (R9), Z4
+	VPSUBD           u8bias<>+0(SB), Z4, Z4
+	VCVTDQ2PS        Z4, Z4
+	VFMADD231PS.BCST (R10), Z4, Z0
+	VFMADD231PS.BCST (R10)(DI*1), Z4, Z1
+	VFMADD231PS.BCST (R10)(DI*2), Z4, Z2
+	VFMADD231PS.BCST (R10)(R8*1), Z4, Z3
+
+b1store:
+	MOVQ    ldd+8(FP), R9
+	SHLQ    $0x02, R9
+	LEAQ    (R9)(R9*2), R10
+	VADDPS  Z17, Z0, Z0
+	VMOVUPS Z0, (AX)
+	VADDPS  Z18, Z1, Z1
+	VMOVUPS Z1, (AX)(R9*1)
+	VADDPS  Z19, Z2, Z2
+	VMOVUPS Z2, (AX)(R9*2)
+	VADDPS  Z20, Z3, Z3
+	VMOVUPS Z3, (AX)(R10*1)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000010, DX
+	SUBQ    $0x00000010, BX
+	JMP     b1
+
+tail:
+	TESTQ     BX, BX
+	JZ        done
+	MOVQ      $0x0000000000000001, R9
+	SHLXQ     BX, R9, R9
+	DECQ      R9
+	KMOVW     R9, K1
+	MOVQ      ldd+8(FP), BX
+	SHLQ      $0x02, BX
+	LEAQ      (BX)(BX*2), R9
+	VMOVUPS.Z (AX), K1, Z0
+	VMOVUPS.Z (AX)(BX*1), K1, Z1
+	VMOVUPS.Z (AX)(BX*2), K1, Z2
+	VMOVUPS.Z (AX)(R9*1), K1, Z3
+	VPXORD    Z21, Z21, Z21
+	VPXORD    Z22, Z22, Z22
+	VPXORD    Z23, Z23, Z23
+	VPXORD    Z24, Z24, Z24
+	MOVQ      CX, CX
+	MOVQ      rows+48(FP), BX
+	MOVQ      ahead+64(FP), R9
+	ADDQ      DX, R9
+
+btrows:
+	CMPQ             BX, $0x02
+	JB               btrow1
+	VMOVDQU8.Z       (DX), K1, X4
+	VPMOVZXBD        X4, Z4
+	VPSUBD           u8bias<>+0(SB), Z4, Z4
+	VCVTDQ2PS        Z4, Z4
+	VFMADD231PS.BCST (CX), Z4, Z0
+	VFMADD231PS.BCST (CX)(DI*1), Z4, Z1
+	VFMADD231PS.BCST (CX)(DI*2), Z4, Z2
+	VFMADD231PS.BCST (CX)(R8*1), Z4, Z3
+	VMOVDQU8.Z       (DX)(SI*1), K1, X4
+	VPMOVZXBD        X4, Z4
+	VPSUBD           u8bias<>+0(SB), Z4, Z4
+	VCVTDQ2PS        Z4, Z4
+	VFMADD231PS.BCST 4(CX), Z4, Z21
+	VFMADD231PS.BCST 4(CX)(DI*1), Z4, Z22
+	VFMADD231PS.BCST 4(CX)(DI*2), Z4, Z23
+	VFMADD231PS.BCST 4(CX)(R8*1), Z4, Z24
+	LEAQ             (DX)(SI*2), DX
+	LEAQ             (R9)(SI*2), R9
+	ADDQ             $0x08, CX
+	SUBQ             $0x02, BX
+	JMP              btrows
+
+btrow1:
+	TESTQ            BX, BX
+	JZ               btstore
+	VMOVDQU8.Z       (DX), K1, X4
+	VPMOVZXBD        X4, Z4
+	VPSUBD           u8bias<>+0(SB), Z4, Z4
+	VCVTDQ2PS        Z4, Z4
+	VFMADD231PS.BCST (CX), Z4, Z0
+	VFMADD231PS.BCST (CX)(DI*1), Z4, Z1
+	VFMADD231PS.BCST (CX)(DI*2), Z4, Z2
+	VFMADD231PS.BCST (CX)(R8*1), Z4, Z3
+
+btstore:
+	MOVQ    ldd+8(FP), CX
+	SHLQ    $0x02, CX
+	LEAQ    (CX)(CX*2), DX
+	VADDPS  Z21, Z0, Z0
+	VMOVUPS Z0, K1, (AX)
+	VADDPS  Z22, Z1, Z1
+	VMOVUPS Z1, K1, (AX)(CX*1)
+	VADDPS  Z23, Z2, Z2
+	VMOVUPS Z2, K1, (AX)(CX*2)
+	VADDPS  Z24, Z3, Z3
+	VMOVUPS Z3, K1, (AX)(DX*1)
+
+done:
+	VZEROUPPER
+	RET
+
+// func scoresU8Vnni1(dst *float32, ldd int, q *byte, ldq int, k *byte, n int, groups int, stride int, corr *int32, qs *float32, ks *float32)
+// Requires: AVX, AVX512F, AVX512_VNNI
+TEXT ·scoresU8Vnni1(SB), NOSPLIT, $0-88
+	MOVQ dst+0(FP), AX
+	MOVQ k+32(FP), CX
+	MOVQ n+40(FP), DX
+	MOVQ ks+80(FP), BX
+
+c4:
+	CMPQ   DX, $0x00000040
+	JB     c1
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ   q+16(FP), SI
+	MOVQ   ldq+24(FP), DI
+	MOVQ   groups+48(FP), R8
+	MOVQ   stride+56(FP), R9
+	MOVQ   CX, DI
+
+c4r:
+	TESTQ         R8, R8
+	JZ            c4st
+	VMOVDQU32     (DI), Z4
+	VMOVDQU32     64(DI), Z5
+	VMOVDQU32     128(DI), Z6
+	VMOVDQU32     192(DI), Z7
+	VPDPBUSD.BCST (SI), Z4, Z0
+	VPDPBUSD.BCST (SI), Z5, Z1
+	VPDPBUSD.BCST (SI), Z6, Z2
+	VPDPBUSD.BCST (SI), Z7, Z3
+	ADDQ          R9, DI
+	ADDQ          $0x04, SI
+	DECQ          R8
+	JMP           c4r
+
+c4st:
+	MOVQ        corr+64(FP), SI
+	MOVQ        qs+72(FP), DI
+	MOVQ        ldd+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        AX, R8
+	VPSUBD.BCST (SI), Z0, Z0
+	VCVTDQ2PS   Z0, Z0
+	VMULPS.BCST (DI), Z0, Z0
+	VMULPS      (BX), Z0, Z0
+	VMOVUPS     Z0, (R8)
+	VPSUBD.BCST (SI), Z1, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS.BCST (DI), Z1, Z1
+	VMULPS      64(BX), Z1, Z1
+	VMOVUPS     Z1, 64(R8)
+	VPSUBD.BCST (SI), Z2, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMULPS.BCST (DI), Z2, Z2
+	VMULPS      128(BX), Z2, Z2
+	VMOVUPS     Z2, 128(R8)
+	VPSUBD.BCST (SI), Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS.BCST (DI), Z3, Z3
+	VMULPS      192(BX), Z3, Z3
+	VMOVUPS     Z3, 192(R8)
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000100, CX
+	ADDQ        $0x00000100, BX
+	SUBQ        $0x00000040, DX
+	JMP         c4
+
+c1:
+	CMPQ   DX, $0x00000010
+	JB     done
+	VPXORD Z8, Z8, Z8
+	MOVQ   q+16(FP), SI
+	MOVQ   ldq+24(FP), DI
+	MOVQ   groups+48(FP), R8
+	MOVQ   stride+56(FP), R9
+	MOVQ   CX, DI
+
+c1r:
+	TESTQ         R8, R8
+	JZ            c1st
+	VMOVDQU32     (DI), Z0
+	VPDPBUSD.BCST (SI), Z0, Z8
+	ADDQ          R9, DI
+	ADDQ          $0x04, SI
+	DECQ          R8
+	JMP           c1r
+
+c1st:
+	MOVQ        corr+64(FP), SI
+	MOVQ        qs+72(FP), DI
+	MOVQ        ldd+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        AX, R8
+	VPSUBD.BCST (SI), Z8, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS.BCST (DI), Z8, Z8
+	VMULPS      (BX), Z8, Z8
+	VMOVUPS     Z8, (R8)
+	ADDQ        $0x00000040, AX
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000040, BX
+	SUBQ        $0x00000010, DX
+	JMP         c1
+
+done:
+	VZEROUPPER
+	RET
+
+// func scoresU8Vnni2(dst *float32, ldd int, q *byte, ldq int, k *byte, n int, groups int, stride int, corr *int32, qs *float32, ks *float32)
+// Requires: AVX, AVX512F, AVX512_VNNI
+TEXT ·scoresU8Vnni2(SB), NOSPLIT, $0-88
+	MOVQ dst+0(FP), AX
+	MOVQ k+32(FP), CX
+	MOVQ n+40(FP), DX
+	MOVQ ks+80(FP), BX
+
+c4:
+	CMPQ   DX, $0x00000040
+	JB     c1
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ   q+16(FP), SI
+	MOVQ   ldq+24(FP), DI
+	MOVQ   groups+48(FP), R9
+	MOVQ   stride+56(FP), R10
+	MOVQ   CX, R8
+
+c4r:
+	TESTQ         R9, R9
+	JZ            c4st
+	VMOVDQU32     (R8), Z8
+	VMOVDQU32     64(R8), Z9
+	VMOVDQU32     128(R8), Z10
+	VMOVDQU32     192(R8), Z11
+	VPDPBUSD.BCST (SI), Z8, Z0
+	VPDPBUSD.BCST (SI), Z9, Z1
+	VPDPBUSD.BCST (SI), Z10, Z2
+	VPDPBUSD.BCST (SI), Z11, Z3
+	VPDPBUSD.BCST (SI)(DI*1), Z8, Z4
+	VPDPBUSD.BCST (SI)(DI*1), Z9, Z5
+	VPDPBUSD.BCST (SI)(DI*1), Z10, Z6
+	VPDPBUSD.BCST (SI)(DI*1), Z11, Z7
+	ADDQ          R10, R8
+	ADDQ          $0x04, SI
+	DECQ          R9
+	JMP           c4r
+
+c4st:
+	MOVQ        corr+64(FP), SI
+	MOVQ        qs+72(FP), DI
+	MOVQ        ldd+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        AX, R9
+	VPSUBD.BCST (SI), Z0, Z0
+	VCVTDQ2PS   Z0, Z0
+	VMULPS.BCST (DI), Z0, Z0
+	VMULPS      (BX), Z0, Z0
+	VMOVUPS     Z0, (R9)
+	VPSUBD.BCST (SI), Z1, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS.BCST (DI), Z1, Z1
+	VMULPS      64(BX), Z1, Z1
+	VMOVUPS     Z1, 64(R9)
+	VPSUBD.BCST (SI), Z2, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMULPS.BCST (DI), Z2, Z2
+	VMULPS      128(BX), Z2, Z2
+	VMOVUPS     Z2, 128(R9)
+	VPSUBD.BCST (SI), Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS.BCST (DI), Z3, Z3
+	VMULPS      192(BX), Z3, Z3
+	VMOVUPS     Z3, 192(R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 4(SI), Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS.BCST 4(DI), Z4, Z4
+	VMULPS      (BX), Z4, Z4
+	VMOVUPS     Z4, (R9)
+	VPSUBD.BCST 4(SI), Z5, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS.BCST 4(DI), Z5, Z5
+	VMULPS      64(BX), Z5, Z5
+	VMOVUPS     Z5, 64(R9)
+	VPSUBD.BCST 4(SI), Z6, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS.BCST 4(DI), Z6, Z6
+	VMULPS      128(BX), Z6, Z6
+	VMOVUPS     Z6, 128(R9)
+	VPSUBD.BCST 4(SI), Z7, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS.BCST 4(DI), Z7, Z7
+	VMULPS      192(BX), Z7, Z7
+	VMOVUPS     Z7, 192(R9)
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000100, CX
+	ADDQ        $0x00000100, BX
+	SUBQ        $0x00000040, DX
+	JMP         c4
+
+c1:
+	CMPQ   DX, $0x00000010
+	JB     done
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	MOVQ   q+16(FP), SI
+	MOVQ   ldq+24(FP), DI
+	MOVQ   groups+48(FP), R9
+	MOVQ   stride+56(FP), R10
+	MOVQ   CX, R8
+
+c1r:
+	TESTQ         R9, R9
+	JZ            c1st
+	VMOVDQU32     (R8), Z0
+	VPDPBUSD.BCST (SI), Z0, Z12
+	VPDPBUSD.BCST (SI)(DI*1), Z0, Z13
+	ADDQ          R10, R8
+	ADDQ          $0x04, SI
+	DECQ          R9
+	JMP           c1r
+
+c1st:
+	MOVQ        corr+64(FP), SI
+	MOVQ        qs+72(FP), DI
+	MOVQ        ldd+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        AX, R9
+	VPSUBD.BCST (SI), Z12, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS.BCST (DI), Z12, Z12
+	VMULPS      (BX), Z12, Z12
+	VMOVUPS     Z12, (R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 4(SI), Z13, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS.BCST 4(DI), Z13, Z13
+	VMULPS      (BX), Z13, Z13
+	VMOVUPS     Z13, (R9)
+	ADDQ        $0x00000040, AX
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000040, BX
+	SUBQ        $0x00000010, DX
+	JMP         c1
+
+done:
+	VZEROUPPER
+	RET
+
+// func scoresU8Vnni3(dst *float32, ldd int, q *byte, ldq int, k *byte, n int, groups int, stride int, corr *int32, qs *float32, ks *float32)
+// Requires: AVX, AVX512F, AVX512_VNNI
+TEXT ·scoresU8Vnni3(SB), NOSPLIT, $0-88
+	MOVQ dst+0(FP), AX
+	MOVQ k+32(FP), CX
+	MOVQ n+40(FP), DX
+	MOVQ ks+80(FP), BX
+
+c4:
+	CMPQ   DX, $0x00000040
+	JB     c1
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	MOVQ   q+16(FP), SI
+	MOVQ   ldq+24(FP), DI
+	MOVQ   groups+48(FP), R9
+	MOVQ   stride+56(FP), R10
+	MOVQ   CX, R8
+
+c4r:
+	TESTQ         R9, R9
+	JZ            c4st
+	VMOVDQU32     (R8), Z12
+	VMOVDQU32     64(R8), Z13
+	VMOVDQU32     128(R8), Z14
+	VMOVDQU32     192(R8), Z15
+	VPDPBUSD.BCST (SI), Z12, Z0
+	VPDPBUSD.BCST (SI), Z13, Z1
+	VPDPBUSD.BCST (SI), Z14, Z2
+	VPDPBUSD.BCST (SI), Z15, Z3
+	VPDPBUSD.BCST (SI)(DI*1), Z12, Z4
+	VPDPBUSD.BCST (SI)(DI*1), Z13, Z5
+	VPDPBUSD.BCST (SI)(DI*1), Z14, Z6
+	VPDPBUSD.BCST (SI)(DI*1), Z15, Z7
+	VPDPBUSD.BCST (SI)(DI*2), Z12, Z8
+	VPDPBUSD.BCST (SI)(DI*2), Z13, Z9
+	VPDPBUSD.BCST (SI)(DI*2), Z14, Z10
+	VPDPBUSD.BCST (SI)(DI*2), Z15, Z11
+	ADDQ          R10, R8
+	ADDQ          $0x04, SI
+	DECQ          R9
+	JMP           c4r
+
+c4st:
+	MOVQ        corr+64(FP), SI
+	MOVQ        qs+72(FP), DI
+	MOVQ        ldd+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        AX, R9
+	VPSUBD.BCST (SI), Z0, Z0
+	VCVTDQ2PS   Z0, Z0
+	VMULPS.BCST (DI), Z0, Z0
+	VMULPS      (BX), Z0, Z0
+	VMOVUPS     Z0, (R9)
+	VPSUBD.BCST (SI), Z1, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS.BCST (DI), Z1, Z1
+	VMULPS      64(BX), Z1, Z1
+	VMOVUPS     Z1, 64(R9)
+	VPSUBD.BCST (SI), Z2, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMULPS.BCST (DI), Z2, Z2
+	VMULPS      128(BX), Z2, Z2
+	VMOVUPS     Z2, 128(R9)
+	VPSUBD.BCST (SI), Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS.BCST (DI), Z3, Z3
+	VMULPS      192(BX), Z3, Z3
+	VMOVUPS     Z3, 192(R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 4(SI), Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS.BCST 4(DI), Z4, Z4
+	VMULPS      (BX), Z4, Z4
+	VMOVUPS     Z4, (R9)
+	VPSUBD.BCST 4(SI), Z5, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS.BCST 4(DI), Z5, Z5
+	VMULPS      64(BX), Z5, Z5
+	VMOVUPS     Z5, 64(R9)
+	VPSUBD.BCST 4(SI), Z6, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS.BCST 4(DI), Z6, Z6
+	VMULPS      128(BX), Z6, Z6
+	VMOVUPS     Z6, 128(R9)
+	VPSUBD.BCST 4(SI), Z7, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS.BCST 4(DI), Z7, Z7
+	VMULPS      192(BX), Z7, Z7
+	VMOVUPS     Z7, 192(R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 8(SI), Z8, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS.BCST 8(DI), Z8, Z8
+	VMULPS      (BX), Z8, Z8
+	VMOVUPS     Z8, (R9)
+	VPSUBD.BCST 8(SI), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS.BCST 8(DI), Z9, Z9
+	VMULPS      64(BX), Z9, Z9
+	VMOVUPS     Z9, 64(R9)
+	VPSUBD.BCST 8(SI), Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS.BCST 8(DI), Z10, Z10
+	VMULPS      128(BX), Z10, Z10
+	VMOVUPS     Z10, 128(R9)
+	VPSUBD.BCST 8(SI), Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS.BCST 8(DI), Z11, Z11
+	VMULPS      192(BX), Z11, Z11
+	VMOVUPS     Z11, 192(R9)
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000100, CX
+	ADDQ        $0x00000100, BX
+	SUBQ        $0x00000040, DX
+	JMP         c4
+
+c1:
+	CMPQ   DX, $0x00000010
+	JB     done
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	MOVQ   q+16(FP), SI
+	MOVQ   ldq+24(FP), DI
+	MOVQ   groups+48(FP), R9
+	MOVQ   stride+56(FP), R10
+	MOVQ   CX, R8
+
+c1r:
+	TESTQ         R9, R9
+	JZ            c1st
+	VMOVDQU32     (R8), Z0
+	VPDPBUSD.BCST (SI), Z0, Z16
+	VPDPBUSD.BCST (SI)(DI*1), Z0, Z17
+	VPDPBUSD.BCST (SI)(DI*2), Z0, Z18
+	ADDQ          R10, R8
+	ADDQ          $0x04, SI
+	DECQ          R9
+	JMP           c1r
+
+c1st:
+	MOVQ        corr+64(FP), SI
+	MOVQ        qs+72(FP), DI
+	MOVQ        ldd+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        AX, R9
+	VPSUBD.BCST (SI), Z16, Z16
+	VCVTDQ2PS   Z16, Z16
+	VMULPS.BCST (DI), Z16, Z16
+	VMULPS      (BX), Z16, Z16
+	VMOVUPS     Z16, (R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 4(SI), Z17, Z17
+	VCVTDQ2PS   Z17, Z17
+	VMULPS.BCST 4(DI), Z17, Z17
+	VMULPS      (BX), Z17, Z17
+	VMOVUPS     Z17, (R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 8(SI), Z18, Z18
+	VCVTDQ2PS   Z18, Z18
+	VMULPS.BCST 8(DI), Z18, Z18
+	VMULPS      (BX), Z18, Z18
+	VMOVUPS     Z18, (R9)
+	ADDQ        $0x00000040, AX
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000040, BX
+	SUBQ        $0x00000010, DX
+	JMP         c1
+
+done:
+	VZEROUPPER
+	RET
+
+// func scoresU8Vnni4(dst *float32, ldd int, q *byte, ldq int, k *byte, n int, groups int, stride int, corr *int32, qs *float32, ks *float32)
+// Requires: AVX, AVX512F, AVX512_VNNI
+TEXT ·scoresU8Vnni4(SB), NOSPLIT, $0-88
+	MOVQ dst+0(FP), AX
+	MOVQ k+32(FP), CX
+	MOVQ n+40(FP), DX
+	MOVQ ks+80(FP), BX
+
+c4:
+	CMPQ   DX, $0x00000040
+	JB     c1
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ   q+16(FP), SI
+	MOVQ   ldq+24(FP), DI
+	MOVQ   groups+48(FP), R9
+	MOVQ   stride+56(FP), R10
+	MOVQ   CX, R8
+
+c4r:
+	TESTQ         R9, R9
+	JZ            c4st
+	VMOVDQU32     (R8), Z16
+	VMOVDQU32     64(R8), Z17
+	VMOVDQU32     128(R8), Z18
+	VMOVDQU32     192(R8), Z19
+	LEAQ          (SI)(DI*2), R11
+	ADDQ          DI, R11
+	VPDPBUSD.BCST (SI), Z16, Z0
+	VPDPBUSD.BCST (SI), Z17, Z1
+	VPDPBUSD.BCST (SI), Z18, Z2
+	VPDPBUSD.BCST (SI), Z19, Z3
+	VPDPBUSD.BCST (SI)(DI*1), Z16, Z4
+	VPDPBUSD.BCST (SI)(DI*1), Z17, Z5
+	VPDPBUSD.BCST (SI)(DI*1), Z18, Z6
+	VPDPBUSD.BCST (SI)(DI*1), Z19, Z7
+	VPDPBUSD.BCST (SI)(DI*2), Z16, Z8
+	VPDPBUSD.BCST (SI)(DI*2), Z17, Z9
+	VPDPBUSD.BCST (SI)(DI*2), Z18, Z10
+	VPDPBUSD.BCST (SI)(DI*2), Z19, Z11
+	VPDPBUSD.BCST (R11), Z16, Z12
+	VPDPBUSD.BCST (R11), Z17, Z13
+	VPDPBUSD.BCST (R11), Z18, Z14
+	VPDPBUSD.BCST (R11), Z19, Z15
+	ADDQ          R10, R8
+	ADDQ          $0x04, SI
+	DECQ          R9
+	JMP           c4r
+
+c4st:
+	MOVQ        corr+64(FP), SI
+	MOVQ        qs+72(FP), DI
+	MOVQ        ldd+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        AX, R9
+	VPSUBD.BCST (SI), Z0, Z0
+	VCVTDQ2PS   Z0, Z0
+	VMULPS.BCST (DI), Z0, Z0
+	VMULPS      (BX), Z0, Z0
+	VMOVUPS     Z0, (R9)
+	VPSUBD.BCST (SI), Z1, Z1
+	VCVTDQ2PS   Z1, Z1
+	VMULPS.BCST (DI), Z1, Z1
+	VMULPS      64(BX), Z1, Z1
+	VMOVUPS     Z1, 64(R9)
+	VPSUBD.BCST (SI), Z2, Z2
+	VCVTDQ2PS   Z2, Z2
+	VMULPS.BCST (DI), Z2, Z2
+	VMULPS      128(BX), Z2, Z2
+	VMOVUPS     Z2, 128(R9)
+	VPSUBD.BCST (SI), Z3, Z3
+	VCVTDQ2PS   Z3, Z3
+	VMULPS.BCST (DI), Z3, Z3
+	VMULPS      192(BX), Z3, Z3
+	VMOVUPS     Z3, 192(R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 4(SI), Z4, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS.BCST 4(DI), Z4, Z4
+	VMULPS      (BX), Z4, Z4
+	VMOVUPS     Z4, (R9)
+	VPSUBD.BCST 4(SI), Z5, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS.BCST 4(DI), Z5, Z5
+	VMULPS      64(BX), Z5, Z5
+	VMOVUPS     Z5, 64(R9)
+	VPSUBD.BCST 4(SI), Z6, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS.BCST 4(DI), Z6, Z6
+	VMULPS      128(BX), Z6, Z6
+	VMOVUPS     Z6, 128(R9)
+	VPSUBD.BCST 4(SI), Z7, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS.BCST 4(DI), Z7, Z7
+	VMULPS      192(BX), Z7, Z7
+	VMOVUPS     Z7, 192(R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 8(SI), Z8, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS.BCST 8(DI), Z8, Z8
+	VMULPS      (BX), Z8, Z8
+	VMOVUPS     Z8, (R9)
+	VPSUBD.BCST 8(SI), Z9, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS.BCST 8(DI), Z9, Z9
+	VMULPS      64(BX), Z9, Z9
+	VMOVUPS     Z9, 64(R9)
+	VPSUBD.BCST 8(SI), Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS.BCST 8(DI), Z10, Z10
+	VMULPS      128(BX), Z10, Z10
+	VMOVUPS     Z10, 128(R9)
+	VPSUBD.BCST 8(SI), Z11, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS.BCST 8(DI), Z11, Z11
+	VMULPS      192(BX), Z11, Z11
+	VMOVUPS     Z11, 192(R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 12(SI), Z12, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS.BCST 12(DI), Z12, Z12
+	VMULPS      (BX), Z12, Z12
+	VMOVUPS     Z12, (R9)
+	VPSUBD.BCST 12(SI), Z13, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS.BCST 12(DI), Z13, Z13
+	VMULPS      64(BX), Z13, Z13
+	VMOVUPS     Z13, 64(R9)
+	VPSUBD.BCST 12(SI), Z14, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS.BCST 12(DI), Z14, Z14
+	VMULPS      128(BX), Z14, Z14
+	VMOVUPS     Z14, 128(R9)
+	VPSUBD.BCST 12(SI), Z15, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS.BCST 12(DI), Z15, Z15
+	VMULPS      192(BX), Z15, Z15
+	VMOVUPS     Z15, 192(R9)
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000100, CX
+	ADDQ        $0x00000100, BX
+	SUBQ        $0x00000040, DX
+	JMP         c4
+
+c1:
+	CMPQ   DX, $0x00000010
+	JB     done
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	MOVQ   q+16(FP), SI
+	MOVQ   ldq+24(FP), DI
+	MOVQ   groups+48(FP), R9
+	MOVQ   stride+56(FP), R10
+	MOVQ   CX, R8
+
+c1r:
+	TESTQ         R9, R9
+	JZ            c1st
+	VMOVDQU32     (R8), Z0
+	LEAQ          (SI)(DI*2), R11
+	ADDQ          DI, R11
+	VPDPBUSD.BCST (SI), Z0, Z20
+	VPDPBUSD.BCST (SI)(DI*1), Z0, Z21
+	VPDPBUSD.BCST (SI)(DI*2), Z0, Z22
+	VPDPBUSD.BCST (R11), Z0, Z23
+	ADDQ          R10, R8
+	ADDQ          $0x04, SI
+	DECQ          R9
+	JMP           c1r
+
+c1st:
+	MOVQ        corr+64(FP), SI
+	MOVQ        qs+72(FP), DI
+	MOVQ        ldd+8(FP), R8
+	SHLQ        $0x02, R8
+	MOVQ        AX, R9
+	VPSUBD.BCST (SI), Z20, Z20
+	VCVTDQ2PS   Z20, Z20
+	VMULPS.BCST (DI), Z20, Z20
+	VMULPS      (BX), Z20, Z20
+	VMOVUPS     Z20, (R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 4(SI), Z21, Z21
+	VCVTDQ2PS   Z21, Z21
+	VMULPS.BCST 4(DI), Z21, Z21
+	VMULPS      (BX), Z21, Z21
+	VMOVUPS     Z21, (R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 8(SI), Z22, Z22
+	VCVTDQ2PS   Z22, Z22
+	VMULPS.BCST 8(DI), Z22, Z22
+	VMULPS      (BX), Z22, Z22
+	VMOVUPS     Z22, (R9)
+	ADDQ        R8, R9
+	VPSUBD.BCST 12(SI), Z23, Z23
+	VCVTDQ2PS   Z23, Z23
+	VMULPS.BCST 12(DI), Z23, Z23
+	VMULPS      (BX), Z23, Z23
+	VMOVUPS     Z23, (R9)
+	ADDQ        $0x00000040, AX
+	ADDQ        $0x00000040, CX
+	ADDQ        $0x00000040, BX
+	SUBQ        $0x00000010, DX
+	JMP         c1
 
 done:
 	VZEROUPPER

@@ -1463,6 +1463,24 @@ func dotRows3F16VnniPf(dst *float32, ldd int, w *float32, ldw int, y *uint16, n 
 //go:noescape
 func dotRows4F16VnniPf(dst *float32, ldd int, w *float32, ldw int, y *uint16, n int, rows int, stride int, ahead int)
 
+// axpyRows2F16VnniPf sets dst[q*ldd+j] += Σ_r alpha[q*lda+r]*x[r*stride+j] for q < 2, j < n, r < rows
+// (any n; strides in elements), each q exactly as axpyRowsF16Vnni.
+//
+//go:noescape
+func axpyRows2F16VnniPf(dst *float32, ldd int, alpha *float32, lda int, x *uint16, n int, rows int, stride int, ahead int)
+
+// axpyRows3F16VnniPf sets dst[q*ldd+j] += Σ_r alpha[q*lda+r]*x[r*stride+j] for q < 3, j < n, r < rows
+// (any n; strides in elements), each q exactly as axpyRowsF16Vnni.
+//
+//go:noescape
+func axpyRows3F16VnniPf(dst *float32, ldd int, alpha *float32, lda int, x *uint16, n int, rows int, stride int, ahead int)
+
+// axpyRows4F16VnniPf sets dst[q*ldd+j] += Σ_r alpha[q*lda+r]*x[r*stride+j] for q < 4, j < n, r < rows
+// (any n; strides in elements), each q exactly as axpyRowsF16Vnni.
+//
+//go:noescape
+func axpyRows4F16VnniPf(dst *float32, ldd int, alpha *float32, lda int, x *uint16, n int, rows int, stride int, ahead int)
+
 // axpyRows2U8Vnni sets dst[q*ldd+j] += Σ_r alpha[q*lda+r]*x[r*stride+j] for q < 2, j < n, r < rows
 // (any n; strides in elements), each q exactly as axpyRowsU8Vnni.
 //
@@ -1522,6 +1540,48 @@ func dotRows3U8VnniPf(dst *float32, ldd int, w *float32, ldw int, y *uint8, n in
 //
 //go:noescape
 func dotRows4U8VnniPf(dst *float32, ldd int, w *float32, ldw int, y *uint8, n int, rows int, stride int, ahead int)
+
+// axpyRows2U8VnniPf sets dst[q*ldd+j] += Σ_r alpha[q*lda+r]*x[r*stride+j] for q < 2, j < n, r < rows
+// (any n; strides in elements), each q exactly as axpyRowsU8Vnni.
+//
+//go:noescape
+func axpyRows2U8VnniPf(dst *float32, ldd int, alpha *float32, lda int, x *uint8, n int, rows int, stride int, ahead int)
+
+// axpyRows3U8VnniPf sets dst[q*ldd+j] += Σ_r alpha[q*lda+r]*x[r*stride+j] for q < 3, j < n, r < rows
+// (any n; strides in elements), each q exactly as axpyRowsU8Vnni.
+//
+//go:noescape
+func axpyRows3U8VnniPf(dst *float32, ldd int, alpha *float32, lda int, x *uint8, n int, rows int, stride int, ahead int)
+
+// axpyRows4U8VnniPf sets dst[q*ldd+j] += Σ_r alpha[q*lda+r]*x[r*stride+j] for q < 4, j < n, r < rows
+// (any n; strides in elements), each q exactly as axpyRowsU8Vnni.
+//
+//go:noescape
+func axpyRows4U8VnniPf(dst *float32, ldd int, alpha *float32, lda int, x *uint8, n int, rows int, stride int, ahead int)
+
+// scoresU8Vnni1 sets dst[i*ldd+j] = float32(Σ_r Σ_b k[r*stride+4j+b]*int8(q[i*ldq+4r+b]) - corr[i]) * qs[i] * ks[j] for i < 1, j < n, r < groups, b < 4
+// (n a multiple of 16; ldd in elements, ldq and stride in bytes).
+//
+//go:noescape
+func scoresU8Vnni1(dst *float32, ldd int, q *byte, ldq int, k *byte, n int, groups int, stride int, corr *int32, qs *float32, ks *float32)
+
+// scoresU8Vnni2 sets dst[i*ldd+j] = float32(Σ_r Σ_b k[r*stride+4j+b]*int8(q[i*ldq+4r+b]) - corr[i]) * qs[i] * ks[j] for i < 2, j < n, r < groups, b < 4
+// (n a multiple of 16; ldd in elements, ldq and stride in bytes).
+//
+//go:noescape
+func scoresU8Vnni2(dst *float32, ldd int, q *byte, ldq int, k *byte, n int, groups int, stride int, corr *int32, qs *float32, ks *float32)
+
+// scoresU8Vnni3 sets dst[i*ldd+j] = float32(Σ_r Σ_b k[r*stride+4j+b]*int8(q[i*ldq+4r+b]) - corr[i]) * qs[i] * ks[j] for i < 3, j < n, r < groups, b < 4
+// (n a multiple of 16; ldd in elements, ldq and stride in bytes).
+//
+//go:noescape
+func scoresU8Vnni3(dst *float32, ldd int, q *byte, ldq int, k *byte, n int, groups int, stride int, corr *int32, qs *float32, ks *float32)
+
+// scoresU8Vnni4 sets dst[i*ldd+j] = float32(Σ_r Σ_b k[r*stride+4j+b]*int8(q[i*ldq+4r+b]) - corr[i]) * qs[i] * ks[j] for i < 4, j < n, r < groups, b < 4
+// (n a multiple of 16; ldd in elements, ldq and stride in bytes).
+//
+//go:noescape
+func scoresU8Vnni4(dst *float32, ldd int, q *byte, ldq int, k *byte, n int, groups int, stride int, corr *int32, qs *float32, ks *float32)
 
 // prefetchStrided asks for the cache lines at p + i*stride, i < n (n >= 1), to be brought into the caches.
 //

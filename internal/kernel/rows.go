@@ -275,6 +275,57 @@ func DotRowsU8MultiAhead(dst []float32, ldd, rows int, w []float32, ldw, n, m in
 	dotRowsMultiAhead(&dotU8Names, &dotRowsMU8Impl, &dotRowsAU8Impl, dotRowsU8Impl, dst, ldd, rows, w, ldw, n, m, y, stride, next)
 }
 
+// AxpyRowsF16MultiAhead is AxpyRowsF16Multi, bit for bit, that also
+// asks for next to be brought into the caches as it reads x: rows laid
+// out as x's (the same stride), such as the key rows of the next
+// key/value head that a decode step reads after this head's value pass.
+// Where the kernels can (AVX-512, 2-4 vectors), the first line of each
+// row's column block of next is asked for as the same place in x is
+// read; elsewhere, or when next is shorter than x's rows span, nothing
+// is asked for.
+func AxpyRowsF16MultiAhead(dst []float32, ldd, n int, alpha []float32, lda, rows, m int, x []uint16, stride int, next []uint16) {
+	axpyRowsMultiAhead(&axpyF16Names, &axpyRowsMF16Impl, &axpyRowsAF16Impl, axpyRowsF16Impl, dst, ldd, n, alpha, lda, rows, m, x, stride, next)
+}
+
+// AxpyRowsU8MultiAhead is AxpyRowsF16MultiAhead on rows of biased bytes
+// (AxpyRowsU8Multi).
+func AxpyRowsU8MultiAhead(dst []float32, ldd, n int, alpha []float32, lda, rows, m int, x []uint8, stride int, next []uint8) {
+	axpyRowsMultiAhead(&axpyU8Names, &axpyRowsMU8Impl, &axpyRowsAU8Impl, axpyRowsU8Impl, dst, ldd, n, alpha, lda, rows, m, x, stride, next)
+}
+
+// axpyRowsMultiAhead runs the overlay's axpy kernels that ask ahead, at
+// the byte distance from x to next, for each call of 2-4 vectors when it
+// has them and next covers x's span; otherwise axpyRowsMulti.
+func axpyRowsMultiAhead[E multiElem](names *multiNames, kerns *[attnMultiMax + 1]rowsMKernel[E], ahead *[attnMultiMax + 1]rowsAheadKernel[E],
+	one func(dst, alpha []float32, x []E, stride int), dst []float32, ldd, n int, alpha []float32, lda, rows, m int, x []E, stride int, next []E) {
+	if m <= 0 || n <= 0 || rows <= 0 || ahead[2] == nil {
+		axpyRowsMulti(names, kerns, one, dst, ldd, n, alpha, lda, rows, m, x, stride)
+		return
+	}
+	rowsSpan(names.dst, m, n, ldd, len(dst))
+	rowsSpan(names.vecs, m, rows, lda, len(alpha))
+	span := rowsSpan(names.rows, rows, n, stride, len(x))
+	if len(next) < span {
+		axpyRowsMulti(names, kerns, one, dst, ldd, n, alpha, lda, rows, m, x, stride)
+		return
+	}
+	// A distance between two slices' first elements, for the kernels'
+	// PREFETCHT0 only: every line asked for lies within next[:span].
+	d := int(uintptr(unsafe.Pointer(unsafe.SliceData(next))) - uintptr(unsafe.Pointer(unsafe.SliceData(x))))
+	for i := 0; i < m; {
+		c := min(m-i, attnMultiMax)
+		switch {
+		case ahead[c] != nil:
+			ahead[c](dst[i*ldd:], ldd, alpha[i*lda:], lda, x, n, rows, stride, d)
+		case kerns[c] != nil:
+			kerns[c](dst[i*ldd:], ldd, alpha[i*lda:], lda, x, n, rows, stride)
+		default:
+			one(dst[i*ldd:i*ldd+n], alpha[i*lda:i*lda+rows], x[:span], stride)
+		}
+		i += c
+	}
+}
+
 // dotRowsMultiAhead runs the overlay's kernels that ask ahead, at the
 // byte distance from y to next, when it has them and next covers y's
 // span; otherwise it asks for next (as much of y's span as it has) and

@@ -111,3 +111,61 @@ func checkMultiAhead[V multiElem](t *testing.T, name string,
 		}
 	}
 }
+
+// TestAxpyRowsAheadSameBits: the axpy kernels that ask ahead as they
+// read give every vector the bits of the plain multi-vector kernels
+// (axpyRowsMultiAhead as AxpyRowsF16MultiAhead runs them), for every
+// supported overlay, binary16 and uint8 rows, next before or after the
+// rows, and next too short (no asking).
+func TestAxpyRowsAheadSameBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	kernels := 0
+	for _, o := range Overlays() {
+		if !o.Supported || o.AxpyRowsF16 == nil {
+			continue
+		}
+		kernels += checkAxpyRowsAhead(t, r, o.Name+"/f16", o.axpyRowsMF16, o.axpyRowsAF16, o.AxpyRowsF16, randHalves)
+		kernels += checkAxpyRowsAhead(t, r, o.Name+"/u8", o.axpyRowsMU8, o.axpyRowsAU8, o.AxpyRowsU8, randBytes)
+	}
+	t.Logf("%d axpy kernels that ask ahead checked", kernels)
+}
+
+func checkAxpyRowsAhead[E multiElem](t *testing.T, r *rand.Rand, name string, kerns [attnMultiMax + 1]rowsMKernel[E], ahead [attnMultiMax + 1]rowsAheadKernel[E],
+	one func(dst, alpha []float32, x []E, stride int), rowsOf func(*rand.Rand, int) []E) int {
+	names := &multiNames{name + " dst", name + " alpha", name}
+	for _, m := range []int{1, 2, 3, 4, 5, 9} {
+		for _, n := range []int{1, 15, 16, 17, 32, 33, 64, 100, 128, 257} {
+			for _, rows := range []int{1, 2, 3, 8, 65} {
+				ldd, lda, stride := n+3, rows+5, n+9
+				span := (rows-1)*stride + n
+				all := rowsOf(r, 2*span+37)
+				alpha := randFloats(r, (m-1)*lda+rows, 1)
+				for _, mode := range []string{"after", "before", "short"} {
+					x, next := all[:span], all[span+37:]
+					switch mode {
+					case "before":
+						x, next = next, x
+					case "short":
+						next = next[:span-1]
+					}
+					want := randFloats(r, (m-1)*ldd+n+4, 1)
+					got := append([]float32(nil), want...)
+					axpyRowsMulti(names, &kerns, one, want, ldd, n, alpha, lda, rows, m, x, stride)
+					axpyRowsMultiAhead(names, &kerns, &ahead, one, got, ldd, n, alpha, lda, rows, m, x, stride, next)
+					for i := range want {
+						if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
+							t.Fatalf("%s m %d n %d rows %d (next %s): element %d: %v plain, %v asking ahead", name, m, n, rows, mode, i, want[i], got[i])
+						}
+					}
+				}
+			}
+		}
+	}
+	count := 0
+	for _, k := range ahead {
+		if k != nil {
+			count++
+		}
+	}
+	return count
+}

@@ -130,6 +130,7 @@ func rowsOverlay(o *Overlay, zmm bool) {
 	o.AxpyRowsF16 = func(dst, alpha []float32, x []uint16, stride int) {
 		axpyRowsWith("AxpyRowsF16", axpyRowsF16Vnni, 1, tensor.F16ToF32, dst, alpha, x, stride)
 	}
+	o.scoresU8 = scoresVnni
 	h, b := wrapRowsM[uint16], wrapRowsM[uint8]
 	o.axpyRowsMF16 = [attnMultiMax + 1]rowsMKernel[uint16]{2: h(axpyRows2F16Vnni), 3: h(axpyRows3F16Vnni), 4: h(axpyRows4F16Vnni)}
 	o.dotRowsMF16 = [attnMultiMax + 1]rowsMKernel[uint16]{2: h(dotRows2F16Vnni), 3: h(dotRows3F16Vnni), 4: h(dotRows4F16Vnni)}
@@ -138,6 +139,8 @@ func rowsOverlay(o *Overlay, zmm bool) {
 	ha, ba := wrapRowsAhead[uint16], wrapRowsAhead[uint8]
 	o.dotRowsAF16 = [attnMultiMax + 1]rowsAheadKernel[uint16]{1: ha(dotRows1F16VnniPf), 2: ha(dotRows2F16VnniPf), 3: ha(dotRows3F16VnniPf), 4: ha(dotRows4F16VnniPf)}
 	o.dotRowsAU8 = [attnMultiMax + 1]rowsAheadKernel[uint8]{1: ba(dotRows1U8VnniPf), 2: ba(dotRows2U8VnniPf), 3: ba(dotRows3U8VnniPf), 4: ba(dotRows4U8VnniPf)}
+	o.axpyRowsAF16 = [attnMultiMax + 1]rowsAheadKernel[uint16]{2: ha(axpyRows2F16VnniPf), 3: ha(axpyRows3F16VnniPf), 4: ha(axpyRows4F16VnniPf)}
+	o.axpyRowsAU8 = [attnMultiMax + 1]rowsAheadKernel[uint8]{2: ba(axpyRows2U8VnniPf), 3: ba(axpyRows3U8VnniPf), 4: ba(axpyRows4U8VnniPf)}
 	o.DotRowsF16 = func(dst, w []float32, y []uint16, stride int) {
 		dotRowsWith("DotRowsF16", dotRowsF16Vnni, 1, tensor.F16ToF32, dst, w, y, stride)
 	}

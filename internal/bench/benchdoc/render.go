@@ -52,7 +52,14 @@ image prefill) are in [lab/benchmarks-2026.md](lab/benchmarks-2026.md).
   activations to int8 for these weights.
 - **Same work.** ` + "`pp512`" + ` is a 512-token prefill, ` + "`tg128`" + ` 128 decode steps
   after a 1-token prompt (llama-bench's definitions), at the same thread
-  count for both tools.
+  count for both tools. The long-context rows of ` + "`qwen3-0.6b`" + ` (2 threads,
+  commit ` + "`6553925`" + `): ` + "`pp4096`" + ` is a prefill of the shape's whole 4096-token
+  context, beside the ` + "`pp512`" + ` of the same round, from an artifact compiled
+  with ` + "`--ctx 4096`" + `, against llama.cpp without flash attention (` + "`-fa 0`" + `),
+  in rounds of their own without ` + "`--floor`" + `. Their one round ran while the
+  machine was shared with other heavy work (both tools at a tenth of
+  their usual rates, llama.cpp's threads losing more to the waits), so
+  only their ratios mean anything, and those only roughly.
 - **Interleaved rounds.** Per row the page cache is dropped, then 3
   rounds run, each one repetition of each tool (` + "`-p 512 -n 128 -r 1`" + `),
   aotlm first in rounds 1 and 3 and llama.cpp first in round 2. The
@@ -85,6 +92,8 @@ aotlm compile q -o NAME-lpbq-q6k.aot --ar-len 128 --ctx 1024 --kv f16
 aotlm quantize NAME-f16.gguf -o q --recipe w8a16
 aotlm compile q -o NAME-w8.aot --ar-len 128 --ctx 1024 --kv f16
 aotlm compile qwen3-0.6b-q4_k_m.gguf -o q4km-q6.aot --ar-len 128 --ctx 1024 --kv f16
+# the long-context rows (from the lpbq-b32-w8-classifier quantization)
+aotlm compile q -o qwen3-0.6b-lpbq-4k.aot --ar-len 128 --ctx 4096 --kv f16
 ` + "```" + `
 
 ` + "`lpbq-b32-w8-classifier.json`" + ` (the q6k one has ` + "`\"q6k\"`" + ` for ` + "`\"w8\"`" + `):
@@ -116,6 +125,16 @@ for t in 1 2; do
   for s in qwen3.5-0.8b lfm2-1.2b; do row $s-lpbq $s-lpbq.aot $s-q4_0.gguf $t; done
   row qwen3.5-0.8b-lpbq-q6k qwen3.5-0.8b-lpbq-q6k.aot qwen3.5-0.8b-q4_0.gguf $t
 done
+` + "```" + `
+
+The long-context rounds (2 threads; at this length a round takes minutes):
+
+` + "```sh skip-ci: needs llama.cpp and the generated qwen3-0.6b files; a round takes 10 minutes or more" + `
+ours() { aotlm bench -m qwen3-0.6b-lpbq-4k.aot -p 512,4096 -n 0 -t 2 -r 1 --json > res-long-aot-r$1.json; }
+theirs() { llama-bench -m qwen3-0.6b-q4_0.gguf -p 512,4096 -n 0 -t 2 -r 1 -fa 0 -o json > res-long-gguf-r$1.json; }
+ours 1; theirs 1
+theirs 2; ours 2
+ours 3; theirs 3
 ` + "```" + `
 `
 

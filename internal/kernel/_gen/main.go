@@ -22,6 +22,7 @@ func main() {
 	genAct()
 	genRows()
 	genRowsMulti()
+	genScores()
 	genPrefetch()
 	genSumLines()
 	genColumns()

@@ -29,8 +29,22 @@ func genRowsMulti() {
 			genDotRowsM(c, m)
 		}
 		dotAhead = false
+		axpyAhead = true
+		for m := 2; m <= 4; m++ {
+			genAxpyRowsM(c, m)
+		}
+		axpyAhead = false
 	}
 }
+
+// axpyAhead makes genAxpyRowsM write the twin that asks for another run
+// of rows as it reads its own (axpyRows{M}{F16,U8}VnniPf): for the first
+// vector of each row of a column block it issues a PREFETCHT0 of the
+// line ahead bytes away. A decode step's value pass passes the distance
+// to the next key/value head's keys, so that they come from memory while
+// the values (already in the caches) are summed. The sums are the plain
+// kernel's.
+var axpyAhead bool
 
 // quad addresses vector q (0..3) of four vectors ld bytes apart (ld3 =
 // 3*ld) from p.
@@ -50,7 +64,12 @@ func quadStride(name string) (ld, ld3 GPVirtual) {
 
 func genAxpyRowsM(c *rowsISA, M int) {
 	name := c.name(fmt.Sprintf("axpyRows%d", M))
-	TEXT(name, NOSPLIT, c.sig("func(dst *float32, ldd int, alpha *float32, lda int, x *%s, n int, rows int, stride int)"))
+	params := "func(dst *float32, ldd int, alpha *float32, lda int, x *%s, n int, rows int, stride int)"
+	if axpyAhead {
+		name += "Pf"
+		params = "func(dst *float32, ldd int, alpha *float32, lda int, x *%s, n int, rows int, stride int, ahead int)"
+	}
+	TEXT(name, NOSPLIT, c.sig(params))
 	Pragma("noescape")
 	Doc(name+fmt.Sprintf(" sets dst[q*ldd+j] += Σ_r alpha[q*lda+r]*x[r*stride+j] for q < %d, j < n, r < rows", M),
 		"(any n; strides in elements), each q exactly as "+c.name("axpyRows")+".")
@@ -98,9 +117,18 @@ func (c *rowsISA) axpyMBlock(lbl string, M int, dst, al, la, la3, x GPVirtual, n
 	MOVQ(x, xp)
 	MOVQ(al, ap)
 	Load(Param("rows"), r)
+	var pp GPVirtual // xp + ahead, in a twin that asks ahead
+	if axpyAhead {
+		pp = GP64()
+		Load(Param("ahead"), pp)
+		ADDQ(xp, pp)
+	}
 	step := func(sets int) {
 		for s := range sets {
 			for i := range nvec {
+				if pp != nil && i == 0 && !masked {
+					PREFETCHT0(c.row(pp, s, 0))
+				}
 				v := c.load(c.row(xp, s, i*c.lanes), masked)
 				for q := range M {
 					VFMADD231PS_BCST(quad(ap, la, la3).at(q, 4*s), v, acc[s][q][i])
@@ -113,6 +141,9 @@ func (c *rowsISA) axpyMBlock(lbl string, M int, dst, al, la, la3, x GPVirtual, n
 	JB(LabelRef(lbl + "row1"))
 	step(2)
 	LEAQ(Mem{Base: xp, Index: c.sb, Scale: 2}, xp)
+	if pp != nil {
+		LEAQ(Mem{Base: pp, Index: c.sb, Scale: 2}, pp)
+	}
 	ADDQ(U8(8), ap)
 	SUBQ(U8(2), r)
 	JMP(LabelRef(lbl + "rows"))
