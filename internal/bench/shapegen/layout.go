@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/aotlm/aotlm/internal/format/gguf"
@@ -12,13 +13,13 @@ import (
 // names for its architecture.
 type gen struct {
 	s       shape
-	randF16 func(n int) []byte
+	randF16 func(n int) func(io.Writer) error
 	ones    func(n int) []float32
 }
 
 // mat is a random binary16 matrix of rows x cols.
 func (g *gen) mat(name string, rows, cols int64) gguf.WriteTensor {
-	return gguf.WriteTensor{Name: name, DType: tensor.F16, Shape: []int64{rows, cols}, Data: g.randF16(int(rows * cols))}
+	return gguf.WriteTensor{Name: name, DType: tensor.F16, Shape: []int64{rows, cols}, Stream: g.randF16(int(rows * cols))}
 }
 
 // vec is a float32 vector of n copies of v.
@@ -67,6 +68,9 @@ func (g *gen) mlp(p string) []gguf.WriteTensor {
 // tensors lays out every tensor of the shape.
 func (g *gen) tensors() []gguf.WriteTensor {
 	s := g.s
+	if s.gemma4 != nil {
+		return g.gemma4Tensors()
+	}
 	H := int64(s.hidden)
 	ts := []gguf.WriteTensor{g.mat("token_embd.weight", int64(s.vocab), H)}
 	switch {
@@ -139,6 +143,9 @@ func (g *gen) metadata() []gguf.KV {
 		{Key: a + ".embedding_length", Value: uint32(s.hidden)},
 		{Key: a + ".feed_forward_length", Value: uint32(s.ffn)},
 		{Key: a + ".attention.head_count", Value: uint32(s.heads)},
+	}
+	if s.gemma4 != nil {
+		return append(g.gemma4Metadata(kv), vocab(s.vocab)...)
 	}
 	if s.deltaNet == nil && s.attnLayers == nil {
 		kv = append(kv,

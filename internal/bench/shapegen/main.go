@@ -20,6 +20,7 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -45,6 +46,23 @@ type shape struct {
 	// short convolutions of convCache taps.
 	attnLayers []int
 	convCache  int
+	// gemma4: a Gemma 4 model's per-layer inputs, layer types and shared
+	// keys and values.
+	gemma4 *gemma4Shape
+}
+
+// gemma4Shape is what a Gemma 4 model adds: every fullEvery-th layer is
+// full attention with heads of globalHeadDim (theta, a quarter of its
+// pairs rotating), the others sliding-window attention over window tokens
+// with heads of headDm (swaTheta); the last kvShared layers reuse earlier
+// layers' keys and values and have a feed-forward twice ffn wide; each
+// layer takes a perLayer-wide input from a per-layer embedding; logits are
+// capped at softcap*tanh(logits/softcap).
+type gemma4Shape struct {
+	globalHeadDim, perLayer int
+	fullEvery, window       int
+	kvShared                int
+	swaTheta, softcap       float64
 }
 
 // deltaNetShape is a Qwen3.5 model's linear-attention dimensions.
@@ -77,11 +95,18 @@ var shapes = map[string]shape{
 	// Salesforce/codegen2-1B's config: n_embd 2048, n_layer 16, n_head 16,
 	// rotary_dim 64, n_inner null (4·n_embd), n_positions 2048, vocabulary
 	// 51200, untied; an HF folder (writeCodegen).
+	// google/gemma-4-E2B's text config: hidden 1536, 35 layers (every
+	// fifth full attention), 8 heads and 1 KV head of 256 (sliding, window
+	// 512) or 512 (full), FFN 6144 and 12288 in the 20 layers that share
+	// keys and values, per-layer inputs of 256, vocabulary 262144, tied,
+	// final logits capped at 30.
+	"gemma4-e2b": {arch: "gemma4", hidden: 1536, layers: 35, ffn: 6144, heads: 8, kvHeads: 1, headDm: 256, vocab: 262144, theta: 1e6, qkNorm: true,
+		gemma4: &gemma4Shape{globalHeadDim: 512, perLayer: 256, fullEvery: 5, window: 512, kvShared: 20, swaTheta: 1e4, softcap: 30}},
 	"codegen2-1b": {arch: "codegen", hidden: 2048, layers: 16, ffn: 8192, heads: 16, kvHeads: 16, headDm: 128, vocab: 51200, theta: 1e4, rotary: 64},
 }
 
 func main() {
-	name := flag.String("shape", "qwen3-0.6b", "model shape: smollm2-135m, qwen3-0.6b, llama3.2-1b, llama3.2-3b, phi4-mini, qwen3.5-0.8b, lfm2-1.2b or codegen2-1b")
+	name := flag.String("shape", "qwen3-0.6b", "model shape: smollm2-135m, qwen3-0.6b, llama3.2-1b, llama3.2-3b, phi4-mini, qwen3.5-0.8b, lfm2-1.2b, gemma4-e2b or codegen2-1b")
 	out := flag.String("o", "", "output GGUF file (codegen2-1b: output folder)")
 	seed := flag.Uint64("seed", 1, "random seed")
 	flag.Parse()
@@ -108,12 +133,23 @@ func main() {
 // write writes the model to path through a temporary file.
 func write(path string, s shape, seed uint64) error {
 	r := rand.New(rand.NewPCG(seed, 7))
-	randF16 := func(n int) []byte {
-		b := make([]byte, 2*n)
-		for i := 0; i < n; i++ {
-			binary.LittleEndian.PutUint16(b[2*i:], tensor.F32ToF16(float32(r.NormFloat64()*0.02)))
+	// randF16 writes n values when the writer reaches the tensor: the
+	// draws happen in file order, and no more than a chunk is in memory
+	randF16 := func(n int) func(io.Writer) error {
+		return func(w io.Writer) error {
+			b := make([]byte, 2*min(n, 1<<16))
+			for left := n; left > 0; {
+				k := min(left, len(b)/2)
+				for i := 0; i < k; i++ {
+					binary.LittleEndian.PutUint16(b[2*i:], tensor.F32ToF16(float32(r.NormFloat64()*0.02)))
+				}
+				if _, err := w.Write(b[:2*k]); err != nil {
+					return err
+				}
+				left -= k
+			}
+			return nil
 		}
-		return b
 	}
 	ones := func(n int) []float32 {
 		v := make([]float32, n)
