@@ -40,8 +40,14 @@ image prefill) are in [lab/benchmarks-2026.md](lab/benchmarks-2026.md).
   2048, 16 layers, 16 heads of 128 with rotary on 64 dims, FFN 8192,
   vocabulary 51200, untied) as a Hugging Face folder: llama.cpp cannot run
   the CodeGen family (its converter has no CodeGen architecture), so that
-  shape has no llama.cpp side and no row here; aotlm runs it with
-  ` + "`aotlm bench`" + ` alone.
+  shape's rows have aotlm's rates alone, ` + "`none`" + ` for llama.cpp's weights and
+  "cannot run" for its rates. ` + "`gemma4-e2b`" + `: Gemma 4 E2B's text model,
+  hidden 1536, 35 layers, every fifth full attention (8/1 heads of 512, a
+  quarter of the pairs rotating) and the others sliding-window attention
+  over 512 tokens (8/1 heads of 256), the last 20 layers reusing earlier
+  layers' keys and values with an FFN of 12288 (6144 in the others),
+  per-layer inputs of 256 from a 262144 x 8960 per-layer embedding,
+  vocabulary 262144, tied, logits capped at 30.
 - **Same weight budget.** ` + "`lpbq`" + ` is aotlm's LPBQ 4-bit, block 32, with the
   classifier at W8, against llama.cpp's ` + "`Q4_0`" + ` (whose classifier is Q6_K);
   ` + "`lpbq+q6k`" + ` is the same with the classifier in Q6_K super-blocks
@@ -138,15 +144,32 @@ var tableColumns = []column{
 	{"threads", func(r record) string { return r["threads"] }},
 	{"test", func(r record) string { return r["test"] }},
 	{"aotlm tok/s (rounds)", func(r record) string { return r["aotlm_tok_s"] }},
-	{"llama.cpp tok/s (rounds)", func(r record) string { return r["llama_cpp_tok_s"] }},
-	{"ratios", func(r record) string { return r["ratios"] }},
-	{"median ratio", func(r record) string { return r["median_ratio"] }},
+	{"llama.cpp tok/s (rounds)", func(r record) string { return orCannot(r, r["llama_cpp_tok_s"]) }},
+	{"ratios", func(r record) string { return orDash(r, r["ratios"]) }},
+	{"median ratio", func(r record) string { return orDash(r, r["median_ratio"]) }},
 	{"probe GB/s", func(r record) string { return r["probe_gbps"] }},
 	{"aotlm of floor", func(r record) string { return r["aotlm_of_floor"] }},
 	{"llama.cpp of floor", func(r record) string { return r["llama_cpp_of_floor"] }},
 	{"memory GB/s", func(r record) string { return r["memory_gbps"] }},
 	{"aotlm of memory floor", func(r record) string { return r["aotlm_of_memory"] }},
 	{"llama.cpp of memory floor", func(r record) string { return r["llama_cpp_of_memory"] }},
+}
+
+// orCannot returns v, or "cannot run" in a row of a shape llama.cpp
+// cannot run.
+func orCannot(r record, v string) string {
+	if r["llama.cpp"] == noLlamaCpp {
+		return "cannot run"
+	}
+	return v
+}
+
+// orDash returns v, or "-" in a row of a shape llama.cpp cannot run.
+func orDash(r record, v string) string {
+	if r["llama.cpp"] == noLlamaCpp {
+		return "-"
+	}
+	return v
 }
 
 // render returns docs/benchmarks.md for res: the intro, then one section
