@@ -57,3 +57,33 @@ func TestSSMChunkedMatchesRows(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSSMScan512 scans a 512-row prefill through one Mamba2 layer of
+// Granite 4.0-H's size (48 heads of 64, one group of 128 state dims): the
+// row-by-row reference and the chunked form on one worker.
+func BenchmarkSSMScan512(b *testing.B) {
+	const T, H, P, G, N = 512, 48, 64, 1, 128
+	r := rand.New(rand.NewPCG(1, 2))
+	fill := func(n int, lo, hi float32) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = lo + (hi-lo)*r.Float32()
+		}
+		return v
+	}
+	x, dt, bb, c := fill(T*H*P, -2, 2), fill(T*H, -3, 2), fill(T*G*N, -1, 1), fill(T*G*N, -1, 1)
+	A, D, bias := fill(H, -2, -0.05), fill(H, -1, 1), fill(H, -0.5, 0.5)
+	out, S := make([]float32, T*H*P), make([]float32, H*P*N)
+	b.Run("rows", func(b *testing.B) {
+		for b.Loop() {
+			op.SSMScanRows(out, x, dt, bb, c, A, D, bias, S, T, H, P, G, N)
+		}
+	})
+	b.Run("chunked", func(b *testing.B) {
+		task := &ssmTask{out: out, x: x, dt: dt, b: bb, c: c, A: A, D: D, dtBias: bias, S: S, rows: T, H: H, P: P, G: G, N: N,
+			work: []ssmScratch{newSSMScratch()}}
+		for b.Loop() {
+			task.run(0, 0, H)
+		}
+	})
+}

@@ -80,12 +80,19 @@ func (g *gen) tensors() []gguf.WriteTensor {
 		ts = append(ts, g.vec("token_embd_norm.weight", H, 1))
 	default:
 		ts = append(ts, g.vec("output_norm.weight", H, 1))
+		if s.untied {
+			ts = append(ts, g.mat("output.weight", int64(s.vocab), H))
+		}
 	}
 	for l := 0; l < s.layers; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
 		ts = append(ts, g.vec(p+"attn_norm.weight", H, 1))
 		if s.deltaNet == nil && s.attnLayers == nil {
 			ts = append(ts, g.projections(p, false)...)
+			if s.qkvBias {
+				q, kv := int64(s.heads*s.headDm), int64(s.kvHeads*s.headDm)
+				ts = append(ts, g.vec(p+"attn_q.bias", q, 0), g.vec(p+"attn_k.bias", kv, 0), g.vec(p+"attn_v.bias", kv, 0))
+			}
 			ts = append(ts, g.vec(p+"ffn_norm.weight", H, 1))
 			ts = append(ts, g.mlp(p)...)
 			ts = append(ts, g.qkNorms(p)...)
@@ -156,6 +163,9 @@ func (g *gen) metadata() []gguf.KV {
 			gguf.KV{Key: a + ".rope.freq_base", Value: float32(s.theta)},
 			gguf.KV{Key: a + ".attention.layer_norm_rms_epsilon", Value: float32(1e-6)},
 			gguf.KV{Key: a + ".vocab_size", Value: uint32(s.vocab)})
+		if s.vision != nil {
+			return append(kv, vocab(s.vocab, internVLMarkers...)...)
+		}
 		return append(kv, vocab(s.vocab)...)
 	}
 	kv = append(kv, gguf.KV{Key: a + ".rope.freq_base", Value: float32(s.theta)}, gguf.KV{Key: a + ".vocab_size", Value: uint32(s.vocab)})

@@ -38,6 +38,8 @@ type shape struct {
 	vocab                  int
 	theta                  float64
 	qkNorm                 bool
+	qkvBias                bool // q, k and v projections with biases (qwen2)
+	untied                 bool // a classifier of its own (output.weight)
 	rotary                 int // rotary dimensions of a head (codegen)
 	// deltaNet: a Qwen3.5 hybrid (gated DeltaNet layers, a gated
 	// full-attention layer every attnEvery layers).
@@ -49,6 +51,9 @@ type shape struct {
 	// gemma4: a Gemma 4 model's per-layer inputs, layer types and shared
 	// keys and values.
 	gemma4 *gemma4Shape
+	// vision: an InternVL model, this shape its language model; written
+	// as a folder of text.gguf and mmproj.gguf.
+	vision *visionShape
 }
 
 // gemma4Shape is what a Gemma 4 model adds: every fullEvery-th layer is
@@ -102,12 +107,20 @@ var shapes = map[string]shape{
 	// final logits capped at 30.
 	"gemma4-e2b": {arch: "gemma4", hidden: 1536, layers: 35, ffn: 6144, heads: 8, kvHeads: 1, headDm: 256, vocab: 262144, theta: 1e6, qkNorm: true,
 		gemma4: &gemma4Shape{globalHeadDim: 512, perLayer: 256, fullEvery: 5, window: 512, kvShared: 20, swaTheta: 1e4, softcap: 30}},
+	// OpenGVLab/InternVL3-1B: InternViT-300M (448x448 tiles of 14x14
+	// patches, 24 layers, hidden 1024, 16 heads, FFN 4096), pixel shuffle
+	// by 2 (256 rows a tile), a 4096-896-896 projector, and Qwen2.5-0.5B
+	// (hidden 896, 24 layers, 14/2 heads of 64 with q/k/v biases, FFN 4864,
+	// vocabulary 151674, untied).
+	"internvl3-1b": {arch: "qwen2", hidden: 896, layers: 24, ffn: 4864, heads: 14, kvHeads: 2, headDm: 64, vocab: 151674, theta: 1e6,
+		qkvBias: true, untied: true,
+		vision: &visionShape{hidden: 1024, layers: 24, ffn: 4096, heads: 16, image: 448, patch: 14, scale: 2, maxTiles: 12}},
 	"codegen2-1b": {arch: "codegen", hidden: 2048, layers: 16, ffn: 8192, heads: 16, kvHeads: 16, headDm: 128, vocab: 51200, theta: 1e4, rotary: 64},
 }
 
 func main() {
-	name := flag.String("shape", "qwen3-0.6b", "model shape: smollm2-135m, qwen3-0.6b, llama3.2-1b, llama3.2-3b, phi4-mini, qwen3.5-0.8b, lfm2-1.2b, gemma4-e2b or codegen2-1b")
-	out := flag.String("o", "", "output GGUF file (codegen2-1b: output folder)")
+	name := flag.String("shape", "qwen3-0.6b", "model shape: smollm2-135m, qwen3-0.6b, llama3.2-1b, llama3.2-3b, phi4-mini, qwen3.5-0.8b, lfm2-1.2b, gemma4-e2b, internvl3-1b or codegen2-1b")
+	out := flag.String("o", "", "output GGUF file (codegen2-1b and internvl3-1b: output folder)")
 	seed := flag.Uint64("seed", 1, "random seed")
 	flag.Parse()
 	s, ok := shapes[*name]
@@ -121,8 +134,11 @@ func main() {
 		os.Exit(2)
 	}
 	w := write
-	if s.arch == "codegen" {
+	switch {
+	case s.arch == "codegen":
 		w = writeCodegen
+	case s.vision != nil:
+		w = writeInternVL
 	}
 	if err := w(*out, s, *seed); err != nil {
 		fmt.Fprintln(os.Stderr, "shapegen:", err)
@@ -132,6 +148,16 @@ func main() {
 
 // write writes the model to path through a temporary file.
 func write(path string, s shape, seed uint64) error {
+	return writeGGUF(path, seed, func(g *gen) ([]gguf.WriteTensor, []gguf.KV) {
+		g.s = s
+		return g.tensors(), g.metadata()
+	})
+}
+
+// writeGGUF writes the GGUF file that layout returns to path through a
+// temporary file, its random values drawn from seed as the file is
+// written.
+func writeGGUF(path string, seed uint64, layout func(g *gen) ([]gguf.WriteTensor, []gguf.KV)) error {
 	r := rand.New(rand.NewPCG(seed, 7))
 	// randF16 writes n values when the writer reaches the tensor: the
 	// draws happen in file order, and no more than a chunk is in memory
@@ -158,8 +184,8 @@ func write(path string, s shape, seed uint64) error {
 		}
 		return v
 	}
-	g := &gen{randF16: randF16, ones: ones, s: s}
-	ts, kv2 := g.tensors(), g.metadata()
+	g := &gen{randF16: randF16, ones: ones}
+	ts, kv2 := layout(g)
 
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".shapegen-*")
 	if err != nil {
@@ -184,8 +210,9 @@ func write(path string, s shape, seed uint64) error {
 // vocab is a byte-level vocabulary of n tokens: the 256 byte symbols of
 // GPT-2's mapping, then "t2" (the one merge, of "t" and "2", which
 // llama.cpp wants at least one of), then fillers "t257".., the last one
-// the end token.
-func vocab(n int) []gguf.KV {
+// the end token. The control pieces, if any, take the ids just before the
+// end token.
+func vocab(n int, control ...string) []gguf.KV {
 	toks := make([]any, n)
 	types := make([]any, n)
 	b := 0
@@ -200,6 +227,10 @@ func vocab(n int) []gguf.KV {
 		}
 	}
 	types[n-1] = int32(3)
+	for i, c := range control {
+		id := n - 1 - len(control) + i
+		toks[id], types[id] = c, int32(3)
+	}
 	return []gguf.KV{
 		{Key: "tokenizer.ggml.model", Value: "gpt2"},
 		{Key: "tokenizer.ggml.pre", Value: "default"},
