@@ -40,7 +40,7 @@ type shape struct {
 	qkNorm                 bool
 	qkvBias                bool // q, k and v projections with biases (qwen2)
 	untied                 bool // a classifier of its own (output.weight)
-	rotary                 int // rotary dimensions of a head (codegen)
+	rotary                 int  // rotary dimensions of a head (codegen)
 	// deltaNet: a Qwen3.5 hybrid (gated DeltaNet layers, a gated
 	// full-attention layer every attnEvery layers).
 	deltaNet *deltaNetShape
