@@ -81,10 +81,11 @@ Models and artifacts (` + "`NAME`" + ` is each shape):
 
 ` + "```sh skip-ci: needs llama.cpp and the generated f16 models" + `
 go run ./internal/bench/shapegen -shape NAME -o NAME-f16.gguf
+go run ./internal/bench/shapegen -shape codegen2-1b -o codegen2-1b   # a folder, aotlm only
 # llama.cpp
 llama-quantize NAME-f16.gguf NAME-q4_0.gguf Q4_0      # and Q8_0, and Q4_K_M for qwen3-0.6b
 # aotlm (the two recipe files are below; w8a16 is a preset)
-aotlm quantize NAME-f16.gguf -o q --recipe lpbq-b32-w8-classifier.json
+aotlm quantize NAME-f16.gguf -o q --recipe lpbq-b32-w8-classifier.json   # codegen2-1b: the folder
 aotlm compile q -o NAME-lpbq.aot --ar-len 128 --ctx 1024 --kv f16
 aotlm quantize NAME-f16.gguf -o q --recipe lpbq-b32-q6k-classifier.json
 aotlm compile q -o NAME-lpbq-q6k.aot --ar-len 128 --ctx 1024 --kv f16
@@ -105,7 +106,7 @@ The rounds (about 30 minutes a machine):
 
 ` + "```sh skip-ci: needs llama.cpp and the generated shapes; about 30 minutes" + `
 ours() { aotlm bench -m $2 -p 512 -n 128 -t $4 -r 1 --floor --json > res-$1-aot-t$4-r$5.json; }
-theirs() { llama-bench -m $3 -p 512 -n 128 -t $4 -r 1 -o json > res-$1-gguf-t$4-r$5.json; }
+theirs() { [ $3 = none ] || llama-bench -m $3 -p 512 -n 128 -t $4 -r 1 -o json > res-$1-gguf-t$4-r$5.json; }
 row() { # name artifact gguf threads
   sync; echo 1 > /proc/sys/vm/drop_caches
   ours "$@" 1; theirs "$@" 1
@@ -119,8 +120,9 @@ for t in 1 2; do
     row $s-w8 $s-w8.aot $s-q8_0.gguf $t
   done
   row q4km q4km-q6.aot qwen3-0.6b-q4_k_m.gguf $t
-  for s in qwen3.5-0.8b lfm2-1.2b; do row $s-lpbq $s-lpbq.aot $s-q4_0.gguf $t; done
+  for s in qwen3.5-0.8b lfm2-1.2b gemma4-e2b; do row $s-lpbq $s-lpbq.aot $s-q4_0.gguf $t; done
   row qwen3.5-0.8b-lpbq-q6k qwen3.5-0.8b-lpbq-q6k.aot qwen3.5-0.8b-q4_0.gguf $t
+  row codegen2-1b-lpbq codegen2-1b-lpbq.aot none $t
 done
 ` + "```" + `
 `
