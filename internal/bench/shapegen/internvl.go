@@ -70,13 +70,14 @@ func (g *gen) mmprojTensors() []gguf.WriteTensor {
 	return ts
 }
 
-// randVec is a random binary16 tensor of any shape.
+// randVec is a random float32 tensor of any shape (the class and
+// position embeddings, which llama.cpp's graph joins to float32 rows).
 func (g *gen) randVec(name string, shape []int64) gguf.WriteTensor {
 	n := int64(1)
 	for _, d := range shape {
 		n *= d
 	}
-	return gguf.WriteTensor{Name: name, DType: tensor.F16, Shape: shape, Stream: g.randF16(int(n))}
+	return gguf.WriteTensor{Name: name, DType: tensor.F32, Shape: shape, Stream: g.randF32(int(n))}
 }
 
 // mmprojMetadata is the clip GGUF's hyper-parameters.

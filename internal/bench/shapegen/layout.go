@@ -14,6 +14,7 @@ import (
 type gen struct {
 	s       shape
 	randF16 func(n int) func(io.Writer) error
+	randF32 func(n int) func(io.Writer) error
 	ones    func(n int) []float32
 }
 

@@ -21,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -184,7 +185,24 @@ func writeGGUF(path string, seed uint64, layout func(g *gen) ([]gguf.WriteTensor
 		}
 		return v
 	}
-	g := &gen{randF16: randF16, ones: ones}
+	// randF32 is randF16 for float32 values
+	randF32 := func(n int) func(io.Writer) error {
+		return func(w io.Writer) error {
+			b := make([]byte, 4*min(n, 1<<16))
+			for left := n; left > 0; {
+				k := min(left, len(b)/4)
+				for i := 0; i < k; i++ {
+					binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(r.NormFloat64()*0.02)))
+				}
+				if _, err := w.Write(b[:4*k]); err != nil {
+					return err
+				}
+				left -= k
+			}
+			return nil
+		}
+	}
+	g := &gen{randF16: randF16, randF32: randF32, ones: ones}
 	ts, kv2 := layout(g)
 
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".shapegen-*")
