@@ -41,7 +41,9 @@ image prefill) are in [lab/benchmarks-2026.md](lab/benchmarks-2026.md).
   vocabulary 51200, untied) as a Hugging Face folder: llama.cpp cannot run
   the CodeGen family (its converter has no CodeGen architecture), so that
   shape's rows have aotlm's rates alone, ` + "`none`" + ` for llama.cpp's weights and
-  "cannot run" for its rates. ` + "`gemma4-e2b`" + `: Gemma 4 E2B's text model,
+  "cannot run" for its rates (its rows were measured under a load average
+  of about 25 on the 2 vCPUs, which puts their rates far below what the
+  other rows' quieter runs would give). ` + "`gemma4-e2b`" + `: Gemma 4 E2B's text model,
   hidden 1536, 35 layers, every fifth full attention (8/1 heads of 512, a
   quarter of the pairs rotating) and the others sliding-window attention
   over 512 tokens (8/1 heads of 256), the last 20 layers reusing earlier
