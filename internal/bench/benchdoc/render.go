@@ -49,7 +49,10 @@ image prefill) are in [lab/benchmarks-2026.md](lab/benchmarks-2026.md).
   over 512 tokens (8/1 heads of 256), the last 20 layers reusing earlier
   layers' keys and values with an FFN of 12288 (6144 in the others),
   per-layer inputs of 256 from a 262144 x 8960 per-layer embedding,
-  vocabulary 262144, tied, logits capped at 30.
+  vocabulary 262144, tied, logits capped at 30. Its per-layer embedding,
+  only gathered from (one 8960-wide row a token), is w8 in aotlm and Q6_K
+  in llama.cpp's Q4_0 file (llama-quantize's choice, as for the token
+  embedding).
 - **Same weight budget.** ` + "`lpbq`" + ` is aotlm's LPBQ 4-bit, block 32, with the
   classifier at W8, against llama.cpp's ` + "`Q4_0`" + ` (whose classifier is Q6_K);
   ` + "`lpbq+q6k`" + ` is the same with the classifier in Q6_K super-blocks
