@@ -52,8 +52,9 @@ image prefill) are in [lab/benchmarks-2026.md](lab/benchmarks-2026.md).
   vocabulary 262144, tied, logits capped at 30. Its per-layer embedding,
   only gathered from (one 8960-wide row a token), is w8 in aotlm and Q6_K
   in llama.cpp's Q4_0 file (llama-quantize's choice, as for the token
-  embedding). Its rows too ran under a load average of 25-30: read their
-  ratios, not their rates.
+  embedding). Its rows too ran under a load average of 25-30; these
+  two shapes' rows ran without the page-cache drop and ` + "`--floor`" + ` of the
+  rounds below: read their ratios, not their rates.
 - **Same weight budget.** ` + "`lpbq`" + ` is aotlm's LPBQ 4-bit, block 32, with the
   classifier at W8, against llama.cpp's ` + "`Q4_0`" + ` (whose classifier is Q6_K);
   ` + "`lpbq+q6k`" + ` is the same with the classifier in Q6_K super-blocks
