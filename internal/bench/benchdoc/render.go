@@ -53,9 +53,10 @@ image prefill) are in [lab/benchmarks-2026.md](lab/benchmarks-2026.md).
   only gathered from (one 8960-wide row a token), is w8 in aotlm and Q6_K
   in llama.cpp's Q4_0 file (llama-quantize's choice, as for the token
   embedding). Its rows too ran under a load average of 25-30, at which
-  llama.cpp's 2-thread decode fell to 0.3-0.9 tok/s (its two threads meet
-  at a barrier per operation, and one of them was often off its core), so
-  the 2-thread tg128 ratio measures that load, not the two engines; these
+  llama.cpp's 2-thread decode fell to 0.3-0.9 tok/s (its 1-thread decode
+  ran at 1.8-2.1 in the same hour), so the 2-thread tg128 ratio (and the
+  top of this machine's tg128 range) measures that load, not the two
+  engines; these
   two shapes' rows ran without the page-cache drop and ` + "`--floor`" + ` of the
   rounds below: read their ratios, not their rates.
 - **Same weight budget.** ` + "`lpbq`" + ` is aotlm's LPBQ 4-bit, block 32, with the
