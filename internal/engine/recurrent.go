@@ -20,8 +20,10 @@ type recState struct {
 	// deltaTask runs gated_delta steps on the pool (deltanet.go), with up
 	// to threads workers.
 	deltaTask deltaTask
-	pool      *pool
-	threads   int
+	// ssmTask runs ssm_scan steps on the pool (mamba2.go).
+	ssmTask ssmTask
+	pool    *pool
+	threads int
 }
 
 func newRecState(sizes []int, tmp int) recState {

@@ -67,7 +67,7 @@ func (d DeltaDims) DeltaHead(j int) int { return j % d.KeyHeads }
 // per head and q scaled by 1/sqrt(KeyDim); per value head j, reading key
 // head j % KeyHeads:
 //
-//	beta = sigmoid(b_j),  g = A_j * softplus(a_j + dt_bias_j)
+//	beta = sigmoid(b_j),  g = A_j * Softplus(a_j + dt_bias_j)
 //	S    = exp(g) * S
 //	S   += k (x) (beta * (v - S^T k))
 //	o    = S^T q
@@ -107,10 +107,10 @@ func (d DeltaDims) NormalizeQK(qn, kn, row []float32) {
 	}
 }
 
-// DeltaLogDecay returns g = A * softplus(a + dtBias), the log of one value
+// DeltaLogDecay returns g = A * Softplus(a + dtBias), the log of one value
 // head's decay for one row.
 func DeltaLogDecay(a, A, dtBias float32) float64 {
-	return float64(A) * softplus(float64(a)+float64(dtBias))
+	return float64(A) * Softplus(float64(a)+float64(dtBias))
 }
 
 // DeltaGates returns exp(g) and beta of one value head and row.

@@ -9,7 +9,7 @@ import "math"
 // the checkpoint's A_log). S is the [H][P][N] state, zero at the start of
 // a sequence. Per row and head:
 //
-//	dt'    = softplus(dt_h + dtBias_h)
+//	dt'    = Softplus(dt_h + dtBias_h)
 //	S_pn   = exp(dt' A_h) S_pn + dt' b_n x_p
 //	out_p  = sum_n S_pn c_n + D_h x_p
 func SSMScanRows(out, x, dt, b, c, A, D, dtBias, S []float32, T, H, P, G, N int) {
@@ -17,7 +17,7 @@ func SSMScanRows(out, x, dt, b, c, A, D, dtBias, S []float32, T, H, P, G, N int)
 	per := H / G // heads per group
 	for t := 0; t < T; t++ {
 		for h := 0; h < H; h++ {
-			d := float32(softplus(float64(dt[t*H+h] + dtBias[h])))
+			d := float32(Softplus(float64(dt[t*H+h] + dtBias[h])))
 			dA := float32(math.Exp(float64(d * A[h])))
 			g := h / per
 			bt, ct := b[t*GN+g*N:t*GN+(g+1)*N], c[t*GN+g*N:t*GN+(g+1)*N]

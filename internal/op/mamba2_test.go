@@ -8,7 +8,7 @@ import (
 
 // TestSSMScanRowsByHand checks one head of one channel and state dim over
 // two rows against the recurrence worked out in float64: S starts at 0,
-// S = exp(dt' A) S + dt' b x, y = S c + D x, dt' = softplus(dt + bias).
+// S = exp(dt' A) S + dt' b x, y = S c + D x, dt' = Softplus(dt + bias).
 func TestSSMScanRowsByHand(t *testing.T) {
 	x, dt, b, c := []float32{0.5, -1}, []float32{0.2, -0.3}, []float32{2, 0.5}, []float32{1.5, -2}
 	A, D, bias := []float32{-0.7}, []float32{0.25}, []float32{0.1}

@@ -38,8 +38,8 @@ func TokenShiftRows(out, x, S []float32, T, C int) {
 // SigmoidOf is 1 / (1 + exp(-v)), in float64.
 func SigmoidOf(v float32) float32 { return float32(1 / (1 + math.Exp(-float64(v)))) }
 
-// softplus is log(1 + exp(x)), and x itself above 20 (as PyTorch's).
-func softplus(x float64) float64 {
+// Softplus is log(1 + exp(x)), and x itself above 20 (as PyTorch's).
+func Softplus(x float64) float64 {
 	if x > 20 {
 		return x
 	}
@@ -52,7 +52,7 @@ func softplus(x float64) float64 {
 // of a sequence, and Sout the state after them (which may be Sin). Per row
 // and head, over the head's E channels:
 //
-//	decay_j = exp(-exp(-softplus(-w_j) - 0.5))
+//	decay_j = exp(-exp(-Softplus(-w_j) - 0.5))
 //	kk      = normalize(k * k_k)          (L2, divided by max(|.|, 1e-12))
 //	k'_j    = k_j * (1 + (a_j - 1) * k_a_j)
 //	sa_i    = sum_j -kk_j * S_ij
@@ -76,7 +76,7 @@ func WKV7Rows(out, r, w, k, v, a, Sin, Sout []float32, ws [5][]float32, T, C, E 
 				kk[j] = kj * kkw[c0+j]
 				nn += float64(kk[j]) * float64(kk[j])
 				kp[j] = kj * (1 + (a[o+j]-1)*kaw[c0+j])
-				dec[j] = float32(math.Exp(-math.Exp(-softplus(-float64(w[o+j])) - 0.5)))
+				dec[j] = float32(math.Exp(-math.Exp(-Softplus(-float64(w[o+j])) - 0.5)))
 			}
 			inv := float32(1 / math.Max(math.Sqrt(nn), 1e-12))
 			for j := range kk {

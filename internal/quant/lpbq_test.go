@@ -374,6 +374,10 @@ func TestLPBQBadInput(t *testing.T) {
 		{"short", w[:100], 4, 64, 32, "", "100 values for shape [4, 64]"},
 		{"negative", w, -4, 64, 32, "", "negative shape"},
 		{"overflow", w, 1 << 40, 1 << 40, 32, "", "too large"},
+		{"over the bound", w, MaxElements/64 + 1, 64, 32, "", "too large"},
+		// a table past 2^31 values (Gemma 4 E2B's per-layer embedding) is
+		// within the bound: only the missing values are refused
+		{"large table", w, 262144, 8960, 32, "", "256 values for shape [262144, 8960]"},
 		{"nan", nan, 4, 64, 32, "", "weight [1, 6]"},
 		{"inf", inf, 4, 64, 32, "", "weight [0, 3]"},
 		{"huge", huge, 4, 64, 32, "", "exceeds"},

@@ -159,14 +159,20 @@ func (q *Quantized) Error(orig []float32) (ErrorStats, error) {
 	return acc.stats(), nil
 }
 
+// MaxElements bounds the values of one weight: 2^36, room for the largest
+// tables of released models (Gemma 4 E2B's per-layer embedding holds
+// 262144 x 8960, 2.3 billion values) with int row offsets on the 64-bit
+// platforms aotlm builds for.
+const MaxElements = 1 << 36
+
 // checkMatrix validates a row-major [rows, cols] weight: matching length, no
 // non-finite value and no magnitude above MaxWeight.
 func checkMatrix(w []float32, rows, cols int) error {
 	if rows < 0 || cols < 0 {
 		return fmt.Errorf("quant: negative shape [%d, %d]", rows, cols)
 	}
-	if cols != 0 && rows > math.MaxInt32/cols {
-		return fmt.Errorf("quant: shape [%d, %d] too large", rows, cols)
+	if cols != 0 && rows > MaxElements/cols {
+		return fmt.Errorf("quant: shape [%d, %d] too large (more than %d values)", rows, cols, MaxElements)
 	}
 	if len(w) != rows*cols {
 		return fmt.Errorf("quant: %d values for shape [%d, %d]", len(w), rows, cols)

@@ -119,3 +119,39 @@ func TestRatioSpans(t *testing.T) {
 		t.Errorf("ratioSpans = %q, want %q", got, want)
 	}
 }
+
+// TestRowWithoutLlamaCpp: a row of a shape llama.cpp cannot run (its
+// llama.cpp column "none") needs no llama.cpp rates or ratio, renders
+// "cannot run" and no ratio, and stays out of the summary of ratios; such
+// a row that carries a ratio is refused.
+func TestRowWithoutLlamaCpp(t *testing.T) {
+	dir := t.TempDir()
+	machines := "machine\tname\tcpu\tllama.cpp\nm1\tMachine\tSome CPU\tcommit abc\n"
+	row := func(rest string) string {
+		return strings.Join(resultColumns, "\t") + "\n" +
+			"m1\t2026-12-07\tabc1234\tqwen3-0.6b\tlpbq\tq4_0\t1\ttg128\t10 11 12\t5 5 6\t2.00 2.20 2.00\t2.00x\t\t\t\t\t\t\n" +
+			"m1\t2026-12-07\tabc1234\tcodegen2-1b\tlpbq\tnone\t1\ttg128\t20 21 22\t" + rest + "\n"
+	}
+	write := func(name, s string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("machines.tsv", machines)
+	write("benchmarks.tsv", row("\t\t\t\t\t\t\t\t"))
+	res, err := loadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(render(res))
+	if !strings.Contains(page, "| codegen2-1b | lpbq / none | 1 | tg128 | 20 21 22 | cannot run | - | - |") {
+		t.Errorf("the aotlm-only row is not rendered as one without llama.cpp:\n%s", page)
+	}
+	if !strings.Contains(page, "Median ratios: tg128 2.00x.") {
+		t.Errorf("the summary counts the aotlm-only row:\n%s", page)
+	}
+	write("benchmarks.tsv", row("\t1.5\t\t1.50x\t\t\t\t\t"))
+	if _, err := loadResults(dir); err == nil || !strings.Contains(err.Error(), "cannot run") {
+		t.Errorf("a ratio in a row without llama.cpp: error %v, want a refusal", err)
+	}
+}

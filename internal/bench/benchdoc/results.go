@@ -25,6 +25,11 @@ var resultColumns = []string{
 // machineColumns are the columns of machines.tsv, in order.
 var machineColumns = []string{"machine", "name", "cpu", "llama.cpp"}
 
+// noLlamaCpp in the llama.cpp column marks a row of a family llama.cpp
+// cannot run: aotlm's rates alone, its llama.cpp rates, ratios and median
+// empty.
+const noLlamaCpp = "none"
+
 // record is one row of benchmarks.tsv, keyed by column name.
 type record map[string]string
 
@@ -102,7 +107,17 @@ func loadResults(dir string) (*results, error) {
 		if !known[r["machine"]] {
 			return nil, fmt.Errorf("%s: machine %q is not in machines.tsv", where, r["machine"])
 		}
-		for _, c := range []string{"date", "commit", "shape", "aotlm", "llama.cpp", "threads", "test", "aotlm_tok_s", "llama_cpp_tok_s", "median_ratio"} {
+		need := []string{"date", "commit", "shape", "aotlm", "llama.cpp", "threads", "test", "aotlm_tok_s", "llama_cpp_tok_s", "median_ratio"}
+		if r["llama.cpp"] == noLlamaCpp {
+			// aotlm alone: nothing to compare with
+			need = need[:8]
+			for _, c := range []string{"llama_cpp_tok_s", "ratios", "median_ratio", "llama_cpp_of_floor", "llama_cpp_of_memory"} {
+				if r[c] != "" {
+					return nil, fmt.Errorf("%s: %s %q in a row whose llama.cpp is %q (llama.cpp cannot run the shape)", where, c, r[c], noLlamaCpp)
+				}
+			}
+		}
+		for _, c := range need {
 			if r[c] == "" {
 				return nil, fmt.Errorf("%s: empty %s", where, c)
 			}

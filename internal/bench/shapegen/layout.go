@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/aotlm/aotlm/internal/format/gguf"
@@ -12,13 +13,14 @@ import (
 // names for its architecture.
 type gen struct {
 	s       shape
-	randF16 func(n int) []byte
+	randF16 func(n int) func(io.Writer) error
+	randF32 func(n int) func(io.Writer) error
 	ones    func(n int) []float32
 }
 
 // mat is a random binary16 matrix of rows x cols.
 func (g *gen) mat(name string, rows, cols int64) gguf.WriteTensor {
-	return gguf.WriteTensor{Name: name, DType: tensor.F16, Shape: []int64{rows, cols}, Data: g.randF16(int(rows * cols))}
+	return gguf.WriteTensor{Name: name, DType: tensor.F16, Shape: []int64{rows, cols}, Stream: g.randF16(int(rows * cols))}
 }
 
 // vec is a float32 vector of n copies of v.
@@ -67,6 +69,9 @@ func (g *gen) mlp(p string) []gguf.WriteTensor {
 // tensors lays out every tensor of the shape.
 func (g *gen) tensors() []gguf.WriteTensor {
 	s := g.s
+	if s.gemma4 != nil {
+		return g.gemma4Tensors()
+	}
 	H := int64(s.hidden)
 	ts := []gguf.WriteTensor{g.mat("token_embd.weight", int64(s.vocab), H)}
 	switch {
@@ -76,12 +81,19 @@ func (g *gen) tensors() []gguf.WriteTensor {
 		ts = append(ts, g.vec("token_embd_norm.weight", H, 1))
 	default:
 		ts = append(ts, g.vec("output_norm.weight", H, 1))
+		if s.untied {
+			ts = append(ts, g.mat("output.weight", int64(s.vocab), H))
+		}
 	}
 	for l := 0; l < s.layers; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
 		ts = append(ts, g.vec(p+"attn_norm.weight", H, 1))
 		if s.deltaNet == nil && s.attnLayers == nil {
 			ts = append(ts, g.projections(p, false)...)
+			if s.qkvBias {
+				q, kv := int64(s.heads*s.headDm), int64(s.kvHeads*s.headDm)
+				ts = append(ts, g.vec(p+"attn_q.bias", q, 0), g.vec(p+"attn_k.bias", kv, 0), g.vec(p+"attn_v.bias", kv, 0))
+			}
 			ts = append(ts, g.vec(p+"ffn_norm.weight", H, 1))
 			ts = append(ts, g.mlp(p)...)
 			ts = append(ts, g.qkNorms(p)...)
@@ -140,6 +152,9 @@ func (g *gen) metadata() []gguf.KV {
 		{Key: a + ".feed_forward_length", Value: uint32(s.ffn)},
 		{Key: a + ".attention.head_count", Value: uint32(s.heads)},
 	}
+	if s.gemma4 != nil {
+		return append(g.gemma4Metadata(kv), vocab(s.vocab)...)
+	}
 	if s.deltaNet == nil && s.attnLayers == nil {
 		kv = append(kv,
 			gguf.KV{Key: a + ".attention.head_count_kv", Value: uint32(s.kvHeads)},
@@ -149,6 +164,9 @@ func (g *gen) metadata() []gguf.KV {
 			gguf.KV{Key: a + ".rope.freq_base", Value: float32(s.theta)},
 			gguf.KV{Key: a + ".attention.layer_norm_rms_epsilon", Value: float32(1e-6)},
 			gguf.KV{Key: a + ".vocab_size", Value: uint32(s.vocab)})
+		if s.vision != nil {
+			return append(kv, vocab(s.vocab, internVLMarkers...)...)
+		}
 		return append(kv, vocab(s.vocab)...)
 	}
 	kv = append(kv, gguf.KV{Key: a + ".rope.freq_base", Value: float32(s.theta)}, gguf.KV{Key: a + ".vocab_size", Value: uint32(s.vocab)})

@@ -20,6 +20,8 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -37,7 +39,9 @@ type shape struct {
 	vocab                  int
 	theta                  float64
 	qkNorm                 bool
-	rotary                 int // rotary dimensions of a head (codegen)
+	qkvBias                bool // q, k and v projections with biases (qwen2)
+	untied                 bool // a classifier of its own (output.weight)
+	rotary                 int  // rotary dimensions of a head (codegen)
 	// deltaNet: a Qwen3.5 hybrid (gated DeltaNet layers, a gated
 	// full-attention layer every attnEvery layers).
 	deltaNet *deltaNetShape
@@ -45,6 +49,26 @@ type shape struct {
 	// short convolutions of convCache taps.
 	attnLayers []int
 	convCache  int
+	// gemma4: a Gemma 4 model's per-layer inputs, layer types and shared
+	// keys and values.
+	gemma4 *gemma4Shape
+	// vision: an InternVL model, this shape its language model; written
+	// as a folder of text.gguf and mmproj.gguf.
+	vision *visionShape
+}
+
+// gemma4Shape is what a Gemma 4 model adds: every fullEvery-th layer is
+// full attention with heads of globalHeadDim (theta, a quarter of its
+// pairs rotating), the others sliding-window attention over window tokens
+// with heads of headDm (swaTheta); the last kvShared layers reuse earlier
+// layers' keys and values and have a feed-forward twice ffn wide; each
+// layer takes a perLayer-wide input from a per-layer embedding; logits are
+// capped at softcap*tanh(logits/softcap).
+type gemma4Shape struct {
+	globalHeadDim, perLayer int
+	fullEvery, window       int
+	kvShared                int
+	swaTheta, softcap       float64
 }
 
 // deltaNetShape is a Qwen3.5 model's linear-attention dimensions.
@@ -77,12 +101,27 @@ var shapes = map[string]shape{
 	// Salesforce/codegen2-1B's config: n_embd 2048, n_layer 16, n_head 16,
 	// rotary_dim 64, n_inner null (4·n_embd), n_positions 2048, vocabulary
 	// 51200, untied; an HF folder (writeCodegen).
+	// google/gemma-4-E2B's text config: hidden 1536, 35 layers (every
+	// fifth full attention), 8 heads and 1 KV head of 256 (sliding, window
+	// 512) or 512 (full), FFN 6144 and 12288 in the 20 layers that share
+	// keys and values, per-layer inputs of 256, vocabulary 262144, tied,
+	// final logits capped at 30.
+	"gemma4-e2b": {arch: "gemma4", hidden: 1536, layers: 35, ffn: 6144, heads: 8, kvHeads: 1, headDm: 256, vocab: 262144, theta: 1e6, qkNorm: true,
+		gemma4: &gemma4Shape{globalHeadDim: 512, perLayer: 256, fullEvery: 5, window: 512, kvShared: 20, swaTheta: 1e4, softcap: 30}},
+	// OpenGVLab/InternVL3-1B: InternViT-300M (448x448 tiles of 14x14
+	// patches, 24 layers, hidden 1024, 16 heads, FFN 4096), pixel shuffle
+	// by 2 (256 rows a tile), a 4096-896-896 projector, and Qwen2.5-0.5B
+	// (hidden 896, 24 layers, 14/2 heads of 64 with q/k/v biases, FFN 4864,
+	// vocabulary 151674, untied).
+	"internvl3-1b": {arch: "qwen2", hidden: 896, layers: 24, ffn: 4864, heads: 14, kvHeads: 2, headDm: 64, vocab: 151674, theta: 1e6,
+		qkvBias: true, untied: true,
+		vision: &visionShape{hidden: 1024, layers: 24, ffn: 4096, heads: 16, image: 448, patch: 14, scale: 2, maxTiles: 12}},
 	"codegen2-1b": {arch: "codegen", hidden: 2048, layers: 16, ffn: 8192, heads: 16, kvHeads: 16, headDm: 128, vocab: 51200, theta: 1e4, rotary: 64},
 }
 
 func main() {
-	name := flag.String("shape", "qwen3-0.6b", "model shape: smollm2-135m, qwen3-0.6b, llama3.2-1b, llama3.2-3b, phi4-mini, qwen3.5-0.8b, lfm2-1.2b or codegen2-1b")
-	out := flag.String("o", "", "output GGUF file (codegen2-1b: output folder)")
+	name := flag.String("shape", "qwen3-0.6b", "model shape: smollm2-135m, qwen3-0.6b, llama3.2-1b, llama3.2-3b, phi4-mini, qwen3.5-0.8b, lfm2-1.2b, gemma4-e2b, internvl3-1b or codegen2-1b")
+	out := flag.String("o", "", "output GGUF file (codegen2-1b and internvl3-1b: output folder)")
 	seed := flag.Uint64("seed", 1, "random seed")
 	flag.Parse()
 	s, ok := shapes[*name]
@@ -96,8 +135,11 @@ func main() {
 		os.Exit(2)
 	}
 	w := write
-	if s.arch == "codegen" {
+	switch {
+	case s.arch == "codegen":
 		w = writeCodegen
+	case s.vision != nil:
+		w = writeInternVL
 	}
 	if err := w(*out, s, *seed); err != nil {
 		fmt.Fprintln(os.Stderr, "shapegen:", err)
@@ -107,13 +149,34 @@ func main() {
 
 // write writes the model to path through a temporary file.
 func write(path string, s shape, seed uint64) error {
+	return writeGGUF(path, seed, func(g *gen) ([]gguf.WriteTensor, []gguf.KV) {
+		g.s = s
+		return g.tensors(), g.metadata()
+	})
+}
+
+// writeGGUF writes the GGUF file that layout returns to path through a
+// temporary file, its random values drawn from seed as the file is
+// written.
+func writeGGUF(path string, seed uint64, layout func(g *gen) ([]gguf.WriteTensor, []gguf.KV)) error {
 	r := rand.New(rand.NewPCG(seed, 7))
-	randF16 := func(n int) []byte {
-		b := make([]byte, 2*n)
-		for i := 0; i < n; i++ {
-			binary.LittleEndian.PutUint16(b[2*i:], tensor.F32ToF16(float32(r.NormFloat64()*0.02)))
+	// randF16 writes n values when the writer reaches the tensor: the
+	// draws happen in file order, and no more than a chunk is in memory
+	randF16 := func(n int) func(io.Writer) error {
+		return func(w io.Writer) error {
+			b := make([]byte, 2*min(n, 1<<16))
+			for left := n; left > 0; {
+				k := min(left, len(b)/2)
+				for i := 0; i < k; i++ {
+					binary.LittleEndian.PutUint16(b[2*i:], tensor.F32ToF16(float32(r.NormFloat64()*0.02)))
+				}
+				if _, err := w.Write(b[:2*k]); err != nil {
+					return err
+				}
+				left -= k
+			}
+			return nil
 		}
-		return b
 	}
 	ones := func(n int) []float32 {
 		v := make([]float32, n)
@@ -122,8 +185,25 @@ func write(path string, s shape, seed uint64) error {
 		}
 		return v
 	}
-	g := &gen{randF16: randF16, ones: ones, s: s}
-	ts, kv2 := g.tensors(), g.metadata()
+	// randF32 is randF16 for float32 values
+	randF32 := func(n int) func(io.Writer) error {
+		return func(w io.Writer) error {
+			b := make([]byte, 4*min(n, 1<<16))
+			for left := n; left > 0; {
+				k := min(left, len(b)/4)
+				for i := 0; i < k; i++ {
+					binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(r.NormFloat64()*0.02)))
+				}
+				if _, err := w.Write(b[:4*k]); err != nil {
+					return err
+				}
+				left -= k
+			}
+			return nil
+		}
+	}
+	g := &gen{randF16: randF16, randF32: randF32, ones: ones}
+	ts, kv2 := layout(g)
 
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".shapegen-*")
 	if err != nil {
@@ -148,8 +228,9 @@ func write(path string, s shape, seed uint64) error {
 // vocab is a byte-level vocabulary of n tokens: the 256 byte symbols of
 // GPT-2's mapping, then "t2" (the one merge, of "t" and "2", which
 // llama.cpp wants at least one of), then fillers "t257".., the last one
-// the end token.
-func vocab(n int) []gguf.KV {
+// the end token. The control pieces, if any, take the ids just before the
+// end token.
+func vocab(n int, control ...string) []gguf.KV {
 	toks := make([]any, n)
 	types := make([]any, n)
 	b := 0
@@ -164,6 +245,10 @@ func vocab(n int) []gguf.KV {
 		}
 	}
 	types[n-1] = int32(3)
+	for i, c := range control {
+		id := n - 1 - len(control) + i
+		toks[id], types[id] = c, int32(3)
+	}
 	return []gguf.KV{
 		{Key: "tokenizer.ggml.model", Value: "gpt2"},
 		{Key: "tokenizer.ggml.pre", Value: "default"},

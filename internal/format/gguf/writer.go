@@ -11,16 +11,20 @@ import (
 	"github.com/aotlm/aotlm/internal/tensor"
 )
 
-// WriteTensor is one tensor to write. Give either Data (the stored bytes,
-// exactly the size of Shape in DType) or Values (float32 values, converted or
-// quantized to DType: F32, F16, BF16, Q8_0 or Q4_0). Data may be any of F32,
-// F16, BF16, F64, I8, I16, I32, I64, Q8_0, Q4_0.
+// WriteTensor is one tensor to write. Give one of Data (the stored bytes,
+// exactly the size of Shape in DType), Values (float32 values, converted or
+// quantized to DType: F32, F16, BF16, Q8_0 or Q4_0) or Stream. Data may be
+// any of F32, F16, BF16, F64, I8, I16, I32, I64, Q8_0, Q4_0.
 type WriteTensor struct {
 	Name   string
 	DType  tensor.DType
 	Shape  []int64 // outermost first, at most 4 dimensions
 	Data   []byte
 	Values []float32
+	// Stream, when set, writes the stored bytes (exactly the size of Shape
+	// in DType) when the tensor's turn comes, so that a file larger than
+	// memory can be written; Write calls it once, in tensor order.
+	Stream func(w io.Writer) error
 }
 
 // Write writes a GGUF version 3 file: kv in the given order, then tensors in
@@ -60,6 +64,7 @@ func Write(w io.Writer, kv []KV, tensors []WriteTensor) error {
 	}
 
 	datas := make([][]byte, len(tensors))
+	sizes := make([]int64, len(tensors))
 	names := make(map[string]bool, len(tensors))
 	var off int64
 	for i, t := range tensors {
@@ -70,11 +75,11 @@ func Write(w io.Writer, kv []KV, tensors []WriteTensor) error {
 			return fmt.Errorf("gguf: write: duplicate tensor name %q", t.Name)
 		}
 		names[t.Name] = true
-		typ, data, err := tensorBytes(t)
+		typ, data, size, err := tensorBytes(t)
 		if err != nil {
 			return fmt.Errorf("gguf: write: tensor %q: %w", t.Name, err)
 		}
-		datas[i] = data
+		datas[i], sizes[i] = data, size
 		head = appendString(head, t.Name)
 		head = binary.LittleEndian.AppendUint32(head, uint32(len(t.Shape)))
 		for j := len(t.Shape) - 1; j >= 0; j-- { // innermost first
@@ -82,20 +87,42 @@ func Write(w io.Writer, kv []KV, tensors []WriteTensor) error {
 		}
 		head = binary.LittleEndian.AppendUint32(head, uint32(typ))
 		head = binary.LittleEndian.AppendUint64(head, uint64(off))
-		off = alignUp(off+int64(len(data)), align)
+		off = alignUp(off+size, align)
 	}
 
 	bw := bufio.NewWriter(w)
 	bw.Write(head)
 	writePad(bw, int64(len(head)), align)
-	for _, data := range datas {
-		bw.Write(data)
-		writePad(bw, int64(len(data)), align)
+	for i, data := range datas {
+		if s := tensors[i].Stream; s != nil {
+			cw := &countWriter{w: bw}
+			if err := s(cw); err != nil {
+				return fmt.Errorf("gguf: write: tensor %q: %w", tensors[i].Name, err)
+			}
+			if cw.n != sizes[i] {
+				return fmt.Errorf("gguf: write: tensor %q: its stream wrote %d bytes, shape %v of %v needs %d", tensors[i].Name, cw.n, tensors[i].Shape, tensors[i].DType, sizes[i])
+			}
+		} else {
+			bw.Write(data)
+		}
+		writePad(bw, sizes[i], align)
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("gguf: write: %w", err)
 	}
 	return nil
+}
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
@@ -110,8 +137,21 @@ func writePad(bw *bufio.Writer, n, a int64) {
 	}
 }
 
-// tensorBytes validates t and returns its ggml type and stored bytes.
-func tensorBytes(t WriteTensor) (GGMLType, []byte, error) {
+// tensorBytes validates t and returns its ggml type, stored bytes (nil for
+// a stream) and their size.
+func tensorBytes(t WriteTensor) (GGMLType, []byte, int64, error) {
+	typ, data, err := tensorData(t)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	n, _ := tensor.NumElements(t.Shape)
+	size, _ := t.DType.ByteSize(n)
+	return typ, data, size, nil
+}
+
+// tensorData validates t and returns its ggml type and stored bytes (nil
+// for a stream).
+func tensorData(t WriteTensor) (GGMLType, []byte, error) {
 	typ, ok := typeOfDType(t.DType)
 	if !ok {
 		return 0, nil, fmt.Errorf("dtype %v cannot be written", t.DType)
@@ -129,6 +169,12 @@ func tensorBytes(t WriteTensor) (GGMLType, []byte, error) {
 	size, err := t.DType.ByteSize(n)
 	if err != nil {
 		return 0, nil, err
+	}
+	if t.Stream != nil {
+		if t.Data != nil || t.Values != nil {
+			return 0, nil, fmt.Errorf("a stream and also Data or Values set")
+		}
+		return typ, nil, nil
 	}
 	if t.Values == nil {
 		if int64(len(t.Data)) != size {

@@ -3,6 +3,7 @@ package gguf
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -225,6 +226,53 @@ func TestWriteErrors(t *testing.T) {
 		err := Write(&bytes.Buffer{}, c.kv, c.ts)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestWriteStream checks that a streamed tensor is stored exactly as the
+// same bytes given as Data, and that a stream of the wrong length, or one
+// that fails, is refused with the tensor's name.
+func TestWriteStream(t *testing.T) {
+	data := make([]byte, 2*3*40)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	stream := func(b []byte) func(w io.Writer) error {
+		return func(w io.Writer) error {
+			for len(b) > 0 { // in pieces, as a generator writes
+				n := min(len(b), 17)
+				if _, err := w.Write(b[:n]); err != nil {
+					return err
+				}
+				b = b[n:]
+			}
+			return nil
+		}
+	}
+	tail := WriteTensor{Name: "tail", DType: tensor.F32, Shape: []int64{3}, Values: []float32{1, 2, 3}}
+	var want, got bytes.Buffer
+	if err := Write(&want, nil, []WriteTensor{{Name: "w", DType: tensor.F16, Shape: []int64{3, 40}, Data: data}, tail}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(&got, nil, []WriteTensor{{Name: "w", DType: tensor.F16, Shape: []int64{3, 40}, Stream: stream(data)}, tail}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(want.Bytes(), got.Bytes()) {
+		t.Fatalf("streamed file differs from the one with Data (%d and %d bytes)", got.Len(), want.Len())
+	}
+	for _, c := range []struct {
+		name string
+		wt   WriteTensor
+		msg  string
+	}{
+		{"short", WriteTensor{Name: "w", DType: tensor.F16, Shape: []int64{3, 40}, Stream: stream(data[:100])}, "wrote 100 bytes"},
+		{"failing", WriteTensor{Name: "w", DType: tensor.F16, Shape: []int64{3, 40}, Stream: func(io.Writer) error { return errors.New("no source") }}, "no source"},
+		{"both", WriteTensor{Name: "w", DType: tensor.F16, Shape: []int64{3, 40}, Data: data, Stream: stream(data)}, "a stream and also"},
+	} {
+		err := Write(io.Discard, nil, []WriteTensor{c.wt})
+		if err == nil || !strings.Contains(err.Error(), c.msg) || !strings.Contains(err.Error(), `"w"`) {
+			t.Errorf("%s: err = %v, want one naming tensor \"w\" and %q", c.name, err, c.msg)
 		}
 	}
 }
