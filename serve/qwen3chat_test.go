@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -201,4 +202,103 @@ func TestQwen3ToolRoundTrip(t *testing.T) {
 	if second.Usage.CompletionTokens < 1 {
 		t.Errorf("second turn: %d completion tokens", second.Usage.CompletionTokens)
 	}
+}
+
+// rawReply generates, through /v1/completions, the raw text that
+// follows the prompt ids under the given sampling fields.
+func rawReply(t *testing.T, ts *testServer, ids []int, fields map[string]any) string {
+	t.Helper()
+	body := map[string]any{"prompt": ids}
+	for k, v := range fields {
+		body[k] = v
+	}
+	var out completionResponse
+	if resp := postJSON(t, ts, "/v1/completions", body, &out); resp.StatusCode != http.StatusOK || len(out.Choices) != 1 {
+		t.Fatalf("completion: status %d, %d choices", resp.StatusCode, len(out.Choices))
+	}
+	return out.Choices[0].Text
+}
+
+// TestQwen3Reasoning: on the Qwen3 chat model, chat_template_kwargs
+// enable_thinking false renders the template's empty think block (4
+// tokens more than the prompt with thinking on) and the reply is all
+// answer; with thinking on, a reply the logit bias makes of <think>,
+// </think> and two words is split at the first </think>: the thinking
+// goes to reasoning_content and the rest to content, both equal to the
+// parts of the raw text /v1/completions generates from the same prompt
+// and seed.
+func TestQwen3Reasoning(t *testing.T) {
+	m := openQwen3(t)
+	ts := newTestServerFor(t, m, Options{ModelID: "qwen3-chat"})
+	msgs := []aotlm.Message{{Role: "user", Content: "Plan a short walk."}}
+	onText, on := oracleTokens(t, m, msgs, nil)
+	offText, off := oracleTokens(t, m, msgs, map[string]any{"enable_thinking": false})
+	if !strings.HasSuffix(offText, "<|im_start|>assistant\n<think>\n\n</think>\n\n") || offText[:len(onText)] != onText || off != on+4 {
+		t.Fatalf("thinking off renders %d tokens (%q), on %d: want the empty think block, 4 tokens more", off, offText, on)
+	}
+	word := func(s string) string {
+		ids, err := m.Encode(s, true)
+		if err != nil || len(ids) != 1 {
+			t.Fatalf("%q encodes to %v (%v), want one token", s, ids, err)
+		}
+		return strconv.Itoa(ids[0])
+	}
+	plan, hello := word(" Plan"), word(" Hello")
+	think, unthink := word("<think>"), word("</think>")
+	chatMsgs := []map[string]any{{"role": "user", "content": msgs[0].Content}}
+
+	// thinking off: the prompt holds the empty block, the reply is answer
+	words := map[string]any{plan: 100, hello: 100}
+	r := chatJSON(t, ts, map[string]any{"messages": chatMsgs, "max_tokens": 6, "temperature": 1, "seed": 7,
+		"logit_bias": words, "chat_template_kwargs": map[string]any{"enable_thinking": false}})
+	if r.Usage.PromptTokens != off {
+		t.Errorf("thinking off: %d prompt tokens, the template's rendering has %d", r.Usage.PromptTokens, off)
+	}
+	offIDs, _ := m.Encode(offText, true)
+	raw := rawReply(t, ts, offIDs, map[string]any{"max_tokens": 6, "temperature": 1, "seed": 7, "logit_bias": words})
+	msg := r.Choices[0].Message
+	if msg.ReasoningContent != nil || msg.Content == nil || strings.TrimSpace(*msg.Content) != strings.TrimSpace(raw) || raw == "" {
+		t.Errorf("thinking off: content %q, reasoning %v; the raw reply is %q", deref(msg.Content), msg.ReasoningContent, raw)
+	}
+
+	// thinking on: find a seed whose raw reply thinks, then answers
+	onIDs, _ := m.Encode(onText, true)
+	marks := map[string]any{think: 100, unthink: 100, plan: 100, hello: 100}
+	// the penalties lower a token each time it is said, so that the
+	// biased tokens take turns whatever the random weights favour
+	fields := map[string]any{"max_tokens": 10, "temperature": 2, "logit_bias": marks,
+		"presence_penalty": 2, "frequency_penalty": 2}
+	for seed := 1; seed <= 60; seed++ {
+		fields["seed"] = seed
+		raw := rawReply(t, ts, onIDs, fields)
+		after, ok := strings.CutPrefix(raw, "<think>")
+		thought, answer, closed := strings.Cut(after, "</think>")
+		if !ok || !closed || strings.TrimSpace(thought) == "" || strings.TrimSpace(answer) == "" {
+			continue
+		}
+		body := map[string]any{"messages": chatMsgs}
+		for k, v := range fields {
+			body[k] = v
+		}
+		r := chatJSON(t, ts, body)
+		msg := r.Choices[0].Message
+		if r.Usage.PromptTokens != on {
+			t.Errorf("thinking on: %d prompt tokens, the template's rendering has %d", r.Usage.PromptTokens, on)
+		}
+		if msg.ReasoningContent == nil || *msg.ReasoningContent != strings.TrimSpace(thought) ||
+			msg.Content == nil || *msg.Content != strings.TrimSpace(answer) {
+			t.Fatalf("seed %d: raw reply %q split into reasoning %v and content %v; want %q and %q",
+				seed, raw, msg.ReasoningContent, msg.Content, strings.TrimSpace(thought), strings.TrimSpace(answer))
+		}
+		t.Logf("seed %d: reasoning %q, content %q", seed, *msg.ReasoningContent, *msg.Content)
+		return
+	}
+	t.Fatal("no seed of 1..60 made a reply that opens with <think>, thinks, closes and answers")
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }

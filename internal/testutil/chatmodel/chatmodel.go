@@ -4,13 +4,16 @@
 // quality does not matter.
 //
 // Qwen3 writes a Qwen3-shaped Hugging Face folder (2 layers, hidden 64, 4
-// query and 2 key/value heads of 16, q/k norms, tied embeddings over the
-// real 151,936-row Qwen3 vocabulary) with the Qwen3 tokenizer and its
+// query and 2 key/value heads of 16, q/k norms, embeddings and output head
+// of the real 151,936-row Qwen3 vocabulary) with the Qwen3 tokenizer and its
 // <think> chat template from the shared test data (tokenizers/qwen2.5 for
 // vocab.json and merges.txt, tokenizers/qwen3 for tokenizer_config.json),
 // and compiles it with a context of 4,096 positions. Only the weights are
 // random (tinymodel, seed 1): the prompts are tokenized and rendered
-// exactly as a released Qwen3 model's are.
+// exactly as a released Qwen3 model's are. The output head is not tied to
+// the embeddings (Qwen3-0.6B ties them): random tied weights would make
+// the model repeat its last token, while a separate random head leaves the
+// logits close together, so a test's logit_bias decides what it says.
 package chatmodel
 
 import (
@@ -39,7 +42,7 @@ const Qwen3Ctx = 4096
 func Qwen3Config() tinymodel.Config {
 	return tinymodel.Config{HiddenSize: 64, IntermediateSize: 128, NumLayers: 2, NumHeads: 4,
 		NumKVHeads: 2, HeadDim: 16, VocabSize: 151936, MaxPositions: 40960, RMSNormEps: 1e-6,
-		RopeTheta: 1e6, TieWordEmbeddings: true, QKNorm: true,
+		RopeTheta: 1e6, QKNorm: true,
 		BOSTokenID: Qwen3EndOfText, EOSTokenID: Qwen3ImEnd}
 }
 
