@@ -302,3 +302,34 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// TestQwen3LongPrompt: on the Qwen3 chat model (context 4,096), a chat
+// of about 3,000 tokens of a book is accepted and answered with the
+// reply a session gives to the same rendered prompt; a prompt over the
+// context is refused with a 400 that names the context.
+func TestQwen3LongPrompt(t *testing.T) {
+	m := openQwen3(t)
+	ts := newTestServerFor(t, m, Options{ModelID: "qwen3-chat"})
+	book := string(testutil.ReadFile(t, "text/war-and-peace.txt"))
+	// 12,500 characters of the book are about 3,000 Qwen3 tokens
+	long := book[20000:32500]
+	want := ts.direct(t, long, aotlm.Request{MaxTokens: 16})
+	r := chatJSON(t, ts, map[string]any{"messages": []map[string]any{{"role": "user", "content": long}},
+		"max_tokens": 16, "temperature": 0})
+	_, n := oracleTokens(t, m, []aotlm.Message{{Role: "user", Content: long}}, nil)
+	if r.Usage.PromptTokens != n || n != len(want.PromptIDs) || n < 2800 || n > 3500 {
+		t.Fatalf("prompt tokens %d, the template's rendering has %d, the session's prompt %d (want about 3,000)",
+			r.Usage.PromptTokens, n, len(want.PromptIDs))
+	}
+	msg := r.Choices[0].Message
+	if msg.Content == nil || *msg.Content != want.Text || want.Text == "" || r.Usage.CompletionTokens < 1 {
+		t.Fatalf("reply %q (%d tokens), the session's %q", deref(msg.Content), r.Usage.CompletionTokens, want.Text)
+	}
+	t.Logf("%d prompt tokens, %d completion tokens", n, r.Usage.CompletionTokens)
+
+	body, _ := json.Marshal(map[string]any{"messages": []map[string]any{{"role": "user", "content": book[20000:40000]}}, "max_tokens": 4})
+	resp, text := send(t, ts, http.MethodPost, "/v1/chat/completions", string(body), map[string]string{"Content-Type": "application/json"})
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(text, "4096") {
+		t.Errorf("a prompt over the context: status %d: %s", resp.StatusCode, text)
+	}
+}
