@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,7 +34,7 @@ func openQwen3(t *testing.T) *aotlm.Model {
 		if qwen3Dir, qwen3Err = os.MkdirTemp("", "aotlm-qwen3-chat"); qwen3Err != nil {
 			return
 		}
-		qwen3Path, qwen3Err = chatmodel.BuildQwen3(qwen3Dir, dirOf(vocab), dirOf(cfg))
+		qwen3Path, qwen3Err = chatmodel.BuildQwen3(qwen3Dir, filepath.Dir(vocab), filepath.Dir(cfg))
 	})
 	if qwen3Err != nil {
 		t.Fatalf("building the Qwen3 chat model: %v", qwen3Err)
@@ -45,8 +46,6 @@ func openQwen3(t *testing.T) *aotlm.Model {
 	t.Cleanup(func() { m.Close() })
 	return m
 }
-
-func dirOf(path string) string { return path[:strings.LastIndexByte(path, os.PathSeparator)] }
 
 // chatJSON posts a chat request and decodes the answer, failing on a
 // status other than 200.
