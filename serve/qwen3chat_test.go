@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"net/http"
@@ -225,7 +226,7 @@ func rawReply(t *testing.T, ts *testServer, ids []int, fields map[string]any) st
 // </think> and two words is split at the first </think>: the thinking
 // goes to reasoning_content and the rest to content, both equal to the
 // parts of the raw text /v1/completions generates from the same prompt
-// and seed.
+// and seed, and streamed in the same two parts.
 func TestQwen3Reasoning(t *testing.T) {
 	m := openQwen3(t)
 	ts := newTestServerFor(t, m, Options{ModelID: "qwen3-chat"})
@@ -289,6 +290,12 @@ func TestQwen3Reasoning(t *testing.T) {
 			t.Fatalf("seed %d: raw reply %q split into reasoning %v and content %v; want %q and %q",
 				seed, raw, msg.ReasoningContent, msg.Content, strings.TrimSpace(thought), strings.TrimSpace(answer))
 		}
+		body["stream"] = true
+		reasoning, content := streamedChat(t, ts, body)
+		if reasoning != *msg.ReasoningContent || content != *msg.Content {
+			t.Errorf("seed %d: streamed reasoning %q and content %q, the whole answer's %q and %q",
+				seed, reasoning, content, *msg.ReasoningContent, *msg.Content)
+		}
 		t.Logf("seed %d: reasoning %q, content %q", seed, *msg.ReasoningContent, *msg.Content)
 		return
 	}
@@ -331,4 +338,50 @@ func TestQwen3LongPrompt(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(text, "4096") {
 		t.Errorf("a prompt over the context: status %d: %s", resp.StatusCode, text)
 	}
+}
+
+// streamedChat posts a streaming chat request and joins the deltas of
+// reasoning_content and of content.
+func streamedChat(t *testing.T, ts *testServer, body map[string]any) (reasoning, content string) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(ts.http.URL+"/v1/chat/completions", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("streaming chat: status %d", resp.StatusCode)
+	}
+	var r, c strings.Builder
+	done := false
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if data == "[DONE]" {
+			done = true
+			break
+		}
+		var chunk chatResponse
+		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+			t.Fatalf("chunk %s: %v", data, err)
+		}
+		for _, ch := range chunk.Choices {
+			if d := ch.Delta; d != nil {
+				if d.ReasoningContent != nil {
+					r.WriteString(*d.ReasoningContent)
+				}
+				if d.Content != nil {
+					c.WriteString(*d.Content)
+				}
+			}
+		}
+	}
+	if !done {
+		t.Fatalf("the stream ended without [DONE]: %v", sc.Err())
+	}
+	return r.String(), c.String()
 }
