@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 	if modelDir != "" {
 		os.RemoveAll(modelDir)
 	}
+	if qwen3Dir != "" {
+		os.RemoveAll(qwen3Dir)
+	}
 	os.Exit(code)
 }
 

@@ -30,6 +30,13 @@ type Config struct {
 	DType tensor.DType
 	// Shards > 1 splits the weights over that many files plus an index.
 	Shards int
+	// QKNorm adds the per-head RMSNorm gains of q and k
+	// (self_attn.q_norm.weight, self_attn.k_norm.weight, HeadDim wide) and
+	// writes the model as Qwen3ForCausalLM (model_type qwen3).
+	QKNorm bool
+	// BOSTokenID and EOSTokenID are config.json's bos_token_id and
+	// eos_token_id; when both are 0 they are 1 and 2.
+	BOSTokenID, EOSTokenID int
 }
 
 // Default returns a small GQA model: 2 layers, hidden 32, 4 heads of 8, 2
@@ -58,6 +65,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DType == tensor.Invalid {
 		c.DType = tensor.F32
+	}
+	if c.BOSTokenID == 0 && c.EOSTokenID == 0 {
+		c.BOSTokenID, c.EOSTokenID = 1, 2
 	}
 	return c
 }
@@ -106,6 +116,14 @@ func specs(c Config) []weightSpec {
 			weightSpec{p + "self_attn.k_proj.weight", []int64{KV, D}, 'l'},
 			weightSpec{p + "self_attn.v_proj.weight", []int64{KV, D}, 'l'},
 			weightSpec{p + "self_attn.o_proj.weight", []int64{D, Q}, 'l'},
+		)
+		if c.QKNorm {
+			out = append(out,
+				weightSpec{p + "self_attn.q_norm.weight", []int64{int64(c.HeadDim)}, 'n'},
+				weightSpec{p + "self_attn.k_norm.weight", []int64{int64(c.HeadDim)}, 'n'},
+			)
+		}
+		out = append(out,
 			weightSpec{p + "post_attention_layernorm.weight", []int64{D}, 'n'},
 			weightSpec{p + "mlp.gate_proj.weight", []int64{F, D}, 'l'},
 			weightSpec{p + "mlp.up_proj.weight", []int64{F, D}, 'l'},
@@ -211,9 +229,13 @@ func WriteLlama(dir string, cfg Config, seed int64) error {
 // hfConfig returns the config.json content of cfg.
 func hfConfig(c Config) map[string]any {
 	dtype := map[tensor.DType]string{tensor.F32: "float32", tensor.F16: "float16", tensor.BF16: "bfloat16"}[c.DType]
-	return map[string]any{
-		"architectures":           []string{"LlamaForCausalLM"},
-		"model_type":              "llama",
+	arch, modelType := "LlamaForCausalLM", "llama"
+	if c.QKNorm {
+		arch, modelType = "Qwen3ForCausalLM", "qwen3"
+	}
+	m := map[string]any{
+		"architectures":           []string{arch},
+		"model_type":              modelType,
 		"hidden_size":             c.HiddenSize,
 		"intermediate_size":       c.IntermediateSize,
 		"num_hidden_layers":       c.NumLayers,
@@ -227,11 +249,14 @@ func hfConfig(c Config) map[string]any {
 		"tie_word_embeddings":     c.TieWordEmbeddings,
 		"hidden_act":              "silu",
 		"attention_bias":          false,
-		"mlp_bias":                false,
-		"bos_token_id":            1,
-		"eos_token_id":            2,
+		"bos_token_id":            c.BOSTokenID,
+		"eos_token_id":            c.EOSTokenID,
 		"torch_dtype":             dtype,
 	}
+	if !c.QKNorm {
+		m["mlp_bias"] = false
+	}
+	return m
 }
 
 func writeJSON(path string, v any) error {

@@ -16,6 +16,9 @@ import (
 // cfg.TieWordEmbeddings is set; seq_len is cfg.MaxPositions.
 func WriteLlama2C(path string, cfg Config, seed int64, version int) error {
 	cfg = cfg.withDefaults()
+	if cfg.QKNorm {
+		return fmt.Errorf("tinymodel: llama2.c has no q/k norms (QKNorm)")
+	}
 	if cfg.NumHeads > 0 && cfg.HeadDim*cfg.NumHeads != cfg.HiddenSize {
 		return fmt.Errorf("tinymodel: llama2.c needs head_dim = hidden/heads, have %d", cfg.HeadDim)
 	}

@@ -1,6 +1,7 @@
 package tinymodel
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -158,6 +159,48 @@ func TestRejects(t *testing.T) {
 	c.HeadDim = 16
 	if err := WriteLlama2C(filepath.Join(t.TempDir(), "x.bin"), c, 1, 1); err == nil || !strings.Contains(err.Error(), "head_dim") {
 		t.Errorf("llama2.c file with head_dim 16 != 32/4: %v", err)
+	}
+	c = Default()
+	c.QKNorm = true
+	if err := WriteLlama2C(filepath.Join(t.TempDir(), "x.bin"), c, 1, 1); err == nil || !strings.Contains(err.Error(), "QKNorm") {
+		t.Errorf("llama2.c file with q/k norms: %v", err)
+	}
+}
+
+// TestWriteQwen3: QKNorm writes a Qwen3ForCausalLM config with the given
+// special ids and a q_norm and k_norm gain of HeadDim per layer.
+func TestWriteQwen3(t *testing.T) {
+	cfg := Default()
+	cfg.QKNorm, cfg.BOSTokenID, cfg.EOSTokenID = true, 60, 61
+	dir := t.TempDir()
+	if err := WriteLlama(dir, cfg, 3); err != nil {
+		t.Fatal(err)
+	}
+	c, err := safetensors.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m := c.Metadata()
+	if m["model_type"] != "qwen3" || fmt.Sprint(m["architectures"]) != "[Qwen3ForCausalLM]" {
+		t.Errorf("config %v", m)
+	}
+	for k, v := range map[string]int64{"bos_token_id": 60, "eos_token_id": 61} {
+		if got, ok := format.MetaInt(m, k); !ok || got != v {
+			t.Errorf("config %s = %v, want %d", k, m[k], v)
+		}
+	}
+	if n := len(c.Tensors()); n != 2+11*2+1 {
+		t.Errorf("%d tensors, want %d", n, 2+11*2+1)
+	}
+	for i := range 2 {
+		for _, w := range []string{"q_norm", "k_norm"} {
+			name := fmt.Sprintf("model.layers.%d.self_attn.%s.weight", i, w)
+			ti, ok := format.Find(c, name)
+			if !ok || len(ti.Shape) != 1 || ti.Shape[0] != 8 {
+				t.Errorf("%s: %+v", name, ti)
+			}
+		}
 	}
 }
 
