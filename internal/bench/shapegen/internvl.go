@@ -18,16 +18,16 @@ type visionShape struct {
 	maxTiles                   int
 }
 
-// internVLMarkers are the text pieces InternVL places around an image's
+// visionMarkers are the text pieces InternVL places around an image's
 // rows; the text vocabulary holds them as control tokens.
-var internVLMarkers = []string{"<img>", "</img>", "<IMG_CONTEXT>"}
+var visionMarkers = []string{"<img>", "</img>", "<IMG_CONTEXT>"}
 
-// writeInternVL writes an InternVL model of shape s as the two GGUF files
+// writeVisionPair writes an InternVL model of shape s as the two GGUF files
 // llama.cpp's mtmd and aotlm read: dir/text.gguf (the language model, in
 // llama.cpp's qwen2 layout, its vocabulary holding the image markers) and
 // dir/mmproj.gguf (the vision tower and projector, llama.cpp's clip
 // layout).
-func writeInternVL(dir string, s shape, seed uint64) error {
+func writeVisionPair(dir string, s shape, seed uint64) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ func TestInternVLShape(t *testing.T) {
 		qkvBias: true, untied: true,
 		vision: &visionShape{hidden: 32, layers: 3, ffn: 64, heads: 2, image: 64, patch: 8, scale: 2, maxTiles: 6}}
 	dir := filepath.Join(t.TempDir(), "internvl")
-	if err := writeInternVL(dir, s, 1); err != nil {
+	if err := writeVisionPair(dir, s, 1); err != nil {
 		t.Fatal(err)
 	}
 	text, err := detect.Open(filepath.Join(dir, "text.gguf"))
@@ -51,7 +51,7 @@ func TestInternVLShape(t *testing.T) {
 	toks, _ := f.Value("tokenizer.ggml.tokens")
 	types, _ := f.Value("tokenizer.ggml.token_type")
 	tl, tt := toks.([]string), types.([]int32)
-	for _, piece := range internVLMarkers {
+	for _, piece := range visionMarkers {
 		found := false
 		for i, tok := range tl {
 			if tok == piece {

@@ -165,7 +165,7 @@ func (g *gen) metadata() []gguf.KV {
 			gguf.KV{Key: a + ".attention.layer_norm_rms_epsilon", Value: float32(1e-6)},
 			gguf.KV{Key: a + ".vocab_size", Value: uint32(s.vocab)})
 		if s.vision != nil {
-			return append(kv, vocab(s.vocab, internVLMarkers...)...)
+			return append(kv, vocab(s.vocab, visionMarkers...)...)
 		}
 		return append(kv, vocab(s.vocab)...)
 	}

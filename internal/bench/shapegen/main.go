@@ -139,7 +139,7 @@ func main() {
 	case s.arch == "codegen":
 		w = writeCodegen
 	case s.vision != nil:
-		w = writeInternVL
+		w = writeVisionPair
 	}
 	if err := w(*out, s, *seed); err != nil {
 		fmt.Fprintln(os.Stderr, "shapegen:", err)
