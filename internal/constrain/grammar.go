@@ -1,0 +1,483 @@
+package constrain
+
+import (
+	"fmt"
+	"slices"
+	"unicode/utf8"
+)
+
+// Grammar is a compiled context-free grammar over Unicode characters,
+// from GBNF (ParseGBNF) or a regular expression (CompileRegex), ready to
+// drive a GrammarRecognizer. It is immutable and safe to share.
+//
+// Every rule can end (has a finite shortest string) and no rule is
+// left-recursive, so a recognizer never loops and always knows the
+// shortest way to finish.
+type Grammar struct {
+	elems   []elem  // the alternatives, each closed by an end element
+	sets    []runes // character sets, as sorted disjoint ranges
+	setMin  []int   // bytes of each set's shortest character
+	alts    [][]int // the start of each alternative of each rule
+	restMin []int   // per element: bytes of the shortest rest of its alternative
+	root    int
+	growth  int
+}
+
+type elemKind uint8
+
+const (
+	eEnd  elemKind = iota // the alternative is over
+	eSet                  // one character of a set
+	eRule                 // a rule
+)
+
+type elem struct {
+	kind elemKind
+	arg  int // the set or the rule
+}
+
+// runes is a set of characters as sorted, disjoint, non-adjacent
+// inclusive ranges.
+type runes [][2]rune
+
+func (s runes) has(r rune) bool {
+	_, ok := slices.BinarySearchFunc(s, r, func(x [2]rune, r rune) int {
+		switch {
+		case x[1] < r:
+			return -1
+		case x[0] > r:
+			return 1
+		}
+		return 0
+	})
+	return ok
+}
+
+// meets reports whether s holds a character in [lo, hi].
+func (s runes) meets(lo, hi rune) bool {
+	for _, x := range s {
+		if x[0] <= hi && x[1] >= lo {
+			return true
+		}
+	}
+	return false
+}
+
+// normRunes sorts and merges ranges.
+func normRunes(rs [][2]rune) runes {
+	rs = slices.Clone(rs)
+	slices.SortFunc(rs, func(a, b [2]rune) int { return int(a[0]) - int(b[0]) })
+	out := runes{}
+	for _, r := range rs {
+		if r[0] > r[1] {
+			continue
+		}
+		if n := len(out); n > 0 && r[0] <= out[n-1][1]+1 {
+			out[n-1][1] = max(out[n-1][1], r[1])
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// negate returns the characters not in s.
+func (s runes) negate() runes {
+	out := runes{}
+	next := rune(0)
+	for _, r := range s {
+		if r[0] > next {
+			out = append(out, [2]rune{next, r[0] - 1})
+		}
+		next = r[1] + 1
+	}
+	if next <= utf8.MaxRune {
+		out = append(out, [2]rune{next, utf8.MaxRune})
+	}
+	return out
+}
+
+// anyRune is every character.
+var anyRune = runes{{0, utf8.MaxRune}}
+
+// where names a place in a grammar's source for error messages.
+type where interface{ at() string }
+
+// builder turns rules of items into a Grammar, checking that every rule
+// can end and none is left-recursive.
+type builder struct {
+	rules [][][]item // per rule, its alternatives
+	names []string
+	from  []where // where each rule is defined
+	sets  []runes
+}
+
+// item is one element of an alternative: a set (rule < 0) or a rule.
+type item struct {
+	set, rule int
+}
+
+func (b *builder) addSet(s runes) item {
+	b.sets = append(b.sets, s)
+	return item{set: len(b.sets) - 1, rule: -1}
+}
+
+func (b *builder) addRule(name string, w where) int {
+	b.rules = append(b.rules, nil)
+	b.names = append(b.names, name)
+	b.from = append(b.from, w)
+	return len(b.rules) - 1
+}
+
+func runeLen(r rune) int { return max(1, utf8.RuneLen(r)) }
+
+// build checks the rules and flattens them.
+func (b *builder) build(root int) (*Grammar, error) {
+	g := &Grammar{sets: b.sets, root: root}
+	for _, s := range b.sets {
+		if len(s) == 0 {
+			g.setMin = append(g.setMin, inf)
+		} else {
+			g.setMin = append(g.setMin, runeLen(s[0][0]))
+		}
+	}
+	// shortest strings, to a fixed point
+	ruleMin := make([]int, len(b.rules))
+	for i := range ruleMin {
+		ruleMin[i] = inf
+	}
+	seqMin := func(seq []item) int {
+		n := 0
+		for _, it := range seq {
+			m := ruleMin[max(it.rule, 0)]
+			if it.rule < 0 {
+				m = g.setMin[it.set]
+			}
+			if m >= inf {
+				return inf
+			}
+			n += m
+		}
+		return n
+	}
+	for changed := true; changed; {
+		changed = false
+		for r, alts := range b.rules {
+			for _, seq := range alts {
+				if m := seqMin(seq); m < ruleMin[r] {
+					ruleMin[r], changed = m, true
+				}
+			}
+		}
+	}
+	for r := range b.rules {
+		if ruleMin[r] >= inf {
+			return nil, fmt.Errorf("%s: %s can never end (every alternative needs itself or an empty character set)", b.from[r].at(), b.names[r])
+		}
+	}
+	// left recursion: a rule reached again before any character
+	state := make([]uint8, len(b.rules)) // 0 new, 1 on the path, 2 done
+	var visit func(r int) error
+	visit = func(r int) error {
+		switch state[r] {
+		case 1:
+			return fmt.Errorf("%s: %s is left-recursive (it can reach itself before reading a character)", b.from[r].at(), b.names[r])
+		case 2:
+			return nil
+		}
+		state[r] = 1
+		for _, seq := range b.rules[r] {
+			for _, it := range seq {
+				if it.rule < 0 {
+					break
+				}
+				if err := visit(it.rule); err != nil {
+					return err
+				}
+				if ruleMin[it.rule] > 0 {
+					break
+				}
+			}
+		}
+		state[r] = 2
+		return nil
+	}
+	for r := range b.rules {
+		if err := visit(r); err != nil {
+			return nil, err
+		}
+	}
+	// flatten
+	g.alts = make([][]int, len(b.rules))
+	for r, alts := range b.rules {
+		maxAlt := 0
+		for _, seq := range alts {
+			g.alts[r] = append(g.alts[r], len(g.elems))
+			for _, it := range seq {
+				if it.rule < 0 {
+					g.elems = append(g.elems, elem{kind: eSet, arg: it.set})
+				} else {
+					g.elems = append(g.elems, elem{kind: eRule, arg: it.rule})
+				}
+			}
+			g.elems = append(g.elems, elem{kind: eEnd})
+			maxAlt = max(maxAlt, seqMin(seq))
+		}
+		g.growth += maxAlt - ruleMin[r]
+	}
+	g.growth = min(g.growth+utf8.UTFMax, inf/4)
+	g.restMin = make([]int, len(g.elems))
+	for i := len(g.elems) - 1; i >= 0; i-- {
+		e := g.elems[i]
+		switch e.kind {
+		case eSet:
+			g.restMin[i] = g.setMin[e.arg] + g.restMin[i+1]
+		case eRule:
+			g.restMin[i] = ruleMin[e.arg] + g.restMin[i+1]
+		}
+	}
+	return g, nil
+}
+
+// maxStacks bounds the parses a recognizer follows at once: a byte
+// that would need more is refused.
+const maxStacks = 4096
+
+// gframe is one level of a parse stack: where to continue in an
+// alternative, and the frame to return to after it. Frames are shared
+// and never changed.
+type gframe struct {
+	pos     int
+	next    *gframe
+	closing int // bytes of the shortest completion of this stack
+}
+
+type gframeKey struct {
+	pos  int
+	next *gframe
+}
+
+// GrammarRecognizer recognizes the prefixes of the strings of a
+// Grammar, byte by byte (UTF-8), following every parse at once.
+type GrammarRecognizer struct {
+	g      *Grammar
+	stacks []*gframe // live parses; the top of each is a character set
+	accept bool     // a parse is complete
+	pend   []byte   // the bytes of an unfinished character
+	intern map[gframeKey]*gframe
+	// scratch state for Try
+	tStacks []*gframe
+	tIntern map[gframeKey]*gframe
+}
+
+// NewGrammarRecognizer returns a recognizer at the start of g's root.
+func NewGrammarRecognizer(g *Grammar) *GrammarRecognizer {
+	r := &GrammarRecognizer{g: g, intern: map[gframeKey]*gframe{}, tIntern: map[gframeKey]*gframe{}}
+	var out []*gframe
+	accept := false
+	for _, a := range g.alts[g.root] {
+		out, accept = g.expand(g.mk(a, nil, r.intern), out, accept, r.intern)
+	}
+	r.stacks, r.accept = dedupe(out), accept
+	return r
+}
+
+func (g *Grammar) mk(pos int, next *gframe, intern map[gframeKey]*gframe) *gframe {
+	k := gframeKey{pos, next}
+	if f, ok := intern[k]; ok {
+		return f
+	}
+	f := &gframe{pos: pos, next: next, closing: g.restMin[pos]}
+	if next != nil {
+		f.closing += next.closing
+	}
+	intern[k] = f
+	return f
+}
+
+// expand adds to out the stacks f stands for once every rule at its top
+// is opened and every finished alternative returned from.
+func (g *Grammar) expand(f *gframe, out []*gframe, accept bool, intern map[gframeKey]*gframe) ([]*gframe, bool) {
+	for f != nil && g.elems[f.pos].kind == eEnd {
+		f = f.next
+	}
+	if f == nil {
+		return out, true
+	}
+	e := g.elems[f.pos]
+	if e.kind == eSet {
+		return append(out, f), accept
+	}
+	ret := g.mk(f.pos+1, f.next, intern)
+	for _, a := range g.alts[e.arg] {
+		out, accept = g.expand(g.mk(a, ret, intern), out, accept, intern)
+	}
+	return out, accept
+}
+
+func dedupe(fs []*gframe) []*gframe {
+	if len(fs) < 2 {
+		return fs
+	}
+	seen := make(map[*gframe]bool, len(fs))
+	out := fs[:0]
+	for _, f := range fs {
+		if !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// utf8Need is the length of the character a lead byte starts (0: not a
+// lead byte).
+func utf8Need(c byte) int {
+	switch {
+	case c < 0x80:
+		return 1
+	case c >= 0xC2 && c <= 0xDF:
+		return 2
+	case c >= 0xE0 && c <= 0xEF:
+		return 3
+	case c >= 0xF0 && c <= 0xF4:
+		return 4
+	}
+	return 0
+}
+
+// prefixRange is the range of characters whose encoding starts with p
+// (an unfinished character of the length its lead byte tells).
+func prefixRange(p []byte) (lo, hi rune) {
+	n := utf8Need(p[0])
+	lead := rune(p[0]) & (0x7F >> n)
+	lo, hi = lead, lead
+	for i := 1; i < n; i++ {
+		var c rune = 0x80
+		if i < len(p) {
+			c = rune(p[i])
+		}
+		lo = lo<<6 | (c & 0x3F)
+		if i >= len(p) {
+			c = 0xBF
+		}
+		hi = hi<<6 | (c & 0x3F)
+	}
+	return lo, min(hi, utf8.MaxRune)
+}
+
+// step advances stacks over one byte; pend holds the bytes of the
+// unfinished character before it. It returns the new stacks, whether a
+// parse is complete, the new pending bytes and whether c can follow.
+func (g *Grammar) step(stacks []*gframe, pend []byte, c byte, intern map[gframeKey]*gframe, out []*gframe) ([]*gframe, bool, []byte, bool) {
+	if len(pend) == 0 {
+		if utf8Need(c) == 0 {
+			return nil, false, pend, false
+		}
+	} else if c&0xC0 != 0x80 {
+		return nil, false, pend, false
+	}
+	pend = append(pend, c)
+	if n := utf8Need(pend[0]); len(pend) < n {
+		lo, hi := prefixRange(pend)
+		out = out[:0]
+		for _, f := range stacks {
+			if g.sets[g.elems[f.pos].arg].meets(lo, hi) {
+				out = append(out, f)
+			}
+		}
+		return out, false, pend, len(out) > 0
+	}
+	r, size := utf8.DecodeRune(pend)
+	if r == utf8.RuneError && size <= 1 {
+		return nil, false, pend[:0], false
+	}
+	pend = pend[:0]
+	out = out[:0]
+	accept := false
+	for _, f := range stacks {
+		if g.sets[g.elems[f.pos].arg].has(r) {
+			out, accept = g.expand(g.mk(f.pos+1, f.next, intern), out, accept, intern)
+		}
+	}
+	out = dedupe(out)
+	if len(out) > maxStacks {
+		return nil, false, pend, false
+	}
+	return out, accept, pend, len(out) > 0 || accept
+}
+
+// Feed advances over b; it returns false if b cannot follow (leaving r
+// in an undefined state).
+func (r *GrammarRecognizer) Feed(b []byte) bool {
+	for _, c := range b {
+		stacks, accept, pend, ok := r.g.step(r.stacks, r.pend, c, r.intern, nil)
+		if !ok {
+			return false
+		}
+		r.stacks, r.pend = stacks, pend
+		if len(pend) == 0 {
+			r.accept = accept
+		}
+	}
+	return true
+}
+
+// Done reports whether the bytes so far are a complete string of the
+// grammar.
+func (r *GrammarRecognizer) Done() bool { return r.accept && len(r.pend) == 0 }
+
+// ClosingLen is the length in bytes of the shortest completion.
+func (r *GrammarRecognizer) ClosingLen() int {
+	return r.g.closing(r.stacks, r.pend, r.accept)
+}
+
+func (g *Grammar) closing(stacks []*gframe, pend []byte, accept bool) int {
+	if len(pend) == 0 && accept {
+		return 0
+	}
+	n := inf
+	for _, f := range stacks {
+		c := f.closing
+		if len(pend) > 0 {
+			c += utf8Need(pend[0]) - len(pend) - g.setMin[g.elems[f.pos].arg]
+		}
+		n = min(n, c)
+	}
+	if n == inf {
+		return 0
+	}
+	return n
+}
+
+// Growth is the most one byte can add to ClosingLen.
+func (r *GrammarRecognizer) Growth() int { return r.g.growth }
+
+// Try reports whether b can follow, leaving r unchanged, and when
+// closing is set the length of the shortest completion after b.
+func (r *GrammarRecognizer) Try(b []byte, closing bool) (int, bool) {
+	clear(r.tIntern)
+	stacks, accept := r.stacks, r.accept
+	var pend [utf8.UTFMax]byte
+	np := copy(pend[:], r.pend)
+	bufs := [2][]*gframe{r.tStacks[:0], nil}
+	for i, c := range b {
+		next, acc, p, ok := r.g.step(stacks, pend[:np], c, r.tIntern, bufs[i%2])
+		if !ok {
+			return 0, false
+		}
+		np = len(p)
+		if np == 0 {
+			accept = acc
+		}
+		bufs[i%2] = next[:0]
+		stacks = next
+	}
+	if cap(bufs[0]) > cap(r.tStacks) {
+		r.tStacks = bufs[0]
+	}
+	if !closing {
+		return 0, true
+	}
+	return r.g.closing(stacks, pend[:np], accept), true
+}
