@@ -262,8 +262,8 @@ type gframeKey struct {
 type GrammarRecognizer struct {
 	g      *Grammar
 	stacks []*gframe // live parses; the top of each is a character set
-	accept bool     // a parse is complete
-	pend   []byte   // the bytes of an unfinished character
+	accept bool      // a parse is complete
+	pend   []byte    // the bytes of an unfinished character
 	intern map[gframeKey]*gframe
 	// scratch state for Try
 	tStacks []*gframe
