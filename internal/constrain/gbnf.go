@@ -442,10 +442,23 @@ func (p *gbnfParser) char() (rune, error) {
 	return 0, fmt.Errorf("grammar %s: unknown escape \\%c", at.at(), e)
 }
 
+// MaxGrammarItems bounds the size of a compiled grammar: the
+// characters, references and repeated copies of all its rules.
+const MaxGrammarItems = 1 << 16
+
 // lowerer turns expressions into a builder's rules.
 type lowerer struct {
-	b   *builder
-	ids map[string]int
+	b     *builder
+	ids   map[string]int
+	items int // items made so far
+}
+
+// grow counts n more items, failing past MaxGrammarItems.
+func (l *lowerer) grow(n int, at where) error {
+	if l.items += n; l.items > MaxGrammarItems {
+		return fmt.Errorf("%s: the grammar is too large (over %d items once repetitions are written out)", at.at(), MaxGrammarItems)
+	}
+	return nil
 }
 
 func (l *lowerer) alts(n *gnode) ([][]item, error) {
@@ -466,6 +479,9 @@ func (l *lowerer) alts(n *gnode) ([][]item, error) {
 
 // seq appends n's items to out.
 func (l *lowerer) seq(n *gnode, out []item) ([]item, error) {
+	if err := l.grow(1, n.at); err != nil {
+		return nil, err
+	}
 	switch n.kind {
 	case gSet:
 		return append(out, l.b.addSet(n.set)), nil
@@ -503,6 +519,9 @@ func (l *lowerer) seq(n *gnode, out []item) ([]item, error) {
 	} else {
 		one.rule = l.b.addRule("a group", n.at)
 		l.b.rules[one.rule] = [][]item{x}
+	}
+	if err := l.grow(n.min+max(n.max-n.min, 0)*2, n.at); err != nil {
+		return nil, err
 	}
 	for range n.min {
 		out = append(out, one)

@@ -239,9 +239,9 @@ func (b *builder) build(root int) (*Grammar, error) {
 	return g, nil
 }
 
-// maxStacks bounds the parses a recognizer follows at once: a byte
-// that would need more is refused.
-const maxStacks = 4096
+// maxStacks bounds the parses a recognizer follows at once; past it a
+// highly ambiguous grammar keeps only the first ones.
+const maxStacks = 1024
 
 // gframe is one level of a parse stack: where to continue in an
 // alternative, and the frame to return to after it. Frames are shared
@@ -264,53 +264,71 @@ type GrammarRecognizer struct {
 	stacks []*gframe // live parses; the top of each is a character set
 	accept bool      // a parse is complete
 	pend   []byte    // the bytes of an unfinished character
-	intern map[gframeKey]*gframe
-	// scratch state for Try
-	tStacks []*gframe
-	tIntern map[gframeKey]*gframe
+	feed   arena     // the frames of the parses fed
+	try    arena     // the frames Try makes, over feed's
+	tStack []*gframe
+}
+
+// arena makes frames, the same frame for the same position and return,
+// so that parses that meet again are followed once.
+type arena struct {
+	g    *Grammar
+	base map[gframeKey]*gframe // frames looked up, not added to (or nil)
+	own  map[gframeKey]*gframe
+	seen map[*gframe]bool // frames expanded during this byte
 }
 
 // NewGrammarRecognizer returns a recognizer at the start of g's root.
 func NewGrammarRecognizer(g *Grammar) *GrammarRecognizer {
-	r := &GrammarRecognizer{g: g, intern: map[gframeKey]*gframe{}, tIntern: map[gframeKey]*gframe{}}
+	r := &GrammarRecognizer{g: g}
+	r.feed = arena{g: g, own: map[gframeKey]*gframe{}, seen: map[*gframe]bool{}}
+	r.try = arena{g: g, base: r.feed.own, own: map[gframeKey]*gframe{}, seen: map[*gframe]bool{}}
 	var out []*gframe
 	accept := false
 	for _, a := range g.alts[g.root] {
-		out, accept = g.expand(g.mk(a, nil, r.intern), out, accept, r.intern)
+		out, accept = r.feed.expand(r.feed.mk(a, nil), out, accept)
 	}
 	r.stacks, r.accept = dedupe(out), accept
 	return r
 }
 
-func (g *Grammar) mk(pos int, next *gframe, intern map[gframeKey]*gframe) *gframe {
+func (a *arena) mk(pos int, next *gframe) *gframe {
 	k := gframeKey{pos, next}
-	if f, ok := intern[k]; ok {
+	if f, ok := a.base[k]; ok {
 		return f
 	}
-	f := &gframe{pos: pos, next: next, closing: g.restMin[pos]}
+	if f, ok := a.own[k]; ok {
+		return f
+	}
+	f := &gframe{pos: pos, next: next, closing: a.g.restMin[pos]}
 	if next != nil {
 		f.closing += next.closing
 	}
-	intern[k] = f
+	a.own[k] = f
 	return f
 }
 
 // expand adds to out the stacks f stands for once every rule at its top
 // is opened and every finished alternative returned from.
-func (g *Grammar) expand(f *gframe, out []*gframe, accept bool, intern map[gframeKey]*gframe) ([]*gframe, bool) {
+func (a *arena) expand(f *gframe, out []*gframe, accept bool) ([]*gframe, bool) {
+	g := a.g
 	for f != nil && g.elems[f.pos].kind == eEnd {
 		f = f.next
 	}
 	if f == nil {
 		return out, true
 	}
+	if a.seen[f] {
+		return out, accept
+	}
+	a.seen[f] = true
 	e := g.elems[f.pos]
 	if e.kind == eSet {
 		return append(out, f), accept
 	}
-	ret := g.mk(f.pos+1, f.next, intern)
-	for _, a := range g.alts[e.arg] {
-		out, accept = g.expand(g.mk(a, ret, intern), out, accept, intern)
+	ret := a.mk(f.pos+1, f.next)
+	for _, alt := range g.alts[e.arg] {
+		out, accept = a.expand(a.mk(alt, ret), out, accept)
 	}
 	return out, accept
 }
@@ -369,7 +387,8 @@ func prefixRange(p []byte) (lo, hi rune) {
 // step advances stacks over one byte; pend holds the bytes of the
 // unfinished character before it. It returns the new stacks, whether a
 // parse is complete, the new pending bytes and whether c can follow.
-func (g *Grammar) step(stacks []*gframe, pend []byte, c byte, intern map[gframeKey]*gframe, out []*gframe) ([]*gframe, bool, []byte, bool) {
+func (a *arena) step(stacks []*gframe, pend []byte, c byte, out []*gframe) ([]*gframe, bool, []byte, bool) {
+	g := a.g
 	if len(pend) == 0 {
 		if utf8Need(c) == 0 {
 			return nil, false, pend, false
@@ -395,14 +414,16 @@ func (g *Grammar) step(stacks []*gframe, pend []byte, c byte, intern map[gframeK
 	pend = pend[:0]
 	out = out[:0]
 	accept := false
+	clear(a.seen)
 	for _, f := range stacks {
 		if g.sets[g.elems[f.pos].arg].has(r) {
-			out, accept = g.expand(g.mk(f.pos+1, f.next, intern), out, accept, intern)
+			out, accept = a.expand(a.mk(f.pos+1, f.next), out, accept)
 		}
 	}
-	out = dedupe(out)
 	if len(out) > maxStacks {
-		return nil, false, pend, false
+		// an ambiguous grammar: follow the first parses only (what is
+		// accepted is still in the language; some strings may be lost)
+		out = out[:maxStacks]
 	}
 	return out, accept, pend, len(out) > 0 || accept
 }
@@ -411,7 +432,7 @@ func (g *Grammar) step(stacks []*gframe, pend []byte, c byte, intern map[gframeK
 // in an undefined state).
 func (r *GrammarRecognizer) Feed(b []byte) bool {
 	for _, c := range b {
-		stacks, accept, pend, ok := r.g.step(r.stacks, r.pend, c, r.intern, nil)
+		stacks, accept, pend, ok := r.feed.step(r.stacks, r.pend, c, nil)
 		if !ok {
 			return false
 		}
@@ -456,13 +477,13 @@ func (r *GrammarRecognizer) Growth() int { return r.g.growth }
 // Try reports whether b can follow, leaving r unchanged, and when
 // closing is set the length of the shortest completion after b.
 func (r *GrammarRecognizer) Try(b []byte, closing bool) (int, bool) {
-	clear(r.tIntern)
+	clear(r.try.own)
 	stacks, accept := r.stacks, r.accept
 	var pend [utf8.UTFMax]byte
 	np := copy(pend[:], r.pend)
-	bufs := [2][]*gframe{r.tStacks[:0], nil}
+	bufs := [2][]*gframe{r.tStack[:0], nil}
 	for i, c := range b {
-		next, acc, p, ok := r.g.step(stacks, pend[:np], c, r.tIntern, bufs[i%2])
+		next, acc, p, ok := r.try.step(stacks, pend[:np], c, bufs[i%2])
 		if !ok {
 			return 0, false
 		}
@@ -473,8 +494,8 @@ func (r *GrammarRecognizer) Try(b []byte, closing bool) (int, bool) {
 		bufs[i%2] = next[:0]
 		stacks = next
 	}
-	if cap(bufs[0]) > cap(r.tStacks) {
-		r.tStacks = bufs[0]
+	if cap(bufs[0]) > cap(r.tStack) {
+		r.tStack = bufs[0]
 	}
 	if !closing {
 		return 0, true

@@ -72,6 +72,7 @@ func TestGBNFErrors(t *testing.T) {
 		{"root ::= [b-a]", "line 1, column 10: character range"},
 		{"root ::= \"a\"{5,2}", "maximum below its minimum"},
 		{"root ::= \"a\"{1000}", "repetition count"},
+		{"root ::= " + strings.Repeat(`"a"{256} `, 300), "too large"},
 		{"root ::= <[1000]>", "line 1, column 10: unexpected '<'"},
 		{"root ::= \"\\q\"", "unknown escape \\q"},
 		{"root = \"a\"", "line 1, column 6: expected ::="},
@@ -220,4 +221,43 @@ pair ::= [a-z]+ "=" ("yes" | "no" | [0-9]{1,3})`)
 			t.Fatalf("trial %d (budget %d): output %q is not in the grammar (done %v)", trial, budget, out.String(), m.Done())
 		}
 	}
+}
+
+// TestGrammarAmbiguous: parses that meet again are followed once, so a
+// grammar with 4^40 ways to read its empty prefix steps at once.
+func TestGrammarAmbiguous(t *testing.T) {
+	g := mustGBNF(t, `root ::= `+strings.Repeat("b ", 40)+`"z"
+b ::= "x"? | "y"?`)
+	for _, s := range []string{"z", "xyxz", strings.Repeat("x", 40) + "z"} {
+		if !fullMatch(g, s) {
+			t.Errorf("%q refused", s)
+		}
+	}
+	if fullMatch(g, strings.Repeat("x", 41)+"z") {
+		t.Error("41 x accepted")
+	}
+}
+
+// FuzzParseGBNF: no input makes the parser panic, and a grammar it
+// accepts gives a recognizer that steps over any bytes without
+// panicking and agrees with itself between Try and Feed.
+func FuzzParseGBNF(f *testing.F) {
+	for _, s := range []string{`root ::= "a" [b-d]* | ("e" x){1,3}` + "\nx ::= [^\\n]?", `root ::= .+ "\u00e9"`, `root ::= "a"{2,} # c`, "root ::= (", `root ::= [\x`} {
+		f.Add(s, []byte("abcé\xff"))
+	}
+	f.Fuzz(func(t *testing.T, src string, input []byte) {
+		g, err := ParseGBNF(src)
+		if err != nil {
+			return
+		}
+		r := NewGrammarRecognizer(g)
+		for i := range input {
+			_, tried := r.Try(input[i:i+1], true)
+			if fed := r.Feed(input[i : i+1]); fed != tried {
+				t.Fatalf("byte %d: Try %v, Feed %v", i, tried, fed)
+			} else if !fed {
+				return
+			}
+		}
+	})
 }
