@@ -326,7 +326,12 @@ func (a *arena) expand(f *gframe, out []*gframe, accept bool) ([]*gframe, bool) 
 	if e.kind == eSet {
 		return append(out, f), accept
 	}
-	ret := a.mk(f.pos+1, f.next)
+	// a rule last in its alternative returns where the alternative
+	// would: the stack does not grow with right recursion
+	ret := f.next
+	if g.elems[f.pos+1].kind != eEnd {
+		ret = a.mk(f.pos+1, f.next)
+	}
 	for _, alt := range g.alts[e.arg] {
 		out, accept = a.expand(a.mk(alt, ret), out, accept)
 	}

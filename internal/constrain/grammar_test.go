@@ -261,3 +261,49 @@ func FuzzParseGBNF(f *testing.F) {
 		}
 	})
 }
+
+// jsonGBNF is JSON objects written as a grammar, to set the grammar
+// recognizer beside the JSON one.
+const jsonGBNF = `root ::= "{" ws ( pair ( "," ws pair )* )? "}"
+pair ::= str ":" ws value ws
+value ::= str | num | "true" | "false" | "null" | root | "[" ws ( value ws ( "," ws value ws )* )? "]"
+str ::= "\"" ( [^"\\\x00-\x1f] | "\\" ["\\/bfnrt] )* "\""
+num ::= "-"? [0-9]+ ( "." [0-9]+ )?
+ws ::= " "?
+`
+
+// BenchmarkGrammarMask: one mask step over a vocabulary of 150k random
+// tokens, in a string value and between keys of an object, with a JSON
+// grammar and with the JSON recognizer.
+func BenchmarkGrammarMask(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	const chars = `abcdefghij {}[]":,0123456789-.`
+	tokens := make([][]byte, 150000)
+	for i := range tokens {
+		t := make([]byte, 1+r.IntN(8))
+		for k := range t {
+			t[k] = chars[r.IntN(len(chars))]
+		}
+		tokens[i] = t
+	}
+	g, err := ParseGBNF(jsonGBNF)
+	if err != nil {
+		b.Fatal(err)
+	}
+	logits := make([]float32, len(tokens))
+	for _, prefix := range []string{`{"name": "ab`, `{"name": "ab", `} {
+		for _, kind := range []string{"grammar", "json"} {
+			b.Run(kind+"/"+strings.TrimSpace(prefix[len(prefix)-3:]), func(b *testing.B) {
+				for b.Loop() {
+					var rec Recognizer = NewGrammarRecognizer(g)
+					if kind == "json" {
+						rec = NewJSON(true)
+					}
+					rec.Feed([]byte(prefix))
+					m := NewMaskFor(rec, tokens, nil, 200)
+					m.Apply(logits, nil)
+				}
+			})
+		}
+	}
+}
