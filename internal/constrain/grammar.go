@@ -14,11 +14,12 @@ import (
 // left-recursive, so a recognizer never loops and always knows the
 // shortest way to finish.
 type Grammar struct {
-	elems   []elem  // the alternatives, each closed by an end element
-	sets    []runes // character sets, as sorted disjoint ranges
-	setMin  []int   // bytes of each set's shortest character
-	alts    [][]int // the start of each alternative of each rule
-	restMin []int   // per element: bytes of the shortest rest of its alternative
+	elems   []elem      // the alternatives, each closed by an end element
+	sets    []runes     // character sets, as sorted disjoint ranges
+	ascii   [][2]uint64 // each set's characters below 128, as bits
+	setMin  []int       // bytes of each set's shortest character
+	alts    [][]int     // the start of each alternative of each rule
+	restMin []int       // per element: bytes of the shortest rest of its alternative
 	root    int
 	growth  int
 }
@@ -135,6 +136,13 @@ func runeLen(r rune) int { return max(1, utf8.RuneLen(r)) }
 func (b *builder) build(root int) (*Grammar, error) {
 	g := &Grammar{sets: b.sets, root: root}
 	for _, s := range b.sets {
+		var bits [2]uint64
+		for r := rune(0); r < 128; r++ {
+			if s.has(r) {
+				bits[r>>6] |= 1 << (r & 63)
+			}
+		}
+		g.ascii = append(g.ascii, bits)
 		if len(s) == 0 {
 			g.setMin = append(g.setMin, inf)
 		} else {
@@ -243,13 +251,23 @@ func (b *builder) build(root int) (*Grammar, error) {
 // highly ambiguous grammar keeps only the first ones.
 const maxStacks = 1024
 
+// maxFrames bounds the frames a recognizer keeps for reuse; past it it
+// starts afresh (the frames in use stay valid).
+const maxFrames = 1 << 17
+
 // gframe is one level of a parse stack: where to continue in an
-// alternative, and the frame to return to after it. Frames are shared
-// and never changed.
+// alternative, and the frame to return to after it. A frame is made
+// once per position and return, and never changed but for its caches.
 type gframe struct {
 	pos     int
 	next    *gframe
 	closing int // bytes of the shortest completion of this stack
+	// the stacks after this frame's character, once computed
+	succ       []*gframe
+	succAccept bool
+	succDone   bool
+	emark      uint32 // the expansion that last reached this frame
+	omark      uint32 // the step that last output this frame
 }
 
 type gframeKey struct {
@@ -257,48 +275,47 @@ type gframeKey struct {
 	next *gframe
 }
 
+// arena makes frames, the same frame for the same position and return,
+// so that parses that meet again are followed once and what follows a
+// frame is worked out once.
+type arena struct {
+	g          *Grammar
+	own        map[gframeKey]*gframe
+	egen, ogen uint32
+}
+
 // GrammarRecognizer recognizes the prefixes of the strings of a
-// Grammar, byte by byte (UTF-8), following every parse at once.
+// Grammar, byte by byte (UTF-8), following every parse at once. It is
+// not safe for concurrent use.
 type GrammarRecognizer struct {
 	g      *Grammar
 	stacks []*gframe // live parses; the top of each is a character set
 	accept bool      // a parse is complete
 	pend   []byte    // the bytes of an unfinished character
-	feed   arena     // the frames of the parses fed
-	try    arena     // the frames Try makes, over feed's
-	tStack []*gframe
-}
-
-// arena makes frames, the same frame for the same position and return,
-// so that parses that meet again are followed once.
-type arena struct {
-	g    *Grammar
-	base map[gframeKey]*gframe // frames looked up, not added to (or nil)
-	own  map[gframeKey]*gframe
-	seen map[*gframe]bool // frames expanded during this byte
+	a      arena
+	bufs   [2][]*gframe // Try's stacks
 }
 
 // NewGrammarRecognizer returns a recognizer at the start of g's root.
 func NewGrammarRecognizer(g *Grammar) *GrammarRecognizer {
-	r := &GrammarRecognizer{g: g}
-	r.feed = arena{g: g, own: map[gframeKey]*gframe{}, seen: map[*gframe]bool{}}
-	r.try = arena{g: g, base: r.feed.own, own: map[gframeKey]*gframe{}, seen: map[*gframe]bool{}}
+	r := &GrammarRecognizer{g: g, a: arena{g: g, own: map[gframeKey]*gframe{}}}
+	r.a.egen++
 	var out []*gframe
 	accept := false
-	for _, a := range g.alts[g.root] {
-		out, accept = r.feed.expand(r.feed.mk(a, nil), out, accept)
+	for _, alt := range g.alts[g.root] {
+		out, accept = r.a.expand(r.a.mk(alt, nil), out, accept)
 	}
-	r.stacks, r.accept = dedupe(out), accept
+	r.stacks, r.accept = out, accept
 	return r
 }
 
 func (a *arena) mk(pos int, next *gframe) *gframe {
 	k := gframeKey{pos, next}
-	if f, ok := a.base[k]; ok {
-		return f
-	}
 	if f, ok := a.own[k]; ok {
 		return f
+	}
+	if len(a.own) >= maxFrames {
+		a.own = map[gframeKey]*gframe{}
 	}
 	f := &gframe{pos: pos, next: next, closing: a.g.restMin[pos]}
 	if next != nil {
@@ -309,7 +326,8 @@ func (a *arena) mk(pos int, next *gframe) *gframe {
 }
 
 // expand adds to out the stacks f stands for once every rule at its top
-// is opened and every finished alternative returned from.
+// is opened and every finished alternative returned from; frames
+// already reached in this expansion (a.egen) are not followed again.
 func (a *arena) expand(f *gframe, out []*gframe, accept bool) ([]*gframe, bool) {
 	g := a.g
 	for f != nil && g.elems[f.pos].kind == eEnd {
@@ -318,10 +336,10 @@ func (a *arena) expand(f *gframe, out []*gframe, accept bool) ([]*gframe, bool) 
 	if f == nil {
 		return out, true
 	}
-	if a.seen[f] {
+	if f.emark == a.egen {
 		return out, accept
 	}
-	a.seen[f] = true
+	f.emark = a.egen
 	e := g.elems[f.pos]
 	if e.kind == eSet {
 		return append(out, f), accept
@@ -338,19 +356,14 @@ func (a *arena) expand(f *gframe, out []*gframe, accept bool) ([]*gframe, bool) 
 	return out, accept
 }
 
-func dedupe(fs []*gframe) []*gframe {
-	if len(fs) < 2 {
-		return fs
+// successors returns the stacks after f's character.
+func (a *arena) successors(f *gframe) ([]*gframe, bool) {
+	if !f.succDone {
+		a.egen++
+		f.succ, f.succAccept = a.expand(a.mk(f.pos+1, f.next), nil, false)
+		f.succDone = true
 	}
-	seen := make(map[*gframe]bool, len(fs))
-	out := fs[:0]
-	for _, f := range fs {
-		if !seen[f] {
-			seen[f] = true
-			out = append(out, f)
-		}
-	}
-	return out
+	return f.succ, f.succAccept
 }
 
 // utf8Need is the length of the character a lead byte starts (0: not a
@@ -389,22 +402,31 @@ func prefixRange(p []byte) (lo, hi rune) {
 	return lo, min(hi, utf8.MaxRune)
 }
 
+// has reports whether set i holds r.
+func (g *Grammar) has(i int, r rune) bool {
+	if r < 128 {
+		return g.ascii[i][r>>6]&(1<<(r&63)) != 0
+	}
+	return g.sets[i].has(r)
+}
+
 // step advances stacks over one byte; pend holds the bytes of the
-// unfinished character before it. It returns the new stacks, whether a
-// parse is complete, the new pending bytes and whether c can follow.
+// unfinished character before it. It returns the new stacks (in out's
+// array), whether a parse is complete, the new pending bytes and
+// whether c can follow.
 func (a *arena) step(stacks []*gframe, pend []byte, c byte, out []*gframe) ([]*gframe, bool, []byte, bool) {
 	g := a.g
+	out = out[:0]
 	if len(pend) == 0 {
 		if utf8Need(c) == 0 {
-			return nil, false, pend, false
+			return out, false, pend, false
 		}
 	} else if c&0xC0 != 0x80 {
-		return nil, false, pend, false
+		return out, false, pend, false
 	}
 	pend = append(pend, c)
 	if n := utf8Need(pend[0]); len(pend) < n {
 		lo, hi := prefixRange(pend)
-		out = out[:0]
 		for _, f := range stacks {
 			if g.sets[g.elems[f.pos].arg].meets(lo, hi) {
 				out = append(out, f)
@@ -414,15 +436,22 @@ func (a *arena) step(stacks []*gframe, pend []byte, c byte, out []*gframe) ([]*g
 	}
 	r, size := utf8.DecodeRune(pend)
 	if r == utf8.RuneError && size <= 1 {
-		return nil, false, pend[:0], false
+		return out, false, pend[:0], false
 	}
 	pend = pend[:0]
-	out = out[:0]
 	accept := false
-	clear(a.seen)
+	a.ogen++
 	for _, f := range stacks {
-		if g.sets[g.elems[f.pos].arg].has(r) {
-			out, accept = a.expand(a.mk(f.pos+1, f.next), out, accept)
+		if !g.has(g.elems[f.pos].arg, r) {
+			continue
+		}
+		succ, acc := a.successors(f)
+		accept = accept || acc
+		for _, s := range succ {
+			if s.omark != a.ogen {
+				s.omark = a.ogen
+				out = append(out, s)
+			}
 		}
 	}
 	if len(out) > maxStacks {
@@ -437,7 +466,7 @@ func (a *arena) step(stacks []*gframe, pend []byte, c byte, out []*gframe) ([]*g
 // in an undefined state).
 func (r *GrammarRecognizer) Feed(b []byte) bool {
 	for _, c := range b {
-		stacks, accept, pend, ok := r.feed.step(r.stacks, r.pend, c, nil)
+		stacks, accept, pend, ok := r.a.step(r.stacks, r.pend, c, nil)
 		if !ok {
 			return false
 		}
@@ -482,13 +511,12 @@ func (r *GrammarRecognizer) Growth() int { return r.g.growth }
 // Try reports whether b can follow, leaving r unchanged, and when
 // closing is set the length of the shortest completion after b.
 func (r *GrammarRecognizer) Try(b []byte, closing bool) (int, bool) {
-	clear(r.try.own)
 	stacks, accept := r.stacks, r.accept
 	var pend [utf8.UTFMax]byte
 	np := copy(pend[:], r.pend)
-	bufs := [2][]*gframe{r.tStack[:0], nil}
 	for i, c := range b {
-		next, acc, p, ok := r.try.step(stacks, pend[:np], c, bufs[i%2])
+		next, acc, p, ok := r.a.step(stacks, pend[:np], c, r.bufs[i%2])
+		r.bufs[i%2] = next[:0]
 		if !ok {
 			return 0, false
 		}
@@ -496,11 +524,7 @@ func (r *GrammarRecognizer) Try(b []byte, closing bool) (int, bool) {
 		if np == 0 {
 			accept = acc
 		}
-		bufs[i%2] = next[:0]
 		stacks = next
-	}
-	if cap(bufs[0]) > cap(r.tStack) {
-		r.tStack = bufs[0]
 	}
 	if !closing {
 		return 0, true
