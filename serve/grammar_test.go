@@ -1,9 +1,12 @@
 package serve
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -118,6 +121,44 @@ func TestGrammarRefused(t *testing.T) {
 		status, msg, _ := post(t, ts, c.path, c.body, nil)
 		if status != http.StatusBadRequest || !strings.Contains(msg, c.says) {
 			t.Errorf("%s %s: status %d %q, want 400 saying %q", c.path, c.body, status, msg, c.says)
+		}
+	}
+}
+
+// TestRegexCompletionsStream: streamed, each of two choices gets its
+// own mask, and the text of each matches the expression.
+func TestRegexCompletionsStream(t *testing.T) {
+	ts := newTestServer(t, Options{})
+	expr := `(yes|no|maybe)( [a-z]{2,5}){1,3}\.`
+	re := regexp.MustCompile(`^(?:` + expr + `)$`)
+	body := `{"prompt": "Once upon a time", "regex": ` + strconv.Quote(expr) + `, "temperature": 1, "seed": 7, "max_tokens": 40, "n": 2, "stream": true}`
+	resp, err := http.Post(ts.http.URL+"/v1/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	text, finish := map[int]string{}, map[int]string{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var c completionResponse
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			t.Fatalf("chunk %s: %v", data, err)
+		}
+		for _, ch := range c.Choices {
+			text[ch.Index] += ch.Text
+			if ch.FinishReason != nil {
+				finish[ch.Index] = *ch.FinishReason
+			}
+		}
+	}
+	for i := range 2 {
+		t.Logf("choice %d: %q %s", i, text[i], finish[i])
+		if finish[i] != "stop" || !re.MatchString(text[i]) {
+			t.Errorf("choice %d: %q (%q) does not match %s", i, text[i], finish[i], expr)
 		}
 	}
 }
