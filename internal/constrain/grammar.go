@@ -82,6 +82,24 @@ func normRunes(rs [][2]rune) runes {
 	return out
 }
 
+// minus returns s without the characters in [lo, hi].
+func (s runes) minus(lo, hi rune) runes {
+	out := runes{}
+	for _, x := range s {
+		if x[1] < lo || x[0] > hi {
+			out = append(out, x)
+			continue
+		}
+		if x[0] < lo {
+			out = append(out, [2]rune{x[0], lo - 1})
+		}
+		if x[1] > hi {
+			out = append(out, [2]rune{hi + 1, x[1]})
+		}
+	}
+	return out
+}
+
 // negate returns the characters not in s.
 func (s runes) negate() runes {
 	out := runes{}
@@ -134,8 +152,11 @@ func runeLen(r rune) int { return max(1, utf8.RuneLen(r)) }
 
 // build checks the rules and flattens them.
 func (b *builder) build(root int) (*Grammar, error) {
-	g := &Grammar{sets: b.sets, root: root}
+	g := &Grammar{root: root}
 	for _, s := range b.sets {
+		// surrogates have no UTF-8 encoding
+		s = s.minus(0xD800, 0xDFFF)
+		g.sets = append(g.sets, s)
 		var bits [2]uint64
 		for r := rune(0); r < 128; r++ {
 			if s.has(r) {
@@ -399,6 +420,8 @@ func prefixRange(p []byte) (lo, hi rune) {
 		}
 		hi = hi<<6 | (c & 0x3F)
 	}
+	// the shortest encoding is the only valid one
+	lo = max(lo, [...]rune{0, 0, 0x80, 0x800, 0x10000}[n])
 	return lo, min(hi, utf8.MaxRune)
 }
 
@@ -428,7 +451,7 @@ func (a *arena) step(stacks []*gframe, pend []byte, c byte, out []*gframe) ([]*g
 	if n := utf8Need(pend[0]); len(pend) < n {
 		lo, hi := prefixRange(pend)
 		for _, f := range stacks {
-			if g.sets[g.elems[f.pos].arg].meets(lo, hi) {
+			if lo <= hi && g.sets[g.elems[f.pos].arg].meets(lo, hi) {
 				out = append(out, f)
 			}
 		}

@@ -166,6 +166,29 @@ func TestGrammarClosing(t *testing.T) {
 	if _, ok := r.Try([]byte("\xa8"), false); ok {
 		t.Fatal("è's last byte is accepted")
 	}
+	// a lead byte whose characters the grammar cannot take, an overlong
+	// or surrogate start, is refused at once
+	for _, c := range []struct {
+		src  string
+		b    []byte
+		want bool
+	}{
+		{`root ::= "{"`, []byte{0xE0}, false},
+		{`root ::= "{"`, []byte{0xF0}, false},
+		{`root ::= "{"`, []byte{0xC3}, false},
+		{`root ::= [^a]`, []byte{0xE0, 0x81}, false},
+		{`root ::= [^a]`, []byte{0xED, 0xA0}, false},
+		{`root ::= [^a]`, []byte{0xF4, 0x90}, false},
+		{`root ::= [^a]`, []byte{0xE2, 0x82}, true},
+		{`root ::= [^a]`, []byte{0xED, 0x9F}, true},
+		{`root ::= [ࠀ-￿]`, []byte{0xDF}, false},
+		{`root ::= [ࠀ-￿]`, []byte{0xE0, 0xA0}, true},
+	} {
+		_, ok := NewGrammarRecognizer(mustGBNF(t, c.src)).Try(c.b, false)
+		if ok != c.want {
+			t.Errorf("%s: % x accepted %v, want %v", c.src, c.b, ok, c.want)
+		}
+	}
 	r2 := NewGrammarRecognizer(g)
 	if _, ok := r2.Try([]byte("ab\xc4"), false); ok {
 		t.Fatal("a lead byte no character of the set starts with is accepted")
