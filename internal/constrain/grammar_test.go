@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // fullMatch feeds s byte by byte and reports whether it is a complete
@@ -105,7 +106,7 @@ func TestRegexAgainstGo(t *testing.T) {
 		`a*b`, `(ab|a)*c?`, `[a-c]{2,4}`, `x|y|`, `(?i)Ab+`, `[^b]*b`, `a.c`,
 		`\d{1,3}(\.\d+)?`, `(a|bc)+(c|)`, `^ab$`, `é+a?`, `[a-cé]{0,2}b+`, `(a?b){2}`,
 	}
-	alphabet := []string{"a", "b", "c", "A", "B", "x", "y", "1", "2", ".", "é", "\n"}
+	alphabet := []string{"a", "b", "c", "A", "B", "x", "y", "1", "2", ".", "é", "\n", "\xc3", "\xa9", "\xe0", "\xed", "\x80", "\xc0"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, expr := range exprs {
 		g, err := CompileRegex(expr)
@@ -114,13 +115,22 @@ func TestRegexAgainstGo(t *testing.T) {
 		}
 		want := regexp.MustCompile(`^(?:` + expr + `)$`)
 		matched := 0
-		for range 3000 {
+		for range 8000 {
 			var sb strings.Builder
 			for range rng.IntN(7) {
 				sb.WriteString(alphabet[rng.IntN(len(alphabet))])
 			}
 			s := sb.String()
-			got, exp := fullMatch(g, s), want.MatchString(s)
+			// invalid UTF-8 is never accepted (package regexp reads it
+			// as U+FFFD), nor any prefix ending in a byte no valid text
+			// continues
+			got, exp := fullMatch(g, s), want.MatchString(s) && utf8.ValidString(s)
+			r := NewGrammarRecognizer(g)
+			for i := 0; i < len(s) && r.Feed([]byte{s[i]}); i++ {
+				if p := s[:i+1]; !utf8.ValidString(p) && !validStart(p) {
+					t.Fatalf("%q: prefix %q accepted", expr, p)
+				}
+			}
 			if got != exp {
 				t.Fatalf("%q on %q: recognizer %v, regexp %v", expr, s, got, exp)
 			}
@@ -128,7 +138,7 @@ func TestRegexAgainstGo(t *testing.T) {
 				continue
 			}
 			matched++
-			r := NewGrammarRecognizer(g)
+			r = NewGrammarRecognizer(g)
 			for i := 0; i < len(s); i++ {
 				if n := r.ClosingLen(); n > len(s)-i {
 					t.Fatalf("%q on %q after %d bytes: closing %d > %d left", expr, s, i, n, len(s)-i)
@@ -146,6 +156,23 @@ func TestRegexAgainstGo(t *testing.T) {
 			t.Errorf("%q: no random string matched; the comparison is empty", expr)
 		}
 	}
+}
+
+// validStart reports whether p is valid UTF-8 up to an unfinished
+// character that some continuation bytes make valid.
+func validStart(p string) bool {
+	for k := 1; k <= 3 && k <= len(p); k++ {
+		head, tail := p[:len(p)-k], p[len(p)-k:]
+		if !utf8.ValidString(head) {
+			continue
+		}
+		for _, c := range []string{"\x80", "\x80\x80", "\x80\x80\x80", "\xa0", "\xa0\x80", "\x90\x80\x80", "\xbf", "\xbf\xbf", "\x9f\xbf"} {
+			if utf8.ValidString(tail + c) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // TestGrammarClosing: the shortest completion is exact at the start and
