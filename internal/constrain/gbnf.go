@@ -91,7 +91,7 @@ func ParseGBNF(src string) (*Grammar, error) {
 	for _, n := range order {
 		alts, err := l.alts(defs[n])
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("grammar %w", err)
 		}
 		b.rules[ids[n]] = alts
 	}
@@ -456,7 +456,7 @@ type lowerer struct {
 // grow counts n more items, failing past MaxGrammarItems.
 func (l *lowerer) grow(n int, at where) error {
 	if l.items += n; l.items > MaxGrammarItems {
-		return fmt.Errorf("%s: the grammar is too large (over %d items once repetitions are written out)", at.at(), MaxGrammarItems)
+		return fmt.Errorf("%s: too large (over %d items once repetitions are written out)", at.at(), MaxGrammarItems)
 	}
 	return nil
 }
@@ -488,7 +488,7 @@ func (l *lowerer) seq(n *gnode, out []item) ([]item, error) {
 	case gRef:
 		id, ok := l.ids[n.name]
 		if !ok {
-			return nil, fmt.Errorf("grammar %s: rule %s is not defined", n.at.at(), n.name)
+			return nil, fmt.Errorf("%s: rule %s is not defined", n.at.at(), n.name)
 		}
 		return append(out, item{set: -1, rule: id}), nil
 	case gSeq:

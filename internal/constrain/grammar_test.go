@@ -73,7 +73,7 @@ func TestGBNFErrors(t *testing.T) {
 		{"root ::= [b-a]", "line 1, column 10: character range"},
 		{"root ::= \"a\"{5,2}", "maximum below its minimum"},
 		{"root ::= \"a\"{1000}", "repetition count"},
-		{"root ::= " + strings.Repeat(`"a"{256} `, 300), "too large"},
+		{"root ::= " + strings.Repeat(`"a"{256} `, 300), "grammar line 1, column 2290: too large"},
 		{"root ::= <[1000]>", "line 1, column 10: unexpected '<'"},
 		{"root ::= \"\\q\"", "unknown escape \\q"},
 		{"root = \"a\"", "line 1, column 6: expected ::="},
