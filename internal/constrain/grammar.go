@@ -189,13 +189,36 @@ func (b *builder) build(root int) (*Grammar, error) {
 		}
 		return n
 	}
-	for changed := true; changed; {
-		changed = false
-		for r, alts := range b.rules {
-			for _, seq := range alts {
-				if m := seqMin(seq); m < ruleMin[r] {
-					ruleMin[r], changed = m, true
+	// a rule is worked out again when a rule it uses gets shorter
+	users := make([][]int, len(b.rules))
+	for r, alts := range b.rules {
+		for _, seq := range alts {
+			for _, it := range seq {
+				if it.rule >= 0 {
+					users[it.rule] = append(users[it.rule], r)
 				}
+			}
+		}
+	}
+	queue := make([]int, 0, len(b.rules))
+	queued := make([]bool, len(b.rules))
+	for r := range b.rules {
+		queue, queued[r] = append(queue, r), true
+	}
+	for len(queue) > 0 {
+		r := queue[0]
+		queue, queued[r] = queue[1:], false
+		m := inf
+		for _, seq := range b.rules[r] {
+			m = min(m, seqMin(seq))
+		}
+		if m >= ruleMin[r] {
+			continue
+		}
+		ruleMin[r] = m
+		for _, u := range users[r] {
+			if !queued[u] {
+				queue, queued[u] = append(queue, u), true
 			}
 		}
 	}
