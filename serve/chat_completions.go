@@ -285,6 +285,13 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 			return job{}, nil, nil, e
 		}
 	}
+	grammar, e := s.outputGrammar(&req.genFields)
+	if e != nil {
+		return job{}, nil, nil, e
+	}
+	if grammar != nil && format != nil {
+		return job{}, nil, nil, badRequest("response_format", "response_format and a grammar both constrain the reply: send one of them")
+	}
 	ro := aotlm.RenderOptions{Vars: vars, Now: s.opts.Now}
 	if ro.Now.IsZero() {
 		ro.Now = time.Now() // the same date for every rendering of the request
@@ -349,6 +356,8 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 		newMask = func(left int) *constrain.Mask { return s.maskFor(cons.tools.force, left, stopIDs) }
 	case format != nil:
 		newMask = func(left int) *constrain.Mask { return s.mask(format, left, stopIDs) }
+	case grammar != nil:
+		newMask = func(left int) *constrain.Mask { return s.grammarMask(grammar, left, stopIDs) }
 	}
 	if req.ThinkingBudget != nil && *req.ThinkingBudget < 0 {
 		return job{}, nil, nil, badRequest("thinking_budget_tokens", "thinking_budget_tokens %d must be >= 0", *req.ThinkingBudget)

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/constrain"
 	"github.com/aotlm/aotlm/internal/modelparts"
 )
 
@@ -90,16 +91,37 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) *apiE
 		}
 		lp = &logprobs{tok: modelparts.Tokenizer(s.m), top: *req.Logprobs}
 	}
+	grammar, e := s.outputGrammar(&req.genFields)
+	if e != nil {
+		return e
+	}
+	if grammar != nil && req.IgnoreEOS {
+		return badRequest("ignore_eos", "ignore_eos cannot be used with a grammar: the reply ends where the grammar does")
+	}
 	j := job{ids: ids, req: aotlm.Request{IDs: ids, MaxTokens: limit, Sampling: p, Stop: stops, IgnoreEOS: req.IgnoreEOS, ContextShift: shift}}
 	bias, e := req.logitBias(vocab)
 	if e != nil {
 		return e
 	}
-	var hook func([]float32, []int)
-	if lp != nil {
-		hook = lp.hook
+	// each choice gets its own mask (nil: free text)
+	var mask *constrain.Mask
+	newChoice := func() {
+		var apply func([]float32, []int)
+		if grammar != nil {
+			budget := limit
+			if budget == 0 {
+				budget = s.ctx - len(ids)
+			}
+			j.req.StopIDs = s.eot
+			mask = s.grammarMask(grammar, budget, append(s.m.StopIDs(), s.eot...))
+			apply = mask.Apply
+		}
+		j.req.Logits = withBias(bias, chainLogits(apply, lp))
 	}
-	j.req.Logits = withBias(bias, hook)
+	finishOf := func(res *aotlm.Result) string {
+		c := constraints{mask: mask}
+		return c.finish(res)
+	}
 	sl, e := s.acquire(r.Context(), ids, a)
 	if e != nil {
 		return e
@@ -117,6 +139,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) *apiE
 	if !req.Stream {
 		for i := range n {
 			j.req.Sampling.Seed = seed + uint64(i)
+			newChoice()
 			var tl *textLogprobs
 			offset := 0
 			if lp != nil {
@@ -132,7 +155,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) *apiE
 			if err != nil {
 				return generationError(err)
 			}
-			finish := finishReason(res.StopReason)
+			finish := finishOf(res)
 			base.Choices = append(base.Choices, completionChoice{Text: res.Text, Index: i, Logprobs: tl, FinishReason: &finish})
 			total = addUsage(total, res)
 		}
@@ -143,6 +166,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) *apiE
 	ev := startSSE(w)
 	for i := range n {
 		j.req.Sampling.Seed = seed + uint64(i)
+		newChoice()
 		offset := 0
 		res, err := s.run(r.Context(), sl, j, func(t aotlm.Token) error {
 			var tl *textLogprobs
@@ -164,7 +188,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) *apiE
 			}
 			return nil
 		}
-		finish := finishReason(res.StopReason)
+		finish := finishOf(res)
 		c := base
 		c.Choices = []completionChoice{{Index: i, FinishReason: &finish}}
 		ev.send(c)

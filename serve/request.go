@@ -43,6 +43,11 @@ type genFields struct {
 	// never dropped (-1, the default: the prompt); llama-server's field.
 	ContextShift *bool `json:"context_shift"`
 	NKeep        *int  `json:"n_keep"`
+	// Grammar keeps the reply to a grammar in GBNF (llama-server's
+	// field; constrain.ParseGBNF tells the subset), Regex to a regular
+	// expression matching the whole reply (RE2 syntax).
+	Grammar string `json:"grammar"`
+	Regex   string `json:"regex"`
 }
 
 type streamOptions struct {
