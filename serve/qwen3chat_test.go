@@ -135,9 +135,9 @@ func templateTools(t *testing.T) []any {
 // usage counts exactly the tokens of the template's rendering, which
 // holds the <tools> block and each tool); tool_choice naming a function
 // gets a call of it with arguments under its schema; the call and the
-// tool's result sent back render as a <tool_call> block in the
-// assistant's turn (the Hermes form the server writes into its content)
-// and the template's <tool_response>, and are answered.
+// tool's result sent back reach the template as message.tool_calls and
+// a "tool" message, which it renders in its own <tool_call> and
+// <tool_response> layouts, and are answered.
 func TestQwen3ToolRoundTrip(t *testing.T) {
 	m := openQwen3(t)
 	ts := newTestServerFor(t, m, Options{ModelID: "qwen3-chat"})
@@ -189,12 +189,19 @@ func TestQwen3ToolRoundTrip(t *testing.T) {
 		"tools": tools, "max_tokens": 8, "temperature": 0,
 	})
 	text2, n2 := oracleTokens(t, m, []aotlm.Message{{Role: "user", Content: user},
-		{Role: "assistant", Content: renderToolCalls([]toolCall{call})}, {Role: "tool", Content: result}}, vars)
-	for _, want := range []string{"<tool_call>\n{\"name\":\"get_weather\",\"arguments\":" + call.Function.Arguments + "}\n</tool_call><|im_end|>",
+		{Role: "assistant", ToolCalls: []aotlm.ToolCall{{ID: call.ID, Name: call.Function.Name, Arguments: call.Function.Arguments}}},
+		{Role: "tool", Content: result}}, vars)
+	// the template's own layout: its '{"name": "' text, then the
+	// arguments as Python's json.dumps prints them
+	for _, want := range []string{"<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " +
+		pyDumps(t, call.Function.Arguments) + "}\n</tool_call><|im_end|>",
 		"<|im_start|>user\n<tool_response>\n" + result + "\n</tool_response><|im_end|>\n<|im_start|>assistant\n"} {
 		if !strings.Contains(text2, want) {
 			t.Errorf("the second turn's rendering lacks %q:\n%s", want, text2[len(text2)-min(len(text2), 400):])
 		}
+	}
+	if strings.Contains(text2, `{"name":"get_weather"`) {
+		t.Errorf("the second turn's rendering holds the call in the compact form of a content")
 	}
 	if second.Usage.PromptTokens != n2 || n2 <= n {
 		t.Errorf("second turn: prompt tokens %d, the template's rendering has %d (the first %d)", second.Usage.PromptTokens, n2, n)
@@ -202,6 +209,46 @@ func TestQwen3ToolRoundTrip(t *testing.T) {
 	if second.Usage.CompletionTokens < 1 {
 		t.Errorf("second turn: %d completion tokens", second.Usage.CompletionTokens)
 	}
+}
+
+// pyDumps prints JSON text as Python's json.dumps does by default (", "
+// and ": " separators, keys in their order), as templates' tojson does.
+func pyDumps(t *testing.T, text string) string {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var b strings.Builder
+	var dump func()
+	dump = func() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatalf("arguments %s: %v", text, err)
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			b.WriteString(v.String())
+			for i := 0; dec.More(); i++ {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				if v == '{' {
+					k, _ := dec.Token()
+					key, _ := json.Marshal(k)
+					b.WriteString(string(key) + ": ")
+				}
+				dump()
+			}
+			end, _ := dec.Token()
+			b.WriteString(end.(json.Delim).String())
+		case json.Number:
+			b.WriteString(v.String())
+		default:
+			e, _ := json.Marshal(v)
+			b.Write(e)
+		}
+	}
+	dump()
+	return b.String()
 }
 
 // rawReply generates, through /v1/completions, the raw text that

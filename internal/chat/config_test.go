@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -110,7 +111,7 @@ func TestMessages(t *testing.T) {
 		t.Fatalf("got %d messages, want %d", len(msgs), len(want))
 	}
 	for i := range want {
-		if msgs[i] != want[i] {
+		if !reflect.DeepEqual(msgs[i], want[i]) {
 			t.Errorf("message %d = %+v, want %+v", i, msgs[i], want[i])
 		}
 	}
