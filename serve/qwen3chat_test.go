@@ -432,3 +432,60 @@ func streamedChat(t *testing.T, ts *testServer, body map[string]any) (reasoning,
 	}
 	return r.String(), c.String()
 }
+
+// TestQwen3ToolHistoryAPIs: an earlier tool call sent back through the
+// Anthropic (tool_use), Responses (function_call) and Ollama (tool_calls)
+// APIs reaches the Qwen3 template as message.tool_calls, as through chat
+// completions: each prompt has exactly the tokens of the template's
+// rendering of the call in its own <tool_call> layout.
+func TestQwen3ToolHistoryAPIs(t *testing.T) {
+	m := openQwen3(t)
+	user := "What is the weather in Lima now, in celsius?"
+	result := `{"temperature": 19}`
+	text, n := oracleTokens(t, m, []aotlm.Message{{Role: "user", Content: user},
+		{Role: "assistant", ToolCalls: []aotlm.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Lima","unit":"celsius"}`}}},
+		{Role: "tool", Content: result}}, nil)
+	if want := "<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " +
+		pyDumps(t, `{"city":"Lima","unit":"celsius"}`) + "}\n</tool_call><|im_end|>\n"; !strings.Contains(text, want) {
+		t.Fatalf("the rendering lacks %q:\n%s", want, text)
+	}
+
+	// Ollama first, on a fresh server: its count leaves out cached tokens
+	ts := newTestServerFor(t, m, Options{ModelID: "qwen3-chat"})
+	var ollama struct {
+		PromptEvalCount int `json:"prompt_eval_count"`
+	}
+	postJSON(t, ts, "/api/chat", map[string]any{"model": "qwen3-chat", "stream": false, "options": map[string]any{"num_predict": 1, "temperature": 0},
+		"messages": []map[string]any{{"role": "user", "content": user},
+			{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{"function": map[string]any{"name": "get_weather",
+				"arguments": map[string]any{"city": "Lima", "unit": "celsius"}}}}},
+			{"role": "tool", "content": result, "tool_name": "get_weather"}}}, &ollama)
+	if ollama.PromptEvalCount != n {
+		t.Errorf("Ollama: %d prompt tokens, the template's rendering has %d", ollama.PromptEvalCount, n)
+	}
+
+	var anth struct {
+		InputTokens int `json:"input_tokens"`
+	}
+	// (Messages think only when asked to; the template's default thinks)
+	postJSON(t, ts, "/v1/messages/count_tokens", map[string]any{"thinking": map[string]any{"type": "enabled"}, "messages": []map[string]any{{"role": "user", "content": user},
+		{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "call_1", "name": "get_weather",
+			"input": map[string]any{"city": "Lima", "unit": "celsius"}}}},
+		{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "call_1", "content": result}}}}}, &anth)
+	if anth.InputTokens != n {
+		t.Errorf("Anthropic: %d input tokens, the template's rendering has %d", anth.InputTokens, n)
+	}
+
+	var resp struct {
+		Usage struct {
+			InputTokens int `json:"input_tokens"`
+		} `json:"usage"`
+	}
+	postJSON(t, ts, "/v1/responses", map[string]any{"max_output_tokens": 1, "temperature": 0, "store": false,
+		"input": []any{map[string]any{"role": "user", "content": user},
+			map[string]any{"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": `{"city":"Lima","unit":"celsius"}`},
+			map[string]any{"type": "function_call_output", "call_id": "call_1", "output": result}}}, &resp)
+	if resp.Usage.InputTokens != n {
+		t.Errorf("Responses: %d input tokens, the template's rendering has %d", resp.Usage.InputTokens, n)
+	}
+}
