@@ -168,14 +168,25 @@ func messageValues(msgs []Message) []any {
 		if len(m.ToolCalls) > 0 {
 			calls := make([]any, len(m.ToolCalls))
 			for j, c := range m.ToolCalls {
-				calls[j] = map[string]any{"id": c.ID, "type": "function",
-					"function": map[string]any{"name": c.Name, "arguments": argumentsValue(c.Arguments)}}
+				// in OpenAI's order, which tojson keeps
+				calls[j] = dict("id", c.ID, "type", "function",
+					"function", dict("name", c.Name, "arguments", argumentsValue(c.Arguments)))
 			}
 			v["tool_calls"] = calls
 		}
 		out[i] = v
 	}
 	return out
+}
+
+// dict makes a mapping that keeps its keys in order from key, value
+// pairs.
+func dict(kv ...any) exec.Dict {
+	d := exec.Dict{Pairs: make([]*exec.Pair, 0, len(kv)/2)}
+	for i := 0; i+1 < len(kv); i += 2 {
+		d.Pairs = append(d.Pairs, &exec.Pair{Key: exec.AsValue(kv[i]), Value: exec.AsValue(kv[i+1])})
+	}
+	return d
 }
 
 // IsException reports whether err comes from the template's raise_exception.

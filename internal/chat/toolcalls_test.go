@@ -81,3 +81,29 @@ func TestDecodeOrdered(t *testing.T) {
 		t.Errorf("a big integer: %v, %v (want a float)", v, err)
 	}
 }
+
+// TestToolCallsRealTemplates renders an earlier call with each template
+// of the test data that reads message.tool_calls: each writes the
+// function's name and its arguments.
+func TestToolCallsRealTemplates(t *testing.T) {
+	for _, c := range []struct{ file, want string }{
+		{"tokenizers/qwen2.5/tokenizer_config.json", `<tool_call>
+{"name": "get_weather", "arguments": {"city": "Lima", "days": 2}}
+</tool_call>`},
+		{"tokenizers/llama3.2/tokenizer_config.json", `{"name": "get_weather", "parameters": {"city": "Lima", "days": 2}}<|eot_id|>`},
+		{"chat-templates/qwen3.8.chat_template.jinja", "<function=get_weather>\n<parameter=city>\nLima\n</parameter>\n<parameter=days>\n2\n</parameter>\n</function>"},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			tpl, sp := loadTemplate(t, c.file)
+			got, err := tpl.Render([]Message{{Role: "user", Content: "Weather in Lima?"},
+				{Role: "assistant", ToolCalls: []ToolCall{{ID: "c1", Name: "get_weather", Arguments: `{"city": "Lima", "days": 2}`}}},
+				{Role: "tool", Content: "19"}}, Options{AddGenerationPrompt: true, BOSToken: sp.BOS, EOSToken: sp.EOS, Now: fixedNow})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(got, c.want) {
+				t.Errorf("got %q, want it to hold %q", got, c.want)
+			}
+		})
+	}
+}
