@@ -17,6 +17,22 @@ type Message struct {
 	// ReasoningContent is an assistant turn's thinking text; templates see
 	// it as message.reasoning_content only when it is not empty.
 	ReasoningContent string `json:"reasoning_content,omitempty"`
+	// ToolCalls are the function calls an assistant turn made. Templates
+	// see them as message.tool_calls in the OpenAI shape {"id", "type":
+	// "function", "function": {"name", "arguments"}}, the arguments decoded
+	// from their JSON text.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// ToolCall is one function call of an assistant turn.
+type ToolCall struct {
+	// ID is the call's id ("" for none).
+	ID string `json:"id,omitempty"`
+	// Name is the function's name.
+	Name string `json:"name"`
+	// Arguments is the call's arguments as JSON text, normally an object;
+	// text that is not JSON reaches the template as a string.
+	Arguments string `json:"arguments"`
 }
 
 // ChatOptions configures NewChat.

@@ -25,7 +25,10 @@ func (m *Model) RenderChat(msgs []Message, opts RenderOptions) (string, error) {
 	}
 	cm := make([]chat.Message, len(msgs))
 	for i, msg := range msgs {
-		cm[i] = chat.Message(msg)
+		cm[i] = chat.Message{Role: msg.Role, Content: msg.Content, ReasoningContent: msg.ReasoningContent}
+		for _, c := range msg.ToolCalls {
+			cm[i].ToolCalls = append(cm[i].ToolCalls, chat.ToolCall(c))
+		}
 	}
 	text, err := m.template.Render(cm, chat.Options{AddGenerationPrompt: true, BOSToken: m.specials.BOS,
 		EOSToken: m.specials.EOS, Vars: opts.Vars, Now: opts.Now})

@@ -223,6 +223,9 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 	}
 	msgs := make([]aotlm.Message, 0, len(req.Messages))
 	var imgs ImagePrompt // made on the first image part
+	// a template that reads message.tool_calls writes earlier calls in its
+	// own layout; for one that does not, they are written into the text
+	callsInTemplate := strings.Contains(s.m.ChatTemplateSource(), "tool_calls")
 	for i, m := range req.Messages {
 		role := m.Role
 		switch role {
@@ -241,10 +244,15 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 				return job{}, nil, nil, ie
 			}
 		}
+		msg := aotlm.Message{Role: role, Content: content, ReasoningContent: m.ReasoningContent}
 		if role == "assistant" && len(m.ToolCalls) > 0 {
-			content += renderToolCalls(m.ToolCalls)
+			if callsInTemplate {
+				msg.ToolCalls = templateCalls(m.ToolCalls)
+			} else {
+				msg.Content += renderToolCalls(m.ToolCalls)
+			}
 		}
-		msgs = append(msgs, aotlm.Message{Role: role, Content: content, ReasoningContent: m.ReasoningContent})
+		msgs = append(msgs, msg)
 	}
 	p, stops, limit, e := req.params(s.m.GenerationDefaults(), s.tokenBound(&req.genFields))
 	if e != nil {

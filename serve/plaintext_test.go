@@ -66,7 +66,7 @@ func TestPlainContentPerFamily(t *testing.T) {
 			render := func(msgs []aotlm.Message) (string, error) {
 				cm := make([]chat.Message, len(msgs))
 				for i, m := range msgs {
-					cm[i] = chat.Message(m)
+					cm[i] = chat.Message{Role: m.Role, Content: m.Content, ReasoningContent: m.ReasoningContent}
 				}
 				return tpl.Render(cm, chat.Options{AddGenerationPrompt: true, BOSToken: sp.BOS, EOSToken: sp.EOS, Now: now})
 			}
@@ -141,7 +141,7 @@ func TestPlainContentTool(t *testing.T) {
 	render := func(msgs []aotlm.Message) (string, error) {
 		cm := make([]chat.Message, len(msgs))
 		for i, m := range msgs {
-			cm[i] = chat.Message(m)
+			cm[i] = chat.Message{Role: m.Role, Content: m.Content, ReasoningContent: m.ReasoningContent}
 		}
 		return tpl.Render(cm, chat.Options{AddGenerationPrompt: true, BOSToken: sp.BOS, EOSToken: sp.EOS})
 	}

@@ -135,9 +135,9 @@ func templateTools(t *testing.T) []any {
 // usage counts exactly the tokens of the template's rendering, which
 // holds the <tools> block and each tool); tool_choice naming a function
 // gets a call of it with arguments under its schema; the call and the
-// tool's result sent back render as a <tool_call> block in the
-// assistant's turn (the Hermes form the server writes into its content)
-// and the template's <tool_response>, and are answered.
+// tool's result sent back reach the template as message.tool_calls and
+// a "tool" message, which it renders in its own <tool_call> and
+// <tool_response> layouts, and are answered.
 func TestQwen3ToolRoundTrip(t *testing.T) {
 	m := openQwen3(t)
 	ts := newTestServerFor(t, m, Options{ModelID: "qwen3-chat"})
@@ -189,12 +189,19 @@ func TestQwen3ToolRoundTrip(t *testing.T) {
 		"tools": tools, "max_tokens": 8, "temperature": 0,
 	})
 	text2, n2 := oracleTokens(t, m, []aotlm.Message{{Role: "user", Content: user},
-		{Role: "assistant", Content: renderToolCalls([]toolCall{call})}, {Role: "tool", Content: result}}, vars)
-	for _, want := range []string{"<tool_call>\n{\"name\":\"get_weather\",\"arguments\":" + call.Function.Arguments + "}\n</tool_call><|im_end|>",
+		{Role: "assistant", ToolCalls: []aotlm.ToolCall{{ID: call.ID, Name: call.Function.Name, Arguments: call.Function.Arguments}}},
+		{Role: "tool", Content: result}}, vars)
+	// the template's own layout: its '{"name": "' text, then the
+	// arguments as Python's json.dumps prints them
+	for _, want := range []string{"<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " +
+		pyDumps(t, call.Function.Arguments) + "}\n</tool_call><|im_end|>",
 		"<|im_start|>user\n<tool_response>\n" + result + "\n</tool_response><|im_end|>\n<|im_start|>assistant\n"} {
 		if !strings.Contains(text2, want) {
 			t.Errorf("the second turn's rendering lacks %q:\n%s", want, text2[len(text2)-min(len(text2), 400):])
 		}
+	}
+	if strings.Contains(text2, `{"name":"get_weather"`) {
+		t.Errorf("the second turn's rendering holds the call in the compact form of a content")
 	}
 	if second.Usage.PromptTokens != n2 || n2 <= n {
 		t.Errorf("second turn: prompt tokens %d, the template's rendering has %d (the first %d)", second.Usage.PromptTokens, n2, n)
@@ -202,6 +209,46 @@ func TestQwen3ToolRoundTrip(t *testing.T) {
 	if second.Usage.CompletionTokens < 1 {
 		t.Errorf("second turn: %d completion tokens", second.Usage.CompletionTokens)
 	}
+}
+
+// pyDumps prints JSON text as Python's json.dumps does by default (", "
+// and ": " separators, keys in their order), as templates' tojson does.
+func pyDumps(t *testing.T, text string) string {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var b strings.Builder
+	var dump func()
+	dump = func() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatalf("arguments %s: %v", text, err)
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			b.WriteString(v.String())
+			for i := 0; dec.More(); i++ {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				if v == '{' {
+					k, _ := dec.Token()
+					key, _ := json.Marshal(k)
+					b.WriteString(string(key) + ": ")
+				}
+				dump()
+			}
+			end, _ := dec.Token()
+			b.WriteString(end.(json.Delim).String())
+		case json.Number:
+			b.WriteString(v.String())
+		default:
+			e, _ := json.Marshal(v)
+			b.Write(e)
+		}
+	}
+	dump()
+	return b.String()
 }
 
 // rawReply generates, through /v1/completions, the raw text that
@@ -384,4 +431,61 @@ func streamedChat(t *testing.T, ts *testServer, body map[string]any) (reasoning,
 		t.Fatalf("the stream ended without [DONE]: %v", sc.Err())
 	}
 	return r.String(), c.String()
+}
+
+// TestQwen3ToolHistoryAPIs: an earlier tool call sent back through the
+// Anthropic (tool_use), Responses (function_call) and Ollama (tool_calls)
+// APIs reaches the Qwen3 template as message.tool_calls, as through chat
+// completions: each prompt has exactly the tokens of the template's
+// rendering of the call in its own <tool_call> layout.
+func TestQwen3ToolHistoryAPIs(t *testing.T) {
+	m := openQwen3(t)
+	user := "What is the weather in Lima now, in celsius?"
+	result := `{"temperature": 19}`
+	text, n := oracleTokens(t, m, []aotlm.Message{{Role: "user", Content: user},
+		{Role: "assistant", ToolCalls: []aotlm.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Lima","unit":"celsius"}`}}},
+		{Role: "tool", Content: result}}, nil)
+	if want := "<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " +
+		pyDumps(t, `{"city":"Lima","unit":"celsius"}`) + "}\n</tool_call><|im_end|>\n"; !strings.Contains(text, want) {
+		t.Fatalf("the rendering lacks %q:\n%s", want, text)
+	}
+
+	// Ollama first, on a fresh server: its count leaves out cached tokens
+	ts := newTestServerFor(t, m, Options{ModelID: "qwen3-chat"})
+	var ollama struct {
+		PromptEvalCount int `json:"prompt_eval_count"`
+	}
+	postJSON(t, ts, "/api/chat", map[string]any{"model": "qwen3-chat", "stream": false, "options": map[string]any{"num_predict": 1, "temperature": 0},
+		"messages": []map[string]any{{"role": "user", "content": user},
+			{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{"function": map[string]any{"name": "get_weather",
+				"arguments": map[string]any{"city": "Lima", "unit": "celsius"}}}}},
+			{"role": "tool", "content": result, "tool_name": "get_weather"}}}, &ollama)
+	if ollama.PromptEvalCount != n {
+		t.Errorf("Ollama: %d prompt tokens, the template's rendering has %d", ollama.PromptEvalCount, n)
+	}
+
+	var anth struct {
+		InputTokens int `json:"input_tokens"`
+	}
+	// (Messages think only when asked to; the template's default thinks)
+	postJSON(t, ts, "/v1/messages/count_tokens", map[string]any{"thinking": map[string]any{"type": "enabled"}, "messages": []map[string]any{{"role": "user", "content": user},
+		{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "call_1", "name": "get_weather",
+			"input": map[string]any{"city": "Lima", "unit": "celsius"}}}},
+		{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "call_1", "content": result}}}}}, &anth)
+	if anth.InputTokens != n {
+		t.Errorf("Anthropic: %d input tokens, the template's rendering has %d", anth.InputTokens, n)
+	}
+
+	var resp struct {
+		Usage struct {
+			InputTokens int `json:"input_tokens"`
+		} `json:"usage"`
+	}
+	postJSON(t, ts, "/v1/responses", map[string]any{"max_output_tokens": 1, "temperature": 0, "store": false,
+		"input": []any{map[string]any{"role": "user", "content": user},
+			map[string]any{"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": `{"city":"Lima","unit":"celsius"}`},
+			map[string]any{"type": "function_call_output", "call_id": "call_1", "output": result}}}, &resp)
+	if resp.Usage.InputTokens != n {
+		t.Errorf("Responses: %d input tokens, the template's rendering has %d", resp.Usage.InputTokens, n)
+	}
 }

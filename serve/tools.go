@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/constrain"
 )
 
@@ -255,6 +256,16 @@ func (p *toolParser) call(s string) (toolCall, bool) {
 		c.Function.Arguments = buf.String()
 	}
 	return c, true
+}
+
+// templateCalls turns an assistant's earlier tool calls into the
+// message's calls, which the template writes as message.tool_calls.
+func templateCalls(calls []toolCall) []aotlm.ToolCall {
+	out := make([]aotlm.ToolCall, len(calls))
+	for i, c := range calls {
+		out[i] = aotlm.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments}
+	}
+	return out
 }
 
 // renderToolCalls writes an assistant's earlier tool calls into its text

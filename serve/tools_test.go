@@ -2,8 +2,11 @@ package serve
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/aotlm/aotlm"
 	"github.com/openai/openai-go/v3"
 )
 
@@ -100,5 +103,54 @@ func TestToolsRoundTrip(t *testing.T) {
 	}
 	if after.Usage.PromptTokens <= withTools.Usage.PromptTokens {
 		t.Fatalf("the tool call and result added no prompt tokens (%d vs %d)", after.Usage.PromptTokens, withTools.Usage.PromptTokens)
+	}
+}
+
+// TestHistoryCallsByTemplate: an assistant's earlier tool calls reach a
+// template that reads message.tool_calls as those calls, and one that
+// does not as text in the Hermes form appended to the message's content.
+func TestHistoryCallsByTemplate(t *testing.T) {
+	var call toolCall
+	call.ID, call.Type, call.Function.Name, call.Function.Arguments = "call_1", "function", "add", `{"b":2,"a":1}`
+	req := &chatRequest{Messages: []chatMessage{{Role: "user", Content: textContent{Text: "add", Set: true}},
+		{Role: "assistant", Content: textContent{Text: "Sure.", Set: true}, ToolCalls: []toolCall{call}},
+		{Role: "tool", ToolCallID: "call_1", Content: textContent{Text: "3", Set: true}}}}
+	for _, c := range []struct {
+		name, template string
+		content        string
+		calls          []aotlm.ToolCall
+		want           string
+	}{
+		{"reads tool_calls", mistralTools, "Sure.", []aotlm.ToolCall{{ID: "call_1", Name: "add", Arguments: `{"b":2,"a":1}`}},
+			`[TOOL_CALLS][{"id": "call_1", "type": "function", "function": {"name": "add", "arguments": {"b": 2, "a": 1}}}]`},
+		{"content only", llama3Tools, "Sure.\n<tool_call>\n{\"name\":\"add\",\"arguments\":{\"b\":2,\"a\":1}}\n</tool_call>", nil,
+			"<|assistant|>Sure.\n<tool_call>\n{\"name\":\"add\",\"arguments\":{\"b\":2,\"a\":1}}\n</tool_call><|tool|>3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := openStories(t)
+			if err := m.SetChatTemplate("t", c.template); err != nil {
+				t.Fatal(err)
+			}
+			ts := newTestServerFor(t, m, Options{})
+			j, _, _, e := ts.srv.chatJob(req)
+			if e != nil {
+				t.Fatal(e.Message)
+			}
+			text, err := m.RenderChat([]aotlm.Message{{Role: "user", Content: "add"},
+				{Role: "assistant", Content: c.content, ToolCalls: c.calls}, {Role: "tool", Content: "3"}}, aotlm.RenderOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(text, c.want) {
+				t.Fatalf("the rendering %q lacks %q", text, c.want)
+			}
+			ids, err := m.Encode(text, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(j.ids, ids) {
+				t.Errorf("the prompt has %d ids, the expected rendering %d", len(j.ids), len(ids))
+			}
+		})
 	}
 }

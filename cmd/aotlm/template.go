@@ -21,7 +21,8 @@ func newTemplateCmd() *cobra.Command {
 		Short: "Render a model's chat template for a list of messages",
 		Long: `Render the model's chat template (Jinja, from tokenizer_config.json,
 chat_template.jinja, or a GGUF file's tokenizer.chat_template) for the
-messages in a JSON file: [{"role": "user", "content": "Hi"}, ...].
+messages in a JSON file: [{"role": "user", "content": "Hi"}, ...]; an
+assistant message may hold "reasoning_content" and OpenAI's "tool_calls".
 The rendered prompt is printed as is; the assistant's header is appended
 unless --no-generation-prompt.`,
 		Example: `  aotlm template -m Qwen3-0.6B/ --messages chat.json

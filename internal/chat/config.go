@@ -134,7 +134,8 @@ func templateText(raw json.RawMessage) (string, error) {
 }
 
 // Messages reads a JSON file holding a list of {"role", "content"} objects
-// (optionally "reasoning_content"); a null content reads as "".
+// (optionally "reasoning_content" and OpenAI's "tool_calls"); a null
+// content reads as "".
 func Messages(path string) ([]Message, error) {
 	data, err := userfile.ReadFile(path, userfile.Text.Named("message list"))
 	if err != nil {
@@ -170,6 +171,43 @@ func ParseMessages(data []byte) ([]Message, error) {
 				return nil, fmt.Errorf("chat: messages[%d].%s: want a string", i, f.key)
 			}
 		}
+		if v, ok := m["tool_calls"]; ok && string(v) != "null" {
+			calls, err := parseToolCalls(v)
+			if err != nil {
+				return nil, fmt.Errorf("chat: messages[%d].tool_calls: %w", i, err)
+			}
+			msgs[i].ToolCalls = calls
+		}
 	}
 	return msgs, nil
+}
+
+// parseToolCalls decodes OpenAI's list of {"id", "function": {"name",
+// "arguments"}} calls; arguments may be JSON text or a JSON value.
+func parseToolCalls(data []byte) ([]ToolCall, error) {
+	var raw []struct {
+		ID       string `json:"id"`
+		Function *struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("want a list of {\"id\", \"function\": {\"name\", \"arguments\"}}: %w", err)
+	}
+	calls := make([]ToolCall, len(raw))
+	for k, r := range raw {
+		if r.Function == nil || r.Function.Name == "" {
+			return nil, fmt.Errorf("call %d has no function name", k)
+		}
+		calls[k] = ToolCall{ID: r.ID, Name: r.Function.Name}
+		args := r.Function.Arguments
+		if len(args) == 0 || string(args) == "null" {
+			continue
+		}
+		if err := json.Unmarshal(args, &calls[k].Arguments); err != nil {
+			calls[k].Arguments = string(args) // a JSON value, kept as its text
+		}
+	}
+	return calls, nil
 }

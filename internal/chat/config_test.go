@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -100,17 +101,20 @@ func TestFromTokenizerConfigHostile(t *testing.T) {
 func TestMessages(t *testing.T) {
 	dir := t.TempDir()
 	p := writeFile(t, dir, "m.json", `[{"role": "system", "content": "S"}, {"role": "user", "content": "U", "extra": 1},
-		{"role": "assistant", "content": null, "reasoning_content": "R"}]`)
+		{"role": "assistant", "content": null, "reasoning_content": "R"},
+		{"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}},
+			{"function": {"name": "g", "arguments": {"b": [2]}}}, {"function": {"name": "h"}}]}]`)
 	msgs, err := Messages(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Message{{Role: "system", Content: "S"}, {Role: "user", Content: "U"}, {Role: "assistant", ReasoningContent: "R"}}
+	want := []Message{{Role: "system", Content: "S"}, {Role: "user", Content: "U"}, {Role: "assistant", ReasoningContent: "R"},
+		{Role: "assistant", ToolCalls: []ToolCall{{ID: "c1", Name: "f", Arguments: `{"a":1}`}, {Name: "g", Arguments: `{"b": [2]}`}, {Name: "h"}}}}
 	if len(msgs) != len(want) {
 		t.Fatalf("got %d messages, want %d", len(msgs), len(want))
 	}
 	for i := range want {
-		if msgs[i] != want[i] {
+		if !reflect.DeepEqual(msgs[i], want[i]) {
 			t.Errorf("message %d = %+v, want %+v", i, msgs[i], want[i])
 		}
 	}
@@ -123,6 +127,8 @@ func TestMessages(t *testing.T) {
 		{`[{"role": "user", "content": 5}]`, "messages[0].content"},
 		{`[{"role": "user", "content": [{"type": "text"}]}]`, "messages[0].content"},
 		{`[{"role": "user"}, {"role": 1}]`, "messages[1].role"},
+		{`[{"role": "assistant", "tool_calls": {"id": "c1"}}]`, "messages[0].tool_calls"},
+		{`[{"role": "assistant", "tool_calls": [{"id": "c1", "function": {"arguments": "{}"}}]}]`, "messages[0].tool_calls: call 0 has no function name"},
 	} {
 		_, err := ParseMessages([]byte(tt.content))
 		if err == nil || !strings.Contains(err.Error(), tt.field) {

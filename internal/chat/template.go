@@ -20,6 +20,22 @@ type Message struct {
 	// template as message.reasoning_content only when non-empty, so templates
 	// that test `is defined` see the same thing as with Hugging Face.
 	ReasoningContent string `json:"reasoning_content,omitempty"`
+	// ToolCalls are the calls an assistant turn made. Templates see them as
+	// message.tool_calls, each in the OpenAI shape {"id", "type":
+	// "function", "function": {"name", "arguments"}}, only when there are
+	// some.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// ToolCall is one function call of an assistant turn.
+type ToolCall struct {
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name"`
+	// Arguments is the call's arguments as JSON text. Templates get the
+	// decoded value (an object's keys in their order), so that tojson
+	// prints it as Hugging Face does; text that is not JSON reaches them as
+	// a string, and "" as an empty object.
+	Arguments string `json:"arguments"`
 }
 
 // Options are the variables a render passes to the template besides the
@@ -149,9 +165,28 @@ func messageValues(msgs []Message) []any {
 		if m.ReasoningContent != "" {
 			v["reasoning_content"] = m.ReasoningContent
 		}
+		if len(m.ToolCalls) > 0 {
+			calls := make([]any, len(m.ToolCalls))
+			for j, c := range m.ToolCalls {
+				// in OpenAI's order, which tojson keeps
+				calls[j] = dict("id", c.ID, "type", "function",
+					"function", dict("name", c.Name, "arguments", argumentsValue(c.Arguments)))
+			}
+			v["tool_calls"] = calls
+		}
 		out[i] = v
 	}
 	return out
+}
+
+// dict makes a mapping that keeps its keys in order from key, value
+// pairs.
+func dict(kv ...any) exec.Dict {
+	d := exec.Dict{Pairs: make([]*exec.Pair, 0, len(kv)/2)}
+	for i := 0; i+1 < len(kv); i += 2 {
+		d.Pairs = append(d.Pairs, &exec.Pair{Key: exec.AsValue(kv[i]), Value: exec.AsValue(kv[i+1])})
+	}
+	return d
 }
 
 // IsException reports whether err comes from the template's raise_exception.
