@@ -12,11 +12,11 @@ import (
 
 // splitCase is one decode row of TestSplitAttention.
 type splitCase struct {
-	kind       string // "f16" or "u8"
-	H, G, E    int
-	pos        int
-	window     int
-	ks, vs     []float32
+	kind    string // "f16" or "u8"
+	H, G, E int
+	pos     int
+	window  int
+	ks, vs  []float32
 }
 
 // TestSplitAttention: the split attention of a decode row (chunks of
