@@ -111,3 +111,57 @@ func checkSplit(t *testing.T, r *rand.Rand, c splitCase) {
 		}
 	}
 }
+
+// BenchmarkDecodeAttention times one decode row's attention over the
+// binary16 caches of 8 layers of the Qwen3-0.6B shape (16 query heads,
+// 8 key/value heads of 128), layer after layer so that each reads its
+// cache from memory as a decode step does, through the split attention
+// and the per-row path, at 2 threads.
+func BenchmarkDecodeAttention(b *testing.B) {
+	if !kernel.RowsMulti() {
+		b.Skip("no multi-query row kernels here: the split attention is not used")
+	}
+	const H, G, E, layers, threads = 16, 8, 128, 8, 2
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, depth := range []int{512, 1024, 2048, 3968} {
+		stride := depth + 1
+		caches := make([]attnArgs, layers)
+		for l := range caches {
+			n := G * stride * E
+			a := attnArgs{H: H, G: G, E: E, T: 1, pos: depth, stride: stride, C: G * E, scale: 0.09}
+			a.q, a.out = randFloats(r, H*E, 1), make([]float32, H*E)
+			a.Kh, a.Vh = make([]uint16, n), make([]uint16, n)
+			for i := range a.Kh {
+				a.Kh[i] = tensor.F32ToF16(float32(r.NormFloat64()))
+				a.Vh[i] = tensor.F32ToF16(float32(r.NormFloat64()))
+			}
+			caches[l] = a
+		}
+		for _, split := range []bool{false, true} {
+			b.Run(fmt.Sprintf("depth=%d/split=%v", depth, split), func(b *testing.B) {
+				pool := newPool(threads)
+				defer pool.close()
+				task := &attnTask{scores: make([][]float32, threads)}
+				for w := range task.scores {
+					task.scores[w] = make([]float32, attnTile*stride)
+				}
+				for b.Loop() {
+					for l := range caches {
+						a := &caches[l]
+						task.a = a
+						if split {
+							nc := a.splitChunks()
+							task.parts.grow(H, nc, E, threads)
+							task.split = true
+							pool.do(task, G*nc, 1, true, threads)
+							task.split = false
+							mergeSplit(a, &task.parts)
+						} else {
+							pool.doParts(task, H, 1, true, threads, attnParts(1, H, G, threads))
+						}
+					}
+				}
+			})
+		}
+	}
+}
