@@ -24,7 +24,9 @@ type splitCase struct {
 // same head-major binary16 or uint8 cache within 1e-5 relative to the
 // largest output and the per-row path (attendItems) within 1e-5 too, on
 // random keys, values and queries; and its outputs are the same bits at
-// 1, 2 and 3 threads. Depths whose last chunk is full, one slot and
+// 1, 2 and 3 threads (the path is taken for layers of at most
+// splitMaxGroups key/value heads; the others are checked through it
+// too). Depths whose last chunk is full, one slot and
 // partial, a sliding window, groups of 2, 3 and 5 query heads (a tile
 // of 4 and one of 1), head sizes that are and are not a multiple of the
 // vector width.
@@ -70,8 +72,8 @@ func checkSplit(t *testing.T, r *rand.Rand, c splitCase) {
 			a.Ku[i], a.Vu[i] = uint8(1+r.IntN(255)), uint8(1+r.IntN(255))
 		}
 	}
-	if !a.useSplit() {
-		t.Fatalf("%s: the row does not take the split attention", name)
+	if a.useSplit() != (G <= splitMaxGroups) {
+		t.Fatalf("%s: useSplit %v with %d key/value heads", name, a.useSplit(), G)
 	}
 	want := flashReference(&a, false)
 	var top float64
