@@ -88,6 +88,7 @@ func RunArtifact(path string, cfg Config) (Report, error) {
 			return rep, err
 		}
 		opts.Floor = NewFloor(parts, rep.Threads)
+		opts.Floor.KV = e.DecodeKVBytes
 		rep.DecodeBytes = opts.Floor.Bytes
 	}
 	rep.Tests, err = Run(s, cfg.Tests, opts)

@@ -171,13 +171,16 @@ type Result struct {
 	// to the first token chosen (prefill plus one greedy sample).
 	TTFTMs float64 `json:"ttft_ms,omitempty"`
 	// FloorGBps is, with Options.Floor, the mean read bandwidth of the
-	// decode weights around the repetitions; FloorTokS the decode rate it
-	// allows (bandwidth / bytes a token); OfFloor the mean of each
+	// decode weights around the repetitions; FloorKVBytes the mean key
+	// and value bytes a decode step of the test reads from the cache
+	// (Floor.KV); FloorTokS the decode rate the bandwidth allows over
+	// the weight and cache bytes of a token; OfFloor the mean of each
 	// repetition's decode rate over the floor of the probes before and
 	// after it.
-	FloorGBps float64 `json:"floor_gbps,omitempty"`
-	FloorTokS float64 `json:"floor_tok_s,omitempty"`
-	OfFloor   float64 `json:"of_floor,omitempty"`
+	FloorGBps    float64 `json:"floor_gbps,omitempty"`
+	FloorKVBytes int64   `json:"floor_kv_bytes,omitempty"`
+	FloorTokS    float64 `json:"floor_tok_s,omitempty"`
+	OfFloor      float64 `json:"of_floor,omitempty"`
 	// MemoryGBps, MemoryTokS and OfMemory are the same from reads of
 	// the weights evicted from the caches first: the floor of memory
 	// bandwidth (0 where the probe cannot evict them). A model that
@@ -348,8 +351,9 @@ func (r *runner) measure(t Test) (Result, error) {
 	res.TTFTMs, _ = MeanStddev(ttfts)
 	if probe {
 		probeFloor()
-		res.FloorGBps, res.FloorTokS, res.OfFloor = r.opts.Floor.shares(floorGBps, repDecode)
-		res.MemoryGBps, res.MemoryTokS, res.OfMemory = r.opts.Floor.shares(memGBps, repDecode)
+		res.FloorKVBytes = r.opts.Floor.kvBytes(t)
+		res.FloorGBps, res.FloorTokS, res.OfFloor = r.opts.Floor.shares(floorGBps, repDecode, res.FloorKVBytes)
+		res.MemoryGBps, res.MemoryTokS, res.OfMemory = r.opts.Floor.shares(memGBps, repDecode, res.FloorKVBytes)
 	}
 	res.RSSMB = MiB(r.opts.PeakRSS())
 	return res, nil

@@ -36,6 +36,11 @@ import (
 // (false where it cannot; nil: never).
 type Floor struct {
 	Bytes int64
+	// KV, when set, returns the key and value bytes a decode step reads
+	// from the cache at a depth (engine.Engine.DecodeKVBytes): the floor
+	// of a test counts them beside Bytes, at the bandwidth the probe
+	// measures on the weights.
+	KV    func(depth int) int64
 	Read  func(ahead bool) time.Duration
 	Evict func() bool
 }
@@ -161,11 +166,30 @@ func (f *Floor) memoryGBps() float64 {
 	return best
 }
 
+// kvBytes is the mean of the key and value bytes the decode steps of t
+// read (0 without KV): its steps run at depths from the positions before
+// them (the depth and the prompt, or the untimed token of a tg test) on.
+func (f *Floor) kvBytes(t Test) int64 {
+	if f.KV == nil || t.Gen <= 0 {
+		return 0
+	}
+	d0 := t.Depth + t.Prompt
+	if d0 == 0 {
+		d0 = 1
+	}
+	var sum int64
+	for k := range t.Gen {
+		sum += f.KV(d0 + k)
+	}
+	return sum / int64(t.Gen)
+}
+
 // shares pairs each repetition's decode rate rates[i] with the mean of
 // the probes before and after it (gbps[i], gbps[i+1]) and returns the
-// mean bandwidth, the mean floor in tokens per second and the mean share
-// of the floor the decode reached.
-func (f *Floor) shares(gbps, rates []float64) (bw, floorTokS, of float64) {
+// mean bandwidth, the mean floor in tokens per second of the weights
+// and kv bytes of the cache a token reads, and the mean share of the
+// floor the decode reached.
+func (f *Floor) shares(gbps, rates []float64, kv int64) (bw, floorTokS, of float64) {
 	n := 0
 	for i, r := range rates {
 		if i+1 >= len(gbps) || f.Bytes <= 0 {
@@ -175,7 +199,7 @@ func (f *Floor) shares(gbps, rates []float64) (bw, floorTokS, of float64) {
 		if g <= 0 {
 			continue
 		}
-		tokS := g * 1e9 / float64(f.Bytes)
+		tokS := g * 1e9 / float64(f.Bytes+kv)
 		bw, floorTokS, of = bw+g, floorTokS+tokS, of+r/tokS
 		n++
 	}

@@ -161,3 +161,33 @@ func TestFloorNoEvict(t *testing.T) {
 		t.Errorf("gbps %v after %d reads, want 1 after 4", g, reads)
 	}
 }
+
+// TestFloorKV: with Floor.KV a decoding test's floor counts, beside the
+// weights, the mean cache bytes of its decode steps: a tg test over a
+// depth of 10 decodes at depths 10-13, one without a depth at 1-4 (after
+// its untimed token), a pg test after its depth and prompt; a prefill
+// test has none. The probe reads 1 GB in a second, a step at depth d
+// reads d MB of cache.
+func TestFloorKV(t *testing.T) {
+	f := &fakeSession{decodeTok: 50 * time.Millisecond, ctx: 64, vocab: 50}
+	floor := &Floor{Bytes: 1e9, Read: func(bool) time.Duration { return time.Second },
+		KV: func(d int) int64 { return int64(d) * 1e6 }}
+	tests := []Test{{Gen: 4, Depth: 10}, {Gen: 4}, {Prompt: 3, Gen: 2, Depth: 6}, {Prompt: 8}}
+	res, err := Run(f, tests, Options{Repetitions: 2, Vocab: 50, Clock: f.clock, PeakRSS: func() int64 { return 0 }, Floor: floor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int64{11_500_000, 2_500_000, 9_500_000, 0} {
+		r := res[i]
+		if r.FloorKVBytes != want {
+			t.Errorf("%s: %d cache bytes a token, want %d", r.Name, r.FloorKVBytes, want)
+		}
+		if want == 0 {
+			continue
+		}
+		tokS := 1e9 / float64(1e9+want)
+		if math.Abs(r.FloorTokS-tokS) > 1e-9*tokS || math.Abs(r.OfFloor-20/tokS) > 1e-6*20/tokS {
+			t.Errorf("%s: floor %v tok/s at %v of it, want %v and %v", r.Name, r.FloorTokS, r.OfFloor, tokS, 20/tokS)
+		}
+	}
+}

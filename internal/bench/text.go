@@ -240,8 +240,12 @@ func (r Report) WriteTable(w io.Writer) error {
 	_, err := fmt.Fprintln(w)
 	for _, t := range r.Tests {
 		if err == nil && t.FloorTokS > 0 {
-			_, err = fmt.Fprintf(w, "decode floor (%s): %s of weights a token, read at %.2f GB/s with %s: %.2f tok/s; decode at %.0f%% of it\n",
-				t.Name, Human(r.DecodeBytes), t.FloorGBps, plural(r.Threads, "thread"), t.FloorTokS, 100*t.OfFloor)
+			kv := ""
+			if t.FloorKVBytes > 0 {
+				kv = " + " + Human(t.FloorKVBytes) + " of KV cache"
+			}
+			_, err = fmt.Fprintf(w, "decode floor (%s): %s of weights%s a token, read at %.2f GB/s with %s: %.2f tok/s; decode at %.0f%% of it\n",
+				t.Name, Human(r.DecodeBytes), kv, t.FloorGBps, plural(r.Threads, "thread"), t.FloorTokS, 100*t.OfFloor)
 			if err == nil && t.MemoryTokS > 0 {
 				_, err = fmt.Fprintf(w, "  from memory (evicted from the caches first): %.2f GB/s: %.2f tok/s; decode at %.0f%% of it\n",
 					t.MemoryGBps, t.MemoryTokS, 100*t.OfMemory)

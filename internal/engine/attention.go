@@ -16,11 +16,19 @@ type attnTask struct {
 	// flash each worker's scratch for it, grown on first use.
 	tiled bool
 	flash []flashScratch
+	// split: a's items are those of the split attention of a decode row
+	// (attendSplitItems), its parts in parts.
+	split bool
+	parts splitScratch
 }
 
 func (t *attnTask) run(w, lo, hi int) {
 	if t.tiled {
 		attendFlash(t.a, lo, hi, &t.flash[w])
+		return
+	}
+	if t.split {
+		attendSplitItems(t.a, &t.parts, lo, hi, t.parts.sc[w])
 		return
 	}
 	if t.rows == nil {
@@ -64,9 +72,26 @@ func (s *Session) attend() {
 		s.attnTask.tiled = false
 		return
 	}
+	if a.useSplit() {
+		s.attendSplit()
+		return
+	}
 	items := a.T * a.H
 	cost := items * (a.pos + a.T) * a.E
 	s.pool.doParts(&s.attnTask, items, 1, cost >= minParallelCost, s.threads, attnParts(a.T, a.H, a.G, s.threads))
+}
+
+// attendSplit runs the split attention of the decode row s.attn: its
+// (key/value head, chunk) items over the workers, then the merge of each
+// head's chunks on the caller.
+func (s *Session) attendSplit() {
+	a := &s.attn
+	nc := a.splitChunks()
+	s.attnTask.parts.grow(a.H, nc, a.E, s.threads)
+	s.attnTask.split = true
+	s.pool.do(&s.attnTask, a.G*nc, 1, true, s.threads)
+	s.attnTask.split = false
+	mergeSplit(a, &s.attnTask.parts)
 }
 
 // attnParts is the parts per thread of a pass's attention items. A

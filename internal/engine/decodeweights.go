@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/aotlm/aotlm/internal/op"
+	"github.com/aotlm/aotlm/internal/plan"
 )
 
 // DecodeWeights returns views of the weight bytes one decode step streams
@@ -44,4 +45,34 @@ func (e *Engine) DecodeWeights() ([][]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// DecodeKVBytes returns the key and value bytes one decode step reads
+// from the cache when depth positions precede it: each causal attention
+// step of the smallest plan reads its key/value heads' keys and values
+// at the positions its row sees (depth+1, or its window when that is
+// shorter), at the cache's element size (a uint8 cache's scales not
+// counted). With the weight bytes (DecodeWeights) it is what a token at
+// that depth streams.
+func (e *Engine) DecodeKVBytes(depth int) int64 {
+	if len(e.plans) == 0 || depth < 0 {
+		return 0
+	}
+	elem := int64(4)
+	if kc := e.manifest.KVCache; kc != nil {
+		elem = map[string]int64{plan.KVCacheF16: 2, plan.KVCacheU8: 1}[kc.DType]
+	}
+	var total int64
+	for _, st := range e.plans[0].steps {
+		a := st.Attn
+		if a == nil || (st.Op != op.Attention && st.Op != op.SharedAttention) || a.Bidirectional {
+			continue
+		}
+		seen := depth + 1
+		if a.Window > 0 {
+			seen = min(seen, a.Window)
+		}
+		total += int64(seen) * int64(a.KVHeads*a.HeadDim) * 2 * elem
+	}
+	return total
 }

@@ -54,3 +54,31 @@ func TestDecodeWeights(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeKVBytes: a decode step of a tiny Llama at depth d reads the
+// keys and values of d+1 positions of every layer: layers x (d+1) x
+// key/value heads x head size x 2, at 4, 2 and 1 bytes an element for
+// float32, binary16 and uint8 caches; nothing at a negative depth.
+func TestDecodeKVBytes(t *testing.T) {
+	dir := t.TempDir()
+	cfg := tinymodel.Default()
+	if err := tinymodel.WriteLlama(dir, cfg, 3); err != nil {
+		t.Fatal(err)
+	}
+	hd := cfg.HiddenSize / cfg.NumHeads
+	for _, kv := range []struct {
+		name string
+		elem int64
+	}{{"f32", 4}, {"f16", 2}, {"u8", 1}} {
+		e, _ := compilePath(t, dir, compile.Options{ARLens: []int{1, 4}, Ctx: 32, KV: kv.name})
+		for _, d := range []int{0, 7, 31} {
+			want := int64(cfg.NumLayers*(d+1)*cfg.NumKVHeads*hd*2) * kv.elem
+			if got := e.DecodeKVBytes(d); got != want {
+				t.Errorf("%s cache, depth %d: %d bytes, want %d", kv.name, d, got, want)
+			}
+		}
+		if got := e.DecodeKVBytes(-1); got != 0 {
+			t.Errorf("%s cache, depth -1: %d bytes, want 0", kv.name, got)
+		}
+	}
+}

@@ -65,3 +65,11 @@ func SlotSteps(e *Engine) []StepMark {
 // FlashMinSlots is flashMinSlots, for tests that need passes long enough
 // for the tiled attention.
 const FlashMinSlots = flashMinSlots
+
+// SetSplitMinSlots sets the fewest slots of a decode row's split
+// attention and returns the function that restores it.
+func SetSplitMinSlots(n int) func() {
+	old := splitMinSlots
+	splitMinSlots = n
+	return func() { splitMinSlots = old }
+}
