@@ -1,14 +1,11 @@
 package lora
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/format/gguf"
-	"github.com/aotlm/aotlm/internal/output"
 	"github.com/aotlm/aotlm/internal/tensor"
 )
 
@@ -116,31 +113,8 @@ func WriteGGUF(path, arch string, alpha float32, pairs map[string]*Pair, half bo
 			gguf.WriteTensor{Name: name + suffixA, DType: dt, Shape: []int64{int64(p.Rank), int64(p.In)}, Values: p.A},
 			gguf.WriteTensor{Name: name + suffixB, DType: dt, Shape: []int64{int64(p.Out), int64(p.Rank)}, Values: p.B})
 	}
-	f, err := output.CreateTemp(path)
-	if err != nil {
-		return fmt.Errorf("lora: writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	bw := bufio.NewWriter(f)
-	if err := gguf.Write(bw, kv, ts); err != nil {
-		return fmt.Errorf("lora: writing %s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("lora: writing %s: %w", path, err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return fmt.Errorf("lora: writing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("lora: writing %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("lora: writing %s: %w", path, err)
+	if err := gguf.WriteFile(path, kv, ts); err != nil {
+		return fmt.Errorf("lora: %w", err)
 	}
 	return nil
 }

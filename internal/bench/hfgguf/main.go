@@ -11,7 +11,6 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"os"
@@ -223,22 +222,5 @@ func convert(in, out string) error {
 		ts = append(ts, gguf.WriteTensor{Name: name, DType: tensor.F32, Shape: t.Shape, Values: v})
 	}
 
-	tmp, err := os.CreateTemp(filepath.Dir(out), ".hfgguf-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if err := gguf.Write(bw, kv, ts); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), out)
+	return gguf.WriteFile(out, kv, ts)
 }

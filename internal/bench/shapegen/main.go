@@ -16,7 +16,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/binary"
 	"flag"
 	"fmt"
@@ -24,7 +23,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"sort"
 
 	"github.com/aotlm/aotlm/internal/format/gguf"
@@ -205,24 +203,7 @@ func writeGGUF(path string, seed uint64, layout func(g *gen) ([]gguf.WriteTensor
 	g := &gen{randF16: randF16, randF32: randF32, ones: ones}
 	ts, kv2 := layout(g)
 
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".shapegen-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if err := gguf.Write(bw, kv2, ts); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return gguf.WriteFile(path, kv2, ts)
 }
 
 // vocab is a byte-level vocabulary of n tokens: the 256 byte symbols of

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/tensor"
@@ -336,4 +338,34 @@ func appendArray[T any](b []byte, elem ValueType, s []T) ([]byte, error) {
 		}
 	}
 	return b, nil
+}
+
+// WriteFile writes a GGUF file of kv and tensors to path through a
+// temporary file in the same folder, renamed over path only once the
+// whole file is written; on an error path is untouched and the temporary
+// file removed.
+func WriteFile(path string, kv []KV, tensors []WriteTensor) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".gguf-*")
+	if err != nil {
+		return fmt.Errorf("gguf: writing %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	err = Write(bw, kv, tensors)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("gguf: writing %s: %w", path, err)
+	}
+	return nil
 }
