@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 
@@ -74,6 +75,9 @@ func newQuantizeCmd() *cobra.Command {
 			}
 			if out == "" {
 				return fmt.Errorf("no output folder: pass -o DIR")
+			}
+			if _, err := os.Stat(passText); passText != "" && err != nil {
+				return fmt.Errorf("--passport: %w", err) // before the quantizing, not after
 			}
 			if jobs < 0 {
 				return fmt.Errorf("--jobs %d: want 0 (one per CPU) or more", jobs)
