@@ -69,13 +69,14 @@ image prefill) are in [lab/benchmarks-2026.md](lab/benchmarks-2026.md).
 - **Same work.** ` + "`pp512`" + ` is a 512-token prefill, ` + "`tg128`" + ` 128 decode steps
   after a 1-token prompt (llama-bench's definitions), at the same thread
   count for both tools. The long-context rows of ` + "`qwen3-0.6b`" + ` (2 threads,
-  commit ` + "`6553925`" + `): ` + "`pp4096`" + ` is a prefill of the shape's whole 4096-token
-  context, beside the ` + "`pp512`" + ` of the same round, from an artifact compiled
-  with ` + "`--ctx 4096`" + `, against llama.cpp without flash attention (` + "`-fa 0`" + `),
-  in rounds of their own without ` + "`--floor`" + `. Their one round ran while the
-  machine was shared with other heavy work (both tools at a tenth of
-  their usual rates, llama.cpp's threads losing more to the waits), so
-  only their ratios mean anything, and those only roughly.
+  commit ` + "`d09102b`" + `, 2 interleaved rounds on a quiet machine): ` + "`pp4096`" + ` is a
+  prefill of the shape's whole 4096-token context, beside the ` + "`pp512`" + ` of the
+  same round, and ` + "`tg64 @ d3968`" + ` 64 decode steps over a cache already 3968
+  positions deep (` + "`bench -d 3968`" + `, llama-bench's ` + "`-d 3968`" + `), from an
+  artifact compiled with ` + "`--ctx 4096`" + ` and a binary16 cache, against llama.cpp
+  without flash attention (` + "`-fa 0`" + `, its faster setting here). The decode
+  row's floor counts the weights and the 437.6 MiB of keys and values a
+  step reads at that depth.
 - **Interleaved rounds.** Per row the page cache is dropped, then 3
   rounds run, each one repetition of each tool (` + "`-p 512 -n 128 -r 1`" + `),
   aotlm first in rounds 1 and 3 and llama.cpp first in round 2. The
