@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"strings"
-	"unicode"
 
 	"github.com/aotlm/aotlm"
 )
@@ -45,17 +44,22 @@ func (t *thinkSplit) feed(s string) (reasoning, content string) {
 	return t.trimmed(r), c
 }
 
+// asciiSpace is the whitespace trimmed around the thinking and after
+// </think>: ASCII only, so that a chunk ending inside a multi-byte
+// character is trimmed as the whole reply is.
+const asciiSpace = " \t\r\n"
+
 // trimmed gives the thinking r without the thinking's leading and
 // trailing whitespace.
 func (t *thinkSplit) trimmed(r string) string {
 	if !t.said {
-		if r = strings.TrimLeftFunc(r, unicode.IsSpace); r == "" {
+		if r = strings.TrimLeft(r, asciiSpace); r == "" {
 			return ""
 		}
 		t.said = true
 	}
 	r = t.space + r
-	out := strings.TrimRightFunc(r, unicode.IsSpace)
+	out := strings.TrimRight(r, asciiSpace)
 	t.space = r[len(out):]
 	if !t.in {
 		t.space = "" // the thinking is over
