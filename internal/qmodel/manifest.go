@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/quant"
@@ -102,7 +103,7 @@ func OwnedFiles(dir string) ([]string, error) {
 	var owned []string
 	for _, f := range m.Files {
 		// names only: a manifest naming "../x" owns nothing outside
-		if f != "" && f == filepath.Base(f) && f != "." && f != ".." {
+		if f != "" && f != "." && f != ".." && !strings.ContainsAny(f, `/\`) {
 			owned = append(owned, f)
 		}
 	}

@@ -19,7 +19,7 @@ func TestOwnedFiles(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	write(dir, `{"files": ["model.safetensors", "../escape", "/abs", "a/b", "..", "tokenizer.json"]}`)
+	write(dir, `{"files": ["model.safetensors", "../escape", "/abs", "/", "a/b", "..", "tokenizer.json"]}`)
 	got, err := OwnedFiles(dir)
 	if want := []string{"model.safetensors", "tokenizer.json", ManifestName}; err != nil || !slices.Equal(got, want) {
 		t.Errorf("files: %v %v, want %v", got, err, want)
@@ -48,7 +48,7 @@ func TestOwnedFiles(t *testing.T) {
 // FuzzOwnedFiles: whatever a manifest holds, the names it owns are plain
 // names inside the folder, and the manifest is one of them.
 func FuzzOwnedFiles(f *testing.F) {
-	for _, s := range []string{`{"files": ["a", "../b"]}`, `{}`, `{"tokenizer": "../../x"}`, `[]`, `{"files": null}`, `{"files": [""]}`} {
+	for _, s := range []string{`{"files": ["a", "../b"]}`, `{}`, `{"tokenizer": "../../x"}`, `[]`, `{"files": null}`, `{"files": [""]}`, `{"files": ["/"]}`, `{"files": ["a\\\\b"]}`} {
 		f.Add([]byte(s))
 	}
 	dir := f.TempDir()
