@@ -47,7 +47,7 @@ func addRandomAdapter(t *testing.T, m *aotlm.Model, name string, seed uint64) {
 		}
 		ls = append(ls, l)
 	}
-	a, err := engine.NewAdapter(name, ls, false)
+	a, err := engine.NewAdapter(name, ls, engine.AdapterF32)
 	if err == nil {
 		err = modelparts.Engine(m).AddAdapter(a)
 	}

@@ -27,6 +27,7 @@ func newBenchCmd() *cobra.Command {
 		imageFile       string
 		mmproj, tokPath string
 		llamaCpp, f32   bool
+		q8              bool
 		loraSpec        string
 	)
 	cmd := &cobra.Command{
@@ -71,7 +72,11 @@ func newBenchCmd() *cobra.Command {
 			if dec.active() {
 				return dec.run(cmd, art, cfg.Threads, append(gens, 128)[0], cfg.Repetitions, asJSON)
 			}
-			if cfg.Adapter, err = load.BenchAdapter(loraSpec, !f32); err != nil {
+			st, err := load.StorageOf(f32, q8)
+			if err != nil {
+				return err
+			}
+			if cfg.Adapter, err = load.BenchAdapter(loraSpec, st); err != nil {
 				return err
 			}
 			rep, err := bench.RunArtifact(art, cfg)
@@ -106,6 +111,7 @@ func newBenchCmd() *cobra.Command {
 	f.BoolVar(&llamaCpp, "vision-llama-cpp", false, visionLlamaCppHelp)
 	f.StringVar(&loraSpec, "lora", "", "PATH[:SCALE]: measure with this LoRA adapter applied at run time")
 	f.BoolVar(&f32, "lora-f32", false, "keep the --lora adapter in float32 instead of binary16")
+	f.BoolVar(&q8, "lora-q8", false, "keep the --lora adapter in 8 bits (a scale per row) instead of binary16")
 	dec = addBenchDecodingFlags(cmd)
 	return cmd
 }

@@ -55,7 +55,7 @@ func newChatCmd() *cobra.Command {
 				return fmt.Errorf("%s: %w (pass --chat-template <file>)", mf.path, err)
 			}
 			defer c.Close()
-			if err := load.ChooseAdapter(c.Session(), mf.loras, !mf.loraF32, true); err != nil {
+			if err := load.ChooseAdapter(c.Session(), mf.loras, mf.loraStorage(), true); err != nil {
 				return err
 			}
 			cs, err := shift.request()

@@ -119,7 +119,7 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			if err := load.ChooseAdapter(s, mf.loras, !mf.loraF32, false); err != nil {
+			if err := load.ChooseAdapter(s, mf.loras, mf.loraStorage(), false); err != nil {
 				return err
 			}
 			if req.Sampling.RepeatLastN == -1 {

@@ -57,7 +57,7 @@ func newServeCmd() *cobra.Command {
 				ReadTimeout: readTimeout, WorkTimeout: workTimeout, SlotSaveDir: slotDir, PromptCacheBytes: int64(promptCache),
 				ContextShift: contextShift}
 			if allowAdapters {
-				opts.LoadAdapter = load.AdapterLoader(!mf.loraF32)
+				opts.LoadAdapter = load.AdapterLoader(mf.loraStorage())
 			}
 			srv, err := newServer(mf, modelsDir, name, mmproj, opts, serve.MultiOptions{IdleUnload: idleUnload, MaxMemory: int64(maxMemory)}, log)
 			if err != nil {
@@ -164,7 +164,7 @@ func newServer(mf *modelFlags, modelsDir, name, mmproj string, opts serve.Option
 		opts.Images = p.ServeImages()
 	}
 	if err == nil {
-		_, err = load.AddAdapters(m, mf.loras, !mf.loraF32)
+		_, err = load.AddAdapters(m, mf.loras, mf.loraStorage())
 	}
 	var srv *serve.Server
 	if err == nil {

@@ -31,7 +31,7 @@ func randomAdapter(t *testing.T, m *arch.Model, name string, seed uint64) *engin
 		}
 		ls = append(ls, l)
 	}
-	a, err := engine.NewAdapter(name, ls, false)
+	a, err := engine.NewAdapter(name, ls, engine.AdapterF32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestAdapterRefusals(t *testing.T) {
 		{Weight: "no.such.weight", Rank: 1, In: 64, Out: 64, A: make([]float32, 64), B: make([]float32, 64)},
 	}
 	for _, l := range bad {
-		a, err := engine.NewAdapter("x", []engine.AdapterLinear{l}, false)
+		a, err := engine.NewAdapter("x", []engine.AdapterLinear{l}, engine.AdapterF32)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +123,7 @@ func TestAdapterRefusals(t *testing.T) {
 			t.Errorf("%s: got %v, want an error naming it", l.Weight, err)
 		}
 	}
-	if _, err := engine.NewAdapter("x", []engine.AdapterLinear{{Weight: "w", Rank: 1, In: 2, Out: 2, A: make([]float32, 3), B: make([]float32, 2)}}, false); err == nil {
+	if _, err := engine.NewAdapter("x", []engine.AdapterLinear{{Weight: "w", Rank: 1, In: 2, Out: 2, A: make([]float32, 3), B: make([]float32, 2)}}, engine.AdapterF32); err == nil {
 		t.Error("an A of the wrong size was accepted")
 	}
 	a := randomAdapter(t, m, "a", 1)

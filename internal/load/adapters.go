@@ -49,28 +49,46 @@ func ParseAdapters(values []string) ([]AdapterSpec, error) {
 	return out, nil
 }
 
+// AdapterStorage is how run-time adapters hold their matrices:
+// binary16 (the default), float32 or 8 bits.
+type AdapterStorage = engine.AdapterStorage
+
+// StorageOf returns the storage the flags --lora-f32 and --lora-q8
+// choose (binary16 when neither); both is an error.
+func StorageOf(f32, q8 bool) (AdapterStorage, error) {
+	switch {
+	case f32 && q8:
+		return 0, errors.New("--lora-f32 and --lora-q8: choose one storage for run-time adapters")
+	case f32:
+		return engine.AdapterF32, nil
+	case q8:
+		return engine.AdapterQ8, nil
+	}
+	return engine.AdapterF16, nil
+}
+
 // AddAdapter loads the adapter of spec into m under spec.Name, its
 // scale folded in (so that choosing it at scale 1 applies it at
-// spec.Scale), its matrices in binary16 when half, else float32. m must
-// be a compiled artifact's model.
-func AddAdapter(m *aotlm.Model, spec AdapterSpec, half bool) error {
+// spec.Scale), its matrices held as storage says. m must be a compiled
+// artifact's model.
+func AddAdapter(m *aotlm.Model, spec AdapterSpec, storage AdapterStorage) error {
 	e := modelparts.Engine(m)
 	if e == nil {
 		return fmt.Errorf("--lora %s: %w (drop --no-compile)", spec.Path, aotlm.ErrNoAdapters)
 	}
-	_, err := lora.ForEngine(e, spec.Name, spec.Path, spec.Scale, half)
+	_, err := lora.ForEngine(e, spec.Name, spec.Path, spec.Scale, storage)
 	return err
 }
 
 // AddAdapters parses values ([NAME=]PATH[:SCALE] each) and loads them
-// into m, in binary16 when half; it returns the first one's name ("" when
+// into m, held as storage says; it returns the first one's name ("" when
 // there are none), the adapter run and chat apply.
-func AddAdapters(m *aotlm.Model, values []string, half bool) (string, error) {
+func AddAdapters(m *aotlm.Model, values []string, storage AdapterStorage) (string, error) {
 	first := ""
 	for i, v := range values {
 		a, err := ParseAdapter(v)
 		if err == nil {
-			err = AddAdapter(m, a, half)
+			err = AddAdapter(m, a, storage)
 		}
 		if err != nil {
 			return "", err
@@ -90,7 +108,7 @@ var errOneAdapter = errors.New("--lora: a run applies one adapter: merge several
 // NAME[:SCALE], or one it loads into s's model from its path; with
 // several, the others are loaded too (chat switches with /adapter),
 // unless one is all the command takes.
-func ChooseAdapter(s *aotlm.Session, values []string, half, several bool) error {
+func ChooseAdapter(s *aotlm.Session, values []string, storage AdapterStorage, several bool) error {
 	if len(values) > 1 && !several {
 		return errOneAdapter
 	}
@@ -102,7 +120,7 @@ func ChooseAdapter(s *aotlm.Session, values []string, half, several bool) error 
 			}
 		}
 	}
-	name, err := AddAdapters(s.Model(), values, half)
+	name, err := AddAdapters(s.Model(), values, storage)
 	if err != nil || name == "" {
 		return err
 	}
@@ -110,17 +128,17 @@ func ChooseAdapter(s *aotlm.Session, values []string, half, several bool) error 
 }
 
 // AdapterLoader returns the function serve's POST /v1/adapters loads an
-// adapter with (serve.Options.LoadAdapter), binary16 when half.
-func AdapterLoader(half bool) func(m *aotlm.Model, name, path string, scale float64) error {
+// adapter with (serve.Options.LoadAdapter), held as storage says.
+func AdapterLoader(storage AdapterStorage) func(m *aotlm.Model, name, path string, scale float64) error {
 	return func(m *aotlm.Model, name, path string, scale float64) error {
-		return AddAdapter(m, AdapterSpec{Name: name, Spec: lora.Spec{Path: path, Scale: scale}}, half)
+		return AddAdapter(m, AdapterSpec{Name: name, Spec: lora.Spec{Path: path, Scale: scale}}, storage)
 	}
 }
 
 // BenchAdapter returns bench's hook (bench.Config.Adapter) that loads the
-// adapter of value ([NAME=]PATH[:SCALE]) into the engine, binary16 when
-// half; nil for "".
-func BenchAdapter(value string, half bool) (func(e *engine.Engine) (*engine.Adapter, float32, error), error) {
+// adapter of value ([NAME=]PATH[:SCALE]) into the engine, held as
+// storage says; nil for "".
+func BenchAdapter(value string, storage AdapterStorage) (func(e *engine.Engine) (*engine.Adapter, float32, error), error) {
 	if value == "" {
 		return nil, nil
 	}
@@ -129,7 +147,7 @@ func BenchAdapter(value string, half bool) (func(e *engine.Engine) (*engine.Adap
 		return nil, err
 	}
 	return func(e *engine.Engine) (*engine.Adapter, float32, error) {
-		ad, err := lora.ForEngine(e, a.Name, a.Path, a.Scale, half)
+		ad, err := lora.ForEngine(e, a.Name, a.Path, a.Scale, storage)
 		return ad, 1, err
 	}, nil
 }

@@ -14,10 +14,10 @@ import (
 // decoded token: on the artifact $AOTLM_LORA_MODEL with the adapter
 // $AOTLM_LORA_ADAPTER (a PEFT folder or GGUF adapter for it), two
 // sessions of two threads, one without the adapter and one with it (in
-// float32, and then in binary16), decode token after token in turn, the
+// float32, then binary16, then 8 bits), decode token after token in turn, the
 // order swapped each round, so that both see the same load of a shared
 // machine. It reports the median of the per-round ratios of the adapted
-// token's time to the base token's (ratio-f32, ratio-f16) and the base's
+// token's time to the base token's (ratio-f32, ratio-f16, ratio-q8) and the base's
 // median milliseconds per token.
 //
 //	go run ./internal/lora/loragen -model qwen3-0.6b-q4_0.gguf -o r16/ -rank 16
@@ -36,9 +36,9 @@ func BenchmarkAdapterDecodeCost(b *testing.B) {
 	const rounds = 200
 	for b.Loop() {
 		var baseMs []float64
-		for _, half := range []bool{false, true} {
-			name := map[bool]string{false: "f32", true: "f16"}[half]
-			ad, err := lora.ForEngine(e, name, adapter, 1, half)
+		for _, st := range []engine.AdapterStorage{engine.AdapterF32, engine.AdapterF16, engine.AdapterQ8} {
+			name := st.String()
+			ad, err := lora.ForEngine(e, name, adapter, 1, st)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -30,9 +30,9 @@ func ConfigOfEngine(e *engine.Engine) (*arch.Config, error) {
 
 // ForEngine reads the adapter at path, makes it an engine adapter named
 // name for the model e runs, with scale folded into its own (choosing it
-// at scale 1 applies it at scale), its matrices in binary16 when half,
+// at scale 1 applies it at scale), its matrices held as storage says,
 // and loads it into e (see Linears).
-func ForEngine(e *engine.Engine, name, path string, scale float64, half bool) (*engine.Adapter, error) {
+func ForEngine(e *engine.Engine, name, path string, scale float64, storage engine.AdapterStorage) (*engine.Adapter, error) {
 	c, err := ConfigOfEngine(e)
 	if err != nil {
 		return nil, err
@@ -50,7 +50,7 @@ func ForEngine(e *engine.Engine, name, path string, scale float64, half bool) (*
 	if err != nil {
 		return nil, err
 	}
-	ad, err := engine.NewAdapter(name, ls, half)
+	ad, err := engine.NewAdapter(name, ls, storage)
 	if err != nil {
 		return nil, err
 	}
@@ -70,9 +70,9 @@ type Named struct {
 // Linears reads the adapter at path and resolves it against the model
 // of config c, in the graph's layout, with scale folded into each
 // linear's: the linears the engine adds beside its own (an artifact's
-// adapter blob). DoRA adapters only merge: their magnitudes rescale the
-// merged weight's rows, which a low-rank product beside the base linear
-// cannot do.
+// adapter blob). A DoRA adapter's linears carry its magnitudes: the
+// engine rescales each output row by its magnitude over the norm of that
+// row of the adapted weight, computed from the base weights at load.
 func Linears(c *arch.Config, path string, scale float64) ([]plan.AdapterLinear, error) {
 	a, err := Read(path)
 	if err != nil {
@@ -89,10 +89,7 @@ func Linears(c *arch.Config, path string, scale float64) ([]plan.AdapterLinear, 
 	var ls []plan.AdapterLinear
 	for _, w := range (&Adapter{Pairs: r.Pairs}).Names() {
 		p := r.Pairs[w]
-		if p.Magnitude != nil {
-			return nil, fmt.Errorf("lora: %s is a DoRA adapter: apply it by merging (compile --lora), not at run time", path)
-		}
-		ls = append(ls, plan.AdapterLinear{Weight: w, Rank: p.Rank, In: p.In, Out: p.Out, A: p.A, B: p.B, Scale: float32(float64(p.Scale) * scale)})
+		ls = append(ls, plan.AdapterLinear{Weight: w, Rank: p.Rank, In: p.In, Out: p.Out, A: p.A, B: p.B, Scale: float32(float64(p.Scale) * scale), Magnitude: p.Magnitude})
 	}
 	return ls, nil
 }

@@ -2,12 +2,20 @@ package lora_test
 
 import (
 	"context"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/engine"
+	"github.com/aotlm/aotlm/internal/format/detect"
+	"github.com/aotlm/aotlm/internal/format/safetensors"
 	"github.com/aotlm/aotlm/internal/lora"
+	"github.com/aotlm/aotlm/internal/tensor"
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
@@ -61,22 +69,21 @@ func TestRunTimeMatchesLlamaCpp(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, file := range []string{"", "adapter.gguf"} {
-				for _, half := range []bool{false, true} {
-					ad, err := lora.ForEngine(e, "a", filepath.Join("testdata", family, file), 1, half)
+				for _, st := range []engine.AdapterStorage{engine.AdapterF32, engine.AdapterF16, engine.AdapterQ8} {
+					ad, err := lora.ForEngine(e, "a", filepath.Join("testdata", family, file), 1, st)
 					if err != nil {
 						t.Fatal(err)
 					}
 					for scale, ref := range want {
 						d := lora.MaxDiff(allLogits(t, e, ad, float32(scale), o.Tokens), ref)
-						t.Logf("%s %s base, adapter %q (half %v) at %g: max |logit diff| %.3g", family, src, file, half, scale, d)
-						// binary16 rounds A and B: the llama fixture's
-						// logits (up to 55) move by up to 25
-						tol := 1e-3
-						if half {
-							tol = 0.02
-						}
+						t.Logf("%s %s base, adapter %q (%v) at %g: max |logit diff| %.3g", family, src, file, st, scale, d)
+						// binary16 and 8 bits round A and B: the llama
+						// fixture's logits (up to 55) move by up to 0.008
+						// (binary16) and 0.23 (8 bits, 0.4% of the
+						// largest; Q4_0 moves the base's by 1.13)
+						tol := map[engine.AdapterStorage]float64{engine.AdapterF32: 1e-3, engine.AdapterF16: 0.02, engine.AdapterQ8: 0.3}[st]
 						if d > tol {
-							t.Errorf("%s %s base, adapter %q (half %v) at %g: logits differ from llama.cpp's by %.3g", family, src, file, half, scale, d)
+							t.Errorf("%s %s base, adapter %q (%v) at %g: logits differ from llama.cpp's by %.3g", family, src, file, st, scale, d)
 						}
 					}
 				}
@@ -117,6 +124,136 @@ func TestRunTimeMatchesLlamaCpp(t *testing.T) {
 			if d > 1e-3 {
 				t.Errorf("%s merged by compile at %g: logits differ from llama.cpp's by %.3g", family, scale, d)
 			}
+		}
+	}
+}
+
+// writeDoRA writes a DoRA adapter for arch/<family> into a new folder:
+// the fixture's PEFT adapter with a magnitude vector on every module,
+// each row's the norm of the base weight's row times a random factor in
+// [0.8, 1.2), so that the rescaling moves the logits visibly.
+func writeDoRA(t *testing.T, family string) string {
+	t.Helper()
+	src := filepath.Join("testdata", family)
+	a, err := lora.Read(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, err := detect.Open(testutil.ArchModelPaths(t, family)["hf"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	rng := rand.New(rand.NewPCG(5, 6))
+	var ts []safetensors.Tensor
+	for _, name := range a.Names() {
+		p := a.Pairs[name]
+		w, err := ck.ReadFloat32(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := make([]float32, p.Out)
+		for o := range m {
+			var n float64
+			for _, v := range w[o*p.In : (o+1)*p.In] {
+				n += float64(v) * float64(v)
+			}
+			m[o] = float32(math.Sqrt(n) * (0.8 + 0.4*rng.Float64()))
+		}
+		mod := "base_model.model." + strings.TrimSuffix(name, ".weight")
+		ts = append(ts,
+			safetensors.Tensor{Name: mod + ".lora_A.weight", DType: tensor.F32, Shape: []int64{int64(p.Rank), int64(p.In)}, Data: p.A},
+			safetensors.Tensor{Name: mod + ".lora_B.weight", DType: tensor.F32, Shape: []int64{int64(p.Out), int64(p.Rank)}, Data: p.B},
+			safetensors.Tensor{Name: mod + ".lora_magnitude_vector.weight", DType: tensor.F32, Shape: []int64{int64(p.Out)}, Data: m})
+	}
+	dir := filepath.Join(t.TempDir(), family+"-dora")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(src, lora.ConfigName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["use_dora"] = true
+	if raw, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, lora.ConfigName), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := safetensors.Write(filepath.Join(dir, lora.WeightsName), ts, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestRunTimeDoRAMatchesMerged applies a DoRA adapter at run time (its
+// magnitudes rescaling each output row by the norm of the adapted
+// weight's row, computed at load from the base weights) and checks the
+// logits against the adapter merged by compile --lora (the merged
+// weight's rows rescaled), within 1e-3, at the adapter's own scale and
+// at a session scale of 0.5 (the norms then computed for that scale),
+// on the Hugging Face and the GGUF base; an artifact carrying the DoRA
+// adapter (compile --adapter) agrees too. DoRA must move the logits
+// away from plain LoRA's.
+func TestRunTimeDoRAMatchesMerged(t *testing.T) {
+	for _, family := range []string{"llama", "qwen3"} {
+		o, lorRef := lora.ReadOracle(t, family)
+		dir := writeDoRA(t, family)
+		merged := map[float64][]float32{}
+		for _, scale := range []float64{1, 0.5} {
+			e, err := engine.Open(compileFixture(t, family, "hf", []lora.Spec{{Path: dir, Scale: scale}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			merged[scale] = allLogits(t, e, nil, 0, o.Tokens)
+			e.Close()
+		}
+		if d := lora.MaxDiff(merged[1], lorRef[1]); d < 0.05 {
+			t.Errorf("%s: DoRA's merged logits are within %.3g of plain LoRA's", family, d)
+		}
+		for _, src := range []string{"hf", "gguf"} {
+			e, err := engine.Open(compileFixture(t, family, src, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, st := range []engine.AdapterStorage{engine.AdapterF32, engine.AdapterF16} {
+				ad, err := lora.ForEngine(e, "dora", dir, 1, st)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for scale, ref := range merged {
+					d := lora.MaxDiff(allLogits(t, e, ad, float32(scale), o.Tokens), ref)
+					t.Logf("%s %s base, run-time DoRA (%v) at %g: max |logit diff| to merged %.3g", family, src, st, scale, d)
+					tol := 1e-3
+					if st == engine.AdapterF16 {
+						tol = 0.02
+					}
+					if d > tol {
+						t.Errorf("%s %s base, run-time DoRA (%v) at %g: logits differ from the merged adapter's by %.3g", family, src, st, scale, d)
+					}
+				}
+			}
+			e.Close()
+		}
+		out := filepath.Join(t.TempDir(), family+"-dora.aot")
+		carry := []lora.Named{{Name: "dora", Spec: lora.Spec{Path: dir, Scale: 0.5}}}
+		if err := compile.CompileFile(testutil.ArchModelPaths(t, family)["hf"], out, compile.Options{ARLens: []int{16}, Ctx: 128, Carry: carry}); err != nil {
+			t.Fatal(err)
+		}
+		e, err := engine.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := lora.MaxDiff(allLogits(t, e, e.LookupAdapter("dora"), 1, o.Tokens), merged[0.5])
+		e.Close()
+		t.Logf("%s carried DoRA at 0.5: max |logit diff| to merged %.3g", family, d)
+		if d > 1e-3 {
+			t.Errorf("%s carried DoRA at 0.5: logits differ from the merged adapter's by %.3g", family, d)
 		}
 	}
 }
