@@ -31,7 +31,8 @@ type AdapterLayout struct {
 	// Converted tells that the family turns some weights from the
 	// checkpoint's layout into the graph's (Qwen3.5, Granite 4 hybrid,
 	// CodeGen), or reshapes them on load (RWKV-7): an adapter then
-	// applies only in its own checkpoint's layout, before conversion.
+	// applies only to a checkpoint of its own layout, and in the graph's
+	// layout after the same conversion (ConvertedLinear).
 	Converted bool
 	// Loaded tells that the family reads its weights with its own loader
 	// (RWKV-7): adapters do not apply.
@@ -63,4 +64,93 @@ func QKPermutation(c *Config, canonical string) int {
 		return c.KVHeads
 	}
 	return 0
+}
+
+// ConvertedLinear returns how c's family, converting its weights on
+// load, moves the rows and columns of the linear weight canonical
+// [out, in] read from a checkpoint of c: row o of the converted weight
+// is the checkpoint's row rows[o], and its column i the checkpoint's
+// column cols[i] (nil when they stay in place). A low-rank adapter in
+// the checkpoint's layout moves with it: B's rows by rows, A's columns
+// by cols. A conversion of the weight that is not such a permutation is
+// an error.
+func ConvertedLinear(c *Config, canonical string, out, in int) (rows, cols []int, err error) {
+	f, err := familyOf(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.convert == nil || out <= 0 || in <= 0 {
+		return nil, nil, nil
+	}
+	if out*in > 1<<24 {
+		return nil, nil, fmt.Errorf("%s: %dx%d values are more than float32 counts exactly", canonical, out, in)
+	}
+	// convert the weights whose values are their row (then column)
+	// numbers: what lands where tells the permutation
+	probe := func(of func(o, i int) int) ([]float32, error) {
+		v := make([]float32, out*in)
+		for o := range out {
+			for i := range in {
+				v[o*in+i] = float32(of(o, i))
+			}
+		}
+		w, err := f.convert(c, canonical, v)
+		if err == nil && len(w) != out*in {
+			err = fmt.Errorf("converted to %d values from %d", len(w), out*in)
+		}
+		return w, err
+	}
+	ro, err := probe(func(o, _ int) int { return o })
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", canonical, err)
+	}
+	co, err := probe(func(_, i int) int { return i })
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", canonical, err)
+	}
+	rows, cols = make([]int, out), make([]int, in)
+	for o := range out {
+		rows[o] = int(ro[o*in])
+	}
+	for i := range in {
+		cols[i] = int(co[i])
+	}
+	if !isPermutation(rows) || !isPermutation(cols) {
+		return nil, nil, fmt.Errorf("%s: the %s family's conversion does not permute its rows and columns", canonical, c.Family)
+	}
+	for o := range out {
+		for i := range in {
+			if ro[o*in+i] != float32(rows[o]) || co[o*in+i] != float32(cols[i]) {
+				return nil, nil, fmt.Errorf("%s: the %s family's conversion does not permute its rows and columns", canonical, c.Family)
+			}
+		}
+	}
+	if isIdentity(rows) {
+		rows = nil
+	}
+	if isIdentity(cols) {
+		cols = nil
+	}
+	return rows, cols, nil
+}
+
+// isPermutation reports whether p holds each of 0..len(p)-1 once.
+func isPermutation(p []int) bool {
+	seen := make([]bool, len(p))
+	for _, v := range p {
+		if v < 0 || v >= len(p) || seen[v] {
+			return false
+		}
+		seen[v] = true
+	}
+	return true
+}
+
+func isIdentity(p []int) bool {
+	for i, v := range p {
+		if v != i {
+			return false
+		}
+	}
+	return true
 }

@@ -28,7 +28,10 @@ func (a *Adapter) sourceOf() string {
 // (canonical name -> shape, [out, in] for a linear). The pairs come out
 // in the checkpoint's row layout (what arch.Source.Adjust changes) or,
 // with graph, in the graph's (what the engine's linears compute);
-// the two differ only for families that convert weights on load. An
+// the two differ only for families that convert weights on load, whose
+// adapters move through the same conversion (arch.ConvertedLinear) and
+// must be in the checkpoint's own layout (PEFT for a Hugging Face
+// folder, GGUF for a GGUF file). An
 // adapter matrix that matches no weight, or one of the wrong shape, is
 // an error (an adapter for another base model).
 func Resolve(a *Adapter, c *arch.Config, shapes map[string][]int, graph bool) (*Resolved, error) {
@@ -43,12 +46,8 @@ func Resolve(a *Adapter, c *arch.Config, shapes map[string][]int, graph bool) (*
 		return nil, fmt.Errorf("lora: the %s family's weights are reshaped on load: adapters are not supported", c.Family)
 	}
 	from := a.sourceOf()
-	if lay.Converted && (graph || from != c.Source) {
-		what := "applied at run time"
-		if !graph {
-			what = fmt.Sprintf("in %s layout merged into a %s checkpoint", from, c.Source)
-		}
-		return nil, fmt.Errorf("lora: the %s family converts its weights on load: an adapter %s is not supported (merge a PEFT adapter into its Hugging Face folder, or a GGUF adapter into its GGUF file)", c.Family, what)
+	if lay.Converted && from != c.Source {
+		return nil, fmt.Errorf("lora: the %s family converts its weights on load: an adapter in %s layout for a %s checkpoint is not supported (apply a PEFT adapter to its Hugging Face folder, or a GGUF adapter to its GGUF file)", c.Family, from, c.Source)
 	}
 	r := &Resolved{Adapter: a, Pairs: map[string]*Pair{}}
 	used := map[string]bool{}
@@ -77,6 +76,13 @@ func Resolve(a *Adapter, c *arch.Config, shapes map[string][]int, graph bool) (*
 				return nil, fmt.Errorf("lora: %s: %s: %w", a.Path, an, err)
 			}
 		}
+		if lay.Converted && graph {
+			rows, cols, err := arch.ConvertedLinear(c, name, p.Out, p.In)
+			if err != nil {
+				return nil, fmt.Errorf("lora: %s: %w", a.Path, err)
+			}
+			q = q.moved(rows, cols)
+		}
 		r.Pairs[name] = q
 	}
 	var stray []string
@@ -92,6 +98,37 @@ func Resolve(a *Adapter, c *arch.Config, shapes map[string][]int, graph bool) (*
 		return nil, fmt.Errorf("lora: %s: %s match no weight of the %s model (an adapter for another base model?)", a.Path, strings.Join(stray, ", "), c.Family)
 	}
 	return r, nil
+}
+
+// moved returns p with B's rows (and DoRA's magnitudes) in the order
+// rows gives (row o is p's row rows[o]) and A's columns in the order
+// cols gives; p itself when both are nil.
+func (p *Pair) moved(rows, cols []int) *Pair {
+	if rows == nil && cols == nil {
+		return p
+	}
+	q := *p
+	if rows != nil {
+		q.B = make([]float32, len(p.B))
+		for o, from := range rows {
+			copy(q.B[o*p.Rank:(o+1)*p.Rank], p.B[from*p.Rank:(from+1)*p.Rank])
+		}
+		if p.Magnitude != nil {
+			q.Magnitude = make([]float32, len(p.Magnitude))
+			for o, from := range rows {
+				q.Magnitude[o] = p.Magnitude[from]
+			}
+		}
+	}
+	if cols != nil {
+		q.A = make([]float32, len(p.A))
+		for r := range p.Rank {
+			for i, from := range cols {
+				q.A[r*p.In+i] = p.A[r*p.In+from]
+			}
+		}
+	}
+	return &q
 }
 
 // permuted returns p with its output rows (B's rows and DoRA's

@@ -3,13 +3,16 @@ package lora_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/format/detect"
@@ -255,5 +258,129 @@ func TestRunTimeDoRAMatchesMerged(t *testing.T) {
 		if d > 1e-3 {
 			t.Errorf("%s carried DoRA at 0.5: logits differ from the merged adapter's by %.3g", family, d)
 		}
+	}
+}
+
+// writeRandom writes a random PEFT adapter of rank 4 for the Hugging
+// Face folder of arch/<family> into a new folder: on every linear weight
+// of the model's graph (not the embedding, the output head or a
+// convolution), A ~ N(0, 1/in) and B ~ N(0, 0.1²); with dora, a
+// magnitude vector too (each row's norm in the base times a random
+// factor in [0.8, 1.2)).
+func writeRandom(t *testing.T, family string, dora bool) string {
+	t.Helper()
+	ck, err := detect.Open(testutil.ArchModelPaths(t, family)["hf"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	src, err := arch.Open(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := arch.Build(&src.Config, arch.BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	var ts []safetensors.Tensor
+	n := 0
+	for _, name := range src.Names() {
+		sh, gs := src.Shapes[name], g.Weights[name]
+		if len(sh) != 2 || !slices.Equal(sh, gs) || strings.Contains(name, "conv1d") || strings.Contains(name, "embed") || strings.Contains(name, "wte") || strings.Contains(name, "lm_head") {
+			continue
+		}
+		hf, ok := src.TensorName(name)
+		if !ok {
+			t.Fatalf("%s has no checkpoint name", name)
+		}
+		out, in, rank := sh[0], sh[1], 4
+		n++
+		a, b := make([]float32, rank*in), make([]float32, out*rank)
+		for i := range a {
+			a[i] = float32(rng.NormFloat64() / math.Sqrt(float64(in)))
+		}
+		for i := range b {
+			b[i] = float32(rng.NormFloat64() * 0.1)
+		}
+		mod := "base_model.model." + strings.TrimSuffix(hf, ".weight")
+		ts = append(ts,
+			safetensors.Tensor{Name: mod + ".lora_A.weight", DType: tensor.F32, Shape: []int64{int64(rank), int64(in)}, Data: a},
+			safetensors.Tensor{Name: mod + ".lora_B.weight", DType: tensor.F32, Shape: []int64{int64(out), int64(rank)}, Data: b})
+		if dora {
+			w, err := ck.ReadFloat32(hf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := make([]float32, out)
+			for o := range m {
+				var n float64
+				for _, v := range w[o*in : (o+1)*in] {
+					n += float64(v) * float64(v)
+				}
+				m[o] = float32(math.Sqrt(n) * (0.8 + 0.4*rng.Float64()))
+			}
+			ts = append(ts, safetensors.Tensor{Name: mod + ".lora_magnitude_vector.weight", DType: tensor.F32, Shape: []int64{int64(out)}, Data: m})
+		}
+	}
+	if len(ts) == 0 {
+		t.Fatalf("%s: no linear to adapt", family)
+	}
+	dir := filepath.Join(t.TempDir(), family+"-adapter")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := json.Marshal(map[string]any{"peft_type": "LORA", "r": 4, "lora_alpha": 8, "target_modules": "all-linear",
+		"use_dora": dora, "bias": "none", "base_model_name_or_path": "arch/" + family})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, lora.ConfigName), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := safetensors.Write(filepath.Join(dir, lora.WeightsName), ts, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d adapted linears", family, n)
+	return dir
+}
+
+// TestRunTimeConvertedFamilies applies random adapters (LoRA and DoRA)
+// at run time to the families that convert their weights on load
+// (Qwen3.5's value heads, CodeGen's fused q, k and v rows, Granite 4
+// hybrid) and checks the logits against the adapter merged into the
+// checkpoint's weights before conversion, within 1e-3; the adapter must
+// move the logits.
+func TestRunTimeConvertedFamilies(t *testing.T) {
+	for _, family := range []string{"qwen35", "codegen2", "granitehybrid"} {
+		tokens := []int{1, 5, 9, 2, 7, 3, 11, 4}
+		base, err := engine.Open(compileFixture(t, family, "hf", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain := allLogits(t, base, nil, 0, tokens)
+		for _, dora := range []bool{false, true} {
+			dir := writeRandom(t, family, dora)
+			e, err := engine.Open(compileFixture(t, family, "hf", []lora.Spec{{Path: dir, Scale: 1}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			merged := allLogits(t, e, nil, 0, tokens)
+			e.Close()
+			ad, err := lora.ForEngine(base, fmt.Sprint("a", dora), dir, 1, engine.AdapterF32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := lora.MaxDiff(allLogits(t, base, ad, 1, tokens), merged)
+			moved := lora.MaxDiff(plain, merged)
+			t.Logf("%s (DoRA %v): run time vs merged max |logit diff| %.3g; the adapter moves the logits by %.3g", family, dora, d, moved)
+			if d > 1e-3 {
+				t.Errorf("%s (DoRA %v): run-time logits differ from the merged adapter's by %.3g", family, dora, d)
+			}
+			if moved < 0.01 {
+				t.Errorf("%s (DoRA %v): the adapter moves the logits by only %.3g", family, dora, moved)
+			}
+		}
+		base.Close()
 	}
 }
