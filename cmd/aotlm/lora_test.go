@@ -75,7 +75,8 @@ func TestCompileLoRAMatchesLlamaCpp(t *testing.T) {
 // weights, exact) decodes the ids the merged artifact does, which differ
 // from the base model's, and so does an artifact that carries the
 // adapter (compile --adapter) when run chooses it by name; inspect lists
-// it; two adapters for one session are refused.
+// it; two adapters for one session are refused; --lora-q8 applies the
+// adapter in 8 bits, and with --lora-f32 is refused.
 func TestRunLoRA(t *testing.T) {
 	t.Setenv(compile.CacheEnv, t.TempDir())
 	model := testutil.Path(t, "arch/qwen3/model.gguf")
@@ -121,6 +122,14 @@ func TestRunLoRA(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "run", "-m", model, "--lora", loraDir, "--lora", "b="+loraDir, "-p", "tok5"); code == 0 || !strings.Contains(stderr, "one adapter") {
 		t.Errorf("two --lora for run: exit %d, %q", code, stderr)
+	}
+	// 8-bit storage runs (its rounding may change a greedy pick, so
+	// only the adapter's effect is checked); two storages are refused
+	if q8 := gen("-m", model, "--lora", loraDir+":0.5", "--lora-q8"); slices.Equal(q8, base) {
+		t.Errorf("run --lora --lora-q8 decodes the base model's ids %v", base)
+	}
+	if code, _, stderr := runCLI(t, "run", "-m", model, "--lora", loraDir, "--lora-f32", "--lora-q8", "-p", "tok5"); code == 0 || !strings.Contains(stderr, "choose one storage") {
+		t.Errorf("--lora-f32 and --lora-q8: exit %d, %q", code, stderr)
 	}
 }
 
