@@ -166,9 +166,9 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 	if err != nil {
 		return err
 	}
-	if len(opts.Carry) > 0 && len(src.Recipe) > 0 {
-		if r, err := quant.ParseRecipe(src.Recipe); err == nil && r.Rotation != (quant.Rotation{}) {
-			return fmt.Errorf("compile: recipe %q rotates the weights: an adapter applies only merged (quantize --lora)", r.Name)
+	if len(opts.Carry) > 0 {
+		if err := lora.CheckRecipe(src.Recipe); err != nil {
+			return fmt.Errorf("compile --adapter: %w", err)
 		}
 	}
 	carried, err := carryAdapters(&cfg, opts.Carry)

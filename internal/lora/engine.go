@@ -37,14 +37,8 @@ func ForEngine(e *engine.Engine, name, path string, scale float64, storage engin
 	if err != nil {
 		return nil, err
 	}
-	if r := e.Manifest().Recipe; len(r) > 0 {
-		rcp, err := quant.ParseRecipe(r)
-		if err != nil {
-			return nil, fmt.Errorf("lora: the artifact's recipe: %w", err)
-		}
-		if rcp.Rotation != (quant.Rotation{}) {
-			return nil, fmt.Errorf("lora: the artifact's weights are rotated (recipe %q): an adapter for the unrotated model applies only merged (quantize --lora)", rcp.Name)
-		}
+	if err := CheckRecipe(e.Manifest().Recipe); err != nil {
+		return nil, err
 	}
 	ls, err := Linears(c, path, scale)
 	if err != nil {
@@ -58,6 +52,28 @@ func ForEngine(e *engine.Engine, name, path string, scale float64, storage engin
 		return nil, err
 	}
 	return ad, nil
+}
+
+// CheckRecipe refuses run-time (and carried) adapters on an artifact whose recipe (its
+// JSON; none for nil) rewrote the weights in a way an adapter for the
+// base model cannot follow: rotations (R1 also folds the norms' gains
+// into the rotated weights) and AWQ's or SmoothQuant's per-channel
+// scales (divided out of the norm or linear before).
+func CheckRecipe(r []byte) error {
+	if len(r) == 0 {
+		return nil
+	}
+	rcp, err := quant.ParseRecipe(r)
+	if err != nil {
+		return fmt.Errorf("lora: the artifact's recipe: %w", err)
+	}
+	if rcp.Rotation != (quant.Rotation{}) {
+		return fmt.Errorf("lora: the artifact's weights are rotated (recipe %q): an adapter for the unrotated model applies only merged (quantize --lora)", rcp.Name)
+	}
+	if rcp.Calibration.AWQ || rcp.Calibration.SmoothAlpha > 0 {
+		return fmt.Errorf("lora: the artifact's linears are rescaled by channel (recipe %q uses AWQ or smooth_alpha): an adapter for the unscaled model applies only merged (quantize --lora)", rcp.Name)
+	}
+	return nil
 }
 
 // Named is an adapter given a name: what serve, run and an artifact that

@@ -384,3 +384,22 @@ func TestRunTimeConvertedFamilies(t *testing.T) {
 		base.Close()
 	}
 }
+
+// TestRecipesRefused: run-time adapters are refused on artifacts whose
+// recipe rotates the weights or rescales their input channels (AWQ),
+// naming why, and accepted on one that only chooses the integers (GPTQ).
+func TestRecipesRefused(t *testing.T) {
+	for file, want := range map[string]string{"lpbq-rot.json": "rotated", "lpbq-r34.json": "rotated", "lpbq-awq.json": "AWQ", "lpbq-gptq.json": ""} {
+		r, err := os.ReadFile(filepath.Join("..", "..", "docs", "recipes", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = lora.CheckRecipe(r)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: %v, want an error naming %q", file, err, want)
+		}
+	}
+	if err := lora.CheckRecipe(nil); err != nil {
+		t.Errorf("no recipe: %v", err)
+	}
+}
