@@ -15,7 +15,9 @@ import (
 
 // AdapterLinear is the low-rank update of one linear step's weight W
 // [Out, In]: the step's output rows gain Scale·(x·Aᵀ)·Bᵀ, A [Rank, In]
-// and B [Out, Rank] row-major (an artifact's adapter blobs hold these).
+// and B [Out, Rank] row-major (an artifact's adapter blobs hold these),
+// x being the step's input as the plan computes it (rotated, when a
+// Hadamard step precedes the linear).
 type AdapterLinear = plan.AdapterLinear
 
 // AdapterStorage is how an adapter holds its matrices in memory.
@@ -262,8 +264,8 @@ func (e *Engine) AddAdapter(a *Adapter) error {
 	for _, p := range e.plans {
 		for _, st := range p.p.Steps {
 			switch st.Op {
-			case op.ZeroCols, op.GatherCols, op.Hadamard:
-				return fmt.Errorf("engine: adapter %q: the artifact computes some linears in parts or on rotated inputs (%s steps): adapters apply only to plain linears; merge it when compiling instead", a.name, st.Op)
+			case op.ZeroCols, op.GatherCols:
+				return fmt.Errorf("engine: adapter %q: the artifact computes some linears in parts (%s steps, outlier channels): adapters apply only to whole linears; merge it when compiling instead", a.name, st.Op)
 			case op.Linear:
 				b := p.p.Buffers
 				shapes[st.Weights[0]] = [2]int{b[st.Out].Cols, b[st.In[0]].Cols}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/engine"
+	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/quant"
 )
@@ -67,8 +68,8 @@ func CheckRecipe(r []byte) error {
 	if err != nil {
 		return fmt.Errorf("lora: the artifact's recipe: %w", err)
 	}
-	if rcp.Rotation != (quant.Rotation{}) {
-		return fmt.Errorf("lora: the artifact's weights are rotated (recipe %q): an adapter for the unrotated model applies only merged (quantize --lora)", rcp.Name)
+	if rot := rcp.Rotation; rot.R1 != quant.RotationNone || rot.R2 != quant.RotationNone {
+		return fmt.Errorf("lora: the artifact's weights are rotated by R1 or R2 (recipe %q): an adapter for the unrotated model applies only merged (quantize --lora)", rcp.Name)
 	}
 	if rcp.Calibration.AWQ || rcp.Calibration.SmoothAlpha > 0 {
 		return fmt.Errorf("lora: the artifact's linears are rescaled by channel (recipe %q uses AWQ or smooth_alpha): an adapter for the unscaled model applies only merged (quantize --lora)", rcp.Name)
@@ -86,7 +87,9 @@ type Named struct {
 // Linears reads the adapter at path and resolves it against the model
 // of config c, in the graph's layout, with scale folded into each
 // linear's: the linears the engine adds beside its own (an artifact's
-// adapter blob). A DoRA adapter's linears carry its magnitudes: the
+// adapter blob); a linear whose input the model rotates online (R4's
+// Hadamard step before the down projection) gets its A rotated alike. A
+// DoRA adapter's linears carry its magnitudes: the
 // engine rescales each output row by its magnitude over the norm of that
 // row of the adapted weight, computed from the base weights at load.
 func Linears(c *arch.Config, path string, scale float64) ([]plan.AdapterLinear, error) {
@@ -102,9 +105,28 @@ func Linears(c *arch.Config, path string, scale float64) ([]plan.AdapterLinear, 
 	if err != nil {
 		return nil, err
 	}
+	// a linear that reads a Hadamard step's output (R4's down
+	// projection, W·H) sees x·H: its A becomes A·H (H symmetric, H·H = I)
+	rotated := map[string]int{}
+	for _, n := range g.Nodes {
+		if n.Op == op.Linear && len(n.In) > 0 && g.Nodes[n.In[0]].Op == op.Hadamard {
+			rotated[n.Weight] = g.Nodes[n.In[0]].HeadDim
+		}
+	}
 	var ls []plan.AdapterLinear
 	for _, w := range (&Adapter{Pairs: r.Pairs}).Names() {
 		p := r.Pairs[w]
+		if b := rotated[w]; b > 0 {
+			if p.In%b != 0 {
+				return nil, fmt.Errorf("lora: %s: %d columns do not split into Hadamard blocks of %d", w, p.In, b)
+			}
+			q := *p
+			q.A = make([]float32, len(p.A))
+			for k := range p.Rank {
+				op.HadamardRows(q.A[k*p.In:(k+1)*p.In], p.A[k*p.In:(k+1)*p.In], b)
+			}
+			p = &q
+		}
 		ls = append(ls, plan.AdapterLinear{Weight: w, Rank: p.Rank, In: p.In, Out: p.Out, A: p.A, B: p.B, Scale: float32(float64(p.Scale) * scale), Magnitude: p.Magnitude})
 	}
 	return ls, nil

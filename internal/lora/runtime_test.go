@@ -18,6 +18,8 @@ import (
 	"github.com/aotlm/aotlm/internal/format/detect"
 	"github.com/aotlm/aotlm/internal/format/safetensors"
 	"github.com/aotlm/aotlm/internal/lora"
+	"github.com/aotlm/aotlm/internal/quant"
+	"github.com/aotlm/aotlm/internal/rotate"
 	"github.com/aotlm/aotlm/internal/tensor"
 	"github.com/aotlm/aotlm/internal/testutil"
 )
@@ -386,10 +388,11 @@ func TestRunTimeConvertedFamilies(t *testing.T) {
 }
 
 // TestRecipesRefused: run-time adapters are refused on artifacts whose
-// recipe rotates the weights or rescales their input channels (AWQ),
-// naming why, and accepted on one that only chooses the integers (GPTQ).
+// recipe rotates the weights (R1, R2) or rescales their input channels
+// (AWQ), naming why, and accepted on one that only chooses the integers
+// (GPTQ) or rotates online (R3, R4).
 func TestRecipesRefused(t *testing.T) {
-	for file, want := range map[string]string{"lpbq-rot.json": "rotated", "lpbq-r34.json": "rotated", "lpbq-awq.json": "AWQ", "lpbq-gptq.json": ""} {
+	for file, want := range map[string]string{"lpbq-rot.json": "rotated", "lpbq-r34.json": "", "lpbq-awq.json": "AWQ", "lpbq-gptq.json": ""} {
 		r, err := os.ReadFile(filepath.Join("..", "..", "docs", "recipes", file))
 		if err != nil {
 			t.Fatal(err)
@@ -401,5 +404,80 @@ func TestRecipesRefused(t *testing.T) {
 	}
 	if err := lora.CheckRecipe(nil); err != nil {
 		t.Errorf("no recipe: %v", err)
+	}
+}
+
+// TestRunTimeOnlineRotations applies the fixtures' adapters at run time
+// to float artifacts rotated by R3 and R4 (Hadamard steps on q and k and
+// before the down projection, whose weight holds W·H), their manifest
+// recording recipe lpbq-r34's rotations: the down projection's A turns
+// into A·H, and the logits match llama.cpp's of the unrotated model with
+// the adapter within 1e-4 of the largest logit (the rotated model is
+// equivalent up to float rounding), in float32 and as DoRA against the
+// merge.
+func TestRunTimeOnlineRotations(t *testing.T) {
+	recipe, err := os.ReadFile(filepath.Join("..", "..", "docs", "recipes", "lpbq-r34.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, family := range []string{"llama", "qwen3"} {
+		o, want := lora.ReadOracle(t, family)
+		ck, err := detect.Open(testutil.ArchModelPaths(t, family)["hf"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := arch.Load(ck)
+		ck.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := rotate.Apply(m, rotate.Options{R3: quant.RotationHadamard, R4: quant.RotationHadamard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Down == 0 || !m.Config.RotateDown {
+			t.Fatalf("%s: R4 rotated %d down projections", family, rep.Down)
+		}
+		out := filepath.Join(t.TempDir(), family+"-r34.aot")
+		if err := compile.CompileModel(m, compile.Source{Recipe: recipe}, compile.Options{ARLens: []int{16}, Ctx: 128}, out); err != nil {
+			t.Fatal(err)
+		}
+		e, err := engine.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ad, err := lora.ForEngine(e, "a", filepath.Join("testdata", family), 1, engine.AdapterF32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for scale, ref := range want {
+			var big float64
+			for _, v := range ref {
+				big = math.Max(big, math.Abs(float64(v)))
+			}
+			d := lora.MaxDiff(allLogits(t, e, ad, float32(scale), o.Tokens), ref)
+			t.Logf("%s rotated by R3 and R4, adapter at %g: max |logit diff| to llama.cpp %.3g (largest logit %.3g)", family, scale, d, big)
+			if d > 1e-4*big {
+				t.Errorf("%s rotated by R3 and R4, adapter at %g: logits differ from llama.cpp's by %.3g", family, scale, d)
+			}
+		}
+		// DoRA: the norms of W·H's rows are W's
+		dir := writeDoRA(t, family)
+		me, err := engine.Open(compileFixture(t, family, "hf", []lora.Spec{{Path: dir, Scale: 1}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		merged := allLogits(t, me, nil, 0, o.Tokens)
+		me.Close()
+		dora, err := lora.ForEngine(e, "dora", dir, 1, engine.AdapterF32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := lora.MaxDiff(allLogits(t, e, dora, 1, o.Tokens), merged)
+		t.Logf("%s rotated by R3 and R4, DoRA: max |logit diff| to the merged, unrotated model %.3g", family, d)
+		if d > 5e-3 {
+			t.Errorf("%s rotated by R3 and R4, DoRA: logits differ from the merged adapter's by %.3g", family, d)
+		}
+		e.Close()
 	}
 }
