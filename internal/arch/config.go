@@ -160,6 +160,29 @@ func (c *Config) LongRopeFactors() bool {
 	return ctx > c.RopeScaling.OriginalMaxPosition
 }
 
+// MaxContext is the most positions the model serves: Context, or, for
+// linear, dynamic and YaRN scaling, the original context
+// (OriginalMaxPosition, else Context) times the factor when that is
+// more. Llama 3 and longrope configs give the extended context as
+// Context already.
+func (c *Config) MaxContext() int {
+	s := c.RopeScaling
+	switch s.Type {
+	case "linear", "dynamic", "yarn":
+	default:
+		return c.Context
+	}
+	o := s.OriginalMaxPosition
+	if o <= 0 {
+		o = c.Context
+	}
+	n := float64(o) * s.Factor
+	if !(n > float64(c.Context)) {
+		return c.Context
+	}
+	return int(min(n, 1<<24))
+}
+
 // Validate checks the config for values a graph cannot be built from, by
 // its family's rule (RWKV-7 has no attention, so no rope or key/value
 // heads to check).
