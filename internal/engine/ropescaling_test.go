@@ -1,0 +1,114 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aotlm/aotlm/internal/engine"
+	"github.com/aotlm/aotlm/internal/testutil"
+)
+
+// ropeScalingRef is a reference of testdata/ropescaling: llama.cpp's
+// logits at some rows of a fixture family's tokens, with a rope scaling
+// its config.json did not have.
+type ropeScalingRef struct {
+	Family      string         `json:"family"`
+	RopeScaling map[string]any `json:"rope_scaling"` // as config.json gives it
+	Tokens      []int          `json:"tokens"`
+	Rows        []int          `json:"rows"`
+	Logits      [][]float32    `json:"logits"`
+}
+
+// TestRopeScalingMatchesLlamaCpp gives the config.json of each fixture
+// family in testdata/ropescaling (arch/<family>) a rope_scaling block,
+// YaRN (factor 4 over an original context of 32 positions, beta 32 and 1,
+// HF's attention factor) or linear (factor 2), compiles it and checks the
+// logits of the reference's rows, in hybrid passes of 8, against
+// llama.cpp's within ropeScalingTol (this llama.cpp build differs from
+// the fixtures' own unscaled references by up to 1.3e-2 on smollm3,
+// 2.2e-3 on the others, 3e-5 on granite); the scaling must move
+// llama.cpp's logits away from the unscaled reference by more than five
+// times that.
+//
+// The references come from llama.cpp (upstream build of this machine) run
+// on each fixture's model.gguf with the scaling given as metadata
+// overrides, the way a converted checkpoint carries it: a small C program
+// against libllama (llama_model_params.kv_overrides; one batch of every
+// token, n_ctx 256, F32 cache, flash attention off, 2 threads) with
+// overrides <arch>.rope.scaling.type=yarn, <arch>.rope.scaling.factor=4,
+// <arch>.rope.scaling.original_context_length=32 (or type linear,
+// factor 2), <arch> being the GGUF architecture (chatglm for glm); the
+// rows kept are n/3, 2n/3 and n-1 of the n tokens.
+func TestRopeScalingMatchesLlamaCpp(t *testing.T) {
+	files, err := filepath.Glob("testdata/ropescaling/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no references: %v", err)
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".json")
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ref ropeScalingRef
+			if err := json.Unmarshal(b, &ref); err != nil {
+				t.Fatal(err)
+			}
+			if len(ref.Rows) != len(ref.Logits) || len(ref.Rows) == 0 {
+				t.Fatalf("%d rows of %d logits", len(ref.Rows), len(ref.Logits))
+			}
+			var cfg map[string]any
+			if err := json.Unmarshal(testutil.ReadFile(t, "arch/"+ref.Family+"/config.json"), &cfg); err != nil {
+				t.Fatal(err)
+			}
+			cfg["rope_scaling"] = ref.RopeScaling
+			dir := t.TempDir()
+			cb, err := json.Marshal(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "config.json"), cb, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(testutil.Path(t, "arch/"+ref.Family+"/model.safetensors"), filepath.Join(dir, "model.safetensors")); err != nil {
+				t.Fatal(err)
+			}
+			e := compileModel(t, loadModel(t, dir), 128, 8)
+			s := newSession(t, e, engine.SessionOptions{Mode: engine.ModeHybrid, ARLen: 8, Threads: 2})
+			rows, err := prefillAllAR(s, ref.Tokens, 8)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain := testutil.ReadArchReference(t, ref.Family)
+			tol, moved := ropeScalingTol(ref.Family), 0.0
+			for i, r := range ref.Rows {
+				d := maxDiff(rows[r], ref.Logits[i])
+				t.Logf("row %d: max |logit diff| %.3g", r, d)
+				if d > tol {
+					t.Errorf("row %d: logits differ from llama.cpp's by %.3g", r, d)
+				}
+				moved = max(moved, maxDiff(ref.Logits[i], plain.Logits[r]))
+			}
+			if moved < 5*tol {
+				t.Errorf("the scaling moves llama.cpp's logits by %.3g only: a tolerance of %.3g cannot tell", moved, tol)
+			}
+		})
+	}
+}
+
+// ropeScalingTol is the tolerance of a family's scaled logits against
+// llama.cpp's: a little above this llama.cpp build's distance to the
+// fixture's own reference.
+func ropeScalingTol(family string) float64 {
+	switch family {
+	case "smollm3":
+		return 2e-2
+	case "granite":
+		return 1e-4
+	}
+	return 3e-3
+}
