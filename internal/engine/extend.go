@@ -19,9 +19,9 @@ type ContextError struct {
 
 func (e *ContextError) Error() string {
 	if e.Trained {
-		return fmt.Sprintf("engine: a context of %d positions exceeds the model's trained context of %d", e.Asked, e.Max)
+		return fmt.Sprintf("a context of %d positions exceeds the model's trained context of %d", e.Asked, e.Max)
 	}
-	return fmt.Sprintf("engine: a context of %d positions: the artifact was compiled for at most %d and records no trained context to extend to (compile it again)", e.Asked, e.Max)
+	return fmt.Sprintf("a context of %d positions: the artifact was compiled for at most %d and records no trained context to extend to (compile it again)", e.Asked, e.Max)
 }
 
 // extend sets the most positions a session may hold to n when n exceeds
