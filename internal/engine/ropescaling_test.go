@@ -17,6 +17,13 @@ import (
 type ropeScalingRef struct {
 	Family      string         `json:"family"`
 	RopeScaling map[string]any `json:"rope_scaling"` // as config.json gives it
+	// Config holds more config.json keys to set (the trained and original
+	// contexts of a longrope reference).
+	Config map[string]any `json:"config"`
+	// Context, when set, is llama.cpp's context size, which picks
+	// longrope's factor set: the artifact is then compiled for 64
+	// positions and opened for Context.
+	Context int `json:"context"`
 	Tokens      []int          `json:"tokens"`
 	Rows        []int          `json:"rows"`
 	Logits      [][]float32    `json:"logits"`
@@ -45,6 +52,15 @@ type ropeScalingRef struct {
 // <arch>.rope.scaling.original_context_length=32 (or type linear,
 // factor 2), <arch> being the GGUF architecture (chatglm for glm); the
 // rows kept are n/3, 2n/3 and n-1 of the n tokens.
+//
+// The phi3-longrope references check longrope across an extended
+// context: the fixture's GGUF rewritten with rope_factors_short.weight and
+// rope_factors_long.weight tensors (the factors of the reference's
+// rope_scaling, as float32) and phi3.rope.scaling.attn_factor
+// sqrt(1+ln2/ln256) (its original context staying 256), run by the same
+// program with n_ctx 256 (short factors) and 512 (long ones, beyond the
+// original context); here config.json says 512 positions of an original
+// 256, and an artifact compiled for 64 positions opens for 256 or 512.
 func TestRopeScalingMatchesLlamaCpp(t *testing.T) {
 	files, err := filepath.Glob("testdata/ropescaling/*.json")
 	if err != nil || len(files) == 0 {
@@ -69,6 +85,9 @@ func TestRopeScalingMatchesLlamaCpp(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg["rope_scaling"] = ref.RopeScaling
+			for k, v := range ref.Config {
+				cfg[k] = v
+			}
 			dir := t.TempDir()
 			cb, err := json.Marshal(cfg)
 			if err != nil {
@@ -81,6 +100,13 @@ func TestRopeScalingMatchesLlamaCpp(t *testing.T) {
 				t.Fatal(err)
 			}
 			e := compileModel(t, loadModel(t, dir), 128, 8)
+			if ref.Context > 0 {
+				var err error
+				if e, err = engine.OpenWith(compileAt(t, loadModel(t, dir), 64), engine.Options{Threads: 2, Context: ref.Context}); err != nil {
+					t.Fatal(err)
+				}
+				defer e.Close()
+			}
 			s := newSession(t, e, engine.SessionOptions{Mode: engine.ModeHybrid, ARLen: 8, Threads: 2})
 			rows, err := prefillAllAR(s, ref.Tokens, 8)
 			if err != nil {
