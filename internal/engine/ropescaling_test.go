@@ -23,10 +23,10 @@ type ropeScalingRef struct {
 	// Context, when set, is llama.cpp's context size, which picks
 	// longrope's factor set: the artifact is then compiled for 64
 	// positions and opened for Context.
-	Context int `json:"context"`
-	Tokens      []int          `json:"tokens"`
-	Rows        []int          `json:"rows"`
-	Logits      [][]float32    `json:"logits"`
+	Context int         `json:"context"`
+	Tokens  []int       `json:"tokens"`
+	Rows    []int       `json:"rows"`
+	Logits  [][]float32 `json:"logits"`
 }
 
 // TestRopeScalingMatchesLlamaCpp gives the config.json of each fixture
