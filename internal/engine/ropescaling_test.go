@@ -2,12 +2,16 @@ package engine_test
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/aotlm/aotlm/internal/engine"
+	"github.com/aotlm/aotlm/internal/format/gguf"
+	"github.com/aotlm/aotlm/internal/tensor"
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
@@ -23,14 +27,19 @@ type ropeScalingRef struct {
 	// Context, when set, is llama.cpp's context size, which picks
 	// longrope's factor set: the artifact is then compiled for 64
 	// positions and opened for Context.
-	Context int         `json:"context"`
-	Tokens  []int       `json:"tokens"`
-	Rows    []int       `json:"rows"`
-	Logits  [][]float32 `json:"logits"`
+	Context int `json:"context"`
+	// GGUF holds the metadata llama.cpp ran with (keys of the fixture's
+	// model.gguf replaced, others added), GGUFTensors the tensors added.
+	GGUF        map[string]any       `json:"gguf"`
+	GGUFTensors map[string][]float32 `json:"gguf_tensors"`
+	Tokens      []int                `json:"tokens"`
+	Rows        []int                `json:"rows"`
+	Logits      [][]float32          `json:"logits"`
 }
 
 // TestRopeScalingMatchesLlamaCpp gives the config.json of each fixture
-// family in testdata/ropescaling (arch/<family>) a rope_scaling block,
+// family in testdata/ropescaling (arch/<family>), and its model.gguf
+// (the metadata llama.cpp ran with), a rope_scaling block,
 // YaRN (factor 4 over an original context of 32 positions, beta 32 and 1,
 // HF's attention factor) or linear (factor 2), in place of its own if it
 // has one (gemma3's global layers; its local layers stay unscaled),
@@ -60,7 +69,9 @@ type ropeScalingRef struct {
 // sqrt(1+ln2/ln256) (its original context staying 256), run by the same
 // program with n_ctx 256 (short factors) and 512 (long ones, beyond the
 // original context); here config.json says 512 positions of an original
-// 256, and an artifact compiled for 64 positions opens for 256 or 512.
+// 256 (the GGUF phi3.context_length 512, which leaves llama.cpp's logits
+// unchanged), and an artifact compiled for 64 positions opens for 256 or
+// 512.
 func TestRopeScalingMatchesLlamaCpp(t *testing.T) {
 	files, err := filepath.Glob("testdata/ropescaling/*.json")
 	if err != nil || len(files) == 0 {
@@ -80,53 +91,114 @@ func TestRopeScalingMatchesLlamaCpp(t *testing.T) {
 			if len(ref.Rows) != len(ref.Logits) || len(ref.Rows) == 0 {
 				t.Fatalf("%d rows of %d logits", len(ref.Rows), len(ref.Logits))
 			}
-			var cfg map[string]any
-			if err := json.Unmarshal(testutil.ReadFile(t, "arch/"+ref.Family+"/config.json"), &cfg); err != nil {
-				t.Fatal(err)
-			}
-			cfg["rope_scaling"] = ref.RopeScaling
-			for k, v := range ref.Config {
-				cfg[k] = v
-			}
-			dir := t.TempDir()
-			cb, err := json.Marshal(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, "config.json"), cb, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(testutil.Path(t, "arch/"+ref.Family+"/model.safetensors"), filepath.Join(dir, "model.safetensors")); err != nil {
-				t.Fatal(err)
-			}
-			e := compileModel(t, loadModel(t, dir), 128, 8)
-			if ref.Context > 0 {
-				var err error
-				if e, err = engine.OpenWith(compileAt(t, loadModel(t, dir), 64), engine.Options{Threads: 2, Context: ref.Context}); err != nil {
-					t.Fatal(err)
-				}
-				defer e.Close()
-			}
-			s := newSession(t, e, engine.SessionOptions{Mode: engine.ModeHybrid, ARLen: 8, Threads: 2})
-			rows, err := prefillAllAR(s, ref.Tokens, 8)
-			if err != nil {
-				t.Fatal(err)
-			}
 			plain := testutil.ReadArchReference(t, ref.Family)
 			tol, moved := ropeScalingTol(ref.Family), 0.0
 			for i, r := range ref.Rows {
-				d := maxDiff(rows[r], ref.Logits[i])
-				t.Logf("row %d: max |logit diff| %.3g", r, d)
-				if d > tol {
-					t.Errorf("row %d: logits differ from llama.cpp's by %.3g", r, d)
-				}
 				moved = max(moved, maxDiff(ref.Logits[i], plain.Logits[r]))
 			}
 			if moved < 5*tol {
 				t.Errorf("the scaling moves llama.cpp's logits by %.3g only: a tolerance of %.3g cannot tell", moved, tol)
 			}
+			for src, path := range map[string]string{"hf": scaledFolder(t, ref), "gguf": scaledGGUF(t, ref)} {
+				m := loadModel(t, path)
+				e := compileModel(t, m, 128, 8)
+				if ref.Context > 0 {
+					if e, err = engine.OpenWith(compileAt(t, m, 64), engine.Options{Threads: 2, Context: ref.Context}); err != nil {
+						t.Fatal(err)
+					}
+					defer e.Close()
+				}
+				s := newSession(t, e, engine.SessionOptions{Mode: engine.ModeHybrid, ARLen: 8, Threads: 2})
+				rows, err := prefillAllAR(s, ref.Tokens, 8)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, r := range ref.Rows {
+					d := maxDiff(rows[r], ref.Logits[i])
+					t.Logf("%s: row %d: max |logit diff| %.3g", src, r, d)
+					if d > tol {
+						t.Errorf("%s: row %d: logits differ from llama.cpp's by %.3g", src, r, d)
+					}
+				}
+			}
 		})
 	}
+}
+
+// scaledFolder writes the fixture's Hugging Face folder with the
+// reference's rope_scaling and config keys in config.json.
+func scaledFolder(t *testing.T, ref ropeScalingRef) string {
+	t.Helper()
+	var cfg map[string]any
+	if err := json.Unmarshal(testutil.ReadFile(t, "arch/"+ref.Family+"/config.json"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["rope_scaling"] = ref.RopeScaling
+	for k, v := range ref.Config {
+		cfg[k] = v
+	}
+	dir := t.TempDir()
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(testutil.Path(t, "arch/"+ref.Family+"/model.safetensors"), filepath.Join(dir, "model.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// scaledGGUF writes the fixture's GGUF with the reference's metadata
+// (strings as given, integers of a "length" key as uint32, other numbers
+// as float32, as llama.cpp's converter types them) and float32 tensors.
+func scaledGGUF(t *testing.T, ref ropeScalingRef) string {
+	t.Helper()
+	f, err := gguf.Open(testutil.Path(t, "arch/"+ref.Family+"/model.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	value := func(k string, v any) any {
+		if x, ok := v.(float64); ok {
+			if strings.HasSuffix(k, "length") {
+				return uint32(x)
+			}
+			return float32(x)
+		}
+		return v
+	}
+	var kv []gguf.KV
+	for _, e := range f.KVs() {
+		if v, ok := ref.GGUF[e.Key]; ok {
+			e.Value = value(e.Key, v)
+		}
+		kv = append(kv, e)
+	}
+	for _, k := range slices.Sorted(maps.Keys(ref.GGUF)) {
+		if !slices.ContainsFunc(kv, func(e gguf.KV) bool { return e.Key == k }) {
+			kv = append(kv, gguf.KV{Key: k, Value: value(k, ref.GGUF[k])})
+		}
+	}
+	var ts []gguf.WriteTensor
+	for _, ti := range f.Tensors() {
+		data, err := f.TensorData(ti.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, gguf.WriteTensor{Name: ti.Name, DType: ti.DType, Shape: ti.Shape, Data: data})
+	}
+	for _, name := range slices.Sorted(maps.Keys(ref.GGUFTensors)) {
+		v := ref.GGUFTensors[name]
+		ts = append(ts, gguf.WriteTensor{Name: name, DType: tensor.F32, Shape: []int64{int64(len(v))}, Values: v})
+	}
+	path := filepath.Join(t.TempDir(), "model.gguf")
+	if err := gguf.WriteFile(path, kv, ts); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // ropeScalingTol is the tolerance of a family's scaled logits against
