@@ -12,6 +12,7 @@ import (
 	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/engine"
+	"github.com/aotlm/aotlm/internal/testutil"
 )
 
 // compileAt writes m's artifact for ctx positions (AR-1 and AR-8) and
@@ -157,4 +158,43 @@ func TestExtendedContextRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
+}
+
+// TestExtendedContextFamilies runs each fixture family, compiled for 16
+// positions, over its reference tokens (40 to 64) with the context
+// extended to 96, and checks every row's logits in hybrid passes of 8
+// against the same model compiled for 96 within 1e-5: sliding-window
+// rings (gemma3, gemma4, phi3), recurrent state and convolution history
+// (qwen35, lfm2, granitehybrid) and layers without rotation
+// (smollm3) are sized when the session is made.
+func TestExtendedContextFamilies(t *testing.T) {
+	for _, fam := range []string{"gemma3", "gemma4", "phi3", "smollm3", "qwen35", "lfm2", "granitehybrid", "glm"} {
+		t.Run(fam, func(t *testing.T) {
+			ref := testutil.ReadArchReference(t, fam)
+			ids := ref.Tokens
+			if len(ids) > 90 || len(ids) <= 16 {
+				t.Fatalf("%d reference tokens: want 17 to 90", len(ids))
+			}
+			m := loadModel(t, testutil.ArchModelPaths(t, fam)["hf"])
+			rows := func(path string) [][]float32 {
+				e, err := engine.OpenWith(path, engine.Options{Threads: 2, Context: 96})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer e.Close()
+				s := newSession(t, e, engine.SessionOptions{Mode: engine.ModeHybrid, ARLen: 8, Threads: 2})
+				out, err := prefillAllAR(s, ids, 8)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			got, want := rows(compileAt(t, m, 16)), rows(compileAt(t, m, 96))
+			for i := range want {
+				if d := maxDiff(got[i], want[i]); d > 1e-5 {
+					t.Fatalf("row %d: extended from 16 to 96 positions differs from compiled for 96 by %.3g", i, d)
+				}
+			}
+		})
+	}
 }
