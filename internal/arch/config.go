@@ -161,18 +161,20 @@ func (c *Config) LongRopeFactors() bool {
 }
 
 // MaxContext is the most positions the model serves: Context, or, for
-// linear, dynamic and YaRN scaling, the original context
-// (OriginalMaxPosition, else Context) times the factor when that is
-// more. Llama 3 and longrope configs give the extended context as
-// Context already.
+// dynamic and YaRN scaling, the original context (OriginalMaxPosition,
+// else Context, as both read it) times the factor when that is more, and
+// so for linear scaling when the original context is given (without one,
+// a linear config's Context is the scaled context already, as Gemma 3's
+// is). Llama 3 and longrope configs give the extended context as Context.
 func (c *Config) MaxContext() int {
 	s := c.RopeScaling
-	switch s.Type {
-	case "linear", "dynamic", "yarn":
+	o := s.OriginalMaxPosition
+	switch {
+	case s.Type == "dynamic", s.Type == "yarn":
+	case s.Type == "linear" && o > 0:
 	default:
 		return c.Context
 	}
-	o := s.OriginalMaxPosition
 	if o <= 0 {
 		o = c.Context
 	}

@@ -70,8 +70,9 @@ func TestExtendRopeRule(t *testing.T) {
 }
 
 // TestMaxContext checks the trained context each scaling gives: the
-// original context times the factor for linear, dynamic and YaRN (when
-// more than max_position_embeddings), max_position_embeddings otherwise;
+// original context times the factor for dynamic, YaRN and linear with an
+// original context (when more than max_position_embeddings),
+// max_position_embeddings otherwise;
 // and that a context-independent scaling records no rope rule.
 func TestMaxContext(t *testing.T) {
 	for _, c := range []struct {
@@ -79,8 +80,9 @@ func TestMaxContext(t *testing.T) {
 		want int
 	}{
 		{arch.RopeScaling{}, 256},
-		{arch.RopeScaling{Type: "linear", Factor: 2}, 512},
-		{arch.RopeScaling{Type: "linear", Factor: 0.5}, 256},
+		{arch.RopeScaling{Type: "linear", Factor: 2}, 256},
+		{arch.RopeScaling{Type: "linear", Factor: 4, OriginalMaxPosition: 128}, 512},
+		{arch.RopeScaling{Type: "linear", Factor: 0.5, OriginalMaxPosition: 256}, 256},
 		{arch.RopeScaling{Type: "yarn", Factor: 4, OriginalMaxPosition: 128}, 512},
 		{arch.RopeScaling{Type: "yarn", Factor: 4}, 1024},
 		{arch.RopeScaling{Type: "dynamic", Factor: 2, OriginalMaxPosition: 64}, 256},
