@@ -15,6 +15,7 @@
 package aotlm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,8 +35,10 @@ type Options struct {
 	// Mode is the prefill strategy: "hybrid" (AR-N passes, the default)
 	// or "kv" (one token at a time).
 	Mode string
-	// Context caps the cache positions of each session (0: the
-	// artifact's); a smaller value takes less memory.
+	// Context is the cache positions of each session (0: the artifact's
+	// compiled context); a smaller value takes less memory, a larger one
+	// extends the context without compiling again, up to the model's
+	// trained context (Info.MaxContext; more is refused).
 	Context int
 	// IDsOnly skips the stored tokenizer: requests then give ids and get
 	// ids (for benchmarks and callers with a tokenizer of their own).
@@ -60,6 +63,10 @@ type Info struct {
 	Architecture string
 	Vocab        int
 	Context      int // positions of a session's cache
+	// MaxContext is the most positions Options.Context may ask for: the
+	// model's trained context (times its rope scaling factor where its
+	// config says so), or Context for an artifact that records none.
+	MaxContext int
 	// KVCache is the cache storage: "f32", "f16" or "u8".
 	KVCache string
 	// ARLens are the pass lengths of the artifact's plans.
@@ -137,19 +144,15 @@ func Open(path string, opts Options) (*Model, error) {
 	if opts.StateBudget < 0 {
 		return nil, fmt.Errorf("state budget %d: want 0 (the default) or a number of bytes", opts.StateBudget)
 	}
-	eng, err := engine.OpenWith(path, engine.Options{Threads: opts.Threads, HugePages: opts.HugePages})
+	if opts.Context < 0 {
+		return nil, fmt.Errorf("%s: a context of %d positions: want a number of positions, or 0 for the artifact's", path, opts.Context)
+	}
+	eng, err := engine.OpenWith(path, engine.Options{Threads: opts.Threads, HugePages: opts.HugePages, Context: opts.Context})
 	if err != nil {
 		return nil, err
 	}
 	man := eng.Manifest()
-	if opts.Context < 0 || opts.Context > man.Ctx {
-		eng.Close()
-		return nil, fmt.Errorf("%s: a context of %d positions: the artifact was compiled for at most %d", path, opts.Context, man.Ctx)
-	}
-	ctx := man.Ctx
-	if opts.Context > 0 {
-		ctx = opts.Context
-	}
+	ctx := cmp.Or(opts.Context, man.Ctx)
 	gen, err := generationDefaults(man.Generation)
 	if err != nil {
 		eng.Close()
@@ -160,7 +163,7 @@ func Open(path string, opts Options) (*Model, error) {
 		kv = man.KVCache.DType
 	}
 	cfg := Config{
-		Info: Info{Name: baseName(path), Architecture: man.Architecture, Vocab: man.Vocab, Context: ctx,
+		Info: Info{Name: baseName(path), Architecture: man.Architecture, Vocab: man.Vocab, Context: ctx, MaxContext: eng.MaxContext(),
 			KVCache: kv, ARLens: eng.ARLens(), Passport: man.Passport},
 		ChatTemplate: man.ChatTemplate, BOS: man.BOS, EOS: man.EOS, Generation: gen,
 		Close: eng.Close,

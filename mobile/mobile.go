@@ -24,8 +24,9 @@ type Model struct {
 }
 
 // Open maps the compiled artifact (.aot) at path; threads is the size of
-// the worker pool (0: one per CPU) and context caps each chat's cache
-// positions (0: the artifact's).
+// the worker pool (0: one per CPU) and context is each chat's cache
+// positions (0: the artifact's compiled context; more extends it up to
+// the model's trained context, as aotlm.Options.Context does).
 func Open(path string, threads, context int) (*Model, error) {
 	m, err := aotlm.Open(path, aotlm.Options{Threads: threads, Context: context})
 	if err != nil {

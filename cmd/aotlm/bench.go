@@ -95,6 +95,7 @@ func newBenchCmd() *cobra.Command {
 	f.IntSliceVarP(&gens, "n-gen", "n", []int{128}, "decode lengths of tg tests, comma-separated (0: none)")
 	f.StringArrayVar(&pgs, "pg", nil, "a pg test as PROMPT,GEN (repeatable)")
 	f.IntVarP(&depth, "depth", "d", 0, "prefill this many tokens untimed before each repetition of every test (llama-bench's -d): the pp, tg and pg tests then run over a cache that many positions deep")
+	f.IntVarP(&cfg.Context, "ctx", "c", 0, "cache positions (0: the artifact's compiled context; more, up to the model's trained context, extends it without compiling again)")
 	f.IntVarP(&cfg.Threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
 	f.BoolVar(&cfg.HugePages, "hugepages", false, hugePagesUsage)
 	f.BoolVar(&cfg.Floor, "floor", false, "measure each decoding test against the decode floor: before every repetition and after the last, time a plain read of the weights a token streams (the same mapped bytes, split over the same threads; vector loads, the faster of reading with and without asking for the lines ahead), and print the floor in tok/s (those bytes and the keys and values a step reads at the test's depth, over the read's bandwidth) and the share of it the decode reached; then the same from memory: the weights evicted from every cache before each read (amd64), the floor of memory bandwidth, which a model that stays in the last-level cache decodes above")

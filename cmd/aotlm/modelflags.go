@@ -23,12 +23,13 @@ type modelFlags struct {
 	hugePages, noCompile                bool
 	visionLlamaCpp, loraF32, loraQ8     bool
 	loras                               []string // --lora [NAME=]PATH[:SCALE]
+	flags                               *pflag.FlagSet
 }
 
 // addModelFlags registers the flags; modelUsage is -m's help, and
 // several lets -m be repeated (into paths).
 func addModelFlags(f *pflag.FlagSet, modelUsage string, several bool) *modelFlags {
-	m := &modelFlags{}
+	m := &modelFlags{flags: f}
 	if several {
 		f.StringArrayVarP(&m.paths, "model", "m", nil, modelUsage)
 	} else {
@@ -41,7 +42,7 @@ func addModelFlags(f *pflag.FlagSet, modelUsage string, several bool) *modelFlag
 	f.StringVar(&m.kv, "kv", load.KV, "KV cache storage when compiling: f32, f16 or u8")
 	f.IntVarP(&m.threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
 	f.BoolVar(&m.hugePages, "hugepages", false, hugePagesUsage)
-	f.IntVarP(&m.ctx, "ctx", "c", load.Ctx, "context length (capped at the model's)")
+	f.IntVarP(&m.ctx, "ctx", "c", load.Ctx, "context length: unset, capped at the model's; set, up to the model's trained context (an artifact compiled for less extends without compiling again), more is refused")
 	f.StringVar(&m.template, "chat-template", "", "a chat template (.jinja, tokenizer_config.json or GGUF) replacing the model's")
 	f.BoolVar(&m.visionLlamaCpp, "vision-llama-cpp", false, visionLlamaCppHelp)
 	f.StringArrayVar(&m.loras, "lora", nil, "[NAME=]PATH[:SCALE]: a LoRA adapter (PEFT folder or GGUF adapter) applied at run time beside the base weights (serve: repeatable)")
@@ -73,8 +74,10 @@ func (mf *modelFlags) open(note, log io.Writer, c compile.Options) (*aotlm.Model
 	return mf.openPath(mf.path, log, c)
 }
 
-// checkCtx checks --ctx; 0 means the model's trained context (a larger
-// value is capped at it), as in llama.cpp.
+// checkCtx checks --ctx; 0 means the model's trained context (an
+// artifact's compiled one), and so does a value above it left as the
+// default; a value given above the trained context is refused when the
+// model opens.
 func (mf *modelFlags) checkCtx() error {
 	if _, err := load.StorageOf(mf.loraF32, mf.loraQ8); err != nil {
 		return err
@@ -95,8 +98,12 @@ func (mf *modelFlags) loraStorage() load.AdapterStorage {
 
 // openPath opens the model at path as open does, once it is resolved.
 func (mf *modelFlags) openPath(path string, log io.Writer, c compile.Options) (*aotlm.Model, error) {
-	c.ARLens, c.Ctx, c.ClampCtx, c.KV, c.VisionLlamaCpp = []int{mf.arLen}, mf.ctx, true, mf.kv, mf.visionLlamaCpp
-	m, err := load.Open(path, load.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, Mode: mf.mode,
+	asked := 0 // an explicit --ctx is served in full or refused
+	if mf.flags != nil && mf.flags.Changed("ctx") && mf.ctx < 1<<30 {
+		asked = mf.ctx
+	}
+	c.ARLens, c.Ctx, c.ClampCtx, c.KV, c.VisionLlamaCpp = []int{mf.arLen}, mf.ctx, asked == 0, mf.kv, mf.visionLlamaCpp
+	m, err := load.Open(path, load.Options{Tokenizer: mf.tokenizer, Threads: mf.threads, Mode: mf.mode, Context: asked,
 		HugePages: mf.hugePages, StateBudget: int64(mf.stateBudget), NoCompile: mf.noCompile, Compile: c, Log: log})
 	if err != nil {
 		return nil, err

@@ -160,6 +160,31 @@ func (c *Config) LongRopeFactors() bool {
 	return ctx > c.RopeScaling.OriginalMaxPosition
 }
 
+// MaxContext is the most positions the model serves: Context, or, for
+// dynamic and YaRN scaling, the original context (OriginalMaxPosition,
+// else Context, as both read it) times the factor when that is more, and
+// so for linear scaling when the original context is given (without one,
+// a linear config's Context is the scaled context already, as Gemma 3's
+// is). Llama 3 and longrope configs give the extended context as Context.
+func (c *Config) MaxContext() int {
+	s := c.RopeScaling
+	o := s.OriginalMaxPosition
+	switch {
+	case s.Type == "dynamic", s.Type == "yarn":
+	case s.Type == "linear" && o > 0:
+	default:
+		return c.Context
+	}
+	if o <= 0 {
+		o = c.Context
+	}
+	n := float64(o) * s.Factor
+	if !(n > float64(c.Context)) {
+		return c.Context
+	}
+	return int(min(n, 1<<24))
+}
+
 // Validate checks the config for values a graph cannot be built from, by
 // its family's rule (RWKV-7 has no attention, so no rope or key/value
 // heads to check).

@@ -106,7 +106,10 @@ func TestGemmaConfigsRefused(t *testing.T) {
 		{"gemma3", "query_pre_attn_scalar", func(m map[string]any) { m["query_pre_attn_scalar"] = -24.0 }},
 		{"gemma3", "sliding window", func(m map[string]any) { m["sliding_window"] = 0.0 }},
 		{"gemma3", "local rope theta", func(m map[string]any) { m["rope_local_base_freq"] = -1.0 }},
-		{"gemma3", "rope_scaling type", func(m map[string]any) { m["rope_scaling"] = map[string]any{"rope_type": "yarn"} }},
+		{"gemma3", "rope_scaling type", func(m map[string]any) { m["rope_scaling"] = map[string]any{"rope_type": "ntk-by-parts"} }},
+		{"gemma3", "yarn", func(m map[string]any) {
+			m["rope_scaling"] = map[string]any{"rope_type": "yarn", "factor": 4.0, "beta_fast": -1.0}
+		}},
 	} {
 		m := fixtureConfig(t, c.family)
 		c.mut(m)

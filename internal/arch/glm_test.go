@@ -82,7 +82,7 @@ func FuzzPhi3GLMConfig(f *testing.F) {
 			if err != nil || c.Validate() != nil {
 				continue
 			}
-			if c.Layers*c.Hidden > 1<<16 || c.Vocab*c.Hidden > 1<<20 || c.FFN*c.Hidden > 1<<20 {
+			if c.Layers*c.Hidden > 1<<16 || c.Vocab*c.Hidden > 1<<20 || c.FFN*c.Hidden > 1<<20 || c.Heads*c.HeadDim > 1<<16 {
 				continue // valid but too large to build cheaply
 			}
 			_, _ = buildDecoder(&c, BuildOptions{})

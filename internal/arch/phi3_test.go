@@ -168,7 +168,7 @@ func TestPhi3GLMRefused(t *testing.T) {
 		{"phi3", "rope_scaling.short_factor", func(m map[string]any) { // 1 factor for rotary size 18
 			m["rope_scaling"] = map[string]any{"type": "longrope", "short_factor": []any{1.0}, "long_factor": []any{2.0}}
 		}},
-		{"phi3", "yarn", func(m map[string]any) { m["rope_scaling"] = map[string]any{"rope_type": "yarn", "factor": 4.0} }},
+		{"phi3", "yarn", func(m map[string]any) { m["rope_scaling"] = map[string]any{"rope_type": "yarn", "factor": -4.0} }},
 		{"phi3", "attention_bias", func(m map[string]any) { m["attention_bias"] = true }},
 		{"phi3", "partial_rotary_factor", func(m map[string]any) { m["partial_rotary_factor"] = 1.5 }},
 		{"phi3", "partial_rotary_factor", func(m map[string]any) { m["partial_rotary_factor"] = 0.3 }}, // 7.2 -> odd 7

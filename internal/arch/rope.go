@@ -83,6 +83,15 @@ func ropeFreqs(c *Config) ([]float64, error) {
 	return f, nil
 }
 
+// RopeFreqsAt returns the rotary frequencies of the config's rotary
+// embedding, its scaling applied, for a graph built for n positions
+// (RopeContext n; it matters to longrope and dynamic scaling only).
+func (c *Config) RopeFreqsAt(n int) ([]float64, error) {
+	at := *c
+	at.RopeContext = n
+	return ropeFreqs(&at)
+}
+
 // dynamicBase is the RoPE base of dynamic NTK scaling for a graph built
 // for n positions (RopeContext, else Context): theta while n is within the
 // original context o (OriginalMaxPosition, else Context), and beyond it

@@ -20,6 +20,10 @@ type Config struct {
 	Warmup      bool
 	Seed        uint64 // of the random prompts
 	HugePages   bool   // read the artifact into huge pages (engine.Options)
+	// Context is the session's cache positions: 0 the artifact's
+	// compiled context, more extends it up to the model's trained context
+	// (engine.Options.Context).
+	Context int
 	// Floor measures the decode floor beside every decoding test: the
 	// read bandwidth of the weights a token streams (Options.Floor).
 	Floor bool
@@ -53,20 +57,20 @@ func RunArtifact(path string, cfg Config) (Report, error) {
 		return Report{}, err
 	}
 	start := time.Now()
-	e, err := engine.OpenWith(path, engine.Options{HugePages: cfg.HugePages})
+	e, err := engine.OpenWith(path, engine.Options{HugePages: cfg.HugePages, Context: cfg.Context})
 	if err != nil {
 		return Report{}, err
 	}
 	load := time.Since(start)
 	defer e.Close()
 	m := e.Manifest()
-	rep := Report{Model: filepath.Base(path), Architecture: m.Architecture, Weights: m.Weights, Ctx: m.Ctx,
+	rep := Report{Model: filepath.Base(path), Architecture: m.Architecture, Weights: m.Weights, Ctx: e.Context(),
 		Mode: mode.String(), Threads: max(cfg.Threads, 1), LoadMs: ms(load), HugePages: e.HugePages(), DecodeWalk: tune.Walk,
 		Kernels: kernel.Active()}
 	if err := stat(path, &rep); err != nil {
 		return rep, err
 	}
-	s, err := e.NewSession(engine.SessionOptions{Mode: mode, Threads: cfg.Threads})
+	s, err := e.NewSession(engine.SessionOptions{Mode: mode, Threads: cfg.Threads, Context: cfg.Context})
 	if err != nil {
 		return rep, err
 	}

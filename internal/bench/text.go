@@ -21,7 +21,11 @@ func (i Info) WriteText(w io.Writer) error {
 	row("architecture", "%s", m.Architecture)
 	row("format", "%s", m.Format)
 	row("vocab", "%d (bos %d, eos %v)", m.Vocab, m.BOS, m.EOS)
-	row("ctx", "%d", m.Ctx)
+	if x := m.Extend; x != nil && x.Max > m.Ctx {
+		row("ctx", "%d (sessions may extend it to the trained %d)", m.Ctx, x.Max)
+	} else {
+		row("ctx", "%d", m.Ctx)
+	}
 	row("weights", "%s", m.Weights)
 	if m.Tokenizer != nil {
 		row("tokenizer", "%s (blob %q)", m.Tokenizer.Kind, m.Tokenizer.Blob)

@@ -127,15 +127,15 @@ func CompileModel(m *arch.Model, src Source, opts Options, outPath string) error
 // serves to outPath. floats returns every weight in float32, which only
 // the u8 KV cache calibration needs (and then holds while it runs).
 func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Weights, error), src Source, opts Options, outPath string) error {
-	ctx := opts.Ctx
+	ctx, most := opts.Ctx, trained.MaxContext()
 	if ctx <= 0 {
 		ctx = trained.Context
 	}
-	if ctx > trained.Context && opts.ClampCtx {
-		ctx = trained.Context
+	if ctx > most && opts.ClampCtx {
+		ctx = most
 	}
-	if ctx > trained.Context {
-		return fmt.Errorf("compile: context %d exceeds the model's trained context %d", ctx, trained.Context)
+	if ctx > most {
+		return fmt.Errorf("compile: context %d exceeds the model's trained context %d", ctx, most)
 	}
 	if err := limits.CheckAlloc(fmt.Sprintf("a KV cache of %d positions", ctx), KVCacheBytes(&trained, ctx, opts.KV)); err != nil {
 		return fmt.Errorf("compile: %w; compile for a smaller context", err)
@@ -166,6 +166,10 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 	if err != nil {
 		return err
 	}
+	extend, err := extendOf(&cfg, ctx)
+	if err != nil {
+		return fmt.Errorf("compile: %w", err)
+	}
 	if len(opts.Carry) > 0 {
 		if err := lora.CheckRecipe(src.Recipe); err != nil {
 			return fmt.Errorf("compile --adapter: %w", err)
@@ -176,7 +180,7 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 		return err
 	}
 	in := Input{Adapters: carried, Graph: g, ARLens: opts.ARLens, Ctx: ctx, Jobs: opts.Jobs, Progress: opts.Progress,
-		Manifest: plan.Manifest{Architecture: trained.Family, HyperParams: hp, Provenance: src.Provenance,
+		Manifest: plan.Manifest{Architecture: trained.Family, HyperParams: hp, Extend: extend, Provenance: src.Provenance,
 			ChatTemplate: src.ChatTemplate, BOS: trained.BOS, EOS: trained.EOS, Vocab: trained.Vocab,
 			Recipe: src.Recipe, Generation: src.Generation, Passport: src.Passport}}
 	switch pool := cmp.Or(opts.Pooling, trained.Pooling); {
@@ -292,6 +296,40 @@ func hyperParams(c *arch.Config) (map[string]any, error) {
 		return nil, fmt.Errorf("compile: hyper-parameters: %w", err)
 	}
 	return hp, nil
+}
+
+// extendOf is the manifest's Extend of an artifact of c compiled for ctx
+// positions: sessions may hold up to the model's trained context, and the
+// rotary frequencies of longrope and dynamic scaling, which depend on the
+// context, follow a rule.
+func extendOf(c *arch.Config, ctx int) (*plan.Extend, error) {
+	x := &plan.Extend{Max: max(c.MaxContext(), ctx)}
+	s := c.RopeScaling
+	if s.Type != "longrope" && s.Type != "dynamic" {
+		return x, nil
+	}
+	if c.RopeContext != ctx {
+		// frequencies fixed for another context: no rule recomputes them
+		x.Max = ctx
+		return x, nil
+	}
+	from, err := c.RopeFreqsAt(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := &plan.RopeRule{From: from, Original: cmp.Or(s.OriginalMaxPosition, c.Context)}
+	if s.Type == "longrope" {
+		if r.Short, err = c.RopeFreqsAt(r.Original); err != nil {
+			return nil, err
+		}
+		if r.Long, err = c.RopeFreqsAt(r.Original + 1); err != nil {
+			return nil, err
+		}
+	} else {
+		r.Theta, r.Factor, r.RotDim = c.RopeTheta, s.Factor, 2*len(from)
+	}
+	x.Rope = r
+	return x, nil
 }
 
 // CompileFile reads the checkpoint at path (a file, a Hugging Face folder

@@ -53,6 +53,9 @@ type Engine struct {
 	// without one. head marks such an engine.
 	mtp  *Engine
 	head bool
+	// ctx is the most positions a session may hold: the manifest's Ctx,
+	// or Options.Context when it extends it.
+	ctx int
 	// adapters are the low-rank adapters sessions may choose.
 	adapters adapters
 }
@@ -85,6 +88,12 @@ type Options struct {
 	// it has them, else a copy in memory advised for transparent huge
 	// pages (faster decode, slower load, memory the kernel cannot page out).
 	HugePages bool
+	// Context, when above the manifest's Ctx, lets sessions hold that
+	// many positions, up to the model's trained context
+	// (plan.Manifest.Extend): caches are sized as sessions are made, and
+	// rotary frequencies that a scaling picks by the context are those
+	// a compile for Context gives. 0 or at most Ctx: the compiled context.
+	Context int
 }
 
 // step is a plan step with its weights as float32 views.
@@ -207,6 +216,9 @@ func load(m plan.Manifest, blob func(name string) ([]byte, error), tensor tensor
 		return nil, err
 	}
 	if err := e.loadMTP(blob); err != nil {
+		return nil, err
+	}
+	if err := e.extend(opts.Context); err != nil {
 		return nil, err
 	}
 	e.start(opts)

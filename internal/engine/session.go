@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,8 +42,9 @@ type SessionOptions struct {
 	// ARLen picks the prefill plan of ModeHybrid; 0 means the largest.
 	ARLen int
 	// Context is the number of cache positions to allocate: 0 means the
-	// artifact's context; a smaller value shrinks the cache (and the
-	// memory it takes), a larger one is refused.
+	// engine's context (Engine.Context: the compiled one, or the one
+	// Options.Context extended it to); a smaller value shrinks the cache
+	// (and the memory it takes), a larger one is refused.
 	Context int
 	// StateSnapshots is how many pass boundaries a recurrent model's
 	// session keeps the state of (its state cache), the committed position
@@ -161,9 +163,9 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 		return nil, ErrClosed
 	}
 	kv := e.plans[0].p.KV
-	ctx := kv.Ctx
-	if opts.Context < 0 || opts.Context > kv.Ctx {
-		return nil, fmt.Errorf("engine: a context of %d positions: the artifact was compiled for at most %d", opts.Context, kv.Ctx)
+	ctx := cmp.Or(e.ctx, kv.Ctx) // the engine's (extended) context
+	if opts.Context < 0 || opts.Context > ctx {
+		return nil, fmt.Errorf("engine: a context of %d positions: the model was opened for at most %d", opts.Context, ctx)
 	}
 	if opts.Context > 0 {
 		ctx = opts.Context

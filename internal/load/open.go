@@ -27,8 +27,12 @@ type Options struct {
 	// NoCompile runs a checkpoint through the graph interpreter instead of
 	// compiling it into the cache.
 	NoCompile bool
-	Compile   compile.Options // for the compile cache
-	Log       io.Writer       // the cache's "compiling" line, or nil
+	// Context is the sessions' cache positions (aotlm.Options.Context): 0
+	// the compiled context; more than an artifact was compiled for extends
+	// it, up to the model's trained context.
+	Context int
+	Compile compile.Options // for the compile cache
+	Log     io.Writer       // the cache's "compiling" line, or nil
 }
 
 // openArtifact opens a compiled artifact; the tests count its calls.
@@ -50,7 +54,7 @@ func Open(path string, o Options) (*aotlm.Model, error) {
 		}
 		return m.Runtime()
 	}
-	ao := aotlm.Options{Threads: o.Threads, Mode: o.Mode, HugePages: o.HugePages, StateBudget: o.StateBudget}
+	ao := aotlm.Options{Threads: o.Threads, Mode: o.Mode, HugePages: o.HugePages, StateBudget: o.StateBudget, Context: o.Context}
 	var m *aotlm.Model
 	var err error
 	if isArtifact {

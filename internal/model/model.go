@@ -137,7 +137,7 @@ func (m *Model) Runtime() (*aotlm.Model, error) {
 	}
 	tok, _ := modelparts.PublicTokenizer(m.Tokenizer).(aotlm.Tokenizer)
 	return aotlm.NewModel(aotlm.Config{
-		Info:         aotlm.Info{Name: m.Path, Architecture: m.Config.Family, Vocab: m.Config.Vocab, Context: m.Config.Context, KVCache: "f32"},
+		Info:         aotlm.Info{Name: m.Path, Architecture: m.Config.Family, Vocab: m.Config.Vocab, Context: m.Config.Context, MaxContext: m.Config.Context, KVCache: "f32"},
 		NewSequence:  func(ctx int) (aotlm.Sequence, error) { return m.NewSession(ctx) },
 		Tokenizer:    tok,
 		ChatTemplate: m.Files.ChatTemplate,

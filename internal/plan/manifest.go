@@ -22,7 +22,10 @@ type Manifest struct {
 	EOS          []int          `json:"eos,omitempty"`
 	Vocab        int            `json:"vocab"`
 	Ctx          int            `json:"ctx"` // KV cache positions
-	Plans        []PlanRef      `json:"plans"`
+	// Extend, when set, lets sessions hold more positions than Ctx, up to
+	// the model's trained context; nil: at most Ctx.
+	Extend *Extend   `json:"extend,omitempty"`
+	Plans  []PlanRef `json:"plans"`
 	// Weights names the storage layout of the weights: "f32" for plain
 	// row-major float32 tensors; quantized layouts add their own tags,
 	// recorded per tensor in the artifact's tensor index.
@@ -240,6 +243,11 @@ func (m *Manifest) Validate() error {
 	}
 	if m.MTP != nil {
 		if err := m.MTP.validate(m.Ctx); err != nil {
+			return err
+		}
+	}
+	if m.Extend != nil {
+		if err := m.Extend.validate(m.Ctx); err != nil {
 			return err
 		}
 	}
