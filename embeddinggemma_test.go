@@ -3,6 +3,7 @@ package aotlm_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/format/gguf"
+	"github.com/aotlm/aotlm/internal/format/safetensors"
 	"github.com/aotlm/aotlm/internal/tensor"
 	"github.com/aotlm/aotlm/internal/testutil"
 )
@@ -219,5 +221,108 @@ func TestEmbeddingGemmaAgainstLlamaCpp(t *testing.T) {
 	}
 	if _, err := s.Embed(context.Background(), ref[0].IDs, aotlm.EmbedOptions{Raw: true}); err != nil {
 		t.Errorf("after a refused request: %v", err)
+	}
+}
+
+// writeEmbeddingGemmaFolder writes the fixture as a sentence-transformers
+// folder of Hugging Face's EmbeddingGemma: a Gemma3TextModel (weights
+// without the "model." prefix) with use_bidirectional_attention, and the
+// modules Transformer, 1_Pooling (mean), 2_Dense and 3_Dense (no bias,
+// identity activation), 4_Normalize. The gemma3 fixture's GGUF holds
+// q_norm gains times sqrt(head_dim/query_pre_attn_scalar), so that
+// llama.cpp's 1/sqrt(head_dim) scale gives the folder's scores: both
+// files are one model.
+func writeEmbeddingGemmaFolder(t testing.TB, dir string) {
+	t.Helper()
+	var cfg map[string]any
+	if err := json.Unmarshal(testutil.ReadFile(t, "arch/gemma3/config.json"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["architectures"] = []string{"Gemma3TextModel"}
+	cfg["use_bidirectional_attention"] = true
+	cfg["sliding_window"] = egWindow
+	delete(cfg, "rope_scaling")
+	ck, err := safetensors.Open(testutil.Path(t, "arch/gemma3/model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	var ts []safetensors.Tensor
+	for _, ti := range ck.Tensors() {
+		v, err := ck.ReadFloat32(ti.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, safetensors.Tensor{Name: strings.TrimPrefix(ti.Name, "model."), DType: tensor.F32, Shape: ti.Shape, Data: v})
+	}
+	writeJSON := func(name string, v any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeJSON("config.json", cfg)
+	if err := safetensors.Write(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+	writeJSON("modules.json", []map[string]any{
+		{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+		{"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+		{"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+		{"idx": 3, "name": "3", "path": "3_Dense", "type": "sentence_transformers.models.Dense"},
+		{"idx": 4, "name": "4", "path": "4_Normalize", "type": "sentence_transformers.models.Normalize"},
+	})
+	writeJSON("1_Pooling/config.json", map[string]any{"word_embedding_dimension": egHidden, "pooling_mode_cls_token": false,
+		"pooling_mode_mean_tokens": true, "pooling_mode_max_tokens": false, "pooling_mode_lasttoken": false})
+	d2, d3 := embeddingGemmaDense()
+	for i, d := range []struct {
+		in, out int
+		w       []float32
+	}{{egHidden, egDense, d2}, {egDense, egHidden, d3}} {
+		name := fmt.Sprintf("%d_Dense", i+2)
+		writeJSON(name+"/config.json", map[string]any{"in_features": d.in, "out_features": d.out, "bias": false,
+			"activation_function": "torch.nn.modules.linear.Identity"})
+		if err := safetensors.Write(filepath.Join(dir, name, "model.safetensors"), []safetensors.Tensor{
+			{Name: "linear.weight", DType: tensor.F32, Shape: []int64{int64(d.out), int64(d.in)}, Data: d.w}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestEmbeddingGemmaFolder: the same model as a Hugging Face
+// sentence-transformers folder compiles to the same encoder: its pooling
+// from 1_Pooling, its dense projections from 2_Dense and 3_Dense, and
+// llama.cpp's embeddings of the GGUF within 1e-3.
+func TestEmbeddingGemmaFolder(t *testing.T) {
+	ref := readEmbeddingGemmaReference(t)
+	dir := filepath.Join(t.TempDir(), "embeddinggemma")
+	writeEmbeddingGemmaFolder(t, dir)
+	out := filepath.Join(t.TempDir(), "eg.aot")
+	if err := compile.CompileFile(dir, out, compile.Options{ARLens: []int{8}, Ctx: 32}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := aotlm.Open(out, aotlm.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.Pooling() != aotlm.PoolMean {
+		t.Fatalf("pooling %q, want mean", m.Pooling())
+	}
+	checkEmbeddingGemma(t, m, ref)
+
+	// a Dense module without its weights is refused
+	if err := os.Remove(filepath.Join(dir, "3_Dense", "model.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+	err = compile.CompileFile(dir, filepath.Join(t.TempDir(), "bad.aot"), compile.Options{Ctx: 32})
+	if err == nil || !strings.Contains(err.Error(), "3_Dense") {
+		t.Errorf("a Dense module without weights: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package arch
 import (
 	"fmt"
 	"maps"
+	"strings"
 
 	"github.com/aotlm/aotlm/internal/format"
 	"github.com/aotlm/aotlm/internal/graph"
@@ -63,6 +64,9 @@ func gemmaEmbedConfigHF(m map[string]any) (Config, error) {
 		fo, ok2 := format.MetaInt(e, "out_features")
 		if !ok1 || !ok2 || int(fi) != in || fo < 1 {
 			return c, fmt.Errorf("config.json: dense module %d: in_features %v, out_features %v (want %d in)", i, e["in_features"], e["out_features"], in)
+		}
+		if b, _ := e["weights_missing"].(bool); b {
+			return c, fmt.Errorf("dense module %d (%v): no model.safetensors", i, e["path"])
 		}
 		if b, _ := e["bias"].(bool); b {
 			return c, fmt.Errorf("dense module %d: a bias is not supported", i)
@@ -130,8 +134,12 @@ var gemmaEmbedGGUFNames = func() map[string]string {
 }()
 
 // gemmaEmbedTensorName maps a canonical (HF) tensor name to its name in
-// source.
+// source: a Gemma3TextModel folder stores the model's weights without
+// the "model." prefix of a causal model's.
 func gemmaEmbedTensorName(source, name string) (string, bool) {
+	if source == "hf" {
+		return strings.TrimPrefix(name, "model."), true
+	}
 	return sourceTensorName(source, name, gemmaEmbedGGUFNames)
 }
 
