@@ -198,6 +198,9 @@ func generationError(err error) *apiError {
 	if errors.Is(err, aotlm.ErrPromptTooLong) {
 		return &apiError{Status: http.StatusBadRequest, Code: "context_length_exceeded", Message: err.Error()}
 	}
+	if errors.Is(err, aotlm.ErrEmbeddingsOnly) {
+		return &apiError{Status: http.StatusBadRequest, Message: err.Error()}
+	}
 	return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: "generation failed: " + err.Error()}
 }
 
