@@ -247,7 +247,7 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 				return job{}, nil, nil, ie
 			}
 		}
-		msg := aotlm.Message{Role: role, Content: content, ReasoningContent: m.ReasoningContent}
+		msg := aotlm.Message{Role: role, Content: content, ReasoningContent: m.ReasoningContent, ToolCallID: m.ToolCallID}
 		if role == "assistant" && len(m.ToolCalls) > 0 {
 			if callsInTemplate {
 				msg.ToolCalls = templateCalls(m.ToolCalls)

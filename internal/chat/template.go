@@ -25,6 +25,10 @@ type Message struct {
 	// "function", "function": {"name", "arguments"}}, only when there are
 	// some.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID is the id of the call a tool turn answers. It reaches the
+	// template as message.tool_call_id only when non-empty (Mistral's
+	// templates write it beside the result).
+	ToolCallID string `json:"tool_call_id,omitempty"`
 }
 
 // ToolCall is one function call of an assistant turn.
@@ -164,6 +168,9 @@ func messageValues(msgs []Message) []any {
 		v := map[string]any{"role": m.Role, "content": m.Content}
 		if m.ReasoningContent != "" {
 			v["reasoning_content"] = m.ReasoningContent
+		}
+		if m.ToolCallID != "" {
+			v["tool_call_id"] = m.ToolCallID
 		}
 		if len(m.ToolCalls) > 0 {
 			calls := make([]any, len(m.ToolCalls))
