@@ -164,6 +164,10 @@ func (p *toolParser) maybeCall(text string) bool {
 	if p.bareJSON() {
 		marks = append([]string{pythonTag, "{"}, marks...)
 	}
+	if p.format == formatHarmony {
+		// a call's recipient may follow the generation prompt's header
+		marks = append([]string{harmonyRecipient}, marks...)
+	}
 	for _, mark := range marks {
 		if strings.HasPrefix(t, mark) || strings.HasPrefix(mark, t) {
 			return true
