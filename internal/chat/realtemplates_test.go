@@ -2,6 +2,7 @@ package chat
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -120,5 +121,33 @@ func TestRealTemplatesRefuse(t *testing.T) {
 		if !IsException(err) {
 			t.Errorf("%s %v: %v, want the template's exception", c.file, c.msgs, err)
 		}
+	}
+}
+
+// TestGptOssThinking: gpt-oss's template reads an assistant turn's
+// reasoning as message.thinking: a call's analysis message is written
+// while no final answer follows it, and dropped once one does.
+func TestGptOssThinking(t *testing.T) {
+	tpl := realTemplate(t, "openai-gpt-oss-120b.jinja")
+	msgs := []Message{{Role: "user", Content: "Weather in Lima?"},
+		{Role: "assistant", ReasoningContent: "Need the weather.", ToolCalls: []ToolCall{{ID: "c1", Name: "get_weather", Arguments: `{"city": "Lima"}`}}},
+		{Role: "tool", Content: "19 C"}}
+	opts := Options{AddGenerationPrompt: true, Now: time.Date(2025, 6, 20, 0, 0, 0, 0, time.UTC)}
+	got, err := tpl.Render(msgs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := `<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Lima"}<|call|>`
+	want := "<|start|>user<|message|>Weather in Lima?<|end|><|start|>assistant<|channel|>analysis<|message|>Need the weather.<|end|>" + call +
+		`<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>"19 C"<|end|><|start|>assistant`
+	if !strings.HasSuffix(got, want) {
+		t.Errorf("got %q, want it to end with %q", got, want)
+	}
+	got, err = tpl.Render(append(msgs, Message{Role: "assistant", Content: "It is 19 C."}, Message{Role: "user", Content: "Thanks."}), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(got, "Need the weather.") || !strings.Contains(got, "<|end|>"+call) {
+		t.Errorf("the analysis of a call answered later is kept: %q", got)
 	}
 }
