@@ -146,3 +146,23 @@ func checkMistralIDs(t *testing.T, tpl *chat.Template, text string, calls []tool
 		t.Errorf("%q: the conversation with its calls and results: %v", text, err)
 	}
 }
+
+// TestMistralForcedCall: a call forced by tool_choice is written as each
+// vendor template writes calls (Small 3.2: NAME[CALL_ID]ID[ARGS]{…};
+// Nemo: the JSON list), and what is forced, with arguments, parses into
+// the call.
+func TestMistralForcedCall(t *testing.T) {
+	for file, want := range map[string]string{
+		"Mistral-Small-3.2-24B-Instruct-2506.jinja":  "[TOOL_CALLS]get_weather[CALL_ID]",
+		"mistralai-Mistral-Nemo-Instruct-2407.jinja": `[TOOL_CALLS][{"name": "get_weather", "arguments": `,
+	} {
+		before, after := mistralForced(vendorTemplate(t, file), []byte(`"get_weather"`))
+		if !strings.HasPrefix(before, want) {
+			t.Errorf("%s: the forced call opens with %q, want %q", file, before, want)
+		}
+		content, calls := exampleParser(formatMistral).parse(before + `{"city": "Lima"}` + after)
+		if content != "" || strings.Join(callStrings(calls), "") != `get_weather {"city":"Lima"}` {
+			t.Errorf("%s: the forced call reads as %q, %q", file, content, callStrings(calls))
+		}
+	}
+}
