@@ -20,8 +20,9 @@ import (
 // dense projections commute (both linear), so the graph applies the
 // projections to every row and the runtime pools them.
 //
-// Hugging Face: Gemma3TextModel with use_bidirectional_attention, the
-// dense weights in the folder's modules (canonical names
+// Hugging Face: Gemma3TextModel with use_bidirectional_attention (without
+// it, a causal Gemma 3 decoder without its head), the dense weights in
+// the folder's modules (canonical names
 // "2_Dense.linear.weight" and "3_Dense.linear.weight"). llama.cpp:
 // architecture gemma-embedding, the dense weights dense_2.weight and
 // dense_3.weight with gemma-embedding.dense_{2,3}_feat_{in,out}, q·k
@@ -49,10 +50,9 @@ func gemmaEmbedConfigHF(m map[string]any) (Config, error) {
 		return c, err
 	}
 	c.Family = "gemma-embedding"
-	if b, ok := m["use_bidirectional_attention"].(bool); ok && !b {
-		return c, fmt.Errorf("config.json: Gemma3TextModel with use_bidirectional_attention false is no embedding model")
-	}
-	c.Bidirectional = true
+	// Hugging Face's default is causal: a Gemma3TextModel without the
+	// flag is Gemma 3's decoder without its head
+	c.Bidirectional, _ = m["use_bidirectional_attention"].(bool)
 	if p, ok := format.MetaString(m, format.MetaSentencePooling); ok {
 		c.Pooling = p
 	}
