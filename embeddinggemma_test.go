@@ -12,6 +12,8 @@ import (
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/format/gguf"
+	"github.com/aotlm/aotlm/internal/quant"
+	"github.com/aotlm/aotlm/internal/recipe"
 	"github.com/aotlm/aotlm/internal/testutil/embedgemma"
 )
 
@@ -176,5 +178,61 @@ func TestEmbeddingGemmaFolder(t *testing.T) {
 	err = compile.CompileFile(dir, filepath.Join(t.TempDir(), "bad.aot"), compile.Options{Ctx: 32})
 	if err == nil || !strings.Contains(err.Error(), "3_Dense") {
 		t.Errorf("a Dense module without weights: %v", err)
+	}
+}
+
+// TestEmbeddingGemmaQuantized: the fixture quantized with the w8a16
+// preset (its dense projections W8 as well) compiles to an encoder whose
+// normalized embeddings stay within cosine 0.999 of llama.cpp's F32 ones
+// (8-bit weights leave them within 2e-4 of it here).
+func TestEmbeddingGemmaQuantized(t *testing.T) {
+	ref := readEmbeddingGemmaReference(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "eg.gguf")
+	embedgemma.WriteGGUF(t, src)
+	r, err := quant.Preset("w8a16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := filepath.Join(dir, "q")
+	rep, err := recipe.Quantize(src, q, recipe.QuantizeOptions{Recipe: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dense := 0
+	for _, tr := range rep.Tensors {
+		if strings.HasSuffix(tr.Name, "_Dense.linear.weight") && tr.Scheme == "w8" {
+			dense++
+		}
+	}
+	if dense != 2 {
+		t.Errorf("%d dense projections quantized W8, want 2", dense)
+	}
+	out := filepath.Join(dir, "q.aot")
+	if err := compile.CompileFile(q, out, compile.Options{ARLens: []int{8}, Ctx: 32}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := aotlm.Open(out, aotlm.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s, err := m.NewSession(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	worst := 1.0
+	for _, c := range ref {
+		got, err := s.Embed(context.Background(), c.IDs, aotlm.EmbedOptions{Pooling: c.Pooling})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cos, _ := cosine(got, normalized(c.Embedding))
+		worst = min(worst, cos)
+	}
+	t.Logf("smallest cosine %.6f", worst)
+	if worst < 0.999 {
+		t.Errorf("smallest cosine %.6f with llama.cpp's F32 embeddings", worst)
 	}
 }
