@@ -263,18 +263,18 @@ func (b *biAttnTask) run(w, lo, hi int) {
 			b.runTile(sc, qh, b.out[t*qc+h*E:t*qc+(h+1)*E], b.tile[t], g*E, kc)
 			continue
 		}
-		lo, sc := 0, sc
+		first, sc := 0, sc // the rows attended: first.. (len(sc) of them)
 		if b.window > 0 {
 			half := b.window / 2
-			lo = max(0, t-half)
-			sc = sc[:min(T, t+half+1)-lo]
+			first = max(0, t-half)
+			sc = sc[:min(T, t+half+1)-first]
 		}
-		kernel.DotRows(sc, qh, b.k[lo*kc+g*E:], kc)
+		kernel.DotRows(sc, qh, b.k[first*kc+g*E:], kc)
 		kernel.Scale(sc, sc, b.scale)
 		inv := 1 / expSub(sc, maxOf(sc))
 		oh := b.out[t*qc+h*E : t*qc+(h+1)*E]
 		clear(oh)
-		kernel.AxpyRows(oh, sc, b.v[lo*kc+g*E:], kc)
+		kernel.AxpyRows(oh, sc, b.v[first*kc+g*E:], kc)
 		kernel.Scale(oh, oh, inv)
 	}
 }
