@@ -22,6 +22,9 @@ type Message struct {
 	// "function", "function": {"name", "arguments"}}, the arguments decoded
 	// from their JSON text.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID is the id of the call a tool turn answers; templates see
+	// it as message.tool_call_id only when it is not empty.
+	ToolCallID string `json:"tool_call_id,omitempty"`
 }
 
 // ToolCall is one function call of an assistant turn.

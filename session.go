@@ -201,6 +201,9 @@ func (m *Model) Encode(text string, raw bool) ([]int, error) {
 // prefilled again. It returns what was generated even with an error; a
 // done ctx ends it between passes with StopCanceled and ctx's error.
 func (s *Session) Generate(ctx context.Context, req Request, onToken func(Token) error) (*Result, error) {
+	if s.m.eng != nil && s.m.eng.Encoder() {
+		return nil, ErrEmbeddingsOnly
+	}
 	if err := req.Sampling.Validate(); err != nil {
 		return nil, err
 	}

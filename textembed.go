@@ -29,6 +29,11 @@ const PoolRank = plan.PoolRank
 // hidden rows: one compiled without a pooling.
 var ErrNoEmbeddings = errors.New("the model gives no embeddings (compile it with a pooling, aotlm compile --pooling)")
 
+// ErrEmbeddingsOnly is returned by Generate on a text encoder's model
+// (bidirectional attention, such as EmbeddingGemma): it gives embeddings
+// only.
+var ErrEmbeddingsOnly = errors.New("the model is a text encoder (bidirectional attention): it gives embeddings only, not generation")
+
 // EmbedOptions tune Session.Embed.
 type EmbedOptions struct {
 	// Pooling is PoolMean, PoolCLS or PoolLast; "" is the model's

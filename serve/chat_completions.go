@@ -198,6 +198,9 @@ func generationError(err error) *apiError {
 	if errors.Is(err, aotlm.ErrPromptTooLong) {
 		return &apiError{Status: http.StatusBadRequest, Code: "context_length_exceeded", Message: err.Error()}
 	}
+	if errors.Is(err, aotlm.ErrEmbeddingsOnly) {
+		return &apiError{Status: http.StatusBadRequest, Message: err.Error()}
+	}
 	return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: "generation failed: " + err.Error()}
 }
 
@@ -244,7 +247,7 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 				return job{}, nil, nil, ie
 			}
 		}
-		msg := aotlm.Message{Role: role, Content: content, ReasoningContent: m.ReasoningContent}
+		msg := aotlm.Message{Role: role, Content: content, ReasoningContent: m.ReasoningContent, ToolCallID: m.ToolCallID}
 		if role == "assistant" && len(m.ToolCalls) > 0 {
 			if callsInTemplate {
 				msg.ToolCalls = templateCalls(m.ToolCalls)

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"strings"
 )
@@ -326,6 +327,11 @@ func (p *toolParser) mistral(s string) (calls []toolCall, after string, ok bool)
 			if !ok {
 				return nil, "", false
 			}
+			var id struct {
+				ID string `json:"id"`
+			}
+			_ = json.Unmarshal(raw, &id) // p.call read it as an object
+			c.ID = mistralID(id.ID)
 			calls = append(calls, c)
 		}
 		return calls, t[dec.InputOffset():], true
@@ -334,7 +340,7 @@ func (p *toolParser) mistral(s string) (calls []toolCall, after string, ok bool)
 	if !found {
 		return nil, "", false
 	}
-	name, _, _ := strings.Cut(head, mistralCallID)
+	name, id, _ := strings.Cut(head, mistralCallID)
 	args = strings.TrimLeft(args, " \t\r\n")
 	dec := json.NewDecoder(strings.NewReader(args))
 	var raw json.RawMessage
@@ -345,7 +351,29 @@ func (p *toolParser) mistral(s string) (calls []toolCall, after string, ok bool)
 	if !ok {
 		return nil, "", false
 	}
+	c.ID = mistralID(strings.TrimSpace(id))
 	return []toolCall{c}, args[dec.InputOffset():], true
+}
+
+// mistralID is the id of a Mistral call: the model's own when it wrote
+// one of nine letters and digits, else nine random ones. Mistral's
+// templates refuse any other id when the conversation comes back with
+// the call and its result.
+func mistralID(given string) string {
+	const alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	ok := len(given) == 9
+	for i := 0; ok && i < len(given); i++ {
+		ok = strings.IndexByte(alnum, given[i]) >= 0
+	}
+	if ok {
+		return given
+	}
+	var b [9]byte
+	rand.Read(b[:])
+	for i := range b {
+		b[i] = alnum[int(b[i])%len(alnum)]
+	}
+	return string(b[:])
 }
 
 // gemmaCall reads Gemma's call:NAME{key:value,…}, strings between quote
@@ -469,7 +497,7 @@ func (g *gemmaReader) value(b *bytes.Buffer, depth int) bool {
 func (p *toolParser) harmony(text string) (rest string, calls []toolCall, ok bool) {
 	var out strings.Builder
 	t := text
-	if i, _ := firstOpen(t); i > 0 {
+	if i, _ := firstOpen(t); i > 0 && !harmonyHeaded(t[:i]) {
 		out.WriteString(t[:i])
 		t = t[i:]
 	}
@@ -509,6 +537,18 @@ func (p *toolParser) harmony(text string) (rest string, calls []toolCall, ok boo
 		}
 	}
 	return out.String(), calls, true
+}
+
+// harmonyRecipient opens the recipient of a gpt-oss message in its
+// header, " to=functions.NAME".
+const harmonyRecipient = "to="
+
+// harmonyHeaded reports whether a gpt-oss reply's text before its first
+// mark is the rest of the header the generation prompt opened
+// ("<|start|>assistant"): a recipient, " to=functions.NAME", written
+// before the channel.
+func harmonyHeaded(s string) bool {
+	return strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), harmonyRecipient)
 }
 
 // harmonyAnalysis returns the text of gpt-oss's analysis messages in a

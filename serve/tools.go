@@ -151,9 +151,26 @@ func (s *Server) callFormat(i int, t tool) (constrain.Recognizer, *apiError) {
 	case formatLlama3:
 		return constrain.Sequence(`{"name": `+string(name)+`, "parameters": `, args, "}"), nil
 	case formatMistral:
-		return constrain.Sequence(mistralCalls+`[{"name": `+string(name)+`, "arguments": `, args, "}]"), nil
+		before, after := mistralForced(src, name)
+		return constrain.Sequence(before, args, after), nil
 	}
 	return constrain.Sequence(hermesOpen+"\n"+`{"name": `+string(name)+`, "arguments": `, args, "}\n"+hermesClose), nil
+}
+
+// mistralForced returns the text around the arguments of a call of the
+// function name (JSON) as a Mistral template writes it: NAME[ARGS]{…}
+// after [TOOL_CALLS], with [CALL_ID] and a new id before [ARGS] when the
+// template writes ids so (Mistral Small 3.2), else the older
+// [TOOL_CALLS][{"name": …, "arguments": {…}}] list.
+func mistralForced(src string, name []byte) (before, after string) {
+	var fn string
+	if !strings.Contains(src, mistralArgs) || json.Unmarshal(name, &fn) != nil {
+		return mistralCalls + `[{"name": ` + string(name) + `, "arguments": `, "}]"
+	}
+	if strings.Contains(src, mistralCallID) {
+		return mistralCalls + fn + mistralCallID + mistralID("") + mistralArgs, ""
+	}
+	return mistralCalls + fn + mistralArgs, ""
 }
 
 // maybeCall reports whether text, the start of a reply, may be a tool
@@ -163,6 +180,10 @@ func (p *toolParser) maybeCall(text string) bool {
 	marks := callOpens
 	if p.bareJSON() {
 		marks = append([]string{pythonTag, "{"}, marks...)
+	}
+	if p.format == formatHarmony {
+		// a call's recipient may follow the generation prompt's header
+		marks = append([]string{harmonyRecipient}, marks...)
 	}
 	for _, mark := range marks {
 		if strings.HasPrefix(t, mark) || strings.HasPrefix(mark, t) {

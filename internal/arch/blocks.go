@@ -298,7 +298,8 @@ func buildDecoder(c *Config, opts BuildOptions) (*graph.Graph, error) {
 			b := op.HadamardBlock(c.HeadDim)
 			q, k = g.Hadamard(q, b), g.Hadamard(k, b)
 		}
-		at := graph.Attn{Layer: l, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Scale: float32(scale)}
+		at := graph.Attn{Layer: l, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Scale: float32(scale),
+			Bidirectional: c.Bidirectional}
 		if sliding {
 			at.Window = c.SlidingWindow
 		}
@@ -333,7 +334,7 @@ func buildDecoder(c *Config, opts BuildOptions) (*graph.Graph, error) {
 		}
 		x = residual(x, m)
 	}
-	x = g.RMSNorm(x, "model.norm.weight", eps, off)
+	x = buildDense(g, c, g.RMSNorm(x, "model.norm.weight", eps, off))
 	logits := lmHead(g, c, opts, x)
 	if s := orOne(c.LogitScale); s != 1 {
 		logits = g.Scale(logits, float32(1/s))

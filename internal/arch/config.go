@@ -95,6 +95,17 @@ type Config struct {
 	SlidingWindow  int     `json:"sliding_window,omitempty"`
 	LocalRopeTheta float64 `json:"local_rope_theta,omitempty"`
 
+	// Bidirectional makes every attention layer see the whole sequence,
+	// a sliding layer the positions at most SlidingWindow/2 away on
+	// either side: an encoder, which gives embeddings only
+	// (EmbeddingGemma).
+	Bidirectional bool `json:"bidirectional,omitempty"`
+	// DenseOut lists the output sizes of the linear projections without
+	// bias applied to the rows after the final norm (EmbeddingGemma's
+	// sentence-transformers Dense modules, weights "2_Dense.linear.weight"
+	// and on); the last is the hidden size.
+	DenseOut []int `json:"dense_out,omitempty"`
+
 	// ShortConv holds LFM2's short-convolution layers (lfm2.go); nil for
 	// other families.
 	ShortConv *ShortConvConfig `json:"short_conv,omitempty"`
@@ -283,6 +294,14 @@ func (c *Config) rotDim() int {
 func (c *Config) validateSliding() error {
 	if c.NormOffset < 0 || c.NormOffset > 1 || math.IsNaN(c.NormOffset) {
 		return fmt.Errorf("%s config: norm offset %v out of range", c.Family, c.NormOffset)
+	}
+	if n := len(c.DenseOut); n > 0 && c.DenseOut[n-1] != c.Hidden {
+		return fmt.Errorf("%s config: the dense projections end with %d values, not the hidden size %d", c.Family, c.DenseOut[n-1], c.Hidden)
+	}
+	for _, n := range c.DenseOut {
+		if n < 1 || n > 1<<20 {
+			return fmt.Errorf("%s config: a dense projection of %d outputs", c.Family, n)
+		}
 	}
 	if len(c.SlidingLayers) > 0 && c.SlidingWindow <= 0 {
 		return fmt.Errorf("%s config: sliding window %d must be positive", c.Family, c.SlidingWindow)

@@ -103,13 +103,15 @@ func TestMessages(t *testing.T) {
 	p := writeFile(t, dir, "m.json", `[{"role": "system", "content": "S"}, {"role": "user", "content": "U", "extra": 1},
 		{"role": "assistant", "content": null, "reasoning_content": "R"},
 		{"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}},
-			{"function": {"name": "g", "arguments": {"b": [2]}}}, {"function": {"name": "h"}}]}]`)
+			{"function": {"name": "g", "arguments": {"b": [2]}}}, {"function": {"name": "h"}}]},
+		{"role": "tool", "content": "r", "tool_call_id": "c1"}]`)
 	msgs, err := Messages(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Message{{Role: "system", Content: "S"}, {Role: "user", Content: "U"}, {Role: "assistant", ReasoningContent: "R"},
-		{Role: "assistant", ToolCalls: []ToolCall{{ID: "c1", Name: "f", Arguments: `{"a":1}`}, {Name: "g", Arguments: `{"b": [2]}`}, {Name: "h"}}}}
+		{Role: "assistant", ToolCalls: []ToolCall{{ID: "c1", Name: "f", Arguments: `{"a":1}`}, {Name: "g", Arguments: `{"b": [2]}`}, {Name: "h"}}},
+		{Role: "tool", Content: "r", ToolCallID: "c1"}}
 	if len(msgs) != len(want) {
 		t.Fatalf("got %d messages, want %d", len(msgs), len(want))
 	}

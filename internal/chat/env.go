@@ -47,6 +47,7 @@ var environment = sync.OnceValue(func() *exec.Environment {
 	}
 	methods := builtins.Methods
 	methods.Str = strMethods(methods.Str)
+	methods.Dict = dictMethods(methods.Dict)
 	return &exec.Environment{
 		Context:           exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables),
 		Filters:           filters,
@@ -83,6 +84,39 @@ func strMethods(base *exec.MethodSet[string]) *exec.MethodSet[string] {
 	for name, fn := range m {
 		m[name] = guardMethod(name, fn)
 	}
+	return exec.NewMethodSet(m)
+}
+
+// dictNames lists the mapping methods gonja implements; dictMethods keeps
+// them.
+var dictNames = []string{"get", "pop", "setdefault", "update", "copy", "clear"}
+
+// dictMethods returns gonja's mapping methods with items, keys and values
+// replaced: gonja's sort the keys, Python's keep a mapping's order (that
+// of a client's JSON, which a template writes its tools' fields in).
+func dictMethods(base *exec.MethodSet[map[string]any]) *exec.MethodSet[map[string]any] {
+	m := map[string]exec.Method[map[string]any]{}
+	for _, name := range dictNames {
+		if fn, ok := base.Get(name); ok {
+			m[name] = fn
+		}
+	}
+	ordered := func(name string, pick func(p *exec.Pair) any) exec.Method[map[string]any] {
+		return func(_ map[string]any, self *exec.Value, args *exec.VarArgs) (any, error) {
+			if err := args.Take(); err != nil {
+				return nil, exec.ErrInvalidCall(fmt.Errorf("%s: %w", name, err))
+			}
+			pairs := dictPairs(self)
+			out := make([]any, len(pairs))
+			for i, p := range pairs {
+				out[i] = pick(p)
+			}
+			return out, nil
+		}
+	}
+	m["items"] = ordered("items", func(p *exec.Pair) any { return []any{p.Key.Interface(), p.Value.Interface()} })
+	m["keys"] = ordered("keys", func(p *exec.Pair) any { return p.Key.Interface() })
+	m["values"] = ordered("values", func(p *exec.Pair) any { return p.Value.Interface() })
 	return exec.NewMethodSet(m)
 }
 

@@ -17,14 +17,20 @@ type Message struct {
 	Role    string `json:"role"` // "system", "user", "assistant", "tool", ...
 	Content string `json:"content"`
 	// ReasoningContent is an assistant turn's thinking text. It reaches the
-	// template as message.reasoning_content only when non-empty, so templates
-	// that test `is defined` see the same thing as with Hugging Face.
+	// template as message.reasoning_content (and message.thinking, which
+	// gpt-oss's and LFM2's templates read) only when non-empty, so
+	// templates that test `is defined` see the same thing as with Hugging
+	// Face.
 	ReasoningContent string `json:"reasoning_content,omitempty"`
 	// ToolCalls are the calls an assistant turn made. Templates see them as
 	// message.tool_calls, each in the OpenAI shape {"id", "type":
 	// "function", "function": {"name", "arguments"}}, only when there are
 	// some.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID is the id of the call a tool turn answers. It reaches the
+	// template as message.tool_call_id only when non-empty (Mistral's
+	// templates write it beside the result).
+	ToolCallID string `json:"tool_call_id,omitempty"`
 }
 
 // ToolCall is one function call of an assistant turn.
@@ -163,7 +169,11 @@ func messageValues(msgs []Message) []any {
 	for i, m := range msgs {
 		v := map[string]any{"role": m.Role, "content": m.Content}
 		if m.ReasoningContent != "" {
-			v["reasoning_content"] = m.ReasoningContent
+			// gpt-oss's and LFM2's templates read it as thinking
+			v["reasoning_content"], v["thinking"] = m.ReasoningContent, m.ReasoningContent
+		}
+		if m.ToolCallID != "" {
+			v["tool_call_id"] = m.ToolCallID
 		}
 		if len(m.ToolCalls) > 0 {
 			calls := make([]any, len(m.ToolCalls))

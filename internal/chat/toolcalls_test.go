@@ -82,11 +82,20 @@ func TestDecodeOrdered(t *testing.T) {
 	}
 }
 
-// TestToolCallsRealTemplates renders an earlier call with each template
-// of the test data that reads message.tool_calls: each writes the
-// function's name and its arguments.
+// TestToolCallsRealTemplates renders an earlier call and its result with
+// each template of the test data that reads message.tool_calls, and the
+// vendors' templates of Mistral Nemo, Mistral Small 3.2 and gpt-oss
+// (testdata/templates): each writes the function's name and its
+// arguments (Mistral's with the call's id, which they demand of nine
+// letters and digits, also on the result).
 func TestToolCallsRealTemplates(t *testing.T) {
 	for _, c := range []struct{ file, want string }{
+		{"templates/mistralai-Mistral-Nemo-Instruct-2407.jinja", `[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Lima", "days": 2}, "id": "abc123XYZ"}]</s>` +
+			`[TOOL_RESULTS]{"content": 19, "call_id": "abc123XYZ"}[/TOOL_RESULTS]`},
+		{"templates/Mistral-Small-3.2-24B-Instruct-2506.jinja", `[TOOL_CALLS]get_weather[CALL_ID]abc123XYZ[ARGS]{"city": "Lima", "days": 2}</s>` +
+			`[TOOL_RESULTS]abc123XYZ[TOOL_CONTENT]19[/TOOL_RESULTS]`},
+		{"templates/openai-gpt-oss-120b.jinja", `<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Lima", "days": 2}<|call|>` +
+			`<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>"19"<|end|>`},
 		{"tokenizers/qwen2.5/tokenizer_config.json", `<tool_call>
 {"name": "get_weather", "arguments": {"city": "Lima", "days": 2}}
 </tool_call>`},
@@ -94,10 +103,16 @@ func TestToolCallsRealTemplates(t *testing.T) {
 		{"chat-templates/qwen3.8.chat_template.jinja", "<function=get_weather>\n<parameter=city>\nLima\n</parameter>\n<parameter=days>\n2\n</parameter>\n</function>"},
 	} {
 		t.Run(c.file, func(t *testing.T) {
-			tpl, sp := loadTemplate(t, c.file)
+			var tpl *Template
+			sp := Specials{BOS: "<s>", EOS: "</s>"}
+			if strings.HasPrefix(c.file, "templates/") {
+				tpl = realTemplate(t, strings.TrimPrefix(c.file, "templates/"))
+			} else {
+				tpl, sp = loadTemplate(t, c.file)
+			}
 			got, err := tpl.Render([]Message{{Role: "user", Content: "Weather in Lima?"},
-				{Role: "assistant", ToolCalls: []ToolCall{{ID: "c1", Name: "get_weather", Arguments: `{"city": "Lima", "days": 2}`}}},
-				{Role: "tool", Content: "19"}}, Options{AddGenerationPrompt: true, BOSToken: sp.BOS, EOSToken: sp.EOS, Now: fixedNow})
+				{Role: "assistant", ToolCalls: []ToolCall{{ID: "abc123XYZ", Name: "get_weather", Arguments: `{"city": "Lima", "days": 2}`}}},
+				{Role: "tool", Content: "19", ToolCallID: "abc123XYZ"}}, Options{AddGenerationPrompt: true, BOSToken: sp.BOS, EOSToken: sp.EOS, Now: fixedNow})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -196,8 +196,14 @@ func cacheKey(path string, opts Options) (string, error) {
 }
 
 // statInto hashes the name, size and modification time of path, or of
-// every file directly inside it when it is a folder.
+// every file directly inside it when it is a folder, and of those of its
+// sentence-transformers module folders (1_Pooling, 2_Dense, ...: named
+// by a number and an underscore), which the model reads too.
 func statInto(w io.Writer, path string) error {
+	return statDir(w, path, true)
+}
+
+func statDir(w io.Writer, path string, modules bool) error {
 	st, err := os.Stat(path)
 	if err != nil {
 		return err
@@ -212,6 +218,13 @@ func statInto(w io.Writer, path string) error {
 	}
 	for _, e := range entries {
 		info, err := e.Info()
+		if err == nil && info.IsDir() && modules && moduleFolder(e.Name()) {
+			fmt.Fprintf(w, "module %s\n", e.Name())
+			if err := statDir(w, filepath.Join(path, e.Name()), false); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil || info.IsDir() {
 			continue
 		}
@@ -270,4 +283,15 @@ func lacksMTP(m *plan.Manifest) bool {
 	}
 	n, ok := d["mtp_layers"].(float64)
 	return ok && n > 0
+}
+
+// moduleFolder reports whether name is a sentence-transformers module's
+// folder: digits, an underscore, more.
+func moduleFolder(name string) bool {
+	d, rest, ok := strings.Cut(name, "_")
+	if !ok || d == "" || rest == "" {
+		return false
+	}
+	_, err := strconv.Atoi(d)
+	return err == nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/graph"
+	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/quant"
 )
@@ -129,6 +130,10 @@ func Compile(in Input, outPath string) error {
 		src = mapSource{in.Weights, in.Quantized}
 	}
 	lens := append([]int{1}, in.ARLens...)
+	if encoderGraph(in.Graph) {
+		// an encoder's pass holds a whole sequence
+		lens = append(lens, in.Ctx)
+	}
 	slices.Sort(lens)
 	lens = slices.Compact(lens)
 
@@ -264,4 +269,15 @@ func Compile(in Input, outPath string) error {
 type CarriedAdapter struct {
 	Ref     plan.AdapterRef
 	Linears []plan.AdapterLinear
+}
+
+// encoderGraph reports whether g's attention is bidirectional (a text
+// encoder's).
+func encoderGraph(g *graph.Graph) bool {
+	for _, n := range g.Nodes {
+		if n.Op == op.Attention && n.Attn != nil && n.Attn.Bidirectional {
+			return true
+		}
+	}
+	return false
 }

@@ -48,11 +48,12 @@ func lower(g *graph.Graph, n, ctx int, vision, rowsIn bool) (*plan.Plan, error) 
 			continue
 		}
 		o := nd.Op
-		if vision != (o == op.Rows || o == op.GroupRows || (nd.Attn != nil && nd.Attn.Bidirectional)) &&
-			(o == op.Rows || o == op.GroupRows || o == op.Attention) && !(rowsIn && o == op.Rows) {
-			if vision {
-				return nil, fmt.Errorf("compile: node %d (%s): a vision encoder's attention must be bidirectional", i, nd.Name)
-			}
+		// a text graph's attention may be bidirectional (an encoder's),
+		// not tiled; a vision graph's is bidirectional
+		if vision && o == op.Attention && !nd.Attn.Bidirectional {
+			return nil, fmt.Errorf("compile: node %d (%s): a vision encoder's attention must be bidirectional", i, nd.Name)
+		}
+		if !vision && (o == op.Rows || o == op.GroupRows || (o == op.Attention && nd.Attn.Tile > 0)) && !(rowsIn && o == op.Rows) {
 			return nil, fmt.Errorf("compile: node %d (%s): %v belongs to a vision encoder, which compiles to a vision plan of its own", i, nd.Name, nd.Op)
 		}
 		if o == op.Invalid || o >= op.Count {

@@ -184,6 +184,8 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 			ChatTemplate: src.ChatTemplate, BOS: trained.BOS, EOS: trained.EOS, Vocab: trained.Vocab,
 			Recipe: src.Recipe, Generation: src.Generation, Passport: src.Passport}}
 	switch pool := cmp.Or(opts.Pooling, trained.Pooling); {
+	case cfg.Bidirectional && !plan.ValidPooling(pool):
+		return fmt.Errorf("compile: %s is a text encoder (bidirectional attention): it needs a pooling (mean, cls or last), not %q", trained.Family, pool)
 	case pool == "" || pool == "none":
 	case plan.ValidPooling(pool), pool == plan.PoolRank:
 		in.Manifest.Embedding = &plan.Embedding{Pooling: pool}

@@ -1,6 +1,7 @@
 package compile
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -73,6 +74,20 @@ func probeArtifact(path string, allowNonFinite bool) error {
 	}
 	defer s.Close()
 	id := max(man.BOS, 0)
+	if e.Encoder() {
+		err := s.PrefillHidden(context.Background(), []int{id}, func(_ int, row []float32) error {
+			for i, v := range row {
+				if !allowNonFinite && (math.IsNaN(float64(v)) || math.IsInf(float64(v), 0)) {
+					return fmt.Errorf("value %d of its hidden row is %v (--allow-nonfinite keeps the artifact)", i, v)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("compile: a pass on token %d fails: %w", id, err)
+		}
+		return nil
+	}
 	logits, err := s.Decode(id)
 	if err != nil {
 		return fmt.Errorf("compile: a pass on token %d fails: %w", id, err)

@@ -31,6 +31,9 @@ func (e *Engine) DecodeBatch(sessions []*Session, ids []int) ([][]float32, error
 	if e.closed.Load() {
 		return nil, ErrClosed
 	}
+	if e.encoder {
+		return nil, ErrEncoder
+	}
 	var prog *program
 	for _, p := range e.plans {
 		if p.p.Rows >= n && p.selCap >= n {

@@ -12,8 +12,14 @@ import (
 // at the key row stride, kernel.AxpyRows outputs) with grouped heads,
 // split across 3 workers, equals a float64 softmax attention over all
 // rows on random inputs within 1e-5 (O(1) values, float32 sums of 37
-// terms).
+// terms); with a symmetric window, over the rows at most window/2 away.
 func TestBidirectionalAttentionReference(t *testing.T) {
+	for _, window := range []int{0, 8, 9, 100} {
+		biAttnReference(t, window)
+	}
+}
+
+func biAttnReference(t *testing.T, window int) {
 	const T, H, G, E = 37, 4, 2, 16
 	r := rand.New(rand.NewPCG(3, 4))
 	rnd := func(n int) []float32 {
@@ -31,7 +37,7 @@ func TestBidirectionalAttentionReference(t *testing.T) {
 	s := &Session{pool: p, threads: 3}
 	s.attnTask.scores = [][]float32{make([]float32, T), make([]float32, T), make([]float32, T)}
 	out := make([]float32, T*H*E)
-	s.attendAll(&plan.Attn{Heads: H, KVHeads: G, HeadDim: E, Scale: scale}, out, q, k, v, T)
+	s.attendAll(&plan.Attn{Heads: H, KVHeads: G, HeadDim: E, Scale: scale, Window: window}, out, q, k, v, T)
 	var worst float64
 	for h := range H {
 		g := h / (H / G)
@@ -39,6 +45,10 @@ func TestBidirectionalAttentionReference(t *testing.T) {
 			sc := make([]float64, T)
 			mx := math.Inf(-1)
 			for j := range T {
+				if window > 0 && (j < t-window/2 || j > t+window/2) {
+					sc[j] = math.Inf(-1)
+					continue
+				}
 				for e := range E {
 					sc[j] += float64(q[t*H*E+h*E+e]) * float64(k[j*G*E+g*E+e])
 				}
@@ -59,8 +69,8 @@ func TestBidirectionalAttentionReference(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("max |diff| %.3g", worst)
+	t.Logf("window %d: max |diff| %.3g", window, worst)
 	if worst > 1e-5 {
-		t.Fatalf("bidirectional attention differs from the reference by %.3g", worst)
+		t.Fatalf("window %d: bidirectional attention differs from the reference by %.3g", window, worst)
 	}
 }

@@ -56,6 +56,10 @@ type Engine struct {
 	// ctx is the most positions a session may hold: the manifest's Ctx,
 	// or Options.Context when it extends it.
 	ctx int
+	// encoder marks a text encoder: its plans' attention is bidirectional,
+	// so a pass holds a whole sequence and the engine only gives hidden
+	// rows (PrefillHidden).
+	encoder bool
 	// adapters are the low-rank adapters sessions may choose.
 	adapters adapters
 }
@@ -237,9 +241,24 @@ func (e *Engine) resolve(p *plan.Plan) (*program, error) {
 			rowsIn = p.Buffers[st.Out].Cols
 			continue
 		}
-		if st.Op == op.Rows || st.Op == op.GroupRows || (st.Op == op.Attention && st.Attn.Bidirectional) {
+		if st.Op == op.Rows || st.Op == op.GroupRows || (st.Op == op.Attention && st.Attn.Bidirectional && st.Attn.Tile != 0) {
 			return nil, fmt.Errorf("step %d (%s): %v belongs to a vision plan", i, st.Name, st.Op)
 		}
+	}
+	bidi, causal := false, false
+	for _, st := range p.Steps {
+		if st.Op == op.Attention || st.Op == op.SharedAttention {
+			bidi = bidi || st.Attn.Bidirectional
+			causal = causal || !st.Attn.Bidirectional
+		}
+	}
+	switch {
+	case bidi && (causal || e.head || p.Hidden == nil):
+		return nil, errors.New("a text plan with bidirectional attention must be an encoder's: all its attention bidirectional, its hidden rows kept")
+	case bidi:
+		e.encoder = true
+	case e.encoder:
+		return nil, errors.New("an encoder's plans mix bidirectional and causal attention")
 	}
 	prog, err := e.resolveSteps(p, false)
 	if err != nil {

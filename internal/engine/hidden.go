@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // ErrNoHidden is returned by PrefillHidden when the artifact's plans keep
@@ -13,7 +14,9 @@ var ErrNoHidden = errors.New("engine: the artifact keeps no hidden rows (compile
 // prefill plan, commits them, and calls fn with each position and its
 // hidden row (after the final norm, as Hidden returns it; valid only
 // during the call), in order. It checks ctx between passes; an error of
-// fn stops the prefill and is returned.
+// fn stops the prefill and is returned. A text encoder's session takes
+// the whole sequence in one pass of the smallest plan that holds it, at
+// position 0.
 func (s *Session) PrefillHidden(ctx context.Context, ids []int, fn func(pos int, row []float32) error) error {
 	if s.closed {
 		return ErrClosed
@@ -30,14 +33,23 @@ func (s *Session) PrefillHidden(ctx context.Context, ids []int, fn func(pos int,
 	if err := s.checkIDs(ids); err != nil {
 		return err
 	}
-	n := s.prefill.p.Rows
+	prog := s.prefill
+	if s.e.encoder {
+		if s.pos != 0 {
+			return fmt.Errorf("engine: an encoder's sequence starts at position 0, not %d", s.pos)
+		}
+		if prog = s.program(len(ids)); prog == nil {
+			return fmt.Errorf("engine: a sequence of %d tokens: the encoder's passes hold at most %d", len(ids), s.MaxRows())
+		}
+	}
+	n := prog.p.Rows
 	for lo := 0; lo < len(ids); lo += n {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		chunk := ids[lo:min(lo+n, len(ids))]
 		at := s.pos
-		s.runChain(s.prefill, chunk, []int{})
+		s.runChain(prog, chunk, []int{})
 		for i := range chunk {
 			row := s.Hidden(at + i)
 			if row == nil {

@@ -75,6 +75,10 @@ func (e *Engine) loadMTP(blob func(name string) ([]byte, error)) error {
 // artifact has none. It shares this engine's workers and closes with it.
 func (e *Engine) MTP() *Engine { return e.mtp }
 
+// Encoder reports whether the artifact is a text encoder (bidirectional
+// attention): its sessions give hidden rows only (PrefillHidden).
+func (e *Engine) Encoder() bool { return e.encoder }
+
 // HiddenWidth is the width of a hidden row (Session.Hidden), 0 when the
 // plans keep none.
 func (e *Engine) HiddenWidth() int {

@@ -417,6 +417,10 @@ func (l Logits) Row(i int) []float32 { return l.data[i*l.vocab : (i+1)*l.vocab] 
 // whose passes need input rows (Pass.Rows).
 var errNeedsRows = errors.New("engine: the draft head's passes need input rows: use Run with Pass.Rows")
 
+// ErrEncoder refuses the passes of generation on a text encoder's session
+// (bidirectional attention): it gives only hidden rows, by PrefillHidden.
+var ErrEncoder = errors.New("engine: the model is a text encoder (bidirectional attention): it gives embeddings only")
+
 // ErrClosed is returned by a session or engine used after Close.
 var ErrClosed = errors.New("engine: closed")
 
@@ -429,6 +433,9 @@ var ErrClosed = errors.New("engine: closed")
 func (s *Session) Run(p *Pass) (Logits, error) {
 	if s.closed {
 		return Logits{}, ErrClosed
+	}
+	if s.e.encoder {
+		return Logits{}, ErrEncoder
 	}
 	T := len(p.IDs)
 	if T == 0 {
@@ -739,6 +746,9 @@ func (s *Session) PrefillContext(ctx context.Context, ids []int) ([]float32, err
 	if s.closed {
 		return nil, ErrClosed
 	}
+	if s.e.encoder {
+		return nil, ErrEncoder
+	}
 	if len(ids) == 0 {
 		return nil, errors.New("engine: no tokens")
 	}
@@ -771,6 +781,9 @@ func (s *Session) PrefillContext(ctx context.Context, ids []int) ([]float32, err
 func (s *Session) Decode(id int) ([]float32, error) {
 	if s.closed {
 		return nil, ErrClosed
+	}
+	if s.e.encoder {
+		return nil, ErrEncoder
 	}
 	if s.decode.rowsIn > 0 {
 		return nil, errNeedsRows
@@ -998,6 +1011,9 @@ func (s *Session) cacheLayer(a *attnArgs, l int) {
 func (s *Session) PrefillAll(ctx context.Context, ids []int) ([][]float32, error) {
 	if s.closed {
 		return nil, ErrClosed
+	}
+	if s.e.encoder {
+		return nil, ErrEncoder
 	}
 	if s.decode.rowsIn > 0 {
 		return nil, errNeedsRows

@@ -240,13 +240,15 @@ func (c *Encoder) Close() { c.s.Close() }
 //
 // With tiles (plan.Attn.Tile), a row attends only the rows of its tile,
 // tile[t] (row indices, ascending): the same sums over fewer rows, one
-// kernel.Dot and kernel.Axpy a row.
+// kernel.Dot and kernel.Axpy a row. With a window (plan.Attn.Window), row
+// t attends the rows at most window/2 away on either side.
 type biAttnTask struct {
 	out, q, k, v []float32
 	T, H, G, E   int
 	scale        float32
 	scores       [][]float32 // [worker][T]
 	tile         [][]int     // [T] the rows each row attends; nil: all
+	window       int         // 0: no window
 }
 
 func (b *biAttnTask) run(w, lo, hi int) {
@@ -261,12 +263,18 @@ func (b *biAttnTask) run(w, lo, hi int) {
 			b.runTile(sc, qh, b.out[t*qc+h*E:t*qc+(h+1)*E], b.tile[t], g*E, kc)
 			continue
 		}
-		kernel.DotRows(sc, qh, b.k[g*E:], kc)
+		first, sc := 0, sc // the rows attended: first.. (len(sc) of them)
+		if b.window > 0 {
+			half := b.window / 2
+			first = max(0, t-half)
+			sc = sc[:min(T, t+half+1)-first]
+		}
+		kernel.DotRows(sc, qh, b.k[first*kc+g*E:], kc)
 		kernel.Scale(sc, sc, b.scale)
 		inv := 1 / expSub(sc, maxOf(sc))
 		oh := b.out[t*qc+h*E : t*qc+(h+1)*E]
 		clear(oh)
-		kernel.AxpyRows(oh, sc, b.v[g*E:], kc)
+		kernel.AxpyRows(oh, sc, b.v[first*kc+g*E:], kc)
 		kernel.Scale(oh, oh, inv)
 	}
 }
@@ -293,8 +301,11 @@ func (b *biAttnTask) runTile(sc, qh, oh []float32, rows []int, off, kc int) {
 func (s *Session) attendAll(a *plan.Attn, out, q, k, v []float32, T int) {
 	t := &s.biAttn
 	*t = biAttnTask{out: out, q: q, k: k, v: v, T: T, H: a.Heads, G: a.KVHeads, E: a.HeadDim, scale: a.Scale,
-		scores: s.attnTask.scores}
+		scores: s.attnTask.scores, window: a.Window}
 	cost := T
+	if a.Window > 0 {
+		cost = min(T, a.Window+1)
+	}
 	if a.Tile > 0 {
 		t.tile = s.tiles(T, a.Tile)
 		cost = 0

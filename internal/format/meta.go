@@ -99,3 +99,15 @@ func MetaStrings(m map[string]any, key string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// Metadata keys a Hugging Face folder's reader adds from a
+// sentence-transformers layout (modules.json): MetaSentencePooling is the
+// pooling of its Pooling module ("mean", "cls" or "last"),
+// MetaSentenceDense the list of its Dense modules after the pooling, in
+// order, each the module's config.json ("in_features", "out_features",
+// "bias", "activation_function") and its weight named
+// "<path>.linear.weight" in the checkpoint.
+const (
+	MetaSentencePooling = "sentence_transformers.pooling"
+	MetaSentenceDense   = "sentence_transformers.dense"
+)

@@ -116,11 +116,14 @@ func (g *Graph) Attention(q, k, v int, a Attn) int {
 	if a.Tile < 0 || (a.Tile > 0 && !a.Bidirectional) {
 		panic(fmt.Sprintf("graph: attention tile %d (bidirectional %v)", a.Tile, a.Bidirectional))
 	}
-	if a.Layer+1 > g.Layers {
-		g.Layers = a.Layer + 1
-	}
-	if c := a.KVHeads * a.HeadDim; c > g.KVCols {
-		g.KVCols = c
+	if !a.Bidirectional {
+		// bidirectional attention uses no cache slot
+		if a.Layer+1 > g.Layers {
+			g.Layers = a.Layer + 1
+		}
+		if c := a.KVHeads * a.HeadDim; c > g.KVCols {
+			g.KVCols = c
+		}
 	}
 	return g.add(Node{Op: op.Attention, In: []int{q, k, v}, Cols: g.cols(q), Attn: &a})
 }

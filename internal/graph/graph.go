@@ -96,9 +96,14 @@ type Attn struct {
 	KVHeads int     // G; H % G == 0
 	HeadDim int     // E
 	Scale   float32 // multiplies q·k
-	Window  int     // sliding window in positions; 0 = unlimited
+	// Window is the sliding window in positions; 0 = unlimited. Causal
+	// attention sees the last Window positions (its own included),
+	// bidirectional attention the positions at most Window/2 away on
+	// either side (EmbeddingGemma's symmetric window).
+	Window int
 	// Bidirectional lets every row see every row of its pass, later ones
-	// included (a vision encoder); otherwise attention is causal.
+	// included (a vision encoder, a text encoder); otherwise attention is
+	// causal.
 	Bidirectional bool
 	// Tile, with Bidirectional, limits a row to the rows of its Tile x Tile
 	// square of the 2-D position grid: those whose first two position

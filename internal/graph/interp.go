@@ -99,12 +99,11 @@ func (in *Interpreter) NewState(ctx int) *State {
 	return s
 }
 
-// NewPassState allocates a state for a single pass of up to ctx rows
-// whose attention layers each read only the rows the pass writes (a
-// vision encoder): all layers share one key and one value buffer, since a
-// layer's rows are not read after the next layer writes its own, so the
-// state holds one layer's cache instead of every layer's. A second pass
-// on it is refused.
+// NewPassState allocates a state for a single pass of up to ctx rows (a
+// vision encoder): the causal attention layers, if any, share one key and
+// one value buffer, since a layer's rows are not read after the next layer
+// writes its own (bidirectional ones use no cache). A second pass on it
+// is refused.
 func (in *Interpreter) NewPassState(ctx int) *State {
 	s := &State{Ctx: ctx, cols: in.g.KVCols, once: true}
 	s.K = make([][]float32, in.g.Layers)

@@ -116,7 +116,8 @@ func ropeAt(x []float32, T, C, pos int, r *Rope, positions []int, P int) {
 	}
 }
 
-// attention writes k, v [T, G*E] (unless nil) into the cache at st.Pos.. and computes
+// attention writes k, v [T, G*E] (unless nil) into the cache at st.Pos..
+// (causal attention; bidirectional attention reads them alone) and computes
 // out [T, H*E] from q [T, H*E]. pos holds P position components a row
 // (read by Attn.Tile).
 func attention(out, q, k, v []float32, T int, st *State, a *Attn, pos []int, P int) {
@@ -129,20 +130,28 @@ func attention(out, q, k, v []float32, T int, st *State, a *Attn, pos []int, P i
 	}
 	E, G, H := a.HeadDim, a.KVHeads, a.Heads
 	kvc := G * E
-	K, V := st.K[a.Layer], st.V[a.Layer]
-	for t := 0; k != nil && t < T; t++ { // nil k: a shared slot, written already
-		copy(K[(st.Pos+t)*st.cols:(st.Pos+t)*st.cols+kvc], k[t*kvc:(t+1)*kvc])
-		copy(V[(st.Pos+t)*st.cols:(st.Pos+t)*st.cols+kvc], v[t*kvc:(t+1)*kvc])
+	// bidirectional attention sees the rows of the pass alone, from k
+	// and v; causal attention writes them into the cache and reads it
+	K, V, cols, at := k, v, kvc, 0
+	if !a.Bidirectional {
+		K, V, cols, at = st.K[a.Layer], st.V[a.Layer], st.cols, st.Pos
+		for t := 0; k != nil && t < T; t++ { // nil k: a shared slot, written already
+			copy(K[(at+t)*cols:(at+t)*cols+kvc], k[t*kvc:(t+1)*kvc])
+			copy(V[(at+t)*cols:(at+t)*cols+kvc], v[t*kvc:(t+1)*kvc])
+		}
 	}
 	group := H / G
-	scores := make([]float32, st.Pos+T)
+	scores := make([]float32, at+T)
 	for t := 0; t < T; t++ {
-		p := st.Pos + t
-		if a.Bidirectional {
-			p = st.Pos + T - 1
-		}
+		p := at + t
 		first := 0
-		if a.Window > 0 && p-a.Window+1 > 0 {
+		switch {
+		case a.Bidirectional && a.Window > 0:
+			// a symmetric window: Window/2 positions either side
+			first, p = max(0, p-a.Window/2), min(at+T-1, p+a.Window/2)
+		case a.Bidirectional:
+			p = at + T - 1
+		case a.Window > 0 && p-a.Window+1 > 0:
 			first = p - a.Window + 1
 		}
 		for h := 0; h < H; h++ {
@@ -150,8 +159,8 @@ func attention(out, q, k, v []float32, T int, st *State, a *Attn, pos []int, P i
 			g := h / group
 			mx := float32(math.Inf(-1))
 			for j := first; j <= p; j++ {
-				s := kernel.Dot(qh, K[j*st.cols+g*E:j*st.cols+(g+1)*E]) * a.Scale
-				if tile != nil && (j < st.Pos || tile[j-st.Pos] != tile[t]) {
+				s := kernel.Dot(qh, K[j*cols+g*E:j*cols+(g+1)*E]) * a.Scale
+				if tile != nil && (j < at || tile[j-at] != tile[t]) {
 					s = float32(math.Inf(-1))
 				}
 				scores[j] = s
@@ -168,7 +177,7 @@ func attention(out, q, k, v []float32, T int, st *State, a *Attn, pos []int, P i
 			oh := out[t*H*E+h*E : t*H*E+(h+1)*E]
 			clear(oh)
 			for j := first; j <= p; j++ {
-				kernel.Axpy(oh, scores[j]/sum, V[j*st.cols+g*E:j*st.cols+(g+1)*E])
+				kernel.Axpy(oh, scores[j]/sum, V[j*cols+g*E:j*cols+(g+1)*E])
 			}
 		}
 	}

@@ -72,6 +72,10 @@ func Open(path string, opts Options) (*Model, error) {
 		}
 		m = &Model{Path: path, Format: ck.Format(), Config: am.Config, weights: am.Weights, Files: files}
 	}
+	if m.Config.Bidirectional {
+		// its passes would attend only within each prefill chunk
+		return nil, fmt.Errorf("%s: a text encoder (bidirectional attention, %s) gives embeddings only: compile it (aotlm compile) and use its embeddings", path, m.Config.Family)
+	}
 	if err := m.loadTokenizer(opts.Tokenizer); err != nil {
 		return nil, err
 	}

@@ -124,7 +124,7 @@ func checkOps(g *graph.Graph) error {
 			op.RoPE, op.Columns, op.SelectRows, op.GatherCols, op.ZeroCols, op.Hadamard:
 		case op.Attention:
 			if a := n.Attn; a.Bidirectional || a.Tile > 0 {
-				return fmt.Errorf("onnx export: node %s: bidirectional attention (a vision encoder) is not exported", n.Name)
+				return fmt.Errorf("onnx export: node %s: bidirectional attention (a vision or text encoder) is not exported", n.Name)
 			}
 		default:
 			return fmt.Errorf("onnx export: op %v (node %d %s) has no ONNX mapping in the export; "+

@@ -98,7 +98,8 @@ func (r *Rope) Components() int { return max(len(r.Sections), 1) }
 // reads cache slot Layer without writing it): Heads query heads and KVHeads
 // key/value heads of HeadDim, cache slot Layer, scores scaled by Scale and
 // limited to the last Window positions when Window > 0, or, when
-// Bidirectional, over the rows of the pass alone.
+// Bidirectional, over the rows of the pass alone (within Window/2
+// positions either side when Window > 0).
 type Attn struct {
 	Layer   int     `json:"layer"`
 	Heads   int     `json:"heads"`
@@ -106,9 +107,10 @@ type Attn struct {
 	HeadDim int     `json:"head_dim"`
 	Scale   float32 `json:"scale"`
 	Window  int     `json:"window,omitempty"`
-	// Bidirectional attention (a vision encoder's) lets every row see
-	// every row of its pass and nothing else: it uses no cache (Layer is
-	// not a cache slot) and the pass must be full.
+	// Bidirectional attention (a vision encoder's, a text encoder's) lets
+	// every row see every row of its pass and nothing else: it uses no
+	// cache (Layer is not a cache slot). A vision pass must be full; a
+	// text encoder's pass holds a whole sequence from position 0.
 	Bidirectional bool `json:"bidirectional,omitempty"`
 	// Tile, with Bidirectional, limits a row to the rows whose first two
 	// rotary position components (a patch's row and column) fall in its

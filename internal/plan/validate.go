@@ -345,8 +345,8 @@ func (p *Plan) checkAttn(st *Step, in []Buffer, o Buffer) *Error {
 	if a.Layer < 0 || (!a.Bidirectional && a.Layer >= p.KV.Layers) {
 		return errf(".attn.layer", "%d is outside the %d cache layers", a.Layer, p.KV.Layers)
 	}
-	if a.Bidirectional && a.Window != 0 {
-		return errf(".attn.window", "bidirectional attention has no window")
+	if a.Tile > 0 && a.Window != 0 {
+		return errf(".attn.window", "attention within tiles has no window")
 	}
 	if a.Tile < 0 || a.Tile > MaxCols || (a.Tile > 0 && !a.Bidirectional) {
 		return errf(".attn.tile", "%d (tiles are for bidirectional attention, up to %d)", a.Tile, MaxCols)

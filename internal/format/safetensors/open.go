@@ -157,6 +157,13 @@ func openFiles(files []string, dir string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	if config == nil {
+		config = map[string]any{}
+	}
+	modules, err := sentenceModules(dir, config)
+	if err != nil {
+		return nil, err
+	}
 	var shards []*shard
 	closeAll := func() {
 		for _, s := range shards {
@@ -174,6 +181,25 @@ func openFiles(files []string, dir string) (*Checkpoint, error) {
 			reg.close()
 			closeAll()
 			return nil, err
+		}
+		shards = append(shards, s)
+	}
+	for _, m := range modules {
+		reg, err := openRegion(m.path)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		s, err := newShard(reg, m.path)
+		if err != nil {
+			reg.close()
+			closeAll()
+			return nil, err
+		}
+		s.hdr.index = map[string]int{}
+		for i := range s.hdr.tensors {
+			s.hdr.tensors[i].info.Name = m.prefix + s.hdr.tensors[i].info.Name
+			s.hdr.index[s.hdr.tensors[i].info.Name] = i
 		}
 		shards = append(shards, s)
 	}

@@ -542,3 +542,32 @@ func TestParseRef(t *testing.T) {
 		}
 	}
 }
+
+// TestSelectSentenceTransformers: a sentence-transformers checkpoint
+// (EmbeddingGemma's layout) brings its modules.json and its module
+// folders' config.json and model.safetensors; other folders and files
+// stay behind, and without modules.json no module folder is taken.
+func TestSelectSentenceTransformers(t *testing.T) {
+	files := []File{{Path: "config.json"}, {Path: "model.safetensors"}, {Path: "tokenizer.json"}, {Path: "modules.json"},
+		{Path: "1_Pooling/config.json"}, {Path: "2_Dense/config.json"}, {Path: "2_Dense/model.safetensors"},
+		{Path: "3_Dense/model.safetensors"}, {Path: "2_Dense/pytorch_model.bin"}, {Path: "onnx/model.onnx"},
+		{Path: "README.md"}, {Path: "config_sentence_transformers.json"}}
+	pick, _, err := Select(files, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range pick {
+		got = append(got, f.Path)
+	}
+	sort.Strings(got)
+	want := []string{"1_Pooling/config.json", "2_Dense/config.json", "2_Dense/model.safetensors", "3_Dense/model.safetensors",
+		"config.json", "model.safetensors", "modules.json", "tokenizer.json"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("picked %v, want %v", got, want)
+	}
+	pick, _, err = Select(files[:3], "")
+	if err != nil || len(pick) != 3 {
+		t.Errorf("without modules.json: %v, %v", pick, err)
+	}
+}

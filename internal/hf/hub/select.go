@@ -15,7 +15,12 @@ var modelFiles = map[string]bool{
 	"tokenizer.json": true, "tokenizer_config.json": true, "tokenizer.model": true,
 	"vocab.json": true, "merges.txt": true, "special_tokens_map.json": true,
 	"chat_template.jinja": true, "chat_template.json": true, "added_tokens.json": true,
+	"modules.json": true,
 }
+
+// moduleFile matches the files of a sentence-transformers module folder
+// that a model reads (1_Pooling/config.json, 2_Dense/model.safetensors).
+var moduleFile = regexp.MustCompile(`^\d+_[^/]+/(config\.json|model\.safetensors)$`)
 
 // DefaultQuant is the GGUF quantization picked when a repository holds
 // several and the reference names none (what llama.cpp's -hf picks too).
@@ -25,15 +30,21 @@ var shardSuffix = regexp.MustCompile(`-\d{5}-of-\d{5}(\.[A-Za-z]+)$`)
 
 // Select keeps the files of a repository a model needs. For a checkpoint
 // (safetensors, else PyTorch .bin) that is the configuration, tokenizer and
-// weight files at the top level, with the shard index if there is one. For a repository of GGUF files it is one GGUF, or the shards
+// weight files at the top level, with the shard index if there is one,
+// and for a sentence-transformers model its modules.json and its module
+// folders' config.json and model.safetensors (EmbeddingGemma's pooling
+// and dense projections). For a repository of GGUF files it is one GGUF, or the shards
 // of one, whose name holds the quantization tag quant (case-insensitive,
 // as a whole word: "Q4_K" does not match "Q4_K_M"); model is then that
 // file's path. Without a tag a checkpoint is preferred, then a lone GGUF,
 // then DefaultQuant; anything else is ambiguous and the error lists the
 // choices.
 func Select(files []File, quant string) (pick []File, model string, err error) {
-	var top, ggufs []File
+	var top, ggufs, modules []File
 	for _, f := range files {
+		if moduleFile.MatchString(f.Path) {
+			modules = append(modules, f)
+		}
 		if strings.HasSuffix(strings.ToLower(f.Path), ".gguf") {
 			if !strings.Contains(strings.ToLower(path.Base(f.Path)), "mmproj") {
 				ggufs = append(ggufs, f)
@@ -56,6 +67,9 @@ func Select(files []File, quant string) (pick []File, model string, err error) {
 	for _, f := range top {
 		if modelFiles[f.Path] {
 			pick = append(pick, f)
+			if f.Path == "modules.json" {
+				pick = append(pick, modules...)
+			}
 		}
 	}
 	weights, err := selectWeights(top)
