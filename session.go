@@ -246,12 +246,12 @@ func (s *Session) Generate(ctx context.Context, req Request, onToken func(Token)
 	if req.Strategy != nil && req.Logits != nil {
 		return res, errors.New("a logits hook and a decoding strategy cannot be combined: the strategy's verify passes choose tokens without the hook")
 	}
-	dec, err := s.startDecoder(req.Strategy, smp)
+	dec, shared, err := s.startDecoder(req.Strategy, smp)
 	if err != nil {
 		return res, err
 	}
 	defer s.endDecoder(dec, res)
-	leave := s.joinBatch(dec == nil)
+	leave := s.joinBatch(dec == nil || shared)
 	defer func() { leave() }()
 	var queue []int // tokens a decoder chose ahead
 	decStart := time.Now()
