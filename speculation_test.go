@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aotlm/aotlm"
+	"github.com/aotlm/aotlm/internal/testutil"
 )
 
 // specPrompts repeat themselves, so that prompt lookup finds drafts that
@@ -228,15 +229,15 @@ func TestSpeculationSharedSamplingDistribution(t *testing.T) {
 	}
 	// always accepting: the second token is the draft
 	always[fixed] = samples
-	stat, df := chiSquare(counts, expected)
-	crit := chiSquareCritical(df)
+	stat, df := testutil.ChiSquare(counts, expected)
+	crit := testutil.ChiSquareCritical(df)
 	t.Logf("chi-square %.1f, %d degrees of freedom, critical value %.1f at 0.001; %d/%d drafts accepted; %d verify chains in %d passes",
 		stat, df, crit, accepted, drafted, verify, st.Verify-before.Verify)
 	if stat > crit {
 		t.Errorf("speculative samples in shared passes: chi-square %.1f > %.1f (df %d): not the model's distribution", stat, crit, df)
 	}
-	if wrong, df := chiSquare(always, expected); wrong <= chiSquareCritical(df) {
-		t.Errorf("always accepting gives chi-square %.1f <= %.1f: the test could not tell a wrong rule", wrong, chiSquareCritical(df))
+	if wrong, df := testutil.ChiSquare(always, expected); wrong <= testutil.ChiSquareCritical(df) {
+		t.Errorf("always accepting gives chi-square %.1f <= %.1f: the test could not tell a wrong rule", wrong, testutil.ChiSquareCritical(df))
 	}
 }
 
@@ -252,36 +253,4 @@ func softmax64(l []float32) []float64 {
 		p[i] /= sum
 	}
 	return p
-}
-
-// chiSquare returns Pearson's statistic of counts against expected
-// counts, over the bins expecting at least 5 and one bin pooling the
-// rest, and its degrees of freedom.
-func chiSquare(counts, expected []float64) (float64, int) {
-	var stat, restC, restE float64
-	bins := 0
-	for i := range counts {
-		if expected[i] >= 5 {
-			d := counts[i] - expected[i]
-			stat += d * d / expected[i]
-			bins++
-		} else {
-			restC += counts[i]
-			restE += expected[i]
-		}
-	}
-	if restE > 0 {
-		d := restC - restE
-		stat += d * d / restE
-		bins++
-	}
-	return stat, bins - 1
-}
-
-// chiSquareCritical is the 0.999 quantile of the chi-square law of df
-// degrees of freedom (Wilson-Hilferty).
-func chiSquareCritical(df int) float64 {
-	k := float64(df)
-	a := 2 / (9 * k)
-	return k * math.Pow(1-a+3.0902*math.Sqrt(a), 3)
 }
