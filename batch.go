@@ -81,6 +81,7 @@ type decodeCall struct {
 	chain  []int
 	logits []float32
 	rows   engine.Logits
+	others int // the other calls in the call's last pass
 	err    error
 	wake   chan bool // false: the pass ran; true: lead the next one
 }
@@ -200,6 +201,7 @@ func (b *batcher) lead() {
 		if c.chain != nil {
 			verify += len(c.chain)
 		}
+		c.others = len(b.calls) - 1
 	}
 	start := time.Now()
 	b.run()

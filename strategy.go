@@ -252,6 +252,7 @@ type sharedTarget struct {
 
 func (t *sharedTarget) Run(p *engine.Pass) (engine.Logits, error) {
 	if !t.s.inBatch || !wholeChain(p) || len(p.IDs) > t.s.m.batch.maxRows {
+		t.s.call.others = 0
 		return t.es.Run(p)
 	}
 	t.s.call.s = t.es
@@ -270,6 +271,15 @@ func wholeChain(p *engine.Pass) bool {
 		}
 	}
 	return true
+}
+
+// Sharers is the number of other sessions whose rows were in the
+// session's last pass (decoding.Sharer).
+func (t *sharedTarget) Sharers() int {
+	if !t.s.inBatch {
+		return 0
+	}
+	return t.s.call.others
 }
 
 func (t *sharedTarget) Decode(id int) ([]float32, error) { return t.s.decode(id) }

@@ -148,11 +148,17 @@ type control struct {
 	probe    int  // plain steps still to time at the start
 	never    bool // guessing cannot pay on this model
 	key      any  // what the costs depend on (see newControl), or nil
+	sharer   Sharer
 }
 
 // roundSize is what the control keeps of a guessing round: the most
-// tokens it could choose (its size) and the tokens it chose.
-type roundSize struct{ limit, tokens int }
+// tokens it could choose (its size), the tokens it chose, and what it
+// cost the other sequences of its shared pass, in plain passes (see
+// charge; 0 on a pass of its own).
+type roundSize struct {
+	limit, tokens int
+	shared        float64
+}
 
 const (
 	ewma        = 0.25
@@ -283,6 +289,34 @@ func memoryKey(config any, t Target) any {
 	return struct{ config, target any }{config, k.CostKey()}
 }
 
+// Sharer is implemented by targets whose passes other sequences share
+// (the sessions of one model decoding at the same time, each with its own
+// rows in one pass over the weights): Sharers is the number of other
+// sequences that had rows in the target's last pass. A guessing round in
+// a shared pass makes that pass longer for all of them, so the control
+// charges the round its time over a plain pass once more for each (see
+// charge): a session's guesses must pay for the others' wait too.
+type Sharer interface {
+	Sharers() int
+}
+
+// watch makes the control charge t's shared passes (see Sharer).
+func (c *control) watch(t Target) {
+	c.sharer, _ = t.(Sharer)
+}
+
+// charge is the cost of a guessing round of ns on a target whose last
+// pass others shared: the time it took, and its excess over a plain pass
+// once more for every other sequence in the pass, which waited as long.
+// judge weighs it; the verdict that a round size is hopeless rests on the
+// round's own time (the sharing changes from pass to pass).
+func (c *control) charge(ns float64) float64 {
+	if c.sharer == nil || c.plain == 0 || ns <= c.plain {
+		return ns
+	}
+	return ns + float64(c.sharer.Sharers())*(ns-c.plain)
+}
+
 // plainNext reports whether the next step should be plain.
 func (c *control) plainNext() bool { return !c.off && (c.never || c.probe > 0 || c.left > 0) }
 
@@ -334,7 +368,7 @@ func (c *control) guessDone(d time.Duration, tokens, limit int, st *Stats) {
 	}
 	c.round[limit] = low(c.round[limit], ns)
 	c.seen[limit]++
-	c.remember(roundSize{limit, tokens})
+	c.remember(roundSize{limit, tokens, (c.charge(ns) - ns) / c.plain})
 	hopeless := c.round[limit] >= float64(limit)*c.plain
 	switch {
 	case hopeless && c.seen[limit] >= neverRounds:
@@ -367,7 +401,7 @@ func (c *control) missDone(d time.Duration, st *Stats) {
 		return
 	}
 	c.round[missSize] = low(c.round[missSize], float64(d.Nanoseconds()))
-	c.remember(roundSize{missSize, 1})
+	c.remember(roundSize{missSize, 1, 0})
 	c.judge(st)
 }
 
@@ -389,7 +423,7 @@ func (c *control) remember(r roundSize) {
 func (c *control) judge(st *Stats) {
 	var cost, gain float64
 	for _, r := range c.recent {
-		cost += c.round[r.limit] / c.plain
+		cost += c.round[r.limit]/c.plain + r.shared
 		gain += float64(r.tokens)
 	}
 	switch {

@@ -251,3 +251,31 @@ func TestControlMemoryGainNotKept(t *testing.T) {
 		t.Fatalf("a fallback for failed guesses carried over to the next generation: %+v", next)
 	}
 }
+
+// sharers is a Sharer whose passes n other sequences share.
+type sharers struct{ n int }
+
+func (s *sharers) Sharers() int { return s.n }
+
+// TestControlShared: rounds that choose 3 tokens for the time of 2 plain
+// passes pay on a pass of their own, and keep guessing; in a pass shared
+// with 2 other sequences, each of which waits the round's extra plain
+// pass too, they cost 4 and the strategy falls back for a while (not for
+// good: a round's own time, 2 of the 4 tokens it could choose, is not
+// hopeless). Plain steps are not charged.
+func TestControlShared(t *testing.T) {
+	for _, others := range []int{0, 2} {
+		var st Stats
+		c := probed(&st, nil)
+		c.sharer = &sharers{others}
+		for i := 0; !c.plainNext() && i < 2*warmRounds; i++ {
+			c.guessDone(2*time.Millisecond, 3, 4, &st)
+		}
+		if fell := c.plainNext(); fell != (others > 0) || c.never {
+			t.Errorf("%d others in the pass: fell back %v (for good: %v) after %d rounds (%d fallbacks)", others, fell, c.never, c.rounds, st.Fallbacks)
+		}
+		if c.plain != float64(time.Millisecond) {
+			t.Errorf("%d others: the plain pass's cost is %v ns, want %v", others, c.plain, float64(time.Millisecond))
+		}
+	}
+}
