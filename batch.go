@@ -81,7 +81,7 @@ type decodeCall struct {
 	chain  []int
 	logits []float32
 	rows   engine.Logits
-	others int // the other calls in the call's last pass
+	share  float64 // the call's share of its last pass (see sharedTarget.Share)
 	err    error
 	wake   chan bool // false: the pass ran; true: lead the next one
 }
@@ -197,11 +197,15 @@ func (b *batcher) lead() {
 	b.mu.Unlock()
 
 	verify := 0 // rows of chains (read before the callers go on)
+	extra := rows - len(b.calls)
 	for _, c := range b.calls {
 		if c.chain != nil {
 			verify += len(c.chain)
 		}
-		c.others = len(b.calls) - 1
+		c.share = 1
+		if extra > 0 {
+			c.share = float64(len(b.calls)*(c.size()-1)) / float64(extra)
+		}
 	}
 	start := time.Now()
 	b.run()

@@ -252,7 +252,7 @@ type sharedTarget struct {
 
 func (t *sharedTarget) Run(p *engine.Pass) (engine.Logits, error) {
 	if !t.s.inBatch || !wholeChain(p) || len(p.IDs) > t.s.m.batch.maxRows {
-		t.s.call.others = 0
+		t.s.call.share = 1
 		return t.es.Run(p)
 	}
 	t.s.call.s = t.es
@@ -273,13 +273,15 @@ func wholeChain(p *engine.Pass) bool {
 	return true
 }
 
-// Sharers is the number of other sessions whose rows were in the
-// session's last pass (decoding.Sharer).
-func (t *sharedTarget) Sharers() int {
+// Share is, for the session's last pass, the number of sessions in it
+// times the fraction of its extra rows (beyond one a session) that were
+// the session's own (decoding.Sharer): the sessions that waited for the
+// session's guesses, weighted by its part of the wait.
+func (t *sharedTarget) Share() float64 {
 	if !t.s.inBatch {
-		return 0
+		return 1
 	}
-	return t.s.call.others
+	return t.s.call.share
 }
 
 func (t *sharedTarget) Decode(id int) ([]float32, error) { return t.s.decode(id) }

@@ -291,13 +291,14 @@ func memoryKey(config any, t Target) any {
 
 // Sharer is implemented by targets whose passes other sequences share
 // (the sessions of one model decoding at the same time, each with its own
-// rows in one pass over the weights): Sharers is the number of other
-// sequences that had rows in the target's last pass. A guessing round in
-// a shared pass makes that pass longer for all of them, so the control
-// charges the round its time over a plain pass once more for each (see
-// charge): a session's guesses must pay for the others' wait too.
+// rows in one pass over the weights). A guessing round in a shared pass
+// makes that pass longer for all the sequences in it, so the control
+// charges the round for their wait too (see charge): Share is, for the
+// target's last pass, the number of sequences in it times the fraction of
+// its extra rows (those beyond one row per sequence) that were the
+// target's own; 1 for a pass of its own.
 type Sharer interface {
-	Sharers() int
+	Share() float64
 }
 
 // watch makes the control charge t's shared passes (see Sharer).
@@ -306,15 +307,16 @@ func (c *control) watch(t Target) {
 }
 
 // charge is the cost of a guessing round of ns on a target whose last
-// pass others shared: the time it took, and its excess over a plain pass
-// once more for every other sequence in the pass, which waited as long.
-// judge weighs it; the verdict that a round size is hopeless rests on the
-// round's own time (the sharing changes from pass to pass).
+// pass others shared: a plain pass, and the part of the round's excess
+// over it that the target's own rows caused, once for every sequence in
+// the pass, each of which waited as long (Sharer.Share). judge weighs it;
+// the verdict that a round size is hopeless rests on the round's own time
+// (the sharing changes from pass to pass).
 func (c *control) charge(ns float64) float64 {
 	if c.sharer == nil || c.plain == 0 || ns <= c.plain {
 		return ns
 	}
-	return ns + float64(c.sharer.Sharers())*(ns-c.plain)
+	return c.plain + c.sharer.Share()*(ns-c.plain)
 }
 
 // plainNext reports whether the next step should be plain.
