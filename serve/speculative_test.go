@@ -168,3 +168,27 @@ func TestSpeculativeOptions(t *testing.T) {
 	}
 	s.Close()
 }
+
+// TestSpeculativeDraft: with a draft model (the model itself, which can
+// only check the mechanics), a completion that asks for "draft"
+// speculation gives plain greedy decoding's text and reports the draft's
+// guesses in usage and timings.
+func TestSpeculativeDraft(t *testing.T) {
+	m := openStories(t)
+	ts := newTestServerFor(t, m, Options{Draft: m})
+	want := ts.direct(t, "Tom had a red ball", aotlm.Request{MaxTokens: 24, IgnoreEOS: true})
+	body := map[string]any{"messages": []map[string]any{{"role": "user", "content": "Tom had a red ball"}}, "max_tokens": 24,
+		"temperature": 0, "ignore_eos": true, "speculative.type": "draft", "speculative.n_max": 3}
+	var out chatResponse
+	if resp := postJSON(t, ts, "/v1/chat/completions", body, &out); resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if len(out.Choices) != 1 || out.Choices[0].Message.Content == nil || *out.Choices[0].Message.Content != want.Text {
+		t.Fatalf("%+v; plain decoding gives %q", out.Choices, want.Text)
+	}
+	sp := out.Usage.Speculative
+	if sp == nil || sp.Type != SpecDraft || sp.DraftTokens == 0 || sp.AcceptedTokens == 0 || out.Timings == nil ||
+		out.Timings.DraftN != sp.DraftTokens || out.Timings.DraftNAccepted != sp.AcceptedTokens {
+		t.Errorf("usage %+v, timings %+v: want the draft's guesses reported", sp, out.Timings)
+	}
+}
