@@ -53,6 +53,8 @@ type Request struct {
 	Logits func(logits []float32, generated []int)
 	// Strategy, when set, chooses several tokens per pass (lookahead,
 	// prompt lookup, a draft model); nil decodes one token per pass.
+	// Sessions of a model generating at the same time verify their
+	// guesses in the passes they share (see DecodeStats).
 	Strategy *Strategy
 	// Embeds holds the rows that the prompt's embedding ids name (see
 	// EmbedBase); nil when the prompt has none.

@@ -227,8 +227,11 @@ func (s *Session) startDecoder(strategy *Strategy, smp *sample.Sampler) (decodin
 	if !ok {
 		return nil, false, fmt.Errorf("%s decoding needs a compiled artifact", st.Name())
 	}
+	// prompt lookup and draft models verify chains, which share passes;
+	// the MTP head drafts from the hidden rows of the target's own passes
+	// and lookahead verifies a tree, so those run passes of their own
 	es, shared := s.seq.(*engine.Session)
-	shared = shared && s.m.batch != nil
+	shared = shared && s.m.batch != nil && (st.Name() == "lookup" || st.Name() == "draft")
 	if shared {
 		t = &sharedTarget{s: s, es: es}
 	}
