@@ -85,61 +85,74 @@ func checkSpeculative(m *aotlm.Model, o Options) error {
 // also asks for logits, a grammar or a context shift is then refused
 // rather than decoded plainly).
 func (s *Server) speculative(g *genFields) (st *aotlm.Strategy, explicit bool, e *apiError) {
-	k := specKey{typ: s.opts.Speculative, nmax: s.opts.DraftMax}
-	f := g.Speculative
-	if f == nil {
-		f = &specField{}
-	}
-	pick := func(obj, flat *string) *string {
-		if obj != nil {
-			return obj
-		}
-		return flat
-	}
-	typ, nmax, nmin := pick(f.Type, g.SpecType), f.NMax, f.NMin
-	if nmax == nil {
-		nmax = g.SpecNMax
-	}
-	if nmin == nil {
-		nmin = g.SpecNMin
-	}
-	pmin := f.PMin
-	if pmin == nil {
-		pmin = g.SpecPMin
-	}
-	explicit = typ != nil || nmax != nil || nmin != nil || pmin != nil
-	if typ != nil {
-		k.typ = *typ
-	}
-	if k.typ == "" && explicit {
-		k.typ = SpecLookup // sizes alone ask for the cheapest strategy
-	}
-	if nmax != nil {
-		if *nmax < 0 || *nmax > 64 {
-			return nil, false, badRequest("speculative.n_max", "speculative.n_max %d must be in [0, 64]", *nmax)
-		}
-		k.nmax = *nmax
-	}
-	if nmin != nil {
-		if *nmin < 0 || *nmin > 64 {
-			return nil, false, badRequest("speculative.n_min", "speculative.n_min %d must be in [0, 64]", *nmin)
-		}
-		k.nmin = *nmin
-	}
-	if pmin != nil {
-		if !(*pmin >= 0 && *pmin <= 1) {
-			return nil, false, badRequest("speculative.p_min", "speculative.p_min %v must be in [0, 1]", *pmin)
-		}
-		k.pmin = *pmin
-	}
-	if k.typ == "" || k.typ == SpecNone || (explicit && k.nmax == 0 && nmax != nil) {
-		return nil, explicit, nil
+	k, explicit, e := g.specKey(specKey{typ: s.opts.Speculative, nmax: s.opts.DraftMax})
+	if e != nil || k.typ == "" || k.typ == SpecNone {
+		return nil, explicit, e
 	}
 	st, err := s.spec.strategy(s.m, s.opts.Draft, k)
 	if err != nil {
 		return nil, false, badRequest("speculative.type", "%v", err)
 	}
 	return st, explicit, nil
+}
+
+// specKey reads the request's speculative fields (the object, or
+// llama-server's flat keys) over def, the server's default, and reports
+// whether the request set any. A type of "" or SpecNone, or an n_max of 0
+// the request set, is plain decoding.
+func (g *genFields) specKey(def specKey) (specKey, bool, *apiError) {
+	k := def
+	f := g.Speculative
+	if f == nil {
+		f = &specField{}
+	}
+	first := func(obj, flat *int) *int {
+		if obj != nil {
+			return obj
+		}
+		return flat
+	}
+	typ, nmax, nmin, pmin := f.Type, first(f.NMax, g.SpecNMax), first(f.NMin, g.SpecNMin), f.PMin
+	if typ == nil {
+		typ = g.SpecType
+	}
+	if pmin == nil {
+		pmin = g.SpecPMin
+	}
+	explicit := typ != nil || nmax != nil || nmin != nil || pmin != nil
+	if typ != nil {
+		k.typ = *typ
+	}
+	if k.typ == "" && explicit {
+		k.typ = SpecLookup // sizes alone ask for the cheapest strategy
+	}
+	switch k.typ {
+	case "", SpecNone, SpecLookup, SpecDraft, SpecMTP:
+	default:
+		return k, false, badRequest("speculative.type", "speculative type %q: want %q, %q, %q or %q", k.typ, SpecNone, SpecLookup, SpecDraft, SpecMTP)
+	}
+	if nmax != nil {
+		if *nmax < 0 || *nmax > 64 {
+			return k, false, badRequest("speculative.n_max", "speculative.n_max %d must be in [0, 64]", *nmax)
+		}
+		k.nmax = *nmax
+		if k.nmax == 0 {
+			k.typ = SpecNone
+		}
+	}
+	if nmin != nil {
+		if *nmin < 0 || *nmin > 64 {
+			return k, false, badRequest("speculative.n_min", "speculative.n_min %d must be in [0, 64]", *nmin)
+		}
+		k.nmin = *nmin
+	}
+	if pmin != nil {
+		if !(*pmin >= 0 && *pmin <= 1) {
+			return k, false, badRequest("speculative.p_min", "speculative.p_min %v must be in [0, 1]", *pmin)
+		}
+		k.pmin = *pmin
+	}
+	return k, explicit, nil
 }
 
 // strategy returns the strategy of k, made on first use.
