@@ -192,3 +192,42 @@ func TestSpeculativeDraft(t *testing.T) {
 		t.Errorf("usage %+v, timings %+v: want the draft's guesses reported", sp, out.Timings)
 	}
 }
+
+// TestSpeculativeOtherAPIs: under the server's default speculation, the
+// Ollama (chat, and generate with and without the template), Anthropic
+// Messages and Responses endpoints decode speculatively too: each request
+// adds passes of a strategy to /metrics.
+func TestSpeculativeOtherAPIs(t *testing.T) {
+	ts := newTestServer(t, Options{Speculative: SpecLookup})
+	text := "Tom had a red ball. Tom had a red ball. Tom had"
+	user := []map[string]any{{"role": "user", "content": text}}
+	specPasses := func() int {
+		resp, err := http.Get(ts.http.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return metric(t, string(b), "aotlm_spec_decode_passes_total")
+	}
+	opts := map[string]any{"num_predict": 16, "temperature": 0}
+	for _, c := range []struct {
+		path string
+		body map[string]any
+	}{
+		{"/api/chat", map[string]any{"messages": user, "stream": false, "options": opts}},
+		{"/api/generate", map[string]any{"prompt": text, "stream": false, "options": opts}},
+		{"/api/generate", map[string]any{"prompt": text, "raw": true, "stream": false, "options": opts}},
+		{"/v1/messages", map[string]any{"messages": user, "max_tokens": 16, "temperature": 0}},
+		{"/v1/responses", map[string]any{"input": text, "max_output_tokens": 16, "temperature": 0}},
+	} {
+		before := specPasses()
+		if resp := postJSON(t, ts, c.path, c.body, nil); resp.StatusCode != http.StatusOK {
+			t.Errorf("%s %v: status %d", c.path, c.body, resp.StatusCode)
+			continue
+		}
+		if after := specPasses(); after <= before {
+			t.Errorf("%s %v: no speculative passes (%d before, %d after)", c.path, c.body, before, after)
+		}
+	}
+}
