@@ -117,6 +117,10 @@ type Options struct {
 	// DraftMax is the most tokens drafted per pass by default (0: the
 	// strategy's own default).
 	DraftMax int
+	// NoAdapt keeps speculating even when the guesses do not pay (by
+	// default a request that gains nothing falls back to plain decoding
+	// for a while); for measurements and tests, as run --no-adapt.
+	NoAdapt bool
 	// LoadAdapter, when set, lets POST /v1/adapters load low-rank
 	// adapters and DELETE /v1/adapters/{name} remove them while serving;
 	// nil refuses both (GET /v1/adapters lists the loaded ones either way).

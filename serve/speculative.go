@@ -89,7 +89,7 @@ func (s *Server) speculative(g *genFields) (st *aotlm.Strategy, explicit bool, e
 	if e != nil || k.typ == "" || k.typ == SpecNone {
 		return nil, explicit, e
 	}
-	st, err := s.spec.strategy(s.m, s.opts.Draft, k)
+	st, err := s.spec.strategy(s.m, s.opts.Draft, k, aotlm.Adapt{Off: s.opts.NoAdapt})
 	if err != nil {
 		return nil, false, badRequest("speculative.type", "%v", err)
 	}
@@ -156,7 +156,7 @@ func (g *genFields) specKey(def specKey) (specKey, bool, *apiError) {
 }
 
 // strategy returns the strategy of k, made on first use.
-func (sp *speculation) strategy(m, draft *aotlm.Model, k specKey) (*aotlm.Strategy, error) {
+func (sp *speculation) strategy(m, draft *aotlm.Model, k specKey, a aotlm.Adapt) (*aotlm.Strategy, error) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	if st, ok := sp.byKey[k]; ok {
@@ -166,14 +166,14 @@ func (sp *speculation) strategy(m, draft *aotlm.Model, k specKey) (*aotlm.Strate
 	var err error
 	switch k.typ {
 	case SpecLookup:
-		st, err = aotlm.PromptLookup(aotlm.LookupOptions{DraftMax: k.nmax, DraftMin: k.nmin})
+		st, err = aotlm.PromptLookup(aotlm.LookupOptions{DraftMax: k.nmax, DraftMin: k.nmin, Adapt: a})
 	case SpecDraft:
 		if draft == nil {
 			return nil, errors.New("speculative type \"draft\": the server has no draft model (serve --draft FILE)")
 		}
-		st, err = m.DraftStrategy(draft, aotlm.DraftOptions{DraftMax: k.nmax, DraftMin: k.nmin, PMin: k.pmin})
+		st, err = m.DraftStrategy(draft, aotlm.DraftOptions{DraftMax: k.nmax, DraftMin: k.nmin, PMin: k.pmin, Adapt: a})
 	case SpecMTP:
-		st, err = m.MTPStrategy(aotlm.MTPOptions{DraftMax: k.nmax, DraftMin: k.nmin})
+		st, err = m.MTPStrategy(aotlm.MTPOptions{DraftMax: k.nmax, DraftMin: k.nmin, Adapt: a})
 	default:
 		return nil, fmt.Errorf("speculative type %q: want %q, %q, %q or %q", k.typ, SpecNone, SpecLookup, SpecDraft, SpecMTP)
 	}

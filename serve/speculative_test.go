@@ -32,7 +32,7 @@ type specCompletion struct {
 // the drafted and accepted tokens and the tokens per pass in usage, and
 // /metrics counts them and the shared verify passes.
 func TestSpeculativeCompletions(t *testing.T) {
-	ts := newTestServer(t, Options{Parallel: 2})
+	ts := newTestServer(t, Options{Parallel: 2, NoAdapt: true}) // guesses whatever their timing
 	const maxTokens = 40
 	var want []string
 	for _, p := range specPrompts {
@@ -175,7 +175,7 @@ func TestSpeculativeOptions(t *testing.T) {
 // guesses in usage and timings.
 func TestSpeculativeDraft(t *testing.T) {
 	m := openStories(t)
-	ts := newTestServerFor(t, m, Options{Draft: m})
+	ts := newTestServerFor(t, m, Options{Draft: m, NoAdapt: true})
 	want := ts.direct(t, "Tom had a red ball", aotlm.Request{MaxTokens: 24, IgnoreEOS: true})
 	body := map[string]any{"messages": []map[string]any{{"role": "user", "content": "Tom had a red ball"}}, "max_tokens": 24,
 		"temperature": 0, "ignore_eos": true, "speculative.type": "draft", "speculative.n_max": 3}
