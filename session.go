@@ -53,6 +53,8 @@ type Request struct {
 	Logits func(logits []float32, generated []int)
 	// Strategy, when set, chooses several tokens per pass (lookahead,
 	// prompt lookup, a draft model); nil decodes one token per pass.
+	// Sessions of a model generating at the same time verify their
+	// guesses in the passes they share (see DecodeStats).
 	Strategy *Strategy
 	// Embeds holds the rows that the prompt's embedding ids name (see
 	// EmbedBase); nil when the prompt has none.
@@ -249,12 +251,12 @@ func (s *Session) Generate(ctx context.Context, req Request, onToken func(Token)
 	if req.Strategy != nil && req.Logits != nil {
 		return res, errors.New("a logits hook and a decoding strategy cannot be combined: the strategy's verify passes choose tokens without the hook")
 	}
-	dec, err := s.startDecoder(req.Strategy, smp)
+	dec, shared, err := s.startDecoder(req.Strategy, smp)
 	if err != nil {
 		return res, err
 	}
 	defer s.endDecoder(dec, res)
-	leave := s.joinBatch(dec == nil)
+	leave := s.joinBatch(dec == nil || shared)
 	defer func() { leave() }()
 	var queue []int // tokens a decoder chose ahead
 	decStart := time.Now()

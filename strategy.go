@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/aotlm/aotlm/internal/decoding"
+	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/sample"
 )
 
@@ -215,21 +216,96 @@ func (s DecodingStats) MarshalJSON() ([]byte, error) {
 }
 
 // startDecoder starts the request's strategy on the session (nil without
-// one).
-func (s *Session) startDecoder(strategy *Strategy, smp *sample.Sampler) (decoding.Decoder, error) {
+// one), and reports whether its passes may share the model's batched
+// passes (see sharedTarget).
+func (s *Session) startDecoder(strategy *Strategy, smp *sample.Sampler) (decoding.Decoder, bool, error) {
 	if strategy == nil {
-		return nil, nil
+		return nil, false, nil
 	}
 	st := strategy.impl
 	t, ok := s.seq.(decoding.Target)
 	if !ok {
-		return nil, fmt.Errorf("%s decoding needs a compiled artifact", st.Name())
+		return nil, false, fmt.Errorf("%s decoding needs a compiled artifact", st.Name())
+	}
+	// prompt lookup and draft models verify chains, which share passes;
+	// the MTP head drafts from the hidden rows of the target's own passes
+	// and lookahead verifies a tree, so those run passes of their own
+	es, shared := s.seq.(*engine.Session)
+	shared = shared && s.m.batch != nil && (st.Name() == "lookup" || st.Name() == "draft")
+	if shared {
+		t = &sharedTarget{s: s, es: es}
 	}
 	dec, err := st.Start(t, s.hist, smp)
 	if err != nil {
-		return nil, fmt.Errorf("%s decoding: %w", st.Name(), err)
+		return nil, false, fmt.Errorf("%s decoding: %w", st.Name(), err)
 	}
-	return dec, nil
+	return dec, shared, nil
+}
+
+// sharedTarget is the target a strategy verifies its guesses on when the
+// session's model shares its decode passes among sessions: while the
+// session is a member of the model's batcher, its plain passes and its
+// verify chains go through the batcher, so that they share a pass with
+// the rows of the other sessions decoding at the same time (one row each,
+// or their own chains); other passes (a lookahead tree) run alone.
+type sharedTarget struct {
+	s  *Session
+	es *engine.Session
+}
+
+func (t *sharedTarget) Run(p *engine.Pass) (engine.Logits, error) {
+	if !t.s.inBatch || !wholeChain(p) || len(p.IDs) > t.s.m.batch.maxRows {
+		t.s.call.share = 1
+		return t.es.Run(p)
+	}
+	t.s.call.s = t.es
+	return t.s.m.batch.verify(&t.s.call, p.IDs)
+}
+
+// wholeChain reports whether p is a chain of token rows asking for the
+// logits of all of them (a verify pass).
+func wholeChain(p *engine.Pass) bool {
+	if p.Mask != nil || p.Pos != nil || p.Embeds != nil || p.Positions != nil || p.Rows != nil || len(p.Logits) != len(p.IDs) {
+		return false
+	}
+	for i, r := range p.Logits {
+		if r != i {
+			return false
+		}
+	}
+	return true
+}
+
+// Share is, for the session's last pass, the number of sessions in it
+// times the fraction of its extra rows (beyond one a session) that were
+// the session's own (decoding.Sharer): the sessions that waited for the
+// session's guesses, weighted by its part of the wait.
+func (t *sharedTarget) Share() float64 {
+	if !t.s.inBatch {
+		return 1
+	}
+	return t.s.call.share
+}
+
+func (t *sharedTarget) Decode(id int) ([]float32, error) { return t.s.decode(id) }
+func (t *sharedTarget) Commit(rows []int) error          { return t.es.Commit(rows) }
+func (t *sharedTarget) Rewind(pos int) error             { return t.es.Rewind(pos) }
+func (t *sharedTarget) Pos() int                         { return t.es.Pos() }
+func (t *sharedTarget) Context() int                     { return t.es.Context() }
+func (t *sharedTarget) Recurrent() bool                  { return t.es.Recurrent() }
+
+// MaxRows is the longest chain that shares a pass: the most rows a
+// batched pass returns the logits of.
+func (t *sharedTarget) MaxRows() int { return min(t.es.MaxRows(), t.s.m.batch.maxRows) }
+
+// CostKey keys the strategies' cost estimates apart from those of
+// sessions that decode alone: a shared pass's time is that of all its
+// rows.
+func (t *sharedTarget) CostKey() any {
+	return struct {
+		shared bool
+		key    any
+	}{true, t.es.CostKey()}
 }
 
 // endDecoder records the decoder's statistics, closes it, and drops the

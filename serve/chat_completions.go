@@ -397,6 +397,9 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 		return job{}, nil, nil, e
 	}
 	j.req.Logits = withBias(bias, chainLogits(apply, lp))
+	if e := s.speculate(&j, &req.genFields); e != nil {
+		return job{}, nil, nil, e
+	}
 	return j, lp, &cons, nil
 }
 

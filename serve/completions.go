@@ -118,6 +118,10 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) *apiE
 		}
 		j.req.Logits = withBias(bias, chainLogits(apply, lp))
 	}
+	newChoice() // the first choice's hook tells whether speculation may run
+	if e := s.speculate(&j, &req.genFields); e != nil {
+		return e
+	}
 	finishOf := func(res *aotlm.Result) string {
 		c := constraints{mask: mask}
 		return c.finish(res)

@@ -25,6 +25,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"input": [{"role": "user", "content": [{"type": "input_text", "text": "a"}, {"type": "input_image", "image_url": "data:,"}]}, {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}, {"type": "function_call_output", "call_id": "c", "output": "o"}, {"type": "reasoning", "summary": [{"type": "summary_text", "text": "r"}]}], "tools": [{"type": "function", "name": "f"}], "tool_choice": {"type": "function", "name": "f"}, "text": {"format": {"type": "json_schema", "name": "n", "schema": {}}}, "reasoning": {"effort": "low"}}`,
 		`{"model": "m:latest", "messages": [{"role": "user", "content": "c", "images": ["eA=="], "tool_calls": [{"function": {"name": "f", "arguments": {"a": 1}}}]}], "format": {"type": "object"}, "think": "high", "keep_alive": "5m", "options": {"num_predict": -1, "stop": ["x"]}, "prompt": "p", "raw": true}`,
 		`{"format": "json", "think": 3, "options": {"temperature": "hot"}}`,
+		`{"speculative": {"type": "draft", "n_max": 4, "n_min": 1, "p_min": 0.5}, "speculative.n_max": 65, "speculative.type": "x"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -40,6 +41,8 @@ func FuzzDecodeRequest(f *testing.F) {
 		check(e)
 		if e == nil {
 			_, _, _, e = c.params(aotlm.GenerationDefaults{}, 256)
+			check(e)
+			_, _, e = c.specKey(specKey{typ: SpecLookup})
 			check(e)
 			if c.ResponseFormat != nil {
 				var s Server

@@ -109,6 +109,10 @@ type usage struct {
 	// ContextShift is there when the context filled and a context shift
 	// made room (context_shift in the request).
 	ContextShift *shiftUsage `json:"context_shift,omitempty"`
+	// CompletionDetails and Speculative are there when the request
+	// decoded speculatively.
+	CompletionDetails *predictionDetails `json:"completion_tokens_details,omitempty"`
+	Speculative       *specUsage         `json:"speculative,omitempty"`
 }
 
 // shiftUsage tells what context shifts did: how many, and the tokens they
@@ -125,7 +129,18 @@ func usageOf(res *aotlm.Result) *usage {
 	if res.Shifts > 0 {
 		u.ContextShift = &shiftUsage{Shifts: res.Shifts, DroppedTokens: res.Shifted}
 	}
+	u.addSpeculative(res)
 	return u
+}
+
+// addSpeculative counts res's speculative decoding into u.
+func (u *usage) addSpeculative(res *aotlm.Result) {
+	if res.Decoding == nil {
+		return
+	}
+	u.Speculative = u.Speculative.add(res.Decoding)
+	u.CompletionDetails = &predictionDetails{Accepted: u.Speculative.AcceptedTokens,
+		Rejected: u.Speculative.DraftTokens - u.Speculative.AcceptedTokens}
 }
 
 // addUsage adds the tokens of one more choice of a request to u (nil
@@ -137,6 +152,7 @@ func addUsage(u *usage, res *aotlm.Result) *usage {
 	}
 	u.CompletionTokens += len(res.IDs)
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	u.addSpeculative(res)
 	return u
 }
 

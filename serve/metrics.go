@@ -25,6 +25,10 @@ type metrics struct {
 	generated atomic.Int64 // tokens generated
 	prefillNs atomic.Int64
 	decodeNs  atomic.Int64
+	// of speculative generations: guessed tokens, those kept, the
+	// passes, those that verified guesses, the tokens the passes chose,
+	// the fallbacks to plain decoding
+	drafted, accepted, specPasses, verify, specTokens, fallbacks atomic.Int64
 
 	mu       sync.Mutex
 	requests map[[2]string]int64 // (path, status) -> count
@@ -78,6 +82,14 @@ func (m *metrics) result(r *aotlm.Result) {
 	m.generated.Add(int64(len(r.IDs)))
 	m.prefillNs.Add(int64(r.Prefill))
 	m.decodeNs.Add(int64(r.Decode))
+	if d := r.Decoding; d != nil {
+		m.drafted.Add(int64(d.Drafted))
+		m.accepted.Add(int64(d.Accepted))
+		m.specPasses.Add(int64(d.Passes))
+		m.verify.Add(int64(d.Verify))
+		m.specTokens.Add(int64(d.Tokens))
+		m.fallbacks.Add(int64(d.Fallbacks))
+	}
 }
 
 // handleMetrics answers GET /metrics in the Prometheus text format.
@@ -109,10 +121,26 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) *apiError
 	metric("aotlm_decode_seconds_total", "counter", "Time spent generating, summed over requests.")
 	fmt.Fprintf(&b, "aotlm_decode_seconds_total %g\n", time.Duration(m.decodeNs.Load()).Seconds())
 	ds := s.m.DecodeStats()
-	metric("aotlm_decode_passes_total", "counter", "Decode passes that advanced the requests generating at the same time, one row each.")
+	metric("aotlm_decode_passes_total", "counter", "Decode passes that advanced the requests generating at the same time, one row each or a chain of guesses to verify.")
 	fmt.Fprintf(&b, "aotlm_decode_passes_total %d\n", ds.Passes)
-	metric("aotlm_decode_rows_total", "counter", "Rows of those passes: divided by the passes, the mean number of requests a pass advanced.")
+	metric("aotlm_decode_rows_total", "counter", "Rows of those passes: divided by the passes, the mean number of rows a pass advanced.")
 	fmt.Fprintf(&b, "aotlm_decode_rows_total %d\n", ds.Rows)
+	metric("aotlm_decode_verify_passes_total", "counter", "Of those passes, the ones that held chains of guesses to verify.")
+	fmt.Fprintf(&b, "aotlm_decode_verify_passes_total %d\n", ds.Verify)
+	metric("aotlm_decode_verify_rows_total", "counter", "Rows of those chains.")
+	fmt.Fprintf(&b, "aotlm_decode_verify_rows_total %d\n", ds.VerifyRows)
+	metric("aotlm_spec_decode_num_draft_tokens_total", "counter", "Guessed tokens that speculative generations offered for verification.")
+	fmt.Fprintf(&b, "aotlm_spec_decode_num_draft_tokens_total %d\n", m.drafted.Load())
+	metric("aotlm_spec_decode_num_accepted_tokens_total", "counter", "Of them, the tokens the model kept.")
+	fmt.Fprintf(&b, "aotlm_spec_decode_num_accepted_tokens_total %d\n", m.accepted.Load())
+	metric("aotlm_spec_decode_num_drafts_total", "counter", "Verify steps of speculative generations (a chain of guesses checked in a pass).")
+	fmt.Fprintf(&b, "aotlm_spec_decode_num_drafts_total %d\n", m.verify.Load())
+	metric("aotlm_spec_decode_passes_total", "counter", "Passes of speculative generations, verify and plain.")
+	fmt.Fprintf(&b, "aotlm_spec_decode_passes_total %d\n", m.specPasses.Load())
+	metric("aotlm_spec_decode_tokens_total", "counter", "Tokens those passes chose: divided by the passes, the tokens per pass.")
+	fmt.Fprintf(&b, "aotlm_spec_decode_tokens_total %d\n", m.specTokens.Load())
+	metric("aotlm_spec_decode_fallbacks_total", "counter", "Switches of speculative generations to plain decoding because guessing did not pay.")
+	fmt.Fprintf(&b, "aotlm_spec_decode_fallbacks_total %d\n", m.fallbacks.Load())
 	metric("aotlm_requests_cancelled_total", "counter", "Generations ended because the client went away.")
 	fmt.Fprintf(&b, "aotlm_requests_cancelled_total %d\n", m.cancelled.Load())
 	metric("aotlm_requests_processing", "gauge", "Requests generating now.")

@@ -214,6 +214,9 @@ func (s *Server) ollamaRaw(w http.ResponseWriter, r *http.Request, req *ollamaGe
 		return e
 	}
 	j := job{ids: ids, req: aotlm.Request{IDs: ids, MaxTokens: limit, Sampling: p, Stop: stops, StopIDs: s.eot, ContextShift: shift}}
+	if e := s.speculate(&j, &creq.genFields); e != nil {
+		return e
+	}
 	return s.ollamaGenerate(w, r, j, &constraints{}, creq.Stream, false)
 }
 

@@ -48,6 +48,12 @@ type genFields struct {
 	// expression matching the whole reply (RE2 syntax).
 	Grammar string `json:"grammar"`
 	Regex   string `json:"regex"`
+	// Speculative chooses speculative decoding ({"type": "lookup",
+	// "n_max": 8}; SpecLookup, SpecDraft, SpecMTP, SpecNone); unset, the
+	// server's default (Options.Speculative). llama-server's flat keys
+	// ("speculative.n_max") are read too.
+	Speculative *specField `json:"speculative"`
+	specFlat
 }
 
 type streamOptions struct {

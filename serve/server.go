@@ -104,6 +104,23 @@ type Options struct {
 	// machine (paths and file:// URLs); otherwise only data: URLs are
 	// read.
 	AllowLocalImages bool
+	// Speculative is the speculative decoding of requests that do not
+	// choose their own (the speculative field): "" or SpecNone (one token
+	// per pass), SpecLookup (prompt lookup), SpecDraft (with Draft) or
+	// SpecMTP (the model's multi-token-prediction head). Requests that
+	// generate at the same time verify their guesses in shared passes;
+	// one whose guesses do not pay falls back to plain decoding.
+	Speculative string
+	// Draft is the draft model of SpecDraft (its tokenizer the model's);
+	// nil refuses that type. The caller closes it after the server.
+	Draft *aotlm.Model
+	// DraftMax is the most tokens drafted per pass by default (0: the
+	// strategy's own default).
+	DraftMax int
+	// NoAdapt keeps speculating even when the guesses do not pay (by
+	// default a request that gains nothing falls back to plain decoding
+	// for a while); for measurements and tests, as run --no-adapt.
+	NoAdapt bool
 	// LoadAdapter, when set, lets POST /v1/adapters load low-rank
 	// adapters and DELETE /v1/adapters/{name} remove them while serving;
 	// nil refuses both (GET /v1/adapters lists the loaded ones either way).
@@ -127,6 +144,8 @@ type Server struct {
 	tokBytes [][]byte // each id's bytes, for constrained decoding
 
 	responses responseStore // for /v1/responses' previous_response_id
+
+	spec speculation
 }
 
 // New makes a server over m with opts.Parallel sessions.
@@ -153,6 +172,9 @@ func New(m *aotlm.Model, opts Options) (*Server, error) {
 	}
 	if opts.WorkTimeout <= 0 {
 		opts.WorkTimeout = 5 * time.Second
+	}
+	if err := checkSpeculative(m, opts); err != nil {
+		return nil, err
 	}
 	s := &Server{m: m, opts: opts, id: opts.ModelID, eot: m.EndOfTurnIDs()}
 	p, err := newPool(m, opts.Parallel, opts.Queue, opts.Context)

@@ -13,6 +13,10 @@ type timings struct {
 	PredictedN         int     `json:"predicted_n"`
 	PredictedMS        float64 `json:"predicted_ms"`
 	PredictedPerSecond float64 `json:"predicted_per_second"`
+	// DraftN and DraftNAccepted are the tokens speculative decoding
+	// guessed and the model kept (absent without speculation).
+	DraftN         int `json:"draft_n,omitempty"`
+	DraftNAccepted int `json:"draft_n_accepted,omitempty"`
 }
 
 // timingsOf reads the timings of res; the generation rate counts the
@@ -25,6 +29,9 @@ func timingsOf(res *aotlm.Result) *timings {
 	}
 	if s := res.Decode.Seconds(); s > 0 && t.PredictedN > 1 {
 		t.PredictedPerSecond = float64(t.PredictedN-1) / s
+	}
+	if d := res.Decoding; d != nil {
+		t.DraftN, t.DraftNAccepted = d.Drafted, d.Accepted
 	}
 	return t
 }

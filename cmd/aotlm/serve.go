@@ -25,6 +25,7 @@ func newServeCmd() *cobra.Command {
 	var (
 		mf                              *modelFlags
 		host, name, mmproj, slotDir     string
+		draft                           string
 		modelsDir                       string
 		maxMemory, promptCache          load.Size
 		apiKeys, hostAllow, corsOrigins []string
@@ -33,7 +34,7 @@ func newServeCmd() *cobra.Command {
 		contextShift                    bool
 		idleUnload                      time.Duration
 		readTimeout, workTimeout        time.Duration
-		port, parallel, queue           int
+		port, parallel, queue, draftMax int
 		maxBody                         int64
 	)
 	cmd := &cobra.Command{
@@ -55,11 +56,11 @@ func newServeCmd() *cobra.Command {
 			opts := serve.Options{Parallel: parallel, Queue: queue, APIKeys: apiKeys, MaxBodyBytes: maxBody,
 				AllowLocalImages: allowLocalImages, HostAllow: hostAllow, CORSOrigins: corsOrigins, SharedCache: sharedCache,
 				ReadTimeout: readTimeout, WorkTimeout: workTimeout, SlotSaveDir: slotDir, PromptCacheBytes: int64(promptCache),
-				ContextShift: contextShift}
+				ContextShift: contextShift, DraftMax: draftMax}
 			if allowAdapters {
 				opts.LoadAdapter = load.AdapterLoader(mf.loraStorage())
 			}
-			srv, err := newServer(mf, modelsDir, name, mmproj, opts, serve.MultiOptions{IdleUnload: idleUnload, MaxMemory: int64(maxMemory)}, log)
+			srv, err := newServer(mf, modelsDir, name, mmproj, draft, opts, serve.MultiOptions{IdleUnload: idleUnload, MaxMemory: int64(maxMemory)}, log)
 			if err != nil {
 				return err
 			}
@@ -97,6 +98,8 @@ func newServeCmd() *cobra.Command {
 	f.Int64Var(&maxBody, "max-body", 4<<20, "largest request body in bytes")
 	f.StringVar(&mmproj, "mmproj", "", "llama.cpp's vision GGUF (mmproj) for a text GGUF given with -m: chat messages may hold images")
 	f.BoolVar(&allowLocalImages, "allow-local-images", false, "let image parts name files of this machine (paths, file:// URLs), not only data: URLs")
+	f.StringVar(&draft, "draft", "", "speculative decoding of requests that do not choose their own (the speculative field): a draft model (artifact or checkpoint, its tokenizer the model's), lookup (prompt lookup) or mtp (the model's multi-token-prediction head)")
+	f.IntVar(&draftMax, "draft-max", 0, "most tokens drafted per pass by default (0: the strategy's default)")
 	f.BoolVar(&allowAdapters, "allow-adapter-loading", false, "let POST /v1/adapters load adapters from paths of this machine, and DELETE /v1/adapters/NAME remove them")
 	return cmd
 }
@@ -125,7 +128,7 @@ type server interface {
 
 // newServer opens the one model of mf, or serves several (-m repeated,
 // --models-dir) each loaded on its first request.
-func newServer(mf *modelFlags, modelsDir, name, mmproj string, opts serve.Options, mo serve.MultiOptions, log io.Writer) (server, error) {
+func newServer(mf *modelFlags, modelsDir, name, mmproj, draft string, opts serve.Options, mo serve.MultiOptions, log io.Writer) (server, error) {
 	if err := mf.checkCtx(); err != nil {
 		return nil, err
 	}
@@ -138,9 +141,10 @@ func newServer(mf *modelFlags, modelsDir, name, mmproj string, opts serve.Option
 		paths = append(paths, more...)
 	}
 	if len(paths) > 1 {
-		if mmproj != "" || name != "" || len(mf.loras) > 0 {
-			return nil, fmt.Errorf("--mmproj, --name and --lora name one model: serve a vision model, a renamed one or one with adapters on its own")
+		if mmproj != "" || name != "" || len(mf.loras) > 0 || (draft != "" && draft != serve.SpecLookup) {
+			return nil, fmt.Errorf("--mmproj, --name, --lora and --draft (but lookup) name one model: serve a vision model, a renamed one, one with adapters or a draft model on its own")
 		}
+		opts.Speculative = draft
 		if mf.ctx < 1<<30 {
 			opts.Context = mf.ctx
 		}
@@ -166,24 +170,36 @@ func newServer(mf *modelFlags, modelsDir, name, mmproj string, opts serve.Option
 	if err == nil {
 		_, err = load.AddAdapters(m, mf.loras, mf.loraStorage())
 	}
+	var dm *aotlm.Model
+	switch draft {
+	case "", serve.SpecLookup, serve.SpecMTP:
+		opts.Speculative = draft
+	default:
+		if err == nil {
+			_, dm, err = load.Strategy(m, load.StrategyOptions{Draft: draft, Threads: mf.threads, Ctx: opts.Context})
+			opts.Speculative, opts.Draft = serve.SpecDraft, dm
+		}
+	}
 	var srv *serve.Server
 	if err == nil {
 		srv, err = serve.New(m, opts)
 	}
 	if err != nil {
 		m.Close()
+		dm.Close()
 		return nil, err
 	}
-	return modelServer{srv, m}, nil
+	return modelServer{srv, m, dm}, nil
 }
 
-// modelServer closes its model with the server.
+// modelServer closes its model (and draft model) with the server.
 type modelServer struct {
 	*serve.Server
-	m *aotlm.Model
+	m, draft *aotlm.Model
 }
 
 func (s modelServer) Close() {
 	s.Server.Close()
 	s.m.Close()
+	s.draft.Close()
 }

@@ -173,3 +173,26 @@ func TestServeModelsDir(t *testing.T) {
 		t.Fatal("serve did not stop 20s after its context was cancelled")
 	}
 }
+
+// TestServeDraft: serve --draft lookup makes completions speculate by
+// default (usage.speculative reports it), with --draft-max as the draft
+// length; a --draft model that does not open is refused with its name.
+func TestServeDraft(t *testing.T) {
+	src := testutil.Path(t, "models/stories260K/stories260K.gguf")
+	t.Setenv("AOTLM_CACHE", t.TempDir())
+	url := startServe(t, "-m", src, "--ctx", "128", "--ar-len", "8", "-t", "1", "--draft", "lookup", "--draft-max", "4")
+	resp, err := http.Post(url+"/v1/completions", "application/json",
+		strings.NewReader(`{"prompt": "Tom had a red ball. Tom had a red ball. Tom had", "max_tokens": 16, "temperature": 0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"speculative":{"type":"lookup"`)) {
+		t.Fatalf("completion: %d %s", resp.StatusCode, body)
+	}
+	code, _, stderr := runCLI(t, "serve", "-m", src, "--port", "0", "--ctx", "128", "--ar-len", "8", "--draft", "nowhere.aot")
+	if code != 1 || !strings.Contains(stderr, "draft model") || !strings.Contains(stderr, "nowhere.aot") {
+		t.Errorf("a missing draft model: exit %d, %q", code, stderr)
+	}
+}

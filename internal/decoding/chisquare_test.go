@@ -8,6 +8,7 @@ import (
 	"github.com/aotlm/aotlm/internal/decoding"
 	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/sample"
+	"github.com/aotlm/aotlm/internal/testutil"
 )
 
 // flatDraft is a draft sequence whose logits are halved (a flatter
@@ -57,39 +58,6 @@ func softmax(l []float32) []float64 {
 		p[i] /= sum
 	}
 	return p
-}
-
-// chiSquare returns Pearson's statistic of counts against expected
-// counts, over the bins expecting at least 5 and one bin pooling the
-// rest, and its degrees of freedom.
-func chiSquare(counts, expected []float64) (float64, int) {
-	var stat, restC, restE float64
-	bins := 0
-	for i := range counts {
-		if expected[i] >= 5 {
-			d := counts[i] - expected[i]
-			stat += d * d / expected[i]
-			bins++
-		} else {
-			restC += counts[i]
-			restE += expected[i]
-		}
-	}
-	if restE > 0 {
-		d := restC - restE
-		stat += d * d / restE
-		bins++
-	}
-	return stat, bins - 1
-}
-
-// chiSquareCritical is the 0.999 quantile of the chi-square law of df
-// degrees of freedom (Wilson-Hilferty; z = 3.0902 is the normal 0.999
-// quantile).
-func chiSquareCritical(df int) float64 {
-	k := float64(df)
-	a := 2 / (9 * k)
-	return k * math.Pow(1-a+3.0902*math.Sqrt(a), 3)
 }
 
 // TestDraftSamplingDistribution: with sampling (temperature 1, no
@@ -172,13 +140,13 @@ func TestDraftSamplingDistribution(t *testing.T) {
 	for i := range exact {
 		expected[i], expectedQ[i] = exact[i]*samples, exactQ[i]*samples
 	}
-	stat, df := chiSquare(counts, expected)
-	crit := chiSquareCritical(df)
+	stat, df := testutil.ChiSquare(counts, expected)
+	crit := testutil.ChiSquareCritical(df)
 	t.Logf("chi-square %.1f, %d degrees of freedom, critical value %.1f at 0.001; %d/%d drafts accepted", stat, df, crit, stats.Accepted, stats.Drafted)
 	if stat > crit {
 		t.Errorf("speculative samples: chi-square %.1f > %.1f (df %d): not the target's distribution", stat, crit, df)
 	}
-	if wrong, df := chiSquare(expectedQ, expected); wrong <= chiSquareCritical(df) {
-		t.Errorf("the draft's own law gives chi-square %.1f <= %.1f: the test could not tell a wrong rule", wrong, chiSquareCritical(df))
+	if wrong, df := testutil.ChiSquare(expectedQ, expected); wrong <= testutil.ChiSquareCritical(df) {
+		t.Errorf("the draft's own law gives chi-square %.1f <= %.1f: the test could not tell a wrong rule", wrong, testutil.ChiSquareCritical(df))
 	}
 }

@@ -63,6 +63,7 @@ func (d *Draft) Start(t Target, history []int, smp *sample.Sampler) (Decoder, er
 	dd := &draftDecoder{t: t, smp: smp, seq: seq, hist: append([]int(nil), history...),
 		kmax: min(def(d.DraftMax, 8), t.MaxRows()-1), kmin: max(def(d.DraftMin, 1), 1), pmin: d.PMin,
 		ctl: newControl(d.Adaptive, memoryKey(d, t)), st: Stats{Strategy: d.Name()}}
+	dd.ctl.watch(t)
 	dd.k = min(dd.kmax, firstDraft)
 	dd.st.Note = dd.ctl.resumeNote()
 	if dd.kmax < 1 {

@@ -49,6 +49,7 @@ func (l *Lookup) Start(t Target, history []int, smp *sample.Sampler) (Decoder, e
 	d := &lookupDecoder{t: t, smp: smp, hist: append([]int(nil), history...), corpus: l.Corpus,
 		nmax: def(l.NgramMax, 3), nmin: def(l.NgramMin, 1), kmax: def(l.DraftMax, 8), kmin: def(l.DraftMin, 1),
 		ctl: newControl(l.Adaptive, memoryKey("lookup", t)), st: Stats{Strategy: l.Name()}}
+	d.ctl.watch(t)
 	d.kmax = min(d.kmax, t.MaxRows()-1)
 	if d.kmax < 1 {
 		d.st.Note = "the model's largest pass holds one row: plain decoding"

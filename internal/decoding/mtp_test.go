@@ -270,8 +270,8 @@ func TestMTPSamplingDistribution(t *testing.T) {
 	for i := range exact {
 		expected[i] = exact[i] * samples
 	}
-	stat, df := chiSquare(counts, expected)
-	crit := chiSquareCritical(df)
+	stat, df := testutil.ChiSquare(counts, expected)
+	crit := testutil.ChiSquareCritical(df)
 	t.Logf("chi-square %.1f, %d degrees of freedom, critical value %.1f at 0.001; %d/%d drafts accepted", stat, df, crit, stats.Accepted, stats.Drafted)
 	if stat > crit {
 		t.Errorf("speculative samples: chi-square %.1f > %.1f (df %d): not the target's distribution", stat, crit, df)

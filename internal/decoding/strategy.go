@@ -148,11 +148,17 @@ type control struct {
 	probe    int  // plain steps still to time at the start
 	never    bool // guessing cannot pay on this model
 	key      any  // what the costs depend on (see newControl), or nil
+	sharer   Sharer
 }
 
 // roundSize is what the control keeps of a guessing round: the most
-// tokens it could choose (its size) and the tokens it chose.
-type roundSize struct{ limit, tokens int }
+// tokens it could choose (its size), the tokens it chose, and what it
+// cost the other sequences of its shared pass, in plain passes (see
+// charge; 0 on a pass of its own).
+type roundSize struct {
+	limit, tokens int
+	shared        float64
+}
 
 const (
 	ewma        = 0.25
@@ -283,6 +289,36 @@ func memoryKey(config any, t Target) any {
 	return struct{ config, target any }{config, k.CostKey()}
 }
 
+// Sharer is implemented by targets whose passes other sequences share
+// (the sessions of one model decoding at the same time, each with its own
+// rows in one pass over the weights). A guessing round in a shared pass
+// makes that pass longer for all the sequences in it, so the control
+// charges the round for their wait too (see charge): Share is, for the
+// target's last pass, the number of sequences in it times the fraction of
+// its extra rows (those beyond one row per sequence) that were the
+// target's own; 1 for a pass of its own.
+type Sharer interface {
+	Share() float64
+}
+
+// watch makes the control charge t's shared passes (see Sharer).
+func (c *control) watch(t Target) {
+	c.sharer, _ = t.(Sharer)
+}
+
+// charge is the cost of a guessing round of ns on a target whose last
+// pass others shared: a plain pass, and the part of the round's excess
+// over it that the target's own rows caused, once for every sequence in
+// the pass, each of which waited as long (Sharer.Share). judge weighs it;
+// the verdict that a round size is hopeless rests on the round's own time
+// (the sharing changes from pass to pass).
+func (c *control) charge(ns float64) float64 {
+	if c.sharer == nil || c.plain == 0 || ns <= c.plain {
+		return ns
+	}
+	return c.plain + c.sharer.Share()*(ns-c.plain)
+}
+
 // plainNext reports whether the next step should be plain.
 func (c *control) plainNext() bool { return !c.off && (c.never || c.probe > 0 || c.left > 0) }
 
@@ -334,7 +370,7 @@ func (c *control) guessDone(d time.Duration, tokens, limit int, st *Stats) {
 	}
 	c.round[limit] = low(c.round[limit], ns)
 	c.seen[limit]++
-	c.remember(roundSize{limit, tokens})
+	c.remember(roundSize{limit, tokens, (c.charge(ns) - ns) / c.plain})
 	hopeless := c.round[limit] >= float64(limit)*c.plain
 	switch {
 	case hopeless && c.seen[limit] >= neverRounds:
@@ -367,7 +403,7 @@ func (c *control) missDone(d time.Duration, st *Stats) {
 		return
 	}
 	c.round[missSize] = low(c.round[missSize], float64(d.Nanoseconds()))
-	c.remember(roundSize{missSize, 1})
+	c.remember(roundSize{missSize, 1, 0})
 	c.judge(st)
 }
 
@@ -389,7 +425,7 @@ func (c *control) remember(r roundSize) {
 func (c *control) judge(st *Stats) {
 	var cost, gain float64
 	for _, r := range c.recent {
-		cost += c.round[r.limit] / c.plain
+		cost += c.round[r.limit]/c.plain + r.shared
 		gain += float64(r.tokens)
 	}
 	switch {

@@ -251,3 +251,34 @@ func TestControlMemoryGainNotKept(t *testing.T) {
 		t.Fatalf("a fallback for failed guesses carried over to the next generation: %+v", next)
 	}
 }
+
+// share is a Sharer of a fixed share.
+type share float64
+
+func (s share) Share() float64 { return float64(s) }
+
+// TestControlShared: rounds that choose 3 tokens for the time of 2 plain
+// passes pay on a pass of their own (share 1), and keep guessing, as they
+// do in a pass of 3 sequences where the round's excess was a third its
+// own (share 1: 3 sequences times a third); when the excess was all its
+// own (share 3: the 2 others wait the round's extra plain pass too), they
+// cost 4 and the strategy falls back for a while (not for good: a round's
+// own time, 2 of the 4 tokens it could choose, is not hopeless). Plain
+// steps are not charged.
+func TestControlShared(t *testing.T) {
+	for _, sh := range []share{1, 3} {
+		var st Stats
+		c := probed(&st, nil)
+		c.sharer = sh
+		for i := 0; !c.plainNext() && i < 2*warmRounds; i++ {
+			c.guessDone(2*time.Millisecond, 3, 4, &st)
+		}
+		others := int(sh) - 1
+		if fell := c.plainNext(); fell != (others > 0) || c.never {
+			t.Errorf("share %v: fell back %v (for good: %v) after %d rounds (%d fallbacks)", sh, fell, c.never, c.rounds, st.Fallbacks)
+		}
+		if c.plain != float64(time.Millisecond) {
+			t.Errorf("%d others: the plain pass's cost is %v ns, want %v", others, c.plain, float64(time.Millisecond))
+		}
+	}
+}

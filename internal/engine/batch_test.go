@@ -192,3 +192,142 @@ func TestDecodeBatchRefuses(t *testing.T) {
 		t.Errorf("recurrent model: got %v", err)
 	}
 }
+
+// TestRunBatch: sessions at different positions run chains of 1 to 3
+// rows in shared passes (RunBatch), each keeps a random prefix of its
+// chain (Commit), and every row's logits match a twin session running the
+// same chain alone (Run) and keeping the same prefix, within batchTol; the
+// twins' positions agree after each step, and a last Decode of each
+// session matches its twin's (the kept rows are in its cache). On
+// stories260K and the qwen3 and gemma3 fixtures (gemma3's sliding window
+// of 8 is passed), with f32, f16 and u8 caches.
+func TestRunBatch(t *testing.T) {
+	defer engine.SplitEverything()()
+	for _, name := range []string{"stories260K", "qwen3", "gemma3"} {
+		m := storiesModel(t)
+		if name != "stories260K" {
+			m = loadModel(t, testutil.Path(t, "arch/"+name))
+		}
+		for _, kv := range []string{"f32", "f16", "u8"} {
+			e := compileKV(t, m, kv)
+			t.Run(name+"/"+kv, func(t *testing.T) { checkRunBatch(t, e) })
+		}
+	}
+}
+
+func checkRunBatch(t *testing.T, e *engine.Engine) {
+	vocab := e.Manifest().Vocab
+	r := rand.New(rand.NewPCG(uint64(vocab), 5))
+	lens := []int{3, 10, 1, 7}
+	opts := engine.SessionOptions{Mode: engine.ModeHybrid, Threads: 2}
+	var batched, alone []*engine.Session
+	for _, n := range lens {
+		prompt := make([]int, n)
+		for j := range prompt {
+			prompt[j] = r.IntN(vocab)
+		}
+		b, a := newSession(t, e, opts), newSession(t, e, opts)
+		for _, s := range []*engine.Session{b, a} {
+			if _, err := s.Prefill(prompt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		batched, alone = append(batched, b), append(alone, a)
+	}
+	steps := [][]int{{0, 1, 2, 3}, {3, 1}, {2}, {1, 0, 3, 2}, {0, 2}, {3, 2, 1, 0}}
+	for step, members := range steps {
+		ss, chains := make([]*engine.Session, len(members)), make([][]int, len(members))
+		for k, i := range members {
+			chain := make([]int, 1+r.IntN(min(3, 8/len(members))))
+			for j := range chain {
+				chain[j] = r.IntN(vocab)
+			}
+			ss[k], chains[k] = batched[i], chain
+		}
+		got, err := e.RunBatch(ss, chains)
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		for k, i := range members {
+			chain := chains[k]
+			rows := make([]int, len(chain))
+			for j := range rows {
+				rows[j] = j
+			}
+			want, err := alone[i].Run(&engine.Pass{IDs: chain, Logits: rows})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[k].Rows() != len(chain) {
+				t.Fatalf("step %d, session %d: %d rows of logits for a chain of %d", step, i, got[k].Rows(), len(chain))
+			}
+			for j := range chain {
+				if d := relDiff(got[k].Row(j), want.Row(j)); d > batchTol {
+					t.Fatalf("step %d, session %d, row %d at position %d: batched logits differ by %g (relative) from running alone", step, i, j, alone[i].Pos()+j, d)
+				}
+			}
+			keep := rows[:1+r.IntN(len(chain))]
+			if err := batched[i].Commit(keep); err != nil {
+				t.Fatalf("step %d, session %d: commit %v: %v", step, i, keep, err)
+			}
+			if err := alone[i].Commit(keep); err != nil {
+				t.Fatal(err)
+			}
+			if batched[i].Pos() != alone[i].Pos() {
+				t.Fatalf("step %d, session %d: position %d, alone %d", step, i, batched[i].Pos(), alone[i].Pos())
+			}
+		}
+	}
+	for i := range batched {
+		id := r.IntN(vocab)
+		got, err := batched[i].Decode(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := alone[i].Decode(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := relDiff(got, want); d > batchTol {
+			t.Fatalf("session %d: decoding after the batched chains differs by %g from its twin", i, d)
+		}
+	}
+}
+
+// TestRunBatchRefuses: chains of no rows, more rows in all than a pass
+// returns logits for, a chain past a session's cache, and a chain count
+// that does not match the sessions each get an error naming the problem,
+// and leave the sessions where they were.
+func TestRunBatchRefuses(t *testing.T) {
+	e := compileModel(t, storiesModel(t), 16, 4)
+	opts := engine.SessionOptions{Mode: engine.ModeHybrid}
+	small := opts
+	small.Context = 5
+	a, b, c := newSession(t, e, opts), newSession(t, e, opts), newSession(t, e, small)
+	for _, s := range []*engine.Session{a, b, c} {
+		if _, err := s.Prefill([]int{1, 2, 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name   string
+		ss     []*engine.Session
+		chains [][]int
+		want   string
+	}{
+		{"empty chain", []*engine.Session{a, b}, [][]int{{1}, {}}, "no rows"},
+		{"too many rows", []*engine.Session{a, b}, [][]int{{1, 2, 3}, {4, 5}}, "at most 4"},
+		{"past the cache", []*engine.Session{a, c}, [][]int{{1}, {1, 2, 3}}, "context is 5"},
+		{"count", []*engine.Session{a, b}, [][]int{{1}}, "1 chains for a batch of 2"},
+		{"twice", []*engine.Session{a, a}, [][]int{{1}, {2}}, "twice"},
+	}
+	for _, k := range cases {
+		_, err := e.RunBatch(k.ss, k.chains)
+		if err == nil || !strings.Contains(err.Error(), k.want) {
+			t.Errorf("%s: error %v, want one containing %q", k.name, err, k.want)
+		}
+		if a.Pos() != 3 || b.Pos() != 3 || c.Pos() != 3 {
+			t.Fatalf("%s: positions %d, %d, %d after a refused batch, want 3", k.name, a.Pos(), b.Pos(), c.Pos())
+		}
+	}
+}

@@ -142,6 +142,7 @@ type Session struct {
 	// t is the next token of batch[t], over batch[t]'s cache.
 	batch    []*Session
 	attnRows []attnArgs // the rows of a batched pass's attention step
+	batchOff []int      // each row's offset in its session's chain (RunBatch)
 	selAll   []int      // 0, 1, ..., the largest plan's rows - 1
 	logits   []float32  // this session's logits from a batched pass
 
@@ -256,7 +257,7 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	if e.PosComponents() > 1 {
 		s.rotNext, s.passNext = make([]int, ctx+1), make([]int, rows)
 	}
-	s.attnRows, s.selAll = make([]attnArgs, 0, rows), make([]int, rows)
+	s.attnRows, s.selAll, s.batchOff = make([]attnArgs, 0, rows), make([]int, rows), make([]int, rows)
 	for i := range s.selAll {
 		s.selAll[i] = i
 	}
