@@ -357,15 +357,24 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 	}
 	stopIDs := append(s.m.StopIDs(), s.eot...)
 	var newMask func(left int) *constrain.Mask
+	var what string // the constraint, as the error of a too small limit names it
 	switch {
 	case cons.tools != nil && cons.tools.force != nil:
 		// a call is required: it wins over response_format, which
 		// shapes text replies
 		newMask = func(left int) *constrain.Mask { return s.maskFor(cons.tools.force, left, stopIDs) }
+		what = "a tool call"
 	case format != nil:
 		newMask = func(left int) *constrain.Mask { return s.mask(format, left, stopIDs) }
+		what = format.name()
 	case grammar != nil:
 		newMask = func(left int) *constrain.Mask { return s.grammarMask(grammar, left, stopIDs) }
+		what = grammarName(&req.genFields)
+	}
+	if newMask != nil {
+		if e := s.checkRoom(newMask(budget), limit, budget, req.limitName(), what); e != nil {
+			return job{}, nil, nil, e
+		}
 	}
 	if req.ThinkingBudget != nil && *req.ThinkingBudget < 0 {
 		return job{}, nil, nil, badRequest("thinking_budget_tokens", "thinking_budget_tokens %d must be >= 0", *req.ThinkingBudget)

@@ -48,6 +48,20 @@ type genFields struct {
 	// expression matching the whole reply (RE2 syntax).
 	Grammar string `json:"grammar"`
 	Regex   string `json:"regex"`
+	// limitField names the reply's token limit in the request's own API
+	// (max_tokens unless set), for errors about it.
+	limitField string
+}
+
+// limitName is the request's name of the reply's token limit.
+func (g *genFields) limitName() string {
+	switch {
+	case g.limitField != "":
+		return g.limitField
+	case g.MaxTokens == nil && g.MaxCompletionTokens != nil:
+		return "max_completion_tokens"
+	}
+	return "max_tokens"
 }
 
 type streamOptions struct {

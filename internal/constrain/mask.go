@@ -115,3 +115,34 @@ func (m *Mask) Apply(logits []float32, generated []int) {
 
 // Done reports whether the text fed so far is complete.
 func (m *Mask) Done() bool { return !m.broken && m.r.Done() }
+
+// MinTokens returns a lower bound on the tokens any complete text of the
+// mask's format takes, stop token excluded, before anything is fed:
+// the first token is chosen exactly (the one leaving the shortest
+// completion), and each later token shortens the completion by at most
+// its length, so by at most the longest token. It returns -1 when the
+// vocabulary cannot start the format at all.
+func (m *Mask) MinTokens() int {
+	if m.fed > 0 || m.broken {
+		return 0
+	}
+	if m.r.Done() {
+		return 0
+	}
+	best := -1 // the shortest completion left after one token
+	for _, t := range m.tokens {
+		if len(t) == 0 {
+			continue
+		}
+		if c, ok := m.r.Try(t, true); ok && (best < 0 || c < best) {
+			best = c
+		}
+	}
+	if best < 0 {
+		return -1
+	}
+	if best == 0 || m.maxTok == 0 {
+		return 1
+	}
+	return 1 + (best+m.maxTok-1)/m.maxTok
+}
