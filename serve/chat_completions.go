@@ -226,6 +226,9 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 	// a template that reads message.tool_calls writes earlier calls in its
 	// own layout; for one that does not, they are written into the text
 	callsInTemplate := strings.Contains(s.m.ChatTemplateSource(), "tool_calls")
+	// a tool result names its function; a client that sends only the
+	// call's id gets the name of the earlier call with that id
+	callNames := map[string]string{}
 	for i, m := range req.Messages {
 		role := m.Role
 		switch role {
@@ -244,7 +247,18 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 				return job{}, nil, nil, ie
 			}
 		}
-		msg := aotlm.Message{Role: role, Content: content, ReasoningContent: m.ReasoningContent}
+		msg := aotlm.Message{Role: role, Content: content, ReasoningContent: m.ReasoningContent, Name: m.Name}
+		if role == "tool" {
+			msg.ToolCallID = m.ToolCallID
+			if msg.Name == "" {
+				msg.Name = callNames[m.ToolCallID]
+			}
+		}
+		for _, c := range m.ToolCalls {
+			if c.ID != "" {
+				callNames[c.ID] = c.Function.Name
+			}
+		}
 		if role == "assistant" && len(m.ToolCalls) > 0 {
 			if callsInTemplate {
 				msg.ToolCalls = templateCalls(m.ToolCalls)
