@@ -1,6 +1,7 @@
 package constrain
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -100,5 +101,53 @@ func TestMinTokensBound(t *testing.T) {
 	}
 	if got := NewMaskFor(NewGrammarRecognizer(mustGBNF(t, `root ::= "q"`)), [][]byte{[]byte("a")}, nil, 0).MinTokens(); got != -1 {
 		t.Errorf("a vocabulary that cannot start the text: MinTokens %d, want -1", got)
+	}
+}
+
+// TestMinBudget: with a budget of MinBudget the mask lets the first
+// token through and, over a vocabulary holding the single bytes, keeps
+// a generation complete within the budget; one token less allows only
+// the stop id.
+func TestMinBudget(t *testing.T) {
+	g := mustGBNF(t, `root ::= "The " ("cat" | "dog") " sat on the " [a-z]{2,4} "."`)
+	vocab := [][]byte{nil, []byte("The cat"), []byte(" sat on"), []byte(" the "), []byte("mat."), []byte("The")}
+	for c := byte(' '); c <= 'z'; c++ {
+		vocab = append(vocab, []byte{c})
+	}
+	mb := NewMaskFor(NewGrammarRecognizer(g), vocab, []int{0}, 0).MinBudget()
+	mt := NewMaskFor(NewGrammarRecognizer(g), vocab, []int{0}, 0).MinTokens()
+	if mb < mt || mb <= 1 {
+		t.Fatalf("MinBudget %d, MinTokens %d", mb, mt)
+	}
+	allowed := func(m *Mask, gen []int) []int {
+		logits := make([]float32, len(vocab))
+		m.Apply(logits, gen)
+		var ok []int
+		for i, l := range logits {
+			if !math.IsInf(float64(l), -1) {
+				ok = append(ok, i)
+			}
+		}
+		return ok
+	}
+	if ok := allowed(NewMaskFor(NewGrammarRecognizer(g), vocab, []int{0}, mb-1), nil); len(ok) != 1 || ok[0] != 0 {
+		t.Errorf("budget %d: allowed %v, want only the stop id", mb-1, ok)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 50 {
+		m := NewMaskFor(NewGrammarRecognizer(g), vocab, []int{0}, mb)
+		var gen []int
+		for len(gen) < mb {
+			ok := allowed(m, gen)
+			id := ok[rng.IntN(len(ok))]
+			if id == 0 {
+				break
+			}
+			gen = append(gen, id)
+		}
+		allowed(m, gen)
+		if !m.Done() {
+			t.Fatalf("trial %d: budget %d left the text incomplete after %v", trial, mb, gen)
+		}
 	}
 }
