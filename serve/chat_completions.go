@@ -280,6 +280,7 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 		vars["enable_thinking"] = false
 	case "low", "medium", "high", "xhigh":
 		vars["enable_thinking"] = true
+		vars["reasoning_effort"] = req.ReasoningEffort // gpt-oss's templates read it
 	default:
 		return job{}, nil, nil, badRequest("reasoning_effort", "reasoning_effort %q: want none, minimal, low, medium or high", req.ReasoningEffort)
 	}

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/aotlm/aotlm"
 )
 
 // harmonyReplyGrammar keeps the story model to a gpt-oss reply: an
@@ -173,5 +175,52 @@ func TestHarmonyReasoningAPIs(t *testing.T) {
 	check("messages, streamed", think, answer)
 	if thinkDeltas < 2 {
 		t.Errorf("messages: the thinking came in %d delta", thinkDeltas)
+	}
+}
+
+// TestReasoningEffortVar: the reasoning effort a request asks for
+// (chat completions' reasoning_effort, the Responses API's
+// reasoning.effort, an Ollama think level) reaches the chat template as
+// reasoning_effort, which gpt-oss's templates write into the system
+// message.
+func TestReasoningEffortVar(t *testing.T) {
+	m := openStories(t)
+	tpl := `{% if reasoning_effort is defined %}<|start|>system<|message|>Reasoning: {{ reasoning_effort }}<|end|>{% endif %}` + formatTemplates[formatHarmony]
+	if err := m.SetChatTemplate("effort", tpl); err != nil {
+		t.Fatal(err)
+	}
+	msgs := []aotlm.Message{{Role: "user", Content: "Tell me a story."}}
+	_, high := oracleTokens(t, m, msgs, map[string]any{"reasoning_effort": "high"})
+	_, none := oracleTokens(t, m, msgs, nil)
+	if high == none {
+		t.Fatal("the template does not write the effort")
+	}
+	ts := newTestServerFor(t, m, Options{})
+	user := []map[string]any{{"role": "user", "content": "Tell me a story."}}
+	var chat struct {
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	postJSON(t, ts, "/v1/chat/completions", map[string]any{"messages": user, "max_tokens": 1, "reasoning_effort": "high"}, &chat)
+	if chat.Usage.PromptTokens != high {
+		t.Errorf("chat completions: %d prompt tokens, want %d", chat.Usage.PromptTokens, high)
+	}
+	var resp struct {
+		Usage struct {
+			InputTokens int `json:"input_tokens"`
+		} `json:"usage"`
+	}
+	postJSON(t, ts, "/v1/responses", map[string]any{"input": "Tell me a story.", "max_output_tokens": 1, "store": false, "reasoning": map[string]any{"effort": "high"}}, &resp)
+	if resp.Usage.InputTokens != high {
+		t.Errorf("responses: %d input tokens, want %d", resp.Usage.InputTokens, high)
+	}
+	fresh := newTestServerFor(t, m, Options{})
+	var ollama struct {
+		PromptEvalCount int `json:"prompt_eval_count"`
+	}
+	postJSON(t, fresh, "/api/chat", map[string]any{"model": "stories", "stream": false, "think": "high", "messages": user, "options": map[string]any{"num_predict": 1}}, &ollama)
+	if ollama.PromptEvalCount != high {
+		t.Errorf("ollama: %d prompt tokens, want %d", ollama.PromptEvalCount, high)
 	}
 }

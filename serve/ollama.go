@@ -128,6 +128,9 @@ func (c *ollamaCommon) chatRequest() (*chatRequest, *apiError) {
 			return nil, badRequest("think", "think: want true, false, \"high\", \"medium\" or \"low\"")
 		}
 		r.ChatTemplateKwargs = map[string]any{"enable_thinking": b}
+		if level != "" {
+			r.ChatTemplateKwargs["reasoning_effort"] = level // gpt-oss's templates read it
+		}
 	}
 	return r, nil
 }
