@@ -141,7 +141,11 @@ func (m *Mask) MinTokens() int {
 	if m.fed > 0 || m.broken || m.r.Done() {
 		return 0
 	}
-	best := m.firstClosing()
+	return m.minTokens(m.firstClosing())
+}
+
+// minTokens is MinTokens given the shortest completion after one token.
+func (m *Mask) minTokens(best int) int {
 	switch {
 	case best < 0:
 		return -1
@@ -165,5 +169,5 @@ func (m *Mask) MinBudget() int {
 	if best < 0 {
 		return -1
 	}
-	return max(best+1, m.MinTokens())
+	return max(best+1, m.minTokens(best))
 }
