@@ -16,8 +16,9 @@ import (
 // after the required), its value by the property's type. Strings are
 // free text without '<' (which would open the closing mark), numbers
 // are written plainly (their bounds unchecked), enum and const values
-// are the listed ones, and objects, arrays and untyped values any JSON
-// value (Gemma's own syntax for Gemma).
+// are the listed ones, objects and arrays any JSON object or array (their
+// own keywords unchecked) and untyped values any JSON value (Gemma's own
+// syntax for Gemma).
 
 // gbnfLit writes s as a GBNF literal.
 func gbnfLit(s string) string {
@@ -146,6 +147,16 @@ func valueExpr(a *argSchema, gemma bool) string {
 		return `("true" | "false")`
 	case "null":
 		return `"null"`
+	case "object":
+		if gemma {
+			return "gobj"
+		}
+		return "jobj"
+	case "array":
+		if gemma {
+			return "garr"
+		}
+		return "jarr"
 	}
 	if gemma {
 		return "gval"

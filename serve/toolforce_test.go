@@ -2,10 +2,13 @@ package serve
 
 import (
 	"encoding/json"
+	"math"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/aotlm/aotlm/internal/constrain"
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
@@ -130,5 +133,88 @@ func TestForcedCallTextFormats(t *testing.T) {
 				t.Logf("seed %d: %v %s", seed, fn["name"], args)
 			}
 		})
+	}
+}
+
+// textArgsParams has a property of each kind the text formats write.
+const textArgsParams = `{"type": "object", "properties": {
+	"city": {"type": "string", "minLength": 1, "maxLength": 12},
+	"count": {"type": "integer", "minimum": 0},
+	"delta": {"type": "integer"},
+	"ratio": {"type": "number"},
+	"ok": {"type": "boolean"},
+	"mode": {"enum": ["fast", "slow", 3]},
+	"level": {"type": "string", "enum": ["low", "high"]},
+	"meta": {"type": "object"},
+	"tags": {"type": "array"},
+	"note": {"type": ["string", "null"]}},
+	"required": ["city", "count", "mode", "ok"]}`
+
+// TestTextCallGrammarRoundTrip: random texts the forced-call grammar of
+// each text format accepts (drawn token by token through its mask, over
+// a vocabulary of single bytes and pieces of the markup) read back as
+// one call whose arguments validate under the tool's schema.
+func TestTextCallGrammarRoundTrip(t *testing.T) {
+	vocab := [][]byte{nil} // id 0 ends the text
+	for c := byte(' '); c <= '~'; c++ {
+		vocab = append(vocab, []byte{c})
+	}
+	for _, piece := range []string{"\n", "é", "<parameter=", "</parameter>\n", "<arg_key>", "</arg_key>\n", "<arg_value>", "</arg_value>\n",
+		`<|"|>`, "<escape>", "true", "false", "null", "12", "-3", "fast", "\"slow\"", "<tool_call>", "call:", "<function="} {
+		vocab = append(vocab, []byte(piece))
+	}
+	validator := schemaValidator(t, textArgsParams)
+	rng := rand.New(rand.NewPCG(49, 3))
+	for _, c := range []struct {
+		f     toolFormat
+		quote string
+	}{{formatQwenXML, ""}, {formatGLM, ""}, {formatGemma, gemmaQuote}, {formatGemma, fgemmaQuote}} {
+		src, err := textCallGrammar(c.f, "probe", []byte(textArgsParams), c.quote)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := constrain.ParseGBNF(src)
+		if err != nil {
+			t.Fatalf("%s: %v in\n%s", c.f, err, src)
+		}
+		p := &toolParser{names: map[string]bool{"probe": true}, format: c.f, types: map[string]map[string]string{"probe": argTypes(json.RawMessage(textArgsParams))}}
+		for trial := range 60 {
+			const budget = 600
+			mask := constrain.NewMaskFor(constrain.NewGrammarRecognizer(g), vocab, []int{0}, budget)
+			var gen []int
+			var text strings.Builder
+			for len(gen) < budget {
+				logits := make([]float32, len(vocab))
+				for i := range logits {
+					logits[i] = float32(rng.NormFloat64())
+				}
+				mask.Apply(logits, gen)
+				best := -1
+				for i, l := range logits {
+					if !math.IsInf(float64(l), -1) && (best < 0 || l > logits[best]) {
+						best = i
+					}
+				}
+				if best <= 0 {
+					break
+				}
+				gen = append(gen, best)
+				text.Write(vocab[best])
+			}
+			mask.Apply(make([]float32, len(vocab)), gen) // feeds the last token
+			if !mask.Done() {
+				t.Fatalf("%s trial %d: the text %q is incomplete", c.f, trial, text.String())
+			}
+			_, calls := p.parse(text.String())
+			if len(calls) != 1 {
+				t.Fatalf("%s trial %d: %q reads as %d calls", c.f, trial, text.String(), len(calls))
+			}
+			if err := validates(validator, calls[0].Function.Arguments); err != nil {
+				t.Fatalf("%s trial %d: %q reads as %s: %v", c.f, trial, text.String(), calls[0].Function.Arguments, err)
+			}
+			if trial == 0 {
+				t.Logf("%s: %q -> %s", c.f, text.String(), calls[0].Function.Arguments)
+			}
+		}
 	}
 }
