@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/aotlm/aotlm"
 )
@@ -223,4 +224,40 @@ func TestReasoningEffortVar(t *testing.T) {
 	if ollama.PromptEvalCount != high {
 		t.Errorf("ollama: %d prompt tokens, want %d", ollama.PromptEvalCount, high)
 	}
+}
+
+// FuzzHarmonyStream: however a reply is cut into chunks, what the stream
+// gives adds up to the whole reply's thinking and answer (their leading
+// whitespace aside), unless a mark opens no call of a known tool (an
+// unknown name, arguments that are no JSON), which makes the whole reply
+// text.
+func FuzzHarmonyStream(f *testing.F) {
+	f.Add("<|channel|>analysis<|message|> One. <|end|><|start|>assistant<|channel|>final<|message|> It is 21 C.\n", uint64(1))
+	f.Add("<|channel|>analysis<|message|>Need it.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather json<|message|>{\"city\": \"Oslo\"}<|call|>", uint64(2))
+	f.Add("  plain text <tool_call>{\"name\": \"add\", \"arguments\": {}}</tool_call> after", uint64(3))
+	f.Add("Hi<|channel|>final<|message|>\n\nYes<|return|>", uint64(4))
+	f.Fuzz(func(t *testing.T, text string, seed uint64) {
+		p := exampleParser(formatHarmony)
+		if _, _, ok := p.marked(text); !ok {
+			return // a mark that opens no call of a known tool: the reply is text
+		}
+		wantR := harmonyAnalysis(text)
+		wantC, _ := p.parse(text)
+		rng := rand.New(rand.NewPCG(seed, 7))
+		h := &harmonyStream{names: p.names}
+		var gotR, gotC strings.Builder
+		for rest := text; rest != ""; {
+			n := 1 + rng.IntN(min(len(rest), 12))
+			r, c := h.add(rest[:n])
+			rest = rest[n:]
+			gotR.WriteString(r)
+			gotC.WriteString(c)
+		}
+		r, c := h.end(wantR, wantC)
+		gotR.WriteString(r)
+		gotC.WriteString(c)
+		if gotR.String() != strings.TrimLeftFunc(wantR, unicode.IsSpace) || gotC.String() != strings.TrimLeftFunc(wantC, unicode.IsSpace) {
+			t.Fatalf("%q: streamed %q / %q, the whole reply reads %q / %q", text, gotR.String(), gotC.String(), wantR, wantC)
+		}
+	})
 }

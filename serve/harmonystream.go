@@ -1,6 +1,9 @@
 package serve
 
-import "strings"
+import (
+	"strings"
+	"unicode"
+)
 
 // harmonyEnds are the marks that end a gpt-oss message's body.
 var harmonyEnds = []string{"<|end|>", "<|call|>", "<|return|>", harmonyStart}
@@ -35,20 +38,23 @@ func (h *harmonyStream) add(chunk string) (reasoning, content string) {
 	return h.give(r, c)
 }
 
-// give returns what r and c add to what was given, or nothing for a
-// part that no longer extends it.
+// give returns what r and c add to what was given (their leading
+// whitespace aside, which the stream never gives), or nothing for a part
+// that no longer extends it.
 func (h *harmonyStream) give(r, c string) (reasoning, content string) {
-	if strings.HasPrefix(r, h.sentR) {
-		reasoning, h.sentR = r[len(h.sentR):], r
+	if rest, ok := strings.CutPrefix(strings.TrimLeftFunc(r, unicode.IsSpace), h.sentR); ok {
+		reasoning, h.sentR = rest, h.sentR+rest
 	}
-	if strings.HasPrefix(c, h.sentC) {
-		content, h.sentC = c[len(h.sentC):], c
+	if rest, ok := strings.CutPrefix(strings.TrimLeftFunc(c, unicode.IsSpace), h.sentC); ok {
+		content, h.sentC = rest, h.sentC+rest
 	}
 	return reasoning, content
 }
 
 // end returns what the whole reply's thinking and answer add to what was
-// streamed ("" for a part the stream went another way on).
+// streamed ("" for a part the stream went another way on: only when a
+// mark opens no call of a known tool, an unknown name or arguments that
+// are no JSON, so that the whole reply becomes text).
 func (h *harmonyStream) end(reasoning, content string) (string, string) {
 	return h.give(reasoning, content)
 }
@@ -121,5 +127,5 @@ func harmonyStable(text string, names map[string]bool) (reasoning, content strin
 		}
 		t = rest
 	}
-	return strings.TrimRight(r.String(), asciiSpace), strings.TrimSpace(c.String()), true
+	return strings.TrimRightFunc(r.String(), unicode.IsSpace), strings.TrimSpace(c.String()), true
 }
