@@ -218,3 +218,38 @@ func TestTextCallGrammarRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTextCallGrammar: for any parameters schema the JSON-schema subset
+// takes, the forced-call grammar of each text format is valid GBNF, and
+// its shortest call reads back as a call of the tool.
+func FuzzTextCallGrammar(f *testing.F) {
+	f.Add([]byte(textArgsParams), uint8(0))
+	f.Add([]byte(weatherParams), uint8(1))
+	f.Add([]byte(`{"type": "object", "properties": {"a\"b": {"enum": ["<x>", "\n"]}, "c": {"const": null}}, "required": ["c"]}`), uint8(2))
+	f.Add([]byte(`{"properties": {"s": {"type": "string", "minLength": 300, "maxLength": 2}}}`), uint8(3))
+	formats := []struct {
+		f     toolFormat
+		quote string
+	}{{formatQwenXML, ""}, {formatGLM, ""}, {formatGemma, gemmaQuote}, {formatGemma, fgemmaQuote}}
+	f.Fuzz(func(t *testing.T, params []byte, which uint8) {
+		if len(params) > 4096 {
+			return
+		}
+		if _, err := constrain.CompileSchema(params); err != nil {
+			return // refused before any grammar is written
+		}
+		c := formats[int(which)%len(formats)]
+		src, err := textCallGrammar(c.f, "probe", params, c.quote)
+		if err != nil {
+			return // a schema the grammar cannot read is a 400
+		}
+		g, err := constrain.ParseGBNF(src)
+		if err != nil {
+			t.Fatalf("%s: the grammar of %s does not parse: %v\n%s", c.f, params, err, src)
+		}
+		r := constrain.NewGrammarRecognizer(g)
+		if r.ClosingLen() <= 0 {
+			t.Fatalf("%s: the grammar of %s accepts the empty text", c.f, params)
+		}
+	})
+}
