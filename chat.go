@@ -22,9 +22,15 @@ type Message struct {
 	// "function", "function": {"name", "arguments"}}, the arguments decoded
 	// from their JSON text.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
-	// ToolCallID is the id of the call a tool turn answers; templates see
-	// it as message.tool_call_id only when it is not empty.
+	// ToolCallID is, in a "tool" turn, the id of the call whose result
+	// the turn holds (OpenAI's tool_call_id); templates see it as
+	// message.tool_call_id when it is not empty.
 	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Name is, in a "tool" turn, the name of the function whose result
+	// the turn holds (a participant's name in other turns); templates see
+	// it as message.name when it is not empty. A tool turn that has only
+	// a ToolCallID takes the name of the earlier call with that ID.
+	Name string `json:"name,omitempty"`
 }
 
 // ToolCall is one function call of an assistant turn.

@@ -25,7 +25,8 @@ func (m *Model) RenderChat(msgs []Message, opts RenderOptions) (string, error) {
 	}
 	cm := make([]chat.Message, len(msgs))
 	for i, msg := range msgs {
-		cm[i] = chat.Message{Role: msg.Role, Content: msg.Content, ReasoningContent: msg.ReasoningContent, ToolCallID: msg.ToolCallID}
+		cm[i] = chat.Message{Role: msg.Role, Content: msg.Content, ReasoningContent: msg.ReasoningContent,
+			ToolCallID: msg.ToolCallID, Name: msg.Name}
 		for _, c := range msg.ToolCalls {
 			cm[i].ToolCalls = append(cm[i].ToolCalls, chat.ToolCall(c))
 		}

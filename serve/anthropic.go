@@ -30,6 +30,10 @@ type messagesRequest struct {
 	ToolChoice    *anthToolChoice  `json:"tool_choice"`
 	Thinking      *anthThinking    `json:"thinking"`
 	Metadata      *json.RawMessage `json:"metadata"`
+	// Grammar and Regex keep the reply to a GBNF grammar or a regular
+	// expression, as in chat completions (extensions of the API).
+	Grammar string `json:"grammar"`
+	Regex   string `json:"regex"`
 }
 
 type anthMessage struct {
@@ -100,6 +104,7 @@ type anthThinking struct {
 func (m *messagesRequest) chatRequest() (*chatRequest, *apiError) {
 	c := &chatRequest{}
 	c.Model, c.MaxTokens, c.Stream = m.Model, m.MaxTokens, m.Stream
+	c.Grammar, c.Regex = m.Grammar, m.Regex
 	c.Temperature, c.TopP, c.TopK, c.Stop = m.Temperature, m.TopP, m.TopK, m.StopSequences
 	if sys := m.System.text(); sys != "" {
 		c.Messages = append(c.Messages, chatMessage{Role: "system", Content: textContent{Text: sys, Set: true}})

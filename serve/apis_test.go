@@ -304,55 +304,6 @@ func TestMessagesEventOrder(t *testing.T) {
 	}
 }
 
-// TestConstrainedTooShort: a reply kept to a schema or a required tool
-// call that max_tokens cannot fit ends with finish_reason "length",
-// never an empty "stop".
-func TestConstrainedTooShort(t *testing.T) {
-	ts := newTestServer(t, Options{})
-	user := []map[string]any{{"role": "user", "content": "Once upon a time"}}
-	schema := map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": map[string]any{
-		"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}, "required": []string{"name"}}}}
-	tools := []map[string]any{{"type": "function", "function": map[string]any{"name": "get_weather",
-		"parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"}}}}}
-	for _, c := range []struct {
-		name  string
-		extra map[string]any
-	}{
-		{"json_schema", map[string]any{"response_format": schema}},
-		{"json_object", map[string]any{"response_format": map[string]any{"type": "json_object"}}},
-		{"required tool", map[string]any{"tools": tools, "tool_choice": "required"}},
-	} {
-		for _, n := range []int{1, 3} {
-			body := map[string]any{"messages": user, "max_tokens": n, "temperature": 0}
-			for k, v := range c.extra {
-				body[k] = v
-			}
-			var out struct {
-				Choices []struct {
-					FinishReason string `json:"finish_reason"`
-				} `json:"choices"`
-			}
-			postJSON(t, ts, "/v1/chat/completions", body, &out)
-			if len(out.Choices) != 1 || out.Choices[0].FinishReason != "length" {
-				t.Errorf("%s with max_tokens %d: %+v, want finish_reason length", c.name, n, out)
-			}
-		}
-	}
-	// with room, a schema reply still stops
-	var out struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-			FinishReason string `json:"finish_reason"`
-		} `json:"choices"`
-	}
-	postJSON(t, ts, "/v1/chat/completions", map[string]any{"messages": user, "max_tokens": 60, "temperature": 0, "response_format": schema}, &out)
-	if out.Choices[0].FinishReason != "stop" || !json.Valid([]byte(out.Choices[0].Message.Content)) {
-		t.Fatalf("with room: %+v, want a JSON reply that stops", out)
-	}
-}
-
 // TestRequestIDAndErrorShapes: every response carries X-Request-Id (the
 // client's when it sends a usable one), and each API answers errors in
 // its own shape.

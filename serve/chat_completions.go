@@ -229,6 +229,9 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 	// a template that reads message.tool_calls writes earlier calls in its
 	// own layout; for one that does not, they are written into the text
 	callsInTemplate := strings.Contains(s.m.ChatTemplateSource(), "tool_calls")
+	// a tool result names its function; a client that sends only the
+	// call's id gets the name of the earlier call with that id
+	callNames := map[string]string{}
 	for i, m := range req.Messages {
 		role := m.Role
 		switch role {
@@ -247,7 +250,18 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 				return job{}, nil, nil, ie
 			}
 		}
-		msg := aotlm.Message{Role: role, Content: content, ReasoningContent: m.ReasoningContent, ToolCallID: m.ToolCallID}
+		msg := aotlm.Message{Role: role, Content: content, ReasoningContent: m.ReasoningContent, Name: m.Name}
+		if role == "tool" {
+			msg.ToolCallID = m.ToolCallID
+			if msg.Name == "" {
+				msg.Name = callNames[m.ToolCallID]
+			}
+		}
+		for _, c := range m.ToolCalls {
+			if c.ID != "" {
+				callNames[c.ID] = c.Function.Name
+			}
+		}
 		if role == "assistant" && len(m.ToolCalls) > 0 {
 			if callsInTemplate {
 				msg.ToolCalls = templateCalls(m.ToolCalls)
@@ -269,6 +283,7 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 		vars["enable_thinking"] = false
 	case "low", "medium", "high", "xhigh":
 		vars["enable_thinking"] = true
+		vars["reasoning_effort"] = req.ReasoningEffort // gpt-oss's templates read it
 	default:
 		return job{}, nil, nil, badRequest("reasoning_effort", "reasoning_effort %q: want none, minimal, low, medium or high", req.ReasoningEffort)
 	}
@@ -360,15 +375,24 @@ func (s *Server) chatJob(req *chatRequest) (job, *logprobs, *constraints, *apiEr
 	}
 	stopIDs := append(s.m.StopIDs(), s.eot...)
 	var newMask func(left int) *constrain.Mask
+	var what string // the constraint, as the error of a too small limit names it
 	switch {
 	case cons.tools != nil && cons.tools.force != nil:
 		// a call is required: it wins over response_format, which
 		// shapes text replies
 		newMask = func(left int) *constrain.Mask { return s.maskFor(cons.tools.force, left, stopIDs) }
+		what = "a tool call"
 	case format != nil:
 		newMask = func(left int) *constrain.Mask { return s.mask(format, left, stopIDs) }
+		what = format.name()
 	case grammar != nil:
 		newMask = func(left int) *constrain.Mask { return s.grammarMask(grammar, left, stopIDs) }
+		what = grammarName(&req.genFields)
+	}
+	if newMask != nil {
+		if e := s.checkRoom(newMask(budget), limit, budget, req.limitName(), what); e != nil {
+			return job{}, nil, nil, e
+		}
 	}
 	if req.ThinkingBudget != nil && *req.ThinkingBudget < 0 {
 		return job{}, nil, nil, badRequest("thinking_budget_tokens", "thinking_budget_tokens %d must be >= 0", *req.ThinkingBudget)

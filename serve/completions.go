@@ -98,6 +98,15 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) *apiE
 	if grammar != nil && req.IgnoreEOS {
 		return badRequest("ignore_eos", "ignore_eos cannot be used with a grammar: the reply ends where the grammar does")
 	}
+	if grammar != nil {
+		budget := limit
+		if budget == 0 {
+			budget = s.ctx - len(ids)
+		}
+		if e := s.checkRoom(s.grammarMask(grammar, budget, nil), limit, budget, req.limitName(), grammarName(&req.genFields)); e != nil {
+			return e
+		}
+	}
 	j := job{ids: ids, req: aotlm.Request{IDs: ids, MaxTokens: limit, Sampling: p, Stop: stops, IgnoreEOS: req.IgnoreEOS, ContextShift: shift}}
 	bias, e := req.logitBias(vocab)
 	if e != nil {

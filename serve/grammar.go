@@ -1,6 +1,9 @@
 package serve
 
 import (
+	"fmt"
+	"net/http"
+
 	"github.com/aotlm/aotlm/internal/constrain"
 )
 
@@ -39,4 +42,35 @@ func (s *Server) outputGrammar(g *genFields) (*constrain.Grammar, *apiError) {
 // grammarMask makes the logits mask that keeps one generation to g.
 func (s *Server) grammarMask(g *constrain.Grammar, budget int, stop []int) *constrain.Mask {
 	return s.maskFor(constrain.NewGrammarRecognizer(g), budget, stop)
+}
+
+// grammarName says what the request's grammar or regex keeps the reply
+// to, for errors.
+func grammarName(g *genFields) string {
+	if g.Regex != "" {
+		return "the regex"
+	}
+	return "the grammar"
+}
+
+// checkRoom refuses a constrained request whose token limit cannot hold
+// a reply the constraint accepts: m is the reply's mask, before any
+// token; limit the request's limit (0: none, and budget is what the
+// context leaves after the prompt); field the limit's name in the
+// request; what the constraint ("the schema"). The minimum is the
+// budget under which the mask lets the reply start at all
+// (constrain.Mask.MinBudget: below it the reply could only be empty), so
+// a request it lets through may still end cut, with finish_reason
+// "length", when the model's tokens take more room than the shortest
+// reply's bytes.
+func (s *Server) checkRoom(m *constrain.Mask, limit, budget int, field, what string) *apiError {
+	need := m.MinBudget()
+	if need < 0 || budget >= need { // need < 0: the tokens cannot start one
+		return nil
+	}
+	if limit > 0 {
+		return badRequest(field, "%s %d cannot fit a reply matching %s: it needs at least %d tokens", field, limit, what, need)
+	}
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "context_length_exceeded",
+		Message: fmt.Sprintf("the context leaves %d tokens after the prompt, too few for a reply matching %s: it needs at least %d tokens", budget, what, need)}
 }

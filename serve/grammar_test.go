@@ -30,7 +30,7 @@ func isPrefix(t *testing.T, g *constrain.Grammar, text string) bool {
 // TestGrammarChat: with a GBNF grammar, the story model's sampled chat
 // replies are in the grammar's language whenever they finish with
 // "stop"; a reply cut by a small max_tokens finishes with "length" and
-// is a prefix of one.
+// is a prefix of one, and a max_tokens too small for any reply is a 400.
 func TestGrammarChat(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	g, err := constrain.ParseGBNF(storyGrammar)
@@ -40,11 +40,20 @@ func TestGrammarChat(t *testing.T) {
 	stops := 0
 	for seed := 1; seed <= 6; seed++ {
 		maxTok := 60
-		if seed == 3 {
-			maxTok = 4 // too few tokens for any reply
+		switch seed {
+		case 3:
+			maxTok = 4 // too few tokens for any reply: refused
+		case 4:
+			maxTok = ts.srv.grammarMask(g, 0, nil).MinBudget() // just enough to start
 		}
 		body := map[string]any{"messages": []map[string]string{{"role": "user", "content": "Tell me a story."}},
 			"grammar": storyGrammar, "temperature": 1, "seed": seed, "max_tokens": maxTok}
+		if seed == 3 {
+			if status, out := rawPost(t, ts, "/v1/chat/completions", body); status != http.StatusBadRequest || !needRE.MatchString(fmt.Sprint(out)) {
+				t.Errorf("max_tokens 4: %d %v, want a 400 naming the minimum", status, out)
+			}
+			continue
+		}
 		var out chatResponse
 		if resp := postJSON(t, ts, "/v1/chat/completions", body, &out); resp.StatusCode != http.StatusOK {
 			t.Fatalf("seed %d: status %d", seed, resp.StatusCode)

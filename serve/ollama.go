@@ -33,6 +33,10 @@ type ollamaOptions struct {
 	RepeatPenalty    *float64 `json:"repeat_penalty"`
 	PresencePenalty  *float64 `json:"presence_penalty"`
 	FrequencyPenalty *float64 `json:"frequency_penalty"`
+	// Grammar and Regex keep the reply to a GBNF grammar or a regular
+	// expression, as in chat completions (extensions of the API).
+	Grammar string `json:"grammar"`
+	Regex   string `json:"regex"`
 }
 
 // ollamaCommon are the fields /api/chat and /api/generate share.
@@ -86,6 +90,13 @@ func (c *ollamaCommon) chatRequest() (*chatRequest, *apiError) {
 		if o.NumPredict != nil && *o.NumPredict > 0 { // -1 and -2: until the context is full
 			r.MaxTokens = o.NumPredict
 		}
+		r.Grammar, r.Regex = o.Grammar, o.Regex
+	}
+	r.limitField = "num_predict"
+	if r.Grammar != "" || r.Regex != "" {
+		if f := bytes.TrimSpace(c.Format); len(f) > 0 && string(f) != "null" && string(f) != `""` {
+			return nil, badRequest("format", "format and a grammar both constrain the reply: send one of them")
+		}
 	}
 	if f := bytes.TrimSpace(c.Format); len(f) > 0 && string(f) != "null" && string(f) != `""` {
 		var s string
@@ -117,6 +128,9 @@ func (c *ollamaCommon) chatRequest() (*chatRequest, *apiError) {
 			return nil, badRequest("think", "think: want true, false, \"high\", \"medium\" or \"low\"")
 		}
 		r.ChatTemplateKwargs = map[string]any{"enable_thinking": b}
+		if level != "" {
+			r.ChatTemplateKwargs["reasoning_effort"] = level // gpt-oss's templates read it
+		}
 	}
 	return r, nil
 }
@@ -217,7 +231,23 @@ func (s *Server) ollamaRaw(w http.ResponseWriter, r *http.Request, req *ollamaGe
 	if e := s.speculate(&j, &creq.genFields); e != nil {
 		return e
 	}
-	return s.ollamaGenerate(w, r, j, &constraints{}, creq.Stream, false)
+	grammar, e := s.outputGrammar(&creq.genFields)
+	if e != nil {
+		return e
+	}
+	cons := &constraints{}
+	if grammar != nil {
+		budget := limit
+		if budget == 0 {
+			budget = s.ctx - len(ids)
+		}
+		cons.mask = s.grammarMask(grammar, budget, append(s.m.StopIDs(), s.eot...))
+		if e := s.checkRoom(cons.mask, limit, budget, creq.limitName(), grammarName(&creq.genFields)); e != nil {
+			return e
+		}
+		j.req.Logits = cons.mask.Apply
+	}
+	return s.ollamaGenerate(w, r, j, cons, creq.Stream, false)
 }
 
 // ollamaRun renders a chat request and answers it in Ollama's shape: a

@@ -164,9 +164,20 @@ func (s *Server) generateReply(ctx context.Context, sl *slot, j job, cons *const
 		split = newThinkSplit(cons.thinkOpen)
 	}
 	text := &textStream{tools: cons.tools}
+	var hs *harmonyStream // a gpt-oss reply, streamed by its channels
+	if onDelta != nil && cons.tools != nil && cons.tools.format == formatHarmony && split == nil {
+		hs = &harmonyStream{names: cons.tools.names}
+	}
 	emit := func(r, c string) error {
 		rp.reasoning += r
 		rp.content += c
+		if hs != nil {
+			text.text += c
+			if r, c = hs.add(c); r == "" && c == "" {
+				return nil
+			}
+			return onDelta(r, c)
+		}
 		if onDelta == nil {
 			text.text += c
 			return nil
@@ -203,6 +214,10 @@ func (s *Server) generateReply(ctx context.Context, sl *slot, j job, cons *const
 		// gpt-oss's analysis channel is its thinking
 		analysis = harmonyAnalysis(text.text)
 		rp.reasoning = analysis
+	}
+	if hs != nil {
+		// the stream gave a prefix of each part: the rest follows
+		analysis, tail = hs.end(rp.reasoning, content)
 	}
 	if onDelta != nil && (tail != "" || analysis != "") {
 		if err := onDelta(analysis, tail); err != nil {

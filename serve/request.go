@@ -54,6 +54,20 @@ type genFields struct {
 	// ("speculative.n_max") are read too.
 	Speculative *specField `json:"speculative"`
 	specFlat
+	// limitField names the reply's token limit in the request's own API
+	// (max_tokens unless set), for errors about it.
+	limitField string
+}
+
+// limitName is the request's name of the reply's token limit.
+func (g *genFields) limitName() string {
+	switch {
+	case g.limitField != "":
+		return g.limitField
+	case g.MaxTokens == nil && g.MaxCompletionTokens != nil:
+		return "max_completion_tokens"
+	}
+	return "max_tokens"
 }
 
 type streamOptions struct {

@@ -52,6 +52,14 @@ func (s *Server) responseFormat(f *responseFormat) (*jsonFormat, *apiError) {
 	return nil, badRequest("response_format", "response_format type %q: want text, json_object or json_schema", f.Type)
 }
 
+// name says what f keeps the reply to, for errors.
+func (f *jsonFormat) name() string {
+	if f.schema != nil {
+		return "the schema"
+	}
+	return "a JSON object"
+}
+
 // tokenBytes returns the bytes each id adds to a text (computed once).
 func (s *Server) tokenBytes() [][]byte {
 	s.tokOnce.Do(func() {

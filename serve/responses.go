@@ -45,6 +45,10 @@ type responsesRequest struct {
 	Reasoning *struct {
 		Effort *string `json:"effort"`
 	} `json:"reasoning"`
+	// Grammar and Regex keep the reply to a GBNF grammar or a regular
+	// expression, as in chat completions (extensions of the API).
+	Grammar string `json:"grammar"`
+	Regex   string `json:"regex"`
 }
 
 type respTool struct {
@@ -331,6 +335,7 @@ func (s *Server) responsesChat(req *responsesRequest) (*chatRequest, []chatMessa
 	history = append(history, in...)
 	c := &chatRequest{}
 	c.Model, c.MaxTokens, c.Temperature, c.TopP = req.Model, req.MaxOutputTokens, req.Temperature, req.TopP
+	c.Grammar, c.Regex, c.limitField = req.Grammar, req.Regex, "max_output_tokens"
 	if req.Instructions != nil && *req.Instructions != "" {
 		c.Messages = append(c.Messages, chatMessage{Role: "system", Content: textContent{Text: *req.Instructions, Set: true}})
 	}

@@ -121,10 +121,10 @@ func (s *Server) toolSetup(tools []tool, choice json.RawMessage) (*toolParser, [
 
 // callFormat is the recognizer of one call of tool t (the i-th), in the
 // format the model's template teaches (toolFormatOf): Llama 3's bare
-// {"name": ..., "parameters": ...}, Mistral's [TOOL_CALLS][{...}], and
-// the Hermes and Qwen <tool_call> block for the others (whose own
-// formats write arguments as text, which the schema mask does not
-// shape).
+// {"name": ..., "parameters": ...}, Mistral's [TOOL_CALLS][{...}],
+// gpt-oss's commentary message to=functions.NAME, the Qwen3-Coder, GLM-4.5
+// and Gemma markup with text arguments (textCallGrammar), and the Hermes
+// and Qwen <tool_call> block for the others.
 func (s *Server) callFormat(i int, t tool) (constrain.Recognizer, *apiError) {
 	params := bytes.TrimSpace(t.Function.Parameters)
 	if len(params) == 0 || string(params) == "null" {
@@ -147,12 +147,36 @@ func (s *Server) callFormat(i int, t tool) (constrain.Recognizer, *apiError) {
 	if s.m != nil {
 		src = s.m.ChatTemplateSource()
 	}
-	switch toolFormatOf(src) {
+	switch f := toolFormatOf(src); f {
 	case formatLlama3:
 		return constrain.Sequence(`{"name": `+string(name)+`, "parameters": `, args, "}"), nil
 	case formatMistral:
 		before, after := mistralForced(src, name)
 		return constrain.Sequence(before, args, after), nil
+	case formatHarmony:
+		// the prompt ends with the assistant's <|start|>: the call is a
+		// commentary message addressed to the function
+		return constrain.Sequence(harmonyChannel+"commentary "+harmonyFunction+t.Function.Name+" <|constrain|>json"+harmonyMessage, args, ""), nil
+	case formatQwenXML, formatGLM, formatGemma:
+		quote := gemmaQuote
+		if strings.Contains(src, fgemmaOpen) {
+			quote = fgemmaQuote
+		}
+		var g *constrain.Grammar
+		e := s.work(fmt.Sprintf("writing the call grammar of tool %d", i), func() *apiError {
+			src, err := textCallGrammar(f, t.Function.Name, params, quote)
+			if err == nil {
+				g, err = constrain.ParseGBNF(src)
+			}
+			if err != nil {
+				return badRequest("tools", "tool %d (%s): parameters cannot be written as %s arguments: %v", i, t.Function.Name, f, err)
+			}
+			return nil
+		})
+		if e != nil {
+			return nil, e
+		}
+		return constrain.NewGrammarRecognizer(g), nil
 	}
 	return constrain.Sequence(hermesOpen+"\n"+`{"name": `+string(name)+`, "arguments": `, args, "}\n"+hermesClose), nil
 }

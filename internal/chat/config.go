@@ -160,7 +160,7 @@ func ParseMessages(data []byte) ([]Message, error) {
 			dst      *string
 			required bool
 		}{{"role", &msgs[i].Role, true}, {"content", &msgs[i].Content, false}, {"reasoning_content", &msgs[i].ReasoningContent, false},
-			{"tool_call_id", &msgs[i].ToolCallID, false}} {
+			{"tool_call_id", &msgs[i].ToolCallID, false}, {"name", &msgs[i].Name, false}} {
 			v, ok := m[f.key]
 			if !ok || string(v) == "null" {
 				if f.required {

@@ -27,10 +27,14 @@ type Message struct {
 	// "function", "function": {"name", "arguments"}}, only when there are
 	// some.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
-	// ToolCallID is the id of the call a tool turn answers. It reaches the
-	// template as message.tool_call_id only when non-empty (Mistral's
-	// templates write it beside the result).
+	// ToolCallID is, in a tool turn, the id of the call it answers;
+	// templates see it as message.tool_call_id when it is not empty.
 	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Name is, in a tool turn, the name of the function that answered
+	// (a participant's name in other turns); templates see it as
+	// message.name when it is not empty. A tool turn without one takes
+	// the name of the earlier call its ToolCallID names.
+	Name string `json:"name,omitempty"`
 }
 
 // ToolCall is one function call of an assistant turn.
@@ -166,6 +170,7 @@ func (t *Template) Render(msgs []Message, opts Options) (out string, err error) 
 // (message['role'], message.content).
 func messageValues(msgs []Message) []any {
 	out := make([]any, len(msgs))
+	callNames := map[string]string{} // the name of each earlier call, by id
 	for i, m := range msgs {
 		v := map[string]any{"role": m.Role, "content": m.Content}
 		if m.ReasoningContent != "" {
@@ -174,6 +179,21 @@ func messageValues(msgs []Message) []any {
 		}
 		if m.ToolCallID != "" {
 			v["tool_call_id"] = m.ToolCallID
+		}
+		if m.ToolCallID != "" {
+			v["tool_call_id"] = m.ToolCallID
+		}
+		name := m.Name
+		if name == "" && m.ToolCallID != "" {
+			name = callNames[m.ToolCallID]
+		}
+		if name != "" {
+			v["name"] = name
+		}
+		for _, c := range m.ToolCalls {
+			if c.ID != "" {
+				callNames[c.ID] = c.Name
+			}
 		}
 		if len(m.ToolCalls) > 0 {
 			calls := make([]any, len(m.ToolCalls))

@@ -122,3 +122,45 @@ func TestToolCallsRealTemplates(t *testing.T) {
 		})
 	}
 }
+
+// TestToolResultFields: a tool turn reaches the template with its
+// tool_call_id and its function's name, the name taken from the earlier
+// call of that id when the turn has none; empty fields are left out (so
+// `is defined` fails, as with Hugging Face), and the real templates of
+// the test data render a tool turn the same with the fields or without.
+func TestToolResultFields(t *testing.T) {
+	tpl, err := Parse(`{% for m in messages %}{{ m.role }}:{% if m.tool_call_id is defined %}id={{ m.tool_call_id }}{% endif %}` +
+		`{% if m.name is defined %} name={{ m.name }}{% endif %};{% endfor %}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []Message{{Role: "user", Content: "Weather?", Name: "ana"},
+		{Role: "assistant", ToolCalls: []ToolCall{{ID: "c1", Name: "get_weather", Arguments: `{}`}, {ID: "c2", Name: "get_time", Arguments: `{}`}}},
+		{Role: "tool", Content: "19", ToolCallID: "c2"},
+		{Role: "tool", Content: "20", ToolCallID: "c1", Name: "weather"},
+		{Role: "tool", Content: "21", ToolCallID: "c9"},
+		{Role: "tool", Content: "22"}}
+	got, err := tpl.Render(msgs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "user: name=ana;assistant:;tool:id=c2 name=get_time;tool:id=c1 name=weather;tool:id=c9;tool:;"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	for _, file := range []string{"tokenizers/qwen2.5/tokenizer_config.json", "tokenizers/llama3.2/tokenizer_config.json",
+		"tokenizers/qwen3/tokenizer_config.json", "chat-templates/qwen3.8.chat_template.jinja"} {
+		tpl, sp := loadTemplate(t, file)
+		render := func(id, name string) string {
+			out, err := tpl.Render([]Message{{Role: "user", Content: "Weather in Lima?"},
+				{Role: "assistant", ToolCalls: []ToolCall{{ID: "c1", Name: "get_weather", Arguments: `{"city": "Lima"}`}}},
+				{Role: "tool", Content: "19", ToolCallID: id, Name: name}}, Options{AddGenerationPrompt: true, BOSToken: sp.BOS, EOSToken: sp.EOS, Now: fixedNow})
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			return out
+		}
+		if with, without := render("c1", "get_weather"), render("", ""); with != without || !strings.Contains(with, "19") {
+			t.Errorf("%s: the tool turn renders as %q with the fields, %q without", file, with, without)
+		}
+	}
+}

@@ -115,3 +115,59 @@ func (m *Mask) Apply(logits []float32, generated []int) {
 
 // Done reports whether the text fed so far is complete.
 func (m *Mask) Done() bool { return !m.broken && m.r.Done() }
+
+// firstClosing returns the shortest completion left after one token
+// (-1 when no token can start the text).
+func (m *Mask) firstClosing() int {
+	best := -1
+	for _, t := range m.tokens {
+		if len(t) == 0 {
+			continue
+		}
+		if c, ok := m.r.Try(t, true); ok && (best < 0 || c < best) {
+			best = c
+		}
+	}
+	return best
+}
+
+// MinTokens returns a lower bound on the tokens any complete text of the
+// mask's format takes, stop token excluded, before anything is fed:
+// the first token is chosen exactly (the one leaving the shortest
+// completion), and each later token shortens the completion by at most
+// its length, so by at most the longest token. It returns -1 when the
+// vocabulary cannot start the format at all.
+func (m *Mask) MinTokens() int {
+	if m.fed > 0 || m.broken || m.r.Done() {
+		return 0
+	}
+	return m.minTokens(m.firstClosing())
+}
+
+// minTokens is MinTokens given the shortest completion after one token.
+func (m *Mask) minTokens(best int) int {
+	switch {
+	case best < 0:
+		return -1
+	case best == 0 || m.maxTok == 0:
+		return 1
+	}
+	return 1 + (best+m.maxTok-1)/m.maxTok
+}
+
+// MinBudget returns the smallest budget under which the mask lets a
+// generation start, before anything is fed: with fewer tokens even the
+// best first token leaves a completion longer than the tokens after it
+// (counted one per byte, as Apply does), so Apply allows only the stop
+// ids and the text stays empty. It is at least MinTokens; -1 when the
+// vocabulary cannot start the format.
+func (m *Mask) MinBudget() int {
+	if m.fed > 0 || m.broken || m.r.Done() {
+		return 0
+	}
+	best := m.firstClosing()
+	if best < 0 {
+		return -1
+	}
+	return max(best+1, m.minTokens(best))
+}
