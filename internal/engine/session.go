@@ -85,6 +85,9 @@ type Session struct {
 	k, v      [][]float32 // [layer][G][stride][E] (head-major); nil with another cache type
 	ku, vu    [][]uint8   // [layer][G][stride][E] uint8 cache, else nil
 	kh, vh    [][]uint16  // [layer][G][stride][E] binary16 cache, else nil
+	// kq, vq: a 4-bit cache, [layer][G][stride][kernel.KVQ4RowBytes(E)]
+	// bytes, else nil
+	kq, vq    [][]uint8
 	kvCols    int
 	ctx       int
 	stride    []int // each cache layer's slots per key/value head: ctx, or twice its ring
@@ -193,7 +196,7 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	}
 	elem := int64(4)
 	if kc := e.manifest.KVCache; kc != nil {
-		elem = map[string]int64{plan.KVCacheF16: 2, plan.KVCacheU8: 1}[kc.DType]
+		elem = map[string]int64{plan.KVCacheF16: 2, plan.KVCacheU8: 1, plan.KVCacheQ4: 1}[kc.DType]
 	}
 	s.ring, s.window = kvRing(s.decode.p, ctx, s.MaxRows())
 	s.stride = KVSlots(s.decode.p, ctx, s.MaxRows())
@@ -212,7 +215,23 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	for _, n := range s.stride {
 		slots += int64(n)
 	}
-	need := 2*slots*int64(kv.Cols)*elem + 4*int64(e.arena) +
+	q4 := e.manifest.KVCache != nil && e.manifest.KVCache.DType == plan.KVCacheQ4
+	cacheBytes := 2 * slots * int64(kv.Cols) * elem
+	layer := make([]int, kv.Layers) // each layer's values in K (and in V)
+	for l, n := range s.stride {
+		layer[l] = n * kv.Cols
+	}
+	if q4 {
+		cacheBytes = 0
+		for l, n := range s.stride {
+			layer[l] = 0
+			if s.headDim[l] > 0 {
+				layer[l] = n * s.kvHeads[l] * kernel.KVQ4RowBytes(s.headDim[l])
+			}
+			cacheBytes += 2 * int64(layer[l])
+		}
+	}
+	need := cacheBytes + 4*int64(e.arena) +
 		PlanStateMemory(s.decode.p, ctx, opts.StateSnapshots, opts.StateBudget).Total()
 	mem, err := limits.Reserve(fmt.Sprintf("a session of %d positions (KV cache, activations and recurrent state)", ctx), need)
 	if err != nil {
@@ -224,13 +243,11 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	// every layer, a run of TLB misses in 4 KiB pages. Long caches stay
 	// in 4 KiB pages, which become resident as positions fill them (in
 	// huge pages the first token would make the whole cache resident).
-	layer := make([]int, kv.Layers) // each layer's values in K (and in V)
-	for l, n := range s.stride {
-		layer[l] = n * kv.Cols
-	}
 	all := 2 * int(slots) * kv.Cols
 	huge := int64(ctx)*elem <= maxHugeSlots
 	switch {
+	case q4:
+		s.kq, s.vq = layerSlices(kvAlloc(hugemem.Uint8s, int(cacheBytes), huge), layer)
 	case e.manifest.KVCache != nil && e.manifest.KVCache.DType == plan.KVCacheF16:
 		s.kh, s.vh = layerSlices(kvAlloc(hugemem.Uint16s, all, huge), layer)
 	case e.manifest.KVCache != nil:
@@ -304,7 +321,7 @@ func (s *Session) hold(mem *limits.Reservation) {
 func (s *Session) Close() {
 	s.closed = true
 	s.mem.Release()
-	s.arena, s.k, s.v, s.ku, s.vu, s.kh, s.vh = nil, nil, nil, nil, nil, nil, nil
+	s.arena, s.k, s.v, s.ku, s.vu, s.kh, s.vh, s.kq, s.vq = nil, nil, nil, nil, nil, nil, nil, nil, nil
 }
 
 // Pos is the number of committed positions.
@@ -318,6 +335,8 @@ func (s *Session) Context() int { return s.ctx }
 // cache columns, for keys and values.
 func (s *Session) CacheBytes() int64 {
 	switch {
+	case s.kq != nil:
+		return cacheBytes(s.kq, s.vq, 1)
 	case s.ku != nil:
 		return cacheBytes(s.ku, s.vu, 1)
 	case s.kh != nil:
@@ -669,10 +688,13 @@ func (s *Session) replayKept(n int) bool {
 // moveSlot copies cache slot from to slot to in every layer (and to the
 // mirror of to in a ring layer).
 func (s *Session) moveSlot(from, to int) {
-	for l := range max(len(s.k), len(s.kh), len(s.ku)) {
+	for l := range max(len(s.k), len(s.kh), len(s.ku), len(s.kq)) {
 		E := s.headDim[l]
 		if E == 0 {
 			continue
+		}
+		if s.kq != nil {
+			E = kernel.KVQ4RowBytes(E) // a row's bytes
 		}
 		stride, r := s.stride[l], s.ring[l]
 		f, d := from, to
@@ -683,6 +705,9 @@ func (s *Session) moveSlot(from, to int) {
 			a := (g*stride + f) * E
 			for _, b := range [2]int{(g*stride + d) * E, (g*stride + d + r) * E} {
 				switch {
+				case s.kq != nil:
+					copy(s.kq[l][b:b+E], s.kq[l][a:a+E])
+					copy(s.vq[l][b:b+E], s.vq[l][a:a+E])
 				case s.ku != nil:
 					copy(s.ku[l][b:b+E], s.ku[l][a:a+E])
 					copy(s.vu[l][b:b+E], s.vu[l][a:a+E])
@@ -957,6 +982,8 @@ func (s *Session) prefetchSlot(l, pos int) {
 		pos %= r
 	}
 	switch {
+	case s.kq != nil:
+		prefetchRows(s.kq[l], s.vq[l], pos, s.stride[l], s.kvHeads[l], kernel.KVQ4RowBytes(E))
 	case s.ku != nil:
 		prefetchRows(s.ku[l], s.vu[l], pos, s.stride[l], s.kvHeads[l], E)
 	case s.kh != nil:
@@ -979,6 +1006,8 @@ func prefetchRows[T uint8 | uint16 | float32](K, V []T, pos, slots, G, E int) {
 func (s *Session) cacheLayer(a *attnArgs, l int) {
 	a.stride, a.ring = s.stride[l], s.ring[l]
 	switch {
+	case s.kq != nil:
+		a.Kq, a.Vq = s.kq[l], s.vq[l]
 	case s.ku != nil:
 		kc := s.e.manifest.KVCache
 		a.Ku, a.Vu, a.ks, a.vs = s.ku[l], s.vu[l], kc.K[l], kc.V[l]
