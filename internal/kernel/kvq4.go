@@ -47,9 +47,9 @@ func RotateHead(x []float32) {
 }
 
 // QuantizeKVQ4 stores the E = len(y) rotated values y as a 4-bit row in
-// dst[:KVQ4RowBytes(E)]: per group, d = (max-min)/15 and m = min rounded to
-// binary16, c = clamp(round((y-m)/d), 0, 15) with the rounded d and m (0
-// when d is 0 or y is NaN).
+// dst[:KVQ4RowBytes(E)]: per group, the binary16 step d and offset m of
+// kvq4Fit, and c = clamp(round((y-m)/d), 0, 15) with those rounded d and
+// m (0 when d is 0 or y is NaN).
 func QuantizeKVQ4(dst []uint8, y []float32) {
 	E := len(y)
 	gs := KVQ4Group(E)
@@ -57,27 +57,106 @@ func QuantizeKVQ4(dst []uint8, y []float32) {
 	codes, meta := dst[:E/2], dst[E/2:]
 	for g := 0; g < E/gs; g++ {
 		grp := y[g*gs : (g+1)*gs]
-		lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
-		for _, v := range grp {
-			lo, hi = min(lo, v), max(hi, v)
-		}
-		if lo > hi { // all NaN
-			lo, hi = 0, 0
-		}
-		dh, mh := tensor.F32ToF16((hi-lo)/15), tensor.F32ToF16(lo)
+		dh, mh := kvq4Fit(grp)
 		meta[4*g], meta[4*g+1] = uint8(dh), uint8(dh>>8)
 		meta[4*g+2], meta[4*g+3] = uint8(mh), uint8(mh>>8)
 		d, m := tensor.F16ToF32(dh), tensor.F16ToF32(mh)
-		var inv float32
-		if d != 0 {
-			inv = 1 / d
-		}
+		inv := kvq4Inv(d)
 		cg := codes[g*gs/2 : (g+1)*gs/2]
 		half := gs / 2
 		for i := range cg {
 			cg[i] = kvq4Code((grp[i]-m)*inv) | kvq4Code((grp[i+half]-m)*inv)<<4
 		}
 	}
+}
+
+// kvq4Inv returns 1/d, or 0 when d is 0 or not finite.
+func kvq4Inv(d float32) float32 {
+	if d == 0 || d-d != 0 {
+		return 0
+	}
+	return 1 / d
+}
+
+// kvq4Shrinks are the fractions of a group's range kvq4Fit starts from,
+// narrowed about its middle: a narrower grid clips the extreme values and
+// places the others more finely.
+var kvq4Shrinks = [...]float32{1, 0.9, 0.8, 0.7}
+
+// kvq4Fits is the number of least-squares refits from each start.
+const kvq4Fits = 2
+
+// kvq4Fit returns the binary16 step and offset of a group of values: from
+// the group's range [min, max] and narrower ones (kvq4Shrinks), the codes
+// are set and the step and offset refit by least squares (kvq4Fits
+// times), and the pair with the smallest squared error of the rounded
+// values is kept. An all-NaN group gets 0, 0.
+func kvq4Fit(grp []float32) (dh, mh uint16) {
+	lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
+	for _, v := range grp {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	if lo > hi { // all NaN
+		return 0, 0
+	}
+	dh, mh = tensor.F32ToF16((hi-lo)/15), tensor.F32ToF16(lo)
+	best := kvq4Err(grp, dh, mh)
+	mid := lo/2 + hi/2
+	for _, f := range kvq4Shrinks {
+		d, m := f*(hi-lo)/15, mid-f*(hi/2-lo/2)
+		for it := 0; it <= kvq4Fits; it++ {
+			ch, cm := tensor.F32ToF16(d), tensor.F32ToF16(m)
+			if e := kvq4Err(grp, ch, cm); e < best {
+				best, dh, mh = e, ch, cm
+			}
+			if it == kvq4Fits {
+				break
+			}
+			var ok bool
+			if d, m, ok = kvq4Refit(grp, tensor.F16ToF32(ch), tensor.F16ToF32(cm)); !ok {
+				break
+			}
+		}
+	}
+	return dh, mh
+}
+
+// kvq4Refit sets each value's code with step d and offset m, then returns
+// the step and offset of the least-squares line through (code, value);
+// ok is false when the codes are all equal or the step is not positive.
+func kvq4Refit(grp []float32, d, m float32) (d2, m2 float32, ok bool) {
+	inv := kvq4Inv(d)
+	var n, sc, scc, sy, scy float64
+	for _, v := range grp {
+		c := float64(kvq4Code((v - m) * inv))
+		n++
+		sc += c
+		scc += c * c
+		sy += float64(v)
+		scy += c * float64(v)
+	}
+	det := n*scc - sc*sc
+	if det <= 0 {
+		return 0, 0, false
+	}
+	dd := (n*scy - sc*sy) / det
+	if !(dd > 0) {
+		return 0, 0, false
+	}
+	return float32(dd), float32((sy - dd*sc) / n), true
+}
+
+// kvq4Err returns the squared error of a group stored with the binary16
+// step dh and offset mh.
+func kvq4Err(grp []float32, dh, mh uint16) float64 {
+	d, m := tensor.F16ToF32(dh), tensor.F16ToF32(mh)
+	inv := kvq4Inv(d)
+	var e float64
+	for _, v := range grp {
+		r := float64(d*float32(kvq4Code((v-m)*inv)) + m - v)
+		e += r * r
+	}
+	return e
 }
 
 // kvq4Code rounds x to nearest even and clamps it to [0, 15]; NaN is 0.
