@@ -75,16 +75,16 @@ type SessionOptions struct {
 // drops committed positions. Prefill and Decode are passes committed
 // whole.
 type Session struct {
-	e         *Engine
-	mode      Mode
-	threads   int
-	decode    *program // AR-1
-	prefill   *program // AR-N used by ModeHybrid
-	pool      *pool
-	arena     []float32
-	k, v      [][]float32 // [layer][G][stride][E] (head-major); nil with another cache type
-	ku, vu    [][]uint8   // [layer][G][stride][E] uint8 cache, else nil
-	kh, vh    [][]uint16  // [layer][G][stride][E] binary16 cache, else nil
+	e       *Engine
+	mode    Mode
+	threads int
+	decode  *program // AR-1
+	prefill *program // AR-N used by ModeHybrid
+	pool    *pool
+	arena   []float32
+	k, v    [][]float32 // [layer][G][stride][E] (head-major); nil with another cache type
+	ku, vu  [][]uint8   // [layer][G][stride][E] uint8 cache, else nil
+	kh, vh  [][]uint16  // [layer][G][stride][E] binary16 cache, else nil
 	// kq, vq: a 4-bit cache, [layer][G][stride][kernel.KVQ4RowBytes(E)]
 	// bytes, else nil
 	kq, vq    [][]uint8
