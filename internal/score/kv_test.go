@@ -44,7 +44,7 @@ func TestKVPhasesArtifact(t *testing.T) {
 // (docs/kvcache.md gives the figures over more chunks).
 func TestKVPhasesTrained(t *testing.T) {
 	for _, c := range []struct {
-		model, text string
+		model, text   string
 		maxKL, maxPPL float64 // the 4-bit cache's mean KL and perplexity ratio
 	}{
 		{"models/wp-llama", "text/war-and-peace.txt", 0.04, 1.03},
