@@ -60,7 +60,7 @@ type Info struct {
 	Architecture string
 	Vocab        int
 	Context      int // positions of a session's cache
-	// KVCache is the cache storage: "f32", "f16" or "u8".
+	// KVCache is the cache storage: "f32", "f16", "u8" or "q4".
 	KVCache string
 	// ARLens are the pass lengths of the artifact's plans.
 	ARLens []int
