@@ -16,7 +16,7 @@ import (
 // kvElemBytes returns the size of one KV cache element from the raw
 // manifest's "kv_cache" object: 1 for a "u8" cache, 2 for "f16", 4
 // (float32) when the object or its dtype is absent or "f32", and 0 for a
-// "q4" cache, whose rows are sized per head (kernel.KVQ4RowBytes).
+// "q4" or "q4v" cache, whose rows are sized per head (kernel.KVQ4RowBytes).
 func kvElemBytes(raw json.RawMessage) (int, error) {
 	var m struct {
 		KVCache *struct {
@@ -36,7 +36,7 @@ func kvElemBytes(raw json.RawMessage) (int, error) {
 		return 2, nil
 	case plan.KVCacheU8:
 		return 1, nil
-	case plan.KVCacheQ4:
+	case plan.KVCacheQ4, plan.KVCacheQ4V:
 		return 0, nil
 	}
 	return 0, fmt.Errorf("bench: manifest.kv_cache.dtype: unknown cache dtype %q", m.KVCache.DType)

@@ -40,9 +40,9 @@ type Options struct {
 	// Tokenizer is a tokenizer file (tokenizer.json, .model, llama2.c
 	// .bin, .gguf) or folder to store instead of the checkpoint's own.
 	Tokenizer string
-	// KV is the cache storage: "" or "f32" (float32), "f16", "q4" (4-bit
-	// rows rotated per head, plan.KVCacheQ4; the head dimension must be a
-	// power of two), or "u8" (see plan.KVCache), whose scales come from a
+	// KV is the cache storage: "" or "f32" (float32), "f16", "q4" or "q4v"
+	// (4-bit rows rotated per head, plan.KVCacheQ4 and plan.KVCacheQ4V;
+	// the head dimension must be a power of two), or "u8" (see plan.KVCache), whose scales come from a
 	// calibration pass of the float32 graph over CalibIDs (or a
 	// self-generated sequence when it is empty; see calibrateKV).
 	// A model without attention (RWKV-7) has no KV cache; KV is then
@@ -228,7 +228,7 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 		in.Source = ws
 	}
 	kv := opts.KV
-	if g.Layers == 0 && (kv == plan.KVCacheU8 || kv == plan.KVCacheF16 || kv == plan.KVCacheQ4) {
+	if g.Layers == 0 && (kv == plan.KVCacheU8 || kv == plan.KVCacheF16 || plan.IsKVQ4(kv)) {
 		// a recurrent model (RWKV-7) has no KV cache: its state stays
 		// float32 and the cache dtype has nothing to apply to
 		kv = ""
@@ -256,19 +256,19 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 		}
 	case plan.KVCacheF16:
 		in.KVCache = &plan.KVCache{DType: plan.KVCacheF16}
-	case plan.KVCacheQ4:
-		if err := checkQ4Heads(g); err != nil {
+	case plan.KVCacheQ4, plan.KVCacheQ4V:
+		if err := checkQ4Heads(g, kv); err != nil {
 			return err
 		}
-		in.KVCache = &plan.KVCache{DType: plan.KVCacheQ4}
+		in.KVCache = &plan.KVCache{DType: kv}
 	default:
-		return fmt.Errorf("compile: kv cache dtype %q is not f32, f16, u8 or q4", opts.KV)
+		return fmt.Errorf("compile: kv cache dtype %q is not f32, f16, u8, q4 or q4v", opts.KV)
 	}
 	return Compile(in, outPath)
 }
 
 // KVCacheBytes is the size of the KV cache of one session of ctx positions
-// stored as kv ("", "f32", "f16", "u8" or "q4"), keys and values of every
+// stored as kv ("", "f32", "f16", "u8", "q4" or "q4v"), keys and values of every
 // layer.
 func KVCacheBytes(c *arch.Config, ctx int, kv string) int64 {
 	elem := int64(4)
@@ -283,7 +283,7 @@ func KVCacheBytes(c *arch.Config, ctx int, kv string) int64 {
 		headDim = c.Hidden / c.Heads
 	}
 	row := int64(max(headDim, 0)) * elem // one head of one position
-	if kv == plan.KVCacheQ4 && kernel.CheckKVQ4(headDim) == nil {
+	if plan.IsKVQ4(kv) && kernel.CheckKVQ4(headDim) == nil {
 		row = int64(kernel.KVQ4RowBytes(headDim))
 	}
 	perPos := 2 * int64(max(c.Layers, 0)) * int64(max(c.KVHeads, 0)) * row
@@ -630,14 +630,14 @@ func rankClassifier(ck format.Checkpoint, declared, chosen string) error {
 // checkQ4Heads refuses a 4-bit KV cache for a graph whose causal
 // attention has a head dimension the Walsh-Hadamard rotation cannot take
 // (not a power of two).
-func checkQ4Heads(g *graph.Graph) error {
+func checkQ4Heads(g *graph.Graph, kv string) error {
 	for i := range g.Nodes {
 		a := g.Nodes[i].Attn
 		if a == nil || a.Bidirectional || g.Nodes[i].Op != op.Attention {
 			continue
 		}
 		if err := kernel.CheckKVQ4(a.HeadDim); err != nil {
-			return fmt.Errorf("compile: --kv q4: layer %d: %w", a.Layer, err)
+			return fmt.Errorf("compile: --kv %s: layer %d: %w", kv, a.Layer, err)
 		}
 	}
 	return nil

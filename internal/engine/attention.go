@@ -176,8 +176,8 @@ func storeRow(a *attnArgs, i, slot int) {
 	case a.Kq != nil:
 		R := kernel.KVQ4RowBytes(E)
 		at = (g*a.stride + slot) * R
-		storeQ4(a.Kq[at:at+R], k)
-		storeQ4(a.Vq[at:at+R], v)
+		storeQ4(a.Kq[at:at+R], k, a.rotK)
+		storeQ4(a.Vq[at:at+R], v, true)
 	case a.Ku != nil:
 		sk, sv := headScale(a.ks, g), headScale(a.vs, g)
 		kr, vr := a.Ku[at:at+E], a.Vu[at:at+E]
@@ -258,9 +258,13 @@ func headScratch(buf *[kvq4Stack]float32, E int) []float32 {
 	return make([]float32, E)
 }
 
-// storeQ4 rotates the E values x (kernel.RotateHead, on a copy) and stores
-// them as the 4-bit row dst.
-func storeQ4(dst []uint8, x []float32) {
+// storeQ4 stores the E values x as the 4-bit row dst, rotated
+// (kernel.RotateHead, on a copy) when rotate is set.
+func storeQ4(dst []uint8, x []float32, rotate bool) {
+	if !rotate {
+		kernel.QuantizeKVQ4(dst, x)
+		return
+	}
 	var buf [kvq4Stack]float32
 	y := headScratch(&buf, len(x))
 	copy(y, x)
@@ -270,16 +274,20 @@ func storeQ4(dst []uint8, x []float32) {
 
 // attendQ4 sets oh to the attention output of the query qh over the
 // len(sc) rows of a 4-bit cache from row row (of its layer's rows) of row
-// t, whose slots start at first: the query is rotated as the keys were,
-// so its scores are those of the unrotated values; the softmax-weighted
-// sum of the rotated value rows is rotated back. oh starts at zero.
+// t, whose slots start at first: the query is rotated as the keys were
+// (when they were, rotK), so its scores are those of the unrotated
+// values; the softmax-weighted sum of the rotated value rows is rotated
+// back. oh starts at zero.
 func (a *attnArgs) attendQ4(oh, qh, sc []float32, row, t, first int) {
 	E := a.E
 	R := kernel.KVQ4RowBytes(E)
 	var buf [kvq4Stack]float32
-	qr := headScratch(&buf, E)
-	copy(qr, qh)
-	kernel.RotateHead(qr)
+	qr := qh
+	if a.rotK {
+		qr = headScratch(&buf, E)
+		copy(qr, qh)
+		kernel.RotateHead(qr)
+	}
 	for j := range sc {
 		at := (row + j) * R
 		sc[j] = kernel.DotKVQ4(qr, a.Kq[at:at+R])

@@ -73,7 +73,7 @@ func (e *Engine) DecodeKVBytes(depth int) int64 {
 		if a.Window > 0 {
 			seen = min(seen, a.Window)
 		}
-		if kc := e.manifest.KVCache; kc != nil && kc.DType == plan.KVCacheQ4 {
+		if kc := e.manifest.KVCache; kc != nil && plan.IsKVQ4(kc.DType) {
 			total += int64(seen) * int64(a.KVHeads*kernel.KVQ4RowBytes(a.HeadDim)) * 2
 			continue
 		}

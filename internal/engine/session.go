@@ -196,7 +196,7 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	}
 	elem := int64(4)
 	if kc := e.manifest.KVCache; kc != nil {
-		elem = map[string]int64{plan.KVCacheF16: 2, plan.KVCacheU8: 1, plan.KVCacheQ4: 1}[kc.DType]
+		elem = map[string]int64{plan.KVCacheF16: 2, plan.KVCacheU8: 1, plan.KVCacheQ4: 1, plan.KVCacheQ4V: 1}[kc.DType]
 	}
 	s.ring, s.window = kvRing(s.decode.p, ctx, s.MaxRows())
 	s.stride = KVSlots(s.decode.p, ctx, s.MaxRows())
@@ -215,7 +215,7 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	for _, n := range s.stride {
 		slots += int64(n)
 	}
-	q4 := e.manifest.KVCache != nil && e.manifest.KVCache.DType == plan.KVCacheQ4
+	q4 := e.manifest.KVCache != nil && plan.IsKVQ4(e.manifest.KVCache.DType)
 	cacheBytes := 2 * slots * int64(kv.Cols) * elem
 	layer := make([]int, kv.Layers) // each layer's values in K (and in V)
 	for l, n := range s.stride {
@@ -1008,6 +1008,7 @@ func (s *Session) cacheLayer(a *attnArgs, l int) {
 	switch {
 	case s.kq != nil:
 		a.Kq, a.Vq = s.kq[l], s.vq[l]
+		a.rotK = s.e.manifest.KVCache.DType == plan.KVCacheQ4
 	case s.ku != nil:
 		kc := s.e.manifest.KVCache
 		a.Ku, a.Vu, a.ks, a.vs = s.ku[l], s.vu[l], kc.K[l], kc.V[l]

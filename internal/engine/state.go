@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/aotlm/aotlm/internal/kernel"
+	"github.com/aotlm/aotlm/internal/plan"
 )
 
 // stateMagic opens a session state written by SaveState.
@@ -30,8 +31,12 @@ type stateShape struct {
 	rotaries uint32 // 1 when the rows carry several rotary components
 }
 
-// kvq4Elem is the element code of a 4-bit cache in a saved state.
-const kvq4Elem = 0x40
+// kvq4Elem and kvq4VElem are the element codes of the 4-bit caches
+// (plan.KVCacheQ4, plan.KVCacheQ4V) in a saved state.
+const (
+	kvq4Elem  = 0x40
+	kvq4VElem = 0x41
+)
 
 func (s *Session) shape() stateShape {
 	sh := stateShape{elem: 4}
@@ -42,6 +47,9 @@ func (s *Session) shape() stateShape {
 		sh.elem = 1
 	case s.kq != nil:
 		sh.elem = kvq4Elem
+		if s.e.manifest.KVCache.DType == plan.KVCacheQ4V {
+			sh.elem = kvq4VElem
+		}
 	}
 	for l := range s.headDim {
 		sh.heads = append(sh.heads, uint32(s.kvHeads[l]))

@@ -25,6 +25,7 @@ func TestSaveLoadState(t *testing.T) {
 		{"stories-f16", func() *engine.Engine { return compileKV(t, storiesModel(t), "f16") }},
 		{"stories-u8", func() *engine.Engine { return compileKV(t, storiesModel(t), "u8") }},
 		{"stories-q4", func() *engine.Engine { return compileKV(t, storiesModel(t), "q4") }},
+		{"stories-q4v", func() *engine.Engine { return compileKV(t, storiesModel(t), "q4v") }},
 		{"rwkv7", func() *engine.Engine {
 			return compileKV(t, loadModel(t, testutil.Path(t, "rwkv/260123_reverse_L2_only_rwkv7.pth")), "f32")
 		}},

@@ -136,9 +136,17 @@ const KVCacheF16 = "f16"
 // scales.
 const KVCacheQ4 = "q4"
 
+// KVCacheQ4V is the dtype of a 4-bit cache whose value rows are rotated
+// as KVCacheQ4's and whose key rows are stored as they are (no rotation
+// of keys or queries), in the same rows.
+const KVCacheQ4V = "q4v"
+
+// IsKVQ4 reports whether dtype is one of the 4-bit caches.
+func IsKVQ4(dtype string) bool { return dtype == KVCacheQ4 || dtype == KVCacheQ4V }
+
 // KVCache describes a quantized KV cache.
 type KVCache struct {
-	DType string `json:"dtype"` // KVCacheU8, KVCacheF16 or KVCacheQ4
+	DType string `json:"dtype"` // KVCacheU8, KVCacheF16, KVCacheQ4 or KVCacheQ4V
 	// K and V hold the scales, [layer][1] (per layer) or [layer][G] (per
 	// key/value head of that layer's attention).
 	K [][]float32 `json:"k_scales,omitempty"`
@@ -148,14 +156,14 @@ type KVCache struct {
 // validate checks the dtype and that the scales are finite, non-negative
 // and given for the same layers.
 func (c *KVCache) validate() error {
-	if c.DType == KVCacheF16 || c.DType == KVCacheQ4 {
+	if c.DType == KVCacheF16 || IsKVQ4(c.DType) {
 		if len(c.K) != 0 || len(c.V) != 0 {
 			return errf("manifest.kv_cache", "an %s cache has no scales", c.DType)
 		}
 		return nil
 	}
 	if c.DType != KVCacheU8 {
-		return errf("manifest.kv_cache.dtype", "%q is not %q, %q or %q", c.DType, KVCacheU8, KVCacheF16, KVCacheQ4)
+		return errf("manifest.kv_cache.dtype", "%q is not %q, %q, %q or %q", c.DType, KVCacheU8, KVCacheF16, KVCacheQ4, KVCacheQ4V)
 	}
 	if len(c.K) != len(c.V) || len(c.K) == 0 || len(c.K) > maxLayer {
 		return errf("manifest.kv_cache", "%d key and %d value layers", len(c.K), len(c.V))

@@ -15,7 +15,7 @@ import (
 
 // KVNames are the KV cache storages a model can be compiled with and
 // scored in (compile.Options.KV).
-var KVNames = []string{"f32", "f16", "u8", "q4"}
+var KVNames = []string{"f32", "f16", "u8", "q4", "q4v"}
 
 // ParseKV reads a ppl --kv list: names of KVNames, each once.
 func ParseKV(v string) ([]string, error) {
