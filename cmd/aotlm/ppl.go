@@ -96,7 +96,7 @@ func newPplCmd() *cobra.Command {
 	f.StringVar(&phaseList, "phases", "", "score several phases of a quantized folder in one run: float,qdq,npu,artifact")
 	f.StringVar(&floatPath, "float", "", "with --phases: the float checkpoint (default: the quantized folder's source)")
 	f.StringVar(&artifact, "artifact", "", "with --phases: the compiled artifact (default: compile -m now)")
-	f.StringVar(&kvList, "kv", "", "compile -m with each KV cache storage of a list (f32, f16, u8, q4) and score them; the first is the reference of the KL divergence")
+	f.StringVar(&kvList, "kv", "", "compile -m with each KV cache storage of a list (f32, f16, u8, q4, q4v) and score them; the first is the reference of the KL divergence")
 	f.StringVar(&acts, "activations", "int8", "with --phases: "+activationsHelp)
 	return cmd
 }
