@@ -216,22 +216,22 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 		slots += int64(n)
 	}
 	q4 := e.manifest.KVCache != nil && plan.IsKVQ4(e.manifest.KVCache.DType)
-	cacheBytes := 2 * slots * int64(kv.Cols) * elem
+	kvBytes := 2 * slots * int64(kv.Cols) * elem
 	layer := make([]int, kv.Layers) // each layer's values in K (and in V)
 	for l, n := range s.stride {
 		layer[l] = n * kv.Cols
 	}
 	if q4 {
-		cacheBytes = 0
+		kvBytes = 0
 		for l, n := range s.stride {
 			layer[l] = 0
 			if s.headDim[l] > 0 {
 				layer[l] = n * s.kvHeads[l] * kernel.KVQ4RowBytes(s.headDim[l])
 			}
-			cacheBytes += 2 * int64(layer[l])
+			kvBytes += 2 * int64(layer[l])
 		}
 	}
-	need := cacheBytes + 4*int64(e.arena) +
+	need := kvBytes + 4*int64(e.arena) +
 		PlanStateMemory(s.decode.p, ctx, opts.StateSnapshots, opts.StateBudget).Total()
 	mem, err := limits.Reserve(fmt.Sprintf("a session of %d positions (KV cache, activations and recurrent state)", ctx), need)
 	if err != nil {
@@ -247,7 +247,7 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	huge := int64(ctx)*elem <= maxHugeSlots
 	switch {
 	case q4:
-		s.kq, s.vq = layerSlices(kvAlloc(hugemem.Uint8s, int(cacheBytes), huge), layer)
+		s.kq, s.vq = layerSlices(kvAlloc(hugemem.Uint8s, int(kvBytes), huge), layer)
 	case e.manifest.KVCache != nil && e.manifest.KVCache.DType == plan.KVCacheF16:
 		s.kh, s.vh = layerSlices(kvAlloc(hugemem.Uint16s, all, huge), layer)
 	case e.manifest.KVCache != nil:
