@@ -67,7 +67,7 @@ type Info struct {
 	// model's trained context (times its rope scaling factor where its
 	// config says so), or Context for an artifact that records none.
 	MaxContext int
-	// KVCache is the cache storage: "f32", "f16" or "u8".
+	// KVCache is the cache storage: "f32", "f16", "u8", "q4" or "q4v".
 	KVCache string
 	// ARLens are the pass lengths of the artifact's plans.
 	ARLens []int

@@ -93,7 +93,7 @@ func newCompileCmd() *cobra.Command {
 	f.IntVar(&arLen, "ar-len", load.ARLen, "tokens per prefill pass (the AR-N plan)")
 	f.IntVarP(&ctx, "ctx", "c", 0, "KV cache positions (0: the model's trained context)")
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer file or folder to store instead of the model's own")
-	f.StringVar(&kv, "kv", load.KV, "KV cache storage: f32, f16 or u8")
+	f.StringVar(&kv, "kv", load.KV, "KV cache storage: f32, f16, u8, q4 or q4v (4-bit, rotated per head; q4v: values only)")
 	f.StringVar(&calib, "calib", "", "text file for the u8 KV cache calibration (default: a generated sequence)")
 	f.StringVar(&acts, "activations", "int8", activationsHelp)
 	f.StringVar(&ggufWeights, "gguf-weights", compile.GGUFNative, ggufWeightsHelp)

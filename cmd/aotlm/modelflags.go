@@ -39,7 +39,7 @@ func addModelFlags(f *pflag.FlagSet, modelUsage string, several bool) *modelFlag
 	f.StringVar(&m.mode, "mode", "hybrid", "prefill of a compiled artifact: hybrid (AR-N passes) or kv (one token at a time)")
 	f.BoolVar(&m.noCompile, "no-compile", false, "run an uncompiled model through the graph interpreter instead of compiling it into the cache")
 	f.IntVar(&m.arLen, "ar-len", load.ARLen, "prompt pass length when compiling")
-	f.StringVar(&m.kv, "kv", load.KV, "KV cache storage when compiling: f32, f16 or u8")
+	f.StringVar(&m.kv, "kv", load.KV, "KV cache storage when compiling: f32, f16, u8, q4 or q4v (4-bit, rotated per head; q4v: values only)")
 	f.IntVarP(&m.threads, "threads", "t", runtime.GOMAXPROCS(0), "threads")
 	f.BoolVar(&m.hugePages, "hugepages", false, hugePagesUsage)
 	f.IntVarP(&m.ctx, "ctx", "c", load.Ctx, "context length: unset, capped at the model's; set, up to the model's trained context (an artifact compiled for less extends without compiling again), more is refused")

@@ -17,14 +17,15 @@ func newPplCmd() *cobra.Command {
 		ctx, stride, chunks, threads   int
 		asJSON                         bool
 		phaseList, floatPath, artifact string
-		acts                           string
+		acts, kvList                   string
 	)
 	cmd := &cobra.Command{
 		Use:   "ppl -m MODEL --data TEXT_FILE",
 		Short: "Measure the perplexity of a model over a text",
 		Long:  help("ppl"),
 		Example: `  aotlm ppl -m stories260K.gguf --data TinyStories-valid-excerpt.txt --ctx 128
-  aotlm ppl -m model.gguf -f wiki.test.raw -c 512 --chunks 20 --json`,
+  aotlm ppl -m model.gguf -f wiki.test.raw -c 512 --chunks 20 --json
+  aotlm ppl -m model.gguf -f wiki.test.raw -c 512 --kv f16,u8,q4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if modelPath == "" {
@@ -59,6 +60,20 @@ func newPplCmd() *cobra.Command {
 				return runPhases(cmd.OutOrStdout(), score.PhaseOptions{Model: modelPath, Float: floatPath, Artifact: artifact,
 					Tokenizer: tokPath, Activations: acts, Phases: list, Ctx: ctx, Threads: threads}, string(text), opts, asJSON)
 			}
+			if kvList != "" {
+				kv, err := score.ParseKV(kvList)
+				if err != nil {
+					return err
+				}
+				res, err := score.KVPhases(score.KVOptions{Model: modelPath, Tokenizer: tokPath, KV: kv, Ctx: ctx, Threads: threads}, string(text), opts)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(score.PhasesJSON(kv, res))
+				}
+				return score.WritePhases(cmd.OutOrStdout(), kv, res)
+			}
 			r, err := score.Text(cmd.Context(), score.Model{Path: modelPath, Tokenizer: tokPath, Threads: threads}, string(text), opts)
 			if err != nil {
 				return err
@@ -81,6 +96,7 @@ func newPplCmd() *cobra.Command {
 	f.StringVar(&phaseList, "phases", "", "score several phases of a quantized folder in one run: float,qdq,npu,artifact")
 	f.StringVar(&floatPath, "float", "", "with --phases: the float checkpoint (default: the quantized folder's source)")
 	f.StringVar(&artifact, "artifact", "", "with --phases: the compiled artifact (default: compile -m now)")
+	f.StringVar(&kvList, "kv", "", "compile -m with each KV cache storage of a list (f32, f16, u8, q4, q4v) and score them; the first is the reference of the KL divergence")
 	f.StringVar(&acts, "activations", "int8", "with --phases: "+activationsHelp)
 	return cmd
 }

@@ -204,10 +204,46 @@ func TestPplErrors(t *testing.T) {
 		{"no model", []string{"--data", data}, "no model"},
 		{"no tokenizer", []string{"-m", lone, "--data", data, "--ctx", "128"}, "no tokenizer"},
 		{"stride over ctx", []string{"-m", gguf, "--data", data, "--ctx", "64", "--stride", "65"}, "stride 65 must be between 1 and ctx 64"},
+		{"unknown kv", []string{"-m", gguf, "--data", data, "--kv", "f16,q3"}, `--kv: unknown KV cache storage "q3"`},
 	} {
 		code, out, errOut := runCLI(t, append([]string{"ppl"}, tc.args...)...)
 		if code != 1 || out != "" || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 and %q", tc.name, code, out, errOut, tc.want)
 		}
+	}
+}
+
+// TestPplKV: ppl --kv compiles stories260K with a binary16 and a 4-bit
+// cache and prints, as JSON, both phases over the same chunks: the
+// reference's KL is 0, the 4-bit cache's is positive and its perplexity
+// differs; the text form names both in a table.
+func TestPplKV(t *testing.T) {
+	gguf := testutil.Path(t, "models/stories260K/stories260K.gguf")
+	data := testutil.Path(t, "text/TinyStories-valid-excerpt.txt")
+	args := []string{"ppl", "-m", gguf, "--data", data, "--ctx", "128", "--chunks", "3", "--kv", "f16,q4", "-t", "1"}
+	code, out, errOut := runCLI(t, append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r struct {
+		Phases []struct {
+			Phase string  `json:"phase"`
+			PPL   float64 `json:"ppl"`
+			KL    float64 `json:"kl"`
+		} `json:"phases"`
+		Tokens int `json:"tokens"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("stdout %q: %v", out, err)
+	}
+	if len(r.Phases) != 2 || r.Phases[0].Phase != "f16" || r.Phases[1].Phase != "q4" || r.Tokens != 3*63 {
+		t.Fatalf("phases %+v over %d tokens, want f16 and q4 over %d", r.Phases, r.Tokens, 3*63)
+	}
+	if f, q := r.Phases[0], r.Phases[1]; f.KL != 0 || !(q.KL > 0) || !(f.PPL > 1) || q.PPL == f.PPL {
+		t.Errorf("f16 %+v, q4 %+v: want the reference at KL 0 and the 4-bit cache apart from it", f, q)
+	}
+	code, out, errOut = runCLI(t, args...)
+	if code != 0 || !strings.Contains(out, "mean KL vs f16") || !strings.Contains(out, "\nq4 ") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

@@ -8,12 +8,15 @@ import (
 
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/engine"
+	"github.com/aotlm/aotlm/internal/kernel"
+	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/plan"
 )
 
 // kvElemBytes returns the size of one KV cache element from the raw
 // manifest's "kv_cache" object: 1 for a "u8" cache, 2 for "f16", 4
-// (float32) when the object or its dtype is absent or "f32".
+// (float32) when the object or its dtype is absent or "f32", and 0 for a
+// "q4" or "q4v" cache, whose rows are sized per head (kernel.KVQ4RowBytes).
 func kvElemBytes(raw json.RawMessage) (int, error) {
 	var m struct {
 		KVCache *struct {
@@ -33,6 +36,8 @@ func kvElemBytes(raw json.RawMessage) (int, error) {
 		return 2, nil
 	case plan.KVCacheU8:
 		return 1, nil
+	case plan.KVCacheQ4, plan.KVCacheQ4V:
+		return 0, nil
 	}
 	return 0, fmt.Errorf("bench: manifest.kv_cache.dtype: unknown cache dtype %q", m.KVCache.DType)
 }
@@ -107,7 +112,10 @@ type VisionPlan struct {
 // for keys and as many for values, of ElemBytes each (4 for float32, 1 for
 // a u8 cache, whose few per-head scales are not counted), except that
 // WindowLayers sliding-window layers take WindowSlots slots each instead
-// of Ctx (their ring, engine.KVSlots).
+// of Ctx (their ring, engine.KVSlots). A 4-bit cache (ElemBytes 0) stores
+// each key/value head of a position as a row of kernel.KVQ4RowBytes
+// bytes. TokenBytes is what one position takes in every layer, keys and
+// values.
 type KVSize struct {
 	Layers       int   `json:"layers"`
 	Ctx          int   `json:"ctx"`
@@ -115,22 +123,37 @@ type KVSize struct {
 	ElemBytes    int   `json:"elem_bytes"`
 	WindowLayers int   `json:"window_layers,omitempty"`
 	WindowSlots  int   `json:"window_slots,omitempty"`
+	TokenBytes   int64 `json:"token_bytes"`
 	Bytes        int64 `json:"bytes"` // slots of every layer * Cols * 2 * ElemBytes
 }
 
 // kvSize sizes the cache of a session of plan p when the artifact's
-// largest pass holds rows rows.
+// largest pass holds rows rows; elem 0 is a 4-bit cache.
 func kvSize(p *plan.Plan, rows, elem int) KVSize {
 	kv := KVSize{Layers: p.KV.Layers, Ctx: p.KV.Ctx, Cols: p.KV.Cols, ElemBytes: elem}
-	var slots int64
-	for _, n := range engine.KVSlots(p, p.KV.Ctx, rows) {
-		slots += int64(n)
+	// each layer's bytes of one slot, keys and values
+	slot := make([]int64, p.KV.Layers)
+	for l := range slot {
+		slot[l] = int64(kv.Cols) * 2 * int64(elem)
+	}
+	if elem == 0 {
+		for _, st := range p.Steps {
+			if a := st.Attn; st.Op == op.Attention && a != nil && !a.Bidirectional && a.Layer < len(slot) {
+				slot[a.Layer] = 2 * int64(a.KVHeads*kernel.KVQ4RowBytes(a.HeadDim))
+			}
+		}
+	}
+	for l, n := range engine.KVSlots(p, p.KV.Ctx, rows) {
+		if l >= len(slot) {
+			break
+		}
+		kv.Bytes += int64(n) * slot[l]
+		kv.TokenBytes += slot[l]
 		if n != p.KV.Ctx {
 			kv.WindowLayers++
 			kv.WindowSlots = max(kv.WindowSlots, n)
 		}
 	}
-	kv.Bytes = slots * int64(kv.Cols) * 2 * int64(elem)
 	return kv
 }
 

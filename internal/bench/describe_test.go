@@ -10,6 +10,7 @@ import (
 	"github.com/aotlm/aotlm/internal/artifact"
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/engine"
+	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
@@ -164,7 +165,7 @@ func TestDescribeHostile(t *testing.T) {
 // TestKVElemBytes checks the cache element size read from the manifest.
 func TestKVElemBytes(t *testing.T) {
 	for in, want := range map[string]int{`{}`: 4, `{"kv_cache":null}`: 4, `{"kv_cache":{"dtype":"f32"}}`: 4,
-		`{"kv_cache":{"dtype":"u8","k":[[1]]}}`: 1, `{"kv_cache":{"dtype":"f16"}}`: 2, `{"kv_cache":{"dtype":"q3"}}`: -1, `{"kv_cache":[]}`: -1} {
+		`{"kv_cache":{"dtype":"u8","k":[[1]]}}`: 1, `{"kv_cache":{"dtype":"f16"}}`: 2, `{"kv_cache":{"dtype":"q4"}}`: 0, `{"kv_cache":{"dtype":"q3"}}`: -1, `{"kv_cache":[]}`: -1} {
 		got, err := kvElemBytes([]byte(in))
 		if want < 0 {
 			if err == nil || !strings.Contains(err.Error(), "manifest.kv_cache") {
@@ -263,6 +264,47 @@ func TestDescribeWindowRing(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "3 sliding-window layers x 48 ring slots") {
 		t.Errorf("the text does not show the rings:\n%s", out.String())
+	}
+	e, err := engine.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	s, err := e.NewSession(engine.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.CacheBytes(); got != kv.Bytes {
+		t.Errorf("a session allocates %d cache bytes, inspect says %d", got, kv.Bytes)
+	}
+}
+
+// TestDescribeQ4: the gemma4 fixture compiled with a 4-bit cache takes,
+// per position, 2 x (3 sliding layers' rows of a head of 16 + the full
+// layer's row of a head of 32) bytes (one key/value head each), its rings
+// counted, the text shows the bytes per token, and a session allocates
+// what inspect says.
+func TestDescribeQ4(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gemma4-q4.aot")
+	if err := compile.CompileFile(testutil.Path(t, "arch/gemma4/model.gguf"), path, compile.Options{ARLens: []int{8}, Ctx: 256, KV: "q4"}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := DescribeFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := info.Sizes.KV
+	small, large := int64(kernel.KVQ4RowBytes(16)), int64(kernel.KVQ4RowBytes(32))
+	if kv.ElemBytes != 0 || kv.TokenBytes != 2*(3*small+large) || kv.Bytes != 2*(3*48*small+256*large) {
+		t.Errorf("kv %+v, want %d bytes per token and %d in all", kv, 2*(3*small+large), 2*(3*48*small+256*large))
+	}
+	var out strings.Builder
+	if err := info.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%d bytes (keys and values of every layer)", kv.TokenBytes); !strings.Contains(out.String(), want) {
+		t.Errorf("the text does not show %q:\n%s", want, out.String())
 	}
 	e, err := engine.Open(path)
 	if err != nil {

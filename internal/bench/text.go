@@ -92,13 +92,17 @@ func (i Info) WriteText(w io.Writer) error {
 		row("  section "+k, "%s\t%d bytes", Human(s.Sections[k]), s.Sections[k])
 	}
 	row("  params", "%s\t%d", HumanCount(s.Params), s.Params)
-	if kv := s.KV; kv.WindowLayers > 0 {
+	if kv := s.KV; kv.ElemBytes == 0 {
+		row("  KV cache", "%s\t%d bytes = %d layers x %d slots of 4-bit key/value head rows (codes, a step and an offset per group of up to 32 values)",
+			Human(kv.Bytes), kv.Bytes, kv.Layers, kv.Ctx)
+	} else if kv.WindowLayers > 0 {
 		row("  KV cache", "%s\t%d bytes = (%d layers x %d ctx + %d sliding-window layers x %d ring slots) x %d cols x 2 x %d B",
 			Human(kv.Bytes), kv.Bytes, kv.Layers-kv.WindowLayers, kv.Ctx, kv.WindowLayers, kv.WindowSlots, kv.Cols, kv.ElemBytes)
 	} else {
 		row("  KV cache", "%s\t%d bytes = %d layers x %d ctx x %d cols x 2 x %d B",
 			Human(kv.Bytes), kv.Bytes, kv.Layers, kv.Ctx, kv.Cols, kv.ElemBytes)
 	}
+	row("  KV per token", "%s\t%d bytes (keys and values of every layer)", Human(s.KV.TokenBytes), s.KV.TokenBytes)
 	for _, a := range s.Arenas {
 		row(fmt.Sprintf("  arena AR-%d", a.ARLen), "%s\t%d bytes", Human(a.Bytes), a.Bytes)
 	}

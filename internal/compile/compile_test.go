@@ -245,3 +245,24 @@ func TestCompileRefusesAnUnbuildableTokenizer(t *testing.T) {
 		t.Fatal("an artifact was written")
 	}
 }
+
+// TestCompileKVQ4Heads: a model whose attention heads are not a power of
+// two (12 values) is refused a 4-bit cache, with an error naming the
+// storage and the head dimension; the binary16 cache compiles.
+func TestCompileKVQ4Heads(t *testing.T) {
+	dir := t.TempDir()
+	cfg := tinymodel.Config{HiddenSize: 48, IntermediateSize: 64, NumLayers: 1, NumHeads: 4, NumKVHeads: 2, VocabSize: 64, MaxPositions: 32}
+	if err := tinymodel.WriteLlama(dir, cfg, 1); err != nil {
+		t.Fatal(err)
+	}
+	m := loadModel(t, dir)
+	for _, kv := range []string{"q4", "q4v"} {
+		err := CompileModel(m, Source{}, Options{Ctx: 32, KV: kv}, filepath.Join(t.TempDir(), "m.aot"))
+		if err == nil || !strings.Contains(err.Error(), "--kv "+kv) || !strings.Contains(err.Error(), "not 12") {
+			t.Errorf("--kv %s with heads of 12: %v, want an error naming it and the head dimension", kv, err)
+		}
+	}
+	if err := CompileModel(m, Source{}, Options{Ctx: 32, KV: "f16"}, filepath.Join(t.TempDir(), "m.aot")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/aotlm/aotlm/internal/format/gguf"
 	"github.com/aotlm/aotlm/internal/graph"
 	"github.com/aotlm/aotlm/internal/hf"
+	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/limits"
 	"github.com/aotlm/aotlm/internal/lora"
 	"github.com/aotlm/aotlm/internal/op"
@@ -39,10 +40,11 @@ type Options struct {
 	// Tokenizer is a tokenizer file (tokenizer.json, .model, llama2.c
 	// .bin, .gguf) or folder to store instead of the checkpoint's own.
 	Tokenizer string
-	// KV is the cache storage: "" or "f32" (float32), "f16", or "u8" (see
-	// plan.KVCache), whose scales come from a calibration pass of the
-	// float32 graph over CalibIDs (or a self-generated sequence when it
-	// is empty; see calibrateKV).
+	// KV is the cache storage: "" or "f32" (float32), "f16", "q4" or "q4v"
+	// (4-bit rows rotated per head, plan.KVCacheQ4 and plan.KVCacheQ4V;
+	// the head dimension must be a power of two), or "u8" (see plan.KVCache), whose scales come from a
+	// calibration pass of the float32 graph over CalibIDs (or a
+	// self-generated sequence when it is empty; see calibrateKV).
 	// A model without attention (RWKV-7) has no KV cache; KV is then
 	// ignored.
 	KV       string
@@ -232,7 +234,7 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 		in.Source = ws
 	}
 	kv := opts.KV
-	if g.Layers == 0 && (kv == plan.KVCacheU8 || kv == plan.KVCacheF16) {
+	if g.Layers == 0 && (kv == plan.KVCacheU8 || kv == plan.KVCacheF16 || plan.IsKVQ4(kv)) {
 		// a recurrent model (RWKV-7) has no KV cache: its state stays
 		// float32 and the cache dtype has nothing to apply to
 		kv = ""
@@ -260,14 +262,20 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 		}
 	case plan.KVCacheF16:
 		in.KVCache = &plan.KVCache{DType: plan.KVCacheF16}
+	case plan.KVCacheQ4, plan.KVCacheQ4V:
+		if err := checkQ4Heads(g, kv); err != nil {
+			return err
+		}
+		in.KVCache = &plan.KVCache{DType: kv}
 	default:
-		return fmt.Errorf("compile: kv cache dtype %q is not f32, f16 or u8", opts.KV)
+		return fmt.Errorf("compile: kv cache dtype %q is not f32, f16, u8, q4 or q4v", opts.KV)
 	}
 	return Compile(in, outPath)
 }
 
 // KVCacheBytes is the size of the KV cache of one session of ctx positions
-// stored as kv ("", "f32", "f16" or "u8"), keys and values of every layer.
+// stored as kv ("", "f32", "f16", "u8", "q4" or "q4v"), keys and values of every
+// layer.
 func KVCacheBytes(c *arch.Config, ctx int, kv string) int64 {
 	elem := int64(4)
 	switch kv {
@@ -280,7 +288,11 @@ func KVCacheBytes(c *arch.Config, ctx int, kv string) int64 {
 	if headDim <= 0 && c.Heads > 0 {
 		headDim = c.Hidden / c.Heads
 	}
-	perPos := 2 * int64(max(c.Layers, 0)) * int64(max(c.KVHeads, 0)) * int64(max(headDim, 0)) * elem
+	row := int64(max(headDim, 0)) * elem // one head of one position
+	if plan.IsKVQ4(kv) && kernel.CheckKVQ4(headDim) == nil {
+		row = int64(kernel.KVQ4RowBytes(headDim))
+	}
+	perPos := 2 * int64(max(c.Layers, 0)) * int64(max(c.KVHeads, 0)) * row
 	if perPos > 0 && int64(ctx) > (1<<62)/perPos {
 		return -1 // overflows: CheckAlloc refuses a negative size
 	}
@@ -651,6 +663,22 @@ func rankClassifier(ck format.Checkpoint, declared, chosen string) error {
 	}
 	if cls && !out {
 		return fmt.Errorf("the reranker GGUF holds only its classifier's yes and no rows (cls.output.weight), not the classifier (output.weight): compile the Hugging Face checkpoint")
+	}
+	return nil
+}
+
+// checkQ4Heads refuses a 4-bit KV cache for a graph whose causal
+// attention has a head dimension the Walsh-Hadamard rotation cannot take
+// (not a power of two).
+func checkQ4Heads(g *graph.Graph, kv string) error {
+	for i := range g.Nodes {
+		a := g.Nodes[i].Attn
+		if a == nil || a.Bidirectional || g.Nodes[i].Op != op.Attention {
+			continue
+		}
+		if err := kernel.CheckKVQ4(a.HeadDim); err != nil {
+			return fmt.Errorf("compile: --kv %s: layer %d: %w", kv, a.Layer, err)
+		}
 	}
 	return nil
 }

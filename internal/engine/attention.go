@@ -173,6 +173,11 @@ func storeRow(a *attnArgs, i, slot int) {
 	k, v := a.k[src:src+E], a.v[src:src+E]
 	at := (g*a.stride + slot) * E
 	switch {
+	case a.Kq != nil:
+		R := kernel.KVQ4RowBytes(E)
+		at = (g*a.stride + slot) * R
+		storeQ4(a.Kq[at:at+R], k, a.rotK)
+		storeQ4(a.Vq[at:at+R], v, true)
 	case a.Ku != nil:
 		sk, sv := headScale(a.ks, g), headScale(a.vs, g)
 		kr, vr := a.Ku[at:at+E], a.Vu[at:at+E]
@@ -214,6 +219,8 @@ func attendItems(a *attnArgs, lo, hi int, scores []float32) {
 		oh := a.out[t*H*E+h*E : t*H*E+(h+1)*E]
 		clear(oh)
 		switch {
+		case a.Kq != nil:
+			a.attendQ4(oh, qh, sc, g*stride+a.slotAt(first), t, first)
 		case a.Ku != nil:
 			a.keyScores(sc, qh, E, 1, len(sc), from)
 			kernel.Scale(sc, sc, a.scale*headScale(a.ks, g))
@@ -237,6 +244,64 @@ func attendItems(a *attnArgs, lo, hi int, scores []float32) {
 			kernel.Scale(oh, oh, inv)
 		}
 	}
+}
+
+// kvq4Stack is the head dimension up to which the 4-bit cache's rotated
+// rows are kept on the stack.
+const kvq4Stack = 256
+
+// headScratch returns E floats of buf, or new ones when E is larger.
+func headScratch(buf *[kvq4Stack]float32, E int) []float32 {
+	if E <= kvq4Stack {
+		return buf[:E]
+	}
+	return make([]float32, E)
+}
+
+// storeQ4 stores the E values x as the 4-bit row dst, rotated
+// (kernel.RotateHead, on a copy) when rotate is set.
+func storeQ4(dst []uint8, x []float32, rotate bool) {
+	if !rotate {
+		kernel.QuantizeKVQ4(dst, x)
+		return
+	}
+	var buf [kvq4Stack]float32
+	y := headScratch(&buf, len(x))
+	copy(y, x)
+	kernel.RotateHead(y)
+	kernel.QuantizeKVQ4(dst, y)
+}
+
+// attendQ4 sets oh to the attention output of the query qh over the
+// len(sc) rows of a 4-bit cache from row row (of its layer's rows) of row
+// t, whose slots start at first: the query is rotated as the keys were
+// (when they were, rotK), so its scores are those of the unrotated
+// values; the softmax-weighted sum of the rotated value rows is rotated
+// back. oh starts at zero.
+func (a *attnArgs) attendQ4(oh, qh, sc []float32, row, t, first int) {
+	E := a.E
+	R := kernel.KVQ4RowBytes(E)
+	var buf [kvq4Stack]float32
+	qr := qh
+	if a.rotK {
+		qr = headScratch(&buf, E)
+		copy(qr, qh)
+		kernel.RotateHead(qr)
+	}
+	for j := range sc {
+		at := (row + j) * R
+		sc[j] = kernel.DotKVQ4(qr, a.Kq[at:at+R])
+	}
+	kernel.Scale(sc, sc, a.scale)
+	inv := 1 / a.softmax(sc, t, first)
+	for j, p := range sc {
+		if p != 0 {
+			at := (row + j) * R
+			kernel.AxpyKVQ4(oh, p, a.Vq[at:at+R])
+		}
+	}
+	kernel.RotateHead(oh)
+	kernel.Scale(oh, oh, inv)
 }
 
 // attnTile is the most (head, row) items attendTile takes at once: the

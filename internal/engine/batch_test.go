@@ -24,7 +24,7 @@ const batchTol = 1e-5
 // greedily, in batches of changing makeup (all five, then subsets, one
 // alone), and every session's logits and ids match a twin session that
 // decodes alone with Decode. On stories260K (float32 and 4-bit packed
-// weights) and the qwen3 and gemma3 fixtures, with f32, f16 and u8
+// weights) and the qwen3 and gemma3 fixtures, with f32, f16, u8, q4 and q4v
 // caches, in hybrid and kv modes, with every step split across workers.
 func TestDecodeBatch(t *testing.T) {
 	defer engine.SplitEverything()()
@@ -45,7 +45,7 @@ func TestDecodeBatch(t *testing.T) {
 		return e
 	}})
 	for _, f := range fixtures {
-		for _, kv := range []string{"f32", "f16", "u8"} {
+		for _, kv := range []string{"f32", "f16", "u8", "q4", "q4v"} {
 			e := f.e(kv)
 			for _, mode := range []engine.Mode{engine.ModeHybrid, engine.ModeKV} {
 				t.Run(fmt.Sprintf("%s/%s/%v", f.name, kv, mode), func(t *testing.T) { checkDecodeBatch(t, e, mode) })

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/plan"
 )
@@ -52,8 +53,8 @@ func (e *Engine) DecodeWeights() ([][]byte, error) {
 // step of the smallest plan reads its key/value heads' keys and values
 // at the positions its row sees (depth+1, or its window when that is
 // shorter), at the cache's element size (a uint8 cache's scales not
-// counted). With the weight bytes (DecodeWeights) it is what a token at
-// that depth streams.
+// counted; a 4-bit cache's rows with their steps and offsets). With the
+// weight bytes (DecodeWeights) it is what a token at that depth streams.
 func (e *Engine) DecodeKVBytes(depth int) int64 {
 	if len(e.plans) == 0 || depth < 0 {
 		return 0
@@ -71,6 +72,10 @@ func (e *Engine) DecodeKVBytes(depth int) int64 {
 		seen := depth + 1
 		if a.Window > 0 {
 			seen = min(seen, a.Window)
+		}
+		if kc := e.manifest.KVCache; kc != nil && plan.IsKVQ4(kc.DType) {
+			total += int64(seen) * int64(a.KVHeads*kernel.KVQ4RowBytes(a.HeadDim)) * 2
+			continue
 		}
 		total += int64(seen) * int64(a.KVHeads*a.HeadDim) * 2 * elem
 	}

@@ -323,6 +323,11 @@ func (e *Engine) resolveSteps(p *plan.Plan, vision bool) (*program, error) {
 			}
 			s.b = e.weights[st.Weights[1]]
 		}
+		if st.Op == op.Attention && st.Attn != nil && !st.Attn.Bidirectional && e.manifest.KVCache != nil && plan.IsKVQ4(e.manifest.KVCache.DType) {
+			if err := kernel.CheckKVQ4(st.Attn.HeadDim); err != nil {
+				return nil, fmt.Errorf("step %d (%s): manifest.kv_cache: %w", i, st.Name, err)
+			}
+		}
 		if st.Op == op.Attention && e.manifest.KVCache != nil && e.manifest.KVCache.DType == plan.KVCacheU8 {
 			kc, a := e.manifest.KVCache, st.Attn
 			if len(kc.K) != p.KV.Layers {

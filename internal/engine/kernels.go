@@ -206,4 +206,9 @@ type attnArgs struct {
 	ks, vs []float32
 	// A binary16 cache (Kh, Vh non-nil) replaces K and V.
 	Kh, Vh []uint16
+	// A 4-bit cache (Kq, Vq non-nil) replaces K and V: rows of
+	// kernel.KVQ4RowBytes(E) bytes, of values rotated by
+	// kernel.RotateHead, and of keys rotated too when rotK is set.
+	Kq, Vq []uint8
+	rotK   bool
 }

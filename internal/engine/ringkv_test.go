@@ -10,6 +10,7 @@ import (
 
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/engine"
+	"github.com/aotlm/aotlm/internal/kernel"
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
@@ -18,7 +19,7 @@ import (
 // whose six sliding-window layers keep rings of 8+2*8 positions gives
 // every prompt position's logits and then 24 decode steps (well past the
 // ring's wrap) bit-identical to a session that keeps every position
-// (SessionOptions.FullWindowKV), with f32, f16 and u8 caches, in hybrid
+// (SessionOptions.FullWindowKV), with f32, f16, u8 and q4 caches, in hybrid
 // and kv modes; its logits match llama.cpp's within the fixture
 // tolerance; its cache is smaller; a rewind a pass back works and
 // continues identically, while one past the ring fails with an error
@@ -27,7 +28,7 @@ func TestGemma4WindowRing(t *testing.T) {
 	ref := readFixtureFamilyRef(t, "gemma4")
 	m := loadModel(t, testutil.Path(t, "arch/gemma4"))
 	const ctx = 256
-	for _, kv := range []string{"f32", "f16", "u8"} {
+	for _, kv := range []string{"f32", "f16", "u8", "q4"} {
 		path := filepath.Join(t.TempDir(), kv+".aot")
 		if err := compile.CompileModel(m, compile.Source{}, compile.Options{ARLens: []int{8}, Ctx: ctx, KV: kv}, path); err != nil {
 			t.Fatal(err)
@@ -46,8 +47,12 @@ func TestGemma4WindowRing(t *testing.T) {
 				// one of 256 against 4 of 256
 				rb, fb := ring.CacheBytes(), full.CacheBytes()
 				t.Logf("cache: %d bytes with rings, %d with every position", rb, fb)
-				if want := fb * (3*48 + 256) / (4 * 256); rb != want {
-					t.Fatalf("the ring cache takes %d bytes, want %d (the full one takes %d)", rb, want, fb)
+				wantBytes := fb * (3*48 + 256) / (4 * 256)
+				if kv == "q4" { // rows of a head's bytes: the sliding layers' heads of 16, the full one's of 32
+					wantBytes = 2 * int64(3*48*kernel.KVQ4RowBytes(16)+256*kernel.KVQ4RowBytes(32))
+				}
+				if rb != wantBytes {
+					t.Fatalf("the ring cache takes %d bytes, want %d (the full one takes %d)", rb, wantBytes, fb)
 				}
 				got := prefillAll(t, ring, ref.Tokens)
 				want := prefillAll(t, full, ref.Tokens)

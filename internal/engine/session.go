@@ -77,16 +77,19 @@ type SessionOptions struct {
 // drops committed positions. Prefill and Decode are passes committed
 // whole.
 type Session struct {
-	e         *Engine
-	mode      Mode
-	threads   int
-	decode    *program // AR-1
-	prefill   *program // AR-N used by ModeHybrid
-	pool      *pool
-	arena     []float32
-	k, v      [][]float32 // [layer][G][stride][E] (head-major); nil with another cache type
-	ku, vu    [][]uint8   // [layer][G][stride][E] uint8 cache, else nil
-	kh, vh    [][]uint16  // [layer][G][stride][E] binary16 cache, else nil
+	e       *Engine
+	mode    Mode
+	threads int
+	decode  *program // AR-1
+	prefill *program // AR-N used by ModeHybrid
+	pool    *pool
+	arena   []float32
+	k, v    [][]float32 // [layer][G][stride][E] (head-major); nil with another cache type
+	ku, vu  [][]uint8   // [layer][G][stride][E] uint8 cache, else nil
+	kh, vh  [][]uint16  // [layer][G][stride][E] binary16 cache, else nil
+	// kq, vq: a 4-bit cache, [layer][G][stride][kernel.KVQ4RowBytes(E)]
+	// bytes, else nil
+	kq, vq    [][]uint8
 	kvCols    int
 	ctx       int
 	stride    []int // each cache layer's slots per key/value head: ctx, or twice its ring
@@ -196,7 +199,7 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	}
 	elem := int64(4)
 	if kc := e.manifest.KVCache; kc != nil {
-		elem = map[string]int64{plan.KVCacheF16: 2, plan.KVCacheU8: 1}[kc.DType]
+		elem = map[string]int64{plan.KVCacheF16: 2, plan.KVCacheU8: 1, plan.KVCacheQ4: 1, plan.KVCacheQ4V: 1}[kc.DType]
 	}
 	s.ring, s.window = kvRing(s.decode.p, ctx, s.MaxRows())
 	s.stride = KVSlots(s.decode.p, ctx, s.MaxRows())
@@ -215,7 +218,23 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	for _, n := range s.stride {
 		slots += int64(n)
 	}
-	need := 2*slots*int64(kv.Cols)*elem + 4*int64(e.arena) +
+	q4 := e.manifest.KVCache != nil && plan.IsKVQ4(e.manifest.KVCache.DType)
+	kvBytes := 2 * slots * int64(kv.Cols) * elem
+	layer := make([]int, kv.Layers) // each layer's values in K (and in V)
+	for l, n := range s.stride {
+		layer[l] = n * kv.Cols
+	}
+	if q4 {
+		kvBytes = 0
+		for l, n := range s.stride {
+			layer[l] = 0
+			if s.headDim[l] > 0 {
+				layer[l] = n * s.kvHeads[l] * kernel.KVQ4RowBytes(s.headDim[l])
+			}
+			kvBytes += 2 * int64(layer[l])
+		}
+	}
+	need := kvBytes + 4*int64(e.arena) +
 		PlanStateMemory(s.decode.p, ctx, opts.StateSnapshots, opts.StateBudget).Total()
 	mem, err := limits.Reserve(fmt.Sprintf("a session of %d positions (KV cache, activations and recurrent state)", ctx), need)
 	if err != nil {
@@ -227,13 +246,11 @@ func (e *Engine) NewSession(opts SessionOptions) (*Session, error) {
 	// every layer, a run of TLB misses in 4 KiB pages. Long caches stay
 	// in 4 KiB pages, which become resident as positions fill them (in
 	// huge pages the first token would make the whole cache resident).
-	layer := make([]int, kv.Layers) // each layer's values in K (and in V)
-	for l, n := range s.stride {
-		layer[l] = n * kv.Cols
-	}
 	all := 2 * int(slots) * kv.Cols
 	huge := int64(ctx)*elem <= maxHugeSlots
 	switch {
+	case q4:
+		s.kq, s.vq = layerSlices(kvAlloc(hugemem.Uint8s, int(kvBytes), huge), layer)
 	case e.manifest.KVCache != nil && e.manifest.KVCache.DType == plan.KVCacheF16:
 		s.kh, s.vh = layerSlices(kvAlloc(hugemem.Uint16s, all, huge), layer)
 	case e.manifest.KVCache != nil:
@@ -307,7 +324,7 @@ func (s *Session) hold(mem *limits.Reservation) {
 func (s *Session) Close() {
 	s.closed = true
 	s.mem.Release()
-	s.arena, s.k, s.v, s.ku, s.vu, s.kh, s.vh = nil, nil, nil, nil, nil, nil, nil
+	s.arena, s.k, s.v, s.ku, s.vu, s.kh, s.vh, s.kq, s.vq = nil, nil, nil, nil, nil, nil, nil, nil, nil
 }
 
 // Pos is the number of committed positions.
@@ -321,6 +338,8 @@ func (s *Session) Context() int { return s.ctx }
 // cache columns, for keys and values.
 func (s *Session) CacheBytes() int64 {
 	switch {
+	case s.kq != nil:
+		return cacheBytes(s.kq, s.vq, 1)
 	case s.ku != nil:
 		return cacheBytes(s.ku, s.vu, 1)
 	case s.kh != nil:
@@ -679,10 +698,13 @@ func (s *Session) replayKept(n int) bool {
 // moveSlot copies cache slot from to slot to in every layer (and to the
 // mirror of to in a ring layer).
 func (s *Session) moveSlot(from, to int) {
-	for l := range max(len(s.k), len(s.kh), len(s.ku)) {
+	for l := range max(len(s.k), len(s.kh), len(s.ku), len(s.kq)) {
 		E := s.headDim[l]
 		if E == 0 {
 			continue
+		}
+		if s.kq != nil {
+			E = kernel.KVQ4RowBytes(E) // a row's bytes
 		}
 		stride, r := s.stride[l], s.ring[l]
 		f, d := from, to
@@ -693,6 +715,9 @@ func (s *Session) moveSlot(from, to int) {
 			a := (g*stride + f) * E
 			for _, b := range [2]int{(g*stride + d) * E, (g*stride + d + r) * E} {
 				switch {
+				case s.kq != nil:
+					copy(s.kq[l][b:b+E], s.kq[l][a:a+E])
+					copy(s.vq[l][b:b+E], s.vq[l][a:a+E])
 				case s.ku != nil:
 					copy(s.ku[l][b:b+E], s.ku[l][a:a+E])
 					copy(s.vu[l][b:b+E], s.vu[l][a:a+E])
@@ -973,6 +998,8 @@ func (s *Session) prefetchSlot(l, pos int) {
 		pos %= r
 	}
 	switch {
+	case s.kq != nil:
+		prefetchRows(s.kq[l], s.vq[l], pos, s.stride[l], s.kvHeads[l], kernel.KVQ4RowBytes(E))
 	case s.ku != nil:
 		prefetchRows(s.ku[l], s.vu[l], pos, s.stride[l], s.kvHeads[l], E)
 	case s.kh != nil:
@@ -995,6 +1022,9 @@ func prefetchRows[T uint8 | uint16 | float32](K, V []T, pos, slots, G, E int) {
 func (s *Session) cacheLayer(a *attnArgs, l int) {
 	a.stride, a.ring = s.stride[l], s.ring[l]
 	switch {
+	case s.kq != nil:
+		a.Kq, a.Vq = s.kq[l], s.vq[l]
+		a.rotK = s.e.manifest.KVCache.DType == plan.KVCacheQ4
 	case s.ku != nil:
 		kc := s.e.manifest.KVCache
 		a.Ku, a.Vu, a.ks, a.vs = s.ku[l], s.vu[l], kc.K[l], kc.V[l]

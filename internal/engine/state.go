@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/aotlm/aotlm/internal/kernel"
+	"github.com/aotlm/aotlm/internal/plan"
 )
 
 // stateMagic opens a session state written by SaveState.
@@ -19,7 +22,7 @@ const maxStateField = 1 << 30
 // loads it: the cache's element type and each layer's heads and head
 // width, the recurrent state's slots, the convolution history's rows.
 type stateShape struct {
-	elem     uint32 // 4: float32, 2: binary16, 1: uint8
+	elem     uint32 // 4: float32, 2: binary16, 1: uint8, kvq4Elem: 4-bit
 	heads    []uint32
 	widths   []uint32
 	kvRings  []uint32 // each layer's ring slots (0: the layer keeps every position)
@@ -28,6 +31,13 @@ type stateShape struct {
 	rotaries uint32 // 1 when the rows carry several rotary components
 }
 
+// kvq4Elem and kvq4VElem are the element codes of the 4-bit caches
+// (plan.KVCacheQ4, plan.KVCacheQ4V) in a saved state.
+const (
+	kvq4Elem  = 0x40
+	kvq4VElem = 0x41
+)
+
 func (s *Session) shape() stateShape {
 	sh := stateShape{elem: 4}
 	switch {
@@ -35,6 +45,11 @@ func (s *Session) shape() stateShape {
 		sh.elem = 2
 	case s.ku != nil:
 		sh.elem = 1
+	case s.kq != nil:
+		sh.elem = kvq4Elem
+		if s.e.manifest.KVCache.DType == plan.KVCacheQ4V {
+			sh.elem = kvq4VElem
+		}
 	}
 	for l := range s.headDim {
 		sh.heads = append(sh.heads, uint32(s.kvHeads[l]))
@@ -90,6 +105,9 @@ func (s *Session) SaveState(w io.Writer) error {
 		for g := range s.kvHeads[l] {
 			lo, hi := s.savedRows(l, g, s.pos)
 			switch {
+			case s.kq != nil:
+				bw.Write(s.kq[l][lo:hi])
+				bw.Write(s.vq[l][lo:hi])
 			case s.kh != nil:
 				binary.Write(bw, le, s.kh[l][lo:hi])
 				binary.Write(bw, le, s.vh[l][lo:hi])
@@ -183,6 +201,10 @@ func (s *Session) LoadState(r io.Reader) (err error) {
 		for g := range s.kvHeads[l] {
 			lo, hi := s.savedRows(l, g, pos)
 			switch {
+			case s.kq != nil:
+				_, err1 := io.ReadFull(br, s.kq[l][lo:hi])
+				_, err2 := io.ReadFull(br, s.vq[l][lo:hi])
+				err = errors.Join(err1, err2)
 			case s.kh != nil:
 				err = errors.Join(binary.Read(br, le, s.kh[l][lo:hi]), binary.Read(br, le, s.vh[l][lo:hi]))
 			case s.ku != nil:
@@ -246,6 +268,9 @@ func (s *Session) MemoryBytes() int64 {
 	for l := range s.ku {
 		n += int64(len(s.ku[l]) + len(s.vu[l]))
 	}
+	for l := range s.kq {
+		n += int64(len(s.kq[l]) + len(s.vq[l]))
+	}
 	return n
 }
 
@@ -254,6 +279,9 @@ func (s *Session) MemoryBytes() int64 {
 // sliding-window layer, whose slots do not follow the positions.
 func (s *Session) savedRows(l, g, pos int) (lo, hi int) {
 	E, stride := s.headDim[l], s.stride[l]
+	if s.kq != nil {
+		E = kernel.KVQ4RowBytes(E) // a row's bytes
+	}
 	if s.ring[l] > 0 {
 		return g * stride * E, (g + 1) * stride * E
 	}

@@ -13,7 +13,7 @@ import (
 // TestSaveLoadState saves a session after a prompt and a few decode steps
 // and loads it into a fresh session (of another context size): the new
 // session decodes the same logits, bit for bit, as the first one going
-// on, for an f32, binary16 and uint8 cache, a recurrent model (RWKV-7),
+// on, for an f32, binary16, uint8 and 4-bit cache, a recurrent model (RWKV-7),
 // one with convolution state and attention (LFM2) and one with
 // sliding-window layers kept in rings (Gemma 4).
 func TestSaveLoadState(t *testing.T) {
@@ -24,6 +24,8 @@ func TestSaveLoadState(t *testing.T) {
 		{"stories-f32", func() *engine.Engine { return compileKV(t, storiesModel(t), "f32") }},
 		{"stories-f16", func() *engine.Engine { return compileKV(t, storiesModel(t), "f16") }},
 		{"stories-u8", func() *engine.Engine { return compileKV(t, storiesModel(t), "u8") }},
+		{"stories-q4", func() *engine.Engine { return compileKV(t, storiesModel(t), "q4") }},
+		{"stories-q4v", func() *engine.Engine { return compileKV(t, storiesModel(t), "q4v") }},
 		{"rwkv7", func() *engine.Engine {
 			return compileKV(t, loadModel(t, testutil.Path(t, "rwkv/260123_reverse_L2_only_rwkv7.pth")), "f32")
 		}},

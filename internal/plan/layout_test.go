@@ -133,6 +133,8 @@ func TestKVCacheRefused(t *testing.T) {
 	}{
 		{"manifest.kv_cache.dtype", func(c *KVCache) { c.DType = "f8" }},
 		{"manifest.kv_cache", func(c *KVCache) { c.DType = "f16" }}, // f16 takes no scales
+		{"manifest.kv_cache", func(c *KVCache) { c.DType = "q4" }},  // nor does q4
+		{"manifest.kv_cache", func(c *KVCache) { c.DType = "q4v" }}, // nor q4v
 		{"manifest.kv_cache", func(c *KVCache) { c.V = c.V[:1] }},
 		{"manifest.kv_cache.k_scales[1]", func(c *KVCache) { c.K[1] = nil }},
 		{"manifest.kv_cache.v_scales[0][0]", func(c *KVCache) { c.V[0][0] = -1 }},

@@ -130,9 +130,26 @@ const KVCacheU8 = "u8"
 // nearest even on write; it has no scales.
 const KVCacheF16 = "f16"
 
+// KVCacheQ4 is the dtype of a 4-bit cache: each key and value head of a
+// position is rotated by the orthonormal Walsh-Hadamard transform of the
+// head dimension (a power of two) and stored in groups of 32 values (the
+// head dimension when smaller), 4-bit codes with a binary16 step and
+// offset per group (kernel.QuantizeKVQ4). Queries are rotated the same
+// way, and each head's attention output is rotated back. It has no
+// scales.
+const KVCacheQ4 = "q4"
+
+// KVCacheQ4V is the dtype of a 4-bit cache whose value rows are rotated
+// as KVCacheQ4's and whose key rows are stored as they are (no rotation
+// of keys or queries), in the same rows.
+const KVCacheQ4V = "q4v"
+
+// IsKVQ4 reports whether dtype is one of the 4-bit caches.
+func IsKVQ4(dtype string) bool { return dtype == KVCacheQ4 || dtype == KVCacheQ4V }
+
 // KVCache describes a quantized KV cache.
 type KVCache struct {
-	DType string `json:"dtype"` // KVCacheU8 or KVCacheF16
+	DType string `json:"dtype"` // KVCacheU8, KVCacheF16, KVCacheQ4 or KVCacheQ4V
 	// K and V hold the scales, [layer][1] (per layer) or [layer][G] (per
 	// key/value head of that layer's attention).
 	K [][]float32 `json:"k_scales,omitempty"`
@@ -142,14 +159,14 @@ type KVCache struct {
 // validate checks the dtype and that the scales are finite, non-negative
 // and given for the same layers.
 func (c *KVCache) validate() error {
-	if c.DType == KVCacheF16 {
+	if c.DType == KVCacheF16 || IsKVQ4(c.DType) {
 		if len(c.K) != 0 || len(c.V) != 0 {
-			return errf("manifest.kv_cache", "an f16 cache has no scales")
+			return errf("manifest.kv_cache", "an %s cache has no scales", c.DType)
 		}
 		return nil
 	}
 	if c.DType != KVCacheU8 {
-		return errf("manifest.kv_cache.dtype", "%q is not %q or %q", c.DType, KVCacheU8, KVCacheF16)
+		return errf("manifest.kv_cache.dtype", "%q is not %q, %q, %q or %q", c.DType, KVCacheU8, KVCacheF16, KVCacheQ4, KVCacheQ4V)
 	}
 	if len(c.K) != len(c.V) || len(c.K) == 0 || len(c.K) > maxLayer {
 		return errf("manifest.kv_cache", "%d key and %d value layers", len(c.K), len(c.V))
