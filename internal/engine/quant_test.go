@@ -122,6 +122,33 @@ func TestStoriesLPBQParity(t *testing.T) {
 	}
 }
 
+// TestStoriesLPBQ5Parity: an lpbq5 artifact, packed with int8
+// activations, computes the logits of the graph interpreter over the
+// dequantized folder within packedLogitTol in both modes: the 64-wide
+// inputs take lpbq5-p (kernel.Q5), the 172-wide down projections the
+// unpacked lpbq-b32 with 5-bit integers. It is smaller than the
+// lpbq4-h6-v8 artifact plus a sixth.
+func TestStoriesLPBQ5Parity(t *testing.T) {
+	dir := quantizeStories(t, "lpbq5")
+	m, _, err := qmodel.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, path := compilePath(t, dir, compile.Options{ARLens: []int{4}, Ctx: 128})
+	if l := layouts(t, path); l["lpbq5-p"] == 0 || l["lpbq-b32"] == 0 {
+		t.Fatalf("layouts %v: want lpbq5-p and lpbq-b32 tensors", l)
+	}
+	checkParityTol(t, m, e, 4, engine.ModeHybrid, packedLogitTol)
+	checkParityTol(t, m, e, 1, engine.ModeKV, packedLogitTol)
+
+	_, p4 := compilePath(t, quantizeStories(t, "lpbq4-h6-v8"), compile.Options{ARLens: []int{4}, Ctx: 128})
+	a, b := fileSize(t, path), fileSize(t, p4)
+	t.Logf("lpbq5 artifact %d bytes, lpbq4-h6-v8 %d bytes", a, b)
+	if a <= b || 6*a > 7*b {
+		t.Errorf("lpbq5 artifact %d bytes against lpbq4-h6-v8's %d: want larger by at most a sixth", a, b)
+	}
+}
+
 // packedLogitTol bounds the logit difference that quantizing activations
 // to int8 (blocks of 32, as llama.cpp's Q8_0) makes on stories260K,
 // whose logits reach about 20.

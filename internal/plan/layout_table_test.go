@@ -6,8 +6,8 @@ import "testing"
 // of its entry and names its scheme, and its tags parse back to it.
 func TestLayoutTableComplete(t *testing.T) {
 	kinds := LayoutKinds()
-	if len(kinds) != 6 {
-		t.Fatalf("%d layout families, want 6 (w8, lpbq, q4, f16, q4k, q6k)", len(kinds))
+	if len(kinds) != 7 {
+		t.Fatalf("%d layout families, want 7 (w8, lpbq, q4, f16, q4k, q6k, lpbq5)", len(kinds))
 	}
 	schemes := map[string]bool{}
 	for _, k := range kinds {

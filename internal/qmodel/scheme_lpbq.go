@@ -7,9 +7,13 @@ import (
 )
 
 // lpbq weights store a code per block (name.codes, u8) besides a scale per row.
-func init() {
-	registerFolderScheme(&folderScheme{
-		kind: quant.KindLPBQ,
+func init() { registerFolderScheme(lpbqFolder(quant.KindLPBQ)) }
+
+// lpbqFolder is the folder entry of a scheme stored as lpbq is (lpbq,
+// lpbq5).
+func lpbqFolder(kind quant.Kind) *folderScheme {
+	return &folderScheme{
+		kind: kind,
 		parts: func(name string, rows, cols int, s quant.Scheme) (int, []safetensors.Tensor) {
 			blocks := blocksOf(rows, cols, s)
 			if blocks == 0 {
@@ -30,5 +34,5 @@ func init() {
 			want["codes"] = storedBlocks(q)
 			return nil
 		},
-	})
+	}
 }

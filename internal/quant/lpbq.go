@@ -52,18 +52,11 @@ func init() {
 		quantize: func(w []float32, rows, cols int, s Scheme) (*Quantized, error) {
 			return QuantizeLPBQ(w, rows, cols, s.Block, s.Mode)
 		},
-		levels: func(Scheme) (int, int) { return -7, 7 },
-		round:  lpbqRound,
-		search: lpbqSearch,
-		refit:  lpbqRefit,
-		dequantizeRow: func(q *Quantized, r int, row []float32) {
-			nb, b := q.BlocksPerRow(), q.Scheme.Block
-			s := q.Scales[r]
-			for c, v := range q.Q[r*q.Cols : (r+1)*q.Cols] {
-				k := int32(q.Codes[r*nb+c/b])
-				row[c] = float32(int32(v)*k) * s
-			}
-		},
+		levels:        func(Scheme) (int, int) { return -7, 7 },
+		round:         lpbqRound,
+		search:        lpbqSearch,
+		refit:         lpbqRefit,
+		dequantizeRow: lpbqDequantizeRow,
 		bits: func(q *Quantized) float64 {
 			return (4*q.paddedWeights() + 4*float64(len(q.Codes)) + 32*float64(q.Rows)) / q.weights()
 		},
@@ -126,19 +119,20 @@ func QuantizeLPBQ(w []float32, rows, cols, block int, mode LPBQMode) (*Quantized
 	}
 	s := make([]float64, nb) // block scales of the current row
 	for r := range rows {
-		lpbqRow(w[r*cols:(r+1)*cols], block, mode, s,
+		lpbqRow(w[r*cols:(r+1)*cols], block, 7, mode, s,
 			out.Q[r*cols:(r+1)*cols], out.Codes[r*nb:(r+1)*nb], &out.Scales[r])
 	}
 	return out, nil
 }
 
-// lpbqRow quantizes one row: w [K] -> q [K], codes [nb], *scale = S.
-// s [nb] is scratch for the block scales.
-func lpbqRow(w []float32, block int, mode LPBQMode, s []float64, q []int8, codes []uint8, scale *float32) {
+// lpbqRow quantizes one row: w [K] -> q [K], codes [nb], *scale = S,
+// with integers in -qmax..qmax (7 for lpbq, 15 for lpbq5). s [nb] is
+// scratch for the block scales.
+func lpbqRow(w []float32, block, qmax int, mode LPBQMode, s []float64, q []int8, codes []uint8, scale *float32) {
 	var smax float64
 	for b := range s {
 		blk := w[b*block : min((b+1)*block, len(w))]
-		s[b] = absMax(blk) / 7
+		s[b] = absMax(blk) / float64(qmax)
 		smax = max(smax, s[b])
 	}
 	S32 := float32(smax / 16)
@@ -160,8 +154,19 @@ func lpbqRow(w []float32, block int, mode LPBQMode, s []float64, q []int8, codes
 			continue
 		}
 		for i := lo; i < hi; i++ {
-			q[i] = int8(roundClamp(float64(w[i])/d, -7, 7))
+			q[i] = int8(roundClamp(float64(w[i])/d, -qmax, qmax))
 		}
+	}
+}
+
+// lpbqDequantizeRow writes row r of a lpbq or lpbq5 weight into row [K]:
+// w = float32(q*k[b]) * S.
+func lpbqDequantizeRow(q *Quantized, r int, row []float32) {
+	nb, b := q.BlocksPerRow(), q.Scheme.Block
+	s := q.Scales[r]
+	for c, v := range q.Q[r*q.Cols : (r+1)*q.Cols] {
+		k := int32(q.Codes[r*nb+c/b])
+		row[c] = float32(int32(v)*k) * s
 	}
 }
 

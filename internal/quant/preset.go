@@ -62,6 +62,7 @@ var presets = map[string]func() Recipe{
 	"lpbq4-h6":       func() Recipe { return lpbq4Preset("lpbq4-h6") },
 	"lpbq4-h6-v8":    func() Recipe { return lpbq4Preset("lpbq4-h6-v8", PatternVProj) },
 	"lpbq4-h6-k8v8":  func() Recipe { return lpbq4Preset("lpbq4-h6-k8v8", PatternKProj, PatternVProj) },
+	"lpbq5":          lpbq5Preset,
 	"w4a16-lpbq":     func() Recipe { return lpbqPreset("w4a16-lpbq", 32) },
 	"w4a16-lpbq-b16": func() Recipe { return lpbqPreset("w4a16-lpbq-b16", 16) },
 	"w4a16-lpbq-b64": func() Recipe { return lpbqPreset("w4a16-lpbq-b64", 64) },
@@ -116,6 +117,16 @@ func lpbq4Preset(name string, w8 ...string) Recipe {
 		ov = append(ov, Override{Pattern: p, Scheme: Scheme{Kind: KindW8}})
 	}
 	return Recipe{Name: name, Default: lp, Overrides: ov, Activations: Activations{DType: ActA16}, KV: KVF16}
+}
+
+// lpbq5Preset is lpbq5 (5-bit LPBQ, its grid searched per row) on every
+// linear, the classifier and the token embedding, with an f16 KV cache:
+// 5.25 bits a weight, the size of llama.cpp's Q5_0 less a quarter bit.
+func lpbq5Preset() Recipe {
+	l5 := Scheme{Kind: KindLPBQ5, Block: LPBQ5Block}
+	return Recipe{Name: "lpbq5", Default: l5,
+		Overrides:   append(familyOverrides(), Override{Pattern: PatternEmbed, Scheme: l5}),
+		Activations: Activations{DType: ActA16}, KV: KVF16}
 }
 
 func q4Preset(name string, hqq bool) Recipe {

@@ -16,6 +16,7 @@ const MaxWeight = 1e30
 //
 //	lpbq: Q [N*K] in -7..7; Codes [N*nb] in 1..16; Scales [N] (S per row)
 //	      w'[n,c] = float32(Q*Codes[n,c/B]) * Scales[n]
+//	lpbq5: as lpbq with Q in -15..15 and B = 32
 //	w8:   Q [N*K] in -127..127; Scales [N]
 //	      w'[n,c] = float32(Q) * Scales[n]
 //	q4:   Q [N*K] in -8..7 (Sym) or 0..15; Scales [N*ng]; Zeros [N*ng] (not Sym)

@@ -13,7 +13,7 @@ import (
 // TestPresets: every preset validates, survives a JSON round trip unchanged,
 // and maps real tensor names (Hugging Face and GGUF spellings) as documented.
 func TestPresets(t *testing.T) {
-	want := []string{"f16", "lpbq4-h6", "lpbq4-h6-k8v8", "lpbq4-h6-v8", "q4", "q4-hqq", "w4a16-lpbq", "w4a16-lpbq-b16", "w4a16-lpbq-b64", "w8a16"}
+	want := []string{"f16", "lpbq4-h6", "lpbq4-h6-k8v8", "lpbq4-h6-v8", "lpbq5", "q4", "q4-hqq", "w4a16-lpbq", "w4a16-lpbq-b16", "w4a16-lpbq-b64", "w8a16"}
 	if got := PresetNames(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("PresetNames = %v, want %v", got, want)
 	}
@@ -73,6 +73,10 @@ func TestPresets(t *testing.T) {
 		{"lpbq4-h6-v8", "blk.3.attn_v.weight", w8},
 		{"lpbq4-h6-v8", "model.layers.3.self_attn.k_proj.weight", Scheme{Kind: KindLPBQ, Block: 32, Mode: LPBQRefined}},
 		{"lpbq4-h6-v8", "lm_head.weight", Scheme{Kind: KindQ6K}},
+		{"lpbq5", "model.layers.3.self_attn.v_proj.weight", Scheme{Kind: KindLPBQ5, Block: 32}},
+		{"lpbq5", "lm_head.weight", Scheme{Kind: KindLPBQ5, Block: 32}},
+		{"lpbq5", "model.embed_tokens.weight", Scheme{Kind: KindLPBQ5, Block: 32}},
+		{"lpbq5", "model.layers.0.conv.in_proj.weight", w8},
 	} {
 		r, _ := Preset(tc.preset)
 		if got := r.SchemeFor(tc.tensor); got != tc.want {
@@ -83,7 +87,7 @@ func TestPresets(t *testing.T) {
 	if lp.KV != KVU8 || lp.Activations.DType != ActA16 {
 		t.Errorf("w4a16-lpbq: kv %s, activations %s", lp.KV, lp.Activations.DType)
 	}
-	for _, name := range []string{"lpbq4-h6", "lpbq4-h6-v8", "lpbq4-h6-k8v8"} {
+	for _, name := range []string{"lpbq4-h6", "lpbq4-h6-v8", "lpbq4-h6-k8v8", "lpbq5"} {
 		if r, _ := Preset(name); r.KV != KVF16 {
 			t.Errorf("%s: kv %s, want f16 (llama.cpp's default cache)", name, r.KV)
 		}

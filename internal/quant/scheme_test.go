@@ -10,7 +10,7 @@ import (
 // TestSchemeTableComplete: every registered scheme has every part of its
 // entry, a layout, and a recipe spelling that round-trips.
 func TestSchemeTableComplete(t *testing.T) {
-	want := []Kind{KindF16, KindLPBQ, KindQ4, KindQ4K, KindQ6K, KindW8}
+	want := []Kind{KindF16, KindLPBQ, KindLPBQ5, KindQ4, KindQ4K, KindQ6K, KindW8}
 	got := Schemes()
 	if len(got) != len(want) {
 		t.Fatalf("%d schemes registered, want %d", len(got), len(want))

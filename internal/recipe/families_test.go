@@ -33,12 +33,16 @@ var hybridFamilies = []string{"qwen35", "lfm2", "gemma4", "granitehybrid"}
 // W8 embedding table: this fixture amplifies input error most), 0.0046,
 // 0.0003. The lpbq4 presets (class w4e) also store the embedding table
 // in 4 bits, which Qwen3.5's fixture amplifies: measured 0.61-0.62 there,
-// 0.26 on LFM2, 0.13-0.16 on Gemma 4.
-var presetBounds = map[string]struct{ f16, w8, w4, w4e float64 }{
-	"qwen35":        {f16: 0.065, w8: 0.11, w4: 0.6, w4e: 0.75},
-	"lfm2":          {f16: 0.005, w8: 0.075, w4: 0.38, w4e: 0.38},
-	"gemma4":        {f16: 0.01, w8: 0.035, w4: 0.2, w4e: 0.2},
-	"granitehybrid": {f16: 0.002, w8: 0.015, w4: 0.016, w4e: 0.016},
+// 0.26 on LFM2, 0.13-0.16 on Gemma 4. lpbq5 (class w5) stores the
+// classifier in 5 bits too, where the others keep it W8 (Q6_K on widths
+// of 256): measured 0.49 on Qwen3.5, 0.18 on LFM2, 0.115 on Gemma 4 and
+// 0.055 on Granite 4 hybrid, whose fixture the classifier's error
+// dominates.
+var presetBounds = map[string]struct{ f16, w8, w4, w4e, w5 float64 }{
+	"qwen35":        {f16: 0.065, w8: 0.11, w4: 0.6, w4e: 0.75, w5: 0.65},
+	"lfm2":          {f16: 0.005, w8: 0.075, w4: 0.38, w4e: 0.38, w5: 0.25},
+	"gemma4":        {f16: 0.01, w8: 0.035, w4: 0.2, w4e: 0.2, w5: 0.16},
+	"granitehybrid": {f16: 0.002, w8: 0.015, w4: 0.016, w4e: 0.016, w5: 0.075},
 }
 
 // int8Bound bounds the relative RMS logit error int8 activations add to
@@ -64,6 +68,8 @@ func presetClass(t *testing.T, preset string) string {
 		return "w4"
 	case strings.HasPrefix(preset, "lpbq4-"):
 		return "w4e"
+	case preset == "lpbq5":
+		return "w5"
 	}
 	t.Fatalf("preset %s has no bound: add it to presetBounds", preset)
 	return ""
@@ -141,7 +147,7 @@ func TestPresetsOnHybridFamilies(t *testing.T) {
 			b := presetBounds[fam]
 			for _, p := range quant.PresetNames() {
 				class := presetClass(t, p)
-				bound := map[string]float64{"f16": b.f16, "w8": b.w8, "w4": b.w4, "w4e": b.w4e}[class]
+				bound := map[string]float64{"f16": b.f16, "w8": b.w8, "w4": b.w4, "w4e": b.w4e, "w5": b.w5}[class]
 				i8 := int8Bound
 				if class == "w4e" {
 					i8 = int8BoundE4

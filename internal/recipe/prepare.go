@@ -217,7 +217,7 @@ func outlierChannels(r quant.Recipe, name string, in *calib.Input, st *calib.Sta
 		return nil
 	}
 	switch s.Kind {
-	case quant.KindW8, quant.KindLPBQ, quant.KindQ4:
+	case quant.KindW8, quant.KindLPBQ, quant.KindLPBQ5, quant.KindQ4:
 	default:
 		return nil
 	}
