@@ -119,6 +119,11 @@ func actOverlay(o *Overlay, zmm bool) {
 			rotateGeneric(a[m:], b[m:], cos[m:], sin[m:])
 		}
 	}
+	decay := decayRowsAvx2
+	if zmm {
+		decay = decayRowsVnni
+	}
+	o.DecayRows = func(dst, x, acc, m, k, q []float32, s float32) { decayRowsWith(decay, lanes, dst, x, acc, m, k, q, s) }
 	o.Butterfly = func(a, b []float32) {
 		b = b[:len(a)]
 		m := len(a) &^ (lanes - 1)
@@ -128,5 +133,18 @@ func actOverlay(o *Overlay, zmm bool) {
 		if m < len(a) {
 			butterflyGeneric(a[m:], b[m:])
 		}
+	}
+}
+
+// decayRowsWith runs kern on the columns of whole vectors and
+// decayRowsCols on the rest; DecayRows has checked the lengths.
+func decayRowsWith(kern func(dst, x, o, m, k, q *float32, decay float32, n, rows, stride int), lanes int, dst, x, o, m, k, q []float32, decay float32) {
+	n := len(m)
+	c := n &^ (lanes - 1)
+	if c > 0 {
+		kern(unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(o), unsafe.SliceData(m), unsafe.SliceData(k), unsafe.SliceData(q), decay, c, len(k), n)
+	}
+	if c < n {
+		decayRowsCols(dst, x, o, m, k, q, decay, c, n)
 	}
 }

@@ -1,0 +1,45 @@
+package kernel
+
+import "fmt"
+
+// DecayRows is the second half of a gated delta rule step on one value
+// head's state, fused into one pass over the rows: for each row r <
+// len(k) of n = len(m) elements,
+//
+//	s = decay*x[r*n:(r+1)*n] + k[r]*m
+//	dst[r*n:(r+1)*n] = s
+//	o += q[r]*s
+//
+// x is the state before the step and dst the state after it (dst may be
+// x, but must not otherwise overlap it), o [n] accumulates the state's
+// product with q. Slices too short for len(k) rows of len(m) elements
+// panic before anything is written.
+func DecayRows(dst, x, o, m, k, q []float32, decay float32) {
+	rows, n := len(k), len(m)
+	if len(q) < rows || len(o) < n || len(x) < rows*n || len(dst) < rows*n {
+		panic(fmt.Sprintf("kernel: DecayRows: %d rows of %d elements with x %d, dst %d, o %d, q %d", rows, n, len(x), len(dst), len(o), len(q)))
+	}
+	if rows == 0 || n == 0 {
+		return
+	}
+	decayRowsImpl(dst[:rows*n], x[:rows*n], o[:n], m, k, q[:rows], decay)
+}
+
+// decayRowsGeneric is DecayRows' plain reference.
+func decayRowsGeneric(dst, x, o, m, k, q []float32, decay float32) {
+	decayRowsCols(dst, x, o, m, k, q, decay, 0, len(m))
+}
+
+// decayRowsCols runs DecayRows' rule on columns c0..len(m)-1 of rows of
+// stride elements (the assembly forms leave it their last columns).
+func decayRowsCols(dst, x, o, m, k, q []float32, decay float32, c0, stride int) {
+	for r, kr := range k {
+		qr := q[r]
+		xs, ds := x[r*stride:(r+1)*stride], dst[r*stride:(r+1)*stride]
+		for c := c0; c < len(m); c++ {
+			s := decay*xs[c] + kr*m[c]
+			ds[c] = s
+			o[c] += qr * s
+		}
+	}
+}
