@@ -66,7 +66,11 @@ func (t *deltaTask) run(w, lo, hi int) {
 	for j := lo; j < hi; j++ {
 		Sin, Sout := t.Sin[j*size:(j+1)*size], t.Sout[j*size:(j+1)*size]
 		if t.rows == 1 {
-			t.rowHead(j, Sin, Sout, &t.work[w])
+			var next []float32 // the state this worker reads next
+			if j+1 < hi {
+				next = t.Sin[(j+1)*size : (j+2)*size]
+			}
+			t.rowHead(j, Sin, Sout, next, &t.work[w])
 			continue
 		}
 		for c := 0; c < t.rows; c += deltaChunk {
@@ -102,8 +106,9 @@ func (r *recState) runDeltaNet(st *step, out []float32, in [][]float32, rows, co
 // the decayed state's product with k is decay*(S^T k), so the first pass
 // takes S^T k, and the second (kernel.DecayRows) writes each row of
 // decay*S + k (x) (beta*(v - decay*S^T k)) and adds it, times q, into the
-// output as it goes.
-func (t *deltaTask) rowHead(j int, Sin, Sout []float32, sc *deltaScratch) {
+// output as it goes, asking for the lines of next (the state the worker
+// reads next, nil for none) so that its first pass finds them near.
+func (t *deltaTask) rowHead(j int, Sin, Sout, next []float32, sc *deltaScratch) {
 	d := t.d
 	Dk, Dv, nk := d.KeyDim, d.ValueDim, d.KeyHeads*d.KeyDim
 	kh := d.DeltaHead(j)
@@ -117,7 +122,7 @@ func (t *deltaTask) rowHead(j int, Sin, Sout []float32, sc *deltaScratch) {
 	}
 	o := t.out[j*Dv : (j+1)*Dv]
 	clear(o)
-	kernel.DecayRows(Sout, Sin, o, mem, k, q, decay)
+	kernel.DecayRows(Sout, Sin, o, mem, k, q, decay, next)
 }
 
 // chunkHead advances value head j by rows lo..lo+n-1 as one chunk, from

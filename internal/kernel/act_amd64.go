@@ -119,11 +119,17 @@ func actOverlay(o *Overlay, zmm bool) {
 			rotateGeneric(a[m:], b[m:], cos[m:], sin[m:])
 		}
 	}
-	decay := decayRowsAvx2
+	decay, decayNT := decayRowsAvx2, decayRowsNTAvx2
 	if zmm {
-		decay = decayRowsVnni
+		decay, decayNT = decayRowsVnni, decayRowsNTVnni
 	}
-	o.DecayRows = func(dst, x, acc, m, k, q []float32, s float32) { decayRowsWith(decay, lanes, dst, x, acc, m, k, q, s) }
+	o.DecayRows = func(dst, x, acc, m, k, q []float32, s float32, next []float32) {
+		kern := decay
+		if uintptr(unsafe.Pointer(unsafe.SliceData(dst)))%64 == 0 && len(m)%16 == 0 {
+			kern = decayNT // whole lines, aligned: stored past the caches
+		}
+		decayRowsWith(kern, lanes, dst, x, acc, m, k, q, s, next)
+	}
 	o.Butterfly = func(a, b []float32) {
 		b = b[:len(a)]
 		m := len(a) &^ (lanes - 1)
@@ -137,12 +143,13 @@ func actOverlay(o *Overlay, zmm bool) {
 }
 
 // decayRowsWith runs kern on the columns of whole vectors and
-// decayRowsCols on the rest; DecayRows has checked the lengths.
-func decayRowsWith(kern func(dst, x, o, m, k, q *float32, decay float32, n, rows, stride int), lanes int, dst, x, o, m, k, q []float32, decay float32) {
+// decayRowsCols on the rest; DecayRows has checked the lengths (next
+// holds as many rows as x).
+func decayRowsWith(kern func(dst, x, o, m, k, q *float32, decay float32, n, rows, stride int, ahead *float32), lanes int, dst, x, o, m, k, q []float32, decay float32, next []float32) {
 	n := len(m)
 	c := n &^ (lanes - 1)
 	if c > 0 {
-		kern(unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(o), unsafe.SliceData(m), unsafe.SliceData(k), unsafe.SliceData(q), decay, c, len(k), n)
+		kern(unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(o), unsafe.SliceData(m), unsafe.SliceData(k), unsafe.SliceData(q), decay, c, len(k), n, unsafe.SliceData(next))
 	}
 	if c < n {
 		decayRowsCols(dst, x, o, m, k, q, decay, c, n)

@@ -12,9 +12,11 @@ import "fmt"
 //
 // x is the state before the step and dst the state after it (dst may be
 // x, but must not otherwise overlap it), o [n] accumulates the state's
-// product with q. Slices too short for len(k) rows of len(m) elements
-// panic before anything is written.
-func DecayRows(dst, x, o, m, k, q []float32, decay float32) {
+// product with q. next, when it holds as many rows, is the state the
+// next call reads: the rows' cache lines are asked for as x's are read (a
+// hint; nil asks for nothing). Slices too short for len(k) rows of
+// len(m) elements panic before anything is written.
+func DecayRows(dst, x, o, m, k, q []float32, decay float32, next []float32) {
 	rows, n := len(k), len(m)
 	if len(q) < rows || len(o) < n || len(x) < rows*n || len(dst) < rows*n {
 		panic(fmt.Sprintf("kernel: DecayRows: %d rows of %d elements with x %d, dst %d, o %d, q %d", rows, n, len(x), len(dst), len(o), len(q)))
@@ -22,11 +24,14 @@ func DecayRows(dst, x, o, m, k, q []float32, decay float32) {
 	if rows == 0 || n == 0 {
 		return
 	}
-	decayRowsImpl(dst[:rows*n], x[:rows*n], o[:n], m, k, q[:rows], decay)
+	if len(next) < rows*n {
+		next = x // lines already near: asking for them costs little
+	}
+	decayRowsImpl(dst[:rows*n], x[:rows*n], o[:n], m, k, q[:rows], decay, next)
 }
 
 // decayRowsGeneric is DecayRows' plain reference.
-func decayRowsGeneric(dst, x, o, m, k, q []float32, decay float32) {
+func decayRowsGeneric(dst, x, o, m, k, q []float32, decay float32, _ []float32) {
 	decayRowsCols(dst, x, o, m, k, q, decay, 0, len(m))
 }
 

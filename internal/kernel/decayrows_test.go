@@ -5,11 +5,13 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // TestDecayRowsMatchesGeneric checks every supported overlay's DecayRows
 // against the plain loop on random inputs: widths with and without a
-// vector tail, one to 130 rows, in place and out of place. Budgets, with
+// vector tail, one to 130 rows, in place and out of place, the new state
+// on a 64-byte boundary and off it. Budgets, with
 // eps = 2^-23: a state element within 4·eps·(|decay·x| + |k·m|) (the
 // overlays fuse the k·m product into the sum, the loop may round it),
 // an element of o within (rows+4)·eps times the sum of the magnitudes of
@@ -31,15 +33,21 @@ func TestDecayRowsMatchesGeneric(t *testing.T) {
 					m, o0 := randFloats(r, n, 1), randFloats(r, n, 1)
 					k, q := randFloats(r, rows, 1), randFloats(r, rows, 1)
 					decay := r.Float32()
+					var next []float32 // the rows of another state, or none
+					if rows%2 == 1 {
+						next = randFloats(r, rows*n, 1)
+					}
 					want, oWant := make([]float32, rows*n), slices.Clone(o0)
-					decayRowsGeneric(want, x, oWant, m, k, q, decay)
-					got, oGot := make([]float32, rows*n), slices.Clone(o0)
+					decayRowsGeneric(want, x, oWant, m, k, q, decay, nil)
+					// the new state on a 64-byte boundary (the overlays'
+					// non-temporal stores) or one element past it
+					got, oGot := aligned64(rows*n, rows%2), slices.Clone(o0)
 					src := x
 					if inPlace {
-						src = slices.Clone(x)
-						got = src
+						copy(got, x)
+						src = got
 					}
-					ov.DecayRows(got, src, oGot, m, k, q, decay)
+					ov.DecayRows(got, src, oGot, m, k, q, decay, next)
 					for i := range want {
 						rr, c := i/n, i%n
 						mag := math.Abs(float64(decay*x[i])) + math.Abs(float64(k[rr]*m[c]))
@@ -66,12 +74,20 @@ func TestDecayRowsMatchesGeneric(t *testing.T) {
 	}
 }
 
+// aligned64 returns n zeros starting off elements past a 64-byte
+// boundary.
+func aligned64(n, off int) []float32 {
+	b := make([]float32, n+off+16)
+	skip := int((64 - uintptr(unsafe.Pointer(&b[0]))%64) % 64 / 4)
+	return b[skip+off : skip+off+n]
+}
+
 // TestDecayRowsRule checks the plain loop itself on a worked case, and
 // that DecayRows with short slices panics before writing.
 func TestDecayRowsRule(t *testing.T) {
 	x := []float32{1, 2, 3, 4} // two rows of two
 	dst, o := make([]float32, 4), []float32{10, 20}
-	DecayRows(dst, x, o, []float32{1, -1}, []float32{2, 3}, []float32{1, 0.5}, 0.5)
+	DecayRows(dst, x, o, []float32{1, -1}, []float32{2, 3}, []float32{1, 0.5}, 0.5, nil)
 	// row 0: 0.5*[1 2] + 2*[1 -1] = [2.5 -1]; row 1: 0.5*[3 4] + 3*[1 -1] = [4.5 -1]
 	if want := []float32{2.5, -1, 4.5, -1}; !slices.Equal(dst, want) {
 		t.Errorf("state %v, want %v", dst, want)
@@ -88,5 +104,5 @@ func TestDecayRowsRule(t *testing.T) {
 			t.Errorf("a panicking call wrote %v", short)
 		}
 	}()
-	DecayRows(short, x, o, []float32{1, -1}, []float32{2, 3}, []float32{1, 0.5}, 0.5)
+	DecayRows(short, x, o, []float32{1, -1}, []float32{2, 3}, []float32{1, 0.5}, 0.5, x)
 }

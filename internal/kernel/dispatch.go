@@ -86,7 +86,7 @@ type Overlay struct {
 	Add        func(dst, a, b []float32)
 	Butterfly  func(a, b []float32)
 	Rotate     func(a, b, cos, sin []float32)
-	DecayRows  func(dst, x, o, m, k, q []float32, decay float32)
+	DecayRows  func(dst, x, o, m, k, q []float32, decay float32, next []float32)
 
 	AxpyRows    func(dst, alpha, x []float32, stride int)
 	DotRows     func(dst, w, y []float32, stride int)
