@@ -57,7 +57,11 @@ image prefill) are in [lab/benchmarks-2026.md](lab/benchmarks-2026.md).
   ran at 1.8-2.1 in the same hour): that measured the load, not the two
   engines, so the table has no 2-thread tg128 row for this shape. These
   two shapes' rows ran without the page-cache drop and ` + "`--floor`" + ` of the
-  rounds below: read their ratios, not their rates.
+  rounds below: read their ratios, not their rates. So did the
+  ` + "`qwen3.5-0.8b`" + ` ` + "`lpbq`" + ` rows (commit ` + "`d90a015`" + `, 2026-12-08), under a load
+  average of 15-20: there llama.cpp's 2-thread decode fell to 0.4 tok/s
+  in every round, so that test has no row; its figures and those of the
+  rows' earlier run on a quieter machine are in the lab notes.
 - **Same weight budget.** ` + "`lpbq`" + ` is aotlm's LPBQ 4-bit, block 32, with the
   classifier at W8, against llama.cpp's ` + "`Q4_0`" + ` (whose classifier is Q6_K);
   ` + "`lpbq+q6k`" + ` is the same with the classifier in Q6_K super-blocks
