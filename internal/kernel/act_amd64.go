@@ -125,8 +125,11 @@ func actOverlay(o *Overlay, zmm bool) {
 	}
 	o.DecayRows = func(dst, x, acc, m, k, q []float32, s float32, next []float32) {
 		kern := decay
-		if uintptr(unsafe.Pointer(unsafe.SliceData(dst)))%64 == 0 && len(m)%16 == 0 {
-			kern = decayNT // whole lines, aligned: stored past the caches
+		d := unsafe.SliceData(dst)
+		if d != unsafe.SliceData(x) && uintptr(unsafe.Pointer(d))%64 == 0 && len(m)%16 == 0 {
+			// whole aligned lines of another state than x (which the
+			// first pass brought near): stored past the caches
+			kern = decayNT
 		}
 		decayRowsWith(kern, lanes, dst, x, acc, m, k, q, s, next)
 	}

@@ -12,7 +12,11 @@ import "fmt"
 //
 // x is the state before the step and dst the state after it (dst may be
 // x, but must not otherwise overlap it), o [n] accumulates the state's
-// product with q. next, when it holds as many rows, is the state the
+// product with q. Into a dst other than x, 64-byte aligned, with len(m)
+// a multiple of 16, the amd64 forms store whole lines past the caches
+// (the new state of a decode step, read again only a token later, after
+// the weights have streamed through the caches). next, when it holds as
+// many rows, is the state the
 // next call reads: the rows' cache lines are asked for as x's are read (a
 // hint; nil asks for nothing). Slices too short for len(k) rows of
 // len(m) elements panic before anything is written.
