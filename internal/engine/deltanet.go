@@ -66,7 +66,11 @@ func (t *deltaTask) run(w, lo, hi int) {
 	for j := lo; j < hi; j++ {
 		Sin, Sout := t.Sin[j*size:(j+1)*size], t.Sout[j*size:(j+1)*size]
 		if t.rows == 1 {
-			t.rowHead(j, Sin, Sout, &t.work[w])
+			var next []float32 // the state this worker reads next
+			if j+1 < hi {
+				next = t.Sin[(j+1)*size : (j+2)*size]
+			}
+			t.rowHead(j, Sin, Sout, next, &t.work[w])
 			continue
 		}
 		for c := 0; c < t.rows; c += deltaChunk {
@@ -98,8 +102,13 @@ func (r *recState) runDeltaNet(st *step, out []float32, in [][]float32, rows, co
 
 // rowHead advances value head j by the task's one row: op.GatedDeltaRows
 // on the vector kernels, reading the head's state from Sin and writing it
-// to Sout.
-func (t *deltaTask) rowHead(j int, Sin, Sout []float32, sc *deltaScratch) {
+// to Sout in two passes over the state. With S the state before the row,
+// the decayed state's product with k is decay*(S^T k), so the first pass
+// takes S^T k, and the second (kernel.DecayRows) writes each row of
+// decay*S + k (x) (beta*(v - decay*S^T k)) and adds it, times q, into the
+// output as it goes, asking for the lines of next (the state the worker
+// reads next, nil for none) so that its first pass finds them near.
+func (t *deltaTask) rowHead(j int, Sin, Sout, next []float32, sc *deltaScratch) {
 	d := t.d
 	Dk, Dv, nk := d.KeyDim, d.ValueDim, d.KeyHeads*d.KeyDim
 	kh := d.DeltaHead(j)
@@ -107,15 +116,13 @@ func (t *deltaTask) rowHead(j int, Sin, Sout []float32, sc *deltaScratch) {
 	v := t.x[2*nk+j*Dv : 2*nk+(j+1)*Dv]
 	decay, beta := op.DeltaGates(t.a[j], t.b[j], t.A[j], t.dtBias[j])
 	mem := sc.mem[:Dv]
-	kernel.Scale(Sout, Sin, decay)
-	stateTimes(mem, Sout, k, Dv)
+	stateTimes(mem, Sin, k, Dv)
 	for c := range mem {
-		mem[c] = (v[c] - mem[c]) * beta
+		mem[c] = (v[c] - decay*mem[c]) * beta
 	}
-	for i, ki := range k {
-		kernel.Axpy(Sout[i*Dv:(i+1)*Dv], ki, mem)
-	}
-	stateTimes(t.out[j*Dv:(j+1)*Dv], Sout, q, Dv)
+	o := t.out[j*Dv : (j+1)*Dv]
+	clear(o)
+	kernel.DecayRows(Sout, Sin, o, mem, k, q, decay, next)
 }
 
 // chunkHead advances value head j by rows lo..lo+n-1 as one chunk, from

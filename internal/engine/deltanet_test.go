@@ -133,6 +133,37 @@ func BenchmarkDeltaRow(b *testing.B) {
 	})
 }
 
+// BenchmarkDeltaRowLayers times one decode step of the 18 Gated DeltaNet
+// layers of Qwen3.5-0.8B, each layer's state (1 MiB) read from Sin and
+// written to Sout as in a session that keeps state snapshots: 36 MiB in
+// all, more than the caches keep between two of a layer's steps.
+func BenchmarkDeltaRowLayers(b *testing.B) {
+	d := op.DeltaDims{KeyHeads: 16, ValueHeads: 16, KeyDim: 128, ValueDim: 128}
+	const layers = 18
+	r := rand.New(rand.NewPCG(1, 2))
+	fill := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = r.Float32() - 0.5
+		}
+		return v
+	}
+	x, a, bb, A, dt := fill(d.In()), fill(16), fill(16), fill(16), fill(16)
+	var Sin, Sout [layers][]float32
+	for l := range Sin {
+		Sin[l], Sout[l] = fill(d.State()), make([]float32, d.State())
+	}
+	out := make([]float32, d.Out())
+	t := deltaTask{out: out, x: x, a: a, b: bb, A: A, dtBias: dt, d: d, rows: 1}
+	for b.Loop() {
+		for l := range Sin {
+			t.Sin, t.Sout = Sin[l], Sout[l]
+			t.prepare(1, 1)
+			t.run(0, 0, d.ValueHeads)
+		}
+	}
+}
+
 // BenchmarkDeltaPass times a pass of 64 rows of a Qwen3.5-0.8B-shaped
 // Gated DeltaNet layer: the chunked form, and the one-row form row by row.
 func BenchmarkDeltaPass(b *testing.B) {

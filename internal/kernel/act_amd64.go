@@ -119,6 +119,20 @@ func actOverlay(o *Overlay, zmm bool) {
 			rotateGeneric(a[m:], b[m:], cos[m:], sin[m:])
 		}
 	}
+	decay, decayNT := decayRowsAvx2, decayRowsNTAvx2
+	if zmm {
+		decay, decayNT = decayRowsVnni, decayRowsNTVnni
+	}
+	o.DecayRows = func(dst, x, acc, m, k, q []float32, s float32, next []float32) {
+		kern := decay
+		d := unsafe.SliceData(dst)
+		if d != unsafe.SliceData(x) && uintptr(unsafe.Pointer(d))%64 == 0 && len(m)%16 == 0 {
+			// whole aligned lines of another state than x (which the
+			// first pass brought near): stored past the caches
+			kern = decayNT
+		}
+		decayRowsWith(kern, lanes, dst, x, acc, m, k, q, s, next)
+	}
 	o.Butterfly = func(a, b []float32) {
 		b = b[:len(a)]
 		m := len(a) &^ (lanes - 1)
@@ -128,5 +142,19 @@ func actOverlay(o *Overlay, zmm bool) {
 		if m < len(a) {
 			butterflyGeneric(a[m:], b[m:])
 		}
+	}
+}
+
+// decayRowsWith runs kern on the columns of whole vectors and
+// decayRowsCols on the rest; DecayRows has checked the lengths (next
+// holds as many rows as x).
+func decayRowsWith(kern func(dst, x, o, m, k, q *float32, decay float32, n, rows, stride int, ahead *float32), lanes int, dst, x, o, m, k, q []float32, decay float32, next []float32) {
+	n := len(m)
+	c := n &^ (lanes - 1)
+	if c > 0 {
+		kern(unsafe.SliceData(dst), unsafe.SliceData(x), unsafe.SliceData(o), unsafe.SliceData(m), unsafe.SliceData(k), unsafe.SliceData(q), decay, c, len(k), n, unsafe.SliceData(next))
+	}
+	if c < n {
+		decayRowsCols(dst, x, o, m, k, q, decay, c, n)
 	}
 }

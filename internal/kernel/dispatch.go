@@ -22,6 +22,7 @@ var (
 	addImpl        = addGeneric
 	butterflyImpl  = butterflyGeneric
 	rotateImpl     = rotateGeneric
+	decayRowsImpl  = decayRowsGeneric
 
 	axpyRowsImpl    = axpyRowsGeneric
 	dotRowsImpl     = dotRowsGeneric
@@ -85,6 +86,7 @@ type Overlay struct {
 	Add        func(dst, a, b []float32)
 	Butterfly  func(a, b []float32)
 	Rotate     func(a, b, cos, sin []float32)
+	DecayRows  func(dst, x, o, m, k, q []float32, decay float32, next []float32)
 
 	AxpyRows    func(dst, alpha, x []float32, stride int)
 	DotRows     func(dst, w, y []float32, stride int)
@@ -210,6 +212,9 @@ func install() {
 		}
 		if o.Rotate != nil {
 			rotateImpl = o.Rotate
+		}
+		if o.DecayRows != nil {
+			decayRowsImpl = o.DecayRows
 		}
 		if o.AxpyRows != nil {
 			axpyRowsImpl = o.AxpyRows

@@ -1627,3 +1627,27 @@ func columnsF16Row(dst *uint16, src *float32, stride int, n int)
 //
 //go:noescape
 func rowF16(dst *uint16, src *float32, n int)
+
+// decayRowsAvx2 sets, for r < rows and j < n, s = decay*x[r*stride+j] + k[r]*m[j],
+// dst[r*stride+j] = s and o[j] += q[r]*s; n a multiple of 8, stride in elements;
+// it asks for the cache lines of ahead at the offsets it reads of x.
+//
+//go:noescape
+func decayRowsAvx2(dst *float32, x *float32, o *float32, m *float32, k *float32, q *float32, decay float32, n int, rows int, stride int, ahead *float32)
+
+// It stores with non-temporal stores, then fences them: dst 64-byte aligned, stride a multiple of 16.
+//
+//go:noescape
+func decayRowsNTAvx2(dst *float32, x *float32, o *float32, m *float32, k *float32, q *float32, decay float32, n int, rows int, stride int, ahead *float32)
+
+// decayRowsVnni sets, for r < rows and j < n, s = decay*x[r*stride+j] + k[r]*m[j],
+// dst[r*stride+j] = s and o[j] += q[r]*s; n a multiple of 16, stride in elements;
+// it asks for the cache lines of ahead at the offsets it reads of x.
+//
+//go:noescape
+func decayRowsVnni(dst *float32, x *float32, o *float32, m *float32, k *float32, q *float32, decay float32, n int, rows int, stride int, ahead *float32)
+
+// It stores with non-temporal stores, then fences them: dst 64-byte aligned, stride a multiple of 16.
+//
+//go:noescape
+func decayRowsNTVnni(dst *float32, x *float32, o *float32, m *float32, k *float32, q *float32, decay float32, n int, rows int, stride int, ahead *float32)

@@ -55,9 +55,16 @@ image prefill) are in [lab/benchmarks-2026.md](lab/benchmarks-2026.md).
   embedding). Its rows too ran under a load average of 25-30, at which
   llama.cpp's 2-thread decode fell to 0.3-0.9 tok/s (its 1-thread decode
   ran at 1.8-2.1 in the same hour): that measured the load, not the two
-  engines, so the table has no 2-thread tg128 row for this shape. These
-  two shapes' rows ran without the page-cache drop and ` + "`--floor`" + ` of the
-  rounds below: read their ratios, not their rates.
+  engines. Its 2-thread decode row is ` + "`tg32`" + ` (32 steps, commit ` + "`d90a015`" + `,
+  2026-12-08), run as the load fell from 15 to 8: llama.cpp's first
+  round still ran at 0.3 tok/s, the other two at 15.4-15.5. These two
+  shapes' rows ran without the page-cache drop and ` + "`--floor`" + ` of the
+  rounds below: read their ratios, not their rates. So did the
+  ` + "`qwen3.5-0.8b`" + ` ` + "`lpbq`" + ` rows of 2026-12-08: 1 thread at commit ` + "`406572f`" + `
+  under a load average of 5-13, 2-thread prefill at ` + "`d90a015`" + ` under 15-20,
+  where llama.cpp's 2-thread decode fell to 0.4 tok/s in every round, so
+  that test has no row (its figures, and the rows' run of 2026-12-07 on a
+  quieter machine, are in the lab notes).
 - **Same weight budget.** ` + "`lpbq`" + ` is aotlm's LPBQ 4-bit, block 32, with the
   classifier at W8, against llama.cpp's ` + "`Q4_0`" + ` (whose classifier is Q6_K);
   ` + "`lpbq+q6k`" + ` is the same with the classifier in Q6_K super-blocks

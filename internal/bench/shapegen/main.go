@@ -103,7 +103,12 @@ var shapes = map[string]shape{
 	// fifth full attention), 8 heads and 1 KV head of 256 (sliding, window
 	// 512) or 512 (full), FFN 6144 and 12288 in the 20 layers that share
 	// keys and values, per-layer inputs of 256, vocabulary 262144, tied,
-	// final logits capped at 30.
+	// final logits capped at 30. The 20 sharing layers are the config's
+	// num_kv_shared_layers: 20 in mlx-lm's models/gemma4_text.py, whose
+	// ModelArgs defaults are E2B's (hidden 1536, 35 layers,
+	// use_double_wide_mlp true); llama.cpp's converter
+	// (conversion/gemma.py) writes it as attention.shared_kv_layers and
+	// doubles the FFN from layer num_hidden_layers-num_kv_shared_layers.
 	"gemma4-e2b": {arch: "gemma4", hidden: 1536, layers: 35, ffn: 6144, heads: 8, kvHeads: 1, headDm: 256, vocab: 262144, theta: 1e6, qkNorm: true,
 		gemma4: &gemma4Shape{globalHeadDim: 512, perLayer: 256, fullEvery: 5, window: 512, kvShared: 20, swaTheta: 1e4, softcap: 30}},
 	// OpenGVLab/InternVL3-1B: InternViT-300M (448x448 tiles of 14x14
