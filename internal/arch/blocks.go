@@ -77,9 +77,10 @@ func decoderConfigHF(m map[string]any, family string, style graph.RopeStyle) (Co
 // yarnFamilies are the families whose config.json may ask for YaRN:
 // those whose rotary layers share one rotary embedding (layers without
 // rotation aside), and gemma3, whose local layers keep theirs unscaled
-// as Hugging Face's Gemma 3 does.
+// as Hugging Face's Gemma 3 does. Vision-language families add
+// themselves in their own files.
 var yarnFamilies = map[string]bool{"llama": true, "qwen2": true, "qwen3": true, "granite": true, "smollm3": true,
-	"glm": true, "phi3": true, "gemma": true, "gemma3": true, "qwen35": true, "lfm2": true, "granitehybrid": true, "internvl": true}
+	"glm": true, "phi3": true, "gemma": true, "gemma3": true, "qwen35": true, "lfm2": true, "granitehybrid": true}
 
 // refuseBiases rejects config.json flags for biases a family's graph does
 // not carry, rather than loading the model without them.

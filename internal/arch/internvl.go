@@ -41,6 +41,8 @@ func init() {
 		build:           buildDecoder,
 	})
 	registerVision(&VisionFamily{Name: InternVLVisionFamily, IsHF: isInternVL, Projectors: []string{internvlProjector}})
+	// its Qwen2.5 language model may ask for YaRN as qwen2 does
+	yarnFamilies["internvl"] = true
 }
 
 // InternVLVisionFamily is the vision family of InternVL models.
