@@ -16,6 +16,11 @@ type Resolved struct {
 	Pairs   map[string]*Pair
 }
 
+// rowOrder maps a checkpoint source to the source whose q and k row
+// order it shares: llama2.c files keep Meta's interleaved order, as
+// llama.cpp's GGUF files of Llama-type models do.
+var rowOrder = map[string]string{"hf": "hf", "gguf": "gguf", "llama2c": "gguf"}
+
 // sourceOf is the checkpoint layout an adapter's matrices are in.
 func (a *Adapter) sourceOf() string {
 	if a.Format == "gguf" {
@@ -35,8 +40,9 @@ func (a *Adapter) sourceOf() string {
 // adapter matrix that matches no weight, or one of the wrong shape, is
 // an error (an adapter for another base model).
 func Resolve(a *Adapter, c *arch.Config, shapes map[string][]int, graph bool) (*Resolved, error) {
-	if c.Source != "hf" && c.Source != "gguf" {
-		return nil, fmt.Errorf("lora: adapters apply to Hugging Face and GGUF checkpoints, not to a %s one", c.Source)
+	order, ok := rowOrder[c.Source]
+	if !ok {
+		return nil, fmt.Errorf("lora: adapters apply to Hugging Face, GGUF and llama2.c checkpoints, not to a %s one", c.Source)
 	}
 	lay, err := arch.LayoutOf(c)
 	if err != nil {
@@ -71,7 +77,7 @@ func Resolve(a *Adapter, c *arch.Config, shapes map[string][]int, graph bool) (*
 			return nil, fmt.Errorf("lora: %s: %s is %dx%d, but the model's %s is %v (an adapter for another base model?)", a.Path, an, p.Out, p.In, name, sh)
 		}
 		q := p
-		if h := arch.QKPermutation(c, name); h > 0 && from != c.Source {
+		if h := arch.QKPermutation(c, name); h > 0 && from != order {
 			if q, err = p.permuted(h, from == "hf"); err != nil {
 				return nil, fmt.Errorf("lora: %s: %s: %w", a.Path, an, err)
 			}

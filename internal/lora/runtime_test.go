@@ -271,7 +271,17 @@ func TestRunTimeDoRAMatchesMerged(t *testing.T) {
 // factor in [0.8, 1.2)).
 func writeRandom(t *testing.T, family string, dora bool) string {
 	t.Helper()
-	ck, err := detect.Open(testutil.ArchModelPaths(t, family)["hf"])
+	return writeRandomFor(t, testutil.ArchModelPaths(t, family)["hf"], family, dora)
+}
+
+// writeRandomFor writes writeRandom's adapter for the checkpoint at path
+// (of any source: the adapter names its Hugging Face modules, its rows
+// in Hugging Face's order), into a new folder named after label. DoRA
+// reads the base rows' norms from the checkpoint, so it needs a Hugging
+// Face one.
+func writeRandomFor(t *testing.T, path, family string, dora bool) string {
+	t.Helper()
+	ck, err := detect.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +302,7 @@ func writeRandom(t *testing.T, family string, dora bool) string {
 		if len(sh) != 2 || !slices.Equal(sh, gs) || strings.Contains(name, "conv1d") || strings.Contains(name, "embed") || strings.Contains(name, "wte") || strings.Contains(name, "lm_head") {
 			continue
 		}
-		hf, ok := src.TensorName(name)
+		hf, ok := arch.TensorNameIn(&src.Config, "hf", name)
 		if !ok {
 			t.Fatalf("%s has no checkpoint name", name)
 		}
@@ -310,6 +320,9 @@ func writeRandom(t *testing.T, family string, dora bool) string {
 			safetensors.Tensor{Name: mod + ".lora_A.weight", DType: tensor.F32, Shape: []int64{int64(rank), int64(in)}, Data: a},
 			safetensors.Tensor{Name: mod + ".lora_B.weight", DType: tensor.F32, Shape: []int64{int64(out), int64(rank)}, Data: b})
 		if dora {
+			if src.Config.Source != "hf" {
+				t.Fatalf("%s: DoRA magnitudes need a Hugging Face checkpoint, not a %s one", path, src.Config.Source)
+			}
 			w, err := ck.ReadFloat32(hf)
 			if err != nil {
 				t.Fatal(err)
@@ -479,5 +492,55 @@ func TestRunTimeOnlineRotations(t *testing.T) {
 			t.Errorf("%s rotated by R3 and R4, DoRA: logits differ from the merged adapter's by %.3g", family, d)
 		}
 		e.Close()
+	}
+}
+
+// TestRunTimeLlama2C applies a random PEFT adapter (Hugging Face names
+// and row order) to the llama2.c checkpoint of stories260K, whose q and k
+// rows are in Meta's interleaved order as in GGUF files: run time must
+// equal the adapter merged by compile --lora within 2e-6 of the largest
+// logit (float32), and
+// the same adapter on the GGUF file of the same model must give the same
+// logits, so the names and the q/k rows map as for GGUF.
+func TestRunTimeLlama2C(t *testing.T) {
+	bin := testutil.Path(t, "llama2c/stories260K.bin")
+	gguf := testutil.Path(t, "models/stories260K/stories260K.gguf")
+	tokens := []int{1, 403, 407, 261, 378, 429, 270, 316, 13}
+	dir := writeRandomFor(t, bin, "stories260K", false)
+	comp := func(path string, specs []lora.Spec) *engine.Engine {
+		out := filepath.Join(t.TempDir(), "m.aot")
+		if err := compile.CompileFile(path, out, compile.Options{ARLens: []int{16}, Ctx: 64, LoRA: specs}); err != nil {
+			t.Fatal(err)
+		}
+		e, err := engine.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	me := comp(bin, []lora.Spec{{Path: dir, Scale: 1}})
+	merged := allLogits(t, me, nil, 0, tokens)
+	me.Close()
+	for _, path := range []string{bin, gguf} {
+		e := comp(path, nil)
+		plain := allLogits(t, e, nil, 0, tokens)
+		ad, err := lora.ForEngine(e, "a", dir, 1, engine.AdapterF32)
+		if err != nil {
+			t.Fatalf("%s: %v", filepath.Base(path), err)
+		}
+		d, moved := lora.MaxDiff(allLogits(t, e, ad, 1, tokens), merged), lora.MaxDiff(plain, merged)
+		e.Close()
+		var big float64
+		for _, v := range merged {
+			big = math.Max(big, math.Abs(float64(v)))
+		}
+		t.Logf("%s: run time vs merged into the llama2.c file max |logit diff| %.3g (largest logit %.3g); the adapter moves the logits by %.3g", filepath.Base(path), d, big, moved)
+		// float32 rounding: measured 1.9e-5 on logits up to 15
+		if d > 2e-6*big {
+			t.Errorf("%s: run-time logits differ from the merged adapter's by %.3g", filepath.Base(path), d)
+		}
+		if moved < 0.01 {
+			t.Errorf("%s: the adapter moves the logits by only %.3g", filepath.Base(path), moved)
+		}
 	}
 }
