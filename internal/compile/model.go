@@ -106,6 +106,9 @@ type Source struct {
 	Quantized map[string]*quant.Quantized
 	// Recipe and Generation go to the manifest as given.
 	Recipe []byte
+	// Rotation goes to the manifest as given: the rotations folded into
+	// the weights (rotate.Report as JSON), or nil.
+	Rotation []byte
 	// Passport goes to the manifest as given (the quantized folder's).
 	Passport   []byte
 	Generation map[string]any
@@ -184,7 +187,7 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 	in := Input{Adapters: carried, Graph: g, ARLens: opts.ARLens, Ctx: ctx, Jobs: opts.Jobs, Progress: opts.Progress,
 		Manifest: plan.Manifest{Architecture: trained.Family, HyperParams: hp, Extend: extend, Provenance: src.Provenance,
 			ChatTemplate: src.ChatTemplate, BOS: trained.BOS, EOS: trained.EOS, Vocab: trained.Vocab,
-			Recipe: src.Recipe, Generation: src.Generation, Passport: src.Passport}}
+			Recipe: src.Recipe, Rotation: src.Rotation, Generation: src.Generation, Passport: src.Passport}}
 	switch pool := cmp.Or(opts.Pooling, trained.Pooling); {
 	case cfg.Bidirectional && !plan.ValidPooling(pool):
 		return fmt.Errorf("compile: %s is a text encoder (bidirectional attention): it needs a pooling (mean, cls or last), not %q", trained.Family, pool)

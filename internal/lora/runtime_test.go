@@ -544,3 +544,102 @@ func TestRunTimeLlama2C(t *testing.T) {
 		}
 	}
 }
+
+// TestRunTimeFoldedRotations applies the fixtures' adapters at run time
+// to float artifacts whose weights R1 and R2 rotated (recipe lpbq-rot's
+// random Hadamard rotations, with R1 folding the norms' gains), from the
+// manifest's rotation record: A becomes A·diag(g)·Q after a folded norm
+// and A·H on the output projection, B becomes Qᵀ·B on the linears
+// writing to the residual stream and Hᵀ·B on the values. The logits
+// match the adapter merged into the unrotated model within 2e-6 of the
+// largest logit (float32; the rotated base alone is that close to the
+// unrotated one), and the same artifact without its rotation record
+// refuses the adapter, naming why.
+func TestRunTimeFoldedRotations(t *testing.T) {
+	recipe, err := os.ReadFile(filepath.Join("..", "..", "docs", "recipes", "lpbq-rot.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcp, err := quant.ParseRecipe(recipe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, family := range []string{"llama", "qwen3"} {
+		o, _ := lora.ReadOracle(t, family)
+		ck, err := detect.Open(testutil.ArchModelPaths(t, family)["hf"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := arch.Load(ck)
+		ck.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rot := rcp.Rotation
+		rep, err := rotate.Apply(m, rotate.Options{R1: rot.R1, R2: rot.R2, Seed: rot.Seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Gains) == 0 || len(rep.R1Out) == 0 || len(rep.R2Layers) == 0 {
+			t.Fatalf("%s: the rotation record keeps %d gains, %d rotated outputs, %d R2 layers", family, len(rep.Gains), len(rep.R1Out), len(rep.R2Layers))
+		}
+		record, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), family+"-rot.aot")
+		if err := compile.CompileModel(m, compile.Source{Recipe: recipe, Rotation: record}, compile.Options{ARLens: []int{16}, Ctx: 128}, out); err != nil {
+			t.Fatal(err)
+		}
+		e, err := engine.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rotBase := allLogits(t, e, nil, 0, o.Tokens)
+		be, err := engine.Open(compileFixture(t, family, "hf", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := allLogits(t, be, nil, 0, o.Tokens)
+		be.Close()
+		t.Logf("%s rotated by R1 and R2, no adapter: max |logit diff| to the unrotated model %.3g", family, lora.MaxDiff(rotBase, base))
+		for _, scale := range []float64{1, 0.5} {
+			me, err := engine.Open(compileFixture(t, family, "hf", []lora.Spec{{Path: filepath.Join("testdata", family), Scale: scale}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			merged := allLogits(t, me, nil, 0, o.Tokens)
+			me.Close()
+			var big float64
+			for _, v := range merged {
+				big = math.Max(big, math.Abs(float64(v)))
+			}
+			for _, file := range []string{"", "adapter.gguf"} {
+				ad, err := lora.ForEngine(e, fmt.Sprint(file, scale), filepath.Join("testdata", family, file), scale, engine.AdapterF32)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, moved := lora.MaxDiff(allLogits(t, e, ad, 1, o.Tokens), merged), lora.MaxDiff(base, merged)
+				t.Logf("%s rotated by R1 and R2, adapter %q at %g: max |logit diff| to the merged, unrotated model %.3g (largest logit %.3g; the adapter moves them by %.3g)", family, file, scale, d, big, moved)
+				if d > 2e-6*big {
+					t.Errorf("%s rotated by R1 and R2, adapter %q at %g: logits differ from the merged adapter's by %.3g", family, file, scale, d)
+				}
+			}
+		}
+		e.Close()
+		// without the record, the adapter is refused
+		bare := filepath.Join(t.TempDir(), family+"-bare.aot")
+		if err := compile.CompileModel(m, compile.Source{Recipe: recipe}, compile.Options{ARLens: []int{16}, Ctx: 128}, bare); err != nil {
+			t.Fatal(err)
+		}
+		e, err = engine.Open(bare)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = lora.ForEngine(e, "a", filepath.Join("testdata", family), 1, engine.AdapterF32)
+		e.Close()
+		if err == nil || !strings.Contains(err.Error(), "rotation record") {
+			t.Errorf("%s: an artifact rotated without a rotation record: %v, want an error naming the record", family, err)
+		}
+	}
+}
