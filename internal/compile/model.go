@@ -22,6 +22,7 @@ import (
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/quant"
+	"github.com/aotlm/aotlm/internal/rotate"
 	"github.com/aotlm/aotlm/internal/tensor"
 	"github.com/aotlm/aotlm/internal/tokenizer"
 	"github.com/aotlm/aotlm/internal/userfile"
@@ -175,12 +176,13 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 	if err != nil {
 		return fmt.Errorf("compile: %w", err)
 	}
+	var rot *rotate.AdapterMap
 	if len(opts.Carry) > 0 {
-		if err := lora.CheckRecipe(src.Recipe); err != nil {
+		if rot, err = lora.RotationMap(src.Recipe, src.Rotation); err != nil {
 			return fmt.Errorf("compile --adapter: %w", err)
 		}
 	}
-	carried, err := carryAdapters(&cfg, opts.Carry)
+	carried, err := carryAdapters(&cfg, opts.Carry, rot)
 	if err != nil {
 		return err
 	}
@@ -458,14 +460,15 @@ func CompileFile(path, outPath string, opts Options) error {
 }
 
 // carryAdapters resolves the adapters of specs against the model of
-// config c for an artifact to carry.
-func carryAdapters(c *arch.Config, specs []lora.Named) ([]CarriedAdapter, error) {
+// config c for an artifact to carry, mapped onto its rotated weights by
+// rot (nil: none).
+func carryAdapters(c *arch.Config, specs []lora.Named, rot *rotate.AdapterMap) ([]CarriedAdapter, error) {
 	var out []CarriedAdapter
 	for _, sp := range specs {
 		if sp.Name == "" || strings.ContainsAny(sp.Name, ":/\\") {
 			return nil, fmt.Errorf("compile: adapter name %q: want a name without ':', '/' or '\\'", sp.Name)
 		}
-		ls, err := lora.Linears(c, sp.Path, sp.Scale)
+		ls, err := lora.RotatedLinears(c, sp.Path, sp.Scale, rot)
 		if err != nil {
 			return nil, fmt.Errorf("compile: adapter %s: %w", sp.Name, err)
 		}

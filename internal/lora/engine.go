@@ -39,11 +39,11 @@ func ForEngine(e *engine.Engine, name, path string, scale float64, storage engin
 	if err != nil {
 		return nil, err
 	}
-	rot, err := runTimeRotation(e.Manifest())
+	rot, err := RotationMap(e.Manifest().Recipe, e.Manifest().Rotation)
 	if err != nil {
 		return nil, err
 	}
-	ls, err := linears(c, path, scale, rot)
+	ls, err := RotatedLinears(c, path, scale, rot)
 	if err != nil {
 		return nil, err
 	}
@@ -57,16 +57,17 @@ func ForEngine(e *engine.Engine, name, path string, scale float64, storage engin
 	return ad, nil
 }
 
-// runTimeRotation returns how adapters for the unrotated model map onto
-// the weights of the artifact of manifest m (nil: unchanged), or why
-// they cannot: the R1 and R2 rotations map through what the manifest's
-// rotation record keeps (rotate.NewAdapterMap), AWQ's and SmoothQuant's
-// per-channel scales are refused (see CheckRecipe).
-func runTimeRotation(m plan.Manifest) (*rotate.AdapterMap, error) {
-	if len(m.Recipe) == 0 {
+// RotationMap returns how adapters for the unrotated model map onto
+// the weights of an artifact of recipe (its JSON; none for nil) and
+// rotation record (the manifest's, rotate.Report as JSON), nil when
+// they apply unchanged, or why they cannot: the R1 and R2 rotations map
+// through what the record keeps (rotate.NewAdapterMap), AWQ's and
+// SmoothQuant's per-channel scales are refused.
+func RotationMap(recipe, record []byte) (*rotate.AdapterMap, error) {
+	if len(recipe) == 0 {
 		return nil, nil
 	}
-	rcp, err := quant.ParseRecipe(m.Recipe)
+	rcp, err := quant.ParseRecipe(recipe)
 	if err != nil {
 		return nil, fmt.Errorf("lora: the artifact's recipe: %w", err)
 	}
@@ -76,11 +77,11 @@ func runTimeRotation(m plan.Manifest) (*rotate.AdapterMap, error) {
 	if rot := rcp.Rotation; rot.R1 == quant.RotationNone && rot.R2 == quant.RotationNone {
 		return nil, nil
 	}
-	if len(m.Rotation) == 0 {
+	if len(record) == 0 {
 		return nil, fmt.Errorf("lora: the artifact's weights are rotated by R1 or R2 (recipe %q) and its manifest has no rotation record (the norm gains R1 folded): an adapter for the unrotated model applies only merged (quantize --lora)", rcp.Name)
 	}
 	var rep rotate.Report
-	if err := json.Unmarshal(m.Rotation, &rep); err != nil {
+	if err := json.Unmarshal(record, &rep); err != nil {
 		return nil, fmt.Errorf("lora: the artifact's rotation record: %w", err)
 	}
 	if rep.R1 != rcp.Rotation.R1 || rep.R2 != rcp.Rotation.R2 {
@@ -102,23 +103,15 @@ func checkScales(rcp quant.Recipe) error {
 	return nil
 }
 
-// CheckRecipe refuses carried adapters on an artifact whose recipe (its
-// JSON; none for nil) rewrote the weights in a way an adapter for the
-// base model cannot follow: rotations (R1 also folds the norms' gains
-// into the rotated weights) and AWQ's or SmoothQuant's per-channel
-// scales (divided out of the norm or linear before).
+// CheckRecipe refuses adapters on an artifact whose recipe (its JSON;
+// none for nil) rewrote the weights in a way an adapter for the base
+// model cannot follow without a rotation record (see RotationMap):
+// rotations (R1 also folds the norms' gains into the rotated weights)
+// and AWQ's or SmoothQuant's per-channel scales (divided out of the norm
+// or linear before).
 func CheckRecipe(r []byte) error {
-	if len(r) == 0 {
-		return nil
-	}
-	rcp, err := quant.ParseRecipe(r)
-	if err != nil {
-		return fmt.Errorf("lora: the artifact's recipe: %w", err)
-	}
-	if rot := rcp.Rotation; rot.R1 != quant.RotationNone || rot.R2 != quant.RotationNone {
-		return fmt.Errorf("lora: the artifact's weights are rotated by R1 or R2 (recipe %q): an adapter it carries applies only merged (quantize --lora), or at run time (run --lora)", rcp.Name)
-	}
-	return checkScales(rcp)
+	_, err := RotationMap(r, nil)
+	return err
 }
 
 // Named is an adapter given a name: what serve, run and an artifact that
@@ -137,12 +130,13 @@ type Named struct {
 // engine rescales each output row by its magnitude over the norm of that
 // row of the adapted weight, computed from the base weights at load.
 func Linears(c *arch.Config, path string, scale float64) ([]plan.AdapterLinear, error) {
-	return linears(c, path, scale, nil)
+	return RotatedLinears(c, path, scale, nil)
 }
 
-// linears is Linears on weights rotated as rot maps (nil: none): each
-// pair on a rotated linear is mapped through rot first.
-func linears(c *arch.Config, path string, scale float64, rot *rotate.AdapterMap) ([]plan.AdapterLinear, error) {
+// RotatedLinears is Linears on weights rotated as rot maps (nil: none,
+// see RotationMap): each pair on a rotated linear is mapped through rot
+// first.
+func RotatedLinears(c *arch.Config, path string, scale float64, rot *rotate.AdapterMap) ([]plan.AdapterLinear, error) {
 	a, err := Read(path)
 	if err != nil {
 		return nil, err

@@ -553,8 +553,9 @@ func TestRunTimeLlama2C(t *testing.T) {
 // writing to the residual stream and Hᵀ·B on the values. The logits
 // match the adapter merged into the unrotated model within 2e-6 of the
 // largest logit (float32; the rotated base alone is that close to the
-// unrotated one), and the same artifact without its rotation record
-// refuses the adapter, naming why.
+// unrotated one), at run time and carried by the rotated artifact
+// (compile --adapter), and the same artifact without its rotation record
+// refuses the adapter, run time or carried, naming why.
 func TestRunTimeFoldedRotations(t *testing.T) {
 	recipe, err := os.ReadFile(filepath.Join("..", "..", "docs", "recipes", "lpbq-rot.json"))
 	if err != nil {
@@ -625,6 +626,22 @@ func TestRunTimeFoldedRotations(t *testing.T) {
 					t.Errorf("%s rotated by R1 and R2, adapter %q at %g: logits differ from the merged adapter's by %.3g", family, file, scale, d)
 				}
 			}
+			// carried by the rotated artifact (compile --adapter)
+			carry := filepath.Join(t.TempDir(), family+"-rot-carry.aot")
+			named := []lora.Named{{Name: "c", Spec: lora.Spec{Path: filepath.Join("testdata", family), Scale: scale}}}
+			if err := compile.CompileModel(m, compile.Source{Recipe: recipe, Rotation: record}, compile.Options{ARLens: []int{16}, Ctx: 128, Carry: named}, carry); err != nil {
+				t.Fatal(err)
+			}
+			ce, err := engine.Open(carry)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := lora.MaxDiff(allLogits(t, ce, ce.LookupAdapter("c"), 1, o.Tokens), merged)
+			ce.Close()
+			t.Logf("%s rotated by R1 and R2, carried adapter at %g: max |logit diff| to the merged, unrotated model %.3g", family, scale, d)
+			if d > 2e-6*big {
+				t.Errorf("%s rotated by R1 and R2, carried adapter at %g: logits differ from the merged adapter's by %.3g", family, scale, d)
+			}
 		}
 		e.Close()
 		// without the record, the adapter is refused
@@ -640,6 +657,11 @@ func TestRunTimeFoldedRotations(t *testing.T) {
 		e.Close()
 		if err == nil || !strings.Contains(err.Error(), "rotation record") {
 			t.Errorf("%s: an artifact rotated without a rotation record: %v, want an error naming the record", family, err)
+		}
+		named := []lora.Named{{Name: "c", Spec: lora.Spec{Path: filepath.Join("testdata", family), Scale: 1}}}
+		err = compile.CompileModel(m, compile.Source{Recipe: recipe}, compile.Options{ARLens: []int{16}, Ctx: 128, Carry: named}, filepath.Join(t.TempDir(), "c.aot"))
+		if err == nil || !strings.Contains(err.Error(), "rotation record") {
+			t.Errorf("%s: carrying an adapter on weights rotated without a rotation record: %v, want an error naming the record", family, err)
 		}
 	}
 }
