@@ -19,7 +19,7 @@ type Resolved struct {
 // rowOrder maps a checkpoint source to the source whose q and k row
 // order it shares: llama2.c files keep Meta's interleaved order, as
 // llama.cpp's GGUF files of Llama-type models do.
-var rowOrder = map[string]string{"hf": "hf", "gguf": "gguf", "llama2c": "gguf"}
+var rowOrder = map[string]string{"hf": "hf", "gguf": "gguf", "llama2c": "gguf", "pytorch": "pytorch"}
 
 // sourceOf is the checkpoint layout an adapter's matrices are in.
 func (a *Adapter) sourceOf() string {
@@ -42,17 +42,17 @@ func (a *Adapter) sourceOf() string {
 func Resolve(a *Adapter, c *arch.Config, shapes map[string][]int, graph bool) (*Resolved, error) {
 	order, ok := rowOrder[c.Source]
 	if !ok {
-		return nil, fmt.Errorf("lora: adapters apply to Hugging Face, GGUF and llama2.c checkpoints, not to a %s one", c.Source)
+		return nil, fmt.Errorf("lora: adapters apply to Hugging Face, GGUF, llama2.c and RWKV-7's PyTorch checkpoints, not to a %s one", c.Source)
 	}
 	lay, err := arch.LayoutOf(c)
 	if err != nil {
 		return nil, fmt.Errorf("lora: %w", err)
 	}
-	if lay.Loaded {
-		return nil, fmt.Errorf("lora: the %s family's weights are reshaped on load: adapters are not supported", c.Family)
-	}
 	from := a.sourceOf()
-	if lay.Converted && from != c.Source {
+	if lay.Loaded && from != "hf" {
+		return nil, fmt.Errorf("lora: the %s family reads its own checkpoints: an adapter in %s layout does not apply (use a PEFT adapter naming the checkpoint's modules)", c.Family, from)
+	}
+	if lay.Converted && !lay.Loaded && from != c.Source {
 		return nil, fmt.Errorf("lora: the %s family converts its weights on load: an adapter in %s layout for a %s checkpoint is not supported (apply a PEFT adapter to its Hugging Face folder, or a GGUF adapter to its GGUF file)", c.Family, from, c.Source)
 	}
 	r := &Resolved{Adapter: a, Pairs: map[string]*Pair{}}
@@ -72,6 +72,9 @@ func Resolve(a *Adapter, c *arch.Config, shapes map[string][]int, graph bool) (*
 			continue
 		}
 		used[an] = true
+		if lay.Loaded && !arch.LoadedAsStored(c, name) {
+			return nil, fmt.Errorf("lora: %s: the %s family reshapes %s on load: an adapter on it is not supported", a.Path, c.Family, an)
+		}
 		sh := shapes[name]
 		if len(sh) != 2 || sh[0] != p.Out || sh[1] != p.In {
 			return nil, fmt.Errorf("lora: %s: %s is %dx%d, but the model's %s is %v (an adapter for another base model?)", a.Path, an, p.Out, p.In, name, sh)
@@ -82,7 +85,7 @@ func Resolve(a *Adapter, c *arch.Config, shapes map[string][]int, graph bool) (*
 				return nil, fmt.Errorf("lora: %s: %s: %w", a.Path, an, err)
 			}
 		}
-		if lay.Converted && graph {
+		if lay.Converted && !lay.Loaded && graph {
 			rows, cols, err := arch.ConvertedLinear(c, name, p.Out, p.In)
 			if err != nil {
 				return nil, fmt.Errorf("lora: %s: %w", a.Path, err)

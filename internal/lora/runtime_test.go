@@ -18,6 +18,7 @@ import (
 	"github.com/aotlm/aotlm/internal/format/detect"
 	"github.com/aotlm/aotlm/internal/format/safetensors"
 	"github.com/aotlm/aotlm/internal/lora"
+	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/quant"
 	"github.com/aotlm/aotlm/internal/rotate"
 	"github.com/aotlm/aotlm/internal/tensor"
@@ -297,9 +298,23 @@ func writeRandomFor(t *testing.T, path, family string, dora bool) string {
 	rng := rand.New(rand.NewPCG(7, 8))
 	var ts []safetensors.Tensor
 	n := 0
+	lay, err := arch.LayoutOf(&src.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	linear := map[string]bool{}
+	for _, n := range g.Nodes {
+		if n.Op == op.Linear {
+			linear[n.Weight] = true
+		}
+	}
 	for _, name := range src.Names() {
 		sh, gs := src.Shapes[name], g.Weights[name]
 		if len(sh) != 2 || !slices.Equal(sh, gs) || strings.Contains(name, "conv1d") || strings.Contains(name, "embed") || strings.Contains(name, "wte") || strings.Contains(name, "lm_head") {
+			continue
+		}
+		// RWKV-7: the linears the loader keeps as stored
+		if lay.Loaded && (!arch.LoadedAsStored(&src.Config, name) || !linear[name]) {
 			continue
 		}
 		hf, ok := arch.TensorNameIn(&src.Config, "hf", name)
@@ -663,5 +678,49 @@ func TestRunTimeFoldedRotations(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "rotation record") {
 			t.Errorf("%s: carrying an adapter on weights rotated without a rotation record: %v, want an error naming the record", family, err)
 		}
+	}
+}
+
+// TestRunTimeRWKV7 applies a random PEFT adapter naming the PyTorch
+// checkpoint's modules (every projection of the time and channel mixing
+// the loader keeps as stored) to the RWKV-7 fixture at run time, against
+// the adapter merged by compile --lora: within 2e-5 (float32); a GGUF
+// adapter is refused, naming why.
+func TestRunTimeRWKV7(t *testing.T) {
+	pth := testutil.Path(t, "rwkv/260123_reverse_L2_only_rwkv7.pth")
+	tokens := []int{1, 5, 9, 2, 7, 3, 11, 4}
+	dir := writeRandomFor(t, pth, "rwkv7", false)
+	comp := func(specs []lora.Spec) *engine.Engine {
+		out := filepath.Join(t.TempDir(), "m.aot")
+		if err := compile.CompileFile(pth, out, compile.Options{ARLens: []int{16}, Ctx: 64, LoRA: specs}); err != nil {
+			t.Fatal(err)
+		}
+		e, err := engine.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	me := comp([]lora.Spec{{Path: dir, Scale: 1}})
+	merged := allLogits(t, me, nil, 0, tokens)
+	me.Close()
+	e := comp(nil)
+	defer e.Close()
+	plain := allLogits(t, e, nil, 0, tokens)
+	ad, err := lora.ForEngine(e, "a", dir, 1, engine.AdapterF32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, moved := lora.MaxDiff(allLogits(t, e, ad, 1, tokens), merged), lora.MaxDiff(plain, merged)
+	t.Logf("rwkv7: run time vs merged max |logit diff| %.3g; the adapter moves the logits by %.3g", d, moved)
+	if d > 2e-5 {
+		t.Errorf("rwkv7: run-time logits differ from the merged adapter's by %.3g", d)
+	}
+	if moved < 0.01 {
+		t.Errorf("rwkv7: the adapter moves the logits by only %.3g", moved)
+	}
+	_, err = lora.ForEngine(e, "g", filepath.Join("testdata", "llama", "adapter.gguf"), 1, engine.AdapterF32)
+	if err == nil || !strings.Contains(err.Error(), "GGUF") && !strings.Contains(err.Error(), "gguf") {
+		t.Errorf("a GGUF adapter on RWKV-7: %v, want an error naming the layout", err)
 	}
 }
