@@ -34,9 +34,9 @@ func (a *Adapter) sourceOf() string {
 // in the checkpoint's row layout (what arch.Source.Adjust changes) or,
 // with graph, in the graph's (what the engine's linears compute);
 // the two differ only for families that convert weights on load, whose
-// adapters move through the same conversion (arch.ConvertedLinear) and
-// must be in the checkpoint's own layout (PEFT for a Hugging Face
-// folder, GGUF for a GGUF file). An
+// adapters move through the same conversion (arch.ConvertedLinear): a
+// PEFT adapter forward to the graph's layout (a GGUF file's), a GGUF
+// adapter back to a Hugging Face checkpoint's. An
 // adapter matrix that matches no weight, or one of the wrong shape, is
 // an error (an adapter for another base model).
 func Resolve(a *Adapter, c *arch.Config, shapes map[string][]int, graph bool) (*Resolved, error) {
@@ -52,9 +52,16 @@ func Resolve(a *Adapter, c *arch.Config, shapes map[string][]int, graph bool) (*
 	if lay.Loaded && from != "hf" {
 		return nil, fmt.Errorf("lora: the %s family reads its own checkpoints: an adapter in %s layout does not apply (use a PEFT adapter naming the checkpoint's modules)", c.Family, from)
 	}
-	if lay.Converted && !lay.Loaded && from != c.Source {
-		return nil, fmt.Errorf("lora: the %s family converts its weights on load: an adapter in %s layout for a %s checkpoint is not supported (apply a PEFT adapter to its Hugging Face folder, or a GGUF adapter to its GGUF file)", c.Family, from, c.Source)
-	}
+	// a converting family turns its Hugging Face weights into the
+	// graph's layout, which its GGUF files already have: a pair in the
+	// Hugging Face layout moves forward to reach the graph's or a GGUF
+	// file's layout, and a GGUF pair back to reach a Hugging Face
+	// checkpoint's own
+	converted := lay.Converted && !lay.Loaded
+	forward := converted && from == "hf" && (graph || c.Source != "hf")
+	back := converted && from == "gguf" && !graph && c.Source == "hf"
+	hc := *c
+	hc.Source = "hf"
 	r := &Resolved{Adapter: a, Pairs: map[string]*Pair{}}
 	used := map[string]bool{}
 	names := make([]string, 0, len(shapes))
@@ -85,10 +92,13 @@ func Resolve(a *Adapter, c *arch.Config, shapes map[string][]int, graph bool) (*
 				return nil, fmt.Errorf("lora: %s: %s: %w", a.Path, an, err)
 			}
 		}
-		if lay.Converted && !lay.Loaded && graph {
-			rows, cols, err := arch.ConvertedLinear(c, name, p.Out, p.In)
+		if forward || back {
+			rows, cols, err := arch.ConvertedLinear(&hc, name, p.Out, p.In)
 			if err != nil {
 				return nil, fmt.Errorf("lora: %s: %w", a.Path, err)
+			}
+			if back {
+				rows, cols = inverse(rows), inverse(cols)
 			}
 			q = q.moved(rows, cols)
 		}
@@ -107,6 +117,18 @@ func Resolve(a *Adapter, c *arch.Config, shapes map[string][]int, graph bool) (*
 		return nil, fmt.Errorf("lora: %s: %s match no weight of the %s model (an adapter for another base model?)", a.Path, strings.Join(stray, ", "), c.Family)
 	}
 	return r, nil
+}
+
+// inverse returns the inverse of the permutation p (nil for nil).
+func inverse(p []int) []int {
+	if p == nil {
+		return nil
+	}
+	q := make([]int, len(p))
+	for i, v := range p {
+		q[v] = i
+	}
+	return q
 }
 
 // moved returns p with B's rows (and DoRA's magnitudes) in the order
@@ -217,7 +239,9 @@ func ToGGUF(a *Adapter, c *arch.Config, shapes map[string][]int) (map[string]*Pa
 	if a.Format != "peft" || c.Source != "hf" {
 		return nil, 0, fmt.Errorf("lora: ToGGUF converts a PEFT adapter resolved against a Hugging Face model, not a %s one against a %s model", a.Format, c.Source)
 	}
-	r, err := Resolve(a, c, shapes, false)
+	// the graph's layout from a Hugging Face checkpoint is the GGUF
+	// file's, after the q and k reordering below
+	r, err := Resolve(a, c, shapes, true)
 	if err != nil {
 		return nil, 0, err
 	}

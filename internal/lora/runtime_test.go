@@ -272,15 +272,15 @@ func TestRunTimeDoRAMatchesMerged(t *testing.T) {
 // factor in [0.8, 1.2)).
 func writeRandom(t *testing.T, family string, dora bool) string {
 	t.Helper()
-	return writeRandomFor(t, testutil.ArchModelPaths(t, family)["hf"], family, dora)
+	return writeRandomFor(t, testutil.ArchModelPaths(t, family)["hf"], family, dora, nil)
 }
 
 // writeRandomFor writes writeRandom's adapter for the checkpoint at path
 // (of any source: the adapter names its Hugging Face modules, its rows
 // in Hugging Face's order), into a new folder named after label. DoRA
 // reads the base rows' norms from the checkpoint, so it needs a Hugging
-// Face one.
-func writeRandomFor(t *testing.T, path, family string, dora bool) string {
+// Face one. Weights skip names (nil: none) are left out.
+func writeRandomFor(t *testing.T, path, family string, dora bool, skip func(string) bool) string {
 	t.Helper()
 	ck, err := detect.Open(path)
 	if err != nil {
@@ -311,6 +311,9 @@ func writeRandomFor(t *testing.T, path, family string, dora bool) string {
 	for _, name := range src.Names() {
 		sh, gs := src.Shapes[name], g.Weights[name]
 		if len(sh) != 2 || !slices.Equal(sh, gs) || strings.Contains(name, "conv1d") || strings.Contains(name, "embed") || strings.Contains(name, "wte") || strings.Contains(name, "lm_head") {
+			continue
+		}
+		if skip != nil && skip(name) {
 			continue
 		}
 		// RWKV-7: the linears the loader keeps as stored
@@ -521,7 +524,7 @@ func TestRunTimeLlama2C(t *testing.T) {
 	bin := testutil.Path(t, "llama2c/stories260K.bin")
 	gguf := testutil.Path(t, "models/stories260K/stories260K.gguf")
 	tokens := []int{1, 403, 407, 261, 378, 429, 270, 316, 13}
-	dir := writeRandomFor(t, bin, "stories260K", false)
+	dir := writeRandomFor(t, bin, "stories260K", false, nil)
 	comp := func(path string, specs []lora.Spec) *engine.Engine {
 		out := filepath.Join(t.TempDir(), "m.aot")
 		if err := compile.CompileFile(path, out, compile.Options{ARLens: []int{16}, Ctx: 64, LoRA: specs}); err != nil {
@@ -689,7 +692,7 @@ func TestRunTimeFoldedRotations(t *testing.T) {
 func TestRunTimeRWKV7(t *testing.T) {
 	pth := testutil.Path(t, "rwkv/260123_reverse_L2_only_rwkv7.pth")
 	tokens := []int{1, 5, 9, 2, 7, 3, 11, 4}
-	dir := writeRandomFor(t, pth, "rwkv7", false)
+	dir := writeRandomFor(t, pth, "rwkv7", false, nil)
 	comp := func(specs []lora.Spec) *engine.Engine {
 		out := filepath.Join(t.TempDir(), "m.aot")
 		if err := compile.CompileFile(pth, out, compile.Options{ARLens: []int{16}, Ctx: 64, LoRA: specs}); err != nil {
@@ -722,5 +725,88 @@ func TestRunTimeRWKV7(t *testing.T) {
 	_, err = lora.ForEngine(e, "g", filepath.Join("testdata", "llama", "adapter.gguf"), 1, engine.AdapterF32)
 	if err == nil || !strings.Contains(err.Error(), "GGUF") && !strings.Contains(err.Error(), "gguf") {
 		t.Errorf("a GGUF adapter on RWKV-7: %v, want an error naming the layout", err)
+	}
+}
+
+// TestConvertedFamiliesCrossLayout applies adapters across layouts to
+// the families that convert their Hugging Face weights on load into
+// their GGUF files' layout (Qwen3.5's value heads, Granite 4 hybrid's
+// q and k rows): a random PEFT adapter, and the same adapter written as
+// a GGUF adapter (ToGGUF: llama.cpp's names and layout), each on the
+// Hugging Face folder and on llama.cpp's GGUF file, merged and at run
+// time, against the PEFT adapter merged into the Hugging Face folder:
+// within 2e-5 on the folder (float32), and within what the GGUF file
+// costs the base on it; the adapter must move the logits.
+func TestConvertedFamiliesCrossLayout(t *testing.T) {
+	for _, family := range []string{"qwen35", "granitehybrid"} {
+		tokens := []int{1, 5, 9, 2, 7, 3, 11, 4}
+		paths := testutil.ArchModelPaths(t, family)
+		// Granite 4 hybrid's fused shared-MLP input is two tensors in
+		// GGUF files: an adapter on it has no GGUF form
+		peft := writeRandomFor(t, paths["hf"], family, false, func(n string) bool { return strings.Contains(n, "shared_mlp.input_linear") })
+		a, err := lora.Read(peft)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ck, err := detect.Open(paths["hf"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := arch.Open(ck)
+		if err != nil {
+			ck.Close()
+			t.Fatal(err)
+		}
+		pairs, alpha, err := lora.ToGGUF(a, &src.Config, src.Shapes)
+		ck.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gg := filepath.Join(t.TempDir(), family+"-adapter.gguf")
+		if err := lora.WriteGGUF(gg, family, alpha, pairs, false); err != nil {
+			t.Fatal(err)
+		}
+		logitsOf := func(path string, specs []lora.Spec) []float32 {
+			out := filepath.Join(t.TempDir(), "m.aot")
+			if err := compile.CompileFile(path, out, compile.Options{ARLens: []int{16}, Ctx: 128, LoRA: specs}); err != nil {
+				t.Fatal(err)
+			}
+			e, err := engine.Open(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			return allLogits(t, e, nil, 0, tokens)
+		}
+		want := logitsOf(paths["hf"], []lora.Spec{{Path: peft, Scale: 1}})
+		moved := lora.MaxDiff(logitsOf(paths["hf"], nil), want)
+		if moved < 0.01 {
+			t.Errorf("%s: the adapter moves the logits by only %.3g", family, moved)
+		}
+		for _, base := range []string{"hf", "gguf"} {
+			cost := lora.MaxDiff(logitsOf(paths[base], nil), logitsOf(paths["hf"], nil))
+			tol := 2e-5 + 2*cost
+			out := filepath.Join(t.TempDir(), base+".aot")
+			if err := compile.CompileFile(paths[base], out, compile.Options{ARLens: []int{16}, Ctx: 128}); err != nil {
+				t.Fatal(err)
+			}
+			e, err := engine.Open(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ad := range []string{peft, gg} {
+				d := lora.MaxDiff(logitsOf(paths[base], []lora.Spec{{Path: ad, Scale: 1}}), want)
+				r, err := lora.ForEngine(e, filepath.Base(ad), ad, 1, engine.AdapterF32)
+				if err != nil {
+					t.Fatalf("%s %s base, adapter %s: %v", family, base, filepath.Base(ad), err)
+				}
+				dr := lora.MaxDiff(allLogits(t, e, r, 1, tokens), want)
+				t.Logf("%s %s base, adapter %s: merged %.3g, run time %.3g from the PEFT adapter merged into the folder (the base costs %.3g; the adapter moves the logits by %.3g)", family, base, filepath.Base(ad), d, dr, cost, moved)
+				if d > tol || dr > tol {
+					t.Errorf("%s %s base, adapter %s: merged %.3g, run time %.3g from the PEFT adapter merged into the folder, over %.3g", family, base, filepath.Base(ad), d, dr, tol)
+				}
+			}
+			e.Close()
+		}
 	}
 }
