@@ -231,7 +231,8 @@ func Attach(s *arch.Source, specs []Spec) error {
 
 // ToGGUF returns the pairs of a, a PEFT adapter for the model of config
 // c (read from its Hugging Face folder, with weight shapes), under the
-// model's GGUF tensor names and in llama.cpp's row order, with the alpha
+// model's GGUF tensor names and in llama.cpp's row order (for a family
+// that converts its weights on load, in the converted layout), with the alpha
 // llama.cpp's format stores: what WriteGGUF writes. Every pair must
 // have the same alpha (alpha/rank, or alpha/√rank with rsLoRA, times the
 // rank); DoRA adapters have no GGUF form.
