@@ -24,6 +24,10 @@ type AdapterMap struct {
 	outs   map[string]r2Side    // by output projection
 }
 
+// maxRecordDim bounds the sizes a rotation record may give (a
+// stream's width, heads, a head's size).
+const maxRecordDim = 1 << 20
+
 type r2Side struct {
 	h         *Hadamard
 	lo, heads int
@@ -37,8 +41,8 @@ func NewAdapterMap(rep *Report) (*AdapterMap, error) {
 		values: map[string]r2Side{}, outs: map[string]r2Side{}}
 	rng := rand.New(rand.NewSource(rep.Seed))
 	if rep.R1 != quant.RotationNone {
-		if rep.Dim <= 0 || len(rep.R1In) == 0 {
-			return nil, fmt.Errorf("rotate: the rotation record has no R1 size or rotated linears")
+		if rep.Dim <= 0 || rep.Dim > maxRecordDim || len(rep.R1In) == 0 {
+			return nil, fmt.Errorf("rotate: the rotation record's R1 size %d (at most %d) or its %d rotated linears do not make a rotation", rep.Dim, maxRecordDim, len(rep.R1In))
 		}
 		q, err := NewHadamard(rep.Dim, rep.R1, rng)
 		if err != nil {
@@ -65,6 +69,9 @@ func NewAdapterMap(rep *Report) (*AdapterMap, error) {
 		}
 		hs := map[int]*Hadamard{}
 		for _, l := range rep.R2Layers {
+			if l.HeadDim <= 0 || l.HeadDim > maxRecordDim || l.Heads <= 0 || l.KVHeads <= 0 || l.Heads > maxRecordDim || l.KVHeads > maxRecordDim || l.Lo < 0 {
+				return nil, fmt.Errorf("rotate: the rotation record's R2 layer %s has %d heads, %d key/value heads of %d from row %d", l.V, l.Heads, l.KVHeads, l.HeadDim, l.Lo)
+			}
 			h := hs[l.HeadDim]
 			if h == nil {
 				var err error
