@@ -35,7 +35,8 @@ type AdapterLayout struct {
 	// layout after the same conversion (ConvertedLinear).
 	Converted bool
 	// Loaded tells that the family reads its weights with its own loader
-	// (RWKV-7): adapters do not apply.
+	// (RWKV-7): adapters apply only to the weights it keeps as stored
+	// (LoadedAsStored), from an adapter naming them as the checkpoint does.
 	Loaded bool
 }
 
@@ -46,6 +47,14 @@ func LayoutOf(c *Config) (AdapterLayout, error) {
 		return AdapterLayout{}, err
 	}
 	return AdapterLayout{Converted: f.convert != nil || f.load != nil, Loaded: f.load != nil}, nil
+}
+
+// LoadedAsStored tells whether the family of c, reading its weights
+// with its own loader (AdapterLayout.Loaded), keeps the canonical weight
+// as the checkpoint stores it: an adapter may change such a weight.
+func LoadedAsStored(c *Config, canonical string) bool {
+	f, err := familyOf(c)
+	return err == nil && f.loadedAsStored != nil && f.loadedAsStored(canonical)
 }
 
 // QKPermutation returns the head count by which llama.cpp's converter

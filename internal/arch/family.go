@@ -39,6 +39,10 @@ type Family struct {
 	// families whose tensors need reshaping.
 	validate func(c *Config) error
 	load     func(ck format.Checkpoint, c *Config, g *graph.Graph) (graph.Weights, error)
+	// loadedAsStored tells, for a family with its own loader, whether
+	// the loader keeps the canonical weight as the checkpoint stores it
+	// (nil: none is kept).
+	loadedAsStored func(canonical string) bool
 	// storedShape, when set, returns the shape a weight has in the
 	// checkpoint when it differs from the graph's (the same values in the
 	// same order, such as a squeezed dimension); convert turns the values

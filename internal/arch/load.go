@@ -344,6 +344,12 @@ func (s *Source) Read(name string) ([]float32, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s: no tensor %s", s.Config.Family, name)
 		}
+		if fn := s.Adjust[name]; fn != nil {
+			v = slices.Clone(v)
+			if err := fn(v); err != nil {
+				return nil, fmt.Errorf("adjusting %q: %w", name, err)
+			}
+		}
 		return v, nil
 	}
 	src, ok := s.names[name]

@@ -61,6 +61,11 @@ func init() {
 		build:       buildRWKV7,
 		validate:    validateRWKV7,
 		load:        loadRWKV7,
+		// the loader transposes the inner low-rank matrices and reshapes
+		// r_k and the per-channel vectors; the projections stay as stored
+		loadedAsStored: func(n string) bool {
+			return !rwkvLoRA(n) && !strings.HasSuffix(n, ".r_k") && !rwkvFlat(n)
+		},
 	})
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/qmodel"
 	"github.com/aotlm/aotlm/internal/quant"
+	"github.com/aotlm/aotlm/internal/rotate"
 	"github.com/aotlm/aotlm/internal/tensor"
 	"github.com/aotlm/aotlm/internal/tokenizer"
 	"github.com/aotlm/aotlm/internal/userfile"
@@ -106,6 +107,9 @@ type Source struct {
 	Quantized map[string]*quant.Quantized
 	// Recipe and Generation go to the manifest as given.
 	Recipe []byte
+	// Rotation goes to the manifest as given: the rotations folded into
+	// the weights (rotate.Report as JSON), or nil.
+	Rotation []byte
 	// Passport goes to the manifest as given (the quantized folder's).
 	Passport   []byte
 	Generation map[string]any
@@ -172,19 +176,20 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 	if err != nil {
 		return fmt.Errorf("compile: %w", err)
 	}
+	var rot *rotate.AdapterMap
 	if len(opts.Carry) > 0 {
-		if err := lora.CheckRecipe(src.Recipe); err != nil {
+		if rot, err = lora.RotationMap(src.Recipe, src.Rotation); err != nil {
 			return fmt.Errorf("compile --adapter: %w", err)
 		}
 	}
-	carried, err := carryAdapters(&cfg, opts.Carry)
+	carried, err := carryAdapters(&cfg, opts.Carry, rot)
 	if err != nil {
 		return err
 	}
 	in := Input{Adapters: carried, Graph: g, ARLens: opts.ARLens, Ctx: ctx, Jobs: opts.Jobs, Progress: opts.Progress,
 		Manifest: plan.Manifest{Architecture: trained.Family, HyperParams: hp, Extend: extend, Provenance: src.Provenance,
 			ChatTemplate: src.ChatTemplate, BOS: trained.BOS, EOS: trained.EOS, Vocab: trained.Vocab,
-			Recipe: src.Recipe, Generation: src.Generation, Passport: src.Passport}}
+			Recipe: src.Recipe, Rotation: src.Rotation, Generation: src.Generation, Passport: src.Passport}}
 	switch pool := cmp.Or(opts.Pooling, trained.Pooling); {
 	case cfg.Bidirectional && !plan.ValidPooling(pool):
 		return fmt.Errorf("compile: %s is a text encoder (bidirectional attention): it needs a pooling (mean, cls or last), not %q", trained.Family, pool)
@@ -455,14 +460,15 @@ func CompileFile(path, outPath string, opts Options) error {
 }
 
 // carryAdapters resolves the adapters of specs against the model of
-// config c for an artifact to carry.
-func carryAdapters(c *arch.Config, specs []lora.Named) ([]CarriedAdapter, error) {
+// config c for an artifact to carry, mapped onto its rotated weights by
+// rot (nil: none).
+func carryAdapters(c *arch.Config, specs []lora.Named, rot *rotate.AdapterMap) ([]CarriedAdapter, error) {
 	var out []CarriedAdapter
 	for _, sp := range specs {
 		if sp.Name == "" || strings.ContainsAny(sp.Name, ":/\\") {
 			return nil, fmt.Errorf("compile: adapter name %q: want a name without ':', '/' or '\\'", sp.Name)
 		}
-		ls, err := lora.Linears(c, sp.Path, sp.Scale)
+		ls, err := lora.RotatedLinears(c, sp.Path, sp.Scale, rot)
 		if err != nil {
 			return nil, fmt.Errorf("compile: adapter %s: %w", sp.Name, err)
 		}

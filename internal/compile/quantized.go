@@ -1,6 +1,7 @@
 package compile
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 
@@ -43,6 +44,17 @@ func compileQuantized(dir, outPath string, opts Options) error {
 		src.Provenance["lora"] = l
 	}
 	src.Passport = man.Passport
+	if len(man.Calibration) > 0 {
+		var rec struct {
+			Rotation json.RawMessage `json:"rotation"`
+		}
+		if err := json.Unmarshal(man.Calibration, &rec); err != nil {
+			return fmt.Errorf("compile: %s: the calibration record: %w", dir, err)
+		}
+		if len(rec.Rotation) > 0 && string(rec.Rotation) != "null" {
+			src.Rotation = rec.Rotation
+		}
+	}
 	if r, err := quant.ParseRecipe(man.Recipe); err == nil {
 		src.Provenance["recipe"] = r.Name
 		src.Recipe = man.Recipe

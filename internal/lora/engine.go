@@ -9,6 +9,7 @@ import (
 	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/plan"
 	"github.com/aotlm/aotlm/internal/quant"
+	"github.com/aotlm/aotlm/internal/rotate"
 )
 
 // ConfigOfEngine returns the model config an artifact's manifest
@@ -38,10 +39,11 @@ func ForEngine(e *engine.Engine, name, path string, scale float64, storage engin
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckRecipe(e.Manifest().Recipe); err != nil {
+	rot, err := RotationMap(e.Manifest().Recipe, e.Manifest().Rotation)
+	if err != nil {
 		return nil, err
 	}
-	ls, err := Linears(c, path, scale)
+	ls, err := RotatedLinears(c, path, scale, rot)
 	if err != nil {
 		return nil, err
 	}
@@ -55,26 +57,61 @@ func ForEngine(e *engine.Engine, name, path string, scale float64, storage engin
 	return ad, nil
 }
 
-// CheckRecipe refuses run-time (and carried) adapters on an artifact whose recipe (its
-// JSON; none for nil) rewrote the weights in a way an adapter for the
-// base model cannot follow: rotations (R1 also folds the norms' gains
-// into the rotated weights) and AWQ's or SmoothQuant's per-channel
-// scales (divided out of the norm or linear before).
-func CheckRecipe(r []byte) error {
-	if len(r) == 0 {
-		return nil
+// RotationMap returns how adapters for the unrotated model map onto
+// the weights of an artifact of recipe (its JSON; none for nil) and
+// rotation record (the manifest's, rotate.Report as JSON), nil when
+// they apply unchanged, or why they cannot: the R1 and R2 rotations map
+// through what the record keeps (rotate.NewAdapterMap), AWQ's and
+// SmoothQuant's per-channel scales are refused.
+func RotationMap(recipe, record []byte) (*rotate.AdapterMap, error) {
+	if len(recipe) == 0 {
+		return nil, nil
 	}
-	rcp, err := quant.ParseRecipe(r)
+	rcp, err := quant.ParseRecipe(recipe)
 	if err != nil {
-		return fmt.Errorf("lora: the artifact's recipe: %w", err)
+		return nil, fmt.Errorf("lora: the artifact's recipe: %w", err)
 	}
-	if rot := rcp.Rotation; rot.R1 != quant.RotationNone || rot.R2 != quant.RotationNone {
-		return fmt.Errorf("lora: the artifact's weights are rotated by R1 or R2 (recipe %q): an adapter for the unrotated model applies only merged (quantize --lora)", rcp.Name)
+	if err := checkScales(rcp); err != nil {
+		return nil, err
 	}
+	if rot := rcp.Rotation; rot.R1 == quant.RotationNone && rot.R2 == quant.RotationNone {
+		return nil, nil
+	}
+	if len(record) == 0 {
+		return nil, fmt.Errorf("lora: the artifact's weights are rotated by R1 or R2 (recipe %q) and its manifest has no rotation record (the norm gains R1 folded): an adapter for the unrotated model applies only merged (quantize --lora)", rcp.Name)
+	}
+	var rep rotate.Report
+	if err := json.Unmarshal(record, &rep); err != nil {
+		return nil, fmt.Errorf("lora: the artifact's rotation record: %w", err)
+	}
+	if rep.R1 != rcp.Rotation.R1 || rep.R2 != rcp.Rotation.R2 {
+		return nil, fmt.Errorf("lora: the artifact's rotation record (R1 %q, R2 %q) is not its recipe's (R1 %q, R2 %q)", rep.R1, rep.R2, rcp.Rotation.R1, rcp.Rotation.R2)
+	}
+	am, err := rotate.NewAdapterMap(&rep)
+	if err != nil {
+		return nil, fmt.Errorf("lora: the artifact's rotation record: %w", err)
+	}
+	return am, nil
+}
+
+// checkScales refuses adapters on weights whose input channels a
+// recipe rescaled (AWQ, smooth_alpha).
+func checkScales(rcp quant.Recipe) error {
 	if rcp.Calibration.AWQ || rcp.Calibration.SmoothAlpha > 0 {
 		return fmt.Errorf("lora: the artifact's linears are rescaled by channel (recipe %q uses AWQ or smooth_alpha): an adapter for the unscaled model applies only merged (quantize --lora)", rcp.Name)
 	}
 	return nil
+}
+
+// CheckRecipe refuses adapters on an artifact whose recipe (its JSON;
+// none for nil) rewrote the weights in a way an adapter for the base
+// model cannot follow without a rotation record (see RotationMap):
+// rotations (R1 also folds the norms' gains into the rotated weights)
+// and AWQ's or SmoothQuant's per-channel scales (divided out of the norm
+// or linear before).
+func CheckRecipe(r []byte) error {
+	_, err := RotationMap(r, nil)
+	return err
 }
 
 // Named is an adapter given a name: what serve, run and an artifact that
@@ -93,6 +130,13 @@ type Named struct {
 // engine rescales each output row by its magnitude over the norm of that
 // row of the adapted weight, computed from the base weights at load.
 func Linears(c *arch.Config, path string, scale float64) ([]plan.AdapterLinear, error) {
+	return RotatedLinears(c, path, scale, nil)
+}
+
+// RotatedLinears is Linears on weights rotated as rot maps (nil: none,
+// see RotationMap): each pair on a rotated linear is mapped through rot
+// first.
+func RotatedLinears(c *arch.Config, path string, scale float64, rot *rotate.AdapterMap) ([]plan.AdapterLinear, error) {
 	a, err := Read(path)
 	if err != nil {
 		return nil, err
@@ -116,6 +160,16 @@ func Linears(c *arch.Config, path string, scale float64) ([]plan.AdapterLinear, 
 	var ls []plan.AdapterLinear
 	for _, w := range (&Adapter{Pairs: r.Pairs}).Names() {
 		p := r.Pairs[w]
+		if rot != nil && rot.Rotated(w) {
+			if p.Magnitude != nil {
+				return nil, fmt.Errorf("lora: %s: DoRA's row norms do not carry over to a weight rotated by R1 or R2: merge the adapter instead (quantize --lora)", w)
+			}
+			q := *p
+			if q.A, q.B, err = rot.Map(w, p.Rank, p.In, p.Out, p.A, p.B); err != nil {
+				return nil, fmt.Errorf("lora: %w", err)
+			}
+			p = &q
+		}
 		if b := rotated[w]; b > 0 {
 			if p.In%b != 0 {
 				return nil, fmt.Errorf("lora: %s: %d columns do not split into Hadamard blocks of %d", w, p.In, b)

@@ -13,6 +13,7 @@ import (
 	"github.com/aotlm/aotlm/internal/engine"
 	"github.com/aotlm/aotlm/internal/format/gguf"
 	"github.com/aotlm/aotlm/internal/lora"
+	"github.com/aotlm/aotlm/internal/quant"
 	"github.com/aotlm/aotlm/internal/recipe"
 	"github.com/aotlm/aotlm/internal/tensor"
 	"github.com/aotlm/aotlm/internal/testutil"
@@ -162,5 +163,52 @@ func TestQuantizeLoRA(t *testing.T) {
 	t.Logf("w8a16, adapter merged at 0.5: max |logit diff| from llama.cpp %.3g (at scale 1: %.3g); w8a16 without the adapter: %.3g", d, other, cost)
 	if d > 2*cost || d > other/4 {
 		t.Errorf("w8a16 merged: logits differ from llama.cpp's by %.3g (w8a16 costs the base %.3g; from the adapter at 1: %.3g)", d, cost, other)
+	}
+}
+
+// TestQuantizeRotatedRunTime quantizes the qwen3 fixture at w8a16 with
+// R1 and R2 folded (random Hadamard, seed 1), compiles the folder (its
+// rotation record goes to the artifact's manifest) and applies the
+// fixture's adapter at run time at 0.5: the logits are llama.cpp's with
+// the adapter at 0.5 within twice what the rotated w8a16 costs the base
+// (its logits against llama.cpp's without the adapter), and far from
+// the base's.
+func TestQuantizeRotatedRunTime(t *testing.T) {
+	o, want := lora.ReadOracle(t, "qwen3")
+	rcp, err := recipe.Load("w8a16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcp.Rotation.R1, rcp.Rotation.R2, rcp.Rotation.Seed = quant.RotationRandom, quant.RotationRandom, 1
+	dir := filepath.Join(t.TempDir(), "q")
+	if _, err := recipe.Quantize(testutil.ArchModelPaths(t, "qwen3")["hf"], dir, recipe.QuantizeOptions{Recipe: rcp}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "q.aot")
+	if err := compile.CompileFile(dir, out, compile.Options{ARLens: []int{16}, Ctx: 128}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if len(e.Manifest().Rotation) == 0 {
+		t.Fatal("the artifact compiled from the rotated folder has no rotation record")
+	}
+	ad, err := lora.ForEngine(e, "a", filepath.Join("testdata", "qwen3"), 1, engine.AdapterF32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref []float32
+	for _, row := range testutil.ReadArchReference(t, "qwen3").Logits {
+		ref = append(ref, row...)
+	}
+	cost := lora.MaxDiff(allLogits(t, e, nil, 0, o.Tokens), ref)
+	got := allLogits(t, e, ad, 0.5, o.Tokens)
+	d, far := lora.MaxDiff(got, want[0.5]), lora.MaxDiff(ref, want[0.5])
+	t.Logf("w8a16 rotated by R1 and R2, run-time adapter at 0.5: max |logit diff| from llama.cpp %.3g; the rotated w8a16 base costs %.3g; the adapter moves llama.cpp's logits by %.3g", d, cost, far)
+	if d > 2*cost || d > far/4 {
+		t.Errorf("w8a16 rotated, run-time adapter: logits differ from llama.cpp's by %.3g (the base costs %.3g; the adapter moves them by %.3g)", d, cost, far)
 	}
 }

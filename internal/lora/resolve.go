@@ -16,6 +16,11 @@ type Resolved struct {
 	Pairs   map[string]*Pair
 }
 
+// rowOrder maps a checkpoint source to the source whose q and k row
+// order it shares: llama2.c files keep Meta's interleaved order, as
+// llama.cpp's GGUF files of Llama-type models do.
+var rowOrder = map[string]string{"hf": "hf", "gguf": "gguf", "llama2c": "gguf", "pytorch": "pytorch"}
+
 // sourceOf is the checkpoint layout an adapter's matrices are in.
 func (a *Adapter) sourceOf() string {
 	if a.Format == "gguf" {
@@ -29,26 +34,34 @@ func (a *Adapter) sourceOf() string {
 // in the checkpoint's row layout (what arch.Source.Adjust changes) or,
 // with graph, in the graph's (what the engine's linears compute);
 // the two differ only for families that convert weights on load, whose
-// adapters move through the same conversion (arch.ConvertedLinear) and
-// must be in the checkpoint's own layout (PEFT for a Hugging Face
-// folder, GGUF for a GGUF file). An
+// adapters move through the same conversion (arch.ConvertedLinear): a
+// PEFT adapter forward to the graph's layout (a GGUF file's), a GGUF
+// adapter back to a Hugging Face checkpoint's. An
 // adapter matrix that matches no weight, or one of the wrong shape, is
 // an error (an adapter for another base model).
 func Resolve(a *Adapter, c *arch.Config, shapes map[string][]int, graph bool) (*Resolved, error) {
-	if c.Source != "hf" && c.Source != "gguf" {
-		return nil, fmt.Errorf("lora: adapters apply to Hugging Face and GGUF checkpoints, not to a %s one", c.Source)
+	order, ok := rowOrder[c.Source]
+	if !ok {
+		return nil, fmt.Errorf("lora: adapters apply to Hugging Face, GGUF, llama2.c and RWKV-7's PyTorch checkpoints, not to a %s one", c.Source)
 	}
 	lay, err := arch.LayoutOf(c)
 	if err != nil {
 		return nil, fmt.Errorf("lora: %w", err)
 	}
-	if lay.Loaded {
-		return nil, fmt.Errorf("lora: the %s family's weights are reshaped on load: adapters are not supported", c.Family)
-	}
 	from := a.sourceOf()
-	if lay.Converted && from != c.Source {
-		return nil, fmt.Errorf("lora: the %s family converts its weights on load: an adapter in %s layout for a %s checkpoint is not supported (apply a PEFT adapter to its Hugging Face folder, or a GGUF adapter to its GGUF file)", c.Family, from, c.Source)
+	if lay.Loaded && from != "hf" {
+		return nil, fmt.Errorf("lora: the %s family reads its own checkpoints: an adapter in %s layout does not apply (use a PEFT adapter naming the checkpoint's modules)", c.Family, from)
 	}
+	// a converting family turns its Hugging Face weights into the
+	// graph's layout, which its GGUF files already have: a pair in the
+	// Hugging Face layout moves forward to reach the graph's or a GGUF
+	// file's layout, and a GGUF pair back to reach a Hugging Face
+	// checkpoint's own
+	converted := lay.Converted && !lay.Loaded
+	forward := converted && from == "hf" && (graph || c.Source != "hf")
+	back := converted && from == "gguf" && !graph && c.Source == "hf"
+	hc := *c
+	hc.Source = "hf"
 	r := &Resolved{Adapter: a, Pairs: map[string]*Pair{}}
 	used := map[string]bool{}
 	names := make([]string, 0, len(shapes))
@@ -66,20 +79,26 @@ func Resolve(a *Adapter, c *arch.Config, shapes map[string][]int, graph bool) (*
 			continue
 		}
 		used[an] = true
+		if lay.Loaded && !arch.LoadedAsStored(c, name) {
+			return nil, fmt.Errorf("lora: %s: the %s family reshapes %s on load: an adapter on it is not supported", a.Path, c.Family, an)
+		}
 		sh := shapes[name]
 		if len(sh) != 2 || sh[0] != p.Out || sh[1] != p.In {
 			return nil, fmt.Errorf("lora: %s: %s is %dx%d, but the model's %s is %v (an adapter for another base model?)", a.Path, an, p.Out, p.In, name, sh)
 		}
 		q := p
-		if h := arch.QKPermutation(c, name); h > 0 && from != c.Source {
+		if h := arch.QKPermutation(c, name); h > 0 && from != order {
 			if q, err = p.permuted(h, from == "hf"); err != nil {
 				return nil, fmt.Errorf("lora: %s: %s: %w", a.Path, an, err)
 			}
 		}
-		if lay.Converted && graph {
-			rows, cols, err := arch.ConvertedLinear(c, name, p.Out, p.In)
+		if forward || back {
+			rows, cols, err := arch.ConvertedLinear(&hc, name, p.Out, p.In)
 			if err != nil {
 				return nil, fmt.Errorf("lora: %s: %w", a.Path, err)
+			}
+			if back {
+				rows, cols = inverse(rows), inverse(cols)
 			}
 			q = q.moved(rows, cols)
 		}
@@ -98,6 +117,18 @@ func Resolve(a *Adapter, c *arch.Config, shapes map[string][]int, graph bool) (*
 		return nil, fmt.Errorf("lora: %s: %s match no weight of the %s model (an adapter for another base model?)", a.Path, strings.Join(stray, ", "), c.Family)
 	}
 	return r, nil
+}
+
+// inverse returns the inverse of the permutation p (nil for nil).
+func inverse(p []int) []int {
+	if p == nil {
+		return nil
+	}
+	q := make([]int, len(p))
+	for i, v := range p {
+		q[v] = i
+	}
+	return q
 }
 
 // moved returns p with B's rows (and DoRA's magnitudes) in the order
@@ -200,7 +231,8 @@ func Attach(s *arch.Source, specs []Spec) error {
 
 // ToGGUF returns the pairs of a, a PEFT adapter for the model of config
 // c (read from its Hugging Face folder, with weight shapes), under the
-// model's GGUF tensor names and in llama.cpp's row order, with the alpha
+// model's GGUF tensor names and in llama.cpp's row order (for a family
+// that converts its weights on load, in the converted layout), with the alpha
 // llama.cpp's format stores: what WriteGGUF writes. Every pair must
 // have the same alpha (alpha/rank, or alpha/√rank with rsLoRA, times the
 // rank); DoRA adapters have no GGUF form.
@@ -208,7 +240,9 @@ func ToGGUF(a *Adapter, c *arch.Config, shapes map[string][]int) (map[string]*Pa
 	if a.Format != "peft" || c.Source != "hf" {
 		return nil, 0, fmt.Errorf("lora: ToGGUF converts a PEFT adapter resolved against a Hugging Face model, not a %s one against a %s model", a.Format, c.Source)
 	}
-	r, err := Resolve(a, c, shapes, false)
+	// the graph's layout from a Hugging Face checkpoint is the GGUF
+	// file's, after the q and k reordering below
+	r, err := Resolve(a, c, shapes, true)
 	if err != nil {
 		return nil, 0, err
 	}

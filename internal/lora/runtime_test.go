@@ -18,6 +18,7 @@ import (
 	"github.com/aotlm/aotlm/internal/format/detect"
 	"github.com/aotlm/aotlm/internal/format/safetensors"
 	"github.com/aotlm/aotlm/internal/lora"
+	"github.com/aotlm/aotlm/internal/op"
 	"github.com/aotlm/aotlm/internal/quant"
 	"github.com/aotlm/aotlm/internal/rotate"
 	"github.com/aotlm/aotlm/internal/tensor"
@@ -271,7 +272,17 @@ func TestRunTimeDoRAMatchesMerged(t *testing.T) {
 // factor in [0.8, 1.2)).
 func writeRandom(t *testing.T, family string, dora bool) string {
 	t.Helper()
-	ck, err := detect.Open(testutil.ArchModelPaths(t, family)["hf"])
+	return writeRandomFor(t, testutil.ArchModelPaths(t, family)["hf"], family, dora, nil)
+}
+
+// writeRandomFor writes writeRandom's adapter for the checkpoint at path
+// (of any source: the adapter names its Hugging Face modules, its rows
+// in Hugging Face's order), into a new folder named after label. DoRA
+// reads the base rows' norms from the checkpoint, so it needs a Hugging
+// Face one. Weights skip names (nil: none) are left out.
+func writeRandomFor(t *testing.T, path, family string, dora bool, skip func(string) bool) string {
+	t.Helper()
+	ck, err := detect.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,12 +298,29 @@ func writeRandom(t *testing.T, family string, dora bool) string {
 	rng := rand.New(rand.NewPCG(7, 8))
 	var ts []safetensors.Tensor
 	n := 0
+	lay, err := arch.LayoutOf(&src.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	linear := map[string]bool{}
+	for _, n := range g.Nodes {
+		if n.Op == op.Linear {
+			linear[n.Weight] = true
+		}
+	}
 	for _, name := range src.Names() {
 		sh, gs := src.Shapes[name], g.Weights[name]
 		if len(sh) != 2 || !slices.Equal(sh, gs) || strings.Contains(name, "conv1d") || strings.Contains(name, "embed") || strings.Contains(name, "wte") || strings.Contains(name, "lm_head") {
 			continue
 		}
-		hf, ok := src.TensorName(name)
+		if skip != nil && skip(name) {
+			continue
+		}
+		// RWKV-7: the linears the loader keeps as stored
+		if lay.Loaded && (!arch.LoadedAsStored(&src.Config, name) || !linear[name]) {
+			continue
+		}
+		hf, ok := arch.TensorNameIn(&src.Config, "hf", name)
 		if !ok {
 			t.Fatalf("%s has no checkpoint name", name)
 		}
@@ -310,6 +338,9 @@ func writeRandom(t *testing.T, family string, dora bool) string {
 			safetensors.Tensor{Name: mod + ".lora_A.weight", DType: tensor.F32, Shape: []int64{int64(rank), int64(in)}, Data: a},
 			safetensors.Tensor{Name: mod + ".lora_B.weight", DType: tensor.F32, Shape: []int64{int64(out), int64(rank)}, Data: b})
 		if dora {
+			if src.Config.Source != "hf" {
+				t.Fatalf("%s: DoRA magnitudes need a Hugging Face checkpoint, not a %s one", path, src.Config.Source)
+			}
 			w, err := ck.ReadFloat32(hf)
 			if err != nil {
 				t.Fatal(err)
@@ -479,5 +510,303 @@ func TestRunTimeOnlineRotations(t *testing.T) {
 			t.Errorf("%s rotated by R3 and R4, DoRA: logits differ from the merged adapter's by %.3g", family, d)
 		}
 		e.Close()
+	}
+}
+
+// TestRunTimeLlama2C applies a random PEFT adapter (Hugging Face names
+// and row order) to the llama2.c checkpoint of stories260K, whose q and k
+// rows are in Meta's interleaved order as in GGUF files: run time must
+// equal the adapter merged by compile --lora within 2e-6 of the largest
+// logit (float32), and
+// the same adapter on the GGUF file of the same model must give the same
+// logits, so the names and the q/k rows map as for GGUF.
+func TestRunTimeLlama2C(t *testing.T) {
+	bin := testutil.Path(t, "llama2c/stories260K.bin")
+	gguf := testutil.Path(t, "models/stories260K/stories260K.gguf")
+	tokens := []int{1, 403, 407, 261, 378, 429, 270, 316, 13}
+	dir := writeRandomFor(t, bin, "stories260K", false, nil)
+	comp := func(path string, specs []lora.Spec) *engine.Engine {
+		out := filepath.Join(t.TempDir(), "m.aot")
+		if err := compile.CompileFile(path, out, compile.Options{ARLens: []int{16}, Ctx: 64, LoRA: specs}); err != nil {
+			t.Fatal(err)
+		}
+		e, err := engine.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	me := comp(bin, []lora.Spec{{Path: dir, Scale: 1}})
+	merged := allLogits(t, me, nil, 0, tokens)
+	me.Close()
+	for _, path := range []string{bin, gguf} {
+		e := comp(path, nil)
+		plain := allLogits(t, e, nil, 0, tokens)
+		ad, err := lora.ForEngine(e, "a", dir, 1, engine.AdapterF32)
+		if err != nil {
+			t.Fatalf("%s: %v", filepath.Base(path), err)
+		}
+		d, moved := lora.MaxDiff(allLogits(t, e, ad, 1, tokens), merged), lora.MaxDiff(plain, merged)
+		e.Close()
+		var big float64
+		for _, v := range merged {
+			big = math.Max(big, math.Abs(float64(v)))
+		}
+		t.Logf("%s: run time vs merged into the llama2.c file max |logit diff| %.3g (largest logit %.3g); the adapter moves the logits by %.3g", filepath.Base(path), d, big, moved)
+		// float32 rounding: measured 1.9e-5 on logits up to 15
+		if d > 2e-6*big {
+			t.Errorf("%s: run-time logits differ from the merged adapter's by %.3g", filepath.Base(path), d)
+		}
+		if moved < 0.01 {
+			t.Errorf("%s: the adapter moves the logits by only %.3g", filepath.Base(path), moved)
+		}
+	}
+}
+
+// TestRunTimeFoldedRotations applies the fixtures' adapters at run time
+// to float artifacts whose weights R1 and R2 rotated (recipe lpbq-rot's
+// random Hadamard rotations, with R1 folding the norms' gains), from the
+// manifest's rotation record: A becomes A·diag(g)·Q after a folded norm
+// and A·H on the output projection, B becomes Qᵀ·B on the linears
+// writing to the residual stream and Hᵀ·B on the values. The logits
+// match the adapter merged into the unrotated model within 2e-6 of the
+// largest logit (float32; the rotated base alone is that close to the
+// unrotated one), at run time and carried by the rotated artifact
+// (compile --adapter), and the same artifact without its rotation record
+// refuses the adapter, run time or carried, naming why.
+func TestRunTimeFoldedRotations(t *testing.T) {
+	recipe, err := os.ReadFile(filepath.Join("..", "..", "docs", "recipes", "lpbq-rot.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcp, err := quant.ParseRecipe(recipe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, family := range []string{"llama", "qwen3"} {
+		o, _ := lora.ReadOracle(t, family)
+		ck, err := detect.Open(testutil.ArchModelPaths(t, family)["hf"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := arch.Load(ck)
+		ck.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rot := rcp.Rotation
+		rep, err := rotate.Apply(m, rotate.Options{R1: rot.R1, R2: rot.R2, Seed: rot.Seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Gains) == 0 || len(rep.R1Out) == 0 || len(rep.R2Layers) == 0 {
+			t.Fatalf("%s: the rotation record keeps %d gains, %d rotated outputs, %d R2 layers", family, len(rep.Gains), len(rep.R1Out), len(rep.R2Layers))
+		}
+		record, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), family+"-rot.aot")
+		if err := compile.CompileModel(m, compile.Source{Recipe: recipe, Rotation: record}, compile.Options{ARLens: []int{16}, Ctx: 128}, out); err != nil {
+			t.Fatal(err)
+		}
+		e, err := engine.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rotBase := allLogits(t, e, nil, 0, o.Tokens)
+		be, err := engine.Open(compileFixture(t, family, "hf", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := allLogits(t, be, nil, 0, o.Tokens)
+		be.Close()
+		t.Logf("%s rotated by R1 and R2, no adapter: max |logit diff| to the unrotated model %.3g", family, lora.MaxDiff(rotBase, base))
+		for _, scale := range []float64{1, 0.5} {
+			me, err := engine.Open(compileFixture(t, family, "hf", []lora.Spec{{Path: filepath.Join("testdata", family), Scale: scale}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			merged := allLogits(t, me, nil, 0, o.Tokens)
+			me.Close()
+			var big float64
+			for _, v := range merged {
+				big = math.Max(big, math.Abs(float64(v)))
+			}
+			for _, file := range []string{"", "adapter.gguf"} {
+				ad, err := lora.ForEngine(e, fmt.Sprint(file, scale), filepath.Join("testdata", family, file), scale, engine.AdapterF32)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, moved := lora.MaxDiff(allLogits(t, e, ad, 1, o.Tokens), merged), lora.MaxDiff(base, merged)
+				t.Logf("%s rotated by R1 and R2, adapter %q at %g: max |logit diff| to the merged, unrotated model %.3g (largest logit %.3g; the adapter moves them by %.3g)", family, file, scale, d, big, moved)
+				if d > 2e-6*big {
+					t.Errorf("%s rotated by R1 and R2, adapter %q at %g: logits differ from the merged adapter's by %.3g", family, file, scale, d)
+				}
+			}
+			// carried by the rotated artifact (compile --adapter)
+			carry := filepath.Join(t.TempDir(), family+"-rot-carry.aot")
+			named := []lora.Named{{Name: "c", Spec: lora.Spec{Path: filepath.Join("testdata", family), Scale: scale}}}
+			if err := compile.CompileModel(m, compile.Source{Recipe: recipe, Rotation: record}, compile.Options{ARLens: []int{16}, Ctx: 128, Carry: named}, carry); err != nil {
+				t.Fatal(err)
+			}
+			ce, err := engine.Open(carry)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := lora.MaxDiff(allLogits(t, ce, ce.LookupAdapter("c"), 1, o.Tokens), merged)
+			ce.Close()
+			t.Logf("%s rotated by R1 and R2, carried adapter at %g: max |logit diff| to the merged, unrotated model %.3g", family, scale, d)
+			if d > 2e-6*big {
+				t.Errorf("%s rotated by R1 and R2, carried adapter at %g: logits differ from the merged adapter's by %.3g", family, scale, d)
+			}
+		}
+		e.Close()
+		// without the record, the adapter is refused
+		bare := filepath.Join(t.TempDir(), family+"-bare.aot")
+		if err := compile.CompileModel(m, compile.Source{Recipe: recipe}, compile.Options{ARLens: []int{16}, Ctx: 128}, bare); err != nil {
+			t.Fatal(err)
+		}
+		e, err = engine.Open(bare)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = lora.ForEngine(e, "a", filepath.Join("testdata", family), 1, engine.AdapterF32)
+		e.Close()
+		if err == nil || !strings.Contains(err.Error(), "rotation record") {
+			t.Errorf("%s: an artifact rotated without a rotation record: %v, want an error naming the record", family, err)
+		}
+		named := []lora.Named{{Name: "c", Spec: lora.Spec{Path: filepath.Join("testdata", family), Scale: 1}}}
+		err = compile.CompileModel(m, compile.Source{Recipe: recipe}, compile.Options{ARLens: []int{16}, Ctx: 128, Carry: named}, filepath.Join(t.TempDir(), "c.aot"))
+		if err == nil || !strings.Contains(err.Error(), "rotation record") {
+			t.Errorf("%s: carrying an adapter on weights rotated without a rotation record: %v, want an error naming the record", family, err)
+		}
+	}
+}
+
+// TestRunTimeRWKV7 applies a random PEFT adapter naming the PyTorch
+// checkpoint's modules (every projection of the time and channel mixing
+// the loader keeps as stored) to the RWKV-7 fixture at run time, against
+// the adapter merged by compile --lora: within 2e-5 (float32); a GGUF
+// adapter is refused, naming why.
+func TestRunTimeRWKV7(t *testing.T) {
+	pth := testutil.Path(t, "rwkv/260123_reverse_L2_only_rwkv7.pth")
+	tokens := []int{1, 5, 9, 2, 7, 3, 11, 4}
+	dir := writeRandomFor(t, pth, "rwkv7", false, nil)
+	comp := func(specs []lora.Spec) *engine.Engine {
+		out := filepath.Join(t.TempDir(), "m.aot")
+		if err := compile.CompileFile(pth, out, compile.Options{ARLens: []int{16}, Ctx: 64, LoRA: specs}); err != nil {
+			t.Fatal(err)
+		}
+		e, err := engine.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	me := comp([]lora.Spec{{Path: dir, Scale: 1}})
+	merged := allLogits(t, me, nil, 0, tokens)
+	me.Close()
+	e := comp(nil)
+	defer e.Close()
+	plain := allLogits(t, e, nil, 0, tokens)
+	ad, err := lora.ForEngine(e, "a", dir, 1, engine.AdapterF32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, moved := lora.MaxDiff(allLogits(t, e, ad, 1, tokens), merged), lora.MaxDiff(plain, merged)
+	t.Logf("rwkv7: run time vs merged max |logit diff| %.3g; the adapter moves the logits by %.3g", d, moved)
+	if d > 2e-5 {
+		t.Errorf("rwkv7: run-time logits differ from the merged adapter's by %.3g", d)
+	}
+	if moved < 0.01 {
+		t.Errorf("rwkv7: the adapter moves the logits by only %.3g", moved)
+	}
+	_, err = lora.ForEngine(e, "g", filepath.Join("testdata", "llama", "adapter.gguf"), 1, engine.AdapterF32)
+	if err == nil || !strings.Contains(err.Error(), "GGUF") && !strings.Contains(err.Error(), "gguf") {
+		t.Errorf("a GGUF adapter on RWKV-7: %v, want an error naming the layout", err)
+	}
+}
+
+// TestConvertedFamiliesCrossLayout applies adapters across layouts to
+// the families that convert their Hugging Face weights on load into
+// their GGUF files' layout (Qwen3.5's value heads, Granite 4 hybrid's
+// q and k rows): a random PEFT adapter, and the same adapter written as
+// a GGUF adapter (ToGGUF: llama.cpp's names and layout), each on the
+// Hugging Face folder and on llama.cpp's GGUF file, merged and at run
+// time, against the PEFT adapter merged into the Hugging Face folder:
+// within 2e-5 on the folder (float32), and within what the GGUF file
+// costs the base on it; the adapter must move the logits.
+func TestConvertedFamiliesCrossLayout(t *testing.T) {
+	for _, family := range []string{"qwen35", "granitehybrid"} {
+		tokens := []int{1, 5, 9, 2, 7, 3, 11, 4}
+		paths := testutil.ArchModelPaths(t, family)
+		// Granite 4 hybrid's fused shared-MLP input is two tensors in
+		// GGUF files: an adapter on it has no GGUF form
+		peft := writeRandomFor(t, paths["hf"], family, false, func(n string) bool { return strings.Contains(n, "shared_mlp.input_linear") })
+		a, err := lora.Read(peft)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ck, err := detect.Open(paths["hf"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := arch.Open(ck)
+		if err != nil {
+			ck.Close()
+			t.Fatal(err)
+		}
+		pairs, alpha, err := lora.ToGGUF(a, &src.Config, src.Shapes)
+		ck.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gg := filepath.Join(t.TempDir(), family+"-adapter.gguf")
+		if err := lora.WriteGGUF(gg, family, alpha, pairs, false); err != nil {
+			t.Fatal(err)
+		}
+		logitsOf := func(path string, specs []lora.Spec) []float32 {
+			out := filepath.Join(t.TempDir(), "m.aot")
+			if err := compile.CompileFile(path, out, compile.Options{ARLens: []int{16}, Ctx: 128, LoRA: specs}); err != nil {
+				t.Fatal(err)
+			}
+			e, err := engine.Open(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			return allLogits(t, e, nil, 0, tokens)
+		}
+		want := logitsOf(paths["hf"], []lora.Spec{{Path: peft, Scale: 1}})
+		moved := lora.MaxDiff(logitsOf(paths["hf"], nil), want)
+		if moved < 0.01 {
+			t.Errorf("%s: the adapter moves the logits by only %.3g", family, moved)
+		}
+		for _, base := range []string{"hf", "gguf"} {
+			cost := lora.MaxDiff(logitsOf(paths[base], nil), logitsOf(paths["hf"], nil))
+			tol := 2e-5 + 2*cost
+			out := filepath.Join(t.TempDir(), base+".aot")
+			if err := compile.CompileFile(paths[base], out, compile.Options{ARLens: []int{16}, Ctx: 128}); err != nil {
+				t.Fatal(err)
+			}
+			e, err := engine.Open(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ad := range []string{peft, gg} {
+				d := lora.MaxDiff(logitsOf(paths[base], []lora.Spec{{Path: ad, Scale: 1}}), want)
+				r, err := lora.ForEngine(e, filepath.Base(ad), ad, 1, engine.AdapterF32)
+				if err != nil {
+					t.Fatalf("%s %s base, adapter %s: %v", family, base, filepath.Base(ad), err)
+				}
+				dr := lora.MaxDiff(allLogits(t, e, r, 1, tokens), want)
+				t.Logf("%s %s base, adapter %s: merged %.3g, run time %.3g from the PEFT adapter merged into the folder (the base costs %.3g; the adapter moves the logits by %.3g)", family, base, filepath.Base(ad), d, dr, cost, moved)
+				if d > tol || dr > tol {
+					t.Errorf("%s %s base, adapter %s: merged %.3g, run time %.3g from the PEFT adapter merged into the folder, over %.3g", family, base, filepath.Base(ad), d, dr, tol)
+				}
+			}
+			e.Close()
+		}
 	}
 }

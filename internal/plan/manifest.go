@@ -35,6 +35,11 @@ type Manifest struct {
 	// Recipe is the quantization recipe of the weights (quant.ParseRecipe
 	// reads it), absent for float weights.
 	Recipe json.RawMessage `json:"recipe,omitempty"`
+	// Rotation records the rotations folded into the weights (R1, R2:
+	// internal/rotate's Report, with the norm gains R1 folded), which
+	// run-time adapters for the unrotated model are mapped through;
+	// absent when none was folded.
+	Rotation json.RawMessage `json:"rotation,omitempty"`
 	// Generation holds the model's generation defaults (temperature,
 	// top_p, top_k, repetition_penalty, ...) as its generation_config.json
 	// gives them.

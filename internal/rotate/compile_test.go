@@ -1,4 +1,4 @@
-package rotate
+package rotate_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/aotlm/aotlm"
 	"github.com/aotlm/aotlm/internal/compile"
 	"github.com/aotlm/aotlm/internal/quant"
+	"github.com/aotlm/aotlm/internal/rotate"
 	"github.com/aotlm/aotlm/internal/testutil"
 )
 
@@ -25,11 +26,11 @@ func TestRotationThroughCompile(t *testing.T) {
 		{"qwen2", "arch/qwen2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			m := load(t, testutil.Path(t, c.path))
+			m := rotate.Load(t, testutil.Path(t, c.path))
 			ids := []int{1, 5, 9, 2, 7, 3, 8, 4, 6, 10, 11, 3, 12, 14, 15, 2, 9}
-			want := logits(t, m, ids)
-			opts := Options{R1: quant.RotationRandom, R2: quant.RotationRandom, R3: quant.RotationHadamard, R4: quant.RotationHadamard, Seed: 3}
-			if _, err := Apply(m, opts); err != nil {
+			want := rotate.Logits(t, m, ids)
+			opts := rotate.Options{R1: quant.RotationRandom, R2: quant.RotationRandom, R3: quant.RotationHadamard, R4: quant.RotationHadamard, Seed: 3}
+			if _, err := rotate.Apply(m, opts); err != nil {
 				t.Fatal(err)
 			}
 			out := filepath.Join(t.TempDir(), "r.aot")

@@ -21,4 +21,8 @@
 // refused with the reason: a norm between a linear and the residual add
 // (Gemma 3's sandwich norms), LayerNorm (RWKV-7), values that are not a
 // plain projection.
+//
+// Apply's Report records what a low-rank adapter for the unrotated model
+// needs to follow the rotations (the norm gains R1 folded, the linears
+// each rotation changed); AdapterMap maps an adapter's pairs with it.
 package rotate

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 
 	"github.com/aotlm/aotlm/internal/arch"
 	"github.com/aotlm/aotlm/internal/graph"
@@ -35,6 +36,33 @@ type Report struct {
 	R4Block int                `json:"r4_block,omitempty"`
 	// Down is the number of down projections whose weights hold W·B (R4).
 	Down int `json:"down_rotated,omitempty"`
+	// What an adapter for the unrotated model needs (see AdapterMap):
+	// Dim is R1's size (the residual stream's width); Gains holds, by
+	// norm gain weight, the factors R1 folded into the columns of the
+	// linears reading that norm (gain plus the norm's offset) before
+	// resetting the gain, and Folded names, by linear weight, the norm
+	// gain folded into it; R1In and R1Out list the linears whose columns
+	// (W·Q) and rows (Qᵀ·W) R1 rotated; R2Layers the attention layers R2
+	// rotated, in the order their rotations were drawn.
+	Dim      int                  `json:"r1_dim,omitempty"`
+	Gains    map[string][]float32 `json:"folded_gains,omitempty"`
+	Folded   map[string]string    `json:"folded_into,omitempty"`
+	R1In     []string             `json:"r1_inputs,omitempty"`
+	R1Out    []string             `json:"r1_outputs,omitempty"`
+	R2Layers []R2Layer            `json:"r2_layers,omitempty"`
+}
+
+// R2Layer is one attention layer R2 rotated: the value projection V,
+// whose rows Lo + h·HeadDim .. of each of its KVHeads heads hold Hᵀ·W,
+// and the output projection O, whose columns of each of its Heads heads
+// hold W·H.
+type R2Layer struct {
+	V       string `json:"v"`
+	Lo      int    `json:"lo,omitempty"`
+	KVHeads int    `json:"kv_heads"`
+	O       string `json:"o"`
+	Heads   int    `json:"heads"`
+	HeadDim int    `json:"head_dim"`
 }
 
 // Hadamard is an orthogonal transform x -> x Q with Q = diag(Signs) B,
@@ -176,7 +204,7 @@ func Apply(m *arch.Model, opts Options) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		n, err := r1(g, w, mut, opts.R1, rng)
+		n, err := r1(g, w, mut, opts.R1, rng, rep)
 		if err != nil {
 			return nil, err
 		}
@@ -187,7 +215,7 @@ func Apply(m *arch.Model, opts Options) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		n, err := r2(g, w, mut, opts.R2, rng)
+		n, err := r2(g, w, mut, opts.R2, rng, rep)
 		if err != nil {
 			return nil, err
 		}
@@ -267,7 +295,7 @@ func sameShape(a, b []int) bool {
 }
 
 // r1 rotates the residual stream; it returns the number of linears changed.
-func r1(g *graph.Graph, w map[string][]float32, mut func(string) []float32, kind quant.RotationKind, rng *rand.Rand) (int, error) {
+func r1(g *graph.Graph, w map[string][]float32, mut func(string) []float32, kind quant.RotationKind, rng *rand.Rand, rep *Report) (int, error) {
 	consumers := make([][]int, len(g.Nodes))
 	uses := map[string]int{}
 	for i, n := range g.Nodes {
@@ -402,10 +430,19 @@ func r1(g *graph.Graph, w map[string][]float32, mut func(string) []float32, kind
 		}
 	}
 	changed := map[int]bool{}
+	rep.Dim, rep.Gains, rep.Folded = D, map[string][]float32{}, map[string]string{}
 	// fold the norm gains into the linears reading them, then set them to 1
 	for l, ni := range gainOf {
 		nn := g.Nodes[ni]
 		gain := w[nn.Weight]
+		if rep.Gains[nn.Weight] == nil {
+			f := make([]float32, len(gain))
+			for j, v := range gain {
+				f[j] = v + nn.Offset
+			}
+			rep.Gains[nn.Weight] = f
+		}
+		rep.Folded[g.Nodes[l].Weight] = nn.Weight
 		wl := mut(g.Nodes[l].Weight)
 		k := len(gain)
 		for j := range wl {
@@ -429,7 +466,9 @@ func r1(g *graph.Graph, w map[string][]float32, mut func(string) []float32, kind
 		}
 		q.rightCols(wl, k, 0, 1)
 		changed[l] = true
+		rep.R1In = append(rep.R1In, n.Weight)
 	}
+	slices.Sort(rep.R1In)
 	for l := range outRot {
 		n := g.Nodes[l]
 		if n.Cols != D {
@@ -441,7 +480,9 @@ func r1(g *graph.Graph, w map[string][]float32, mut func(string) []float32, kind
 			q.Right(mut(n.Bias))
 		}
 		changed[l] = true
+		rep.R1Out = append(rep.R1Out, n.Weight)
 	}
+	slices.Sort(rep.R1Out)
 	for _, n := range g.Nodes {
 		if n.Op == op.Embed {
 			q.rightCols(mut(n.Weight), D, 0, 1)
@@ -452,7 +493,7 @@ func r1(g *graph.Graph, w map[string][]float32, mut func(string) []float32, kind
 
 // r2 rotates each attention layer's values and output projection columns
 // per head; it returns the number of attention layers changed.
-func r2(g *graph.Graph, w map[string][]float32, mut func(string) []float32, kind quant.RotationKind, rng *rand.Rand) (int, error) {
+func r2(g *graph.Graph, w map[string][]float32, mut func(string) []float32, kind quant.RotationKind, rng *rand.Rand, rep *Report) (int, error) {
 	consumers := make([][]int, len(g.Nodes))
 	uses := map[string]int{}
 	for i, n := range g.Nodes {
@@ -524,6 +565,7 @@ func r2(g *graph.Graph, w map[string][]float32, mut func(string) []float32, kind
 			return refuse(i, fmt.Sprintf("output projection reads %d columns, the heads give %d", k, a.Heads*E))
 		}
 		h.rightCols(wo, k, 0, a.Heads)
+		rep.R2Layers = append(rep.R2Layers, R2Layer{V: vn.Weight, Lo: lo, KVHeads: a.KVHeads, O: on.Weight, Heads: a.Heads, HeadDim: E})
 		count++
 	}
 	return count, nil
