@@ -148,7 +148,10 @@ func TestKVQ4CentersRefused(t *testing.T) {
 		name, want string
 		edit       func(kc map[string]any)
 	}{
-		{"layers", "center layers", func(kc map[string]any) { kc["k_means"] = kc["k_means"].([]any)[:1]; kc["v_means"] = kc["v_means"].([]any)[:1] }},
+		{"layers", "center layers", func(kc map[string]any) {
+			kc["k_means"] = kc["k_means"].([]any)[:1]
+			kc["v_means"] = kc["v_means"].([]any)[:1]
+		}},
 		{"length", "centers for", func(kc map[string]any) { kc["v_means"].([]any)[0] = []any{1, 2, 3} }},
 	} {
 		p := takeApart(t, path)
