@@ -28,5 +28,6 @@ func main() {
 	genColumns()
 	genColumnsRow()
 	genRowF16()
+	genKVQ4()
 	Generate()
 }
