@@ -159,6 +159,10 @@ func cacheKey(path string, opts Options) (string, error) {
 		gw = GGUFNative
 	}
 	fmt.Fprintf(h, "ar=%v ctx=%d clamp=%v kv=%s calib=%s float-act=%v gguf=%s\n", lens, opts.Ctx, opts.ClampCtx, opts.KV, opts.CalibText, opts.FloatActivations, gw)
+	if plan.IsKVQ4(opts.KV) {
+		// a 4-bit cache's centers come from CenterCalibTokens tokens
+		fmt.Fprintf(h, "kv-centers=%d\n", CenterCalibTokens)
+	}
 	// an encoder compiled with the default storage is that storage's
 	fmt.Fprintf(h, "vision-default=%s\n", DefaultVisionWeights)
 	if opts.MMProj != "" || opts.VisionWeights != "" {

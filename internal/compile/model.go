@@ -43,9 +43,11 @@ type Options struct {
 	Tokenizer string
 	// KV is the cache storage: "" or "f32" (float32), "f16", "q4" or "q4v"
 	// (4-bit rows rotated per head, plan.KVCacheQ4 and plan.KVCacheQ4V;
-	// the head dimension must be a power of two), or "u8" (see plan.KVCache), whose scales come from a
-	// calibration pass of the float32 graph over CalibIDs (or a
-	// self-generated sequence when it is empty; see calibrateKV).
+	// the head dimension must be a power of two), or "u8" (see
+	// plan.KVCache). A "u8" cache's scales and a 4-bit cache's centers
+	// come from a calibration pass of the float32 graph over CalibIDs (or
+	// a self-generated sequence when it is empty; see calibrateKV and
+	// centerKV).
 	// A model without attention (RWKV-7) has no KV cache; KV is then
 	// ignored.
 	KV       string
@@ -244,25 +246,31 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 		// float32 and the cache dtype has nothing to apply to
 		kv = ""
 	}
-	switch kv {
-	case "", "f32":
-	case plan.KVCacheU8:
+	// calib runs the float32 graph interpreter over the calibration ids:
+	// the model is read whole for it and dropped before the weights are
+	// written
+	calib := func(run func(g *graph.Graph, w graph.Weights, ids []int) (*plan.KVCache, error)) (*plan.KVCache, error) {
 		ids := opts.CalibIDs
 		if opts.CalibText != "" {
 			if ids, err = calibTokens(opts.CalibText, src.Tokenizer, trained.Vocab); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		// the interpreter runs over the float32 model: it is read whole
-		// for the calibration and dropped before the weights are written
 		w, err := floats()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := graph.NewInterpreter(g, w, 1); err != nil {
-			return fmt.Errorf("compile: %w", err)
+			return nil, fmt.Errorf("compile: %w", err)
 		}
-		if in.KVCache, err = calibrateKV(g, w, ids, trained.BOS, ctx); err != nil {
+		return run(g, w, ids)
+	}
+	switch kv {
+	case "", "f32":
+	case plan.KVCacheU8:
+		if in.KVCache, err = calib(func(g *graph.Graph, w graph.Weights, ids []int) (*plan.KVCache, error) {
+			return calibrateKV(g, w, ids, trained.BOS, ctx)
+		}); err != nil {
 			return err
 		}
 	case plan.KVCacheF16:
@@ -271,7 +279,11 @@ func compileModel(trained arch.Config, ws WeightSource, floats func() (graph.Wei
 		if err := checkQ4Heads(g, kv); err != nil {
 			return err
 		}
-		in.KVCache = &plan.KVCache{DType: kv}
+		if in.KVCache, err = calib(func(g *graph.Graph, w graph.Weights, ids []int) (*plan.KVCache, error) {
+			return centerKV(g, w, kv, ids, trained.BOS, ctx)
+		}); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("compile: kv cache dtype %q is not f32, f16, u8, q4 or q4v", opts.KV)
 	}

@@ -176,8 +176,8 @@ func storeRow(a *attnArgs, i, slot int) {
 	case a.Kq != nil:
 		R := kernel.KVQ4RowBytes(E)
 		at = (g*a.stride + slot) * R
-		storeQ4(a.Kq[at:at+R], k, a.rotK)
-		storeQ4(a.Vq[at:at+R], v, true)
+		storeQ4(a.Kq[at:at+R], k, headCenter(a.kmu, g, E), a.rotK)
+		storeQ4(a.Vq[at:at+R], v, headCenter(a.vmu, g, E), true)
 	case a.Ku != nil:
 		sk, sv := headScale(a.ks, g), headScale(a.vs, g)
 		kr, vr := a.Ku[at:at+E], a.Vu[at:at+E]
@@ -258,17 +258,32 @@ func headScratch(buf *[kvq4Stack]float32, E int) []float32 {
 	return make([]float32, E)
 }
 
-// storeQ4 stores the E values x as the 4-bit row dst, rotated
-// (kernel.RotateHead, on a copy) when rotate is set.
-func storeQ4(dst []uint8, x []float32, rotate bool) {
-	if !rotate {
+// headCenter returns key/value head g's E values of the centers mu, or
+// nil when there are none.
+func headCenter(mu []float32, g, E int) []float32 {
+	if mu == nil {
+		return nil
+	}
+	return mu[g*E : (g+1)*E]
+}
+
+// storeQ4 stores the E values x as the 4-bit row dst, less the center mu
+// (when not nil) and rotated (kernel.RotateHead) when rotate is set, on a
+// copy.
+func storeQ4(dst []uint8, x, mu []float32, rotate bool) {
+	if !rotate && mu == nil {
 		kernel.QuantizeKVQ4(dst, x)
 		return
 	}
 	var buf [kvq4Stack]float32
 	y := headScratch(&buf, len(x))
 	copy(y, x)
-	kernel.RotateHead(y)
+	if mu != nil {
+		kernel.Axpy(y, -1, mu)
+	}
+	if rotate {
+		kernel.RotateHead(y)
+	}
 	kernel.QuantizeKVQ4(dst, y)
 }
 
@@ -277,7 +292,7 @@ func storeQ4(dst []uint8, x []float32, rotate bool) {
 // t, whose slots start at first: the query is rotated as the keys were
 // (when they were, rotK), so its scores are those of the unrotated
 // values; the softmax-weighted sum of the rotated value rows is rotated
-// back. oh starts at zero.
+// back, and the values' center added (a.vmu). oh starts at zero.
 func (a *attnArgs) attendQ4(oh, qh, sc []float32, row, t, first int) {
 	E := a.E
 	R := kernel.KVQ4RowBytes(E)
@@ -302,6 +317,10 @@ func (a *attnArgs) attendQ4(oh, qh, sc []float32, row, t, first int) {
 	}
 	kernel.RotateHead(oh)
 	kernel.Scale(oh, oh, inv)
+	if a.vmu != nil {
+		g := row / a.stride
+		kernel.Add(oh, oh, a.vmu[g*E:(g+1)*E])
+	}
 }
 
 // attnTile is the most (head, row) items attendTile takes at once: the

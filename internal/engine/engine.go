@@ -327,6 +327,9 @@ func (e *Engine) resolveSteps(p *plan.Plan, vision bool) (*program, error) {
 			if err := kernel.CheckKVQ4(st.Attn.HeadDim); err != nil {
 				return nil, fmt.Errorf("step %d (%s): manifest.kv_cache: %w", i, st.Name, err)
 			}
+			if err := checkKVMeans(e.manifest.KVCache, st.Attn.Layer, p.KV.Layers, st.Attn.KVHeads*st.Attn.HeadDim); err != nil {
+				return nil, fmt.Errorf("step %d (%s): %w", i, st.Name, err)
+			}
 		}
 		if st.Op == op.Attention && e.manifest.KVCache != nil && e.manifest.KVCache.DType == plan.KVCacheU8 {
 			kc, a := e.manifest.KVCache, st.Attn
@@ -556,3 +559,21 @@ func (e *Engine) Blob(name string) ([]byte, error) { return e.art.Blob(name) }
 // pass carries in Pass.Positions: the most any RoPE step reads (3 for
 // Qwen2-VL's M-RoPE; 1 for plain RoPE).
 func (e *Engine) PosComponents() int { return max(e.posComps, 1) }
+
+// checkKVMeans checks a 4-bit cache's centers, when it has them: one row
+// per cache layer of the plan (layers), and n = G*E values in layer's.
+func checkKVMeans(kc *plan.KVCache, layer, layers, n int) error {
+	if len(kc.KMean) == 0 && len(kc.VMean) == 0 {
+		return nil
+	}
+	if len(kc.KMean) != layers || len(kc.VMean) != layers {
+		return fmt.Errorf("manifest.kv_cache: %d key and %d value center layers, the plan has %d", len(kc.KMean), len(kc.VMean), layers)
+	}
+	if layer < 0 || layer >= layers {
+		return fmt.Errorf("manifest.kv_cache: layer %d is outside the plan's %d", layer, layers)
+	}
+	if len(kc.KMean[layer]) != n || len(kc.VMean[layer]) != n {
+		return fmt.Errorf("manifest.kv_cache: layer %d has %d key and %d value centers for %d key/value head channels", layer, len(kc.KMean[layer]), len(kc.VMean[layer]), n)
+	}
+	return nil
+}

@@ -211,4 +211,8 @@ type attnArgs struct {
 	// kernel.RotateHead, and of keys rotated too when rotK is set.
 	Kq, Vq []uint8
 	rotK   bool
+	// kmu and vmu are a 4-bit cache's centers, [G*E] (nil: none): kmu is
+	// subtracted from a key and vmu from a value before they are stored,
+	// and vmu added back to the attention output.
+	kmu, vmu []float32
 }

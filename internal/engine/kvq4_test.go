@@ -220,3 +220,136 @@ func relRMS(got []float32, want []float64) float64 {
 	}
 	return math.Sqrt(d / n)
 }
+
+// q4Shifted returns x (rows of G*E values) with the centers mu ([G*E])
+// added to every row.
+func q4Shifted(x, mu []float32) []float32 {
+	out := make([]float32, len(x))
+	for i := range x {
+		out[i] = x[i] + mu[i%len(mu)]
+	}
+	return out
+}
+
+// TestQ4CenteredAttentionExact: with centers (kmu, vmu) the attention
+// over a 4-bit cache matches a float64 loop over the values the cache's
+// rows stand for plus the centers, within 1e-5 relative to the largest
+// output: the centers are subtracted before the rotation and the value
+// center added back after the weighted sum. Keys rotated and not.
+func TestQ4CenteredAttentionExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	for _, c := range []struct {
+		H, G, E, P, T int
+		rotK          bool
+	}{
+		{6, 2, 32, 120, 5, true}, {8, 2, 64, 90, 1, true}, {6, 2, 32, 120, 5, false}, {8, 4, 8, 40, 1, false},
+	} {
+		name := fmt.Sprintf("H%d G%d E%d P%d T%d rotK %v", c.H, c.G, c.E, c.P, c.T, c.rotK)
+		kmu, vmu := randFloats(r, c.G*c.E, 3), randFloats(r, c.G*c.E, 3)
+		k := q4Shifted(randFloats(r, c.P*c.G*c.E, 2), kmu)
+		v := q4Shifted(randFloats(r, c.P*c.G*c.E, 1), vmu)
+		a := q4CaseCentered(c.H, c.G, c.E, c.P, c.T, k, v, kmu, vmu, c.rotK)
+		a.q = randFloats(r, c.T*c.H*c.E, 1)
+		a.out = make([]float32, c.T*c.H*c.E)
+		attendItems(&a, 0, c.T*c.H, make([]float32, attnTile*a.stride))
+		plus := func(x []float64, mu []float32, g int) []float64 {
+			for e := range x {
+				x[e] += float64(mu[g*c.E+e])
+			}
+			return x
+		}
+		want := attentionRef(c.H, c.G, c.E, c.P, c.T, float64(a.scale), a.q,
+			func(g, s int) []float64 { return plus(q4Row(a.Kq, a.stride, c.E, g, s, c.rotK), kmu, g) },
+			func(g, s int) []float64 { return plus(q4Row(a.Vq, a.stride, c.E, g, s, true), vmu, g) })
+		var top float64
+		for _, w := range want {
+			top = max(top, math.Abs(w))
+		}
+		for i, w := range want {
+			if d := math.Abs(float64(a.out[i]) - w); !(d <= 1e-5*top) {
+				t.Fatalf("%s: out[%d] = %g, want %g", name, i, a.out[i], w)
+			}
+		}
+	}
+}
+
+// q4CaseCentered is q4Case with the centers kmu and vmu.
+func q4CaseCentered(H, G, E, P, T int, k, v, kmu, vmu []float32, rotK bool) attnArgs {
+	R := kernel.KVQ4RowBytes(E)
+	stride := P + 3
+	a := attnArgs{H: H, G: G, E: E, T: P, stride: stride, C: G * E, scale: float32(1 / math.Sqrt(float64(E))),
+		k: k, v: v, Kq: make([]uint8, G*stride*R), Vq: make([]uint8, G*stride*R), rotK: rotK, kmu: kmu, vmu: vmu}
+	storeRows(&a, 0, P*G)
+	a.T, a.pos, a.k, a.v = T, P-T, nil, nil
+	return a
+}
+
+// TestCenteringKeepsAttention: over float32 keys and values, attention
+// over the keys less a constant vector and the values less another, with
+// the latter added back to the output, equals the plain attention within
+// 1e-5 relative to the largest output (float64 sums): the shift moves all
+// of a query's scores alike and the weights sum to 1.
+func TestCenteringKeepsAttention(t *testing.T) {
+	const H, G, E, P, T = 8, 2, 32, 200, 3
+	r := rand.New(rand.NewPCG(41, 42))
+	kmu, vmu := randFloats(r, G*E, 4), randFloats(r, G*E, 4)
+	k := q4Shifted(randFloats(r, P*G*E, 2), kmu)
+	v := q4Shifted(randFloats(r, P*G*E, 1), vmu)
+	q := randFloats(r, T*H*E, 1)
+	scale := 1 / math.Sqrt(E)
+	row := func(x []float32, mu []float32, g, s int) []float64 {
+		out := f64(x[(s*G+g)*E : (s*G+g+1)*E])
+		if mu != nil {
+			for e := range out {
+				out[e] -= float64(mu[g*E+e])
+			}
+		}
+		return out
+	}
+	plain := attentionRef(H, G, E, P, T, scale, q,
+		func(g, s int) []float64 { return row(k, nil, g, s) },
+		func(g, s int) []float64 { return row(v, nil, g, s) })
+	centered := attentionRef(H, G, E, P, T, scale, q,
+		func(g, s int) []float64 { return row(k, kmu, g, s) },
+		func(g, s int) []float64 { return row(v, vmu, g, s) })
+	var top float64
+	for _, w := range plain {
+		top = max(top, math.Abs(w))
+	}
+	for i := range plain {
+		g := (i / E % H) / (H / G)
+		got := centered[i] + float64(vmu[g*E+i%E])
+		if d := math.Abs(got - plain[i]); !(d <= 1e-5*top) {
+			t.Fatalf("out[%d]: centered %g, plain %g", i, got, plain[i])
+		}
+	}
+}
+
+// TestQ4CenteringError: keys and values with a large per-channel offset
+// (as trained models have): the 4-bit cache's attention output is closer
+// to the exact float64 attention with the offsets as centers than
+// without, by at least a factor of 2 (both errors logged).
+func TestQ4CenteringError(t *testing.T) {
+	const H, G, E, P, T = 8, 2, 32, 600, 4
+	r := rand.New(rand.NewPCG(51, 52))
+	kmu, vmu := randFloats(r, G*E, 6), randFloats(r, G*E, 6)
+	k := q4Shifted(randKV(r, P*G*E), kmu)
+	v := q4Shifted(randKV(r, P*G*E), vmu)
+	q := randKV(r, T*H*E)
+	want := attentionRef(H, G, E, P, T, 1/math.Sqrt(E), q,
+		func(g, s int) []float64 { return f64(k[(s*G+g)*E : (s*G+g+1)*E]) },
+		func(g, s int) []float64 { return f64(v[(s*G+g)*E : (s*G+g+1)*E]) })
+	for _, rotK := range []bool{true, false} {
+		var errs [2]float64
+		for i, mu := range [][2][]float32{{nil, nil}, {kmu, vmu}} {
+			a := q4CaseCentered(H, G, E, P, T, k, v, mu[0], mu[1], rotK)
+			a.q, a.out = q, make([]float32, T*H*E)
+			attendItems(&a, 0, T*H, make([]float32, attnTile*a.stride))
+			errs[i] = relRMS(a.out, want)
+		}
+		t.Logf("keys rotated %v: relative RMS error %.4f uncentered, %.4f centered", rotK, errs[0], errs[1])
+		if !(errs[1]*2 <= errs[0]) {
+			t.Errorf("keys rotated %v: centered error %.4f is not at most half the uncentered %.4f", rotK, errs[1], errs[0])
+		}
+	}
+}

@@ -113,3 +113,57 @@ func TestBadQuantizedRefused(t *testing.T) {
 	}
 	e.Close()
 }
+
+// TestKVQ4CentersRefused: a 4-bit cache compiled from the tiny model has
+// centers for every layer, G*E values each, not all zero; an artifact
+// whose centers miss a layer or have the wrong length is refused with a
+// message naming them.
+func TestKVQ4CentersRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "q4.aot")
+	if err := compile.CompileModel(tinyModel(t), compile.Source{}, compile.Options{ARLens: []int{4}, Ctx: 32, KV: "q4"}, path); err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := e.Manifest().KVCache
+	e.Close()
+	if kc == nil || len(kc.KMean) == 0 || len(kc.KMean) != len(kc.VMean) {
+		t.Fatalf("4-bit cache %+v: want centers for every layer", kc)
+	}
+	var nonzero bool
+	for l := range kc.KMean {
+		if len(kc.KMean[l]) != len(kc.KMean[0]) || len(kc.VMean[l]) != len(kc.KMean[0]) || len(kc.KMean[0]) == 0 {
+			t.Fatalf("layer %d: %d key and %d value centers, layer 0 %d", l, len(kc.KMean[l]), len(kc.VMean[l]), len(kc.KMean[0]))
+		}
+		for i := range kc.KMean[l] {
+			nonzero = nonzero || kc.KMean[l][i] != 0 || kc.VMean[l][i] != 0
+		}
+	}
+	if !nonzero {
+		t.Fatal("every center is 0")
+	}
+	for _, c := range []struct {
+		name, want string
+		edit       func(kc map[string]any)
+	}{
+		{"layers", "center layers", func(kc map[string]any) {
+			kc["k_means"] = kc["k_means"].([]any)[:1]
+			kc["v_means"] = kc["v_means"].([]any)[:1]
+		}},
+		{"length", "centers for", func(kc map[string]any) { kc["v_means"].([]any)[0] = []any{1, 2, 3} }},
+	} {
+		p := takeApart(t, path)
+		c.edit(p.manifest["kv_cache"].(map[string]any))
+		e, err := engine.Open(p.write(t, t.TempDir()))
+		if err == nil {
+			e.Close()
+			t.Errorf("%s: accepted", c.name)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %q does not mention %q", c.name, err, c.want)
+		}
+	}
+}

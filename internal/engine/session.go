@@ -1024,7 +1024,12 @@ func (s *Session) cacheLayer(a *attnArgs, l int) {
 	switch {
 	case s.kq != nil:
 		a.Kq, a.Vq = s.kq[l], s.vq[l]
-		a.rotK = s.e.manifest.KVCache.DType == plan.KVCacheQ4
+		kc := s.e.manifest.KVCache
+		a.rotK = kc.DType == plan.KVCacheQ4
+		a.kmu, a.vmu = nil, nil
+		if len(kc.KMean) > l {
+			a.kmu, a.vmu = kc.KMean[l], kc.VMean[l]
+		}
 	case s.ku != nil:
 		kc := s.e.manifest.KVCache
 		a.Ku, a.Vu, a.ks, a.vs = s.ku[l], s.vu[l], kc.K[l], kc.V[l]

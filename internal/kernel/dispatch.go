@@ -12,6 +12,8 @@ var (
 	axpyImpl       = axpyGeneric
 	dotF16Impl     = dotF16Generic
 	axpyF16Impl    = axpyF16Generic
+	dotKVQ4Impl    = dotKVQ4Generic
+	axpyKVQ4Impl   = axpyKVQ4Generic
 	siluImpl       = siluGeneric
 	siluMulImpl    = siluMulGeneric
 	expSubImpl     = expSubGeneric
@@ -75,18 +77,22 @@ type Overlay struct {
 	Dot        func(a, b []float32) float32
 	Axpy       func(y []float32, alpha float32, x []float32)
 	DotF16     func(a []float32, b []uint16) float32
-	AxpyF16    func(y []float32, alpha float32, x []uint16)
-	SiLU       func(dst, x []float32)
-	SiLUMul    func(dst, gate, up []float32)
-	ExpSub     func(x []float32, m float32) float32
-	GELUTanh   func(dst, x []float32)
-	Scale      func(dst, x []float32, s float32)
-	Max        func(x []float32) float32
-	Mul        func(dst, a, b []float32)
-	Add        func(dst, a, b []float32)
-	Butterfly  func(a, b []float32)
-	Rotate     func(a, b, cos, sin []float32)
-	DecayRows  func(dst, x, o, m, k, q []float32, decay float32, next []float32)
+	// DotKVQ4 and AxpyKVQ4 are kernel.DotKVQ4 and kernel.AxpyKVQ4 (on a
+	// row of the length their callers checked).
+	DotKVQ4   func(q []float32, src []uint8) float32
+	AxpyKVQ4  func(y []float32, alpha float32, src []uint8)
+	AxpyF16   func(y []float32, alpha float32, x []uint16)
+	SiLU      func(dst, x []float32)
+	SiLUMul   func(dst, gate, up []float32)
+	ExpSub    func(x []float32, m float32) float32
+	GELUTanh  func(dst, x []float32)
+	Scale     func(dst, x []float32, s float32)
+	Max       func(x []float32) float32
+	Mul       func(dst, a, b []float32)
+	Add       func(dst, a, b []float32)
+	Butterfly func(a, b []float32)
+	Rotate    func(a, b, cos, sin []float32)
+	DecayRows func(dst, x, o, m, k, q []float32, decay float32, next []float32)
 
 	AxpyRows    func(dst, alpha, x []float32, stride int)
 	DotRows     func(dst, w, y []float32, stride int)
@@ -182,6 +188,12 @@ func install() {
 		}
 		if o.AxpyF16 != nil {
 			axpyF16Impl = o.AxpyF16
+		}
+		if o.DotKVQ4 != nil {
+			dotKVQ4Impl = o.DotKVQ4
+		}
+		if o.AxpyKVQ4 != nil {
+			axpyKVQ4Impl = o.AxpyKVQ4
 		}
 		if o.SiLU != nil {
 			siluImpl = o.SiLU

@@ -1651,3 +1651,23 @@ func decayRowsVnni(dst *float32, x *float32, o *float32, m *float32, k *float32,
 //
 //go:noescape
 func decayRowsNTVnni(dst *float32, x *float32, o *float32, m *float32, k *float32, q *float32, decay float32, n int, rows int, stride int, ahead *float32)
+
+// dotKVQ4Avx2 returns the dot product of the 32*groups values q with the 4-bit row src of groups groups of 32 (kernel.DotKVQ4), groups > 0.
+//
+//go:noescape
+func dotKVQ4Avx2(q *float32, src *uint8, groups int) float32
+
+// axpyKVQ4Avx2 adds alpha times the values of the 4-bit row src of groups groups of 32 to the 32*groups values y (kernel.AxpyKVQ4), groups > 0.
+//
+//go:noescape
+func axpyKVQ4Avx2(y *float32, alpha float32, src *uint8, groups int)
+
+// dotKVQ4Vnni returns the dot product of the 32*groups values q with the 4-bit row src of groups groups of 32 (kernel.DotKVQ4), groups > 0.
+//
+//go:noescape
+func dotKVQ4Vnni(q *float32, src *uint8, groups int) float32
+
+// axpyKVQ4Vnni adds alpha times the values of the 4-bit row src of groups groups of 32 to the 32*groups values y (kernel.AxpyKVQ4), groups > 0.
+//
+//go:noescape
+func axpyKVQ4Vnni(y *float32, alpha float32, src *uint8, groups int)

@@ -196,6 +196,11 @@ func DequantizeKVQ4(dst []float32, src []uint8) {
 // DotKVQ4 returns the dot product of the E = len(q) rotated query values
 // q with the values of the 4-bit row src: per group d*Σ c*q + m*Σ q.
 func DotKVQ4(q []float32, src []uint8) float32 {
+	return dotKVQ4Impl(q, src[:KVQ4RowBytes(len(q))])
+}
+
+// dotKVQ4Generic is DotKVQ4 in Go.
+func dotKVQ4Generic(q []float32, src []uint8) float32 {
 	E := len(q)
 	gs, half := KVQ4Group(E), KVQ4Group(E)/2
 	codes, meta := src[:E/2], src[E/2:KVQ4RowBytes(E)]
@@ -217,6 +222,11 @@ func DotKVQ4(q []float32, src []uint8) float32 {
 // AxpyKVQ4 adds alpha times the values of the 4-bit row src to the E =
 // len(y) values of y.
 func AxpyKVQ4(y []float32, alpha float32, src []uint8) {
+	axpyKVQ4Impl(y, alpha, src[:KVQ4RowBytes(len(y))])
+}
+
+// axpyKVQ4Generic is AxpyKVQ4 in Go.
+func axpyKVQ4Generic(y []float32, alpha float32, src []uint8) {
 	E := len(y)
 	gs, half := KVQ4Group(E), KVQ4Group(E)/2
 	codes, meta := src[:E/2], src[E/2:KVQ4RowBytes(E)]

@@ -151,3 +151,66 @@ func randKV(r *rand.Rand, n int, scale float32) []float32 {
 	}
 	return v
 }
+
+// TestOverlaysKVQ4: each supported overlay's DotKVQ4 and AxpyKVQ4 match
+// the Go references (dotKVQ4Generic, axpyKVQ4Generic) on random rows of
+// heads of 8 to 256 values, some with random code and meta bytes: the dot
+// within dotTolerance relative to Σ|q·x| over the row's values x, each
+// axpy output within 1e-5 relative to |y| + |alpha·x|; the axpy writes
+// nothing past its row.
+func TestOverlaysKVQ4(t *testing.T) {
+	r := rand.New(rand.NewPCG(61, 62))
+	for _, o := range supported(t) {
+		if o.DotKVQ4 == nil && o.AxpyKVQ4 == nil {
+			continue
+		}
+		t.Logf("overlay %s: 4-bit row kernels", o.Name)
+		for _, E := range []int{8, 16, 32, 64, 128, 256} {
+			R := KVQ4RowBytes(E)
+			for trial := range 30 {
+				src := make([]uint8, R)
+				if trial%3 == 2 {
+					for i := range src[:E/2] {
+						src[i] = uint8(r.IntN(256))
+					}
+					for g := 0; g < E/KVQ4Group(E); g++ {
+						d, m := tensor.F32ToF16(r.Float32()), tensor.F32ToF16(float32(r.NormFloat64()))
+						meta := src[E/2+4*g:]
+						meta[0], meta[1], meta[2], meta[3] = uint8(d), uint8(d>>8), uint8(m), uint8(m>>8)
+					}
+				} else {
+					QuantizeKVQ4(src, randKV(r, E, 2))
+				}
+				x := make([]float32, E)
+				DequantizeKVQ4(x, src)
+				q := randKV(r, E, 1)
+				if o.DotKVQ4 != nil {
+					var mag float64
+					for i := range q {
+						mag += math.Abs(float64(q[i] * x[i]))
+					}
+					got, want := o.DotKVQ4(q, src), dotKVQ4Generic(q, src)
+					if d := math.Abs(float64(got - want)); !(d <= dotTolerance*mag+1e-6) {
+						t.Fatalf("%s: DotKVQ4 E=%d trial %d: %g, want %g", o.Name, E, trial, got, want)
+					}
+				}
+				if o.AxpyKVQ4 != nil {
+					alpha := float32(r.NormFloat64())
+					y0 := append(randKV(r, E, 1), 12345)
+					y1 := append([]float32(nil), y0...)
+					axpyKVQ4Generic(y0[:E], alpha, src)
+					o.AxpyKVQ4(y1[:E], alpha, src)
+					if y1[E] != 12345 {
+						t.Fatalf("%s: AxpyKVQ4 E=%d wrote past its row", o.Name, E)
+					}
+					for i := range E {
+						tol := 1e-5 * (math.Abs(float64(y0[i])) + math.Abs(float64(alpha*x[i])))
+						if d := math.Abs(float64(y1[i] - y0[i])); !(d <= tol+1e-7) {
+							t.Fatalf("%s: AxpyKVQ4 E=%d trial %d: y[%d] = %g, want %g", o.Name, E, trial, i, y1[i], y0[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}

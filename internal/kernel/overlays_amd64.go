@@ -27,6 +27,8 @@ func archOverlays() []Overlay {
 			Axpy:     func(y []float32, alpha float32, x []float32) { axpyWith(axpyAvx2, 8, y, alpha, x) },
 			DotF16:   func(a []float32, b []uint16) float32 { return dotF16With(dotF16Avx2, 8, a, b) },
 			AxpyF16:  func(y []float32, alpha float32, x []uint16) { axpyF16With(axpyF16Avx2, 8, y, alpha, x) },
+			DotKVQ4:  func(q []float32, src []uint8) float32 { return dotKVQ4With(dotKVQ4Avx2, q, src) },
+			AxpyKVQ4: func(y []float32, alpha float32, src []uint8) { axpyKVQ4With(axpyKVQ4Avx2, y, alpha, src) },
 			ColumnsF16: func(dst []uint16, stride int, src []float32, ld, T, n int) {
 				columnsF16With(columnsF16Avx2, 8, dst, stride, src, ld, T, n)
 			},
@@ -47,6 +49,8 @@ func archOverlays() []Overlay {
 			Axpy:     func(y []float32, alpha float32, x []float32) { axpyWith(axpyVnni, 16, y, alpha, x) },
 			DotF16:   func(a []float32, b []uint16) float32 { return dotF16With(dotF16Vnni, 16, a, b) },
 			AxpyF16:  func(y []float32, alpha float32, x []uint16) { axpyF16With(axpyF16Vnni, 16, y, alpha, x) },
+			DotKVQ4:  func(q []float32, src []uint8) float32 { return dotKVQ4With(dotKVQ4Vnni, q, src) },
+			AxpyKVQ4: func(y []float32, alpha float32, src []uint8) { axpyKVQ4With(axpyKVQ4Vnni, y, alpha, src) },
 			ColumnsF16: func(dst []uint16, stride int, src []float32, ld, T, n int) {
 				columnsF16With(columnsF16Vnni, 16, dst, stride, src, ld, T, n)
 			},

@@ -176,3 +176,36 @@ func FuzzParseLayout(f *testing.F) {
 		}
 	})
 }
+
+// TestKVCacheCentersRefused: a 4-bit cache's centers must be finite and
+// given for as many layers for keys as for values; a binary16 or uint8
+// cache has none.
+func TestKVCacheCentersRefused(t *testing.T) {
+	ok := func() *KVCache {
+		return &KVCache{DType: KVCacheQ4, KMean: [][]float32{{0.1, -2}, {3, 4}}, VMean: [][]float32{{1, 2}, {0, 0}}}
+	}
+	cases := []struct {
+		field string
+		edit  func(c *KVCache)
+	}{
+		{"manifest.kv_cache", func(c *KVCache) { c.DType = KVCacheF16 }},
+		{"manifest.kv_cache", func(c *KVCache) { c.VMean = c.VMean[:1] }},
+		{"manifest.kv_cache.k_means[1][0]", func(c *KVCache) { c.KMean[1][0] = float32(inf()) }},
+		{"manifest.kv_cache.v_means[0][1]", func(c *KVCache) { c.VMean[0][1] = float32(inf() - inf()) }},
+		{"manifest.kv_cache", func(c *KVCache) {
+			c.DType, c.K, c.V = KVCacheU8, [][]float32{{1}, {1}}, [][]float32{{1}, {1}}
+		}},
+	}
+	for _, c := range cases {
+		m := Manifest{Format: ManifestFormat, Vocab: 10, Ctx: 8, BOS: -1, Plans: []PlanRef{{ARLen: 1, Blob: "p"}}, KVCache: ok()}
+		if err := m.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		c.edit(m.KVCache)
+		err := m.Validate()
+		var pe *Error
+		if !errors.As(err, &pe) || pe.Field != c.field {
+			t.Errorf("want field %s, got %v", c.field, err)
+		}
+	}
+}

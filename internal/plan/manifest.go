@@ -159,6 +159,16 @@ type KVCache struct {
 	// key/value head of that layer's attention).
 	K [][]float32 `json:"k_scales,omitempty"`
 	V [][]float32 `json:"v_scales,omitempty"`
+	// KMean and VMean are a 4-bit cache's centers, [layer][G*E] (per
+	// key/value head of that layer's attention, its E channels): the mean
+	// key (after the rotary embedding) and value of a calibration pass.
+	// The center is subtracted from every key and value before it is
+	// stored, and VMean added back to the attention output; a constant key
+	// shift moves all scores of a query alike, so neither changes the
+	// attention's result, only what the 4-bit rows have to span. Absent,
+	// the rows are stored uncentered.
+	KMean [][]float32 `json:"k_means,omitempty"`
+	VMean [][]float32 `json:"v_means,omitempty"`
 }
 
 // validate checks the dtype and that the scales are finite, non-negative
@@ -168,10 +178,16 @@ func (c *KVCache) validate() error {
 		if len(c.K) != 0 || len(c.V) != 0 {
 			return errf("manifest.kv_cache", "an %s cache has no scales", c.DType)
 		}
-		return nil
+		if c.DType == KVCacheF16 && (len(c.KMean) != 0 || len(c.VMean) != 0) {
+			return errf("manifest.kv_cache", "an %s cache has no centers", c.DType)
+		}
+		return c.validateMeans()
 	}
 	if c.DType != KVCacheU8 {
 		return errf("manifest.kv_cache.dtype", "%q is not %q, %q, %q or %q", c.DType, KVCacheU8, KVCacheF16, KVCacheQ4, KVCacheQ4V)
+	}
+	if len(c.KMean) != 0 || len(c.VMean) != 0 {
+		return errf("manifest.kv_cache", "an %s cache has no centers", c.DType)
 	}
 	if len(c.K) != len(c.V) || len(c.K) == 0 || len(c.K) > maxLayer {
 		return errf("manifest.kv_cache", "%d key and %d value layers", len(c.K), len(c.V))
@@ -187,6 +203,30 @@ func (c *KVCache) validate() error {
 			for h, x := range row {
 				if !finite32(x) || x < 0 {
 					return errf(fmt.Sprintf("manifest.kv_cache.%s[%d][%d]", kv.name, l, h), "%v is not a finite non-negative scale", x)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// validateMeans checks that a 4-bit cache's centers, when given, are
+// finite and given for the same layers.
+func (c *KVCache) validateMeans() error {
+	if len(c.KMean) != len(c.VMean) || len(c.KMean) > maxLayer {
+		return errf("manifest.kv_cache", "%d key and %d value center layers", len(c.KMean), len(c.VMean))
+	}
+	for _, kv := range []struct {
+		name string
+		s    [][]float32
+	}{{"k_means", c.KMean}, {"v_means", c.VMean}} {
+		for l, row := range kv.s {
+			if len(row) > MaxCols {
+				return errf(fmt.Sprintf("manifest.kv_cache.%s[%d]", kv.name, l), "%d values", len(row))
+			}
+			for h, x := range row {
+				if !finite32(x) {
+					return errf(fmt.Sprintf("manifest.kv_cache.%s[%d][%d]", kv.name, l, h), "%v is not finite", x)
 				}
 			}
 		}

@@ -29,5 +29,6 @@ func main() {
 	genColumnsRow()
 	genRowF16()
 	genDecayRows()
+	genKVQ4()
 	Generate()
 }
