@@ -244,3 +244,18 @@ func (m *Mask) MinBudget() int {
 	}
 	return max(best+1, m.minTokens(best))
 }
+
+// DoneWith reports whether the text fed so far and then token id, the
+// last one drawn (which Apply has not seen), is complete: a generation
+// that reached its token limit there holds a whole reply.
+func (m *Mask) DoneWith(id int) bool {
+	if m.broken || id < 0 || id >= len(m.tokens) {
+		return false
+	}
+	f, ok := m.r.(forker)
+	if !ok || !canFork(m.r) {
+		return false
+	}
+	r := f.fork()
+	return r.Feed(m.tokens[id]) && r.Done()
+}
