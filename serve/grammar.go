@@ -57,12 +57,9 @@ func grammarName(g *genFields) string {
 // a reply the constraint accepts: m is the reply's mask, before any
 // token; limit the request's limit (0: none, and budget is what the
 // context leaves after the prompt); field the limit's name in the
-// request; what the constraint ("the schema"). The minimum is the
-// budget under which the mask lets the reply start at all
-// (constrain.Mask.MinBudget: below it the reply could only be empty), so
-// a request it lets through may still end cut, with finish_reason
-// "length", when the model's tokens take more room than the shortest
-// reply's bytes.
+// request; what the constraint ("the schema"). The minimum is
+// constrain.Mask.MinBudget: the fewest whole tokens of a complete reply,
+// with which the mask keeps the reply complete.
 func (s *Server) checkRoom(m *constrain.Mask, limit, budget int, field, what string) *apiError {
 	need := m.MinBudget()
 	if need < 0 || budget >= need { // need < 0: the tokens cannot start one

@@ -230,11 +230,15 @@ func (s *Server) generateReply(ctx context.Context, sl *slot, j job, cons *const
 // finish is the finish_reason of a generation under the constraints: a
 // constrained reply that stopped before its format was complete (the
 // token limit left no room for a valid one) ends with "length", never
-// with an empty "stop".
+// with an empty "stop"; one whose last token, at the limit, completed
+// its format ends with "stop", as only the end of the reply could follow.
 func (c *constraints) finish(res *aotlm.Result) string {
 	f := finishReason(res.StopReason)
-	if f == "stop" && c.mask != nil && !c.mask.Done() {
+	switch {
+	case f == "stop" && c.mask != nil && !c.mask.Done():
 		return "length"
+	case res.StopReason == aotlm.StopLength && c.mask != nil && len(res.IDs) > 0 && c.mask.DoneWith(res.IDs[len(res.IDs)-1]):
+		return "stop"
 	}
 	return f
 }

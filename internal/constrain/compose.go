@@ -133,11 +133,16 @@ func (s *sequence) Try(b []byte, closing bool) (int, bool) {
 // Choice returns a recognizer of what any of rs recognizes (for
 // instance a call of any one of several tools). It owns rs.
 func Choice(rs ...Recognizer) Recognizer {
-	return &choice{alts: rs}
+	tags := make([]int, len(rs))
+	for i := range tags {
+		tags[i] = i
+	}
+	return &choice{alts: rs, tags: tags}
 }
 
 type choice struct {
 	alts []Recognizer // the alternatives still possible
+	tags []int        // the place in the first list of each of alts
 }
 
 func (c *choice) Done() bool {
@@ -168,14 +173,14 @@ func (c *choice) Growth() int {
 }
 
 func (c *choice) Feed(b []byte) bool {
-	alive := c.alts[:0]
-	for _, r := range c.alts {
+	alive, tags := c.alts[:0], c.tags[:0]
+	for i, r := range c.alts {
 		if r.Feed(b) {
-			alive = append(alive, r)
+			alive, tags = append(alive, r), append(tags, c.tags[i])
 		}
 	}
 	clear(c.alts[len(alive):])
-	c.alts = alive
+	c.alts, c.tags = alive, tags
 	return len(alive) > 0
 }
 

@@ -312,6 +312,7 @@ type gframe struct {
 	succDone   bool
 	emark      uint32 // the expansion that last reached this frame
 	omark      uint32 // the step that last output this frame
+	id         uint32 // the frame's number in its arena, for state keys
 }
 
 type gframeKey struct {
@@ -326,6 +327,7 @@ type arena struct {
 	g          *Grammar
 	own        map[gframeKey]*gframe
 	egen, ogen uint32
+	nid        uint32 // frames made
 }
 
 // GrammarRecognizer recognizes the prefixes of the strings of a
@@ -333,16 +335,16 @@ type arena struct {
 // not safe for concurrent use.
 type GrammarRecognizer struct {
 	g      *Grammar
-	stacks []*gframe // live parses; the top of each is a character set
-	accept bool      // a parse is complete
-	pend   []byte    // the bytes of an unfinished character
-	a      arena
+	stacks []*gframe    // live parses; the top of each is a character set
+	accept bool         // a parse is complete
+	pend   []byte       // the bytes of an unfinished character
+	a      *arena       // shared by the recognizer's forks
 	bufs   [2][]*gframe // Try's stacks
 }
 
 // NewGrammarRecognizer returns a recognizer at the start of g's root.
 func NewGrammarRecognizer(g *Grammar) *GrammarRecognizer {
-	r := &GrammarRecognizer{g: g, a: arena{g: g, own: map[gframeKey]*gframe{}}}
+	r := &GrammarRecognizer{g: g, a: &arena{g: g, own: map[gframeKey]*gframe{}}}
 	r.a.egen++
 	var out []*gframe
 	accept := false
@@ -361,7 +363,8 @@ func (a *arena) mk(pos int, next *gframe) *gframe {
 	if len(a.own) >= maxFrames {
 		a.own = map[gframeKey]*gframe{}
 	}
-	f := &gframe{pos: pos, next: next, closing: a.g.restMin[pos]}
+	a.nid++
+	f := &gframe{pos: pos, next: next, closing: a.g.restMin[pos], id: a.nid}
 	if next != nil {
 		f.closing += next.closing
 	}

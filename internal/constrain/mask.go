@@ -22,17 +22,27 @@ type Recognizer interface {
 // logits of the tokens that cannot follow to -Inf. It knows each
 // token's bytes and the ids that end generation: those are allowed only
 // once the text is complete, and then they are all that is allowed.
-// When the tokens left are few, only tokens after which the shortest
-// completion still fits are allowed, so the output is complete whenever
-// the vocabulary holds the single-byte tokens of that completion.
+// Under a budget, a token is allowed only if the fewest whole tokens
+// that complete the text after it still fit in what is left, so a
+// generation given at least MinBudget tokens always ends complete. The
+// fewest tokens are found by a search over the recognizer's states
+// (for the recognizers of this package and their compositions); for
+// another Recognizer the mask counts one token per byte of the shortest
+// completion instead. A token after which the shortest completion, in
+// bytes, fits in the tokens left is allowed without a search: when the
+// vocabulary holds every single byte (as byte-level vocabularies do)
+// such a completion takes at most that many tokens, so the budget is
+// kept exactly.
 type Mask struct {
-	tokens [][]byte // bytes of each id; nil for ids with no text
-	stop   map[int]bool
-	r      Recognizer
-	fed    int // generated ids fed to r
-	budget int // tokens the generation may produce (0: unbounded)
-	maxTok int // the longest token, in bytes
-	broken bool
+	tokens   [][]byte // bytes of each id; nil for ids with no text
+	stop     map[int]bool
+	r        Recognizer
+	fed      int          // generated ids fed to r
+	budget   int          // tokens the generation may produce (0: unbounded)
+	maxTok   int          // the longest token, in bytes
+	allBytes bool         // every single byte is a token
+	search   *tokenSearch // nil when r cannot fork
+	broken   bool
 }
 
 // NewMask makes a mask that keeps one generation to a JSON value (an
@@ -50,8 +60,18 @@ func NewMaskFor(r Recognizer, tokens [][]byte, stop []int, budget int) *Mask {
 	for _, id := range stop {
 		m.stop[id] = true
 	}
+	var single [256]bool
+	n := 0
 	for _, t := range tokens {
 		m.maxTok = max(m.maxTok, len(t))
+		if len(t) == 1 && !single[t[0]] {
+			single[t[0]] = true
+			n++
+		}
+	}
+	m.allBytes = n == 256
+	if canFork(r) {
+		m.search = newTokenSearch(tokens)
 	}
 	return m
 }
@@ -77,9 +97,11 @@ func (m *Mask) Apply(logits []float32, generated []int) {
 		}
 		return
 	}
-	// with few tokens left, a token must leave room to finish (one token
-	// per byte of the shortest completion at worst); the check is needed
-	// only when one token could grow the completion past what is left
+	// with few tokens left, a token must leave room to finish; when the
+	// vocabulary holds every byte, a completion of n bytes takes at most
+	// n tokens, so the check is needed only when one token could grow
+	// the completion past what is left, and the search only for tokens
+	// whose completion is longer in bytes than the tokens left
 	left, check := 0, false
 	if m.budget > 0 {
 		left = m.budget - len(generated)
@@ -95,7 +117,9 @@ func (m *Mask) Apply(logits []float32, generated []int) {
 		if len(t) > 0 {
 			var closing int
 			closing, ok = m.r.Try(t, check)
-			ok = ok && (!check || closing <= left-1)
+			if ok && check && closing > left-1 {
+				ok = m.fits(t, left-1, closing)
+			}
 		}
 		if !ok {
 			logits[i] = neg
@@ -116,6 +140,48 @@ func (m *Mask) Apply(logits []float32, generated []int) {
 // Done reports whether the text fed so far is complete.
 func (m *Mask) Done() bool { return !m.broken && m.r.Done() }
 
+// fits reports whether a text completed after token t can take at
+// most left tokens; closing is the shortest completion after t, in
+// bytes, counted one token per byte when the search cannot tell.
+func (m *Mask) fits(t []byte, left, closing int) bool {
+	if m.search == nil {
+		return closing <= left
+	}
+	f := m.r.(forker).fork()
+	f.Feed(t)
+	_, st := m.search.fewest(f, left)
+	if st == searchUnknown {
+		return closing <= left
+	}
+	return st == searchFound
+}
+
+// searchBound is how deep MinTokens searches: with every byte in the
+// vocabulary the shortest completion in bytes bounds the tokens.
+const searchBound = 256
+
+// exactMin returns the fewest tokens of a complete text from the start,
+// and whether the search could tell.
+func (m *Mask) exactMin() (int, bool) {
+	if m.search == nil {
+		return 0, false
+	}
+	bound := searchBound
+	if m.allBytes {
+		bound = m.r.ClosingLen()
+	}
+	n, st := m.search.fewest(m.r, bound)
+	switch st {
+	case searchFound:
+		return n, true
+	case searchNone:
+		if m.firstClosing() < 0 {
+			return -1, true
+		}
+	}
+	return 0, false
+}
+
 // firstClosing returns the shortest completion left after one token
 // (-1 when no token can start the text).
 func (m *Mask) firstClosing() int {
@@ -131,15 +197,19 @@ func (m *Mask) firstClosing() int {
 	return best
 }
 
-// MinTokens returns a lower bound on the tokens any complete text of the
-// mask's format takes, stop token excluded, before anything is fed:
-// the first token is chosen exactly (the one leaving the shortest
-// completion), and each later token shortens the completion by at most
-// its length, so by at most the longest token. It returns -1 when the
-// vocabulary cannot start the format at all.
+// MinTokens returns the fewest tokens any complete text of the mask's
+// format takes, stop token excluded, before anything is fed, found by
+// searching the vocabulary's tokens from the start. When the search
+// cannot tell (a Recognizer of another package, or too many states) it
+// is a lower bound instead: the first token is chosen exactly, and each
+// later token shortens the completion by at most the longest token. It
+// returns -1 when the vocabulary cannot start the format at all.
 func (m *Mask) MinTokens() int {
 	if m.fed > 0 || m.broken || m.r.Done() {
 		return 0
+	}
+	if n, ok := m.exactMin(); ok {
+		return n
 	}
 	return m.minTokens(m.firstClosing())
 }
@@ -156,18 +226,36 @@ func (m *Mask) minTokens(best int) int {
 }
 
 // MinBudget returns the smallest budget under which the mask lets a
-// generation start, before anything is fed: with fewer tokens even the
-// best first token leaves a completion longer than the tokens after it
-// (counted one per byte, as Apply does), so Apply allows only the stop
-// ids and the text stays empty. It is at least MinTokens; -1 when the
-// vocabulary cannot start the format.
+// generation start, before anything is fed; with it the generation ends
+// complete. It is MinTokens when the search can tell; otherwise it is
+// the budget under which even the best first token leaves a completion
+// longer than the tokens after it (counted one per byte, as Apply does
+// then). It returns -1 when the vocabulary cannot start the format.
 func (m *Mask) MinBudget() int {
 	if m.fed > 0 || m.broken || m.r.Done() {
 		return 0
+	}
+	if n, ok := m.exactMin(); ok {
+		return n
 	}
 	best := m.firstClosing()
 	if best < 0 {
 		return -1
 	}
 	return max(best+1, m.minTokens(best))
+}
+
+// DoneWith reports whether the text fed so far and then token id, the
+// last one drawn (which Apply has not seen), is complete: a generation
+// that reached its token limit there holds a whole reply.
+func (m *Mask) DoneWith(id int) bool {
+	if m.broken || id < 0 || id >= len(m.tokens) {
+		return false
+	}
+	f, ok := m.r.(forker)
+	if !ok || !canFork(m.r) {
+		return false
+	}
+	r := f.fork()
+	return r.Feed(m.tokens[id]) && r.Done()
 }

@@ -42,10 +42,10 @@ func shortestTokens(newRec func() Recognizer, tokens [][]byte, limit int) int {
 	return -1
 }
 
-// TestMinTokensBound: on random vocabularies over a grammar's bytes, and
-// a regex's, MinTokens never exceeds the fewest tokens a complete text
-// takes (found by search), and equals it for a vocabulary of single
-// bytes, where the bound is exact.
+// TestMinTokensBound: on random vocabularies over a grammar's bytes, a
+// regex's and a schema's, MinTokens and MinBudget equal the fewest
+// tokens a complete text takes, found by brute force over token
+// sequences.
 func TestMinTokensBound(t *testing.T) {
 	langs := []struct {
 		name string
@@ -91,8 +91,11 @@ func TestMinTokensBound(t *testing.T) {
 			vocab = append(vocab, single[rng.IntN(len(single)):]...)
 			exact := shortestTokens(l.rec, vocab, 8)
 			got := NewMaskFor(l.rec(), vocab, nil, 0).MinTokens()
-			if exact >= 0 && got > exact {
-				t.Errorf("%s trial %d: MinTokens %d above the fewest tokens %d", l.name, trial, got, exact)
+			if exact >= 0 && got != exact {
+				t.Errorf("%s trial %d: MinTokens %d, the fewest tokens are %d", l.name, trial, got, exact)
+			}
+			if mb := NewMaskFor(l.rec(), vocab, nil, 0).MinBudget(); exact >= 0 && mb != exact {
+				t.Errorf("%s trial %d: MinBudget %d, the fewest tokens are %d", l.name, trial, mb, exact)
 			}
 			if got == 0 {
 				t.Errorf("%s trial %d: MinTokens 0 for a language without the empty text", l.name, trial)
