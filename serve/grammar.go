@@ -59,8 +59,13 @@ func grammarName(g *genFields) string {
 // context leaves after the prompt); field the limit's name in the
 // request; what the constraint ("the schema"). The minimum is
 // constrain.Mask.MinBudget: the fewest whole tokens of a complete reply,
-// with which the mask keeps the reply complete.
+// with which the mask keeps the reply complete. It is searched for only
+// when the budget is below the byte count (Mask.ByteBudget), so a request
+// with room pays nothing for it.
 func (s *Server) checkRoom(m *constrain.Mask, limit, budget int, field, what string) *apiError {
+	if up := m.ByteBudget(); up >= 0 && budget >= up {
+		return nil // room by the byte count: no search needed
+	}
 	need := m.MinBudget()
 	if need < 0 || budget >= need { // need < 0: the tokens cannot start one
 		return nil

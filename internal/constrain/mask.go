@@ -238,6 +238,19 @@ func (m *Mask) MinBudget() int {
 	if n, ok := m.exactMin(); ok {
 		return n
 	}
+	return m.ByteBudget()
+}
+
+// ByteBudget returns the budget under which even the best first token
+// leaves a completion longer than the tokens after it, counted one token
+// per byte as Apply counts them away from the limit: at least MinBudget
+// when the vocabulary holds every byte, and cheap, so a request whose
+// budget reaches it needs no search. It returns 0 once text was fed and
+// -1 when the vocabulary cannot start the format.
+func (m *Mask) ByteBudget() int {
+	if m.fed > 0 || m.broken || m.r.Done() {
+		return 0
+	}
 	best := m.firstClosing()
 	if best < 0 {
 		return -1
