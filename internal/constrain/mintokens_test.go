@@ -80,6 +80,11 @@ func TestMinTokensBound(t *testing.T) {
 		if got := NewMaskFor(l.rec(), single, nil, 0).MinTokens(); got != want || want < 0 {
 			t.Errorf("%s, single bytes: MinTokens %d, the shortest text takes %d", l.name, got, want)
 		}
+		// the byte count a request with room is accepted by is never below
+		// the exact minimum when every byte is a token
+		if bb := NewMaskFor(l.rec(), single, nil, 0).ByteBudget(); bb < want {
+			t.Errorf("%s, single bytes: ByteBudget %d below the fewest tokens %d", l.name, bb, want)
+		}
 		for trial := range 30 {
 			vocab := make([][]byte, 12)
 			for i := range vocab {
