@@ -236,6 +236,8 @@ func FuzzHarmonyStream(f *testing.F) {
 	f.Add("<|channel|>analysis<|message|>Need it.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather json<|message|>{\"city\": \"Oslo\"}<|call|>", uint64(2))
 	f.Add("  plain text <tool_call>{\"name\": \"add\", \"arguments\": {}}</tool_call> after", uint64(3))
 	f.Add("Hi<|channel|>final<|message|>\n\nYes<|return|>", uint64(4))
+	f.Add(" to=x<|channel|>final<|message|>hi", uint64(5))
+	f.Add(" t", uint64(6))
 	f.Fuzz(func(t *testing.T, text string, seed uint64) {
 		p := exampleParser(formatHarmony)
 		if _, _, ok := p.marked(text); !ok {

@@ -71,10 +71,15 @@ func harmonyStable(text string, names map[string]bool) (reasoning, content strin
 	t := text
 	i, _ := firstOpen(t)
 	if i < 0 {
+		if mayBeHeader(t) {
+			return "", "", true // a header's recipient, unless no mark follows
+		}
 		t = t[:len(t)-partialOpen(t)]
 		return "", strings.TrimSpace(t), true
 	}
-	c.WriteString(t[:i])
+	if !harmonyHeaded(t[:i]) {
+		c.WriteString(t[:i])
+	}
 	t = t[i:]
 	for {
 		j := strings.Index(t, harmonyMessage)
@@ -128,4 +133,12 @@ func harmonyStable(text string, names map[string]bool) (reasoning, content strin
 		t = rest
 	}
 	return strings.TrimRightFunc(r.String(), unicode.IsSpace), strings.TrimSpace(c.String()), true
+}
+
+// mayBeHeader reports whether text before any mark may still turn out to
+// be the rest of the header the prompt opened (harmonyHeaded once a mark
+// follows): it starts with the recipient, or is a beginning of it.
+func mayBeHeader(s string) bool {
+	s = strings.TrimLeft(s, " \t\r\n")
+	return strings.HasPrefix(s, harmonyRecipient) || strings.HasPrefix(harmonyRecipient, s)
 }
