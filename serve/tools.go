@@ -205,10 +205,9 @@ func (p *toolParser) maybeCall(text string) bool {
 	if p.bareJSON() {
 		marks = append([]string{pythonTag, "{"}, marks...)
 	}
-	if p.format == formatHarmony {
-		// a call's recipient may follow the generation prompt's header
-		marks = append([]string{harmonyRecipient}, marks...)
-	}
+	// a call's recipient may follow a gpt-oss generation prompt's header,
+	// and any reply holding harmony's marks is read as gpt-oss's
+	marks = append([]string{harmonyRecipient}, marks...)
 	for _, mark := range marks {
 		if strings.HasPrefix(t, mark) || strings.HasPrefix(mark, t) {
 			return true
