@@ -19,6 +19,9 @@ import (
 // one-row and a many-row kernel call.
 const batchTol = 1e-5
 
+// q4BatchTol is batchTol for the 4-bit caches (see TestDecodeBatch).
+const q4BatchTol = 0.05
+
 // TestDecodeBatch: five sessions with prompts of different lengths (so
 // different positions, two past Gemma 3's sliding window of 8) decode
 // greedily, in batches of changing makeup (all five, then subsets, one
@@ -26,6 +29,9 @@ const batchTol = 1e-5
 // decodes alone with Decode. On stories260K (float32 and 4-bit packed
 // weights) and the qwen3 and gemma3 fixtures, with f32, f16, u8, q4 and q4v
 // caches, in hybrid and kv modes, with every step split across workers.
+// With the 4-bit caches the bound is q4BatchTol and the greedy ids may
+// part, on machines whose batched products differ from the one-row ones
+// in the last bits.
 func TestDecodeBatch(t *testing.T) {
 	defer engine.SplitEverything()()
 	type fixture struct {
@@ -47,14 +53,22 @@ func TestDecodeBatch(t *testing.T) {
 	for _, f := range fixtures {
 		for _, kv := range []string{"f32", "f16", "u8", "q4", "q4v"} {
 			e := f.e(kv)
+			tol := batchTol
+			if kv == "q4" || kv == "q4v" {
+				// a 4-bit cache fits each group's binary16 step and offset
+				// to its 32 values, so a last-bit difference between the
+				// batched and the one-row products (arm64's fused
+				// multiply-adds) can move a whole group by a step's rounding
+				tol = q4BatchTol
+			}
 			for _, mode := range []engine.Mode{engine.ModeHybrid, engine.ModeKV} {
-				t.Run(fmt.Sprintf("%s/%s/%v", f.name, kv, mode), func(t *testing.T) { checkDecodeBatch(t, e, mode) })
+				t.Run(fmt.Sprintf("%s/%s/%v", f.name, kv, mode), func(t *testing.T) { checkDecodeBatch(t, e, mode, tol) })
 			}
 		}
 	}
 }
 
-func checkDecodeBatch(t *testing.T, e *engine.Engine, mode engine.Mode) {
+func checkDecodeBatch(t *testing.T, e *engine.Engine, mode engine.Mode, tol float64) {
 	vocab := e.Manifest().Vocab
 	r := rand.New(rand.NewPCG(uint64(vocab), 11))
 	lens := []int{3, 12, 1, 9, 6}
@@ -95,10 +109,12 @@ func checkDecodeBatch(t *testing.T, e *engine.Engine, mode engine.Mode) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := relDiff(got[k], want); d > batchTol {
+			if d := relDiff(got[k], want); d > tol {
 				t.Fatalf("step %d, session %d at position %d: batched logits differ by %g (relative) from decoding alone", step, i, alone[i].Pos()-1, d)
 			}
-			if g, w := argmax(got[k]), argmax(want); g != w {
+			// (with a 4-bit cache a group moved by a step may change the
+			// greedy id; both sessions are fed the batched one)
+			if g, w := argmax(got[k]), argmax(want); g != w && tol == batchTol {
 				t.Fatalf("step %d, session %d: batched greedy id %d, alone %d", step, i, g, w)
 			}
 			if batched[i].Pos() != alone[i].Pos() {
@@ -118,7 +134,7 @@ func checkDecodeBatch(t *testing.T, e *engine.Engine, mode engine.Mode) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := relDiff(got, want); d > batchTol {
+		if d := relDiff(got, want); d > tol {
 			t.Fatalf("session %d: decoding alone after batched passes differs by %g", i, d)
 		}
 	}

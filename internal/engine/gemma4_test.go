@@ -34,7 +34,7 @@ func TestGemma4DecodeBatch(t *testing.T) {
 	for _, kv := range []string{"f32", "f16", "u8"} {
 		e := compileKV(t, m, kv)
 		for _, mode := range []engine.Mode{engine.ModeHybrid, engine.ModeKV} {
-			t.Run(fmt.Sprintf("%s/%v", kv, mode), func(t *testing.T) { checkDecodeBatch(t, e, mode) })
+			t.Run(fmt.Sprintf("%s/%v", kv, mode), func(t *testing.T) { checkDecodeBatch(t, e, mode, batchTol) })
 		}
 	}
 }
