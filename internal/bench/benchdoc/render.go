@@ -60,11 +60,9 @@ image prefill) are in [lab/benchmarks-2026.md](lab/benchmarks-2026.md).
   round still ran at 0.3 tok/s, the other two at 15.4-15.5. These two
   shapes' rows ran without the page-cache drop and ` + "`--floor`" + ` of the
   rounds below: read their ratios, not their rates. So did the
-  ` + "`qwen3.5-0.8b`" + ` ` + "`lpbq`" + ` rows of 2026-12-08: 1 thread at commit ` + "`406572f`" + `
-  under a load average of 5-13, 2-thread prefill at ` + "`d90a015`" + ` under 15-20,
-  where llama.cpp's 2-thread decode fell to 0.4 tok/s in every round, so
-  that test has no row (its figures, and the rows' run of 2026-12-07 on a
-  quieter machine, are in the lab notes).
+  ` + "`qwen3.5-0.8b`" + ` ` + "`lpbq`" + ` rows and the 2-thread ` + "`lfm2-1.2b`" + ` rows of 2026-12-08
+  (commit ` + "`a875720`" + `), run with nothing else on the machine (load average
+  under 2); their earlier runs are in the lab notes.
 - **Same weight budget.** ` + "`lpbq`" + ` is aotlm's LPBQ 4-bit, block 32, with the
   classifier at W8, against llama.cpp's ` + "`Q4_0`" + ` (whose classifier is Q6_K);
   ` + "`lpbq+q6k`" + ` is the same with the classifier in Q6_K super-blocks
