@@ -52,17 +52,13 @@ image prefill) are in [lab/benchmarks-2026.md](lab/benchmarks-2026.md).
   vocabulary 262144, tied, logits capped at 30. Its per-layer embedding,
   only gathered from (one 8960-wide row a token), is w8 in aotlm and Q6_K
   in llama.cpp's Q4_0 file (llama-quantize's choice, as for the token
-  embedding). Its rows too ran under a load average of 25-30, at which
-  llama.cpp's 2-thread decode fell to 0.3-0.9 tok/s (its 1-thread decode
-  ran at 1.8-2.1 in the same hour): that measured the load, not the two
-  engines. Its 2-thread decode row is ` + "`tg32`" + ` (32 steps, commit ` + "`d90a015`" + `,
-  2026-12-08), run as the load fell from 15 to 8: llama.cpp's first
-  round still ran at 0.3 tok/s, the other two at 15.4-15.5. These two
-  shapes' rows ran without the page-cache drop and ` + "`--floor`" + ` of the
-  rounds below: read their ratios, not their rates. So did the
-  ` + "`qwen3.5-0.8b`" + ` ` + "`lpbq`" + ` rows and the 2-thread ` + "`lfm2-1.2b`" + ` rows of 2026-12-08
-  (commit ` + "`a875720`" + `), run with nothing else on the machine (load average
-  under 2); their earlier runs are in the lab notes.
+  embedding). Its 1-thread rows ran under a load average of 25-30; its
+  2-thread rows (2026-12-08, commit ` + "`a875720`" + `) with nothing else on the
+  machine. These two shapes' rows ran without the page-cache drop and
+  ` + "`--floor`" + ` of the rounds below: read their ratios, not their rates. So did
+  the ` + "`qwen3.5-0.8b`" + ` ` + "`lpbq`" + ` rows and the 2-thread ` + "`lfm2-1.2b`" + ` rows of
+  2026-12-08 (commit ` + "`a875720`" + `), run with nothing else on the machine (load
+  average under 2); their earlier runs are in the lab notes.
 - **Same weight budget.** ` + "`lpbq`" + ` is aotlm's LPBQ 4-bit, block 32, with the
   classifier at W8, against llama.cpp's ` + "`Q4_0`" + ` (whose classifier is Q6_K);
   ` + "`lpbq+q6k`" + ` is the same with the classifier in Q6_K super-blocks
